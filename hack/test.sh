@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every check and test: static checks, the plugin's unit tests with the
+# race detector, and the end-to-end tests on the simulated cluster.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "gofmt"
+unformatted=$(gofmt -l cmd pkg sim hack 2>/dev/null || true)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+step "go mod tidy (plugin module) is clean"
+go mod tidy -diff
+
+step "go vet"
+go vet ./...
+(cd sim && go vet ./...)
+
+step "unit tests (race detector)"
+go test -race -count=1 ./...
+
+step "end-to-end tests on the simulated cluster"
+# The sim module embeds kube-apiserver and friends; its first build takes minutes.
+(cd sim && go test -count=1 -timeout 45m ./... "$@")
+
+if [ -x hack/validate-krew.sh ] || [ -f hack/validate-krew.sh ]; then
+  step "krew manifest"
+  bash hack/validate-krew.sh
+fi
+echo
+echo "all checks passed"

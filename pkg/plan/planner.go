@@ -1,0 +1,338 @@
+package plan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+)
+
+// MaxUnavailableCap is the EKS quota on nodes upgraded in parallel.
+const MaxUnavailableCap = 100
+
+// Snapshot is the cluster as listed once at the start of planning.
+type Snapshot struct {
+	Nodes []corev1.Node
+	Pods  []corev1.Pod
+	PDBs  []policyv1.PodDisruptionBudget
+}
+
+// InputError is bad user input: the command exits 2 and nothing changed.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// ResolveNodeGroupLabel finds which well-known label key carries the node
+// group name. An explicit key is only checked.
+func ResolveNodeGroupLabel(nodes []corev1.Node, name, explicitKey string) (string, error) {
+	keys := NodeGroupLabels
+	if explicitKey != "" {
+		keys = []string{explicitKey}
+	}
+	found := map[string]bool{}
+	for i := range nodes {
+		for _, k := range keys {
+			if nodes[i].Labels[k] == name {
+				found[k] = true
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		if explicitKey != "" {
+			return "", inputErrorf("node group %q not found: no node has label %s=%s; check --nodegroup-label", name, explicitKey, name)
+		}
+		return "", inputErrorf("node group %q not found: no node has it as the value of %s; use --nodegroup-label or -l/--selector", name, strings.Join(NodeGroupLabels, ", "))
+	case 1:
+		for k := range found {
+			return k, nil
+		}
+	}
+	ks := make([]string, 0, len(found))
+	for k := range found {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return "", inputErrorf("node group %q is ambiguous: labels %s all carry it; use --nodegroup-label", name, strings.Join(ks, ", "))
+}
+
+// ParseMaxUnavailable resolves "N" (1..100) or "P%" (1..100 of groupSize,
+// rounded down, at least 1) to a node count.
+func ParseMaxUnavailable(v string, groupSize int) (int, error) {
+	if p, ok := strings.CutSuffix(v, "%"); ok {
+		pct, err := strconv.Atoi(p)
+		if err != nil || pct < 1 || pct > 100 {
+			return 0, inputErrorf("invalid --max-unavailable %q: a percentage must be between 1%% and 100%%", v)
+		}
+		n := groupSize * pct / 100
+		return min(max(n, 1), MaxUnavailableCap), nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxUnavailableCap {
+		return 0, inputErrorf("invalid --max-unavailable %q: must be a number of nodes from 1 to %d or a percentage such as 25%%", v, MaxUnavailableCap)
+	}
+	return n, nil
+}
+
+// ParseTargetLabels parses repeated key=value flags.
+func ParseTargetLabels(values []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range values {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return nil, inputErrorf("invalid --target-label %q: want key=value", v)
+		}
+		if errs := validateLabel(k, val); errs != "" {
+			return nil, inputErrorf("invalid --target-label %q: %s", v, errs)
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+func validateLabel(k, v string) string {
+	if _, err := labels.Parse(k + "=" + v); err != nil {
+		return "not a valid label"
+	}
+	if strings.ContainsAny(k+v, " ,") {
+		return "not a valid label"
+	}
+	return ""
+}
+
+// ParseTaint parses key=value:Effect (value optional).
+func ParseTaint(v string) (corev1.Taint, error) {
+	kv, effect, ok := strings.Cut(v, ":")
+	if !ok {
+		return corev1.Taint{}, inputErrorf("invalid --taint %q: want key=value:NoSchedule", v)
+	}
+	k, val, _ := strings.Cut(kv, "=")
+	switch corev1.TaintEffect(effect) {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return corev1.Taint{}, inputErrorf("invalid --taint %q: effect must be NoSchedule, PreferNoSchedule or NoExecute", v)
+	}
+	if k == "" || validateLabel(k, val) != "" {
+		return corev1.Taint{}, inputErrorf("invalid --taint %q: want key=value:NoSchedule", v)
+	}
+	return corev1.Taint{Key: k, Value: val, Effect: corev1.TaintEffect(effect)}, nil
+}
+
+// TaintString formats a taint the way --taint takes it.
+func TaintString(t corev1.Taint) string {
+	if t.Value == "" {
+		return fmt.Sprintf("%s:%s", t.Key, t.Effect)
+	}
+	return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
+}
+
+// GroupNodes returns the nodes of the group, sorted by name.
+func GroupNodes(nodes []corev1.Node, in Input) ([]corev1.Node, error) {
+	var sel labels.Selector
+	if in.Selector != "" {
+		s, err := labels.Parse(in.Selector)
+		if err != nil {
+			return nil, inputErrorf("invalid --selector %q: %v", in.Selector, err)
+		}
+		sel = s
+	} else {
+		sel = labels.SelectorFromSet(labels.Set{in.NodeGroupLabel: in.NodeGroup})
+	}
+	var out []corev1.Node
+	for i := range nodes {
+		if sel.Matches(labels.Set(nodes[i].Labels)) {
+			out = append(out, nodes[i])
+		}
+	}
+	if len(out) == 0 && in.Selector != "" {
+		return nil, inputErrorf("no node matches --selector %q", in.Selector)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Outdated returns the target labels the node lacks or carries with another value.
+func Outdated(node *corev1.Node, target map[string]string) []LabelDiff {
+	var diffs []LabelDiff
+	for _, k := range sortedKeys(target) {
+		if cur := node.Labels[k]; cur != target[k] {
+			diffs = append(diffs, LabelDiff{Key: k, Current: cur, Target: target[k]})
+		}
+	}
+	return diffs
+}
+
+// Build computes the plan. It is pure: the same snapshot and input always
+// give the same plan.
+func Build(snap Snapshot, in Input) (*Plan, error) {
+	group, err := GroupNodes(snap.Nodes, in)
+	if err != nil {
+		return nil, err
+	}
+	maxUnavailable, err := ParseMaxUnavailable(in.MaxUnavailable, len(group))
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{
+		APIVersion:          APIVersion,
+		Kind:                Kind,
+		Context:             in.Context,
+		NodeGroup:           in.NodeGroup,
+		NodeGroupLabel:      in.NodeGroupLabel,
+		Selector:            in.Selector,
+		TargetLabels:        in.TargetLabels,
+		Strategy:            "eks",
+		Provider:            in.Provider,
+		MaxUnavailableInput: in.MaxUnavailable,
+		MaxUnavailable:      maxUnavailable,
+		Taint:               TaintString(in.Taint),
+		Seed:                in.Seed,
+		Zones:               []string{},
+		Batches:             []Batch{},
+		Blockers:            []Blocker{},
+	}
+	podsByNode := map[string][]*corev1.Pod{}
+	for i := range snap.Pods {
+		pod := &snap.Pods[i]
+		if pod.Spec.NodeName != "" {
+			podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
+		}
+	}
+	pdbsByNamespace := map[string][]policyv1.PodDisruptionBudget{}
+	for _, pdb := range snap.PDBs {
+		pdbsByNamespace[pdb.Namespace] = append(pdbsByNamespace[pdb.Namespace], pdb)
+	}
+
+	zones := map[string]bool{}
+	var outdated []PlannedNode
+	for i := range group {
+		node := &group[i]
+		p.Nodes.Total++
+		if z := node.Labels[ZoneLabel]; z != "" {
+			zones[z] = true
+		}
+		diffs := Outdated(node, in.TargetLabels)
+		switch {
+		case len(diffs) == 0:
+			p.Nodes.Current++
+			continue
+		case node.Labels[StateLabel] == StateDone:
+			p.Nodes.Done++
+			p.Done = append(p.Done, node.Name)
+			continue
+		}
+		p.Nodes.Outdated++
+		pn := PlannedNode{
+			Name:       node.Name,
+			Zone:       node.Labels[ZoneLabel],
+			ProviderID: node.Spec.ProviderID,
+			Created:    node.CreationTimestamp.UTC(),
+			Tainted:    hasTaint(node, in.Taint),
+			Cordoned:   node.Spec.Unschedulable,
+			Outdated:   diffs,
+			Pods:       []string{},
+		}
+		pods := podsByNode[node.Name]
+		sort.Slice(pods, func(a, b int) bool { return podKey(pods[a]) < podKey(pods[b]) })
+		for _, pod := range pods {
+			if !Evictable(pod) {
+				continue
+			}
+			pn.Pods = append(pn.Pods, podKey(pod))
+			pn.Blockers = append(pn.Blockers, podBlockers(node.Name, pod, pdbsByNamespace[pod.Namespace], in)...)
+		}
+		outdated = append(outdated, pn)
+	}
+	for z := range zones {
+		p.Zones = append(p.Zones, z)
+	}
+	sort.Strings(p.Zones)
+
+	// Shuffle a name-sorted list so the seed alone decides the order.
+	rng := rand.New(rand.NewPCG(uint64(in.Seed), uint64(in.Seed)^0x9e3779b97f4a7c15))
+	rng.Shuffle(len(outdated), func(i, j int) { outdated[i], outdated[j] = outdated[j], outdated[i] })
+	for start := 0; start < len(outdated); start += maxUnavailable {
+		end := min(start+maxUnavailable, len(outdated))
+		p.Batches = append(p.Batches, Batch{Number: len(p.Batches) + 1, Nodes: outdated[start:end]})
+	}
+	for _, b := range p.Batches {
+		for _, n := range b.Nodes {
+			p.Blockers = append(p.Blockers, n.Blockers...)
+		}
+	}
+	return p, nil
+}
+
+// Evictable mirrors the pods kubectl's drain acts on: not DaemonSet pods,
+// not mirror pods, not pods that already finished.
+func Evictable(pod *corev1.Pod) bool {
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if c := metav1.GetControllerOf(pod); c != nil && c.Kind == "DaemonSet" {
+		return false
+	}
+	return true
+}
+
+func podBlockers(node string, pod *corev1.Pod, pdbs []policyv1.PodDisruptionBudget, in Input) []Blocker {
+	var out []Blocker
+	key := podKey(pod)
+	if metav1.GetControllerOf(pod) == nil && !in.Force {
+		out = append(out, Blocker{Node: node, Pod: key, Reason: "bare pod: no controller recreates it", Fix: "use --force to delete it"})
+	}
+	if usesEmptyDir(pod) && !in.DeleteEmptyDir {
+		out = append(out, Blocker{Node: node, Pod: key, Reason: "emptyDir data would be lost", Fix: "use --delete-emptydir-data"})
+	}
+	matching := drain.PDBsForPod(pod, pdbs)
+	switch {
+	case len(matching) > 1:
+		names := make([]string, len(matching))
+		for i := range matching {
+			names[i] = matching[i].Namespace + "/" + matching[i].Name
+		}
+		out = append(out, Blocker{Node: node, Pod: key, Reason: "selected by several PodDisruptionBudgets: the eviction API refuses it", PDB: strings.Join(names, ","), Fix: "make a single PodDisruptionBudget select the pod"})
+	case len(matching) == 1 && matching[0].Status.DisruptionsAllowed < 1:
+		st := drain.StatusOf(&matching[0])
+		out = append(out, Blocker{Node: node, Pod: key,
+			Reason: fmt.Sprintf("PodDisruptionBudget allows 0 disruptions (currentHealthy %d, desiredHealthy %d)", st.CurrentHealthy, st.DesiredHealthy),
+			PDB:    st.Namespace + "/" + st.Name,
+			Fix:    "add replicas or relax the budget; with --force the pod is deleted at the drain timeout"})
+	}
+	return out
+}
+
+func usesEmptyDir(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.EmptyDir != nil })
+}
+
+func hasTaint(node *corev1.Node, t corev1.Taint) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect })
+}
+
+func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,280 @@
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+const (
+	groupKey = "eks.amazonaws.com/nodegroup"
+	imageKey = "eks.amazonaws.com/nodegroup-image"
+)
+
+func node(name, group, zone, image string) corev1.Node {
+	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		groupKey: group, ZoneLabel: zone, imageKey: image,
+	}}}
+}
+
+func pod(ns, name, nodeName string, app string, owner string) corev1.Pod {
+	p := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
+		Spec:       corev1.PodSpec{NodeName: nodeName},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	if owner != "" {
+		kind, oname, _ := strings.Cut(owner, "/")
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: oname, Controller: ptr.To(true), APIVersion: "apps/v1"}}
+	}
+	return p
+}
+
+func pdb(ns, name, app string, allowed int32) policyv1.PodDisruptionBudget {
+	return policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+		},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 2},
+	}
+}
+
+func baseInput() Input {
+	return Input{
+		NodeGroup:      "ng",
+		NodeGroupLabel: groupKey,
+		TargetLabels:   map[string]string{imageKey: "ami-new"},
+		MaxUnavailable: "2",
+		Taint:          corev1.Taint{Key: groupKey, Value: "unschedulable", Effect: corev1.TaintEffectNoSchedule},
+		Provider:       "none",
+		Seed:           7,
+	}
+}
+
+// group of 6 outdated and 3 current nodes over 3 zones, plus a node of another group.
+func groupSnapshot() Snapshot {
+	var s Snapshot
+	zones := []string{"a", "b", "c"}
+	for i := range 6 {
+		s.Nodes = append(s.Nodes, node(fmt.Sprintf("old-%d", i), "ng", zones[i%3], "ami-old"))
+	}
+	for i := range 3 {
+		s.Nodes = append(s.Nodes, node(fmt.Sprintf("new-%d", i), "ng", zones[i%3], "ami-new"))
+	}
+	s.Nodes = append(s.Nodes, node("other-0", "other", "a", "ami-old"))
+	return s
+}
+
+func TestBuildSelectsOutdatedNodesAndBatches(t *testing.T) {
+	tests := []struct {
+		name           string
+		maxUnavailable string
+		wantBatchSizes []int
+		wantMax        int
+	}{
+		{"one at a time", "1", []int{1, 1, 1, 1, 1, 1}, 1},
+		{"two at a time", "2", []int{2, 2, 2}, 2},
+		{"more than outdated", "100", []int{6}, 100},
+		{"percentage of the group rounds down", "25%", []int{2, 2, 2}, 2},
+		{"small percentage is at least one", "1%", []int{1, 1, 1, 1, 1, 1}, 1},
+		{"whole group", "100%", []int{6}, 9},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := baseInput()
+			in.MaxUnavailable = tc.maxUnavailable
+			p, err := Build(groupSnapshot(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.MaxUnavailable != tc.wantMax {
+				t.Errorf("MaxUnavailable = %d, want %d", p.MaxUnavailable, tc.wantMax)
+			}
+			var sizes []int
+			for _, b := range p.Batches {
+				sizes = append(sizes, len(b.Nodes))
+			}
+			if !reflect.DeepEqual(sizes, tc.wantBatchSizes) {
+				t.Errorf("batch sizes = %v, want %v", sizes, tc.wantBatchSizes)
+			}
+			if p.Nodes != (NodeCounts{Total: 9, Outdated: 6, Current: 3}) {
+				t.Errorf("counts = %+v", p.Nodes)
+			}
+			for _, name := range p.OutdatedNames() {
+				if !strings.HasPrefix(name, "old-") {
+					t.Errorf("node %q planned for a drain, but it carries the target labels or is in another group", name)
+				}
+			}
+			if !reflect.DeepEqual(p.Zones, []string{"a", "b", "c"}) {
+				t.Errorf("zones = %v", p.Zones)
+			}
+		})
+	}
+}
+
+func TestBuildIsReproducibleBySeed(t *testing.T) {
+	order := func(seed int64) string {
+		in := baseInput()
+		in.Seed = seed
+		p, err := Build(groupSnapshot(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(p)
+		return string(b)
+	}
+	if order(7) != order(7) {
+		t.Fatal("same seed gave different plans")
+	}
+	differs := false
+	for seed := int64(1); seed < 10; seed++ {
+		if order(seed) != order(7) {
+			differs = true
+		}
+	}
+	if !differs {
+		t.Fatal("the seed never changes the order: the choice is not random")
+	}
+}
+
+func TestBuildSkipsDoneNodes(t *testing.T) {
+	snap := groupSnapshot()
+	snap.Nodes[0].Labels[StateLabel] = StateDone
+	p, err := Build(snap, baseInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Nodes.Outdated != 5 || p.Nodes.Done != 1 || !reflect.DeepEqual(p.Done, []string{"old-0"}) {
+		t.Fatalf("counts %+v done %v", p.Nodes, p.Done)
+	}
+}
+
+func TestBuildBlockers(t *testing.T) {
+	ds := pod("ns", "ds-pod", "old-0", "ds", "DaemonSet/ds")
+	mirror := pod("kube-system", "static", "old-0", "static", "")
+	mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
+	done := pod("ns", "finished", "old-0", "job", "")
+	done.Status.Phase = corev1.PodSucceeded
+	emptyDir := pod("ns", "cache", "old-0", "cache", "ReplicaSet/cache-1")
+	emptyDir.Spec.Volumes = []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+
+	tests := []struct {
+		name   string
+		pods   []corev1.Pod
+		pdbs   []policyv1.PodDisruptionBudget
+		force  bool
+		emptyD bool
+		want   []string // reason prefixes
+		pods0  int      // pods to evict on old-0
+	}{
+		{name: "managed pod with room in its PDB", pods: []corev1.Pod{pod("ns", "web-1", "old-0", "web", "ReplicaSet/web-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "web", "web", 1)}, pods0: 1},
+		{name: "PDB allowing no disruption", pods: []corev1.Pod{pod("ns", "web-1", "old-0", "web", "ReplicaSet/web-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "web", "web", 0)}, want: []string{"PodDisruptionBudget allows 0"}, pods0: 1},
+		{name: "PDB in another namespace does not count", pods: []corev1.Pod{pod("ns", "web-1", "old-0", "web", "ReplicaSet/web-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("other", "web", "web", 0)}, pods0: 1},
+		{name: "several PDBs", pods: []corev1.Pod{pod("ns", "web-1", "old-0", "web", "ReplicaSet/web-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "a", "web", 1), pdb("ns", "b", "web", 1)}, want: []string{"selected by several"}, pods0: 1},
+		{name: "bare pod", pods: []corev1.Pod{pod("ns", "bare", "old-0", "bare", "")}, want: []string{"bare pod"}, pods0: 1},
+		{name: "bare pod with force", pods: []corev1.Pod{pod("ns", "bare", "old-0", "bare", "")}, force: true, pods0: 1},
+		{name: "emptyDir", pods: []corev1.Pod{emptyDir}, want: []string{"emptyDir"}, pods0: 1},
+		{name: "emptyDir allowed", pods: []corev1.Pod{emptyDir}, emptyD: true, pods0: 1},
+		{name: "daemonset, mirror and finished pods are left alone", pods: []corev1.Pod{ds, mirror, done}, pods0: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := groupSnapshot()
+			snap.Pods, snap.PDBs = tc.pods, tc.pdbs
+			in := baseInput()
+			in.Force, in.DeleteEmptyDir = tc.force, tc.emptyD
+			p, err := Build(snap, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, b := range p.Blockers {
+				got = append(got, b.Reason)
+				if b.Node != "old-0" || b.Fix == "" {
+					t.Errorf("blocker %+v: want node old-0 and a fix", b)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("blockers %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("blocker %q, want prefix %q", got[i], tc.want[i])
+				}
+			}
+			for _, b := range p.Batches {
+				for _, n := range b.Nodes {
+					if n.Name == "old-0" && len(n.Pods) != tc.pods0 {
+						t.Errorf("old-0 evicts %v, want %d pods", n.Pods, tc.pods0)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		call    func() error
+		wantMsg string
+	}{
+		{"max-unavailable 0", func() error { _, err := ParseMaxUnavailable("0", 9); return err }, `invalid --max-unavailable "0"`},
+		{"max-unavailable 101", func() error { _, err := ParseMaxUnavailable("101", 9); return err }, `invalid --max-unavailable "101"`},
+		{"max-unavailable -1", func() error { _, err := ParseMaxUnavailable("-1", 9); return err }, `invalid --max-unavailable "-1"`},
+		{"max-unavailable abc", func() error { _, err := ParseMaxUnavailable("abc", 9); return err }, `invalid --max-unavailable "abc"`},
+		{"max-unavailable 150%", func() error { _, err := ParseMaxUnavailable("150%", 9); return err }, `invalid --max-unavailable "150%"`},
+		{"max-unavailable 0%", func() error { _, err := ParseMaxUnavailable("0%", 9); return err }, `invalid --max-unavailable "0%"`},
+		{"target-label without =", func() error { _, err := ParseTargetLabels([]string{"image"}); return err }, `invalid --target-label "image"`},
+		{"target-label bad key", func() error { _, err := ParseTargetLabels([]string{"bad key=v"}); return err }, `invalid --target-label "bad key=v"`},
+		{"target-label empty key", func() error { _, err := ParseTargetLabels([]string{"=v"}); return err }, `invalid --target-label "=v"`},
+		{"taint without effect", func() error { _, err := ParseTaint("a=b"); return err }, `invalid --taint "a=b"`},
+		{"taint bad effect", func() error { _, err := ParseTaint("a=b:Sometimes"); return err }, `invalid --taint "a=b:Sometimes"`},
+		{"unknown node group", func() error { _, err := ResolveNodeGroupLabel(groupSnapshot().Nodes, "nope", ""); return err }, `node group "nope" not found`},
+		{"unknown node group with key", func() error { _, err := ResolveNodeGroupLabel(groupSnapshot().Nodes, "ng", "pool"); return err }, `node group "ng" not found: no node has label pool=ng; check --nodegroup-label`},
+		{"selector matching nothing", func() error { in := baseInput(); in.Selector = "x=y"; _, err := Build(groupSnapshot(), in); return err }, `no node matches --selector "x=y"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			var ie *InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("got %v, want an InputError", err)
+			}
+			if !strings.HasPrefix(err.Error(), tc.wantMsg) {
+				t.Errorf("error %q, want prefix %q", err, tc.wantMsg)
+			}
+			if strings.Contains(err.Error(), "\n") || strings.HasSuffix(err.Error(), ".") {
+				t.Errorf("error %q must be one line without a trailing period", err)
+			}
+		})
+	}
+}
+
+func TestResolveNodeGroupLabel(t *testing.T) {
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"cloud.google.com/gke-nodepool": "pool-1"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"karpenter.sh/nodepool": "np", "kops.k8s.io/instancegroup": "np"}}},
+	}
+	key, err := ResolveNodeGroupLabel(nodes, "pool-1", "")
+	if err != nil || key != "cloud.google.com/gke-nodepool" {
+		t.Fatalf("got %q %v", key, err)
+	}
+	if _, err := ResolveNodeGroupLabel(nodes, "np", ""); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Fatalf("want ambiguity error, got %v", err)
+	}
+	if key, err := ResolveNodeGroupLabel(nodes, "np", "kops.k8s.io/instancegroup"); err != nil || key != "kops.k8s.io/instancegroup" {
+		t.Fatalf("explicit key: got %q %v", key, err)
+	}
+}

@@ -1,0 +1,137 @@
+// Package plan computes what an upgrade of one node group will do, from a
+// single snapshot of the cluster, with pure functions so that the plan shown
+// to a reviewer is exactly the plan that runs.
+package plan
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+const (
+	// APIVersion and Kind identify a saved plan file.
+	APIVersion = "nodeupgrade.dev/v1alpha1"
+	Kind       = "UpgradePlan"
+
+	// StateLabel marks nodes the tool has finished with but left in place
+	// (provider none with --delete-node=false), so a re-run skips them.
+	StateLabel = "nodeupgrade.dev/state"
+	// StateDone is the StateLabel value of a drained, cordoned node.
+	StateDone = "done"
+)
+
+// NodeGroupLabels are the label keys whose value names a node group, in the
+// order they are tried when --nodegroup-label is not given.
+var NodeGroupLabels = []string{
+	"eks.amazonaws.com/nodegroup",
+	"alpha.eksctl.io/nodegroup-name",
+	"cloud.google.com/gke-nodepool",
+	"karpenter.sh/nodepool",
+	"kops.k8s.io/instancegroup",
+}
+
+// ZoneLabel is the well-known topology label of a node's zone.
+const ZoneLabel = "topology.kubernetes.io/zone"
+
+// Plan is the typed result of planning; `plan -o json` prints it and
+// `run --plan-file` reads it back.
+type Plan struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+
+	Context        string            `json:"context,omitempty"`
+	NodeGroup      string            `json:"nodeGroup,omitempty"`
+	NodeGroupLabel string            `json:"nodeGroupLabel,omitempty"`
+	Selector       string            `json:"selector,omitempty"`
+	TargetLabels   map[string]string `json:"targetLabels"`
+	Strategy       string            `json:"strategy"`
+	Provider       string            `json:"provider"`
+
+	// MaxUnavailableInput is what the user asked for (e.g. "25%"),
+	// MaxUnavailable the resolved number of nodes per batch.
+	MaxUnavailableInput string `json:"maxUnavailableInput"`
+	MaxUnavailable      int    `json:"maxUnavailable"`
+	Taint               string `json:"taint"`
+	Seed                int64  `json:"seed"`
+
+	Nodes   NodeCounts `json:"nodes"`
+	Zones   []string   `json:"zones"`
+	Batches []Batch    `json:"batches"`
+	// Done lists nodes a previous run drained and left in place.
+	Done []string `json:"done,omitempty"`
+	// Blockers is every blocker of every planned node, for scripts that only
+	// want to know whether the drain can succeed.
+	Blockers []Blocker `json:"blockers"`
+}
+
+// NodeCounts summarises the group.
+type NodeCounts struct {
+	Total    int `json:"total"`
+	Outdated int `json:"outdated"`
+	Current  int `json:"current"`
+	Done     int `json:"done"`
+}
+
+// Batch is a set of nodes drained at the same time.
+type Batch struct {
+	Number int           `json:"number"`
+	Nodes  []PlannedNode `json:"nodes"`
+}
+
+// PlannedNode is one outdated node and what draining it means.
+type PlannedNode struct {
+	Name       string      `json:"name"`
+	Zone       string      `json:"zone,omitempty"`
+	ProviderID string      `json:"providerID,omitempty"`
+	Created    time.Time   `json:"created"`
+	Tainted    bool        `json:"tainted,omitempty"`
+	Cordoned   bool        `json:"cordoned,omitempty"`
+	Outdated   []LabelDiff `json:"outdated"`
+	Pods       []string    `json:"pods"`
+	Blockers   []Blocker   `json:"blockers,omitempty"`
+}
+
+// LabelDiff is a target label the node lacks or carries with another value.
+type LabelDiff struct {
+	Key     string `json:"key"`
+	Current string `json:"current"` // empty when the label is missing
+	Target  string `json:"target"`
+}
+
+// Blocker is a pod whose drain will not succeed without a flag or a fix.
+type Blocker struct {
+	Node   string `json:"node"`
+	Pod    string `json:"pod"` // namespace/name
+	Reason string `json:"reason"`
+	// PDB is namespace/name of the budget involved, when there is one.
+	PDB string `json:"pdb,omitempty"`
+	// Fix says which flag or change removes the blocker.
+	Fix string `json:"fix"`
+}
+
+// Input is everything planning needs besides the snapshot.
+type Input struct {
+	Context        string
+	NodeGroup      string
+	NodeGroupLabel string // resolved before planning, empty with Selector
+	Selector       string
+	TargetLabels   map[string]string
+	MaxUnavailable string // "2" or "25%"
+	Taint          corev1.Taint
+	Provider       string
+	Seed           int64
+	Force          bool
+	DeleteEmptyDir bool
+}
+
+// OutdatedNames returns the names of every node planned for a drain.
+func (p *Plan) OutdatedNames() []string {
+	var names []string
+	for _, b := range p.Batches {
+		for _, n := range b.Nodes {
+			names = append(names, n.Name)
+		}
+	}
+	return names
+}

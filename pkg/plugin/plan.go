@@ -1,0 +1,219 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// PlanOptions are the flags shared by plan and run: what to upgrade and how.
+type PlanOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	NodeGroup          string
+	NodeGroupLabel     string
+	Selector           string
+	TargetLabels       []string
+	MaxUnavailable     string
+	Taint              string
+	Seed               int64
+	Provider           string
+	Force              bool
+	DeleteEmptyDirData bool
+	Output             string
+
+	seedSet      bool
+	targetLabels map[string]string
+	taint        *corev1.Taint
+	client       kubernetes.Interface
+	context      string
+}
+
+const planExample = `  # Show which nodes of node group "workers" lack the new AMI, and the batches
+  kubectl nodeupgrade plan workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc
+
+  # The same plan, reproducible, as JSON for review or for "run --plan-file"
+  kubectl nodeupgrade plan workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc --seed 7 -o json > plan.json
+
+  # Select the nodes by any label, 25% of them per batch
+  kubectl nodeupgrade plan -l pool=batch --target-label image=v2 --max-unavailable 25%`
+
+// NewCmdPlan builds "plan": the dry run.
+func NewCmdPlan(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &PlanOptions{configFlags: configFlags, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:     "plan NODEGROUP",
+		Short:   "Show what an upgrade of a node group would do, changing nothing",
+		Example: planExample,
+		Args:    argsAtMost(1, "one NODEGROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags registers the planning flags.
+func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.NodeGroupLabel, "nodegroup-label", "", "Label key whose value is the node group name (default: detected among "+fmt.Sprint(plan.NodeGroupLabels)+")")
+	f.StringVarP(&o.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP")
+	f.StringArrayVar(&o.TargetLabels, "target-label", nil, "A label key=value that up-to-date nodes carry (repeatable); nodes lacking any are outdated")
+	f.StringVar(&o.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%")
+	f.StringVar(&o.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
+	f.Int64Var(&o.Seed, "seed", 0, "Seed of the random batch order; the same seed gives plan and run the same batches (default: random, shown in the plan)")
+	f.StringVar(&o.Provider, "provider", "none", "What removes drained nodes: none (delete the Node object, or see --delete-node)")
+	f.BoolVar(&o.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
+	f.BoolVar(&o.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
+	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: a table)")
+}
+
+// Complete reads arguments and flags that need no cluster access.
+func (o *PlanOptions) Complete(cmd *cobra.Command, args []string) error {
+	if len(args) == 1 {
+		o.NodeGroup = args[0]
+	}
+	o.seedSet = cmd.Flags().Changed("seed")
+	if !o.seedSet {
+		o.Seed = rand.Int64N(1_000_000)
+	}
+	return nil
+}
+
+// Validate checks every flag before the cluster is touched.
+func (o *PlanOptions) Validate() error {
+	switch {
+	case o.NodeGroup == "" && o.Selector == "":
+		return usageErrorf("missing NODEGROUP: give the node group name or -l/--selector")
+	case o.NodeGroup != "" && o.Selector != "":
+		return usageErrorf("both NODEGROUP %q and --selector given: use one", o.NodeGroup)
+	case len(o.TargetLabels) == 0:
+		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc)")
+	}
+	labels, err := plan.ParseTargetLabels(o.TargetLabels)
+	if err != nil {
+		return err
+	}
+	o.targetLabels = labels
+	if _, err := plan.ParseMaxUnavailable(o.MaxUnavailable, 1); err != nil {
+		return err
+	}
+	if o.Taint != "" {
+		t, err := plan.ParseTaint(o.Taint)
+		if err != nil {
+			return err
+		}
+		o.taint = &t
+	}
+	if o.Provider != "none" {
+		return usageErrorf("invalid --provider %q: must be none", o.Provider)
+	}
+	if err := output.ValidateFormat(o.Output); err != nil {
+		return &usageError{err: err}
+	}
+	return nil
+}
+
+// connect builds the client from the kubectl connection flags.
+func (o *PlanOptions) connect() error {
+	if o.client != nil {
+		return nil
+	}
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return &usageError{err: fmt.Errorf("cannot load kubeconfig: %w", err)}
+	}
+	o.client, err = kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	o.context = *o.configFlags.Context
+	if o.context == "" {
+		if raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
+			o.context = raw.CurrentContext
+		}
+	}
+	return nil
+}
+
+// input is the planning input once the node group label is known.
+func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
+	in := plan.Input{
+		Context:        o.context,
+		NodeGroup:      o.NodeGroup,
+		Selector:       o.Selector,
+		TargetLabels:   o.targetLabels,
+		MaxUnavailable: o.MaxUnavailable,
+		Provider:       o.Provider,
+		Seed:           o.Seed,
+		Force:          o.Force,
+		DeleteEmptyDir: o.DeleteEmptyDirData,
+	}
+	if o.Selector == "" {
+		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, o.NodeGroup, o.NodeGroupLabel)
+		if err != nil {
+			return in, err
+		}
+		in.NodeGroupLabel = key
+	}
+	if o.taint != nil {
+		in.Taint = *o.taint
+	} else {
+		key := in.NodeGroupLabel
+		if key == "" {
+			key = "nodeupgrade.dev/nodegroup"
+		}
+		in.Taint = corev1.Taint{Key: key, Value: "unschedulable", Effect: corev1.TaintEffectNoSchedule}
+	}
+	return in, nil
+}
+
+// buildPlan lists the cluster once and plans.
+func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
+	if err := o.connect(); err != nil {
+		return nil, err
+	}
+	snap, err := plan.TakeSnapshot(ctx, o.client)
+	if err != nil {
+		return nil, err
+	}
+	in, err := o.input(snap)
+	if err != nil {
+		return nil, err
+	}
+	return plan.Build(snap, in)
+}
+
+func (o *PlanOptions) printPlan(p *plan.Plan) error {
+	if o.Output != output.FormatTable {
+		return output.Print(o.Out, o.Output, p)
+	}
+	return plan.WriteTable(o.Out, p, time.Now(), output.Colorizer(output.ColorEnabled(o.Out)))
+}
+
+// Run prints the plan.
+func (o *PlanOptions) Run(ctx context.Context) error {
+	p, err := o.buildPlan(ctx)
+	if err != nil {
+		return err
+	}
+	return o.printPlan(p)
+}

@@ -1,0 +1,208 @@
+package plugin
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
+)
+
+// RunOptions are the flags of "run": the plan's, plus how to execute it.
+type RunOptions struct {
+	PlanOptions
+
+	Yes           bool
+	DryRun        bool
+	PlanFile      string
+	DrainTimeout  time.Duration
+	PostDrainWait time.Duration
+	DeleteNode    bool
+
+	savedPlan *plan.Plan
+}
+
+const runExample = `  # Upgrade node group "workers" to the nodes carrying the new AMI label, 2 nodes at a time
+  kubectl nodeupgrade run workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc --max-unavailable 2
+
+  # Print exactly what "plan" prints, change nothing
+  kubectl nodeupgrade run workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc --dry-run
+
+  # Execute a plan reviewed earlier; refused if the cluster changed since
+  kubectl nodeupgrade run --plan-file plan.json --yes`
+
+// NewCmdRun builds "run".
+func NewCmdRun(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &RunOptions{PlanOptions: PlanOptions{configFlags: configFlags, IOStreams: streams}}
+	cmd := &cobra.Command{
+		Use:   "run NODEGROUP",
+		Short: "Upgrade a node group: taint, drain in batches and remove its outdated nodes",
+		Long: `Upgrade a node group the way EKS managed node groups do: put a NoSchedule taint
+on every outdated node, then, in batches of --max-unavailable nodes chosen at
+random, drain them honouring PodDisruptionBudgets, cordon them, wait
+--post-drain-wait for load balancers, and remove them. The next batch starts
+only when the workloads evicted by the last one are Ready again.
+
+An interrupted run is finished by running the same command again.`,
+		Example: runExample,
+		Args:    argsAtMost(1, "one NODEGROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.AddFlags(cmd)
+	f := cmd.Flags()
+	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (required without a terminal)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "Print the plan, exactly as \"plan\" does, and change nothing")
+	f.StringVar(&o.PlanFile, "plan-file", "", "Execute a plan saved with \"plan -o json\"; refused if the cluster no longer matches it")
+	f.DurationVar(&o.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force)")
+	f.DurationVar(&o.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
+	f.BoolVar(&o.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
+	return cmd
+}
+
+// Complete reads the plan file, whose settings replace the planning flags.
+func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.PlanOptions.Complete(cmd, args); err != nil {
+		return err
+	}
+	if o.PlanFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(o.PlanFile)
+	if err != nil {
+		return usageErrorf("cannot read --plan-file %q: %v", o.PlanFile, err)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return usageErrorf("cannot read --plan-file %q: not a plan saved with \"plan -o json\": %v", o.PlanFile, err)
+	}
+	if p.APIVersion != plan.APIVersion || p.Kind != plan.Kind {
+		return usageErrorf("cannot read --plan-file %q: apiVersion %q kind %q, want %s %s", o.PlanFile, p.APIVersion, p.Kind, plan.APIVersion, plan.Kind)
+	}
+	if len(args) == 1 && args[0] != p.NodeGroup {
+		return usageErrorf("NODEGROUP %q does not match node group %q of --plan-file %q", args[0], p.NodeGroup, o.PlanFile)
+	}
+	o.savedPlan = &p
+	o.NodeGroup, o.NodeGroupLabel, o.Selector = p.NodeGroup, p.NodeGroupLabel, p.Selector
+	o.MaxUnavailable, o.Taint, o.Seed, o.Provider = p.MaxUnavailableInput, p.Taint, p.Seed, p.Provider
+	o.TargetLabels = nil
+	for k, v := range p.TargetLabels {
+		o.TargetLabels = append(o.TargetLabels, k+"="+v)
+	}
+	return nil
+}
+
+// Validate checks the flags and that the run can be confirmed.
+func (o *RunOptions) Validate() error {
+	if err := o.PlanOptions.Validate(); err != nil {
+		return err
+	}
+	if o.DrainTimeout <= 0 {
+		return usageErrorf("invalid --drain-timeout %s: must be positive", o.DrainTimeout)
+	}
+	if o.PostDrainWait < 0 {
+		return usageErrorf("invalid --post-drain-wait %s: must not be negative", o.PostDrainWait)
+	}
+	if !o.DryRun && !o.Yes && !output.IsTerminal(o.In) {
+		return usageErrorf("refusing to run without a terminal to confirm on; use --yes (or --dry-run to only print the plan)")
+	}
+	return nil
+}
+
+// Run plans, asks, and upgrades.
+func (o *RunOptions) Run(ctx context.Context) error {
+	p, err := o.buildPlan(ctx)
+	if err != nil {
+		return err
+	}
+	if o.savedPlan != nil {
+		if err := compareSaved(o.savedPlan, p, o.PlanFile); err != nil {
+			return err
+		}
+		p = o.savedPlan
+	}
+	if err := o.printPlan(p); err != nil {
+		return err
+	}
+	if o.DryRun {
+		return nil
+	}
+	if len(p.Batches) == 0 {
+		return nil
+	}
+	if !o.Yes {
+		ok, err := o.confirm(p)
+		if err != nil || !ok {
+			return usageErrorf("aborted: nothing was changed")
+		}
+	}
+	taint, err := plan.ParseTaint(p.Taint)
+	if err != nil {
+		return err
+	}
+	color := output.Colorizer(output.ColorEnabled(o.Out))
+	engine := upgrade.New(upgrade.Config{
+		Client: o.client,
+		Plan:   p,
+		Taint:  taint,
+		Drain: drain.Options{
+			Timeout:            o.DrainTimeout,
+			Force:              o.Force,
+			DeleteEmptyDirData: o.DeleteEmptyDirData,
+			GracePeriodSeconds: -1,
+		},
+		Provider:       &cloud.None{Client: o.client, DeleteNode: o.DeleteNode},
+		PostDrainWait:  o.PostDrainWait,
+		RecoverTimeout: o.DrainTimeout,
+		Out:            o.Out,
+		Color:          color,
+	})
+	fmt.Fprintln(o.Out)
+	return engine.Run(ctx)
+}
+
+func (o *RunOptions) confirm(p *plan.Plan) (bool, error) {
+	fmt.Fprintf(o.ErrOut, "Upgrade %d nodes in %d batches? [y/N]: ", p.Nodes.Outdated, len(p.Batches))
+	line, err := bufio.NewReader(o.In).ReadString('\n')
+	if err != nil && line == "" {
+		return false, err
+	}
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
+}
+
+// compareSaved refuses a plan file that no longer describes the cluster.
+func compareSaved(saved, fresh *plan.Plan, file string) error {
+	want, got := saved.OutdatedNames(), fresh.OutdatedNames()
+	for _, n := range want {
+		if !slices.Contains(got, n) {
+			return usageErrorf("--plan-file %q is stale: node %q is no longer an outdated node of the group; run plan again", file, n)
+		}
+	}
+	for _, n := range got {
+		if !slices.Contains(want, n) {
+			return usageErrorf("--plan-file %q is stale: node %q is outdated but not in the plan; run plan again", file, n)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+// Package upgrade runs a plan: the phases of the EKS update as an explicit
+// state machine over the plan's batches.
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// Phase is a state of the upgrade state machine.
+type Phase string
+
+// The phases, in the order a run goes through them. Drain to Recover repeat
+// once per batch.
+const (
+	PhaseTaint   Phase = "Taint"
+	PhaseDrain   Phase = "Drain"
+	PhaseCordon  Phase = "Cordon"
+	PhaseRemove  Phase = "Remove"
+	PhaseRecover Phase = "Recover"
+	PhaseDone    Phase = "Done"
+)
+
+// State is where the run is: the phase and, from Drain on, the batch.
+type State struct {
+	Phase Phase
+	Batch int // index into Plan.Batches
+}
+
+// Config is what a run needs.
+type Config struct {
+	Client   kubernetes.Interface
+	Plan     *plan.Plan
+	Taint    corev1.Taint
+	Drain    drain.Options
+	Provider cloud.Provider
+	// PostDrainWait lets load balancers deregister a cordoned node before
+	// it is removed.
+	PostDrainWait time.Duration
+	// RecoverTimeout bounds the wait for evicted workloads to be Ready
+	// elsewhere before the next batch.
+	RecoverTimeout time.Duration
+	Out            io.Writer
+	Color          output.Colorizer
+	// Now is the clock of progress lines; time.Now when nil.
+	Now func() time.Time
+}
+
+// Engine runs one plan.
+type Engine struct {
+	cfg     Config
+	drainer *drain.Drainer
+	mu      sync.Mutex // serialises progress lines from parallel drains
+	evicted []corev1.Pod
+}
+
+// New prepares an engine.
+func New(cfg Config) *Engine {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	e := &Engine{cfg: cfg}
+	userHook := cfg.Drain.OnEvent
+	cfg.Drain.OnEvent = func(ev drain.Event) {
+		e.reportDrainEvent(ev)
+		if userHook != nil {
+			userHook(ev)
+		}
+	}
+	e.drainer = drain.New(cfg.Client, cfg.Drain)
+	return e
+}
+
+// Run drives the state machine from the start to Done.
+func (e *Engine) Run(ctx context.Context) error {
+	state := State{Phase: PhaseTaint}
+	for state.Phase != PhaseDone {
+		next, err := e.step(ctx, state)
+		if err != nil {
+			return err
+		}
+		state = next
+	}
+	e.logf("upgrade of %d nodes finished", len(e.cfg.Plan.OutdatedNames()))
+	return nil
+}
+
+// step performs one phase and returns the next state.
+func (e *Engine) step(ctx context.Context, s State) (State, error) {
+	batches := e.cfg.Plan.Batches
+	if s.Phase != PhaseTaint && s.Batch >= len(batches) {
+		return State{Phase: PhaseDone}, nil
+	}
+	switch s.Phase {
+	case PhaseTaint:
+		if err := e.taintAll(ctx); err != nil {
+			return s, err
+		}
+		return State{Phase: PhaseDrain}, nil
+	case PhaseDrain:
+		if err := e.drainBatch(ctx, s.Batch); err != nil {
+			return s, err
+		}
+		return State{Phase: PhaseCordon, Batch: s.Batch}, nil
+	case PhaseCordon:
+		if err := e.cordonBatch(ctx, s.Batch); err != nil {
+			return s, err
+		}
+		return State{Phase: PhaseRemove, Batch: s.Batch}, nil
+	case PhaseRemove:
+		if err := e.removeBatch(ctx, s.Batch); err != nil {
+			return s, err
+		}
+		return State{Phase: PhaseRecover, Batch: s.Batch}, nil
+	case PhaseRecover:
+		if err := e.waitRecovered(ctx, s.Batch); err != nil {
+			return s, err
+		}
+		return State{Phase: PhaseDrain, Batch: s.Batch + 1}, nil
+	}
+	return s, fmt.Errorf("unknown phase %q", s.Phase)
+}
+
+func (e *Engine) batchNodes(i int) []string {
+	var names []string
+	for _, n := range e.cfg.Plan.Batches[i].Nodes {
+		names = append(names, n.Name)
+	}
+	return names
+}
+
+// taintAll keeps new pods off every outdated node before any is drained,
+// so evicted pods do not land on a node drained later.
+func (e *Engine) taintAll(ctx context.Context) error {
+	names := e.cfg.Plan.OutdatedNames()
+	e.logf("tainting %d outdated nodes with %s", len(names), plan.TaintString(e.cfg.Taint))
+	for _, name := range names {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			node, err := e.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+				return t.Key == e.cfg.Taint.Key && t.Effect == e.cfg.Taint.Effect
+			}) {
+				return nil
+			}
+			node.Spec.Taints = append(node.Spec.Taints, e.cfg.Taint)
+			_, err = e.cfg.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+			return err
+		})
+		if apierrors.IsNotFound(err) {
+			continue // removed by an earlier run or by someone else
+		}
+		if err != nil {
+			return fmt.Errorf("tainting node %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) drainBatch(ctx context.Context, i int) error {
+	names := e.batchNodes(i)
+	e.logf("batch %d/%d: draining %s", i+1, len(e.cfg.Plan.Batches), quoteAll(names))
+	results, err := e.drainer.DrainNodes(ctx, names)
+	e.evicted = e.evicted[:0]
+	for _, r := range results {
+		e.evicted = append(e.evicted, r.Evicted...)
+	}
+	return err
+}
+
+func (e *Engine) cordonBatch(ctx context.Context, i int) error {
+	names := e.batchNodes(i)
+	for _, name := range names {
+		_, err := e.cfg.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("cordoning node %q: %w", name, err)
+		}
+	}
+	if e.cfg.PostDrainWait > 0 {
+		e.logf("batch %d/%d: cordoned %s; waiting %s for load balancers to deregister them", i+1, len(e.cfg.Plan.Batches), quoteAll(names), e.cfg.PostDrainWait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(e.cfg.PostDrainWait):
+		}
+	}
+	return nil
+}
+
+func (e *Engine) removeBatch(ctx context.Context, i int) error {
+	for _, name := range e.batchNodes(i) {
+		if err := e.cfg.Provider.RemoveNode(ctx, name); err != nil {
+			return fmt.Errorf("removing node %q: %w", name, err)
+		}
+		e.logf("node %q: %s", name, e.cfg.Provider.Describe())
+	}
+	return nil
+}
+
+func (e *Engine) waitRecovered(ctx context.Context, i int) error {
+	owners := OwnersOf(e.evicted)
+	if len(owners) == 0 {
+		return nil
+	}
+	e.logf("batch %d/%d: waiting for %d workloads to be Ready again", i+1, len(e.cfg.Plan.Batches), len(owners))
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
+	defer cancel()
+	err := WaitOwnersReady(wctx, e.cfg.Client, owners)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("workloads evicted in batch %d did not recover within %s: %w; re-run when they are Ready, or raise --drain-timeout", i+1, e.cfg.RecoverTimeout, err)
+	}
+	return err
+}
+
+func (e *Engine) reportDrainEvent(ev drain.Event) {
+	switch ev.Type {
+	case drain.EventEvicted:
+		e.logf("node %q: evicted pod %q", ev.Node, ev.Namespace+"/"+ev.Pod)
+	case drain.EventDeleted:
+		e.logf("node %q: deleted pod %q", ev.Node, ev.Namespace+"/"+ev.Pod)
+	case drain.EventBlocked:
+		msg := fmt.Sprintf("node %q: eviction of pod %q blocked", ev.Node, ev.Namespace+"/"+ev.Pod)
+		for _, p := range ev.PDBs {
+			msg += " by " + p.String()
+		}
+		if len(ev.PDBs) == 0 && ev.Message != "" {
+			msg += ": " + ev.Message
+		}
+		e.logf("%s", e.cfg.Color.Yellow(msg))
+	case drain.EventDrained:
+		e.logf("node %q: drained", ev.Node)
+	}
+}
+
+func (e *Engine) logf(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fmt.Fprintf(e.cfg.Out, "%s %s\n", e.cfg.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func quoteAll(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%q", n)
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+// Package e2e runs the kubectl-nodeupgrade binary against the simulated
+// cluster: a real apiserver, controllers and scheduler, with kwok nodes.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/cluster"
+)
+
+var (
+	sim    *cluster.Cluster
+	client kubernetes.Interface
+	binary string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "nodeupgrade-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "kubectl-nodeupgrade")
+	build := exec.Command("go", "build", "-race", "-o", binary, "./cmd/kubectl-nodeupgrade")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the plugin: %v\n%s", err, out)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	sim, err = cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), PodReadyDelay: time.Second})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the simulated cluster: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "simulated cluster up in %s\n", time.Since(start).Round(time.Millisecond))
+	defer sim.Stop()
+	client = sim.Client
+	return m.Run()
+}
+
+// result is one run of the plugin.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// plugin runs the binary against the simulated cluster, stdin not a terminal.
+func plugin(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := pluginCmd(args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("running plugin: %v", err)
+	}
+	return r
+}
+
+func pluginCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, append(args, "--kubeconfig", sim.Kubeconfig)...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	return cmd
+}
+
+func testContext(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// groupNodes returns the nodes carrying label key=value.
+func groupNodes(t *testing.T, ctx context.Context, key, value string) []corev1.Node {
+	t.Helper()
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: key + "=" + value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// assertUntouched fails if any node of the group is tainted with key or cordoned.
+func assertUntouched(t *testing.T, ctx context.Context, key, value string) {
+	t.Helper()
+	for _, n := range groupNodes(t, ctx, key, value) {
+		if n.Spec.Unschedulable {
+			t.Errorf("node %q is cordoned", n.Name)
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == key {
+				t.Errorf("node %q is tainted %v", n.Name, taint)
+			}
+		}
+	}
+}
+
+func oneLine(s string) bool {
+	return strings.Count(strings.TrimRight(s, "\n"), "\n") == 0 && strings.TrimSpace(s) != ""
+}

@@ -1,0 +1,356 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+const (
+	groupKey = "eks.amazonaws.com/nodegroup"
+	imageKey = "eks.amazonaws.com/nodegroup-image"
+	target   = imageKey + "=ami-new"
+)
+
+// setupGroup creates a node group of outdated and current nodes over three
+// zones; apps are pinned to it so tests sharing the cluster do not mix.
+func setupGroup(t *testing.T, name string, outdated, current int, apps ...scenario.App) (oldNodes, newNodes []string) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	oldNodes, newNodes, err := scenario.CreateNodeGroup(ctx, client, scenario.NodeGroup{
+		LabelKey:     groupKey,
+		Name:         name,
+		Zones:        []string{"sim-a", "sim-b", "sim-c"},
+		Outdated:     outdated,
+		Current:      current,
+		OldLabels:    map[string]string{imageKey: "ami-old"},
+		TargetLabels: map[string]string{imageKey: "ami-new"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range apps {
+		a.Namespace = name
+		a.NodeSelector = map[string]string{groupKey: name}
+		if err := scenario.CreateApp(ctx, client, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(apps) > 0 {
+		if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return oldNodes, newNodes
+}
+
+func pct(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+func num(i int) *intstr.IntOrString    { v := intstr.FromInt(i); return &v }
+
+// assertUpgraded checks that no outdated node of the group is left and every
+// Deployment is back to full Ready.
+func assertUpgraded(t *testing.T, name string, wantNodes int) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	nodes := groupNodes(t, ctx, groupKey, name)
+	for _, n := range nodes {
+		if n.Labels[imageKey] != "ami-new" {
+			t.Errorf("outdated node %q is still in the group", n.Name)
+		}
+	}
+	if len(nodes) != wantNodes {
+		t.Errorf("group has %d nodes, want %d", len(nodes), wantNodes)
+	}
+	assertUntouched(t, ctx, groupKey, name)
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Errorf("workloads not back to full Ready: %v", err)
+	}
+}
+
+func TestHappyPath(t *testing.T) {
+	const name = "happy"
+	setupGroup(t, name, 6, 3,
+		scenario.App{Name: "web", Replicas: 24, MinAvailable: pct("75%")},
+		scenario.App{Name: "api", Replicas: 18, MaxUnavailable: num(2)},
+		scenario.App{Name: "worker", Replicas: 12, MinAvailable: num(10)},
+		scenario.App{Name: "cache", Replicas: 6, MaxUnavailable: num(1)},
+	)
+	ctx := testContext(t, 10*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r := plugin(t, "run", name, "--target-label", target, "--max-unavailable", "2", "--post-drain-wait", "1s", "--seed", "1", "--yes")
+	t.Logf("happy path: 6 outdated nodes, 60 pods, max-unavailable 2: run took %s", time.Since(start).Round(time.Millisecond))
+	violations := watcher.Stop()
+	if r.code != 0 {
+		t.Fatalf("run failed: %s", r)
+	}
+	for _, v := range violations {
+		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
+	}
+	if got := strings.Count(r.stdout, "draining"); got != 3 {
+		t.Errorf("want 3 batches drained, saw %d:\n%s", got, r.stdout)
+	}
+	assertUpgraded(t, name, 3)
+}
+
+func TestPDBAllowingNoDisruptionFailsThenForce(t *testing.T) {
+	const name = "blocked"
+	oldNodes, _ := setupGroup(t, name, 1, 1, scenario.App{Name: "solo", Replicas: 1, MinAvailable: num(1)})
+	r := plugin(t, "run", name, "--target-label", target, "--drain-timeout", "5s", "--post-drain-wait", "0s", "--yes")
+	if r.code != 3 {
+		t.Fatalf("want exit 3 (PodEvictionFailure), got %s", r)
+	}
+	for _, want := range []string{"PodEvictionFailure", `node "` + oldNodes[0] + `"`, `"blocked/solo-`, `PodDisruptionBudget "blocked/solo"`, "--force"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("error does not mention %s:\n%s", want, r.stderr)
+		}
+	}
+	// The plan showed the blocker before anything ran.
+	if !strings.Contains(r.stdout, "PodDisruptionBudget allows 0 disruptions") {
+		t.Errorf("plan does not show the PDB blocker:\n%s", r.stdout)
+	}
+	ctx := testContext(t, 2*time.Minute)
+	if _, err := client.CoreV1().Nodes().Get(ctx, oldNodes[0], metav1.GetOptions{}); err != nil {
+		t.Fatalf("node %q was removed although its drain failed: %v", oldNodes[0], err)
+	}
+
+	r = plugin(t, "run", name, "--target-label", target, "--drain-timeout", "5s", "--post-drain-wait", "0s", "--force", "--yes")
+	if r.code != 0 {
+		t.Fatalf("run --force failed: %s", r)
+	}
+	if !strings.Contains(r.stdout, "deleted pod") {
+		t.Errorf("--force did not delete the blocked pod:\n%s", r.stdout)
+	}
+	assertUpgraded(t, name, 1)
+}
+
+func TestRerunAfterKill(t *testing.T) {
+	const name = "rerun"
+	setupGroup(t, name, 4, 2,
+		scenario.App{Name: "web", Replicas: 8, MinAvailable: num(6)},
+	)
+	ctx := testContext(t, 10*time.Minute)
+	// Record every change to the current nodes: a re-run must never taint or cordon them.
+	w, err := client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	touched := make(chan string, 100)
+	go func() {
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			if n.Spec.Unschedulable || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == groupKey }) {
+				touched <- n.Name
+			}
+		}
+	}()
+
+	cmd := pluginCmd("run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "30s", "--yes")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	scanner := bufio.NewScanner(stdout)
+	for scanner.Scan() {
+		// Kill in the middle of the first batch: drained and cordoned, not removed.
+		if strings.Contains(scanner.Text(), "cordoned") {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			killed = true
+			break
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatal("the run ended before it could be killed mid-batch")
+	}
+	if n := len(groupNodes(t, ctx, groupKey, name)); n != 6 {
+		t.Fatalf("after the kill the group has %d nodes, want all 6 (the first batch was not removed yet)", n)
+	}
+
+	r := plugin(t, "run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "1s", "--yes")
+	if r.code != 0 {
+		t.Fatalf("re-run failed: %s", r)
+	}
+	if !strings.Contains(r.stdout, "4 outdated") {
+		t.Errorf("re-run should plan the 4 nodes still outdated:\n%s", r.stdout)
+	}
+	assertUpgraded(t, name, 2)
+	select {
+	case n := <-touched:
+		t.Errorf("node %q carries the target labels but was tainted or cordoned", n)
+	default:
+	}
+}
+
+func TestBadInputChangesNothing(t *testing.T) {
+	const name = "badinput"
+	setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 2, MinAvailable: num(1)})
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "stale.json")
+	r := plugin(t, "plan", name, "--target-label", target, "--seed", "7", "-o", "json")
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil {
+		t.Fatal(err)
+	}
+	p.Batches[0].Nodes[0].Name = "node-that-is-gone"
+	data, _ := json.Marshal(p)
+	if err := os.WriteFile(stale, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	garbage := filepath.Join(dir, "garbage.json")
+	if err := os.WriteFile(garbage, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(extra ...string) []string {
+		return append([]string{"run", name, "--target-label", target, "--yes", "--post-drain-wait", "0s"}, extra...)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown node group", []string{"run", "no-such-group", "--target-label", target, "--yes"}, `node group "no-such-group" not found`},
+		{"max-unavailable 0", run("--max-unavailable", "0"), `--max-unavailable "0"`},
+		{"max-unavailable 101", run("--max-unavailable", "101"), `--max-unavailable "101"`},
+		{"max-unavailable -1", run("--max-unavailable", "-1"), `--max-unavailable "-1"`},
+		{"max-unavailable abc", run("--max-unavailable", "abc"), `--max-unavailable "abc"`},
+		{"max-unavailable 150%", run("--max-unavailable", "150%"), `--max-unavailable "150%"`},
+		{"malformed target-label", []string{"run", name, "--target-label", "ami-new", "--yes"}, `--target-label "ami-new"`},
+		{"no target", []string{"run", name, "--yes"}, "--target-label"},
+		{"unreadable plan file", []string{"run", "--plan-file", filepath.Join(dir, "missing.json"), "--yes"}, "--plan-file"},
+		{"plan file not a plan", []string{"run", "--plan-file", garbage, "--yes"}, "--plan-file"},
+		{"stale plan file", []string{"run", "--plan-file", stale, "--yes"}, "stale"},
+		{"no --yes without a terminal", []string{"run", name, "--target-label", target}, "--yes"},
+		{"unknown flag", run("--max-unavailabel", "1"), "unknown flag"},
+		{"bad output", []string{"plan", name, "--target-label", target, "-o", "xml"}, `--output "xml"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := plugin(t, tc.args...)
+			if r.code != 2 {
+				t.Fatalf("want exit 2, got %s", r)
+			}
+			if !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want a one-line error mentioning %s, got %q", tc.want, r.stderr)
+			}
+			assertUntouched(t, testContext(t, time.Minute), groupKey, name)
+		})
+	}
+}
+
+var batchLine = regexp.MustCompile(`batch (\d+)/\d+: draining (.*)$`)
+
+func TestSeedGivesSameBatchesInPlanAndRun(t *testing.T) {
+	const name = "seeded"
+	setupGroup(t, name, 5, 2, scenario.App{Name: "web", Replicas: 6, MaxUnavailable: num(1)})
+	args := []string{name, "--target-label", target, "--max-unavailable", "2", "--seed", "7"}
+	first := plugin(t, append([]string{"plan", "-o", "json"}, args...)...)
+	second := plugin(t, append([]string{"plan", "-o", "json"}, args...)...)
+	if first.code != 0 || first.stdout != second.stdout {
+		t.Fatalf("plan --seed 7 -o json differs between two runs:\n%s\n---\n%s", first, second)
+	}
+	table := plugin(t, append([]string{"plan"}, args...)...)
+	dry := plugin(t, append([]string{"run", "--dry-run"}, args...)...)
+	if table.code != 0 || dry.code != 0 || table.stdout != dry.stdout {
+		t.Fatalf("run --dry-run does not print what plan prints:\n%s\n---\n%s", table, dry)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(first.stdout), &p); err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(planFile, []byte(first.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := plugin(t, "run", "--plan-file", planFile, "--post-drain-wait", "0s", "--yes")
+	if r.code != 0 {
+		t.Fatalf("run --plan-file failed: %s", r)
+	}
+	var drained [][]string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if m := batchLine.FindStringSubmatch(line); m != nil {
+			var nodes []string
+			for _, q := range strings.Split(m[2], ", ") {
+				nodes = append(nodes, strings.Trim(q, `"`))
+			}
+			drained = append(drained, nodes)
+		}
+	}
+	var planned [][]string
+	for _, b := range p.Batches {
+		var nodes []string
+		for _, n := range b.Nodes {
+			nodes = append(nodes, n.Name)
+		}
+		planned = append(planned, nodes)
+	}
+	if fmt.Sprint(drained) != fmt.Sprint(planned) {
+		t.Errorf("run drained batches %v, the plan showed %v", drained, planned)
+	}
+	assertUpgraded(t, name, 2)
+}
+
+func TestDeleteNodeFalseLeavesNodesDone(t *testing.T) {
+	const name = "keepnodes"
+	oldNodes, _ := setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
+	r := plugin(t, "run", name, "--target-label", target, "--max-unavailable", "2", "--post-drain-wait", "0s", "--delete-node=false", "--yes")
+	if r.code != 0 {
+		t.Fatalf("run failed: %s", r)
+	}
+	ctx := testContext(t, time.Minute)
+	for _, n := range oldNodes {
+		node, err := client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			t.Fatalf("node %q was deleted with --delete-node=false", n)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !node.Spec.Unschedulable || node.Labels[plan.StateLabel] != plan.StateDone {
+			t.Errorf("node %q: unschedulable %v labels %v, want cordoned and labelled done", n, node.Spec.Unschedulable, node.Labels)
+		}
+		pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 0 {
+			t.Errorf("node %q still runs %d pods", n, len(pods.Items))
+		}
+	}
+	// A second run has nothing to do.
+	r = plugin(t, "run", name, "--target-label", target, "--yes")
+	if r.code != 0 || !strings.Contains(r.stdout, "Nothing to do") {
+		t.Errorf("second run should have nothing to do: %s", r)
+	}
+}

@@ -1,0 +1,37 @@
+package scenario
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Demo builds the README scenario: node group "demo" with 6 outdated and 3
+// current nodes over three zones, and three Deployments pinned to it.
+func Demo(ctx context.Context, c kubernetes.Interface) error {
+	const key = "eks.amazonaws.com/nodegroup"
+	_, _, err := CreateNodeGroup(ctx, c, NodeGroup{
+		LabelKey:     key,
+		Name:         "demo",
+		Zones:        []string{"sim-a", "sim-b", "sim-c"},
+		Outdated:     6,
+		Current:      3,
+		OldLabels:    map[string]string{"eks.amazonaws.com/nodegroup-image": "ami-old"},
+		TargetLabels: map[string]string{"eks.amazonaws.com/nodegroup-image": "ami-new"},
+	})
+	if err != nil {
+		return err
+	}
+	sel := map[string]string{key: "demo"}
+	for _, a := range []App{
+		{Namespace: "demo", Name: "web", Replicas: 6, MinAvailable: new(intstr.FromInt32(4)), NodeSelector: sel},
+		{Namespace: "demo", Name: "api", Replicas: 4, MaxUnavailable: new(intstr.FromInt32(1)), NodeSelector: sel},
+		{Namespace: "demo", Name: "worker", Replicas: 3, NodeSelector: sel},
+	} {
+		if err := CreateApp(ctx, c, a); err != nil {
+			return err
+		}
+	}
+	return WaitAppsReady(ctx, c, "demo")
+}
