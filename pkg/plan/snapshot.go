@@ -51,7 +51,7 @@ func TakeSnapshot(ctx context.Context, client kubernetes.Interface) (Snapshot, e
 	return snap, nil
 }
 
-func listAll(ctx context.Context, list pager.SimplePageFunc, each func(runtime.Object) error) error {
+func listAll(ctx context.Context, list pager.ListPageFunc, each func(runtime.Object) error) error {
 	p := pager.New(list)
 	p.PageSize = listPageSize
 	return p.EachListItem(ctx, metav1.ListOptions{}, each)

@@ -1,0 +1,842 @@
+// Package drain evicts the pods of nodes, honouring PodDisruptionBudgets,
+// the way EKS managed node groups do (PodEvictionFailure after a timeout, or
+// deletion with force). Pod selection and the evict/delete calls come from
+// k8s.io/kubectl/pkg/drain; waiting and retrying are done here with watches,
+// so a drain costs a few requests per pod even on large clusters.
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	kdrain "k8s.io/kubectl/pkg/drain"
+)
+
+// EventType says what happened to a pod or node.
+type EventType string
+
+const (
+	EventEvicting EventType = "Evicting" // eviction requested
+	EventEvicted  EventType = "Evicted"  // pod eviction accepted
+	EventDeleted  EventType = "Deleted"  // pod deleted (Force after the timeout, DeleteInsteadOfEvict, or a finished pod)
+	EventBlocked  EventType = "Blocked"  // eviction refused; PDBs filled; once per pod
+	EventGone     EventType = "Gone"     // pod object gone from the node
+	EventDrained  EventType = "Drained"  // node has no evictable pods left
+)
+
+// Event is a progress report; Namespace and Pod are empty for node events.
+type Event struct {
+	Type      EventType
+	Node      string
+	Namespace string
+	Pod       string
+	PDBs      []PDBStatus
+	Message   string
+}
+
+// Options control a Drainer.
+type Options struct {
+	Timeout              time.Duration // per node; 0 = no limit (the caller's ctx still applies)
+	Force                bool          // bare pods allowed; at the timeout the remaining pods are deleted instead of failing
+	DeleteEmptyDirData   bool
+	DeleteInsteadOfEvict bool          // delete pods, do not evict (PDBs not honoured)
+	GracePeriodSeconds   int           // -1 = the pod's own terminationGracePeriodSeconds
+	MaxGracePeriod       time.Duration // 0 = no cap; caps the grace period used on deletes and evictions
+	OnEvent              func(Event)   // may be called from several goroutines at once; nil = ignore
+}
+
+// Result is what a drain removed from one node.
+type Result struct {
+	Node    string
+	Evicted []corev1.Pod // pods evicted or deleted (their state just before), so the caller can wait for their owners to recover
+}
+
+// Drainer drains nodes. It is safe for concurrent use.
+type Drainer struct {
+	client kubernetes.Interface
+	opts   Options
+
+	// retryInterval is the slow fallback for refused evictions, jittered up
+	// to twice its value; a PDB change retries sooner.
+	retryInterval time.Duration
+	// errorRetryInterval spaces retries after transient API errors.
+	errorRetryInterval time.Duration
+	// deleteMargin is added to the grace period when waiting for pods
+	// deleted at the timeout.
+	deleteMargin time.Duration
+
+	pdbs *pdbWatchers
+}
+
+// New returns a Drainer using client.
+func New(client kubernetes.Interface, opts Options) *Drainer {
+	return &Drainer{
+		client:             client,
+		opts:               opts,
+		retryInterval:      10 * time.Second,
+		errorRetryInterval: 2 * time.Second,
+		deleteMargin:       30 * time.Second,
+		pdbs:               &pdbWatchers{client: client, syncTimeout: 10 * time.Second},
+	}
+}
+
+func (d *Drainer) emit(ev Event) {
+	if d.opts.OnEvent != nil {
+		d.opts.OnEvent(ev)
+	}
+}
+
+// helper returns a kubectl drain Helper for one call; Helper has no
+// constructor and carries its context, so it is built per use.
+func (d *Drainer) helper(ctx context.Context, grace int) *kdrain.Helper {
+	return &kdrain.Helper{
+		Ctx:                ctx,
+		Client:             d.client,
+		GracePeriodSeconds: grace,
+		// ChunkSize 0: a node holds at most a few hundred pods, and an
+		// unpaginated list can be served from the apiserver's watch cache
+		ChunkSize: 0,
+	}
+}
+
+// PodsToEvict returns the pods a drain of node would evict (including pods
+// already terminating, which it only waits for), and the ones it would refuse
+// without Force / DeleteEmptyDirData. It changes nothing.
+func (d *Drainer) PodsToEvict(ctx context.Context, node string) (evict []corev1.Pod, refused []BlockedPod, err error) {
+	h := d.helper(ctx, -1)
+	// kubectl's filters run with the permissive settings so every pod it could
+	// ever remove reaches the filter below, which applies ours pod by pod:
+	// kubectl only reports refusals as one aggregated message. DaemonSet pods
+	// and mirror pods are skipped by kubectl's own filters before that.
+	h.Force = true
+	h.DeleteEmptyDirData = true
+	h.IgnoreAllDaemonSets = true
+	h.AdditionalFilters = []kdrain.PodFilter{func(pod corev1.Pod) kdrain.PodDeleteStatus {
+		if pod.Spec.NodeName != node {
+			// the field selector already did this on a real apiserver
+			return kdrain.MakePodDeleteStatusSkip()
+		}
+		if reason := d.refusal(&pod); reason != "" {
+			refused = append(refused, BlockedPod{Namespace: pod.Namespace, Name: pod.Name, Reason: reason})
+			return kdrain.MakePodDeleteStatusSkip()
+		}
+		return kdrain.MakePodDeleteStatusOkay()
+	}}
+	list, errs := h.GetPodsForDeletion(node)
+	if len(errs) > 0 {
+		return nil, nil, fmt.Errorf("select pods of node %q: %w", node, errors.Join(errs...))
+	}
+	sort.Slice(refused, func(i, j int) bool {
+		return refused[i].Namespace+"/"+refused[i].Name < refused[j].Namespace+"/"+refused[j].Name
+	})
+	return list.Pods(), refused, nil
+}
+
+// refusal says why the drain refuses pod under the Options, or "".
+func (d *Drainer) refusal(pod *corev1.Pod) string {
+	if isFinished(pod) || pod.DeletionTimestamp != nil {
+		// finished pods disrupt nothing, terminating ones are going anyway
+		return ""
+	}
+	var reasons []string
+	ref := metav1.GetControllerOf(pod)
+	if !d.opts.DeleteEmptyDirData {
+		for _, v := range pod.Spec.Volumes {
+			if v.EmptyDir != nil {
+				reasons = append(reasons, ReasonEmptyDir)
+				break
+			}
+		}
+	}
+	if !d.opts.Force {
+		switch {
+		case ref == nil:
+			reasons = append(reasons, ReasonBare)
+		case ref.Kind == "DaemonSet":
+			// kubectl's DaemonSet filter lets it through only when its
+			// DaemonSet is gone, and only with --force
+			reasons = append(reasons, fmt.Sprintf("managed by DaemonSet %q which no longer exists", ref.Name))
+		}
+	}
+	return strings.Join(reasons, " and ")
+}
+
+func isFinished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// graceFor returns the grace period to send for pod (-1 = the pod's own),
+// applying MaxGracePeriod.
+func (d *Drainer) graceFor(pod *corev1.Pod) int {
+	g := d.opts.GracePeriodSeconds
+	if d.opts.MaxGracePeriod <= 0 {
+		return g
+	}
+	limit := int(d.opts.MaxGracePeriod / time.Second)
+	if effectiveGrace(pod, g) > limit {
+		return limit
+	}
+	return g
+}
+
+func effectiveGrace(pod *corev1.Pod, g int) int {
+	if g >= 0 {
+		return g
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return int(*pod.Spec.TerminationGracePeriodSeconds)
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds
+}
+
+// DrainNodes drains nodes in parallel, one goroutine each. The results are in
+// the order of nodes; the error joins the per-node errors.
+func (d *Drainer) DrainNodes(ctx context.Context, nodes []string) ([]Result, error) {
+	results := make([]Result, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, node := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = d.DrainNode(ctx, node)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		// one cancellation, not one per node
+		var rest []error
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				rest = append(rest, err)
+			}
+		}
+		return results, errors.Join(append([]error{ctx.Err()}, rest...)...)
+	}
+	return results, errors.Join(errs...)
+}
+
+// DrainNode evicts every evictable pod of node and waits until they are gone,
+// for at most Options.Timeout. It does not cordon.
+func (d *Drainer) DrainNode(ctx context.Context, node string) (Result, error) {
+	res := Result{Node: node}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	evict, refused, err := d.PodsToEvict(ctx, node)
+	if err != nil {
+		return res, err
+	}
+	if len(refused) > 0 {
+		// refuse before touching anything, as kubectl drain does
+		return res, &PodEvictionFailure{Node: node, Pods: refused}
+	}
+	n := newNodeDrain(d, node)
+	defer n.close()
+	if err := n.startPodWatch(ctx); err != nil {
+		return res, err
+	}
+	err = n.run(ctx, evict)
+	res.Evicted = n.evictedPods()
+	return res, err
+}
+
+// nodeDrain is the state of one DrainNode call.
+type nodeDrain struct {
+	d    *Drainer
+	node string
+
+	informer  cache.SharedIndexInformer
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
+
+	wake chan struct{} // pokes the main loop; buffered 1
+
+	mu      sync.Mutex
+	pods    map[types.UID]*podTrack
+	evicted []corev1.Pod
+	pdbNS   map[string]*nsPDBs
+}
+
+type podTrack struct {
+	pod  corev1.Pod // as listed, or as last seen by the watch
+	gone chan struct{}
+
+	// guarded by nodeDrain.mu
+	isGone      bool
+	terminating bool
+	removed     bool // our eviction or delete was accepted
+	blocked     string
+	pdbs        []PDBStatus
+	failed      error // nothing more will be tried
+	lastErr     error // a transient error being retried
+}
+
+func newNodeDrain(d *Drainer, node string) *nodeDrain {
+	return &nodeDrain{
+		d:     d,
+		node:  node,
+		wake:  make(chan struct{}, 1),
+		pods:  map[types.UID]*podTrack{},
+		pdbNS: map[string]*nsPDBs{},
+	}
+}
+
+func (n *nodeDrain) poke() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// startPodWatch lists the node's pods once and then watches them; the
+// informer re-lists by itself when the watch expires.
+func (n *nodeDrain) startPodWatch(ctx context.Context) error {
+	sel := fields.OneTermEqualSelector("spec.nodeName", n.node).String()
+	n.informer = coreinformers.NewFilteredPodInformer(n.d.client, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = sel })
+	_, err := n.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { n.observe(obj) },
+		UpdateFunc: func(_, obj any) { n.observe(obj) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				n.markGone(pod.UID)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch pods of node %q: %w", n.node, err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	n.stopWatch = cancel
+	n.watchDone = make(chan struct{})
+	go func() {
+		defer close(n.watchDone)
+		n.informer.RunWithContext(wctx)
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), n.informer.HasSynced) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("watch pods of node %q: cache did not sync", n.node)
+	}
+	return nil
+}
+
+func (n *nodeDrain) observe(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName != n.node {
+		return
+	}
+	n.mu.Lock()
+	t := n.pods[pod.UID]
+	if t != nil && !t.isGone {
+		t.pod = *pod
+		t.terminating = pod.DeletionTimestamp != nil
+	}
+	n.mu.Unlock()
+	if t != nil {
+		n.poke()
+	}
+}
+
+func (n *nodeDrain) markGone(uid types.UID) {
+	n.mu.Lock()
+	t := n.pods[uid]
+	if t == nil || t.isGone {
+		n.mu.Unlock()
+		return
+	}
+	t.isGone = true
+	close(t.gone)
+	n.mu.Unlock()
+	n.d.emit(Event{Type: EventGone, Node: n.node, Namespace: t.pod.Namespace, Pod: t.pod.Name})
+	n.poke()
+}
+
+// inStore reports whether the watch still sees the pod with uid.
+func (n *nodeDrain) inStore(pod *corev1.Pod) bool {
+	obj, exists, err := n.informer.GetStore().GetByKey(pod.Namespace + "/" + pod.Name)
+	if err != nil || !exists {
+		return false
+	}
+	p, ok := obj.(*corev1.Pod)
+	return ok && p.UID == pod.UID
+}
+
+func (n *nodeDrain) close() {
+	if n.stopWatch != nil {
+		n.stopWatch()
+		<-n.watchDone
+	}
+	n.mu.Lock()
+	nss := make([]string, 0, len(n.pdbNS))
+	for ns := range n.pdbNS {
+		nss = append(nss, ns)
+	}
+	n.pdbNS = map[string]*nsPDBs{}
+	n.mu.Unlock()
+	for _, ns := range nss {
+		n.d.pdbs.release(ns)
+	}
+}
+
+func (n *nodeDrain) pdbsFor(ctx context.Context, ns string) *nsPDBs {
+	n.mu.Lock()
+	p := n.pdbNS[ns]
+	n.mu.Unlock()
+	if p != nil {
+		return p
+	}
+	p = n.d.pdbs.acquire(ctx, ns)
+	n.mu.Lock()
+	if q := n.pdbNS[ns]; q != nil {
+		// another pod of this drain got there first; keep one reference
+		n.mu.Unlock()
+		n.d.pdbs.release(ns)
+		return q
+	}
+	n.pdbNS[ns] = p
+	n.mu.Unlock()
+	return p
+}
+
+func (n *nodeDrain) evictedPods() []corev1.Pod {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]corev1.Pod(nil), n.evicted...)
+}
+
+func (n *nodeDrain) recordRemoved(t *podTrack, pod corev1.Pod) {
+	n.mu.Lock()
+	if !t.removed {
+		t.removed = true
+		n.evicted = append(n.evicted, pod)
+	}
+	n.mu.Unlock()
+}
+
+// track adds pods not seen before; it returns the new ones.
+func (n *nodeDrain) track(pods []corev1.Pod) []*podTrack {
+	var added []*podTrack
+	n.mu.Lock()
+	for _, p := range pods {
+		if _, ok := n.pods[p.UID]; ok {
+			continue
+		}
+		t := &podTrack{pod: p, gone: make(chan struct{}), terminating: p.DeletionTimestamp != nil}
+		n.pods[p.UID] = t
+		added = append(added, t)
+	}
+	n.mu.Unlock()
+	// a pod missing from the watch's store is not taken as gone here: the
+	// store may lag the list as well as lead it; remove() settles it
+	return added
+}
+
+// state counts the tracked pods still on the node and those among them that
+// nothing more will move (eviction failed for good).
+func (n *nodeDrain) state() (left, stuck int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, t := range n.pods {
+		if t.isGone {
+			continue
+		}
+		left++
+		if t.failed != nil && !t.terminating {
+			stuck++
+		}
+	}
+	return left, stuck
+}
+
+// run removes pods and waits, in rounds: once the listed pods are gone the
+// node is listed again, because a workload tolerating every taint lands back.
+func (n *nodeDrain) run(ctx context.Context, pods []corev1.Pod) error {
+	var deadline <-chan time.Time
+	if n.d.opts.Timeout > 0 {
+		timer := time.NewTimer(n.d.opts.Timeout)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	wctx, cancelWorkers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	stopWorkers := func() {
+		cancelWorkers()
+		wg.Wait()
+	}
+	defer stopWorkers()
+	start := func(added []*podTrack) {
+		for _, t := range added {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n.remove(wctx, t)
+			}()
+		}
+	}
+	start(n.track(pods))
+	for {
+		left, stuck := n.state()
+		if left == 0 {
+			more, refused, err := n.d.PodsToEvict(ctx, n.node)
+			if err != nil {
+				return err
+			}
+			if len(refused) > 0 {
+				return &PodEvictionFailure{Node: n.node, Timeout: n.d.opts.Timeout, Pods: refused}
+			}
+			added := n.track(more)
+			if len(added) == 0 {
+				n.d.emit(Event{Type: EventDrained, Node: n.node})
+				return nil
+			}
+			start(added)
+			continue
+		}
+		if stuck == left {
+			// only pods whose eviction failed for good remain: waiting longer
+			// cannot help, so do now what the timeout would do
+			stopWorkers()
+			return n.expire(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			stopWorkers()
+			return n.expire(ctx)
+		case <-n.wake:
+		}
+	}
+}
+
+// expire ends a drain whose pods did not all leave: with Force the remaining
+// pods are deleted and waited for, without it the drain fails.
+func (n *nodeDrain) expire(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !n.d.opts.Force {
+		return n.failure()
+	}
+	n.mu.Lock()
+	var rest []*podTrack
+	for _, t := range n.pods {
+		if !t.isGone {
+			rest = append(rest, t)
+		}
+	}
+	n.mu.Unlock()
+	maxGrace := 0
+	explicit := n.d.opts.GracePeriodSeconds >= 0 || n.d.opts.MaxGracePeriod > 0
+	for _, t := range rest {
+		n.mu.Lock()
+		pod, terminating := t.pod, t.terminating
+		n.mu.Unlock()
+		grace := n.d.graceFor(&pod)
+		if g := effectiveGrace(&pod, grace); g > maxGrace {
+			maxGrace = g
+		}
+		if terminating && !explicit {
+			// deleting again without a shorter grace period changes nothing
+			continue
+		}
+		err := n.d.helper(ctx, grace).DeletePod(pod)
+		switch {
+		case err == nil:
+			n.mu.Lock()
+			t.failed = nil
+			n.mu.Unlock()
+			n.recordRemoved(t, pod)
+			n.d.emit(Event{Type: EventDeleted, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name,
+				Message: "deleted after the drain timeout (force)"})
+		case apierrors.IsNotFound(err):
+			n.markGone(pod.UID)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			n.mu.Lock()
+			t.failed = err
+			n.mu.Unlock()
+		}
+	}
+	timer := time.NewTimer(time.Duration(maxGrace)*time.Second + n.d.deleteMargin)
+	defer timer.Stop()
+	for {
+		left, stuck := n.state()
+		if left == 0 {
+			n.d.emit(Event{Type: EventDrained, Node: n.node})
+			return nil
+		}
+		if stuck == left {
+			return n.failure()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return n.failure()
+		case <-n.wake:
+		}
+	}
+}
+
+// failure describes the pods still on the node.
+func (n *nodeDrain) failure() error {
+	var ts []*podTrack
+	n.mu.Lock()
+	for _, t := range n.pods {
+		if !t.isGone {
+			ts = append(ts, t)
+		}
+	}
+	n.mu.Unlock()
+	// refresh the PDB statuses: the ones reported at the first refusal are old
+	for _, t := range ts {
+		n.mu.Lock()
+		p := n.pdbNS[t.pod.Namespace]
+		blocked := t.blocked != ""
+		n.mu.Unlock()
+		if blocked && p != nil && p.inf != nil && p.inf.HasSynced() {
+			st := statuses(PDBsForPod(&t.pod, p.list()))
+			n.mu.Lock()
+			t.pdbs = st
+			n.mu.Unlock()
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f := &PodEvictionFailure{Node: n.node, Timeout: n.d.opts.Timeout}
+	for _, t := range ts {
+		b := BlockedPod{Namespace: t.pod.Namespace, Name: t.pod.Name, PDBs: t.pdbs}
+		switch {
+		case t.failed != nil:
+			b.Reason = t.failed.Error()
+		case t.blocked == "" && t.lastErr != nil && !t.terminating && !t.removed:
+			b.Reason = t.lastErr.Error()
+		case t.terminating || t.removed:
+			b.Reason = ReasonTerminating
+			b.PDBs = nil
+		case t.blocked != "":
+			b.Reason = t.blocked
+		default:
+			b.Reason = ReasonNotEvicted
+		}
+		f.Pods = append(f.Pods, b)
+	}
+	sort.Slice(f.Pods, func(i, j int) bool {
+		return f.Pods[i].Namespace+"/"+f.Pods[i].Name < f.Pods[j].Namespace+"/"+f.Pods[j].Name
+	})
+	return f
+}
+
+// errKind classifies an eviction or delete error.
+type errKind int
+
+const (
+	errFatal errKind = iota
+	errGone
+	errBlocked
+	errBlockedMulti
+	errTransient
+)
+
+func classify(err error, pod *corev1.Pod) errKind {
+	var status apierrors.APIStatus
+	switch {
+	case apierrors.IsNotFound(err):
+		return errGone
+	case apierrors.IsTooManyRequests(err):
+		// a PDB refusal (the 429s for API throttling are retried inside client-go)
+		return errBlocked
+	case errors.As(err, &status) && status.Status().Code == 500 &&
+		strings.Contains(status.Status().Message, "more than one PodDisruptionBudget"):
+		return errBlockedMulti
+	case apierrors.IsForbidden(err) && errors.As(err, &status) && status.Status().Details != nil &&
+		status.Status().Details.Kind == "poddisruptionbudget":
+		// "disruptions allowed is negative", "DisruptedPods map too big": the
+		// disruption controller clears both
+		return errBlocked
+	case apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// the namespace controller deletes the pod; keep waiting for it
+		return errTransient
+	case apierrors.IsConflict(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
+		apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err), apierrors.IsUnexpectedServerError(err),
+		utilnet.IsConnectionReset(err), utilnet.IsConnectionRefused(err), utilnet.IsProbableEOF(err):
+		return errTransient
+	}
+	return errFatal
+}
+
+// remove evicts (or deletes) one pod, retrying refusals until the pod is
+// gone, the eviction is accepted, or ctx ends.
+func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
+	d := n.d
+	n.mu.Lock()
+	pod, terminating := t.pod, t.terminating
+	n.mu.Unlock()
+	if terminating {
+		// already going: the watch sees it leave, unless it left before the
+		// watch started, which one Get settles
+		if !n.inStore(&pod) {
+			p, err := d.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || (err == nil && p.UID != pod.UID) {
+				n.markGone(pod.UID)
+			}
+		}
+		return
+	}
+	useDelete := d.opts.DeleteInsteadOfEvict || isFinished(&pod)
+	if !useDelete {
+		d.emit(Event{Type: EventEvicting, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name})
+	}
+	var (
+		pdbs        *nsPDBs
+		reported    bool
+		checkedOnce bool
+	)
+	for {
+		var changes <-chan struct{}
+		if pdbs != nil {
+			changes = pdbs.changes()
+		}
+		h := d.helper(ctx, d.graceFor(&pod))
+		var err error
+		if useDelete {
+			err = h.DeletePod(pod)
+		} else {
+			err = h.EvictPod(pod, policyv1.SchemeGroupVersion)
+		}
+		if err == nil {
+			n.recordRemoved(t, pod)
+			ev := Event{Type: EventEvicted, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name}
+			if useDelete {
+				ev.Type = EventDeleted
+			}
+			d.emit(ev)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		kind := classify(err, &pod)
+		wait := d.errorRetryInterval
+		switch kind {
+		case errGone:
+			n.markGone(pod.UID)
+			return
+		case errFatal:
+			n.mu.Lock()
+			t.failed = err
+			n.mu.Unlock()
+			n.poke()
+			return
+		case errTransient:
+			n.mu.Lock()
+			t.lastErr = err
+			n.mu.Unlock()
+		case errBlocked, errBlockedMulti:
+			wait = d.retryInterval
+			if pdbs == nil {
+				pdbs = n.pdbsFor(ctx, pod.Namespace)
+			}
+			var matching []policyv1.PodDisruptionBudget
+			if pdbs.waitSynced(ctx, d.pdbs.syncTimeout) {
+				matching = PDBsForPod(&pod, pdbs.list())
+			}
+			reason := ReasonPDB
+			if kind == errBlockedMulti {
+				reason = ReasonMultiplePDBs
+			}
+			st := statuses(matching)
+			n.mu.Lock()
+			t.blocked, t.pdbs = reason, st
+			n.mu.Unlock()
+			if !reported {
+				reported = true
+				d.emit(Event{Type: EventBlocked, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name,
+					PDBs: st, Message: blockMessage(err)})
+			}
+			if changes == nil {
+				changes = pdbs.changes()
+				// the budget may have moved between the refusal and the
+				// watch's first list: then retry at once, but only once
+				if !checkedOnce {
+					checkedOnce = true
+					for _, p := range matching {
+						if p.Status.DisruptionsAllowed > 0 {
+							wait = 0
+						}
+					}
+				}
+			}
+		}
+		if !n.sleep(ctx, t, changes, wait) {
+			return
+		}
+		// the watch keeps the pod fresh for the next attempt
+		n.mu.Lock()
+		pod, terminating = t.pod, t.terminating
+		n.mu.Unlock()
+		if terminating {
+			return
+		}
+	}
+}
+
+// sleep waits before a retry; it reports false when the retry is moot.
+func (n *nodeDrain) sleep(ctx context.Context, t *podTrack, changes <-chan struct{}, base time.Duration) bool {
+	if base <= 0 {
+		return true
+	}
+	timer := time.NewTimer(wait.Jitter(base, 1.0))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.gone:
+		return false
+	case <-changes:
+		return true
+	case <-timer.C:
+		return true
+	}
+}
+
+// blockMessage prefers the apiserver's cause ("The disruption budget web
+// needs 2 healthy pods and has 2 currently") over its generic message.
+func blockMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if det := status.Status().Details; det != nil {
+			for _, c := range det.Causes {
+				if c.Type == policyv1.DisruptionBudgetCause && c.Message != "" {
+					return c.Message
+				}
+			}
+		}
+		return status.Status().Message
+	}
+	return err.Error()
+}

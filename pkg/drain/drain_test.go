@@ -1,0 +1,768 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+type podOpt func(*corev1.Pod)
+
+func newPod(ns, name, node string, opts ...podOpt) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name),
+			Labels: map[string]string{"app": "web"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-123", UID: "rs-uid", Controller: ptr(true),
+			}},
+		},
+		Spec:   corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func bare(p *corev1.Pod) { p.OwnerReferences = nil }
+
+func withEmptyDir(p *corev1.Pod) {
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "scratch",
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+}
+
+func daemonSetPod(p *corev1.Pod) {
+	p.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds-uid", Controller: ptr(true),
+	}}
+}
+
+func mirror(p *corev1.Pod) {
+	p.OwnerReferences = nil
+	p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
+}
+
+func terminating(p *corev1.Pod) {
+	p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	p.Finalizers = []string{"test/keep"} // a real apiserver needs one to show a terminating pod
+}
+
+func succeeded(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
+
+func labelled(k, v string) podOpt { return func(p *corev1.Pod) { p.Labels = map[string]string{k: v} } }
+
+func withGrace(s int64) podOpt {
+	return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &s }
+}
+
+func newPDB(ns, name string, sel *metav1.LabelSelector, allowed int32) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: sel, MinAvailable: ptr(intstr.FromInt32(2))},
+		Status: policyv1.PodDisruptionBudgetStatus{
+			ObservedGeneration: 1, DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 2,
+		},
+	}
+}
+
+func webSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+}
+
+func daemonSet() *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ds"}}
+}
+
+// pdbRefusal is what the apiserver returns when a PDB allows no disruption.
+func pdbRefusal(pdb string) error {
+	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: policyv1.DisruptionBudgetCause, Message: "The disruption budget " + pdb + " needs 2 healthy pods and has 2 currently",
+	})
+	return err
+}
+
+func multiplePDBs() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    500,
+		Message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+	}}
+}
+
+// cluster is a fake clientset whose eviction subresource answers with
+// evict(name, attempt) and deletes the pod when that returns nil.
+type cluster struct {
+	*fake.Clientset
+	mu       sync.Mutex
+	attempts map[string]int
+	evict    func(name string, attempt int) error
+}
+
+func newCluster(t *testing.T, evict func(name string, attempt int) error, objs ...runtime.Object) *cluster {
+	t.Helper()
+	c := &cluster{Clientset: fake.NewClientset(objs...), attempts: map[string]int{}, evict: evict}
+	c.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+		c.mu.Lock()
+		c.attempts[ev.Name]++
+		n := c.attempts[ev.Name]
+		fn := c.evict
+		c.mu.Unlock()
+		if _, err := c.Tracker().Get(podsGVR, ev.Namespace, ev.Name); apierrors.IsNotFound(err) {
+			return true, nil, err
+		}
+		var err error
+		if fn != nil {
+			err = fn(ev.Name, n)
+		}
+		if err == nil {
+			// the Fake's lock is held here: use the tracker, not the client
+			_ = c.Tracker().Delete(podsGVR, ev.Namespace, ev.Name)
+		}
+		return true, nil, err
+	})
+	return c
+}
+
+func (c *cluster) attemptsOf(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.attempts[name]
+}
+
+func (c *cluster) verbs(verb, sub string) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == verb && a.GetResource().Resource == "pods" && a.GetSubresource() == sub {
+			n++
+		}
+	}
+	return n
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+	hook   func(Event)
+}
+
+func (r *recorder) on(ev Event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	hook := r.hook
+	r.mu.Unlock()
+	if hook != nil {
+		hook(ev)
+	}
+}
+
+func (r *recorder) of(typ EventType, pod string) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Event
+	for _, e := range r.events {
+		if e.Type == typ && (pod == "" || e.Pod == pod) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// fast makes a drainer whose retries run in milliseconds.
+func fast(c *cluster, opts Options, rec *recorder) *Drainer {
+	if rec != nil {
+		opts.OnEvent = rec.on
+	}
+	d := New(c, opts)
+	d.retryInterval = time.Millisecond
+	d.errorRetryInterval = time.Millisecond
+	d.deleteMargin = 5 * time.Second
+	return d
+}
+
+// testCtx guards against hangs only; no test asserts how long anything takes.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func podNames(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Namespace+"/"+p.Name)
+	}
+	return out
+}
+
+func TestPodsToEvict(t *testing.T) {
+	tests := []struct {
+		name        string
+		opts        Options
+		objs        []runtime.Object
+		wantEvict   []string
+		wantRefused map[string]string // pod -> substring of the reason
+	}{
+		{
+			name: "daemonset and mirror pods are left alone",
+			objs: []runtime.Object{daemonSet(),
+				newPod("default", "ds-pod", "n1", daemonSetPod), newPod("kube-system", "static", "n1", mirror),
+				newPod("default", "web", "n1")},
+			wantEvict: []string{"default/web"},
+		},
+		{
+			name:        "bare pod refused without force",
+			objs:        []runtime.Object{newPod("default", "bare", "n1", bare), newPod("default", "web", "n1")},
+			wantEvict:   []string{"default/web"},
+			wantRefused: map[string]string{"default/bare": ReasonBare},
+		},
+		{
+			name:      "bare pod accepted with force",
+			opts:      Options{Force: true},
+			objs:      []runtime.Object{newPod("default", "bare", "n1", bare)},
+			wantEvict: []string{"default/bare"},
+		},
+		{
+			name:        "emptyDir refused without DeleteEmptyDirData",
+			objs:        []runtime.Object{newPod("default", "cache", "n1", withEmptyDir)},
+			wantRefused: map[string]string{"default/cache": ReasonEmptyDir},
+		},
+		{
+			name:      "emptyDir accepted with DeleteEmptyDirData",
+			opts:      Options{DeleteEmptyDirData: true},
+			objs:      []runtime.Object{newPod("default", "cache", "n1", withEmptyDir)},
+			wantEvict: []string{"default/cache"},
+		},
+		{
+			name:        "bare pod with emptyDir names both reasons",
+			objs:        []runtime.Object{newPod("default", "x", "n1", bare, withEmptyDir)},
+			wantRefused: map[string]string{"default/x": ReasonBare + " and " + ReasonEmptyDir},
+		},
+		{
+			name:        "orphaned daemonset pod refused without force",
+			objs:        []runtime.Object{newPod("default", "orphan", "n1", daemonSetPod)},
+			wantRefused: map[string]string{"default/orphan": "DaemonSet \"ds\" which no longer exists"},
+		},
+		{
+			name:      "finished and terminating bare pods are not refused",
+			objs:      []runtime.Object{newPod("default", "done", "n1", bare, succeeded), newPod("default", "going", "n1", bare, terminating)},
+			wantEvict: []string{"default/done", "default/going"},
+		},
+		{
+			name:      "pods of other nodes are ignored",
+			objs:      []runtime.Object{newPod("default", "here", "n1"), newPod("default", "there", "n2", bare)},
+			wantEvict: []string{"default/here"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t, nil, tt.objs...)
+			evict, refused, err := fast(c, tt.opts, nil).PodsToEvict(testCtx(t), "n1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := strings.Join(podNames(evict), ","), strings.Join(tt.wantEvict, ","); got != want {
+				t.Errorf("evict = %q, want %q", got, want)
+			}
+			if len(refused) != len(tt.wantRefused) {
+				t.Fatalf("refused = %+v, want %v", refused, tt.wantRefused)
+			}
+			for _, r := range refused {
+				want, ok := tt.wantRefused[r.Namespace+"/"+r.Name]
+				if !ok || !strings.Contains(r.Reason, want) {
+					t.Errorf("refused %s/%s: %q, want %q", r.Namespace, r.Name, r.Reason, want)
+				}
+			}
+			if n := c.verbs("create", "eviction") + c.verbs("delete", ""); n != 0 {
+				t.Errorf("PodsToEvict changed %d pods", n)
+			}
+		})
+	}
+}
+
+func TestDrainNode(t *testing.T) {
+	pdb := newPDB("default", "web", webSelector(), 0)
+	tests := []struct {
+		name  string
+		opts  Options
+		objs  []runtime.Object
+		evict func(name string, attempt int) error
+		// during runs alongside the drain with the cluster and the events
+		during func(t *testing.T, c *cluster, rec *recorder)
+		check  func(t *testing.T, c *cluster, rec *recorder, res Result, err error)
+	}{
+		{
+			name: "evicts managed pods and leaves daemonset and mirror pods",
+			objs: []runtime.Object{daemonSet(), newPod("default", "a", "n1"), newPod("default", "b", "n1"),
+				newPod("default", "ds-pod", "n1", daemonSetPod), newPod("kube-system", "static", "n1", mirror),
+				newPod("default", "other", "n2")},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Evicted) != 2 || res.Node != "n1" {
+					t.Errorf("result = %s %v", res.Node, podNames(res.Evicted))
+				}
+				if c.attemptsOf("ds-pod")+c.attemptsOf("static")+c.attemptsOf("other") != 0 {
+					t.Error("evicted a daemonset, mirror or other node's pod")
+				}
+				for _, name := range []string{"ds-pod", "static", "other"} {
+					ns := "default"
+					if name == "static" {
+						ns = "kube-system"
+					}
+					if _, err := c.Tracker().Get(podsGVR, ns, name); err != nil {
+						t.Errorf("%s: %v", name, err)
+					}
+				}
+				if len(rec.of(EventEvicted, "")) != 2 || len(rec.of(EventGone, "")) != 2 || len(rec.of(EventDrained, "")) != 1 {
+					t.Errorf("events = %+v", rec.events)
+				}
+			},
+		},
+		{
+			name: "bare pod refused without force",
+			objs: []runtime.Object{newPod("default", "bare", "n1", bare), newPod("default", "web", "n1")},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				var f *PodEvictionFailure
+				if !errors.As(err, &f) {
+					t.Fatalf("err = %v, want PodEvictionFailure", err)
+				}
+				msg := err.Error()
+				for _, want := range []string{`PodEvictionFailure: node "n1"`, `pod "default/bare" not managed by a controller`, "use --force to delete them"} {
+					if !strings.Contains(msg, want) {
+						t.Errorf("error %q lacks %q", msg, want)
+					}
+				}
+				if c.verbs("create", "eviction") != 0 {
+					t.Error("evicted pods although the drain was refused")
+				}
+			},
+		},
+		{
+			name: "bare pod evicted with force",
+			opts: Options{Force: true},
+			objs: []runtime.Object{newPod("default", "bare", "n1", bare)},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil || len(res.Evicted) != 1 {
+					t.Fatalf("err = %v, evicted %v", err, podNames(res.Evicted))
+				}
+			},
+		},
+		{
+			name: "emptyDir refused without DeleteEmptyDirData",
+			objs: []runtime.Object{newPod("default", "cache", "n1", withEmptyDir)},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				var f *PodEvictionFailure
+				if !errors.As(err, &f) || len(f.Pods) != 1 || f.Pods[0].Reason != ReasonEmptyDir {
+					t.Fatalf("err = %#v", err)
+				}
+				if msg := err.Error(); !strings.Contains(msg, "--delete-emptydir-data") || strings.Contains(msg, "--force") {
+					t.Errorf("error %q", msg)
+				}
+			},
+		},
+		{
+			name: "blocked pod is reported once across retries, then evicted",
+			objs: []runtime.Object{newPod("default", "web", "n1"), pdb},
+			evict: func(name string, attempt int) error {
+				if attempt <= 5 {
+					return pdbRefusal("web")
+				}
+				return nil
+			},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := c.attemptsOf("web"); n < 6 {
+					t.Errorf("attempts = %d, want 6", n)
+				}
+				blocked := rec.of(EventBlocked, "web")
+				if len(blocked) != 1 {
+					t.Fatalf("blocked events = %d, want 1", len(blocked))
+				}
+				want := PDBStatus{Namespace: "default", Name: "web", DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 2}
+				if len(blocked[0].PDBs) != 1 || blocked[0].PDBs[0] != want {
+					t.Errorf("blocked PDBs = %+v", blocked[0].PDBs)
+				}
+				if !strings.Contains(blocked[0].Message, "needs 2 healthy pods") {
+					t.Errorf("blocked message = %q", blocked[0].Message)
+				}
+				if len(res.Evicted) != 1 {
+					t.Errorf("evicted = %v", podNames(res.Evicted))
+				}
+			},
+		},
+		{
+			name: "timeout without force fails naming the pod and its PDB",
+			opts: Options{Timeout: 50 * time.Millisecond},
+			objs: []runtime.Object{newPod("default", "web", "n1"), newPod("default", "ok", "n1", labelled("app", "other")), pdb},
+			evict: func(name string, attempt int) error {
+				if name == "web" {
+					return pdbRefusal("web")
+				}
+				return nil
+			},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				var f *PodEvictionFailure
+				if !errors.As(err, &f) {
+					t.Fatalf("err = %v", err)
+				}
+				want := `PodEvictionFailure: node "n1": 1 pod still running after 50ms: pod "default/web" blocked by PodDisruptionBudget "default/web" (disruptionsAllowed 0, currentHealthy 2, desiredHealthy 2); use --force to delete them`
+				if err.Error() != want {
+					t.Errorf("error\n got %s\nwant %s", err, want)
+				}
+				if len(rec.of(EventBlocked, "web")) != 1 {
+					t.Errorf("blocked events = %d", len(rec.of(EventBlocked, "web")))
+				}
+				if c.verbs("delete", "") != 0 {
+					t.Error("deleted a pod without force")
+				}
+				if len(res.Evicted) != 1 || res.Evicted[0].Name != "ok" {
+					t.Errorf("evicted = %v", podNames(res.Evicted))
+				}
+			},
+		},
+		{
+			name:  "timeout with force deletes the remaining pods",
+			opts:  Options{Timeout: 50 * time.Millisecond, Force: true},
+			objs:  []runtime.Object{newPod("default", "web", "n1"), pdb},
+			evict: func(string, int) error { return pdbRefusal("web") },
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rec.of(EventDeleted, "web")) != 1 || len(rec.of(EventGone, "web")) != 1 {
+					t.Errorf("events = %+v", rec.events)
+				}
+				if _, err := c.Tracker().Get(podsGVR, "default", "web"); !apierrors.IsNotFound(err) {
+					t.Errorf("pod still there: %v", err)
+				}
+				if len(res.Evicted) != 1 {
+					t.Errorf("evicted = %v", podNames(res.Evicted))
+				}
+			},
+		},
+		{
+			name: "several PDBs: the 500 is retried and reported with every PDB",
+			opts: Options{Timeout: 50 * time.Millisecond},
+			objs: []runtime.Object{newPod("default", "web", "n1"), newPDB("default", "a", webSelector(), 1),
+				newPDB("default", "b", &metav1.LabelSelector{}, 1), newPDB("other", "c", &metav1.LabelSelector{}, 0)},
+			evict: func(string, int) error { return multiplePDBs() },
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				var f *PodEvictionFailure
+				if !errors.As(err, &f) || len(f.Pods) != 1 {
+					t.Fatalf("err = %v", err)
+				}
+				if f.Pods[0].Reason != ReasonMultiplePDBs || len(f.Pods[0].PDBs) != 2 {
+					t.Errorf("blocked = %+v", f.Pods[0])
+				}
+				if c.attemptsOf("web") < 2 {
+					t.Errorf("attempts = %d, want retries", c.attemptsOf("web"))
+				}
+				if len(rec.of(EventBlocked, "web")) != 1 {
+					t.Errorf("blocked events = %d", len(rec.of(EventBlocked, "web")))
+				}
+			},
+		},
+		{
+			name: "terminating pods are waited for, not evicted",
+			objs: []runtime.Object{newPod("default", "going", "n1", terminating)},
+			during: func(t *testing.T, c *cluster, rec *recorder) {
+				_ = c.Tracker().Delete(podsGVR, "default", "going")
+			},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.verbs("create", "eviction")+c.verbs("delete", "") != 0 || len(res.Evicted) != 0 {
+					t.Error("touched a terminating pod")
+				}
+			},
+		},
+		{
+			name: "finished pods are deleted",
+			objs: []runtime.Object{newPod("default", "done", "n1", bare, succeeded)},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.verbs("delete", "") != 1 || c.verbs("create", "eviction") != 0 || len(rec.of(EventDeleted, "done")) != 1 {
+					t.Errorf("actions = %v", c.Actions())
+				}
+			},
+		},
+		{
+			name:  "404 on evict means gone",
+			objs:  []runtime.Object{newPod("default", "web", "n1")},
+			evict: func(name string, _ int) error { return apierrors.NewNotFound(podsGVR.GroupResource(), name) },
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rec.of(EventGone, "web")) != 1 || len(res.Evicted) != 0 {
+					t.Errorf("events = %+v", rec.events)
+				}
+			},
+		},
+		{
+			name: "an eviction that can never succeed fails without waiting for the timeout",
+			objs: []runtime.Object{newPod("default", "web", "n1")},
+			evict: func(name string, _ int) error {
+				return apierrors.NewForbidden(podsGVR.GroupResource(), name, errors.New("rbac says no"))
+			},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				var f *PodEvictionFailure
+				if !errors.As(err, &f) || !strings.Contains(f.Pods[0].Reason, "rbac says no") {
+					t.Fatalf("err = %v", err)
+				}
+			},
+		},
+		{
+			name: "transient errors are retried",
+			objs: []runtime.Object{newPod("default", "web", "n1")},
+			evict: func(name string, attempt int) error {
+				if attempt <= 2 {
+					return apierrors.NewServiceUnavailable("try later")
+				}
+				return nil
+			},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil || c.attemptsOf("web") != 3 {
+					t.Fatalf("err = %v, attempts %d", err, c.attemptsOf("web"))
+				}
+			},
+		},
+		{
+			name: "DeleteInsteadOfEvict deletes with the grace period capped",
+			opts: Options{DeleteInsteadOfEvict: true, GracePeriodSeconds: -1, MaxGracePeriod: time.Minute},
+			objs: []runtime.Object{newPod("default", "slow", "n1", withGrace(3600)), newPod("default", "quick", "n1", withGrace(10)), pdb},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.verbs("create", "eviction") != 0 {
+					t.Error("evicted instead of deleting")
+				}
+				grace := map[string]*int64{}
+				for _, a := range c.Actions() {
+					if da, ok := a.(k8stesting.DeleteAction); ok && a.GetResource().Resource == "pods" {
+						grace[da.GetName()] = da.GetDeleteOptions().GracePeriodSeconds
+					}
+				}
+				if g := grace["slow"]; g == nil || *g != 60 {
+					t.Errorf("slow grace = %v, want 60", g)
+				}
+				if g := grace["quick"]; g != nil {
+					t.Errorf("quick grace = %v, want the pod's own", *g)
+				}
+				if len(rec.of(EventDeleted, "")) != 2 || len(res.Evicted) != 2 {
+					t.Errorf("events = %+v", rec.events)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t, tt.evict, tt.objs...)
+			rec := &recorder{}
+			d := fast(c, tt.opts, rec)
+			var wg sync.WaitGroup
+			if tt.during != nil {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					tt.during(t, c, rec)
+				}()
+			}
+			res, err := d.DrainNode(testCtx(t), "n1")
+			wg.Wait()
+			tt.check(t, c, rec, res, err)
+		})
+	}
+}
+
+// TestRetryOnPDBChange checks that a refused eviction is retried when the
+// PDB allows a disruption, not only by the slow fallback.
+func TestRetryOnPDBChange(t *testing.T) {
+	pdb := newPDB("default", "web", webSelector(), 0)
+	var mu sync.Mutex
+	allowed := false
+	c := newCluster(t, func(string, int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !allowed {
+			return pdbRefusal("web")
+		}
+		return nil
+	}, newPod("default", "web", "n1"), pdb)
+	rec := &recorder{}
+	d := fast(c, Options{}, rec)
+	d.retryInterval = time.Hour // only the PDB watch can wake the retry
+	rec.hook = func(ev Event) {
+		if ev.Type != EventBlocked {
+			return
+		}
+		mu.Lock()
+		allowed = true
+		mu.Unlock()
+		p := pdb.DeepCopy()
+		p.Status.DisruptionsAllowed = 1
+		p.ResourceVersion = ""
+		if err := c.Tracker().Update(schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, p, "default"); err != nil {
+			t.Error(err)
+		}
+	}
+	res, err := d.DrainNode(testCtx(t), "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Evicted) != 1 || len(rec.of(EventBlocked, "web")) != 1 {
+		t.Errorf("evicted %v, events %+v", podNames(res.Evicted), rec.events)
+	}
+	if len(d.pdbs.m) != 0 {
+		t.Errorf("PDB watches left running: %d", len(d.pdbs.m))
+	}
+}
+
+func TestDrainNodeCancel(t *testing.T) {
+	c := newCluster(t, func(string, int) error { return pdbRefusal("web") },
+		newPod("default", "web", "n1"), newPDB("default", "web", webSelector(), 0))
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	rec.hook = func(ev Event) {
+		if ev.Type == EventBlocked {
+			cancel()
+		}
+	}
+	d := fast(c, Options{}, rec)
+	d.retryInterval = time.Hour
+	_, err := d.DrainNode(ctx, "n1")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestDrainNodes(t *testing.T) {
+	c := newCluster(t, func(name string, _ int) error {
+		if name == "stuck" {
+			return pdbRefusal("web")
+		}
+		return nil
+	}, newPod("default", "a", "n1", labelled("app", "a")), newPod("default", "stuck", "n2"),
+		newPod("default", "bare", "n3", bare), newPDB("default", "web", webSelector(), 0))
+	d := fast(c, Options{Timeout: 50 * time.Millisecond}, &recorder{})
+	results, err := d.DrainNodes(testCtx(t), []string{"n1", "n2", "n3"})
+	if len(results) != 3 || results[0].Node != "n1" || results[1].Node != "n2" || results[2].Node != "n3" {
+		t.Fatalf("results = %+v", results)
+	}
+	if len(results[0].Evicted) != 1 {
+		t.Errorf("n1 evicted %v", podNames(results[0].Evicted))
+	}
+	var f *PodEvictionFailure
+	if !errors.As(err, &f) {
+		t.Fatalf("err = %v, want a PodEvictionFailure", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{`node "n2"`, `pod "default/stuck" blocked by PodDisruptionBudget "default/web"`, `node "n3"`, `pod "default/bare"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, `"n1"`) {
+		t.Errorf("error names the drained node: %q", msg)
+	}
+}
+
+func TestPDBsForPod(t *testing.T) {
+	pod := newPod("default", "web", "n1")
+	tests := []struct {
+		name string
+		pdb  *policyv1.PodDisruptionBudget
+		want bool
+	}{
+		{"matching selector", newPDB("default", "p", webSelector(), 0), true},
+		{"other labels", newPDB("default", "p", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, 0), false},
+		{"empty selector matches the whole namespace", newPDB("default", "p", &metav1.LabelSelector{}, 0), true},
+		{"nil selector matches nothing", newPDB("default", "p", nil, 0), false},
+		{"other namespace never", newPDB("other", "p", &metav1.LabelSelector{}, 0), false},
+		{"expression selector", newPDB("default", "p", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "api"}}}}, 0), true},
+		{"invalid selector matches nothing", newPDB("default", "p", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: "Bogus"}}}, 0), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := PDBsForPod(pod, []policyv1.PodDisruptionBudget{*tt.pdb})
+			if (len(got) == 1) != tt.want {
+				t.Errorf("PDBsForPod = %d PDBs, want match %v", len(got), tt.want)
+			}
+		})
+	}
+}
+
+func TestPodEvictionFailureError(t *testing.T) {
+	web := PDBStatus{Namespace: "ns", Name: "web", CurrentHealthy: 2, DesiredHealthy: 2}
+	tests := []struct {
+		name string
+		err  *PodEvictionFailure
+		want string
+	}{
+		{
+			name: "timeout",
+			err: &PodEvictionFailure{Node: "n1", Timeout: 15 * time.Minute, Pods: []BlockedPod{
+				{Namespace: "ns", Name: "a", Reason: ReasonPDB, PDBs: []PDBStatus{web}},
+				{Namespace: "ns", Name: "b", Reason: ReasonTerminating},
+			}},
+			want: `PodEvictionFailure: node "n1": 2 pods still running after 15m0s: pod "ns/a" blocked by PodDisruptionBudget "ns/web" (disruptionsAllowed 0, currentHealthy 2, desiredHealthy 2); pod "ns/b" still terminating; use --force to delete them`,
+		},
+		{
+			name: "refused",
+			err: &PodEvictionFailure{Node: "n1", Pods: []BlockedPod{
+				{Namespace: "ns", Name: "a", Reason: ReasonBare},
+				{Namespace: "ns", Name: "b", Reason: ReasonEmptyDir},
+			}},
+			want: `PodEvictionFailure: node "n1": 2 pods cannot be evicted: pod "ns/a" not managed by a controller; pod "ns/b" uses emptyDir; use --force to delete them; use --delete-emptydir-data`,
+		},
+		{
+			name: "still terminating after force",
+			err: &PodEvictionFailure{Node: "n1", Timeout: time.Minute, Pods: []BlockedPod{
+				{Namespace: "ns", Name: "a", Reason: ReasonTerminating},
+			}},
+			want: `PodEvictionFailure: node "n1": 1 pod still running after 1m0s: pod "ns/a" still terminating`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}

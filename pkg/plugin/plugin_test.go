@@ -1,0 +1,98 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+)
+
+// execute runs the root command with args against a kubeconfig that points
+// nowhere: every case here must fail before the cluster is contacted.
+func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var in, out, errOut bytes.Buffer
+	cmd := NewCmdNodeUpgrade(genericiooptions.IOStreams{In: &in, Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(append(args, "--kubeconfig", "/nonexistent/kubeconfig", "--server", "https://127.0.0.1:1"))
+	err := cmd.ExecuteContext(context.Background())
+	code = PrintError(&errOut, err)
+	return out.String(), errOut.String(), code
+}
+
+func TestBadInputExitsTwoBeforeTouchingTheCluster(t *testing.T) {
+	tgt := "--target-label=eks.amazonaws.com/nodegroup-image=ami-new"
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no node group", []string{"plan", tgt}, "missing NODEGROUP"},
+		{"node group and selector", []string{"plan", "ng", "-l", "a=b", tgt}, "use one"},
+		{"no target", []string{"plan", "ng"}, "--target-label"},
+		{"malformed target", []string{"plan", "ng", "--target-label", "novalue"}, `invalid --target-label "novalue"`},
+		{"max-unavailable 0", []string{"plan", "ng", tgt, "--max-unavailable", "0"}, `invalid --max-unavailable "0"`},
+		{"max-unavailable 101", []string{"plan", "ng", tgt, "--max-unavailable", "101"}, `invalid --max-unavailable "101"`},
+		{"max-unavailable -1", []string{"plan", "ng", tgt, "--max-unavailable", "-1"}, `invalid --max-unavailable "-1"`},
+		{"max-unavailable abc", []string{"plan", "ng", tgt, "--max-unavailable", "abc"}, `invalid --max-unavailable "abc"`},
+		{"max-unavailable 150%", []string{"plan", "ng", tgt, "--max-unavailable", "150%"}, `invalid --max-unavailable "150%"`},
+		{"bad taint", []string{"plan", "ng", tgt, "--taint", "x"}, `invalid --taint "x"`},
+		{"unknown provider", []string{"plan", "ng", tgt, "--provider", "gcp"}, `invalid --provider "gcp"`},
+		{"bad output", []string{"plan", "ng", tgt, "-o", "wide"}, `invalid --output "wide"`},
+		{"unknown flag", []string{"plan", "ng", tgt, "--nope"}, "unknown flag: --nope"},
+		{"too many args", []string{"plan", "a", "b", tgt}, "too many arguments"},
+		{"run without terminal or --yes", []string{"run", "ng", tgt}, "use --yes"},
+		{"zero drain timeout", []string{"run", "ng", tgt, "--yes", "--drain-timeout", "0s"}, "invalid --drain-timeout"},
+		{"missing plan file", []string{"run", "--plan-file", "/nonexistent/plan.json", "--yes"}, `cannot read --plan-file "/nonexistent/plan.json"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := execute(t, tc.args...)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr %q", code, ExitUsage, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not mention %q", stderr, tc.want)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "error: ") {
+				t.Errorf("want exactly one error line, got %q", stderr)
+			}
+			if stdout != "" {
+				t.Errorf("nothing should be printed on stdout, got %q", stdout)
+			}
+		})
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	eviction := &drain.PodEvictionFailure{Node: "n1"}
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, ExitOK},
+		{usageErrorf("bad"), ExitUsage},
+		{fmt.Errorf("batch 1: %w", errors.Join(errors.New("other"), eviction)), ExitPodEvictionError},
+		{errors.New("boom"), ExitFailure},
+		{context.Canceled, ExitFailure},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.err), func(t *testing.T) {
+			if got := ExitCode(tc.err); got != tc.want {
+				t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	stdout, _, code := execute(t, "version")
+	if code != 0 || !strings.HasPrefix(stdout, "kubectl-nodeupgrade ") {
+		t.Fatalf("version printed %q, exit %d", stdout, code)
+	}
+}
