@@ -240,6 +240,9 @@ func (d *Drainer) DrainNode(ctx context.Context, node string) (Result, error) {
 		return res, err
 	}
 	evict, refused, err := d.PodsToEvict(ctx, node)
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
 	if err != nil {
 		return res, err
 	}
@@ -247,7 +250,7 @@ func (d *Drainer) DrainNode(ctx context.Context, node string) (Result, error) {
 		// refuse before touching anything, as kubectl drain does
 		return res, &PodEvictionFailure{Node: node, Pods: refused}
 	}
-	n := newNodeDrain(d, node)
+	n := newNodeDrain(ctx, d, node)
 	defer n.close()
 	if err := n.startPodWatch(ctx); err != nil {
 		return res, err
@@ -261,6 +264,7 @@ func (d *Drainer) DrainNode(ctx context.Context, node string) (Result, error) {
 type nodeDrain struct {
 	d    *Drainer
 	node string
+	ctx  context.Context // DrainNode's
 
 	informer  cache.SharedIndexInformer
 	stopWatch context.CancelFunc
@@ -280,6 +284,9 @@ type podTrack struct {
 
 	// guarded by nodeDrain.mu
 	isGone      bool
+	goneClaimed bool // a Gone event is being or has been emitted
+	inFlight    bool // an evict/delete call is running
+	gonePending bool // the pod left during that call
 	terminating bool
 	removed     bool // our eviction or delete was accepted
 	blocked     string
@@ -288,8 +295,9 @@ type podTrack struct {
 	lastErr     error // a transient error being retried
 }
 
-func newNodeDrain(d *Drainer, node string) *nodeDrain {
+func newNodeDrain(ctx context.Context, d *Drainer, node string) *nodeDrain {
 	return &nodeDrain{
+		ctx:   ctx,
 		d:     d,
 		node:  node,
 		wake:  make(chan struct{}, 1),
@@ -333,7 +341,7 @@ func (n *nodeDrain) startPodWatch(ctx context.Context) error {
 		defer close(n.watchDone)
 		n.informer.RunWithContext(wctx)
 	}()
-	if !cache.WaitForCacheSync(ctx.Done(), n.informer.HasSynced) {
+	if !waitSynced(ctx, n.informer.HasSynced) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -359,18 +367,55 @@ func (n *nodeDrain) observe(obj any) {
 	}
 }
 
+// markGone records that the pod left. Its Gone event waits for an evict or
+// delete call in flight, so callers see Evicted/Deleted before Gone, and
+// every Gone before Drained.
 func (n *nodeDrain) markGone(uid types.UID) {
 	n.mu.Lock()
 	t := n.pods[uid]
-	if t == nil || t.isGone {
+	if t == nil || t.goneClaimed {
 		n.mu.Unlock()
 		return
 	}
+	t.goneClaimed = true
+	if t.inFlight {
+		t.gonePending = true
+		n.mu.Unlock()
+		return
+	}
+	n.mu.Unlock()
+	n.finishGone(t)
+}
+
+func (n *nodeDrain) finishGone(t *podTrack) {
+	n.d.emit(Event{Type: EventGone, Node: n.node, Namespace: t.pod.Namespace, Pod: t.pod.Name})
+	n.mu.Lock()
 	t.isGone = true
 	close(t.gone)
 	n.mu.Unlock()
-	n.d.emit(Event{Type: EventGone, Node: n.node, Namespace: t.pod.Namespace, Pod: t.pod.Name})
 	n.poke()
+}
+
+// call runs an evict or delete call for t; until settle, markGone holds the
+// pod's Gone event back so the caller's own event comes first.
+func (n *nodeDrain) call(t *podTrack, fn func() error) error {
+	n.mu.Lock()
+	t.inFlight = true
+	n.mu.Unlock()
+	return fn()
+}
+
+// settle ends what call began; it reports whether the pod is gone.
+func (n *nodeDrain) settle(t *podTrack) bool {
+	n.mu.Lock()
+	t.inFlight = false
+	pending := t.gonePending
+	t.gonePending = false
+	n.mu.Unlock()
+	if pending {
+		n.finishGone(t)
+	}
+	return pending
 }
 
 // inStore reports whether the watch still sees the pod with uid.
@@ -495,22 +540,26 @@ func (n *nodeDrain) run(ctx context.Context, pods []corev1.Pod) error {
 			}()
 		}
 	}
-	start(n.track(pods))
+	added := n.track(pods)
+	start(added)
 	for {
 		left, stuck := n.state()
+		if left == 0 && len(added) == 0 {
+			n.d.emit(Event{Type: EventDrained, Node: n.node})
+			return nil
+		}
 		if left == 0 {
 			more, refused, err := n.d.PodsToEvict(ctx, n.node)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			if err != nil {
 				return err
 			}
 			if len(refused) > 0 {
 				return &PodEvictionFailure{Node: n.node, Timeout: n.d.opts.Timeout, Pods: refused}
 			}
-			added := n.track(more)
-			if len(added) == 0 {
-				n.d.emit(Event{Type: EventDrained, Node: n.node})
-				return nil
-			}
+			added = n.track(more)
 			start(added)
 			continue
 		}
@@ -518,27 +567,28 @@ func (n *nodeDrain) run(ctx context.Context, pods []corev1.Pod) error {
 			// only pods whose eviction failed for good remain: waiting longer
 			// cannot help, so do now what the timeout would do
 			stopWorkers()
-			return n.expire(ctx)
+			return n.expire(ctx, false)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
 			stopWorkers()
-			return n.expire(ctx)
+			return n.expire(ctx, true)
 		case <-n.wake:
 		}
 	}
 }
 
-// expire ends a drain whose pods did not all leave: with Force the remaining
-// pods are deleted and waited for, without it the drain fails.
-func (n *nodeDrain) expire(ctx context.Context) error {
+// expire ends a drain whose pods did not all leave, at the timeout or when
+// no eviction can progress: with Force the remaining pods are deleted and
+// waited for, without it the drain fails.
+func (n *nodeDrain) expire(ctx context.Context, timedOut bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if !n.d.opts.Force {
-		return n.failure()
+		return n.failure(ctx, timedOut)
 	}
 	n.mu.Lock()
 	var rest []*podTrack
@@ -562,15 +612,19 @@ func (n *nodeDrain) expire(ctx context.Context) error {
 			// deleting again without a shorter grace period changes nothing
 			continue
 		}
-		err := n.d.helper(ctx, grace).DeletePod(pod)
-		switch {
-		case err == nil:
+		err := n.call(t, func() error { return n.d.helper(ctx, grace).DeletePod(pod) })
+		if err == nil {
 			n.mu.Lock()
 			t.failed = nil
 			n.mu.Unlock()
 			n.recordRemoved(t, pod)
 			n.d.emit(Event{Type: EventDeleted, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name,
 				Message: "deleted after the drain timeout (force)"})
+		}
+		if n.settle(t) || err == nil {
+			continue
+		}
+		switch {
 		case apierrors.IsNotFound(err):
 			n.markGone(pod.UID)
 		case ctx.Err() != nil:
@@ -590,20 +644,21 @@ func (n *nodeDrain) expire(ctx context.Context) error {
 			return nil
 		}
 		if stuck == left {
-			return n.failure()
+			return n.failure(ctx, timedOut)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
-			return n.failure()
+			return n.failure(ctx, timedOut)
 		case <-n.wake:
 		}
 	}
 }
 
-// failure describes the pods still on the node.
-func (n *nodeDrain) failure() error {
+// failure describes the pods still on the node; the error names the timeout
+// only when it was reached.
+func (n *nodeDrain) failure(ctx context.Context, timedOut bool) error {
 	var ts []*podTrack
 	n.mu.Lock()
 	for _, t := range n.pods {
@@ -618,7 +673,7 @@ func (n *nodeDrain) failure() error {
 		p := n.pdbNS[t.pod.Namespace]
 		blocked := t.blocked != ""
 		n.mu.Unlock()
-		if blocked && p != nil && p.inf != nil && p.inf.HasSynced() {
+		if blocked && p != nil && p.waitSynced(ctx, n.d.pdbs.syncTimeout) {
 			st := statuses(PDBsForPod(&t.pod, p.list()))
 			n.mu.Lock()
 			t.pdbs = st
@@ -627,7 +682,10 @@ func (n *nodeDrain) failure() error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	f := &PodEvictionFailure{Node: n.node, Timeout: n.d.opts.Timeout}
+	f := &PodEvictionFailure{Node: n.node}
+	if timedOut {
+		f.Timeout = n.d.opts.Timeout
+	}
 	for _, t := range ts {
 		b := BlockedPod{Namespace: t.pod.Namespace, Name: t.pod.Name, PDBs: t.pdbs}
 		switch {
@@ -662,7 +720,7 @@ const (
 	errTransient
 )
 
-func classify(err error, pod *corev1.Pod) errKind {
+func classify(err error) errKind {
 	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsNotFound(err):
@@ -712,9 +770,8 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 		d.emit(Event{Type: EventEvicting, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name})
 	}
 	var (
-		pdbs        *nsPDBs
-		reported    bool
-		checkedOnce bool
+		pdbs     *nsPDBs
+		reported bool
 	)
 	for {
 		var changes <-chan struct{}
@@ -722,12 +779,12 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 			changes = pdbs.changes()
 		}
 		h := d.helper(ctx, d.graceFor(&pod))
-		var err error
-		if useDelete {
-			err = h.DeletePod(pod)
-		} else {
-			err = h.EvictPod(pod, policyv1.SchemeGroupVersion)
-		}
+		err := n.call(t, func() error {
+			if useDelete {
+				return h.DeletePod(pod)
+			}
+			return h.EvictPod(pod, policyv1.SchemeGroupVersion)
+		})
 		if err == nil {
 			n.recordRemoved(t, pod)
 			ev := Event{Type: EventEvicted, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name}
@@ -735,13 +792,15 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 				ev.Type = EventDeleted
 			}
 			d.emit(ev)
+		}
+		if n.settle(t) || err == nil {
 			return
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		kind := classify(err, &pod)
-		wait := d.errorRetryInterval
+		kind := classify(err)
+		delay := d.errorRetryInterval
 		switch kind {
 		case errGone:
 			n.markGone(pod.UID)
@@ -757,13 +816,38 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 			t.lastErr = err
 			n.mu.Unlock()
 		case errBlocked, errBlockedMulti:
-			wait = d.retryInterval
+			delay = d.retryInterval
 			if pdbs == nil {
 				pdbs = n.pdbsFor(ctx, pod.Namespace)
 			}
+			n.mu.Lock()
+			t.blocked = ReasonPDB
+			n.mu.Unlock()
+			// the drain's own ctx, not the worker's: a pod refused just before
+			// the timeout is still reported, with its PDBs
+			synced := pdbs.waitSynced(n.ctx, d.pdbs.syncTimeout)
+			if n.ctx.Err() != nil {
+				return
+			}
+			first := changes == nil
+			if first {
+				// taken before reading the store, so a change after the read
+				// still wakes the retry
+				changes = pdbs.changes()
+			}
 			var matching []policyv1.PodDisruptionBudget
-			if pdbs.waitSynced(ctx, d.pdbs.syncTimeout) {
+			if synced {
 				matching = PDBsForPod(&pod, pdbs.list())
+			}
+			if first {
+				// the budget may have moved between the refusal and the
+				// watch's first list: then retry at once (only this once, so
+				// a stale status cannot make a busy loop)
+				for _, p := range matching {
+					if p.Status.DisruptionsAllowed > 0 {
+						delay = 0
+					}
+				}
 			}
 			reason := ReasonPDB
 			if kind == errBlockedMulti {
@@ -778,21 +862,8 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 				d.emit(Event{Type: EventBlocked, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name,
 					PDBs: st, Message: blockMessage(err)})
 			}
-			if changes == nil {
-				changes = pdbs.changes()
-				// the budget may have moved between the refusal and the
-				// watch's first list: then retry at once, but only once
-				if !checkedOnce {
-					checkedOnce = true
-					for _, p := range matching {
-						if p.Status.DisruptionsAllowed > 0 {
-							wait = 0
-						}
-					}
-				}
-			}
 		}
-		if !n.sleep(ctx, t, changes, wait) {
+		if !n.sleep(ctx, t, changes, delay) {
 			return
 		}
 		// the watch keeps the pod fresh for the next attempt
@@ -839,4 +910,13 @@ func blockMessage(err error) string {
 		return status.Status().Message
 	}
 	return err.Error()
+}
+
+// waitSynced is cache.WaitForCacheSync with a finer poll: its 100ms is a
+// noticeable part of a drain's first report.
+func waitSynced(ctx context.Context, hasSynced func() bool) bool {
+	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		return hasSynced(), nil
+	})
+	return err == nil
 }

@@ -198,7 +198,7 @@ func (n *nsPDBs) waitSynced(ctx context.Context, timeout time.Duration) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return cache.WaitForCacheSync(ctx.Done(), n.inf.HasSynced)
+	return waitSynced(ctx, n.inf.HasSynced)
 }
 
 func (n *nsPDBs) list() []policyv1.PodDisruptionBudget {

@@ -1,0 +1,177 @@
+// Package check audits the workloads running on the nodes an upgrade will
+// drain and reports what would block the drain or drop traffic (SPEC §4).
+//
+// Everything here is a pure function of an Input snapshot, so the same audit
+// backs `check`, `plan` and `run` and is unit-testable without a cluster.
+// It is built to stay cheap on large clusters: objects are indexed by
+// namespace/owner in one pass and every label selector is converted once.
+package check
+
+import (
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Severity says whether a finding stops the upgrade or only risks traffic.
+type Severity string
+
+const (
+	Blocker Severity = "Blocker" // the drain will fail or the workload goes down
+	Warning Severity = "Warning"
+)
+
+// Check names: stable, used by --ignore-check and in JSON output.
+const (
+	// Blockers.
+	CheckPDBZeroDisruptions = "pdb-zero-disruptions"
+	CheckMultiplePDBs       = "multiple-pdbs"
+	CheckToleratesAllTaints = "tolerates-all-taints"
+	CheckBarePod            = "bare-pod"
+	CheckSameBatch          = "same-batch"
+	CheckSingleReplica      = "single-replica"
+	// Warnings.
+	CheckNoPDB               = "no-pdb"
+	CheckZoneConcentration   = "zone-concentration"
+	CheckNoReadinessProbe    = "no-readiness-probe"
+	CheckPreStopExceedsGrace = "prestop-exceeds-grace"
+	CheckLBNoReadinessGate   = "lb-no-readiness-gate"
+	CheckLBNoPreStop         = "lb-no-prestop"
+	CheckLBMinReadySeconds   = "lb-min-ready-seconds"
+	CheckEmptyDirData        = "emptydir-data"
+	CheckDoNotEvict          = "do-not-evict"
+)
+
+// severities maps each check to its severity; its key order is given by names.
+var severities = map[string]Severity{
+	CheckPDBZeroDisruptions:  Blocker,
+	CheckMultiplePDBs:        Blocker,
+	CheckToleratesAllTaints:  Blocker,
+	CheckBarePod:             Blocker,
+	CheckSameBatch:           Blocker,
+	CheckSingleReplica:       Blocker,
+	CheckNoPDB:               Warning,
+	CheckZoneConcentration:   Warning,
+	CheckNoReadinessProbe:    Warning,
+	CheckPreStopExceedsGrace: Warning,
+	CheckLBNoReadinessGate:   Warning,
+	CheckLBNoPreStop:         Warning,
+	CheckLBMinReadySeconds:   Warning,
+	CheckEmptyDirData:        Warning,
+	CheckDoNotEvict:          Warning,
+}
+
+var names = []string{
+	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
+	CheckBarePod, CheckSameBatch, CheckSingleReplica,
+	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
+	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
+	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
+}
+
+// Names lists every check name, blockers first, for --ignore-check
+// validation and help. The slice is a copy the caller may modify.
+func Names() []string {
+	return append([]string(nil), names...)
+}
+
+// SeverityOf returns the severity of a check name, and false for an unknown name.
+func SeverityOf(check string) (Severity, bool) {
+	s, ok := severities[check]
+	return s, ok
+}
+
+// Finding is one problem of one workload.
+type Finding struct {
+	Check     string   `json:"check"` // stable name, used by --ignore-check (constants above)
+	Severity  Severity `json:"severity"`
+	Kind      string   `json:"kind"` // Deployment, StatefulSet, ReplicaSet, Job, Pod (bare), or another controller's kind
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Nodes     []string `json:"nodes,omitempty"` // outdated nodes running the workload's pods
+	Message   string   `json:"message"`         // one line, what is wrong, with figures
+	Fix       string   `json:"fix"`             // one line fix
+}
+
+// Input is the snapshot the audit works on. Slices are read, never modified.
+type Input struct {
+	Nodes        []corev1.Node // the group's nodes (their zones bound zone-concentration)
+	Pods         []corev1.Pod
+	PDBs         []policyv1.PodDisruptionBudget
+	ReplicaSets  []appsv1.ReplicaSet // to map pods to Deployments
+	Deployments  []appsv1.Deployment
+	StatefulSets []appsv1.StatefulSet
+	Services     []corev1.Service
+	Namespaces   []corev1.Namespace
+	Outdated     []string   // names of the nodes that will be drained
+	Batches      [][]string // node names per batch, in order (for the same-batch check)
+	Namespace    string     // "" = all namespaces; otherwise only workloads of that namespace
+}
+
+// Well-known keys read by the checks.
+const (
+	labelZone           = "topology.kubernetes.io/zone"
+	labelZoneDeprecated = "failure-domain.beta.kubernetes.io/zone"
+	labelGateInject     = "elbv2.k8s.aws/pod-readiness-gate-inject"
+	gatePrefix          = "target-health."
+	annSafeToEvict      = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	annDoNotDisrupt     = "karpenter.sh/do-not-disrupt"
+)
+
+// WorkloadOf returns the workload (kind, namespace, name) owning a pod:
+// Deployment via its ReplicaSet, StatefulSet, ReplicaSet without Deployment,
+// Job, DaemonSet, or Pod when bare. A pod controlled by anything else (a
+// ReplicationController, an operator's custom resource, a mirror pod's Node)
+// is reported under its controller's kind and name. rsOwner maps
+// "namespace/replicaSetName" to the owning Deployment's name; nil is allowed.
+func WorkloadOf(pod *corev1.Pod, rsOwner map[string]string) (kind, namespace, name string) {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		// Owner references without controller=true recreate nothing: as kubectl drain, treat as bare.
+		return "Pod", pod.Namespace, pod.Name
+	}
+	if ref.Kind == "ReplicaSet" {
+		if d, ok := rsOwner[pod.Namespace+"/"+ref.Name]; ok {
+			return "Deployment", pod.Namespace, d
+		}
+	}
+	return ref.Kind, pod.Namespace, ref.Name
+}
+
+// Run returns the findings for every workload with pods on Outdated nodes,
+// sorted by severity (blockers first), namespace, kind, name, check.
+// Each (workload, check) is reported once with the outdated nodes involved.
+func Run(in Input) []Finding {
+	a := newAudit(&in)
+	var out []Finding
+	for _, w := range a.workloads {
+		if len(w.outdated) == 0 {
+			continue
+		}
+		out = append(out, a.auditWorkload(w)...)
+	}
+	sortFindings(out)
+	return out
+}
+
+func sortFindings(fs []Finding) {
+	sort.Slice(fs, func(i, j int) bool {
+		a, b := &fs[i], &fs[j]
+		if a.Severity != b.Severity {
+			return a.Severity == Blocker
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Check < b.Check
+	})
+}
