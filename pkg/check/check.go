@@ -157,6 +157,13 @@ func Run(in Input) []Finding {
 	return out
 }
 
+// Sort orders findings as Run does, after a caller changed severities, and
+// returns them.
+func Sort(fs []Finding) []Finding {
+	sortFindings(fs)
+	return fs
+}
+
 func sortFindings(fs []Finding) {
 	sort.Slice(fs, func(i, j int) bool {
 		a, b := &fs[i], &fs[j]

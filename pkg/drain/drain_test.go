@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -113,16 +114,37 @@ func multiplePDBs() error {
 
 // cluster is a fake clientset whose eviction subresource answers with
 // evict(name, attempt) and deletes the pod when that returns nil.
+//
+// Pods are deleted only once the drain's watch of their node is registered:
+// the fake's watch cannot replay a delete made between its list and its
+// watch, which a real apiserver does.
 type cluster struct {
 	*fake.Clientset
 	mu       sync.Mutex
 	attempts map[string]int
 	evict    func(name string, attempt int) error
+	watched  map[string]chan struct{}
 }
 
 func newCluster(t *testing.T, evict func(name string, attempt int) error, objs ...runtime.Object) *cluster {
 	t.Helper()
-	c := &cluster{Clientset: fake.NewClientset(objs...), attempts: map[string]int{}, evict: evict}
+	c := &cluster{Clientset: fake.NewClientset(objs...), attempts: map[string]int{}, evict: evict, watched: map[string]chan struct{}{}}
+	c.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		opts := a.(k8stesting.WatchActionImpl).ListOptions
+		w, err := c.Tracker().Watch(podsGVR, a.GetNamespace(), opts)
+		if err == nil {
+			ch := c.watchedCh(strings.TrimPrefix(opts.FieldSelector, "spec.nodeName="))
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
+		return true, w, err
+	})
+	c.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, c.removePod(a.GetNamespace(), a.(k8stesting.DeleteAction).GetName())
+	})
 	c.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "eviction" {
 			return false, nil, nil
@@ -133,7 +155,7 @@ func newCluster(t *testing.T, evict func(name string, attempt int) error, objs .
 		n := c.attempts[ev.Name]
 		fn := c.evict
 		c.mu.Unlock()
-		if _, err := c.Tracker().Get(podsGVR, ev.Namespace, ev.Name); apierrors.IsNotFound(err) {
+		if _, err := c.Tracker().Get(podsGVR, ev.Namespace, ev.Name); err != nil {
 			return true, nil, err
 		}
 		var err error
@@ -141,12 +163,37 @@ func newCluster(t *testing.T, evict func(name string, attempt int) error, objs .
 			err = fn(ev.Name, n)
 		}
 		if err == nil {
-			// the Fake's lock is held here: use the tracker, not the client
-			_ = c.Tracker().Delete(podsGVR, ev.Namespace, ev.Name)
+			err = c.removePod(ev.Namespace, ev.Name)
 		}
 		return true, nil, err
 	})
 	return c
+}
+
+func (c *cluster) watchedCh(node string) chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.watched[node]
+	if ch == nil {
+		ch = make(chan struct{})
+		c.watched[node] = ch
+	}
+	return ch
+}
+
+// removePod deletes a pod as the apiserver would, once its node is watched;
+// it runs under the Fake's lock, so it uses the tracker, not the client.
+func (c *cluster) removePod(ns, name string) error {
+	obj, err := c.Tracker().Get(podsGVR, ns, name)
+	if err != nil {
+		return err
+	}
+	ch := c.watchedCh(obj.(*corev1.Pod).Spec.NodeName)
+	go func() {
+		<-ch
+		_ = c.Tracker().Delete(podsGVR, ns, name)
+	}()
+	return nil
 }
 
 func (c *cluster) attemptsOf(name string) int {
@@ -530,12 +577,7 @@ func TestDrainNode(t *testing.T) {
 			name: "terminating pods are waited for, not evicted",
 			objs: []runtime.Object{newPod("default", "going", "n1", terminating)},
 			during: func(t *testing.T, c *cluster, rec *recorder) {
-				// the fake's watch cannot replay a delete made between its
-				// list and its watch (a real apiserver can), so wait for it
-				for c.verbs("watch", "") == 0 {
-					time.Sleep(time.Millisecond)
-				}
-				_ = c.Tracker().Delete(podsGVR, "default", "going")
+				_ = c.removePod("default", "going")
 			},
 			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
 				if err != nil {

@@ -47,9 +47,29 @@ func StatusOf(pdb *policyv1.PodDisruptionBudget) PDBStatus {
 // an empty selector matches every pod of the namespace, a nil one none.
 func PDBsForPod(pod *corev1.Pod, pdbs []policyv1.PodDisruptionBudget) []policyv1.PodDisruptionBudget {
 	var out []policyv1.PodDisruptionBudget
+	for _, pdb := range NewPDBIndex(pdbs).ForPod(pod) {
+		out = append(out, *pdb)
+	}
+	return out
+}
+
+// PDBIndex matches pods to PDBs with every selector converted once, for
+// callers that match many pods (planning a 150,000-pod cluster).
+type PDBIndex struct {
+	byNamespace map[string][]compiledPDB
+}
+
+type compiledPDB struct {
+	pdb *policyv1.PodDisruptionBudget
+	sel labels.Selector
+}
+
+// NewPDBIndex indexes pdbs; the slice must not change while the index is used.
+func NewPDBIndex(pdbs []policyv1.PodDisruptionBudget) *PDBIndex {
+	x := &PDBIndex{byNamespace: map[string][]compiledPDB{}}
 	for i := range pdbs {
 		pdb := &pdbs[i]
-		if pdb.Namespace != pod.Namespace || pdb.Spec.Selector == nil {
+		if pdb.Spec.Selector == nil {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
@@ -57,8 +77,17 @@ func PDBsForPod(pod *corev1.Pod, pdbs []policyv1.PodDisruptionBudget) []policyv1
 			// the apiserver's eviction code skips invalid selectors as well
 			continue
 		}
-		if sel.Matches(labels.Set(pod.Labels)) {
-			out = append(out, *pdb)
+		x.byNamespace[pdb.Namespace] = append(x.byNamespace[pdb.Namespace], compiledPDB{pdb: pdb, sel: sel})
+	}
+	return x
+}
+
+// ForPod returns the PDBs selecting pod.
+func (x *PDBIndex) ForPod(pod *corev1.Pod) []*policyv1.PodDisruptionBudget {
+	var out []*policyv1.PodDisruptionBudget
+	for _, c := range x.byNamespace[pod.Namespace] {
+		if c.sel.Matches(labels.Set(pod.Labels)) {
+			out = append(out, c.pdb)
 		}
 	}
 	return out

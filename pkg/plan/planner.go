@@ -8,12 +8,13 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
 
 // MaxUnavailableCap is the EKS quota on nodes upgraded in parallel.
@@ -21,9 +22,14 @@ const MaxUnavailableCap = 100
 
 // Snapshot is the cluster as listed once at the start of planning.
 type Snapshot struct {
-	Nodes []corev1.Node
-	Pods  []corev1.Pod
-	PDBs  []policyv1.PodDisruptionBudget
+	Nodes        []corev1.Node
+	Pods         []corev1.Pod
+	PDBs         []policyv1.PodDisruptionBudget
+	ReplicaSets  []appsv1.ReplicaSet
+	Deployments  []appsv1.Deployment
+	StatefulSets []appsv1.StatefulSet
+	Services     []corev1.Service
+	Namespaces   []corev1.Namespace
 }
 
 // InputError is bad user input: the command exits 2 and nothing changed.
@@ -202,18 +208,14 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		Seed:                in.Seed,
 		Zones:               []string{},
 		Batches:             []Batch{},
-		Blockers:            []Blocker{},
+		Findings:            []check.Finding{},
 	}
 	podsByNode := map[string][]*corev1.Pod{}
 	for i := range snap.Pods {
 		pod := &snap.Pods[i]
-		if pod.Spec.NodeName != "" {
+		if pod.Spec.NodeName != "" && Evictable(pod) {
 			podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
 		}
-	}
-	pdbsByNamespace := map[string][]policyv1.PodDisruptionBudget{}
-	for _, pdb := range snap.PDBs {
-		pdbsByNamespace[pdb.Namespace] = append(pdbsByNamespace[pdb.Namespace], pdb)
 	}
 
 	zones := map[string]bool{}
@@ -248,11 +250,7 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		pods := podsByNode[node.Name]
 		sort.Slice(pods, func(a, b int) bool { return podKey(pods[a]) < podKey(pods[b]) })
 		for _, pod := range pods {
-			if !Evictable(pod) {
-				continue
-			}
 			pn.Pods = append(pn.Pods, podKey(pod))
-			pn.Blockers = append(pn.Blockers, podBlockers(node.Name, pod, pdbsByNamespace[pod.Namespace], in)...)
 		}
 		outdated = append(outdated, pn)
 	}
@@ -261,19 +259,93 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	}
 	sort.Strings(p.Zones)
 
+	p.Order = in.Order
+	if p.Order == "" {
+		p.Order = OrderRandom
+		if len(p.Zones) > 1 {
+			p.Order = OrderZoneBalanced
+		}
+	}
 	// Shuffle a name-sorted list so the seed alone decides the order.
 	rng := rand.New(rand.NewPCG(uint64(in.Seed), uint64(in.Seed)^0x9e3779b97f4a7c15))
 	rng.Shuffle(len(outdated), func(i, j int) { outdated[i], outdated[j] = outdated[j], outdated[i] })
-	for start := 0; start < len(outdated); start += maxUnavailable {
-		end := min(start+maxUnavailable, len(outdated))
-		p.Batches = append(p.Batches, Batch{Number: len(p.Batches) + 1, Nodes: outdated[start:end]})
+	var batches [][]PlannedNode
+	if p.Order == OrderZoneBalanced {
+		w := newWorkloads(snap, podsByNode)
+		batches = zoneBalanced(outdated, maxUnavailable, w)
+		p.Notes = w.overBudget(batches)
+	} else {
+		for start := 0; start < len(outdated); start += maxUnavailable {
+			batches = append(batches, outdated[start:min(start+maxUnavailable, len(outdated))])
+		}
 	}
-	for _, b := range p.Batches {
-		for _, n := range b.Nodes {
-			p.Blockers = append(p.Blockers, n.Blockers...)
+	names := make([][]string, len(batches))
+	var outdatedNames []string
+	for i, b := range batches {
+		p.Batches = append(p.Batches, Batch{Number: i + 1, Nodes: b})
+		for _, n := range b {
+			names[i] = append(names[i], n.Name)
+		}
+		outdatedNames = append(outdatedNames, names[i]...)
+	}
+	p.Findings = audit(snap, group, outdatedNames, names, in)
+	perNode := map[string]*[2][]string{}
+	for _, f := range p.Findings {
+		for _, n := range f.Nodes {
+			e := perNode[n]
+			if e == nil {
+				e = &[2][]string{}
+				perNode[n] = e
+			}
+			i := 1
+			if f.Severity == check.Blocker {
+				i = 0
+			}
+			if !slices.Contains(e[i], f.Check) {
+				e[i] = append(e[i], f.Check)
+			}
+		}
+	}
+	for bi := range p.Batches {
+		for ni := range p.Batches[bi].Nodes {
+			n := &p.Batches[bi].Nodes[ni]
+			if e := perNode[n.Name]; e != nil {
+				n.Blockers, n.Warnings = e[0], e[1]
+			}
 		}
 	}
 	return p, nil
+}
+
+// audit runs the workload checks and adjusts them to the flags: --force
+// deletes bare pods, and without --delete-emptydir-data the drain refuses
+// pods with emptyDir volumes, as kubectl's does.
+func audit(snap Snapshot, group []corev1.Node, outdated []string, batches [][]string, in Input) []check.Finding {
+	findings := check.Run(check.Input{
+		Nodes:        group,
+		Pods:         snap.Pods,
+		PDBs:         snap.PDBs,
+		ReplicaSets:  snap.ReplicaSets,
+		Deployments:  snap.Deployments,
+		StatefulSets: snap.StatefulSets,
+		Services:     snap.Services,
+		Namespaces:   snap.Namespaces,
+		Outdated:     outdated,
+		Batches:      batches,
+		Namespace:    in.Namespace,
+	})
+	for i := range findings {
+		f := &findings[i]
+		switch {
+		case f.Check == check.CheckBarePod && in.Force:
+			f.Severity = check.Warning
+			f.Fix = "--force deletes it; nothing recreates it"
+		case f.Check == check.CheckEmptyDirData && !in.DeleteEmptyDir:
+			f.Severity = check.Blocker
+			f.Fix = "use --delete-emptydir-data to evict it (the data is lost)"
+		}
+	}
+	return check.Sort(findings)
 }
 
 // Evictable mirrors the pods kubectl's drain acts on: not DaemonSet pods,
@@ -289,37 +361,6 @@ func Evictable(pod *corev1.Pod) bool {
 		return false
 	}
 	return true
-}
-
-func podBlockers(node string, pod *corev1.Pod, pdbs []policyv1.PodDisruptionBudget, in Input) []Blocker {
-	var out []Blocker
-	key := podKey(pod)
-	if metav1.GetControllerOf(pod) == nil && !in.Force {
-		out = append(out, Blocker{Node: node, Pod: key, Reason: "bare pod: no controller recreates it", Fix: "use --force to delete it"})
-	}
-	if usesEmptyDir(pod) && !in.DeleteEmptyDir {
-		out = append(out, Blocker{Node: node, Pod: key, Reason: "emptyDir data would be lost", Fix: "use --delete-emptydir-data"})
-	}
-	matching := drain.PDBsForPod(pod, pdbs)
-	switch {
-	case len(matching) > 1:
-		names := make([]string, len(matching))
-		for i := range matching {
-			names[i] = matching[i].Namespace + "/" + matching[i].Name
-		}
-		out = append(out, Blocker{Node: node, Pod: key, Reason: "selected by several PodDisruptionBudgets: the eviction API refuses it", PDB: strings.Join(names, ","), Fix: "make a single PodDisruptionBudget select the pod"})
-	case len(matching) == 1 && matching[0].Status.DisruptionsAllowed < 1:
-		st := drain.StatusOf(&matching[0])
-		out = append(out, Blocker{Node: node, Pod: key,
-			Reason: fmt.Sprintf("PodDisruptionBudget allows 0 disruptions (currentHealthy %d, desiredHealthy %d)", st.CurrentHealthy, st.DesiredHealthy),
-			PDB:    st.Namespace + "/" + st.Name,
-			Fix:    "add replicas or relax the budget; with --force the pod is deleted at the drain timeout"})
-	}
-	return out
-}
-
-func usesEmptyDir(pod *corev1.Pod) bool {
-	return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.EmptyDir != nil })
 }
 
 func hasTaint(node *corev1.Node, t corev1.Taint) bool {

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
 
 const (
@@ -41,12 +43,12 @@ func pod(ns, name, nodeName string, app string, owner string) corev1.Pod {
 
 func pdb(ns, name, app string, allowed int32) policyv1.PodDisruptionBudget {
 	return policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: ptr.To(intstr.FromInt32(1)),
 			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 		},
-		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 2},
+		Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 2},
 	}
 }
 
@@ -168,6 +170,7 @@ func TestBuildBlockers(t *testing.T) {
 	done.Status.Phase = corev1.PodSucceeded
 	emptyDir := pod("ns", "cache", "old-0", "cache", "ReplicaSet/cache-1")
 	emptyDir.Spec.Volumes = []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	web := func(name, node string) corev1.Pod { return pod("ns", name, node, "web", "ReplicaSet/web-1") }
 
 	tests := []struct {
 		name   string
@@ -175,17 +178,16 @@ func TestBuildBlockers(t *testing.T) {
 		pdbs   []policyv1.PodDisruptionBudget
 		force  bool
 		emptyD bool
-		want   []string // reason prefixes
+		want   []string // blocker check names on old-0
 		pods0  int      // pods to evict on old-0
 	}{
-		{name: "managed pod with room in its PDB", pods: []corev1.Pod{pod("ns", "web-1", "old-0", "web", "ReplicaSet/web-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "web", "web", 1)}, pods0: 1},
-		{name: "PDB allowing no disruption", pods: []corev1.Pod{pod("ns", "web-1", "old-0", "web", "ReplicaSet/web-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "web", "web", 0)}, want: []string{"PodDisruptionBudget allows 0"}, pods0: 1},
-		{name: "PDB in another namespace does not count", pods: []corev1.Pod{pod("ns", "web-1", "old-0", "web", "ReplicaSet/web-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("other", "web", "web", 0)}, pods0: 1},
-		{name: "several PDBs", pods: []corev1.Pod{pod("ns", "web-1", "old-0", "web", "ReplicaSet/web-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "a", "web", 1), pdb("ns", "b", "web", 1)}, want: []string{"selected by several"}, pods0: 1},
-		{name: "bare pod", pods: []corev1.Pod{pod("ns", "bare", "old-0", "bare", "")}, want: []string{"bare pod"}, pods0: 1},
-		{name: "bare pod with force", pods: []corev1.Pod{pod("ns", "bare", "old-0", "bare", "")}, force: true, pods0: 1},
-		{name: "emptyDir", pods: []corev1.Pod{emptyDir}, want: []string{"emptyDir"}, pods0: 1},
-		{name: "emptyDir allowed", pods: []corev1.Pod{emptyDir}, emptyD: true, pods0: 1},
+		{name: "managed pods with room in their PDB", pods: []corev1.Pod{web("web-1", "old-0"), web("web-2", "new-0")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "web", "web", 1)}, pods0: 1},
+		{name: "PDB allowing no disruption", pods: []corev1.Pod{web("web-1", "old-0"), web("web-2", "new-0")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "web", "web", 0)}, want: []string{check.CheckPDBZeroDisruptions}, pods0: 1},
+		{name: "several PDBs", pods: []corev1.Pod{web("web-1", "old-0"), web("web-2", "new-0")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "a", "web", 1), pdb("ns", "b", "web", 1)}, want: []string{check.CheckMultiplePDBs}, pods0: 1},
+		{name: "bare pod", pods: []corev1.Pod{pod("ns", "bare", "old-0", "bare", "")}, want: []string{check.CheckBarePod}, pods0: 1},
+		{name: "bare pod with force is a warning", pods: []corev1.Pod{pod("ns", "bare", "old-0", "bare", "")}, force: true, pods0: 1},
+		{name: "emptyDir blocks without --delete-emptydir-data", pods: []corev1.Pod{emptyDir, pod("ns", "cache-2", "new-0", "cache", "ReplicaSet/cache-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "cache", "cache", 1)}, want: []string{check.CheckEmptyDirData}, pods0: 1},
+		{name: "emptyDir allowed", pods: []corev1.Pod{emptyDir, pod("ns", "cache-2", "new-0", "cache", "ReplicaSet/cache-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "cache", "cache", 1)}, emptyD: true, pods0: 1},
 		{name: "daemonset, mirror and finished pods are left alone", pods: []corev1.Pod{ds, mirror, done}, pods0: 0},
 	}
 	for _, tc := range tests {
@@ -199,24 +201,25 @@ func TestBuildBlockers(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, b := range p.Blockers {
-				got = append(got, b.Reason)
-				if b.Node != "old-0" || b.Fix == "" {
-					t.Errorf("blocker %+v: want node old-0 and a fix", b)
+			for _, f := range p.Blockers() {
+				got = append(got, f.Check)
+				if f.Fix == "" || f.Message == "" {
+					t.Errorf("blocker %+v: want a message and a fix", f)
 				}
 			}
-			if len(got) != len(tc.want) {
-				t.Fatalf("blockers %q, want %q", got, tc.want)
-			}
-			for i := range got {
-				if !strings.HasPrefix(got[i], tc.want[i]) {
-					t.Errorf("blocker %q, want prefix %q", got[i], tc.want[i])
-				}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("blockers %q, want %q; findings %+v", got, tc.want, p.Findings)
 			}
 			for _, b := range p.Batches {
 				for _, n := range b.Nodes {
-					if n.Name == "old-0" && len(n.Pods) != tc.pods0 {
+					if n.Name != "old-0" {
+						continue
+					}
+					if len(n.Pods) != tc.pods0 {
 						t.Errorf("old-0 evicts %v, want %d pods", n.Pods, tc.pods0)
+					}
+					if !reflect.DeepEqual(n.Blockers, tc.want) {
+						t.Errorf("old-0 blockers column %q, want %q", n.Blockers, tc.want)
 					}
 				}
 			}
@@ -276,5 +279,73 @@ func TestResolveNodeGroupLabel(t *testing.T) {
 	}
 	if key, err := ResolveNodeGroupLabel(nodes, "np", "kops.k8s.io/instancegroup"); err != nil || key != "kops.k8s.io/instancegroup" {
 		t.Fatalf("explicit key: got %q %v", key, err)
+	}
+}
+
+func TestZoneBalancedKeepsPDBBudget(t *testing.T) {
+	// Both replicas of "pair" sit in zone a, where a zone-by-zone batch of 2
+	// would take them together; its PDB allows one disruption.
+	snap := groupSnapshot()
+	snap.Pods = []corev1.Pod{pod("ns", "pair-1", "old-0", "pair", "ReplicaSet/pair-1"), pod("ns", "pair-2", "old-3", "pair", "ReplicaSet/pair-1")}
+	snap.PDBs = []policyv1.PodDisruptionBudget{pdb("ns", "pair", "pair", 1)}
+	together := func(p *Plan) bool {
+		for _, b := range p.Batches {
+			names := map[string]bool{}
+			for _, n := range b.Nodes {
+				names[n.Name] = true
+			}
+			if names["old-0"] && names["old-3"] {
+				return true
+			}
+		}
+		return false
+	}
+	randomPaired := 0
+	for seed := int64(1); seed <= 30; seed++ {
+		for _, order := range []string{OrderZoneBalanced, OrderRandom} {
+			in := baseInput()
+			in.Seed, in.Order = seed, order
+			p, err := Build(snap, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case order == OrderRandom && together(p):
+				randomPaired++
+			case order == OrderZoneBalanced:
+				if together(p) {
+					t.Errorf("seed %d: zone-balanced batch takes both replicas of a PDB allowing 1", seed)
+				}
+				if len(p.Notes) != 0 {
+					t.Errorf("seed %d: unexpected notes %q", seed, p.Notes)
+				}
+				for _, b := range p.Batches {
+					if len(b.Nodes) != 2 {
+						t.Errorf("seed %d: batch %d has %d nodes, want 2", seed, b.Number, len(b.Nodes))
+					}
+				}
+			}
+		}
+	}
+	if randomPaired == 0 {
+		t.Fatal("the random order never paired the replicas: the scenario does not test anything")
+	}
+}
+
+func TestZoneBalancedTakesFewZonesPerBatch(t *testing.T) {
+	in := baseInput()
+	in.Order = OrderZoneBalanced
+	p, err := Build(groupSnapshot(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range p.Batches {
+		zones := map[string]bool{}
+		for _, n := range b.Nodes {
+			zones[n.Zone] = true
+		}
+		if len(zones) != 1 {
+			t.Errorf("batch %d spans zones %v; each zone has 2 outdated nodes, so 1 zone per batch is possible", b.Number, zones)
+		}
 	}
 }

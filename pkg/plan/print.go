@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 )
 
@@ -29,7 +30,8 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		{"Nodes", fmt.Sprintf("%d total, %d outdated, %d current, %d done", p.Nodes.Total, p.Nodes.Outdated, p.Nodes.Current, p.Nodes.Done)},
 		{"Zones", orNone(strings.Join(p.Zones, ", "))},
 		{"Strategy", p.Strategy},
-		{"Max unavailable", fmt.Sprintf("%d (%s), %d batches, seed %d", p.MaxUnavailable, p.MaxUnavailableInput, len(p.Batches), p.Seed)},
+		{"Max unavailable", fmt.Sprintf("%d (%s)", p.MaxUnavailable, p.MaxUnavailableInput)},
+		{"Batches", fmt.Sprintf("%d, %s order, seed %d", len(p.Batches), p.Order, p.Seed)},
 		{"Taint", p.Taint},
 		{"Provider", provider},
 	}
@@ -43,7 +45,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		_, err := fmt.Fprintln(w, color.Green("Nothing to do: every node of the group carries the target labels."))
 		return err
 	}
-	t := output.NewTable(w, "Batch", "Node", "Zone", "Age", "Outdated labels", "Pods", "Blockers")
+	t := output.NewTable(w, "Batch", "Node", "Zone", "Age", "Outdated labels", "Pods", "Blockers", "Warnings")
 	for _, b := range p.Batches {
 		for _, n := range b.Nodes {
 			diffs := make([]string, len(n.Outdated))
@@ -52,13 +54,13 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 			}
 			blockers := "<none>"
 			if len(n.Blockers) > 0 {
-				blockers = color.Red(fmt.Sprintf("%d", len(n.Blockers)))
+				blockers = color.Red(strings.Join(n.Blockers, ","))
 			}
 			age := "<unknown>"
 			if !n.Created.IsZero() {
 				age = duration.HumanDuration(now.Sub(n.Created))
 			}
-			if err := t.Append(fmt.Sprint(b.Number), n.Name, orNone(n.Zone), age, strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers); err != nil {
+			if err := t.Append(fmt.Sprint(b.Number), n.Name, orNone(n.Zone), age, strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))); err != nil {
 				return err
 			}
 		}
@@ -66,17 +68,38 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 	if err := t.Render(); err != nil {
 		return err
 	}
-	if len(p.Blockers) == 0 {
+	for _, note := range p.Notes {
+		fmt.Fprintf(w, "%s\n", color.Yellow("Note: "+note))
+	}
+	if len(p.Findings) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\n%s\n", color.Red(fmt.Sprintf("Blockers (%d): the drain of these pods will not succeed as things stand", len(p.Blockers))))
-	bt := output.NewTable(w, "Node", "Pod", "Reason", "PDB", "Fix")
-	for _, b := range p.Blockers {
-		if err := bt.Append(b.Node, b.Pod, b.Reason, orNone(b.PDB), b.Fix); err != nil {
+	fmt.Fprintln(w)
+	return WriteFindings(w, p.Findings, color)
+}
+
+// WriteFindings prints the workload audit: one row per workload and check.
+func WriteFindings(w io.Writer, findings []check.Finding, color output.Colorizer) error {
+	blockers := 0
+	for _, f := range findings {
+		if f.Severity == check.Blocker {
+			blockers++
+		}
+	}
+	fmt.Fprintf(w, "Findings: %d blockers, %d warnings\n", blockers, len(findings)-blockers)
+	t := output.NewTable(w, "Severity", "Check", "Workload", "Nodes", "Message", "Fix")
+	for _, f := range findings {
+		sev := string(f.Severity)
+		if f.Severity == check.Blocker {
+			sev = color.Red(sev)
+		} else {
+			sev = color.Yellow(sev)
+		}
+		if err := t.Append(sev, f.Check, f.Kind+"/"+f.Namespace+"/"+f.Name, fmt.Sprint(len(f.Nodes)), f.Message, f.Fix); err != nil {
 			return err
 		}
 	}
-	return bt.Render()
+	return t.Render()
 }
 
 func joinLabels(m map[string]string) string {

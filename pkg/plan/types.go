@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
 
 const (
@@ -54,15 +56,30 @@ type Plan struct {
 	MaxUnavailable      int    `json:"maxUnavailable"`
 	Taint               string `json:"taint"`
 	Seed                int64  `json:"seed"`
+	// Order is how nodes were put into batches: random or zone-balanced.
+	Order string `json:"order"`
 
 	Nodes   NodeCounts `json:"nodes"`
 	Zones   []string   `json:"zones"`
 	Batches []Batch    `json:"batches"`
 	// Done lists nodes a previous run drained and left in place.
 	Done []string `json:"done,omitempty"`
-	// Blockers is every blocker of every planned node, for scripts that only
-	// want to know whether the drain can succeed.
-	Blockers []Blocker `json:"blockers"`
+	// Findings is the workload audit of the outdated nodes; blockers first.
+	Findings []check.Finding `json:"findings"`
+	// Notes say where the plan could not do what was asked (e.g. a batch
+	// that takes more replicas than a PDB allows).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Blockers returns the findings that stop a run.
+func (p *Plan) Blockers() []check.Finding {
+	var out []check.Finding
+	for _, f := range p.Findings {
+		if f.Severity == check.Blocker {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // NodeCounts summarises the group.
@@ -89,7 +106,9 @@ type PlannedNode struct {
 	Cordoned   bool        `json:"cordoned,omitempty"`
 	Outdated   []LabelDiff `json:"outdated"`
 	Pods       []string    `json:"pods"`
-	Blockers   []Blocker   `json:"blockers,omitempty"`
+	// Blockers and Warnings name the checks that found something on the node.
+	Blockers []string `json:"blockers,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // LabelDiff is a target label the node lacks or carries with another value.
@@ -97,17 +116,6 @@ type LabelDiff struct {
 	Key     string `json:"key"`
 	Current string `json:"current"` // empty when the label is missing
 	Target  string `json:"target"`
-}
-
-// Blocker is a pod whose drain will not succeed without a flag or a fix.
-type Blocker struct {
-	Node   string `json:"node"`
-	Pod    string `json:"pod"` // namespace/name
-	Reason string `json:"reason"`
-	// PDB is namespace/name of the budget involved, when there is one.
-	PDB string `json:"pdb,omitempty"`
-	// Fix says which flag or change removes the blocker.
-	Fix string `json:"fix"`
 }
 
 // Input is everything planning needs besides the snapshot.
@@ -121,9 +129,20 @@ type Input struct {
 	Taint          corev1.Taint
 	Provider       string
 	Seed           int64
+	// Order is random, zone-balanced, or empty for zone-balanced when the
+	// group spans several zones.
+	Order          string
 	Force          bool
 	DeleteEmptyDir bool
+	// Namespace limits the audit's findings; empty means all namespaces.
+	Namespace string
 }
+
+// Batch orders.
+const (
+	OrderRandom       = "random"
+	OrderZoneBalanced = "zone-balanced"
+)
 
 // OutdatedNames returns the names of every node planned for a drain.
 func (p *Plan) OutdatedNames() []string {

@@ -16,6 +16,7 @@ const (
 	ExitFailure          = 4 // anything else, including an interrupted run
 	ExitUsage            = 2 // bad input; nothing was changed
 	ExitPodEvictionError = 3 // PodEvictionFailure: pods did not leave within --drain-timeout
+	ExitBlockers         = 5 // check found blockers
 )
 
 // usageError marks bad input: exit 2.
@@ -33,6 +34,7 @@ func ExitCode(err error) int {
 	var usage *usageError
 	var input *plan.InputError
 	var eviction *drain.PodEvictionFailure
+	var blockers *blockersFound
 	switch {
 	case err == nil:
 		return ExitOK
@@ -40,6 +42,8 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.As(err, &eviction):
 		return ExitPodEvictionError
+	case errors.As(err, &blockers):
+		return ExitBlockers
 	}
 	return ExitFailure
 }

@@ -28,6 +28,7 @@ type PlanOptions struct {
 	MaxUnavailable     string
 	Taint              string
 	Seed               int64
+	Order              string
 	Provider           string
 	Force              bool
 	DeleteEmptyDirData bool
@@ -38,6 +39,7 @@ type PlanOptions struct {
 	taint        *corev1.Taint
 	client       kubernetes.Interface
 	context      string
+	namespace    string // limits the audit; empty for all namespaces
 }
 
 const planExample = `  # Show which nodes of node group "workers" lack the new AMI, and the batches
@@ -80,6 +82,7 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%")
 	f.StringVar(&o.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
 	f.Int64Var(&o.Seed, "seed", 0, "Seed of the random batch order; the same seed gives plan and run the same batches (default: random, shown in the plan)")
+	f.StringVar(&o.Order, "order", "", "Batch order: zone-balanced (nodes from as few zones as possible, PDB budgets kept where a choice allows) or random (default: zone-balanced when the group spans several zones)")
 	f.StringVar(&o.Provider, "provider", "none", "What removes drained nodes: none (delete the Node object, or see --delete-node)")
 	f.BoolVar(&o.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
 	f.BoolVar(&o.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
@@ -123,6 +126,11 @@ func (o *PlanOptions) Validate() error {
 		}
 		o.taint = &t
 	}
+	switch o.Order {
+	case "", plan.OrderRandom, plan.OrderZoneBalanced:
+	default:
+		return usageErrorf("invalid --order %q: must be zone-balanced or random", o.Order)
+	}
 	if o.Provider != "none" {
 		return usageErrorf("invalid --provider %q: must be none", o.Provider)
 	}
@@ -164,6 +172,8 @@ func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
 		MaxUnavailable: o.MaxUnavailable,
 		Provider:       o.Provider,
 		Seed:           o.Seed,
+		Order:          o.Order,
+		Namespace:      o.namespace,
 		Force:          o.Force,
 		DeleteEmptyDir: o.DeleteEmptyDirData,
 	}

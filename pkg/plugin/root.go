@@ -27,6 +27,7 @@ Review the plan first with "kubectl nodeupgrade plan", then run it.`,
 	cmd.AddCommand(
 		NewCmdPlan(configFlags, streams),
 		NewCmdRun(configFlags, streams),
+		NewCmdCheck(configFlags, streams),
 		NewCmdVersion(streams),
 	)
 	return cmd

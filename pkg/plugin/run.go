@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
@@ -31,6 +32,7 @@ type RunOptions struct {
 	DrainTimeout  time.Duration
 	PostDrainWait time.Duration
 	DeleteNode    bool
+	IgnoreChecks  []string
 
 	savedPlan *plan.Plan
 }
@@ -76,6 +78,7 @@ An interrupted run is finished by running the same command again.`,
 	f.StringVar(&o.PlanFile, "plan-file", "", "Execute a plan saved with \"plan -o json\"; refused if the cluster no longer matches it")
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force)")
 	f.DurationVar(&o.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
+	f.StringArrayVar(&o.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
 	f.BoolVar(&o.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
 	return cmd
 }
@@ -104,7 +107,7 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	o.savedPlan = &p
 	o.NodeGroup, o.NodeGroupLabel, o.Selector = p.NodeGroup, p.NodeGroupLabel, p.Selector
-	o.MaxUnavailable, o.Taint, o.Seed, o.Provider = p.MaxUnavailableInput, p.Taint, p.Seed, p.Provider
+	o.MaxUnavailable, o.Taint, o.Seed, o.Provider, o.Order = p.MaxUnavailableInput, p.Taint, p.Seed, p.Provider, p.Order
 	o.TargetLabels = nil
 	for k, v := range p.TargetLabels {
 		o.TargetLabels = append(o.TargetLabels, k+"="+v)
@@ -122,6 +125,11 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.PostDrainWait < 0 {
 		return usageErrorf("invalid --post-drain-wait %s: must not be negative", o.PostDrainWait)
+	}
+	for _, name := range o.IgnoreChecks {
+		if _, ok := check.SeverityOf(name); !ok {
+			return usageErrorf("invalid --ignore-check %q: must be one of %s", name, strings.Join(check.Names(), ", "))
+		}
 	}
 	if !o.DryRun && !o.Yes && !output.IsTerminal(o.In) {
 		return usageErrorf("refusing to run without a terminal to confirm on; use --yes (or --dry-run to only print the plan)")
@@ -149,6 +157,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	if len(p.Batches) == 0 {
 		return nil
+	}
+	if err := o.refuseBlockers(p); err != nil {
+		return err
 	}
 	if !o.Yes {
 		ok, err := o.confirm(p)
@@ -179,6 +190,24 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	})
 	fmt.Fprintln(o.Out)
 	return engine.Run(ctx)
+}
+
+// refuseBlockers stops a run whose audit found blockers, unless --force or
+// --ignore-check says to go on.
+func (o *RunOptions) refuseBlockers(p *plan.Plan) error {
+	if o.Force {
+		return nil
+	}
+	var left []string
+	for _, f := range p.Blockers() {
+		if !slices.Contains(o.IgnoreChecks, f.Check) {
+			left = append(left, fmt.Sprintf("%s (%s %q)", f.Check, f.Kind, f.Namespace+"/"+f.Name))
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	return usageErrorf("refusing to run: %d blockers: %s; fix them, or use --ignore-check NAME or --force", len(left), strings.Join(left, ", "))
 }
 
 func (o *RunOptions) confirm(p *plan.Plan) (bool, error) {

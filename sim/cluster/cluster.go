@@ -71,7 +71,12 @@ var startMu sync.Mutex
 
 // Start brings up the control plane and returns once the apiserver is
 // healthy, the default namespace and service account exist and the
-// scheduler and controller manager answer their health checks.
+// scheduler and controller manager answer their health checks. ctx bounds
+// the start only: the cluster runs until Stop.
+//
+// Only one cluster can run at a time in a process (klog and the components'
+// configz registrations are process-global); a second Start fails until the
+// first cluster is stopped.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if !startMu.TryLock() {
 		return nil, errors.New("another simulated cluster is running in this process")
@@ -251,8 +256,10 @@ func (c *Cluster) stop() error {
 	if c.etcd != nil {
 		c.etcd.Close()
 	}
+	// goroutines of the components can outlive Stop; keep them from writing
+	// to a caller's writer (a testing.T log, say) once it may be gone
+	redirectKlog(io.Discard)
 	if c.logFile != nil {
-		redirectKlog(io.Discard)
 		c.logFile.Close()
 	}
 	if c.tempDir {

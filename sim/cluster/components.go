@@ -16,10 +16,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/component-base/configz"
-	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
 	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
@@ -160,7 +160,7 @@ func runAPIServer(ctx context.Context, l net.Listener, port int, args []string) 
 		return nil, fmt.Errorf("kube-apiserver: %w", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- prepared.Run(ctx) }()
+	go func() { done <- exitErr(ctx, prepared.Run(ctx)) }()
 	return done, nil
 }
 
@@ -200,7 +200,7 @@ func runControllerManager(ctx context.Context, args []string) (<-chan error, int
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- kcmapp.Run(ctx, cfg.Complete())
+		done <- exitErr(ctx, kcmapp.Run(ctx, cfg.Complete()))
 		// configz names are process-global; free them for the next cluster
 		configz.Delete(kcmapp.ConfigzName)
 	}()
@@ -236,8 +236,17 @@ func runScheduler(ctx context.Context, args []string) (<-chan error, int, error)
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- schedapp.Run(ctx, cc, sched)
+		done <- exitErr(ctx, schedapp.Run(ctx, cc, sched))
 		configz.Delete("componentconfig")
 	}()
 	return done, port, nil
+}
+
+// exitErr drops the error a component returns because it was told to stop
+// (the scheduler, for one, reports "finished without leader elect").
+func exitErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }

@@ -18,9 +18,10 @@ import (
 //   - pod-ready: a scheduled pod becomes Running and Ready after a delay
 //     (PodReadyDelay, or the pod annotation sim.nodeupgrade.io/ready-delay
 //     such as "5s" to slow down one pod);
-//   - pod-delete: a pod whose deletionTimestamp is set is removed when that
-//     timestamp is reached, that is after its grace period, like a kubelet
-//     whose containers use all of terminationGracePeriodSeconds.
+//   - pod-delete: a pod whose deletionTimestamp is set is removed one second
+//     after that timestamp (it is stored in whole seconds, rounded down), so
+//     never before its grace period ends, like a kubelet whose containers
+//     use all of terminationGracePeriodSeconds.
 
 const nodeInitialize = `
 apiVersion: kwok.x-k8s.io/v1alpha1
@@ -211,7 +212,7 @@ spec:
   delay:
     durationMilliseconds: 0
     durationFrom:
-      expressionFrom: '.metadata.deletionTimestamp'
+      expressionFrom: '.metadata.deletionTimestamp | fromdateiso8601 + 1 | todate'
   next:
     delete: true
 `

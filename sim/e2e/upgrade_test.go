@@ -116,7 +116,15 @@ func TestHappyPath(t *testing.T) {
 func TestPDBAllowingNoDisruptionFailsThenForce(t *testing.T) {
 	const name = "blocked"
 	oldNodes, _ := setupGroup(t, name, 1, 1, scenario.App{Name: "solo", Replicas: 1, MinAvailable: num(1)})
+	// The audit refuses the run before anything changes.
 	r := plugin(t, "run", name, "--target-label", target, "--drain-timeout", "5s", "--post-drain-wait", "0s", "--yes")
+	if r.code != 2 || !strings.Contains(r.stderr, "pdb-zero-disruptions") || !strings.Contains(r.stderr, "--ignore-check") {
+		t.Fatalf("want exit 2 naming the blocker, got %s", r)
+	}
+	assertUntouched(t, testContext(t, time.Minute), groupKey, name)
+
+	r = plugin(t, "run", name, "--target-label", target, "--drain-timeout", "5s", "--post-drain-wait", "0s", "--yes",
+		"--ignore-check", "pdb-zero-disruptions", "--ignore-check", "single-replica")
 	if r.code != 3 {
 		t.Fatalf("want exit 3 (PodEvictionFailure), got %s", r)
 	}
@@ -126,7 +134,7 @@ func TestPDBAllowingNoDisruptionFailsThenForce(t *testing.T) {
 		}
 	}
 	// The plan showed the blocker before anything ran.
-	if !strings.Contains(r.stdout, "PodDisruptionBudget allows 0 disruptions") {
+	if !strings.Contains(r.stdout, "pdb-zero-disruptions") || !strings.Contains(r.stdout, `PodDisruptionBudget "blocked/solo"`) {
 		t.Errorf("plan does not show the PDB blocker:\n%s", r.stdout)
 	}
 	ctx := testContext(t, 2*time.Minute)

@@ -41,6 +41,7 @@ type PDBWatcher struct {
 	done   chan struct{}
 
 	mu         sync.Mutex
+	synced     bool // both caches complete; before that a PDB can be seen without its pods
 	violating  map[string]bool
 	violations []Violation
 
@@ -86,6 +87,9 @@ func WatchPDBs(ctx context.Context, c kubernetes.Interface, namespace string) (*
 		f.Shutdown()
 		close(w.done)
 	}()
+	w.mu.Lock()
+	w.synced = true
+	w.mu.Unlock()
 	w.evaluate()
 	return w, nil
 }
@@ -112,6 +116,9 @@ func (w *PDBWatcher) evaluate() {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.synced {
+		return
+	}
 	pdbs, err := w.pdbs.PodDisruptionBudgets(w.ns).List(everything)
 	if err != nil {
 		return

@@ -1,0 +1,129 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// CheckReport is what "check -o json|yaml" prints.
+type CheckReport struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	NodeGroup  string          `json:"nodeGroup,omitempty"`
+	Selector   string          `json:"selector,omitempty"`
+	Namespace  string          `json:"namespace,omitempty"`
+	Outdated   []string        `json:"outdatedNodes"`
+	Blockers   int             `json:"blockers"`
+	Warnings   int             `json:"warnings"`
+	Findings   []check.Finding `json:"findings"`
+}
+
+// CheckOptions are the flags of "check": the plan's, plus the namespace scope.
+type CheckOptions struct {
+	PlanOptions
+	AllNamespaces bool
+}
+
+const checkExample = `  # Audit every workload on the outdated nodes of node group "workers"
+  kubectl nodeupgrade check workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc
+
+  # Only one namespace, as JSON; exit 5 when a blocker is found
+  kubectl nodeupgrade check workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc -n shop -o json`
+
+// NewCmdCheck builds "check": the workload disruption audit.
+func NewCmdCheck(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &CheckOptions{PlanOptions: PlanOptions{configFlags: configFlags, IOStreams: streams}}
+	cmd := &cobra.Command{
+		Use:   "check NODEGROUP",
+		Short: "Audit the workloads on a node group's outdated nodes for what would block the drain or drop traffic",
+		Long: `Audit every workload with pods on the node group's outdated nodes, in the
+batches the plan would use, and report with a one-line fix:
+
+Blockers (run refuses to start; --ignore-check NAME or --force overrides):
+  ` + strings.Join(namesOf(check.Blocker), ", ") + `
+Warnings:
+  ` + strings.Join(namesOf(check.Warning), ", ") + `
+
+All namespaces are audited unless -n/--namespace is given. Exit code 0 when
+no blocker is found, 5 when one is.`,
+		Example: checkExample,
+		Args:    argsAtMost(1, "one NODEGROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.AddFlags(cmd)
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Audit all namespaces (the default unless -n/--namespace is given)")
+	return cmd
+}
+
+func namesOf(s check.Severity) []string {
+	var out []string
+	for _, n := range check.Names() {
+		if sev, _ := check.SeverityOf(n); sev == s {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Run audits and prints the findings; blockers make it exit 5.
+func (o *CheckOptions) Run(ctx context.Context) error {
+	if !o.AllNamespaces && o.configFlags.Namespace != nil {
+		o.namespace = *o.configFlags.Namespace
+	}
+	p, err := o.buildPlan(ctx)
+	if err != nil {
+		return err
+	}
+	report := CheckReport{
+		APIVersion: plan.APIVersion,
+		Kind:       "CheckReport",
+		NodeGroup:  p.NodeGroup,
+		Selector:   p.Selector,
+		Namespace:  o.namespace,
+		Outdated:   p.OutdatedNames(),
+		Findings:   p.Findings,
+	}
+	if report.Outdated == nil {
+		report.Outdated = []string{}
+	}
+	report.Blockers = len(p.Blockers())
+	report.Warnings = len(p.Findings) - report.Blockers
+	if o.Output != output.FormatTable {
+		err = output.Print(o.Out, o.Output, report)
+	} else if len(p.Findings) == 0 {
+		_, err = fmt.Fprintf(o.Out, "No findings for the %d outdated nodes.\n", len(report.Outdated))
+	} else {
+		err = plan.WriteFindings(o.Out, p.Findings, output.Colorizer(output.ColorEnabled(o.Out)))
+	}
+	if err != nil {
+		return err
+	}
+	if report.Blockers > 0 {
+		return &blockersFound{n: report.Blockers}
+	}
+	return nil
+}
+
+// blockersFound makes check exit 5 so scripts can gate on it.
+type blockersFound struct{ n int }
+
+func (e *blockersFound) Error() string {
+	return fmt.Sprintf("%d blockers found; fix them before running, or use run --ignore-check NAME", e.n)
+}
