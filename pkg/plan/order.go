@@ -155,7 +155,7 @@ func (w *workloads) overBudget(batches [][]PlannedNode) []string {
 		sort.Strings(keys)
 		for _, k := range keys {
 			if b := w.budget[k]; b != unlimited && used[k] > b {
-				notes = append(notes, fmt.Sprintf("batch %d takes %d pods of %s, more than the %d that may be down at once: no zone-balanced choice avoids it; the drain waits for replacements", i+1, used[k], w.label[k], b))
+				notes = append(notes, fmt.Sprintf("batch %d takes %d pods of %s, more than the %d that may be down at once: the drain will wait for replacements between evictions", i+1, used[k], w.label[k], b))
 			}
 		}
 	}

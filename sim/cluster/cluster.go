@@ -60,6 +60,7 @@ type Cluster struct {
 	apiDone <-chan error
 	done    []<-chan error // scheduler, controller manager, kwok
 	logFile *os.File
+	logs    *gatedWriter
 	tempDir bool
 
 	stopOnce sync.Once
@@ -110,6 +111,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		}
 		c.logFile, logs = f, f
 	}
+	c.logs = &gatedWriter{w: logs}
+	logs = c.logs
 	redirectKlog(logs)
 	defer func() {
 		if err != nil {
@@ -258,7 +261,9 @@ func (c *Cluster) stop() error {
 	}
 	// goroutines of the components can outlive Stop; keep them from writing
 	// to a caller's writer (a testing.T log, say) once it may be gone
-	redirectKlog(io.Discard)
+	if c.logs != nil {
+		c.logs.close()
+	}
 	if c.logFile != nil {
 		c.logFile.Close()
 	}
@@ -401,6 +406,27 @@ func waitServiceAccount(ctx context.Context, client kubernetes.Interface, ns, na
 		return fmt.Errorf("namespace %s not found", ns)
 	}
 	return err
+}
+
+// gatedWriter forwards writes until closed and drops them afterwards.
+type gatedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.w == nil {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+func (g *gatedWriter) close() {
+	g.mu.Lock()
+	g.w = nil
+	g.mu.Unlock()
 }
 
 var klogOnce sync.Once
