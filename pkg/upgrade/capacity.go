@@ -1,0 +1,275 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
+	schedhelper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// Room is the capacity estimate before a batch: do the pods it will evict
+// fit on the nodes that stay schedulable? It is a simple, honest estimate,
+// not the scheduler: requests against allocatable and the pod count, taints
+// and tolerations, node selectors and required node affinity, and pods with
+// persistent volumes kept in their current zone (zonal disks do not move).
+type Room struct {
+	Unplaced []*corev1.Pod
+}
+
+// Fits reports whether every pod found a node.
+func (r Room) Fits() bool { return len(r.Unplaced) == 0 }
+
+func (r Room) String() string {
+	names := make([]string, 0, len(r.Unplaced))
+	for i, p := range r.Unplaced {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(r.Unplaced)-5))
+			break
+		}
+		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		names = append(names, fmt.Sprintf("%q (cpu %s, memory %s)", p.Namespace+"/"+p.Name, req.Cpu(), req.Memory()))
+	}
+	return "pods " + strings.Join(names, ", ") + " fit on no schedulable node"
+}
+
+// EstimateRoom places toEvict, largest first, on candidate nodes (first fit).
+// podsByNode gives the pods already running on each node; excluded nodes
+// (being drained, or tainted for the upgrade) take nothing.
+func EstimateRoom(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(string) []*corev1.Pod, excluded sets.Set[string]) Room {
+	type free struct {
+		node *corev1.Node
+		res  corev1.ResourceList
+		pods int64
+	}
+	var candidates []*free
+	for _, n := range nodes {
+		if excluded.Has(n.Name) || n.Spec.Unschedulable || !nodeReady(n) {
+			continue
+		}
+		f := &free{node: n, res: n.Status.Allocatable.DeepCopy(), pods: n.Status.Allocatable.Pods().Value()}
+		for _, p := range podsByNode(n.Name) {
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			subtract(f.res, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+			f.pods--
+		}
+		candidates = append(candidates, f)
+	}
+	pods := append([]*corev1.Pod(nil), toEvict...)
+	reqs := map[*corev1.Pod]corev1.ResourceList{}
+	for _, p := range pods {
+		reqs[p] = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	}
+	sort.SliceStable(pods, func(i, j int) bool {
+		return reqs[pods[i]].Cpu().Cmp(*reqs[pods[j]].Cpu()) > 0
+	})
+	zoneOf := map[string]string{}
+	for _, n := range nodes {
+		zoneOf[n.Name] = n.Labels[plan.ZoneLabel]
+	}
+	var room Room
+	for _, p := range pods {
+		affinity := nodeaffinity.GetRequiredNodeAffinity(p)
+		placed := false
+		for _, f := range candidates {
+			if f.pods < 1 || !fitsResources(f.res, reqs[p]) {
+				continue
+			}
+			if ok, _ := affinity.Match(f.node); !ok {
+				continue
+			}
+			if _, untolerated := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), f.node.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
+				return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+			}, false); untolerated {
+				continue
+			}
+			if usesPersistentVolume(p) && zoneOf[p.Spec.NodeName] != "" && f.node.Labels[plan.ZoneLabel] != zoneOf[p.Spec.NodeName] {
+				continue
+			}
+			subtract(f.res, reqs[p])
+			f.pods--
+			placed = true
+			break
+		}
+		if !placed {
+			room.Unplaced = append(room.Unplaced, p)
+		}
+	}
+	return room
+}
+
+func subtract(free, req corev1.ResourceList) {
+	for name, q := range req {
+		v := free[name]
+		v.Sub(q)
+		free[name] = v
+	}
+}
+
+func fitsResources(free, req corev1.ResourceList) bool {
+	for name, q := range req {
+		if q.IsZero() {
+			continue
+		}
+		v, ok := free[name]
+		if !ok || v.Cmp(q) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func usesPersistentVolume(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// clusterView keeps nodes and pods in informer caches for the run: listed
+// once, then watched, so checking room before each batch costs no requests.
+type clusterView struct {
+	factory informers.SharedInformerFactory
+	nodes   cache.SharedIndexInformer
+	pods    cache.SharedIndexInformer
+	changed chan struct{}
+}
+
+const byNodeIndex = "node"
+
+func newClusterView(ctx context.Context, client kubernetes.Interface) (*clusterView, error) {
+	v := &clusterView{changed: make(chan struct{}, 1)}
+	v.factory = informers.NewSharedInformerFactory(client, 0)
+	v.nodes = v.factory.Core().V1().Nodes().Informer()
+	v.pods = v.factory.Core().V1().Pods().Informer()
+	// Keep only what the estimate reads: a 150,000-pod cache stays small.
+	if err := v.pods.SetTransform(slimPod); err != nil {
+		return nil, err
+	}
+	if err := v.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
+		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
+	}}); err != nil {
+		return nil, err
+	}
+	notify := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { v.signal() },
+		UpdateFunc: func(any, any) { v.signal() },
+		DeleteFunc: func(any) { v.signal() },
+	}
+	if _, err := v.nodes.AddEventHandler(notify); err != nil {
+		return nil, err
+	}
+	if _, err := v.pods.AddEventHandler(notify); err != nil {
+		return nil, err
+	}
+	v.factory.Start(ctx.Done())
+	for typ, ok := range v.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("watching %v: cache did not sync", typ)
+		}
+	}
+	return v, nil
+}
+
+func (v *clusterView) signal() {
+	select {
+	case v.changed <- struct{}{}:
+	default:
+	}
+}
+
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	p.ManagedFields = nil
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: ""}
+	} else {
+		p.Annotations = nil
+	}
+	p.Status.ContainerStatuses, p.Status.InitContainerStatuses = nil, nil
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		c.Env, c.EnvFrom, c.Command, c.Args, c.VolumeMounts = nil, nil, nil, nil, nil
+	}
+	return p, nil
+}
+
+func (v *clusterView) podsOn(node string) []*corev1.Pod {
+	objs, _ := v.pods.GetIndexer().ByIndex(byNodeIndex, node)
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*corev1.Pod))
+	}
+	return out
+}
+
+func (v *clusterView) allNodes() []*corev1.Node {
+	objs := v.nodes.GetStore().List()
+	out := make([]*corev1.Node, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*corev1.Node))
+	}
+	return out
+}
+
+// room estimates whether the pods of batch fit elsewhere.
+func (v *clusterView) room(batch []string, excluded sets.Set[string]) Room {
+	var toEvict []*corev1.Pod
+	for _, n := range batch {
+		for _, p := range v.podsOn(n) {
+			if plan.Evictable(p) {
+				toEvict = append(toEvict, p)
+			}
+		}
+	}
+	return EstimateRoom(toEvict, v.allNodes(), v.podsOn, excluded)
+}
+
+// waitForRoom re-estimates on every change to nodes or pods (at most every
+// minInterval) until the batch fits or ctx ends.
+func (v *clusterView) waitForRoom(ctx context.Context, batch []string, excluded sets.Set[string], minInterval time.Duration) (Room, error) {
+	for {
+		r := v.room(batch, excluded)
+		if r.Fits() {
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-v.changed:
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(minInterval): // let bursts of pod updates settle
+		}
+	}
+}

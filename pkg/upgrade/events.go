@@ -1,0 +1,66 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// EventComponent is the source of the Events the tool records.
+const EventComponent = "kubectl-nodeupgrade"
+
+// Recorder writes Kubernetes Events so that "kubectl get events" tells the
+// upgrade's history to someone who was not watching. Events are written
+// synchronously (a run makes a handful per node), and a failure to write
+// one never fails the upgrade: it is reported once.
+type Recorder struct {
+	client kubernetes.Interface
+	warn   func(error)
+	once   sync.Once
+	host   string
+}
+
+// NewRecorder returns a recorder; warn is told the first write error.
+func NewRecorder(client kubernetes.Interface, warn func(error)) *Recorder {
+	return &Recorder{client: client, warn: warn}
+}
+
+// Node records an event on a node (kept in the default namespace, as the
+// kubelet's node events are).
+func (r *Recorder) Node(ctx context.Context, node, eventType, reason, format string, args ...any) {
+	r.write(ctx, metav1.NamespaceDefault, corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: "" /* names suffice for kubectl describe */}, eventType, reason, fmt.Sprintf(format, args...))
+}
+
+// Pod records an event on a pod.
+func (r *Recorder) Pod(ctx context.Context, namespace, pod, eventType, reason, format string, args ...any) {
+	r.write(ctx, namespace, corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: namespace, Name: pod}, eventType, reason, fmt.Sprintf(format, args...))
+}
+
+func (r *Recorder) write(ctx context.Context, namespace string, ref corev1.ObjectReference, eventType, reason, msg string) {
+	if r == nil {
+		return
+	}
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Namespace: namespace, GenerateName: ref.Name + "."},
+		InvolvedObject:      ref,
+		Type:                eventType,
+		Reason:              reason,
+		Message:             msg,
+		Source:              corev1.EventSource{Component: EventComponent},
+		ReportingController: "nodeupgrade.dev/" + EventComponent,
+		ReportingInstance:   EventComponent,
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+		Action:              reason,
+	}
+	if _, err := r.client.CoreV1().Events(namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && r.warn != nil {
+		r.once.Do(func() { r.warn(fmt.Errorf("cannot record events (the upgrade goes on): %w", err)) })
+	}
+}
