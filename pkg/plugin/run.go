@@ -31,6 +31,7 @@ type RunOptions struct {
 	PlanFile      string
 	DrainTimeout  time.Duration
 	PostDrainWait time.Duration
+	RoomTimeout   time.Duration
 	DeleteNode    bool
 	IgnoreChecks  []string
 
@@ -79,6 +80,7 @@ An interrupted run is finished by running the same command again.`,
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force)")
 	f.DurationVar(&o.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
 	f.StringArrayVar(&o.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
+	f.DurationVar(&o.RoomTimeout, "node-ready-timeout", 15*time.Minute, "How long a batch waits for room (new capacity) for the pods it will evict before the run stops")
 	f.BoolVar(&o.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
 	return cmd
 }
@@ -122,6 +124,9 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.DrainTimeout <= 0 {
 		return usageErrorf("invalid --drain-timeout %s: must be positive", o.DrainTimeout)
+	}
+	if o.RoomTimeout <= 0 {
+		return usageErrorf("invalid --node-ready-timeout %s: must be positive", o.RoomTimeout)
 	}
 	if o.PostDrainWait < 0 {
 		return usageErrorf("invalid --post-drain-wait %s: must not be negative", o.PostDrainWait)
@@ -185,6 +190,8 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		Provider:       &cloud.None{Client: o.client, DeleteNode: o.DeleteNode},
 		PostDrainWait:  o.PostDrainWait,
 		RecoverTimeout: o.DrainTimeout,
+		RoomTimeout:    o.RoomTimeout,
+		Events:         upgrade.NewRecorder(o.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
 		Out:            o.Out,
 		Color:          color,
 	})

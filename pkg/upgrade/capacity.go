@@ -75,7 +75,8 @@ func EstimateRoom(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(s
 		reqs[p] = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 	}
 	sort.SliceStable(pods, func(i, j int) bool {
-		return reqs[pods[i]].Cpu().Cmp(*reqs[pods[j]].Cpu()) > 0
+		a, b := reqs[pods[i]], reqs[pods[j]]
+		return a.Cpu().Cmp(*b.Cpu()) > 0
 	})
 	zoneOf := map[string]string{}
 	for _, n := range nodes {

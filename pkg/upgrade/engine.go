@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -27,10 +28,11 @@ import (
 // Phase is a state of the upgrade state machine.
 type Phase string
 
-// The phases, in the order a run goes through them. Drain to Recover repeat
-// once per batch.
+// The phases, in the order a run goes through them. WaitForRoom to Recover
+// repeat once per batch.
 const (
 	PhaseTaint   Phase = "Taint"
+	PhaseRoom    Phase = "WaitForRoom"
 	PhaseDrain   Phase = "Drain"
 	PhaseCordon  Phase = "Cordon"
 	PhaseRemove  Phase = "Remove"
@@ -57,8 +59,12 @@ type Config struct {
 	// RecoverTimeout bounds the wait for evicted workloads to be Ready
 	// elsewhere before the next batch.
 	RecoverTimeout time.Duration
-	Out            io.Writer
-	Color          output.Colorizer
+	// RoomTimeout bounds the wait for room for a batch's pods (new capacity).
+	RoomTimeout time.Duration
+	// Events records Kubernetes Events on nodes and pods; nil records none.
+	Events *Recorder
+	Out    io.Writer
+	Color  output.Colorizer
 	// Now is the clock of progress lines; time.Now when nil.
 	Now func() time.Time
 }
@@ -69,6 +75,8 @@ type Engine struct {
 	drainer *drain.Drainer
 	mu      sync.Mutex // serialises progress lines from parallel drains
 	evicted []corev1.Pod
+	view    *clusterView
+	ctx     context.Context // for events recorded from drain callbacks
 }
 
 // New prepares an engine.
@@ -90,6 +98,14 @@ func New(cfg Config) *Engine {
 
 // Run drives the state machine from the start to Done.
 func (e *Engine) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the informers
+	e.ctx = ctx
+	view, err := newClusterView(ctx, e.cfg.Client)
+	if err != nil {
+		return err
+	}
+	e.view = view
 	state := State{Phase: PhaseTaint}
 	for state.Phase != PhaseDone {
 		next, err := e.step(ctx, state)
@@ -113,7 +129,12 @@ func (e *Engine) step(ctx context.Context, s State) (State, error) {
 		if err := e.taintAll(ctx); err != nil {
 			return s, err
 		}
-		return State{Phase: PhaseDrain}, nil
+		return State{Phase: PhaseRoom}, nil
+	case PhaseRoom:
+		if err := e.waitForRoom(ctx, s.Batch); err != nil {
+			return s, err
+		}
+		return State{Phase: PhaseDrain, Batch: s.Batch}, nil
 	case PhaseDrain:
 		if err := e.drainBatch(ctx, s.Batch); err != nil {
 			return s, err
@@ -133,7 +154,7 @@ func (e *Engine) step(ctx context.Context, s State) (State, error) {
 		if err := e.waitRecovered(ctx, s.Batch); err != nil {
 			return s, err
 		}
-		return State{Phase: PhaseDrain, Batch: s.Batch + 1}, nil
+		return State{Phase: PhaseRoom, Batch: s.Batch + 1}, nil
 	}
 	return s, fmt.Errorf("unknown phase %q", s.Phase)
 }
@@ -164,6 +185,9 @@ func (e *Engine) taintAll(ctx context.Context) error {
 			}
 			node.Spec.Taints = append(node.Spec.Taints, e.cfg.Taint)
 			_, err = e.cfg.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+			if err == nil {
+				e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeTainted", "tainted %s: outdated (%s)", plan.TaintString(e.cfg.Taint), e.planDescription())
+			}
 			return err
 		})
 		if apierrors.IsNotFound(err) {
@@ -176,15 +200,48 @@ func (e *Engine) taintAll(ctx context.Context) error {
 	return nil
 }
 
+// waitForRoom holds a batch until the pods it will evict fit on the nodes
+// that stay schedulable, so nothing is evicted into Pending.
+func (e *Engine) waitForRoom(ctx context.Context, i int) error {
+	names := e.batchNodes(i)
+	excluded := sets.New(e.cfg.Plan.OutdatedNames()...)
+	room := e.view.room(names, excluded)
+	if room.Fits() {
+		return nil
+	}
+	e.logf("batch %d/%d: waiting up to %s for room: %s", i+1, len(e.cfg.Plan.Batches), e.cfg.RoomTimeout, room)
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.RoomTimeout)
+	defer cancel()
+	room, err := e.view.waitForRoom(wctx, names, excluded, time.Second)
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("not enough room for batch %d after %s: %s; add capacity or lower --max-unavailable, then run again", i+1, e.cfg.RoomTimeout, room)
+	}
+	return err
+}
+
 func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	names := e.batchNodes(i)
 	e.logf("batch %d/%d: draining %s", i+1, len(e.cfg.Plan.Batches), quoteAll(names))
+	for _, n := range names {
+		e.cfg.Events.Node(ctx, n, corev1.EventTypeNormal, "NodeUpgradeDraining", "draining for %s, batch %d of %d", e.planDescription(), i+1, len(e.cfg.Plan.Batches))
+	}
 	results, err := e.drainer.DrainNodes(ctx, names)
 	e.evicted = e.evicted[:0]
 	for _, r := range results {
 		e.evicted = append(e.evicted, r.Evicted...)
 	}
+	var failure *drain.PodEvictionFailure
+	if errors.As(err, &failure) {
+		e.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())
+	}
 	return err
+}
+
+func (e *Engine) planDescription() string {
+	if e.cfg.Plan.Selector != "" {
+		return "upgrade of nodes " + e.cfg.Plan.Selector
+	}
+	return fmt.Sprintf("upgrade of node group %q", e.cfg.Plan.NodeGroup)
 }
 
 func (e *Engine) cordonBatch(ctx context.Context, i int) error {
@@ -194,6 +251,7 @@ func (e *Engine) cordonBatch(ctx context.Context, i int) error {
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("cordoning node %q: %w", name, err)
 		}
+		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeCordoned", "drained and cordoned; removal in %s", e.cfg.PostDrainWait)
 	}
 	if e.cfg.PostDrainWait > 0 {
 		e.logf("batch %d/%d: cordoned %s; waiting %s for load balancers to deregister them", i+1, len(e.cfg.Plan.Batches), quoteAll(names), e.cfg.PostDrainWait)
@@ -208,6 +266,7 @@ func (e *Engine) cordonBatch(ctx context.Context, i int) error {
 
 func (e *Engine) removeBatch(ctx context.Context, i int) error {
 	for _, name := range e.batchNodes(i) {
+		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeRemoved", "removing: %s", e.cfg.Provider.Describe())
 		if err := e.cfg.Provider.RemoveNode(ctx, name); err != nil {
 			return fmt.Errorf("removing node %q: %w", name, err)
 		}
@@ -246,8 +305,10 @@ func (e *Engine) reportDrainEvent(ev drain.Event) {
 			msg += ": " + ev.Message
 		}
 		e.logf("%s", e.cfg.Color.Yellow(msg))
+		e.cfg.Events.Pod(e.ctx, ev.Namespace, ev.Pod, corev1.EventTypeWarning, "EvictionBlocked", "%s", msg)
 	case drain.EventDrained:
 		e.logf("node %q: drained", ev.Node)
+		e.cfg.Events.Node(e.ctx, ev.Node, corev1.EventTypeNormal, "NodeUpgradeDrained", "every evictable pod has left the node")
 	}
 }
 

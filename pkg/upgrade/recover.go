@@ -46,11 +46,29 @@ func OwnersOf(pods []corev1.Pod) []Owner {
 	return out
 }
 
-// WaitOwnersReady waits, with one list+watch per owner and no polling, until
-// every owner has its desired replicas available (ReplicaSets, honouring
-// minReadySeconds) or ready (StatefulSets). A deleted owner counts as done.
+// WaitOwnersReady waits, with one list+watch per workload and no polling,
+// until every workload has its desired replicas available (Deployments and
+// ReplicaSets, honouring minReadySeconds) or ready (StatefulSets). ReplicaSets
+// are waited for as their Deployment. A deleted workload counts as done.
 func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []Owner) error {
+	seen := map[Owner]bool{}
 	for _, o := range owners {
+		if o.Kind == "ReplicaSet" {
+			rs, err := client.AppsV1().ReplicaSets(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				continue // gone: nothing to wait for
+			case err != nil:
+				return err
+			}
+			if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
+				o = Owner{Kind: "Deployment", Namespace: o.Namespace, Name: ref.Name}
+			}
+		}
+		if seen[o] {
+			continue
+		}
+		seen[o] = true
 		if err := waitOwnerReady(ctx, client, o); err != nil {
 			return err
 		}
@@ -63,6 +81,8 @@ func waitOwnerReady(ctx context.Context, client kubernetes.Interface, o Owner) e
 	var obj runtime.Object
 	var resource string
 	switch o.Kind {
+	case "Deployment":
+		getter, obj, resource = client.AppsV1().RESTClient(), &appsv1.Deployment{}, "deployments"
 	case "ReplicaSet":
 		getter, obj, resource = client.AppsV1().RESTClient(), &appsv1.ReplicaSet{}, "replicasets"
 	case "StatefulSet":
@@ -100,6 +120,10 @@ func waitOwnerReady(ctx context.Context, client kubernetes.Interface, o Owner) e
 // count, and a short status for error messages.
 func ownerReady(obj runtime.Object) (bool, string) {
 	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		want := ptrOr(o.Spec.Replicas, 1)
+		return o.Status.ObservedGeneration >= o.Generation && o.Status.AvailableReplicas >= want,
+			fmt.Sprintf("%d/%d available", o.Status.AvailableReplicas, want)
 	case *appsv1.ReplicaSet:
 		want := ptrOr(o.Spec.Replicas, 1)
 		return o.Status.ObservedGeneration >= o.Generation && o.Status.AvailableReplicas >= want,
