@@ -288,7 +288,9 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		}
 		outdatedNames = append(outdatedNames, names[i]...)
 	}
-	p.Findings = audit(snap, group, outdatedNames, names, in)
+	if p.Findings = audit(snap, group, outdatedNames, names, in); p.Findings == nil {
+		p.Findings = []check.Finding{}
+	}
 	perNode := map[string]*[2][]string{}
 	for _, f := range p.Findings {
 		for _, n := range f.Nodes {

@@ -1,0 +1,261 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+func addCurrentNodes(t *testing.T, group string, zones []string, n int) []string {
+	t.Helper()
+	_, current, err := scenario.CreateNodeGroup(testContext(t, time.Minute), client, scenario.NodeGroup{
+		LabelKey: groupKey, Name: group, Zones: zones, Current: n,
+		TargetLabels: map[string]string{imageKey: "ami-new"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return current
+}
+
+func planJSON(t *testing.T, args ...string) *plan.Plan {
+	t.Helper()
+	r := plugin(t, append([]string{"plan", "-o", "json"}, args...)...)
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil {
+		t.Fatal(err)
+	}
+	return &p
+}
+
+func sameBatch(p *plan.Plan, a, b string) bool {
+	for _, batch := range p.Batches {
+		names := map[string]bool{}
+		for _, n := range batch.Nodes {
+			names[n.Name] = true
+		}
+		if names[a] && names[b] {
+			return true
+		}
+	}
+	return false
+}
+
+func TestZoneBalancedOrderKeepsReplicasApart(t *testing.T) {
+	const name = "zb"
+	zones := []string{"sim-a", "sim-b"}
+	ctx := testContext(t, 5*time.Minute)
+	// Outdated nodes first: zb-old-0 and zb-old-2 are in sim-a, where a
+	// zone-by-zone batch of two would take both replicas of "pair".
+	if _, _, err := scenario.CreateNodeGroup(ctx, client, scenario.NodeGroup{
+		LabelKey: groupKey, Name: name, Zones: zones, Outdated: 4, OldLabels: map[string]string{imageKey: "ami-old"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "pair"}
+	hosts := []string{"zb-old-0", "zb-old-2", "zb-new-0", "zb-new-1"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "pair"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Containers:                    []corev1.Container{{Name: "app", Image: scenario.Image}},
+					Affinity: &corev1.Affinity{
+						NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+							NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+								Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: hosts,
+							}}}},
+						}},
+						PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+							TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+						}}},
+					},
+				},
+			},
+		},
+	}
+	if _, err := client.AppsV1().Deployments(name).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "pair"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: d.Spec.Selector}}
+	if _, err := client.PolicyV1().PodDisruptionBudgets(name).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Fatal(err)
+	}
+	waitPDBAllows(t, name, "pair", 1)
+	addCurrentNodes(t, name, zones, 2)
+
+	args := []string{name, "--target-label", target, "--max-unavailable", "2"}
+	seed := 0
+	for s := 1; s <= 50 && seed == 0; s++ {
+		if sameBatch(planJSON(t, append(args, "--order", "random", "--seed", fmt.Sprint(s))...), "zb-old-0", "zb-old-2") {
+			seed = s
+		}
+	}
+	if seed == 0 {
+		t.Fatal("no seed pairs the two replicas in the random order: the scenario tests nothing")
+	}
+	p := planJSON(t, append(args, "--seed", fmt.Sprint(seed))...)
+	if p.Order != plan.OrderZoneBalanced {
+		t.Fatalf("default order on a 2-zone group is %q, want zone-balanced", p.Order)
+	}
+	if sameBatch(p, "zb-old-0", "zb-old-2") {
+		t.Fatalf("zone-balanced order with seed %d takes both replicas of pair in one batch: %+v", seed, p.Batches)
+	}
+
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := plugin(t, append([]string{"run", "--seed", fmt.Sprint(seed), "--post-drain-wait", "0s", "--yes", "--ignore-check", "zone-concentration"}, args...)...)
+	violations := watcher.Stop()
+	if r.code != 0 {
+		t.Fatalf("run failed: %s", r)
+	}
+	for _, v := range violations {
+		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
+	}
+	assertUpgraded(t, name, 2)
+}
+
+// waitPDBAllows waits until the disruption controller has computed the PDB.
+func waitPDBAllows(t *testing.T, ns, name string, allowed int32) {
+	t.Helper()
+	ctx := testContext(t, time.Minute)
+	w, err := client.PolicyV1().PodDisruptionBudgets(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if pdb, ok := ev.Object.(*policyv1.PodDisruptionBudget); ok && pdb.Status.ObservedGeneration >= pdb.Generation && pdb.Status.DisruptionsAllowed == allowed {
+			return
+		}
+	}
+	t.Fatalf("PDB %s/%s never allowed %d disruptions", ns, name, allowed)
+}
+
+func TestRunWaitsForRoomInsteadOfEvictingIntoPending(t *testing.T) {
+	const name = "room"
+	zones := []string{"sim-a", "sim-b"}
+	// Two outdated nodes of 4 CPUs, four 1-CPU replicas, and nowhere else to go.
+	if _, _, err := scenario.CreateNodeGroup(testContext(t, time.Minute), client, scenario.NodeGroup{
+		LabelKey: groupKey, Name: name, Zones: zones, Outdated: 2, OldLabels: map[string]string{imageKey: "ami-old"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t, 5*time.Minute)
+	if err := scenario.CreateApp(ctx, client, scenario.App{Namespace: name, Name: "web", Replicas: 4, CPU: "1",
+		MinAvailable: ptr.To(intstr.FromInt32(2)), NodeSelector: map[string]string{groupKey: name}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := pluginCmd("run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "0s",
+		"--node-ready-timeout", "3m", "--yes", "--ignore-check", "zone-concentration")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1000)
+	go func() {
+		defer close(lines)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+	}()
+	var out strings.Builder
+	waiting := false
+	for line := range lines {
+		out.WriteString(line + "\n")
+		if strings.Contains(line, "waiting up to") && strings.Contains(line, "for room") {
+			waiting = true
+			break
+		}
+	}
+	if !waiting {
+		_ = cmd.Wait()
+		t.Fatalf("the run never waited for room:\n%s", out.String())
+	}
+	// Nothing was evicted while there was no room.
+	pods, err := client.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			t.Errorf("pod %s is %s (deleting: %v) while the run waits for room", p.Name, p.Status.Phase, p.DeletionTimestamp != nil)
+		}
+	}
+	if len(pods.Items) != 4 {
+		t.Errorf("%d pods, want the 4 original ones", len(pods.Items))
+	}
+
+	// New capacity arrives; the run goes on by itself.
+	addCurrentNodes(t, name, zones, 1)
+	for line := range lines {
+		out.WriteString(line + "\n")
+	}
+	err = cmd.Wait()
+	violations := watcher.Stop()
+	if err != nil {
+		t.Fatalf("run failed after capacity arrived: %v\n%s", err, out.String())
+	}
+	for _, v := range violations {
+		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
+	}
+	assertUpgraded(t, name, 1)
+
+	// The run left its history as Events on the nodes.
+	events, err := client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=room-old-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]bool{}
+	for _, e := range events.Items {
+		if e.Source.Component == "kubectl-nodeupgrade" {
+			reasons[e.Reason] = true
+		}
+	}
+	for _, want := range []string{"NodeUpgradeTainted", "NodeUpgradeDraining", "NodeUpgradeDrained", "NodeUpgradeCordoned", "NodeUpgradeRemoved"} {
+		if !reasons[want] {
+			t.Errorf("no %s event on node room-old-0; got %v", want, reasons)
+		}
+	}
+}
