@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // Exit codes, documented in the README.
@@ -17,6 +18,7 @@ const (
 	ExitUsage            = 2 // bad input; nothing was changed
 	ExitPodEvictionError = 3 // PodEvictionFailure: pods did not leave within --drain-timeout
 	ExitBlockers         = 5 // check found blockers
+	ExitLocked           = 6 // another run holds the node group's lock
 )
 
 // usageError marks bad input: exit 2.
@@ -35,6 +37,7 @@ func ExitCode(err error) int {
 	var input *plan.InputError
 	var eviction *drain.PodEvictionFailure
 	var blockers *blockersFound
+	var held *state.HeldError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -44,6 +47,8 @@ func ExitCode(err error) int {
 		return ExitPodEvictionError
 	case errors.As(err, &blockers):
 		return ExitBlockers
+	case errors.As(err, &held):
+		return ExitLocked
 	}
 	return ExitFailure
 }

@@ -28,6 +28,7 @@ Review the plan first with "kubectl nodeupgrade plan", then run it.`,
 		NewCmdPlan(configFlags, streams),
 		NewCmdRun(configFlags, streams),
 		NewCmdCheck(configFlags, streams),
+		NewCmdStatus(configFlags, streams),
 		NewCmdVersion(streams),
 	)
 	return cmd

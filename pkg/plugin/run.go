@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
 
@@ -26,14 +28,15 @@ import (
 type RunOptions struct {
 	PlanOptions
 
-	Yes           bool
-	DryRun        bool
-	PlanFile      string
-	DrainTimeout  time.Duration
-	PostDrainWait time.Duration
-	RoomTimeout   time.Duration
-	DeleteNode    bool
-	IgnoreChecks  []string
+	Yes            bool
+	DryRun         bool
+	PlanFile       string
+	DrainTimeout   time.Duration
+	PostDrainWait  time.Duration
+	RoomTimeout    time.Duration
+	DeleteNode     bool
+	IgnoreChecks   []string
+	StateNamespace string
 
 	savedPlan *plan.Plan
 }
@@ -81,6 +84,7 @@ An interrupted run is finished by running the same command again.`,
 	f.DurationVar(&o.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
 	f.StringArrayVar(&o.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
 	f.DurationVar(&o.RoomTimeout, "node-ready-timeout", 15*time.Minute, "How long a batch waits for room (new capacity) for the pods it will evict before the run stops")
+	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record (a ConfigMap) and lock (a Lease), one of each per node group")
 	f.BoolVar(&o.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
 	return cmd
 }
@@ -196,7 +200,69 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		Color:          color,
 	})
 	fmt.Fprintln(o.Out)
-	return engine.Run(ctx)
+	return o.runLocked(ctx, p, engine)
+}
+
+// lockDuration is how long a killed run's lock blocks others (on another
+// machine; on the same machine a dead holder is seen at once).
+const lockDuration = 30 * time.Second
+
+// runLocked holds the node group's lock for the run and keeps its record.
+func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, engine *upgrade.Engine) error {
+	group := p.NodeGroup
+	if p.Selector != "" {
+		group = "-l " + p.Selector
+	}
+	holder := state.HolderIdentity()
+	lock := &state.Lock{Client: o.client, Namespace: o.StateNamespace, Group: group, Holder: holder, Duration: lockDuration}
+	if err := lock.Acquire(ctx); err != nil {
+		return err
+	}
+	// Bookkeeping after the run must happen even when it was interrupted.
+	cleanupCtx := context.WithoutCancel(ctx)
+	defer func() { _ = lock.Release(cleanupCtx) }()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go lock.KeepAlive(ctx, func(err error) { cancel(err) })
+
+	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+	rec, err := store.Load(ctx, group)
+	if err != nil {
+		return err
+	}
+	if rec == nil || rec.FinishedAt != nil {
+		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
+	}
+	previouslyDone := rec.Done
+	rec.Strategy, rec.Target, rec.Holder, rec.LastError = p.Strategy, p.TargetLabels, holder, ""
+	rec.Batches, rec.NodesTotal = len(p.Batches), len(previouslyDone)+p.Nodes.Outdated
+	engine.OnProgress(func(ctx context.Context, s upgrade.State, done []string) error {
+		rec.Phase, rec.Batch = string(s.Phase), s.Batch+1
+		rec.Done = append(slices.Clip(previouslyDone), done...)
+		rec.InFlight = nil
+		if s.Phase != upgrade.PhaseTaint && s.Phase != upgrade.PhaseDone && s.Batch < len(p.Batches) {
+			for _, n := range p.Batches[s.Batch].Nodes {
+				if !slices.Contains(done, n.Name) {
+					rec.InFlight = append(rec.InFlight, n.Name)
+				}
+			}
+		}
+		return store.Save(ctx, rec)
+	})
+	err = engine.Run(ctx)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	if err != nil {
+		rec.LastError = err.Error()
+	} else {
+		now := time.Now().UTC().Truncate(time.Second)
+		rec.FinishedAt, rec.InFlight = &now, nil
+	}
+	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
+		return saveErr
+	}
+	return err
 }
 
 // refuseBlockers stops a run whose audit found blockers, unless --force or

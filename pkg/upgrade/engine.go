@@ -63,6 +63,9 @@ type Config struct {
 	RoomTimeout time.Duration
 	// Events records Kubernetes Events on nodes and pods; nil records none.
 	Events *Recorder
+	// OnProgress is told every state the run enters, and the nodes done, so
+	// the caller can keep a record; an error stops the run.
+	OnProgress func(ctx context.Context, s State, done []string) error
 	Out    io.Writer
 	Color  output.Colorizer
 	// Now is the clock of progress lines; time.Now when nil.
@@ -77,6 +80,7 @@ type Engine struct {
 	evicted []corev1.Pod
 	view    *clusterView
 	ctx     context.Context // for events recorded from drain callbacks
+	done    []string
 }
 
 // New prepares an engine.
@@ -96,6 +100,11 @@ func New(cfg Config) *Engine {
 	return e
 }
 
+// OnProgress sets the progress callback (see Config.OnProgress).
+func (e *Engine) OnProgress(f func(ctx context.Context, s State, done []string) error) {
+	e.cfg.OnProgress = f
+}
+
 // Run drives the state machine from the start to Done.
 func (e *Engine) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -107,7 +116,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.view = view
 	state := State{Phase: PhaseTaint}
-	for state.Phase != PhaseDone {
+	for {
+		if e.cfg.OnProgress != nil {
+			if err := e.cfg.OnProgress(ctx, state, e.done); err != nil {
+				return err
+			}
+		}
+		if state.Phase == PhaseDone {
+			break
+		}
 		next, err := e.step(ctx, state)
 		if err != nil {
 			return err
@@ -153,6 +170,9 @@ func (e *Engine) step(ctx context.Context, s State) (State, error) {
 	case PhaseRecover:
 		if err := e.waitRecovered(ctx, s.Batch); err != nil {
 			return s, err
+		}
+		if s.Batch+1 == len(batches) {
+			return State{Phase: PhaseDone, Batch: s.Batch}, nil
 		}
 		return State{Phase: PhaseRoom, Batch: s.Batch + 1}, nil
 	}
@@ -271,6 +291,7 @@ func (e *Engine) removeBatch(ctx context.Context, i int) error {
 			return fmt.Errorf("removing node %q: %w", name, err)
 		}
 		e.logf("node %q: %s", name, e.cfg.Provider.Describe())
+		e.done = append(e.done, name)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
@@ -190,6 +191,11 @@ func TestRerunAfterKill(t *testing.T) {
 	for scanner.Scan() {
 		// Kill in the middle of the first batch: drained and cordoned, not removed.
 		if strings.Contains(scanner.Text(), "cordoned") {
+			// While it runs, a second run is refused by the lock.
+			second := plugin(t, "run", name, "--target-label", target, "--yes")
+			if second.code != 6 || !strings.Contains(second.stderr, "is being upgraded by") {
+				t.Errorf("a second concurrent run must exit 6 naming the holder: %s", second)
+			}
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			killed = true
 			break
@@ -203,9 +209,24 @@ func TestRerunAfterKill(t *testing.T) {
 		t.Fatalf("after the kill the group has %d nodes, want all 6 (the first batch was not removed yet)", n)
 	}
 
+	// The record says where the killed run stopped.
+	st := plugin(t, "status", name, "-o", "json")
+	var rec state.Record
+	if err := json.Unmarshal([]byte(st.stdout), &rec); st.code != 0 || err != nil {
+		t.Fatalf("status: %v %s", err, st)
+	}
+	if rec.FinishedAt != nil || rec.Phase != "Cordon" || len(rec.InFlight) != 1 || rec.Left() != 4 {
+		t.Errorf("record after the kill: %+v, want phase Cordon with 1 node in flight and 4 left", rec)
+	}
+
 	r := plugin(t, "run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "1s", "--yes")
 	if r.code != 0 {
 		t.Fatalf("re-run failed: %s", r)
+	}
+	st = plugin(t, "status", name, "-o", "json")
+	rec = state.Record{}
+	if err := json.Unmarshal([]byte(st.stdout), &rec); err != nil || rec.FinishedAt == nil || rec.Left() != 0 || rec.LastError != "" {
+		t.Errorf("record after the re-run: %+v %v, want finished with nothing left", rec, err)
 	}
 	if !strings.Contains(r.stdout, "4 outdated") {
 		t.Errorf("re-run should plan the 4 nodes still outdated:\n%s", r.stdout)

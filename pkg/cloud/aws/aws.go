@@ -1,0 +1,503 @@
+// Package aws is the Auto Scaling side of the EKS-style update: it finds a
+// node group's Auto Scaling group, points it at the target launch template
+// version, changes its size and terminates replaced instances, through the
+// AWS SDK for Go v2.
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+)
+
+// Options select the account, region and group.
+type Options struct {
+	Region, Profile string
+	// ASGName names the Auto Scaling group; empty means find it from the
+	// nodes' instance IDs.
+	ASGName string
+}
+
+// Instance is one instance of an Auto Scaling group.
+type Instance struct {
+	ID, Zone string
+	// LaunchTemplateID and LaunchTemplateVersion are what the instance was
+	// launched from; the version is a number (from the instance's
+	// aws:ec2launchtemplate:version tag where EC2 has it).
+	LaunchTemplateID, LaunchTemplateVersion string
+	ImageID                                 string
+	// Lifecycle is the Auto Scaling lifecycle state (InService, Pending,
+	// Terminating, ...).
+	Lifecycle string
+}
+
+// Group is an Auto Scaling group.
+type Group struct {
+	Name                  string
+	Min, Max, Desired     int32
+	Zones                 []string
+	LaunchTemplateID      string
+	LaunchTemplateVersion string // as set on the group, resolved to a number
+	Instances             []Instance
+
+	spec  string // the version as set on the group: a number, $Latest or $Default
+	mixed bool   // the launch template comes from a mixed instances policy
+}
+
+// Provider talks to Auto Scaling and EC2.
+type Provider struct {
+	opts   Options
+	region string
+	asg    *autoscaling.Client
+	ec2    *ec2.Client
+}
+
+// Error is an error whose message is short enough for one line of CLI
+// output; the SDK's error, with its request ID, stays reachable through
+// errors.Unwrap / errors.As.
+type Error struct {
+	msg string
+	err error
+}
+
+func (e *Error) Error() string { return e.msg }
+
+func (e *Error) Unwrap() error { return e.err }
+
+// wrap prefixes an SDK error with what was being done, keeping only the
+// service's error code and message.
+func wrap(err error, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return &Error{msg: fmt.Sprintf("%s: %s: %s", msg, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err}
+	}
+	return &Error{msg: msg + ": " + oneLine(err.Error()), err: err}
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimRight(s, ".")
+}
+
+// New loads the SDK's default configuration (environment, shared config and
+// SSO profiles, web identity, instance roles; AWS_ENDPOINT_URL and the
+// per-service AWS_ENDPOINT_URL_AUTO_SCALING / AWS_ENDPOINT_URL_EC2 are
+// honoured by the SDK itself) and checks that a region and credentials are
+// there, so a missing one fails here with a clear message rather than on the
+// first call.
+func New(ctx context.Context, opts Options) (*Provider, error) {
+	var lo []func(*config.LoadOptions) error
+	if opts.Region != "" {
+		lo = append(lo, config.WithRegion(opts.Region))
+	}
+	if opts.Profile != "" {
+		lo = append(lo, config.WithSharedConfigProfile(opts.Profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, lo...)
+	if err != nil {
+		if opts.Profile != "" {
+			return nil, &Error{msg: fmt.Sprintf("load AWS profile %q: %s; check --profile", opts.Profile, oneLine(err.Error())), err: err}
+		}
+		return nil, wrap(err, "load AWS configuration")
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("no AWS region configured; use --region or set AWS_REGION")
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return nil, &Error{msg: "no AWS credentials found; set AWS_PROFILE (or use --profile) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run aws sso login", err: err}
+	}
+	return NewFromConfig(cfg, opts), nil
+}
+
+// NewFromConfig makes a provider from an SDK configuration the caller has
+// loaded.
+func NewFromConfig(cfg sdkaws.Config, opts Options) *Provider {
+	return &Provider{
+		opts:   opts,
+		region: cfg.Region,
+		asg:    autoscaling.NewFromConfig(cfg),
+		ec2:    ec2.NewFromConfig(cfg),
+	}
+}
+
+// Region is the region the provider works in.
+func (p *Provider) Region() string { return p.region }
+
+// InstanceIDFromProviderID splits a node's spec.providerID,
+// aws:///us-east-1a/i-0abc, into zone and instance ID.
+func InstanceIDFromProviderID(providerID string) (zone, id string, ok bool) {
+	rest, found := strings.CutPrefix(providerID, "aws://")
+	if !found {
+		return "", "", false
+	}
+	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
+	id = parts[len(parts)-1]
+	if !strings.HasPrefix(id, "i-") || len(id) < 3 {
+		return "", "", false
+	}
+	if len(parts) >= 2 {
+		zone = parts[len(parts)-2]
+	}
+	return zone, id, true
+}
+
+// RegionFromZone turns an availability zone (us-east-1a) into its region
+// (us-east-1), or returns "" when it does not look like one.
+func RegionFromZone(zone string) string {
+	n := len(zone)
+	if n < 3 || zone[n-1] < 'a' || zone[n-1] > 'z' || zone[n-2] < '0' || zone[n-2] > '9' {
+		return ""
+	}
+	return zone[:n-1]
+}
+
+// Auto Scaling takes at most 50 instance IDs per DescribeAutoScalingInstances.
+const describeASGInstancesBatch = 50
+
+// FindGroup returns the Auto Scaling group named in Options.ASGName, or else
+// the one group all the given instances belong to.
+func (p *Provider) FindGroup(ctx context.Context, instanceIDs []string) (*Group, error) {
+	if p.opts.ASGName != "" {
+		return p.Group(ctx, p.opts.ASGName)
+	}
+	if len(instanceIDs) == 0 {
+		return nil, errors.New("no instance IDs to find the Auto Scaling group from (the nodes have no aws:/// provider IDs); use --asg")
+	}
+	byGroup := map[string][]string{}
+	for chunk := range slices.Chunk(instanceIDs, describeASGInstancesBatch) {
+		pg := autoscaling.NewDescribeAutoScalingInstancesPaginator(p.asg, &autoscaling.DescribeAutoScalingInstancesInput{InstanceIds: chunk})
+		for pg.HasMorePages() {
+			out, err := pg.NextPage(ctx)
+			if err != nil {
+				return nil, wrap(err, "find the Auto Scaling group of instances %s", quoteList(chunk))
+			}
+			for _, in := range out.AutoScalingInstances {
+				g := sdkaws.ToString(in.AutoScalingGroupName)
+				byGroup[g] = append(byGroup[g], sdkaws.ToString(in.InstanceId))
+			}
+		}
+	}
+	switch len(byGroup) {
+	case 0:
+		return nil, fmt.Errorf("instances %s belong to no Auto Scaling group; use --asg", quoteList(instanceIDs))
+	case 1:
+		for name := range byGroup {
+			return p.Group(ctx, name)
+		}
+	}
+	names := make([]string, 0, len(byGroup))
+	for n := range byGroup {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%q has %s", n, quoteList(byGroup[n]))
+	}
+	return nil, fmt.Errorf("the nodes' instances belong to %d Auto Scaling groups (%s); use --asg or narrow the nodes with --selector", len(names), strings.Join(parts, "; "))
+}
+
+func quoteList(ids []string) string {
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = strconv.Quote(id)
+	}
+	return strings.Join(q, ", ")
+}
+
+// Group describes an Auto Scaling group with its instances: their zones,
+// launch template versions and images.
+func (p *Provider) Group(ctx context.Context, name string) (*Group, error) {
+	out, err := p.asg.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{name}})
+	if err != nil {
+		return nil, wrap(err, "describe Auto Scaling group %q", name)
+	}
+	var ag *astypes.AutoScalingGroup
+	for i := range out.AutoScalingGroups {
+		if sdkaws.ToString(out.AutoScalingGroups[i].AutoScalingGroupName) == name {
+			ag = &out.AutoScalingGroups[i]
+		}
+	}
+	if ag == nil {
+		return nil, fmt.Errorf("Auto Scaling group %q not found in region %q; check --asg and --region", name, p.region)
+	}
+	g := &Group{
+		Name:    name,
+		Min:     sdkaws.ToInt32(ag.MinSize),
+		Max:     sdkaws.ToInt32(ag.MaxSize),
+		Desired: sdkaws.ToInt32(ag.DesiredCapacity),
+		Zones:   slices.Clone(ag.AvailabilityZones),
+	}
+	lt := ag.LaunchTemplate
+	if lt == nil && ag.MixedInstancesPolicy != nil && ag.MixedInstancesPolicy.LaunchTemplate != nil {
+		lt, g.mixed = ag.MixedInstancesPolicy.LaunchTemplate.LaunchTemplateSpecification, true
+	}
+	res := resolver{p: p, cache: map[[2]string]ec2types.LaunchTemplateVersion{}}
+	if lt != nil {
+		g.spec = sdkaws.ToString(lt.Version)
+		if g.spec == "" {
+			g.spec = "$Default" // what Auto Scaling uses when no version is set
+		}
+		v, err := res.version(ctx, sdkaws.ToString(lt.LaunchTemplateId), sdkaws.ToString(lt.LaunchTemplateName), g.spec)
+		if err != nil {
+			return nil, err
+		}
+		g.LaunchTemplateID = sdkaws.ToString(v.LaunchTemplateId)
+		g.LaunchTemplateVersion = strconv.FormatInt(sdkaws.ToInt64(v.VersionNumber), 10)
+	}
+	ids := make([]string, 0, len(ag.Instances))
+	for _, in := range ag.Instances {
+		i := Instance{
+			ID:        sdkaws.ToString(in.InstanceId),
+			Zone:      sdkaws.ToString(in.AvailabilityZone),
+			Lifecycle: string(in.LifecycleState),
+		}
+		if in.LaunchTemplate != nil {
+			i.LaunchTemplateID = sdkaws.ToString(in.LaunchTemplate.LaunchTemplateId)
+			i.LaunchTemplateVersion = sdkaws.ToString(in.LaunchTemplate.Version)
+		}
+		g.Instances = append(g.Instances, i)
+		ids = append(ids, i.ID)
+	}
+	ec2s, err := p.describeInstances(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for k := range g.Instances {
+		in := &g.Instances[k]
+		if e, ok := ec2s[in.ID]; ok {
+			in.ImageID = sdkaws.ToString(e.ImageId)
+			for _, t := range e.Tags {
+				switch sdkaws.ToString(t.Key) {
+				case "aws:ec2launchtemplate:id":
+					in.LaunchTemplateID = sdkaws.ToString(t.Value)
+				case "aws:ec2launchtemplate:version":
+					in.LaunchTemplateVersion = sdkaws.ToString(t.Value)
+				}
+			}
+		}
+		// Without the EC2 tag, Auto Scaling may report "$Latest" or
+		// "$Default": resolved now, which is right unless the template
+		// changed since the launch.
+		if in.LaunchTemplateID != "" && !isNumber(in.LaunchTemplateVersion) {
+			v, err := res.version(ctx, in.LaunchTemplateID, "", in.LaunchTemplateVersion)
+			if err != nil {
+				return nil, err
+			}
+			in.LaunchTemplateVersion = strconv.FormatInt(sdkaws.ToInt64(v.VersionNumber), 10)
+		}
+	}
+	return g, nil
+}
+
+func isNumber(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 63)
+	return err == nil
+}
+
+// resolver looks up launch template versions once per call.
+type resolver struct {
+	p     *Provider
+	cache map[[2]string]ec2types.LaunchTemplateVersion
+}
+
+func (r *resolver) version(ctx context.Context, id, name, version string) (ec2types.LaunchTemplateVersion, error) {
+	key := [2]string{id + "/" + name, version}
+	if v, ok := r.cache[key]; ok {
+		return v, nil
+	}
+	in := &ec2.DescribeLaunchTemplateVersionsInput{Versions: []string{version}}
+	what := id
+	if id != "" {
+		in.LaunchTemplateId = sdkaws.String(id)
+	} else {
+		in.LaunchTemplateName, what = sdkaws.String(name), name
+	}
+	out, err := r.p.ec2.DescribeLaunchTemplateVersions(ctx, in)
+	if err != nil {
+		return ec2types.LaunchTemplateVersion{}, wrap(err, "describe launch template %q version %q", what, version)
+	}
+	if len(out.LaunchTemplateVersions) == 0 {
+		return ec2types.LaunchTemplateVersion{}, fmt.Errorf("launch template %q has no version %q", what, version)
+	}
+	r.cache[key] = out.LaunchTemplateVersions[0]
+	return out.LaunchTemplateVersions[0], nil
+}
+
+// EC2 filters take at most 200 values.
+const describeInstancesBatch = 200
+
+// describeInstances looks instances up by a filter rather than by ID, so an
+// instance that has just gone away is missing from the answer instead of
+// failing the whole call with InvalidInstanceID.NotFound.
+func (p *Provider) describeInstances(ctx context.Context, ids []string) (map[string]ec2types.Instance, error) {
+	out := map[string]ec2types.Instance{}
+	for chunk := range slices.Chunk(ids, describeInstancesBatch) {
+		pg := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{
+			Filters: []ec2types.Filter{{Name: sdkaws.String("instance-id"), Values: chunk}},
+		})
+		for pg.HasMorePages() {
+			page, err := pg.NextPage(ctx)
+			if err != nil {
+				return nil, wrap(err, "describe instances %s", quoteList(chunk))
+			}
+			for _, r := range page.Reservations {
+				for _, in := range r.Instances {
+					out[sdkaws.ToString(in.InstanceId)] = in
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+var amiPattern = regexp.MustCompile(`^ami-[0-9a-zA-Z]+$`)
+
+// ValidImageID reports whether s has the form of an AMI ID.
+func ValidImageID(s string) bool { return amiPattern.MatchString(s) }
+
+// SetTarget makes the group launch the target configuration and returns its
+// launch template version number: with ami, a new version of the group's
+// launch template, copied from the group's current one with only the image
+// changed (none is made if the current one already has that image); with
+// version, that existing version; with neither, the group's current one.
+// Everything is checked before anything changes.
+func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string) (string, error) {
+	if ami != "" && version != "" {
+		return "", errors.New("--ami and --launch-template-version cannot be used together")
+	}
+	if ami != "" && !ValidImageID(ami) {
+		return "", fmt.Errorf("invalid AMI ID %q: want ami- followed by letters and digits; check --ami", ami)
+	}
+	if version != "" && version != "$Latest" && version != "$Default" && !isNumber(version) {
+		return "", fmt.Errorf("invalid launch template version %q: want a number, $Latest or $Default; check --launch-template-version", version)
+	}
+	if g.LaunchTemplateID == "" {
+		return "", fmt.Errorf("Auto Scaling group %q uses a launch configuration, not a launch template; only launch templates are supported", g.Name)
+	}
+	if ami == "" && version == "" {
+		return g.LaunchTemplateVersion, nil
+	}
+	if g.mixed {
+		return "", fmt.Errorf("Auto Scaling group %q takes its launch template from a mixed instances policy, which cannot be changed here; update it yourself and run without --ami and --launch-template-version", g.Name)
+	}
+	res := resolver{p: p, cache: map[[2]string]ec2types.LaunchTemplateVersion{}}
+	var target string
+	if version != "" {
+		v, err := res.version(ctx, g.LaunchTemplateID, "", version)
+		if err != nil {
+			var ae smithy.APIError
+			if errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "VersionNotFound") {
+				return "", &Error{msg: fmt.Sprintf("launch template %q has no version %q; check --launch-template-version", g.LaunchTemplateID, version), err: err}
+			}
+			return "", err
+		}
+		target = strconv.FormatInt(sdkaws.ToInt64(v.VersionNumber), 10)
+	} else {
+		cur, err := res.version(ctx, g.LaunchTemplateID, "", g.LaunchTemplateVersion)
+		if err != nil {
+			return "", err
+		}
+		if cur.LaunchTemplateData != nil && sdkaws.ToString(cur.LaunchTemplateData.ImageId) == ami {
+			target = g.LaunchTemplateVersion
+		} else {
+			out, err := p.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{
+				LaunchTemplateId:   sdkaws.String(g.LaunchTemplateID),
+				SourceVersion:      sdkaws.String(g.LaunchTemplateVersion),
+				VersionDescription: sdkaws.String("kubectl nodeupgrade: image " + ami),
+				LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: sdkaws.String(ami)},
+			})
+			if err != nil {
+				var ae smithy.APIError
+				if errors.As(err, &ae) && strings.HasPrefix(ae.ErrorCode(), "InvalidAMIID") {
+					return "", &Error{msg: fmt.Sprintf("AMI %q was refused: %s: %s; check --ami", ami, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err}
+				}
+				return "", wrap(err, "create a version of launch template %q with AMI %q", g.LaunchTemplateID, ami)
+			}
+			if out.LaunchTemplateVersion == nil {
+				return "", fmt.Errorf("create a version of launch template %q: empty answer", g.LaunchTemplateID)
+			}
+			target = strconv.FormatInt(sdkaws.ToInt64(out.LaunchTemplateVersion.VersionNumber), 10)
+		}
+	}
+	// Pin the group to the number even when it already resolves to it
+	// through $Latest/$Default, so a later template change cannot move the
+	// target under a running update.
+	if g.spec != target {
+		_, err := p.asg.UpdateAutoScalingGroup(ctx, &autoscaling.UpdateAutoScalingGroupInput{
+			AutoScalingGroupName: sdkaws.String(g.Name),
+			LaunchTemplate: &astypes.LaunchTemplateSpecification{
+				LaunchTemplateId: sdkaws.String(g.LaunchTemplateID),
+				Version:          sdkaws.String(target),
+			},
+		})
+		if err != nil {
+			return "", wrap(err, "point Auto Scaling group %q at launch template %q version %s", g.Name, g.LaunchTemplateID, target)
+		}
+	}
+	g.spec, g.LaunchTemplateVersion = target, target
+	return target, nil
+}
+
+// SetSize sets the group's desired capacity and max size in one call, so
+// the pair is checked as a whole (min <= desired <= max).
+func (p *Provider) SetSize(ctx context.Context, group string, desired, max int32) error {
+	_, err := p.asg.UpdateAutoScalingGroup(ctx, &autoscaling.UpdateAutoScalingGroupInput{
+		AutoScalingGroupName: sdkaws.String(group),
+		DesiredCapacity:      sdkaws.Int32(desired),
+		MaxSize:              sdkaws.Int32(max),
+	})
+	if err != nil {
+		return wrap(err, "set Auto Scaling group %q to desired %d, max %d", group, desired, max)
+	}
+	return nil
+}
+
+// Terminate terminates an instance without decrementing the desired
+// capacity, so the group launches a replacement from its current launch
+// template version. An instance that is already gone counts as terminated,
+// so a re-run after an interruption can repeat the call.
+func (p *Provider) Terminate(ctx context.Context, instanceID string) error {
+	_, err := p.asg.TerminateInstanceInAutoScalingGroup(ctx, &autoscaling.TerminateInstanceInAutoScalingGroupInput{
+		InstanceId:                     sdkaws.String(instanceID),
+		ShouldDecrementDesiredCapacity: sdkaws.Bool(false),
+	})
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "not found") {
+			return nil
+		}
+		return wrap(err, "terminate instance %q", instanceID)
+	}
+	return nil
+}
+
+// Outdated returns the instances launched from another launch template or
+// another version than targetVersion of the group's template. Instances
+// already terminating are left out: they are on their way out.
+func Outdated(g *Group, targetVersion string) []Instance {
+	var out []Instance
+	for _, in := range g.Instances {
+		if strings.HasPrefix(in.Lifecycle, "Terminat") {
+			continue
+		}
+		if in.LaunchTemplateID != g.LaunchTemplateID || in.LaunchTemplateVersion != targetVersion {
+			out = append(out, in)
+		}
+	}
+	return out
+}

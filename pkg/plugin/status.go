@@ -1,0 +1,113 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// StatusOptions are the flags of "status".
+type StatusOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	NodeGroup      string
+	StateNamespace string
+	Output         string
+}
+
+const statusExample = `  # Progress of every recorded run
+  kubectl nodeupgrade status
+
+  # Progress of the run on node group "workers", as YAML
+  kubectl nodeupgrade status workers -o yaml`
+
+// NewCmdStatus builds "status".
+func NewCmdStatus(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &StatusOptions{configFlags: configFlags, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:     "status [NODEGROUP]",
+		Short:   "Show the progress of the current or last run on node groups",
+		Example: statusExample,
+		Args:    argsAtMost(1, "at most one NODEGROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.NodeGroup = args[0]
+			}
+			if err := output.ValidateFormat(o.Output); err != nil {
+				return &usageError{err: err}
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the runs' records")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: a table)")
+	return cmd
+}
+
+// Run prints the records.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	po := &PlanOptions{configFlags: o.configFlags}
+	if err := po.connect(); err != nil {
+		return err
+	}
+	store := &state.Store{Client: po.client, Namespace: o.StateNamespace}
+	var records []*state.Record
+	if o.NodeGroup != "" {
+		rec, err := store.Load(ctx, o.NodeGroup)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return usageErrorf("no run recorded for node group %q in namespace %q; check --state-namespace", o.NodeGroup, o.StateNamespace)
+		}
+		records = append(records, rec)
+	} else {
+		var err error
+		if records, err = store.List(ctx); err != nil {
+			return err
+		}
+	}
+	if o.Output != output.FormatTable {
+		if o.NodeGroup != "" {
+			return output.Print(o.Out, o.Output, records[0])
+		}
+		return output.Print(o.Out, o.Output, map[string]any{"records": records})
+	}
+	if len(records) == 0 {
+		_, err := fmt.Fprintf(o.Out, "No runs recorded in namespace %q.\n", o.StateNamespace)
+		return err
+	}
+	now := time.Now()
+	t := output.NewTable(o.Out, "Node group", "Phase", "Batch", "Done", "Left", "In flight", "Running for", "Last error")
+	for _, r := range records {
+		phase, running := r.Phase, now.Sub(r.StartedAt)
+		if r.FinishedAt != nil {
+			phase, running = "Finished", r.FinishedAt.Sub(r.StartedAt)
+		} else if r.LastError != "" {
+			phase += " (stopped)"
+		}
+		if err := t.Append(r.NodeGroup, phase, fmt.Sprintf("%d/%d", min(r.Batch, r.Batches), r.Batches),
+			fmt.Sprint(len(r.Done)), fmt.Sprint(r.Left()), orNone(strings.Join(r.InFlight, ",")),
+			duration.HumanDuration(running), orNone(r.LastError)); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

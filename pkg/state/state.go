@@ -1,0 +1,308 @@
+// Package state keeps, in the cluster, the record of a run (phase, progress,
+// last error) and the lock that keeps two runs off the same node group:
+// a ConfigMap for the record and a coordination.k8s.io Lease for the lock,
+// one of each per node group.
+package state
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+const (
+	// ManagedByLabel marks the objects of this package, so status can list them.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "kubectl-nodeupgrade"
+	// GroupAnnotation holds the node group (or selector) an object is for.
+	GroupAnnotation = "nodeupgrade.dev/nodegroup"
+	recordKey       = "record.json"
+	// DefaultNamespace holds records and locks unless --state-namespace says otherwise.
+	DefaultNamespace = "kube-system"
+)
+
+// Record is what status shows and a re-run continues from.
+type Record struct {
+	NodeGroup  string            `json:"nodeGroup"` // the group name, or "-l <selector>"
+	Strategy   string            `json:"strategy"`
+	Target     map[string]string `json:"target"`
+	Phase      string            `json:"phase"`
+	Batch      int               `json:"batch"` // 1-based batch in progress
+	Batches    int               `json:"batches"`
+	NodesTotal int               `json:"nodesTotal"`
+	Done       []string          `json:"done"`
+	InFlight   []string          `json:"inFlight"`
+	LastError  string            `json:"lastError,omitempty"`
+	Holder     string            `json:"holder,omitempty"`
+	StartedAt  time.Time         `json:"startedAt"`
+	UpdatedAt  time.Time         `json:"updatedAt"`
+	FinishedAt *time.Time        `json:"finishedAt,omitempty"`
+}
+
+// Left is the number of nodes not done yet.
+func (r *Record) Left() int { return max(r.NodesTotal-len(r.Done), 0) }
+
+// ObjectName is the name of the ConfigMap and Lease of a node group: the
+// group name where it is a valid object name, a hash otherwise (selectors).
+func ObjectName(group string) string {
+	name := "nodeupgrade-" + group
+	if len(validation.IsDNS1123Subdomain(name)) == 0 && len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(group))
+	return "nodeupgrade-" + hex.EncodeToString(sum[:8])
+}
+
+// Store reads and writes records in one namespace.
+type Store struct {
+	Client    kubernetes.Interface
+	Namespace string
+}
+
+// Load returns the record of group, or nil when there is none.
+func (s *Store) Load(ctx context.Context, group string) (*Record, error) {
+	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, ObjectName(group), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the record of %q: %w", group, err)
+	}
+	return decode(cm)
+}
+
+// List returns every record in the namespace, by node group.
+func (s *Store) List(ctx context.Context) ([]*Record, error) {
+	list, err := s.Client.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + managedBy})
+	if err != nil {
+		return nil, fmt.Errorf("listing records in namespace %q: %w", s.Namespace, err)
+	}
+	var out []*Record
+	for i := range list.Items {
+		r, err := decode(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].NodeGroup < out[j].NodeGroup })
+	return out, nil
+}
+
+func decode(cm *corev1.ConfigMap) (*Record, error) {
+	var r Record
+	if err := json.Unmarshal([]byte(cm.Data[recordKey]), &r); err != nil {
+		return nil, fmt.Errorf("configmap %q: unreadable record: %w", cm.Namespace+"/"+cm.Name, err)
+	}
+	return &r, nil
+}
+
+// Save writes the record, creating it the first time.
+func (s *Store) Save(ctx context.Context, r *Record) error {
+	r.UpdatedAt = time.Now().UTC().Truncate(time.Second)
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	name := ObjectName(r.NodeGroup)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			cm = &corev1.ConfigMap{ObjectMeta: s.meta(name, r.NodeGroup), Data: map[string]string{recordKey: string(data)}}
+			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		cm.Data = map[string]string{recordKey: string(data)}
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func (s *Store) meta(name, group string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:        name,
+		Namespace:   s.Namespace,
+		Labels:      map[string]string{ManagedByLabel: managedBy},
+		Annotations: map[string]string{GroupAnnotation: group},
+	}
+}
+
+// HeldError says another live run holds the lock of a node group.
+type HeldError struct {
+	Group, Holder string
+	RenewedAt     time.Time
+	Expires       time.Time
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("node group %q is being upgraded by %q (lock renewed %s ago, expires in %s); wait for it, or run again after it stops",
+		e.Group, e.Holder, time.Since(e.RenewedAt).Round(time.Second), time.Until(e.Expires).Round(time.Second))
+}
+
+// Lock is a Lease held by one run at a time. A holder that stops renewing
+// (killed, lost its network) loses it after Duration, and the next run takes
+// over.
+type Lock struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Group     string
+	Holder    string
+	Duration  time.Duration
+}
+
+// HolderIdentity names this process for the lock and status.
+func HolderIdentity() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}
+
+// deadOnThisHost reports whether holder names a process of this machine that
+// no longer runs (a killed run): its lock need not be waited out.
+func deadOnThisHost(holder string) bool {
+	host, pidText, ok := strings.Cut(holder, "/")
+	me, _ := os.Hostname()
+	pid, err := strconv.Atoi(pidText)
+	if !ok || err != nil || host != me || runtime.GOOS == "windows" {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return true
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err != nil && !errors.Is(err, os.ErrPermission)
+}
+
+// Acquire takes the lock, or returns a *HeldError when a live run holds it.
+func (l *Lock) Acquire(ctx context.Context) error {
+	leases := l.Client.CoordinationV1().Leases(l.Namespace)
+	name := ObjectName(l.Group)
+	now := metav1.NewMicroTime(time.Now())
+	seconds := int32(l.Duration / time.Second)
+	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		store := Store{Namespace: l.Namespace}
+		lease = &coordinationv1.Lease{ObjectMeta: store.meta(name, l.Group), Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: &l.Holder, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now,
+		}}
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return l.Acquire(ctx) // someone was faster: look again
+		}
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("reading the lock of %q: %w", l.Group, err)
+	}
+	if held := l.heldByOther(lease); held != nil {
+		return held
+	}
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &l.Holder, &seconds
+	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+	// The update carries the resourceVersion we read: if two runs take over
+	// an expired lock at once, one gets a conflict and is refused.
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return &HeldError{Group: l.Group, Holder: "another run", RenewedAt: time.Now(), Expires: time.Now().Add(l.Duration)}
+		}
+		return err
+	}
+	return nil
+}
+
+func (l *Lock) heldByOther(lease *coordinationv1.Lease) *HeldError {
+	s := lease.Spec
+	if s.HolderIdentity == nil || *s.HolderIdentity == "" || *s.HolderIdentity == l.Holder || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
+		return nil
+	}
+	expires := s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)
+	if time.Now().After(expires) || deadOnThisHost(*s.HolderIdentity) {
+		return nil
+	}
+	return &HeldError{Group: l.Group, Holder: *s.HolderIdentity, RenewedAt: s.RenewTime.Time, Expires: expires}
+}
+
+// KeepAlive renews the lease every Duration/3 until ctx ends. It calls lost
+// when the lease was taken by someone else, so the run can stop.
+func (l *Lock) KeepAlive(ctx context.Context, lost func(error)) {
+	ticker := time.NewTicker(l.Duration / 3)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			leases := l.Client.CoordinationV1().Leases(l.Namespace)
+			lease, err := leases.Get(ctx, ObjectName(l.Group), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.Holder {
+				return &HeldError{Group: l.Group, Holder: ptrString(lease.Spec.HolderIdentity), RenewedAt: time.Now(), Expires: time.Now()}
+			}
+			now := metav1.NewMicroTime(time.Now())
+			lease.Spec.RenewTime = &now
+			_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+			return err
+		})
+		var held *HeldError
+		if errors.As(err, &held) {
+			lost(fmt.Errorf("lost the lock of node group %q to %q", l.Group, held.Holder))
+			return
+		}
+		// Other errors (a blip of the API server) are retried at the next tick;
+		// the lease stays ours until it expires.
+	}
+}
+
+// Release gives the lock up at the end of a run.
+func (l *Lock) Release(ctx context.Context) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		leases := l.Client.CoordinationV1().Leases(l.Namespace)
+		lease, err := leases.Get(ctx, ObjectName(l.Group), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.Holder {
+			return nil
+		}
+		empty := ""
+		lease.Spec.HolderIdentity = &empty
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func ptrString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return strings.TrimSpace(*s)
+}

@@ -1,0 +1,586 @@
+// Package awsfake is a local AWS endpoint for tests and the demo: it answers
+// the Auto Scaling and EC2 query-protocol calls that pkg/cloud/aws makes, to
+// the real AWS SDK for Go v2, and keeps Auto Scaling groups at their desired
+// capacity by "launching" instances through a callback (normally one that
+// creates a kwok node in the simulated cluster, see KubeNodes).
+package awsfake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Region is reported in node names and ARNs; default "us-east-1".
+	Region string
+	// LaunchDelay is how long an instance stays pending before OnLaunch is
+	// called; default 1s. A negative value means no delay.
+	LaunchDelay time.Duration
+	// TerminateDelay is how long an instance stays shutting-down before
+	// OnTerminate is called; default 0.
+	TerminateDelay time.Duration
+	// OnLaunch is called once per instance when it starts running. An error
+	// makes the launch fail: the instance is terminated and the group tries
+	// again later, as a real Auto Scaling group does.
+	OnLaunch func(ctx context.Context, in Instance) error
+	// OnTerminate is called once per instance that was launched, when it is
+	// terminated.
+	OnTerminate func(ctx context.Context, in Instance) error
+	// Logf receives one line per launch, termination and failure; default
+	// none.
+	Logf func(format string, args ...any)
+	// Addr is the listen address; default "127.0.0.1:0".
+	Addr string
+}
+
+// EC2 instance states and Auto Scaling lifecycle states used here.
+const (
+	StatePending      = "pending"
+	StateRunning      = "running"
+	StateShuttingDown = "shutting-down"
+	StateTerminated   = "terminated"
+
+	LifecyclePending     = "Pending"
+	LifecycleInService   = "InService"
+	LifecycleTerminating = "Terminating"
+	LifecycleTerminated  = "Terminated"
+)
+
+// Instance is a simulated EC2 instance.
+type Instance struct {
+	ID, Group, Zone       string
+	ImageID, InstanceType string
+	LaunchTemplateID      string
+	LaunchTemplateName    string
+	// LaunchTemplateVersion is the version number the instance was launched
+	// from; GroupVersion the version as the group named it then ("$Latest",
+	// "$Default" or a number), which is what Auto Scaling reports for it.
+	LaunchTemplateVersion string
+	GroupVersion          string
+	PrivateIP, PrivateDNS string
+	LaunchTime            time.Time
+	State, Lifecycle      string
+}
+
+// LaunchTemplate is a launch template with its versions.
+type LaunchTemplate struct {
+	ID, Name       string
+	DefaultVersion int64
+	Versions       []TemplateVersion // in order, Versions[i].Number == i+1
+}
+
+// TemplateVersion is one launch template version.
+type TemplateVersion struct {
+	Number                int64
+	ImageID, InstanceType string
+	Description           string
+	Created               time.Time
+}
+
+// GroupSpec describes an Auto Scaling group to create.
+type GroupSpec struct {
+	Name                  string
+	Min, Max, Desired     int32
+	Zones                 []string
+	LaunchTemplateID      string
+	LaunchTemplateVersion string // number, "$Latest" or "$Default"; default "$Default"
+}
+
+// Group is a snapshot of an Auto Scaling group.
+type Group struct {
+	GroupSpec
+	Created   time.Time
+	Instances []Instance // members, terminating ones included
+}
+
+type group struct {
+	GroupSpec
+	created time.Time
+	members []string // instance ids, in launch order
+}
+
+type instance struct {
+	Instance
+	launched chan struct{} // closed when the launch attempt has finished
+	ok       bool          // OnLaunch succeeded, so OnTerminate is owed
+}
+
+// Server is a running fake endpoint.
+type Server struct {
+	URL string
+
+	opts   Options
+	srv    *http.Server
+	ln     net.Listener
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{}
+
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced on every state change, for waiters
+	groups    map[string]*group
+	templates map[string]*LaunchTemplate
+	instances map[string]*instance
+	seq       int64
+}
+
+// Start listens on a loopback port and starts the reconcile loop; Close
+// stops both. ctx bounds the server's life too.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Region == "" {
+		opts.Region = "us-east-1"
+	}
+	if opts.LaunchDelay == 0 {
+		opts.LaunchDelay = time.Second
+	} else if opts.LaunchDelay < 0 {
+		opts.LaunchDelay = 0
+	}
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("awsfake: listen: %w", err)
+	}
+	s := &Server{
+		URL:       "http://" + ln.Addr().String(),
+		opts:      opts,
+		ln:        ln,
+		kick:      make(chan struct{}, 1),
+		changed:   make(chan struct{}),
+		groups:    map[string]*group{},
+		templates: map[string]*LaunchTemplate{},
+		instances: map[string]*instance{},
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logf("awsfake: serve: %v", err)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.loop()
+	}()
+	return s, nil
+}
+
+// Close stops the server and waits for pending launches and terminations.
+func (s *Server) Close() {
+	s.cancel()
+	_ = s.srv.Close()
+	s.wg.Wait()
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.opts.Logf != nil {
+		s.opts.Logf(format, args...)
+	}
+}
+
+// notify must be called with mu held after any state change: it wakes the
+// reconcile loop and every WaitFor.
+func (s *Server) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// CreateLaunchTemplate creates a launch template whose version 1 (the
+// default) uses imageID, and returns its id (lt-...).
+func (s *Server) CreateLaunchTemplate(name, imageID, instanceType string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	id := fmt.Sprintf("lt-%017x", 0x0abc0000+s.seq)
+	if instanceType == "" {
+		instanceType = "m5.large"
+	}
+	s.templates[id] = &LaunchTemplate{ID: id, Name: name, DefaultVersion: 1, Versions: []TemplateVersion{{
+		Number: 1, ImageID: imageID, InstanceType: instanceType, Created: time.Now().UTC(),
+	}}}
+	s.notify()
+	return id
+}
+
+// AddLaunchTemplateVersion adds a version with a new image, copied from the
+// latest one, and returns its number; what CreateLaunchTemplateVersion does,
+// for tests that set the scene without the SDK.
+func (s *Server) AddLaunchTemplateVersion(id, imageID string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lt := s.templates[id]
+	if lt == nil {
+		return 0, fmt.Errorf("launch template %q not found", id)
+	}
+	v := lt.Versions[len(lt.Versions)-1]
+	v.Number, v.ImageID, v.Created = int64(len(lt.Versions)+1), imageID, time.Now().UTC()
+	lt.Versions = append(lt.Versions, v)
+	s.notify()
+	return v.Number, nil
+}
+
+// CreateGroup creates an Auto Scaling group; the reconcile loop then
+// launches its desired instances.
+func (s *Server) CreateGroup(g GroupSpec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g.Name == "" || len(g.Zones) == 0 {
+		return fmt.Errorf("group needs a name and at least one zone")
+	}
+	if s.groups[g.Name] != nil {
+		return fmt.Errorf("group %q already exists", g.Name)
+	}
+	if g.Min > g.Desired || g.Desired > g.Max {
+		return fmt.Errorf("group %q: want min <= desired <= max, got %d, %d, %d", g.Name, g.Min, g.Desired, g.Max)
+	}
+	if g.LaunchTemplateVersion == "" {
+		g.LaunchTemplateVersion = "$Default"
+	}
+	lt := s.templates[g.LaunchTemplateID]
+	if lt == nil {
+		return fmt.Errorf("launch template %q not found", g.LaunchTemplateID)
+	}
+	if _, ok := lt.resolve(g.LaunchTemplateVersion); !ok {
+		return fmt.Errorf("launch template %q has no version %q", g.LaunchTemplateID, g.LaunchTemplateVersion)
+	}
+	g.Zones = slices.Clone(g.Zones)
+	s.groups[g.Name] = &group{GroupSpec: g, created: time.Now().UTC()}
+	s.notify()
+	return nil
+}
+
+// SetDesired changes a group's desired capacity as the cluster autoscaler
+// would (it raises max if needed).
+func (s *Server) SetDesired(name string, desired int32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[name]
+	if g == nil {
+		return fmt.Errorf("group %q not found", name)
+	}
+	g.Desired = desired
+	g.Max = max(g.Max, desired)
+	s.notify()
+	return nil
+}
+
+// Group returns a snapshot of a group.
+func (s *Server) Group(name string) (Group, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[name]
+	if g == nil {
+		return Group{}, false
+	}
+	out := Group{GroupSpec: g.GroupSpec, Created: g.created}
+	out.Zones = slices.Clone(g.Zones)
+	for _, id := range g.members {
+		out.Instances = append(out.Instances, s.instances[id].Instance)
+	}
+	return out, true
+}
+
+// Instance returns a snapshot of an instance, terminated ones included.
+func (s *Server) Instance(id string) (Instance, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.instances[id]
+	if in == nil {
+		return Instance{}, false
+	}
+	return in.Instance, true
+}
+
+// LaunchTemplate returns a copy of a launch template.
+func (s *Server) LaunchTemplate(id string) (LaunchTemplate, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lt := s.templates[id]
+	if lt == nil {
+		return LaunchTemplate{}, false
+	}
+	out := *lt
+	out.Versions = slices.Clone(lt.Versions)
+	return out, true
+}
+
+// WaitFor waits until cond, called with a snapshot of the group after every
+// change, returns true.
+func (s *Server) WaitFor(ctx context.Context, name string, cond func(Group) bool) error {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		g, ok := s.Group(name)
+		if ok && cond(g) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("group %q: %w", name, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// WaitStable waits until the group has exactly its desired number of
+// instances, all InService.
+func (s *Server) WaitStable(ctx context.Context, name string) error {
+	return s.WaitFor(ctx, name, Stable)
+}
+
+// Stable reports whether a group has its desired number of instances, all
+// InService.
+func Stable(g Group) bool {
+	if int32(len(g.Instances)) != g.Desired {
+		return false
+	}
+	for _, in := range g.Instances {
+		if in.Lifecycle != LifecycleInService {
+			return false
+		}
+	}
+	return true
+}
+
+// resolve turns "$Latest", "$Default" or a number into a version number.
+func (lt *LaunchTemplate) resolve(v string) (int64, bool) {
+	switch v {
+	case "$Latest":
+		return int64(len(lt.Versions)), true
+	case "$Default", "":
+		return lt.DefaultVersion, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > int64(len(lt.Versions)) {
+		return 0, false
+	}
+	return n, true
+}
+
+func (s *Server) loop() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.kick:
+		}
+		s.reconcile()
+	}
+}
+
+// active reports whether an instance counts towards the group's capacity.
+func active(in *instance) bool {
+	return in.Lifecycle == LifecyclePending || in.Lifecycle == LifecycleInService
+}
+
+// reconcile brings every group to its desired capacity: launches go to the
+// zones with the fewest instances, and scale-in takes from the zones with the
+// most, preferring instances not on the group's current version, then the
+// oldest — close to the default termination policy.
+func (s *Server) reconcile() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.groups))
+	for n := range s.groups {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		g := s.groups[name]
+		perZone := map[string][]*instance{}
+		n := int32(0)
+		for _, id := range g.members {
+			in := s.instances[id]
+			if active(in) {
+				perZone[in.Zone] = append(perZone[in.Zone], in)
+				n++
+			}
+		}
+		for ; n < g.Desired; n++ {
+			zone := g.Zones[0]
+			for _, z := range g.Zones[1:] {
+				if len(perZone[z]) < len(perZone[zone]) {
+					zone = z
+				}
+			}
+			in := s.launchLocked(g, zone)
+			perZone[zone] = append(perZone[zone], in)
+		}
+		lt := s.templates[g.LaunchTemplateID]
+		cur, _ := lt.resolve(g.LaunchTemplateVersion)
+		curS := strconv.FormatInt(cur, 10)
+		for ; n > g.Desired; n-- {
+			zone := ""
+			for _, z := range g.Zones {
+				if zone == "" || len(perZone[z]) > len(perZone[zone]) {
+					zone = z
+				}
+			}
+			cands := perZone[zone]
+			best := 0
+			for i, in := range cands {
+				old := in.LaunchTemplateID != g.LaunchTemplateID || in.LaunchTemplateVersion != curS
+				bestOld := cands[best].LaunchTemplateID != g.LaunchTemplateID || cands[best].LaunchTemplateVersion != curS
+				if (old && !bestOld) || (old == bestOld && in.LaunchTime.Before(cands[best].LaunchTime)) {
+					best = i
+				}
+			}
+			victim := cands[best]
+			perZone[zone] = slices.Delete(cands, best, best+1)
+			s.terminateLocked(victim)
+		}
+	}
+}
+
+// launchLocked creates a pending instance from the group's launch template
+// version as resolved now, and starts its launch.
+func (s *Server) launchLocked(g *group, zone string) *instance {
+	lt := s.templates[g.LaunchTemplateID]
+	vn, _ := lt.resolve(g.LaunchTemplateVersion)
+	v := lt.Versions[vn-1]
+	s.seq++
+	ip := fmt.Sprintf("10.0.%d.%d", (s.seq/250)%250, s.seq%250+2)
+	in := &instance{Instance: Instance{
+		ID:                    fmt.Sprintf("i-%017x", 0x0f00000+s.seq),
+		Group:                 g.Name,
+		Zone:                  zone,
+		ImageID:               v.ImageID,
+		InstanceType:          v.InstanceType,
+		LaunchTemplateID:      lt.ID,
+		LaunchTemplateName:    lt.Name,
+		LaunchTemplateVersion: strconv.FormatInt(vn, 10),
+		GroupVersion:          g.LaunchTemplateVersion,
+		PrivateIP:             ip,
+		PrivateDNS:            fmt.Sprintf("ip-%s.%s.compute.internal", dashes(ip), s.opts.Region),
+		LaunchTime:            time.Now().UTC().Truncate(time.Second),
+		State:                 StatePending,
+		Lifecycle:             LifecyclePending,
+	}, launched: make(chan struct{})}
+	s.instances[in.ID] = in
+	g.members = append(g.members, in.ID)
+	s.notify()
+	s.wg.Add(1)
+	go s.launch(in)
+	return in
+}
+
+func dashes(ip string) string {
+	b := []byte(ip)
+	for i := range b {
+		if b[i] == '.' {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+func (s *Server) launch(in *instance) {
+	defer s.wg.Done()
+	defer close(in.launched)
+	select {
+	case <-s.ctx.Done():
+		return
+	case <-time.After(s.opts.LaunchDelay):
+	}
+	s.mu.Lock()
+	snap := in.Instance
+	s.mu.Unlock()
+	if snap.Lifecycle != LifecyclePending {
+		return // terminated before it came up
+	}
+	var err error
+	if s.opts.OnLaunch != nil {
+		err = s.opts.OnLaunch(s.ctx, snap)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.logf("awsfake: launch %s in %s failed: %v", in.ID, in.Zone, err)
+		if in.Lifecycle == LifecyclePending {
+			s.removeLocked(in)
+		}
+		// Back off before the replacement so a callback that always fails
+		// does not spin.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			select {
+			case <-s.ctx.Done():
+			case <-time.After(max(s.opts.LaunchDelay, time.Second)):
+				s.mu.Lock()
+				s.notify()
+				s.mu.Unlock()
+			}
+		}()
+		return
+	}
+	in.ok = true
+	if in.Lifecycle == LifecyclePending {
+		in.State, in.Lifecycle = StateRunning, LifecycleInService
+		s.logf("awsfake: launched %s (%s) in %s from %s version %s", in.ID, in.PrivateDNS, in.Zone, in.LaunchTemplateID, in.LaunchTemplateVersion)
+	}
+	s.notify()
+}
+
+// terminateLocked starts terminating an instance; the caller has checked it
+// is active.
+func (s *Server) terminateLocked(in *instance) {
+	in.State, in.Lifecycle = StateShuttingDown, LifecycleTerminating
+	s.notify()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-in.launched // so OnTerminate never runs before OnLaunch
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(s.opts.TerminateDelay):
+		}
+		s.mu.Lock()
+		snap, owed := in.Instance, in.ok
+		s.mu.Unlock()
+		if owed && s.opts.OnTerminate != nil {
+			if err := s.opts.OnTerminate(s.ctx, snap); err != nil {
+				s.logf("awsfake: terminate %s: %v", in.ID, err)
+			}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.removeLocked(in)
+		s.logf("awsfake: terminated %s in %s", in.ID, in.Zone)
+	}()
+}
+
+// removeLocked marks an instance terminated and drops it from its group; EC2
+// keeps describing it, as it does for a while after termination.
+func (s *Server) removeLocked(in *instance) {
+	in.State, in.Lifecycle = StateTerminated, LifecycleTerminated
+	if g := s.groups[in.Group]; g != nil {
+		g.members = slices.DeleteFunc(g.members, func(id string) bool { return id == in.ID })
+	}
+	s.notify()
+}
+
+// DefaultLogf logs through the standard logger.
+func DefaultLogf(format string, args ...any) { log.Printf(format, args...) }
+
+func timeNow() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }

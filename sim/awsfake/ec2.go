@@ -1,0 +1,212 @@
+package awsfake
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+func (s *Server) ec2(action string, f form) ([]*node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch action {
+	case "DescribeLaunchTemplateVersions":
+		return s.describeLTVersions(f)
+	case "CreateLaunchTemplateVersion":
+		return s.createLTVersion(f)
+	case "DescribeInstances":
+		return s.describeInstances(f)
+	}
+	return nil, ec2Err("InvalidAction", "The action %s is not valid for this web service.", action)
+}
+
+func (s *Server) templateArg(f form) (*LaunchTemplate, error) {
+	id, name := f.get("LaunchTemplateId"), f.get("LaunchTemplateName")
+	switch {
+	case id != "":
+		if lt := s.templates[id]; lt != nil {
+			return lt, nil
+		}
+		if !strings.HasPrefix(id, "lt-") {
+			return nil, ec2Err("InvalidLaunchTemplateId.Malformed", "The specified ID for the launch template (%s) is not valid. Launch template IDs start with 'lt-'.", id)
+		}
+		return nil, ec2Err("InvalidLaunchTemplateId.NotFound", "The specified launch template, with template ID %s, does not exist.", id)
+	case name != "":
+		for _, lt := range s.templates {
+			if lt.Name == name {
+				return lt, nil
+			}
+		}
+		return nil, ec2Err("InvalidLaunchTemplateName.NotFoundException", "The specified launch template, with template name %s, does not exist.", name)
+	}
+	return nil, ec2Err("MissingParameter", "The request must contain the parameter LaunchTemplateId or LaunchTemplateName")
+}
+
+func ltVersion(lt *LaunchTemplate, v TemplateVersion) *node {
+	return el("item",
+		txt("createTime", v.Created.Format(timeFormat)),
+		txt("createdBy", "arn:aws:iam::123456789012:user/awsfake"),
+		boolean("defaultVersion", v.Number == lt.DefaultVersion),
+		el("launchTemplateData", txt("imageId", v.ImageID), txt("instanceType", v.InstanceType)),
+		txt("launchTemplateId", lt.ID),
+		txt("launchTemplateName", lt.Name),
+		txt("versionDescription", v.Description),
+		num("versionNumber", v.Number),
+	)
+}
+
+func (s *Server) describeLTVersions(f form) ([]*node, error) {
+	lt, err := s.templateArg(f)
+	if err != nil {
+		return nil, err
+	}
+	want := f.list("LaunchTemplateVersion")
+	var items []*node
+	if len(want) == 0 {
+		for _, v := range lt.Versions {
+			items = append(items, ltVersion(lt, v))
+		}
+	}
+	for _, w := range want {
+		n, ok := lt.resolve(w)
+		if !ok {
+			return nil, ec2Err("InvalidLaunchTemplateId.VersionNotFound", "Could not find launch template version %s for launch template ID %s.", w, lt.ID)
+		}
+		items = append(items, ltVersion(lt, lt.Versions[n-1]))
+	}
+	return []*node{list("launchTemplateVersionSet", "item", items)}, nil
+}
+
+func (s *Server) createLTVersion(f form) ([]*node, error) {
+	lt, err := s.templateArg(f)
+	if err != nil {
+		return nil, err
+	}
+	var v TemplateVersion
+	if src := f.get("SourceVersion"); src != "" {
+		n, ok := lt.resolve(src)
+		if !ok {
+			return nil, ec2Err("InvalidLaunchTemplateId.VersionNotFound", "Could not find launch template version %s for launch template ID %s.", src, lt.ID)
+		}
+		v = lt.Versions[n-1]
+	}
+	if img := f.get("LaunchTemplateData.ImageId"); img != "" {
+		if !strings.HasPrefix(img, "ami-") || len(img) < 5 {
+			return nil, ec2Err("InvalidAMIID.Malformed", "Invalid id: %q (expecting \"ami-...\")", img)
+		}
+		v.ImageID = img
+	}
+	if t := f.get("LaunchTemplateData.InstanceType"); t != "" {
+		v.InstanceType = t
+	}
+	v.Number = int64(len(lt.Versions) + 1)
+	v.Description = f.get("VersionDescription")
+	v.Created = timeNow()
+	lt.Versions = append(lt.Versions, v)
+	s.notify()
+	it := ltVersion(lt, v)
+	it.name = "launchTemplateVersion"
+	return []*node{it}, nil
+}
+
+func (s *Server) describeInstances(f form) ([]*node, error) {
+	ids := f.list("InstanceId")
+	var missing []string
+	var sel []*instance
+	if len(ids) > 0 {
+		for _, id := range ids {
+			if in := s.instances[id]; in != nil {
+				sel = append(sel, in)
+			} else {
+				missing = append(missing, id)
+			}
+		}
+	} else {
+		for _, in := range s.instances {
+			sel = append(sel, in)
+		}
+		sort.Slice(sel, func(i, j int) bool { return sel[i].ID < sel[j].ID })
+	}
+	if len(missing) == 1 {
+		return nil, ec2Err("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", missing[0])
+	} else if len(missing) > 1 {
+		return nil, ec2Err("InvalidInstanceID.NotFound", "The instance IDs '%s' do not exist", strings.Join(missing, ", "))
+	}
+	for i := 1; ; i++ {
+		p := "Filter." + strconv.Itoa(i)
+		if !f.has(p + ".Name") {
+			break
+		}
+		name, values := f.get(p+".Name"), f.list(p+".Value")
+		var get func(*instance) string
+		switch {
+		case name == "instance-id":
+			get = func(in *instance) string { return in.ID }
+		case name == "instance-state-name":
+			get = func(in *instance) string { return in.State }
+		case name == "availability-zone":
+			get = func(in *instance) string { return in.Zone }
+		case strings.HasPrefix(name, "tag:"):
+			key := strings.TrimPrefix(name, "tag:")
+			get = func(in *instance) string { return tags(in)[key] }
+		default:
+			return nil, ec2Err("InvalidParameterValue", "The filter '%s' is invalid", name)
+		}
+		sel = slices.DeleteFunc(sel, func(in *instance) bool { return !slices.Contains(values, get(in)) })
+	}
+	var items []*node
+	for _, in := range sel {
+		var tagItems []*node
+		t := tags(in)
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			tagItems = append(tagItems, el("item", txt("key", k), txt("value", t[k])))
+		}
+		// One reservation per instance, as a group's launches are.
+		items = append(items, el("item",
+			txt("reservationId", "r-"+strings.TrimPrefix(in.ID, "i-")),
+			txt("ownerId", "123456789012"),
+			el("instancesSet", el("item",
+				txt("instanceId", in.ID),
+				txt("imageId", in.ImageID),
+				el("instanceState", num("code", stateCode(in.State)), txt("name", in.State)),
+				txt("privateDnsName", in.PrivateDNS),
+				txt("privateIpAddress", in.PrivateIP),
+				txt("instanceType", in.InstanceType),
+				txt("launchTime", in.LaunchTime.Format(timeFormat)),
+				el("placement", txt("availabilityZone", in.Zone), txt("tenancy", "default")),
+				el("tagSet", tagItems...),
+			)),
+		))
+	}
+	return []*node{el("reservationSet", items...)}, nil
+}
+
+// tags are the ones EC2 and Auto Scaling put on a group's instances.
+func tags(in *instance) map[string]string {
+	return map[string]string{
+		"aws:autoscaling:groupName":     in.Group,
+		"aws:ec2launchtemplate:id":      in.LaunchTemplateID,
+		"aws:ec2launchtemplate:version": in.LaunchTemplateVersion,
+		"Name":                          in.Group,
+	}
+}
+
+func stateCode(state string) int {
+	switch state {
+	case StatePending:
+		return 0
+	case StateRunning:
+		return 16
+	case StateShuttingDown:
+		return 32
+	case StateTerminated:
+		return 48
+	}
+	return 0
+}
