@@ -66,8 +66,8 @@ type Config struct {
 	// OnProgress is told every state the run enters, and the nodes done, so
 	// the caller can keep a record; an error stops the run.
 	OnProgress func(ctx context.Context, s State, done []string) error
-	Out    io.Writer
-	Color  output.Colorizer
+	Out        io.Writer
+	Color      output.Colorizer
 	// Now is the clock of progress lines; time.Now when nil.
 	Now func() time.Time
 }
