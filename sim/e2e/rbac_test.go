@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// TestRunAsLeastPrivilegedUser runs an upgrade as a user bound only to the
+// roles of deploy/rbac.yaml, so the documented RBAC is the RBAC that works.
+func TestRunAsLeastPrivilegedUser(t *testing.T) {
+	const name, user = "rbac", "upgrader"
+	setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
+	ctx := testContext(t, 5*time.Minute)
+
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("deploy/rbac.yaml: want a ClusterRole and a Role, got %d documents", len(docs))
+	}
+	var cr rbacv1.ClusterRole
+	var role rbacv1.Role
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &cr); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &role); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.RbacV1().ClusterRoles().Create(ctx, &cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.RbacV1().Roles(role.Namespace).Create(ctx, &role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodeupgrade-" + user}, Subjects: subject,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.RbacV1().RoleBindings(role.Namespace).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodeupgrade-" + user, Namespace: role.Namespace}, Subjects: subject,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := sim.KubeconfigForUser(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Without a binding the same user gets nowhere: the test can fail.
+	stranger, err := sim.KubeconfigForUser("stranger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := pluginAs(t, stranger, "plan", name, "--target-label", target); r.code == 0 {
+		t.Fatalf("an unbound user could plan: %s", r)
+	}
+
+	r := pluginAs(t, kubeconfig, "run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "0s", "--yes")
+	if r.code != 0 {
+		t.Fatalf("run as %q failed: %s", user, r)
+	}
+	if strings.Contains(r.stderr, "warning") {
+		t.Errorf("the run warned (missing permission?): %s", r.stderr)
+	}
+	if r := pluginAs(t, kubeconfig, "status", name); r.code != 0 {
+		t.Errorf("status as %q failed: %s", user, r)
+	}
+	assertUpgraded(t, name, 1)
+}
+
+func pluginAs(t *testing.T, kubeconfig string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, append(args, "--kubeconfig", kubeconfig)...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return r
+}
