@@ -137,46 +137,50 @@ func (e *Engine) Run(ctx context.Context) error {
 
 // step performs one phase and returns the next state.
 func (e *Engine) step(ctx context.Context, s State) (State, error) {
-	batches := e.cfg.Plan.Batches
-	if s.Phase != PhaseTaint && s.Batch >= len(batches) {
-		return State{Phase: PhaseDone}, nil
-	}
+	var err error
 	switch s.Phase {
 	case PhaseTaint:
-		if err := e.taintAll(ctx); err != nil {
-			return s, err
-		}
-		return State{Phase: PhaseRoom}, nil
+		err = e.taintAll(ctx)
 	case PhaseRoom:
-		if err := e.waitForRoom(ctx, s.Batch); err != nil {
-			return s, err
-		}
-		return State{Phase: PhaseDrain, Batch: s.Batch}, nil
+		err = e.waitForRoom(ctx, s.Batch)
 	case PhaseDrain:
-		if err := e.drainBatch(ctx, s.Batch); err != nil {
-			return s, err
-		}
-		return State{Phase: PhaseCordon, Batch: s.Batch}, nil
+		err = e.drainBatch(ctx, s.Batch)
 	case PhaseCordon:
-		if err := e.cordonBatch(ctx, s.Batch); err != nil {
-			return s, err
-		}
-		return State{Phase: PhaseRemove, Batch: s.Batch}, nil
+		err = e.cordonBatch(ctx, s.Batch)
 	case PhaseRemove:
-		if err := e.removeBatch(ctx, s.Batch); err != nil {
-			return s, err
-		}
-		return State{Phase: PhaseRecover, Batch: s.Batch}, nil
+		err = e.removeBatch(ctx, s.Batch)
 	case PhaseRecover:
-		if err := e.waitRecovered(ctx, s.Batch); err != nil {
-			return s, err
-		}
-		if s.Batch+1 == len(batches) {
-			return State{Phase: PhaseDone, Batch: s.Batch}, nil
-		}
-		return State{Phase: PhaseRoom, Batch: s.Batch + 1}, nil
+		err = e.waitRecovered(ctx, s.Batch)
+	default:
+		err = fmt.Errorf("unknown phase %q", s.Phase)
 	}
-	return s, fmt.Errorf("unknown phase %q", s.Phase)
+	if err != nil {
+		return s, err
+	}
+	return next(s, len(e.cfg.Plan.Batches)), nil
+}
+
+// next is the transition table of the state machine.
+func next(s State, batches int) State {
+	switch s.Phase {
+	case PhaseTaint:
+		if batches > 0 {
+			return State{Phase: PhaseRoom}
+		}
+	case PhaseRoom:
+		return State{Phase: PhaseDrain, Batch: s.Batch}
+	case PhaseDrain:
+		return State{Phase: PhaseCordon, Batch: s.Batch}
+	case PhaseCordon:
+		return State{Phase: PhaseRemove, Batch: s.Batch}
+	case PhaseRemove:
+		return State{Phase: PhaseRecover, Batch: s.Batch}
+	case PhaseRecover:
+		if s.Batch+1 < batches {
+			return State{Phase: PhaseRoom, Batch: s.Batch + 1}
+		}
+	}
+	return State{Phase: PhaseDone, Batch: s.Batch}
 }
 
 func (e *Engine) batchNodes(i int) []string {

@@ -1,0 +1,129 @@
+package upgrade
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+func testNode(name, zone, cpu string, mutate ...func(*corev1.Node)) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": name}},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	for _, m := range mutate {
+		m(n)
+	}
+	return n
+}
+
+func testPod(name, node, cpu string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func TestEstimateRoom(t *testing.T) {
+	tainted := func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	tests := []struct {
+		name     string
+		evict    []*corev1.Pod
+		nodes    []*corev1.Node
+		running  []*corev1.Pod
+		unplaced []string
+	}{
+		{name: "fits on the free node",
+			evict: []*corev1.Pod{testPod("a", "old", "1"), testPod("b", "old", "1")},
+			nodes: []*corev1.Node{testNode("old", "a", "4"), testNode("new", "a", "4")}},
+		{name: "requests exceed what is left",
+			evict:   []*corev1.Pod{testPod("a", "old", "2"), testPod("b", "old", "2")},
+			nodes:   []*corev1.Node{testNode("old", "a", "4"), testNode("new", "a", "4")},
+			running: []*corev1.Pod{testPod("busy", "new", "3")}, unplaced: []string{"a", "b"}},
+		{name: "finished pods free their requests",
+			evict:   []*corev1.Pod{testPod("a", "old", "2")},
+			nodes:   []*corev1.Node{testNode("old", "a", "4"), testNode("new", "a", "4")},
+			running: []*corev1.Pod{testPod("done", "new", "3", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })}},
+		{name: "cordoned and not-ready nodes take nothing",
+			evict: []*corev1.Pod{testPod("a", "old", "1")},
+			nodes: []*corev1.Node{testNode("old", "a", "4"),
+				testNode("cordoned", "a", "4", func(n *corev1.Node) { n.Spec.Unschedulable = true }),
+				testNode("notready", "a", "4", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse })},
+			unplaced: []string{"a"}},
+		{name: "untolerated taint",
+			evict:    []*corev1.Pod{testPod("a", "old", "1")},
+			nodes:    []*corev1.Node{testNode("old", "a", "4"), testNode("gpu", "a", "4", tainted)},
+			unplaced: []string{"a"}},
+		{name: "tolerated taint",
+			evict: []*corev1.Pod{testPod("a", "old", "1", func(p *corev1.Pod) {
+				p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+			})},
+			nodes: []*corev1.Node{testNode("old", "a", "4"), testNode("gpu", "a", "4", tainted)}},
+		{name: "node selector",
+			evict:    []*corev1.Pod{testPod("a", "old", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} })},
+			nodes:    []*corev1.Node{testNode("old", "a", "4"), testNode("new", "a", "4")},
+			unplaced: []string{"a"}},
+		{name: "persistent volume stays in its zone",
+			evict: []*corev1.Pod{testPod("db", "old", "1", func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+			})},
+			nodes:    []*corev1.Node{testNode("old", "a", "4"), testNode("new", "b", "4")},
+			unplaced: []string{"db"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			byNode := map[string][]*corev1.Pod{}
+			for _, p := range tc.running {
+				byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+			}
+			room := EstimateRoom(tc.evict, tc.nodes, func(n string) []*corev1.Pod { return byNode[n] }, sets.New("old"))
+			var got []string
+			for _, p := range room.Unplaced {
+				got = append(got, p.Name)
+			}
+			if len(got) != len(tc.unplaced) || !sets.New(got...).Equal(sets.New(tc.unplaced...)) {
+				t.Fatalf("unplaced %v, want %v", got, tc.unplaced)
+			}
+			if room.Fits() != (len(tc.unplaced) == 0) {
+				t.Fatalf("Fits() = %v", room.Fits())
+			}
+		})
+	}
+}
+
+func TestStateMachineOrder(t *testing.T) {
+	// The phases a two-batch run goes through, without touching a cluster:
+	// step is only asked for transitions here.
+	want := []Phase{PhaseTaint, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover, PhaseDone}
+	var got []Phase
+	s := State{Phase: PhaseTaint}
+	for range len(want) {
+		got = append(got, s.Phase)
+		if s.Phase == PhaseDone {
+			break
+		}
+		s = next(s, 2)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("phases %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("phases %v, want %v", got, want)
+		}
+	}
+}
