@@ -57,15 +57,7 @@ All namespaces are audited unless -n/--namespace is given. Exit code 0 when
 no blocker is found, 5 when one is.`,
 		Example: checkExample,
 		Args:    argsAtMost(1, "one NODEGROUP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runE(o),
 	}
 	o.AddFlags(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Audit all namespaces (the default unless -n/--namespace is given)")

@@ -59,15 +59,7 @@ func NewCmdPlan(configFlags *genericclioptions.ConfigFlags, streams genericioopt
 		Short:   "Show what an upgrade of a node group would do, changing nothing",
 		Example: planExample,
 		Args:    argsAtMost(1, "one NODEGROUP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runE(o),
 	}
 	o.AddFlags(cmd)
 	return cmd

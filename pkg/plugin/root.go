@@ -3,6 +3,8 @@
 package plugin
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -34,7 +36,27 @@ Review the plan first with "kubectl nodeupgrade plan", then run it.`,
 	return cmd
 }
 
-// exactArgs is cobra.ExactArgs whose failure is a usage error (exit 2).
+// completer is the kubectl-style Options contract every command follows.
+type completer interface {
+	Complete(cmd *cobra.Command, args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// runE runs Complete, Validate and Run in order, as kubectl's commands do.
+func runE(o completer) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(cmd, args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
+}
+
+// argsAtMost is like cobra.MaximumNArgs whose failure is a usage error (exit 2).
 func argsAtMost(n int, what string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
 		if len(args) > n {

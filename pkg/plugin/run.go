@@ -65,15 +65,7 @@ only when the workloads evicted by the last one are Ready again.
 An interrupted run is finished by running the same command again.`,
 		Example: runExample,
 		Args:    argsAtMost(1, "one NODEGROUP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runE(o),
 	}
 	o.AddFlags(cmd)
 	f := cmd.Flags()

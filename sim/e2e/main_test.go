@@ -72,7 +72,19 @@ func (r result) String() string {
 // plugin runs the binary against the simulated cluster, stdin not a terminal.
 func plugin(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := pluginCmd(args...)
+	return runCmd(t, pluginCmd(args...))
+}
+
+// pluginAs runs the binary with another user's kubeconfig.
+func pluginAs(t *testing.T, kubeconfig string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, append(args, "--kubeconfig", kubeconfig)...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	return runCmd(t, cmd)
+}
+
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

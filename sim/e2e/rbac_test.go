@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,22 +81,4 @@ func TestRunAsLeastPrivilegedUser(t *testing.T) {
 		t.Errorf("status as %q failed: %s", user, r)
 	}
 	assertUpgraded(t, name, 1)
-}
-
-func pluginAs(t *testing.T, kubeconfig string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(binary, append(args, "--kubeconfig", kubeconfig)...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		r.code = exit.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return r
 }
