@@ -12,8 +12,9 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-step "go mod tidy (plugin module) is clean"
+step "go mod tidy is clean (plugin and sim modules)"
 go mod tidy -diff
+(cd sim && go mod tidy -diff)
 
 step "go vet"
 go vet ./...
