@@ -106,7 +106,8 @@ type Group struct {
 type group struct {
 	GroupSpec
 	created time.Time
-	members []string // instance ids, in launch order
+	members []string  // instance ids, in launch order
+	retryAt time.Time // no launches before this, after a failed one
 }
 
 type instance struct {
@@ -415,7 +416,7 @@ func (s *Server) reconcile() {
 				n++
 			}
 		}
-		for ; n < g.Desired; n++ {
+		for ; n < g.Desired && !time.Now().Before(g.retryAt); n++ {
 			zone := g.Zones[0]
 			for _, z := range g.Zones[1:] {
 				if len(perZone[z]) < len(perZone[zone]) {
@@ -515,17 +516,21 @@ func (s *Server) launch(in *instance) {
 	defer s.mu.Unlock()
 	if err != nil {
 		s.logf("awsfake: launch %s in %s failed: %v", in.ID, in.Zone, err)
+		// Back off before the replacement so a callback that always fails
+		// does not spin.
+		backoff := max(s.opts.LaunchDelay, time.Second)
+		if g := s.groups[in.Group]; g != nil {
+			g.retryAt = time.Now().Add(backoff)
+		}
 		if in.Lifecycle == LifecyclePending {
 			s.removeLocked(in)
 		}
-		// Back off before the replacement so a callback that always fails
-		// does not spin.
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			select {
 			case <-s.ctx.Done():
-			case <-time.After(max(s.opts.LaunchDelay, time.Second)):
+			case <-time.After(backoff):
 				s.mu.Lock()
 				s.notify()
 				s.mu.Unlock()

@@ -233,7 +233,7 @@ func (p *Provider) Group(ctx context.Context, name string) (*Group, error) {
 		}
 	}
 	if ag == nil {
-		return nil, fmt.Errorf("Auto Scaling group %q not found in region %q; check --asg and --region", name, p.region)
+		return nil, fmt.Errorf("auto scaling group %q not found in region %q; check --asg and --region", name, p.region)
 	}
 	g := &Group{
 		Name:    name,
@@ -387,13 +387,13 @@ func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string)
 		return "", fmt.Errorf("invalid launch template version %q: want a number, $Latest or $Default; check --launch-template-version", version)
 	}
 	if g.LaunchTemplateID == "" {
-		return "", fmt.Errorf("Auto Scaling group %q uses a launch configuration, not a launch template; only launch templates are supported", g.Name)
+		return "", fmt.Errorf("auto scaling group %q uses a launch configuration, not a launch template; only launch templates are supported", g.Name)
 	}
 	if ami == "" && version == "" {
 		return g.LaunchTemplateVersion, nil
 	}
 	if g.mixed {
-		return "", fmt.Errorf("Auto Scaling group %q takes its launch template from a mixed instances policy, which cannot be changed here; update it yourself and run without --ami and --launch-template-version", g.Name)
+		return "", fmt.Errorf("auto scaling group %q takes its launch template from a mixed instances policy, which cannot be changed here; update it yourself and run without --ami and --launch-template-version", g.Name)
 	}
 	res := resolver{p: p, cache: map[[2]string]ec2types.LaunchTemplateVersion{}}
 	var target string
@@ -424,7 +424,7 @@ func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string)
 			if err != nil {
 				var ae smithy.APIError
 				if errors.As(err, &ae) && strings.HasPrefix(ae.ErrorCode(), "InvalidAMIID") {
-					return "", &Error{msg: fmt.Sprintf("AMI %q was refused: %s: %s; check --ami", ami, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err}
+					return "", &Error{msg: fmt.Sprintf("image %q was refused: %s: %s; check --ami", ami, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err}
 				}
 				return "", wrap(err, "create a version of launch template %q with AMI %q", g.LaunchTemplateID, ami)
 			}
