@@ -22,7 +22,6 @@ type Recorder struct {
 	client kubernetes.Interface
 	warn   func(error)
 	once   sync.Once
-	host   string
 }
 
 // NewRecorder returns a recorder; warn is told the first write error.
