@@ -3,11 +3,13 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -47,62 +49,89 @@ func (r Room) String() string {
 
 // EstimateRoom places toEvict, largest first, on candidate nodes (first fit).
 // podsByNode gives the pods already running on each node; excluded nodes
-// (being drained, or tainted for the upgrade) take nothing.
+// (being drained, or tainted for the upgrade) take nothing. It stays cheap on
+// 5,000 nodes: only the resources the evicted pods request are counted, each
+// node's free room is computed once, and nodes too full for the smallest pod
+// are dropped for good.
 func EstimateRoom(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(string) []*corev1.Pod, excluded sets.Set[string]) Room {
-	type free struct {
-		node *corev1.Node
-		res  corev1.ResourceList
-		pods int64
-	}
-	var candidates []*free
-	for _, n := range nodes {
-		if excluded.Has(n.Name) || n.Spec.Unschedulable || !nodeReady(n) {
-			continue
-		}
-		f := &free{node: n, res: n.Status.Allocatable.DeepCopy(), pods: n.Status.Allocatable.Pods().Value()}
-		for _, p := range podsByNode(n.Name) {
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
+	// The resources that matter: those some evicted pod requests, plus the pod count.
+	var names []corev1.ResourceName
+	for _, p := range toEvict {
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			if !q.IsZero() && !slices.Contains(names, name) {
+				names = append(names, name)
 			}
-			subtract(f.res, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
-			f.pods--
 		}
-		candidates = append(candidates, f)
+	}
+	slices.Sort(names)
+	reqs := make(map[*corev1.Pod][]int64, len(toEvict))
+	for _, p := range toEvict {
+		reqs[p] = requestVector(p, names)
 	}
 	pods := append([]*corev1.Pod(nil), toEvict...)
-	reqs := map[*corev1.Pod]corev1.ResourceList{}
-	for _, p := range pods {
-		reqs[p] = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	sort.SliceStable(pods, func(i, j int) bool { return less(reqs[pods[j]], reqs[pods[i]]) })
+	smallest := make([]int64, len(names)+1)
+	for i := range smallest {
+		smallest[i] = -1
+		for _, p := range pods {
+			if v := reqs[p][i]; smallest[i] < 0 || v < smallest[i] {
+				smallest[i] = v
+			}
+		}
 	}
-	sort.SliceStable(pods, func(i, j int) bool {
-		a, b := reqs[pods[i]], reqs[pods[j]]
-		return a.Cpu().Cmp(*b.Cpu()) > 0
-	})
+
+	type candidate struct {
+		node *corev1.Node
+		free []int64 // per names, then the pod count
+	}
+	var candidates []*candidate
 	zoneOf := map[string]string{}
 	for _, n := range nodes {
 		zoneOf[n.Name] = n.Labels[plan.ZoneLabel]
+		if excluded.Has(n.Name) || n.Spec.Unschedulable || !nodeReady(n) {
+			continue
+		}
+		candidates = append(candidates, &candidate{node: n})
+	}
+	tooFull := func(free []int64) bool {
+		for i := range free {
+			if free[i] < smallest[i] {
+				return true
+			}
+		}
+		return false
 	}
 	var room Room
 	for _, p := range pods {
 		affinity := nodeaffinity.GetRequiredNodeAffinity(p)
 		placed := false
-		for _, f := range candidates {
-			if f.pods < 1 || !fitsResources(f.res, reqs[p]) {
+		for i := 0; i < len(candidates); i++ {
+			c := candidates[i]
+			if c.free == nil {
+				c.free = freeVector(c.node, podsByNode(c.node.Name), names)
+			}
+			if tooFull(c.free) {
+				candidates = slices.Delete(candidates, i, i+1)
+				i--
 				continue
 			}
-			if ok, _ := affinity.Match(f.node); !ok {
+			if !fits(c.free, reqs[p]) {
 				continue
 			}
-			if _, untolerated := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), f.node.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
+			if ok, _ := affinity.Match(c.node); !ok {
+				continue
+			}
+			if _, untolerated := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), c.node.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
 				return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 			}, false); untolerated {
 				continue
 			}
-			if usesPersistentVolume(p) && zoneOf[p.Spec.NodeName] != "" && f.node.Labels[plan.ZoneLabel] != zoneOf[p.Spec.NodeName] {
+			if usesPersistentVolume(p) && zoneOf[p.Spec.NodeName] != "" && c.node.Labels[plan.ZoneLabel] != zoneOf[p.Spec.NodeName] {
 				continue
 			}
-			subtract(f.res, reqs[p])
-			f.pods--
+			for k := range c.free {
+				c.free[k] -= reqs[p][k]
+			}
 			placed = true
 			break
 		}
@@ -113,25 +142,75 @@ func EstimateRoom(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(s
 	return room
 }
 
-func subtract(free, req corev1.ResourceList) {
-	for name, q := range req {
-		v := free[name]
-		v.Sub(q)
-		free[name] = v
+// requestVector is a pod's requests of names (CPU in millicores), then 1 for
+// the pod itself.
+func requestVector(p *corev1.Pod, names []corev1.ResourceName) []int64 {
+	v := make([]int64, len(names)+1)
+	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	for i, name := range names {
+		v[i] = quantityValue(name, req[name])
 	}
+	v[len(names)] = 1
+	return v
 }
 
-func fitsResources(free, req corev1.ResourceList) bool {
-	for name, q := range req {
-		if q.IsZero() {
+// freeVector is what a node has left of names and of its pod count.
+func freeVector(n *corev1.Node, running []*corev1.Pod, names []corev1.ResourceName) []int64 {
+	free := make([]int64, len(names)+1)
+	for i, name := range names {
+		free[i] = quantityValue(name, n.Status.Allocatable[name])
+	}
+	free[len(names)] = n.Status.Allocatable.Pods().Value()
+	for _, p := range running {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		v, ok := free[name]
-		if !ok || v.Cmp(q) < 0 {
+		for i, name := range names {
+			free[i] -= containerRequests(p, name)
+		}
+		free[len(names)]--
+	}
+	return free
+}
+
+// containerRequests is the fast path of PodRequests for the pods already on a
+// node: the larger of the containers' sum and the largest init container,
+// plus the pod overhead.
+func containerRequests(p *corev1.Pod, name corev1.ResourceName) int64 {
+	var sum, initMax int64
+	for i := range p.Spec.Containers {
+		sum += quantityValue(name, p.Spec.Containers[i].Resources.Requests[name])
+	}
+	for i := range p.Spec.InitContainers {
+		initMax = max(initMax, quantityValue(name, p.Spec.InitContainers[i].Resources.Requests[name]))
+	}
+	return max(sum, initMax) + quantityValue(name, p.Spec.Overhead[name])
+}
+
+func quantityValue(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func fits(free, req []int64) bool {
+	for i := range free {
+		if req[i] > free[i] {
 			return false
 		}
 	}
 	return true
+}
+
+// less orders request vectors by their first resource, then the next.
+func less(a, b []int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
 }
 
 func usesPersistentVolume(p *corev1.Pod) bool {
