@@ -129,7 +129,7 @@ func TestSmoke(t *testing.T) {
 
 	t.Run("evicted pod goes away and its replacement becomes ready", func(t *testing.T) {
 		if evicted == "" {
-			t.Skip("no pod was evicted")
+			t.Fatal("no pod was evicted by the previous step")
 		}
 		if err := waitPodGone(ctx, cs, evicted); err != nil {
 			t.Fatal(err)
