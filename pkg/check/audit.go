@@ -246,7 +246,10 @@ func (a *audit) pdbZero(w *workload, pdbs []*pdbEntry, emit func(string, map[str
 			if p.Spec.MaxUnavailable != nil {
 				f = "set maxUnavailable 1 in the PodDisruptionBudget"
 			}
-		} else if observed(p) && p.Status.DisruptionsAllowed <= 0 {
+		} else if len(pdbs) == 1 && observed(p) && p.Status.DisruptionsAllowed <= 0 {
+			// With several budgets on the same pods the disruption controller
+			// re-syncs only one of them (chosen arbitrarily) on pod changes, so
+			// the others' status is stale; multiple-pdbs reports the workload.
 			msg = fmt.Sprintf("PodDisruptionBudget %q allows 0 disruptions now (currentHealthy %d, desiredHealthy %d, expectedPods %d)",
 				name, p.Status.CurrentHealthy, p.Status.DesiredHealthy, p.Status.ExpectedPods)
 			f = "make the selected pods Ready (currentHealthy above desiredHealthy) or relax the PodDisruptionBudget"
