@@ -18,7 +18,7 @@ import (
 // cluster and removes the node when its instance is terminated.
 func TestKubeNodes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a cluster")
+		t.Skip("starts a cluster; skipped with -short")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
