@@ -128,3 +128,11 @@ func (c Colorizer) wrap(code, s string) string {
 func (c Colorizer) Red(s string) string    { return c.wrap("31", s) }
 func (c Colorizer) Yellow(s string) string { return c.wrap("33", s) }
 func (c Colorizer) Green(s string) string  { return c.wrap("32", s) }
+
+// OrNone shows an empty value as kubectl does.
+func OrNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

@@ -24,11 +24,11 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		provider = "none (nothing launches replacement nodes)"
 	}
 	header := [][2]string{
-		{"Context", orNone(p.Context)},
+		{"Context", output.OrNone(p.Context)},
 		{"Node group", group},
 		{"Target", joinLabels(p.TargetLabels)},
 		{"Nodes", fmt.Sprintf("%d total, %d outdated, %d current, %d done", p.Nodes.Total, p.Nodes.Outdated, p.Nodes.Current, p.Nodes.Done)},
-		{"Zones", orNone(strings.Join(p.Zones, ", "))},
+		{"Zones", output.OrNone(strings.Join(p.Zones, ", "))},
 		{"Strategy", p.Strategy},
 		{"Max unavailable", fmt.Sprintf("%d (%s)", p.MaxUnavailable, p.MaxUnavailableInput)},
 		{"Batches", fmt.Sprintf("%d, %s order, seed %d", len(p.Batches), p.Order, p.Seed)},
@@ -50,7 +50,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		for _, n := range b.Nodes {
 			diffs := make([]string, len(n.Outdated))
 			for i, d := range n.Outdated {
-				diffs[i] = d.Key + "=" + orNone(d.Current)
+				diffs[i] = d.Key + "=" + output.OrNone(d.Current)
 			}
 			blockers := "<none>"
 			if len(n.Blockers) > 0 {
@@ -60,7 +60,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 			if !n.Created.IsZero() {
 				age = duration.HumanDuration(now.Sub(n.Created))
 			}
-			if err := t.Append(fmt.Sprint(b.Number), n.Name, orNone(n.Zone), age, strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))); err != nil {
+			if err := t.Append(fmt.Sprint(b.Number), n.Name, output.OrNone(n.Zone), age, strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))); err != nil {
 				return err
 			}
 		}
@@ -108,11 +108,4 @@ func joinLabels(m map[string]string) string {
 		parts = append(parts, k+"="+m[k])
 	}
 	return strings.Join(parts, ",")
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
 }

@@ -97,17 +97,10 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			phase += " (stopped)"
 		}
 		if err := t.Append(r.NodeGroup, phase, fmt.Sprintf("%d/%d", min(r.Batch, r.Batches), r.Batches),
-			fmt.Sprint(len(r.Done)), fmt.Sprint(r.Left()), orNone(strings.Join(r.InFlight, ",")),
-			duration.HumanDuration(running), orNone(r.LastError)); err != nil {
+			fmt.Sprint(len(r.Done)), fmt.Sprint(r.Left()), output.OrNone(strings.Join(r.InFlight, ",")),
+			duration.HumanDuration(running), output.OrNone(r.LastError)); err != nil {
 			return err
 		}
 	}
 	return t.Render()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
 }
