@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The demo: starts the embedded simulated cluster (real apiserver, controllers
-# and scheduler, kwok nodes), creates a node group of 6 outdated and 3 current
-# nodes over 3 zones with a few Deployments and PDBs, prints the plan and runs it.
+# The demo, on the AWS path: starts the embedded simulated cluster (real
+# apiserver, controllers and scheduler, kwok nodes) with a fake AWS endpoint
+# whose Auto Scaling group "demo" backs 9 nodes over 3 zones (image ami-old),
+# with a few Deployments and PDBs on them; then plans and runs the upgrade of
+# the group to ami-new through the AWS APIs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(pwd)
 work=${DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/nodeupgrade-demo.XXXXXX")}
 mkdir -p "$work/bin"
 
@@ -13,31 +14,43 @@ go build -o "$work/bin/kubectl-nodeupgrade" ./cmd/kubectl-nodeupgrade
 (cd sim && go build -o "$work/bin/simcluster" ./cmd/simcluster)
 export PATH="$work/bin:$PATH"
 
-echo "== starting the simulated cluster in $work"
-"$work/bin/simcluster" up --dir "$work/cluster" >"$work/simcluster.out" 2>&1 &
+echo "== starting the simulated cluster, the fake AWS endpoint and the demo node group in $work"
+"$work/bin/simcluster" up --dir "$work/cluster" --aws-demo >"$work/simcluster.out" 2>"$work/simcluster.log" &
 sim_pid=$!
 trap 'kill $sim_pid 2>/dev/null; wait $sim_pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do
+# The cluster, 9 instances and the apps: allow 5 minutes.
+for _ in $(seq 1 1500); do
   grep -q '^ready ' "$work/simcluster.out" 2>/dev/null && break
-  kill -0 $sim_pid 2>/dev/null || { cat "$work/simcluster.out"; exit 1; }
+  kill -0 $sim_pid 2>/dev/null || { cat "$work/simcluster.out" "$work/simcluster.log"; exit 1; }
   sleep 0.2
 done
-kubeconfig=$(sed -n 's/^ready kubeconfig=//p' "$work/simcluster.out")
+ready=$(grep '^ready ' "$work/simcluster.out") || { echo "simcluster did not come up; see $work/simcluster.log"; exit 1; }
+kubeconfig=$(sed -n 's/^ready kubeconfig=\([^ ]*\) .*/\1/p' <<<"$ready")
+endpoint=$(sed -n 's/.* aws-endpoint=\([^ ]*\).*/\1/p' <<<"$ready")
 export KUBECONFIG=$kubeconfig
+export AWS_ENDPOINT_URL=$endpoint
+export AWS_ACCESS_KEY_ID=demo
+export AWS_SECRET_ACCESS_KEY=demo
+export AWS_REGION=us-east-1
+export AWS_EC2_METADATA_DISABLED=true
+echo "KUBECONFIG=$KUBECONFIG AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL (launches and terminations: $work/simcluster.log)"
 
-echo "== creating the demo node group and workloads"
-"$work/bin/simcluster" scenario demo --kubeconfig "$kubeconfig"
-kubectl get nodes -L eks.amazonaws.com/nodegroup,eks.amazonaws.com/nodegroup-image,topology.kubernetes.io/zone
-
-target=eks.amazonaws.com/nodegroup-image=ami-new
+labels=eks.amazonaws.com/nodegroup,eks.amazonaws.com/nodegroup-image,eks.amazonaws.com/sourceLaunchTemplateVersion,topology.kubernetes.io/zone
 echo
-echo "== kubectl nodeupgrade plan demo --target-label $target --max-unavailable 2 --seed 1"
-kubectl nodeupgrade plan demo --target-label "$target" --max-unavailable 2 --seed 1
-
-echo
-echo "== kubectl nodeupgrade run demo --target-label $target --max-unavailable 2 --seed 1 --post-drain-wait 5s --yes"
-kubectl nodeupgrade run demo --target-label "$target" --max-unavailable 2 --seed 1 --post-drain-wait 5s --yes
+kubectl get nodes -L "$labels"
 
 echo
-kubectl get nodes -L eks.amazonaws.com/nodegroup,eks.amazonaws.com/nodegroup-image,topology.kubernetes.io/zone
+echo "== kubectl nodeupgrade plan demo --ami ami-new --max-unavailable 2 --seed 1"
+kubectl nodeupgrade plan demo --ami ami-new --max-unavailable 2 --seed 1
+
+echo
+echo "== kubectl nodeupgrade run demo --ami ami-new --max-unavailable 2 --seed 1 --post-drain-wait 5s --yes"
+kubectl nodeupgrade run demo --ami ami-new --max-unavailable 2 --seed 1 --post-drain-wait 5s --yes
+
+echo
+echo "== kubectl nodeupgrade status demo"
+kubectl nodeupgrade status demo
+
+echo
+kubectl get nodes -L "$labels"
 kubectl get deployments,pdb -n demo

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +24,33 @@ type Provider interface {
 	RemoveNode(ctx context.Context, node string) error
 	// Describe says in a few words what removal means, for the plan.
 	Describe() string
+}
+
+// Group is a provider whose nodes are the machines of one resizable group
+// (an Auto Scaling group): a run with it adds the Setup, ScaleUp and
+// ScaleDown phases of the EKS update. Every method may be called again
+// after an interruption.
+type Group interface {
+	Provider
+	// GroupName names the group for messages and the record.
+	GroupName() string
+	// Setup makes the group launch the target configuration and returns
+	// its version.
+	Setup(ctx context.Context) (version string, err error)
+	// Sizes reads min, desired and max.
+	Sizes(ctx context.Context) (plan.Sizes, error)
+	// SetDesiredAndMax sets both in one call.
+	SetDesiredAndMax(ctx context.Context, desired, max int32) error
+	// SetMax sets max alone.
+	SetMax(ctx context.Context, max int32) error
+	// Machines maps nodes to the group's machines; the machines of the
+	// group that no node stands for yet come back in pending.
+	Machines(ctx context.Context, nodes []*corev1.Node) (byNode map[string]plan.Machine, pending []plan.Machine, err error)
+	// Current reports whether a machine runs the target configuration.
+	Current(m plan.Machine, version string) bool
+	// Shrink takes a drained node's machine out of the group and lowers
+	// the desired size by one, so nothing replaces it.
+	Shrink(ctx context.Context, node string) error
 }
 
 // None is the provider for clusters where something else owns the machines:

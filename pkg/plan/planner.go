@@ -227,6 +227,19 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 			zones[z] = true
 		}
 		diffs := Outdated(node, in.TargetLabels)
+		var machine Machine
+		if in.Cloud != nil {
+			cloudDiffs, m, skip := machineOutdated(node, in.Cloud)
+			if skip != "" {
+				p.Notes = append(p.Notes, skip)
+				continue
+			}
+			if m.Leaving() {
+				p.Notes = append(p.Notes, fmt.Sprintf("node %q: instance %q is already terminating", node.Name, m.ID))
+				continue
+			}
+			diffs, machine = append(cloudDiffs, diffs...), m
+		}
 		switch {
 		case len(diffs) == 0:
 			p.Nodes.Current++
@@ -246,6 +259,7 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 			Cordoned:   node.Spec.Unschedulable,
 			Outdated:   diffs,
 			Pods:       []string{},
+			InstanceID: machine.ID,
 		}
 		pods := podsByNode[node.Name]
 		sort.Slice(pods, func(a, b int) bool { return podKey(pods[a]) < podKey(pods[b]) })
@@ -259,6 +273,9 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	}
 	sort.Strings(p.Zones)
 
+	if in.Cloud != nil {
+		p.Cloud = cloudPlan(in.Cloud, p.Zones, maxUnavailable, len(outdated))
+	}
 	p.Order = in.Order
 	if p.Order == "" {
 		p.Order = OrderRandom

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,10 +24,24 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 	if p.Provider == "none" {
 		provider = "none (nothing launches replacement nodes)"
 	}
+	target := joinLabels(p.TargetLabels)
+	if c := p.Cloud; c != nil {
+		lt := fmt.Sprintf("launch template %s version %s", c.LaunchTemplateID, c.TargetVersion)
+		if c.TargetVersion == NewVersion {
+			lt = fmt.Sprintf("launch template %s, a new version from %s", c.LaunchTemplateID, c.CurrentVersion)
+		}
+		if c.TargetImage != "" {
+			lt += " (image " + c.TargetImage + ")"
+		}
+		if target != "" {
+			lt += ", labels " + target
+		}
+		target = lt
+	}
 	header := [][2]string{
 		{"Context", output.OrNone(p.Context)},
 		{"Node group", group},
-		{"Target", joinLabels(p.TargetLabels)},
+		{"Target", target},
 		{"Nodes", fmt.Sprintf("%d total, %d outdated, %d current, %d done", p.Nodes.Total, p.Nodes.Outdated, p.Nodes.Current, p.Nodes.Done)},
 		{"Zones", output.OrNone(strings.Join(p.Zones, ", "))},
 		{"Strategy", p.Strategy},
@@ -34,6 +49,11 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		{"Batches", fmt.Sprintf("%d, %s order, seed %d", len(p.Batches), p.Order, p.Seed)},
 		{"Taint", p.Taint},
 		{"Provider", provider},
+	}
+	if c := p.Cloud; c != nil {
+		header = append(header,
+			[2]string{"Auto Scaling", fmt.Sprintf("%s in %s, launch template %s version %s -> %s", c.AutoScalingGroup, output.OrNone(c.Region), c.LaunchTemplateID, c.CurrentVersion, c.TargetVersion)},
+			[2]string{"Scale-up", scaleUpLine(c)})
 	}
 	for _, h := range header {
 		if _, err := fmt.Fprintf(w, "%-17s%s\n", h[0]+":", h[1]); err != nil {
@@ -45,7 +65,11 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		_, err := fmt.Fprintln(w, color.Green("Nothing to do: every node of the group carries the target labels."))
 		return err
 	}
-	t := output.NewTable(w, "Batch", "Node", "Zone", "Age", "Outdated labels", "Pods", "Blockers", "Warnings")
+	cols := []any{"Batch", "Node", "Zone", "Age", "Outdated", "Pods", "Blockers", "Warnings"}
+	if p.Cloud != nil {
+		cols = slices.Insert(cols, 2, any("Instance"))
+	}
+	t := output.NewTable(w, cols...)
 	for _, b := range p.Batches {
 		for _, n := range b.Nodes {
 			diffs := make([]string, len(n.Outdated))
@@ -60,7 +84,11 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 			if !n.Created.IsZero() {
 				age = duration.HumanDuration(now.Sub(n.Created))
 			}
-			if err := t.Append(fmt.Sprint(b.Number), n.Name, output.OrNone(n.Zone), age, strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))); err != nil {
+			row := []any{fmt.Sprint(b.Number), n.Name, output.OrNone(n.Zone), age, strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))}
+			if p.Cloud != nil {
+				row = slices.Insert(row, 2, any(output.OrNone(n.InstanceID)))
+			}
+			if err := t.Append(row...); err != nil {
 				return err
 			}
 		}
@@ -100,6 +128,17 @@ func WriteFindings(w io.Writer, findings []check.Finding, color output.Colorizer
 		}
 	}
 	return t.Render()
+}
+
+// scaleUpLine says how the group's sizes move: up for the run, back after.
+func scaleUpLine(c *CloudPlan) string {
+	switch {
+	case c.Resumed:
+		return fmt.Sprintf("done by an interrupted run; desired %d, max %d restored at the end", c.Before.Desired, c.Before.Max)
+	case c.ScaleUp == 0:
+		return "none"
+	}
+	return fmt.Sprintf("+%d nodes: desired %d -> %d, max %d -> %d; restored at the end", c.ScaleUp, c.Before.Desired, c.During.Desired, c.Before.Max, c.During.Max)
 }
 
 func joinLabels(m map[string]string) string {

@@ -4,9 +4,11 @@
 package plan
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
@@ -49,6 +51,9 @@ type Plan struct {
 	TargetLabels   map[string]string `json:"targetLabels"`
 	Strategy       string            `json:"strategy"`
 	Provider       string            `json:"provider"`
+	// Cloud is the provider's side (Auto Scaling group, launch template
+	// versions, scale-up); nil with provider none.
+	Cloud *CloudPlan `json:"cloud,omitempty"`
 
 	// MaxUnavailableInput is what the user asked for (e.g. "25%"),
 	// MaxUnavailable the resolved number of nodes per batch.
@@ -101,6 +106,7 @@ type PlannedNode struct {
 	Name       string      `json:"name"`
 	Zone       string      `json:"zone,omitempty"`
 	ProviderID string      `json:"providerID,omitempty"`
+	InstanceID string      `json:"instanceID,omitempty"`
 	Created    time.Time   `json:"created"`
 	Tainted    bool        `json:"tainted,omitempty"`
 	Cordoned   bool        `json:"cordoned,omitempty"`
@@ -136,6 +142,9 @@ type Input struct {
 	DeleteEmptyDir bool
 	// Namespace limits the audit's findings; empty means all namespaces.
 	Namespace string
+	// Cloud is the provider's view of the group; nil with provider none,
+	// where the target labels alone say which nodes are outdated.
+	Cloud *CloudGroup
 }
 
 // Batch orders.
@@ -153,4 +162,26 @@ func (p *Plan) OutdatedNames() []string {
 		}
 	}
 	return names
+}
+
+// GroupSelector selects the nodes of the group, new ones included.
+func (p *Plan) GroupSelector() (labels.Selector, error) {
+	if p.Selector != "" {
+		return labels.Parse(p.Selector)
+	}
+	return labels.SelectorFromSet(labels.Set{p.NodeGroupLabel: p.NodeGroup}), nil
+}
+
+// OutdatedZones returns the zones of the nodes planned for a drain, sorted.
+func (p *Plan) OutdatedZones() []string {
+	var zones []string
+	for _, b := range p.Batches {
+		for _, n := range b.Nodes {
+			if n.Zone != "" && !slices.Contains(zones, n.Zone) {
+				zones = append(zones, n.Zone)
+			}
+		}
+	}
+	slices.Sort(zones)
+	return zones
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
 
 // Exit codes, documented in the README.
@@ -19,6 +20,7 @@ const (
 	ExitPodEvictionError = 3 // PodEvictionFailure: pods did not leave within --drain-timeout
 	ExitBlockers         = 5 // check found blockers
 	ExitLocked           = 6 // another run holds the node group's lock
+	ExitNodeCreation     = 7 // NodeCreationFailure: new nodes did not become Ready within --node-ready-timeout
 )
 
 // usageError marks bad input: exit 2.
@@ -38,11 +40,17 @@ func ExitCode(err error) int {
 	var eviction *drain.PodEvictionFailure
 	var blockers *blockersFound
 	var held *state.HeldError
+	var creation *upgrade.NodeCreationFailure
+	var cloudInput interface{ Input() bool }
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &usage), errors.As(err, &input):
 		return ExitUsage
+	case errors.As(err, &cloudInput) && cloudInput.Input():
+		return ExitUsage
+	case errors.As(err, &creation):
+		return ExitNodeCreation
 	case errors.As(err, &eviction):
 		return ExitPodEvictionError
 	case errors.As(err, &blockers):

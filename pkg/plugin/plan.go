@@ -12,8 +12,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // PlanOptions are the flags shared by plan and run: what to upgrade and how.
@@ -33,8 +35,13 @@ type PlanOptions struct {
 	Force              bool
 	DeleteEmptyDirData bool
 	Output             string
+	StateNamespace     string
+	// The AWS provider's flags.
+	Region, Profile, ASG  string
+	AMI, TemplateVersion  string
 
 	seedSet      bool
+	cloudGroup   cloud.Group // the resolved provider when it owns a group
 	targetLabels map[string]string
 	taint        *corev1.Taint
 	client       kubernetes.Interface
@@ -75,7 +82,13 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
 	f.Int64Var(&o.Seed, "seed", 0, "Seed of the random batch order; the same seed gives plan and run the same batches (default: random, shown in the plan)")
 	f.StringVar(&o.Order, "order", "", "Batch order: zone-balanced (nodes from as few zones as possible, PDB budgets kept where a choice allows) or random (default: zone-balanced when the group spans several zones)")
-	f.StringVar(&o.Provider, "provider", "none", "What removes drained nodes: none (delete the Node object, or see --delete-node)")
+	f.StringVar(&o.Provider, "provider", "", "What removes drained nodes: aws (terminate the instance; its Auto Scaling group launches the replacement) or none (delete the Node object, or see --delete-node); default aws when the group's nodes have aws:/// provider IDs, else none")
+	f.StringVar(&o.Region, "region", "", "AWS region (default: the SDK's configuration, AWS_REGION or the profile's, else the region of the nodes' zones)")
+	f.StringVar(&o.Profile, "profile", "", "AWS shared configuration profile (default: AWS_PROFILE or the default profile)")
+	f.StringVar(&o.ASG, "asg", "", "Auto Scaling group of the node group (default: found from the nodes' instance IDs)")
+	f.StringVar(&o.AMI, "ami", "", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
+	f.StringVar(&o.TemplateVersion, "launch-template-version", "", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
+	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record (a ConfigMap) and lock (a Lease), one of each per node group")
 	f.BoolVar(&o.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
 	f.BoolVar(&o.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: a table)")
@@ -100,7 +113,7 @@ func (o *PlanOptions) Validate() error {
 		return usageErrorf("missing NODEGROUP: give the node group name or -l/--selector")
 	case o.NodeGroup != "" && o.Selector != "":
 		return usageErrorf("both NODEGROUP %q and --selector given: use one", o.NodeGroup)
-	case len(o.TargetLabels) == 0:
+	case o.Provider == providerNone && len(o.TargetLabels) == 0:
 		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc)")
 	}
 	labels, err := plan.ParseTargetLabels(o.TargetLabels)
@@ -123,8 +136,13 @@ func (o *PlanOptions) Validate() error {
 	default:
 		return usageErrorf("invalid --order %q: must be zone-balanced or random", o.Order)
 	}
-	if o.Provider != "none" {
-		return usageErrorf("invalid --provider %q: must be none", o.Provider)
+	switch o.Provider {
+	case "", providerNone, providerAWS:
+	default:
+		return usageErrorf("invalid --provider %q: must be aws or none", o.Provider)
+	}
+	if err := o.validateAWS(); err != nil {
+		return err
 	}
 	if err := output.ValidateFormat(o.Output); err != nil {
 		return &usageError{err: err}
@@ -188,7 +206,8 @@ func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
 	return in, nil
 }
 
-// buildPlan lists the cluster once and plans.
+// buildPlan lists the cluster once, reads the cloud group (never changing
+// it), and plans.
 func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	if err := o.connect(); err != nil {
 		return nil, err
@@ -200,6 +219,18 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	in, err := o.input(snap)
 	if err != nil {
 		return nil, err
+	}
+	nodes, err := plan.GroupNodes(snap.Nodes, in)
+	if err != nil {
+		return nil, err
+	}
+	in.Provider = o.resolveProvider(nodes)
+	if in.Provider == providerAWS {
+		if in.Cloud, err = o.awsGroup(ctx, nodes); err != nil {
+			return nil, err
+		}
+	} else if len(o.targetLabels) == 0 {
+		return nil, usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
 	}
 	return plan.Build(snap, in)
 }

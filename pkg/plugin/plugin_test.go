@@ -34,7 +34,12 @@ func TestBadInputExitsTwoBeforeTouchingTheCluster(t *testing.T) {
 	}{
 		{"no node group", []string{"plan", tgt}, "missing NODEGROUP"},
 		{"node group and selector", []string{"plan", "ng", "-l", "a=b", tgt}, "use one"},
-		{"no target", []string{"plan", "ng"}, "--target-label"},
+		{"no target with provider none", []string{"plan", "ng", "--provider", "none"}, "--target-label"},
+		{"ami with provider none", []string{"plan", "ng", tgt, "--provider", "none", "--ami", "ami-1"}, "--ami needs --provider aws"},
+		{"malformed ami", []string{"plan", "ng", "--ami", "ubuntu-24.04"}, `invalid --ami "ubuntu-24.04"`},
+		{"ami and version", []string{"plan", "ng", "--ami", "ami-1", "--launch-template-version", "2"}, "cannot be used together"},
+		{"malformed version", []string{"plan", "ng", "--launch-template-version", "latest"}, `invalid --launch-template-version "latest"`},
+		{"version 0", []string{"plan", "ng", "--launch-template-version", "0"}, `invalid --launch-template-version "0"`},
 		{"malformed target", []string{"plan", "ng", "--target-label", "novalue"}, `invalid --target-label "novalue"`},
 		{"max-unavailable 0", []string{"plan", "ng", tgt, "--max-unavailable", "0"}, `invalid --max-unavailable "0"`},
 		{"max-unavailable 101", []string{"plan", "ng", tgt, "--max-unavailable", "101"}, `invalid --max-unavailable "101"`},

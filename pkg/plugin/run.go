@@ -36,7 +36,6 @@ type RunOptions struct {
 	RoomTimeout    time.Duration
 	DeleteNode     bool
 	IgnoreChecks   []string
-	StateNamespace string
 
 	savedPlan *plan.Plan
 }
@@ -76,7 +75,6 @@ An interrupted run is finished by running the same command again.`,
 	f.DurationVar(&o.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
 	f.StringArrayVar(&o.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
 	f.DurationVar(&o.RoomTimeout, "node-ready-timeout", 15*time.Minute, "How long a batch waits for room (new capacity) for the pods it will evict before the run stops")
-	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record (a ConfigMap) and lock (a Lease), one of each per node group")
 	f.BoolVar(&o.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
 	return cmd
 }
@@ -106,6 +104,14 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.savedPlan = &p
 	o.NodeGroup, o.NodeGroupLabel, o.Selector = p.NodeGroup, p.NodeGroupLabel, p.Selector
 	o.MaxUnavailable, o.Taint, o.Seed, o.Provider, o.Order = p.MaxUnavailableInput, p.Taint, p.Seed, p.Provider, p.Order
+	if c := p.Cloud; c != nil {
+		o.Region, o.ASG = c.Region, c.AutoScalingGroup
+		if c.TargetVersion == plan.NewVersion {
+			o.AMI = c.TargetImage
+		} else {
+			o.TemplateVersion = c.TargetVersion
+		}
+	}
 	o.TargetLabels = nil
 	for k, v := range p.TargetLabels {
 		o.TargetLabels = append(o.TargetLabels, k+"="+v)
@@ -156,7 +162,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if o.DryRun {
 		return nil
 	}
-	if len(p.Batches) == 0 {
+	if len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed) {
 		return nil
 	}
 	if err := o.refuseBlockers(p); err != nil {
@@ -172,8 +178,12 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var provider cloud.Provider = &cloud.None{Client: o.client, DeleteNode: o.DeleteNode}
+	if o.cloudGroup != nil {
+		provider = o.cloudGroup
+	}
 	color := output.Colorizer(output.ColorEnabled(o.Out))
-	engine := upgrade.New(upgrade.Config{
+	cfg := upgrade.Config{
 		Client: o.client,
 		Plan:   p,
 		Taint:  taint,
@@ -183,28 +193,26 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			DeleteEmptyDirData: o.DeleteEmptyDirData,
 			GracePeriodSeconds: -1,
 		},
-		Provider:       &cloud.None{Client: o.client, DeleteNode: o.DeleteNode},
+		Provider:       provider,
 		PostDrainWait:  o.PostDrainWait,
 		RecoverTimeout: o.DrainTimeout,
 		RoomTimeout:    o.RoomTimeout,
 		Events:         upgrade.NewRecorder(o.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
 		Out:            o.Out,
 		Color:          color,
-	})
+	}
 	fmt.Fprintln(o.Out)
-	return o.runLocked(ctx, p, engine)
+	return o.runLocked(ctx, p, cfg)
 }
 
 // lockDuration is how long a killed run's lock blocks others (on another
 // machine; on the same machine a dead holder is seen at once).
 const lockDuration = 30 * time.Second
 
-// runLocked holds the node group's lock for the run and keeps its record.
-func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, engine *upgrade.Engine) error {
-	group := p.NodeGroup
-	if p.Selector != "" {
-		group = "-l " + p.Selector
-	}
+// runLocked holds the node group's lock for the run and keeps its record;
+// a run interrupted in its scale-down goes on from there.
+func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Config) error {
+	group := o.recordName()
 	holder := state.HolderIdentity()
 	lock := &state.Lock{Client: o.client, Namespace: o.StateNamespace, Group: group, Holder: holder, Duration: lockDuration}
 	if err := lock.Acquire(ctx); err != nil {
@@ -225,22 +233,36 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, engine *upgrad
 	if rec == nil || rec.FinishedAt != nil {
 		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
 	}
+	if rec.Cloud != nil && (o.cloudGroup == nil || rec.Cloud.Group != o.cloudGroup.GroupName()) {
+		return usageErrorf("node group %q has an unfinished run on Auto Scaling group %q; finish it with the same --provider and --asg", group, rec.Cloud.Group)
+	}
+	if rec.Phase == string(upgrade.PhaseScaleDown) && o.cloudGroup != nil {
+		cfg.Start = upgrade.PhaseScaleDown
+	} else if len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed) {
+		return nil
+	}
 	previouslyDone := rec.Done
 	rec.Strategy, rec.Target, rec.Holder, rec.LastError = p.Strategy, p.TargetLabels, holder, ""
 	rec.Batches, rec.NodesTotal = len(p.Batches), len(previouslyDone)+p.Nodes.Outdated
-	engine.OnProgress(func(ctx context.Context, s upgrade.State, done []string) error {
+	cfg.Record = rec
+	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
+	cfg.OnProgress = func(ctx context.Context, s upgrade.State, done []string) error {
 		rec.Phase, rec.Batch = string(s.Phase), s.Batch+1
 		rec.Done = append(slices.Clip(previouslyDone), done...)
 		rec.InFlight = nil
-		if s.Phase != upgrade.PhaseTaint && s.Phase != upgrade.PhaseDone && s.Batch < len(p.Batches) {
+		if upgrade.BatchPhase(s.Phase) && s.Batch < len(p.Batches) {
 			for _, n := range p.Batches[s.Batch].Nodes {
 				if !slices.Contains(done, n.Name) {
 					rec.InFlight = append(rec.InFlight, n.Name)
 				}
 			}
 		}
+		if rec.Cloud != nil && rec.Cloud.Shrinking != "" {
+			rec.InFlight = append(rec.InFlight, rec.Cloud.Shrinking)
+		}
 		return store.Save(ctx, rec)
-	})
+	}
+	engine := upgrade.New(cfg)
 	err = engine.Run(ctx)
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
@@ -249,7 +271,7 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, engine *upgrad
 		rec.LastError = err.Error()
 	} else {
 		now := time.Now().UTC().Truncate(time.Second)
-		rec.FinishedAt, rec.InFlight = &now, nil
+		rec.FinishedAt, rec.InFlight, rec.Note = &now, nil, engine.Note()
 	}
 	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
 		return saveErr

@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 const (
@@ -55,6 +57,30 @@ type Record struct {
 	StartedAt  time.Time         `json:"startedAt"`
 	UpdatedAt  time.Time         `json:"updatedAt"`
 	FinishedAt *time.Time        `json:"finishedAt,omitempty"`
+	// Note is what a finished run wants the operator to know (e.g. the
+	// cluster autoscaler stopped the scale-down).
+	Note string `json:"note,omitempty"`
+	// Cloud is what a run on a cloud group must not forget; nil with
+	// provider none.
+	Cloud *CloudRecord `json:"cloud,omitempty"`
+}
+
+// CloudRecord is the cloud side of a run, written before each change it
+// describes, so an interrupted run is finished without inflating the group
+// twice and ends at the sizes it started from.
+type CloudRecord struct {
+	Provider string `json:"provider"`
+	// Group is the Auto Scaling group.
+	Group         string `json:"group"`
+	TargetVersion string `json:"targetVersion,omitempty"`
+	// Original are the sizes before the scale-up: what the end restores.
+	Original *plan.Sizes `json:"original,omitempty"`
+	ScaleUp  int32       `json:"scaleUp,omitempty"`
+	// LastDesired is the desired size the run last set; a larger one means
+	// someone else (the cluster autoscaler) scaled the group up.
+	LastDesired int32 `json:"lastDesired,omitempty"`
+	// Shrinking is the node the scale-down is removing.
+	Shrinking string `json:"shrinking,omitempty"`
 }
 
 // Left is the number of nodes not done yet.

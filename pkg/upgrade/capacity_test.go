@@ -1,7 +1,7 @@
 package upgrade
 
 import (
-	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,56 +107,40 @@ func TestEstimateRoom(t *testing.T) {
 }
 
 func TestStateMachineOrder(t *testing.T) {
-	// The phases a two-batch run goes through, without touching a cluster:
-	// step is only asked for transitions here.
-	want := []Phase{PhaseTaint, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover, PhaseDone}
-	var got []Phase
-	s := State{Phase: PhaseTaint}
-	for range len(want) {
-		got = append(got, s.Phase)
-		if s.Phase == PhaseDone {
-			break
-		}
-		s = next(s, 2)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("phases %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("phases %v, want %v", got, want)
-		}
-	}
-}
-
-// BenchmarkEstimateRoom5000Nodes checks the room for a batch of 20 nodes'
-// 600 pods on a 5,000-node cluster running 150,000 pods, nearly full so that
-// first fit has to search.
-func BenchmarkEstimateRoom5000Nodes(b *testing.B) {
-	var nodes []*corev1.Node
-	byNode := map[string][]*corev1.Pod{}
-	for i := range 5000 {
-		name := fmt.Sprintf("node-%d", i)
-		nodes = append(nodes, testNode(name, fmt.Sprint(i%3), "4"))
-		for j := range 30 {
-			cpu := "120m"
-			if i < 4000 {
-				cpu = "130m" // 3.9 of 4 CPUs used: these nodes take nothing
+	batch := []Phase{PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover}
+	twoBatches := append(append([]Phase{}, batch...), batch...)
+	for _, tc := range []struct {
+		name       string
+		start      Phase
+		batches    int
+		cloudGroup bool
+		want       []Phase
+	}{
+		{name: "none, two batches", batches: 2, want: append(append([]Phase{PhaseTaint}, twoBatches...), PhaseDone)},
+		{name: "none, nothing to drain", want: []Phase{PhaseTaint, PhaseDone}},
+		{name: "cloud group, two batches", batches: 2, cloudGroup: true,
+			want: append(append([]Phase{PhaseSetup, PhaseScaleUp, PhaseTaint}, twoBatches...), PhaseScaleDown, PhaseDone)},
+		{name: "cloud group, nothing to drain", cloudGroup: true, want: []Phase{PhaseSetup, PhaseScaleUp, PhaseTaint, PhaseScaleDown, PhaseDone}},
+		// A run interrupted in its scale-down goes on from there: the
+		// batches are not repeated and the group is not scaled up again.
+		{name: "resumed scale-down", start: PhaseScaleDown, batches: 2, cloudGroup: true, want: []Phase{PhaseScaleDown, PhaseDone}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := State{Phase: tc.start}
+			if s.Phase == "" {
+				s.Phase = first(tc.cloudGroup)
 			}
-			byNode[name] = append(byNode[name], testPod(fmt.Sprintf("p-%d-%d", i, j), name, cpu))
-		}
-	}
-	excluded := sets.New[string]()
-	var evict []*corev1.Pod
-	for i := range 20 {
-		excluded.Insert(nodes[i].Name)
-		evict = append(evict, byNode[nodes[i].Name]...)
-	}
-	podsOn := func(n string) []*corev1.Pod { return byNode[n] }
-	b.ReportAllocs()
-	for b.Loop() {
-		if r := EstimateRoom(evict, nodes, podsOn, excluded); !r.Fits() {
-			b.Fatalf("%d pods unplaced", len(r.Unplaced))
-		}
+			var got []Phase
+			for range 100 {
+				got = append(got, s.Phase)
+				if s.Phase == PhaseDone {
+					break
+				}
+				s = next(s, tc.batches, tc.cloudGroup)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("phases %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

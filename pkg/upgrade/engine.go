@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -23,6 +22,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // Phase is a state of the upgrade state machine.
@@ -31,16 +31,28 @@ type Phase string
 // The phases, in the order a run goes through them. WaitForRoom to Recover
 // repeat once per batch.
 const (
-	PhaseTaint   Phase = "Taint"
-	PhaseRoom    Phase = "WaitForRoom"
-	PhaseDrain   Phase = "Drain"
-	PhaseCordon  Phase = "Cordon"
-	PhaseRemove  Phase = "Remove"
-	PhaseRecover Phase = "Recover"
-	PhaseDone    Phase = "Done"
+	PhaseSetup     Phase = "Setup"
+	PhaseScaleUp   Phase = "ScaleUp"
+	PhaseTaint     Phase = "Taint"
+	PhaseRoom      Phase = "WaitForRoom"
+	PhaseDrain     Phase = "Drain"
+	PhaseCordon    Phase = "Cordon"
+	PhaseRemove    Phase = "Remove"
+	PhaseRecover   Phase = "Recover"
+	PhaseScaleDown Phase = "ScaleDown"
+	PhaseDone      Phase = "Done"
 )
 
-// State is where the run is: the phase and, from Drain on, the batch.
+// BatchPhase reports whether the phase works on one batch of nodes.
+func BatchPhase(p Phase) bool {
+	switch p {
+	case PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover:
+		return true
+	}
+	return false
+}
+
+// State is where the run is: the phase and, in the batch phases, the batch.
 type State struct {
 	Phase Phase
 	Batch int // index into Plan.Batches
@@ -66,8 +78,18 @@ type Config struct {
 	// OnProgress is told every state the run enters, and the nodes done, so
 	// the caller can keep a record; an error stops the run.
 	OnProgress func(ctx context.Context, s State, done []string) error
-	Out        io.Writer
-	Color      output.Colorizer
+	// Start is the phase to begin with: ScaleDown to finish a run
+	// interrupted there; empty for the first phase.
+	Start Phase
+	// Record is the run's record; with a cloud group the engine writes its
+	// Cloud part before each change to the group, through Save.
+	Record *state.Record
+	Save   func(ctx context.Context) error
+	// PollInterval is how often the cloud group is described while new
+	// machines are awaited (node events also trigger a look); 5s when 0.
+	PollInterval time.Duration
+	Out          io.Writer
+	Color        output.Colorizer
 	// Now is the clock of progress lines; time.Now when nil.
 	Now func() time.Time
 }
@@ -81,6 +103,8 @@ type Engine struct {
 	view    *clusterView
 	ctx     context.Context // for events recorded from drain callbacks
 	done    []string
+	group   cloud.Group // nil unless the provider resizes a group
+	note    string
 }
 
 // New prepares an engine.
@@ -88,7 +112,13 @@ func New(cfg Config) *Engine {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 5 * time.Second
+	}
 	e := &Engine{cfg: cfg}
+	if g, ok := cfg.Provider.(cloud.Group); ok {
+		e.group = g
+	}
 	userHook := cfg.Drain.OnEvent
 	cfg.Drain.OnEvent = func(ev drain.Event) {
 		e.reportDrainEvent(ev)
@@ -115,7 +145,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	e.view = view
-	state := State{Phase: PhaseTaint}
+	state := State{Phase: e.cfg.Start}
+	if state.Phase == "" {
+		state.Phase = first(e.group != nil)
+	}
 	for {
 		if e.cfg.OnProgress != nil {
 			if err := e.cfg.OnProgress(ctx, state, e.done); err != nil {
@@ -131,14 +164,23 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		state = next
 	}
-	e.logf("upgrade of %d nodes finished", len(e.cfg.Plan.OutdatedNames()))
+	e.logf("upgrade of %d nodes finished", len(e.done))
 	return nil
 }
+
+// Note is what the run wants the operator to know though it succeeded.
+func (e *Engine) Note() string { return e.note }
 
 // step performs one phase and returns the next state.
 func (e *Engine) step(ctx context.Context, s State) (State, error) {
 	var err error
 	switch s.Phase {
+	case PhaseSetup:
+		err = e.setup(ctx)
+	case PhaseScaleUp:
+		err = e.scaleUp(ctx)
+	case PhaseScaleDown:
+		err = e.scaleDown(ctx)
 	case PhaseTaint:
 		err = e.taintAll(ctx)
 	case PhaseRoom:
@@ -157,16 +199,36 @@ func (e *Engine) step(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	return next(s, len(e.cfg.Plan.Batches)), nil
+	return next(s, len(e.cfg.Plan.Batches), e.group != nil), nil
 }
 
-// next is the transition table of the state machine.
-func next(s State, batches int) State {
+// first is the phase a run starts in.
+func first(cloudGroup bool) Phase {
+	if cloudGroup {
+		return PhaseSetup
+	}
+	return PhaseTaint
+}
+
+// next is the transition table of the state machine. With a cloud group
+// the batches are wrapped in Setup and ScaleUp before and ScaleDown after.
+func next(s State, batches int, cloudGroup bool) State {
+	end := State{Phase: PhaseDone, Batch: s.Batch}
+	if cloudGroup {
+		end.Phase = PhaseScaleDown
+	}
 	switch s.Phase {
+	case PhaseSetup:
+		return State{Phase: PhaseScaleUp}
+	case PhaseScaleUp:
+		return State{Phase: PhaseTaint}
+	case PhaseScaleDown:
+		return State{Phase: PhaseDone, Batch: s.Batch}
 	case PhaseTaint:
 		if batches > 0 {
 			return State{Phase: PhaseRoom}
 		}
+		return end
 	case PhaseRoom:
 		return State{Phase: PhaseDrain, Batch: s.Batch}
 	case PhaseDrain:
@@ -179,6 +241,7 @@ func next(s State, batches int) State {
 		if s.Batch+1 < batches {
 			return State{Phase: PhaseRoom, Batch: s.Batch + 1}
 		}
+		return end
 	}
 	return State{Phase: PhaseDone, Batch: s.Batch}
 }
@@ -271,21 +334,28 @@ func (e *Engine) planDescription() string {
 func (e *Engine) cordonBatch(ctx context.Context, i int) error {
 	names := e.batchNodes(i)
 	for _, name := range names {
-		_, err := e.cfg.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("cordoning node %q: %w", name, err)
+		if err := e.cordon(ctx, name); err != nil {
+			return err
 		}
 		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeCordoned", "drained and cordoned; removal in %s", e.cfg.PostDrainWait)
 	}
 	if e.cfg.PostDrainWait > 0 {
 		e.logf("batch %d/%d: cordoned %s; waiting %s for load balancers to deregister them", i+1, len(e.cfg.Plan.Batches), quoteAll(names), e.cfg.PostDrainWait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(e.cfg.PostDrainWait):
-		}
+		return sleep(ctx, e.cfg.PostDrainWait)
 	}
 	return nil
+}
+
+// sleep waits d, or less if ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func (e *Engine) removeBatch(ctx context.Context, i int) error {
@@ -301,6 +371,12 @@ func (e *Engine) removeBatch(ctx context.Context, i int) error {
 }
 
 func (e *Engine) waitRecovered(ctx context.Context, i int) error {
+	if e.group != nil {
+		// The group has launched replacements: keep the autoscaler off them.
+		if err := e.protectNewNodes(ctx, true); err != nil {
+			return err
+		}
+	}
 	owners := OwnersOf(e.evicted)
 	if len(owners) == 0 {
 		return nil

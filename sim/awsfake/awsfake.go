@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -116,11 +117,21 @@ type instance struct {
 	ok       bool          // OnLaunch succeeded, so OnTerminate is owed
 }
 
-// Server is a running fake endpoint.
+// Image is a registered AMI.
+type Image struct {
+	ID, Name string
+	Created  time.Time
+}
+
+// Server is a running fake endpoint. Instance ids, private IPs (and so the
+// node names derived from them) and launch template ids are unique across
+// all Servers of a process: each Server gets its own 10.N.0.0/16 and id
+// range, so several Servers can feed one simulated cluster.
 type Server struct {
 	URL string
 
 	opts   Options
+	index  uint64 // this Server's number in the process, see servers
 	srv    *http.Server
 	ln     net.Listener
 	ctx    context.Context
@@ -133,8 +144,14 @@ type Server struct {
 	groups    map[string]*group
 	templates map[string]*LaunchTemplate
 	instances map[string]*instance
+	images    map[string]*Image
 	seq       int64
 }
+
+// servers numbers the Servers of a process: the number is the second octet
+// of their private IPs (modulo 256, so names collide only after 256
+// Servers) and the high bits of their instance and launch template ids.
+var servers atomic.Uint64
 
 // Start listens on a loopback port and starts the reconcile loop; Close
 // stops both. ctx bounds the server's life too.
@@ -163,6 +180,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		groups:    map[string]*group{},
 		templates: map[string]*LaunchTemplate{},
 		instances: map[string]*instance{},
+		images:    map[string]*Image{},
+		index:     servers.Add(1) - 1,
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
@@ -204,13 +223,53 @@ func (s *Server) notify() {
 	}
 }
 
+// idBase puts the Server's number above the 36 bits of its sequence, so
+// ids of different Servers never meet; Server 0 keeps the historical ids.
+func (s *Server) idBase() uint64 { return s.index << 36 }
+
+// RegisterImage adds an AMI that DescribeImages reports, or renames one;
+// an empty name means the id.
+func (s *Server) RegisterImage(id, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if name == "" {
+		name = id
+	}
+	if im := s.images[id]; im != nil {
+		im.Name = name
+		return
+	}
+	s.images[id] = &Image{ID: id, Name: name, Created: timeNow()}
+}
+
+// ensureImageLocked registers an image the Server's own helpers use, so
+// that it exists as it would in AWS; a known image keeps its name.
+func (s *Server) ensureImageLocked(id string) {
+	if id != "" && s.images[id] == nil {
+		s.images[id] = &Image{ID: id, Name: id, Created: timeNow()}
+	}
+}
+
+// Image returns a registered image.
+func (s *Server) Image(id string) (Image, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	im := s.images[id]
+	if im == nil {
+		return Image{}, false
+	}
+	return *im, true
+}
+
 // CreateLaunchTemplate creates a launch template whose version 1 (the
-// default) uses imageID, and returns its id (lt-...).
+// default) uses imageID, registers that image if it is unknown (named after
+// its id), and returns the template's id (lt-...).
 func (s *Server) CreateLaunchTemplate(name, imageID, instanceType string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	id := fmt.Sprintf("lt-%017x", 0x0abc0000+s.seq)
+	id := fmt.Sprintf("lt-%017x", s.idBase()+0x0abc0000+uint64(s.seq))
+	s.ensureImageLocked(imageID)
 	if instanceType == "" {
 		instanceType = "m5.large"
 	}
@@ -223,7 +282,8 @@ func (s *Server) CreateLaunchTemplate(name, imageID, instanceType string) string
 
 // AddLaunchTemplateVersion adds a version with a new image, copied from the
 // latest one, and returns its number; what CreateLaunchTemplateVersion does,
-// for tests that set the scene without the SDK.
+// for tests that set the scene without the SDK. Like CreateLaunchTemplate
+// it registers an unknown image; the SDK call does not, as in AWS.
 func (s *Server) AddLaunchTemplateVersion(id, imageID string) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -231,6 +291,7 @@ func (s *Server) AddLaunchTemplateVersion(id, imageID string) (int64, error) {
 	if lt == nil {
 		return 0, fmt.Errorf("launch template %q not found", id)
 	}
+	s.ensureImageLocked(imageID)
 	v := lt.Versions[len(lt.Versions)-1]
 	v.Number, v.ImageID, v.Created = int64(len(lt.Versions)+1), imageID, time.Now().UTC()
 	lt.Versions = append(lt.Versions, v)
@@ -459,9 +520,9 @@ func (s *Server) launchLocked(g *group, zone string) *instance {
 	vn, _ := lt.resolve(g.LaunchTemplateVersion)
 	v := lt.Versions[vn-1]
 	s.seq++
-	ip := fmt.Sprintf("10.0.%d.%d", (s.seq/250)%250, s.seq%250+2)
+	ip := fmt.Sprintf("10.%d.%d.%d", s.index%256, (s.seq/250)%250, s.seq%250+2)
 	in := &instance{Instance: Instance{
-		ID:                    fmt.Sprintf("i-%017x", 0x0f00000+s.seq),
+		ID:                    fmt.Sprintf("i-%017x", s.idBase()+0x0f00000+uint64(s.seq)),
 		Group:                 g.Name,
 		Zone:                  zone,
 		ImageID:               v.ImageID,

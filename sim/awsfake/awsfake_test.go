@@ -3,12 +3,15 @@ package awsfake
 import (
 	"context"
 	"errors"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
@@ -356,5 +359,124 @@ func TestLaunchFailureRetries(t *testing.T) {
 	}
 	if d := time.Since(t0); d < time.Second {
 		t.Fatalf("relaunched after %v, want a back-off of 1s", d)
+	}
+}
+
+func TestDescribeImages(t *testing.T) {
+	f := start(t, 1) // its template registered ami-old under its id
+	f.s.RegisterImage("ami-new", "node-v2")
+	f.s.RegisterImage("ami-0a1b2c3d", "other/v3")
+	for _, tc := range []struct {
+		name      string
+		in        ec2.DescribeImagesInput
+		want      []string // image id=name, in order
+		errCode   string
+		errSubstr string
+	}{
+		{name: "all", in: ec2.DescribeImagesInput{}, want: []string{"ami-0a1b2c3d=other/v3", "ami-new=node-v2", "ami-old=ami-old"}},
+		{name: "by id, owner ignored", in: ec2.DescribeImagesInput{ImageIds: []string{"ami-new"}, Owners: []string{"self"}}, want: []string{"ami-new=node-v2"}},
+		{name: "unknown id", in: ec2.DescribeImagesInput{ImageIds: []string{"ami-new", "ami-xyz"}},
+			errCode: "InvalidAMIID.NotFound", errSubstr: "The image id '[ami-xyz]' does not exist"},
+		{name: "unknown ids", in: ec2.DescribeImagesInput{ImageIds: []string{"ami-x1", "ami-x2"}},
+			errCode: "InvalidAMIID.NotFound", errSubstr: "The image ids '[ami-x1, ami-x2]' do not exist"},
+		{name: "malformed id", in: ec2.DescribeImagesInput{ImageIds: []string{"bogus"}}, errCode: "InvalidAMIID.Malformed"},
+		{name: "filter leaves unknown out", in: ec2.DescribeImagesInput{Filters: []ec2types.Filter{{Name: aws.String("image-id"), Values: []string{"ami-xyz", "ami-old"}}}},
+			want: []string{"ami-old=ami-old"}},
+		{name: "filter matches nothing", in: ec2.DescribeImagesInput{Filters: []ec2types.Filter{{Name: aws.String("image-id"), Values: []string{"ami-xyz"}}}}},
+		{name: "name wildcard and id filter", in: ec2.DescribeImagesInput{Filters: []ec2types.Filter{
+			{Name: aws.String("name"), Values: []string{"node-*", "other/?3"}},
+			{Name: aws.String("image-id"), Values: []string{"ami-new", "ami-0a1b2c3d", "ami-old"}},
+		}}, want: []string{"ami-0a1b2c3d=other/v3", "ami-new=node-v2"}},
+		{name: "unknown filter", in: ec2.DescribeImagesInput{Filters: []ec2types.Filter{{Name: aws.String("owner-alias"), Values: []string{"amazon"}}}},
+			errCode: "InvalidParameterValue"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := f.ec2.DescribeImages(f.ctx, &tc.in)
+			if tc.errCode != "" {
+				var ae smithy.APIError
+				var re *awshttp.ResponseError
+				if !errors.As(err, &ae) || ae.ErrorCode() != tc.errCode || !strings.Contains(ae.ErrorMessage(), tc.errSubstr) {
+					t.Fatalf("want %s %q, got %v", tc.errCode, tc.errSubstr, err)
+				}
+				if !errors.As(err, &re) || re.HTTPStatusCode() != 400 {
+					t.Fatalf("want HTTP 400, got %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, im := range out.Images {
+				got = append(got, *im.ImageId+"="+*im.Name)
+				if im.State != ec2types.ImageStateAvailable || im.Architecture != ec2types.ArchitectureValuesX8664 ||
+					im.RootDeviceType != ec2types.DeviceTypeEbs || im.VirtualizationType != ec2types.VirtualizationTypeHvm {
+					t.Errorf("image %s: state %q arch %q root %q virt %q", *im.ImageId, im.State, im.Architecture, im.RootDeviceType, im.VirtualizationType)
+				}
+				if _, err := time.Parse(time.RFC3339, aws.ToString(im.CreationDate)); err != nil {
+					t.Errorf("image %s: creationDate: %v", *im.ImageId, err)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("images %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUniqueAcrossServers: Servers of one process must not hand out the
+// same instance id, private IP, node name or launch template id, since
+// several of them may feed one simulated cluster.
+func TestUniqueAcrossServers(t *testing.T) {
+	a, b := start(t, 3), start(t, 3)
+	b2 := b.s.CreateLaunchTemplate("ng2", "ami-old", "")
+	if err := b.s.CreateGroup(GroupSpec{Name: "ng2", Min: 0, Max: 2, Desired: 2, Zones: zones, LaunchTemplateID: b2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.WaitStable(b.ctx, "ng2"); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	check := func(kind, v, owner string) {
+		t.Helper()
+		if prev, dup := seen[kind+" "+v]; dup {
+			t.Errorf("%s %s used by %s and %s", kind, v, prev, owner)
+		}
+		seen[kind+" "+v] = owner
+	}
+	idRE := regexp.MustCompile(`^i-[0-9a-f]{17}$`)
+	ltRE := regexp.MustCompile(`^lt-[0-9a-f]{17}$`)
+	dnsRE := regexp.MustCompile(`^ip-10-\d{1,3}-\d{1,3}-\d{1,3}\.us-east-1\.compute\.internal$`)
+	for _, tc := range []struct {
+		name   string
+		s      *Server
+		groups []string
+		lts    []string
+	}{
+		{"a", a.s, []string{"ng1"}, []string{a.ltID}},
+		{"b", b.s, []string{"ng1", "ng2"}, []string{b.ltID, b2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, lt := range tc.lts {
+				if !ltRE.MatchString(lt) {
+					t.Errorf("launch template id %q", lt)
+				}
+				check("launch template", lt, tc.name)
+			}
+			for _, name := range tc.groups {
+				g, _ := tc.s.Group(name)
+				for _, in := range g.Instances {
+					if !idRE.MatchString(in.ID) || !dnsRE.MatchString(in.PrivateDNS) || "ip-"+dashes(in.PrivateIP)+".us-east-1.compute.internal" != in.PrivateDNS {
+						t.Errorf("instance %s: ip %s dns %s", in.ID, in.PrivateIP, in.PrivateDNS)
+					}
+					check("instance", in.ID, tc.name+"/"+name)
+					check("ip", in.PrivateIP, tc.name+"/"+name)
+					check("node", NodeOptions{}.NodeName(in), tc.name+"/"+name)
+				}
+			}
+		})
+	}
+	if len(seen) != 3*(3+3+2)+3 { // instance, ip and node per instance; 3 templates
+		t.Fatalf("%d names recorded: %v", len(seen), seen)
 	}
 }

@@ -1,6 +1,7 @@
 package awsfake
 
 import (
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +18,8 @@ func (s *Server) ec2(action string, f form) ([]*node, error) {
 		return s.createLTVersion(f)
 	case "DescribeInstances":
 		return s.describeInstances(f)
+	case "DescribeImages":
+		return s.describeImages(f)
 	}
 	return nil, ec2Err("InvalidAction", "The action %s is not valid for this web service.", action)
 }
@@ -209,4 +212,90 @@ func stateCode(state string) int {
 		return 48
 	}
 	return 0
+}
+
+// describeImages answers DescribeImages from the registered images. Owner.N
+// and ExecutableBy.N are ignored: every image belongs to the caller.
+func (s *Server) describeImages(f form) ([]*node, error) {
+	ids := f.list("ImageId")
+	var sel []*Image
+	var missing []string
+	for _, id := range ids {
+		if !strings.HasPrefix(id, "ami-") || len(id) < 5 {
+			return nil, ec2Err("InvalidAMIID.Malformed", "Invalid id: %q (expecting \"ami-...\")", id)
+		}
+		im := s.images[id]
+		switch {
+		case im == nil:
+			missing = append(missing, id)
+		case !slices.Contains(sel, im):
+			sel = append(sel, im)
+		}
+	}
+	// Ids named outright must exist; ids in a filter merely select.
+	if len(missing) == 1 {
+		return nil, ec2Err("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", missing[0])
+	} else if len(missing) > 1 {
+		return nil, ec2Err("InvalidAMIID.NotFound", "The image ids '[%s]' do not exist", strings.Join(missing, ", "))
+	}
+	if len(ids) == 0 {
+		for _, im := range s.images {
+			sel = append(sel, im)
+		}
+		sort.Slice(sel, func(i, j int) bool { return sel[i].ID < sel[j].ID })
+	}
+	for i := 1; ; i++ {
+		p := "Filter." + strconv.Itoa(i)
+		if !f.has(p + ".Name") {
+			break
+		}
+		name, values := f.get(p+".Name"), f.list(p+".Value")
+		var get func(*Image) string
+		switch name {
+		case "image-id":
+			get = func(im *Image) string { return im.ID }
+		case "name":
+			get = func(im *Image) string { return im.Name }
+		case "state":
+			get = func(*Image) string { return "available" }
+		default:
+			return nil, ec2Err("InvalidParameterValue", "The filter '%s' is invalid", name)
+		}
+		pats := make([]*regexp.Regexp, len(values))
+		for j, v := range values {
+			pats[j] = wildcard(v)
+		}
+		sel = slices.DeleteFunc(sel, func(im *Image) bool {
+			return !slices.ContainsFunc(pats, func(re *regexp.Regexp) bool { return re.MatchString(get(im)) })
+		})
+	}
+	var items []*node
+	for _, im := range sel {
+		items = append(items, el("item",
+			txt("imageId", im.ID),
+			txt("imageLocation", "123456789012/"+im.Name),
+			txt("imageState", "available"),
+			txt("imageOwnerId", "123456789012"),
+			txt("creationDate", im.Created.Format(timeFormat)),
+			boolean("isPublic", false),
+			txt("architecture", "x86_64"),
+			txt("imageType", "machine"),
+			txt("name", im.Name),
+			txt("rootDeviceType", "ebs"),
+			txt("rootDeviceName", "/dev/xvda"),
+			txt("virtualizationType", "hvm"),
+			txt("hypervisor", "xen"),
+			boolean("enaSupport", true),
+		))
+	}
+	return []*node{el("imagesSet", items...)}, nil
+}
+
+// wildcard compiles an EC2 filter value, where * matches any run of
+// characters and ? any one character.
+func wildcard(v string) *regexp.Regexp {
+	q := regexp.QuoteMeta(v)
+	q = strings.ReplaceAll(q, `\*`, ".*")
+	q = strings.ReplaceAll(q, `\?`, ".")
+	return regexp.MustCompile("^" + q + "$")
 }

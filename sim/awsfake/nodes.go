@@ -33,10 +33,15 @@ type NodeOptions struct {
 	// Labels are added to every node.
 	Labels map[string]string
 	// NameByInstanceID names nodes after the instance id instead of the
-	// private DNS name (ip-10-0-x-y.<region>.compute.internal).
+	// private DNS name (ip-10-N-x-y.<region>.compute.internal, N the
+	// Server's number in the process).
 	NameByInstanceID bool
 	// NotReady, if set and true for an instance, makes a node that kwok
-	// does not manage, so it never becomes Ready (bootstrap failure).
+	// does not manage, so it never becomes Ready (bootstrap failure). It is
+	// called from the Server's launch goroutines, concurrently and while a
+	// test runs: to flip it at run time, close over something safe for
+	// that, e.g. func(Instance) bool { return broken.Load() } with broken
+	// an atomic.Bool.
 	NotReady func(Instance) bool
 }
 

@@ -27,6 +27,7 @@ func TestProviderEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.s.RegisterImage("ami-new", "node-v2") // SetTarget checks the image exists
 	fg, _ := f.s.Group("ng1")
 	var ids []string
 	for _, in := range fg.Instances {

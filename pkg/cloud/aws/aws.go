@@ -29,6 +29,9 @@ type Options struct {
 	// ASGName names the Auto Scaling group; empty means find it from the
 	// nodes' instance IDs.
 	ASGName string
+	// FallbackRegion is used when neither Region nor the SDK's
+	// configuration names one (the region of the nodes' zones).
+	FallbackRegion string
 }
 
 // Instance is one instance of an Auto Scaling group.
@@ -69,11 +72,26 @@ type Provider struct {
 // output; the SDK's error, with its request ID, stays reachable through
 // errors.Unwrap / errors.As.
 type Error struct {
-	msg string
-	err error
+	msg   string
+	err   error
+	input bool
 }
 
 func (e *Error) Error() string { return e.msg }
+
+// Input reports whether the error is the user's to fix (a flag, the
+// credentials): the command exits 2, and nothing was changed.
+func (e *Error) Input() bool { return e.input }
+
+// errVersionNotFound is behind the error of a launch template version
+// that does not exist.
+var errVersionNotFound = errors.New("launch template version not found")
+
+func isNotFound(err error) bool { return errors.Is(err, errVersionNotFound) }
+
+func inputErrorf(format string, args ...any) error {
+	return &Error{msg: fmt.Sprintf(format, args...), input: true}
+}
 
 func (e *Error) Unwrap() error { return e.err }
 
@@ -110,15 +128,18 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, lo...)
 	if err != nil {
 		if opts.Profile != "" {
-			return nil, &Error{msg: fmt.Sprintf("load AWS profile %q: %s; check --profile", opts.Profile, oneLine(err.Error())), err: err}
+			return nil, &Error{msg: fmt.Sprintf("load AWS profile %q: %s; check --profile", opts.Profile, oneLine(err.Error())), err: err, input: true}
 		}
 		return nil, wrap(err, "load AWS configuration")
 	}
 	if cfg.Region == "" {
-		return nil, errors.New("no AWS region configured; use --region or set AWS_REGION")
+		cfg.Region = opts.FallbackRegion
+	}
+	if cfg.Region == "" {
+		return nil, inputErrorf("no AWS region configured; use --region or set AWS_REGION")
 	}
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-		return nil, &Error{msg: "no AWS credentials found; set AWS_PROFILE (or use --profile) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run aws sso login", err: err}
+		return nil, &Error{msg: "no AWS credentials found; set AWS_PROFILE (or use --profile) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run aws sso login", err: err, input: true}
 	}
 	return NewFromConfig(cfg, opts), nil
 }
@@ -175,7 +196,7 @@ func (p *Provider) FindGroup(ctx context.Context, instanceIDs []string) (*Group,
 		return p.Group(ctx, p.opts.ASGName)
 	}
 	if len(instanceIDs) == 0 {
-		return nil, errors.New("no instance IDs to find the Auto Scaling group from (the nodes have no aws:/// provider IDs); use --asg")
+		return nil, inputErrorf("no instance IDs to find the Auto Scaling group from (the nodes have no aws:/// provider IDs); use --asg")
 	}
 	byGroup := map[string][]string{}
 	for chunk := range slices.Chunk(instanceIDs, describeASGInstancesBatch) {
@@ -193,7 +214,7 @@ func (p *Provider) FindGroup(ctx context.Context, instanceIDs []string) (*Group,
 	}
 	switch len(byGroup) {
 	case 0:
-		return nil, fmt.Errorf("instances %s belong to no Auto Scaling group; use --asg", quoteList(instanceIDs))
+		return nil, inputErrorf("instances %s belong to no Auto Scaling group; use --asg", quoteList(instanceIDs))
 	case 1:
 		for name := range byGroup {
 			return p.Group(ctx, name)
@@ -208,7 +229,7 @@ func (p *Provider) FindGroup(ctx context.Context, instanceIDs []string) (*Group,
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%q has %s", n, quoteList(byGroup[n]))
 	}
-	return nil, fmt.Errorf("the nodes' instances belong to %d Auto Scaling groups (%s); use --asg or narrow the nodes with --selector", len(names), strings.Join(parts, "; "))
+	return nil, inputErrorf("the nodes' instances belong to %d Auto Scaling groups (%s); use --asg or narrow the nodes with --selector", len(names), strings.Join(parts, "; "))
 }
 
 func quoteList(ids []string) string {
@@ -233,7 +254,7 @@ func (p *Provider) Group(ctx context.Context, name string) (*Group, error) {
 		}
 	}
 	if ag == nil {
-		return nil, fmt.Errorf("auto scaling group %q not found in region %q; check --asg and --region", name, p.region)
+		return nil, inputErrorf("auto scaling group %q not found in region %q; check --asg and --region", name, p.region)
 	}
 	g := &Group{
 		Name:    name,
@@ -332,7 +353,7 @@ func (r *resolver) version(ctx context.Context, id, name, version string) (ec2ty
 		return ec2types.LaunchTemplateVersion{}, wrap(err, "describe launch template %q version %q", what, version)
 	}
 	if len(out.LaunchTemplateVersions) == 0 {
-		return ec2types.LaunchTemplateVersion{}, fmt.Errorf("launch template %q has no version %q", what, version)
+		return ec2types.LaunchTemplateVersion{}, &Error{msg: fmt.Sprintf("launch template %q has no version %q", what, version), err: errVersionNotFound}
 	}
 	r.cache[key] = out.LaunchTemplateVersions[0]
 	return out.LaunchTemplateVersions[0], nil
@@ -370,69 +391,109 @@ var amiPattern = regexp.MustCompile(`^ami-[0-9a-zA-Z]+$`)
 // ValidImageID reports whether s has the form of an AMI ID.
 func ValidImageID(s string) bool { return amiPattern.MatchString(s) }
 
-// SetTarget makes the group launch the target configuration and returns its
-// launch template version number: with ami, a new version of the group's
-// launch template, copied from the group's current one with only the image
-// changed (none is made if the current one already has that image); with
-// version, that existing version; with neither, the group's current one.
-// Everything is checked before anything changes.
-func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string) (string, error) {
+// Target is the launch template version an upgrade moves the group to.
+type Target struct {
+	// Version is the version number; empty when the run will create it
+	// (Create), as a copy of SourceVersion with Image.
+	Version       string
+	Image         string
+	Create        bool
+	SourceVersion string
+}
+
+// ResolveTarget works out, changing nothing, what SetTarget will do: with
+// ami, a new version of the group's launch template copied from its current
+// one with only the image changed (none when the current one already has
+// that image, as after an interrupted run); with version, that existing
+// version; with neither, the group's current one. Bad flags and missing
+// images or versions are caught here, before anything changes.
+func (p *Provider) ResolveTarget(ctx context.Context, g *Group, ami, version string) (Target, error) {
 	if ami != "" && version != "" {
-		return "", errors.New("--ami and --launch-template-version cannot be used together")
+		return Target{}, inputErrorf("--ami and --launch-template-version cannot be used together")
 	}
 	if ami != "" && !ValidImageID(ami) {
-		return "", fmt.Errorf("invalid AMI ID %q: want ami- followed by letters and digits; check --ami", ami)
+		return Target{}, inputErrorf("invalid AMI ID %q: want ami- followed by letters and digits; check --ami", ami)
 	}
 	if version != "" && version != "$Latest" && version != "$Default" && !isNumber(version) {
-		return "", fmt.Errorf("invalid launch template version %q: want a number, $Latest or $Default; check --launch-template-version", version)
+		return Target{}, inputErrorf("invalid launch template version %q: want a number, $Latest or $Default; check --launch-template-version", version)
 	}
 	if g.LaunchTemplateID == "" {
-		return "", fmt.Errorf("auto scaling group %q uses a launch configuration, not a launch template; only launch templates are supported", g.Name)
+		return Target{}, inputErrorf("auto scaling group %q uses a launch configuration, not a launch template; only launch templates are supported", g.Name)
 	}
-	if ami == "" && version == "" {
-		return g.LaunchTemplateVersion, nil
-	}
-	if g.mixed {
-		return "", fmt.Errorf("auto scaling group %q takes its launch template from a mixed instances policy, which cannot be changed here; update it yourself and run without --ami and --launch-template-version", g.Name)
+	if (ami != "" || version != "") && g.mixed {
+		return Target{}, inputErrorf("auto scaling group %q takes its launch template from a mixed instances policy, which cannot be changed here; update it yourself and run without --ami and --launch-template-version", g.Name)
 	}
 	res := resolver{p: p, cache: map[[2]string]ec2types.LaunchTemplateVersion{}}
-	var target string
+	want := g.LaunchTemplateVersion
 	if version != "" {
-		v, err := res.version(ctx, g.LaunchTemplateID, "", version)
+		want = version
+	}
+	v, err := res.version(ctx, g.LaunchTemplateID, "", want)
+	if err != nil {
+		var ae smithy.APIError
+		if version != "" && (errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "VersionNotFound") || isNotFound(err)) {
+			return Target{}, &Error{msg: fmt.Sprintf("launch template %q has no version %q; check --launch-template-version", g.LaunchTemplateID, version), err: err, input: true}
+		}
+		return Target{}, err
+	}
+	t := Target{Version: strconv.FormatInt(sdkaws.ToInt64(v.VersionNumber), 10)}
+	if v.LaunchTemplateData != nil {
+		t.Image = sdkaws.ToString(v.LaunchTemplateData.ImageId)
+	}
+	if ami == "" || t.Image == ami {
+		return t, nil
+	}
+	if err := p.checkImage(ctx, ami); err != nil {
+		return Target{}, err
+	}
+	return Target{Image: ami, Create: true, SourceVersion: t.Version}, nil
+}
+
+// checkImage makes sure the AMI exists in the region, so a typo fails
+// before a launch template version is made from it.
+func (p *Provider) checkImage(ctx context.Context, ami string) error {
+	out, err := p.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{ami}})
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && strings.HasPrefix(ae.ErrorCode(), "InvalidAMIID") {
+			return &Error{msg: fmt.Sprintf("image %q not found in region %q; check --ami and --region", ami, p.region), err: err, input: true}
+		}
+		return wrap(err, "describe image %q", ami)
+	}
+	for _, im := range out.Images {
+		if sdkaws.ToString(im.ImageId) == ami {
+			return nil
+		}
+	}
+	return inputErrorf("image %q not found in region %q; check --ami and --region", ami, p.region)
+}
+
+// SetTarget makes the group launch the target that ResolveTarget describes
+// and returns its launch template version number.
+func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string) (string, error) {
+	t, err := p.ResolveTarget(ctx, g, ami, version)
+	if err != nil {
+		return "", err
+	}
+	target := t.Version
+	if t.Create {
+		out, err := p.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{
+			LaunchTemplateId:   sdkaws.String(g.LaunchTemplateID),
+			SourceVersion:      sdkaws.String(t.SourceVersion),
+			VersionDescription: sdkaws.String("kubectl nodeupgrade: image " + ami),
+			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: sdkaws.String(ami)},
+		})
 		if err != nil {
 			var ae smithy.APIError
-			if errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "VersionNotFound") {
-				return "", &Error{msg: fmt.Sprintf("launch template %q has no version %q; check --launch-template-version", g.LaunchTemplateID, version), err: err}
+			if errors.As(err, &ae) && strings.HasPrefix(ae.ErrorCode(), "InvalidAMIID") {
+				return "", &Error{msg: fmt.Sprintf("image %q was refused: %s: %s; check --ami", ami, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err, input: true}
 			}
-			return "", err
+			return "", wrap(err, "create a version of launch template %q with AMI %q", g.LaunchTemplateID, ami)
 		}
-		target = strconv.FormatInt(sdkaws.ToInt64(v.VersionNumber), 10)
-	} else {
-		cur, err := res.version(ctx, g.LaunchTemplateID, "", g.LaunchTemplateVersion)
-		if err != nil {
-			return "", err
+		if out.LaunchTemplateVersion == nil {
+			return "", fmt.Errorf("create a version of launch template %q: empty answer", g.LaunchTemplateID)
 		}
-		if cur.LaunchTemplateData != nil && sdkaws.ToString(cur.LaunchTemplateData.ImageId) == ami {
-			target = g.LaunchTemplateVersion
-		} else {
-			out, err := p.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{
-				LaunchTemplateId:   sdkaws.String(g.LaunchTemplateID),
-				SourceVersion:      sdkaws.String(g.LaunchTemplateVersion),
-				VersionDescription: sdkaws.String("kubectl nodeupgrade: image " + ami),
-				LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: sdkaws.String(ami)},
-			})
-			if err != nil {
-				var ae smithy.APIError
-				if errors.As(err, &ae) && strings.HasPrefix(ae.ErrorCode(), "InvalidAMIID") {
-					return "", &Error{msg: fmt.Sprintf("image %q was refused: %s: %s; check --ami", ami, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err}
-				}
-				return "", wrap(err, "create a version of launch template %q with AMI %q", g.LaunchTemplateID, ami)
-			}
-			if out.LaunchTemplateVersion == nil {
-				return "", fmt.Errorf("create a version of launch template %q: empty answer", g.LaunchTemplateID)
-			}
-			target = strconv.FormatInt(sdkaws.ToInt64(out.LaunchTemplateVersion.VersionNumber), 10)
-		}
+		target = strconv.FormatInt(sdkaws.ToInt64(out.LaunchTemplateVersion.VersionNumber), 10)
 	}
 	// Pin the group to the number even when it already resolves to it
 	// through $Latest/$Default, so a later template change cannot move the
@@ -467,14 +528,51 @@ func (p *Provider) SetSize(ctx context.Context, group string, desired, max int32
 	return nil
 }
 
+// SetMax sets the group's max size alone, leaving desired capacity to
+// whoever else changes it (the cluster autoscaler).
+func (p *Provider) SetMax(ctx context.Context, group string, max int32) error {
+	_, err := p.asg.UpdateAutoScalingGroup(ctx, &autoscaling.UpdateAutoScalingGroupInput{
+		AutoScalingGroupName: sdkaws.String(group),
+		MaxSize:              sdkaws.Int32(max),
+	})
+	if err != nil {
+		return wrap(err, "set Auto Scaling group %q to max %d", group, max)
+	}
+	return nil
+}
+
+// Sizes reads the group's min, desired and max with one call.
+func (p *Provider) Sizes(ctx context.Context, group string) (min, desired, max int32, err error) {
+	out, err := p.asg.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{group}})
+	if err != nil {
+		return 0, 0, 0, wrap(err, "describe Auto Scaling group %q", group)
+	}
+	for _, g := range out.AutoScalingGroups {
+		if sdkaws.ToString(g.AutoScalingGroupName) == group {
+			return sdkaws.ToInt32(g.MinSize), sdkaws.ToInt32(g.DesiredCapacity), sdkaws.ToInt32(g.MaxSize), nil
+		}
+	}
+	return 0, 0, 0, inputErrorf("auto scaling group %q not found in region %q; check --asg and --region", group, p.region)
+}
+
+// TerminateShrink terminates an instance and lowers the desired capacity by
+// one, so nothing replaces it: the scale-down, one node at a time.
+func (p *Provider) TerminateShrink(ctx context.Context, instanceID string) error {
+	return p.terminate(ctx, instanceID, true)
+}
+
 // Terminate terminates an instance without decrementing the desired
 // capacity, so the group launches a replacement from its current launch
 // template version. An instance that is already gone counts as terminated,
 // so a re-run after an interruption can repeat the call.
 func (p *Provider) Terminate(ctx context.Context, instanceID string) error {
+	return p.terminate(ctx, instanceID, false)
+}
+
+func (p *Provider) terminate(ctx context.Context, instanceID string, decrement bool) error {
 	_, err := p.asg.TerminateInstanceInAutoScalingGroup(ctx, &autoscaling.TerminateInstanceInAutoScalingGroupInput{
 		InstanceId:                     sdkaws.String(instanceID),
-		ShouldDecrementDesiredCapacity: sdkaws.Bool(false),
+		ShouldDecrementDesiredCapacity: sdkaws.Bool(decrement),
 	})
 	if err != nil {
 		var ae smithy.APIError

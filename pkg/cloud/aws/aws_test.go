@@ -53,6 +53,8 @@ const (
 <launchTemplateId>lt-1</launchTemplateId><versionNumber>3</versionNumber><launchTemplateData><imageId>ami-next</imageId></launchTemplateData>
 </launchTemplateVersion></CreateLaunchTemplateVersionResponse>`
 
+	imagesXML = `<DescribeImagesResponse ` + ec2NS + `><imagesSet><item><imageId>ami-next</imageId><name>next</name><imageState>available</imageState></item></imagesSet></DescribeImagesResponse>`
+
 	emptyASGXML = `<UpdateAutoScalingGroupResponse ` + asgNS + `><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></UpdateAutoScalingGroupResponse>`
 
 	terminateXML = `<TerminateInstanceInAutoScalingGroupResponse ` + asgNS + `><TerminateInstanceInAutoScalingGroupResult><Activity><ActivityId>a</ActivityId></Activity></TerminateInstanceInAutoScalingGroupResult></TerminateInstanceInAutoScalingGroupResponse>`
@@ -129,6 +131,7 @@ func baseReplies() map[string]func(url.Values) reply {
 			return reply{200, noGroupXML}
 		},
 		"DescribeInstances":                   fixed(200, instancesXML),
+		"DescribeImages":                      fixed(200, imagesXML),
 		"DescribeLaunchTemplateVersions":      fixed(200, ltv2XML),
 		"CreateLaunchTemplateVersion":         fixed(200, createdXML),
 		"UpdateAutoScalingGroup":              fixed(200, emptyASGXML),
@@ -254,9 +257,11 @@ func TestSetTarget(t *testing.T) {
 		wantActions        []string // after the Group() calls
 		check              func(t *testing.T, f *fakeAWS)
 	}{
-		{name: "current", want: "2"},
+		// No flags: the group's current version, pinned from $Latest to
+		// its number so a template change cannot move the target mid-run.
+		{name: "current", want: "2", wantActions: []string{"DescribeLaunchTemplateVersions", "UpdateAutoScalingGroup"}},
 		{name: "new ami", ami: "ami-next", want: "3",
-			wantActions: []string{"DescribeLaunchTemplateVersions", "CreateLaunchTemplateVersion", "UpdateAutoScalingGroup"},
+			wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeImages", "CreateLaunchTemplateVersion", "UpdateAutoScalingGroup"},
 			check: func(t *testing.T, f *fakeAWS) {
 				c := f.last("CreateLaunchTemplateVersion")
 				if c.Get("LaunchTemplateId") != "lt-1" || c.Get("SourceVersion") != "2" || c.Get("LaunchTemplateData.ImageId") != "ami-next" {

@@ -1,8 +1,13 @@
 // Command simcluster runs a simulated Kubernetes cluster (see package
 // cluster) and builds demo scenarios on it.
 //
-//	simcluster up --dir DIR [--pod-ready-delay 1s]
+//	simcluster up --dir DIR [--pod-ready-delay 1s] [--aws-demo [--aws-addr 127.0.0.1:0]]
 //	simcluster scenario demo --kubeconfig PATH
+//
+// With --aws-demo, up also serves a fake AWS endpoint (package awsfake)
+// whose Auto Scaling group "demo" backs the cluster's nodes, creates the
+// demo workloads on them, and prints
+// "ready kubeconfig=PATH aws-endpoint=URL".
 package main
 
 import (
@@ -10,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,12 +25,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/cluster"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
 const usage = `usage:
-  simcluster up --dir DIR [--pod-ready-delay 1s]
+  simcluster up --dir DIR [--pod-ready-delay 1s] [--aws-demo [--aws-addr 127.0.0.1:0]]
   simcluster scenario demo --kubeconfig PATH
 `
 
@@ -55,11 +62,16 @@ func up(args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	dir := fs.String("dir", "", "work directory for etcd data, certificates, kubeconfig and logs (required)")
 	delay := fs.Duration("pod-ready-delay", time.Second, "time from a pod being scheduled to it being Running and Ready")
+	awsDemo := fs.Bool("aws-demo", false, "also serve a fake AWS endpoint with Auto Scaling group \"demo\" (9 nodes) and the demo workloads")
+	awsAddr := fs.String("aws-addr", "127.0.0.1:0", "listen address of the fake AWS endpoint (with --aws-demo)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *dir == "" {
 		return errors.New("--dir is required")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -68,11 +80,29 @@ func up(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("ready kubeconfig=%s\n", c.Kubeconfig)
-	fmt.Fprintf(os.Stderr, "simcluster: started in %s, logs in %s\n", time.Since(started).Round(time.Millisecond), filepath.Join(c.Dir, "components.log"))
+	if !*awsDemo {
+		fmt.Printf("ready kubeconfig=%s\n", c.Kubeconfig)
+		fmt.Fprintf(os.Stderr, "simcluster: started in %s, logs in %s\n", time.Since(started).Round(time.Millisecond), filepath.Join(c.Dir, "components.log"))
+		<-ctx.Done()
+		stop()
+		fmt.Fprintln(os.Stderr, "simcluster: stopping")
+		return c.Stop()
+	}
+	// Launches and terminations go to stderr: they are the AWS side of
+	// the demo, worth watching next to the plugin's output.
+	logger := log.New(os.Stderr, "", log.Ltime|log.Lmicroseconds)
+	s, err := awsfake.StartDemo(ctx, c.Client, awsfake.DemoOptions{Addr: *awsAddr, LaunchDelay: 2 * time.Second, Logf: logger.Printf})
+	if err != nil {
+		return errors.Join(err, c.Stop())
+	}
+	fmt.Printf("ready kubeconfig=%s aws-endpoint=%s\n", c.Kubeconfig, s.URL)
+	fmt.Fprintf(os.Stderr, "simcluster: started with the AWS demo in %s, logs in %s\n", time.Since(started).Round(time.Millisecond), filepath.Join(c.Dir, "components.log"))
 	<-ctx.Done()
 	stop()
 	fmt.Fprintln(os.Stderr, "simcluster: stopping")
+	// The endpoint first: its pending launches and terminations call the
+	// apiserver.
+	s.Close()
 	return c.Stop()
 }
 

@@ -1,0 +1,143 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// NodeGroup is a node group backed by an Auto Scaling group: the provider
+// "aws" of a run.
+type NodeGroup struct {
+	Provider *Provider
+	Client   kubernetes.Interface
+	// ASG is the Auto Scaling group.
+	ASG string
+	// AMI and Version are the target as --ami and --launch-template-version
+	// give it; both empty means the group's current configuration.
+	AMI, Version string
+}
+
+var _ cloud.Group = (*NodeGroup)(nil)
+
+// Name implements cloud.Provider.
+func (n *NodeGroup) Name() string { return "aws" }
+
+// GroupName implements cloud.Group.
+func (n *NodeGroup) GroupName() string { return n.ASG }
+
+// Describe implements cloud.Provider.
+func (n *NodeGroup) Describe() string {
+	return fmt.Sprintf("terminate the instance; Auto Scaling group %q launches its replacement", n.ASG)
+}
+
+// Setup implements cloud.Group.
+func (n *NodeGroup) Setup(ctx context.Context) (string, error) {
+	g, err := n.Provider.Group(ctx, n.ASG)
+	if err != nil {
+		return "", err
+	}
+	return n.Provider.SetTarget(ctx, g, n.AMI, n.Version)
+}
+
+// Sizes implements cloud.Group.
+func (n *NodeGroup) Sizes(ctx context.Context) (plan.Sizes, error) {
+	lo, d, hi, err := n.Provider.Sizes(ctx, n.ASG)
+	return plan.Sizes{Min: lo, Desired: d, Max: hi}, err
+}
+
+// SetDesiredAndMax implements cloud.Group.
+func (n *NodeGroup) SetDesiredAndMax(ctx context.Context, desired, max int32) error {
+	return n.Provider.SetSize(ctx, n.ASG, desired, max)
+}
+
+// SetMax implements cloud.Group.
+func (n *NodeGroup) SetMax(ctx context.Context, max int32) error {
+	return n.Provider.SetMax(ctx, n.ASG, max)
+}
+
+// Machines implements cloud.Group.
+func (n *NodeGroup) Machines(ctx context.Context, nodes []*corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
+	g, err := n.Provider.Group(ctx, n.ASG)
+	if err != nil {
+		return nil, nil, err
+	}
+	byNode, pending := MapNodes(g, nodes)
+	return byNode, pending, nil
+}
+
+// MapNodes joins nodes to the group's instances by their provider IDs.
+func MapNodes(g *Group, nodes []*corev1.Node) (byNode map[string]plan.Machine, pending []plan.Machine) {
+	byID := make(map[string]plan.Machine, len(g.Instances))
+	for _, in := range g.Instances {
+		byID[in.ID] = plan.Machine{
+			ID: in.ID, Zone: in.Zone, Template: in.LaunchTemplateID, Version: in.LaunchTemplateVersion,
+			Image: in.ImageID, Lifecycle: in.Lifecycle,
+		}
+	}
+	byNode = make(map[string]plan.Machine, len(nodes))
+	joined := make(map[string]bool, len(nodes))
+	for _, node := range nodes {
+		if _, id, ok := InstanceIDFromProviderID(node.Spec.ProviderID); ok {
+			if m, member := byID[id]; member {
+				byNode[node.Name], joined[id] = m, true
+			}
+		}
+	}
+	for _, in := range g.Instances {
+		if !joined[in.ID] {
+			pending = append(pending, byID[in.ID])
+		}
+	}
+	return byNode, pending
+}
+
+// Current implements cloud.Group.
+func (n *NodeGroup) Current(m plan.Machine, version string) bool {
+	return m.Version == version && !m.Leaving()
+}
+
+// RemoveNode implements cloud.Provider: the instance is terminated and the
+// group launches a replacement from the target version.
+func (n *NodeGroup) RemoveNode(ctx context.Context, node string) error {
+	id, err := n.instanceOf(ctx, node)
+	if err != nil || id == "" {
+		return err
+	}
+	return n.Provider.Terminate(ctx, id)
+}
+
+// Shrink implements cloud.Group.
+func (n *NodeGroup) Shrink(ctx context.Context, node string) error {
+	id, err := n.instanceOf(ctx, node)
+	if err != nil || id == "" {
+		return err
+	}
+	return n.Provider.TerminateShrink(ctx, id)
+}
+
+// instanceOf reads a node's instance ID; "" when the node is gone already
+// (its instance terminated by an earlier, interrupted call).
+func (n *NodeGroup) instanceOf(ctx context.Context, node string) (string, error) {
+	obj, err := n.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		if isNodeNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading node %q: %w", node, err)
+	}
+	_, id, ok := InstanceIDFromProviderID(obj.Spec.ProviderID)
+	if !ok {
+		return "", fmt.Errorf("node %q has no EC2 instance in its provider ID %q", node, obj.Spec.ProviderID)
+	}
+	return id, nil
+}
+
+func isNodeNotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -1,0 +1,196 @@
+package awsfake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// StartWithKube starts a Server whose instances become kwok nodes of the
+// cluster c: OnLaunch and OnTerminate are KubeNodes(c, nodes), so opts must
+// not set them.
+func StartWithKube(ctx context.Context, c kubernetes.Interface, opts Options, nodes NodeOptions) (*Server, error) {
+	if opts.OnLaunch != nil || opts.OnTerminate != nil {
+		return nil, errors.New("awsfake: StartWithKube sets OnLaunch and OnTerminate itself")
+	}
+	opts.OnLaunch, opts.OnTerminate = KubeNodes(c, nodes)
+	return Start(ctx, opts)
+}
+
+// NodeGroupSpec describes a ready-made node group: a launch template and an
+// Auto Scaling group named Name.
+type NodeGroupSpec struct {
+	Name  string
+	Zones []string // instances are spread over them
+	Size  int32    // desired capacity
+	Min   int32    // default 0
+	Max   int32    // default Size
+	// ImageID is the image of launch template version 1 (required).
+	ImageID string
+	// InstanceType defaults to m5.large.
+	InstanceType string
+	// VersionSpec is how the group names its launch template version:
+	// "$Default" (the default), "$Latest" or a number such as "1".
+	VersionSpec string
+}
+
+// NodeGroup creates a launch template (version 1 with spec.ImageID) and an
+// Auto Scaling group of spec.Size instances spread over spec.Zones, then
+// waits until the group is stable and every instance's node (found by its
+// provider ID, so any node naming works) exists in c and is Ready. It
+// returns the launch template's id.
+//
+// The Server must turn instances into nodes of c (StartWithKube, or
+// KubeNodes by hand); with NodeOptions.NotReady true for an instance,
+// NodeGroup waits until ctx ends.
+func (s *Server) NodeGroup(ctx context.Context, c kubernetes.Interface, spec NodeGroupSpec) (string, error) {
+	if spec.ImageID == "" {
+		return "", fmt.Errorf("node group %q: no image", spec.Name)
+	}
+	if spec.Size < 0 {
+		return "", fmt.Errorf("node group %q: negative size %d", spec.Name, spec.Size)
+	}
+	if spec.Max == 0 {
+		spec.Max = spec.Size
+	}
+	ltID := s.CreateLaunchTemplate(spec.Name, spec.ImageID, spec.InstanceType)
+	err := s.CreateGroup(GroupSpec{
+		Name: spec.Name, Min: spec.Min, Max: spec.Max, Desired: spec.Size, Zones: spec.Zones,
+		LaunchTemplateID: ltID, LaunchTemplateVersion: spec.VersionSpec,
+	})
+	if err != nil {
+		// No half-made scene: a retry with a fixed spec starts clean.
+		s.mu.Lock()
+		delete(s.templates, ltID)
+		s.mu.Unlock()
+		return "", err
+	}
+	if err := s.WaitStable(ctx, spec.Name); err != nil {
+		return "", err
+	}
+	if err := s.waitNodesReady(ctx, c, spec.Name); err != nil {
+		return "", err
+	}
+	return ltID, nil
+}
+
+// waitNodesReady lists the nodes once and watches them until every current
+// member of the group has a Ready node with its provider ID.
+func (s *Server) waitNodesReady(ctx context.Context, c kubernetes.Interface, group string) error {
+	var store cache.Store
+	var missing []string
+	done := func() bool {
+		g, ok := s.Group(group)
+		if !ok {
+			missing = []string{"group " + group}
+			return false
+		}
+		ready := map[string]bool{}
+		for _, o := range store.List() {
+			n := o.(*corev1.Node)
+			ready[n.Spec.ProviderID] = nodeReady(n)
+		}
+		missing = missing[:0]
+		for _, in := range g.Instances {
+			if !ready[ProviderID(in)] {
+				missing = append(missing, in.ID)
+			}
+		}
+		return len(missing) == 0
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Nodes().List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Nodes().Watch(ctx, o)
+		},
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Node{},
+		func(st cache.Store) (bool, error) {
+			store = st
+			return done(), nil
+		},
+		// The store is updated before the event is delivered, so it is
+		// at least as fresh as the event.
+		func(watch.Event) (bool, error) { return done(), nil },
+	)
+	if err != nil {
+		return fmt.Errorf("group %q: nodes not ready for instances %v: %w", group, missing, err)
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// The AWS demo: what `simcluster up --aws-demo` serves.
+const (
+	DemoRegion       = "us-east-1"
+	DemoGroup        = "demo"
+	DemoOldImage     = "ami-old"
+	DemoOldImageName = "demo-node-v1"
+	DemoNewImage     = "ami-new"
+	DemoNewImageName = "demo-node-v2"
+)
+
+// DemoZones are the zones of the demo node group.
+var DemoZones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
+
+// DemoOptions configure StartDemo.
+type DemoOptions struct {
+	Addr         string        // listen address; default 127.0.0.1:0
+	LaunchDelay  time.Duration // default 2s
+	SetupTimeout time.Duration // bounds the node group and apps; default 3m
+	Logf         func(format string, args ...any)
+}
+
+// StartDemo sets up the AWS demo on cluster c and returns its Server, which
+// lives until ctx ends or Close: region us-east-1, images ami-old
+// (demo-node-v1, the template's) and ami-new (demo-node-v2), node group
+// "demo" of 9 instances over us-east-1a/b/c (min 3, max 12) whose nodes are
+// Ready, and the demo workloads (scenario.DemoApps) rolled out on them.
+func StartDemo(ctx context.Context, c kubernetes.Interface, o DemoOptions) (*Server, error) {
+	if o.LaunchDelay == 0 {
+		o.LaunchDelay = 2 * time.Second
+	}
+	if o.SetupTimeout == 0 {
+		o.SetupTimeout = 3 * time.Minute
+	}
+	s, err := StartWithKube(ctx, c, Options{Region: DemoRegion, Addr: o.Addr, LaunchDelay: o.LaunchDelay, Logf: o.Logf}, NodeOptions{})
+	if err != nil {
+		return nil, err
+	}
+	setup, cancel := context.WithTimeout(ctx, o.SetupTimeout)
+	defer cancel()
+	s.RegisterImage(DemoOldImage, DemoOldImageName)
+	s.RegisterImage(DemoNewImage, DemoNewImageName)
+	if _, err := s.NodeGroup(setup, c, NodeGroupSpec{
+		Name: DemoGroup, Zones: DemoZones, Size: 9, Min: 3, Max: 12, ImageID: DemoOldImage,
+	}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("demo node group: %w", err)
+	}
+	if err := scenario.DemoApps(setup, c); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("demo apps: %w", err)
+	}
+	return s, nil
+}
