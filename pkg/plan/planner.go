@@ -290,7 +290,7 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	if p.Order == OrderZoneBalanced {
 		w := newWorkloads(snap, podsByNode)
 		batches = zoneBalanced(outdated, maxUnavailable, w)
-		p.Notes = w.overBudget(batches)
+		p.Notes = append(p.Notes, w.overBudget(batches)...)
 	} else {
 		for start := 0; start < len(outdated); start += maxUnavailable {
 			batches = append(batches, outdated[start:min(start+maxUnavailable, len(outdated))])

@@ -79,8 +79,10 @@ type CloudRecord struct {
 	// LastDesired is the desired size the run last set; a larger one means
 	// someone else (the cluster autoscaler) scaled the group up.
 	LastDesired int32 `json:"lastDesired,omitempty"`
-	// Shrinking is the node the scale-down is removing.
+	// Shrinking is the node the scale-down is removing; ShrinkTo, once it
+	// is drained, the desired size its termination leaves.
 	Shrinking string `json:"shrinking,omitempty"`
+	ShrinkTo  int32  `json:"shrinkTo,omitempty"`
 }
 
 // Left is the number of nodes not done yet.

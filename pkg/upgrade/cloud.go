@@ -339,51 +339,58 @@ func (e *Engine) scaleDown(ctx context.Context) error {
 }
 
 // scaleDownOne removes one node, or finds there is nothing left to remove.
+// Its steps are recorded so that a run killed anywhere in it finishes the
+// step rather than mistaking its own change for the autoscaler's: the
+// victim (Shrinking) before its drain, the size it will leave (ShrinkTo)
+// before the termination, and both cleared after it.
 func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes) error {
 	sizes, err := e.group.Sizes(ctx)
 	if err != nil {
 		return err
 	}
-	// A run killed between recording the next size and terminating the
-	// node finds the desired size one above it, with the node still there:
-	// that is its own unfinished step, not the autoscaler.
-	unfinished := cr.Shrinking != "" && sizes.Desired == cr.LastDesired+1 && e.nodeExists(cr.Shrinking)
-	if !unfinished && sizes.Desired > cr.LastDesired {
-		e.note = fmt.Sprintf("the scale-down stopped: Auto Scaling group %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
-			e.group.GroupName(), sizes.Desired, cr.LastDesired, orig)
-		e.logf("%s", e.cfg.Color.Yellow(e.note))
-		if cr.Shrinking != "" {
-			if err := e.uncordon(ctx, cr.Shrinking); err != nil {
-				return err
-			}
-			cr.Shrinking = ""
+	terminate := false
+	if cr.Shrinking != "" && cr.ShrinkTo != 0 {
+		switch sizes.Desired {
+		case cr.ShrinkTo: // terminated; only the record was not cleared
+			e.shrunk.Insert(cr.Shrinking)
+			cr.Shrinking, cr.ShrinkTo = "", 0
+			return e.save(ctx)
+		case cr.ShrinkTo + 1: // drained and recorded, not terminated yet
+			terminate = true
 		}
-		cr.LastDesired = sizes.Desired
-		if err := e.save(ctx); err != nil {
-			return err
-		}
-		return errAutoscaled
 	}
-	if !unfinished && sizes.Desired <= orig.Desired {
-		cr.Shrinking, cr.LastDesired = "", sizes.Desired
+	if !terminate && sizes.Desired > cr.LastDesired {
+		return e.stopScaleDown(ctx, cr, orig, sizes.Desired)
+	}
+	if !terminate && sizes.Desired <= orig.Desired {
+		cr.Shrinking, cr.ShrinkTo, cr.LastDesired = "", 0, sizes.Desired
 		return e.save(ctx)
 	}
 	victim := cr.Shrinking
-	if victim == "" || !e.nodeExists(victim) {
-		if victim, err = e.pickScaleDownNode(); err != nil {
-			return err
+	if !terminate {
+		if victim == "" || !e.nodeExists(victim) {
+			if victim, err = e.pickScaleDownNode(); err != nil {
+				return err
+			}
+			cr.Shrinking, cr.ShrinkTo = victim, 0
+			if err := e.save(ctx); err != nil {
+				return err
+			}
 		}
-		cr.Shrinking = victim
-		if err := e.save(ctx); err != nil {
-			return err
-		}
-	}
-	if !unfinished {
 		e.logf("scale-down: removing node %q, desired %d -> %d", victim, sizes.Desired, sizes.Desired-1)
 		if err := e.drainForScaleDown(ctx, victim); err != nil {
 			return err
 		}
-		cr.LastDesired = sizes.Desired - 1
+		// The drain took a while: look again, so a scale-up by the
+		// autoscaler meanwhile is not answered by shrinking the group.
+		now, err := e.group.Sizes(ctx)
+		if err != nil {
+			return err
+		}
+		if now.Desired != sizes.Desired {
+			return e.stopScaleDown(ctx, cr, orig, now.Desired)
+		}
+		cr.ShrinkTo, cr.LastDesired = sizes.Desired-1, sizes.Desired-1
 		if err := e.save(ctx); err != nil {
 			return err
 		}
@@ -392,8 +399,28 @@ func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig p
 	if err := e.group.Shrink(ctx, victim); err != nil {
 		return fmt.Errorf("scale-down: removing node %q: %w", victim, err)
 	}
-	cr.Shrinking = ""
+	e.shrunk.Insert(victim)
+	cr.Shrinking, cr.ShrinkTo = "", 0
 	return e.save(ctx)
+}
+
+// stopScaleDown ends the scale-down because the desired size went up
+// under it: the node being removed is put back in service.
+func (e *Engine) stopScaleDown(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes, desired int32) error {
+	e.note = fmt.Sprintf("the scale-down stopped: Auto Scaling group %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
+		e.group.GroupName(), desired, cr.LastDesired, orig)
+	e.logf("%s", e.cfg.Color.Yellow(e.note))
+	if cr.Shrinking != "" {
+		if err := e.uncordon(ctx, cr.Shrinking); err != nil {
+			return err
+		}
+		cr.Shrinking, cr.ShrinkTo = "", 0
+	}
+	cr.LastDesired = desired
+	if err := e.save(ctx); err != nil {
+		return err
+	}
+	return errAutoscaled
 }
 
 func (e *Engine) nodeExists(name string) bool {
@@ -405,13 +432,19 @@ func (e *Engine) nodeExists(name string) bool {
 // zone with the most nodes, so zones stay balanced, the one with the
 // fewest pods.
 func (e *Engine) pickScaleDownNode() (string, error) {
-	nodes, err := e.groupNodes()
+	all, err := e.groupNodes()
 	if err != nil {
 		return "", err
 	}
+	// Nodes already removed may linger until their instance is gone, and
+	// cordoned ones are someone's (or an earlier step's): neither is picked.
+	var nodes []*corev1.Node
 	perZone := map[string]int{}
-	for _, n := range nodes {
-		perZone[n.Labels[plan.ZoneLabel]]++
+	for _, n := range all {
+		if !e.shrunk.Has(n.Name) && !n.Spec.Unschedulable {
+			nodes = append(nodes, n)
+			perZone[n.Labels[plan.ZoneLabel]]++
+		}
 	}
 	var best *corev1.Node
 	bestPods := 0

@@ -105,6 +105,7 @@ type Engine struct {
 	done    []string
 	group   cloud.Group // nil unless the provider resizes a group
 	note    string
+	shrunk  sets.Set[string] // nodes the scale-down removed
 }
 
 // New prepares an engine.
@@ -115,7 +116,7 @@ func New(cfg Config) *Engine {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Second
 	}
-	e := &Engine{cfg: cfg}
+	e := &Engine{cfg: cfg, shrunk: sets.New[string]()}
 	if g, ok := cfg.Provider.(cloud.Group); ok {
 		e.group = g
 	}

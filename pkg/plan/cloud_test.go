@@ -1,0 +1,125 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// awsNode is a node of group ng whose instance is id, with the EKS labels
+// of launch template version ltv (none when ltv is "").
+func awsNode(name, zone, id, ltv string) corev1.Node {
+	n := node(name, "ng", zone, "")
+	delete(n.Labels, imageKey)
+	if ltv != "" {
+		n.Labels[EKSTemplateVersionLabel] = ltv
+	}
+	n.Spec.ProviderID = "aws:///" + zone + "/" + id
+	return n
+}
+
+func cloudInput(target string, machines map[string]Machine) Input {
+	in := baseInput()
+	in.TargetLabels = nil
+	in.MaxUnavailable = "1"
+	in.Provider = "aws"
+	in.Cloud = &CloudGroup{
+		Provider: "aws", Name: "asg-ng", Template: "lt-1", CurrentVersion: "1", TargetVersion: target,
+		Sizes: Sizes{Min: 1, Desired: 4, Max: 5}, Nodes: machines,
+	}
+	return in
+}
+
+func TestBuildWithCloudGroup(t *testing.T) {
+	machines := map[string]Machine{
+		"a1": {ID: "i-a1", Zone: "a", Template: "lt-1", Version: "1", Lifecycle: "InService"},
+		"b1": {ID: "i-b1", Zone: "b", Template: "lt-1", Version: "1", Lifecycle: "InService"},
+		"b2": {ID: "i-b2", Zone: "b", Template: "lt-1", Version: "2", Lifecycle: "InService"},
+		"c1": {ID: "i-c1", Zone: "c", Template: "lt-0", Version: "2", Lifecycle: "InService"},
+		"c2": {ID: "i-c2", Zone: "c", Template: "lt-1", Version: "1", Lifecycle: "Terminating"},
+	}
+	nodes := []corev1.Node{
+		awsNode("a1", "a", "i-a1", ""),
+		awsNode("b1", "b", "i-b1", ""),
+		awsNode("b2", "b", "i-b2", ""),
+		awsNode("c1", "c", "i-c1", ""),
+		awsNode("c2", "c", "i-c2", ""),
+		awsNode("x1", "a", "i-x1", ""), // not in the Auto Scaling group
+	}
+	for _, tc := range []struct {
+		name         string
+		target       string
+		recorded     *Sizes
+		labels       map[string]string // EKS version labels by node
+		wantOutdated []string
+		wantScaleUp  int32
+		wantDuring   Sizes
+		wantBefore   Sizes
+	}{
+		{name: "existing target version", target: "2", wantOutdated: []string{"a1", "b1", "c1"},
+			wantScaleUp: 6, wantBefore: Sizes{1, 4, 5}, wantDuring: Sizes{1, 10, 11}},
+		{name: "version to be created", target: NewVersion, wantOutdated: []string{"a1", "b1", "b2", "c1"},
+			wantScaleUp: 6, wantBefore: Sizes{1, 4, 5}, wantDuring: Sizes{1, 10, 11}},
+		{name: "current version is the target", target: "1", wantOutdated: []string{"b2", "c1"},
+			wantScaleUp: 6, wantBefore: Sizes{1, 4, 5}, wantDuring: Sizes{1, 10, 11}},
+		// The EKS label disagrees with the instance: the node is outdated.
+		{name: "eks label checked too", target: "2", labels: map[string]string{"b2": "1"}, wantOutdated: []string{"a1", "b1", "b2", "c1"},
+			wantScaleUp: 6, wantBefore: Sizes{1, 4, 5}, wantDuring: Sizes{1, 10, 11}},
+		// An interrupted run scaled up already: no second scale-up, and the
+		// sizes the end restores are the recorded ones.
+		{name: "resumed", target: "2", recorded: &Sizes{1, 3, 4}, wantOutdated: []string{"a1", "b1", "c1"},
+			wantScaleUp: 0, wantBefore: Sizes{1, 3, 4}, wantDuring: Sizes{1, 4, 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := make([]corev1.Node, len(nodes))
+			for i := range nodes {
+				ns[i] = *nodes[i].DeepCopy()
+				if v, ok := tc.labels[ns[i].Name]; ok {
+					ns[i].Labels[EKSTemplateVersionLabel] = v
+				}
+			}
+			in := cloudInput(tc.target, machines)
+			in.Cloud.Recorded = tc.recorded
+			p, err := Build(Snapshot{Nodes: ns}, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.OutdatedNames()
+			slices.Sort(got)
+			if !slices.Equal(got, tc.wantOutdated) {
+				t.Errorf("outdated %v, want %v", got, tc.wantOutdated)
+			}
+			c := p.Cloud
+			if c == nil || c.ScaleUp != tc.wantScaleUp || c.Before != tc.wantBefore || c.During != tc.wantDuring || c.Resumed != (tc.recorded != nil) {
+				t.Errorf("cloud plan %+v, want scale-up %d, %v -> %v", c, tc.wantScaleUp, tc.wantBefore, tc.wantDuring)
+			}
+			for _, b := range p.Batches {
+				for _, n := range b.Nodes {
+					if n.InstanceID != "i-"+n.Name {
+						t.Errorf("node %q: instance %q", n.Name, n.InstanceID)
+					}
+				}
+			}
+			if !slices.ContainsFunc(p.Notes, func(s string) bool { return strings.Contains(s, `"x1"`) && strings.Contains(s, "not an instance") }) {
+				t.Errorf("no note about the node outside the Auto Scaling group: %q", p.Notes)
+			}
+			if !slices.ContainsFunc(p.Notes, func(s string) bool { return strings.Contains(s, `"i-c2" is already terminating`) }) {
+				t.Errorf("no note about the terminating instance: %q", p.Notes)
+			}
+		})
+	}
+}
+
+func TestScaleUpCount(t *testing.T) {
+	for _, tc := range []struct{ zones, maxUnavailable, want int }{
+		{5, 1, 10}, {5, 20, 20}, {3, 2, 6}, {1, 1, 2}, {0, 1, 1},
+	} {
+		t.Run("", func(t *testing.T) {
+			if got := ScaleUpCount(tc.zones, tc.maxUnavailable); got != int32(tc.want) {
+				t.Errorf("ScaleUpCount(%d, %d) = %d, want %d", tc.zones, tc.maxUnavailable, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,189 @@
+package upgrade
+
+import (
+	"context"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// fakeGroup is a cloud group whose machines are the nodes of a fake
+// clientset; onShrink lets a test act as the cluster autoscaler.
+type fakeGroup struct {
+	client kubernetes.Interface
+	mu     sync.Mutex
+	sizes  plan.Sizes
+	calls  []string
+	// raiseAfterSizes raises desired by one after the nth call of Sizes.
+	raiseAfterSizes int
+	sizesCalls      int
+}
+
+func (f *fakeGroup) Name() string      { return "fake" }
+func (f *fakeGroup) Describe() string  { return "terminate" }
+func (f *fakeGroup) GroupName() string { return "asg" }
+func (f *fakeGroup) Setup(context.Context) (string, error) {
+	return "2", nil
+}
+
+func (f *fakeGroup) Sizes(context.Context) (plan.Sizes, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sizesCalls++
+	s := f.sizes
+	if f.raiseAfterSizes > 0 && f.sizesCalls == f.raiseAfterSizes {
+		f.sizes.Desired++
+	}
+	return s, nil
+}
+
+func (f *fakeGroup) SetDesiredAndMax(_ context.Context, d, m int32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sizes.Desired, f.sizes.Max = d, m
+	f.calls = append(f.calls, "SetDesiredAndMax")
+	return nil
+}
+
+func (f *fakeGroup) SetMax(_ context.Context, m int32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sizes.Max = m
+	f.calls = append(f.calls, "SetMax")
+	return nil
+}
+
+func (f *fakeGroup) Machines(context.Context, []*corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
+	return nil, nil, nil
+}
+
+func (f *fakeGroup) Current(plan.Machine, string) bool { return true }
+
+func (f *fakeGroup) RemoveNode(context.Context, string) error { return nil }
+
+func (f *fakeGroup) Shrink(ctx context.Context, node string) error {
+	f.mu.Lock()
+	f.sizes.Desired--
+	f.calls = append(f.calls, "Shrink "+node)
+	f.mu.Unlock()
+	return f.client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+}
+
+func readyNode(name, zone string) *corev1.Node {
+	n := testNode(name, zone, "4")
+	n.Labels["eks.amazonaws.com/nodegroup"] = "ng"
+	return n
+}
+
+func TestScaleDown(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		sizes           plan.Sizes
+		record          state.CloudRecord
+		raiseAfterSizes int
+		wantDesired     int32
+		wantMax         int32
+		wantShrunk      int
+		wantNote        bool
+		wantFirst       string // the node removed first, if it matters
+	}{
+		{name: "back to the original sizes, one node at a time", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6},
+			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 5},
+			wantDesired: 3, wantMax: 4, wantShrunk: 2},
+		// Desired above what the run set: the autoscaler scaled up; the
+		// run stops at once and shrinks nothing.
+		{name: "autoscaler raised desired before the scale-down", sizes: plan.Sizes{Min: 1, Desired: 6, Max: 6},
+			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 5},
+			wantDesired: 6, wantMax: 6, wantNote: true},
+		// It raised desired while the first node was drained (after the
+		// second look at the sizes): that node goes back in service.
+		{name: "autoscaler raised desired during a drain", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6}, raiseAfterSizes: 1,
+			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 5},
+			wantDesired: 6, wantMax: 6, wantNote: true},
+		// Killed after recording the next size, before terminating: the
+		// desired size is one above the record, and the node is still
+		// there; that is the run's own step, finished now.
+		{name: "interrupted step is finished", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6},
+			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 4, Shrinking: "c", ShrinkTo: 4},
+			wantDesired: 3, wantMax: 4, wantShrunk: 2, wantFirst: "c"},
+		// Killed after the termination, before the record was cleared:
+		// the step is not done twice.
+		{name: "interrupted after the termination", sizes: plan.Sizes{Min: 1, Desired: 4, Max: 6},
+			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 4, Shrinking: "c", ShrinkTo: 4},
+			wantDesired: 3, wantMax: 4, wantShrunk: 1},
+		// Killed while draining the victim: it is drained again and removed.
+		{name: "interrupted during the drain", sizes: plan.Sizes{Min: 1, Desired: 4, Max: 5},
+			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 4, Shrinking: "e"},
+			wantDesired: 3, wantMax: 4, wantShrunk: 1, wantFirst: "e"},
+		{name: "nothing was scaled up", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6},
+			record:      state.CloudRecord{},
+			wantDesired: 5, wantMax: 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			client := fake.NewClientset(readyNode("a", "z1"), readyNode("b", "z1"), readyNode("c", "z2"), readyNode("d", "z2"), readyNode("e", "z3"))
+			group := &fakeGroup{client: client, sizes: tc.sizes, raiseAfterSizes: tc.raiseAfterSizes}
+			rec := &state.Record{Cloud: &tc.record}
+			e := New(Config{
+				Client:   client,
+				Plan:     &plan.Plan{NodeGroup: "ng", NodeGroupLabel: "eks.amazonaws.com/nodegroup"},
+				Provider: group,
+				Drain:    drain.Options{Timeout: 10 * time.Second},
+				Record:   rec,
+				Out:      io.Discard,
+				Start:    PhaseScaleDown,
+			})
+			if err := e.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if group.sizes.Desired != tc.wantDesired || group.sizes.Max != tc.wantMax {
+				t.Errorf("sizes %v, want desired %d max %d", group.sizes, tc.wantDesired, tc.wantMax)
+			}
+			var shrunk []string
+			for _, c := range group.calls {
+				if n, ok := strings.CutPrefix(c, "Shrink "); ok {
+					shrunk = append(shrunk, n)
+				}
+			}
+			if len(shrunk) != tc.wantShrunk {
+				t.Errorf("shrunk %v, want %d nodes", shrunk, tc.wantShrunk)
+			}
+			if tc.wantFirst != "" && (len(shrunk) == 0 || shrunk[0] != tc.wantFirst) {
+				t.Errorf("shrunk %v, want %q first", shrunk, tc.wantFirst)
+			}
+			if (e.Note() != "") != tc.wantNote {
+				t.Errorf("note %q, want one: %v", e.Note(), tc.wantNote)
+			}
+			nodes, _ := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			for _, n := range nodes.Items {
+				if n.Spec.Unschedulable {
+					t.Errorf("node %q left cordoned", n.Name)
+				}
+				if _, ok := n.Annotations[ScaleDownDisabledAnnotation]; ok {
+					t.Errorf("node %q left annotated", n.Name)
+				}
+			}
+			if rec.Cloud.Shrinking != "" {
+				t.Errorf("record still shrinking %q", rec.Cloud.Shrinking)
+			}
+			// Zones stay balanced: the first node removed comes from a
+			// zone with the most nodes.
+			if tc.wantFirst == "" && len(shrunk) > 0 && !slices.Contains([]string{"a", "b", "c", "d"}, shrunk[0]) {
+				t.Errorf("first node removed %q is from the zone with one node", shrunk[0])
+			}
+		})
+	}
+}

@@ -1,0 +1,512 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+const scaleDownDisabled = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+
+var awsZones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
+
+// awsGroup is a node group behind an Auto Scaling group of a local AWS
+// endpoint of its own, whose instances are kwok nodes of the shared cluster.
+type awsGroup struct {
+	name     string
+	srv      *awsfake.Server
+	template string
+	original awsfake.GroupSpec
+	notReady atomic.Bool // new instances come up as nodes that never get Ready
+
+	mu          sync.Mutex
+	peakDesired int32 // the largest desired capacity seen
+}
+
+// setupAWSGroup creates a node group of size instances over three zones,
+// launch template version 1 with image ami-old (ami-new is registered), and
+// apps pinned to it.
+func setupAWSGroup(t *testing.T, name string, size int32, apps ...scenario.App) *awsGroup {
+	t.Helper()
+	ctx := testContext(t, 3*time.Minute)
+	g := &awsGroup{name: name}
+	srv, err := awsfake.StartWithKube(context.Background(), client,
+		awsfake.Options{Region: "us-east-1", LaunchDelay: 500 * time.Millisecond},
+		awsfake.NodeOptions{NotReady: func(awsfake.Instance) bool { return g.notReady.Load() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	g.srv = srv
+	srv.RegisterImage("ami-new", "node-v2")
+	g.template, err = srv.NodeGroup(ctx, client, awsfake.NodeGroupSpec{
+		Name: name, Zones: awsZones, Size: size, Min: 1, Max: size + 1, ImageID: "ami-old",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := srv.Group(name)
+	g.original = spec.GroupSpec
+	for _, a := range apps {
+		a.Namespace = name
+		a.NodeSelector = map[string]string{groupKey: name}
+		if err := scenario.CreateApp(ctx, client, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(apps) > 0 {
+		if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Watch the group's desired capacity for the whole test: a re-run must
+	// never inflate it past the first scale-up.
+	watchCtx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() {
+		_ = srv.WaitFor(watchCtx, name, func(gr awsfake.Group) bool {
+			g.mu.Lock()
+			g.peakDesired = max(g.peakDesired, gr.Desired)
+			g.mu.Unlock()
+			return false
+		})
+	}()
+	return g
+}
+
+func (g *awsGroup) peak() int32 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.peakDesired
+}
+
+// env is the environment of a plugin run against this group's endpoint,
+// with no other AWS configuration from the machine leaking in.
+func (g *awsGroup) env() []string {
+	return append(cleanAWSEnv(),
+		"AWS_ENDPOINT_URL="+g.srv.URL,
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
+}
+
+func cleanAWSEnv() []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "AWS_") })
+	return append(env, "NO_COLOR=1", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE=/nonexistent/aws/config", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent/aws/credentials")
+}
+
+func (g *awsGroup) cmd(kubeconfig string, args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, append(args, "--kubeconfig", kubeconfig)...)
+	cmd.Env = g.env()
+	return cmd
+}
+
+func (g *awsGroup) run(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCmd(t, g.cmd(sim.Kubeconfig, args...))
+}
+
+// assertFinished checks the end state of an upgrade to launch template
+// version 2: every instance on it, the sizes of before the run, nothing
+// left tainted, cordoned or annotated, one new version only, and the
+// record finished.
+func (g *awsGroup) assertFinished(t *testing.T) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	if err := g.srv.WaitStable(ctx, g.name); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ := g.srv.Group(g.name)
+	if gr.Desired != g.original.Desired || gr.Max != g.original.Max || gr.Min != g.original.Min {
+		t.Errorf("sizes min/desired/max %d/%d/%d, want the original %d/%d/%d", gr.Min, gr.Desired, gr.Max, g.original.Min, g.original.Desired, g.original.Max)
+	}
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion != "2" || in.ImageID != "ami-new" {
+			t.Errorf("instance %s runs version %s (%s), want 2 (ami-new)", in.ID, in.LaunchTemplateVersion, in.ImageID)
+		}
+	}
+	if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 2 {
+		t.Errorf("launch template has %d versions, want 2 (one made by the run)", len(lt.Versions))
+	}
+	nodes := groupNodes(t, ctx, groupKey, g.name)
+	if len(nodes) != int(g.original.Desired) {
+		t.Errorf("group has %d nodes, want %d", len(nodes), g.original.Desired)
+	}
+	for _, n := range nodes {
+		if _, ok := n.Annotations[scaleDownDisabled]; ok {
+			t.Errorf("node %q still has %s", n.Name, scaleDownDisabled)
+		}
+	}
+	assertUntouched(t, ctx, groupKey, g.name)
+	if peak, limit := g.peak(), g.original.Desired+6; peak > limit {
+		t.Errorf("desired capacity reached %d, above the one scale-up to %d", peak, limit)
+	}
+	rec := g.record(t)
+	if rec.FinishedAt == nil || rec.LastError != "" || rec.Cloud == nil || rec.Cloud.Original == nil {
+		t.Errorf("record %+v: want finished, no error, original sizes kept", rec)
+	}
+}
+
+func (g *awsGroup) record(t *testing.T) state.Record {
+	t.Helper()
+	r := g.run(t, "status", g.name, "-o", "json")
+	var rec state.Record
+	if err := json.Unmarshal([]byte(r.stdout), &rec); r.code != 0 || err != nil {
+		t.Fatalf("status: %v %s", err, r)
+	}
+	return rec
+}
+
+func TestAWSUpgradeToNewAMI(t *testing.T) {
+	const name = "aws-happy"
+	g := setupAWSGroup(t, name, 9,
+		scenario.App{Name: "web", Replicas: 18, MinAvailable: pct("75%")},
+		scenario.App{Name: "api", Replicas: 9, MaxUnavailable: num(2)},
+	)
+	ctx := testContext(t, 10*time.Minute)
+
+	// The plan shows the AWS side and changes nothing.
+	r := g.run(t, "plan", name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "3", "-o", "json")
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(r.stdout), &p); r.code != 0 || err != nil {
+		t.Fatalf("plan: %v %s", err, r)
+	}
+	if p.Provider != "aws" || p.Cloud == nil {
+		t.Fatalf("plan provider %q cloud %+v: want aws detected from the provider IDs", p.Provider, p.Cloud)
+	}
+	c := p.Cloud
+	if c.AutoScalingGroup != name || c.CurrentVersion != "1" || c.TargetVersion != plan.NewVersion || c.TargetImage != "ami-new" ||
+		c.ScaleUp != 6 || c.Before.Desired != 9 || c.During.Desired != 15 || c.Before.Max != 10 || c.During.Max != 16 {
+		t.Errorf("cloud plan %+v: want group %q, version 1 -> new (ami-new), +6 (2 x 3 zones): desired 9 -> 15, max 10 -> 16", c, name)
+	}
+	if p.Nodes.Outdated != 9 || len(p.Batches) != 5 {
+		t.Errorf("plan: %d outdated in %d batches, want 9 in 5", p.Nodes.Outdated, len(p.Batches))
+	}
+	for _, b := range p.Batches {
+		for _, n := range b.Nodes {
+			if !strings.HasPrefix(n.InstanceID, "i-") {
+				t.Errorf("node %q: no instance ID in the plan", n.Name)
+			}
+		}
+	}
+	table := g.run(t, "plan", name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "3")
+	for _, want := range []string{"Auto Scaling:", "version 1 -> new", "+6 nodes: desired 9 -> 15, max 10 -> 16", "INSTANCE"} {
+		if !strings.Contains(table.stdout, want) {
+			t.Errorf("plan table does not show %q:\n%s", want, table.stdout)
+		}
+	}
+	if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 1 {
+		t.Fatalf("plan created a launch template version")
+	}
+	if gr, _ := g.srv.Group(name); gr.Desired != 9 {
+		t.Fatalf("plan changed the desired capacity to %d", gr.Desired)
+	}
+
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// As the least-privileged user of deploy/rbac.yaml.
+	run := runCmd(t, g.cmd(boundUser(t, upgrader), "run", name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "3", "--post-drain-wait", "1s", "--yes"))
+	t.Logf("aws upgrade of 9 nodes, max-unavailable 2: run took %s", time.Since(start).Round(time.Millisecond))
+	violations := watcher.Stop()
+	if run.code != 0 {
+		t.Fatalf("run failed: %s", run)
+	}
+	if strings.Contains(run.stderr, "warning") {
+		t.Errorf("the run warned (missing permission?): %s", run.stderr)
+	}
+	for _, v := range violations {
+		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
+	}
+	for _, want := range []string{"scaling Auto Scaling group", "new nodes Ready", "scale-down: removing node", "is back to desired 9, max 10"} {
+		if !strings.Contains(run.stdout, want) {
+			t.Errorf("run output lacks %q:\n%s", want, run.stdout)
+		}
+	}
+	g.assertFinished(t)
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Errorf("workloads not back to full Ready: %v", err)
+	}
+}
+
+// killPoint is where a run is killed: the first output line containing
+// the marker, or after a delay.
+type killPoint struct {
+	name   string
+	marker string
+	after  time.Duration
+}
+
+func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	points := []killPoint{
+		{name: "scale-up", marker: "new nodes of launch template version"},
+		{name: "taint", marker: "tainting"},
+		{name: "mid-batch", marker: "cordoned"},
+		{name: "scale-down", marker: "scale-down: removing node"},
+	}
+	for i := range 2 {
+		points = append(points, killPoint{name: fmt.Sprintf("random-%d", i), after: time.Duration(rng.Int64N(int64(25 * time.Second)))})
+	}
+	t.Logf("random kill points from seed %d: %s, %s", seed, points[4].after, points[5].after)
+	for i, kp := range points {
+		t.Run(kp.name, func(t *testing.T) {
+			name := fmt.Sprintf("aws-kill-%d", i)
+			g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+			args := []string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "2s", "--yes"}
+			killed, out := runAndKill(t, g.cmd(sim.Kubeconfig, args...), kp)
+			t.Logf("killed=%v at %q; output up to the kill:\n%s", killed, kp.name, out)
+			if kp.marker != "" && !killed {
+				t.Fatalf("the run ended before the kill point")
+			}
+			if killed {
+				rec := g.record(t)
+				if rec.FinishedAt != nil {
+					t.Fatalf("record after the kill says finished: %+v", rec)
+				}
+				t.Logf("record after the kill: phase %s, cloud %+v", rec.Phase, rec.Cloud)
+			}
+			// A plain re-run of the same command finishes it.
+			r := g.run(t, args...)
+			if r.code != 0 {
+				t.Fatalf("re-run failed: %s", r)
+			}
+			g.assertFinished(t)
+		})
+	}
+}
+
+// runAndKill starts cmd and SIGKILLs it at the kill point; it returns
+// whether it did and the output read until then.
+func runAndKill(t *testing.T, cmd *exec.Cmd, kp killPoint) (bool, string) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	killed := atomic.Bool{}
+	if kp.after > 0 {
+		timer := time.AfterFunc(kp.after, func() {
+			if cmd.Process.Signal(syscall.SIGKILL) == nil {
+				killed.Store(true)
+			}
+		})
+		defer timer.Stop()
+	}
+	scanner := bufio.NewScanner(stdout)
+	for scanner.Scan() {
+		out.WriteString(scanner.Text() + "\n")
+		if kp.marker != "" && strings.Contains(scanner.Text(), kp.marker) {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			killed.Store(true)
+			break
+		}
+	}
+	err = cmd.Wait()
+	// A timer that fired after the process exited on its own killed nothing.
+	if killed.Load() && err == nil {
+		killed.Store(false)
+	}
+	return killed.Load(), out.String()
+}
+
+func TestAWSSecondRunIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
+	const name = "aws-lock"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	args := []string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "20s", "--yes"}
+	first := g.cmd(sim.Kubeconfig, args...)
+	stdout, err := first.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	scanner := bufio.NewScanner(stdout)
+	checked := false
+	for scanner.Scan() {
+		if !strings.Contains(scanner.Text(), "cordoned") {
+			continue
+		}
+		versions := func() int { lt, _ := g.srv.LaunchTemplate(g.template); return len(lt.Versions) }
+		before, _ := g.srv.Group(name)
+		second := g.run(t, args...)
+		if second.code != 6 || !strings.Contains(second.stderr, "is being upgraded by") || !oneLine(second.stderr) {
+			t.Errorf("the second run must exit 6 naming the holder: %s", second)
+		}
+		if after, _ := g.srv.Group(name); after.Desired != before.Desired || after.Max != before.Max || versions() != 2 {
+			t.Errorf("the refused run changed the group: desired %d -> %d, max %d -> %d, %d versions", before.Desired, after.Desired, before.Max, after.Max, versions())
+		}
+		checked = true
+		_ = first.Process.Signal(syscall.SIGKILL)
+		break
+	}
+	_ = first.Wait()
+	if !checked {
+		t.Fatal("the first run ended before the second was tried")
+	}
+	// The killed holder's lock does not block the next run on this machine.
+	if r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--yes"); r.code != 0 {
+		t.Fatalf("the run after the killed one failed: %s", r)
+	}
+	g.assertFinished(t)
+}
+
+func TestAWSAutoscalerScalingUpStopsTheScaleDown(t *testing.T) {
+	const name = "aws-autoscaler"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	cmd := g.cmd(sim.Kubeconfig, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "3s", "--yes")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	raisedTo := int32(0)
+	scanner := bufio.NewScanner(stdout)
+	for scanner.Scan() {
+		out.WriteString(scanner.Text() + "\n")
+		if raisedTo == 0 && strings.Contains(scanner.Text(), "scale-down: removing node") {
+			// The cluster autoscaler wants one node more while the first
+			// node of the scale-down is being drained.
+			gr, _ := g.srv.Group(name)
+			raisedTo = gr.Desired + 1
+			if err := g.srv.SetDesired(name, raisedTo); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if raisedTo == 0 {
+		t.Fatalf("the run never reached the scale-down:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "cluster autoscaler scaled it up") {
+		t.Errorf("the run did not say the autoscaler stopped it:\n%s", out.String())
+	}
+	ctx := testContext(t, time.Minute)
+	if err := g.srv.WaitStable(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if gr, _ := g.srv.Group(name); gr.Desired != raisedTo {
+		t.Errorf("desired capacity %d after the run, want %d as the autoscaler left it", gr.Desired, raisedTo)
+	}
+	rec := g.record(t)
+	if rec.FinishedAt == nil || !strings.Contains(rec.Note, "autoscaler") {
+		t.Errorf("record %+v: want finished with a note about the autoscaler", rec)
+	}
+	for _, n := range groupNodes(t, ctx, groupKey, name) {
+		if n.Spec.Unschedulable {
+			t.Errorf("node %q left cordoned", n.Name)
+		}
+		if _, ok := n.Annotations[scaleDownDisabled]; ok {
+			t.Errorf("node %q still has %s", n.Name, scaleDownDisabled)
+		}
+	}
+}
+
+func TestAWSNodesNeverReadyEndInNodeCreationFailure(t *testing.T) {
+	const name = "aws-notready"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	g.notReady.Store(true)
+	r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--node-ready-timeout", "20s", "--post-drain-wait", "0s", "--yes")
+	if r.code != 7 {
+		t.Fatalf("want exit 7 (NodeCreationFailure), got %s", r)
+	}
+	if !oneLine(r.stderr) || !strings.Contains(r.stderr, "NodeCreationFailure") || !strings.Contains(r.stderr, "not Ready") {
+		t.Errorf("want a one-line NodeCreationFailure naming the instances, got %q", r.stderr)
+	}
+	gr, _ := g.srv.Group(name)
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion == "2" && !strings.Contains(r.stderr, in.ID) {
+			t.Errorf("the failure does not name new instance %s: %q", in.ID, r.stderr)
+		}
+	}
+	// Nothing was drained: the old nodes are not tainted or cordoned and
+	// the apps still run where they were.
+	ctx := testContext(t, time.Minute)
+	for _, n := range groupNodes(t, ctx, groupKey, name) {
+		if n.Labels[plan.EKSTemplateVersionLabel] != "1" {
+			continue
+		}
+		if n.Spec.Unschedulable || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == groupKey }) {
+			t.Errorf("old node %q was tainted or cordoned", n.Name)
+		}
+	}
+	rec := g.record(t)
+	if rec.Cloud == nil || rec.Cloud.Original == nil || rec.Cloud.Original.Desired != 3 || !strings.Contains(rec.LastError, "NodeCreationFailure") {
+		t.Errorf("record %+v: want the original sizes (desired 3) and the failure recorded", rec)
+	}
+}
+
+func TestAWSBadInputChangesNothing(t *testing.T) {
+	const name = "aws-badinput"
+	g := setupAWSGroup(t, name, 3)
+	run := func(extra ...string) []string {
+		return append([]string{"run", name, "--yes", "--post-drain-wait", "0s"}, extra...)
+	}
+	noCredentials := cleanAWSEnv()
+	noCredentials = append(noCredentials, "AWS_ENDPOINT_URL="+g.srv.URL, "AWS_REGION=us-east-1")
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{name: "malformed ami", args: run("--ami", "ubuntu-24.04"), want: `invalid --ami "ubuntu-24.04"`},
+		{name: "unknown ami", args: run("--ami", "ami-0doesnotexist"), want: `image "ami-0doesnotexist" not found`},
+		{name: "missing launch template version", args: run("--launch-template-version", "7"), want: `has no version "7"`},
+		{name: "missing asg", args: run("--asg", "no-such-asg", "--ami", "ami-new"), want: `auto scaling group "no-such-asg" not found`},
+		{name: "no credentials", args: run("--ami", "ami-new"), env: noCredentials, want: "no AWS credentials found"},
+		{name: "ami with provider none", args: run("--ami", "ami-new", "--provider", "none"), want: "--ami needs --provider aws"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := g.cmd(sim.Kubeconfig, tc.args...)
+			if tc.env != nil {
+				cmd.Env = tc.env
+			}
+			r := runCmd(t, cmd)
+			if r.code != 2 {
+				t.Fatalf("want exit 2, got %s", r)
+			}
+			if !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want a one-line error mentioning %s, got %q", tc.want, r.stderr)
+			}
+			if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 1 {
+				t.Errorf("a launch template version was created")
+			}
+			if gr, _ := g.srv.Group(name); gr.Desired != 3 || gr.Max != 4 || gr.LaunchTemplateVersion != "$Default" {
+				t.Errorf("the group changed: desired %d max %d version %q", gr.Desired, gr.Max, gr.LaunchTemplateVersion)
+			}
+			assertUntouched(t, testContext(t, time.Minute), groupKey, name)
+		})
+	}
+}
