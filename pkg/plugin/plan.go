@@ -37,8 +37,8 @@ type PlanOptions struct {
 	Output             string
 	StateNamespace     string
 	// The AWS provider's flags.
-	Region, Profile, ASG  string
-	AMI, TemplateVersion  string
+	Region, Profile, ASG string
+	AMI, TemplateVersion string
 
 	seedSet      bool
 	cloudGroup   cloud.Group // the resolved provider when it owns a group

@@ -28,14 +28,14 @@ import (
 type RunOptions struct {
 	PlanOptions
 
-	Yes            bool
-	DryRun         bool
-	PlanFile       string
-	DrainTimeout   time.Duration
-	PostDrainWait  time.Duration
-	RoomTimeout    time.Duration
-	DeleteNode     bool
-	IgnoreChecks   []string
+	Yes           bool
+	DryRun        bool
+	PlanFile      string
+	DrainTimeout  time.Duration
+	PostDrainWait time.Duration
+	RoomTimeout   time.Duration
+	DeleteNode    bool
+	IgnoreChecks  []string
 
 	savedPlan *plan.Plan
 }
