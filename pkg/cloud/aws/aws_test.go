@@ -198,15 +198,17 @@ func TestGroup(t *testing.T) {
 	}
 }
 
-func TestFindGroup(t *testing.T) {
-	asgInstances := func(pairs ...string) func(url.Values) reply {
-		var b strings.Builder
-		for i := 0; i < len(pairs); i += 2 {
-			b.WriteString(`<member><InstanceId>` + pairs[i] + `</InstanceId><AutoScalingGroupName>` + pairs[i+1] + `</AutoScalingGroupName></member>`)
-		}
-		return fixed(200, `<DescribeAutoScalingInstancesResponse `+asgNS+`><DescribeAutoScalingInstancesResult><AutoScalingInstances>`+
-			b.String()+`</AutoScalingInstances></DescribeAutoScalingInstancesResult></DescribeAutoScalingInstancesResponse>`)
+// asgInstances answers DescribeAutoScalingInstances with instance, group pairs.
+func asgInstances(pairs ...string) func(url.Values) reply {
+	var b strings.Builder
+	for i := 0; i < len(pairs); i += 2 {
+		b.WriteString(`<member><InstanceId>` + pairs[i] + `</InstanceId><AutoScalingGroupName>` + pairs[i+1] + `</AutoScalingGroupName></member>`)
 	}
+	return fixed(200, `<DescribeAutoScalingInstancesResponse `+asgNS+`><DescribeAutoScalingInstancesResult><AutoScalingInstances>`+
+		b.String()+`</AutoScalingInstances></DescribeAutoScalingInstancesResult></DescribeAutoScalingInstancesResponse>`)
+}
+
+func TestFindGroup(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		opts    Options

@@ -1,0 +1,115 @@
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// policy is deploy/iam-policy.json, the permissions the README documents.
+type policy struct {
+	Statement []struct {
+		Sid    string
+		Action any // a string or a list
+	}
+}
+
+func (p policy) actions(sid string) []string {
+	var out []string
+	for _, s := range p.Statement {
+		if sid != "" && s.Sid != sid {
+			continue
+		}
+		switch a := s.Action.(type) {
+		case string:
+			out = append(out, a)
+		case []any:
+			for _, x := range a {
+				out = append(out, x.(string))
+			}
+		}
+	}
+	return out
+}
+
+// calledActions returns the IAM actions (service:Action) of the calls the
+// fake has seen since call number from; the query-protocol Version tells
+// the service.
+func (f *fakeAWS) calledActions(from int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.calls[from:] {
+		prefix := "ec2:"
+		if c.Get("Version") == "2011-01-01" {
+			prefix = "autoscaling:"
+		}
+		if a := prefix + c.Get("Action"); !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// TestIAMPolicyCoversEveryCall drives every provider call and checks the
+// documented policy allows it, and that planning needs only the read
+// statement.
+func TestIAMPolicyCoversEveryCall(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "iam-policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pol policy
+	if err := json.Unmarshal(data, &pol); err != nil {
+		t.Fatalf("deploy/iam-policy.json: %v", err)
+	}
+	ctx := context.Background()
+	replies := baseReplies()
+	replies["DescribeAutoScalingInstances"] = asgInstances("i-1", "ng1", "i-2", "ng1")
+	p, f := newTestProvider(t, replies, Options{})
+	// What plan does: find the group, resolve the target.
+	g, err := p.FindGroup(ctx, []string{"i-1", "i-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ResolveTarget(ctx, g, "ami-next", ""); err != nil {
+		t.Fatal(err)
+	}
+	planCalls := f.calledActions(0)
+	mark := len(f.actions())
+	// What run does besides.
+	if _, err := p.SetTarget(ctx, g, "ami-next", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { return p.SetSize(ctx, "ng1", 5, 6) },
+		func() error { return p.SetMax(ctx, "ng1", 4) },
+		func() error { _, _, _, err := p.Sizes(ctx, "ng1"); return err },
+		func() error { return p.Terminate(ctx, "i-1") },
+		func() error { return p.TerminateShrink(ctx, "i-2") },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCalls := f.calledActions(mark)
+	t.Run("plan needs only the read statement", func(t *testing.T) {
+		read := pol.actions("NodeUpgradePlan")
+		for _, a := range planCalls {
+			if !slices.Contains(read, a) {
+				t.Errorf("plan calls %s, not in statement NodeUpgradePlan", a)
+			}
+		}
+	})
+	t.Run("run is allowed every call", func(t *testing.T) {
+		all := pol.actions("")
+		for _, a := range append(planCalls, runCalls...) {
+			if !slices.Contains(all, a) {
+				t.Errorf("run calls %s, not in deploy/iam-policy.json", a)
+			}
+		}
+	})
+}
