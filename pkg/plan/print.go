@@ -62,7 +62,17 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 	}
 	fmt.Fprintln(w)
 	if len(p.Batches) == 0 {
-		_, err := fmt.Fprintln(w, color.Green("Nothing to do: every node of the group carries the target labels."))
+		msg := "Nothing to do: every node of the group carries the target labels."
+		switch {
+		case p.Cloud != nil && p.Cloud.Resumed:
+			msg = "Nothing left to drain: run finishes the interrupted run (scale-down to the recorded sizes)."
+		case p.Cloud != nil:
+			msg = "Nothing to do: every node of the group runs the target launch template version."
+		}
+		_, err := fmt.Fprintln(w, color.Green(msg))
+		for _, note := range p.Notes {
+			fmt.Fprintf(w, "%s\n", color.Yellow("Note: "+note))
+		}
 		return err
 	}
 	cols := []any{"Batch", "Node", "Zone", "Age", "Outdated", "Pods", "Blockers", "Warnings"}

@@ -102,5 +102,23 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	for _, r := range records {
+		if c := r.Cloud; c != nil {
+			line := fmt.Sprintf("%s: Auto Scaling group %q, launch template version %s", r.NodeGroup, c.Group, output.OrNone(c.TargetVersion))
+			if c.Original != nil {
+				line += fmt.Sprintf("; before the run %s, desired last set %d", c.Original, c.LastDesired)
+			}
+			if c.Shrinking != "" {
+				line += fmt.Sprintf("; scale-down removing %q", c.Shrinking)
+			}
+			fmt.Fprintln(o.Out, line)
+		}
+		if r.Note != "" {
+			fmt.Fprintf(o.Out, "%s: note: %s\n", r.NodeGroup, r.Note)
+		}
+	}
+	return nil
 }
