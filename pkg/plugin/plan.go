@@ -113,8 +113,6 @@ func (o *PlanOptions) Validate() error {
 		return usageErrorf("missing NODEGROUP: give the node group name or -l/--selector")
 	case o.NodeGroup != "" && o.Selector != "":
 		return usageErrorf("both NODEGROUP %q and --selector given: use one", o.NodeGroup)
-	case o.Provider == providerNone && len(o.TargetLabels) == 0:
-		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc)")
 	}
 	labels, err := plan.ParseTargetLabels(o.TargetLabels)
 	if err != nil {
@@ -143,6 +141,9 @@ func (o *PlanOptions) Validate() error {
 	}
 	if err := o.validateAWS(); err != nil {
 		return err
+	}
+	if o.Provider == providerNone && len(o.TargetLabels) == 0 {
+		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc)")
 	}
 	if err := output.ValidateFormat(o.Output); err != nil {
 		return &usageError{err: err}

@@ -236,8 +236,11 @@ func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord) error 
 	defer cancel()
 	var st newNodes
 	for {
-		var err error
-		st, err = e.lookAtNewNodes(wctx, cr.TargetVersion)
+		// The failure reports the last complete look, not one cut short.
+		seen, err := e.lookAtNewNodes(wctx, cr.TargetVersion)
+		if err == nil {
+			st = seen
+		}
 		if err == nil && st.ok(wanted) {
 			n := 0
 			for _, names := range st.ready {
