@@ -56,6 +56,7 @@ type Options struct {
 	Force                bool          // bare pods allowed; at the timeout the remaining pods are deleted instead of failing
 	DeleteEmptyDirData   bool
 	DeleteInsteadOfEvict bool          // delete pods, do not evict (PDBs not honoured)
+	DeleteAtTimeout      bool          // at the timeout (or when no eviction can progress) the remaining pods are deleted; Force does this and more
 	GracePeriodSeconds   int           // -1 = the pod's own terminationGracePeriodSeconds
 	MaxGracePeriod       time.Duration // 0 = no cap; caps the grace period used on deletes and evictions
 	OnEvent              func(Event)   // may be called from several goroutines at once; nil = ignore
@@ -587,7 +588,7 @@ func (n *nodeDrain) expire(ctx context.Context, timedOut bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !n.d.opts.Force {
+	if !n.d.opts.Force && !n.d.opts.DeleteAtTimeout {
 		return n.failure(ctx, timedOut)
 	}
 	n.mu.Lock()

@@ -188,7 +188,16 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	maxUnavailable, err := ParseMaxUnavailable(in.MaxUnavailable, len(group))
+	strategy := in.Strategy
+	if strategy == "" {
+		strategy = StrategyEKS
+	}
+	var maxUnavailable int
+	if strategy == StrategySurge {
+		maxUnavailable, err = ParseSurge(in.MaxSurge, in.MaxUnavailable)
+	} else {
+		maxUnavailable, err = ParseMaxUnavailable(in.MaxUnavailable, len(group))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -200,10 +209,11 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		NodeGroupLabel:      in.NodeGroupLabel,
 		Selector:            in.Selector,
 		TargetLabels:        in.TargetLabels,
-		Strategy:            "eks",
+		Strategy:            strategy,
 		Provider:            in.Provider,
 		MaxUnavailableInput: in.MaxUnavailable,
 		MaxUnavailable:      maxUnavailable,
+		MaxSurge:            in.MaxSurge,
 		Taint:               TaintString(in.Taint),
 		Seed:                in.Seed,
 		Zones:               []string{},
@@ -275,6 +285,14 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 
 	if in.Cloud != nil {
 		p.Cloud = cloudPlan(in.Cloud, p.Zones, maxUnavailable, len(outdated))
+		if strategy == StrategySurge && !p.Cloud.Resumed {
+			// Surge adds its nodes a window at a time, not up front.
+			p.Cloud.ScaleUp, p.Cloud.During = 0, p.Cloud.Before
+			if len(outdated) > 0 {
+				p.Cloud.During.Desired += int32(in.MaxSurge)
+				p.Cloud.During.Max += int32(in.MaxSurge)
+			}
+		}
 	}
 	p.Order = in.Order
 	if p.Order == "" {
@@ -287,7 +305,10 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	rng := rand.New(rand.NewPCG(uint64(in.Seed), uint64(in.Seed)^0x9e3779b97f4a7c15))
 	rng.Shuffle(len(outdated), func(i, j int) { outdated[i], outdated[j] = outdated[j], outdated[i] })
 	var batches [][]PlannedNode
-	if p.Order == OrderZoneBalanced {
+	if strategy == StrategySurge {
+		p.Order = OrderByZone
+		batches = surgeBatches(outdated, in.MaxSurge+maxUnavailable, in.Seed)
+	} else if p.Order == OrderZoneBalanced {
 		w := newWorkloads(snap, podsByNode)
 		batches = zoneBalanced(outdated, maxUnavailable, w)
 		p.Notes = append(p.Notes, w.overBudget(batches)...)
@@ -305,6 +326,7 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		}
 		outdatedNames = append(outdatedNames, names[i]...)
 	}
+	p.Steps = steps(p)
 	if p.Findings = audit(snap, group, outdatedNames, names, in); p.Findings == nil {
 		p.Findings = []check.Finding{}
 	}

@@ -59,6 +59,8 @@ type Plan struct {
 	// MaxUnavailable the resolved number of nodes per batch.
 	MaxUnavailableInput string `json:"maxUnavailableInput"`
 	MaxUnavailable      int    `json:"maxUnavailable"`
+	// MaxSurge is the surge strategy's extra nodes per zone.
+	MaxSurge int `json:"maxSurge,omitempty"`
 	Taint               string `json:"taint"`
 	Seed                int64  `json:"seed"`
 	// Order is how nodes were put into batches: random or zone-balanced.
@@ -71,6 +73,8 @@ type Plan struct {
 	Done []string `json:"done,omitempty"`
 	// Findings is the workload audit of the outdated nodes; blockers first.
 	Findings []check.Finding `json:"findings"`
+	// Steps are the phases in order with rough durations.
+	Steps []Step `json:"steps"`
 	// Notes say where the plan could not do what was asked (e.g. a batch
 	// that takes more replicas than a PDB allows).
 	Notes []string `json:"notes,omitempty"`
@@ -142,6 +146,10 @@ type Input struct {
 	DeleteEmptyDir bool
 	// Namespace limits the audit's findings; empty means all namespaces.
 	Namespace string
+	// Strategy is eks (the default) or surge; MaxSurge the surge nodes per
+	// zone.
+	Strategy string
+	MaxSurge int
 	// Cloud is the provider's view of the group; nil with provider none,
 	// where the target labels alone say which nodes are outdated.
 	Cloud *CloudGroup

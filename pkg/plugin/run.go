@@ -151,10 +151,19 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.savedPlan != nil {
-		if err := compareSaved(o.savedPlan, p, o.PlanFile); err != nil {
+		// Nodes an interrupted run of this plan already removed are not
+		// staleness: the same command finishes it.
+		done := map[string]bool{}
+		store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+		if rec, err := store.Load(ctx, o.recordName()); err == nil && rec != nil && rec.FinishedAt == nil {
+			for _, n := range rec.Done {
+				done[n] = true
+			}
+		}
+		if err := compareSaved(o.savedPlan, p, o.PlanFile, done); err != nil {
 			return err
 		}
-		p = o.savedPlan
+		p = withoutDone(o.savedPlan, p, done)
 	}
 	if err := o.printPlan(p); err != nil {
 		return err
@@ -307,11 +316,12 @@ func (o *RunOptions) confirm(p *plan.Plan) (bool, error) {
 	return answer == "y" || answer == "yes", nil
 }
 
-// compareSaved refuses a plan file that no longer describes the cluster.
-func compareSaved(saved, fresh *plan.Plan, file string) error {
+// compareSaved refuses a plan file that no longer describes the cluster;
+// planned nodes a run of it already did are expected to be gone.
+func compareSaved(saved, fresh *plan.Plan, file string, done map[string]bool) error {
 	want, got := saved.OutdatedNames(), fresh.OutdatedNames()
 	for _, n := range want {
-		if !slices.Contains(got, n) {
+		if !slices.Contains(got, n) && !done[n] {
 			return usageErrorf("--plan-file %q is stale: node %q is no longer an outdated node of the group; run plan again", file, n)
 		}
 	}
@@ -321,4 +331,25 @@ func compareSaved(saved, fresh *plan.Plan, file string) error {
 		}
 	}
 	return nil
+}
+
+// withoutDone is the saved plan minus the nodes already done, with the
+// fresh plan's view of the cloud group (which knows an interrupted run's
+// recorded sizes).
+func withoutDone(saved, fresh *plan.Plan, done map[string]bool) *plan.Plan {
+	p := *saved
+	p.Cloud, p.Nodes = fresh.Cloud, fresh.Nodes
+	p.Batches = nil
+	for _, b := range saved.Batches {
+		var left []plan.PlannedNode
+		for _, n := range b.Nodes {
+			if !done[n.Name] {
+				left = append(left, n)
+			}
+		}
+		if len(left) > 0 {
+			p.Batches = append(p.Batches, plan.Batch{Number: len(p.Batches) + 1, Nodes: left})
+		}
+	}
+	return &p
 }

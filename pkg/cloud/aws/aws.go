@@ -498,7 +498,9 @@ func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string)
 	// Pin the group to the number even when it already resolves to it
 	// through $Latest/$Default, so a later template change cannot move the
 	// target under a running update.
-	if g.spec != target {
+	// A mixed instances policy is left as it is: pinning there would
+	// replace the policy with a plain launch template.
+	if g.spec != target && !g.mixed {
 		_, err := p.asg.UpdateAutoScalingGroup(ctx, &autoscaling.UpdateAutoScalingGroupInput{
 			AutoScalingGroupName: sdkaws.String(g.Name),
 			LaunchTemplate: &astypes.LaunchTemplateSpecification{

@@ -1,0 +1,163 @@
+package plan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// The strategies; eks is the default.
+const (
+	StrategyEKS   = "eks"
+	StrategySurge = "surge"
+	OrderByZone   = "zone-by-zone"
+	// MaxInFlight caps maxSurge + maxUnavailable of the surge strategy, as
+	// GKE does.
+	MaxInFlight = 20
+)
+
+// Strategies lists what --strategy takes.
+var Strategies = []string{StrategyEKS, StrategySurge}
+
+// ParseSurge checks the surge strategy's per-zone settings: whole numbers
+// from 0, not both 0, and at most MaxInFlight nodes in flight.
+func ParseSurge(maxSurge int, maxUnavailable string) (int, error) {
+	mu, err := strconv.Atoi(maxUnavailable)
+	if err != nil || mu < 0 {
+		return 0, inputErrorf("invalid --max-unavailable %q: with --strategy surge it is a number of nodes per zone, from 0", maxUnavailable)
+	}
+	switch {
+	case maxSurge < 0:
+		return 0, inputErrorf("invalid --max-surge %d: must not be negative", maxSurge)
+	case maxSurge == 0 && mu == 0:
+		return 0, inputErrorf("--max-surge and --max-unavailable are both 0: nothing could be upgraded; raise one of them")
+	case maxSurge+mu > MaxInFlight:
+		return 0, inputErrorf("--max-surge %d plus --max-unavailable %d is %d nodes in flight, above the limit of %d; lower them", maxSurge, mu, maxSurge+mu, MaxInFlight)
+	}
+	return mu, nil
+}
+
+// surgeBatches upgrades one zone at a time: per zone, windows of
+// maxSurge+maxUnavailable nodes, in a seeded random order within the zone.
+func surgeBatches(outdated []PlannedNode, window int, seed int64) [][]PlannedNode {
+	byZone := map[string][]PlannedNode{}
+	var zones []string
+	for _, n := range outdated {
+		if _, ok := byZone[n.Zone]; !ok {
+			zones = append(zones, n.Zone)
+		}
+		byZone[n.Zone] = append(byZone[n.Zone], n)
+	}
+	sort.Strings(zones)
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x5bd1e995))
+	var batches [][]PlannedNode
+	for _, z := range zones {
+		nodes := byZone[z]
+		sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		for start := 0; start < len(nodes); start += window {
+			batches = append(batches, nodes[start:min(start+window, len(nodes))])
+		}
+	}
+	return batches
+}
+
+// Step is one phase of the plan as the reviewer reads it.
+type Step struct {
+	Phase  string `json:"phase"`
+	Detail string `json:"detail"`
+	// Estimate is a rough duration (see EstimateAssumptions).
+	Estimate Duration `json:"estimate"`
+}
+
+// Duration marshals as a Go duration string ("1m30s").
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
+}
+
+// What the estimates assume: a new cloud node is Ready in NodeLaunchEstimate,
+// a batch drains in DrainEstimate, and load balancers take the default
+// --post-drain-wait.
+const (
+	NodeLaunchEstimate  = 3 * time.Minute
+	DrainEstimate       = time.Minute
+	PostDrainEstimate   = time.Minute
+	EstimateAssumptions = "a new node Ready in 3m, a drain in 1m, post-drain wait 1m"
+)
+
+// steps describes the phases of the plan in order, with rough durations.
+func steps(p *Plan) []Step {
+	perBatch := DrainEstimate + PostDrainEstimate
+	var out []Step
+	add := func(phase, detail string, d time.Duration) {
+		out = append(out, Step{Phase: phase, Detail: detail, Estimate: Duration(d)})
+	}
+	cloudGroup := p.Cloud != nil
+	if cloudGroup {
+		target := "version " + p.Cloud.TargetVersion
+		if p.Cloud.TargetVersion == NewVersion {
+			target = "a new version with image " + p.Cloud.TargetImage
+		}
+		add("Setup", fmt.Sprintf("point Auto Scaling group %s at launch template %s %s", p.Cloud.AutoScalingGroup, p.Cloud.LaunchTemplateID, target), 0)
+	}
+	switch p.Strategy {
+	case StrategySurge:
+		byZone := map[string][2]int{} // nodes, batches
+		var zones []string
+		for _, b := range p.Batches {
+			z := b.Nodes[0].Zone
+			if _, ok := byZone[z]; !ok {
+				zones = append(zones, z)
+			}
+			v := byZone[z]
+			byZone[z] = [2]int{v[0] + len(b.Nodes), v[1] + 1}
+		}
+		for _, z := range zones {
+			v := byZone[z]
+			d := time.Duration(v[1]) * perBatch
+			if p.MaxSurge > 0 {
+				d += time.Duration(v[1]) * NodeLaunchEstimate
+			}
+			add("Surge", fmt.Sprintf("zone %s: +%d node(s) at a time, %d nodes %d at a time (%d batches)", orNone(z), min(p.MaxSurge, v[0]), v[0], p.MaxSurge+p.MaxUnavailable, v[1]), d)
+		}
+	default:
+		if cloudGroup && p.Cloud.ScaleUp > 0 {
+			add("ScaleUp", fmt.Sprintf("+%d nodes: desired %d -> %d, max %d -> %d; wait for them Ready", p.Cloud.ScaleUp, p.Cloud.Before.Desired, p.Cloud.During.Desired, p.Cloud.Before.Max, p.Cloud.During.Max), NodeLaunchEstimate)
+		}
+		if len(p.Batches) > 0 {
+			add("Taint", fmt.Sprintf("%d outdated nodes %s", p.Nodes.Outdated, p.Taint), 0)
+			add("Upgrade", fmt.Sprintf("%d batches of up to %d nodes: drain, cordon, remove", len(p.Batches), p.MaxUnavailable), time.Duration(len(p.Batches))*perBatch)
+		}
+		if cloudGroup && (p.Cloud.ScaleUp > 0 || p.Cloud.Resumed) {
+			n := p.Cloud.During.Desired - p.Cloud.Before.Desired
+			add("ScaleDown", fmt.Sprintf("back to desired %d, max %d, one node at a time", p.Cloud.Before.Desired, p.Cloud.Before.Max), time.Duration(n)*perBatch)
+		}
+	}
+	return out
+}
+
+// EstimatedDuration sums the steps' estimates.
+func (p *Plan) EstimatedDuration() time.Duration {
+	var d time.Duration
+	for _, s := range p.Steps {
+		d += time.Duration(s.Estimate)
+	}
+	return d
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
