@@ -60,9 +60,9 @@ type Plan struct {
 	MaxUnavailableInput string `json:"maxUnavailableInput"`
 	MaxUnavailable      int    `json:"maxUnavailable"`
 	// MaxSurge is the surge strategy's extra nodes per zone.
-	MaxSurge int `json:"maxSurge,omitempty"`
-	Taint               string `json:"taint"`
-	Seed                int64  `json:"seed"`
+	MaxSurge int    `json:"maxSurge,omitempty"`
+	Taint    string `json:"taint"`
+	Seed     int64  `json:"seed"`
 	// Order is how nodes were put into batches: random or zone-balanced.
 	Order string `json:"order"`
 
