@@ -44,7 +44,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		{"Target", target},
 		{"Nodes", fmt.Sprintf("%d total, %d outdated, %d current, %d done", p.Nodes.Total, p.Nodes.Outdated, p.Nodes.Current, p.Nodes.Done)},
 		{"Zones", output.OrNone(strings.Join(p.Zones, ", "))},
-		{"Strategy", p.Strategy},
+		{"Strategy", strategyLine(p)},
 		{"Max unavailable", fmt.Sprintf("%d (%s)", p.MaxUnavailable, p.MaxUnavailableInput)},
 		{"Batches", fmt.Sprintf("%d, %s order, seed %d", len(p.Batches), p.Order, p.Seed)},
 		{"Taint", p.Taint},
@@ -58,6 +58,16 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 	for _, h := range header {
 		if _, err := fmt.Fprintf(w, "%-17s%s\n", h[0]+":", h[1]); err != nil {
 			return err
+		}
+	}
+	if len(p.Steps) > 0 {
+		fmt.Fprintf(w, "\nPhases (estimated %s; assumes %s):\n", p.EstimatedDuration(), EstimateAssumptions)
+		for i, st := range p.Steps {
+			est := ""
+			if st.Estimate > 0 {
+				est = " (~" + time.Duration(st.Estimate).String() + ")"
+			}
+			fmt.Fprintf(w, "  %d. %-9s %s%s\n", i+1, st.Phase, st.Detail, est)
 		}
 	}
 	fmt.Fprintln(w)
@@ -138,6 +148,13 @@ func WriteFindings(w io.Writer, findings []check.Finding, color output.Colorizer
 		}
 	}
 	return t.Render()
+}
+
+func strategyLine(p *Plan) string {
+	if p.Strategy == StrategySurge {
+		return fmt.Sprintf("surge: max surge %d, max unavailable %d, per zone, one zone at a time", p.MaxSurge, p.MaxUnavailable)
+	}
+	return p.Strategy
 }
 
 // scaleUpLine says how the group's sizes move: up for the run, back after.

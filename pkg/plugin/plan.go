@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,11 +37,14 @@ type PlanOptions struct {
 	DeleteEmptyDirData bool
 	Output             string
 	StateNamespace     string
+	Strategy           string
+	MaxSurge           int
 	// The AWS provider's flags.
 	Region, Profile, ASG string
 	AMI, TemplateVersion string
 
 	seedSet      bool
+	maxSurgeSet  bool
 	cloudGroup   cloud.Group // the resolved provider when it owns a group
 	targetLabels map[string]string
 	taint        *corev1.Taint
@@ -78,7 +82,9 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.NodeGroupLabel, "nodegroup-label", "", "Label key whose value is the node group name (default: detected among "+fmt.Sprint(plan.NodeGroupLabels)+")")
 	f.StringVarP(&o.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP")
 	f.StringArrayVar(&o.TargetLabels, "target-label", nil, "A label key=value that up-to-date nodes carry (repeatable); nodes lacking any are outdated")
-	f.StringVar(&o.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%")
+	f.StringVar(&o.Strategy, "strategy", plan.StrategyEKS, `How to replace the nodes: eks (scale up, taint all outdated nodes, drain in batches, scale down) or surge (GKE's: one zone at a time, per node a surge node first); surge profiles: --max-surge 1 --max-unavailable 0 balanced (the default), 0/20 fast without extra nodes, 20/0 fast and gentle, 0/1 slow without extra nodes`)
+	f.IntVar(&o.MaxSurge, "max-surge", 1, "With --strategy surge: extra nodes per zone while its nodes are replaced (surge + unavailable at most 20)")
+	f.StringVar(&o.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%; with --strategy surge, per zone, default 0")
 	f.StringVar(&o.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
 	f.Int64Var(&o.Seed, "seed", 0, "Seed of the random batch order; the same seed gives plan and run the same batches (default: random, shown in the plan)")
 	f.StringVar(&o.Order, "order", "", "Batch order: zone-balanced (nodes from as few zones as possible, PDB budgets kept where a choice allows) or random (default: zone-balanced when the group spans several zones)")
@@ -100,6 +106,10 @@ func (o *PlanOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.NodeGroup = args[0]
 	}
 	o.seedSet = cmd.Flags().Changed("seed")
+	if o.Strategy == plan.StrategySurge && !cmd.Flags().Changed("max-unavailable") {
+		o.MaxUnavailable = "0"
+	}
+	o.maxSurgeSet = cmd.Flags().Changed("max-surge")
 	if !o.seedSet {
 		o.Seed = rand.Int64N(1_000_000)
 	}
@@ -119,8 +129,20 @@ func (o *PlanOptions) Validate() error {
 		return err
 	}
 	o.targetLabels = labels
-	if _, err := plan.ParseMaxUnavailable(o.MaxUnavailable, 1); err != nil {
-		return err
+	switch o.Strategy {
+	case plan.StrategySurge:
+		if _, err := plan.ParseSurge(o.MaxSurge, o.MaxUnavailable); err != nil {
+			return err
+		}
+	case plan.StrategyEKS:
+		if o.maxSurgeSet {
+			return usageErrorf("--max-surge needs --strategy surge")
+		}
+		if _, err := plan.ParseMaxUnavailable(o.MaxUnavailable, 1); err != nil {
+			return err
+		}
+	default:
+		return usageErrorf("invalid --strategy %q: must be one of %s", o.Strategy, strings.Join(plan.Strategies, ", "))
 	}
 	if o.Taint != "" {
 		t, err := plan.ParseTaint(o.Taint)
@@ -187,6 +209,8 @@ func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
 		Namespace:      o.namespace,
 		Force:          o.Force,
 		DeleteEmptyDir: o.DeleteEmptyDirData,
+		Strategy:       o.Strategy,
+		MaxSurge:       o.MaxSurge,
 	}
 	if o.Selector == "" {
 		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, o.NodeGroup, o.NodeGroupLabel)
@@ -230,6 +254,8 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 		if in.Cloud, err = o.awsGroup(ctx, nodes); err != nil {
 			return nil, err
 		}
+	} else if o.Strategy == plan.StrategySurge && o.MaxSurge > 0 {
+		return nil, usageErrorf("--max-surge %d needs a provider that creates nodes (--provider aws); with --provider none use --max-surge 0 and --max-unavailable N", o.MaxSurge)
 	} else if len(o.targetLabels) == 0 {
 		return nil, usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
 	}

@@ -37,7 +37,8 @@ type RunOptions struct {
 	DeleteNode    bool
 	IgnoreChecks  []string
 
-	savedPlan *plan.Plan
+	savedPlan       *plan.Plan
+	drainTimeoutSet bool
 }
 
 const runExample = `  # Upgrade node group "workers" to the nodes carrying the new AMI label, 2 nodes at a time
@@ -71,7 +72,7 @@ An interrupted run is finished by running the same command again.`,
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (required without a terminal)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "Print the plan, exactly as \"plan\" does, and change nothing")
 	f.StringVar(&o.PlanFile, "plan-file", "", "Execute a plan saved with \"plan -o json\"; refused if the cluster no longer matches it")
-	f.DurationVar(&o.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force)")
+	f.DurationVar(&o.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force); with --strategy surge 1h by default, then the remaining pods are deleted")
 	f.DurationVar(&o.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
 	f.StringArrayVar(&o.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
 	f.DurationVar(&o.RoomTimeout, "node-ready-timeout", 15*time.Minute, "How long a batch waits for room (new capacity) for the pods it will evict before the run stops")
@@ -84,6 +85,7 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.PlanOptions.Complete(cmd, args); err != nil {
 		return err
 	}
+	o.drainTimeoutSet = cmd.Flags().Changed("drain-timeout")
 	if o.PlanFile == "" {
 		return nil
 	}
@@ -104,6 +106,7 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.savedPlan = &p
 	o.NodeGroup, o.NodeGroupLabel, o.Selector = p.NodeGroup, p.NodeGroupLabel, p.Selector
 	o.MaxUnavailable, o.Taint, o.Seed, o.Provider, o.Order = p.MaxUnavailableInput, p.Taint, p.Seed, p.Provider, p.Order
+	o.Strategy, o.MaxSurge = p.Strategy, p.MaxSurge
 	if c := p.Cloud; c != nil {
 		o.Region, o.ASG = c.Region, c.AutoScalingGroup
 		if c.TargetVersion == plan.NewVersion {
@@ -123,6 +126,9 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 func (o *RunOptions) Validate() error {
 	if err := o.PlanOptions.Validate(); err != nil {
 		return err
+	}
+	if o.Strategy == plan.StrategySurge && !o.drainTimeoutSet {
+		o.DrainTimeout = time.Hour // GKE's surge honours PDBs for up to an hour
 	}
 	if o.DrainTimeout <= 0 {
 		return usageErrorf("invalid --drain-timeout %s: must be positive", o.DrainTimeout)
@@ -201,6 +207,8 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			Force:              o.Force,
 			DeleteEmptyDirData: o.DeleteEmptyDirData,
 			GracePeriodSeconds: -1,
+			// Surge deletes what is left at the drain timeout, as GKE does.
+			DeleteAtTimeout: p.Strategy == plan.StrategySurge,
 		},
 		Provider:       provider,
 		PostDrainWait:  o.PostDrainWait,

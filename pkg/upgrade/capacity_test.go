@@ -114,6 +114,7 @@ func TestStateMachineOrder(t *testing.T) {
 		start      Phase
 		batches    int
 		cloudGroup bool
+		surge      bool
 		want       []Phase
 	}{
 		{name: "none, two batches", batches: 2, want: append(append([]Phase{PhaseTaint}, twoBatches...), PhaseDone)},
@@ -124,11 +125,19 @@ func TestStateMachineOrder(t *testing.T) {
 		// A run interrupted in its scale-down goes on from there: the
 		// batches are not repeated and the group is not scaled up again.
 		{name: "resumed scale-down", start: PhaseScaleDown, batches: 2, cloudGroup: true, want: []Phase{PhaseScaleDown, PhaseDone}},
+		// Surge taints nothing and scales per batch; the final ScaleDown
+		// only checks the recorded sizes are back.
+		{name: "surge, cloud group", batches: 2, cloudGroup: true, surge: true,
+			want: []Phase{PhaseSetup, PhaseSurge, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover,
+				PhaseSurge, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover, PhaseScaleDown, PhaseDone}},
+		{name: "surge, none", batches: 2, surge: true, want: append(append([]Phase{}, twoBatches...), PhaseDone)},
+		{name: "surge, nothing to drain", surge: true, want: []Phase{PhaseDone}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			f := flow{batches: tc.batches, cloudGroup: tc.cloudGroup, surge: tc.surge}
 			s := State{Phase: tc.start}
 			if s.Phase == "" {
-				s.Phase = first(tc.cloudGroup)
+				s.Phase = first(f)
 			}
 			var got []Phase
 			for range 100 {
@@ -136,7 +145,7 @@ func TestStateMachineOrder(t *testing.T) {
 				if s.Phase == PhaseDone {
 					break
 				}
-				s = next(s, tc.batches, tc.cloudGroup)
+				s = next(s, f)
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("phases %v, want %v", got, tc.want)

@@ -120,7 +120,7 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := e.waitNewNodes(ctx, cr); err != nil {
+	if err := e.waitNewNodes(ctx, cr, e.cfg.Plan.OutdatedZones()); err != nil {
 		return err
 	}
 	return e.protectNewNodes(ctx, true)
@@ -156,7 +156,7 @@ func (n newNodes) ok(wanted int) bool {
 	return len(n.notReady) == 0 && len(n.zonesLeft) == 0 && n.launched >= wanted
 }
 
-func (e *Engine) lookAtNewNodes(ctx context.Context, version string) (newNodes, error) {
+func (e *Engine) lookAtNewNodes(ctx context.Context, version string, zones []string) (newNodes, error) {
 	nodes, err := e.groupNodes()
 	if err != nil {
 		return newNodes{}, err
@@ -190,7 +190,7 @@ func (e *Engine) lookAtNewNodes(ctx context.Context, version string) (newNodes, 
 		st.launched++
 		st.notReady = append(st.notReady, fmt.Sprintf("%q (%s): %s, no node has joined", m.ID, m.Zone, strings.ToLower(orUnknown(m.Lifecycle))))
 	}
-	for _, z := range e.cfg.Plan.OutdatedZones() {
+	for _, z := range zones {
 		if len(st.ready[z]) == 0 {
 			st.zonesLeft = append(st.zonesLeft, z)
 		}
@@ -229,15 +229,19 @@ func orUnknown(s string) string {
 // waitNewNodes waits, up to --node-ready-timeout, for the scale-up's nodes.
 // The group is described at most every PollInterval, and again when a node
 // changes (at most once a second): a cloud API has no watch.
-func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord) error {
+func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones []string) error {
 	wanted := int(cr.LastDesired)
-	e.logf("waiting up to %s for %d new nodes of launch template version %s to be Ready in zones %s", e.cfg.RoomTimeout, cr.ScaleUp, cr.TargetVersion, quoteAll(e.cfg.Plan.OutdatedZones()))
+	where := ""
+	if len(zones) > 0 {
+		where = " in zones " + quoteAll(zones)
+	}
+	e.logf("waiting up to %s for %d new nodes of launch template version %s to be Ready%s", e.cfg.RoomTimeout, cr.ScaleUp, cr.TargetVersion, where)
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.RoomTimeout)
 	defer cancel()
 	var st newNodes
 	for {
 		// The failure reports the last complete look, not one cut short.
-		seen, err := e.lookAtNewNodes(wctx, cr.TargetVersion)
+		seen, err := e.lookAtNewNodes(wctx, cr.TargetVersion, zones)
 		if err == nil {
 			st = seen
 		}

@@ -34,6 +34,7 @@ const (
 	PhaseSetup     Phase = "Setup"
 	PhaseScaleUp   Phase = "ScaleUp"
 	PhaseTaint     Phase = "Taint"
+	PhaseSurge     Phase = "Surge"
 	PhaseRoom      Phase = "WaitForRoom"
 	PhaseDrain     Phase = "Drain"
 	PhaseCordon    Phase = "Cordon"
@@ -46,7 +47,7 @@ const (
 // BatchPhase reports whether the phase works on one batch of nodes.
 func BatchPhase(p Phase) bool {
 	switch p {
-	case PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover:
+	case PhaseSurge, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover:
 		return true
 	}
 	return false
@@ -148,7 +149,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.view = view
 	state := State{Phase: e.cfg.Start}
 	if state.Phase == "" {
-		state.Phase = first(e.group != nil)
+		state.Phase = first(e.flow())
 	}
 	for {
 		if e.cfg.OnProgress != nil {
@@ -182,6 +183,8 @@ func (e *Engine) step(ctx context.Context, s State) (State, error) {
 		err = e.scaleUp(ctx)
 	case PhaseScaleDown:
 		err = e.scaleDown(ctx)
+	case PhaseSurge:
+		err = e.surge(ctx, s.Batch)
 	case PhaseTaint:
 		err = e.taintAll(ctx)
 	case PhaseRoom:
@@ -200,36 +203,67 @@ func (e *Engine) step(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	return next(s, len(e.cfg.Plan.Batches), e.group != nil), nil
+	return next(s, e.flow()), nil
 }
 
 // first is the phase a run starts in.
-func first(cloudGroup bool) Phase {
-	if cloudGroup {
+func first(f flow) Phase {
+	switch {
+	case f.cloudGroup:
 		return PhaseSetup
+	case f.surge && f.batches > 0:
+		return PhaseRoom
+	case f.surge:
+		return PhaseDone
 	}
 	return PhaseTaint
 }
 
-// next is the transition table of the state machine. With a cloud group
-// the batches are wrapped in Setup and ScaleUp before and ScaleDown after.
-func next(s State, batches int, cloudGroup bool) State {
+// flow is what the transitions depend on.
+type flow struct {
+	batches    int
+	cloudGroup bool // Setup first, ScaleDown (back to the recorded sizes) last
+	surge      bool // no ScaleUp or Taint; each batch starts with its surge nodes
+}
+
+func (e *Engine) flow() flow {
+	return flow{batches: len(e.cfg.Plan.Batches), cloudGroup: e.group != nil, surge: e.cfg.Plan.Strategy == plan.StrategySurge}
+}
+
+// next is the transition table of the state machine. The eks strategy
+// taints every outdated node, then drains batch after batch; with a cloud
+// group the batches are wrapped in Setup and ScaleUp before and ScaleDown
+// after. The surge strategy adds its surge nodes at the start of each batch
+// instead, and taints nothing.
+func next(s State, f flow) State {
 	end := State{Phase: PhaseDone, Batch: s.Batch}
-	if cloudGroup {
+	if f.cloudGroup {
 		end.Phase = PhaseScaleDown
+	}
+	batchStart := PhaseRoom
+	if f.surge && f.cloudGroup {
+		batchStart = PhaseSurge
 	}
 	switch s.Phase {
 	case PhaseSetup:
-		return State{Phase: PhaseScaleUp}
+		switch {
+		case !f.surge:
+			return State{Phase: PhaseScaleUp}
+		case f.batches > 0:
+			return State{Phase: batchStart}
+		}
+		return end
 	case PhaseScaleUp:
 		return State{Phase: PhaseTaint}
 	case PhaseScaleDown:
 		return State{Phase: PhaseDone, Batch: s.Batch}
 	case PhaseTaint:
-		if batches > 0 {
-			return State{Phase: PhaseRoom}
+		if f.batches > 0 {
+			return State{Phase: batchStart}
 		}
 		return end
+	case PhaseSurge:
+		return State{Phase: PhaseRoom, Batch: s.Batch}
 	case PhaseRoom:
 		return State{Phase: PhaseDrain, Batch: s.Batch}
 	case PhaseDrain:
@@ -239,8 +273,8 @@ func next(s State, batches int, cloudGroup bool) State {
 	case PhaseRemove:
 		return State{Phase: PhaseRecover, Batch: s.Batch}
 	case PhaseRecover:
-		if s.Batch+1 < batches {
-			return State{Phase: PhaseRoom, Batch: s.Batch + 1}
+		if s.Batch+1 < f.batches {
+			return State{Phase: batchStart, Batch: s.Batch + 1}
 		}
 		return end
 	}
@@ -292,7 +326,12 @@ func (e *Engine) taintAll(ctx context.Context) error {
 // that stay schedulable, so nothing is evicted into Pending.
 func (e *Engine) waitForRoom(ctx context.Context, i int) error {
 	names := e.batchNodes(i)
+	// Under eks every outdated node is tainted and takes nothing; under
+	// surge the other old nodes stay schedulable.
 	excluded := sets.New(e.cfg.Plan.OutdatedNames()...)
+	if e.flow().surge {
+		excluded = sets.New(names...)
+	}
 	room := e.view.room(names, excluded)
 	if room.Fits() {
 		return nil
@@ -309,6 +348,15 @@ func (e *Engine) waitForRoom(ctx context.Context, i int) error {
 
 func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	names := e.batchNodes(i)
+	if e.flow().surge {
+		// Surge cordons each node before its drain, as GKE does: nothing
+		// tainted it before.
+		for _, n := range names {
+			if err := e.cordon(ctx, n); err != nil {
+				return err
+			}
+		}
+	}
 	e.logf("batch %d/%d: draining %s", i+1, len(e.cfg.Plan.Batches), quoteAll(names))
 	for _, n := range names {
 		e.cfg.Events.Node(ctx, n, corev1.EventTypeNormal, "NodeUpgradeDraining", "draining for %s, batch %d of %d", e.planDescription(), i+1, len(e.cfg.Plan.Batches))
@@ -362,16 +410,25 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (e *Engine) removeBatch(ctx context.Context, i int) error {
 	for _, name := range e.batchNodes(i) {
 		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeRemoved", "removing: %s", e.cfg.Provider.Describe())
-		if err := e.cfg.Provider.RemoveNode(ctx, name); err != nil {
+		removed, err := e.removeNode(ctx, name)
+		if err != nil {
 			return fmt.Errorf("removing node %q: %w", name, err)
 		}
-		e.logf("node %q: %s", name, e.cfg.Provider.Describe())
+		e.logf("node %q: %s", name, removed)
 		e.done = append(e.done, name)
+	}
+	if e.flow().surge && e.group != nil {
+		return e.restoreMax(ctx)
 	}
 	return nil
 }
 
 func (e *Engine) waitRecovered(ctx context.Context, i int) error {
+	if e.group != nil && e.flow().surge {
+		if err := e.waitReplacements(ctx); err != nil {
+			return err
+		}
+	}
 	if e.group != nil {
 		// The group has launched replacements: keep the autoscaler off them.
 		if err := e.protectNewNodes(ctx, true); err != nil {

@@ -39,7 +39,9 @@ type awsGroup struct {
 	notReady atomic.Bool // new instances come up as nodes that never get Ready
 
 	mu          sync.Mutex
-	peakDesired int32 // the largest desired capacity seen
+	peakDesired int32    // the largest desired capacity seen
+	oldGone     []string // zones of the old instances, in the order they started terminating
+	terminating map[string]bool
 }
 
 // setupAWSGroup creates a node group of size instances over three zones,
@@ -48,7 +50,7 @@ type awsGroup struct {
 func setupAWSGroup(t *testing.T, name string, size int32, apps ...scenario.App) *awsGroup {
 	t.Helper()
 	ctx := testContext(t, 3*time.Minute)
-	g := &awsGroup{name: name}
+	g := &awsGroup{name: name, terminating: map[string]bool{}}
 	srv, err := awsfake.StartWithKube(context.Background(), client,
 		awsfake.Options{Region: "us-east-1", LaunchDelay: 500 * time.Millisecond},
 		awsfake.NodeOptions{NotReady: func(awsfake.Instance) bool { return g.notReady.Load() }})
@@ -85,8 +87,14 @@ func setupAWSGroup(t *testing.T, name string, size int32, apps ...scenario.App) 
 	go func() {
 		_ = srv.WaitFor(watchCtx, name, func(gr awsfake.Group) bool {
 			g.mu.Lock()
+			defer g.mu.Unlock()
 			g.peakDesired = max(g.peakDesired, gr.Desired)
-			g.mu.Unlock()
+			for _, in := range gr.Instances {
+				if in.LaunchTemplateVersion == "1" && in.Lifecycle != awsfake.LifecycleInService && !g.terminating[in.ID] {
+					g.terminating[in.ID] = true
+					g.oldGone = append(g.oldGone, in.Zone)
+				}
+			}
 			return false
 		})
 	}()
@@ -130,6 +138,13 @@ func (g *awsGroup) run(t *testing.T, args ...string) result {
 // record finished.
 func (g *awsGroup) assertFinished(t *testing.T) {
 	t.Helper()
+	g.assertFinishedWithin(t, g.original.Desired+6)
+}
+
+// assertFinishedWithin is assertFinished with the largest desired capacity
+// the run may have reached.
+func (g *awsGroup) assertFinishedWithin(t *testing.T, peakLimit int32) {
+	t.Helper()
 	ctx := testContext(t, 2*time.Minute)
 	if err := g.srv.WaitStable(ctx, g.name); err != nil {
 		t.Fatal(err)
@@ -156,8 +171,8 @@ func (g *awsGroup) assertFinished(t *testing.T) {
 		}
 	}
 	assertUntouched(t, ctx, groupKey, g.name)
-	if peak, limit := g.peak(), g.original.Desired+6; peak > limit {
-		t.Errorf("desired capacity reached %d, above the one scale-up to %d", peak, limit)
+	if peak := g.peak(); peak > peakLimit {
+		t.Errorf("desired capacity reached %d, above %d", peak, peakLimit)
 	}
 	rec := g.record(t)
 	if rec.FinishedAt == nil || rec.LastError != "" || rec.Cloud == nil || rec.Cloud.Original == nil {
@@ -527,6 +542,69 @@ func TestAWSBadInputChangesNothing(t *testing.T) {
 				t.Errorf("the group changed: desired %d max %d version %q", gr.Desired, gr.Max, gr.LaunchTemplateVersion)
 			}
 			assertUntouched(t, testContext(t, time.Minute), groupKey, name)
+		})
+	}
+}
+
+// zoneRuns returns the zones in the order the old instances went, with
+// repeats collapsed: one zone at a time gives each zone once.
+func (g *awsGroup) zoneRuns() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var runs []string
+	for _, z := range g.oldGone {
+		if len(runs) == 0 || runs[len(runs)-1] != z {
+			runs = append(runs, z)
+		}
+	}
+	return runs
+}
+
+func TestAWSSurge(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		maxSurge, maxUnavailable string
+		peakExtra                int32
+	}{
+		// The balanced profile: one extra node at a time.
+		{name: "surge-1-0", maxSurge: "1", maxUnavailable: "0", peakExtra: 1},
+		// No extra resources: two old nodes of a zone at a time, replaced
+		// by the group.
+		{name: "surge-0-2", maxSurge: "0", maxUnavailable: "2", peakExtra: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "aws-" + tc.name
+			g := setupAWSGroup(t, name, 6,
+				scenario.App{Name: "web", Replicas: 6, MinAvailable: num(4)},
+				scenario.App{Name: "api", Replicas: 3, MaxUnavailable: num(1)},
+			)
+			ctx := testContext(t, 10*time.Minute)
+			args := []string{"--strategy", "surge", "--max-surge", tc.maxSurge, "--max-unavailable", tc.maxUnavailable, "--ami", "ami-new", "--seed", "5"}
+			pl := g.run(t, append([]string{"plan", name}, args...)...)
+			if pl.code != 0 || !strings.Contains(pl.stdout, "Surge     zone us-east-1a:") || !strings.Contains(pl.stdout, "Phases (estimated") {
+				t.Fatalf("plan does not show the surge phases per zone: %s", pl)
+			}
+			watcher, err := scenario.WatchPDBs(ctx, client, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			r := g.run(t, append(append([]string{"run", name}, args...), "--post-drain-wait", "0s", "--yes")...)
+			t.Logf("%s on 6 nodes in 3 zones: run took %s", tc.name, time.Since(start).Round(time.Millisecond))
+			violations := watcher.Stop()
+			if r.code != 0 {
+				t.Fatalf("run failed: %s", r)
+			}
+			for _, v := range violations {
+				t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
+			}
+			if runs := g.zoneRuns(); !slices.Equal(runs, awsZones) {
+				t.Errorf("old instances went zone by zone as %v, want %v one zone at a time", runs, awsZones)
+			}
+			g.assertFinishedWithin(t, g.original.Desired+tc.peakExtra)
+			if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+				t.Errorf("workloads not back to full Ready: %v", err)
+			}
 		})
 	}
 }

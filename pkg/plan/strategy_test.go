@@ -1,0 +1,67 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestSurgeBatchesGoZoneByZone(t *testing.T) {
+	nodes := []corev1.Node{
+		node("a1", "ng", "a", "old"), node("a2", "ng", "a", "old"), node("a3", "ng", "a", "old"),
+		node("b1", "ng", "b", "old"), node("b2", "ng", "b", "old"),
+		node("c1", "ng", "c", "old"), node("c2", "ng", "c", "new"),
+	}
+	for _, tc := range []struct {
+		name           string
+		maxSurge       int
+		maxUnavailable string
+		wantBatches    []string // zone of each batch, with its size
+		wantErr        string
+	}{
+		{name: "balanced 1/0", maxSurge: 1, maxUnavailable: "0", wantBatches: []string{"a1", "a1", "a1", "b1", "b1", "c1"}},
+		{name: "fast without extra nodes 0/20", maxSurge: 0, maxUnavailable: "20", wantBatches: []string{"a3", "b2", "c1"}},
+		{name: "2/1", maxSurge: 2, maxUnavailable: "1", wantBatches: []string{"a3", "b2", "c1"}},
+		{name: "1/1", maxSurge: 1, maxUnavailable: "1", wantBatches: []string{"a2", "a1", "b2", "c1"}},
+		{name: "both zero", maxSurge: 0, maxUnavailable: "0", wantErr: "both 0"},
+		{name: "over 20 in flight", maxSurge: 15, maxUnavailable: "6", wantErr: "above the limit of 20"},
+		{name: "percentage", maxSurge: 1, maxUnavailable: "10%", wantErr: `invalid --max-unavailable "10%"`},
+		{name: "negative surge", maxSurge: -1, maxUnavailable: "1", wantErr: "invalid --max-surge -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := baseInput()
+			in.TargetLabels = map[string]string{imageKey: "new"}
+			in.Strategy, in.MaxSurge, in.MaxUnavailable = StrategySurge, tc.maxSurge, tc.maxUnavailable
+			p, err := Build(Snapshot{Nodes: nodes}, in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, b := range p.Batches {
+				z := b.Nodes[0].Zone
+				for _, n := range b.Nodes {
+					if n.Zone != z {
+						t.Errorf("batch %d mixes zones %q and %q", b.Number, z, n.Zone)
+					}
+				}
+				got = append(got, z+string(rune('0'+len(b.Nodes))))
+			}
+			if strings.Join(got, ",") != strings.Join(tc.wantBatches, ",") {
+				t.Errorf("batches %v, want %v", got, tc.wantBatches)
+			}
+			if p.Order != OrderByZone || p.Strategy != StrategySurge {
+				t.Errorf("order %q strategy %q", p.Order, p.Strategy)
+			}
+			if len(p.Steps) != 3 || !strings.Contains(p.Steps[0].Detail, "zone a:") {
+				t.Errorf("steps %+v: want one per zone, zone a first", p.Steps)
+			}
+		})
+	}
+}
