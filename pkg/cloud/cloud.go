@@ -53,6 +53,26 @@ type Group interface {
 	Shrink(ctx context.Context, node string) error
 }
 
+// BlueGreen is a Group that can stand a second, green group up beside it
+// and delete the first one, blue: the blue/green strategies.
+type BlueGreen interface {
+	Group
+	// PrepareTarget makes sure the target version exists (creating it for
+	// a new image) without pointing the group at it, and returns it.
+	PrepareTarget(ctx context.Context) (version string, err error)
+	// CheckQuota fails when the account cannot hold one group more.
+	CheckQuota(ctx context.Context) error
+	// CreateGreen creates the green group launching version, with blue's
+	// zones and sizes, or finds the one an interrupted run created.
+	CreateGreen(ctx context.Context, name, version string) error
+	// UseGreen makes Machines report the green group's machines too.
+	UseGreen(name string)
+	GroupSizes(ctx context.Context, group string) (plan.Sizes, error)
+	SetGroupSizes(ctx context.Context, group string, s plan.Sizes) error
+	// DeleteGroup deletes a group and its machines; a missing one is deleted.
+	DeleteGroup(ctx context.Context, group string) error
+}
+
 // None is the provider for clusters where something else owns the machines:
 // it deletes the Node object (right for Karpenter and similar), or with
 // DeleteNode false only labels the node as done.

@@ -100,13 +100,13 @@ func ScaleUpCount(zones, maxUnavailable int) int32 {
 // machineOutdated says why a node's machine does not run the target
 // configuration. skip is set for nodes the plan leaves alone: not members
 // of the group, or already terminating.
-func machineOutdated(node *corev1.Node, cg *CloudGroup) (diffs []LabelDiff, machine Machine, skip string) {
+func machineOutdated(node *corev1.Node, cg *CloudGroup) (diffs []LabelDiff, machine Machine, notMember bool) {
 	m, ok := cg.Nodes[node.Name]
 	switch {
 	case !ok:
-		return nil, m, fmt.Sprintf("node %q is not an instance of Auto Scaling group %q; it is left alone", node.Name, cg.Name)
+		return nil, m, true
 	case m.Leaving():
-		return nil, m, ""
+		return nil, m, false
 	}
 	switch {
 	case m.Template != cg.Template:
@@ -122,7 +122,29 @@ func machineOutdated(node *corev1.Node, cg *CloudGroup) (diffs []LabelDiff, mach
 	if v, ok := node.Labels[EKSImageLabel]; ok && cg.TargetImage != "" && v != cg.TargetImage {
 		diffs = append(diffs, LabelDiff{Key: EKSImageLabel, Current: v, Target: cg.TargetImage})
 	}
-	return diffs, m, ""
+	return diffs, m, false
+}
+
+// notMemberNote says which nodes of the group are left alone because their
+// instances are in no or another Auto Scaling group (e.g. blue/green's
+// green one), naming a few.
+func notMemberNote(names []string, group string) string {
+	shown := names
+	if len(shown) > 3 {
+		shown = shown[:3]
+	}
+	q := make([]string, len(shown))
+	for i, n := range shown {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	more := ""
+	if len(names) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(names)-len(shown))
+	}
+	if len(names) == 1 {
+		return fmt.Sprintf("node %s is not an instance of Auto Scaling group %q; it is left alone", q[0], group)
+	}
+	return fmt.Sprintf("%d nodes (%s%s) are not instances of Auto Scaling group %q; they are left alone", len(names), strings.Join(q, ", "), more, group)
 }
 
 // cloudPlan sizes the scale-up: zones are those of the group's nodes.

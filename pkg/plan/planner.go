@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -193,9 +194,15 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		strategy = StrategyEKS
 	}
 	var maxUnavailable int
-	if strategy == StrategySurge {
+	switch strategy {
+	case StrategySurge:
 		maxUnavailable, err = ParseSurge(in.MaxSurge, in.MaxUnavailable)
-	} else {
+	case StrategyBlueGreen:
+		if in.Cloud == nil {
+			return nil, inputErrorf("--strategy blue-green needs a provider that creates node groups (--provider aws)")
+		}
+		err = ValidateBlueGreen(in.BlueGreen)
+	default:
 		maxUnavailable, err = ParseMaxUnavailable(in.MaxUnavailable, len(group))
 	}
 	if err != nil {
@@ -230,6 +237,7 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 
 	zones := map[string]bool{}
 	var outdated []PlannedNode
+	var others []string // nodes of the group outside its cloud group
 	for i := range group {
 		node := &group[i]
 		p.Nodes.Total++
@@ -239,9 +247,9 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		diffs := Outdated(node, in.TargetLabels)
 		var machine Machine
 		if in.Cloud != nil {
-			cloudDiffs, m, skip := machineOutdated(node, in.Cloud)
-			if skip != "" {
-				p.Notes = append(p.Notes, skip)
+			cloudDiffs, m, notMember := machineOutdated(node, in.Cloud)
+			if notMember {
+				others = append(others, node.Name)
 				continue
 			}
 			if m.Leaving() {
@@ -278,6 +286,9 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		}
 		outdated = append(outdated, pn)
 	}
+	if len(others) > 0 {
+		p.Notes = append(p.Notes, notMemberNote(others, in.Cloud.Name))
+	}
 	for z := range zones {
 		p.Zones = append(p.Zones, z)
 	}
@@ -305,7 +316,24 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	rng := rand.New(rand.NewPCG(uint64(in.Seed), uint64(in.Seed)^0x9e3779b97f4a7c15))
 	rng.Shuffle(len(outdated), func(i, j int) { outdated[i], outdated[j] = outdated[j], outdated[i] })
 	var batches [][]PlannedNode
-	if strategy == StrategySurge {
+	if strategy == StrategyBlueGreen {
+		bg := in.BlueGreen
+		size := blueGreenBatchSize(bg, len(outdated))
+		p.BlueGreen = &BlueGreenPlan{BatchSize: size, BatchSoak: Duration(bg.BatchSoak), NodePoolSoak: Duration(bg.NodePoolSoak), Green: bg.GreenASG}
+		if p.BlueGreen.Green == "" {
+			p.BlueGreen.Green, p.BlueGreen.Create = in.Cloud.Name+"-v"+in.Cloud.TargetVersion, true
+		}
+		p.Cloud.ScaleUp, p.Cloud.During = 0, p.Cloud.Before
+		p.MaxUnavailable = size
+		if size > 0 {
+			for start := 0; start < len(outdated); start += size {
+				batches = append(batches, outdated[start:min(start+size, len(outdated))])
+			}
+		}
+		if total := time.Duration(max(len(batches)-1, 0))*bg.BatchSoak + bg.NodePoolSoak; total > MaxSoak {
+			return nil, inputErrorf("the soaks add up to %s (--batch-soak between %d batches, then --node-pool-soak), above the limit of %s; lower them", total, len(batches), MaxSoak)
+		}
+	} else if strategy == StrategySurge {
 		p.Order = OrderByZone
 		batches = surgeBatches(outdated, in.MaxSurge+maxUnavailable, in.Seed)
 	} else if p.Order == OrderZoneBalanced {

@@ -10,16 +10,64 @@ import (
 
 // The strategies; eks is the default.
 const (
-	StrategyEKS   = "eks"
-	StrategySurge = "surge"
-	OrderByZone   = "zone-by-zone"
+	StrategyEKS       = "eks"
+	StrategySurge     = "surge"
+	StrategyBlueGreen = "blue-green"
+	OrderByZone       = "zone-by-zone"
+	// MaxSoak caps the soak times of blue/green in total, as GKE does.
+	MaxSoak = 7 * 24 * time.Hour
 	// MaxInFlight caps maxSurge + maxUnavailable of the surge strategy, as
 	// GKE does.
 	MaxInFlight = 20
 )
 
 // Strategies lists what --strategy takes.
-var Strategies = []string{StrategyEKS, StrategySurge}
+var Strategies = []string{StrategyEKS, StrategySurge, StrategyBlueGreen}
+
+// BlueGreenInput are the blue/green settings: the batch size as a count
+// (BatchNodes >= 0) or a fraction of blue (BatchPercent in (0, 1], used when
+// BatchNodes < 0), the soak after each batch and after the last one.
+type BlueGreenInput struct {
+	BatchNodes   int
+	BatchPercent float64
+	BatchSoak    time.Duration
+	NodePoolSoak time.Duration
+	// GreenASG names a green group someone else made; empty means the run
+	// creates it.
+	GreenASG string
+}
+
+// BlueGreenPlan is the blue/green side of a plan.
+type BlueGreenPlan struct {
+	BatchSize    int      `json:"batchSize"`
+	BatchSoak    Duration `json:"batchSoak"`
+	NodePoolSoak Duration `json:"nodePoolSoak"`
+	// Green is the green Auto Scaling group; Create says the run makes it.
+	Green  string `json:"green,omitempty"`
+	Create bool   `json:"create"`
+}
+
+// ValidateBlueGreen checks the blue/green settings.
+func ValidateBlueGreen(in BlueGreenInput) error {
+	switch {
+	case in.BatchNodes < 0 && (in.BatchPercent <= 0 || in.BatchPercent > 1):
+		return inputErrorf("invalid --batch-percent %g: must be above 0 and at most 1", in.BatchPercent)
+	case in.BatchSoak < 0:
+		return inputErrorf("invalid --batch-soak %s: must not be negative", in.BatchSoak)
+	case in.NodePoolSoak < 0:
+		return inputErrorf("invalid --node-pool-soak %s: must not be negative", in.NodePoolSoak)
+	}
+	return nil
+}
+
+// blueGreenBatchSize is BatchNodes, or BatchPercent of the blue nodes
+// rounded down with a minimum of 1.
+func blueGreenBatchSize(in BlueGreenInput, blue int) int {
+	if in.BatchNodes >= 0 {
+		return in.BatchNodes
+	}
+	return max(int(in.BatchPercent*float64(blue)), 1)
+}
 
 // ParseSurge checks the surge strategy's per-zone settings: whole numbers
 // from 0, not both 0, and at most MaxInFlight nodes in flight.
@@ -103,7 +151,9 @@ func steps(p *Plan) []Step {
 		out = append(out, Step{Phase: phase, Detail: detail, Estimate: Duration(d)})
 	}
 	cloudGroup := p.Cloud != nil
-	if cloudGroup {
+	if cloudGroup && p.Strategy == StrategyBlueGreen && p.Cloud.TargetVersion == NewVersion {
+		add("Setup", fmt.Sprintf("create a version of launch template %s with image %s; blue keeps its version", p.Cloud.LaunchTemplateID, p.Cloud.TargetImage), 0)
+	} else if cloudGroup && p.Strategy != StrategyBlueGreen {
 		target := "version " + p.Cloud.TargetVersion
 		if p.Cloud.TargetVersion == NewVersion {
 			target = "a new version with image " + p.Cloud.TargetImage
@@ -111,6 +161,23 @@ func steps(p *Plan) []Step {
 		add("Setup", fmt.Sprintf("point Auto Scaling group %s at launch template %s %s", p.Cloud.AutoScalingGroup, p.Cloud.LaunchTemplateID, target), 0)
 	}
 	switch p.Strategy {
+	case StrategyBlueGreen:
+		bg := p.BlueGreen
+		green := "a new Auto Scaling group " + bg.Green
+		if !bg.Create {
+			green = "Auto Scaling group " + bg.Green + " (given)"
+		}
+		add("CreateGreen", fmt.Sprintf("%s with %d nodes of the target; blue is pinned at its size", green, p.Nodes.Outdated), NodeLaunchEstimate)
+		add("CordonBlue", fmt.Sprintf("cordon the %d blue nodes", p.Nodes.Outdated), 0)
+		if len(p.Batches) > 0 {
+			soaks := time.Duration(len(p.Batches)-1) * time.Duration(bg.BatchSoak)
+			add("DrainBlue", fmt.Sprintf("%d batches of up to %d nodes, %s soak between batches", len(p.Batches), bg.BatchSize, time.Duration(bg.BatchSoak)), time.Duration(len(p.Batches))*DrainEstimate+soaks)
+		} else {
+			add("DrainBlue", "batch size 0: nothing drained, straight to the soak", 0)
+		}
+		add("Soak", fmt.Sprintf("%s; \"complete\" ends it early", time.Duration(bg.NodePoolSoak)), time.Duration(bg.NodePoolSoak))
+		add("DeleteBlue", "delete the pods left on blue (not evicted; grace at most 60m), then the blue Auto Scaling group", DrainEstimate)
+		return out
 	case StrategySurge:
 		byZone := map[string][2]int{} // nodes, batches
 		var zones []string

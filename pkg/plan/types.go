@@ -60,9 +60,11 @@ type Plan struct {
 	MaxUnavailableInput string `json:"maxUnavailableInput"`
 	MaxUnavailable      int    `json:"maxUnavailable"`
 	// MaxSurge is the surge strategy's extra nodes per zone.
-	MaxSurge int    `json:"maxSurge,omitempty"`
-	Taint    string `json:"taint"`
-	Seed     int64  `json:"seed"`
+	MaxSurge int `json:"maxSurge,omitempty"`
+	// BlueGreen is the blue/green strategy's side.
+	BlueGreen *BlueGreenPlan `json:"blueGreen,omitempty"`
+	Taint     string         `json:"taint"`
+	Seed      int64          `json:"seed"`
 	// Order is how nodes were put into batches: random or zone-balanced.
 	Order string `json:"order"`
 
@@ -148,8 +150,9 @@ type Input struct {
 	Namespace string
 	// Strategy is eks (the default) or surge; MaxSurge the surge nodes per
 	// zone.
-	Strategy string
-	MaxSurge int
+	Strategy  string
+	MaxSurge  int
+	BlueGreen BlueGreenInput
 	// Cloud is the provider's view of the group; nil with provider none,
 	// where the target labels alone say which nodes are outdated.
 	Cloud *CloudGroup

@@ -82,7 +82,18 @@ func (o *PlanOptions) awsGroup(ctx context.Context, nodes []corev1.Node) (*plan.
 			}
 		}
 	}
-	provider, err := aws.New(ctx, aws.Options{Region: o.Region, Profile: o.Profile, ASGName: o.ASG, FallbackRegion: fallbackRegion})
+	// An unfinished run knows its group: after a blue/green run made green,
+	// the nodes span two groups.
+	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+	rec, _ := store.Load(ctx, o.recordName())
+	if rec != nil && (rec.FinishedAt != nil || rec.Cloud == nil) {
+		rec = nil
+	}
+	asg := o.ASG
+	if asg == "" && rec != nil {
+		asg = rec.Cloud.Group
+	}
+	provider, err := aws.New(ctx, aws.Options{Region: o.Region, Profile: o.Profile, ASGName: asg, FallbackRegion: fallbackRegion})
 	if err != nil {
 		return nil, err
 	}
@@ -115,8 +126,7 @@ func (o *PlanOptions) awsGroup(ctx context.Context, nodes []corev1.Node) (*plan.
 	}
 	// An interrupted run scaled the group up already: the plan says so and
 	// shows the sizes the end restores.
-	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
-	if rec, err := store.Load(ctx, o.recordName()); err == nil && rec != nil && rec.FinishedAt == nil && rec.Cloud != nil && rec.Cloud.Original != nil && rec.Cloud.Group == g.Name {
+	if rec != nil && rec.Cloud.Original != nil && rec.Cloud.Group == g.Name && o.Strategy != plan.StrategyBlueGreen {
 		cg.Recorded = rec.Cloud.Original
 	}
 	o.cloudGroup = &aws.NodeGroup{Provider: provider, Client: o.client, ASG: g.Name, AMI: o.AMI, Version: o.TemplateVersion}

@@ -21,6 +21,7 @@ const (
 	ExitBlockers         = 5 // check found blockers
 	ExitLocked           = 6 // another run holds the node group's lock
 	ExitNodeCreation     = 7 // NodeCreationFailure: new nodes did not become Ready within --node-ready-timeout
+	ExitPaused           = 8 // the run stopped on purpose: paused by cancel, or left soaking (--no-wait)
 )
 
 // usageError marks bad input: exit 2.
@@ -41,6 +42,8 @@ func ExitCode(err error) int {
 	var blockers *blockersFound
 	var held *state.HeldError
 	var creation *upgrade.NodeCreationFailure
+	var paused *upgrade.PausedError
+	var soaking *upgrade.SoakingError
 	var cloudInput interface{ Input() bool }
 	switch {
 	case err == nil:
@@ -51,6 +54,8 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.As(err, &creation):
 		return ExitNodeCreation
+	case errors.As(err, &paused), errors.As(err, &soaking):
+		return ExitPaused
 	case errors.As(err, &eviction):
 		return ExitPodEvictionError
 	case errors.As(err, &blockers):

@@ -39,18 +39,24 @@ type PlanOptions struct {
 	StateNamespace     string
 	Strategy           string
 	MaxSurge           int
+	BatchNodeCount     int
+	BatchPercent       float64
+	BatchSoak          time.Duration
+	NodePoolSoak       time.Duration
+	GreenASG           string
 	// The AWS provider's flags.
 	Region, Profile, ASG string
 	AMI, TemplateVersion string
 
-	seedSet      bool
-	maxSurgeSet  bool
-	cloudGroup   cloud.Group // the resolved provider when it owns a group
-	targetLabels map[string]string
-	taint        *corev1.Taint
-	client       kubernetes.Interface
-	context      string
-	namespace    string // limits the audit; empty for all namespaces
+	seedSet                        bool
+	maxSurgeSet                    bool
+	batchPercentSet, batchCountSet bool
+	cloudGroup                     cloud.Group // the resolved provider when it owns a group
+	targetLabels                   map[string]string
+	taint                          *corev1.Taint
+	client                         kubernetes.Interface
+	context                        string
+	namespace                      string // limits the audit; empty for all namespaces
 }
 
 const planExample = `  # Show which nodes of node group "workers" lack the new AMI, and the batches
@@ -82,8 +88,13 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.NodeGroupLabel, "nodegroup-label", "", "Label key whose value is the node group name (default: detected among "+fmt.Sprint(plan.NodeGroupLabels)+")")
 	f.StringVarP(&o.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP")
 	f.StringArrayVar(&o.TargetLabels, "target-label", nil, "A label key=value that up-to-date nodes carry (repeatable); nodes lacking any are outdated")
-	f.StringVar(&o.Strategy, "strategy", plan.StrategyEKS, `How to replace the nodes: eks (scale up, taint all outdated nodes, drain in batches, scale down) or surge (GKE's: one zone at a time, per node a surge node first); surge profiles: --max-surge 1 --max-unavailable 0 balanced (the default), 0/20 fast without extra nodes, 20/0 fast and gentle, 0/1 slow without extra nodes`)
+	f.StringVar(&o.Strategy, "strategy", plan.StrategyEKS, `How to replace the nodes: eks (scale up, taint all outdated nodes, drain in batches, scale down); surge (GKE's: one zone at a time, per node a surge node first; profiles: --max-surge 1 --max-unavailable 0 balanced (the default), 0/20 fast without extra nodes, 20/0 fast and gentle, 0/1 slow without extra nodes); blue-green (a green group beside blue, blue cordoned and drained in batches, soaked, then deleted)`)
 	f.IntVar(&o.MaxSurge, "max-surge", 1, "With --strategy surge: extra nodes per zone while its nodes are replaced (surge + unavailable at most 20)")
+	f.IntVar(&o.BatchNodeCount, "batch-node-count", 1, "With --strategy blue-green: blue nodes drained per batch; 0 drains none and goes straight to the soak")
+	f.Float64Var(&o.BatchPercent, "batch-percent", 0, "With --strategy blue-green: the batch as a fraction of blue (above 0, at most 1; rounded down, at least 1 node), instead of --batch-node-count")
+	f.DurationVar(&o.BatchSoak, "batch-soak", 0, "With --strategy blue-green: wait between drained batches")
+	f.DurationVar(&o.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
+	f.StringVar(&o.GreenASG, "green-asg", "", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
 	f.StringVar(&o.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%; with --strategy surge, per zone, default 0")
 	f.StringVar(&o.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
 	f.Int64Var(&o.Seed, "seed", 0, "Seed of the random batch order; the same seed gives plan and run the same batches (default: random, shown in the plan)")
@@ -110,6 +121,8 @@ func (o *PlanOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.MaxUnavailable = "0"
 	}
 	o.maxSurgeSet = cmd.Flags().Changed("max-surge")
+	o.batchPercentSet = cmd.Flags().Changed("batch-percent")
+	o.batchCountSet = cmd.Flags().Changed("batch-node-count")
 	if !o.seedSet {
 		o.Seed = rand.Int64N(1_000_000)
 	}
@@ -132,6 +145,19 @@ func (o *PlanOptions) Validate() error {
 	switch o.Strategy {
 	case plan.StrategySurge:
 		if _, err := plan.ParseSurge(o.MaxSurge, o.MaxUnavailable); err != nil {
+			return err
+		}
+	case plan.StrategyBlueGreen:
+		if o.maxSurgeSet {
+			return usageErrorf("--max-surge needs --strategy surge")
+		}
+		if o.batchPercentSet && o.batchCountSet {
+			return usageErrorf("--batch-node-count and --batch-percent cannot be used together")
+		}
+		if o.BatchNodeCount < 0 {
+			return usageErrorf("invalid --batch-node-count %d: must not be negative", o.BatchNodeCount)
+		}
+		if err := plan.ValidateBlueGreen(o.blueGreenInput()); err != nil {
 			return err
 		}
 	case plan.StrategyEKS:
@@ -173,6 +199,15 @@ func (o *PlanOptions) Validate() error {
 	return nil
 }
 
+// blueGreenInput is the blue/green settings of the flags.
+func (o *PlanOptions) blueGreenInput() plan.BlueGreenInput {
+	in := plan.BlueGreenInput{BatchNodes: o.BatchNodeCount, BatchSoak: o.BatchSoak, NodePoolSoak: o.NodePoolSoak, GreenASG: o.GreenASG}
+	if o.batchPercentSet {
+		in.BatchNodes, in.BatchPercent = -1, o.BatchPercent
+	}
+	return in
+}
+
 // connect builds the client from the kubectl connection flags.
 func (o *PlanOptions) connect() error {
 	if o.client != nil {
@@ -211,6 +246,7 @@ func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
 		DeleteEmptyDir: o.DeleteEmptyDirData,
 		Strategy:       o.Strategy,
 		MaxSurge:       o.MaxSurge,
+		BlueGreen:      o.blueGreenInput(),
 	}
 	if o.Selector == "" {
 		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, o.NodeGroup, o.NodeGroupLabel)

@@ -31,6 +31,10 @@ Review the plan first with "kubectl nodeupgrade plan", then run it.`,
 		NewCmdRun(configFlags, streams),
 		NewCmdCheck(configFlags, streams),
 		NewCmdStatus(configFlags, streams),
+		NewCmdControl("cancel", configFlags, streams),
+		NewCmdControl("resume", configFlags, streams),
+		NewCmdControl("rollback", configFlags, streams),
+		NewCmdControl("complete", configFlags, streams),
 		NewCmdVersion(streams),
 	)
 	return cmd

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -37,8 +38,13 @@ type RunOptions struct {
 	DeleteNode    bool
 	IgnoreChecks  []string
 
+	NoWait bool
+
 	savedPlan       *plan.Plan
 	drainTimeoutSet bool
+	rollback        bool // run only the rollback (the rollback command)
+	// args are the flags the run was given, recorded so resume repeats it.
+	args []string
 }
 
 const runExample = `  # Upgrade node group "workers" to the nodes carrying the new AMI label, 2 nodes at a time
@@ -52,6 +58,11 @@ const runExample = `  # Upgrade node group "workers" to the nodes carrying the n
 
 // NewCmdRun builds "run".
 func NewCmdRun(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd, _ := newCmdRun(configFlags, streams)
+	return cmd
+}
+
+func newCmdRun(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) (*cobra.Command, *RunOptions) {
 	o := &RunOptions{PlanOptions: PlanOptions{configFlags: configFlags, IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "run NODEGROUP",
@@ -76,8 +87,9 @@ An interrupted run is finished by running the same command again.`,
 	f.DurationVar(&o.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
 	f.StringArrayVar(&o.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
 	f.DurationVar(&o.RoomTimeout, "node-ready-timeout", 15*time.Minute, "How long a batch waits for room (new capacity) for the pods it will evict before the run stops")
+	f.BoolVar(&o.NoWait, "no-wait", false, "With --strategy blue-green: stop at the soak (exit 8), recorded as soaking until a time; run again or resume later")
 	f.BoolVar(&o.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
-	return cmd
+	return cmd, o
 }
 
 // Complete reads the plan file, whose settings replace the planning flags.
@@ -86,6 +98,7 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	o.drainTimeoutSet = cmd.Flags().Changed("drain-timeout")
+	o.args = recordedArgs(cmd)
 	if o.PlanFile == "" {
 		return nil
 	}
@@ -180,7 +193,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed) {
 		return nil
 	}
-	if err := o.refuseBlockers(p); err != nil {
+	if err := o.refuseBlockers(p); err != nil && !o.rollback {
 		return err
 	}
 	if !o.Yes {
@@ -250,14 +263,35 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	if rec == nil || rec.FinishedAt != nil {
 		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
 	}
+	requests := &state.Requests{Store: store, Group: group}
+	if req, err := requests.Pending(ctx); err != nil {
+		return err
+	} else if req == state.RequestCancel && rec.FinishedAt == nil {
+		return usageErrorf("node group %q is paused (cancel) in phase %s; continue with \"kubectl nodeupgrade resume %s\", or undo with rollback", group, rec.Phase, group)
+	}
 	if rec.Cloud != nil && (o.cloudGroup == nil || rec.Cloud.Group != o.cloudGroup.GroupName()) {
 		return usageErrorf("node group %q has an unfinished run on Auto Scaling group %q; finish it with the same --provider and --asg", group, rec.Cloud.Group)
 	}
-	if rec.Phase == string(upgrade.PhaseScaleDown) && o.cloudGroup != nil {
+	switch {
+	case o.rollback:
+		cfg.Start = upgrade.PhaseRollback
+	case rec.Phase == string(upgrade.PhaseScaleDown) && o.cloudGroup != nil:
 		cfg.Start = upgrade.PhaseScaleDown
-	} else if len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed) {
+	case p.Strategy == plan.StrategyBlueGreen && rec.Cloud != nil && slices.Contains([]string{string(upgrade.PhaseSoak), string(upgrade.PhaseDeleteBlue)}, rec.Phase):
+		// Blue is drained (or being deleted): go on from there.
+		cfg.Start = upgrade.Phase(rec.Phase)
+		if o.cloudGroup != nil && rec.Cloud.Green != "" {
+			if bg, ok := o.cloudGroup.(cloud.BlueGreen); ok {
+				bg.UseGreen(rec.Cloud.Green)
+			}
+		}
+	case len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed):
 		return nil
 	}
+	if rec.FinishedAt == nil && len(o.args) > 0 {
+		rec.Args = o.args
+	}
+	cfg.Control, cfg.NoWait = requests, o.NoWait
 	previouslyDone := rec.Done
 	rec.Strategy, rec.Target, rec.Holder, rec.LastError = p.Strategy, p.TargetLabels, holder, ""
 	rec.Batches, rec.NodesTotal = len(p.Batches), len(previouslyDone)+p.Nodes.Outdated
@@ -284,9 +318,14 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
-	if err != nil {
+	var paused *upgrade.PausedError
+	var soaking *upgrade.SoakingError
+	switch {
+	case errors.As(err, &paused) || errors.As(err, &soaking):
+		rec.Note = err.Error()
+	case err != nil:
 		rec.LastError = err.Error()
-	} else {
+	default:
 		now := time.Now().UTC().Truncate(time.Second)
 		rec.FinishedAt, rec.InFlight, rec.Note = &now, nil, engine.Note()
 	}
@@ -360,4 +399,28 @@ func withoutDone(saved, fresh *plan.Plan, done map[string]bool) *plan.Plan {
 		}
 	}
 	return &p
+}
+
+// recordedArgs are the run's flags as given, for resume to repeat: the
+// connection flags, which resume takes from its own command line, and the
+// flags that only shape this invocation are left out.
+func recordedArgs(cmd *cobra.Command) []string {
+	skip := map[string]bool{"yes": true, "dry-run": true, "no-wait": true, "output": true}
+	var args []string
+	cmd.LocalNonPersistentFlags().Visit(func(f *pflag.Flag) {
+		if skip[f.Name] {
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	if len(cmd.Flags().Args()) > 0 {
+		args = append(cmd.Flags().Args()[:1:1], args...)
+	}
+	return args
 }

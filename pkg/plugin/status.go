@@ -114,6 +114,16 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			if c.Shrinking != "" {
 				line += fmt.Sprintf("; scale-down removing %q", c.Shrinking)
 			}
+			if c.Green != "" {
+				line += fmt.Sprintf("; green Auto Scaling group %q", c.Green)
+			}
+			if c.SoakUntil != nil && r.FinishedAt == nil {
+				if left := c.SoakUntil.Sub(now); left > 0 {
+					line += fmt.Sprintf("; soaking until %s (%s left)", c.SoakUntil.Format(time.RFC3339), left.Round(time.Second))
+				} else {
+					line += "; soak over"
+				}
+			}
 			fmt.Fprintln(o.Out, line)
 		}
 		if r.Note != "" {

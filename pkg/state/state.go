@@ -57,6 +57,8 @@ type Record struct {
 	StartedAt  time.Time         `json:"startedAt"`
 	UpdatedAt  time.Time         `json:"updatedAt"`
 	FinishedAt *time.Time        `json:"finishedAt,omitempty"`
+	// Args are the run's arguments and flags, so resume can repeat it.
+	Args []string `json:"args,omitempty"`
 	// Note is what a finished run wants the operator to know (e.g. the
 	// cluster autoscaler stopped the scale-down).
 	Note string `json:"note,omitempty"`
@@ -83,6 +85,12 @@ type CloudRecord struct {
 	// is drained, the desired size its termination leaves.
 	Shrinking string `json:"shrinking,omitempty"`
 	ShrinkTo  int32  `json:"shrinkTo,omitempty"`
+	// Green is the blue/green strategy's new group; GreenCreated says the
+	// run made it (and a rollback deletes it).
+	Green        string `json:"green,omitempty"`
+	GreenCreated bool   `json:"greenCreated,omitempty"`
+	// SoakUntil is when the soak of the new nodes ends.
+	SoakUntil *time.Time `json:"soakUntil,omitempty"`
 }
 
 // Left is the number of nodes not done yet.
@@ -270,6 +278,18 @@ func (l *Lock) heldByOther(lease *coordinationv1.Lease) *HeldError {
 		return nil
 	}
 	return &HeldError{Group: l.Group, Holder: *s.HolderIdentity, RenewedAt: s.RenewTime.Time, Expires: expires}
+}
+
+// Held reports whether a live run other than l.Holder holds the lock.
+func (l *Lock) Held(ctx context.Context) (bool, error) {
+	lease, err := l.Client.CoordinationV1().Leases(l.Namespace).Get(ctx, ObjectName(l.Group), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the lock of %q: %w", l.Group, err)
+	}
+	return l.heldByOther(lease) != nil, nil
 }
 
 // KeepAlive renews the lease every Duration/3 until ctx ends. It calls lost

@@ -230,7 +230,11 @@ func orUnknown(s string) string {
 // The group is described at most every PollInterval, and again when a node
 // changes (at most once a second): a cloud API has no watch.
 func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones []string) error {
-	wanted := int(cr.LastDesired)
+	return e.waitNewNodesN(ctx, cr, zones, int(cr.LastDesired))
+}
+
+// waitNewNodesN is waitNewNodes for a given number of machines in all.
+func (e *Engine) waitNewNodesN(ctx context.Context, cr *state.CloudRecord, zones []string, wanted int) error {
 	where := ""
 	if len(zones) > 0 {
 		where = " in zones " + quoteAll(zones)

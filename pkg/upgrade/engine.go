@@ -31,23 +31,30 @@ type Phase string
 // The phases, in the order a run goes through them. WaitForRoom to Recover
 // repeat once per batch.
 const (
-	PhaseSetup     Phase = "Setup"
-	PhaseScaleUp   Phase = "ScaleUp"
-	PhaseTaint     Phase = "Taint"
-	PhaseSurge     Phase = "Surge"
-	PhaseRoom      Phase = "WaitForRoom"
-	PhaseDrain     Phase = "Drain"
-	PhaseCordon    Phase = "Cordon"
-	PhaseRemove    Phase = "Remove"
-	PhaseRecover   Phase = "Recover"
-	PhaseScaleDown Phase = "ScaleDown"
-	PhaseDone      Phase = "Done"
+	PhaseSetup   Phase = "Setup"
+	PhaseScaleUp Phase = "ScaleUp"
+	PhaseTaint   Phase = "Taint"
+	PhaseSurge   Phase = "Surge"
+	// The blue/green phases.
+	PhaseCreateGreen Phase = "CreateGreen"
+	PhaseCordonBlue  Phase = "CordonBlue"
+	PhaseBatchSoak   Phase = "BatchSoak"
+	PhaseSoak        Phase = "Soak"
+	PhaseDeleteBlue  Phase = "DeleteBlue"
+	PhaseRollback    Phase = "Rollback"
+	PhaseRoom        Phase = "WaitForRoom"
+	PhaseDrain       Phase = "Drain"
+	PhaseCordon      Phase = "Cordon"
+	PhaseRemove      Phase = "Remove"
+	PhaseRecover     Phase = "Recover"
+	PhaseScaleDown   Phase = "ScaleDown"
+	PhaseDone        Phase = "Done"
 )
 
 // BatchPhase reports whether the phase works on one batch of nodes.
 func BatchPhase(p Phase) bool {
 	switch p {
-	case PhaseSurge, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover:
+	case PhaseSurge, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover, PhaseBatchSoak:
 		return true
 	}
 	return false
@@ -86,6 +93,12 @@ type Config struct {
 	// Cloud part before each change to the group, through Save.
 	Record *state.Record
 	Save   func(ctx context.Context) error
+	// Control carries requests from other terminals (cancel, complete,
+	// rollback); nil takes none.
+	Control Control
+	// NoWait leaves a run at its soak, recorded as soaking until a time,
+	// instead of waiting it out.
+	NoWait bool
 	// PollInterval is how often the cloud group is described while new
 	// machines are awaited (node events also trigger a look); 5s when 0.
 	PollInterval time.Duration
@@ -160,7 +173,18 @@ func (e *Engine) Run(ctx context.Context) error {
 		if state.Phase == PhaseDone {
 			break
 		}
+		// Between phases is the safe point for requests from another
+		// terminal (cancel, rollback).
+		if redirect, err := e.checkRequests(ctx, state); err != nil {
+			return err
+		} else if redirect != nil {
+			state = *redirect
+			continue
+		}
 		next, err := e.step(ctx, state)
+		if errors.Is(err, errRollbackRequested) {
+			next, err = State{Phase: PhaseRollback, Batch: state.Batch}, nil
+		}
 		if err != nil {
 			return err
 		}
@@ -178,13 +202,29 @@ func (e *Engine) step(ctx context.Context, s State) (State, error) {
 	var err error
 	switch s.Phase {
 	case PhaseSetup:
-		err = e.setup(ctx)
+		if e.flow().blueGreen {
+			err = e.prepareTarget(ctx)
+		} else {
+			err = e.setup(ctx)
+		}
 	case PhaseScaleUp:
 		err = e.scaleUp(ctx)
 	case PhaseScaleDown:
 		err = e.scaleDown(ctx)
 	case PhaseSurge:
 		err = e.surge(ctx, s.Batch)
+	case PhaseCreateGreen:
+		err = e.createGreen(ctx)
+	case PhaseCordonBlue:
+		err = e.cordonBlue(ctx)
+	case PhaseBatchSoak:
+		err = e.soakFor(ctx, time.Duration(e.cfg.Plan.BlueGreen.BatchSoak), fmt.Sprintf("batch %d/%d: soak", s.Batch+1, len(e.cfg.Plan.Batches)))
+	case PhaseSoak:
+		err = e.soak(ctx)
+	case PhaseDeleteBlue:
+		err = e.deleteBlue(ctx)
+	case PhaseRollback:
+		err = e.rollback(ctx)
 	case PhaseTaint:
 		err = e.taintAll(ctx)
 	case PhaseRoom:
@@ -209,6 +249,8 @@ func (e *Engine) step(ctx context.Context, s State) (State, error) {
 // first is the phase a run starts in.
 func first(f flow) Phase {
 	switch {
+	case f.blueGreen:
+		return PhaseSetup
 	case f.cloudGroup:
 		return PhaseSetup
 	case f.surge && f.batches > 0:
@@ -224,10 +266,12 @@ type flow struct {
 	batches    int
 	cloudGroup bool // Setup first, ScaleDown (back to the recorded sizes) last
 	surge      bool // no ScaleUp or Taint; each batch starts with its surge nodes
+	blueGreen  bool // a green group beside blue, blue drained, soaked, deleted
 }
 
 func (e *Engine) flow() flow {
-	return flow{batches: len(e.cfg.Plan.Batches), cloudGroup: e.group != nil, surge: e.cfg.Plan.Strategy == plan.StrategySurge}
+	return flow{batches: len(e.cfg.Plan.Batches), cloudGroup: e.group != nil, surge: e.cfg.Plan.Strategy == plan.StrategySurge,
+		blueGreen: e.cfg.Plan.Strategy == plan.StrategyBlueGreen}
 }
 
 // next is the transition table of the state machine. The eks strategy
@@ -236,6 +280,9 @@ func (e *Engine) flow() flow {
 // after. The surge strategy adds its surge nodes at the start of each batch
 // instead, and taints nothing.
 func next(s State, f flow) State {
+	if f.blueGreen {
+		return nextBlueGreen(s, f)
+	}
 	end := State{Phase: PhaseDone, Batch: s.Batch}
 	if f.cloudGroup {
 		end.Phase = PhaseScaleDown
@@ -277,6 +324,36 @@ func next(s State, f flow) State {
 			return State{Phase: batchStart, Batch: s.Batch + 1}
 		}
 		return end
+	}
+	return State{Phase: PhaseDone, Batch: s.Batch}
+}
+
+// nextBlueGreen is the transition table of blue/green: the blue nodes are
+// only drained in the batches (they stay, cordoned, until DeleteBlue).
+func nextBlueGreen(s State, f flow) State {
+	switch s.Phase {
+	case PhaseSetup:
+		return State{Phase: PhaseCreateGreen}
+	case PhaseCreateGreen:
+		return State{Phase: PhaseCordonBlue}
+	case PhaseCordonBlue:
+		if f.batches > 0 {
+			return State{Phase: PhaseRoom}
+		}
+		return State{Phase: PhaseSoak}
+	case PhaseRoom:
+		return State{Phase: PhaseDrain, Batch: s.Batch}
+	case PhaseDrain:
+		return State{Phase: PhaseRecover, Batch: s.Batch}
+	case PhaseRecover:
+		if s.Batch+1 < f.batches {
+			return State{Phase: PhaseBatchSoak, Batch: s.Batch}
+		}
+		return State{Phase: PhaseSoak, Batch: s.Batch}
+	case PhaseBatchSoak:
+		return State{Phase: PhaseRoom, Batch: s.Batch + 1}
+	case PhaseSoak:
+		return State{Phase: PhaseDeleteBlue, Batch: s.Batch}
 	}
 	return State{Phase: PhaseDone, Batch: s.Batch}
 }

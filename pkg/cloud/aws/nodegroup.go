@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +24,8 @@ type NodeGroup struct {
 	// AMI and Version are the target as --ami and --launch-template-version
 	// give it; both empty means the group's current configuration.
 	AMI, Version string
+
+	green string // blue/green: the second group Machines reports too
 }
 
 var _ cloud.Group = (*NodeGroup)(nil)
@@ -68,6 +71,15 @@ func (n *NodeGroup) Machines(ctx context.Context, nodes []*corev1.Node) (map[str
 	g, err := n.Provider.Group(ctx, n.ASG)
 	if err != nil {
 		return nil, nil, err
+	}
+	if n.green != "" {
+		green, err := n.Provider.Group(ctx, n.green)
+		if err != nil {
+			return nil, nil, err
+		}
+		both := *g
+		both.Instances = append(slices.Clone(g.Instances), green.Instances...)
+		g = &both
 	}
 	byNode, pending := MapNodes(g, nodes)
 	return byNode, pending, nil
@@ -141,3 +153,54 @@ func (n *NodeGroup) instanceOf(ctx context.Context, node string) (string, error)
 }
 
 func isNodeNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+var _ cloud.BlueGreen = (*NodeGroup)(nil)
+
+// PrepareTarget implements cloud.BlueGreen: the target version is made if
+// it must be, but blue keeps launching its own.
+func (n *NodeGroup) PrepareTarget(ctx context.Context) (string, error) {
+	g, err := n.Provider.Group(ctx, n.ASG)
+	if err != nil {
+		return "", err
+	}
+	t, err := n.Provider.ResolveTarget(ctx, g, n.AMI, n.Version)
+	if err != nil {
+		return "", err
+	}
+	if !t.Create {
+		return t.Version, nil
+	}
+	return n.Provider.createVersion(ctx, g, t, n.AMI)
+}
+
+// CheckQuota implements cloud.BlueGreen.
+func (n *NodeGroup) CheckQuota(ctx context.Context) error { return n.Provider.CheckGroupQuota(ctx) }
+
+// CreateGreen implements cloud.BlueGreen.
+func (n *NodeGroup) CreateGreen(ctx context.Context, name, version string) error {
+	blue, err := n.Provider.Group(ctx, n.ASG)
+	if err != nil {
+		return err
+	}
+	_, err = n.Provider.CloneGroup(ctx, blue, name, version)
+	return err
+}
+
+// UseGreen implements cloud.BlueGreen.
+func (n *NodeGroup) UseGreen(name string) { n.green = name }
+
+// GroupSizes implements cloud.BlueGreen.
+func (n *NodeGroup) GroupSizes(ctx context.Context, group string) (plan.Sizes, error) {
+	lo, d, hi, err := n.Provider.Sizes(ctx, group)
+	return plan.Sizes{Min: lo, Desired: d, Max: hi}, err
+}
+
+// SetGroupSizes implements cloud.BlueGreen.
+func (n *NodeGroup) SetGroupSizes(ctx context.Context, group string, s plan.Sizes) error {
+	return n.Provider.SetSizes(ctx, group, s.Min, s.Desired, s.Max)
+}
+
+// DeleteGroup implements cloud.BlueGreen.
+func (n *NodeGroup) DeleteGroup(ctx context.Context, group string) error {
+	return n.Provider.DeleteGroup(ctx, group)
+}

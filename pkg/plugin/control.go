@@ -1,0 +1,190 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
+)
+
+// ControlOptions are the flags of cancel, resume, rollback and complete:
+// they act on a node group's recorded run, alive or not.
+type ControlOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	action         string
+	NodeGroup      string
+	StateNamespace string
+	Yes            bool
+}
+
+var controlHelp = map[string][3]string{
+	"cancel": {"Pause a node group's run at its next safe point",
+		`Pause the run on NODEGROUP: a live run stops at its next safe point (between
+phases and batches, or during a soak; never while blue is deleted) and exits 8;
+a run whose process is gone is marked paused. "resume" continues it.`,
+		`  # Pause the upgrade of node group "workers"
+  kubectl nodeupgrade cancel workers`},
+	"resume": {"Continue a node group's paused or interrupted run",
+		`Continue the run on NODEGROUP from its recorded phase, with the arguments it
+was started with (recorded with it); the connection flags are this command's.`,
+		`  # Continue the paused upgrade of node group "workers"
+  kubectl nodeupgrade resume workers --yes`},
+	"rollback": {"Undo a node group's blue/green run before blue is deleted",
+		`Undo the blue/green run on NODEGROUP: blue is uncordoned and back at its sizes,
+green is drained (its pods go back to blue) and, if the run created it,
+deleted. A live run turns around at its next safe point; otherwise this
+command does it. Refused once blue is being deleted.`,
+		`  # Roll back the blue/green upgrade of node group "workers"
+  kubectl nodeupgrade rollback workers --yes`},
+	"complete": {"End a node group's blue/green soak now",
+		`End the soak of the blue/green run on NODEGROUP now: a live run goes on to
+delete blue at once; for a run whose process is gone, the next run or resume
+does.`,
+		`  # Skip the rest of the soak of node group "workers"
+  kubectl nodeupgrade complete workers`},
+}
+
+// NewCmdControl builds cancel, resume, rollback or complete.
+func NewCmdControl(action string, configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ControlOptions{configFlags: configFlags, IOStreams: streams, action: action}
+	h := controlHelp[action]
+	cmd := &cobra.Command{
+		Use:     action + " NODEGROUP",
+		Short:   h[0],
+		Long:    h[1],
+		Example: h[2],
+		Args:    argsAtMost(1, "one NODEGROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("missing NODEGROUP: give the node group whose run to %s", action)
+			}
+			o.NodeGroup = args[0]
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record and lock")
+	if action == "resume" || action == "rollback" {
+		cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (required without a terminal)")
+	}
+	return cmd
+}
+
+// Run checks the recorded phase allows the action, then does it.
+func (o *ControlOptions) Run(ctx context.Context) error {
+	po := &PlanOptions{configFlags: o.configFlags}
+	if err := po.connect(); err != nil {
+		return err
+	}
+	store := &state.Store{Client: po.client, Namespace: o.StateNamespace}
+	rec, err := store.Load(ctx, o.NodeGroup)
+	if err != nil {
+		return err
+	}
+	if rec == nil || rec.FinishedAt != nil {
+		return usageErrorf("cannot %s: node group %q has no unfinished run in namespace %q", o.action, o.NodeGroup, o.StateNamespace)
+	}
+	requests := &state.Requests{Store: store, Group: o.NodeGroup}
+	alive := o.holderAlive(ctx, po, rec)
+	phase := upgrade.Phase(rec.Phase)
+	switch o.action {
+	case "cancel":
+		if phase == upgrade.PhaseDeleteBlue {
+			return usageErrorf("cannot cancel: the run on %q is deleting blue, which cannot be paused", o.NodeGroup)
+		}
+		if err := requests.Send(ctx, state.RequestCancel); err != nil {
+			return err
+		}
+		if alive {
+			fmt.Fprintf(o.Out, "asked the run on %q (%s) to pause at its next safe point; it is in phase %s\n", o.NodeGroup, rec.Holder, phase)
+		} else {
+			fmt.Fprintf(o.Out, "paused the run on %q in phase %s; continue with \"kubectl nodeupgrade resume %s\"\n", o.NodeGroup, phase, o.NodeGroup)
+		}
+		return nil
+	case "complete":
+		if phase != upgrade.PhaseSoak && phase != upgrade.PhaseBatchSoak {
+			return usageErrorf("cannot complete: the run on %q is in phase %s, not soaking", o.NodeGroup, phase)
+		}
+		if err := requests.Send(ctx, state.RequestComplete); err != nil {
+			return err
+		}
+		if alive {
+			fmt.Fprintf(o.Out, "asked the run on %q to end its soak now\n", o.NodeGroup)
+		} else {
+			fmt.Fprintf(o.Out, "the soak of %q is over; \"kubectl nodeupgrade resume %s\" goes on to delete blue\n", o.NodeGroup, o.NodeGroup)
+		}
+		return nil
+	case "rollback":
+		if rec.Strategy != plan.StrategyBlueGreen {
+			return usageErrorf("cannot roll back: the run on %q uses strategy %q; rollback supports blue-green", o.NodeGroup, rec.Strategy)
+		}
+		if phase == upgrade.PhaseDeleteBlue || phase == upgrade.PhaseRollback && alive {
+			return usageErrorf("cannot roll back: the run on %q is in phase %s", o.NodeGroup, phase)
+		}
+		if alive {
+			if err := requests.Send(ctx, state.RequestRollback); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "asked the run on %q to roll back at its next safe point\n", o.NodeGroup)
+			return nil
+		}
+		if err := requests.Clear(ctx); err != nil {
+			return err
+		}
+		return o.rerun(ctx, rec, true)
+	case "resume":
+		if alive {
+			return usageErrorf("cannot resume: the run on %q is alive (%s); wait for it or cancel it", o.NodeGroup, rec.Holder)
+		}
+		if err := requests.Clear(ctx); err != nil {
+			return err
+		}
+		return o.rerun(ctx, rec, false)
+	}
+	return usageErrorf("unknown action %q", o.action)
+}
+
+// holderAlive reports whether a live run holds the node group's lock.
+func (o *ControlOptions) holderAlive(ctx context.Context, po *PlanOptions, rec *state.Record) bool {
+	lock := &state.Lock{Client: po.client, Namespace: o.StateNamespace, Group: o.NodeGroup, Holder: "probe/" + fmt.Sprint(time.Now().UnixNano()), Duration: lockDuration}
+	held, err := lock.Held(ctx)
+	return err == nil && held
+}
+
+// rerun runs the recorded run again from its recorded phase (or its
+// rollback), with its recorded arguments and this command's connection.
+func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, rollback bool) error {
+	if len(rec.Args) == 0 {
+		return usageErrorf("cannot %s: the record of %q has no arguments to repeat (made by an older version); run the original command again", o.action, o.NodeGroup)
+	}
+	cmd, ro := newCmdRun(o.configFlags, o.IOStreams)
+	args := append(slices.Clone(rec.Args), "--state-namespace="+o.StateNamespace)
+	if o.Yes {
+		args = append(args, "--yes")
+	}
+	if err := cmd.ParseFlags(args); err != nil {
+		return usageErrorf("cannot %s: the recorded arguments %q do not parse: %v", o.action, rec.Args, err)
+	}
+	ro.rollback = rollback
+	if err := ro.Complete(cmd, cmd.Flags().Args()); err != nil {
+		return err
+	}
+	if err := ro.Validate(); err != nil {
+		return err
+	}
+	what := "resuming"
+	if rollback {
+		what = "rolling back"
+	}
+	fmt.Fprintf(o.Out, "%s the run on %q from phase %s: run %q\n", what, o.NodeGroup, rec.Phase, rec.Args)
+	return ro.Run(ctx)
+}

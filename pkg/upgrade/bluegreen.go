@@ -1,0 +1,331 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// Control carries requests from other terminals to a run.
+type Control interface {
+	Pending(ctx context.Context) (string, error)
+	Watch(ctx context.Context) (<-chan string, error)
+	Clear(ctx context.Context) error
+}
+
+// PausedError ends a run paused by "cancel": "resume" continues it.
+type PausedError struct{ Phase Phase }
+
+func (e *PausedError) Error() string {
+	return fmt.Sprintf("paused by cancel in phase %s; continue with resume, or undo with rollback", e.Phase)
+}
+
+// SoakingError ends a run left at its soak (--no-wait): a later run or
+// resume goes on once the soak is over, or after "complete".
+type SoakingError struct{ Until time.Time }
+
+func (e *SoakingError) Error() string {
+	return fmt.Sprintf("soaking until %s (%s left); run again or resume after that, or end the soak now with complete",
+		e.Until.UTC().Format(time.RFC3339), time.Until(e.Until).Round(time.Second))
+}
+
+// errRollbackRequested turns a waiting phase into the rollback.
+var errRollbackRequested = errors.New("rollback requested")
+
+// checkRequests acts on a pending request at a safe point: cancel pauses
+// (except while blue is deleted: that cannot be paused), rollback turns a
+// blue/green run around before blue is deleted.
+func (e *Engine) checkRequests(ctx context.Context, s State) (*State, error) {
+	if e.cfg.Control == nil || s.Phase == PhaseDeleteBlue || s.Phase == PhaseRollback {
+		return nil, nil
+	}
+	req, err := e.cfg.Control.Pending(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch req {
+	case state.RequestCancel:
+		return nil, &PausedError{Phase: s.Phase}
+	case state.RequestRollback:
+		if !e.flow().blueGreen {
+			return nil, nil
+		}
+		if err := e.cfg.Control.Clear(ctx); err != nil {
+			return nil, err
+		}
+		return &State{Phase: PhaseRollback, Batch: s.Batch}, nil
+	}
+	return nil, nil
+}
+
+func (e *Engine) blueGreen() (cloud.BlueGreen, error) {
+	bg, ok := e.group.(cloud.BlueGreen)
+	if !ok {
+		return nil, fmt.Errorf("provider %q cannot create node groups, which --strategy blue-green needs", e.cfg.Provider.Name())
+	}
+	return bg, nil
+}
+
+// prepareTarget makes the target version exist; blue keeps launching its
+// own.
+func (e *Engine) prepareTarget(ctx context.Context) error {
+	bg, err := e.blueGreen()
+	if err != nil {
+		return err
+	}
+	cr := e.cloudRecord()
+	if cr.TargetVersion != "" {
+		return nil // made by the interrupted run this one finishes
+	}
+	version, err := bg.PrepareTarget(ctx)
+	if err != nil {
+		return err
+	}
+	cr.TargetVersion = version
+	return e.save(ctx)
+}
+
+// greenName is the green group's name: the plan's, or blue's with the
+// version the Setup made.
+func (e *Engine) greenName(cr *state.CloudRecord) string {
+	if cr.Green != "" {
+		return cr.Green
+	}
+	bgp := e.cfg.Plan.BlueGreen
+	if bgp.Create {
+		return e.group.GroupName() + "-v" + cr.TargetVersion
+	}
+	return bgp.Green
+}
+
+// createGreen pins blue at its size (so nothing scales it during the run),
+// creates green beside it with the same size, and waits for green's nodes.
+func (e *Engine) createGreen(ctx context.Context) error {
+	bg, err := e.blueGreen()
+	if err != nil {
+		return err
+	}
+	cr := e.cloudRecord()
+	if cr.Original == nil {
+		sizes, err := e.group.Sizes(ctx)
+		if err != nil {
+			return err
+		}
+		cr.Original = &sizes
+		if err := e.save(ctx); err != nil {
+			return err
+		}
+	}
+	orig := *cr.Original
+	green := e.greenName(cr)
+	if e.cfg.Plan.BlueGreen.Create && !cr.GreenCreated {
+		if err := bg.CheckQuota(ctx); err != nil {
+			return err
+		}
+	}
+	if err := bg.SetGroupSizes(ctx, e.group.GroupName(), plan.Sizes{Min: orig.Desired, Desired: orig.Desired, Max: orig.Desired}); err != nil {
+		return err
+	}
+	if e.cfg.Plan.BlueGreen.Create {
+		e.logf("creating Auto Scaling group %q beside %q: %d nodes of launch template version %s", green, e.group.GroupName(), orig.Desired, cr.TargetVersion)
+		if err := bg.CreateGreen(ctx, green, cr.TargetVersion); err != nil {
+			return err
+		}
+	}
+	cr.Green, cr.GreenCreated = green, e.cfg.Plan.BlueGreen.Create
+	if err := e.save(ctx); err != nil {
+		return err
+	}
+	bg.UseGreen(green)
+	// Blue and green together: blue's nodes plus as many green ones.
+	if err := e.waitNewNodesN(ctx, cr, e.cfg.Plan.OutdatedZones(), int(2*orig.Desired)); err != nil {
+		return err
+	}
+	return e.protectNewNodes(ctx, true)
+}
+
+// cordonBlue cordons every blue node: new pods go to green only.
+func (e *Engine) cordonBlue(ctx context.Context) error {
+	names := e.cfg.Plan.OutdatedNames()
+	e.logf("cordoning the %d blue nodes", len(names))
+	for _, n := range names {
+		if err := e.cordon(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// soak waits out the node-pool soak, recorded as an end time so a later
+// run waits only for what is left.
+func (e *Engine) soak(ctx context.Context) error {
+	cr := e.cloudRecord()
+	if cr.SoakUntil == nil {
+		until := e.cfg.Now().Add(time.Duration(e.cfg.Plan.BlueGreen.NodePoolSoak)).UTC().Truncate(time.Second)
+		cr.SoakUntil = &until
+		if err := e.save(ctx); err != nil {
+			return err
+		}
+	}
+	left := cr.SoakUntil.Sub(e.cfg.Now())
+	if left > 0 && e.cfg.NoWait {
+		if e.completeRequested(ctx) {
+			return nil
+		}
+		return &SoakingError{Until: *cr.SoakUntil}
+	}
+	return e.soakFor(ctx, left, "node pool soak")
+}
+
+func (e *Engine) completeRequested(ctx context.Context) bool {
+	if e.cfg.Control == nil {
+		return false
+	}
+	req, err := e.cfg.Control.Pending(ctx)
+	if err == nil && req == state.RequestComplete {
+		_ = e.cfg.Control.Clear(ctx)
+		e.logf("soak ended by complete")
+		return true
+	}
+	return false
+}
+
+// soakFor waits d, showing the time left, unless complete ends it early,
+// cancel pauses it, or rollback turns the run around.
+func (e *Engine) soakFor(ctx context.Context, d time.Duration, what string) error {
+	if d <= 0 || e.completeRequested(ctx) {
+		return nil
+	}
+	until := e.cfg.Now().Add(d)
+	e.logf("%s: %s, until %s", what, d.Round(time.Second), until.Format("15:04:05"))
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	report := time.NewTicker(max(min(10*time.Minute, d/4), 5*time.Second))
+	defer report.Stop()
+	var requests <-chan string
+	for {
+		if requests == nil && e.cfg.Control != nil {
+			ch, err := e.cfg.Control.Watch(ctx)
+			if err != nil {
+				return err
+			}
+			requests = ch
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			e.logf("%s over", what)
+			return nil
+		case <-report.C:
+			e.logf("%s: %s left", what, time.Until(until).Round(time.Second))
+		case req, ok := <-requests:
+			if !ok {
+				requests = nil // the watch ended; watch again
+				continue
+			}
+			switch req {
+			case state.RequestComplete:
+				_ = e.cfg.Control.Clear(ctx)
+				e.logf("%s ended by complete", what)
+				return nil
+			case state.RequestCancel:
+				return &PausedError{Phase: PhaseSoak}
+			case state.RequestRollback:
+				if err := e.cfg.Control.Clear(ctx); err != nil {
+					return err
+				}
+				return errRollbackRequested
+			}
+		}
+	}
+}
+
+// deleteBlue deletes what is left on blue, pods deleted rather than
+// evicted with their grace capped at an hour, then the blue group.
+func (e *Engine) deleteBlue(ctx context.Context) error {
+	bg, err := e.blueGreen()
+	if err != nil {
+		return err
+	}
+	names := e.cfg.Plan.OutdatedNames()
+	e.logf("deleting blue: the pods left on its %d nodes, then Auto Scaling group %q", len(names), e.group.GroupName())
+	d := drain.New(e.cfg.Client, drain.Options{
+		DeleteInsteadOfEvict: true, Force: true, DeleteEmptyDirData: true,
+		GracePeriodSeconds: -1, MaxGracePeriod: time.Hour, Timeout: time.Hour + 5*time.Minute,
+		OnEvent: e.reportDrainEvent,
+	})
+	if _, err := d.DrainNodes(ctx, names); err != nil {
+		return err
+	}
+	if err := bg.DeleteGroup(ctx, e.group.GroupName()); err != nil {
+		return err
+	}
+	e.done = append(e.done, names...)
+	cr := e.cloudRecord()
+	e.note = fmt.Sprintf("node group now runs in Auto Scaling group %q; %q was deleted", cr.Green, e.group.GroupName())
+	e.logf("%s", e.note)
+	return e.protectNewNodes(ctx, false)
+}
+
+// rollback undoes a blue/green run before blue is deleted: blue back in
+// service at its own sizes, green drained (its pods go back to blue) and,
+// if the run made it, deleted.
+func (e *Engine) rollback(ctx context.Context) error {
+	bg, err := e.blueGreen()
+	if err != nil {
+		return err
+	}
+	cr := e.cloudRecord()
+	blue := sets.New(e.cfg.Plan.OutdatedNames()...)
+	e.logf("rolling back: blue back in service, green drained")
+	for _, n := range sets.List(blue) {
+		if err := e.uncordon(ctx, n); err != nil {
+			return err
+		}
+	}
+	if cr.Original != nil {
+		if err := bg.SetGroupSizes(ctx, e.group.GroupName(), *cr.Original); err != nil {
+			return err
+		}
+	}
+	nodes, err := e.groupNodes()
+	if err != nil {
+		return err
+	}
+	var green []string
+	for _, n := range nodes {
+		if !blue.Has(n.Name) {
+			green = append(green, n.Name)
+		}
+	}
+	for _, n := range green {
+		if err := e.cordon(ctx, n); err != nil {
+			return err
+		}
+	}
+	if len(green) > 0 {
+		if _, err := e.drainer.DrainNodes(ctx, green); err != nil {
+			return err
+		}
+	}
+	if cr.Green != "" && cr.GreenCreated {
+		if err := bg.DeleteGroup(ctx, cr.Green); err != nil {
+			return err
+		}
+	}
+	e.note = fmt.Sprintf("rolled back: blue (Auto Scaling group %q) serves again", e.group.GroupName())
+	if cr.Green != "" && !cr.GreenCreated {
+		e.note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", cr.Green)
+	}
+	e.logf("%s", e.note)
+	return e.protectNewNodes(ctx, false)
+}
