@@ -62,9 +62,12 @@ type BlueGreen interface {
 	PrepareTarget(ctx context.Context) (version string, err error)
 	// CheckQuota fails when the account cannot hold one group more.
 	CheckQuota(ctx context.Context) error
+	// GreenName names the green group of a version.
+	GreenName(version string) string
 	// CreateGreen creates the green group launching version, with blue's
-	// zones and sizes, or finds the one an interrupted run created.
-	CreateGreen(ctx context.Context, name, version string) error
+	// zones and the given sizes, or finds the one an interrupted run
+	// created.
+	CreateGreen(ctx context.Context, name, version string, sizes plan.Sizes) error
 	// UseGreen makes Machines report the green group's machines too.
 	UseGreen(name string)
 	GroupSizes(ctx context.Context, group string) (plan.Sizes, error)

@@ -101,7 +101,9 @@ func (e *Engine) greenName(cr *state.CloudRecord) string {
 	}
 	bgp := e.cfg.Plan.BlueGreen
 	if bgp.Create {
-		return e.group.GroupName() + "-v" + cr.TargetVersion
+		if bg, err := e.blueGreen(); err == nil {
+			return bg.GreenName(cr.TargetVersion)
+		}
 	}
 	return bgp.Green
 }
@@ -136,7 +138,7 @@ func (e *Engine) createGreen(ctx context.Context) error {
 	}
 	if e.cfg.Plan.BlueGreen.Create {
 		e.logf("creating Auto Scaling group %q beside %q: %d nodes of launch template version %s", green, e.group.GroupName(), orig.Desired, cr.TargetVersion)
-		if err := bg.CreateGreen(ctx, green, cr.TargetVersion); err != nil {
+		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, orig); err != nil {
 			return err
 		}
 	}

@@ -56,9 +56,31 @@ type Group struct {
 	LaunchTemplateVersion string // as set on the group, resolved to a number
 	Instances             []Instance
 
+	// What a clone (the blue/green strategy's green group) copies.
+	VPCZoneIdentifier                string // subnets, comma-separated
+	HealthCheckType                  string
+	HealthCheckGracePeriod           int32
+	DefaultCooldown                  int32
+	TerminationPolicies              []string
+	Tags                             map[string]Tag
+	CapacityRebalance                bool
+	NewInstancesProtectedFromScaleIn bool
+	// Deleting is set while Auto Scaling deletes the group.
+	Deleting bool
+
 	spec  string // the version as set on the group: a number, $Latest or $Default
 	mixed bool   // the launch template comes from a mixed instances policy
 }
+
+// Tag is the value of an Auto Scaling group's tag and whether the group
+// copies it to the instances it launches.
+type Tag struct {
+	Value             string
+	PropagateAtLaunch bool
+}
+
+// statusDeleting is the group's Status while it is being deleted.
+const statusDeleting = "Delete in progress"
 
 // Provider talks to Auto Scaling and EC2.
 type Provider struct {
@@ -243,25 +265,55 @@ func quoteList(ids []string) string {
 // Group describes an Auto Scaling group with its instances: their zones,
 // launch template versions and images.
 func (p *Provider) Group(ctx context.Context, name string) (*Group, error) {
-	out, err := p.asg.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{name}})
+	ag, err := p.describeGroup(ctx, name)
 	if err != nil {
-		return nil, wrap(err, "describe Auto Scaling group %q", name)
-	}
-	var ag *astypes.AutoScalingGroup
-	for i := range out.AutoScalingGroups {
-		if sdkaws.ToString(out.AutoScalingGroups[i].AutoScalingGroupName) == name {
-			ag = &out.AutoScalingGroups[i]
-		}
+		return nil, err
 	}
 	if ag == nil {
 		return nil, inputErrorf("auto scaling group %q not found in region %q; check --asg and --region", name, p.region)
 	}
+	return p.groupFrom(ctx, ag)
+}
+
+// describeGroup returns the named group as Auto Scaling describes it, or
+// nil when there is none.
+func (p *Provider) describeGroup(ctx context.Context, name string) (*astypes.AutoScalingGroup, error) {
+	out, err := p.asg.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{name}})
+	if err != nil {
+		return nil, wrap(err, "describe Auto Scaling group %q", name)
+	}
+	for i := range out.AutoScalingGroups {
+		if sdkaws.ToString(out.AutoScalingGroups[i].AutoScalingGroupName) == name {
+			return &out.AutoScalingGroups[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// groupFrom reads a described group, resolving launch template versions
+// and looking up its instances in EC2.
+func (p *Provider) groupFrom(ctx context.Context, ag *astypes.AutoScalingGroup) (*Group, error) {
 	g := &Group{
-		Name:    name,
+		Name:    sdkaws.ToString(ag.AutoScalingGroupName),
 		Min:     sdkaws.ToInt32(ag.MinSize),
 		Max:     sdkaws.ToInt32(ag.MaxSize),
 		Desired: sdkaws.ToInt32(ag.DesiredCapacity),
 		Zones:   slices.Clone(ag.AvailabilityZones),
+
+		VPCZoneIdentifier:                sdkaws.ToString(ag.VPCZoneIdentifier),
+		HealthCheckType:                  sdkaws.ToString(ag.HealthCheckType),
+		HealthCheckGracePeriod:           sdkaws.ToInt32(ag.HealthCheckGracePeriod),
+		DefaultCooldown:                  sdkaws.ToInt32(ag.DefaultCooldown),
+		TerminationPolicies:              slices.Clone(ag.TerminationPolicies),
+		CapacityRebalance:                sdkaws.ToBool(ag.CapacityRebalance),
+		NewInstancesProtectedFromScaleIn: sdkaws.ToBool(ag.NewInstancesProtectedFromScaleIn),
+		Deleting:                         sdkaws.ToString(ag.Status) == statusDeleting,
+	}
+	if len(ag.Tags) > 0 {
+		g.Tags = make(map[string]Tag, len(ag.Tags))
+		for _, t := range ag.Tags {
+			g.Tags[sdkaws.ToString(t.Key)] = Tag{Value: sdkaws.ToString(t.Value), PropagateAtLaunch: sdkaws.ToBool(t.PropagateAtLaunch)}
+		}
 	}
 	lt := ag.LaunchTemplate
 	if lt == nil && ag.MixedInstancesPolicy != nil && ag.MixedInstancesPolicy.LaunchTemplate != nil {
@@ -477,23 +529,9 @@ func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string)
 	}
 	target := t.Version
 	if t.Create {
-		out, err := p.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{
-			LaunchTemplateId:   sdkaws.String(g.LaunchTemplateID),
-			SourceVersion:      sdkaws.String(t.SourceVersion),
-			VersionDescription: sdkaws.String("kubectl nodeupgrade: image " + ami),
-			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: sdkaws.String(ami)},
-		})
-		if err != nil {
-			var ae smithy.APIError
-			if errors.As(err, &ae) && strings.HasPrefix(ae.ErrorCode(), "InvalidAMIID") {
-				return "", &Error{msg: fmt.Sprintf("image %q was refused: %s: %s; check --ami", ami, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err, input: true}
-			}
-			return "", wrap(err, "create a version of launch template %q with AMI %q", g.LaunchTemplateID, ami)
+		if target, err = p.createVersion(ctx, g, t, ami); err != nil {
+			return "", err
 		}
-		if out.LaunchTemplateVersion == nil {
-			return "", fmt.Errorf("create a version of launch template %q: empty answer", g.LaunchTemplateID)
-		}
-		target = strconv.FormatInt(sdkaws.ToInt64(out.LaunchTemplateVersion.VersionNumber), 10)
 	}
 	// Pin the group to the number even when it already resolves to it
 	// through $Latest/$Default, so a later template change cannot move the

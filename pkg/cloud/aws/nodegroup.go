@@ -176,12 +176,17 @@ func (n *NodeGroup) PrepareTarget(ctx context.Context) (string, error) {
 // CheckQuota implements cloud.BlueGreen.
 func (n *NodeGroup) CheckQuota(ctx context.Context) error { return n.Provider.CheckGroupQuota(ctx) }
 
-// CreateGreen implements cloud.BlueGreen.
-func (n *NodeGroup) CreateGreen(ctx context.Context, name, version string) error {
+// GreenName implements cloud.BlueGreen.
+func (n *NodeGroup) GreenName(version string) string { return GreenName(n.ASG, version) }
+
+// CreateGreen implements cloud.BlueGreen. Green gets the sizes blue had
+// before the run pinned it.
+func (n *NodeGroup) CreateGreen(ctx context.Context, name, version string, sizes plan.Sizes) error {
 	blue, err := n.Provider.Group(ctx, n.ASG)
 	if err != nil {
 		return err
 	}
+	blue.Min, blue.Desired, blue.Max = sizes.Min, sizes.Desired, sizes.Max
 	_, err = n.Provider.CloneGroup(ctx, blue, name, version)
 	return err
 }

@@ -37,18 +37,29 @@ func (p policy) actions(sid string) []string {
 
 // calledActions returns the IAM actions (service:Action) of the calls the
 // fake has seen since call number from; the query-protocol Version tells
-// the service.
+// the service. Actions IAM also checks for what a call carries are added:
+// tags on a new Auto Scaling group need autoscaling:CreateOrUpdateTags,
+// and a group given a launch template needs ec2:RunInstances.
 func (f *fakeAWS) calledActions(from int) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
+	add := func(a string) {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
 	for _, c := range f.calls[from:] {
 		prefix := "ec2:"
 		if c.Get("Version") == "2011-01-01" {
 			prefix = "autoscaling:"
 		}
-		if a := prefix + c.Get("Action"); !slices.Contains(out, a) {
-			out = append(out, a)
+		add(prefix + c.Get("Action"))
+		if c.Get("Action") == "CreateAutoScalingGroup" && c.Has("Tags.member.1.Key") {
+			add("autoscaling:CreateOrUpdateTags")
+		}
+		if prefix == "autoscaling:" && c.Has("LaunchTemplate.LaunchTemplateId") {
+			add("ec2:RunInstances")
 		}
 	}
 	return out
@@ -69,13 +80,19 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 	ctx := context.Background()
 	replies := baseReplies()
 	replies["DescribeAutoScalingInstances"] = asgInstances("i-1", "ng1", "i-2", "ng1")
+	// Blue/green's calls: groups the run creates, over ng1.
+	(&fakeGroups{groups: map[string]Group{}}).install(replies)
 	p, f := newTestProvider(t, replies, Options{})
-	// What plan does: find the group, resolve the target.
+	// What plan does: find the group, resolve the target, check there is
+	// room for a green group.
 	g, err := p.FindGroup(ctx, []string{"i-1", "i-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.ResolveTarget(ctx, g, "ami-next", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckGroupQuota(ctx); err != nil {
 		t.Fatal(err)
 	}
 	planCalls := f.calledActions(0)
@@ -90,6 +107,10 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		func() error { _, _, _, err := p.Sizes(ctx, "ng1"); return err },
 		func() error { return p.Terminate(ctx, "i-1") },
 		func() error { return p.TerminateShrink(ctx, "i-2") },
+		// Blue/green: pin blue, clone it, delete a group.
+		func() error { return p.SetSizes(ctx, "ng1", 3, 3, 3) },
+		func() error { _, err := p.CloneGroup(ctx, g, GreenName("ng1", "3"), "3"); return err },
+		func() error { return p.DeleteGroup(ctx, GreenName("ng1", "3")) },
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
