@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -133,4 +134,19 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestREADMEShowsThePolicy keeps the policy the README shows the tested one.
+func TestREADMEShowsThePolicy(t *testing.T) {
+	policy, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "iam-policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), string(policy)) {
+		t.Error("README.md does not show deploy/iam-policy.json as it is; copy it in")
+	}
 }
