@@ -2,6 +2,10 @@ package awsfake
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -20,7 +24,20 @@ func (s *Server) autoScaling(action string, f form) ([]*node, error) {
 	case "SetDesiredCapacity":
 		return nil, s.setDesired(f)
 	case "TerminateInstanceInAutoScalingGroup":
-		return s.terminateInGroup(f)
+		return s.terminateInGroupLocked(f.get("InstanceId"), f.boolean("ShouldDecrementDesiredCapacity"))
+	case "CreateAutoScalingGroup":
+		return nil, s.createGroupArgs(f)
+	case "DeleteAutoScalingGroup":
+		return nil, s.deleteLocked(f.get("AutoScalingGroupName"), f.boolean("ForceDelete"))
+	case "CreateOrUpdateTags":
+		return nil, s.createOrUpdateTags(f)
+	case "DescribeAccountLimits":
+		return []*node{
+			num("MaxNumberOfAutoScalingGroups", s.opts.MaxGroups),
+			num("MaxNumberOfLaunchConfigurations", 200),
+			num("NumberOfAutoScalingGroups", len(s.groups)),
+			num("NumberOfLaunchConfigurations", 0),
+		}, nil
 	}
 	return nil, &apiError{status: 400, code: "InvalidAction", message: fmt.Sprintf("The action %s is not valid for this web service.", action)}
 }
@@ -36,9 +53,7 @@ func ltSpec(id, name, version string) *node {
 func (s *Server) describeGroups(f form) ([]*node, error) {
 	names := f.list("AutoScalingGroupNames.member")
 	if len(names) == 0 {
-		for n := range s.groups {
-			names = append(names, n)
-		}
+		names = slices.Sorted(maps.Keys(s.groups))
 	}
 	var items []*node
 	for _, name := range names {
@@ -47,7 +62,7 @@ func (s *Server) describeGroups(f form) ([]*node, error) {
 			continue // unknown names are left out, not an error, as in AWS
 		}
 		lt := s.templates[g.LaunchTemplateID]
-		var zones, insts []*node
+		var zones, insts, tags, policies []*node
 		for _, z := range g.Zones {
 			zones = append(zones, txt("member", z))
 		}
@@ -63,22 +78,43 @@ func (s *Server) describeGroups(f form) ([]*node, error) {
 				boolean("ProtectedFromScaleIn", false),
 			))
 		}
-		items = append(items, el("member",
+		for _, k := range slices.Sorted(maps.Keys(g.Tags)) {
+			tags = append(tags, el("member",
+				txt("ResourceId", g.Name),
+				txt("ResourceType", "auto-scaling-group"),
+				txt("Key", k),
+				txt("Value", g.Tags[k]),
+				boolean("PropagateAtLaunch", !g.NoPropagate[k]),
+			))
+		}
+		for _, p := range g.TerminationPolicies {
+			policies = append(policies, txt("member", p))
+		}
+		item := el("member",
 			txt("AutoScalingGroupName", g.Name),
 			txt("AutoScalingGroupARN", s.arn(g)),
 			ltSpec(lt.ID, lt.Name, g.LaunchTemplateVersion),
 			num("MinSize", g.Min),
 			num("MaxSize", g.Max),
 			num("DesiredCapacity", g.Desired),
-			num("DefaultCooldown", 300),
+			num("DefaultCooldown", g.DefaultCooldown),
 			el("AvailabilityZones", zones...),
-			txt("HealthCheckType", "EC2"),
-			num("HealthCheckGracePeriod", 300),
+			txt("HealthCheckType", g.HealthCheckType),
+			num("HealthCheckGracePeriod", g.HealthCheckGracePeriod),
 			el("Instances", insts...),
 			txt("CreatedTime", g.created.Format(timeFormat)),
-			el("TerminationPolicies", txt("member", "Default")),
-			boolean("NewInstancesProtectedFromScaleIn", false),
-		))
+			el("Tags", tags...),
+			el("TerminationPolicies", policies...),
+			boolean("NewInstancesProtectedFromScaleIn", g.NewInstancesProtectedFromScaleIn),
+			boolean("CapacityRebalance", g.CapacityRebalance),
+		)
+		if len(g.Subnets) > 0 {
+			item.add(txt("VPCZoneIdentifier", strings.Join(g.Subnets, ",")))
+		}
+		if g.deleting {
+			item.add(txt("Status", StatusDeleting))
+		}
+		items = append(items, item)
 	}
 	return []*node{el("AutoScalingGroups", items...)}, nil
 }
@@ -114,13 +150,192 @@ func (s *Server) describeASGInstances(f form) ([]*node, error) {
 	return []*node{el("AutoScalingInstances", items...)}, nil
 }
 
+// groupArg is the group a request changes: it must exist and not be
+// pending delete.
 func (s *Server) groupArg(f form) (*group, error) {
-	name := f.get("AutoScalingGroupName")
+	return s.mutableGroup(f.get("AutoScalingGroupName"))
+}
+
+func (s *Server) mutableGroup(name string) (*group, error) {
 	g := s.groups[name]
 	if g == nil {
 		return nil, validation("AutoScalingGroup name not found - AutoScalingGroup '%s' not found", name)
 	}
+	if g.deleting {
+		return nil, validation("The AutoScaling group may not be modified while it is pending delete")
+	}
 	return g, nil
+}
+
+// ltArg reads the LaunchTemplate parameter of CreateAutoScalingGroup and
+// UpdateAutoScalingGroup: the template by id or name, and the version
+// ("$Default" if none).
+func (s *Server) ltArg(f form) (*LaunchTemplate, string, error) {
+	id, name := f.get("LaunchTemplate.LaunchTemplateId"), f.get("LaunchTemplate.LaunchTemplateName")
+	const bad = "You must use a valid fully-formed launch template. "
+	var lt *LaunchTemplate
+	switch {
+	case id != "" && name != "":
+		return nil, "", validation(bad + "You must specify either the launch template ID or launch template name in the request, but not both.")
+	case id != "":
+		if lt = s.templates[id]; lt == nil {
+			return nil, "", validation(bad+"The specified launch template, with template ID %s, does not exist.", id)
+		}
+	case name != "":
+		for _, t := range s.templates {
+			if t.Name == name {
+				lt = t
+			}
+		}
+		if lt == nil {
+			return nil, "", validation(bad+"The specified launch template, with template name %s, does not exist.", name)
+		}
+	default:
+		return nil, "", validation(bad + "You must specify either the launch template ID or launch template name in the request.")
+	}
+	v := f.get("LaunchTemplate.Version")
+	if v == "" {
+		v = "$Default"
+	}
+	if _, ok := lt.resolve(v); !ok {
+		return nil, "", validation(bad+"The specified launch template version %s for launch template %s does not exist.", v, lt.ID)
+	}
+	return lt, v, nil
+}
+
+// tagArg is one member of a Tags list.
+type tagArg struct {
+	resourceID, resourceType, key, value string
+	propagate                            bool
+}
+
+// tagsArg reads Tags.member.N.*; PropagateAtLaunch defaults to false.
+func (f form) tagsArg() []tagArg {
+	var out []tagArg
+	for i := 1; ; i++ {
+		p := "Tags.member." + strconv.Itoa(i) + "."
+		if !f.hasPrefix(p) {
+			return out
+		}
+		out = append(out, tagArg{
+			resourceID:   f.get(p + "ResourceId"),
+			resourceType: f.get(p + "ResourceType"),
+			key:          f.get(p + "Key"),
+			value:        f.get(p + "Value"),
+			propagate:    f.boolean(p + "PropagateAtLaunch"),
+		})
+	}
+}
+
+// createGroupArgs answers CreateAutoScalingGroup. Only groups with a
+// LaunchTemplate are supported; mixed instances policies, launch
+// configurations and instance ids are refused.
+func (s *Server) createGroupArgs(f form) error {
+	name := f.get("AutoScalingGroupName")
+	if !f.hasPrefix("LaunchTemplate.") {
+		if f.hasPrefix("MixedInstancesPolicy.") || f.has("LaunchConfigurationName") || f.has("InstanceId") {
+			return validation("awsfake supports only groups created with a LaunchTemplate")
+		}
+		return validation("Valid requests must contain either LaunchTemplate, LaunchConfigurationName, InstanceId or MixedInstancesPolicy parameter.")
+	}
+	minV, hasMin, err := f.int32("MinSize")
+	if err != nil {
+		return err
+	}
+	maxV, hasMax, err := f.int32("MaxSize")
+	if err != nil {
+		return err
+	}
+	if !hasMin || !hasMax {
+		return validation("1 validation error detected: Value null at 'minSize' or 'maxSize' failed to satisfy constraint: Member must not be null")
+	}
+	des, hasDes, err := f.int32("DesiredCapacity")
+	if err != nil {
+		return err
+	}
+	if !hasDes {
+		des = minV // AWS's default
+	}
+	grace, _, err := f.int32("HealthCheckGracePeriod")
+	if err != nil {
+		return err
+	}
+	cooldown, hasCooldown, err := f.int32("DefaultCooldown")
+	if err != nil {
+		return err
+	}
+	if !hasCooldown {
+		cooldown = 300
+	}
+	lt, version, err := s.ltArg(f)
+	if err != nil {
+		return err
+	}
+	spec := GroupSpec{
+		Name: name, Min: minV, Max: maxV, Desired: des,
+		Zones:                            f.list("AvailabilityZones.member"),
+		LaunchTemplateID:                 lt.ID,
+		LaunchTemplateVersion:            version,
+		HealthCheckType:                  f.get("HealthCheckType"),
+		HealthCheckGracePeriod:           grace,
+		DefaultCooldown:                  cooldown,
+		TerminationPolicies:              f.list("TerminationPolicies.member"),
+		CapacityRebalance:                f.boolean("CapacityRebalance"),
+		NewInstancesProtectedFromScaleIn: f.boolean("NewInstancesProtectedFromScaleIn"),
+	}
+	for _, sn := range strings.Split(f.get("VPCZoneIdentifier"), ",") {
+		if sn = strings.TrimSpace(sn); sn != "" {
+			spec.Subnets = append(spec.Subnets, sn)
+		}
+	}
+	for _, t := range f.tagsArg() {
+		if spec.Tags == nil {
+			spec.Tags, spec.NoPropagate = map[string]string{}, map[string]bool{}
+		}
+		spec.Tags[t.key] = t.value
+		if t.propagate {
+			delete(spec.NoPropagate, t.key)
+		} else {
+			spec.NoPropagate[t.key] = true
+		}
+	}
+	return s.createLocked(spec)
+}
+
+// createOrUpdateTags answers CreateOrUpdateTags: all tags are checked
+// before any is set. Instances keep the tags they were launched with.
+func (s *Server) createOrUpdateTags(f form) error {
+	tags := f.tagsArg()
+	for _, t := range tags {
+		if t.resourceType != "auto-scaling-group" {
+			return validation("Invalid resource type %q: the only resource type supported is auto-scaling-group", t.resourceType)
+		}
+		if t.key == "" {
+			return validation("Tag key must not be empty")
+		}
+		if _, err := s.mutableGroup(t.resourceID); err != nil {
+			return err
+		}
+	}
+	for _, t := range tags {
+		g := s.groups[t.resourceID]
+		if g.Tags == nil {
+			g.Tags = map[string]string{}
+		}
+		g.Tags[t.key] = t.value
+		if t.propagate {
+			delete(g.NoPropagate, t.key)
+		} else {
+			if g.NoPropagate == nil {
+				g.NoPropagate = map[string]bool{}
+			}
+			g.NoPropagate[t.key] = true
+		}
+	}
+	if len(tags) > 0 {
+		s.notify()
+	}
+	return nil
 }
 
 func (s *Server) updateGroup(f form) error {
@@ -161,26 +376,9 @@ func (s *Server) updateGroup(f form) error {
 		return validation("Desired capacity:%d must be between the specified min size:%d and max size:%d", next.Desired, next.Min, next.Max)
 	}
 	if f.has("LaunchTemplate.LaunchTemplateId") || f.has("LaunchTemplate.LaunchTemplateName") {
-		id, name := f.get("LaunchTemplate.LaunchTemplateId"), f.get("LaunchTemplate.LaunchTemplateName")
-		var lt *LaunchTemplate
-		if id != "" {
-			lt = s.templates[id]
-		} else {
-			for _, t := range s.templates {
-				if t.Name == name {
-					lt = t
-				}
-			}
-		}
-		if lt == nil {
-			return validation("You must use a valid fully-formed launch template. The specified launch template, with template ID %s, does not exist.", id+name)
-		}
-		v := f.get("LaunchTemplate.Version")
-		if v == "" {
-			v = "$Default"
-		}
-		if _, ok := lt.resolve(v); !ok {
-			return validation("You must use a valid fully-formed launch template. The specified launch template version %s for launch template %s does not exist.", v, lt.ID)
+		lt, v, err := s.ltArg(f)
+		if err != nil {
+			return err
 		}
 		next.LaunchTemplateID, next.LaunchTemplateVersion = lt.ID, v
 	}
@@ -212,14 +410,12 @@ func (s *Server) setDesired(f form) error {
 	return nil
 }
 
-func (s *Server) terminateInGroup(f form) ([]*node, error) {
-	id := f.get("InstanceId")
+func (s *Server) terminateInGroupLocked(id string, decrement bool) ([]*node, error) {
 	in := s.instances[id]
-	if in == nil || in.Lifecycle == LifecycleTerminated {
+	if in == nil || in.Lifecycle == LifecycleTerminated || s.groups[in.Group] == nil {
 		return nil, validation("Instance Id not found - No managed instance found for instance ID: %s", id)
 	}
 	g := s.groups[in.Group]
-	decrement := f.boolean("ShouldDecrementDesiredCapacity")
 	if active(in) {
 		if decrement {
 			if g.Desired <= g.Min {
@@ -237,6 +433,10 @@ func (s *Server) terminateInGroup(f form) ([]*node, error) {
 	if decrement {
 		cause = fmt.Sprintf("At %s instance %s was taken out of service in response to a user request, shrinking the capacity from %d to %d.", now.Format(time.RFC3339), id, g.Desired+1, g.Desired)
 	}
+	subnet := in.subnet
+	if subnet == "" {
+		subnet = "subnet-0"
+	}
 	return []*node{el("Activity",
 		txt("ActivityId", requestID()),
 		txt("AutoScalingGroupName", g.Name),
@@ -245,6 +445,6 @@ func (s *Server) terminateInGroup(f form) ([]*node, error) {
 		txt("StartTime", now.Format(timeFormat)),
 		txt("StatusCode", "InProgress"),
 		num("Progress", 0),
-		txt("Details", `{"Subnet ID":"subnet-0","Availability Zone":"`+in.Zone+`"}`),
+		txt("Details", `{"Subnet ID":"`+subnet+`","Availability Zone":"`+in.Zone+`"}`),
 	)}, nil
 }

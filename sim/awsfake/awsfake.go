@@ -10,11 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +45,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Addr is the listen address; default "127.0.0.1:0".
 	Addr string
+	// MaxGroups is the account's Auto Scaling group quota that
+	// DescribeAccountLimits reports and group creation enforces; default 200.
+	MaxGroups int
 }
 
 // EC2 instance states and Auto Scaling lifecycle states used here.
@@ -90,31 +96,58 @@ type TemplateVersion struct {
 
 // GroupSpec describes an Auto Scaling group to create.
 type GroupSpec struct {
-	Name                  string
-	Min, Max, Desired     int32
-	Zones                 []string
+	Name              string
+	Min, Max, Desired int32
+	// Zones are where instances go. With Subnets they may be left empty:
+	// the zones are then the subnets'.
+	Zones []string
+	// Subnets make the group's VPCZoneIdentifier; the fake's subnets are
+	// named after their zone (Subnet). None means no VPCZoneIdentifier.
+	Subnets               []string
 	LaunchTemplateID      string
 	LaunchTemplateVersion string // number, "$Latest" or "$Default"; default "$Default"
+	// Tags are the group's tags. Those not in NoPropagate are copied to
+	// the instances it launches (PropagateAtLaunch).
+	Tags        map[string]string
+	NoPropagate map[string]bool
+	// HealthCheckType defaults to "EC2". CreateGroup turns a zero
+	// HealthCheckGracePeriod or DefaultCooldown into 300 (the console's
+	// defaults); CreateAutoScalingGroup keeps what it is sent (AWS
+	// defaults: 0 and 300).
+	HealthCheckType        string
+	HealthCheckGracePeriod int32
+	DefaultCooldown        int32
+	TerminationPolicies    []string // default ["Default"]; reported, not applied
+	// Reported as set; the fake does not act on them.
+	CapacityRebalance, NewInstancesProtectedFromScaleIn bool
 }
+
+// StatusDeleting is a group's Status while a forced delete terminates its
+// instances, as DescribeAutoScalingGroups reports it.
+const StatusDeleting = "Delete in progress"
 
 // Group is a snapshot of an Auto Scaling group.
 type Group struct {
 	GroupSpec
 	Created   time.Time
+	Status    string     // "" or StatusDeleting
 	Instances []Instance // members, terminating ones included
 }
 
 type group struct {
 	GroupSpec
-	created time.Time
-	members []string  // instance ids, in launch order
-	retryAt time.Time // no launches before this, after a failed one
+	created  time.Time
+	members  []string  // instance ids, in launch order
+	retryAt  time.Time // no launches before this, after a failed one
+	deleting bool      // a forced delete waits for the members to go
 }
 
 type instance struct {
 	Instance
-	launched chan struct{} // closed when the launch attempt has finished
-	ok       bool          // OnLaunch succeeded, so OnTerminate is owed
+	launched chan struct{}     // closed when the launch attempt has finished
+	ok       bool              // OnLaunch succeeded, so OnTerminate is owed
+	tags     map[string]string // the group's propagated tags at launch
+	subnet   string            // "" when the group has no subnets
 }
 
 // Image is a registered AMI.
@@ -146,6 +179,7 @@ type Server struct {
 	instances map[string]*instance
 	images    map[string]*Image
 	seq       int64
+	nodes     *NodeOptions // what StartWithKube was given, if it started this Server
 }
 
 // servers numbers the Servers of a process: the number is the second octet
@@ -166,6 +200,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
+	}
+	if opts.MaxGroups == 0 {
+		opts.MaxGroups = 200
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
@@ -300,18 +337,16 @@ func (s *Server) AddLaunchTemplateVersion(id, imageID string) (int64, error) {
 }
 
 // CreateGroup creates an Auto Scaling group; the reconcile loop then
-// launches its desired instances.
+// launches its desired instances. It checks what CreateAutoScalingGroup
+// checks and fails with the same messages.
 func (s *Server) CreateGroup(g GroupSpec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g.Name == "" || len(g.Zones) == 0 {
-		return fmt.Errorf("group needs a name and at least one zone")
+	if g.HealthCheckGracePeriod == 0 {
+		g.HealthCheckGracePeriod = 300
 	}
-	if s.groups[g.Name] != nil {
-		return fmt.Errorf("group %q already exists", g.Name)
-	}
-	if g.Min > g.Desired || g.Desired > g.Max {
-		return fmt.Errorf("group %q: want min <= desired <= max, got %d, %d, %d", g.Name, g.Min, g.Desired, g.Max)
+	if g.DefaultCooldown == 0 {
+		g.DefaultCooldown = 300
 	}
 	if g.LaunchTemplateVersion == "" {
 		g.LaunchTemplateVersion = "$Default"
@@ -323,10 +358,179 @@ func (s *Server) CreateGroup(g GroupSpec) error {
 	if _, ok := lt.resolve(g.LaunchTemplateVersion); !ok {
 		return fmt.Errorf("launch template %q has no version %q", g.LaunchTemplateID, g.LaunchTemplateVersion)
 	}
-	g.Zones = slices.Clone(g.Zones)
+	return s.createLocked(g)
+}
+
+// zoneRE matches AWS zone names such as us-east-1a.
+var zoneRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]$`)
+
+// Subnet is the id of the fake's subnet in an AWS zone: the fake has one
+// subnet per zone, named after it (subnet-us-east-1a).
+func Subnet(zone string) string { return "subnet-" + zone }
+
+// subnetZone is the inverse of Subnet; only ids of that form exist.
+func subnetZone(id string) (string, bool) {
+	z, ok := strings.CutPrefix(id, "subnet-")
+	return z, ok && zoneRE.MatchString(z)
+}
+
+// createLocked validates and stores a group whose launch template the
+// caller has resolved; errors are AWS's.
+func (s *Server) createLocked(g GroupSpec) error {
+	if g.Name == "" {
+		return validation("1 validation error detected: Value null at 'autoScalingGroupName' failed to satisfy constraint: Member must not be null")
+	}
+	if s.groups[g.Name] != nil {
+		// A group being deleted still holds its name, as in AWS.
+		return &apiError{status: http.StatusBadRequest, code: "AlreadyExists",
+			message: fmt.Sprintf("AutoScalingGroup by this name already exists - A group with the name %s already exists", g.Name)}
+	}
+	if g.Min > g.Max {
+		return validation("Max bound, %d, must be greater than or equal to min bound, %d", g.Max, g.Min)
+	}
+	if g.Desired < g.Min || g.Desired > g.Max {
+		return validation("Desired capacity:%d must be between the specified min size:%d and max size:%d", g.Desired, g.Min, g.Max)
+	}
+	zones := slices.Clone(g.Zones)
+	if len(g.Subnets) > 0 {
+		zones = nil
+		for _, sn := range g.Subnets {
+			z, ok := subnetZone(sn)
+			if !ok {
+				return validation("The subnet ID '%s' does not exist", sn)
+			}
+			if len(g.Zones) > 0 && !slices.Contains(g.Zones, z) {
+				return validation("The availability zones of the specified subnets and the Auto Scaling group do not match")
+			}
+			if !slices.Contains(zones, z) {
+				zones = append(zones, z)
+			}
+		}
+	}
+	if len(zones) == 0 {
+		return validation("At least one Availability Zone or VPC Subnet is required.")
+	}
+	if len(s.groups) >= s.opts.MaxGroups {
+		return &apiError{status: http.StatusBadRequest, code: "LimitExceeded",
+			message: fmt.Sprintf("You have reached your limit of %d Auto Scaling groups in this Region.", s.opts.MaxGroups)}
+	}
+	if g.HealthCheckType == "" {
+		g.HealthCheckType = "EC2"
+	}
+	if len(g.TerminationPolicies) == 0 {
+		g.TerminationPolicies = []string{"Default"}
+	}
+	g.Zones = zones
+	g.Subnets = slices.Clone(g.Subnets)
+	g.TerminationPolicies = slices.Clone(g.TerminationPolicies)
+	g.Tags = maps.Clone(g.Tags)
+	g.NoPropagate = maps.Clone(g.NoPropagate)
 	s.groups[g.Name] = &group{GroupSpec: g, created: time.Now().UTC()}
 	s.notify()
 	return nil
+}
+
+// DeleteGroup deletes a group as DeleteAutoScalingGroup does: a group with
+// instances needs force, which terminates them all (OnTerminate runs for
+// each) and removes the group once they are gone; until then it is
+// described with Status StatusDeleting.
+func (s *Server) DeleteGroup(name string, force bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deleteLocked(name, force)
+}
+
+func (s *Server) deleteLocked(name string, force bool) error {
+	g := s.groups[name]
+	if g == nil {
+		return validation("AutoScalingGroup name not found - AutoScalingGroup '%s' not found", name)
+	}
+	if g.deleting {
+		return nil // already on its way out
+	}
+	if !force {
+		if len(g.members) > 0 {
+			return &apiError{status: http.StatusBadRequest, code: "ResourceInUse",
+				message: "You cannot delete an AutoScalingGroup while there are instances or pending Spot instance request(s) still in the group."}
+		}
+		if g.Desired > 0 {
+			// A launch is owed: AWS has a scaling activity in progress.
+			return &apiError{status: http.StatusBadRequest, code: "ScalingActivityInProgress",
+				message: "You cannot delete an AutoScalingGroup while there are scaling activities in progress for that group."}
+		}
+	}
+	// AWS zeroes the sizes of a group it force-deletes.
+	g.deleting = true
+	g.Min, g.Max, g.Desired = 0, 0, 0
+	for _, id := range slices.Clone(g.members) {
+		if in := s.instances[id]; active(in) {
+			s.terminateLocked(in)
+		}
+	}
+	s.dropIfGoneLocked(g)
+	s.notify()
+	return nil
+}
+
+// dropIfGoneLocked removes a group being deleted once its last member is.
+func (s *Server) dropIfGoneLocked(g *group) {
+	if g.deleting && len(g.members) == 0 && s.groups[g.Name] == g {
+		delete(s.groups, g.Name)
+		s.logf("awsfake: deleted group %s", g.Name)
+	}
+}
+
+// Groups returns the names of the groups, those being deleted included,
+// sorted.
+func (s *Server) Groups() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.groups))
+}
+
+// GroupTags returns a group's tags (key to value), nil if there is no such
+// group.
+func (s *Server) GroupTags(name string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[name]
+	if g == nil {
+		return nil
+	}
+	out := maps.Clone(g.Tags)
+	if out == nil {
+		out = map[string]string{}
+	}
+	return out
+}
+
+// WaitDeleted waits until the group no longer exists.
+func (s *Server) WaitDeleted(ctx context.Context, name string) error {
+	for {
+		s.mu.Lock()
+		ch, gone := s.changed, s.groups[name] == nil
+		s.mu.Unlock()
+		if gone {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("group %q not deleted: %w", name, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// TerminateInstance terminates a group's instance as
+// TerminateInstanceInAutoScalingGroup does: with decrement the desired
+// capacity goes down by one (an error at the group's min), else the group
+// launches a replacement. Terminating an instance already on its way out
+// does nothing.
+func (s *Server) TerminateInstance(id string, decrement bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.terminateInGroupLocked(id, decrement)
+	return err
 }
 
 // SetDesired changes a group's desired capacity as the cluster autoscaler
@@ -337,6 +541,9 @@ func (s *Server) SetDesired(name string, desired int32) error {
 	g := s.groups[name]
 	if g == nil {
 		return fmt.Errorf("group %q not found", name)
+	}
+	if g.deleting {
+		return fmt.Errorf("group %q is being deleted", name)
 	}
 	g.Desired = desired
 	g.Max = max(g.Max, desired)
@@ -353,7 +560,14 @@ func (s *Server) Group(name string) (Group, bool) {
 		return Group{}, false
 	}
 	out := Group{GroupSpec: g.GroupSpec, Created: g.created}
+	if g.deleting {
+		out.Status = StatusDeleting
+	}
 	out.Zones = slices.Clone(g.Zones)
+	out.Subnets = slices.Clone(g.Subnets)
+	out.TerminationPolicies = slices.Clone(g.TerminationPolicies)
+	out.Tags = maps.Clone(g.Tags)
+	out.NoPropagate = maps.Clone(g.NoPropagate)
 	for _, id := range g.members {
 		out.Instances = append(out.Instances, s.instances[id].Instance)
 	}
@@ -521,7 +735,20 @@ func (s *Server) launchLocked(g *group, zone string) *instance {
 	v := lt.Versions[vn-1]
 	s.seq++
 	ip := fmt.Sprintf("10.%d.%d.%d", s.index%256, (s.seq/250)%250, s.seq%250+2)
-	in := &instance{Instance: Instance{
+	tags := map[string]string{}
+	for k, v := range g.Tags {
+		if !g.NoPropagate[k] {
+			tags[k] = v
+		}
+	}
+	subnet := ""
+	for _, sn := range g.Subnets {
+		if z, _ := subnetZone(sn); z == zone {
+			subnet = sn
+			break
+		}
+	}
+	in := &instance{tags: tags, subnet: subnet, Instance: Instance{
 		ID:                    fmt.Sprintf("i-%017x", s.idBase()+0x0f00000+uint64(s.seq)),
 		Group:                 g.Name,
 		Zone:                  zone,
@@ -642,6 +869,7 @@ func (s *Server) removeLocked(in *instance) {
 	in.State, in.Lifecycle = StateTerminated, LifecycleTerminated
 	if g := s.groups[in.Group]; g != nil {
 		g.members = slices.DeleteFunc(g.members, func(id string) bool { return id == in.ID })
+		s.dropIfGoneLocked(g)
 	}
 	s.notify()
 }

@@ -1,6 +1,7 @@
 package awsfake
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -184,20 +185,30 @@ func (s *Server) describeInstances(f form) ([]*node, error) {
 				txt("launchTime", in.LaunchTime.Format(timeFormat)),
 				el("placement", txt("availabilityZone", in.Zone), txt("tenancy", "default")),
 				el("tagSet", tagItems...),
-			)),
+			).add(subnetNode(in))),
 		))
 	}
 	return []*node{el("reservationSet", items...)}, nil
 }
 
-// tags are the ones EC2 and Auto Scaling put on a group's instances.
+// tags are the ones EC2 and Auto Scaling put on a group's instances: the
+// group's propagated tags, Name (the group's, unless it propagates one) and
+// the aws: ones, which no user tag can override.
 func tags(in *instance) map[string]string {
-	return map[string]string{
-		"aws:autoscaling:groupName":     in.Group,
-		"aws:ec2launchtemplate:id":      in.LaunchTemplateID,
-		"aws:ec2launchtemplate:version": in.LaunchTemplateVersion,
-		"Name":                          in.Group,
+	t := map[string]string{"Name": in.Group}
+	maps.Copy(t, in.tags)
+	t["aws:autoscaling:groupName"] = in.Group
+	t["aws:ec2launchtemplate:id"] = in.LaunchTemplateID
+	t["aws:ec2launchtemplate:version"] = in.LaunchTemplateVersion
+	return t
+}
+
+// subnetNode is the instance's subnetId, if its group has subnets.
+func subnetNode(in *instance) *node {
+	if in.subnet == "" {
+		return nil
 	}
+	return txt("subnetId", in.subnet)
 }
 
 func stateCode(state string) int {

@@ -110,6 +110,17 @@ func (f form) get(k string) string { return url.Values(f).Get(k) }
 
 func (f form) has(k string) bool { _, ok := f[k]; return ok }
 
+// hasPrefix reports whether any parameter starts with p, e.g. a member of
+// a structure ("LaunchTemplate.").
+func (f form) hasPrefix(p string) bool {
+	for k := range f {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // list reads prefix.1, prefix.2, ... (EC2) or prefix.member.1, ... (Auto
 // Scaling: pass "Name.member").
 func (f form) list(prefix string) []string {

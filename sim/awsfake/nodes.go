@@ -23,8 +23,12 @@ const (
 
 // NodeOptions say what node KubeNodes makes for an instance.
 type NodeOptions struct {
-	// GroupLabelKey is the node-group label; default NodeGroupLabel. Empty
-	// GroupLabelValues[group] means the label value is the group's name.
+	// GroupLabelKey is the node-group label; default NodeGroupLabel. Its
+	// value is GroupLabelValues[group] if set, else the name of the
+	// instance's launch template, else the group's name. The template
+	// stands for its user data: on a self-managed node group the label is
+	// set by the bootstrap's --kubelet-extra-args, so a group cloned with
+	// the same template (blue/green) labels its nodes with the same value.
 	GroupLabelKey    string
 	GroupLabelValues map[string]string
 	// NoEKSLabels leaves out the eks.amazonaws.com image and source launch
@@ -64,6 +68,9 @@ func (o NodeOptions) NodeLabels(in Instance) map[string]string {
 		key = NodeGroupLabel
 	}
 	val := o.GroupLabelValues[in.Group]
+	if val == "" {
+		val = in.LaunchTemplateName
+	}
 	if val == "" {
 		val = in.Group
 	}

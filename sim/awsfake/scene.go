@@ -25,7 +25,14 @@ func StartWithKube(ctx context.Context, c kubernetes.Interface, opts Options, no
 		return nil, errors.New("awsfake: StartWithKube sets OnLaunch and OnTerminate itself")
 	}
 	opts.OnLaunch, opts.OnTerminate = KubeNodes(c, nodes)
-	return Start(ctx, opts)
+	s, err := Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.nodes = &nodes // RunAutoscaler's default
+	s.mu.Unlock()
+	return s, nil
 }
 
 // NodeGroupSpec describes a ready-made node group: a launch template and an
@@ -43,13 +50,18 @@ type NodeGroupSpec struct {
 	// VersionSpec is how the group names its launch template version:
 	// "$Default" (the default), "$Latest" or a number such as "1".
 	VersionSpec string
+	// Subnets and Tags are the group's (see GroupSpec); with Subnets,
+	// Zones may be left empty.
+	Subnets []string
+	Tags    map[string]string
 }
 
-// NodeGroup creates a launch template (version 1 with spec.ImageID) and an
-// Auto Scaling group of spec.Size instances spread over spec.Zones, then
-// waits until the group is stable and every instance's node (found by its
-// provider ID, so any node naming works) exists in c and is Ready. It
-// returns the launch template's id.
+// NodeGroup creates a launch template named spec.Name (version 1 with
+// spec.ImageID; the name is also the nodes' node-group label value, see
+// NodeOptions) and an Auto Scaling group of spec.Size instances spread over
+// spec.Zones, then waits until the group is stable and every instance's
+// node (found by its provider ID, so any node naming works) exists in c
+// and is Ready. It returns the launch template's id.
 //
 // The Server must turn instances into nodes of c (StartWithKube, or
 // KubeNodes by hand); with NodeOptions.NotReady true for an instance,
@@ -66,8 +78,8 @@ func (s *Server) NodeGroup(ctx context.Context, c kubernetes.Interface, spec Nod
 	}
 	ltID := s.CreateLaunchTemplate(spec.Name, spec.ImageID, spec.InstanceType)
 	err := s.CreateGroup(GroupSpec{
-		Name: spec.Name, Min: spec.Min, Max: spec.Max, Desired: spec.Size, Zones: spec.Zones,
-		LaunchTemplateID: ltID, LaunchTemplateVersion: spec.VersionSpec,
+		Name: spec.Name, Min: spec.Min, Max: spec.Max, Desired: spec.Size, Zones: spec.Zones, Subnets: spec.Subnets,
+		LaunchTemplateID: ltID, LaunchTemplateVersion: spec.VersionSpec, Tags: spec.Tags,
 	})
 	if err != nil {
 		// No half-made scene: a retry with a fixed spec starts clean.

@@ -1,0 +1,292 @@
+package e2e
+
+import (
+	"bufio"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// background is a plugin run whose output lines are read as they come.
+type background struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	out   strings.Builder
+	lines chan string
+	done  chan struct{}
+	code  int
+}
+
+func startBackground(t *testing.T, cmd *exec.Cmd) *background {
+	t.Helper()
+	b := &background{cmd: cmd, lines: make(chan string, 1000), done: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			b.mu.Lock()
+			b.out.WriteString(sc.Text() + "\n")
+			b.mu.Unlock()
+			select {
+			case b.lines <- sc.Text():
+			default:
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		err := cmd.Wait()
+		b.mu.Lock()
+		b.out.WriteString(stderr.String())
+		b.code = 0
+		if cmd.ProcessState != nil {
+			b.code = cmd.ProcessState.ExitCode()
+		}
+		if err != nil && b.code == 0 {
+			b.code = -1
+		}
+		b.mu.Unlock()
+		close(b.lines)
+		close(b.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-b.done
+	})
+	return b
+}
+
+// waitFor reads lines until one contains s; false if the run ended first.
+func (b *background) waitFor(s string) bool {
+	for line := range b.lines {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *background) wait(t *testing.T, d time.Duration) (int, string) {
+	t.Helper()
+	go func() {
+		for range b.lines { //nolint:revive // drain so the reader never blocks
+		}
+	}()
+	select {
+	case <-b.done:
+	case <-time.After(d):
+		t.Fatalf("the run did not end within %s:\n%s", d, b.output())
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.code, b.out.String()
+}
+
+func (b *background) output() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.out.String()
+}
+
+// assertGreenServes checks that blue's group is gone and the node group
+// runs on green: every node of it on launch template version 2.
+func (g *awsGroup) assertGreenServes(t *testing.T, green string) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	if slices.Contains(g.srv.Groups(), g.name) {
+		t.Errorf("blue Auto Scaling group %q still exists", g.name)
+	}
+	if err := g.srv.WaitStable(ctx, green); err != nil {
+		t.Fatal(err)
+	}
+	gr, ok := g.srv.Group(green)
+	if !ok || gr.Desired != g.original.Desired {
+		t.Fatalf("green %q: %+v, want %d instances", green, gr.GroupSpec, g.original.Desired)
+	}
+	nodes := groupNodes(t, ctx, groupKey, g.name)
+	if len(nodes) != int(g.original.Desired) {
+		t.Errorf("the node group has %d nodes, want %d (green's)", len(nodes), g.original.Desired)
+	}
+	for _, n := range nodes {
+		if n.Labels["eks.amazonaws.com/sourceLaunchTemplateVersion"] != "2" || n.Spec.Unschedulable {
+			t.Errorf("node %q: version %q, cordoned %v; want green's version 2, schedulable", n.Name, n.Labels["eks.amazonaws.com/sourceLaunchTemplateVersion"], n.Spec.Unschedulable)
+		}
+		if _, ok := n.Annotations[scaleDownDisabled]; ok {
+			t.Errorf("node %q still has %s", n.Name, scaleDownDisabled)
+		}
+	}
+	if err := scenario.WaitAppsReady(ctx, client, g.name); err != nil {
+		t.Errorf("workloads not Ready on green: %v", err)
+	}
+}
+
+func TestAWSBlueGreenCreatedByTheTool(t *testing.T) {
+	const name = "aws-bg"
+	g := setupAWSGroup(t, name, 6,
+		scenario.App{Name: "web", Replicas: 6, MinAvailable: num(4)},
+		scenario.App{Name: "api", Replicas: 3, MaxUnavailable: num(1)},
+	)
+	ctx := testContext(t, 10*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", name, "--strategy", "blue-green", "--ami", "ami-new", "--batch-node-count", "2", "--batch-soak", "4s", "--node-pool-soak", "1h", "--post-drain-wait", "0s", "--yes"}
+	pl := g.run(t, append([]string{"plan"}, args[1:len(args)-3]...)...)
+	for _, want := range []string{"CreateGreen", "3 batches of up to 2 nodes, 4s soak between batches", "Soak      1h0m0s"} {
+		if !strings.Contains(pl.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, pl.stdout)
+		}
+	}
+	run := startBackground(t, g.cmd(sim.Kubeconfig, args...))
+	start := time.Now()
+	if !run.waitFor("node pool soak: 1h0m0s") {
+		t.Fatalf("the run never reached the soak:\n%s", run.output())
+	}
+	out := run.output()
+	if n := strings.Count(out, "soak: 4s"); n != 2 {
+		t.Errorf("want the 4s batch soak twice (between 3 batches), saw %d:\n%s", n, out)
+	}
+	st := g.run(t, "status", name)
+	if !strings.Contains(st.stdout, "soaking until") || !strings.Contains(st.stdout, "green Auto Scaling group \"aws-bg-v2\"") {
+		t.Errorf("status during the soak does not show it: %s", st)
+	}
+	// Not soaking yet is refused; soaking, complete ends it.
+	if c := g.run(t, "complete", name); c.code != 0 {
+		t.Fatalf("complete: %s", c)
+	}
+	code, out := run.wait(t, 5*time.Minute)
+	t.Logf("blue/green of 6 nodes in 3 batches: %s until complete ended the soak", time.Since(start).Round(time.Second))
+	if code != 0 {
+		t.Fatalf("run exit %d:\n%s", code, out)
+	}
+	for _, v := range watcher.Stop() {
+		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
+	}
+	if !strings.Contains(out, "soak ended by complete") {
+		t.Errorf("the run does not say complete ended the soak:\n%s", out)
+	}
+	g.assertGreenServes(t, name+"-v2")
+	if r := g.run(t, "rollback", name, "--yes"); r.code != 2 || !oneLine(r.stderr) {
+		t.Errorf("rollback after blue was deleted must exit 2 with one line: %s", r)
+	}
+}
+
+func TestAWSBlueGreenRollbackDuringTheDrain(t *testing.T) {
+	const name = "aws-bg-rollback"
+	g := setupAWSGroup(t, name, 3,
+		scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)},
+	)
+	ctx := testContext(t, 10*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--strategy", "blue-green", "--ami", "ami-new", "--batch-node-count", "1", "--batch-soak", "2m", "--post-drain-wait", "0s", "--yes"))
+	if !run.waitFor("batch 1/3: soak") {
+		t.Fatalf("the run never reached the first batch soak:\n%s", run.output())
+	}
+	if r := g.run(t, "rollback", name); r.code != 0 {
+		t.Fatalf("rollback: %s", r)
+	}
+	code, out := run.wait(t, 5*time.Minute)
+	if code != 0 || !strings.Contains(out, "rolled back") {
+		t.Fatalf("run exit %d, want 0 having rolled back:\n%s", code, out)
+	}
+	for _, v := range watcher.Stop() {
+		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
+	}
+	if slices.Contains(g.srv.Groups(), name+"-v2") {
+		t.Errorf("green was not deleted: %v", g.srv.Groups())
+	}
+	gr, _ := g.srv.Group(name)
+	if gr.Min != g.original.Min || gr.Desired != g.original.Desired || gr.Max != g.original.Max {
+		t.Errorf("blue sizes %d/%d/%d, want the original %d/%d/%d", gr.Min, gr.Desired, gr.Max, g.original.Min, g.original.Desired, g.original.Max)
+	}
+	for _, n := range groupNodes(t, ctx, groupKey, name) {
+		if n.Spec.Unschedulable {
+			t.Errorf("blue node %q left cordoned", n.Name)
+		}
+	}
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Errorf("workloads not back on blue: %v", err)
+	}
+}
+
+func TestAWSBlueGreenCancelKillResume(t *testing.T) {
+	const name = "aws-bg-resume"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--strategy", "blue-green", "--ami", "ami-new", "--batch-node-count", "1", "--batch-soak", "5s", "--node-pool-soak", "2s", "--post-drain-wait", "0s", "--yes"))
+	if !run.waitFor("batch 1/3: soak") {
+		t.Fatalf("the run never reached a batch soak:\n%s", run.output())
+	}
+	if r := g.run(t, "cancel", name); r.code != 0 {
+		t.Fatalf("cancel: %s", r)
+	}
+	code, out := run.wait(t, time.Minute)
+	if code != 8 || !strings.Contains(out, "paused by cancel") {
+		t.Fatalf("the cancelled run must stop with exit 8 saying it paused; exit %d:\n%s", code, out)
+	}
+	// A plain run is refused while paused, and so is complete outside a soak.
+	if r := g.run(t, "run", name, "--strategy", "blue-green", "--ami", "ami-new", "--yes"); r.code != 2 || !strings.Contains(r.stderr, "paused") {
+		t.Errorf("run on a paused group must exit 2: %s", r)
+	}
+	// Resume, killed at once, then resumed again: it finishes.
+	first := startBackground(t, g.cmd(sim.Kubeconfig, "resume", name, "--yes"))
+	if !first.waitFor("resuming the run") {
+		t.Fatalf("resume did not start:\n%s", first.output())
+	}
+	_ = first.cmd.Process.Signal(syscall.SIGKILL)
+	first.wait(t, time.Minute)
+	r := g.run(t, "resume", name, "--yes")
+	if r.code != 0 {
+		t.Fatalf("second resume: %s", r)
+	}
+	g.assertGreenServes(t, name+"-v2")
+}
+
+func TestAWSRefusedControlsExitTwo(t *testing.T) {
+	g := setupAWSGroup(t, "aws-controls", 1)
+	ctx := testContext(t, time.Minute)
+	store := &state.Store{Client: client, Namespace: "kube-system"}
+	for _, tc := range []struct {
+		name, action string
+		rec          state.Record
+		want         string
+	}{
+		{"cancel during blue deletion", "cancel", state.Record{Strategy: "blue-green", Phase: "DeleteBlue"}, "cannot be paused"},
+		{"complete when not soaking", "complete", state.Record{Strategy: "blue-green", Phase: "Drain"}, "not soaking"},
+		{"rollback during blue deletion", "rollback", state.Record{Strategy: "blue-green", Phase: "DeleteBlue"}, "cannot roll back"},
+		{"rollback of an eks run", "rollback", state.Record{Strategy: "eks", Phase: "Drain"}, "supports blue-green"},
+		{"resume with nothing recorded", "resume", state.Record{}, "no unfinished run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			group := "ctl-" + strings.ReplaceAll(tc.name, " ", "-")
+			if tc.rec.Phase != "" {
+				rec := tc.rec
+				rec.NodeGroup, rec.StartedAt = group, time.Now()
+				if err := store.Save(ctx, &rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := g.run(t, tc.action, group)
+			if r.code != 2 || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit 2 with one line mentioning %q, got %s", tc.want, r)
+			}
+		})
+	}
+}
