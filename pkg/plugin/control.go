@@ -178,6 +178,7 @@ func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, rollback 
 	if err := ro.Complete(cmd, cmd.Flags().Args()); err != nil {
 		return err
 	}
+	ro.args = rec.Args // what the record says, not this command's view of it
 	if err := ro.Validate(); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
@@ -99,5 +100,27 @@ func TestVersion(t *testing.T) {
 	stdout, _, code := execute(t, "version")
 	if code != 0 || !strings.HasPrefix(stdout, "kubectl-nodeupgrade ") {
 		t.Fatalf("version printed %q, exit %d", stdout, code)
+	}
+}
+
+func TestRecordedArgsRepeatTheRun(t *testing.T) {
+	root := NewCmdNodeUpgrade(genericiooptions.NewTestIOStreamsDiscard())
+	var got []string
+	for _, c := range root.Commands() {
+		if c.Name() != "run" {
+			continue
+		}
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			got = recordedArgs(cmd)
+			return nil
+		}
+	}
+	root.SetArgs([]string{"run", "ng", "--kubeconfig", "/k", "--strategy", "blue-green", "--ami", "ami-1", "--target-label", "a=b", "--target-label", "c=d", "--yes", "--batch-soak", "5s"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ng", "--ami=ami-1", "--batch-soak=5s", "--strategy=blue-green", "--target-label=a=b", "--target-label=c=d"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("recorded %q, want %q (no connection flags, no --yes)", got, want)
 	}
 }

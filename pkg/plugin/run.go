@@ -406,9 +406,10 @@ func withoutDone(saved, fresh *plan.Plan, done map[string]bool) *plan.Plan {
 // flags that only shape this invocation are left out.
 func recordedArgs(cmd *cobra.Command) []string {
 	skip := map[string]bool{"yes": true, "dry-run": true, "no-wait": true, "output": true}
+	inherited := cmd.InheritedFlags()
 	var args []string
-	cmd.LocalNonPersistentFlags().Visit(func(f *pflag.Flag) {
-		if skip[f.Name] {
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if skip[f.Name] || inherited.Lookup(f.Name) != nil {
 			return
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {

@@ -239,7 +239,7 @@ func (e *Engine) waitNewNodesN(ctx context.Context, cr *state.CloudRecord, zones
 	if len(zones) > 0 {
 		where = " in zones " + quoteAll(zones)
 	}
-	e.logf("waiting up to %s for %d new nodes of launch template version %s to be Ready%s", e.cfg.RoomTimeout, cr.ScaleUp, cr.TargetVersion, where)
+	e.logf("waiting up to %s for the new nodes of launch template version %s to be Ready%s (%d machines in all)", e.cfg.RoomTimeout, cr.TargetVersion, where, wanted)
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.RoomTimeout)
 	defer cancel()
 	var st newNodes

@@ -256,6 +256,7 @@ func TestAWSBlueGreenCancelKillResume(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("second resume: %s", r)
 	}
+	t.Logf("second resume:\n%s", r.stdout)
 	g.assertGreenServes(t, name+"-v2")
 }
 
