@@ -68,18 +68,7 @@ func setupAWSGroup(t *testing.T, name string, size int32, apps ...scenario.App) 
 	}
 	spec, _ := srv.Group(name)
 	g.original = spec.GroupSpec
-	for _, a := range apps {
-		a.Namespace = name
-		a.NodeSelector = map[string]string{groupKey: name}
-		if err := scenario.CreateApp(ctx, client, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(apps) > 0 {
-		if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createPinnedApps(t, ctx, name, apps)
 	// Watch the group's desired capacity for the whole test: a re-run must
 	// never inflate it past the first scale-up.
 	watchCtx, stop := context.WithCancel(context.Background())
@@ -250,9 +239,7 @@ func TestAWSUpgradeToNewAMI(t *testing.T) {
 	if strings.Contains(run.stderr, "warning") {
 		t.Errorf("the run warned (missing permission?): %s", run.stderr)
 	}
-	for _, v := range violations {
-		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
-	}
+	assertNoViolations(t, violations)
 	for _, want := range []string{"scaling Auto Scaling group", "new nodes Ready", "scale-down: removing node", "is back to desired 9, max 10"} {
 		if !strings.Contains(run.stdout, want) {
 			t.Errorf("run output lacks %q:\n%s", want, run.stdout)
@@ -595,9 +582,7 @@ func TestAWSSurge(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("run failed: %s", r)
 			}
-			for _, v := range violations {
-				t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
-			}
+			assertNoViolations(t, violations)
 			if runs := g.zoneRuns(); !slices.Equal(runs, awsZones) {
 				t.Errorf("old instances went zone by zone as %v, want %v one zone at a time", runs, awsZones)
 			}

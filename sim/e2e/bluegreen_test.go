@@ -174,9 +174,7 @@ func TestAWSBlueGreenCreatedByTheTool(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d:\n%s", code, out)
 	}
-	for _, v := range watcher.Stop() {
-		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
-	}
+	assertNoViolations(t, watcher.Stop())
 	if !strings.Contains(out, "soak ended by complete") {
 		t.Errorf("the run does not say complete ended the soak:\n%s", out)
 	}
@@ -207,9 +205,7 @@ func TestAWSBlueGreenRollbackDuringTheDrain(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "rolled back") {
 		t.Fatalf("run exit %d, want 0 having rolled back:\n%s", code, out)
 	}
-	for _, v := range watcher.Stop() {
-		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
-	}
+	assertNoViolations(t, watcher.Stop())
 	if slices.Contains(g.srv.Groups(), name+"-v2") {
 		t.Errorf("green was not deleted: %v", g.srv.Groups())
 	}

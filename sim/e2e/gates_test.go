@@ -138,9 +138,7 @@ func TestZoneBalancedOrderKeepsReplicasApart(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("run failed: %s", r)
 	}
-	for _, v := range violations {
-		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
-	}
+	assertNoViolations(t, violations)
 	assertUpgraded(t, name, 2)
 }
 
@@ -237,9 +235,7 @@ func TestRunWaitsForRoomInsteadOfEvictingIntoPending(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run failed after capacity arrived: %v\n%s", err, out.String())
 	}
-	for _, v := range violations {
-		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
-	}
+	assertNoViolations(t, violations)
 	assertUpgraded(t, name, 1)
 
 	// The run left its history as Events on the nodes.

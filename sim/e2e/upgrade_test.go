@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -47,6 +48,14 @@ func setupGroup(t *testing.T, name string, outdated, current int, apps ...scenar
 	if err != nil {
 		t.Fatal(err)
 	}
+	createPinnedApps(t, ctx, name, apps)
+	return oldNodes, newNodes
+}
+
+// createPinnedApps creates apps in namespace name, pinned to the nodes of
+// group name so tests sharing the cluster do not mix, and waits for them.
+func createPinnedApps(t *testing.T, ctx context.Context, name string, apps []scenario.App) {
+	t.Helper()
 	for _, a := range apps {
 		a.Namespace = name
 		a.NodeSelector = map[string]string{groupKey: name}
@@ -59,7 +68,15 @@ func setupGroup(t *testing.T, name string, outdated, current int, apps ...scenar
 			t.Fatal(err)
 		}
 	}
-	return oldNodes, newNodes
+}
+
+// assertNoViolations fails for every moment a PDB had fewer Ready pods
+// than it requires.
+func assertNoViolations(t *testing.T, violations []scenario.Violation) {
+	t.Helper()
+	for _, v := range violations {
+		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
+	}
 }
 
 func pct(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
@@ -105,9 +122,7 @@ func TestHappyPath(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("run failed: %s", r)
 	}
-	for _, v := range violations {
-		t.Errorf("PDB %s had %d Ready pods, needs %d, at %s", v.PDB, v.Ready, v.Required, v.At.Format(time.RFC3339Nano))
-	}
+	assertNoViolations(t, violations)
 	if got := strings.Count(r.stdout, "draining"); got != 3 {
 		t.Errorf("want 3 batches drained, saw %d:\n%s", got, r.stdout)
 	}

@@ -3,7 +3,6 @@ package scenario
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -23,15 +22,5 @@ func Demo(ctx context.Context, c kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
-	sel := map[string]string{key: "demo"}
-	for _, a := range []App{
-		{Namespace: "demo", Name: "web", Replicas: 6, MinAvailable: new(intstr.FromInt32(4)), NodeSelector: sel},
-		{Namespace: "demo", Name: "api", Replicas: 4, MaxUnavailable: new(intstr.FromInt32(1)), NodeSelector: sel},
-		{Namespace: "demo", Name: "worker", Replicas: 3, NodeSelector: sel},
-	} {
-		if err := CreateApp(ctx, c, a); err != nil {
-			return err
-		}
-	}
-	return WaitAppsReady(ctx, c, "demo")
+	return DemoApps(ctx, c)
 }
