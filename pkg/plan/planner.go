@@ -197,9 +197,9 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	switch strategy {
 	case StrategySurge:
 		maxUnavailable, err = ParseSurge(in.MaxSurge, in.MaxUnavailable)
-	case StrategyBlueGreen:
+	case StrategyBlueGreen, StrategyAutoscaled:
 		if in.Cloud == nil {
-			return nil, inputErrorf("--strategy blue-green needs a provider that creates node groups (--provider aws)")
+			return nil, inputErrorf("--strategy %s needs a provider that creates node groups (--provider aws)", strategy)
 		}
 		err = ValidateBlueGreen(in.BlueGreen)
 	default:
@@ -316,9 +316,13 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	rng := rand.New(rand.NewPCG(uint64(in.Seed), uint64(in.Seed)^0x9e3779b97f4a7c15))
 	rng.Shuffle(len(outdated), func(i, j int) { outdated[i], outdated[j] = outdated[j], outdated[i] })
 	var batches [][]PlannedNode
-	if strategy == StrategyBlueGreen {
+	if IsBlueGreen(strategy) {
 		bg := in.BlueGreen
 		size := blueGreenBatchSize(bg, len(outdated))
+		if strategy == StrategyAutoscaled {
+			// No soaks: the wait period stands where the pool soak is.
+			size, bg.BatchSoak, bg.NodePoolSoak = AutoscaledDrainBatch, 0, bg.WaitPeriod
+		}
 		p.BlueGreen = &BlueGreenPlan{BatchSize: size, BatchSoak: Duration(bg.BatchSoak), NodePoolSoak: Duration(bg.NodePoolSoak), Green: bg.GreenASG}
 		if p.BlueGreen.Green == "" {
 			p.BlueGreen.Green, p.BlueGreen.Create = in.Cloud.Name+"-v"+in.Cloud.TargetVersion, true

@@ -13,7 +13,13 @@ const (
 	StrategyEKS       = "eks"
 	StrategySurge     = "surge"
 	StrategyBlueGreen = "blue-green"
-	OrderByZone       = "zone-by-zone"
+	// StrategyAutoscaled is blue/green where the cluster autoscaler grows
+	// green and shrinks blue.
+	StrategyAutoscaled = "autoscaled-blue-green"
+	// AutoscaledDrainBatch is how many blue nodes it drains at once after
+	// the wait period.
+	AutoscaledDrainBatch = 20
+	OrderByZone          = "zone-by-zone"
 	// MaxSoak caps the soak times of blue/green in total, as GKE does.
 	MaxSoak = 7 * 24 * time.Hour
 	// MaxInFlight caps maxSurge + maxUnavailable of the surge strategy, as
@@ -22,7 +28,12 @@ const (
 )
 
 // Strategies lists what --strategy takes.
-var Strategies = []string{StrategyEKS, StrategySurge, StrategyBlueGreen}
+var Strategies = []string{StrategyEKS, StrategySurge, StrategyBlueGreen, StrategyAutoscaled}
+
+// IsBlueGreen reports whether a strategy builds a green group beside blue.
+func IsBlueGreen(strategy string) bool {
+	return strategy == StrategyBlueGreen || strategy == StrategyAutoscaled
+}
 
 // BlueGreenInput are the blue/green settings: the batch size as a count
 // (BatchNodes >= 0) or a fraction of blue (BatchPercent in (0, 1], used when
@@ -35,6 +46,9 @@ type BlueGreenInput struct {
 	// GreenASG names a green group someone else made; empty means the run
 	// creates it.
 	GreenASG string
+	// WaitPeriod is autoscaled blue/green's time for the autoscaler to
+	// remove under-used blue nodes before the rest is drained.
+	WaitPeriod time.Duration
 }
 
 // BlueGreenPlan is the blue/green side of a plan.
@@ -56,6 +70,8 @@ func ValidateBlueGreen(in BlueGreenInput) error {
 		return inputErrorf("invalid --batch-soak %s: must not be negative", in.BatchSoak)
 	case in.NodePoolSoak < 0:
 		return inputErrorf("invalid --node-pool-soak %s: must not be negative", in.NodePoolSoak)
+	case in.WaitPeriod < 0 || in.WaitPeriod > MaxSoak:
+		return inputErrorf("invalid --wait-period %s: must be from 0 to 7 days", in.WaitPeriod)
 	}
 	return nil
 }
@@ -151,9 +167,9 @@ func steps(p *Plan) []Step {
 		out = append(out, Step{Phase: phase, Detail: detail, Estimate: Duration(d)})
 	}
 	cloudGroup := p.Cloud != nil
-	if cloudGroup && p.Strategy == StrategyBlueGreen && p.Cloud.TargetVersion == NewVersion {
+	if cloudGroup && IsBlueGreen(p.Strategy) && p.Cloud.TargetVersion == NewVersion {
 		add("Setup", fmt.Sprintf("create a version of launch template %s with image %s; blue keeps its version", p.Cloud.LaunchTemplateID, p.Cloud.TargetImage), 0)
-	} else if cloudGroup && p.Strategy != StrategyBlueGreen {
+	} else if cloudGroup && !IsBlueGreen(p.Strategy) {
 		target := "version " + p.Cloud.TargetVersion
 		if p.Cloud.TargetVersion == NewVersion {
 			target = "a new version with image " + p.Cloud.TargetImage
@@ -161,6 +177,14 @@ func steps(p *Plan) []Step {
 		add("Setup", fmt.Sprintf("point Auto Scaling group %s at launch template %s %s", p.Cloud.AutoScalingGroup, p.Cloud.LaunchTemplateID, target), 0)
 	}
 	switch p.Strategy {
+	case StrategyAutoscaled:
+		bg := p.BlueGreen
+		add("CreateGreen", fmt.Sprintf("a new Auto Scaling group %s at 0 nodes (max %d), grown by the cluster autoscaler; blue may shrink to 0", bg.Green, p.Cloud.Before.Max), 0)
+		add("CordonBlue", fmt.Sprintf("cordon the %d blue nodes", p.Nodes.Outdated), 0)
+		add("WaitPeriod", fmt.Sprintf("%s for the autoscaler to remove under-used blue nodes (not those running safe-to-evict=false pods)", time.Duration(bg.NodePoolSoak)), time.Duration(bg.NodePoolSoak))
+		add("DrainBlue", fmt.Sprintf("the blue nodes left, %d at a time, PDBs honoured up to 1h, grace up to 24h", AutoscaledDrainBatch), time.Duration(len(p.Batches))*(DrainEstimate+NodeLaunchEstimate))
+		add("DeleteBlue", "delete the blue Auto Scaling group", 0)
+		return out
 	case StrategyBlueGreen:
 		bg := p.BlueGreen
 		green := "a new Auto Scaling group " + bg.Green

@@ -126,7 +126,7 @@ func (o *PlanOptions) awsGroup(ctx context.Context, nodes []corev1.Node) (*plan.
 	}
 	// An interrupted run scaled the group up already: the plan says so and
 	// shows the sizes the end restores.
-	if rec != nil && rec.Cloud.Original != nil && rec.Cloud.Group == g.Name && o.Strategy != plan.StrategyBlueGreen {
+	if rec != nil && rec.Cloud.Original != nil && rec.Cloud.Group == g.Name && !plan.IsBlueGreen(o.Strategy) {
 		cg.Recorded = rec.Cloud.Original
 	}
 	o.cloudGroup = &aws.NodeGroup{Provider: provider, Client: o.client, ASG: g.Name, AMI: o.AMI, Version: o.TemplateVersion}

@@ -44,6 +44,7 @@ type PlanOptions struct {
 	BatchSoak          time.Duration
 	NodePoolSoak       time.Duration
 	GreenASG           string
+	WaitPeriod         time.Duration
 	// The AWS provider's flags.
 	Region, Profile, ASG string
 	AMI, TemplateVersion string
@@ -88,12 +89,13 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.NodeGroupLabel, "nodegroup-label", "", "Label key whose value is the node group name (default: detected among "+fmt.Sprint(plan.NodeGroupLabels)+")")
 	f.StringVarP(&o.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP")
 	f.StringArrayVar(&o.TargetLabels, "target-label", nil, "A label key=value that up-to-date nodes carry (repeatable); nodes lacking any are outdated")
-	f.StringVar(&o.Strategy, "strategy", plan.StrategyEKS, `How to replace the nodes: eks (scale up, taint all outdated nodes, drain in batches, scale down); surge (GKE's: one zone at a time, per node a surge node first; profiles: --max-surge 1 --max-unavailable 0 balanced (the default), 0/20 fast without extra nodes, 20/0 fast and gentle, 0/1 slow without extra nodes); blue-green (a green group beside blue, blue cordoned and drained in batches, soaked, then deleted)`)
+	f.StringVar(&o.Strategy, "strategy", plan.StrategyEKS, `How to replace the nodes: eks (scale up, taint all outdated nodes, drain in batches, scale down); surge (GKE's: one zone at a time, per node a surge node first; profiles: --max-surge 1 --max-unavailable 0 balanced (the default), 0/20 fast without extra nodes, 20/0 fast and gentle, 0/1 slow without extra nodes); blue-green (a green group beside blue, blue cordoned and drained in batches, soaked, then deleted); autoscaled-blue-green (green starts at 0 and the cluster autoscaler grows it while blue, cordoned, shrinks; after --wait-period the rest of blue is drained)`)
 	f.IntVar(&o.MaxSurge, "max-surge", 1, "With --strategy surge: extra nodes per zone while its nodes are replaced (surge + unavailable at most 20)")
 	f.IntVar(&o.BatchNodeCount, "batch-node-count", 1, "With --strategy blue-green: blue nodes drained per batch; 0 drains none and goes straight to the soak")
 	f.Float64Var(&o.BatchPercent, "batch-percent", 0, "With --strategy blue-green: the batch as a fraction of blue (above 0, at most 1; rounded down, at least 1 node), instead of --batch-node-count")
 	f.DurationVar(&o.BatchSoak, "batch-soak", 0, "With --strategy blue-green: wait between drained batches")
 	f.DurationVar(&o.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
+	f.DurationVar(&o.WaitPeriod, "wait-period", 72*time.Hour, "With --strategy autoscaled-blue-green: how long the cluster autoscaler may remove under-used blue nodes before the rest is drained (0 to 7 days)")
 	f.StringVar(&o.GreenASG, "green-asg", "", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
 	f.StringVar(&o.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%; with --strategy surge, per zone, default 0")
 	f.StringVar(&o.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
@@ -147,7 +149,7 @@ func (o *PlanOptions) Validate() error {
 		if _, err := plan.ParseSurge(o.MaxSurge, o.MaxUnavailable); err != nil {
 			return err
 		}
-	case plan.StrategyBlueGreen:
+	case plan.StrategyBlueGreen, plan.StrategyAutoscaled:
 		if o.maxSurgeSet {
 			return usageErrorf("--max-surge needs --strategy surge")
 		}
@@ -201,7 +203,7 @@ func (o *PlanOptions) Validate() error {
 
 // blueGreenInput is the blue/green settings of the flags.
 func (o *PlanOptions) blueGreenInput() plan.BlueGreenInput {
-	in := plan.BlueGreenInput{BatchNodes: o.BatchNodeCount, BatchSoak: o.BatchSoak, NodePoolSoak: o.NodePoolSoak, GreenASG: o.GreenASG}
+	in := plan.BlueGreenInput{BatchNodes: o.BatchNodeCount, BatchSoak: o.BatchSoak, NodePoolSoak: o.NodePoolSoak, GreenASG: o.GreenASG, WaitPeriod: o.WaitPeriod}
 	if o.batchPercentSet {
 		in.BatchNodes, in.BatchPercent = -1, o.BatchPercent
 	}

@@ -140,8 +140,8 @@ func (o *RunOptions) Validate() error {
 	if err := o.PlanOptions.Validate(); err != nil {
 		return err
 	}
-	if o.Strategy == plan.StrategySurge && !o.drainTimeoutSet {
-		o.DrainTimeout = time.Hour // GKE's surge honours PDBs for up to an hour
+	if (o.Strategy == plan.StrategySurge || o.Strategy == plan.StrategyAutoscaled) && !o.drainTimeoutSet {
+		o.DrainTimeout = time.Hour // GKE honours PDBs for up to an hour here
 	}
 	if o.DrainTimeout <= 0 {
 		return usageErrorf("invalid --drain-timeout %s: must be positive", o.DrainTimeout)
@@ -220,8 +220,10 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			Force:              o.Force,
 			DeleteEmptyDirData: o.DeleteEmptyDirData,
 			GracePeriodSeconds: -1,
-			// Surge deletes what is left at the drain timeout, as GKE does.
-			DeleteAtTimeout: p.Strategy == plan.StrategySurge,
+			// Surge and autoscaled blue/green delete what is left at the
+			// drain timeout, as GKE does; the latter grants up to 24h grace.
+			DeleteAtTimeout: p.Strategy == plan.StrategySurge || p.Strategy == plan.StrategyAutoscaled,
+			MaxGracePeriod:  maxGrace(p.Strategy),
 		},
 		Provider:       provider,
 		PostDrainWait:  o.PostDrainWait,
@@ -277,7 +279,7 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 		cfg.Start = upgrade.PhaseRollback
 	case rec.Phase == string(upgrade.PhaseScaleDown) && o.cloudGroup != nil:
 		cfg.Start = upgrade.PhaseScaleDown
-	case p.Strategy == plan.StrategyBlueGreen && rec.Cloud != nil && slices.Contains([]string{string(upgrade.PhaseSoak), string(upgrade.PhaseDeleteBlue)}, rec.Phase):
+	case plan.IsBlueGreen(p.Strategy) && rec.Cloud != nil && slices.Contains([]string{string(upgrade.PhaseSoak), string(upgrade.PhaseDeleteBlue)}, rec.Phase):
 		// Blue is drained (or being deleted): go on from there.
 		cfg.Start = upgrade.Phase(rec.Phase)
 		if o.cloudGroup != nil && rec.Cloud.Green != "" {
@@ -424,4 +426,13 @@ func recordedArgs(cmd *cobra.Command) []string {
 		args = append(cmd.Flags().Args()[:1:1], args...)
 	}
 	return args
+}
+
+// maxGrace caps pods' termination grace: 24 hours under autoscaled
+// blue/green, as GKE does; no cap otherwise.
+func maxGrace(strategy string) time.Duration {
+	if strategy == plan.StrategyAutoscaled {
+		return 24 * time.Hour
+	}
+	return 0
 }

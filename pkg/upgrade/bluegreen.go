@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -133,12 +134,21 @@ func (e *Engine) createGreen(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := bg.SetGroupSizes(ctx, e.group.GroupName(), plan.Sizes{Min: orig.Desired, Desired: orig.Desired, Max: orig.Desired}); err != nil {
-		return err
+	// Blue is pinned so nothing scales it, or, autoscaled, may shrink to 0
+	// while green starts at 0 and grows.
+	blueSizes, greenSizes := plan.Sizes{Min: orig.Desired, Desired: orig.Desired, Max: orig.Desired}, orig
+	if e.flow().autoscaled {
+		blueSizes, greenSizes = plan.Sizes{Min: 0, Desired: orig.Desired, Max: orig.Max}, plan.Sizes{Min: 0, Desired: 0, Max: orig.Max}
+	}
+	// Only once: a resumed run must not undo what the autoscaler did to blue.
+	if cr.Green == "" {
+		if err := bg.SetGroupSizes(ctx, e.group.GroupName(), blueSizes); err != nil {
+			return err
+		}
 	}
 	if e.cfg.Plan.BlueGreen.Create {
-		e.logf("creating Auto Scaling group %q beside %q: %d nodes of launch template version %s", green, e.group.GroupName(), orig.Desired, cr.TargetVersion)
-		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, orig); err != nil {
+		e.logf("creating Auto Scaling group %q beside %q: %d nodes (max %d) of launch template version %s", green, e.group.GroupName(), greenSizes.Desired, greenSizes.Max, cr.TargetVersion)
+		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, greenSizes); err != nil {
 			return err
 		}
 	}
@@ -147,6 +157,9 @@ func (e *Engine) createGreen(ctx context.Context) error {
 		return err
 	}
 	bg.UseGreen(green)
+	if e.flow().autoscaled {
+		return nil // green grows when blue's pods need it
+	}
 	// Blue and green together: blue's nodes plus as many green ones.
 	if err := e.waitNewNodesN(ctx, cr, e.cfg.Plan.OutdatedZones(), int(2*orig.Desired)); err != nil {
 		return err
@@ -184,7 +197,11 @@ func (e *Engine) soak(ctx context.Context) error {
 		}
 		return &SoakingError{Until: *cr.SoakUntil}
 	}
-	return e.soakFor(ctx, left, "node pool soak")
+	what := "node pool soak"
+	if e.flow().autoscaled {
+		what = "wait period"
+	}
+	return e.soakFor(ctx, left, what)
 }
 
 func (e *Engine) completeRequested(ctx context.Context) bool {
@@ -258,7 +275,7 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	names := e.cfg.Plan.OutdatedNames()
+	names := slices.DeleteFunc(e.cfg.Plan.OutdatedNames(), func(n string) bool { return !e.nodeExists(n) })
 	e.logf("deleting blue: the pods left on its %d nodes, then Auto Scaling group %q", len(names), e.group.GroupName())
 	d := drain.New(e.cfg.Client, drain.Options{
 		DeleteInsteadOfEvict: true, Force: true, DeleteEmptyDirData: true,

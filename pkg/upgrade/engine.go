@@ -267,11 +267,12 @@ type flow struct {
 	cloudGroup bool // Setup first, ScaleDown (back to the recorded sizes) last
 	surge      bool // no ScaleUp or Taint; each batch starts with its surge nodes
 	blueGreen  bool // a green group beside blue, blue drained, soaked, deleted
+	autoscaled bool // blue/green grown and shrunk by the autoscaler: wait, then drain
 }
 
 func (e *Engine) flow() flow {
 	return flow{batches: len(e.cfg.Plan.Batches), cloudGroup: e.group != nil, surge: e.cfg.Plan.Strategy == plan.StrategySurge,
-		blueGreen: e.cfg.Plan.Strategy == plan.StrategyBlueGreen}
+		blueGreen: plan.IsBlueGreen(e.cfg.Plan.Strategy), autoscaled: e.cfg.Plan.Strategy == plan.StrategyAutoscaled}
 }
 
 // next is the transition table of the state machine. The eks strategy
@@ -337,7 +338,7 @@ func nextBlueGreen(s State, f flow) State {
 	case PhaseCreateGreen:
 		return State{Phase: PhaseCordonBlue}
 	case PhaseCordonBlue:
-		if f.batches > 0 {
+		if f.batches > 0 && !f.autoscaled {
 			return State{Phase: PhaseRoom}
 		}
 		return State{Phase: PhaseSoak}
@@ -346,13 +347,23 @@ func nextBlueGreen(s State, f flow) State {
 	case PhaseDrain:
 		return State{Phase: PhaseRecover, Batch: s.Batch}
 	case PhaseRecover:
-		if s.Batch+1 < f.batches {
+		switch {
+		case f.autoscaled && s.Batch+1 < f.batches:
+			return State{Phase: PhaseDrain, Batch: s.Batch + 1}
+		case f.autoscaled:
+			return State{Phase: PhaseDeleteBlue, Batch: s.Batch}
+		case s.Batch+1 < f.batches:
 			return State{Phase: PhaseBatchSoak, Batch: s.Batch}
 		}
 		return State{Phase: PhaseSoak, Batch: s.Batch}
 	case PhaseBatchSoak:
 		return State{Phase: PhaseRoom, Batch: s.Batch + 1}
 	case PhaseSoak:
+		// Autoscaled: the wait period is over; drain what the autoscaler
+		// left of blue, with no room check (the autoscaler makes room).
+		if f.autoscaled && f.batches > 0 {
+			return State{Phase: PhaseDrain}
+		}
 		return State{Phase: PhaseDeleteBlue, Batch: s.Batch}
 	}
 	return State{Phase: PhaseDone, Batch: s.Batch}
@@ -425,6 +436,13 @@ func (e *Engine) waitForRoom(ctx context.Context, i int) error {
 
 func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	names := e.batchNodes(i)
+	if e.flow().autoscaled {
+		// The autoscaler may have removed some during the wait period.
+		names = slices.DeleteFunc(names, func(n string) bool { return !e.nodeExists(n) })
+		if len(names) == 0 {
+			return nil
+		}
+	}
 	if e.flow().surge {
 		// Surge cordons each node before its drain, as GKE does: nothing
 		// tainted it before.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"os/exec"
 	"slices"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
@@ -285,5 +289,56 @@ func TestAWSRefusedControlsExitTwo(t *testing.T) {
 				t.Errorf("want exit 2 with one line mentioning %q, got %s", tc.want, r)
 			}
 		})
+	}
+}
+
+func TestAWSAutoscaledBlueGreenKeepsSafeToEvictFalseNodesThroughTheWait(t *testing.T) {
+	const name = "aws-abg"
+	g := setupAWSGroup(t, name, 3)
+	ctx := testContext(t, 10*time.Minute)
+	// One pod that the autoscaler must not evict; the other blue nodes are
+	// empty, so the autoscaler removes them during the wait period.
+	createPinnedApps(t, ctx, name, []scenario.App{{Name: "keep", Replicas: 1,
+		PodAnnotations: map[string]string{awsfake.SafeToEvictAnnotation: "false"}}})
+	pods, err := client.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods: %v %v", pods, err)
+	}
+	keeper := pods.Items[0].Spec.NodeName
+	green := name + "-v2"
+	go func() {
+		_ = g.srv.RunAutoscaler(ctx, client, awsfake.AutoscalerOptions{
+			ScaleUpGroups: []string{green}, ScaleDownGroups: []string{name}, ScaleDownDelay: 2 * time.Second, Namespaces: []string{name},
+		})
+	}()
+	run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--strategy", "autoscaled-blue-green", "--ami", "ami-new", "--wait-period", "25s", "--post-drain-wait", "0s", "--yes"))
+	if !run.waitFor("wait period: 25s") {
+		t.Fatalf("the run never reached the wait period:\n%s", run.output())
+	}
+	// During the wait, the empty blue nodes go; the keeper stays.
+	if r := g.run(t, "rollback", name, "--yes"); r.code != 2 || !strings.Contains(r.stderr, "supports blue-green") {
+		t.Errorf("rollback of autoscaled blue/green must exit 2: %s", r)
+	}
+	shrunk, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := g.srv.WaitFor(shrunk, name, func(gr awsfake.Group) bool { return gr.Desired == 1 }); err != nil {
+		gr, _ := g.srv.Group(name)
+		t.Fatalf("the autoscaler did not shrink blue to the one node that must stay during the wait period: desired %d", gr.Desired)
+	}
+	if _, err := client.CoreV1().Nodes().Get(ctx, keeper, metav1.GetOptions{}); err != nil {
+		t.Fatalf("node %q with the safe-to-evict=false pod is gone during the wait period: %v", keeper, err)
+	}
+	code, out := run.wait(t, 5*time.Minute)
+	if code != 0 {
+		t.Fatalf("run exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "draining \""+keeper+"\"") {
+		t.Errorf("the keeper node %q was not drained after the wait period:\n%s", keeper, out)
+	}
+	if slices.Contains(g.srv.Groups(), name) {
+		t.Errorf("blue Auto Scaling group %q still exists", name)
+	}
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Errorf("the keeper is not Ready on green: %v", err)
 	}
 }

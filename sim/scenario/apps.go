@@ -34,6 +34,7 @@ type App struct {
 	CPU                           string            // request, default "100m"
 	Tolerations                   []corev1.Toleration
 	TerminationGracePeriodSeconds *int64 // default 1
+	PodAnnotations                map[string]string
 }
 
 // CreateApp creates the namespace if missing, the Deployment a.Name and,
@@ -67,7 +68,7 @@ func CreateApp(ctx context.Context, c kubernetes.Interface, a App) error {
 			Replicas: new(a.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: a.PodAnnotations},
 				Spec: corev1.PodSpec{
 					Containers: []corev1.Container{{
 						Name:      "app",
