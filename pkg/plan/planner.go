@@ -197,6 +197,10 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	switch strategy {
 	case StrategySurge:
 		maxUnavailable, err = ParseSurge(in.MaxSurge, in.MaxUnavailable)
+	case StrategyShortLived:
+		if in.Cloud == nil {
+			return nil, inputErrorf("--strategy short-lived needs a provider that launches the new configuration (--provider aws)")
+		}
 	case StrategyBlueGreen, StrategyAutoscaled:
 		if in.Cloud == nil {
 			return nil, inputErrorf("--strategy %s needs a provider that creates node groups (--provider aws)", strategy)
@@ -316,7 +320,12 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	rng := rand.New(rand.NewPCG(uint64(in.Seed), uint64(in.Seed)^0x9e3779b97f4a7c15))
 	rng.Shuffle(len(outdated), func(i, j int) { outdated[i], outdated[j] = outdated[j], outdated[i] })
 	var batches [][]PlannedNode
-	if IsBlueGreen(strategy) {
+	if strategy == StrategyShortLived {
+		// Nothing drained; the outdated nodes are listed as one batch 0
+		// would be misleading, so they are only counted (and in Outdated).
+		p.Cloud.ScaleUp, p.Cloud.During = 0, p.Cloud.Before
+		p.ShortLived = outdated
+	} else if IsBlueGreen(strategy) {
 		bg := in.BlueGreen
 		size := blueGreenBatchSize(bg, len(outdated))
 		if strategy == StrategyAutoscaled {

@@ -71,6 +71,20 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		}
 	}
 	fmt.Fprintln(w)
+	if p.Strategy == StrategyShortLived {
+		fmt.Fprintf(w, "Short-lived: %d outdated nodes are left running, not drained:\n", len(p.ShortLived))
+		t := output.NewTable(w, "Node", "Instance", "Zone", "Age")
+		for _, n := range p.ShortLived {
+			age := "<unknown>"
+			if !n.Created.IsZero() {
+				age = duration.HumanDuration(now.Sub(n.Created))
+			}
+			if err := t.Append(n.Name, output.OrNone(n.InstanceID), output.OrNone(n.Zone), age); err != nil {
+				return err
+			}
+		}
+		return t.Render()
+	}
 	if len(p.Batches) == 0 {
 		msg := "Nothing to do: every node of the group carries the target labels."
 		switch {

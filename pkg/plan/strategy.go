@@ -16,6 +16,9 @@ const (
 	// StrategyAutoscaled is blue/green where the cluster autoscaler grows
 	// green and shrinks blue.
 	StrategyAutoscaled = "autoscaled-blue-green"
+	// StrategyShortLived only points the group at the target: nothing is
+	// drained, old nodes go away on their own.
+	StrategyShortLived = "short-lived"
 	// AutoscaledDrainBatch is how many blue nodes it drains at once after
 	// the wait period.
 	AutoscaledDrainBatch = 20
@@ -28,7 +31,7 @@ const (
 )
 
 // Strategies lists what --strategy takes.
-var Strategies = []string{StrategyEKS, StrategySurge, StrategyBlueGreen, StrategyAutoscaled}
+var Strategies = []string{StrategyEKS, StrategySurge, StrategyBlueGreen, StrategyAutoscaled, StrategyShortLived}
 
 // IsBlueGreen reports whether a strategy builds a green group beside blue.
 func IsBlueGreen(strategy string) bool {
@@ -177,6 +180,9 @@ func steps(p *Plan) []Step {
 		add("Setup", fmt.Sprintf("point Auto Scaling group %s at launch template %s %s", p.Cloud.AutoScalingGroup, p.Cloud.LaunchTemplateID, target), 0)
 	}
 	switch p.Strategy {
+	case StrategyShortLived:
+		add("Wait", fmt.Sprintf("nothing is drained: the %d outdated nodes run until they go away on their own; status shows how many are left", p.Nodes.Outdated), 0)
+		return out
 	case StrategyAutoscaled:
 		bg := p.BlueGreen
 		add("CreateGreen", fmt.Sprintf("a new Auto Scaling group %s at 0 nodes (max %d), grown by the cluster autoscaler; blue may shrink to 0", bg.Green, p.Cloud.Before.Max), 0)

@@ -61,6 +61,9 @@ type Plan struct {
 	MaxUnavailable      int    `json:"maxUnavailable"`
 	// MaxSurge is the surge strategy's extra nodes per zone.
 	MaxSurge int `json:"maxSurge,omitempty"`
+	// ShortLived lists the outdated nodes the short-lived strategy leaves
+	// running.
+	ShortLived []PlannedNode `json:"shortLived,omitempty"`
 	// BlueGreen is the blue/green strategy's side.
 	BlueGreen *BlueGreenPlan `json:"blueGreen,omitempty"`
 	Taint     string         `json:"taint"`

@@ -89,7 +89,7 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.NodeGroupLabel, "nodegroup-label", "", "Label key whose value is the node group name (default: detected among "+fmt.Sprint(plan.NodeGroupLabels)+")")
 	f.StringVarP(&o.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP")
 	f.StringArrayVar(&o.TargetLabels, "target-label", nil, "A label key=value that up-to-date nodes carry (repeatable); nodes lacking any are outdated")
-	f.StringVar(&o.Strategy, "strategy", plan.StrategyEKS, `How to replace the nodes: eks (scale up, taint all outdated nodes, drain in batches, scale down); surge (GKE's: one zone at a time, per node a surge node first; profiles: --max-surge 1 --max-unavailable 0 balanced (the default), 0/20 fast without extra nodes, 20/0 fast and gentle, 0/1 slow without extra nodes); blue-green (a green group beside blue, blue cordoned and drained in batches, soaked, then deleted); autoscaled-blue-green (green starts at 0 and the cluster autoscaler grows it while blue, cordoned, shrinks; after --wait-period the rest of blue is drained)`)
+	f.StringVar(&o.Strategy, "strategy", plan.StrategyEKS, `How to replace the nodes: eks (scale up, taint all outdated nodes, drain in batches, scale down); surge (GKE's: one zone at a time, per node a surge node first; profiles: --max-surge 1 --max-unavailable 0 balanced (the default), 0/20 fast without extra nodes, 20/0 fast and gentle, 0/1 slow without extra nodes); blue-green (a green group beside blue, blue cordoned and drained in batches, soaked, then deleted); short-lived (only point the group at the target: nothing is drained, old nodes go away on their own); autoscaled-blue-green (green starts at 0 and the cluster autoscaler grows it while blue, cordoned, shrinks; after --wait-period the rest of blue is drained)`)
 	f.IntVar(&o.MaxSurge, "max-surge", 1, "With --strategy surge: extra nodes per zone while its nodes are replaced (surge + unavailable at most 20)")
 	f.IntVar(&o.BatchNodeCount, "batch-node-count", 1, "With --strategy blue-green: blue nodes drained per batch; 0 drains none and goes straight to the soak")
 	f.Float64Var(&o.BatchPercent, "batch-percent", 0, "With --strategy blue-green: the batch as a fraction of blue (above 0, at most 1; rounded down, at least 1 node), instead of --batch-node-count")
@@ -148,6 +148,10 @@ func (o *PlanOptions) Validate() error {
 	case plan.StrategySurge:
 		if _, err := plan.ParseSurge(o.MaxSurge, o.MaxUnavailable); err != nil {
 			return err
+		}
+	case plan.StrategyShortLived:
+		if o.maxSurgeSet {
+			return usageErrorf("--max-surge needs --strategy surge")
 		}
 	case plan.StrategyBlueGreen, plan.StrategyAutoscaled:
 		if o.maxSurgeSet {

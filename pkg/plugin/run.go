@@ -39,6 +39,7 @@ type RunOptions struct {
 	IgnoreChecks  []string
 
 	NoWait bool
+	MaxAge time.Duration
 
 	savedPlan       *plan.Plan
 	drainTimeoutSet bool
@@ -87,6 +88,7 @@ An interrupted run is finished by running the same command again.`,
 	f.DurationVar(&o.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
 	f.StringArrayVar(&o.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
 	f.DurationVar(&o.RoomTimeout, "node-ready-timeout", 15*time.Minute, "How long a batch waits for room (new capacity) for the pods it will evict before the run stops")
+	f.DurationVar(&o.MaxAge, "max-age", 7*24*time.Hour, "With --strategy short-lived: how old the nodes left running may get; status flags older ones")
 	f.BoolVar(&o.NoWait, "no-wait", false, "With --strategy blue-green: stop at the soak (exit 8), recorded as soaking until a time; run again or resume later")
 	f.BoolVar(&o.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
 	return cmd, o
@@ -143,6 +145,9 @@ func (o *RunOptions) Validate() error {
 	if (o.Strategy == plan.StrategySurge || o.Strategy == plan.StrategyAutoscaled) && !o.drainTimeoutSet {
 		o.DrainTimeout = time.Hour // GKE honours PDBs for up to an hour here
 	}
+	if o.MaxAge <= 0 {
+		return usageErrorf("invalid --max-age %s: must be positive", o.MaxAge)
+	}
 	if o.DrainTimeout <= 0 {
 		return usageErrorf("invalid --drain-timeout %s: must be positive", o.DrainTimeout)
 	}
@@ -190,7 +195,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if o.DryRun {
 		return nil
 	}
-	if len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed) {
+	if len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed) && p.Strategy != plan.StrategyShortLived {
 		return nil
 	}
 	if err := o.refuseBlockers(p); err != nil && !o.rollback {
@@ -287,8 +292,15 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 				bg.UseGreen(rec.Cloud.Green)
 			}
 		}
-	case len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed):
+	case len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed) && p.Strategy != plan.StrategyShortLived:
 		return nil
+	}
+	rec.LeftRunning, rec.MaxAge = nil, 0
+	if p.Strategy == plan.StrategyShortLived {
+		for _, n := range p.ShortLived {
+			rec.LeftRunning = append(rec.LeftRunning, state.NodeAge{Name: n.Name, Created: n.Created})
+		}
+		rec.MaxAge = o.MaxAge
 	}
 	if rec.FinishedAt == nil && len(o.args) > 0 {
 		rec.Args = o.args

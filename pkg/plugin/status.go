@@ -3,10 +3,12 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -105,6 +107,18 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	// Short-lived runs: which of the nodes left running are still there,
+	// from one list of the nodes.
+	nodeCreated := map[string]time.Time{}
+	if slices.ContainsFunc(records, func(r *state.Record) bool { return len(r.LeftRunning) > 0 }) {
+		nodes, err := po.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes.Items {
+			nodeCreated[n.Name] = n.CreationTimestamp.Time
+		}
+	}
 	for _, r := range records {
 		if c := r.Cloud; c != nil {
 			line := fmt.Sprintf("%s: Auto Scaling group %q, launch template version %s", r.NodeGroup, c.Group, output.OrNone(c.TargetVersion))
@@ -126,9 +140,36 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			}
 			fmt.Fprintln(o.Out, line)
 		}
+		if len(r.LeftRunning) > 0 {
+			fmt.Fprintln(o.Out, shortLivedLine(r, nodeCreated, now))
+		}
 		if r.Note != "" {
 			fmt.Fprintf(o.Out, "%s: note: %s\n", r.NodeGroup, r.Note)
 		}
 	}
 	return nil
+}
+
+// shortLivedLine says how many of the nodes a short-lived run left running
+// are still there, the oldest, and how many are past --max-age.
+func shortLivedLine(r *state.Record, nodeCreated map[string]time.Time, now time.Time) string {
+	left, over := 0, 0
+	var oldest time.Duration
+	for _, n := range r.LeftRunning {
+		created, ok := nodeCreated[n.Name]
+		if !ok {
+			continue
+		}
+		left++
+		age := now.Sub(created)
+		oldest = max(oldest, age)
+		if age > r.MaxAge {
+			over++
+		}
+	}
+	if left == 0 {
+		return fmt.Sprintf("%s: short-lived: all %d old nodes are gone", r.NodeGroup, len(r.LeftRunning))
+	}
+	return fmt.Sprintf("%s: short-lived: %d of %d old nodes still run; the oldest is %s old; %d older than --max-age %s",
+		r.NodeGroup, left, len(r.LeftRunning), duration.HumanDuration(oldest), over, duration.HumanDuration(r.MaxAge))
 }

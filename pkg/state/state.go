@@ -57,6 +57,10 @@ type Record struct {
 	StartedAt  time.Time         `json:"startedAt"`
 	UpdatedAt  time.Time         `json:"updatedAt"`
 	FinishedAt *time.Time        `json:"finishedAt,omitempty"`
+	// LeftRunning are the outdated nodes the short-lived strategy leaves
+	// to go away on their own, and MaxAge how old they may get.
+	LeftRunning []NodeAge     `json:"leftRunning,omitempty"`
+	MaxAge      time.Duration `json:"maxAge,omitempty"`
 	// Args are the run's arguments and flags, so resume can repeat it.
 	Args []string `json:"args,omitempty"`
 	// Note is what a finished run wants the operator to know (e.g. the
@@ -91,6 +95,12 @@ type CloudRecord struct {
 	GreenCreated bool   `json:"greenCreated,omitempty"`
 	// SoakUntil is when the soak of the new nodes ends.
 	SoakUntil *time.Time `json:"soakUntil,omitempty"`
+}
+
+// NodeAge is a node and when it was created.
+type NodeAge struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
 }
 
 // Left is the number of nodes not done yet.

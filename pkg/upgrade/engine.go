@@ -268,11 +268,13 @@ type flow struct {
 	surge      bool // no ScaleUp or Taint; each batch starts with its surge nodes
 	blueGreen  bool // a green group beside blue, blue drained, soaked, deleted
 	autoscaled bool // blue/green grown and shrunk by the autoscaler: wait, then drain
+	shortLived bool // only Setup
 }
 
 func (e *Engine) flow() flow {
 	return flow{batches: len(e.cfg.Plan.Batches), cloudGroup: e.group != nil, surge: e.cfg.Plan.Strategy == plan.StrategySurge,
-		blueGreen: plan.IsBlueGreen(e.cfg.Plan.Strategy), autoscaled: e.cfg.Plan.Strategy == plan.StrategyAutoscaled}
+		blueGreen: plan.IsBlueGreen(e.cfg.Plan.Strategy), autoscaled: e.cfg.Plan.Strategy == plan.StrategyAutoscaled,
+		shortLived: e.cfg.Plan.Strategy == plan.StrategyShortLived}
 }
 
 // next is the transition table of the state machine. The eks strategy
@@ -283,6 +285,9 @@ func (e *Engine) flow() flow {
 func next(s State, f flow) State {
 	if f.blueGreen {
 		return nextBlueGreen(s, f)
+	}
+	if f.shortLived {
+		return State{Phase: PhaseDone} // Setup is all it does
 	}
 	end := State{Phase: PhaseDone, Batch: s.Batch}
 	if f.cloudGroup {

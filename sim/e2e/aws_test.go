@@ -593,3 +593,42 @@ func TestAWSSurge(t *testing.T) {
 		})
 	}
 }
+
+func TestAWSShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
+	const name = "aws-short"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	ctx := testContext(t, 5*time.Minute)
+	r := g.run(t, "run", name, "--strategy", "short-lived", "--ami", "ami-new", "--max-age", "24h", "--yes")
+	if r.code != 0 || !strings.Contains(r.stdout, "3 outdated nodes are left running") {
+		t.Fatalf("run: %s", r)
+	}
+	if gr, _ := g.srv.Group(name); gr.LaunchTemplateVersion != "2" || gr.Desired != 3 {
+		t.Errorf("group launches version %q with desired %d, want 2 and 3", gr.LaunchTemplateVersion, gr.Desired)
+	}
+	assertUntouched(t, ctx, groupKey, name)
+	if st := g.run(t, "status", name); !strings.Contains(st.stdout, "3 of 3 old nodes still run") || !strings.Contains(st.stdout, "0 older than --max-age 24h") {
+		t.Errorf("status: %s", st)
+	}
+	// An old instance goes away on its own; its replacement is new.
+	gr, _ := g.srv.Group(name)
+	if err := g.srv.TerminateInstance(gr.Instances[0].ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.WaitFor(ctx, name, func(gr awsfake.Group) bool {
+		n := 0
+		for _, in := range gr.Instances {
+			if in.LaunchTemplateVersion == "2" && in.Lifecycle == awsfake.LifecycleInService {
+				n++
+			}
+		}
+		return n == 1 && len(gr.Instances) == 3
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.WaitStable(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if st := g.run(t, "status", name); !strings.Contains(st.stdout, "2 of 3 old nodes still run") {
+		t.Errorf("status after one old node went: %s", st)
+	}
+}
