@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -22,6 +24,7 @@ type ControlOptions struct {
 	genericiooptions.IOStreams
 
 	action         string
+	client         kubernetes.Interface
 	NodeGroup      string
 	StateNamespace string
 	Yes            bool
@@ -39,12 +42,22 @@ a run whose process is gone is marked paused. "resume" continues it.`,
 was started with (recorded with it); the connection flags are this command's.`,
 		`  # Continue the paused upgrade of node group "workers"
   kubectl nodeupgrade resume workers --yes`},
-	"rollback": {"Undo a node group's blue/green run before blue is deleted",
-		`Undo the blue/green run on NODEGROUP: blue is uncordoned and back at its sizes,
-green is drained (its pods go back to blue) and, if the run created it,
-deleted. A live run turns around at its next safe point; otherwise this
-command does it. Refused once blue is being deleted.`,
-		`  # Roll back the blue/green upgrade of node group "workers"
+	"rollback": {"Undo a node group's partial upgrade",
+		`Undo the run on NODEGROUP.
+
+blue-green, before blue is deleted: blue is uncordoned and back at its
+sizes, green is drained (its pods go back to blue) and, if the run created
+it, deleted. A live run turns around at its next safe point; otherwise this
+command does it.
+
+eks and surge, on an Auto Scaling group, when the run is not alive (cancel
+it first): the same strategy runs towards the launch template version the
+group launched before, so only the nodes already upgraded are replaced; the
+others are not touched, and the end restores the recorded sizes.
+
+Refused where the recorded phase does not allow it (blue being deleted,
+nothing recorded to go back to) and for autoscaled-blue-green.`,
+		`  # Roll back the upgrade of node group "workers"
   kubectl nodeupgrade rollback workers --yes`},
 	"complete": {"End a node group's blue/green soak now",
 		`End the soak of the blue/green run on NODEGROUP now: a live run goes on to
@@ -85,6 +98,7 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	if err := po.connect(); err != nil {
 		return err
 	}
+	o.client = po.client
 	store := &state.Store{Client: po.client, Namespace: o.StateNamespace}
 	rec, err := store.Load(ctx, o.NodeGroup)
 	if err != nil {
@@ -124,8 +138,11 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	case "rollback":
+		if rec.Strategy == plan.StrategyEKS || rec.Strategy == plan.StrategySurge {
+			return o.rollbackInPlace(ctx, rec, alive)
+		}
 		if rec.Strategy != plan.StrategyBlueGreen {
-			return usageErrorf("cannot roll back: the run on %q uses strategy %q; rollback supports blue-green", o.NodeGroup, rec.Strategy)
+			return usageErrorf("cannot roll back: the run on %q uses strategy %q; rollback supports blue-green, eks and surge", o.NodeGroup, rec.Strategy)
 		}
 		if phase == upgrade.PhaseDeleteBlue || phase == upgrade.PhaseRollback && alive {
 			return usageErrorf("cannot roll back: the run on %q is in phase %s", o.NodeGroup, phase)
@@ -188,4 +205,30 @@ func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, rollback 
 	}
 	fmt.Fprintf(o.Out, "%s the run on %q from phase %s: run %q\n", what, o.NodeGroup, rec.Phase, rec.Args)
 	return ro.Run(ctx)
+}
+
+// rollbackInPlace undoes a partial eks or surge run on a cloud group: the
+// same strategy, run again towards the version the group launched before,
+// so only the nodes already upgraded are replaced; the others are not
+// touched, and the end restores the recorded sizes.
+func (o *ControlOptions) rollbackInPlace(ctx context.Context, rec *state.Record, alive bool) error {
+	if alive {
+		return usageErrorf("cannot roll back: the run on %q is alive (%s); cancel it first", o.NodeGroup, rec.Holder)
+	}
+	if rec.Cloud == nil || rec.Cloud.FromVersion == "" {
+		return usageErrorf("cannot roll back: the run on %q recorded no launch template version to go back to (provider none, or it stopped before Setup)", o.NodeGroup)
+	}
+	var args []string
+	for _, a := range rec.Args {
+		if strings.HasPrefix(a, "--ami=") || strings.HasPrefix(a, "--launch-template-version=") || strings.HasPrefix(a, "--plan-file=") {
+			continue
+		}
+		args = append(args, a)
+	}
+	rec.Args = append(args, "--launch-template-version="+rec.Cloud.FromVersion)
+	if err := (&state.Requests{Store: &state.Store{Client: o.client, Namespace: o.StateNamespace}, Group: o.NodeGroup}).Clear(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "rolling back the run on %q: the nodes already on launch template version %s go back to version %s\n", o.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
+	return o.rerun(ctx, rec, false)
 }

@@ -79,6 +79,9 @@ type CloudRecord struct {
 	// Group is the Auto Scaling group.
 	Group         string `json:"group"`
 	TargetVersion string `json:"targetVersion,omitempty"`
+	// FromVersion is the version the group launched before the run: what
+	// a rollback of an eks or surge run goes back to.
+	FromVersion string `json:"fromVersion,omitempty"`
 	// Original are the sizes before the scale-up: what the end restores.
 	Original *plan.Sizes `json:"original,omitempty"`
 	ScaleUp  int32       `json:"scaleUp,omitempty"`

@@ -72,11 +72,17 @@ func (e *Engine) save(ctx context.Context) error {
 
 // setup points the group at the target configuration.
 func (e *Engine) setup(ctx context.Context) error {
+	cr := e.cloudRecord()
+	if cr.FromVersion == "" && e.cfg.Plan.Cloud != nil {
+		cr.FromVersion = e.cfg.Plan.Cloud.CurrentVersion
+		if err := e.save(ctx); err != nil {
+			return err
+		}
+	}
 	version, err := e.group.Setup(ctx)
 	if err != nil {
 		return err
 	}
-	cr := e.cloudRecord()
 	if cr.TargetVersion != version {
 		e.logf("Auto Scaling group %q launches launch template version %s", e.group.GroupName(), version)
 	}

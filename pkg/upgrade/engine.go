@@ -412,6 +412,39 @@ func (e *Engine) taintAll(ctx context.Context) error {
 			return fmt.Errorf("tainting node %q: %w", name, err)
 		}
 	}
+	return e.releaseCurrent(ctx)
+}
+
+// releaseCurrent takes the upgrade's taint, and the cordon that came with
+// it, off the group's nodes that are not outdated now: a run towards
+// another target (one rolled back) left them, and they must serve again.
+// A node cordoned without the taint is someone else's business.
+func (e *Engine) releaseCurrent(ctx context.Context) error {
+	nodes, err := e.groupNodes()
+	if err != nil {
+		return err
+	}
+	outdated := sets.New(e.cfg.Plan.OutdatedNames()...)
+	ours := func(t corev1.Taint) bool { return t.Key == e.cfg.Taint.Key && t.Effect == e.cfg.Taint.Effect }
+	for _, n := range nodes {
+		if outdated.Has(n.Name) || !slices.ContainsFunc(n.Spec.Taints, ours) {
+			continue
+		}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			node, err := e.cfg.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, ours)
+			node.Spec.Unschedulable = false
+			_, err = e.cfg.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("untainting node %q: %w", n.Name, err)
+		}
+		e.logf("node %q is current now: taken out of the upgrade (untainted, uncordoned)", n.Name)
+	}
 	return nil
 }
 

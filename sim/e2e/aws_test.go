@@ -632,3 +632,54 @@ func TestAWSShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
 		t.Errorf("status after one old node went: %s", st)
 	}
 }
+
+func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
+	const name = "aws-eks-rollback"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	args := []string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--seed", "1", "--yes"}
+	// Killed in the second batch: one node upgraded, two not.
+	killed, out := runAndKill(t, g.cmd(sim.Kubeconfig, args...), killPoint{marker: "batch 2/3: draining"})
+	if !killed {
+		t.Fatalf("the run ended before the second batch:\n%s", out)
+	}
+	gr, _ := g.srv.Group(name)
+	var untouched []string
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion == "1" && in.Lifecycle == awsfake.LifecycleInService {
+			untouched = append(untouched, in.ID)
+		}
+	}
+	r := g.run(t, "rollback", name, "--yes")
+	if r.code != 0 {
+		t.Fatalf("rollback: %s", r)
+	}
+	ctx := testContext(t, 2*time.Minute)
+	if err := g.srv.WaitStable(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ = g.srv.Group(name)
+	if gr.LaunchTemplateVersion != "1" || gr.Desired != g.original.Desired || gr.Max != g.original.Max {
+		t.Errorf("group after the rollback: version %q, desired %d, max %d; want version 1 and the original %d, %d", gr.LaunchTemplateVersion, gr.Desired, gr.Max, g.original.Desired, g.original.Max)
+	}
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion != "1" {
+			t.Errorf("instance %s runs version %s after the rollback", in.ID, in.LaunchTemplateVersion)
+		}
+	}
+	// The nodes the killed run had not upgraded yet were left alone,
+	// except those the rollback's own scale-down removed: at least one
+	// stays.
+	kept := 0
+	for _, in := range gr.Instances {
+		if slices.Contains(untouched, in.ID) {
+			kept++
+		}
+	}
+	if kept == 0 {
+		t.Errorf("none of the instances %v that were never upgraded is left", untouched)
+	}
+	assertUntouched(t, ctx, groupKey, name)
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Errorf("workloads: %v", err)
+	}
+}

@@ -272,7 +272,7 @@ func TestAWSRefusedControlsExitTwo(t *testing.T) {
 		{"cancel during blue deletion", "cancel", state.Record{Strategy: "blue-green", Phase: "DeleteBlue"}, "cannot be paused"},
 		{"complete when not soaking", "complete", state.Record{Strategy: "blue-green", Phase: "Drain"}, "not soaking"},
 		{"rollback during blue deletion", "rollback", state.Record{Strategy: "blue-green", Phase: "DeleteBlue"}, "cannot roll back"},
-		{"rollback of an eks run", "rollback", state.Record{Strategy: "eks", Phase: "Drain"}, "supports blue-green"},
+		{"rollback of an eks run with nothing to go back to", "rollback", state.Record{Strategy: "eks", Phase: "Drain"}, "no launch template version to go back to"},
 		{"resume with nothing recorded", "resume", state.Record{}, "no unfinished run"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
