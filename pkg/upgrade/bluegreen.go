@@ -224,7 +224,13 @@ func (e *Engine) soakFor(ctx context.Context, d time.Duration, what string) erro
 		return nil
 	}
 	until := e.cfg.Now().Add(d)
-	e.logf("%s: %s, until %s", what, d.Round(time.Second), until.Format("15:04:05"))
+	// Whole seconds, rounded up: a soak of 1h resumed a moment later still
+	// reads 1h0m0s, not 59m59s.
+	shown := d.Truncate(time.Second)
+	if shown < d {
+		shown += time.Second
+	}
+	e.logf("%s: %s, until %s", what, shown, until.Format("15:04:05"))
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	report := time.NewTicker(max(min(10*time.Minute, d/4), 5*time.Second))
