@@ -93,7 +93,11 @@ func (o *PlanOptions) awsGroup(ctx context.Context, nodes []corev1.Node) (*plan.
 	if asg == "" && rec != nil {
 		asg = rec.Cloud.Group
 	}
-	provider, err := aws.New(ctx, aws.Options{Region: o.Region, Profile: o.Profile, ASGName: asg, FallbackRegion: fallbackRegion})
+	var exclude []string
+	if o.GreenASG != "" {
+		exclude = append(exclude, o.GreenASG)
+	}
+	provider, err := aws.New(ctx, aws.Options{Region: o.Region, Profile: o.Profile, ASGName: asg, FallbackRegion: fallbackRegion, Exclude: exclude})
 	if err != nil {
 		return nil, err
 	}

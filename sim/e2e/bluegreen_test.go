@@ -342,3 +342,42 @@ func TestAWSAutoscaledBlueGreenKeepsSafeToEvictFalseNodesThroughTheWait(t *testi
 		t.Errorf("the keeper is not Ready on green: %v", err)
 	}
 }
+
+func TestAWSBlueGreenGivenGreenNoWaitThenRunAgain(t *testing.T) {
+	const name = "aws-bg-given"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	ctx := testContext(t, 5*time.Minute)
+	// Someone else made green: version 2 of the same launch template.
+	version, err := g.srv.AddLaunchTemplateVersion(g.template, "ami-new")
+	if err != nil || version != 2 {
+		t.Fatalf("version %d: %v", version, err)
+	}
+	green := name + "-theirs"
+	if err := g.srv.CreateGroup(awsfake.GroupSpec{Name: green, Min: 0, Desired: 3, Max: 4, Zones: awsZones, LaunchTemplateID: g.template, LaunchTemplateVersion: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.WaitStable(ctx, green); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", name, "--strategy", "blue-green", "--green-asg", green, "--launch-template-version", "2", "--batch-node-count", "3", "--node-pool-soak", "1h", "--post-drain-wait", "0s", "--yes"}
+	r := g.run(t, append(args, "--no-wait")...)
+	if r.code != 8 || !strings.Contains(r.stderr, "soaking until") {
+		t.Fatalf("--no-wait must stop at the soak with exit 8: %s", r)
+	}
+	if st := g.run(t, "status", name); !strings.Contains(st.stdout, "soaking until") {
+		t.Errorf("status does not show the soak: %s", st)
+	}
+	if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 2 {
+		t.Errorf("a given green and version made no new version, but there are %d", len(lt.Versions))
+	}
+	if c := g.run(t, "complete", name); c.code != 0 {
+		t.Fatalf("complete: %s", c)
+	}
+	if r := g.run(t, args...); r.code != 0 {
+		t.Fatalf("the run after complete: %s", r)
+	}
+	g.assertGreenServes(t, green)
+	if !slices.Contains(g.srv.Groups(), green) {
+		t.Errorf("the given green group was deleted")
+	}
+}

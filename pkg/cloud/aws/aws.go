@@ -29,6 +29,9 @@ type Options struct {
 	// ASGName names the Auto Scaling group; empty means find it from the
 	// nodes' instance IDs.
 	ASGName string
+	// Exclude are groups whose instances FindGroup ignores (a blue/green
+	// run's given green group, whose nodes carry the same labels).
+	Exclude []string
 	// FallbackRegion is used when neither Region nor the SDK's
 	// configuration names one (the region of the nodes' zones).
 	FallbackRegion string
@@ -233,6 +236,9 @@ func (p *Provider) FindGroup(ctx context.Context, instanceIDs []string) (*Group,
 				byGroup[g] = append(byGroup[g], sdkaws.ToString(in.InstanceId))
 			}
 		}
+	}
+	for _, name := range p.opts.Exclude {
+		delete(byGroup, name)
 	}
 	switch len(byGroup) {
 	case 0:
