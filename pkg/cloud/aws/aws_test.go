@@ -222,6 +222,8 @@ func TestFindGroup(t *testing.T) {
 			wantErr: `instances "i-1", "i-2" belong to no Auto Scaling group; use --asg`},
 		{name: "several", ids: []string{"i-1", "i-2", "i-9"}, reply: asgInstances("i-1", "ng1", "i-2", "ng2", "i-9", "ng1"),
 			wantErr: `the nodes' instances belong to 2 Auto Scaling groups ("ng1" has "i-1", "i-9"; "ng2" has "i-2"); use --asg or narrow the nodes with --selector`},
+		// A given green group's nodes carry blue's labels: left out.
+		{name: "green excluded", opts: Options{Exclude: []string{"ng2"}}, ids: []string{"i-1", "i-2"}, reply: asgInstances("i-1", "ng1", "i-2", "ng2"), group: "ng1"},
 		{name: "asg flag wins", opts: Options{ASGName: "ng1"}, ids: []string{"i-1"}, group: "ng1"},
 		{name: "asg flag unknown", opts: Options{ASGName: "nope"},
 			wantErr: `auto scaling group "nope" not found in region "us-east-1"; check --asg and --region`},
