@@ -21,6 +21,9 @@ const (
 const (
 	DiffLaunchTemplate  = "launch-template"
 	DiffTemplateVersion = "launch-template-version"
+	// DiffBlue marks a node of blue/green's blue group, drained whatever
+	// it runs.
+	DiffBlue = "blue-group"
 )
 
 // NewVersion stands for the launch template version a run will create.

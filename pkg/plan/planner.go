@@ -261,6 +261,11 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 				continue
 			}
 			diffs, machine = append(cloudDiffs, diffs...), m
+			if IsBlueGreen(strategy) && len(diffs) == 0 {
+				// Blue is deleted at the end: every node of it is drained,
+				// whatever it runs.
+				diffs = []LabelDiff{{Key: DiffBlue, Current: in.Cloud.Name}}
+			}
 		}
 		switch {
 		case len(diffs) == 0:
@@ -333,8 +338,14 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 			size, bg.BatchSoak, bg.NodePoolSoak = AutoscaledDrainBatch, 0, bg.WaitPeriod
 		}
 		p.BlueGreen = &BlueGreenPlan{BatchSize: size, BatchSoak: Duration(bg.BatchSoak), NodePoolSoak: Duration(bg.NodePoolSoak), Green: bg.GreenASG}
-		if p.BlueGreen.Green == "" {
+		p.BlueGreen.GreenSelector = bg.GreenSelector
+		if p.BlueGreen.Green == "" && bg.GreenSelector == "" {
 			p.BlueGreen.Green, p.BlueGreen.Create = in.Cloud.Name+"-v"+in.Cloud.TargetVersion, true
+		}
+		if bg.GreenSelector != "" {
+			if _, err := labels.Parse(bg.GreenSelector); err != nil {
+				return nil, inputErrorf("invalid --green-selector %q: %v", bg.GreenSelector, err)
+			}
 		}
 		p.Cloud.ScaleUp, p.Cloud.During = 0, p.Cloud.Before
 		p.MaxUnavailable = size

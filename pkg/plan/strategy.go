@@ -46,9 +46,11 @@ type BlueGreenInput struct {
 	BatchPercent float64
 	BatchSoak    time.Duration
 	NodePoolSoak time.Duration
-	// GreenASG names a green group someone else made; empty means the run
-	// creates it.
-	GreenASG string
+	// GreenASG names a green group someone else made, or GreenSelector
+	// selects its nodes (not an Auto Scaling group: the run neither
+	// scales nor deletes it); both empty means the run creates green.
+	GreenASG      string
+	GreenSelector string
 	// WaitPeriod is autoscaled blue/green's time for the autoscaler to
 	// remove under-used blue nodes before the rest is drained.
 	WaitPeriod time.Duration
@@ -59,9 +61,11 @@ type BlueGreenPlan struct {
 	BatchSize    int      `json:"batchSize"`
 	BatchSoak    Duration `json:"batchSoak"`
 	NodePoolSoak Duration `json:"nodePoolSoak"`
-	// Green is the green Auto Scaling group; Create says the run makes it.
-	Green  string `json:"green,omitempty"`
-	Create bool   `json:"create"`
+	// Green is the green Auto Scaling group, or GreenSelector selects the
+	// green nodes; Create says the run makes green.
+	Green         string `json:"green,omitempty"`
+	GreenSelector string `json:"greenSelector,omitempty"`
+	Create        bool   `json:"create"`
 }
 
 // ValidateBlueGreen checks the blue/green settings.
@@ -69,6 +73,8 @@ func ValidateBlueGreen(in BlueGreenInput) error {
 	switch {
 	case in.BatchNodes < 0 && (in.BatchPercent <= 0 || in.BatchPercent > 1):
 		return inputErrorf("invalid --batch-percent %g: must be above 0 and at most 1", in.BatchPercent)
+	case in.GreenASG != "" && in.GreenSelector != "":
+		return inputErrorf("--green-asg and --green-selector cannot be used together")
 	case in.BatchSoak < 0:
 		return inputErrorf("invalid --batch-soak %s: must not be negative", in.BatchSoak)
 	case in.NodePoolSoak < 0:
@@ -194,7 +200,10 @@ func steps(p *Plan) []Step {
 	case StrategyBlueGreen:
 		bg := p.BlueGreen
 		green := "a new Auto Scaling group " + bg.Green
-		if !bg.Create {
+		switch {
+		case bg.GreenSelector != "":
+			green = "the nodes selected by " + bg.GreenSelector + " (given)"
+		case !bg.Create:
 			green = "Auto Scaling group " + bg.Green + " (given)"
 		}
 		add("CreateGreen", fmt.Sprintf("%s with %d nodes of the target; blue is pinned at its size", green, p.Nodes.Outdated), NodeLaunchEstimate)

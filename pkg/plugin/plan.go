@@ -44,6 +44,7 @@ type PlanOptions struct {
 	BatchSoak          time.Duration
 	NodePoolSoak       time.Duration
 	GreenASG           string
+	GreenSelector      string
 	WaitPeriod         time.Duration
 	// The AWS provider's flags.
 	Region, Profile, ASG string
@@ -96,6 +97,7 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.BatchSoak, "batch-soak", 0, "With --strategy blue-green: wait between drained batches")
 	f.DurationVar(&o.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
 	f.DurationVar(&o.WaitPeriod, "wait-period", 72*time.Hour, "With --strategy autoscaled-blue-green: how long the cluster autoscaler may remove under-used blue nodes before the rest is drained (0 to 7 days)")
+	f.StringVar(&o.GreenSelector, "green-selector", "", "With --strategy blue-green: the green nodes are those this label selector selects (made by someone else, not an Auto Scaling group: neither scaled nor deleted)")
 	f.StringVar(&o.GreenASG, "green-asg", "", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
 	f.StringVar(&o.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%; with --strategy surge, per zone, default 0")
 	f.StringVar(&o.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
@@ -207,7 +209,7 @@ func (o *PlanOptions) Validate() error {
 
 // blueGreenInput is the blue/green settings of the flags.
 func (o *PlanOptions) blueGreenInput() plan.BlueGreenInput {
-	in := plan.BlueGreenInput{BatchNodes: o.BatchNodeCount, BatchSoak: o.BatchSoak, NodePoolSoak: o.NodePoolSoak, GreenASG: o.GreenASG, WaitPeriod: o.WaitPeriod}
+	in := plan.BlueGreenInput{BatchNodes: o.BatchNodeCount, BatchSoak: o.BatchSoak, NodePoolSoak: o.NodePoolSoak, GreenASG: o.GreenASG, GreenSelector: o.GreenSelector, WaitPeriod: o.WaitPeriod}
 	if o.batchPercentSet {
 		in.BatchNodes, in.BatchPercent = -1, o.BatchPercent
 	}

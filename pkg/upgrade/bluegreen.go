@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -101,6 +103,9 @@ func (e *Engine) greenName(cr *state.CloudRecord) string {
 		return cr.Green
 	}
 	bgp := e.cfg.Plan.BlueGreen
+	if bgp.GreenSelector != "" {
+		return "" // green is nodes, not a group
+	}
 	if bgp.Create {
 		if bg, err := e.blueGreen(); err == nil {
 			return bg.GreenName(cr.TargetVersion)
@@ -155,6 +160,9 @@ func (e *Engine) createGreen(ctx context.Context) error {
 	cr.Green, cr.GreenCreated = green, e.cfg.Plan.BlueGreen.Create
 	if err := e.save(ctx); err != nil {
 		return err
+	}
+	if sel := e.cfg.Plan.BlueGreen.GreenSelector; sel != "" {
+		return e.waitGreenSelected(ctx, sel)
 	}
 	bg.UseGreen(green)
 	if e.flow().autoscaled {
@@ -297,6 +305,9 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 	e.done = append(e.done, names...)
 	cr := e.cloudRecord()
 	e.note = fmt.Sprintf("node group now runs in Auto Scaling group %q; %q was deleted", cr.Green, e.group.GroupName())
+	if sel := e.cfg.Plan.BlueGreen.GreenSelector; sel != "" {
+		e.note = fmt.Sprintf("node group now runs on the nodes of %s; Auto Scaling group %q was deleted", sel, e.group.GroupName())
+	}
 	e.logf("%s", e.note)
 	return e.protectNewNodes(ctx, false)
 }
@@ -332,6 +343,18 @@ func (e *Engine) rollback(ctx context.Context) error {
 			green = append(green, n.Name)
 		}
 	}
+	if sel := e.cfg.Plan.BlueGreen.GreenSelector; sel != "" {
+		selected, err := e.selectedNodes(sel)
+		if err != nil {
+			return err
+		}
+		green = green[:0]
+		for _, n := range selected {
+			if !blue.Has(n.Name) {
+				green = append(green, n.Name)
+			}
+		}
+	}
 	for _, n := range green {
 		if err := e.cordon(ctx, n); err != nil {
 			return err
@@ -353,4 +376,60 @@ func (e *Engine) rollback(ctx context.Context) error {
 	}
 	e.logf("%s", e.note)
 	return e.protectNewNodes(ctx, false)
+}
+
+// selectedNodes returns the nodes a label selector selects, from the cache.
+func (e *Engine) selectedNodes(selector string) ([]*corev1.Node, error) {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Node
+	for _, n := range e.view.allNodes() {
+		if sel.Matches(labels.Set(n.Labels)) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// waitGreenSelected waits, event-driven, until the green nodes a selector
+// gives are all Ready, with one at least in every zone of blue's nodes.
+func (e *Engine) waitGreenSelected(ctx context.Context, selector string) error {
+	zones := e.cfg.Plan.OutdatedZones()
+	e.logf("waiting up to %s for the green nodes %s to be Ready in zones %s", e.cfg.RoomTimeout, selector, quoteAll(zones))
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.RoomTimeout)
+	defer cancel()
+	for {
+		nodes, err := e.selectedNodes(selector)
+		if err != nil {
+			return err
+		}
+		var notReady, missing []string
+		ready := map[string]bool{}
+		for _, n := range nodes {
+			if nodeReady(n) {
+				ready[n.Labels[plan.ZoneLabel]] = true
+			} else {
+				notReady = append(notReady, n.Name)
+			}
+		}
+		for _, z := range zones {
+			if !ready[z] {
+				missing = append(missing, z)
+			}
+		}
+		if len(nodes) > 0 && len(notReady) == 0 && len(missing) == 0 {
+			e.logf("%d green nodes Ready", len(nodes))
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &NodeCreationFailure{Group: "green " + selector, Timeout: e.cfg.RoomTimeout, Zones: missing, Instances: notReady, Original: *e.cloudRecord().Original}
+		case <-e.view.changed:
+		}
+	}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os/exec"
 	"slices"
@@ -379,5 +380,39 @@ func TestAWSBlueGreenGivenGreenNoWaitThenRunAgain(t *testing.T) {
 	g.assertGreenServes(t, green)
 	if !slices.Contains(g.srv.Groups(), green) {
 		t.Errorf("the given green group was deleted")
+	}
+}
+
+func TestAWSBlueGreenGreenGivenBySelector(t *testing.T) {
+	const name = "aws-bg-selector"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	ctx := testContext(t, 5*time.Minute)
+	// Green is plain nodes someone else made, e.g. by another provisioner.
+	var green []string
+	for i, z := range awsZones {
+		n := fmt.Sprintf("%s-green-%d", name, i)
+		if err := scenario.CreateNode(ctx, client, scenario.Node{Name: n, Zone: z, Labels: map[string]string{groupKey: name, "pool": "theirs-" + name}}); err != nil {
+			t.Fatal(err)
+		}
+		green = append(green, n)
+	}
+	if err := scenario.WaitNodesReady(ctx, client, green...); err != nil {
+		t.Fatal(err)
+	}
+	r := g.run(t, "run", name, "--provider", "aws", "--strategy", "blue-green", "--green-selector", "pool=theirs-"+name, "--batch-node-count", "3", "--node-pool-soak", "0s", "--post-drain-wait", "0s", "--yes")
+	if r.code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	if slices.Contains(g.srv.Groups(), name) {
+		t.Errorf("blue Auto Scaling group %q still exists", name)
+	}
+	for _, n := range green {
+		node, err := client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil || node.Spec.Unschedulable {
+			t.Errorf("green node %q: %v, cordoned %v", n, err, err == nil && node.Spec.Unschedulable)
+		}
+	}
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Errorf("workloads not Ready on green: %v", err)
 	}
 }
