@@ -85,6 +85,9 @@ type CloudRecord struct {
 	// Original are the sizes before the scale-up: what the end restores.
 	Original *plan.Sizes `json:"original,omitempty"`
 	ScaleUp  int32       `json:"scaleUp,omitempty"`
+	// ScaledFor is the target version the scale-up was for; a rollback
+	// finds the group already scaled up for another one.
+	ScaledFor string `json:"scaledFor,omitempty"`
 	// LastDesired is the desired size the run last set; a larger one means
 	// someone else (the cluster autoscaler) scaled the group up.
 	LastDesired int32 `json:"lastDesired,omitempty"`

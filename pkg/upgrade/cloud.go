@@ -104,7 +104,7 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 		if e.cfg.Plan.Cloud != nil {
 			inc = e.cfg.Plan.Cloud.ScaleUp
 		}
-		cr.Original, cr.ScaleUp, cr.LastDesired = &sizes, inc, sizes.Desired+inc
+		cr.Original, cr.ScaleUp, cr.LastDesired, cr.ScaledFor = &sizes, inc, sizes.Desired+inc, cr.TargetVersion
 		if err := e.save(ctx); err != nil {
 			return err
 		}
@@ -125,6 +125,13 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 		if err := e.save(ctx); err != nil {
 			return err
 		}
+	}
+	if cr.ScaledFor != "" && cr.ScaledFor != cr.TargetVersion {
+		// An earlier run (the one being rolled back) scaled up for another
+		// version: its extra nodes are outdated now, and replacements of
+		// the target come as they are removed. Nothing new to wait for.
+		e.logf("Auto Scaling group %q was scaled up for version %s by an earlier run; its nodes are replaced like the others", e.group.GroupName(), cr.ScaledFor)
+		return nil
 	}
 	if err := e.waitNewNodes(ctx, cr, e.cfg.Plan.OutdatedZones()); err != nil {
 		return err
