@@ -312,7 +312,8 @@ func TestAWSAutoscaledBlueGreenKeepsSafeToEvictFalseNodesThroughTheWait(t *testi
 			ScaleUpGroups: []string{green}, ScaleDownGroups: []string{name}, ScaleDownDelay: 2 * time.Second, Namespaces: []string{name},
 		})
 	}()
-	run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--strategy", "autoscaled-blue-green", "--ami", "ami-new", "--wait-period", "25s", "--post-drain-wait", "0s", "--yes"))
+	run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--strategy", "autoscaled-blue-green", "--ami", "ami-new", "--wait-period", "25s", "--post-drain-wait", "0s",
+		"--ignore-check", "single-replica", "--yes"))
 	if !run.waitFor("wait period: ") {
 		t.Fatalf("the run never reached the wait period:\n%s", run.output())
 	}

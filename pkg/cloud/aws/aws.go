@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 )
 
 // Options select the account, region and group.
@@ -143,7 +144,9 @@ func oneLine(s string) string {
 // there, so a missing one fails here with a clear message rather than on the
 // first call.
 func New(ctx context.Context, opts Options) (*Provider, error) {
-	var lo []func(*config.LoadOptions) error
+	// The SDK's own log lines (retries, connection reuse) would break the
+	// one-line errors and the progress output; its errors say enough.
+	lo := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{})}
 	if opts.Region != "" {
 		lo = append(lo, config.WithRegion(opts.Region))
 	}
