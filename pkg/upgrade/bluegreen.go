@@ -384,13 +384,7 @@ func (e *Engine) selectedNodes(selector string) ([]*corev1.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []*corev1.Node
-	for _, n := range e.view.allNodes() {
-		if sel.Matches(labels.Set(n.Labels)) {
-			out = append(out, n)
-		}
-	}
-	return out, nil
+	return e.nodesMatching(sel), nil
 }
 
 // waitGreenSelected waits, event-driven, until the green nodes a selector

@@ -145,6 +145,11 @@ func (e *Engine) groupNodes() ([]*corev1.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	return e.nodesMatching(sel), nil
+}
+
+// nodesMatching returns the cached nodes a selector selects, by name.
+func (e *Engine) nodesMatching(sel labels.Selector) []*corev1.Node {
 	var out []*corev1.Node
 	for _, n := range e.view.allNodes() {
 		if sel.Matches(labels.Set(n.Labels)) {
@@ -152,7 +157,7 @@ func (e *Engine) groupNodes() ([]*corev1.Node, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
 // newNodes is what the scale-up waits for: every machine the group should

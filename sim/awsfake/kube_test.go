@@ -243,7 +243,7 @@ func TestNodeGroup(t *testing.T) {
 	})
 	t.Run("NotReady flipped off", func(t *testing.T) {
 		if bad.ID == "" {
-			t.Skip("no broken instance")
+			t.Fatal("the previous subtest made no broken instance to replace")
 		}
 		broken.Store(false)
 		replace(t, bad.ID)
