@@ -94,8 +94,8 @@ func (o *PlanOptions) awsGroup(ctx context.Context, nodes []corev1.Node) (*plan.
 		asg = rec.Cloud.Group
 	}
 	var exclude []string
-	if o.GreenASG != "" {
-		exclude = append(exclude, o.GreenASG)
+	if o.BlueGreen.GreenASG != "" {
+		exclude = append(exclude, o.BlueGreen.GreenASG)
 	}
 	provider, err := aws.New(ctx, aws.Options{Region: o.Region, Profile: o.Profile, ASGName: asg, FallbackRegion: fallbackRegion, Exclude: exclude})
 	if err != nil {

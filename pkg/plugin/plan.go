@@ -39,13 +39,8 @@ type PlanOptions struct {
 	StateNamespace     string
 	Strategy           string
 	MaxSurge           int
-	BatchNodeCount     int
-	BatchPercent       float64
-	BatchSoak          time.Duration
-	NodePoolSoak       time.Duration
-	GreenASG           string
-	GreenSelector      string
-	WaitPeriod         time.Duration
+	// BlueGreen holds the blue/green flags as planning takes them.
+	BlueGreen plan.BlueGreenInput
 	// The AWS provider's flags.
 	Region, Profile, ASG string
 	AMI, TemplateVersion string
@@ -92,13 +87,13 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringArrayVar(&o.TargetLabels, "target-label", nil, "A label key=value that up-to-date nodes carry (repeatable); nodes lacking any are outdated")
 	f.StringVar(&o.Strategy, "strategy", plan.StrategyEKS, `How to replace the nodes: eks (scale up, taint all outdated nodes, drain in batches, scale down); surge (GKE's: one zone at a time, per node a surge node first; profiles: --max-surge 1 --max-unavailable 0 balanced (the default), 0/20 fast without extra nodes, 20/0 fast and gentle, 0/1 slow without extra nodes); blue-green (a green group beside blue, blue cordoned and drained in batches, soaked, then deleted); short-lived (only point the group at the target: nothing is drained, old nodes go away on their own); autoscaled-blue-green (green starts at 0 and the cluster autoscaler grows it while blue, cordoned, shrinks; after --wait-period the rest of blue is drained)`)
 	f.IntVar(&o.MaxSurge, "max-surge", 1, "With --strategy surge: extra nodes per zone while its nodes are replaced (surge + unavailable at most 20)")
-	f.IntVar(&o.BatchNodeCount, "batch-node-count", 1, "With --strategy blue-green: blue nodes drained per batch; 0 drains none and goes straight to the soak")
-	f.Float64Var(&o.BatchPercent, "batch-percent", 0, "With --strategy blue-green: the batch as a fraction of blue (above 0, at most 1; rounded down, at least 1 node), instead of --batch-node-count")
-	f.DurationVar(&o.BatchSoak, "batch-soak", 0, "With --strategy blue-green: wait between drained batches")
-	f.DurationVar(&o.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
-	f.DurationVar(&o.WaitPeriod, "wait-period", 72*time.Hour, "With --strategy autoscaled-blue-green: how long the cluster autoscaler may remove under-used blue nodes before the rest is drained (0 to 7 days)")
-	f.StringVar(&o.GreenSelector, "green-selector", "", "With --strategy blue-green: the green nodes are those this label selector selects (made by someone else, not an Auto Scaling group: neither scaled nor deleted)")
-	f.StringVar(&o.GreenASG, "green-asg", "", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
+	f.IntVar(&o.BlueGreen.BatchNodes, "batch-node-count", 1, "With --strategy blue-green: blue nodes drained per batch; 0 drains none and goes straight to the soak")
+	f.Float64Var(&o.BlueGreen.BatchPercent, "batch-percent", 0, "With --strategy blue-green: the batch as a fraction of blue (above 0, at most 1; rounded down, at least 1 node), instead of --batch-node-count")
+	f.DurationVar(&o.BlueGreen.BatchSoak, "batch-soak", 0, "With --strategy blue-green: wait between drained batches")
+	f.DurationVar(&o.BlueGreen.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
+	f.DurationVar(&o.BlueGreen.WaitPeriod, "wait-period", 72*time.Hour, "With --strategy autoscaled-blue-green: how long the cluster autoscaler may remove under-used blue nodes before the rest is drained (0 to 7 days)")
+	f.StringVar(&o.BlueGreen.GreenSelector, "green-selector", "", "With --strategy blue-green: the green nodes are those this label selector selects (made by someone else, not an Auto Scaling group: neither scaled nor deleted)")
+	f.StringVar(&o.BlueGreen.GreenASG, "green-asg", "", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
 	f.StringVar(&o.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%; with --strategy surge, per zone, default 0")
 	f.StringVar(&o.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
 	f.Int64Var(&o.Seed, "seed", 0, "Seed of the random batch order; the same seed gives plan and run the same batches (default: random, shown in the plan)")
@@ -162,8 +157,8 @@ func (o *PlanOptions) Validate() error {
 		if o.batchPercentSet && o.batchCountSet {
 			return usageErrorf("--batch-node-count and --batch-percent cannot be used together")
 		}
-		if o.BatchNodeCount < 0 {
-			return usageErrorf("invalid --batch-node-count %d: must not be negative", o.BatchNodeCount)
+		if o.BlueGreen.BatchNodes < 0 {
+			return usageErrorf("invalid --batch-node-count %d: must not be negative", o.BlueGreen.BatchNodes)
 		}
 		if err := plan.ValidateBlueGreen(o.blueGreenInput()); err != nil {
 			return err
@@ -209,9 +204,11 @@ func (o *PlanOptions) Validate() error {
 
 // blueGreenInput is the blue/green settings of the flags.
 func (o *PlanOptions) blueGreenInput() plan.BlueGreenInput {
-	in := plan.BlueGreenInput{BatchNodes: o.BatchNodeCount, BatchSoak: o.BatchSoak, NodePoolSoak: o.NodePoolSoak, GreenASG: o.GreenASG, GreenSelector: o.GreenSelector, WaitPeriod: o.WaitPeriod}
+	in := o.BlueGreen
 	if o.batchPercentSet {
-		in.BatchNodes, in.BatchPercent = -1, o.BatchPercent
+		in.BatchNodes = -1 // the percentage decides
+	} else {
+		in.BatchPercent = 0
 	}
 	return in
 }
