@@ -360,37 +360,21 @@ func TestAWSSecondRunIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
 	const name = "aws-lock"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	args := []string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "20s", "--yes"}
-	first := g.cmd(sim.Kubeconfig, args...)
-	stdout, err := first.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	scanner := bufio.NewScanner(stdout)
-	checked := false
-	for scanner.Scan() {
-		if !strings.Contains(scanner.Text(), "cordoned") {
-			continue
-		}
-		versions := func() int { lt, _ := g.srv.LaunchTemplate(g.template); return len(lt.Versions) }
-		before, _ := g.srv.Group(name)
-		second := g.run(t, args...)
-		if second.code != 6 || !strings.Contains(second.stderr, "is being upgraded by") || !oneLine(second.stderr) {
-			t.Errorf("the second run must exit 6 naming the holder: %s", second)
-		}
-		if after, _ := g.srv.Group(name); after.Desired != before.Desired || after.Max != before.Max || versions() != 2 {
-			t.Errorf("the refused run changed the group: desired %d -> %d, max %d -> %d, %d versions", before.Desired, after.Desired, before.Max, after.Max, versions())
-		}
-		checked = true
-		_ = first.Process.Signal(syscall.SIGKILL)
-		break
-	}
-	_ = first.Wait()
-	if !checked {
+	first := startBackground(t, g.cmd(sim.Kubeconfig, args...))
+	if !first.waitFor("cordoned") {
 		t.Fatal("the first run ended before the second was tried")
 	}
+	versions := func() int { lt, _ := g.srv.LaunchTemplate(g.template); return len(lt.Versions) }
+	before, _ := g.srv.Group(name)
+	second := g.run(t, args...)
+	if second.code != 6 || !strings.Contains(second.stderr, "is being upgraded by") || !oneLine(second.stderr) {
+		t.Errorf("the second run must exit 6 naming the holder: %s", second)
+	}
+	if after, _ := g.srv.Group(name); after.Desired != before.Desired || after.Max != before.Max || versions() != 2 {
+		t.Errorf("the refused run changed the group: desired %d -> %d, max %d -> %d, %d versions", before.Desired, after.Desired, before.Max, after.Max, versions())
+	}
+	_ = first.cmd.Process.Signal(syscall.SIGKILL)
+	first.wait(t, time.Minute)
 	// The killed holder's lock does not block the next run on this machine.
 	if r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--yes"); r.code != 0 {
 		t.Fatalf("the run after the killed one failed: %s", r)
@@ -401,37 +385,23 @@ func TestAWSSecondRunIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
 func TestAWSAutoscalerScalingUpStopsTheScaleDown(t *testing.T) {
 	const name = "aws-autoscaler"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
-	cmd := g.cmd(sim.Kubeconfig, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "3s", "--yes")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "3s", "--yes"))
+	if !run.waitFor("scale-down: removing node") {
+		t.Fatalf("the run never reached the scale-down:\n%s", run.output())
+	}
+	// The cluster autoscaler wants one node more while the first node of
+	// the scale-down is being drained.
+	gr, _ := g.srv.Group(name)
+	raisedTo := gr.Desired + 1
+	if err := g.srv.SetDesired(name, raisedTo); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	code, out := run.wait(t, 5*time.Minute)
+	if code != 0 {
+		t.Fatalf("run exit %d:\n%s", code, out)
 	}
-	var out strings.Builder
-	raisedTo := int32(0)
-	scanner := bufio.NewScanner(stdout)
-	for scanner.Scan() {
-		out.WriteString(scanner.Text() + "\n")
-		if raisedTo == 0 && strings.Contains(scanner.Text(), "scale-down: removing node") {
-			// The cluster autoscaler wants one node more while the first
-			// node of the scale-down is being drained.
-			gr, _ := g.srv.Group(name)
-			raisedTo = gr.Desired + 1
-			if err := g.srv.SetDesired(name, raisedTo); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	if raisedTo == 0 {
-		t.Fatalf("the run never reached the scale-down:\n%s", out.String())
-	}
-	if !strings.Contains(out.String(), "cluster autoscaler scaled it up") {
-		t.Errorf("the run did not say the autoscaler stopped it:\n%s", out.String())
+	if !strings.Contains(out, "cluster autoscaler scaled it up") {
+		t.Errorf("the run did not say the autoscaler stopped it:\n%s", out)
 	}
 	ctx := testContext(t, time.Minute)
 	if err := g.srv.WaitStable(ctx, name); err != nil {
