@@ -1,9 +1,8 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,23 +12,24 @@ import (
 // them, they must match the target too.
 const (
 	EKSImageLabel           = "eks.amazonaws.com/nodegroup-image"
-	EKSLaunchTemplateLabel  = "eks.amazonaws.com/sourceLaunchTemplateId"
 	EKSTemplateVersionLabel = "eks.amazonaws.com/sourceLaunchTemplateVersion"
 )
 
 // Keys of the outdated reasons that are not labels.
 const (
-	DiffLaunchTemplate  = "launch-template"
+	DiffTemplate        = "launch-template"
 	DiffTemplateVersion = "launch-template-version"
 	// DiffBlue marks a node of blue/green's blue group, drained whatever
 	// it runs.
 	DiffBlue = "blue-group"
 )
 
-// NewVersion stands for the launch template version a run will create.
+// NewVersion stands for the template version a run will create.
 const NewVersion = "new"
 
-// Sizes are the sizes of a cloud group.
+// Sizes are the sizes of a cloud group. A cloud whose groups have only a
+// target size reports it as Desired, with Min 0 and Max equal to it, and
+// ignores the Max it is given.
 type Sizes struct {
 	Min     int32 `json:"min"`
 	Desired int32 `json:"desired"`
@@ -40,30 +40,50 @@ func (s Sizes) String() string {
 	return fmt.Sprintf("min %d, desired %d, max %d", s.Min, s.Desired, s.Max)
 }
 
-// Machine is a cloud machine (an EC2 instance) of the group.
+// MachineState is where a machine is in its life, in every cloud's terms.
+type MachineState string
+
+const (
+	MachinePending   MachineState = "Pending"
+	MachineInService MachineState = "InService"
+	// MachineLeaving is a machine on its way out (terminating, deleting).
+	MachineLeaving MachineState = "Leaving"
+)
+
+// Machine is a cloud machine of the group (an EC2 instance, a VM).
 type Machine struct {
-	ID        string `json:"id"`
-	Zone      string `json:"zone,omitempty"`
-	Template  string `json:"launchTemplateID,omitempty"`
-	Version   string `json:"launchTemplateVersion,omitempty"`
-	Image     string `json:"imageID,omitempty"`
+	ID       string `json:"id"`
+	Zone     string `json:"zone,omitempty"`
+	Template string `json:"template,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Image    string `json:"image,omitempty"`
+	State    MachineState `json:"state,omitempty"`
+	// Lifecycle is the provider's own word for the state, for messages
+	// (Auto Scaling's Terminating:Wait, say).
 	Lifecycle string `json:"lifecycle,omitempty"`
 }
 
 // Leaving reports whether the machine is already on its way out.
-func (m Machine) Leaving() bool { return strings.HasPrefix(m.Lifecycle, "Terminat") }
+func (m Machine) Leaving() bool { return m.State == MachineLeaving }
 
 // CloudGroup is the provider's view of the node group, read (never changed)
 // before planning.
 type CloudGroup struct {
 	Provider string
-	Region   string
-	// Name is the Auto Scaling group.
-	Name     string
-	Template string
+	// Can is what the provider can do with the group.
+	Can    Capability
+	Region string
+	// Name is the group (an Auto Scaling group), GroupKind and
+	// TemplateKind what the provider calls a group and its templates.
+	Name         string
+	GroupKind    string
+	Template     string
+	TemplateKind string
+	// MachineKind is what the provider calls a machine (instance).
+	MachineKind string
 	// CurrentVersion is the version the group launches now; TargetVersion
 	// the one nodes must run after the upgrade, NewVersion when the run
-	// creates it (--ami); TargetImage its image where known.
+	// creates it; TargetImage its image where known.
 	CurrentVersion string
 	TargetVersion  string
 	TargetImage    string
@@ -76,15 +96,20 @@ type CloudGroup struct {
 	Nodes map[string]Machine
 }
 
-// CloudPlan is the cloud side of a plan.
+// CloudPlan is the cloud side of a plan. Its fields are the same for every
+// provider; the values are the provider's own names.
 type CloudPlan struct {
-	Provider         string `json:"provider"`
-	Region           string `json:"region,omitempty"`
-	AutoScalingGroup string `json:"autoScalingGroup"`
-	LaunchTemplateID string `json:"launchTemplateID"`
-	CurrentVersion   string `json:"currentVersion"`
-	TargetVersion    string `json:"targetVersion"`
-	TargetImage      string `json:"targetImage,omitempty"`
+	Provider     string `json:"provider"`
+	Region       string `json:"region,omitempty"`
+	Group        string `json:"group"`
+	GroupKind    string `json:"groupKind"`
+	Template     string `json:"template"`
+	TemplateKind string `json:"templateKind"`
+	// CurrentVersion is what the group launches now, TargetVersion what
+	// it launches after the run (NewVersion: one the run creates).
+	CurrentVersion string `json:"currentVersion"`
+	TargetVersion  string `json:"targetVersion"`
+	TargetImage    string `json:"targetImage,omitempty"`
 	// Before are the sizes the group goes back to at the end; During the
 	// sizes while the upgrade runs, ScaleUp nodes more.
 	Before  Sizes `json:"before"`
@@ -94,6 +119,26 @@ type CloudPlan struct {
 	Resumed bool `json:"resumed,omitempty"`
 }
 
+// UnmarshalJSON also reads plans saved before the fields were neutral
+// (autoScalingGroup, launchTemplateID: the aws provider's).
+func (c *CloudPlan) UnmarshalJSON(b []byte) error {
+	type plain CloudPlan
+	var v struct {
+		plain
+		AutoScalingGroup string `json:"autoScalingGroup"`
+		LaunchTemplateID string `json:"launchTemplateID"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*c = CloudPlan(v.plain)
+	if c.Group == "" && v.AutoScalingGroup != "" {
+		c.Group, c.Template = v.AutoScalingGroup, v.LaunchTemplateID
+		c.GroupKind, c.TemplateKind = "Auto Scaling group", "launch template"
+	}
+	return nil
+}
+
 // ScaleUpCount is how many nodes the EKS update adds before draining: the
 // larger of twice the zones in use and maxUnavailable.
 func ScaleUpCount(zones, maxUnavailable int) int32 {
@@ -101,8 +146,8 @@ func ScaleUpCount(zones, maxUnavailable int) int32 {
 }
 
 // machineOutdated says why a node's machine does not run the target
-// configuration. skip is set for nodes the plan leaves alone: not members
-// of the group, or already terminating.
+// configuration; notMember is set for nodes that are no machine of the
+// group.
 func machineOutdated(node *corev1.Node, cg *CloudGroup) (diffs []LabelDiff, machine Machine, notMember bool) {
 	m, ok := cg.Nodes[node.Name]
 	switch {
@@ -113,7 +158,7 @@ func machineOutdated(node *corev1.Node, cg *CloudGroup) (diffs []LabelDiff, mach
 	}
 	switch {
 	case m.Template != cg.Template:
-		diffs = append(diffs, LabelDiff{Key: DiffLaunchTemplate, Current: m.Template, Target: cg.Template})
+		diffs = append(diffs, LabelDiff{Key: DiffTemplate, Current: m.Template, Target: cg.Template})
 	case m.Version != cg.TargetVersion:
 		diffs = append(diffs, LabelDiff{Key: DiffTemplateVersion, Current: m.Version, Target: cg.TargetVersion})
 	}
@@ -129,9 +174,9 @@ func machineOutdated(node *corev1.Node, cg *CloudGroup) (diffs []LabelDiff, mach
 }
 
 // notMemberNote says which nodes of the group are left alone because their
-// instances are in no or another Auto Scaling group (e.g. blue/green's
-// green one), naming a few.
-func notMemberNote(names []string, group string) string {
+// machines are in no or another group (e.g. blue/green's green one),
+// naming a few.
+func notMemberNote(names []string, cg *CloudGroup) string {
 	shown := names
 	if len(shown) > 3 {
 		shown = shown[:3]
@@ -145,47 +190,31 @@ func notMemberNote(names []string, group string) string {
 		more = fmt.Sprintf(" and %d more", len(names)-len(shown))
 	}
 	if len(names) == 1 {
-		return fmt.Sprintf("node %s is not an instance of Auto Scaling group %q; it is left alone", q[0], group)
+		return fmt.Sprintf("node %s is not an %s of %s %q; it is left alone", q[0], cg.MachineKind, cg.GroupKind, cg.Name)
 	}
-	return fmt.Sprintf("%d nodes (%s%s) are not instances of Auto Scaling group %q; they are left alone", len(names), strings.Join(q, ", "), more, group)
+	return fmt.Sprintf("%d nodes (%s%s) are not %ss of %s %q; they are left alone", len(names), strings.Join(q, ", "), more, cg.MachineKind, cg.GroupKind, cg.Name)
 }
 
-// cloudPlan sizes the scale-up: zones are those of the group's nodes.
-func cloudPlan(cg *CloudGroup, zones []string, maxUnavailable, outdated int) *CloudPlan {
+// cloudPlan is the cloud side before the strategy sizes it: the sizes now,
+// or an interrupted run's recorded ones.
+func cloudPlan(cg *CloudGroup) *CloudPlan {
 	cp := &CloudPlan{
-		Provider:         cg.Provider,
-		Region:           cg.Region,
-		AutoScalingGroup: cg.Name,
-		LaunchTemplateID: cg.Template,
-		CurrentVersion:   cg.CurrentVersion,
-		TargetVersion:    cg.TargetVersion,
-		TargetImage:      cg.TargetImage,
-		Before:           cg.Sizes,
-		During:           cg.Sizes,
+		Provider:       cg.Provider,
+		Region:         cg.Region,
+		Group:          cg.Name,
+		GroupKind:      cg.GroupKind,
+		Template:       cg.Template,
+		TemplateKind:   cg.TemplateKind,
+		CurrentVersion: cg.CurrentVersion,
+		TargetVersion:  cg.TargetVersion,
+		TargetImage:    cg.TargetImage,
+		Before:         cg.Sizes,
+		During:         cg.Sizes,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the
 		// inflated ones, and the recorded ones are what the end restores.
 		cp.Before, cp.Resumed = *cg.Recorded, true
-		return cp
-	}
-	if outdated > 0 {
-		cp.ScaleUp = ScaleUpCount(len(zones), maxUnavailable)
-		cp.During.Desired += cp.ScaleUp
-		cp.During.Max += cp.ScaleUp
 	}
 	return cp
-}
-
-// MachineZones returns the zones of the group's machines that are not
-// leaving, sorted.
-func MachineZones(nodes map[string]Machine) []string {
-	var zones []string
-	for _, m := range nodes {
-		if !m.Leaving() && m.Zone != "" && !slices.Contains(zones, m.Zone) {
-			zones = append(zones, m.Zone)
-		}
-	}
-	sort.Strings(zones)
-	return zones
 }

@@ -26,7 +26,8 @@ func cloudInput(target string, machines map[string]Machine) Input {
 	in.MaxUnavailable = "1"
 	in.Provider = "aws"
 	in.Cloud = &CloudGroup{
-		Provider: "aws", Name: "asg-ng", Template: "lt-1", CurrentVersion: "1", TargetVersion: target,
+		Provider: "aws", Can: CapNewGroups, Name: "asg-ng", GroupKind: "Auto Scaling group", Template: "lt-1", TemplateKind: "launch template", MachineKind: "instance",
+		CurrentVersion: "1", TargetVersion: target,
 		Sizes: Sizes{Min: 1, Desired: 4, Max: 5}, Nodes: machines,
 	}
 	return in
@@ -34,11 +35,11 @@ func cloudInput(target string, machines map[string]Machine) Input {
 
 func TestBuildWithCloudGroup(t *testing.T) {
 	machines := map[string]Machine{
-		"a1": {ID: "i-a1", Zone: "a", Template: "lt-1", Version: "1", Lifecycle: "InService"},
-		"b1": {ID: "i-b1", Zone: "b", Template: "lt-1", Version: "1", Lifecycle: "InService"},
-		"b2": {ID: "i-b2", Zone: "b", Template: "lt-1", Version: "2", Lifecycle: "InService"},
-		"c1": {ID: "i-c1", Zone: "c", Template: "lt-0", Version: "2", Lifecycle: "InService"},
-		"c2": {ID: "i-c2", Zone: "c", Template: "lt-1", Version: "1", Lifecycle: "Terminating"},
+		"a1": {ID: "i-a1", Zone: "a", Template: "lt-1", Version: "1", State: MachineInService, Lifecycle: "InService"},
+		"b1": {ID: "i-b1", Zone: "b", Template: "lt-1", Version: "1", State: MachineInService, Lifecycle: "InService"},
+		"b2": {ID: "i-b2", Zone: "b", Template: "lt-1", Version: "2", State: MachineInService, Lifecycle: "InService"},
+		"c1": {ID: "i-c1", Zone: "c", Template: "lt-0", Version: "2", State: MachineInService, Lifecycle: "InService"},
+		"c2": {ID: "i-c2", Zone: "c", Template: "lt-1", Version: "1", State: MachineLeaving, Lifecycle: "Terminating"},
 	}
 	nodes := []corev1.Node{
 		awsNode("a1", "a", "i-a1", ""),

@@ -1,13 +1,13 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -189,27 +189,15 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	strategy := in.Strategy
-	if strategy == "" {
-		strategy = StrategyEKS
-	}
-	var maxUnavailable int
-	switch strategy {
-	case StrategySurge:
-		maxUnavailable, err = ParseSurge(in.MaxSurge, in.MaxUnavailable)
-	case StrategyShortLived:
-		if in.Cloud == nil {
-			return nil, inputErrorf("--strategy short-lived needs a provider that launches the new configuration (--provider aws)")
-		}
-	case StrategyBlueGreen, StrategyAutoscaled:
-		if in.Cloud == nil {
-			return nil, inputErrorf("--strategy %s needs a provider that creates node groups (--provider aws)", strategy)
-		}
-		err = ValidateBlueGreen(in.BlueGreen)
-	default:
-		maxUnavailable, err = ParseMaxUnavailable(in.MaxUnavailable, len(group))
-	}
+	strategy, err := LookupStrategy(in.Strategy)
 	if err != nil {
+		return nil, err
+	}
+	maxUnavailable, err := strategy.Validate(in, len(group))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCapability(strategy, in); err != nil {
 		return nil, err
 	}
 	p := &Plan{
@@ -220,7 +208,7 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		NodeGroupLabel:      in.NodeGroupLabel,
 		Selector:            in.Selector,
 		TargetLabels:        in.TargetLabels,
-		Strategy:            strategy,
+		Strategy:            strategy.Name(),
 		Provider:            in.Provider,
 		MaxUnavailableInput: in.MaxUnavailable,
 		MaxUnavailable:      maxUnavailable,
@@ -238,7 +226,64 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 			podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
 		}
 	}
+	outdated := p.countNodes(group, in, podsByNode, strategy.Traits().WholeGroup)
+	if in.Cloud != nil {
+		p.Cloud = cloudPlan(in.Cloud)
+	}
+	p.Order = in.Order
+	if p.Order == "" {
+		p.Order = OrderRandom
+		if len(p.Zones) > 1 {
+			p.Order = OrderZoneBalanced
+		}
+	}
+	// Shuffle a name-sorted list so the seed alone decides the order.
+	rng := rand.New(rand.NewPCG(uint64(in.Seed), uint64(in.Seed)^0x9e3779b97f4a7c15))
+	rng.Shuffle(len(outdated), func(i, j int) { outdated[i], outdated[j] = outdated[j], outdated[i] })
+	batches, err := strategy.Plan(&Planning{Snapshot: snap, Input: in, PodsByNode: podsByNode, Outdated: outdated, Plan: p})
+	if err != nil {
+		return nil, err
+	}
+	names := make([][]string, len(batches))
+	var outdatedNames []string
+	for i, b := range batches {
+		p.Batches = append(p.Batches, Batch{Number: i + 1, Nodes: b})
+		for _, n := range b {
+			names[i] = append(names[i], n.Name)
+		}
+		outdatedNames = append(outdatedNames, names[i]...)
+	}
+	p.Steps = strategy.Steps(p)
+	if p.Findings = audit(snap, group, outdatedNames, names, in); p.Findings == nil {
+		p.Findings = []check.Finding{}
+	}
+	p.markFindings()
+	return p, nil
+}
 
+// checkCapability refuses a strategy the provider cannot carry out, before
+// anything changes.
+func checkCapability(s Strategy, in Input) error {
+	can, provider := CapRemoveNodes, in.Provider
+	if in.Cloud != nil {
+		can = in.Cloud.Can
+	}
+	need := s.Needs(in)
+	if need <= can {
+		return nil
+	}
+	if provider == "" {
+		provider = "none"
+	}
+	if s.Name() == "surge" {
+		return inputErrorf("--max-surge %d needs a provider that creates nodes (--provider aws); with --provider %s use --max-surge 0 and --max-unavailable N", in.MaxSurge, provider)
+	}
+	return inputErrorf("--strategy %s needs a provider that %s (--provider aws), not --provider %s", s.Name(), capabilityText[need], provider)
+}
+
+// countNodes counts the group's nodes and returns the outdated ones, in
+// name order, with their pods.
+func (p *Plan) countNodes(group []corev1.Node, in Input, podsByNode map[string][]*corev1.Pod, wholeGroup bool) []PlannedNode {
 	zones := map[string]bool{}
 	var outdated []PlannedNode
 	var others []string // nodes of the group outside its cloud group
@@ -257,13 +302,11 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 				continue
 			}
 			if m.Leaving() {
-				p.Notes = append(p.Notes, fmt.Sprintf("node %q: instance %q is already terminating", node.Name, m.ID))
+				p.Notes = append(p.Notes, fmt.Sprintf("node %q: %s %q is already %s", node.Name, in.Cloud.MachineKind, m.ID, strings.ToLower(cmp.Or(m.Lifecycle, "leaving"))))
 				continue
 			}
 			diffs, machine = append(cloudDiffs, diffs...), m
-			if IsBlueGreen(strategy) && len(diffs) == 0 {
-				// Blue is deleted at the end: every node of it is drained,
-				// whatever it runs.
+			if wholeGroup && len(diffs) == 0 {
 				diffs = []LabelDiff{{Key: DiffBlue, Current: in.Cloud.Name}}
 			}
 		}
@@ -296,92 +339,18 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		outdated = append(outdated, pn)
 	}
 	if len(others) > 0 {
-		p.Notes = append(p.Notes, notMemberNote(others, in.Cloud.Name))
+		p.Notes = append(p.Notes, notMemberNote(others, in.Cloud))
 	}
 	for z := range zones {
 		p.Zones = append(p.Zones, z)
 	}
 	sort.Strings(p.Zones)
+	return outdated
+}
 
-	if in.Cloud != nil {
-		p.Cloud = cloudPlan(in.Cloud, p.Zones, maxUnavailable, len(outdated))
-		if strategy == StrategySurge && !p.Cloud.Resumed {
-			// Surge adds its nodes a window at a time, not up front.
-			p.Cloud.ScaleUp, p.Cloud.During = 0, p.Cloud.Before
-			if len(outdated) > 0 {
-				p.Cloud.During.Desired += int32(in.MaxSurge)
-				p.Cloud.During.Max += int32(in.MaxSurge)
-			}
-		}
-	}
-	p.Order = in.Order
-	if p.Order == "" {
-		p.Order = OrderRandom
-		if len(p.Zones) > 1 {
-			p.Order = OrderZoneBalanced
-		}
-	}
-	// Shuffle a name-sorted list so the seed alone decides the order.
-	rng := rand.New(rand.NewPCG(uint64(in.Seed), uint64(in.Seed)^0x9e3779b97f4a7c15))
-	rng.Shuffle(len(outdated), func(i, j int) { outdated[i], outdated[j] = outdated[j], outdated[i] })
-	var batches [][]PlannedNode
-	if strategy == StrategyShortLived {
-		// Nothing drained; the outdated nodes are listed as one batch 0
-		// would be misleading, so they are only counted (and in Outdated).
-		p.Cloud.ScaleUp, p.Cloud.During = 0, p.Cloud.Before
-		p.ShortLived = outdated
-	} else if IsBlueGreen(strategy) {
-		bg := in.BlueGreen
-		size := blueGreenBatchSize(bg, len(outdated))
-		if strategy == StrategyAutoscaled {
-			// No soaks: the wait period stands where the pool soak is.
-			size, bg.BatchSoak, bg.NodePoolSoak = AutoscaledDrainBatch, 0, bg.WaitPeriod
-		}
-		p.BlueGreen = &BlueGreenPlan{BatchSize: size, BatchSoak: Duration(bg.BatchSoak), NodePoolSoak: Duration(bg.NodePoolSoak), Green: bg.GreenASG}
-		p.BlueGreen.GreenSelector = bg.GreenSelector
-		if p.BlueGreen.Green == "" && bg.GreenSelector == "" {
-			p.BlueGreen.Green, p.BlueGreen.Create = in.Cloud.Name+"-v"+in.Cloud.TargetVersion, true
-		}
-		if bg.GreenSelector != "" {
-			if _, err := labels.Parse(bg.GreenSelector); err != nil {
-				return nil, inputErrorf("invalid --green-selector %q: %v", bg.GreenSelector, err)
-			}
-		}
-		p.Cloud.ScaleUp, p.Cloud.During = 0, p.Cloud.Before
-		p.MaxUnavailable = size
-		if size > 0 {
-			for start := 0; start < len(outdated); start += size {
-				batches = append(batches, outdated[start:min(start+size, len(outdated))])
-			}
-		}
-		if total := time.Duration(max(len(batches)-1, 0))*bg.BatchSoak + bg.NodePoolSoak; total > MaxSoak {
-			return nil, inputErrorf("the soaks add up to %s (--batch-soak between %d batches, then --node-pool-soak), above the limit of %s; lower them", total, len(batches), MaxSoak)
-		}
-	} else if strategy == StrategySurge {
-		p.Order = OrderByZone
-		batches = surgeBatches(outdated, in.MaxSurge+maxUnavailable, in.Seed)
-	} else if p.Order == OrderZoneBalanced {
-		w := newWorkloads(snap, podsByNode)
-		batches = zoneBalanced(outdated, maxUnavailable, w)
-		p.Notes = append(p.Notes, w.overBudget(batches)...)
-	} else {
-		for start := 0; start < len(outdated); start += maxUnavailable {
-			batches = append(batches, outdated[start:min(start+maxUnavailable, len(outdated))])
-		}
-	}
-	names := make([][]string, len(batches))
-	var outdatedNames []string
-	for i, b := range batches {
-		p.Batches = append(p.Batches, Batch{Number: i + 1, Nodes: b})
-		for _, n := range b {
-			names[i] = append(names[i], n.Name)
-		}
-		outdatedNames = append(outdatedNames, names[i]...)
-	}
-	p.Steps = steps(p)
-	if p.Findings = audit(snap, group, outdatedNames, names, in); p.Findings == nil {
-		p.Findings = []check.Finding{}
-	}
+// markFindings names, on each planned node, the checks that found
+// something there.
+func (p *Plan) markFindings() {
 	perNode := map[string]*[2][]string{}
 	for _, f := range p.Findings {
 		for _, n := range f.Nodes {
@@ -407,7 +376,6 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 			}
 		}
 	}
-	return p, nil
 }
 
 // audit runs the workload checks and adjusts them to the flags: --force

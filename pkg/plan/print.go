@@ -26,9 +26,9 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 	}
 	target := joinLabels(p.TargetLabels)
 	if c := p.Cloud; c != nil {
-		lt := fmt.Sprintf("launch template %s version %s", c.LaunchTemplateID, c.TargetVersion)
+		lt := fmt.Sprintf("%s %s version %s", c.TemplateKind, c.Template, c.TargetVersion)
 		if c.TargetVersion == NewVersion {
-			lt = fmt.Sprintf("launch template %s, a new version from %s", c.LaunchTemplateID, c.CurrentVersion)
+			lt = fmt.Sprintf("%s %s, a new version from %s", c.TemplateKind, c.Template, c.CurrentVersion)
 		}
 		if c.TargetImage != "" {
 			lt += " (image " + c.TargetImage + ")"
@@ -52,7 +52,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 	}
 	if c := p.Cloud; c != nil {
 		header = append(header,
-			[2]string{"Auto Scaling", fmt.Sprintf("%s in %s, launch template %s version %s -> %s", c.AutoScalingGroup, output.OrNone(c.Region), c.LaunchTemplateID, c.CurrentVersion, c.TargetVersion)},
+			[2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)},
 			[2]string{"Scale-up", scaleUpLine(c)})
 	}
 	for _, h := range header {
@@ -71,7 +71,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		}
 	}
 	fmt.Fprintln(w)
-	if p.Strategy == StrategyShortLived {
+	if p.Traits().LeavesRunning {
 		fmt.Fprintf(w, "Short-lived: %d outdated nodes are left running, not drained:\n", len(p.ShortLived))
 		t := output.NewTable(w, "Node", "Instance", "Zone", "Age")
 		for _, n := range p.ShortLived {
@@ -91,7 +91,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		case p.Cloud != nil && p.Cloud.Resumed:
 			msg = "Nothing left to drain: run finishes the interrupted run (scale-down to the recorded sizes)."
 		case p.Cloud != nil:
-			msg = "Nothing to do: every node of the group runs the target launch template version."
+			msg = fmt.Sprintf("Nothing to do: every node of the group runs the target %s version.", p.Cloud.TemplateKind)
 		}
 		_, err := fmt.Fprintln(w, color.Green(msg))
 		for _, note := range p.Notes {
@@ -165,10 +165,11 @@ func WriteFindings(w io.Writer, findings []check.Finding, color output.Colorizer
 }
 
 func strategyLine(p *Plan) string {
-	if p.Strategy == StrategySurge {
-		return fmt.Sprintf("surge: max surge %d, max unavailable %d, per zone, one zone at a time", p.MaxSurge, p.MaxUnavailable)
+	s, err := LookupStrategy(p.Strategy)
+	if err != nil {
+		return p.Strategy
 	}
-	return p.Strategy
+	return s.Summary(p)
 }
 
 // scaleUpLine says how the group's sizes move: up for the run, back after.

@@ -2,139 +2,202 @@ package plan
 
 import (
 	"fmt"
-	"math/rand/v2"
+	"slices"
 	"sort"
-	"strconv"
+	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
-// The strategies; eks is the default.
+// Strategy is one way of replacing a group's nodes. It is the only place
+// that knows its own flags, batches, sizes, phases and what its provider
+// must be able to do; the engine runs the phases it declares with steps
+// written once for every strategy. A new strategy is a type in its own
+// file and a line in the registry below.
+type Strategy interface {
+	// Name is what --strategy takes.
+	Name() string
+	// Help is the strategy's part of the --strategy help.
+	Help() string
+	// Flags are the flags that only some strategies take and this one
+	// does; such a flag given with a strategy that does not take it is
+	// refused rather than ignored.
+	Flags() []string
+	// Needs is what the provider must be able to do for this input.
+	Needs(in Input) Capability
+	// Validate checks the input's settings and returns how many nodes a
+	// batch takes at most, for a group of groupSize nodes.
+	Validate(in Input, groupSize int) (int, error)
+	// Plan puts the outdated nodes (shuffled by the seed) into batches and
+	// sets the strategy's side of the plan, its cloud sizes included.
+	Plan(c *Planning) ([][]PlannedNode, error)
+	// Steps are the phases as the reviewer reads them, with estimates.
+	Steps(p *Plan) []Step
+	// Summary is the plan's one-line description of the strategy.
+	Summary(p *Plan) string
+	// Traits say how the engine's shared steps behave for it.
+	Traits() Traits
+	// First is the phase a run starts in; Next the transition table.
+	First(f Flow) Phase
+	Next(s State, f Flow) State
+	// ResumeAt is where a re-run starts when the last run stopped in
+	// recorded with nothing left to drain; "" starts from First.
+	ResumeAt(recorded Phase, f Flow) Phase
+}
+
+// Capability is what a provider can do, in increasing order.
+type Capability int
+
 const (
-	StrategyEKS       = "eks"
-	StrategySurge     = "surge"
-	StrategyBlueGreen = "blue-green"
-	// StrategyAutoscaled is blue/green where the cluster autoscaler grows
-	// green and shrinks blue.
-	StrategyAutoscaled = "autoscaled-blue-green"
-	// StrategyShortLived only points the group at the target: nothing is
-	// drained, old nodes go away on their own.
-	StrategyShortLived = "short-lived"
-	// AutoscaledDrainBatch is how many blue nodes it drains at once after
-	// the wait period.
-	AutoscaledDrainBatch = 20
-	OrderByZone          = "zone-by-zone"
-	// MaxSoak caps the soak times of blue/green in total, as GKE does.
-	MaxSoak = 7 * 24 * time.Hour
-	// MaxInFlight caps maxSurge + maxUnavailable of the surge strategy, as
-	// GKE does.
-	MaxInFlight = 20
+	// CapRemoveNodes: remove a drained node (every provider, none too).
+	CapRemoveNodes Capability = iota
+	// CapGroup: resize a group of machines that launches the target.
+	CapGroup
+	// CapNewGroups: also create a second group beside it and delete one.
+	CapNewGroups
 )
 
-// Strategies lists what --strategy takes.
-var Strategies = []string{StrategyEKS, StrategySurge, StrategyBlueGreen, StrategyAutoscaled, StrategyShortLived}
-
-// IsBlueGreen reports whether a strategy builds a green group beside blue.
-func IsBlueGreen(strategy string) bool {
-	return strategy == StrategyBlueGreen || strategy == StrategyAutoscaled
+// What a capability means, for the message that refuses a strategy.
+var capabilityText = map[Capability]string{
+	CapRemoveNodes: "removes nodes",
+	CapGroup:       "launches the new configuration",
+	CapNewGroups:   "creates node groups",
 }
 
-// BlueGreenInput are the blue/green settings: the batch size as a count
-// (BatchNodes >= 0) or a fraction of blue (BatchPercent in (0, 1], used when
-// BatchNodes < 0), the soak after each batch and after the last one.
-type BlueGreenInput struct {
-	BatchNodes   int
-	BatchPercent float64
-	BatchSoak    time.Duration
-	NodePoolSoak time.Duration
-	// GreenASG names a green group someone else made, or GreenSelector
-	// selects its nodes (not an Auto Scaling group: the run neither
-	// scales nor deletes it); both empty means the run creates green.
-	GreenASG      string
-	GreenSelector string
-	// WaitPeriod is autoscaled blue/green's time for the autoscaler to
-	// remove under-used blue nodes before the rest is drained.
-	WaitPeriod time.Duration
+// Rollback is how a strategy's run is undone.
+type Rollback int
+
+const (
+	// RollbackNone: it cannot be rolled back.
+	RollbackNone Rollback = iota
+	// RollbackInPlace: the same strategy runs towards the previous
+	// version once the run is stopped.
+	RollbackInPlace
+	// RollbackGreen: blue back in service, green drained; a live run
+	// turns around at its next safe point.
+	RollbackGreen
+)
+
+// Traits are a strategy's answers to the questions the shared steps ask.
+type Traits struct {
+	// DefaultMaxUnavailable is --max-unavailable when not given.
+	DefaultMaxUnavailable string
+	// DrainTimeout is --drain-timeout when not given.
+	DrainTimeout time.Duration
+	// DeleteAtTimeout deletes the pods still there at the drain timeout
+	// (GKE does), instead of failing with PodEvictionFailure.
+	DeleteAtTimeout bool
+	// MaxGrace caps the pods' termination grace; 0 leaves it.
+	MaxGrace time.Duration
+	// OutdatedHeldOff: while batches run, no outdated node takes new pods
+	// (tainted or cordoned), so a batch's pods must fit on the others.
+	OutdatedHeldOff bool
+	// CordonBeforeDrain cordons a batch's nodes before their drain (GKE's
+	// surge) rather than after it (EKS's).
+	CordonBeforeDrain bool
+	// SurgeReplaces: a batch begins with surge nodes; its removals lower
+	// the desired size while it is above the recorded one, max follows,
+	// and the next batch waits for the group's replacements.
+	SurgeReplaces bool
+	// WholeGroup: every node of the group is replaced whatever it runs
+	// (blue is deleted at the end).
+	WholeGroup bool
+	// GreenFromZero: green starts empty and the autoscaler grows it while
+	// blue may shrink to zero.
+	GreenFromZero bool
+	// SoakName names the soak in progress lines.
+	SoakName string
+	// LeavesRunning: nothing is drained; old nodes go away on their own.
+	LeavesRunning bool
+	Rollback      Rollback
 }
 
-// BlueGreenPlan is the blue/green side of a plan.
-type BlueGreenPlan struct {
-	BatchSize    int      `json:"batchSize"`
-	BatchSoak    Duration `json:"batchSoak"`
-	NodePoolSoak Duration `json:"nodePoolSoak"`
-	// Green is the green Auto Scaling group, or GreenSelector selects the
-	// green nodes; Create says the run makes green.
-	Green         string `json:"green,omitempty"`
-	GreenSelector string `json:"greenSelector,omitempty"`
-	Create        bool   `json:"create"`
+// strategies is the registry of --strategy values.
+var strategies = map[string]Strategy{}
+
+func register(s Strategy) { strategies[s.Name()] = s }
+
+func init() {
+	register(eks{})
+	register(surge{})
+	register(blueGreen{})
+	register(autoscaledBlueGreen{})
+	register(shortLived{})
 }
 
-// ValidateBlueGreen checks the blue/green settings.
-func ValidateBlueGreen(in BlueGreenInput) error {
-	switch {
-	case in.BatchNodes < 0 && (in.BatchPercent <= 0 || in.BatchPercent > 1):
-		return inputErrorf("invalid --batch-percent %g: must be above 0 and at most 1", in.BatchPercent)
-	case in.GreenASG != "" && in.GreenSelector != "":
-		return inputErrorf("--green-asg and --green-selector cannot be used together")
-	case in.BatchSoak < 0:
-		return inputErrorf("invalid --batch-soak %s: must not be negative", in.BatchSoak)
-	case in.NodePoolSoak < 0:
-		return inputErrorf("invalid --node-pool-soak %s: must not be negative", in.NodePoolSoak)
-	case in.WaitPeriod < 0 || in.WaitPeriod > MaxSoak:
-		return inputErrorf("invalid --wait-period %s: must be from 0 to 7 days", in.WaitPeriod)
+// DefaultStrategy is --strategy when not given: the EKS update.
+const DefaultStrategy = "eks"
+
+// LookupStrategy returns the strategy --strategy names ("" for the default).
+func LookupStrategy(name string) (Strategy, error) {
+	if name == "" {
+		name = DefaultStrategy
 	}
-	return nil
+	if s, ok := strategies[name]; ok {
+		return s, nil
+	}
+	return nil, inputErrorf("invalid --strategy %q: must be one of %s", name, strings.Join(StrategyNames(), ", "))
 }
 
-// blueGreenBatchSize is BatchNodes, or BatchPercent of the blue nodes
-// rounded down with a minimum of 1.
-func blueGreenBatchSize(in BlueGreenInput, blue int) int {
-	if in.BatchNodes >= 0 {
-		return in.BatchNodes
-	}
-	return max(int(in.BatchPercent*float64(blue)), 1)
-}
-
-// ParseSurge checks the surge strategy's per-zone settings: whole numbers
-// from 0, not both 0, and at most MaxInFlight nodes in flight.
-func ParseSurge(maxSurge int, maxUnavailable string) (int, error) {
-	mu, err := strconv.Atoi(maxUnavailable)
-	if err != nil || mu < 0 {
-		return 0, inputErrorf("invalid --max-unavailable %q: with --strategy surge it is a number of nodes per zone, from 0", maxUnavailable)
-	}
-	switch {
-	case maxSurge < 0:
-		return 0, inputErrorf("invalid --max-surge %d: must not be negative", maxSurge)
-	case maxSurge == 0 && mu == 0:
-		return 0, inputErrorf("--max-surge and --max-unavailable are both 0: nothing could be upgraded; raise one of them")
-	case maxSurge+mu > MaxInFlight:
-		return 0, inputErrorf("--max-surge %d plus --max-unavailable %d is %d nodes in flight, above the limit of %d; lower them", maxSurge, mu, maxSurge+mu, MaxInFlight)
-	}
-	return mu, nil
-}
-
-// surgeBatches upgrades one zone at a time: per zone, windows of
-// maxSurge+maxUnavailable nodes, in a seeded random order within the zone.
-func surgeBatches(outdated []PlannedNode, window int, seed int64) [][]PlannedNode {
-	byZone := map[string][]PlannedNode{}
-	var zones []string
-	for _, n := range outdated {
-		if _, ok := byZone[n.Zone]; !ok {
-			zones = append(zones, n.Zone)
+// StrategyNames lists what --strategy takes, the default first.
+func StrategyNames() []string {
+	names := []string{DefaultStrategy}
+	for n := range strategies {
+		if n != DefaultStrategy {
+			names = append(names, n)
 		}
-		byZone[n.Zone] = append(byZone[n.Zone], n)
 	}
-	sort.Strings(zones)
-	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x5bd1e995))
+	sort.Strings(names[1:])
+	return names
+}
+
+// StrategyHelp is the help of --strategy: every strategy's own.
+func StrategyHelp() string {
+	var parts []string
+	for _, n := range StrategyNames() {
+		parts = append(parts, n+" ("+strategies[n].Help()+")")
+	}
+	return "How to replace the nodes: " + strings.Join(parts, "; ")
+}
+
+// StrategyFlags maps each flag that only some strategies take to them.
+func StrategyFlags() map[string][]string {
+	out := map[string][]string{}
+	for _, n := range StrategyNames() {
+		for _, f := range strategies[n].Flags() {
+			out[f] = append(out[f], n)
+		}
+	}
+	return out
+}
+
+// Planning is what a strategy plans from.
+type Planning struct {
+	Snapshot   Snapshot
+	Input      Input
+	PodsByNode map[string][]*corev1.Pod
+	// Outdated are the nodes to replace, shuffled by the seed.
+	Outdated []PlannedNode
+	// Plan is the plan so far: counts, zones, the cloud side, the order.
+	Plan *Plan
+}
+
+// fixedBatches cuts nodes into batches of size in their order.
+func fixedBatches(nodes []PlannedNode, size int) [][]PlannedNode {
 	var batches [][]PlannedNode
-	for _, z := range zones {
-		nodes := byZone[z]
-		sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
-		for start := 0; start < len(nodes); start += window {
-			batches = append(batches, nodes[start:min(start+window, len(nodes))])
-		}
+	for start := 0; size > 0 && start < len(nodes); start += size {
+		batches = append(batches, nodes[start:min(start+size, len(nodes))])
 	}
 	return batches
+}
+
+// keepSizes is the cloud side of a strategy that does not scale the group
+// up front.
+func keepSizes(p *Plan) {
+	if p.Cloud != nil && !p.Cloud.Resumed {
+		p.Cloud.ScaleUp, p.Cloud.During = 0, p.Cloud.Before
+	}
 }
 
 // Step is one phase of the plan as the reviewer reads it.
@@ -143,6 +206,26 @@ type Step struct {
 	Detail string `json:"detail"`
 	// Estimate is a rough duration (see EstimateAssumptions).
 	Estimate Duration `json:"estimate"`
+}
+
+// steps collects a plan's steps.
+type steps []Step
+
+func (s *steps) add(phase, detail string, d time.Duration) {
+	*s = append(*s, Step{Phase: phase, Detail: detail, Estimate: Duration(d)})
+}
+
+// setupStep is the Setup of a strategy that points the group at the target.
+func (s *steps) setup(p *Plan) {
+	c := p.Cloud
+	if c == nil {
+		return
+	}
+	target := "version " + c.TargetVersion
+	if c.TargetVersion == NewVersion {
+		target = "a new version with image " + c.TargetImage
+	}
+	s.add("Setup", fmt.Sprintf("point %s %s at %s %s %s", c.GroupKind, c.Group, c.TemplateKind, c.Template, target), 0)
 }
 
 // Duration marshals as a Go duration string ("1m30s").
@@ -166,91 +249,9 @@ const (
 	DrainEstimate       = time.Minute
 	PostDrainEstimate   = time.Minute
 	EstimateAssumptions = "a new node Ready in 3m, a drain in 1m, post-drain wait 1m"
+	// perBatchEstimate is a drain and the post-drain wait.
+	perBatchEstimate = DrainEstimate + PostDrainEstimate
 )
-
-// steps describes the phases of the plan in order, with rough durations.
-func steps(p *Plan) []Step {
-	perBatch := DrainEstimate + PostDrainEstimate
-	var out []Step
-	add := func(phase, detail string, d time.Duration) {
-		out = append(out, Step{Phase: phase, Detail: detail, Estimate: Duration(d)})
-	}
-	cloudGroup := p.Cloud != nil
-	if cloudGroup && IsBlueGreen(p.Strategy) && p.Cloud.TargetVersion == NewVersion {
-		add("Setup", fmt.Sprintf("create a version of launch template %s with image %s; blue keeps its version", p.Cloud.LaunchTemplateID, p.Cloud.TargetImage), 0)
-	} else if cloudGroup && !IsBlueGreen(p.Strategy) {
-		target := "version " + p.Cloud.TargetVersion
-		if p.Cloud.TargetVersion == NewVersion {
-			target = "a new version with image " + p.Cloud.TargetImage
-		}
-		add("Setup", fmt.Sprintf("point Auto Scaling group %s at launch template %s %s", p.Cloud.AutoScalingGroup, p.Cloud.LaunchTemplateID, target), 0)
-	}
-	switch p.Strategy {
-	case StrategyShortLived:
-		add("Wait", fmt.Sprintf("nothing is drained: the %d outdated nodes run until they go away on their own; status shows how many are left", p.Nodes.Outdated), 0)
-		return out
-	case StrategyAutoscaled:
-		bg := p.BlueGreen
-		add("CreateGreen", fmt.Sprintf("a new Auto Scaling group %s at 0 nodes (max %d), grown by the cluster autoscaler; blue may shrink to 0", bg.Green, p.Cloud.Before.Max), 0)
-		add("CordonBlue", fmt.Sprintf("cordon the %d blue nodes", p.Nodes.Outdated), 0)
-		add("WaitPeriod", fmt.Sprintf("%s for the autoscaler to remove under-used blue nodes (not those running safe-to-evict=false pods)", time.Duration(bg.NodePoolSoak)), time.Duration(bg.NodePoolSoak))
-		add("DrainBlue", fmt.Sprintf("the blue nodes left, %d at a time, PDBs honoured up to 1h, grace up to 24h", AutoscaledDrainBatch), time.Duration(len(p.Batches))*(DrainEstimate+NodeLaunchEstimate))
-		add("DeleteBlue", "delete the blue Auto Scaling group", 0)
-		return out
-	case StrategyBlueGreen:
-		bg := p.BlueGreen
-		green := "a new Auto Scaling group " + bg.Green
-		switch {
-		case bg.GreenSelector != "":
-			green = "the nodes selected by " + bg.GreenSelector + " (given)"
-		case !bg.Create:
-			green = "Auto Scaling group " + bg.Green + " (given)"
-		}
-		add("CreateGreen", fmt.Sprintf("%s with %d nodes of the target; blue is pinned at its size", green, p.Nodes.Outdated), NodeLaunchEstimate)
-		add("CordonBlue", fmt.Sprintf("cordon the %d blue nodes", p.Nodes.Outdated), 0)
-		if len(p.Batches) > 0 {
-			soaks := time.Duration(len(p.Batches)-1) * time.Duration(bg.BatchSoak)
-			add("DrainBlue", fmt.Sprintf("%d batches of up to %d nodes, %s soak between batches", len(p.Batches), bg.BatchSize, time.Duration(bg.BatchSoak)), time.Duration(len(p.Batches))*DrainEstimate+soaks)
-		} else {
-			add("DrainBlue", "batch size 0: nothing drained, straight to the soak", 0)
-		}
-		add("Soak", fmt.Sprintf("%s; \"complete\" ends it early", time.Duration(bg.NodePoolSoak)), time.Duration(bg.NodePoolSoak))
-		add("DeleteBlue", "delete the pods left on blue (not evicted; grace at most 60m), then the blue Auto Scaling group", DrainEstimate)
-		return out
-	case StrategySurge:
-		byZone := map[string][2]int{} // nodes, batches
-		var zones []string
-		for _, b := range p.Batches {
-			z := b.Nodes[0].Zone
-			if _, ok := byZone[z]; !ok {
-				zones = append(zones, z)
-			}
-			v := byZone[z]
-			byZone[z] = [2]int{v[0] + len(b.Nodes), v[1] + 1}
-		}
-		for _, z := range zones {
-			v := byZone[z]
-			d := time.Duration(v[1]) * perBatch
-			if p.MaxSurge > 0 {
-				d += time.Duration(v[1]) * NodeLaunchEstimate
-			}
-			add("Surge", fmt.Sprintf("zone %s: +%d node(s) at a time, %d nodes %d at a time (%d batches)", orNone(z), min(p.MaxSurge, v[0]), v[0], p.MaxSurge+p.MaxUnavailable, v[1]), d)
-		}
-	default:
-		if cloudGroup && p.Cloud.ScaleUp > 0 {
-			add("ScaleUp", fmt.Sprintf("+%d nodes: desired %d -> %d, max %d -> %d; wait for them Ready", p.Cloud.ScaleUp, p.Cloud.Before.Desired, p.Cloud.During.Desired, p.Cloud.Before.Max, p.Cloud.During.Max), NodeLaunchEstimate)
-		}
-		if len(p.Batches) > 0 {
-			add("Taint", fmt.Sprintf("%d outdated nodes %s", p.Nodes.Outdated, p.Taint), 0)
-			add("Upgrade", fmt.Sprintf("%d batches of up to %d nodes: drain, cordon, remove", len(p.Batches), p.MaxUnavailable), time.Duration(len(p.Batches))*perBatch)
-		}
-		if cloudGroup && (p.Cloud.ScaleUp > 0 || p.Cloud.Resumed) {
-			n := p.Cloud.During.Desired - p.Cloud.Before.Desired
-			add("ScaleDown", fmt.Sprintf("back to desired %d, max %d, one node at a time", p.Cloud.Before.Desired, p.Cloud.Before.Max), time.Duration(n)*perBatch)
-		}
-	}
-	return out
-}
 
 // EstimatedDuration sums the steps' estimates.
 func (p *Plan) EstimatedDuration() time.Duration {
@@ -261,9 +262,29 @@ func (p *Plan) EstimatedDuration() time.Duration {
 	return d
 }
 
+// Traits are the plan's strategy's traits.
+func (p *Plan) Traits() Traits {
+	s, err := LookupStrategy(p.Strategy)
+	if err != nil {
+		return Traits{}
+	}
+	return s.Traits()
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "<none>"
 	}
 	return s
+}
+
+// zonesOf returns the distinct zones of nodes, in order of appearance.
+func zonesOf(nodes []PlannedNode) []string {
+	var zones []string
+	for _, n := range nodes {
+		if !slices.Contains(zones, n.Zone) {
+			zones = append(zones, n.Zone)
+		}
+	}
+	return zones
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,7 +33,13 @@ func TestSurgeBatchesGoZoneByZone(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := baseInput()
 			in.TargetLabels = map[string]string{imageKey: "new"}
-			in.Strategy, in.MaxSurge, in.MaxUnavailable = StrategySurge, tc.maxSurge, tc.maxUnavailable
+			in.Strategy, in.MaxSurge, in.MaxUnavailable = "surge", tc.maxSurge, tc.maxUnavailable
+			// Surge nodes need a group that launches them; every node is
+			// one of its machines, on the target version.
+			in.Cloud = &CloudGroup{Provider: "aws", Can: CapGroup, Name: "ng", Template: "lt", TargetVersion: "1", Nodes: map[string]Machine{}}
+			for _, n := range nodes {
+				in.Cloud.Nodes[n.Name] = Machine{ID: "i-" + n.Name, Zone: n.Labels[ZoneLabel], Template: "lt", Version: "1", State: MachineInService}
+			}
 			p, err := Build(Snapshot{Nodes: nodes}, in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -56,10 +63,12 @@ func TestSurgeBatchesGoZoneByZone(t *testing.T) {
 			if strings.Join(got, ",") != strings.Join(tc.wantBatches, ",") {
 				t.Errorf("batches %v, want %v", got, tc.wantBatches)
 			}
-			if p.Order != OrderByZone || p.Strategy != StrategySurge {
+			if p.Order != OrderByZone || p.Strategy != "surge" {
 				t.Errorf("order %q strategy %q", p.Order, p.Strategy)
 			}
-			if len(p.Steps) != 3 || !strings.Contains(p.Steps[0].Detail, "zone a:") {
+			// Setup comes first with a cloud group; then a Surge step per zone.
+			zoneSteps := slices.DeleteFunc(slices.Clone(p.Steps), func(s Step) bool { return s.Phase != "Surge" })
+			if len(zoneSteps) != 3 || !strings.Contains(zoneSteps[0].Detail, "zone a:") {
 				t.Errorf("steps %+v: want one per zone, zone a first", p.Steps)
 			}
 		})

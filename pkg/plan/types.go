@@ -51,8 +51,8 @@ type Plan struct {
 	TargetLabels   map[string]string `json:"targetLabels"`
 	Strategy       string            `json:"strategy"`
 	Provider       string            `json:"provider"`
-	// Cloud is the provider's side (Auto Scaling group, launch template
-	// versions, scale-up); nil with provider none.
+	// Cloud is the provider's side (its group, template versions,
+	// scale-up); nil with provider none.
 	Cloud *CloudPlan `json:"cloud,omitempty"`
 
 	// MaxUnavailableInput is what the user asked for (e.g. "25%"),
@@ -151,8 +151,8 @@ type Input struct {
 	DeleteEmptyDir bool
 	// Namespace limits the audit's findings; empty means all namespaces.
 	Namespace string
-	// Strategy is eks (the default) or surge; MaxSurge the surge nodes per
-	// zone.
+	// Strategy is what --strategy names (see LookupStrategy); MaxSurge the
+	// surge strategy's extra nodes per zone.
 	Strategy  string
 	MaxSurge  int
 	BlueGreen BlueGreenInput

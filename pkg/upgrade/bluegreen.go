@@ -25,7 +25,7 @@ type Control interface {
 }
 
 // PausedError ends a run paused by "cancel": "resume" continues it.
-type PausedError struct{ Phase Phase }
+type PausedError struct{ Phase plan.Phase }
 
 func (e *PausedError) Error() string {
 	return fmt.Sprintf("paused by cancel in phase %s; continue with resume, or undo with rollback", e.Phase)
@@ -46,8 +46,8 @@ var errRollbackRequested = errors.New("rollback requested")
 // checkRequests acts on a pending request at a safe point: cancel pauses
 // (except while blue is deleted: that cannot be paused), rollback turns a
 // blue/green run around before blue is deleted.
-func (e *Engine) checkRequests(ctx context.Context, s State) (*State, error) {
-	if e.cfg.Control == nil || s.Phase == PhaseDeleteBlue || s.Phase == PhaseRollback {
+func (e *Engine) checkRequests(ctx context.Context, s plan.State) (*plan.State, error) {
+	if e.cfg.Control == nil || s.Phase == plan.PhaseDeleteBlue || s.Phase == plan.PhaseRollback {
 		return nil, nil
 	}
 	req, err := e.cfg.Control.Pending(ctx)
@@ -58,13 +58,15 @@ func (e *Engine) checkRequests(ctx context.Context, s State) (*State, error) {
 	case state.RequestCancel:
 		return nil, &PausedError{Phase: s.Phase}
 	case state.RequestRollback:
-		if !e.flow().blueGreen {
+		// Only a run that can be turned around live takes it; the others
+		// are rolled back once stopped.
+		if e.traits.Rollback != plan.RollbackGreen {
 			return nil, nil
 		}
 		if err := e.cfg.Control.Clear(ctx); err != nil {
 			return nil, err
 		}
-		return &State{Phase: PhaseRollback, Batch: s.Batch}, nil
+		return &plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}, nil
 	}
 	return nil, nil
 }
@@ -72,7 +74,7 @@ func (e *Engine) checkRequests(ctx context.Context, s State) (*State, error) {
 func (e *Engine) blueGreen() (cloud.BlueGreen, error) {
 	bg, ok := e.group.(cloud.BlueGreen)
 	if !ok {
-		return nil, fmt.Errorf("provider %q cannot create node groups, which --strategy blue-green needs", e.cfg.Provider.Name())
+		return nil, fmt.Errorf("cannot run --strategy %s: provider %q cannot create node groups", e.strategy.Name(), e.cfg.Provider.Name())
 	}
 	return bg, nil
 }
@@ -121,18 +123,11 @@ func (e *Engine) createGreen(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cr := e.cloudRecord()
-	if cr.Original == nil {
-		sizes, err := e.group.Sizes(ctx)
-		if err != nil {
-			return err
-		}
-		cr.Original = &sizes
-		if err := e.save(ctx); err != nil {
-			return err
-		}
+	orig, err := e.recordOriginal(ctx, 0)
+	if err != nil {
+		return err
 	}
-	orig := *cr.Original
+	cr := e.cloudRecord()
 	green := e.greenName(cr)
 	if e.cfg.Plan.BlueGreen.Create && !cr.GreenCreated {
 		if err := bg.CheckQuota(ctx); err != nil {
@@ -142,7 +137,7 @@ func (e *Engine) createGreen(ctx context.Context) error {
 	// Blue is pinned so nothing scales it, or, autoscaled, may shrink to 0
 	// while green starts at 0 and grows.
 	blueSizes, greenSizes := plan.Sizes{Min: orig.Desired, Desired: orig.Desired, Max: orig.Desired}, orig
-	if e.flow().autoscaled {
+	if e.traits.GreenFromZero {
 		blueSizes, greenSizes = plan.Sizes{Min: 0, Desired: orig.Desired, Max: orig.Max}, plan.Sizes{Min: 0, Desired: 0, Max: orig.Max}
 	}
 	// Only once: a resumed run must not undo what the autoscaler did to blue.
@@ -152,7 +147,7 @@ func (e *Engine) createGreen(ctx context.Context) error {
 		}
 	}
 	if e.cfg.Plan.BlueGreen.Create {
-		e.logf("creating Auto Scaling group %q beside %q: %d nodes (max %d) of launch template version %s", green, e.group.GroupName(), greenSizes.Desired, greenSizes.Max, cr.TargetVersion)
+		e.logf("creating %s %q beside %q: %d nodes (max %d) of %s version %s", e.groupKind(), green, e.group.GroupName(), greenSizes.Desired, greenSizes.Max, e.templateKind(), cr.TargetVersion)
 		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, greenSizes); err != nil {
 			return err
 		}
@@ -165,11 +160,11 @@ func (e *Engine) createGreen(ctx context.Context) error {
 		return e.waitGreenSelected(ctx, sel)
 	}
 	bg.UseGreen(green)
-	if e.flow().autoscaled {
+	if e.traits.GreenFromZero {
 		return nil // green grows when blue's pods need it
 	}
 	// Blue and green together: blue's nodes plus as many green ones.
-	if err := e.waitNewNodesN(ctx, cr, e.cfg.Plan.OutdatedZones(), int(2*orig.Desired)); err != nil {
+	if err := e.waitNewNodes(ctx, cr, e.cfg.Plan.OutdatedZones(), int(2*orig.Desired)); err != nil {
 		return err
 	}
 	return e.protectNewNodes(ctx, true)
@@ -179,12 +174,7 @@ func (e *Engine) createGreen(ctx context.Context) error {
 func (e *Engine) cordonBlue(ctx context.Context) error {
 	names := e.cfg.Plan.OutdatedNames()
 	e.logf("cordoning the %d blue nodes", len(names))
-	for _, n := range names {
-		if err := e.cordon(ctx, n); err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.setUnschedulable(ctx, names, true)
 }
 
 // soak waits out the node-pool soak, recorded as an end time so a later
@@ -205,11 +195,7 @@ func (e *Engine) soak(ctx context.Context) error {
 		}
 		return &SoakingError{Until: *cr.SoakUntil}
 	}
-	what := "node pool soak"
-	if e.flow().autoscaled {
-		what = "wait period"
-	}
-	return e.soakFor(ctx, left, what)
+	return e.soakFor(ctx, left, e.traits.SoakName)
 }
 
 func (e *Engine) completeRequested(ctx context.Context) bool {
@@ -271,7 +257,7 @@ func (e *Engine) soakFor(ctx context.Context, d time.Duration, what string) erro
 				e.logf("%s ended by complete", what)
 				return nil
 			case state.RequestCancel:
-				return &PausedError{Phase: PhaseSoak}
+				return &PausedError{Phase: plan.PhaseSoak}
 			case state.RequestRollback:
 				if err := e.cfg.Control.Clear(ctx); err != nil {
 					return err
@@ -290,7 +276,7 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 		return err
 	}
 	names := slices.DeleteFunc(e.cfg.Plan.OutdatedNames(), func(n string) bool { return !e.nodeExists(n) })
-	e.logf("deleting blue: the pods left on its %d nodes, then Auto Scaling group %q", len(names), e.group.GroupName())
+	e.logf("deleting blue: the pods left on its %d nodes, then %s %q", len(names), e.groupKind(), e.group.GroupName())
 	d := drain.New(e.cfg.Client, drain.Options{
 		DeleteInsteadOfEvict: true, Force: true, DeleteEmptyDirData: true,
 		GracePeriodSeconds: -1, MaxGracePeriod: time.Hour, Timeout: time.Hour + 5*time.Minute,
@@ -304,9 +290,9 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 	}
 	e.done = append(e.done, names...)
 	cr := e.cloudRecord()
-	e.note = fmt.Sprintf("node group now runs in Auto Scaling group %q; %q was deleted", cr.Green, e.group.GroupName())
+	e.note = fmt.Sprintf("node group now runs in %s %q; %q was deleted", e.groupKind(), cr.Green, e.group.GroupName())
 	if sel := e.cfg.Plan.BlueGreen.GreenSelector; sel != "" {
-		e.note = fmt.Sprintf("node group now runs on the nodes of %s; Auto Scaling group %q was deleted", sel, e.group.GroupName())
+		e.note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", sel, e.groupKind(), e.group.GroupName())
 	}
 	e.logf("%s", e.note)
 	return e.protectNewNodes(ctx, false)
@@ -323,10 +309,8 @@ func (e *Engine) rollback(ctx context.Context) error {
 	cr := e.cloudRecord()
 	blue := sets.New(e.cfg.Plan.OutdatedNames()...)
 	e.logf("rolling back: blue back in service, green drained")
-	for _, n := range sets.List(blue) {
-		if err := e.uncordon(ctx, n); err != nil {
-			return err
-		}
+	if err := e.setUnschedulable(ctx, sets.List(blue), false); err != nil {
+		return err
 	}
 	if cr.Original != nil {
 		if err := bg.SetGroupSizes(ctx, e.group.GroupName(), *cr.Original); err != nil {
@@ -355,10 +339,8 @@ func (e *Engine) rollback(ctx context.Context) error {
 			}
 		}
 	}
-	for _, n := range green {
-		if err := e.cordon(ctx, n); err != nil {
-			return err
-		}
+	if err := e.setUnschedulable(ctx, green, true); err != nil {
+		return err
 	}
 	if len(green) > 0 {
 		if _, err := e.drainer.DrainNodes(ctx, green); err != nil {
@@ -370,7 +352,7 @@ func (e *Engine) rollback(ctx context.Context) error {
 			return err
 		}
 	}
-	e.note = fmt.Sprintf("rolled back: blue (Auto Scaling group %q) serves again", e.group.GroupName())
+	e.note = fmt.Sprintf("rolled back: blue (%s %q) serves again", e.groupKind(), e.group.GroupName())
 	if cr.Green != "" && !cr.GreenCreated {
 		e.note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", cr.Green)
 	}
@@ -391,15 +373,14 @@ func (e *Engine) selectedNodes(selector string) ([]*corev1.Node, error) {
 // gives are all Ready, with one at least in every zone of blue's nodes.
 func (e *Engine) waitGreenSelected(ctx context.Context, selector string) error {
 	zones := e.cfg.Plan.OutdatedZones()
-	e.logf("waiting up to %s for the green nodes %s to be Ready in zones %s", e.cfg.RoomTimeout, selector, quoteAll(zones))
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.RoomTimeout)
-	defer cancel()
-	for {
+	e.logf("waiting up to %s for the green nodes %s to be Ready in zones %s", e.cfg.NodeReadyTimeout, selector, quoteAll(zones))
+	var notReady, missing []string
+	return e.awaitNodes(ctx, func(context.Context) (bool, error) {
 		nodes, err := e.selectedNodes(selector)
 		if err != nil {
-			return err
+			return false, err
 		}
-		var notReady, missing []string
+		notReady, missing = nil, nil
 		ready := map[string]bool{}
 		for _, n := range nodes {
 			if nodeReady(n) {
@@ -415,15 +396,10 @@ func (e *Engine) waitGreenSelected(ctx context.Context, selector string) error {
 		}
 		if len(nodes) > 0 && len(notReady) == 0 && len(missing) == 0 {
 			e.logf("%d green nodes Ready", len(nodes))
-			return nil
+			return true, nil
 		}
-		select {
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return &NodeCreationFailure{Group: "green " + selector, Timeout: e.cfg.RoomTimeout, Zones: missing, Instances: notReady, Original: *e.cloudRecord().Original}
-		case <-e.view.changed:
-		}
-	}
+		return false, nil
+	}, func() *NodeCreationFailure {
+		return &NodeCreationFailure{Group: selector, GroupKind: "green", Timeout: e.cfg.NodeReadyTimeout, Zones: missing, Instances: notReady, Original: *e.cloudRecord().Original}
+	})
 }

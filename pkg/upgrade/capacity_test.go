@@ -1,7 +1,6 @@
 package upgrade
 
 import (
-	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,54 +100,6 @@ func TestEstimateRoom(t *testing.T) {
 			}
 			if room.Fits() != (len(tc.unplaced) == 0) {
 				t.Fatalf("Fits() = %v", room.Fits())
-			}
-		})
-	}
-}
-
-func TestStateMachineOrder(t *testing.T) {
-	batch := []Phase{PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover}
-	twoBatches := append(append([]Phase{}, batch...), batch...)
-	for _, tc := range []struct {
-		name       string
-		start      Phase
-		batches    int
-		cloudGroup bool
-		surge      bool
-		want       []Phase
-	}{
-		{name: "none, two batches", batches: 2, want: append(append([]Phase{PhaseTaint}, twoBatches...), PhaseDone)},
-		{name: "none, nothing to drain", want: []Phase{PhaseTaint, PhaseDone}},
-		{name: "cloud group, two batches", batches: 2, cloudGroup: true,
-			want: append(append([]Phase{PhaseSetup, PhaseScaleUp, PhaseTaint}, twoBatches...), PhaseScaleDown, PhaseDone)},
-		{name: "cloud group, nothing to drain", cloudGroup: true, want: []Phase{PhaseSetup, PhaseScaleUp, PhaseTaint, PhaseScaleDown, PhaseDone}},
-		// A run interrupted in its scale-down goes on from there: the
-		// batches are not repeated and the group is not scaled up again.
-		{name: "resumed scale-down", start: PhaseScaleDown, batches: 2, cloudGroup: true, want: []Phase{PhaseScaleDown, PhaseDone}},
-		// Surge taints nothing and scales per batch; the final ScaleDown
-		// only checks the recorded sizes are back.
-		{name: "surge, cloud group", batches: 2, cloudGroup: true, surge: true,
-			want: []Phase{PhaseSetup, PhaseSurge, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover,
-				PhaseSurge, PhaseRoom, PhaseDrain, PhaseCordon, PhaseRemove, PhaseRecover, PhaseScaleDown, PhaseDone}},
-		{name: "surge, none", batches: 2, surge: true, want: append(append([]Phase{}, twoBatches...), PhaseDone)},
-		{name: "surge, nothing to drain", surge: true, want: []Phase{PhaseDone}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := flow{batches: tc.batches, cloudGroup: tc.cloudGroup, surge: tc.surge}
-			s := State{Phase: tc.start}
-			if s.Phase == "" {
-				s.Phase = first(f)
-			}
-			var got []Phase
-			for range 100 {
-				got = append(got, s.Phase)
-				if s.Phase == PhaseDone {
-					break
-				}
-				s = next(s, f)
-			}
-			if !slices.Equal(got, tc.want) {
-				t.Fatalf("phases %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -10,11 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -38,6 +35,8 @@ type NodeCreationFailure struct {
 	// against the desired size.
 	Launched, Wanted int
 	Original         plan.Sizes
+	// GroupKind is what the provider calls the group.
+	GroupKind string
 }
 
 func (e *NodeCreationFailure) Error() string {
@@ -51,8 +50,8 @@ func (e *NodeCreationFailure) Error() string {
 	if e.Launched < e.Wanted {
 		parts = append(parts, fmt.Sprintf("%d of %d instances launched", e.Launched, e.Wanted))
 	}
-	return fmt.Sprintf("NodeCreationFailure: Auto Scaling group %q after %s: %s; nothing was drained, and the sizes before the run (%s) are recorded: fix the cause and run again (the end restores them), or raise --node-ready-timeout",
-		e.Group, e.Timeout, strings.Join(parts, "; "), e.Original)
+	return fmt.Sprintf("NodeCreationFailure: %s %q after %s: %s; nothing was drained, and the sizes before the run (%s) are recorded: fix the cause and run again (the end restores them), or raise --node-ready-timeout",
+		e.GroupKind, e.Group, e.Timeout, strings.Join(parts, "; "), e.Original)
 }
 
 // cloudRecord is the run's cloud record, created on first use.
@@ -84,10 +83,79 @@ func (e *Engine) setup(ctx context.Context) error {
 		return err
 	}
 	if cr.TargetVersion != version {
-		e.logf("Auto Scaling group %q launches launch template version %s", e.group.GroupName(), version)
+		e.logf("%s %q launches %s version %s", e.groupKind(), e.group.GroupName(), e.templateKind(), version)
 	}
 	cr.TargetVersion = version
 	return e.save(ctx)
+}
+
+// groupKind and templateKind are the provider's words for its group and
+// its templates, from the plan.
+func (e *Engine) groupKind() string {
+	if c := e.cfg.Plan.Cloud; c != nil && c.GroupKind != "" {
+		return c.GroupKind
+	}
+	return "group"
+}
+
+func (e *Engine) templateKind() string {
+	if c := e.cfg.Plan.Cloud; c != nil && c.TemplateKind != "" {
+		return c.TemplateKind
+	}
+	return "template"
+}
+
+// recordOriginal records the group's sizes before the run's first change
+// to them, so a re-run never raises twice and the end restores them.
+func (e *Engine) recordOriginal(ctx context.Context, scaleUp int32) (plan.Sizes, error) {
+	cr := e.cloudRecord()
+	if cr.Original == nil {
+		sizes, err := e.group.Sizes(ctx)
+		if err != nil {
+			return plan.Sizes{}, err
+		}
+		cr.Original, cr.ScaleUp, cr.LastDesired, cr.ScaledFor = &sizes, scaleUp, sizes.Desired+scaleUp, cr.TargetVersion
+		if err := e.save(ctx); err != nil {
+			return plan.Sizes{}, err
+		}
+	}
+	return *cr.Original, nil
+}
+
+// raise brings desired and max up to the recorded sizes plus by, never
+// lowering either; it returns the sizes before and after.
+func (e *Engine) raise(ctx context.Context, by int32) (from, to plan.Sizes, err error) {
+	cr := e.cloudRecord()
+	from, err = e.group.Sizes(ctx)
+	if err != nil {
+		return from, from, err
+	}
+	to = from
+	to.Desired, to.Max = max(from.Desired, cr.Original.Desired+by), max(from.Max, cr.Original.Max+by)
+	if to != from {
+		err = e.group.SetDesiredAndMax(ctx, to.Desired, to.Max)
+	}
+	return from, to, err
+}
+
+// restoreMax brings max back to the recorded one, as far as the desired
+// size allows.
+func (e *Engine) restoreMax(ctx context.Context) (plan.Sizes, error) {
+	sizes, err := e.group.Sizes(ctx)
+	if err != nil {
+		return sizes, err
+	}
+	cr := e.cfg.Record.Cloud
+	if cr == nil || cr.Original == nil {
+		return sizes, nil
+	}
+	if m := max(cr.Original.Max, sizes.Desired); sizes.Max != m {
+		if err := e.group.SetMax(ctx, m); err != nil {
+			return sizes, err
+		}
+		sizes.Max = m
+	}
+	return sizes, nil
 }
 
 // scaleUp raises desired and max by the planned count, recording the sizes
@@ -95,33 +163,22 @@ func (e *Engine) setup(ctx context.Context) error {
 // the sizes of before the run.
 func (e *Engine) scaleUp(ctx context.Context) error {
 	cr := e.cloudRecord()
-	if cr.Original == nil {
-		sizes, err := e.group.Sizes(ctx)
-		if err != nil {
-			return err
-		}
-		var inc int32
-		if e.cfg.Plan.Cloud != nil {
-			inc = e.cfg.Plan.Cloud.ScaleUp
-		}
-		cr.Original, cr.ScaleUp, cr.LastDesired, cr.ScaledFor = &sizes, inc, sizes.Desired+inc, cr.TargetVersion
-		if err := e.save(ctx); err != nil {
-			return err
-		}
+	var inc int32
+	if e.cfg.Plan.Cloud != nil {
+		inc = e.cfg.Plan.Cloud.ScaleUp
 	}
-	orig := *cr.Original
-	wantDesired, wantMax := orig.Desired+cr.ScaleUp, orig.Max+cr.ScaleUp
-	sizes, err := e.group.Sizes(ctx)
+	if _, err := e.recordOriginal(ctx, inc); err != nil {
+		return err
+	}
+	from, to, err := e.raise(ctx, cr.ScaleUp)
+	if to != from {
+		e.logf("scaling %s %q up by %d: desired %d -> %d, max %d -> %d", e.groupKind(), e.group.GroupName(), cr.ScaleUp, from.Desired, to.Desired, from.Max, to.Max)
+	}
 	if err != nil {
 		return err
 	}
-	if sizes.Desired < wantDesired || sizes.Max < wantMax {
-		d, m := max(sizes.Desired, wantDesired), max(sizes.Max, wantMax)
-		e.logf("scaling Auto Scaling group %q up by %d: desired %d -> %d, max %d -> %d", e.group.GroupName(), cr.ScaleUp, sizes.Desired, d, sizes.Max, m)
-		if err := e.group.SetDesiredAndMax(ctx, d, m); err != nil {
-			return err
-		}
-		cr.LastDesired = d
+	if to != from {
+		cr.LastDesired = to.Desired
 		if err := e.save(ctx); err != nil {
 			return err
 		}
@@ -130,10 +187,10 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 		// An earlier run (the one being rolled back) scaled up for another
 		// version: its extra nodes are outdated now, and replacements of
 		// the target come as they are removed. Nothing new to wait for.
-		e.logf("Auto Scaling group %q was scaled up for version %s by an earlier run; its nodes are replaced like the others", e.group.GroupName(), cr.ScaledFor)
+		e.logf("%s %q was scaled up for version %s by an earlier run; its nodes are replaced like the others", e.groupKind(), e.group.GroupName(), cr.ScaledFor)
 		return nil
 	}
-	if err := e.waitNewNodes(ctx, cr, e.cfg.Plan.OutdatedZones()); err != nil {
+	if err := e.waitNewNodes(ctx, cr, e.cfg.Plan.OutdatedZones(), int(cr.LastDesired)); err != nil {
 		return err
 	}
 	return e.protectNewNodes(ctx, true)
@@ -244,35 +301,47 @@ func orUnknown(s string) string {
 	return s
 }
 
-// waitNewNodes waits, up to --node-ready-timeout, for the scale-up's nodes.
-// The group is described at most every PollInterval, and again when a node
-// changes (at most once a second): a cloud API has no watch.
-func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones []string) error {
-	return e.waitNewNodesN(ctx, cr, zones, int(cr.LastDesired))
-}
-
-// waitNewNodesN is waitNewNodes for a given number of machines in all.
-func (e *Engine) waitNewNodesN(ctx context.Context, cr *state.CloudRecord, zones []string, wanted int) error {
+// waitNewNodes waits, up to --node-ready-timeout, until the group runs
+// wanted machines with a Ready node of the target on each new one, in
+// every zone given.
+func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones []string, wanted int) error {
 	where := ""
 	if len(zones) > 0 {
 		where = " in zones " + quoteAll(zones)
 	}
-	e.logf("waiting up to %s for the new nodes of launch template version %s to be Ready%s (%d machines in all)", e.cfg.RoomTimeout, cr.TargetVersion, where, wanted)
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.RoomTimeout)
-	defer cancel()
+	e.logf("waiting up to %s for the new nodes of %s version %s to be Ready%s (%d machines in all)", e.cfg.NodeReadyTimeout, e.templateKind(), cr.TargetVersion, where, wanted)
 	var st newNodes
-	for {
-		// The failure reports the last complete look, not one cut short.
-		seen, err := e.lookAtNewNodes(wctx, cr.TargetVersion, zones)
-		if err == nil {
-			st = seen
+	return e.awaitNodes(ctx, func(ctx context.Context) (bool, error) {
+		seen, err := e.lookAtNewNodes(ctx, cr.TargetVersion, zones)
+		if err != nil {
+			return false, err
 		}
-		if err == nil && st.ok(wanted) {
-			n := 0
-			for _, names := range st.ready {
-				n += len(names)
-			}
-			e.logf("%d new nodes Ready in %d zones", n, len(st.ready))
+		st = seen
+		if !st.ok(wanted) {
+			return false, nil
+		}
+		n := 0
+		for _, names := range st.ready {
+			n += len(names)
+		}
+		e.logf("%d new nodes Ready in %d zones", n, len(st.ready))
+		return true, nil
+	}, func() *NodeCreationFailure {
+		return &NodeCreationFailure{Group: e.group.GroupName(), GroupKind: e.groupKind(), Timeout: e.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Launched: st.launched, Wanted: wanted, Original: *cr.Original}
+	})
+}
+
+// awaitNodes looks until look says done or --node-ready-timeout passes,
+// then fails with the failure of the last complete look. It looks again
+// on every node change (at most once a second) and, as a cloud API has no
+// watch, at least every PollInterval. A look's error ends the wait unless
+// the timeout cut the look short.
+func (e *Engine) awaitNodes(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() *NodeCreationFailure) error {
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.NodeReadyTimeout)
+	defer cancel()
+	for {
+		done, err := look(wctx)
+		if err == nil && done {
 			return nil
 		}
 		if err != nil && wctx.Err() == nil {
@@ -285,7 +354,7 @@ func (e *Engine) waitNewNodesN(ctx context.Context, cr *state.CloudRecord, zones
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return &NodeCreationFailure{Group: e.group.GroupName(), Timeout: e.cfg.RoomTimeout, Zones: st.zonesLeft, Instances: st.notReady, Launched: st.launched, Wanted: wanted, Original: *cr.Original}
+			return failure()
 		case <-e.view.changed:
 		case <-poll.C:
 		}
@@ -305,24 +374,18 @@ func (e *Engine) protectNewNodes(ctx context.Context, on bool) error {
 		return err
 	}
 	outdated := sets.New(e.cfg.Plan.OutdatedNames()...)
+	var names []string
 	for _, n := range nodes {
 		_, has := n.Annotations[ScaleDownDisabledAnnotation]
-		var value any
-		switch {
-		case on && !has && !outdated.Has(n.Name) && !n.Spec.Unschedulable:
-			value = "true"
-		case !on && has:
-			value = nil // a merge patch null removes the key
-		default:
-			continue
-		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{ScaleDownDisabledAnnotation: value}}})
-		_, err := e.cfg.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("annotating node %q: %w", n.Name, err)
+		if on && !has && !outdated.Has(n.Name) && !n.Spec.Unschedulable || !on && has {
+			names = append(names, n.Name)
 		}
 	}
-	return nil
+	var value *string
+	if on {
+		value = ptr.To("true")
+	}
+	return e.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, value)
 }
 
 // errAutoscaled stops the scale-down: someone else needs the capacity.
@@ -351,18 +414,12 @@ func (e *Engine) scaleDown(ctx context.Context) error {
 			break
 		}
 	}
-	sizes, err := e.group.Sizes(ctx)
+	sizes, err := e.restoreMax(ctx)
 	if err != nil {
 		return err
 	}
-	// Max comes back down as far as the desired size allows.
-	if m := max(orig.Max, sizes.Desired); sizes.Max != m {
-		if err := e.group.SetMax(ctx, m); err != nil {
-			return err
-		}
-	}
 	if e.note == "" {
-		e.logf("Auto Scaling group %q is back to desired %d, max %d", e.group.GroupName(), sizes.Desired, max(orig.Max, sizes.Desired))
+		e.logf("%s %q is back to desired %d, max %d", e.groupKind(), e.group.GroupName(), sizes.Desired, sizes.Max)
 	}
 	return e.protectNewNodes(ctx, false)
 }
@@ -424,9 +481,9 @@ func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig p
 			return err
 		}
 	}
-	e.cfg.Events.Node(ctx, victim, corev1.EventTypeNormal, "NodeUpgradeRemoved", "scale-down: terminating the instance and lowering the desired size")
+	e.cfg.Events.Node(ctx, victim, corev1.EventTypeNormal, "NodeUpgradeRemoved", "scale-down: removing its machine and lowering the desired size")
 	if err := e.group.Shrink(ctx, victim); err != nil {
-		return fmt.Errorf("scale-down: removing node %q: %w", victim, err)
+		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
 	}
 	e.shrunk.Insert(victim)
 	cr.Shrinking, cr.ShrinkTo = "", 0
@@ -436,11 +493,11 @@ func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig p
 // stopScaleDown ends the scale-down because the desired size went up
 // under it: the node being removed is put back in service.
 func (e *Engine) stopScaleDown(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes, desired int32) error {
-	e.note = fmt.Sprintf("the scale-down stopped: Auto Scaling group %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
-		e.group.GroupName(), desired, cr.LastDesired, orig)
+	e.note = fmt.Sprintf("the scale-down stopped: %s %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
+		e.groupKind(), e.group.GroupName(), desired, cr.LastDesired, orig)
 	e.logf("%s", e.cfg.Color.Yellow(e.note))
 	if cr.Shrinking != "" {
-		if err := e.uncordon(ctx, cr.Shrinking); err != nil {
+		if err := e.setUnschedulable(ctx, []string{cr.Shrinking}, false); err != nil {
 			return err
 		}
 		cr.Shrinking, cr.ShrinkTo = "", 0
@@ -502,45 +559,15 @@ func (e *Engine) pickScaleDownNode() (string, error) {
 // drainForScaleDown cordons and drains a node as an outdated one would be:
 // room first, PDBs honoured, then the post-drain wait for load balancers.
 func (e *Engine) drainForScaleDown(ctx context.Context, name string) error {
-	if err := e.cordon(ctx, name); err != nil {
+	if err := e.setUnschedulable(ctx, []string{name}, true); err != nil {
 		return err
 	}
-	excluded := sets.New(name)
-	if room := e.view.room([]string{name}, excluded); !room.Fits() {
-		e.logf("scale-down: waiting up to %s for room for the pods of %q: %s", e.cfg.RoomTimeout, name, room)
-		wctx, cancel := context.WithTimeout(ctx, e.cfg.RoomTimeout)
-		room, err := e.view.waitForRoom(wctx, []string{name}, excluded, time.Second)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("scale-down: not enough room for the pods of node %q after %s: %s; run again when there is", name, e.cfg.RoomTimeout, room)
-		}
-		if err != nil {
-			return err
-		}
+	if err := e.awaitRoom(ctx, fmt.Sprintf("scale-down: the pods of %q", name), []string{name}, sets.New(name),
+		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is"); err != nil {
+		return err
 	}
 	if _, err := e.drainer.DrainNodes(ctx, []string{name}); err != nil {
 		return err
 	}
-	if e.cfg.PostDrainWait > 0 {
-		e.logf("scale-down: node %q drained; waiting %s for load balancers to deregister it", name, e.cfg.PostDrainWait)
-		return sleep(ctx, e.cfg.PostDrainWait)
-	}
-	return nil
-}
-
-func (e *Engine) cordon(ctx context.Context, name string) error {
-	return e.setUnschedulable(ctx, name, true)
-}
-
-func (e *Engine) uncordon(ctx context.Context, name string) error {
-	return e.setUnschedulable(ctx, name, false)
-}
-
-func (e *Engine) setUnschedulable(ctx context.Context, name string, on bool) error {
-	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
-	_, err := e.cfg.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("cordoning node %q: %w", name, err)
-	}
-	return nil
+	return e.postDrainWait(ctx, fmt.Sprintf("scale-down: node %q drained", name), "it")
 }

@@ -137,15 +137,18 @@ func TestScaleDown(t *testing.T) {
 			client := fake.NewClientset(readyNode("a", "z1"), readyNode("b", "z1"), readyNode("c", "z2"), readyNode("d", "z2"), readyNode("e", "z3"))
 			group := &fakeGroup{client: client, sizes: tc.sizes, raiseAfterSizes: tc.raiseAfterSizes}
 			rec := &state.Record{Cloud: &tc.record}
-			e := New(Config{
+			e, err := New(Config{
 				Client:   client,
 				Plan:     &plan.Plan{NodeGroup: "ng", NodeGroupLabel: "eks.amazonaws.com/nodegroup"},
 				Provider: group,
 				Drain:    drain.Options{Timeout: 10 * time.Second},
 				Record:   rec,
 				Out:      io.Discard,
-				Start:    PhaseScaleDown,
+				Start:    plan.PhaseScaleDown,
 			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := e.Run(ctx); err != nil {
 				t.Fatal(err)
 			}

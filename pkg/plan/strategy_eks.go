@@ -1,0 +1,102 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+)
+
+// eks is the EKS managed node group update, the default: scale the group up,
+// taint every outdated node, drain them in batches of maxUnavailable, remove
+// them, and scale the group back down one node at a time.
+type eks struct{}
+
+func (eks) Name() string { return DefaultStrategy }
+
+func (eks) Help() string {
+	return "scale up, taint all outdated nodes, drain in batches, scale down"
+}
+
+func (eks) Flags() []string { return []string{"max-unavailable", "order", "taint"} }
+
+func (eks) Needs(Input) Capability { return CapRemoveNodes }
+
+func (eks) Validate(in Input, groupSize int) (int, error) {
+	return ParseMaxUnavailable(in.MaxUnavailable, groupSize)
+}
+
+func (eks) Plan(c *Planning) ([][]PlannedNode, error) {
+	p := c.Plan
+	if cp := p.Cloud; cp != nil && !cp.Resumed && len(c.Outdated) > 0 {
+		cp.ScaleUp = ScaleUpCount(len(p.Zones), p.MaxUnavailable)
+		cp.During.Desired += cp.ScaleUp
+		cp.During.Max += cp.ScaleUp
+	}
+	if p.Order == OrderZoneBalanced {
+		w := newWorkloads(c.Snapshot, c.PodsByNode)
+		batches := zoneBalanced(c.Outdated, p.MaxUnavailable, w)
+		p.Notes = append(p.Notes, w.overBudget(batches)...)
+		return batches, nil
+	}
+	return fixedBatches(c.Outdated, p.MaxUnavailable), nil
+}
+
+func (eks) Steps(p *Plan) []Step {
+	var s steps
+	s.setup(p)
+	c := p.Cloud
+	if c != nil && c.ScaleUp > 0 {
+		s.add("ScaleUp", fmt.Sprintf("+%d nodes: desired %d -> %d, max %d -> %d; wait for them Ready", c.ScaleUp, c.Before.Desired, c.During.Desired, c.Before.Max, c.During.Max), NodeLaunchEstimate)
+	}
+	if len(p.Batches) > 0 {
+		s.add("Taint", fmt.Sprintf("%d outdated nodes %s", p.Nodes.Outdated, p.Taint), 0)
+		s.add("Upgrade", fmt.Sprintf("%d batches of up to %d nodes: drain, cordon, remove", len(p.Batches), p.MaxUnavailable), time.Duration(len(p.Batches))*perBatchEstimate)
+	}
+	if c != nil && (c.ScaleUp > 0 || c.Resumed) {
+		n := c.During.Desired - c.Before.Desired
+		s.add("ScaleDown", fmt.Sprintf("back to desired %d, max %d, one node at a time", c.Before.Desired, c.Before.Max), time.Duration(n)*perBatchEstimate)
+	}
+	return s
+}
+
+func (eks) Summary(p *Plan) string { return p.Strategy }
+
+func (eks) Traits() Traits {
+	return Traits{DefaultMaxUnavailable: "1", DrainTimeout: 15 * time.Minute, OutdatedHeldOff: true, Rollback: RollbackInPlace}
+}
+
+func (eks) First(f Flow) Phase {
+	if f.CloudGroup {
+		return PhaseSetup
+	}
+	return PhaseTaint
+}
+
+func (eks) Next(s State, f Flow) State {
+	end := State{Phase: PhaseDone, Batch: s.Batch}
+	if f.CloudGroup {
+		end.Phase = PhaseScaleDown
+	}
+	if next, ok := batchNext(s, f, PhaseRoom, end); ok {
+		return next
+	}
+	switch s.Phase {
+	case PhaseSetup:
+		return State{Phase: PhaseScaleUp}
+	case PhaseScaleUp:
+		return State{Phase: PhaseTaint}
+	case PhaseTaint:
+		if f.Batches > 0 {
+			return State{Phase: PhaseRoom}
+		}
+		return end
+	}
+	return State{Phase: PhaseDone, Batch: s.Batch}
+}
+
+// ResumeAt finishes the scale-down of a run stopped in it.
+func (eks) ResumeAt(recorded Phase, f Flow) Phase {
+	if recorded == PhaseScaleDown && f.CloudGroup {
+		return PhaseScaleDown
+	}
+	return ""
+}

@@ -1,0 +1,104 @@
+package upgrade
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"golang.org/x/sync/errgroup"
+)
+
+// nodeWriters bounds the node writes in flight: enough that tainting a few
+// hundred nodes takes seconds, few enough not to flood the API server.
+const nodeWriters = 16
+
+// forEachNode calls fn for every node, nodeWriters at a time; the first
+// error stops the rest and is returned.
+func (e *Engine) forEachNode(ctx context.Context, names []string, fn func(ctx context.Context, name string) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(nodeWriters)
+	for _, name := range names {
+		g.Go(func() error { return fn(ctx, name) })
+	}
+	return g.Wait()
+}
+
+// updateNode applies change to a node and writes it when change says it
+// changed something. It starts from the watch cache and reads the node
+// again only on a conflict, so an unchanged node costs no request. A node
+// that is gone is not an error: there is nothing left to change.
+func (e *Engine) updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) (bool, error) {
+	var node *corev1.Node
+	if obj, ok, _ := e.view.nodes.GetStore().GetByKey(name); ok {
+		node = obj.(*corev1.Node).DeepCopy()
+	}
+	for attempt := 0; ; attempt++ {
+		if node == nil {
+			n, err := e.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			node = n
+		}
+		if !change(node) {
+			return false, nil
+		}
+		_, err := e.cfg.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case apierrors.IsConflict(err) && attempt < 5:
+			node = nil // read it again
+		default:
+			return false, err
+		}
+	}
+}
+
+// setUnschedulable cordons (on) or uncordons the nodes.
+func (e *Engine) setUnschedulable(ctx context.Context, names []string, on bool) error {
+	patch := fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, on)
+	verb := "cordoning"
+	if !on {
+		verb = "uncordoning"
+	}
+	return e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		if err := e.patchNode(ctx, name, patch); err != nil {
+			return fmt.Errorf("error when %s node %q: %w", verb, name, err)
+		}
+		return nil
+	})
+}
+
+// annotateNodes sets an annotation on the nodes, or removes it (value nil).
+func (e *Engine) annotateNodes(ctx context.Context, names []string, key string, value *string) error {
+	var v any
+	if value != nil {
+		v = *value
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
+	return e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		if err := e.patchNode(ctx, name, patch); err != nil {
+			return fmt.Errorf("error when annotating node %q: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// patchNode merge-patches a node; a node that is gone needs nothing.
+func (e *Engine) patchNode(ctx context.Context, name string, patch []byte) error {
+	_, err := e.cfg.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
