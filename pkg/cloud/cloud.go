@@ -1,11 +1,14 @@
 // Package cloud holds the providers that create and remove the machines
-// behind a node group, behind one small interface.
+// behind a node group, behind one interface for planning and running; a
+// provider is a package of its own that registers itself here.
 package cloud
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,7 +40,8 @@ type Group interface {
 	// Setup makes the group launch the target configuration and returns
 	// its version.
 	Setup(ctx context.Context) (version string, err error)
-	// Sizes reads min, desired and max.
+	// Sizes reads min, desired and max (see plan.Sizes for a cloud whose
+	// groups have only a target size).
 	Sizes(ctx context.Context) (plan.Sizes, error)
 	// SetDesiredAndMax sets both in one call.
 	SetDesiredAndMax(ctx context.Context, desired, max int32) error
@@ -76,6 +80,64 @@ type BlueGreen interface {
 	DeleteGroup(ctx context.Context, group string) error
 }
 
+// Cloud is a provider that owns the machines behind node groups. It serves
+// planning (Open, which only reads) and running (the Group it returns).
+type Cloud interface {
+	// Name is what --provider takes.
+	Name() string
+	// Owns reports whether a node's spec.providerID is one of its machines.
+	Owns(providerID string) bool
+	// Validate checks the target's values without calling the cloud.
+	Validate(t plan.CloudTarget) error
+	// Open connects (credentials, region), finds the group of nodes and
+	// resolves the target: the plan's view of the group, and the group a
+	// run changes. It changes nothing.
+	Open(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, BlueGreen, error)
+}
+
+// clouds are the providers that own machines, by name; "none" is not one.
+var clouds = map[string]Cloud{}
+
+// Register makes a cloud available to --provider; a provider package calls
+// it from init.
+func Register(c Cloud) { clouds[c.Name()] = c }
+
+// Lookup returns the cloud --provider names.
+func Lookup(name string) (Cloud, bool) {
+	c, ok := clouds[name]
+	return c, ok
+}
+
+// NoneName is the provider for nodes no cloud of ours owns.
+const NoneName = "none"
+
+// Names lists what --provider takes: every registered cloud, then none.
+func Names() []string {
+	var names []string
+	for n := range clouds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return append(names, NoneName)
+}
+
+// Detect picks the cloud that owns every node, or none.
+func Detect(nodes []corev1.Node) string {
+	if len(nodes) == 0 {
+		return NoneName
+	}
+	for _, name := range Names() {
+		c, ok := clouds[name]
+		if !ok {
+			continue
+		}
+		if !slices.ContainsFunc(nodes, func(n corev1.Node) bool { return !c.Owns(n.Spec.ProviderID) }) {
+			return name
+		}
+	}
+	return NoneName
+}
+
 // None is the provider for clusters where something else owns the machines:
 // it deletes the Node object (right for Karpenter and similar), or with
 // DeleteNode false only labels the node as done.
@@ -85,7 +147,7 @@ type None struct {
 }
 
 // Name implements Provider.
-func (n *None) Name() string { return "none" }
+func (n *None) Name() string { return NoneName }
 
 // Describe implements Provider.
 func (n *None) Describe() string {

@@ -110,6 +110,9 @@ type Traits struct {
 	SoakName string
 	// LeavesRunning: nothing is drained; old nodes go away on their own.
 	LeavesRunning bool
+	// ScalesGroup: the run raises the group's sizes and restores the
+	// recorded ones at the end, so an interrupted run's are shown.
+	ScalesGroup bool
 	Rollback      Rollback
 }
 

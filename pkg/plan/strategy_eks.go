@@ -61,7 +61,7 @@ func (eks) Steps(p *Plan) []Step {
 func (eks) Summary(p *Plan) string { return p.Strategy }
 
 func (eks) Traits() Traits {
-	return Traits{DefaultMaxUnavailable: "1", DrainTimeout: 15 * time.Minute, OutdatedHeldOff: true, Rollback: RollbackInPlace}
+	return Traits{DefaultMaxUnavailable: "1", DrainTimeout: 15 * time.Minute, OutdatedHeldOff: true, ScalesGroup: true, Rollback: RollbackInPlace}
 }
 
 func (eks) First(f Flow) Phase {

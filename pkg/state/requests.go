@@ -48,7 +48,7 @@ func (r *Requests) annotate(ctx context.Context, req string) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{RequestAnnotation: value}}})
 	_, err := r.Store.Client.CoreV1().ConfigMaps(r.Store.Namespace).Patch(ctx, ObjectName(r.Group), types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil && !(req == "" && apierrors.IsNotFound(err)) {
-		return fmt.Errorf("writing a request to the run of %q: %w", r.Group, err)
+		return fmt.Errorf("error when writing a request to the run of %q: %w", r.Group, err)
 	}
 	return nil
 }
@@ -60,7 +60,7 @@ func (r *Requests) Pending(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading the requests to the run of %q: %w", r.Group, err)
+		return "", fmt.Errorf("error when reading the requests to the run of %q: %w", r.Group, err)
 	}
 	return cm.Annotations[RequestAnnotation], nil
 }
@@ -71,7 +71,7 @@ func (r *Requests) Watch(ctx context.Context) (<-chan string, error) {
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", ObjectName(r.Group)).String(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("watching the requests to the run of %q: %w", r.Group, err)
+		return nil, fmt.Errorf("error when watching the requests to the run of %q: %w", r.Group, err)
 	}
 	out := make(chan string, 1)
 	go func() {

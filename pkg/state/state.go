@@ -61,8 +61,9 @@ type Record struct {
 	// to go away on their own, and MaxAge how old they may get.
 	LeftRunning []NodeAge     `json:"leftRunning,omitempty"`
 	MaxAge      time.Duration `json:"maxAge,omitempty"`
-	// Args are the run's arguments and flags, so resume can repeat it.
-	Args []string `json:"args,omitempty"`
+	// Request is what the run was asked to do, so resume and rollback can
+	// repeat it; nil in records of versions that kept command-line text.
+	Request *plan.Request `json:"request,omitempty"`
 	// Note is what a finished run wants the operator to know (e.g. the
 	// cluster autoscaler stopped the scale-down).
 	Note string `json:"note,omitempty"`
@@ -76,7 +77,7 @@ type Record struct {
 // twice and ends at the sizes it started from.
 type CloudRecord struct {
 	Provider string `json:"provider"`
-	// Group is the Auto Scaling group.
+	// Group is the provider's group (an Auto Scaling group).
 	Group         string `json:"group"`
 	TargetVersion string `json:"targetVersion,omitempty"`
 	// FromVersion is the version the group launched before the run: what
@@ -136,7 +137,7 @@ func (s *Store) Load(ctx context.Context, group string) (*Record, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the record of %q: %w", group, err)
+		return nil, fmt.Errorf("error when reading the record of %q: %w", group, err)
 	}
 	return decode(cm)
 }
@@ -145,7 +146,7 @@ func (s *Store) Load(ctx context.Context, group string) (*Record, error) {
 func (s *Store) List(ctx context.Context) ([]*Record, error) {
 	list, err := s.Client.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + managedBy})
 	if err != nil {
-		return nil, fmt.Errorf("listing records in namespace %q: %w", s.Namespace, err)
+		return nil, fmt.Errorf("error when listing records in namespace %q: %w", s.Namespace, err)
 	}
 	var out []*Record
 	for i := range list.Items {
@@ -162,7 +163,7 @@ func (s *Store) List(ctx context.Context) ([]*Record, error) {
 func decode(cm *corev1.ConfigMap) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal([]byte(cm.Data[recordKey]), &r); err != nil {
-		return nil, fmt.Errorf("configmap %q: unreadable record: %w", cm.Namespace+"/"+cm.Name, err)
+		return nil, fmt.Errorf("cannot read the record in configmap %q: %w", cm.Namespace+"/"+cm.Name, err)
 	}
 	return &r, nil
 }
@@ -266,7 +267,7 @@ func (l *Lock) Acquire(ctx context.Context) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("reading the lock of %q: %w", l.Group, err)
+		return fmt.Errorf("error when reading the lock of %q: %w", l.Group, err)
 	}
 	if held := l.heldByOther(lease); held != nil {
 		return held
@@ -303,7 +304,7 @@ func (l *Lock) Held(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading the lock of %q: %w", l.Group, err)
+		return false, fmt.Errorf("error when reading the lock of %q: %w", l.Group, err)
 	}
 	return l.heldByOther(lease) != nil, nil
 }

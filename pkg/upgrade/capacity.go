@@ -270,7 +270,7 @@ func newClusterView(ctx context.Context, client kubernetes.Interface) (*clusterV
 	v.factory.Start(ctx.Done())
 	for typ, ok := range v.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			return nil, fmt.Errorf("watching %v: cache did not sync", typ)
+			return nil, fmt.Errorf("error when watching %v: the cache did not sync", typ)
 		}
 	}
 	return v, nil

@@ -22,6 +22,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // Options select the account, region and group.
@@ -121,10 +123,10 @@ func inputErrorf(format string, args ...any) error {
 
 func (e *Error) Unwrap() error { return e.err }
 
-// wrap prefixes an SDK error with what was being done, keeping only the
-// service's error code and message.
+// wrap prefixes an SDK error with what could not be done ("cannot
+// describe ..."), keeping only the service's error code and message.
 func wrap(err error, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
+	msg := "cannot " + fmt.Sprintf(format, args...)
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		return &Error{msg: fmt.Sprintf("%s: %s: %s", msg, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err}
@@ -639,7 +641,7 @@ func (p *Provider) terminate(ctx context.Context, instanceID string, decrement b
 func Outdated(g *Group, targetVersion string) []Instance {
 	var out []Instance
 	for _, in := range g.Instances {
-		if strings.HasPrefix(in.Lifecycle, "Terminat") {
+		if machineState(in.Lifecycle) == plan.MachineLeaving {
 			continue
 		}
 		if in.LaunchTemplateID != g.LaunchTemplateID || in.LaunchTemplateVersion != targetVersion {

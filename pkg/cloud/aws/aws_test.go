@@ -229,7 +229,7 @@ func TestFindGroup(t *testing.T) {
 			wantErr: `auto scaling group "nope" not found in region "us-east-1"; check --asg and --region`},
 		{name: "no ids", wantErr: `no instance IDs to find the Auto Scaling group from (the nodes have no aws:/// provider IDs); use --asg`},
 		{name: "api error", ids: []string{"i-1"}, reply: func(url.Values) reply { return asgError("AccessDenied", "User is not authorized.") },
-			wantErr: `find the Auto Scaling group of instances "i-1": AccessDenied: User is not authorized`},
+			wantErr: `cannot find the Auto Scaling group of instances "i-1": AccessDenied: User is not authorized`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := baseReplies()
@@ -351,7 +351,7 @@ func TestSetSizeAndTerminate(t *testing.T) {
 		return asgError("ValidationError", "Desired capacity:9 must be between the specified min size:1 and max size:6")
 	}
 	err := p.SetSize(ctx, "ng1", 9, 6)
-	want := `set Auto Scaling group "ng1" to desired 9, max 6: ValidationError: Desired capacity:9 must be between the specified min size:1 and max size:6`
+	want := `cannot set Auto Scaling group "ng1" to desired 9, max 6: ValidationError: Desired capacity:9 must be between the specified min size:1 and max size:6`
 	if err == nil || err.Error() != want {
 		t.Fatalf("error:\n got %v\nwant %s", err, want)
 	}

@@ -106,7 +106,7 @@ func (p *Provider) CloneGroup(ctx context.Context, blue *Group, green, version s
 					return g, err
 				}
 			case "LimitExceeded":
-				return nil, &Error{msg: fmt.Sprintf("create Auto Scaling group %q: %s: %s; delete an unused group or have the quota raised, or use another --strategy", green, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err, input: true}
+				return nil, &Error{msg: fmt.Sprintf("cannot create Auto Scaling group %q: %s: %s; delete an unused group or have the quota raised, or use another --strategy", green, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err, input: true}
 			}
 		}
 		return nil, wrap(err, "create Auto Scaling group %q as a copy of %q", green, blue.Name)

@@ -278,7 +278,7 @@ func TestCheckGroupQuota(t *testing.T) {
 			wantErr: `region "us-east-1" has 501 Auto Scaling groups, the account's quota of 500, and blue/green needs one more; delete an unused group or have the quota raised, or use another --strategy`},
 		{name: "no limit reported", reply: reply{200, `<DescribeAccountLimitsResponse ` + asgNS + `><DescribeAccountLimitsResult/></DescribeAccountLimitsResponse>`}},
 		{name: "denied", reply: asgError("AccessDenied", "User is not authorized to perform: autoscaling:DescribeAccountLimits."),
-			wantErr: `describe the Auto Scaling account limits in region "us-east-1": AccessDenied: User is not authorized to perform: autoscaling:DescribeAccountLimits`},
+			wantErr: `cannot describe the Auto Scaling account limits in region "us-east-1": AccessDenied: User is not authorized to perform: autoscaling:DescribeAccountLimits`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, f, _ := newGroupsProvider(t)
@@ -393,11 +393,11 @@ func TestCloneGroup(t *testing.T) {
 			wantErr: `auto scaling group "ng1" has 51 tags to copy; with the 2 that mark the green group that is 53, over Auto Scaling's 50; remove some from "ng1" or use another --strategy`},
 		{name: "quota reached meanwhile", blue: blueGroup(), green: "ng1-v3", version: "3", input: true,
 			create:      func(url.Values) reply { return asgError("LimitExceeded", "You have reached your limit of 500 groups.") },
-			wantErr:     `create Auto Scaling group "ng1-v3": LimitExceeded: You have reached your limit of 500 groups; delete an unused group or have the quota raised, or use another --strategy`,
+			wantErr:     `cannot create Auto Scaling group "ng1-v3": LimitExceeded: You have reached your limit of 500 groups; delete an unused group or have the quota raised, or use another --strategy`,
 			wantActions: []string{"DescribeAutoScalingGroups", "CreateAutoScalingGroup"}},
 		{name: "refused", blue: blueGroup(), green: "ng1-v3", version: "3",
 			create:      func(url.Values) reply { return asgError("ValidationError", "The subnet ID 'subnet-a' does not exist") },
-			wantErr:     `create Auto Scaling group "ng1-v3" as a copy of "ng1": ValidationError: The subnet ID 'subnet-a' does not exist`,
+			wantErr:     `cannot create Auto Scaling group "ng1-v3" as a copy of "ng1": ValidationError: The subnet ID 'subnet-a' does not exist`,
 			wantActions: []string{"DescribeAutoScalingGroups", "CreateAutoScalingGroup"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -511,10 +511,10 @@ func TestDeleteGroup(t *testing.T) {
 			del: func(url.Values) reply {
 				return asgError("ScalingActivityInProgress", "You cannot delete an AutoScalingGroup while there are scaling activities in progress for that group.")
 			},
-			wantErr:     `delete Auto Scaling group "ng1": ScalingActivityInProgress: You cannot delete an AutoScalingGroup while there are scaling activities in progress for that group`,
+			wantErr:     `cannot delete Auto Scaling group "ng1": ScalingActivityInProgress: You cannot delete an AutoScalingGroup while there are scaling activities in progress for that group`,
 			wantActions: []string{"DescribeAutoScalingGroups", "DeleteAutoScalingGroup"}},
 		{name: "cannot look", describe: func(url.Values) reply { return asgError("AccessDenied", "User is not authorized.") },
-			wantErr:     `describe Auto Scaling group "ng1": AccessDenied: User is not authorized`,
+			wantErr:     `cannot describe Auto Scaling group "ng1": AccessDenied: User is not authorized`,
 			wantActions: []string{"DescribeAutoScalingGroups"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -578,7 +578,7 @@ func TestSetSizes(t *testing.T) {
 			update: func(url.Values) reply {
 				return asgError("ValidationError", "Desired capacity:3 must be between the specified min size:5 and max size:4")
 			},
-			wantErr: `set Auto Scaling group "ng1" to min 5, desired 3, max 4: ValidationError: Desired capacity:3 must be between the specified min size:5 and max size:4`},
+			wantErr: `cannot set Auto Scaling group "ng1" to min 5, desired 3, max 4: ValidationError: Desired capacity:3 must be between the specified min size:5 and max size:4`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := baseReplies()

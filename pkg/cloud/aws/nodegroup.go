@@ -31,7 +31,7 @@ type NodeGroup struct {
 var _ cloud.Group = (*NodeGroup)(nil)
 
 // Name implements cloud.Provider.
-func (n *NodeGroup) Name() string { return "aws" }
+func (n *NodeGroup) Name() string { return Name }
 
 // GroupName implements cloud.Group.
 func (n *NodeGroup) GroupName() string { return n.ASG }
@@ -91,7 +91,7 @@ func MapNodes(g *Group, nodes []*corev1.Node) (byNode map[string]plan.Machine, p
 	for _, in := range g.Instances {
 		byID[in.ID] = plan.Machine{
 			ID: in.ID, Zone: in.Zone, Template: in.LaunchTemplateID, Version: in.LaunchTemplateVersion,
-			Image: in.ImageID, Lifecycle: in.Lifecycle,
+			Image: in.ImageID, State: machineState(in.Lifecycle), Lifecycle: in.Lifecycle,
 		}
 	}
 	byNode = make(map[string]plan.Machine, len(nodes))
@@ -143,7 +143,7 @@ func (n *NodeGroup) instanceOf(ctx context.Context, node string) (string, error)
 		if isNodeNotFound(err) {
 			return "", nil
 		}
-		return "", fmt.Errorf("reading node %q: %w", node, err)
+		return "", fmt.Errorf("error when reading node %q: %w", node, err)
 	}
 	_, id, ok := InstanceIDFromProviderID(obj.Spec.ProviderID)
 	if !ok {

@@ -1,0 +1,105 @@
+package aws
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// Name is what --provider takes for EC2 Auto Scaling groups.
+const Name = "aws"
+
+func init() { cloud.Register(awsCloud{}) }
+
+// awsCloud is the provider "aws" as planning and running see it.
+type awsCloud struct{}
+
+func (awsCloud) Name() string { return Name }
+
+// Owns reports whether a provider ID names an EC2 instance.
+func (awsCloud) Owns(providerID string) bool {
+	_, _, ok := InstanceIDFromProviderID(providerID)
+	return ok
+}
+
+// Validate checks --ami and --launch-template-version without calling AWS.
+func (awsCloud) Validate(t plan.CloudTarget) error {
+	switch v := t.Version; {
+	case t.Image != "" && v != "":
+		return inputErrorf("--ami and --launch-template-version cannot be used together")
+	case t.Image != "" && !ValidImageID(t.Image):
+		return inputErrorf("invalid --ami %q: want ami- followed by letters and digits, such as ami-0abc1234", t.Image)
+	case v != "" && v != "$Latest" && v != "$Default" && (!isNumber(v) || strings.HasPrefix(v, "0")):
+		return inputErrorf("invalid --launch-template-version %q: want a version number, $Latest or $Default", v)
+	}
+	return nil
+}
+
+// Open finds the nodes' Auto Scaling group and the target launch template
+// version. It only reads.
+func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.BlueGreen, error) {
+	var ids []string
+	fallbackRegion := ""
+	for i := range nodes {
+		if zone, id, ok := InstanceIDFromProviderID(nodes[i].Spec.ProviderID); ok {
+			ids = append(ids, id)
+			if fallbackRegion == "" {
+				fallbackRegion = RegionFromZone(zone)
+			}
+		}
+	}
+	provider, err := New(ctx, Options{Region: t.Region, Profile: t.Profile, ASGName: t.Group, FallbackRegion: fallbackRegion, Exclude: t.Exclude})
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := provider.FindGroup(ctx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	target, err := provider.ResolveTarget(ctx, g, t.Image, t.Version)
+	if err != nil {
+		return nil, nil, err
+	}
+	ptrs := make([]*corev1.Node, len(nodes))
+	for i := range nodes {
+		ptrs[i] = &nodes[i]
+	}
+	byNode, _ := MapNodes(g, ptrs)
+	cg := &plan.CloudGroup{
+		Provider:       Name,
+		Can:            plan.CapNewGroups,
+		Region:         provider.Region(),
+		Name:           g.Name,
+		GroupKind:      "Auto Scaling group",
+		Template:       g.LaunchTemplateID,
+		TemplateKind:   "launch template",
+		MachineKind:    "instance",
+		CurrentVersion: g.LaunchTemplateVersion,
+		TargetVersion:  target.Version,
+		TargetImage:    target.Image,
+		Sizes:          plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
+		Nodes:          byNode,
+	}
+	if target.Create {
+		cg.TargetVersion = plan.NewVersion
+	}
+	return cg, &NodeGroup{Provider: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version}, nil
+}
+
+// machineState maps Auto Scaling's lifecycle states to the neutral ones:
+// every Terminating* state is on its way out, every Pending* one not yet
+// in service.
+func machineState(lifecycle string) plan.MachineState {
+	switch {
+	case strings.HasPrefix(lifecycle, "Terminat"):
+		return plan.MachineLeaving
+	case strings.HasPrefix(lifecycle, "Pending"):
+		return plan.MachinePending
+	}
+	return plan.MachineInService
+}

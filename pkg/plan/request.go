@@ -1,0 +1,68 @@
+package plan
+
+import "time"
+
+// Request is what the user asked for, typed: the planning flags and the
+// run's. A run records it, so resume and rollback repeat the run from it
+// rather than from command-line text. Defaults are resolved before it is
+// recorded (the seed drawn, the strategy's timeouts filled in).
+type Request struct {
+	NodeGroup      string `json:"nodeGroup,omitempty"`
+	NodeGroupLabel string `json:"nodeGroupLabel,omitempty"`
+	Selector       string `json:"selector,omitempty"`
+	// TargetLabels are key=value as --target-label takes them.
+	TargetLabels   []string       `json:"targetLabels,omitempty"`
+	Strategy       string         `json:"strategy"`
+	MaxUnavailable string         `json:"maxUnavailable"`
+	MaxSurge       int            `json:"maxSurge,omitempty"`
+	BlueGreen      BlueGreenInput `json:"blueGreen"`
+	Taint          string         `json:"taint,omitempty"`
+	Seed           int64          `json:"seed"`
+	Order          string         `json:"order,omitempty"`
+	// Provider is --provider as given; empty detects it from the nodes.
+	Provider           string      `json:"provider,omitempty"`
+	Cloud              CloudTarget `json:"cloud"`
+	Force              bool        `json:"force,omitempty"`
+	DeleteEmptyDirData bool        `json:"deleteEmptyDirData,omitempty"`
+
+	// What a run does beyond the plan.
+	DrainTimeout     time.Duration `json:"drainTimeout,omitempty"`
+	PostDrainWait    time.Duration `json:"postDrainWait"`
+	NodeReadyTimeout time.Duration `json:"nodeReadyTimeout,omitempty"`
+	DeleteNode       bool          `json:"deleteNode"`
+	IgnoreChecks     []string      `json:"ignoreChecks,omitempty"`
+	MaxAge           time.Duration `json:"maxAge,omitempty"`
+	// PlanFile is a plan saved with "plan -o json" that the run executes.
+	PlanFile string `json:"planFile,omitempty"`
+}
+
+// CloudTarget is what the cloud flags ask for, in every cloud's terms.
+type CloudTarget struct {
+	// Region and Profile select the account's endpoint and credentials.
+	Region  string `json:"region,omitempty"`
+	Profile string `json:"profile,omitempty"`
+	// Group names the node group's cloud group (--asg); empty finds it
+	// from the nodes.
+	Group string `json:"group,omitempty"`
+	// Image makes a new template version from the current one with only
+	// the image changed (--ami); Version selects an existing version
+	// (--launch-template-version); both empty keeps the group's current
+	// configuration as the target.
+	Image   string `json:"image,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Exclude are groups whose machines are not the node group's (a
+	// blue/green run's given green group, whose nodes carry the same
+	// labels).
+	Exclude []string `json:"-"`
+}
+
+// Given reports whether the target names anything, so that only a cloud
+// provider can serve it.
+func (t CloudTarget) Given() bool { return t.Group != "" || t.Image != "" || t.Version != "" }
+
+// NothingToDo reports whether a run of the plan would change nothing: no
+// node to drain, no interrupted scale-up to finish, no group to point at a
+// target.
+func (p *Plan) NothingToDo() bool {
+	return len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed) && !p.Traits().LeavesRunning
+}
