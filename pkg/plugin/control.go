@@ -3,8 +3,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
 
 // ControlOptions are the flags of cancel, resume, rollback and complete:
@@ -109,10 +106,14 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	}
 	requests := &state.Requests{Store: store, Group: o.NodeGroup}
 	alive := o.holderAlive(ctx, po, rec)
-	phase := upgrade.Phase(rec.Phase)
+	phase := plan.Phase(rec.Phase)
+	var traits plan.Traits
+	if s, err := plan.LookupStrategy(rec.Strategy); err == nil {
+		traits = s.Traits()
+	}
 	switch o.action {
 	case "cancel":
-		if phase == upgrade.PhaseDeleteBlue {
+		if phase == plan.PhaseDeleteBlue {
 			return usageErrorf("cannot cancel: the run on %q is deleting blue, which cannot be paused", o.NodeGroup)
 		}
 		if err := requests.Send(ctx, state.RequestCancel); err != nil {
@@ -125,7 +126,7 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	case "complete":
-		if phase != upgrade.PhaseSoak && phase != upgrade.PhaseBatchSoak {
+		if phase != plan.PhaseSoak && phase != plan.PhaseBatchSoak {
 			return usageErrorf("cannot complete: the run on %q is in phase %s, not soaking", o.NodeGroup, phase)
 		}
 		if err := requests.Send(ctx, state.RequestComplete); err != nil {
@@ -138,13 +139,13 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	case "rollback":
-		if rec.Strategy == plan.StrategyEKS || rec.Strategy == plan.StrategySurge {
+		switch traits.Rollback {
+		case plan.RollbackInPlace:
 			return o.rollbackInPlace(ctx, rec, alive)
+		case plan.RollbackNone:
+			return usageErrorf("cannot roll back: the run on %q uses strategy %q, which cannot be rolled back", o.NodeGroup, rec.Strategy)
 		}
-		if rec.Strategy != plan.StrategyBlueGreen {
-			return usageErrorf("cannot roll back: the run on %q uses strategy %q; rollback supports blue-green, eks and surge", o.NodeGroup, rec.Strategy)
-		}
-		if phase == upgrade.PhaseDeleteBlue || phase == upgrade.PhaseRollback && alive {
+		if phase == plan.PhaseDeleteBlue || phase == plan.PhaseRollback && alive {
 			return usageErrorf("cannot roll back: the run on %q is in phase %s", o.NodeGroup, phase)
 		}
 		if alive {
@@ -154,18 +155,26 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.Out, "asked the run on %q to roll back at its next safe point\n", o.NodeGroup)
 			return nil
 		}
+		req, err := o.recordedRequest(rec)
+		if err != nil {
+			return err
+		}
 		if err := requests.Clear(ctx); err != nil {
 			return err
 		}
-		return o.rerun(ctx, rec, true)
+		return o.rerun(ctx, rec, req, true)
 	case "resume":
 		if alive {
 			return usageErrorf("cannot resume: the run on %q is alive (%s); wait for it or cancel it", o.NodeGroup, rec.Holder)
 		}
+		req, err := o.recordedRequest(rec)
+		if err != nil {
+			return err
+		}
 		if err := requests.Clear(ctx); err != nil {
 			return err
 		}
-		return o.rerun(ctx, rec, false)
+		return o.rerun(ctx, rec, req, false)
 	}
 	return usageErrorf("unknown action %q", o.action)
 }
@@ -178,24 +187,13 @@ func (o *ControlOptions) holderAlive(ctx context.Context, po *PlanOptions, rec *
 }
 
 // rerun runs the recorded run again from its recorded phase (or its
-// rollback), with its recorded arguments and this command's connection.
-func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, rollback bool) error {
-	if len(rec.Args) == 0 {
-		return usageErrorf("cannot %s: the record of %q has no arguments to repeat (made by an older version); run the original command again", o.action, o.NodeGroup)
-	}
-	cmd, ro := newCmdRun(o.configFlags, o.IOStreams)
-	args := append(slices.Clone(rec.Args), "--state-namespace="+o.StateNamespace)
-	if o.Yes {
-		args = append(args, "--yes")
-	}
-	if err := cmd.ParseFlags(args); err != nil {
-		return usageErrorf("cannot %s: the recorded arguments %q do not parse: %v", o.action, rec.Args, err)
-	}
-	ro.rollback = rollback
-	if err := ro.Complete(cmd, cmd.Flags().Args()); err != nil {
+// rollback), as its recorded request asks, with this command's connection.
+func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, req plan.Request, rollback bool) error {
+	_, ro := newCmdRun(o.configFlags, o.IOStreams)
+	ro.Request, ro.StateNamespace, ro.Yes, ro.rollback = req, o.StateNamespace, o.Yes, rollback
+	if err := ro.loadPlanFile(); err != nil {
 		return err
 	}
-	ro.args = rec.Args // what the record says, not this command's view of it
 	if err := ro.Validate(); err != nil {
 		return err
 	}
@@ -203,8 +201,16 @@ func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, rollback 
 	if rollback {
 		what = "rolling back"
 	}
-	fmt.Fprintf(o.Out, "%s the run on %q from phase %s: run %q\n", what, o.NodeGroup, rec.Phase, rec.Args)
+	fmt.Fprintf(o.Out, "%s the run on %q from phase %s\n", what, o.NodeGroup, rec.Phase)
 	return ro.Run(ctx)
+}
+
+// recordedRequest is the request of the recorded run, or why there is none.
+func (o *ControlOptions) recordedRequest(rec *state.Record) (plan.Request, error) {
+	if rec.Request == nil {
+		return plan.Request{}, usageErrorf("cannot %s: the record of %q holds no request to repeat (made by an older version); run the original command again", o.action, o.NodeGroup)
+	}
+	return *rec.Request, nil
 }
 
 // rollbackInPlace undoes a partial eks or surge run on a cloud group: the
@@ -218,17 +224,14 @@ func (o *ControlOptions) rollbackInPlace(ctx context.Context, rec *state.Record,
 	if rec.Cloud == nil || rec.Cloud.FromVersion == "" {
 		return usageErrorf("cannot roll back: the run on %q recorded no launch template version to go back to (provider none, or it stopped before Setup)", o.NodeGroup)
 	}
-	var args []string
-	for _, a := range rec.Args {
-		if strings.HasPrefix(a, "--ami=") || strings.HasPrefix(a, "--launch-template-version=") || strings.HasPrefix(a, "--plan-file=") {
-			continue
-		}
-		args = append(args, a)
+	req, err := o.recordedRequest(rec)
+	if err != nil {
+		return err
 	}
-	rec.Args = append(args, "--launch-template-version="+rec.Cloud.FromVersion)
+	req.Cloud.Image, req.Cloud.Version, req.PlanFile = "", rec.Cloud.FromVersion, ""
 	if err := (&state.Requests{Store: &state.Store{Client: o.client, Namespace: o.StateNamespace}, Group: o.NodeGroup}).Clear(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "rolling back the run on %q: the nodes already on launch template version %s go back to version %s\n", o.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
-	return o.rerun(ctx, rec, false)
+	fmt.Fprintf(o.Out, "rolling back the run on %q: the nodes already on version %s go back to version %s\n", o.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
+	return o.rerun(ctx, rec, req, false)
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -24,46 +26,32 @@ type PlanOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
-	NodeGroup          string
-	NodeGroupLabel     string
-	Selector           string
-	TargetLabels       []string
-	MaxUnavailable     string
-	Taint              string
-	Seed               int64
-	Order              string
-	Provider           string
-	Force              bool
-	DeleteEmptyDirData bool
-	Output             string
-	StateNamespace     string
-	Strategy           string
-	MaxSurge           int
-	// BlueGreen holds the blue/green flags as planning takes them.
-	BlueGreen plan.BlueGreenInput
-	// The AWS provider's flags.
-	Region, Profile, ASG string
-	AMI, TemplateVersion string
+	// Request is what the flags ask for, typed; a run records it.
+	plan.Request
+	Output         string
+	StateNamespace string
 
-	seedSet                        bool
-	maxSurgeSet                    bool
-	batchPercentSet, batchCountSet bool
-	cloudGroup                     cloud.Group // the resolved provider when it owns a group
-	targetLabels                   map[string]string
-	taint                          *corev1.Taint
-	client                         kubernetes.Interface
-	context                        string
-	namespace                      string // limits the audit; empty for all namespaces
+	// given are the flags given on the command line; empty when the
+	// request comes from a record (resume, rollback).
+	given        map[string]bool
+	strategy     plan.Strategy
+	cloudGroup   cloud.Group // the resolved provider when it owns a group
+	targetLabels map[string]string
+	taint        *corev1.Taint
+	client       kubernetes.Interface
+	context      string
+	namespace    string // limits the audit; empty for all namespaces
 }
 
-const planExample = `  # Show which nodes of node group "workers" lack the new AMI, and the batches
-  kubectl nodeupgrade plan workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc
+const planExample = `  # Which nodes of node group "demo" do not run the new AMI, in which batches,
+  # and how its Auto Scaling group is resized
+  kubectl nodeupgrade plan demo --ami ami-new --max-unavailable 2
 
   # The same plan, reproducible, as JSON for review or for "run --plan-file"
-  kubectl nodeupgrade plan workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc --seed 7 -o json > plan.json
+  kubectl nodeupgrade plan demo --ami ami-new --seed 7 -o json > plan.json
 
-  # Select the nodes by any label, 25% of them per batch
-  kubectl nodeupgrade plan -l pool=batch --target-label image=v2 --max-unavailable 25%`
+  # Select the nodes by any label, 25% of them per batch, by label only
+  kubectl nodeupgrade plan -l eks.amazonaws.com/nodegroup=demo --provider none --target-label eks.amazonaws.com/nodegroup-image=ami-new --max-unavailable 25%`
 
 // NewCmdPlan builds "plan": the dry run.
 func NewCmdPlan(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -82,47 +70,59 @@ func NewCmdPlan(configFlags *genericclioptions.ConfigFlags, streams genericioopt
 // AddFlags registers the planning flags.
 func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.NodeGroupLabel, "nodegroup-label", "", "Label key whose value is the node group name (default: detected among "+fmt.Sprint(plan.NodeGroupLabels)+")")
-	f.StringVarP(&o.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP")
-	f.StringArrayVar(&o.TargetLabels, "target-label", nil, "A label key=value that up-to-date nodes carry (repeatable); nodes lacking any are outdated")
-	f.StringVar(&o.Strategy, "strategy", plan.StrategyEKS, `How to replace the nodes: eks (scale up, taint all outdated nodes, drain in batches, scale down); surge (GKE's: one zone at a time, per node a surge node first; profiles: --max-surge 1 --max-unavailable 0 balanced (the default), 0/20 fast without extra nodes, 20/0 fast and gentle, 0/1 slow without extra nodes); blue-green (a green group beside blue, blue cordoned and drained in batches, soaked, then deleted); short-lived (only point the group at the target: nothing is drained, old nodes go away on their own); autoscaled-blue-green (green starts at 0 and the cluster autoscaler grows it while blue, cordoned, shrinks; after --wait-period the rest of blue is drained)`)
-	f.IntVar(&o.MaxSurge, "max-surge", 1, "With --strategy surge: extra nodes per zone while its nodes are replaced (surge + unavailable at most 20)")
-	f.IntVar(&o.BlueGreen.BatchNodes, "batch-node-count", 1, "With --strategy blue-green: blue nodes drained per batch; 0 drains none and goes straight to the soak")
-	f.Float64Var(&o.BlueGreen.BatchPercent, "batch-percent", 0, "With --strategy blue-green: the batch as a fraction of blue (above 0, at most 1; rounded down, at least 1 node), instead of --batch-node-count")
-	f.DurationVar(&o.BlueGreen.BatchSoak, "batch-soak", 0, "With --strategy blue-green: wait between drained batches")
-	f.DurationVar(&o.BlueGreen.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
-	f.DurationVar(&o.BlueGreen.WaitPeriod, "wait-period", 72*time.Hour, "With --strategy autoscaled-blue-green: how long the cluster autoscaler may remove under-used blue nodes before the rest is drained (0 to 7 days)")
-	f.StringVar(&o.BlueGreen.GreenSelector, "green-selector", "", "With --strategy blue-green: the green nodes are those this label selector selects (made by someone else, not an Auto Scaling group: neither scaled nor deleted)")
-	f.StringVar(&o.BlueGreen.GreenASG, "green-asg", "", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
-	f.StringVar(&o.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%; with --strategy surge, per zone, default 0")
-	f.StringVar(&o.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
-	f.Int64Var(&o.Seed, "seed", 0, "Seed of the random batch order; the same seed gives plan and run the same batches (default: random, shown in the plan)")
-	f.StringVar(&o.Order, "order", "", "Batch order: zone-balanced (nodes from as few zones as possible, PDB budgets kept where a choice allows) or random (default: zone-balanced when the group spans several zones)")
-	f.StringVar(&o.Provider, "provider", "", "What removes drained nodes: aws (terminate the instance; its Auto Scaling group launches the replacement) or none (delete the Node object, or see --delete-node); default aws when the group's nodes have aws:/// provider IDs, else none")
-	f.StringVar(&o.Region, "region", "", "AWS region (default: the SDK's configuration, AWS_REGION or the profile's, else the region of the nodes' zones)")
-	f.StringVar(&o.Profile, "profile", "", "AWS shared configuration profile (default: AWS_PROFILE or the default profile)")
-	f.StringVar(&o.ASG, "asg", "", "Auto Scaling group of the node group (default: found from the nodes' instance IDs)")
-	f.StringVar(&o.AMI, "ami", "", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
-	f.StringVar(&o.TemplateVersion, "launch-template-version", "", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
+	r := &o.Request
+	f.StringVar(&r.NodeGroupLabel, "nodegroup-label", "", "Label key whose value is the node group name (default: detected among "+fmt.Sprint(plan.NodeGroupLabels)+")")
+	f.StringVarP(&r.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP")
+	f.StringArrayVar(&r.TargetLabels, "target-label", nil, "A label key=value that up-to-date nodes carry (repeatable); nodes lacking any are outdated")
+	f.StringVar(&r.Strategy, "strategy", plan.DefaultStrategy, plan.StrategyHelp())
+	f.IntVar(&r.MaxSurge, "max-surge", 1, "With --strategy surge: extra nodes per zone while its nodes are replaced (surge + unavailable at most 20)")
+	f.IntVar(&r.BlueGreen.BatchNodes, "batch-node-count", 1, "With --strategy blue-green: blue nodes drained per batch; 0 drains none and goes straight to the soak")
+	f.Float64Var(&r.BlueGreen.BatchPercent, "batch-percent", 0, "With --strategy blue-green: the batch as a fraction of blue (above 0, at most 1; rounded down, at least 1 node), instead of --batch-node-count")
+	f.DurationVar(&r.BlueGreen.BatchSoak, "batch-soak", 0, "With --strategy blue-green: wait between drained batches")
+	f.DurationVar(&r.BlueGreen.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
+	f.DurationVar(&r.BlueGreen.WaitPeriod, "wait-period", 72*time.Hour, "With --strategy autoscaled-blue-green: how long the cluster autoscaler may remove under-used blue nodes before the rest is drained (0 to 7 days)")
+	f.StringVar(&r.BlueGreen.GreenSelector, "green-selector", "", "With --strategy blue-green: the green nodes are those this label selector selects (made by someone else, not an Auto Scaling group: neither scaled nor deleted)")
+	f.StringVar(&r.BlueGreen.GreenGroup, "green-asg", "", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
+	f.StringVar(&r.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%; with --strategy surge, per zone, default 0")
+	f.StringVar(&r.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
+	f.Int64Var(&r.Seed, "seed", 0, "Seed of the random batch order; the same seed gives plan and run the same batches (default: random, shown in the plan)")
+	f.StringVar(&r.Order, "order", "", "Batch order: zone-balanced (nodes from as few zones as possible, PDB budgets kept where a choice allows) or random (default: zone-balanced when the group spans several zones)")
+	f.StringVar(&r.Provider, "provider", "", "What removes drained nodes: aws (terminate the instance; its Auto Scaling group launches the replacement) or none (delete the Node object, or see --delete-node); default aws when the group's nodes have aws:/// provider IDs, else none")
+	f.StringVar(&r.Cloud.Region, "region", "", "AWS region (default: the SDK's configuration, AWS_REGION or the profile's, else the region of the nodes' zones)")
+	f.StringVar(&r.Cloud.Profile, "profile", "", "AWS shared configuration profile (default: AWS_PROFILE or the default profile)")
+	f.StringVar(&r.Cloud.Group, "asg", "", "Auto Scaling group of the node group (default: found from the nodes' instance IDs)")
+	f.StringVar(&r.Cloud.Image, "ami", "", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
+	f.StringVar(&r.Cloud.Version, "launch-template-version", "", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
 	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record (a ConfigMap) and lock (a Lease), one of each per node group")
-	f.BoolVar(&o.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
-	f.BoolVar(&o.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
+	f.BoolVar(&r.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
+	f.BoolVar(&r.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: a table)")
 }
 
-// Complete reads arguments and flags that need no cluster access.
+// cloudFlags are the flags that only a cloud provider serves.
+var cloudFlags = []string{"ami", "launch-template-version", "asg", "region", "profile"}
+
+// Complete reads arguments and flags that need no cluster access, and
+// fills in the defaults that depend on the strategy.
 func (o *PlanOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		o.NodeGroup = args[0]
 	}
-	o.seedSet = cmd.Flags().Changed("seed")
-	if o.Strategy == plan.StrategySurge && !cmd.Flags().Changed("max-unavailable") {
-		o.MaxUnavailable = "0"
+	o.given = map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { o.given[f.Name] = true })
+	s, err := plan.LookupStrategy(o.Strategy)
+	if err != nil {
+		return err
 	}
-	o.maxSurgeSet = cmd.Flags().Changed("max-surge")
-	o.batchPercentSet = cmd.Flags().Changed("batch-percent")
-	o.batchCountSet = cmd.Flags().Changed("batch-node-count")
-	if !o.seedSet {
+	if !o.given["max-unavailable"] {
+		o.MaxUnavailable = s.Traits().DefaultMaxUnavailable
+	}
+	if o.given["batch-percent"] {
+		o.BlueGreen.BatchNodes = -1 // the percentage decides
+	} else {
+		o.BlueGreen.BatchPercent = 0
+	}
+	if !o.given["seed"] {
 		o.Seed = rand.Int64N(1_000_000)
 	}
 	return nil
@@ -141,37 +141,22 @@ func (o *PlanOptions) Validate() error {
 		return err
 	}
 	o.targetLabels = labels
-	switch o.Strategy {
-	case plan.StrategySurge:
-		if _, err := plan.ParseSurge(o.MaxSurge, o.MaxUnavailable); err != nil {
-			return err
-		}
-	case plan.StrategyShortLived:
-		if o.maxSurgeSet {
-			return usageErrorf("--max-surge needs --strategy surge")
-		}
-	case plan.StrategyBlueGreen, plan.StrategyAutoscaled:
-		if o.maxSurgeSet {
-			return usageErrorf("--max-surge needs --strategy surge")
-		}
-		if o.batchPercentSet && o.batchCountSet {
-			return usageErrorf("--batch-node-count and --batch-percent cannot be used together")
-		}
-		if o.BlueGreen.BatchNodes < 0 {
-			return usageErrorf("invalid --batch-node-count %d: must not be negative", o.BlueGreen.BatchNodes)
-		}
-		if err := plan.ValidateBlueGreen(o.blueGreenInput()); err != nil {
-			return err
-		}
-	case plan.StrategyEKS:
-		if o.maxSurgeSet {
-			return usageErrorf("--max-surge needs --strategy surge")
-		}
-		if _, err := plan.ParseMaxUnavailable(o.MaxUnavailable, 1); err != nil {
-			return err
-		}
-	default:
-		return usageErrorf("invalid --strategy %q: must be one of %s", o.Strategy, strings.Join(plan.Strategies, ", "))
+	if o.strategy, err = plan.LookupStrategy(o.Strategy); err != nil {
+		return err
+	}
+	if err := o.refuseForeignFlags(); err != nil {
+		return err
+	}
+	if o.given["batch-percent"] && o.given["batch-node-count"] {
+		return usageErrorf("--batch-node-count and --batch-percent cannot be used together")
+	}
+	if o.given["batch-node-count"] && o.BlueGreen.BatchNodes < 0 {
+		return usageErrorf("invalid --batch-node-count %d: must not be negative", o.BlueGreen.BatchNodes)
+	}
+	// The strategy's own settings, with a group as large as they allow:
+	// the plan checks them again against the real one.
+	if _, err := o.strategy.Validate(plan.Input{MaxUnavailable: o.MaxUnavailable, MaxSurge: o.MaxSurge, BlueGreen: o.BlueGreen}, 1); err != nil {
+		return err
 	}
 	if o.Taint != "" {
 		t, err := plan.ParseTaint(o.Taint)
@@ -185,15 +170,10 @@ func (o *PlanOptions) Validate() error {
 	default:
 		return usageErrorf("invalid --order %q: must be zone-balanced or random", o.Order)
 	}
-	switch o.Provider {
-	case "", providerNone, providerAWS:
-	default:
-		return usageErrorf("invalid --provider %q: must be aws or none", o.Provider)
-	}
-	if err := o.validateAWS(); err != nil {
+	if err := o.validateProvider(); err != nil {
 		return err
 	}
-	if o.Provider == providerNone && len(o.TargetLabels) == 0 {
+	if o.Provider == cloud.NoneName && len(o.TargetLabels) == 0 {
 		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc)")
 	}
 	if err := output.ValidateFormat(o.Output); err != nil {
@@ -202,15 +182,71 @@ func (o *PlanOptions) Validate() error {
 	return nil
 }
 
-// blueGreenInput is the blue/green settings of the flags.
-func (o *PlanOptions) blueGreenInput() plan.BlueGreenInput {
-	in := o.BlueGreen
-	if o.batchPercentSet {
-		in.BatchNodes = -1 // the percentage decides
-	} else {
-		in.BatchPercent = 0
+// refuseForeignFlags refuses a flag that only other strategies take: it
+// would be silently ignored.
+func (o *PlanOptions) refuseForeignFlags() error {
+	own := o.strategy.Flags()
+	byFlag := plan.StrategyFlags()
+	for _, name := range sortedKeys(o.given) {
+		takers, special := byFlag[name]
+		if special && !slices.Contains(own, name) {
+			return usageErrorf("--%s needs --strategy %s; --strategy %s does not take it", name, strings.Join(takers, " or "), o.strategy.Name())
+		}
 	}
-	return in
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// validateProvider checks --provider and the cloud flags without calling
+// the cloud.
+func (o *PlanOptions) validateProvider() error {
+	switch _, known := cloud.Lookup(o.Provider); {
+	case o.Provider == "" || known:
+	case o.Provider == cloud.NoneName:
+		for _, name := range cloudFlags {
+			if o.given[name] {
+				return usageErrorf("--%s needs --provider %s, not --provider none", name, strings.Join(cloud.Names()[:len(cloud.Names())-1], " or "))
+			}
+		}
+		return nil
+	default:
+		return usageErrorf("invalid --provider %q: must be one of %s", o.Provider, strings.Join(cloud.Names(), ", "))
+	}
+	c, err := o.cloudFor(nil)
+	if err != nil || c == nil {
+		return err
+	}
+	return c.Validate(o.Cloud)
+}
+
+// cloudFor is the cloud that serves the request: the one --provider names,
+// the only one when cloud flags are given, or the one that owns every node
+// (nil: provider none).
+func (o *PlanOptions) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
+	name := o.Provider
+	if name == "" && o.Cloud.Given() {
+		if names := cloud.Names(); len(names) == 2 {
+			name = names[0]
+		} else {
+			return nil, usageErrorf("--ami, --launch-template-version and --asg need --provider: one of %s", strings.Join(names, ", "))
+		}
+	}
+	if name == "" {
+		if nodes == nil {
+			return nil, nil // not known before the nodes are listed
+		}
+		name = cloud.Detect(nodes)
+	}
+	c, _ := cloud.Lookup(name)
+	return c, nil
 }
 
 // connect builds the client from the kubectl connection flags.
@@ -251,7 +287,7 @@ func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
 		DeleteEmptyDir: o.DeleteEmptyDirData,
 		Strategy:       o.Strategy,
 		MaxSurge:       o.MaxSurge,
-		BlueGreen:      o.blueGreenInput(),
+		BlueGreen:      o.BlueGreen,
 	}
 	if o.Selector == "" {
 		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, o.NodeGroup, o.NodeGroupLabel)
@@ -290,17 +326,50 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.Provider = o.resolveProvider(nodes)
-	if in.Provider == providerAWS {
-		if in.Cloud, err = o.awsGroup(ctx, nodes); err != nil {
+	c, err := o.cloudFor(nodes)
+	if err != nil {
+		return nil, err
+	}
+	in.Provider = cloud.NoneName
+	if c != nil {
+		in.Provider = c.Name()
+		if in.Cloud, err = o.openCloud(ctx, c, nodes); err != nil {
 			return nil, err
 		}
-	} else if o.Strategy == plan.StrategySurge && o.MaxSurge > 0 {
-		return nil, usageErrorf("--max-surge %d needs a provider that creates nodes (--provider aws); with --provider none use --max-surge 0 and --max-unavailable N", o.MaxSurge)
-	} else if len(o.targetLabels) == 0 {
+	} else if len(o.targetLabels) == 0 && o.strategy.Needs(in) <= plan.CapRemoveNodes {
 		return nil, usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
 	}
 	return plan.Build(snap, in)
+}
+
+// openCloud reads the node group's cloud group and the target, and keeps
+// the group the run changes. It only reads.
+func (o *PlanOptions) openCloud(ctx context.Context, c cloud.Cloud, nodes []corev1.Node) (*plan.CloudGroup, error) {
+	// An unfinished run knows its group: after a blue/green run made green,
+	// the nodes span two groups.
+	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+	rec, _ := store.Load(ctx, o.recordName())
+	if rec != nil && (rec.FinishedAt != nil || rec.Cloud == nil) {
+		rec = nil
+	}
+	target := o.Cloud
+	if target.Group == "" && rec != nil {
+		target.Group = rec.Cloud.Group
+	}
+	if g := o.BlueGreen.GreenGroup; g != "" {
+		target.Exclude = append(target.Exclude, g)
+	}
+	cg, group, err := c.Open(ctx, o.client, nodes, target)
+	if err != nil {
+		return nil, err
+	}
+	// An interrupted run scaled the group up already: the plan says so and
+	// shows the sizes the end restores.
+	if rec != nil && rec.Cloud.Original != nil && rec.Cloud.Group == cg.Name && o.strategy.Traits().ScalesGroup {
+		cg.Recorded = rec.Cloud.Original
+	}
+	o.cloudGroup = group
+	return cg, nil
 }
 
 func (o *PlanOptions) printPlan(p *plan.Plan) error {
@@ -317,4 +386,12 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return o.printPlan(p)
+}
+
+// recordName is the key of the node group's record and lock.
+func (o *PlanOptions) recordName() string {
+	if o.Selector != "" {
+		return "-l " + o.Selector
+	}
+	return o.NodeGroup
 }

@@ -3,15 +3,19 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"reflect"
+	"time"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // execute runs the root command with args against a kubeconfig that points
@@ -52,6 +56,10 @@ func TestBadInputExitsTwoBeforeTouchingTheCluster(t *testing.T) {
 		{"bad output", []string{"plan", "ng", tgt, "-o", "wide"}, `invalid --output "wide"`},
 		{"unknown flag", []string{"plan", "ng", tgt, "--nope"}, "unknown flag: --nope"},
 		{"too many args", []string{"plan", "a", "b", tgt}, "too many arguments"},
+		{"flag of another strategy", []string{"plan", "ng", tgt, "--batch-soak", "5s"}, "--batch-soak needs --strategy blue-green"},
+		{"max-surge without surge", []string{"plan", "ng", tgt, "--max-surge", "2"}, "--max-surge needs --strategy surge"},
+		{"max-unavailable with blue-green", []string{"plan", "ng", "--strategy", "blue-green", "--max-unavailable", "2"}, "--max-unavailable needs --strategy eks or surge"},
+		{"unknown strategy", []string{"plan", "ng", tgt, "--strategy", "rolling"}, `invalid --strategy "rolling"`},
 		{"run without terminal or --yes", []string{"run", "ng", tgt}, "use --yes"},
 		{"zero drain timeout", []string{"run", "ng", tgt, "--yes", "--drain-timeout", "0s"}, "invalid --drain-timeout"},
 		{"missing plan file", []string{"run", "--plan-file", "/nonexistent/plan.json", "--yes"}, `cannot read --plan-file "/nonexistent/plan.json"`},
@@ -103,24 +111,57 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestRecordedArgsRepeatTheRun(t *testing.T) {
-	root := NewCmdNodeUpgrade(genericiooptions.NewTestIOStreamsDiscard())
-	var got []string
-	for _, c := range root.Commands() {
-		if c.Name() != "run" {
-			continue
-		}
-		c.RunE = func(cmd *cobra.Command, args []string) error {
-			got = recordedArgs(cmd)
-			return nil
-		}
-	}
-	root.SetArgs([]string{"run", "ng", "--kubeconfig", "/k", "--strategy", "blue-green", "--ami", "ami-1", "--target-label", "a=b", "--target-label", "c=d", "--yes", "--batch-soak", "5s"})
-	if err := root.Execute(); err != nil {
+// TestRecordedRequestRepeatsTheRun: what run records is the typed request
+// with the defaults resolved, so resume repeats it without the command line.
+func TestRecordedRequestRepeatsTheRun(t *testing.T) {
+	cmd, got := newCmdRun(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+	args := []string{"ng", "--strategy", "blue-green", "--ami", "ami-1", "--target-label", "a=b", "--target-label", "c=d", "--yes", "--batch-soak", "5s", "--seed", "4"}
+	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ng", "--ami=ami-1", "--batch-soak=5s", "--strategy=blue-green", "--target-label=a=b", "--target-label=c=d"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("recorded %q, want %q (no connection flags, no --yes)", got, want)
+	if err := got.Complete(cmd, cmd.Flags().Args()); err != nil {
+		t.Fatal(err)
+	}
+	r := got.Request
+	if r.NodeGroup != "ng" || r.Strategy != "blue-green" || r.Cloud.Image != "ami-1" || r.BlueGreen.BatchSoak != 5*time.Second || r.Seed != 4 ||
+		strings.Join(r.TargetLabels, ",") != "a=b,c=d" || r.DrainTimeout != 15*time.Minute || r.PostDrainWait != time.Minute {
+		t.Fatalf("recorded %+v", r)
+	}
+	// Through JSON, as the record keeps it.
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back plan.Request
+	if err := json.Unmarshal(data, &back); err != nil || !reflect.DeepEqual(back, r) {
+		t.Fatalf("request %+v did not survive JSON: %+v, %v", r, back, err)
+	}
+}
+
+// TestStrategyDefaults: --max-unavailable and --drain-timeout default to
+// what the strategy says when not given.
+func TestStrategyDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		args               []string
+		wantMaxUnavailable string
+		wantDrain          time.Duration
+	}{
+		{[]string{"ng"}, "1", 15 * time.Minute},
+		{[]string{"ng", "--strategy", "surge"}, "0", time.Hour},
+		{[]string{"ng", "--strategy", "surge", "--drain-timeout", "5m", "--max-unavailable", "2"}, "2", 5 * time.Minute},
+		{[]string{"ng", "--strategy", "autoscaled-blue-green"}, "1", time.Hour},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd, o := newCmdRun(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Complete(cmd, cmd.Flags().Args()); err != nil {
+				t.Fatal(err)
+			}
+			if o.MaxUnavailable != tc.wantMaxUnavailable || o.DrainTimeout != tc.wantDrain {
+				t.Errorf("max-unavailable %q, drain-timeout %s", o.MaxUnavailable, o.DrainTimeout)
+			}
+		})
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -29,30 +28,22 @@ import (
 type RunOptions struct {
 	PlanOptions
 
-	Yes           bool
-	DryRun        bool
-	PlanFile      string
-	DrainTimeout  time.Duration
-	PostDrainWait time.Duration
-	RoomTimeout   time.Duration
-	DeleteNode    bool
-	IgnoreChecks  []string
-
+	Yes    bool
+	DryRun bool
 	NoWait bool
-	MaxAge time.Duration
 
-	savedPlan       *plan.Plan
-	drainTimeoutSet bool
-	rollback        bool // run only the rollback (the rollback command)
-	// args are the flags the run was given, recorded so resume repeats it.
-	args []string
+	savedPlan *plan.Plan
+	rollback  bool // run only the rollback (the rollback command)
 }
 
-const runExample = `  # Upgrade node group "workers" to the nodes carrying the new AMI label, 2 nodes at a time
-  kubectl nodeupgrade run workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc --max-unavailable 2
+const runExample = `  # Upgrade node group "demo" to a new AMI, 2 nodes at a time
+  kubectl nodeupgrade run demo --ami ami-new --max-unavailable 2 --yes
 
   # Print exactly what "plan" prints, change nothing
-  kubectl nodeupgrade run workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc --dry-run
+  kubectl nodeupgrade run demo --ami ami-new --dry-run
+
+  # Without a cloud provider: outdated nodes are those lacking the label
+  kubectl nodeupgrade run demo --provider none --target-label eks.amazonaws.com/nodegroup-image=ami-new --yes
 
   # Execute a plan reviewed earlier; refused if the cluster changed since
   kubectl nodeupgrade run --plan-file plan.json --yes`
@@ -69,10 +60,11 @@ func newCmdRun(configFlags *genericclioptions.ConfigFlags, streams genericioopti
 		Use:   "run NODEGROUP",
 		Short: "Upgrade a node group: taint, drain in batches and remove its outdated nodes",
 		Long: `Upgrade a node group the way EKS managed node groups do: put a NoSchedule taint
-on every outdated node, then, in batches of --max-unavailable nodes chosen at
-random, drain them honouring PodDisruptionBudgets, cordon them, wait
---post-drain-wait for load balancers, and remove them. The next batch starts
-only when the workloads evicted by the last one are Ready again.
+on every outdated node, then, in batches of --max-unavailable nodes (zone-balanced
+when the group spans several zones, else random; see --order), drain them
+honouring PodDisruptionBudgets, cordon them, wait --post-drain-wait for load
+balancers, and remove them. The next batch starts only when the workloads
+evicted by the last one are Ready again.
 
 An interrupted run is finished by running the same command again.`,
 		Example: runExample,
@@ -81,16 +73,17 @@ An interrupted run is finished by running the same command again.`,
 	}
 	o.AddFlags(cmd)
 	f := cmd.Flags()
+	r := &o.Request
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (required without a terminal)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "Print the plan, exactly as \"plan\" does, and change nothing")
-	f.StringVar(&o.PlanFile, "plan-file", "", "Execute a plan saved with \"plan -o json\"; refused if the cluster no longer matches it")
-	f.DurationVar(&o.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force); with --strategy surge 1h by default, then the remaining pods are deleted")
-	f.DurationVar(&o.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
-	f.StringArrayVar(&o.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
-	f.DurationVar(&o.RoomTimeout, "node-ready-timeout", 15*time.Minute, "How long a batch waits for room (new capacity) for the pods it will evict before the run stops")
-	f.DurationVar(&o.MaxAge, "max-age", 7*24*time.Hour, "With --strategy short-lived: how old the nodes left running may get; status flags older ones")
+	f.StringVar(&r.PlanFile, "plan-file", "", "Execute a plan saved with \"plan -o json\"; refused if the cluster no longer matches it")
+	f.DurationVar(&r.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force), and the evicted workloads to be Ready again; with --strategy surge and autoscaled-blue-green 1h by default, then the remaining pods are deleted")
+	f.DurationVar(&r.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
+	f.StringArrayVar(&r.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
+	f.DurationVar(&r.NodeReadyTimeout, "node-ready-timeout", 15*time.Minute, "How long the scale-up waits for new nodes to be Ready, and a batch for room (new capacity) for the pods it will evict, before the run stops")
+	f.DurationVar(&r.MaxAge, "max-age", 7*24*time.Hour, "With --strategy short-lived: how old the nodes left running may get; status flags older ones")
 	f.BoolVar(&o.NoWait, "no-wait", false, "With --strategy blue-green: stop at the soak (exit 8), recorded as soaking until a time; run again or resume later")
-	f.BoolVar(&o.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
+	f.BoolVar(&r.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
 	return cmd, o
 }
 
@@ -99,8 +92,22 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.PlanOptions.Complete(cmd, args); err != nil {
 		return err
 	}
-	o.drainTimeoutSet = cmd.Flags().Changed("drain-timeout")
-	o.args = recordedArgs(cmd)
+	if err := o.loadPlanFile(); err != nil {
+		return err
+	}
+	if len(args) == 1 && o.savedPlan != nil && args[0] != o.savedPlan.NodeGroup {
+		return usageErrorf("NODEGROUP %q does not match node group %q of --plan-file %q", args[0], o.savedPlan.NodeGroup, o.PlanFile)
+	}
+	// The strategy's drain timeout, once the plan file has said which.
+	if s, err := plan.LookupStrategy(o.Strategy); err == nil && !o.given["drain-timeout"] && s.Traits().DrainTimeout > 0 {
+		o.DrainTimeout = s.Traits().DrainTimeout
+	}
+	return nil
+}
+
+// loadPlanFile reads --plan-file, whose settings replace the planning
+// flags; without one it does nothing.
+func (o *RunOptions) loadPlanFile() error {
 	if o.PlanFile == "" {
 		return nil
 	}
@@ -115,25 +122,23 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	if p.APIVersion != plan.APIVersion || p.Kind != plan.Kind {
 		return usageErrorf("cannot read --plan-file %q: apiVersion %q kind %q, want %s %s", o.PlanFile, p.APIVersion, p.Kind, plan.APIVersion, plan.Kind)
 	}
-	if len(args) == 1 && args[0] != p.NodeGroup {
-		return usageErrorf("NODEGROUP %q does not match node group %q of --plan-file %q", args[0], p.NodeGroup, o.PlanFile)
-	}
 	o.savedPlan = &p
 	o.NodeGroup, o.NodeGroupLabel, o.Selector = p.NodeGroup, p.NodeGroupLabel, p.Selector
 	o.MaxUnavailable, o.Taint, o.Seed, o.Provider, o.Order = p.MaxUnavailableInput, p.Taint, p.Seed, p.Provider, p.Order
 	o.Strategy, o.MaxSurge = p.Strategy, p.MaxSurge
 	if c := p.Cloud; c != nil {
-		o.Region, o.ASG = c.Region, c.AutoScalingGroup
+		o.Cloud.Region, o.Cloud.Group, o.Cloud.Image, o.Cloud.Version = c.Region, c.Group, "", ""
 		if c.TargetVersion == plan.NewVersion {
-			o.AMI = c.TargetImage
+			o.Cloud.Image = c.TargetImage
 		} else {
-			o.TemplateVersion = c.TargetVersion
+			o.Cloud.Version = c.TargetVersion
 		}
 	}
 	o.TargetLabels = nil
 	for k, v := range p.TargetLabels {
 		o.TargetLabels = append(o.TargetLabels, k+"="+v)
 	}
+	slices.Sort(o.TargetLabels)
 	return nil
 }
 
@@ -142,17 +147,14 @@ func (o *RunOptions) Validate() error {
 	if err := o.PlanOptions.Validate(); err != nil {
 		return err
 	}
-	if (o.Strategy == plan.StrategySurge || o.Strategy == plan.StrategyAutoscaled) && !o.drainTimeoutSet {
-		o.DrainTimeout = time.Hour // GKE honours PDBs for up to an hour here
-	}
 	if o.MaxAge <= 0 {
 		return usageErrorf("invalid --max-age %s: must be positive", o.MaxAge)
 	}
 	if o.DrainTimeout <= 0 {
 		return usageErrorf("invalid --drain-timeout %s: must be positive", o.DrainTimeout)
 	}
-	if o.RoomTimeout <= 0 {
-		return usageErrorf("invalid --node-ready-timeout %s: must be positive", o.RoomTimeout)
+	if o.NodeReadyTimeout <= 0 {
+		return usageErrorf("invalid --node-ready-timeout %s: must be positive", o.NodeReadyTimeout)
 	}
 	if o.PostDrainWait < 0 {
 		return usageErrorf("invalid --post-drain-wait %s: must not be negative", o.PostDrainWait)
@@ -195,7 +197,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if o.DryRun {
 		return nil
 	}
-	if len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed) && p.Strategy != plan.StrategyShortLived {
+	if p.NothingToDo() && !o.rollback {
 		return nil
 	}
 	if err := o.refuseBlockers(p); err != nil && !o.rollback {
@@ -216,6 +218,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		provider = o.cloudGroup
 	}
 	color := output.Colorizer(output.ColorEnabled(o.Out))
+	traits := p.Traits()
 	cfg := upgrade.Config{
 		Client: o.client,
 		Plan:   p,
@@ -225,15 +228,13 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			Force:              o.Force,
 			DeleteEmptyDirData: o.DeleteEmptyDirData,
 			GracePeriodSeconds: -1,
-			// Surge and autoscaled blue/green delete what is left at the
-			// drain timeout, as GKE does; the latter grants up to 24h grace.
-			DeleteAtTimeout: p.Strategy == plan.StrategySurge || p.Strategy == plan.StrategyAutoscaled,
-			MaxGracePeriod:  maxGrace(p.Strategy),
+			DeleteAtTimeout:    traits.DeleteAtTimeout,
+			MaxGracePeriod:     traits.MaxGrace,
 		},
-		Provider:       provider,
-		PostDrainWait:  o.PostDrainWait,
-		RecoverTimeout: o.DrainTimeout,
-		RoomTimeout:    o.RoomTimeout,
+		Provider:         provider,
+		PostDrainWait:    o.PostDrainWait,
+		RecoverTimeout:   o.DrainTimeout,
+		NodeReadyTimeout: o.NodeReadyTimeout,
 		Events:         upgrade.NewRecorder(o.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
 		Out:            o.Out,
 		Color:          color,
@@ -277,45 +278,41 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 		return usageErrorf("node group %q is paused (cancel) in phase %s; continue with \"kubectl nodeupgrade resume %s\", or undo with rollback", group, rec.Phase, group)
 	}
 	if rec.Cloud != nil && (o.cloudGroup == nil || rec.Cloud.Group != o.cloudGroup.GroupName()) {
-		return usageErrorf("node group %q has an unfinished run on Auto Scaling group %q; finish it with the same --provider and --asg", group, rec.Cloud.Group)
+		return usageErrorf("node group %q has an unfinished run on %s group %q; finish it with the same --provider and --asg", group, rec.Cloud.Provider, rec.Cloud.Group)
 	}
+	flow := plan.Flow{Batches: len(p.Batches), CloudGroup: o.cloudGroup != nil}
 	switch {
 	case o.rollback:
-		cfg.Start = upgrade.PhaseRollback
-	case rec.Phase == string(upgrade.PhaseScaleDown) && o.cloudGroup != nil:
-		cfg.Start = upgrade.PhaseScaleDown
-	case plan.IsBlueGreen(p.Strategy) && rec.Cloud != nil && slices.Contains([]string{string(upgrade.PhaseSoak), string(upgrade.PhaseDeleteBlue)}, rec.Phase):
-		// Blue is drained (or being deleted): go on from there.
-		cfg.Start = upgrade.Phase(rec.Phase)
-		if o.cloudGroup != nil && rec.Cloud.Green != "" {
-			if bg, ok := o.cloudGroup.(cloud.BlueGreen); ok {
-				bg.UseGreen(rec.Cloud.Green)
-			}
+		cfg.Start = plan.PhaseRollback
+	case rec.Cloud != nil && o.strategy.ResumeAt(plan.Phase(rec.Phase), flow) != "":
+		// The last run got past its batches: go on from where it stopped.
+		cfg.Start = o.strategy.ResumeAt(plan.Phase(rec.Phase), flow)
+		if bg, ok := o.cloudGroup.(cloud.BlueGreen); ok && rec.Cloud.Green != "" {
+			bg.UseGreen(rec.Cloud.Green)
 		}
-	case len(p.Batches) == 0 && !(p.Cloud != nil && p.Cloud.Resumed) && p.Strategy != plan.StrategyShortLived:
+	case p.NothingToDo():
 		return nil
 	}
 	rec.LeftRunning, rec.MaxAge = nil, 0
-	if p.Strategy == plan.StrategyShortLived {
+	if p.Traits().LeavesRunning {
 		for _, n := range p.ShortLived {
 			rec.LeftRunning = append(rec.LeftRunning, state.NodeAge{Name: n.Name, Created: n.Created})
 		}
 		rec.MaxAge = o.MaxAge
 	}
-	if rec.FinishedAt == nil && len(o.args) > 0 {
-		rec.Args = o.args
-	}
+	req := o.Request
+	rec.Request = &req
 	cfg.Control, cfg.NoWait = requests, o.NoWait
 	previouslyDone := rec.Done
 	rec.Strategy, rec.Target, rec.Holder, rec.LastError = p.Strategy, p.TargetLabels, holder, ""
 	rec.Batches, rec.NodesTotal = len(p.Batches), len(previouslyDone)+p.Nodes.Outdated
 	cfg.Record = rec
 	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
-	cfg.OnProgress = func(ctx context.Context, s upgrade.State, done []string) error {
+	cfg.OnProgress = func(ctx context.Context, s plan.State, done []string) error {
 		rec.Phase, rec.Batch = string(s.Phase), s.Batch+1
 		rec.Done = append(slices.Clip(previouslyDone), done...)
 		rec.InFlight = nil
-		if upgrade.BatchPhase(s.Phase) && s.Batch < len(p.Batches) {
+		if plan.BatchPhase(s.Phase) && s.Batch < len(p.Batches) {
 			for _, n := range p.Batches[s.Batch].Nodes {
 				if !slices.Contains(done, n.Name) {
 					rec.InFlight = append(rec.InFlight, n.Name)
@@ -327,7 +324,10 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 		}
 		return store.Save(ctx, rec)
 	}
-	engine := upgrade.New(cfg)
+	engine, err := upgrade.New(cfg)
+	if err != nil {
+		return err
+	}
 	err = engine.Run(ctx)
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
@@ -413,38 +413,4 @@ func withoutDone(saved, fresh *plan.Plan, done map[string]bool) *plan.Plan {
 		}
 	}
 	return &p
-}
-
-// recordedArgs are the run's flags as given, for resume to repeat: the
-// connection flags, which resume takes from its own command line, and the
-// flags that only shape this invocation are left out.
-func recordedArgs(cmd *cobra.Command) []string {
-	skip := map[string]bool{"yes": true, "dry-run": true, "no-wait": true, "output": true}
-	inherited := cmd.InheritedFlags()
-	var args []string
-	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if skip[f.Name] || inherited.Lookup(f.Name) != nil {
-			return
-		}
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			for _, v := range sv.GetSlice() {
-				args = append(args, "--"+f.Name+"="+v)
-			}
-			return
-		}
-		args = append(args, "--"+f.Name+"="+f.Value.String())
-	})
-	if len(cmd.Flags().Args()) > 0 {
-		args = append(cmd.Flags().Args()[:1:1], args...)
-	}
-	return args
-}
-
-// maxGrace caps pods' termination grace: 24 hours under autoscaled
-// blue/green, as GKE does; no cap otherwise.
-func maxGrace(strategy string) time.Duration {
-	if strategy == plan.StrategyAutoscaled {
-		return 24 * time.Hour
-	}
-	return 0
 }

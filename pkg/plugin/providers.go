@@ -1,0 +1,6 @@
+package plugin
+
+// The cloud providers --provider can name: each registers itself.
+import (
+	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
+)
