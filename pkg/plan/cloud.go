@@ -52,11 +52,11 @@ const (
 
 // Machine is a cloud machine of the group (an EC2 instance, a VM).
 type Machine struct {
-	ID       string `json:"id"`
-	Zone     string `json:"zone,omitempty"`
-	Template string `json:"template,omitempty"`
-	Version  string `json:"version,omitempty"`
-	Image    string `json:"image,omitempty"`
+	ID       string       `json:"id"`
+	Zone     string       `json:"zone,omitempty"`
+	Template string       `json:"template,omitempty"`
+	Version  string       `json:"version,omitempty"`
+	Image    string       `json:"image,omitempty"`
 	State    MachineState `json:"state,omitempty"`
 	// Lifecycle is the provider's own word for the state, for messages
 	// (Auto Scaling's Terminating:Wait, say).

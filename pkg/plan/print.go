@@ -60,6 +60,29 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 			return err
 		}
 	}
+	writeSteps(w, p)
+	fmt.Fprintln(w)
+	if p.Traits().LeavesRunning {
+		return writeLeftRunning(w, p, now)
+	}
+	if len(p.Batches) == 0 {
+		return writeNothingToDo(w, p, color)
+	}
+	if err := writeBatches(w, p, now, color); err != nil {
+		return err
+	}
+	for _, note := range p.Notes {
+		fmt.Fprintf(w, "%s\n", color.Yellow("Note: "+note))
+	}
+	if len(p.Findings) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	return WriteFindings(w, p.Findings, color)
+}
+
+// writeSteps lists the phases with their estimates.
+func writeSteps(w io.Writer, p *Plan) {
 	if len(p.Steps) > 0 {
 		fmt.Fprintf(w, "\nPhases (estimated %s; assumes %s):\n", p.EstimatedDuration(), EstimateAssumptions)
 		for i, st := range p.Steps {
@@ -70,35 +93,45 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 			fmt.Fprintf(w, "  %d. %-9s %s%s\n", i+1, st.Phase, st.Detail, est)
 		}
 	}
-	fmt.Fprintln(w)
-	if p.Traits().LeavesRunning {
-		fmt.Fprintf(w, "Short-lived: %d outdated nodes are left running, not drained:\n", len(p.ShortLived))
-		t := output.NewTable(w, "Node", "Instance", "Zone", "Age")
-		for _, n := range p.ShortLived {
-			age := "<unknown>"
-			if !n.Created.IsZero() {
-				age = duration.HumanDuration(now.Sub(n.Created))
-			}
-			if err := t.Append(n.Name, output.OrNone(n.InstanceID), output.OrNone(n.Zone), age); err != nil {
-				return err
-			}
+}
+
+// writeLeftRunning lists the nodes the short-lived strategy leaves running.
+func writeLeftRunning(w io.Writer, p *Plan, now time.Time) error {
+	fmt.Fprintf(w, "Short-lived: %d outdated nodes are left running, not drained:\n", len(p.ShortLived))
+	t := output.NewTable(w, "Node", "Instance", "Zone", "Age")
+	for _, n := range p.ShortLived {
+		if err := t.Append(n.Name, output.OrNone(n.InstanceID), output.OrNone(n.Zone), age(n, now)); err != nil {
+			return err
 		}
-		return t.Render()
 	}
-	if len(p.Batches) == 0 {
-		msg := "Nothing to do: every node of the group carries the target labels."
-		switch {
-		case p.Cloud != nil && p.Cloud.Resumed:
-			msg = "Nothing left to drain: run finishes the interrupted run (scale-down to the recorded sizes)."
-		case p.Cloud != nil:
-			msg = fmt.Sprintf("Nothing to do: every node of the group runs the target %s version.", p.Cloud.TemplateKind)
-		}
-		_, err := fmt.Fprintln(w, color.Green(msg))
-		for _, note := range p.Notes {
-			fmt.Fprintf(w, "%s\n", color.Yellow("Note: "+note))
-		}
-		return err
+	return t.Render()
+}
+
+func age(n PlannedNode, now time.Time) string {
+	if n.Created.IsZero() {
+		return "<unknown>"
 	}
+	return duration.HumanDuration(now.Sub(n.Created))
+}
+
+// writeNothingToDo says why there is no batch.
+func writeNothingToDo(w io.Writer, p *Plan, color output.Colorizer) error {
+	msg := "Nothing to do: every node of the group carries the target labels."
+	switch {
+	case p.Cloud != nil && p.Cloud.Resumed:
+		msg = "Nothing left to drain: run finishes the interrupted run (scale-down to the recorded sizes)."
+	case p.Cloud != nil:
+		msg = fmt.Sprintf("Nothing to do: every node of the group runs the target %s version.", p.Cloud.TemplateKind)
+	}
+	_, err := fmt.Fprintln(w, color.Green(msg))
+	for _, note := range p.Notes {
+		fmt.Fprintf(w, "%s\n", color.Yellow("Note: "+note))
+	}
+	return err
+}
+
+// writeBatches is one row per outdated node, in batch order.
+func writeBatches(w io.Writer, p *Plan, now time.Time, color output.Colorizer) error {
 	cols := []any{"Batch", "Node", "Zone", "Age", "Outdated", "Pods", "Blockers", "Warnings"}
 	if p.Cloud != nil {
 		cols = slices.Insert(cols, 2, any("Instance"))
@@ -114,11 +147,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 			if len(n.Blockers) > 0 {
 				blockers = color.Red(strings.Join(n.Blockers, ","))
 			}
-			age := "<unknown>"
-			if !n.Created.IsZero() {
-				age = duration.HumanDuration(now.Sub(n.Created))
-			}
-			row := []any{fmt.Sprint(b.Number), n.Name, output.OrNone(n.Zone), age, strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))}
+			row := []any{fmt.Sprint(b.Number), n.Name, output.OrNone(n.Zone), age(n, now), strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))}
 			if p.Cloud != nil {
 				row = slices.Insert(row, 2, any(output.OrNone(n.InstanceID)))
 			}
@@ -127,17 +156,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 			}
 		}
 	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	for _, note := range p.Notes {
-		fmt.Fprintf(w, "%s\n", color.Yellow("Note: "+note))
-	}
-	if len(p.Findings) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w)
-	return WriteFindings(w, p.Findings, color)
+	return t.Render()
 }
 
 // WriteFindings prints the workload audit: one row per workload and check.

@@ -113,7 +113,7 @@ type Traits struct {
 	// ScalesGroup: the run raises the group's sizes and restores the
 	// recorded ones at the end, so an interrupted run's are shown.
 	ScalesGroup bool
-	Rollback      Rollback
+	Rollback    Rollback
 }
 
 // strategies is the registry of --strategy values.

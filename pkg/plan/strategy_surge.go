@@ -36,7 +36,9 @@ func (surge) Needs(in Input) Capability {
 	return CapRemoveNodes
 }
 
-func (surge) Validate(in Input, _ int) (int, error) { return ParseSurge(in.MaxSurge, in.MaxUnavailable) }
+func (surge) Validate(in Input, _ int) (int, error) {
+	return ParseSurge(in.MaxSurge, in.MaxUnavailable)
+}
 
 // ParseSurge checks the surge strategy's per-zone settings: whole numbers
 // from 0, not both 0, and at most MaxInFlight nodes in flight.

@@ -235,9 +235,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		PostDrainWait:    o.PostDrainWait,
 		RecoverTimeout:   o.DrainTimeout,
 		NodeReadyTimeout: o.NodeReadyTimeout,
-		Events:         upgrade.NewRecorder(o.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
-		Out:            o.Out,
-		Color:          color,
+		Events:           upgrade.NewRecorder(o.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
+		Out:              o.Out,
+		Color:            color,
 	}
 	fmt.Fprintln(o.Out)
 	return o.runLocked(ctx, p, cfg)

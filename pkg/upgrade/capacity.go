@@ -54,16 +54,7 @@ func (r Room) String() string {
 // node's free room is computed once, and nodes too full for the smallest pod
 // are dropped for good.
 func EstimateRoom(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(string) []*corev1.Pod, excluded sets.Set[string]) Room {
-	// The resources that matter: those some evicted pod requests, plus the pod count.
-	var names []corev1.ResourceName
-	for _, p := range toEvict {
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			if !q.IsZero() && !slices.Contains(names, name) {
-				names = append(names, name)
-			}
-		}
-	}
-	slices.Sort(names)
+	names := requestedResources(toEvict)
 	reqs := make(map[*corev1.Pod][]int64, len(toEvict))
 	for _, p := range toEvict {
 		reqs[p] = requestVector(p, names)
@@ -79,7 +70,6 @@ func EstimateRoom(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(s
 			}
 		}
 	}
-
 	type candidate struct {
 		node *corev1.Node
 		free []int64 // per names, then the pod count
@@ -93,14 +83,6 @@ func EstimateRoom(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(s
 		}
 		candidates = append(candidates, &candidate{node: n})
 	}
-	tooFull := func(free []int64) bool {
-		for i := range free {
-			if free[i] < smallest[i] {
-				return true
-			}
-		}
-		return false
-	}
 	var room Room
 	for _, p := range pods {
 		affinity := nodeaffinity.GetRequiredNodeAffinity(p)
@@ -110,23 +92,13 @@ func EstimateRoom(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(s
 			if c.free == nil {
 				c.free = freeVector(c.node, podsByNode(c.node.Name), names)
 			}
-			if tooFull(c.free) {
+			if !fits(c.free, smallest) {
+				// Too full for the smallest pod: dropped for good.
 				candidates = slices.Delete(candidates, i, i+1)
 				i--
 				continue
 			}
-			if !fits(c.free, reqs[p]) {
-				continue
-			}
-			if ok, _ := affinity.Match(c.node); !ok {
-				continue
-			}
-			if _, untolerated := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), c.node.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
-				return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-			}, false); untolerated {
-				continue
-			}
-			if usesPersistentVolume(p) && zoneOf[p.Spec.NodeName] != "" && c.node.Labels[plan.ZoneLabel] != zoneOf[p.Spec.NodeName] {
+			if !fits(c.free, reqs[p]) || !accepts(c.node, p, affinity, zoneOf[p.Spec.NodeName]) {
 				continue
 			}
 			for k := range c.free {
@@ -140,6 +112,36 @@ func EstimateRoom(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(s
 		}
 	}
 	return room
+}
+
+// requestedResources are the resources that matter: those some evicted pod
+// requests (the pod count is added by requestVector).
+func requestedResources(toEvict []*corev1.Pod) []corev1.ResourceName {
+	var names []corev1.ResourceName
+	for _, p := range toEvict {
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			if !q.IsZero() && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// accepts reports whether the scheduler could put p on node, resources
+// aside: required node affinity, NoSchedule/NoExecute taints, and a
+// persistent volume keeping it in the zone it runs in (fromZone).
+func accepts(node *corev1.Node, p *corev1.Pod, affinity nodeaffinity.RequiredNodeAffinity, fromZone string) bool {
+	if ok, _ := affinity.Match(node); !ok {
+		return false
+	}
+	if _, untolerated := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false); untolerated {
+		return false
+	}
+	return !usesPersistentVolume(p) || fromZone == "" || node.Labels[plan.ZoneLabel] == fromZone
 }
 
 // requestVector is a pod's requests of names (CPU in millicores), then 1 for
