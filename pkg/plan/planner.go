@@ -275,10 +275,16 @@ func checkCapability(s Strategy, in Input) error {
 	if provider == "" {
 		provider = "none"
 	}
-	if s.Name() == "surge" {
-		return inputErrorf("--max-surge %d needs a provider that creates nodes (--provider aws); with --provider %s use --max-surge 0 and --max-unavailable N", in.MaxSurge, provider)
+	if ex, ok := s.(needsExplainer); ok {
+		return inputErrorf("%s", ex.NeedsWhy(in, provider))
 	}
 	return inputErrorf("--strategy %s needs a provider that %s (--provider aws), not --provider %s", s.Name(), capabilityText[need], provider)
+}
+
+// needsExplainer is a strategy that says better than the generic message
+// why the provider cannot carry it out, and what to do instead.
+type needsExplainer interface {
+	NeedsWhy(in Input, provider string) string
 }
 
 // countNodes counts the group's nodes and returns the outdated ones, in

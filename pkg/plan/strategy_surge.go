@@ -36,6 +36,11 @@ func (surge) Needs(in Input) Capability {
 	return CapRemoveNodes
 }
 
+// NeedsWhy says that surge nodes need a provider that creates them.
+func (surge) NeedsWhy(in Input, provider string) string {
+	return fmt.Sprintf("--max-surge %d needs a provider that creates nodes (--provider aws); with --provider %s use --max-surge 0 and --max-unavailable N", in.MaxSurge, provider)
+}
+
 func (surge) Validate(in Input, _ int) (int, error) {
 	return ParseSurge(in.MaxSurge, in.MaxUnavailable)
 }
