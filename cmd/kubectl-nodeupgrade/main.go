@@ -16,7 +16,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	err := plugin.NewCmdNodeUpgrade(streams).ExecuteContext(ctx)
+	cmd := plugin.NewCmdNodeUpgrade(streams)
+	// before any client exists: library logs are off unless -v is given
+	plugin.AddGlobalFlags(cmd.PersistentFlags())
+	err := cmd.ExecuteContext(ctx)
 	code := plugin.PrintError(os.Stderr, err)
 	stop()
 	os.Exit(code)

@@ -27,6 +27,15 @@ type CheckReport struct {
 	Findings   []check.Finding `json:"findings"`
 }
 
+// ResourceRefs lists the audited nodes for -o name: node/NAME lines.
+func (r CheckReport) ResourceRefs() []output.ResourceRef {
+	refs := make([]output.ResourceRef, 0, len(r.Outdated))
+	for _, n := range r.Outdated {
+		refs = append(refs, output.ResourceRef{Kind: "Node", Name: n})
+	}
+	return refs
+}
+
 // CheckOptions are the flags of "check": the plan's, plus the namespace scope.
 type CheckOptions struct {
 	PlanOptions
@@ -60,6 +69,7 @@ no blocker is found, 5 when one is.`,
 		RunE:    runE(o),
 	}
 	o.AddFlags(cmd)
+	cmd.Flags().Lookup("output").Usage = "Output format: json, yaml, name (the outdated nodes), jsonpath=... or go-template=... (default: a table)"
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Audit all namespaces (the default unless -n/--namespace is given)")
 	return cmd
 }
@@ -72,6 +82,19 @@ func namesOf(s check.Severity) []string {
 		}
 	}
 	return out
+}
+
+// Validate refuses a check without a target before the cluster is read:
+// with none, no node is outdated and an audit of nothing would pass a CI
+// gate silently.
+func (o *CheckOptions) Validate() error {
+	if err := o.PlanOptions.Validate(); err != nil {
+		return err
+	}
+	if len(o.TargetLabels) == 0 && o.AMI == "" && o.TemplateVersion == "" {
+		return usageErrorf("no target given: check audits the nodes that are not on the target; use --target-label key=value (the labels up-to-date nodes carry), or --ami or --launch-template-version with the aws provider")
+	}
+	return nil
 }
 
 // Run audits and prints the findings; blockers make it exit 5.
@@ -99,8 +122,14 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	report.Warnings = len(p.Findings) - report.Blockers
 	if o.Output != output.FormatTable {
 		err = output.Print(o.Out, o.Output, report)
+	} else if len(report.Outdated) == 0 {
+		_, err = fmt.Fprintf(o.Out, "No outdated nodes: every node of the group is on the target; nothing to audit.\n")
 	} else if len(p.Findings) == 0 {
-		_, err = fmt.Fprintf(o.Out, "No findings for the %d outdated nodes.\n", len(report.Outdated))
+		what := fmt.Sprintf("the %d outdated nodes", len(report.Outdated))
+		if len(report.Outdated) == 1 {
+			what = "the outdated node"
+		}
+		_, err = fmt.Fprintf(o.Out, "No findings for %s.\n", what)
 	} else {
 		err = plan.WriteFindings(o.Out, p.Findings, output.Colorizer(output.ColorEnabled(o.Out)))
 	}
@@ -117,5 +146,8 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 type blockersFound struct{ n int }
 
 func (e *blockersFound) Error() string {
+	if e.n == 1 {
+		return "1 blocker found; fix it before running, or use run --ignore-check NAME"
+	}
 	return fmt.Sprintf("%d blockers found; fix them before running, or use run --ignore-check NAME", e.n)
 }

@@ -2,9 +2,16 @@ package plugin
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
+	"os"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -15,13 +22,14 @@ import (
 // Exit codes, documented in the README.
 const (
 	ExitOK               = 0
-	ExitFailure          = 4 // anything else, including an interrupted run
+	ExitFailure          = 4 // anything else, including an interrupted run (run it again)
 	ExitUsage            = 2 // bad input; nothing was changed
 	ExitPodEvictionError = 3 // PodEvictionFailure: pods did not leave within --drain-timeout
 	ExitBlockers         = 5 // check found blockers
 	ExitLocked           = 6 // another run holds the node group's lock
 	ExitNodeCreation     = 7 // NodeCreationFailure: new nodes did not become Ready within --node-ready-timeout
 	ExitPaused           = 8 // the run stopped on purpose: paused by cancel, or left soaking (--no-wait)
+	ExitUnreachable      = 9 // the API server did not answer (refused, timed out, unknown host, untrusted certificate)
 )
 
 // usageError marks bad input: exit 2.
@@ -45,9 +53,15 @@ func ExitCode(err error) int {
 	var paused *upgrade.PausedError
 	var soaking *upgrade.SoakingError
 	var cloudInput interface{ Input() bool }
+	var unreachable *unreachableError
+	var coded interface{ exitCode() int }
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &coded):
+		return coded.exitCode()
+	case errors.As(err, &unreachable):
+		return ExitUnreachable
 	case errors.As(err, &usage), errors.As(err, &input):
 		return ExitUsage
 	case errors.As(err, &cloudInput) && cloudInput.Input():
@@ -77,4 +91,81 @@ func PrintError(w io.Writer, err error) int {
 	}
 	fmt.Fprintf(w, "error: %s\n", msg)
 	return ExitCode(err)
+}
+
+// unreachableError says the API server did not answer.
+type unreachableError struct {
+	server, context string
+	err             error
+}
+
+func (e *unreachableError) Error() string {
+	where := e.server
+	if e.context != "" {
+		where += fmt.Sprintf(" (context %q)", e.context)
+	}
+	return fmt.Sprintf("cannot reach the API server %s: %v; check --context, --server and the kubeconfig, or run again once the server answers", where, e.err)
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// errNoKubeconfig refuses a command that needs the cluster when the
+// connection flags lead nowhere.
+var errNoKubeconfig = usageErrorf("no kubeconfig: no cluster in $KUBECONFIG or ~/.kube/config, and no --server; give one with --kubeconfig FILE or KUBECONFIG")
+
+// explainConnection turns a failure to reach the API server into an error
+// that names the server. Other errors, and an interruption, are returned as
+// they are.
+func explainConnection(err error, configFlags *genericclioptions.ConfigFlags) error {
+	cause := connectionFailure(err)
+	if cause == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	ue := &unreachableError{err: cause}
+	if cfg, cerr := configFlags.ToRESTConfig(); cerr == nil {
+		ue.server = cfg.Host
+	}
+	if configFlags.Context != nil && *configFlags.Context != "" {
+		ue.context = *configFlags.Context
+	} else if raw, rerr := configFlags.ToRawKubeConfigLoader().RawConfig(); rerr == nil {
+		ue.context = raw.CurrentContext
+	}
+	return ue
+}
+
+// connectionFailure returns the network cause of a request that never got
+// an answer from the API server (refused, timed out, unknown host, TLS), or
+// nil for anything else (an answer, even an error one, is not one).
+func connectionFailure(err error) error {
+	var uerr *url.Error
+	if err == nil || !errors.As(err, &uerr) {
+		return nil
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	var netErr net.Error
+	var verify *tls.CertificateVerificationError
+	var authority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	switch {
+	case errors.As(uerr.Err, &dns), errors.As(uerr.Err, &op),
+		errors.As(uerr.Err, &verify), errors.As(uerr.Err, &authority), errors.As(uerr.Err, &hostname),
+		errors.As(uerr.Err, &netErr) && netErr.Timeout():
+		return uerr.Err
+	}
+	return nil
+}
+
+// noKubeconfig reports whether the connection flags lead nowhere: no
+// kubeconfig file with a cluster, no --server, and not in a pod. Client-go
+// then falls back to http://localhost:8080, whose refusal says nothing.
+func noKubeconfig(configFlags *genericclioptions.ConfigFlags) bool {
+	if configFlags.APIServer != nil && *configFlags.APIServer != "" {
+		return false
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return false
+	}
+	raw, err := configFlags.ToRawKubeConfigLoader().RawConfig()
+	return err == nil && len(raw.Clusters) == 0
 }

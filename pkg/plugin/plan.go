@@ -254,9 +254,9 @@ func (o *PlanOptions) connect() error {
 	if o.client != nil {
 		return nil
 	}
-	cfg, err := o.configFlags.ToRESTConfig()
+	cfg, err := restConfig(o.configFlags)
 	if err != nil {
-		return &usageError{err: fmt.Errorf("cannot load kubeconfig: %w", err)}
+		return err
 	}
 	o.client, err = kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -4,6 +4,8 @@ package plugin
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -13,6 +15,14 @@ import (
 // NewCmdNodeUpgrade builds the root command.
 func NewCmdNodeUpgrade(streams genericiooptions.IOStreams) *cobra.Command {
 	configFlags := genericclioptions.NewConfigFlags(true)
+	cmd := newRootCommand(configFlags, streams)
+	registerCompletions(cmd, &clusterSource{configFlags: configFlags})
+	return cmd
+}
+
+// newRootCommand builds the command tree without its shell completions, so
+// tests can register theirs against a fake cluster.
+func newRootCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kubectl-nodeupgrade",
 		Short: "Replace the nodes of a node group without dropping traffic",
@@ -21,9 +31,16 @@ version) the way EKS managed node groups do: taint the outdated nodes, drain
 them in batches honouring PodDisruptionBudgets, and remove them.
 
 Review the plan first with "kubectl nodeupgrade plan", then run it.`,
+		// Usage lines and errors name the command as it is typed.
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nodeupgrade"},
+		Args:          unknownCommand,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	configFlags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(
@@ -37,7 +54,48 @@ Review the plan first with "kubectl nodeupgrade plan", then run it.`,
 		NewCmdControl("complete", configFlags, streams),
 		NewCmdVersion(streams),
 	)
+	explainConnectionErrors(cmd, configFlags)
 	return cmd
+}
+
+// unknownCommand refuses a word that names no subcommand as bad input
+// (cobra's own check makes it a plain error, exit 4).
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	hint := ""
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		hint = fmt.Sprintf(" (did you mean %q?)", strings.Join(s, `" or "`))
+	}
+	return usageErrorf("unknown command %q for %q%s; see %q", args[0], cmd.CommandPath(), hint, cmd.CommandPath()+" --help")
+}
+
+// explainConnectionErrors makes the commands that talk to the cluster say
+// why they cannot: no kubeconfig at all is refused before anything is sent
+// (bad input, exit 2; client-go would try http://localhost:8080), and a
+// server that does not answer is named (exit 9) instead of a bare dial error.
+func explainConnectionErrors(root *cobra.Command, configFlags *genericclioptions.ConfigFlags) {
+	walk(root, func(c *cobra.Command) {
+		if c.RunE == nil || c == root || c.Name() == "version" {
+			return
+		}
+		run := c.RunE
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if noKubeconfig(configFlags) {
+				return errNoKubeconfig
+			}
+			return explainConnection(run(cmd, args), configFlags)
+		}
+	})
+}
+
+// walk calls f on c and every command below it.
+func walk(c *cobra.Command, f func(*cobra.Command)) {
+	f(c)
+	for _, sub := range c.Commands() {
+		walk(sub, f)
+	}
 }
 
 // completer is the kubectl-style Options contract every command follows.

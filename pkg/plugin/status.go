@@ -3,19 +3,76 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
+
+// The words of status's STATUS column and of "status" in its JSON: the
+// run as the operator thinks of it, from the record and the lock.
+const (
+	StatusRunning     = "running"      // a live process drives it
+	StatusPausing     = "pausing"      // alive, asked by cancel to stop at its next safe point
+	StatusPaused      = "paused"       // stopped by cancel; resume continues it
+	StatusSoaking     = "soaking"      // blue/green soak: alive and waiting, or left soaking with --no-wait
+	StatusSoakOver    = "soak over"    // left soaking with --no-wait, and the soak has ended: resume deletes blue
+	StatusRollingBack = "rolling back" // alive, undoing the upgrade
+	StatusRolledBack  = "rolled back"  // the rollback finished
+	StatusFinished    = "finished"     // the upgrade finished
+	StatusAborted     = "aborted"      // stopped by Ctrl-C, SIGTERM or a kill before it finished; run it again
+	StatusFailed      = "failed"       // stopped by an error (LAST ERROR says why); fix it and run again
+)
+
+// RunStatus is one recorded run as status shows it: the record, and what
+// it means now. It decodes as a state.Record.
+type RunStatus struct {
+	*state.Record
+	// Status is the word of the table's STATUS column.
+	Status string `json:"status"`
+	// Alive says a live process holds the run's lock.
+	Alive bool `json:"alive"`
+	// ElapsedSeconds is how long the run has run: until now while it is
+	// alive, until its last record otherwise.
+	ElapsedSeconds int64 `json:"elapsedSeconds"`
+	// Request is a request from another terminal the run has not taken
+	// yet (cancel, complete, rollback).
+	Request string `json:"request,omitempty"`
+}
+
+// ResourceRefs names the run's node group for -o name.
+func (s RunStatus) ResourceRefs() []output.ResourceRef {
+	return []output.ResourceRef{{APIVersion: plan.APIVersion, Kind: "NodeGroup", Name: s.NodeGroup}}
+}
+
+// RunStatusList is what status prints for every recorded run.
+type RunStatusList struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Items      []RunStatus `json:"items"`
+}
+
+// ResourceRefs names every run's node group for -o name.
+func (l RunStatusList) ResourceRefs() []output.ResourceRef {
+	var refs []output.ResourceRef
+	for _, s := range l.Items {
+		refs = append(refs, s.ResourceRefs()...)
+	}
+	return refs
+}
 
 // StatusOptions are the flags of "status".
 type StatusOptions struct {
@@ -25,44 +82,101 @@ type StatusOptions struct {
 	NodeGroup      string
 	StateNamespace string
 	Output         string
+	AllGroups      bool
+	Watch          bool
+
+	client kubernetes.Interface
+	now    func() time.Time
+	// recheck is how often -w looks at the lock between events: a killed
+	// run's lock expires without any event.
+	recheck time.Duration
 }
 
-const statusExample = `  # Progress of every recorded run
-  kubectl nodeupgrade status
+const statusExample = `  # Every recorded run in --state-namespace
+  kubectl nodeupgrade status -A
 
-  # Progress of the run on node group "workers", as YAML
-  kubectl nodeupgrade status workers -o yaml`
+  # The run on node group "workers", as YAML (the full last error)
+  kubectl nodeupgrade status workers -o yaml
+
+  # Follow the run on "workers" from another terminal until it stops
+  kubectl nodeupgrade status workers -w
+
+  # The groups whose run is not finished
+  kubectl nodeupgrade status -o jsonpath='{range .items[?(@.status!="finished")]}{.nodeGroup}{"\n"}{end}'`
 
 // NewCmdStatus builds "status".
 func NewCmdStatus(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{configFlags: configFlags, IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:     "status [NODEGROUP]",
-		Short:   "Show the progress of the current or last run on node groups",
-		Example: statusExample,
-		Args:    argsAtMost(1, "at most one NODEGROUP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.NodeGroup = args[0]
-			}
-			if err := output.ValidateFormat(o.Output); err != nil {
-				return &usageError{err: err}
-			}
-			return o.Run(cmd.Context())
-		},
-	}
-	cmd.Flags().StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the runs' records")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: a table)")
+	cmd, _ := newCmdStatus(configFlags, streams)
 	return cmd
 }
 
-// Run prints the records.
-func (o *StatusOptions) Run(ctx context.Context) error {
-	po := &PlanOptions{configFlags: o.configFlags}
-	if err := po.connect(); err != nil {
-		return err
+func newCmdStatus(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) (*cobra.Command, *StatusOptions) {
+	o := &StatusOptions{configFlags: configFlags, IOStreams: streams, now: time.Now, recheck: 5 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "status [NODEGROUP | -A]",
+		Short: "Show the progress of the current or last run on node groups",
+		Long: `Show the recorded run of NODEGROUP, or of every node group with -A (the
+default without NODEGROUP). STATUS says what the run is doing or how it ended:
+
+  running, pausing, rolling back   a live process drives it
+  soaking                          blue/green soak (alive, or left with --no-wait)
+  soak over                        left soaking and the soak has ended: resume
+  paused                           stopped by cancel: resume continues it
+  aborted                          stopped by Ctrl-C or a kill: run it again
+  failed                           stopped by an error, LAST ERROR says why
+  finished, rolled back            done
+
+ELAPSED stops with the run. BATCH is shown in the phases that work on a
+batch. LAST ERROR is cut to one line; -o yaml or json has all of it. With -w,
+status prints a line at each change of the run until it stops, and exits
+as the run did: 0 finished or rolled back, 8 paused or soaking, 4 failed or
+aborted.`,
+		Example: statusExample,
+		Args:    argsAtMost(1, "at most one NODEGROUP"),
+		RunE:    runE(o),
 	}
-	store := &state.Store{Client: po.client, Namespace: o.StateNamespace}
+	cmd.Flags().StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the runs' records")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: wide, json, yaml, name, jsonpath=... or go-template=... (default: a table)")
+	cmd.Flags().BoolVarP(&o.AllGroups, "all", "A", false, "Every recorded node group in --state-namespace (the default without NODEGROUP)")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the run of NODEGROUP: a line at each change, until the run stops")
+	return cmd, o
+}
+
+// Complete reads the node group.
+func (o *StatusOptions) Complete(_ *cobra.Command, args []string) error {
+	if len(args) == 1 {
+		o.NodeGroup = args[0]
+	}
+	return nil
+}
+
+// Validate checks the flags before the cluster is touched.
+func (o *StatusOptions) Validate() error {
+	if err := output.ValidateTableFormat(o.Output); err != nil {
+		return &usageError{err: err}
+	}
+	switch {
+	case o.AllGroups && o.NodeGroup != "":
+		return usageErrorf("both NODEGROUP %q and -A given: use one", o.NodeGroup)
+	case o.Watch && o.NodeGroup == "":
+		return usageErrorf("-w follows one run: give its NODEGROUP")
+	}
+	return nil
+}
+
+// Run prints the records, or follows one with -w.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	if o.client == nil {
+		po := &PlanOptions{configFlags: o.configFlags}
+		if err := po.connect(); err != nil {
+			return err
+		}
+		o.client = po.client
+	}
+	if o.Watch {
+		return o.watch(ctx)
+	}
+	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
 	var records []*state.Record
 	if o.NodeGroup != "" {
 		rec, err := store.Load(ctx, o.NodeGroup)
@@ -70,7 +184,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			return err
 		}
 		if rec == nil {
-			return usageErrorf("no run recorded for node group %q in namespace %q; check --state-namespace", o.NodeGroup, o.StateNamespace)
+			return o.noRecord()
 		}
 		records = append(records, rec)
 	} else {
@@ -79,39 +193,207 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if o.Output != output.FormatTable {
-		if o.NodeGroup != "" {
-			return output.Print(o.Out, o.Output, records[0])
+	var runs []RunStatus
+	for _, r := range records {
+		s, err := o.statusOf(ctx, r)
+		if err != nil {
+			return err
 		}
-		return output.Print(o.Out, o.Output, map[string]any{"records": records})
+		runs = append(runs, s)
 	}
-	if len(records) == 0 {
+	if !output.IsTable(o.Output) {
+		if o.NodeGroup != "" {
+			return output.Print(o.Out, o.Output, runs[0])
+		}
+		list := RunStatusList{APIVersion: plan.APIVersion, Kind: "RunStatusList", Items: runs}
+		if list.Items == nil {
+			list.Items = []RunStatus{}
+		}
+		return output.Print(o.Out, o.Output, list)
+	}
+	if len(runs) == 0 {
 		_, err := fmt.Fprintf(o.Out, "No runs recorded in namespace %q.\n", o.StateNamespace)
 		return err
 	}
-	now := time.Now()
-	t := output.NewTable(o.Out, "Node group", "Phase", "Batch", "Done", "Left", "In flight", "Running for", "Last error")
-	for _, r := range records {
-		phase, running := r.Phase, now.Sub(r.StartedAt)
-		if r.FinishedAt != nil {
-			phase, running = "Finished", r.FinishedAt.Sub(r.StartedAt)
-		} else if r.LastError != "" {
-			phase += " (stopped)"
+	if err := writeStatusTable(o.Out, runs, o.Output == output.FormatWide, o.now()); err != nil {
+		return err
+	}
+	return o.writeDetails(ctx, runs)
+}
+
+func (o *StatusOptions) noRecord() error {
+	return usageErrorf("no run recorded for node group %q in namespace %q; check --state-namespace", o.NodeGroup, o.StateNamespace)
+}
+
+// statusOf reads what the record alone does not say: whether a live process
+// holds the lock, and a pending request.
+func (o *StatusOptions) statusOf(ctx context.Context, r *state.Record) (RunStatus, error) {
+	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+	lock := &state.Lock{Client: o.client, Namespace: o.StateNamespace, Group: r.NodeGroup, Holder: "status/probe", Duration: lockDuration}
+	alive, err := lock.Held(ctx)
+	if err != nil {
+		return RunStatus{}, err
+	}
+	request, err := (&state.Requests{Store: store, Group: r.NodeGroup}).Pending(ctx)
+	if err != nil {
+		return RunStatus{}, err
+	}
+	return describeRun(r, alive, request, o.now()), nil
+}
+
+// describeRun names the state of a run from its record, whether its lock is
+// held by a live process, and a pending request.
+func describeRun(r *state.Record, alive bool, request string, now time.Time) RunStatus {
+	s := RunStatus{Record: r, Alive: alive, Request: request}
+	end := now
+	phase := upgrade.Phase(r.Phase)
+	switch {
+	case r.FinishedAt != nil:
+		end = *r.FinishedAt
+		s.Status = StatusFinished
+		if rolledBack(r) {
+			s.Status = StatusRolledBack
 		}
-		if err := t.Append(r.NodeGroup, phase, fmt.Sprintf("%d/%d", min(r.Batch, r.Batches), r.Batches),
-			fmt.Sprint(len(r.Done)), fmt.Sprint(r.Left()), output.OrNone(strings.Join(r.InFlight, ",")),
-			duration.HumanDuration(running), output.OrNone(r.LastError)); err != nil {
+	// The run clears LastError when it starts and writes it when it stops,
+	// before it gives the lock up: an error means the run is over.
+	case r.LastError != "":
+		s.Status = StatusFailed
+		if interrupted(r.LastError) {
+			s.Status = StatusAborted
+		}
+	case alive:
+		switch {
+		case request == state.RequestCancel:
+			s.Status = StatusPausing
+		case phase == upgrade.PhaseRollback || request == state.RequestRollback || rolledBack(r):
+			s.Status = StatusRollingBack
+		case phase == upgrade.PhaseSoak || phase == upgrade.PhaseBatchSoak:
+			s.Status = StatusSoaking
+		default:
+			s.Status = StatusRunning
+		}
+	case request == state.RequestCancel || strings.HasPrefix(r.Note, "paused by cancel"):
+		s.Status = StatusPaused
+	case r.Cloud != nil && r.Cloud.SoakUntil != nil && (phase == upgrade.PhaseSoak || strings.HasPrefix(r.Note, "soaking until")):
+		s.Status = StatusSoaking
+		if !now.Before(*r.Cloud.SoakUntil) {
+			s.Status = StatusSoakOver
+		}
+	default:
+		// Neither finished nor stopped by an error, and no process holds the
+		// lock: killed (kill -9, a lost machine) before it could say why.
+		s.Status = StatusAborted
+	}
+	if r.FinishedAt == nil && !alive && !r.UpdatedAt.IsZero() {
+		end = r.UpdatedAt // frozen at the run's last word
+	}
+	if !r.StartedAt.IsZero() && end.After(r.StartedAt) {
+		s.ElapsedSeconds = int64(end.Sub(r.StartedAt) / time.Second)
+	}
+	return s
+}
+
+// rolledBack reports whether the record is of a rollback: blue/green's, or
+// an eks or surge run sent back to the launch template version the group
+// launched before (the rollback command's recorded arguments).
+func rolledBack(r *state.Record) bool {
+	if upgrade.Phase(r.Phase) == upgrade.PhaseRollback || strings.HasPrefix(r.Note, "rolled back") {
+		return true
+	}
+	c := r.Cloud
+	return c != nil && c.FromVersion != "" && c.TargetVersion == c.FromVersion &&
+		slices.Contains(r.Args, "--launch-template-version="+c.FromVersion)
+}
+
+// interrupted reports whether a recorded error is an interruption (Ctrl-C,
+// SIGTERM) rather than a failure.
+func interrupted(lastError string) bool {
+	return lastError == context.Canceled.Error() || strings.HasPrefix(lastError, "interrupted")
+}
+
+// lastErrorCell is the LAST ERROR cell: one line, cut to fit unless wide.
+func lastErrorCell(s RunStatus, wide bool) string {
+	msg := s.LastError
+	if interrupted(msg) {
+		msg = "interrupted (Ctrl-C or SIGTERM)"
+	}
+	limit := 60
+	if wide {
+		limit = 0
+	}
+	return output.OrNone(output.OneLine(msg, limit))
+}
+
+// batchCell is "n/m" in the phases that work on a batch, "-" elsewhere.
+func batchCell(r *state.Record) string {
+	if r.FinishedAt != nil || !upgrade.BatchPhase(upgrade.Phase(r.Phase)) || r.Batches == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", min(r.Batch, r.Batches), r.Batches)
+}
+
+// inFlightCell names the nodes in flight: the first two and a count of the
+// others, or all of them when wide.
+func inFlightCell(nodes []string, wide bool) string {
+	if wide || len(nodes) <= 2 {
+		return output.OrNone(strings.Join(nodes, ","))
+	}
+	return fmt.Sprintf("%s +%d more", strings.Join(nodes[:2], ","), len(nodes)-2)
+}
+
+func writeStatusTable(w io.Writer, runs []RunStatus, wide bool, now time.Time) error {
+	header := []any{"Node group", "Status", "Phase", "Batch", "Done", "Left", "In flight", "Elapsed", "Last error"}
+	if wide {
+		header = append(header, "Strategy", "Target", "Holder", "Updated")
+	}
+	t := output.NewTable(w, header...)
+	for _, s := range runs {
+		r := s.Record
+		row := []any{r.NodeGroup, s.Status, output.OrNone(r.Phase), batchCell(r), fmt.Sprint(len(r.Done)), fmt.Sprint(r.Left()),
+			inFlightCell(r.InFlight, wide), duration.HumanDuration(time.Duration(s.ElapsedSeconds) * time.Second), lastErrorCell(s, wide)}
+		if wide {
+			holder := "<none>"
+			if s.Alive {
+				holder = output.OrNone(r.Holder)
+			}
+			updated := "<unknown>"
+			if !r.UpdatedAt.IsZero() {
+				updated = duration.HumanDuration(now.Sub(r.UpdatedAt)) + " ago"
+			}
+			row = append(row, output.OrNone(r.Strategy), targetCell(r), holder, updated)
+		}
+		if err := t.Append(row...); err != nil {
 			return err
 		}
 	}
-	if err := t.Render(); err != nil {
-		return err
+	return t.Render()
+}
+
+func targetCell(r *state.Record) string {
+	var parts []string
+	if r.Cloud != nil && r.Cloud.TargetVersion != "" {
+		parts = append(parts, "launch template version "+r.Cloud.TargetVersion)
 	}
+	keys := make([]string, 0, len(r.Target))
+	for k := range r.Target {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+r.Target[k])
+	}
+	return output.OrNone(strings.Join(parts, ","))
+}
+
+// writeDetails prints, under the table, the cloud side of each run, what a
+// short-lived run left running, and notes.
+func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) error {
+	now := o.now()
 	// Short-lived runs: which of the nodes left running are still there,
 	// from one list of the nodes.
 	nodeCreated := map[string]time.Time{}
-	if slices.ContainsFunc(records, func(r *state.Record) bool { return len(r.LeftRunning) > 0 }) {
-		nodes, err := po.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if slices.ContainsFunc(runs, func(s RunStatus) bool { return len(s.LeftRunning) > 0 }) {
+		nodes, err := o.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -119,7 +401,8 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			nodeCreated[n.Name] = n.CreationTimestamp.Time
 		}
 	}
-	for _, r := range records {
+	for _, s := range runs {
+		r := s.Record
 		if c := r.Cloud; c != nil {
 			line := fmt.Sprintf("%s: Auto Scaling group %q, launch template version %s", r.NodeGroup, c.Group, output.OrNone(c.TargetVersion))
 			if c.Original != nil {
@@ -148,6 +431,128 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// watch follows one run: a line at each change of its record or lock, until
+// the run stops; the exit code says how it stopped.
+func (o *StatusOptions) watch(ctx context.Context) error {
+	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+	name := state.ObjectName(o.NodeGroup)
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	var last string
+	var cur RunStatus
+	look := func() (bool, error) {
+		rec, err := store.Load(ctx, o.NodeGroup)
+		if err != nil {
+			return false, err
+		}
+		if rec == nil {
+			return false, o.noRecord()
+		}
+		if cur, err = o.statusOf(ctx, rec); err != nil {
+			return false, err
+		}
+		if line := o.watchLine(cur); line != last {
+			if err := o.printWatched(cur, line); err != nil {
+				return false, err
+			}
+			last = line
+		}
+		return !cur.Alive || cur.FinishedAt != nil, nil
+	}
+	// Watch before the first look, so no change falls between the two.
+	records, err := o.client.CoreV1().ConfigMaps(o.StateNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: selector})
+	if err != nil {
+		return fmt.Errorf("cannot watch the record of %q: %w", o.NodeGroup, err)
+	}
+	defer func() { records.Stop() }()
+	locks, err := o.client.CoordinationV1().Leases(o.StateNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: selector})
+	if err != nil {
+		return fmt.Errorf("cannot watch the lock of %q: %w", o.NodeGroup, err)
+	}
+	defer func() { locks.Stop() }()
+	ticker := time.NewTicker(o.recheck)
+	defer ticker.Stop()
+	for {
+		stopped, err := look()
+		if err != nil {
+			return err
+		}
+		if stopped {
+			return watchEnd(cur)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		case _, ok := <-records.ResultChan():
+			if !ok { // the API server ends watches now and then: start again
+				if records, err = o.client.CoreV1().ConfigMaps(o.StateNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: selector}); err != nil {
+					return fmt.Errorf("cannot watch the record of %q: %w", o.NodeGroup, err)
+				}
+			}
+		case _, ok := <-locks.ResultChan():
+			if !ok {
+				if locks, err = o.client.CoordinationV1().Leases(o.StateNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: selector}); err != nil {
+					return fmt.Errorf("cannot watch the lock of %q: %w", o.NodeGroup, err)
+				}
+			}
+		}
+	}
+}
+
+// watchLine is one line of -w: what changed is read from it.
+func (o *StatusOptions) watchLine(s RunStatus) string {
+	r := s.Record
+	parts := []string{s.Status}
+	if r.Phase != "" {
+		parts = append(parts, "phase "+r.Phase)
+	}
+	if b := batchCell(r); b != "-" {
+		parts = append(parts, "batch "+b)
+	}
+	parts = append(parts, fmt.Sprintf("%d of %d nodes done", len(r.Done), r.NodesTotal))
+	if len(r.InFlight) > 0 {
+		parts = append(parts, "in flight "+strings.Join(r.InFlight, ","))
+	}
+	if r.LastError != "" {
+		parts = append(parts, "last error: "+output.OneLine(r.LastError, 200))
+	}
+	return r.NodeGroup + ": " + strings.Join(parts, ", ")
+}
+
+func (o *StatusOptions) printWatched(s RunStatus, line string) error {
+	if !output.IsTable(o.Output) {
+		return output.Print(o.Out, o.Output, s)
+	}
+	_, err := fmt.Fprintf(o.Out, "%s %s\n", o.now().Format("15:04:05"), line)
+	return err
+}
+
+// watchEnded is how a followed run stopped, as an exit code.
+type watchEnded struct {
+	msg  string
+	code int
+}
+
+func (e *watchEnded) Error() string { return e.msg }
+func (e *watchEnded) exitCode() int { return e.code }
+
+// watchEnd is nil for a run that finished, else an error saying how it
+// stopped, with the exit code run itself would have had.
+func watchEnd(s RunStatus) error {
+	g := s.NodeGroup
+	switch s.Status {
+	case StatusFinished, StatusRolledBack:
+		return nil
+	case StatusPaused:
+		return &watchEnded{fmt.Sprintf("the run on %q is paused; continue it with \"kubectl nodeupgrade resume %s\"", g, g), ExitPaused}
+	case StatusSoaking, StatusSoakOver:
+		return &watchEnded{fmt.Sprintf("the run on %q was left soaking; resume it after the soak, or end the soak with \"kubectl nodeupgrade complete %s\"", g, g), ExitPaused}
+	case StatusFailed:
+		return &watchEnded{fmt.Sprintf("the run on %q failed: %s", g, output.OneLine(s.LastError, 0)), ExitFailure}
+	}
+	return &watchEnded{fmt.Sprintf("the run on %q stopped before it finished (%s); run the same command again, or \"kubectl nodeupgrade resume %s\"", g, s.Status, g), ExitFailure}
 }
 
 // shortLivedLine says how many of the nodes a short-lived run left running

@@ -2,10 +2,13 @@ package plugin
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 )
 
 // Version is set at build time with -ldflags "-X .../pkg/plugin.Version=v1.2.3".
@@ -21,16 +24,33 @@ func version() string {
 	return "dev"
 }
 
+// VersionInfo is what "version -o json|yaml" prints.
+type VersionInfo struct {
+	Version   string `json:"version"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+}
+
 // NewCmdVersion prints the plugin version.
 func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the version of kubectl nodeupgrade",
-		Example: "  # Print the version\n  kubectl nodeupgrade version",
+		Example: "  # Print the version\n  kubectl nodeupgrade version\n\n  # As JSON, with the Go version and platform\n  kubectl nodeupgrade version -o json",
 		Args:    argsAtMost(0, "no arguments"),
 		RunE: func(_ *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(streams.Out, "kubectl-nodeupgrade %s\n", version())
-			return err
+			info := VersionInfo{Version: version(), GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+			switch format {
+			case "":
+				_, err := fmt.Fprintf(streams.Out, "kubectl-nodeupgrade %s\n", info.Version)
+				return err
+			case output.FormatJSON, output.FormatYAML:
+				return output.Print(streams.Out, format, info)
+			}
+			return usageErrorf("invalid --output %q: must be json or yaml", format)
 		},
 	}
+	cmd.Flags().StringVarP(&format, "output", "o", "", "Output format: json or yaml (default: one line)")
+	return cmd
 }

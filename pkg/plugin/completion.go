@@ -1,0 +1,341 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/metadata"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// completionTimeout bounds the cluster calls of one TAB.
+const completionTimeout = 5 * time.Second
+
+var (
+	nodesResource      = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	configMapsResource = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+// completionSource is where completion finds names: the kubeconfig, and
+// the cluster through metadata-only lists (names and labels, no specs or
+// statuses: a few hundred bytes a node on a 5,000-node cluster).
+type completionSource interface {
+	Kubeconfig() (clientcmdapi.Config, error)
+	Metadata() (metadata.Interface, error)
+}
+
+// clusterSource reads the kubeconfig and cluster the connection flags name.
+type clusterSource struct {
+	configFlags *genericclioptions.ConfigFlags
+}
+
+func (s *clusterSource) Kubeconfig() (clientcmdapi.Config, error) {
+	return s.configFlags.ToRawKubeConfigLoader().RawConfig()
+}
+
+func (s *clusterSource) Metadata() (metadata.Interface, error) {
+	cfg, err := s.configFlags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = completionTimeout
+	}
+	return metadata.NewForConfig(cfg)
+}
+
+// strategyHelp describes --strategy values in the completion menu.
+var strategyHelp = map[string]string{
+	plan.StrategyEKS:        "scale up, taint, drain in batches, scale down",
+	plan.StrategySurge:      "one zone at a time, a surge node first",
+	plan.StrategyBlueGreen:  "a green group beside blue, blue drained and deleted",
+	plan.StrategyAutoscaled: "green grown by the cluster autoscaler",
+	plan.StrategyShortLived: "point the group at the target only",
+}
+
+// registerCompletions adds dynamic completion to the command tree once it
+// is built: node groups for NODEGROUP, and the values of the flags found by
+// name, so the commands' own files need not know about it.
+func registerCompletions(root *cobra.Command, src completionSource) {
+	reg := func(c *cobra.Command, flag string, f cobra.CompletionFunc) {
+		if c.Flag(flag) != nil {
+			_ = c.RegisterFlagCompletionFunc(flag, f)
+		}
+	}
+	// kubectl's connection flags live on the root, for every command.
+	reg(root, "context", kubeconfigNames(src, func(c clientcmdapi.Config) map[string]string {
+		out := map[string]string{}
+		for name, ctx := range c.Contexts {
+			out[name] = ctx.Cluster
+		}
+		return out
+	}))
+	reg(root, "cluster", kubeconfigNames(src, func(c clientcmdapi.Config) map[string]string {
+		out := map[string]string{}
+		for name, cl := range c.Clusters {
+			out[name] = cl.Server
+		}
+		return out
+	}))
+	reg(root, "user", kubeconfigNames(src, func(c clientcmdapi.Config) map[string]string {
+		out := map[string]string{}
+		for name := range c.AuthInfos {
+			out[name] = ""
+		}
+		return out
+	}))
+	reg(root, "namespace", namespaceNames(src))
+
+	walk(root, func(c *cobra.Command) {
+		if c == root {
+			return
+		}
+		switch c.Name() {
+		case "plan", "run", "check":
+			c.ValidArgsFunction = nodeGroupNames(src)
+		case "status", "cancel", "resume", "rollback", "complete":
+			c.ValidArgsFunction = recordedGroupNames(src)
+		default:
+			c.ValidArgsFunction = cobra.NoFileCompletions
+		}
+		reg(c, "strategy", fixedValues(plan.Strategies, strategyHelp))
+		reg(c, "provider", fixedValues([]string{providerAWS, providerNone}, map[string]string{
+			providerAWS:  "terminate the instance; its Auto Scaling group replaces it",
+			providerNone: "delete the Node object",
+		}))
+		reg(c, "order", fixedValues([]string{plan.OrderZoneBalanced, plan.OrderRandom}, nil))
+		checkHelp := map[string]string{}
+		for _, n := range check.Names() {
+			sev, _ := check.SeverityOf(n)
+			checkHelp[n] = string(sev)
+		}
+		reg(c, "ignore-check", fixedValues(check.Names(), checkHelp))
+		reg(c, "nodegroup-label", fixedValues(plan.NodeGroupLabels, nil))
+		reg(c, "state-namespace", namespaceNames(src))
+		reg(c, "output", outputFormats(c.Name()))
+	})
+}
+
+// fixedValues completes one of values, with a description where help has one.
+func fixedValues(values []string, help map[string]string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		var out []string
+		for _, v := range values {
+			if strings.HasPrefix(v, toComplete) {
+				out = append(out, withHelp(v, help[v]))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// outputFormats completes -o: status also prints -o wide, version only
+// json and yaml. A template format is completed up to its "=", without
+// the space after it.
+func outputFormats(command string) cobra.CompletionFunc {
+	formats := output.Formats(command == "status")
+	if command == "version" {
+		formats = []string{output.FormatJSON, output.FormatYAML}
+	}
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		var out []string
+		onlyTemplates := true
+		for _, f := range formats {
+			if strings.HasPrefix(f, toComplete) {
+				out = append(out, f)
+				onlyTemplates = onlyTemplates && strings.HasSuffix(f, "=")
+			}
+		}
+		dir := cobra.ShellCompDirectiveNoFileComp
+		if len(out) > 0 && onlyTemplates {
+			dir |= cobra.ShellCompDirectiveNoSpace
+		}
+		return out, dir
+	}
+}
+
+// kubeconfigNames completes the names of one kind of kubeconfig entry,
+// described by what pick returns for each (cluster of a context, server
+// of a cluster).
+func kubeconfigNames(src completionSource, pick func(clientcmdapi.Config) map[string]string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		cfg, err := src.Kubeconfig()
+		if err != nil {
+			cobra.CompErrorln("cannot read the kubeconfig: " + err.Error())
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		entries := pick(cfg)
+		var out []string
+		for name, help := range entries {
+			if strings.HasPrefix(name, toComplete) {
+				out = append(out, withHelp(name, help))
+			}
+		}
+		sort.Strings(out)
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// namespaceNames completes the cluster's namespaces.
+func namespaceNames(src completionSource) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		ctx, cancel := completionContext(cmd)
+		defer cancel()
+		client, err := src.Metadata()
+		if err != nil {
+			return compError(err)
+		}
+		list, err := client.Resource(namespacesResource).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return compError(err)
+		}
+		var out []string
+		for _, ns := range list.Items {
+			if strings.HasPrefix(ns.Name, toComplete) {
+				out = append(out, ns.Name)
+			}
+		}
+		sort.Strings(out)
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// nodeGroupNames completes NODEGROUP of plan, run and check from one
+// metadata-only list of the nodes: the values of --nodegroup-label, or of
+// the well-known node-group labels the planner detects.
+func nodeGroupNames(src completionSource) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 || flagValue(cmd, "selector") != "" {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := completionContext(cmd)
+		defer cancel()
+		client, err := src.Metadata()
+		if err != nil {
+			return compError(err)
+		}
+		// ResourceVersion 0 lets the API server answer from its cache.
+		list, err := client.Resource(nodesResource).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return compError(err)
+		}
+		var out []string
+		for _, g := range nodeGroupsOf(list.Items, flagValue(cmd, "nodegroup-label")) {
+			if strings.HasPrefix(g.name, toComplete) {
+				out = append(out, withHelp(g.name, fmt.Sprintf("%d nodes, %s", g.nodes, g.label)))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// nodeGroup is one completion candidate for NODEGROUP.
+type nodeGroup struct {
+	name, label string
+	nodes       int
+}
+
+// nodeGroupsOf groups nodes by the value of key, or, without one, of the
+// first of plan.NodeGroupLabels each node carries; by name.
+func nodeGroupsOf(nodes []metav1.PartialObjectMetadata, key string) []nodeGroup {
+	keys := plan.NodeGroupLabels
+	if key != "" {
+		keys = []string{key}
+	}
+	index := map[string]int{}
+	var groups []nodeGroup
+	for i := range nodes {
+		for _, k := range keys {
+			v := nodes[i].Labels[k]
+			if v == "" {
+				continue
+			}
+			j, ok := index[v]
+			if !ok {
+				j = len(groups)
+				index[v] = j
+				groups = append(groups, nodeGroup{name: v, label: k})
+			}
+			groups[j].nodes++
+			break
+		}
+	}
+	slices.SortFunc(groups, func(a, b nodeGroup) int { return strings.Compare(a.name, b.name) })
+	return groups
+}
+
+// recordedGroupNames completes NODEGROUP of status and the run controls:
+// the groups with a record in --state-namespace.
+func recordedGroupNames(src completionSource) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ns := flagValue(cmd, "state-namespace")
+		if ns == "" {
+			ns = state.DefaultNamespace
+		}
+		ctx, cancel := completionContext(cmd)
+		defer cancel()
+		client, err := src.Metadata()
+		if err != nil {
+			return compError(err)
+		}
+		// The label value is state's unexported managedBy.
+		list, err := client.Resource(configMapsResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: state.ManagedByLabel + "=kubectl-nodeupgrade"})
+		if err != nil {
+			return compError(err)
+		}
+		var out []string
+		for _, cm := range list.Items {
+			if g := cm.Annotations[state.GroupAnnotation]; g != "" && !strings.HasPrefix(g, "-l ") && strings.HasPrefix(g, toComplete) {
+				out = append(out, g)
+			}
+		}
+		sort.Strings(out)
+		return slices.Compact(out), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func flagValue(cmd *cobra.Command, name string) string {
+	if f := cmd.Flags().Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+func withHelp(value, help string) string {
+	if help == "" {
+		return value
+	}
+	return value + "\t" + help
+}
+
+func completionContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return context.WithTimeout(ctx, completionTimeout)
+}
+
+// compError reports a failed lookup on the completion's debug channel (the
+// shell shows nothing) and offers no files instead.
+func compError(err error) ([]string, cobra.ShellCompDirective) {
+	cobra.CompErrorln(err.Error())
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}

@@ -1,0 +1,207 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// executeBare runs the root command with exactly args, in an environment
+// with no kubeconfig unless args or kubeconfig give one.
+func executeBare(t *testing.T, kubeconfig string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(home, "absent")
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
+	var in, out, errOut bytes.Buffer
+	cmd := NewCmdNodeUpgrade(genericiooptions.IOStreams{In: &in, Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	code = PrintError(&errOut, err)
+	return out.String(), errOut.String(), code
+}
+
+// closedPort is a local address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// countingServer answers every request with status and body, counting them.
+func countingServer(t *testing.T, status int, body string) (*httptest.Server, *atomic.Int32) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+const forbidden = `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"configmaps is forbidden: User \"x\" cannot list resource \"configmaps\"","reason":"Forbidden","code":403}`
+
+func TestExitCodesOfEveryPath(t *testing.T) {
+	refused := "https://" + closedPort(t)
+	untrusted := httptest.NewUnstartedServer(http.NotFoundHandler())
+	untrusted.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
+	untrusted.StartTLS()
+	t.Cleanup(untrusted.Close)
+	denying, _ := countingServer(t, http.StatusForbidden, forbidden)
+	tgt := "--target-label=a=b"
+
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		want     string
+		dontWant string
+	}{
+		{"unknown subcommand", []string{"upgrade", "ng"}, ExitUsage, `unknown command "upgrade" for "kubectl nodeupgrade"`, ""},
+		{"misspelt subcommand suggests", []string{"stauts"}, ExitUsage, `did you mean "status"?`, ""},
+		{"no kubeconfig: status", []string{"status"}, ExitUsage, "no kubeconfig", "interrupted"},
+		{"no kubeconfig: plan", []string{"plan", "ng", tgt}, ExitUsage, "no kubeconfig", "interrupted"},
+		{"no kubeconfig: cancel", []string{"cancel", "ng"}, ExitUsage, "no kubeconfig", "interrupted"},
+		{"kubeconfig file missing", []string{"status", "--kubeconfig", "/nonexistent/kubeconfig"}, ExitUsage, "cannot load kubeconfig", ""},
+		{"server refuses: status", []string{"status", "--server", refused}, ExitUnreachable, "cannot reach the API server " + refused, "interrupted"},
+		{"server refuses: plan", []string{"plan", "ng", tgt, "--server", refused}, ExitUnreachable, "connection refused", "interrupted"},
+		{"server refuses: check", []string{"check", "ng", tgt, "--server", refused}, ExitUnreachable, "cannot reach the API server", ""},
+		{"server refuses: resume", []string{"resume", "ng", "--server", refused}, ExitUnreachable, "cannot reach the API server", ""},
+		{"untrusted certificate", []string{"status", "--server", untrusted.URL}, ExitUnreachable, "certificate", ""},
+		// An answer, even a refusal, is not an unreachable server.
+		{"server answers 403", []string{"status", "--server", denying.URL}, ExitFailure, "forbidden", "cannot reach"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := executeBare(t, "", tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tc.code, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not say %q", stderr, tc.want)
+			}
+			if tc.dontWant != "" && strings.Contains(stderr, tc.dontWant) {
+				t.Errorf("stderr %q says %q", stderr, tc.dontWant)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "error: ") {
+				t.Errorf("want exactly one error line, got %q", stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout should be empty, got %q", stdout)
+			}
+		})
+	}
+}
+
+func TestNoArgumentsPrintsHelp(t *testing.T) {
+	stdout, stderr, code := executeBare(t, "")
+	if code != ExitOK || stderr != "" || !strings.Contains(stdout, "Usage:\n  kubectl nodeupgrade [flags]") {
+		t.Fatalf("exit %d, stderr %q, stdout %q", code, stderr, stdout)
+	}
+}
+
+func TestCheckWithoutTargetRefusesBeforeListing(t *testing.T) {
+	srv, requests := countingServer(t, http.StatusOK, `{"kind":"NodeList","apiVersion":"v1","items":[]}`)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no flags", []string{"check", "ng"}, "no target given"},
+		{"selector, no target", []string{"check", "-l", "pool=a"}, "no target given"},
+		{"provider aws, no version", []string{"check", "ng", "--provider", "aws", "--asg", "g"}, "no target given"},
+		{"provider none, no target", []string{"check", "ng", "--provider", "none"}, "--target-label"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := executeBare(t, "", append(tc.args, "--server", srv.URL)...)
+			if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit %d saying %q", code, stderr, ExitUsage, tc.want)
+			}
+			if n := requests.Load(); n != 0 {
+				t.Fatalf("%d requests reached the API server before the refusal", n)
+			}
+		})
+	}
+}
+
+func TestInterruptionStaysAnInterruption(t *testing.T) {
+	// Ctrl-C during a request: client-go returns the url.Error of a
+	// cancelled context, which must not read as an unreachable server.
+	err := explainConnection(&url.Error{Op: "Get", URL: "https://x", Err: context.Canceled}, nil)
+	var stderr bytes.Buffer
+	if code := PrintError(&stderr, err); code != ExitFailure || !strings.Contains(stderr.String(), "interrupted") {
+		t.Fatalf("exit %d, %q", code, stderr.String())
+	}
+}
+
+func TestVersionOutput(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"version"}, ExitOK, "kubectl-nodeupgrade "},
+		{[]string{"version", "-o", "json"}, ExitOK, `"goVersion": "go`},
+		{[]string{"version", "-o", "yaml"}, ExitOK, "platform: "},
+		{[]string{"version", "-o", "wide"}, ExitUsage, ""},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			stdout, stderr, code := executeBare(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(stdout, tc.want) {
+				t.Fatalf("exit %d (want %d), stdout %q, stderr %q", code, tc.code, stdout, stderr)
+			}
+		})
+	}
+}
+
+func TestExitCodeOfWatchedRun(t *testing.T) {
+	tests := []struct {
+		status string
+		want   int
+	}{
+		{StatusFinished, ExitOK},
+		{StatusRolledBack, ExitOK},
+		{StatusPaused, ExitPaused},
+		{StatusSoaking, ExitPaused},
+		{StatusFailed, ExitFailure},
+		{StatusAborted, ExitFailure},
+	}
+	for _, tc := range tests {
+		t.Run(tc.status, func(t *testing.T) {
+			s := describeRun(recordFor("ng"), false, "", testNow)
+			s.Status = tc.status
+			if got := ExitCode(watchEnd(s)); got != tc.want {
+				t.Errorf("exit %d, want %d", got, tc.want)
+			}
+		})
+	}
+	if got := ExitCode(errors.Join(errors.New("x"), &unreachableError{err: os.ErrDeadlineExceeded})); got != ExitUnreachable {
+		t.Errorf("unreachable: exit %d", got)
+	}
+}
