@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -116,10 +115,17 @@ type Traits struct {
 	Rollback    Rollback
 }
 
-// strategies is the registry of --strategy values.
-var strategies = map[string]Strategy{}
+// strategies is the registry of --strategy values; order is the order
+// of registration, which help and completion keep.
+var (
+	strategies = map[string]Strategy{}
+	order      []string
+)
 
-func register(s Strategy) { strategies[s.Name()] = s }
+func register(s Strategy) {
+	strategies[s.Name()] = s
+	order = append(order, s.Name())
+}
 
 func init() {
 	register(eks{})
@@ -144,16 +150,7 @@ func LookupStrategy(name string) (Strategy, error) {
 }
 
 // StrategyNames lists what --strategy takes, the default first.
-func StrategyNames() []string {
-	names := []string{DefaultStrategy}
-	for n := range strategies {
-		if n != DefaultStrategy {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names[1:])
-	return names
-}
+func StrategyNames() []string { return slices.Clone(order) }
 
 // StrategyHelp is the help of --strategy: every strategy's own.
 func StrategyHelp() string {

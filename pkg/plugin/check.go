@@ -91,7 +91,7 @@ func (o *CheckOptions) Validate() error {
 	if err := o.PlanOptions.Validate(); err != nil {
 		return err
 	}
-	if len(o.TargetLabels) == 0 && o.AMI == "" && o.TemplateVersion == "" {
+	if len(o.TargetLabels) == 0 && o.Cloud.Image == "" && o.Cloud.Version == "" {
 		return usageErrorf("no target given: check audits the nodes that are not on the target; use --target-label key=value (the labels up-to-date nodes carry), or --ami or --launch-template-version with the aws provider")
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -58,13 +59,21 @@ func (s *clusterSource) Metadata() (metadata.Interface, error) {
 	return metadata.NewForConfig(cfg)
 }
 
-// strategyHelp describes --strategy values in the completion menu.
-var strategyHelp = map[string]string{
-	plan.StrategyEKS:        "scale up, taint, drain in batches, scale down",
-	plan.StrategySurge:      "one zone at a time, a surge node first",
-	plan.StrategyBlueGreen:  "a green group beside blue, blue drained and deleted",
-	plan.StrategyAutoscaled: "green grown by the cluster autoscaler",
-	plan.StrategyShortLived: "point the group at the target only",
+// strategyHelp describes --strategy values in the completion menu: each
+// strategy's own help.
+func strategyHelp() map[string]string {
+	out := map[string]string{}
+	for _, n := range plan.StrategyNames() {
+		s, _ := plan.LookupStrategy(n)
+		out[n], _, _ = strings.Cut(s.Help(), ";") // the first clause fits a menu
+	}
+	return out
+}
+
+// providerHelp describes --provider values in the completion menu.
+var providerHelp = map[string]string{
+	"aws":          "terminate the instance; its Auto Scaling group replaces it",
+	cloud.NoneName: "delete the Node object",
 }
 
 // registerCompletions adds dynamic completion to the command tree once it
@@ -112,11 +121,8 @@ func registerCompletions(root *cobra.Command, src completionSource) {
 		default:
 			c.ValidArgsFunction = cobra.NoFileCompletions
 		}
-		reg(c, "strategy", fixedValues(plan.Strategies, strategyHelp))
-		reg(c, "provider", fixedValues([]string{providerAWS, providerNone}, map[string]string{
-			providerAWS:  "terminate the instance; its Auto Scaling group replaces it",
-			providerNone: "delete the Node object",
-		}))
+		reg(c, "strategy", fixedValues(plan.StrategyNames(), strategyHelp()))
+		reg(c, "provider", fixedValues(cloud.Names(), providerHelp))
 		reg(c, "order", fixedValues([]string{plan.OrderZoneBalanced, plan.OrderRandom}, nil))
 		checkHelp := map[string]string{}
 		for _, n := range check.Names() {

@@ -100,7 +100,7 @@ func TestCompletion(t *testing.T) {
 		{"plan: nothing with -l", []string{"plan", "-l", "pool=a", ""}, nil, noFiles},
 		{"status: recorded groups", []string{"status", ""}, []string{"demo"}, noFiles},
 		{"resume: recorded groups of --state-namespace", []string{"resume", "--state-namespace", "upgrades", ""}, []string{"batch"}, noFiles},
-		{"--strategy", []string{"run", "demo", "--strategy", "s"}, []string{"surge\tone zone at a time, a surge node first", "short-lived\tpoint the group at the target only"}, noFiles},
+		{"--strategy", []string{"run", "demo", "--strategy", "s"}, []string{"surge\tGKE's: one zone at a time, per node a surge node first", "short-lived\tonly point the group at the target: nothing is drained, old nodes go away on their own"}, noFiles},
 		{"--provider", []string{"plan", "demo", "--provider", ""}, []string{"aws\tterminate the instance; its Auto Scaling group replaces it", "none\tdelete the Node object"}, noFiles},
 		{"--order", []string{"plan", "demo", "--order", ""}, []string{"zone-balanced", "random"}, noFiles},
 		{"--ignore-check", []string{"run", "demo", "--ignore-check", "single"}, []string{"single-replica\tBlocker"}, noFiles},

@@ -19,7 +19,6 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
 
 // The words of status's STATUS column and of "status" in its JSON: the
@@ -246,7 +245,7 @@ func (o *StatusOptions) statusOf(ctx context.Context, r *state.Record) (RunStatu
 func describeRun(r *state.Record, alive bool, request string, now time.Time) RunStatus {
 	s := RunStatus{Record: r, Alive: alive, Request: request}
 	end := now
-	phase := upgrade.Phase(r.Phase)
+	phase := plan.Phase(r.Phase)
 	switch {
 	case r.FinishedAt != nil:
 		end = *r.FinishedAt
@@ -265,16 +264,16 @@ func describeRun(r *state.Record, alive bool, request string, now time.Time) Run
 		switch {
 		case request == state.RequestCancel:
 			s.Status = StatusPausing
-		case phase == upgrade.PhaseRollback || request == state.RequestRollback || rolledBack(r):
+		case phase == plan.PhaseRollback || request == state.RequestRollback || rolledBack(r):
 			s.Status = StatusRollingBack
-		case phase == upgrade.PhaseSoak || phase == upgrade.PhaseBatchSoak:
+		case phase == plan.PhaseSoak || phase == plan.PhaseBatchSoak:
 			s.Status = StatusSoaking
 		default:
 			s.Status = StatusRunning
 		}
 	case request == state.RequestCancel || strings.HasPrefix(r.Note, "paused by cancel"):
 		s.Status = StatusPaused
-	case r.Cloud != nil && r.Cloud.SoakUntil != nil && (phase == upgrade.PhaseSoak || strings.HasPrefix(r.Note, "soaking until")):
+	case r.Cloud != nil && r.Cloud.SoakUntil != nil && (phase == plan.PhaseSoak || strings.HasPrefix(r.Note, "soaking until")):
 		s.Status = StatusSoaking
 		if !now.Before(*r.Cloud.SoakUntil) {
 			s.Status = StatusSoakOver
@@ -295,14 +294,14 @@ func describeRun(r *state.Record, alive bool, request string, now time.Time) Run
 
 // rolledBack reports whether the record is of a rollback: blue/green's, or
 // an eks or surge run sent back to the launch template version the group
-// launched before (the rollback command's recorded arguments).
+// launched before (the rollback command's recorded request).
 func rolledBack(r *state.Record) bool {
-	if upgrade.Phase(r.Phase) == upgrade.PhaseRollback || strings.HasPrefix(r.Note, "rolled back") {
+	if plan.Phase(r.Phase) == plan.PhaseRollback || strings.HasPrefix(r.Note, "rolled back") {
 		return true
 	}
 	c := r.Cloud
 	return c != nil && c.FromVersion != "" && c.TargetVersion == c.FromVersion &&
-		slices.Contains(r.Args, "--launch-template-version="+c.FromVersion)
+		r.Request != nil && r.Request.Cloud.Version == c.FromVersion
 }
 
 // interrupted reports whether a recorded error is an interruption (Ctrl-C,
@@ -326,7 +325,7 @@ func lastErrorCell(s RunStatus, wide bool) string {
 
 // batchCell is "n/m" in the phases that work on a batch, "-" elsewhere.
 func batchCell(r *state.Record) string {
-	if r.FinishedAt != nil || !upgrade.BatchPhase(upgrade.Phase(r.Phase)) || r.Batches == 0 {
+	if r.FinishedAt != nil || !plan.BatchPhase(plan.Phase(r.Phase)) || r.Batches == 0 {
 		return "-"
 	}
 	return fmt.Sprintf("%d/%d", min(r.Batch, r.Batches), r.Batches)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
@@ -63,12 +64,12 @@ func TestDescribeRun(t *testing.T) {
 		{"eks rolled back to the version before", func(r *state.Record) {
 			r.Phase, r.FinishedAt = "Done", &finished
 			r.Cloud = &state.CloudRecord{FromVersion: "1", TargetVersion: "1"}
-			r.Args = []string{"ng", "--max-unavailable=2", "--launch-template-version=1"}
+			r.Request = &plan.Request{NodeGroup: "ng", MaxUnavailable: "2", Cloud: plan.CloudTarget{Version: "1"}}
 		}, false, "", StatusRolledBack, 9 * time.Minute},
 		{"eks upgrade that named its version", func(r *state.Record) {
 			r.Phase, r.FinishedAt = "Done", &finished
 			r.Cloud = &state.CloudRecord{FromVersion: "1", TargetVersion: "2"}
-			r.Args = []string{"ng", "--launch-template-version=2"}
+			r.Request = &plan.Request{NodeGroup: "ng", Cloud: plan.CloudTarget{Version: "2"}}
 		}, false, "", StatusFinished, 9 * time.Minute},
 		{"rolling back", func(r *state.Record) { r.Phase = "Rollback" }, true, "", StatusRollingBack, 10 * time.Minute},
 		{"soaking, alive", func(r *state.Record) { r.Phase = "Soak" }, true, "", StatusSoaking, 10 * time.Minute},

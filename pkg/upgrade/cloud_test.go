@@ -5,81 +5,17 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
-
-// fakeGroup is a cloud group whose machines are the nodes of a fake
-// clientset; onShrink lets a test act as the cluster autoscaler.
-type fakeGroup struct {
-	client kubernetes.Interface
-	mu     sync.Mutex
-	sizes  plan.Sizes
-	calls  []string
-	// raiseAfterSizes raises desired by one after the nth call of Sizes.
-	raiseAfterSizes int
-	sizesCalls      int
-}
-
-func (f *fakeGroup) Name() string      { return "fake" }
-func (f *fakeGroup) Describe() string  { return "terminate" }
-func (f *fakeGroup) GroupName() string { return "asg" }
-func (f *fakeGroup) Setup(context.Context) (string, error) {
-	return "2", nil
-}
-
-func (f *fakeGroup) Sizes(context.Context) (plan.Sizes, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.sizesCalls++
-	s := f.sizes
-	if f.raiseAfterSizes > 0 && f.sizesCalls == f.raiseAfterSizes {
-		f.sizes.Desired++
-	}
-	return s, nil
-}
-
-func (f *fakeGroup) SetDesiredAndMax(_ context.Context, d, m int32) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.sizes.Desired, f.sizes.Max = d, m
-	f.calls = append(f.calls, "SetDesiredAndMax")
-	return nil
-}
-
-func (f *fakeGroup) SetMax(_ context.Context, m int32) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.sizes.Max = m
-	f.calls = append(f.calls, "SetMax")
-	return nil
-}
-
-func (f *fakeGroup) Machines(context.Context, []*corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
-	return nil, nil, nil
-}
-
-func (f *fakeGroup) Current(plan.Machine, string) bool { return true }
-
-func (f *fakeGroup) RemoveNode(context.Context, string) error { return nil }
-
-func (f *fakeGroup) Shrink(ctx context.Context, node string) error {
-	f.mu.Lock()
-	f.sizes.Desired--
-	f.calls = append(f.calls, "Shrink "+node)
-	f.mu.Unlock()
-	return f.client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
-}
 
 func readyNode(name, zone string) *corev1.Node {
 	n := testNode(name, zone, "4")
@@ -135,7 +71,13 @@ func TestScaleDown(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			client := fake.NewClientset(readyNode("a", "z1"), readyNode("b", "z1"), readyNode("c", "z2"), readyNode("d", "z2"), readyNode("e", "z3"))
-			group := &fakeGroup{client: client, sizes: tc.sizes, raiseAfterSizes: tc.raiseAfterSizes}
+			group := newFakeGroup(client, tc.sizes)
+			if all, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+				for i := range all.Items {
+					group.addMachine(&all.Items[i])
+				}
+			}
+			group.raiseAfterSizes = tc.raiseAfterSizes
 			rec := &state.Record{Cloud: &tc.record}
 			e, err := New(Config{
 				Client:   client,
