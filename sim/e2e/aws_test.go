@@ -197,7 +197,7 @@ func TestAWSUpgradeToNewAMI(t *testing.T) {
 		t.Fatalf("plan provider %q cloud %+v: want aws detected from the provider IDs", p.Provider, p.Cloud)
 	}
 	c := p.Cloud
-	if c.AutoScalingGroup != name || c.CurrentVersion != "1" || c.TargetVersion != plan.NewVersion || c.TargetImage != "ami-new" ||
+	if c.Group != name || c.CurrentVersion != "1" || c.TargetVersion != plan.NewVersion || c.TargetImage != "ami-new" ||
 		c.ScaleUp != 6 || c.Before.Desired != 9 || c.During.Desired != 15 || c.Before.Max != 10 || c.During.Max != 16 {
 		t.Errorf("cloud plan %+v: want group %q, version 1 -> new (ami-new), +6 (2 x 3 zones): desired 9 -> 15, max 10 -> 16", c, name)
 	}
