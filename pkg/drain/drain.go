@@ -2,7 +2,10 @@
 // the way EKS managed node groups do (PodEvictionFailure after a timeout, or
 // deletion with force). Pod selection and the evict/delete calls come from
 // k8s.io/kubectl/pkg/drain; waiting and retrying are done here with watches,
-// so a drain costs a few requests per pod even on large clusters.
+// so a drain costs a few requests per pod even on large clusters. Every pod
+// of the nodes being drained is evicted at once, except that evictions under
+// one PodDisruptionBudget go one after another, and a refused pod is tried
+// again when the watch shows its budget allowing a disruption.
 package drain
 
 import (
@@ -73,8 +76,10 @@ type Drainer struct {
 	client kubernetes.Interface
 	opts   Options
 
-	// retryInterval is the slow fallback for refused evictions, jittered up
-	// to twice its value; a PDB change retries sooner.
+	// retryInterval is the safety net for refused evictions, jittered up to
+	// twice its value: a refused pod is retried when the PDB watch shows its
+	// budget allowing a disruption, so this matters only when PDBs cannot be
+	// watched (RBAC) or a refusal names no budget the watch knows.
 	retryInterval time.Duration
 	// errorRetryInterval spaces retries after transient API errors.
 	errorRetryInterval time.Duration
@@ -82,7 +87,8 @@ type Drainer struct {
 	// deleted at the timeout.
 	deleteMargin time.Duration
 
-	pdbs *pdbWatchers
+	pdbs  *pdbWatchers
+	turns turns
 }
 
 // New returns a Drainer using client.
@@ -256,6 +262,7 @@ func (d *Drainer) DrainNode(ctx context.Context, node string) (Result, error) {
 	if err := n.startPodWatch(ctx); err != nil {
 		return res, err
 	}
+	n.watchBudgets(ctx, evict)
 	err = n.run(ctx, evict)
 	res.Evicted = n.evictedPods()
 	return res, err
@@ -307,6 +314,57 @@ func newNodeDrain(ctx context.Context, d *Drainer, node string) *nodeDrain {
 	}
 }
 
+// watchBudgets takes the PDB views of the namespaces pods will be evicted
+// from, and waits a bounded time for them to be listed: each pod's budget
+// decides whose turn it is.
+func (n *nodeDrain) watchBudgets(ctx context.Context, pods []corev1.Pod) {
+	if n.d.opts.DeleteInsteadOfEvict {
+		return
+	}
+	var views []*nsPDBs
+	seen := map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		if seen[p.Namespace] || isFinished(p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		seen[p.Namespace] = true
+		views = append(views, n.pdbsFor(ctx, p.Namespace))
+	}
+	for _, v := range views {
+		v.waitSynced(ctx, n.d.pdbs.syncTimeout)
+	}
+}
+
+// budgetOf returns the key of the one PDB selecting pod, or "" when the
+// view is not listed or none or several do (the eviction API refuses pods
+// under several at once: nothing to take turns for).
+func budgetOf(pdbs *nsPDBs, pod *corev1.Pod) string {
+	if pdbs == nil || !pdbs.synced() {
+		return ""
+	}
+	matching := PDBsForPod(pod, pdbs.list())
+	if len(matching) != 1 {
+		return ""
+	}
+	return matching[0].Namespace + "/" + matching[0].Name
+}
+
+// mayEvict reports whether the PDBs the view lists may let pod's eviction
+// through: none or one selecting it, whose status is current and allows a
+// disruption.
+func mayEvict(pdbs *nsPDBs, pod *corev1.Pod) bool {
+	matching := PDBsForPod(pod, pdbs.list())
+	switch len(matching) {
+	case 0:
+		return true
+	case 1:
+		st := matching[0].Status
+		return st.ObservedGeneration >= matching[0].Generation && st.DisruptionsAllowed > 0
+	}
+	return false
+}
+
 func (n *nodeDrain) poke() {
 	select {
 	case n.wake <- struct{}{}:
@@ -342,7 +400,7 @@ func (n *nodeDrain) startPodWatch(ctx context.Context) error {
 		defer close(n.watchDone)
 		n.informer.RunWithContext(wctx)
 	}()
-	if !waitSynced(ctx, n.informer.HasSynced) {
+	if !waitSynced(ctx, n.informer) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -444,6 +502,13 @@ func (n *nodeDrain) close() {
 	for _, ns := range nss {
 		n.d.pdbs.release(ns)
 	}
+}
+
+// viewOf returns the PDB view the drain holds for ns, or nil.
+func (n *nodeDrain) viewOf(ns string) *nsPDBs {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.pdbNS[ns]
 }
 
 func (n *nodeDrain) pdbsFor(ctx context.Context, ns string) *nsPDBs {
@@ -601,6 +666,7 @@ func (n *nodeDrain) expire(ctx context.Context, timedOut bool) error {
 	n.mu.Unlock()
 	maxGrace := 0
 	explicit := n.d.opts.GracePeriodSeconds >= 0 || n.d.opts.MaxGracePeriod > 0
+	var wg sync.WaitGroup
 	for _, t := range rest {
 		n.mu.Lock()
 		pod, terminating := t.pod, t.terminating
@@ -613,28 +679,12 @@ func (n *nodeDrain) expire(ctx context.Context, timedOut bool) error {
 			// deleting again without a shorter grace period changes nothing
 			continue
 		}
-		err := n.call(t, func() error { return n.d.helper(ctx, grace).DeletePod(pod) })
-		if err == nil {
-			n.mu.Lock()
-			t.failed = nil
-			n.mu.Unlock()
-			n.recordRemoved(t, pod)
-			n.d.emit(Event{Type: EventDeleted, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name,
-				Message: "deleted after the drain timeout (force)"})
-		}
-		if n.settle(t) || err == nil {
-			continue
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			n.markGone(pod.UID)
-		case ctx.Err() != nil:
-			return ctx.Err()
-		default:
-			n.mu.Lock()
-			t.failed = err
-			n.mu.Unlock()
-		}
+		// all at once, like the evictions: the timeout has passed already
+		wg.Go(func() { n.forceDelete(ctx, t, pod, grace) })
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	timer := time.NewTimer(time.Duration(maxGrace)*time.Second + n.d.deleteMargin)
 	defer timer.Stop()
@@ -654,6 +704,31 @@ func (n *nodeDrain) expire(ctx context.Context, timedOut bool) error {
 			return n.failure(ctx, timedOut)
 		case <-n.wake:
 		}
+	}
+}
+
+// forceDelete deletes a pod left at the timeout.
+func (n *nodeDrain) forceDelete(ctx context.Context, t *podTrack, pod corev1.Pod, grace int) {
+	err := n.call(t, func() error { return n.d.helper(ctx, grace).DeletePod(pod) })
+	if err == nil {
+		n.mu.Lock()
+		t.failed = nil
+		n.mu.Unlock()
+		n.recordRemoved(t, pod)
+		n.d.emit(Event{Type: EventDeleted, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name,
+			Message: "deleted after the drain timeout (force)"})
+	}
+	if n.settle(t) || err == nil {
+		return
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		n.markGone(pod.UID)
+	case ctx.Err() != nil:
+	default:
+		n.mu.Lock()
+		t.failed = err
+		n.mu.Unlock()
 	}
 }
 
@@ -774,10 +849,21 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 		pdbs     *nsPDBs
 		reported bool
 	)
+	if !useDelete {
+		pdbs = n.viewOf(pod.Namespace)
+	}
 	for {
 		var changes <-chan struct{}
 		if pdbs != nil {
 			changes = pdbs.changes()
+		}
+		key := ""
+		if !useDelete {
+			key = budgetOf(pdbs, &pod)
+		}
+		release, ok := d.turns.take(ctx, t.gone, key)
+		if !ok {
+			return
 		}
 		h := d.helper(ctx, d.graceFor(&pod))
 		err := n.call(t, func() error {
@@ -786,6 +872,7 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 			}
 			return h.EvictPod(pod, policyv1.SchemeGroupVersion)
 		})
+		release()
 		if err == nil {
 			n.recordRemoved(t, pod)
 			ev := Event{Type: EventEvicted, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name}
@@ -864,7 +951,7 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 					PDBs: st, Message: blockMessage(err)})
 			}
 		}
-		if !n.sleep(ctx, t, changes, delay) {
+		if !n.waitRetry(ctx, t, pdbs, changes, delay) {
 			return
 		}
 		// the watch keeps the pod fresh for the next attempt
@@ -877,22 +964,39 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 	}
 }
 
-// sleep waits before a retry; it reports false when the retry is moot.
-func (n *nodeDrain) sleep(ctx context.Context, t *podTrack, changes <-chan struct{}, base time.Duration) bool {
+// waitRetry waits before a retry until the PDB watch shows the pod's budget
+// letting it through, or the safety-net timer; it reports false when the
+// retry is moot. changes must be taken before the attempt that failed.
+func (n *nodeDrain) waitRetry(ctx context.Context, t *podTrack, pdbs *nsPDBs, changes <-chan struct{}, base time.Duration) bool {
 	if base <= 0 {
 		return true
 	}
 	timer := time.NewTimer(wait.Jitter(base, 1.0))
 	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.gone:
-		return false
-	case <-changes:
-		return true
-	case <-timer.C:
-		return true
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.gone:
+			return false
+		case <-timer.C:
+			return true
+		case <-changes:
+		}
+		if pdbs == nil || !pdbs.synced() {
+			return true
+		}
+		// taken before reading the view, so a change after the read wakes
+		// the next round
+		changes = pdbs.changes()
+		n.mu.Lock()
+		pod := t.pod
+		n.mu.Unlock()
+		if mayEvict(pdbs, &pod) {
+			return true
+		}
+		// a change of another budget of the namespace, or one that still
+		// allows nothing: no request, wait for the next
 	}
 }
 
@@ -913,11 +1017,13 @@ func blockMessage(err error) string {
 	return err.Error()
 }
 
-// waitSynced is cache.WaitForCacheSync with a finer poll: its 100ms is a
-// noticeable part of a drain's first report.
-func waitSynced(ctx context.Context, hasSynced func() bool) bool {
-	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return hasSynced(), nil
-	})
-	return err == nil
+// waitSynced waits for the informer's first list: the informer closes a
+// channel then, where cache.WaitForCacheSync would poll every 100ms.
+func waitSynced(ctx context.Context, inf cache.SharedIndexInformer) bool {
+	select {
+	case <-inf.HasSyncedChecker().Done():
+		return true
+	case <-ctx.Done():
+		return inf.HasSynced()
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	policyinformers "k8s.io/client-go/informers/policy/v1"
@@ -104,66 +105,123 @@ func statuses(pdbs []policyv1.PodDisruptionBudget) []PDBStatus {
 	return out
 }
 
-// pdbWatchers shares one PDB informer per namespace among all drains of a
-// Drainer, started when a pod of that namespace is first refused and stopped
-// when no drain needs it any more: most pods evict at once, so most drains
-// never watch PDBs at all.
+// pdbWatchers shares PDB informers among all drains of a Drainer. A drain
+// takes a view of each namespace it evicts from before its first eviction:
+// knowing each pod's budget lets evictions under one budget go one after
+// another (see turns) and a refused pod wait for its budget to change. One
+// informer of all namespaces serves every view while any drain runs (a list
+// and a watch per batch, whatever the number of nodes and namespaces); where
+// listing PDBs of all namespaces is forbidden, each namespace gets its own.
 type pdbWatchers struct {
 	client      kubernetes.Interface
 	syncTimeout time.Duration
 
-	mu sync.Mutex
-	m  map[string]*nsPDBs
+	mu         sync.Mutex
+	m          map[string]*nsPDBs // the views in use, by namespace
+	all        *pdbSource         // the informer of all namespaces while a view uses it
+	allDenied  bool               // listing PDBs of all namespaces was forbidden
+	allAllowed bool               // ... or allowed: the probe is not repeated
 }
 
+// pdbSource is one PDB informer, of all namespaces or of one.
+type pdbSource struct {
+	namespace string // metav1.NamespaceAll for all
+	refs      int    // views using it; guarded by pdbWatchers.mu
+	once      sync.Once
+	cancel    context.CancelFunc        // set by start before once completes
+	done      chan struct{}             // closed when the informer has stopped
+	inf       cache.SharedIndexInformer // nil when PDBs cannot be listed (e.g. RBAC)
+}
+
+// nsPDBs is one namespace's PDBs as a drain sees them.
 type nsPDBs struct {
-	refs   int
-	once   sync.Once
-	cancel context.CancelFunc        // set by start before once completes
-	done   chan struct{}             // closed when the informer has stopped
-	inf    cache.SharedIndexInformer // nil when PDBs cannot be listed (e.g. RBAC)
+	namespace string
+	refs      int // guarded by pdbWatchers.mu
+	src       *pdbSource
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when a PDB change may let an eviction through
 }
 
 func (w *pdbWatchers) acquire(ctx context.Context, ns string) *nsPDBs {
+	all := w.clusterWide(ctx)
 	w.mu.Lock()
 	if w.m == nil {
 		w.m = map[string]*nsPDBs{}
 	}
 	n := w.m[ns]
 	if n == nil {
-		n = &nsPDBs{changed: make(chan struct{}), done: make(chan struct{}), cancel: func() {}}
+		n = &nsPDBs{namespace: ns, changed: make(chan struct{})}
+		if all {
+			if w.all == nil {
+				w.all = newPDBSource(metav1.NamespaceAll)
+			}
+			n.src = w.all
+		} else {
+			n.src = newPDBSource(ns)
+		}
+		n.src.refs++
 		w.m[ns] = n
 	}
 	n.refs++
+	src := n.src
 	w.mu.Unlock()
 	// started outside w.mu so one namespace's probe does not hold up others
-	n.once.Do(func() { n.start(ctx, w.client, ns) })
+	src.once.Do(func() { src.start(ctx, w) })
 	return n
 }
 
-func (n *nsPDBs) start(ctx context.Context, client kubernetes.Interface, ns string) {
-	// a cheap permission probe: without it an informer that may not list PDBs
-	// would log reflector errors for the whole drain while we wait for it
-	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer pcancel()
-	if _, err := client.PolicyV1().PodDisruptionBudgets(ns).List(pctx, metav1.ListOptions{Limit: 1}); err != nil {
-		close(n.done)
-		return
+// clusterWide reports whether PDBs of all namespaces may be listed. The
+// cheap probe is made once per Drainer; a transient failure is not
+// remembered.
+func (w *pdbWatchers) clusterWide(ctx context.Context) bool {
+	w.mu.Lock()
+	allowed, denied := w.allAllowed, w.allDenied
+	w.mu.Unlock()
+	if allowed || denied {
+		return allowed
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := w.client.PolicyV1().PodDisruptionBudgets(metav1.NamespaceAll).List(pctx, metav1.ListOptions{Limit: 1})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err == nil:
+		w.allAllowed = true
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		w.allDenied = true
+	}
+	return err == nil
+}
+
+func newPDBSource(ns string) *pdbSource {
+	return &pdbSource{namespace: ns, done: make(chan struct{}), cancel: func() {}}
+}
+
+func (s *pdbSource) start(ctx context.Context, w *pdbWatchers) {
+	if s.namespace != metav1.NamespaceAll {
+		// a cheap permission probe: without it an informer that may not list
+		// PDBs would retry (and log) for the whole drain while we wait for it
+		pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer pcancel()
+		if _, err := w.client.PolicyV1().PodDisruptionBudgets(s.namespace).List(pctx, metav1.ListOptions{Limit: 1}); err != nil {
+			close(s.done)
+			return
+		}
 	}
 	ictx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	n.inf = policyinformers.NewPodDisruptionBudgetInformer(client, ns, 0, cache.Indexers{})
-	_, _ = n.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { n.broadcast() },
-		DeleteFunc: func(any) { n.broadcast() },
+	s.cancel = cancel
+	s.inf = policyinformers.NewPodDisruptionBudgetInformer(w.client, s.namespace, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_, _ = s.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.broadcast(obj) },
+		DeleteFunc: func(obj any) { w.broadcast(obj) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*policyv1.PodDisruptionBudget)
 			p, ok2 := newObj.(*policyv1.PodDisruptionBudget)
 			if !ok1 || !ok2 {
-				n.broadcast()
+				w.broadcast(newObj)
 				return
 			}
 			// status updates are frequent (currentHealthy moves); only the ones
@@ -172,14 +230,31 @@ func (n *nsPDBs) start(ctx context.Context, client kubernetes.Interface, ns stri
 				p.Generation != o.Generation ||
 				p.Status.ObservedGeneration != o.Status.ObservedGeneration ||
 				(p.Status.DisruptionsAllowed > 0 && p.ResourceVersion != o.ResourceVersion) {
-				n.broadcast()
+				w.broadcast(p)
 			}
 		},
 	})
 	go func() {
-		defer close(n.done)
-		n.inf.RunWithContext(ictx)
+		defer close(s.done)
+		s.inf.RunWithContext(ictx)
 	}()
+}
+
+// broadcast wakes the drains waiting on obj's namespace.
+func (w *pdbWatchers) broadcast(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pdb, ok := obj.(*policyv1.PodDisruptionBudget)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	n := w.m[pdb.Namespace]
+	w.mu.Unlock()
+	if n != nil {
+		n.broadcast()
+	}
 }
 
 func (w *pdbWatchers) release(ns string) {
@@ -195,10 +270,19 @@ func (w *pdbWatchers) release(ns string) {
 		return
 	}
 	delete(w.m, ns)
+	src := n.src
+	src.refs--
+	stop := src.refs == 0
+	if stop && src == w.all {
+		w.all = nil
+	}
 	w.mu.Unlock()
-	n.once.Do(func() { close(n.done) }) // never started: nothing to stop
-	n.cancel()
-	<-n.done
+	if stop {
+		// outside w.mu: the informer's handlers take it
+		src.once.Do(func() { close(src.done) }) // never started: nothing to stop
+		src.cancel()
+		<-src.done
+	}
 }
 
 func (n *nsPDBs) broadcast() {
@@ -219,22 +303,32 @@ func (n *nsPDBs) changes() <-chan struct{} {
 // waitSynced waits a bounded time for the informer's first list, so a report
 // can name the PDBs; reports go out without them rather than never.
 func (n *nsPDBs) waitSynced(ctx context.Context, timeout time.Duration) bool {
-	if n.inf == nil {
+	inf := n.src.inf
+	if inf == nil {
 		return false
 	}
-	if n.inf.HasSynced() {
+	if inf.HasSynced() {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return waitSynced(ctx, n.inf.HasSynced)
+	return waitSynced(ctx, inf)
+}
+
+// synced reports, without waiting, whether the view can be read.
+func (n *nsPDBs) synced() bool {
+	return n.src.inf != nil && n.src.inf.HasSynced()
 }
 
 func (n *nsPDBs) list() []policyv1.PodDisruptionBudget {
-	if n.inf == nil {
+	inf := n.src.inf
+	if inf == nil {
 		return nil
 	}
-	objs := n.inf.GetStore().List()
+	objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, n.namespace)
+	if err != nil {
+		return nil
+	}
 	out := make([]policyv1.PodDisruptionBudget, 0, len(objs))
 	for _, o := range objs {
 		if p, ok := o.(*policyv1.PodDisruptionBudget); ok {

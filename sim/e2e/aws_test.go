@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
@@ -173,7 +173,7 @@ func (g *awsGroup) record(t *testing.T) state.Record {
 	t.Helper()
 	r := g.run(t, "status", g.name, "-o", "json")
 	var rec state.Record
-	if err := json.Unmarshal([]byte(r.stdout), &rec); r.code != 0 || err != nil {
+	if err := json.Unmarshal([]byte(r.stdout), &rec); r.code != nodeupgrade.ExitOK || err != nil {
 		t.Fatalf("status: %v %s", err, r)
 	}
 	return rec
@@ -190,7 +190,7 @@ func TestAWSUpgradeToNewAMI(t *testing.T) {
 	// The plan shows the AWS side and changes nothing.
 	r := g.run(t, "plan", name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "3", "-o", "json")
 	var p plan.Plan
-	if err := json.Unmarshal([]byte(r.stdout), &p); r.code != 0 || err != nil {
+	if err := json.Unmarshal([]byte(r.stdout), &p); r.code != nodeupgrade.ExitOK || err != nil {
 		t.Fatalf("plan: %v %s", err, r)
 	}
 	if p.Provider != "aws" || p.Cloud == nil {
@@ -233,7 +233,7 @@ func TestAWSUpgradeToNewAMI(t *testing.T) {
 	run := runCmd(t, g.cmd(boundUser(t, upgrader), "run", name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "3", "--post-drain-wait", "1s", "--yes"))
 	t.Logf("aws upgrade of 9 nodes, max-unavailable 2: run took %s", time.Since(start).Round(time.Millisecond))
 	violations := watcher.Stop()
-	if run.code != 0 {
+	if run.code != nodeupgrade.ExitOK {
 		t.Fatalf("run failed: %s", run)
 	}
 	if strings.Contains(run.stderr, "warning") {
@@ -283,7 +283,7 @@ func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
 			if kp.planFile {
 				saved := g.run(t, "plan", name, "--ami", "ami-new", "--max-unavailable", "1", "-o", "json")
 				file := filepath.Join(t.TempDir(), "plan.json")
-				if saved.code != 0 || os.WriteFile(file, []byte(saved.stdout), 0o600) != nil {
+				if saved.code != nodeupgrade.ExitOK || os.WriteFile(file, []byte(saved.stdout), 0o600) != nil {
 					t.Fatalf("saving the plan: %s", saved)
 				}
 				args = []string{"run", "--plan-file", file, "--post-drain-wait", "2s", "--yes"}
@@ -298,9 +298,9 @@ func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
 				st := g.run(t, "status", name, "-o", "json")
 				var rec state.Record
 				switch {
-				case st.code == 2 && strings.Contains(st.stderr, "no run recorded"):
+				case st.code == nodeupgrade.ExitUsage && strings.Contains(st.stderr, "no run recorded"):
 					t.Logf("killed before the run recorded anything")
-				case st.code != 0 || json.Unmarshal([]byte(st.stdout), &rec) != nil:
+				case st.code != nodeupgrade.ExitOK || json.Unmarshal([]byte(st.stdout), &rec) != nil:
 					t.Fatalf("status: %s", st)
 				case rec.FinishedAt != nil:
 					t.Fatalf("record after the kill says finished: %+v", rec)
@@ -310,7 +310,7 @@ func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
 			}
 			// A plain re-run of the same command finishes it.
 			r := g.run(t, args...)
-			if r.code != 0 {
+			if r.code != nodeupgrade.ExitOK {
 				t.Fatalf("re-run failed: %s", r)
 			}
 			g.assertFinished(t)
@@ -319,17 +319,10 @@ func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
 }
 
 // runAndKill starts cmd and SIGKILLs it at the kill point; it returns
-// whether it did and the output read until then.
+// whether it did and the output of the run.
 func runAndKill(t *testing.T, cmd *exec.Cmd, kp killPoint) (bool, string) {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
+	run := startBackground(t, cmd)
 	killed := atomic.Bool{}
 	if kp.after > 0 {
 		timer := time.AfterFunc(kp.after, func() {
@@ -339,21 +332,16 @@ func runAndKill(t *testing.T, cmd *exec.Cmd, kp killPoint) (bool, string) {
 		})
 		defer timer.Stop()
 	}
-	scanner := bufio.NewScanner(stdout)
-	for scanner.Scan() {
-		out.WriteString(scanner.Text() + "\n")
-		if kp.marker != "" && strings.Contains(scanner.Text(), kp.marker) {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			killed.Store(true)
-			break
-		}
+	if kp.marker != "" && run.waitFor(kp.marker) {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		killed.Store(true)
 	}
-	err = cmd.Wait()
+	code, out := run.wait(t, 5*time.Minute)
 	// A timer that fired after the process exited on its own killed nothing.
-	if killed.Load() && err == nil {
+	if killed.Load() && code == nodeupgrade.ExitOK {
 		killed.Store(false)
 	}
-	return killed.Load(), out.String()
+	return killed.Load(), out
 }
 
 func TestAWSSecondRunIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
@@ -367,8 +355,8 @@ func TestAWSSecondRunIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
 	versions := func() int { lt, _ := g.srv.LaunchTemplate(g.template); return len(lt.Versions) }
 	before, _ := g.srv.Group(name)
 	second := g.run(t, args...)
-	if second.code != 6 || !strings.Contains(second.stderr, "is being upgraded by") || !oneLine(second.stderr) {
-		t.Errorf("the second run must exit 6 naming the holder: %s", second)
+	if second.code != nodeupgrade.ExitLocked || !strings.Contains(second.stderr, "is being upgraded by") || !oneLine(second.stderr) {
+		t.Errorf("the second run must exit %d naming the holder: %s", nodeupgrade.ExitLocked, second)
 	}
 	if after, _ := g.srv.Group(name); after.Desired != before.Desired || after.Max != before.Max || versions() != 2 {
 		t.Errorf("the refused run changed the group: desired %d -> %d, max %d -> %d, %d versions", before.Desired, after.Desired, before.Max, after.Max, versions())
@@ -376,7 +364,7 @@ func TestAWSSecondRunIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
 	_ = first.cmd.Process.Signal(syscall.SIGKILL)
 	first.wait(t, time.Minute)
 	// The killed holder's lock does not block the next run on this machine.
-	if r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--yes"); r.code != 0 {
+	if r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--yes"); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("the run after the killed one failed: %s", r)
 	}
 	g.assertFinished(t)
@@ -397,7 +385,7 @@ func TestAWSAutoscalerScalingUpStopsTheScaleDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := run.wait(t, 5*time.Minute)
-	if code != 0 {
+	if code != nodeupgrade.ExitOK {
 		t.Fatalf("run exit %d:\n%s", code, out)
 	}
 	if !strings.Contains(out, "cluster autoscaler scaled it up") {
@@ -429,8 +417,8 @@ func TestAWSNodesNeverReadyEndInNodeCreationFailure(t *testing.T) {
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	g.notReady.Store(true)
 	r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--node-ready-timeout", "20s", "--post-drain-wait", "0s", "--yes")
-	if r.code != 7 {
-		t.Fatalf("want exit 7 (NodeCreationFailure), got %s", r)
+	if r.code != nodeupgrade.ExitNodeCreation {
+		t.Fatalf("want exit %d (NodeCreationFailure), got %s", nodeupgrade.ExitNodeCreation, r)
 	}
 	if !oneLine(r.stderr) || !strings.Contains(r.stderr, "NodeCreationFailure") || !strings.Contains(r.stderr, "not Ready") {
 		t.Errorf("want a one-line NodeCreationFailure naming the instances, got %q", r.stderr)
@@ -486,8 +474,8 @@ func TestAWSBadInputChangesNothing(t *testing.T) {
 				cmd.Env = tc.env
 			}
 			r := runCmd(t, cmd)
-			if r.code != 2 {
-				t.Fatalf("want exit 2, got %s", r)
+			if r.code != nodeupgrade.ExitUsage {
+				t.Fatalf("want exit %d, got %s", nodeupgrade.ExitUsage, r)
 			}
 			if !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("want a one-line error mentioning %s, got %q", tc.want, r.stderr)
@@ -538,7 +526,7 @@ func TestAWSSurge(t *testing.T) {
 			ctx := testContext(t, 10*time.Minute)
 			args := []string{"--strategy", "surge", "--max-surge", tc.maxSurge, "--max-unavailable", tc.maxUnavailable, "--ami", "ami-new", "--seed", "5"}
 			pl := g.run(t, append([]string{"plan", name}, args...)...)
-			if pl.code != 0 || !strings.Contains(pl.stdout, "Surge     zone us-east-1a:") || !strings.Contains(pl.stdout, "Phases (estimated") {
+			if pl.code != nodeupgrade.ExitOK || !strings.Contains(pl.stdout, "Surge     zone us-east-1a:") || !strings.Contains(pl.stdout, "Phases (estimated") {
 				t.Fatalf("plan does not show the surge phases per zone: %s", pl)
 			}
 			watcher, err := scenario.WatchPDBs(ctx, client, name)
@@ -549,7 +537,7 @@ func TestAWSSurge(t *testing.T) {
 			r := g.run(t, append(append([]string{"run", name}, args...), "--post-drain-wait", "0s", "--yes")...)
 			t.Logf("%s on 6 nodes in 3 zones: run took %s", tc.name, time.Since(start).Round(time.Millisecond))
 			violations := watcher.Stop()
-			if r.code != 0 {
+			if r.code != nodeupgrade.ExitOK {
 				t.Fatalf("run failed: %s", r)
 			}
 			assertNoViolations(t, violations)
@@ -569,7 +557,7 @@ func TestAWSShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	ctx := testContext(t, 5*time.Minute)
 	r := g.run(t, "run", name, "--strategy", "short-lived", "--ami", "ami-new", "--max-age", "24h", "--yes")
-	if r.code != 0 || !strings.Contains(r.stdout, "3 outdated nodes are left running") {
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "3 outdated nodes are left running") {
 		t.Fatalf("run: %s", r)
 	}
 	if gr, _ := g.srv.Group(name); gr.LaunchTemplateVersion != "2" || gr.Desired != 3 {
@@ -620,7 +608,7 @@ func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
 		}
 	}
 	r := g.run(t, "rollback", name, "--yes")
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("rollback: %s", r)
 	}
 	ctx := testContext(t, 2*time.Minute)

@@ -1,111 +1,21 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
-
-// background is a plugin run whose output lines are read as they come.
-type background struct {
-	cmd   *exec.Cmd
-	mu    sync.Mutex
-	out   strings.Builder
-	lines chan string
-	done  chan struct{}
-	code  int
-}
-
-func startBackground(t *testing.T, cmd *exec.Cmd) *background {
-	t.Helper()
-	b := &background{cmd: cmd, lines: make(chan string, 1000), done: make(chan struct{})}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			b.mu.Lock()
-			b.out.WriteString(sc.Text() + "\n")
-			b.mu.Unlock()
-			select {
-			case b.lines <- sc.Text():
-			default:
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		err := cmd.Wait()
-		b.mu.Lock()
-		b.out.WriteString(stderr.String())
-		b.code = 0
-		if cmd.ProcessState != nil {
-			b.code = cmd.ProcessState.ExitCode()
-		}
-		if err != nil && b.code == 0 {
-			b.code = -1
-		}
-		b.mu.Unlock()
-		close(b.lines)
-		close(b.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-b.done
-	})
-	return b
-}
-
-// waitFor reads lines until one contains s; false if the run ended first.
-func (b *background) waitFor(s string) bool {
-	for line := range b.lines {
-		if strings.Contains(line, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func (b *background) wait(t *testing.T, d time.Duration) (int, string) {
-	t.Helper()
-	go func() {
-		for range b.lines { //nolint:revive // drain so the reader never blocks
-		}
-	}()
-	select {
-	case <-b.done:
-	case <-time.After(d):
-		t.Fatalf("the run did not end within %s:\n%s", d, b.output())
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.code, b.out.String()
-}
-
-func (b *background) output() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.String()
-}
 
 // assertGreenServes checks that blue's group is gone and the node group
 // runs on green: every node of it on launch template version 2.
@@ -171,12 +81,12 @@ func TestAWSBlueGreenCreatedByTheTool(t *testing.T) {
 		t.Errorf("status during the soak does not show it: %s", st)
 	}
 	// Not soaking yet is refused; soaking, complete ends it.
-	if c := g.run(t, "complete", name); c.code != 0 {
+	if c := g.run(t, "complete", name); c.code != nodeupgrade.ExitOK {
 		t.Fatalf("complete: %s", c)
 	}
 	code, out := run.wait(t, 5*time.Minute)
 	t.Logf("blue/green of 6 nodes in 3 batches: %s until complete ended the soak", time.Since(start).Round(time.Second))
-	if code != 0 {
+	if code != nodeupgrade.ExitOK {
 		t.Fatalf("run exit %d:\n%s", code, out)
 	}
 	assertNoViolations(t, watcher.Stop())
@@ -184,8 +94,8 @@ func TestAWSBlueGreenCreatedByTheTool(t *testing.T) {
 		t.Errorf("the run does not say complete ended the soak:\n%s", out)
 	}
 	g.assertGreenServes(t, name+"-v2")
-	if r := g.run(t, "rollback", name, "--yes"); r.code != 2 || !oneLine(r.stderr) {
-		t.Errorf("rollback after blue was deleted must exit 2 with one line: %s", r)
+	if r := g.run(t, "rollback", name, "--yes"); r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) {
+		t.Errorf("rollback after blue was deleted must exit %d with one line: %s", nodeupgrade.ExitUsage, r)
 	}
 }
 
@@ -203,12 +113,12 @@ func TestAWSBlueGreenRollbackDuringTheDrain(t *testing.T) {
 	if !run.waitFor("batch 1/3: soak") {
 		t.Fatalf("the run never reached the first batch soak:\n%s", run.output())
 	}
-	if r := g.run(t, "rollback", name); r.code != 0 {
+	if r := g.run(t, "rollback", name); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("rollback: %s", r)
 	}
 	code, out := run.wait(t, 5*time.Minute)
-	if code != 0 || !strings.Contains(out, "rolled back") {
-		t.Fatalf("run exit %d, want 0 having rolled back:\n%s", code, out)
+	if code != nodeupgrade.ExitOK || !strings.Contains(out, "rolled back") {
+		t.Fatalf("run exit %d, want %d having rolled back:\n%s", code, nodeupgrade.ExitOK, out)
 	}
 	assertNoViolations(t, watcher.Stop())
 	if slices.Contains(g.srv.Groups(), name+"-v2") {
@@ -235,16 +145,16 @@ func TestAWSBlueGreenCancelKillResume(t *testing.T) {
 	if !run.waitFor("batch 1/3: soak") {
 		t.Fatalf("the run never reached a batch soak:\n%s", run.output())
 	}
-	if r := g.run(t, "cancel", name); r.code != 0 {
+	if r := g.run(t, "cancel", name); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("cancel: %s", r)
 	}
 	code, out := run.wait(t, time.Minute)
-	if code != 8 || !strings.Contains(out, "paused by cancel") {
-		t.Fatalf("the cancelled run must stop with exit 8 saying it paused; exit %d:\n%s", code, out)
+	if code != nodeupgrade.ExitPaused || !strings.Contains(out, "paused by cancel") {
+		t.Fatalf("the cancelled run must stop with exit %d saying it paused; exit %d:\n%s", nodeupgrade.ExitPaused, code, out)
 	}
 	// A plain run is refused while paused, and so is complete outside a soak.
-	if r := g.run(t, "run", name, "--strategy", "blue-green", "--ami", "ami-new", "--yes"); r.code != 2 || !strings.Contains(r.stderr, "paused") {
-		t.Errorf("run on a paused group must exit 2: %s", r)
+	if r := g.run(t, "run", name, "--strategy", "blue-green", "--ami", "ami-new", "--yes"); r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "paused") {
+		t.Errorf("run on a paused group must exit %d: %s", nodeupgrade.ExitUsage, r)
 	}
 	// Resume, killed at once, then resumed again: it finishes.
 	first := startBackground(t, g.cmd(sim.Kubeconfig, "resume", name, "--yes"))
@@ -254,7 +164,7 @@ func TestAWSBlueGreenCancelKillResume(t *testing.T) {
 	_ = first.cmd.Process.Signal(syscall.SIGKILL)
 	first.wait(t, time.Minute)
 	r := g.run(t, "resume", name, "--yes")
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("second resume: %s", r)
 	}
 	t.Logf("second resume:\n%s", r.stdout)
@@ -286,8 +196,8 @@ func TestAWSRefusedControlsExitTwo(t *testing.T) {
 				}
 			}
 			r := g.run(t, tc.action, group)
-			if r.code != 2 || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
-				t.Errorf("want exit 2 with one line mentioning %q, got %s", tc.want, r)
+			if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit %d with one line mentioning %q, got %s", nodeupgrade.ExitUsage, tc.want, r)
 			}
 		})
 	}
@@ -318,8 +228,8 @@ func TestAWSAutoscaledBlueGreenKeepsSafeToEvictFalseNodesThroughTheWait(t *testi
 		t.Fatalf("the run never reached the wait period:\n%s", run.output())
 	}
 	// During the wait, the empty blue nodes go; the keeper stays.
-	if r := g.run(t, "rollback", name, "--yes"); r.code != 2 || !strings.Contains(r.stderr, "supports blue-green") {
-		t.Errorf("rollback of autoscaled blue/green must exit 2: %s", r)
+	if r := g.run(t, "rollback", name, "--yes"); r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "supports blue-green") {
+		t.Errorf("rollback of autoscaled blue/green must exit %d: %s", nodeupgrade.ExitUsage, r)
 	}
 	shrunk, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -331,7 +241,7 @@ func TestAWSAutoscaledBlueGreenKeepsSafeToEvictFalseNodesThroughTheWait(t *testi
 		t.Fatalf("node %q with the safe-to-evict=false pod is gone during the wait period: %v", keeper, err)
 	}
 	code, out := run.wait(t, 5*time.Minute)
-	if code != 0 {
+	if code != nodeupgrade.ExitOK {
 		t.Fatalf("run exit %d:\n%s", code, out)
 	}
 	if !strings.Contains(out, "draining \""+keeper+"\"") {
@@ -363,8 +273,8 @@ func TestAWSBlueGreenGivenGreenNoWaitThenRunAgain(t *testing.T) {
 	}
 	args := []string{"run", name, "--strategy", "blue-green", "--green-asg", green, "--launch-template-version", "2", "--batch-node-count", "3", "--node-pool-soak", "1h", "--post-drain-wait", "0s", "--yes"}
 	r := g.run(t, append(args, "--no-wait")...)
-	if r.code != 8 || !strings.Contains(r.stderr, "soaking until") {
-		t.Fatalf("--no-wait must stop at the soak with exit 8: %s", r)
+	if r.code != nodeupgrade.ExitPaused || !strings.Contains(r.stderr, "soaking until") {
+		t.Fatalf("--no-wait must stop at the soak with exit %d: %s", nodeupgrade.ExitPaused, r)
 	}
 	if st := g.run(t, "status", name); !strings.Contains(st.stdout, "soaking until") {
 		t.Errorf("status does not show the soak: %s", st)
@@ -372,10 +282,10 @@ func TestAWSBlueGreenGivenGreenNoWaitThenRunAgain(t *testing.T) {
 	if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 2 {
 		t.Errorf("a given green and version made no new version, but there are %d", len(lt.Versions))
 	}
-	if c := g.run(t, "complete", name); c.code != 0 {
+	if c := g.run(t, "complete", name); c.code != nodeupgrade.ExitOK {
 		t.Fatalf("complete: %s", c)
 	}
-	if r := g.run(t, args...); r.code != 0 {
+	if r := g.run(t, args...); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("the run after complete: %s", r)
 	}
 	g.assertGreenServes(t, green)
@@ -401,7 +311,7 @@ func TestAWSBlueGreenGreenGivenBySelector(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := g.run(t, "run", name, "--provider", "aws", "--strategy", "blue-green", "--green-selector", "pool=theirs-"+name, "--batch-node-count", "3", "--node-pool-soak", "0s", "--post-drain-wait", "0s", "--yes")
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run: %s", r)
 	}
 	if slices.Contains(g.srv.Groups(), name) {

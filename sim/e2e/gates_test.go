@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
@@ -34,7 +33,7 @@ func addCurrentNodes(t *testing.T, group string, zones []string, n int) []string
 func planJSON(t *testing.T, args ...string) *plan.Plan {
 	t.Helper()
 	r := plugin(t, append([]string{"plan", "-o", "json"}, args...)...)
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatal(r)
 	}
 	var p plan.Plan
@@ -135,7 +134,7 @@ func TestZoneBalancedOrderKeepsReplicasApart(t *testing.T) {
 	}
 	r := plugin(t, append([]string{"run", "--seed", fmt.Sprint(seed), "--post-drain-wait", "0s", "--yes", "--ignore-check", "zone-concentration"}, args...)...)
 	violations := watcher.Stop()
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run failed: %s", r)
 	}
 	assertNoViolations(t, violations)
@@ -181,35 +180,10 @@ func TestRunWaitsForRoomInsteadOfEvictingIntoPending(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := pluginCmd("run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "0s",
-		"--node-ready-timeout", "3m", "--yes", "--ignore-check", "zone-concentration")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 1000)
-	go func() {
-		defer close(lines)
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			lines <- s.Text()
-		}
-	}()
-	var out strings.Builder
-	waiting := false
-	for line := range lines {
-		out.WriteString(line + "\n")
-		if strings.Contains(line, "waiting up to") && strings.Contains(line, "for room") {
-			waiting = true
-			break
-		}
-	}
-	if !waiting {
-		_ = cmd.Wait()
-		t.Fatalf("the run never waited for room:\n%s", out.String())
+	run := startBackground(t, pluginCmd("run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "0s",
+		"--node-ready-timeout", "3m", "--yes", "--ignore-check", "zone-concentration"))
+	if !run.waitFor("waiting up to", "for room") {
+		t.Fatalf("the run never waited for room:\n%s", run.output())
 	}
 	// Nothing was evicted while there was no room.
 	pods, err := client.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
@@ -227,13 +201,10 @@ func TestRunWaitsForRoomInsteadOfEvictingIntoPending(t *testing.T) {
 
 	// New capacity arrives; the run goes on by itself.
 	addCurrentNodes(t, name, zones, 1)
-	for line := range lines {
-		out.WriteString(line + "\n")
-	}
-	err = cmd.Wait()
+	code, out := run.wait(t, 5*time.Minute)
 	violations := watcher.Stop()
-	if err != nil {
-		t.Fatalf("run failed after capacity arrived: %v\n%s", err, out.String())
+	if code != nodeupgrade.ExitOK {
+		t.Fatalf("run failed after capacity arrived: exit %d\n%s", code, out)
 	}
 	assertNoViolations(t, violations)
 	assertUpgraded(t, name, 1)

@@ -3,14 +3,17 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/cluster"
 )
 
@@ -138,4 +142,103 @@ func assertUntouched(t *testing.T, ctx context.Context, key, value string) {
 
 func oneLine(s string) bool {
 	return strings.Count(strings.TrimRight(s, "\n"), "\n") == 0 && strings.TrimSpace(s) != ""
+}
+
+// background is a plugin run whose output lines are read as they come.
+type background struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	out   strings.Builder
+	lines chan string
+	done  chan struct{}
+	code  int
+}
+
+// startBackground starts cmd and reads its stdout line by line as it comes;
+// stderr is appended to the output when the run ends. The test's cleanup
+// kills a run still going.
+func startBackground(t *testing.T, cmd *exec.Cmd) *background {
+	t.Helper()
+	b := &background{cmd: cmd, lines: make(chan string, 1000), done: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			b.mu.Lock()
+			b.out.WriteString(sc.Text() + "\n")
+			b.mu.Unlock()
+			select {
+			case b.lines <- sc.Text():
+			default:
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		err := cmd.Wait()
+		b.mu.Lock()
+		b.out.WriteString(stderr.String())
+		// -1 when there is no exit status, or when the wait failed although
+		// the process exited 0: a failed wait must not pass for success.
+		b.code = -1
+		if ps := cmd.ProcessState; ps != nil && (err == nil || ps.ExitCode() != nodeupgrade.ExitOK) {
+			b.code = ps.ExitCode()
+		}
+		b.mu.Unlock()
+		close(b.lines)
+		close(b.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-b.done
+	})
+	return b
+}
+
+// waitFor reads lines until one contains every part; false if the run
+// ended first.
+func (b *background) waitFor(parts ...string) bool {
+	for line := range b.lines {
+		if containsAll(line, parts) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *background) wait(t *testing.T, d time.Duration) (int, string) {
+	t.Helper()
+	go func() {
+		for range b.lines { //nolint:revive // drain so the reader never blocks
+		}
+	}()
+	select {
+	case <-b.done:
+	case <-time.After(d):
+		t.Fatalf("the run did not end within %s:\n%s", d, b.output())
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.code, b.out.String()
+}
+
+func (b *background) output() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.out.String()
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
@@ -32,18 +33,18 @@ func TestRunAsLeastPrivilegedUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := pluginAs(t, stranger, "plan", name, "--target-label", target); r.code == 0 {
+	if r := pluginAs(t, stranger, "plan", name, "--target-label", target); r.code == nodeupgrade.ExitOK {
 		t.Fatalf("an unbound user could plan: %s", r)
 	}
 
 	r := pluginAs(t, kubeconfig, "run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "0s", "--yes")
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run as %q failed: %s", upgrader, r)
 	}
 	if strings.Contains(r.stderr, "warning") {
 		t.Errorf("the run warned (missing permission?): %s", r.stderr)
 	}
-	if r := pluginAs(t, kubeconfig, "status", name); r.code != 0 {
+	if r := pluginAs(t, kubeconfig, "status", name); r.code != nodeupgrade.ExitOK {
 		t.Errorf("status as %q failed: %s", upgrader, r)
 	}
 	assertUpgraded(t, name, 1)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
@@ -119,7 +119,7 @@ func TestHappyPath(t *testing.T) {
 	r := plugin(t, "run", name, "--target-label", target, "--max-unavailable", "2", "--post-drain-wait", "1s", "--seed", "1", "--yes")
 	t.Logf("happy path: 6 outdated nodes, 60 pods, max-unavailable 2: run took %s", time.Since(start).Round(time.Millisecond))
 	violations := watcher.Stop()
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run failed: %s", r)
 	}
 	assertNoViolations(t, violations)
@@ -134,15 +134,15 @@ func TestPDBAllowingNoDisruptionFailsThenForce(t *testing.T) {
 	oldNodes, _ := setupGroup(t, name, 1, 1, scenario.App{Name: "solo", Replicas: 1, MinAvailable: num(1)})
 	// The audit refuses the run before anything changes.
 	r := plugin(t, "run", name, "--target-label", target, "--drain-timeout", "5s", "--post-drain-wait", "0s", "--yes")
-	if r.code != 2 || !strings.Contains(r.stderr, "pdb-zero-disruptions") || !strings.Contains(r.stderr, "--ignore-check") {
-		t.Fatalf("want exit 2 naming the blocker, got %s", r)
+	if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "pdb-zero-disruptions") || !strings.Contains(r.stderr, "--ignore-check") {
+		t.Fatalf("want exit %d naming the blocker, got %s", nodeupgrade.ExitUsage, r)
 	}
 	assertUntouched(t, testContext(t, time.Minute), groupKey, name)
 
 	r = plugin(t, "run", name, "--target-label", target, "--drain-timeout", "5s", "--post-drain-wait", "0s", "--yes",
 		"--ignore-check", "pdb-zero-disruptions", "--ignore-check", "single-replica")
-	if r.code != 3 {
-		t.Fatalf("want exit 3 (PodEvictionFailure), got %s", r)
+	if r.code != nodeupgrade.ExitPodEvictionError {
+		t.Fatalf("want exit %d (PodEvictionFailure), got %s", nodeupgrade.ExitPodEvictionError, r)
 	}
 	for _, want := range []string{"PodEvictionFailure", `node "` + oldNodes[0] + `"`, `"blocked/solo-`, `PodDisruptionBudget "blocked/solo"`, "--force"} {
 		if !strings.Contains(r.stderr, want) {
@@ -159,7 +159,7 @@ func TestPDBAllowingNoDisruptionFailsThenForce(t *testing.T) {
 	}
 
 	r = plugin(t, "run", name, "--target-label", target, "--drain-timeout", "5s", "--post-drain-wait", "0s", "--force", "--yes")
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run --force failed: %s", r)
 	}
 	if !strings.Contains(r.stdout, "deleted pod") {
@@ -193,33 +193,18 @@ func TestRerunAfterKill(t *testing.T) {
 		}
 	}()
 
-	cmd := pluginCmd("run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "30s", "--yes")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	run := startBackground(t, pluginCmd("run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "30s", "--yes"))
+	// Kill in the middle of the first batch: drained and cordoned, not removed.
+	if !run.waitFor("cordoned") {
+		t.Fatalf("the run ended before it could be killed mid-batch:\n%s", run.output())
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	// While it runs, a second run is refused by the lock.
+	second := plugin(t, "run", name, "--target-label", target, "--yes")
+	if second.code != nodeupgrade.ExitLocked || !strings.Contains(second.stderr, "is being upgraded by") {
+		t.Errorf("a second concurrent run must exit %d naming the holder: %s", nodeupgrade.ExitLocked, second)
 	}
-	killed := false
-	scanner := bufio.NewScanner(stdout)
-	for scanner.Scan() {
-		// Kill in the middle of the first batch: drained and cordoned, not removed.
-		if strings.Contains(scanner.Text(), "cordoned") {
-			// While it runs, a second run is refused by the lock.
-			second := plugin(t, "run", name, "--target-label", target, "--yes")
-			if second.code != 6 || !strings.Contains(second.stderr, "is being upgraded by") {
-				t.Errorf("a second concurrent run must exit 6 naming the holder: %s", second)
-			}
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			killed = true
-			break
-		}
-	}
-	_ = cmd.Wait()
-	if !killed {
-		t.Fatal("the run ended before it could be killed mid-batch")
-	}
+	_ = run.cmd.Process.Signal(syscall.SIGKILL)
+	run.wait(t, time.Minute)
 	if n := len(groupNodes(t, ctx, groupKey, name)); n != 6 {
 		t.Fatalf("after the kill the group has %d nodes, want all 6 (the first batch was not removed yet)", n)
 	}
@@ -227,7 +212,7 @@ func TestRerunAfterKill(t *testing.T) {
 	// The record says where the killed run stopped.
 	st := plugin(t, "status", name, "-o", "json")
 	var rec state.Record
-	if err := json.Unmarshal([]byte(st.stdout), &rec); st.code != 0 || err != nil {
+	if err := json.Unmarshal([]byte(st.stdout), &rec); st.code != nodeupgrade.ExitOK || err != nil {
 		t.Fatalf("status: %v %s", err, st)
 	}
 	if rec.FinishedAt != nil || rec.Phase != "Cordon" || len(rec.InFlight) != 1 || rec.Left() != 4 {
@@ -235,7 +220,7 @@ func TestRerunAfterKill(t *testing.T) {
 	}
 
 	r := plugin(t, "run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "1s", "--yes")
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("re-run failed: %s", r)
 	}
 	st = plugin(t, "status", name, "-o", "json")
@@ -260,7 +245,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	dir := t.TempDir()
 	stale := filepath.Join(dir, "stale.json")
 	r := plugin(t, "plan", name, "--target-label", target, "--seed", "7", "-o", "json")
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatal(r)
 	}
 	var p plan.Plan
@@ -302,8 +287,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := plugin(t, tc.args...)
-			if r.code != 2 {
-				t.Fatalf("want exit 2, got %s", r)
+			if r.code != nodeupgrade.ExitUsage {
+				t.Fatalf("want exit %d, got %s", nodeupgrade.ExitUsage, r)
 			}
 			if !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("want a one-line error mentioning %s, got %q", tc.want, r.stderr)
@@ -323,17 +308,17 @@ func TestSeedGivesSameBatchesInPlanAndRun(t *testing.T) {
 	args := []string{name, "--target-label", target, "--max-unavailable", "2", "--seed", "7"}
 	first := plugin(t, append([]string{"plan", "-o", "json"}, args...)...)
 	second := plugin(t, append([]string{"plan", "-o", "json"}, args...)...)
-	if first.code != 0 || first.stdout != second.stdout {
+	if first.code != nodeupgrade.ExitOK || first.stdout != second.stdout {
 		t.Fatalf("plan --seed 7 -o json differs between two runs:\n%s\n---\n%s", first, second)
 	}
 	dryJSON := plugin(t, append([]string{"run", "--dry-run", "-o", "json"}, args...)...)
-	if dryJSON.code != 0 || dryJSON.stdout != first.stdout {
+	if dryJSON.code != nodeupgrade.ExitOK || dryJSON.stdout != first.stdout {
 		t.Fatalf("run --dry-run -o json does not print what plan -o json prints:\n%s\n---\n%s", first, dryJSON)
 	}
 	// The tables match too, but for the AGE column, which moves with the clock.
 	table := plugin(t, append([]string{"plan"}, args...)...)
 	dry := plugin(t, append([]string{"run", "--dry-run"}, args...)...)
-	if table.code != 0 || dry.code != 0 || ageColumn.ReplaceAllString(table.stdout, "AGE") != ageColumn.ReplaceAllString(dry.stdout, "AGE") {
+	if table.code != nodeupgrade.ExitOK || dry.code != nodeupgrade.ExitOK || ageColumn.ReplaceAllString(table.stdout, "AGE") != ageColumn.ReplaceAllString(dry.stdout, "AGE") {
 		t.Fatalf("run --dry-run does not print what plan prints:\n%s\n---\n%s", table, dry)
 	}
 	var p plan.Plan
@@ -345,7 +330,7 @@ func TestSeedGivesSameBatchesInPlanAndRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := plugin(t, "run", "--plan-file", planFile, "--post-drain-wait", "0s", "--yes")
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run --plan-file failed: %s", r)
 	}
 	var drained [][]string
@@ -376,7 +361,7 @@ func TestDeleteNodeFalseLeavesNodesDone(t *testing.T) {
 	const name = "keepnodes"
 	oldNodes, _ := setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
 	r := plugin(t, "run", name, "--target-label", target, "--max-unavailable", "2", "--post-drain-wait", "0s", "--delete-node=false", "--yes")
-	if r.code != 0 {
+	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run failed: %s", r)
 	}
 	ctx := testContext(t, time.Minute)
@@ -401,7 +386,7 @@ func TestDeleteNodeFalseLeavesNodesDone(t *testing.T) {
 	}
 	// A second run has nothing to do.
 	r = plugin(t, "run", name, "--target-label", target, "--yes")
-	if r.code != 0 || !strings.Contains(r.stdout, "Nothing to do") {
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "Nothing to do") {
 		t.Errorf("second run should have nothing to do: %s", r)
 	}
 }
