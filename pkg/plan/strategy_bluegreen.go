@@ -38,6 +38,10 @@ type BlueGreenPlan struct {
 	Green         string `json:"green,omitempty"`
 	GreenSelector string `json:"greenSelector,omitempty"`
 	Create        bool   `json:"create"`
+	// Undrained are blue's nodes when no batch drains them (batch size
+	// 0): they are cordoned, soaked and deleted with their pods all the
+	// same.
+	Undrained []PlannedNode `json:"undrained,omitempty"`
 }
 
 // ValidateBlueGreen checks the blue/green settings.
@@ -89,6 +93,9 @@ func (blueGreen) Plan(c *Planning) ([][]PlannedNode, error) {
 	}
 	planGreen(c, size, in.BatchSoak, in.NodePoolSoak)
 	batches := fixedBatches(c.Outdated, size)
+	if size == 0 {
+		c.Plan.BlueGreen.Undrained = c.Outdated
+	}
 	if total := time.Duration(max(len(batches)-1, 0))*in.BatchSoak + in.NodePoolSoak; total > MaxSoak {
 		return nil, inputErrorf("the soaks add up to %s (--batch-soak between %d batches, then --node-pool-soak), above the limit of %s; lower them", total, len(batches), MaxSoak)
 	}

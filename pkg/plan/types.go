@@ -167,11 +167,17 @@ const (
 	OrderZoneBalanced = "zone-balanced"
 )
 
-// OutdatedNames returns the names of every node planned for a drain.
+// OutdatedNames returns the names of every node the run replaces: those of
+// the batches, and blue/green's undrained ones.
 func (p *Plan) OutdatedNames() []string {
 	var names []string
 	for _, b := range p.Batches {
 		for _, n := range b.Nodes {
+			names = append(names, n.Name)
+		}
+	}
+	if p.BlueGreen != nil {
+		for _, n := range p.BlueGreen.Undrained {
 			names = append(names, n.Name)
 		}
 	}

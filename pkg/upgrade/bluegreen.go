@@ -195,7 +195,7 @@ func (e *Engine) soak(ctx context.Context) error {
 		}
 		return &SoakingError{Until: *cr.SoakUntil}
 	}
-	return e.soakFor(ctx, left, e.traits.SoakName)
+	return e.soakFor(ctx, left, plan.PhaseSoak, e.traits.SoakName)
 }
 
 func (e *Engine) completeRequested(ctx context.Context) bool {
@@ -212,8 +212,9 @@ func (e *Engine) completeRequested(ctx context.Context) bool {
 }
 
 // soakFor waits d, showing the time left, unless complete ends it early,
-// cancel pauses it, or rollback turns the run around.
-func (e *Engine) soakFor(ctx context.Context, d time.Duration, what string) error {
+// cancel pauses it (in phase, as recorded), or rollback turns the run
+// around.
+func (e *Engine) soakFor(ctx context.Context, d time.Duration, phase plan.Phase, what string) error {
 	if d <= 0 || e.completeRequested(ctx) {
 		return nil
 	}
@@ -257,7 +258,7 @@ func (e *Engine) soakFor(ctx context.Context, d time.Duration, what string) erro
 				e.logf("%s ended by complete", what)
 				return nil
 			case state.RequestCancel:
-				return &PausedError{Phase: plan.PhaseSoak}
+				return &PausedError{Phase: phase}
 			case state.RequestRollback:
 				if err := e.cfg.Control.Clear(ctx); err != nil {
 					return err

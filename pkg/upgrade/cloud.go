@@ -377,7 +377,7 @@ func (e *Engine) protectNewNodes(ctx context.Context, on bool) error {
 	var names []string
 	for _, n := range nodes {
 		_, has := n.Annotations[ScaleDownDisabledAnnotation]
-		if on && !has && !outdated.Has(n.Name) && !n.Spec.Unschedulable || !on && has {
+		if on && !has && !e.protected.Has(n.Name) && !outdated.Has(n.Name) && !n.Spec.Unschedulable || !on && (has || e.protected.Has(n.Name)) {
 			names = append(names, n.Name)
 		}
 	}
@@ -385,7 +385,15 @@ func (e *Engine) protectNewNodes(ctx context.Context, on bool) error {
 	if on {
 		value = ptr.To("true")
 	}
-	return e.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, value)
+	if err := e.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, value); err != nil {
+		return err
+	}
+	if on {
+		e.protected.Insert(names...)
+	} else {
+		e.protected.Delete(names...)
+	}
+	return nil
 }
 
 // errAutoscaled stops the scale-down: someone else needs the capacity.

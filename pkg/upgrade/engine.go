@@ -81,6 +81,9 @@ type Engine struct {
 	group    cloud.Group // nil unless the provider resizes a group
 	note     string
 	shrunk   sets.Set[string] // nodes the scale-down removed
+	// protected are the nodes this process annotated scale-down-disabled:
+	// the informer may not show the annotation yet when it is taken off.
+	protected sets.Set[string]
 }
 
 // New prepares an engine for the plan's strategy.
@@ -95,7 +98,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Second
 	}
-	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits(), shrunk: sets.New[string]()}
+	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits(), shrunk: sets.New[string](), protected: sets.New[string]()}
 	if g, ok := cfg.Provider.(cloud.Group); ok {
 		e.group = g
 	}
@@ -193,7 +196,7 @@ func (e *Engine) step(ctx context.Context, s plan.State) error {
 	case plan.PhaseRecover:
 		return e.waitRecovered(ctx, s.Batch)
 	case plan.PhaseBatchSoak:
-		return e.soakFor(ctx, time.Duration(e.cfg.Plan.BlueGreen.BatchSoak), fmt.Sprintf("%s: soak", e.batchLabel(s.Batch)))
+		return e.soakFor(ctx, time.Duration(e.cfg.Plan.BlueGreen.BatchSoak), plan.PhaseBatchSoak, fmt.Sprintf("%s: soak", e.batchLabel(s.Batch)))
 	case plan.PhaseSoak:
 		return e.soak(ctx)
 	case plan.PhaseDeleteBlue:
