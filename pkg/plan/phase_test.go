@@ -123,4 +123,7 @@ func TestRegistry(t *testing.T) {
 	if got := StrategyFlags()["max-unavailable"]; !slices.Equal(got, []string{"eks", "surge"}) {
 		t.Errorf("max-unavailable is taken by %v", got)
 	}
+	if got := RollbackStrategies(); !slices.Equal(got, []string{"blue-green", "eks", "surge"}) {
+		t.Errorf("rollback supports %v", got)
+	}
 }

@@ -152,6 +152,19 @@ func LookupStrategy(name string) (Strategy, error) {
 // StrategyNames lists what --strategy takes, the default first.
 func StrategyNames() []string { return slices.Clone(order) }
 
+// RollbackStrategies are the strategies whose runs can be rolled back,
+// sorted.
+func RollbackStrategies() []string {
+	var names []string
+	for _, n := range order {
+		if strategies[n].Traits().Rollback != RollbackNone {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // StrategyHelp is the help of --strategy: every strategy's own.
 func StrategyHelp() string {
 	var parts []string

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -143,7 +144,8 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		case plan.RollbackInPlace:
 			return o.rollbackInPlace(ctx, rec, alive)
 		case plan.RollbackNone:
-			return usageErrorf("cannot roll back: the run on %q uses strategy %q, which cannot be rolled back", o.NodeGroup, rec.Strategy)
+			names := plan.RollbackStrategies()
+			return usageErrorf("cannot roll back: the run on %q uses strategy %q; rollback supports %s and %s", o.NodeGroup, rec.Strategy, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 		}
 		if phase == plan.PhaseDeleteBlue || phase == plan.PhaseRollback && alive {
 			return usageErrorf("cannot roll back: the run on %q is in phase %s", o.NodeGroup, phase)
