@@ -371,7 +371,8 @@ func writeStatusTable(w io.Writer, runs []RunStatus, wide bool, now time.Time) e
 func targetCell(r *state.Record) string {
 	var parts []string
 	if r.Cloud != nil && r.Cloud.TargetVersion != "" {
-		parts = append(parts, "launch template version "+r.Cloud.TargetVersion)
+		_, template := r.Cloud.Kinds()
+		parts = append(parts, template+" version "+r.Cloud.TargetVersion)
 	}
 	keys := make([]string, 0, len(r.Target))
 	for k := range r.Target {
@@ -403,7 +404,8 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 	for _, s := range runs {
 		r := s.Record
 		if c := r.Cloud; c != nil {
-			line := fmt.Sprintf("%s: Auto Scaling group %q, launch template version %s", r.NodeGroup, c.Group, output.OrNone(c.TargetVersion))
+			group, template := c.Kinds()
+			line := fmt.Sprintf("%s: %s %q, %s version %s", r.NodeGroup, group, c.Group, template, output.OrNone(c.TargetVersion))
 			if c.Original != nil {
 				line += fmt.Sprintf("; before the run %s, desired last set %d", c.Original, c.LastDesired)
 			}
@@ -411,7 +413,7 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 				line += fmt.Sprintf("; scale-down removing %q", c.Shrinking)
 			}
 			if c.Green != "" {
-				line += fmt.Sprintf("; green Auto Scaling group %q", c.Green)
+				line += fmt.Sprintf("; green %s %q", group, c.Green)
 			}
 			if c.SoakUntil != nil && r.FinishedAt == nil {
 				if left := c.SoakUntil.Sub(now); left > 0 {

@@ -77,8 +77,12 @@ type Record struct {
 // twice and ends at the sizes it started from.
 type CloudRecord struct {
 	Provider string `json:"provider"`
-	// Group is the provider's group (an Auto Scaling group).
+	// Group is the provider's group; GroupKind and TemplateKind are the
+	// provider's names for a group and a template ("Auto Scaling group",
+	// "launch template"), what a record older than them meant.
 	Group         string `json:"group"`
+	GroupKind     string `json:"groupKind,omitempty"`
+	TemplateKind  string `json:"templateKind,omitempty"`
 	TargetVersion string `json:"targetVersion,omitempty"`
 	// FromVersion is the version the group launched before the run: what
 	// a rollback of an eks or surge run goes back to.
@@ -370,4 +374,16 @@ func ptrString(s *string) string {
 		return ""
 	}
 	return strings.TrimSpace(*s)
+}
+
+// Kinds are the provider's names for its group and its template.
+func (c *CloudRecord) Kinds() (group, template string) {
+	group, template = c.GroupKind, c.TemplateKind
+	if group == "" {
+		group = "Auto Scaling group"
+	}
+	if template == "" {
+		template = "launch template"
+	}
+	return group, template
 }
