@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -122,5 +123,32 @@ func TestScaleUpCount(t *testing.T) {
 				t.Errorf("ScaleUpCount(%d, %d) = %d, want %d", tc.zones, tc.maxUnavailable, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCloudPlanJSON reads a plan's cloud side as saved now and as saved
+// before its fields were neutral.
+func TestCloudPlanJSON(t *testing.T) {
+	want := CloudPlan{Provider: "aws", Group: "asg-1", GroupKind: "Auto Scaling group", Template: "lt-1", TemplateKind: "launch template", TargetVersion: "3"}
+	now, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, saved string }{
+		{name: "neutral fields", saved: string(now)},
+		{name: "saved with autoScalingGroup and launchTemplateID", saved: `{"provider":"aws","autoScalingGroup":"asg-1","launchTemplateID":"lt-1","targetVersion":"3"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got CloudPlan
+			if err := json.Unmarshal([]byte(tc.saved), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Provider != want.Provider || got.Group != want.Group || got.GroupKind != want.GroupKind || got.Template != want.Template || got.TemplateKind != want.TemplateKind || got.TargetVersion != want.TargetVersion {
+				t.Errorf("read %+v, want %+v", got, want)
+			}
+		})
+	}
+	if strings.Contains(string(now), "autoScalingGroup") {
+		t.Errorf("saved with the provider's field names: %s", now)
 	}
 }
