@@ -167,19 +167,24 @@ const (
 	OrderZoneBalanced = "zone-balanced"
 )
 
-// OutdatedNames returns the names of every node the run replaces: those of
-// the batches, and blue/green's undrained ones.
-func (p *Plan) OutdatedNames() []string {
-	var names []string
+// Outdated returns every node the run replaces: those of the batches, and
+// blue/green's undrained ones.
+func (p *Plan) Outdated() []PlannedNode {
+	var nodes []PlannedNode
 	for _, b := range p.Batches {
-		for _, n := range b.Nodes {
-			names = append(names, n.Name)
-		}
+		nodes = append(nodes, b.Nodes...)
 	}
 	if p.BlueGreen != nil {
-		for _, n := range p.BlueGreen.Undrained {
-			names = append(names, n.Name)
-		}
+		nodes = append(nodes, p.BlueGreen.Undrained...)
+	}
+	return nodes
+}
+
+// OutdatedNames returns the names of the nodes Outdated returns.
+func (p *Plan) OutdatedNames() []string {
+	var names []string
+	for _, n := range p.Outdated() {
+		names = append(names, n.Name)
 	}
 	return names
 }

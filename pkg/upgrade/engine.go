@@ -84,6 +84,9 @@ type Engine struct {
 	// protected are the nodes this process annotated scale-down-disabled:
 	// the informer may not show the annotation yet when it is taken off.
 	protected sets.Set[string]
+	// drained says this run has begun draining a node: before that, a
+	// stopped run takes its taints and cordons off again.
+	drained bool
 }
 
 // New prepares an engine for the plan's strategy.
@@ -154,7 +157,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		case errors.Is(err, errRollbackRequested):
 			s = plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}
 		case err != nil:
-			return err
+			return e.stoppedUndrained(ctx, err)
 		case s.Phase == plan.PhaseRollback:
 			s = plan.State{Phase: plan.PhaseDone, Batch: s.Batch}
 		default:
@@ -163,6 +166,52 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.logf("upgrade of %d nodes finished", len(e.done))
 	return nil
+}
+
+// stoppedUndrained takes the run's taint and cordons off the outdated
+// nodes when it fails or is interrupted before any node was drained: no
+// pod has moved, so nothing is gained by holding the group off, and a
+// re-run marks them again. Stops on purpose (cancel, --no-wait) keep them.
+func (e *Engine) stoppedUndrained(ctx context.Context, cause error) error {
+	var paused *PausedError
+	var soaking *SoakingError
+	if e.drained || e.cfg.Start != "" || len(e.cfg.Record.Done) > 0 || len(e.cfg.Plan.Done) > 0 || errors.As(cause, &paused) || errors.As(cause, &soaking) {
+		return cause
+	}
+	// The run's context may be what stopped it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	wasCordoned := sets.New[string]()
+	for _, n := range e.cfg.Plan.Outdated() {
+		if n.Cordoned {
+			wasCordoned.Insert(n.Name)
+		}
+	}
+	var released []string
+	err := e.forEachNode(ctx, e.cfg.Plan.OutdatedNames(), func(ctx context.Context, name string) error {
+		changed, err := e.updateNode(ctx, name, func(n *corev1.Node) bool {
+			tainted := slices.ContainsFunc(n.Spec.Taints, e.isOurTaint)
+			cordoned := n.Spec.Unschedulable && !wasCordoned.Has(name)
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, e.isOurTaint)
+			if cordoned {
+				n.Spec.Unschedulable = false
+			}
+			return tainted || cordoned
+		})
+		if changed {
+			e.mu.Lock()
+			released = append(released, name)
+			e.mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%w; and error when taking the upgrade's taint off the outdated nodes: %v (abort takes it off)", cause, err)
+	}
+	if len(released) > 0 {
+		e.logf("stopped before any node was drained: %d outdated nodes are schedulable again (untainted, uncordoned)", len(released))
+	}
+	return cause
 }
 
 // Note is what the run wants the operator to know though it succeeded.
@@ -320,6 +369,7 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	if len(names) == 0 {
 		return nil
 	}
+	e.drained = true
 	if e.traits.CordonBeforeDrain {
 		if err := e.setUnschedulable(ctx, names, true); err != nil {
 			return err

@@ -436,6 +436,27 @@ func TestRunStops(t *testing.T) {
 					t.Errorf("output:\n%s", r.out)
 				}
 			}},
+		// Nothing was drained: the run gives the group back (its taints
+		// off), keeping only the recorded scale-up a re-run finishes.
+		{name: "no room for the first batch: the taints come off again",
+			setup: func(r *stopRun) {
+				huge := appPod("huge", r.plan.Batches[0].Nodes[0].Name, "5")
+				if _, err := r.client.CoreV1().Pods("ns").Create(context.Background(), huge, metav1.CreateOptions{}); err != nil {
+					r.t.Fatal(err)
+				}
+			},
+			wantLast: "WaitForRoom 1", wantTaints: 0,
+			check: func(t *testing.T, r *stopRun, err error) {
+				if err == nil || !strings.Contains(err.Error(), "not enough room for batch 1") {
+					t.Fatalf("error %v, want no room", err)
+				}
+				if !strings.Contains(r.out, "3 outdated nodes are schedulable again") {
+					t.Errorf("output:\n%s", r.out)
+				}
+				if len(r.client.evictedPods()) != 0 {
+					t.Errorf("evicted %v", r.client.evictedPods())
+				}
+			}},
 		{name: "a run stops when its progress cannot be recorded",
 			setup: func(r *stopRun) {
 				r.cfg.OnProgress = func(_ context.Context, s plan.State, _ []string) error {
