@@ -181,10 +181,14 @@ func TestPDBViewsShareOneWatch(t *testing.T) {
 	if l1, l2 := v1.list(), v2.list(); len(l1) != 1 || l1[0].Namespace != "ns1" || len(l2) != 1 || l2[0].Namespace != "ns2" {
 		t.Errorf("ns1 lists %v, ns2 lists %v", l1, l2)
 	}
+	// The informer opens its watch after the list it synced from.
 	watches := 0
-	for _, a := range c.Actions() {
-		if a.GetVerb() == "watch" && a.GetResource().Resource == "poddisruptionbudgets" {
-			watches++
+	for deadline := time.Now().Add(10 * time.Second); watches == 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		watches = 0
+		for _, a := range c.Actions() {
+			if a.GetVerb() == "watch" && a.GetResource().Resource == "poddisruptionbudgets" {
+				watches++
+			}
 		}
 	}
 	if watches != 1 {

@@ -89,8 +89,11 @@ type CloudGroup struct {
 	TargetImage    string
 	Sizes          Sizes
 	// Recorded are the sizes an interrupted run recorded before it scaled
-	// the group up; nil when no run is in progress.
-	Recorded *Sizes
+	// the group up; nil when no run is in progress. RescaleFrom is set when
+	// that scale-up was for another version, whose nodes this target
+	// replaces too: the group scales up again (see state.CloudRecord).
+	Recorded    *Sizes
+	RescaleFrom string
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group.
 	Nodes map[string]Machine
@@ -117,6 +120,11 @@ type CloudPlan struct {
 	ScaleUp int32 `json:"scaleUp"`
 	// Resumed says the sizes come from an interrupted run's record.
 	Resumed bool `json:"resumed,omitempty"`
+	// RescaleFrom is the version an interrupted run scaled up for, when
+	// its new nodes are outdated for this target: the run scales up again
+	// (ScaleUp more, from the sizes now), or it would hold off every node
+	// with nothing new to move to.
+	RescaleFrom string `json:"rescaleFrom,omitempty"`
 }
 
 // UnmarshalJSON also reads plans saved before the fields were neutral
@@ -214,7 +222,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the
 		// inflated ones, and the recorded ones are what the end restores.
-		cp.Before, cp.Resumed = *cg.Recorded, true
+		cp.Before, cp.Resumed, cp.RescaleFrom = *cg.Recorded, true, cg.RescaleFrom
 	}
 	return cp
 }

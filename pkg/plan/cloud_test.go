@@ -54,6 +54,7 @@ func TestBuildWithCloudGroup(t *testing.T) {
 		name         string
 		target       string
 		recorded     *Sizes
+		rescaleFrom  string
 		labels       map[string]string // EKS version labels by node
 		wantOutdated []string
 		wantScaleUp  int32
@@ -73,6 +74,10 @@ func TestBuildWithCloudGroup(t *testing.T) {
 		// sizes the end restores are the recorded ones.
 		{name: "resumed", target: "2", recorded: &Sizes{1, 3, 4}, wantOutdated: []string{"a1", "b1", "c1"},
 			wantScaleUp: 0, wantBefore: Sizes{1, 3, 4}, wantDuring: Sizes{1, 4, 5}},
+		// The interrupted run scaled up for another version: this one
+		// scales up again, from the sizes now.
+		{name: "resumed after a scale-up for another version", target: "2", recorded: &Sizes{1, 3, 4}, rescaleFrom: "1", wantOutdated: []string{"a1", "b1", "c1"},
+			wantScaleUp: 6, wantBefore: Sizes{1, 3, 4}, wantDuring: Sizes{1, 10, 11}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := make([]corev1.Node, len(nodes))
@@ -83,7 +88,7 @@ func TestBuildWithCloudGroup(t *testing.T) {
 				}
 			}
 			in := cloudInput(tc.target, machines)
-			in.Cloud.Recorded = tc.recorded
+			in.Cloud.Recorded, in.Cloud.RescaleFrom = tc.recorded, tc.rescaleFrom
 			p, err := Build(Snapshot{Nodes: ns}, in)
 			if err != nil {
 				t.Fatal(err)
@@ -96,6 +101,9 @@ func TestBuildWithCloudGroup(t *testing.T) {
 			c := p.Cloud
 			if c == nil || c.ScaleUp != tc.wantScaleUp || c.Before != tc.wantBefore || c.During != tc.wantDuring || c.Resumed != (tc.recorded != nil) {
 				t.Errorf("cloud plan %+v, want scale-up %d, %v -> %v", c, tc.wantScaleUp, tc.wantBefore, tc.wantDuring)
+			}
+			if line := scaleUpLine(c); tc.rescaleFrom != "" && !strings.Contains(line, "+6 nodes again: the interrupted run scaled up for version 1") {
+				t.Errorf("scale-up line %q", line)
 			}
 			for _, b := range p.Batches {
 				for _, n := range b.Nodes {

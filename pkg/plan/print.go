@@ -194,6 +194,9 @@ func strategyLine(p *Plan) string {
 // scaleUpLine says how the group's sizes move: up for the run, back after.
 func scaleUpLine(c *CloudPlan) string {
 	switch {
+	case c.RescaleFrom != "" && c.ScaleUp > 0:
+		return fmt.Sprintf("+%d nodes again: the interrupted run scaled up for version %s, whose nodes are outdated too; desired %d -> %d, max %d -> %d; desired %d, max %d restored at the end",
+			c.ScaleUp, c.RescaleFrom, c.During.Desired-c.ScaleUp, c.During.Desired, c.During.Max-c.ScaleUp, c.During.Max, c.Before.Desired, c.Before.Max)
 	case c.Resumed:
 		return fmt.Sprintf("done by an interrupted run; desired %d, max %d restored at the end", c.Before.Desired, c.Before.Max)
 	case c.ScaleUp == 0:

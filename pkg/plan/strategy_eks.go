@@ -26,7 +26,7 @@ func (eks) Validate(in Input, groupSize int) (int, error) {
 
 func (eks) Plan(c *Planning) ([][]PlannedNode, error) {
 	p := c.Plan
-	if cp := p.Cloud; cp != nil && !cp.Resumed && len(c.Outdated) > 0 {
+	if cp := p.Cloud; cp != nil && (!cp.Resumed || cp.RescaleFrom != "") && len(c.Outdated) > 0 {
 		cp.ScaleUp = ScaleUpCount(len(p.Zones), p.MaxUnavailable)
 		cp.During.Desired += cp.ScaleUp
 		cp.During.Max += cp.ScaleUp
@@ -44,7 +44,10 @@ func (eks) Steps(p *Plan) []Step {
 	var s steps
 	s.setup(p)
 	c := p.Cloud
-	if c != nil && c.ScaleUp > 0 {
+	switch {
+	case c != nil && c.RescaleFrom != "" && c.ScaleUp > 0:
+		s.add("ScaleUp", fmt.Sprintf("+%d nodes again (the interrupted run's were for version %s, outdated too): desired %d -> %d, max %d -> %d; wait for them Ready", c.ScaleUp, c.RescaleFrom, c.During.Desired-c.ScaleUp, c.During.Desired, c.During.Max-c.ScaleUp, c.During.Max), NodeLaunchEstimate)
+	case c != nil && c.ScaleUp > 0:
 		s.add("ScaleUp", fmt.Sprintf("+%d nodes: desired %d -> %d, max %d -> %d; wait for them Ready", c.ScaleUp, c.Before.Desired, c.During.Desired, c.Before.Max, c.During.Max), NodeLaunchEstimate)
 	}
 	if len(p.Batches) > 0 {

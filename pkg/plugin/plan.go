@@ -367,6 +367,9 @@ func (o *PlanOptions) openCloud(ctx context.Context, c cloud.Cloud, nodes []core
 	// shows the sizes the end restores.
 	if rec != nil && rec.Cloud.Original != nil && rec.Cloud.Group == cg.Name && o.strategy.Traits().ScalesGroup {
 		cg.Recorded = rec.Cloud.Original
+		if rec.Cloud.ScaledForOther(cg.TargetVersion) {
+			cg.RescaleFrom = rec.Cloud.ScaledFor
+		}
 	}
 	o.cloudGroup = group
 	return cg, nil

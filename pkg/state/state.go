@@ -376,6 +376,14 @@ func ptrString(s *string) string {
 	return strings.TrimSpace(*s)
 }
 
+// ScaledForOther says the recorded scale-up was made for another version
+// than target, whose nodes target replaces too. A rollback (target the
+// version before the run) is not such a case: the nodes from before the
+// run serve it.
+func (c *CloudRecord) ScaledForOther(target string) bool {
+	return c.Original != nil && c.ScaledFor != "" && c.ScaledFor != target && target != c.FromVersion
+}
+
 // Kinds are the provider's names for its group and its template.
 func (c *CloudRecord) Kinds() (group, template string) {
 	group, template = c.GroupKind, c.TemplateKind

@@ -170,6 +170,16 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 	if _, err := e.recordOriginal(ctx, inc); err != nil {
 		return err
 	}
+	if cr.ScaledForOther(cr.TargetVersion) && inc > 0 {
+		// An interrupted run scaled up for another version: its nodes are
+		// outdated too, so the target needs room of its own. Recorded
+		// before the raise, so a re-run does not add it twice.
+		e.logf("%s %q was scaled up for version %s by an interrupted run; its nodes are outdated too: scaling up again for version %s", e.groupKind(), e.group.GroupName(), cr.ScaledFor, cr.TargetVersion)
+		cr.ScaleUp, cr.ScaledFor = cr.ScaleUp+inc, cr.TargetVersion
+		if err := e.save(ctx); err != nil {
+			return err
+		}
+	}
 	from, to, err := e.raise(ctx, cr.ScaleUp)
 	if to != from {
 		e.logf("scaling %s %q up by %d: desired %d -> %d, max %d -> %d", e.groupKind(), e.group.GroupName(), cr.ScaleUp, from.Desired, to.Desired, from.Max, to.Max)
@@ -184,9 +194,10 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 		}
 	}
 	if cr.ScaledFor != "" && cr.ScaledFor != cr.TargetVersion {
-		// An earlier run (the one being rolled back) scaled up for another
-		// version: its extra nodes are outdated now, and replacements of
-		// the target come as they are removed. Nothing new to wait for.
+		// The run being rolled back scaled up for another version: its
+		// extra nodes are outdated now, the nodes from before the run
+		// serve, and replacements of the target come as the others are
+		// removed. Nothing new to wait for.
 		e.logf("%s %q was scaled up for version %s by an earlier run; its nodes are replaced like the others", e.groupKind(), e.group.GroupName(), cr.ScaledFor)
 		return nil
 	}

@@ -101,7 +101,10 @@ func TestEKSOnACloudGroup(t *testing.T) {
 		record *state.CloudRecord
 		// recorded are the sizes an interrupted run recorded, as the
 		// planner is given them.
-		recorded      *plan.Sizes
+		recorded *plan.Sizes
+		// rescaleFrom is the version the planner found the recorded
+		// scale-up made for, when its nodes are outdated too.
+		rescaleFrom   string
 		wantBatches   int
 		wantRaise     []string
 		wantRemoved   int
@@ -126,11 +129,25 @@ func TestEKSOnACloudGroup(t *testing.T) {
 				Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, ScaleUp: 2, LastDesired: 5, ScaledFor: "3"},
 			wantBatches: 1, wantRemoved: 2, wantShrunk: 2, wantScaledFor: "3",
 			wantLog: `"asg" was scaled up for version 3 by an earlier run; its nodes are replaced like the others`},
+		// The interrupted run aimed at version 1 (what the group already
+		// launched): its two extra nodes are outdated for version 2 as
+		// much as the others, so this run needs a scale-up of its own.
+		{name: "a re-run for another target scales up again",
+			nodes: []*corev1.Node{groupNode("a", "z1", "1"), groupNode("b", "z1", "1"), groupNode("c", "z2", "1"),
+				groupNode("extra-a", "z1", "1"), groupNode("extra-b", "z2", "1")},
+			sizes:    plan.Sizes{Min: 1, Desired: 5, Max: 6},
+			recorded: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, rescaleFrom: "1",
+			record: &state.CloudRecord{Provider: "fake", Group: "asg", TargetVersion: "1", FromVersion: "1",
+				Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, ScaleUp: 2, LastDesired: 5, ScaledFor: "1"},
+			wantRaise: []string{"SetDesiredAndMax 9 10"}, wantBatches: 3, wantRemoved: 5, wantShrunk: 6, wantScaledFor: "2",
+			wantLog: `"asg" was scaled up for version 1 by an interrupted run; its nodes are outdated too: scaling up again for version 2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			client, group := cloudCluster(tc.sizes, tc.nodes...)
-			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(tc.recorded)})
+			cg := group.cloudGroup(tc.recorded)
+			cg.RescaleFrom = tc.rescaleFrom
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: cg})
 			if len(p.Batches) != tc.wantBatches {
 				t.Fatalf("plan has %d batches, want %d", len(p.Batches), tc.wantBatches)
 			}
