@@ -33,6 +33,10 @@ const (
 	CheckBarePod            = "bare-pod"
 	CheckSameBatch          = "same-batch"
 	CheckSingleReplica      = "single-replica"
+	// Found by the planner: the target labels cannot come from the cloud
+	// target; a pod fits on no node but the outdated one it runs on.
+	CheckUnreachableTarget = "unreachable-target"
+	CheckPodCannotMove     = "pod-cannot-move"
 	// Warnings.
 	CheckNoPDB               = "no-pdb"
 	CheckZoneConcentration   = "zone-concentration"
@@ -53,6 +57,8 @@ var severities = map[string]Severity{
 	CheckBarePod:             Blocker,
 	CheckSameBatch:           Blocker,
 	CheckSingleReplica:       Blocker,
+	CheckUnreachableTarget:   Blocker,
+	CheckPodCannotMove:       Blocker,
 	CheckNoPDB:               Warning,
 	CheckZoneConcentration:   Warning,
 	CheckNoReadinessProbe:    Warning,
@@ -67,10 +73,15 @@ var severities = map[string]Severity{
 var names = []string{
 	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
 	CheckBarePod, CheckSameBatch, CheckSingleReplica,
+	CheckUnreachableTarget, CheckPodCannotMove,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
 }
+
+// ByPlanner are the checks the planner makes (it knows the cloud target
+// and every node); Run never reports them.
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.
@@ -94,6 +105,15 @@ type Finding struct {
 	Nodes     []string `json:"nodes,omitempty"` // outdated nodes running the workload's pods
 	Message   string   `json:"message"`         // one line, what is wrong, with figures
 	Fix       string   `json:"fix"`             // one line fix
+}
+
+// Object names what the finding is about: kind/namespace/name, or
+// kind/name for what has no namespace.
+func (f Finding) Object() string {
+	if f.Namespace == "" {
+		return f.Kind + "/" + f.Name
+	}
+	return f.Kind + "/" + f.Namespace + "/" + f.Name
 }
 
 // Input is the snapshot the audit works on. Slices are read, never modified.

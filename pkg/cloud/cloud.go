@@ -6,6 +6,7 @@ package cloud
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -94,6 +95,11 @@ type Cloud interface {
 	// run changes. It changes nothing.
 	Open(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, BlueGreen, error)
 }
+
+// ErrNoGroup is behind Open's error when the nodes' machines belong to no
+// group of the cloud (Karpenter's nodes, standalone machines): nothing of
+// the cloud's replaces them, so provider none serves them.
+var ErrNoGroup = errors.New("the machines belong to no group")
 
 // clouds are the providers that own machines, by name; "none" is not one.
 var clouds = map[string]Cloud{}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
 
 // awsNode is a node of group ng whose instance is id, with the EKS labels
@@ -158,5 +160,59 @@ func TestCloudPlanJSON(t *testing.T) {
 	}
 	if strings.Contains(string(now), "autoScalingGroup") {
 		t.Errorf("saved with the provider's field names: %s", now)
+	}
+}
+
+// TestUnreachableTarget: target labels the cloud target cannot give are a
+// blocker, found from the nodes that already run the target or from the
+// target's image.
+func TestUnreachableTarget(t *testing.T) {
+	machines := map[string]Machine{
+		"a1": {ID: "i-a1", Zone: "a", Template: "lt-1", Version: "1", State: MachineInService},
+		"b1": {ID: "i-b1", Zone: "b", Template: "lt-1", Version: "2", State: MachineInService},
+	}
+	withImage := func(name, zone, image string) corev1.Node {
+		n := awsNode(name, zone, "i-"+name, "")
+		n.Labels[imageKey] = image
+		return n
+	}
+	for _, tc := range []struct {
+		name        string
+		target      string
+		targetImage string
+		b1Image     string
+		labels      map[string]string
+		want        string // in the blocker's message; "" for none
+	}{
+		{name: "target is the current version, whose nodes have another image", target: "1", b1Image: "ami-new",
+			labels: map[string]string{imageKey: "ami-new"}, want: `node "a1", which runs it, has eks.amazonaws.com/nodegroup-image=ami-old`},
+		{name: "target's image is another", target: NewVersion, targetImage: "ami-newer", b1Image: "ami-new",
+			labels: map[string]string{imageKey: "ami-new"}, want: "its image has eks.amazonaws.com/nodegroup-image=ami-newer"},
+		{name: "a label the target's nodes lack", target: "2", b1Image: "ami-new",
+			labels: map[string]string{"team": "blue"}, want: `node "b1", which runs it, has team=<none>`},
+		{name: "the target's nodes carry the labels", target: "2", b1Image: "ami-new",
+			labels: map[string]string{imageKey: "ami-new"}},
+		{name: "no target labels", target: "1", b1Image: "ami-new"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := cloudInput(tc.target, machines)
+			in.TargetLabels, in.Cloud.TargetImage = tc.labels, tc.targetImage
+			p, err := Build(Snapshot{Nodes: []corev1.Node{withImage("a1", "a", "ami-old"), withImage("b1", "b", tc.b1Image)}}, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []check.Finding
+			for _, f := range p.Blockers() {
+				if f.Check == check.CheckUnreachableTarget {
+					got = append(got, f)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("blockers %+v, want none", got)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0].Message, tc.want) || got[0].Object() != "NodeGroup/ng"):
+				t.Errorf("blockers %+v, want one saying %q", got, tc.want)
+			}
+		})
 	}
 }

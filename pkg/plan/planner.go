@@ -254,7 +254,10 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		outdatedNames = append(outdatedNames, names[i]...)
 	}
 	p.Steps = strategy.Steps(p)
-	if p.Findings = audit(snap, group, outdatedNames, names, in); p.Findings == nil {
+	p.Findings = audit(snap, group, outdatedNames, names, in)
+	p.Findings = append(p.Findings, unreachableTarget(group, in)...)
+	p.Findings = append(p.Findings, pinnedPods(snap, outdatedNames, podsByNode, in)...)
+	if p.Findings = check.Sort(p.Findings); p.Findings == nil {
 		p.Findings = []check.Finding{}
 	}
 	p.markFindings()

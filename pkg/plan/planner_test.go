@@ -178,6 +178,16 @@ func TestBuildBlockers(t *testing.T) {
 	emptyDir := pod("ns", "cache", "old-0", "cache", "ReplicaSet/cache-1")
 	emptyDir.Spec.Volumes = []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	web := func(name, node string) corev1.Pod { return pod("ns", name, node, "web", "ReplicaSet/web-1") }
+	webPDB := []policyv1.PodDisruptionBudget{pdb("ns", "web", "web", 1)}
+	selecting := func(sel map[string]string, affinity *corev1.Affinity) corev1.Pod {
+		p := web("web-1", "old-0")
+		p.Spec.NodeSelector, p.Spec.Affinity = sel, affinity
+		return p
+	}
+	onImage := func(image string) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: imageKey, Operator: corev1.NodeSelectorOpIn, Values: []string{image}}}}}}}}
+	}
 
 	tests := []struct {
 		name   string
@@ -196,6 +206,12 @@ func TestBuildBlockers(t *testing.T) {
 		{name: "emptyDir blocks without --delete-emptydir-data", pods: []corev1.Pod{emptyDir, pod("ns", "cache-2", "new-0", "cache", "ReplicaSet/cache-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "cache", "cache", 1)}, want: []string{check.CheckEmptyDirData}, pods0: 1},
 		{name: "emptyDir allowed", pods: []corev1.Pod{emptyDir, pod("ns", "cache-2", "new-0", "cache", "ReplicaSet/cache-1")}, pdbs: []policyv1.PodDisruptionBudget{pdb("ns", "cache", "cache", 1)}, emptyD: true, pods0: 1},
 		{name: "daemonset, mirror and finished pods are left alone", pods: []corev1.Pod{ds, mirror, done}, pods0: 0},
+		{name: "pod pinned to its outdated node by hostname", pods: []corev1.Pod{selecting(map[string]string{corev1.LabelHostname: "old-0"}, nil), web("web-2", "new-0")}, pdbs: webPDB,
+			want: []string{check.CheckPodCannotMove}, pods0: 1},
+		{name: "pod selecting its zone moves to the replacement", pods: []corev1.Pod{selecting(map[string]string{ZoneLabel: "a"}, nil), web("web-2", "new-0")}, pdbs: webPDB, pods0: 1},
+		{name: "pod requiring the target image moves to the replacement", pods: []corev1.Pod{selecting(nil, onImage("ami-new")), web("web-2", "new-0")}, pdbs: webPDB, pods0: 1},
+		// other-0, of another group, runs the old image and stays.
+		{name: "pod requiring the old image moves to another group's node", pods: []corev1.Pod{selecting(nil, onImage("ami-old")), web("web-2", "new-0")}, pdbs: webPDB, pods0: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -176,7 +176,7 @@ func WriteFindings(w io.Writer, findings []check.Finding, color output.Colorizer
 		} else {
 			sev = color.Yellow(sev)
 		}
-		if err := t.Append(sev, f.Check, f.Kind+"/"+f.Namespace+"/"+f.Name, fmt.Sprint(len(f.Nodes)), f.Message, f.Fix); err != nil {
+		if err := t.Append(sev, f.Check, f.Object(), fmt.Sprint(len(f.Nodes)), f.Message, f.Fix); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -331,15 +332,54 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 		return nil, err
 	}
 	in.Provider = cloud.NoneName
+	var notes []string
 	if c != nil {
 		in.Provider = c.Name()
-		if in.Cloud, err = o.openCloud(ctx, c, nodes); err != nil {
+		in.Cloud, err = o.openCloud(ctx, c, nodes)
+		switch {
+		case err == nil:
+		case o.Provider == "" && !o.Cloud.Given() && errors.Is(err, cloud.ErrNoGroup) && len(o.targetLabels) > 0:
+			// Detected from the provider IDs, but no group of the cloud
+			// has them (Karpenter's, standalone): nodes are only deleted.
+			notes = append(notes, fmt.Sprintf("provider none: the nodes are %s machines of no group (%v), so their Node objects are deleted and the machines left to whoever made them", c.Name(), err))
+			in.Provider, in.Cloud, c = cloud.NoneName, nil, nil
+		case o.Provider == "" && !o.Cloud.Given():
+			return nil, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs: --provider none with --target-label replaces the nodes without it)", err, c.Name())
+		default:
 			return nil, err
 		}
-	} else if len(o.targetLabels) == 0 && o.strategy.Needs(in) <= plan.CapRemoveNodes {
+	} else if o.Provider == cloud.NoneName {
+		if err := o.refuseNoneOnAGroup(ctx, nodes); err != nil {
+			return nil, err
+		}
+	}
+	if c == nil && len(o.targetLabels) == 0 && o.strategy.Needs(in) <= plan.CapRemoveNodes {
 		return nil, usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
 	}
-	return plan.Build(snap, in)
+	p, err := plan.Build(snap, in)
+	if p != nil {
+		p.Notes = append(p.Notes, notes...)
+	}
+	return p, err
+}
+
+// refuseNoneOnAGroup refuses --provider none on nodes whose machines a
+// cloud group keeps: deleting their Node objects would leave the machines
+// running, and the group would not replace them. When the cloud cannot be
+// asked (no credentials), the nodes are taken as the user says.
+func (o *PlanOptions) refuseNoneOnAGroup(ctx context.Context, nodes []corev1.Node) error {
+	name := cloud.Detect(nodes)
+	c, ok := cloud.Lookup(name)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cg, _, err := c.Open(ctx, o.client, nodes, o.Cloud)
+	if err != nil || cg == nil {
+		return nil
+	}
+	return usageErrorf("the nodes are machines of %s %q: --provider none would delete their Node objects and leave the machines running; use --provider %s", cg.GroupKind, cg.Name, name)
 }
 
 // openCloud reads the node group's cloud group and the target, and keeps

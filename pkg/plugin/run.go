@@ -356,13 +356,19 @@ func (o *RunOptions) refuseBlockers(p *plan.Plan) error {
 		return nil
 	}
 	var left []string
+	var only check.Finding
 	for _, f := range p.Blockers() {
 		if !slices.Contains(o.IgnoreChecks, f.Check) {
-			left = append(left, fmt.Sprintf("%s (%s %q)", f.Check, f.Kind, f.Namespace+"/"+f.Name))
+			left = append(left, fmt.Sprintf("%s (%s)", f.Check, f.Object()))
+			only = f
 		}
 	}
-	if len(left) == 0 {
+	switch len(left) {
+	case 0:
 		return nil
+	case 1:
+		// One blocker: say it whole, with its fix.
+		return usageErrorf("refusing to run: %s: %s; %s, or use --ignore-check %s or --force", left[0], only.Message, only.Fix, only.Check)
 	}
 	return usageErrorf("refusing to run: %d blockers: %s; fix them, or use --ignore-check NAME or --force", len(left), strings.Join(left, ", "))
 }

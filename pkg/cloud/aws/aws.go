@@ -23,6 +23,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -247,7 +248,7 @@ func (p *Provider) FindGroup(ctx context.Context, instanceIDs []string) (*Group,
 	}
 	switch len(byGroup) {
 	case 0:
-		return nil, inputErrorf("instances %s belong to no Auto Scaling group; use --asg", quoteList(instanceIDs))
+		return nil, &Error{msg: fmt.Sprintf("instances %s belong to no Auto Scaling group; use --asg", quoteList(instanceIDs)), err: cloud.ErrNoGroup, input: true}
 	case 1:
 		for name := range byGroup {
 			return p.Group(ctx, name)

@@ -61,6 +61,9 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := refuseManaged(g); err != nil {
+		return nil, nil, err
+	}
 	target, err := provider.ResolveTarget(ctx, g, t.Image, t.Version)
 	if err != nil {
 		return nil, nil, err
@@ -89,6 +92,21 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 		cg.TargetVersion = plan.NewVersion
 	}
 	return cg, &NodeGroup{Provider: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version}, nil
+}
+
+// EKSNodegroupTag marks the Auto Scaling group of an EKS managed node
+// group, whose value is the node group's name.
+const EKSNodegroupTag = "eks:nodegroup-name"
+
+// refuseManaged refuses the group of an EKS managed node group: EKS owns
+// its launch template, and a version pointed at it behind EKS's back makes
+// the node group degraded (Ec2LaunchTemplateVersionMismatch).
+func refuseManaged(g *Group) error {
+	t, ok := g.Tags[EKSNodegroupTag]
+	if !ok {
+		return nil
+	}
+	return inputErrorf("auto scaling group %q belongs to EKS managed node group %q, which EKS upgrades itself: use \"aws eks update-nodegroup-version --cluster-name CLUSTER --nodegroup-name %s\"", g.Name, t.Value, t.Value)
 }
 
 // machineState maps Auto Scaling's lifecycle states to the neutral ones:

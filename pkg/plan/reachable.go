@@ -1,0 +1,131 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+)
+
+// What plan proves before a run starts: that the target can be reached and
+// that every pod to move has somewhere to go. Each is a blocker finding, so
+// plan shows it and run refuses it (exit 2) before anything changes.
+
+// unreachableTarget finds target labels the cloud target cannot give: the
+// nodes that already run the target version (or, for EKS's image label,
+// the target image) carry other values, so the new nodes would too, and
+// the run would replace nodes forever towards labels nothing sets.
+func unreachableTarget(group []corev1.Node, in Input) []check.Finding {
+	cg := in.Cloud
+	if cg == nil || len(in.TargetLabels) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(in.TargetLabels))
+	for k := range in.TargetLabels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []check.Finding
+	for _, k := range keys {
+		want := in.TargetLabels[k]
+		got, from := "", ""
+		if k == EKSImageLabel && cg.TargetImage != "" && cg.TargetImage != want {
+			got, from = cg.TargetImage, "its image"
+		}
+		for i := range group {
+			n := &group[i]
+			m, ok := cg.Nodes[n.Name]
+			if got != "" || !ok || m.Leaving() || cg.TargetVersion == NewVersion || m.Template != cg.Template || m.Version != cg.TargetVersion {
+				continue
+			}
+			if v := n.Labels[k]; v != want {
+				got, from = v, fmt.Sprintf("node %q, which runs it,", n.Name)
+			}
+		}
+		if got == "" && from == "" {
+			continue
+		}
+		out = append(out, check.Finding{
+			Check: check.CheckUnreachableTarget, Severity: check.Blocker, Kind: "NodeGroup", Name: in.NodeGroup,
+			Message: fmt.Sprintf("--target-label %s=%s cannot be reached: the target is %s %s version %s, and %s has %s=%s", k, want, cg.TemplateKind, cg.Template, cg.TargetVersion, from, k, orNone(got)),
+			Fix:     "give the target itself (--ami or --launch-template-version), or the labels its nodes carry",
+		})
+	}
+	return out
+}
+
+// pinnedPods finds the pods of outdated nodes that fit no other node: their
+// node selector or required node affinity matches no node that stays, and
+// not the nodes the run brings either (taken to look like the pod's node
+// with the target labels and a name of their own). Their drain would wait
+// until --drain-timeout for nothing.
+func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev1.Pod, in Input) []check.Finding {
+	gone := make(map[string]bool, len(outdated))
+	for _, n := range outdated {
+		gone[n] = true
+	}
+	byName := make(map[string]*corev1.Node, len(snap.Nodes))
+	var staying []*corev1.Node
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		byName[n.Name] = n
+		if !gone[n.Name] {
+			staying = append(staying, n)
+		}
+	}
+	var out []check.Finding
+	for _, name := range slices.Sorted(slices.Values(outdated)) {
+		node := byName[name]
+		if node == nil {
+			continue
+		}
+		replacement := node.DeepCopy()
+		replacement.Name = name + "-replacement"
+		replacement.Labels[corev1.LabelHostname] = replacement.Name
+		for k, v := range in.TargetLabels {
+			replacement.Labels[k] = v
+		}
+		for _, pod := range podsByNode[name] {
+			if len(pod.Spec.NodeSelector) == 0 && (pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil) {
+				continue
+			}
+			affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+			if ok, _ := affinity.Match(replacement); ok {
+				continue
+			}
+			if slices.ContainsFunc(staying, func(n *corev1.Node) bool { ok, _ := affinity.Match(n); return ok }) {
+				continue
+			}
+			kind, ns, wname := check.WorkloadOf(pod, nil)
+			out = append(out, check.Finding{
+				Check: check.CheckPodCannotMove, Severity: check.Blocker, Kind: kind, Namespace: ns, Name: wname, Nodes: []string{name},
+				Message: fmt.Sprintf("pod %q selects nodes (%s) that only outdated node %q matches: evicted, it can run nowhere", ns+"/"+pod.Name, selectorText(pod), name),
+				Fix:     "let it run on other nodes (node selector, required node affinity), or leave the node out of the group",
+			})
+		}
+	}
+	return out
+}
+
+// selectorText says briefly how a pod chooses its nodes.
+func selectorText(pod *corev1.Pod) string {
+	var parts []string
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range pod.Spec.NodeSelector {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		parts = append(parts, k+"="+pod.Spec.NodeSelector[k])
+	}
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		parts = append(parts, "required node affinity")
+	}
+	return strings.Join(parts, ", ")
+}
