@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
@@ -78,7 +79,21 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 			staying = append(staying, n)
 		}
 	}
-	var out []check.Finding
+	rsOwner := map[string]string{}
+	for i := range snap.ReplicaSets {
+		rs := &snap.ReplicaSets[i]
+		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" {
+			rsOwner[rs.Namespace+"/"+rs.Name] = ref.Name
+		}
+	}
+	// One finding per workload, as the audit reports them.
+	type pinned struct {
+		finding check.Finding
+		pods    int
+		example *corev1.Pod
+	}
+	byWorkload := map[string]*pinned{}
+	var order []string
 	for _, name := range slices.Sorted(slices.Values(outdated)) {
 		node := byName[name]
 		if node == nil {
@@ -86,6 +101,9 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 		}
 		replacement := node.DeepCopy()
 		replacement.Name = name + "-replacement"
+		if replacement.Labels == nil {
+			replacement.Labels = map[string]string{}
+		}
 		replacement.Labels[corev1.LabelHostname] = replacement.Name
 		for k, v := range in.TargetLabels {
 			replacement.Labels[k] = v
@@ -101,15 +119,37 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 			if slices.ContainsFunc(staying, func(n *corev1.Node) bool { ok, _ := affinity.Match(n); return ok }) {
 				continue
 			}
-			kind, ns, wname := check.WorkloadOf(pod, nil)
-			out = append(out, check.Finding{
-				Check: check.CheckPodCannotMove, Severity: check.Blocker, Kind: kind, Namespace: ns, Name: wname, Nodes: []string{name},
-				Message: fmt.Sprintf("pod %q selects nodes (%s) that only outdated node %q matches: evicted, it can run nowhere", ns+"/"+pod.Name, selectorText(pod), name),
-				Fix:     "let it run on other nodes (node selector, required node affinity), or leave the node out of the group",
-			})
+			kind, ns, wname := check.WorkloadOf(pod, rsOwner)
+			key := kind + "/" + ns + "/" + wname
+			w := byWorkload[key]
+			if w == nil {
+				w = &pinned{finding: check.Finding{Check: check.CheckPodCannotMove, Severity: check.Blocker, Kind: kind, Namespace: ns, Name: wname}, example: pod}
+				byWorkload[key] = w
+				order = append(order, key)
+			}
+			w.pods++
+			if !slices.Contains(w.finding.Nodes, name) {
+				w.finding.Nodes = append(w.finding.Nodes, name)
+			}
 		}
 	}
+	var out []check.Finding
+	for _, key := range order {
+		w := byWorkload[key]
+		f := w.finding
+		f.Message = fmt.Sprintf("%d pods (%q among them) select nodes (%s) that only outdated nodes %s match: evicted, they can run nowhere", w.pods, w.example.Namespace+"/"+w.example.Name, selectorText(w.example), quoteNames(f.Nodes))
+		f.Fix = "let them run on other nodes (node selector, required node affinity), or leave those nodes out of the group"
+		out = append(out, f)
+	}
 	return out
+}
+
+func quoteNames(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // selectorText says briefly how a pod chooses its nodes.
