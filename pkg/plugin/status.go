@@ -558,7 +558,7 @@ func watchEnd(s RunStatus) error {
 	case StatusFailed:
 		return &watchEnded{fmt.Sprintf("the run on %q failed: %s", g, output.OneLine(s.LastError, 0)), ExitFailure}
 	}
-	return &watchEnded{fmt.Sprintf("the run on %q stopped before it finished (%s); run the same command again, or \"kubectl nodeupgrade resume %s\"", g, s.Status, g), ExitFailure}
+	return &watchEnded{fmt.Sprintf("the run on %q stopped before it finished (%s); run the same command again or \"kubectl nodeupgrade resume %s\", or put the group back in service with \"kubectl nodeupgrade abort %s\"", g, s.Status, g, g), ExitFailure}
 }
 
 // shortLivedLine says how many of the nodes a short-lived run left running
