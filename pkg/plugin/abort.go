@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
@@ -35,6 +36,7 @@ type AbortOptions struct {
 
 	// pollInterval is how often --wait looks whether the run has stopped.
 	pollInterval time.Duration
+	client       kubernetes.Interface // set by tests; else from the connection flags
 }
 
 const abortExample = `  # Put node group "demo" back in service, whatever its run was doing
@@ -112,7 +114,7 @@ func (o *AbortOptions) Validate() error {
 // the group back in service.
 func (o *AbortOptions) Run(ctx context.Context) error {
 	po := &PlanOptions{configFlags: o.configFlags, IOStreams: o.IOStreams, StateNamespace: o.StateNamespace}
-	po.NodeGroup, po.Selector = o.NodeGroup, o.Selector
+	po.NodeGroup, po.Selector, po.client = o.NodeGroup, o.Selector, o.client
 	if err := po.connect(); err != nil {
 		return err
 	}

@@ -154,10 +154,16 @@ func (e *Engine) releaseNodes(ctx context.Context, nodes []*corev1.Node) error {
 // restoreSizes brings the cloud side back to what the record says it was.
 func (e *Engine) restoreSizes(ctx context.Context) error {
 	cr := e.cfg.Record.Cloud
-	if e.group == nil || cr == nil {
-		if e.group != nil {
-			e.logf("nothing recorded of %s %q: its sizes are left as they are", e.groupKind(), e.group.GroupName())
-		}
+	switch {
+	case e.group == nil && cr != nil && cr.Original != nil:
+		// A record of an older version, with no request to open the group.
+		e.note = joinNote(e.note, fmt.Sprintf("the run recorded the sizes of %s %q before it (%s) but not how to reach the group: set them by hand", cr.GroupKind, cr.Group, *cr.Original))
+		e.logf("%s", e.note)
+		return nil
+	case e.group == nil:
+		return nil
+	case cr == nil:
+		e.logf("nothing recorded of %s %q: its sizes are left as they are", e.groupKind(), e.group.GroupName())
 		return nil
 	}
 	if e.traits.WholeGroup {
