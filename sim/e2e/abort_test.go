@@ -109,10 +109,10 @@ func TestAbortAWS(t *testing.T) {
 	}
 }
 
-// TestAbortLabelPath aborts a run with provider none killed after it
-// tainted the group, and refuses, then stops, a live one.
+// TestAbortLabelPath aborts a run with provider none killed in its first
+// drain, and refuses, then stops, a live one.
 func TestAbortLabelPath(t *testing.T) {
-	t.Run("after SIGKILL in Taint", func(t *testing.T) {
+	t.Run("after SIGKILL mid-drain", func(t *testing.T) {
 		const name = "abort-label"
 		setupGroup(t, name, 4, 2, scenario.App{Name: "web", Replicas: 6, MinAvailable: num(4)})
 		ctx := testContext(t, 5*time.Minute)
