@@ -114,7 +114,7 @@ func registerCompletions(root *cobra.Command, src completionSource) {
 			return
 		}
 		switch c.Name() {
-		case "plan", "run", "check":
+		case "plan", "run", "check", "abort":
 			c.ValidArgsFunction = nodeGroupNames(src)
 		case "status", "cancel", "resume", "rollback", "complete":
 			c.ValidArgsFunction = recordedGroupNames(src)

@@ -145,7 +145,7 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 			return o.rollbackInPlace(ctx, rec, alive)
 		case plan.RollbackNone:
 			names := plan.RollbackStrategies()
-			return usageErrorf("cannot roll back: the run on %q uses strategy %q; rollback supports %s and %s", o.NodeGroup, rec.Strategy, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+			return usageErrorf("cannot roll back: the run on %q uses strategy %q; rollback supports %s and %s; \"kubectl nodeupgrade abort %s\" puts the group back in service", o.NodeGroup, rec.Strategy, strings.Join(names[:len(names)-1], ", "), names[len(names)-1], o.NodeGroup)
 		}
 		if phase == plan.PhaseDeleteBlue || phase == plan.PhaseRollback && alive {
 			return usageErrorf("cannot roll back: the run on %q is in phase %s", o.NodeGroup, phase)
@@ -224,7 +224,7 @@ func (o *ControlOptions) rollbackInPlace(ctx context.Context, rec *state.Record,
 		return usageErrorf("cannot roll back: the run on %q is alive (%s); cancel it first", o.NodeGroup, rec.Holder)
 	}
 	if rec.Cloud == nil || rec.Cloud.FromVersion == "" {
-		return usageErrorf("cannot roll back: the run on %q recorded no launch template version to go back to (provider none, or it stopped before Setup)", o.NodeGroup)
+		return usageErrorf("cannot roll back: the run on %q recorded no launch template version to go back to (provider none, or it stopped before Setup); \"kubectl nodeupgrade abort %s\" puts the group back in service", o.NodeGroup, o.NodeGroup)
 	}
 	req, err := o.recordedRequest(rec)
 	if err != nil {

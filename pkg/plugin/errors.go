@@ -87,7 +87,7 @@ func PrintError(w io.Writer, err error) int {
 	}
 	msg := err.Error()
 	if errors.Is(err, context.Canceled) {
-		msg = "interrupted; run the same command again to finish the upgrade"
+		msg = "interrupted; run the same command again to finish, or put the group back in service with \"kubectl nodeupgrade abort\""
 	}
 	fmt.Fprintf(w, "error: %s\n", msg)
 	return ExitCode(err)

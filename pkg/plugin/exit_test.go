@@ -190,7 +190,8 @@ func TestExitCodeOfWatchedRun(t *testing.T) {
 		{StatusPaused, ExitPaused},
 		{StatusSoaking, ExitPaused},
 		{StatusFailed, ExitFailure},
-		{StatusAborted, ExitFailure},
+		{StatusInterrupted, ExitFailure},
+		{StatusAborted, ExitOK},
 	}
 	for _, tc := range tests {
 		t.Run(tc.status, func(t *testing.T) {

@@ -52,6 +52,7 @@ Review the plan first with "kubectl nodeupgrade plan", then run it.`,
 		NewCmdControl("resume", configFlags, streams),
 		NewCmdControl("rollback", configFlags, streams),
 		NewCmdControl("complete", configFlags, streams),
+		NewCmdAbort(configFlags, streams),
 		NewCmdVersion(streams),
 	)
 	explainConnectionErrors(cmd, configFlags)

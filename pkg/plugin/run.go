@@ -275,7 +275,7 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	if req, err := requests.Pending(ctx); err != nil {
 		return err
 	} else if req == state.RequestCancel && rec.FinishedAt == nil {
-		return usageErrorf("node group %q is paused (cancel) in phase %s; continue with \"kubectl nodeupgrade resume %s\", or undo with rollback", group, rec.Phase, group)
+		return usageErrorf("node group %q is paused (cancel) in phase %s; continue with \"kubectl nodeupgrade resume %s\", undo with rollback, or put it back in service with \"kubectl nodeupgrade abort %s\"", group, rec.Phase, group, group)
 	}
 	if rec.Cloud != nil && (o.cloudGroup == nil || rec.Cloud.Group != o.cloudGroup.GroupName()) {
 		return usageErrorf("node group %q has an unfinished run on %s group %q; finish it with the same --provider and --asg", group, rec.Cloud.Provider, rec.Cloud.Group)

@@ -32,7 +32,8 @@ const (
 	StatusRollingBack = "rolling back" // alive, undoing the upgrade
 	StatusRolledBack  = "rolled back"  // the rollback finished
 	StatusFinished    = "finished"     // the upgrade finished
-	StatusAborted     = "aborted"      // stopped by Ctrl-C, SIGTERM or a kill before it finished; run it again
+	StatusAborted     = "aborted"      // put back in service by the abort command before it finished
+	StatusInterrupted = "interrupted"  // stopped by Ctrl-C, SIGTERM or a kill before it finished; run it again
 	StatusFailed      = "failed"       // stopped by an error (LAST ERROR says why); fix it and run again
 )
 
@@ -121,15 +122,16 @@ default without NODEGROUP). STATUS says what the run is doing or how it ended:
   soaking                          blue/green soak (alive, or left with --no-wait)
   soak over                        left soaking and the soak has ended: resume
   paused                           stopped by cancel: resume continues it
-  aborted                          stopped by Ctrl-C or a kill: run it again
+  interrupted                      stopped by Ctrl-C or a kill: run it again
   failed                           stopped by an error, LAST ERROR says why
   finished, rolled back            done
+  aborted                          put back in service by "abort", not upgraded
 
 ELAPSED stops with the run. BATCH is shown in the phases that work on a
 batch. LAST ERROR is cut to one line; -o yaml or json has all of it. With -w,
 status prints a line at each change of the run until it stops, and exits
-as the run did: 0 finished or rolled back, 8 paused or soaking, 4 failed or
-aborted.`,
+as the run did: 0 finished, rolled back or aborted, 8 paused or soaking, 4
+failed or interrupted.`,
 		Example: statusExample,
 		Args:    argsAtMost(1, "at most one NODEGROUP"),
 		RunE:    runE(o),
@@ -253,12 +255,15 @@ func describeRun(r *state.Record, alive bool, request string, now time.Time) Run
 		if rolledBack(r) {
 			s.Status = StatusRolledBack
 		}
+		if r.AbortedAt != nil {
+			s.Status = StatusAborted
+		}
 	// The run clears LastError when it starts and writes it when it stops,
 	// before it gives the lock up: an error means the run is over.
 	case r.LastError != "":
 		s.Status = StatusFailed
 		if interrupted(r.LastError) {
-			s.Status = StatusAborted
+			s.Status = StatusInterrupted
 		}
 	case alive:
 		switch {
@@ -281,7 +286,7 @@ func describeRun(r *state.Record, alive bool, request string, now time.Time) Run
 	default:
 		// Neither finished nor stopped by an error, and no process holds the
 		// lock: killed (kill -9, a lost machine) before it could say why.
-		s.Status = StatusAborted
+		s.Status = StatusInterrupted
 	}
 	if r.FinishedAt == nil && !alive && !r.UpdatedAt.IsZero() {
 		end = r.UpdatedAt // frozen at the run's last word
@@ -544,7 +549,7 @@ func (e *watchEnded) exitCode() int { return e.code }
 func watchEnd(s RunStatus) error {
 	g := s.NodeGroup
 	switch s.Status {
-	case StatusFinished, StatusRolledBack:
+	case StatusFinished, StatusRolledBack, StatusAborted:
 		return nil
 	case StatusPaused:
 		return &watchEnded{fmt.Sprintf("the run on %q is paused; continue it with \"kubectl nodeupgrade resume %s\"", g, g), ExitPaused}
@@ -553,7 +558,7 @@ func watchEnd(s RunStatus) error {
 	case StatusFailed:
 		return &watchEnded{fmt.Sprintf("the run on %q failed: %s", g, output.OneLine(s.LastError, 0)), ExitFailure}
 	}
-	return &watchEnded{fmt.Sprintf("the run on %q stopped before it finished (%s); run the same command again, or \"kubectl nodeupgrade resume %s\"", g, s.Status, g), ExitFailure}
+	return &watchEnded{fmt.Sprintf("the run on %q stopped before it finished (%s); run the same command again or \"kubectl nodeupgrade resume %s\", or put the group back in service with \"kubectl nodeupgrade abort %s\"", g, s.Status, g, g), ExitFailure}
 }
 
 // shortLivedLine says how many of the nodes a short-lived run left running

@@ -53,11 +53,14 @@ func TestDescribeRun(t *testing.T) {
 		}, false, "", StatusPaused, 4 * time.Minute},
 		{"dead run marked paused by cancel", nil, false, state.RequestCancel, StatusPaused, 4 * time.Minute},
 		{"resumed run with an old pause note", func(r *state.Record) { r.Note = "paused by cancel in phase Cordon" }, true, "", StatusRunning, 10 * time.Minute},
-		{"Ctrl-C", func(r *state.Record) { r.LastError = "context canceled" }, false, "", StatusAborted, 4 * time.Minute},
-		{"Ctrl-C, lock not yet given up", func(r *state.Record) { r.LastError = "context canceled" }, true, "", StatusAborted, 10 * time.Minute},
-		{"killed", nil, false, "", StatusAborted, 4 * time.Minute},
+		{"Ctrl-C", func(r *state.Record) { r.LastError = "context canceled" }, false, "", StatusInterrupted, 4 * time.Minute},
+		{"Ctrl-C, lock not yet given up", func(r *state.Record) { r.LastError = "context canceled" }, true, "", StatusInterrupted, 10 * time.Minute},
+		{"killed", nil, false, "", StatusInterrupted, 4 * time.Minute},
 		{"failed drain", func(r *state.Record) { r.LastError = "batch 2: pods did not leave" }, false, "", StatusFailed, 4 * time.Minute},
 		{"finished", func(r *state.Record) { r.Phase, r.FinishedAt = "Done", &finished }, false, "", StatusFinished, 9 * time.Minute},
+		{"aborted by the abort command", func(r *state.Record) {
+			r.Phase, r.FinishedAt, r.AbortedAt = "Taint", &finished, &finished
+		}, false, "", StatusAborted, 9 * time.Minute},
 		{"blue/green rolled back", func(r *state.Record) {
 			r.Phase, r.FinishedAt, r.Note = "Done", &finished, `rolled back: blue (Auto Scaling group "ng") serves again`
 		}, false, "", StatusRolledBack, 9 * time.Minute},
@@ -267,6 +270,10 @@ func TestStatusWatchFollowsTheRunToItsEnd(t *testing.T) {
 			r.Phase, r.Done, r.InFlight, r.FinishedAt = "Done", []string{"n1", "n2", "n3", "n4"}, nil, &now
 		}, ExitOK, "finished, phase Done, 4 of 9 nodes done"},
 		{"failed", func(r *state.Record) { r.LastError = "batch 2: pods did not leave" }, ExitFailure, "failed, phase Cordon, batch 2/5"},
+		{"aborted", func(r *state.Record) {
+			now := time.Now()
+			r.FinishedAt, r.AbortedAt, r.InFlight = &now, &now, nil
+		}, ExitOK, "aborted, phase Cordon"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -70,6 +70,9 @@ type Record struct {
 	// Cloud is what a run on a cloud group must not forget; nil with
 	// provider none.
 	Cloud *CloudRecord `json:"cloud,omitempty"`
+	// AbortedAt is when "abort" put the group back in service; the run is
+	// over then (FinishedAt is set too) but did not reach its target.
+	AbortedAt *time.Time `json:"abortedAt,omitempty"`
 }
 
 // CloudRecord is the cloud side of a run, written before each change it

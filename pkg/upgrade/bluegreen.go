@@ -28,7 +28,7 @@ type Control interface {
 type PausedError struct{ Phase plan.Phase }
 
 func (e *PausedError) Error() string {
-	return fmt.Sprintf("paused by cancel in phase %s; continue with resume, or undo with rollback", e.Phase)
+	return fmt.Sprintf("paused by cancel in phase %s; continue with resume, undo with rollback, or put the group back in service with abort", e.Phase)
 }
 
 // SoakingError ends a run left at its soak (--no-wait): a later run or

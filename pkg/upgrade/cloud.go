@@ -50,7 +50,7 @@ func (e *NodeCreationFailure) Error() string {
 	if e.Launched < e.Wanted {
 		parts = append(parts, fmt.Sprintf("%d of %d instances launched", e.Launched, e.Wanted))
 	}
-	return fmt.Sprintf("NodeCreationFailure: %s %q after %s: %s; nothing was drained, and the sizes before the run (%s) are recorded: fix the cause and run again (the end restores them), or raise --node-ready-timeout",
+	return fmt.Sprintf("NodeCreationFailure: %s %q after %s: %s; nothing was drained, and the sizes before the run (%s) are recorded: fix the cause and run again (the end restores them), raise --node-ready-timeout, or put the group back as it was with \"kubectl nodeupgrade abort\"",
 		e.GroupKind, e.Group, e.Timeout, strings.Join(parts, "; "), e.Original)
 }
 
@@ -582,7 +582,7 @@ func (e *Engine) drainForScaleDown(ctx context.Context, name string) error {
 		return err
 	}
 	if err := e.awaitRoom(ctx, fmt.Sprintf("scale-down: the pods of %q", name), []string{name}, sets.New(name),
-		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is"); err != nil {
+		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is, or put the group back in service with \"kubectl nodeupgrade abort\""); err != nil {
 		return err
 	}
 	if _, err := e.drainer.DrainNodes(ctx, []string{name}); err != nil {

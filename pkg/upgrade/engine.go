@@ -342,7 +342,7 @@ func (e *Engine) waitForRoom(ctx context.Context, i int) error {
 	if e.traits.OutdatedHeldOff {
 		excluded = sets.New(e.cfg.Plan.OutdatedNames()...)
 	}
-	return e.awaitRoom(ctx, e.batchLabel(i), names, excluded, fmt.Sprintf("not enough room for batch %d", i+1), "add capacity or lower --max-unavailable, then run again")
+	return e.awaitRoom(ctx, e.batchLabel(i), names, excluded, fmt.Sprintf("not enough room for batch %d", i+1), "add capacity or lower --max-unavailable, then run again, or put the group back in service with \"kubectl nodeupgrade abort\"")
 }
 
 // awaitRoom waits, up to --node-ready-timeout and driven by node and pod
@@ -469,7 +469,7 @@ func (e *Engine) waitRecovered(ctx context.Context, i int) error {
 	defer cancel()
 	err := WaitOwnersReady(wctx, e.cfg.Client, owners)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("workloads evicted in batch %d did not recover within %s: %w; re-run when they are Ready, or raise --drain-timeout", i+1, e.cfg.RecoverTimeout, err)
+		return fmt.Errorf("workloads evicted in batch %d did not recover within %s: %w; re-run when they are Ready, raise --drain-timeout, or put the group back in service with \"kubectl nodeupgrade abort\"", i+1, e.cfg.RecoverTimeout, err)
 	}
 	return err
 }

@@ -568,7 +568,7 @@ func TestWaitForRoom(t *testing.T) {
 		capacity bool
 		wantErr  string
 	}{
-		{name: "no room until --node-ready-timeout", wantErr: `not enough room for batch 1 after 300ms: pods "ns/big" (cpu 3, memory 0) fit on no schedulable node; add capacity or lower --max-unavailable, then run again`},
+		{name: "no room until --node-ready-timeout", wantErr: `not enough room for batch 1 after 300ms: pods "ns/big" (cpu 3, memory 0) fit on no schedulable node; add capacity or lower --max-unavailable, then run again, or put the group back in service with "kubectl nodeupgrade abort"`},
 		{name: "room appears while the batch waits", capacity: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

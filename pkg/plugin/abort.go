@@ -1,0 +1,317 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
+)
+
+// AbortOptions are the flags of "abort".
+type AbortOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	NodeGroup      string
+	StateNamespace string
+	Wait           bool
+	// Used only when nothing is recorded: how to find the group's nodes
+	// and the run's taint.
+	NodeGroupLabel string
+	Selector       string
+	Taint          string
+
+	// pollInterval is how often --wait looks whether the run has stopped.
+	pollInterval time.Duration
+	client       kubernetes.Interface // set by tests; else from the connection flags
+}
+
+const abortExample = `  # Put node group "demo" back in service, whatever its run was doing
+  kubectl nodeupgrade abort demo
+
+  # The run is still alive: ask it to stop, then abort once it has
+  kubectl nodeupgrade abort demo --wait`
+
+// NewCmdAbort builds "abort".
+func NewCmdAbort(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &AbortOptions{configFlags: configFlags, IOStreams: streams, pollInterval: time.Second}
+	cmd := &cobra.Command{
+		Use:   "abort NODEGROUP",
+		Short: "Put a node group back in service from any phase of its run, without upgrading it further",
+		Long: `Stop the upgrade of NODEGROUP where it is and put the group back in service:
+every node the run did not finish loses the run's taint, its cordon and the
+scale-down-disabled annotation; the sizes recorded before the run come back
+by the run's own scale-down (one node at a time, each drained honouring
+PodDisruptionBudgets; it stops if the cluster autoscaler scaled the group
+up); the lock is released and the record is marked aborted (see status).
+Nodes already upgraded stay; "rollback" is what replaces them with the
+previous version.
+
+blue-green and autoscaled-blue-green, before blue is deleted: blue is
+uncordoned and back at its sizes; a green group the run created is drained
+(its pods go back to blue) and deleted, as nothing would lead back to it
+once the run is aborted; a green given with --green-asg or --green-selector
+is left serving as it is. Refused while blue is being deleted.
+
+With no record (a first run killed before it wrote one), the nodes carrying
+the run's taint are untainted and uncordoned: --nodegroup-label, -l and
+--taint say how to find them, as they did for the run.
+
+A live run is not aborted under its feet: abort refuses, or with --wait asks
+it to stop (as cancel does) and goes on once it has. Exits 0 when the group
+is back in service.`,
+		Example: abortExample,
+		Args:    argsAtMost(1, "one NODEGROUP"),
+		RunE:    runE(o),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record and lock")
+	f.BoolVar(&o.Wait, "wait", false, "If a run is alive, ask it to stop at its next safe point (as cancel does) and abort once it has")
+	f.StringVar(&o.NodeGroupLabel, "nodegroup-label", "", "With no record: label key whose value is the node group name (default: detected)")
+	f.StringVarP(&o.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP, as the run did")
+	f.StringVar(&o.Taint, "taint", "", "With no record: the taint the run put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
+	return cmd
+}
+
+// Complete reads NODEGROUP.
+func (o *AbortOptions) Complete(_ *cobra.Command, args []string) error {
+	if len(args) == 1 {
+		o.NodeGroup = args[0]
+	}
+	return nil
+}
+
+// Validate checks the flags before the cluster is touched.
+func (o *AbortOptions) Validate() error {
+	switch {
+	case o.NodeGroup == "" && o.Selector == "":
+		return usageErrorf("missing NODEGROUP: give the node group whose run to abort, or -l/--selector")
+	case o.NodeGroup != "" && o.Selector != "":
+		return usageErrorf("both NODEGROUP %q and --selector given: use one", o.NodeGroup)
+	}
+	if o.Taint != "" {
+		if _, err := plan.ParseTaint(o.Taint); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run refuses a live run (or stops it, --wait), takes the lock, and puts
+// the group back in service.
+func (o *AbortOptions) Run(ctx context.Context) error {
+	po := &PlanOptions{configFlags: o.configFlags, IOStreams: o.IOStreams, StateNamespace: o.StateNamespace}
+	po.NodeGroup, po.Selector, po.client = o.NodeGroup, o.Selector, o.client
+	if err := po.connect(); err != nil {
+		return err
+	}
+	group := po.recordName()
+	store := &state.Store{Client: po.client, Namespace: o.StateNamespace}
+	requests := &state.Requests{Store: store, Group: group}
+	rec, err := store.Load(ctx, group)
+	if err != nil {
+		return err
+	}
+	probe := &ControlOptions{NodeGroup: group, StateNamespace: o.StateNamespace}
+	if probe.holderAlive(ctx, po, rec) {
+		if rec, err = o.stopLiveRun(ctx, po, probe, store, requests, rec, group); err != nil {
+			return err
+		}
+	}
+	var finished *state.Record
+	if rec != nil && rec.FinishedAt != nil {
+		// Over already: nothing recorded to undo, but its taint may be
+		// found on nodes (a run towards another target left it).
+		fmt.Fprintf(o.Out, "the last run on %q is over; looking for anything left on its nodes\n", group)
+		finished, rec = rec, nil
+	}
+	if rec != nil && plan.Phase(rec.Phase) == plan.PhaseDeleteBlue {
+		return usageErrorf("cannot abort: the run on %q is deleting blue, which cannot be stopped or undone; finish it with \"kubectl nodeupgrade resume %s\"", group, group)
+	}
+
+	holder := state.HolderIdentity()
+	lock := &state.Lock{Client: po.client, Namespace: o.StateNamespace, Group: group, Holder: holder, Duration: lockDuration}
+	if err := lock.Acquire(ctx); err != nil {
+		return err
+	}
+	cleanupCtx := context.WithoutCancel(ctx)
+	defer func() { _ = lock.Release(cleanupCtx) }()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go lock.KeepAlive(ctx, func(err error) { cancel(err) })
+
+	cfg, err := o.engineConfig(ctx, po, rec, finished)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		cfg.Record, cfg.Save = rec, func(ctx context.Context) error { return store.Save(ctx, rec) }
+	} else {
+		cfg.Record = &state.Record{NodeGroup: group} // not saved: there is nothing to mark
+	}
+	engine, err := upgrade.New(cfg)
+	if err != nil {
+		return err
+	}
+	err = engine.Abort(ctx)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	if err != nil {
+		if rec != nil {
+			rec.LastError = "abort: " + err.Error()
+			_ = store.Save(cleanupCtx, rec)
+		}
+		return fmt.Errorf("%w; the group is not fully back in service: fix the cause and run \"kubectl nodeupgrade abort %s\" again", err, group)
+	}
+	if rec != nil {
+		now := time.Now().UTC().Truncate(time.Second)
+		rec.AbortedAt, rec.FinishedAt, rec.InFlight, rec.LastError = &now, &now, nil, ""
+		rec.Note = fmt.Sprintf("aborted in phase %s", rec.Phase)
+		if n := engine.Note(); n != "" {
+			rec.Note += ": " + n
+		}
+		if err := requests.Clear(cleanupCtx); err != nil {
+			return err
+		}
+		if err := store.Save(cleanupCtx, rec); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "node group %q is back in service; its run is marked aborted (%s)\n", group, rec.Note)
+		return nil
+	}
+	if n := engine.Note(); n != "" {
+		fmt.Fprintln(o.Out, n)
+	}
+	fmt.Fprintf(o.Out, "node group %q is back in service; no run was recorded, so no size was changed\n", group)
+	return nil
+}
+
+// stopLiveRun refuses to abort a live run, or with --wait asks it to
+// stop, as cancel does, and waits until its lock is free. It returns the
+// record as the stopped run left it.
+func (o *AbortOptions) stopLiveRun(ctx context.Context, po *PlanOptions, probe *ControlOptions, store *state.Store, requests *state.Requests, rec *state.Record, group string) (*state.Record, error) {
+	holder := "another process"
+	if rec != nil && rec.Holder != "" {
+		holder = rec.Holder
+	}
+	if rec != nil && plan.Phase(rec.Phase) == plan.PhaseDeleteBlue {
+		return nil, usageErrorf("cannot abort: the run on %q (%s) is deleting blue, which cannot be stopped or undone; let it finish", group, holder)
+	}
+	if !o.Wait {
+		return nil, usageErrorf("cannot abort: the run on %q is alive (%s); stop it with \"kubectl nodeupgrade cancel %s\" first, or use abort --wait to stop it and abort once it has stopped", group, holder, group)
+	}
+	if err := requests.Send(ctx, state.RequestCancel); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Out, "asked the run on %q (%s) to stop at its next safe point; waiting for it to stop\n", group, holder)
+	for probe.holderAlive(ctx, po, rec) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(o.pollInterval):
+		}
+	}
+	return store.Load(ctx, group)
+}
+
+// engineConfig is the configuration abort runs the engine with: the plan
+// made again from the recorded request (as resume and rollback do), or,
+// with no record, just the group's nodes and the run's taint.
+func (o *AbortOptions) engineConfig(ctx context.Context, po *PlanOptions, rec, finished *state.Record) (upgrade.Config, error) {
+	req := plan.Request{DrainTimeout: 15 * time.Minute, PostDrainWait: 60 * time.Second, NodeReadyTimeout: 15 * time.Minute}
+	var p *plan.Plan
+	var provider cloud.Provider = &cloud.None{Client: po.client}
+	if rec != nil && rec.Request != nil {
+		_, ro := newCmdRun(o.configFlags, o.IOStreams)
+		ro.client, ro.context = po.client, po.context
+		ro.Request, ro.StateNamespace, ro.Yes = *rec.Request, o.StateNamespace, true
+		ro.PlanFile = "" // the group and its nodes are all abort needs of it
+		if err := ro.Validate(); err != nil {
+			return upgrade.Config{}, err
+		}
+		var err error
+		if p, err = ro.buildPlan(ctx); err != nil {
+			return upgrade.Config{}, fmt.Errorf("cannot abort: error when reading node group %q as its run recorded it: %w", po.recordName(), err)
+		}
+		if rec.Cloud != nil && (ro.cloudGroup == nil || ro.cloudGroup.GroupName() != rec.Cloud.Group) {
+			return upgrade.Config{}, fmt.Errorf("cannot abort: the run recorded %s group %q, which the nodes of %q no longer lead to; its sizes cannot be restored", rec.Cloud.Provider, rec.Cloud.Group, po.recordName())
+		}
+		if ro.cloudGroup != nil {
+			provider = ro.cloudGroup
+			if bg, ok := ro.cloudGroup.(cloud.BlueGreen); ok && rec.Cloud != nil && rec.Cloud.Green != "" {
+				bg.UseGreen(rec.Cloud.Green)
+			}
+		}
+		req = ro.Request
+	} else {
+		// How the run found its nodes and which taint it put: the flags,
+		// or the last finished run's record.
+		po.NodeGroupLabel, po.Taint = o.NodeGroupLabel, o.Taint
+		if finished != nil && finished.Request != nil {
+			if po.NodeGroupLabel == "" {
+				po.NodeGroupLabel = finished.Request.NodeGroupLabel
+			}
+			if po.Taint == "" {
+				po.Taint = finished.Request.Taint
+			}
+		}
+		if po.Taint != "" {
+			t, err := plan.ParseTaint(po.Taint)
+			if err != nil {
+				return upgrade.Config{}, err
+			}
+			po.taint = &t
+		}
+		nodes, err := po.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return upgrade.Config{}, fmt.Errorf("error when listing nodes: %w", err)
+		}
+		in, err := po.input(plan.Snapshot{Nodes: nodes.Items})
+		if err != nil {
+			return upgrade.Config{}, err
+		}
+		p = &plan.Plan{NodeGroup: in.NodeGroup, NodeGroupLabel: in.NodeGroupLabel, Selector: in.Selector, Strategy: plan.DefaultStrategy, Taint: plan.TaintString(in.Taint)}
+		if rec != nil && rec.Strategy != "" {
+			p.Strategy = rec.Strategy
+		}
+	}
+	taint, err := plan.ParseTaint(p.Taint)
+	if err != nil {
+		return upgrade.Config{}, err
+	}
+	traits := p.Traits()
+	return upgrade.Config{
+		Client: po.client,
+		Plan:   p,
+		Taint:  taint,
+		Drain: drain.Options{
+			Timeout:            req.DrainTimeout,
+			Force:              req.Force,
+			DeleteEmptyDirData: req.DeleteEmptyDirData,
+			GracePeriodSeconds: -1,
+			DeleteAtTimeout:    traits.DeleteAtTimeout,
+			MaxGracePeriod:     traits.MaxGrace,
+		},
+		Provider:         provider,
+		PostDrainWait:    req.PostDrainWait,
+		RecoverTimeout:   req.DrainTimeout,
+		NodeReadyTimeout: req.NodeReadyTimeout,
+		Events:           upgrade.NewRecorder(po.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
+		Out:              o.Out,
+		Color:            output.Colorizer(output.ColorEnabled(o.Out)),
+	}, nil
+}

@@ -1,0 +1,147 @@
+package plugin
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// abortNode is a node of node group "ng", tainted by a run if tainted.
+func abortNode(name string, tainted bool) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"eks.amazonaws.com/nodegroup": "ng"}}}
+	if tainted {
+		n.Spec.Unschedulable = true
+		n.Spec.Taints = []corev1.Taint{{Key: "eks.amazonaws.com/nodegroup", Value: "unschedulable", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	return n
+}
+
+func runAbort(t *testing.T, client kubernetes.Interface, o AbortOptions) (string, string, int) {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	o.IOStreams, o.client, o.StateNamespace, o.NodeGroup, o.pollInterval = streams, client, state.DefaultNamespace, "ng", 10*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := o.Validate()
+	if err == nil {
+		err = o.Run(ctx)
+	}
+	code := PrintError(errOut, err)
+	return out.String(), errOut.String(), code
+}
+
+func TestAbortRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		phase plan.Phase
+		alive bool
+		want  string
+	}{
+		{name: "live run without --wait", phase: plan.PhaseDrain, alive: true, want: `the run on "ng" is alive (elsewhere/1); stop it with "kubectl nodeupgrade cancel ng" first, or use abort --wait`},
+		{name: "live run deleting blue", phase: plan.PhaseDeleteBlue, alive: true, want: "deleting blue, which cannot be stopped or undone"},
+		{name: "killed run deleting blue", phase: plan.PhaseDeleteBlue, want: `deleting blue, which cannot be stopped or undone; finish it with "kubectl nodeupgrade resume ng"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := recordFor("ng")
+			rec.Phase = string(tc.phase)
+			var alive []string
+			if tc.alive {
+				alive = []string{"ng"}
+			}
+			client := statusFixture(t, []*state.Record{rec}, alive...)
+			if _, err := client.CoreV1().Nodes().Create(context.Background(), abortNode("n5", true), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, code := runAbort(t, client, AbortOptions{})
+			if code != ExitUsage || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("exit %d, stderr %q, want exit %d with %q\nstdout: %s", code, stderr, ExitUsage, tc.want, out)
+			}
+			n, _ := client.CoreV1().Nodes().Get(context.Background(), "n5", metav1.GetOptions{})
+			if !n.Spec.Unschedulable || len(n.Spec.Taints) != 1 {
+				t.Errorf("a refused abort changed node n5: %+v", n.Spec)
+			}
+		})
+	}
+}
+
+// No record (a first run killed before it wrote one): the nodes with the
+// run's taint are put back; nothing is recorded.
+func TestAbortWithNoRecordUntaintsTheGroup(t *testing.T) {
+	client := statusFixture(t, nil)
+	for _, n := range []*corev1.Node{abortNode("a", true), abortNode("b", true), abortNode("c", false)} {
+		if _, err := client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, stderr, code := runAbort(t, client, AbortOptions{})
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	for _, want := range []string{`untainted and uncordoned 2 nodes: "a", "b"`, `node group "ng" is back in service; no run was recorded, so no size was changed`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	nodes, _ := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable || len(n.Spec.Taints) > 0 {
+			t.Errorf("node %q left %+v", n.Name, n.Spec)
+		}
+	}
+	if rec, err := (&state.Store{Client: client, Namespace: state.DefaultNamespace}).Load(context.Background(), "ng"); err != nil || rec != nil {
+		t.Errorf("record %+v %v: abort with nothing recorded must not make one", rec, err)
+	}
+}
+
+// A run whose process is gone, stopped in its batches: abort puts the
+// group back and marks the record aborted, which status shows.
+func TestAbortMarksTheRecordAborted(t *testing.T) {
+	rec := recordFor("ng")
+	rec.Phase, rec.InFlight, rec.Done = string(plan.PhaseCordon), []string{"a"}, nil
+	rec.Request = &plan.Request{NodeGroup: "ng", Strategy: "eks", MaxUnavailable: "1", Provider: "none",
+		TargetLabels: []string{"image=new"}, DrainTimeout: time.Minute, NodeReadyTimeout: time.Minute, MaxAge: time.Hour}
+	client := statusFixture(t, []*state.Record{rec})
+	requests := &state.Requests{Store: &state.Store{Client: client, Namespace: state.DefaultNamespace}, Group: "ng"}
+	if err := requests.Send(context.Background(), state.RequestCancel); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*corev1.Node{abortNode("a", true), abortNode("b", true)} {
+		n.Labels["image"] = "old"
+		if _, err := client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, stderr, code := runAbort(t, client, AbortOptions{})
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	if !strings.Contains(out, `node group "ng" is back in service; its run is marked aborted (aborted in phase Cordon)`) {
+		t.Errorf("output:\n%s", out)
+	}
+	got, err := (&state.Store{Client: client, Namespace: state.DefaultNamespace}).Load(context.Background(), "ng")
+	if err != nil || got.AbortedAt == nil || got.FinishedAt == nil || len(got.InFlight) != 0 {
+		t.Fatalf("record %+v %v: want aborted and finished", got, err)
+	}
+	if s := describeRun(got, false, "", time.Now()); s.Status != StatusAborted {
+		t.Errorf("status %q, want %q", s.Status, StatusAborted)
+	}
+	if req, _ := requests.Pending(context.Background()); req != "" {
+		t.Errorf("request %q left pending", req)
+	}
+	nodes, _ := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable || slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == "eks.amazonaws.com/nodegroup" }) {
+			t.Errorf("node %q left %+v", n.Name, n.Spec)
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// Abort puts the node group back in service from wherever its run stopped
+// (cfg.Record; an empty one when nothing was recorded), without going on
+// to the target: every node the run did not finish loses the run's taint,
+// its cordon and the scale-down-disabled annotation, and the recorded
+// sizes come back by the engine's own one-at-a-time scale-down. The tree
+// sets no exclude-from-external-load-balancers label, so there is none to
+// take off.
+//
+// Blue being deleted cannot be undone; the caller refuses that phase.
+func (e *Engine) Abort(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the informers
+	e.ctx = ctx
+	view, err := newClusterView(ctx, e.cfg.Client)
+	if err != nil {
+		return err
+	}
+	e.view = view
+	rec := e.cfg.Record
+	phase := plan.Phase(rec.Phase)
+	if phase == plan.PhaseDeleteBlue {
+		return fmt.Errorf("cannot abort: blue is being deleted, which cannot be undone")
+	}
+	if rec.Phase == "" {
+		e.logf("no run recorded: looking for what a run left on the group's nodes")
+	} else {
+		e.logf("aborting the %s run in phase %s", e.strategy.Name(), phase)
+	}
+	nodes, err := e.abortNodes()
+	if err != nil {
+		return err
+	}
+	if err := e.releaseNodes(ctx, nodes); err != nil {
+		return err
+	}
+	if err := e.restoreSizes(ctx); err != nil {
+		return err
+	}
+	// The scale-down and the rollback of green take the annotation off the
+	// group's nodes; green given by selector is not among them.
+	return e.unprotect(ctx, nodes)
+}
+
+// abortNodes are the nodes the run may have changed and not finished: the
+// group's (green's included, as it carries the group's label) and those of
+// a green selector, less the nodes done.
+func (e *Engine) abortNodes() ([]*corev1.Node, error) {
+	nodes, err := e.groupNodes()
+	if err != nil {
+		return nil, err
+	}
+	if bg := e.cfg.Plan.BlueGreen; bg != nil && bg.GreenSelector != "" {
+		green, err := e.selectedNodes(bg.GreenSelector)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range green {
+			if !slices.ContainsFunc(nodes, func(m *corev1.Node) bool { return m.Name == n.Name }) {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	done := sets.New(e.cfg.Record.Done...)
+	return slices.DeleteFunc(nodes, func(n *corev1.Node) bool {
+		return done.Has(n.Name) || n.Labels[plan.StateLabel] == plan.StateDone
+	}), nil
+}
+
+// cordonedByRun reports whether the run cordoned node n. A cordon the run
+// cannot have made (no taint of its, not in flight, not blue) is someone
+// else's and stays.
+func (e *Engine) cordonedByRun(n *corev1.Node, blue sets.Set[string]) bool {
+	rec := e.cfg.Record
+	switch {
+	case slices.ContainsFunc(n.Spec.Taints, e.isOurTaint):
+		return true // eks cordons only nodes it tainted
+	case slices.Contains(rec.InFlight, n.Name):
+		return true // surge cordons a batch before its drain
+	case rec.Cloud != nil && rec.Cloud.Shrinking == n.Name:
+		return true // the scale-down's victim
+	}
+	return blue.Has(n.Name)
+}
+
+// blueCordoned are the nodes a blue/green run cordoned wholesale: blue
+// once the run got past creating green, and green during a rollback.
+func (e *Engine) blueCordoned() sets.Set[string] {
+	out := sets.New[string]()
+	if !e.traits.WholeGroup {
+		return out
+	}
+	switch plan.Phase(e.cfg.Record.Phase) {
+	case "", plan.PhaseSetup, plan.PhasePrepareTarget, plan.PhaseCreateGreen:
+		return out
+	case plan.PhaseRollback:
+		blue := sets.New(e.cfg.Plan.OutdatedNames()...)
+		nodes, _ := e.groupNodes()
+		for _, n := range nodes {
+			if !blue.Has(n.Name) {
+				out.Insert(n.Name)
+			}
+		}
+	}
+	return out.Insert(e.cfg.Plan.OutdatedNames()...)
+}
+
+// releaseNodes takes the run's taint and cordon off the nodes.
+func (e *Engine) releaseNodes(ctx context.Context, nodes []*corev1.Node) error {
+	blue := e.blueCordoned()
+	var names []string
+	for _, n := range nodes {
+		if slices.ContainsFunc(n.Spec.Taints, e.isOurTaint) || n.Spec.Unschedulable && e.cordonedByRun(n, blue) {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) == 0 {
+		e.logf("no node carries the taint %s or a cordon of the run", plan.TaintString(e.cfg.Taint))
+		return nil
+	}
+	err := e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		if _, err := e.updateNode(ctx, name, func(n *corev1.Node) bool {
+			changed := n.Spec.Unschedulable || slices.ContainsFunc(n.Spec.Taints, e.isOurTaint)
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, e.isOurTaint)
+			n.Spec.Unschedulable = false
+			return changed
+		}); err != nil {
+			return fmt.Errorf("error when untainting node %q: %w", name, err)
+		}
+		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeAborted", "back in service: untainted and uncordoned by abort")
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	e.logf("untainted and uncordoned %d nodes: %s", len(names), quoteAll(names))
+	return nil
+}
+
+// restoreSizes brings the cloud side back to what the record says it was.
+func (e *Engine) restoreSizes(ctx context.Context) error {
+	cr := e.cfg.Record.Cloud
+	switch {
+	case e.group == nil && cr != nil && cr.Original != nil:
+		// A record of an older version, with no request to open the group.
+		e.note = joinNote(e.note, fmt.Sprintf("the run recorded the sizes of %s %q before it (%s) but not how to reach the group: set them by hand", cr.GroupKind, cr.Group, *cr.Original))
+		e.logf("%s", e.note)
+		return nil
+	case e.group == nil:
+		return nil
+	case cr == nil:
+		e.logf("nothing recorded of %s %q: its sizes are left as they are", e.groupKind(), e.group.GroupName())
+		return nil
+	}
+	if e.traits.WholeGroup {
+		return e.abortGreen(ctx)
+	}
+	if cr.Original == nil {
+		e.logf("%s %q was not scaled up by the run", e.groupKind(), e.group.GroupName())
+		return nil
+	}
+	// The same scale-down a finished run ends with: each node removed is
+	// drained first, and a scale-up by the autoscaler stops it.
+	if err := e.scaleDown(ctx); err != nil {
+		return err
+	}
+	if cr.TargetVersion != "" && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion {
+		e.note = joinNote(e.note, fmt.Sprintf("%s %q still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
+			e.groupKind(), e.group.GroupName(), e.templateKind(), cr.TargetVersion, cr.FromVersion))
+	}
+	return nil
+}
+
+// abortGreen ends a blue/green run before blue is deleted. Blue is back in
+// service already; a green the run created is drained and deleted like a
+// rollback does it, because once the record says aborted nothing leads
+// back to it: it would run, and be paid for, with no command that removes
+// it. A green given by the user (--green-asg, --green-selector) is theirs:
+// it is left serving as it is, and named.
+func (e *Engine) abortGreen(ctx context.Context) error {
+	cr := e.cfg.Record.Cloud
+	if cr.Green != "" && cr.GreenCreated {
+		return e.rollback(ctx)
+	}
+	bg, ok := e.group.(cloud.BlueGreen)
+	if !ok {
+		return nil
+	}
+	if cr.Original != nil {
+		if err := bg.SetGroupSizes(ctx, e.group.GroupName(), *cr.Original); err != nil {
+			return err
+		}
+		e.logf("%s %q is back to desired %d, max %d", e.groupKind(), e.group.GroupName(), cr.Original.Desired, cr.Original.Max)
+	}
+	green := cr.Green
+	if sel := e.cfg.Plan.BlueGreen; sel != nil && sel.GreenSelector != "" {
+		green = sel.GreenSelector
+	}
+	if green != "" {
+		e.note = joinNote(e.note, fmt.Sprintf("green %q was given, not made by the run: it is left serving as it is", green))
+	}
+	return nil
+}
+
+// unprotect takes the scale-down-disabled annotation off the nodes that
+// carry it now (the scale-down may have removed some) or that this process
+// annotated.
+func (e *Engine) unprotect(ctx context.Context, nodes []*corev1.Node) error {
+	var names []string
+	for _, n := range nodes {
+		obj, ok, _ := e.view.nodes.GetStore().GetByKey(n.Name)
+		if !ok {
+			continue
+		}
+		if _, has := obj.(*corev1.Node).Annotations[ScaleDownDisabledAnnotation]; has || e.protected.Has(n.Name) {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if err := e.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, nil); err != nil {
+		return err
+	}
+	e.protected.Delete(names...)
+	e.logf("took the %s annotation off %s", ScaleDownDisabledAnnotation, quoteAll(names))
+	return nil
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return strings.TrimSuffix(a, ".") + "; " + b
+}

@@ -1,0 +1,243 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// errKilled stops a run as a kill -9 would: before the step of a phase,
+// with the record written up to it.
+var errKilled = errors.New("killed")
+
+// killAt is an OnProgress that keeps the record as "run" does and kills
+// the run when it enters the state named like phaseName ("Remove 1").
+func killAt(rec *state.Record, p *plan.Plan, at string) func(context.Context, plan.State, []string) error {
+	return func(_ context.Context, s plan.State, done []string) error {
+		rec.Phase, rec.Batch, rec.Done, rec.InFlight = string(s.Phase), s.Batch+1, slices.Clone(done), nil
+		if plan.BatchPhase(s.Phase) && s.Batch < len(p.Batches) {
+			for _, n := range p.Batches[s.Batch].Nodes {
+				if !slices.Contains(done, n.Name) {
+					rec.InFlight = append(rec.InFlight, n.Name)
+				}
+			}
+		}
+		if phaseName(s) == at {
+			return errKilled
+		}
+		return nil
+	}
+}
+
+// abortRun runs abort on the record, with the plan "abort" makes from the
+// recorded request.
+func abortRun(t *testing.T, cfg Config, groups ...*fakeGroup) (string, *Engine, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out := &lockedBuffer{}
+	cfg.Out, cfg.Taint, cfg.Drain = out, testTaint, drainOpts()
+	cfg.NodeReadyTimeout, cfg.PollInterval, cfg.OnProgress = 20*time.Second, 10*time.Millisecond, nil
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		g.engine = e
+	}
+	err = e.Abort(ctx)
+	return out.String(), e, err
+}
+
+func TestAbortEKSOnACloudGroup(t *testing.T) {
+	t.Parallel()
+	before := plan.Sizes{Min: 1, Desired: 3, Max: 4}
+	for _, tc := range []struct {
+		name   string
+		killAt string     // the state the first run is killed entering
+		launch launchMode // what the scale-up's machines do
+		// wantUntainted are the nodes abort takes the taint or cordon off.
+		wantUntainted []string
+		wantDone      int
+	}{
+		{name: "abort after ScaleUp", killAt: "Taint"},
+		{name: "abort after Taint", killAt: "WaitForRoom 1", wantUntainted: []string{"old-a1", "old-a2", "old-b1"}},
+		{name: "abort mid-batch, drained and cordoned", killAt: "Remove 1", wantUntainted: []string{"old-a1", "old-a2", "old-b1"}},
+		{name: "abort mid-batch, after the first batch", killAt: "WaitForRoom 2", wantUntainted: []string{"old-b1"}, wantDone: 2},
+		{name: "abort in ScaleDown", killAt: "ScaleDown", wantDone: 3},
+		// The scale-up's nodes never became Ready: the run stopped with
+		// NodeCreationFailure, the group raised.
+		{name: "abort after a failed ScaleUp", launch: launchNotReady},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			client, group := cloudCluster(before, threeOldNodes()...)
+			group.launch = tc.launch
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(nil)})
+			cfg := cloudRun(p, client, group)
+			cfg.Drain = drainOpts()
+			rec := cfg.Record
+			cfg.OnProgress = killAt(rec, p, tc.killAt)
+			if tc.launch == launchNotReady {
+				cfg.NodeReadyTimeout = 300 * time.Millisecond
+			}
+			first := runEngine(t, cfg, nil, group)
+			var creation *NodeCreationFailure
+			if !errors.Is(first.err, errKilled) && !errors.As(first.err, &creation) {
+				t.Fatalf("first run: %v, want it killed or failed\n%s", first.err, first.out)
+			}
+			if len(rec.Done) != tc.wantDone {
+				t.Fatalf("first run did %v, want %d nodes", rec.Done, tc.wantDone)
+			}
+			if s := group.sizesNow(); s == before {
+				t.Fatalf("first run left the sizes at %s: nothing to restore", s)
+			}
+
+			// abort plans again from the record, as the command does.
+			again := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(rec.Cloud.Original)})
+			acfg := cloudRun(again, client, group)
+			acfg.Record = rec
+			out, e, err := abortRun(t, acfg, group)
+			if err != nil {
+				t.Fatalf("abort: %v\n%s", err, out)
+			}
+			if s := group.sizesNow(); s != before {
+				t.Errorf("sizes after abort %s, want %s\n%s", s, before, out)
+			}
+			wantNoMarks(t, client)
+			if len(tc.wantUntainted) > 0 && !strings.Contains(out, ": "+quoteAll(tc.wantUntainted)+"\n") {
+				t.Errorf("output does not name the nodes %v put back in service:\n%s", tc.wantUntainted, out)
+			}
+			// Abort does not go on with the upgrade: nothing of the plan
+			// left is replaced.
+			if got := group.callsLike("RemoveNode"); len(got) != tc.wantDone {
+				t.Errorf("removed %v, want only the %d nodes the run did", got, tc.wantDone)
+			}
+			if n := e.Note(); tc.wantDone < 3 && !strings.Contains(n, `still launches launch template version 2`) {
+				t.Errorf("note %q does not say the group still launches the target", n)
+			}
+		})
+	}
+}
+
+func TestAbortBlueGreen(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		killAt string
+		// green is a group given with --green-asg rather than made.
+		green string
+	}{
+		{name: "abort in Soak", killAt: "Soak"},
+		{name: "abort after CordonBlue", killAt: "WaitForRoom 1"},
+		{name: "abort in a batch soak", killAt: "BatchSoak 1"},
+		{name: "abort in Soak, green given", killAt: "Soak", green: "given"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newBGRun(t)
+			if tc.green != "" {
+				r.givenGreen(tc.green)
+				r.in.GreenGroup = tc.green
+			}
+			r.planAndConfigure("blue-green")
+			rec := r.cfg.Record
+			r.cfg.OnProgress = killAt(rec, r.plan, tc.killAt)
+			if first := r.run(nil); !errors.Is(first.err, errKilled) {
+				t.Fatalf("first run: %v\n%s", first.err, first.out)
+			}
+			cg := r.blue.cloudGroup(rec.Cloud.Original)
+			again := buildPlan(t, r.client, plan.Input{Strategy: "blue-green", BlueGreen: r.in, Cloud: cg})
+			acfg := cloudRun(again, r.client, r.blue)
+			acfg.Record = rec
+			r.blue.UseGreen(rec.Cloud.Green)
+			groups := []*fakeGroup{r.blue.fakeGroup}
+			if r.blue.green != nil {
+				groups = append(groups, r.blue.green)
+			}
+			out, e, err := abortRun(t, acfg, groups...)
+			if err != nil {
+				t.Fatalf("abort: %v\n%s", err, out)
+			}
+			wantCordoned(t, "blue", r.nodesOf("old-"), false, 3)
+			if s := r.blue.sizesNow(); s != blueSizes {
+				t.Errorf("blue sizes %s, want %s", s, blueSizes)
+			}
+			wantNoMarks(t, r.client)
+			if tc.green == "" {
+				// Made by the run: drained and deleted, like rollback.
+				if got := r.blue.callsLike("DeleteGroup"); !slices.Equal(got, []string{"DeleteGroup asg-v2"}) {
+					t.Errorf("deleted %v, want the green the run made", got)
+				}
+				return
+			}
+			if got := r.blue.callsLike("DeleteGroup"); len(got) != 0 {
+				t.Errorf("deleted %v: a given green is left as it is", got)
+			}
+			wantCordoned(t, "green", r.nodesOf("green-"), false, 3)
+			if !strings.Contains(e.Note(), `green "given" was given`) {
+				t.Errorf("note %q does not name the green left", e.Note())
+			}
+		})
+	}
+}
+
+// A first run killed before it recorded anything (or whose record is
+// gone): abort finds the run's marks by the taint alone.
+func TestAbortWithNoRecord(t *testing.T) {
+	t.Parallel()
+	annotated := func(n *corev1.Node) { n.Annotations = map[string]string{ScaleDownDisabledAnnotation: "true"} }
+	client := newTestClient(
+		imageNode("old-1", "z1", "old", tainted), imageNode("old-2", "z2", "old", tainted, cordoned),
+		imageNode("new-1", "z1", "new", annotated),
+		// Cordoned by someone else, without the run's taint: left alone.
+		imageNode("theirs", "z2", "old", cordoned),
+		appPod("web-1", "old-1", "1"),
+	)
+	p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: plan.DefaultStrategy}
+	rec := &state.Record{}
+	out, _, err := abortRun(t, Config{Client: client, Plan: p, Provider: &cloud.None{Client: client}, Record: rec})
+	if err != nil {
+		t.Fatalf("abort: %v\n%s", err, out)
+	}
+	for name, n := range client.nodes(t) {
+		if slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == testTaint.Key }) {
+			t.Errorf("node %q left tainted", name)
+		}
+		if n.Spec.Unschedulable != (name == "theirs") {
+			t.Errorf("node %q cordoned: %v", name, n.Spec.Unschedulable)
+		}
+		if _, ok := n.Annotations[ScaleDownDisabledAnnotation]; ok {
+			t.Errorf("node %q left with %s", name, ScaleDownDisabledAnnotation)
+		}
+	}
+	if len(client.podNames(t)) != 1 {
+		t.Errorf("pods %v: abort evicts nothing without a scale-down", client.podNames(t))
+	}
+	if !strings.Contains(out, `untainted and uncordoned 2 nodes: "old-1", "old-2"`) {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// Blue being deleted cannot be undone: abort refuses and changes nothing.
+func TestAbortRefusedWhileBlueIsDeleted(t *testing.T) {
+	t.Parallel()
+	client := newTestClient(imageNode("old-1", "z1", "old", tainted))
+	p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: "blue-green"}
+	out, _, err := abortRun(t, Config{Client: client, Plan: p, Provider: &cloud.None{Client: client}, Record: &state.Record{Phase: string(plan.PhaseDeleteBlue)}})
+	if err == nil || !strings.Contains(err.Error(), "cannot abort") {
+		t.Fatalf("abort: %v, want it refused\n%s", err, out)
+	}
+	if n := client.nodes(t)["old-1"]; len(n.Spec.Taints) != 1 {
+		t.Errorf("taints %v changed", n.Spec.Taints)
+	}
+}
