@@ -268,8 +268,8 @@ func (g *confGroup) assertUpgraded(t *testing.T, peakLimit int32) {
 	for _, in := range ag.Instances {
 		ids = append(ids, aws.ToString(in.InstanceId))
 		perZone[aws.ToString(in.AvailabilityZone)]++
-		if in.LaunchTemplate == nil || aws.ToString(in.LaunchTemplate.Version) != "2" {
-			t.Errorf("Auto Scaling reports instance %s launched from %+v, want version 2", aws.ToString(in.InstanceId), in.LaunchTemplate)
+		if v := launchedVersion(in); v != "2" {
+			t.Errorf("Auto Scaling reports instance %s launched from launch template version %q, want 2", aws.ToString(in.InstanceId), v)
 		}
 	}
 	counts := make([]int, 0, len(confZones))
@@ -325,6 +325,15 @@ func (g *confGroup) assertUpgraded(t *testing.T, peakLimit int32) {
 	if rec := g.record(t); rec.FinishedAt == nil || rec.LastError != "" {
 		t.Errorf("record %+v: want finished without error", rec)
 	}
+}
+
+// launchedVersion is the launch template version Auto Scaling reports an
+// instance launched from; "" without a launch template.
+func launchedVersion(in astypes.Instance) string {
+	if in.LaunchTemplate == nil {
+		return ""
+	}
+	return aws.ToString(in.LaunchTemplate.Version)
 }
 
 // createConfApps creates the apps in namespace name, pinned to the group's
