@@ -470,8 +470,9 @@ type Target struct {
 // one with only the image changed (none when the current one already has
 // that image, as after an interrupted run, or when such a copy exists, as
 // after a run killed before it pointed the group at its copy); with
-// version, that existing version; with neither, the group's current one. Bad flags and missing
-// images or versions are caught here, before anything changes.
+// version, that existing version; with neither, the group's current one.
+// Bad flags and missing images or versions are caught here, before
+// anything changes.
 func (p *Provider) ResolveTarget(ctx context.Context, g *Group, ami, version string) (Target, error) {
 	if ami != "" && version != "" {
 		return Target{}, inputErrorf("--ami and --launch-template-version cannot be used together")
