@@ -68,8 +68,25 @@ func (s *Server) describeLTVersions(f form) ([]*node, error) {
 	want := f.list("LaunchTemplateVersion")
 	var items []*node
 	if len(want) == 0 {
+		// MinVersion is "the version number after which", MaxVersion "up
+		// to which" to describe.
+		lo, hi := int64(0), int64(len(lt.Versions))
+		for _, b := range []struct {
+			param string
+			to    *int64
+		}{{"MinVersion", &lo}, {"MaxVersion", &hi}} {
+			if v := f.get(b.param); v != "" {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return nil, ec2Err("InvalidParameterValue", "Invalid value %q for %s.", v, b.param)
+				}
+				*b.to = n
+			}
+		}
 		for _, v := range lt.Versions {
-			items = append(items, ltVersion(lt, v))
+			if v.Number > lo && v.Number <= hi {
+				items = append(items, ltVersion(lt, v))
+			}
 		}
 	}
 	for _, w := range want {

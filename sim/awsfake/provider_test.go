@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
 	awsprov "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
 )
 
@@ -117,5 +121,58 @@ func TestProviderEndToEnd(t *testing.T) {
 	}
 	if len(zones) != 3 {
 		t.Fatalf("zones after update: %v", zones)
+	}
+}
+
+// TestProviderSetTargetAfterAKill: a run killed after CreateLaunchTemplateVersion
+// answered and before the group was pointed at the new version left the
+// version behind; the re-run's SetTarget points the group at it and makes
+// no other. Versions that are not a copy of the group's version with only
+// the image changed are not taken for it.
+func TestProviderSetTargetAfterAKill(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// left are the images of the versions made from version 1 before
+		// the re-run; instanceType, when set, is changed in them too.
+		left         []string
+		instanceType string
+		want         string
+		wantVersions int
+	}{
+		{name: "never interrupted", want: "2", wantVersions: 2},
+		{name: "killed after creating the version, before pointing the group", left: []string{"ami-new"}, want: "2", wantVersions: 2},
+		{name: "killed twice after creating a version", left: []string{"ami-new", "ami-new"}, want: "2", wantVersions: 3},
+		{name: "a version with another image is left", left: []string{"ami-other"}, want: "3", wantVersions: 3},
+		{name: "a version with the image and another instance type is left", left: []string{"ami-new"}, instanceType: "m5.xlarge", want: "3", wantVersions: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := start(t, 3)
+			f.s.RegisterImage("ami-new", "node-v2")
+			for _, image := range tc.left {
+				data := &ec2types.RequestLaunchTemplateData{ImageId: aws.String(image)}
+				if tc.instanceType != "" {
+					data.InstanceType = ec2types.InstanceType(tc.instanceType)
+				}
+				if _, err := f.ec2.CreateLaunchTemplateVersion(f.ctx, &ec2.CreateLaunchTemplateVersionInput{
+					LaunchTemplateId: aws.String(f.ltID), SourceVersion: aws.String("1"), LaunchTemplateData: data,
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := awsprov.NewFromConfig(sdkConfig(f.s), awsprov.Options{})
+			g, err := p.Group(f.ctx, "ng1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.SetTarget(f.ctx, g, "ami-new", "")
+			if err != nil || got != tc.want {
+				t.Fatalf("SetTarget = %q, %v; want %q", got, err, tc.want)
+			}
+			fg, _ := f.s.Group("ng1")
+			lt, _ := f.s.LaunchTemplate(f.ltID)
+			if fg.LaunchTemplateVersion != tc.want || len(lt.Versions) != tc.wantVersions {
+				t.Errorf("group launches version %q of a template with %d versions, want %q of %d", fg.LaunchTemplateVersion, len(lt.Versions), tc.want, tc.wantVersions)
+			}
+		})
 	}
 }

@@ -458,7 +458,8 @@ func ValidImageID(s string) bool { return amiPattern.MatchString(s) }
 // Target is the launch template version an upgrade moves the group to.
 type Target struct {
 	// Version is the version number; empty when the run will create it
-	// (Create), as a copy of SourceVersion with Image.
+	// (Create), as a copy of SourceVersion with Image. SourceVersion is
+	// also set for a copy an earlier run made.
 	Version       string
 	Image         string
 	Create        bool
@@ -468,9 +469,11 @@ type Target struct {
 // ResolveTarget works out, changing nothing, what SetTarget will do: with
 // ami, a new version of the group's launch template copied from its current
 // one with only the image changed (none when the current one already has
-// that image, as after an interrupted run); with version, that existing
-// version; with neither, the group's current one. Bad flags and missing
-// images or versions are caught here, before anything changes.
+// that image, as after an interrupted run, or when such a copy exists, as
+// after a run killed before it pointed the group at its copy); with
+// version, that existing version; with neither, the group's current one.
+// Bad flags and missing images or versions are caught here, before
+// anything changes.
 func (p *Provider) ResolveTarget(ctx context.Context, g *Group, ami, version string) (Target, error) {
 	if ami != "" && version != "" {
 		return Target{}, inputErrorf("--ami and --launch-template-version cannot be used together")
@@ -509,6 +512,16 @@ func (p *Provider) ResolveTarget(ctx context.Context, g *Group, ami, version str
 	}
 	if err := p.checkImage(ctx, ami); err != nil {
 		return Target{}, err
+	}
+	// A run killed between making the version and pointing the group at
+	// it left the version behind: it is the target, not a reason for one
+	// more.
+	made, err := p.findCopy(ctx, v, ami)
+	if err != nil {
+		return Target{}, err
+	}
+	if made != "" {
+		return Target{Version: made, Image: ami, SourceVersion: t.Version}, nil
 	}
 	return Target{Image: ami, Create: true, SourceVersion: t.Version}, nil
 }

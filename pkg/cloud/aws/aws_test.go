@@ -265,7 +265,7 @@ func TestSetTarget(t *testing.T) {
 		// its number so a template change cannot move the target mid-run.
 		{name: "current", want: "2", wantActions: []string{"DescribeLaunchTemplateVersions", "UpdateAutoScalingGroup"}},
 		{name: "new ami", ami: "ami-next", want: "3",
-			wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeImages", "CreateLaunchTemplateVersion", "UpdateAutoScalingGroup"},
+			wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeImages", "DescribeLaunchTemplateVersions", "CreateLaunchTemplateVersion", "UpdateAutoScalingGroup"},
 			check: func(t *testing.T, f *fakeAWS) {
 				c := f.last("CreateLaunchTemplateVersion")
 				if c.Get("LaunchTemplateId") != "lt-1" || c.Get("SourceVersion") != "2" || c.Get("LaunchTemplateData.ImageId") != "ami-next" {
