@@ -58,6 +58,7 @@ func TestAbortAWS(t *testing.T) {
 		{name: "failed ScaleUp", notReady: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own endpoint, group and namespace
 			name := fmt.Sprintf("abort-aws-%d", i)
 			g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 			ctx := testContext(t, 10*time.Minute)

@@ -401,6 +401,7 @@ func TestMotoConformanceUpgradeToNewAMI(t *testing.T) {
 func TestMotoConformanceKilledMidBatchIsFinishedByARerun(t *testing.T) {
 	for _, ep := range confEndpoints {
 		t.Run(ep.name, func(t *testing.T) {
+			t.Parallel() // each endpoint its own group and namespace
 			name := "conf-kill-" + ep.name
 			ctx := testContext(t, 10*time.Minute)
 			g := ep.start(t, ctx, name, 3)
@@ -486,6 +487,7 @@ func holdPointing(t *testing.T, endpoint string) *gate {
 func TestMotoConformanceKilledBetweenMakingAndPointingTheVersion(t *testing.T) {
 	for _, ep := range confEndpoints {
 		t.Run(ep.name, func(t *testing.T) {
+			t.Parallel() // each endpoint its own group and namespace
 			name := "conf-setup-" + ep.name
 			ctx := testContext(t, 10*time.Minute)
 			g := ep.start(t, ctx, name, 3)
