@@ -176,22 +176,34 @@ func eachPage(ctx context.Context, list listPage, fn func(runtime.Object) error,
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // slimPod keeps what planning and the audit read: metadata but
-// managedFields and kubectl's last-applied copy; the spec but the
-// containers' command, arguments, environment and mounts; the status phase
-// and conditions. A planner or check reading more of a pod must keep it here.
+// managedFields and kubectl's last-applied copy; of the spec the node,
+// tolerations, volumes, grace period and readiness gates, and of each
+// container its name, readiness probe, lifecycle hooks and restart policy;
+// the status but the container statuses and addresses. Resource requests
+// and limits go too: nothing here reads them and their maps of quantities
+// are a quarter of a pod's heap. A planner or check reading more of a pod
+// must keep it here (TestSlimPodKeepsWhatPlanningReads).
 func slimPod(p *corev1.Pod) {
 	slimMeta(&p.ObjectMeta)
-	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for i := range cs {
-			c := &cs[i]
-			c.Command, c.Args, c.Env, c.EnvFrom, c.VolumeMounts, c.VolumeDevices = nil, nil, nil, nil, nil, nil
-		}
-	}
+	p.Spec.InitContainers = slimContainers(p.Spec.InitContainers)
+	p.Spec.Containers = slimContainers(p.Spec.Containers)
 	p.Spec.EphemeralContainers = nil
+	p.Spec.Affinity, p.Spec.TopologySpreadConstraints, p.Spec.SecurityContext = nil, nil, nil
+	p.Spec.ImagePullSecrets, p.Spec.HostAliases, p.Spec.DNSConfig = nil, nil, nil
+	p.Spec.Overhead, p.Spec.ResourceClaims, p.Spec.Resources = nil, nil, nil
 	st := &p.Status
 	st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses = nil, nil, nil
 	st.ResourceClaimStatuses, st.PodIPs, st.HostIPs = nil, nil, nil
 	st.Message = ""
+}
+
+// slimContainers keeps, of each container, only the fields the audit reads,
+// so a field added to Container later is dropped unless kept here.
+func slimContainers(cs []corev1.Container) []corev1.Container {
+	for i, c := range cs {
+		cs[i] = corev1.Container{Name: c.Name, ReadinessProbe: c.ReadinessProbe, Lifecycle: c.Lifecycle, RestartPolicy: c.RestartPolicy}
+	}
+	return cs
 }
 
 // slimNode drops the node's image list and volume status, which nothing
