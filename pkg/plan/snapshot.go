@@ -76,7 +76,10 @@ func TakeSnapshot(ctx context.Context, client kubernetes.Interface) (Snapshot, e
 	}
 	// One at a time, the small lists would wait behind the pods' pages for
 	// nothing; each step writes its own field of s.
-	return s, runAll(ctx, steps)
+	err := runAll(ctx, steps)
+	// s is read after runAll returns: in "return s, runAll(…)" Go may read
+	// it first
+	return s, err
 }
 
 // runAll runs the steps at the same time. The first step to fail cancels
