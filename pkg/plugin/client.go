@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -44,6 +45,11 @@ func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, error) {
 	}
 	// a negative --qps turns client-go's limiter off (rest.Config.QPS)
 	cfg.QPS, cfg.Burst = clientLimits.qps, clientLimits.burst
+	// Protobuf, as the control plane's own components use: a page of 5,000
+	// pods decodes several times faster than as JSON, and the server encodes
+	// it faster too. Every type the plugin sends and reads is built in.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	return cfg, nil
 }
 

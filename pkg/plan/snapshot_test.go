@@ -1,0 +1,402 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// realisticPod is a Deployment's pod as an apiserver returns it: managed
+// fields, two containers with environment, probes and mounts, the service
+// account token volume, and a running status.
+func realisticPod(ns, name, node, app string) *corev1.Pod {
+	env := make([]corev1.EnvVar, 12)
+	for i := range env {
+		env[i] = corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", i), Value: fmt.Sprintf("value-of-setting-%d-for-%s", i, app)}
+	}
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+		PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
+	container := func(n string) corev1.Container {
+		return corev1.Container{
+			Name: n, Image: "registry.example.com/team/" + app + ":v1.2.3",
+			Command: []string{"/bin/" + app}, Args: []string{"--port=8080", "--log-level=info", "--config=/etc/" + app + "/config.yaml"},
+			Env:            env,
+			Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+			ReadinessProbe: probe, LivenessProbe: probe,
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+			},
+			VolumeMounts:           []corev1.VolumeMount{{Name: "config", MountPath: "/etc/" + app}, {Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
+			TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
+		}
+	}
+	ready := []corev1.PodCondition{{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}, {Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+	status := func(n string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: n, Ready: true, Image: "registry.example.com/team/" + app + ":v1.2.3", ImageID: "registry.example.com/team/" + app + "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			ContainerID: "containerd://0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Started: new(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	}
+	fields := []byte(`{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"0000\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:args":{},"f:command":{},"f:env":{".":{},"k:{\"name\":\"SETTING_0\"}":{".":{},"f:name":{},"f:value":{}},"k:{\"name\":\"SETTING_1\"}":{".":{},"f:name":{},"f:value":{}}},"f:image":{},"f:imagePullPolicy":{},"f:livenessProbe":{},"f:name":{},"f:ports":{},"f:readinessProbe":{},"f:resources":{},"f:volumeMounts":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{},"f:volumes":{}}}`)
+	// the kubelet's entry, valid JSON so the pod encodes as JSON too
+	statusFields := []byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:hostIPs":{},"f:phase":{},"f:podIP":{},"f:podIPs":{},"f:startTime":{}}}`)
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, GenerateName: app + "-7d9f8c6b5-", UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", len(name))),
+			ResourceVersion: "123456",
+			Labels:          map[string]string{"app": app, "pod-template-hash": "7d9f8c6b5", "team": "payments", "tier": "backend"},
+			Annotations:     map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-7d9f8c6b5", UID: "0000", Controller: new(true), BlockOwnerDeletion: new(true)}},
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: fields}},
+				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: statusFields}, Subresource: "status"},
+			},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: node, ServiceAccountName: "default", RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
+			SchedulerName: "default-scheduler", TerminationGracePeriodSeconds: new(int64(30)),
+			Containers: []corev1.Container{container("app"), container("sidecar")},
+			Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app}}}},
+				{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: new(int64(3607))}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}}}}}},
+			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: ready, HostIP: "10.0.1.17", PodIP: "10.1.17.3",
+			HostIPs: []corev1.HostIP{{IP: "10.0.1.17"}}, PodIPs: []corev1.PodIP{{IP: "10.1.17.3"}}, QOSClass: corev1.PodQOSBurstable,
+			ContainerStatuses: []corev1.ContainerStatus{status("app"), status("sidecar")}},
+	}
+}
+
+func TestSlimPodKeepsWhatPlanningReads(t *testing.T) {
+	p := realisticPod("shop", "web-1", "n1", "web")
+	p.Annotations[lastApplied] = "{}"
+	p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}}
+	slimPod(p)
+	checks := []struct {
+		what string
+		ok   bool
+	}{
+		{"managedFields dropped", p.ManagedFields == nil},
+		{"last-applied dropped", p.Annotations[lastApplied] == "" && p.Annotations["prometheus.io/scrape"] == "true"},
+		{"env dropped", p.Spec.Containers[0].Env == nil && p.Spec.Containers[1].Env == nil},
+		{"container statuses dropped", p.Status.ContainerStatuses == nil},
+		{"labels and owner kept", p.Labels["app"] == "web" && len(p.OwnerReferences) == 1},
+		{"node, tolerations, volumes kept", p.Spec.NodeName == "n1" && len(p.Spec.Tolerations) == 2 && len(p.Spec.Volumes) == 2},
+		{"names, readiness probe and preStop kept", p.Spec.Containers[1].Name == "sidecar" && p.Spec.Containers[0].ReadinessProbe != nil &&
+			p.Spec.Containers[0].Lifecycle.PreStop != nil},
+		{"grace period kept", p.Spec.TerminationGracePeriodSeconds != nil && *p.Spec.TerminationGracePeriodSeconds == 30},
+		{"resources, image and liveness probe dropped", p.Spec.Containers[0].Resources.Requests == nil &&
+			p.Spec.Containers[0].Image == "" && p.Spec.Containers[0].LivenessProbe == nil},
+		{"phase and conditions kept", p.Status.Phase == corev1.PodRunning && len(p.Status.Conditions) == 5},
+	}
+	for _, c := range checks {
+		t.Run(c.what, func(t *testing.T) {
+			if !c.ok {
+				t.Errorf("after slimPod: %+v", p)
+			}
+		})
+	}
+}
+
+var podsResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// TestTakeSnapshotPages lists pods over several pages, and again in one
+// piece when a continue token expires, as client-go's pager.List does.
+func TestTakeSnapshotPages(t *testing.T) {
+	const total = 2*listPageSize + 7
+	tests := []struct {
+		name       string
+		expireAt   int // the request (1-based) answered 410 Expired; 0 for none
+		wantLimits []int64
+		wantErr    bool
+	}{
+		{"pages", 0, []int64{listPageSize, listPageSize, listPageSize}, false},
+		// half way: one full list, and the page already kept is not kept twice
+		{"expired continue token", 2, []int64{listPageSize, listPageSize, 0}, false},
+		{"expired on the last page", 3, []int64{listPageSize, listPageSize, listPageSize, 0}, false},
+		// without a continue token a 410 is the server's answer, not a
+		// stale token: no full list
+		{"expired first request", 1, []int64{listPageSize}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			var limits []int64
+			client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+				opts := a.(k8stesting.ListActionImpl).ListOptions
+				limits = append(limits, opts.Limit)
+				start := 0
+				if opts.Continue != "" {
+					start, _ = strconv.Atoi(opts.Continue)
+				}
+				if len(limits) == tc.expireAt {
+					return true, nil, apierrors.NewResourceExpired("continue token expired")
+				}
+				end := total
+				if opts.Limit > 0 {
+					end = min(total, start+int(opts.Limit))
+				}
+				list := &corev1.PodList{}
+				for i := start; i < end; i++ {
+					list.Items = append(list.Items, *realisticPod("ns", fmt.Sprintf("pod-%d", i), "n1", "web"))
+				}
+				if end < total {
+					list.Continue = strconv.Itoa(end)
+				}
+				return true, list, nil
+			})
+			snap, err := TakeSnapshot(context.Background(), client)
+			if fmt.Sprint(limits) != fmt.Sprint(tc.wantLimits) {
+				t.Errorf("limits %v, want %v", limits, tc.wantLimits)
+			}
+			if tc.wantErr {
+				if !apierrors.IsResourceExpired(err) {
+					t.Fatalf("error %v, want the 410", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, p := range snap.Pods {
+				if seen[p.Name] {
+					t.Fatalf("pod %q listed twice", p.Name)
+				}
+				seen[p.Name] = true
+				if p.ManagedFields != nil || p.Spec.Containers[0].Env != nil {
+					t.Fatalf("pod %q not slimmed", p.Name)
+				}
+			}
+			if len(seen) != total {
+				t.Errorf("%d pods, want %d", len(seen), total)
+			}
+		})
+	}
+}
+
+// fakeListServer serves the lists TakeSnapshot makes, pods from pods in
+// pages of the requested limit, as JSON or protobuf as the client asks.
+type fakeListServer struct {
+	pods  []corev1.Pod
+	mu    sync.Mutex
+	cache map[string][]byte // encoded responses by content type and query
+}
+
+func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	mediaType := k8sruntime.ContentTypeJSON
+	if strings.Contains(r.Header.Get("Accept"), k8sruntime.ContentTypeProtobuf) {
+		mediaType = k8sruntime.ContentTypeProtobuf
+	}
+	key := mediaType + " " + r.URL.String()
+	f.mu.Lock()
+	body, ok := f.cache[key]
+	f.mu.Unlock()
+	if !ok {
+		var obj k8sruntime.Object
+		var gv schema.GroupVersion
+		switch r.URL.Path {
+		case "/api/v1/pods":
+			limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+			start, _ := strconv.Atoi(r.URL.Query().Get("continue"))
+			end := len(f.pods)
+			if limit > 0 {
+				end = min(end, start+limit)
+			}
+			list := &corev1.PodList{Items: f.pods[start:end]}
+			if end < len(f.pods) {
+				list.Continue = strconv.Itoa(end)
+				list.RemainingItemCount = new(int64(len(f.pods) - end))
+			}
+			obj, gv = list, corev1.SchemeGroupVersion
+		case "/api/v1/nodes":
+			obj, gv = &corev1.NodeList{}, corev1.SchemeGroupVersion
+		case "/api/v1/services":
+			obj, gv = &corev1.ServiceList{}, corev1.SchemeGroupVersion
+		case "/api/v1/namespaces":
+			obj, gv = &corev1.NamespaceList{}, corev1.SchemeGroupVersion
+		case "/apis/policy/v1/poddisruptionbudgets":
+			obj, gv = &policyv1.PodDisruptionBudgetList{}, policyv1.SchemeGroupVersion
+		case "/apis/apps/v1/replicasets":
+			obj, gv = &appsv1.ReplicaSetList{}, appsv1.SchemeGroupVersion
+		case "/apis/apps/v1/deployments":
+			obj, gv = &appsv1.DeploymentList{}, appsv1.SchemeGroupVersion
+		case "/apis/apps/v1/statefulsets":
+			obj, gv = &appsv1.StatefulSetList{}, appsv1.SchemeGroupVersion
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		info, _ := k8sruntime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
+		var buf bytes.Buffer
+		if err := scheme.Codecs.EncoderForVersion(info.Serializer, gv).Encode(obj, &buf); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		body = buf.Bytes()
+		f.mu.Lock()
+		f.cache[key] = body
+		f.mu.Unlock()
+	}
+	w.Header().Set("Content-Type", mediaType)
+	_, _ = w.Write(body)
+}
+
+// BenchmarkTakeSnapshot lists 30,000 realistic pods from a local server
+// that hands out pre-encoded pages, so the figures are the client's:
+// decoding and what the snapshot keeps. heap-B/pod is the live heap the
+// snapshot holds per pod.
+func BenchmarkTakeSnapshot(b *testing.B) {
+	const pods = 30_000
+	srv := &fakeListServer{cache: map[string][]byte{}}
+	for i := range pods {
+		app := fmt.Sprintf("app-%d", i%500)
+		srv.pods = append(srv.pods, *realisticPod(fmt.Sprintf("ns-%d", i%50), fmt.Sprintf("%s-%d", app, i), fmt.Sprintf("node-%d", i%1000), app))
+	}
+	ts := httptest.NewServer(srv)
+	b.Cleanup(ts.Close)
+	for _, tc := range []struct {
+		name, contentType string
+	}{
+		{"json", k8sruntime.ContentTypeJSON},
+		{"protobuf", k8sruntime.ContentTypeProtobuf},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := &rest.Config{Host: ts.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: tc.contentType, AcceptContentTypes: tc.contentType}}
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// the first list fills the server's cache of encoded pages,
+			// which is not the client's cost
+			snap, err := TakeSnapshot(context.Background(), client)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				snap = Snapshot{}
+				if snap, err = TakeSnapshot(context.Background(), client); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if len(snap.Pods) != pods {
+				b.Fatalf("%d pods, want %d", len(snap.Pods), pods)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(snap)
+			snap = Snapshot{}
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/pods, "heap-B/pod")
+		})
+	}
+}
+
+// TestRunAllReturnsTheFirstFailure: the step that fails first cancels the
+// others, and its error wins over the cancellations it caused, whatever its
+// place in the list; the caller's cancellation wins when it came first.
+func TestRunAllReturnsTheFirstFailure(t *testing.T) {
+	errRefused := errors.New("connection refused")
+	succeed := func(context.Context) error { return nil }
+	// waitThenWrap fails only once ctx ends, as a list cut short does
+	waitThenWrap := func(ctx context.Context) error {
+		<-ctx.Done()
+		return fmt.Errorf("listing nodes: %w", ctx.Err())
+	}
+	refuse := func(context.Context) error { return fmt.Errorf("listing pods: %w", errRefused) }
+	tests := []struct {
+		name         string
+		steps        []func(context.Context) error
+		cancelCaller bool
+		want         error // nil for success
+	}{
+		{"all succeed", []func(context.Context) error{succeed, succeed, succeed}, false, nil},
+		{"failure first in order", []func(context.Context) error{refuse, waitThenWrap, succeed}, false, errRefused},
+		{"failure last in order", []func(context.Context) error{waitThenWrap, waitThenWrap, refuse}, false, errRefused},
+		{"caller cancels", []func(context.Context) error{waitThenWrap, waitThenWrap}, true, context.Canceled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelCaller {
+				cancel()
+			}
+			err := runAll(ctx, tc.steps)
+			switch {
+			case tc.want == nil && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Fatalf("error %v, want %v", err, tc.want)
+			case tc.want != nil && tc.want != context.Canceled && errors.Is(err, context.Canceled):
+				t.Fatalf("error %v is a cancellation", err)
+			}
+		})
+	}
+}
+
+// failingTransport refuses the connection for one path and holds every
+// other request until it is cancelled, so the refusal is the first error
+// and every other list ends cancelled.
+type failingTransport struct{ path string }
+
+func (f failingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == f.path {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+// TestTakeSnapshotReturnsTheRefusal: whichever kind's list fails, the
+// snapshot's error is that failure, not another list's cancellation.
+func TestTakeSnapshotReturnsTheRefusal(t *testing.T) {
+	for _, path := range []string{"/api/v1/nodes", "/api/v1/pods", "/api/v1/namespaces"} {
+		t.Run(path, func(t *testing.T) {
+			client, err := kubernetes.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1", QPS: -1, Transport: failingTransport{path}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = TakeSnapshot(context.Background(), client)
+			var uerr *url.Error
+			if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &uerr) || errors.Is(err, context.Canceled) {
+				t.Fatalf("error %v, want the refusal of %s", err, path)
+			}
+		})
+	}
+}
