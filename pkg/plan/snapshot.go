@@ -191,7 +191,17 @@ func slimPod(p *corev1.Pod) {
 	p.Spec.InitContainers = slimContainers(p.Spec.InitContainers)
 	p.Spec.Containers = slimContainers(p.Spec.Containers)
 	p.Spec.EphemeralContainers = nil
-	p.Spec.Affinity, p.Spec.TopologySpreadConstraints, p.Spec.SecurityContext = nil, nil, nil
+	// Of the affinity, only the required node affinity is read (where a
+	// pod may go: pod-cannot-move).
+	var required *corev1.NodeSelector
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		required = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	p.Spec.Affinity = nil
+	if required != nil {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required}}
+	}
+	p.Spec.TopologySpreadConstraints, p.Spec.SecurityContext = nil, nil
 	p.Spec.ImagePullSecrets, p.Spec.HostAliases, p.Spec.DNSConfig = nil, nil, nil
 	p.Spec.Overhead, p.Spec.ResourceClaims, p.Spec.Resources = nil, nil, nil
 	st := &p.Status

@@ -102,6 +102,12 @@ func TestSlimPodKeepsWhatPlanningReads(t *testing.T) {
 	p := realisticPod("shop", "web-1", "n1", "web")
 	p.Annotations[lastApplied] = "{}"
 	p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}}
+	required := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}
+	p.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	p.Spec.Affinity = &corev1.Affinity{
+		NodeAffinity:    &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required, PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1}}},
+		PodAntiAffinity: &corev1.PodAntiAffinity{},
+	}
 	slimPod(p)
 	checks := []struct {
 		what string
@@ -115,6 +121,8 @@ func TestSlimPodKeepsWhatPlanningReads(t *testing.T) {
 		{"node, tolerations, volumes kept", p.Spec.NodeName == "n1" && len(p.Spec.Tolerations) == 2 && len(p.Spec.Volumes) == 2},
 		{"names, readiness probe and preStop kept", p.Spec.Containers[1].Name == "sidecar" && p.Spec.Containers[0].ReadinessProbe != nil &&
 			p.Spec.Containers[0].Lifecycle.PreStop != nil},
+		{"node selector and required node affinity kept, the rest of the affinity dropped", p.Spec.NodeSelector["disk"] == "ssd" && p.Spec.Affinity != nil &&
+			p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == required && p.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution == nil && p.Spec.Affinity.PodAntiAffinity == nil},
 		{"grace period kept", p.Spec.TerminationGracePeriodSeconds != nil && *p.Spec.TerminationGracePeriodSeconds == 30},
 		{"resources, image and liveness probe dropped", p.Spec.Containers[0].Resources.Requests == nil &&
 			p.Spec.Containers[0].Image == "" && p.Spec.Containers[0].LivenessProbe == nil},
