@@ -61,6 +61,8 @@ Blockers (run refuses to start; --ignore-check NAME or --force overrides):
   ` + strings.Join(namesOf(check.Blocker), ", ") + `
 Warnings:
   ` + strings.Join(namesOf(check.Warning), ", ") + `
+  (` + check.CheckEmptyDirData + ` is a blocker unless --delete-emptydir-data is given, and
+  ` + check.CheckBarePod + ` a warning with --force)
 
 All namespaces are audited unless -n/--namespace is given. Exit code 0 when
 no blocker is found, 5 when one is.`,
