@@ -304,6 +304,26 @@ func slimPod(obj any) (any, error) {
 	return p, nil
 }
 
+// autoscalerNames are the app names of what adds nodes for pending pods.
+var autoscalerNames = []string{"cluster-autoscaler", "karpenter"}
+
+// autoscalerPod names a running pod of the cluster autoscaler or
+// Karpenter, found by its app labels or, failing those, its name.
+func (v *clusterView) autoscalerPod() string {
+	for _, obj := range v.pods.GetStore().List() {
+		p := obj.(*corev1.Pod)
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		for _, name := range autoscalerNames {
+			if p.Labels["app.kubernetes.io/name"] == name || p.Labels["app"] == name || strings.HasPrefix(p.Name, name+"-") {
+				return p.Namespace + "/" + p.Name
+			}
+		}
+	}
+	return ""
+}
+
 func (v *clusterView) podsOn(node string) []*corev1.Pod {
 	objs, _ := v.pods.GetIndexer().ByIndex(byNodeIndex, node)
 	out := make([]*corev1.Pod, 0, len(objs))

@@ -342,7 +342,46 @@ func (e *Engine) waitForRoom(ctx context.Context, i int) error {
 	if e.traits.OutdatedHeldOff {
 		excluded = sets.New(e.cfg.Plan.OutdatedNames()...)
 	}
-	return e.awaitRoom(ctx, e.batchLabel(i), names, excluded, fmt.Sprintf("not enough room for batch %d", i+1), "add capacity or lower --max-unavailable, then run again, or put the group back in service with \"kubectl nodeupgrade abort\"")
+	failure := fmt.Sprintf("not enough room for batch %d", i+1)
+	advice := "add capacity or lower --max-unavailable, then run again, or put the group back in service with \"kubectl nodeupgrade abort\""
+	if room := e.view.room(names, excluded); !room.Fits() {
+		// Waiting makes sense only while something can add a node.
+		if source, err := e.capacitySource(ctx); err != nil {
+			return err
+		} else if source == "" {
+			return fmt.Errorf("%s: %s, and nothing will add a node (no machine of the group is on its way, no cluster autoscaler or Karpenter runs); %s", failure, room, advice)
+		}
+	}
+	return e.awaitRoom(ctx, e.batchLabel(i), names, excluded, failure, advice)
+}
+
+// capacitySource names what can still add a node while a batch waits for
+// room: machines of the group launched but not yet Ready nodes, or an
+// autoscaler's pod; "" when nothing can.
+func (e *Engine) capacitySource(ctx context.Context) (string, error) {
+	if e.group != nil {
+		nodes, err := e.groupNodes()
+		if err != nil {
+			return "", err
+		}
+		sizes, err := e.group.Sizes(ctx)
+		if err != nil {
+			return "", err
+		}
+		ready := 0
+		for _, n := range nodes {
+			if nodeReady(n) && !n.Spec.Unschedulable {
+				ready++
+			}
+		}
+		if int(sizes.Desired) > ready {
+			return fmt.Sprintf("%d machines of %s %q on their way", int(sizes.Desired)-ready, e.groupKind(), e.group.GroupName()), nil
+		}
+	}
+	if p := e.view.autoscalerPod(); p != "" {
+		return "pod " + p, nil
+	}
+	return "", nil
 }
 
 // awaitRoom waits, up to --node-ready-timeout and driven by node and pod

@@ -564,17 +564,23 @@ func TestWaitForRoom(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		// capacity arrives once the batch waits for room.
-		capacity bool
-		wantErr  string
+		// autoscaler runs a cluster autoscaler's pod; capacity arrives
+		// once the batch waits for room.
+		autoscaler, capacity bool
+		wantErr              string
 	}{
-		{name: "no room until --node-ready-timeout", wantErr: `not enough room for batch 1 after 300ms: pods "ns/big" (cpu 3, memory 0) fit on no schedulable node; add capacity or lower --max-unavailable, then run again, or put the group back in service with "kubectl nodeupgrade abort"`},
-		{name: "room appears while the batch waits", capacity: true},
+		{name: "nothing can add a node: the run stops at once", wantErr: `not enough room for batch 1: pods "ns/big" (cpu 3, memory 0) fit on no schedulable node, and nothing will add a node (no machine of the group is on its way, no cluster autoscaler or Karpenter runs); add capacity or lower --max-unavailable, then run again, or put the group back in service with "kubectl nodeupgrade abort"`},
+		{name: "no room until --node-ready-timeout", autoscaler: true, wantErr: `not enough room for batch 1 after 300ms: pods "ns/big" (cpu 3, memory 0) fit on no schedulable node; add capacity or lower --max-unavailable, then run again, or put the group back in service with "kubectl nodeupgrade abort"`},
+		{name: "room appears while the batch waits", autoscaler: true, capacity: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			client := newTestClient(imageNode("old", "z1", "old"), imageNode("full", "z1", "new"),
-				appPod("big", "old", "3"), appPod("busy", "full", "2"))
+			objs := []runtime.Object{imageNode("old", "z1", "old"), imageNode("full", "z1", "new"), appPod("big", "old", "3"), appPod("busy", "full", "2")}
+			if tc.autoscaler {
+				ca := testPod("cluster-autoscaler-7d9f", "", "0", func(p *corev1.Pod) { p.Namespace = "kube-system" })
+				objs = append(objs, ca)
+			}
+			client := newTestClient(objs...)
 			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Provider: cloud.NoneName, TargetLabels: map[string]string{"image": "new"}})
 			out := &lockedBuffer{}
 			cfg := Config{Client: client, Plan: p, Provider: &cloud.None{Client: client, DeleteNode: true}, Drain: drainOpts(), Record: &state.Record{}, Out: out}
@@ -599,7 +605,7 @@ func TestWaitForRoom(t *testing.T) {
 				if got.err == nil || got.err.Error() != tc.wantErr {
 					t.Fatalf("error %v, want %q", got.err, tc.wantErr)
 				}
-				if pods := client.podNames(t); !slices.Equal(pods, []string{"big", "busy"}) {
+				if pods := slices.DeleteFunc(client.podNames(t), func(p string) bool { return strings.HasPrefix(p, "cluster-autoscaler") }); !slices.Equal(pods, []string{"big", "busy"}) {
 					t.Errorf("pods %v: nothing may be evicted", pods)
 				}
 				return

@@ -175,13 +175,22 @@ func TestRunWaitsForRoomInsteadOfEvictingIntoPending(t *testing.T) {
 	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
 		t.Fatal(err)
 	}
+	// A run waits for room only while something can add a node: here a
+	// cluster autoscaler's pod stands for it (the test adds the node).
+	if err := scenario.CreateApp(ctx, client, scenario.App{Namespace: name + "-ca", Name: "cluster-autoscaler", Replicas: 1, CPU: "10m",
+		NodeSelector: map[string]string{groupKey: name}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := scenario.WaitAppsReady(ctx, client, name+"-ca"); err != nil {
+		t.Fatal(err)
+	}
 	watcher, err := scenario.WatchPDBs(ctx, client, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	run := startBackground(t, pluginCmd("run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "0s",
-		"--node-ready-timeout", "3m", "--yes", "--ignore-check", "zone-concentration"))
+		"--node-ready-timeout", "3m", "--yes", "--ignore-check", "zone-concentration", "--ignore-check", "single-replica"))
 	if !run.waitFor("waiting up to", "for room") {
 		t.Fatalf("the run never waited for room:\n%s", run.output())
 	}
