@@ -418,6 +418,8 @@ if [[ -n $ARCHIVES && $failed -eq 0 ]]; then
 			"$TMP/bin/krew" install --manifest="$TMP/manifest/$PLUGIN.yaml" --archive="$ARCHIVES/$archive" \
 			>"$TMP/install.log" 2>&1 &&
 			[[ -f $root/store/$PLUGIN/$version/LICENSE ]] &&
+			# The README copies the completion script from here into bin/.
+			[[ $os == windows || -x $root/store/$PLUGIN/$version/kubectl_complete-$PLUGIN ]] &&
 			compgen -G "$root/bin/kubectl-$PLUGIN*" >/dev/null; then
 			echo "ok   krew install --archive $archive (KREW_OS=$os KREW_ARCH=$arch)" >&2
 		else
