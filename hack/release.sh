@@ -4,8 +4,10 @@
 #
 #   hack/release.sh VERSION [OUTDIR]
 #       Cross-builds kubectl-nodeupgrade for linux, darwin and windows on
-#       amd64 and arm64, packs each binary with LICENSE into a deterministic
-#       archive in OUTDIR (default: dist/ in the repository), writes
+#       amd64 and arm64, packs each binary with LICENSE (and, on linux and
+#       darwin, the shell completion script kubectl_complete-nodeupgrade from
+#       completion/) into a deterministic archive in OUTDIR (default: dist/
+#       in the repository), writes
 #       OUTDIR/sha256sums.txt, and renders krew.yaml for VERSION with those
 #       sha256s into plugins.yaml at the repository root (and a copy in
 #       OUTDIR/nodeupgrade.yaml).
@@ -25,6 +27,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODULE=github.com/nodeupgrade/kubectl-nodeupgrade
 NAME=kubectl-nodeupgrade
+# kubectl runs kubectl_complete-<plugin> from PATH for the plugin's completion.
+COMPLETION=kubectl_complete-nodeupgrade
 PLATFORMS=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64)
 
 die() { echo "release.sh: $*" >&2; exit 1; }
@@ -124,17 +128,23 @@ for platform in "${PLATFORMS[@]}"; do
 	cp LICENSE "$dir/LICENSE"
 	chmod 0755 "$dir/$bin"
 	chmod 0644 "$dir/LICENSE"
+	files=(LICENSE "$bin")
+	if [[ $os != windows ]]; then
+		cp "completion/$COMPLETION" "$dir/$COMPLETION"
+		chmod 0755 "$dir/$COMPLETION"
+		files+=("$COMPLETION")
+	fi
 	if [[ $os == windows ]]; then
 		archive=${NAME}_${os}_$arch.zip
 		# zip stores DOS times, which start in 1980; -X leaves out uid/gid and
 		# extra timestamps.
-		touch -d '1980-01-01 00:00:00' "$dir/$bin" "$dir/LICENSE"
+		touch -d '1980-01-01 00:00:00' "${files[@]/#/$dir/}"
 		rm -f "$OUTDIR/$archive"
-		(cd "$dir" && zip -q -X -9 "$OUTDIR/$archive" LICENSE "$bin")
+		(cd "$dir" && zip -q -X -9 "$OUTDIR/$archive" "${files[@]}")
 	else
 		archive=${NAME}_${os}_$arch.tar.gz
 		tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 --format=gnu \
-			-C "$dir" -cf - LICENSE "$bin" | gzip -n -9 >"$OUTDIR/$archive"
+			-C "$dir" -cf - "${files[@]}" | gzip -n -9 >"$OUTDIR/$archive"
 	fi
 	ARCHIVES+=("$archive")
 done

@@ -10,13 +10,15 @@
 #    unknown or misspelt fields), it is named nodeupgrade, has exactly the six
 #    platforms linux, darwin, windows x amd64, arm64 with the release URIs of
 #    its version, well-formed distinct sha256s, the right bin, and files that
-#    install the binary and LICENSE.
+#    install the binary and LICENSE (and on linux and darwin the shell
+#    completion script kubectl_complete-<plugin>).
 # 3. krew.yaml, the krew-release-bot template, rendered for the manifest's
 #    version with the manifest's sha256s (hack/release.sh --render-manifest),
 #    must equal plugins.yaml, so that the two cannot drift apart.
 # 4. With --archives DIR (the OUTDIR of hack/release.sh), also checks each
 #    archive in DIR against the manifest: its sha256, that it holds exactly
-#    the binary, built for its platform, and LICENSE, and that krew itself
+#    the binary, built for its platform, LICENSE and (but on windows) the
+#    executable completion script, and that krew itself
 #    installs it offline (krew install --manifest --archive, per platform).
 #
 # Needs only Go and the Go module proxy. Exits non-zero on any problem.
@@ -191,11 +193,15 @@ func check(p index.Plugin) {
 		for _, f := range pl.Files {
 			files[f.From] = f.To
 		}
-		if len(pl.Files) != 2 || files[bin] != "." || files["LICENSE"] != "." {
-			fail("%s: files must be exactly {from: %s, to: .} and {from: LICENSE, to: .}", where, bin)
+		completion := ""
+		if goos != "windows" {
+			completion = "kubectl_complete-" + *name
+		}
+		if want := len(archiveFiles(bin, completion)); len(pl.Files) != want || files[bin] != "." || files["LICENSE"] != "." || completion != "" && files[completion] != "." {
+			fail("%s: files must be exactly {from: X, to: .} for each of %v", where, archiveFiles(bin, completion))
 		}
 		if *archives != "" {
-			checkArchive(where, filepath.Join(*archives, archive), pl.Sha256, goos, goarch, bin)
+			checkArchive(where, filepath.Join(*archives, archive), pl.Sha256, goos, goarch, bin, completion)
 		}
 	}
 	var missing []string
@@ -223,8 +229,19 @@ func check(p index.Plugin) {
 	}
 }
 
+// archiveFiles are the files of a platform's archive, sorted: the binary,
+// LICENSE and, unless completion is "", the completion script.
+func archiveFiles(bin, completion string) []string {
+	files := []string{"LICENSE", bin}
+	if completion != "" {
+		files = append(files, completion)
+	}
+	sort.Strings(files)
+	return files
+}
+
 // checkArchive checks one release archive: sha256, contents, binary format.
-func checkArchive(where, file, wantSha, goos, goarch, bin string) {
+func checkArchive(where, file, wantSha, goos, goarch, bin, completion string) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		fail("%s: %v", where, err)
@@ -288,9 +305,12 @@ func checkArchive(where, file, wantSha, goos, goarch, bin string) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if len(names) != 2 || contents["LICENSE"] == nil || contents[bin] == nil {
-		fail("%s: %s holds %v, want exactly [LICENSE %s]", where, filepath.Base(file), names, bin)
+	if want := archiveFiles(bin, completion); strings.Join(names, " ") != strings.Join(want, " ") {
+		fail("%s: %s holds %v, want exactly %v", where, filepath.Base(file), names, want)
 		return
+	}
+	if completion != "" && (modes[completion]&0o111 == 0 || !bytes.HasPrefix(contents[completion], []byte("#!"))) {
+		fail("%s: %s in %s is not an executable script (mode %o)", where, completion, filepath.Base(file), modes[completion])
 	}
 	lic, err := os.ReadFile(*license)
 	if err != nil {
@@ -398,6 +418,8 @@ if [[ -n $ARCHIVES && $failed -eq 0 ]]; then
 			"$TMP/bin/krew" install --manifest="$TMP/manifest/$PLUGIN.yaml" --archive="$ARCHIVES/$archive" \
 			>"$TMP/install.log" 2>&1 &&
 			[[ -f $root/store/$PLUGIN/$version/LICENSE ]] &&
+			# The README copies the completion script from here into bin/.
+			[[ $os == windows || -x $root/store/$PLUGIN/$version/kubectl_complete-$PLUGIN ]] &&
 			compgen -G "$root/bin/kubectl-$PLUGIN*" >/dev/null; then
 			echo "ok   krew install --archive $archive (KREW_OS=$os KREW_ARCH=$arch)" >&2
 		else

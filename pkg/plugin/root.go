@@ -32,11 +32,15 @@ them in batches honouring PodDisruptionBudgets, and remove them.
 
 Review the plan first with "kubectl nodeupgrade plan", then run it.`,
 		// Usage lines and errors name the command as it is typed.
-		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nodeupgrade"},
-		Args:          unknownCommand,
-		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nodeupgrade"},
+		// cobra's "completion" command writes a script completing the
+		// kubectl-nodeupgrade binary, not "kubectl nodeupgrade": kubectl
+		// completes plugins through kubectl_complete-nodeupgrade instead.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		Args:              unknownCommand,
+		RunE:              func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		SilenceUsage:      true,
+		SilenceErrors:     true,
 	}
 	cmd.SuggestionsMinimumDistance = 2
 	cmd.SetOut(streams.Out)
