@@ -109,6 +109,9 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 			replacement.Labels[k] = v
 		}
 		for _, pod := range podsByNode[name] {
+			if in.Namespace != "" && pod.Namespace != in.Namespace {
+				continue
+			}
 			if len(pod.Spec.NodeSelector) == 0 && (pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil) {
 				continue
 			}

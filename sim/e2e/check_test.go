@@ -35,6 +35,8 @@ type auditCase struct {
 }
 
 func auditCases() []auditCase {
+	// onNode pins a workload to one outdated node by hostname: its pods
+	// also cannot move (pod-cannot-move).
 	onNode := func(node string) func(*appsv1.Deployment) {
 		return func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.TopologySpreadConstraints = nil
@@ -52,10 +54,10 @@ func auditCases() []auditCase {
 		{name: "tolerate-all", replicas: 3, want: []string{"tolerates-all-taints"}, mutate: func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 		}},
-		{name: "same-batch", replicas: 2, noPDB: true, mutate: onNode("audit-old-0"), want: []string{"no-pdb", "same-batch", "zone-concentration"}},
+		{name: "same-batch", replicas: 2, noPDB: true, mutate: onNode("audit-old-0"), want: []string{"no-pdb", "pod-cannot-move", "same-batch", "zone-concentration"}},
 		{name: "single", replicas: 1, noPDB: true, want: []string{"single-replica"}},
 		{name: "no-pdb", replicas: 3, noPDB: true, want: []string{"no-pdb"}},
-		{name: "one-zone", replicas: 3, mutate: onNode("audit-old-1"), want: []string{"zone-concentration"}},
+		{name: "one-zone", replicas: 3, mutate: onNode("audit-old-1"), want: []string{"pod-cannot-move", "zone-concentration"}},
 		{name: "no-probe", replicas: 3, want: []string{"no-readiness-probe"}, mutate: func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Containers[0].ReadinessProbe = nil
 		}},
