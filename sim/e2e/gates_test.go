@@ -176,8 +176,9 @@ func TestRunWaitsForRoomInsteadOfEvictingIntoPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A run waits for room only while something can add a node: here a
-	// cluster autoscaler's pod stands for it (the test adds the node).
-	if err := scenario.CreateApp(ctx, client, scenario.App{Namespace: name + "-ca", Name: "cluster-autoscaler", Replicas: 1, CPU: "10m",
+	// cluster autoscaler's pod stands for it (the test adds the node);
+	// it requests no CPU, so the one node added is room enough.
+	if err := scenario.CreateApp(ctx, client, scenario.App{Namespace: name + "-ca", Name: "cluster-autoscaler", Replicas: 1, CPU: "0",
 		NodeSelector: map[string]string{groupKey: name}}); err != nil {
 		t.Fatal(err)
 	}
