@@ -142,16 +142,12 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 		return usageErrorf("cannot abort: the run on %q is deleting blue, which cannot be stopped or undone; finish it with \"kubectl nodeupgrade resume %s\"", group, group)
 	}
 
-	holder := state.HolderIdentity()
-	lock := &state.Lock{Client: po.client, Namespace: o.StateNamespace, Group: group, Holder: holder, Duration: lockDuration}
-	if err := lock.Acquire(ctx); err != nil {
+	cleanupCtx := context.WithoutCancel(ctx)
+	ctx, _, release, err := holdLock(ctx, po.client, o.StateNamespace, group)
+	if err != nil {
 		return err
 	}
-	cleanupCtx := context.WithoutCancel(ctx)
-	defer func() { _ = lock.Release(cleanupCtx) }()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go lock.KeepAlive(ctx, func(err error) { cancel(err) })
+	defer release()
 
 	cfg, err := o.engineConfig(ctx, po, rec, finished)
 	if err != nil {

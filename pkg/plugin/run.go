@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -247,21 +248,35 @@ func (o *RunOptions) Run(ctx context.Context) error {
 // machine; on the same machine a dead holder is seen at once).
 const lockDuration = 30 * time.Second
 
+// holdLock takes the node group's lock and keeps it alive until release;
+// the context it returns ends when the lock is lost. Release happens even
+// when ctx was cancelled: the bookkeeping after a run must.
+func holdLock(ctx context.Context, client kubernetes.Interface, namespace, group string) (context.Context, string, func(), error) {
+	holder := state.HolderIdentity()
+	lock := &state.Lock{Client: client, Namespace: namespace, Group: group, Holder: holder, Duration: lockDuration}
+	if err := lock.Acquire(ctx); err != nil {
+		return ctx, holder, nil, err
+	}
+	cleanupCtx := context.WithoutCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
+	go lock.KeepAlive(ctx, func(err error) { cancel(err) })
+	return ctx, holder, func() {
+		cancel(nil)
+		_ = lock.Release(cleanupCtx)
+	}, nil
+}
+
 // runLocked holds the node group's lock for the run and keeps its record;
 // a run interrupted in its scale-down goes on from there.
 func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Config) error {
 	group := o.recordName()
-	holder := state.HolderIdentity()
-	lock := &state.Lock{Client: o.client, Namespace: o.StateNamespace, Group: group, Holder: holder, Duration: lockDuration}
-	if err := lock.Acquire(ctx); err != nil {
-		return err
-	}
 	// Bookkeeping after the run must happen even when it was interrupted.
 	cleanupCtx := context.WithoutCancel(ctx)
-	defer func() { _ = lock.Release(cleanupCtx) }()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go lock.KeepAlive(ctx, func(err error) { cancel(err) })
+	ctx, holder, release, err := holdLock(ctx, o.client, o.StateNamespace, group)
+	if err != nil {
+		return err
+	}
+	defer release()
 
 	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
 	rec, err := store.Load(ctx, group)
