@@ -23,14 +23,11 @@ import (
 //
 // Blue being deleted cannot be undone; the caller refuses that phase.
 func (e *Engine) Abort(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the informers
-	e.ctx = ctx
-	view, err := newClusterView(ctx, e.cfg.Client)
+	ctx, stop, err := e.watchCluster(ctx)
 	if err != nil {
 		return err
 	}
-	e.view = view
+	defer stop()
 	rec := e.cfg.Record
 	phase := plan.Phase(rec.Phase)
 	if phase == plan.PhaseDeleteBlue {
@@ -132,22 +129,11 @@ func (e *Engine) releaseNodes(ctx context.Context, nodes []*corev1.Node) error {
 		e.logf("no node carries the taint %s or a cordon of the run", plan.TaintString(e.cfg.Taint))
 		return nil
 	}
-	err := e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
-		if _, err := e.updateNode(ctx, name, func(n *corev1.Node) bool {
-			changed := n.Spec.Unschedulable || slices.ContainsFunc(n.Spec.Taints, e.isOurTaint)
-			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, e.isOurTaint)
-			n.Spec.Unschedulable = false
-			return changed
-		}); err != nil {
-			return fmt.Errorf("error when untainting node %q: %w", name, err)
-		}
-		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeAborted", "back in service: untainted and uncordoned by abort")
-		return nil
-	})
+	released, err := e.releaseMarks(ctx, names, func(n *corev1.Node) bool { return e.cordonedByRun(n, blue) }, "NodeUpgradeAborted", "back in service: untainted and uncordoned by abort")
 	if err != nil {
 		return err
 	}
-	e.logf("untainted and uncordoned %d nodes: %s", len(names), quoteAll(names))
+	e.logf("untainted and uncordoned %d nodes: %s", len(released), quoteAll(released))
 	return nil
 }
 

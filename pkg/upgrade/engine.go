@@ -121,16 +121,27 @@ func (e *Engine) flow() plan.Flow {
 	return plan.Flow{Batches: len(e.cfg.Plan.Batches), CloudGroup: e.group != nil}
 }
 
-// Run drives the state machine from the start to Done.
-func (e *Engine) Run(ctx context.Context) error {
+// watchCluster starts the informers the engine reads nodes and pods from;
+// stop ends them.
+func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the informers
 	e.ctx = ctx
 	view, err := newClusterView(ctx, e.cfg.Client)
 	if err != nil {
-		return err
+		cancel()
+		return ctx, nil, err
 	}
 	e.view = view
+	return ctx, cancel, nil
+}
+
+// Run drives the state machine from the start to Done.
+func (e *Engine) Run(ctx context.Context) error {
+	ctx, stop, err := e.watchCluster(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	s := plan.State{Phase: e.cfg.Start}
 	if s.Phase == "" {
 		s.Phase = e.strategy.First(e.flow())
@@ -187,24 +198,7 @@ func (e *Engine) stoppedUndrained(ctx context.Context, cause error) error {
 			wasCordoned.Insert(n.Name)
 		}
 	}
-	var released []string
-	err := e.forEachNode(ctx, e.cfg.Plan.OutdatedNames(), func(ctx context.Context, name string) error {
-		changed, err := e.updateNode(ctx, name, func(n *corev1.Node) bool {
-			tainted := slices.ContainsFunc(n.Spec.Taints, e.isOurTaint)
-			cordoned := n.Spec.Unschedulable && !wasCordoned.Has(name)
-			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, e.isOurTaint)
-			if cordoned {
-				n.Spec.Unschedulable = false
-			}
-			return tainted || cordoned
-		})
-		if changed {
-			e.mu.Lock()
-			released = append(released, name)
-			e.mu.Unlock()
-		}
-		return err
-	})
+	released, err := e.releaseMarks(ctx, e.cfg.Plan.OutdatedNames(), func(n *corev1.Node) bool { return !wasCordoned.Has(n.Name) }, "NodeUpgradeReleased", "back in service: the run stopped before any drain")
 	if err != nil {
 		return fmt.Errorf("%w; and error when taking the upgrade's taint off the outdated nodes: %v (abort takes it off)", cause, err)
 	}

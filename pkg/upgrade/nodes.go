@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +38,13 @@ func (e *Engine) updateNode(ctx context.Context, name string, change func(*corev
 	if obj, ok, _ := e.view.nodes.GetStore().GetByKey(name); ok {
 		node = obj.(*corev1.Node).DeepCopy()
 	}
+	return e.updateNodeFrom(ctx, name, node, change)
+}
+
+// updateNodeFrom is updateNode starting from node, or from the server when
+// node is nil: taking off a mark the run made a moment ago must not trust
+// a cache that may not show it yet.
+func (e *Engine) updateNodeFrom(ctx context.Context, name string, node *corev1.Node, change func(*corev1.Node) bool) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		if node == nil {
 			n, err := e.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -62,6 +71,37 @@ func (e *Engine) updateNode(ctx context.Context, name string, change func(*corev
 			return false, err
 		}
 	}
+}
+
+// releaseMarks takes the run's taint off the nodes, and their cordon where
+// ownCordon says the run made it, reading each node from the server, and
+// records an Event of reason on each node it changed. It returns them.
+func (e *Engine) releaseMarks(ctx context.Context, names []string, ownCordon func(*corev1.Node) bool, reason, message string) ([]string, error) {
+	var mu sync.Mutex
+	var released []string
+	err := e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		changed, err := e.updateNodeFrom(ctx, name, nil, func(n *corev1.Node) bool {
+			tainted := slices.ContainsFunc(n.Spec.Taints, e.isOurTaint)
+			cordoned := n.Spec.Unschedulable && ownCordon(n)
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, e.isOurTaint)
+			if cordoned {
+				n.Spec.Unschedulable = false
+			}
+			return tainted || cordoned
+		})
+		if err != nil {
+			return fmt.Errorf("error when untainting node %q: %w", name, err)
+		}
+		if changed {
+			e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, reason, "%s", message)
+			mu.Lock()
+			released = append(released, name)
+			mu.Unlock()
+		}
+		return nil
+	})
+	slices.Sort(released)
+	return released, err
 }
 
 // setUnschedulable cordons (on) or uncordons the nodes.
