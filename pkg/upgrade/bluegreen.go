@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -384,7 +385,7 @@ func (e *Engine) waitGreenSelected(ctx context.Context, selector string) error {
 		notReady, missing = nil, nil
 		ready := map[string]bool{}
 		for _, n := range nodes {
-			if nodeReady(n) {
+			if capacity.NodeReady(n) {
 				ready[n.Labels[plan.ZoneLabel]] = true
 			} else {
 				notReady = append(notReady, n.Name)

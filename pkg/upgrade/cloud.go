@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -286,7 +287,7 @@ func (e *Engine) lookAtNewNodes(ctx context.Context, version string, zones []str
 
 // newNodeProblem says why a new node is not yet usable, or "".
 func newNodeProblem(n *corev1.Node, version string, p *plan.Plan) string {
-	if !nodeReady(n) {
+	if !capacity.NodeReady(n) {
 		return "not Ready"
 	}
 	if v, ok := n.Labels[plan.EKSTemplateVersionLabel]; ok && v != version {
@@ -565,7 +566,7 @@ func (e *Engine) pickScaleDownNode() (string, error) {
 			continue
 		}
 		zn, zb := perZone[n.Labels[plan.ZoneLabel]], perZone[best.Labels[plan.ZoneLabel]]
-		if zn > zb || zn == zb && (!nodeReady(n) && nodeReady(best) || nodeReady(n) == nodeReady(best) && pods < bestPods) {
+		if zn > zb || zn == zb && (!capacity.NodeReady(n) && capacity.NodeReady(best) || capacity.NodeReady(n) == capacity.NodeReady(best) && pods < bestPods) {
 			best, bestPods = n, pods
 		}
 	}

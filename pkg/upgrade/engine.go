@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
@@ -364,7 +365,7 @@ func (e *Engine) capacitySource(ctx context.Context) (string, error) {
 		}
 		ready := 0
 		for _, n := range nodes {
-			if nodeReady(n) && !n.Spec.Unschedulable {
+			if capacity.NodeReady(n) && !n.Spec.Unschedulable {
 				ready++
 			}
 		}

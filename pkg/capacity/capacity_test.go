@@ -1,4 +1,4 @@
-package upgrade
+package capacity
 
 import (
 	"testing"
@@ -36,7 +36,7 @@ func testPod(name, node, cpu string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
-func TestEstimateRoom(t *testing.T) {
+func TestEstimate(t *testing.T) {
 	tainted := func(n *corev1.Node) {
 		n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 	}
@@ -90,7 +90,7 @@ func TestEstimateRoom(t *testing.T) {
 			for _, p := range tc.running {
 				byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 			}
-			room := EstimateRoom(tc.evict, tc.nodes, func(n string) []*corev1.Pod { return byNode[n] }, sets.New("old"))
+			room := Estimate(tc.evict, tc.nodes, func(n string) []*corev1.Pod { return byNode[n] }, sets.New("old"))
 			var got []string
 			for _, p := range room.Unplaced {
 				got = append(got, p.Name)

@@ -1,0 +1,248 @@
+// Package capacity estimates whether the pods a batch evicts fit on the
+// nodes that stay: the same estimate for the plan (before anything changes)
+// and the run (before each batch).
+package capacity
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelper "k8s.io/component-helpers/resource"
+	schedhelper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// Room is the capacity estimate before a batch: do the pods it will evict
+// fit on the nodes that stay schedulable? It is a simple, honest estimate,
+// not the scheduler: requests against allocatable and the pod count, taints
+// and tolerations, node selectors and required node affinity, and pods with
+// persistent volumes kept in their current zone (zonal disks do not move).
+type Room struct {
+	Unplaced []*corev1.Pod
+}
+
+// Fits reports whether every pod found a node.
+func (r Room) Fits() bool { return len(r.Unplaced) == 0 }
+
+func (r Room) String() string {
+	names := make([]string, 0, len(r.Unplaced))
+	for i, p := range r.Unplaced {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(r.Unplaced)-5))
+			break
+		}
+		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		names = append(names, fmt.Sprintf("%q (cpu %s, memory %s)", p.Namespace+"/"+p.Name, req.Cpu(), req.Memory()))
+	}
+	return "pods " + strings.Join(names, ", ") + " fit on no schedulable node"
+}
+
+// Estimate places toEvict, largest first, on candidate nodes (first fit).
+// podsByNode gives the pods already running on each node; excluded nodes
+// (being drained, or tainted for the upgrade) take nothing. It stays cheap on
+// 5,000 nodes: only the resources the evicted pods request are counted, each
+// node's free room is computed once, and nodes too full for the smallest pod
+// are dropped for good.
+func Estimate(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(string) []*corev1.Pod, excluded sets.Set[string]) Room {
+	names := requestedResources(toEvict)
+	reqs := make(map[*corev1.Pod][]int64, len(toEvict))
+	for _, p := range toEvict {
+		reqs[p] = requestVector(p, names)
+	}
+	pods := append([]*corev1.Pod(nil), toEvict...)
+	sort.SliceStable(pods, func(i, j int) bool { return less(reqs[pods[j]], reqs[pods[i]]) })
+	smallest := make([]int64, len(names)+1)
+	for i := range smallest {
+		smallest[i] = -1
+		for _, p := range pods {
+			if v := reqs[p][i]; smallest[i] < 0 || v < smallest[i] {
+				smallest[i] = v
+			}
+		}
+	}
+	type candidate struct {
+		node *corev1.Node
+		free []int64 // per names, then the pod count
+	}
+	var candidates []*candidate
+	zoneOf := map[string]string{}
+	for _, n := range nodes {
+		zoneOf[n.Name] = n.Labels[corev1.LabelTopologyZone]
+		if excluded.Has(n.Name) || n.Spec.Unschedulable || !NodeReady(n) {
+			continue
+		}
+		candidates = append(candidates, &candidate{node: n})
+	}
+	var room Room
+	for _, p := range pods {
+		affinity := nodeaffinity.GetRequiredNodeAffinity(p)
+		placed := false
+		for i := 0; i < len(candidates); i++ {
+			c := candidates[i]
+			if c.free == nil {
+				c.free = freeVector(c.node, podsByNode(c.node.Name), names)
+			}
+			if !fits(c.free, smallest) {
+				// Too full for the smallest pod: dropped for good.
+				candidates = slices.Delete(candidates, i, i+1)
+				i--
+				continue
+			}
+			if !fits(c.free, reqs[p]) || !accepts(c.node, p, affinity, zoneOf[p.Spec.NodeName]) {
+				continue
+			}
+			for k := range c.free {
+				c.free[k] -= reqs[p][k]
+			}
+			placed = true
+			break
+		}
+		if !placed {
+			room.Unplaced = append(room.Unplaced, p)
+		}
+	}
+	return room
+}
+
+// requestedResources are the resources that matter: those some evicted pod
+// requests (the pod count is added by requestVector).
+func requestedResources(toEvict []*corev1.Pod) []corev1.ResourceName {
+	var names []corev1.ResourceName
+	for _, p := range toEvict {
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			if !q.IsZero() && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// accepts reports whether the scheduler could put p on node, resources
+// aside: required node affinity, NoSchedule/NoExecute taints, and a
+// persistent volume keeping it in the zone it runs in (fromZone).
+func accepts(node *corev1.Node, p *corev1.Pod, affinity nodeaffinity.RequiredNodeAffinity, fromZone string) bool {
+	if ok, _ := affinity.Match(node); !ok {
+		return false
+	}
+	if _, untolerated := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false); untolerated {
+		return false
+	}
+	return !usesPersistentVolume(p) || fromZone == "" || node.Labels[corev1.LabelTopologyZone] == fromZone
+}
+
+// requestVector is a pod's requests of names (CPU in millicores), then 1 for
+// the pod itself.
+func requestVector(p *corev1.Pod, names []corev1.ResourceName) []int64 {
+	v := make([]int64, len(names)+1)
+	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	for i, name := range names {
+		v[i] = quantityValue(name, req[name])
+	}
+	v[len(names)] = 1
+	return v
+}
+
+// freeVector is what a node has left of names and of its pod count.
+func freeVector(n *corev1.Node, running []*corev1.Pod, names []corev1.ResourceName) []int64 {
+	free := make([]int64, len(names)+1)
+	for i, name := range names {
+		free[i] = quantityValue(name, n.Status.Allocatable[name])
+	}
+	free[len(names)] = n.Status.Allocatable.Pods().Value()
+	for _, p := range running {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for i, name := range names {
+			free[i] -= containerRequests(p, name)
+		}
+		free[len(names)]--
+	}
+	return free
+}
+
+// containerRequests is the fast path of PodRequests for the pods already on a
+// node: the larger of the containers' sum and the largest init container,
+// plus the pod overhead.
+func containerRequests(p *corev1.Pod, name corev1.ResourceName) int64 {
+	var sum, initMax int64
+	for i := range p.Spec.Containers {
+		sum += quantityValue(name, p.Spec.Containers[i].Resources.Requests[name])
+	}
+	for i := range p.Spec.InitContainers {
+		initMax = max(initMax, quantityValue(name, p.Spec.InitContainers[i].Resources.Requests[name]))
+	}
+	return max(sum, initMax) + quantityValue(name, p.Spec.Overhead[name])
+}
+
+func quantityValue(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func fits(free, req []int64) bool {
+	for i := range free {
+		if req[i] > free[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// less orders request vectors by their first resource, then the next.
+func less(a, b []int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+func usesPersistentVolume(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// autoscalerNames are the app names of what adds nodes for pending pods.
+var autoscalerNames = []string{"cluster-autoscaler", "karpenter"}
+
+// IsAutoscaler reports whether p is a running pod of the cluster autoscaler
+// or Karpenter, found by its app labels or, failing those, its name: while
+// one runs, room can still come for pods that fit nowhere now.
+func IsAutoscaler(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, name := range autoscalerNames {
+		if p.Labels["app.kubernetes.io/name"] == name || p.Labels["app"] == name || strings.HasPrefix(p.Name, name+"-") {
+			return true
+		}
+	}
+	return false
+}
