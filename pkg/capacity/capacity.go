@@ -25,6 +25,15 @@ import (
 // persistent volumes kept in their current zone (zonal disks do not move).
 type Room struct {
 	Unplaced []*corev1.Pod
+	// Placed says where each pod that fits would go, so a plan can carry
+	// one batch's pods over into the estimate of the next.
+	Placed []Placement
+}
+
+// Placement is one pod on the node the estimate found for it.
+type Placement struct {
+	Pod  *corev1.Pod
+	Node string
 }
 
 // Fits reports whether every pod found a node.
@@ -100,6 +109,7 @@ func Estimate(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(strin
 			for k := range c.free {
 				c.free[k] -= reqs[p][k]
 			}
+			room.Placed = append(room.Placed, Placement{Pod: p, Node: c.node.Name})
 			placed = true
 			break
 		}

@@ -34,9 +34,11 @@ const (
 	CheckSameBatch          = "same-batch"
 	CheckSingleReplica      = "single-replica"
 	// Found by the planner: the target labels cannot come from the cloud
-	// target; a pod fits on no node but the outdated one it runs on.
+	// target; a pod fits on no node but the outdated one it runs on; the
+	// pods of a batch fit on no node that stays and nothing adds one.
 	CheckUnreachableTarget = "unreachable-target"
 	CheckPodCannotMove     = "pod-cannot-move"
+	CheckNoRoom            = "no-room"
 	// Warnings.
 	CheckNoPDB               = "no-pdb"
 	CheckZoneConcentration   = "zone-concentration"
@@ -59,6 +61,7 @@ var severities = map[string]Severity{
 	CheckSingleReplica:       Blocker,
 	CheckUnreachableTarget:   Blocker,
 	CheckPodCannotMove:       Blocker,
+	CheckNoRoom:              Blocker,
 	CheckNoPDB:               Warning,
 	CheckZoneConcentration:   Warning,
 	CheckNoReadinessProbe:    Warning,
@@ -73,7 +76,7 @@ var severities = map[string]Severity{
 var names = []string{
 	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
 	CheckBarePod, CheckSameBatch, CheckSingleReplica,
-	CheckUnreachableTarget, CheckPodCannotMove,
+	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
@@ -81,7 +84,7 @@ var names = []string{
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
-var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove}
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.

@@ -31,6 +31,9 @@ type Snapshot struct {
 	StatefulSets []appsv1.StatefulSet
 	Services     []corev1.Service
 	Namespaces   []corev1.Namespace
+	// Claims and volumes say where a pod's persistent volumes let it run.
+	PVCs []corev1.PersistentVolumeClaim
+	PVs  []corev1.PersistentVolume
 }
 
 // InputError is bad user input: the command exits 2 and nothing changed.
@@ -256,7 +259,9 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	p.Steps = strategy.Steps(p)
 	p.Findings = audit(snap, group, outdatedNames, names, in)
 	p.Findings = append(p.Findings, unreachableTarget(group, in)...)
-	p.Findings = append(p.Findings, pinnedPods(snap, outdatedNames, podsByNode, in)...)
+	pinned, pinnedKeys := pinnedPods(snap, outdatedNames, podsByNode, in)
+	p.Findings = append(p.Findings, pinned...)
+	p.Findings = append(p.Findings, noRoom(snap, names, in, strategy.Traits().OutdatedHeldOff, pinnedKeys)...)
 	if p.Findings = check.Sort(p.Findings); p.Findings == nil {
 		p.Findings = []check.Finding{}
 	}

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -22,10 +23,14 @@ const (
 	imageKey = "eks.amazonaws.com/nodegroup-image"
 )
 
+// node is a Ready node with room for 4 CPUs and 110 pods.
 func node(name, group, zone, image string) corev1.Node {
 	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		groupKey: group, ZoneLabel: zone, imageKey: image,
-	}}}
+		groupKey: group, ZoneLabel: zone, imageKey: image, corev1.LabelHostname: name,
+	}}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+	}}
 }
 
 func pod(ns, name, nodeName string, app string, owner string) corev1.Pod {
@@ -188,11 +193,22 @@ func TestBuildBlockers(t *testing.T) {
 		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: imageKey, Operator: corev1.NodeSelectorOpIn, Values: []string{image}}}}}}}}
 	}
+	// db-0 on old-0 mounts claim data, bound to volume pv whose node
+	// affinity requires key=value.
+	db := web("db-0", "old-0")
+	db.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	claim := []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv"}}}
+	volume := func(key, value string) []corev1.PersistentVolume {
+		return []corev1.PersistentVolume{{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}}}}}}}}}
+	}
 
 	tests := []struct {
 		name   string
 		pods   []corev1.Pod
 		pdbs   []policyv1.PodDisruptionBudget
+		pvcs   []corev1.PersistentVolumeClaim
+		pvs    []corev1.PersistentVolume
 		force  bool
 		emptyD bool
 		want   []string // blocker check names on old-0
@@ -212,11 +228,16 @@ func TestBuildBlockers(t *testing.T) {
 		{name: "pod requiring the target image moves to the replacement", pods: []corev1.Pod{selecting(nil, onImage("ami-new")), web("web-2", "new-0")}, pdbs: webPDB, pods0: 1},
 		// other-0, of another group, runs the old image and stays.
 		{name: "pod requiring the old image moves to another group's node", pods: []corev1.Pod{selecting(nil, onImage("ami-old")), web("web-2", "new-0")}, pdbs: webPDB, pods0: 1},
+		{name: "pod on a local volume of its outdated node", pods: []corev1.Pod{db, web("web-2", "new-0")}, pdbs: webPDB, pvcs: claim, pvs: volume(corev1.LabelHostname, "old-0"),
+			want: []string{check.CheckPodCannotMove}, pods0: 1},
+		{name: "pod on a zonal disk moves within its zone", pods: []corev1.Pod{db, web("web-2", "new-0")}, pdbs: webPDB, pvcs: claim, pvs: volume(ZoneLabel, "a"), pods0: 1},
+		{name: "pod on a disk of a zone no node reaches", pods: []corev1.Pod{db, web("web-2", "new-0")}, pdbs: webPDB, pvcs: claim, pvs: volume(ZoneLabel, "gone"),
+			want: []string{check.CheckPodCannotMove}, pods0: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := groupSnapshot()
-			snap.Pods, snap.PDBs = tc.pods, tc.pdbs
+			snap.Pods, snap.PDBs, snap.PVCs, snap.PVs = tc.pods, tc.pdbs, tc.pvcs, tc.pvs
 			in := baseInput()
 			in.Force, in.DeleteEmptyDir = tc.force, tc.emptyD
 			p, err := Build(snap, in)
@@ -232,6 +253,11 @@ func TestBuildBlockers(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("blockers %q, want %q; findings %+v", got, tc.want, p.Findings)
+			}
+			for _, f := range p.Blockers() {
+				if f.Check == check.CheckPodCannotMove && tc.pvs != nil && !strings.Contains(f.Message, `PersistentVolume "pv"`) {
+					t.Errorf("message %q must name the volume that pins the pod", f.Message)
+				}
 			}
 			for _, b := range p.Batches {
 				for _, n := range b.Nodes {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
@@ -64,8 +65,10 @@ func unreachableTarget(group []corev1.Node, in Input) []check.Finding {
 // node selector or required node affinity matches no node that stays, and
 // not the nodes the run brings either (taken to look like the pod's node
 // with the target labels and a name of their own). Their drain would wait
-// until --drain-timeout for nothing.
-func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev1.Pod, in Input) []check.Finding {
+// until --drain-timeout for nothing. It returns the findings and the pods
+// found ("namespace/name").
+func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev1.Pod, in Input) ([]check.Finding, sets.Set[string]) {
+	found := sets.New[string]()
 	gone := make(map[string]bool, len(outdated))
 	for _, n := range outdated {
 		gone[n] = true
@@ -86,11 +89,13 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 			rsOwner[rs.Namespace+"/"+rs.Name] = ref.Name
 		}
 	}
+	volumes := volumesByClaim(snap)
 	// One finding per workload, as the audit reports them.
 	type pinned struct {
 		finding check.Finding
 		pods    int
 		example *corev1.Pod
+		volume  string // the volume that pins it, when its selectors alone do not
 	}
 	byWorkload := map[string]*pinned{}
 	var order []string
@@ -112,21 +117,25 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 			if in.Namespace != "" && pod.Namespace != in.Namespace {
 				continue
 			}
-			if len(pod.Spec.NodeSelector) == 0 && (pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil) {
+			pvs := volumes(pod)
+			if len(pvs) == 0 && len(pod.Spec.NodeSelector) == 0 && (pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil) {
 				continue
 			}
 			affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
-			if ok, _ := affinity.Match(replacement); ok {
+			selects := func(n *corev1.Node) bool { ok, _ := affinity.Match(n); return ok }
+			reaches := func(n *corev1.Node) bool { return selects(n) && volumeBlocking(pvs, n) == "" }
+			if reaches(replacement) || slices.ContainsFunc(staying, reaches) {
 				continue
 			}
-			if slices.ContainsFunc(staying, func(n *corev1.Node) bool { ok, _ := affinity.Match(n); return ok }) {
-				continue
-			}
+			found.Insert(podKey(pod))
 			kind, ns, wname := check.WorkloadOf(pod, rsOwner)
 			key := kind + "/" + ns + "/" + wname
 			w := byWorkload[key]
 			if w == nil {
 				w = &pinned{finding: check.Finding{Check: check.CheckPodCannotMove, Severity: check.Blocker, Kind: kind, Namespace: ns, Name: wname}, example: pod}
+				if selects(replacement) || slices.ContainsFunc(staying, selects) {
+					w.volume = volumeBlocking(pvs, replacement)
+				}
 				byWorkload[key] = w
 				order = append(order, key)
 			}
@@ -140,11 +149,54 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 	for _, key := range order {
 		w := byWorkload[key]
 		f := w.finding
-		f.Message = fmt.Sprintf("%d pods (%q among them) select nodes (%s) that only outdated nodes %s match: evicted, they can run nowhere", w.pods, w.example.Namespace+"/"+w.example.Name, selectorText(w.example), quoteNames(f.Nodes))
-		f.Fix = "let them run on other nodes (node selector, required node affinity), or leave those nodes out of the group"
+		example := fmt.Sprintf("%d pods (%q among them)", w.pods, w.example.Namespace+"/"+w.example.Name)
+		if w.volume != "" {
+			f.Message = fmt.Sprintf("%s mount PersistentVolume %q, which only outdated nodes %s can reach: evicted, they can run nowhere", example, w.volume, quoteNames(f.Nodes))
+			f.Fix = "move the data off those nodes first (a local volume stays with its node), or leave those nodes out of the group"
+		} else {
+			f.Message = fmt.Sprintf("%s select nodes (%s) that only outdated nodes %s match: evicted, they can run nowhere", example, selectorText(w.example), quoteNames(f.Nodes))
+			f.Fix = "let them run on other nodes (node selector, required node affinity), or leave those nodes out of the group"
+		}
 		out = append(out, f)
 	}
-	return out
+	return out, found
+}
+
+// volumesByClaim returns, for a pod, the bound persistent volumes it mounts
+// that can be reached from some nodes only (a local volume, a zonal disk).
+func volumesByClaim(snap Snapshot) func(*corev1.Pod) []*corev1.PersistentVolume {
+	pvs := make(map[string]*corev1.PersistentVolume, len(snap.PVs))
+	for i := range snap.PVs {
+		if pv := &snap.PVs[i]; pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
+			pvs[pv.Name] = pv
+		}
+	}
+	claims := make(map[string]string, len(snap.PVCs))
+	for _, c := range snap.PVCs {
+		claims[c.Namespace+"/"+c.Name] = c.Spec.VolumeName
+	}
+	return func(pod *corev1.Pod) []*corev1.PersistentVolume {
+		var out []*corev1.PersistentVolume
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			if pv := pvs[claims[pod.Namespace+"/"+v.PersistentVolumeClaim.ClaimName]]; pv != nil {
+				out = append(out, pv)
+			}
+		}
+		return out
+	}
+}
+
+// volumeBlocking names the first volume node cannot reach, or "".
+func volumeBlocking(pvs []*corev1.PersistentVolume, node *corev1.Node) string {
+	for _, pv := range pvs {
+		if ok, _ := nodeaffinity.NewLazyErrorNodeSelector(pv.Spec.NodeAffinity.Required).Match(node); !ok {
+			return pv.Name
+		}
+	}
+	return ""
 }
 
 func quoteNames(names []string) string {

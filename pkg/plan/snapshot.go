@@ -73,6 +73,16 @@ func TakeSnapshot(ctx context.Context, client kubernetes.Interface) (Snapshot, e
 				return core.Namespaces().List(ctx, o)
 			})
 		},
+		func(ctx context.Context) error {
+			return listInto(ctx, "persistentvolumeclaims", &s.PVCs, slimClaim, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return core.PersistentVolumeClaims("").List(ctx, o)
+			})
+		},
+		func(ctx context.Context) error {
+			return listInto(ctx, "persistentvolumes", &s.PVs, slimVolume, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return core.PersistentVolumes().List(ctx, o)
+			})
+		},
 	}
 	// One at a time, the small lists would wait behind the pods' pages for
 	// nothing; each step writes its own field of s.
@@ -182,10 +192,10 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // managedFields and kubectl's last-applied copy; of the spec the node,
 // tolerations, volumes, grace period and readiness gates, and of each
 // container its name, readiness probe, lifecycle hooks and restart policy;
-// the status but the container statuses and addresses. Resource requests
-// and limits go too: nothing here reads them and their maps of quantities
-// are a quarter of a pod's heap. A planner or check reading more of a pod
-// must keep it here (TestSlimPodKeepsWhatPlanningReads).
+// the status but the container statuses and addresses. Of the resources
+// only the requests stay (the room estimate reads them); limits go. A
+// planner or check reading more of a pod must keep it here
+// (TestSlimPodKeepsWhatPlanningReads).
 func slimPod(p *corev1.Pod) {
 	slimMeta(&p.ObjectMeta)
 	p.Spec.InitContainers = slimContainers(p.Spec.InitContainers)
@@ -203,18 +213,20 @@ func slimPod(p *corev1.Pod) {
 	}
 	p.Spec.TopologySpreadConstraints, p.Spec.SecurityContext = nil, nil
 	p.Spec.ImagePullSecrets, p.Spec.HostAliases, p.Spec.DNSConfig = nil, nil, nil
-	p.Spec.Overhead, p.Spec.ResourceClaims, p.Spec.Resources = nil, nil, nil
+	p.Spec.ResourceClaims = nil
 	st := &p.Status
 	st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses = nil, nil, nil
 	st.ResourceClaimStatuses, st.PodIPs, st.HostIPs = nil, nil, nil
 	st.Message = ""
 }
 
-// slimContainers keeps, of each container, only the fields the audit reads,
-// so a field added to Container later is dropped unless kept here.
+// slimContainers keeps, of each container, only the fields the audit and
+// the room estimate read, so a field added to Container later is dropped
+// unless kept here.
 func slimContainers(cs []corev1.Container) []corev1.Container {
 	for i, c := range cs {
-		cs[i] = corev1.Container{Name: c.Name, ReadinessProbe: c.ReadinessProbe, Lifecycle: c.Lifecycle, RestartPolicy: c.RestartPolicy}
+		cs[i] = corev1.Container{Name: c.Name, ReadinessProbe: c.ReadinessProbe, Lifecycle: c.Lifecycle, RestartPolicy: c.RestartPolicy,
+			Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}}
 	}
 	return cs
 }
@@ -231,6 +243,20 @@ func slimNode(n *corev1.Node) {
 func slimReplicaSet(rs *appsv1.ReplicaSet) {
 	slimMeta(&rs.ObjectMeta)
 	rs.Spec.Template = corev1.PodTemplateSpec{}
+}
+
+// slimClaim keeps what ties a claim to its volume.
+func slimClaim(c *corev1.PersistentVolumeClaim) {
+	*c = corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: c.Spec.VolumeName}}
+}
+
+// slimVolume keeps where a volume can be reached from: its node affinity
+// (a local volume's node, a disk's zone) and whether it is a local one.
+func slimVolume(v *corev1.PersistentVolume) {
+	*v = corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: v.Name},
+		Spec: corev1.PersistentVolumeSpec{NodeAffinity: v.Spec.NodeAffinity,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: v.Spec.Local, HostPath: v.Spec.HostPath}}}
 }
 
 func slimMeta(m *metav1.ObjectMeta) {

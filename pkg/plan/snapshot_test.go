@@ -124,8 +124,9 @@ func TestSlimPodKeepsWhatPlanningReads(t *testing.T) {
 		{"node selector and required node affinity kept, the rest of the affinity dropped", p.Spec.NodeSelector["disk"] == "ssd" && p.Spec.Affinity != nil &&
 			p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == required && p.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution == nil && p.Spec.Affinity.PodAntiAffinity == nil},
 		{"grace period kept", p.Spec.TerminationGracePeriodSeconds != nil && *p.Spec.TerminationGracePeriodSeconds == 30},
-		{"resources, image and liveness probe dropped", p.Spec.Containers[0].Resources.Requests == nil &&
-			p.Spec.Containers[0].Image == "" && p.Spec.Containers[0].LivenessProbe == nil},
+		{"requests kept (the room estimate), limits dropped", p.Spec.Containers[0].Resources.Requests.Cpu().String() == "100m" &&
+			p.Spec.Containers[0].Resources.Limits == nil},
+		{"image and liveness probe dropped", p.Spec.Containers[0].Image == "" && p.Spec.Containers[0].LivenessProbe == nil},
 		{"phase and conditions kept", p.Status.Phase == corev1.PodRunning && len(p.Status.Conditions) == 5},
 	}
 	for _, c := range checks {

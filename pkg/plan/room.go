@@ -1,0 +1,87 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+)
+
+// noRoom proves, when nothing can add a node, that every batch's pods fit
+// on the nodes that stay: batch by batch in the run's order, with the
+// estimate the run makes before each batch, each batch's pods carried over
+// onto the nodes the estimate put them on. The run would otherwise taint
+// the group and stop at the first batch that does not fit.
+//
+// Something adds nodes when the provider has a group (its scale-up and
+// replacements) or a cluster autoscaler or Karpenter runs; then the run
+// waits for room instead, and this proves nothing. Pods that can go nowhere
+// whatever the room (pinned, reported by pod-cannot-move) are left out.
+func noRoom(snap Snapshot, batches [][]string, in Input, heldOff bool, pinned sets.Set[string]) []check.Finding {
+	if in.Cloud != nil || len(batches) == 0 {
+		return nil
+	}
+	running := map[string][]*corev1.Pod{}
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		if capacity.IsAutoscaler(p) {
+			return nil
+		}
+		if p.Spec.NodeName != "" {
+			running[p.Spec.NodeName] = append(running[p.Spec.NodeName], p)
+		}
+	}
+	nodes := make([]*corev1.Node, len(snap.Nodes))
+	for i := range snap.Nodes {
+		nodes[i] = &snap.Nodes[i]
+	}
+	// Where every outdated node is held off (tainted) from the start, none
+	// takes pods; otherwise a node takes pods until its own batch, which
+	// then evicts them again.
+	excluded := sets.New[string]()
+	if heldOff {
+		for _, b := range batches {
+			excluded.Insert(b...)
+		}
+	}
+	for i, batch := range batches {
+		excluded.Insert(batch...)
+		var toEvict []*corev1.Pod
+		for _, n := range batch {
+			toEvict = append(toEvict, slices.DeleteFunc(slices.Clone(running[n]), func(p *corev1.Pod) bool { return !Evictable(p) || pinned.Has(podKey(p)) })...)
+			delete(running, n)
+		}
+		room := capacity.Estimate(toEvict, nodes, func(n string) []*corev1.Pod { return running[n] }, excluded)
+		if !room.Fits() {
+			return []check.Finding{noRoomFinding(i, len(batches), batch, room, in, heldOff)}
+		}
+		for _, pl := range room.Placed {
+			running[pl.Node] = append(running[pl.Node], pl.Pod)
+		}
+	}
+	return nil
+}
+
+func noRoomFinding(i, of int, batch []string, room capacity.Room, in Input, heldOff bool) check.Finding {
+	name := in.NodeGroup
+	if name == "" {
+		name = in.Selector
+	}
+	fix := "add nodes that stay (with the target labels) before the run, or a provider that adds them (--provider aws)"
+	if heldOff && i > 0 {
+		// Every outdated node is tainted at the start: the pods of all
+		// batches end up on the nodes that stay, whatever the batch size.
+		fix += "; a lower --max-unavailable does not help, the pods of every batch must fit on the nodes that stay"
+	} else if !heldOff {
+		fix += ", or lower --max-unavailable"
+	}
+	return check.Finding{
+		Check: check.CheckNoRoom, Severity: check.Blocker, Kind: "NodeGroup", Name: name, Nodes: slices.Clone(batch),
+		Message: fmt.Sprintf("batch %d of %d: %s, and nothing adds a node (provider none, no cluster autoscaler or Karpenter runs)", i+1, of, room),
+		Fix:     fix,
+	}
+}
