@@ -95,8 +95,36 @@ type CloudGroup struct {
 	Recorded    *Sizes
 	RescaleFrom string
 	// Nodes maps the group's nodes to their machines; a node missing here
-	// is not a member of the group.
-	Nodes map[string]Machine
+	// is not a member of the group. Unjoined are the group's machines no
+	// node stands for yet (launching, or not registered).
+	Nodes    map[string]Machine
+	Unjoined []Machine
+}
+
+// Joining are the machines of the group still on their way to be nodes
+// that the target would replace: the replacement of a node an interrupted
+// run removed, launched on the version the rollback leaves, say. A plan
+// made before they join leaves them out; a run waits for them first.
+func (cg *CloudGroup) Joining() []Machine {
+	var out []Machine
+	for _, m := range cg.Unjoined {
+		if m.Leaving() {
+			continue
+		}
+		if cg.TargetVersion == NewVersion || m.Template != cg.Template || m.Version != cg.TargetVersion {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// JoiningNote says which machines a run waits for before it plans.
+func (cg *CloudGroup) JoiningNote(joining []Machine) string {
+	ids := make([]string, len(joining))
+	for i, m := range joining {
+		ids[i] = fmt.Sprintf("%s (version %s)", m.ID, m.Version)
+	}
+	return fmt.Sprintf("%d %ss of %s %q are not nodes yet and run another version: %s; a run waits up to --node-ready-timeout for them to join, then plans them too", len(joining), cg.MachineKind, cg.GroupKind, cg.Name, strings.Join(ids, ", "))
 }
 
 // CloudPlan is the cloud side of a plan. Its fields are the same for every

@@ -216,3 +216,32 @@ func TestUnreachableTarget(t *testing.T) {
 		})
 	}
 }
+
+func TestJoining(t *testing.T) {
+	cg := &CloudGroup{Template: "lt-1", TargetVersion: "1", MachineKind: "instance", GroupKind: "Auto Scaling group", Name: "ng"}
+	tests := []struct {
+		name    string
+		target  string
+		machine Machine
+		joining bool
+	}{
+		{name: "launching on another version", target: "1", machine: Machine{ID: "i-1", Template: "lt-1", Version: "2", State: MachinePending}, joining: true},
+		{name: "launching on the target version", target: "1", machine: Machine{ID: "i-1", Template: "lt-1", Version: "1", State: MachinePending}},
+		{name: "of another launch template", target: "1", machine: Machine{ID: "i-1", Template: "lt-0", Version: "1", State: MachinePending}, joining: true},
+		{name: "leaving", target: "1", machine: Machine{ID: "i-1", Template: "lt-1", Version: "2", State: MachineLeaving}},
+		{name: "a version the run creates replaces every machine", target: NewVersion, machine: Machine{ID: "i-1", Template: "lt-1", Version: "1", State: MachineInService}, joining: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := *cg
+			c.TargetVersion, c.Unjoined = tc.target, []Machine{tc.machine}
+			got := c.Joining()
+			if (len(got) == 1) != tc.joining {
+				t.Fatalf("Joining() = %v, want joining %v", got, tc.joining)
+			}
+			if tc.joining && !strings.Contains(c.JoiningNote(got), "i-1 (") {
+				t.Errorf("note %q must name the instance", c.JoiningNote(got))
+			}
+		})
+	}
+}

@@ -42,6 +42,9 @@ type PlanOptions struct {
 	client       kubernetes.Interface
 	context      string
 	namespace    string // limits the audit; empty for all namespaces
+	// joinTimeout, when set (a run), is how long planning waits for the
+	// group's machines that are not nodes yet; plan only notes them.
+	joinTimeout time.Duration
 }
 
 const planExample = `  # Which nodes of node group "demo" do not run the new AMI, in which batches,
@@ -355,6 +358,19 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	}
 	if c == nil && len(o.targetLabels) == 0 && o.strategy.Needs(in) <= plan.CapRemoveNodes {
 		return nil, usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
+	}
+	if in.Cloud != nil {
+		if joining := in.Cloud.Joining(); len(joining) > 0 {
+			if o.joinTimeout > 0 {
+				fmt.Fprintf(o.ErrOut, "waiting up to %s for %d %ss of %s %q to join as nodes before planning\n", o.joinTimeout, len(joining), in.Cloud.MachineKind, in.Cloud.GroupKind, in.Cloud.Name)
+				if err := cloud.AwaitJoined(ctx, o.client, joining, o.joinTimeout); err != nil {
+					return nil, err
+				}
+				o.joinTimeout = 0
+				return o.buildPlan(ctx)
+			}
+			notes = append(notes, in.Cloud.JoiningNote(joining))
+		}
 	}
 	p, err := plan.Build(snap, in)
 	if p != nil {

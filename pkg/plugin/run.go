@@ -173,6 +173,11 @@ func (o *RunOptions) Validate() error {
 
 // Run plans, asks, and upgrades.
 func (o *RunOptions) Run(ctx context.Context) error {
+	// A machine launched but not yet a node would be left out of the plan
+	// (the replacement of a node an interrupted run removed, say).
+	if !o.DryRun {
+		o.joinTimeout = o.NodeReadyTimeout
+	}
 	p, err := o.buildPlan(ctx)
 	if err != nil {
 		return err

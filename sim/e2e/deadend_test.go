@@ -1,11 +1,17 @@
 package e2e
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
@@ -103,4 +109,89 @@ func TestAWSDeadEndsAreRefusedBeforeAnythingChanges(t *testing.T) {
 func ptrIntStr(i int) *intstr.IntOrString {
 	v := intstr.FromInt(i)
 	return &v
+}
+
+// TestLabelPathDeadEndsAreRefusedBeforeAnythingChanges: with provider none
+// nothing adds a node, so the plan proves the batches fit, in order, on
+// the nodes that stay (no-room), and that no pod is held by a local volume
+// of an outdated node (pod-cannot-move); plan names the blocker, run exits
+// 2 and no node is marked.
+func TestLabelPathDeadEndsAreRefusedBeforeAnythingChanges(t *testing.T) {
+	t.Parallel()
+	const name = "label-deadend"
+	zones := []string{"sim-a", "sim-b"}
+	ctx := testContext(t, 4*time.Minute)
+	oldNodes, _, err := scenario.CreateNodeGroup(ctx, client, scenario.NodeGroup{
+		LabelKey: groupKey, Name: name, Zones: zones, Outdated: 2, OldLabels: map[string]string{imageKey: "ami-old"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two 1.5-CPU pods on each 4-CPU outdated node; the one current node
+	// added afterwards takes the first batch's two, not the second's.
+	createPinnedApps(t, ctx, name, []scenario.App{{Name: "web", Replicas: 4, CPU: "1500m", MinAvailable: ptrIntStr(2)}})
+	addCurrentNodes(t, name, zones, 1)
+	// Another batch fits once no-room is ignored; db, on a local volume of
+	// an outdated node, then cannot move.
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-local"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "local",
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/disks/data"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: scenario.HostnameLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{oldNodes[0]}}}}}}},
+			ClaimRef: &corev1.ObjectReference{Namespace: name, Name: "data"},
+		},
+	}
+	if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{}) })
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To("local"), VolumeName: pv.Name,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if _, err := client.CoreV1().PersistentVolumeClaims(name).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{name, "--provider", "none", "--target-label", target, "--max-unavailable", "1"}
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T)
+		args  []string
+		want  string // the blocker plan shows and run's one-line error names
+	}{
+		{name: "the second batch's pods fit on no node that stays", want: check.CheckNoRoom + " (NodeGroup/" + name + "): batch 2 of 2"},
+		{name: "a pod on a local volume of an outdated node",
+			setup: func(t *testing.T) {
+				createPinnedApps(t, ctx, name, []scenario.App{{Name: "db", Replicas: 2, CPU: "0", MinAvailable: ptrIntStr(1), Claim: pvc.Name}})
+			},
+			args: []string{"--ignore-check", check.CheckNoRoom}, want: check.CheckPodCannotMove + " (Deployment/" + name + "/db)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setup != nil {
+				tc.setup(t)
+			}
+			args := append(slices.Clone(base), tc.args...)
+			p := plugin(t, append([]string{"plan"}, args...)...)
+			blocker, _, _ := strings.Cut(tc.want, " ")
+			if p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, blocker) {
+				t.Errorf("plan must show the %s blocker: %s", blocker, p)
+			}
+			r := plugin(t, append([]string{"run", "--yes", "--post-drain-wait", "0s"}, args...)...)
+			if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit %d and a one-line error with %q, got %s", nodeupgrade.ExitUsage, tc.want, r)
+			}
+			assertUntouched(t, ctx, groupKey, name)
+			if n := len(groupNodes(t, ctx, groupKey, name)); n != 3 {
+				t.Errorf("group has %d nodes, want the 3 it had", n)
+			}
+		})
+	}
 }

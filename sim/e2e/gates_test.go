@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -185,6 +187,9 @@ func TestRunWaitsForRoomInsteadOfEvictingIntoPending(t *testing.T) {
 	if err := scenario.WaitAppsReady(ctx, client, name+"-ca"); err != nil {
 		t.Fatal(err)
 	}
+	// Gone before the next test: while it runs, every run and plan of the
+	// cluster counts on an autoscaler.
+	t.Cleanup(func() { deleteApp(t, name+"-ca", "cluster-autoscaler") })
 	watcher, err := scenario.WatchPDBs(ctx, client, name)
 	if err != nil {
 		t.Fatal(err)
@@ -234,5 +239,21 @@ func TestRunWaitsForRoomInsteadOfEvictingIntoPending(t *testing.T) {
 		if !reasons[want] {
 			t.Errorf("no %s event on node room-old-0; got %v", want, reasons)
 		}
+	}
+}
+
+// deleteApp deletes a Deployment and waits until its pods are gone.
+func deleteApp(t *testing.T, namespace, name string) {
+	t.Helper()
+	ctx := testContext(t, time.Minute)
+	if err := client.AppsV1().Deployments(namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: scenario.AppLabel + "=" + name})
+		return err == nil && len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the pods of %s/%s are not gone: %v", namespace, name, err)
 	}
 }

@@ -35,6 +35,7 @@ type App struct {
 	Tolerations                   []corev1.Toleration
 	TerminationGracePeriodSeconds *int64 // default 1
 	PodAnnotations                map[string]string
+	Claim                         string // a PersistentVolumeClaim every pod mounts
 }
 
 // CreateApp creates the namespace if missing, the Deployment a.Name and,
@@ -62,6 +63,10 @@ func CreateApp(ctx context.Context, c kubernetes.Interface, a App) error {
 		grace = new(int64(1))
 	}
 	labels := map[string]string{AppLabel: a.Name}
+	var volumes []corev1.Volume
+	if a.Claim != "" {
+		volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: a.Claim}}}}
+	}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
@@ -75,6 +80,7 @@ func CreateApp(ctx context.Context, c kubernetes.Interface, a App) error {
 						Image:     Image,
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q}},
 					}},
+					Volumes:                       volumes,
 					NodeSelector:                  a.NodeSelector,
 					Tolerations:                   a.Tolerations,
 					TerminationGracePeriodSeconds: grace,

@@ -72,7 +72,7 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	for i := range nodes {
 		ptrs[i] = &nodes[i]
 	}
-	byNode, _ := MapNodes(g, ptrs)
+	byNode, unjoined := MapNodes(g, ptrs)
 	cg := &plan.CloudGroup{
 		Provider:       Name,
 		Can:            plan.CapNewGroups,
@@ -87,6 +87,7 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 		TargetImage:    target.Image,
 		Sizes:          plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes:          byNode,
+		Unjoined:       unjoined,
 	}
 	if target.Create {
 		cg.TargetVersion = plan.NewVersion
