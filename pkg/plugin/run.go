@@ -381,6 +381,9 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	switch {
 	case errors.As(err, &paused) || errors.As(err, &soaking):
 		rec.Note = err.Error()
+	case errors.Is(err, context.Canceled):
+		// The record says what stopped the run, not Go's "context canceled".
+		rec.LastError = interruptedError
 	case err != nil:
 		rec.LastError = err.Error()
 	default:
