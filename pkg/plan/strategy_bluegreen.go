@@ -140,11 +140,11 @@ func (blueGreen) Steps(p *Plan) []Step {
 	s.add("CordonBlue", fmt.Sprintf("cordon the %d blue nodes", p.Nodes.Outdated), 0)
 	if len(p.Batches) > 0 {
 		soaks := time.Duration(len(p.Batches)-1) * time.Duration(bg.BatchSoak)
-		s.add("DrainBlue", fmt.Sprintf("%s of up to %s, %s soak between batches", Count(len(p.Batches), "batch"), Count(bg.BatchSize, "node"), time.Duration(bg.BatchSoak)), time.Duration(len(p.Batches))*DrainEstimate+soaks)
+		s.add("DrainBlue", fmt.Sprintf("%s of up to %s, %s soak between batches", Count(len(p.Batches), "batch"), Count(bg.BatchSize, "node"), FormatDuration(time.Duration(bg.BatchSoak))), time.Duration(len(p.Batches))*DrainEstimate+soaks)
 	} else {
 		s.add("DrainBlue", "batch size 0: nothing drained, straight to the soak", 0)
 	}
-	s.add("Soak", fmt.Sprintf("%s; \"complete\" ends it early", time.Duration(bg.NodePoolSoak)), time.Duration(bg.NodePoolSoak))
+	s.add("Soak", fmt.Sprintf("%s; \"complete\" ends it early", FormatDuration(time.Duration(bg.NodePoolSoak))), time.Duration(bg.NodePoolSoak))
 	s.add("DeleteBlue", fmt.Sprintf("delete the pods left on blue (not evicted; grace at most 60m), then the blue %s", kind), DrainEstimate)
 	return s
 }
