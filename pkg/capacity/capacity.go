@@ -5,6 +5,7 @@ package capacity
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -47,9 +48,24 @@ func (r Room) String() string {
 			break
 		}
 		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		names = append(names, fmt.Sprintf("%q (cpu %s, memory %s)", p.Namespace+"/"+p.Name, req.Cpu(), req.Memory()))
+		names = append(names, fmt.Sprintf("%q (%s)", p.Namespace+"/"+p.Name, requestsText(req)))
 	}
 	return "pods " + strings.Join(names, ", ") + " fit on no schedulable node"
+}
+
+// requestsText names the resources a pod requests, leaving out those it
+// does not request ("requests cpu 500m, memory 1Gi", "no requests").
+func requestsText(req corev1.ResourceList) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(req)) {
+		if q := req[name]; !q.IsZero() {
+			parts = append(parts, string(name)+" "+q.String())
+		}
+	}
+	if len(parts) == 0 {
+		return "no requests"
+	}
+	return "requests " + strings.Join(parts, ", ")
 }
 
 // Estimate places toEvict, largest first, on candidate nodes (first fit).

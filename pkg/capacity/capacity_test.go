@@ -104,3 +104,23 @@ func TestEstimate(t *testing.T) {
 		})
 	}
 }
+
+func TestRoomNamesOnlyWhatPodsRequest(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  string
+		cpu  string
+		want string
+	}{
+		{"cpu only", "big", "3", `pods "ns/big" (requests cpu 3) fit on no schedulable node`},
+		{"no requests", "free", "0", `pods "ns/free" (no requests) fit on no schedulable node`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Room{Unplaced: []*corev1.Pod{testPod(tc.pod, "old", tc.cpu)}}
+			if got := r.String(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -218,6 +218,7 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		MaxSurge:            in.MaxSurge,
 		Taint:               TaintString(in.Taint),
 		Seed:                in.Seed,
+		PostDrainWait:       Duration(in.PostDrainWait),
 		Zones:               []string{},
 		Batches:             []Batch{},
 		Findings:            []check.Finding{},

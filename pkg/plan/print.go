@@ -14,8 +14,9 @@ import (
 )
 
 // WriteTable prints the plan for review: a header block, one row per
-// outdated node, and the blockers with their fixes.
-func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) error {
+// outdated node, and the blockers with their fixes. Wide adds to each node
+// whether it is tainted and cordoned already, and its provider ID.
+func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wide bool) error {
 	group := p.NodeGroup + " (" + p.NodeGroupLabel + ")"
 	if p.Selector != "" {
 		group = "-l " + p.Selector
@@ -45,7 +46,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		{"Nodes", fmt.Sprintf("%d total, %d outdated, %d current, %d done", p.Nodes.Total, p.Nodes.Outdated, p.Nodes.Current, p.Nodes.Done)},
 		{"Zones", output.OrNone(strings.Join(p.Zones, ", "))},
 		{"Strategy", strategyLine(p)},
-		{"Max unavailable", fmt.Sprintf("%d (%s)", p.MaxUnavailable, p.MaxUnavailableInput)},
+		{"Max unavailable", maxUnavailableLine(p)},
 		{"Batches", fmt.Sprintf("%d, %s order, seed %d", len(p.Batches), p.Order, p.Seed)},
 		{"Taint", p.Taint},
 		{"Provider", provider},
@@ -68,7 +69,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 	if len(p.Batches) == 0 {
 		return writeNothingToDo(w, p, color)
 	}
-	if err := writeBatches(w, p, now, color); err != nil {
+	if err := writeBatches(w, p, now, color, wide); err != nil {
 		return err
 	}
 	for _, note := range p.Notes {
@@ -84,11 +85,11 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 // writeSteps lists the phases with their estimates.
 func writeSteps(w io.Writer, p *Plan) {
 	if len(p.Steps) > 0 {
-		fmt.Fprintf(w, "\nPhases (estimated %s; assumes %s):\n", p.EstimatedDuration(), EstimateAssumptions)
+		fmt.Fprintf(w, "\nPhases (estimated %s; assumes %s):\n", FormatDuration(p.EstimatedDuration()), p.EstimateAssumptions())
 		for i, st := range p.Steps {
 			est := ""
 			if st.Estimate > 0 {
-				est = " (~" + time.Duration(st.Estimate).String() + ")"
+				est = " (~" + FormatDuration(time.Duration(st.Estimate)) + ")"
 			}
 			fmt.Fprintf(w, "  %d. %-9s %s%s\n", i+1, st.Phase, st.Detail, est)
 		}
@@ -131,10 +132,13 @@ func writeNothingToDo(w io.Writer, p *Plan, color output.Colorizer) error {
 }
 
 // writeBatches is one row per outdated node, in batch order.
-func writeBatches(w io.Writer, p *Plan, now time.Time, color output.Colorizer) error {
+func writeBatches(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wide bool) error {
 	cols := []any{"Batch", "Node", "Zone", "Age", "Outdated", "Pods", "Blockers", "Warnings"}
 	if p.Cloud != nil {
 		cols = slices.Insert(cols, 2, any("Instance"))
+	}
+	if wide {
+		cols = append(cols, "Tainted", "Cordoned", "Provider ID")
 	}
 	t := output.NewTable(w, cols...)
 	for _, b := range p.Batches {
@@ -150,6 +154,9 @@ func writeBatches(w io.Writer, p *Plan, now time.Time, color output.Colorizer) e
 			row := []any{fmt.Sprint(b.Number), n.Name, output.OrNone(n.Zone), age(n, now), strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))}
 			if p.Cloud != nil {
 				row = slices.Insert(row, 2, any(output.OrNone(n.InstanceID)))
+			}
+			if wide {
+				row = append(row, fmt.Sprint(n.Tainted), fmt.Sprint(n.Cordoned), output.OrNone(n.ProviderID))
 			}
 			if err := t.Append(row...); err != nil {
 				return err
@@ -167,7 +174,7 @@ func WriteFindings(w io.Writer, findings []check.Finding, color output.Colorizer
 			blockers++
 		}
 	}
-	fmt.Fprintf(w, "Findings: %d blockers, %d warnings\n", blockers, len(findings)-blockers)
+	fmt.Fprintf(w, "Findings: %s, %s\n", Count(blockers, "blocker"), Count(len(findings)-blockers, "warning"))
 	t := output.NewTable(w, "Severity", "Check", "Workload", "Nodes", "Message", "Fix")
 	for _, f := range findings {
 		sev := string(f.Severity)
@@ -211,4 +218,25 @@ func joinLabels(m map[string]string) string {
 		parts = append(parts, k+"="+m[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// maxUnavailableLine is the resolved batch size, with what was asked for
+// when that differs from it (a percentage).
+func maxUnavailableLine(p *Plan) string {
+	n := Count(p.MaxUnavailable, "node") + " per batch"
+	if p.MaxUnavailableInput != "" && p.MaxUnavailableInput != fmt.Sprint(p.MaxUnavailable) {
+		n += fmt.Sprintf(" (--max-unavailable %s)", p.MaxUnavailableInput)
+	}
+	return n
+}
+
+// Count is "1 node", "2 nodes": n and the noun, plural unless n is 1.
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "ch") || strings.HasSuffix(noun, "s") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

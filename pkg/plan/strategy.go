@@ -217,7 +217,7 @@ func keepSizes(p *Plan) {
 type Step struct {
 	Phase  string `json:"phase"`
 	Detail string `json:"detail"`
-	// Estimate is a rough duration (see EstimateAssumptions).
+	// Estimate is a rough duration (see Plan.EstimateAssumptions).
 	Estimate Duration `json:"estimate"`
 }
 
@@ -255,16 +255,23 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // What the estimates assume: a new cloud node is Ready in NodeLaunchEstimate,
-// a batch drains in DrainEstimate, and load balancers take the default
+// a batch drains in DrainEstimate, then the run waits the plan's
 // --post-drain-wait.
 const (
-	NodeLaunchEstimate  = 3 * time.Minute
-	DrainEstimate       = time.Minute
-	PostDrainEstimate   = time.Minute
-	EstimateAssumptions = "a new node Ready in 3m, a drain in 1m, post-drain wait 1m"
-	// perBatchEstimate is a drain and the post-drain wait.
-	perBatchEstimate = DrainEstimate + PostDrainEstimate
+	NodeLaunchEstimate = 3 * time.Minute
+	DrainEstimate      = time.Minute
 )
+
+// EstimateAssumptions says what the plan's estimates assume.
+func (p *Plan) EstimateAssumptions() string {
+	return fmt.Sprintf("a new node Ready in %s, a drain in %s, post-drain wait %s",
+		FormatDuration(NodeLaunchEstimate), FormatDuration(DrainEstimate), FormatDuration(time.Duration(p.PostDrainWait)))
+}
+
+// perBatchEstimate is a drain and the post-drain wait.
+func perBatchEstimate(p *Plan) time.Duration {
+	return DrainEstimate + time.Duration(p.PostDrainWait)
+}
 
 // EstimatedDuration sums the steps' estimates.
 func (p *Plan) EstimatedDuration() time.Duration {

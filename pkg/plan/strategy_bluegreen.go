@@ -52,11 +52,11 @@ func ValidateBlueGreen(in BlueGreenInput) error {
 	case in.GreenGroup != "" && in.GreenSelector != "":
 		return inputErrorf("--green-asg and --green-selector cannot be used together")
 	case in.BatchSoak < 0:
-		return inputErrorf("invalid --batch-soak %s: must not be negative", in.BatchSoak)
+		return inputErrorf("invalid --batch-soak %s: must not be negative", FormatDuration(in.BatchSoak))
 	case in.NodePoolSoak < 0:
-		return inputErrorf("invalid --node-pool-soak %s: must not be negative", in.NodePoolSoak)
+		return inputErrorf("invalid --node-pool-soak %s: must not be negative", FormatDuration(in.NodePoolSoak))
 	case in.WaitPeriod < 0 || in.WaitPeriod > MaxSoak:
-		return inputErrorf("invalid --wait-period %s: must be from 0 to 7 days", in.WaitPeriod)
+		return inputErrorf("invalid --wait-period %s: must be from 0 to 7 days (7d)", FormatDuration(in.WaitPeriod))
 	}
 	if in.GreenSelector != "" {
 		if _, err := labels.Parse(in.GreenSelector); err != nil {
@@ -97,7 +97,7 @@ func (blueGreen) Plan(c *Planning) ([][]PlannedNode, error) {
 		c.Plan.BlueGreen.Undrained = c.Outdated
 	}
 	if total := time.Duration(max(len(batches)-1, 0))*in.BatchSoak + in.NodePoolSoak; total > MaxSoak {
-		return nil, inputErrorf("the soaks add up to %s (--batch-soak between %d batches, then --node-pool-soak), above the limit of %s; lower them", total, len(batches), MaxSoak)
+		return nil, inputErrorf("the soaks add up to %s (--batch-soak between %d batches, then --node-pool-soak), above the limit of %s; lower them", FormatDuration(total), len(batches), FormatDuration(MaxSoak))
 	}
 	return batches, nil
 }
@@ -140,11 +140,11 @@ func (blueGreen) Steps(p *Plan) []Step {
 	s.add("CordonBlue", fmt.Sprintf("cordon the %d blue nodes", p.Nodes.Outdated), 0)
 	if len(p.Batches) > 0 {
 		soaks := time.Duration(len(p.Batches)-1) * time.Duration(bg.BatchSoak)
-		s.add("DrainBlue", fmt.Sprintf("%d batches of up to %d nodes, %s soak between batches", len(p.Batches), bg.BatchSize, time.Duration(bg.BatchSoak)), time.Duration(len(p.Batches))*DrainEstimate+soaks)
+		s.add("DrainBlue", fmt.Sprintf("%s of up to %s, %s soak between batches", Count(len(p.Batches), "batch"), Count(bg.BatchSize, "node"), FormatDuration(time.Duration(bg.BatchSoak))), time.Duration(len(p.Batches))*DrainEstimate+soaks)
 	} else {
 		s.add("DrainBlue", "batch size 0: nothing drained, straight to the soak", 0)
 	}
-	s.add("Soak", fmt.Sprintf("%s; \"complete\" ends it early", time.Duration(bg.NodePoolSoak)), time.Duration(bg.NodePoolSoak))
+	s.add("Soak", fmt.Sprintf("%s; \"complete\" ends it early", FormatDuration(time.Duration(bg.NodePoolSoak))), time.Duration(bg.NodePoolSoak))
 	s.add("DeleteBlue", fmt.Sprintf("delete the pods left on blue (not evicted; grace at most 60m), then the blue %s", kind), DrainEstimate)
 	return s
 }

@@ -52,11 +52,11 @@ func (eks) Steps(p *Plan) []Step {
 	}
 	if len(p.Batches) > 0 {
 		s.add("Taint", fmt.Sprintf("%d outdated nodes %s", p.Nodes.Outdated, p.Taint), 0)
-		s.add("Upgrade", fmt.Sprintf("%d batches of up to %d nodes: drain, cordon, remove", len(p.Batches), p.MaxUnavailable), time.Duration(len(p.Batches))*perBatchEstimate)
+		s.add("Upgrade", fmt.Sprintf("%s of up to %s: drain, cordon, remove", Count(len(p.Batches), "batch"), Count(p.MaxUnavailable, "node")), time.Duration(len(p.Batches))*perBatchEstimate(p))
 	}
 	if c != nil && (c.ScaleUp > 0 || c.Resumed) {
 		n := c.During.Desired - c.Before.Desired
-		s.add("ScaleDown", fmt.Sprintf("back to desired %d, max %d, one node at a time", c.Before.Desired, c.Before.Max), time.Duration(n)*perBatchEstimate)
+		s.add("ScaleDown", fmt.Sprintf("back to desired %d, max %d, one node at a time", c.Before.Desired, c.Before.Max), time.Duration(n)*perBatchEstimate(p))
 	}
 	return s
 }

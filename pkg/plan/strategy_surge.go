@@ -108,7 +108,7 @@ func (surge) Steps(p *Plan) []Step {
 		batches[z]++
 	}
 	for _, z := range zones {
-		d := time.Duration(batches[z]) * perBatchEstimate
+		d := time.Duration(batches[z]) * perBatchEstimate(p)
 		if p.MaxSurge > 0 {
 			d += time.Duration(batches[z]) * NodeLaunchEstimate
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 )
 
 const (
@@ -70,6 +71,9 @@ type Plan struct {
 	Seed      int64          `json:"seed"`
 	// Order is how nodes were put into batches: random or zone-balanced.
 	Order string `json:"order"`
+	// PostDrainWait is the wait after each drained batch the estimates
+	// count (run's --post-drain-wait).
+	PostDrainWait Duration `json:"postDrainWait"`
 
 	Nodes   NodeCounts `json:"nodes"`
 	Zones   []string   `json:"zones"`
@@ -156,6 +160,9 @@ type Input struct {
 	Strategy  string
 	MaxSurge  int
 	BlueGreen BlueGreenInput
+	// PostDrainWait is run's --post-drain-wait, which the estimates count
+	// after each drained batch.
+	PostDrainWait time.Duration
 	// Cloud is the provider's view of the group; nil with provider none,
 	// where the target labels alone say which nodes are outdated.
 	Cloud *CloudGroup
@@ -209,4 +216,13 @@ func (p *Plan) OutdatedZones() []string {
 	}
 	slices.Sort(zones)
 	return zones
+}
+
+// ResourceRefs names the nodes the plan replaces, for -o name: node/NAME.
+func (p *Plan) ResourceRefs() []output.ResourceRef {
+	refs := []output.ResourceRef{}
+	for _, n := range p.Outdated() {
+		refs = append(refs, output.ResourceRef{Kind: "Node", Name: n.Name})
+	}
+	return refs
 }

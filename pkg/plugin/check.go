@@ -93,6 +93,10 @@ func (o *CheckOptions) Validate() error {
 	if err := o.PlanOptions.Validate(); err != nil {
 		return err
 	}
+	// check's findings table has no wide form.
+	if err := output.ValidateFormat(o.Output); err != nil {
+		return &usageError{err: err}
+	}
 	if len(o.TargetLabels) == 0 && o.Cloud.Image == "" && o.Cloud.Version == "" {
 		return usageErrorf("no target given: check audits the nodes that are not on the target; use --target-label key=value (the labels up-to-date nodes carry), or --ami or --launch-template-version with the aws provider")
 	}

@@ -149,13 +149,13 @@ func fixedValues(values []string, help map[string]string) cobra.CompletionFunc {
 	}
 }
 
-// outputFormats completes -o: status also prints -o wide, version only
-// json and yaml. A template format is completed up to its "=", without
-// the space after it.
+// outputFormats completes -o: status, plan and run also print -o wide,
+// version no -o name. A template format is completed up to its "=",
+// without the space after it.
 func outputFormats(command string) cobra.CompletionFunc {
-	formats := output.Formats(command == "status")
+	formats := output.Formats(command == "status" || command == "plan" || command == "run")
 	if command == "version" {
-		formats = []string{output.FormatJSON, output.FormatYAML}
+		formats = slices.DeleteFunc(formats, func(f string) bool { return f == output.FormatName })
 	}
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		var out []string

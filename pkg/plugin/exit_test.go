@@ -169,6 +169,9 @@ func TestVersionOutput(t *testing.T) {
 		{[]string{"version", "-o", "json"}, ExitOK, `"goVersion": "go`},
 		{[]string{"version", "-o", "yaml"}, ExitOK, "platform: "},
 		{[]string{"version", "-o", "wide"}, ExitUsage, ""},
+		{[]string{"version", "-o", "name"}, ExitUsage, ""},
+		{[]string{"version", "-o", "jsonpath={.version}"}, ExitOK, "dev"},
+		{[]string{"version", "-o", "go-template={{.platform}}"}, ExitOK, "/"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -57,19 +57,37 @@ const planExample = `  # Which nodes of node group "demo" do not run the new AMI
   # Select the nodes by any label, 25% of them per batch, by label only
   kubectl nodeupgrade plan -l eks.amazonaws.com/nodegroup=demo --provider none --target-label eks.amazonaws.com/nodegroup-image=ami-new --max-unavailable 25%`
 
-// NewCmdPlan builds "plan": the dry run.
+// NewCmdPlan builds "plan": run's dry run, taking every flag run takes.
 func NewCmdPlan(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &PlanOptions{configFlags: configFlags, IOStreams: streams}
+	o := &RunOptions{PlanOptions: PlanOptions{configFlags: configFlags, IOStreams: streams}, planOnly: true}
 	cmd := &cobra.Command{
-		Use:     "plan NODEGROUP",
-		Short:   "Show what an upgrade of a node group would do, changing nothing",
+		Use:   "plan NODEGROUP",
+		Short: "Show what an upgrade of a node group would do, changing nothing",
+		Long: `Show what "run" would do with the same flags, changing nothing: the nodes
+it replaces in which batches, the cloud group's sizes, the phases with an
+estimate of their duration (it counts --post-drain-wait), and the workload
+audit's findings.
+
+plan takes every flag of run, so a reviewed command line runs by changing
+"plan" to "run"; the flags that only say how a run goes (--yes, --dry-run,
+--drain-timeout, ...) are accepted and not listed here.`,
 		Example: planExample,
 		Args:    argsAtMost(1, "one NODEGROUP"),
 		RunE:    runE(o),
 	}
 	o.AddFlags(cmd)
+	cmd.Flags().Lookup("output").Usage = "Output format: wide, json, yaml, name (the outdated nodes), jsonpath=... or go-template=... (default: a table)"
+	for _, name := range runOnlyFlags {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			f.Hidden = true
+		}
+	}
 	return cmd
 }
+
+// runOnlyFlags are the flags of run that change nothing in the plan: plan
+// takes them and keeps them out of its help.
+var runOnlyFlags = []string{"yes", "dry-run", "no-wait", "drain-timeout", "node-ready-timeout", "ignore-check", "max-age", "delete-node"}
 
 // AddFlags registers the planning flags.
 func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
@@ -82,9 +100,9 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.IntVar(&r.MaxSurge, "max-surge", 1, "With --strategy surge: extra nodes per zone while its nodes are replaced (surge + unavailable at most 20)")
 	f.IntVar(&r.BlueGreen.BatchNodes, "batch-node-count", 1, "With --strategy blue-green: blue nodes drained per batch; 0 drains none and goes straight to the soak")
 	f.Float64Var(&r.BlueGreen.BatchPercent, "batch-percent", 0, "With --strategy blue-green: the batch as a fraction of blue (above 0, at most 1; rounded down, at least 1 node), instead of --batch-node-count")
-	f.DurationVar(&r.BlueGreen.BatchSoak, "batch-soak", 0, "With --strategy blue-green: wait between drained batches")
-	f.DurationVar(&r.BlueGreen.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
-	f.DurationVar(&r.BlueGreen.WaitPeriod, "wait-period", 72*time.Hour, "With --strategy autoscaled-blue-green: how long the cluster autoscaler may remove under-used blue nodes before the rest is drained (0 to 7 days)")
+	durationVar(f, &r.BlueGreen.BatchSoak, "batch-soak", 0, "With --strategy blue-green: wait between drained batches")
+	durationVar(f, &r.BlueGreen.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
+	durationVar(f, &r.BlueGreen.WaitPeriod, "wait-period", 72*time.Hour, "With --strategy autoscaled-blue-green: how long the cluster autoscaler may remove under-used blue nodes before the rest is drained (0 to 7 days)")
 	f.StringVar(&r.BlueGreen.GreenSelector, "green-selector", "", "With --strategy blue-green: the green nodes are those this label selector selects (made by someone else, not an Auto Scaling group: neither scaled nor deleted)")
 	f.StringVar(&r.BlueGreen.GreenGroup, "green-asg", "", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
 	f.StringVar(&r.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%; with --strategy surge, per zone, default 0")
@@ -100,7 +118,7 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record (a ConfigMap) and lock (a Lease), one of each per node group")
 	f.BoolVar(&r.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
 	f.BoolVar(&r.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: a table)")
+	f.StringVarP(&o.Output, "output", "o", "", "Output format: wide, json, yaml, name (the outdated nodes), jsonpath=... or go-template=... (default: a table)")
 }
 
 // cloudFlags are the flags that only a cloud provider serves.
@@ -180,7 +198,7 @@ func (o *PlanOptions) Validate() error {
 	if o.Provider == cloud.NoneName && len(o.TargetLabels) == 0 {
 		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc)")
 	}
-	if err := output.ValidateFormat(o.Output); err != nil {
+	if err := output.ValidateTableFormat(o.Output); err != nil {
 		return &usageError{err: err}
 	}
 	return nil
@@ -292,6 +310,7 @@ func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
 		Strategy:       o.Strategy,
 		MaxSurge:       o.MaxSurge,
 		BlueGreen:      o.BlueGreen,
+		PostDrainWait:  o.PostDrainWait,
 	}
 	if o.Selector == "" {
 		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, o.NodeGroup, o.NodeGroupLabel)
@@ -432,19 +451,10 @@ func (o *PlanOptions) openCloud(ctx context.Context, c cloud.Cloud, nodes []core
 }
 
 func (o *PlanOptions) printPlan(p *plan.Plan) error {
-	if o.Output != output.FormatTable {
+	if !output.IsTable(o.Output) {
 		return output.Print(o.Out, o.Output, p)
 	}
-	return plan.WriteTable(o.Out, p, time.Now(), output.Colorizer(output.ColorEnabled(o.Out)))
-}
-
-// Run prints the plan.
-func (o *PlanOptions) Run(ctx context.Context) error {
-	p, err := o.buildPlan(ctx)
-	if err != nil {
-		return err
-	}
-	return o.printPlan(p)
+	return plan.WriteTable(o.Out, p, time.Now(), output.Colorizer(output.ColorEnabled(o.Out)), o.Output == output.FormatWide)
 }
 
 // recordName is the key of the node group's record and lock.

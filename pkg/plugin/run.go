@@ -29,12 +29,14 @@ import (
 type RunOptions struct {
 	PlanOptions
 
-	Yes    bool
-	DryRun bool
+	Yes bool
+	// DryRun is --dry-run: none, or client (print the plan only).
+	DryRun string
 	NoWait bool
 
 	savedPlan *plan.Plan
 	rollback  bool // run only the rollback (the rollback command)
+	planOnly  bool // the plan command: always a client dry run
 }
 
 const runExample = `  # Upgrade node group "demo" to a new AMI, 2 nodes at a time
@@ -73,25 +75,42 @@ An interrupted run is finished by running the same command again.`,
 		RunE:    runE(o),
 	}
 	o.AddFlags(cmd)
+	return cmd, o
+}
+
+// Values of --dry-run, as kubectl's.
+const (
+	dryRunNone   = "none"
+	dryRunClient = "client"
+	dryRunServer = "server"
+)
+
+// AddFlags registers run's flags: the planning flags and how the run goes.
+// plan registers the same, so that "run" and "plan" swap in a command line.
+func (o *RunOptions) AddFlags(cmd *cobra.Command) {
+	o.PlanOptions.AddFlags(cmd)
 	f := cmd.Flags()
 	r := &o.Request
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (required without a terminal)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "Print the plan, exactly as \"plan\" does, and change nothing")
+	f.StringVar(&o.DryRun, "dry-run", dryRunNone, `"client" (or a bare --dry-run): print the plan, exactly as "plan" does, and change nothing; "none": run`)
+	f.Lookup("dry-run").NoOptDefVal = dryRunClient
 	f.StringVar(&r.PlanFile, "plan-file", "", "Execute a plan saved with \"plan -o json\"; refused if the cluster no longer matches it")
-	f.DurationVar(&r.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force), and the evicted workloads to be Ready again; with --strategy surge and autoscaled-blue-green 1h by default, then the remaining pods are deleted")
-	f.DurationVar(&r.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
+	durationVar(f, &r.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force), and the evicted workloads to be Ready again; with --strategy surge and autoscaled-blue-green 1h by default, then the remaining pods are deleted")
+	durationVar(f, &r.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
 	f.StringArrayVar(&r.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
-	f.DurationVar(&r.NodeReadyTimeout, "node-ready-timeout", 15*time.Minute, "How long the scale-up waits for new nodes to be Ready, and a batch for room (new capacity) for the pods it will evict, before the run stops")
-	f.DurationVar(&r.MaxAge, "max-age", 7*24*time.Hour, "With --strategy short-lived: how old the nodes left running may get; status flags older ones")
+	durationVar(f, &r.NodeReadyTimeout, "node-ready-timeout", 15*time.Minute, "How long the scale-up waits for new nodes to be Ready, and a batch for room (new capacity) for the pods it will evict, before the run stops")
+	durationVar(f, &r.MaxAge, "max-age", 7*24*time.Hour, "With --strategy short-lived: how old the nodes left running may get; status flags older ones")
 	f.BoolVar(&o.NoWait, "no-wait", false, "With --strategy blue-green: stop at the soak (exit 8), recorded as soaking until a time; run again or resume later")
 	f.BoolVar(&r.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
-	return cmd, o
 }
 
 // Complete reads the plan file, whose settings replace the planning flags.
 func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.PlanOptions.Complete(cmd, args); err != nil {
 		return err
+	}
+	if o.planOnly {
+		o.DryRun = dryRunClient
 	}
 	if err := o.loadPlanFile(); err != nil {
 		return err
@@ -149,23 +168,33 @@ func (o *RunOptions) Validate() error {
 		return err
 	}
 	if o.MaxAge <= 0 {
-		return usageErrorf("invalid --max-age %s: must be positive", o.MaxAge)
+		return usageErrorf("invalid --max-age %s: must be positive", plan.FormatDuration(o.MaxAge))
 	}
 	if o.DrainTimeout <= 0 {
-		return usageErrorf("invalid --drain-timeout %s: must be positive", o.DrainTimeout)
+		return usageErrorf("invalid --drain-timeout %s: must be positive", plan.FormatDuration(o.DrainTimeout))
 	}
 	if o.NodeReadyTimeout <= 0 {
-		return usageErrorf("invalid --node-ready-timeout %s: must be positive", o.NodeReadyTimeout)
+		return usageErrorf("invalid --node-ready-timeout %s: must be positive", plan.FormatDuration(o.NodeReadyTimeout))
 	}
 	if o.PostDrainWait < 0 {
-		return usageErrorf("invalid --post-drain-wait %s: must not be negative", o.PostDrainWait)
+		return usageErrorf("invalid --post-drain-wait %s: must not be negative", plan.FormatDuration(o.PostDrainWait))
 	}
 	for _, name := range o.IgnoreChecks {
 		if _, ok := check.SeverityOf(name); !ok {
 			return usageErrorf("invalid --ignore-check %q: must be one of %s", name, strings.Join(check.Names(), ", "))
 		}
 	}
-	if !o.DryRun && !o.Yes && !output.IsTerminal(o.In) {
+	switch o.DryRun {
+	case dryRunNone, dryRunClient:
+	case dryRunServer:
+		// The run's first writes depend on what the earlier ones returned
+		// (the cloud group's new version, the scale-up's nodes): a server
+		// dry run of them would prove little and could mislead.
+		return usageErrorf("invalid --dry-run %q: a server-side dry run is not supported; use --dry-run=client to print the plan, or \"kubectl auth can-i\" to check permissions", o.DryRun)
+	default:
+		return usageErrorf("invalid --dry-run %q: must be none, client or server", o.DryRun)
+	}
+	if o.DryRun == dryRunNone && !o.Yes && !output.IsTerminal(o.In) {
 		return usageErrorf("refusing to run without a terminal to confirm on; use --yes (or --dry-run to only print the plan)")
 	}
 	return nil
@@ -175,7 +204,7 @@ func (o *RunOptions) Validate() error {
 func (o *RunOptions) Run(ctx context.Context) error {
 	// A machine launched but not yet a node would be left out of the plan
 	// (the replacement of a node an interrupted run removed, say).
-	if !o.DryRun {
+	if o.DryRun == dryRunNone {
 		o.joinTimeout = o.NodeReadyTimeout
 	}
 	p, err := o.buildPlan(ctx)
@@ -200,7 +229,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err := o.printPlan(p); err != nil {
 		return err
 	}
-	if o.DryRun {
+	if o.DryRun == dryRunClient {
 		return nil
 	}
 	if p.NothingToDo() && !o.rollback {
@@ -357,6 +386,9 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	switch {
 	case errors.As(err, &paused) || errors.As(err, &soaking):
 		rec.Note = err.Error()
+	case errors.Is(err, context.Canceled):
+		// The record says what stopped the run, not Go's "context canceled".
+		rec.LastError = interruptedError
 	case err != nil:
 		rec.LastError = err.Error()
 	default:
@@ -394,7 +426,11 @@ func (o *RunOptions) refuseBlockers(p *plan.Plan) error {
 }
 
 func (o *RunOptions) confirm(p *plan.Plan) (bool, error) {
-	fmt.Fprintf(o.ErrOut, "Upgrade %d nodes in %d batches? [y/N]: ", p.Nodes.Outdated, len(p.Batches))
+	question := fmt.Sprintf("Upgrade %s in %s?", plan.Count(p.Nodes.Outdated, "node"), plan.Count(len(p.Batches), "batch"))
+	if o.rollback {
+		question = fmt.Sprintf("Roll back node group %q?", o.recordName())
+	}
+	fmt.Fprintf(o.ErrOut, "%s [y/N]: ", question)
 	line, err := bufio.NewReader(o.In).ReadString('\n')
 	if err != nil && line == "" {
 		return false, err

@@ -309,18 +309,27 @@ func rolledBack(r *state.Record) bool {
 		r.Request != nil && r.Request.Cloud.Version == c.FromVersion
 }
 
+// interruptedError is what a run records as its last error when Ctrl-C or
+// SIGTERM stopped it.
+const interruptedError = "interrupted (Ctrl-C or SIGTERM)"
+
 // interrupted reports whether a recorded error is an interruption (Ctrl-C,
-// SIGTERM) rather than a failure.
+// SIGTERM) rather than a failure; older versions recorded "context canceled".
 func interrupted(lastError string) bool {
 	return lastError == context.Canceled.Error() || strings.HasPrefix(lastError, "interrupted")
 }
 
+// lastErrorText is the recorded error as status shows it.
+func lastErrorText(s RunStatus) string {
+	if interrupted(s.LastError) {
+		return interruptedError
+	}
+	return s.LastError
+}
+
 // lastErrorCell is the LAST ERROR cell: one line, cut to fit unless wide.
 func lastErrorCell(s RunStatus, wide bool) string {
-	msg := s.LastError
-	if interrupted(msg) {
-		msg = "interrupted (Ctrl-C or SIGTERM)"
-	}
+	msg := lastErrorText(s)
 	limit := 60
 	if wide {
 		limit = 0
@@ -522,7 +531,7 @@ func (o *StatusOptions) watchLine(s RunStatus) string {
 		parts = append(parts, "in flight "+strings.Join(r.InFlight, ","))
 	}
 	if r.LastError != "" {
-		parts = append(parts, "last error: "+output.OneLine(r.LastError, 200))
+		parts = append(parts, "last error: "+output.OneLine(lastErrorText(s), 200))
 	}
 	return r.NodeGroup + ": " + strings.Join(parts, ", ")
 }

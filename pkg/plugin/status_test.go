@@ -53,7 +53,8 @@ func TestDescribeRun(t *testing.T) {
 		}, false, "", StatusPaused, 4 * time.Minute},
 		{"dead run marked paused by cancel", nil, false, state.RequestCancel, StatusPaused, 4 * time.Minute},
 		{"resumed run with an old pause note", func(r *state.Record) { r.Note = "paused by cancel in phase Cordon" }, true, "", StatusRunning, 10 * time.Minute},
-		{"Ctrl-C", func(r *state.Record) { r.LastError = "context canceled" }, false, "", StatusInterrupted, 4 * time.Minute},
+		{"Ctrl-C", func(r *state.Record) { r.LastError = interruptedError }, false, "", StatusInterrupted, 4 * time.Minute},
+		{"Ctrl-C, recorded by an older version", func(r *state.Record) { r.LastError = "context canceled" }, false, "", StatusInterrupted, 4 * time.Minute},
 		{"Ctrl-C, lock not yet given up", func(r *state.Record) { r.LastError = "context canceled" }, true, "", StatusInterrupted, 10 * time.Minute},
 		{"killed", nil, false, "", StatusInterrupted, 4 * time.Minute},
 		{"failed drain", func(r *state.Record) { r.LastError = "batch 2: pods did not leave" }, false, "", StatusFailed, 4 * time.Minute},
@@ -329,5 +330,25 @@ func TestStatusWatchEndsAtOnceOnAStoppedRun(t *testing.T) {
 	out, stderr, code := runStatus(t, client, "ng", "-w")
 	if code != ExitPaused || !strings.Contains(out, "ng: paused") || !strings.Contains(stderr, "resume ng") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+func TestWatchLineSaysInterruptedNotContextCanceled(t *testing.T) {
+	tests := []struct {
+		name, lastError, want string
+	}{
+		{"recorded now", interruptedError, "last error: interrupted (Ctrl-C or SIGTERM)"},
+		{"recorded by an older version", "context canceled", "last error: interrupted (Ctrl-C or SIGTERM)"},
+		{"a failure", "error when draining node \"n3\":\nboom", "last error: error when draining node \"n3\": boom"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := recordFor("ng")
+			r.LastError = tc.lastError
+			line := (&StatusOptions{}).watchLine(describeRun(r, false, "", testNow))
+			if !strings.HasSuffix(line, tc.want) {
+				t.Errorf("line %q does not end with %q", line, tc.want)
+			}
+		})
 	}
 }

@@ -41,16 +41,17 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 		Args:    argsAtMost(0, "no arguments"),
 		RunE: func(_ *cobra.Command, _ []string) error {
 			info := VersionInfo{Version: version(), GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-			switch format {
-			case "":
+			if format == output.FormatTable {
 				_, err := fmt.Fprintf(streams.Out, "kubectl-nodeupgrade %s\n", info.Version)
 				return err
-			case output.FormatJSON, output.FormatYAML:
-				return output.Print(streams.Out, format, info)
 			}
-			return usageErrorf("invalid --output %q: must be json or yaml", format)
+			// A version names no object: -o name has nothing to print.
+			if err := output.ValidateFormat(format); err != nil || format == output.FormatName {
+				return usageErrorf("invalid --output %q: must be one of json, yaml, jsonpath=... or go-template=...", format)
+			}
+			return output.Print(streams.Out, format, info)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "", "Output format: json or yaml (default: one line)")
+	cmd.Flags().StringVarP(&format, "output", "o", "", "Output format: json, yaml, jsonpath=... or go-template=... (default: one line)")
 	return cmd
 }

@@ -472,7 +472,7 @@ func (e *Engine) removeBatch(ctx context.Context, i int) error {
 		if err != nil {
 			return fmt.Errorf("error when removing node %q: %w", name, err)
 		}
-		e.logf("node %q: %s", name, removed)
+		e.logf("%s: %s", e.nodeWithMachine(i, name), removed)
 		e.done = append(e.done, name)
 	}
 	if e.traits.SurgeReplaces && e.group != nil {
@@ -480,6 +480,17 @@ func (e *Engine) removeBatch(ctx context.Context, i int) error {
 		return err
 	}
 	return nil
+}
+
+// nodeWithMachine names a node of batch i with its machine's ID where the
+// plan knows it, so "terminate the instance" says which.
+func (e *Engine) nodeWithMachine(i int, name string) string {
+	for _, n := range e.cfg.Plan.Batches[i].Nodes {
+		if n.Name == name && n.InstanceID != "" {
+			return fmt.Sprintf("node %q (instance %s)", name, n.InstanceID)
+		}
+	}
+	return fmt.Sprintf("node %q", name)
 }
 
 func (e *Engine) waitRecovered(ctx context.Context, i int) error {

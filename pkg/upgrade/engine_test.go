@@ -569,8 +569,8 @@ func TestWaitForRoom(t *testing.T) {
 		autoscaler, capacity bool
 		wantErr              string
 	}{
-		{name: "nothing can add a node: the run stops at once", wantErr: `not enough room for batch 1: pods "ns/big" (cpu 3, memory 0) fit on no schedulable node, and nothing will add a node (no machine of the group is on its way, no cluster autoscaler or Karpenter runs); add capacity or lower --max-unavailable, then run again, or put the group back in service with "kubectl nodeupgrade abort"`},
-		{name: "no room until --node-ready-timeout", autoscaler: true, wantErr: `not enough room for batch 1 after 300ms: pods "ns/big" (cpu 3, memory 0) fit on no schedulable node; add capacity or lower --max-unavailable, then run again, or put the group back in service with "kubectl nodeupgrade abort"`},
+		{name: "nothing can add a node: the run stops at once", wantErr: `not enough room for batch 1: pods "ns/big" (requests cpu 3) fit on no schedulable node, and nothing will add a node (no machine of the group is on its way, no cluster autoscaler or Karpenter runs); add capacity or lower --max-unavailable, then run again, or put the group back in service with "kubectl nodeupgrade abort"`},
+		{name: "no room until --node-ready-timeout", autoscaler: true, wantErr: `not enough room for batch 1 after 300ms: pods "ns/big" (requests cpu 3) fit on no schedulable node; add capacity or lower --max-unavailable, then run again, or put the group back in service with "kubectl nodeupgrade abort"`},
 		{name: "room appears while the batch waits", autoscaler: true, capacity: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,25 @@
+package upgrade
+
+import (
+	"testing"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+func TestRemovedNodeIsNamedWithItsMachine(t *testing.T) {
+	e := &Engine{cfg: Config{Plan: &plan.Plan{Batches: []plan.Batch{{Nodes: []plan.PlannedNode{
+		{Name: "a", InstanceID: "i-0abc"},
+		{Name: "b"},
+	}}}}}}
+	tests := []struct{ node, want string }{
+		{"a", `node "a" (instance i-0abc)`},
+		{"b", `node "b"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.node, func(t *testing.T) {
+			if got := e.nodeWithMachine(0, tc.node); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
