@@ -47,6 +47,15 @@ func (r Room) String() string {
 	return "pods " + strings.Join(names, ", ") + " fit on no schedulable node"
 }
 
+// PodNames are the pods that do not fit, as namespace/name.
+func (r Room) PodNames() []string {
+	names := make([]string, 0, len(r.Unplaced))
+	for _, p := range r.Unplaced {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	return names
+}
+
 // EstimateRoom places toEvict, largest first, on candidate nodes (first fit).
 // podsByNode gives the pods already running on each node; excluded nodes
 // (being drained, or tainted for the upgrade) take nothing. It stays cheap on
@@ -356,13 +365,15 @@ func (v *clusterView) room(batch []string, excluded sets.Set[string]) Room {
 }
 
 // waitForRoom re-estimates on every change to nodes or pods (at most every
-// minInterval) until the batch fits or ctx ends.
-func (v *clusterView) waitForRoom(ctx context.Context, batch []string, excluded sets.Set[string], minInterval time.Duration) (Room, error) {
+// minInterval) until the batch fits or ctx ends; seen is told each
+// estimate that does not fit.
+func (v *clusterView) waitForRoom(ctx context.Context, batch []string, excluded sets.Set[string], minInterval time.Duration, seen func(Room)) (Room, error) {
 	for {
 		r := v.room(batch, excluded)
 		if r.Fits() {
 			return r, nil
 		}
+		seen(r)
 		select {
 		case <-ctx.Done():
 			return r, ctx.Err()

@@ -284,6 +284,18 @@ func (e *Engine) lookAtNewNodes(ctx context.Context, version string, zones []str
 	return st, nil
 }
 
+// progress says what the wait for new nodes still waits for.
+func (n newNodes) progress(ready, wanted int) string {
+	s := fmt.Sprintf("%d/%d new nodes Ready", ready, ready+len(n.notReady))
+	if n.launched < wanted {
+		s += fmt.Sprintf(", %d/%d machines launched", n.launched, wanted)
+	}
+	if len(n.zonesLeft) > 0 {
+		s += ", none yet in zones " + listNames(quoteEach(n.zonesLeft), waitNamesShown)
+	}
+	return s
+}
+
 // newNodeProblem says why a new node is not yet usable, or "".
 func newNodeProblem(n *corev1.Node, version string, p *plan.Plan) string {
 	if !nodeReady(n) {
@@ -328,12 +340,13 @@ func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones 
 			return false, err
 		}
 		st = seen
-		if !st.ok(wanted) {
-			return false, nil
-		}
 		n := 0
 		for _, names := range st.ready {
 			n += len(names)
+		}
+		if !st.ok(wanted) {
+			e.progress.waitingFor(st.progress(n, wanted))
+			return false, nil
 		}
 		e.logf("%d new nodes Ready in %d zones", n, len(st.ready))
 		return true, nil
