@@ -205,7 +205,11 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if !o.Yes {
-		ok, err := o.confirm(p)
+		rec, err := (&state.Store{Client: o.client, Namespace: o.StateNamespace}).Load(ctx, o.recordName())
+		if err != nil {
+			return err
+		}
+		ok, err := o.confirm(o.question(p, rec))
 		if err != nil || !ok {
 			return usageErrorf("aborted: nothing was changed")
 		}
@@ -239,6 +243,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		Events:           upgrade.NewRecorder(o.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
 		Out:              o.Out,
 		Color:            color,
+		Live:             output.IsTerminal(o.Out),
 	}
 	fmt.Fprintln(o.Out)
 	return o.runLocked(ctx, p, cfg)
@@ -315,6 +320,18 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 		}
 		rec.MaxAge = o.MaxAge
 	}
+	rollingBack := rollsBackInPlace(rec, o.Request)
+	earlier := rec.Done
+	switch {
+	case rollingBack && rec.RollbackFrom == nil:
+		n := len(rec.Done)
+		rec.RollbackFrom = &n
+		earlier = nil
+	case rollingBack:
+		// The nodes the upgrade replaced are not the rollback's.
+		earlier = rec.Done[min(*rec.RollbackFrom, len(rec.Done)):]
+	}
+	cfg.EarlierDone, cfg.RollingBack = earlier, rollingBack
 	req := o.Request
 	rec.Request = &req
 	cfg.Control, cfg.NoWait = requests, o.NoWait
@@ -388,8 +405,56 @@ func (o *RunOptions) refuseBlockers(p *plan.Plan) error {
 	return usageErrorf("refusing to run: %d blockers: %s; fix them, or use --ignore-check NAME or --force", len(left), strings.Join(left, ", "))
 }
 
-func (o *RunOptions) confirm(p *plan.Plan) (bool, error) {
-	fmt.Fprintf(o.ErrOut, "Upgrade %d nodes in %d batches? [y/N]: ", p.Nodes.Outdated, len(p.Batches))
+// rollsBackInPlace reports whether req takes an unfinished run's cloud
+// group back to the version it launched before the run: an eks or surge
+// rollback, the rollback command's or the same request given again.
+func rollsBackInPlace(rec *state.Record, req plan.Request) bool {
+	return rec != nil && rec.FinishedAt == nil && rec.Cloud != nil && rec.Cloud.FromVersion != "" &&
+		req.Cloud.Image == "" && req.Cloud.Version == rec.Cloud.FromVersion
+}
+
+// question is what the run asks before it changes anything: what it will
+// do, in the words of what it is (an upgrade, a rollback, the end of an
+// interrupted run).
+func (o *RunOptions) question(p *plan.Plan, rec *state.Record) string {
+	unfinished := rec != nil && rec.FinishedAt == nil
+	batches := countOf(len(p.Batches), "batch", "batches")
+	switch {
+	case o.rollback:
+		blue := "blue"
+		if p.Nodes.Outdated > 0 {
+			blue = fmt.Sprintf("blue's %s", countOf(p.Nodes.Outdated, "node", "nodes"))
+		}
+		green := "drain the green nodes"
+		if unfinished && rec.Cloud != nil && rec.Cloud.Green != "" {
+			green = fmt.Sprintf("drain green %q", rec.Cloud.Green)
+			if rec.Cloud.GreenCreated {
+				green += " and delete it"
+			}
+		}
+		return fmt.Sprintf("Roll back the run on %q: put %s back in service, then %s?", o.recordName(), blue, green)
+	case rollsBackInPlace(rec, o.Request) && p.Nodes.Outdated == 0:
+		return fmt.Sprintf("Roll back the run on %q: no node runs version %s yet; point the group back at version %s and restore its sizes?", rec.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
+	case rollsBackInPlace(rec, o.Request):
+		return fmt.Sprintf("Roll back the run on %q: replace the %s on version %s with version %s, in %s (nodes never upgraded are not touched)?", rec.NodeGroup, countOf(p.Nodes.Outdated, "node", "nodes"), rec.Cloud.TargetVersion, rec.Cloud.FromVersion, batches)
+	case unfinished && p.Nodes.Outdated == 0:
+		return fmt.Sprintf("Finish the interrupted run on %q from phase %s (%s already replaced, none left to upgrade)?", rec.NodeGroup, rec.Phase, countOf(len(rec.Done), "node", "nodes"))
+	case unfinished && len(rec.Done) > 0:
+		return fmt.Sprintf("Upgrade the %s left in %s (%s replaced by the interrupted run)?", countOf(p.Nodes.Outdated, "node", "nodes"), batches, countOf(len(rec.Done), "node", "nodes"))
+	}
+	return fmt.Sprintf("Upgrade %s in %s?", countOf(p.Nodes.Outdated, "node", "nodes"), batches)
+}
+
+// countOf is "1 node" or "3 nodes".
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func (o *RunOptions) confirm(question string) (bool, error) {
+	fmt.Fprintf(o.ErrOut, "%s [y/N]: ", question)
 	line, err := bufio.NewReader(o.In).ReadString('\n')
 	if err != nil && line == "" {
 		return false, err
