@@ -320,18 +320,8 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 		}
 		rec.MaxAge = o.MaxAge
 	}
-	rollingBack := rollsBackInPlace(rec, o.Request)
-	earlier := rec.Done
-	switch {
-	case rollingBack && rec.RollbackFrom == nil:
-		n := len(rec.Done)
-		rec.RollbackFrom = &n
-		earlier = nil
-	case rollingBack:
-		// The nodes the upgrade replaced are not the rollback's.
-		earlier = rec.Done[min(*rec.RollbackFrom, len(rec.Done)):]
-	}
-	cfg.EarlierDone, cfg.RollingBack = earlier, rollingBack
+	cfg.RollingBack = rollsBackInPlace(rec, o.Request)
+	cfg.EarlierDone = earlierDone(rec, cfg.RollingBack)
 	req := o.Request
 	rec.Request = &req
 	cfg.Control, cfg.NoWait = requests, o.NoWait
@@ -411,6 +401,20 @@ func (o *RunOptions) refuseBlockers(p *plan.Plan) error {
 func rollsBackInPlace(rec *state.Record, req plan.Request) bool {
 	return rec != nil && rec.FinishedAt == nil && rec.Cloud != nil && rec.Cloud.FromVersion != "" &&
 		req.Cloud.Image == "" && req.Cloud.Version == rec.Cloud.FromVersion
+}
+
+// earlierDone are the nodes earlier, interrupted attempts of the run
+// replaced. A rollback's first attempt records where the upgrade's nodes
+// end in Done, so the rollback counts only its own.
+func earlierDone(rec *state.Record, rollingBack bool) []string {
+	if !rollingBack {
+		return rec.Done
+	}
+	if rec.RollbackFrom == nil {
+		n := len(rec.Done)
+		rec.RollbackFrom = &n
+	}
+	return rec.Done[min(*rec.RollbackFrom, len(rec.Done)):]
 }
 
 // question is what the run asks before it changes anything: what it will
