@@ -354,6 +354,7 @@ func (e *Engine) rollback(ctx context.Context) error {
 			return err
 		}
 	}
+	e.rolledBack = true
 	e.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !e.nodeExists(n) }))
 	e.greenDrained = len(green)
 	e.note = fmt.Sprintf("rolled back: blue (%s %q) serves again", e.groupKind(), e.group.GroupName())

@@ -598,6 +598,7 @@ func (e *Engine) drainForScaleDown(ctx context.Context, name string) error {
 		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is, or put the group back in service with \"kubectl nodeupgrade abort\""); err != nil {
 		return err
 	}
+	e.progress.waitingFor(fmt.Sprintf("the pods to leave %q", name))
 	if _, err := e.drainer.DrainNodes(ctx, []string{name}); err != nil {
 		return err
 	}

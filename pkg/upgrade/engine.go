@@ -95,7 +95,9 @@ type Engine struct {
 	// stopped run takes its taints and cordons off again.
 	drained  bool
 	progress *progress
-	// blueBack and greenDrained are what a blue/green rollback did.
+	// rolledBack says the rollback step ran, and blueBack and
+	// greenDrained what it did.
+	rolledBack             bool
 	blueBack, greenDrained int
 }
 
@@ -212,7 +214,7 @@ func (e *Engine) tickProgress(ctx context.Context) {
 func (e *Engine) summary() string {
 	return runSummary{
 		Rollback:     e.cfg.RollingBack,
-		BlueGreen:    e.cfg.Start == plan.PhaseRollback,
+		BlueGreen:    e.rolledBack,
 		Earlier:      e.cfg.EarlierDone,
 		Now:          e.done,
 		BlueBack:     e.blueBack,
