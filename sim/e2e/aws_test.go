@@ -314,6 +314,10 @@ func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
 				t.Fatalf("re-run failed: %s", r)
 			}
 			g.assertFinished(t)
+			// The final line counts the nodes of both runs.
+			if !strings.Contains(r.stdout, "upgrade of 3 nodes finished") {
+				t.Errorf("the re-run's final line does not count the 3 nodes of the whole run:\n%s", r.stdout)
+			}
 		})
 	}
 }
