@@ -53,6 +53,15 @@ func (r Room) String() string {
 	return "pods " + strings.Join(names, ", ") + " fit on no schedulable node"
 }
 
+// PodNames are the pods that do not fit, as namespace/name.
+func (r Room) PodNames() []string {
+	names := make([]string, 0, len(r.Unplaced))
+	for _, p := range r.Unplaced {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	return names
+}
+
 // requestsText names the resources a pod requests, leaving out those it
 // does not request ("requests cpu 500m, memory 1Gi", "no requests").
 func requestsText(req corev1.ResourceList) string {

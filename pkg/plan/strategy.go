@@ -282,6 +282,21 @@ func (p *Plan) EstimatedDuration() time.Duration {
 	return d
 }
 
+// batchSteps are the steps whose estimates are the batches': a run
+// measures those and corrects its ETA by them.
+var batchSteps = map[string]bool{"Upgrade": true, "Surge": true, "DrainBlue": true}
+
+// BatchEstimate is the part of EstimatedDuration the batches take.
+func (p *Plan) BatchEstimate() time.Duration {
+	var d time.Duration
+	for _, s := range p.Steps {
+		if batchSteps[s.Phase] {
+			d += time.Duration(s.Estimate)
+		}
+	}
+	return d
+}
+
 // Traits are the plan's strategy's traits.
 func (p *Plan) Traits() Traits {
 	s, err := LookupStrategy(p.Strategy)

@@ -239,7 +239,11 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if !o.Yes {
-		ok, err := o.confirm(p)
+		rec, err := (&state.Store{Client: o.client, Namespace: o.StateNamespace}).Load(ctx, o.recordName())
+		if err != nil {
+			return err
+		}
+		ok, err := o.confirm(o.question(p, rec))
 		if err != nil || !ok {
 			return usageErrorf("aborted: nothing was changed")
 		}
@@ -273,6 +277,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		Events:           upgrade.NewRecorder(o.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
 		Out:              o.Out,
 		Color:            color,
+		Live:             output.IsTerminal(o.Out),
 	}
 	fmt.Fprintln(o.Out)
 	return o.runLocked(ctx, p, cfg)
@@ -349,6 +354,8 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 		}
 		rec.MaxAge = o.MaxAge
 	}
+	cfg.RollingBack = rollsBackInPlace(rec, o.Request)
+	cfg.EarlierDone = earlierDone(rec, cfg.RollingBack)
 	req := o.Request
 	rec.Request = &req
 	cfg.Control, cfg.NoWait = requests, o.NoWait
@@ -425,11 +432,61 @@ func (o *RunOptions) refuseBlockers(p *plan.Plan) error {
 	return usageErrorf("refusing to run: %d blockers: %s; fix them, or use --ignore-check NAME or --force", len(left), strings.Join(left, ", "))
 }
 
-func (o *RunOptions) confirm(p *plan.Plan) (bool, error) {
-	question := fmt.Sprintf("Upgrade %s in %s?", plan.Count(p.Nodes.Outdated, "node"), plan.Count(len(p.Batches), "batch"))
-	if o.rollback {
-		question = fmt.Sprintf("Roll back node group %q?", o.recordName())
+// rollsBackInPlace reports whether req takes an unfinished run's cloud
+// group back to the version it launched before the run: an eks or surge
+// rollback, the rollback command's or the same request given again.
+func rollsBackInPlace(rec *state.Record, req plan.Request) bool {
+	return rec != nil && rec.FinishedAt == nil && rec.Cloud != nil && rec.Cloud.FromVersion != "" &&
+		req.Cloud.Image == "" && req.Cloud.Version == rec.Cloud.FromVersion
+}
+
+// earlierDone are the nodes earlier, interrupted attempts of the run
+// replaced. A rollback's first attempt records where the upgrade's nodes
+// end in Done, so the rollback counts only its own.
+func earlierDone(rec *state.Record, rollingBack bool) []string {
+	if !rollingBack {
+		return rec.Done
 	}
+	if rec.RollbackFrom == nil {
+		n := len(rec.Done)
+		rec.RollbackFrom = &n
+	}
+	return rec.Done[min(*rec.RollbackFrom, len(rec.Done)):]
+}
+
+// question is what the run asks before it changes anything: what it will
+// do, in the words of what it is (an upgrade, a rollback, the end of an
+// interrupted run).
+func (o *RunOptions) question(p *plan.Plan, rec *state.Record) string {
+	unfinished := rec != nil && rec.FinishedAt == nil
+	batches := plan.Count(len(p.Batches), "batch")
+	switch {
+	case o.rollback:
+		blue := "blue"
+		if p.Nodes.Outdated > 0 {
+			blue = fmt.Sprintf("blue's %s", plan.Count(p.Nodes.Outdated, "node"))
+		}
+		green := "drain the green nodes"
+		if unfinished && rec.Cloud != nil && rec.Cloud.Green != "" {
+			green = fmt.Sprintf("drain green %q", rec.Cloud.Green)
+			if rec.Cloud.GreenCreated {
+				green += " and delete it"
+			}
+		}
+		return fmt.Sprintf("Roll back the run on %q: put %s back in service, then %s?", o.recordName(), blue, green)
+	case rollsBackInPlace(rec, o.Request) && p.Nodes.Outdated == 0:
+		return fmt.Sprintf("Roll back the run on %q: no node runs version %s yet; point the group back at version %s and restore its sizes?", rec.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
+	case rollsBackInPlace(rec, o.Request):
+		return fmt.Sprintf("Roll back the run on %q: replace the %s on version %s with version %s, in %s (nodes never upgraded are not touched)?", rec.NodeGroup, plan.Count(p.Nodes.Outdated, "node"), rec.Cloud.TargetVersion, rec.Cloud.FromVersion, batches)
+	case unfinished && p.Nodes.Outdated == 0:
+		return fmt.Sprintf("Finish the interrupted run on %q from phase %s (%s already replaced, none left to upgrade)?", rec.NodeGroup, rec.Phase, plan.Count(len(rec.Done), "node"))
+	case unfinished && len(rec.Done) > 0:
+		return fmt.Sprintf("Upgrade the %s left in %s (%s replaced by the interrupted run)?", plan.Count(p.Nodes.Outdated, "node"), batches, plan.Count(len(rec.Done), "node"))
+	}
+	return fmt.Sprintf("Upgrade %s in %s?", plan.Count(p.Nodes.Outdated, "node"), batches)
+}
+
+func (o *RunOptions) confirm(question string) (bool, error) {
 	fmt.Fprintf(o.ErrOut, "%s [y/N]: ", question)
 	line, err := bufio.NewReader(o.In).ReadString('\n')
 	if err != nil && line == "" {

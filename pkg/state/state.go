@@ -73,6 +73,9 @@ type Record struct {
 	// AbortedAt is when "abort" put the group back in service; the run is
 	// over then (FinishedAt is set too) but did not reach its target.
 	AbortedAt *time.Time `json:"abortedAt,omitempty"`
+	// RollbackFrom is, once the run is rolled back in place, how many of
+	// Done the upgrade had replaced; the rest are the rollback's.
+	RollbackFrom *int `json:"rollbackFrom,omitempty"`
 }
 
 // CloudRecord is the cloud side of a run, written before each change it

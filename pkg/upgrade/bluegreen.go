@@ -227,6 +227,7 @@ func (e *Engine) soakFor(ctx context.Context, d time.Duration, phase plan.Phase,
 		shown += time.Second
 	}
 	e.logf("%s: %s, until %s", what, shown, until.Format("15:04:05"))
+	e.progress.waitingFor(fmt.Sprintf("the soak to end at %s (\"complete\" ends it now)", until.Format("15:04:05")))
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	report := time.NewTicker(max(min(10*time.Minute, d/4), 5*time.Second))
@@ -354,6 +355,9 @@ func (e *Engine) rollback(ctx context.Context) error {
 			return err
 		}
 	}
+	e.rolledBack = true
+	e.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !e.nodeExists(n) }))
+	e.greenDrained = len(green)
 	e.note = fmt.Sprintf("rolled back: blue (%s %q) serves again", e.groupKind(), e.group.GroupName())
 	if cr.Green != "" && !cr.GreenCreated {
 		e.note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", cr.Green)
@@ -396,6 +400,7 @@ func (e *Engine) waitGreenSelected(ctx context.Context, selector string) error {
 				missing = append(missing, z)
 			}
 		}
+		e.progress.waitingFor(greenWait(notReady, missing))
 		if len(nodes) > 0 && len(notReady) == 0 && len(missing) == 0 {
 			e.logf("%d green nodes Ready", len(nodes))
 			return true, nil
@@ -404,4 +409,17 @@ func (e *Engine) waitGreenSelected(ctx context.Context, selector string) error {
 	}, func() *NodeCreationFailure {
 		return &NodeCreationFailure{Group: selector, GroupKind: "green", Timeout: e.cfg.NodeReadyTimeout, Zones: missing, Instances: notReady, Original: *e.cloudRecord().Original}
 	})
+}
+
+// greenWait says what the wait for green nodes given by a selector still
+// waits for.
+func greenWait(notReady, missingZones []string) string {
+	s := "green nodes Ready"
+	if len(notReady) > 0 {
+		s += ": not yet " + listNames(quoteEach(notReady), waitNamesShown)
+	}
+	if len(missingZones) > 0 {
+		s += "; none yet in zones " + listNames(quoteEach(missingZones), waitNamesShown)
+	}
+	return s
 }

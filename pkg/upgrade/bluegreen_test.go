@@ -460,6 +460,10 @@ func wantRolledBack(t *testing.T, r *bgRun, got outcome) {
 	if got.engine.Note() != `rolled back: blue (Auto Scaling group "asg") serves again` {
 		t.Errorf("note %q", got.engine.Note())
 	}
+	lines := strings.Split(strings.TrimSpace(got.out), "\n")
+	if last, want := lines[len(lines)-1], " rolled back: 3 nodes of blue serve again, 3 nodes of green drained"; !strings.HasSuffix(last, want) {
+		t.Errorf("final line %q, want it to end %q", last, want)
+	}
 }
 
 func TestBlueGreenNeedsAProviderThatCreatesGroups(t *testing.T) {

@@ -128,13 +128,15 @@ func (v *clusterView) room(batch []string, excluded sets.Set[string]) capacity.R
 }
 
 // waitForRoom re-estimates on every change to nodes or pods (at most every
-// minInterval) until the batch fits or ctx ends.
-func (v *clusterView) waitForRoom(ctx context.Context, batch []string, excluded sets.Set[string], minInterval time.Duration) (capacity.Room, error) {
+// minInterval) until the batch fits or ctx ends; seen is told each
+// estimate that does not fit.
+func (v *clusterView) waitForRoom(ctx context.Context, batch []string, excluded sets.Set[string], minInterval time.Duration, seen func(capacity.Room)) (capacity.Room, error) {
 	for {
 		r := v.room(batch, excluded)
 		if r.Fits() {
 			return r, nil
 		}
+		seen(r)
 		select {
 		case <-ctx.Done():
 			return r, ctx.Err()

@@ -285,6 +285,18 @@ func (e *Engine) lookAtNewNodes(ctx context.Context, version string, zones []str
 	return st, nil
 }
 
+// progress says what the wait for new nodes still waits for.
+func (n newNodes) progress(ready, wanted int) string {
+	s := fmt.Sprintf("%d/%d new nodes Ready", ready, ready+len(n.notReady))
+	if n.launched < wanted {
+		s += fmt.Sprintf(", %d/%d machines launched", n.launched, wanted)
+	}
+	if len(n.zonesLeft) > 0 {
+		s += ", none yet in zones " + listNames(quoteEach(n.zonesLeft), waitNamesShown)
+	}
+	return s
+}
+
 // newNodeProblem says why a new node is not yet usable, or "".
 func newNodeProblem(n *corev1.Node, version string, p *plan.Plan) string {
 	if !capacity.NodeReady(n) {
@@ -329,12 +341,13 @@ func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones 
 			return false, err
 		}
 		st = seen
-		if !st.ok(wanted) {
-			return false, nil
-		}
 		n := 0
 		for _, names := range st.ready {
 			n += len(names)
+		}
+		if !st.ok(wanted) {
+			e.progress.waitingFor(st.progress(n, wanted))
+			return false, nil
 		}
 		e.logf("%d new nodes Ready in %d zones", n, len(st.ready))
 		return true, nil
@@ -586,6 +599,7 @@ func (e *Engine) drainForScaleDown(ctx context.Context, name string) error {
 		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is, or put the group back in service with \"kubectl nodeupgrade abort\""); err != nil {
 		return err
 	}
+	e.progress.waitingFor(fmt.Sprintf("the pods to leave %q", name))
 	if _, err := e.drainer.DrainNodes(ctx, []string{name}); err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +65,15 @@ type Config struct {
 	Color        output.Colorizer
 	// Now is the clock of progress lines; time.Now when nil.
 	Now func() time.Time
+	// Live keeps a status line under the log lines, rewritten in place:
+	// Out is a terminal.
+	Live bool
+	// EarlierDone are the nodes earlier, interrupted attempts of this run
+	// replaced: the progress and the final line count them.
+	EarlierDone []string
+	// RollingBack says the run takes the group back to the version it ran
+	// before (an in-place rollback), so the final line says so.
+	RollingBack bool
 }
 
 // Engine runs one plan.
@@ -74,7 +82,6 @@ type Engine struct {
 	strategy plan.Strategy
 	traits   plan.Traits
 	drainer  *drain.Drainer
-	mu       sync.Mutex // serialises progress lines from parallel drains
 	evicted  []corev1.Pod
 	view     *clusterView
 	ctx      context.Context // for events recorded from drain callbacks
@@ -87,7 +94,12 @@ type Engine struct {
 	protected sets.Set[string]
 	// drained says this run has begun draining a node: before that, a
 	// stopped run takes its taints and cordons off again.
-	drained bool
+	drained  bool
+	progress *progress
+	// rolledBack says the rollback step ran, and blueBack and
+	// greenDrained what it did.
+	rolledBack             bool
+	blueBack, greenDrained int
 }
 
 // New prepares an engine for the plan's strategy.
@@ -103,6 +115,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.PollInterval = 5 * time.Second
 	}
 	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits(), shrunk: sets.New[string](), protected: sets.New[string]()}
+	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
 	if g, ok := cfg.Provider.(cloud.Group); ok {
 		e.group = g
 	}
@@ -143,11 +156,14 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	defer stop()
+	defer e.progress.close()
+	go e.tickProgress(ctx)
 	s := plan.State{Phase: e.cfg.Start}
 	if s.Phase == "" {
 		s.Phase = e.strategy.First(e.flow())
 	}
 	for {
+		e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
 		if e.cfg.OnProgress != nil {
 			if err := e.cfg.OnProgress(ctx, s, e.done); err != nil {
 				return err
@@ -176,8 +192,35 @@ func (e *Engine) Run(ctx context.Context) error {
 			s = e.strategy.Next(s, e.flow())
 		}
 	}
-	e.logf("upgrade of %d nodes finished", len(e.done))
+	e.logf("%s", e.summary())
 	return nil
+}
+
+// tickProgress keeps the progress moving while a step waits, until ctx
+// ends.
+func (e *Engine) tickProgress(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.progress.tick()
+		}
+	}
+}
+
+// summary is the run's final line.
+func (e *Engine) summary() string {
+	return runSummary{
+		Rollback:     e.cfg.RollingBack,
+		BlueGreen:    e.rolledBack,
+		Earlier:      e.cfg.EarlierDone,
+		Now:          e.done,
+		BlueBack:     e.blueBack,
+		GreenDrained: e.greenDrained,
+	}.String()
 }
 
 // stoppedUndrained takes the run's taint and cordons off the outdated
@@ -389,7 +432,9 @@ func (e *Engine) awaitRoom(ctx context.Context, what string, names []string, exc
 	e.logf("%s: waiting up to %s for room: %s", what, e.cfg.NodeReadyTimeout, room)
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.NodeReadyTimeout)
 	defer cancel()
-	room, err := e.view.waitForRoom(wctx, names, excluded, time.Second)
+	room, err := e.view.waitForRoom(wctx, names, excluded, time.Second, func(r capacity.Room) {
+		e.progress.waitingFor("room for pods " + listNames(r.PodNames(), waitNamesShown))
+	})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("%s after %s: %s; %s", failure, e.cfg.NodeReadyTimeout, room, advice)
 	}
@@ -410,6 +455,7 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 		}
 	}
 	e.logf("%s: draining %s", e.batchLabel(i), quoteAll(names))
+	e.progress.waitingFor("the pods to leave " + listNames(quoteEach(names), waitNamesShown))
 	for _, n := range names {
 		e.cfg.Events.Node(ctx, n, corev1.EventTypeNormal, "NodeUpgradeDraining", "draining for %s, batch %d of %d", e.planDescription(), i+1, len(e.cfg.Plan.Batches))
 	}
@@ -450,6 +496,7 @@ func (e *Engine) postDrainWait(ctx context.Context, what, them string) error {
 		return nil
 	}
 	e.logf("%s; waiting %s for load balancers to deregister %s", what, e.cfg.PostDrainWait, them)
+	e.progress.waitingFor(fmt.Sprintf("load balancers to deregister %s (until %s)", them, e.cfg.Now().Add(e.cfg.PostDrainWait).Format("15:04:05")))
 	return sleep(ctx, e.cfg.PostDrainWait)
 }
 
@@ -512,7 +559,13 @@ func (e *Engine) waitRecovered(ctx context.Context, i int) error {
 	e.logf("%s: waiting for %d workloads to be Ready again", e.batchLabel(i), len(owners))
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
 	defer cancel()
-	err := WaitOwnersReady(wctx, e.cfg.Client, owners)
+	err := WaitOwnersReady(wctx, e.cfg.Client, owners, func(left []Owner) {
+		names := make([]string, len(left))
+		for i, o := range left {
+			names[i] = o.String()
+		}
+		e.progress.waitingFor("workloads to be Ready again: " + listNames(names, waitNamesShown))
+	})
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("workloads evicted in batch %d did not recover within %s: %w; re-run when they are Ready, raise --drain-timeout, or put the group back in service with \"kubectl nodeupgrade abort\"", i+1, e.cfg.RecoverTimeout, err)
 	}
@@ -542,9 +595,19 @@ func (e *Engine) reportDrainEvent(ev drain.Event) {
 }
 
 func (e *Engine) logf(format string, args ...any) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	fmt.Fprintf(e.cfg.Out, "%s %s\n", e.cfg.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	e.progress.println(fmt.Sprintf("%s %s", e.cfg.Now().Format("15:04:05"), fmt.Sprintf(format, args...)))
+}
+
+// waitNamesShown is how many names the progress shows of what it waits
+// for, before "+N more".
+const waitNamesShown = 3
+
+func quoteEach(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%q", n)
+	}
+	return out
 }
 
 func quoteAll(names []string) string {

@@ -50,9 +50,11 @@ func OwnersOf(pods []corev1.Pod) []Owner {
 // until every workload has its desired replicas available (Deployments and
 // ReplicaSets, honouring minReadySeconds) or ready (StatefulSets). ReplicaSets
 // are waited for as their Deployment. A deleted workload counts as done.
-func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []Owner) error {
+// pending, if not nil, is told the workloads not yet seen Ready before each
+// is waited for.
+func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []Owner, pending func([]Owner)) error {
 	seen := map[Owner]bool{}
-	for _, o := range owners {
+	for i, o := range owners {
 		if o.Kind == "ReplicaSet" {
 			rs, err := client.AppsV1().ReplicaSets(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 			switch {
@@ -69,6 +71,9 @@ func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []
 			continue
 		}
 		seen[o] = true
+		if pending != nil {
+			pending(append([]Owner{o}, owners[i+1:]...))
+		}
 		if err := waitOwnerReady(ctx, client, o); err != nil {
 			return err
 		}

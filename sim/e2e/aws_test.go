@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -314,6 +315,10 @@ func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
 				t.Fatalf("re-run failed: %s", r)
 			}
 			g.assertFinished(t)
+			// The final line counts the nodes of both runs.
+			if !strings.Contains(r.stdout, "upgrade of 3 nodes finished") {
+				t.Errorf("the re-run's final line does not count the 3 nodes of the whole run:\n%s", r.stdout)
+			}
 		})
 	}
 }
@@ -613,6 +618,10 @@ func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
 	r := g.run(t, "rollback", name, "--yes")
 	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("rollback: %s", r)
+	}
+	// The final line says what the rollback did, not "upgrade of 0 nodes".
+	if !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d rolled back [1-9]\d* nodes?$`).MatchString(r.stdout) {
+		t.Errorf("the rollback's final line is not \"rolled back N nodes\":\n%s", r.stdout)
 	}
 	ctx := testContext(t, 2*time.Minute)
 	if err := g.srv.WaitStable(ctx, name); err != nil {

@@ -1,0 +1,124 @@
+package plugin
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// TestRunQuestion: the confirmation says what the run will do; a rollback
+// is not asked as "Upgrade 0 nodes in 0 batches?".
+func TestRunQuestion(t *testing.T) {
+	t.Parallel()
+	finished := time.Now()
+	planOf := func(outdated, batches int) *plan.Plan {
+		return &plan.Plan{Nodes: plan.NodeCounts{Outdated: outdated}, Batches: make([]plan.Batch, batches)}
+	}
+	inPlace := func() *state.Record {
+		return &state.Record{NodeGroup: "ng", Phase: "Drain", Done: []string{"a", "b", "c"},
+			Cloud: &state.CloudRecord{FromVersion: "1", TargetVersion: "2"}}
+	}
+	for _, tc := range []struct {
+		name     string
+		p        *plan.Plan
+		rec      *state.Record
+		rollback bool   // the rollback command of a blue/green run
+		version  string // --launch-template-version
+		want     string
+	}{
+		{name: "a new run", p: planOf(9, 5), want: "Upgrade 9 nodes in 5 batches?"},
+		{name: "one node", p: planOf(1, 1), want: "Upgrade 1 node in 1 batch?"},
+		{name: "after a finished run", p: planOf(9, 5), rec: &state.Record{NodeGroup: "ng", Done: []string{"x"}, FinishedAt: &finished}, want: "Upgrade 9 nodes in 5 batches?"},
+		{name: "re-run after Ctrl-C", p: planOf(6, 3), rec: &state.Record{NodeGroup: "ng", Done: []string{"a", "b", "c"}},
+			want: "Upgrade the 6 nodes left in 3 batches (3 nodes replaced by the interrupted run)?"},
+		{name: "re-run after Ctrl-C in the scale-down", p: planOf(0, 0), rec: &state.Record{NodeGroup: "ng", Phase: "ScaleDown", Done: make([]string, 9)},
+			want: `Finish the interrupted run on "ng" from phase ScaleDown (9 nodes already replaced, none left to upgrade)?`},
+		{name: "blue/green rollback", p: planOf(3, 1), rollback: true, rec: &state.Record{NodeGroup: "ng", Cloud: &state.CloudRecord{Green: "ng-green", GreenCreated: true}},
+			want: `Roll back the run on "ng": put blue's 3 nodes back in service, then drain green "ng-green" and delete it?`},
+		{name: "blue/green rollback of a given green", p: planOf(0, 0), rollback: true, rec: &state.Record{NodeGroup: "ng", Cloud: &state.CloudRecord{Green: "ng-green"}},
+			want: `Roll back the run on "ng": put blue back in service, then drain green "ng-green"?`},
+		{name: "rollback in place", p: planOf(3, 2), version: "1", rec: inPlace(),
+			want: `Roll back the run on "ng": replace the 3 nodes on version 2 with version 1, in 2 batches (nodes never upgraded are not touched)?`},
+		{name: "rollback in place before any node was upgraded", p: planOf(0, 0), version: "1", rec: inPlace(),
+			want: `Roll back the run on "ng": no node runs version 2 yet; point the group back at version 1 and restore its sizes?`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, o := newCmdRun(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+			o.NodeGroup, o.rollback, o.Cloud.Version = "ng", tc.rollback, tc.version
+			if got := o.question(tc.p, tc.rec); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRollsBackInPlace: a request for the version the group ran before an
+// unfinished run is its rollback.
+func TestRollsBackInPlace(t *testing.T) {
+	t.Parallel()
+	finished := time.Now()
+	rec := func(mutate func(*state.Record)) *state.Record {
+		r := &state.Record{Cloud: &state.CloudRecord{FromVersion: "1", TargetVersion: "2"}}
+		if mutate != nil {
+			mutate(r)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		rec  *state.Record
+		req  plan.CloudTarget
+		want bool
+	}{
+		{"back to the version before", rec(nil), plan.CloudTarget{Version: "1"}, true},
+		{"on to the target", rec(nil), plan.CloudTarget{Version: "2"}, false},
+		{"a new image", rec(nil), plan.CloudTarget{Image: "ami-1"}, false},
+		{"no record", nil, plan.CloudTarget{Version: "1"}, false},
+		{"a finished run", rec(func(r *state.Record) { r.FinishedAt = &finished }), plan.CloudTarget{Version: "1"}, false},
+		{"provider none", rec(func(r *state.Record) { r.Cloud = nil }), plan.CloudTarget{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := rollsBackInPlace(tc.rec, plan.Request{Cloud: tc.req}); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEarlierDone: a re-run counts the nodes of the attempts before it; a
+// rollback counts its own, not the upgrade's.
+func TestEarlierDone(t *testing.T) {
+	t.Parallel()
+	from := func(n int) *int { return &n }
+	for _, tc := range []struct {
+		name        string
+		rec         state.Record
+		rollingBack bool
+		want        []string
+		wantFrom    *int
+	}{
+		{name: "a new run", rec: state.Record{}, want: nil},
+		{name: "re-run after Ctrl-C", rec: state.Record{Done: []string{"a", "b"}}, want: []string{"a", "b"}},
+		{name: "a rollback begins", rec: state.Record{Done: []string{"a", "b"}}, rollingBack: true, want: []string{}, wantFrom: from(2)},
+		{name: "a rollback resumed", rec: state.Record{Done: []string{"a", "b", "x"}, RollbackFrom: from(2)}, rollingBack: true, want: []string{"x"}, wantFrom: from(2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := earlierDone(&tc.rec, tc.rollingBack)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("earlier %q, want %q", got, tc.want)
+			}
+			if (tc.rec.RollbackFrom == nil) != (tc.wantFrom == nil) || tc.wantFrom != nil && *tc.rec.RollbackFrom != *tc.wantFrom {
+				t.Errorf("RollbackFrom %v, want %v", tc.rec.RollbackFrom, tc.wantFrom)
+			}
+		})
+	}
+}

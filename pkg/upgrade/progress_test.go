@@ -1,0 +1,237 @@
+package upgrade
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// fakeClock is a clock the test moves.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time          { return c.t }
+func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+// testProgress is a reporter of a run of 3 nodes in 3 batches estimated
+// 6m, all of it the batches'.
+func testProgress(live bool, earlier int) (*progress, *bytes.Buffer, *fakeClock) {
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)}
+	var buf bytes.Buffer
+	p := &plan.Plan{
+		Batches: make([]plan.Batch, 3),
+		Nodes:   plan.NodeCounts{Outdated: 3},
+		Steps:   []plan.Step{{Phase: "Taint"}, {Phase: "Upgrade", Estimate: plan.Duration(6 * time.Minute)}},
+	}
+	pr := newProgress(&buf, live, clock.now, p, earlier)
+	pr.width = func() int { return 0 }
+	return pr, &buf, clock
+}
+
+// lastLine is what a terminal shows last: the text after the last line
+// feed or carriage return.
+func lastLine(s string) string {
+	s = s[max(strings.LastIndexAny(s, "\r\n")+1, 0):]
+	return strings.TrimPrefix(s, "\x1b[K")
+}
+
+func TestProgressLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		earlier int
+		feed    func(p *progress, c *fakeClock)
+		want    string
+	}{
+		{name: "before any batch: the plan's estimate",
+			feed: func(p *progress, c *fakeClock) { p.enter(plan.State{Phase: plan.PhaseTaint}, 0) },
+			want: "Taint | 0/3 nodes | elapsed 0s | ETA ~6m0s"},
+		{name: "a batch shows n/m and the wait by name, up to three",
+			feed: func(p *progress, c *fakeClock) {
+				p.enter(plan.State{Phase: plan.PhaseRecover, Batch: 0}, 1)
+				c.advance(10 * time.Second)
+				p.waitingFor("workloads to be Ready again: " + listNames([]string{"a", "b", "c", "d", "e"}, waitNamesShown))
+			},
+			want: "Recover | batch 1/3 | 1/3 nodes | elapsed 10s | ETA ~5m50s | waiting for workloads to be Ready again: a, b, c +2 more"},
+		{name: "measured batches correct the ETA",
+			feed: func(p *progress, c *fakeClock) {
+				p.enter(plan.State{Phase: plan.PhaseDrain, Batch: 0}, 0)
+				c.advance(30 * time.Second)
+				p.enter(plan.State{Phase: plan.PhaseDrain, Batch: 1}, 1)
+			},
+			// 3 batches of 30s, 30s of them gone.
+			want: "Drain | batch 2/3 | 1/3 nodes | elapsed 30s | ETA ~1m0s"},
+		{name: "late batches: those not begun still take their time",
+			feed: func(p *progress, c *fakeClock) {
+				p.enter(plan.State{Phase: plan.PhaseDrain, Batch: 0}, 0)
+				c.advance(4 * time.Minute)
+				p.enter(plan.State{Phase: plan.PhaseDrain, Batch: 1}, 1)
+				c.advance(9 * time.Minute)
+				p.tick()
+			},
+			want: "Drain | batch 2/3 | 1/3 nodes | elapsed 13m0s | ETA ~4m0s"},
+		{name: "past the estimate with no batch measured",
+			feed: func(p *progress, c *fakeClock) {
+				p.enter(plan.State{Phase: plan.PhaseTaint}, 0)
+				c.advance(7 * time.Minute)
+				p.tick()
+			},
+			want: "Taint | 0/3 nodes | elapsed 7m0s | ETA any moment (past the estimate)"},
+		{name: "earlier attempts count in the nodes",
+			earlier: 6,
+			feed:    func(p *progress, c *fakeClock) { p.enter(plan.State{Phase: plan.PhaseTaint}, 6) },
+			want:    "Taint | 6/9 nodes | elapsed 0s | ETA ~6m0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, buf, clock := testProgress(true, tc.earlier)
+			tc.feed(p, clock)
+			if got := lastLine(buf.String()); got != tc.want {
+				t.Errorf("status line\n%q, want\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestProgressLiveLogLines: a log line takes the status line off, and the
+// status line comes back under it; close leaves no status line behind.
+func TestProgressLiveLogLines(t *testing.T) {
+	t.Parallel()
+	p, buf, _ := testProgress(true, 0)
+	p.println("before any state")
+	p.enter(plan.State{Phase: plan.PhaseTaint}, 0)
+	p.println("10:00:00 tainting")
+	p.close()
+	want := "before any state\n" +
+		"\r\x1b[KTaint | 0/3 nodes | elapsed 0s | ETA ~6m0s" +
+		"\r\x1b[K10:00:00 tainting\n" +
+		"\r\x1b[KTaint | 0/3 nodes | elapsed 0s | ETA ~6m0s" +
+		"\r\x1b[K"
+	if got := buf.String(); got != want {
+		t.Errorf("output\n%q, want\n%q", got, want)
+	}
+}
+
+func TestProgressLiveLineFitsTheTerminal(t *testing.T) {
+	t.Parallel()
+	p, buf, _ := testProgress(true, 0)
+	p.width = func() int { return 20 }
+	p.enter(plan.State{Phase: plan.PhaseTaint}, 0)
+	if got := lastLine(buf.String()); got != "Taint | 0/3 nodes …" {
+		t.Errorf("status line %q: want it cut to 19 columns", got)
+	}
+}
+
+// TestProgressPlain: without a terminal, no control characters, and the
+// status as a plain line every 30s of a wait, never more often.
+func TestProgressPlain(t *testing.T) {
+	t.Parallel()
+	p, buf, clock := testProgress(false, 0)
+	p.enter(plan.State{Phase: plan.PhaseDrain}, 0)
+	p.println("10:00:00 batch 1/3: draining \"a\"")
+	var printed []time.Duration
+	for s := 1; s <= 100; s++ {
+		if s == 5 {
+			p.waitingFor(`the pods to leave "a"`)
+		}
+		clock.advance(time.Second)
+		before := buf.Len()
+		p.tick()
+		if buf.Len() > before {
+			printed = append(printed, time.Duration(s)*time.Second)
+		}
+	}
+	// The wait began at 4s.
+	if want := []time.Duration{34 * time.Second, 64 * time.Second, 94 * time.Second}; !equalDurations(printed, want) {
+		t.Errorf("plain lines at %v, want %v", printed, want)
+	}
+	if strings.ContainsAny(buf.String(), "\r\x1b") {
+		t.Errorf("control characters without a terminal: %q", buf.String())
+	}
+	if want := `10:00:34 progress: Drain | batch 1/3 | 0/3 nodes | elapsed 34s | ETA ~5m26s | waiting for the pods to leave "a"`; !strings.Contains(buf.String(), want+"\n") {
+		t.Errorf("output\n%s\nwant the line\n%s", buf, want)
+	}
+	// No wait, no line.
+	p.enter(plan.State{Phase: plan.PhaseRemove}, 0)
+	before := buf.Len()
+	for range 100 {
+		clock.advance(time.Second)
+		p.tick()
+	}
+	if buf.Len() != before {
+		t.Errorf("lines outside a wait: %q", buf.String()[before:])
+	}
+}
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRunSummary(t *testing.T) {
+	t.Parallel()
+	nine := []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9"}
+	for _, tc := range []struct {
+		name string
+		s    runSummary
+		want string
+	}{
+		{"one run", runSummary{Now: nine}, "upgrade of 9 nodes finished"},
+		{"re-run after Ctrl-C in the scale-down: every node replaced before",
+			runSummary{Earlier: nine}, "upgrade of 9 nodes finished (0 by this run, 9 by an earlier, interrupted one)"},
+		{"resumed after 2 nodes", runSummary{Earlier: nine[:2], Now: nine[2:]}, "upgrade of 9 nodes finished (7 by this run, 2 by an earlier, interrupted one)"},
+		{"a node retried after an interruption counts once", runSummary{Earlier: nine[:3], Now: nine[2:]}, "upgrade of 9 nodes finished (7 by this run, 2 by an earlier, interrupted one)"},
+		{"one node", runSummary{Now: nine[:1]}, "upgrade of 1 node finished"},
+		{"rolled back in place", runSummary{Rollback: true, Now: nine[:3]}, "rolled back 3 nodes"},
+		{"rollback resumed", runSummary{Rollback: true, Earlier: nine[:1], Now: nine[1:3]}, "rolled back 3 nodes (2 by this run, 1 by an earlier, interrupted one)"},
+		{"blue/green rollback", runSummary{BlueGreen: true, BlueBack: 3, GreenDrained: 1}, "rolled back: 3 nodes of blue serve again, 1 node of green drained"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tc.s.String(); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFinalLineCountsTheWholeRun runs the engine with nodes replaced by
+// earlier attempts, as a re-run after Ctrl-C does.
+func TestFinalLineCountsTheWholeRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		earlier     []string
+		rollingBack bool
+		want        string
+	}{
+		{name: "first attempt", want: "upgrade of 2 nodes finished"},
+		{name: "re-run after Ctrl-C", earlier: []string{"gone-1", "gone-2", "gone-3"}, want: "upgrade of 5 nodes finished (2 by this run, 3 by an earlier, interrupted one)"},
+		{name: "rollback in place", rollingBack: true, want: "rolled back 2 nodes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			client := newTestClient(imageNode("old-1", "z1", "old"), imageNode("old-2", "z1", "old"), imageNode("new-1", "z1", "new"))
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Provider: cloud.NoneName, TargetLabels: map[string]string{"image": "new"}})
+			cfg := Config{Client: client, Plan: p, Provider: &cloud.None{Client: client, DeleteNode: true}, Drain: drainOpts(), EarlierDone: tc.earlier, RollingBack: tc.rollingBack}
+			got := runEngine(t, cfg, nil)
+			if got.err != nil {
+				t.Fatalf("run: %v\n%s", got.err, got.out)
+			}
+			lines := strings.Split(strings.TrimSpace(got.out), "\n")
+			if last := lines[len(lines)-1]; !strings.HasSuffix(last, " "+tc.want) {
+				t.Errorf("final line %q, want %q", last, tc.want)
+			}
+		})
+	}
+}
