@@ -46,6 +46,7 @@ func assertBackInService(t *testing.T, name string, run func(t *testing.T, args 
 // lets its scale-up fail) and aborts: the group is back at its recorded
 // sizes and in service, and no PDB was violated throughout.
 func TestAbortAWS(t *testing.T) {
+	t.Parallel()
 	for i, tc := range []struct {
 		name     string
 		marker   string // the output line the run is SIGKILLed at
@@ -113,6 +114,7 @@ func TestAbortAWS(t *testing.T) {
 // TestAbortLabelPath aborts a run with provider none killed in its first
 // drain, and refuses, then stops, a live one.
 func TestAbortLabelPath(t *testing.T) {
+	t.Parallel()
 	t.Run("after SIGKILL mid-drain", func(t *testing.T) {
 		const name = "abort-label"
 		setupGroup(t, name, 4, 2, scenario.App{Name: "web", Replicas: 6, MinAvailable: num(4)})
@@ -161,6 +163,7 @@ func TestAbortLabelPath(t *testing.T) {
 // TestAbortWithNoRecord is a first run killed before it wrote its record:
 // the nodes carry its taint and cordon, and nothing says so but the taint.
 func TestAbortWithNoRecord(t *testing.T) {
+	t.Parallel()
 	const name = "abort-norecord"
 	oldNodes, _ := setupGroup(t, name, 3, 1, scenario.App{Name: "web", Replicas: 4, MinAvailable: num(3)})
 	ctx := testContext(t, 2*time.Minute)
@@ -195,6 +198,7 @@ func TestAbortWithNoRecord(t *testing.T) {
 
 // abortRefusals are bad uses of abort: exit 2, one line, nothing changed.
 func TestAbortRefusals(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string

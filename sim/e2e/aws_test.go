@@ -181,6 +181,7 @@ func (g *awsGroup) record(t *testing.T) state.Record {
 }
 
 func TestAWSUpgradeToNewAMI(t *testing.T) {
+	t.Parallel()
 	const name = "aws-happy"
 	g := setupAWSGroup(t, name, 9,
 		scenario.App{Name: "web", Replicas: 18, MinAvailable: pct("75%")},
@@ -264,6 +265,7 @@ type killPoint struct {
 }
 
 func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
+	t.Parallel()
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	points := []killPoint{
@@ -350,6 +352,7 @@ func runAndKill(t *testing.T, cmd *exec.Cmd, kp killPoint) (bool, string) {
 }
 
 func TestAWSSecondRunIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
+	t.Parallel()
 	const name = "aws-lock"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	args := []string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "20s", "--yes"}
@@ -376,6 +379,7 @@ func TestAWSSecondRunIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
 }
 
 func TestAWSAutoscalerScalingUpStopsTheScaleDown(t *testing.T) {
+	t.Parallel()
 	const name = "aws-autoscaler"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "3s", "--yes"))
@@ -418,6 +422,7 @@ func TestAWSAutoscalerScalingUpStopsTheScaleDown(t *testing.T) {
 }
 
 func TestAWSNodesNeverReadyEndInNodeCreationFailure(t *testing.T) {
+	t.Parallel()
 	const name = "aws-notready"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	g.notReady.Store(true)
@@ -452,6 +457,7 @@ func TestAWSNodesNeverReadyEndInNodeCreationFailure(t *testing.T) {
 }
 
 func TestAWSBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	const name = "aws-badinput"
 	g := setupAWSGroup(t, name, 3)
 	run := func(extra ...string) []string {
@@ -511,6 +517,7 @@ func (g *awsGroup) zoneRuns() []string {
 }
 
 func TestAWSSurge(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name                     string
 		maxSurge, maxUnavailable string
@@ -558,6 +565,7 @@ func TestAWSSurge(t *testing.T) {
 }
 
 func TestAWSShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
+	t.Parallel()
 	const name = "aws-short"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	ctx := testContext(t, 5*time.Minute)
@@ -597,6 +605,7 @@ func TestAWSShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
 }
 
 func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
+	t.Parallel()
 	const name = "aws-eks-rollback"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	args := []string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--seed", "1", "--yes"}

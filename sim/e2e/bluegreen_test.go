@@ -50,6 +50,7 @@ func (g *awsGroup) assertGreenServes(t *testing.T, green string) {
 }
 
 func TestAWSBlueGreenCreatedByTheTool(t *testing.T) {
+	t.Parallel()
 	const name = "aws-bg"
 	g := setupAWSGroup(t, name, 6,
 		scenario.App{Name: "web", Replicas: 6, MinAvailable: num(4)},
@@ -100,6 +101,7 @@ func TestAWSBlueGreenCreatedByTheTool(t *testing.T) {
 }
 
 func TestAWSBlueGreenRollbackDuringTheDrain(t *testing.T) {
+	t.Parallel()
 	const name = "aws-bg-rollback"
 	g := setupAWSGroup(t, name, 3,
 		scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)},
@@ -139,6 +141,7 @@ func TestAWSBlueGreenRollbackDuringTheDrain(t *testing.T) {
 }
 
 func TestAWSBlueGreenCancelKillResume(t *testing.T) {
+	t.Parallel()
 	const name = "aws-bg-resume"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--strategy", "blue-green", "--ami", "ami-new", "--batch-node-count", "1", "--batch-soak", "5s", "--node-pool-soak", "2s", "--post-drain-wait", "0s", "--yes"))
@@ -172,6 +175,7 @@ func TestAWSBlueGreenCancelKillResume(t *testing.T) {
 }
 
 func TestAWSRefusedControlsExitTwo(t *testing.T) {
+	t.Parallel()
 	g := setupAWSGroup(t, "aws-controls", 1)
 	ctx := testContext(t, time.Minute)
 	store := &state.Store{Client: client, Namespace: "kube-system"}
@@ -204,6 +208,7 @@ func TestAWSRefusedControlsExitTwo(t *testing.T) {
 }
 
 func TestAWSAutoscaledBlueGreenKeepsSafeToEvictFalseNodesThroughTheWait(t *testing.T) {
+	t.Parallel()
 	const name = "aws-abg"
 	g := setupAWSGroup(t, name, 3)
 	ctx := testContext(t, 10*time.Minute)
@@ -256,6 +261,7 @@ func TestAWSAutoscaledBlueGreenKeepsSafeToEvictFalseNodesThroughTheWait(t *testi
 }
 
 func TestAWSBlueGreenGivenGreenNoWaitThenRunAgain(t *testing.T) {
+	t.Parallel()
 	const name = "aws-bg-given"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	ctx := testContext(t, 5*time.Minute)
@@ -295,6 +301,7 @@ func TestAWSBlueGreenGivenGreenNoWaitThenRunAgain(t *testing.T) {
 }
 
 func TestAWSBlueGreenGreenGivenBySelector(t *testing.T) {
+	t.Parallel()
 	const name = "aws-bg-selector"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	ctx := testContext(t, 5*time.Minute)

@@ -105,6 +105,7 @@ func good(name string, replicas int32) *appsv1.Deployment {
 }
 
 func TestCheckReportsEveryFindingOfTheFixture(t *testing.T) {
+	t.Parallel()
 	setupGroup(t, auditNS, 3, 0)
 	ctx := testContext(t, 3*time.Minute)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: auditNS}}, metav1.CreateOptions{}); err != nil {

@@ -75,6 +75,7 @@ func values(lines []string) []string {
 }
 
 func TestCompletionThroughKubectl(t *testing.T) {
+	t.Parallel()
 	const name = "completion"
 	outdated, current := setupGroup(t, name, 2, 1)
 	group := fmt.Sprintf("%s\t%d nodes, %s", name, len(outdated)+len(current), groupKey)

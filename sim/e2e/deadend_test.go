@@ -25,6 +25,7 @@ import (
 // could not come): plan names the blocker, run exits 2, and afterwards no
 // node is marked and neither the group nor its launch template changed.
 func TestAWSDeadEndsAreRefusedBeforeAnythingChanges(t *testing.T) {
+	t.Parallel()
 	const name = "aws-deadend"
 	g := setupAWSGroup(t, name, 3)
 	ctx := testContext(t, 5*time.Minute)

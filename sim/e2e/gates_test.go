@@ -59,6 +59,7 @@ func sameBatch(p *plan.Plan, a, b string) bool {
 }
 
 func TestZoneBalancedOrderKeepsReplicasApart(t *testing.T) {
+	t.Parallel()
 	const name = "zb"
 	zones := []string{"sim-a", "sim-b"}
 	ctx := testContext(t, 5*time.Minute)
@@ -160,6 +161,8 @@ func waitPDBAllows(t *testing.T, ns, name string, allowed int32) {
 	t.Fatalf("PDB %s/%s never allowed %d disruptions", ns, name, allowed)
 }
 
+// Not parallel: its stand-in cluster autoscaler is seen cluster-wide, and
+// would turn other tests' "nothing adds a node" into a wait for room.
 func TestRunWaitsForRoomInsteadOfEvictingIntoPending(t *testing.T) {
 	const name = "room"
 	zones := []string{"sim-a", "sim-b"}

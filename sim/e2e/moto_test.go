@@ -359,7 +359,18 @@ func cloudSummary(p *plan.Plan) string {
 	return fmt.Sprintf("%d outdated nodes in %d batches; scale-up %d: %v -> %v", p.Nodes.Outdated, len(p.Batches), p.Cloud.ScaleUp, p.Cloud.Before, p.Cloud.During)
 }
 
-func TestMotoConformanceUpgradeToNewAMI(t *testing.T) {
+// TestMotoConformance runs the conformance scenarios one after another,
+// each against both endpoints at once; the whole runs beside the other e2e
+// tests. Two moto servers at a time could hand out the same private IPs,
+// which name the nodes.
+func TestMotoConformance(t *testing.T) {
+	t.Parallel()
+	t.Run("UpgradeToNewAMI", testMotoConformanceUpgradeToNewAMI)
+	t.Run("KilledMidBatchIsFinishedByARerun", testMotoConformanceKilledMidBatchIsFinishedByARerun)
+	t.Run("KilledBetweenMakingAndPointingTheVersion", testMotoConformanceKilledBetweenMakingAndPointingTheVersion)
+}
+
+func testMotoConformanceUpgradeToNewAMI(t *testing.T) {
 	plans := map[string]string{}
 	for _, ep := range confEndpoints {
 		t.Run(ep.name, func(t *testing.T) {
@@ -398,7 +409,7 @@ func TestMotoConformanceUpgradeToNewAMI(t *testing.T) {
 	}
 }
 
-func TestMotoConformanceKilledMidBatchIsFinishedByARerun(t *testing.T) {
+func testMotoConformanceKilledMidBatchIsFinishedByARerun(t *testing.T) {
 	for _, ep := range confEndpoints {
 		t.Run(ep.name, func(t *testing.T) {
 			t.Parallel() // each endpoint its own group and namespace
@@ -484,7 +495,7 @@ func holdPointing(t *testing.T, endpoint string) *gate {
 // A run killed after CreateLaunchTemplateVersion answered and before the
 // group was pointed at the new version: the re-run finds the version and
 // makes no other, so the template ends with exactly one new version.
-func TestMotoConformanceKilledBetweenMakingAndPointingTheVersion(t *testing.T) {
+func testMotoConformanceKilledBetweenMakingAndPointingTheVersion(t *testing.T) {
 	for _, ep := range confEndpoints {
 		t.Run(ep.name, func(t *testing.T) {
 			t.Parallel() // each endpoint its own group and namespace

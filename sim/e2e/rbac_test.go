@@ -24,6 +24,7 @@ const upgrader = "upgrader"
 // TestRunAsLeastPrivilegedUser runs an upgrade as a user bound only to the
 // roles of deploy/rbac.yaml, so the documented RBAC is the RBAC that works.
 func TestRunAsLeastPrivilegedUser(t *testing.T) {
+	t.Parallel()
 	const name = "rbac"
 	setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
 	kubeconfig := boundUser(t, upgrader)

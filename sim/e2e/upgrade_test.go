@@ -103,6 +103,7 @@ func assertUpgraded(t *testing.T, name string, wantNodes int) {
 }
 
 func TestHappyPath(t *testing.T) {
+	t.Parallel()
 	const name = "happy"
 	setupGroup(t, name, 6, 3,
 		scenario.App{Name: "web", Replicas: 24, MinAvailable: pct("75%")},
@@ -130,6 +131,7 @@ func TestHappyPath(t *testing.T) {
 }
 
 func TestPDBAllowingNoDisruptionFailsThenForce(t *testing.T) {
+	t.Parallel()
 	const name = "blocked"
 	oldNodes, _ := setupGroup(t, name, 1, 1, scenario.App{Name: "solo", Replicas: 1, MinAvailable: num(1)})
 	// The audit refuses the run before anything changes.
@@ -169,6 +171,7 @@ func TestPDBAllowingNoDisruptionFailsThenForce(t *testing.T) {
 }
 
 func TestRerunAfterKill(t *testing.T) {
+	t.Parallel()
 	const name = "rerun"
 	setupGroup(t, name, 4, 2,
 		scenario.App{Name: "web", Replicas: 8, MinAvailable: num(6)},
@@ -240,6 +243,7 @@ func TestRerunAfterKill(t *testing.T) {
 }
 
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	const name = "badinput"
 	setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 2, MinAvailable: num(1)})
 	dir := t.TempDir()
@@ -306,6 +310,7 @@ var ageColumn = regexp.MustCompile(`   \d+[smhd](\d+[smh])? {3,}`)
 var batchLine = regexp.MustCompile(`batch (\d+)/\d+: draining (.*)$`)
 
 func TestSeedGivesSameBatchesInPlanAndRun(t *testing.T) {
+	t.Parallel()
 	const name = "seeded"
 	setupGroup(t, name, 5, 2, scenario.App{Name: "web", Replicas: 6, MaxUnavailable: num(1)})
 	args := []string{name, "--target-label", target, "--max-unavailable", "2", "--seed", "7"}
@@ -361,6 +366,7 @@ func TestSeedGivesSameBatchesInPlanAndRun(t *testing.T) {
 }
 
 func TestDeleteNodeFalseLeavesNodesDone(t *testing.T) {
+	t.Parallel()
 	const name = "keepnodes"
 	oldNodes, _ := setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
 	r := plugin(t, "run", name, "--target-label", target, "--max-unavailable", "2", "--post-drain-wait", "0s", "--delete-node=false", "--yes")
