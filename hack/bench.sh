@@ -139,7 +139,7 @@ EOF
 fi
 
 log "building the scale scenario: 150 outdated + 50 current nodes, 100 Deployments x 40 replicas (PDB maxUnavailable 2)"
-simcluster scenario bench --kubeconfig "$KUBECONFIG" --name scale --outdated 150 --current 50 --apps 100 --replicas 40 --max-unavailable 2 >&2
+simcluster scenario bench --kubeconfig "$KUBECONFIG" --name scale --timeout 40m --outdated 150 --current 50 --apps 100 --replicas 40 --max-unavailable 2 >&2
 watch scale
 kubectl-nodeupgrade plan scale --provider none --target-label "$target" --max-unavailable 10 --seed 1 -o json >"$work/plan-scale.json"
 batches=$(jq '.batches | length' "$work/plan-scale.json")
