@@ -124,7 +124,7 @@ func TestNoArgumentsPrintsHelp(t *testing.T) {
 	}
 }
 
-func TestCheckWithoutTargetRefusesBeforeListing(t *testing.T) {
+func TestCheckRefusesBeforeListing(t *testing.T) {
 	srv, requests := countingServer(t, http.StatusOK, `{"kind":"NodeList","apiVersion":"v1","items":[]}`)
 	tests := []struct {
 		name string
@@ -135,9 +135,17 @@ func TestCheckWithoutTargetRefusesBeforeListing(t *testing.T) {
 		{"selector, no target", []string{"check", "-l", "pool=a"}, "no target given"},
 		{"provider aws, no version", []string{"check", "ng", "--provider", "aws", "--asg", "g"}, "no target given"},
 		{"provider none, no target", []string{"check", "ng", "--provider", "none"}, "--target-label"},
+		// Bad flags are refused before the cluster is read too.
+		{"bad order", []string{"check", "ng", "--target-label=a=b", "--order", "alphabetical"}, "--order"},
+		{"bad output", []string{"check", "ng", "--target-label=a=b", "-o", "wide"}, "wide"},
+		{"bad target label", []string{"check", "ng", "--target-label=a"}, "--target-label"},
+		{"bad max-unavailable", []string{"check", "ng", "--target-label=a=b", "--max-unavailable", "0"}, "--max-unavailable"},
+		{"bad taint", []string{"check", "ng", "--target-label=a=b", "--taint", "k=v:Sometimes"}, "--taint"},
+		{"node group and selector", []string{"check", "ng", "-l", "pool=a", "--target-label=a=b"}, "--selector"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			requests.Store(0)
 			_, stderr, code := executeBare(t, "", append(tc.args, "--server", srv.URL)...)
 			if code != ExitUsage || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q; want exit %d saying %q", code, stderr, ExitUsage, tc.want)

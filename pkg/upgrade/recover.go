@@ -3,7 +3,9 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,60 +48,147 @@ func OwnersOf(pods []corev1.Pod) []Owner {
 	return out
 }
 
+// ownerWaits bounds the workloads WaitOwnersReady watches at once.
+const ownerWaits = 32
+
 // WaitOwnersReady waits, with one list+watch per workload and no polling,
 // until every workload has its desired replicas available (Deployments and
 // ReplicaSets, honouring minReadySeconds) or ready (StatefulSets). ReplicaSets
-// are waited for as their Deployment. A deleted workload counts as done.
-// pending, if not nil, is told the workloads not yet seen Ready before each
-// is waited for.
+// are waited for as their Deployment. A deleted workload counts as done. The
+// workloads are waited for at once (up to ownerWaits), so a batch that
+// touched a hundred of them waits as long as the slowest, not the sum of
+// their round trips; the first error ends the others. pending, if not nil,
+// is told the workloads not yet seen Ready, at the start and whenever one
+// is.
 func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []Owner, pending func([]Owner)) error {
-	seen := map[Owner]bool{}
-	for i, o := range owners {
-		if o.Kind == "ReplicaSet" {
-			rs, err := client.AppsV1().ReplicaSets(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				continue // gone: nothing to wait for
-			case err != nil:
-				return err
-			}
-			if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
-				o = Owner{Kind: "Deployment", Namespace: o.Namespace, Name: ref.Name}
-			}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		seen    = map[Owner]bool{}
+		waiting = slices.Clone(owners)
+		first   error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+			cancel()
 		}
-		if seen[o] {
-			continue
+		mu.Unlock()
+	}
+	ready := func(o Owner) {
+		mu.Lock()
+		defer mu.Unlock()
+		if i := slices.Index(waiting, o); i >= 0 {
+			waiting = slices.Delete(waiting, i, i+1)
 		}
-		seen[o] = true
 		if pending != nil {
-			pending(append([]Owner{o}, owners[i+1:]...))
-		}
-		if err := waitOwnerReady(ctx, client, o); err != nil {
-			return err
+			pending(slices.Clone(waiting))
 		}
 	}
-	return nil
+	if pending != nil {
+		pending(slices.Clone(waiting))
+	}
+	slots := make(chan struct{}, ownerWaits)
+	for _, given := range owners {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			o := given
+			if o.Kind == "ReplicaSet" {
+				rs, err := client.AppsV1().ReplicaSets(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+				switch {
+				case apierrors.IsNotFound(err):
+					ready(given) // gone: nothing to wait for
+					return
+				case err != nil:
+					fail(err)
+					return
+				}
+				if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
+					o = Owner{Kind: "Deployment", Namespace: o.Namespace, Name: ref.Name}
+				}
+			}
+			mu.Lock()
+			dup := seen[o]
+			seen[o] = true
+			mu.Unlock()
+			if !dup {
+				if err := waitOwnerReady(ctx, client, o); err != nil {
+					fail(err)
+					return
+				}
+			}
+			ready(given)
+		})
+	}
+	wg.Wait()
+	return first
 }
 
 func waitOwnerReady(ctx context.Context, client kubernetes.Interface, o Owner) error {
-	var getter cache.Getter
+	only := func(opts *metav1.ListOptions) {
+		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.Name).String()
+	}
+	var lw *cache.ListWatch
 	var obj runtime.Object
-	var resource string
 	switch o.Kind {
 	case "Deployment":
-		getter, obj, resource = client.AppsV1().RESTClient(), &appsv1.Deployment{}, "deployments"
+		c := client.AppsV1().Deployments(o.Namespace)
+		obj, lw = &appsv1.Deployment{}, &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				only(&opts)
+				return c.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				only(&opts)
+				return c.Watch(ctx, opts)
+			},
+		}
 	case "ReplicaSet":
-		getter, obj, resource = client.AppsV1().RESTClient(), &appsv1.ReplicaSet{}, "replicasets"
+		c := client.AppsV1().ReplicaSets(o.Namespace)
+		obj, lw = &appsv1.ReplicaSet{}, &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				only(&opts)
+				return c.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				only(&opts)
+				return c.Watch(ctx, opts)
+			},
+		}
 	case "StatefulSet":
-		getter, obj, resource = client.AppsV1().RESTClient(), &appsv1.StatefulSet{}, "statefulsets"
+		c := client.AppsV1().StatefulSets(o.Namespace)
+		obj, lw = &appsv1.StatefulSet{}, &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				only(&opts)
+				return c.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				only(&opts)
+				return c.Watch(ctx, opts)
+			},
+		}
 	case "ReplicationController":
-		getter, obj, resource = client.CoreV1().RESTClient(), &corev1.ReplicationController{}, "replicationcontrollers"
+		c := client.CoreV1().ReplicationControllers(o.Namespace)
+		obj, lw = &corev1.ReplicationController{}, &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				only(&opts)
+				return c.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				only(&opts)
+				return c.Watch(ctx, opts)
+			},
+		}
 	default:
 		return nil
 	}
-	lw := cache.NewListWatchFromClient(getter, resource, o.Namespace, fields.OneTermEqualSelector("metadata.name", o.Name))
 	var last string
-	_, err := watchtools.UntilWithSync(ctx, lw, obj, func(store cache.Store) (bool, error) {
+	// a real server streams the initial list (watch-list); the fake clientset cannot
+	_, err := watchtools.UntilWithSync(ctx, cache.ToListWatcherWithWatchListSemantics(lw, client), obj, func(store cache.Store) (bool, error) {
 		return len(store.List()) == 0, nil // gone: nothing to wait for
 	}, func(ev watch.Event) (bool, error) {
 		if ev.Type == watch.Deleted {

@@ -3,6 +3,8 @@
 //
 //	simcluster up --dir DIR [--pod-ready-delay 1s] [--aws-demo [--aws-addr 127.0.0.1:0]]
 //	simcluster scenario demo --kubeconfig PATH
+//	simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
+//	simcluster watch-pdbs --kubeconfig PATH --namespace NS
 //
 // With --aws-demo, up also serves a fake AWS endpoint (package awsfake)
 // whose Auto Scaling group "demo" backs the cluster's nodes, creates the
@@ -33,6 +35,8 @@ import (
 const usage = `usage:
   simcluster up --dir DIR [--pod-ready-delay 1s] [--aws-demo [--aws-addr 127.0.0.1:0]]
   simcluster scenario demo --kubeconfig PATH
+  simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
+  simcluster watch-pdbs --kubeconfig PATH --namespace NS
 `
 
 func main() {
@@ -52,6 +56,10 @@ func run(args []string) error {
 		return up(args[1:])
 	case args[0] == "scenario" && len(args) > 1 && args[1] == "demo":
 		return demo(args[2:])
+	case args[0] == "scenario" && len(args) > 1 && args[1] == "bench":
+		return bench(args[2:])
+	case args[0] == "watch-pdbs":
+		return watchPDBs(args[1:])
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("unknown command %q", args[0])
@@ -113,14 +121,7 @@ func demo(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *kubeconfig == "" {
-		return errors.New("--kubeconfig is required")
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		return err
-	}
-	c, err := kubernetes.NewForConfig(rc)
+	c, err := clientFor(*kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -130,5 +131,84 @@ func demo(args []string) error {
 		return err
 	}
 	fmt.Println("demo ready: node group demo (6 outdated, 3 current nodes), namespace demo (web, api, worker)")
+	return nil
+}
+
+// clientFor is a client of the cluster kubeconfig points at, not paced
+// client-side: the bench creates thousands of objects.
+func clientFor(kubeconfig string) (kubernetes.Interface, error) {
+	if kubeconfig == "" {
+		return nil, errors.New("--kubeconfig is required")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS = -1
+	return kubernetes.NewForConfig(rc)
+}
+
+// bench builds one node group of hack/bench.sh's scenario.
+func bench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the simulated cluster (required)")
+	var b scenario.Bench
+	fs.StringVar(&b.Name, "name", "", "node group and namespace name (required)")
+	fs.IntVar(&b.Outdated, "outdated", 24, "outdated nodes (image ami-old)")
+	fs.IntVar(&b.Current, "current", 6, "current nodes (image ami-new)")
+	fs.IntVar(&b.Apps, "apps", 24, "Deployments, each with a PDB")
+	replicas := fs.Int("replicas", 20, "replicas of each Deployment")
+	maxUnavailable := fs.Int("max-unavailable", 2, "maxUnavailable of each PDB")
+	timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait for nodes and apps")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if b.Name == "" {
+		return errors.New("--name is required")
+	}
+	b.Replicas, b.MaxUnavailable = int32(*replicas), int32(*maxUnavailable)
+	c, err := clientFor(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if err := scenario.CreateBench(ctx, c, b); err != nil {
+		return err
+	}
+	fmt.Printf("bench ready: node group %s (%d outdated, %d current nodes), namespace %s (%d Deployments x %d replicas, PDB maxUnavailable %d)\n",
+		b.Name, b.Outdated, b.Current, b.Name, b.Apps, b.Replicas, b.MaxUnavailable)
+	return nil
+}
+
+// watchPDBs records PDB violations in a namespace until SIGINT/SIGTERM, then
+// prints their count and each of them.
+func watchPDBs(args []string) error {
+	fs := flag.NewFlagSet("watch-pdbs", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the simulated cluster (required)")
+	ns := fs.String("namespace", "", "namespace whose PDBs are watched (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *ns == "" {
+		return errors.New("--namespace is required")
+	}
+	c, err := clientFor(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	w, err := scenario.WatchPDBs(ctx, c, *ns)
+	if err != nil {
+		return err
+	}
+	fmt.Println("watching")
+	<-ctx.Done()
+	vs := w.Stop()
+	fmt.Printf("pdb violations: %d\n", len(vs))
+	for _, v := range vs {
+		fmt.Println(v)
+	}
 	return nil
 }

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Benchmark of "kubectl nodeupgrade run" on the simulated cluster (not a test).
+#
+#   hack/bench.sh           the scenario of issue 11: 24 outdated + 6 current
+#                           nodes over 3 zones, 24 Deployments x 20 replicas
+#                           with PDB maxUnavailable 2, pods Ready 1 s after
+#                           start and gone 1 s after eviction. Times a
+#                           sequential "kubectl drain" + "kubectl delete node"
+#                           loop on one copy and "kubectl nodeupgrade run
+#                           --provider none --max-unavailable 3
+#                           --post-drain-wait 0s" on an identical second copy,
+#                           and compares both with the scenario's lower bound.
+#   hack/bench.sh --scale   200 nodes (150 outdated), 100 Deployments x 40
+#                           replicas with PDBs, --max-unavailable 10: total
+#                           time, the plugin's peak RSS, its API requests by
+#                           verb and resource (from its -v=6 request log) and
+#                           any client-side throttling wait it logged.
+#
+# BENCH_DIR keeps the work directory (binaries, cluster, logs); default a
+# new temporary one. Needs kubectl, jq and GNU time (/usr/bin/time).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scale=false
+case "${1:-}" in
+  "") ;;
+  --scale) scale=true ;;
+  *) echo "usage: hack/bench.sh [--scale]" >&2; exit 2 ;;
+esac
+for tool in kubectl jq /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "bench.sh needs $tool" >&2; exit 2; }
+done
+
+work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/nodeupgrade-bench.XXXXXX")}
+mkdir -p "$work/bin"
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+load() { uptime | sed 's/.*load average: /load /'; }
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+
+log "building the plugin and the simulated cluster in $work (the cluster's first build takes minutes)"
+go build -o "$work/bin/kubectl-nodeupgrade" ./cmd/kubectl-nodeupgrade
+(cd sim && go build -o "$work/bin/simcluster" ./cmd/simcluster)
+export PATH="$work/bin:$PATH"
+
+log "starting the simulated cluster (pods Ready 1 s after start, gone 1 s after eviction)"
+simcluster up --dir "$work/cluster" --pod-ready-delay 1s >"$work/simcluster.out" 2>"$work/simcluster.log" &
+sim_pid=$!
+watchers=()
+cleanup() {
+  for p in "${watchers[@]}"; do kill "$p" 2>/dev/null || true; done
+  kill "$sim_pid" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+until grep -q '^ready ' "$work/simcluster.out" 2>/dev/null; do
+  kill -0 "$sim_pid" 2>/dev/null || { cat "$work/simcluster.log" >&2; exit 1; }
+  sleep 0.2
+done
+export KUBECONFIG=$work/cluster/kubeconfig
+group_key=eks.amazonaws.com/nodegroup
+target=eks.amazonaws.com/nodegroup-image=ami-new
+
+# watch NS: records the PDB violations of namespace NS until stopped.
+watch() {
+  simcluster watch-pdbs --kubeconfig "$KUBECONFIG" --namespace "$1" >"$work/pdbs-$1.out" 2>&1 &
+  watchers+=($!)
+  until grep -q '^watching' "$work/pdbs-$1.out"; do sleep 0.1; done
+}
+violations() { sed -n 's/^pdb violations: //p' "$work/pdbs-$1.out"; }
+
+# lower_bound PLAN_JSON MAX_UNAVAILABLE_PER_PDB: the seconds the PDBs force,
+# from the plan's batches: in a batch, an app with k pods on the batch's
+# nodes is evicted in ceil(k / maxUnavailable) rounds, each round ending when
+# its pods' replacements are Ready (1 s after they start) and the last when
+# the evicted pods are gone (1 s after eviction); the batch lasts as long as
+# its slowest app. Sum over the batches.
+lower_bound() {
+  jq --argjson mu "$2" '[.batches[] | [.nodes[].pods[] | sub("^[^/]*/"; "") | sub("-[^-]+-[^-]+$"; "")]
+      | group_by(.) | map(length) | max // 0 | (. / $mu | ceil)] | add' "$1"
+}
+
+# run_plugin NAME ARGS...: times "kubectl nodeupgrade run NAME ARGS" under GNU
+# time; output in $work/run-NAME.{out,err,time}.
+run_plugin() {
+  local name=$1; shift
+  local start end
+  start=$(now)
+  if ! /usr/bin/time -v -o "$work/run-$name.time" kubectl-nodeupgrade run "$name" --provider none \
+    --target-label "$target" --post-drain-wait 0s --seed 1 --yes "$@" >"$work/run-$name.out" 2>"$work/run-$name.err"; then
+    log "kubectl nodeupgrade run $name failed:"; tail -20 "$work/run-$name.out" "$work/run-$name.err" >&2; exit 1
+  fi
+  end=$(now)
+  run_secs=$(secs "$start" "$end")
+  run_rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.0f", $2 / 1024 }' "$work/run-$name.time")
+}
+
+if ! $scale; then
+  log "building two identical copies of the scenario: bench-loop and bench-run"
+  for name in bench-loop bench-run; do
+    simcluster scenario bench --kubeconfig "$KUBECONFIG" --name "$name" --outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2 >&2
+  done
+  watch bench-loop
+  watch bench-run
+
+  log "drain loop on bench-loop"
+  loop_load=$(load)
+  start=$(now)
+  for node in $(kubectl get nodes -l "$group_key=bench-loop,eks.amazonaws.com/nodegroup-image=ami-old" -o jsonpath='{.items[*].metadata.name}'); do
+    kubectl drain "$node" --ignore-daemonsets --delete-emptydir-data >>"$work/drain-loop.log" 2>&1
+    kubectl delete node "$node" >>"$work/drain-loop.log" 2>&1
+  done
+  loop_secs=$(secs "$start" "$(now)")
+
+  log "kubectl nodeupgrade run on bench-run"
+  kubectl-nodeupgrade plan bench-run --provider none --target-label "$target" --max-unavailable 3 --seed 1 -o json >"$work/plan-bench-run.json"
+  batches=$(jq '.batches | length' "$work/plan-bench-run.json")
+  bound=$(lower_bound "$work/plan-bench-run.json" 2)
+  run_load=$(load)
+  run_plugin bench-run --max-unavailable 3
+  kill "${watchers[@]}"; wait "${watchers[@]}" 2>/dev/null || true; watchers=()
+
+  cat <<EOF
+
+== scenario: 24 outdated + 6 current nodes over 3 zones, 24 Deployments x 20 replicas, PDB maxUnavailable 2,
+   pods Ready 1 s after start and gone 1 s after eviction (two identical copies, one per contender)
+kubectl drain + kubectl delete node, node by node:                    $loop_secs s   ($loop_load)
+kubectl nodeupgrade run --max-unavailable 3 --post-drain-wait 0s:     $run_secs s   ($run_load), peak RSS $run_rss MiB
+speed-up over the drain loop:                                         $(awk -v a="$loop_secs" -v b="$run_secs" 'BEGIN { printf "%.2f", a / b }')x   (target >= 3x)
+lower bound:                                                          $bound s
+  = sum over the plan's $batches batches of the rounds its slowest app needs, ceil(pods of the app on
+    the batch's nodes / 2 per PDB) x 1 s (a round ends when the replacements are Ready, 1 s after
+    they start; the last when the evicted pods are gone, 1 s after eviction); API, scheduling and
+    PDB status latency count as zero
+nodeupgrade / lower bound:                                            $(awk -v a="$run_secs" -v b="$bound" 'BEGIN { printf "%.2f", a / b }')x   (target <= 1.3x)
+PDB violations seen (drain loop / nodeupgrade):                       $(violations bench-loop) / $(violations bench-run)
+EOF
+  exit 0
+fi
+
+log "building the scale scenario: 150 outdated + 50 current nodes, 100 Deployments x 40 replicas (PDB maxUnavailable 2)"
+simcluster scenario bench --kubeconfig "$KUBECONFIG" --name scale --timeout 40m --outdated 150 --current 50 --apps 100 --replicas 40 --max-unavailable 2 >&2
+watch scale
+kubectl-nodeupgrade plan scale --provider none --target-label "$target" --max-unavailable 10 --seed 1 -o json >"$work/plan-scale.json"
+batches=$(jq '.batches | length' "$work/plan-scale.json")
+bound=$(lower_bound "$work/plan-scale.json" 2)
+log "kubectl nodeupgrade run on scale, -v=6 (every request logged)"
+run_load=$(load)
+run_plugin scale --max-unavailable 10 -v=6
+kill "${watchers[@]}"; wait "${watchers[@]}" 2>/dev/null || true; watchers=()
+
+# client-go logs each response at -v=6 as verb="GET" url="https://...".
+requests=$work/requests-scale.txt
+sed -n 's/.*verb="\([A-Z]*\)" url="\([^"]*\)".*/\1 \2/p' "$work/run-scale.err" | awk '
+  {
+    verb = $1; url = $2; q = ""
+    i = index(url, "?"); if (i) { q = substr(url, i + 1); url = substr(url, 1, i - 1) }
+    sub(/^https?:\/\/[^\/]*/, "", url)
+    n = split(url, p, "/")
+    # /api/v1/... or /apis/GROUP/VERSION/...; skip namespaces/NS
+    j = (p[2] == "api") ? 4 : 5
+    if (p[j] == "namespaces" && n > j + 1) j += 2
+    res = p[j]; if (n >= j + 2) res = res "/" p[j + 2]
+    if (verb == "GET" && q ~ /(^|&)watch=true/) verb = "WATCH"
+    else if (verb == "GET" && n == j) verb = "LIST"
+    print verb, res
+  }' | sort | uniq -c | sort -rn >"$requests"
+total=$(awk '{ s += $1 } END { print s + 0 }' "$requests")
+throttled=$(grep -c 'client-side throttling' "$work/run-scale.err" || true)
+
+cat <<EOF
+
+== scale: 150 outdated + 50 current nodes over 3 zones, 100 Deployments x 40 replicas (4,000 pods), PDB maxUnavailable 2
+kubectl nodeupgrade run --max-unavailable 10 --post-drain-wait 0s -v=6:  $run_secs s  ($run_load), $batches batches
+lower bound (as for the small scenario):                                 $bound s
+peak RSS of the plugin:                                                  $run_rss MiB   (target < 300 MiB)
+client-side throttling waits logged (over 50 ms):                        $throttled
+PDB violations seen:                                                     $(violations scale)
+API requests of the plugin: $total in all, $(awk -v t="$total" -v b="$batches" 'BEGIN { printf "%.1f", t / b }') per batch; by verb and resource:
+$(sed 's/^/  /' "$requests")
+EOF
