@@ -177,8 +177,8 @@ func TestRerunAfterKill(t *testing.T) {
 		scenario.App{Name: "web", Replicas: 8, MinAvailable: num(6)},
 	)
 	ctx := testContext(t, 10*time.Minute)
-	// Record every change to the current nodes: a re-run must never taint or cordon them.
-	w, err := client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: target})
+	// Record every change to the group's current nodes: a re-run must never taint or cordon them.
+	w, err := client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: target + "," + groupKey + "=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
