@@ -254,6 +254,12 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		outdatedNames = append(outdatedNames, names[i]...)
 	}
 	p.Steps = strategy.Steps(p)
+	if in.Hooks.Any() {
+		h := in.Hooks
+		h.Timeout = Duration(h.TimeoutOrDefault())
+		p.Hooks = &h
+	}
+	p.HookedNodes = hookedNodes(group)
 	p.Findings = audit(snap, group, outdatedNames, names, in)
 	p.Findings = append(p.Findings, unreachableTarget(group, in)...)
 	p.Findings = append(p.Findings, pinnedPods(snap, outdatedNames, podsByNode, in)...)

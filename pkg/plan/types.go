@@ -80,6 +80,10 @@ type Plan struct {
 	Findings []check.Finding `json:"findings"`
 	// Steps are the phases in order with rough durations.
 	Steps []Step `json:"steps"`
+	// Hooks are the command hooks the run runs, nil when none is set;
+	// HookedNodes the group's nodes with annotation hooks when planned.
+	Hooks       *Hooks       `json:"hooks,omitempty"`
+	HookedNodes []HookedNode `json:"hookedNodes,omitempty"`
 	// Notes say where the plan could not do what was asked (e.g. a batch
 	// that takes more replicas than a PDB allows).
 	Notes []string `json:"notes,omitempty"`
@@ -156,6 +160,7 @@ type Input struct {
 	Strategy  string
 	MaxSurge  int
 	BlueGreen BlueGreenInput
+	Hooks     Hooks
 	// Cloud is the provider's view of the group; nil with provider none,
 	// where the target labels alone say which nodes are outdated.
 	Cloud *CloudGroup
