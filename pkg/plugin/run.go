@@ -135,6 +135,16 @@ func (o *RunOptions) loadPlanFile() error {
 			o.Cloud.Version = c.TargetVersion
 		}
 	}
+	// The reviewed plan's hooks run; others given now would be ignored.
+	for _, name := range []string{"pre-drain-hook", "post-drain-hook", "pre-terminate-hook", "hook-timeout"} {
+		if o.given[name] {
+			return usageErrorf("--%s cannot be used with --plan-file: the hooks of the plan run; give it to \"plan\" instead", name)
+		}
+	}
+	o.Hooks = plan.Hooks{}
+	if p.Hooks != nil {
+		o.Hooks = *p.Hooks
+	}
 	o.TargetLabels = nil
 	for k, v := range p.TargetLabels {
 		o.TargetLabels = append(o.TargetLabels, k+"="+v)
@@ -239,6 +249,14 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		Events:           upgrade.NewRecorder(o.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
 		Out:              o.Out,
 		Color:            color,
+	}
+	if p.Hooks != nil && p.Hooks.Any() {
+		path, remove, err := hookKubeconfig(o.configFlags)
+		if err != nil {
+			return err
+		}
+		defer remove()
+		cfg.Kubeconfig = path
 	}
 	fmt.Fprintln(o.Out)
 	return o.runLocked(ctx, p, cfg)
