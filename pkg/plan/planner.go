@@ -254,7 +254,9 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		outdatedNames = append(outdatedNames, names[i]...)
 	}
 	p.Steps = strategy.Steps(p)
-	if in.Hooks.Any() {
+	// The timeout bounds annotation hooks too, which may appear after the
+	// plan: it is kept whenever given.
+	if in.Hooks.Any() || in.Hooks.Timeout > 0 {
 		h := in.Hooks
 		h.Timeout = Duration(h.TimeoutOrDefault())
 		p.Hooks = &h

@@ -50,7 +50,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer) err
 		{"Taint", p.Taint},
 		{"Provider", provider},
 	}
-	if h := p.Hooks; h != nil {
+	if h := p.Hooks; h != nil && h.Any() {
 		header = append(header, [2]string{"Hooks", hooksLine(h)})
 	}
 	if c := p.Cloud; c != nil {

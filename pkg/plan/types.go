@@ -80,7 +80,8 @@ type Plan struct {
 	Findings []check.Finding `json:"findings"`
 	// Steps are the phases in order with rough durations.
 	Steps []Step `json:"steps"`
-	// Hooks are the command hooks the run runs, nil when none is set;
+	// Hooks are the command hooks the run runs and their timeout (nil
+	// when neither is given);
 	// HookedNodes the group's nodes with annotation hooks when planned.
 	Hooks       *Hooks       `json:"hooks,omitempty"`
 	HookedNodes []HookedNode `json:"hookedNodes,omitempty"`
