@@ -67,7 +67,14 @@ honouring PodDisruptionBudgets, cordon them, wait --post-drain-wait for load
 balancers, and remove them. The next batch starts only when the workloads
 evicted by the last one are Ready again.
 
-An interrupted run is finished by running the same command again.`,
+Hooks (--pre-drain-hook, --post-drain-hook, --pre-terminate-hook) run a command
+for each node around its drain and removal, and the annotations
+pre-drain.hook.nodeupgrade.dev/NAME and pre-terminate.hook.nodeupgrade.dev/NAME
+on a node hold its drain and removal until taken off; a failed hook stops the
+run with exit 10.
+
+An interrupted run is finished by running the same command again; hooks that
+succeeded are not run again.`,
 		Example: runExample,
 		Args:    argsAtMost(1, "one NODEGROUP"),
 		RunE:    runE(o),
