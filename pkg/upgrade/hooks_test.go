@@ -296,3 +296,42 @@ func TestAnnotationHooks(t *testing.T) {
 		})
 	}
 }
+
+// On a cloud group the scale-down's nodes get their hooks too, outside
+// any batch and with their instance, and every replaced node gets each
+// hook once.
+func TestHooksOnACloudGroup(t *testing.T) {
+	t.Parallel()
+	log := filepath.Join(t.TempDir(), "log")
+	client, group := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
+	p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(nil),
+		Hooks: plan.Hooks{PreDrain: logHook(log), PostDrain: logHook(log), PreTerminate: logHook(log)}})
+	cfg := cloudRun(p, client, group)
+	cfg.Drain = drainOpts()
+	got := runEngine(t, cfg, nil, group)
+	if got.err != nil {
+		t.Fatalf("run: %v\n%s", got.err, got.out)
+	}
+	runs := map[string][]string{} // node -> hooks in order
+	for _, l := range hookLog(t, log) {
+		f := strings.Fields(l)
+		node := strings.TrimPrefix(f[1], "node=")
+		runs[node] = append(runs[node], f[0])
+		batch, instance := f[4], f[6]
+		switch outdated := slices.Contains(p.OutdatedNames(), node); {
+		case outdated && (batch == "batch=" || instance != "instance=i-"+node):
+			t.Errorf("hook of outdated node %q: %s, want its batch and instance", node, l)
+		case !outdated && (batch != "batch=" || instance != "instance=i-"+node || f[5] != "provider=fake"):
+			t.Errorf("hook of the scale-down's node %q: %s, want no batch and its instance", node, l)
+		}
+	}
+	shrunk := group.callsLike("Shrink")
+	if len(runs) != len(p.OutdatedNames())+len(shrunk) {
+		t.Errorf("hooks ran for %d nodes, want the %d outdated and the %d the scale-down removed", len(runs), len(p.OutdatedNames()), len(shrunk))
+	}
+	for node, hooks := range runs {
+		if !slices.Equal(hooks, []string{plan.HookPreDrain, plan.HookPostDrain, plan.HookPreTerminate}) {
+			t.Errorf("hooks of node %q ran %v, want each once, in order", node, hooks)
+		}
+	}
+}
