@@ -335,3 +335,65 @@ func TestHooksOnACloudGroup(t *testing.T) {
 		}
 	}
 }
+
+// Blue/green: each blue node gets each hook once, whether a batch drained
+// it or the deletion of blue did, and its pre-terminate hook before blue is
+// deleted.
+func TestHooksOnBlueGreen(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		batchNodes int
+		// drainedBeforeSoak: the batches drained blue, so its post-drain
+		// hooks ran before the soak.
+		drainedBeforeSoak bool
+	}{
+		{name: "blue drained in batches", batchNodes: 2, drainedBeforeSoak: true},
+		{name: "batch size 0: blue drained when deleted", batchNodes: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			log := filepath.Join(t.TempDir(), "log")
+			r := newBGRun(t)
+			r.in.BatchNodes = tc.batchNodes
+			r.plan = buildPlan(t, r.client, plan.Input{Strategy: "blue-green", BlueGreen: r.in, Cloud: r.blue.cloudGroup(nil),
+				Hooks: plan.Hooks{PreDrain: logHook(log), PostDrain: logHook(log), PreTerminate: logHook(log)}})
+			r.cfg = cloudRun(r.plan, r.client, r.blue)
+			r.cfg.Drain, r.cfg.Control = drainOpts(), r.control
+			got := r.run(func(s plan.State) {
+				if s.Phase == plan.PhaseSoak {
+					r.control.sendWhenWatched(state.RequestComplete)
+				}
+			})
+			if got.err != nil {
+				t.Fatalf("run: %v\n%s", got.err, got.out)
+			}
+			runs := map[string][]string{}
+			for _, l := range hookLog(t, log) {
+				f := strings.Fields(l)
+				node := strings.TrimPrefix(f[1], "node=")
+				runs[node] = append(runs[node], f[0])
+			}
+			for _, n := range []string{"old-a1", "old-a2", "old-b1"} {
+				if !slices.Equal(runs[n], []string{plan.HookPreDrain, plan.HookPostDrain, plan.HookPreTerminate}) {
+					t.Errorf("hooks of blue node %q ran %v, want each once, in order", n, runs[n])
+				}
+			}
+			if len(runs) != 3 {
+				t.Errorf("hooks ran for %v, want the 3 blue nodes", runs)
+			}
+			soak := strings.Index(got.out, "node pool soak: ")
+			if post := strings.LastIndex(got.out, "post-drain hook succeeded"); soak < 0 || (post < soak) != tc.drainedBeforeSoak {
+				t.Errorf("last post-drain hook before the soak: %t, want %t\n%s", post < soak, tc.drainedBeforeSoak, got.out)
+			}
+			// Blue's deletion came after every pre-terminate hook.
+			calls := r.blue.callsNow()
+			if !slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "DeleteGroup asg") }) {
+				t.Errorf("blue not deleted: %v", calls)
+			}
+			if i := strings.LastIndex(got.out, "pre-terminate hook succeeded"); i < 0 || i > strings.Index(got.out, "node group now runs in") {
+				t.Errorf("blue was deleted before its pre-terminate hooks:\n%s", got.out)
+			}
+		})
+	}
+}
