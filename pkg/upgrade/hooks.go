@@ -97,7 +97,7 @@ func (e *Engine) hookTimeout() time.Duration {
 // succeeded already, and records its success.
 func (e *Engine) runHook(ctx context.Context, hook, node string) error {
 	if e.hookDone(node, hook) {
-		e.logf("node %q: %s hook: done by an earlier run", node, hook)
+		e.logf("node %q: %s hook: recorded done, not run again", node, hook)
 		return nil
 	}
 	timeout := e.hookTimeout()

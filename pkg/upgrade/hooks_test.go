@@ -197,7 +197,7 @@ func TestHooksRerunSkipsDone(t *testing.T) {
 	if got.err != nil {
 		t.Fatalf("re-run: %v\n%s", got.err, got.out)
 	}
-	if !strings.Contains(got.out, fmt.Sprintf("node %q: pre-drain hook: done by an earlier run", first)) {
+	if !strings.Contains(got.out, fmt.Sprintf("node %q: pre-drain hook: recorded done, not run again", first)) {
 		t.Errorf("re-run output does not say the done hook was skipped:\n%s", got.out)
 	}
 	count := map[string]int{}

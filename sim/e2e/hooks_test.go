@@ -95,7 +95,7 @@ func TestHooksRunInOrderAndRerun(t *testing.T) {
 	if b1, b2 := batchOf[firstOf(lines)], batchOf[secondOf(lines)]; b1 != "batch=1" || b2 != "batch=2" {
 		t.Errorf("batches %s and %s, want batch=1 and batch=2", b1, b2)
 	}
-	if !strings.Contains(second.stdout, "pre-drain hook: done by an earlier run") {
+	if !strings.Contains(second.stdout, "pre-drain hook: recorded done, not run again") {
 		t.Errorf("the re-run does not say it skipped the hooks done:\n%s", second.stdout)
 	}
 
