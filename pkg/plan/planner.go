@@ -258,6 +258,14 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		outdatedNames = append(outdatedNames, names[i]...)
 	}
 	p.Steps = strategy.Steps(p)
+	// The timeout bounds annotation hooks too, which may appear after the
+	// plan: it is kept whenever given.
+	if in.Hooks.Any() || in.Hooks.Timeout > 0 {
+		h := in.Hooks
+		h.Timeout = Duration(h.TimeoutOrDefault())
+		p.Hooks = &h
+	}
+	p.HookedNodes = hookedNodes(group)
 	p.Findings = audit(snap, group, outdatedNames, names, in)
 	p.Findings = append(p.Findings, unreachableTarget(group, in)...)
 	pinned, pinnedKeys := pinnedPods(snap, outdatedNames, podsByNode, in)

@@ -51,6 +51,9 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		{"Taint", p.Taint},
 		{"Provider", provider},
 	}
+	if h := p.Hooks; h != nil && h.Any() {
+		header = append(header, [2]string{"Hooks", hooksLine(h)})
+	}
 	if c := p.Cloud; c != nil {
 		header = append(header,
 			[2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)},
@@ -62,6 +65,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		}
 	}
 	writeSteps(w, p)
+	writeHookedNodes(w, p)
 	fmt.Fprintln(w)
 	if p.Traits().LeavesRunning {
 		return writeLeftRunning(w, p, now)
@@ -239,4 +243,32 @@ func Count(n int, noun string) string {
 		return fmt.Sprintf("%d %ses", n, noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// hooksLine names the command hooks a run runs, in the order it runs them.
+func hooksLine(h *Hooks) string {
+	var parts []string
+	for _, name := range []string{HookPreDrain, HookPostDrain, HookPreTerminate} {
+		if c := h.Command(name); c != "" {
+			parts = append(parts, fmt.Sprintf("%s %q", name, c))
+		}
+	}
+	return fmt.Sprintf("%s; once per node, each up to %s (--hook-timeout)", strings.Join(parts, ", "), time.Duration(h.Timeout))
+}
+
+// writeHookedNodes lists the nodes whose drain or removal waits for
+// annotation hooks to be taken off.
+func writeHookedNodes(w io.Writer, p *Plan) {
+	if len(p.HookedNodes) == 0 {
+		return
+	}
+	timeout := DefaultHookTimeout
+	if p.Hooks != nil {
+		timeout = time.Duration(p.Hooks.Timeout)
+	}
+	fmt.Fprintf(w, "\nAnnotation hooks (a node's drain, or removal, waits up to %s until its owner takes them off):\n", timeout)
+	for _, n := range p.HookedNodes {
+		keys := slices.Concat(n.PreDrain, n.PreTerminate)
+		fmt.Fprintf(w, "  %s: %s\n", n.Node, strings.Join(keys, ", "))
+	}
 }

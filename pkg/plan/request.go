@@ -32,6 +32,8 @@ type Request struct {
 	DeleteNode       bool          `json:"deleteNode"`
 	IgnoreChecks     []string      `json:"ignoreChecks,omitempty"`
 	MaxAge           time.Duration `json:"maxAge,omitempty"`
+	// Hooks are run around each node; the record repeats them on resume.
+	Hooks Hooks `json:"hooks"`
 	// PlanFile is a plan saved with "plan -o json" that the run executes.
 	PlanFile string `json:"planFile,omitempty"`
 }

@@ -84,6 +84,11 @@ type Plan struct {
 	Findings []check.Finding `json:"findings"`
 	// Steps are the phases in order with rough durations.
 	Steps []Step `json:"steps"`
+	// Hooks are the command hooks the run runs and their timeout (nil
+	// when neither is given);
+	// HookedNodes the group's nodes with annotation hooks when planned.
+	Hooks       *Hooks       `json:"hooks,omitempty"`
+	HookedNodes []HookedNode `json:"hookedNodes,omitempty"`
 	// Notes say where the plan could not do what was asked (e.g. a batch
 	// that takes more replicas than a PDB allows).
 	Notes []string `json:"notes,omitempty"`
@@ -163,6 +168,7 @@ type Input struct {
 	// PostDrainWait is run's --post-drain-wait, which the estimates count
 	// after each drained batch.
 	PostDrainWait time.Duration
+	Hooks         Hooks
 	// Cloud is the provider's view of the group; nil with provider none,
 	// where the target labels alone say which nodes are outdated.
 	Cloud *CloudGroup

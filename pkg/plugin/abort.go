@@ -153,6 +153,15 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if h := cfg.Plan.Hooks; h != nil && h.Any() {
+		// The scale-down drains and removes nodes: their hooks run.
+		path, remove, err := hookKubeconfig(o.configFlags)
+		if err != nil {
+			return err
+		}
+		defer remove()
+		cfg.Kubeconfig = path
+	}
 	if rec != nil {
 		cfg.Record, cfg.Save = rec, func(ctx context.Context) error { return store.Save(ctx, rec) }
 	} else {

@@ -22,14 +22,15 @@ import (
 // Exit codes, documented in the README.
 const (
 	ExitOK               = 0
-	ExitFailure          = 4 // anything else, including an interrupted run (run it again)
-	ExitUsage            = 2 // bad input; nothing was changed
-	ExitPodEvictionError = 3 // PodEvictionFailure: pods did not leave within --drain-timeout
-	ExitBlockers         = 5 // check found blockers
-	ExitLocked           = 6 // another run holds the node group's lock
-	ExitNodeCreation     = 7 // NodeCreationFailure: new nodes did not become Ready within --node-ready-timeout
-	ExitPaused           = 8 // the run stopped on purpose: paused by cancel, or left soaking (--no-wait)
-	ExitUnreachable      = 9 // the API server did not answer (refused, timed out, unknown host, untrusted certificate)
+	ExitFailure          = 4  // anything else, including an interrupted run (run it again)
+	ExitUsage            = 2  // bad input; nothing was changed
+	ExitPodEvictionError = 3  // PodEvictionFailure: pods did not leave within --drain-timeout
+	ExitBlockers         = 5  // check found blockers
+	ExitLocked           = 6  // another run holds the node group's lock
+	ExitNodeCreation     = 7  // NodeCreationFailure: new nodes did not become Ready within --node-ready-timeout
+	ExitPaused           = 8  // the run stopped on purpose: paused by cancel, or left soaking (--no-wait)
+	ExitUnreachable      = 9  // the API server did not answer (refused, timed out, unknown host, untrusted certificate)
+	ExitHookFailed       = 10 // a hook failed or timed out, or an annotation hook was not taken off within --hook-timeout
 )
 
 // usageError marks bad input: exit 2.
@@ -52,6 +53,7 @@ func ExitCode(err error) int {
 	var creation *upgrade.NodeCreationFailure
 	var paused *upgrade.PausedError
 	var soaking *upgrade.SoakingError
+	var hook *upgrade.HookFailure
 	var cloudInput interface{ Input() bool }
 	var unreachable *unreachableError
 	var coded interface{ exitCode() int }
@@ -72,6 +74,8 @@ func ExitCode(err error) int {
 		return ExitPaused
 	case errors.As(err, &eviction):
 		return ExitPodEvictionError
+	case errors.As(err, &hook):
+		return ExitHookFailed
 	case errors.As(err, &blockers):
 		return ExitBlockers
 	case errors.As(err, &held):

@@ -119,6 +119,7 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&r.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
 	f.BoolVar(&r.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: wide, json, yaml, name (the outdated nodes), jsonpath=... or go-template=... (default: a table)")
+	addHookFlags(f, &r.Hooks)
 }
 
 // cloudFlags are the flags that only a cloud provider serves.
@@ -193,6 +194,9 @@ func (o *PlanOptions) Validate() error {
 		return usageErrorf("invalid --order %q: must be zone-balanced or random", o.Order)
 	}
 	if err := o.validateProvider(); err != nil {
+		return err
+	}
+	if err := o.validateHooks(); err != nil {
 		return err
 	}
 	if o.Provider == cloud.NoneName && len(o.TargetLabels) == 0 {
@@ -311,6 +315,7 @@ func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
 		MaxSurge:       o.MaxSurge,
 		BlueGreen:      o.BlueGreen,
 		PostDrainWait:  o.PostDrainWait,
+		Hooks:          o.Hooks,
 	}
 	if o.Selector == "" {
 		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, o.NodeGroup, o.NodeGroupLabel)

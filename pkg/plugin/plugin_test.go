@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
 
 // execute runs the root command with args against a kubeconfig that points
@@ -68,6 +69,8 @@ func TestBadInputExitsTwoBeforeTouchingTheCluster(t *testing.T) {
 		{"unknown strategy", []string{"plan", "ng", tgt, "--strategy", "rolling"}, `invalid --strategy "rolling"`},
 		{"run without terminal or --yes", []string{"run", "ng", tgt}, "use --yes"},
 		{"zero drain timeout", []string{"run", "ng", tgt, "--yes", "--drain-timeout", "0s"}, "invalid --drain-timeout"},
+		{"zero hook timeout", []string{"plan", "ng", tgt, "--pre-drain-hook", "true", "--hook-timeout", "0s"}, "invalid --hook-timeout 0s: must be positive"},
+		{"negative hook timeout", []string{"run", "ng", tgt, "--yes", "--hook-timeout", "-1m"}, "invalid --hook-timeout -1m0s: must be positive"},
 		{"missing plan file", []string{"run", "--plan-file", "/nonexistent/plan.json", "--yes"}, `cannot read --plan-file "/nonexistent/plan.json"`},
 	}
 	for _, tc := range tests {
@@ -99,6 +102,7 @@ func TestExitCodes(t *testing.T) {
 		{usageErrorf("bad"), ExitUsage},
 		{fmt.Errorf("batch 1: %w", errors.Join(errors.New("other"), eviction)), ExitPodEvictionError},
 		{errors.New("boom"), ExitFailure},
+		{fmt.Errorf("batch 1: %w", &upgrade.HookFailure{Hook: plan.HookPreDrain, Node: "n1", Status: "exit status 1"}), ExitHookFailed},
 		{context.Canceled, ExitFailure},
 	}
 	for _, tc := range tests {
@@ -121,7 +125,8 @@ func TestVersion(t *testing.T) {
 // with the defaults resolved, so resume repeats it without the command line.
 func TestRecordedRequestRepeatsTheRun(t *testing.T) {
 	cmd, got := newCmdRun(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
-	args := []string{"ng", "--strategy", "blue-green", "--ami", "ami-1", "--target-label", "a=b", "--target-label", "c=d", "--yes", "--batch-soak", "5s", "--seed", "4"}
+	args := []string{"ng", "--strategy", "blue-green", "--ami", "ami-1", "--target-label", "a=b", "--target-label", "c=d", "--yes", "--batch-soak", "5s", "--seed", "4",
+		"--pre-drain-hook", "notify $NODE", "--pre-terminate-hook", "deregister"}
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +135,8 @@ func TestRecordedRequestRepeatsTheRun(t *testing.T) {
 	}
 	r := got.Request
 	if r.NodeGroup != "ng" || r.Strategy != "blue-green" || r.Cloud.Image != "ami-1" || r.BlueGreen.BatchSoak != 5*time.Second || r.Seed != 4 ||
-		strings.Join(r.TargetLabels, ",") != "a=b,c=d" || r.DrainTimeout != 15*time.Minute || r.PostDrainWait != time.Minute {
+		strings.Join(r.TargetLabels, ",") != "a=b,c=d" || r.DrainTimeout != 15*time.Minute || r.PostDrainWait != time.Minute ||
+		r.Hooks != (plan.Hooks{PreDrain: "notify $NODE", PreTerminate: "deregister", Timeout: plan.Duration(plan.DefaultHookTimeout)}) {
 		t.Fatalf("recorded %+v", r)
 	}
 	// Through JSON, as the record keeps it.

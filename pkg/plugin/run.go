@@ -69,7 +69,14 @@ honouring PodDisruptionBudgets, cordon them, wait --post-drain-wait for load
 balancers, and remove them. The next batch starts only when the workloads
 evicted by the last one are Ready again.
 
-An interrupted run is finished by running the same command again.`,
+Hooks (--pre-drain-hook, --post-drain-hook, --pre-terminate-hook) run a command
+for each node around its drain and removal, and the annotations
+pre-drain.hook.nodeupgrade.dev/NAME and pre-terminate.hook.nodeupgrade.dev/NAME
+on a node hold its drain and removal until taken off; a failed hook stops the
+run with exit 10.
+
+An interrupted run is finished by running the same command again; hooks that
+succeeded are not run again.`,
 		Example: runExample,
 		Args:    argsAtMost(1, "one NODEGROUP"),
 		RunE:    runE(o),
@@ -153,6 +160,16 @@ func (o *RunOptions) loadPlanFile() error {
 		} else {
 			o.Cloud.Version = c.TargetVersion
 		}
+	}
+	// The reviewed plan's hooks run; others given now would be ignored.
+	for _, name := range []string{"pre-drain-hook", "post-drain-hook", "pre-terminate-hook", "hook-timeout"} {
+		if o.given[name] {
+			return usageErrorf("--%s cannot be used with --plan-file: the hooks of the plan run; give it to \"plan\" instead", name)
+		}
+	}
+	o.Hooks = plan.Hooks{}
+	if p.Hooks != nil {
+		o.Hooks = *p.Hooks
 	}
 	o.TargetLabels = nil
 	for k, v := range p.TargetLabels {
@@ -278,6 +295,14 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		Out:              o.Out,
 		Color:            color,
 		Live:             output.IsTerminal(o.Out),
+	}
+	if p.Hooks != nil && p.Hooks.Any() {
+		path, remove, err := hookKubeconfig(o.configFlags)
+		if err != nil {
+			return err
+		}
+		defer remove()
+		cfg.Kubeconfig = path
 	}
 	fmt.Fprintln(o.Out)
 	return o.runLocked(ctx, p, cfg)

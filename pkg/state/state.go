@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,6 +71,9 @@ type Record struct {
 	// Cloud is what a run on a cloud group must not forget; nil with
 	// provider none.
 	Cloud *CloudRecord `json:"cloud,omitempty"`
+	// HooksDone are the hooks that succeeded, by node, each written once it
+	// succeeded: a re-run repeats only the others.
+	HooksDone map[string][]string `json:"hooksDone,omitempty"`
 	// AbortedAt is when "abort" put the group back in service; the run is
 	// over then (FinishedAt is set too) but did not reach its target.
 	AbortedAt *time.Time `json:"abortedAt,omitempty"`
@@ -118,6 +122,22 @@ type CloudRecord struct {
 type NodeAge struct {
 	Name    string    `json:"name"`
 	Created time.Time `json:"created"`
+}
+
+// HookDone says whether hook succeeded for node in this run.
+func (r *Record) HookDone(node, hook string) bool {
+	return slices.Contains(r.HooksDone[node], hook)
+}
+
+// MarkHookDone records that hook succeeded for node.
+func (r *Record) MarkHookDone(node, hook string) {
+	if r.HookDone(node, hook) {
+		return
+	}
+	if r.HooksDone == nil {
+		r.HooksDone = map[string][]string{}
+	}
+	r.HooksDone[node] = append(r.HooksDone[node], hook)
 }
 
 // Left is the number of nodes not done yet.

@@ -285,7 +285,18 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 		GracePeriodSeconds: -1, MaxGracePeriod: time.Hour, Timeout: time.Hour + 5*time.Minute,
 		OnEvent: e.reportDrainEvent,
 	})
+	// Every blue node gets each hook once: those its batch drained are
+	// recorded done; the others (batch size 0) get theirs here.
+	if err := e.runHooks(ctx, plan.HookPreDrain, names); err != nil {
+		return err
+	}
 	if _, err := d.DrainNodes(ctx, names); err != nil {
+		return err
+	}
+	if err := e.runHooks(ctx, plan.HookPostDrain, names); err != nil {
+		return err
+	}
+	if err := e.runHooks(ctx, plan.HookPreTerminate, names); err != nil {
 		return err
 	}
 	if err := bg.DeleteGroup(ctx, e.group.GroupName()); err != nil {

@@ -514,6 +514,9 @@ func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig p
 			return err
 		}
 	}
+	if err := e.runHooks(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
+		return err
+	}
 	e.cfg.Events.Node(ctx, victim, corev1.EventTypeNormal, "NodeUpgradeRemoved", "scale-down: removing its machine and lowering the desired size")
 	if err := e.group.Shrink(ctx, victim); err != nil {
 		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
@@ -599,9 +602,15 @@ func (e *Engine) drainForScaleDown(ctx context.Context, name string) error {
 		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is, or put the group back in service with \"kubectl nodeupgrade abort\""); err != nil {
 		return err
 	}
+	if err := e.runHooks(ctx, plan.HookPreDrain, []string{name}); err != nil {
+		return err
+	}
 	e.progress.waitingFor(fmt.Sprintf("the pods to leave %q", name))
 	if _, err := e.drainer.DrainNodes(ctx, []string{name}); err != nil {
 		return err
 	}
-	return e.postDrainWait(ctx, fmt.Sprintf("scale-down: node %q drained", name), "it")
+	if err := e.postDrainWait(ctx, fmt.Sprintf("scale-down: node %q drained", name), "it"); err != nil {
+		return err
+	}
+	return e.runHooks(ctx, plan.HookPostDrain, []string{name})
 }

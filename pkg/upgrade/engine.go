@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,6 +75,9 @@ type Config struct {
 	// RollingBack says the run takes the group back to the version it ran
 	// before (an in-place rollback), so the final line says so.
 	RollingBack bool
+	// Kubeconfig is the file the hooks get in KUBECONFIG: one that reaches
+	// the cluster the run talks to; "" leaves theirs.
+	Kubeconfig string
 }
 
 // Engine runs one plan.
@@ -100,6 +104,7 @@ type Engine struct {
 	// greenDrained what it did.
 	rolledBack             bool
 	blueBack, greenDrained int
+	hookMu                 sync.Mutex // the record's hooks, written by parallel hooks
 }
 
 // New prepares an engine for the plan's strategy.
@@ -454,6 +459,9 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 			return err
 		}
 	}
+	if err := e.runHooks(ctx, plan.HookPreDrain, names); err != nil {
+		return err
+	}
 	e.logf("%s: draining %s", e.batchLabel(i), quoteAll(names))
 	e.progress.waitingFor("the pods to leave " + listNames(quoteEach(names), waitNamesShown))
 	for _, n := range names {
@@ -468,7 +476,15 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	if errors.As(err, &failure) {
 		e.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// Without a Cordon phase next (blue/green keeps its drained nodes until
+	// DeleteBlue), the drain is all there is before the post-drain hook.
+	if e.strategy.Next(plan.State{Phase: plan.PhaseDrain, Batch: i}, e.flow()).Phase != plan.PhaseCordon {
+		return e.runHooks(ctx, plan.HookPostDrain, names)
+	}
+	return nil
 }
 
 func (e *Engine) planDescription() string {
@@ -486,7 +502,10 @@ func (e *Engine) cordonBatch(ctx context.Context, i int) error {
 	for _, name := range names {
 		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeCordoned", "drained and cordoned; removal in %s", e.cfg.PostDrainWait)
 	}
-	return e.postDrainWait(ctx, fmt.Sprintf("%s: cordoned %s", e.batchLabel(i), quoteAll(names)), "them")
+	if err := e.postDrainWait(ctx, fmt.Sprintf("%s: cordoned %s", e.batchLabel(i), quoteAll(names)), "them"); err != nil {
+		return err
+	}
+	return e.runHooks(ctx, plan.HookPostDrain, names)
 }
 
 // postDrainWait gives load balancers --post-drain-wait to stop sending
@@ -513,6 +532,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (e *Engine) removeBatch(ctx context.Context, i int) error {
+	if err := e.runHooks(ctx, plan.HookPreTerminate, e.batchNodes(i)); err != nil {
+		return err
+	}
 	for _, name := range e.batchNodes(i) {
 		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeRemoved", "removing: %s", e.cfg.Provider.Describe())
 		removed, err := e.removeNode(ctx, name)
