@@ -56,6 +56,10 @@ func noRoom(snap Snapshot, batches [][]string, in Input, heldOff bool, pinned se
 			delete(running, n)
 		}
 		room := capacity.Estimate(toEvict, nodes, func(n string) []*corev1.Pod { return running[n] }, excluded)
+		if in.Namespace != "" {
+			// check -n: only that namespace's pods are its business.
+			room.Unplaced = slices.DeleteFunc(room.Unplaced, func(p *corev1.Pod) bool { return p.Namespace != in.Namespace })
+		}
 		if !room.Fits() {
 			return []check.Finding{noRoomFinding(i, len(batches), batch, room, in, heldOff)}
 		}

@@ -30,7 +30,8 @@ func TestNoRoom(t *testing.T) {
 		name      string
 		pods      []corev1.Pod
 		cloud     bool
-		wantBatch int // 1-based batch named by the blocker; 0 for none
+		namespace string // check -n
+		wantBatch int    // 1-based batch named by the blocker; 0 for none
 	}{
 		{name: "every batch fits on the nodes that stay", pods: requesting("2")},
 		// 4 nodes stay (other-0 of another group too), each with room for one pod
@@ -38,12 +39,15 @@ func TestNoRoom(t *testing.T) {
 		{name: "a pod bigger than any node that stays", pods: requesting("5"), wantBatch: 1},
 		{name: "a cluster autoscaler adds nodes", pods: append(requesting("5"), autoscaler)},
 		{name: "a cloud group adds nodes", pods: requesting("5"), cloud: true},
+		{name: "check -n of the pods' namespace", pods: requesting("5"), namespace: "ns", wantBatch: 1},
+		{name: "check -n of another namespace", pods: requesting("5"), namespace: "other"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := groupSnapshot()
 			snap.Pods = tc.pods
 			in := baseInput()
+			in.Namespace = tc.namespace
 			if tc.cloud {
 				in.Cloud = &CloudGroup{Can: CapGroup}
 			}
