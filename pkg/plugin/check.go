@@ -42,11 +42,11 @@ type CheckOptions struct {
 	AllNamespaces bool
 }
 
-const checkExample = `  # Audit every workload on the outdated nodes of node group "workers"
-  kubectl nodeupgrade check workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc
+const checkExample = `  # Audit every workload on the outdated nodes of node group "demo"
+  kubectl nodeupgrade check demo --target-label eks.amazonaws.com/nodegroup-image=ami-new
 
   # Only one namespace, as JSON; exit 5 when a blocker is found
-  kubectl nodeupgrade check workers --target-label eks.amazonaws.com/nodegroup-image=ami-0abc -n shop -o json`
+  kubectl nodeupgrade check demo --target-label eks.amazonaws.com/nodegroup-image=ami-new -n demo -o json`
 
 // NewCmdCheck builds "check": the workload disruption audit.
 func NewCmdCheck(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {

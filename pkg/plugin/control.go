@@ -33,13 +33,13 @@ var controlHelp = map[string][3]string{
 		`Pause the run on NODEGROUP: a live run stops at its next safe point (between
 phases and batches, or during a soak; never while blue is deleted) and exits 8;
 a run whose process is gone is marked paused. "resume" continues it.`,
-		`  # Pause the upgrade of node group "workers"
-  kubectl nodeupgrade cancel workers`},
+		`  # Pause the upgrade of node group "demo"
+  kubectl nodeupgrade cancel demo`},
 	"resume": {"Continue a node group's paused or interrupted run",
 		`Continue the run on NODEGROUP from its recorded phase, with the arguments it
 was started with (recorded with it); the connection flags are this command's.`,
-		`  # Continue the paused upgrade of node group "workers"
-  kubectl nodeupgrade resume workers --yes`},
+		`  # Continue the paused upgrade of node group "demo"
+  kubectl nodeupgrade resume demo --yes`},
 	"rollback": {"Undo a node group's partial upgrade",
 		`Undo the run on NODEGROUP.
 
@@ -55,14 +55,14 @@ others are not touched, and the end restores the recorded sizes.
 
 Refused where the recorded phase does not allow it (blue being deleted,
 nothing recorded to go back to) and for autoscaled-blue-green.`,
-		`  # Roll back the upgrade of node group "workers"
-  kubectl nodeupgrade rollback workers --yes`},
+		`  # Roll back the upgrade of node group "demo"
+  kubectl nodeupgrade rollback demo --yes`},
 	"complete": {"End a node group's blue/green soak now",
 		`End the soak of the blue/green run on NODEGROUP now: a live run goes on to
 delete blue at once; for a run whose process is gone, the next run or resume
 does.`,
-		`  # Skip the rest of the soak of node group "workers"
-  kubectl nodeupgrade complete workers`},
+		`  # Skip the rest of the soak of node group "demo"
+  kubectl nodeupgrade complete demo`},
 }
 
 // NewCmdControl builds cancel, resume, rollback or complete.

@@ -95,11 +95,11 @@ type StatusOptions struct {
 const statusExample = `  # Every recorded run in --state-namespace
   kubectl nodeupgrade status -A
 
-  # The run on node group "workers", as YAML (the full last error)
-  kubectl nodeupgrade status workers -o yaml
+  # The run on node group "demo", as YAML (the full last error)
+  kubectl nodeupgrade status demo -o yaml
 
-  # Follow the run on "workers" from another terminal until it stops
-  kubectl nodeupgrade status workers -w
+  # Follow the run on "demo" from another terminal until it stops
+  kubectl nodeupgrade status demo -w
 
   # The groups whose run is not finished
   kubectl nodeupgrade status -o jsonpath='{range .items[?(@.status!="finished")]}{.nodeGroup}{"\n"}{end}'`
