@@ -516,7 +516,8 @@ func (e *Engine) stopScaleDown(ctx context.Context, cr *state.CloudRecord, orig 
 		e.groupKind(), e.group.GroupName(), desired, cr.LastDesired, orig)
 	e.logf("%s", e.cfg.Color.Yellow(e.note))
 	if cr.Shrinking != "" {
-		if err := e.setUnschedulable(ctx, []string{cr.Shrinking}, false); err != nil {
+		always := func(*corev1.Node) bool { return true }
+		if _, err := e.releaseMarks(ctx, []string{cr.Shrinking}, always, "NodeUpgradeReleased", "back in service: the scale-down stopped"); err != nil {
 			return err
 		}
 		cr.Shrinking, cr.ShrinkTo = "", 0
@@ -583,6 +584,9 @@ func (e *Engine) drainForScaleDown(ctx context.Context, name string) error {
 	}
 	if err := e.awaitRoom(ctx, fmt.Sprintf("scale-down: the pods of %q", name), []string{name}, sets.New(name),
 		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is, or put the group back in service with \"kubectl nodeupgrade abort\""); err != nil {
+		return err
+	}
+	if err := e.excludeFromLoadBalancers(ctx, []string{name}); err != nil {
 		return err
 	}
 	if _, err := e.drainer.DrainNodes(ctx, []string{name}); err != nil {

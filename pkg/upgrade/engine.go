@@ -291,8 +291,8 @@ func (e *Engine) taintAll(ctx context.Context) error {
 	return e.releaseCurrent(ctx)
 }
 
-// releaseCurrent takes the upgrade's taint, and the cordon that came with
-// it, off the group's nodes that are not outdated now: a run towards
+// releaseCurrent takes the upgrade's taint, its load-balancer exclusion,
+// and the cordon that came with them, off the group's nodes that are not outdated now: a run towards
 // another target (one rolled back) left them, and they must serve again.
 // A node cordoned without the taint is someone else's business.
 func (e *Engine) releaseCurrent(ctx context.Context) error {
@@ -303,7 +303,7 @@ func (e *Engine) releaseCurrent(ctx context.Context) error {
 	outdated := sets.New(e.cfg.Plan.OutdatedNames()...)
 	var names []string
 	for _, n := range nodes {
-		if !outdated.Has(n.Name) && slices.ContainsFunc(n.Spec.Taints, e.isOurTaint) {
+		if !outdated.Has(n.Name) && (slices.ContainsFunc(n.Spec.Taints, e.isOurTaint) || excludedByRun(n)) {
 			names = append(names, n.Name)
 		}
 	}
@@ -311,6 +311,7 @@ func (e *Engine) releaseCurrent(ctx context.Context) error {
 		if _, err := e.updateNode(ctx, name, func(n *corev1.Node) bool {
 			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, e.isOurTaint)
 			n.Spec.Unschedulable = false
+			includeInLoadBalancers(n)
 			return true
 		}); err != nil {
 			return fmt.Errorf("error when untainting node %q: %w", name, err)
@@ -407,6 +408,9 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 		if err := e.setUnschedulable(ctx, names, true); err != nil {
 			return err
 		}
+	}
+	if err := e.excludeFromLoadBalancers(ctx, names); err != nil {
+		return err
 	}
 	e.logf("%s: draining %s", e.batchLabel(i), quoteAll(names))
 	for _, n := range names {
