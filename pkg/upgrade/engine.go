@@ -87,6 +87,8 @@ type Engine struct {
 	// drained says this run has begun draining a node: before that, a
 	// stopped run takes its taints and cordons off again.
 	drained bool
+	// rebalanceHeld says this process suspended the group's rebalancing.
+	rebalanceHeld bool
 }
 
 // New prepares an engine for the plan's strategy.
@@ -147,6 +149,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		s.Phase = e.strategy.First(e.flow())
 	}
 	for {
+		if s.Phase == plan.PhaseDone {
+			// Every way to the end lets the group rebalance again.
+			if err := e.releaseRebalance(ctx); err != nil {
+				return err
+			}
+		}
 		if e.cfg.OnProgress != nil {
 			if err := e.cfg.OnProgress(ctx, s, e.done); err != nil {
 				return err

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +88,8 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 		TargetImage:    target.Image,
 		Sizes:          plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes:          byNode,
+		Rebalance:      AZRebalance,
+		RebalanceHeld:  slices.Contains(g.Suspended, AZRebalance),
 	}
 	if target.Create {
 		cg.TargetVersion = plan.NewVersion
