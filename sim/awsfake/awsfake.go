@@ -189,7 +189,8 @@ type Server struct {
 	seq       int64
 	nodes     *NodeOptions // what StartWithKube was given, if it started this Server
 	// rebalances are AZRebalance's rounds, its terminations of its own accord.
-	rebalances []Rebalance
+	rebalances     []Rebalance
+	processChanges []ProcessChange
 }
 
 // servers numbers the Servers of a process: the number is the second octet

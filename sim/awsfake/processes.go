@@ -22,6 +22,21 @@ type Rebalance struct {
 	At                          time.Time
 }
 
+// ProcessChange is a process of a group suspended or resumed.
+type ProcessChange struct {
+	Group, Process string
+	Suspended      bool
+	At             time.Time
+}
+
+// ProcessChanges returns every suspension and resumption so far that
+// changed something, oldest first.
+func (s *Server) ProcessChanges() []ProcessChange {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.processChanges)
+}
+
 // processesArg reads ScalingProcesses; none means every process.
 func processesArg(f form) ([]string, error) {
 	procs := f.list("ScalingProcesses.member")
@@ -47,11 +62,17 @@ func (s *Server) suspendLocked(name string, procs []string, on bool) error {
 		g.suspended = map[string]time.Time{}
 	}
 	for _, p := range procs {
-		if !on {
-			delete(g.suspended, p)
-		} else if _, ok := g.suspended[p]; !ok {
-			g.suspended[p] = time.Now().UTC()
+		_, was := g.suspended[p]
+		if was == on {
+			continue
 		}
+		now := time.Now().UTC()
+		if on {
+			g.suspended[p] = now
+		} else {
+			delete(g.suspended, p)
+		}
+		s.processChanges = append(s.processChanges, ProcessChange{Group: g.Name, Process: p, Suspended: on, At: now})
 	}
 	s.notify()
 	return nil
