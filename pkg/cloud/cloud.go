@@ -58,6 +58,23 @@ type Group interface {
 	Shrink(ctx context.Context, node string) error
 }
 
+// Rebalancer is a Group whose cloud moves machines between zones of its
+// own accord (AWS's AZRebalance launches in the emptiest zone, then
+// terminates in the fullest): after a Shrink leaves the zones unbalanced it
+// would terminate a node nobody drained. A run holds it off for the span of
+// its Shrinks. A Group without it needs nothing.
+type Rebalancer interface {
+	Group
+	// RebalanceName names the process for messages and the plan.
+	RebalanceName() string
+	// RebalanceHeld reports whether it is suspended now.
+	RebalanceHeld(ctx context.Context) (bool, error)
+	// HoldRebalance suspends it and ReleaseRebalance resumes it; either
+	// may be repeated.
+	HoldRebalance(ctx context.Context) error
+	ReleaseRebalance(ctx context.Context) error
+}
+
 // BlueGreen is a Group that can stand a second, green group up beside it
 // and delete the first one, blue: the blue/green strategies.
 type BlueGreen interface {

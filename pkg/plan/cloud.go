@@ -94,6 +94,12 @@ type CloudGroup struct {
 	// replaces too: the group scales up again (see state.CloudRecord).
 	Recorded    *Sizes
 	RescaleFrom string
+	// Rebalance names the group's own rebalancing between zones, which a
+	// run suspends while it lowers the desired size (see
+	// cloud.Rebalancer); "" when the cloud has none. RebalanceHeld says it
+	// is suspended already.
+	Rebalance     string
+	RebalanceHeld bool
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).
@@ -153,6 +159,11 @@ type CloudPlan struct {
 	// (ScaleUp more, from the sizes now), or it would hold off every node
 	// with nothing new to move to.
 	RescaleFrom string `json:"rescaleFrom,omitempty"`
+	// Rebalance is the group's own rebalancing between zones, suspended
+	// while the run terminates machines with the desired size lowered;
+	// RebalanceHeld says it was suspended before the run, and stays so.
+	Rebalance     string `json:"rebalance,omitempty"`
+	RebalanceHeld bool   `json:"rebalanceHeld,omitempty"`
 }
 
 // UnmarshalJSON also reads plans saved before the fields were neutral
@@ -246,6 +257,8 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		TargetImage:    cg.TargetImage,
 		Before:         cg.Sizes,
 		During:         cg.Sizes,
+		Rebalance:      cg.Rebalance,
+		RebalanceHeld:  cg.RebalanceHeld,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the

@@ -245,3 +245,28 @@ func TestJoining(t *testing.T) {
 		})
 	}
 }
+
+func TestRebalanceLine(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		strategy string
+		maxSurge int
+		c        CloudPlan
+		want     string // a part of the line; "" for none
+	}{
+		{name: "eks scale-down", strategy: "eks", c: CloudPlan{Rebalance: "AZRebalance", ScaleUp: 2}, want: "AZRebalance suspended from the first termination"},
+		{name: "suspended before the run", strategy: "eks", c: CloudPlan{Rebalance: "AZRebalance", ScaleUp: 2, RebalanceHeld: true}, want: "left suspended"},
+		{name: "surge removals", strategy: "surge", maxSurge: 1, c: CloudPlan{Rebalance: "AZRebalance"}, want: "AZRebalance suspended from"},
+		{name: "resumed run", strategy: "eks", c: CloudPlan{Rebalance: "AZRebalance", Resumed: true}, want: "AZRebalance suspended from"},
+		{name: "nothing lowers the desired size", strategy: "eks", c: CloudPlan{Rebalance: "AZRebalance"}},
+		{name: "blue-green replaces the group", strategy: "blue-green", c: CloudPlan{Rebalance: "AZRebalance", ScaleUp: 2}},
+		{name: "a cloud that does not rebalance", strategy: "eks", c: CloudPlan{ScaleUp: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rebalanceLine(&Plan{Strategy: tc.strategy, MaxSurge: tc.maxSurge}, &tc.c)
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Errorf("line %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -58,6 +58,9 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		header = append(header,
 			[2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)},
 			[2]string{"Scale-up", scaleUpLine(c)})
+		if line := rebalanceLine(p, c); line != "" {
+			header = append(header, [2]string{"Rebalancing", line})
+		}
 	}
 	for _, h := range header {
 		if _, err := fmt.Fprintf(w, "%-17s%s\n", h[0]+":", h[1]); err != nil {
@@ -214,6 +217,19 @@ func scaleUpLine(c *CloudPlan) string {
 		return "none"
 	}
 	return fmt.Sprintf("+%d nodes: desired %d -> %d, max %d -> %d; restored at the end", c.ScaleUp, c.Before.Desired, c.During.Desired, c.Before.Max, c.During.Max)
+}
+
+// rebalanceLine says what the run does to the group's own rebalancing
+// between zones, where it terminates machines with the desired size
+// lowered (the scale-down, surge removals); "" where it does not.
+func rebalanceLine(p *Plan, c *CloudPlan) string {
+	if c.Rebalance == "" || p.Traits().WholeGroup || c.ScaleUp == 0 && p.MaxSurge == 0 && !c.Resumed {
+		return ""
+	}
+	if c.RebalanceHeld {
+		return fmt.Sprintf("%s suspended before the run: left suspended", c.Rebalance)
+	}
+	return fmt.Sprintf("%s suspended from the first termination that lowers the desired size to the end of the run (a killed run's abort or resume resumes it), so it terminates no undrained instance", c.Rebalance)
 }
 
 func joinLabels(m map[string]string) string {

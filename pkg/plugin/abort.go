@@ -52,7 +52,8 @@ func NewCmdAbort(configFlags *genericclioptions.ConfigFlags, streams genericioop
 		Use:   "abort NODEGROUP",
 		Short: "Put a node group back in service from any phase of its run, without upgrading it further",
 		Long: `Stop the upgrade of NODEGROUP where it is and put the group back in service:
-every node the run did not finish loses the run's taint, its cordon and the
+every node the run did not finish loses the run's taint, its cordon, the
+exclude-from-external-load-balancers label the run set and the
 scale-down-disabled annotation; the sizes recorded before the run come back
 by the run's own scale-down (one node at a time, each drained honouring
 PodDisruptionBudgets; it stops if the cluster autoscaler scaled the group

@@ -116,6 +116,12 @@ type CloudRecord struct {
 	GreenCreated bool   `json:"greenCreated,omitempty"`
 	// SoakUntil is when the soak of the new nodes ends.
 	SoakUntil *time.Time `json:"soakUntil,omitempty"`
+	// RebalanceHeld says the run suspends the group's own rebalancing
+	// between zones (cloud.Rebalancer), written before the call, so
+	// whatever ends the run (its end, resume, abort) resumes it.
+	// RebalanceWasHeld says it was suspended before the run: left so.
+	RebalanceHeld    bool `json:"rebalanceHeld,omitempty"`
+	RebalanceWasHeld bool `json:"rebalanceWasHeld,omitempty"`
 }
 
 // NodeAge is a node and when it was created.

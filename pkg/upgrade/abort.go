@@ -17,9 +17,9 @@ import (
 // (cfg.Record; an empty one when nothing was recorded), without going on
 // to the target: every node the run did not finish loses the run's taint,
 // its cordon and the scale-down-disabled annotation, and the recorded
-// sizes come back by the engine's own one-at-a-time scale-down. The tree
-// sets no exclude-from-external-load-balancers label, so there is none to
-// take off.
+// sizes come back by the engine's own one-at-a-time scale-down. The
+// exclude-from-external-load-balancers label comes off where the run set
+// it (ExcludedByRunAnnotation), not where the node had it before.
 //
 // Blue being deleted cannot be undone; the caller refuses that phase.
 func (e *Engine) Abort(ctx context.Context) error {
@@ -46,6 +46,9 @@ func (e *Engine) Abort(ctx context.Context) error {
 		return err
 	}
 	if err := e.restoreSizes(ctx); err != nil {
+		return err
+	}
+	if err := e.releaseRebalance(ctx); err != nil {
 		return err
 	}
 	// The scale-down and the rollback of green take the annotation off the
@@ -121,7 +124,7 @@ func (e *Engine) releaseNodes(ctx context.Context, nodes []*corev1.Node) error {
 	blue := e.blueCordoned()
 	var names []string
 	for _, n := range nodes {
-		if slices.ContainsFunc(n.Spec.Taints, e.isOurTaint) || n.Spec.Unschedulable && e.cordonedByRun(n, blue) {
+		if slices.ContainsFunc(n.Spec.Taints, e.isOurTaint) || excludedByRun(n) || n.Spec.Unschedulable && e.cordonedByRun(n, blue) {
 			names = append(names, n.Name)
 		}
 	}
@@ -129,7 +132,7 @@ func (e *Engine) releaseNodes(ctx context.Context, nodes []*corev1.Node) error {
 		e.logf("no node carries the taint %s or a cordon of the run", plan.TaintString(e.cfg.Taint))
 		return nil
 	}
-	released, err := e.releaseMarks(ctx, names, func(n *corev1.Node) bool { return e.cordonedByRun(n, blue) }, "NodeUpgradeAborted", "back in service: untainted and uncordoned by abort")
+	released, err := e.releaseMarks(ctx, names, func(n *corev1.Node) bool { return e.cordonedByRun(n, blue) }, "NodeUpgradeAborted", "back in service: untainted, uncordoned and back in load balancers by abort")
 	if err != nil {
 		return err
 	}

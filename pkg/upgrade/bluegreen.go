@@ -290,6 +290,9 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 	if err := e.runHooks(ctx, plan.HookPreDrain, names); err != nil {
 		return err
 	}
+	if err := e.excludeFromLoadBalancers(ctx, names); err != nil {
+		return err
+	}
 	if _, err := d.DrainNodes(ctx, names); err != nil {
 		return err
 	}
@@ -323,7 +326,8 @@ func (e *Engine) rollback(ctx context.Context) error {
 	cr := e.cloudRecord()
 	blue := sets.New(e.cfg.Plan.OutdatedNames()...)
 	e.logf("rolling back: blue back in service, green drained")
-	if err := e.setUnschedulable(ctx, sets.List(blue), false); err != nil {
+	always := func(*corev1.Node) bool { return true }
+	if _, err := e.releaseMarks(ctx, sets.List(blue), always, "NodeUpgradeRolledBack", "back in service: blue serves again"); err != nil {
 		return err
 	}
 	if cr.Original != nil {
@@ -355,6 +359,12 @@ func (e *Engine) rollback(ctx context.Context) error {
 	}
 	if err := e.setUnschedulable(ctx, green, true); err != nil {
 		return err
+	}
+	if cr.Green != "" && cr.GreenCreated {
+		// Green goes: its load balancers let go of it before its drain.
+		if err := e.excludeFromLoadBalancers(ctx, green); err != nil {
+			return err
+		}
 	}
 	if len(green) > 0 {
 		if _, err := e.drainer.DrainNodes(ctx, green); err != nil {

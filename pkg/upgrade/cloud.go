@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -432,6 +433,9 @@ var errAutoscaled = errors.New("the group was scaled up by someone else")
 func (e *Engine) scaleDown(ctx context.Context) error {
 	cr := e.cloudRecord()
 	if cr.Original == nil {
+		if err := e.releaseRebalance(ctx); err != nil {
+			return err
+		}
 		return e.protectNewNodes(ctx, false) // nothing was scaled up
 	}
 	orig := *cr.Original
@@ -449,6 +453,10 @@ func (e *Engine) scaleDown(ctx context.Context) error {
 	}
 	sizes, err := e.restoreMax(ctx)
 	if err != nil {
+		return err
+	}
+	// No termination lowers the desired size after this.
+	if err := e.releaseRebalance(ctx); err != nil {
 		return err
 	}
 	if e.note == "" {
@@ -517,6 +525,9 @@ func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig p
 	if err := e.runHooks(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
 		return err
 	}
+	if err := e.holdRebalance(ctx); err != nil {
+		return err
+	}
 	e.cfg.Events.Node(ctx, victim, corev1.EventTypeNormal, "NodeUpgradeRemoved", "scale-down: removing its machine and lowering the desired size")
 	if err := e.group.Shrink(ctx, victim); err != nil {
 		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
@@ -533,7 +544,8 @@ func (e *Engine) stopScaleDown(ctx context.Context, cr *state.CloudRecord, orig 
 		e.groupKind(), e.group.GroupName(), desired, cr.LastDesired, orig)
 	e.logf("%s", e.cfg.Color.Yellow(e.note))
 	if cr.Shrinking != "" {
-		if err := e.setUnschedulable(ctx, []string{cr.Shrinking}, false); err != nil {
+		always := func(*corev1.Node) bool { return true }
+		if _, err := e.releaseMarks(ctx, []string{cr.Shrinking}, always, "NodeUpgradeReleased", "back in service: the scale-down stopped"); err != nil {
 			return err
 		}
 		cr.Shrinking, cr.ShrinkTo = "", 0
@@ -605,6 +617,9 @@ func (e *Engine) drainForScaleDown(ctx context.Context, name string) error {
 	if err := e.runHooks(ctx, plan.HookPreDrain, []string{name}); err != nil {
 		return err
 	}
+	if err := e.excludeFromLoadBalancers(ctx, []string{name}); err != nil {
+		return err
+	}
 	e.progress.waitingFor(fmt.Sprintf("the pods to leave %q", name))
 	if _, err := e.drainer.DrainNodes(ctx, []string{name}); err != nil {
 		return err
@@ -613,4 +628,57 @@ func (e *Engine) drainForScaleDown(ctx context.Context, name string) error {
 		return err
 	}
 	return e.runHooks(ctx, plan.HookPostDrain, []string{name})
+}
+
+// holdRebalance suspends the group's own rebalancing between zones before
+// a termination that lowers the desired size, unless it was suspended
+// before the run. The intent is recorded first, so a run killed after the
+// call still resumes it.
+func (e *Engine) holdRebalance(ctx context.Context) error {
+	r, ok := e.group.(cloud.Rebalancer)
+	cr := e.cloudRecord()
+	if !ok || cr.RebalanceWasHeld || e.rebalanceHeld {
+		return nil
+	}
+	if !cr.RebalanceHeld {
+		held, err := r.RebalanceHeld(ctx)
+		if err != nil {
+			return err
+		}
+		if held {
+			cr.RebalanceWasHeld = true
+			e.logf("%s of %s %q was suspended before the run: left so", r.RebalanceName(), e.groupKind(), e.group.GroupName())
+			return e.save(ctx)
+		}
+		cr.RebalanceHeld = true
+		if err := e.save(ctx); err != nil {
+			return err
+		}
+	}
+	if err := r.HoldRebalance(ctx); err != nil {
+		return err
+	}
+	e.rebalanceHeld = true
+	e.logf("suspended %s of %s %q while the run removes nodes with the desired size lowered", r.RebalanceName(), e.groupKind(), e.group.GroupName())
+	return nil
+}
+
+// releaseRebalance resumes the rebalancing the run suspended.
+func (e *Engine) releaseRebalance(ctx context.Context) error {
+	cr := e.cfg.Record.Cloud
+	if cr == nil || !cr.RebalanceHeld {
+		return nil
+	}
+	r, ok := e.group.(cloud.Rebalancer)
+	if !ok {
+		e.note = joinNote(e.note, fmt.Sprintf("the run suspended the rebalancing of %s %q between zones but cannot reach the group to resume it: resume it by hand", cr.GroupKind, cr.Group))
+		e.logf("%s", e.note)
+		return nil
+	}
+	if err := r.ReleaseRebalance(ctx); err != nil {
+		return err
+	}
+	cr.RebalanceHeld, e.rebalanceHeld = false, false
+	e.logf("resumed %s of %s %q", r.RebalanceName(), e.groupKind(), e.group.GroupName())
+	return e.save(ctx)
 }

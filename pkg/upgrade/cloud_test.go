@@ -120,6 +120,10 @@ func TestScaleDown(t *testing.T) {
 				if _, ok := n.Annotations[ScaleDownDisabledAnnotation]; ok {
 					t.Errorf("node %q left annotated", n.Name)
 				}
+				// The node a stopped scale-down keeps serves again.
+				if _, ok := n.Labels[ExcludeLBLabel]; ok {
+					t.Errorf("node %q left out of load balancers", n.Name)
+				}
 			}
 			if rec.Cloud.Shrinking != "" {
 				t.Errorf("record still shrinking %q", rec.Cloud.Shrinking)

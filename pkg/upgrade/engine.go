@@ -105,6 +105,8 @@ type Engine struct {
 	rolledBack             bool
 	blueBack, greenDrained int
 	hookMu                 sync.Mutex // the record's hooks, written by parallel hooks
+	// rebalanceHeld says this process suspended the group's rebalancing.
+	rebalanceHeld bool
 }
 
 // New prepares an engine for the plan's strategy.
@@ -168,6 +170,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		s.Phase = e.strategy.First(e.flow())
 	}
 	for {
+		if s.Phase == plan.PhaseDone {
+			// Every way to the end lets the group rebalance again.
+			if err := e.releaseRebalance(ctx); err != nil {
+				return err
+			}
+		}
 		e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
 		if e.cfg.OnProgress != nil {
 			if err := e.cfg.OnProgress(ctx, s, e.done); err != nil {
@@ -340,8 +348,8 @@ func (e *Engine) taintAll(ctx context.Context) error {
 	return e.releaseCurrent(ctx)
 }
 
-// releaseCurrent takes the upgrade's taint, and the cordon that came with
-// it, off the group's nodes that are not outdated now: a run towards
+// releaseCurrent takes the upgrade's taint, its load-balancer exclusion,
+// and the cordon that came with them, off the group's nodes that are not outdated now: a run towards
 // another target (one rolled back) left them, and they must serve again.
 // A node cordoned without the taint is someone else's business.
 func (e *Engine) releaseCurrent(ctx context.Context) error {
@@ -352,7 +360,7 @@ func (e *Engine) releaseCurrent(ctx context.Context) error {
 	outdated := sets.New(e.cfg.Plan.OutdatedNames()...)
 	var names []string
 	for _, n := range nodes {
-		if !outdated.Has(n.Name) && slices.ContainsFunc(n.Spec.Taints, e.isOurTaint) {
+		if !outdated.Has(n.Name) && (slices.ContainsFunc(n.Spec.Taints, e.isOurTaint) || excludedByRun(n)) {
 			names = append(names, n.Name)
 		}
 	}
@@ -360,6 +368,7 @@ func (e *Engine) releaseCurrent(ctx context.Context) error {
 		if _, err := e.updateNode(ctx, name, func(n *corev1.Node) bool {
 			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, e.isOurTaint)
 			n.Spec.Unschedulable = false
+			includeInLoadBalancers(n)
 			return true
 		}); err != nil {
 			return fmt.Errorf("error when untainting node %q: %w", name, err)
@@ -460,6 +469,9 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 		}
 	}
 	if err := e.runHooks(ctx, plan.HookPreDrain, names); err != nil {
+		return err
+	}
+	if err := e.excludeFromLoadBalancers(ctx, names); err != nil {
 		return err
 	}
 	e.logf("%s: draining %s", e.batchLabel(i), quoteAll(names))

@@ -73,9 +73,65 @@ func (e *Engine) updateNodeFrom(ctx context.Context, name string, node *corev1.N
 	}
 }
 
-// releaseMarks takes the run's taint off the nodes, and their cordon where
-// ownCordon says the run made it, reading each node from the server, and
-// records an Event of reason on each node it changed. It returns them.
+// ExcludeLBLabel takes a node out of the service controller's load
+// balancers; since Kubernetes 1.19 a cordon no longer does.
+const ExcludeLBLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+// ExcludedByRunAnnotation says the run set ExcludeLBLabel, so only the
+// label the run set is taken off again: one the node carried before the
+// run is someone else's and stays.
+const ExcludedByRunAnnotation = "nodeupgrade.dev/excluded-from-load-balancers"
+
+// excludedByRun reports whether the run set the node's ExcludeLBLabel.
+func excludedByRun(n *corev1.Node) bool {
+	_, ok := n.Annotations[ExcludedByRunAnnotation]
+	return ok
+}
+
+// excludeFromLoadBalancers labels the nodes about to be drained for
+// removal with ExcludeLBLabel, so the load balancers stop sending them
+// traffic before --post-drain-wait ends; a node that has the label already
+// is left as it is, unmarked.
+func (e *Engine) excludeFromLoadBalancers(ctx context.Context, names []string) error {
+	return e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		// From the server: the cache may not show the cordon just made,
+		// and an update from it would take that off again.
+		_, err := e.updateNodeFrom(ctx, name, nil, func(n *corev1.Node) bool {
+			if _, has := n.Labels[ExcludeLBLabel]; has {
+				return false
+			}
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			if n.Annotations == nil {
+				n.Annotations = map[string]string{}
+			}
+			n.Labels[ExcludeLBLabel] = "true"
+			n.Annotations[ExcludedByRunAnnotation] = "true"
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("error when labelling node %q %s=true: %w", name, ExcludeLBLabel, err)
+		}
+		return nil
+	})
+}
+
+// includeInLoadBalancers takes the run's ExcludeLBLabel off a node; it
+// says whether there was one.
+func includeInLoadBalancers(n *corev1.Node) bool {
+	if !excludedByRun(n) {
+		return false
+	}
+	delete(n.Labels, ExcludeLBLabel)
+	delete(n.Annotations, ExcludedByRunAnnotation)
+	return true
+}
+
+// releaseMarks takes the run's taint and load-balancer exclusion off the
+// nodes, and their cordon where ownCordon says the run made it, reading
+// each node from the server, and records an Event of reason on each node
+// it changed. It returns them.
 func (e *Engine) releaseMarks(ctx context.Context, names []string, ownCordon func(*corev1.Node) bool, reason, message string) ([]string, error) {
 	var mu sync.Mutex
 	var released []string
@@ -87,7 +143,8 @@ func (e *Engine) releaseMarks(ctx context.Context, names []string, ownCordon fun
 			if cordoned {
 				n.Spec.Unschedulable = false
 			}
-			return tainted || cordoned
+			excluded := includeInLoadBalancers(n)
+			return tainted || cordoned || excluded
 		})
 		if err != nil {
 			return fmt.Errorf("error when untainting node %q: %w", name, err)

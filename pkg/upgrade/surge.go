@@ -55,6 +55,9 @@ func (e *Engine) removeNode(ctx context.Context, name string) (string, error) {
 	if sizes.Desired <= cr.Original.Desired {
 		return e.cfg.Provider.Describe(), e.cfg.Provider.RemoveNode(ctx, name)
 	}
+	if err := e.holdRebalance(ctx); err != nil {
+		return "", err
+	}
 	if err := e.group.Shrink(ctx, name); err != nil {
 		return "", err
 	}

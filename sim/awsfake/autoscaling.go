@@ -31,6 +31,12 @@ func (s *Server) autoScaling(action string, f form) ([]*node, error) {
 		return nil, s.deleteLocked(f.get("AutoScalingGroupName"), f.boolean("ForceDelete"))
 	case "CreateOrUpdateTags":
 		return nil, s.createOrUpdateTags(f)
+	case "SuspendProcesses", "ResumeProcesses":
+		procs, err := processesArg(f)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.suspendLocked(f.get("AutoScalingGroupName"), procs, action == "SuspendProcesses")
 	case "DescribeAccountLimits":
 		return []*node{
 			num("MaxNumberOfAutoScalingGroups", s.opts.MaxGroups),
@@ -107,6 +113,7 @@ func (s *Server) describeGroups(f form) ([]*node, error) {
 			el("TerminationPolicies", policies...),
 			boolean("NewInstancesProtectedFromScaleIn", g.NewInstancesProtectedFromScaleIn),
 			boolean("CapacityRebalance", g.CapacityRebalance),
+			s.suspendedProcesses(g),
 		)
 		if len(g.Subnets) > 0 {
 			item.add(txt("VPCZoneIdentifier", strings.Join(g.Subnets, ",")))

@@ -48,6 +48,10 @@ type Options struct {
 	// MaxGroups is the account's Auto Scaling group quota that
 	// DescribeAccountLimits reports and group creation enforces; default 200.
 	MaxGroups int
+	// AZRebalance runs the AZRebalance process of every group where it is
+	// not suspended (see Rebalances). Off by default: a scene's placement
+	// then changes only when asked.
+	AZRebalance bool
 }
 
 // EC2 instance states and Auto Scaling lifecycle states used here.
@@ -140,6 +144,10 @@ type group struct {
 	members  []string  // instance ids, in launch order
 	retryAt  time.Time // no launches before this, after a failed one
 	deleting bool      // a forced delete waits for the members to go
+	// suspended are the suspended processes, with when; rebalancing is
+	// the instance AZRebalance launched and waits for.
+	suspended   map[string]time.Time
+	rebalancing string
 }
 
 type instance struct {
@@ -180,6 +188,9 @@ type Server struct {
 	images    map[string]*Image
 	seq       int64
 	nodes     *NodeOptions // what StartWithKube was given, if it started this Server
+	// rebalances are AZRebalance's rounds, its terminations of its own accord.
+	rebalances     []Rebalance
+	processChanges []ProcessChange
 }
 
 // servers numbers the Servers of a process: the number is the second octet
@@ -682,6 +693,9 @@ func (s *Server) reconcile() {
 	sort.Strings(names)
 	for _, name := range names {
 		g := s.groups[name]
+		if s.rebalanceLocked(g) {
+			continue
+		}
 		perZone := map[string][]*instance{}
 		n := int32(0)
 		for _, id := range g.members {

@@ -50,10 +50,18 @@ type awsGroup struct {
 // apps pinned to it.
 func setupAWSGroup(t *testing.T, name string, size int32, apps ...scenario.App) *awsGroup {
 	t.Helper()
+	return setupAWSGroupWith(t, name, size, awsfake.Options{}, apps...)
+}
+
+// setupAWSGroupWith is setupAWSGroup with more of the endpoint's options
+// (region and launch delay are the usual ones).
+func setupAWSGroupWith(t *testing.T, name string, size int32, opts awsfake.Options, apps ...scenario.App) *awsGroup {
+	t.Helper()
 	ctx := testContext(t, 3*time.Minute)
 	g := &awsGroup{name: name, terminating: map[string]bool{}}
+	opts.Region, opts.LaunchDelay = "us-east-1", 500*time.Millisecond
 	srv, err := awsfake.StartWithKube(context.Background(), client,
-		awsfake.Options{Region: "us-east-1", LaunchDelay: 500 * time.Millisecond},
+		opts,
 		awsfake.NodeOptions{NotReady: func(awsfake.Instance) bool { return g.notReady.Load() }})
 	if err != nil {
 		t.Fatal(err)

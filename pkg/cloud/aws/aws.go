@@ -74,6 +74,8 @@ type Group struct {
 	NewInstancesProtectedFromScaleIn bool
 	// Deleting is set while Auto Scaling deletes the group.
 	Deleting bool
+	// Suspended are the group's suspended processes (AZRebalance, ...).
+	Suspended []string
 
 	spec  string // the version as set on the group: a number, $Latest or $Default
 	mixed bool   // the launch template comes from a mixed instances policy
@@ -320,6 +322,9 @@ func (p *Provider) groupFrom(ctx context.Context, ag *astypes.AutoScalingGroup) 
 		CapacityRebalance:                sdkaws.ToBool(ag.CapacityRebalance),
 		NewInstancesProtectedFromScaleIn: sdkaws.ToBool(ag.NewInstancesProtectedFromScaleIn),
 		Deleting:                         sdkaws.ToString(ag.Status) == statusDeleting,
+	}
+	for _, sp := range ag.SuspendedProcesses {
+		g.Suspended = append(g.Suspended, sdkaws.ToString(sp.ProcessName))
 	}
 	if len(ag.Tags) > 0 {
 		g.Tags = make(map[string]Tag, len(ag.Tags))
@@ -618,6 +623,44 @@ func (p *Provider) Sizes(ctx context.Context, group string) (min, desired, max i
 		}
 	}
 	return 0, 0, 0, inputErrorf("auto scaling group %q not found in region %q; check --asg and --region", group, p.region)
+}
+
+// AZRebalance is the group's process that, when its zones are unbalanced,
+// launches in the emptiest zone and then terminates in the fullest one.
+const AZRebalance = "AZRebalance"
+
+// ProcessSuspended reports whether the group's process is suspended now.
+func (p *Provider) ProcessSuspended(ctx context.Context, group, process string) (bool, error) {
+	ag, err := p.describeGroup(ctx, group)
+	if err != nil {
+		return false, err
+	}
+	if ag == nil {
+		return false, inputErrorf("auto scaling group %q not found in region %q; check --asg and --region", group, p.region)
+	}
+	return slices.ContainsFunc(ag.SuspendedProcesses, func(sp astypes.SuspendedProcess) bool {
+		return sdkaws.ToString(sp.ProcessName) == process
+	}), nil
+}
+
+// SuspendProcess suspends one process of the group; suspending it again
+// changes nothing.
+func (p *Provider) SuspendProcess(ctx context.Context, group, process string) error {
+	_, err := p.asg.SuspendProcesses(ctx, &autoscaling.SuspendProcessesInput{AutoScalingGroupName: sdkaws.String(group), ScalingProcesses: []string{process}})
+	if err != nil {
+		return wrap(err, "suspend process %s of Auto Scaling group %q", process, group)
+	}
+	return nil
+}
+
+// ResumeProcess resumes one process of the group; resuming one that runs
+// changes nothing.
+func (p *Provider) ResumeProcess(ctx context.Context, group, process string) error {
+	_, err := p.asg.ResumeProcesses(ctx, &autoscaling.ResumeProcessesInput{AutoScalingGroupName: sdkaws.String(group), ScalingProcesses: []string{process}})
+	if err != nil {
+		return wrap(err, "resume process %s of Auto Scaling group %q", process, group)
+	}
+	return nil
 }
 
 // TerminateShrink terminates an instance and lowers the desired capacity by

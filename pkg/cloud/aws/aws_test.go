@@ -434,3 +434,44 @@ func TestNewFromEnvironment(t *testing.T) {
 		t.Fatalf("group via AWS_ENDPOINT_URL: %v", err)
 	}
 }
+
+func processesXML(action string) string {
+	return `<` + action + `Response ` + asgNS + `><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></` + action + `Response>`
+}
+
+func TestProcesses(t *testing.T) {
+	ctx := context.Background()
+	suspended := strings.Replace(groupXML, "<Instances>", "<SuspendedProcesses><member><ProcessName>AZRebalance</ProcessName><SuspensionReason>User suspended</SuspensionReason></member></SuspendedProcesses><Instances>", 1)
+	for _, tc := range []struct {
+		name     string
+		describe string
+		want     bool
+	}{
+		{name: "AZRebalance suspended", describe: suspended, want: true},
+		{name: "nothing suspended", describe: groupXML},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			replies := baseReplies()
+			replies["DescribeAutoScalingGroups"] = fixed(200, tc.describe)
+			replies["SuspendProcesses"] = fixed(200, processesXML("SuspendProcesses"))
+			replies["ResumeProcesses"] = fixed(200, processesXML("ResumeProcesses"))
+			p, f := newTestProvider(t, replies, Options{})
+			got, err := p.ProcessSuspended(ctx, "ng1", AZRebalance)
+			if err != nil || got != tc.want {
+				t.Fatalf("suspended %v, %v; want %v", got, err, tc.want)
+			}
+			for action, call := range map[string]func() error{
+				"SuspendProcesses": func() error { return p.SuspendProcess(ctx, "ng1", AZRebalance) },
+				"ResumeProcesses":  func() error { return p.ResumeProcess(ctx, "ng1", AZRebalance) },
+			} {
+				if err := call(); err != nil {
+					t.Fatalf("%s: %v", action, err)
+				}
+				sent := f.last(action)
+				if sent.Get("AutoScalingGroupName") != "ng1" || sent.Get("ScalingProcesses.member.1") != AZRebalance || sent.Has("ScalingProcesses.member.2") {
+					t.Errorf("%s sent %v, want group ng1 and AZRebalance alone", action, sent)
+				}
+			}
+		})
+	}
+}

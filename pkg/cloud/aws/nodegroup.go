@@ -28,7 +28,28 @@ type NodeGroup struct {
 	green string // blue/green: the second group Machines reports too
 }
 
-var _ cloud.Group = (*NodeGroup)(nil)
+var (
+	_ cloud.Group      = (*NodeGroup)(nil)
+	_ cloud.Rebalancer = (*NodeGroup)(nil)
+)
+
+// RebalanceName implements cloud.Rebalancer.
+func (n *NodeGroup) RebalanceName() string { return AZRebalance }
+
+// RebalanceHeld implements cloud.Rebalancer.
+func (n *NodeGroup) RebalanceHeld(ctx context.Context) (bool, error) {
+	return n.Provider.ProcessSuspended(ctx, n.ASG, AZRebalance)
+}
+
+// HoldRebalance implements cloud.Rebalancer.
+func (n *NodeGroup) HoldRebalance(ctx context.Context) error {
+	return n.Provider.SuspendProcess(ctx, n.ASG, AZRebalance)
+}
+
+// ReleaseRebalance implements cloud.Rebalancer.
+func (n *NodeGroup) ReleaseRebalance(ctx context.Context) error {
+	return n.Provider.ResumeProcess(ctx, n.ASG, AZRebalance)
+}
 
 // Name implements cloud.Provider.
 func (n *NodeGroup) Name() string { return Name }

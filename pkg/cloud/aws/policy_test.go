@@ -83,6 +83,8 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 	replies["DescribeAutoScalingInstances"] = asgInstances("i-1", "ng1", "i-2", "ng1")
 	// Blue/green's calls: groups the run creates, over ng1.
 	(&fakeGroups{groups: map[string]Group{}}).install(replies)
+	replies["SuspendProcesses"] = fixed(200, processesXML("SuspendProcesses"))
+	replies["ResumeProcesses"] = fixed(200, processesXML("ResumeProcesses"))
 	p, f := newTestProvider(t, replies, Options{})
 	// What plan does: find the group, resolve the target, check there is
 	// room for a green group.
@@ -108,6 +110,10 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		func() error { _, _, _, err := p.Sizes(ctx, "ng1"); return err },
 		func() error { return p.Terminate(ctx, "i-1") },
 		func() error { return p.TerminateShrink(ctx, "i-2") },
+		// AZRebalance held off the scale-down's terminations.
+		func() error { _, err := p.ProcessSuspended(ctx, "ng1", AZRebalance); return err },
+		func() error { return p.SuspendProcess(ctx, "ng1", AZRebalance) },
+		func() error { return p.ResumeProcess(ctx, "ng1", AZRebalance) },
 		// Blue/green: pin blue, clone it, delete a group.
 		func() error { return p.SetSizes(ctx, "ng1", 3, 3, 3) },
 		func() error { _, err := p.CloneGroup(ctx, g, GreenName("ng1", "3"), "3"); return err },

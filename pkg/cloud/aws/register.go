@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,6 +89,8 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 		Sizes:          plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes:          byNode,
 		Unjoined:       unjoined,
+		Rebalance:      AZRebalance,
+		RebalanceHeld:  slices.Contains(g.Suspended, AZRebalance),
 	}
 	if target.Create {
 		cg.TargetVersion = plan.NewVersion
