@@ -129,60 +129,17 @@ func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []
 }
 
 func waitOwnerReady(ctx context.Context, client kubernetes.Interface, o Owner) error {
-	only := func(opts *metav1.ListOptions) {
-		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.Name).String()
-	}
 	var lw *cache.ListWatch
 	var obj runtime.Object
 	switch o.Kind {
 	case "Deployment":
-		c := client.AppsV1().Deployments(o.Namespace)
-		obj, lw = &appsv1.Deployment{}, &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				only(&opts)
-				return c.List(ctx, opts)
-			},
-			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				only(&opts)
-				return c.Watch(ctx, opts)
-			},
-		}
+		obj, lw = &appsv1.Deployment{}, namedListWatch(client.AppsV1().Deployments(o.Namespace), o.Name)
 	case "ReplicaSet":
-		c := client.AppsV1().ReplicaSets(o.Namespace)
-		obj, lw = &appsv1.ReplicaSet{}, &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				only(&opts)
-				return c.List(ctx, opts)
-			},
-			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				only(&opts)
-				return c.Watch(ctx, opts)
-			},
-		}
+		obj, lw = &appsv1.ReplicaSet{}, namedListWatch(client.AppsV1().ReplicaSets(o.Namespace), o.Name)
 	case "StatefulSet":
-		c := client.AppsV1().StatefulSets(o.Namespace)
-		obj, lw = &appsv1.StatefulSet{}, &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				only(&opts)
-				return c.List(ctx, opts)
-			},
-			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				only(&opts)
-				return c.Watch(ctx, opts)
-			},
-		}
+		obj, lw = &appsv1.StatefulSet{}, namedListWatch(client.AppsV1().StatefulSets(o.Namespace), o.Name)
 	case "ReplicationController":
-		c := client.CoreV1().ReplicationControllers(o.Namespace)
-		obj, lw = &corev1.ReplicationController{}, &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				only(&opts)
-				return c.List(ctx, opts)
-			},
-			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				only(&opts)
-				return c.Watch(ctx, opts)
-			},
-		}
+		obj, lw = &corev1.ReplicationController{}, namedListWatch(client.CoreV1().ReplicationControllers(o.Namespace), o.Name)
 	default:
 		return nil
 	}
@@ -239,4 +196,27 @@ func ptrOr(p *int32, def int32) int32 {
 		return def
 	}
 	return *p
+}
+
+// listWatcher is the List and Watch of a typed client of one kind.
+type listWatcher[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// namedListWatch lists and watches the one object of c called name.
+func namedListWatch[L runtime.Object](c listWatcher[L], name string) *cache.ListWatch {
+	only := func(opts *metav1.ListOptions) {
+		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			only(&opts)
+			return c.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			only(&opts)
+			return c.Watch(ctx, opts)
+		},
+	}
 }

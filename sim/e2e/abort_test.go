@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -215,4 +216,35 @@ func TestAbortRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAbortBlueGreenInSoak aborts a blue/green run left soaking (--no-wait):
+// blue, cordoned and drained, is back in service at its recorded sizes,
+// green stays, and no PDB was violated throughout.
+func TestAbortBlueGreenInSoak(t *testing.T) {
+	t.Parallel()
+	const name = "abort-soak"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	ctx := testContext(t, 5*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := g.run(t, "run", name, "--ami", "ami-new", "--strategy", "blue-green", "--batch-node-count", "3", "--node-pool-soak", "1h",
+		"--post-drain-wait", "0s", "--no-wait", "--yes")
+	if r.code != nodeupgrade.ExitPaused || !strings.Contains(r.stderr, "soaking until") {
+		t.Fatalf("--no-wait must stop at the soak with exit %d: %s", nodeupgrade.ExitPaused, r)
+	}
+	if blue := groupNodes(t, ctx, groupKey, name); !slices.ContainsFunc(blue, func(n corev1.Node) bool { return n.Spec.Unschedulable }) {
+		t.Fatalf("no node is cordoned in the soak: nothing for abort to undo")
+	}
+	a := g.run(t, "abort", name)
+	if a.code != nodeupgrade.ExitOK || !strings.Contains(a.stdout, "is back in service") {
+		t.Fatalf("abort: %s", a)
+	}
+	if gr, _ := g.srv.Group(name); gr.Desired != g.original.Desired || gr.Min != g.original.Min || gr.Max != g.original.Max {
+		t.Errorf("blue min/desired/max %d/%d/%d, want the recorded %d/%d/%d", gr.Min, gr.Desired, gr.Max, g.original.Min, g.original.Desired, g.original.Max)
+	}
+	assertBackInService(t, name, g.run, true)
+	assertNoViolations(t, watcher.Stop())
 }
