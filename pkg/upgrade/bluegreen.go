@@ -367,11 +367,21 @@ func (e *Engine) rollback(ctx context.Context) error {
 		}
 	}
 	if len(green) > 0 {
+		// Green's nodes leave service like any drained node: with the hooks.
+		if err := e.runHooks(ctx, plan.HookPreDrain, green); err != nil {
+			return err
+		}
 		if _, err := e.drainer.DrainNodes(ctx, green); err != nil {
+			return err
+		}
+		if err := e.runHooks(ctx, plan.HookPostDrain, green); err != nil {
 			return err
 		}
 	}
 	if cr.Green != "" && cr.GreenCreated {
+		if err := e.runHooks(ctx, plan.HookPreTerminate, green); err != nil {
+			return err
+		}
 		if err := bg.DeleteGroup(ctx, cr.Green); err != nil {
 			return err
 		}

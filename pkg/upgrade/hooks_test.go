@@ -397,3 +397,49 @@ func TestHooksOnBlueGreen(t *testing.T) {
 		})
 	}
 }
+
+// TestHooksOnBlueGreenRollback: a rollback in the soak drains green, which
+// the run made, and deletes it; green's nodes get each hook once, in order,
+// and blue's keep only the drain hooks of their batches.
+func TestHooksOnBlueGreenRollback(t *testing.T) {
+	t.Parallel()
+	log := filepath.Join(t.TempDir(), "log")
+	r := newBGRun(t)
+	r.plan = buildPlan(t, r.client, plan.Input{Strategy: "blue-green", BlueGreen: r.in, Cloud: r.blue.cloudGroup(nil),
+		Hooks: plan.Hooks{PreDrain: logHook(log), PostDrain: logHook(log), PreTerminate: logHook(log)}})
+	r.cfg = cloudRun(r.plan, r.client, r.blue)
+	r.cfg.Drain, r.cfg.Control = drainOpts(), r.control
+	got := r.run(func(s plan.State) {
+		if s.Phase == plan.PhaseSoak {
+			r.control.sendWhenWatched(state.RequestRollback)
+		}
+	})
+	if got.err != nil {
+		t.Fatalf("run: %v\n%s", got.err, got.out)
+	}
+	runs := map[string][]string{}
+	for _, l := range hookLog(t, log) {
+		f := strings.Fields(l)
+		node := strings.TrimPrefix(f[1], "node=")
+		runs[node] = append(runs[node], f[0])
+	}
+	blue := []string{"old-a1", "old-a2", "old-b1"}
+	for _, n := range blue {
+		if !slices.Equal(runs[n], []string{plan.HookPreDrain, plan.HookPostDrain}) {
+			t.Errorf("hooks of blue node %q ran %v, want its batch's drain hooks only", n, runs[n])
+		}
+	}
+	green := 0
+	for n, hooks := range runs {
+		if slices.Contains(blue, n) {
+			continue
+		}
+		green++
+		if !slices.Equal(hooks, []string{plan.HookPreDrain, plan.HookPostDrain, plan.HookPreTerminate}) {
+			t.Errorf("hooks of green node %q ran %v, want each once, in order", n, hooks)
+		}
+	}
+	if green == 0 {
+		t.Errorf("no hook ran for green's nodes: %v\n%s", runs, got.out)
+	}
+}
