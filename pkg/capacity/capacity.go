@@ -281,3 +281,20 @@ func IsAutoscaler(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+// startupTaints keep a node that has just become Ready from taking pods
+// until their owners take them off: the node lifecycle controller (a few
+// seconds after Ready), the network plugin, the cloud controller manager.
+var startupTaints = []string{corev1.TaintNodeNotReady, corev1.TaintNodeNetworkUnavailable, "node.cloudprovider.kubernetes.io/uninitialized"}
+
+// StartupTaint names the taint that still keeps a Ready node from taking
+// pods, or "" when there is none: a new node counts once it can take the
+// pods it is waited for.
+func StartupTaint(n *corev1.Node) string {
+	for _, t := range n.Spec.Taints {
+		if t.Effect != corev1.TaintEffectPreferNoSchedule && slices.Contains(startupTaints, t.Key) {
+			return t.Key
+		}
+	}
+	return ""
+}

@@ -124,3 +124,27 @@ func TestRoomNamesOnlyWhatPodsRequest(t *testing.T) {
 		})
 	}
 }
+
+func TestStartupTaint(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		taint *corev1.Taint
+		want  string
+	}{
+		{name: "none"},
+		{name: "not-ready, as the node lifecycle controller leaves it a moment after Ready", taint: &corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}, want: corev1.TaintNodeNotReady},
+		{name: "the cloud controller's", taint: &corev1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Effect: corev1.TaintEffectNoSchedule}, want: "node.cloudprovider.kubernetes.io/uninitialized"},
+		{name: "a taint of the user's", taint: &corev1.Taint{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}},
+		{name: "only preferred", taint: &corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectPreferNoSchedule}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := testNode("n", "a", "4")
+			if tc.taint != nil {
+				n.Spec.Taints = []corev1.Taint{*tc.taint}
+			}
+			if got := StartupTaint(n); got != tc.want {
+				t.Errorf("StartupTaint = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -420,7 +420,7 @@ func (e *Engine) waitGreenSelected(ctx context.Context, selector string) error {
 		notReady, missing = nil, nil
 		ready := map[string]bool{}
 		for _, n := range nodes {
-			if capacity.NodeReady(n) {
+			if capacity.NodeReady(n) && capacity.StartupTaint(n) == "" {
 				ready[n.Labels[plan.ZoneLabel]] = true
 			} else {
 				notReady = append(notReady, n.Name)

@@ -303,6 +303,9 @@ func newNodeProblem(n *corev1.Node, version string, p *plan.Plan) string {
 	if !capacity.NodeReady(n) {
 		return "not Ready"
 	}
+	if t := capacity.StartupTaint(n); t != "" {
+		return "Ready, still tainted " + t
+	}
 	if v, ok := n.Labels[plan.EKSTemplateVersionLabel]; ok && v != version {
 		return fmt.Sprintf("label %s=%s, want %s", plan.EKSTemplateVersionLabel, v, version)
 	}
