@@ -27,7 +27,8 @@ type pane struct {
 func newPane(t *testing.T) *pane {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (apt-get install -y tmux; .ci/run installs it): the terminal test needs it")
+		// A skip would pass without showing anything: the test needs tmux.
+		t.Fatal("tmux is not installed (apt-get install -y tmux; .ci/run installs it): the terminal test needs it")
 	}
 	p := &pane{t: t, socket: fmt.Sprintf("nodeupgrade-e2e-%d", os.Getpid())}
 	p.tmux("new-session", "-d", "-x", "250", "-y", "50", "bash", "--norc", "--noprofile", "-i")
