@@ -353,27 +353,7 @@ func TestHooksOnBlueGreen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			log := filepath.Join(t.TempDir(), "log")
-			r := newBGRun(t)
-			r.in.BatchNodes = tc.batchNodes
-			r.plan = buildPlan(t, r.client, plan.Input{Strategy: "blue-green", BlueGreen: r.in, Cloud: r.blue.cloudGroup(nil),
-				Hooks: plan.Hooks{PreDrain: logHook(log), PostDrain: logHook(log), PreTerminate: logHook(log)}})
-			r.cfg = cloudRun(r.plan, r.client, r.blue)
-			r.cfg.Drain, r.cfg.Control = drainOpts(), r.control
-			got := r.run(func(s plan.State) {
-				if s.Phase == plan.PhaseSoak {
-					r.control.sendWhenWatched(state.RequestComplete)
-				}
-			})
-			if got.err != nil {
-				t.Fatalf("run: %v\n%s", got.err, got.out)
-			}
-			runs := map[string][]string{}
-			for _, l := range hookLog(t, log) {
-				f := strings.Fields(l)
-				node := strings.TrimPrefix(f[1], "node=")
-				runs[node] = append(runs[node], f[0])
-			}
+			r, got, runs := runBlueGreenWithHooks(t, tc.batchNodes, state.RequestComplete)
 			for _, n := range []string{"old-a1", "old-a2", "old-b1"} {
 				if !slices.Equal(runs[n], []string{plan.HookPreDrain, plan.HookPostDrain, plan.HookPreTerminate}) {
 					t.Errorf("hooks of blue node %q ran %v, want each once, in order", n, runs[n])
@@ -403,26 +383,7 @@ func TestHooksOnBlueGreen(t *testing.T) {
 // and blue's keep only the drain hooks of their batches.
 func TestHooksOnBlueGreenRollback(t *testing.T) {
 	t.Parallel()
-	log := filepath.Join(t.TempDir(), "log")
-	r := newBGRun(t)
-	r.plan = buildPlan(t, r.client, plan.Input{Strategy: "blue-green", BlueGreen: r.in, Cloud: r.blue.cloudGroup(nil),
-		Hooks: plan.Hooks{PreDrain: logHook(log), PostDrain: logHook(log), PreTerminate: logHook(log)}})
-	r.cfg = cloudRun(r.plan, r.client, r.blue)
-	r.cfg.Drain, r.cfg.Control = drainOpts(), r.control
-	got := r.run(func(s plan.State) {
-		if s.Phase == plan.PhaseSoak {
-			r.control.sendWhenWatched(state.RequestRollback)
-		}
-	})
-	if got.err != nil {
-		t.Fatalf("run: %v\n%s", got.err, got.out)
-	}
-	runs := map[string][]string{}
-	for _, l := range hookLog(t, log) {
-		f := strings.Fields(l)
-		node := strings.TrimPrefix(f[1], "node=")
-		runs[node] = append(runs[node], f[0])
-	}
+	_, got, runs := runBlueGreenWithHooks(t, 2, state.RequestRollback)
 	blue := []string{"old-a1", "old-a2", "old-b1"}
 	for _, n := range blue {
 		if !slices.Equal(runs[n], []string{plan.HookPreDrain, plan.HookPostDrain}) {
@@ -442,4 +403,33 @@ func TestHooksOnBlueGreenRollback(t *testing.T) {
 	if green == 0 {
 		t.Errorf("no hook ran for green's nodes: %v\n%s", runs, got.out)
 	}
+}
+
+// runBlueGreenWithHooks runs blue/green with every command hook logging,
+// batches of batchNodes, and the request sent in the node pool soak; it
+// returns the hooks that ran, by node, in order.
+func runBlueGreenWithHooks(t *testing.T, batchNodes int, inSoak string) (*bgRun, outcome, map[string][]string) {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "log")
+	r := newBGRun(t)
+	r.in.BatchNodes = batchNodes
+	r.plan = buildPlan(t, r.client, plan.Input{Strategy: "blue-green", BlueGreen: r.in, Cloud: r.blue.cloudGroup(nil),
+		Hooks: plan.Hooks{PreDrain: logHook(log), PostDrain: logHook(log), PreTerminate: logHook(log)}})
+	r.cfg = cloudRun(r.plan, r.client, r.blue)
+	r.cfg.Drain, r.cfg.Control = drainOpts(), r.control
+	got := r.run(func(s plan.State) {
+		if s.Phase == plan.PhaseSoak {
+			r.control.sendWhenWatched(inSoak)
+		}
+	})
+	if got.err != nil {
+		t.Fatalf("run: %v\n%s", got.err, got.out)
+	}
+	runs := map[string][]string{}
+	for _, l := range hookLog(t, log) {
+		f := strings.Fields(l)
+		node := strings.TrimPrefix(f[1], "node=")
+		runs[node] = append(runs[node], f[0])
+	}
+	return r, got, runs
 }
