@@ -169,6 +169,7 @@ var DemoZones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
 // DemoOptions configure StartDemo.
 type DemoOptions struct {
 	Addr         string        // listen address; default 127.0.0.1:0
+	Size         int32         // instances of the group; default 9
 	LaunchDelay  time.Duration // default 2s
 	SetupTimeout time.Duration // bounds the node group and apps; default 3m
 	Logf         func(format string, args ...any)
@@ -177,14 +178,18 @@ type DemoOptions struct {
 // StartDemo sets up the AWS demo on cluster c and returns its Server, which
 // lives until ctx ends or Close: region us-east-1, images ami-old
 // (demo-node-v1, the template's) and ami-new (demo-node-v2), node group
-// "demo" of 9 instances over us-east-1a/b/c (min 3, max 12) whose nodes are
-// Ready, and the demo workloads (scenario.DemoApps) rolled out on them.
+// "demo" of 9 instances (Size) over us-east-1a/b/c (min 3 or Size if
+// smaller, max Size+3) whose nodes are Ready, and the demo workloads
+// (scenario.DemoApps) rolled out on them.
 func StartDemo(ctx context.Context, c kubernetes.Interface, o DemoOptions) (*Server, error) {
 	if o.LaunchDelay == 0 {
 		o.LaunchDelay = 2 * time.Second
 	}
 	if o.SetupTimeout == 0 {
 		o.SetupTimeout = 3 * time.Minute
+	}
+	if o.Size == 0 {
+		o.Size = 9
 	}
 	s, err := StartWithKube(ctx, c, Options{Region: DemoRegion, Addr: o.Addr, LaunchDelay: o.LaunchDelay, Logf: o.Logf}, NodeOptions{})
 	if err != nil {
@@ -195,7 +200,7 @@ func StartDemo(ctx context.Context, c kubernetes.Interface, o DemoOptions) (*Ser
 	s.RegisterImage(DemoOldImage, DemoOldImageName)
 	s.RegisterImage(DemoNewImage, DemoNewImageName)
 	if _, err := s.NodeGroup(setup, c, NodeGroupSpec{
-		Name: DemoGroup, Zones: DemoZones, Size: 9, Min: 3, Max: 12, ImageID: DemoOldImage,
+		Name: DemoGroup, Zones: DemoZones, Size: o.Size, Min: min(3, o.Size), Max: o.Size + 3, ImageID: DemoOldImage,
 	}); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("demo node group: %w", err)

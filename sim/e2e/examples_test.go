@@ -1,0 +1,317 @@
+package e2e
+
+import (
+	"context"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// helpExamples runs the examples of the commands' --help as a user copies
+// them: the line as written, through a shell and kubectl's plugin dispatch,
+// connected by KUBECONFIG (and, on the AWS path, the AWS environment).
+type helpExamples struct {
+	all  map[string]string // example line → the command whose help shows it
+	dir  string            // working directory: plan.json lands here
+	path string            // PATH with kubectl and kubectl-nodeupgrade
+
+	mu  sync.Mutex
+	ran map[string]bool
+}
+
+func newHelpExamples(t *testing.T) *helpExamples {
+	t.Helper()
+	e := &helpExamples{all: map[string]string{}, ran: map[string]bool{}, dir: t.TempDir()}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for line := range strings.SplitSeq(c.Example, "\n") {
+			if line = strings.TrimSpace(line); strings.HasPrefix(line, "kubectl nodeupgrade ") {
+				e.all[line] = c.CommandPath()
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(nodeupgrade.NewCmdNodeUpgrade(genericiooptions.NewTestIOStreamsDiscard()))
+	if len(e.all) == 0 {
+		t.Fatal("no --help shows an example")
+	}
+
+	// kubectl finds the plugin on PATH as it would after a krew install.
+	// Without kubectl on the machine a stand-in dispatches the same way,
+	// so the examples still run as written.
+	bin := t.TempDir()
+	if err := os.Symlink(binary, filepath.Join(bin, "kubectl-nodeupgrade")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Logf("kubectl is not installed (%v): a stand-in dispatches to the plugin", err)
+		shim := "#!/bin/sh\n[ \"$1\" = nodeupgrade ] || { echo \"kubectl stand-in: only plugin nodeupgrade\" >&2; exit 1; }\nshift\nexec kubectl-nodeupgrade \"$@\"\n"
+		if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte(shim), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.path = bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	return e
+}
+
+// cmd is example line, which must be one of the --help examples, run in
+// env.
+func (e *helpExamples) cmd(t *testing.T, env []string, line string) *exec.Cmd {
+	t.Helper()
+	if _, ok := e.all[line]; !ok {
+		t.Fatalf("%q is not an example of any --help (was the help changed?)", line)
+	}
+	e.mu.Lock()
+	e.ran[line] = true
+	e.mu.Unlock()
+	cmd := exec.Command("bash", "-c", line)
+	cmd.Dir = e.dir
+	cmd.Env = append(slices.Clone(env), "PATH="+e.path, "KUBECONFIG="+sim.Kubeconfig, "NO_COLOR=1")
+	return cmd
+}
+
+// run runs an example to its end and wants exit code want.
+func (e *helpExamples) run(t *testing.T, env []string, want int, line string) result {
+	t.Helper()
+	start := time.Now()
+	r := runCmd(t, e.cmd(t, env, line))
+	t.Logf("%s: exit %d in %s", line, r.code, time.Since(start).Round(100*time.Millisecond))
+	if r.code != want {
+		t.Fatalf("%s: want exit %d, got %s", line, want, r)
+	}
+	return r
+}
+
+// notRun lists the examples no step ran.
+func (e *helpExamples) notRun() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for line, cmd := range e.all {
+		if !e.ran[line] {
+			out = append(out, cmd+": "+line)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestHelpExamplesRunOnTheDemo runs every example of every --help, as
+// written, on the two demos: the label path (provider none) on
+// `simcluster scenario demo`'s node group, then the AWS path on the one
+// `simcluster up --aws-demo` serves, each with fewer nodes, as every batch
+// of an example's run costs the default 60 s post-drain wait. Examples that
+// act on a run (cancel, resume, rollback, complete, abort) act on one in
+// the state they are for; runs the test makes only to reach that state use
+// --post-drain-wait 0s. Each example must end with the exit code its
+// purpose gives (0, or "paused" for a run an example cancels), leave no
+// node tainted or cordoned, and break no PodDisruptionBudget; an example
+// that no step runs fails the test.
+func TestHelpExamplesRunOnTheDemo(t *testing.T) {
+	t.Parallel()
+	ex := newHelpExamples(t)
+	const demo = "demo"
+	ctx := testContext(t, 30*time.Minute)
+
+	t.Run("label path", func(t *testing.T) {
+		if err := scenario.DemoOfSize(ctx, client, 2, 2); err != nil {
+			t.Fatal(err)
+		}
+		watcher, err := scenario.WatchPDBs(ctx, client, demo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := cleanAWSEnv()
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade check demo --target-label eks.amazonaws.com/nodegroup-image=ami-new")
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade check demo --target-label eks.amazonaws.com/nodegroup-image=ami-new -n demo -o json")
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan -l eks.amazonaws.com/nodegroup=demo --provider none --target-label eks.amazonaws.com/nodegroup-image=ami-new --max-unavailable 25%")
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade run demo --provider none --target-label eks.amazonaws.com/nodegroup-image=ami-new --yes")
+		assertDemoImages(t, ctx, map[string]int{"ami-new": 2})
+		assertUntouched(t, ctx, groupKey, demo)
+		if err := scenario.WaitAppsReady(ctx, client, demo); err != nil {
+			t.Fatal(err)
+		}
+		assertNoViolations(t, watcher.Stop())
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade version")
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade version -o json")
+	})
+	if t.Failed() {
+		return
+	}
+	clearLabelDemo(t, ctx)
+
+	t.Run("AWS path", func(t *testing.T) {
+		srv, err := awsfake.StartDemo(ctx, client, awsfake.DemoOptions{Size: 3, LaunchDelay: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Close)
+		spec, _ := srv.Group(demo)
+		original := spec.GroupSpec
+		watcher, err := scenario.WatchPDBs(ctx, client, demo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := append(cleanAWSEnv(), "AWS_ENDPOINT_URL="+srv.URL,
+			"AWS_ACCESS_KEY_ID=demo", "AWS_SECRET_ACCESS_KEY=demo", "AWS_REGION="+awsfake.DemoRegion)
+		tool := func(t *testing.T, args ...string) result {
+			t.Helper()
+			return runCmd(t, setupCmd(env, args...))
+		}
+		// inService checks the group after a run or an abort ended: sizes
+		// of before, no taint or cordon, every Deployment Ready.
+		inService := func(t *testing.T, images map[string]int) {
+			t.Helper()
+			if err := srv.WaitStable(ctx, demo); err != nil {
+				t.Fatal(err)
+			}
+			if g, _ := srv.Group(demo); g.Min != original.Min || g.Desired != original.Desired || g.Max != original.Max {
+				t.Errorf("sizes min/desired/max %d/%d/%d, want %d/%d/%d", g.Min, g.Desired, g.Max, original.Min, original.Desired, original.Max)
+			}
+			assertBackInService(t, demo, tool, false)
+			if images != nil {
+				assertDemoImages(t, ctx, images)
+			}
+		}
+
+		// Reading: the plans, a dry run, every group's status.
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --ami ami-new --max-unavailable 2")
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade run demo --ami ami-new --dry-run")
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade status -A")
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --ami ami-new --seed 7 -o json > plan.json")
+
+		// The reviewed plan runs, followed by status -w; cancel pauses it
+		// after its first batch, resume finishes it.
+		run := startBackground(t, ex.cmd(t, env, "kubectl nodeupgrade run --plan-file plan.json --yes"))
+		if !run.waitFor("cordoned") {
+			t.Fatalf("the run from plan.json never drained:\n%s", run.output())
+		}
+		follow := startBackground(t, ex.cmd(t, env, "kubectl nodeupgrade status demo -w"))
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade cancel demo")
+		if code, out := run.wait(t, 5*time.Minute); code != nodeupgrade.ExitPaused {
+			t.Fatalf("cancelled run: want exit %d, got %d:\n%s", nodeupgrade.ExitPaused, code, out)
+		}
+		if code, out := follow.wait(t, time.Minute); code != nodeupgrade.ExitOK || !strings.Contains(out, "paused") {
+			t.Errorf("status -w: want exit 0 once the run paused, got %d:\n%s", code, out)
+		}
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade resume demo --yes")
+		inService(t, map[string]int{"ami-new": 3})
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade status demo -o yaml")
+		ex.run(t, env, nodeupgrade.ExitOK, `kubectl nodeupgrade status -o jsonpath='{range .items[?(@.status!="finished")]}{.nodeGroup}{"\n"}{end}'`)
+
+		// abort after the run was killed mid-batch.
+		killed, out := runAndKill(t, setupCmd(env, "run", demo, "--ami", "ami-old", "--post-drain-wait", "0s", "--yes"), killPoint{marker: "cordoned"})
+		if !killed {
+			t.Fatalf("the run ended before it was killed:\n%s", out)
+		}
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade abort demo")
+		inService(t, nil)
+
+		// abort --wait stops a live run first.
+		live := startBackground(t, setupCmd(env, "run", demo, "--ami", "ami-old", "--post-drain-wait", "30s", "--yes"))
+		if !live.waitFor("cordoned") {
+			t.Fatalf("the run never drained:\n%s", live.output())
+		}
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade abort demo --wait")
+		if code, out := live.wait(t, 2*time.Minute); code != nodeupgrade.ExitPaused {
+			t.Errorf("the run abort --wait stopped: want exit %d, got %d:\n%s", nodeupgrade.ExitPaused, code, out)
+		}
+		inService(t, nil)
+
+		// The first run example, back from ami-old: cancelled after its
+		// first batch, then rolled back.
+		tool(t, "run", demo, "--ami", "ami-old", "--max-unavailable", "3", "--post-drain-wait", "0s", "--yes")
+		inService(t, map[string]int{"ami-old": 3})
+		run = startBackground(t, ex.cmd(t, env, "kubectl nodeupgrade run demo --ami ami-new --max-unavailable 2 --yes"))
+		if !run.waitFor("cordoned") {
+			t.Fatalf("the run never drained:\n%s", run.output())
+		}
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade cancel demo")
+		if code, out := run.wait(t, 5*time.Minute); code != nodeupgrade.ExitPaused {
+			t.Fatalf("cancelled run: want exit %d, got %d:\n%s", nodeupgrade.ExitPaused, code, out)
+		}
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade rollback demo --yes")
+		inService(t, map[string]int{"ami-old": 3})
+
+		// complete ends a blue/green soak.
+		bg := startBackground(t, setupCmd(env, "run", demo, "--strategy", "blue-green", "--ami", "ami-new", "--node-pool-soak", "1h", "--post-drain-wait", "0s", "--yes"))
+		if !bg.waitFor("node pool soak: ") {
+			t.Fatalf("the blue/green run never soaked:\n%s", bg.output())
+		}
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade complete demo")
+		if code, out := bg.wait(t, 5*time.Minute); code != nodeupgrade.ExitOK {
+			t.Fatalf("the blue/green run after complete: want exit 0, got %d:\n%s", code, out)
+		}
+		assertUntouched(t, ctx, groupKey, demo)
+		assertDemoImages(t, ctx, map[string]int{"ami-new": 3})
+		if err := scenario.WaitAppsReady(ctx, client, demo); err != nil {
+			t.Fatal(err)
+		}
+		assertNoViolations(t, watcher.Stop())
+	})
+	if t.Failed() {
+		return
+	}
+	if missed := ex.notRun(); len(missed) > 0 {
+		t.Errorf("%d --help examples were never run:\n%s", len(missed), strings.Join(missed, "\n"))
+	}
+}
+
+// setupCmd runs the plugin itself to bring the demo into the state an
+// example is for.
+func setupCmd(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, append(args, "--kubeconfig", sim.Kubeconfig)...)
+	cmd.Env = env
+	return cmd
+}
+
+// assertDemoImages wants the demo's nodes to run these images, by count.
+func assertDemoImages(t *testing.T, ctx context.Context, want map[string]int) {
+	t.Helper()
+	got := map[string]int{}
+	for _, n := range groupNodes(t, ctx, groupKey, "demo") {
+		got[n.Labels[imageKey]]++
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("demo nodes by image %v, want %v", got, want)
+	}
+}
+
+// clearLabelDemo removes the label demo's nodes and workloads, so the AWS
+// demo's group of the same name starts as `simcluster up --aws-demo` does.
+func clearLabelDemo(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, n := range groupNodes(t, ctx, groupKey, "demo") {
+		if err := client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apps := client.AppsV1().Deployments("demo")
+	pdbs := client.PolicyV1().PodDisruptionBudgets("demo")
+	for _, name := range []string{"web", "api", "worker"} {
+		if err := apps.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_ = pdbs.Delete(ctx, name, metav1.DeleteOptions{}) // worker has none
+	}
+	// The pods of deleted nodes would wait for the pod garbage collector.
+	if err := client.CoreV1().Pods("demo").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
