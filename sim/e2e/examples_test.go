@@ -249,7 +249,7 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 		inService(t, nil)
 
 		// abort --wait stops a live run first.
-		live := startBackground(t, setupCmd(env, "run", demo, "--ami", "ami-old", "--post-drain-wait", "30s", "--yes"))
+		live := startBackground(t, setupCmd(env, "run", demo, "--ami", "ami-old", "--post-drain-wait", postDrainWait, "--yes"))
 		if !live.waitFor("cordoned") {
 			t.Fatalf("the run never drained:\n%s", live.output())
 		}
