@@ -197,8 +197,12 @@ func (o *RunOptions) Validate() error {
 	if o.PostDrainWait < 0 {
 		return usageErrorf("invalid --post-drain-wait %s: must not be negative", plan.FormatDuration(o.PostDrainWait))
 	}
-	if o.DeregistrationTimeout <= 0 {
+	if o.DeregistrationTimeout < 0 {
 		return usageErrorf("invalid --deregistration-timeout %s: must be positive", plan.FormatDuration(o.DeregistrationTimeout))
+	}
+	if o.DeregistrationTimeout == 0 {
+		// A record from before the flag.
+		o.DeregistrationTimeout = plan.DefaultDeregistrationTimeout
 	}
 	for _, name := range o.IgnoreChecks {
 		if _, ok := check.SeverityOf(name); !ok {
