@@ -66,7 +66,7 @@ func (s *Server) elbv2(action string, f form) ([]*node, error) {
 			}
 		}
 		s.notify()
-		return nil, nil
+		return []*node{}, nil // an empty DeregisterTargetsResult, which the SDK expects
 	}
 	return nil, &apiError{status: http.StatusBadRequest, code: "InvalidAction", message: fmt.Sprintf("The action %s is not valid for this web service.", action)}
 }

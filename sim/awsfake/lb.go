@@ -250,10 +250,11 @@ func (s *Server) attachedNodes(g *group) []*node {
 func (s *Server) lbAutoScaling(action string, f form) (res []*node, ok bool, err error) {
 	group := f.get("AutoScalingGroupName")
 	switch action {
+	// Both answer an empty result element, which the SDK expects.
 	case "AttachLoadBalancerTargetGroups":
-		return nil, true, s.attachLocked(group, f.list("TargetGroupARNs.member"), nil)
+		return []*node{}, true, s.attachLocked(group, f.list("TargetGroupARNs.member"), nil)
 	case "AttachLoadBalancers":
-		return nil, true, s.attachLocked(group, nil, f.list("LoadBalancerNames.member"))
+		return []*node{}, true, s.attachLocked(group, nil, f.list("LoadBalancerNames.member"))
 	case "DescribeLoadBalancerTargetGroups", "DescribeLoadBalancers":
 		if s.groups[group] == nil {
 			return nil, true, validation("AutoScalingGroup name not found - AutoScalingGroup %s not found", group)
