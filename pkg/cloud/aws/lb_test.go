@@ -155,8 +155,8 @@ func TestDeregister(t *testing.T) {
 				if lb.tg != "gone" || lb.clb != "gone" {
 					t.Errorf("returned with the target group %s and the classic load balancer %s", lb.tg, lb.clb)
 				}
-				if !strings.Contains(waits[0], `target group "web"`) || !strings.Contains(waits[0], "i-1") {
-					t.Errorf("waiting line %q does not name the target group and the instance", waits[0])
+				if len(waits) == 0 || !strings.Contains(waits[0], `target group "web"`) || !strings.Contains(waits[0], "i-1") {
+					t.Errorf("waiting lines %q do not name the target group and the instance", waits)
 				}
 			}
 		})
