@@ -59,6 +59,7 @@ func TestAWSLoadBalancersLetGoBeforeTermination(t *testing.T) {
 				if r.code != nodeupgrade.ExitFailure || !strings.Contains(r.stderr, "--deregistration-timeout") || !strings.Contains(r.stderr, `target group "`+name+`-tg" still holds it`) {
 					t.Fatalf("want exit %d naming the target group and --deregistration-timeout: %s", nodeupgrade.ExitFailure, r)
 				}
+				t.Logf("first run stopped: %s", strings.TrimSpace(r.stderr))
 				if n := len(terminated(g.srv, name)); n != 0 {
 					t.Fatalf("the stopped run terminated %d instances", n)
 				}
@@ -69,7 +70,16 @@ func TestAWSLoadBalancersLetGoBeforeTermination(t *testing.T) {
 				t.Fatalf("run failed: %s", r)
 			}
 			assertNoViolations(t, violations)
-			if !strings.Contains(r.stdout, "to deregister") {
+			waits := 0
+			for _, l := range strings.Split(r.stdout, "\n") {
+				if strings.Contains(l, "waiting for target group") || strings.Contains(l, "waiting for classic load balancer") {
+					waits++
+					if waits == 1 {
+						t.Logf("%s", l)
+					}
+				}
+			}
+			if waits == 0 {
 				t.Errorf("the run does not say it waits for the load balancers:\n%s", r.stdout)
 			}
 			ts := terminated(g.srv, name)
