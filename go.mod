@@ -8,6 +8,8 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
 	github.com/aws/aws-sdk-go-v2/service/autoscaling v1.79.4
 	github.com/aws/aws-sdk-go-v2/service/ec2 v1.344.1
+	github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing v1.41.8
+	github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2 v1.63.8
 	github.com/aws/smithy-go v1.28.8
 	github.com/go-logr/logr v1.4.3
 	github.com/olekukonko/tablewriter v1.1.5

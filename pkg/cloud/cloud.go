@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -73,6 +74,21 @@ type Rebalancer interface {
 	// may be repeated.
 	HoldRebalance(ctx context.Context) error
 	ReleaseRebalance(ctx context.Context) error
+}
+
+// Deregisterer is a Provider whose machines sit in load balancers that
+// keep sending them traffic, whatever Kubernetes says, until the cloud is
+// told to let go (AWS: the group's target groups and Classic Load
+// Balancers, with their deregistration delay). A run deregisters drained
+// nodes before it removes them and waits until no load balancer holds
+// them. A provider without it needs nothing.
+type Deregisterer interface {
+	Provider
+	// Deregister takes the nodes' machines out of their load balancers and
+	// returns once none holds them, or fails, naming the load balancer
+	// and the machine, when timeout passes first. waiting is told what it
+	// waits for. It may be repeated, also after an interruption.
+	Deregister(ctx context.Context, nodes []string, timeout time.Duration, waiting func(what string)) error
 }
 
 // BlueGreen is a Group that can stand a second, green group up beside it

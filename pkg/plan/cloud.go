@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -100,6 +101,10 @@ type CloudGroup struct {
 	// is suspended already.
 	Rebalance     string
 	RebalanceHeld bool
+	// LoadBalancers are those a node of the group leaves before its
+	// machine is removed (see cloud.Deregisterer); none where the cloud
+	// has no such thing or the group is in none.
+	LoadBalancers []LoadBalancer
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).
@@ -164,6 +169,29 @@ type CloudPlan struct {
 	// RebalanceHeld says it was suspended before the run, and stays so.
 	Rebalance     string `json:"rebalance,omitempty"`
 	RebalanceHeld bool   `json:"rebalanceHeld,omitempty"`
+	// LoadBalancers are those each removed node is deregistered from, and
+	// waited for, before its machine goes.
+	LoadBalancers []LoadBalancer `json:"loadBalancers,omitempty"`
+}
+
+// LoadBalancer is a load balancer that sends traffic to the group's
+// machines, and how long it keeps a deregistered one (AWS: a target
+// group's deregistration delay, a Classic Load Balancer's connection
+// draining timeout).
+type LoadBalancer struct {
+	// Kind is what the cloud calls it ("target group").
+	Kind  string   `json:"kind"`
+	Name  string   `json:"name"`
+	Delay Duration `json:"delay"`
+}
+
+// LongestDelay is the longest deregistration delay of the load balancers.
+func LongestDelay(lbs []LoadBalancer) time.Duration {
+	var d time.Duration
+	for _, lb := range lbs {
+		d = max(d, time.Duration(lb.Delay))
+	}
+	return d
 }
 
 // UnmarshalJSON also reads plans saved before the fields were neutral
@@ -259,6 +287,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		During:         cg.Sizes,
 		Rebalance:      cg.Rebalance,
 		RebalanceHeld:  cg.RebalanceHeld,
+		LoadBalancers:  cg.LoadBalancers,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the

@@ -223,6 +223,7 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		Batches:             []Batch{},
 		Findings:            []check.Finding{},
 	}
+	p.DeregistrationTimeout = Duration(in.DeregistrationTimeout)
 	podsByNode := map[string][]*corev1.Pod{}
 	for i := range snap.Pods {
 		pod := &snap.Pods[i]

@@ -61,6 +61,9 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		if line := rebalanceLine(p, c); line != "" {
 			header = append(header, [2]string{"Rebalancing", line})
 		}
+		if line := loadBalancersLine(p, c); line != "" {
+			header = append(header, [2]string{"Load balancers", line})
+		}
 	}
 	for _, h := range header {
 		if _, err := fmt.Fprintf(w, "%-17s%s\n", h[0]+":", h[1]); err != nil {
@@ -287,4 +290,22 @@ func writeHookedNodes(w io.Writer, p *Plan) {
 		keys := slices.Concat(n.PreDrain, n.PreTerminate)
 		fmt.Fprintf(w, "  %s: %s\n", n.Node, strings.Join(keys, ", "))
 	}
+}
+
+// loadBalancersLine lists the load balancers each removed node leaves, with
+// the delay each imposes, and the bound on waiting for them; "" where
+// there are none.
+func loadBalancersLine(p *Plan, c *CloudPlan) string {
+	if len(c.LoadBalancers) == 0 {
+		return ""
+	}
+	parts := make([]string, len(c.LoadBalancers))
+	for i, lb := range c.LoadBalancers {
+		parts[i] = fmt.Sprintf("%s %s (delay %s)", lb.Kind, lb.Name, FormatDuration(time.Duration(lb.Delay)))
+	}
+	line := strings.Join(parts, ", ") + "; each node is deregistered from them and removed once they let go"
+	if t := time.Duration(p.DeregistrationTimeout); t > 0 {
+		line += fmt.Sprintf(", at most %s later (--deregistration-timeout)", FormatDuration(t))
+	}
+	return line
 }

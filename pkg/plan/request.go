@@ -34,9 +34,17 @@ type Request struct {
 	MaxAge           time.Duration `json:"maxAge,omitempty"`
 	// Hooks are run around each node; the record repeats them on resume.
 	Hooks Hooks `json:"hooks"`
+	// DeregistrationTimeout bounds the wait for the cloud's load balancers
+	// to let go of a drained node; 0 (a record from before the flag) is
+	// DefaultDeregistrationTimeout.
+	DeregistrationTimeout time.Duration `json:"deregistrationTimeout,omitempty"`
 	// PlanFile is a plan saved with "plan -o json" that the run executes.
 	PlanFile string `json:"planFile,omitempty"`
 }
+
+// DefaultDeregistrationTimeout is --deregistration-timeout's default: a
+// minute above AWS's default deregistration delay of 300 s.
+const DefaultDeregistrationTimeout = 6 * time.Minute
 
 // CloudTarget is what the cloud flags ask for, in every cloud's terms.
 type CloudTarget struct {

@@ -264,13 +264,32 @@ const (
 
 // EstimateAssumptions says what the plan's estimates assume.
 func (p *Plan) EstimateAssumptions() string {
-	return fmt.Sprintf("a new node Ready in %s, a drain in %s, post-drain wait %s",
+	s := fmt.Sprintf("a new node Ready in %s, a drain in %s, post-drain wait %s",
 		FormatDuration(NodeLaunchEstimate), FormatDuration(DrainEstimate), FormatDuration(time.Duration(p.PostDrainWait)))
+	if d := deregistrationEstimate(p); d > 0 {
+		s += ", deregistration " + FormatDuration(d)
+	}
+	return s
 }
 
-// perBatchEstimate is a drain and the post-drain wait.
+// perBatchEstimate is a drain, the post-drain wait, and the wait for the
+// load balancers to let go of the batch's machines.
 func perBatchEstimate(p *Plan) time.Duration {
-	return DrainEstimate + time.Duration(p.PostDrainWait)
+	return DrainEstimate + time.Duration(p.PostDrainWait) + deregistrationEstimate(p)
+}
+
+// deregistrationEstimate is the longest deregistration delay of the
+// group's load balancers, which every removal waits out (the timeout
+// stops the run sooner).
+func deregistrationEstimate(p *Plan) time.Duration {
+	if p.Cloud == nil {
+		return 0
+	}
+	d := LongestDelay(p.Cloud.LoadBalancers)
+	if t := time.Duration(p.DeregistrationTimeout); t > 0 {
+		d = min(d, t)
+	}
+	return d
 }
 
 // EstimatedDuration sums the steps' estimates.

@@ -74,6 +74,9 @@ type Plan struct {
 	// PostDrainWait is the wait after each drained batch the estimates
 	// count (run's --post-drain-wait).
 	PostDrainWait Duration `json:"postDrainWait"`
+	// DeregistrationTimeout bounds the wait for the cloud's load
+	// balancers to let go of a removed node (Cloud.LoadBalancers).
+	DeregistrationTimeout Duration `json:"deregistrationTimeout,omitempty"`
 
 	Nodes   NodeCounts `json:"nodes"`
 	Zones   []string   `json:"zones"`
@@ -168,7 +171,9 @@ type Input struct {
 	// PostDrainWait is run's --post-drain-wait, which the estimates count
 	// after each drained batch.
 	PostDrainWait time.Duration
-	Hooks         Hooks
+	// DeregistrationTimeout is run's --deregistration-timeout.
+	DeregistrationTimeout time.Duration
+	Hooks                 Hooks
 	// Cloud is the provider's view of the group; nil with provider none,
 	// where the target labels alone say which nodes are outdated.
 	Cloud *CloudGroup

@@ -300,7 +300,7 @@ func (o *AbortOptions) engineConfig(ctx context.Context, po *PlanOptions, rec, f
 		return upgrade.Config{}, err
 	}
 	traits := p.Traits()
-	return upgrade.Config{
+	cfg := upgrade.Config{
 		Client: po.client,
 		Plan:   p,
 		Taint:  taint,
@@ -319,5 +319,7 @@ func (o *AbortOptions) engineConfig(ctx context.Context, po *PlanOptions, rec, f
 		Events:           upgrade.NewRecorder(po.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
 		Out:              o.Out,
 		Color:            output.Colorizer(output.ColorEnabled(o.Out)),
-	}, nil
+	}
+	cfg.DeregistrationTimeout = req.DeregistrationTimeout
+	return cfg, nil
 }

@@ -317,6 +317,7 @@ func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
 		PostDrainWait:  o.PostDrainWait,
 		Hooks:          o.Hooks,
 	}
+	in.DeregistrationTimeout = o.DeregistrationTimeout
 	if o.Selector == "" {
 		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, o.NodeGroup, o.NodeGroupLabel)
 		if err != nil {

@@ -104,6 +104,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&r.PlanFile, "plan-file", "", "Execute a plan saved with \"plan -o json\"; refused if the cluster no longer matches it")
 	durationVar(f, &r.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force), and the evicted workloads to be Ready again; with --strategy surge and autoscaled-blue-green 1h by default, then the remaining pods are deleted")
 	durationVar(f, &r.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
+	durationVar(f, &r.DeregistrationTimeout, "deregistration-timeout", plan.DefaultDeregistrationTimeout, "With provider aws: how long a drained node's instance may take to leave the group's target groups and Classic Load Balancers (their deregistration delay) before the run stops; it is terminated only once they let go")
 	f.StringArrayVar(&r.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
 	durationVar(f, &r.NodeReadyTimeout, "node-ready-timeout", 15*time.Minute, "How long the scale-up waits for new nodes to be Ready, and a batch for room (new capacity) for the pods it will evict, before the run stops")
 	durationVar(f, &r.MaxAge, "max-age", 7*24*time.Hour, "With --strategy short-lived: how old the nodes left running may get; status flags older ones")
@@ -195,6 +196,13 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.PostDrainWait < 0 {
 		return usageErrorf("invalid --post-drain-wait %s: must not be negative", plan.FormatDuration(o.PostDrainWait))
+	}
+	if o.DeregistrationTimeout < 0 {
+		return usageErrorf("invalid --deregistration-timeout %s: must be positive", plan.FormatDuration(o.DeregistrationTimeout))
+	}
+	if o.DeregistrationTimeout == 0 {
+		// A record from before the flag.
+		o.DeregistrationTimeout = plan.DefaultDeregistrationTimeout
 	}
 	for _, name := range o.IgnoreChecks {
 		if _, ok := check.SeverityOf(name); !ok {
@@ -296,6 +304,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		Color:            color,
 		Live:             output.IsTerminal(o.Out),
 	}
+	cfg.DeregistrationTimeout = o.DeregistrationTimeout
 	if p.Hooks != nil && p.Hooks.Any() {
 		path, remove, err := hookKubeconfig(o.configFlags)
 		if err != nil {

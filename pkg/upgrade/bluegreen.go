@@ -302,6 +302,9 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 	if err := e.runHooks(ctx, plan.HookPreTerminate, names); err != nil {
 		return err
 	}
+	if err := e.deregister(ctx, "deleting blue", names); err != nil {
+		return err
+	}
 	if err := bg.DeleteGroup(ctx, e.group.GroupName()); err != nil {
 		return err
 	}
@@ -380,6 +383,9 @@ func (e *Engine) rollback(ctx context.Context) error {
 	}
 	if cr.Green != "" && cr.GreenCreated {
 		if err := e.runHooks(ctx, plan.HookPreTerminate, green); err != nil {
+			return err
+		}
+		if err := e.deregister(ctx, "rolling back", green); err != nil {
 			return err
 		}
 		if err := bg.DeleteGroup(ctx, cr.Green); err != nil {

@@ -528,6 +528,9 @@ func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig p
 	if err := e.runHooks(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
 		return err
 	}
+	if err := e.deregister(ctx, "scale-down", []string{victim}); err != nil {
+		return err
+	}
 	if err := e.holdRebalance(ctx); err != nil {
 		return err
 	}

@@ -34,6 +34,10 @@ type Config struct {
 	// PostDrainWait lets load balancers deregister a cordoned node before
 	// it is removed.
 	PostDrainWait time.Duration
+	// DeregistrationTimeout bounds the wait for the cloud's load balancers
+	// to let go of a drained node (cloud.Deregisterer); 0 is
+	// plan.DefaultDeregistrationTimeout.
+	DeregistrationTimeout time.Duration
 	// RecoverTimeout bounds the wait for evicted workloads to be Ready
 	// elsewhere before the next batch (--drain-timeout: a batch is not
 	// over until its pods run again).
@@ -545,6 +549,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 func (e *Engine) removeBatch(ctx context.Context, i int) error {
 	if err := e.runHooks(ctx, plan.HookPreTerminate, e.batchNodes(i)); err != nil {
+		return err
+	}
+	if err := e.deregister(ctx, e.batchLabel(i), e.batchNodes(i)); err != nil {
 		return err
 	}
 	for _, name := range e.batchNodes(i) {

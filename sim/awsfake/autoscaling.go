@@ -45,6 +45,9 @@ func (s *Server) autoScaling(action string, f form) ([]*node, error) {
 			num("NumberOfLaunchConfigurations", 0),
 		}, nil
 	}
+	if res, ok, err := s.lbAutoScaling(action, f); ok {
+		return res, err
+	}
 	return nil, &apiError{status: 400, code: "InvalidAction", message: fmt.Sprintf("The action %s is not valid for this web service.", action)}
 }
 
@@ -115,6 +118,7 @@ func (s *Server) describeGroups(f form) ([]*node, error) {
 			boolean("CapacityRebalance", g.CapacityRebalance),
 			s.suspendedProcesses(g),
 		)
+		item.add(s.attachedNodes(g)...)
 		if len(g.Subnets) > 0 {
 			item.add(txt("VPCZoneIdentifier", strings.Join(g.Subnets, ",")))
 		}

@@ -191,6 +191,7 @@ type Server struct {
 	// rebalances are AZRebalance's rounds, its terminations of its own accord.
 	rebalances     []Rebalance
 	processChanges []ProcessChange
+	lb             lbState // load balancers (lb.go)
 }
 
 // servers numbers the Servers of a process: the number is the second octet
@@ -851,6 +852,7 @@ func (s *Server) launch(in *instance) {
 // terminateLocked starts terminating an instance; the caller has checked it
 // is active.
 func (s *Server) terminateLocked(in *instance) {
+	s.lbTerminatingLocked(in)
 	in.State, in.Lifecycle = StateShuttingDown, LifecycleTerminating
 	s.notify()
 	s.wg.Add(1)

@@ -57,27 +57,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch f.get("Version") {
 	case autoScalingVersion:
 		res, err := s.autoScaling(action, f)
-		if err != nil {
-			ae, ok := err.(*apiError)
-			if !ok {
-				ae = &apiError{status: 500, code: "InternalFailure", message: err.Error()}
-			}
-			typ := "Sender"
-			if ae.status >= 500 {
-				typ = "Receiver"
-			}
-			body := el("ErrorResponse", el("Error", txt("Type", typ), txt("Code", ae.code), txt("Message", ae.message)), txt("RequestId", rid))
-			body.attr = ` xmlns="` + autoScalingNS + `"`
-			reply(w, ae.status, body)
-			return
-		}
-		root := el(action + "Response")
-		root.attr = ` xmlns="` + autoScalingNS + `"`
-		if res != nil {
-			root.add(el(action+"Result", res...))
-		}
-		root.add(el("ResponseMetadata", txt("RequestId", rid)))
-		reply(w, http.StatusOK, root)
+		queryReply(w, autoScalingNS, action, rid, res, err)
+	case elbv2Version:
+		res, err := s.elbv2(action, f)
+		queryReply(w, elbv2NS, action, rid, res, err)
+	case elbVersion:
+		res, err := s.elb(action, f)
+		queryReply(w, elbNS, action, rid, res, err)
 	case ec2Version:
 		res, err := s.ec2(action, f)
 		if err != nil {
@@ -96,6 +82,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusBadRequest, el("ErrorResponse", el("Error", txt("Type", "Sender"), txt("Code", "InvalidAction"),
 			txt("Message", fmt.Sprintf("unsupported Version %q for action %q", f.get("Version"), action))), txt("RequestId", rid)))
 	}
+}
+
+// queryReply answers in the query protocol of Auto Scaling and Elastic Load
+// Balancing: the result in ActionResponse/ActionResult, or an
+// ErrorResponse.
+func queryReply(w http.ResponseWriter, ns, action, rid string, res []*node, err error) {
+	if err != nil {
+		ae, ok := err.(*apiError)
+		if !ok {
+			ae = &apiError{status: 500, code: "InternalFailure", message: err.Error()}
+		}
+		typ := "Sender"
+		if ae.status >= 500 {
+			typ = "Receiver"
+		}
+		body := el("ErrorResponse", el("Error", txt("Type", typ), txt("Code", ae.code), txt("Message", ae.message)), txt("RequestId", rid))
+		body.attr = ` xmlns="` + ns + `"`
+		reply(w, ae.status, body)
+		return
+	}
+	root := el(action + "Response")
+	root.attr = ` xmlns="` + ns + `"`
+	if res != nil {
+		root.add(el(action+"Result", res...))
+	}
+	root.add(el("ResponseMetadata", txt("RequestId", rid)))
+	reply(w, http.StatusOK, root)
 }
 
 func reply(w http.ResponseWriter, status int, body *node) {

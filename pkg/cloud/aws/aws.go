@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -20,6 +21,8 @@ import (
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
 
@@ -76,6 +79,9 @@ type Group struct {
 	Deleting bool
 	// Suspended are the group's suspended processes (AZRebalance, ...).
 	Suspended []string
+	// TargetGroups (ARNs) and LoadBalancers (Classic Load Balancer names)
+	// are attached to the group: Auto Scaling registers its instances.
+	TargetGroups, LoadBalancers []string
 
 	spec  string // the version as set on the group: a number, $Latest or $Default
 	mixed bool   // the launch template comes from a mixed instances policy
@@ -97,6 +103,10 @@ type Provider struct {
 	region string
 	asg    *autoscaling.Client
 	ec2    *ec2.Client
+	elbv2  *elasticloadbalancingv2.Client
+	elb    *elasticloadbalancing.Client
+	// pollEvery is how often a wait asks again (lb.go).
+	pollEvery time.Duration
 }
 
 // Error is an error whose message is short enough for one line of CLI
@@ -185,6 +195,10 @@ func NewFromConfig(cfg sdkaws.Config, opts Options) *Provider {
 		region: cfg.Region,
 		asg:    autoscaling.NewFromConfig(cfg),
 		ec2:    ec2.NewFromConfig(cfg),
+		elbv2:  elasticloadbalancingv2.NewFromConfig(cfg),
+		elb:    elasticloadbalancing.NewFromConfig(cfg),
+
+		pollEvery: deregistrationPoll,
 	}
 }
 
@@ -326,6 +340,7 @@ func (p *Provider) groupFrom(ctx context.Context, ag *astypes.AutoScalingGroup) 
 	for _, sp := range ag.SuspendedProcesses {
 		g.Suspended = append(g.Suspended, sdkaws.ToString(sp.ProcessName))
 	}
+	g.TargetGroups, g.LoadBalancers = attached(ag)
 	if len(ag.Tags) > 0 {
 		g.Tags = make(map[string]Tag, len(ag.Tags))
 		for _, t := range ag.Tags {

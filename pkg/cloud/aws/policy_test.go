@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // policy is deploy/iam-policy.json, the permissions the README documents.
@@ -52,8 +53,11 @@ func (f *fakeAWS) calledActions(from int) []string {
 	}
 	for _, c := range f.calls[from:] {
 		prefix := "ec2:"
-		if c.Get("Version") == "2011-01-01" {
+		switch c.Get("Version") {
+		case "2011-01-01":
 			prefix = "autoscaling:"
+		case "2015-12-01", "2012-06-01": // target groups, classic load balancers
+			prefix = "elasticloadbalancing:"
 		}
 		add(prefix + c.Get("Action"))
 		if c.Get("Action") == "CreateAutoScalingGroup" && c.Has("Tags.member.1.Key") {
@@ -85,7 +89,9 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 	(&fakeGroups{groups: map[string]Group{}}).install(replies)
 	replies["SuspendProcesses"] = fixed(200, processesXML("SuspendProcesses"))
 	replies["ResumeProcesses"] = fixed(200, processesXML("ResumeProcesses"))
+	(&lbFake{tg: "registered", clb: "registered", drainPolls: 1}).install(replies)
 	p, f := newTestProvider(t, replies, Options{})
+	p.pollEvery = time.Millisecond
 	// What plan does: find the group, resolve the target, check there is
 	// room for a green group.
 	g, err := p.FindGroup(ctx, []string{"i-1", "i-2"})
@@ -96,6 +102,10 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := p.CheckGroupQuota(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The load balancers the plan lists.
+	if _, err := p.LoadBalancers(ctx, &Group{TargetGroups: []string{webTG}, LoadBalancers: []string{"web-clb"}}); err != nil {
 		t.Fatal(err)
 	}
 	planCalls := f.calledActions(0)
@@ -114,6 +124,10 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		func() error { _, err := p.ProcessSuspended(ctx, "ng1", AZRebalance); return err },
 		func() error { return p.SuspendProcess(ctx, "ng1", AZRebalance) },
 		func() error { return p.ResumeProcess(ctx, "ng1", AZRebalance) },
+		// Load balancers let go of a node before its termination.
+		func() error {
+			return p.Deregister(ctx, []string{webTG}, []string{"web-clb"}, []string{"i-1"}, time.Minute, nil)
+		},
 		// Blue/green: pin blue, clone it, delete a group.
 		func() error { return p.SetSizes(ctx, "ng1", 3, 3, 3) },
 		func() error { _, err := p.CloneGroup(ctx, g, GreenName("ng1", "3"), "3"); return err },

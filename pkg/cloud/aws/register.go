@@ -69,6 +69,10 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err != nil {
 		return nil, nil, err
 	}
+	lbs, err := provider.LoadBalancers(ctx, g)
+	if err != nil {
+		return nil, nil, err
+	}
 	ptrs := make([]*corev1.Node, len(nodes))
 	for i := range nodes {
 		ptrs[i] = &nodes[i]
@@ -91,6 +95,7 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 		Unjoined:       unjoined,
 		Rebalance:      AZRebalance,
 		RebalanceHeld:  slices.Contains(g.Suspended, AZRebalance),
+		LoadBalancers:  lbs,
 	}
 	if target.Create {
 		cg.TargetVersion = plan.NewVersion

@@ -1,0 +1,31 @@
+package upgrade
+
+import (
+	"context"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// deregister has the cloud's load balancers let go of drained nodes before
+// their machines are removed (cloud.Deregisterer): the exclusion label and
+// --post-drain-wait do not take a node out of a load balancer the cloud
+// attached it to, and terminating it there cuts its connections. It comes
+// after the post-drain wait, which stays the minimum, and before every
+// removal; a provider without load balancers passes. A timeout stops the
+// run with the nodes drained and cordoned and nothing removed: a re-run
+// asks again.
+func (e *Engine) deregister(ctx context.Context, what string, names []string) error {
+	d, ok := e.cfg.Provider.(cloud.Deregisterer)
+	if !ok || len(names) == 0 {
+		return nil
+	}
+	timeout := e.cfg.DeregistrationTimeout
+	if timeout <= 0 {
+		timeout = plan.DefaultDeregistrationTimeout
+	}
+	return d.Deregister(ctx, names, timeout, func(waitingFor string) {
+		e.logf("%s: waiting for %s", what, waitingFor)
+		e.progress.waitingFor(waitingFor)
+	})
+}
