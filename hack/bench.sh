@@ -178,6 +178,6 @@ lower bound (as for the small scenario):                                 $bound 
 peak RSS of the plugin:                                                  $run_rss MiB   (target < 300 MiB)
 client-side throttling waits logged (over 50 ms):                        $throttled
 PDB violations seen:                                                     $(violations scale)
-API requests of the plugin: $total in all, $(awk -v t="$total" -v b="$batches" 'BEGIN { printf "%.1f", t / b }') per batch; by verb and resource:
-$(sed 's/^/  /' "$requests")
+API requests of the plugin: $total in all, $(awk -v t="$total" -v b="$batches" 'BEGIN { printf "%.1f", t / b }') per batch; by verb and resource (all, per batch):
+$(awk -v b="$batches" '{ printf "  %7d %8.1f  %s %s\n", $1, $1 / b, $2, $3 }' "$requests")
 EOF
