@@ -4,7 +4,8 @@
 #   hack/bench.sh           the scenario of issue 11: 24 outdated + 6 current
 #                           nodes over 3 zones, 24 Deployments x 20 replicas
 #                           with PDB maxUnavailable 2, pods Ready 1 s after
-#                           start and gone 1 s after eviction. Times a
+#                           start and gone 1 s after their 1 s grace period
+#                           (2 s after eviction). Times a
 #                           sequential "kubectl drain" + "kubectl delete node"
 #                           loop on one copy and "kubectl nodeupgrade run
 #                           --provider none --max-unavailable 3
@@ -125,7 +126,7 @@ if ! $scale; then
   cat <<EOF
 
 == scenario: 24 outdated + 6 current nodes over 3 zones, 24 Deployments x 20 replicas, PDB maxUnavailable 2,
-   pods Ready 1 s after start and gone 1 s after eviction (two identical copies, one per contender)
+   pods Ready 1 s after start and gone 1 s after their 1 s grace period (two identical copies, one per contender)
 kubectl drain + kubectl delete node, node by node:                    $loop_secs s   ($loop_load)
 kubectl nodeupgrade run --max-unavailable 3 --post-drain-wait 0s:     $run_secs s   ($run_load), peak RSS $run_rss MiB
 speed-up over the drain loop:                                         $(awk -v a="$loop_secs" -v b="$run_secs" 'BEGIN { printf "%.2f", a / b }')x   (target >= 3x)
