@@ -63,6 +63,20 @@ type Options struct {
 	GracePeriodSeconds   int           // -1 = the pod's own terminationGracePeriodSeconds
 	MaxGracePeriod       time.Duration // 0 = no cap; caps the grace period used on deletes and evictions
 	OnEvent              func(Event)   // may be called from several goroutines at once; nil = ignore
+	// Pods, if set, is a cache of the cluster's pods the caller already
+	// keeps; a drain follows its pods there instead of listing and watching
+	// each node, and lists a node again only when the cache shows a new pod
+	// on it. nil: a list and a watch per node, as kubectl drain.
+	Pods PodSource
+}
+
+// PodSource is a pod cache kept by the caller: a shared informer of the
+// pods of all namespaces, started and synced, whose store is keyed
+// namespace/name.
+type PodSource interface {
+	Informer() cache.SharedIndexInformer
+	// PodsOn returns the cached pods bound to node.
+	PodsOn(node string) []*corev1.Pod
 }
 
 // Result is what a drain removed from one node.
@@ -277,6 +291,7 @@ type nodeDrain struct {
 	informer  cache.SharedIndexInformer
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
+	handler   cache.ResourceEventHandlerRegistration // on Options.Pods' informer
 
 	wake chan struct{} // pokes the main loop; buffered 1
 
@@ -372,13 +387,11 @@ func (n *nodeDrain) poke() {
 	}
 }
 
-// startPodWatch lists the node's pods once and then watches them; the
-// informer re-lists by itself when the watch expires.
+// startPodWatch follows the node's pods: in Options.Pods' informer, or
+// else with an informer of the node's own (a list, then a watch; it
+// re-lists by itself when the watch expires).
 func (n *nodeDrain) startPodWatch(ctx context.Context) error {
-	sel := fields.OneTermEqualSelector("spec.nodeName", n.node).String()
-	n.informer = coreinformers.NewFilteredPodInformer(n.d.client, metav1.NamespaceAll, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.FieldSelector = sel })
-	_, err := n.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { n.observe(obj) },
 		UpdateFunc: func(_, obj any) { n.observe(obj) },
 		DeleteFunc: func(obj any) {
@@ -389,8 +402,20 @@ func (n *nodeDrain) startPodWatch(ctx context.Context) error {
 				n.markGone(pod.UID)
 			}
 		},
-	})
-	if err != nil {
+	}
+	if src := n.d.opts.Pods; src != nil {
+		n.informer = src.Informer()
+		reg, err := n.informer.AddEventHandler(handler)
+		if err != nil {
+			return fmt.Errorf("watch pods of node %q: %w", n.node, err)
+		}
+		n.handler = reg
+		return nil
+	}
+	sel := fields.OneTermEqualSelector("spec.nodeName", n.node).String()
+	n.informer = coreinformers.NewFilteredPodInformer(n.d.client, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = sel })
+	if _, err := n.informer.AddEventHandler(handler); err != nil {
 		return fmt.Errorf("watch pods of node %q: %w", n.node, err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
@@ -492,6 +517,9 @@ func (n *nodeDrain) close() {
 		n.stopWatch()
 		<-n.watchDone
 	}
+	if n.handler != nil {
+		_ = n.informer.RemoveEventHandler(n.handler)
+	}
 	n.mu.Lock()
 	nss := make([]string, 0, len(n.pdbNS))
 	for ns := range n.pdbNS {
@@ -564,6 +592,32 @@ func (n *nodeDrain) track(pods []corev1.Pod) []*podTrack {
 	return added
 }
 
+// newPodsCached reports whether the node may hold pods the drain has not
+// seen: always without Options.Pods, else when its cache shows one that is
+// neither tracked, nor finished, nor a DaemonSet's or mirror pod (which the
+// drain leaves).
+func (n *nodeDrain) newPodsCached() bool {
+	src := n.d.opts.Pods
+	if src == nil {
+		return true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, p := range src.PodsOn(n.node) {
+		if _, seen := n.pods[p.UID]; seen || isFinished(p) {
+			continue
+		}
+		if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+			continue
+		}
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
 // state counts the tracked pods still on the node and those among them that
 // nothing more will move (eviction failed for good).
 func (n *nodeDrain) state() (left, stuck int) {
@@ -611,6 +665,10 @@ func (n *nodeDrain) run(ctx context.Context, pods []corev1.Pod) error {
 	for {
 		left, stuck := n.state()
 		if left == 0 && len(added) == 0 {
+			n.d.emit(Event{Type: EventDrained, Node: n.node})
+			return nil
+		}
+		if left == 0 && !n.newPodsCached() {
 			n.d.emit(Event{Type: EventDrained, Node: n.node})
 			return nil
 		}

@@ -18,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 )
 
 var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
@@ -873,6 +875,75 @@ func TestPodEvictionFailureError(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.err.Error(); got != tt.want {
 				t.Errorf("\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// informerSource is a PodSource over an informer of all pods, as the
+// engine keeps one.
+type informerSource struct{ inf cache.SharedIndexInformer }
+
+func (s informerSource) Informer() cache.SharedIndexInformer { return s.inf }
+
+func (s informerSource) PodsOn(node string) []*corev1.Pod {
+	objs, _ := s.inf.GetIndexer().ByIndex("node", node)
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*corev1.Pod))
+	}
+	return out
+}
+
+func TestDrainWithPodSource(t *testing.T) {
+	tests := []struct {
+		name        string
+		landBack    bool
+		wantEvicted string
+		wantLists   int // of pods, after the source synced
+	}{
+		{name: "nothing lands back: the node is listed once", wantEvicted: "default/web", wantLists: 1},
+		{name: "a pod lands back: the cache shows it and the node is listed again", landBack: true,
+			wantEvicted: "default/web,default/web-again", wantLists: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var c *cluster
+			c = newCluster(t, func(name string, _ int) error {
+				if tc.landBack && name == "web" {
+					if err := c.Tracker().Add(newPod("default", "web-again", "n1")); err != nil {
+						t.Error(err)
+					}
+				}
+				return nil
+			}, newPod("default", "web", "n1"), newPod("default", "other", "n2"))
+			ctx := testCtx(t)
+			inf := coreinformers.NewPodInformer(c, metav1.NamespaceAll, 0, cache.Indexers{"node": func(obj any) ([]string, error) {
+				return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
+			}})
+			go inf.RunWithContext(ctx)
+			if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+				t.Fatal("pod informer did not sync")
+			}
+			// the source's watch has no node selector: let the fake delete n1's pods
+			close(c.watchedCh("n1"))
+			c.ClearActions()
+			rec := &recorder{}
+			res, err := fast(c, Options{Pods: informerSource{inf}}, rec).DrainNode(ctx, "n1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(podNames(res.Evicted), ","); got != tc.wantEvicted {
+				t.Errorf("evicted = %s, want %s", got, tc.wantEvicted)
+			}
+			if got := c.verbs("watch", ""); got != 0 {
+				t.Errorf("%d pod watches, want none besides the source's", got)
+			}
+			if got := c.verbs("list", ""); got != tc.wantLists {
+				t.Errorf("%d pod lists, want %d", got, tc.wantLists)
+			}
+			if len(rec.of(EventDrained, "")) != 1 {
+				t.Errorf("events = %+v", rec.events)
 			}
 		})
 	}

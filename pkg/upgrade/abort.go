@@ -28,6 +28,7 @@ func (e *Engine) Abort(ctx context.Context) error {
 		return err
 	}
 	defer stop()
+	defer e.cfg.Events.Flush()
 	rec := e.cfg.Record
 	phase := plan.Phase(rec.Phase)
 	if phase == plan.PhaseDeleteBlue {

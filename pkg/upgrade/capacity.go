@@ -96,6 +96,11 @@ func (v *clusterView) autoscalerPod() string {
 	return ""
 }
 
+// Informer and PodsOn make the view the drains' pod source.
+func (v *clusterView) Informer() cache.SharedIndexInformer { return v.pods }
+
+func (v *clusterView) PodsOn(node string) []*corev1.Pod { return v.podsOn(node) }
+
 func (v *clusterView) podsOn(node string) []*corev1.Pod {
 	objs, _ := v.pods.GetIndexer().ByIndex(byNodeIndex, node)
 	out := make([]*corev1.Pod, 0, len(objs))

@@ -90,6 +90,7 @@ type Engine struct {
 	strategy plan.Strategy
 	traits   plan.Traits
 	drainer  *drain.Drainer
+	drainOpt drain.Options // the drainer's, without the pod source watchCluster adds
 	evicted  []corev1.Pod
 	view     *clusterView
 	ctx      context.Context // for events recorded from drain callbacks
@@ -137,6 +138,7 @@ func New(cfg Config) (*Engine, error) {
 			userHook(ev)
 		}
 	}
+	e.drainOpt = cfg.Drain
 	e.drainer = drain.New(cfg.Client, cfg.Drain)
 	return e, nil
 }
@@ -157,6 +159,10 @@ func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.Can
 		return ctx, nil, err
 	}
 	e.view = view
+	// drains follow their pods in the view's cache: no list and watch per node
+	opts := e.drainOpt
+	opts.Pods = view
+	e.drainer = drain.New(e.cfg.Client, opts)
 	return ctx, cancel, nil
 }
 
@@ -167,6 +173,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	defer stop()
+	defer e.cfg.Events.Flush()
 	defer e.progress.close()
 	go e.tickProgress(ctx)
 	s := plan.State{Phase: e.cfg.Start}

@@ -15,18 +15,35 @@ import (
 const EventComponent = "kubectl-nodeupgrade"
 
 // Recorder writes Kubernetes Events so that "kubectl get events" tells the
-// upgrade's history to someone who was not watching. Events are written
-// synchronously (a run makes a handful per node), and a failure to write
-// one never fails the upgrade: it is reported once.
+// upgrade's history to someone who was not watching. Events are written in
+// the background, a few at a time, so a round trip per Event does not hold
+// up a drain (a blocked eviction records one, and waits for its budget
+// right after); Flush waits for them. A failure to write one never fails
+// the upgrade: it is reported once.
 type Recorder struct {
 	client kubernetes.Interface
 	warn   func(error)
 	once   sync.Once
+	slots  chan struct{} // bounds the writes in flight
+	wg     sync.WaitGroup
 }
+
+// eventWrites bounds the Event writes in flight.
+const eventWrites = 4
+
+// eventTimeout bounds one Event write, so Flush cannot hang on a lost server.
+const eventTimeout = 10 * time.Second
 
 // NewRecorder returns a recorder; warn is told the first write error.
 func NewRecorder(client kubernetes.Interface, warn func(error)) *Recorder {
-	return &Recorder{client: client, warn: warn}
+	return &Recorder{client: client, warn: warn, slots: make(chan struct{}, eventWrites)}
+}
+
+// Flush waits until the Events recorded so far are written (or failed).
+func (r *Recorder) Flush() {
+	if r != nil {
+		r.wg.Wait()
+	}
 }
 
 // Node records an event on a node (kept in the default namespace, as the
@@ -59,7 +76,15 @@ func (r *Recorder) write(ctx context.Context, namespace string, ref corev1.Objec
 		Count:               1,
 		Action:              reason,
 	}
-	if _, err := r.client.CoreV1().Events(namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && r.warn != nil {
-		r.once.Do(func() { r.warn(fmt.Errorf("cannot record events (the upgrade goes on): %w", err)) })
-	}
+	// not the caller's cancellation: an Event of what was done is still
+	// worth writing when the run is being stopped
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
+	r.wg.Go(func() {
+		defer cancel()
+		r.slots <- struct{}{}
+		defer func() { <-r.slots }()
+		if _, err := r.client.CoreV1().Events(namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && r.warn != nil {
+			r.once.Do(func() { r.warn(fmt.Errorf("cannot record events (the upgrade goes on): %w", err)) })
+		}
+	})
 }

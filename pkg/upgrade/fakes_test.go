@@ -46,13 +46,16 @@ var (
 // beyond storage: an accepted eviction deletes its pod, Events get the
 // names their generateName asks for, and an eviction can be refused.
 //
-// A pod is deleted only once a drain watches its node: the fake's watch
-// does not replay a delete made between its list and its watch, which a
-// real API server does (pkg/drain's tests do the same).
+// A pod is deleted only once a drain watches its node, or the engine all
+// pods (its drains follow that watch): the fake's watch does not replay a
+// delete made between its list and its watch, which a real API server does
+// (pkg/drain's tests do the same).
 type testClient struct {
 	*fake.Clientset
 	mu       sync.Mutex
 	watched  map[string]chan struct{}
+	all      chan struct{} // closed once all pods are watched
+	allOnce  sync.Once
 	refuse   map[string]error // eviction answers by pod name
 	evicted  []string
 	deleted  []string
@@ -60,7 +63,7 @@ type testClient struct {
 }
 
 func newTestClient(objs ...runtime.Object) *testClient {
-	c := &testClient{Clientset: fake.NewClientset(objs...), watched: map[string]chan struct{}{}, refuse: map[string]error{}}
+	c := &testClient{Clientset: fake.NewClientset(objs...), watched: map[string]chan struct{}{}, all: make(chan struct{}), refuse: map[string]error{}}
 	c.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
 		opts := a.(k8stesting.WatchActionImpl).ListOptions
 		w, err := c.Tracker().Watch(podsResource, a.GetNamespace(), opts)
@@ -71,6 +74,9 @@ func newTestClient(objs ...runtime.Object) *testClient {
 			default:
 				close(ch)
 			}
+		}
+		if err == nil && opts.FieldSelector == "" && a.GetNamespace() == "" {
+			c.allOnce.Do(func() { close(c.all) })
 		}
 		return true, w, err
 	})
@@ -130,7 +136,10 @@ func (c *testClient) removePod(ns, name string) error {
 	}
 	ch := c.watchedCh(obj.(*corev1.Pod).Spec.NodeName)
 	go func() {
-		<-ch
+		select {
+		case <-ch:
+		case <-c.all:
+		}
 		_ = c.Tracker().Delete(podsResource, ns, name)
 	}()
 	return nil
