@@ -310,7 +310,20 @@ func (s *Server) createGroupArgs(f form) error {
 			spec.NoPropagate[t.key] = true
 		}
 	}
-	return s.createLocked(spec)
+	// Load balancers are attached at creation as
+	// AttachLoadBalancerTargetGroups and AttachLoadBalancers would attach
+	// them; a missing one fails the call before the group exists.
+	arns, names := f.list("TargetGroupARNs.member"), f.list("LoadBalancerNames.member")
+	if err := s.attachableLocked(arns, names); err != nil {
+		return err
+	}
+	if err := s.createLocked(spec); err != nil {
+		return err
+	}
+	if len(arns)+len(names) == 0 {
+		return nil
+	}
+	return s.attachLocked(name, arns, names)
 }
 
 // createOrUpdateTags answers CreateOrUpdateTags: all tags are checked

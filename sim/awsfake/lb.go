@@ -119,15 +119,8 @@ func (s *Server) attachLocked(group string, arns, names []string) error {
 	if s.groups[group] == nil {
 		return validation("AutoScalingGroup name not found - AutoScalingGroup %s not found", group)
 	}
-	for _, arn := range arns {
-		if s.lb.targetGroups[arn] == nil {
-			return validation("Provided Target Groups may not be valid. Please ensure they exist and try again. Target group not found: %s", arn)
-		}
-	}
-	for _, n := range names {
-		if s.lb.classic[n] == nil {
-			return validation("Provided Load Balancers may not be valid. Please ensure they exist and try again. Load balancer not found: %s", n)
-		}
+	if err := s.attachableLocked(arns, names); err != nil {
+		return err
 	}
 	if s.lb.attachedTG == nil {
 		s.lb.attachedTG, s.lb.attachedCLB = map[string][]string{}, map[string][]string{}
@@ -272,4 +265,20 @@ func (s *Server) lbAutoScaling(action string, f form) (res []*node, ok bool, err
 		return []*node{el("LoadBalancers", items...)}, true, nil
 	}
 	return nil, false, nil
+}
+
+// attachableLocked fails unless every target group and Classic Load
+// Balancer exists.
+func (s *Server) attachableLocked(arns, names []string) error {
+	for _, arn := range arns {
+		if s.lb.targetGroups[arn] == nil {
+			return validation("Provided Target Groups may not be valid. Please ensure they exist and try again. Target group not found: %s", arn)
+		}
+	}
+	for _, n := range names {
+		if s.lb.classic[n] == nil {
+			return validation("Provided Load Balancers may not be valid. Please ensure they exist and try again. Load balancer not found: %s", n)
+		}
+	}
+	return nil
 }

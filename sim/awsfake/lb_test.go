@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
@@ -129,5 +130,53 @@ func TestLoadBalancersThroughTheSDK(t *testing.T) {
 		if in.Lifecycle == LifecycleInService && got[in.ID] != "healthy" {
 			t.Errorf("new instance %s is %q in the target group: %v", in.ID, got[in.ID], got)
 		}
+	}
+}
+
+// CreateAutoScalingGroup attaches the load balancers it names, as the
+// blue/green strategy's green group needs; one that does not exist fails
+// the call before the group is made.
+func TestCreateGroupAttachesLoadBalancers(t *testing.T) {
+	f := start(t, 1)
+	arn := f.s.CreateTargetGroup("web", 8080, time.Second)
+	f.s.CreateClassicLoadBalancer("web-clb", time.Second)
+	create := func(name string, arns, names []string) error {
+		_, err := f.asg.CreateAutoScalingGroup(f.ctx, &autoscaling.CreateAutoScalingGroupInput{
+			AutoScalingGroupName: aws.String(name),
+			LaunchTemplate:       &astypes.LaunchTemplateSpecification{LaunchTemplateId: aws.String(f.ltID), Version: aws.String("1")},
+			MinSize:              aws.Int32(0), MaxSize: aws.Int32(2), DesiredCapacity: aws.Int32(1),
+			AvailabilityZones: []string{"us-east-1a"},
+			TargetGroupARNs:   arns, LoadBalancerNames: names,
+		})
+		return err
+	}
+	for _, tc := range []struct {
+		name        string
+		arns, names []string
+		wantErr     bool
+	}{
+		{name: "green", arns: []string{arn}, names: []string{"web-clb"}},
+		{name: "missing-tg", arns: []string{arn + "-missing"}, wantErr: true},
+		{name: "missing-clb", names: []string{"gone-clb"}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := create(tc.name, tc.arns, tc.names)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatal("created with a load balancer that does not exist")
+				}
+				if _, ok := f.s.Group(tc.name); ok {
+					t.Fatal("the failed call left the group behind")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ag := describeGroup(t, f, tc.name)
+			if !slices.Equal(ag.TargetGroupARNs, tc.arns) || !slices.Equal(ag.LoadBalancerNames, tc.names) {
+				t.Fatalf("group lists target groups %v and load balancers %v, want %v and %v", ag.TargetGroupARNs, ag.LoadBalancerNames, tc.arns, tc.names)
+			}
+		})
 	}
 }

@@ -75,7 +75,8 @@ func (p *Provider) GroupExists(ctx context.Context, name string) (bool, error) {
 // CloneGroup creates the green group, green, as a copy of blue that
 // launches version (a number) of blue's launch template, and returns it
 // described. Sizes are taken from blue as given, so the caller may pass
-// the sizes it recorded before pinning blue. Tags are copied with their
+// the sizes it recorded before pinning blue. Blue's target groups and
+// Classic Load Balancers are attached to green. Tags are copied with their
 // PropagateAtLaunch, except the aws: ones Auto Scaling reserves, and
 // TagBlue and TagRole mark the group as green.
 //
@@ -156,6 +157,10 @@ func cloneInput(blue *Group, green, version string) (*autoscaling.CreateAutoScal
 		TerminationPolicies:              blue.TerminationPolicies,
 		CapacityRebalance:                sdkaws.Bool(blue.CapacityRebalance),
 		NewInstancesProtectedFromScaleIn: sdkaws.Bool(blue.NewInstancesProtectedFromScaleIn),
+		// Green serves blue's load balancers: without them, deleting blue
+		// would leave them no instance behind.
+		TargetGroupARNs:   blue.TargetGroups,
+		LoadBalancerNames: blue.LoadBalancers,
 	}
 	// Subnets decide the zones in a VPC; the zones alone only outside one.
 	if blue.VPCZoneIdentifier != "" {

@@ -64,6 +64,8 @@ func memberXML(g Group) string {
 	el("HealthCheckGracePeriod", strconv.Itoa(int(g.HealthCheckGracePeriod)))
 	el("DefaultCooldown", strconv.Itoa(int(g.DefaultCooldown)))
 	list("TerminationPolicies", g.TerminationPolicies)
+	list("TargetGroupARNs", g.TargetGroups)
+	list("LoadBalancerNames", g.LoadBalancers)
 	el("CapacityRebalance", strconv.FormatBool(g.CapacityRebalance))
 	el("NewInstancesProtectedFromScaleIn", strconv.FormatBool(g.NewInstancesProtectedFromScaleIn))
 	if g.Deleting {
@@ -99,7 +101,8 @@ func formGroup(v url.Values) Group {
 		Zones: members("AvailabilityZones.member."), VPCZoneIdentifier: v.Get("VPCZoneIdentifier"),
 		HealthCheckType: v.Get("HealthCheckType"), HealthCheckGracePeriod: n("HealthCheckGracePeriod"), DefaultCooldown: n("DefaultCooldown"),
 		TerminationPolicies: members("TerminationPolicies.member."),
-		CapacityRebalance:   v.Get("CapacityRebalance") == "true", NewInstancesProtectedFromScaleIn: v.Get("NewInstancesProtectedFromScaleIn") == "true",
+		TargetGroups:        members("TargetGroupARNs.member."), LoadBalancers: members("LoadBalancerNames.member."),
+		CapacityRebalance: v.Get("CapacityRebalance") == "true", NewInstancesProtectedFromScaleIn: v.Get("NewInstancesProtectedFromScaleIn") == "true",
 	}
 	for i := 1; v.Has("Tags.member." + strconv.Itoa(i) + ".Key"); i++ {
 		p := "Tags.member." + strconv.Itoa(i) + "."
@@ -174,6 +177,8 @@ func blueGroup() Group {
 		LaunchTemplateID: "lt-1", LaunchTemplateVersion: "2", spec: "2",
 		VPCZoneIdentifier: "subnet-a,subnet-b", HealthCheckType: "ELB", HealthCheckGracePeriod: 120, DefaultCooldown: 60,
 		TerminationPolicies: []string{"OldestLaunchTemplate", "Default"}, CapacityRebalance: true, NewInstancesProtectedFromScaleIn: true,
+		TargetGroups:  []string{"arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/web/0123456789abcdef"},
+		LoadBalancers: []string{"web-clb"},
 		Tags: map[string]Tag{
 			"Name":                              {Value: "ng1-node", PropagateAtLaunch: true},
 			"k8s.io/cluster-autoscaler/enabled": {Value: "true"},
@@ -342,6 +347,9 @@ func TestCloneGroup(t *testing.T) {
 				"HealthCheckType":   {"ELB"}, "HealthCheckGracePeriod": {"120"}, "DefaultCooldown": {"60"},
 				"TerminationPolicies.member.1": {"OldestLaunchTemplate"}, "TerminationPolicies.member.2": {"Default"},
 				"CapacityRebalance": {"true"}, "NewInstancesProtectedFromScaleIn": {"true"},
+				// Green serves blue's load balancers.
+				"TargetGroupARNs.member.1":   {"arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/web/0123456789abcdef"},
+				"LoadBalancerNames.member.1": {"web-clb"},
 				// Sorted by key; aws: left out, blue's own green marks replaced.
 				"Tags.member.1.Key": {"Name"}, "Tags.member.1.Value": {"ng1-node"}, "Tags.member.1.PropagateAtLaunch": {"true"},
 				"Tags.member.1.ResourceId": {"ng1-v3"}, "Tags.member.1.ResourceType": {"auto-scaling-group"},
