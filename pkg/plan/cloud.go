@@ -100,6 +100,13 @@ type CloudGroup struct {
 	// is suspended already.
 	Rebalance     string
 	RebalanceHeld bool
+	// LeaveHooks hold the machines the group terminates (AWS: terminating
+	// lifecycle hooks); Reserve is its pool of machines that are not
+	// nodes (AWS: the warm pool), nil without one; Protected are the
+	// machines its own scale-in passes over.
+	LeaveHooks []LeaveHook
+	Reserve    *Reserve
+	Protected  []string
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).
@@ -164,6 +171,13 @@ type CloudPlan struct {
 	// RebalanceHeld says it was suspended before the run, and stays so.
 	Rebalance     string `json:"rebalance,omitempty"`
 	RebalanceHeld bool   `json:"rebalanceHeld,omitempty"`
+	// LeaveHooks hold every machine the run removes until their owner
+	// lets go: the run waits for it (see CloudGroup). Reserve is the
+	// group's pool of machines that are not nodes; Protected the machines
+	// protected from the group's own scale-in.
+	LeaveHooks []LeaveHook `json:"leaveHooks,omitempty"`
+	Reserve    *Reserve    `json:"reserve,omitempty"`
+	Protected  []string    `json:"protected,omitempty"`
 }
 
 // UnmarshalJSON also reads plans saved before the fields were neutral
@@ -259,6 +273,9 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		During:         cg.Sizes,
 		Rebalance:      cg.Rebalance,
 		RebalanceHeld:  cg.RebalanceHeld,
+		LeaveHooks:     cg.LeaveHooks,
+		Reserve:        cg.Reserve,
+		Protected:      cg.Protected,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the
