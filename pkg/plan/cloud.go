@@ -149,6 +149,7 @@ type CloudPlan struct {
 	GroupKind    string `json:"groupKind"`
 	Template     string `json:"template"`
 	TemplateKind string `json:"templateKind"`
+	MachineKind  string `json:"machineKind,omitempty"`
 	// CurrentVersion is what the group launches now, TargetVersion what
 	// it launches after the run (NewVersion: one the run creates).
 	CurrentVersion string `json:"currentVersion"`
@@ -266,6 +267,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		GroupKind:      cg.GroupKind,
 		Template:       cg.Template,
 		TemplateKind:   cg.TemplateKind,
+		MachineKind:    cg.MachineKind,
 		CurrentVersion: cg.CurrentVersion,
 		TargetVersion:  cg.TargetVersion,
 		TargetImage:    cg.TargetImage,
