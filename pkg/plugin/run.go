@@ -194,6 +194,9 @@ func (o *RunOptions) Validate() error {
 	if o.NodeReadyTimeout <= 0 {
 		return usageErrorf("invalid --node-ready-timeout %s: must be positive", plan.FormatDuration(o.NodeReadyTimeout))
 	}
+	if o.TerminateTimeout == 0 && !o.given["terminate-timeout"] {
+		o.TerminateTimeout = upgrade.DefaultTerminateTimeout // a record from before the flag
+	}
 	if o.TerminateTimeout <= 0 {
 		return usageErrorf("invalid --terminate-timeout %s: must be positive", plan.FormatDuration(o.TerminateTimeout))
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // policy is deploy/iam-policy.json, the permissions the README documents.
@@ -85,6 +87,8 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 	(&fakeGroups{groups: map[string]Group{}}).install(replies)
 	replies["SuspendProcesses"] = fixed(200, processesXML("SuspendProcesses"))
 	replies["ResumeProcesses"] = fixed(200, processesXML("ResumeProcesses"))
+	replies["DescribeLifecycleHooks"] = fixed(200, hooksXML)
+	replies["DescribeWarmPool"] = fixed(200, warmPoolXML)
 	p, f := newTestProvider(t, replies, Options{})
 	// What plan does: find the group, resolve the target, check there is
 	// room for a green group.
@@ -96,6 +100,10 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := p.CheckGroupQuota(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The group's hooks on termination, warm pool and protection.
+	if err := p.openLifecycle(ctx, g, &plan.CloudGroup{}); err != nil {
 		t.Fatal(err)
 	}
 	planCalls := f.calledActions(0)
@@ -110,6 +118,8 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		func() error { _, _, _, err := p.Sizes(ctx, "ng1"); return err },
 		func() error { return p.Terminate(ctx, "i-1") },
 		func() error { return p.TerminateShrink(ctx, "i-2") },
+		// Waiting for a terminated instance to be gone.
+		func() error { _, err := (&NodeGroup{Provider: p, ASG: "ng1"}).Departure(ctx, "i-1"); return err },
 		// AZRebalance held off the scale-down's terminations.
 		func() error { _, err := p.ProcessSuspended(ctx, "ng1", AZRebalance); return err },
 		func() error { return p.SuspendProcess(ctx, "ng1", AZRebalance) },
