@@ -48,6 +48,9 @@ func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) erro
 	defer cancel()
 	told := map[string]bool{}
 	last := map[string]cloud.Departure{}
+	// Most terminations end in seconds: look again soon at first, then
+	// back off to the poll interval.
+	pause := min(250*time.Millisecond, e.cfg.PollInterval)
 	for {
 		nodes := make([]string, 0, len(machines))
 		for node := range machines {
@@ -85,7 +88,8 @@ func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) erro
 		}
 		if wctx.Err() == nil {
 			e.progress.waitingFor(listNames(waiting, waitNamesShown))
-			t := time.NewTimer(e.cfg.PollInterval)
+			t := time.NewTimer(pause)
+			pause = min(2*pause, e.cfg.PollInterval)
 			select {
 			case <-wctx.Done():
 			case <-t.C:
