@@ -105,6 +105,13 @@ type CloudGroup struct {
 	// machine is removed (see cloud.Deregisterer); none where the cloud
 	// has no such thing or the group is in none.
 	LoadBalancers []LoadBalancer
+	// LeaveHooks hold the machines the group terminates (AWS: terminating
+	// lifecycle hooks); Reserve is its pool of machines that are not
+	// nodes (AWS: the warm pool), nil without one; Protected are the
+	// machines its own scale-in passes over.
+	LeaveHooks []LeaveHook
+	Reserve    *Reserve
+	Protected  []string
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).
@@ -147,6 +154,7 @@ type CloudPlan struct {
 	GroupKind    string `json:"groupKind"`
 	Template     string `json:"template"`
 	TemplateKind string `json:"templateKind"`
+	MachineKind  string `json:"machineKind,omitempty"`
 	// CurrentVersion is what the group launches now, TargetVersion what
 	// it launches after the run (NewVersion: one the run creates).
 	CurrentVersion string `json:"currentVersion"`
@@ -172,6 +180,13 @@ type CloudPlan struct {
 	// LoadBalancers are those each removed node is deregistered from, and
 	// waited for, before its machine goes.
 	LoadBalancers []LoadBalancer `json:"loadBalancers,omitempty"`
+	// LeaveHooks hold every machine the run removes until their owner
+	// lets go: the run waits for it (see CloudGroup). Reserve is the
+	// group's pool of machines that are not nodes; Protected the machines
+	// protected from the group's own scale-in.
+	LeaveHooks []LeaveHook `json:"leaveHooks,omitempty"`
+	Reserve    *Reserve    `json:"reserve,omitempty"`
+	Protected  []string    `json:"protected,omitempty"`
 }
 
 // LoadBalancer is a load balancer that sends traffic to the group's
@@ -280,6 +295,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		GroupKind:      cg.GroupKind,
 		Template:       cg.Template,
 		TemplateKind:   cg.TemplateKind,
+		MachineKind:    cg.MachineKind,
 		CurrentVersion: cg.CurrentVersion,
 		TargetVersion:  cg.TargetVersion,
 		TargetImage:    cg.TargetImage,
@@ -288,6 +304,9 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		Rebalance:      cg.Rebalance,
 		RebalanceHeld:  cg.RebalanceHeld,
 		LoadBalancers:  cg.LoadBalancers,
+		LeaveHooks:     cg.LeaveHooks,
+		Reserve:        cg.Reserve,
+		Protected:      cg.Protected,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the

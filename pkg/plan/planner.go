@@ -234,6 +234,11 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	outdated := p.countNodes(group, in, podsByNode, strategy.Traits().WholeGroup)
 	if in.Cloud != nil {
 		p.Cloud = cloudPlan(in.Cloud)
+		ids := map[string]bool{}
+		for _, n := range outdated {
+			ids[n.InstanceID] = true
+		}
+		p.Notes = append(p.Notes, in.Cloud.LifecycleNotes(in.TerminateTimeout, ids)...)
 	}
 	p.Order = in.Order
 	if p.Order == "" {

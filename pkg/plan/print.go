@@ -64,6 +64,9 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		if line := loadBalancersLine(p, c); line != "" {
 			header = append(header, [2]string{"Load balancers", line})
 		}
+		if line := leaveHooksLine(c); line != "" {
+			header = append(header, [2]string{"Terminating", line})
+		}
 	}
 	for _, h := range header {
 		if _, err := fmt.Fprintf(w, "%-17s%s\n", h[0]+":", h[1]); err != nil {

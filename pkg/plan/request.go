@@ -29,6 +29,8 @@ type Request struct {
 	DrainTimeout     time.Duration `json:"drainTimeout,omitempty"`
 	PostDrainWait    time.Duration `json:"postDrainWait"`
 	NodeReadyTimeout time.Duration `json:"nodeReadyTimeout,omitempty"`
+	// TerminateTimeout bounds the wait for a removed machine to be gone.
+	TerminateTimeout time.Duration `json:"terminateTimeout,omitempty"`
 	DeleteNode       bool          `json:"deleteNode"`
 	IgnoreChecks     []string      `json:"ignoreChecks,omitempty"`
 	MaxAge           time.Duration `json:"maxAge,omitempty"`

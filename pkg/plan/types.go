@@ -173,7 +173,10 @@ type Input struct {
 	PostDrainWait time.Duration
 	// DeregistrationTimeout is run's --deregistration-timeout.
 	DeregistrationTimeout time.Duration
-	Hooks                 Hooks
+	// TerminateTimeout is run's --terminate-timeout, which the notes
+	// compare with the group's hooks on leaving machines.
+	TerminateTimeout time.Duration
+	Hooks            Hooks
 	// Cloud is the provider's view of the group; nil with provider none,
 	// where the target labels alone say which nodes are outdated.
 	Cloud *CloudGroup

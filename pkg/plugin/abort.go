@@ -316,6 +316,7 @@ func (o *AbortOptions) engineConfig(ctx context.Context, po *PlanOptions, rec, f
 		PostDrainWait:    req.PostDrainWait,
 		RecoverTimeout:   req.DrainTimeout,
 		NodeReadyTimeout: req.NodeReadyTimeout,
+		TerminateTimeout: req.TerminateTimeout,
 		Events:           upgrade.NewRecorder(po.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
 		Out:              o.Out,
 		Color:            output.Colorizer(output.ColorEnabled(o.Out)),

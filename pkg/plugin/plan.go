@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
 
 // PlanOptions are the flags shared by plan and run: what to upgrade and how.
@@ -316,6 +318,9 @@ func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
 		BlueGreen:      o.BlueGreen,
 		PostDrainWait:  o.PostDrainWait,
 		Hooks:          o.Hooks,
+		// plan and check have no --terminate-timeout of their own: the
+		// notes then speak of its default.
+		TerminateTimeout: cmp.Or(o.TerminateTimeout, upgrade.DefaultTerminateTimeout),
 	}
 	in.DeregistrationTimeout = o.DeregistrationTimeout
 	if o.Selector == "" {

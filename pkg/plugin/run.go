@@ -107,6 +107,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	durationVar(f, &r.DeregistrationTimeout, "deregistration-timeout", plan.DefaultDeregistrationTimeout, "With provider aws: how long a drained node's instance may take to leave the group's target groups and Classic Load Balancers (their deregistration delay) before the run stops; it is terminated only once they let go")
 	f.StringArrayVar(&r.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
 	durationVar(f, &r.NodeReadyTimeout, "node-ready-timeout", 15*time.Minute, "How long the scale-up waits for new nodes to be Ready, and a batch for room (new capacity) for the pods it will evict, before the run stops")
+	durationVar(f, &r.TerminateTimeout, "terminate-timeout", upgrade.DefaultTerminateTimeout, "How long the run waits for each instance it terminates to be gone, e.g. held in Terminating:Wait by another system's lifecycle hook, which the run never completes; then it stops, and a re-run goes on")
 	durationVar(f, &r.MaxAge, "max-age", 7*24*time.Hour, "With --strategy short-lived: how old the nodes left running may get; status flags older ones")
 	f.BoolVar(&o.NoWait, "no-wait", false, "With --strategy blue-green: stop at the soak (exit 8), recorded as soaking until a time; run again or resume later")
 	f.BoolVar(&r.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
@@ -193,6 +194,12 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.NodeReadyTimeout <= 0 {
 		return usageErrorf("invalid --node-ready-timeout %s: must be positive", plan.FormatDuration(o.NodeReadyTimeout))
+	}
+	if o.TerminateTimeout == 0 && !o.given["terminate-timeout"] {
+		o.TerminateTimeout = upgrade.DefaultTerminateTimeout // a record from before the flag
+	}
+	if o.TerminateTimeout <= 0 {
+		return usageErrorf("invalid --terminate-timeout %s: must be positive", plan.FormatDuration(o.TerminateTimeout))
 	}
 	if o.PostDrainWait < 0 {
 		return usageErrorf("invalid --post-drain-wait %s: must not be negative", plan.FormatDuration(o.PostDrainWait))
@@ -299,6 +306,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		PostDrainWait:    o.PostDrainWait,
 		RecoverTimeout:   o.DrainTimeout,
 		NodeReadyTimeout: o.NodeReadyTimeout,
+		TerminateTimeout: o.TerminateTimeout,
 		Events:           upgrade.NewRecorder(o.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
 		Out:              o.Out,
 		Color:            color,

@@ -535,12 +535,19 @@ func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig p
 		return err
 	}
 	e.cfg.Events.Node(ctx, victim, corev1.EventTypeNormal, "NodeUpgradeRemoved", "scale-down: removing its machine and lowering the desired size")
+	id, err := e.machineOf(ctx, victim)
+	if err != nil {
+		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
+	}
 	if err := e.group.Shrink(ctx, victim); err != nil {
 		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
 	}
 	e.shrunk.Insert(victim)
 	cr.Shrinking, cr.ShrinkTo = "", 0
-	return e.save(ctx)
+	if err := e.save(ctx); err != nil {
+		return err
+	}
+	return e.awaitGone(ctx, map[string]string{victim: id})
 }
 
 // stopScaleDown ends the scale-down because the desired size went up

@@ -45,6 +45,9 @@ type Config struct {
 	// NodeReadyTimeout (--node-ready-timeout) bounds the waits for new
 	// nodes to be Ready and for room for a batch's pods.
 	NodeReadyTimeout time.Duration
+	// TerminateTimeout (--terminate-timeout) bounds the wait for each
+	// removed machine to be gone (DefaultTerminateTimeout when 0).
+	TerminateTimeout time.Duration
 	// Events records Kubernetes Events on nodes and pods; nil records none.
 	Events *Recorder
 	// OnProgress is told every state the run enters, and the nodes done, so
@@ -561,14 +564,23 @@ func (e *Engine) removeBatch(ctx context.Context, i int) error {
 	if err := e.deregister(ctx, e.batchLabel(i), e.batchNodes(i)); err != nil {
 		return err
 	}
+	leaving := map[string]string{}
 	for _, name := range e.batchNodes(i) {
 		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeRemoved", "removing: %s", e.cfg.Provider.Describe())
+		id, err := e.machineOf(ctx, name)
+		if err != nil {
+			return fmt.Errorf("error when removing node %q: %w", name, err)
+		}
 		removed, err := e.removeNode(ctx, name)
 		if err != nil {
 			return fmt.Errorf("error when removing node %q: %w", name, err)
 		}
 		e.logf("%s: %s", e.nodeWithMachine(i, name), removed)
 		e.done = append(e.done, name)
+		leaving[name] = id
+	}
+	if err := e.awaitGone(ctx, leaving); err != nil {
+		return err
 	}
 	if e.traits.SurgeReplaces && e.group != nil {
 		_, err := e.restoreMax(ctx)

@@ -48,6 +48,9 @@ func (s *Server) autoScaling(action string, f form) ([]*node, error) {
 	if res, ok, err := s.lbAutoScaling(action, f); ok {
 		return res, err
 	}
+	if res, ok, err := s.lifecycleCall(action, f); ok {
+		return res, err
+	}
 	return nil, &apiError{status: 400, code: "InvalidAction", message: fmt.Sprintf("The action %s is not valid for this web service.", action)}
 }
 
@@ -84,7 +87,7 @@ func (s *Server) describeGroups(f form) ([]*node, error) {
 				txt("LifecycleState", in.Lifecycle),
 				txt("HealthStatus", "Healthy"),
 				ltSpec(in.LaunchTemplateID, in.LaunchTemplateName, in.GroupVersion),
-				boolean("ProtectedFromScaleIn", false),
+				boolean("ProtectedFromScaleIn", s.protectedLocked(in.ID)),
 			))
 		}
 		for _, k := range slices.Sorted(maps.Keys(g.Tags)) {
@@ -145,7 +148,7 @@ func (s *Server) describeASGInstances(f form) ([]*node, error) {
 			txt("LifecycleState", in.Lifecycle),
 			txt("HealthStatus", "HEALTHY"),
 			ltSpec(in.LaunchTemplateID, in.LaunchTemplateName, in.GroupVersion),
-			boolean("ProtectedFromScaleIn", false),
+			boolean("ProtectedFromScaleIn", s.protectedLocked(in.ID)),
 		))
 	}
 	if len(ids) == 0 {
@@ -440,6 +443,10 @@ func (s *Server) terminateInGroupLocked(id string, decrement bool) ([]*node, err
 		return nil, validation("Instance Id not found - No managed instance found for instance ID: %s", id)
 	}
 	g := s.groups[in.Group]
+	if isWarm(in) {
+		// The fake's wording; AWS refuses the call for warm-pool instances.
+		return nil, validation("Instance %s is in the warm pool of AutoScalingGroup %s and cannot be terminated with TerminateInstanceInAutoScalingGroup", id, g.Name)
+	}
 	if active(in) {
 		if decrement {
 			if g.Desired <= g.Min {

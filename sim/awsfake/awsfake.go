@@ -192,6 +192,8 @@ type Server struct {
 	rebalances     []Rebalance
 	processChanges []ProcessChange
 	lb             lbState // load balancers (lb.go)
+	// lifecycle holds hooks, warm pools and protections (lifecycle.go).
+	lifecycle lifeState
 }
 
 // servers numbers the Servers of a process: the number is the second octet
@@ -694,6 +696,7 @@ func (s *Server) reconcile() {
 	sort.Strings(names)
 	for _, name := range names {
 		g := s.groups[name]
+		s.reconcileWarmLocked(g)
 		if s.rebalanceLocked(g) {
 			continue
 		}
@@ -720,15 +723,26 @@ func (s *Server) reconcile() {
 		cur, _ := lt.resolve(g.LaunchTemplateVersion)
 		curS := strconv.FormatInt(cur, 10)
 		for ; n > g.Desired; n-- {
+			// Scale-in passes over protected instances; with only those
+			// left, the desired size stays lowered and none goes.
 			zone := ""
 			for _, z := range g.Zones {
+				if !slices.ContainsFunc(perZone[z], func(in *instance) bool { return !s.protectedLocked(in.ID) }) {
+					continue
+				}
 				if zone == "" || len(perZone[z]) > len(perZone[zone]) {
 					zone = z
 				}
 			}
+			if zone == "" {
+				break
+			}
 			cands := perZone[zone]
-			best := 0
+			best := slices.IndexFunc(cands, func(in *instance) bool { return !s.protectedLocked(in.ID) })
 			for i, in := range cands {
+				if s.protectedLocked(in.ID) {
+					continue
+				}
 				old := in.LaunchTemplateID != g.LaunchTemplateID || in.LaunchTemplateVersion != curS
 				bestOld := cands[best].LaunchTemplateID != g.LaunchTemplateID || cands[best].LaunchTemplateVersion != curS
 				if (old && !bestOld) || (old == bestOld && in.LaunchTime.Before(cands[best].LaunchTime)) {
@@ -745,6 +759,21 @@ func (s *Server) reconcile() {
 // launchLocked creates a pending instance from the group's launch template
 // version as resolved now, and starts its launch.
 func (s *Server) launchLocked(g *group, zone string) *instance {
+	in := s.newInstanceLocked(g, zone)
+	s.instances[in.ID] = in
+	g.members = append(g.members, in.ID)
+	if g.NewInstancesProtectedFromScaleIn {
+		s.life().protected[in.ID] = true
+	}
+	s.notify()
+	s.wg.Add(1)
+	go s.launch(in)
+	return in
+}
+
+// newInstanceLocked makes a pending instance of the group in zone from its
+// launch template version as resolved now, registered nowhere yet.
+func (s *Server) newInstanceLocked(g *group, zone string) *instance {
 	lt := s.templates[g.LaunchTemplateID]
 	vn, _ := lt.resolve(g.LaunchTemplateVersion)
 	v := lt.Versions[vn-1]
@@ -779,11 +808,6 @@ func (s *Server) launchLocked(g *group, zone string) *instance {
 		State:                 StatePending,
 		Lifecycle:             LifecyclePending,
 	}, launched: make(chan struct{})}
-	s.instances[in.ID] = in
-	g.members = append(g.members, in.ID)
-	s.notify()
-	s.wg.Add(1)
-	go s.launch(in)
 	return in
 }
 
@@ -853,7 +877,16 @@ func (s *Server) launch(in *instance) {
 // is active.
 func (s *Server) terminateLocked(in *instance) {
 	s.lbTerminatingLocked(in)
-	in.State, in.Lifecycle = StateShuttingDown, LifecycleTerminating
+	if s.holdLocked(in) {
+		return // a terminating lifecycle hook holds it (lifecycle.go)
+	}
+	s.shutDownLocked(in, LifecycleTerminating)
+}
+
+// shutDownLocked shuts an instance down for good, in the given lifecycle
+// state until it is terminated.
+func (s *Server) shutDownLocked(in *instance, lifecycle string) {
+	in.State, in.Lifecycle = StateShuttingDown, lifecycle
 	s.notify()
 	s.wg.Add(1)
 	go func() {

@@ -55,6 +55,9 @@ type Instance struct {
 	// Lifecycle is the Auto Scaling lifecycle state (InService, Pending,
 	// Terminating, ...).
 	Lifecycle string
+	// Protected is ProtectedFromScaleIn: the group's own scale-in passes
+	// over it (an explicit termination does not).
+	Protected bool
 }
 
 // Group is an Auto Scaling group.
@@ -366,10 +369,14 @@ func (p *Provider) groupFrom(ctx context.Context, ag *astypes.AutoScalingGroup) 
 	}
 	ids := make([]string, 0, len(ag.Instances))
 	for _, in := range ag.Instances {
+		if isWarm(string(in.LifecycleState)) {
+			continue // the warm pool's: no member of the group (see WarmPool)
+		}
 		i := Instance{
 			ID:        sdkaws.ToString(in.InstanceId),
 			Zone:      sdkaws.ToString(in.AvailabilityZone),
 			Lifecycle: string(in.LifecycleState),
+			Protected: sdkaws.ToBool(in.ProtectedFromScaleIn),
 		}
 		if in.LaunchTemplate != nil {
 			i.LaunchTemplateID = sdkaws.ToString(in.LaunchTemplate.LaunchTemplateId)

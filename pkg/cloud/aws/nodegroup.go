@@ -144,6 +144,9 @@ func (n *NodeGroup) RemoveNode(ctx context.Context, node string) error {
 	if err != nil || id == "" {
 		return err
 	}
+	if err := n.Provider.refuseWarm(ctx, id, node); err != nil {
+		return err
+	}
 	return n.Provider.Terminate(ctx, id)
 }
 
@@ -151,6 +154,9 @@ func (n *NodeGroup) RemoveNode(ctx context.Context, node string) error {
 func (n *NodeGroup) Shrink(ctx context.Context, node string) error {
 	id, err := n.instanceOf(ctx, node)
 	if err != nil || id == "" {
+		return err
+	}
+	if err := n.Provider.refuseWarm(ctx, id, node); err != nil {
 		return err
 	}
 	return n.Provider.TerminateShrink(ctx, id)

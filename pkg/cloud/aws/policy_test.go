@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // policy is deploy/iam-policy.json, the permissions the README documents.
@@ -90,6 +92,8 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 	replies["SuspendProcesses"] = fixed(200, processesXML("SuspendProcesses"))
 	replies["ResumeProcesses"] = fixed(200, processesXML("ResumeProcesses"))
 	(&lbFake{tg: "registered", clb: "registered", drainPolls: 1}).install(replies)
+	replies["DescribeLifecycleHooks"] = fixed(200, hooksXML)
+	replies["DescribeWarmPool"] = fixed(200, warmPoolXML)
 	p, f := newTestProvider(t, replies, Options{})
 	p.pollEvery = time.Millisecond
 	// What plan does: find the group, resolve the target, check there is
@@ -108,6 +112,10 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 	if _, err := p.LoadBalancers(ctx, &Group{TargetGroups: []string{webTG}, LoadBalancers: []string{"web-clb"}}); err != nil {
 		t.Fatal(err)
 	}
+	// The group's hooks on termination, warm pool and protection.
+	if err := p.openLifecycle(ctx, g, &plan.CloudGroup{}); err != nil {
+		t.Fatal(err)
+	}
 	planCalls := f.calledActions(0)
 	mark := len(f.actions())
 	// What run does besides.
@@ -120,6 +128,8 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		func() error { _, _, _, err := p.Sizes(ctx, "ng1"); return err },
 		func() error { return p.Terminate(ctx, "i-1") },
 		func() error { return p.TerminateShrink(ctx, "i-2") },
+		// Waiting for a terminated instance to be gone.
+		func() error { _, err := (&NodeGroup{Provider: p, ASG: "ng1"}).Departure(ctx, "i-1"); return err },
 		// AZRebalance held off the scale-down's terminations.
 		func() error { _, err := p.ProcessSuspended(ctx, "ng1", AZRebalance); return err },
 		func() error { return p.SuspendProcess(ctx, "ng1", AZRebalance) },

@@ -100,6 +100,9 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if target.Create {
 		cg.TargetVersion = plan.NewVersion
 	}
+	if err := provider.openLifecycle(ctx, g, cg); err != nil {
+		return nil, nil, err
+	}
 	return cg, &NodeGroup{Provider: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version}, nil
 }
 

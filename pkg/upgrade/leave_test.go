@@ -1,0 +1,95 @@
+package upgrade
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// holdingGroup is a fake group whose removed machines stay held by a
+// hook for a number of looks (forever when negative) before they are
+// gone.
+type holdingGroup struct {
+	*fakeGroup
+	holdLooks int
+
+	hmu     sync.Mutex
+	looks   map[string]int // Departure calls by machine
+	removed map[string]bool
+}
+
+var _ cloud.Departures = (*holdingGroup)(nil)
+
+var drainHook = plan.LeaveHook{Name: "drain-hook", Timeout: plan.Duration(300 * time.Second), DefaultResult: "CONTINUE"}
+
+func (h *holdingGroup) MachineOf(_ context.Context, node string) (string, error) {
+	return "i-" + node, nil
+}
+
+func (h *holdingGroup) Departure(_ context.Context, id string) (cloud.Departure, error) {
+	h.hmu.Lock()
+	defer h.hmu.Unlock()
+	h.looks[id]++
+	if h.holdLooks >= 0 && h.looks[id] > h.holdLooks {
+		h.removed[id] = true
+		return cloud.Departure{Gone: true}, nil
+	}
+	return cloud.Departure{Lifecycle: "Terminating:Wait", HeldBy: []plan.LeaveHook{drainHook}}, nil
+}
+
+func TestRemovedMachinesAreAwaited(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		strategy  string
+		in        plan.Input
+		holdLooks int
+		timeout   time.Duration
+		// wantGone are the machines awaited until gone; wantErr the
+		// run's error.
+		wantGone int
+		wantErr  string
+	}{
+		// Three batches' removals and four scale-down removals.
+		{name: "eks: every removal held, then gone", strategy: "eks", in: plan.Input{MaxUnavailable: "1"}, holdLooks: 2, wantGone: 7},
+		{name: "surge: every removal held, then gone", strategy: "surge", in: plan.Input{MaxSurge: 1, MaxUnavailable: "0"}, holdLooks: 2, wantGone: 3},
+		{name: "held past --terminate-timeout", strategy: "surge", in: plan.Input{MaxSurge: 1, MaxUnavailable: "0"}, holdLooks: -1, timeout: 300 * time.Millisecond,
+			wantErr: `did not terminate within 300ms (--terminate-timeout): held by lifecycle hook "drain-hook" (Terminating:Wait, heartbeat 300 s), which belongs to another system and was not completed; complete the hook where it belongs or raise --terminate-timeout, then run again`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			client, fg := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
+			group := &holdingGroup{fakeGroup: fg, holdLooks: tc.holdLooks, looks: map[string]int{}, removed: map[string]bool{}}
+			in := tc.in
+			in.Strategy, in.Cloud = tc.strategy, fg.cloudGroup(nil)
+			p := buildPlan(t, client, in)
+			cfg := cloudRun(p, client, group)
+			cfg.Drain, cfg.PollInterval, cfg.TerminateTimeout = drainOpts(), 10*time.Millisecond, tc.timeout
+			got := runEngine(t, cfg, nil, fg)
+			if tc.wantErr != "" {
+				if got.err == nil || !strings.Contains(got.err.Error(), tc.wantErr) {
+					t.Fatalf("run: %v, want %q\n%s", got.err, tc.wantErr, got.out)
+				}
+				return
+			}
+			if got.err != nil {
+				t.Fatalf("run: %v\n%s", got.err, got.out)
+			}
+			group.hmu.Lock()
+			defer group.hmu.Unlock()
+			if len(group.removed) != tc.wantGone {
+				t.Errorf("%d machines awaited until gone (%v), want %d", len(group.removed), group.removed, tc.wantGone)
+			}
+			for id := range group.removed {
+				if want := "waiting for " + id + ` to terminate: held by lifecycle hook "drain-hook" (Terminating:Wait, heartbeat 300 s)`; !strings.Contains(got.out, want) {
+					t.Errorf("output does not say %q:\n%s", want, got.out)
+				}
+			}
+		})
+	}
+}

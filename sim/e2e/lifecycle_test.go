@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// A group with a terminating lifecycle hook (3 s heartbeat, CONTINUE when
+// it times out; nobody completes it) and a warm pool of two stopped
+// instances goes to a new AMI by surge: every instance the run terminates
+// is held in Terminating:Wait, and the run waits for each to be gone,
+// naming the hook, without completing it; the warm instances are neither
+// terminated nor awaited as nodes.
+func TestAWSLifecycleHookAndWarmPool(t *testing.T) {
+	t.Parallel()
+	const name = "aws-lifecycle"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	ctx := testContext(t, 5*time.Minute)
+	if err := g.srv.PutLifecycleHook(awsfake.LifecycleHook{Group: name, Name: "drain-hook", Transition: awsfake.TransitionTerminating, HeartbeatTimeout: 3, DefaultResult: "CONTINUE"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.PutWarmPool(name, 2, -1, "Stopped"); err != nil {
+		t.Fatal(err)
+	}
+	var warm []awsfake.Instance
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if warm = g.srv.WarmPool(name); len(warm) == 2 && warm[0].Lifecycle == awsfake.LifecycleWarmedStopped && warm[1].Lifecycle == awsfake.LifecycleWarmedStopped {
+			break
+		}
+	}
+	if len(warm) != 2 {
+		t.Fatalf("warm pool %+v, want 2 stopped instances", warm)
+	}
+	old, _ := g.srv.Group(name)
+
+	args := []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--ami", "ami-new", "--seed", "3", "--terminate-timeout", "2m"}
+	pl := g.run(t, append([]string{"plan", name}, args...)...)
+	for _, want := range []string{`held by lifecycle hooks "drain-hook" (heartbeat 3 s)`, "has a warm pool of 2 instances (Stopped, min size 2)", "2 of them were launched from another launch template version"} {
+		if pl.code != nodeupgrade.ExitOK || !strings.Contains(pl.stdout, want) {
+			t.Fatalf("plan does not say %q: %s", want, pl)
+		}
+	}
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := g.run(t, append(append([]string{"run", name}, args...), "--post-drain-wait", "0s", "--yes")...)
+	violations := watcher.Stop()
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run failed: %s", r)
+	}
+	assertNoViolations(t, violations)
+
+	// Every old instance was held and let go by the hook's timeout, not
+	// by the run; the run ended only once each was gone.
+	held := map[string]bool{}
+	for _, a := range g.srv.LifecycleActions() {
+		if !a.TimedOut {
+			t.Errorf("the hook's action on %s was completed (%s), not timed out: the run must not complete another system's hook", a.Instance, a.Result)
+		}
+		held[a.Instance] = true
+	}
+	for _, in := range old.Instances {
+		if !held[in.ID] {
+			t.Errorf("old instance %s was never held by the hook", in.ID)
+		}
+		if !strings.Contains(r.stdout, "waiting for "+in.ID+` to terminate: held by lifecycle hook "drain-hook" (Terminating:Wait, heartbeat 3 s)`) {
+			t.Errorf("run output does not name the hook holding %s:\n%s", in.ID, r.stdout)
+		}
+	}
+	end, _ := g.srv.Group(name)
+	for _, in := range end.Instances {
+		if in.LaunchTemplateVersion == "1" {
+			t.Errorf("old instance %s is still %s when the run ended: it did not wait for it", in.ID, in.Lifecycle)
+		}
+	}
+	if end.Min != g.original.Min || end.Desired != g.original.Desired || end.Max != g.original.Max {
+		t.Errorf("sizes after the run min %d, desired %d, max %d; want %d, %d, %d", end.Min, end.Desired, end.Max, g.original.Min, g.original.Desired, g.original.Max)
+	}
+	// The warm pool is as it was: not terminated, not awaited.
+	after := g.srv.WarmPool(name)
+	if len(after) != 2 {
+		t.Fatalf("warm pool after the run %+v, want the same 2 instances", after)
+	}
+	for i, w := range warm {
+		if after[i].ID != w.ID || after[i].Lifecycle != awsfake.LifecycleWarmedStopped || after[i].LaunchTemplateVersion != "1" {
+			t.Errorf("warm instance %d: %+v after the run, want %s still Warmed:Stopped on version 1", i, after[i], w.ID)
+		}
+		if strings.Contains(r.stdout, w.ID) {
+			t.Errorf("run output names warm instance %s (awaited or removed?):\n%s", w.ID, r.stdout)
+		}
+	}
+}
