@@ -100,6 +100,11 @@ type CloudGroup struct {
 	// is suspended already.
 	Rebalance     string
 	RebalanceHeld bool
+	// LaunchesAfter says, in the provider's words, what the group
+	// launches after the run: the version it follows ($Default, made the
+	// target) or the number it is pinned to; "" when the provider does not
+	// say.
+	LaunchesAfter string
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).
@@ -164,6 +169,8 @@ type CloudPlan struct {
 	// RebalanceHeld says it was suspended before the run, and stays so.
 	Rebalance     string `json:"rebalance,omitempty"`
 	RebalanceHeld bool   `json:"rebalanceHeld,omitempty"`
+	// LaunchesAfter is CloudGroup.LaunchesAfter.
+	LaunchesAfter string `json:"launchesAfter,omitempty"`
 }
 
 // UnmarshalJSON also reads plans saved before the fields were neutral
@@ -259,6 +266,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		During:         cg.Sizes,
 		Rebalance:      cg.Rebalance,
 		RebalanceHeld:  cg.RebalanceHeld,
+		LaunchesAfter:  cg.LaunchesAfter,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the

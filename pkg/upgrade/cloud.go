@@ -84,6 +84,9 @@ func (e *Engine) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := e.keepDefault(ctx, version); err != nil {
+		return err
+	}
 	if cr.TargetVersion != version {
 		e.logf("%s %q launches %s version %s", e.groupKind(), e.group.GroupName(), e.templateKind(), version)
 	}

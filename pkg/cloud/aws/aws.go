@@ -563,12 +563,16 @@ func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string)
 			return "", err
 		}
 	}
-	// Pin the group to the number even when it already resolves to it
-	// through $Latest/$Default, so a later template change cannot move the
-	// target under a running update.
+	// A group on $Default or $Latest stays on it when that launches the
+	// target (see keepsFollowing), so infrastructure as code that follows
+	// it is not left behind; otherwise it is pinned to the number.
 	// A mixed instances policy is left as it is: pinning there would
 	// replace the policy with a plain launch template.
-	if g.spec != target && !g.mixed {
+	follow, err := p.keepsFollowing(ctx, g, target)
+	if err != nil {
+		return "", err
+	}
+	if g.spec != target && !g.mixed && !follow {
 		_, err := p.asg.UpdateAutoScalingGroup(ctx, &autoscaling.UpdateAutoScalingGroupInput{
 			AutoScalingGroupName: sdkaws.String(g.Name),
 			LaunchTemplate: &astypes.LaunchTemplateSpecification{
@@ -580,7 +584,10 @@ func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string)
 			return "", wrap(err, "point Auto Scaling group %q at launch template %q version %s", g.Name, g.LaunchTemplateID, target)
 		}
 	}
-	g.spec, g.LaunchTemplateVersion = target, target
+	if !follow {
+		g.spec = target
+	}
+	g.LaunchTemplateVersion = target
 	return target, nil
 }
 

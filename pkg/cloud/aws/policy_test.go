@@ -85,6 +85,7 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 	(&fakeGroups{groups: map[string]Group{}}).install(replies)
 	replies["SuspendProcesses"] = fixed(200, processesXML("SuspendProcesses"))
 	replies["ResumeProcesses"] = fixed(200, processesXML("ResumeProcesses"))
+	replies["ModifyLaunchTemplate"] = fixed(200, modifiedXML)
 	p, f := newTestProvider(t, replies, Options{})
 	// What plan does: find the group, resolve the target, check there is
 	// room for a green group.
@@ -114,6 +115,8 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		func() error { _, err := p.ProcessSuspended(ctx, "ng1", AZRebalance); return err },
 		func() error { return p.SuspendProcess(ctx, "ng1", AZRebalance) },
 		func() error { return p.ResumeProcess(ctx, "ng1", AZRebalance) },
+		// A group that launches $Default keeps it: the target made the default.
+		func() error { return p.SetDefaultVersion(ctx, g.LaunchTemplateID, "3") },
 		// Blue/green: pin blue, clone it, delete a group.
 		func() error { return p.SetSizes(ctx, "ng1", 3, 3, 3) },
 		func() error { _, err := p.CloneGroup(ctx, g, GreenName("ng1", "3"), "3"); return err },

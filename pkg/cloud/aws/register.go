@@ -95,6 +95,7 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if target.Create {
 		cg.TargetVersion = plan.NewVersion
 	}
+	cg.LaunchesAfter = launchesAfter(g, target)
 	return cg, &NodeGroup{Provider: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version}, nil
 }
 
