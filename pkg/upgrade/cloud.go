@@ -33,6 +33,9 @@ type NodeCreationFailure struct {
 	// did not become Ready nodes, with the reason.
 	Zones     []string
 	Instances []string
+	// Others are the group's machines the run did not plan to replace
+	// that run another version, with what they run: they do not count.
+	Others []string
 	// Launched and Wanted count the machines the group runs (not leaving)
 	// against the desired size.
 	Launched, Wanted int
@@ -48,6 +51,9 @@ func (e *NodeCreationFailure) Error() string {
 	}
 	if len(e.Instances) > 0 {
 		parts = append(parts, "instances not Ready: "+strings.Join(e.Instances, ", "))
+	}
+	if len(e.Others) > 0 {
+		parts = append(parts, "instances of another version, not counted: "+strings.Join(e.Others, ", "))
 	}
 	if e.Launched < e.Wanted {
 		parts = append(parts, fmt.Sprintf("%d of %d instances launched", e.Launched, e.Wanted))
@@ -239,6 +245,7 @@ func (e *Engine) nodesMatching(sel labels.Selector) []*corev1.Node {
 type newNodes struct {
 	ready     map[string][]string // zone -> Ready new nodes
 	notReady  []string
+	other     []string // new machines of another version: they do not count
 	launched  int
 	zonesLeft []string
 }
@@ -264,10 +271,14 @@ func (e *Engine) lookAtNewNodes(ctx context.Context, version string, zones []str
 			continue
 		}
 		st.launched++
-		if !e.group.Current(m, version) || outdated.Has(n.Name) {
+		if outdated.Has(n.Name) {
 			continue
 		}
-		switch why := newNodeProblem(n, version, e.cfg.Plan); {
+		current := e.group.Current(m, version)
+		switch why := whyNotCounted(m, n, current, version, e.cfg.Plan); {
+		case !current:
+			// Not waited for (nothing makes it the target), but named.
+			st.other = append(st.other, fmt.Sprintf("%q (%s, node %q): %s", m.ID, m.Zone, n.Name, why))
 		case why != "":
 			st.notReady = append(st.notReady, fmt.Sprintf("%q (%s, node %q): %s", m.ID, m.Zone, n.Name, why))
 		default:
@@ -279,7 +290,7 @@ func (e *Engine) lookAtNewNodes(ctx context.Context, version string, zones []str
 			continue
 		}
 		st.launched++
-		st.notReady = append(st.notReady, fmt.Sprintf("%q (%s): %s, no node has joined", m.ID, m.Zone, strings.ToLower(orUnknown(m.Lifecycle))))
+		st.notReady = append(st.notReady, fmt.Sprintf("%q (%s): %s", m.ID, m.Zone, whyNotCounted(m, nil, false, version, e.cfg.Plan)))
 	}
 	for _, z := range zones {
 		if len(st.ready[z]) == 0 {
@@ -359,7 +370,7 @@ func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones 
 		e.logf("%d new nodes Ready in %d zones", n, len(st.ready))
 		return true, nil
 	}, func() *NodeCreationFailure {
-		return &NodeCreationFailure{Group: e.group.GroupName(), GroupKind: e.groupKind(), Timeout: e.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Launched: st.launched, Wanted: wanted, Original: *cr.Original}
+		return &NodeCreationFailure{Group: e.group.GroupName(), GroupKind: e.groupKind(), Timeout: e.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *cr.Original}
 	})
 }
 
