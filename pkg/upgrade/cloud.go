@@ -378,18 +378,34 @@ func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones 
 // then fails with the failure of the last complete look. It looks again
 // on every node change (at most once a second) and, as a cloud API has no
 // watch, at least every PollInterval. A look's error ends the wait unless
-// the timeout cut the look short.
+// the timeout cut the look short, or it passes with time (the cloud
+// throttled the call, cloud.Transient): then the wait backs off and looks
+// again, and only its timeout ends it.
 func (e *Engine) awaitNodes(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() *NodeCreationFailure) error {
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.NodeReadyTimeout)
 	defer cancel()
+	throttled := 0 // transient errors in a row
 	for {
 		done, err := look(wctx)
 		if err == nil && done {
 			return nil
 		}
+		if err != nil && wctx.Err() == nil && cloud.Transient(err) {
+			throttled++
+			pause := cloud.Backoff(e.cfg.PollInterval, throttled)
+			e.logf("%s; looking again in %s (the wait ends at --node-ready-timeout)", err, pause)
+			if err := sleep(wctx, pause); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return failure()
+			}
+			continue
+		}
 		if err != nil && wctx.Err() == nil {
 			return err
 		}
+		throttled = 0
 		poll := time.NewTimer(e.cfg.PollInterval)
 		select {
 		case <-wctx.Done():

@@ -103,12 +103,16 @@ type Provider struct {
 // output; the SDK's error, with its request ID, stays reachable through
 // errors.Unwrap / errors.As.
 type Error struct {
-	msg   string
-	err   error
-	input bool
+	msg       string
+	err       error
+	input     bool
+	transient bool
 }
 
 func (e *Error) Error() string { return e.msg }
+
+// Transient reports whether AWS throttled the call (see cloud.Transient).
+func (e *Error) Transient() bool { return e.transient }
 
 // Input reports whether the error is the user's to fix (a flag, the
 // credentials): the command exits 2, and nothing was changed.
@@ -132,7 +136,7 @@ func wrap(err error, format string, args ...any) error {
 	msg := "cannot " + fmt.Sprintf(format, args...)
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		return &Error{msg: fmt.Sprintf("%s: %s: %s", msg, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err}
+		return &Error{msg: fmt.Sprintf("%s: %s: %s", msg, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err, transient: throttled(ae.ErrorCode())}
 	}
 	return &Error{msg: msg + ": " + oneLine(err.Error()), err: err}
 }
