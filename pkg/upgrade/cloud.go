@@ -191,6 +191,16 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 			return err
 		}
 	}
+	// Where the new machines land is the cloud's choice (AWS: the zones
+	// with the fewest first): read before the raise, from the nodes then.
+	zones := e.cfg.Plan.OutdatedZones()
+	if sizes, err := e.group.Sizes(ctx); err == nil && sizes.Desired < cr.Original.Desired+cr.ScaleUp {
+		var skipped []string
+		zones, skipped = e.scaleUpZones(int(cr.Original.Desired + cr.ScaleUp - sizes.Desired))
+		if len(skipped) > 0 {
+			e.logf("the new nodes go to the zones with the fewest nodes first: zones %s may get none, so their pods may move to other zones", quoteAll(skipped))
+		}
+	}
 	from, to, err := e.raise(ctx, cr.ScaleUp)
 	if to != from {
 		e.logf("scaling %s %q up by %d: desired %d -> %d, max %d -> %d", e.groupKind(), e.group.GroupName(), cr.ScaleUp, from.Desired, to.Desired, from.Max, to.Max)
@@ -212,7 +222,7 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 		e.logf("%s %q was scaled up for version %s by an earlier run; its nodes are replaced like the others", e.groupKind(), e.group.GroupName(), cr.ScaledFor)
 		return nil
 	}
-	if err := e.waitNewNodes(ctx, cr, e.cfg.Plan.OutdatedZones(), int(cr.LastDesired)); err != nil {
+	if err := e.waitNewNodes(ctx, cr, zones, int(cr.LastDesired)); err != nil {
 		return err
 	}
 	return e.protectNewNodes(ctx, true)
