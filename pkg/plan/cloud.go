@@ -112,6 +112,11 @@ type CloudGroup struct {
 	LeaveHooks []LeaveHook
 	Reserve    *Reserve
 	Protected  []string
+	// LaunchesAfter says, in the provider's words, what the group
+	// launches after the run: the version it follows ($Default, made the
+	// target) or the number it is pinned to; "" when the provider does not
+	// say.
+	LaunchesAfter string
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).
@@ -187,6 +192,8 @@ type CloudPlan struct {
 	LeaveHooks []LeaveHook `json:"leaveHooks,omitempty"`
 	Reserve    *Reserve    `json:"reserve,omitempty"`
 	Protected  []string    `json:"protected,omitempty"`
+	// LaunchesAfter is CloudGroup.LaunchesAfter.
+	LaunchesAfter string `json:"launchesAfter,omitempty"`
 }
 
 // LoadBalancer is a load balancer that sends traffic to the group's
@@ -307,6 +314,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		LeaveHooks:     cg.LeaveHooks,
 		Reserve:        cg.Reserve,
 		Protected:      cg.Protected,
+		LaunchesAfter:  cg.LaunchesAfter,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the

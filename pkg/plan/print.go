@@ -58,6 +58,9 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		header = append(header,
 			[2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)},
 			[2]string{"Scale-up", scaleUpLine(c)})
+		if c.LaunchesAfter != "" {
+			header = append(header, [2]string{"Launches after", fmt.Sprintf("%s %s %s", c.TemplateKind, c.Template, c.LaunchesAfter)})
+		}
 		if line := rebalanceLine(p, c); line != "" {
 			header = append(header, [2]string{"Rebalancing", line})
 		}

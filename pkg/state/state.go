@@ -122,6 +122,11 @@ type CloudRecord struct {
 	// RebalanceWasHeld says it was suspended before the run: left so.
 	RebalanceHeld    bool `json:"rebalanceHeld,omitempty"`
 	RebalanceWasHeld bool `json:"rebalanceWasHeld,omitempty"`
+	// DefaultWas is the template's default version before the run made
+	// the target the default (a group that launches the default,
+	// cloud.DefaultFollower), written before the change so abort and
+	// rollback make it the default again.
+	DefaultWas string `json:"defaultWas,omitempty"`
 }
 
 // NodeAge is a node and when it was created.

@@ -148,6 +148,10 @@ func (e *Engine) createGreen(ctx context.Context) error {
 		}
 	}
 	if e.cfg.Plan.BlueGreen.Create {
+		// Before the clone, so green follows the default as blue does.
+		if err := e.keepDefault(ctx, cr.TargetVersion); err != nil {
+			return err
+		}
 		e.logf("creating %s %q beside %q: %d nodes (max %d) of %s version %s", e.groupKind(), green, e.group.GroupName(), greenSizes.Desired, greenSizes.Max, e.templateKind(), cr.TargetVersion)
 		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, greenSizes); err != nil {
 			return err
@@ -391,6 +395,10 @@ func (e *Engine) rollback(ctx context.Context) error {
 		if err := bg.DeleteGroup(ctx, cr.Green); err != nil {
 			return err
 		}
+	}
+	// Blue launches the default: the one of before the run again.
+	if _, err := e.restoreDefault(ctx); err != nil {
+		return err
 	}
 	e.rolledBack = true
 	e.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !e.nodeExists(n) }))

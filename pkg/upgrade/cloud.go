@@ -33,6 +33,9 @@ type NodeCreationFailure struct {
 	// did not become Ready nodes, with the reason.
 	Zones     []string
 	Instances []string
+	// Others are the group's machines the run did not plan to replace
+	// that run another version, with what they run: they do not count.
+	Others []string
 	// Launched and Wanted count the machines the group runs (not leaving)
 	// against the desired size.
 	Launched, Wanted int
@@ -48,6 +51,9 @@ func (e *NodeCreationFailure) Error() string {
 	}
 	if len(e.Instances) > 0 {
 		parts = append(parts, "instances not Ready: "+strings.Join(e.Instances, ", "))
+	}
+	if len(e.Others) > 0 {
+		parts = append(parts, "instances of another version, not counted: "+strings.Join(e.Others, ", "))
 	}
 	if e.Launched < e.Wanted {
 		parts = append(parts, fmt.Sprintf("%d of %d instances launched", e.Launched, e.Wanted))
@@ -82,6 +88,9 @@ func (e *Engine) setup(ctx context.Context) error {
 	}
 	version, err := e.group.Setup(ctx)
 	if err != nil {
+		return err
+	}
+	if err := e.keepDefault(ctx, version); err != nil {
 		return err
 	}
 	if cr.TargetVersion != version {
@@ -182,6 +191,16 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 			return err
 		}
 	}
+	// Where the new machines land is the cloud's choice (AWS: the zones
+	// with the fewest first): read before the raise, from the nodes then.
+	zones := e.cfg.Plan.OutdatedZones()
+	if sizes, err := e.group.Sizes(ctx); err == nil && sizes.Desired < cr.Original.Desired+cr.ScaleUp {
+		var skipped []string
+		zones, skipped = e.scaleUpZones(int(cr.Original.Desired + cr.ScaleUp - sizes.Desired))
+		if len(skipped) > 0 {
+			e.logf("the new nodes go to the zones with the fewest nodes first: zones %s may get none, so their pods may move to other zones", quoteAll(skipped))
+		}
+	}
 	from, to, err := e.raise(ctx, cr.ScaleUp)
 	if to != from {
 		e.logf("scaling %s %q up by %d: desired %d -> %d, max %d -> %d", e.groupKind(), e.group.GroupName(), cr.ScaleUp, from.Desired, to.Desired, from.Max, to.Max)
@@ -203,7 +222,7 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 		e.logf("%s %q was scaled up for version %s by an earlier run; its nodes are replaced like the others", e.groupKind(), e.group.GroupName(), cr.ScaledFor)
 		return nil
 	}
-	if err := e.waitNewNodes(ctx, cr, e.cfg.Plan.OutdatedZones(), int(cr.LastDesired)); err != nil {
+	if err := e.waitNewNodes(ctx, cr, zones, int(cr.LastDesired)); err != nil {
 		return err
 	}
 	return e.protectNewNodes(ctx, true)
@@ -236,6 +255,7 @@ func (e *Engine) nodesMatching(sel labels.Selector) []*corev1.Node {
 type newNodes struct {
 	ready     map[string][]string // zone -> Ready new nodes
 	notReady  []string
+	other     []string // new machines of another version: they do not count
 	launched  int
 	zonesLeft []string
 }
@@ -261,10 +281,14 @@ func (e *Engine) lookAtNewNodes(ctx context.Context, version string, zones []str
 			continue
 		}
 		st.launched++
-		if !e.group.Current(m, version) || outdated.Has(n.Name) {
+		if outdated.Has(n.Name) {
 			continue
 		}
-		switch why := newNodeProblem(n, version, e.cfg.Plan); {
+		current := e.group.Current(m, version)
+		switch why := whyNotCounted(m, n, current, version, e.cfg.Plan); {
+		case !current:
+			// Not waited for (nothing makes it the target), but named.
+			st.other = append(st.other, fmt.Sprintf("%q (%s, node %q): %s", m.ID, m.Zone, n.Name, why))
 		case why != "":
 			st.notReady = append(st.notReady, fmt.Sprintf("%q (%s, node %q): %s", m.ID, m.Zone, n.Name, why))
 		default:
@@ -276,7 +300,7 @@ func (e *Engine) lookAtNewNodes(ctx context.Context, version string, zones []str
 			continue
 		}
 		st.launched++
-		st.notReady = append(st.notReady, fmt.Sprintf("%q (%s): %s, no node has joined", m.ID, m.Zone, strings.ToLower(orUnknown(m.Lifecycle))))
+		st.notReady = append(st.notReady, fmt.Sprintf("%q (%s): %s", m.ID, m.Zone, whyNotCounted(m, nil, false, version, e.cfg.Plan)))
 	}
 	for _, z := range zones {
 		if len(st.ready[z]) == 0 {
@@ -356,7 +380,7 @@ func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones 
 		e.logf("%d new nodes Ready in %d zones", n, len(st.ready))
 		return true, nil
 	}, func() *NodeCreationFailure {
-		return &NodeCreationFailure{Group: e.group.GroupName(), GroupKind: e.groupKind(), Timeout: e.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Launched: st.launched, Wanted: wanted, Original: *cr.Original}
+		return &NodeCreationFailure{Group: e.group.GroupName(), GroupKind: e.groupKind(), Timeout: e.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *cr.Original}
 	})
 }
 
@@ -364,18 +388,34 @@ func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones 
 // then fails with the failure of the last complete look. It looks again
 // on every node change (at most once a second) and, as a cloud API has no
 // watch, at least every PollInterval. A look's error ends the wait unless
-// the timeout cut the look short.
+// the timeout cut the look short, or it passes with time (the cloud
+// throttled the call, cloud.Transient): then the wait backs off and looks
+// again, and only its timeout ends it.
 func (e *Engine) awaitNodes(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() *NodeCreationFailure) error {
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.NodeReadyTimeout)
 	defer cancel()
+	throttled := 0 // transient errors in a row
 	for {
 		done, err := look(wctx)
 		if err == nil && done {
 			return nil
 		}
+		if err != nil && wctx.Err() == nil && cloud.Transient(err) {
+			throttled++
+			pause := cloud.Backoff(e.cfg.PollInterval, throttled)
+			e.logf("%s; looking again in %s (the wait ends at --node-ready-timeout)", err, pause)
+			if err := sleep(wctx, pause); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return failure()
+			}
+			continue
+		}
 		if err != nil && wctx.Err() == nil {
 			return err
 		}
+		throttled = 0
 		poll := time.NewTimer(e.cfg.PollInterval)
 		select {
 		case <-wctx.Done():

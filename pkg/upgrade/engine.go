@@ -115,6 +115,9 @@ type Engine struct {
 	hookMu                 sync.Mutex // the record's hooks, written by parallel hooks
 	// rebalanceHeld says this process suspended the group's rebalancing.
 	rebalanceHeld bool
+	// defaultBack says abort made the template's default before the run
+	// the default again.
+	defaultBack bool
 }
 
 // New prepares an engine for the plan's strategy.

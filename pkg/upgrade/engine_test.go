@@ -348,6 +348,18 @@ func TestRunStops(t *testing.T) {
 					t.Errorf("error %v", err)
 				}
 			}},
+		// Ready nodes of another version do not count, and the failure
+		// names each with what it runs.
+		{name: "new machines run the old version",
+			setup:    func(r *stopRun) { r.group.launch = launchOldVersion },
+			wantLast: "ScaleUp",
+			check: func(t *testing.T, r *stopRun, err error) {
+				f := wantNodeCreationFailure(t, err)
+				if len(f.Others) != 4 || !strings.Contains(f.Others[0], "Ready, but launched from launch template lt version 1, not lt version 2") || len(f.Instances) != 0 ||
+					!strings.Contains(err.Error(), "instances of another version, not counted: ") {
+					t.Errorf("failure %+v: %v", f, err)
+				}
+			}},
 		{name: "the group cannot be pointed at the target",
 			setup:    func(r *stopRun) { r.group.setupErr = errors.New("launch template version 2 not found") },
 			wantLast: "Setup",

@@ -250,6 +250,7 @@ const (
 	launchNeverJoins                     // they run, but no node joins
 	launchNothing                        // none starts (no capacity)
 	launchWrongVersion                   // their nodes join labelled with the old version
+	launchOldVersion                     // they run the old version (someone moved the default back)
 )
 
 // fakeGroup is a cloud group whose machines are the nodes of a fake
@@ -400,12 +401,15 @@ func (f *fakeGroup) fill(ctx context.Context) error {
 		name := fmt.Sprintf("%s-new-%d", f.name, f.launched)
 		zone := f.zones[(f.launched-1)%len(f.zones)]
 		m := plan.Machine{ID: "i-" + name, Zone: zone, Template: "lt", Version: f.version, State: plan.MachineInService, Lifecycle: "InService"}
+		if f.launch == launchOldVersion {
+			m.Version = "1"
+		}
 		if f.launch == launchNeverJoins {
 			m.State, m.Lifecycle = plan.MachinePending, "Pending"
 			f.pending = append(f.pending, m)
 			continue
 		}
-		n := groupNode(name, zone, f.version)
+		n := groupNode(name, zone, m.Version)
 		switch f.launch {
 		case launchNotReady:
 			n.Status.Conditions[0].Status = corev1.ConditionFalse

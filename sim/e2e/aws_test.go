@@ -156,8 +156,12 @@ func (g *awsGroup) assertFinishedWithin(t *testing.T, peakLimit int32) {
 			t.Errorf("instance %s runs version %s (%s), want 2 (ami-new)", in.ID, in.LaunchTemplateVersion, in.ImageID)
 		}
 	}
-	if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 2 {
-		t.Errorf("launch template has %d versions, want 2 (one made by the run)", len(lt.Versions))
+	if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 2 || lt.DefaultVersion != 2 {
+		t.Errorf("launch template has %d versions, default %d; want 2 (one made by the run, made the default)", len(lt.Versions), lt.DefaultVersion)
+	}
+	// The group launched $Default before the run: it still does.
+	if gr.LaunchTemplateVersion != "$Default" {
+		t.Errorf("group launches %q, want $Default", gr.LaunchTemplateVersion)
 	}
 	nodes := groupNodes(t, ctx, groupKey, g.name)
 	if len(nodes) != int(g.original.Desired) {
@@ -585,8 +589,11 @@ func TestAWSShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
 	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "3 outdated nodes are left running") {
 		t.Fatalf("run: %s", r)
 	}
-	if gr, _ := g.srv.Group(name); gr.LaunchTemplateVersion != "2" || gr.Desired != 3 {
-		t.Errorf("group launches version %q with desired %d, want 2 and 3", gr.LaunchTemplateVersion, gr.Desired)
+	if gr, _ := g.srv.Group(name); gr.LaunchTemplateVersion != "$Default" || gr.Desired != 3 {
+		t.Errorf("group launches version %q with desired %d, want $Default and 3", gr.LaunchTemplateVersion, gr.Desired)
+	}
+	if lt, _ := g.srv.LaunchTemplate(g.template); lt.DefaultVersion != 2 {
+		t.Errorf("the launch template's default is version %d, want 2", lt.DefaultVersion)
 	}
 	assertUntouched(t, ctx, groupKey, name)
 	if st := g.run(t, "status", name); !strings.Contains(st.stdout, "3 of 3 old nodes still run") || !strings.Contains(st.stdout, "0 older than --max-age 24h") {
@@ -649,8 +656,9 @@ func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	gr, _ = g.srv.Group(name)
-	if gr.LaunchTemplateVersion != "1" || gr.Desired != g.original.Desired || gr.Max != g.original.Max {
-		t.Errorf("group after the rollback: version %q, desired %d, max %d; want version 1 and the original %d, %d", gr.LaunchTemplateVersion, gr.Desired, gr.Max, g.original.Desired, g.original.Max)
+	lt, _ := g.srv.LaunchTemplate(g.template)
+	if gr.LaunchTemplateVersion != "$Default" || lt.DefaultVersion != 1 || gr.Desired != g.original.Desired || gr.Max != g.original.Max {
+		t.Errorf("group after the rollback: version %q (default %d), desired %d, max %d; want $Default with version 1 the default again, and the original %d, %d", gr.LaunchTemplateVersion, lt.DefaultVersion, gr.Desired, gr.Max, g.original.Desired, g.original.Max)
 	}
 	for _, in := range gr.Instances {
 		if in.LaunchTemplateVersion != "1" {
@@ -673,4 +681,52 @@ func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
 	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
 		t.Errorf("workloads: %v", err)
 	}
+}
+
+// A group that launches $Default keeps doing so: the run makes its new
+// version the template's default (the plan says so), and abort of a run
+// killed after that makes the old version the default again.
+func TestAWSDefaultFollowedAndRestoredByAbort(t *testing.T) {
+	t.Parallel()
+	const name = "aws-default"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	ctx := testContext(t, 5*time.Minute)
+	args := []string{name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s"}
+	pl := g.run(t, append([]string{"plan"}, args...)...)
+	if pl.code != nodeupgrade.ExitOK || !strings.Contains(pl.stdout, "Launches after:  launch template "+g.template+" $Default -> the new version (made the template's default") {
+		t.Fatalf("the plan does not say the group keeps launching $Default: %s", pl)
+	}
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Killed in the scale-up, after the Setup.
+	killed, out := runAndKill(t, g.cmd(sim.Kubeconfig, append(append([]string{"run"}, args...), "--yes")...), killPoint{marker: "waiting up to"})
+	if !killed {
+		t.Fatalf("the run ended before the scale-up:\n%s", out)
+	}
+	gr, _ := g.srv.Group(name)
+	lt, _ := g.srv.LaunchTemplate(g.template)
+	if gr.LaunchTemplateVersion != "$Default" || lt.DefaultVersion != 2 || len(lt.Versions) != 2 {
+		t.Fatalf("killed run: group launches %q, default %d of %d versions; want $Default, the new version 2 the default", gr.LaunchTemplateVersion, lt.DefaultVersion, len(lt.Versions))
+	}
+	if rec := g.record(t); rec.Cloud == nil || rec.Cloud.DefaultWas != "1" {
+		t.Fatalf("the record does not keep the old default: %+v", rec.Cloud)
+	}
+	r := g.run(t, "abort", name)
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "made launch template version 1 the default again") {
+		t.Fatalf("abort: %s", r)
+	}
+	if err := g.srv.WaitStable(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ = g.srv.Group(name)
+	lt, _ = g.srv.LaunchTemplate(g.template)
+	if gr.LaunchTemplateVersion != "$Default" || lt.DefaultVersion != 1 {
+		t.Errorf("after abort: group launches %q, default version %d; want $Default with version 1 the default again", gr.LaunchTemplateVersion, lt.DefaultVersion)
+	}
+	if gr.Desired != g.original.Desired || gr.Max != g.original.Max {
+		t.Errorf("after abort: desired %d max %d, want %d %d", gr.Desired, gr.Max, g.original.Desired, g.original.Max)
+	}
+	assertNoViolations(t, watcher.Stop())
 }

@@ -95,6 +95,13 @@ func TestAWSBlueGreenCreatedByTheTool(t *testing.T) {
 		t.Errorf("the run does not say complete ended the soak:\n%s", out)
 	}
 	g.assertGreenServes(t, name+"-v2")
+	// Blue launched $Default: green does too, with the new version the default.
+	if gr, _ := g.srv.Group(name + "-v2"); gr.LaunchTemplateVersion != "$Default" {
+		t.Errorf("green launches %q, want $Default as blue did", gr.LaunchTemplateVersion)
+	}
+	if lt, _ := g.srv.LaunchTemplate(g.template); lt.DefaultVersion != 2 {
+		t.Errorf("the launch template's default is version %d, want 2", lt.DefaultVersion)
+	}
 	if r := g.run(t, "rollback", name, "--yes"); r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) {
 		t.Errorf("rollback after blue was deleted must exit %d with one line: %s", nodeupgrade.ExitUsage, r)
 	}
@@ -129,6 +136,10 @@ func TestAWSBlueGreenRollbackDuringTheDrain(t *testing.T) {
 	gr, _ := g.srv.Group(name)
 	if gr.Min != g.original.Min || gr.Desired != g.original.Desired || gr.Max != g.original.Max {
 		t.Errorf("blue sizes %d/%d/%d, want the original %d/%d/%d", gr.Min, gr.Desired, gr.Max, g.original.Min, g.original.Desired, g.original.Max)
+	}
+	// Blue launches $Default, and the default is blue's version again.
+	if lt, _ := g.srv.LaunchTemplate(g.template); gr.LaunchTemplateVersion != "$Default" || lt.DefaultVersion != 1 {
+		t.Errorf("blue launches %q with default version %d, want $Default with version 1", gr.LaunchTemplateVersion, lt.DefaultVersion)
 	}
 	for _, n := range groupNodes(t, ctx, groupKey, name) {
 		if n.Spec.Unschedulable {

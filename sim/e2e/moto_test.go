@@ -257,8 +257,13 @@ func (g *confGroup) assertUpgraded(t *testing.T, peakLimit int32) {
 	if got := (plan.Sizes{Min: aws.ToInt32(ag.MinSize), Desired: aws.ToInt32(ag.DesiredCapacity), Max: aws.ToInt32(ag.MaxSize)}); got != g.original {
 		t.Errorf("sizes %v, want the original %v", got, g.original)
 	}
-	if v := aws.ToString(ag.LaunchTemplate.Version); v != "2" {
-		t.Errorf("group launches version %q, want 2", v)
+	// The group launched $Default before the run: it still does, and the
+	// new version is the default.
+	if v := aws.ToString(ag.LaunchTemplate.Version); v != "$Default" {
+		t.Errorf("group launches version %q, want $Default", v)
+	}
+	if d := g.defaultVersion(t, ctx); d != 2 {
+		t.Errorf("the launch template's default is version %d, want 2", d)
 	}
 	if peak := g.peakDesired(); peak > peakLimit {
 		t.Errorf("desired capacity reached %d, above %d (one scale-up)", peak, peakLimit)
@@ -268,8 +273,10 @@ func (g *confGroup) assertUpgraded(t *testing.T, peakLimit int32) {
 	for _, in := range ag.Instances {
 		ids = append(ids, aws.ToString(in.InstanceId))
 		perZone[aws.ToString(in.AvailabilityZone)]++
-		if v := launchedVersion(in); v != "2" {
-			t.Errorf("Auto Scaling reports instance %s launched from launch template version %q, want 2", aws.ToString(in.InstanceId), v)
+		// Auto Scaling names the version as the group did at the launch:
+		// $Default, which was version 2 then (the EC2 tag below says so).
+		if v := launchedVersion(in); v != "2" && v != "$Default" {
+			t.Errorf("Auto Scaling reports instance %s launched from launch template version %q, want 2 or $Default", aws.ToString(in.InstanceId), v)
 		}
 	}
 	counts := make([]int, 0, len(confZones))
@@ -325,6 +332,19 @@ func (g *confGroup) assertUpgraded(t *testing.T, peakLimit int32) {
 	if rec := g.record(t); rec.FinishedAt == nil || rec.LastError != "" {
 		t.Errorf("record %+v: want finished without error", rec)
 	}
+}
+
+// defaultVersion is the launch template's default version number.
+func (g *confGroup) defaultVersion(t *testing.T, ctx context.Context) int64 {
+	t.Helper()
+	out, err := g.ec2.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: aws.String(g.templateID), Versions: []string{"$Default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.LaunchTemplateVersions) != 1 {
+		t.Fatalf("launch template %s: %d default versions", g.templateID, len(out.LaunchTemplateVersions))
+	}
+	return aws.ToInt64(out.LaunchTemplateVersions[0].VersionNumber)
 }
 
 // launchedVersion is the launch template version Auto Scaling reports an
@@ -450,9 +470,10 @@ func testMotoConformanceKilledMidBatchIsFinishedByARerun(t *testing.T) {
 }
 
 // gate forwards requests to an endpoint, except the first that points an
-// Auto Scaling group at a launch template version: that one is held until
-// the test releases it, and then dropped, as a run killed while it waits
-// for the answer never sends it again.
+// Auto Scaling group at a launch template version (or, for a group that
+// launches $Default, makes one the template's default): that one is held
+// until the test releases it, and then dropped, as a run killed while it
+// waits for the answer never sends it again.
 type gate struct {
 	*httptest.Server
 	held    chan struct{} // closed once the request is held
@@ -476,7 +497,9 @@ func holdPointing(t *testing.T, endpoint string) *gate {
 			return
 		}
 		form, _ := url.ParseQuery(string(body))
-		if form.Get("Action") == "UpdateAutoScalingGroup" && form.Has("LaunchTemplate.Version") && holding.CompareAndSwap(false, true) {
+		pointing := form.Get("Action") == "UpdateAutoScalingGroup" && form.Has("LaunchTemplate.Version") ||
+			form.Get("Action") == "ModifyLaunchTemplate" && form.Has("SetDefaultVersion")
+		if pointing && holding.CompareAndSwap(false, true) {
 			close(g.held)
 			<-released
 			http.Error(w, "dropped by the test", http.StatusBadGateway)
@@ -524,8 +547,8 @@ func testMotoConformanceKilledBetweenMakingAndPointingTheVersion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n, v := len(versions.LaunchTemplateVersions), aws.ToString(g.describe(t, ctx).LaunchTemplate.Version); n != 2 || v != "$Default" {
-				t.Fatalf("after the kill: %d versions, group launches %q; want the new version made and the group not pointed at it yet", n, v)
+			if n, v, d := len(versions.LaunchTemplateVersions), aws.ToString(g.describe(t, ctx).LaunchTemplate.Version), g.defaultVersion(t, ctx); n != 2 || v != "$Default" || d != 1 {
+				t.Fatalf("after the kill: %d versions, group launches %q, default version %d; want the new version made and the group not pointed at it yet", n, v, d)
 			}
 			r := g.run(t, args...)
 			if r.code != nodeupgrade.ExitOK {

@@ -24,6 +24,9 @@ The corrections, each against AWS's documentation:
      ones given.
   d) TerminateInstanceInAutoScalingGroup of an instance no group manages is
      a ValidationError ("Instance Id not found"); moto fails with HTTP 500.
+  e) ModifyLaunchTemplate takes the new default version in the query
+     parameter SetDefaultVersion (the SDKs send it so); moto reads
+     DefaultVersion, finds none and fails. Here SetDefaultVersion is read.
 """
 
 import contextlib
@@ -157,6 +160,25 @@ def patch():
             del template.create_version
 
     LaunchTemplates.create_launch_template_version = create_launch_template_version
+
+    modify = _require(LaunchTemplates, "modify_launch_template")
+
+    def modify_launch_template(self):
+        # (e) the query protocol's name of DefaultVersion
+        get = self._get_param
+
+        def get_param(name, *args, **kwargs):
+            if name == "DefaultVersion":
+                return get("SetDefaultVersion", *args, **kwargs) or get(name, *args, **kwargs)
+            return get(name, *args, **kwargs)
+
+        self._get_param = get_param
+        try:
+            return modify(self)
+        finally:
+            del self._get_param
+
+    LaunchTemplates.modify_launch_template = modify_launch_template
 
     backend_cls = asg_models.AutoScalingBackend
     terminate = _require(backend_cls, "terminate_instance")

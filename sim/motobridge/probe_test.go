@@ -134,6 +134,30 @@ var calls = []call{
 			return fmt.Sprint(numbers), nil
 		},
 	},
+	{
+		// A run on a group that launches $Default makes its version the
+		// default; moto reads another parameter (corrected, e).
+		name:       "ModifyLaunchTemplate with DefaultVersion makes it the default",
+		doc:        "DefaultVersion (query parameter SetDefaultVersion): the version number of the launch template to set as the default version",
+		documented: "2",
+		do: func(ctx context.Context, e probed, _, template string) (string, error) {
+			c := ec2.NewFromConfig(e.cfg)
+			if _, err := c.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{
+				LaunchTemplateId: aws.String(template), SourceVersion: aws.String("1"),
+				LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-0123456789abcdef0")},
+			}); err != nil {
+				return "", err
+			}
+			if _, err := c.ModifyLaunchTemplate(ctx, &ec2.ModifyLaunchTemplateInput{LaunchTemplateId: aws.String(template), DefaultVersion: aws.String("2")}); err != nil {
+				return answer(err), nil
+			}
+			out, err := c.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: aws.String(template), Versions: []string{"$Default"}})
+			if err != nil || len(out.LaunchTemplateVersions) != 1 {
+				return answer(err), err
+			}
+			return fmt.Sprint(aws.ToInt64(out.LaunchTemplateVersions[0].VersionNumber)), nil
+		},
+	},
 }
 
 func probeAWSFake(t *testing.T, ctx context.Context) probed {

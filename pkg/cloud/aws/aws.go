@@ -116,12 +116,16 @@ type Provider struct {
 // output; the SDK's error, with its request ID, stays reachable through
 // errors.Unwrap / errors.As.
 type Error struct {
-	msg   string
-	err   error
-	input bool
+	msg       string
+	err       error
+	input     bool
+	transient bool
 }
 
 func (e *Error) Error() string { return e.msg }
+
+// Transient reports whether AWS throttled the call (see cloud.Transient).
+func (e *Error) Transient() bool { return e.transient }
 
 // Input reports whether the error is the user's to fix (a flag, the
 // credentials): the command exits 2, and nothing was changed.
@@ -145,7 +149,7 @@ func wrap(err error, format string, args ...any) error {
 	msg := "cannot " + fmt.Sprintf(format, args...)
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		return &Error{msg: fmt.Sprintf("%s: %s: %s", msg, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err}
+		return &Error{msg: fmt.Sprintf("%s: %s: %s", msg, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err, transient: throttled(ae.ErrorCode())}
 	}
 	return &Error{msg: msg + ": " + oneLine(err.Error()), err: err}
 }
@@ -585,12 +589,16 @@ func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string)
 			return "", err
 		}
 	}
-	// Pin the group to the number even when it already resolves to it
-	// through $Latest/$Default, so a later template change cannot move the
-	// target under a running update.
+	// A group on $Default or $Latest stays on it when that launches the
+	// target (see keepsFollowing), so infrastructure as code that follows
+	// it is not left behind; otherwise it is pinned to the number.
 	// A mixed instances policy is left as it is: pinning there would
 	// replace the policy with a plain launch template.
-	if g.spec != target && !g.mixed {
+	follow, err := p.keepsFollowing(ctx, g, target)
+	if err != nil {
+		return "", err
+	}
+	if g.spec != target && !g.mixed && !follow {
 		_, err := p.asg.UpdateAutoScalingGroup(ctx, &autoscaling.UpdateAutoScalingGroupInput{
 			AutoScalingGroupName: sdkaws.String(g.Name),
 			LaunchTemplate: &astypes.LaunchTemplateSpecification{
@@ -602,7 +610,10 @@ func (p *Provider) SetTarget(ctx context.Context, g *Group, ami, version string)
 			return "", wrap(err, "point Auto Scaling group %q at launch template %q version %s", g.Name, g.LaunchTemplateID, target)
 		}
 	}
-	g.spec, g.LaunchTemplateVersion = target, target
+	if !follow {
+		g.spec = target
+	}
+	g.LaunchTemplateVersion = target
 	return target, nil
 }
 

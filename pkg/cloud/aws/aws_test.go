@@ -106,11 +106,14 @@ func (f *fakeAWS) actions() []string {
 	return out
 }
 
-func (f *fakeAWS) last(action string) url.Values {
+func (f *fakeAWS) last(action string) url.Values { return f.lastWith(action, "Action") }
+
+// lastWith is the last call of action that has param.
+func (f *fakeAWS) lastWith(action, param string) url.Values {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := len(f.calls) - 1; i >= 0; i-- {
-		if f.calls[i].Get("Action") == action {
+		if f.calls[i].Get("Action") == action && f.calls[i].Has(param) {
 			return f.calls[i]
 		}
 	}
@@ -255,17 +258,25 @@ func TestFindGroup(t *testing.T) {
 func TestSetTarget(t *testing.T) {
 	for _, tc := range []struct {
 		name, ami, version string
-		ltv                func(url.Values) reply
-		want               string
-		wantErr            string
-		wantActions        []string // after the Group() calls
-		check              func(t *testing.T, f *fakeAWS)
+		// spec is the group's version ($Latest unless set); latest what
+		// the template's $Latest is after the call (2 unless set).
+		spec, latest string
+		ltv          func(url.Values) reply
+		want         string
+		wantErr      string
+		wantActions  []string // after the Group() calls
+		check        func(t *testing.T, f *fakeAWS)
 	}{
-		// No flags: the group's current version, pinned from $Latest to
-		// its number so a template change cannot move the target mid-run.
-		{name: "current", want: "2", wantActions: []string{"DescribeLaunchTemplateVersions", "UpdateAutoScalingGroup"}},
-		{name: "new ami", ami: "ami-next", want: "3",
-			wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeImages", "DescribeLaunchTemplateVersions", "CreateLaunchTemplateVersion", "UpdateAutoScalingGroup"},
+		// No flags: the group's current version, which $Latest is (read
+		// again): the group stays on $Latest.
+		{name: "current", want: "2", wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeLaunchTemplateVersions"}},
+		// The new version is the latest: the group stays on $Latest.
+		{name: "new ami, latest", ami: "ami-next", want: "3", latest: "3",
+			wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeImages", "DescribeLaunchTemplateVersions", "CreateLaunchTemplateVersion", "DescribeLaunchTemplateVersions"}},
+		// Someone made version 4 meanwhile: $Latest would launch theirs,
+		// so the group is pinned to the target.
+		{name: "new ami, a later version made meanwhile", ami: "ami-next", want: "3", latest: "4",
+			wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeImages", "DescribeLaunchTemplateVersions", "CreateLaunchTemplateVersion", "DescribeLaunchTemplateVersions", "UpdateAutoScalingGroup"},
 			check: func(t *testing.T, f *fakeAWS) {
 				c := f.last("CreateLaunchTemplateVersion")
 				if c.Get("LaunchTemplateId") != "lt-1" || c.Get("SourceVersion") != "2" || c.Get("LaunchTemplateData.ImageId") != "ami-next" {
@@ -277,11 +288,23 @@ func TestSetTarget(t *testing.T) {
 				}
 			}},
 		// The current version already has the image (a re-run): no new
-		// version, but the group is pinned from $Latest to the number.
+		// version, and the group stays on $Latest.
 		{name: "same ami", ami: "ami-new", want: "2",
-			wantActions: []string{"DescribeLaunchTemplateVersions", "UpdateAutoScalingGroup"}},
+			wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeLaunchTemplateVersions"}},
 		{name: "existing version", version: "2", want: "2",
-			wantActions: []string{"DescribeLaunchTemplateVersions", "UpdateAutoScalingGroup"}},
+			wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeLaunchTemplateVersions"}},
+		// A group on $Default stays on it: the engine makes the new version
+		// the default (cloud.DefaultFollower).
+		{name: "new ami, $Default", ami: "ami-next", want: "3", spec: "$Default",
+			wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeImages", "DescribeLaunchTemplateVersions", "CreateLaunchTemplateVersion"}},
+		// A group pinned to a number is pinned to the new number.
+		{name: "new ami, pinned", ami: "ami-next", want: "3", spec: "2",
+			wantActions: []string{"DescribeLaunchTemplateVersions", "DescribeImages", "DescribeLaunchTemplateVersions", "CreateLaunchTemplateVersion", "UpdateAutoScalingGroup"},
+			check: func(t *testing.T, f *fakeAWS) {
+				if u := f.last("UpdateAutoScalingGroup"); u.Get("LaunchTemplate.Version") != "3" {
+					t.Errorf("update: %v", u)
+				}
+			}},
 		{name: "missing version", version: "9",
 			ltv: func(v url.Values) reply {
 				return ec2Error("InvalidLaunchTemplateId.VersionNotFound", "Could not find launch template version 9.")
@@ -294,10 +317,21 @@ func TestSetTarget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := baseReplies()
+			if tc.spec != "" {
+				r["DescribeAutoScalingGroups"] = fixed(200, strings.Replace(groupXML, "<Version>$Latest</Version></LaunchTemplate>\n<MinSize>", "<Version>"+tc.spec+"</Version></LaunchTemplate>\n<MinSize>", 1))
+			}
 			p, f := newTestProvider(t, r, Options{})
 			g, err := p.Group(context.Background(), "ng1")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.latest != "" {
+				r["DescribeLaunchTemplateVersions"] = func(v url.Values) reply {
+					if v.Get("LaunchTemplateVersion.1") == "$Latest" {
+						return reply{200, strings.Replace(ltv2XML, "<versionNumber>2<", "<versionNumber>"+tc.latest+"<", 1)}
+					}
+					return reply{200, ltv2XML}
+				}
 			}
 			if tc.ltv != nil {
 				f.mu.Lock()
@@ -475,3 +509,5 @@ func TestProcesses(t *testing.T) {
 		})
 	}
 }
+
+const modifiedXML = `<ModifyLaunchTemplateResponse ` + ec2NS + `><launchTemplate><launchTemplateId>lt-1</launchTemplateId><defaultVersionNumber>3</defaultVersionNumber></launchTemplate></ModifyLaunchTemplateResponse>`

@@ -89,7 +89,10 @@ func (p *Provider) CloneGroup(ctx context.Context, blue *Group, green, version s
 	if err != nil {
 		return nil, err
 	}
-	if g, err := p.ownGreen(ctx, blue, green, version); g != nil || err != nil {
+	// Green follows blue's $Default or $Latest where that launches version.
+	spec := followSpec(blue, version)
+	in.LaunchTemplate.Version = sdkaws.String(spec)
+	if g, err := p.ownGreen(ctx, blue, green, version, spec); g != nil || err != nil {
 		return g, err
 	}
 	if blue.Deleting {
@@ -103,7 +106,7 @@ func (p *Provider) CloneGroup(ctx context.Context, blue *Group, green, version s
 				// Made by this very call when the SDK retried after a lost
 				// answer, or by someone else since the look above: the
 				// tags tell which.
-				if g, err := p.ownGreen(ctx, blue, green, version); g != nil || err != nil {
+				if g, err := p.ownGreen(ctx, blue, green, version, spec); g != nil || err != nil {
 					return g, err
 				}
 			case "LimitExceeded":
@@ -197,9 +200,9 @@ func cloneInput(blue *Group, green, version string) (*autoscaling.CreateAutoScal
 }
 
 // ownGreen returns green when an earlier call cloned it from blue for
-// version; nil when there is no such group; an error for the user when
-// the name is taken otherwise.
-func (p *Provider) ownGreen(ctx context.Context, blue *Group, green, version string) (*Group, error) {
+// version (set to spec); nil when there is no such group; an error for
+// the user when the name is taken otherwise.
+func (p *Provider) ownGreen(ctx context.Context, blue *Group, green, version, spec string) (*Group, error) {
 	ag, err := p.describeGroup(ctx, green)
 	if err != nil || ag == nil {
 		return nil, err
@@ -220,7 +223,7 @@ func (p *Provider) ownGreen(ctx context.Context, blue *Group, green, version str
 	if lt := ag.LaunchTemplate; lt != nil {
 		id, v = sdkaws.ToString(lt.LaunchTemplateId), sdkaws.ToString(lt.Version)
 	}
-	if id != blue.LaunchTemplateID || v != version {
+	if id != blue.LaunchTemplateID || v != version && v != spec {
 		// An earlier run with another target: using it would roll out
 		// the wrong version.
 		return nil, inputErrorf("green Auto Scaling group %q, made earlier from %q, launches launch template %q version %q, not version %q of %q; delete it or choose another name with --green-asg", green, blue.Name, id, v, version, blue.LaunchTemplateID)

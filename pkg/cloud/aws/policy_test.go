@@ -94,6 +94,7 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 	(&lbFake{tg: "registered", clb: "registered", drainPolls: 1}).install(replies)
 	replies["DescribeLifecycleHooks"] = fixed(200, hooksXML)
 	replies["DescribeWarmPool"] = fixed(200, warmPoolXML)
+	replies["ModifyLaunchTemplate"] = fixed(200, modifiedXML)
 	p, f := newTestProvider(t, replies, Options{})
 	p.pollEvery = time.Millisecond
 	// What plan does: find the group, resolve the target, check there is
@@ -138,6 +139,8 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		func() error {
 			return p.Deregister(ctx, []string{webTG}, []string{"web-clb"}, []string{"i-1"}, time.Minute, nil)
 		},
+		// A group that launches $Default keeps it: the target made the default.
+		func() error { return p.SetDefaultVersion(ctx, g.LaunchTemplateID, "3") },
 		// Blue/green: pin blue, clone it, delete a group.
 		func() error { return p.SetSizes(ctx, "ng1", 3, 3, 3) },
 		func() error { _, err := p.CloneGroup(ctx, g, GreenName("ng1", "3"), "3"); return err },

@@ -103,6 +103,7 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err := provider.openLifecycle(ctx, g, cg); err != nil {
 		return nil, nil, err
 	}
+	cg.LaunchesAfter = launchesAfter(g, target)
 	return cg, &NodeGroup{Provider: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version}, nil
 }
 

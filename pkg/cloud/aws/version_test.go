@@ -102,7 +102,7 @@ func TestSetTargetAfterAnInterruption(t *testing.T) {
 			if created := slices.Contains(f.actions(), "CreateLaunchTemplateVersion"); created != tc.wantCreate {
 				t.Errorf("CreateLaunchTemplateVersion called: %v, want %v", created, tc.wantCreate)
 			}
-			if l := f.last("DescribeLaunchTemplateVersions"); l.Get("MinVersion") != "2" || l.Get("LaunchTemplateId") != "lt-1" {
+			if l := f.lastWith("DescribeLaunchTemplateVersions", "MinVersion"); l.Get("MinVersion") != "2" || l.Get("LaunchTemplateId") != "lt-1" {
 				t.Errorf("versions looked up with %v, want those of lt-1 after version 2", l)
 			}
 			if u := f.last("UpdateAutoScalingGroup"); u.Get("LaunchTemplate.Version") != tc.want {

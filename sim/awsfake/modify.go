@@ -1,0 +1,26 @@
+package awsfake
+
+import "strconv"
+
+// modifyLaunchTemplate changes which version is the template's default
+// (SetDefaultVersion), what a group launching "$Default" launches next.
+func (s *Server) modifyLaunchTemplate(f form) ([]*node, error) {
+	lt, err := s.templateArg(f)
+	if err != nil {
+		return nil, err
+	}
+	if v := f.get("SetDefaultVersion"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > int64(len(lt.Versions)) {
+			return nil, ec2Err("InvalidLaunchTemplateId.VersionNotFound", "Could not find launch template version %s for launch template ID %s.", v, lt.ID)
+		}
+		lt.DefaultVersion = n
+		s.notify()
+	}
+	return []*node{el("launchTemplate",
+		txt("launchTemplateId", lt.ID),
+		txt("launchTemplateName", lt.Name),
+		num("defaultVersionNumber", lt.DefaultVersion),
+		num("latestVersionNumber", int64(len(lt.Versions))),
+	)}, nil
+}
