@@ -51,6 +51,7 @@ func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) erro
 	// Most terminations end in seconds: look again soon at first, then
 	// back off to the poll interval.
 	pause := min(250*time.Millisecond, e.cfg.PollInterval)
+	rounds := 0 // rounds in a row with a throttled look
 	for {
 		nodes := make([]string, 0, len(machines))
 		for node := range machines {
@@ -58,9 +59,16 @@ func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) erro
 		}
 		sort.Strings(nodes)
 		var waiting []string
+		throttled := false
 		for _, node := range nodes {
 			id := machines[node]
 			dep, err := d.Departure(wctx, id)
+			if err != nil && cloud.Transient(err) && wctx.Err() == nil {
+				// Throttling passes: still leaving, look again later.
+				throttled = true
+				waiting = append(waiting, fmt.Sprintf("%s to terminate", id))
+				continue
+			}
 			if err != nil {
 				if wctx.Err() != nil {
 					break
@@ -88,6 +96,12 @@ func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) erro
 		}
 		if wctx.Err() == nil {
 			e.progress.waitingFor(listNames(waiting, waitNamesShown))
+			if throttled {
+				rounds++
+				pause = max(pause, cloud.Backoff(e.cfg.PollInterval, rounds))
+			} else {
+				rounds = 0
+			}
 			t := time.NewTimer(pause)
 			pause = min(2*pause, e.cfg.PollInterval)
 			select {

@@ -17,6 +17,7 @@ import (
 type holdingGroup struct {
 	*fakeGroup
 	holdLooks int
+	throttled int // looks, first, that the cloud throttles
 
 	hmu     sync.Mutex
 	looks   map[string]int // Departure calls by machine
@@ -34,6 +35,10 @@ func (h *holdingGroup) MachineOf(_ context.Context, node string) (string, error)
 func (h *holdingGroup) Departure(_ context.Context, id string) (cloud.Departure, error) {
 	h.hmu.Lock()
 	defer h.hmu.Unlock()
+	if h.throttled > 0 {
+		h.throttled--
+		return cloud.Departure{}, throttledErr{transient: true}
+	}
 	h.looks[id]++
 	if h.holdLooks >= 0 && h.looks[id] > h.holdLooks {
 		h.removed[id] = true
@@ -49,6 +54,7 @@ func TestRemovedMachinesAreAwaited(t *testing.T) {
 		strategy  string
 		in        plan.Input
 		holdLooks int
+		throttled int
 		timeout   time.Duration
 		// wantGone are the machines awaited until gone; wantErr the
 		// run's error.
@@ -58,13 +64,15 @@ func TestRemovedMachinesAreAwaited(t *testing.T) {
 		// Three batches' removals and four scale-down removals.
 		{name: "eks: every removal held, then gone", strategy: "eks", in: plan.Input{MaxUnavailable: "1"}, holdLooks: 2, wantGone: 7},
 		{name: "surge: every removal held, then gone", strategy: "surge", in: plan.Input{MaxSurge: 1, MaxUnavailable: "0"}, holdLooks: 2, wantGone: 3},
+		// Throttling outlasts the SDK's retries: the wait looks again.
+		{name: "eks: the looks throttled, then gone", strategy: "eks", in: plan.Input{MaxUnavailable: "1"}, holdLooks: 1, throttled: 3, wantGone: 7},
 		{name: "held past --terminate-timeout", strategy: "surge", in: plan.Input{MaxSurge: 1, MaxUnavailable: "0"}, holdLooks: -1, timeout: 300 * time.Millisecond,
 			wantErr: `did not terminate within 300ms (--terminate-timeout): held by lifecycle hook "drain-hook" (Terminating:Wait, heartbeat 300 s), which belongs to another system and was not completed; complete the hook where it belongs or raise --terminate-timeout, then run again`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			client, fg := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
-			group := &holdingGroup{fakeGroup: fg, holdLooks: tc.holdLooks, looks: map[string]int{}, removed: map[string]bool{}}
+			group := &holdingGroup{fakeGroup: fg, holdLooks: tc.holdLooks, throttled: tc.throttled, looks: map[string]int{}, removed: map[string]bool{}}
 			in := tc.in
 			in.Strategy, in.Cloud = tc.strategy, fg.cloudGroup(nil)
 			p := buildPlan(t, client, in)

@@ -140,10 +140,26 @@ func (p *Provider) Deregister(ctx context.Context, targetGroups, classic, instan
 	}
 	deadline := time.Now().Add(timeout)
 	first := true
+	throttled := 0 // transient errors in a row
 	for {
 		hold, err := p.deregisterOnce(ctx, targetGroups, classic, instances)
-		if err != nil {
+		pause := p.pollEvery
+		switch {
+		case err != nil && cloud.Transient(err) && time.Now().Before(deadline):
+			// Throttling passes: look again later; only the timeout ends
+			// the wait.
+			throttled++
+			pause = cloud.Backoff(p.pollEvery, throttled)
+		case err != nil:
 			return err
+		default:
+			throttled = 0
+		}
+		if err != nil {
+			if !sleepUntil(ctx, min(pause, time.Until(deadline))) {
+				return ctx.Err()
+			}
+			continue
 		}
 		if len(hold) == 0 {
 			return nil
@@ -157,13 +173,21 @@ func (p *Provider) Deregister(ctx context.Context, targetGroups, classic, instan
 			waiting(waitingLine(hold, deadline))
 			first = false
 		}
-		t := time.NewTimer(min(p.pollEvery, time.Until(deadline)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepUntil(ctx, min(pause, time.Until(deadline))) {
 			return ctx.Err()
-		case <-t.C:
 		}
+	}
+}
+
+// sleepUntil pauses for d; false when ctx ends first.
+func sleepUntil(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

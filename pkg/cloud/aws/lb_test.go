@@ -28,6 +28,7 @@ type lbFake struct {
 	// state per load balancer kind: "registered", "draining", "gone".
 	tg, clb    string
 	drainPolls int
+	throttle   int // DescribeTargetHealth answers Throttling this many times first
 	tgReads    int
 	clbReads   int
 }
@@ -36,6 +37,10 @@ func (l *lbFake) install(r map[string]func(url.Values) reply) {
 	r["DescribeTargetHealth"] = func(url.Values) reply {
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		if l.throttle > 0 {
+			l.throttle--
+			return asgError("Throttling", "Rate exceeded")
+		}
 		l.tgReads++
 		if l.tg == "draining" && l.drainPolls >= 0 && l.tgReads > l.drainPolls {
 			l.tg = "gone"
@@ -100,6 +105,7 @@ func TestDeregister(t *testing.T) {
 		name                        string
 		tg, clb                     string
 		polls                       int
+		throttle                    int
 		timeout                     time.Duration
 		wantErr                     string
 		wantDereg, wantClassicDereg int
@@ -111,12 +117,15 @@ func TestDeregister(t *testing.T) {
 		// and only waits.
 		{name: "already draining after an interruption", tg: "draining", clb: "draining", polls: 2, timeout: time.Minute, wantWait: true},
 		{name: "already out", tg: "gone", clb: "gone", timeout: time.Minute},
+		// Throttled past the SDK's 3 attempts: the wait looks again later.
+		{name: "throttling outlasts the SDK's retries", tg: "registered", clb: "gone", polls: 2, throttle: 4, timeout: time.Minute,
+			wantDereg: 1, wantWait: true},
 		{name: "timeout names the target group, the instance and the flag", tg: "registered", clb: "gone", polls: -1, timeout: 50 * time.Millisecond,
 			wantDereg: 1, wantWait: true,
 			wantErr: `cannot terminate instance "i-1": target group "web" still holds it (draining) after 50ms; run again to keep waiting, or raise --deregistration-timeout`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lb := &lbFake{tg: tc.tg, clb: tc.clb, drainPolls: tc.polls}
+			lb := &lbFake{tg: tc.tg, clb: tc.clb, drainPolls: tc.polls, throttle: tc.throttle}
 			replies := baseReplies()
 			lb.install(replies)
 			p, f := newTestProvider(t, replies, Options{})
