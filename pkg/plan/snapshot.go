@@ -375,12 +375,24 @@ func (f *wireFilter) filter(dst, b []byte) ([]byte, error) {
 			continue
 		}
 		v, _ := protowire.ConsumeBytes(field[n:])
-		inner, err := sub.filter(nil, v)
-		if err != nil {
+		// The nested message is filtered in place after room for its
+		// length, which is at most its length unfiltered: no buffer per
+		// message.
+		dst = protowire.AppendTag(dst, num, protowire.BytesType)
+		at, room := len(dst), protowire.SizeVarint(uint64(len(v)))
+		for range room {
+			dst = append(dst, 0)
+		}
+		var err error
+		if dst, err = sub.filter(dst, v); err != nil {
 			return nil, err
 		}
-		dst = protowire.AppendTag(dst, num, protowire.BytesType)
-		dst = protowire.AppendBytes(dst, inner)
+		size := len(dst) - at - room
+		width := len(protowire.AppendVarint(dst[at:at], uint64(size)))
+		if width < room {
+			copy(dst[at+width:], dst[at+room:])
+			dst = dst[:len(dst)-(room-width)]
+		}
 	}
 	return dst, nil
 }

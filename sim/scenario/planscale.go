@@ -454,8 +454,16 @@ func (b *planScaleBuilder) pods(ctx context.Context) error {
 				cond(corev1.ContainersReady), cond(corev1.PodScheduled)},
 			HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}}, PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}},
 			StartTime: &now, ContainerStatuses: statuses}
+		status := created.Status
 		return retry(ctx, func() error {
 			_, err := b.c.CoreV1().Pods(rs.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				// the disruption controller or a retried create got there first
+				if created, err = b.c.CoreV1().Pods(rs.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+					created.Status = status
+					_, err = b.c.CoreV1().Pods(rs.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+				}
+			}
 			return err
 		})
 	})
