@@ -100,9 +100,7 @@ if [[ -n $plan_scale ]]; then
 == plan at scale: $nodes nodes, $pods pods ($(load))
                                              wall        CPU   peak RSS  requests
 EOF
-  for i in 1 2 3; do
-    measure "kubectl nodeupgrade plan -o json (#$i)" kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json
-  done
+  measure "kubectl nodeupgrade plan -o json" kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json
   measure "kubectl nodeupgrade check" kubectl-nodeupgrade check "$group" "${flags[@]}"
   measure "kubectl get pods -A -o json" kubectl get pods -A -o json
   measure "kubectl get nodes -o json" kubectl get nodes -o json
