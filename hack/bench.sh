@@ -60,13 +60,16 @@ measure() {
   local label=$1; shift
   local start end
   start=$(now)
-  /usr/bin/time -v -o "$work/measure.time" "$@" >/dev/null 2>"$work/measure.err" || { log "$* failed:"; tail -5 "$work/measure.err" >&2; exit 1; }
+  # check exits non-zero when it finds a blocker: the exit code is printed
+  local rc=0
+  /usr/bin/time -v -o "$work/measure.time" "$@" >/dev/null 2>"$work/measure.err" || rc=$?
   end=$(now)
+  grep -q 'Maximum resident set size' "$work/measure.time" || { log "$* failed:"; tail -5 "$work/measure.err" >&2; exit 1; }
   "$@" -v=6 >/dev/null 2>"$work/measure-v6.err" || true
-  awk -F': ' -v label="$label" -v wall="$(secs "$start" "$end")" \
+  awk -F': ' -v label="$label" -v wall="$(secs "$start" "$end")" -v rc="$rc" \
     -v reqs="$(grep -cE 'verb="[A-Z]+" url=|\] (GET|POST|PUT|PATCH|DELETE) https?://' "$work/measure-v6.err")" '
     /User time/ { u = $2 } /System time/ { s = $2 } /Maximum resident set size/ { rss = $2 / 1024 }
-    END { printf "%-44s %7.1f s %7.2f s %8.0f MiB %6d\n", label, wall, u + s, rss, reqs }' "$work/measure.time"
+    END { printf "%-44s %7.1f s %7.2f s %8.0f MiB %6d   exit %d\n", label, wall, u + s, rss, reqs, rc }' "$work/measure.time"
 }
 
 if [[ -n $plan_scale ]]; then
