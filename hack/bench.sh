@@ -16,6 +16,18 @@
 #                           time, the plugin's peak RSS, its API requests by
 #                           verb and resource (from its -v=6 request log) and
 #                           any client-side throttling wait it logged.
+#   hack/bench.sh --plan-scale [NODES]
+#                           "plan" and "check" on a read-only cluster of NODES
+#                           nodes (default 5000) no kubelet manages, 30 pods
+#                           per node bound by nodeName (PODS_PER_NODE), from
+#                           Deployments of 100 replicas with PDBs: wall time,
+#                           client CPU (user+sys), peak RSS and API requests
+#                           of each, next to "kubectl get pods -A -o json" and
+#                           "kubectl get nodes -o json" timed the same way.
+#                           BENCH_KUBECONFIG measures a cluster already built
+#                           (simcluster up --no-node-lifecycle, then
+#                           simcluster scenario plan-scale; its --name in
+#                           BENCH_GROUP, default plan-scale).
 #
 # BENCH_DIR keeps the work directory (binaries, cluster, logs); default a
 # new temporary one. Needs kubectl, jq and GNU time (/usr/bin/time).
@@ -23,10 +35,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scale=false
+plan_scale=
 case "${1:-}" in
   "") ;;
   --scale) scale=true ;;
-  *) echo "usage: hack/bench.sh [--scale]" >&2; exit 2 ;;
+  --plan-scale) plan_scale=${2:-5000} ;;
+  *) echo "usage: hack/bench.sh [--scale | --plan-scale [NODES]]" >&2; exit 2 ;;
 esac
 for tool in kubectl jq /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "bench.sh needs $tool" >&2; exit 2; }
@@ -38,6 +52,65 @@ now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 load() { uptime | sed 's/.*load average: /load /'; }
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+
+# measure LABEL CMD...: runs CMD (output discarded) under GNU time, then
+# once more at -v=6 to count its API requests (client-go logs each
+# response: 'verb="GET" url=' from the plugin, 'GET https://' from kubectl);
+# prints one line of the table.
+measure() {
+  local label=$1; shift
+  local start end
+  start=$(now)
+  # check exits non-zero when it finds a blocker: the exit code is printed
+  local rc=0
+  /usr/bin/time -v -o "$work/measure.time" "$@" >/dev/null 2>"$work/measure.err" || rc=$?
+  end=$(now)
+  grep -q 'Maximum resident set size' "$work/measure.time" || { log "$* failed:"; tail -5 "$work/measure.err" >&2; exit 1; }
+  "$@" -v=6 >/dev/null 2>"$work/measure-v6.err" || true
+  awk -F': ' -v label="$label" -v wall="$(secs "$start" "$end")" -v rc="$rc" \
+    -v reqs="$(grep -cE 'verb="[A-Z]+" url=|\] (GET|POST|PUT|PATCH|DELETE) https?://' "$work/measure-v6.err")" '
+    /User time/ { u = $2 } /System time/ { s = $2 } /Maximum resident set size/ { rss = $2 / 1024 }
+    END { printf "%-44s %7.1f s %7.2f s %8.0f MiB %6d   exit %d\n", label, wall, u + s, rss, reqs, rc }' "$work/measure.time"
+}
+
+if [[ -n $plan_scale ]]; then
+  [[ $plan_scale =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --plan-scale takes a number of nodes, not \"$plan_scale\"" >&2; exit 2; }
+  per_node=${PODS_PER_NODE:-30}
+  log "building the plugin and simcluster in $work"
+  go build -o "$work/bin/kubectl-nodeupgrade" ./cmd/kubectl-nodeupgrade
+  (cd sim && go build -o "$work/bin/simcluster" ./cmd/simcluster)
+  export PATH="$work/bin:$PATH"
+  if [[ -n ${BENCH_KUBECONFIG:-} ]]; then
+    export KUBECONFIG=$BENCH_KUBECONFIG
+  else
+    log "starting the simulated cluster without the node lifecycle controller (nothing heartbeats the nodes)"
+    simcluster up --dir "$work/cluster" --no-node-lifecycle >"$work/simcluster.out" 2>"$work/simcluster.log" &
+    sim_pid=$!
+    trap 'kill "$sim_pid" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+    until grep -q '^ready ' "$work/simcluster.out" 2>/dev/null; do
+      kill -0 "$sim_pid" 2>/dev/null || { cat "$work/simcluster.log" >&2; exit 1; }
+      sleep 0.2
+    done
+    export KUBECONFIG=$work/cluster/kubeconfig
+    log "building $plan_scale nodes and $((plan_scale * per_node)) pods (minutes: two writes per object)"
+    simcluster scenario plan-scale --kubeconfig "$KUBECONFIG" --name plan-scale --nodes "$plan_scale" --pods-per-node "$per_node" >&2
+  fi
+  nodes=$(kubectl get nodes -o name | wc -l)
+  pods=$(kubectl get pods -A -o name | wc -l)
+  group=${BENCH_GROUP:-plan-scale}
+  flags=(--provider none --target-label eks.amazonaws.com/nodegroup-image=ami-new)
+  cat <<EOF
+
+== plan at scale: $nodes nodes, $pods pods ($(load))
+                                             wall        CPU   peak RSS  requests
+EOF
+  measure "kubectl nodeupgrade plan -o json" kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json
+  measure "kubectl nodeupgrade check" kubectl-nodeupgrade check "$group" "${flags[@]}"
+  measure "kubectl get pods -A -o json" kubectl get pods -A -o json
+  measure "kubectl get nodes -o json" kubectl get nodes -o json
+  echo "(CPU: user+sys of the client; targets for plan at 5,000 nodes / 150,000 pods: < 2 s CPU, < 600 MiB)"
+  exit 0
+fi
 
 log "building the plugin and the simulated cluster in $work (the cluster's first build takes minutes)"
 go build -o "$work/bin/kubectl-nodeupgrade" ./cmd/kubectl-nodeupgrade

@@ -19,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -255,6 +256,10 @@ func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			obj, gv = &corev1.ServiceList{}, corev1.SchemeGroupVersion
 		case "/api/v1/namespaces":
 			obj, gv = &corev1.NamespaceList{}, corev1.SchemeGroupVersion
+		case "/api/v1/persistentvolumeclaims":
+			obj, gv = &corev1.PersistentVolumeClaimList{}, corev1.SchemeGroupVersion
+		case "/api/v1/persistentvolumes":
+			obj, gv = &corev1.PersistentVolumeList{}, corev1.SchemeGroupVersion
 		case "/apis/policy/v1/poddisruptionbudgets":
 			obj, gv = &policyv1.PodDisruptionBudgetList{}, policyv1.SchemeGroupVersion
 		case "/apis/apps/v1/replicasets":
@@ -405,6 +410,54 @@ func TestTakeSnapshotReturnsTheRefusal(t *testing.T) {
 			var uerr *url.Error
 			if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &uerr) || errors.Is(err, context.Canceled) {
 				t.Fatalf("error %v, want the refusal of %s", err, path)
+			}
+		})
+	}
+}
+
+// TestTakeSnapshotDecodesAsSlimmed: pods listed page by page from an API
+// server, decoded item by item (protobuf, with the wire filter) or whole
+// (JSON), are the pods slimPod makes of the originals, nothing more or less.
+func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
+	const total = listPageSize + 7 // two pages
+	srv := &fakeListServer{cache: map[string][]byte{}}
+	for i := range total {
+		p := realisticPod("ns", fmt.Sprintf("pod-%d", i), "n1", "web")
+		if i%2 == 0 {
+			init := p.Spec.Containers[1]
+			init.Name, init.RestartPolicy = "init", new(corev1.ContainerRestartPolicyAlways)
+			init.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}}
+			p.Spec.InitContainers = []corev1.Container{init}
+			p.Status.InitContainerStatuses = p.Status.ContainerStatuses
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
+		}
+		srv.pods = append(srv.pods, *p)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	for _, contentType := range []string{k8sruntime.ContentTypeProtobuf, k8sruntime.ContentTypeJSON} {
+		t.Run(contentType, func(t *testing.T) {
+			client, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL, QPS: -1,
+				ContentConfig: rest.ContentConfig{ContentType: contentType, AcceptContentTypes: contentType}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := TakeSnapshot(context.Background(), client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Pods) != total {
+				t.Fatalf("%d pods, want %d", len(snap.Pods), total)
+			}
+			for i := range snap.Pods {
+				want := srv.pods[i].DeepCopy()
+				slimPod(want)
+				want.TypeMeta = metav1.TypeMeta{}
+				got := snap.Pods[i]
+				got.TypeMeta = metav1.TypeMeta{}
+				if !equality.Semantic.DeepEqual(&got, want) {
+					t.Fatalf("pod %d differs from the slimmed original:\n got %+v\nwant %+v", i, got, *want)
+				}
 			}
 		})
 	}

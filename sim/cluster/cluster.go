@@ -43,6 +43,11 @@ type Options struct {
 	Dir           string        // work dir for etcd data, certs, kubeconfig, logs; a temp dir when empty
 	PodReadyDelay time.Duration // kwok: from pod scheduled to Running+Ready (default 1s)
 	Logs          io.Writer     // component logs; nil = file <Dir>/components.log
+	// NoNodeLifecycle leaves out the node lifecycle and taint eviction
+	// controllers, so nodes no kubelet (nor kwok) heartbeats stay as
+	// created instead of turning Unknown and having their pods marked
+	// NotReady and evicted (hack/bench.sh --plan-scale)
+	NoNodeLifecycle bool
 }
 
 // Cluster is a running simulated cluster.
@@ -179,6 +184,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 
 	compCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
+	controllers := "*"
+	if opts.NoNodeLifecycle {
+		controllers = "*,-node-lifecycle-controller,-taint-eviction-controller"
+	}
 	kcmDone, kcmPort, err := runControllerManager(compCtx, []string{
 		"--kubeconfig=" + filepath.Join(c.Dir, "controller-manager.kubeconfig"),
 		"--authentication-kubeconfig=" + filepath.Join(c.Dir, "controller-manager.kubeconfig"),
@@ -190,7 +199,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--root-ca-file=" + c.pki.caFile(),
 		"--cluster-signing-cert-file=" + p("ca.crt"),
 		"--cluster-signing-key-file=" + p("ca.key"),
-		"--controllers=*",
+		"--controllers=" + controllers,
 		"--profiling=false",
 	})
 	if err != nil {

@@ -1,8 +1,9 @@
 // Command simcluster runs a simulated Kubernetes cluster (see package
 // cluster) and builds demo scenarios on it.
 //
-//	simcluster up --dir DIR [--pod-ready-delay 1s] [--aws-demo [--aws-addr 127.0.0.1:0]]
+//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0]]
 //	simcluster scenario demo --kubeconfig PATH
+//	simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
 //	simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
 //	simcluster watch-pdbs --kubeconfig PATH --namespace NS
 //
@@ -33,8 +34,9 @@ import (
 )
 
 const usage = `usage:
-  simcluster up --dir DIR [--pod-ready-delay 1s] [--aws-demo [--aws-addr 127.0.0.1:0]]
+  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0]]
   simcluster scenario demo --kubeconfig PATH
+  simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
   simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
   simcluster watch-pdbs --kubeconfig PATH --namespace NS
 `
@@ -58,6 +60,8 @@ func run(args []string) error {
 		return demo(args[2:])
 	case args[0] == "scenario" && len(args) > 1 && args[1] == "bench":
 		return bench(args[2:])
+	case args[0] == "scenario" && len(args) > 1 && args[1] == "plan-scale":
+		return planScale(args[2:])
 	case args[0] == "watch-pdbs":
 		return watchPDBs(args[1:])
 	default:
@@ -70,6 +74,7 @@ func up(args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	dir := fs.String("dir", "", "work directory for etcd data, certificates, kubeconfig and logs (required)")
 	delay := fs.Duration("pod-ready-delay", time.Second, "time from a pod being scheduled to it being Running and Ready")
+	noLifecycle := fs.Bool("no-node-lifecycle", false, "run without the node lifecycle and taint eviction controllers (for nodes nothing heartbeats: scenario plan-scale)")
 	awsDemo := fs.Bool("aws-demo", false, "also serve a fake AWS endpoint with Auto Scaling group \"demo\" (9 nodes) and the demo workloads")
 	awsAddr := fs.String("aws-addr", "127.0.0.1:0", "listen address of the fake AWS endpoint (with --aws-demo)")
 	if err := fs.Parse(args); err != nil {
@@ -84,7 +89,7 @@ func up(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	started := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, PodReadyDelay: *delay})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, PodReadyDelay: *delay, NoNodeLifecycle: *noLifecycle})
 	if err != nil {
 		return err
 	}
@@ -178,6 +183,39 @@ func bench(args []string) error {
 	}
 	fmt.Printf("bench ready: node group %s (%d outdated, %d current nodes), namespace %s (%d Deployments x %d replicas, PDB maxUnavailable %d)\n",
 		b.Name, b.Outdated, b.Current, b.Name, b.Apps, b.Replicas, b.MaxUnavailable)
+	return nil
+}
+
+// planScale builds hack/bench.sh --plan-scale's read-only cluster.
+func planScale(args []string) error {
+	fs := flag.NewFlagSet("plan-scale", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the simulated cluster, started with --no-node-lifecycle (required)")
+	p := scenario.PlanScale{Progress: os.Stderr}
+	fs.StringVar(&p.Name, "name", "", "node group name and namespace prefix (required)")
+	fs.IntVar(&p.Nodes, "nodes", 5000, "nodes (a tenth current, image ami-new; the rest ami-old)")
+	fs.IntVar(&p.PodsPerNode, "pods-per-node", 30, "pods bound to each node")
+	fs.IntVar(&p.Replicas, "replicas", 100, "replicas of each Deployment, each with a PDB of maxUnavailable 10%")
+	fs.IntVar(&p.Namespaces, "namespaces", 10, "namespaces the Deployments are spread over")
+	fs.IntVar(&p.Workers, "workers", 64, "requests in flight")
+	timeout := fs.Duration("timeout", time.Hour, "how long to wait for the whole build")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if p.Name == "" || *kubeconfig == "" {
+		return errors.New("--name and --kubeconfig are required")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	started := time.Now()
+	if err := scenario.CreatePlanScale(ctx, rc, p); err != nil {
+		return err
+	}
+	fmt.Printf("plan-scale ready in %s: node group %s (%d nodes), %d pods from %d Deployments with PDBs in namespaces %s-0..%d\n",
+		time.Since(started).Round(time.Second), p.Name, p.Nodes, p.Nodes*p.PodsPerNode, p.Nodes*p.PodsPerNode/p.Replicas, p.Name, p.Namespaces-1)
 	return nil
 }
 
