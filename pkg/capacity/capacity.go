@@ -84,51 +84,87 @@ func requestsText(req corev1.ResourceList) string {
 // node's free room is computed once, and nodes too full for the smallest pod
 // are dropped for good.
 func Estimate(toEvict []*corev1.Pod, nodes []*corev1.Node, podsByNode func(string) []*corev1.Pod, excluded sets.Set[string]) Room {
-	names := requestedResources(toEvict)
-	reqs := make(map[*corev1.Pod][]int64, len(toEvict))
-	for _, p := range toEvict {
-		reqs[p] = requestVector(p, names)
-	}
-	pods := append([]*corev1.Pod(nil), toEvict...)
-	sort.SliceStable(pods, func(i, j int) bool { return less(reqs[pods[j]], reqs[pods[i]]) })
-	smallest := make([]int64, len(names)+1)
-	for i := range smallest {
-		smallest[i] = -1
-		for _, p := range pods {
-			if v := reqs[p][i]; smallest[i] < 0 || v < smallest[i] {
-				smallest[i] = v
+	t := NewTracker(nodes, podsByNode, toEvict)
+	t.Exclude(excluded.UnsortedList()...)
+	return t.Place(toEvict)
+}
+
+// Tracker is Estimate batch after batch on one snapshot, as a plan checks a
+// whole run: each node's free room is computed once and then only lowered
+// by the pods placed on it, so the work of a batch is its own pods against
+// the nodes they are tried on, not every pod of the cluster again.
+type Tracker struct {
+	names      []corev1.ResourceName
+	floor      []int64 // no pod to place asks less: a node with less is dropped
+	candidates []*candidate
+	zoneOf     map[string]string
+	podsByNode func(string) []*corev1.Pod
+	excluded   sets.Set[string]
+}
+
+type candidate struct {
+	node *corev1.Node
+	free []int64 // per names, then the pod count; nil until first needed
+}
+
+// NewTracker tracks the room of nodes, whose running pods podsByNode gives
+// (read once per node, the first time the node is tried), for placing any
+// of pods: their requested resources are the ones counted.
+func NewTracker(nodes []*corev1.Node, podsByNode func(string) []*corev1.Pod, pods []*corev1.Pod) *Tracker {
+	t := &Tracker{names: requestedResources(pods), zoneOf: make(map[string]string, len(nodes)), podsByNode: podsByNode, excluded: sets.New[string]()}
+	t.floor = make([]int64, len(t.names)+1)
+	for i, p := range pods {
+		for k, v := range requestVector(p, t.names) {
+			if i == 0 || v < t.floor[k] {
+				t.floor[k] = v
 			}
 		}
 	}
-	type candidate struct {
-		node *corev1.Node
-		free []int64 // per names, then the pod count
-	}
-	var candidates []*candidate
-	zoneOf := map[string]string{}
 	for _, n := range nodes {
-		zoneOf[n.Name] = n.Labels[corev1.LabelTopologyZone]
-		if excluded.Has(n.Name) || n.Spec.Unschedulable || !NodeReady(n) {
+		t.zoneOf[n.Name] = n.Labels[corev1.LabelTopologyZone]
+		if n.Spec.Unschedulable || !NodeReady(n) {
 			continue
 		}
-		candidates = append(candidates, &candidate{node: n})
+		t.candidates = append(t.candidates, &candidate{node: n})
 	}
+	return t
+}
+
+// Exclude makes nodes take nothing from now on (being drained, or tainted
+// for the upgrade).
+func (t *Tracker) Exclude(nodes ...string) { t.excluded.Insert(nodes...) }
+
+// Place places pods, largest first, on the first node each fits on, and
+// keeps them there for the next Place.
+func (t *Tracker) Place(pods []*corev1.Pod) Room {
+	reqs := make(map[*corev1.Pod][]int64, len(pods))
+	for _, p := range pods {
+		reqs[p] = requestVector(p, t.names)
+	}
+	pods = slices.Clone(pods)
+	sort.SliceStable(pods, func(i, j int) bool { return less(reqs[pods[j]], reqs[pods[i]]) })
 	var room Room
 	for _, p := range pods {
 		affinity := nodeaffinity.GetRequiredNodeAffinity(p)
 		placed := false
-		for i := 0; i < len(candidates); i++ {
-			c := candidates[i]
-			if c.free == nil {
-				c.free = freeVector(c.node, podsByNode(c.node.Name), names)
-			}
-			if !fits(c.free, smallest) {
-				// Too full for the smallest pod: dropped for good.
-				candidates = slices.Delete(candidates, i, i+1)
+		for i := 0; i < len(t.candidates); i++ {
+			c := t.candidates[i]
+			if t.excluded.Has(c.node.Name) {
+				// Excluded for good: nodes are never taken back.
+				t.candidates = slices.Delete(t.candidates, i, i+1)
 				i--
 				continue
 			}
-			if !fits(c.free, reqs[p]) || !accepts(c.node, p, affinity, zoneOf[p.Spec.NodeName]) {
+			if c.free == nil {
+				c.free = freeVector(c.node, t.podsByNode(c.node.Name), t.names)
+			}
+			if !fits(c.free, t.floor) {
+				// Too full for the smallest pod: dropped for good.
+				t.candidates = slices.Delete(t.candidates, i, i+1)
+				i--
+				continue
+			}
+			if !fits(c.free, reqs[p]) || !accepts(c.node, p, affinity, t.zoneOf[p.Spec.NodeName]) {
 				continue
 			}
 			for k := range c.free {
@@ -227,9 +263,12 @@ func quantityValue(name corev1.ResourceName, q resource.Quantity) int64 {
 	return q.Value()
 }
 
+// fits reports whether req fits in free. What a pod does not request
+// does not count, as for the scheduler: a node short of memory still
+// takes a pod that asks for none.
 func fits(free, req []int64) bool {
 	for i := range free {
-		if req[i] > free[i] {
+		if req[i] > 0 && req[i] > free[i] {
 			return false
 		}
 	}

@@ -1,6 +1,10 @@
 package capacity
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,4 +151,67 @@ func TestStartupTaint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Tracker placing batch after batch must find what a fresh Estimate of
+// each batch finds, given the pods the earlier batches placed: it only
+// saves recomputing every node's room. Random clusters, where some batches
+// fit and some do not.
+func TestTrackerAgreesWithEstimate(t *testing.T) {
+	for seed := range 40 {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 11))
+			var nodes []*corev1.Node
+			running := map[string][]*corev1.Pod{}
+			for i := range 12 {
+				name := fmt.Sprintf("n%02d", i)
+				nodes = append(nodes, testNode(name, fmt.Sprintf("z%d", i%3), fmt.Sprintf("%dm", 1000+rng.IntN(4)*500)))
+				for j := range rng.IntN(6) {
+					running[name] = append(running[name], testPod(fmt.Sprintf("%s-p%d", name, j), name, fmt.Sprintf("%dm", 100+rng.IntN(5)*100)))
+				}
+			}
+			// The first 8 nodes are outdated, in batches of 2.
+			batches := [][]string{{"n00", "n01"}, {"n02", "n03"}, {"n04", "n05"}, {"n06", "n07"}}
+			heldOff := seed%2 == 0
+			var all []*corev1.Pod
+			for _, b := range batches {
+				for _, n := range b {
+					all = append(all, running[n]...)
+				}
+			}
+			tracker := NewTracker(nodes, func(n string) []*corev1.Pod { return running[n] }, all)
+			excluded := sets.New[string]()
+			if heldOff {
+				for _, b := range batches {
+					tracker.Exclude(b...)
+					excluded.Insert(b...)
+				}
+			}
+			for i, b := range batches {
+				tracker.Exclude(b...)
+				excluded.Insert(b...)
+				var toEvict []*corev1.Pod
+				for _, n := range b {
+					toEvict = append(toEvict, running[n]...)
+					delete(running, n)
+				}
+				want := Estimate(toEvict, nodes, func(n string) []*corev1.Pod { return running[n] }, excluded)
+				got := tracker.Place(toEvict)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("batch %d: tracker placed %s, unplaced %v; Estimate placed %s, unplaced %v", i, placements(got), got.PodNames(), placements(want), want.PodNames())
+				}
+				for _, pl := range got.Placed {
+					running[pl.Node] = append(running[pl.Node], pl.Pod)
+				}
+			}
+		})
+	}
+}
+
+func placements(r Room) string {
+	var out []string
+	for _, pl := range r.Placed {
+		out = append(out, pl.Pod.Name+"→"+pl.Node)
+	}
+	return strings.Join(out, " ")
 }

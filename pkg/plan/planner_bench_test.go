@@ -30,17 +30,21 @@ func syntheticSnapshot(nodes, podsPerNode int) Snapshot {
 
 func BenchmarkBuild5000Nodes150kPods(b *testing.B) {
 	snap := syntheticSnapshot(5000, 30)
-	in := baseInput()
-	in.MaxUnavailable = "20"
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		p, err := Build(snap, in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if p.Nodes.Outdated != 2500 {
-			b.Fatalf("outdated %d", p.Nodes.Outdated)
-		}
+	// With --max-unavailable 1, the no-room check looks at 2,500 batches.
+	for _, maxUnavailable := range []string{"20", "1"} {
+		b.Run("max-unavailable-"+maxUnavailable, func(b *testing.B) {
+			in := baseInput()
+			in.MaxUnavailable = maxUnavailable
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := Build(snap, in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if p.Nodes.Outdated != 2500 {
+					b.Fatalf("outdated %d", p.Nodes.Outdated)
+				}
+			}
+		})
 	}
 }

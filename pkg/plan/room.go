@@ -39,31 +39,44 @@ func noRoom(snap Snapshot, batches [][]string, in Input, heldOff bool, pinned se
 	for i := range snap.Nodes {
 		nodes[i] = &snap.Nodes[i]
 	}
+	// The pods any batch may evict: those of the outdated nodes, and those
+	// carried over onto them, which are pods of other outdated nodes.
+	evictable := func(n string) []*corev1.Pod {
+		return slices.DeleteFunc(slices.Clone(running[n]), func(p *corev1.Pod) bool { return !Evictable(p) || pinned.Has(podKey(p)) })
+	}
+	var all []*corev1.Pod
+	for _, b := range batches {
+		for _, n := range b {
+			all = append(all, evictable(n)...)
+		}
+	}
+	room := capacity.NewTracker(nodes, func(n string) []*corev1.Pod { return running[n] }, all)
 	// Where every outdated node is held off (tainted) from the start, none
 	// takes pods; otherwise a node takes pods until its own batch, which
 	// then evicts them again.
-	excluded := sets.New[string]()
 	if heldOff {
 		for _, b := range batches {
-			excluded.Insert(b...)
+			room.Exclude(b...)
 		}
 	}
 	for i, batch := range batches {
-		excluded.Insert(batch...)
+		room.Exclude(batch...)
 		var toEvict []*corev1.Pod
 		for _, n := range batch {
-			toEvict = append(toEvict, slices.DeleteFunc(slices.Clone(running[n]), func(p *corev1.Pod) bool { return !Evictable(p) || pinned.Has(podKey(p)) })...)
+			toEvict = append(toEvict, evictable(n)...)
 			delete(running, n)
 		}
-		room := capacity.Estimate(toEvict, nodes, func(n string) []*corev1.Pod { return running[n] }, excluded)
+		placed := room.Place(toEvict)
 		if in.Namespace != "" {
 			// check -n: only that namespace's pods are its business.
-			room.Unplaced = slices.DeleteFunc(room.Unplaced, func(p *corev1.Pod) bool { return p.Namespace != in.Namespace })
+			placed.Unplaced = slices.DeleteFunc(placed.Unplaced, func(p *corev1.Pod) bool { return p.Namespace != in.Namespace })
 		}
-		if !room.Fits() {
-			return []check.Finding{noRoomFinding(i, len(batches), batch, room, in, heldOff)}
+		if !placed.Fits() {
+			return []check.Finding{noRoomFinding(i, len(batches), batch, placed, in, heldOff)}
 		}
-		for _, pl := range room.Placed {
+		// The pods carried over are evicted again with their new node's
+		// batch.
+		for _, pl := range placed.Placed {
 			running[pl.Node] = append(running[pl.Node], pl.Pod)
 		}
 	}
