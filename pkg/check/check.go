@@ -35,10 +35,12 @@ const (
 	CheckSingleReplica      = "single-replica"
 	// Found by the planner: the target labels cannot come from the cloud
 	// target; a pod fits on no node but the outdated one it runs on; the
-	// pods of a batch fit on no node that stays and nothing adds one.
+	// pods of a batch fit on no node that stays and nothing adds one; the
+	// scale-up would bring machines of the old version out of a warm pool.
 	CheckUnreachableTarget = "unreachable-target"
 	CheckPodCannotMove     = "pod-cannot-move"
 	CheckNoRoom            = "no-room"
+	CheckOutdatedWarmPool  = "outdated-warm-pool"
 	// Warnings.
 	CheckNoPDB               = "no-pdb"
 	CheckZoneConcentration   = "zone-concentration"
@@ -62,6 +64,7 @@ var severities = map[string]Severity{
 	CheckUnreachableTarget:   Blocker,
 	CheckPodCannotMove:       Blocker,
 	CheckNoRoom:              Blocker,
+	CheckOutdatedWarmPool:    Blocker,
 	CheckNoPDB:               Warning,
 	CheckZoneConcentration:   Warning,
 	CheckNoReadinessProbe:    Warning,
@@ -76,7 +79,7 @@ var severities = map[string]Severity{
 var names = []string{
 	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
 	CheckBarePod, CheckSameBatch, CheckSingleReplica,
-	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom,
+	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
@@ -84,7 +87,7 @@ var names = []string{
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
-var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom}
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.

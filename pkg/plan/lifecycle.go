@@ -2,8 +2,11 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
 
 // LeaveHook is a hook of the cloud's that holds a removed machine on its
@@ -54,12 +57,7 @@ func (cg *CloudGroup) LifecycleNotes(terminateTimeout time.Duration, outdated ma
 		notes = append(notes, note)
 	}
 	if r := cg.Reserve; r != nil {
-		old := 0
-		for _, m := range r.Machines {
-			if cg.TargetVersion == NewVersion || m.Template != cg.Template || m.Version != cg.TargetVersion {
-				old++
-			}
-		}
+		old := len(cg.outdatedReserve())
 		note := fmt.Sprintf("%s %q has a %s of %d %ss (%s, min size %d): they are not nodes, so the run neither counts, awaits nor terminates them",
 			cg.GroupKind, cg.Name, r.Kind, len(r.Machines), cg.MachineKind, stateOrUnknown(r.State), r.MinSize)
 		if old > 0 {
@@ -85,6 +83,47 @@ func (cg *CloudGroup) LifecycleNotes(terminateTimeout time.Duration, outdated ma
 			cg.MachineKind, strings.Join(protected, ", "), cg.GroupKind, cg.Name))
 	}
 	return notes
+}
+
+// outdatedReserve are the reserve's machines launched from anything but the
+// target version.
+func (cg *CloudGroup) outdatedReserve() []string {
+	if cg.Reserve == nil {
+		return nil
+	}
+	var old []string
+	for _, m := range cg.Reserve.Machines {
+		if cg.TargetVersion == NewVersion || m.Template != cg.Template || m.Version != cg.TargetVersion {
+			old = append(old, m.ID)
+		}
+	}
+	return old
+}
+
+// outdatedWarmPool blocks a run that scales the group up while its reserve
+// holds machines of another version: the cloud takes those first (AWS
+// draws a scale-out from the warm pool, and never replaces warm instances
+// when the launch template changes), so they join on the old image and the
+// run waits for new nodes that never come.
+func outdatedWarmPool(cg *CloudGroup, p *Plan, nodeGroup string) []check.Finding {
+	old := cg.outdatedReserve()
+	if len(old) == 0 || p.Cloud == nil {
+		return nil
+	}
+	added := max(p.Cloud.ScaleUp, p.Cloud.During.Desired-p.Cloud.Before.Desired)
+	if added <= 0 {
+		return nil // nothing launches (blue/green makes a group without the pool)
+	}
+	shown := old
+	if len(old) > 3 {
+		shown = append(slices.Clone(old[:3]), fmt.Sprintf("and %d more", len(old)-3))
+	}
+	return []check.Finding{{
+		Check: check.CheckOutdatedWarmPool, Severity: check.Blocker, Kind: "NodeGroup", Name: nodeGroup,
+		Message: fmt.Sprintf("the %s of %s %q holds %d %ss launched from another %s version (%s): the scale-up of %d takes them first, they join on the old image, and the run would wait for new nodes that never come",
+			cg.Reserve.Kind, cg.GroupKind, cg.Name, len(old), cg.MachineKind, cg.TemplateKind, strings.Join(shown, ", "), added),
+		Fix: fmt.Sprintf("replace the %s's %ss before the run (an instance refresh, or delete the %s and make it again after the run)", cg.Reserve.Kind, cg.MachineKind, cg.Reserve.Kind),
+	}}
 }
 
 func stateOrUnknown(s string) string {

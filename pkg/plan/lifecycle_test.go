@@ -1,9 +1,12 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
 
 func TestLifecycleNotes(t *testing.T) {
@@ -77,5 +80,49 @@ func TestLeaveHooksLine(t *testing.T) {
 	c := &CloudPlan{LeaveHooks: []LeaveHook{{Name: "a", Timeout: Duration(time.Hour)}, {Name: "b", Timeout: Duration(30 * time.Second)}}}
 	if got, want := leaveHooksLine(c), `held by lifecycle hooks "a" (heartbeat 3600 s), "b" (heartbeat 30 s); the run waits, never completes them`; got != want {
 		t.Errorf("line %q, want %q", got, want)
+	}
+}
+
+// A run that scales the group out while its warm pool holds instances of
+// another version is blocked: they would join on the old image.
+func TestOutdatedWarmPool(t *testing.T) {
+	pool := func(versions ...string) *Reserve {
+		r := &Reserve{Kind: "warm pool", State: "Stopped"}
+		for i, v := range versions {
+			r.Machines = append(r.Machines, Machine{ID: fmt.Sprintf("i-%d", i), Template: "lt-1", Version: v})
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name        string
+		reserve     *Reserve
+		target      string
+		scaleUp     int32
+		surge       int32
+		wantBlocker string
+	}{
+		{name: "no pool", scaleUp: 6, target: "3"},
+		{name: "pool on the target", reserve: pool("3", "3"), scaleUp: 6, target: "3"},
+		{name: "old pool, eks scale-up", reserve: pool("2", "3"), scaleUp: 6, target: "3",
+			wantBlocker: `the warm pool of Auto Scaling group "ng1" holds 1 instances launched from another launch template version (i-0): the scale-up of 6 takes them first, they join on the old image, and the run would wait for new nodes that never come`},
+		{name: "pool, a new version to make", reserve: pool("2", "2", "2", "2"), scaleUp: 2, target: NewVersion,
+			wantBlocker: `holds 4 instances launched from another launch template version (i-0, i-1, i-2, and 1 more): the scale-up of 2`},
+		{name: "old pool, surge", reserve: pool("2"), surge: 1, target: "3", wantBlocker: "the scale-up of 1 takes them first"},
+		{name: "old pool, nothing launches (blue/green)", reserve: pool("2"), target: "3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cg := &CloudGroup{Name: "ng1", GroupKind: "Auto Scaling group", MachineKind: "instance", Template: "lt-1", TemplateKind: "launch template", TargetVersion: tc.target, Reserve: tc.reserve}
+			p := &Plan{Cloud: &CloudPlan{ScaleUp: tc.scaleUp, Before: Sizes{Desired: 3}, During: Sizes{Desired: 3 + tc.scaleUp + tc.surge}}}
+			got := outdatedWarmPool(cg, p, "ng1")
+			if tc.wantBlocker == "" {
+				if len(got) != 0 {
+					t.Fatalf("want no finding, got %+v", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Check != check.CheckOutdatedWarmPool || got[0].Severity != check.Blocker || !strings.Contains(got[0].Message, tc.wantBlocker) {
+				t.Fatalf("want one %s blocker saying %q, got %+v", check.CheckOutdatedWarmPool, tc.wantBlocker, got)
+			}
+		})
 	}
 }

@@ -277,6 +277,13 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	pinned, pinnedKeys := pinnedPods(snap, outdatedNames, podsByNode, in)
 	p.Findings = append(p.Findings, pinned...)
 	p.Findings = append(p.Findings, noRoom(snap, names, in, strategy.Traits().OutdatedHeldOff, pinnedKeys)...)
+	if in.Cloud != nil {
+		name := in.NodeGroup
+		if name == "" {
+			name = in.Selector
+		}
+		p.Findings = append(p.Findings, outdatedWarmPool(in.Cloud, p, name)...)
+	}
 	if p.Findings = check.Sort(p.Findings); p.Findings == nil {
 		p.Findings = []check.Finding{}
 	}
