@@ -5,6 +5,7 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -397,14 +398,8 @@ func (p *Provider) groupFrom(ctx context.Context, ag *astypes.AutoScalingGroup) 
 		in := &g.Instances[k]
 		if e, ok := ec2s[in.ID]; ok {
 			in.ImageID = sdkaws.ToString(e.ImageId)
-			for _, t := range e.Tags {
-				switch sdkaws.ToString(t.Key) {
-				case "aws:ec2launchtemplate:id":
-					in.LaunchTemplateID = sdkaws.ToString(t.Value)
-				case "aws:ec2launchtemplate:version":
-					in.LaunchTemplateVersion = sdkaws.ToString(t.Value)
-				}
-			}
+			id, v := launchedFrom(e)
+			in.LaunchTemplateID, in.LaunchTemplateVersion = cmp.Or(id, in.LaunchTemplateID), cmp.Or(v, in.LaunchTemplateVersion)
 		}
 		// Without the EC2 tag, Auto Scaling may report "$Latest" or
 		// "$Default": resolved now, which is right unless the template
@@ -739,4 +734,18 @@ func Outdated(g *Group, targetVersion string) []Instance {
 		}
 	}
 	return out
+}
+
+// launchedFrom reads the launch template and version an instance was
+// launched from off the tags EC2 puts on it ("" without them).
+func launchedFrom(e ec2types.Instance) (template, version string) {
+	for _, t := range e.Tags {
+		switch sdkaws.ToString(t.Key) {
+		case "aws:ec2launchtemplate:id":
+			template = sdkaws.ToString(t.Value)
+		case "aws:ec2launchtemplate:version":
+			version = sdkaws.ToString(t.Value)
+		}
+	}
+	return template, version
 }

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -191,14 +192,8 @@ func (p *Provider) warmVersions(ctx context.Context, machines []plan.Machine) er
 		m := &machines[i]
 		if e, ok := ec2s[m.ID]; ok {
 			m.Image = sdkaws.ToString(e.ImageId)
-			for _, t := range e.Tags {
-				switch sdkaws.ToString(t.Key) {
-				case "aws:ec2launchtemplate:id":
-					m.Template = sdkaws.ToString(t.Value)
-				case "aws:ec2launchtemplate:version":
-					m.Version = sdkaws.ToString(t.Value)
-				}
-			}
+			id, v := launchedFrom(e)
+			m.Template, m.Version = cmp.Or(id, m.Template), cmp.Or(v, m.Version)
 		}
 		if m.Template != "" && m.Version != "" && !isNumber(m.Version) {
 			v, err := res.version(ctx, m.Template, "", m.Version)
