@@ -284,11 +284,16 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 	}
 	names := slices.DeleteFunc(e.cfg.Plan.OutdatedNames(), func(n string) bool { return !e.nodeExists(n) })
 	e.logf("deleting blue: the pods left on its %d nodes, then %s %q", len(names), e.groupKind(), e.group.GroupName())
-	d := drain.New(e.cfg.Client, drain.Options{
+	opts := drain.Options{
 		DeleteInsteadOfEvict: true, Force: true, DeleteEmptyDirData: true,
 		GracePeriodSeconds: -1, MaxGracePeriod: time.Hour, Timeout: time.Hour + 5*time.Minute,
 		OnEvent: e.reportDrainEvent,
-	})
+	}
+	if e.view != nil {
+		// blue's pods are followed in the run's cache, as every drain's
+		opts.Pods = e.view
+	}
+	d := drain.New(e.cfg.Client, opts)
 	// Every blue node gets each hook once: those its batch drained are
 	// recorded done; the others (batch size 0) get theirs here.
 	if err := e.runHooks(ctx, plan.HookPreDrain, names); err != nil {
