@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
 )
 
 // Labels and annotations the simulated nodes carry.
@@ -100,7 +102,10 @@ func CreateNode(ctx context.Context, c kubernetes.Interface, n Node) error {
 	return nil
 }
 
-// WaitNodesReady waits until every named node exists with Ready=True.
+// WaitNodesReady waits until every named node exists with Ready=True and
+// without the taints a new node carries until the node lifecycle controller
+// sees it Ready: pods created before then all land on the few nodes already
+// free of them, and a plan made then finds no room on the others.
 func WaitNodesReady(ctx context.Context, c kubernetes.Interface, names ...string) error {
 	if len(names) == 0 {
 		return nil
@@ -112,7 +117,7 @@ func WaitNodesReady(ctx context.Context, c kubernetes.Interface, names ...string
 		var out []string
 		for _, name := range names {
 			n, err := lister.Get(name)
-			if err != nil || !nodeReady(n) {
+			if err != nil || !nodeReady(n) || capacity.StartupTaint(n) != "" {
 				out = append(out, name)
 			}
 		}
