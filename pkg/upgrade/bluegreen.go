@@ -318,6 +318,9 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 		return err
 	}
 	e.done = append(e.done, names...)
+	if err := e.record(ctx, plan.State{Phase: plan.PhaseDeleteBlue}); err != nil {
+		return err
+	}
 	cr := e.cloudRecord()
 	e.note = fmt.Sprintf("node group now runs in %s %q; %q was deleted", e.groupKind(), cr.Green, e.group.GroupName())
 	if sel := e.cfg.Plan.BlueGreen.GreenSelector; sel != "" {

@@ -51,7 +51,8 @@ type Config struct {
 	// Events records Kubernetes Events on nodes and pods; nil records none.
 	Events *Recorder
 	// OnProgress is told every state the run enters, and the nodes done, so
-	// the caller can keep a record; an error stops the run.
+	// the caller can keep a record; an error stops the run. A step that
+	// finishes nodes and then waits tells it again, with the same state.
 	OnProgress func(ctx context.Context, s plan.State, done []string) error
 	// Start is the phase to begin with (a rollback, or where an
 	// interrupted run goes on); empty for the strategy's first phase.
@@ -194,10 +195,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
-		if e.cfg.OnProgress != nil {
-			if err := e.cfg.OnProgress(ctx, s, e.done); err != nil {
-				return err
-			}
+		if err := e.record(ctx, s); err != nil {
+			return err
 		}
 		if s.Phase == plan.PhaseDone {
 			break
@@ -224,6 +223,16 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.logf("%s", e.summary())
 	return nil
+}
+
+// record tells OnProgress the state and the nodes done so far. Steps that
+// finish nodes and then wait call it themselves, so a run killed during
+// the wait still counts them.
+func (e *Engine) record(ctx context.Context, s plan.State) error {
+	if e.cfg.OnProgress == nil {
+		return nil
+	}
+	return e.cfg.OnProgress(ctx, s, e.done)
 }
 
 // tickProgress keeps the progress moving while a step waits, until ctx
@@ -581,6 +590,9 @@ func (e *Engine) removeBatch(ctx context.Context, i int) error {
 		e.logf("%s: %s", e.nodeWithMachine(i, name), removed)
 		e.done = append(e.done, name)
 		leaving[name] = id
+		if err := e.record(ctx, plan.State{Phase: plan.PhaseRemove, Batch: i}); err != nil {
+			return err
+		}
 	}
 	if err := e.awaitGone(ctx, leaving); err != nil {
 		return err

@@ -57,16 +57,20 @@ func TestRemovedMachinesAreAwaited(t *testing.T) {
 		throttled int
 		timeout   time.Duration
 		// wantGone are the machines awaited until gone; wantErr the
-		// run's error.
-		wantGone int
-		wantErr  string
+		// run's error; wantRecordedDone the nodes the record counts done
+		// when the run stops.
+		wantGone         int
+		wantErr          string
+		wantRecordedDone int
 	}{
 		// Three batches' removals and four scale-down removals.
 		{name: "eks: every removal held, then gone", strategy: "eks", in: plan.Input{MaxUnavailable: "1"}, holdLooks: 2, wantGone: 7},
 		{name: "surge: every removal held, then gone", strategy: "surge", in: plan.Input{MaxSurge: 1, MaxUnavailable: "0"}, holdLooks: 2, wantGone: 3},
 		// Throttling outlasts the SDK's retries: the wait looks again.
 		{name: "eks: the looks throttled, then gone", strategy: "eks", in: plan.Input{MaxUnavailable: "1"}, holdLooks: 1, throttled: 3, wantGone: 7},
-		{name: "held past --terminate-timeout", strategy: "surge", in: plan.Input{MaxSurge: 1, MaxUnavailable: "0"}, holdLooks: -1, timeout: 300 * time.Millisecond,
+		// The removed node is recorded done before the wait, so a re-run
+		// after the timeout (or a kill in the wait) counts it.
+		{name: "held past --terminate-timeout", strategy: "surge", in: plan.Input{MaxSurge: 1, MaxUnavailable: "0"}, holdLooks: -1, timeout: 300 * time.Millisecond, wantRecordedDone: 1,
 			wantErr: `did not terminate within 300ms (--terminate-timeout): held by lifecycle hook "drain-hook" (Terminating:Wait, heartbeat 300 s), which belongs to another system and was not completed; complete the hook where it belongs or raise --terminate-timeout, then run again`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +86,9 @@ func TestRemovedMachinesAreAwaited(t *testing.T) {
 			if tc.wantErr != "" {
 				if got.err == nil || !strings.Contains(got.err.Error(), tc.wantErr) {
 					t.Fatalf("run: %v, want %q\n%s", got.err, tc.wantErr, got.out)
+				}
+				if len(got.done) != tc.wantRecordedDone {
+					t.Errorf("the record counts %v done, want %d nodes", got.done, tc.wantRecordedDone)
 				}
 				return
 			}
