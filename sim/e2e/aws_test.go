@@ -308,7 +308,12 @@ func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
 			if kp.marker != "" && !killed {
 				t.Fatalf("the run ended before the kill point")
 			}
-			finished := false // a random kill can come after the run recorded its end
+			// A random kill can come after the run recorded its end, or
+			// after it exited: then the first run did it all.
+			finished := !killed
+			if finished && !strings.Contains(out, "upgrade of 3 nodes finished") {
+				t.Errorf("the run ended before the kill without finishing:\n%s", out)
+			}
 			if killed {
 				// A kill before the lock was taken leaves no record at all.
 				st := g.run(t, "status", name, "-o", "json")
