@@ -63,13 +63,17 @@ type Group interface {
 // own accord (AWS's AZRebalance launches in the emptiest zone, then
 // terminates in the fullest): after a Shrink leaves the zones unbalanced it
 // would terminate a node nobody drained. A run holds it off for the span of
-// its Shrinks. A Group without it needs nothing.
+// its Shrinks and evens the zones out itself, drained, before it lets go.
+// A Group without it needs nothing.
 type Rebalancer interface {
 	Group
 	// RebalanceName names the process for messages and the plan.
 	RebalanceName() string
 	// RebalanceHeld reports whether it is suspended now.
 	RebalanceHeld(ctx context.Context) (bool, error)
+	// RebalanceZones are the zones it balances the group between, also
+	// those where the group runs no machine now.
+	RebalanceZones(ctx context.Context) ([]string, error)
 	// HoldRebalance suspends it and ReleaseRebalance resumes it; either
 	// may be repeated.
 	HoldRebalance(ctx context.Context) error

@@ -238,7 +238,7 @@ func rebalanceLine(p *Plan, c *CloudPlan) string {
 	if c.RebalanceHeld {
 		return fmt.Sprintf("%s suspended before the run: left suspended", c.Rebalance)
 	}
-	return fmt.Sprintf("%s suspended from the first termination that lowers the desired size to the end of the run (a killed run's abort or resume resumes it), so it terminates no undrained instance", c.Rebalance)
+	return fmt.Sprintf("%s suspended from the first termination that lowers the desired size to the end of the run (a killed run's abort or resume resumes it), so it terminates no undrained instance; zones the run leaves uneven are evened first with one node more and one drained off the fullest zone", c.Rebalance)
 }
 
 func joinLabels(m map[string]string) string {

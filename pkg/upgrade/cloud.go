@@ -482,16 +482,13 @@ func (e *Engine) scaleDown(ctx context.Context) error {
 		return e.protectNewNodes(ctx, false) // nothing was scaled up
 	}
 	orig := *cr.Original
-	for {
-		err := e.scaleDownOne(ctx, cr, orig)
-		if errors.Is(err, errAutoscaled) {
-			break
-		}
-		if err != nil {
+	autoscaled, err := e.shrinkToOriginal(ctx, cr, orig)
+	if err != nil {
+		return err
+	}
+	if !autoscaled {
+		if err := e.evenZones(ctx, cr, orig); err != nil {
 			return err
-		}
-		if cr.Shrinking == "" && cr.LastDesired <= orig.Desired {
-			break
 		}
 	}
 	sizes, err := e.restoreMax(ctx)
@@ -506,6 +503,24 @@ func (e *Engine) scaleDown(ctx context.Context) error {
 		e.logf("%s %q is back to desired %d, max %d", e.groupKind(), e.group.GroupName(), sizes.Desired, sizes.Max)
 	}
 	return e.protectNewNodes(ctx, false)
+}
+
+// shrinkToOriginal removes nodes one at a time until the group is back to
+// the desired size recorded before the run; it reports whether the
+// cluster autoscaler scaled the group up meanwhile, which ends it.
+func (e *Engine) shrinkToOriginal(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes) (autoscaled bool, err error) {
+	for {
+		err := e.scaleDownOne(ctx, cr, orig)
+		if errors.Is(err, errAutoscaled) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if cr.Shrinking == "" && cr.LastDesired <= orig.Desired {
+			return false, nil
+		}
+	}
 }
 
 // scaleDownOne removes one node, or finds there is nothing left to remove.

@@ -263,6 +263,11 @@ type fakeGroup struct {
 	version string   // what Setup points the group at and new machines run
 	zones   []string // where new machines go, in turn
 	launch  launchMode
+	// emptiestFirst launches as AWS does instead: in the zone with the
+	// fewest machines, ties to the first; onlyZone, where set, is the one
+	// zone with capacity.
+	emptiestFirst bool
+	onlyZone      string
 
 	mu       sync.Mutex
 	sizes    plan.Sizes
@@ -400,6 +405,12 @@ func (f *fakeGroup) fill(ctx context.Context) error {
 		f.launched++
 		name := fmt.Sprintf("%s-new-%d", f.name, f.launched)
 		zone := f.zones[(f.launched-1)%len(f.zones)]
+		if f.emptiestFirst {
+			zone = f.emptiestZone()
+		}
+		if f.onlyZone != "" {
+			zone = f.onlyZone
+		}
 		m := plan.Machine{ID: "i-" + name, Zone: zone, Template: "lt", Version: f.version, State: plan.MachineInService, Lifecycle: "InService"}
 		if f.launch == launchOldVersion {
 			m.Version = "1"
@@ -425,6 +436,39 @@ func (f *fakeGroup) fill(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// emptiestZone is the zone with the fewest machines, the first of those
+// tied; f.mu is held.
+func (f *fakeGroup) emptiestZone() string {
+	count := map[string]int{}
+	for _, m := range f.machines {
+		count[m.Zone]++
+	}
+	for _, m := range f.pending {
+		count[m.Zone]++
+	}
+	best := f.zones[0]
+	for _, z := range f.zones[1:] {
+		if count[z] < count[best] {
+			best = z
+		}
+	}
+	return best
+}
+
+// zoneCounts counts the group's machines by zone, in the zones' order.
+func (f *fakeGroup) zoneCounts() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]int, len(f.zones))
+	for _, m := range f.machines {
+		out[slices.Index(f.zones, m.Zone)]++
+	}
+	for _, m := range f.pending {
+		out[slices.Index(f.zones, m.Zone)]++
+	}
+	return out
 }
 
 // settle waits until the engine's cache has the node (present) or not.

@@ -30,6 +30,12 @@ func (r *rebalancingGroup) RebalanceHeld(context.Context) (bool, error) {
 	return r.held, nil
 }
 
+func (r *rebalancingGroup) RebalanceZones(context.Context) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.zones), nil
+}
+
 func (r *rebalancingGroup) HoldRebalance(context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -153,5 +159,63 @@ func TestRebalanceRecordedBeforeTheCall(t *testing.T) {
 	}
 	if group.held || cfg.Record.Cloud.RebalanceHeld {
 		t.Errorf("held %v, recorded %v at the end", group.held, cfg.Record.Cloud.RebalanceHeld)
+	}
+}
+
+// A surge run's Shrinks lower the desired size in the zone of the batch
+// while the group launches each surge node in its emptiest zone, ties to
+// the first (as Auto Scaling does): three nodes over three zones end
+// 2/1/0. Resumed so, the group's rebalancing would terminate a node
+// nobody drained; the run evens the zones out first, with one node more
+// and one drained off the fullest zone, or, where the cloud launches
+// elsewhere, leaves the rebalancing suspended and says so.
+func TestZonesEvenedBeforeRebalanceResumes(t *testing.T) {
+	t.Parallel()
+	shrinks := func(n int) []string { return slices.Repeat([]string{"held=true"}, n) }
+	for _, tc := range []struct {
+		name      string
+		onlyZone  string
+		wantZones []int
+		wantCalls []string
+		wantHeld  bool
+		wantNote  string
+	}{
+		{name: "surge nodes to the emptiest zone, ties to the first", wantZones: []int{1, 1, 1},
+			wantCalls: concat([]string{"Hold"}, shrinks(3+1), []string{"Release"})},
+		{name: "capacity in one zone only", onlyZone: "z1", wantZones: []int{3, 0, 0},
+			wantCalls: concat([]string{"Hold"}, shrinks(3+1)), wantHeld: true,
+			wantNote: `Rebalance of Auto Scaling group "asg" stays suspended: its zones are uneven (z1 3, z2 0, z3 0)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			before := plan.Sizes{Min: 1, Desired: 3, Max: 4}
+			client, fg := cloudCluster(before, groupNode("old-a", "z1", "1"), groupNode("old-b", "z2", "1"), groupNode("old-c", "z3", "1"))
+			fg.emptiestFirst, fg.onlyZone = true, tc.onlyZone
+			group := &rebalancingGroup{fakeGroup: fg}
+			in := plan.Input{Strategy: "surge", MaxSurge: 1, MaxUnavailable: "0", Cloud: fg.cloudGroup(nil)}
+			p := buildPlan(t, client, in)
+			cfg := cloudRun(p, client, group)
+			cfg.Drain = drainOpts()
+			got := runEngine(t, cfg, nil, fg)
+			if got.err != nil {
+				t.Fatalf("run: %v\n%s", got.err, got.out)
+			}
+			if z := fg.zoneCounts(); !slices.Equal(z, tc.wantZones) {
+				t.Errorf("machines per zone %v, want %v\n%s", z, tc.wantZones, got.out)
+			}
+			if calls := group.rebalanceCalls(); !slices.Equal(calls, tc.wantCalls) {
+				t.Errorf("calls %v, want %v", calls, tc.wantCalls)
+			}
+			if group.held != tc.wantHeld || cfg.Record.Cloud.RebalanceHeld {
+				t.Errorf("rebalancing held at the end: %v (recorded for the run to resume: %v), want %v (false)", group.held, cfg.Record.Cloud.RebalanceHeld, tc.wantHeld)
+			}
+			if tc.wantNote != "" && !strings.Contains(got.out, tc.wantNote) {
+				t.Errorf("output does not say %q:\n%s", tc.wantNote, got.out)
+			}
+			if s := fg.sizesNow(); s != before {
+				t.Errorf("sizes %s, want %s", s, before)
+			}
+			wantNoMarks(t, client)
+		})
 	}
 }

@@ -41,6 +41,16 @@ func (n *NodeGroup) RebalanceHeld(ctx context.Context) (bool, error) {
 	return n.Provider.ProcessSuspended(ctx, n.ASG, AZRebalance)
 }
 
+// RebalanceZones implements cloud.Rebalancer: the group's Availability
+// Zones.
+func (n *NodeGroup) RebalanceZones(ctx context.Context) ([]string, error) {
+	g, err := n.Provider.Group(ctx, n.ASG)
+	if err != nil {
+		return nil, err
+	}
+	return g.Zones, nil
+}
+
 // HoldRebalance implements cloud.Rebalancer.
 func (n *NodeGroup) HoldRebalance(ctx context.Context) error {
 	return n.Provider.SuspendProcess(ctx, n.ASG, AZRebalance)
