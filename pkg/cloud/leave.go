@@ -15,8 +15,10 @@ type Departures interface {
 	Group
 	// MachineOf names a node's machine; "" when the node is gone.
 	MachineOf(ctx context.Context, node string) (string, error)
-	// Departure says where a removed machine is on its way out.
-	Departure(ctx context.Context, machine string) (Departure, error)
+	// Leaving says where each removed machine is on its way out, by
+	// machine, in as few calls as the cloud allows: a run looks at all
+	// the machines it waits for at once.
+	Leaving(ctx context.Context, machines []string) (map[string]Departure, error)
 }
 
 // Departure is where a removed machine is on its way out.

@@ -59,36 +59,40 @@ func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) erro
 		}
 		sort.Strings(nodes)
 		var waiting []string
-		throttled := false
-		for _, node := range nodes {
-			id := machines[node]
-			dep, err := d.Departure(wctx, id)
-			if err != nil && cloud.Transient(err) && wctx.Err() == nil {
-				// Throttling passes: still leaving, look again later.
-				throttled = true
+		ids := make([]string, len(nodes))
+		for i, node := range nodes {
+			ids[i] = machines[node]
+		}
+		// One look at every machine waited for, whatever their number.
+		deps, err := d.Leaving(wctx, ids)
+		throttled := err != nil && cloud.Transient(err) && wctx.Err() == nil
+		switch {
+		case throttled:
+			// Throttling passes: still leaving, look again later.
+			for _, id := range ids {
 				waiting = append(waiting, fmt.Sprintf("%s to terminate", id))
-				continue
 			}
-			if err != nil {
-				if wctx.Err() != nil {
-					break
+		case err != nil && wctx.Err() == nil:
+			return err
+		case err == nil:
+			for _, node := range nodes {
+				id := machines[node]
+				dep, ok := deps[id]
+				if ok && dep.Gone {
+					delete(machines, node)
+					continue
 				}
-				return err
-			}
-			if dep.Gone {
-				delete(machines, node)
-				continue
-			}
-			last[id] = dep
-			what := fmt.Sprintf("%s to terminate", id)
-			if len(dep.HeldBy) > 0 {
-				what += ": " + heldBy(dep)
-				if !told[id] {
-					told[id] = true
-					e.logf("waiting for %s", what)
+				last[id] = dep
+				what := fmt.Sprintf("%s to terminate", id)
+				if len(dep.HeldBy) > 0 {
+					what += ": " + heldBy(dep)
+					if !told[id] {
+						told[id] = true
+						e.logf("waiting for %s", what)
+					}
 				}
+				waiting = append(waiting, what)
 			}
-			waiting = append(waiting, what)
 		}
 		if len(machines) == 0 {
 			e.progress.waitingFor("")

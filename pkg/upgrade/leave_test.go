@@ -20,7 +20,8 @@ type holdingGroup struct {
 	throttled int // looks, first, that the cloud throttles
 
 	hmu     sync.Mutex
-	looks   map[string]int // Departure calls by machine
+	looks   map[string]int // looks at each machine
+	calls   int            // Leaving calls
 	removed map[string]bool
 }
 
@@ -32,19 +33,27 @@ func (h *holdingGroup) MachineOf(_ context.Context, node string) (string, error)
 	return "i-" + node, nil
 }
 
-func (h *holdingGroup) Departure(_ context.Context, id string) (cloud.Departure, error) {
+// Leaving answers for every machine at once; a throttled look answers for
+// none.
+func (h *holdingGroup) Leaving(_ context.Context, ids []string) (map[string]cloud.Departure, error) {
 	h.hmu.Lock()
 	defer h.hmu.Unlock()
+	h.calls++
 	if h.throttled > 0 {
 		h.throttled--
-		return cloud.Departure{}, throttledErr{transient: true}
+		return nil, throttledErr{transient: true}
 	}
-	h.looks[id]++
-	if h.holdLooks >= 0 && h.looks[id] > h.holdLooks {
-		h.removed[id] = true
-		return cloud.Departure{Gone: true}, nil
+	out := map[string]cloud.Departure{}
+	for _, id := range ids {
+		h.looks[id]++
+		if h.holdLooks >= 0 && h.looks[id] > h.holdLooks {
+			h.removed[id] = true
+			out[id] = cloud.Departure{Gone: true}
+			continue
+		}
+		out[id] = cloud.Departure{Lifecycle: "Terminating:Wait", HeldBy: []plan.LeaveHook{drainHook}}
 	}
-	return cloud.Departure{Lifecycle: "Terminating:Wait", HeldBy: []plan.LeaveHook{drainHook}}, nil
+	return out, nil
 }
 
 func TestRemovedMachinesAreAwaited(t *testing.T) {
@@ -60,12 +69,17 @@ func TestRemovedMachinesAreAwaited(t *testing.T) {
 		// run's error; wantRecordedDone the nodes the record counts done
 		// when the run stops.
 		wantGone         int
+		wantCalls        int
 		wantErr          string
 		wantRecordedDone int
 	}{
 		// Three batches' removals and four scale-down removals.
 		{name: "eks: every removal held, then gone", strategy: "eks", in: plan.Input{MaxUnavailable: "1"}, holdLooks: 2, wantGone: 7},
 		{name: "surge: every removal held, then gone", strategy: "surge", in: plan.Input{MaxSurge: 1, MaxUnavailable: "0"}, holdLooks: 2, wantGone: 3},
+		// The batch's three machines are looked at together: three looks
+		// (two held, one gone) for the batch, then three for each of the
+		// scale-down's four removals, one at a time.
+		{name: "eks: a batch's machines looked at in one call", strategy: "eks", in: plan.Input{MaxUnavailable: "3"}, holdLooks: 2, wantGone: 7, wantCalls: 3 + 4*3},
 		// Throttling outlasts the SDK's retries: the wait looks again.
 		{name: "eks: the looks throttled, then gone", strategy: "eks", in: plan.Input{MaxUnavailable: "1"}, holdLooks: 1, throttled: 3, wantGone: 7},
 		// The removed node is recorded done before the wait, so a re-run
@@ -99,6 +113,9 @@ func TestRemovedMachinesAreAwaited(t *testing.T) {
 			defer group.hmu.Unlock()
 			if len(group.removed) != tc.wantGone {
 				t.Errorf("%d machines awaited until gone (%v), want %d", len(group.removed), group.removed, tc.wantGone)
+			}
+			if tc.wantCalls != 0 && group.calls != tc.wantCalls {
+				t.Errorf("%d looks at the leaving machines, want %d (one per round, whatever their number)", group.calls, tc.wantCalls)
 			}
 			for id := range group.removed {
 				if want := "waiting for " + id + ` to terminate: held by lifecycle hook "drain-hook" (Terminating:Wait, heartbeat 300 s)`; !strings.Contains(got.out, want) {

@@ -244,6 +244,25 @@ func RegionFromZone(zone string) string {
 // Auto Scaling takes at most 50 instance IDs per DescribeAutoScalingInstances.
 const describeASGInstancesBatch = 50
 
+// describeASGInstances calls fn with each of the instances Auto Scaling
+// describes (those in a group), 50 IDs a call, every page; what says what
+// the calls were for, in an error.
+func (p *Provider) describeASGInstances(ctx context.Context, ids []string, what string, fn func(astypes.AutoScalingInstanceDetails)) error {
+	for chunk := range slices.Chunk(ids, describeASGInstancesBatch) {
+		pg := autoscaling.NewDescribeAutoScalingInstancesPaginator(p.asg, &autoscaling.DescribeAutoScalingInstancesInput{InstanceIds: chunk})
+		for pg.HasMorePages() {
+			out, err := pg.NextPage(ctx)
+			if err != nil {
+				return wrap(err, "%s instances %s", what, quoteList(chunk))
+			}
+			for _, in := range out.AutoScalingInstances {
+				fn(in)
+			}
+		}
+	}
+	return nil
+}
+
 // FindGroup returns the Auto Scaling group named in Options.ASGName, or else
 // the one group all the given instances belong to.
 func (p *Provider) FindGroup(ctx context.Context, instanceIDs []string) (*Group, error) {
@@ -254,18 +273,12 @@ func (p *Provider) FindGroup(ctx context.Context, instanceIDs []string) (*Group,
 		return nil, inputErrorf("no instance IDs to find the Auto Scaling group from (the nodes have no aws:/// provider IDs); use --asg")
 	}
 	byGroup := map[string][]string{}
-	for chunk := range slices.Chunk(instanceIDs, describeASGInstancesBatch) {
-		pg := autoscaling.NewDescribeAutoScalingInstancesPaginator(p.asg, &autoscaling.DescribeAutoScalingInstancesInput{InstanceIds: chunk})
-		for pg.HasMorePages() {
-			out, err := pg.NextPage(ctx)
-			if err != nil {
-				return nil, wrap(err, "find the Auto Scaling group of instances %s", quoteList(chunk))
-			}
-			for _, in := range out.AutoScalingInstances {
-				g := sdkaws.ToString(in.AutoScalingGroupName)
-				byGroup[g] = append(byGroup[g], sdkaws.ToString(in.InstanceId))
-			}
-		}
+	err := p.describeASGInstances(ctx, instanceIDs, "find the Auto Scaling group of", func(in astypes.AutoScalingInstanceDetails) {
+		g := sdkaws.ToString(in.AutoScalingGroupName)
+		byGroup[g] = append(byGroup[g], sdkaws.ToString(in.InstanceId))
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, name := range p.opts.Exclude {
 		delete(byGroup, name)

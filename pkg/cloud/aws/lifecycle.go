@@ -11,6 +11,7 @@ import (
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -99,25 +100,22 @@ func (p *Provider) WarmPool(ctx context.Context, group string) (*plan.Reserve, e
 	}
 }
 
-// instanceState is where an instance is in Auto Scaling's terms; found is
-// false when it belongs to no group any more.
-func (p *Provider) instanceState(ctx context.Context, id string) (lifecycle, group string, found bool, err error) {
-	out, err := p.asg.DescribeAutoScalingInstances(ctx, &autoscaling.DescribeAutoScalingInstancesInput{InstanceIds: []string{id}})
-	if err != nil {
-		return "", "", false, wrap(err, "describe instance %q", id)
-	}
-	for _, in := range out.AutoScalingInstances {
-		if sdkaws.ToString(in.InstanceId) == id {
-			return sdkaws.ToString(in.LifecycleState), sdkaws.ToString(in.AutoScalingGroupName), true, nil
-		}
-	}
-	return "", "", false, nil
+// instanceStates describes instances in Auto Scaling's terms, by ID; an
+// instance that belongs to no group any more is not in it.
+func (p *Provider) instanceStates(ctx context.Context, ids []string) (map[string]astypes.AutoScalingInstanceDetails, error) {
+	out := make(map[string]astypes.AutoScalingInstanceDetails, len(ids))
+	err := p.describeASGInstances(ctx, ids, "describe", func(in astypes.AutoScalingInstanceDetails) {
+		out[sdkaws.ToString(in.InstanceId)] = in
+	})
+	return out, err
 }
 
 // refuseWarm refuses to terminate a warm-pool instance: it is no node of
 // the group, and TerminateInstanceInAutoScalingGroup is not for it.
 func (p *Provider) refuseWarm(ctx context.Context, id, node string) error {
-	lifecycle, group, found, err := p.instanceState(ctx, id)
+	states, err := p.instanceStates(ctx, []string{id})
+	in, found := states[id]
+	lifecycle, group := sdkaws.ToString(in.LifecycleState), sdkaws.ToString(in.AutoScalingGroupName)
 	if err != nil || !found || !isWarm(lifecycle) {
 		return err
 	}
@@ -131,24 +129,40 @@ func (n *NodeGroup) MachineOf(ctx context.Context, node string) (string, error) 
 	return n.instanceOf(ctx, node)
 }
 
-// Departure implements cloud.Departures: an instance is gone once Auto
+// Leaving implements cloud.Departures: an instance is gone once Auto
 // Scaling no longer describes it, or describes it Terminated; in
-// Terminating:Wait the group's terminating hooks hold it.
-func (n *NodeGroup) Departure(ctx context.Context, id string) (cloud.Departure, error) {
-	lifecycle, group, found, err := n.Provider.instanceState(ctx, id)
+// Terminating:Wait its group's terminating hooks hold it. One
+// DescribeAutoScalingInstances per 50 instances, and each group's hooks
+// read once.
+func (n *NodeGroup) Leaving(ctx context.Context, ids []string) (map[string]cloud.Departure, error) {
+	states, err := n.Provider.instanceStates(ctx, ids)
 	if err != nil {
-		return cloud.Departure{}, err
+		return nil, err
 	}
-	if !found || lifecycle == "Terminated" {
-		return cloud.Departure{Gone: true}, nil
-	}
-	d := cloud.Departure{Lifecycle: lifecycle}
-	if lifecycle == "Terminating:Wait" {
-		if d.HeldBy, err = n.Provider.TerminatingHooks(ctx, group); err != nil {
-			return cloud.Departure{}, err
+	hooks := map[string][]plan.LeaveHook{} // by group
+	out := make(map[string]cloud.Departure, len(ids))
+	for _, id := range ids {
+		in, found := states[id]
+		lifecycle := sdkaws.ToString(in.LifecycleState)
+		if !found || lifecycle == "Terminated" {
+			out[id] = cloud.Departure{Gone: true}
+			continue
 		}
+		d := cloud.Departure{Lifecycle: lifecycle}
+		if lifecycle == "Terminating:Wait" {
+			group := sdkaws.ToString(in.AutoScalingGroupName)
+			held, ok := hooks[group]
+			if !ok {
+				if held, err = n.Provider.TerminatingHooks(ctx, group); err != nil {
+					return nil, err
+				}
+				hooks[group] = held
+			}
+			d.HeldBy = held
+		}
+		out[id] = d
 	}
-	return d, nil
+	return out, nil
 }
 
 // openLifecycle adds to the plan's view what of the group's own life a run

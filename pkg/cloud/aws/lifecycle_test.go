@@ -2,7 +2,10 @@ package aws
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,42 +93,87 @@ func TestWarmPool(t *testing.T) {
 	}
 }
 
-func TestDeparture(t *testing.T) {
-	for _, tc := range []struct {
-		name, lifecycle string
-		gone            bool
-		heldBy          []string
+// asgInstancesIn answers DescribeAutoScalingInstances with each instance
+// asked for that has a lifecycle state in states; the others belong to no
+// group.
+func asgInstancesIn(states map[string]string) func(url.Values) reply {
+	return func(v url.Values) reply {
+		var members strings.Builder
+		for i := 1; v.Get(fmt.Sprintf("InstanceIds.member.%d", i)) != ""; i++ {
+			id := v.Get(fmt.Sprintf("InstanceIds.member.%d", i))
+			if lc := states[id]; lc != "" {
+				members.WriteString(`<member><InstanceId>` + id + `</InstanceId><AutoScalingGroupName>ng1</AutoScalingGroupName><LifecycleState>` + lc + `</LifecycleState></member>`)
+			}
+		}
+		return reply{200, `<DescribeAutoScalingInstancesResponse ` + asgNS + `><DescribeAutoScalingInstancesResult><AutoScalingInstances>` +
+			members.String() + `</AutoScalingInstances></DescribeAutoScalingInstancesResult></DescribeAutoScalingInstancesResponse>`}
+	}
+}
+
+func TestLeaving(t *testing.T) {
+	states := map[string]string{
+		"i-terminated": "Terminated",
+		"i-going":      "Terminating",
+		"i-held":       "Terminating:Wait",
+		"i-held-too":   "Terminating:Wait",
+		"i-let-go":     "Terminating:Proceed",
+	}
+	want := map[string]struct {
+		gone   bool
+		heldBy string
 	}{
-		{name: "described no more", lifecycle: "", gone: true},
-		{name: "terminated", lifecycle: "Terminated", gone: true},
-		{name: "terminating, not held", lifecycle: "Terminating"},
-		{name: "held by the terminating hooks", lifecycle: "Terminating:Wait", heldBy: []string{"audit", "zz-drain"}},
-		{name: "let go", lifecycle: "Terminating:Proceed"},
+		"i-described-no-more": {gone: true},
+		"i-terminated":        {gone: true},
+		"i-going":             {},
+		"i-held":              {heldBy: "audit,zz-drain"},
+		"i-held-too":          {heldBy: "audit,zz-drain"},
+		"i-let-go":            {},
+	}
+	// Auto Scaling takes 50 IDs a call: sixty machines take two.
+	var many []string
+	for i := range 54 {
+		many = append(many, fmt.Sprintf("i-%02d", i))
+	}
+	for _, tc := range []struct {
+		name      string
+		ids       []string
+		wantCalls int
+	}{
+		{name: "every state in one call, the hooks read once", ids: slices.Sorted(maps.Keys(want)), wantCalls: 1},
+		{name: "sixty machines in two calls", ids: append(many, slices.Sorted(maps.Keys(want))...), wantCalls: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			replies := baseReplies()
 			replies["DescribeLifecycleHooks"] = fixed(200, hooksXML)
-			replies["DescribeAutoScalingInstances"] = asgInstanceIn("i-1", tc.lifecycle)
+			replies["DescribeAutoScalingInstances"] = asgInstancesIn(states)
 			p, f := newTestProvider(t, replies, Options{})
 			n := &NodeGroup{Provider: p, ASG: "ng1"}
-			d, err := n.Departure(context.Background(), "i-1")
+			got, err := n.Leaving(context.Background(), tc.ids)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Gone != tc.gone {
-				t.Errorf("gone = %v, want %v", d.Gone, tc.gone)
+			for id, w := range want {
+				d, ok := got[id]
+				var names []string
+				for _, h := range d.HeldBy {
+					names = append(names, h.Name)
+				}
+				if !ok || d.Gone != w.gone || strings.Join(names, ",") != w.heldBy {
+					t.Errorf("%s: %+v (answered: %v), want gone %v, held by %q", id, d, ok, w.gone, w.heldBy)
+				}
 			}
-			var names []string
-			for _, h := range d.HeldBy {
-				names = append(names, h.Name)
+			if len(got) != len(tc.ids) {
+				t.Errorf("%d machines answered, want %d", len(got), len(tc.ids))
 			}
-			if strings.Join(names, ",") != strings.Join(tc.heldBy, ",") {
-				t.Errorf("held by %v, want %v", names, tc.heldBy)
-			}
+			counts := map[string]int{}
 			for _, a := range f.actions() {
+				counts[a]++
 				if a == "CompleteLifecycleAction" || a == "RecordLifecycleActionHeartbeat" {
 					t.Errorf("called %s: another system's hook is never completed", a)
 				}
+			}
+			if counts["DescribeAutoScalingInstances"] != tc.wantCalls || counts["DescribeLifecycleHooks"] != 1 {
+				t.Errorf("calls %v, want %d DescribeAutoScalingInstances and 1 DescribeLifecycleHooks", counts, tc.wantCalls)
 			}
 		})
 	}

@@ -130,7 +130,10 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		func() error { return p.Terminate(ctx, "i-1") },
 		func() error { return p.TerminateShrink(ctx, "i-2") },
 		// Waiting for a terminated instance to be gone.
-		func() error { _, err := (&NodeGroup{Provider: p, ASG: "ng1"}).Departure(ctx, "i-1"); return err },
+		func() error {
+			_, err := (&NodeGroup{Provider: p, ASG: "ng1"}).Leaving(ctx, []string{"i-1"})
+			return err
+		},
 		// AZRebalance held off the scale-down's terminations.
 		func() error { _, err := p.ProcessSuspended(ctx, "ng1", AZRebalance); return err },
 		func() error { return p.SuspendProcess(ctx, "ng1", AZRebalance) },
