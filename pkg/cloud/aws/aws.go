@@ -198,6 +198,10 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 // NewFromConfig makes a provider from an SDK configuration the caller has
 // loaded.
 func NewFromConfig(cfg sdkaws.Config, opts Options) *Provider {
+	if cfg.Retryer == nil { // unless AWS_RETRY_MODE or the caller chose one
+		shared := newRetryer()
+		cfg.Retryer = func() sdkaws.Retryer { return shared }
+	}
 	return &Provider{
 		opts:   opts,
 		region: cfg.Region,

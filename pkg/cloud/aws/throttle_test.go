@@ -5,6 +5,9 @@ import (
 	"net/url"
 	"testing"
 
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go"
+
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
@@ -39,5 +42,26 @@ func TestThrottlingIsTransient(t *testing.T) {
 				t.Errorf("%d calls, want %d", n, want)
 			}
 		})
+	}
+}
+
+// Throttling that outlasts the retries of many calls (a wait polling a
+// throttled account) never leaves a later call without its retries: the
+// clients share one retryer, and it has no retry quota to drain.
+func TestRetriesOutlastLongThrottling(t *testing.T) {
+	t.Parallel()
+	p, _ := newTestProvider(t, baseReplies(), Options{})
+	r := p.asg.Options().Retryer
+	for name, other := range map[string]sdkaws.Retryer{"ec2": p.ec2.Options().Retryer, "elbv2": p.elbv2.Options().Retryer, "elb": p.elb.Options().Retryer} {
+		if other != r {
+			t.Errorf("the %s client has a retryer of its own", name)
+		}
+	}
+	throttle := &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}
+	// The SDK's default quota of 500 tokens, 5 a retry, refuses the 101st.
+	for i := range 1000 {
+		if _, err := r.GetRetryToken(context.Background(), throttle); err != nil {
+			t.Fatalf("retry %d refused: %v", i+1, err)
+		}
 	}
 }
