@@ -100,6 +100,11 @@ type CloudRecord struct {
 	// Original are the sizes before the scale-up: what the end restores.
 	Original *plan.Sizes `json:"original,omitempty"`
 	ScaleUp  int32       `json:"scaleUp,omitempty"`
+	// ScaleUpZones are the zones the scale-up surely launches in, where
+	// the run waits for a new node, written before the raise: once the
+	// group is raised the new machines no longer say which zones that
+	// were.
+	ScaleUpZones []string `json:"scaleUpZones,omitempty"`
 	// ScaledFor is the target version the scale-up was for; a rollback
 	// finds the group already scaled up for another one.
 	ScaledFor string `json:"scaledFor,omitempty"`

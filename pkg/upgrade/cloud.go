@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -192,13 +193,22 @@ func (e *Engine) scaleUp(ctx context.Context) error {
 		}
 	}
 	// Where the new machines land is the cloud's choice (AWS: the zones
-	// with the fewest first): read before the raise, from the nodes then.
-	zones := e.cfg.Plan.OutdatedZones()
+	// with the fewest first): read before the raise, from the nodes then,
+	// and recorded, so a run resumed after the raise waits for the same
+	// zones rather than for every outdated zone, some of which the raise
+	// may never have launched in.
+	zones := cr.ScaleUpZones
 	if sizes, err := e.group.Sizes(ctx); err == nil && sizes.Desired < cr.Original.Desired+cr.ScaleUp {
 		var skipped []string
 		zones, skipped = e.scaleUpZones(int(cr.Original.Desired + cr.ScaleUp - sizes.Desired))
 		if len(skipped) > 0 {
 			e.logf("the new nodes go to the zones with the fewest nodes first: zones %s may get none, so their pods may move to other zones", quoteAll(skipped))
+		}
+		if !slices.Equal(cr.ScaleUpZones, zones) {
+			cr.ScaleUpZones = zones
+			if err := e.save(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	from, to, err := e.raise(ctx, cr.ScaleUp)

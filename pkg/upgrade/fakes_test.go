@@ -438,6 +438,23 @@ func (f *fakeGroup) fill(ctx context.Context) error {
 	return nil
 }
 
+// joinPending has the nodes of the machines that never joined join now,
+// Ready.
+func (f *fakeGroup) joinPending(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.pending {
+		name := strings.TrimPrefix(m.ID, "i-")
+		if _, err := f.client.CoreV1().Nodes().Create(ctx, groupNode(name, m.Zone, m.Version), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		m.State, m.Lifecycle = plan.MachineInService, "InService"
+		f.machines[name] = m
+	}
+	f.pending = nil
+	return nil
+}
+
 // emptiestZone is the zone with the fewest machines, the first of those
 // tied; f.mu is held.
 func (f *fakeGroup) emptiestZone() string {

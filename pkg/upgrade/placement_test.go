@@ -1,8 +1,15 @@
 package upgrade
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 func TestSurelyPlaced(t *testing.T) {
@@ -26,5 +33,46 @@ func TestSurelyPlaced(t *testing.T) {
 				t.Errorf("surelyPlaced(%v, %d) = %v, want %v", tc.perZone, tc.n, got, tc.want)
 			}
 		})
+	}
+}
+
+// A run whose new nodes came too late is run again with the group already
+// raised: the re-run waits for a new node in the zones the raise surely
+// launched in, recorded before it, not in every outdated zone. Six nodes
+// in z1 and one in z2, raised by four: the group launches all four in
+// z2, so a wait for one in z1 would end only at --node-ready-timeout.
+func TestResumedScaleUpWaitsForTheRecordedZones(t *testing.T) {
+	t.Parallel()
+	nodes := []*corev1.Node{groupNode("old-b1", "z2", "1")}
+	for i := range 6 {
+		nodes = append(nodes, groupNode(fmt.Sprintf("old-a%d", i), "z1", "1"))
+	}
+	before := plan.Sizes{Min: 1, Desired: 7, Max: 8}
+	client, fg := cloudCluster(before, nodes...)
+	fg.emptiestFirst, fg.launch = true, launchNeverJoins
+	p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Cloud: fg.cloudGroup(nil)})
+	cfg := cloudRun(p, client, fg)
+	cfg.Drain, cfg.NodeReadyTimeout = drainOpts(), 200*time.Millisecond
+	first := runEngine(t, cfg, nil, fg)
+	wantNodeCreationFailure(t, first.err)
+	rec := cfg.Record
+	if !slices.Equal(rec.Cloud.ScaleUpZones, []string{"z2"}) {
+		t.Fatalf("recorded scale-up zones %v, want [z2]", rec.Cloud.ScaleUpZones)
+	}
+	if z := fg.zoneCounts(); !slices.Equal(z, []int{6, 5}) {
+		t.Fatalf("machines per zone %v, want [6 5]: every new one in z2", z)
+	}
+	if err := fg.joinPending(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fg.launch = launchReady
+	again := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Cloud: fg.cloudGroup(rec.Cloud.Original)})
+	rcfg := cloudRun(again, client, fg)
+	rcfg.Record, rcfg.Drain, rcfg.Start, rcfg.NodeReadyTimeout = rec, drainOpts(), plan.PhaseScaleUp, 2*time.Second
+	if got := runEngine(t, rcfg, nil, fg); got.err != nil {
+		t.Fatalf("re-run: %v\n%s", got.err, got.out)
+	}
+	if s := fg.sizesNow(); s != before {
+		t.Errorf("sizes %s, want %s", s, before)
 	}
 }
