@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -44,7 +45,9 @@ func TakeSnapshot(ctx context.Context, client kubernetes.Interface) (Snapshot, e
 			}, nil})
 		},
 		func(ctx context.Context) error {
-			return listInto(ctx, "pods", &s.Pods, slimPod, listSource{core.RESTClient(), runningPods, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			in := newInterner()
+			slim := func(p *corev1.Pod) { slimPod(p); in.pod(p) }
+			return listInto(ctx, "pods", &s.Pods, slim, listSource{core.RESTClient(), runningPods, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Pods("").List(ctx, o)
 			}, podWire})
 		},
@@ -447,10 +450,144 @@ func slimPod(p *corev1.Pod) {
 	p.Spec.TopologySpreadConstraints, p.Spec.SecurityContext = nil, nil
 	p.Spec.ImagePullSecrets, p.Spec.HostAliases, p.Spec.DNSConfig = nil, nil, nil
 	p.Spec.ResourceClaims = nil
+	p.Spec.Volumes = slimVolumes(p.Spec.Volumes)
 	st := &p.Status
 	st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses = nil, nil, nil
 	st.ResourceClaimStatuses, st.PodIPs, st.HostIPs = nil, nil, nil
-	st.Message = ""
+	st.Message, st.HostIP, st.PodIP, st.StartTime = "", "", "", nil
+	// Of the conditions, Ready is read (a pod's readiness); a new slice,
+	// so the others' memory goes.
+	var ready []corev1.PodCondition
+	for _, c := range st.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = []corev1.PodCondition{{Type: corev1.PodReady, Status: c.Status}}
+		}
+	}
+	st.Conditions = ready
+}
+
+// interner hands out one copy of each string, label map and resource
+// list it is given: a pod's namespace, node, labels, owner, requests and
+// enumerated values repeat across the thousands of pods of a workload,
+// and decoding gives each pod copies of its own (a small map alone takes
+// hundreds of bytes). The snapshot's pods share what it hands out, so
+// nothing may change a pod of a snapshot. One list's pages are decoded
+// one after another, so it needs no lock.
+type interner struct {
+	strs map[string]string
+	maps map[string]map[string]string
+	reqs map[string]corev1.ResourceList
+	// key and names are reused to build lookup keys without allocating
+	key   []byte
+	names []string
+}
+
+func newInterner() *interner {
+	return &interner{strs: map[string]string{}, maps: map[string]map[string]string{}, reqs: map[string]corev1.ResourceList{}}
+}
+
+func (in *interner) s(v string) string {
+	if c, ok := in.strs[v]; ok {
+		return c
+	}
+	in.strs[v] = v
+	return v
+}
+
+// keyOf builds in.key from the sorted names and what value says of each.
+func (in *interner) keyOf(names []string, value func(string) string) {
+	slices.Sort(names)
+	in.key = in.key[:0]
+	for _, n := range names {
+		in.key = append(append(append(append(in.key, n...), 0), value(n)...), 0)
+	}
+}
+
+// strings returns the one map with m's keys and values.
+func (in *interner) strings(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	in.names = in.names[:0]
+	for k := range m {
+		in.names = append(in.names, k)
+	}
+	in.keyOf(in.names, func(k string) string { return m[k] })
+	if c, ok := in.maps[string(in.key)]; ok {
+		return c
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[in.s(k)] = in.s(v)
+	}
+	in.maps[string(in.key)] = out
+	return out
+}
+
+// resources returns the one resource list with rl's quantities.
+func (in *interner) resources(rl corev1.ResourceList) corev1.ResourceList {
+	if rl == nil {
+		return nil
+	}
+	in.names = in.names[:0]
+	for name := range rl {
+		in.names = append(in.names, string(name))
+	}
+	in.keyOf(in.names, func(name string) string { q := rl[corev1.ResourceName(name)]; return q.String() })
+	if c, ok := in.reqs[string(in.key)]; ok {
+		return c
+	}
+	in.reqs[string(in.key)] = rl
+	return rl
+}
+
+// pod interns the strings of a slimmed pod that many pods share.
+func (in *interner) pod(p *corev1.Pod) {
+	m := &p.ObjectMeta
+	m.Namespace, m.GenerateName = in.s(m.Namespace), in.s(m.GenerateName)
+	m.Labels, m.Annotations = in.strings(m.Labels), in.strings(m.Annotations)
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		r.APIVersion, r.Kind, r.Name, r.UID = in.s(r.APIVersion), in.s(r.Kind), in.s(r.Name), types.UID(in.s(string(r.UID)))
+	}
+	sp := &p.Spec
+	sp.NodeName, sp.ServiceAccountName, sp.DeprecatedServiceAccount = in.s(sp.NodeName), in.s(sp.ServiceAccountName), in.s(sp.DeprecatedServiceAccount)
+	sp.SchedulerName, sp.PriorityClassName = in.s(sp.SchedulerName), in.s(sp.PriorityClassName)
+	sp.RestartPolicy, sp.DNSPolicy = corev1.RestartPolicy(in.s(string(sp.RestartPolicy))), corev1.DNSPolicy(in.s(string(sp.DNSPolicy)))
+	sp.NodeSelector = in.strings(sp.NodeSelector)
+	for _, cs := range [][]corev1.Container{sp.InitContainers, sp.Containers} {
+		for i := range cs {
+			cs[i].Name = in.s(cs[i].Name)
+			cs[i].Resources.Requests = in.resources(cs[i].Resources.Requests)
+		}
+	}
+	for i := range sp.Tolerations {
+		t := &sp.Tolerations[i]
+		t.Key, t.Value = in.s(t.Key), in.s(t.Value)
+		t.Operator, t.Effect = corev1.TolerationOperator(in.s(string(t.Operator))), corev1.TaintEffect(in.s(string(t.Effect)))
+	}
+	for i := range sp.Volumes {
+		sp.Volumes[i].Name = in.s(sp.Volumes[i].Name)
+	}
+	st := &p.Status
+	st.Phase, st.QOSClass = corev1.PodPhase(in.s(string(st.Phase))), corev1.PodQOSClass(in.s(string(st.QOSClass)))
+	for i := range st.Conditions {
+		st.Conditions[i].Status = corev1.ConditionStatus(in.s(string(st.Conditions[i].Status)))
+	}
+}
+
+// slimVolumes keeps the volumes the audit and the room estimate read, with
+// only the source they read: emptyDir (data lost in a drain), a claim or
+// an ephemeral volume (where the pod can go).
+func slimVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume // a new slice, so the others' memory goes
+	for _, v := range vs {
+		src := corev1.VolumeSource{EmptyDir: v.EmptyDir, PersistentVolumeClaim: v.PersistentVolumeClaim, Ephemeral: v.Ephemeral}
+		if src != (corev1.VolumeSource{}) {
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: src})
+		}
+	}
+	return out
 }
 
 // slimContainers keeps, of each container, only the fields the audit and
