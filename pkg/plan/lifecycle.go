@@ -103,9 +103,9 @@ func (cg *CloudGroup) outdatedReserve() []string {
 // outdatedWarmPool blocks a run that scales the group up while its reserve
 // holds machines of another version: the cloud takes those first (AWS
 // draws a scale-out from the warm pool, and never replaces warm instances
-// when the launch template changes), so they join on the old image: the
-// run waits in vain for new nodes in their zones, or, where it does not
-// need one there, counts them as launched and ends with them in the group.
+// when the launch template changes), so they join on the old image and
+// the run stops at its scale-up: the group runs all it wants, and no node
+// of the target comes.
 func outdatedWarmPool(cg *CloudGroup, p *Plan, nodeGroup string) []check.Finding {
 	old := cg.outdatedReserve()
 	if len(old) == 0 || p.Cloud == nil {
@@ -121,7 +121,7 @@ func outdatedWarmPool(cg *CloudGroup, p *Plan, nodeGroup string) []check.Finding
 	}
 	return []check.Finding{{
 		Check: check.CheckOutdatedWarmPool, Severity: check.Blocker, Kind: "NodeGroup", Name: nodeGroup,
-		Message: fmt.Sprintf("the %s of %s %q holds %d %ss launched from another %s version (%s): the scale-up of %d takes them first and they join on the old image: the run would wait for new nodes in zones they took, or end with nodes of the old image left in the group",
+		Message: fmt.Sprintf("the %s of %s %q holds %d %ss launched from another %s version (%s): the scale-up of %d takes them first and they join on the old image, so the run would stop there (NodeCreationFailure: the group launches no more)",
 			cg.Reserve.Kind, cg.GroupKind, cg.Name, len(old), cg.MachineKind, cg.TemplateKind, strings.Join(shown, ", "), added),
 		Fix: fmt.Sprintf("replace the %s's %ss before the run (an instance refresh, or delete the %s and make it again after the run)", cg.Reserve.Kind, cg.MachineKind, cg.Reserve.Kind),
 	}}

@@ -104,7 +104,7 @@ func TestOutdatedWarmPool(t *testing.T) {
 		{name: "no pool", scaleUp: 6, target: "3"},
 		{name: "pool on the target", reserve: pool("3", "3"), scaleUp: 6, target: "3"},
 		{name: "old pool, eks scale-up", reserve: pool("2", "3"), scaleUp: 6, target: "3",
-			wantBlocker: `the warm pool of Auto Scaling group "ng1" holds 1 instances launched from another launch template version (i-0): the scale-up of 6 takes them first and they join on the old image: the run would wait for new nodes in zones they took, or end with nodes of the old image left in the group`},
+			wantBlocker: `the warm pool of Auto Scaling group "ng1" holds 1 instances launched from another launch template version (i-0): the scale-up of 6 takes them first and they join on the old image, so the run would stop there (NodeCreationFailure: the group launches no more)`},
 		{name: "pool, a new version to make", reserve: pool("2", "2", "2", "2"), scaleUp: 2, target: NewVersion,
 			wantBlocker: `holds 4 instances launched from another launch template version (i-0, i-1, i-2, and 1 more): the scale-up of 2`},
 		{name: "old pool, surge", reserve: pool("2"), surge: 1, target: "3", wantBlocker: "the scale-up of 1 takes them first"},

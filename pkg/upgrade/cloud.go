@@ -40,7 +40,11 @@ type NodeCreationFailure struct {
 	// Launched and Wanted count the machines the group runs (not leaving)
 	// against the desired size.
 	Launched, Wanted int
-	Original         plan.Sizes
+	// Settled says the group already runs as many machines as it wants,
+	// some of them Others: no machine more comes, so the wait ended
+	// before its timeout.
+	Settled  bool
+	Original plan.Sizes
 	// GroupKind is what the provider calls the group.
 	GroupKind string
 }
@@ -59,8 +63,13 @@ func (e *NodeCreationFailure) Error() string {
 	if e.Launched < e.Wanted {
 		parts = append(parts, fmt.Sprintf("%d of %d instances launched", e.Launched, e.Wanted))
 	}
-	return fmt.Sprintf("NodeCreationFailure: %s %q after %s: %s; nothing was drained, and the sizes before the run (%s) are recorded: fix the cause and run again (the end restores them), raise --node-ready-timeout, or put the group back as it was with \"kubectl nodeupgrade abort\"",
-		e.GroupKind, e.Group, e.Timeout, strings.Join(parts, "; "), e.Original)
+	when, fix := "after "+e.Timeout.String(), "fix the cause and run again (the end restores them), raise --node-ready-timeout,"
+	if e.Settled {
+		when = fmt.Sprintf("runs the %d instances it wants and launches no more", e.Wanted)
+		fix = "find why the group launches another version (a warm pool's instances, a default version moved back), fix it and run again,"
+	}
+	return fmt.Sprintf("NodeCreationFailure: %s %q %s: %s; nothing was drained, and the sizes before the run (%s) are recorded: %s or put the group back as it was with \"kubectl nodeupgrade abort\"",
+		e.GroupKind, e.Group, when, strings.Join(parts, "; "), e.Original, fix)
 }
 
 // cloudRecord is the run's cloud record, created on first use.
@@ -270,8 +279,18 @@ type newNodes struct {
 	zonesLeft []string
 }
 
+// ok says the wait is over: every new machine a Ready node of the
+// target, one in each zone waited for, and as many as wanted besides the
+// machines of another version, which do not count.
 func (n newNodes) ok(wanted int) bool {
-	return len(n.notReady) == 0 && len(n.zonesLeft) == 0 && n.launched >= wanted
+	return len(n.notReady) == 0 && len(n.zonesLeft) == 0 && n.launched-len(n.other) >= wanted
+}
+
+// settled says no machine more can come: the group runs as many as it
+// wants, all up, and some run another version (a warm pool's, the default
+// moved back), which the wait would count on for ever.
+func (n newNodes) settled(wanted int) bool {
+	return len(n.notReady) == 0 && len(n.other) > 0 && n.launched >= wanted && !n.ok(wanted)
 }
 
 func (e *Engine) lookAtNewNodes(ctx context.Context, version string, zones []string) (newNodes, error) {
@@ -373,6 +392,9 @@ func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones 
 	}
 	e.logf("waiting up to %s for the new nodes of %s version %s to be Ready%s (%d machines in all)", e.cfg.NodeReadyTimeout, e.templateKind(), cr.TargetVersion, where, wanted)
 	var st newNodes
+	failure := func() *NodeCreationFailure {
+		return &NodeCreationFailure{Group: e.group.GroupName(), GroupKind: e.groupKind(), Timeout: e.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *cr.Original}
+	}
 	return e.awaitNodes(ctx, func(ctx context.Context) (bool, error) {
 		seen, err := e.lookAtNewNodes(ctx, cr.TargetVersion, zones)
 		if err != nil {
@@ -383,15 +405,18 @@ func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones 
 		for _, names := range st.ready {
 			n += len(names)
 		}
+		if st.settled(wanted) {
+			f := failure()
+			f.Settled = true
+			return false, f
+		}
 		if !st.ok(wanted) {
 			e.progress.waitingFor(st.progress(n, wanted))
 			return false, nil
 		}
 		e.logf("%d new nodes Ready in %d zones", n, len(st.ready))
 		return true, nil
-	}, func() *NodeCreationFailure {
-		return &NodeCreationFailure{Group: e.group.GroupName(), GroupKind: e.groupKind(), Timeout: e.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *cr.Original}
-	})
+	}, failure)
 }
 
 // awaitNodes looks until look says done or --node-ready-timeout passes,

@@ -43,7 +43,9 @@ func TestSurge(t *testing.T) {
 		wantPhases []string
 		wantCalls  []string
 		wantErr    bool
-		wantRecord state.CloudRecord
+		// wantProblem is what the failure says of the one surge machine.
+		wantProblem string
+		wantRecord  state.CloudRecord
 	}{
 		// One zone at a time, one node at a time: each batch raises the
 		// group by one, and its old node's machine goes with the desired
@@ -70,7 +72,14 @@ func TestSurge(t *testing.T) {
 		{name: "a surge node that never becomes Ready stops the run before any drain", maxSurge: 1, maxUnavailable: "0", launch: launchNotReady,
 			wantPhases: []string{"Setup", "Surge 1"},
 			wantCalls:  []string{"Setup", "SetDesiredAndMax 4 5"},
-			wantErr:    true, wantRecord: state.CloudRecord{LastDesired: 4, ScaleUp: 1}},
+			wantErr:    true, wantProblem: "not Ready", wantRecord: state.CloudRecord{LastDesired: 4, ScaleUp: 1}},
+		// A warm pool's instance, or a default moved back: the group runs
+		// all it wants, so no surge node of the target comes. Counted as
+		// launched, it let the run go on and end with it in the group.
+		{name: "a surge node of another version stops the run at once, before any drain", maxSurge: 1, maxUnavailable: "0", launch: launchOldVersion,
+			wantPhases: []string{"Setup", "Surge 1"},
+			wantCalls:  []string{"Setup", "SetDesiredAndMax 4 5"},
+			wantErr:    true, wantProblem: "Ready, but launched from launch template lt version 1, not lt version 2", wantRecord: state.CloudRecord{LastDesired: 4, ScaleUp: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -126,8 +135,8 @@ func TestSurge(t *testing.T) {
 			}
 			if tc.wantErr {
 				f := wantNodeCreationFailure(t, got.err)
-				if len(f.Instances) != 1 || !strings.Contains(f.Instances[0], "not Ready") {
-					t.Errorf("failure %+v", f)
+				if problems := append(slices.Clone(f.Instances), f.Others...); len(problems) != 1 || !strings.Contains(problems[0], tc.wantProblem) {
+					t.Errorf("failure %+v, want it to say %q of the surge machine", f, tc.wantProblem)
 				}
 				if pods := client.podNames(t); len(pods) != 3 {
 					t.Errorf("pods %v: nothing may be drained", pods)
