@@ -19,7 +19,11 @@ func main() {
 	cmd := plugin.NewCmdNodeUpgrade(streams)
 	// before any client exists: library logs are off unless -v is given
 	plugin.AddGlobalFlags(cmd.PersistentFlags())
+	flushProfile := plugin.AddProfiling(cmd)
 	err := cmd.ExecuteContext(ctx)
+	if ferr := flushProfile(); err == nil {
+		err = ferr
+	}
 	code := plugin.PrintError(os.Stderr, err)
 	stop()
 	os.Exit(code)
