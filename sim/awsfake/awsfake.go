@@ -696,63 +696,72 @@ func (s *Server) reconcile() {
 	sort.Strings(names)
 	for _, name := range names {
 		g := s.groups[name]
+		s.reconcileGroupLocked(g)
+		// after the group's launches, which draw on the pool first
 		s.reconcileWarmLocked(g)
-		if s.rebalanceLocked(g) {
-			continue
+	}
+}
+
+// reconcileGroupLocked brings one group to its desired capacity.
+func (s *Server) reconcileGroupLocked(g *group) {
+	if s.rebalanceLocked(g) {
+		return
+	}
+	perZone := map[string][]*instance{}
+	n := int32(0)
+	for _, id := range g.members {
+		in := s.instances[id]
+		if active(in) {
+			perZone[in.Zone] = append(perZone[in.Zone], in)
+			n++
 		}
-		perZone := map[string][]*instance{}
-		n := int32(0)
-		for _, id := range g.members {
-			in := s.instances[id]
-			if active(in) {
-				perZone[in.Zone] = append(perZone[in.Zone], in)
-				n++
+	}
+	for ; n < g.Desired && !time.Now().Before(g.retryAt); n++ {
+		zone := g.Zones[0]
+		for _, z := range g.Zones[1:] {
+			if len(perZone[z]) < len(perZone[zone]) {
+				zone = z
 			}
 		}
-		for ; n < g.Desired && !time.Now().Before(g.retryAt); n++ {
-			zone := g.Zones[0]
-			for _, z := range g.Zones[1:] {
-				if len(perZone[z]) < len(perZone[zone]) {
-					zone = z
-				}
-			}
-			in := s.launchLocked(g, zone)
-			perZone[zone] = append(perZone[zone], in)
+		in := s.drawWarmLocked(g, zone)
+		if in == nil {
+			in = s.launchLocked(g, zone)
 		}
-		lt := s.templates[g.LaunchTemplateID]
-		cur, _ := lt.resolve(g.LaunchTemplateVersion)
-		curS := strconv.FormatInt(cur, 10)
-		for ; n > g.Desired; n-- {
-			// Scale-in passes over protected instances; with only those
-			// left, the desired size stays lowered and none goes.
-			zone := ""
-			for _, z := range g.Zones {
-				if !slices.ContainsFunc(perZone[z], func(in *instance) bool { return !s.protectedLocked(in.ID) }) {
-					continue
-				}
-				if zone == "" || len(perZone[z]) > len(perZone[zone]) {
-					zone = z
-				}
+		perZone[zone] = append(perZone[zone], in)
+	}
+	lt := s.templates[g.LaunchTemplateID]
+	cur, _ := lt.resolve(g.LaunchTemplateVersion)
+	curS := strconv.FormatInt(cur, 10)
+	for ; n > g.Desired; n-- {
+		// Scale-in passes over protected instances; with only those
+		// left, the desired size stays lowered and none goes.
+		zone := ""
+		for _, z := range g.Zones {
+			if !slices.ContainsFunc(perZone[z], func(in *instance) bool { return !s.protectedLocked(in.ID) }) {
+				continue
 			}
-			if zone == "" {
-				break
+			if zone == "" || len(perZone[z]) > len(perZone[zone]) {
+				zone = z
 			}
-			cands := perZone[zone]
-			best := slices.IndexFunc(cands, func(in *instance) bool { return !s.protectedLocked(in.ID) })
-			for i, in := range cands {
-				if s.protectedLocked(in.ID) {
-					continue
-				}
-				old := in.LaunchTemplateID != g.LaunchTemplateID || in.LaunchTemplateVersion != curS
-				bestOld := cands[best].LaunchTemplateID != g.LaunchTemplateID || cands[best].LaunchTemplateVersion != curS
-				if (old && !bestOld) || (old == bestOld && in.LaunchTime.Before(cands[best].LaunchTime)) {
-					best = i
-				}
-			}
-			victim := cands[best]
-			perZone[zone] = slices.Delete(cands, best, best+1)
-			s.terminateLocked(victim)
 		}
+		if zone == "" {
+			break
+		}
+		cands := perZone[zone]
+		best := slices.IndexFunc(cands, func(in *instance) bool { return !s.protectedLocked(in.ID) })
+		for i, in := range cands {
+			if s.protectedLocked(in.ID) {
+				continue
+			}
+			old := in.LaunchTemplateID != g.LaunchTemplateID || in.LaunchTemplateVersion != curS
+			bestOld := cands[best].LaunchTemplateID != g.LaunchTemplateID || cands[best].LaunchTemplateVersion != curS
+			if (old && !bestOld) || (old == bestOld && in.LaunchTime.Before(cands[best].LaunchTime)) {
+				best = i
+			}
+		}
+		victim := cands[best]
+		perZone[zone] = slices.Delete(cands, best, best+1)
+		s.terminateLocked(victim)
 	}
 }
 
@@ -761,6 +770,13 @@ func (s *Server) reconcile() {
 func (s *Server) launchLocked(g *group, zone string) *instance {
 	in := s.newInstanceLocked(g, zone)
 	s.instances[in.ID] = in
+	s.startLocked(g, in)
+	return in
+}
+
+// startLocked makes a pending instance a member of the group and starts
+// its launch.
+func (s *Server) startLocked(g *group, in *instance) {
 	g.members = append(g.members, in.ID)
 	if g.NewInstancesProtectedFromScaleIn {
 		s.life().protected[in.ID] = true
@@ -768,7 +784,6 @@ func (s *Server) launchLocked(g *group, zone string) *instance {
 	s.notify()
 	s.wg.Add(1)
 	go s.launch(in)
-	return in
 }
 
 // newInstanceLocked makes a pending instance of the group in zone from its

@@ -24,8 +24,10 @@ import (
 //     TerminateInstanceInAutoScalingGroup and SetInstanceProtection refuse
 //     them. They keep the version they were launched from. The pool holds
 //     max(MinSize, MaxGroupPreparedCapacity (else MaxSize) - desired)
-//     instances. Unlike AWS, a scale-out does not draw on the pool: it
-//     launches new instances.
+//     instances. A scale-out draws on the pool first, as AWS does: a
+//     prepared instance of the zone the launch goes to joins the group on
+//     the version it was launched from, and the pool launches its
+//     replacement from the group's version of the moment.
 //   - ProtectedFromScaleIn keeps the group's own scale-in off an instance
 //     (when every instance left is protected the desired size drops and
 //     nothing is terminated); TerminateInstanceInAutoScalingGroup
@@ -442,6 +444,32 @@ func (s *Server) reconcileWarmLocked(g *group) {
 	}
 }
 
+// drawWarmLocked moves a prepared warm-pool instance of zone into the
+// group, where it starts as a fresh launch does (OnLaunch makes its node),
+// or returns nil when the pool has none there. Instances still warming up
+// are left: AWS draws those too, but a test then could not tell a draw from
+// a launch by timing alone, and the pool refills either way.
+func (s *Server) drawWarmLocked(g *group, zone string) *instance {
+	wp := s.life().warm[g.Name]
+	if wp == nil {
+		return nil
+	}
+	i := slices.IndexFunc(wp.members, func(id string) bool {
+		in := s.instances[id]
+		return in.Zone == zone && (in.Lifecycle == LifecycleWarmedStopped || in.Lifecycle == LifecycleWarmedRunning)
+	})
+	if i < 0 {
+		return nil
+	}
+	in := s.instances[wp.members[i]]
+	wp.members = slices.Delete(wp.members, i, i+1)
+	in.State, in.Lifecycle = StatePending, LifecyclePending
+	in.launched = make(chan struct{})
+	s.logf("awsfake: %s drew %s (version %s) from its warm pool in %s", g.Name, in.ID, in.LaunchTemplateVersion, zone)
+	s.startLocked(g, in)
+	return in
+}
+
 // warmUp brings a warm instance to the pool's state after the launch
 // delay.
 func (s *Server) warmUp(in *instance, state string) {
@@ -474,6 +502,14 @@ func (s *Server) PutWarmPool(group string, minSize, maxPrepared int32, state str
 		f["MaxGroupPreparedCapacity"] = []string{fmt.Sprint(maxPrepared)}
 	}
 	return s.putWarmPool(f)
+}
+
+// DeleteWarmPool deletes a group's warm pool and terminates its
+// instances, as the API call with ForceDelete does.
+func (s *Server) DeleteWarmPool(group string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deleteWarmPool(form{"AutoScalingGroupName": {group}})
 }
 
 // WarmPool returns a snapshot of a group's warm-pool instances.

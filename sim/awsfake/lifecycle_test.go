@@ -2,6 +2,7 @@ package awsfake
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -228,6 +229,29 @@ func TestWarmPool(t *testing.T) {
 		if w.LaunchTemplateVersion != "1" {
 			t.Errorf("warm %s has version %s, want 1: a template change does not replace the pool", w.ID, w.LaunchTemplateVersion)
 		}
+	}
+	// A scale-out draws the prepared instance of the zone it launches in
+	// (z-a, the first of the emptiest), on the version it was launched
+	// from, and makes it a node.
+	if err := s.SetDesired("ng1", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitStable(ctx, "ng1"); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := s.Group("ng1")
+	drawn := slices.IndexFunc(g.Instances, func(in Instance) bool { return in.ID == warm[0].ID })
+	if drawn < 0 || g.Instances[drawn].LaunchTemplateVersion != "1" || g.Instances[drawn].Zone != "z-a" {
+		t.Fatalf("group after the scale-out %+v: want warm %s (z-a, version 1) drawn into it", g.Instances, warm[0].ID)
+	}
+	s.mu.Lock()
+	node := s.instances[warm[0].ID].ok
+	s.mu.Unlock()
+	if !node {
+		t.Errorf("drawn %s was not launched as a node", warm[0].ID)
+	}
+	if left := s.WarmPool("ng1"); len(left) != 1 || left[0].ID != warm[1].ID { // max(min 1, 4 - 3)
+		t.Errorf("warm pool after the draw %+v, want only %s", left, warm[1].ID)
 	}
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 // instances goes to a new AMI by surge: every instance the run terminates
 // is held in Terminating:Wait, and the run waits for each to be gone,
 // naming the hook, without completing it; the warm instances are neither
-// terminated nor awaited as nodes.
+// terminated nor awaited as nodes. An outdated warm pool refuses the run;
+// past the check, the instance a surge draws from it stops the run.
 func TestAWSLifecycleHookAndWarmPool(t *testing.T) {
 	t.Parallel()
 	const name = "aws-lifecycle"
@@ -55,13 +57,50 @@ func TestAWSLifecycleHookAndWarmPool(t *testing.T) {
 		t.Fatalf("the refused run changed the group: %+v, was %+v", gr.GroupSpec, old.GroupSpec)
 	}
 	assertUntouched(t, ctx, groupKey, name)
-	// The local endpoint launches a scale-out afresh instead of drawing on
-	// the warm pool, so here the run can go on past the check, to show the
-	// hooks.
-	args = append(args, "--ignore-check", "outdated-warm-pool")
+
+	// Past the check, the surge takes a warm instance (Auto Scaling draws
+	// a scale-out from the pool first) on the old image: the run stops
+	// there, naming it, without waiting out --node-ready-timeout and with
+	// nothing drained.
 	watcher, err := scenario.WatchPDBs(ctx, client, name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	ignored := g.run(t, append(append([]string{"run", name}, args...), "--ignore-check", "outdated-warm-pool", "--node-ready-timeout", "2m", "--yes")...)
+	if ignored.code != nodeupgrade.ExitNodeCreation || !strings.Contains(ignored.stderr, "launches no more") ||
+		!slices.ContainsFunc(warm, func(w awsfake.Instance) bool { return strings.Contains(ignored.stderr, w.ID) }) {
+		t.Fatalf("run past outdated-warm-pool: want exit %d, the group launching no more and the warm instance drawn named, got %s", nodeupgrade.ExitNodeCreation, ignored)
+	}
+	var drawn []string
+	during, _ := g.srv.Group(name)
+	for _, in := range during.Instances {
+		if slices.ContainsFunc(warm, func(w awsfake.Instance) bool { return w.ID == in.ID }) {
+			drawn = append(drawn, in.ID)
+		}
+	}
+	if len(drawn) != 1 {
+		t.Fatalf("group after the stopped run %+v: want one instance drawn from the warm pool %+v", during.Instances, warm)
+	}
+	for _, n := range groupNodes(t, ctx, groupKey, name) {
+		if n.Spec.Unschedulable {
+			t.Errorf("node %q is cordoned after a run that stopped before draining", n.Name)
+		}
+	}
+
+	// The way out: a warm pool of the new version (deleted and put back,
+	// it launches from the version the group now uses), and the run again.
+	if err := g.srv.DeleteWarmPool(name); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.PutWarmPool(name, 2, -1, "Stopped"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if warm = g.srv.WarmPool(name); len(warm) == 2 && !slices.ContainsFunc(warm, func(w awsfake.Instance) bool {
+			return w.Lifecycle != awsfake.LifecycleWarmedStopped || w.LaunchTemplateVersion != "2"
+		}) {
+			break
+		}
 	}
 	r := g.run(t, append(append([]string{"run", name}, args...), "--post-drain-wait", "0s", "--yes")...)
 	violations := watcher.Stop()
@@ -79,7 +118,7 @@ func TestAWSLifecycleHookAndWarmPool(t *testing.T) {
 		}
 		held[a.Instance] = true
 	}
-	for _, in := range old.Instances {
+	for _, in := range append(old.Instances, awsfake.Instance{ID: drawn[0]}) {
 		if !held[in.ID] {
 			t.Errorf("old instance %s was never held by the hook", in.ID)
 		}
@@ -96,18 +135,14 @@ func TestAWSLifecycleHookAndWarmPool(t *testing.T) {
 	if end.Min != g.original.Min || end.Desired != g.original.Desired || end.Max != g.original.Max {
 		t.Errorf("sizes after the run min %d, desired %d, max %d; want %d, %d, %d", end.Min, end.Desired, end.Max, g.original.Min, g.original.Desired, g.original.Max)
 	}
-	// The warm pool is as it was: not terminated, not awaited.
-	after := g.srv.WarmPool(name)
-	if len(after) != 2 {
-		t.Fatalf("warm pool after the run %+v, want the same 2 instances", after)
-	}
-	for i, w := range warm {
-		if after[i].ID != w.ID || after[i].Lifecycle != awsfake.LifecycleWarmedStopped || after[i].LaunchTemplateVersion != "1" {
-			t.Errorf("warm instance %d: %+v after the run, want %s still Warmed:Stopped on version 1", i, after[i], w.ID)
+	// The warm pool's own instances are never removed or awaited: those
+	// still in it are on the new version, and no progress line names them.
+	for _, w := range g.srv.WarmPool(name) {
+		if w.LaunchTemplateVersion != "2" {
+			t.Errorf("warm instance %+v after the run, want version 2", w)
 		}
-		// The plan's blocker names it; no progress line may.
 		for line := range strings.SplitSeq(r.stdout, "\n") {
-			if strings.Contains(line, w.ID) && !strings.Contains(line, "outdated-warm-pool") {
+			if strings.Contains(line, w.ID) {
 				t.Errorf("run output names warm instance %s (awaited or removed?): %s", w.ID, line)
 			}
 		}
