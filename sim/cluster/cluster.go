@@ -48,6 +48,11 @@ type Options struct {
 	// created instead of turning Unknown and having their pods marked
 	// NotReady and evicted (hack/bench.sh --plan-scale)
 	NoNodeLifecycle bool
+	// ControllerQPS, when above 0, is the controller manager's client rate
+	// limit (--kube-api-qps, burst twice that) instead of upstream's 20
+	// (burst 30), which paces how fast the ReplicaSet controller replaces
+	// evicted pods (hack/bench.sh BENCH_CONTROLLER_QPS)
+	ControllerQPS int
 }
 
 // Cluster is a running simulated cluster.
@@ -188,7 +193,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.NoNodeLifecycle {
 		controllers = "*,-node-lifecycle-controller,-taint-eviction-controller"
 	}
-	kcmDone, kcmPort, err := runControllerManager(compCtx, []string{
+	kcmArgs := []string{
 		"--kubeconfig=" + filepath.Join(c.Dir, "controller-manager.kubeconfig"),
 		"--authentication-kubeconfig=" + filepath.Join(c.Dir, "controller-manager.kubeconfig"),
 		"--authorization-kubeconfig=" + filepath.Join(c.Dir, "controller-manager.kubeconfig"),
@@ -201,7 +206,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--cluster-signing-key-file=" + p("ca.key"),
 		"--controllers=" + controllers,
 		"--profiling=false",
-	})
+	}
+	if opts.ControllerQPS > 0 {
+		kcmArgs = append(kcmArgs, fmt.Sprintf("--kube-api-qps=%d", opts.ControllerQPS), fmt.Sprintf("--kube-api-burst=%d", 2*opts.ControllerQPS))
+	}
+	kcmDone, kcmPort, err := runControllerManager(compCtx, kcmArgs)
 	if err != nil {
 		return nil, err
 	}

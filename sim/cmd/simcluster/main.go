@@ -75,6 +75,7 @@ func up(args []string) error {
 	dir := fs.String("dir", "", "work directory for etcd data, certificates, kubeconfig and logs (required)")
 	delay := fs.Duration("pod-ready-delay", time.Second, "time from a pod being scheduled to it being Running and Ready")
 	noLifecycle := fs.Bool("no-node-lifecycle", false, "run without the node lifecycle and taint eviction controllers (for nodes nothing heartbeats: scenario plan-scale)")
+	controllerQPS := fs.Int("controller-qps", 0, "the controller manager's client rate limit in requests per second (burst twice that); 0 keeps upstream's 20")
 	awsDemo := fs.Bool("aws-demo", false, "also serve a fake AWS endpoint with Auto Scaling group \"demo\" (9 nodes) and the demo workloads")
 	awsAddr := fs.String("aws-addr", "127.0.0.1:0", "listen address of the fake AWS endpoint (with --aws-demo)")
 	if err := fs.Parse(args); err != nil {
@@ -89,7 +90,7 @@ func up(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	started := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, PodReadyDelay: *delay, NoNodeLifecycle: *noLifecycle})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, PodReadyDelay: *delay, NoNodeLifecycle: *noLifecycle, ControllerQPS: *controllerQPS})
 	if err != nil {
 		return err
 	}
