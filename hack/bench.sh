@@ -113,6 +113,8 @@ EOF
   measure "kubectl get pods -A -o json" kubectl get pods -A -o json
   measure "kubectl get nodes -o json" kubectl get nodes -o json
   echo "(CPU: user+sys of the client; targets for plan at 5,000 nodes / 150,000 pods: < 2 s CPU, < 600 MiB)"
+  kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json --cpuprofile "$work/plan-cpu.pprof" --memprofile "$work/plan-heap.pprof" >/dev/null
+  echo "profiles of one more plan: $work/plan-cpu.pprof, $work/plan-heap.pprof (go tool pprof -top $work/bin/kubectl-nodeupgrade FILE)"
   exit 0
 fi
 
