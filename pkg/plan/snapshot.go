@@ -1,9 +1,14 @@
 package plan
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,7 +47,7 @@ func TakeSnapshot(ctx context.Context, client kubernetes.Interface) (Snapshot, e
 		func(ctx context.Context) error {
 			return listInto(ctx, "nodes", &s.Nodes, slimNode, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Nodes().List(ctx, o)
-			}, nil})
+			}, nodeWire})
 		},
 		func(ctx context.Context) error {
 			in := newInterner()
@@ -147,12 +152,12 @@ type protoItem[T any] interface {
 // listInto appends every item of a paginated list to into, each passed
 // through slim (when not nil) as soon as it is decoded.
 //
-// Through a REST client, each page is read into one buffer kept for the
-// whole list and its protobuf items are decoded one by one straight into
-// into: client-go's typed List would grow a buffer for every page, copy
-// the page once more into its envelope and grow the page's slice of whole
-// items, a third of the snapshot's CPU at 30,000 pods
-// (BenchmarkTakeSnapshot), and hold a page of whole items at a time.
+// Through a REST client, each page's protobuf items are decoded one by one
+// as the page streams in, straight into into (fetchPage): client-go's typed
+// List would grow a buffer for every page, copy the page once more into
+// its envelope and grow the page's slice of whole items, a third of the
+// snapshot's CPU at 30,000 pods (BenchmarkTakeSnapshot), and hold a page
+// of whole items at a time.
 func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into *[]T, slim func(*T), src listSource) error {
 	add := func(obj runtime.Object) error {
 		items, err := meta.ExtractList(obj)
@@ -179,9 +184,9 @@ func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into
 	}
 	var fetch func(context.Context, metav1.ListOptions) (string, error)
 	if rc, ok := src.rest.(*rest.RESTClient); ok && rc != nil {
-		var buf bytes.Buffer
+		var pr pageReader
 		fetch = func(ctx context.Context, o metav1.ListOptions) (string, error) {
-			return fetchPage[T, PT](ctx, rc, resource, o, &buf, src.wire, into, slim, add)
+			return fetchPage[T, PT](ctx, rc, resource, o, &pr, src.wire, into, slim, add)
 		}
 	} else {
 		fetch = func(ctx context.Context, o metav1.ListOptions) (string, error) {
@@ -206,24 +211,39 @@ func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into
 // k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
 var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// fetchPage lists one page of resource into buf and appends its items to
-// into, returning the continue token. A protobuf page is an envelope
+// pageReader reads the pages of one list: its reader and item buffer are
+// kept from page to page.
+type pageReader struct {
+	r    *bufio.Reader
+	item []byte
+}
+
+// fetchPage lists one page of resource and appends its items to into,
+// returning the continue token. A protobuf page is an envelope
 // (runtime.Unknown, the list in its field 2) around a list whose field 1
-// is the ListMeta and field 2 each item; anything else (JSON) is decoded
-// whole and handed to add.
-func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient, resource string, o metav1.ListOptions, buf *bytes.Buffer,
+// is the ListMeta and field 2 each item: it is decoded as it streams in,
+// one item at a time, so the client never holds a whole page (pages of
+// 5,000 nodes or pods are tens of MB, and growing a buffer to hold one
+// was a third of the memory a plan allocated). Anything else (JSON) is
+// read whole, decoded and handed to add.
+func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient, resource string, o metav1.ListOptions, pr *pageReader,
 	wire *wireFilter, into *[]T, slim func(*T), add func(runtime.Object) error) (string, error) {
 	body, err := rc.Get().Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Stream(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer body.Close()
-	buf.Reset()
-	if _, err := buf.ReadFrom(body); err != nil {
-		return "", err
+	if pr.r == nil {
+		pr.r = bufio.NewReaderSize(body, 64<<10)
+	} else {
+		pr.r.Reset(body)
 	}
-	data := buf.Bytes()
-	if !bytes.HasPrefix(data, protobufPrefix) {
+	r := pr.r
+	if prefix, err := r.Peek(len(protobufPrefix)); err != nil || !bytes.Equal(prefix, protobufPrefix) {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return "", err
+		}
 		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
 		if err != nil {
 			return "", err
@@ -234,32 +254,13 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 		}
 		return m.GetContinue(), add(obj)
 	}
-	list, err := protoField(data[len(protobufPrefix):], 2)
-	if err != nil {
-		return "", fmt.Errorf("cannot decode the %s list: %w", resource, err)
+	if _, err := r.Discard(len(protobufPrefix)); err != nil {
+		return "", err
 	}
 	var lm metav1.ListMeta
-	count := 0
-	if err := eachProtoField(list, func(num protowire.Number, b []byte) error {
-		switch num {
-		case 1:
-			return lm.Unmarshal(b)
-		case 2:
-			count++
-		}
-		return nil
-	}); err != nil {
-		return "", fmt.Errorf("cannot decode the %s list: %w", resource, err)
-	}
-	if *into == nil && lm.RemainingItemCount != nil {
-		*into = make([]T, 0, count+int(*lm.RemainingItemCount))
-	}
 	var zero T
 	var filtered []byte
-	err = eachProtoField(list, func(num protowire.Number, b []byte) error {
-		if num != 2 {
-			return nil
-		}
+	item := func(b []byte) error {
 		if wire != nil {
 			var err error
 			if filtered, err = wire.filter(filtered[:0], b); err != nil {
@@ -268,62 +269,118 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 			b = filtered
 		}
 		*into = append(*into, zero)
-		item := &(*into)[len(*into)-1]
-		if err := PT(item).Unmarshal(b); err != nil {
+		it := &(*into)[len(*into)-1]
+		if err := PT(it).Unmarshal(b); err != nil {
 			return err
 		}
 		if slim != nil {
-			slim(item)
+			slim(it)
 		}
 		return nil
+	}
+	list := false
+	err = streamFields(r, -1, func(num protowire.Number, n int) error {
+		if num != 2 {
+			_, err := r.Discard(n)
+			return err
+		}
+		list = true
+		return streamFields(r, int64(n), func(num protowire.Number, n int) error {
+			if num != 1 && num != 2 {
+				_, err := r.Discard(n)
+				return err
+			}
+			// Decoding copies what it keeps out of the buffer, so one
+			// buffer serves every item.
+			if cap(pr.item) < n {
+				pr.item = make([]byte, n, n+n/4)
+			}
+			b := pr.item[:n]
+			if _, err := io.ReadFull(r, b); err != nil {
+				return err
+			}
+			if num == 1 {
+				if err := lm.Unmarshal(b); err != nil {
+					return err
+				}
+				// A full page and what is left: the list's size where the
+				// server says it (not for a filtered list).
+				if *into == nil && lm.RemainingItemCount != nil {
+					*into = make([]T, 0, int(o.Limit)+int(*lm.RemainingItemCount))
+				}
+				return nil
+			}
+			return item(b)
+		})
 	})
+	if err == nil && !list {
+		err = errors.New("no list in the envelope")
+	}
 	if err != nil {
 		return "", fmt.Errorf("cannot decode the %s list: %w", resource, err)
 	}
 	return lm.Continue, nil
 }
 
-// eachProtoField calls fn with the number and bytes of each
-// length-delimited field of the protobuf message b, skipping the others.
-func eachProtoField(b []byte, fn func(protowire.Number, []byte) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
+// streamFields reads the fields of a protobuf message of size bytes from
+// r, or up to the end of r when size is negative. It calls fn with the
+// number and length of each length-delimited field, and fn reads or
+// discards exactly that many bytes; other fields are skipped.
+func streamFields(r *bufio.Reader, size int64, fn func(num protowire.Number, n int) error) error {
+	for size != 0 {
+		tag, err := binary.ReadUvarint(r)
+		if err == io.EOF && size < 0 {
+			return nil
 		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return protowire.ParseError(n)
+		if err != nil {
+			return noEOF(err)
+		}
+		used := int64(protowire.SizeVarint(tag))
+		num, typ := protowire.DecodeTag(tag)
+		switch typ {
+		case protowire.VarintType:
+			v, err := binary.ReadUvarint(r)
+			if err != nil {
+				return noEOF(err)
 			}
-			b = b[n:]
-			continue
+			used += int64(protowire.SizeVarint(v))
+		case protowire.Fixed32Type, protowire.Fixed64Type:
+			n := map[protowire.Type]int{protowire.Fixed32Type: 4, protowire.Fixed64Type: 8}[typ]
+			if _, err := r.Discard(n); err != nil {
+				return noEOF(err)
+			}
+			used += int64(n)
+		case protowire.BytesType:
+			n, err := binary.ReadUvarint(r)
+			if err != nil {
+				return noEOF(err)
+			}
+			if size >= 0 && int64(n) > size-used-int64(protowire.SizeVarint(n)) || n > math.MaxInt32 {
+				return io.ErrUnexpectedEOF
+			}
+			if err := fn(num, int(n)); err != nil {
+				return noEOF(err)
+			}
+			used += int64(protowire.SizeVarint(n)) + int64(n)
+		default:
+			return fmt.Errorf("field %d has wire type %d, which no API object uses", num, typ)
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if err := fn(num, v); err != nil {
-			return err
+		if size >= 0 {
+			if used > size {
+				return io.ErrUnexpectedEOF
+			}
+			size -= used
 		}
 	}
 	return nil
 }
 
-// protoField returns the bytes of field num of the message b.
-func protoField(b []byte, num protowire.Number) ([]byte, error) {
-	var found []byte
-	err := eachProtoField(b, func(n protowire.Number, v []byte) error {
-		if n == num {
-			found = v
-		}
-		return nil
-	})
-	if err == nil && found == nil {
-		err = fmt.Errorf("no field %d", num)
+// noEOF makes an end of the body inside a message the error it is.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
 	}
-	return found, err
+	return err
 }
 
 // wireFilter says which fields of a protobuf message to leave out before
@@ -338,8 +395,9 @@ type wireFilter struct {
 }
 
 // podWire leaves out of a pod, before it is decoded, its managed fields, of
-// each container all but what slimContainers keeps, and the container
-// statuses (field numbers from k8s.io/api/core/v1/generated.proto).
+// each container all but what slimContainers keeps, the volume sources
+// slimVolumes drops and the status fields slimPod drops (field numbers
+// from k8s.io/api/core/v1/generated.proto).
 var podWire = func() *wireFilter {
 	container := &wireFilter{
 		// name, resources, readinessProbe, lifecycle, restartPolicy
@@ -347,14 +405,26 @@ var podWire = func() *wireFilter {
 		// of the resources, the requests
 		nested: map[protowire.Number]*wireFilter{8: {only: []protowire.Number{2}}},
 	}
+	// of a volume, the sources slimVolumes keeps: emptyDir, claim, ephemeral
+	volume := &wireFilter{nested: map[protowire.Number]*wireFilter{2: {only: []protowire.Number{2, 10, 29}}}}
 	return &wireFilter{nested: map[protowire.Number]*wireFilter{
 		1: {drop: []protowire.Number{17}}, // metadata: managedFields
-		// spec: containers, initContainers; ephemeralContainers left out
-		2: {drop: []protowire.Number{34}, nested: map[protowire.Number]*wireFilter{2: container, 20: container}},
-		// status: containerStatuses, initContainerStatuses, ephemeralContainerStatuses
-		3: {drop: []protowire.Number{8, 10, 13}},
+		// spec: volumes, containers, initContainers; ephemeralContainers left out
+		2: {drop: []protowire.Number{34}, nested: map[protowire.Number]*wireFilter{1: volume, 2: container, 20: container}},
+		// status: message, hostIP, podIP, startTime, containerStatuses,
+		// initContainerStatuses, podIPs, ephemeralContainerStatuses,
+		// resourceClaimStatuses, hostIPs
+		3: {drop: []protowire.Number{3, 5, 6, 7, 8, 10, 12, 13, 15, 16}},
 	}}
 }()
+
+// nodeWire leaves out of a node, before it is decoded, what slimNode drops:
+// its managed fields, and of the status the images, the volumes in use and
+// attached (a node's image list alone is often most of it).
+var nodeWire = &wireFilter{nested: map[protowire.Number]*wireFilter{
+	1: {drop: []protowire.Number{17}},
+	3: {drop: []protowire.Number{8, 9, 10}},
+}}
 
 // filter appends to dst the message b without the fields f leaves out.
 func (f *wireFilter) filter(dst, b []byte) ([]byte, error) {

@@ -13,8 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -225,8 +227,11 @@ func TestTakeSnapshotPages(t *testing.T) {
 // pages of the requested limit, as JSON or protobuf as the client asks.
 type fakeListServer struct {
 	pods  []corev1.Pod
-	mu    sync.Mutex
-	cache map[string][]byte // encoded responses by content type and query
+	nodes []corev1.Node
+	// truncate cuts this many bytes off the end of every pods page
+	truncate atomic.Int64
+	mu       sync.Mutex
+	cache    map[string][]byte // encoded responses by content type and query
 }
 
 func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -256,7 +261,7 @@ func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			obj, gv = list, corev1.SchemeGroupVersion
 		case "/api/v1/nodes":
-			obj, gv = &corev1.NodeList{}, corev1.SchemeGroupVersion
+			obj, gv = &corev1.NodeList{Items: f.nodes}, corev1.SchemeGroupVersion
 		case "/api/v1/services":
 			obj, gv = &corev1.ServiceList{}, corev1.SchemeGroupVersion
 		case "/api/v1/namespaces":
@@ -287,6 +292,9 @@ func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.cache[key] = body
 		f.mu.Unlock()
+	}
+	if r.URL.Path == "/api/v1/pods" {
+		body = body[:len(body)-int(f.truncate.Load())]
 	}
 	w.Header().Set("Content-Type", mediaType)
 	_, _ = w.Write(body)
@@ -420,6 +428,55 @@ func TestTakeSnapshotReturnsTheRefusal(t *testing.T) {
 	}
 }
 
+// realisticNode is a node as a kubelet reports it: images, volumes,
+// conditions and managed fields.
+func realisticNode(name string) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"topology.kubernetes.io/zone": "z1", "eks.amazonaws.com/nodegroup": "ng"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///z1/i-0" + name, Taints: []corev1.Taint{{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Allocatable:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")},
+			Capacity:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")},
+			Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
+			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+			NodeInfo:        corev1.NodeSystemInfo{KubeletVersion: "v1.34.1", OSImage: "Amazon Linux 2023"},
+			VolumesInUse:    []corev1.UniqueVolumeName{"kubernetes.io/csi/ebs.csi.aws.com^vol-1"},
+			VolumesAttached: []corev1.AttachedVolume{{Name: "kubernetes.io/csi/ebs.csi.aws.com^vol-1", DevicePath: "/dev/xvdba"}},
+		},
+	}
+	for i := range 40 {
+		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{fmt.Sprintf("registry.example.com/team/app-%d@sha256:%064d", i, i)}, SizeBytes: int64(i) << 20})
+	}
+	return n
+}
+
+// TestTakeSnapshotRefusesATruncatedPage: a protobuf page that ends inside
+// an item (a connection cut short) fails the snapshot; it never passes for
+// a shorter list.
+func TestTakeSnapshotRefusesATruncatedPage(t *testing.T) {
+	srv := &fakeListServer{cache: map[string][]byte{}}
+	for i := range 20 {
+		srv.pods = append(srv.pods, *realisticPod("ns", fmt.Sprintf("pod-%d", i), "n1", "web"))
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL, QPS: -1,
+		ContentConfig: rest.ContentConfig{ContentType: k8sruntime.ContentTypeProtobuf, AcceptContentTypes: k8sruntime.ContentTypeProtobuf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{1, 100, 3000} {
+		t.Run(fmt.Sprintf("%d bytes short", cut), func(t *testing.T) {
+			srv.truncate.Store(int64(cut))
+			snap, err := TakeSnapshot(context.Background(), client)
+			if err == nil || !strings.Contains(err.Error(), "cannot decode the pods list") {
+				t.Fatalf("TakeSnapshot = %d pods, %v; want the pods list refused", len(snap.Pods), err)
+			}
+		})
+	}
+}
+
 // TestTakeSnapshotDecodesAsSlimmed: pods listed page by page from an API
 // server, decoded item by item (protobuf, with the wire filter) or whole
 // (JSON), are the pods slimPod makes of the originals, nothing more or less.
@@ -436,7 +493,20 @@ func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
 			p.Status.InitContainerStatuses = p.Status.ContainerStatuses
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
 		}
+		if i%3 == 0 {
+			// every kind of volume source the slimming keeps, and one it drops
+			p.Spec.Volumes = append(p.Spec.Volumes,
+				corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: new(resource.MustParse("1Gi"))}}},
+				corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-0"}}},
+				corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: new("gp3")}}}}},
+				corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log"}}})
+			p.Status.StartTime, p.Status.Message, p.Status.Reason, p.Status.NominatedNodeName = &metav1.Time{Time: time.Unix(1700000000, 0)}, "m", "Evicted", "n2"
+		}
 		srv.pods = append(srv.pods, *p)
+	}
+	for i := range 3 {
+		srv.nodes = append(srv.nodes, *realisticNode(fmt.Sprintf("n%d", i)))
 	}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
@@ -462,6 +532,19 @@ func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
 				got.TypeMeta = metav1.TypeMeta{}
 				if !equality.Semantic.DeepEqual(&got, want) {
 					t.Fatalf("pod %d differs from the slimmed original:\n got %+v\nwant %+v", i, got, *want)
+				}
+			}
+			if len(snap.Nodes) != len(srv.nodes) {
+				t.Fatalf("%d nodes, want %d", len(snap.Nodes), len(srv.nodes))
+			}
+			for i := range snap.Nodes {
+				want := srv.nodes[i].DeepCopy()
+				slimNode(want)
+				want.TypeMeta = metav1.TypeMeta{}
+				got := snap.Nodes[i]
+				got.TypeMeta = metav1.TypeMeta{}
+				if !equality.Semantic.DeepEqual(&got, want) {
+					t.Fatalf("node %d differs from the slimmed original:\n got %+v\nwant %+v", i, got, *want)
 				}
 			}
 		})
