@@ -143,6 +143,28 @@ type listSource struct {
 	wire          *wireFilter // fields left out of each item before it is decoded; may be nil
 }
 
+// sizeHint returns how many items the list will hold at most, or 0 when
+// unknown: a filtered list's pages do not say how many items remain, so
+// a list of one unfiltered item is asked first (served from the API
+// server's watch cache), whose remaining count bounds the filtered list.
+// Without it, the slice of 150,000 pods (1.2 KB each before what they
+// point to) would be grown a quarter at a time, copied each time, and
+// held twice at the end.
+func (src listSource) sizeHint(ctx context.Context) int {
+	if src.fieldSelector == "" || src.typed == nil {
+		return 0
+	}
+	obj, err := src.typed(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return 0 // the list itself will say what is wrong
+	}
+	m, err := meta.ListAccessor(obj)
+	if err != nil || m.GetRemainingItemCount() == nil {
+		return 0
+	}
+	return 1 + int(*m.GetRemainingItemCount())
+}
+
 // protoItem is a generated API type: *corev1.Pod and the like.
 type protoItem[T any] interface {
 	*T
@@ -184,6 +206,9 @@ func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into
 	}
 	var fetch func(context.Context, metav1.ListOptions) (string, error)
 	if rc, ok := src.rest.(*rest.RESTClient); ok && rc != nil {
+		if n := src.sizeHint(ctx); n > 0 {
+			*into = make([]T, 0, n)
+		}
 		var pr pageReader
 		fetch = func(ctx context.Context, o metav1.ListOptions) (string, error) {
 			return fetchPage[T, PT](ctx, rc, resource, o, &pr, src.wire, into, slim, add)

@@ -257,6 +257,10 @@ func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			list := &corev1.PodList{Items: f.pods[start:end]}
 			if end < len(f.pods) {
 				list.Continue = strconv.Itoa(end)
+			}
+			// as the API server: a filtered list does not say how many
+			// items remain
+			if end < len(f.pods) && r.URL.Query().Get("fieldSelector") == "" {
 				list.RemainingItemCount = new(int64(len(f.pods) - end))
 			}
 			obj, gv = list, corev1.SchemeGroupVersion
@@ -521,8 +525,8 @@ func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(snap.Pods) != total {
-				t.Fatalf("%d pods, want %d", len(snap.Pods), total)
+			if len(snap.Pods) != total || cap(snap.Pods) != total {
+				t.Fatalf("%d pods in a slice of %d, want %d in one made for them (listSource.sizeHint)", len(snap.Pods), cap(snap.Pods), total)
 			}
 			for i := range snap.Pods {
 				want := srv.pods[i].DeepCopy()
