@@ -528,29 +528,31 @@ func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
 			if len(snap.Pods) != total || cap(snap.Pods) != total {
 				t.Fatalf("%d pods in a slice of %d, want %d in one made for them (listSource.sizeHint)", len(snap.Pods), cap(snap.Pods), total)
 			}
-			for i := range snap.Pods {
-				want := srv.pods[i].DeepCopy()
-				slimPod(want)
-				want.TypeMeta = metav1.TypeMeta{}
-				got := snap.Pods[i]
-				got.TypeMeta = metav1.TypeMeta{}
-				if !equality.Semantic.DeepEqual(&got, want) {
-					t.Fatalf("pod %d differs from the slimmed original:\n got %+v\nwant %+v", i, got, *want)
-				}
-			}
+			assertSlimmed(t, "pod", snap.Pods, srv.pods, slimPod)
 			if len(snap.Nodes) != len(srv.nodes) {
 				t.Fatalf("%d nodes, want %d", len(snap.Nodes), len(srv.nodes))
 			}
-			for i := range snap.Nodes {
-				want := srv.nodes[i].DeepCopy()
-				slimNode(want)
-				want.TypeMeta = metav1.TypeMeta{}
-				got := snap.Nodes[i]
-				got.TypeMeta = metav1.TypeMeta{}
-				if !equality.Semantic.DeepEqual(&got, want) {
-					t.Fatalf("node %d differs from the slimmed original:\n got %+v\nwant %+v", i, got, *want)
-				}
-			}
+			assertSlimmed(t, "node", snap.Nodes, srv.nodes, slimNode)
 		})
+	}
+}
+
+// assertSlimmed fails unless each object decoded is its original as slim
+// leaves it (the kind and API version aside).
+func assertSlimmed[T any, PT interface {
+	*T
+	DeepCopy() *T
+	GetObjectKind() schema.ObjectKind
+}](t *testing.T, kind string, got, originals []T, slim func(*T)) {
+	t.Helper()
+	for i := range got {
+		want := PT(&originals[i]).DeepCopy()
+		slim(want)
+		PT(want).GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		g := got[i]
+		PT(&g).GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		if !equality.Semantic.DeepEqual(&g, want) {
+			t.Fatalf("%s %d differs from the slimmed original:\n got %+v\nwant %+v", kind, i, g, *want)
+		}
 	}
 }
