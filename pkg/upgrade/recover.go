@@ -60,7 +60,12 @@ const ownerWaits = 32
 // their round trips; the first error ends the others. pending, if not nil,
 // is told the workloads not yet seen Ready, at the start and whenever one
 // is.
-func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []Owner, pending func([]Owner)) error {
+//
+// controllers, if not nil, remembers the Deployment of each ReplicaSet
+// across calls: a ReplicaSet's controller does not change, and a run
+// waits for the same workloads batch after batch (one GET per ReplicaSet
+// per run, not per batch).
+func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []Owner, controllers *ControllerCache, pending func([]Owner)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -96,20 +101,14 @@ func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			o := given
-			if o.Kind == "ReplicaSet" {
-				rs, err := client.AppsV1().ReplicaSets(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
-				switch {
-				case apierrors.IsNotFound(err):
-					ready(given) // gone: nothing to wait for
-					return
-				case err != nil:
-					fail(err)
-					return
-				}
-				if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
-					o = Owner{Kind: "Deployment", Namespace: o.Namespace, Name: ref.Name}
-				}
+			o, gone, err := controllers.waitFor(ctx, client, given)
+			switch {
+			case err != nil:
+				fail(err)
+				return
+			case gone:
+				ready(given) // nothing to wait for
+				return
 			}
 			mu.Lock()
 			dup := seen[o]
@@ -126,6 +125,50 @@ func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []
 	}
 	wg.Wait()
 	return first
+}
+
+// ControllerCache remembers which Deployment controls each ReplicaSet
+// looked up; its zero value is ready to use, and a nil one remembers
+// nothing.
+type ControllerCache struct {
+	mu sync.Mutex
+	of map[Owner]Owner
+}
+
+// waitFor returns the workload to wait for in o's place: a ReplicaSet's
+// Deployment, if it has one, else o itself; gone says o no longer exists.
+func (c *ControllerCache) waitFor(ctx context.Context, client kubernetes.Interface, o Owner) (Owner, bool, error) {
+	if o.Kind != "ReplicaSet" {
+		return o, false, nil
+	}
+	if c != nil {
+		c.mu.Lock()
+		d, ok := c.of[o]
+		c.mu.Unlock()
+		if ok {
+			return d, false, nil
+		}
+	}
+	rs, err := client.AppsV1().ReplicaSets(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return o, true, nil
+	case err != nil:
+		return o, false, err
+	}
+	d := o
+	if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
+		d = Owner{Kind: "Deployment", Namespace: o.Namespace, Name: ref.Name}
+	}
+	if c != nil {
+		c.mu.Lock()
+		if c.of == nil {
+			c.of = map[Owner]Owner{}
+		}
+		c.of[o] = d
+		c.mu.Unlock()
+	}
+	return d, false, nil
 }
 
 func waitOwnerReady(ctx context.Context, client kubernetes.Interface, o Owner) error {

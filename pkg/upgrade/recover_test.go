@@ -61,7 +61,7 @@ func TestWaitOwnersReadyWaitsForAllAtOnce(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			done := make(chan error, 1)
-			go func() { done <- WaitOwnersReady(ctx, client, owners, nil) }()
+			go func() { done <- WaitOwnersReady(ctx, client, owners, nil, nil) }()
 			// The first ownerWaits watches open with none of them ready.
 			for range min(len(owners), ownerWaits) {
 				select {
@@ -95,6 +95,49 @@ func TestWaitOwnersReadyWaitsForAllAtOnce(t *testing.T) {
 			}
 			if err := <-done; err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestControllerCacheLooksUpEachReplicaSetOnce: the recovery waits of a
+// run's batches ask for a ReplicaSet's Deployment once, not once per batch.
+func TestControllerCacheLooksUpEachReplicaSetOnce(t *testing.T) {
+	rs := func(name, deploy string) *appsv1.ReplicaSet {
+		r := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		if deploy != "" {
+			r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: deploy, Controller: new(true)}}
+		}
+		return r
+	}
+	bare := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare", Generation: 1}, Spec: appsv1.ReplicaSetSpec{Replicas: new(int32(1))},
+		Status: appsv1.ReplicaSetStatus{ObservedGeneration: 1, AvailableReplicas: 1}}
+	tests := []struct {
+		name     string
+		cache    *ControllerCache
+		wantGets int
+	}{
+		{"with a cache", &ControllerCache{}, 3},
+		{"without", nil, 9},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(rs("web-1", "web"), rs("api-1", "api"), bare, deployment("web", 3), deployment("api", 3))
+			gets := 0
+			client.PrependReactor("get", "replicasets", func(k8stesting.Action) (bool, runtime.Object, error) {
+				gets++
+				return false, nil, nil
+			})
+			owners := []Owner{{Kind: "ReplicaSet", Namespace: "ns", Name: "web-1"}, {Kind: "ReplicaSet", Namespace: "ns", Name: "api-1"}, {Kind: "ReplicaSet", Namespace: "ns", Name: "bare"}}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for batch := range 3 {
+				if err := WaitOwnersReady(ctx, client, owners, tc.cache, nil); err != nil {
+					t.Fatalf("batch %d: %v", batch+1, err)
+				}
+			}
+			if gets != tc.wantGets {
+				t.Errorf("%d GETs of ReplicaSets over 3 batches, want %d", gets, tc.wantGets)
 			}
 		})
 	}
