@@ -370,7 +370,10 @@ func streamFields(r *bufio.Reader, size int64, fn func(num protowire.Number, n i
 			}
 			used += int64(protowire.SizeVarint(v))
 		case protowire.Fixed32Type, protowire.Fixed64Type:
-			n := map[protowire.Type]int{protowire.Fixed32Type: 4, protowire.Fixed64Type: 8}[typ]
+			n := 4
+			if typ == protowire.Fixed64Type {
+				n = 8
+			}
 			if _, err := r.Discard(n); err != nil {
 				return noEOF(err)
 			}
