@@ -62,9 +62,11 @@ const ownerWaits = 32
 // is.
 //
 // controllers, if not nil, remembers the Deployment of each ReplicaSet
-// across calls: a ReplicaSet's controller does not change, and a run
-// waits for the same workloads batch after batch (one GET per ReplicaSet
-// per run, not per batch).
+// across calls, since a run waits for the same workloads batch after batch
+// (one GET per ReplicaSet per run, not per batch). A ReplicaSet whose
+// Deployment is deleted during the run (orphaned, or adopted by another)
+// is then not waited for: its remembered Deployment is gone, which counts
+// as done.
 func WaitOwnersReady(ctx context.Context, client kubernetes.Interface, owners []Owner, controllers *ControllerCache, pending func([]Owner)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
