@@ -29,15 +29,7 @@ func TestAWSLifecycleHookAndWarmPool(t *testing.T) {
 	if err := g.srv.PutWarmPool(name, 2, -1, "Stopped"); err != nil {
 		t.Fatal(err)
 	}
-	var warm []awsfake.Instance
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if warm = g.srv.WarmPool(name); len(warm) == 2 && warm[0].Lifecycle == awsfake.LifecycleWarmedStopped && warm[1].Lifecycle == awsfake.LifecycleWarmedStopped {
-			break
-		}
-	}
-	if len(warm) != 2 {
-		t.Fatalf("warm pool %+v, want 2 stopped instances", warm)
-	}
+	warm := waitWarmPool(t, g.srv, name, "1")
 	old, _ := g.srv.Group(name)
 
 	args := []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--ami", "ami-new", "--seed", "3", "--terminate-timeout", "2m"}
@@ -95,13 +87,7 @@ func TestAWSLifecycleHookAndWarmPool(t *testing.T) {
 	if err := g.srv.PutWarmPool(name, 2, -1, "Stopped"); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if warm = g.srv.WarmPool(name); len(warm) == 2 && !slices.ContainsFunc(warm, func(w awsfake.Instance) bool {
-			return w.Lifecycle != awsfake.LifecycleWarmedStopped || w.LaunchTemplateVersion != "2"
-		}) {
-			break
-		}
-	}
+	waitWarmPool(t, g.srv, name, "2")
 	r := g.run(t, append(append([]string{"run", name}, args...), "--post-drain-wait", "0s", "--yes")...)
 	violations := watcher.Stop()
 	if r.code != nodeupgrade.ExitOK {
@@ -147,4 +133,21 @@ func TestAWSLifecycleHookAndWarmPool(t *testing.T) {
 			}
 		}
 	}
+}
+
+// waitWarmPool waits until the group's warm pool holds its 2 instances,
+// stopped and launched from version, and returns them.
+func waitWarmPool(t *testing.T, srv *awsfake.Server, group, version string) []awsfake.Instance {
+	t.Helper()
+	var warm []awsfake.Instance
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		warm = srv.WarmPool(group)
+		if len(warm) == 2 && !slices.ContainsFunc(warm, func(w awsfake.Instance) bool {
+			return w.Lifecycle != awsfake.LifecycleWarmedStopped || w.LaunchTemplateVersion != version
+		}) {
+			return warm
+		}
+	}
+	t.Fatalf("warm pool %+v, want 2 stopped instances of version %s", warm, version)
+	return nil
 }
