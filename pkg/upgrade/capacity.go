@@ -22,6 +22,9 @@ type clusterView struct {
 	nodes   cache.SharedIndexInformer
 	pods    cache.SharedIndexInformer
 	changed chan struct{}
+	// workloads are the replica controllers the recovery waits read,
+	// watched from the first batch that needs them
+	workloads *workloadView
 }
 
 const byNodeIndex = "node"
@@ -52,6 +55,7 @@ func newClusterView(ctx context.Context, client kubernetes.Interface) (*clusterV
 		return nil, err
 	}
 	v.factory.Start(ctx.Done())
+	v.workloads = newWorkloadView(v.factory, ctx.Done())
 	for typ, ok := range v.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return nil, fmt.Errorf("error when watching %v: the cache did not sync", typ)

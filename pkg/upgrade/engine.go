@@ -96,15 +96,12 @@ type Engine struct {
 	drainer  *drain.Drainer
 	drainOpt drain.Options // the drainer's, without the pod source watchCluster adds
 	evicted  []corev1.Pod
-	// controllers remembers the Deployments of evicted pods' ReplicaSets
-	// for the recovery wait of every batch
-	controllers ControllerCache
-	view        *clusterView
-	ctx         context.Context // for events recorded from drain callbacks
-	done        []string
-	group       cloud.Group // nil unless the provider resizes a group
-	note        string
-	shrunk      sets.Set[string] // nodes the scale-down removed
+	view     *clusterView
+	ctx      context.Context // for events recorded from drain callbacks
+	done     []string
+	group    cloud.Group // nil unless the provider resizes a group
+	note     string
+	shrunk   sets.Set[string] // nodes the scale-down removed
 	// protected are the nodes this process annotated scale-down-disabled:
 	// the informer may not show the annotation yet when it is taken off.
 	protected sets.Set[string]
@@ -637,7 +634,7 @@ func (e *Engine) waitRecovered(ctx context.Context, i int) error {
 	e.logf("%s: waiting for %d workloads to be Ready again", e.batchLabel(i), len(owners))
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
 	defer cancel()
-	err := WaitOwnersReady(wctx, e.cfg.Client, owners, &e.controllers, func(left []Owner) {
+	err := e.view.workloads.waitReady(wctx, owners, func(left []Owner) {
 		names := make([]string, len(left))
 		for i, o := range left {
 			names[i] = o.String()

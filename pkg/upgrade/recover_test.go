@@ -2,16 +2,18 @@ package upgrade
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 )
 
 func deployment(name string, available int32) *appsv1.Deployment {
@@ -22,122 +24,241 @@ func deployment(name string, available int32) *appsv1.Deployment {
 	}
 }
 
-// TestWaitOwnersReadyWaitsForAllAtOnce: every workload is watched before any
-// is ready, so a batch waits as long as its slowest workload, not the sum.
-func TestWaitOwnersReadyWaitsForAllAtOnce(t *testing.T) {
+// replicaSet is a ReplicaSet of deploy ("" for none) with available of 3
+// replicas.
+func replicaSet(name, deploy string, available int32) *appsv1.ReplicaSet {
+	r := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 1},
+		Spec:   appsv1.ReplicaSetSpec{Replicas: new(int32(3))},
+		Status: appsv1.ReplicaSetStatus{ObservedGeneration: 1, AvailableReplicas: available}}
+	if deploy != "" {
+		r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: deploy, Controller: new(true)}}
+	}
+	return r
+}
+
+func statefulSet(name string, ready int32) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 1},
+		Spec:   appsv1.StatefulSetSpec{Replicas: new(int32(3))},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, ReadyReplicas: ready}}
+}
+
+func replicationController(name string, available int32) *corev1.ReplicationController {
+	return &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 1},
+		Spec:   corev1.ReplicationControllerSpec{Replicas: new(int32(3))},
+		Status: corev1.ReplicationControllerStatus{ObservedGeneration: 1, AvailableReplicas: available}}
+}
+
+// newTestWorkloadView is a workload view over client, stopped with the test.
+func newTestWorkloadView(t *testing.T, client *fake.Clientset) *workloadView {
+	t.Helper()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	return newWorkloadView(informers.NewSharedInformerFactory(client, 0), stop)
+}
+
+// TestWorkloadWaitEndsWhenTheLastIsBack: a batch waits for every kind of
+// replica controller at once, on its status as the caches show it, and
+// ends when the last one is back; what is gone has nothing to wait for.
+func TestWorkloadWaitEndsWhenTheLastIsBack(t *testing.T) {
+	web := Owner{Kind: "ReplicaSet", Namespace: "ns", Name: "web-1"}
+	bare := Owner{Kind: "ReplicaSet", Namespace: "ns", Name: "bare"}
+	db := Owner{Kind: "StatefulSet", Namespace: "ns", Name: "db"}
+	old := Owner{Kind: "ReplicationController", Namespace: "ns", Name: "old"}
+	gone := Owner{Kind: "ReplicaSet", Namespace: "ns", Name: "gone-1"}
 	tests := []struct {
-		name   string
-		owners []string
+		name string
+		// back makes one owner of the batch back, in this order
+		back []func(context.Context, *fake.Clientset) error
 	}{
-		{"two", []string{"a", "b"}},
-		{"more than the watches at once", func() []string {
-			var names []string
-			for i := range ownerWaits + 3 {
-				names = append(names, string(rune('a'+i%26))+string(rune('a'+i/26)))
-			}
-			return names
-		}()},
+		{"back by their status", []func(context.Context, *fake.Clientset) error{
+			func(ctx context.Context, c *fake.Clientset) error {
+				_, err := c.AppsV1().Deployments("ns").UpdateStatus(ctx, deployment("web", 3), metav1.UpdateOptions{})
+				return err
+			},
+			func(ctx context.Context, c *fake.Clientset) error {
+				_, err := c.AppsV1().ReplicaSets("ns").UpdateStatus(ctx, replicaSet("bare", "", 3), metav1.UpdateOptions{})
+				return err
+			},
+			func(ctx context.Context, c *fake.Clientset) error {
+				_, err := c.AppsV1().StatefulSets("ns").UpdateStatus(ctx, statefulSet("db", 3), metav1.UpdateOptions{})
+				return err
+			},
+			func(ctx context.Context, c *fake.Clientset) error {
+				_, err := c.CoreV1().ReplicationControllers("ns").UpdateStatus(ctx, replicationController("old", 3), metav1.UpdateOptions{})
+				return err
+			},
+		}},
+		{"deleted", []func(context.Context, *fake.Clientset) error{
+			func(ctx context.Context, c *fake.Clientset) error {
+				return c.AppsV1().Deployments("ns").Delete(ctx, "web", metav1.DeleteOptions{})
+			},
+			func(ctx context.Context, c *fake.Clientset) error {
+				return c.AppsV1().ReplicaSets("ns").Delete(ctx, "bare", metav1.DeleteOptions{})
+			},
+			func(ctx context.Context, c *fake.Clientset) error {
+				return c.AppsV1().StatefulSets("ns").Delete(ctx, "db", metav1.DeleteOptions{})
+			},
+			func(ctx context.Context, c *fake.Clientset) error {
+				return c.CoreV1().ReplicationControllers("ns").Delete(ctx, "old", metav1.DeleteOptions{})
+			},
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var objs []runtime.Object
-			var owners []Owner
-			for _, n := range tc.owners {
-				objs = append(objs, deployment(n, 2))
-				owners = append(owners, Owner{Kind: "Deployment", Namespace: "ns", Name: n})
-			}
-			client := fake.NewClientset(objs...)
-			var mu sync.Mutex
-			watchers := map[string]*watch.FakeWatcher{}
-			opened := make(chan struct{}, len(owners))
-			client.PrependWatchReactor("deployments", func(a k8stesting.Action) (bool, watch.Interface, error) {
-				w := watch.NewFake()
-				mu.Lock()
-				watchers[a.(k8stesting.WatchActionImpl).WatchRestrictions.Fields.String()] = w
-				mu.Unlock()
-				opened <- struct{}{}
-				return true, w, nil
-			})
+			// web-1's own status says nothing: its Deployment counts
+			client := fake.NewClientset(replicaSet("web-1", "web", 3), deployment("web", 2), replicaSet("bare", "", 1),
+				statefulSet("db", 2), replicationController("old", 0))
+			v := newTestWorkloadView(t, client)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			var mu sync.Mutex
+			var told [][]Owner
 			done := make(chan error, 1)
-			go func() { done <- WaitOwnersReady(ctx, client, owners, nil, nil) }()
-			// The first ownerWaits watches open with none of them ready.
-			for range min(len(owners), ownerWaits) {
-				select {
-				case <-opened:
-				case err := <-done:
-					t.Fatalf("returned %v before the workloads were ready", err)
-				case <-ctx.Done():
-					t.Fatal("the workloads were not all watched at once")
+			go func() {
+				done <- v.waitReady(ctx, []Owner{web, bare, db, old, gone}, func(left []Owner) {
+					mu.Lock()
+					told = append(told, left)
+					mu.Unlock()
+				})
+			}()
+			waitTold := func(n int) {
+				t.Helper()
+				for {
+					mu.Lock()
+					got := len(told) > 0 && len(told[len(told)-1]) == n
+					mu.Unlock()
+					if got {
+						return
+					}
+					select {
+					case err := <-done:
+						t.Fatalf("returned %v with %d owners to go", err, n)
+					case <-ctx.Done():
+						t.Fatalf("never told %d owners to go: %v", n, told)
+					case <-time.After(5 * time.Millisecond):
+					}
 				}
 			}
-			ready := map[string]bool{}
-			for len(ready) < len(owners) {
-				mu.Lock()
-				for sel, w := range watchers {
-					if !ready[sel] {
-						ready[sel] = true
-						w.Modify(deployment(sel[len("metadata.name="):], 3))
-					}
-				}
-				mu.Unlock()
-				select {
-				case <-opened:
-				case err := <-done:
-					if len(ready) < len(owners) {
-						t.Fatalf("returned %v with %d of %d workloads ready", err, len(ready), len(owners))
-					}
-					done <- err
-				case <-ctx.Done():
-					t.Fatal("timed out")
+			for i, back := range tc.back {
+				waitTold(len(tc.back) - i)
+				if err := back(ctx, client); err != nil {
+					t.Fatal(err)
 				}
 			}
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
+			want := [][]Owner{{web, bare, db, old}, {bare, db, old}, {db, old}, {old}, {}}
+			if !slices.EqualFunc(told, want, slices.Equal) {
+				t.Errorf("told %v, want %v", told, want)
+			}
 		})
 	}
 }
 
-// TestControllerCacheLooksUpEachReplicaSetOnce: the recovery waits of a
-// run's batches ask for a ReplicaSet's Deployment once, not once per batch.
-func TestControllerCacheLooksUpEachReplicaSetOnce(t *testing.T) {
-	rs := func(name, deploy string) *appsv1.ReplicaSet {
-		r := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-		if deploy != "" {
-			r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: deploy, Controller: new(true)}}
+// TestWorkloadWaitListsAndWatchesEachKindOnce: the waits of a run's
+// batches list and watch each kind they need once for the whole run,
+// and ask for no single workload.
+func TestWorkloadWaitListsAndWatchesEachKindOnce(t *testing.T) {
+	client := fake.NewClientset(replicaSet("web-1", "web", 3), replicaSet("api-1", "api", 3), replicaSet("bare", "", 3),
+		deployment("web", 3), deployment("api", 3), statefulSet("db", 3))
+	v := newTestWorkloadView(t, client)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	owners := []Owner{{Kind: "ReplicaSet", Namespace: "ns", Name: "web-1"}, {Kind: "ReplicaSet", Namespace: "ns", Name: "api-1"}, {Kind: "ReplicaSet", Namespace: "ns", Name: "bare"}}
+	for batch := range 3 {
+		if err := v.waitReady(ctx, owners, nil); err != nil {
+			t.Fatalf("batch %d: %v", batch+1, err)
 		}
-		return r
 	}
-	bare := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare", Generation: 1}, Spec: appsv1.ReplicaSetSpec{Replicas: new(int32(1))},
-		Status: appsv1.ReplicaSetStatus{ObservedGeneration: 1, AvailableReplicas: 1}}
+	requests := map[string]int{}
+	for _, a := range client.Actions() {
+		requests[a.GetVerb()+" "+a.GetResource().Resource]++
+	}
+	want := map[string]int{"list replicasets": 1, "watch replicasets": 1, "list deployments": 1, "watch deployments": 1}
+	for k, n := range requests {
+		if want[k] != n {
+			t.Errorf("%d %s requests, want %d (all: %v)", n, k, want[k], requests)
+		}
+	}
+	for k, n := range want {
+		if requests[k] != n {
+			t.Errorf("%d %s requests, want %d (all: %v)", requests[k], k, n, requests)
+		}
+	}
+}
+
+// TestWorkloadWaitSaysWhatIsMissing: a wait that ends before the
+// workloads are back says how far each got, the Deployment for its
+// ReplicaSet.
+func TestWorkloadWaitSaysWhatIsMissing(t *testing.T) {
+	client := fake.NewClientset(replicaSet("web-1", "web", 3), deployment("web", 1), statefulSet("db", 2), deployment("api", 3))
+	v := newTestWorkloadView(t, client)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := v.waitReady(ctx, []Owner{{Kind: "ReplicaSet", Namespace: "ns", Name: "web-1"}, {Kind: "StatefulSet", Namespace: "ns", Name: "db"},
+		{Kind: "Deployment", Namespace: "ns", Name: "api"}}, nil)
+	if err == nil {
+		t.Fatal("returned nil with two workloads not back")
+	}
+	for _, want := range []string{`Deployment "ns/web" has 1/3 available`, `StatefulSet "ns/db" has 2/3 ready`, "context deadline exceeded"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "api") {
+		t.Errorf("error %q names a Deployment that is back", err)
+	}
+}
+
+// TestSlimWorkloadDropsTheTemplate: the caches hold no pod templates,
+// and keep what the waits read.
+func TestSlimWorkloadDropsTheTemplate(t *testing.T) {
+	template := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	d := deployment("web", 2)
+	d.Spec.Template, d.ManagedFields = template, managed
+	rs := replicaSet("web-1", "web", 2)
+	rs.Spec.Template, rs.ManagedFields = template, managed
+	ss := statefulSet("db", 2)
+	ss.Spec.Template, ss.ManagedFields = template, managed
+	ss.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+	rc := replicationController("old", 2)
+	rc.Spec.Template, rc.ManagedFields = &template, managed
 	tests := []struct {
-		name     string
-		cache    *ControllerCache
-		wantGets int
+		name   string
+		obj    runtime.Object
+		status string
+		slim   func(any) bool
 	}{
-		{"with a cache", &ControllerCache{}, 3},
-		{"without", nil, 9},
+		{"Deployment", d, "2/3 available", func(o any) bool {
+			d := o.(*appsv1.Deployment)
+			return d.Spec.Template.Spec.Containers == nil && d.ManagedFields == nil
+		}},
+		{"ReplicaSet", rs, "2/3 available", func(o any) bool {
+			r := o.(*appsv1.ReplicaSet)
+			return r.Spec.Template.Spec.Containers == nil && r.ManagedFields == nil && metav1.GetControllerOf(r) != nil
+		}},
+		{"StatefulSet", ss, "2/3 ready", func(o any) bool {
+			s := o.(*appsv1.StatefulSet)
+			return s.Spec.Template.Spec.Containers == nil && s.Spec.VolumeClaimTemplates == nil && s.ManagedFields == nil
+		}},
+		{"ReplicationController", rc, "2/3 available", func(o any) bool {
+			r := o.(*corev1.ReplicationController)
+			return r.Spec.Template == nil && r.ManagedFields == nil
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			client := fake.NewClientset(rs("web-1", "web"), rs("api-1", "api"), bare, deployment("web", 3), deployment("api", 3))
-			gets := 0
-			client.PrependReactor("get", "replicasets", func(k8stesting.Action) (bool, runtime.Object, error) {
-				gets++
-				return false, nil, nil
-			})
-			owners := []Owner{{Kind: "ReplicaSet", Namespace: "ns", Name: "web-1"}, {Kind: "ReplicaSet", Namespace: "ns", Name: "api-1"}, {Kind: "ReplicaSet", Namespace: "ns", Name: "bare"}}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			for batch := range 3 {
-				if err := WaitOwnersReady(ctx, client, owners, tc.cache, nil); err != nil {
-					t.Fatalf("batch %d: %v", batch+1, err)
-				}
+			out, err := slimWorkload(tc.obj)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if gets != tc.wantGets {
-				t.Errorf("%d GETs of ReplicaSets over 3 batches, want %d", gets, tc.wantGets)
+			if !tc.slim(out) {
+				t.Errorf("%s keeps its template or managed fields: %+v", tc.name, out)
+			}
+			if ready, status := ownerReady(out.(runtime.Object)); ready || status != tc.status {
+				t.Errorf("slimmed %s reads ready=%t %q, want not ready %q", tc.name, ready, status, tc.status)
 			}
 		})
 	}
