@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 func testNode(name, zone, cpu string, mutate ...func(*corev1.Node)) *corev1.Node {
@@ -81,6 +83,14 @@ func TestEstimate(t *testing.T) {
 			evict:    []*corev1.Pod{testPod("a", "old", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} })},
 			nodes:    []*corev1.Node{testNode("old", "a", "4"), testNode("new", "a", "4")},
 			unplaced: []string{"a"}},
+		{name: "a sidecar on the node takes its room",
+			evict: []*corev1.Pod{testPod("a", "old", "2")},
+			nodes: []*corev1.Node{testNode("old", "a", "4"), testNode("new", "a", "4")},
+			running: []*corev1.Pod{testPod("meshed", "new", "1", func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: new(corev1.ContainerRestartPolicyAlways),
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}}}
+			})},
+			unplaced: []string{"a"}},
 		{name: "persistent volume stays in its zone",
 			evict: []*corev1.Pod{testPod("db", "old", "1", func(p *corev1.Pod) {
 				p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
@@ -104,6 +114,63 @@ func TestEstimate(t *testing.T) {
 			}
 			if room.Fits() != (len(tc.unplaced) == 0) {
 				t.Fatalf("Fits() = %v", room.Fits())
+			}
+		})
+	}
+}
+
+// TestPodRequestIsPodRequests: the estimate's own sum of a pod's requests
+// is the scheduler's (component-helpers' PodRequests), for every shape of
+// pod that changes it.
+func TestPodRequestIsPodRequests(t *testing.T) {
+	reqs := func(kv ...string) corev1.ResourceRequirements {
+		rl := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			rl[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return corev1.ResourceRequirements{Requests: rl}
+	}
+	sidecar := func(r corev1.ResourceRequirements) corev1.Container {
+		return corev1.Container{Name: "sidecar", RestartPolicy: new(corev1.ContainerRestartPolicyAlways), Resources: r}
+	}
+	tests := []struct {
+		name string
+		spec corev1.PodSpec
+	}{
+		{"no requests", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}},
+		{"containers add up", corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: reqs("cpu", "250m", "memory", "1Gi")}, {Name: "b", Resources: reqs("cpu", "1500m")}}}},
+		{"an init container needs more", corev1.PodSpec{InitContainers: []corev1.Container{{Name: "migrate", Resources: reqs("cpu", "3", "memory", "100Mi")}},
+			Containers: []corev1.Container{{Name: "a", Resources: reqs("cpu", "1", "memory", "1Gi")}}}},
+		{"sidecars run with the containers and the later init containers", corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "first", Resources: reqs("cpu", "2")}, sidecar(reqs("cpu", "500m", "memory", "64Mi")),
+				{Name: "after", Resources: reqs("cpu", "2", "memory", "2Gi")}, sidecar(reqs("cpu", "100m"))},
+			Containers: []corev1.Container{{Name: "a", Resources: reqs("cpu", "1", "memory", "1Gi")}}}},
+		{"overhead", corev1.PodSpec{Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("120Mi")},
+			Containers: []corev1.Container{{Name: "a", Resources: reqs("cpu", "1")}}}},
+		{"pod-level requests", corev1.PodSpec{Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+			Overhead:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+			Containers: []corev1.Container{{Name: "a", Resources: reqs("cpu", "1", "memory", "1Gi")}}}},
+		{"pod-level requests of a resource they cannot set", corev1.PodSpec{Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}},
+			Containers: []corev1.Container{{Name: "a", Resources: reqs("cpu", "1", "example.com/gpu", "2")}}}},
+	}
+	names := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, "example.com/gpu"}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{Spec: tc.spec}
+			want := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+			for _, name := range names {
+				if got, want := podRequest(p, name), quantityValue(name, want[name]); got != want {
+					t.Errorf("%s: podRequest %d, PodRequests %d", name, got, want)
+				}
+			}
+			var wantNames []corev1.ResourceName
+			for _, name := range names {
+				if q := want[name]; !q.IsZero() {
+					wantNames = append(wantNames, name)
+				}
+			}
+			if got := requestedResources([]*corev1.Pod{p}); !slices.Equal(got, wantNames) {
+				t.Errorf("requested resources %v, want %v", got, wantNames)
 			}
 		})
 	}

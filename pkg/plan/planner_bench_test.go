@@ -3,10 +3,14 @@ package plan
 import (
 	"fmt"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // syntheticSnapshot is a 5,000-node cluster with 30 pods per node, a PDB per
-// app, half the nodes outdated.
+// app, half the nodes outdated. Each pod has a container with requests, the
+// list shared by the pods of its app as in a snapshot (the interner).
 func syntheticSnapshot(nodes, podsPerNode int) Snapshot {
 	var s Snapshot
 	zones := []string{"a", "b", "c"}
@@ -18,9 +22,15 @@ func syntheticSnapshot(nodes, podsPerNode int) Snapshot {
 		s.Nodes = append(s.Nodes, node(fmt.Sprintf("node-%05d", i), "ng", zones[i%3], image))
 	}
 	const apps = 500
+	requests := make([]corev1.ResourceList, apps)
+	for i := range requests {
+		requests[i] = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprintf("%dm", 10+i%50))}
+	}
 	for i := range nodes * podsPerNode {
 		app := fmt.Sprintf("app-%d", i%apps)
-		s.Pods = append(s.Pods, pod(fmt.Sprintf("ns-%d", i%50), fmt.Sprintf("pod-%d", i), s.Nodes[i%nodes].Name, app, "ReplicaSet/"+app))
+		p := pod(fmt.Sprintf("ns-%d", i%50), fmt.Sprintf("pod-%d", i), s.Nodes[i%nodes].Name, app, "ReplicaSet/"+app)
+		p.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: requests[i%apps]}}}
+		s.Pods = append(s.Pods, p)
 	}
 	for i := range apps {
 		s.PDBs = append(s.PDBs, pdb(fmt.Sprintf("ns-%d", i%50), fmt.Sprintf("app-%d", i), fmt.Sprintf("app-%d", i), 1))
