@@ -46,7 +46,13 @@ func (r *Requests) annotate(ctx context.Context, req string) error {
 		value = nil // a merge patch null removes the key
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{RequestAnnotation: value}}})
-	_, err := r.Store.Client.CoreV1().ConfigMaps(r.Store.Namespace).Patch(ctx, ObjectName(r.Group), types.MergePatchType, patch, metav1.PatchOptions{})
+	name := ObjectName(r.Group)
+	cm, err := r.Store.Client.CoreV1().ConfigMaps(r.Store.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	// The patch changed the ConfigMap: the Store's next Save updates from
+	// what it returned, not from the copy before it (a conflict).
+	if err == nil {
+		r.Store.remember(name, cm)
+	}
 	if err != nil && !(req == "" && apierrors.IsNotFound(err)) {
 		return fmt.Errorf("error when writing a request to the run of %q: %w", r.Group, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -170,21 +171,56 @@ func ObjectName(group string) string {
 	return "nodeupgrade-" + hex.EncodeToString(sum[:8])
 }
 
-// Store reads and writes records in one namespace.
+// Store reads and writes records in one namespace. Use it through a
+// pointer: it remembers the ConfigMaps it read and wrote.
 type Store struct {
 	Client    kubernetes.Interface
 	Namespace string
+
+	// last are the record ConfigMaps as this Store last read or wrote them,
+	// by name. Save updates from there: the update carries the
+	// resourceVersion, so the API server refuses it with a conflict when
+	// someone else changed the ConfigMap since, and Save reads it again.
+	mu   sync.Mutex
+	last map[string]*corev1.ConfigMap
+}
+
+// remembered returns the ConfigMap name as this Store last saw it, or nil.
+func (s *Store) remembered(name string) *corev1.ConfigMap {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last[name]
+}
+
+// remember notes the ConfigMap name as the API server returned it.
+func (s *Store) remember(name string, cm *corev1.ConfigMap) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last = map[string]*corev1.ConfigMap{}
+	}
+	s.last[name] = cm
+}
+
+// forget drops what the Store saw of the ConfigMap name: gone.
+func (s *Store) forget(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.last, name)
 }
 
 // Load returns the record of group, or nil when there is none.
 func (s *Store) Load(ctx context.Context, group string) (*Record, error) {
-	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, ObjectName(group), metav1.GetOptions{})
+	name := ObjectName(group)
+	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		s.forget(name)
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("error when reading the record of %q: %w", group, err)
 	}
+	s.remember(name, cm)
 	return decode(cm)
 }
 
@@ -222,20 +258,52 @@ func (s *Store) Save(ctx context.Context, r *Record) error {
 		return err
 	}
 	name := ObjectName(r.NodeGroup)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			cm = &corev1.ConfigMap{ObjectMeta: s.meta(name, r.NodeGroup), Data: map[string]string{recordKey: string(data)}}
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-			return err
+	cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
+	// The ConfigMap is updated from where this Store last saw it, and
+	// created when it saw none. A conflict (someone else changed it: a
+	// request annotated from another terminal) or a create that finds it
+	// there reads it, then updates it. Only Data is replaced: the metadata,
+	// annotations included, stays as read.
+	read := false
+	return retry.OnError(retry.DefaultRetry, func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+	}, func() error {
+		cm := s.remembered(name)
+		if read {
+			got, err := cms.Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case err == nil:
+				cm = got
+				s.remember(name, got)
+			case apierrors.IsNotFound(err):
+				cm = nil
+				s.forget(name)
+			default:
+				return err
+			}
 		}
+		if cm != nil {
+			cm = cm.DeepCopy()
+			cm.Data = map[string]string{recordKey: string(data)}
+			updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+			if err == nil {
+				s.remember(name, updated)
+				return nil
+			}
+			if !apierrors.IsNotFound(err) {
+				read = apierrors.IsConflict(err)
+				return err
+			}
+			// Deleted since (abort, or someone): create it again.
+		}
+		cm = &corev1.ConfigMap{ObjectMeta: s.meta(name, r.NodeGroup), Data: map[string]string{recordKey: string(data)}}
+		created, err := cms.Create(ctx, cm, metav1.CreateOptions{})
 		if err != nil {
+			read = apierrors.IsAlreadyExists(err)
 			return err
 		}
-		cm.Data = map[string]string{recordKey: string(data)}
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
+		s.remember(name, created)
+		return nil
 	})
 }
 

@@ -633,6 +633,7 @@ func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig p
 		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
 	}
 	e.shrunk.Insert(victim)
+	e.written.forget(victim)
 	cr.Shrinking, cr.ShrinkTo = "", 0
 	if err := e.save(ctx); err != nil {
 		return err

@@ -105,6 +105,7 @@ type Engine struct {
 	// protected are the nodes this process annotated scale-down-disabled:
 	// the informer may not show the annotation yet when it is taken off.
 	protected sets.Set[string]
+	written   writtenNodes // nodes as this run's last write to each returned them
 	// drained says this run has begun draining a node: before that, a
 	// stopped run takes its taints and cordons off again.
 	drained  bool

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
 // nodeWriters bounds the node writes in flight: enough that tainting a few
@@ -42,8 +43,12 @@ func (e *Engine) updateNode(ctx context.Context, name string, change func(*corev
 }
 
 // updateNodeFrom is updateNode starting from node, or from the server when
-// node is nil: taking off a mark the run made a moment ago must not trust
-// a cache that may not show it yet.
+// node is nil. The update carries node's resourceVersion: the API server
+// refuses one from a stale node (one that misses a change made since, the
+// run's own included) with a conflict, and the node is read again, so a
+// stale start costs requests, never a change. (The fake clientset does not
+// check resourceVersions: tests that rely on it add a reactor that does.)
+// The node the update returns is remembered for the run's next write.
 func (e *Engine) updateNodeFrom(ctx context.Context, name string, node *corev1.Node, change func(*corev1.Node) bool) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		if node == nil {
@@ -59,11 +64,13 @@ func (e *Engine) updateNodeFrom(ctx context.Context, name string, node *corev1.N
 		if !change(node) {
 			return false, nil
 		}
-		_, err := e.cfg.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		updated, err := e.cfg.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		switch {
 		case err == nil:
+			e.written.remember(updated)
 			return true, nil
 		case apierrors.IsNotFound(err):
+			e.written.forget(name)
 			return false, nil
 		case apierrors.IsConflict(err) && attempt < 5:
 			node = nil // read it again
@@ -94,9 +101,11 @@ func excludedByRun(n *corev1.Node) bool {
 // is left as it is, unmarked.
 func (e *Engine) excludeFromLoadBalancers(ctx context.Context, names []string) error {
 	return e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
-		// From the server: the cache may not show the cordon just made,
-		// and an update from it would take that off again.
-		_, err := e.updateNodeFrom(ctx, name, nil, func(n *corev1.Node) bool {
+		// From the node as the run's last write to it returned it (the
+		// cordon just made) where the cache does not show a newer one: the
+		// cache may not show that write yet, and an update from a node
+		// without it is refused with a conflict, a round trip lost.
+		_, err := e.updateNodeFrom(ctx, name, e.lastKnown(name), func(n *corev1.Node) bool {
 			if _, has := n.Labels[ExcludeLBLabel]; has {
 				return false
 			}
@@ -191,11 +200,86 @@ func (e *Engine) annotateNodes(ctx context.Context, names []string, key string, 
 	})
 }
 
-// patchNode merge-patches a node; a node that is gone needs nothing.
+// patchNode merge-patches a node; a node that is gone needs nothing. The
+// node the patch returns is remembered for the run's next write.
 func (e *Engine) patchNode(ctx context.Context, name string, patch []byte) error {
-	_, err := e.cfg.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
+	patched, err := e.cfg.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case err == nil:
+		e.written.remember(patched)
+	case apierrors.IsNotFound(err):
+		e.written.forget(name)
 		return nil
 	}
 	return err
+}
+
+// writtenNodes are nodes as the run's own last write to each returned
+// them, by name, without their status (the API server ignores the status
+// of a node's update and keeps its own) or managed fields (an update
+// without them keeps the node's): a run may touch thousands of nodes.
+// Writes from parallel goroutines (forEachNode) share it.
+type writtenNodes struct {
+	mu    sync.Mutex
+	nodes map[string]*corev1.Node
+}
+
+func (w *writtenNodes) remember(n *corev1.Node) {
+	if n == nil || n.Name == "" {
+		return
+	}
+	slim := *n
+	slim.Status, slim.ManagedFields = corev1.NodeStatus{}, nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.nodes == nil {
+		w.nodes = map[string]*corev1.Node{}
+	}
+	w.nodes[n.Name] = &slim
+}
+
+// take returns the node name as the run last wrote it, or nil, and drops
+// it: the caller owns it.
+func (w *writtenNodes) take(name string) *corev1.Node {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := w.nodes[name]
+	delete(w.nodes, name)
+	return n
+}
+
+// forget drops the node name (gone, or removed by the run).
+func (w *writtenNodes) forget(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.nodes, name)
+}
+
+// lastKnown is the node to update name from: as the run's last write to
+// it returned it, unless the cache shows a newer one (a write of someone
+// else's since, which that one would conflict with); the cache's where
+// the run wrote none; nil where neither has it (read from the server).
+// ResourceVersions of one resource compare as integers (apimachinery's
+// resourceversion); where one does not parse, the run's write is taken.
+// The status the remembered node lacks comes from the cache: the API
+// server ignores it, the fake clientset would store it empty.
+func (e *Engine) lastKnown(name string) *corev1.Node {
+	written := e.written.take(name)
+	var cached *corev1.Node
+	if e.view != nil {
+		if obj, ok, _ := e.view.nodes.GetStore().GetByKey(name); ok {
+			cached = obj.(*corev1.Node)
+		}
+	}
+	switch {
+	case cached == nil:
+		return written
+	case written == nil:
+		return cached.DeepCopy()
+	}
+	if newer, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, written.ResourceVersion); err == nil && newer > 0 {
+		return cached.DeepCopy()
+	}
+	cached.Status.DeepCopyInto(&written.Status)
+	return written
 }

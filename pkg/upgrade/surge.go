@@ -44,6 +44,7 @@ func (e *Engine) surge(ctx context.Context, i int) error {
 // recorded one; otherwise as the provider removes nodes (the group
 // replaces it). It returns what it did, for the log.
 func (e *Engine) removeNode(ctx context.Context, name string) (string, error) {
+	e.written.forget(name) // no write of the run's follows
 	cr := e.cfg.Record.Cloud
 	if !e.traits.SurgeReplaces || e.group == nil || cr == nil || cr.Original == nil {
 		return e.cfg.Provider.Describe(), e.cfg.Provider.RemoveNode(ctx, name)
