@@ -35,7 +35,9 @@ const listPageSize = 5000
 // TakeSnapshot lists each kind the plan needs once, all kinds at the same
 // time, page by page. Pods, nodes and ReplicaSets are slimmed page by page
 // to the fields planning and the audit read (see slimPod), so a 150,000-pod
-// cluster is held in a fraction of its size. A list whose continue token
+// cluster is held in a fraction of its size; protobuf pods are decoded
+// straight to their slimmed, interned form (decodePod), nodes with the
+// fields slimNode drops left undecoded (nodeWire). A list whose continue token
 // expires (410, when listing outlasts etcd compaction) is made again in one
 // piece.
 func TakeSnapshot(ctx context.Context, client kubernetes.Interface) (Snapshot, error) {
@@ -47,54 +49,54 @@ func TakeSnapshot(ctx context.Context, client kubernetes.Interface) (Snapshot, e
 		func(ctx context.Context) error {
 			return listInto(ctx, "nodes", &s.Nodes, slimNode, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Nodes().List(ctx, o)
-			}, nodeWire})
+			}, nodeWire, nil})
 		},
 		func(ctx context.Context) error {
 			in := newInterner()
 			slim := func(p *corev1.Pod) { slimPod(p); in.pod(p) }
-			return listInto(ctx, "pods", &s.Pods, slim, listSource{core.RESTClient(), runningPods, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return listInto(ctx, "pods", &s.Pods, slim, listSource{rest: core.RESTClient(), fieldSelector: runningPods, typed: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Pods("").List(ctx, o)
-			}, podWire})
+			}, decode: in.decodePod})
 		},
 		func(ctx context.Context) error {
 			return listInto(ctx, "poddisruptionbudgets", &s.PDBs, nil, listSource{policy.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return policy.PodDisruptionBudgets("").List(ctx, o)
-			}, nil})
+			}, nil, nil})
 		},
 		func(ctx context.Context) error {
 			return listInto(ctx, "replicasets", &s.ReplicaSets, slimReplicaSet, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return apps.ReplicaSets("").List(ctx, o)
-			}, nil})
+			}, nil, nil})
 		},
 		func(ctx context.Context) error {
 			return listInto(ctx, "deployments", &s.Deployments, nil, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return apps.Deployments("").List(ctx, o)
-			}, nil})
+			}, nil, nil})
 		},
 		func(ctx context.Context) error {
 			return listInto(ctx, "statefulsets", &s.StatefulSets, nil, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return apps.StatefulSets("").List(ctx, o)
-			}, nil})
+			}, nil, nil})
 		},
 		func(ctx context.Context) error {
 			return listInto(ctx, "services", &s.Services, nil, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Services("").List(ctx, o)
-			}, nil})
+			}, nil, nil})
 		},
 		func(ctx context.Context) error {
 			return listInto(ctx, "namespaces", &s.Namespaces, nil, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Namespaces().List(ctx, o)
-			}, nil})
+			}, nil, nil})
 		},
 		func(ctx context.Context) error {
 			return listInto(ctx, "persistentvolumeclaims", &s.PVCs, slimClaim, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.PersistentVolumeClaims("").List(ctx, o)
-			}, nil})
+			}, nil, nil})
 		},
 		func(ctx context.Context) error {
 			return listInto(ctx, "persistentvolumes", &s.PVs, slimVolume, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.PersistentVolumes().List(ctx, o)
-			}, nil})
+			}, nil, nil})
 		},
 	}
 	// One at a time, the small lists would wait behind the pods' pages for
@@ -140,7 +142,12 @@ type listSource struct {
 	rest          rest.Interface
 	fieldSelector string
 	typed         listPage
-	wire          *wireFilter // fields left out of each item before it is decoded; may be nil
+	wire          *wireFilter // fields left out of each protobuf item before it is decoded; may be nil
+	// decode, when not nil, is a func([]byte, *T) error for the list's
+	// item type T that decodes each protobuf item (all of its bytes, wire
+	// not applied) into a zeroed *T already slimmed: it replaces
+	// Unmarshal and slim for protobuf pages (pods: interner.decodePod).
+	decode any
 }
 
 // sizeHint returns how many items the list will hold at most, or 0 when
@@ -175,7 +182,8 @@ type protoItem[T any] interface {
 // through slim (when not nil) as soon as it is decoded.
 //
 // Through a REST client, each page's protobuf items are decoded one by one
-// as the page streams in, straight into into (fetchPage): client-go's typed
+// as the page streams in, straight into into (fetchPage), by src.decode
+// when set, else by Unmarshal (after src.wire) and slim: client-go's typed
 // List would grow a buffer for every page, copy the page once more into
 // its envelope and grow the page's slice of whole items, a third of the
 // snapshot's CPU at 30,000 pods (BenchmarkTakeSnapshot), and hold a page
@@ -204,6 +212,13 @@ func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into
 		}
 		return nil
 	}
+	var decode func([]byte, *T) error
+	if src.decode != nil {
+		var ok bool
+		if decode, ok = src.decode.(func([]byte, *T) error); !ok {
+			return fmt.Errorf("listing %s: a %T cannot decode a %T", resource, src.decode, PT(nil))
+		}
+	}
 	var fetch func(context.Context, metav1.ListOptions) (string, error)
 	if rc, ok := src.rest.(*rest.RESTClient); ok && rc != nil {
 		if n := src.sizeHint(ctx); n > 0 {
@@ -211,7 +226,7 @@ func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into
 		}
 		var pr pageReader
 		fetch = func(ctx context.Context, o metav1.ListOptions) (string, error) {
-			return fetchPage[T, PT](ctx, rc, resource, o, &pr, src.wire, into, slim, add)
+			return fetchPage[T, PT](ctx, rc, resource, o, &pr, src.wire, decode, into, slim, add)
 		}
 	} else {
 		fetch = func(ctx context.Context, o metav1.ListOptions) (string, error) {
@@ -249,10 +264,12 @@ type pageReader struct {
 // is the ListMeta and field 2 each item: it is decoded as it streams in,
 // one item at a time, so the client never holds a whole page (pages of
 // 5,000 nodes or pods are tens of MB, and growing a buffer to hold one
-// was a third of the memory a plan allocated). Anything else (JSON) is
-// read whole, decoded and handed to add.
+// was a third of the memory a plan allocated). Each item is decoded by
+// decode when not nil, else filtered by wire (when not nil), unmarshalled
+// and slimmed. Anything else (JSON) is read whole, decoded and handed to
+// add.
 func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient, resource string, o metav1.ListOptions, pr *pageReader,
-	wire *wireFilter, into *[]T, slim func(*T), add func(runtime.Object) error) (string, error) {
+	wire *wireFilter, decode func([]byte, *T) error, into *[]T, slim func(*T), add func(runtime.Object) error) (string, error) {
 	body, err := rc.Get().Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Stream(ctx)
 	if err != nil {
 		return "", err
@@ -286,6 +303,10 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 	var zero T
 	var filtered []byte
 	item := func(b []byte) error {
+		if decode != nil {
+			*into = append(*into, zero)
+			return decode(b, &(*into)[len(*into)-1])
+		}
 		if wire != nil {
 			var err error
 			if filtered, err = wire.filter(filtered[:0], b); err != nil {
@@ -415,36 +436,13 @@ func noEOF(err error) error {
 // decoding it: what is never decoded costs neither CPU nor garbage. It
 // only ever leaves out what the item's slim function drops anyway (their
 // agreement is TestTakeSnapshotDecodesAsSlimmed's), so slim stays the one
-// statement of what the plan reads.
+// statement of what the plan reads. Nodes use one (nodeWire); pods have
+// their own decoder instead (decodePod).
 type wireFilter struct {
 	only   []protowire.Number // when not empty, the only fields kept
 	drop   []protowire.Number
 	nested map[protowire.Number]*wireFilter
 }
-
-// podWire leaves out of a pod, before it is decoded, its managed fields, of
-// each container all but what slimContainers keeps, the volume sources
-// slimVolumes drops and the status fields slimPod drops (field numbers
-// from k8s.io/api/core/v1/generated.proto).
-var podWire = func() *wireFilter {
-	container := &wireFilter{
-		// name, resources, readinessProbe, lifecycle, restartPolicy
-		only: []protowire.Number{1, 8, 11, 12, 24},
-		// of the resources, the requests
-		nested: map[protowire.Number]*wireFilter{8: {only: []protowire.Number{2}}},
-	}
-	// of a volume, the sources slimVolumes keeps: emptyDir, claim, ephemeral
-	volume := &wireFilter{nested: map[protowire.Number]*wireFilter{2: {only: []protowire.Number{2, 10, 29}}}}
-	return &wireFilter{nested: map[protowire.Number]*wireFilter{
-		1: {drop: []protowire.Number{17}}, // metadata: managedFields
-		// spec: volumes, containers, initContainers; ephemeralContainers left out
-		2: {drop: []protowire.Number{34}, nested: map[protowire.Number]*wireFilter{1: volume, 2: container, 20: container}},
-		// status: message, hostIP, podIP, startTime, containerStatuses,
-		// initContainerStatuses, podIPs, ephemeralContainerStatuses,
-		// resourceClaimStatuses, hostIPs
-		3: {drop: []protowire.Number{3, 5, 6, 7, 8, 10, 12, 13, 15, 16}},
-	}}
-}()
 
 // nodeWire leaves out of a node, before it is decoded, what slimNode drops:
 // its managed fields, and of the status the images, the volumes in use and
@@ -534,7 +532,6 @@ func slimPod(p *corev1.Pod) {
 	slimMeta(&p.ObjectMeta)
 	p.Spec.InitContainers = slimContainers(p.Spec.InitContainers)
 	p.Spec.Containers = slimContainers(p.Spec.Containers)
-	p.Spec.EphemeralContainers = nil
 	// Of the affinity, only the required node affinity is read (where a
 	// pod may go: pod-cannot-move).
 	var required *corev1.NodeSelector
@@ -545,14 +542,10 @@ func slimPod(p *corev1.Pod) {
 	if required != nil {
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required}}
 	}
-	p.Spec.TopologySpreadConstraints, p.Spec.SecurityContext = nil, nil
-	p.Spec.ImagePullSecrets, p.Spec.HostAliases, p.Spec.DNSConfig = nil, nil, nil
-	p.Spec.ResourceClaims = nil
 	p.Spec.Volumes = slimVolumes(p.Spec.Volumes)
+	dropPodSpec(&p.Spec)
 	st := &p.Status
-	st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses = nil, nil, nil
-	st.ResourceClaimStatuses, st.PodIPs, st.HostIPs = nil, nil, nil
-	st.Message, st.HostIP, st.PodIP, st.StartTime = "", "", "", nil
+	dropPodStatus(st)
 	// Of the conditions, Ready is read (a pod's readiness); a new slice,
 	// so the others' memory goes.
 	var ready []corev1.PodCondition
@@ -562,6 +555,23 @@ func slimPod(p *corev1.Pod) {
 		}
 	}
 	st.Conditions = ready
+}
+
+// dropPodSpec drops the parts of a pod's spec slimPod leaves out whole
+// (decodePod skips them undecoded).
+func dropPodSpec(sp *corev1.PodSpec) {
+	sp.EphemeralContainers = nil
+	sp.TopologySpreadConstraints, sp.SecurityContext = nil, nil
+	sp.ImagePullSecrets, sp.HostAliases, sp.DNSConfig = nil, nil, nil
+	sp.ResourceClaims = nil
+}
+
+// dropPodStatus drops the parts of a pod's status slimPod leaves out
+// whole (decodePod skips them undecoded).
+func dropPodStatus(st *corev1.PodStatus) {
+	st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses = nil, nil, nil
+	st.ResourceClaimStatuses, st.PodIPs, st.HostIPs = nil, nil, nil
+	st.Message, st.HostIP, st.PodIP, st.StartTime = "", "", "", nil
 }
 
 // interner hands out one copy of each string, label map and resource
@@ -575,13 +585,20 @@ type interner struct {
 	strs map[string]string
 	maps map[string]map[string]string
 	reqs map[string]corev1.ResourceList
-	// key and names are reused to build lookup keys without allocating
-	key   []byte
-	names []string
+	// rawMaps and rawReqs are what maps and reqs hand out, by the encoded
+	// entries they were decoded from (decodePod), so that a pod whose
+	// labels or requests were seen before decodes none of them.
+	rawMaps map[string]map[string]string
+	rawReqs map[string]corev1.ResourceList
+	// key, names, raw and scratch are reused to build lookup keys and
+	// messages without allocating
+	key, raw, scratch []byte
+	names             []string
 }
 
 func newInterner() *interner {
-	return &interner{strs: map[string]string{}, maps: map[string]map[string]string{}, reqs: map[string]corev1.ResourceList{}}
+	return &interner{strs: map[string]string{}, maps: map[string]map[string]string{}, reqs: map[string]corev1.ResourceList{},
+		rawMaps: map[string]map[string]string{}, rawReqs: map[string]corev1.ResourceList{}}
 }
 
 func (in *interner) s(v string) string {

@@ -482,8 +482,9 @@ func TestTakeSnapshotRefusesATruncatedPage(t *testing.T) {
 }
 
 // TestTakeSnapshotDecodesAsSlimmed: pods listed page by page from an API
-// server, decoded item by item (protobuf, with the wire filter) or whole
-// (JSON), are the pods slimPod makes of the originals, nothing more or less.
+// server, decoded item by item (protobuf: pods by decodePod, nodes with
+// the wire filter) or whole (JSON), are the pods slimPod makes of the
+// originals, nothing more or less.
 func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
 	const total = listPageSize + 7 // two pages
 	srv := &fakeListServer{cache: map[string][]byte{}}

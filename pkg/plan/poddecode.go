@@ -1,0 +1,814 @@
+package plan
+
+import (
+	"errors"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// decodePod decodes the protobuf bytes of one whole pod (a list item as it
+// comes off the wire) into p, a zeroed pod, as the generated Unmarshal,
+// slimPod and in.pod would leave it (TestDecodePodMatchesSlimmedUnmarshal,
+// FuzzDecodePod), at a fraction of their cost: what slimPod drops is
+// skipped undecoded, slices are made at their size, strings are interned
+// from the bytes (a string is made only for a value not seen yet), and the
+// label maps and request lists of a pod whose entries were seen before are
+// the interned ones without being decoded again.
+//
+// The hot fields are decoded here; every other field slimPod keeps (the
+// rare ones, and those added to the API later) is handed, one field at a
+// time, to the generated Unmarshal of its message, which merges it into
+// what was decoded here. Bytes this decoder does not mirror exactly (a
+// message repeated where one is expected, a map entry overrunning its
+// bounds, a broken encoding) are decoded whole by the generated Unmarshal
+// instead, and slimmed and interned as before: the fast path never decides
+// what an odd encoding means.
+func (in *interner) decodePod(b []byte, p *corev1.Pod) error {
+	if err := in.decodePodFast(b, p); err == nil {
+		return nil
+	}
+	*p = corev1.Pod{}
+	if err := p.Unmarshal(b); err != nil {
+		return err
+	}
+	slimPod(p)
+	in.pod(p)
+	return nil
+}
+
+// errIrregular is an encoding the fast path leaves to the generated
+// decoder.
+var errIrregular = errors.New("pod encoding left to the generated decoder")
+
+// field is one field of a protobuf message, read as the generated
+// decoders of k8s.io/api read it (their varints, lengths and skipping,
+// which accept a little more than protowire does).
+type field struct {
+	num        protowire.Number
+	typ        protowire.Type
+	start, end int    // of the whole field in its message, tag included
+	v          uint64 // a varint's value
+	val        []byte // a length-delimited value
+}
+
+// uvarint reads a varint at b[i:] as the generated code does: at most ten
+// bytes, the bits past 64 dropped. It returns the index after it.
+func uvarint(b []byte, i int) (uint64, int, error) {
+	var v uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		if i >= len(b) {
+			return 0, 0, io.ErrUnexpectedEOF
+		}
+		c := b[i]
+		i++
+		v |= uint64(c&0x7F) << shift
+		if c < 0x80 {
+			return v, i, nil
+		}
+	}
+	return 0, 0, errIrregular
+}
+
+// nextField reads the field of message b at i.
+func nextField(b []byte, i int) (field, error) {
+	f := field{start: i}
+	wire, i, err := uvarint(b, i)
+	if err != nil {
+		return f, err
+	}
+	num, typ := int32(wire>>3), protowire.Type(wire&7)
+	if num <= 0 || typ == protowire.EndGroupType {
+		return f, errIrregular
+	}
+	f.num, f.typ = protowire.Number(num), typ
+	switch typ {
+	case protowire.VarintType:
+		f.v, i, err = uvarint(b, i)
+	case protowire.Fixed64Type:
+		i += 8
+	case protowire.Fixed32Type:
+		i += 4
+	case protowire.BytesType:
+		var n uint64
+		n, i, err = uvarint(b, i)
+		if err == nil && (int(n) < 0 || i+int(n) < 0 || i+int(n) > len(b)) {
+			err = errIrregular
+		}
+		if err == nil {
+			f.val = b[i : i+int(n)]
+			i += int(n)
+		}
+	case protowire.StartGroupType:
+		var n int
+		if n, err = skipGenerated(b[f.start:]); err == nil {
+			i = f.start + n
+		}
+	default:
+		err = errIrregular
+	}
+	if err == nil && i > len(b) {
+		err = io.ErrUnexpectedEOF
+	}
+	f.end = i
+	return f, err
+}
+
+// bytes is the field's length-delimited value.
+func (f field) bytes() ([]byte, error) {
+	if f.typ != protowire.BytesType {
+		return nil, errIrregular
+	}
+	return f.val, nil
+}
+
+// varint is the field's varint value.
+func (f field) varint() (uint64, error) {
+	if f.typ != protowire.VarintType {
+		return 0, errIrregular
+	}
+	return f.v, nil
+}
+
+// skipGenerated returns the length of the field at the start of b as the
+// generated decoders skip an unknown field (a group's end need not match
+// its start).
+func skipGenerated(b []byte) (int, error) {
+	depth := 0
+	for i := 0; i < len(b); {
+		wire, j, err := uvarint(b, i)
+		if err != nil {
+			return 0, err
+		}
+		i = j
+		switch protowire.Type(wire & 7) {
+		case protowire.VarintType:
+			if _, i, err = uvarint(b, i); err != nil {
+				return 0, err
+			}
+		case protowire.Fixed64Type:
+			i += 8
+		case protowire.BytesType:
+			n, j, err := uvarint(b, i)
+			if err != nil {
+				return 0, err
+			}
+			if int(n) < 0 {
+				return 0, errIrregular
+			}
+			i = j + int(n)
+		case protowire.StartGroupType:
+			depth++
+		case protowire.EndGroupType:
+			if depth == 0 {
+				return 0, errIrregular
+			}
+			depth--
+		case protowire.Fixed32Type:
+			i += 4
+		default:
+			return 0, errIrregular
+		}
+		if i < 0 {
+			return 0, errIrregular
+		}
+		if depth == 0 {
+			return i, nil
+		}
+	}
+	return 0, io.ErrUnexpectedEOF
+}
+
+// fields calls fn with each field of message b.
+func fields(b []byte, fn func(f field) error) error {
+	for i := 0; i < len(b); {
+		f, err := nextField(b, i)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+		i = f.end
+	}
+	return nil
+}
+
+// sb returns the interned string with b's bytes, making one only for a
+// value not seen yet.
+func (in *interner) sb(b []byte) string {
+	if c, ok := in.strs[string(b)]; ok {
+		return c
+	}
+	s := string(b)
+	in.strs[s] = s
+	return s
+}
+
+func (in *interner) decodePodFast(b []byte, p *corev1.Pod) error {
+	var seen [4]bool
+	return fields(b, func(f field) error {
+		if f.num < 1 || f.num > 3 || seen[f.num] {
+			return errIrregular // a message given twice is merged: left to Unmarshal
+		}
+		seen[f.num] = true
+		v, err := f.bytes()
+		if err != nil {
+			return err
+		}
+		switch f.num {
+		case 1:
+			return in.decodeMeta(v, &p.ObjectMeta)
+		case 2:
+			return in.decodeSpec(v, &p.Spec)
+		}
+		return in.decodeStatus(v, &p.Status)
+	})
+}
+
+// decodeMeta decodes an ObjectMeta as Unmarshal and slimMeta leave it.
+func (in *interner) decodeMeta(b []byte, m *metav1.ObjectMeta) error {
+	var owners, finalizers int
+	var labels, annotations bool
+	err := fields(b, func(f field) error {
+		switch f.num {
+		case 11:
+			labels = true
+		case 12:
+			annotations = true
+		case 13:
+			owners++
+		case 14:
+			finalizers++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if owners > 0 {
+		m.OwnerReferences = make([]metav1.OwnerReference, 0, owners)
+	}
+	if finalizers > 0 {
+		m.Finalizers = make([]string, 0, finalizers)
+	}
+	err = fields(b, func(f field) error {
+		switch f.num {
+		case 1, 2, 3, 5, 6, 8, 9, 13, 14:
+			v, err := f.bytes()
+			if err != nil {
+				return err
+			}
+			switch f.num {
+			case 1:
+				m.Name = string(v)
+			case 2:
+				m.GenerateName = in.sb(v)
+			case 3:
+				m.Namespace = in.sb(v)
+			case 5:
+				m.UID = types.UID(v)
+			case 6:
+				m.ResourceVersion = string(v)
+			case 8:
+				return m.CreationTimestamp.Unmarshal(v)
+			case 9:
+				if m.DeletionTimestamp == nil {
+					m.DeletionTimestamp = &metav1.Time{}
+				}
+				return m.DeletionTimestamp.Unmarshal(v)
+			case 13:
+				m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{})
+				return in.decodeOwner(v, &m.OwnerReferences[len(m.OwnerReferences)-1])
+			case 14:
+				m.Finalizers = append(m.Finalizers, string(v))
+			}
+		case 7, 10:
+			v, err := f.varint()
+			if err != nil {
+				return err
+			}
+			if f.num == 7 {
+				m.Generation = int64(v)
+			} else {
+				n := int64(v)
+				m.DeletionGracePeriodSeconds = &n
+			}
+		case 11, 12, 17: // labels and annotations below; managedFields dropped
+		default:
+			return m.Unmarshal(b[f.start:f.end])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if labels {
+		if m.Labels, err = in.mapField(b, 11, false); err != nil {
+			return err
+		}
+	}
+	if annotations {
+		if m.Annotations, err = in.mapField(b, 12, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (in *interner) decodeOwner(b []byte, r *metav1.OwnerReference) error {
+	return fields(b, func(f field) error {
+		switch f.num {
+		case 1, 3, 4, 5:
+			v, err := f.bytes()
+			if err != nil {
+				return err
+			}
+			switch f.num {
+			case 1:
+				r.Kind = in.sb(v)
+			case 3:
+				r.Name = in.sb(v)
+			case 4:
+				r.UID = types.UID(in.sb(v))
+			case 5:
+				r.APIVersion = in.sb(v)
+			}
+		case 6, 7:
+			v, err := f.varint()
+			if err != nil {
+				return err
+			}
+			set := v != 0
+			if f.num == 6 {
+				r.Controller = &set
+			} else {
+				r.BlockOwnerDeletion = &set
+			}
+		default:
+			return r.Unmarshal(b[f.start:f.end])
+		}
+		return nil
+	})
+}
+
+// entryKey returns the key of a map entry as the generated decoder reads
+// it; an entry whose key or value reaches past the entry (which the
+// generated decoder reads from the bytes that follow) is left to it.
+func entryKey(e []byte) ([]byte, error) {
+	var key []byte
+	for i := 0; i < len(e); {
+		wire, j, err := uvarint(e, i)
+		if err != nil {
+			return nil, err
+		}
+		if num := int32(wire >> 3); num == 1 || num == 2 {
+			n, j, err := uvarint(e, j)
+			if err != nil {
+				return nil, err
+			}
+			end := j + int(n)
+			if int(n) < 0 || end < 0 || end > len(e) {
+				return nil, errIrregular
+			}
+			if num == 1 {
+				key = e[j:end]
+			}
+			i = end
+			continue
+		}
+		n, err := skipGenerated(e[i:])
+		if err != nil || i+n > len(e) {
+			return nil, errIrregular
+		}
+		i += n
+	}
+	return key, nil
+}
+
+// mapEntries puts in in.raw the entries of map field num of message b,
+// each after its length, the kubectl last-applied one left out when
+// dropLastApplied: the key under which what they decode to is interned.
+// It says whether there is any entry.
+func (in *interner) mapEntries(b []byte, num protowire.Number, dropLastApplied bool) (bool, error) {
+	in.raw = in.raw[:0]
+	found := false
+	err := fields(b, func(f field) error {
+		if f.num != num {
+			return nil
+		}
+		e, err := f.bytes()
+		if err != nil {
+			return err
+		}
+		key, err := entryKey(e)
+		if err != nil {
+			return err
+		}
+		found = true
+		if dropLastApplied && string(key) == lastApplied {
+			return nil
+		}
+		in.raw = protowire.AppendBytes(in.raw, e)
+		return nil
+	})
+	return found, err
+}
+
+// entriesAs makes in.scratch a message of the entries in in.raw as field
+// num.
+func (in *interner) entriesAs(num protowire.Number) {
+	in.scratch = in.scratch[:0]
+	for r := in.raw; len(r) > 0; {
+		e, n := protowire.ConsumeBytes(r)
+		in.scratch = protowire.AppendBytes(protowire.AppendTag(in.scratch, num, protowire.BytesType), e)
+		r = r[n:]
+	}
+}
+
+// mapField returns the interned map<string, string> of field num of
+// message b (labels, annotations, a node selector), nil when it has no
+// entry.
+func (in *interner) mapField(b []byte, num protowire.Number, dropLastApplied bool) (map[string]string, error) {
+	if ok, err := in.mapEntries(b, num, dropLastApplied); !ok || err != nil {
+		return nil, err
+	}
+	if m, ok := in.rawMaps[string(in.raw)]; ok {
+		return m, nil
+	}
+	// decoded as labels: every map<string, string> decodes alike
+	in.entriesAs(11)
+	var om metav1.ObjectMeta
+	if err := om.Unmarshal(in.scratch); err != nil {
+		return nil, err
+	}
+	if om.Labels == nil {
+		om.Labels = map[string]string{} // only last-applied: slimMeta leaves an empty map
+	}
+	m := in.strings(om.Labels)
+	in.rawMaps[string(in.raw)] = m
+	return m, nil
+}
+
+// requests returns the interned requests of a container's resources.
+func (in *interner) requests(b []byte) (corev1.ResourceList, error) {
+	if ok, err := in.mapEntries(b, 2, false); !ok || err != nil {
+		return nil, err
+	}
+	if rl, ok := in.rawReqs[string(in.raw)]; ok {
+		return rl, nil
+	}
+	in.entriesAs(2)
+	var rr corev1.ResourceRequirements
+	if err := rr.Unmarshal(in.scratch); err != nil {
+		return nil, err
+	}
+	rl := in.resources(rr.Requests)
+	in.rawReqs[string(in.raw)] = rl
+	return rl, nil
+}
+
+// decodeSpec decodes a PodSpec as Unmarshal and slimPod leave it.
+func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
+	var volumes, containers, inits, tolerations int
+	var selector bool
+	err := fields(b, func(f field) error {
+		switch f.num {
+		case 1:
+			v, err := f.bytes()
+			if err != nil {
+				return err
+			}
+			if kept, err := volumeKept(v); err != nil || !kept {
+				return err
+			}
+			volumes++
+		case 2:
+			containers++
+		case 7:
+			selector = true
+		case 20:
+			inits++
+		case 22:
+			tolerations++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if volumes > 0 {
+		sp.Volumes = make([]corev1.Volume, 0, volumes)
+	}
+	if containers > 0 {
+		sp.Containers = make([]corev1.Container, 0, containers)
+	}
+	if inits > 0 {
+		sp.InitContainers = make([]corev1.Container, 0, inits)
+	}
+	if tolerations > 0 {
+		sp.Tolerations = make([]corev1.Toleration, 0, tolerations)
+	}
+	err = fields(b, func(f field) error {
+		switch f.num {
+		case 4, 25:
+			v, err := f.varint()
+			if err != nil {
+				return err
+			}
+			if f.num == 4 {
+				n := int64(v)
+				sp.TerminationGracePeriodSeconds = &n
+			} else {
+				n := int32(v)
+				sp.Priority = &n
+			}
+			return nil
+		case 7, // the node selector below
+			14, 15, 23, 26, 33, 34, 39: // what slimPod drops (dropPodSpec)
+			return nil
+		case 1, 2, 3, 6, 8, 9, 10, 18, 19, 20, 22, 24:
+		default:
+			return sp.Unmarshal(b[f.start:f.end])
+		}
+		v, err := f.bytes()
+		if err != nil {
+			return err
+		}
+		switch f.num {
+		case 1:
+			if kept, _ := volumeKept(v); kept {
+				sp.Volumes = append(sp.Volumes, corev1.Volume{})
+				return in.decodeVolume(v, &sp.Volumes[len(sp.Volumes)-1])
+			}
+		case 2:
+			sp.Containers = append(sp.Containers, corev1.Container{})
+			return in.decodeContainer(v, &sp.Containers[len(sp.Containers)-1])
+		case 20:
+			sp.InitContainers = append(sp.InitContainers, corev1.Container{})
+			return in.decodeContainer(v, &sp.InitContainers[len(sp.InitContainers)-1])
+		case 3:
+			sp.RestartPolicy = corev1.RestartPolicy(in.sb(v))
+		case 6:
+			sp.DNSPolicy = corev1.DNSPolicy(in.sb(v))
+		case 8:
+			sp.ServiceAccountName = in.sb(v)
+		case 9:
+			sp.DeprecatedServiceAccount = in.sb(v)
+		case 10:
+			sp.NodeName = in.sb(v)
+		case 18:
+			return decodeAffinity(v, sp)
+		case 19:
+			sp.SchedulerName = in.sb(v)
+		case 22:
+			sp.Tolerations = append(sp.Tolerations, corev1.Toleration{})
+			return in.decodeToleration(v, &sp.Tolerations[len(sp.Tolerations)-1])
+		case 24:
+			sp.PriorityClassName = in.sb(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if selector {
+		if sp.NodeSelector, err = in.mapField(b, 7, false); err != nil {
+			return err
+		}
+	}
+	dropPodSpec(sp)
+	return nil
+}
+
+// decodeAffinity merges into sp the required node affinity of an
+// affinity, the only part slimPod keeps.
+func decodeAffinity(b []byte, sp *corev1.PodSpec) error {
+	return fields(b, func(f field) error {
+		if f.num != 1 {
+			return nil
+		}
+		v, err := f.bytes()
+		if err != nil {
+			return err
+		}
+		return fields(v, func(f field) error {
+			if f.num != 1 {
+				return nil
+			}
+			v, err := f.bytes()
+			if err != nil {
+				return err
+			}
+			if sp.Affinity == nil {
+				sp.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}
+			}
+			return sp.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.Unmarshal(v)
+		})
+	})
+}
+
+// volumeSource says whether num is one of the sources of a volume slimVolumes keeps: emptyDir,
+// persistentVolumeClaim, ephemeral.
+func volumeSource(num protowire.Number) bool { return num == 2 || num == 10 || num == 29 }
+
+// volumeKept says whether slimVolumes keeps the volume b.
+func volumeKept(b []byte) (bool, error) {
+	kept := false
+	err := fields(b, func(f field) error {
+		if f.num != 2 {
+			return nil
+		}
+		v, err := f.bytes()
+		if err != nil {
+			return err
+		}
+		return fields(v, func(f field) error {
+			kept = kept || volumeSource(f.num)
+			return nil
+		})
+	})
+	return kept, err
+}
+
+// decodeVolume decodes a volume as slimVolumes keeps it.
+func (in *interner) decodeVolume(b []byte, vol *corev1.Volume) error {
+	sources := 0
+	var name []byte
+	err := fields(b, func(f field) error {
+		switch f.num {
+		case 1:
+			v, err := f.bytes()
+			name = v
+			return err
+		case 2:
+			if sources++; sources > 1 {
+				return errIrregular // merged sources: left to Unmarshal
+			}
+			v, err := f.bytes()
+			if err != nil {
+				return err
+			}
+			src := &vol.VolumeSource
+			return fields(v, func(f field) error {
+				if !volumeSource(f.num) {
+					return nil
+				}
+				v, err := f.bytes()
+				if err != nil {
+					return err
+				}
+				switch f.num {
+				case 2:
+					if src.EmptyDir == nil {
+						src.EmptyDir = &corev1.EmptyDirVolumeSource{}
+					}
+					return src.EmptyDir.Unmarshal(v)
+				case 10:
+					if src.PersistentVolumeClaim == nil {
+						src.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{}
+					}
+					return src.PersistentVolumeClaim.Unmarshal(v)
+				default:
+					if src.Ephemeral == nil {
+						src.Ephemeral = &corev1.EphemeralVolumeSource{}
+					}
+					return src.Ephemeral.Unmarshal(v)
+				}
+			})
+		}
+		return nil
+	})
+	vol.Name = in.sb(name)
+	return err
+}
+
+// decodeContainer decodes a container as slimContainers keeps it.
+func (in *interner) decodeContainer(b []byte, c *corev1.Container) error {
+	resources := false
+	return fields(b, func(f field) error {
+		switch f.num {
+		case 1, 8, 11, 12, 24:
+		default:
+			return nil
+		}
+		v, err := f.bytes()
+		if err != nil {
+			return err
+		}
+		switch f.num {
+		case 1:
+			c.Name = in.sb(v)
+		case 8:
+			if resources {
+				return errIrregular // merged resources: left to Unmarshal
+			}
+			resources = true
+			c.Resources.Requests, err = in.requests(v)
+			return err
+		case 11:
+			if c.ReadinessProbe == nil {
+				c.ReadinessProbe = &corev1.Probe{}
+			}
+			return c.ReadinessProbe.Unmarshal(v)
+		case 12:
+			if c.Lifecycle == nil {
+				c.Lifecycle = &corev1.Lifecycle{}
+			}
+			return c.Lifecycle.Unmarshal(v)
+		case 24:
+			p := corev1.ContainerRestartPolicy(v)
+			c.RestartPolicy = &p
+		}
+		return nil
+	})
+}
+
+func (in *interner) decodeToleration(b []byte, t *corev1.Toleration) error {
+	return fields(b, func(f field) error {
+		switch f.num {
+		case 1, 2, 3, 4:
+			v, err := f.bytes()
+			if err != nil {
+				return err
+			}
+			switch f.num {
+			case 1:
+				t.Key = in.sb(v)
+			case 2:
+				t.Operator = corev1.TolerationOperator(in.sb(v))
+			case 3:
+				t.Value = in.sb(v)
+			case 4:
+				t.Effect = corev1.TaintEffect(in.sb(v))
+			}
+		case 5:
+			v, err := f.varint()
+			if err != nil {
+				return err
+			}
+			n := int64(v)
+			t.TolerationSeconds = &n
+		default:
+			return t.Unmarshal(b[f.start:f.end])
+		}
+		return nil
+	})
+}
+
+// decodeStatus decodes a PodStatus as Unmarshal and slimPod leave it.
+func (in *interner) decodeStatus(b []byte, st *corev1.PodStatus) error {
+	var ready []byte
+	isReady := false
+	err := fields(b, func(f field) error {
+		switch f.num {
+		case 1, 2, 9:
+		case 3, 5, 6, 7, 8, 10, 12, 13, 15, 16: // what slimPod drops (dropPodStatus)
+			return nil
+		default:
+			return st.Unmarshal(b[f.start:f.end])
+		}
+		v, err := f.bytes()
+		if err != nil {
+			return err
+		}
+		switch f.num {
+		case 1:
+			st.Phase = corev1.PodPhase(in.sb(v))
+		case 9:
+			st.QOSClass = corev1.PodQOSClass(in.sb(v))
+		case 2:
+			var typ, status []byte
+			err := fields(v, func(f field) error {
+				if f.num != 1 && f.num != 2 {
+					return nil
+				}
+				v, err := f.bytes()
+				if f.num == 1 {
+					typ = v
+				} else {
+					status = v
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if string(typ) == string(corev1.PodReady) {
+				ready, isReady = status, true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if isReady {
+		st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionStatus(in.sb(ready))}}
+	}
+	dropPodStatus(st)
+	return nil
+}
