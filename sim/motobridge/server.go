@@ -35,8 +35,9 @@ type Options struct {
 	AsInstalled bool
 	// Python is the interpreter that has moto; default "python3".
 	Python string
-	// StartTimeout bounds the start (importing moto takes seconds on a
-	// busy machine); default 1m.
+	// StartTimeout bounds the start; default 3m. Importing moto takes
+	// seconds alone, but over a minute was seen with several starting at
+	// once (parallel tests) on a 2-core machine busy with builds.
 	StartTimeout time.Duration
 }
 
@@ -60,7 +61,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		o.Python = "python3"
 	}
 	if o.StartTimeout == 0 {
-		o.StartTimeout = time.Minute
+		o.StartTimeout = 3 * time.Minute
 	}
 	python, err := exec.LookPath(o.Python)
 	if err != nil {
