@@ -166,15 +166,7 @@ func (c *testClient) deletedPods() []string {
 // nodes returns the cluster's nodes by name.
 func (c *testClient) nodes(t *testing.T) map[string]corev1.Node {
 	t.Helper()
-	list, err := c.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]corev1.Node{}
-	for _, n := range list.Items {
-		out[n.Name] = n
-	}
-	return out
+	return nodesIn(t, c.Clientset)
 }
 
 // podNames returns the names of the pods left, sorted.
