@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -10,10 +11,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func deployment(name string, available int32) *appsv1.Deployment {
@@ -208,6 +212,28 @@ func TestWorkloadWaitSaysWhatIsMissing(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "api") {
 		t.Errorf("error %q names a Deployment that is back", err)
+	}
+}
+
+// TestWorkloadWaitEndsWhenListingIsRefused: a kind the run may not list
+// (RBAC) ends the wait at once, naming the kind and what grants it,
+// where the informer would retry until --drain-timeout.
+func TestWorkloadWaitEndsWhenListingIsRefused(t *testing.T) {
+	client := fake.NewClientset(replicaSet("web-1", "web", 3), deployment("web", 1))
+	client.PrependReactor("list", "replicasets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "replicasets"}, "", errors.New("RBAC: access denied"))
+	})
+	v := newTestWorkloadView(t, client)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := v.waitReady(ctx, []Owner{{Kind: "ReplicaSet", Namespace: "ns", Name: "web-1"}}, nil)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("got %v after %v, want a refusal at once", err, ctx.Err())
+	}
+	for _, want := range []string{"listing ReplicaSets", "forbidden", "deploy/rbac.yaml"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }
 

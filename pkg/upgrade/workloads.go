@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -34,6 +36,9 @@ type workloadView struct {
 	// changed is closed and replaced on every change to a watched kind,
 	// so each wait sees every change after it took the channel.
 	changed chan struct{}
+	// refused is, by kind, why the API server will not list it (RBAC):
+	// the informer would retry for ever, and the wait must not.
+	refused map[string]error
 }
 
 func newWorkloadView(factory informers.SharedInformerFactory, stop <-chan struct{}) *workloadView {
@@ -71,6 +76,9 @@ func (v *workloadView) watch(ctx context.Context, kinds []string) error {
 			}
 			err := inf.SetTransform(slimWorkload)
 			if err == nil {
+				err = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { v.listFailed(kind, err) })
+			}
+			if err == nil {
 				_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 					AddFunc:    func(any) { v.signal() },
 					UpdateFunc: func(any, any) { v.signal() },
@@ -87,11 +95,52 @@ func (v *workloadView) watch(ctx context.Context, kinds []string) error {
 	}
 	v.mu.Unlock()
 	v.factory.Start(v.stop) // starts the informers not started yet
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		if ctx.Err() != nil {
-			return fmt.Errorf("error when listing %s: %w", strings.Join(kinds, "s, ")+"s", ctx.Err())
+	// Synced has no event of its own (an empty list adds nothing), so it
+	// is looked at every 100 ms, as cache.WaitForCacheSync does, and at
+	// every change and refusal.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		changed := v.changes()
+		if err := v.refusal(kinds); err != nil {
+			return err
 		}
-		return fmt.Errorf("error when listing %s: the cache did not sync", strings.Join(kinds, "s, ")+"s")
+		if !slices.ContainsFunc(synced, func(s cache.InformerSynced) bool { return !s() }) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("error when listing %s: %w", strings.Join(kinds, "s, ")+"s", ctx.Err())
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// listFailed notes why a kind's informer could not list or watch; only a
+// refusal that no retry changes is kept, and waits are told.
+func (v *workloadView) listFailed(kind string, err error) {
+	if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+		return // the informer retries: a restart of the API server, a timeout
+	}
+	v.mu.Lock()
+	if v.refused == nil {
+		v.refused = map[string]error{}
+	}
+	v.refused[kind] = err
+	v.mu.Unlock()
+	v.signal()
+}
+
+// refusal is the error of the first of kinds the API server refuses to
+// list, or nil.
+func (v *workloadView) refusal(kinds []string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, kind := range kinds {
+		if err := v.refused[kind]; err != nil {
+			return fmt.Errorf("cannot wait for the evicted workloads to be Ready: listing %ss: %w; grant list and watch on them (deploy/rbac.yaml)", kind, err)
+		}
 	}
 	return nil
 }
