@@ -58,6 +58,7 @@ func newClusterView(ctx context.Context, client kubernetes.Interface) (*clusterV
 	v.workloads = newWorkloadView(v.factory, ctx.Done())
 	for typ, ok := range v.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
+			v.factory.Shutdown() // ctx is done: the informers are ending
 			return nil, fmt.Errorf("error when watching %v: the cache did not sync", typ)
 		}
 	}

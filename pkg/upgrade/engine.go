@@ -156,8 +156,9 @@ func (e *Engine) flow() plan.Flow {
 	return plan.Flow{Batches: len(e.cfg.Plan.Batches), CloudGroup: e.group != nil}
 }
 
-// watchCluster starts the informers the engine reads nodes and pods from;
-// stop ends them.
+// watchCluster starts the informers the engine reads nodes, pods and
+// workloads from; stop ends them and returns once they have ended, so a
+// finished run leaves no goroutine of its own behind.
 func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	e.ctx = ctx
@@ -171,7 +172,11 @@ func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.Can
 	opts := e.drainOpt
 	opts.Pods = view
 	e.drainer = drain.New(e.cfg.Client, opts)
-	return ctx, cancel, nil
+	stop := func() {
+		cancel()
+		view.factory.Shutdown()
+	}
+	return ctx, stop, nil
 }
 
 // Run drives the state machine from the start to Done.
