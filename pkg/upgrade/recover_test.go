@@ -3,6 +3,7 @@ package upgrade
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -175,11 +176,21 @@ func TestWorkloadWaitListsAndWatchesEachKindOnce(t *testing.T) {
 			t.Fatalf("batch %d: %v", batch+1, err)
 		}
 	}
-	requests := map[string]int{}
-	for _, a := range client.Actions() {
-		requests[a.GetVerb()+" "+a.GetResource().Resource]++
-	}
 	want := map[string]int{"list replicasets": 1, "watch replicasets": 1, "list deployments": 1, "watch deployments": 1}
+	count := func() map[string]int {
+		requests := map[string]int{}
+		for _, a := range client.Actions() {
+			requests[a.GetVerb()+" "+a.GetResource().Resource]++
+		}
+		return requests
+	}
+	// A reflector starts its watch after its list has filled the cache,
+	// so the waits can end before the watches are made; give them time
+	// to be made, then count (CI on 46f91d5 counted between the two).
+	requests := count()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !maps.Equal(requests, want); requests = count() {
+		time.Sleep(10 * time.Millisecond)
+	}
 	for k, n := range requests {
 		if want[k] != n {
 			t.Errorf("%d %s requests, want %d (all: %v)", n, k, want[k], requests)
