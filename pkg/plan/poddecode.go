@@ -231,7 +231,7 @@ func (in *interner) decodePodFast(b []byte, p *corev1.Pod) error {
 
 // decodeMeta decodes an ObjectMeta as Unmarshal and slimMeta leave it.
 func (in *interner) decodeMeta(b []byte, m *metav1.ObjectMeta) error {
-	var owners, finalizers int
+	var finalizers int
 	var labels, annotations bool
 	err := fields(b, func(f field) error {
 		switch f.num {
@@ -239,8 +239,6 @@ func (in *interner) decodeMeta(b []byte, m *metav1.ObjectMeta) error {
 			labels = true
 		case 12:
 			annotations = true
-		case 13:
-			owners++
 		case 14:
 			finalizers++
 		}
@@ -249,15 +247,15 @@ func (in *interner) decodeMeta(b []byte, m *metav1.ObjectMeta) error {
 	if err != nil {
 		return err
 	}
-	if owners > 0 {
-		m.OwnerReferences = make([]metav1.OwnerReference, 0, owners)
+	if m.OwnerReferences, err = repeated(in, in.owners, b, 13, nil, in.decodeOwner); err != nil {
+		return err
 	}
 	if finalizers > 0 {
 		m.Finalizers = make([]string, 0, finalizers)
 	}
 	err = fields(b, func(f field) error {
 		switch f.num {
-		case 1, 2, 3, 5, 6, 8, 9, 13, 14:
+		case 1, 2, 3, 5, 6, 8, 9, 14:
 			v, err := f.bytes()
 			if err != nil {
 				return err
@@ -280,9 +278,6 @@ func (in *interner) decodeMeta(b []byte, m *metav1.ObjectMeta) error {
 					m.DeletionTimestamp = &metav1.Time{}
 				}
 				return m.DeletionTimestamp.Unmarshal(v)
-			case 13:
-				m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{})
-				return in.decodeOwner(v, &m.OwnerReferences[len(m.OwnerReferences)-1])
 			case 14:
 				m.Finalizers = append(m.Finalizers, string(v))
 			}
@@ -297,7 +292,7 @@ func (in *interner) decodeMeta(b []byte, m *metav1.ObjectMeta) error {
 				n := int64(v)
 				m.DeletionGracePeriodSeconds = &n
 			}
-		case 11, 12, 17: // labels and annotations below; managedFields dropped
+		case 11, 12, 13, 17: // labels, annotations and owners apart; managedFields dropped
 		default:
 			return m.Unmarshal(b[f.start:f.end])
 		}
@@ -473,45 +468,23 @@ func (in *interner) requests(b []byte) (corev1.ResourceList, error) {
 
 // decodeSpec decodes a PodSpec as Unmarshal and slimPod leave it.
 func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
-	var volumes, containers, inits, tolerations int
-	var selector bool
-	err := fields(b, func(f field) error {
-		switch f.num {
-		case 1:
-			v, err := f.bytes()
-			if err != nil {
-				return err
-			}
-			if kept, err := volumeKept(v); err != nil || !kept {
-				return err
-			}
-			volumes++
-		case 2:
-			containers++
-		case 7:
-			selector = true
-		case 20:
-			inits++
-		case 22:
-			tolerations++
-		}
-		return nil
-	})
-	if err != nil {
+	var err error
+	if sp.Volumes, err = repeated(in, in.volumes, b, 1, volumeKept, in.decodeVolume); err != nil {
 		return err
 	}
-	if volumes > 0 {
-		sp.Volumes = make([]corev1.Volume, 0, volumes)
+	if sp.Containers, err = repeated(in, in.containers, b, 2, nil, in.decodeContainer); err != nil {
+		return err
 	}
-	if containers > 0 {
-		sp.Containers = make([]corev1.Container, 0, containers)
+	if sp.InitContainers, err = repeated(in, in.containers, b, 20, nil, in.decodeContainer); err != nil {
+		return err
 	}
-	if inits > 0 {
-		sp.InitContainers = make([]corev1.Container, 0, inits)
+	if sp.Tolerations, err = repeated(in, in.tolerations, b, 22, nil, in.decodeToleration); err != nil {
+		return err
 	}
-	if tolerations > 0 {
-		sp.Tolerations = make([]corev1.Toleration, 0, tolerations)
+	if sp.Affinity, err = in.affinity(b); err != nil {
+		return err
 	}
+	selector := false
 	err = fields(b, func(f field) error {
 		switch f.num {
 		case 4, 25:
@@ -527,10 +500,13 @@ func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
 				sp.Priority = &n
 			}
 			return nil
-		case 7, // the node selector below
+		case 7: // the node selector below
+			selector = true
+			return nil
+		case 1, 2, 18, 20, 22, // decoded apart, above
 			14, 15, 23, 26, 33, 34, 39: // what slimPod drops (dropPodSpec)
 			return nil
-		case 1, 2, 3, 6, 8, 9, 10, 18, 19, 20, 22, 24:
+		case 3, 6, 8, 9, 10, 19, 24:
 		default:
 			return sp.Unmarshal(b[f.start:f.end])
 		}
@@ -539,17 +515,6 @@ func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
 			return err
 		}
 		switch f.num {
-		case 1:
-			if kept, _ := volumeKept(v); kept {
-				sp.Volumes = append(sp.Volumes, corev1.Volume{})
-				return in.decodeVolume(v, &sp.Volumes[len(sp.Volumes)-1])
-			}
-		case 2:
-			sp.Containers = append(sp.Containers, corev1.Container{})
-			return in.decodeContainer(v, &sp.Containers[len(sp.Containers)-1])
-		case 20:
-			sp.InitContainers = append(sp.InitContainers, corev1.Container{})
-			return in.decodeContainer(v, &sp.InitContainers[len(sp.InitContainers)-1])
 		case 3:
 			sp.RestartPolicy = corev1.RestartPolicy(in.sb(v))
 		case 6:
@@ -560,13 +525,8 @@ func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
 			sp.DeprecatedServiceAccount = in.sb(v)
 		case 10:
 			sp.NodeName = in.sb(v)
-		case 18:
-			return decodeAffinity(v, sp)
 		case 19:
 			sp.SchedulerName = in.sb(v)
-		case 22:
-			sp.Tolerations = append(sp.Tolerations, corev1.Toleration{})
-			return in.decodeToleration(v, &sp.Tolerations[len(sp.Tolerations)-1])
 		case 24:
 			sp.PriorityClassName = in.sb(v)
 		}
@@ -609,6 +569,100 @@ func decodeAffinity(b []byte, sp *corev1.PodSpec) error {
 			return sp.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.Unmarshal(v)
 		})
 	})
+}
+
+// affinity returns the interned affinity of the affinity fields of PodSpec
+// b, nil when it has none: only its required node affinity, which
+// slimPod keeps.
+func (in *interner) affinity(b []byte) (*corev1.Affinity, error) {
+	var sp corev1.PodSpec
+	found, err := in.values(b, 18, nil)
+	if err != nil || found == 0 {
+		return nil, err
+	}
+	if a, ok := in.affinities[string(in.raw)]; ok {
+		return a, nil
+	}
+	key := string(in.raw)
+	err = fields(b, func(f field) error {
+		if f.num != 18 {
+			return nil
+		}
+		v, err := f.bytes()
+		if err != nil {
+			return err
+		}
+		return decodeAffinity(v, &sp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	in.affinities[key] = sp.Affinity
+	return sp.Affinity, nil
+}
+
+// values puts in in.raw the values of field num of message b that keep
+// accepts (all when keep is nil), each after its length, and says how
+// many there are.
+func (in *interner) values(b []byte, num protowire.Number, keep func([]byte) (bool, error)) (int, error) {
+	in.raw = in.raw[:0]
+	n := 0
+	err := fields(b, func(f field) error {
+		if f.num != num {
+			return nil
+		}
+		v, err := f.bytes()
+		if err != nil {
+			return err
+		}
+		if keep != nil {
+			if kept, err := keep(v); err != nil || !kept {
+				return err
+			}
+		}
+		n++
+		in.raw = protowire.AppendBytes(in.raw, v)
+		return nil
+	})
+	return n, err
+}
+
+// repeated returns the interned slice of the values of repeated field num
+// of message b that keep accepts (all when keep is nil), each decoded by
+// dec into a zeroed T, nil when there is none. The pods of a workload
+// have the same containers, tolerations, owners and kept volumes, byte for
+// byte: they are decoded for the first pod and shared by the others.
+func repeated[T any](in *interner, seen map[string][]T, b []byte, num protowire.Number, keep func([]byte) (bool, error), dec func([]byte, *T) error) ([]T, error) {
+	n, err := in.values(b, num, keep)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	if s, ok := seen[string(in.raw)]; ok {
+		return s, nil
+	}
+	key := string(in.raw) // dec may reuse in.raw
+	s := make([]T, 0, n)
+	err = fields(b, func(f field) error {
+		if f.num != num {
+			return nil
+		}
+		v, err := f.bytes()
+		if err != nil {
+			return err
+		}
+		if keep != nil {
+			if kept, err := keep(v); err != nil || !kept {
+				return err
+			}
+		}
+		s = append(s, *new(T))
+		return dec(v, &s[len(s)-1])
+	})
+	if err != nil {
+		return nil, err
+	}
+	seen[key] = s
+	return s, nil
 }
 
 // volumeSource says whether num is one of the sources of a volume slimVolumes keeps: emptyDir,
@@ -807,7 +861,12 @@ func (in *interner) decodeStatus(b []byte, st *corev1.PodStatus) error {
 		return err
 	}
 	if isReady {
-		st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionStatus(in.sb(ready))}}
+		c, ok := in.ready[string(ready)]
+		if !ok {
+			c = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionStatus(in.sb(ready))}}
+			in.ready[string(ready)] = c
+		}
+		st.Conditions = c
 	}
 	dropPodStatus(st)
 	return nil

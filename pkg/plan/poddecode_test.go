@@ -246,6 +246,9 @@ func TestDecodePodInterns(t *testing.T) {
 	var pods [3]corev1.Pod
 	for i := range pods {
 		p := realisticPod("shop", fmt.Sprintf("web-%d", i), fmt.Sprintf("n%d", i), "web")
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}}
 		if i == 2 {
 			// the same map, its entries in another order on the wire
 			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.1"), corev1.ResourceMemory: resource.MustParse("128Mi")}
@@ -267,6 +270,19 @@ func TestDecodePodInterns(t *testing.T) {
 			{"requests of the containers", same(a.Spec.Containers[0].Resources.Requests, a.Spec.Containers[1].Resources.Requests)},
 			{"namespace", unsafeStringData(a.Namespace) == unsafeStringData(b.Namespace)},
 			{"owner name", unsafeStringData(a.OwnerReferences[0].Name) == unsafeStringData(b.OwnerReferences[0].Name)},
+			{"owners", same(a.OwnerReferences, b.OwnerReferences)},
+			{"tolerations", same(a.Spec.Tolerations, b.Spec.Tolerations)},
+			{"volumes", same(a.Spec.Volumes, b.Spec.Volumes)},
+			{"affinity", a.Spec.Affinity == b.Spec.Affinity},
+			{"conditions", same(a.Status.Conditions, b.Status.Conditions)},
+		}
+		// the third pod's requests are written in another order, so its
+		// containers are other bytes: decoded again, with the same requests
+		if i == 1 {
+			checks = append(checks, struct {
+				what string
+				ok   bool
+			}{"containers", same(a.Spec.Containers, b.Spec.Containers)})
 		}
 		for _, c := range checks {
 			t.Run(fmt.Sprintf("pod %d %s", i, c.what), func(t *testing.T) {

@@ -590,6 +590,14 @@ type interner struct {
 	// labels or requests were seen before decodes none of them.
 	rawMaps map[string]map[string]string
 	rawReqs map[string]corev1.ResourceList
+	// the same for the slices and pointers decodePod hands out (repeated,
+	// affinity), and the Ready condition by its status
+	containers  map[string][]corev1.Container
+	tolerations map[string][]corev1.Toleration
+	volumes     map[string][]corev1.Volume
+	owners      map[string][]metav1.OwnerReference
+	affinities  map[string]*corev1.Affinity
+	ready       map[string][]corev1.PodCondition
 	// key, names, raw and scratch are reused to build lookup keys and
 	// messages without allocating
 	key, raw, scratch []byte
@@ -598,7 +606,9 @@ type interner struct {
 
 func newInterner() *interner {
 	return &interner{strs: map[string]string{}, maps: map[string]map[string]string{}, reqs: map[string]corev1.ResourceList{},
-		rawMaps: map[string]map[string]string{}, rawReqs: map[string]corev1.ResourceList{}}
+		rawMaps: map[string]map[string]string{}, rawReqs: map[string]corev1.ResourceList{},
+		containers: map[string][]corev1.Container{}, tolerations: map[string][]corev1.Toleration{}, volumes: map[string][]corev1.Volume{},
+		owners: map[string][]metav1.OwnerReference{}, affinities: map[string]*corev1.Affinity{}, ready: map[string][]corev1.PodCondition{}}
 }
 
 func (in *interner) s(v string) string {
