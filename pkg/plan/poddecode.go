@@ -575,7 +575,6 @@ func decodeAffinity(b []byte, sp *corev1.PodSpec) error {
 // b, nil when it has none: only its required node affinity, which
 // slimPod keeps.
 func (in *interner) affinity(b []byte) (*corev1.Affinity, error) {
-	var sp corev1.PodSpec
 	found, err := in.values(b, 18, nil)
 	if err != nil || found == 0 {
 		return nil, err
@@ -584,30 +583,18 @@ func (in *interner) affinity(b []byte) (*corev1.Affinity, error) {
 		return a, nil
 	}
 	key := string(in.raw)
-	err = fields(b, func(f field) error {
-		if f.num != 18 {
-			return nil
-		}
-		v, err := f.bytes()
-		if err != nil {
-			return err
-		}
-		return decodeAffinity(v, &sp)
-	})
-	if err != nil {
+	var sp corev1.PodSpec
+	if err := eachValue(b, 18, nil, func(v []byte) error { return decodeAffinity(v, &sp) }); err != nil {
 		return nil, err
 	}
 	in.affinities[key] = sp.Affinity
 	return sp.Affinity, nil
 }
 
-// values puts in in.raw the values of field num of message b that keep
-// accepts (all when keep is nil), each after its length, and says how
-// many there are.
-func (in *interner) values(b []byte, num protowire.Number, keep func([]byte) (bool, error)) (int, error) {
-	in.raw = in.raw[:0]
-	n := 0
-	err := fields(b, func(f field) error {
+// eachValue calls fn with each value of length-delimited field num of
+// message b that keep accepts (all when keep is nil).
+func eachValue(b []byte, num protowire.Number, keep func([]byte) (bool, error), fn func(v []byte) error) error {
+	return fields(b, func(f field) error {
 		if f.num != num {
 			return nil
 		}
@@ -620,6 +607,16 @@ func (in *interner) values(b []byte, num protowire.Number, keep func([]byte) (bo
 				return err
 			}
 		}
+		return fn(v)
+	})
+}
+
+// values puts in in.raw the values eachValue gives, each after its
+// length, and says how many there are.
+func (in *interner) values(b []byte, num protowire.Number, keep func([]byte) (bool, error)) (int, error) {
+	in.raw = in.raw[:0]
+	n := 0
+	err := eachValue(b, num, keep, func(v []byte) error {
 		n++
 		in.raw = protowire.AppendBytes(in.raw, v)
 		return nil
@@ -642,19 +639,7 @@ func repeated[T any](in *interner, seen map[string][]T, b []byte, num protowire.
 	}
 	key := string(in.raw) // dec may reuse in.raw
 	s := make([]T, 0, n)
-	err = fields(b, func(f field) error {
-		if f.num != num {
-			return nil
-		}
-		v, err := f.bytes()
-		if err != nil {
-			return err
-		}
-		if keep != nil {
-			if kept, err := keep(v); err != nil || !kept {
-				return err
-			}
-		}
+	err = eachValue(b, num, keep, func(v []byte) error {
 		s = append(s, *new(T))
 		return dec(v, &s[len(s)-1])
 	})
