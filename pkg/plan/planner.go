@@ -276,7 +276,7 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 	p.Findings = append(p.Findings, unreachableTarget(group, in)...)
 	pinned, pinnedKeys := pinnedPods(snap, outdatedNames, podsByNode, in)
 	p.Findings = append(p.Findings, pinned...)
-	p.Findings = append(p.Findings, noRoom(snap, names, in, strategy.Traits().OutdatedHeldOff, pinnedKeys)...)
+	p.Findings = append(p.Findings, noRoom(snap, podsByNode, names, in, strategy.Traits().OutdatedHeldOff, pinnedKeys)...)
 	if in.Cloud != nil {
 		name := in.NodeGroup
 		if name == "" {
@@ -454,7 +454,7 @@ func Evictable(pod *corev1.Pod) bool {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false
 	}
-	if c := metav1.GetControllerOf(pod); c != nil && c.Kind == "DaemonSet" {
+	if c := metav1.GetControllerOfNoCopy(pod); c != nil && c.Kind == "DaemonSet" {
 		return false
 	}
 	return true

@@ -21,7 +21,8 @@ import (
 // replacements) or a cluster autoscaler or Karpenter runs; then the run
 // waits for room instead, and this proves nothing. Pods that can go nowhere
 // whatever the room (pinned, reported by pod-cannot-move) are left out.
-func noRoom(snap Snapshot, batches [][]string, in Input, heldOff bool, pinned sets.Set[string]) []check.Finding {
+// podsByNode holds each node's evictable pods (Build's).
+func noRoom(snap Snapshot, podsByNode map[string][]*corev1.Pod, batches [][]string, in Input, heldOff bool, pinned sets.Set[string]) []check.Finding {
 	if in.Cloud != nil || len(batches) == 0 {
 		return nil
 	}
@@ -42,8 +43,12 @@ func noRoom(snap Snapshot, batches [][]string, in Input, heldOff bool, pinned se
 	// The pods any batch may evict: those of the outdated nodes, and those
 	// carried over onto them, which are pods of other outdated nodes.
 	evictable := func(n string) []*corev1.Pod {
-		return slices.DeleteFunc(slices.Clone(running[n]), func(p *corev1.Pod) bool { return !Evictable(p) || pinned.Has(podKey(p)) })
+		if pinned.Len() == 0 {
+			return podsByNode[n]
+		}
+		return slices.DeleteFunc(slices.Clone(podsByNode[n]), func(p *corev1.Pod) bool { return pinned.Has(podKey(p)) })
 	}
+	carried := map[string][]*corev1.Pod{}
 	var all []*corev1.Pod
 	for _, b := range batches {
 		for _, n := range b {
@@ -64,6 +69,7 @@ func noRoom(snap Snapshot, batches [][]string, in Input, heldOff bool, pinned se
 		var toEvict []*corev1.Pod
 		for _, n := range batch {
 			toEvict = append(toEvict, evictable(n)...)
+			toEvict = append(toEvict, carried[n]...)
 			delete(running, n)
 		}
 		placed := room.Place(toEvict)
@@ -78,6 +84,7 @@ func noRoom(snap Snapshot, batches [][]string, in Input, heldOff bool, pinned se
 		// batch.
 		for _, pl := range placed.Placed {
 			running[pl.Node] = append(running[pl.Node], pl.Pod)
+			carried[pl.Node] = append(carried[pl.Node], pl.Pod)
 		}
 	}
 	return nil
