@@ -2,7 +2,10 @@ package plan
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +43,11 @@ import (
 // fields, two containers with environment, probes and mounts, the service
 // account token volume, and a running status.
 func realisticPod(ns, name, node, app string) *corev1.Pod {
+	// what differs from pod to pod (uid, IP, container IDs) is as unlike
+	// from one pod to the next as a cluster's, so gzip compresses as much
+	// as it would there
+	sum := sha256.Sum256([]byte(ns + "/" + name))
+	id := hex.EncodeToString(sum[:])
 	env := make([]corev1.EnvVar, 12)
 	for i := range env {
 		env[i] = corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", i), Value: fmt.Sprintf("value-of-setting-%d-for-%s", i, app)}
@@ -65,17 +73,18 @@ func realisticPod(ns, name, node, app string) *corev1.Pod {
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
 	status := func(n string) corev1.ContainerStatus {
 		return corev1.ContainerStatus{Name: n, Ready: true, Image: "registry.example.com/team/" + app + ":v1.2.3", ImageID: "registry.example.com/team/" + app + "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-			ContainerID: "containerd://0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Started: new(true),
+			ContainerID: "containerd://" + hex.EncodeToString(func() []byte { s := sha256.Sum256([]byte(id + n)); return s[:] }()), Started: new(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
 	}
 	fields := []byte(`{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"0000\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:args":{},"f:command":{},"f:env":{".":{},"k:{\"name\":\"SETTING_0\"}":{".":{},"f:name":{},"f:value":{}},"k:{\"name\":\"SETTING_1\"}":{".":{},"f:name":{},"f:value":{}}},"f:image":{},"f:imagePullPolicy":{},"f:livenessProbe":{},"f:name":{},"f:ports":{},"f:readinessProbe":{},"f:resources":{},"f:volumeMounts":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{},"f:volumes":{}}}`)
 	// the kubelet's entry, valid JSON so the pod encodes as JSON too
 	statusFields := []byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:hostIPs":{},"f:phase":{},"f:podIP":{},"f:podIPs":{},"f:startTime":{}}}`)
+	podIP := fmt.Sprintf("10.%d.%d.%d", sum[3], sum[4], sum[5])
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: name, GenerateName: app + "-7d9f8c6b5-", UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", len(name))),
-			ResourceVersion: "123456",
+			Namespace: ns, Name: name, GenerateName: app + "-7d9f8c6b5-", UID: types.UID(id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:32]),
+			ResourceVersion: strconv.Itoa(int(sum[0])<<16 | int(sum[1])<<8 | int(sum[2])),
 			Labels:          map[string]string{"app": app, "pod-template-hash": "7d9f8c6b5", "team": "payments", "tier": "backend"},
 			Annotations:     map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-7d9f8c6b5", UID: "0000", Controller: new(true), BlockOwnerDeletion: new(true)}},
@@ -95,8 +104,8 @@ func realisticPod(ns, name, node, app string) *corev1.Pod {
 			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
 				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))}},
 		},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: ready, HostIP: "10.0.1.17", PodIP: "10.1.17.3",
-			HostIPs: []corev1.HostIP{{IP: "10.0.1.17"}}, PodIPs: []corev1.PodIP{{IP: "10.1.17.3"}}, QOSClass: corev1.PodQOSBurstable,
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: ready, HostIP: "10.0.1.17", PodIP: podIP,
+			HostIPs: []corev1.HostIP{{IP: "10.0.1.17"}}, PodIPs: []corev1.PodIP{{IP: podIP}}, QOSClass: corev1.PodQOSBurstable,
 			ContainerStatuses: []corev1.ContainerStatus{status("app"), status("sidecar")}},
 	}
 }
@@ -301,6 +310,24 @@ func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = body[:len(body)-int(f.truncate.Load())]
 	}
 	w.Header().Set("Content-Type", mediaType)
+	// as the API server: gzip at level 1 above 128 KiB, when asked
+	if len(body) > 128<<10 && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		f.mu.Lock()
+		zipped, ok := f.cache["gzip "+key]
+		f.mu.Unlock()
+		if !ok || f.truncate.Load() != 0 {
+			var buf bytes.Buffer
+			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+			_, _ = zw.Write(body)
+			_ = zw.Close()
+			zipped = buf.Bytes()
+			f.mu.Lock()
+			f.cache["gzip "+key] = zipped
+			f.mu.Unlock()
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		body = zipped
+	}
 	_, _ = w.Write(body)
 }
 
@@ -319,12 +346,15 @@ func BenchmarkTakeSnapshot(b *testing.B) {
 	b.Cleanup(ts.Close)
 	for _, tc := range []struct {
 		name, contentType string
+		gzip              bool
 	}{
-		{"json", k8sruntime.ContentTypeJSON},
-		{"protobuf", k8sruntime.ContentTypeProtobuf},
+		{"json", k8sruntime.ContentTypeJSON, false},
+		{"protobuf", k8sruntime.ContentTypeProtobuf, false},
+		{"protobuf-gzip", k8sruntime.ContentTypeProtobuf, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			cfg := &rest.Config{Host: ts.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: tc.contentType, AcceptContentTypes: tc.contentType}}
+			cfg := &rest.Config{Host: ts.URL, QPS: -1, DisableCompression: !tc.gzip,
+				ContentConfig: rest.ContentConfig{ContentType: tc.contentType, AcceptContentTypes: tc.contentType}}
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				b.Fatal(err)
