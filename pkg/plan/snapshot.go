@@ -270,10 +270,13 @@ type pageReader struct {
 // add.
 func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient, resource string, o metav1.ListOptions, pr *pageReader,
 	wire *wireFilter, decode func([]byte, *T) error, into *[]T, slim func(*T), add func(runtime.Object) error) (string, error) {
-	body, err := rc.Get().Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Stream(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := rc.Get().Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Stream(ctx)
 	if err != nil {
 		return "", err
 	}
+	body := readAhead(stream, cancel)
 	defer body.Close()
 	if pr.r == nil {
 		pr.r = bufio.NewReaderSize(body, 64<<10)
@@ -366,6 +369,38 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 		return "", fmt.Errorf("cannot decode the %s list: %w", resource, err)
 	}
 	return lm.Continue, nil
+}
+
+// readAhead reads body on a goroutine of its own, one chunk ahead of its
+// reader: reading a body costs its decompression (Go's transport gunzips
+// a gzip response as it is read, and the API server gzips any list over
+// 128 KiB), which then runs beside the decoding of the chunk before
+// instead of taking turns with it. Close ends the request (cancel) and
+// waits for the goroutine, so none outlives the page.
+func readAhead(body io.ReadCloser, cancel context.CancelFunc) io.ReadCloser {
+	r, w := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := io.CopyBuffer(w, body, make([]byte, 64<<10))
+		w.CloseWithError(err) // nil: the reader sees io.EOF
+		body.Close()
+	}()
+	return &aheadReader{PipeReader: r, stop: func() {
+		r.Close()
+		cancel()
+		<-done
+	}}
+}
+
+type aheadReader struct {
+	*io.PipeReader
+	stop func()
+}
+
+func (a *aheadReader) Close() error {
+	a.stop()
+	return nil
 }
 
 // streamFields reads the fields of a protobuf message of size bytes from

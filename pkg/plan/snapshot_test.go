@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -342,8 +343,11 @@ func BenchmarkTakeSnapshot(b *testing.B) {
 		app := fmt.Sprintf("app-%d", i%500)
 		srv.pods = append(srv.pods, *realisticPod(fmt.Sprintf("ns-%d", i%50), fmt.Sprintf("%s-%d", app, i), fmt.Sprintf("node-%d", i%1000), app))
 	}
-	ts := httptest.NewServer(srv)
+	// TLS as an API server: a plain-HTTP config gets http.DefaultTransport,
+	// which ignores DisableCompression
+	ts := httptest.NewTLSServer(srv)
 	b.Cleanup(ts.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
 	for _, tc := range []struct {
 		name, contentType string
 		gzip              bool
@@ -353,7 +357,7 @@ func BenchmarkTakeSnapshot(b *testing.B) {
 		{"protobuf-gzip", k8sruntime.ContentTypeProtobuf, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			cfg := &rest.Config{Host: ts.URL, QPS: -1, DisableCompression: !tc.gzip,
+			cfg := &rest.Config{Host: ts.URL, QPS: -1, DisableCompression: !tc.gzip, TLSClientConfig: rest.TLSClientConfig{CAData: ca},
 				ContentConfig: rest.ContentConfig{ContentType: tc.contentType, AcceptContentTypes: tc.contentType}}
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
