@@ -38,6 +38,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // realisticPod is a Deployment's pod as an apiserver returns it: managed
@@ -350,15 +352,19 @@ func BenchmarkTakeSnapshot(b *testing.B) {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
 	for _, tc := range []struct {
 		name, contentType string
-		gzip              bool
+		gzip, klauspost   bool // gzip by Go's transport, or by the plugin's (transport.GunzipFaster)
 	}{
-		{"json", k8sruntime.ContentTypeJSON, false},
-		{"protobuf", k8sruntime.ContentTypeProtobuf, false},
-		{"protobuf-gzip", k8sruntime.ContentTypeProtobuf, true},
+		{"json", k8sruntime.ContentTypeJSON, false, false},
+		{"protobuf", k8sruntime.ContentTypeProtobuf, false, false},
+		{"protobuf-gzip", k8sruntime.ContentTypeProtobuf, true, false},
+		{"protobuf-gzip-klauspost", k8sruntime.ContentTypeProtobuf, true, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := &rest.Config{Host: ts.URL, QPS: -1, DisableCompression: !tc.gzip, TLSClientConfig: rest.TLSClientConfig{CAData: ca},
 				ContentConfig: rest.ContentConfig{ContentType: tc.contentType, AcceptContentTypes: tc.contentType}}
+			if tc.klauspost {
+				transport.GunzipFaster(cfg)
+			}
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				b.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // Client-side rate limit of every request the plugin sends. client-go's
@@ -50,6 +52,7 @@ func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, error) {
 	// it faster too. Every type the plugin sends and reads is built in.
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	transport.GunzipFaster(cfg)
 	return cfg, nil
 }
 

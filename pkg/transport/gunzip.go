@@ -1,0 +1,72 @@
+// Package transport holds what the plugin changes in how client-go talks to
+// the API server.
+package transport
+
+import (
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"k8s.io/client-go/rest"
+)
+
+// GunzipFaster has responses gunzipped by klauspost/compress instead of Go's
+// transport (compress/gzip): the API server gzips every response over 128
+// KiB, and a plan's lists of 150,000 pods are over 600 MB unzipped, which
+// compress/gzip decompresses at about 300 MB/s of the client's CPU;
+// klauspost/compress is about 1.5 times as fast on the same pages. What the
+// server is asked and sends is unchanged. --disable-compression (kubectl's
+// flag) still asks for no compression at all.
+func GunzipFaster(cfg *rest.Config) {
+	if cfg.DisableCompression {
+		return
+	}
+	// Go's transport adds Accept-Encoding and gunzips only where the
+	// request had none, and client-go turns that off with
+	// DisableCompression; the wrapper below asks instead.
+	cfg.DisableCompression = true
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &gunzipTransport{next: rt} })
+}
+
+type gunzipTransport struct {
+	next http.RoundTripper
+}
+
+func (t *gunzipTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Accept-Encoding") != "" || req.Header.Get("Range") != "" || req.Method == http.MethodHead {
+		return t.next.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || !strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		return resp, err
+	}
+	resp.Body = &gunzipBody{body: resp.Body}
+	resp.Header.Del("Content-Encoding")
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = -1
+	resp.Uncompressed = true
+	return resp, nil
+}
+
+// gunzipBody starts gunzipping on the first Read, as Go's transport does,
+// so that a caller that only closes the body does not wait for its header.
+type gunzipBody struct {
+	body io.ReadCloser
+	zr   *gzip.Reader
+	err  error // of reading the gzip header
+}
+
+func (b *gunzipBody) Read(p []byte) (int, error) {
+	if b.zr == nil && b.err == nil {
+		b.zr, b.err = gzip.NewReader(b.body)
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	return b.zr.Read(p)
+}
+
+func (b *gunzipBody) Close() error { return b.body.Close() }
