@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 
@@ -247,7 +248,7 @@ func (in *interner) decodeMeta(b []byte, m *metav1.ObjectMeta) error {
 	if err != nil {
 		return err
 	}
-	if m.OwnerReferences, err = repeated(in, in.owners, b, 13, nil, in.decodeOwner); err != nil {
+	if m.OwnerReferences, err = repeated(in, in.owners, b, 13, nil, nil, in.decodeOwner); err != nil {
 		return err
 	}
 	if finalizers > 0 {
@@ -469,16 +470,16 @@ func (in *interner) requests(b []byte) (corev1.ResourceList, error) {
 // decodeSpec decodes a PodSpec as Unmarshal and slimPod leave it.
 func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
 	var err error
-	if sp.Volumes, err = repeated(in, in.volumes, b, 1, volumeKept, in.decodeVolume); err != nil {
+	if sp.Volumes, err = repeated(in, in.volumes, b, 1, volumeKept, nil, in.decodeVolume); err != nil {
 		return err
 	}
-	if sp.Containers, err = repeated(in, in.containers, b, 2, nil, in.decodeContainer); err != nil {
+	if sp.Containers, err = repeated(in, in.containers, b, 2, nil, containerField, in.decodeContainer); err != nil {
 		return err
 	}
-	if sp.InitContainers, err = repeated(in, in.containers, b, 20, nil, in.decodeContainer); err != nil {
+	if sp.InitContainers, err = repeated(in, in.containers, b, 20, nil, containerField, in.decodeContainer); err != nil {
 		return err
 	}
-	if sp.Tolerations, err = repeated(in, in.tolerations, b, 22, nil, in.decodeToleration); err != nil {
+	if sp.Tolerations, err = repeated(in, in.tolerations, b, 22, nil, nil, in.decodeToleration); err != nil {
 		return err
 	}
 	if sp.Affinity, err = in.affinity(b); err != nil {
@@ -575,7 +576,7 @@ func decodeAffinity(b []byte, sp *corev1.PodSpec) error {
 // b, nil when it has none: only its required node affinity, which
 // slimPod keeps.
 func (in *interner) affinity(b []byte) (*corev1.Affinity, error) {
-	found, err := in.values(b, 18, nil)
+	found, err := in.values(b, 18, nil, nil)
 	if err != nil || found == 0 {
 		return nil, err
 	}
@@ -613,24 +614,46 @@ func eachValue(b []byte, num protowire.Number, keep func([]byte) (bool, error), 
 
 // values puts in in.raw the values eachValue gives, each after its
 // length, and says how many there are.
-func (in *interner) values(b []byte, num protowire.Number, keep func([]byte) (bool, error)) (int, error) {
+//
+// With decoded not nil, a value stands in in.raw only by the fields its
+// decoder reads (those decoded says it does): the containers of a
+// Deployment's pods differ on the wire, where the API server names each
+// pod's service account token volume and its mounts anew
+// (kube-api-access-xxxxx), but not in what the plan keeps of them, so
+// they are decoded once and shared, and no key holds what is left out.
+func (in *interner) values(b []byte, num protowire.Number, keep func([]byte) (bool, error), decoded func(protowire.Number) bool) (int, error) {
 	in.raw = in.raw[:0]
 	n := 0
 	err := eachValue(b, num, keep, func(v []byte) error {
 		n++
-		in.raw = protowire.AppendBytes(in.raw, v)
-		return nil
+		if decoded == nil {
+			in.raw = protowire.AppendBytes(in.raw, v)
+			return nil
+		}
+		// the length of what is picked comes first, so values cannot run
+		// into each other: 4 bytes make room for it before it is known
+		at := len(in.raw)
+		in.raw = append(in.raw, 0, 0, 0, 0)
+		err := fields(v, func(f field) error {
+			if decoded(f.num) {
+				in.raw = append(in.raw, v[f.start:f.end]...)
+			}
+			return nil
+		})
+		binary.LittleEndian.PutUint32(in.raw[at:], uint32(len(in.raw)-at-4))
+		return err
 	})
 	return n, err
 }
 
 // repeated returns the interned slice of the values of repeated field num
 // of message b that keep accepts (all when keep is nil), each decoded by
-// dec into a zeroed T, nil when there is none. The pods of a workload
+// dec into a zeroed T, nil when there is none; decoded, when not nil, says
+// which fields of a value dec reads (see values). The pods of a workload
 // have the same containers, tolerations, owners and kept volumes, byte for
 // byte: they are decoded for the first pod and shared by the others.
-func repeated[T any](in *interner, seen map[string][]T, b []byte, num protowire.Number, keep func([]byte) (bool, error), dec func([]byte, *T) error) ([]T, error) {
-	n, err := in.values(b, num, keep)
+func repeated[T any](in *interner, seen map[string][]T, b []byte, num protowire.Number, keep func([]byte) (bool, error), decoded func(protowire.Number) bool, dec func([]byte, *T) error) ([]T, error) {
+	n, err := in.values(b, num, keep, decoded)
 	if err != nil || n == 0 {
 		return nil, err
 	}
@@ -726,12 +749,16 @@ func (in *interner) decodeVolume(b []byte, vol *corev1.Volume) error {
 }
 
 // decodeContainer decodes a container as slimContainers keeps it.
+// containerField says whether decodeContainer reads field num of a
+// Container: name, resources, readinessProbe, lifecycle, restartPolicy.
+func containerField(num protowire.Number) bool {
+	return num == 1 || num == 8 || num == 11 || num == 12 || num == 24
+}
+
 func (in *interner) decodeContainer(b []byte, c *corev1.Container) error {
 	resources := false
 	return fields(b, func(f field) error {
-		switch f.num {
-		case 1, 8, 11, 12, 24:
-		default:
+		if !containerField(f.num) {
 			return nil
 		}
 		v, err := f.bytes()

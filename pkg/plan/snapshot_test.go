@@ -51,6 +51,9 @@ func realisticPod(ns, name, node, app string) *corev1.Pod {
 	// as it would there
 	sum := sha256.Sum256([]byte(ns + "/" + name))
 	id := hex.EncodeToString(sum[:])
+	// the API server's service account admission names the token volume
+	// of each pod anew, and the mounts of its containers with it
+	token := "kube-api-access-" + id[:5]
 	env := make([]corev1.EnvVar, 12)
 	for i := range env {
 		env[i] = corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", i), Value: fmt.Sprintf("value-of-setting-%d-for-%s", i, app)}
@@ -68,7 +71,7 @@ func realisticPod(ns, name, node, app string) *corev1.Pod {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 			},
-			VolumeMounts:           []corev1.VolumeMount{{Name: "config", MountPath: "/etc/" + app}, {Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
+			VolumeMounts:           []corev1.VolumeMount{{Name: "config", MountPath: "/etc/" + app}, {Name: token, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
 			TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
 		}
 	}
@@ -101,7 +104,7 @@ func realisticPod(ns, name, node, app string) *corev1.Pod {
 			SchedulerName: "default-scheduler", TerminationGracePeriodSeconds: new(int64(30)),
 			Containers: []corev1.Container{container("app"), container("sidecar")},
 			Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app}}}},
-				{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{Name: token, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: new(int64(3607))}},
 					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}}}}}},
 			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
