@@ -28,6 +28,19 @@
 #                           (simcluster up --no-node-lifecycle, then
 #                           simcluster scenario plan-scale; its --name in
 #                           BENCH_GROUP, default plan-scale).
+#   hack/bench.sh --plan-replay [NODES]
+#                           the table of --plan-scale for the same cluster
+#                           (NODES default 5000, PODS_PER_NODE 30) served by
+#                           "simcluster replay plan-scale" instead of
+#                           kube-apiserver: the objects scenario plan-scale
+#                           would make, as kube-apiserver would list them,
+#                           built in memory in a minute or two (the simulated
+#                           control plane cannot hold 150,000 pods) and served
+#                           read-only, each page encoded once (an unmeasured
+#                           run of each command first fills that cache), over
+#                           https and HTTP/2 as kube-apiserver (--tls: over
+#                           plain http client-go would ask for gzip even with
+#                           --disable-compression).
 #
 # BENCH_CONTROLLER_QPS=N raises the simulated controller manager's client
 # rate limit from upstream's 20 requests a second (burst 30) to N (burst
@@ -40,11 +53,13 @@ cd "$(dirname "$0")/.."
 
 scale=false
 plan_scale=
+plan_replay=
 case "${1:-}" in
   "") ;;
   --scale) scale=true ;;
   --plan-scale) plan_scale=${2:-5000} ;;
-  *) echo "usage: hack/bench.sh [--scale | --plan-scale [NODES]]" >&2; exit 2 ;;
+  --plan-replay) plan_replay=${2:-5000} ;;
+  *) echo "usage: hack/bench.sh [--scale | --plan-scale [NODES] | --plan-replay [NODES]]" >&2; exit 2 ;;
 esac
 for tool in kubectl jq /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "bench.sh needs $tool" >&2; exit 2; }
@@ -60,10 +75,12 @@ log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 # measure LABEL CMD...: runs CMD (output discarded) under GNU time, then
 # once more at -v=6 to count its API requests (client-go logs each
 # response: 'verb="GET" url=' from the plugin, 'GET https://' from kubectl);
-# prints one line of the table.
+# prints one line of the table. With measure_warm set, CMD runs once
+# unmeasured first (the replay encodes each page at its first request).
 measure() {
   local label=$1; shift
   local start end
+  [[ -z ${measure_warm:-} ]] || "$@" >/dev/null 2>&1 || true
   start=$(now)
   # check exits non-zero when it finds a blocker: the exit code is printed
   local rc=0
@@ -77,13 +94,71 @@ measure() {
     END { printf "%-44s %7.1f s %7.2f s %8.0f MiB %6d   exit %d\n", label, wall, u + s, rss, reqs, rc }' "$work/measure.time"
 }
 
-if [[ -n $plan_scale ]]; then
-  [[ $plan_scale =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --plan-scale takes a number of nodes, not \"$plan_scale\"" >&2; exit 2; }
+# count RESOURCE: how many objects of RESOURCE the cluster holds, from a
+# list of one (listing them all, kubectl would hold them all).
+count() {
+  kubectl get --raw "/api/v1/$1?limit=1" | jq '(.items | length) + (.metadata.remainingItemCount // 0)'
+}
+
+# plan_table SERVER: the table of --plan-scale and --plan-replay, of the
+# cluster $KUBECONFIG points at, whose API server SERVER describes.
+plan_table() {
+  local nodes pods free_kib group=${BENCH_GROUP:-plan-scale}
+  local flags=(--provider none --target-label eks.amazonaws.com/nodegroup-image=ami-new)
+  nodes=$(count nodes) pods=$(count pods)
+  cat <<EOF
+
+== plan at scale: $nodes nodes, $pods pods, served by $1 ($(load))
+                                             wall        CPU   peak RSS  requests
+EOF
+  measure "kubectl nodeupgrade plan -o json" kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json
+  # kubectl's own flag: on a near API server, gzip costs both ends more
+  # CPU than the bytes it saves
+  measure "  ... --disable-compression" kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json --disable-compression
+  measure "kubectl nodeupgrade check" kubectl-nodeupgrade check "$group" "${flags[@]}"
+  # kubectl holds about 0.3 MiB a pod it lists (6,000 pods: 1.7 GiB peak
+  # RSS): past half the free memory its row is left out, lest the OOM
+  # killer pick a process
+  free_kib=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+  if (( pods * 300 < free_kib / 2 )); then
+    measure "kubectl get pods -A -o json" kubectl get pods -A -o json
+  else
+    printf "%-44s left out: it would hold about %d GiB, %d GiB are free\n" "kubectl get pods -A -o json" $((pods * 300 / 1048576)) $((free_kib / 1048576))
+  fi
+  measure "kubectl get nodes -o json" kubectl get nodes -o json
+  echo "(CPU: user+sys of the client; targets for plan at 5,000 nodes / 150,000 pods: < 2 s CPU, < 600 MiB)"
+  kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json --cpuprofile "$work/plan-cpu.pprof" --memprofile "$work/plan-heap.pprof" >/dev/null
+  echo "profiles of one more plan: $work/plan-cpu.pprof, $work/plan-heap.pprof (go tool pprof -top $work/bin/kubectl-nodeupgrade FILE)"
+}
+
+if [[ -n $plan_scale || -n $plan_replay ]]; then
+  mode=--plan-scale want=$plan_scale
+  [[ -z $plan_replay ]] || mode=--plan-replay want=$plan_replay
+  [[ $want =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: $mode takes a number of nodes, not \"$want\"" >&2; exit 2; }
   per_node=${PODS_PER_NODE:-30}
   log "building the plugin and simcluster in $work"
   go build -o "$work/bin/kubectl-nodeupgrade" ./cmd/kubectl-nodeupgrade
   (cd sim && go build -o "$work/bin/simcluster" ./cmd/simcluster)
   export PATH="$work/bin:$PATH"
+fi
+
+if [[ -n $plan_replay ]]; then
+  log "building the replay of $plan_replay nodes and $((plan_replay * per_node)) pods in memory (a minute or two at 5,000 nodes), then serving it"
+  simcluster replay plan-scale --name plan-scale --nodes "$plan_replay" --pods-per-node "$per_node" --tls \
+    --kubeconfig-out "$work/replay.kubeconfig" >"$work/replay.out" 2>"$work/replay.log" &
+  replay_pid=$!
+  trap 'kill "$replay_pid" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+  until grep -q '^ready ' "$work/replay.out" 2>/dev/null; do
+    kill -0 "$replay_pid" 2>/dev/null || { cat "$work/replay.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  grep '^simcluster: replaying' "$work/replay.log" >&2
+  export KUBECONFIG=$work/replay.kubeconfig
+  measure_warm=1 BENCH_GROUP=plan-scale plan_table "the replay, not kube-apiserver (simcluster replay plan-scale --tls: read-only, from memory; requests in $work/replay.log)"
+  exit 0
+fi
+
+if [[ -n $plan_scale ]]; then
   if [[ -n ${BENCH_KUBECONFIG:-} ]]; then
     export KUBECONFIG=$BENCH_KUBECONFIG
   else
@@ -99,25 +174,7 @@ if [[ -n $plan_scale ]]; then
     log "building $plan_scale nodes and $((plan_scale * per_node)) pods (minutes: two writes per object)"
     simcluster scenario plan-scale --kubeconfig "$KUBECONFIG" --name plan-scale --nodes "$plan_scale" --pods-per-node "$per_node" >&2
   fi
-  nodes=$(kubectl get nodes -o name | wc -l)
-  pods=$(kubectl get pods -A -o name | wc -l)
-  group=${BENCH_GROUP:-plan-scale}
-  flags=(--provider none --target-label eks.amazonaws.com/nodegroup-image=ami-new)
-  cat <<EOF
-
-== plan at scale: $nodes nodes, $pods pods ($(load))
-                                             wall        CPU   peak RSS  requests
-EOF
-  measure "kubectl nodeupgrade plan -o json" kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json
-  # kubectl's own flag: on a near API server, gzip costs both ends more
-  # CPU than the bytes it saves
-  measure "  ... --disable-compression" kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json --disable-compression
-  measure "kubectl nodeupgrade check" kubectl-nodeupgrade check "$group" "${flags[@]}"
-  measure "kubectl get pods -A -o json" kubectl get pods -A -o json
-  measure "kubectl get nodes -o json" kubectl get nodes -o json
-  echo "(CPU: user+sys of the client; targets for plan at 5,000 nodes / 150,000 pods: < 2 s CPU, < 600 MiB)"
-  kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json --cpuprofile "$work/plan-cpu.pprof" --memprofile "$work/plan-heap.pprof" >/dev/null
-  echo "profiles of one more plan: $work/plan-cpu.pprof, $work/plan-heap.pprof (go tool pprof -top $work/bin/kubectl-nodeupgrade FILE)"
+  plan_table "kube-apiserver (simcluster up)"
   exit 0
 fi
 

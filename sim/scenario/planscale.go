@@ -51,14 +51,21 @@ type PlanScale struct {
 // planScaleLabel marks the namespaces whose pods only PlanScale makes.
 const planScaleLabel = "sim.nodeupgrade.dev/prebuilt-pods"
 
-// CreatePlanScale builds p; rc is the admin's config (it impersonates a
-// controller to see the admission policy in force).
-func CreatePlanScale(ctx context.Context, rc *rest.Config, p PlanScale) error {
+func (p PlanScale) validate() error {
 	if p.Name == "" || p.Nodes <= 0 || p.PodsPerNode <= 0 || p.Replicas <= 0 || p.Namespaces <= 0 {
 		return fmt.Errorf("plan-scale needs a name and positive node, pod, replica and namespace counts")
 	}
 	if p.Nodes*p.PodsPerNode%p.Replicas != 0 {
 		return fmt.Errorf("plan-scale: %d pods do not divide into Deployments of %d", p.Nodes*p.PodsPerNode, p.Replicas)
+	}
+	return nil
+}
+
+// CreatePlanScale builds p; rc is the admin's config (it impersonates a
+// controller to see the admission policy in force).
+func CreatePlanScale(ctx context.Context, rc *rest.Config, p PlanScale) error {
+	if err := p.validate(); err != nil {
+		return err
 	}
 	if p.Workers <= 0 {
 		p.Workers = 64
@@ -106,11 +113,25 @@ func (b *planScaleBuilder) logf(format string, args ...any) {
 	}
 }
 
-func (b *planScaleBuilder) namespace(i int) string {
-	return fmt.Sprintf("%s-%d", b.p.Name, i%b.p.Namespaces)
+// The objects of the scenario come from the constructors below, pure
+// functions of p and an index, so that the builder here and the replay
+// server (replay.go) state the scenario once.
+
+func (p PlanScale) deploymentCount() int { return p.Nodes * p.PodsPerNode / p.Replicas }
+
+// namespaceCount is how many namespaces hold Deployments.
+func (p PlanScale) namespaceCount() int { return min(p.Namespaces, p.deploymentCount()) }
+
+// deploymentNamespace is the namespace of Deployment i.
+func (p PlanScale) deploymentNamespace(i int) string {
+	return fmt.Sprintf("%s-%d", p.Name, i%p.Namespaces)
 }
 
-func (b *planScaleBuilder) deploymentCount() int { return b.p.Nodes * b.p.PodsPerNode / b.p.Replicas }
+// namespace is namespace i, as the builder creates it.
+func (p PlanScale) namespace(i int) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.deploymentNamespace(i),
+		Labels: map[string]string{planScaleLabel: "true"}}}
+}
 
 // parallel calls fn(i) for i in [0, n) on p.Workers goroutines, reporting
 // progress; the first error stops it.
@@ -206,7 +227,7 @@ func (b *planScaleBuilder) denyControllerPods(ctx context.Context, rc *rest.Conf
 	if _, err := ar.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create admission policy binding: %w", err)
 	}
-	probeNS := b.namespace(0)
+	probeNS := b.p.namespace(0)
 	if err := ensurePlanScaleNamespace(ctx, b.c, probeNS); err != nil {
 		return err
 	}
@@ -216,74 +237,80 @@ func (b *planScaleBuilder) denyControllerPods(ctx context.Context, rc *rest.Conf
 	if err != nil {
 		return err
 	}
-	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Namespace: probeNS},
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Namespace: probeNS.Name},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: Image}}, AutomountServiceAccountToken: new(false)}}
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := ic.CoreV1().Pods(probeNS).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := ic.CoreV1().Pods(probeNS.Name).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
 	})
 }
 
-func ensurePlanScaleNamespace(ctx context.Context, c kubernetes.Interface, ns string) error {
-	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{planScaleLabel: "true"}}}, metav1.CreateOptions{})
+func ensurePlanScaleNamespace(ctx context.Context, c kubernetes.Interface, ns *corev1.Namespace) error {
+	_, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", ns, err)
+		return fmt.Errorf("create namespace %s: %w", ns.Name, err)
 	}
 	return nil
 }
 
-func (b *planScaleBuilder) nodeName(i int) string {
+func (p PlanScale) nodeName(i int) string {
 	kind := "old"
 	if i%10 == 9 {
 		kind = "new"
 	}
-	return fmt.Sprintf("%s-%s-%d", b.p.Name, kind, i)
+	return fmt.Sprintf("%s-%s-%d", p.Name, kind, i)
+}
+
+// nodeIP is node i's address, and the host IP of its pods.
+func nodeIP(i int) string { return fmt.Sprintf("10.%d.%d.%d", i/65536, i/256%256, i%256) }
+
+// node is node i Ready, as a kubelet registers it, its conditions set at now.
+func (p PlanScale) node(i int, now metav1.Time) *corev1.Node {
+	zones := []string{"sim-a", "sim-b", "sim-c"}
+	images := make([]corev1.ContainerImage, 20)
+	for j := range images {
+		images[j] = corev1.ContainerImage{Names: []string{fmt.Sprintf("registry.example.com/team/image-%d@sha256:%064d", j, j),
+			fmt.Sprintf("registry.example.com/team/image-%d:v1.2.%d", j, j)}, SizeBytes: int64(50_000_000 + j)}
+	}
+	name, zone, image := p.nodeName(i), zones[i%len(zones)], "ami-old"
+	if i%10 == 9 {
+		image = "ami-new"
+	}
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
+		corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
+	cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			HostnameLabel: name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+			ZoneLabel: zone, RegionLabel: Region, "node.kubernetes.io/instance-type": "m5.4xlarge",
+			BenchGroupKey: p.Name, BenchImageKey: image,
+		}},
+		Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("sim://%s/%s", zone, name), PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 128+i/256%128, i%256)},
+		Status: corev1.NodeStatus{
+			Capacity: rl, Allocatable: rl.DeepCopy(),
+			Conditions: []corev1.NodeCondition{
+				cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory"),
+				cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure"),
+				cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID"),
+				cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady"),
+			},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: nodeIP(i)}, {Type: corev1.NodeHostName, Address: name}},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.34.0", ContainerRuntimeVersion: "containerd://2.1.0",
+				OSImage: "Amazon Linux 2023", KernelVersion: "6.1.0", OperatingSystem: "linux", Architecture: "amd64"},
+			Images: images,
+		},
+	}
 }
 
 // nodes creates the nodes Ready, as a kubelet registers them, then takes
 // off the not-ready taint admission puts on every new node (the node
 // lifecycle controller, absent here, would).
 func (b *planScaleBuilder) nodes(ctx context.Context) error {
-	zones := []string{"sim-a", "sim-b", "sim-c"}
-	images := make([]corev1.ContainerImage, 20)
-	for i := range images {
-		images[i] = corev1.ContainerImage{Names: []string{fmt.Sprintf("registry.example.com/team/image-%d@sha256:%064d", i, i),
-			fmt.Sprintf("registry.example.com/team/image-%d:v1.2.%d", i, i)}, SizeBytes: int64(50_000_000 + i)}
-	}
 	return b.parallel(ctx, "nodes", b.p.Nodes, func(ctx context.Context, i int) error {
-		name, zone, image := b.nodeName(i), zones[i%len(zones)], "ami-old"
-		if i%10 == 9 {
-			image = "ami-new"
-		}
-		rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
-			corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
-		now := metav1.Now()
-		cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason string) corev1.NodeCondition {
-			return corev1.NodeCondition{Type: t, Status: s, Reason: reason, LastHeartbeatTime: now, LastTransitionTime: now}
-		}
-		ip := fmt.Sprintf("10.%d.%d.%d", i/65536, i/256%256, i%256)
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-				HostnameLabel: name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-				ZoneLabel: zone, RegionLabel: Region, "node.kubernetes.io/instance-type": "m5.4xlarge",
-				BenchGroupKey: b.p.Name, BenchImageKey: image,
-			}},
-			Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("sim://%s/%s", zone, name), PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 128+i/256%128, i%256)},
-			Status: corev1.NodeStatus{
-				Capacity: rl, Allocatable: rl.DeepCopy(),
-				Conditions: []corev1.NodeCondition{
-					cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory"),
-					cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure"),
-					cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID"),
-					cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady"),
-				},
-				Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: name}},
-				NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.34.0", ContainerRuntimeVersion: "containerd://2.1.0",
-					OSImage: "Amazon Linux 2023", KernelVersion: "6.1.0", OperatingSystem: "linux", Architecture: "amd64"},
-				Images: images,
-			},
-		}
+		node := b.p.node(i, metav1.Now())
+		name := node.Name
 		var created *corev1.Node
 		if err := retry(ctx, func() (err error) {
 			created, err = b.c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
@@ -308,24 +335,24 @@ func (b *planScaleBuilder) nodes(ctx context.Context) error {
 // namespaces creates them and waits for their default service accounts:
 // admission refuses pods before.
 func (b *planScaleBuilder) namespaces(ctx context.Context) error {
-	for i := range min(b.p.Namespaces, b.deploymentCount()) {
-		ns := b.namespace(i)
+	for i := range b.p.namespaceCount() {
+		ns := b.p.namespace(i)
 		if err := ensurePlanScaleNamespace(ctx, b.c, ns); err != nil {
 			return err
 		}
 		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			_, err := b.c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+			_, err := b.c.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
 			return err == nil, nil
 		}); err != nil {
-			return fmt.Errorf("namespace %s: no default service account: %w", ns, err)
+			return fmt.Errorf("namespace %s: no default service account: %w", ns.Name, err)
 		}
 	}
 	return nil
 }
 
-func (b *planScaleBuilder) appName(i int) string { return fmt.Sprintf("app-%04d", i) }
+func (p PlanScale) appName(i int) string { return fmt.Sprintf("app-%04d", i) }
 
-// template is a pod as a team would write it: two containers with
+// planScaleTemplate is a pod as a team would write it: two containers with
 // environment, probes, requests and limits, a config volume.
 func planScaleTemplate(app string) corev1.PodTemplateSpec {
 	env := make([]corev1.EnvVar, 12)
@@ -360,19 +387,34 @@ func planScaleTemplate(app string) corev1.PodTemplateSpec {
 	}
 }
 
+// deployment is Deployment i, of p.Replicas pods of app i.
+func (p PlanScale) deployment(i int) *appsv1.Deployment {
+	app := p.appName(i)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: p.deploymentNamespace(i), Labels: map[string]string{AppLabel: app}},
+		Spec: appsv1.DeploymentSpec{Replicas: new(int32(p.Replicas)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: app}},
+			Template: planScaleTemplate(app)},
+	}
+}
+
+// pdb is the budget of Deployment i: maxUnavailable 10% of its pods.
+func (p PlanScale) pdb(i int) *policyv1.PodDisruptionBudget {
+	app := p.appName(i)
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: p.deploymentNamespace(i)},
+		Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: app}},
+			MaxUnavailable: new(intstr.FromString("10%"))},
+	}
+}
+
 // deployments creates each Deployment and its PDB, and waits for the
 // ReplicaSet the deployment controller makes for it.
 func (b *planScaleBuilder) deployments(ctx context.Context) error {
-	n := b.deploymentCount()
+	n := b.p.deploymentCount()
 	b.rss = make([]*appsv1.ReplicaSet, n)
 	return b.parallel(ctx, "deployments", n, func(ctx context.Context, i int) error {
-		ns, app := b.namespace(i), b.appName(i)
-		tmpl := planScaleTemplate(app)
-		sel := &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: app}}
-		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns, Labels: map[string]string{AppLabel: app}},
-			Spec:       appsv1.DeploymentSpec{Replicas: new(int32(b.p.Replicas)), Selector: sel, Template: tmpl},
-		}
+		d, pdb := b.p.deployment(i), b.p.pdb(i)
+		ns, app := d.Namespace, d.Name
 		if err := retry(ctx, func() error {
 			_, err := b.c.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
@@ -381,10 +423,6 @@ func (b *planScaleBuilder) deployments(ctx context.Context) error {
 			return err
 		}); err != nil {
 			return fmt.Errorf("create deployment %s/%s: %w", ns, app, err)
-		}
-		pdb := &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
-			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: sel, MaxUnavailable: new(intstr.FromString("10%"))},
 		}
 		if err := retry(ctx, func() error {
 			_, err := b.c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{})
@@ -406,24 +444,51 @@ func (b *planScaleBuilder) deployments(ctx context.Context) error {
 	})
 }
 
-// pods creates every Deployment's pods, owned by its ReplicaSet and bound
-// round-robin to the nodes (so an app's pods are spread over many nodes),
-// then sets their status Running and Ready as a kubelet would.
+// pod is pod g, the (g mod p.Replicas)th of Deployment g / p.Replicas,
+// whose ReplicaSet rs owns it: bound by nodeName round-robin to the nodes
+// (so an app's pods are spread over many nodes).
+func (p PlanScale) pod(g int, rs *appsv1.ReplicaSet) *corev1.Pod {
+	t := rs.Spec.Template.DeepCopy()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05x", rs.Name, g%p.Replicas), Namespace: rs.Namespace, GenerateName: rs.Name + "-",
+			Labels: t.Labels, Annotations: t.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID,
+				Controller: new(true), BlockOwnerDeletion: new(true)}}},
+		Spec: t.Spec,
+	}
+	pod.Spec.NodeName = p.nodeName(g % p.Nodes)
+	return pod
+}
+
+// podStatus is pod g's status Running and Ready, as a kubelet would set it
+// at now on created, the pod as the API server stored it.
+func (p PlanScale) podStatus(g int, created *corev1.Pod, now metav1.Time) corev1.PodStatus {
+	cond := func(t corev1.PodConditionType) corev1.PodCondition {
+		return corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now}
+	}
+	hostIP, podIP := nodeIP(g%p.Nodes), fmt.Sprintf("10.%d.%d.%d", 128+g/65536%128, g/256%256, g%256)
+	var statuses []corev1.ContainerStatus
+	for _, ct := range created.Spec.Containers {
+		statuses = append(statuses, corev1.ContainerStatus{Name: ct.Name, Ready: true, Started: new(true), Image: ct.Image,
+			ImageID:     ct.Image + "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			ContainerID: fmt.Sprintf("containerd://%064x", g),
+			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
+	}
+	return corev1.PodStatus{Phase: corev1.PodRunning, QOSClass: created.Status.QOSClass,
+		Conditions: []corev1.PodCondition{cond(corev1.PodReadyToStartContainers), cond(corev1.PodInitialized), cond(corev1.PodReady),
+			cond(corev1.ContainersReady), cond(corev1.PodScheduled)},
+		HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}}, PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}},
+		StartTime: &now, ContainerStatuses: statuses}
+}
+
+// pods creates every Deployment's pods, owned by its ReplicaSet, then sets
+// their status Running and Ready as a kubelet would.
 func (b *planScaleBuilder) pods(ctx context.Context) error {
 	total := b.p.Nodes * b.p.PodsPerNode
 	return b.parallel(ctx, "pods", total, func(ctx context.Context, g int) error {
 		rs := b.rss[g/b.p.Replicas]
-		node := g % b.p.Nodes
-		name := fmt.Sprintf("%s-%05x", rs.Name, g%b.p.Replicas)
-		t := rs.Spec.Template.DeepCopy()
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rs.Namespace, GenerateName: rs.Name + "-",
-				Labels: t.Labels, Annotations: t.Annotations,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID,
-					Controller: new(true), BlockOwnerDeletion: new(true)}}},
-			Spec: t.Spec,
-		}
-		pod.Spec.NodeName = b.nodeName(node)
+		pod := b.p.pod(g, rs)
+		name := pod.Name
 		var created *corev1.Pod
 		if err := retry(ctx, func() (err error) {
 			created, err = b.c.CoreV1().Pods(rs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
@@ -437,23 +502,7 @@ func (b *planScaleBuilder) pods(ctx context.Context) error {
 		if created.Status.Phase == corev1.PodRunning {
 			return nil
 		}
-		now := metav1.Now()
-		cond := func(t corev1.PodConditionType) corev1.PodCondition {
-			return corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now}
-		}
-		hostIP, podIP := fmt.Sprintf("10.%d.%d.%d", node/65536, node/256%256, node%256), fmt.Sprintf("10.%d.%d.%d", 128+g/65536%128, g/256%256, g%256)
-		var statuses []corev1.ContainerStatus
-		for _, ct := range created.Spec.Containers {
-			statuses = append(statuses, corev1.ContainerStatus{Name: ct.Name, Ready: true, Started: new(true), Image: ct.Image,
-				ImageID:     ct.Image + "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-				ContainerID: fmt.Sprintf("containerd://%064x", g),
-				State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
-		}
-		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, QOSClass: created.Status.QOSClass,
-			Conditions: []corev1.PodCondition{cond(corev1.PodReadyToStartContainers), cond(corev1.PodInitialized), cond(corev1.PodReady),
-				cond(corev1.ContainersReady), cond(corev1.PodScheduled)},
-			HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}}, PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}},
-			StartTime: &now, ContainerStatuses: statuses}
+		created.Status = b.p.podStatus(g, created, metav1.Now())
 		status := created.Status
 		return retry(ctx, func() error {
 			_, err := b.c.CoreV1().Pods(rs.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
@@ -472,7 +521,7 @@ func (b *planScaleBuilder) pods(ctx context.Context) error {
 // waitPDBs waits until the disruption controller has counted every pod:
 // until then the audit would see budgets with no healthy pods.
 func (b *planScaleBuilder) waitPDBs(ctx context.Context) error {
-	want := b.deploymentCount()
+	want := b.p.deploymentCount()
 	last := time.Now()
 	return wait.PollUntilContextTimeout(ctx, 2*time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := b.c.PolicyV1().PodDisruptionBudgets("").List(ctx, metav1.ListOptions{})

@@ -5,12 +5,18 @@
 //	simcluster scenario demo --kubeconfig PATH
 //	simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
 //	simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
+//	simcluster replay plan-scale --name NAME --kubeconfig-out PATH [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10 --tls]
 //	simcluster watch-pdbs --kubeconfig PATH --namespace NS
 //
 // With --aws-demo, up also serves a fake AWS endpoint (package awsfake)
 // whose Auto Scaling group "demo" backs the cluster's nodes, creates the
 // demo workloads on them, and prints
 // "ready kubeconfig=PATH aws-endpoint=URL".
+//
+// replay plan-scale serves, read-only, the objects scenario plan-scale
+// would make, as kube-apiserver would list them (scenario.Replay), at
+// scales the simulated control plane cannot hold; it prints
+// "ready kubeconfig=PATH" once serving and logs each request to stderr.
 package main
 
 import (
@@ -27,6 +33,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/cluster"
@@ -38,6 +45,7 @@ const usage = `usage:
   simcluster scenario demo --kubeconfig PATH
   simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
   simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
+  simcluster replay plan-scale --name NAME --kubeconfig-out PATH [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10 --tls]
   simcluster watch-pdbs --kubeconfig PATH --namespace NS
 `
 
@@ -62,6 +70,8 @@ func run(args []string) error {
 		return bench(args[2:])
 	case args[0] == "scenario" && len(args) > 1 && args[1] == "plan-scale":
 		return planScale(args[2:])
+	case args[0] == "replay" && len(args) > 1 && args[1] == "plan-scale":
+		return replayPlanScale(args[2:])
 	case args[0] == "watch-pdbs":
 		return watchPDBs(args[1:])
 	default:
@@ -218,6 +228,55 @@ func planScale(args []string) error {
 	fmt.Printf("plan-scale ready in %s: node group %s (%d nodes), %d pods from %d Deployments with PDBs in namespaces %s-0..%d\n",
 		time.Since(started).Round(time.Second), p.Name, p.Nodes, p.Nodes*p.PodsPerNode, p.Nodes*p.PodsPerNode/p.Replicas, p.Name, p.Namespaces-1)
 	return nil
+}
+
+// replayPlanScale serves the objects of scenario plan-scale read-only from
+// memory, for hack/bench.sh --plan-replay: "ready kubeconfig=PATH" on
+// stdout once serving, then until SIGINT/SIGTERM.
+func replayPlanScale(args []string) error {
+	fs := flag.NewFlagSet("replay plan-scale", flag.ContinueOnError)
+	kubeconfigOut := fs.String("kubeconfig-out", "", "where to write the kubeconfig of the replay (required)")
+	p := scenario.PlanScale{Progress: os.Stderr}
+	fs.StringVar(&p.Name, "name", "", "node group name and namespace prefix, as scenario plan-scale's (required)")
+	fs.IntVar(&p.Nodes, "nodes", 5000, "nodes (a tenth current, image ami-new; the rest ami-old)")
+	fs.IntVar(&p.PodsPerNode, "pods-per-node", 30, "pods bound to each node")
+	fs.IntVar(&p.Replicas, "replicas", 100, "replicas of each Deployment, each with a PDB of maxUnavailable 10%")
+	fs.IntVar(&p.Namespaces, "namespaces", 10, "namespaces the Deployments are spread over")
+	useTLS := fs.Bool("tls", false, "serve https (HTTP/2, a certificate of its own, as kube-apiserver) instead of plain http")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if p.Name == "" || *kubeconfigOut == "" {
+		return errors.New("--name and --kubeconfig-out are required")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	started := time.Now()
+	r, err := scenario.StartPlanScaleReplay(p, scenario.ReplayOptions{RequestLog: os.Stderr, TLS: *useTLS})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	// After the build: a signal during it ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["replay"] = &clientcmdapi.Cluster{Server: r.URL, CertificateAuthorityData: r.CAData}
+	// The replay asks for no credentials, but over https kubectl prompts
+	// for a password when it has none to send.
+	kubeconfig.AuthInfos["replay"] = &clientcmdapi.AuthInfo{Token: "replay"}
+	kubeconfig.Contexts["replay"] = &clientcmdapi.Context{Cluster: "replay", AuthInfo: "replay"}
+	kubeconfig.CurrentContext = "replay"
+	if err := clientcmd.WriteToFile(*kubeconfig, *kubeconfigOut); err != nil {
+		return err
+	}
+	fmt.Printf("ready kubeconfig=%s\n", *kubeconfigOut)
+	fmt.Fprintf(os.Stderr, "simcluster: replaying plan-scale %s (%d nodes, %d pods) at %s, built in %s\n",
+		p.Name, p.Nodes, p.Nodes*p.PodsPerNode, r.URL, time.Since(started).Round(time.Millisecond))
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "simcluster: stopping")
+	return r.Close()
 }
 
 // watchPDBs records PDB violations in a namespace until SIGINT/SIGTERM, then
