@@ -142,16 +142,24 @@ if [[ -n $plan_scale || -n $plan_replay ]]; then
   export PATH="$work/bin:$PATH"
 fi
 
-if [[ -n $plan_replay ]]; then
-  log "building the replay of $plan_replay nodes and $((plan_replay * per_node)) pods in memory (a minute or two at 5,000 nodes), then serving it"
-  simcluster replay plan-scale --name plan-scale --nodes "$plan_replay" --pods-per-node "$per_node" --tls \
-    --kubeconfig-out "$work/replay.kubeconfig" >"$work/replay.out" 2>"$work/replay.log" &
-  replay_pid=$!
-  trap 'kill "$replay_pid" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-  until grep -q '^ready ' "$work/replay.out" 2>/dev/null; do
-    kill -0 "$replay_pid" 2>/dev/null || { cat "$work/replay.log" >&2; exit 1; }
+# start_until_ready PREFIX CMD...: runs CMD in the background (stdout in
+# PREFIX.out, stderr in PREFIX.log) until the script exits, and waits for
+# its "ready" line.
+start_until_ready() {
+  local prefix=$1; shift
+  "$@" >"$prefix.out" 2>"$prefix.log" &
+  local pid=$!
+  trap "kill $pid 2>/dev/null || true; wait 2>/dev/null || true" EXIT
+  until grep -q '^ready ' "$prefix.out" 2>/dev/null; do
+    kill -0 "$pid" 2>/dev/null || { cat "$prefix.log" >&2; exit 1; }
     sleep 0.2
   done
+}
+
+if [[ -n $plan_replay ]]; then
+  log "building the replay of $plan_replay nodes and $((plan_replay * per_node)) pods in memory (a minute or two at 5,000 nodes), then serving it"
+  start_until_ready "$work/replay" simcluster replay plan-scale --name plan-scale --nodes "$plan_replay" --pods-per-node "$per_node" --tls \
+    --kubeconfig-out "$work/replay.kubeconfig"
   grep '^simcluster: replaying' "$work/replay.log" >&2
   export KUBECONFIG=$work/replay.kubeconfig
   measure_warm=1 BENCH_GROUP=plan-scale plan_table "the replay, not kube-apiserver (simcluster replay plan-scale --tls: read-only, from memory; requests in $work/replay.log)"
@@ -163,13 +171,7 @@ if [[ -n $plan_scale ]]; then
     export KUBECONFIG=$BENCH_KUBECONFIG
   else
     log "starting the simulated cluster without the node lifecycle controller (nothing heartbeats the nodes)"
-    simcluster up --dir "$work/cluster" --no-node-lifecycle >"$work/simcluster.out" 2>"$work/simcluster.log" &
-    sim_pid=$!
-    trap 'kill "$sim_pid" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-    until grep -q '^ready ' "$work/simcluster.out" 2>/dev/null; do
-      kill -0 "$sim_pid" 2>/dev/null || { cat "$work/simcluster.log" >&2; exit 1; }
-      sleep 0.2
-    done
+    start_until_ready "$work/simcluster" simcluster up --dir "$work/cluster" --no-node-lifecycle
     export KUBECONFIG=$work/cluster/kubeconfig
     log "building $plan_scale nodes and $((plan_scale * per_node)) pods (minutes: two writes per object)"
     simcluster scenario plan-scale --kubeconfig "$KUBECONFIG" --name plan-scale --nodes "$plan_scale" --pods-per-node "$per_node" >&2

@@ -197,16 +197,23 @@ func bench(args []string) error {
 	return nil
 }
 
-// planScale builds hack/bench.sh --plan-scale's read-only cluster.
-func planScale(args []string) error {
-	fs := flag.NewFlagSet("plan-scale", flag.ContinueOnError)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the simulated cluster, started with --no-node-lifecycle (required)")
-	p := scenario.PlanScale{Progress: os.Stderr}
+// planScaleFlags defines the flags that describe a scenario plan-scale,
+// which its build and its replay share.
+func planScaleFlags(fs *flag.FlagSet) *scenario.PlanScale {
+	p := &scenario.PlanScale{Progress: os.Stderr}
 	fs.StringVar(&p.Name, "name", "", "node group name and namespace prefix (required)")
 	fs.IntVar(&p.Nodes, "nodes", 5000, "nodes (a tenth current, image ami-new; the rest ami-old)")
 	fs.IntVar(&p.PodsPerNode, "pods-per-node", 30, "pods bound to each node")
 	fs.IntVar(&p.Replicas, "replicas", 100, "replicas of each Deployment, each with a PDB of maxUnavailable 10%")
 	fs.IntVar(&p.Namespaces, "namespaces", 10, "namespaces the Deployments are spread over")
+	return p
+}
+
+// planScale builds hack/bench.sh --plan-scale's read-only cluster.
+func planScale(args []string) error {
+	fs := flag.NewFlagSet("plan-scale", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the simulated cluster, started with --no-node-lifecycle (required)")
+	p := planScaleFlags(fs)
 	fs.IntVar(&p.Workers, "workers", 64, "requests in flight")
 	timeout := fs.Duration("timeout", time.Hour, "how long to wait for the whole build")
 	if err := fs.Parse(args); err != nil {
@@ -222,7 +229,7 @@ func planScale(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	started := time.Now()
-	if err := scenario.CreatePlanScale(ctx, rc, p); err != nil {
+	if err := scenario.CreatePlanScale(ctx, rc, *p); err != nil {
 		return err
 	}
 	fmt.Printf("plan-scale ready in %s: node group %s (%d nodes), %d pods from %d Deployments with PDBs in namespaces %s-0..%d\n",
@@ -236,12 +243,7 @@ func planScale(args []string) error {
 func replayPlanScale(args []string) error {
 	fs := flag.NewFlagSet("replay plan-scale", flag.ContinueOnError)
 	kubeconfigOut := fs.String("kubeconfig-out", "", "where to write the kubeconfig of the replay (required)")
-	p := scenario.PlanScale{Progress: os.Stderr}
-	fs.StringVar(&p.Name, "name", "", "node group name and namespace prefix, as scenario plan-scale's (required)")
-	fs.IntVar(&p.Nodes, "nodes", 5000, "nodes (a tenth current, image ami-new; the rest ami-old)")
-	fs.IntVar(&p.PodsPerNode, "pods-per-node", 30, "pods bound to each node")
-	fs.IntVar(&p.Replicas, "replicas", 100, "replicas of each Deployment, each with a PDB of maxUnavailable 10%")
-	fs.IntVar(&p.Namespaces, "namespaces", 10, "namespaces the Deployments are spread over")
+	p := planScaleFlags(fs)
 	useTLS := fs.Bool("tls", false, "serve https (HTTP/2, a certificate of its own, as kube-apiserver) instead of plain http")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -253,7 +255,7 @@ func replayPlanScale(args []string) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	started := time.Now()
-	r, err := scenario.StartPlanScaleReplay(p, scenario.ReplayOptions{RequestLog: os.Stderr, TLS: *useTLS})
+	r, err := scenario.StartPlanScaleReplay(*p, scenario.ReplayOptions{RequestLog: os.Stderr, TLS: *useTLS})
 	if err != nil {
 		return err
 	}
