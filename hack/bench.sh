@@ -269,7 +269,7 @@ if ! $scale; then
   evicted=$(jq '[.batches[].nodes[].pods | length] | add' "$work/plan-bench-run.json")
   controller_rate=20; controller_burst=30
   [[ $controller_qps == 0 ]] || { controller_rate=$controller_qps; controller_burst=$((2 * controller_qps)); }
-  paced=$(awk -v p="$evicted" -v r="$controller_rate" -v b="$controller_burst" 'BEGIN { x = (2 * p - b) / r; printf "%.0f", x > 0 ? x : 0 }')
+  paced=$(awk -v p="$evicted" -v r="$controller_rate" -v b="$controller_burst" 'BEGIN { x = (2 * p - b) / r; printf "%.0f", (x > 0 ? x : 0) }')
   bound_paced=$(( paced > bound ? paced : bound ))
   run_load=$(load)
   run_plugin bench-run --max-unavailable 3
