@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -164,6 +165,30 @@ func TestLibraryLogsOnlyWithV(t *testing.T) {
 				if strings.Contains(got, line) != tc.want {
 					t.Errorf("stderr %q: contains %q is %v, want %v", got, line, !tc.want, tc.want)
 				}
+			}
+		})
+	}
+}
+
+// TestRESTConfigGunzipsWithKlauspost: every command's client leaves gzip to
+// transport.GunzipFaster (Go's own gunzipping turned off, the wrapper in
+// place), and --disable-compression leaves it off altogether.
+func TestRESTConfigGunzipsWithKlauspost(t *testing.T) {
+	srv, _ := fakeAPIServer(t, 0)
+	for _, disable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("disable-compression=%v", disable), func(t *testing.T) {
+			configFlags := genericclioptions.NewConfigFlags(false)
+			server := srv.URL
+			configFlags.APIServer, configFlags.DisableCompression = &server, &disable
+			cfg, err := restConfig(configFlags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !cfg.DisableCompression {
+				t.Error("Go's transport still gunzips: DisableCompression is false")
+			}
+			if wrapped := cfg.WrapTransport != nil; wrapped == disable {
+				t.Errorf("gunzip wrapper installed: %v, want %v", wrapped, !disable)
 			}
 		})
 	}
