@@ -372,10 +372,10 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 }
 
 // readAhead reads body on a goroutine of its own, one chunk ahead of its
-// reader: reading a body costs its decompression (Go's transport gunzips
-// a gzip response as it is read, and the API server gzips any list over
-// 128 KiB), which then runs beside the decoding of the chunk before
-// instead of taking turns with it. Close ends the request (cancel) and
+// reader: reading a body costs its decompression (the API server gzips
+// any list over 128 KiB, and the client's transport gunzips it as it is
+// read: transport.GunzipFaster), which then runs beside the decoding of
+// the chunk before instead of taking turns with it. Close ends the request (cancel) and
 // waits for the goroutine, so none outlives the page.
 func readAhead(body io.ReadCloser, cancel context.CancelFunc) io.ReadCloser {
 	r, w := io.Pipe()
