@@ -650,8 +650,9 @@ func (in *interner) values(b []byte, num protowire.Number, keep func([]byte) (bo
 // of message b that keep accepts (all when keep is nil), each decoded by
 // dec into a zeroed T, nil when there is none; decoded, when not nil, says
 // which fields of a value dec reads (see values). The pods of a workload
-// have the same containers, tolerations, owners and kept volumes, byte for
-// byte: they are decoded for the first pod and shared by the others.
+// have the same tolerations, owners and kept volumes byte for byte, and the
+// same containers in the fields decoded: they are decoded for the first pod
+// and shared by the others.
 func repeated[T any](in *interner, seen map[string][]T, b []byte, num protowire.Number, keep func([]byte) (bool, error), decoded func(protowire.Number) bool, dec func([]byte, *T) error) ([]T, error) {
 	n, err := in.values(b, num, keep, decoded)
 	if err != nil || n == 0 {
@@ -748,13 +749,13 @@ func (in *interner) decodeVolume(b []byte, vol *corev1.Volume) error {
 	return err
 }
 
-// decodeContainer decodes a container as slimContainers keeps it.
 // containerField says whether decodeContainer reads field num of a
 // Container: name, resources, readinessProbe, lifecycle, restartPolicy.
 func containerField(num protowire.Number) bool {
 	return num == 1 || num == 8 || num == 11 || num == 12 || num == 24
 }
 
+// decodeContainer decodes a container as slimContainers keeps it.
 func (in *interner) decodeContainer(b []byte, c *corev1.Container) error {
 	resources := false
 	return fields(b, func(f field) error {
