@@ -1,9 +1,11 @@
 package transport
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,6 +76,53 @@ func TestResponsesAreGunzippedByKlauspost(t *testing.T) {
 			}
 			if b, err := io.ReadAll(resp.Body); err != nil || string(b) != namespace {
 				t.Errorf("body %q, %v; want the namespace", b, err)
+			}
+		})
+	}
+}
+
+// countingBody is a response body whose data has all arrived: each Read
+// returns as much as it is asked for, as an HTTP/2 body does with its
+// stream's buffer full, and is counted.
+type countingBody struct {
+	r     io.Reader
+	reads int
+}
+
+func (c *countingBody) Read(p []byte) (int, error) { c.reads++; return c.r.Read(p) }
+func (c *countingBody) Close() error               { return nil }
+
+// TestGzippedBodyIsReadInLargeChunks: the gunzipper's own 4 KiB reads would
+// each send the server a flow-control frame over HTTP/2; a gzipped body is
+// read bodyReadSize at a time instead.
+func TestGzippedBodyIsReadInLargeChunks(t *testing.T) {
+	// random bytes do not compress: the gzipped body is as large
+	plain := make([]byte, 4<<20)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(plain)
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	_, _ = zw.Write(plain)
+	_ = zw.Close()
+	for _, tc := range []struct {
+		name string
+		read func(r io.Reader) ([]byte, error)
+	}{
+		{"read whole", io.ReadAll},
+		{"read 4 KiB at a time", func(r io.Reader) ([]byte, error) {
+			var out bytes.Buffer
+			_, err := io.CopyBuffer(&out, struct{ io.Reader }{r}, make([]byte, 4<<10))
+			return out.Bytes(), err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := &countingBody{r: bytes.NewReader(zipped.Bytes())}
+			got, err := tc.read(&gunzipBody{body: body})
+			if err != nil || !bytes.Equal(got, plain) {
+				t.Fatalf("gunzipped %d bytes, %v; want the %d written", len(got), err, len(plain))
+			}
+			// one more read finds the end
+			if want := zipped.Len()/bodyReadSize + 2; body.reads > want {
+				t.Errorf("%d reads of a %d-byte gzipped body, want at most %d (%d bytes each)", body.reads, zipped.Len(), want, bodyReadSize)
 			}
 		})
 	}
