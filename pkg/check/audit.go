@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -59,7 +60,6 @@ func (a *audit) auditWorkload(w *workload) []Finding {
 	// One accumulator per pod-level check, so each becomes a single finding.
 	var multi, tolerAll, noProbe, preStop, gate, lbPreStop, emptyDir, doNotEvict acc
 	var (
-		buf      []*pdbEntry
 		pdbSeen  = map[*pdbEntry]bool{}
 		pdbOrder []*pdbEntry
 		lbNames  []string
@@ -68,31 +68,42 @@ func (a *audit) auditWorkload(w *workload) []Finding {
 	)
 	nsl := a.nsLabels[w.ns]
 	nsInjects := nsl[labelGateInject] == "enabled"
+	// The pods of a workload are of one namespace, and share a few label
+	// maps (the snapshot interns them; labels differ by zone, say): the
+	// selectors are matched once per map.
+	type matched struct {
+		pdbs     []*pdbEntry
+		behindLB bool
+	}
+	byLabels := map[unsafe.Pointer]matched{}
 	for _, p := range w.outdated {
 		node := p.Spec.NodeName
 
 		// Selectors match per pod (labels may differ within a workload); the
 		// per-namespace lists keep this to the few PDBs and Services of the pod's namespace.
-		buf = a.pdbsFor(p, buf)
-		for _, e := range buf {
-			if !pdbSeen[e] {
-				pdbSeen[e] = true
-				pdbOrder = append(pdbOrder, e)
-			}
-		}
-		behindLB := false
-		for _, s := range a.lbs[p.Namespace] {
-			if s.sel.Matches(labelsOf(p)) {
-				behindLB = true
-				if !lbSeen[s.svc.Name] {
-					lbSeen[s.svc.Name] = true
-					lbNames = append(lbNames, s.svc.Name)
+		m, ok := byLabels[mapPointer(p.Labels)]
+		if !ok {
+			m.pdbs = a.pdbsFor(p)
+			for _, e := range m.pdbs {
+				if !pdbSeen[e] {
+					pdbSeen[e] = true
+					pdbOrder = append(pdbOrder, e)
 				}
 			}
+			for _, s := range a.lbs[p.Namespace] {
+				if s.sel.Matches(labelsOf(p)) {
+					m.behindLB = true
+					if !lbSeen[s.svc.Name] {
+						lbSeen[s.svc.Name] = true
+						lbNames = append(lbNames, s.svc.Name)
+					}
+				}
+			}
+			byLabels[mapPointer(p.Labels)] = m
 		}
-		if len(buf) > 1 {
-			ds := make([]string, len(buf))
-			for i, e := range buf {
+		if len(m.pdbs) > 1 {
+			ds := make([]string, len(m.pdbs))
+			for i, e := range m.pdbs {
 				ds[i] = e.pdb.Name
 			}
 			sort.Strings(ds)
@@ -139,7 +150,7 @@ func (a *audit) auditWorkload(w *workload) []Finding {
 			doNotEvict.add(node, annDoNotDisrupt+`="true"`)
 		}
 
-		if behindLB {
+		if m.behindLB {
 			if !nsInjects && !hasTargetHealthGate(p) {
 				gate.add(node)
 			}

@@ -54,11 +54,14 @@ func bigInput() Input {
 					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
 				Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: 30},
 			})
+			// one map for the Deployment's pods, as the plan's snapshot
+			// interns them
+			podLabels := map[string]string{"app": app, "pod-template-hash": "5d8f9c", "team": nsName}
 			for k := 0; k < podsPer; k++ {
 				p := webPod(fmt.Sprintf("%s-%05d", rs, k), in.Nodes[n%nodes].Name)
 				n++
 				p.Namespace, p.OwnerReferences = nsName, ctrl("ReplicaSet", rs)
-				p.Labels = map[string]string{"app": app, "pod-template-hash": "5d8f9c", "team": nsName}
+				p.Labels = podLabels
 				p.Spec.Tolerations = []corev1.Toleration{
 					{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
 					{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},

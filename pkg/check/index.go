@@ -211,8 +211,8 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // pdbsFor returns the PDBs of the pod's namespace selecting it.
-func (a *audit) pdbsFor(p *corev1.Pod, buf []*pdbEntry) []*pdbEntry {
-	buf = buf[:0]
+func (a *audit) pdbsFor(p *corev1.Pod) []*pdbEntry {
+	var buf []*pdbEntry
 	set := labels.Set(p.Labels)
 	for _, e := range a.pdbs[p.Namespace] {
 		if e.sel.Matches(set) {

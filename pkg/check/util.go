@@ -1,15 +1,23 @@
 package check
 
 import (
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
 func labelsOf(p *corev1.Pod) labels.Set { return labels.Set(p.Labels) }
+
+// mapPointer is what a map value points to: equal for the same map, not
+// for equal ones, and a key for a memo of what was computed from a map.
+func mapPointer(m map[string]string) unsafe.Pointer {
+	return reflect.ValueOf(m).UnsafePointer()
+}
 
 func sortedKeys[V any](m map[string]V) []string {
 	if len(m) == 0 {
