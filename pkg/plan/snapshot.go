@@ -40,16 +40,26 @@ const listPageSize = 5000
 // fields slimNode drops left undecoded (nodeWire). A list whose continue token
 // expires (410, when listing outlasts etcd compaction) is made again in one
 // piece.
-func TakeSnapshot(ctx context.Context, client kubernetes.Interface) (Snapshot, error) {
+//
+// nodesListed, when not nil, is called with the nodes as soon as they are
+// listed, while the other kinds still are: an error from it ends the
+// snapshot at once and is returned as it is. What the nodes alone decide
+// (no such node group, no target) is refused in the second the nodes take
+// to list, not after the pods' many seconds.
+func TakeSnapshot(ctx context.Context, client kubernetes.Interface, nodesListed func([]corev1.Node) error) (Snapshot, error) {
 	var s Snapshot
 	core, apps, policy := client.CoreV1(), client.AppsV1(), client.PolicyV1()
 	// Finished pods are never evicted; leaving them out keeps the list small.
 	const runningPods = "status.phase!=Succeeded,status.phase!=Failed"
 	steps := []func(context.Context) error{
 		func(ctx context.Context) error {
-			return listInto(ctx, "nodes", &s.Nodes, slimNode, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			err := listInto(ctx, "nodes", &s.Nodes, slimNode, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Nodes().List(ctx, o)
 			}, nodeWire, nil})
+			if err != nil || nodesListed == nil {
+				return err
+			}
+			return nodesListed(s.Nodes)
 		},
 		func(ctx context.Context) error {
 			in := newInterner()

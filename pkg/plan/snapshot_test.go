@@ -208,7 +208,7 @@ func TestTakeSnapshotPages(t *testing.T) {
 				}
 				return true, list, nil
 			})
-			snap, err := TakeSnapshot(context.Background(), client)
+			snap, err := TakeSnapshot(context.Background(), client, nil)
 			if fmt.Sprint(limits) != fmt.Sprint(tc.wantLimits) {
 				t.Errorf("limits %v, want %v", limits, tc.wantLimits)
 			}
@@ -374,14 +374,14 @@ func BenchmarkTakeSnapshot(b *testing.B) {
 			}
 			// the first list fills the server's cache of encoded pages,
 			// which is not the client's cost
-			snap, err := TakeSnapshot(context.Background(), client)
+			snap, err := TakeSnapshot(context.Background(), client, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
 				snap = Snapshot{}
-				if snap, err = TakeSnapshot(context.Background(), client); err != nil {
+				if snap, err = TakeSnapshot(context.Background(), client, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -466,7 +466,7 @@ func TestTakeSnapshotReturnsTheRefusal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = TakeSnapshot(context.Background(), client)
+			_, err = TakeSnapshot(context.Background(), client, nil)
 			var uerr *url.Error
 			if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &uerr) || errors.Is(err, context.Canceled) {
 				t.Fatalf("error %v, want the refusal of %s", err, path)
@@ -516,7 +516,7 @@ func TestTakeSnapshotRefusesATruncatedPage(t *testing.T) {
 	for _, cut := range []int{1, 100, 3000} {
 		t.Run(fmt.Sprintf("%d bytes short", cut), func(t *testing.T) {
 			srv.truncate.Store(int64(cut))
-			snap, err := TakeSnapshot(context.Background(), client)
+			snap, err := TakeSnapshot(context.Background(), client, nil)
 			if err == nil || !strings.Contains(err.Error(), "cannot decode the pods list") {
 				t.Fatalf("TakeSnapshot = %d pods, %v; want the pods list refused", len(snap.Pods), err)
 			}
@@ -565,7 +565,7 @@ func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap, err := TakeSnapshot(context.Background(), client)
+			snap, err := TakeSnapshot(context.Background(), client, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
@@ -152,6 +153,50 @@ func TestCheckRefusesBeforeListing(t *testing.T) {
 			}
 			if n := requests.Load(); n != 0 {
 				t.Fatalf("%d requests reached the API server before the refusal", n)
+			}
+		})
+	}
+}
+
+// TestPlanRefusesOnTheNodesBeforeThePods: what the nodes alone decide is
+// refused as soon as they are listed. The server answers the nodes list
+// and holds every other list until the client gives up on it; without the
+// early refusal, the plan would wait for the pods (held a minute, then
+// answered with an error) and not exit with ExitUsage.
+func TestPlanRefusesOnTheNodesBeforeThePods(t *testing.T) {
+	const nodes = `{"kind":"NodeList","apiVersion":"v1","items":[{"metadata":{"name":"n1","labels":{"eks.amazonaws.com/nodegroup":"ng"}}}]}`
+	var answered atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v1/nodes" {
+			_, _ = io.WriteString(w, nodes)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+			answered.Add(1)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no target, nodes of no cloud", []string{"plan", "ng"}, "no target given"},
+		{"no such node group", []string{"plan", "other", "--target-label=a=b"}, `node group "other" not found`},
+		{"no node matches the selector", []string{"check", "-l", "pool=a", "--target-label=a=b"}, `no node matches --selector "pool=a"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := executeBare(t, "", append(tc.args, "--server", srv.URL)...)
+			if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit %d saying %q", code, stderr, ExitUsage, tc.want)
+			}
+			if n := answered.Load(); n != 0 {
+				t.Fatalf("%d lists besides the nodes were answered before the refusal", n)
 			}
 		})
 	}

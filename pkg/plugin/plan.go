@@ -348,7 +348,7 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	if err := o.connect(); err != nil {
 		return nil, err
 	}
-	snap, err := plan.TakeSnapshot(ctx, o.client)
+	snap, err := plan.TakeSnapshot(ctx, o.client, o.refuseOnNodes)
 	if err != nil {
 		return nil, err
 	}
@@ -386,8 +386,10 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 			return nil, err
 		}
 	}
-	if c == nil && len(o.targetLabels) == 0 && o.strategy.Needs(in) <= plan.CapRemoveNodes {
-		return nil, usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
+	if c == nil {
+		if err := o.refuseNoTarget(in); err != nil {
+			return nil, err
+		}
 	}
 	if in.Cloud != nil {
 		if joining := in.Cloud.Joining(); len(joining) > 0 {
@@ -407,6 +409,36 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 		p.Notes = append(p.Notes, notes...)
 	}
 	return p, err
+}
+
+// refuseOnNodes refuses, once the nodes are listed and before the pods
+// are, what buildPlan would refuse from the nodes alone: a node group no
+// node carries, a --selector no node matches, and no target where the
+// nodes are of no cloud the plugin knows.
+func (o *PlanOptions) refuseOnNodes(nodes []corev1.Node) error {
+	in, err := o.input(plan.Snapshot{Nodes: nodes})
+	if err != nil {
+		return err
+	}
+	group, err := plan.GroupNodes(nodes, in)
+	if err != nil {
+		return err
+	}
+	c, err := o.cloudFor(group)
+	if err != nil || c != nil {
+		return err
+	}
+	in.Provider = cloud.NoneName
+	return o.refuseNoTarget(in)
+}
+
+// refuseNoTarget refuses a plan without a cloud that has no target labels
+// either: nothing would tell an outdated node from an up-to-date one.
+func (o *PlanOptions) refuseNoTarget(in plan.Input) error {
+	if len(o.targetLabels) == 0 && o.strategy.Needs(in) <= plan.CapRemoveNodes {
+		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
+	}
+	return nil
 }
 
 // refuseNoneOnAGroup refuses --provider none on nodes whose machines a

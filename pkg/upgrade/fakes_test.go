@@ -752,7 +752,7 @@ var _ io.Writer = (*lockedBuffer)(nil)
 // "plan" would.
 func buildPlan(t *testing.T, client kubernetes.Interface, in plan.Input) *plan.Plan {
 	t.Helper()
-	snap, err := plan.TakeSnapshot(context.Background(), client)
+	snap, err := plan.TakeSnapshot(context.Background(), client, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
