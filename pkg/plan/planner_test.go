@@ -189,6 +189,11 @@ func TestBuildBlockers(t *testing.T) {
 		p.Spec.NodeSelector, p.Spec.Affinity = sel, affinity
 		return p
 	}
+	sharing := func(sel map[string]string) []corev1.Pod {
+		a, b := selecting(sel, nil), selecting(sel, nil)
+		b.Name = "web-3"
+		return []corev1.Pod{a, b, web("web-2", "new-0")}
+	}
 	onImage := func(image string) *corev1.Affinity {
 		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: imageKey, Operator: corev1.NodeSelectorOpIn, Values: []string{image}}}}}}}}
@@ -224,6 +229,10 @@ func TestBuildBlockers(t *testing.T) {
 		{name: "daemonset, mirror and finished pods are left alone", pods: []corev1.Pod{ds, mirror, done}, pods0: 0},
 		{name: "pod pinned to its outdated node by hostname", pods: []corev1.Pod{selecting(map[string]string{corev1.LabelHostname: "old-0"}, nil), web("web-2", "new-0")}, pdbs: webPDB,
 			want: []string{check.CheckPodCannotMove}, pods0: 1},
+		// one selector map for both pods, as the snapshot interns them
+		{name: "pods sharing a selector pinned to their outdated node", pods: sharing(map[string]string{corev1.LabelHostname: "old-0"}),
+			pdbs: webPDB, want: []string{check.CheckPodCannotMove}, pods0: 2},
+		{name: "pods sharing a selector a staying node matches", pods: sharing(map[string]string{ZoneLabel: "b"}), pdbs: webPDB, pods0: 2},
 		{name: "pod selecting its zone moves to the replacement", pods: []corev1.Pod{selecting(map[string]string{ZoneLabel: "a"}, nil), web("web-2", "new-0")}, pdbs: webPDB, pods0: 1},
 		{name: "pod requiring the target image moves to the replacement", pods: []corev1.Pod{selecting(nil, onImage("ami-new")), web("web-2", "new-0")}, pdbs: webPDB, pods0: 1},
 		// other-0, of another group, runs the old image and stays.

@@ -2,9 +2,11 @@ package plan
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,20 +101,20 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 	}
 	byWorkload := map[string]*pinned{}
 	var order []string
+	// The pods of a workload share their node selector and affinity (the
+	// snapshot interns them): once one that mounts no volume is found to
+	// reach a node that stays, so do the others.
+	type selectorsOf struct {
+		nodeSelector unsafe.Pointer
+		affinity     *corev1.Affinity
+	}
+	reachesStaying := map[selectorsOf]bool{}
 	for _, name := range slices.Sorted(slices.Values(outdated)) {
 		node := byName[name]
 		if node == nil {
 			continue
 		}
-		replacement := node.DeepCopy()
-		replacement.Name = name + "-replacement"
-		if replacement.Labels == nil {
-			replacement.Labels = map[string]string{}
-		}
-		replacement.Labels[corev1.LabelHostname] = replacement.Name
-		for k, v := range in.TargetLabels {
-			replacement.Labels[k] = v
-		}
+		var replacement *corev1.Node // made when a pod needs it
 		for _, pod := range podsByNode[name] {
 			if in.Namespace != "" && pod.Namespace != in.Namespace {
 				continue
@@ -121,23 +123,36 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 			if len(pvs) == 0 && len(pod.Spec.NodeSelector) == 0 && (pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil) {
 				continue
 			}
+			key := selectorsOf{reflect.ValueOf(pod.Spec.NodeSelector).UnsafePointer(), pod.Spec.Affinity}
+			if len(pvs) == 0 && reachesStaying[key] {
+				continue
+			}
 			affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 			selects := func(n *corev1.Node) bool { ok, _ := affinity.Match(n); return ok }
 			reaches := func(n *corev1.Node) bool { return selects(n) && volumeBlocking(pvs, n) == "" }
-			if reaches(replacement) || slices.ContainsFunc(staying, reaches) {
+			if slices.ContainsFunc(staying, reaches) {
+				if len(pvs) == 0 {
+					reachesStaying[key] = true
+				}
+				continue
+			}
+			if replacement == nil {
+				replacement = replacementOf(node, in.TargetLabels)
+			}
+			if reaches(replacement) {
 				continue
 			}
 			found.Insert(podKey(pod))
 			kind, ns, wname := check.WorkloadOf(pod, rsOwner)
-			key := kind + "/" + ns + "/" + wname
-			w := byWorkload[key]
+			workload := kind + "/" + ns + "/" + wname
+			w := byWorkload[workload]
 			if w == nil {
 				w = &pinned{finding: check.Finding{Check: check.CheckPodCannotMove, Severity: check.Blocker, Kind: kind, Namespace: ns, Name: wname}, example: pod}
 				if selects(replacement) || slices.ContainsFunc(staying, selects) {
 					w.volume = volumeBlocking(pvs, replacement)
 				}
-				byWorkload[key] = w
-				order = append(order, key)
+				byWorkload[workload] = w
+				order = append(order, workload)
 			}
 			w.pods++
 			if !slices.Contains(w.finding.Nodes, name) {
@@ -160,6 +175,21 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 		out = append(out, f)
 	}
 	return out, found
+}
+
+// replacementOf is the node the run brings in node's stead, as pinnedPods
+// takes it: node with the target labels and a name of its own.
+func replacementOf(node *corev1.Node, target map[string]string) *corev1.Node {
+	r := node.DeepCopy()
+	r.Name = node.Name + "-replacement"
+	if r.Labels == nil {
+		r.Labels = map[string]string{}
+	}
+	r.Labels[corev1.LabelHostname] = r.Name
+	for k, v := range target {
+		r.Labels[k] = v
+	}
+	return r
 }
 
 // volumesByClaim returns, for a pod, the bound persistent volumes it mounts
