@@ -161,10 +161,20 @@ func GroupNodes(nodes []corev1.Node, in Input) ([]corev1.Node, error) {
 	} else {
 		sel = labels.SelectorFromSet(labels.Set{in.NodeGroupLabel: in.NodeGroup})
 	}
-	var out []corev1.Node
+	// the group's nodes are copied once, into a slice of their number: a
+	// Node struct is 768 bytes, and appending 5,000 of them copied each
+	// about twice more as the slice grew
+	var members []int
 	for i := range nodes {
 		if sel.Matches(labels.Set(nodes[i].Labels)) {
-			out = append(out, nodes[i])
+			members = append(members, i)
+		}
+	}
+	var out []corev1.Node
+	if len(members) > 0 {
+		out = make([]corev1.Node, len(members))
+		for j, i := range members {
+			out[j] = nodes[i]
 		}
 	}
 	if len(out) == 0 && in.Selector != "" {
