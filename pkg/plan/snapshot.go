@@ -381,38 +381,6 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 	return lm.Continue, nil
 }
 
-// readAhead reads body on a goroutine of its own, one chunk ahead of its
-// reader: reading a body costs its decompression (the API server gzips
-// any list over 128 KiB, and the client's transport gunzips it as it is
-// read: transport.GunzipFaster), which then runs beside the decoding of
-// the chunk before instead of taking turns with it. Close ends the request (cancel) and
-// waits for the goroutine, so none outlives the page.
-func readAhead(body io.ReadCloser, cancel context.CancelFunc) io.ReadCloser {
-	r, w := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, err := io.CopyBuffer(w, body, make([]byte, 64<<10))
-		w.CloseWithError(err) // nil: the reader sees io.EOF
-		body.Close()
-	}()
-	return &aheadReader{PipeReader: r, stop: func() {
-		r.Close()
-		cancel()
-		<-done
-	}}
-}
-
-type aheadReader struct {
-	*io.PipeReader
-	stop func()
-}
-
-func (a *aheadReader) Close() error {
-	a.stop()
-	return nil
-}
-
 // streamFields reads the fields of a protobuf message of size bytes from
 // r, or up to the end of r when size is negative. It calls fn with the
 // number and length of each length-delimited field, and fn reads or
