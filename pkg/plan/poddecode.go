@@ -52,8 +52,8 @@ type field struct {
 	num        protowire.Number
 	typ        protowire.Type
 	start, end int    // of the whole field in its message, tag included
+	off        int    // where a length-delimited value starts
 	v          uint64 // a varint's value
-	val        []byte // a length-delimited value
 }
 
 // uvarint reads a varint at b[i:] as the generated code does: at most ten
@@ -74,16 +74,19 @@ func uvarint(b []byte, i int) (uint64, int, error) {
 	return 0, 0, errIrregular
 }
 
-// nextField reads the field of message b at i.
-func nextField(b []byte, i int) (field, error) {
-	f := field{start: i}
-	wire, i, err := uvarint(b, i)
-	if err != nil {
-		return f, err
+// read reads into f the field of message b at i. It fills a field of
+// its caller's rather than returning one: a returned field is copied
+// through memory, which cost more than the reading.
+func (f *field) read(b []byte, i int) error {
+	*f = field{start: i}
+	var wire uint64
+	var err error
+	if wire, i, err = uvarint(b, i); err != nil {
+		return err
 	}
 	num, typ := int32(wire>>3), protowire.Type(wire&7)
 	if num <= 0 || typ == protowire.EndGroupType {
-		return f, errIrregular
+		return errIrregular
 	}
 	f.num, f.typ = protowire.Number(num), typ
 	switch typ {
@@ -100,7 +103,7 @@ func nextField(b []byte, i int) (field, error) {
 			err = errIrregular
 		}
 		if err == nil {
-			f.val = b[i : i+int(n)]
+			f.off = i
 			i += int(n)
 		}
 	case protowire.StartGroupType:
@@ -115,19 +118,32 @@ func nextField(b []byte, i int) (field, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	f.end = i
-	return f, err
+	return err
 }
 
-// bytes is the field's length-delimited value.
-func (f field) bytes() ([]byte, error) {
+// scan appends the fields of message b to fs and returns it: a message
+// whose fields are picked by number more than once (ObjectMeta, PodSpec)
+// is read once.
+func scan(fs []field, b []byte) ([]field, error) {
+	for i := 0; i < len(b); i = fs[len(fs)-1].end {
+		fs = append(fs, field{})
+		if err := fs[len(fs)-1].read(b, i); err != nil {
+			return nil, err
+		}
+	}
+	return fs, nil
+}
+
+// bytes is the length-delimited value of the field of message b.
+func (f *field) bytes(b []byte) ([]byte, error) {
 	if f.typ != protowire.BytesType {
 		return nil, errIrregular
 	}
-	return f.val, nil
+	return b[f.off:f.end], nil
 }
 
 // varint is the field's varint value.
-func (f field) varint() (uint64, error) {
+func (f *field) varint() (uint64, error) {
 	if f.typ != protowire.VarintType {
 		return 0, errIrregular
 	}
@@ -183,24 +199,12 @@ func skipGenerated(b []byte) (int, error) {
 	return 0, io.ErrUnexpectedEOF
 }
 
-// fields calls fn with each field of message b.
-func fields(b []byte, fn func(f field) error) error {
-	for i := 0; i < len(b); {
-		f, err := nextField(b, i)
-		if err != nil {
-			return err
-		}
-		if err := fn(f); err != nil {
-			return err
-		}
-		i = f.end
-	}
-	return nil
-}
-
 // sb returns the interned string with b's bytes, making one only for a
 // value not seen yet.
 func (in *interner) sb(b []byte) string {
+	if len(b) == 0 {
+		return "" // nothing to share: no lookup
+	}
 	if c, ok := in.strs[string(b)]; ok {
 		return c
 	}
@@ -211,31 +215,45 @@ func (in *interner) sb(b []byte) string {
 
 func (in *interner) decodePodFast(b []byte, p *corev1.Pod) error {
 	var seen [4]bool
-	return fields(b, func(f field) error {
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return err
+		}
 		if f.num < 1 || f.num > 3 || seen[f.num] {
 			return errIrregular // a message given twice is merged: left to Unmarshal
 		}
 		seen[f.num] = true
-		v, err := f.bytes()
+		v, err := f.bytes(b)
 		if err != nil {
 			return err
 		}
 		switch f.num {
 		case 1:
-			return in.decodeMeta(v, &p.ObjectMeta)
+			err = in.decodeMeta(v, &p.ObjectMeta)
 		case 2:
-			return in.decodeSpec(v, &p.Spec)
+			err = in.decodeSpec(v, &p.Spec)
+		default:
+			err = in.decodeStatus(v, &p.Status)
 		}
-		return in.decodeStatus(v, &p.Status)
-	})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // decodeMeta decodes an ObjectMeta as Unmarshal and slimMeta leave it.
 func (in *interner) decodeMeta(b []byte, m *metav1.ObjectMeta) error {
+	var buf [32]field // a pod's metadata has about 20, more with many labels
+	fs, err := scan(buf[:0], b)
+	if err != nil {
+		return err
+	}
 	var finalizers int
 	var labels, annotations bool
-	err := fields(b, func(f field) error {
-		switch f.num {
+	for i := range fs {
+		switch fs[i].num {
 		case 11:
 			labels = true
 		case 12:
@@ -243,83 +261,88 @@ func (in *interner) decodeMeta(b []byte, m *metav1.ObjectMeta) error {
 		case 14:
 			finalizers++
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	if m.OwnerReferences, err = repeated(in, in.owners, b, 13, nil, nil, in.decodeOwner); err != nil {
+	if m.OwnerReferences, err = repeated(in, in.owners, b, fs, 13, nil, 0, in.decodeOwner); err != nil {
 		return err
 	}
 	if finalizers > 0 {
 		m.Finalizers = make([]string, 0, finalizers)
 	}
-	err = fields(b, func(f field) error {
-		switch f.num {
-		case 1, 2, 3, 5, 6, 8, 9, 14:
-			v, err := f.bytes()
-			if err != nil {
-				return err
-			}
-			switch f.num {
-			case 1:
-				m.Name = string(v)
-			case 2:
-				m.GenerateName = in.sb(v)
-			case 3:
-				m.Namespace = in.sb(v)
-			case 5:
-				m.UID = types.UID(v)
-			case 6:
-				m.ResourceVersion = string(v)
-			case 8:
-				return m.CreationTimestamp.Unmarshal(v)
-			case 9:
-				if m.DeletionTimestamp == nil {
-					m.DeletionTimestamp = &metav1.Time{}
-				}
-				return m.DeletionTimestamp.Unmarshal(v)
-			case 14:
-				m.Finalizers = append(m.Finalizers, string(v))
-			}
-		case 7, 10:
-			v, err := f.varint()
-			if err != nil {
-				return err
-			}
-			if f.num == 7 {
-				m.Generation = int64(v)
-			} else {
-				n := int64(v)
-				m.DeletionGracePeriodSeconds = &n
-			}
-		case 11, 12, 13, 17: // labels, annotations and owners apart; managedFields dropped
-		default:
-			return m.Unmarshal(b[f.start:f.end])
+	for i := range fs {
+		if err := in.metaField(b, &fs[i], m); err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	if labels {
-		if m.Labels, err = in.mapField(b, 11, false); err != nil {
+		if m.Labels, err = in.mapField(b, fs, 11, false); err != nil {
 			return err
 		}
 	}
 	if annotations {
-		if m.Annotations, err = in.mapField(b, 12, true); err != nil {
+		if m.Annotations, err = in.mapField(b, fs, 12, true); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// metaField decodes field f of ObjectMeta b into m, but for labels,
+// annotations and owners, which decodeMeta decodes apart.
+func (in *interner) metaField(b []byte, f *field, m *metav1.ObjectMeta) error {
+	switch f.num {
+	case 1, 2, 3, 5, 6, 8, 9, 14:
+		v, err := f.bytes(b)
+		if err != nil {
+			return err
+		}
+		switch f.num {
+		case 1:
+			m.Name = string(v)
+		case 2:
+			m.GenerateName = in.sb(v)
+		case 3:
+			m.Namespace = in.sb(v)
+		case 5:
+			m.UID = types.UID(v)
+		case 6:
+			m.ResourceVersion = string(v)
+		case 8:
+			return m.CreationTimestamp.Unmarshal(v)
+		case 9:
+			if m.DeletionTimestamp == nil {
+				m.DeletionTimestamp = &metav1.Time{}
+			}
+			return m.DeletionTimestamp.Unmarshal(v)
+		case 14:
+			m.Finalizers = append(m.Finalizers, string(v))
+		}
+	case 7, 10:
+		v, err := f.varint()
+		if err != nil {
+			return err
+		}
+		if f.num == 7 {
+			m.Generation = int64(v)
+		} else {
+			n := int64(v)
+			m.DeletionGracePeriodSeconds = &n
+		}
+	case 11, 12, 13, 17: // labels, annotations and owners apart; managedFields dropped
+	default:
+		return m.Unmarshal(b[f.start:f.end])
+	}
+	return nil
+}
+
 func (in *interner) decodeOwner(b []byte, r *metav1.OwnerReference) error {
-	return fields(b, func(f field) error {
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return err
+		}
 		switch f.num {
 		case 1, 3, 4, 5:
-			v, err := f.bytes()
+			v, err := f.bytes(b)
 			if err != nil {
 				return err
 			}
@@ -345,10 +368,12 @@ func (in *interner) decodeOwner(b []byte, r *metav1.OwnerReference) error {
 				r.BlockOwnerDeletion = &set
 			}
 		default:
-			return r.Unmarshal(b[f.start:f.end])
+			if err := r.Unmarshal(b[f.start:f.end]); err != nil {
+				return err
+			}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // entryKey returns the key of a map entry as the generated decoder reads
@@ -385,33 +410,32 @@ func entryKey(e []byte) ([]byte, error) {
 	return key, nil
 }
 
-// mapEntries puts in in.raw the entries of map field num of message b,
-// each after its length, the kubectl last-applied one left out when
-// dropLastApplied: the key under which what they decode to is interned.
-// It says whether there is any entry.
-func (in *interner) mapEntries(b []byte, num protowire.Number, dropLastApplied bool) (bool, error) {
+// mapEntries puts in in.raw the entries of map field num among the fields
+// fs of message b, each after its length, the kubectl last-applied one
+// left out when dropLastApplied: the key under which what they decode to
+// is interned. It says whether there is any entry.
+func (in *interner) mapEntries(b []byte, fs []field, num protowire.Number, dropLastApplied bool) (bool, error) {
 	in.raw = in.raw[:0]
 	found := false
-	err := fields(b, func(f field) error {
-		if f.num != num {
-			return nil
+	for i := range fs {
+		if fs[i].num != num {
+			continue
 		}
-		e, err := f.bytes()
+		e, err := fs[i].bytes(b)
 		if err != nil {
-			return err
+			return false, err
 		}
 		key, err := entryKey(e)
 		if err != nil {
-			return err
+			return false, err
 		}
 		found = true
 		if dropLastApplied && string(key) == lastApplied {
-			return nil
+			continue
 		}
 		in.raw = protowire.AppendBytes(in.raw, e)
-		return nil
-	})
-	return found, err
+	}
+	return found, nil
 }
 
 // entriesAs makes in.scratch a message of the entries in in.raw as field
@@ -425,11 +449,11 @@ func (in *interner) entriesAs(num protowire.Number) {
 	}
 }
 
-// mapField returns the interned map<string, string> of field num of
-// message b (labels, annotations, a node selector), nil when it has no
-// entry.
-func (in *interner) mapField(b []byte, num protowire.Number, dropLastApplied bool) (map[string]string, error) {
-	if ok, err := in.mapEntries(b, num, dropLastApplied); !ok || err != nil {
+// mapField returns the interned map<string, string> of field num among
+// the fields fs of message b (labels, annotations, a node selector), nil
+// when it has no entry.
+func (in *interner) mapField(b []byte, fs []field, num protowire.Number, dropLastApplied bool) (map[string]string, error) {
+	if ok, err := in.mapEntries(b, fs, num, dropLastApplied); !ok || err != nil {
 		return nil, err
 	}
 	if m, ok := in.rawMaps[string(in.raw)]; ok {
@@ -449,9 +473,14 @@ func (in *interner) mapField(b []byte, num protowire.Number, dropLastApplied boo
 	return m, nil
 }
 
-// requests returns the interned requests of a container's resources.
+// requests returns the interned requests of a container's resources b.
 func (in *interner) requests(b []byte) (corev1.ResourceList, error) {
-	if ok, err := in.mapEntries(b, 2, false); !ok || err != nil {
+	var buf [8]field // each entry of limits and requests is a field
+	fs, err := scan(buf[:0], b)
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := in.mapEntries(b, fs, 2, false); !ok || err != nil {
 		return nil, err
 	}
 	if rl, ok := in.rawReqs[string(in.raw)]; ok {
@@ -469,75 +498,37 @@ func (in *interner) requests(b []byte) (corev1.ResourceList, error) {
 
 // decodeSpec decodes a PodSpec as Unmarshal and slimPod leave it.
 func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
-	var err error
-	if sp.Volumes, err = repeated(in, in.volumes, b, 1, volumeKept, nil, in.decodeVolume); err != nil {
-		return err
-	}
-	if sp.Containers, err = repeated(in, in.containers, b, 2, nil, containerField, in.decodeContainer); err != nil {
-		return err
-	}
-	if sp.InitContainers, err = repeated(in, in.containers, b, 20, nil, containerField, in.decodeContainer); err != nil {
-		return err
-	}
-	if sp.Tolerations, err = repeated(in, in.tolerations, b, 22, nil, nil, in.decodeToleration); err != nil {
-		return err
-	}
-	if sp.Affinity, err = in.affinity(b); err != nil {
-		return err
-	}
-	selector := false
-	err = fields(b, func(f field) error {
-		switch f.num {
-		case 4, 25:
-			v, err := f.varint()
-			if err != nil {
-				return err
-			}
-			if f.num == 4 {
-				n := int64(v)
-				sp.TerminationGracePeriodSeconds = &n
-			} else {
-				n := int32(v)
-				sp.Priority = &n
-			}
-			return nil
-		case 7: // the node selector below
-			selector = true
-			return nil
-		case 1, 2, 18, 20, 22, // decoded apart, above
-			14, 15, 23, 26, 33, 34, 39: // what slimPod drops (dropPodSpec)
-			return nil
-		case 3, 6, 8, 9, 10, 19, 24:
-		default:
-			return sp.Unmarshal(b[f.start:f.end])
-		}
-		v, err := f.bytes()
-		if err != nil {
-			return err
-		}
-		switch f.num {
-		case 3:
-			sp.RestartPolicy = corev1.RestartPolicy(in.sb(v))
-		case 6:
-			sp.DNSPolicy = corev1.DNSPolicy(in.sb(v))
-		case 8:
-			sp.ServiceAccountName = in.sb(v)
-		case 9:
-			sp.DeprecatedServiceAccount = in.sb(v)
-		case 10:
-			sp.NodeName = in.sb(v)
-		case 19:
-			sp.SchedulerName = in.sb(v)
-		case 24:
-			sp.PriorityClassName = in.sb(v)
-		}
-		return nil
-	})
+	var buf [64]field // a pod's spec has about 20, more with many volumes or tolerations
+	fs, err := scan(buf[:0], b)
 	if err != nil {
 		return err
 	}
+	if sp.Volumes, err = repeated(in, in.volumes, b, fs, 1, volumeKept, 0, in.decodeVolume); err != nil {
+		return err
+	}
+	if sp.Containers, err = repeated(in, in.containers, b, fs, 2, nil, containerFields, in.decodeContainer); err != nil {
+		return err
+	}
+	if sp.InitContainers, err = repeated(in, in.containers, b, fs, 20, nil, containerFields, in.decodeContainer); err != nil {
+		return err
+	}
+	if sp.Tolerations, err = repeated(in, in.tolerations, b, fs, 22, nil, 0, in.decodeToleration); err != nil {
+		return err
+	}
+	if sp.Affinity, err = in.affinity(b, fs); err != nil {
+		return err
+	}
+	selector := false
+	for i := range fs {
+		if fs[i].num == 7 { // the node selector below
+			selector = true
+		}
+		if err := in.specField(b, &fs[i], sp); err != nil {
+			return err
+		}
+	}
 	if selector {
-		if sp.NodeSelector, err = in.mapField(b, 7, false); err != nil {
+		if sp.NodeSelector, err = in.mapField(b, fs, 7, false); err != nil {
 			return err
 		}
 	}
@@ -545,38 +536,96 @@ func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
 	return nil
 }
 
-// decodeAffinity merges into sp the required node affinity of an
-// affinity, the only part slimPod keeps.
-func decodeAffinity(b []byte, sp *corev1.PodSpec) error {
-	return fields(b, func(f field) error {
-		if f.num != 1 {
-			return nil
-		}
-		v, err := f.bytes()
+// specField decodes field f of PodSpec b into sp, but for those
+// decodeSpec decodes apart and those slimPod drops.
+func (in *interner) specField(b []byte, f *field, sp *corev1.PodSpec) error {
+	switch f.num {
+	case 4, 25:
+		v, err := f.varint()
 		if err != nil {
 			return err
 		}
-		return fields(v, func(f field) error {
-			if f.num != 1 {
-				return nil
+		if f.num == 4 {
+			n := int64(v)
+			sp.TerminationGracePeriodSeconds = &n
+		} else {
+			n := int32(v)
+			sp.Priority = &n
+		}
+		return nil
+	case 1, 2, 7, 18, 20, 22, // decoded apart, by decodeSpec
+		14, 15, 23, 26, 33, 34, 39: // what slimPod drops (dropPodSpec)
+		return nil
+	case 3, 6, 8, 9, 10, 19, 24:
+	default:
+		return sp.Unmarshal(b[f.start:f.end])
+	}
+	v, err := f.bytes(b)
+	if err != nil {
+		return err
+	}
+	switch f.num {
+	case 3:
+		sp.RestartPolicy = corev1.RestartPolicy(in.sb(v))
+	case 6:
+		sp.DNSPolicy = corev1.DNSPolicy(in.sb(v))
+	case 8:
+		sp.ServiceAccountName = in.sb(v)
+	case 9:
+		sp.DeprecatedServiceAccount = in.sb(v)
+	case 10:
+		sp.NodeName = in.sb(v)
+	case 19:
+		sp.SchedulerName = in.sb(v)
+	case 24:
+		sp.PriorityClassName = in.sb(v)
+	}
+	return nil
+}
+
+// decodeAffinity merges into sp the required node affinity of an
+// affinity, the only part slimPod keeps.
+func decodeAffinity(b []byte, sp *corev1.PodSpec) error {
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return err
+		}
+		if f.num != 1 {
+			continue
+		}
+		nodeAffinity, err := f.bytes(b)
+		if err != nil {
+			return err
+		}
+		var nf field
+		for j := 0; j < len(nodeAffinity); j = nf.end {
+			if err := nf.read(nodeAffinity, j); err != nil {
+				return err
 			}
-			v, err := f.bytes()
+			if nf.num != 1 {
+				continue
+			}
+			v, err := nf.bytes(nodeAffinity)
 			if err != nil {
 				return err
 			}
 			if sp.Affinity == nil {
 				sp.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}
 			}
-			return sp.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.Unmarshal(v)
-		})
-	})
+			if err := sp.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.Unmarshal(v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
-// affinity returns the interned affinity of the affinity fields of PodSpec
-// b, nil when it has none: only its required node affinity, which
-// slimPod keeps.
-func (in *interner) affinity(b []byte) (*corev1.Affinity, error) {
-	found, err := in.values(b, 18, nil, nil)
+// affinity returns the interned affinity of the affinity fields among the
+// fields fs of PodSpec b, nil when it has none: only its required node
+// affinity, which slimPod keeps.
+func (in *interner) affinity(b []byte, fs []field) (*corev1.Affinity, error) {
+	found, err := in.values(b, fs, 18, nil, 0)
 	if err != nil || found == 0 {
 		return nil, err
 	}
@@ -585,48 +634,55 @@ func (in *interner) affinity(b []byte) (*corev1.Affinity, error) {
 	}
 	key := string(in.raw)
 	var sp corev1.PodSpec
-	if err := eachValue(b, 18, nil, func(v []byte) error { return decodeAffinity(v, &sp) }); err != nil {
+	if err := eachValue(b, fs, 18, nil, func(v []byte) error { return decodeAffinity(v, &sp) }); err != nil {
 		return nil, err
 	}
 	in.affinities[key] = sp.Affinity
 	return sp.Affinity, nil
 }
 
-// eachValue calls fn with each value of length-delimited field num of
-// message b that keep accepts (all when keep is nil).
-func eachValue(b []byte, num protowire.Number, keep func([]byte) (bool, error), fn func(v []byte) error) error {
-	return fields(b, func(f field) error {
-		if f.num != num {
-			return nil
+// eachValue calls fn with each value of length-delimited field num among
+// the fields fs of message b that keep accepts (all when keep is nil).
+func eachValue(b []byte, fs []field, num protowire.Number, keep func([]byte) (bool, error), fn func(v []byte) error) error {
+	for i := range fs {
+		if fs[i].num != num {
+			continue
 		}
-		v, err := f.bytes()
+		v, err := fs[i].bytes(b)
 		if err != nil {
 			return err
 		}
 		if keep != nil {
-			if kept, err := keep(v); err != nil || !kept {
+			kept, err := keep(v)
+			if err != nil {
 				return err
 			}
+			if !kept {
+				continue
+			}
 		}
-		return fn(v)
-	})
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // values puts in in.raw the values eachValue gives, each after its
 // length, and says how many there are.
 //
-// With decoded not nil, a value stands in in.raw only by the fields its
-// decoder reads (those decoded says it does): the containers of a
+// With decoded not 0, a value stands in in.raw only by the fields its
+// decoder reads (those numbered by a bit of decoded): the containers of a
 // Deployment's pods differ on the wire, where the API server names each
 // pod's service account token volume and its mounts anew
 // (kube-api-access-xxxxx), but not in what the plan keeps of them, so
 // they are decoded once and shared, and no key holds what is left out.
-func (in *interner) values(b []byte, num protowire.Number, keep func([]byte) (bool, error), decoded func(protowire.Number) bool) (int, error) {
+func (in *interner) values(b []byte, fs []field, num protowire.Number, keep func([]byte) (bool, error), decoded uint64) (int, error) {
 	in.raw = in.raw[:0]
 	n := 0
-	err := eachValue(b, num, keep, func(v []byte) error {
+	err := eachValue(b, fs, num, keep, func(v []byte) error {
 		n++
-		if decoded == nil {
+		if decoded == 0 {
 			in.raw = protowire.AppendBytes(in.raw, v)
 			return nil
 		}
@@ -634,27 +690,30 @@ func (in *interner) values(b []byte, num protowire.Number, keep func([]byte) (bo
 		// into each other: 4 bytes make room for it before it is known
 		at := len(in.raw)
 		in.raw = append(in.raw, 0, 0, 0, 0)
-		err := fields(v, func(f field) error {
-			if decoded(f.num) {
+		var f field
+		for i := 0; i < len(v); i = f.end {
+			if err := f.read(v, i); err != nil {
+				return err
+			}
+			if decoded&(1<<f.num) != 0 { // 0 past 63: not decoded
 				in.raw = append(in.raw, v[f.start:f.end]...)
 			}
-			return nil
-		})
+		}
 		binary.LittleEndian.PutUint32(in.raw[at:], uint32(len(in.raw)-at-4))
-		return err
+		return nil
 	})
 	return n, err
 }
 
 // repeated returns the interned slice of the values of repeated field num
-// of message b that keep accepts (all when keep is nil), each decoded by
-// dec into a zeroed T, nil when there is none; decoded, when not nil, says
-// which fields of a value dec reads (see values). The pods of a workload
-// have the same tolerations, owners and kept volumes byte for byte, and the
-// same containers in the fields decoded: they are decoded for the first pod
-// and shared by the others.
-func repeated[T any](in *interner, seen map[string][]T, b []byte, num protowire.Number, keep func([]byte) (bool, error), decoded func(protowire.Number) bool, dec func([]byte, *T) error) ([]T, error) {
-	n, err := in.values(b, num, keep, decoded)
+// among the fields fs of message b that keep accepts (all when keep is
+// nil), each decoded by dec into a zeroed T, nil when there is none;
+// decoded, when not 0, says which fields of a value dec reads (see
+// values). The pods of a workload have the same tolerations, owners and
+// kept volumes byte for byte, and the same containers in the fields
+// decoded: they are decoded for the first pod and shared by the others.
+func repeated[T any](in *interner, seen map[string][]T, b []byte, fs []field, num protowire.Number, keep func([]byte) (bool, error), decoded uint64, dec func([]byte, *T) error) ([]T, error) {
+	n, err := in.values(b, fs, num, keep, decoded)
 	if err != nil || n == 0 {
 		return nil, err
 	}
@@ -663,7 +722,7 @@ func repeated[T any](in *interner, seen map[string][]T, b []byte, num protowire.
 	}
 	key := string(in.raw) // dec may reuse in.raw
 	s := make([]T, 0, n)
-	err = eachValue(b, num, keep, func(v []byte) error {
+	err = eachValue(b, fs, num, keep, func(v []byte) error {
 		s = append(s, *new(T))
 		return dec(v, &s[len(s)-1])
 	})
@@ -681,88 +740,117 @@ func volumeSource(num protowire.Number) bool { return num == 2 || num == 10 || n
 // volumeKept says whether slimVolumes keeps the volume b.
 func volumeKept(b []byte) (bool, error) {
 	kept := false
-	err := fields(b, func(f field) error {
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return false, err
+		}
 		if f.num != 2 {
-			return nil
+			continue
 		}
-		v, err := f.bytes()
+		src, err := f.bytes(b)
 		if err != nil {
-			return err
+			return false, err
 		}
-		return fields(v, func(f field) error {
-			kept = kept || volumeSource(f.num)
-			return nil
-		})
-	})
-	return kept, err
+		var sf field
+		for j := 0; j < len(src); j = sf.end {
+			if err := sf.read(src, j); err != nil {
+				return false, err
+			}
+			kept = kept || volumeSource(sf.num)
+		}
+	}
+	return kept, nil
 }
 
 // decodeVolume decodes a volume as slimVolumes keeps it.
 func (in *interner) decodeVolume(b []byte, vol *corev1.Volume) error {
 	sources := 0
 	var name []byte
-	err := fields(b, func(f field) error {
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return err
+		}
 		switch f.num {
 		case 1:
-			v, err := f.bytes()
+			v, err := f.bytes(b)
+			if err != nil {
+				return err
+			}
 			name = v
-			return err
 		case 2:
 			if sources++; sources > 1 {
 				return errIrregular // merged sources: left to Unmarshal
 			}
-			v, err := f.bytes()
+			v, err := f.bytes(b)
 			if err != nil {
 				return err
 			}
-			src := &vol.VolumeSource
-			return fields(v, func(f field) error {
-				if !volumeSource(f.num) {
-					return nil
-				}
-				v, err := f.bytes()
-				if err != nil {
-					return err
-				}
-				switch f.num {
-				case 2:
-					if src.EmptyDir == nil {
-						src.EmptyDir = &corev1.EmptyDirVolumeSource{}
-					}
-					return src.EmptyDir.Unmarshal(v)
-				case 10:
-					if src.PersistentVolumeClaim == nil {
-						src.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{}
-					}
-					return src.PersistentVolumeClaim.Unmarshal(v)
-				default:
-					if src.Ephemeral == nil {
-						src.Ephemeral = &corev1.EphemeralVolumeSource{}
-					}
-					return src.Ephemeral.Unmarshal(v)
-				}
-			})
+			if err := decodeVolumeSource(v, &vol.VolumeSource); err != nil {
+				return err
+			}
 		}
-		return nil
-	})
+	}
 	vol.Name = in.sb(name)
-	return err
+	return nil
 }
 
-// containerField says whether decodeContainer reads field num of a
-// Container: name, resources, readinessProbe, lifecycle, restartPolicy.
-func containerField(num protowire.Number) bool {
-	return num == 1 || num == 8 || num == 11 || num == 12 || num == 24
+// decodeVolumeSource decodes the sources of volume source b that
+// slimVolumes keeps into src.
+func decodeVolumeSource(b []byte, src *corev1.VolumeSource) error {
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return err
+		}
+		if !volumeSource(f.num) {
+			continue
+		}
+		v, err := f.bytes(b)
+		if err != nil {
+			return err
+		}
+		switch f.num {
+		case 2:
+			if src.EmptyDir == nil {
+				src.EmptyDir = &corev1.EmptyDirVolumeSource{}
+			}
+			err = src.EmptyDir.Unmarshal(v)
+		case 10:
+			if src.PersistentVolumeClaim == nil {
+				src.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{}
+			}
+			err = src.PersistentVolumeClaim.Unmarshal(v)
+		default:
+			if src.Ephemeral == nil {
+				src.Ephemeral = &corev1.EphemeralVolumeSource{}
+			}
+			err = src.Ephemeral.Unmarshal(v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// containerFields are the fields of a Container decodeContainer reads, a
+// bit each: name, resources, readinessProbe, lifecycle, restartPolicy.
+const containerFields uint64 = 1<<1 | 1<<8 | 1<<11 | 1<<12 | 1<<24
 
 // decodeContainer decodes a container as slimContainers keeps it.
 func (in *interner) decodeContainer(b []byte, c *corev1.Container) error {
 	resources := false
-	return fields(b, func(f field) error {
-		if !containerField(f.num) {
-			return nil
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return err
 		}
-		v, err := f.bytes()
+		if containerFields&(1<<f.num) == 0 {
+			continue
+		}
+		v, err := f.bytes(b)
 		if err != nil {
 			return err
 		}
@@ -775,30 +863,36 @@ func (in *interner) decodeContainer(b []byte, c *corev1.Container) error {
 			}
 			resources = true
 			c.Resources.Requests, err = in.requests(v)
-			return err
 		case 11:
 			if c.ReadinessProbe == nil {
 				c.ReadinessProbe = &corev1.Probe{}
 			}
-			return c.ReadinessProbe.Unmarshal(v)
+			err = c.ReadinessProbe.Unmarshal(v)
 		case 12:
 			if c.Lifecycle == nil {
 				c.Lifecycle = &corev1.Lifecycle{}
 			}
-			return c.Lifecycle.Unmarshal(v)
+			err = c.Lifecycle.Unmarshal(v)
 		case 24:
 			p := corev1.ContainerRestartPolicy(v)
 			c.RestartPolicy = &p
 		}
-		return nil
-	})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (in *interner) decodeToleration(b []byte, t *corev1.Toleration) error {
-	return fields(b, func(f field) error {
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return err
+		}
 		switch f.num {
 		case 1, 2, 3, 4:
-			v, err := f.bytes()
+			v, err := f.bytes(b)
 			if err != nil {
 				return err
 			}
@@ -820,25 +914,34 @@ func (in *interner) decodeToleration(b []byte, t *corev1.Toleration) error {
 			n := int64(v)
 			t.TolerationSeconds = &n
 		default:
-			return t.Unmarshal(b[f.start:f.end])
+			if err := t.Unmarshal(b[f.start:f.end]); err != nil {
+				return err
+			}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // decodeStatus decodes a PodStatus as Unmarshal and slimPod leave it.
 func (in *interner) decodeStatus(b []byte, st *corev1.PodStatus) error {
 	var ready []byte
 	isReady := false
-	err := fields(b, func(f field) error {
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return err
+		}
 		switch f.num {
 		case 1, 2, 9:
 		case 3, 5, 6, 7, 8, 10, 12, 13, 15, 16: // what slimPod drops (dropPodStatus)
-			return nil
+			continue
 		default:
-			return st.Unmarshal(b[f.start:f.end])
+			if err := st.Unmarshal(b[f.start:f.end]); err != nil {
+				return err
+			}
+			continue
 		}
-		v, err := f.bytes()
+		v, err := f.bytes(b)
 		if err != nil {
 			return err
 		}
@@ -848,19 +951,7 @@ func (in *interner) decodeStatus(b []byte, st *corev1.PodStatus) error {
 		case 9:
 			st.QOSClass = corev1.PodQOSClass(in.sb(v))
 		case 2:
-			var typ, status []byte
-			err := fields(v, func(f field) error {
-				if f.num != 1 && f.num != 2 {
-					return nil
-				}
-				v, err := f.bytes()
-				if f.num == 1 {
-					typ = v
-				} else {
-					status = v
-				}
-				return err
-			})
+			typ, status, err := condition(v)
 			if err != nil {
 				return err
 			}
@@ -868,10 +959,6 @@ func (in *interner) decodeStatus(b []byte, st *corev1.PodStatus) error {
 				ready, isReady = status, true
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	if isReady {
 		c, ok := in.ready[string(ready)]
@@ -883,4 +970,27 @@ func (in *interner) decodeStatus(b []byte, st *corev1.PodStatus) error {
 	}
 	dropPodStatus(st)
 	return nil
+}
+
+// condition returns the type and status of a pod condition.
+func condition(b []byte) (typ, status []byte, err error) {
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return nil, nil, err
+		}
+		if f.num != 1 && f.num != 2 {
+			continue
+		}
+		v, err := f.bytes(b)
+		if err != nil {
+			return nil, nil, err
+		}
+		if f.num == 1 {
+			typ = v
+		} else {
+			status = v
+		}
+	}
+	return typ, status, nil
 }
