@@ -233,6 +233,7 @@ func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into
 	if rc, ok := src.rest.(*rest.RESTClient); ok && rc != nil {
 		if n := src.sizeHint(ctx); n > 0 {
 			*into = make([]T, 0, n)
+			adviseHugePagesFor(*into)
 		}
 		var pr pageReader
 		fetch = func(ctx context.Context, o metav1.ListOptions) (string, error) {
