@@ -79,8 +79,9 @@ func (a *audit) auditWorkload(w *workload) []Finding {
 	for _, p := range w.outdated {
 		node := p.Spec.NodeName
 
-		// Selectors match per pod (labels may differ within a workload); the
-		// per-namespace lists keep this to the few PDBs and Services of the pod's namespace.
+		// Selectors match per label map (labels may differ within a
+		// workload); the per-namespace lists keep this to the few PDBs and
+		// Services of the pod's namespace.
 		m, ok := byLabels[mapPointer(p.Labels)]
 		if !ok {
 			m.pdbs = a.pdbsFor(p)
