@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -173,6 +175,52 @@ func TestStrategyDefaults(t *testing.T) {
 			}
 			if o.MaxUnavailable != tc.wantMaxUnavailable || o.DrainTimeout != tc.wantDrain {
 				t.Errorf("max-unavailable %q, drain-timeout %s", o.MaxUnavailable, o.DrainTimeout)
+			}
+		})
+	}
+}
+
+// TestPlanFileWaits: run --plan-file waits as the reviewed plan said (its
+// estimates count that wait), unless the wait is given again; resume
+// repeats the recorded run's wait, not the plan's.
+func TestPlanFileWaits(t *testing.T) {
+	saved := plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, NodeGroup: "ng", Strategy: "eks", MaxUnavailableInput: "1",
+		PostDrainWait: plan.Duration(2 * time.Second), DeregistrationTimeout: plan.Duration(90 * time.Second)}
+	data, err := json.Marshal(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name                string
+		args                []string // nil: the request comes from a record, as resume makes it
+		recorded            plan.Request
+		wantWait, wantDereg time.Duration
+	}{
+		{name: "the plan's waits", args: []string{"--plan-file", file}, wantWait: 2 * time.Second, wantDereg: 90 * time.Second},
+		{name: "a wait given again", args: []string{"--plan-file", file, "--post-drain-wait", "0s", "--deregistration-timeout", "1m"}, wantDereg: time.Minute},
+		{name: "resume repeats the recorded waits", recorded: plan.Request{PlanFile: file, PostDrainWait: 5 * time.Second, DeregistrationTimeout: time.Minute},
+			wantWait: 5 * time.Second, wantDereg: time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, o := newCmdRun(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+			if tc.args == nil {
+				o.Request = tc.recorded
+				err = o.loadPlanFile()
+			} else {
+				if err := cmd.ParseFlags(tc.args); err != nil {
+					t.Fatal(err)
+				}
+				err = o.Complete(cmd, cmd.Flags().Args())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.PostDrainWait != tc.wantWait || o.DeregistrationTimeout != tc.wantDereg {
+				t.Errorf("post-drain-wait %s, deregistration-timeout %s; want %s, %s", o.PostDrainWait, o.DeregistrationTimeout, tc.wantWait, tc.wantDereg)
 			}
 		})
 	}

@@ -173,6 +173,17 @@ func (o *RunOptions) loadPlanFile() error {
 	if p.Hooks != nil {
 		o.Hooks = *p.Hooks
 	}
+	// The reviewed plan's waits run, as its estimates counted them, unless
+	// given again now. A request from a record (resume) already holds what
+	// the first run settled, a wait given then included.
+	if o.given != nil {
+		if !o.given["post-drain-wait"] {
+			o.PostDrainWait = time.Duration(p.PostDrainWait)
+		}
+		if !o.given["deregistration-timeout"] && p.DeregistrationTimeout > 0 {
+			o.DeregistrationTimeout = time.Duration(p.DeregistrationTimeout)
+		}
+	}
 	o.TargetLabels = nil
 	for k, v := range p.TargetLabels {
 		o.TargetLabels = append(o.TargetLabels, k+"="+v)

@@ -235,6 +235,19 @@ func (o *StatusOptions) statusOf(ctx context.Context, r *state.Record) (RunStatu
 	if err != nil {
 		return RunStatus{}, err
 	}
+	if !alive && r.FinishedAt == nil {
+		// r was read before the lock: the run may have written its last
+		// record and given the lock up in between (it does so in that
+		// order), so a record read now is its last word. Without this a
+		// run that finished reads as stopped in its last phase.
+		again, err := store.Load(ctx, r.NodeGroup)
+		if err != nil {
+			return RunStatus{}, err
+		}
+		if again != nil {
+			r = again
+		}
+	}
 	request, err := (&state.Requests{Store: store, Group: r.NodeGroup}).Pending(ctx)
 	if err != nil {
 		return RunStatus{}, err

@@ -12,10 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -348,6 +351,69 @@ func TestWatchLineSaysInterruptedNotContextCanceled(t *testing.T) {
 			line := (&StatusOptions{}).watchLine(describeRun(r, false, "", testNow))
 			if !strings.HasSuffix(line, tc.want) {
 				t.Errorf("line %q does not end with %q", line, tc.want)
+			}
+		})
+	}
+}
+
+// TestStatusOfARunThatEndsBetweenItsRecordAndItsLock: status reads the
+// record, then the lock; a run that writes its last record and gives its
+// lock up in between has finished, not paused (its record still carries
+// the note of the cancel it was resumed from) or stopped.
+func TestStatusOfARunThatEndsBetweenItsRecordAndItsLock(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"status", []string{"ng"}, ExitOK},
+		{"status -w", []string{"ng", "-w"}, ExitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := recordFor("ng")
+			rec.Phase, rec.Done, rec.InFlight = "Done", []string{"n1", "n2", "n3", "n4"}, nil
+			rec.Note = "paused by cancel in phase Drain; continue with resume, or undo with rollback"
+			client := statusFixture(t, []*state.Record{rec}, "ng")
+
+			// The last record as the run writes it, taken from a cluster of its own.
+			finished := *rec
+			now := time.Now()
+			finished.FinishedAt, finished.Note = &now, ""
+			elsewhere := fake.NewClientset()
+			if err := (&state.Store{Client: elsewhere, Namespace: state.DefaultNamespace}).Save(context.Background(), &finished); err != nil {
+				t.Fatal(err)
+			}
+			last, err := elsewhere.CoreV1().ConfigMaps(state.DefaultNamespace).Get(context.Background(), state.ObjectName("ng"), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The run ends when status first asks for the lock: after it read the record.
+			var once sync.Once
+			fc := client.(*fake.Clientset)
+			fc.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+				once.Do(func() {
+					tracker := fc.Tracker()
+					last.ResourceVersion = ""
+					if err := tracker.Update(corev1.SchemeGroupVersion.WithResource("configmaps"), last, state.DefaultNamespace); err != nil {
+						t.Error(err)
+					}
+					obj, err := tracker.Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), state.DefaultNamespace, state.ObjectName("ng"))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					lease := obj.(*coordinationv1.Lease).DeepCopy()
+					empty := ""
+					lease.Spec.HolderIdentity = &empty
+					if err := tracker.Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), lease, state.DefaultNamespace); err != nil {
+						t.Error(err)
+					}
+				})
+				return false, nil, nil
+			})
+			out, stderr, code := runStatus(t, client, tc.args...)
+			if code != tc.code || !strings.Contains(out, "finished") || strings.Contains(out, "paused") {
+				t.Fatalf("exit %d, want %d and finished; stdout:\n%s\nstderr: %s", code, tc.code, out, stderr)
 			}
 		})
 	}
