@@ -122,12 +122,15 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 	group := po.recordName()
 	store := &state.Store{Client: po.client, Namespace: o.StateNamespace}
 	requests := &state.Requests{Store: store, Group: group}
+	// The lock before the record, as control commands read them: a record
+	// read after the lock was seen free is the run's last.
+	probe := &ControlOptions{NodeGroup: group, StateNamespace: o.StateNamespace}
+	alive := probe.holderAlive(ctx, po)
 	rec, err := store.Load(ctx, group)
 	if err != nil {
 		return err
 	}
-	probe := &ControlOptions{NodeGroup: group, StateNamespace: o.StateNamespace}
-	if probe.holderAlive(ctx, po, rec) {
+	if alive {
 		if rec, err = o.stopLiveRun(ctx, po, probe, store, requests, rec, group); err != nil {
 			return err
 		}
@@ -224,7 +227,7 @@ func (o *AbortOptions) stopLiveRun(ctx context.Context, po *PlanOptions, probe *
 		return nil, err
 	}
 	fmt.Fprintf(o.Out, "asked the run on %q (%s) to stop at its next safe point; waiting for it to stop\n", group, holder)
-	for probe.holderAlive(ctx, po, rec) {
+	for probe.holderAlive(ctx, po) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

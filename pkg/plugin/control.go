@@ -97,6 +97,9 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		return err
 	}
 	o.client = po.client
+	// The lock before the record: a run writes its last record, then gives
+	// the lock up, so a record read after the lock was seen free is final.
+	alive := o.holderAlive(ctx, po)
 	store := &state.Store{Client: po.client, Namespace: o.StateNamespace}
 	rec, err := store.Load(ctx, o.NodeGroup)
 	if err != nil {
@@ -106,7 +109,6 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		return usageErrorf("cannot %s: node group %q has no unfinished run in namespace %q", o.action, o.NodeGroup, o.StateNamespace)
 	}
 	requests := &state.Requests{Store: store, Group: o.NodeGroup}
-	alive := o.holderAlive(ctx, po, rec)
 	phase := plan.Phase(rec.Phase)
 	var traits plan.Traits
 	if s, err := plan.LookupStrategy(rec.Strategy); err == nil {
@@ -182,7 +184,7 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 }
 
 // holderAlive reports whether a live run holds the node group's lock.
-func (o *ControlOptions) holderAlive(ctx context.Context, po *PlanOptions, rec *state.Record) bool {
+func (o *ControlOptions) holderAlive(ctx context.Context, po *PlanOptions) bool {
 	lock := &state.Lock{Client: po.client, Namespace: o.StateNamespace, Group: o.NodeGroup, Holder: "probe/" + fmt.Sprint(time.Now().UnixNano()), Duration: lockDuration}
 	held, err := lock.Held(ctx)
 	return err == nil && held

@@ -375,14 +375,12 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	if err != nil {
 		return err
 	}
+	requests := &state.Requests{Store: store, Group: group}
+	if err := refusePendingCancel(ctx, requests, rec); err != nil {
+		return err
+	}
 	if rec == nil || rec.FinishedAt != nil {
 		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
-	}
-	requests := &state.Requests{Store: store, Group: group}
-	if req, err := requests.Pending(ctx); err != nil {
-		return err
-	} else if req == state.RequestCancel && rec.FinishedAt == nil {
-		return usageErrorf("node group %q is paused (cancel) in phase %s; continue with \"kubectl nodeupgrade resume %s\", undo with rollback, or put it back in service with \"kubectl nodeupgrade abort %s\"", group, rec.Phase, group, group)
 	}
 	if rec.Cloud != nil && (o.cloudGroup == nil || rec.Cloud.Group != o.cloudGroup.GroupName()) {
 		return usageErrorf("node group %q has an unfinished run on %s group %q; finish it with the same --provider and --asg", group, rec.Cloud.Provider, rec.Cloud.Group)
@@ -459,6 +457,26 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 		return saveErr
 	}
 	return err
+}
+
+// refusePendingCancel refuses to start over a run paused by cancel. A
+// request left on a finished run (a cancel sent as it finished: the run
+// reads requests between phases, not after its last) is for no run: it is
+// dropped, or it would refuse every later run of the group.
+func refusePendingCancel(ctx context.Context, requests *state.Requests, rec *state.Record) error {
+	req, err := requests.Pending(ctx)
+	switch {
+	case err != nil:
+		return err
+	case req == "":
+		return nil
+	case rec == nil || rec.FinishedAt != nil:
+		return requests.Clear(ctx)
+	case req == state.RequestCancel:
+		g := requests.Group
+		return usageErrorf("node group %q is paused (cancel) in phase %s; continue with \"kubectl nodeupgrade resume %s\", undo with rollback, or put it back in service with \"kubectl nodeupgrade abort %s\"", g, rec.Phase, g, g)
+	}
+	return nil
 }
 
 // refuseBlockers stops a run whose audit found blockers, unless --force or

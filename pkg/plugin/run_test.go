@@ -1,12 +1,15 @@
 package plugin
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -118,6 +121,60 @@ func TestEarlierDone(t *testing.T) {
 			}
 			if (tc.rec.RollbackFrom == nil) != (tc.wantFrom == nil) || tc.wantFrom != nil && *tc.rec.RollbackFrom != *tc.wantFrom {
 				t.Errorf("RollbackFrom %v, want %v", tc.rec.RollbackFrom, tc.wantFrom)
+			}
+		})
+	}
+}
+
+// TestRefusePendingCancel: a cancel pauses an unfinished run until resume,
+// rollback or abort; one that reached the run only as it finished is
+// dropped, or no later run of the group could start.
+func TestRefusePendingCancel(t *testing.T) {
+	t.Parallel()
+	finished := time.Now()
+	for _, tc := range []struct {
+		name      string
+		finished  bool
+		request   string
+		wantErr   string // "" for none
+		wantAfter string // the request pending afterwards
+	}{
+		{name: "nothing pending", wantAfter: ""},
+		{name: "a paused run", request: state.RequestCancel, wantErr: `node group "ng" is paused (cancel) in phase Drain; continue with "kubectl nodeupgrade resume ng"`, wantAfter: state.RequestCancel},
+		{name: "a rollback for the next run", request: state.RequestRollback, wantAfter: state.RequestRollback},
+		{name: "a cancel that came as the run finished", finished: true, request: state.RequestCancel, wantAfter: ""},
+		{name: "a complete that came as the run finished", finished: true, request: state.RequestComplete, wantAfter: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := &state.Store{Client: fake.NewClientset(), Namespace: state.DefaultNamespace}
+			rec := &state.Record{NodeGroup: "ng", Phase: "Drain"}
+			if tc.finished {
+				rec.Phase, rec.FinishedAt = "Done", &finished
+			}
+			ctx := context.Background()
+			if err := store.Save(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			requests := &state.Requests{Store: store, Group: "ng"}
+			if tc.request != "" {
+				if err := requests.Send(ctx, tc.request); err != nil {
+					t.Fatal(err)
+				}
+			}
+			loaded, err := store.Load(ctx, "ng")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = refusePendingCancel(ctx, requests, loaded)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) || ExitCode(err) != ExitUsage):
+				t.Fatalf("got %v (exit %d), want %q... and exit %d", err, ExitCode(err), tc.wantErr, ExitUsage)
+			}
+			if after, err := requests.Pending(ctx); err != nil || after != tc.wantAfter {
+				t.Errorf("pending afterwards %q (%v), want %q", after, err, tc.wantAfter)
 			}
 		})
 	}
