@@ -101,7 +101,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (required without a terminal)")
 	f.StringVar(&o.DryRun, "dry-run", dryRunNone, `"client" (or a bare --dry-run): print the plan, exactly as "plan" does, and change nothing; "none": run`)
 	f.Lookup("dry-run").NoOptDefVal = dryRunClient
-	f.StringVar(&r.PlanFile, "plan-file", "", "Execute a plan saved with \"plan -o json\"; refused if the cluster no longer matches it")
+	f.StringVar(&r.PlanFile, "plan-file", "", "Execute a plan saved with \"plan -o json\"; refused if the cluster no longer matches it; its --post-drain-wait and --deregistration-timeout apply unless given again")
 	durationVar(f, &r.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force), and the evicted workloads to be Ready again; with --strategy surge and autoscaled-blue-green 1h by default, then the remaining pods are deleted")
 	durationVar(f, &r.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
 	durationVar(f, &r.DeregistrationTimeout, "deregistration-timeout", plan.DefaultDeregistrationTimeout, "With provider aws: how long a drained node's instance may take to leave the group's target groups and Classic Load Balancers (their deregistration delay) before the run stops; it is terminated only once they let go")
