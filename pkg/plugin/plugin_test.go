@@ -194,6 +194,11 @@ func TestPlanFileWaits(t *testing.T) {
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A plan saved before plans carried the wait.
+	old := filepath.Join(t.TempDir(), "old-plan.json")
+	if err := os.WriteFile(old, bytes.Replace(data, []byte(`"postDrainWait":"2s",`), nil, 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name                string
 		args                []string // nil: the request comes from a record, as resume makes it
@@ -201,6 +206,7 @@ func TestPlanFileWaits(t *testing.T) {
 		wantWait, wantDereg time.Duration
 	}{
 		{name: "the plan's waits", args: []string{"--plan-file", file}, wantWait: 2 * time.Second, wantDereg: 90 * time.Second},
+		{name: "a plan saved before plans carried the wait", args: []string{"--plan-file", old}, wantWait: time.Minute, wantDereg: 90 * time.Second},
 		{name: "a wait given again", args: []string{"--plan-file", file, "--post-drain-wait", "0s", "--deregistration-timeout", "1m"}, wantDereg: time.Minute},
 		{name: "resume repeats the recorded waits", recorded: plan.Request{PlanFile: file, PostDrainWait: 5 * time.Second, DeregistrationTimeout: time.Minute},
 			wantWait: 5 * time.Second, wantDereg: time.Minute},

@@ -177,8 +177,12 @@ func (o *RunOptions) loadPlanFile() error {
 	// given again now. A request from a record (resume) already holds what
 	// the first run settled, a wait given then included.
 	if o.given != nil {
-		if !o.given["post-drain-wait"] {
-			o.PostDrainWait = time.Duration(p.PostDrainWait)
+		// A plan saved before plans carried the wait has none to give.
+		var saved struct {
+			PostDrainWait *plan.Duration `json:"postDrainWait"`
+		}
+		if !o.given["post-drain-wait"] && json.Unmarshal(data, &saved) == nil && saved.PostDrainWait != nil {
+			o.PostDrainWait = time.Duration(*saved.PostDrainWait)
 		}
 		if !o.given["deregistration-timeout"] && p.DeregistrationTimeout > 0 {
 			o.DeregistrationTimeout = time.Duration(p.DeregistrationTimeout)
