@@ -190,7 +190,9 @@ func TestPlanFileWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "plan.json")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	file := filepath.Join(dir, "plan.json")
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +207,7 @@ func TestPlanFileWaits(t *testing.T) {
 		recorded            plan.Request
 		wantWait, wantDereg time.Duration
 	}{
-		{name: "the plan's waits", args: []string{"--plan-file", file}, wantWait: 2 * time.Second, wantDereg: 90 * time.Second},
+		{name: "the plan's waits", args: []string{"--plan-file", "plan.json"}, wantWait: 2 * time.Second, wantDereg: 90 * time.Second},
 		{name: "a plan saved before plans carried the wait", args: []string{"--plan-file", old}, wantWait: time.Minute, wantDereg: 90 * time.Second},
 		{name: "a wait given again", args: []string{"--plan-file", file, "--post-drain-wait", "0s", "--deregistration-timeout", "1m"}, wantDereg: time.Minute},
 		{name: "resume repeats the recorded waits", recorded: plan.Request{PlanFile: file, PostDrainWait: 5 * time.Second, DeregistrationTimeout: time.Minute},
@@ -224,6 +226,9 @@ func TestPlanFileWaits(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !filepath.IsAbs(o.PlanFile) {
+				t.Errorf("recorded plan file %q: resume in another directory would not find it", o.PlanFile)
 			}
 			if o.PostDrainWait != tc.wantWait || o.DeregistrationTimeout != tc.wantDereg {
 				t.Errorf("post-drain-wait %s, deregistration-timeout %s; want %s, %s", o.PostDrainWait, o.DeregistrationTimeout, tc.wantWait, tc.wantDereg)

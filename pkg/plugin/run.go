@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -152,6 +153,11 @@ func (o *RunOptions) loadPlanFile() error {
 		return usageErrorf("cannot read --plan-file %q: apiVersion %q kind %q, want %s %s", o.PlanFile, p.APIVersion, p.Kind, plan.APIVersion, plan.Kind)
 	}
 	o.savedPlan = &p
+	// The record keeps the path for resume and rollback, which may be
+	// typed in another directory.
+	if abs, err := filepath.Abs(o.PlanFile); err == nil {
+		o.PlanFile = abs
+	}
 	o.NodeGroup, o.NodeGroupLabel, o.Selector = p.NodeGroup, p.NodeGroupLabel, p.Selector
 	o.MaxUnavailable, o.Taint, o.Seed, o.Provider, o.Order = p.MaxUnavailableInput, p.Taint, p.Seed, p.Provider, p.Order
 	o.Strategy, o.MaxSurge = p.Strategy, p.MaxSurge
