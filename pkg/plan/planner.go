@@ -374,11 +374,11 @@ func (p *Plan) countNodes(group []corev1.Node, in Input, podsByNode map[string][
 			Tainted:    hasTaint(node, in.Taint),
 			Cordoned:   node.Spec.Unschedulable,
 			Outdated:   diffs,
-			Pods:       []string{},
 			InstanceID: machine.ID,
 		}
 		pods := podsByNode[node.Name]
-		sort.Slice(pods, func(a, b int) bool { return podKey(pods[a]) < podKey(pods[b]) })
+		slices.SortFunc(pods, comparePodKeys)
+		pn.Pods = make([]string, 0, len(pods))
 		for _, pod := range pods {
 			pn.Pods = append(pn.Pods, podKey(pod))
 		}
@@ -475,6 +475,26 @@ func hasTaint(node *corev1.Node, t corev1.Taint) bool {
 }
 
 func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// comparePodKeys orders pods as their podKeys compare, without building
+// them: a sort of 150,000 pods built two strings a comparison.
+func comparePodKeys(a, b *corev1.Pod) int {
+	if a.Namespace == b.Namespace {
+		return strings.Compare(a.Name, b.Name)
+	}
+	an, bn := a.Namespace, b.Namespace
+	n := min(len(an), len(bn))
+	for i := range n {
+		if an[i] != bn[i] {
+			return cmp.Compare(an[i], bn[i])
+		}
+	}
+	// One namespace starts the other: the shorter key goes on with "/".
+	if len(an) < len(bn) {
+		return cmp.Compare('/', bn[n])
+	}
+	return cmp.Compare(an[n], '/')
+}
 
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))

@@ -407,3 +407,27 @@ func TestZoneBalancedTakesFewZonesPerBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestComparePodKeys: pods sort as their "namespace/name" keys do, also
+// where one namespace starts another ("/" sorts after "-" and before "0").
+func TestComparePodKeys(t *testing.T) {
+	for _, tc := range []struct{ a, b [2]string }{
+		{[2]string{"ns", "a"}, [2]string{"ns", "b"}},
+		{[2]string{"ns", "b"}, [2]string{"ns", "a"}},
+		{[2]string{"ns", "a"}, [2]string{"ns", "a"}},
+		{[2]string{"a", "x"}, [2]string{"b", "a"}},
+		{[2]string{"a", "x"}, [2]string{"a-b", "y"}},
+		{[2]string{"a-b", "y"}, [2]string{"a", "x"}},
+		{[2]string{"a", "x"}, [2]string{"a0", "y"}},
+		{[2]string{"a0", "y"}, [2]string{"a", "x"}},
+		{[2]string{"", "x"}, [2]string{"a", "y"}},
+		{[2]string{"team-a", "web-1"}, [2]string{"team", "web-1"}},
+	} {
+		a, b := pod(tc.a[0], tc.a[1], "n", "app", ""), pod(tc.b[0], tc.b[1], "n", "app", "")
+		t.Run(podKey(&a)+" vs "+podKey(&b), func(t *testing.T) {
+			if got, want := comparePodKeys(&a, &b), strings.Compare(podKey(&a), podKey(&b)); got != want {
+				t.Errorf("got %d, want %d", got, want)
+			}
+		})
+	}
+}
