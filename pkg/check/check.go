@@ -151,20 +151,41 @@ const (
 // Deployment via its ReplicaSet, StatefulSet, ReplicaSet without Deployment,
 // Job, DaemonSet, or Pod when bare. A pod controlled by anything else (a
 // ReplicationController, an operator's custom resource, a mirror pod's Node)
-// is reported under its controller's kind and name. rsOwner maps
-// "namespace/replicaSetName" to the owning Deployment's name; nil is allowed.
-func WorkloadOf(pod *corev1.Pod, rsOwner map[string]string) (kind, namespace, name string) {
+// is reported under its controller's kind and name. rsOwner (see
+// DeploymentOwnersOf) may be nil.
+func WorkloadOf(pod *corev1.Pod, rsOwner DeploymentOwners) (kind, namespace, name string) {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
 		// Owner references without controller=true recreate nothing: as kubectl drain, treat as bare.
 		return "Pod", pod.Namespace, pod.Name
 	}
 	if ref.Kind == "ReplicaSet" {
-		if d, ok := rsOwner[pod.Namespace+"/"+ref.Name]; ok {
+		if d, ok := rsOwner[nsName{pod.Namespace, ref.Name}]; ok {
 			return "Deployment", pod.Namespace, d
 		}
 	}
 	return ref.Kind, pod.Namespace, ref.Name
+}
+
+// DeploymentOwners maps a ReplicaSet, by namespace and name, to the name of
+// the Deployment that controls it. The key is a pair, not "ns/name": a
+// lookup of a joined key built a string for every pod.
+type DeploymentOwners map[nsName]string
+
+// DeploymentOwnersOf maps the ReplicaSets of rss that a Deployment controls
+// and whose namespace keep accepts (nil accepts all) to that Deployment.
+func DeploymentOwnersOf(rss []appsv1.ReplicaSet, keep func(namespace string) bool) DeploymentOwners {
+	owners := make(DeploymentOwners, len(rss))
+	for i := range rss {
+		rs := &rss[i]
+		if keep != nil && !keep(rs.Namespace) {
+			continue
+		}
+		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" {
+			owners[nsName{rs.Namespace, rs.Name}] = ref.Name
+		}
+	}
+	return owners
 }
 
 // Run returns the findings for every workload with pods on Outdated nodes,

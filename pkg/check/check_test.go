@@ -412,14 +412,14 @@ func TestNames(t *testing.T) {
 }
 
 func TestWorkloadOf(t *testing.T) {
-	rsOwner := map[string]string{"shop/web-abc": "web"}
+	rsOwner := DeploymentOwners{{"shop", "web-abc"}: "web"}
 	pod := func(refs []metav1.OwnerReference) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", OwnerReferences: refs}}
 	}
 	cases := []struct {
 		name    string
 		pod     *corev1.Pod
-		rsOwner map[string]string
+		rsOwner DeploymentOwners
 		want    [3]string
 	}{
 		{"deployment via replicaset", pod(ctrl("ReplicaSet", "web-abc")), rsOwner, [3]string{"Deployment", ns, "web"}},

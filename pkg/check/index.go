@@ -116,16 +116,12 @@ func (a *audit) inScope(ns string) bool { return a.in.Namespace == "" || a.in.Na
 // workloads' desired replicas from their controllers.
 func (a *audit) groupPods() {
 	in := a.in
-	rsOwner := make(map[string]string, len(in.ReplicaSets))
+	rsOwner := DeploymentOwnersOf(in.ReplicaSets, a.inScope)
 	rss := make(map[nsName]*appsv1.ReplicaSet, len(in.ReplicaSets))
 	for i := range in.ReplicaSets {
 		rs := &in.ReplicaSets[i]
-		if !a.inScope(rs.Namespace) {
-			continue
-		}
-		rss[nsName{rs.Namespace, rs.Name}] = rs
-		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" {
-			rsOwner[rs.Namespace+"/"+rs.Name] = ref.Name
+		if a.inScope(rs.Namespace) {
+			rss[nsName{rs.Namespace, rs.Name}] = rs
 		}
 	}
 	index := map[workloadKey]*workload{}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
@@ -18,72 +18,89 @@ const unlimited = -1
 
 // workloads knows, for batch ordering, which workload each pod of the
 // outdated nodes belongs to and how many of its replicas may go at once.
+// Workloads are numbered as they are first seen: the batch order counts
+// them for every node it considers, and an int keys a map fastest.
 type workloads struct {
-	perNode map[string]map[string]int // node -> workload -> pods
-	budget  map[string]int            // workload -> replicas that may be down at once
-	label   map[string]string         // workload -> `Kind "ns/name"`
+	perNode map[string][]podsOf // node -> its pods by workload
+	budget  []int               // workload -> replicas that may be down at once
+	refs    []workloadRef       // workload -> its name
 }
 
+// podsOf is how many pods of a node workload w has.
+type podsOf struct{ w, pods int }
+
+// workloadRef names a workload.
+type workloadRef struct{ kind, namespace, name string }
+
+func (r workloadRef) String() string { return r.kind + "/" + r.namespace + "/" + r.name }
+
+// label names the workload in a note: `Kind "ns/name"`.
+func (r workloadRef) label() string { return fmt.Sprintf("%s %q", r.kind, r.namespace+"/"+r.name) }
+
 func newWorkloads(snap Snapshot, podsByNode map[string][]*corev1.Pod) *workloads {
-	rsOwner := map[string]string{}
-	for i := range snap.ReplicaSets {
-		rs := &snap.ReplicaSets[i]
-		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" {
-			rsOwner[rs.Namespace+"/"+rs.Name] = ref.Name
-		}
-	}
-	w := &workloads{perNode: map[string]map[string]int{}, budget: map[string]int{}, label: map[string]string{}}
-	replicas := map[string]int{}
-	allowed := map[string]int{}
+	rsOwner := check.DeploymentOwnersOf(snap.ReplicaSets, nil)
+	w := &workloads{perNode: make(map[string][]podsOf, len(podsByNode))}
+	ids := map[workloadRef]int{}
+	var replicas, allowed []int
 	pdbs := drain.NewPDBIndex(snap.PDBs)
 	for node, pods := range podsByNode {
-		counts := map[string]int{}
+		var counts []podsOf
 		for _, pod := range pods {
 			kind, ns, name := check.WorkloadOf(pod, rsOwner)
 			if kind == "Pod" {
 				continue // a bare pod is its own workload: nothing to balance
 			}
-			key := kind + "/" + ns + "/" + name
-			counts[key]++
-			replicas[key]++
-			if _, seen := w.label[key]; !seen {
-				w.label[key] = fmt.Sprintf("%s %q", kind, ns+"/"+name)
-				allowed[key] = unlimited
+			ref := workloadRef{kind, ns, name}
+			id, seen := ids[ref]
+			if !seen {
+				id = len(w.refs)
+				ids[ref] = id
+				w.refs = append(w.refs, ref)
+				replicas = append(replicas, 0)
+				least := unlimited
 				for _, pdb := range pdbs.ForPod(pod) {
-					if a := int(pdb.Status.DisruptionsAllowed); allowed[key] == unlimited || a < allowed[key] {
-						allowed[key] = a
+					if a := int(pdb.Status.DisruptionsAllowed); least == unlimited || a < least {
+						least = a
 					}
 				}
+				allowed = append(allowed, least)
+			}
+			replicas[id]++
+			if i := slices.IndexFunc(counts, func(c podsOf) bool { return c.w == id }); i >= 0 {
+				counts[i].pods++
+			} else {
+				counts = append(counts, podsOf{w: id, pods: 1})
 			}
 		}
 		w.perNode[node] = counts
 	}
-	for key, n := range replicas {
-		switch a := allowed[key]; {
+	w.budget = make([]int, len(w.refs))
+	for id, n := range replicas {
+		switch a := allowed[id]; {
 		case a > 0:
-			w.budget[key] = a
+			w.budget[id] = a
 		case a == 0 || n < 2:
-			w.budget[key] = unlimited
+			w.budget[id] = unlimited
 		default:
-			w.budget[key] = n - 1 // no PDB: never take every replica at once
+			w.budget[id] = n - 1 // no PDB: never take every replica at once
 		}
 	}
 	return w
 }
 
 // fits reports whether adding node keeps every workload within its budget.
-func (w *workloads) fits(node string, used map[string]int) bool {
-	for key, n := range w.perNode[node] {
-		if b := w.budget[key]; b != unlimited && used[key]+n > b {
+func (w *workloads) fits(node string, used map[int]int) bool {
+	for _, c := range w.perNode[node] {
+		if b := w.budget[c.w]; b != unlimited && used[c.w]+c.pods > b {
 			return false
 		}
 	}
 	return true
 }
 
-func (w *workloads) add(node string, used map[string]int) {
-	for key, n := range w.perNode[node] {
-		used[key] += n
+func (w *workloads) add(node string, used map[int]int) {
+	for _, c := range w.perNode[node] {
+		used[c.w] += c.pods
 	}
 }
 
@@ -109,7 +126,7 @@ func zoneBalanced(nodes []PlannedNode, size int, w *workloads) [][]PlannedNode {
 			return zones[i] < zones[j]
 		})
 		var batch []PlannedNode
-		used := map[string]int{}
+		used := map[int]int{}
 		take := func(z string, i int) {
 			n := byZone[z][i]
 			batch = append(batch, n)
@@ -144,19 +161,19 @@ func zoneBalanced(nodes []PlannedNode, size int, w *workloads) [][]PlannedNode {
 func (w *workloads) overBudget(batches [][]PlannedNode) []string {
 	var notes []string
 	for i, b := range batches {
-		used := map[string]int{}
+		used := map[int]int{}
 		for _, n := range b {
 			w.add(n.Name, used)
 		}
-		keys := make([]string, 0, len(used))
-		for k := range used {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if b := w.budget[k]; b != unlimited && used[k] > b {
-				notes = append(notes, fmt.Sprintf("batch %d takes %d pods of %s, more than the %d that may be down at once: the drain will wait for replacements between evictions", i+1, used[k], w.label[k], b))
+		var over []int
+		for id, n := range used {
+			if b := w.budget[id]; b != unlimited && n > b {
+				over = append(over, id)
 			}
+		}
+		slices.SortFunc(over, func(a, b int) int { return strings.Compare(w.refs[a].String(), w.refs[b].String()) })
+		for _, id := range over {
+			notes = append(notes, fmt.Sprintf("batch %d takes %d pods of %s, more than the %d that may be down at once: the drain will wait for replacements between evictions", i+1, used[id], w.refs[id].label(), w.budget[id]))
 		}
 	}
 	return notes

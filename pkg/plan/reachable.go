@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
@@ -84,13 +83,7 @@ func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev
 			staying = append(staying, n)
 		}
 	}
-	rsOwner := map[string]string{}
-	for i := range snap.ReplicaSets {
-		rs := &snap.ReplicaSets[i]
-		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" {
-			rsOwner[rs.Namespace+"/"+rs.Name] = ref.Name
-		}
-	}
+	rsOwner := check.DeploymentOwnersOf(snap.ReplicaSets, nil)
 	volumes := volumesByClaim(snap)
 	// One finding per workload, as the audit reports them.
 	type pinned struct {
