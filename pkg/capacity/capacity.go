@@ -345,8 +345,10 @@ func IsAutoscaler(p *corev1.Pod) bool {
 	if p.Status.Phase != corev1.PodRunning {
 		return false
 	}
+	// Every pod of the snapshot is asked: each label is looked up once.
+	byName, byApp := p.Labels["app.kubernetes.io/name"], p.Labels["app"]
 	for _, name := range autoscalerNames {
-		if p.Labels["app.kubernetes.io/name"] == name || p.Labels["app"] == name || strings.HasPrefix(p.Name, name+"-") {
+		if byName == name || byApp == name || len(p.Name) > len(name) && p.Name[len(name)] == '-' && strings.HasPrefix(p.Name, name) {
 			return true
 		}
 	}

@@ -282,3 +282,31 @@ func placements(r Room) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// TestIsAutoscaler: a running pod of the cluster autoscaler or Karpenter is
+// known by its app labels or, failing those, the start of its name.
+func TestIsAutoscaler(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pod    string
+		labels map[string]string
+		phase  corev1.PodPhase
+		want   bool
+	}{
+		{"app.kubernetes.io/name", "controller-0", map[string]string{"app.kubernetes.io/name": "karpenter"}, corev1.PodRunning, true},
+		{"app", "ca-0", map[string]string{"app": "cluster-autoscaler"}, corev1.PodRunning, true},
+		{"name of a Deployment's pod", "cluster-autoscaler-7d9c5b8f6-abcde", nil, corev1.PodRunning, true},
+		{"name of Karpenter's pod", "karpenter-5f7b9-xyz", nil, corev1.PodRunning, true},
+		{"the bare name", "karpenter", nil, corev1.PodRunning, false},
+		{"a name that only starts alike", "karpenterish-0", nil, corev1.PodRunning, false},
+		{"another app", "web-0", map[string]string{"app": "web", "app.kubernetes.io/name": "web"}, corev1.PodRunning, false},
+		{"not running", "cluster-autoscaler-0", map[string]string{"app": "cluster-autoscaler"}, corev1.PodPending, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.pod, Labels: tc.labels}, Status: corev1.PodStatus{Phase: tc.phase}}
+			if got := IsAutoscaler(p); got != tc.want {
+				t.Errorf("IsAutoscaler(%q, %v) = %v, want %v", tc.pod, tc.labels, got, tc.want)
+			}
+		})
+	}
+}

@@ -117,6 +117,7 @@ func zoneBalanced(nodes []PlannedNode, size int, w *workloads) [][]PlannedNode {
 		byZone[n.Zone] = append(byZone[n.Zone], n)
 	}
 	var batches [][]PlannedNode
+	used := map[int]int{} // the batch's pods by workload; one map, cleared, serves every batch
 	for remaining := len(nodes); remaining > 0; {
 		// The zone with the most nodes left goes first, so zones finish together.
 		sort.SliceStable(zones, func(i, j int) bool {
@@ -126,7 +127,7 @@ func zoneBalanced(nodes []PlannedNode, size int, w *workloads) [][]PlannedNode {
 			return zones[i] < zones[j]
 		})
 		var batch []PlannedNode
-		used := map[int]int{}
+		clear(used)
 		take := func(z string, i int) {
 			n := byZone[z][i]
 			batch = append(batch, n)
@@ -160,8 +161,9 @@ func zoneBalanced(nodes []PlannedNode, size int, w *workloads) [][]PlannedNode {
 // loses every replica at once.
 func (w *workloads) overBudget(batches [][]PlannedNode) []string {
 	var notes []string
+	used := map[int]int{}
 	for i, b := range batches {
-		used := map[int]int{}
+		clear(used)
 		for _, n := range b {
 			w.add(n.Name, used)
 		}
