@@ -33,11 +33,12 @@ import (
 const listPageSize = 5000
 
 // TakeSnapshot lists each kind the plan needs once, all kinds at the same
-// time, page by page. Pods, nodes and ReplicaSets are slimmed page by page
-// to the fields planning and the audit read (see slimPod), so a 150,000-pod
-// cluster is held in a fraction of its size; protobuf pods are decoded
-// straight to their slimmed, interned form (decodePod), nodes with the
-// fields slimNode drops left undecoded (nodeWire). A list whose continue token
+// time, page by page. Pods, nodes and the workload controllers are slimmed
+// page by page to the fields planning and the audit read (see slimPod), so
+// a 150,000-pod cluster is held in a fraction of its size; protobuf pods are
+// decoded straight to their slimmed, interned form (decodePod), nodes and
+// controllers with what their slim functions drop left undecoded (nodeWire,
+// templateWire, statefulSetWire). A list whose continue token
 // expires (410, when listing outlasts etcd compaction) is made again in one
 // piece.
 //
@@ -76,17 +77,17 @@ func TakeSnapshot(ctx context.Context, client kubernetes.Interface, nodesListed 
 		func(ctx context.Context) error {
 			return listInto(ctx, "replicasets", &s.ReplicaSets, slimReplicaSet, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return apps.ReplicaSets("").List(ctx, o)
-			}, nil, nil})
+			}, templateWire, nil})
 		},
 		func(ctx context.Context) error {
-			return listInto(ctx, "deployments", &s.Deployments, nil, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return listInto(ctx, "deployments", &s.Deployments, slimDeployment, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return apps.Deployments("").List(ctx, o)
-			}, nil, nil})
+			}, templateWire, nil})
 		},
 		func(ctx context.Context) error {
-			return listInto(ctx, "statefulsets", &s.StatefulSets, nil, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return listInto(ctx, "statefulsets", &s.StatefulSets, slimStatefulSet, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return apps.StatefulSets("").List(ctx, o)
-			}, nil, nil})
+			}, statefulSetWire, nil})
 		},
 		func(ctx context.Context) error {
 			return listInto(ctx, "services", &s.Services, nil, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -450,8 +451,9 @@ func noEOF(err error) error {
 // decoding it: what is never decoded costs neither CPU nor garbage. It
 // only ever leaves out what the item's slim function drops anyway (their
 // agreement is TestTakeSnapshotDecodesAsSlimmed's), so slim stays the one
-// statement of what the plan reads. Nodes use one (nodeWire); pods have
-// their own decoder instead (decodePod).
+// statement of what the plan reads. Nodes and the workload controllers
+// use one (nodeWire, templateWire, statefulSetWire); pods have their own
+// decoder instead (decodePod).
 type wireFilter struct {
 	only   []protowire.Number // when not empty, the only fields kept
 	drop   []protowire.Number
@@ -464,6 +466,22 @@ type wireFilter struct {
 var nodeWire = &wireFilter{nested: map[protowire.Number]*wireFilter{
 	1: {drop: []protowire.Number{17}},
 	3: {drop: []protowire.Number{8, 9, 10}},
+}}
+
+// templateWire leaves out of a ReplicaSet or Deployment, before it is
+// decoded, what slimReplicaSet and slimDeployment drop: its managed fields
+// and its pod template (field 3 of either spec), as big as a pod each.
+var templateWire = &wireFilter{nested: map[protowire.Number]*wireFilter{
+	1: {drop: []protowire.Number{17}},
+	2: {drop: []protowire.Number{3}},
+}}
+
+// statefulSetWire leaves out what slimStatefulSet drops: the managed
+// fields, the pod template and the volume claim templates (spec fields 3
+// and 4).
+var statefulSetWire = &wireFilter{nested: map[protowire.Number]*wireFilter{
+	1: {drop: []protowire.Number{17}},
+	2: {drop: []protowire.Number{3, 4}},
 }}
 
 // filter appends to dst the message b without the fields f leaves out.
@@ -752,6 +770,20 @@ func slimNode(n *corev1.Node) {
 func slimReplicaSet(rs *appsv1.ReplicaSet) {
 	slimMeta(&rs.ObjectMeta)
 	rs.Spec.Template = corev1.PodTemplateSpec{}
+}
+
+// slimDeployment drops the pod template: a Deployment is read for its
+// replicas and minReadySeconds (the audit), its pods for the rest.
+func slimDeployment(d *appsv1.Deployment) {
+	slimMeta(&d.ObjectMeta)
+	d.Spec.Template = corev1.PodTemplateSpec{}
+}
+
+// slimStatefulSet drops the pod and volume claim templates: a StatefulSet
+// is read for its replicas.
+func slimStatefulSet(s *appsv1.StatefulSet) {
+	slimMeta(&s.ObjectMeta)
+	s.Spec.Template, s.Spec.VolumeClaimTemplates = corev1.PodTemplateSpec{}, nil
 }
 
 // slimClaim keeps what ties a claim to its volume.

@@ -241,8 +241,11 @@ func TestTakeSnapshotPages(t *testing.T) {
 // fakeListServer serves the lists TakeSnapshot makes, pods from pods in
 // pages of the requested limit, as JSON or protobuf as the client asks.
 type fakeListServer struct {
-	pods  []corev1.Pod
-	nodes []corev1.Node
+	pods         []corev1.Pod
+	nodes        []corev1.Node
+	replicaSets  []appsv1.ReplicaSet
+	deployments  []appsv1.Deployment
+	statefulSets []appsv1.StatefulSet
 	// truncate cuts this many bytes off the end of every pods page
 	truncate atomic.Int64
 	mu       sync.Mutex
@@ -292,11 +295,11 @@ func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case "/apis/policy/v1/poddisruptionbudgets":
 			obj, gv = &policyv1.PodDisruptionBudgetList{}, policyv1.SchemeGroupVersion
 		case "/apis/apps/v1/replicasets":
-			obj, gv = &appsv1.ReplicaSetList{}, appsv1.SchemeGroupVersion
+			obj, gv = &appsv1.ReplicaSetList{Items: f.replicaSets}, appsv1.SchemeGroupVersion
 		case "/apis/apps/v1/deployments":
-			obj, gv = &appsv1.DeploymentList{}, appsv1.SchemeGroupVersion
+			obj, gv = &appsv1.DeploymentList{Items: f.deployments}, appsv1.SchemeGroupVersion
 		case "/apis/apps/v1/statefulsets":
-			obj, gv = &appsv1.StatefulSetList{}, appsv1.SchemeGroupVersion
+			obj, gv = &appsv1.StatefulSetList{Items: f.statefulSets}, appsv1.SchemeGroupVersion
 		default:
 			http.NotFound(w, r)
 			return
@@ -556,6 +559,23 @@ func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
 	for i := range 3 {
 		srv.nodes = append(srv.nodes, *realisticNode(fmt.Sprintf("n%d", i)))
 	}
+	// The controllers carry what their slimming drops: managed fields, a
+	// last-applied annotation, pod templates, volume claim templates.
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: srv.pods[0].Spec}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"app": "web"},
+			Annotations:     map[string]string{lastApplied: "{}", "deployment.kubernetes.io/revision": "3"},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1"}},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "u1", Controller: new(true)}}}
+	}
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	srv.replicaSets = []appsv1.ReplicaSet{{ObjectMeta: meta("web-abc"), Spec: appsv1.ReplicaSetSpec{Replicas: new(int32(3)), MinReadySeconds: 5, Selector: selector, Template: template},
+		Status: appsv1.ReplicaSetStatus{Replicas: 3, ReadyReplicas: 2}}}
+	srv.deployments = []appsv1.Deployment{{ObjectMeta: meta("web"), Spec: appsv1.DeploymentSpec{Replicas: new(int32(3)), MinReadySeconds: 10, Selector: selector, Template: template},
+		Status: appsv1.DeploymentStatus{Replicas: 3, ReadyReplicas: 3}}}
+	srv.statefulSets = []appsv1.StatefulSet{{ObjectMeta: meta("db"), Spec: appsv1.StatefulSetSpec{Replicas: new(int32(2)), Selector: selector, Template: template, ServiceName: "db",
+		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: new("gp3")}}}},
+		Status: appsv1.StatefulSetStatus{Replicas: 2}}}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	for _, contentType := range []string{k8sruntime.ContentTypeProtobuf, k8sruntime.ContentTypeJSON} {
@@ -577,6 +597,9 @@ func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
 				t.Fatalf("%d nodes, want %d", len(snap.Nodes), len(srv.nodes))
 			}
 			assertSlimmed(t, "node", snap.Nodes, srv.nodes, slimNode)
+			assertSlimmed(t, "replicaset", snap.ReplicaSets, srv.replicaSets, slimReplicaSet)
+			assertSlimmed(t, "deployment", snap.Deployments, srv.deployments, slimDeployment)
+			assertSlimmed(t, "statefulset", snap.StatefulSets, srv.statefulSets, slimStatefulSet)
 		})
 	}
 }
