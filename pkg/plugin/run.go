@@ -421,7 +421,10 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	rec.Request = &req
 	cfg.Control, cfg.NoWait = requests, o.NoWait
 	previouslyDone := rec.Done
-	rec.Strategy, rec.Target, rec.Holder, rec.LastError = p.Strategy, p.TargetLabels, holder, ""
+	// What the last stop noted ("paused by cancel ...", "soaking until
+	// ...") is no longer so once this run holds the lock; status showed it
+	// beside a live run. The run's end writes its own.
+	rec.Strategy, rec.Target, rec.Holder, rec.LastError, rec.Note = p.Strategy, p.TargetLabels, holder, "", ""
 	rec.Batches, rec.NodesTotal = len(p.Batches), len(previouslyDone)+p.Nodes.Outdated
 	cfg.Record = rec
 	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }

@@ -228,6 +228,10 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 		if !resume.waitFor("cordoned") { // live again: -w follows it
 			t.Fatalf("resume never drained:\n%s", resume.output())
 		}
+		// The resumed run is running, not still noted as paused.
+		if r := tool(t, "status", demo); r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "running") || strings.Contains(r.stdout, "paused") {
+			t.Errorf("status of the resumed run: %s", r)
+		}
 		follow := startBackground(t, ex.cmd(t, env, "kubectl nodeupgrade status demo -w"))
 		if code, out := resume.wait(t, 10*time.Minute); code != nodeupgrade.ExitOK {
 			t.Fatalf("resume: want exit 0, got %d:\n%s", code, out)
