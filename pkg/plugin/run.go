@@ -145,9 +145,18 @@ func (o *RunOptions) loadPlanFile() error {
 	if err != nil {
 		return usageErrorf("cannot read --plan-file %q: %v", o.PlanFile, err)
 	}
-	var p plan.Plan
-	if err := json.Unmarshal(data, &p); err != nil {
+	// postDrainWait shadows the plan's own field, so that one parse also
+	// tells a plan saved before plans carried the wait (it has none to give).
+	var file struct {
+		plan.Plan
+		PostDrainWait *plan.Duration `json:"postDrainWait"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
 		return usageErrorf("cannot read --plan-file %q: not a plan saved with \"plan -o json\": %v", o.PlanFile, err)
+	}
+	p := file.Plan
+	if file.PostDrainWait != nil {
+		p.PostDrainWait = *file.PostDrainWait
 	}
 	if p.APIVersion != plan.APIVersion || p.Kind != plan.Kind {
 		return usageErrorf("cannot read --plan-file %q: apiVersion %q kind %q, want %s %s", o.PlanFile, p.APIVersion, p.Kind, plan.APIVersion, plan.Kind)
@@ -183,12 +192,8 @@ func (o *RunOptions) loadPlanFile() error {
 	// given again now. A request from a record (resume) already holds what
 	// the first run settled, a wait given then included.
 	if o.given != nil {
-		// A plan saved before plans carried the wait has none to give.
-		var saved struct {
-			PostDrainWait *plan.Duration `json:"postDrainWait"`
-		}
-		if !o.given["post-drain-wait"] && json.Unmarshal(data, &saved) == nil && saved.PostDrainWait != nil {
-			o.PostDrainWait = time.Duration(*saved.PostDrainWait)
+		if !o.given["post-drain-wait"] && file.PostDrainWait != nil {
+			o.PostDrainWait = time.Duration(p.PostDrainWait)
 		}
 		if !o.given["deregistration-timeout"] && p.DeregistrationTimeout > 0 {
 			o.DeregistrationTimeout = time.Duration(p.DeregistrationTimeout)
