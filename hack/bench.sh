@@ -46,6 +46,9 @@
 # rate limit from upstream's 20 requests a second (burst 30) to N (burst
 # 2N): at 20 the ReplicaSet controller replaces about 10 evicted pods a
 # second, which paces both contenders of the first benchmark.
+# BENCH_POD_READY=N makes pods Ready N s after they start, not 1 s (the
+# lower bounds follow): readiness probes and minReadySeconds are often
+# tens of seconds, and a batch's recovery waits for them.
 # BENCH_DIR keeps the work directory (binaries, cluster, logs); default a
 # new temporary one. Needs kubectl, jq and GNU time (/usr/bin/time).
 set -euo pipefail
@@ -185,11 +188,13 @@ go build -o "$work/bin/kubectl-nodeupgrade" ./cmd/kubectl-nodeupgrade
 (cd sim && go build -o "$work/bin/simcluster" ./cmd/simcluster)
 export PATH="$work/bin:$PATH"
 
+ready_delay=${BENCH_POD_READY:-1}
+[[ $ready_delay =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: BENCH_POD_READY takes a whole number of seconds from 1 on, not \"$ready_delay\"" >&2; exit 2; }
 controller_qps=${BENCH_CONTROLLER_QPS:-0}
 [[ $controller_qps =~ ^[0-9]+$ ]] || { echo "bench.sh: BENCH_CONTROLLER_QPS takes a number of requests per second, not \"$controller_qps\"" >&2; exit 2; }
 qps_label=$controller_qps; [[ $controller_qps != 0 ]] || qps_label="20, upstream's default"
-log "starting the simulated cluster (pods Ready 1 s after start, gone 1 s after eviction; controller manager QPS $qps_label)"
-simcluster up --dir "$work/cluster" --pod-ready-delay 1s --controller-qps "$controller_qps" >"$work/simcluster.out" 2>"$work/simcluster.log" &
+log "starting the simulated cluster (pods Ready $ready_delay s after start, gone 1 s after eviction; controller manager QPS $qps_label)"
+simcluster up --dir "$work/cluster" --pod-ready-delay "${ready_delay}s" --controller-qps "$controller_qps" >"$work/simcluster.out" 2>"$work/simcluster.log" &
 sim_pid=$!
 watchers=()
 cleanup() {
@@ -217,14 +222,14 @@ violations() { sed -n 's/^pdb violations: //p' "$work/pdbs-$1.out"; }
 # lower_bound PLAN_JSON MAX_UNAVAILABLE_PER_PDB: the seconds the PDBs force,
 # from the plan's batches: in a batch, an app with k pods on the batch's
 # nodes is evicted in ceil(k / maxUnavailable) rounds, each round but the
-# last ending when its pods' replacements are Ready (1 s after they start),
-# the last when the evicted pods are gone: 2 s after eviction (the pods'
-# 1 s grace period sets deletionTimestamp, which the simulated kubelet
-# honours 1 s later); the batch lasts as long as its slowest app. Sum over
-# the batches.
+# last ending when its pods' replacements are Ready ($ready_delay s after
+# they start), the last when the evicted pods are gone: 2 s after eviction
+# (the pods' 1 s grace period sets deletionTimestamp, which the simulated
+# kubelet honours 1 s later); the batch lasts as long as its slowest app.
+# Sum over the batches.
 lower_bound() {
-  jq --argjson mu "$2" '[.batches[] | [.nodes[].pods[] | sub("^[^/]*/"; "") | sub("-[^-]+-[^-]+$"; "")]
-      | group_by(.) | map(length) | max // 0 | (. / $mu | ceil) | if . > 0 then . + 1 else 0 end] | add' "$1"
+  jq --argjson mu "$2" --argjson ready "$ready_delay" '[.batches[] | [.nodes[].pods[] | sub("^[^/]*/"; "") | sub("-[^-]+-[^-]+$"; "")]
+      | group_by(.) | map(length) | max // 0 | (. / $mu | ceil) | if . > 0 then (. - 1) * $ready + 2 else 0 end] | add' "$1"
 }
 
 # run_plugin NAME ARGS...: times "kubectl nodeupgrade run NAME ARGS" under GNU
@@ -278,14 +283,14 @@ if ! $scale; then
   cat <<EOF
 
 == scenario: 24 outdated + 6 current nodes over 3 zones, 24 Deployments x 20 replicas, PDB maxUnavailable 2,
-   pods Ready 1 s after start and gone 1 s after their 1 s grace period (two identical copies, one per contender),
+   pods Ready $ready_delay s after start and gone 1 s after their 1 s grace period (two identical copies, one per contender),
    controller manager QPS $qps_label
 kubectl drain + kubectl delete node, node by node:                    $loop_secs s   ($loop_load)
 kubectl nodeupgrade run --max-unavailable 3 --post-drain-wait 0s:     $run_secs s   ($run_load), peak RSS $run_rss MiB
 speed-up over the drain loop:                                         $(awk -v a="$loop_secs" -v b="$run_secs" 'BEGIN { printf "%.2f", a / b }')x   (target >= 3x)
 lower bound:                                                          $bound s
   = sum over the plan's $batches batches of the rounds its slowest app needs, ceil(pods of the app on
-    the batch's nodes / 2 per PDB), each 1 s (the replacements are Ready 1 s after they start) but
+    the batch's nodes / 2 per PDB), each $ready_delay s (the replacements are Ready $ready_delay s after they start) but
     the last, 2 s (the evicted pods are gone 2 s after eviction: 1 s grace period, then 1 s); API,
     controller, scheduling and PDB status latency count as zero
 nodeupgrade / lower bound:                                            $(awk -v a="$run_secs" -v b="$bound" 'BEGIN { printf "%.2f", a / b }')x   (target <= 1.3x)

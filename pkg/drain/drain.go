@@ -68,6 +68,12 @@ type Options struct {
 	// each node, and lists a node again only when the cache shows a new pod
 	// on it. nil: a list and a watch per node, as kubectl drain.
 	Pods PodSource
+	// Hold, if set, is asked before a pod's first eviction and may wait
+	// for what the caller needs first (its workload back from an earlier
+	// batch); the eviction goes out when it returns true, and not at all
+	// when it returns false (ctx ended: the drain is over or the pod
+	// gone). Deletes are not held.
+	Hold func(ctx context.Context, pod *corev1.Pod) bool
 }
 
 // PodSource is a pod cache kept by the caller: a shared informer of the
@@ -900,6 +906,17 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 		return
 	}
 	useDelete := d.opts.DeleteInsteadOfEvict || isFinished(&pod)
+	if !useDelete && d.opts.Hold != nil {
+		if !n.hold(ctx, t, &pod) {
+			return
+		}
+		n.mu.Lock()
+		pod, terminating = t.pod, t.terminating
+		n.mu.Unlock()
+		if terminating {
+			return // someone else deleted it meanwhile: the watch sees it leave
+		}
+	}
 	if !useDelete {
 		d.emit(Event{Type: EventEvicting, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name})
 	}
@@ -1020,6 +1037,21 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 			return
 		}
 	}
+}
+
+// hold asks Options.Hold whether the pod may be evicted now, with a
+// context that also ends when the pod leaves on its own.
+func (n *nodeDrain) hold(ctx context.Context, t *podTrack, pod *corev1.Pod) bool {
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-t.gone:
+			cancel()
+		case <-hctx.Done():
+		}
+	}()
+	return n.d.opts.Hold(hctx, pod) && hctx.Err() == nil
 }
 
 // waitRetry waits before a retry until the PDB watch shows the pod's budget

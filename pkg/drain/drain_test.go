@@ -3,6 +3,7 @@ package drain
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -944,6 +945,119 @@ func TestDrainWithPodSource(t *testing.T) {
 			}
 			if len(rec.of(EventDrained, "")) != 1 {
 				t.Errorf("events = %+v", rec.events)
+			}
+		})
+	}
+}
+
+// TestHold: Options.Hold decides when each pod's eviction may go out. A
+// held pod is evicted only after its hold returns true, while the pods not
+// held go at once; a hold that ends with the drain evicts nothing; a pod
+// that leaves on its own while held ends its hold; deletes are not held.
+func TestHold(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		// hold is Options.Hold for the pod "held"; c is the cluster, rec
+		// the drain's events so far, cancel ends the drain
+		hold        func(ctx context.Context, c *cluster, rec *recorder, cancel context.CancelFunc) bool
+		wantErr     error
+		wantEvicted string // pods evicted or deleted, in the order they went where ordered
+		ordered     bool
+		wantHolds   int
+	}{
+		{
+			name: "released once the other pod is evicted: the held pod goes after it",
+			hold: func(ctx context.Context, c *cluster, rec *recorder, _ context.CancelFunc) bool {
+				for len(rec.of(EventEvicted, "free")) == 0 {
+					select {
+					case <-ctx.Done():
+						return false
+					case <-time.After(time.Millisecond):
+					}
+				}
+				return true
+			},
+			wantEvicted: "default/free,default/held",
+			ordered:     true,
+			wantHolds:   1,
+		},
+		{
+			name: "the drain ends while the pod is held: no eviction",
+			hold: func(ctx context.Context, _ *cluster, rec *recorder, cancel context.CancelFunc) bool {
+				for len(rec.of(EventEvicted, "free")) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				cancel()
+				<-ctx.Done()
+				return false
+			},
+			wantErr:     context.Canceled,
+			wantEvicted: "default/free",
+			wantHolds:   1,
+		},
+		{
+			name: "the pod leaves on its own while held: its hold ends, nothing is evicted for it",
+			hold: func(ctx context.Context, c *cluster, _ *recorder, _ context.CancelFunc) bool {
+				if err := c.removePod("default", "held"); err != nil {
+					t.Error(err)
+				}
+				<-ctx.Done()
+				return true // a hold that ignores its context still evicts nothing
+			},
+			wantEvicted: "default/free",
+			wantHolds:   1,
+		},
+		{
+			name:        "deletes are not held",
+			opts:        Options{DeleteInsteadOfEvict: true},
+			hold:        func(context.Context, *cluster, *recorder, context.CancelFunc) bool { return false },
+			wantEvicted: "default/free,default/held",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t, nil, newPod("default", "held", "n1"), newPod("default", "free", "n1", labelled("app", "free")))
+			ctx, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			rec := &recorder{}
+			var mu sync.Mutex
+			holds := 0
+			var order []string
+			rec.hook = func(ev Event) {
+				if ev.Type == EventEvicted || ev.Type == EventDeleted {
+					mu.Lock()
+					order = append(order, ev.Namespace+"/"+ev.Pod)
+					mu.Unlock()
+				}
+			}
+			opts := tt.opts
+			opts.Hold = func(hctx context.Context, pod *corev1.Pod) bool {
+				if pod.Name != "held" {
+					return true
+				}
+				mu.Lock()
+				holds++
+				mu.Unlock()
+				return tt.hold(hctx, c, rec, cancel)
+			}
+			_, err := fast(c, opts, rec).DrainNode(ctx, "n1")
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !tt.ordered {
+				slices.Sort(order)
+			}
+			if got := strings.Join(order, ","); got != tt.wantEvicted {
+				t.Errorf("evicted or deleted %q, want %q", got, tt.wantEvicted)
+			}
+			if holds != tt.wantHolds {
+				t.Errorf("Hold asked %d times for the held pod, want %d", holds, tt.wantHolds)
+			}
+			if n := c.attemptsOf("held"); !tt.opts.DeleteInsteadOfEvict && n != strings.Count(tt.wantEvicted, "held") {
+				t.Errorf("%d evictions of the held pod sent", n)
 			}
 		})
 	}

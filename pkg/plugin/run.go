@@ -67,8 +67,9 @@ func newCmdRun(configFlags *genericclioptions.ConfigFlags, streams genericioopti
 on every outdated node, then, in batches of --max-unavailable nodes (zone-balanced
 when the group spans several zones, else random; see --order), drain them
 honouring PodDisruptionBudgets, cordon them, wait --post-drain-wait for load
-balancers, and remove them. The next batch starts only when the workloads
-evicted by the last one are Ready again.
+balancers, and remove them. The next batch starts when the workloads evicted by
+the last one have their pods scheduled again, and evicts a workload's pods only
+once it is Ready again.
 
 Hooks (--pre-drain-hook, --post-drain-hook, --pre-terminate-hook) run a command
 for each node around its drain and removal, and the annotations

@@ -40,7 +40,7 @@ func newClusterView(ctx context.Context, client kubernetes.Interface) (*clusterV
 	}
 	if err := v.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
 		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
-	}}); err != nil {
+	}, byOwnerIndex: indexByOwner}); err != nil {
 		return nil, err
 	}
 	notify := cache.ResourceEventHandlerFuncs{

@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,9 +39,10 @@ type Config struct {
 	// to let go of a drained node (cloud.Deregisterer); 0 is
 	// plan.DefaultDeregistrationTimeout.
 	DeregistrationTimeout time.Duration
-	// RecoverTimeout bounds the wait for evicted workloads to be Ready
-	// elsewhere before the next batch (--drain-timeout: a batch is not
-	// over until its pods run again).
+	// RecoverTimeout bounds the wait for a batch's evicted workloads to
+	// be Ready elsewhere, from the batch's Recover on, also where the next
+	// batch drains meanwhile (--drain-timeout: a batch is not over until
+	// its pods run again).
 	RecoverTimeout time.Duration
 	// NodeReadyTimeout (--node-ready-timeout) bounds the waits for new
 	// nodes to be Ready and for room for a batch's pods.
@@ -120,6 +122,9 @@ type Engine struct {
 	// defaultBack says abort made the template's default before the run
 	// the default again.
 	defaultBack bool
+	// recovering is the last batch's recovery, handed over to the next
+	// batch's drain (handover.go); nil when none goes on.
+	recovering atomic.Pointer[recovery]
 }
 
 // New prepares an engine for the plan's strategy.
@@ -139,6 +144,7 @@ func New(cfg Config) (*Engine, error) {
 	if g, ok := cfg.Provider.(cloud.Group); ok {
 		e.group = g
 	}
+	cfg.Drain.Hold = e.holdForRecovery
 	userHook := cfg.Drain.OnEvent
 	cfg.Drain.OnEvent = func(ev drain.Event) {
 		e.reportDrainEvent(ev)
@@ -174,6 +180,9 @@ func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.Can
 	e.drainer = drain.New(e.cfg.Client, opts)
 	stop := func() {
 		cancel()
+		if rec := e.recovering.Load(); rec != nil {
+			<-rec.done // it ends with ctx
+		}
 		view.factory.Shutdown()
 	}
 	return ctx, stop, nil
@@ -209,13 +218,21 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		// Between phases is the safe point for requests from another
 		// terminal (cancel, rollback).
-		if redirect, err := e.checkRequests(ctx, s); err != nil {
+		redirect, err := e.checkRequests(ctx, s)
+		if err != nil || redirect != nil {
+			// A pause or a turn-around comes once the last batch's
+			// workloads are back, as before batches overlapped.
+			if serr := e.settleRecovery(ctx); serr != nil {
+				return serr
+			}
+		}
+		if err != nil {
 			return err
 		} else if redirect != nil {
 			s = *redirect
 			continue
 		}
-		err := e.step(ctx, s)
+		err = e.step(ctx, s)
 		switch {
 		case errors.Is(err, errRollbackRequested):
 			s = plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}
@@ -511,7 +528,12 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	for _, n := range names {
 		e.cfg.Events.Node(ctx, n, corev1.EventTypeNormal, "NodeUpgradeDraining", "draining for %s, batch %d of %d", e.planDescription(), i+1, len(e.cfg.Plan.Batches))
 	}
-	results, err := e.drainer.DrainNodes(ctx, names)
+	dctx, cancel := e.drainContext(ctx)
+	defer cancel(nil)
+	results, err := e.drainer.DrainNodes(dctx, names)
+	if cause := context.Cause(dctx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause // the last batch's workloads did not recover
+	}
 	e.evicted = e.evicted[:0]
 	for _, r := range results {
 		e.evicted = append(e.evicted, r.Evicted...)
@@ -619,38 +641,6 @@ func (e *Engine) nodeWithMachine(i int, name string) string {
 		}
 	}
 	return fmt.Sprintf("node %q", name)
-}
-
-func (e *Engine) waitRecovered(ctx context.Context, i int) error {
-	if e.group != nil && e.traits.SurgeReplaces {
-		if err := e.waitReplacements(ctx); err != nil {
-			return err
-		}
-	}
-	if e.group != nil {
-		// The group has launched replacements: keep the autoscaler off them.
-		if err := e.protectNewNodes(ctx, true); err != nil {
-			return err
-		}
-	}
-	owners := OwnersOf(e.evicted)
-	if len(owners) == 0 {
-		return nil
-	}
-	e.logf("%s: waiting for %d workloads to be Ready again", e.batchLabel(i), len(owners))
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
-	defer cancel()
-	err := e.view.workloads.waitReady(wctx, owners, func(left []Owner) {
-		names := make([]string, len(left))
-		for i, o := range left {
-			names[i] = o.String()
-		}
-		e.progress.waitingFor("workloads to be Ready again: " + listNames(names, waitNamesShown))
-	})
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("workloads evicted in batch %d did not recover within %s: %w; re-run when they are Ready, raise --drain-timeout, or put the group back in service with \"kubectl nodeupgrade abort\"", i+1, e.cfg.RecoverTimeout, err)
-	}
-	return err
 }
 
 func (e *Engine) reportDrainEvent(ev drain.Event) {

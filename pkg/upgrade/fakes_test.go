@@ -52,14 +52,18 @@ var (
 // (pkg/drain's tests do the same).
 type testClient struct {
 	*fake.Clientset
-	mu       sync.Mutex
-	watched  map[string]chan struct{}
-	all      chan struct{} // closed once all pods are watched
-	allOnce  sync.Once
-	refuse   map[string]error // eviction answers by pod name
-	evicted  []string
-	deleted  []string
-	eventSeq int
+	mu      sync.Mutex
+	watched map[string]chan struct{}
+	all     chan struct{} // closed once all pods are watched
+	allOnce sync.Once
+	refuse  map[string]error // eviction answers by pod name
+	// afterEvict, if set, is told each accepted eviction, under the
+	// fake's lock (it may use the tracker, not the client): a test's
+	// controllers
+	afterEvict func(ns, name string)
+	evicted    []string
+	deleted    []string
+	eventSeq   int
 }
 
 func newTestClient(objs ...runtime.Object) *testClient {
@@ -97,11 +101,18 @@ func newTestClient(objs ...runtime.Object) *testClient {
 		if err == nil {
 			c.evicted = append(c.evicted, ev.Name)
 		}
+		after := c.afterEvict
 		c.mu.Unlock()
 		if err != nil {
 			return true, nil, err
 		}
-		return true, nil, c.removePod(ev.Namespace, ev.Name)
+		if err := c.removePod(ev.Namespace, ev.Name); err != nil {
+			return true, nil, err
+		}
+		if after != nil {
+			after(ev.Namespace, ev.Name)
+		}
+		return true, nil, nil
 	})
 	c.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		ev := a.(k8stesting.CreateAction).GetObject().(*corev1.Event)

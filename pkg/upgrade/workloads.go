@@ -54,6 +54,19 @@ func kindsToWatch(owner Owner) []string {
 	return []string{owner.Kind}
 }
 
+// kindsOf are the kinds to watch for owners.
+func kindsOf(owners []Owner) []string {
+	var kinds []string
+	for _, o := range owners {
+		for _, kind := range kindsToWatch(o) {
+			if !slices.Contains(kinds, kind) {
+				kinds = append(kinds, kind)
+			}
+		}
+	}
+	return kinds
+}
+
 // watch starts the caches of the kinds not watched yet, and waits for
 // the first list of each.
 func (v *workloadView) watch(ctx context.Context, kinds []string) error {
@@ -209,6 +222,23 @@ func (v *workloadView) status(owner Owner) (bool, string) {
 	return ready, fmt.Sprintf("%s has %s", owner, status)
 }
 
+// replicas is the replica count owner itself asks for (a ReplicaSet's,
+// not its Deployment's); false when it is not cached.
+func (v *workloadView) replicas(owner Owner) (int32, bool) {
+	var want *int32
+	switch o := v.get(owner.Kind, owner.Namespace, owner.Name).(type) {
+	case *appsv1.ReplicaSet:
+		want = o.Spec.Replicas
+	case *appsv1.StatefulSet:
+		want = o.Spec.Replicas
+	case *corev1.ReplicationController:
+		want = o.Spec.Replicas
+	default:
+		return 0, false
+	}
+	return ptrOr(want, 1), true
+}
+
 // waitReady waits until every owner has its desired replicas available
 // (Deployments and ReplicaSets, honouring minReadySeconds) or ready
 // (StatefulSets), on the run's caches: each change to a watched kind
@@ -217,28 +247,29 @@ func (v *workloadView) status(owner Owner) (bool, string) {
 // owners not yet seen back, at the start and whenever that changes. When
 // ctx ends first, the error says how far each owner still waited for got.
 func (v *workloadView) waitReady(ctx context.Context, owners []Owner, pending func([]Owner)) error {
-	var kinds []string
-	for _, o := range owners {
-		for _, kind := range kindsToWatch(o) {
-			if !slices.Contains(kinds, kind) {
-				kinds = append(kinds, kind)
-			}
-		}
-	}
-	if err := v.watch(ctx, kinds); err != nil {
+	if err := v.watch(ctx, kindsOf(owners)); err != nil {
 		return err
 	}
+	return waitOwners(ctx, owners, v.status, v.changes, nil, pending)
+}
+
+// waitOwners waits until check holds for every owner, looking again at
+// the owners still waited for on each signal of changes (taken before
+// each look, so no change is missed) or of also. pending, if not nil, is
+// told the owners still waited for, at the start and whenever that
+// changes. When ctx ends first, the error says how far each got.
+func waitOwners(ctx context.Context, owners []Owner, check func(Owner) (bool, string), changes func() <-chan struct{}, also <-chan struct{}, pending func([]Owner)) error {
 	waiting := slices.Clone(owners)
 	told := -1
 	for {
-		changed := v.changes() // before looking, so no change is missed
+		changed := changes()
 		var behind []string
 		waiting = slices.DeleteFunc(waiting, func(o Owner) bool {
-			ready, status := v.status(o)
-			if !ready {
+			ok, status := check(o)
+			if !ok {
 				behind = append(behind, status)
 			}
-			return ready
+			return ok
 		})
 		if pending != nil && len(waiting) != told {
 			told = len(waiting)
@@ -253,6 +284,7 @@ func (v *workloadView) waitReady(ctx context.Context, owners []Owner, pending fu
 			behind = slices.Compact(behind)
 			return fmt.Errorf("%s: %w", listNames(behind, waitNamesShown), ctx.Err())
 		case <-changed:
+		case <-also:
 		}
 	}
 }

@@ -1,0 +1,236 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// A batch's Recover hands over to the next batch's drain once the
+// evicted workloads have their pods back on nodes (so the next room
+// estimate counts them), not once they are Ready: the rest of the wait
+// goes on per workload, and the next batch evicts a workload's pods only
+// when that workload is back. No workload is disrupted again before it
+// has recovered, as when every workload was waited for, but the ones
+// back early need not wait for the slowest, and the cluster's
+// controllers are kept busy between batches.
+
+// recovery is a batch's recovery still going on while the next batch
+// drains.
+type recovery struct {
+	batch int
+	ready map[Owner]chan struct{} // closed when that workload is back
+	done  chan struct{}           // closed when all are back or the wait failed
+	err   error                   // why it failed; set before done closes
+}
+
+// waitRecovered is the Recover phase of batch i.
+func (e *Engine) waitRecovered(ctx context.Context, i int) error {
+	if err := e.settleRecovery(ctx); err != nil {
+		return err
+	}
+	if e.group != nil && e.traits.SurgeReplaces {
+		if err := e.waitReplacements(ctx); err != nil {
+			return err
+		}
+	}
+	if e.group != nil {
+		// The group has launched replacements: keep the autoscaler off them.
+		if err := e.protectNewNodes(ctx, true); err != nil {
+			return err
+		}
+	}
+	owners := OwnersOf(e.evicted)
+	if len(owners) == 0 {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
+	if !e.handsOver(i) {
+		defer cancel()
+		e.logf("%s: waiting for %d workloads to be Ready again", e.batchLabel(i), len(owners))
+		err := e.view.workloads.waitReady(wctx, owners, e.showWaitingFor("workloads to be Ready again: "))
+		return e.recoveryFailed(ctx, i, err)
+	}
+	e.logf("%s: waiting for %d workloads to have their pods scheduled again; the next batch evicts a workload's pods once it is Ready", e.batchLabel(i), len(owners))
+	if err := e.view.waitPlaced(wctx, owners, e.showWaitingFor("workloads' pods to be scheduled again: ")); err != nil {
+		cancel()
+		return e.recoveryFailed(ctx, i, err)
+	}
+	e.followRecovery(ctx, wctx, cancel, i, owners)
+	return nil
+}
+
+// handsOver says whether batch i's Recover may end before its workloads
+// are Ready: only where the next batch's room check or drain comes next
+// (a soak between batches, a surge, or the end wait for everything).
+func (e *Engine) handsOver(i int) bool {
+	next := e.strategy.Next(plan.State{Phase: plan.PhaseRecover, Batch: i}, e.flow())
+	return next.Batch == i+1 && (next.Phase == plan.PhaseRoom || next.Phase == plan.PhaseDrain)
+}
+
+func (e *Engine) showWaitingFor(what string) func([]Owner) {
+	return func(left []Owner) {
+		names := make([]string, len(left))
+		for i, o := range left {
+			names[i] = o.String()
+		}
+		e.progress.waitingFor(what + listNames(names, waitNamesShown))
+	}
+}
+
+// recoveryFailed words a recovery wait's timeout; other errors pass.
+func (e *Engine) recoveryFailed(ctx context.Context, i int, err error) error {
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("workloads evicted in batch %d did not recover within %s: %w; re-run when they are Ready, raise --drain-timeout, or put the group back in service with \"kubectl nodeupgrade abort\"", i+1, e.cfg.RecoverTimeout, err)
+	}
+	return err
+}
+
+// followRecovery waits in the background, within wctx (which it cancels
+// when done), for owners to be Ready, releasing each one's held pods as
+// it comes back.
+func (e *Engine) followRecovery(ctx, wctx context.Context, cancel context.CancelFunc, i int, owners []Owner) {
+	rec := &recovery{batch: i, ready: make(map[Owner]chan struct{}, len(owners)), done: make(chan struct{})}
+	for _, o := range owners {
+		rec.ready[o] = make(chan struct{})
+	}
+	back := make(map[Owner]bool, len(owners))
+	release := func(left []Owner) {
+		for o, ch := range rec.ready {
+			if !back[o] && !slices.Contains(left, o) {
+				back[o] = true
+				close(ch)
+			}
+		}
+	}
+	e.recovering.Store(rec)
+	go func() {
+		defer close(rec.done)
+		defer cancel()
+		err := e.view.workloads.waitReady(wctx, owners, release)
+		if err == nil {
+			release(nil)
+		}
+		rec.err = e.recoveryFailed(ctx, i, err)
+	}()
+}
+
+// settleRecovery waits for the recovery an earlier batch handed over to
+// end, and returns its error.
+func (e *Engine) settleRecovery(ctx context.Context) error {
+	rec := e.recovering.Load()
+	if rec == nil {
+		return nil
+	}
+	select {
+	case <-rec.done:
+	default:
+		e.progress.waitingFor(fmt.Sprintf("the workloads of batch %d to be Ready again", rec.batch+1))
+		select {
+		case <-rec.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	e.recovering.Store(nil)
+	return rec.err
+}
+
+// holdForRecovery is the drains' Options.Hold: a pod whose workload is
+// still recovering from the last batch waits for it.
+func (e *Engine) holdForRecovery(ctx context.Context, pod *corev1.Pod) bool {
+	rec := e.recovering.Load()
+	if rec == nil {
+		return true
+	}
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return true
+	}
+	back, ok := rec.ready[Owner{Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name}]
+	if !ok {
+		return true
+	}
+	select {
+	case <-back:
+		return true
+	case <-rec.done:
+		return rec.err == nil
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// drainContext ends a batch's drain when the recovery it overlaps fails:
+// the drain's error is then the recovery's.
+func (e *Engine) drainContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	dctx, cancel := context.WithCancelCause(ctx)
+	rec := e.recovering.Load()
+	if rec == nil {
+		return dctx, cancel
+	}
+	go func() {
+		select {
+		case <-rec.done:
+			if rec.err != nil {
+				cancel(rec.err)
+			}
+		case <-dctx.Done():
+		}
+	}()
+	return dctx, cancel
+}
+
+// placed says whether owner has all its replicas as pods bound to nodes
+// (or is Ready, or gone), and how far it got.
+func (v *clusterView) placed(owner Owner) (bool, string) {
+	if ready, _ := v.workloads.status(owner); ready {
+		return true, ""
+	}
+	want, ok := v.workloads.replicas(owner)
+	if !ok {
+		return true, ""
+	}
+	objs, _ := v.pods.GetIndexer().ByIndex(byOwnerIndex, ownerKey(owner.Kind, owner.Namespace, owner.Name))
+	active, bound := 0, 0
+	for _, obj := range objs {
+		p := obj.(*corev1.Pod)
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		active++
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	return active >= int(want) && bound == active, fmt.Sprintf("%s has %d of %d pods scheduled", owner, bound, want)
+}
+
+// waitPlaced waits until every owner is placed, on the run's caches:
+// each change to pods, nodes or a watched workload looks again.
+func (v *clusterView) waitPlaced(ctx context.Context, owners []Owner, pending func([]Owner)) error {
+	if err := v.workloads.watch(ctx, kindsOf(owners)); err != nil {
+		return err
+	}
+	return waitOwners(ctx, owners, v.placed, v.workloads.changes, v.changed, pending)
+}
+
+const byOwnerIndex = "owner"
+
+func ownerKey(kind, namespace, name string) string { return namespace + "/" + kind + "/" + name }
+
+// indexByOwner indexes pods by their controller.
+func indexByOwner(obj any) ([]string, error) {
+	p := obj.(*corev1.Pod)
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return nil, nil
+	}
+	return []string{ownerKey(ref.Kind, p.Namespace, ref.Name)}, nil
+}

@@ -1,0 +1,182 @@
+package upgrade
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+var deploymentsResource = appsv1.SchemeGroupVersion.WithResource("deployments")
+
+// handoverCluster is two outdated nodes, one batch each, and a current
+// one, running two Deployments ("fast" and "slow") of 2 replicas, one
+// pod of each on each outdated node.
+func handoverCluster() []runtime.Object {
+	objs := []runtime.Object{
+		imageNode("old-1", "z1", "old"), imageNode("old-2", "z1", "old"), imageNode("new-1", "z1", "new"),
+	}
+	for _, app := range []string{"fast", "slow"} {
+		objs = append(objs,
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: app, Generation: 1},
+				Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+				Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, AvailableReplicas: 2}},
+			&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: app + "-1", Generation: 1,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: app, Controller: ptr.To(true)}}},
+				Spec:   appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2)},
+				Status: appsv1.ReplicaSetStatus{ObservedGeneration: 1, Replicas: 2, AvailableReplicas: 2}})
+		for _, node := range []string{"old-1", "old-2"} {
+			objs = append(objs, replicaPod(app, app+"-"+node, node))
+		}
+	}
+	return objs
+}
+
+// replicaPod is a pod of app's ReplicaSet.
+func replicaPod(app, name, node string) *corev1.Pod {
+	return testPod(name, node, "100m", func(p *corev1.Pod) {
+		p.UID = types.UID("uid-" + name)
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-1", UID: types.UID("rs-" + app), Controller: ptr.To(true)}}
+	})
+}
+
+// TestRecoverHandsOverToTheNextBatch: a batch's Recover ends once the
+// evicted workloads have their pods on nodes again, and the next batch
+// evicts a workload's pods only once that workload is Ready again, each
+// on its own: "fast" is back at once and its pod of the second batch goes
+// while "slow" is still recovering; "slow"'s waits for it.
+func TestRecoverHandsOverToTheNextBatch(t *testing.T) {
+	tests := []struct {
+		name string
+		// slowComesBack: "slow" is Ready again once "fast"'s pod of the
+		// second batch is evicted; otherwise never
+		slowComesBack bool
+		// bindLater: the replacements are made unscheduled, and bound to
+		// "new-1" only once both pods of the first batch are gone
+		bindLater bool
+		wantErr   string
+	}{
+		{name: "each workload's pods go as soon as it is back", slowComesBack: true},
+		{name: "replacements not yet scheduled: the next batch waits for them", slowComesBack: true, bindLater: true},
+		{name: "a workload that does not recover stops the next batch's drain", wantErr: "workloads evicted in batch 1 did not recover within 2s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := newTestClient(handoverCluster()...)
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Provider: cloud.NoneName, TargetLabels: map[string]string{"image": "new"}})
+			if len(p.Batches) != 2 {
+				t.Fatalf("plan has %d batches, want 2", len(p.Batches))
+			}
+			first, second := p.Batches[0].Nodes[0].Name, p.Batches[1].Nodes[0].Name
+
+			var mu sync.Mutex
+			var log []string // what happened, in order
+			note := func(s string) {
+				mu.Lock()
+				log = append(log, s)
+				mu.Unlock()
+			}
+			setAvailable := func(app string, n int32) {
+				obj, err := client.Tracker().Get(deploymentsResource, "ns", app)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				d := obj.(*appsv1.Deployment).DeepCopy()
+				d.Status.AvailableReplicas = n
+				if err := client.Tracker().Update(deploymentsResource, d, "ns"); err != nil {
+					t.Error(err)
+				}
+			}
+			var unbound []*corev1.Pod
+			client.afterEvict = func(_, name string) {
+				app, node, _ := strings.Cut(name, "-")
+				note("evicted " + name)
+				if app == "slow" && node == first {
+					setAvailable("slow", 1)
+				}
+				r := replicaPod(app, name+"-again", "new-1")
+				if tt.bindLater && node == first {
+					r.Spec.NodeName = ""
+					unbound = append(unbound, r)
+				}
+				if err := client.Tracker().Add(r); err != nil {
+					t.Error(err)
+				}
+				if len(unbound) == 2 {
+					pods := unbound
+					unbound = nil
+					go func() {
+						time.Sleep(100 * time.Millisecond) // past the drain's end
+						note("bound")
+						for _, r := range pods {
+							p, err := client.CoreV1().Pods("ns").Get(context.Background(), r.Name, metav1.GetOptions{})
+							if err == nil {
+								p.Spec.NodeName = "new-1"
+								_, err = client.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{})
+							}
+							if err != nil {
+								t.Error(err)
+							}
+						}
+					}()
+				}
+				if app == "fast" && node == second && tt.slowComesBack {
+					note("slow back")
+					setAvailable("slow", 2)
+				}
+			}
+			cfg := Config{Client: client, Plan: p, Provider: &cloud.None{Client: client, DeleteNode: true}, Drain: drainOpts(), Events: NewRecorder(client, nil), Record: &state.Record{}}
+			if tt.wantErr != "" {
+				cfg.RecoverTimeout = 2 * time.Second
+			}
+			got := runEngine(t, cfg, func(s plan.State) { note(phaseName(s)) })
+			mu.Lock()
+			defer mu.Unlock()
+			if tt.wantErr != "" {
+				if got.err == nil || !strings.Contains(got.err.Error(), tt.wantErr) || !strings.Contains(got.err.Error(), `Deployment "ns/slow" has 1/2 available`) {
+					t.Fatalf("run: %v, want an error with %q naming the Deployment\n%s", got.err, tt.wantErr, got.out)
+				}
+				if slices.Contains(log, "evicted slow-"+second) {
+					t.Errorf("the pod of the workload that did not recover was evicted: %v", log)
+				}
+				if !slices.Contains(log, "evicted fast-"+second) {
+					t.Errorf("the pod of the workload that recovered was not evicted: %v", log)
+				}
+				return
+			}
+			if got.err != nil {
+				t.Fatalf("run: %v\n%s\n%v", got.err, got.out, log)
+			}
+			at := func(s string) int {
+				i := slices.Index(log, s)
+				if i < 0 {
+					t.Fatalf("%q did not happen: %v", s, log)
+				}
+				return i
+			}
+			if !(at("WaitForRoom 2") < at("slow back") && at("evicted fast-"+second) < at("slow back") && at("slow back") < at("evicted slow-"+second)) {
+				t.Errorf("want the second batch to start and evict fast's pod while slow recovers, and slow's pod after: %v", log)
+			}
+			if tt.bindLater && at("bound") > at("WaitForRoom 2") {
+				t.Errorf("the second batch's room check came before the replacements were scheduled: %v", log)
+			}
+			if !strings.Contains(got.out, "batch 1/2: waiting for 2 workloads to have their pods scheduled again") || !strings.Contains(got.out, "batch 2/2: waiting for 2 workloads to be Ready again") {
+				t.Errorf("output:\n%s", got.out)
+			}
+		})
+	}
+}
