@@ -81,7 +81,21 @@ type Record struct {
 	// RollbackFrom is, once the run is rolled back in place, how many of
 	// Done the upgrade had replaced; the rest are the rollback's.
 	RollbackFrom *int `json:"rollbackFrom,omitempty"`
+	// Recovering are the workloads the run evicted pods of that may not be
+	// Ready again yet: a run that goes on after an interruption evicts
+	// their pods only once they are.
+	Recovering []Workload `json:"recovering,omitempty"`
 }
+
+// Workload is a replica controller (ReplicaSet, StatefulSet,
+// ReplicationController) by kind, namespace and name.
+type Workload struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+func (w Workload) String() string { return fmt.Sprintf("%s %q", w.Kind, w.Namespace+"/"+w.Name) }
 
 // CloudRecord is the cloud side of a run, written before each change it
 // describes, so an interrupted run is finished without inflating the group

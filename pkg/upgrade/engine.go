@@ -198,6 +198,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer e.cfg.Events.Flush()
 	defer e.progress.close()
 	go e.tickProgress(ctx)
+	e.followEarlierRecovery(ctx)
 	s := plan.State{Phase: e.cfg.Start}
 	if s.Phase == "" {
 		s.Phase = e.strategy.First(e.flow())
@@ -538,6 +539,7 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	for _, r := range results {
 		e.evicted = append(e.evicted, r.Evicted...)
 	}
+	e.recordRecovering(OwnersOf(e.evicted), nil)
 	var failure *drain.PodEvictionFailure
 	if errors.As(err, &failure) {
 		e.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())

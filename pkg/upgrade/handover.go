@@ -24,10 +24,11 @@ import (
 // recovery is a batch's recovery still going on while the next batch
 // drains.
 type recovery struct {
-	batch int
-	ready map[Owner]chan struct{} // closed when that workload is back
-	done  chan struct{}           // closed when all are back or the wait failed
-	err   error                   // why it failed; set before done closes
+	batch  int // -1: the interrupted run's last batch
+	owners []Owner
+	ready  map[Owner]chan struct{} // closed when that workload is back
+	done   chan struct{}           // closed when all are back or the wait failed
+	err    error                   // why it failed; set before done closes
 }
 
 // waitRecovered is the Recover phase of batch i.
@@ -50,12 +51,17 @@ func (e *Engine) waitRecovered(ctx context.Context, i int) error {
 	if len(owners) == 0 {
 		return nil
 	}
+	// again: the settled recovery took off the ones this batch shares
+	e.recordRecovering(owners, nil)
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
 	if !e.handsOver(i) {
 		defer cancel()
 		e.logf("%s: waiting for %d workloads to be Ready again", e.batchLabel(i), len(owners))
-		err := e.view.workloads.waitReady(wctx, owners, e.showWaitingFor("workloads to be Ready again: "))
-		return e.recoveryFailed(ctx, i, err)
+		if err := e.view.workloads.waitReady(wctx, owners, e.showWaitingFor("workloads to be Ready again: ")); err != nil {
+			return e.recoveryFailed(ctx, i, err)
+		}
+		e.recordRecovering(nil, owners)
+		return nil
 	}
 	e.logf("%s: waiting for %d workloads to have their pods scheduled again; the next batch evicts a workload's pods once it is Ready", e.batchLabel(i), len(owners))
 	if err := e.view.waitPlaced(wctx, owners, e.showWaitingFor("workloads' pods to be scheduled again: ")); err != nil {
@@ -87,16 +93,55 @@ func (e *Engine) showWaitingFor(what string) func([]Owner) {
 // recoveryFailed words a recovery wait's timeout; other errors pass.
 func (e *Engine) recoveryFailed(ctx context.Context, i int, err error) error {
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("workloads evicted in batch %d did not recover within %s: %w; re-run when they are Ready, raise --drain-timeout, or put the group back in service with \"kubectl nodeupgrade abort\"", i+1, e.cfg.RecoverTimeout, err)
+		which := fmt.Sprintf("in batch %d", i+1)
+		if i < 0 {
+			which = "before the run was interrupted"
+		}
+		return fmt.Errorf("workloads evicted %s did not recover within %s: %w; re-run when they are Ready, raise --drain-timeout, or put the group back in service with \"kubectl nodeupgrade abort\"", which, e.cfg.RecoverTimeout, err)
 	}
 	return err
+}
+
+// recordRecovering keeps in the run's record the workloads that may not
+// be Ready again yet: added as their pods are evicted, taken off once
+// they are back. The record is written with the next state the run
+// enters, or when it stops.
+func (e *Engine) recordRecovering(evicted, back []Owner) {
+	if e.cfg.Record == nil {
+		return
+	}
+	r := slices.DeleteFunc(e.cfg.Record.Recovering, func(w Owner) bool { return slices.Contains(back, w) })
+	for _, o := range evicted {
+		if !slices.Contains(r, o) {
+			r = append(r, o)
+		}
+	}
+	e.cfg.Record.Recovering = r
+}
+
+// followEarlierRecovery holds the pods of the workloads an interrupted
+// attempt of this run evicted pods of and that may not be back yet,
+// until they are: its recovery went on in the background when it
+// stopped, or it stopped in the middle of a Recover.
+func (e *Engine) followEarlierRecovery(ctx context.Context) {
+	if e.cfg.Record == nil || len(e.cfg.Record.Recovering) == 0 {
+		return
+	}
+	owners := slices.Clone(e.cfg.Record.Recovering)
+	names := make([]string, len(owners))
+	for i, o := range owners {
+		names[i] = o.String()
+	}
+	e.logf("evicted before the run was interrupted, maybe not Ready again yet: %s; their pods are evicted once they are", listNames(names, waitNamesShown))
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
+	e.followRecovery(ctx, wctx, cancel, -1, owners)
 }
 
 // followRecovery waits in the background, within wctx (which it cancels
 // when done), for owners to be Ready, releasing each one's held pods as
 // it comes back.
 func (e *Engine) followRecovery(ctx, wctx context.Context, cancel context.CancelFunc, i int, owners []Owner) {
-	rec := &recovery{batch: i, ready: make(map[Owner]chan struct{}, len(owners)), done: make(chan struct{})}
+	rec := &recovery{batch: i, owners: owners, ready: make(map[Owner]chan struct{}, len(owners)), done: make(chan struct{})}
 	for _, o := range owners {
 		rec.ready[o] = make(chan struct{})
 	}
@@ -131,7 +176,11 @@ func (e *Engine) settleRecovery(ctx context.Context) error {
 	select {
 	case <-rec.done:
 	default:
-		e.progress.waitingFor(fmt.Sprintf("the workloads of batch %d to be Ready again", rec.batch+1))
+		what := fmt.Sprintf("the workloads of batch %d to be Ready again", rec.batch+1)
+		if rec.batch < 0 {
+			what = "the workloads evicted before the run was interrupted to be Ready again"
+		}
+		e.progress.waitingFor(what)
 		select {
 		case <-rec.done:
 		case <-ctx.Done():
@@ -139,7 +188,11 @@ func (e *Engine) settleRecovery(ctx context.Context) error {
 		}
 	}
 	e.recovering.Store(nil)
-	return rec.err
+	if rec.err != nil {
+		return rec.err
+	}
+	e.recordRecovering(nil, rec.owners)
+	return nil
 }
 
 // holdForRecovery is the drains' Options.Hold: a pod whose workload is

@@ -156,6 +156,9 @@ func TestRecoverHandsOverToTheNextBatch(t *testing.T) {
 				if !slices.Contains(log, "evicted fast-"+second) {
 					t.Errorf("the pod of the workload that recovered was not evicted: %v", log)
 				}
+				if !slices.Contains(cfg.Record.Recovering, Owner{Kind: "ReplicaSet", Namespace: "ns", Name: "slow-1"}) {
+					t.Errorf("the record's recovering workloads %v lack the one that did not recover", cfg.Record.Recovering)
+				}
 				return
 			}
 			if got.err != nil {
@@ -174,9 +177,81 @@ func TestRecoverHandsOverToTheNextBatch(t *testing.T) {
 			if tt.bindLater && at("bound") > at("WaitForRoom 2") {
 				t.Errorf("the second batch's room check came before the replacements were scheduled: %v", log)
 			}
+			if len(cfg.Record.Recovering) != 0 {
+				t.Errorf("the record still lists recovering workloads: %v", cfg.Record.Recovering)
+			}
 			if !strings.Contains(got.out, "batch 1/2: waiting for 2 workloads to have their pods scheduled again") || !strings.Contains(got.out, "batch 2/2: waiting for 2 workloads to be Ready again") {
 				t.Errorf("output:\n%s", got.out)
 			}
 		})
+	}
+}
+
+// TestRerunHoldsWhatTheInterruptedRunLeftRecovering: the record of an
+// interrupted run lists "slow", evicted and not Ready again yet; the run
+// that goes on evicts slow's pods only once it is back, and fast's at
+// once.
+func TestRerunHoldsWhatTheInterruptedRunLeftRecovering(t *testing.T) {
+	objs := handoverCluster()
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok && d.Name == "slow" {
+			d.Status.AvailableReplicas = 1
+		}
+	}
+	client := newTestClient(objs...)
+	p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Provider: cloud.NoneName, TargetLabels: map[string]string{"image": "new"}})
+	var mu sync.Mutex
+	var log []string
+	note := func(s string) {
+		mu.Lock()
+		log = append(log, s)
+		mu.Unlock()
+	}
+	client.afterEvict = func(_, name string) {
+		app, _, _ := strings.Cut(name, "-")
+		note("evicted " + name)
+		if err := client.Tracker().Add(replicaPod(app, name+"-again", "new-1")); err != nil {
+			t.Error(err)
+		}
+	}
+	back := func() {
+		note("slow back")
+		obj, err := client.Tracker().Get(deploymentsResource, "ns", "slow")
+		if err == nil {
+			d := obj.(*appsv1.Deployment).DeepCopy()
+			d.Status.AvailableReplicas = 2
+			err = client.Tracker().Update(deploymentsResource, d, "ns")
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	rec := &state.Record{Recovering: []state.Workload{{Kind: "ReplicaSet", Namespace: "ns", Name: "slow-1"}}}
+	cfg := Config{Client: client, Plan: p, Provider: &cloud.None{Client: client, DeleteNode: true}, Drain: drainOpts(), Events: NewRecorder(client, nil), Record: rec}
+	got := runEngine(t, cfg, func(s plan.State) {
+		if s.Phase == plan.PhaseDrain {
+			// well after an eviction that nothing holds would have gone
+			time.AfterFunc(200*time.Millisecond, back)
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if got.err != nil {
+		t.Fatalf("run: %v\n%s\n%v", got.err, got.out, log)
+	}
+	first := func(prefix string) int {
+		return slices.IndexFunc(log, func(s string) bool { return strings.HasPrefix(s, prefix) })
+	}
+	if i, j := first("evicted slow-"), first("slow back"); i < 0 || j < 0 || i < j {
+		t.Errorf("slow's pods were evicted before it was back: %v", log)
+	}
+	if i, j := first("evicted fast-"), first("slow back"); i < 0 || i > j {
+		t.Errorf("fast's pods waited for slow: %v", log)
+	}
+	if !strings.Contains(got.out, `evicted before the run was interrupted, maybe not Ready again yet: ReplicaSet "ns/slow-1"; their pods are evicted once they are`) {
+		t.Errorf("output:\n%s", got.out)
+	}
+	if len(rec.Recovering) != 0 {
+		t.Errorf("the record still lists recovering workloads: %v", rec.Recovering)
 	}
 }

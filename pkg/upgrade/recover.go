@@ -8,14 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
-// Owner is a controller whose pods were evicted.
-type Owner struct {
-	Kind, Namespace, Name string
-}
-
-func (o Owner) String() string { return fmt.Sprintf("%s %q", o.Kind, o.Namespace+"/"+o.Name) }
+// Owner is a controller whose pods were evicted; the run's record keeps
+// the ones that may still be recovering.
+type Owner = state.Workload
 
 // OwnersOf returns the distinct replica controllers of pods, sorted. Pods of
 // other kinds (Jobs, bare pods) have nothing to wait for.
