@@ -73,8 +73,9 @@ func (e *Engine) waitRecovered(ctx context.Context, i int) error {
 }
 
 // handsOver says whether batch i's Recover may end before its workloads
-// are Ready: only where the next batch's room check or drain comes next
-// (a soak between batches, a surge, or the end wait for everything).
+// are Ready: only where the next batch's room check or drain comes next,
+// not where a soak or a surge comes between batches, nor after the last
+// batch, which waits for everything.
 func (e *Engine) handsOver(i int) bool {
 	next := e.strategy.Next(plan.State{Phase: plan.PhaseRecover, Batch: i}, e.flow())
 	return next.Batch == i+1 && (next.Phase == plan.PhaseRoom || next.Phase == plan.PhaseDrain)
