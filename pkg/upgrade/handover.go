@@ -83,12 +83,16 @@ func (e *Engine) handsOver(i int) bool {
 
 func (e *Engine) showWaitingFor(what string) func([]Owner) {
 	return func(left []Owner) {
-		names := make([]string, len(left))
-		for i, o := range left {
-			names[i] = o.String()
-		}
-		e.progress.waitingFor(what + listNames(names, waitNamesShown))
+		e.progress.waitingFor(what + listNames(ownerNames(left), waitNamesShown))
 	}
+}
+
+func ownerNames(owners []Owner) []string {
+	names := make([]string, len(owners))
+	for i, o := range owners {
+		names[i] = o.String()
+	}
+	return names
 }
 
 // recoveryFailed words a recovery wait's timeout; other errors pass.
@@ -129,11 +133,7 @@ func (e *Engine) followEarlierRecovery(ctx context.Context) {
 		return
 	}
 	owners := slices.Clone(e.cfg.Record.Recovering)
-	names := make([]string, len(owners))
-	for i, o := range owners {
-		names[i] = o.String()
-	}
-	e.logf("evicted before the run was interrupted, maybe not Ready again yet: %s; their pods are evicted once they are", listNames(names, waitNamesShown))
+	e.logf("evicted before the run was interrupted, maybe not Ready again yet: %s; their pods are evicted once they are", listNames(ownerNames(owners), waitNamesShown))
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
 	e.followRecovery(ctx, wctx, cancel, -1, owners)
 }
