@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // acc accumulates one check's hits over the pods of one workload, so each
@@ -45,12 +46,13 @@ func (w *workload) serving() bool { return w.kind != "Job" && w.kind != "Pod" }
 
 func (a *audit) auditWorkload(w *workload) []Finding {
 	var out []Finding
-	emit := func(check string, nodes map[string]struct{}, msg, fix string) {
+	emit := func(check string, nodes map[string]struct{}, msg, fix string) *Finding {
 		out = append(out, Finding{
 			Check: check, Severity: severities[check],
 			Kind: w.kind, Namespace: w.ns, Name: w.name,
 			Nodes: sortedKeys(nodes), Message: msg, Fix: fix,
 		})
+		return &out[len(out)-1]
 	}
 	allNodes := map[string]struct{}{}
 	for _, p := range w.outdated {
@@ -244,9 +246,10 @@ func (a *audit) auditWorkload(w *workload) []Finding {
 
 // pdbZero reports the PDBs selecting the workload's evicted pods that allow
 // no disruption: by their spec (forever) or by their current status (now).
-func (a *audit) pdbZero(w *workload, pdbs []*pdbEntry, emit func(string, map[string]struct{}, string, string)) {
+func (a *audit) pdbZero(w *workload, pdbs []*pdbEntry, emit emitFunc) {
 	var msgs []string
 	fix := ""
+	recovering := false
 	hitNodes := map[string]struct{}{}
 	for _, e := range pdbs {
 		p := e.pdb
@@ -265,6 +268,13 @@ func (a *audit) pdbZero(w *workload, pdbs []*pdbEntry, emit func(string, map[str
 			msg = fmt.Sprintf("PodDisruptionBudget %q allows 0 disruptions now (currentHealthy %d, desiredHealthy %d, expectedPods %d)",
 				name, p.Status.CurrentHealthy, p.Status.DesiredHealthy, p.Status.ExpectedPods)
 			f = "make the selected pods Ready (currentHealthy above desiredHealthy) or relax the PodDisruptionBudget"
+			if a.recovering(w) {
+				// Only the "now" case: the run waits for it, unlike a
+				// budget that allows nothing by its spec.
+				recovering = true
+				msg += " while the pods an interrupted run evicted come back"
+				f = "none needed: the run evicts its pods once the workload is Ready again, within --drain-timeout"
+			}
 		} else {
 			continue
 		}
@@ -280,15 +290,32 @@ func (a *audit) pdbZero(w *workload, pdbs []*pdbEntry, emit func(string, map[str
 		}
 	}
 	if len(msgs) > 0 {
-		emit(CheckPDBZeroDisruptions, hitNodes, strings.Join(msgs, "; "), fix)
+		f := emit(CheckPDBZeroDisruptions, hitNodes, strings.Join(msgs, "; "), fix)
+		if recovering {
+			f.Severity = Warning
+		}
 	}
+}
+
+// recovering says whether an interrupted run evicted pods of w that may
+// not be back yet: w's pods are of a controller the run recorded.
+func (a *audit) recovering(w *workload) bool {
+	if len(a.recoveringSet) == 0 {
+		return false
+	}
+	for _, p := range w.pods {
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && a.recoveringSet[Controller{Kind: ref.Kind, Namespace: p.Namespace, Name: ref.Name}] {
+			return true
+		}
+	}
+	return false
 }
 
 // sameBatch reports a workload whose ready replicas all sit on the nodes of
 // one batch. Only called when no PDB selects the pods: with one, the drain
 // evicts them one by one and waits for replacements, so they do not go
 // down together.
-func (a *audit) sameBatch(w *workload, emit func(string, map[string]struct{}, string, string)) {
+func (a *audit) sameBatch(w *workload, emit emitFunc) {
 	if len(a.batchOf) == 0 {
 		return
 	}
@@ -317,7 +344,7 @@ func (a *audit) sameBatch(w *workload, emit func(string, map[string]struct{}, st
 
 // zoneSpread reports replicas whose per-zone counts, over the zones the
 // group's nodes span, differ by more than one (what maxSkew 1 forbids).
-func (a *audit) zoneSpread(w *workload, allNodes map[string]struct{}, emit func(string, map[string]struct{}, string, string)) {
+func (a *audit) zoneSpread(w *workload, allNodes map[string]struct{}, emit emitFunc) {
 	if len(a.zones) < 2 {
 		return
 	}

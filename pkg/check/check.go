@@ -8,6 +8,7 @@
 package check
 
 import (
+	"fmt"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -135,7 +136,22 @@ type Input struct {
 	Outdated     []string   // names of the nodes that will be drained
 	Batches      [][]string // node names per batch, in order (for the same-batch check)
 	Namespace    string     // "" = all namespaces; otherwise only workloads of that namespace
+	// Recovering are the controllers an interrupted run evicted pods of
+	// and that may not be Ready again yet. The run that goes on evicts
+	// their pods only once they are, so a budget that allows no
+	// disruption now because of them blocks nothing.
+	Recovering []Controller
 }
+
+// Controller is a pod's controller (ReplicaSet, StatefulSet,
+// ReplicationController) by kind, namespace and name.
+type Controller struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+func (c Controller) String() string { return fmt.Sprintf("%s %q", c.Kind, c.Namespace+"/"+c.Name) }
 
 // Well-known keys read by the checks.
 const (

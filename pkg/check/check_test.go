@@ -494,6 +494,58 @@ func TestRunScope(t *testing.T) {
 	}
 }
 
+// TestPDBZeroWhileRecovering: a budget that allows no disruption now
+// only because an interrupted run's evictions are still coming back is
+// a warning, the run waits for them; a budget that allows none by its
+// spec, or one of a workload nobody evicted, still blocks.
+func TestPDBZeroWhileRecovering(t *testing.T) {
+	web := Controller{Kind: "ReplicaSet", Namespace: ns, Name: "web-abc"}
+	zeroNow := func(in *Input) { in.PDBs[0].Status.DisruptionsAllowed, in.PDBs[0].Status.CurrentHealthy = 0, 2 }
+	cases := []struct {
+		name       string
+		mutate     func(in *Input)
+		recovering []Controller
+		want       Severity
+		msg        string
+	}{
+		{"zero now, web recovering", zeroNow, []Controller{web}, Warning,
+			`allows 0 disruptions now \(currentHealthy 2, desiredHealthy 2, expectedPods 3\) while the pods an interrupted run evicted come back$`},
+		{"zero now, nothing recovering", zeroNow, nil, Blocker, `allows 0 disruptions now \(currentHealthy 2, desiredHealthy 2, expectedPods 3\)$`},
+		{"zero now, another workload recovering", zeroNow, []Controller{{Kind: "ReplicaSet", Namespace: ns, Name: "api-abc"}}, Blocker, `now \(`},
+		{"zero now, a ReplicaSet of the same name in another namespace recovering", zeroNow,
+			[]Controller{{Kind: "ReplicaSet", Namespace: "other", Name: "web-abc"}}, Blocker, `now \(`},
+		{"zero by spec, web recovering", func(in *Input) {
+			zeroNow(in)
+			in.PDBs[0].Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		}, []Controller{web}, Blocker, `allows 0 disruptions \(maxUnavailable 0\)$`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := control()
+			tc.mutate(in)
+			in.Recovering = tc.recovering
+			var hits []Finding
+			for _, f := range Run(*in) {
+				if f.Check == CheckPDBZeroDisruptions {
+					hits = append(hits, f)
+				}
+			}
+			if len(hits) != 1 {
+				t.Fatalf("want one %s finding, got %+v", CheckPDBZeroDisruptions, hits)
+			}
+			if hits[0].Severity != tc.want {
+				t.Errorf("severity %s, want %s", hits[0].Severity, tc.want)
+			}
+			if !regexp.MustCompile(tc.msg).MatchString(hits[0].Message) {
+				t.Errorf("message %q does not match %q", hits[0].Message, tc.msg)
+			}
+			if tc.want == Warning && !strings.Contains(hits[0].Fix, "--drain-timeout") {
+				t.Errorf("fix %q does not say what bounds the wait", hits[0].Fix)
+			}
+		})
+	}
+}
+
 func TestPreStopSleep(t *testing.T) {
 	cases := []struct {
 		cmd     []string

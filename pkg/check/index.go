@@ -26,6 +26,10 @@ type workload struct {
 	isDeploy bool          // a Deployment object was found
 }
 
+// emitFunc adds a finding of the workload being audited and returns it,
+// valid until the next call, for a severity that depends on the case.
+type emitFunc func(check string, nodes map[string]struct{}, msg, fix string) *Finding
+
 // pdbEntry is a PDB with its selector converted once.
 type pdbEntry struct {
 	pdb      *policyv1.PodDisruptionBudget
@@ -50,6 +54,8 @@ type audit struct {
 	lbs       map[string][]*svcEntry // by namespace
 	workloads []*workload            // in order of first pod, for determinism
 	byNS      map[string][]*workload
+	// recoveringSet is Input.Recovering as a set.
+	recoveringSet map[Controller]bool
 }
 
 func newAudit(in *Input) *audit {
@@ -65,6 +71,12 @@ func newAudit(in *Input) *audit {
 	}
 	for _, n := range in.Outdated {
 		a.outdated[n] = true
+	}
+	if len(in.Recovering) > 0 {
+		a.recoveringSet = make(map[Controller]bool, len(in.Recovering))
+		for _, c := range in.Recovering {
+			a.recoveringSet[c] = true
+		}
 	}
 	for i, b := range in.Batches {
 		for _, n := range b {

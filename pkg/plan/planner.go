@@ -440,6 +440,7 @@ func audit(snap Snapshot, group []corev1.Node, outdated []string, batches [][]st
 		Outdated:     outdated,
 		Batches:      batches,
 		Namespace:    in.Namespace,
+		Recovering:   in.Recovering,
 	})
 	for i := range findings {
 		f := &findings[i]

@@ -180,6 +180,9 @@ type Input struct {
 	// Cloud is the provider's view of the group; nil with provider none,
 	// where the target labels alone say which nodes are outdated.
 	Cloud *CloudGroup
+	// Recovering is what the unfinished run's record lists as evicted and
+	// maybe not Ready again yet (see check.Input).
+	Recovering []check.Controller
 }
 
 // Batch orders.

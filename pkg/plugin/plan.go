@@ -356,6 +356,10 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	rec := o.unfinishedRecord(ctx)
+	if rec != nil {
+		in.Recovering = rec.Recovering
+	}
 	nodes, err := plan.GroupNodes(snap.Nodes, in)
 	if err != nil {
 		return nil, err
@@ -368,7 +372,7 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	var notes []string
 	if c != nil {
 		in.Provider = c.Name()
-		in.Cloud, err = o.openCloud(ctx, c, nodes)
+		in.Cloud, err = o.openCloud(ctx, c, nodes, rec)
 		switch {
 		case err == nil:
 		case o.Provider == "" && !o.Cloud.Given() && errors.Is(err, cloud.ErrNoGroup) && len(o.targetLabels) > 0:
@@ -460,14 +464,25 @@ func (o *PlanOptions) refuseNoneOnAGroup(ctx context.Context, nodes []corev1.Nod
 	return usageErrorf("the nodes are machines of %s %q: --provider none would delete their Node objects and leave the machines running; use --provider %s", cg.GroupKind, cg.Name, name)
 }
 
+// unfinishedRecord is the record of the node group's unfinished run, or
+// nil. One that cannot be read is taken as none here: run reads it
+// again under the group's lock and stops on the error.
+func (o *PlanOptions) unfinishedRecord(ctx context.Context) *state.Record {
+	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+	rec, err := store.Load(ctx, o.recordName())
+	if err != nil || rec == nil || rec.FinishedAt != nil {
+		return nil
+	}
+	return rec
+}
+
 // openCloud reads the node group's cloud group and the target, and keeps
-// the group the run changes. It only reads.
-func (o *PlanOptions) openCloud(ctx context.Context, c cloud.Cloud, nodes []corev1.Node) (*plan.CloudGroup, error) {
+// the group the run changes. It only reads. rec is the unfinished run's
+// record, or nil.
+func (o *PlanOptions) openCloud(ctx context.Context, c cloud.Cloud, nodes []corev1.Node, rec *state.Record) (*plan.CloudGroup, error) {
 	// An unfinished run knows its group: after a blue/green run made green,
 	// the nodes span two groups.
-	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
-	rec, _ := store.Load(ctx, o.recordName())
-	if rec != nil && (rec.FinishedAt != nil || rec.Cloud == nil) {
+	if rec != nil && rec.Cloud == nil {
 		rec = nil
 	}
 	target := o.Cloud

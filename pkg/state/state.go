@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -88,14 +89,9 @@ type Record struct {
 }
 
 // Workload is a replica controller (ReplicaSet, StatefulSet,
-// ReplicationController) by kind, namespace and name.
-type Workload struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-}
-
-func (w Workload) String() string { return fmt.Sprintf("%s %q", w.Kind, w.Namespace+"/"+w.Name) }
+// ReplicationController) by kind, namespace and name: the audit's type,
+// so a plan is told what the record says is recovering.
+type Workload = check.Controller
 
 // CloudRecord is the cloud side of a run, written before each change it
 // describes, so an interrupted run is finished without inflating the group

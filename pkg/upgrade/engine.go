@@ -98,6 +98,9 @@ type Engine struct {
 	drainer  *drain.Drainer
 	drainOpt drain.Options // the drainer's, without the pod source watchCluster adds
 	evicted  []corev1.Pod
+	// intended are the workloads recorded as recovering before the drain
+	// (intendRecovering) that were not listed already.
+	intended []Owner
 	view     *clusterView
 	ctx      context.Context // for events recorded from drain callbacks
 	done     []string
@@ -211,6 +214,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
+		if s.Phase == plan.PhaseDrain {
+			e.intendRecovering(s.Batch)
+		}
 		if err := e.record(ctx, s); err != nil {
 			return err
 		}
@@ -506,6 +512,12 @@ func (e *Engine) awaitRoom(ctx context.Context, what string, names []string, exc
 }
 
 func (e *Engine) drainBatch(ctx context.Context, i int) error {
+	e.evicted = e.evicted[:0]
+	defer func() {
+		// What was listed before the drain and not evicted is not recovering.
+		e.recordRecovering(OwnersOf(e.evicted), e.intended)
+		e.intended = nil
+	}()
 	// A node gone meanwhile (the autoscaler removed it) has nothing left
 	// to drain.
 	names := slices.DeleteFunc(e.batchNodes(i), func(n string) bool { return !e.nodeExists(n) })
@@ -535,11 +547,9 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	if cause := context.Cause(dctx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause // the last batch's workloads did not recover
 	}
-	e.evicted = e.evicted[:0]
 	for _, r := range results {
 		e.evicted = append(e.evicted, r.Evicted...)
 	}
-	e.recordRecovering(OwnersOf(e.evicted), nil)
 	var failure *drain.PodEvictionFailure
 	if errors.As(err, &failure) {
 		e.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())

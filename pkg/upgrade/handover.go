@@ -124,6 +124,27 @@ func (e *Engine) recordRecovering(evicted, back []Owner) {
 	e.cfg.Record.Recovering = r
 }
 
+// intendRecovering lists in the record, before batch i's drain, the
+// workloads whose pods it is about to evict. The record is written as the
+// Drain state is entered, so a run killed during the drain leaves listed
+// what it may have evicted, at no extra write. The drain's end takes off
+// again those it evicted no pod of (intended).
+func (e *Engine) intendRecovering(i int) {
+	if e.cfg.Record == nil || e.view == nil {
+		return
+	}
+	seen := map[Owner]bool{}
+	for _, n := range e.batchNodes(i) {
+		for _, p := range e.view.podsOn(n) {
+			if o, ok := replicaOwner(p); ok && plan.Evictable(p) && !slices.Contains(e.cfg.Record.Recovering, o) {
+				seen[o] = true
+			}
+		}
+	}
+	e.intended = sortedOwners(seen)
+	e.recordRecovering(e.intended, nil)
+}
+
 // followEarlierRecovery holds the pods of the workloads an interrupted
 // attempt of this run evicted pods of and that may not be back yet,
 // until they are: its recovery went on in the background when it

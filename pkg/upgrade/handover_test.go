@@ -255,3 +255,63 @@ func TestRerunHoldsWhatTheInterruptedRunLeftRecovering(t *testing.T) {
 		t.Errorf("the record still lists recovering workloads: %v", rec.Recovering)
 	}
 }
+
+// TestTheRecordListsWhatADrainIsAboutToEvict: the record written as a
+// batch's Drain is entered already lists the workloads of the pods on its
+// nodes, so a run killed during the drain leaves them listed; the drain's
+// end takes off the ones it evicted no pod of.
+func TestTheRecordListsWhatADrainIsAboutToEvict(t *testing.T) {
+	fast := Owner{Kind: "ReplicaSet", Namespace: "ns", Name: "fast-1"}
+	slow := Owner{Kind: "ReplicaSet", Namespace: "ns", Name: "slow-1"}
+	tests := []struct {
+		name string
+		// slowLeaves: slow's pod of the first batch is deleted once the
+		// Drain state is recorded, before its eviction
+		slowLeaves    bool
+		afterTheDrain []Owner
+	}{
+		{name: "killed during the drain", afterTheDrain: []Owner{fast, slow}},
+		{name: "a pod gone before its eviction", slowLeaves: true, afterTheDrain: []Owner{fast}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := newTestClient(handoverCluster()...)
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Provider: cloud.NoneName, TargetLabels: map[string]string{"image": "new"}})
+			first := p.Batches[0].Nodes[0].Name
+			client.afterEvict = func(_, name string) {
+				app, _, _ := strings.Cut(name, "-")
+				if err := client.Tracker().Add(replicaPod(app, name+"-again", "new-1")); err != nil {
+					t.Error(err)
+				}
+			}
+			cfg := Config{Client: client, Plan: p, Provider: &cloud.None{Client: client, DeleteNode: true}, Drain: drainOpts(), Events: NewRecorder(client, nil), Record: &state.Record{}}
+			written := map[plan.State][]Owner{}
+			var order []plan.State
+			got := runEngine(t, cfg, func(s plan.State) {
+				written[s] = slices.Clone(cfg.Record.Recovering)
+				order = append(order, s)
+				if s == (plan.State{Phase: plan.PhaseDrain, Batch: 0}) && tt.slowLeaves {
+					if err := client.Tracker().Delete(podsResource, "ns", "slow-"+first); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+			if got.err != nil {
+				t.Fatalf("run: %v\n%s", got.err, got.out)
+			}
+			drain := slices.Index(order, plan.State{Phase: plan.PhaseDrain, Batch: 0})
+			if drain < 0 || drain+1 >= len(order) {
+				t.Fatalf("no state recorded after the first drain: %v", order)
+			}
+			if w := written[order[drain]]; !slices.Equal(w, []Owner{fast, slow}) {
+				t.Errorf("the record written on entering the drain lists %v, want %v", w, []Owner{fast, slow})
+			}
+			if w := written[order[drain+1]]; !slices.Equal(w, tt.afterTheDrain) {
+				t.Errorf("the record written after the drain (%v) lists %v, want %v", order[drain+1], w, tt.afterTheDrain)
+			}
+			if len(cfg.Record.Recovering) != 0 {
+				t.Errorf("the record still lists recovering workloads: %v", cfg.Record.Recovering)
+			}
+		})
+	}
+}

@@ -21,15 +21,27 @@ type Owner = state.Workload
 func OwnersOf(pods []corev1.Pod) []Owner {
 	seen := map[Owner]bool{}
 	for i := range pods {
-		ref := metav1.GetControllerOf(&pods[i])
-		if ref == nil {
-			continue
-		}
-		switch ref.Kind {
-		case "ReplicaSet", "StatefulSet", "ReplicationController":
-			seen[Owner{Kind: ref.Kind, Namespace: pods[i].Namespace, Name: ref.Name}] = true
+		if o, ok := replicaOwner(&pods[i]); ok {
+			seen[o] = true
 		}
 	}
+	return sortedOwners(seen)
+}
+
+// replicaOwner is the pod's controller when it replaces the pods it loses.
+func replicaOwner(pod *corev1.Pod) (Owner, bool) {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return Owner{}, false
+	}
+	switch ref.Kind {
+	case "ReplicaSet", "StatefulSet", "ReplicationController":
+		return Owner{Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name}, true
+	}
+	return Owner{}, false
+}
+
+func sortedOwners(seen map[Owner]bool) []Owner {
 	out := make([]Owner, 0, len(seen))
 	for o := range seen {
 		out = append(out, o)

@@ -98,7 +98,8 @@ func (s *Server) NodeGroup(ctx context.Context, c kubernetes.Interface, spec Nod
 }
 
 // waitNodesReady lists the nodes once and watches them until every current
-// member of the group has a Ready node with its provider ID.
+// member of the group has a node with its provider ID that pods can be
+// scheduled to (scenario.NodeUsable).
 func (s *Server) waitNodesReady(ctx context.Context, c kubernetes.Interface, group string) error {
 	var store cache.Store
 	var missing []string
@@ -111,7 +112,7 @@ func (s *Server) waitNodesReady(ctx context.Context, c kubernetes.Interface, gro
 		ready := map[string]bool{}
 		for _, o := range store.List() {
 			n := o.(*corev1.Node)
-			ready[n.Spec.ProviderID] = nodeReady(n)
+			ready[n.Spec.ProviderID] = scenario.NodeUsable(n)
 		}
 		missing = missing[:0]
 		for _, in := range g.Instances {

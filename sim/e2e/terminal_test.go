@@ -131,12 +131,9 @@ func TestTerminalProgress(t *testing.T) {
 	}
 	t.Logf("status lines seen: %d, e.g. %q", len(seen), keys(seen)[0])
 
-	// Run again to the end, as a user would once the workload the Ctrl-C
-	// left recovering is Ready (until then its PDB allows no disruption,
-	// which the plan refuses): the final line counts the nodes of both runs.
-	if err := scenario.WaitAppsReady(testContext(t, 2*time.Minute), client, name); err != nil {
-		t.Fatal(err)
-	}
+	// Run again at once, as the interrupted run's message says, to the
+	// end: the final line counts the nodes of both runs. The workload the
+	// Ctrl-C may have left recovering does not stop the plan.
 	p.tmux("send-keys", run+"; echo EXIT2=$?", "Enter")
 	screen, _ = p.waitFor(3*time.Minute, func(s string) bool { return exitCode(s, "EXIT2") >= 0 })
 	violations := watcher.Stop()

@@ -242,6 +242,44 @@ func TestRerunAfterKill(t *testing.T) {
 	}
 }
 
+// TestRerunRightAfterAKillMidDrain: a run killed just after an eviction
+// leaves the workload's PDB at 0 disruptions until the replacement is
+// Ready, 10 s later. The same command run again at once plans that as a
+// warning, not a blocker, since the record lists the workload as
+// recovering; it evicts no more of its pods until it is back, and
+// finishes with no PDB violation.
+func TestRerunRightAfterAKillMidDrain(t *testing.T) {
+	t.Parallel()
+	const name = "rerun-middrain"
+	setupGroup(t, name, 3, 1, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1),
+		PodAnnotations: map[string]string{scenario.ReadyDelayAnnotation: "10s"}})
+	ctx := testContext(t, 5*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "0s", "--yes"}
+	killed, out := runAndKill(t, pluginCmd(args...), killPoint{marker: "evicted pod"})
+	if !killed {
+		t.Fatalf("the run ended before its first eviction:\n%s", out)
+	}
+	r := plugin(t, args...)
+	violations := watcher.Stop()
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("the re-run: %s", r)
+	}
+	for _, want := range []string{
+		"while the pods an interrupted run evicted come back",
+		`evicted before the run was interrupted, maybe not Ready again yet: ReplicaSet "` + name + `/web-`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the re-run does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	assertNoViolations(t, violations)
+	assertUpgraded(t, name, 1)
+}
+
 func TestBadInputChangesNothing(t *testing.T) {
 	t.Parallel()
 	const name = "badinput"

@@ -10,11 +10,11 @@ import (
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
 // NodeGroupSpec describes a node group to create on an endpoint.
@@ -87,7 +87,8 @@ func CreateNodeGroup(ctx context.Context, cfg aws.Config, spec NodeGroupSpec) (N
 }
 
 // WaitNodesReady waits until the group has its desired number of InService
-// instances and each has a Ready node with its provider ID.
+// instances and each has a node with its provider ID that pods can be
+// scheduled to (scenario.NodeUsable).
 func WaitNodesReady(ctx context.Context, cfg aws.Config, c kubernetes.Interface, group string) error {
 	as := autoscaling.NewFromConfig(cfg)
 	var missing []string
@@ -105,7 +106,7 @@ func WaitNodesReady(ctx context.Context, cfg aws.Config, c kubernetes.Interface,
 		}
 		ready := map[string]bool{}
 		for _, n := range nodes.Items {
-			ready[n.Spec.ProviderID] = nodeReady(&n)
+			ready[n.Spec.ProviderID] = scenario.NodeUsable(&n)
 		}
 		g := out.AutoScalingGroups[0]
 		missing = missing[:0]
@@ -125,13 +126,4 @@ func WaitNodesReady(ctx context.Context, cfg aws.Config, c kubernetes.Interface,
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

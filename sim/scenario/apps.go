@@ -24,6 +24,11 @@ const Image = "registry.k8s.io/pause:3.10"
 // AppLabel is the pod label that ties an App's pods to its Deployment and PDB.
 const AppLabel = "app"
 
+// ReadyDelayAnnotation on a pod sets how long after it is scheduled the
+// simulated kubelet makes it Ready (a Go duration: "10s"), instead of the
+// cluster's --pod-ready-delay.
+const ReadyDelayAnnotation = "sim.nodeupgrade.io/ready-delay"
+
 // App describes a Deployment and, optionally, its PodDisruptionBudget.
 type App struct {
 	Namespace, Name               string

@@ -117,7 +117,7 @@ func WaitNodesReady(ctx context.Context, c kubernetes.Interface, names ...string
 		var out []string
 		for _, name := range names {
 			n, err := lister.Get(name)
-			if err != nil || !nodeReady(n) || capacity.StartupTaint(n) != "" {
+			if err != nil || !NodeUsable(n) {
 				out = append(out, name)
 			}
 		}
@@ -127,6 +127,14 @@ func WaitNodesReady(ctx context.Context, c kubernetes.Interface, names ...string
 		nr := notReady()
 		return len(nr) == 0, "nodes not ready: " + strings.Join(nr, ", ")
 	})
+}
+
+// NodeUsable says whether pods can be scheduled to n as to any node of
+// the group: Ready, and without the taints a new node carries until the
+// node lifecycle controller sees it Ready. Pods created while some nodes
+// still carry them all land on the others.
+func NodeUsable(n *corev1.Node) bool {
+	return nodeReady(n) && capacity.StartupTaint(n) == ""
 }
 
 func nodeReady(n *corev1.Node) bool {
