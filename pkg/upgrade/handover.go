@@ -228,10 +228,22 @@ func (e *Engine) holdForRecovery(ctx context.Context, pod *corev1.Pod) bool {
 	if ref == nil {
 		return true
 	}
-	back, ok := rec.ready[Owner{Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name}]
+	owner := Owner{Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name}
+	back, ok := rec.ready[owner]
 	if !ok {
 		return true
 	}
+	select {
+	case <-back:
+		return true
+	default:
+	}
+	// Said once per held pod, so a drain that seems to stall says why.
+	when := fmt.Sprintf("in batch %d", rec.batch+1)
+	if rec.batch < 0 {
+		when = "before the run was interrupted"
+	}
+	e.logf("node %q: pod %q waits for %s, evicted %s, to be Ready again", pod.Spec.NodeName, pod.Namespace+"/"+pod.Name, owner, when)
 	select {
 	case <-back:
 		return true

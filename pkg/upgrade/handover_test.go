@@ -156,6 +156,10 @@ func TestRecoverHandsOverToTheNextBatch(t *testing.T) {
 				if !slices.Contains(log, "evicted fast-"+second) {
 					t.Errorf("the pod of the workload that recovered was not evicted: %v", log)
 				}
+				held := `node "` + second + `": pod "ns/slow-` + second + `" waits for ReplicaSet "ns/slow-1", evicted in batch 1, to be Ready again`
+				if !strings.Contains(got.out, held) || strings.Contains(got.out, `pod "ns/fast-`+second+`" waits`) {
+					t.Errorf("the output does not say only that slow's pod waits (%q):\n%s", held, got.out)
+				}
 				if !slices.Contains(cfg.Record.Recovering, Owner{Kind: "ReplicaSet", Namespace: "ns", Name: "slow-1"}) {
 					t.Errorf("the record's recovering workloads %v lack the one that did not recover", cfg.Record.Recovering)
 				}
@@ -248,7 +252,8 @@ func TestRerunHoldsWhatTheInterruptedRunLeftRecovering(t *testing.T) {
 	if i, j := first("evicted fast-"), first("slow back"); i < 0 || i > j {
 		t.Errorf("fast's pods waited for slow: %v", log)
 	}
-	if !strings.Contains(got.out, `evicted before the run was interrupted, maybe not Ready again yet: ReplicaSet "ns/slow-1"; their pods are evicted once they are`) {
+	if !strings.Contains(got.out, `evicted before the run was interrupted, maybe not Ready again yet: ReplicaSet "ns/slow-1"; their pods are evicted once they are`) ||
+		!strings.Contains(got.out, `waits for ReplicaSet "ns/slow-1", evicted before the run was interrupted, to be Ready again`) {
 		t.Errorf("output:\n%s", got.out)
 	}
 	if len(rec.Recovering) != 0 {
