@@ -70,6 +70,9 @@ done
 
 work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/nodeupgrade-bench.XXXXXX")}
 mkdir -p "$work/bin"
+# simcluster up starts again the cluster its --dir holds: one an earlier run
+# left in BENCH_DIR would come back with that run's nodes and pods
+rm -rf "$work/cluster"
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 load() { uptime | sed 's/.*load average: /load /'; }

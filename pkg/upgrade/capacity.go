@@ -51,11 +51,23 @@ func newClusterView(ctx context.Context, client kubernetes.Interface) (*clusterV
 	if _, err := v.nodes.AddEventHandler(notify); err != nil {
 		return nil, err
 	}
-	if _, err := v.pods.AddEventHandler(notify); err != nil {
+	v.workloads = newWorkloadView(v.factory, ctx.Done())
+	v.workloads.podsOf = func(o Owner) []*corev1.Pod {
+		objs, _ := v.pods.GetIndexer().ByIndex(byOwnerIndex, ownerKey(o.Kind, o.Namespace, o.Name))
+		pods := make([]*corev1.Pod, len(objs))
+		for i, obj := range objs {
+			pods[i] = obj.(*corev1.Pod)
+		}
+		return pods
+	}
+	if _, err := v.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { v.signal(); v.workloads.podChanged() },
+		UpdateFunc: func(any, any) { v.signal(); v.workloads.podChanged() },
+		DeleteFunc: func(any) { v.signal(); v.workloads.podChanged() },
+	}); err != nil {
 		return nil, err
 	}
 	v.factory.Start(ctx.Done())
-	v.workloads = newWorkloadView(v.factory, ctx.Done())
 	for typ, ok := range v.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			v.factory.Shutdown() // ctx is done: the informers are ending

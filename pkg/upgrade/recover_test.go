@@ -300,3 +300,121 @@ func TestSlimWorkloadDropsTheTemplate(t *testing.T) {
 		})
 	}
 }
+
+// ownedPod is a pod of controller kind/name in namespace ns, Ready or
+// not.
+func ownedPod(name, kind, owner string, ready bool) *corev1.Pod {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: owner, Controller: new(true)}}},
+		Spec:   corev1.PodSpec{NodeName: "n1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}},
+	}
+}
+
+func terminating(p *corev1.Pod) *corev1.Pod {
+	p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	p.Finalizers = []string{"test/keep"}
+	return p
+}
+
+// newTestClusterView is the run's view of client (pods, nodes, and the
+// workloads of kinds), stopped with the test.
+func newTestClusterView(t *testing.T, client *fake.Clientset, kinds ...string) *clusterView {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	v, err := newClusterView(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := v.workloads.watch(wctx, kinds); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestWorkloadIsBackWhenItsPodsAre: a workload whose controller has not
+// counted its replacements yet is back once the pod cache shows as many
+// of its pods Ready as it asks for (across a Deployment's ReplicaSets);
+// pods going away, not Ready, or another workload's do not count, and
+// minReadySeconds is left to the controller.
+func TestWorkloadIsBackWhenItsPodsAre(t *testing.T) {
+	web := Owner{Kind: "ReplicaSet", Namespace: "ns", Name: "web-2"}
+	withMinReady := deployment("web", 1)
+	withMinReady.Spec.MinReadySeconds = 10
+	tests := []struct {
+		name  string
+		owner Owner
+		objs  []runtime.Object
+		back  bool
+	}{
+		{"Ready across the Deployment's ReplicaSets", web, []runtime.Object{deployment("web", 1), replicaSet("web-2", "web", 1), replicaSet("web-1", "web", 0),
+			ownedPod("a", "ReplicaSet", "web-2", true), ownedPod("b", "ReplicaSet", "web-2", true), ownedPod("c", "ReplicaSet", "web-1", true)}, true},
+		{"one not Ready", web, []runtime.Object{deployment("web", 1), replicaSet("web-2", "web", 1),
+			ownedPod("a", "ReplicaSet", "web-2", true), ownedPod("b", "ReplicaSet", "web-2", true), ownedPod("c", "ReplicaSet", "web-2", false)}, false},
+		{"one terminating", web, []runtime.Object{deployment("web", 1), replicaSet("web-2", "web", 1),
+			ownedPod("a", "ReplicaSet", "web-2", true), ownedPod("b", "ReplicaSet", "web-2", true), terminating(ownedPod("c", "ReplicaSet", "web-2", true))}, false},
+		{"one of another Deployment", web, []runtime.Object{deployment("web", 1), replicaSet("web-2", "web", 1), replicaSet("api-1", "api", 3),
+			ownedPod("a", "ReplicaSet", "web-2", true), ownedPod("b", "ReplicaSet", "web-2", true), ownedPod("c", "ReplicaSet", "api-1", true)}, false},
+		{"minReadySeconds: the Deployment's count", web, []runtime.Object{withMinReady, replicaSet("web-2", "web", 1),
+			ownedPod("a", "ReplicaSet", "web-2", true), ownedPod("b", "ReplicaSet", "web-2", true), ownedPod("c", "ReplicaSet", "web-2", true)}, false},
+		{"a ReplicaSet of its own", Owner{Kind: "ReplicaSet", Namespace: "ns", Name: "bare"}, []runtime.Object{replicaSet("bare", "", 0),
+			ownedPod("a", "ReplicaSet", "bare", true), ownedPod("b", "ReplicaSet", "bare", true), ownedPod("c", "ReplicaSet", "bare", true)}, true},
+		{"a StatefulSet", Owner{Kind: "StatefulSet", Namespace: "ns", Name: "db"}, []runtime.Object{statefulSet("db", 2),
+			ownedPod("db-0", "StatefulSet", "db", true), ownedPod("db-1", "StatefulSet", "db", true), ownedPod("db-2", "StatefulSet", "db", true)}, true},
+		{"a ReplicationController short of one", Owner{Kind: "ReplicationController", Namespace: "ns", Name: "old"}, []runtime.Object{replicationController("old", 0),
+			ownedPod("a", "ReplicationController", "old", true), ownedPod("b", "ReplicationController", "old", true)}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newTestClusterView(t, fake.NewClientset(tc.objs...), kindsToWatch(tc.owner)...)
+			back, status := v.workloads.status(tc.owner)
+			if back != tc.back {
+				t.Errorf("back %v (%q), want %v", back, status, tc.back)
+			}
+		})
+	}
+}
+
+// TestWorkloadWaitEndsWhenAPodBecomesReady: a recovery wait looks again
+// when a pod changes, not only when a controller's status does: the last
+// replacement turning Ready ends it while the Deployment still counts
+// 1 of 3.
+func TestWorkloadWaitEndsWhenAPodBecomesReady(t *testing.T) {
+	last := ownedPod("c", "ReplicaSet", "web-2", false)
+	client := fake.NewClientset(deployment("web", 1), replicaSet("web-2", "web", 1),
+		ownedPod("a", "ReplicaSet", "web-2", true), ownedPod("b", "ReplicaSet", "web-2", true), last)
+	web := Owner{Kind: "ReplicaSet", Namespace: "ns", Name: "web-2"}
+	v := newTestClusterView(t, client, kindsToWatch(web)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waiting := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- v.workloads.waitReady(ctx, []Owner{web}, func(left []Owner) {
+			if len(left) == 1 {
+				close(waiting)
+			}
+		})
+	}()
+	select {
+	case <-waiting:
+	case err := <-done:
+		t.Fatalf("returned %v before the last pod was Ready", err)
+	}
+	ready := last.DeepCopy()
+	ready.Status.Conditions[0].Status = corev1.ConditionTrue
+	if _, err := client.CoreV1().Pods("ns").UpdateStatus(ctx, ready, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the wait did not end when the last pod was Ready: %v", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 // workloadView keeps the replica controllers the recovery waits read in
@@ -39,6 +40,9 @@ type workloadView struct {
 	// refused is, by kind, why the API server will not list it (RBAC):
 	// the informer would retry for ever, and the wait must not.
 	refused map[string]error
+	// podsOf, when set, lists the cached pods a controller owns, so a
+	// workload counts as back as soon as its pods are (podsBack).
+	podsOf func(owner Owner) []*corev1.Pod
 }
 
 func newWorkloadView(factory informers.SharedInformerFactory, stop <-chan struct{}) *workloadView {
@@ -88,6 +92,9 @@ func (v *workloadView) watch(ctx context.Context, kinds []string) error {
 				continue
 			}
 			err := inf.SetTransform(slimWorkload)
+			if err == nil && kind == "ReplicaSet" {
+				err = inf.AddIndexers(cache.Indexers{byDeploymentIndex: indexByDeployment})
+			}
 			if err == nil {
 				err = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { v.listFailed(kind, err) })
 			}
@@ -165,6 +172,17 @@ func (v *workloadView) signal() {
 	v.mu.Unlock()
 }
 
+// podChanged wakes the waits on a change to a pod, once a wait has begun:
+// the first list of a large cluster's pods wakes nothing.
+func (v *workloadView) podChanged() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.kinds) > 0 {
+		close(v.changed)
+		v.changed = make(chan struct{})
+	}
+}
+
 func (v *workloadView) changes() <-chan struct{} {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -204,9 +222,9 @@ func (v *workloadView) get(kind, namespace, name string) any {
 }
 
 // status says whether owner has its desired replicas back, and how many
-// it has; a workload that is gone has nothing to wait for. A ReplicaSet
-// is judged as its Deployment, if it has one: the Deployment is what
-// counts the replicas of all its ReplicaSets.
+// its controller counts; a workload that is gone has nothing to wait for.
+// A ReplicaSet is judged as its Deployment, if it has one: the Deployment
+// is what counts the replicas of all its ReplicaSets.
 func (v *workloadView) status(owner Owner) (bool, string) {
 	obj := v.get(owner.Kind, owner.Namespace, owner.Name)
 	if rs, ok := obj.(*appsv1.ReplicaSet); ok {
@@ -219,7 +237,85 @@ func (v *workloadView) status(owner Owner) (bool, string) {
 		return true, ""
 	}
 	ready, status := ownerReady(obj.(runtime.Object))
+	if !ready && v.podsBack(owner, obj) {
+		return true, ""
+	}
 	return ready, fmt.Sprintf("%s has %s", owner, status)
+}
+
+// podsBack says whether owner (obj, cached) has as many of its pods
+// Ready as it asks for, as the pod cache shows them. Its controller
+// counts the same pods, but only in its next status update (a
+// Deployment's a second one later), each behind the controller manager's
+// rate limit and queue: in a batch that evicts dozens of pods that was
+// 2 s a round, where the PDBs, which count the pods themselves, had
+// already let the next evictions through. Availability after
+// minReadySeconds is left to the controller, which times it on the
+// cluster's clock; a StatefulSet's readiness, which its status counts,
+// does not wait for it.
+func (v *workloadView) podsBack(owner Owner, obj any) bool {
+	if v.podsOf == nil {
+		return false
+	}
+	var want, minReady int32
+	controllers := []Owner{owner}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		want, minReady = ptrOr(o.Spec.Replicas, 1), o.Spec.MinReadySeconds
+		controllers = v.replicaSetsOf(owner)
+	case *appsv1.ReplicaSet:
+		want, minReady = ptrOr(o.Spec.Replicas, 1), o.Spec.MinReadySeconds
+	case *appsv1.StatefulSet:
+		want = ptrOr(o.Spec.Replicas, 1)
+	case *corev1.ReplicationController:
+		want, minReady = ptrOr(o.Spec.Replicas, 1), o.Spec.MinReadySeconds
+	default:
+		return false
+	}
+	if minReady > 0 {
+		return false
+	}
+	ready := int32(0)
+	for _, c := range controllers {
+		for _, p := range v.podsOf(c) {
+			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && podutils.IsPodReady(p) {
+				ready++
+			}
+		}
+	}
+	return ready >= want
+}
+
+const byDeploymentIndex = "deployment"
+
+// indexByDeployment indexes ReplicaSets by the Deployment that controls
+// them.
+func indexByDeployment(obj any) ([]string, error) {
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
+		return []string{rs.Namespace + "/" + ref.Name}, nil
+	}
+	return nil, nil
+}
+
+// replicaSetsOf are the cached ReplicaSets of Deployment d.
+func (v *workloadView) replicaSetsOf(d Owner) []Owner {
+	v.mu.Lock()
+	inf := v.kinds["ReplicaSet"]
+	v.mu.Unlock()
+	if inf == nil {
+		return nil
+	}
+	objs, _ := inf.GetIndexer().ByIndex(byDeploymentIndex, d.Namespace+"/"+d.Name)
+	out := make([]Owner, 0, len(objs))
+	for _, obj := range objs {
+		rs := obj.(*appsv1.ReplicaSet)
+		out = append(out, Owner{Kind: "ReplicaSet", Namespace: rs.Namespace, Name: rs.Name})
+	}
+	return out
 }
 
 // replicas is the replica count owner itself asks for (a ReplicaSet's,
@@ -241,8 +337,9 @@ func (v *workloadView) replicas(owner Owner) (int32, bool) {
 
 // waitReady waits until every owner has its desired replicas available
 // (Deployments and ReplicaSets, honouring minReadySeconds) or ready
-// (StatefulSets), on the run's caches: each change to a watched kind
-// looks again at the owners still waited for, and nothing polls. A
+// (StatefulSets), on the run's caches: each change to a watched kind (and
+// to a pod, with podsOf) looks again at the owners still waited for, and
+// nothing polls. A
 // workload deleted counts as done. pending, if not nil, is told the
 // owners not yet seen back, at the start and whenever that changes. When
 // ctx ends first, the error says how far each owner still waited for got.

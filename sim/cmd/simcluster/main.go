@@ -97,6 +97,11 @@ func up(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if *awsDemo && *noLifecycle {
+		// the demo's launched nodes are usable once the node lifecycle
+		// controller takes their startup taint off: without it they never are
+		return errors.New("cannot combine --aws-demo with --no-node-lifecycle: the demo's nodes would keep their not-ready taint")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	started := time.Now()
