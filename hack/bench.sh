@@ -222,17 +222,36 @@ watch() {
 }
 violations() { sed -n 's/^pdb violations: //p' "$work/pdbs-$1.out"; }
 
-# lower_bound PLAN_JSON MAX_UNAVAILABLE_PER_PDB: the seconds the PDBs force,
-# from the plan's batches: in a batch, an app with k pods on the batch's
-# nodes is evicted in ceil(k / maxUnavailable) rounds, each round but the
-# last ending when its pods' replacements are Ready ($ready_delay s after
-# they start), the last when the evicted pods are gone: 2 s after eviction
-# (the pods' 1 s grace period sets deletionTimestamp, which the simulated
-# kubelet honours 1 s later); the batch lasts as long as its slowest app.
-# Sum over the batches.
+# lower_bound PLAN_JSON MAX_UNAVAILABLE_PER_PDB: the seconds the PDBs and
+# the pod delays force on the plan's batches, with API, controller,
+# scheduling and PDB status latency counted as zero: the earliest schedule
+# of this model, played out batch by batch. A batch starts when the one
+# before it is drained. Each app may have MAX_UNAVAILABLE_PER_PDB pods
+# down at once, and an evicted pod is down until its replacement is
+# Ready, $ready_delay s after the eviction; its pod is gone 2 s after
+# the eviction (the pods' 1 s grace period sets deletionTimestamp, which
+# the simulated kubelet honours 1 s later), and a batch is drained when
+# its last evicted pod is gone. Each pod is evicted as soon as its batch
+# has started and its app has a pod to spare: no eviction can come
+# sooner, and none coming sooner makes a later one come later, so no
+# schedule ends earlier. The run ends when the last replacement is
+# Ready. With pods Ready 2 s or more after they start, an app's last
+# evictions in a batch are still down when the next batch starts, and
+# hold up that batch's evictions of the same app: summing each batch on
+# its own would miss that.
 lower_bound() {
-  jq --argjson mu "$2" --argjson ready "$ready_delay" '[.batches[] | [.nodes[].pods[] | sub("^[^/]*/"; "") | sub("-[^-]+-[^-]+$"; "")]
-      | group_by(.) | map(length) | max // 0 | (. / $mu | ceil) | if . > 0 then (. - 1) * $ready + 2 else 0 end] | add' "$1"
+  jq --argjson mu "$2" --argjson ready "$ready_delay" '
+    reduce (.batches[] | [.nodes[].pods[] | sub("^[^/]*/"; "") | sub("-[^-]+-[^-]+$"; "")]
+        | group_by(.) | map({app: .[0], pods: length})) as $batch
+      ({drained: 0, spare: {}};
+       .drained as $start
+       | reduce $batch[] as $app (.;
+           reduce range($app.pods) as $_ (.;
+             ((.spare[$app.app] // [range($mu) | 0]) | sort) as $slots
+             | ([$start, $slots[0]] | max) as $evicted
+             | .spare[$app.app] = ($slots[1:] + [$evicted + $ready])
+             | .drained = ([.drained, $evicted + 2] | max))))
+    | [.drained, .spare[][]] | max' "$1"
 }
 
 # run_plugin NAME ARGS...: times "kubectl nodeupgrade run NAME ARGS" under GNU
@@ -292,9 +311,10 @@ kubectl drain + kubectl delete node, node by node:                    $loop_secs
 kubectl nodeupgrade run --max-unavailable 3 --post-drain-wait 0s:     $run_secs s   ($run_load), peak RSS $run_rss MiB
 speed-up over the drain loop:                                         $(awk -v a="$loop_secs" -v b="$run_secs" 'BEGIN { printf "%.2f", a / b }')x   (target >= 3x)
 lower bound:                                                          $bound s
-  = sum over the plan's $batches batches of the rounds its slowest app needs, ceil(pods of the app on
-    the batch's nodes / 2 per PDB), each $ready_delay s (the replacements are Ready $ready_delay s after they start) but
-    the last, 2 s (the evicted pods are gone 2 s after eviction: 1 s grace period, then 1 s); API,
+  = the earliest schedule of the plan's $batches batches: each starts once the one before is drained,
+    each app has at most 2 pods down at once (its PDB), an evicted pod is down until its replacement
+    is Ready $ready_delay s later and gone 2 s after eviction (1 s grace period, then 1 s), every pod is
+    evicted as soon as both allow, and the run ends when the last replacement is Ready; API,
     controller, scheduling and PDB status latency count as zero
 nodeupgrade / lower bound:                                            $(awk -v a="$run_secs" -v b="$bound" 'BEGIN { printf "%.2f", a / b }')x   (target <= 1.3x)
 the ReplicaSet controller's pace:                                     $paced s
