@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -60,10 +61,24 @@ func newClusterView(ctx context.Context, client kubernetes.Interface) (*clusterV
 		}
 		return pods
 	}
+	// Only a pod turning Ready can bring a workload back: the recovery
+	// waits are not woken by the rest of a busy cluster's pod updates.
 	if _, err := v.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { v.signal(); v.workloads.podChanged() },
-		UpdateFunc: func(any, any) { v.signal(); v.workloads.podChanged() },
-		DeleteFunc: func(any) { v.signal(); v.workloads.podChanged() },
+		AddFunc: func(obj any) {
+			v.signal()
+			if p, ok := obj.(*corev1.Pod); ok && podutils.IsPodReady(p) {
+				v.workloads.podReady()
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			v.signal()
+			was, wasPod := old.(*corev1.Pod)
+			p, ok := obj.(*corev1.Pod)
+			if ok && podutils.IsPodReady(p) && (!wasPod || !podutils.IsPodReady(was)) {
+				v.workloads.podReady()
+			}
+		},
+		DeleteFunc: func(any) { v.signal() },
 	}); err != nil {
 		return nil, err
 	}

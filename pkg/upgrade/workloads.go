@@ -172,9 +172,9 @@ func (v *workloadView) signal() {
 	v.mu.Unlock()
 }
 
-// podChanged wakes the waits on a change to a pod, once a wait has begun:
-// the first list of a large cluster's pods wakes nothing.
-func (v *workloadView) podChanged() {
+// podReady wakes the waits when a pod turns Ready, once a wait has
+// begun: the first list of a large cluster's pods wakes nothing.
+func (v *workloadView) podReady() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if len(v.kinds) > 0 {
@@ -338,8 +338,8 @@ func (v *workloadView) replicas(owner Owner) (int32, bool) {
 // waitReady waits until every owner has its desired replicas available
 // (Deployments and ReplicaSets, honouring minReadySeconds) or ready
 // (StatefulSets), on the run's caches: each change to a watched kind (and
-// to a pod, with podsOf) looks again at the owners still waited for, and
-// nothing polls. A
+// each pod turning Ready, with podsOf) looks again at the owners still
+// waited for, and nothing polls. A
 // workload deleted counts as done. pending, if not nil, is told the
 // owners not yet seen back, at the start and whenever that changes. When
 // ctx ends first, the error says how far each owner still waited for got.
