@@ -176,10 +176,10 @@ func (v *workloadView) signal() {
 // begun: the first list of a large cluster's pods wakes nothing.
 func (v *workloadView) podReady() {
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.kinds) > 0 {
-		close(v.changed)
-		v.changed = make(chan struct{})
+	waiting := len(v.kinds) > 0
+	v.mu.Unlock()
+	if waiting {
+		v.signal()
 	}
 }
 
@@ -246,13 +246,11 @@ func (v *workloadView) status(owner Owner) (bool, string) {
 // podsBack says whether owner (obj, cached) has as many of its pods
 // Ready as it asks for, as the pod cache shows them. Its controller
 // counts the same pods, but only in its next status update (a
-// Deployment's a second one later), each behind the controller manager's
-// rate limit and queue: in a batch that evicts dozens of pods that was
-// 2 s a round, where the PDBs, which count the pods themselves, had
-// already let the next evictions through. Availability after
-// minReadySeconds is left to the controller, which times it on the
-// cluster's clock; a StatefulSet's readiness, which its status counts,
-// does not wait for it.
+// Deployment's one more later), each behind the controller manager's
+// rate limit and queue: about a second a round in a batch that evicts
+// dozens of pods. Availability after minReadySeconds is left to the
+// controller, which times it on the cluster's clock; a StatefulSet's
+// readiness, which its status counts, does not wait for it.
 func (v *workloadView) podsBack(owner Owner, obj any) bool {
 	if v.podsOf == nil {
 		return false
