@@ -53,14 +53,7 @@ func newClusterView(ctx context.Context, client kubernetes.Interface) (*clusterV
 		return nil, err
 	}
 	v.workloads = newWorkloadView(v.factory, ctx.Done())
-	v.workloads.podsOf = func(o Owner) []*corev1.Pod {
-		objs, _ := v.pods.GetIndexer().ByIndex(byOwnerIndex, ownerKey(o.Kind, o.Namespace, o.Name))
-		pods := make([]*corev1.Pod, len(objs))
-		for i, obj := range objs {
-			pods[i] = obj.(*corev1.Pod)
-		}
-		return pods
-	}
+	v.workloads.podsOf = v.ownedPods
 	// Only a pod turning Ready can bring a workload back: the recovery
 	// waits are not woken by the rest of a busy cluster's pod updates.
 	if _, err := v.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{

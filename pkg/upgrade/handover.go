@@ -284,11 +284,9 @@ func (v *clusterView) placed(owner Owner) (bool, string) {
 	if !ok {
 		return true, ""
 	}
-	objs, _ := v.pods.GetIndexer().ByIndex(byOwnerIndex, ownerKey(owner.Kind, owner.Namespace, owner.Name))
 	active, bound := 0, 0
-	for _, obj := range objs {
-		p := obj.(*corev1.Pod)
-		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	for _, p := range v.ownedPods(owner) {
+		if !isActive(p) {
 			continue
 		}
 		active++
@@ -309,6 +307,22 @@ func (v *clusterView) waitPlaced(ctx context.Context, owners []Owner, pending fu
 }
 
 const byOwnerIndex = "owner"
+
+// ownedPods are the cached pods whose controller is owner.
+func (v *clusterView) ownedPods(owner Owner) []*corev1.Pod {
+	objs, _ := v.pods.GetIndexer().ByIndex(byOwnerIndex, ownerKey(owner.Kind, owner.Namespace, owner.Name))
+	pods := make([]*corev1.Pod, len(objs))
+	for i, obj := range objs {
+		pods[i] = obj.(*corev1.Pod)
+	}
+	return pods
+}
+
+// isActive says whether p counts towards its controller's replicas: not
+// going away and not finished.
+func isActive(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
 
 func ownerKey(kind, namespace, name string) string { return namespace + "/" + kind + "/" + name }
 

@@ -276,7 +276,7 @@ func (v *workloadView) podsBack(owner Owner, obj any) bool {
 	ready := int32(0)
 	for _, c := range controllers {
 		for _, p := range v.podsOf(c) {
-			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && podutils.IsPodReady(p) {
+			if isActive(p) && podutils.IsPodReady(p) {
 				ready++
 			}
 		}
