@@ -235,7 +235,7 @@ violations() { sed -n 's/^pdb violations: //p' "$work/pdbs-$1.out"; }
 # has started and its app has a pod to spare: no eviction can come
 # sooner, and none coming sooner makes a later one come later, so no
 # schedule ends earlier. The run ends when the last replacement is
-# Ready. With pods Ready 2 s or more after they start, an app's last
+# Ready. With pods Ready more than 2 s after they start, an app's last
 # evictions in a batch are still down when the next batch starts, and
 # hold up that batch's evictions of the same app: summing each batch on
 # its own would miss that.

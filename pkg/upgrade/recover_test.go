@@ -316,6 +316,7 @@ func ownedPod(name, kind, owner string, ready bool) *corev1.Pod {
 	}
 }
 
+// terminating marks p as going away, held by a finalizer.
 func terminating(p *corev1.Pod) *corev1.Pod {
 	p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	p.Finalizers = []string{"test/keep"}

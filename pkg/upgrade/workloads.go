@@ -337,10 +337,10 @@ func (v *workloadView) replicas(owner Owner) (int32, bool) {
 // (Deployments and ReplicaSets, honouring minReadySeconds) or ready
 // (StatefulSets), on the run's caches: each change to a watched kind (and
 // each pod turning Ready, with podsOf) looks again at the owners still
-// waited for, and nothing polls. A
-// workload deleted counts as done. pending, if not nil, is told the
-// owners not yet seen back, at the start and whenever that changes. When
-// ctx ends first, the error says how far each owner still waited for got.
+// waited for, and nothing polls. A workload deleted counts as done.
+// pending, if not nil, is told the owners not yet seen back, at the start
+// and whenever that changes. When ctx ends first, the error says how far
+// each owner still waited for got.
 func (v *workloadView) waitReady(ctx context.Context, owners []Owner, pending func([]Owner)) error {
 	if err := v.watch(ctx, kindsOf(owners)); err != nil {
 		return err
