@@ -17,6 +17,8 @@ import (
 	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
 )
 
 // Room is the capacity estimate before a batch: do the pods it will evict
@@ -245,7 +247,7 @@ func freeVector(n *corev1.Node, running []*corev1.Pod, names []corev1.ResourceNa
 	}
 	free[len(names)] = n.Status.Allocatable.Pods().Value()
 	for _, p := range running {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if pods.Finished(p) {
 			continue
 		}
 		for i, name := range names {

@@ -72,14 +72,14 @@ func control() *Input {
 	}
 }
 
-func pods(in *Input, f func(p *corev1.Pod)) {
+func eachPod(in *Input, f func(p *corev1.Pod)) {
 	for i := range in.Pods {
 		f(&in.Pods[i])
 	}
 }
 
 func containers0(in *Input, f func(c *corev1.Container)) {
-	pods(in, func(p *corev1.Pod) { f(&p.Spec.Containers[0]) })
+	eachPod(in, func(p *corev1.Pod) { f(&p.Spec.Containers[0]) })
 }
 
 func setReplicas(in *Input, n int32) {
@@ -155,20 +155,20 @@ func TestChecks(t *testing.T) {
 		}, CheckMultiplePDBs, web, false, ""},
 
 		{"toleration Exists without key", func(in *Input) {
-			pods(in, func(p *corev1.Pod) { p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} })
+			eachPod(in, func(p *corev1.Pod) { p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} })
 		}, CheckToleratesAllTaints, web, true, `^3 pods with a toleration operator Exists and no key`},
 		{"toleration Exists without key, NoSchedule", func(in *Input) {
-			pods(in, func(p *corev1.Pod) {
+			eachPod(in, func(p *corev1.Pod) {
 				p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 			})
 		}, CheckToleratesAllTaints, web, true, ``},
 		{"toleration Exists with a key", func(in *Input) {
-			pods(in, func(p *corev1.Pod) {
+			eachPod(in, func(p *corev1.Pod) {
 				p.Spec.Tolerations = []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists}}
 			})
 		}, CheckToleratesAllTaints, web, false, ""},
 		{"toleration Exists without key, NoExecute only", func(in *Input) {
-			pods(in, func(p *corev1.Pod) {
+			eachPod(in, func(p *corev1.Pod) {
 				p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
 			})
 		}, CheckToleratesAllTaints, web, false, ""},
@@ -256,7 +256,7 @@ func TestChecks(t *testing.T) {
 			containers0(in, func(c *corev1.Container) { c.Lifecycle = preStopExec("/bin/sleep", "30") })
 		}, CheckPreStopExceedsGrace, web, true, `^container "web" sleeps 30s in preStop, terminationGracePeriodSeconds 30: killed mid-sleep$`},
 		{"preStop sh -c sleep over default grace", func(in *Input) {
-			pods(in, func(p *corev1.Pod) {
+			eachPod(in, func(p *corev1.Pod) {
 				p.Spec.TerminationGracePeriodSeconds = nil
 				p.Spec.Containers[0].Lifecycle = preStopExec("/bin/sh", "-c", "sleep 20 && nginx -s quit; sleep 15")
 			})
@@ -267,7 +267,7 @@ func TestChecks(t *testing.T) {
 			})
 		}, CheckPreStopExceedsGrace, web, true, `sleeps 40s`},
 		{"preStop sh -c sleep within raised grace", func(in *Input) {
-			pods(in, func(p *corev1.Pod) {
+			eachPod(in, func(p *corev1.Pod) {
 				p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](45)
 				p.Spec.Containers[0].Lifecycle = preStopExec("sh", "-c", "sleep 30")
 			})
@@ -275,7 +275,7 @@ func TestChecks(t *testing.T) {
 
 		{"lb pod without gate in unlabelled namespace", func(in *Input) {
 			in.Namespaces[0].Labels = nil
-			pods(in, func(p *corev1.Pod) { p.Spec.ReadinessGates = nil })
+			eachPod(in, func(p *corev1.Pod) { p.Spec.ReadinessGates = nil })
 		}, CheckLBNoReadinessGate, web, true, `^3 pods behind LoadBalancer Service "shop/web": no target-health readiness gate`},
 		{"lb pod with gate in unlabelled namespace", func(in *Input) {
 			in.Namespaces[0].Labels = nil
@@ -283,7 +283,7 @@ func TestChecks(t *testing.T) {
 		{"clusterIP pod without gate", func(in *Input) {
 			in.Namespaces[0].Labels = nil
 			in.Services[0].Spec.Type = corev1.ServiceTypeClusterIP
-			pods(in, func(p *corev1.Pod) { p.Spec.ReadinessGates = nil })
+			eachPod(in, func(p *corev1.Pod) { p.Spec.ReadinessGates = nil })
 		}, CheckLBNoReadinessGate, web, false, ""},
 
 		{"lb pod without preStop", func(in *Input) {
@@ -306,12 +306,12 @@ func TestChecks(t *testing.T) {
 		}, CheckLBMinReadySeconds, web, false, ""},
 
 		{"emptyDir volume", func(in *Input) {
-			pods(in, func(p *corev1.Pod) {
+			eachPod(in, func(p *corev1.Pod) {
 				p.Spec.Volumes = []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 			})
 		}, CheckEmptyDirData, web, true, `^3 pods with emptyDir volume "cache": the data is lost on drain$`},
 		{"configMap volume", func(in *Input) {
-			pods(in, func(p *corev1.Pod) {
+			eachPod(in, func(p *corev1.Pod) {
 				p.Spec.Volumes = []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}}
 			})
 		}, CheckEmptyDirData, web, false, ""},
@@ -323,7 +323,7 @@ func TestChecks(t *testing.T) {
 			in.Pods[1].Annotations = map[string]string{annDoNotDisrupt: "true"}
 		}, CheckDoNotEvict, web, true, `karpenter.sh/do-not-disrupt="true"`},
 		{"safe-to-evict true", func(in *Input) {
-			pods(in, func(p *corev1.Pod) { p.Annotations = map[string]string{annSafeToEvict: "true"} })
+			eachPod(in, func(p *corev1.Pod) { p.Annotations = map[string]string{annSafeToEvict: "true"} })
 		}, CheckDoNotEvict, web, false, ""},
 	}
 	fired := map[string]bool{}

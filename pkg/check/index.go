@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
 )
 
 type nsName struct{ ns, name string }
@@ -192,7 +194,7 @@ func (a *audit) groupPods() {
 // live reports whether a pod counts: not finished, not already terminating,
 // not a mirror pod (the kubelet owns those, eviction cannot move them).
 func live(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if pods.Finished(p) {
 		return false
 	}
 	if p.DeletionTimestamp != nil {

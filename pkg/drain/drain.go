@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	kdrain "k8s.io/kubectl/pkg/drain"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
 )
 
 // EventType says what happened to a pod or node.
@@ -177,7 +179,7 @@ func (d *Drainer) PodsToEvict(ctx context.Context, node string) (evict []corev1.
 
 // refusal says why the drain refuses pod under the Options, or "".
 func (d *Drainer) refusal(pod *corev1.Pod) string {
-	if isFinished(pod) || pod.DeletionTimestamp != nil {
+	if pods.Finished(pod) || pod.DeletionTimestamp != nil {
 		// finished pods disrupt nothing, terminating ones are going anyway
 		return ""
 	}
@@ -202,10 +204,6 @@ func (d *Drainer) refusal(pod *corev1.Pod) string {
 		}
 	}
 	return strings.Join(reasons, " and ")
-}
-
-func isFinished(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // graceFor returns the grace period to send for pod (-1 = the pod's own),
@@ -338,15 +336,15 @@ func newNodeDrain(ctx context.Context, d *Drainer, node string) *nodeDrain {
 // watchBudgets takes the PDB views of the namespaces pods will be evicted
 // from, and waits a bounded time for them to be listed: each pod's budget
 // decides whose turn it is.
-func (n *nodeDrain) watchBudgets(ctx context.Context, pods []corev1.Pod) {
+func (n *nodeDrain) watchBudgets(ctx context.Context, evicting []corev1.Pod) {
 	if n.d.opts.DeleteInsteadOfEvict {
 		return
 	}
 	var views []*nsPDBs
 	seen := map[string]bool{}
-	for i := range pods {
-		p := &pods[i]
-		if seen[p.Namespace] || isFinished(p) || p.DeletionTimestamp != nil {
+	for i := range evicting {
+		p := &evicting[i]
+		if seen[p.Namespace] || pods.Finished(p) || p.DeletionTimestamp != nil {
 			continue
 		}
 		seen[p.Namespace] = true
@@ -610,7 +608,7 @@ func (n *nodeDrain) newPodsCached() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, p := range src.PodsOn(n.node) {
-		if _, seen := n.pods[p.UID]; seen || isFinished(p) {
+		if _, seen := n.pods[p.UID]; seen || pods.Finished(p) {
 			continue
 		}
 		if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
@@ -905,7 +903,7 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 		}
 		return
 	}
-	useDelete := d.opts.DeleteInsteadOfEvict || isFinished(&pod)
+	useDelete := d.opts.DeleteInsteadOfEvict || pods.Finished(&pod)
 	if !useDelete && d.opts.Hold != nil {
 		if !n.hold(ctx, t, &pod) {
 			return

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
 )
 
 // MaxUnavailableCap is the EKS quota on nodes upgraded in parallel.
@@ -462,7 +463,7 @@ func Evictable(pod *corev1.Pod) bool {
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 		return false
 	}
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if pods.Finished(pod) {
 		return false
 	}
 	if c := metav1.GetControllerOfNoCopy(pod); c != nil && c.Kind == "DaemonSet" {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
 )
 
 // A batch's Recover hands over to the next batch's drain once the
@@ -321,7 +322,7 @@ func (v *clusterView) ownedPods(owner Owner) []*corev1.Pod {
 // isActive says whether p counts towards its controller's replicas: not
 // going away and not finished.
 func isActive(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	return p.DeletionTimestamp == nil && !pods.Finished(p)
 }
 
 func ownerKey(kind, namespace, name string) string { return namespace + "/" + kind + "/" + name }
