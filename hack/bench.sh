@@ -49,6 +49,8 @@
 # BENCH_POD_READY=N makes pods Ready N s after they start, not 1 s (the
 # lower bounds follow): readiness probes and minReadySeconds are often
 # tens of seconds, and a batch's recovery waits for them.
+# BENCH_RUNS=N times each command of the --plan-scale and --plan-replay
+# tables N times, not 5, and prints the median and the range.
 # BENCH_DIR keeps the work directory (binaries, cluster, logs); default a
 # new temporary one. Needs kubectl, jq and GNU time (/usr/bin/time).
 set -euo pipefail
@@ -64,6 +66,8 @@ case "${1:-}" in
   --plan-replay) plan_replay=${2:-5000} ;;
   *) echo "usage: hack/bench.sh [--scale | --plan-scale [NODES] | --plan-replay [NODES]]" >&2; exit 2 ;;
 esac
+runs=${BENCH_RUNS:-5}
+[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: BENCH_RUNS takes a number of runs from 1 on, not \"$runs\"" >&2; exit 2; }
 for tool in kubectl jq /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "bench.sh needs $tool" >&2; exit 2; }
 done
@@ -78,26 +82,41 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 load() { uptime | sed 's/.*load average: /load /'; }
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 
-# measure LABEL CMD...: runs CMD (output discarded) under GNU time, then
-# once more at -v=6 to count its API requests (client-go logs each
-# response: 'verb="GET" url=' from the plugin, 'GET https://' from kubectl);
-# prints one line of the table. With measure_warm set, CMD runs once
-# unmeasured first (the replay encodes each page at its first request).
+# measure LABEL CMD...: runs CMD (output discarded) $runs times under GNU
+# time, then once more at -v=6 to count its API requests (client-go logs
+# each response: 'verb="GET" url=' from the plugin, 'GET https://' from
+# kubectl); prints one line of the table: the median wall and CPU time of
+# the runs, the range of their CPU time (a 2-core machine shared with the
+# API server varies by a quarter from run to run), the largest peak RSS.
+# With measure_warm set, CMD runs once unmeasured first (the replay
+# encodes each page at its first request).
 measure() {
   local label=$1; shift
-  local start end
+  local start end i rc=0 samples=
   [[ -z ${measure_warm:-} ]] || "$@" >/dev/null 2>&1 || true
-  start=$(now)
-  # check exits non-zero when it finds a blocker: the exit code is printed
-  local rc=0
-  /usr/bin/time -v -o "$work/measure.time" "$@" >/dev/null 2>"$work/measure.err" || rc=$?
-  end=$(now)
-  grep -q 'Maximum resident set size' "$work/measure.time" || { log "$* failed:"; tail -5 "$work/measure.err" >&2; exit 1; }
+  for ((i = 0; i < runs; i++)); do
+    start=$(now)
+    # check exits non-zero when it finds a blocker: the exit code is printed
+    rc=0
+    /usr/bin/time -v -o "$work/measure.time" "$@" >/dev/null 2>"$work/measure.err" || rc=$?
+    end=$(now)
+    grep -q 'Maximum resident set size' "$work/measure.time" || { log "$* failed:"; tail -5 "$work/measure.err" >&2; exit 1; }
+    samples+=$(awk -F': ' -v wall="$(secs "$start" "$end")" '
+      /User time/ { u = $2 } /System time/ { s = $2 } /Maximum resident set size/ { rss = $2 / 1024 }
+      END { printf "%s %.2f %.0f\n", wall, u + s, rss }' "$work/measure.time")$'\n'
+  done
   "$@" -v=6 >/dev/null 2>"$work/measure-v6.err" || true
-  awk -F': ' -v label="$label" -v wall="$(secs "$start" "$end")" -v rc="$rc" \
+  printf '%s' "$samples" | awk -v label="$label" -v rc="$rc" \
     -v reqs="$(grep -cE 'verb="[A-Z]+" url=|\] (GET|POST|PUT|PATCH|DELETE) https?://' "$work/measure-v6.err")" '
-    /User time/ { u = $2 } /System time/ { s = $2 } /Maximum resident set size/ { rss = $2 / 1024 }
-    END { printf "%-44s %7.1f s %7.2f s %8.0f MiB %6d   exit %d\n", label, wall, u + s, rss, reqs, rc }' "$work/measure.time"
+    { wall[NR] = $1; cpu[NR] = $2; if ($3 > rss) rss = $3 }
+    function median(a, n,   i, j, t) {
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+      return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+    }
+    END {
+      w = median(wall, NR); c = median(cpu, NR)
+      printf "%-44s %7.1f s %7.2f s  %4.2f-%4.2f s %8.0f MiB %6d   exit %d\n", label, w, c, cpu[1], cpu[NR], rss, reqs, rc
+    }'
 }
 
 # count RESOURCE: how many objects of RESOURCE the cluster holds, from a
@@ -115,11 +134,12 @@ plan_table() {
   cat <<EOF
 
 == plan at scale: $nodes nodes, $pods pods, served by $1 ($(load))
-                                             wall        CPU   peak RSS  requests
+(median of $runs runs each; BENCH_RUNS=N for another number)
+                                             wall        CPU   CPU range     peak RSS  requests
 EOF
   measure "kubectl nodeupgrade plan -o json" kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json
-  # kubectl's own flag: on a near API server, gzip costs both ends more
-  # CPU than the bytes it saves
+  # kubectl's own flag: the client skips gunzipping, but decrypting and
+  # reading the 12 times larger bodies costs it as much CPU, on loopback too
   measure "  ... --disable-compression" kubectl-nodeupgrade plan "$group" "${flags[@]}" -o json --disable-compression
   measure "kubectl nodeupgrade check" kubectl-nodeupgrade check "$group" "${flags[@]}"
   # kubectl holds about 0.3 MiB a pod it lists (6,000 pods: 1.7 GiB peak
