@@ -830,7 +830,7 @@ func (n *nodeDrain) failure(ctx context.Context, timedOut bool) error {
 		case t.failed != nil:
 			b.Reason = t.failed.Error()
 		case t.blocked == "" && t.lastErr != nil && !t.terminating && !t.removed:
-			b.Reason = t.lastErr.Error()
+			b.Reason = "not evicted: " + t.lastErr.Error()
 		case t.terminating || t.removed:
 			b.Reason = ReasonTerminating
 			b.PDBs = nil
@@ -863,8 +863,7 @@ func classify(err error) errKind {
 	switch {
 	case apierrors.IsNotFound(err):
 		return errGone
-	case apierrors.IsTooManyRequests(err):
-		// a PDB refusal (the 429s for API throttling are retried inside client-go)
+	case apierrors.IsTooManyRequests(err) && !throttled(err):
 		return errBlocked
 	case errors.As(err, &status) && status.Status().Code == 500 &&
 		strings.Contains(status.Status().Message, "more than one PodDisruptionBudget"):
@@ -877,12 +876,27 @@ func classify(err error) errKind {
 	case apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// the namespace controller deletes the pod; keep waiting for it
 		return errTransient
-	case apierrors.IsConflict(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
+	case apierrors.IsTooManyRequests(err), // throttled: the API server is busy, no PDB is in the way
+		apierrors.IsConflict(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
 		apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err), apierrors.IsUnexpectedServerError(err),
 		utilnet.IsConnectionReset(err), utilnet.IsConnectionRefused(err), utilnet.IsProbableEOF(err):
 		return errTransient
 	}
 	return errFatal
+}
+
+// throttled says whether a 429 is the API server's own limit (API Priority
+// and Fairness, --max-requests-inflight) rather than a PDB refusal. client-go
+// retries those itself as their Retry-After asks, ten times, so one that
+// reaches the drain means a busy server, and reporting it as a PDB block
+// would name a budget that is not in the way. The eviction's refusals carry
+// the DisruptionBudget cause, and its message on servers that gave none.
+func throttled(err error) bool {
+	if apierrors.HasStatusCause(err, policyv1.DisruptionBudgetCause) {
+		return false
+	}
+	var status apierrors.APIStatus
+	return !errors.As(err, &status) || !strings.Contains(status.Status().Message, "disruption budget")
 }
 
 // remove evicts (or deletes) one pod, retrying refusals until the pod is

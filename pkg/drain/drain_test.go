@@ -3,6 +3,7 @@ package drain
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -103,6 +104,24 @@ func pdbRefusal(pdb string) error {
 	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
 		Type: policyv1.DisruptionBudgetCause, Message: "The disruption budget " + pdb + " needs 2 healthy pods and has 2 currently",
+	})
+	return err
+}
+
+// throttledByServer is what client-go returns for a 429 of API Priority and
+// Fairness (a plain-text body, Retry-After: 1) once it has retried it as
+// often as it does.
+func throttledByServer(pod string) error {
+	return apierrors.NewGenericServerResponse(http.StatusTooManyRequests, "POST", schema.GroupResource{Resource: "pods"}, pod,
+		"Too many requests, please try again later.", 1, true)
+}
+
+// pdbStaleRefusal is the eviction's refusal while the disruption controller
+// has not yet seen the PDB's latest spec: a 429 with Retry-After.
+func pdbStaleRefusal(pdb string) error {
+	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: policyv1.DisruptionBudgetCause, Message: "The disruption budget " + pdb + " is still being processed by the server.",
 	})
 	return err
 }
@@ -644,6 +663,58 @@ func TestDrainNode(t *testing.T) {
 			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
 				if err != nil || c.attemptsOf("web") != 3 {
 					t.Fatalf("err = %v, attempts %d", err, c.attemptsOf("web"))
+				}
+			},
+		},
+		{
+			name: "a 429 of the API server's own limits is retried, not reported as a PDB block",
+			objs: []runtime.Object{newPod("default", "web", "n1"), pdb},
+			evict: func(name string, attempt int) error {
+				if attempt <= 2 {
+					return throttledByServer(name)
+				}
+				return nil
+			},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil || c.attemptsOf("web") != 3 {
+					t.Fatalf("err = %v, attempts %d", err, c.attemptsOf("web"))
+				}
+				if blocked := rec.of(EventBlocked, "web"); len(blocked) != 0 {
+					t.Errorf("reported as blocked by a PDB: %+v", blocked)
+				}
+			},
+		},
+		{
+			name:  "throttled until the timeout: the failure gives the server's answer, not a PDB",
+			opts:  Options{Timeout: 250 * time.Millisecond},
+			objs:  []runtime.Object{newPod("default", "web", "n1"), pdb},
+			evict: func(name string, attempt int) error { return throttledByServer(name) },
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				var f *PodEvictionFailure
+				if !errors.As(err, &f) || len(f.Pods) != 1 {
+					t.Fatalf("err = %v, want PodEvictionFailure of one pod", err)
+				}
+				if b := f.Pods[0]; b.Name != "web" || b.Reason == ReasonPDB || len(b.PDBs) != 0 ||
+					!strings.Contains(b.Reason, "too many requests") {
+					t.Errorf("blocked pod = %+v, want the server's 429 and no PDB", b)
+				}
+			},
+		},
+		{
+			name:  "a PDB the disruption controller has not seen yet blocks like any refusal",
+			opts:  Options{Timeout: 250 * time.Millisecond},
+			objs:  []runtime.Object{newPod("default", "web", "n1"), pdb},
+			evict: func(name string, attempt int) error { return pdbStaleRefusal("web") },
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				var f *PodEvictionFailure
+				if !errors.As(err, &f) || len(f.Pods) != 1 {
+					t.Fatalf("err = %v, want PodEvictionFailure of one pod", err)
+				}
+				if b := f.Pods[0]; b.Reason != ReasonPDB || len(b.PDBs) != 1 {
+					t.Errorf("blocked pod = %+v, want blocked by PDB web", b)
+				}
+				if blocked := rec.of(EventBlocked, "web"); len(blocked) != 1 || !strings.Contains(blocked[0].Message, "still being processed") {
+					t.Errorf("blocked events = %+v", blocked)
 				}
 			},
 		},
