@@ -828,7 +828,7 @@ func (n *nodeDrain) failure(ctx context.Context, timedOut bool) error {
 		b := BlockedPod{Namespace: t.pod.Namespace, Name: t.pod.Name, PDBs: t.pdbs}
 		switch {
 		case t.failed != nil:
-			b.Reason = t.failed.Error()
+			b.Reason = "eviction failed: " + t.failed.Error()
 		case t.blocked == "" && t.lastErr != nil && !t.terminating && !t.removed:
 			b.Reason = "not evicted: " + t.lastErr.Error()
 		case t.terminating || t.removed:

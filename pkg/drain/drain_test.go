@@ -643,7 +643,7 @@ func TestDrainNode(t *testing.T) {
 			},
 			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
 				var f *PodEvictionFailure
-				if !errors.As(err, &f) || !strings.Contains(f.Pods[0].Reason, "rbac says no") {
+				if !errors.As(err, &f) || !strings.HasPrefix(f.Pods[0].Reason, "eviction failed: ") || !strings.Contains(f.Pods[0].Reason, "rbac says no") {
 					t.Fatalf("err = %v", err)
 				}
 				if !strings.Contains(err.Error(), "1 pod could not be evicted") {
@@ -695,7 +695,7 @@ func TestDrainNode(t *testing.T) {
 					t.Fatalf("err = %v, want PodEvictionFailure of one pod", err)
 				}
 				if b := f.Pods[0]; b.Name != "web" || b.Reason == ReasonPDB || len(b.PDBs) != 0 ||
-					!strings.Contains(b.Reason, "too many requests") {
+					!strings.HasPrefix(b.Reason, "not evicted: ") || !strings.Contains(b.Reason, "too many requests") {
 					t.Errorf("blocked pod = %+v, want the server's 429 and no PDB", b)
 				}
 			},

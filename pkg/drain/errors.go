@@ -19,7 +19,7 @@ const (
 // BlockedPod is a pod a drain could not remove, and why.
 type BlockedPod struct {
 	Namespace, Name string
-	Reason          string // one of the Reason constants, or the API error
+	Reason          string // one of the Reason constants, or "eviction failed: " or "not evicted: " and the API error
 	PDBs            []PDBStatus
 }
 
