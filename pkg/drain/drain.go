@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	kdrain "k8s.io/kubectl/pkg/drain"
 
@@ -885,12 +886,35 @@ func classify(err error) errKind {
 	return errFatal
 }
 
+// evict posts pod's eviction as kubectl's drain does (policy/v1, the grace
+// period when not -1), but with client-go's own retries off. client-go
+// sleeps through a 429's Retry-After and retries, ten times, inside the
+// call, while the pod holds its PDB's turn: the eviction's refusal while
+// the disruption controller has not seen a PDB's latest spec asks for 10 s,
+// where the PDB watch retries as soon as the controller has, and a
+// throttled eviction is retried after its Retry-After by remove.
+func (d *Drainer) evict(ctx context.Context, pod corev1.Pod, grace int) error {
+	opts := metav1.DeleteOptions{}
+	if grace >= 0 {
+		g := int64(grace)
+		opts.GracePeriodSeconds = &g
+	}
+	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}, DeleteOptions: &opts}
+	rc, ok := d.client.PolicyV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil {
+		// a fake clientset: no HTTP, no retries to turn off
+		return d.client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, eviction)
+	}
+	// the path of the typed Evict: pods' eviction is served under /api/v1
+	return rc.Post().AbsPath("/api/v1").Namespace(pod.Namespace).Resource("pods").Name(pod.Name).
+		SubResource("eviction").MaxRetries(0).Body(eviction).Do(ctx).Error()
+}
+
 // throttled says whether a 429 is the API server's own limit (API Priority
-// and Fairness, --max-requests-inflight) rather than a PDB refusal. client-go
-// retries those itself as their Retry-After asks, ten times, so one that
-// reaches the drain means a busy server, and reporting it as a PDB block
-// would name a budget that is not in the way. The eviction's refusals carry
-// the DisruptionBudget cause, and its message on servers that gave none.
+// and Fairness, --max-requests-inflight) rather than a PDB refusal: it is
+// retried after its Retry-After, and reporting it as a PDB block would name
+// a budget that is not in the way. The eviction's refusals carry the
+// DisruptionBudget cause, and its message on servers that gave none.
 func throttled(err error) bool {
 	if apierrors.HasStatusCause(err, policyv1.DisruptionBudgetCause) {
 		return false
@@ -952,12 +976,12 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 		if !ok {
 			return
 		}
-		h := d.helper(ctx, d.graceFor(&pod))
+		grace := d.graceFor(&pod)
 		err := n.call(t, func() error {
 			if useDelete {
-				return h.DeletePod(pod)
+				return d.helper(ctx, grace).DeletePod(pod)
 			}
-			return h.EvictPod(pod, policyv1.SchemeGroupVersion)
+			return d.evict(ctx, pod, grace)
 		})
 		release()
 		if err == nil {
@@ -990,6 +1014,9 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 			n.mu.Lock()
 			t.lastErr = err
 			n.mu.Unlock()
+			if s, ok := apierrors.SuggestsClientDelay(err); ok && s > 0 {
+				delay = time.Duration(s) * time.Second // the server's Retry-After
+			}
 		case errBlocked, errBlockedMulti:
 			delay = d.retryInterval
 			if pdbs == nil {
@@ -1019,7 +1046,7 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 				// watch's first list: then retry at once (only this once, so
 				// a stale status cannot make a busy loop)
 				for _, p := range matching {
-					if p.Status.DisruptionsAllowed > 0 {
+					if p.Status.ObservedGeneration >= p.Generation && p.Status.DisruptionsAllowed > 0 {
 						delay = 0
 					}
 				}

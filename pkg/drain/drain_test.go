@@ -2,8 +2,11 @@ package drain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -21,7 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
@@ -670,13 +675,13 @@ func TestDrainNode(t *testing.T) {
 			name: "a 429 of the API server's own limits is retried, not reported as a PDB block",
 			objs: []runtime.Object{newPod("default", "web", "n1"), pdb},
 			evict: func(name string, attempt int) error {
-				if attempt <= 2 {
+				if attempt == 1 {
 					return throttledByServer(name)
 				}
 				return nil
 			},
 			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
-				if err != nil || c.attemptsOf("web") != 3 {
+				if err != nil || c.attemptsOf("web") != 2 {
 					t.Fatalf("err = %v, attempts %d", err, c.attemptsOf("web"))
 				}
 				if blocked := rec.of(EventBlocked, "web"); len(blocked) != 0 {
@@ -1131,5 +1136,47 @@ func TestHold(t *testing.T) {
 				t.Errorf("%d evictions of the held pod sent", n)
 			}
 		})
+	}
+}
+
+// TestEvictLeavesRetriesToTheDrain checks that an eviction is one request:
+// client-go would sleep through each 429's Retry-After and send it again,
+// ten times, while the pod holds its PDB's turn, where the drain's PDB
+// watch retries as soon as the budget allows.
+func TestEvictLeavesRetriesToTheDrain(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		calls []string
+		body  policyv1.Eviction
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls = append(calls, r.Method+" "+r.URL.Path)
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429,`+
+			`"message":"Cannot evict pod as it would violate the pod's disruption budget.",`+
+			`"details":{"retryAfterSeconds":1,"causes":[{"reason":"DisruptionBudget","message":"The disruption budget web is still being processed by the server."}]}}`)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(client, Options{})
+	err = d.evict(testCtx(t), *newPod("default", "web", "n1"), 30)
+	if classify(err) != errBlocked {
+		t.Errorf("error %v: classified %v, want a PDB refusal", err, classify(err))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"POST /api/v1/namespaces/default/pods/web/eviction"}; !slices.Equal(calls, want) {
+		t.Errorf("requests %q, want %q", calls, want)
+	}
+	if body.Name != "web" || body.DeleteOptions == nil || body.DeleteOptions.GracePeriodSeconds == nil || *body.DeleteOptions.GracePeriodSeconds != 30 {
+		t.Errorf("eviction sent: %+v", body)
 	}
 }
