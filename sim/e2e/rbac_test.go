@@ -11,6 +11,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -52,8 +53,12 @@ func TestRunAsLeastPrivilegedUser(t *testing.T) {
 }
 
 var (
-	bindOnce sync.Once
-	bindErr  error
+	rolesOnce sync.Once
+	roles     struct {
+		cluster rbacv1.ClusterRole
+		ns      rbacv1.Role
+		err     error
+	}
 )
 
 // boundUser returns the kubeconfig of a user bound only to the roles of
@@ -61,9 +66,12 @@ var (
 // the RBAC that works.
 func boundUser(t *testing.T, user string) string {
 	t.Helper()
-	bindOnce.Do(func() { bindErr = bindRBAC(user) })
-	if bindErr != nil {
-		t.Fatal(bindErr)
+	rolesOnce.Do(func() { roles.cluster, roles.ns, roles.err = createRoles() })
+	if roles.err != nil {
+		t.Fatal(roles.err)
+	}
+	if err := bindRoles(user, roles.cluster, roles.ns); err != nil {
+		t.Fatal(err)
 	}
 	kubeconfig, err := sim.KubeconfigForUser(user)
 	if err != nil {
@@ -72,42 +80,51 @@ func boundUser(t *testing.T, user string) string {
 	return kubeconfig
 }
 
-func bindRBAC(user string) error {
+// createRoles creates the ClusterRole and the Role of deploy/rbac.yaml.
+func createRoles() (rbacv1.ClusterRole, rbacv1.Role, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	var cr rbacv1.ClusterRole
+	var role rbacv1.Role
 	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "rbac.yaml"))
 	if err != nil {
-		return err
+		return cr, role, err
 	}
 	docs := strings.Split(string(data), "\n---\n")
 	if len(docs) != 2 {
-		return fmt.Errorf("deploy/rbac.yaml: want a ClusterRole and a Role, got %d documents", len(docs))
+		return cr, role, fmt.Errorf("deploy/rbac.yaml: want a ClusterRole and a Role, got %d documents", len(docs))
 	}
-	var cr rbacv1.ClusterRole
-	var role rbacv1.Role
 	if err := yaml.UnmarshalStrict([]byte(docs[0]), &cr); err != nil {
-		return err
+		return cr, role, err
 	}
 	if err := yaml.UnmarshalStrict([]byte(docs[1]), &role); err != nil {
-		return err
+		return cr, role, err
 	}
 	if _, err := client.RbacV1().ClusterRoles().Create(ctx, &cr, metav1.CreateOptions{}); err != nil {
-		return err
+		return cr, role, err
 	}
 	if _, err := client.RbacV1().Roles(role.Namespace).Create(ctx, &role, metav1.CreateOptions{}); err != nil {
-		return err
+		return cr, role, err
 	}
+	return cr, role, nil
+}
+
+// bindRoles binds user to the roles of deploy/rbac.yaml; binding a user
+// twice is binding it once.
+func bindRoles(user string, cr rbacv1.ClusterRole, role rbacv1.Role) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
 	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "nodeupgrade-" + user}, Subjects: subject,
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name},
-	}, metav1.CreateOptions{}); err != nil {
+	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	if _, err := client.RbacV1().RoleBindings(role.Namespace).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "nodeupgrade-" + user, Namespace: role.Namespace}, Subjects: subject,
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-	}, metav1.CreateOptions{}); err != nil {
+	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return nil
