@@ -1017,6 +1017,9 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 			if s, ok := apierrors.SuggestsClientDelay(err); ok && s > 0 {
 				delay = time.Duration(s) * time.Second // the server's Retry-After
 			}
+			// no PDB is in the way: a change of one must not cut the wait
+			// short, as every eviction in the namespace makes one
+			changes = nil
 		case errBlocked, errBlockedMulti:
 			delay = d.retryInterval
 			if pdbs == nil {
@@ -1095,7 +1098,8 @@ func (n *nodeDrain) hold(ctx context.Context, t *podTrack, pod *corev1.Pod) bool
 
 // waitRetry waits before a retry until the PDB watch shows the pod's budget
 // letting it through, or the safety-net timer; it reports false when the
-// retry is moot. changes must be taken before the attempt that failed.
+// retry is moot. changes must be taken before the attempt that failed; nil
+// waits for the timer alone.
 func (n *nodeDrain) waitRetry(ctx context.Context, t *podTrack, pdbs *nsPDBs, changes <-chan struct{}, base time.Duration) bool {
 	if base <= 0 {
 		return true

@@ -815,6 +815,61 @@ func TestRetryOnPDBChange(t *testing.T) {
 	}
 }
 
+// TestThrottledEvictionWaitsForRetryAfter checks that an eviction the API
+// server throttled is sent again after the Retry-After it asked for, even
+// while its PDB changes (every eviction in the namespace changes one), and
+// not at the first change that allows a disruption.
+func TestThrottledEvictionWaitsForRetryAfter(t *testing.T) {
+	pdbGVR := schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
+	pdb := newPDB("default", "web", webSelector(), 1)
+	var (
+		mu       sync.Mutex
+		attempts []time.Time
+	)
+	first := make(chan struct{})
+	c := newCluster(t, func(name string, attempt int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts = append(attempts, time.Now())
+		if attempt == 1 {
+			close(first)
+			return throttledByServer(name) // Retry-After: 1
+		}
+		return nil
+	}, newPod("default", "web", "n1"), pdb)
+	d := fast(c, Options{}, nil)
+	ctx := testCtx(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-first
+		// the budget changes, still allowing one, until the retry
+		for i := int32(3); c.attemptsOf("web") < 2 && ctx.Err() == nil; i++ {
+			p := pdb.DeepCopy()
+			p.Status.CurrentHealthy, p.Status.ExpectedPods = i, i
+			p.ResourceVersion = ""
+			if err := c.Tracker().Update(pdbGVR, p, "default"); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	if _, err := d.DrainNode(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(attempts) != 2 {
+		t.Fatalf("%d attempts, want 2", len(attempts))
+	}
+	// a timer never fires early: this holds however slow the machine is
+	if gap := attempts[1].Sub(attempts[0]); gap < time.Second {
+		t.Errorf("retried %s after the 429, before its Retry-After of 1s", gap)
+	}
+}
+
 // TestPodLandingBack checks that pods arriving on the node during the drain
 // (a workload tolerating the taint) are evicted too before Drained.
 func TestPodLandingBack(t *testing.T) {
