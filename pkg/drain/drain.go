@@ -886,13 +886,13 @@ func classify(err error) errKind {
 	return errFatal
 }
 
-// evict posts pod's eviction as kubectl's drain does (policy/v1, the grace
-// period when not -1), but with client-go's own retries off. client-go
-// sleeps through a 429's Retry-After and retries, ten times, inside the
-// call, while the pod holds its PDB's turn: the eviction's refusal while
-// the disruption controller has not seen a PDB's latest spec asks for 10 s,
-// where the PDB watch retries as soon as the controller has, and a
-// throttled eviction is retried after its Retry-After by remove.
+// evict posts pod's eviction as kubectl's drain does (policy/v1; the grace
+// period unless -1), with client-go's own retries off: client-go would
+// sleep through each 429's Retry-After inside the call and send it again,
+// ten times, while the pod holds its PDB's turn. remove retries instead: a
+// PDB's refusal as soon as the PDB watch shows the budget allowing it (the
+// refusal while the disruption controller has not seen a PDB's latest
+// spec asks for 10 s), a throttled eviction after its Retry-After.
 func (d *Drainer) evict(ctx context.Context, pod corev1.Pod, grace int) error {
 	opts := metav1.DeleteOptions{}
 	if grace >= 0 {
