@@ -826,13 +826,18 @@ func TestThrottledEvictionWaitsForRetryAfter(t *testing.T) {
 		mu       sync.Mutex
 		attempts []time.Time
 	)
-	first := make(chan struct{})
+	throttled := make(chan struct{})
 	c := newCluster(t, func(name string, attempt int) error {
 		mu.Lock()
 		defer mu.Unlock()
 		attempts = append(attempts, time.Now())
-		if attempt == 1 {
-			close(first)
+		switch attempt {
+		case 1:
+			// a refusal first, so the drain follows the pod's PDB from
+			// here on whatever the order it started things in
+			return pdbRefusal("web")
+		case 2:
+			close(throttled)
 			return throttledByServer(name) // Retry-After: 1
 		}
 		return nil
@@ -842,11 +847,13 @@ func TestThrottledEvictionWaitsForRetryAfter(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		<-first
-		// the budget changes, still allowing one, until the retry
-		for i := int32(3); c.attemptsOf("web") < 2 && ctx.Err() == nil; i++ {
+		<-throttled
+		// the budget changes, allowing one more every other time (a change
+		// the drain's PDB watch wakes its waits for), until the retry
+		for i := int32(3); c.attemptsOf("web") < 3 && ctx.Err() == nil; i++ {
 			p := pdb.DeepCopy()
 			p.Status.CurrentHealthy, p.Status.ExpectedPods = i, i
+			p.Status.DisruptionsAllowed = 1 + i%2
 			p.ResourceVersion = ""
 			if err := c.Tracker().Update(pdbGVR, p, "default"); err != nil {
 				t.Error(err)
@@ -861,11 +868,11 @@ func TestThrottledEvictionWaitsForRetryAfter(t *testing.T) {
 	<-done
 	mu.Lock()
 	defer mu.Unlock()
-	if len(attempts) != 2 {
-		t.Fatalf("%d attempts, want 2", len(attempts))
+	if len(attempts) != 3 {
+		t.Fatalf("%d attempts, want 3", len(attempts))
 	}
 	// a timer never fires early: this holds however slow the machine is
-	if gap := attempts[1].Sub(attempts[0]); gap < time.Second {
+	if gap := attempts[2].Sub(attempts[1]); gap < time.Second {
 		t.Errorf("retried %s after the 429, before its Retry-After of 1s", gap)
 	}
 }
