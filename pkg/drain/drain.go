@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -379,10 +380,15 @@ func mayEvict(pdbs *nsPDBs, pod *corev1.Pod) bool {
 	case 0:
 		return true
 	case 1:
-		st := matching[0].Status
-		return st.ObservedGeneration >= matching[0].Generation && st.DisruptionsAllowed > 0
+		return allows(&matching[0])
 	}
 	return false
+}
+
+// allows says whether p's status lets one more pod go: one the disruption
+// controller computed for p's latest spec, with a disruption to spare.
+func allows(p *policyv1.PodDisruptionBudget) bool {
+	return p.Status.ObservedGeneration >= p.Generation && p.Status.DisruptionsAllowed > 0
 }
 
 func (n *nodeDrain) poke() {
@@ -1048,10 +1054,8 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 				// the budget may have moved between the refusal and the
 				// watch's first list: then retry at once (only this once, so
 				// a stale status cannot make a busy loop)
-				for _, p := range matching {
-					if p.Status.ObservedGeneration >= p.Generation && p.Status.DisruptionsAllowed > 0 {
-						delay = 0
-					}
+				if slices.ContainsFunc(matching, func(p policyv1.PodDisruptionBudget) bool { return allows(&p) }) {
+					delay = 0
 				}
 			}
 			reason := ReasonPDB
