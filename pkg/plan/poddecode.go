@@ -540,23 +540,38 @@ func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
 // decodeSpec decodes apart and those slimPod drops.
 func (in *interner) specField(b []byte, f *field, sp *corev1.PodSpec) error {
 	switch f.num {
-	case 4, 25:
+	case 4, 25, 11, 12, 13, 21, 27, 30, 35, 37:
 		v, err := f.varint()
 		if err != nil {
 			return err
 		}
-		if f.num == 4 {
-			n := int64(v)
-			sp.TerminationGracePeriodSeconds = &n
-		} else {
-			n := int32(v)
-			sp.Priority = &n
+		switch f.num {
+		case 4:
+			sp.TerminationGracePeriodSeconds = pointerTo(in.int64s, int64(v))
+		case 25:
+			sp.Priority = pointerTo(in.int32s, int32(v))
+		case 11:
+			sp.HostNetwork = v != 0
+		case 12:
+			sp.HostPID = v != 0
+		case 13:
+			sp.HostIPC = v != 0
+		case 21:
+			sp.AutomountServiceAccountToken = in.boolPointer(v)
+		case 27:
+			sp.ShareProcessNamespace = in.boolPointer(v)
+		case 30:
+			sp.EnableServiceLinks = in.boolPointer(v)
+		case 35:
+			sp.SetHostnameAsFQDN = in.boolPointer(v)
+		case 37:
+			sp.HostUsers = in.boolPointer(v)
 		}
 		return nil
 	case 1, 2, 7, 18, 20, 22, // decoded apart, by decodeSpec
 		14, 15, 23, 26, 33, 34, 39: // what slimPod drops (dropPodSpec)
 		return nil
-	case 3, 6, 8, 9, 10, 19, 24:
+	case 3, 6, 8, 9, 10, 16, 17, 19, 24, 31:
 	default:
 		return sp.Unmarshal(b[f.start:f.end])
 	}
@@ -579,8 +594,39 @@ func (in *interner) specField(b []byte, f *field, sp *corev1.PodSpec) error {
 		sp.SchedulerName = in.sb(v)
 	case 24:
 		sp.PriorityClassName = in.sb(v)
+	case 16:
+		sp.Hostname = in.sb(v)
+	case 17:
+		sp.Subdomain = in.sb(v)
+	case 31:
+		p, ok := in.preemptions[string(v)] // no string made for the lookup
+		if !ok {
+			p = new(corev1.PreemptionPolicy(v))
+			in.preemptions[string(v)] = p
+		}
+		sp.PreemptionPolicy = p
 	}
 	return nil
+}
+
+// pointerTo returns the one pointer to v in seen, which the pods of a
+// snapshot share (nothing changes them).
+func pointerTo[T comparable](seen map[T]*T, v T) *T {
+	if p, ok := seen[v]; ok {
+		return p
+	}
+	p := new(v)
+	seen[v] = p
+	return p
+}
+
+// boolPointer is the one pointer to a bool decoded from varint v, as the
+// generated decoder reads a bool.
+func (in *interner) boolPointer(v uint64) *bool {
+	if v != 0 {
+		return in.bools[1]
+	}
+	return in.bools[0]
 }
 
 // decodeAffinity merges into sp the required node affinity of an

@@ -118,10 +118,11 @@ func decodeCases() []decodeCase {
 		{"scheduling and host fields", pod(func(p *corev1.Pod) {
 			p.Status.NominatedNodeName, p.Status.Reason, p.Status.Resize = "n7", "Preempting", corev1.PodResizeStatusInProgress
 			p.Status.ObservedGeneration = 4
-			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.Hostname, p.Spec.Subdomain = true, true, "web-1", "web"
+			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC, p.Spec.Hostname, p.Spec.Subdomain = true, true, true, "web-1", "web"
+			p.Spec.ShareProcessNamespace, p.Spec.SetHostnameAsFQDN, p.Spec.HostUsers = new(true), new(false), new(false)
 			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
 			p.Spec.Priority, p.Spec.PriorityClassName = new(int32(1000)), "high"
-			p.Spec.PreemptionPolicy, p.Spec.EnableServiceLinks = new(corev1.PreemptLowerPriority), new(true)
+			p.Spec.PreemptionPolicy, p.Spec.EnableServiceLinks = new(corev1.PreemptNever), new(false)
 			p.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
 			p.Spec.ActiveDeadlineSeconds, p.Spec.AutomountServiceAccountToken = new(int64(600)), new(false)
 			p.Spec.DeprecatedServiceAccount = "default"

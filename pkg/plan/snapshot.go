@@ -351,14 +351,26 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 				_, err := r.Discard(n)
 				return err
 			}
-			// Decoding copies what it keeps out of the buffer, so one
-			// buffer serves every item.
-			if cap(pr.item) < n {
-				pr.item = make([]byte, n, n+n/4)
-			}
-			b := pr.item[:n]
-			if _, err := io.ReadFull(r, b); err != nil {
-				return err
+			// Decoding copies what it keeps out of the bytes it is given,
+			// so an item that fits the reader's buffer is decoded where
+			// it lies there, not copied out first (copying every pod of
+			// 150,000 cost a tenth of a second), and one buffer serves
+			// every bigger item.
+			var b []byte
+			if n <= r.Size() {
+				var err error
+				if b, err = r.Peek(n); err != nil {
+					return err
+				}
+				defer r.Discard(n) // after decoding: Peek's bytes are valid until the next read
+			} else {
+				if cap(pr.item) < n {
+					pr.item = make([]byte, n, n+n/4)
+				}
+				b = pr.item[:n]
+				if _, err := io.ReadFull(r, b); err != nil {
+					return err
+				}
 			}
 			if num == 1 {
 				if err := lm.Unmarshal(b); err != nil {
@@ -630,6 +642,12 @@ type interner struct {
 	owners      map[string][]metav1.OwnerReference
 	affinities  map[string]*corev1.Affinity
 	ready       map[string][]corev1.PodCondition
+	// the pointers of optional scalars every pod sets alike (the API
+	// server defaults enableServiceLinks and preemptionPolicy in each)
+	bools       [2]*bool
+	preemptions map[string]*corev1.PreemptionPolicy
+	int64s      map[int64]*int64 // grace periods
+	int32s      map[int32]*int32 // priorities
 	// key, names, raw and scratch are reused to build lookup keys and
 	// messages without allocating
 	key, raw, scratch []byte
@@ -640,7 +658,9 @@ func newInterner() *interner {
 	return &interner{strs: map[string]string{}, maps: map[string]map[string]string{}, reqs: map[string]corev1.ResourceList{},
 		rawMaps: map[string]map[string]string{}, rawReqs: map[string]corev1.ResourceList{},
 		containers: map[string][]corev1.Container{}, tolerations: map[string][]corev1.Toleration{}, volumes: map[string][]corev1.Volume{},
-		owners: map[string][]metav1.OwnerReference{}, affinities: map[string]*corev1.Affinity{}, ready: map[string][]corev1.PodCondition{}}
+		owners: map[string][]metav1.OwnerReference{}, affinities: map[string]*corev1.Affinity{}, ready: map[string][]corev1.PodCondition{},
+		bools: [2]*bool{new(false), new(true)}, preemptions: map[string]*corev1.PreemptionPolicy{},
+		int64s: map[int64]*int64{}, int32s: map[int32]*int32{}}
 }
 
 func (in *interner) s(v string) string {

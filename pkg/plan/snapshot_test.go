@@ -100,8 +100,10 @@ func realisticPod(ns, name, node, app string) *corev1.Pod {
 			},
 		},
 		Spec: corev1.PodSpec{
-			NodeName: node, ServiceAccountName: "default", RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
-			SchedulerName: "default-scheduler", TerminationGracePeriodSeconds: new(int64(30)),
+			NodeName: node, ServiceAccountName: "default", DeprecatedServiceAccount: "default", RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
+			SchedulerName: "default-scheduler", TerminationGracePeriodSeconds: new(int64(30)), SecurityContext: &corev1.PodSecurityContext{},
+			// what the API server's defaulting and admission add to every pod
+			Priority: new(int32(0)), EnableServiceLinks: new(true), PreemptionPolicy: new(corev1.PreemptLowerPriority),
 			Containers: []corev1.Container{container("app"), container("sidecar")},
 			Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app}}}},
 				{Name: token, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
@@ -553,6 +555,10 @@ func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
 					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: new("gp3")}}}}},
 				corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log"}}})
 			p.Status.StartTime, p.Status.Message, p.Status.Reason, p.Status.NominatedNodeName = &metav1.Time{Time: time.Unix(1700000000, 0)}, "m", "Evicted", "n2"
+		}
+		if i == 1 {
+			// bigger than the reader's buffer: copied out, not decoded in place
+			p.Annotations["example.com/big"] = strings.Repeat("x", 100<<10)
 		}
 		srv.pods = append(srv.pods, *p)
 	}
