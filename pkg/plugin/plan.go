@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -348,6 +350,7 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	if err := o.connect(); err != nil {
 		return nil, err
 	}
+	defer collectLessWhilePlanning()()
 	snap, err := plan.TakeSnapshot(ctx, o.client, o.refuseOnNodes)
 	if err != nil {
 		return nil, err
@@ -521,4 +524,26 @@ func (o *PlanOptions) recordName() string {
 		return "-l " + o.Selector
 	}
 	return o.NodeGroup
+}
+
+// planningGCPercent is the garbage collector's GOGC while a plan is built.
+// The snapshot keeps most of what it allocates (a 150,000-pod plan
+// allocates about 400 MB and keeps about 230 until the plan is built), so
+// a collection at the default's pace (GOGC=100: whenever the heap doubles)
+// marks the snapshot's pods again and frees little. At that scale the
+// collector took 120 ms of CPU at the default and 70 ms at 400
+// (GODEBUG=gctrace=1), for no more peak memory: the plan allocates little
+// beyond what it keeps, and five times the live heap still bounds what is
+// left uncollected on a cluster larger still.
+const planningGCPercent = 400
+
+// collectLessWhilePlanning raises GOGC to planningGCPercent until the
+// returned func is called, unless the user set GOGC: the run that follows
+// a plan holds its informers' objects for hours, at the default.
+func collectLessWhilePlanning() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(planningGCPercent)
+	return func() { debug.SetGCPercent(old) }
 }
