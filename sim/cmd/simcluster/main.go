@@ -7,6 +7,7 @@
 //	simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
 //	simcluster replay plan-scale --name NAME --kubeconfig-out PATH [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10 --tls]
 //	simcluster watch-pdbs --kubeconfig PATH --namespace NS
+//	simcluster list-pods [--kubeconfig PATH]
 //
 // With --aws-demo, up also serves a fake AWS endpoint (package awsfake)
 // whose Auto Scaling group "demo" backs the cluster's nodes, creates the
@@ -47,6 +48,7 @@ const usage = `usage:
   simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
   simcluster replay plan-scale --name NAME --kubeconfig-out PATH [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10 --tls]
   simcluster watch-pdbs --kubeconfig PATH --namespace NS
+  simcluster list-pods [--kubeconfig PATH]
 `
 
 func main() {
@@ -74,6 +76,8 @@ func run(args []string) error {
 		return replayPlanScale(args[2:])
 	case args[0] == "watch-pdbs":
 		return watchPDBs(args[1:])
+	case args[0] == "list-pods":
+		return listPods(args[1:])
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("unknown command %q", args[0])
