@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -16,7 +15,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,19 +26,20 @@ import (
 
 // listPageSize is the page of a list. The apiserver serves pages from its
 // watch cache (ListFromCacheSnapshot, 1.34+), so a page costs encoding, not
-// an etcd range read: big pages need few round trips, and the client holds
-// one page of whole objects at a time before slimming them.
+// an etcd range read: big pages need few round trips, and the client
+// holds a few pages' slimmed items at a time (listPages), never a page of
+// whole objects.
 const listPageSize = 5000
 
 // TakeSnapshot lists each kind the plan needs once, all kinds at the same
-// time, page by page. Pods, nodes and the workload controllers are slimmed
-// page by page to the fields planning and the audit read (see slimPod), so
-// a 150,000-pod cluster is held in a fraction of its size; protobuf pods are
-// decoded straight to their slimmed, interned form (decodePod), nodes and
-// controllers with what their slim functions drop left undecoded (nodeWire,
-// templateWire, statefulSetWire). A list whose continue token
-// expires (410, when listing outlasts etcd compaction) is made again in one
-// piece.
+// time, a few pages of each side by side (listPages). Pods, nodes and the
+// workload controllers are slimmed as they are decoded to the fields
+// planning and the audit read (see slimPod), so a 150,000-pod cluster is
+// held in a fraction of its size; protobuf pods are decoded straight to
+// their slimmed, interned form (decodePod), nodes and controllers with
+// what their slim functions drop left undecoded (nodeWire, templateWire,
+// statefulSetWire). A list whose continue token expires (410, when
+// listing outlasts etcd compaction) is made again in one piece.
 //
 // nodesListed, when not nil, is called with the nodes as soon as they are
 // listed, while the other kinds still are: an error from it ends the
@@ -63,11 +62,13 @@ func TakeSnapshot(ctx context.Context, client kubernetes.Interface, nodesListed 
 			return nodesListed(s.Nodes)
 		},
 		func(ctx context.Context) error {
+			// JSON pages are read one at a time (their continue token
+			// comes with the whole page), so they share one interner
 			in := newInterner()
 			slim := func(p *corev1.Pod) { slimPod(p); in.pod(p) }
 			return listInto(ctx, "pods", &s.Pods, slim, listSource{rest: core.RESTClient(), fieldSelector: runningPods, typed: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return core.Pods("").List(ctx, o)
-			}, decode: in.decodePod})
+			}, newDecoder: func() func([]byte, *corev1.Pod) error { return newInterner().decodePod }})
 		},
 		func(ctx context.Context) error {
 			return listInto(ctx, "poddisruptionbudgets", &s.PDBs, nil, listSource{policy.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -154,11 +155,12 @@ type listSource struct {
 	fieldSelector string
 	typed         listPage
 	wire          *wireFilter // fields left out of each protobuf item before it is decoded; may be nil
-	// decode, when not nil, is a func([]byte, *T) error for the list's
-	// item type T that decodes each protobuf item (all of its bytes, wire
-	// not applied) into a zeroed *T already slimmed: it replaces
-	// Unmarshal and slim for protobuf pages (pods: interner.decodePod).
-	decode any
+	// newDecoder, when not nil, is a func() func([]byte, *T) error for the
+	// list's item type T: it makes a decoder for the pages read on one
+	// goroutine, which decodes each protobuf item (all of its bytes, wire
+	// not applied) into a zeroed *T already slimmed, in place of
+	// Unmarshal and slim (pods: interner.decodePod, an interner each).
+	newDecoder any
 }
 
 // sizeHint returns how many items the list will hold at most, or 0 when
@@ -193,144 +195,175 @@ type protoItem[T any] interface {
 // through slim (when not nil) as soon as it is decoded.
 //
 // Through a REST client, each page's protobuf items are decoded one by one
-// as the page streams in, straight into into (fetchPage), by src.decode
-// when set, else by Unmarshal (after src.wire) and slim: client-go's typed
-// List would grow a buffer for every page, copy the page once more into
-// its envelope and grow the page's slice of whole items, a third of the
+// as the page streams in (fetchPage), by src.newDecoder's decoder when
+// set, else by Unmarshal (after src.wire) and slim: client-go's typed List
+// would grow a buffer for every page, copy the page once more into its
+// envelope and grow the page's slice of whole items, a third of the
 // snapshot's CPU at 30,000 pods (BenchmarkTakeSnapshot), and hold a page
-// of whole items at a time.
+// of whole items at a time. Pages are read side by side (listPages).
 func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into *[]T, slim func(*T), src listSource) error {
-	add := func(obj runtime.Object) error {
-		items, err := meta.ExtractList(obj)
-		if err != nil {
-			return err
-		}
-		if *into == nil {
-			// the first page often says how many items the list has
-			if m, err := meta.ListAccessor(obj); err == nil && m.GetRemainingItemCount() != nil {
-				*into = make([]T, 0, len(items)+int(*m.GetRemainingItemCount()))
-			}
-		}
-		for _, o := range items {
-			item, ok := any(o).(*T)
-			if !ok {
-				return fmt.Errorf("unexpected %T in %s list", o, resource)
-			}
-			if slim != nil {
-				slim(item)
-			}
-			*into = append(*into, *item)
-		}
-		return nil
-	}
-	var decode func([]byte, *T) error
-	if src.decode != nil {
+	var newDecoder func() func([]byte, *T) error
+	if src.newDecoder != nil {
 		var ok bool
-		if decode, ok = src.decode.(func([]byte, *T) error); !ok {
-			return fmt.Errorf("listing %s: a %T cannot decode a %T", resource, src.decode, PT(nil))
+		if newDecoder, ok = src.newDecoder.(func() func([]byte, *T) error); !ok {
+			return fmt.Errorf("listing %s: a %T cannot decode a %T", resource, src.newDecoder, PT(nil))
 		}
 	}
-	var fetch func(context.Context, metav1.ListOptions) (string, error)
+	var read func(context.Context, *pageSlot[T], metav1.ListOptions, func(string)) error
+	pageSize := 0 // of a slot's items when known, so as not to grow them
 	if rc, ok := src.rest.(*rest.RESTClient); ok && rc != nil {
 		if n := src.sizeHint(ctx); n > 0 {
 			*into = make([]T, 0, n)
 			adviseHugePagesFor(*into)
+			pageSize = min(n, listPageSize)
 		}
-		var pr pageReader
-		fetch = func(ctx context.Context, o metav1.ListOptions) (string, error) {
-			return fetchPage[T, PT](ctx, rc, resource, o, &pr, src.wire, decode, into, slim, add)
+		read = func(ctx context.Context, sl *pageSlot[T], o metav1.ListOptions, next func(string)) error {
+			if sl.decode == nil && newDecoder != nil {
+				sl.decode = newDecoder()
+			}
+			return fetchPage[T, PT](ctx, rc, resource, o, sl, src.wire, slim, next)
 		}
 	} else {
-		fetch = func(ctx context.Context, o metav1.ListOptions) (string, error) {
+		read = func(ctx context.Context, sl *pageSlot[T], o metav1.ListOptions, next func(string)) error {
 			obj, err := src.typed(ctx, o)
 			if err != nil {
-				return "", err
+				return err
 			}
-			m, err := meta.ListAccessor(obj)
+			cont, err := sl.add(obj, resource, slim)
 			if err != nil {
-				return "", fmt.Errorf("returned object must be a list: %w", err)
+				return err
 			}
-			return m.GetContinue(), add(obj)
+			next(cont)
+			return nil
 		}
 	}
-	if err := eachPage(ctx, src.fieldSelector, fetch, func() { *into = (*into)[:0] }); err != nil {
+	fetch := func(ctx context.Context, sl *pageSlot[T], o metav1.ListOptions, next func(string)) error {
+		sl.items, sl.remaining = sl.items[:0], nil
+		if sl.items == nil && pageSize > 0 {
+			sl.items = make([]T, 0, pageSize)
+		}
+		return read(ctx, sl, o, next)
+	}
+	commit := func(sl *pageSlot[T], last bool) {
+		if *into == nil {
+			if last {
+				// the one page: its items are the list
+				*into, sl.items = sl.items, nil
+				return
+			}
+			// the first page often says how many items the list has
+			if sl.remaining != nil {
+				*into = make([]T, 0, len(sl.items)+int(*sl.remaining))
+			}
+		}
+		*into = append(*into, sl.items...)
+	}
+	slots := make([]pageSlot[T], pagesAtOnce())
+	if err := listPages(ctx, src.fieldSelector, slots, fetch, commit, func() { *into = (*into)[:0] }); err != nil {
 		return fmt.Errorf("listing %s: %w", resource, err)
 	}
 	return nil
+}
+
+// pageSlot is what one goroutine of listPages reads a page into, and
+// keeps from one of its pages to the next: the page's items, how many the
+// server says remain after it, and the means to read and decode it.
+type pageSlot[T any] struct {
+	items     []T
+	remaining *int64
+	stream    pageStream
+	decode    func([]byte, *T) error // from listSource.newDecoder; nil for Unmarshal and slim
+	filtered  []byte                 // an item with wire's fields left out
+}
+
+// add appends the items of a decoded list to the slot's, each passed
+// through slim (when not nil), and returns the list's continue token.
+func (sl *pageSlot[T]) add(obj runtime.Object, resource string, slim func(*T)) (string, error) {
+	m, err := meta.ListAccessor(obj)
+	if err != nil {
+		return "", fmt.Errorf("returned object must be a list: %w", err)
+	}
+	items, err := meta.ExtractList(obj)
+	if err != nil {
+		return "", err
+	}
+	if sl.items == nil {
+		sl.items = make([]T, 0, len(items))
+	}
+	for _, o := range items {
+		item, ok := any(o).(*T)
+		if !ok {
+			return "", fmt.Errorf("unexpected %T in %s list", o, resource)
+		}
+		if slim != nil {
+			slim(item)
+		}
+		sl.items = append(sl.items, *item)
+	}
+	if r := m.GetRemainingItemCount(); r != nil {
+		sl.remaining = new(*r)
+	}
+	return m.GetContinue(), nil
 }
 
 // protobufPrefix starts every protobuf-encoded API object (see
 // k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
 var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// pageReader reads the pages of one list: its reader and item buffer are
-// kept from page to page.
-type pageReader struct {
-	r    *bufio.Reader
-	item []byte
-}
-
-// fetchPage lists one page of resource and appends its items to into,
-// returning the continue token. A protobuf page is an envelope
+// fetchPage lists one page of resource into sl and passes
+// its continue token to next. A protobuf page is an envelope
 // (runtime.Unknown, the list in its field 2) around a list whose field 1
-// is the ListMeta and field 2 each item: it is decoded as it streams in,
-// one item at a time, so the client never holds a whole page (pages of
-// 5,000 nodes or pods are tens of MB, and growing a buffer to hold one
-// was a third of the memory a plan allocated). Each item is decoded by
-// decode when not nil, else filtered by wire (when not nil), unmarshalled
-// and slimmed. Anything else (JSON) is read whole, decoded and handed to
-// add.
-func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient, resource string, o metav1.ListOptions, pr *pageReader,
-	wire *wireFilter, decode func([]byte, *T) error, into *[]T, slim func(*T), add func(runtime.Object) error) (string, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := rc.Get().Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Stream(ctx)
+// is the ListMeta, with the continue token, and field 2 each item: it is
+// decoded as it streams in, one item at a time, so the client never holds
+// a whole page (pages of 5,000 nodes or pods are tens of MB, and growing a
+// buffer to hold one was a third of the memory a plan allocated). Each
+// item is decoded by sl.decode when not nil, else filtered by wire (when
+// not nil), unmarshalled and slimmed. Anything else (JSON) is read whole
+// and decoded.
+func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient, resource string, o metav1.ListOptions, sl *pageSlot[T],
+	wire *wireFilter, slim func(*T), next func(string)) error {
+	body, err := rc.Get().Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Stream(ctx)
 	if err != nil {
-		return "", err
+		return err
 	}
-	body := readAhead(stream, cancel)
 	defer body.Close()
-	if pr.r == nil {
-		pr.r = bufio.NewReaderSize(body, 64<<10)
-	} else {
-		pr.r.Reset(body)
+	r := &sl.stream
+	r.reset(body)
+	prefix, err := r.next(len(protobufPrefix))
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return err
 	}
-	r := pr.r
-	if prefix, err := r.Peek(len(protobufPrefix)); err != nil || !bytes.Equal(prefix, protobufPrefix) {
-		data, err := io.ReadAll(r)
+	if !bytes.Equal(prefix, protobufPrefix) {
+		rest, err := io.ReadAll(r)
 		if err != nil {
-			return "", err
+			return err
 		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(append(slices.Clip(prefix), rest...), nil, nil)
 		if err != nil {
-			return "", err
+			return err
 		}
-		m, err := meta.ListAccessor(obj)
+		cont, err := sl.add(obj, resource, slim)
 		if err != nil {
-			return "", fmt.Errorf("returned object must be a list: %w", err)
+			return err
 		}
-		return m.GetContinue(), add(obj)
-	}
-	if _, err := r.Discard(len(protobufPrefix)); err != nil {
-		return "", err
+		next(cont)
+		return nil
 	}
 	var lm metav1.ListMeta
 	var zero T
-	var filtered []byte
 	item := func(b []byte) error {
-		if decode != nil {
-			*into = append(*into, zero)
-			return decode(b, &(*into)[len(*into)-1])
+		sl.items = append(sl.items, zero)
+		it := &sl.items[len(sl.items)-1]
+		if sl.decode != nil {
+			return sl.decode(b, it)
 		}
 		if wire != nil {
 			var err error
-			if filtered, err = wire.filter(filtered[:0], b); err != nil {
+			if sl.filtered, err = wire.filter(sl.filtered[:0], b); err != nil {
 				return err
 			}
-			b = filtered
+			b = sl.filtered
 		}
-		*into = append(*into, zero)
-		it := &(*into)[len(*into)-1]
 		if err := PT(it).Unmarshal(b); err != nil {
 			return err
 		}
@@ -351,36 +384,20 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 				_, err := r.Discard(n)
 				return err
 			}
-			// Decoding copies what it keeps out of the bytes it is given,
-			// so an item that fits the reader's buffer is decoded where
-			// it lies there, not copied out first (all 1.3 GB of a
-			// 150,000-pod list were), and one buffer serves every bigger
-			// item.
-			var b []byte
-			if n <= r.Size() {
-				var err error
-				if b, err = r.Peek(n); err != nil {
-					return err
-				}
-				defer r.Discard(n) // after decoding: Peek's bytes are valid until the next read
-			} else {
-				if cap(pr.item) < n {
-					pr.item = make([]byte, n, n+n/4)
-				}
-				b = pr.item[:n]
-				if _, err := io.ReadFull(r, b); err != nil {
-					return err
-				}
+			// Decoding copies what it keeps out of the bytes it is
+			// given, so an item is decoded where it was gunzipped to.
+			b, err := r.next(n)
+			if err != nil {
+				return err
 			}
 			if num == 1 {
 				if err := lm.Unmarshal(b); err != nil {
 					return err
 				}
-				// A full page and what is left: the list's size where the
-				// server says it (not for a filtered list).
-				if *into == nil && lm.RemainingItemCount != nil {
-					*into = make([]T, 0, int(o.Limit)+int(*lm.RemainingItemCount))
-				}
+				// a full page and what is left: the list's size where
+				// the server says it (not for a filtered list)
+				sl.remaining = lm.RemainingItemCount
+				next(lm.Continue)
 				return nil
 			}
 			return item(b)
@@ -390,16 +407,17 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 		err = errors.New("no list in the envelope")
 	}
 	if err != nil {
-		return "", fmt.Errorf("cannot decode the %s list: %w", resource, err)
+		return fmt.Errorf("cannot decode the %s list: %w", resource, err)
 	}
-	return lm.Continue, nil
+	next(lm.Continue) // a list without its ListMeta: the last page
+	return nil
 }
 
 // streamFields reads the fields of a protobuf message of size bytes from
 // r, or up to the end of r when size is negative. It calls fn with the
 // number and length of each length-delimited field, and fn reads or
 // discards exactly that many bytes; other fields are skipped.
-func streamFields(r *bufio.Reader, size int64, fn func(num protowire.Number, n int) error) error {
+func streamFields(r *pageStream, size int64, fn func(num protowire.Number, n int) error) error {
 	for size != 0 {
 		tag, err := binary.ReadUvarint(r)
 		if err == io.EOF && size < 0 {
@@ -540,26 +558,6 @@ func (f *wireFilter) filter(dst, b []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// eachPage fetches every page of a list; fetch hands the page's items on
-// and returns its continue token. When a continue token has expired,
-// restart is called and the whole list is fetched in one piece, as
-// client-go's pager.List does: the items are consistent either way.
-func eachPage(ctx context.Context, fieldSelector string, fetch func(context.Context, metav1.ListOptions) (string, error), restart func()) error {
-	opts := metav1.ListOptions{Limit: listPageSize, FieldSelector: fieldSelector}
-	for {
-		next, err := fetch(ctx, opts)
-		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
-			restart()
-			_, err = fetch(ctx, metav1.ListOptions{FieldSelector: fieldSelector})
-			return err
-		}
-		if err != nil || next == "" {
-			return err
-		}
-		opts.Continue = next
-	}
-}
-
 // lastApplied is kubectl apply's copy of the whole object: nothing reads it
 // here and it is often the biggest annotation.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -623,8 +621,8 @@ func dropPodStatus(st *corev1.PodStatus) {
 // enumerated values repeat across the thousands of pods of a workload,
 // and decoding gives each pod copies of its own (a small map alone takes
 // hundreds of bytes). The snapshot's pods share what it hands out, so
-// nothing may change a pod of a snapshot. One list's pages are decoded
-// one after another, so it needs no lock.
+// nothing may change a pod of a snapshot. It is not safe for concurrent
+// use: each goroutine of listPages decodes with its own (pageSlot).
 type interner struct {
 	strs map[string]string
 	maps map[string]map[string]string
