@@ -75,7 +75,9 @@ func readPages[S any](ctx context.Context, fieldSelector string, slots []S, fetc
 		case sl = <-free:
 		case <-ctx.Done():
 		}
-		if sl == nil {
+		// a slot freed by a page that failed may come with ctx's end:
+		// no page is asked for after it
+		if sl == nil || ctx.Err() != nil {
 			break
 		}
 		// the page's continue token, sent once; closed without one when
