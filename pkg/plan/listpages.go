@@ -28,7 +28,7 @@ func pagesAtOnce() int {
 // pager.List does: the items are consistent either way.
 func listPages[S any](ctx context.Context, fieldSelector string, slots []S, fetch func(context.Context, *S, metav1.ListOptions, func(string)) error,
 	commit func(sl *S, last bool), restart func()) error {
-	err, expired := readPages(ctx, fieldSelector, slots, fetch, commit)
+	expired, err := readPages(ctx, fieldSelector, slots, fetch, commit)
 	if !expired {
 		return err
 	}
@@ -47,7 +47,7 @@ func listPages[S any](ctx context.Context, fieldSelector string, slots []S, fetc
 // readPages is listPages but for the expired continue token, which it
 // reports in expired with the error.
 func readPages[S any](ctx context.Context, fieldSelector string, slots []S, fetch func(context.Context, *S, metav1.ListOptions, func(string)) error,
-	commit func(sl *S, last bool)) (err error, expired bool) {
+	commit func(sl *S, last bool)) (expired bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var mu sync.Mutex
@@ -121,5 +121,5 @@ func readPages[S any](ctx context.Context, fieldSelector string, slots []S, fetc
 		o.Continue, committed = next, done
 	}
 	wg.Wait()
-	return err, expired
+	return expired, err
 }
