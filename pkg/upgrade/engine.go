@@ -23,6 +23,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // Config is what a run needs.
@@ -193,6 +194,7 @@ func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.Can
 
 // Run drives the state machine from the start to Done.
 func (e *Engine) Run(ctx context.Context) error {
+	ctx = transport.WithRetryReport(ctx, e.progress.retrying)
 	ctx, stop, err := e.watchCluster(ctx)
 	if err != nil {
 		return err
