@@ -45,10 +45,14 @@ func TestWritesSentTwice(t *testing.T) {
 		check  func(t *testing.T, c *fake.Clientset)
 	}{
 		{"the record's first save", nil, "create",
-			func(ctx context.Context, c *fake.Clientset) error { return store(c).Save(ctx, &Record{NodeGroup: group, Phase: "Taint"}) },
+			func(ctx context.Context, c *fake.Clientset) error {
+				return store(c).Save(ctx, &Record{NodeGroup: group, Phase: "Taint"})
+			},
 			recordPhase("Taint")},
 		{"a save of the record", saved, "update",
-			func(ctx context.Context, c *fake.Clientset) error { return store(c).Save(ctx, &Record{NodeGroup: group, Phase: "Drain"}) },
+			func(ctx context.Context, c *fake.Clientset) error {
+				return store(c).Save(ctx, &Record{NodeGroup: group, Phase: "Drain"})
+			},
 			recordPhase("Drain")},
 		{"the lock taken", nil, "create",
 			func(ctx context.Context, c *fake.Clientset) error { return lock(c).Acquire(ctx) },
@@ -74,7 +78,9 @@ func TestWritesSentTwice(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "patch",
-			func(ctx context.Context, c *fake.Clientset) error { return (&Requests{Store: store(c), Group: group}).Clear(ctx) },
+			func(ctx context.Context, c *fake.Clientset) error {
+				return (&Requests{Store: store(c), Group: group}).Clear(ctx)
+			},
 			requestLeft("")},
 	}
 	for _, tc := range tests {

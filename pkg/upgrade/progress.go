@@ -56,8 +56,8 @@ type progress struct {
 	// retryUntil, when it is sent again
 	retry      string
 	retryUntil time.Time
-	lastPlain time.Time
-	shown     bool // a live line is on the screen
+	lastPlain  time.Time
+	shown      bool // a live line is on the screen
 }
 
 func newProgress(out io.Writer, live bool, now func() time.Time, p *plan.Plan, earlierDone int) *progress {
