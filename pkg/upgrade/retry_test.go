@@ -4,15 +4,20 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport/retrytest"
 )
 
@@ -112,4 +117,59 @@ func problem(ok bool, otherwise string) string {
 		return ""
 	}
 	return otherwise
+}
+
+// TestStopBeforeAnyEvictionTakesTheMarksOff: the server carried the
+// batch's load-balancer exclusion out and the connection was lost before
+// its answer, the retries spent. No eviction was asked for: the run takes
+// every taint, cordon, label and annotation it set off again, as the
+// server has them (the exclusion it never saw answered included), and says
+// what it was doing when it stopped.
+func TestStopBeforeAnyEvictionTakesTheMarksOff(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		strategy string
+		released int // nodes marked when the run stopped
+	}{
+		{"eks: every outdated node tainted, then the batch's excluded", "eks", 3},
+		{"surge, provider none: the batch's node cordoned, then excluded", "surge", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			nodes := []*corev1.Node{imageNode("old-a1", "z1", "old"), imageNode("old-a2", "z1", "old"), imageNode("old-b1", "z2", "old"), imageNode("new-b2", "z2", "new")}
+			var objs []runtime.Object
+			for _, n := range nodes {
+				objs = append(objs, n, appPod("pod-"+n.Name, n.Name, "100m"))
+			}
+			client := newTestClient(objs...)
+			p := buildPlan(t, client, plan.Input{Strategy: tc.strategy, MaxUnavailable: "1", Provider: cloud.NoneName, TargetLabels: map[string]string{"image": "new"}})
+			lost := retrytest.AnswerLost(client.Clientset, "update", func(a k8stesting.Action) bool {
+				n, ok := a.(k8stesting.UpdateAction).GetObject().(*corev1.Node)
+				return ok && n.Labels[ExcludeLBLabel] == "true"
+			}, &url.Error{Op: "Put", URL: "https://api.example:6443/api/v1/nodes/old-a1", Err: &transport.RetriesExhausted{
+				Verb: "PUT", Target: "nodes/old-a1", Reason: "connection to the API server lost", Attempts: 9, For: 3 * time.Minute, Timeout: 3 * time.Minute}})
+			cfg := cloudRun(p, client, &cloud.None{Client: client, DeleteNode: true})
+			cfg.Drain = drainOpts()
+			got := runEngine(t, cfg, nil)
+			if got.err == nil || !strings.Contains(got.err.Error(), "error when labelling node") {
+				t.Fatalf("error %v, want the exclusion's", got.err)
+			}
+			if len(lost.Writes()) != 1 {
+				t.Fatalf("no exclusion was carried out with its answer lost: %v", lost.Writes())
+			}
+			if ev := client.evictedPods(); len(ev) != 0 {
+				t.Fatalf("evicted %v: the stop was meant before any eviction", ev)
+			}
+			for name, n := range client.nodes(t) {
+				if slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == testTaint.Key }) || n.Spec.Unschedulable ||
+					n.Labels[ExcludeLBLabel] != "" || excludedByRun(&n) {
+					t.Errorf("node %q left marked: taints %v, unschedulable %v, labels %v, annotations %v", name, n.Spec.Taints, n.Spec.Unschedulable, n.Labels, n.Annotations)
+				}
+			}
+			if want := fmt.Sprintf("%d outdated nodes are schedulable again", tc.released); !strings.Contains(got.out, want) {
+				t.Errorf("output:\n%s", got.out)
+			}
+		})
+	}
 }

@@ -58,6 +58,29 @@ func SentTwice(c *fake.Clientset, verbs ...string) *Resent {
 	return resent
 }
 
+// AnswerLost carries out the first write of verb for which match says so,
+// through the reactors added before it, and answers err instead of the
+// server's answer: a connection lost after the server carried the write
+// out, and not retried (the retries' budget spent). It returns the writes
+// it answered so.
+func AnswerLost(c *fake.Clientset, verb string, match func(k8stesting.Action) bool, err error) *Resent {
+	lost := &Resent{}
+	c.PrependReactor(verb, "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		lost.mu.Lock()
+		first := len(lost.writes) == 0 && match(a)
+		if first {
+			lost.writes = append(lost.writes, fmt.Sprintf("%s %s/%s", a.GetVerb(), a.GetResource().Resource, objectName(a)))
+		}
+		lost.mu.Unlock()
+		if !first {
+			return false, nil, nil
+		}
+		_, _, _ = react(c.ReactionChain[1:], a)
+		return true, nil, err
+	})
+	return lost
+}
+
 func react(chain []k8stesting.Reactor, a k8stesting.Action) (bool, runtime.Object, error) {
 	for _, r := range chain {
 		if !r.Handles(a) {
