@@ -1,9 +1,12 @@
 package plugin
 
 import (
+	"context"
 	goflag "flag"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
@@ -19,9 +22,7 @@ import (
 // default (5 requests a second, bursts of 10) is for controllers that share
 // an API server without API Priority and Fairness; with it (GA since 1.29, on
 // by default since 1.20) the server queues and, where it must, answers 429
-// with Retry-After, which client-go already honours: rest.Request retries a
-// 429 or 5xx carrying Retry-After up to 10 times, sleeping the given seconds
-// (rest/with_retry.go), so nothing is added here. A batch of 10 nodes sends
+// with Retry-After, which the retries (transport.Retrying) wait out. A batch of 10 nodes sends
 // about 200 evictions at once, and tainting 150 nodes 150 patches: the burst
 // takes both without a wait, and the rate caps a runaway loop well below what
 // APF's lowest priority level admits.
@@ -30,17 +31,26 @@ const (
 	DefaultBurst = 400
 )
 
-// clientLimits are set by the global --qps and --burst flags (see
-// AddGlobalFlags); like kubectl's connection flags they apply to every
-// command.
+// DefaultRequestRetryTimeout is how long one request is retried while the
+// API server fails: a managed control plane's own upgrade or a leader
+// change lasts seconds to a minute, a run of hours should ride it out.
+const DefaultRequestRetryTimeout = 3 * time.Minute
+
+// clientLimits are set by the global --qps, --burst and
+// --request-retry-timeout flags (see AddGlobalFlags); like kubectl's
+// connection flags they apply to every command.
 var clientLimits = struct {
-	qps   float32
-	burst int
-}{qps: DefaultQPS, burst: DefaultBurst}
+	qps          float32
+	burst        int
+	retryTimeout time.Duration
+}{qps: DefaultQPS, burst: DefaultBurst, retryTimeout: DefaultRequestRetryTimeout}
 
 // restConfig is the client configuration of every command: the kubectl
-// connection flags with the plugin's rate limit.
+// connection flags with the plugin's rate limit and retries.
 func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, error) {
+	if clientLimits.retryTimeout < 0 {
+		return nil, usageErrorf("invalid --request-retry-timeout %s: must be 0 (no retries) or more", clientLimits.retryTimeout)
+	}
 	cfg, err := flags.ToRESTConfig()
 	if err != nil {
 		return nil, &usageError{err: fmt.Errorf("cannot load kubeconfig: %w", err)}
@@ -53,7 +63,18 @@ func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, error) {
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	transport.GunzipFaster(cfg)
+	// The retries' notices go where the command's context says
+	// (reportRetries, the run's progress line).
+	transport.Retrying(cfg, transport.RetryOptions{Timeout: clientLimits.retryTimeout})
 	return cfg, nil
+}
+
+// reportRetries has the retries of requests sent with ctx told on w, one
+// line each, as the run's log lines are.
+func reportRetries(ctx context.Context, w io.Writer) context.Context {
+	return transport.WithRetryReport(ctx, func(n transport.RetryNotice) {
+		fmt.Fprintf(w, "%s %s\n", time.Now().Format("15:04:05"), n)
+	})
 }
 
 // AddGlobalFlags adds the flags every command shares beside kubectl's
@@ -65,6 +86,8 @@ func AddGlobalFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&clientLimits.qps, "qps", DefaultQPS,
 		"Requests per second the client sends at most, after a burst of --burst; a negative value turns the client-side limit off and leaves pacing to the API server (API Priority and Fairness answers 429 with Retry-After, which is honoured)")
 	fs.IntVar(&clientLimits.burst, "burst", DefaultBurst, "Requests the client sends at once before --qps paces it")
+	fs.DurationVar(&clientLimits.retryTimeout, "request-retry-timeout", DefaultRequestRetryTimeout,
+		"How long one request to the API server is retried, with backoff, while the server answers 429 or 5xx, resets the connection or cuts an answer off; 0 turns these retries off (client-go's own, of a 429 or 5xx with Retry-After, remain)")
 	silenceKlog()
 	gfs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(gfs)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,8 +96,8 @@ func TestRateLimitFlags(t *testing.T) {
 	}
 }
 
-// The server's 429 with Retry-After is retried by client-go itself: the
-// plugin adds no retry of its own.
+// The server's 429 with Retry-After is retried after its Retry-After
+// (transport.Retrying).
 func TestTooManyRequestsIsRetriedAfterRetryAfter(t *testing.T) {
 	srv, served := fakeAPIServer(t, 1)
 	_, client := connectTo(t, srv)
@@ -107,6 +108,57 @@ func TestTooManyRequestsIsRetriedAfterRetryAfter(t *testing.T) {
 	if ns.Name != "default" || served.Load() != 2 {
 		t.Fatalf("got %q after %d requests, want \"default\" after 2", ns.Name, served.Load())
 	}
+}
+
+// TestRequestRetryTimeoutFlag: the flag bounds the retries of every
+// command's client, 0 leaves only client-go's own (of an answer with
+// Retry-After), and a negative value is bad input.
+func TestRequestRetryTimeoutFlag(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		failures   int32 // 503s before the answer
+		retryAfter bool  // the 503s carry Retry-After: 1
+		wantServed int32 // requests the server saw for one Get
+		wantErr    bool  // the Get fails
+	}{
+		{"default: a 503 is retried", nil, 1, false, 2, false},
+		{"0: a 503 without Retry-After is not", []string{"--request-retry-timeout=0"}, 1, false, 1, true},
+		{"1s: gives up within it", []string{"--request-retry-timeout=1s"}, 100, true, 2, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var served atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if served.Add(1) <= tc.failures {
+					if tc.retryAfter {
+						w.Header().Set("Retry-After", "1")
+					}
+					w.WriteHeader(http.StatusServiceUnavailable)
+					_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":503}`)
+					return
+				}
+				_, _ = io.WriteString(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"default"}}`)
+			}))
+			t.Cleanup(srv.Close)
+			t.Cleanup(func() { clientLimits.retryTimeout = DefaultRequestRetryTimeout })
+			_, client := connectTo(t, srv, tc.args...)
+			_, err := client.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
+			if (err != nil) != tc.wantErr || served.Load() != tc.wantServed {
+				t.Fatalf("got %v after %d requests, want an error: %v, after %d", err, served.Load(), tc.wantErr, tc.wantServed)
+			}
+		})
+	}
+	t.Run("negative", func(t *testing.T) {
+		t.Cleanup(func() { clientLimits.retryTimeout = DefaultRequestRetryTimeout })
+		clientLimits.retryTimeout = -time.Second
+		configFlags := genericclioptions.NewConfigFlags(false)
+		_, err := restConfig(configFlags)
+		if ExitCode(err) != ExitUsage || !strings.Contains(fmt.Sprint(err), "--request-retry-timeout") {
+			t.Fatalf("got %v, want a usage error naming the flag", err)
+		}
+	})
 }
 
 // captureStderr returns what fn writes to os.Stderr, where klog writes.
@@ -176,6 +228,9 @@ func TestLibraryLogsOnlyWithV(t *testing.T) {
 // place), and --disable-compression leaves it off altogether.
 func TestRESTConfigGunzipsWithKlauspost(t *testing.T) {
 	srv, _ := fakeAPIServer(t, 0)
+	// without the retries' wrapper: only the gunzipper's is looked for
+	clientLimits.retryTimeout = 0
+	t.Cleanup(func() { clientLimits.retryTimeout = DefaultRequestRetryTimeout })
 	for _, disable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("disable-compression=%v", disable), func(t *testing.T) {
 			configFlags := genericclioptions.NewConfigFlags(false)

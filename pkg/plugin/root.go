@@ -90,6 +90,7 @@ func explainConnectionErrors(root *cobra.Command, configFlags *genericclioptions
 			if noKubeconfig(configFlags) {
 				return errNoKubeconfig
 			}
+			cmd.SetContext(reportRetries(cmd.Context(), cmd.ErrOrStderr()))
 			return explainConnection(run(cmd, args), configFlags)
 		}
 	})

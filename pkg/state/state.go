@@ -5,6 +5,7 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -402,11 +403,25 @@ func (l *Lock) Acquire(ctx context.Context) error {
 	// an expired lock at once, one gets a conflict and is refused.
 	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) {
-			return &HeldError{Group: l.Group, Holder: "another run", RenewedAt: time.Now(), Expires: time.Now().Add(l.Duration)}
+			return l.heldAfterConflict(ctx)
 		}
 		return err
 	}
 	return nil
+}
+
+// heldAfterConflict settles a takeover refused with a conflict: another
+// run took the lock first, or this one did, and the conflict answers a
+// retry of its own update whose first answer was lost.
+func (l *Lock) heldAfterConflict(ctx context.Context) error {
+	lease, err := l.Client.CoordinationV1().Leases(l.Namespace).Get(ctx, ObjectName(l.Group), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("error when reading the lock of %q: %w", l.Group, err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h == l.Holder {
+		return nil
+	}
+	return &HeldError{Group: l.Group, Holder: cmp.Or(ptrString(lease.Spec.HolderIdentity), "another run"), RenewedAt: time.Now(), Expires: time.Now().Add(l.Duration)}
 }
 
 func (l *Lock) heldByOther(lease *coordinationv1.Lease) *HeldError {

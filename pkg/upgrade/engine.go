@@ -23,6 +23,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // Config is what a run needs.
@@ -111,9 +112,11 @@ type Engine struct {
 	// the informer may not show the annotation yet when it is taken off.
 	protected sets.Set[string]
 	written   writtenNodes // nodes as this run's last write to each returned them
-	// drained says this run has begun draining a node: before that, a
-	// stopped run takes its taints and cordons off again.
-	drained  bool
+	// drained says this run has asked for an eviction (or deleted a pod):
+	// before that no pod has moved, and a stopped run takes its taints,
+	// cordons and load-balancer exclusions off again. Drain callbacks set
+	// it.
+	drained  atomic.Bool
 	progress *progress
 	// rolledBack says the rollback step ran, and blueBack and
 	// greenDrained what it did.
@@ -150,6 +153,9 @@ func New(cfg Config) (*Engine, error) {
 	cfg.Drain.Hold = e.holdForRecovery
 	userHook := cfg.Drain.OnEvent
 	cfg.Drain.OnEvent = func(ev drain.Event) {
+		if ev.Type == drain.EventEvicting || ev.Type == drain.EventDeleted {
+			e.drained.Store(true)
+		}
 		e.reportDrainEvent(ev)
 		if userHook != nil {
 			userHook(ev)
@@ -193,6 +199,7 @@ func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.Can
 
 // Run drives the state machine from the start to Done.
 func (e *Engine) Run(ctx context.Context) error {
+	ctx = transport.WithRetryReport(ctx, e.progress.retrying)
 	ctx, stop, err := e.watchCluster(ctx)
 	if err != nil {
 		return err
@@ -292,14 +299,16 @@ func (e *Engine) summary() string {
 	}.String()
 }
 
-// stoppedUndrained takes the run's taint and cordons off the outdated
-// nodes when it fails or is interrupted before any node was drained: no
-// pod has moved, so nothing is gained by holding the group off, and a
-// re-run marks them again. Stops on purpose (cancel, --no-wait) keep them.
+// stoppedUndrained takes the run's taint, cordons and load-balancer
+// exclusions off the outdated nodes, as the server has them, when it fails
+// or is interrupted before any eviction was asked for (a failure to reach
+// the server included): no pod has moved, so nothing is gained by holding
+// the group off, and a re-run marks them again. Stops on purpose (cancel,
+// --no-wait) keep them.
 func (e *Engine) stoppedUndrained(ctx context.Context, cause error) error {
 	var paused *PausedError
 	var soaking *SoakingError
-	if e.drained || e.cfg.Start != "" || len(e.cfg.Record.Done) > 0 || len(e.cfg.Plan.Done) > 0 || errors.As(cause, &paused) || errors.As(cause, &soaking) {
+	if e.drained.Load() || e.cfg.Start != "" || len(e.done) > 0 || len(e.cfg.Record.Done) > 0 || len(e.cfg.Plan.Done) > 0 || errors.As(cause, &paused) || errors.As(cause, &soaking) {
 		return cause
 	}
 	// The run's context may be what stopped it.
@@ -524,7 +533,6 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	if len(names) == 0 {
 		return nil
 	}
-	e.drained = true
 	if e.traits.CordonBeforeDrain {
 		if err := e.setUnschedulable(ctx, names, true); err != nil {
 			return err

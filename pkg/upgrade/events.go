@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -63,7 +64,9 @@ func (r *Recorder) write(ctx context.Context, namespace string, ref corev1.Objec
 	}
 	now := metav1.NewTime(time.Now())
 	ev := &corev1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Namespace: namespace, GenerateName: ref.Name + "."},
+		// named as client-go's recorder names them, not generated: a retry
+		// of a create carried out finds the Event there, and writes no other
+		ObjectMeta:          metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano())},
 		InvolvedObject:      ref,
 		Type:                eventType,
 		Reason:              reason,
@@ -83,7 +86,8 @@ func (r *Recorder) write(ctx context.Context, namespace string, ref corev1.Objec
 		defer cancel()
 		r.slots <- struct{}{}
 		defer func() { <-r.slots }()
-		if _, err := r.client.CoreV1().Events(namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && r.warn != nil {
+		_, err := r.client.CoreV1().Events(namespace).Create(ctx, ev, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) && r.warn != nil {
 			r.once.Do(func() { r.warn(fmt.Errorf("cannot record events (the upgrade goes on): %w", err)) })
 		}
 	})

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport/retrytest"
 )
 
 func TestRecorderWritesInTheBackground(t *testing.T) {
@@ -39,5 +41,21 @@ func TestRecorderWritesInTheBackground(t *testing.T) {
 				t.Errorf("%d events after Flush, want %d", got, tc.events)
 			}
 		})
+	}
+}
+
+// TestEventSentTwice: an Event whose create the API server carried out,
+// its answer lost, is found when sent again: one Event, no warning.
+func TestEventSentTwice(t *testing.T) {
+	c := newTestClient()
+	resent := retrytest.SentTwice(c.Clientset, "create")
+	r := NewRecorder(c, func(err error) { t.Errorf("warned: %v", err) })
+	r.Node(context.Background(), "n1", corev1.EventTypeNormal, "NodeUpgradeDrained", "drained")
+	r.Flush()
+	if len(resent.Writes()) != 1 {
+		t.Fatalf("writes sent twice: %v, want the Event's", resent.Writes())
+	}
+	if got := c.eventsOf(t, "Node", "n1"); len(got) != 1 {
+		t.Errorf("events %v, want one", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // plainEvery is how often, during a wait, a run without a terminal prints
@@ -51,8 +52,12 @@ type progress struct {
 
 	waiting   string
 	waitSince time.Time
-	lastPlain time.Time
-	shown     bool // a live line is on the screen
+	// retry is the last retry of a request to the API server, shown until
+	// retryUntil, when it is sent again
+	retry      string
+	retryUntil time.Time
+	lastPlain  time.Time
+	shown      bool // a live line is on the screen
 }
 
 func newProgress(out io.Writer, live bool, now func() time.Time, p *plan.Plan, earlierDone int) *progress {
@@ -129,6 +134,22 @@ func (p *progress) waitingFor(what string) {
 	}
 }
 
+// retrying tells a retry of a request to the API server: on the live
+// line until it is sent again, or as a log line without a terminal.
+func (p *progress) retrying(n transport.RetryNotice) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	if !p.live {
+		fmt.Fprintf(p.out, "%s %s\n", now.Format("15:04:05"), n)
+		return
+	}
+	p.retry, p.retryUntil = n.String(), now.Add(n.Wait)
+	if p.entered {
+		p.drawLocked()
+	}
+}
+
 // tick redraws the live line (elapsed and ETA move on) or, without a
 // terminal, prints the status during a wait every plainEvery.
 func (p *progress) tick() {
@@ -189,6 +210,9 @@ func (p *progress) lineLocked(now time.Time) string {
 	line := strings.Join(parts, " | ")
 	if p.waiting != "" {
 		line += " | waiting for " + p.waiting
+	}
+	if p.retry != "" && now.Before(p.retryUntil) {
+		line += " | " + p.retry
 	}
 	return line
 }

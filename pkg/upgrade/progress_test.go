@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // fakeClock is a clock the test moves.
@@ -80,6 +81,20 @@ func TestProgressLine(t *testing.T) {
 				p.tick()
 			},
 			want: "Taint | 0/3 nodes | elapsed 7m0s | ETA any moment (past the estimate)"},
+		{name: "a retry of a request shows until it is sent again",
+			feed: func(p *progress, c *fakeClock) {
+				p.enter(plan.State{Phase: plan.PhaseTaint}, 0)
+				p.retrying(transport.RetryNotice{Verb: "PUT", Target: "nodes/a", Reason: "API server answered 503", Wait: 4 * time.Second})
+			},
+			want: "Taint | 0/3 nodes | elapsed 0s | ETA ~6m0s | API server answered 503 (PUT nodes/a), retrying in 4s"},
+		{name: "and is gone once it was",
+			feed: func(p *progress, c *fakeClock) {
+				p.enter(plan.State{Phase: plan.PhaseTaint}, 0)
+				p.retrying(transport.RetryNotice{Verb: "PUT", Target: "nodes/a", Reason: "API server answered 503", Wait: 4 * time.Second})
+				c.advance(4 * time.Second)
+				p.tick()
+			},
+			want: "Taint | 0/3 nodes | elapsed 4s | ETA ~5m56s"},
 		{name: "earlier attempts count in the nodes",
 			earlier: 6,
 			feed:    func(p *progress, c *fakeClock) { p.enter(plan.State{Phase: plan.PhaseTaint}, 6) },
@@ -147,6 +162,10 @@ func TestProgressPlain(t *testing.T) {
 	// The wait began at 4s.
 	if want := []time.Duration{34 * time.Second, 64 * time.Second, 94 * time.Second}; !equalDurations(printed, want) {
 		t.Errorf("plain lines at %v, want %v", printed, want)
+	}
+	p.retrying(transport.RetryNotice{Verb: "GET", Target: "nodes", Reason: "connection to the API server lost", Wait: time.Second})
+	if want := "10:01:40 connection to the API server lost (GET nodes), retrying in 1s\n"; !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("output\n%s\nwant a retry's line\n%s", buf, want)
 	}
 	if strings.ContainsAny(buf.String(), "\r\x1b") {
 		t.Errorf("control characters without a terminal: %q", buf.String())
