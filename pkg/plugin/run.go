@@ -405,6 +405,9 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	switch {
 	case o.rollback:
 		cfg.Start = plan.PhaseRollback
+	case rec.Managed != nil && runStrategy(p).ResumeAt(plan.Phase(rec.Phase), flow) != "":
+		// The service's update goes on: follow the same one.
+		cfg.Start = runStrategy(p).ResumeAt(plan.Phase(rec.Phase), flow)
 	case rec.Cloud != nil && o.strategy.ResumeAt(plan.Phase(rec.Phase), flow) != "":
 		// The last run got past its batches: go on from where it stopped.
 		cfg.Start = o.strategy.ResumeAt(plan.Phase(rec.Phase), flow)
@@ -628,4 +631,11 @@ func withoutDone(saved, fresh *plan.Plan, done map[string]bool) *plan.Plan {
 func isGroup(p cloud.Provider) bool {
 	_, ok := p.(cloud.Group)
 	return ok
+}
+
+// runStrategy is the strategy the run of p executes (the service's update
+// where the group's service carries it out).
+func runStrategy(p *plan.Plan) plan.Strategy {
+	s, _ := p.RunStrategy() // the plan was built from a known strategy
+	return s
 }

@@ -55,7 +55,7 @@ func TestAWSDeadEndsAreRefusedBeforeAnythingChanges(t *testing.T) {
 		{name: "provider detected from the nodes, no credentials", group: name, args: []string{"--target-label", newImage}, env: noCredentials,
 			want: "--provider none with --target-label"},
 		{name: "EKS managed node group", group: managed, args: []string{"--ami", "ami-new"},
-			want: `aws eks update-nodegroup-version --cluster-name CLUSTER --nodegroup-name ` + managed},
+			want: `belongs to EKS managed node group "` + managed + `" but carries no eks:cluster-name tag`},
 		{name: "pods pinned to an outdated node", group: name, args: []string{"--ami", "ami-new"},
 			setup: func(t *testing.T) {
 				node := groupNodes(t, ctx, groupKey, name)[0].Name
