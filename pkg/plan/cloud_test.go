@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // awsNode is a node of group ng whose instance is id, with the EKS labels
@@ -91,7 +92,7 @@ func TestBuildWithCloudGroup(t *testing.T) {
 			}
 			in := cloudInput(tc.target, machines)
 			in.Cloud.Recorded, in.Cloud.RescaleFrom = tc.recorded, tc.rescaleFrom
-			p, err := Build(Snapshot{Nodes: ns}, in)
+			p, err := Build(snapshot.Cluster{Nodes: ns}, in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +198,7 @@ func TestUnreachableTarget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := cloudInput(tc.target, machines)
 			in.TargetLabels, in.Cloud.TargetImage = tc.labels, tc.targetImage
-			p, err := Build(Snapshot{Nodes: []corev1.Node{withImage("a1", "a", "ami-old"), withImage("b1", "b", tc.b1Image)}}, in)
+			p, err := Build(snapshot.Cluster{Nodes: []corev1.Node{withImage("a1", "a", "ami-old"), withImage("b1", "b", tc.b1Image)}}, in)
 			if err != nil {
 				t.Fatal(err)
 			}

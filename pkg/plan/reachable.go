@@ -13,6 +13,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // What plan proves before a run starts: that the target can be reached and
@@ -68,7 +69,7 @@ func unreachableTarget(group []corev1.Node, in Input) []check.Finding {
 // with the target labels and a name of their own). Their drain would wait
 // until --drain-timeout for nothing. It returns the findings and the pods
 // found ("namespace/name").
-func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev1.Pod, in Input) ([]check.Finding, sets.Set[string]) {
+func pinnedPods(snap snapshot.Cluster, outdated []string, podsByNode map[string][]*corev1.Pod, in Input) ([]check.Finding, sets.Set[string]) {
 	found := sets.New[string]()
 	gone := make(map[string]bool, len(outdated))
 	for _, n := range outdated {
@@ -187,7 +188,7 @@ func replacementOf(node *corev1.Node, target map[string]string) *corev1.Node {
 
 // volumesByClaim returns, for a pod, the bound persistent volumes it mounts
 // that can be reached from some nodes only (a local volume, a zonal disk).
-func volumesByClaim(snap Snapshot) func(*corev1.Pod) []*corev1.PersistentVolume {
+func volumesByClaim(snap snapshot.Cluster) func(*corev1.Pod) []*corev1.PersistentVolume {
 	pvs := make(map[string]*corev1.PersistentVolume, len(snap.PVs))
 	for i := range snap.PVs {
 		if pv := &snap.PVs[i]; pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {

@@ -1,6 +1,7 @@
 // Package plan computes what an upgrade of one node group will do, from a
-// single snapshot of the cluster, with pure functions so that the plan shown
-// to a reviewer is exactly the plan that runs.
+// single snapshot of the cluster (listed by package snapshot), with pure
+// functions so that the plan shown to a reviewer is exactly the plan that
+// runs.
 package plan
 
 import (

@@ -22,6 +22,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
@@ -328,7 +329,7 @@ func (o *PlanOptions) connect() error {
 }
 
 // input is the planning input once the node group label is known.
-func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
+func (o *PlanOptions) input(snap snapshot.Cluster) (plan.Input, error) {
 	in := plan.Input{
 		Context:        o.context,
 		NodeGroup:      o.NodeGroup,
@@ -377,7 +378,7 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 		return nil, err
 	}
 	defer collectLessWhilePlanning()()
-	snap, err := plan.TakeSnapshot(ctx, o.client, o.refuseOnNodes)
+	snap, err := snapshot.Take(ctx, o.client, o.refuseOnNodes)
 	if err != nil {
 		return nil, err
 	}
@@ -449,7 +450,7 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 // node carries, a --selector no node matches, and no target where the
 // nodes are of no cloud the plugin knows.
 func (o *PlanOptions) refuseOnNodes(nodes []corev1.Node) error {
-	in, err := o.input(plan.Snapshot{Nodes: nodes})
+	in, err := o.input(snapshot.Cluster{Nodes: nodes})
 	if err != nil {
 		return err
 	}
