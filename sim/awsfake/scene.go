@@ -31,6 +31,7 @@ func StartWithKube(ctx context.Context, c kubernetes.Interface, opts Options, no
 	}
 	s.mu.Lock()
 	s.nodes = &nodes // RunAutoscaler's default
+	s.kube = c       // whose nodes EKS's updates drain
 	s.mu.Unlock()
 	return s, nil
 }
