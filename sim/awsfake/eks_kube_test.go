@@ -182,3 +182,35 @@ func TestEKSBlueGreenCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestManagedDemo sets up the demo's managed node group: ACTIVE, its
+// nodes Ready with EKS's labels, its Auto Scaling group tagged.
+func TestManagedDemo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := sharedCluster(t)
+	s, err := StartWithKube(ctx, c.Client, Options{LaunchDelay: 100 * time.Millisecond, EKS: fastEKS, Logf: t.Logf}, NodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.StartManagedDemo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ng, _ := s.Nodegroup(DemoCluster, DemoManagedGroup)
+	if ng.Version != "1.30" || ng.ReleaseVersion != "1.30.9-20250101" || s.GroupTags(ng.Resources.AutoScalingGroups[0].Name)["eks:nodegroup-name"] != DemoManagedGroup {
+		t.Errorf("node group %+v", ng)
+	}
+	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: NodeGroupLabel + "=" + DemoManagedGroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if !nodeReady(&n) || n.Labels[ImageLabel] != "ami-eks-130" {
+			t.Errorf("node %s ready %v labels %v", n.Name, nodeReady(&n), n.Labels)
+		}
+	}
+	if len(nodes.Items) != 3 {
+		t.Errorf("%d nodes, want 3", len(nodes.Items))
+	}
+}

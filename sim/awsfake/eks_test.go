@@ -229,3 +229,62 @@ func eksVersion(t *testing.T, ctx context.Context, s *Server, api *eks.Client, a
 		t.Errorf("updates %v, %v", ids, err)
 	}
 }
+
+// TestEKSLaunchTemplateGroups covers groups made from a user's launch
+// template: a custom AMI takes no version or release, another template is
+// refused, and a new version of the group's own is rolled out with the
+// source template labels.
+func TestEKSLaunchTemplateGroups(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, api := eksScene(t, ctx)
+	lt := s.CreateLaunchTemplate("web", "ami-custom1", "m5.large")
+	other := s.CreateLaunchTemplate("other", "ami-x", "m5.large")
+	ng, err := s.ManagedNodeGroup(ctx, ManagedNodeGroupSpec{Cluster: "c1", Name: "lt1", Zones: zones, Min: 1, Desired: 2, Max: 3,
+		LaunchTemplate: &LaunchTemplateSpec{ID: lt}})
+	if err != nil || ng.AmiType != "CUSTOM" || ng.LaunchTemplate.Version != "1" || ng.ReleaseVersion != "" {
+		t.Fatalf("node group %+v, %v", ng, err)
+	}
+	if _, err := s.ManagedNodeGroup(ctx, ManagedNodeGroupSpec{Cluster: "c1", Name: "lt2", Zones: zones, Min: 1, Desired: 1, Max: 1,
+		LaunchTemplate: &LaunchTemplateSpec{ID: lt}, ReleaseVersion: "1.31.2-20250201"}); err == nil || !strings.Contains(err.Error(), "custom AMI") {
+		t.Errorf("create with a custom AMI and a release: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		in   eks.UpdateNodegroupVersionInput
+		msg  string
+	}{
+		{"release with a custom AMI", eks.UpdateNodegroupVersionInput{ReleaseVersion: aws.String("1.31.2-20250201")}, "custom AMI"},
+		{"version with a custom AMI", eks.UpdateNodegroupVersionInput{Version: aws.String("1.31")}, "custom AMI"},
+		{"another template", eks.UpdateNodegroupVersionInput{LaunchTemplate: &ekstypes.LaunchTemplateSpecification{Id: aws.String(other)}}, "is not the launch template"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.ClusterName, in.NodegroupName = aws.String("c1"), aws.String("lt1")
+			if _, err := api.UpdateNodegroupVersion(ctx, &in); apiCode(err) != "InvalidParameterException" || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v, want InvalidParameterException with %q", err, tc.msg)
+			}
+		})
+	}
+	v, err := s.AddLaunchTemplateVersion(lt, "ami-custom2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := api.UpdateNodegroupVersion(ctx, &eks.UpdateNodegroupVersionInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("lt1"),
+		LaunchTemplate: &ekstypes.LaunchTemplateSpecification{Id: aws.String(lt), Version: aws.String("2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.WaitEKSUpdate(ctx, "c1", "lt1", aws.ToString(out.Update.Id)); err != nil || u.Status != UpdateSuccessful {
+		t.Fatalf("update %+v, %v", u, err)
+	}
+	g, _ := s.Group(ng.Resources.AutoScalingGroups[0].Name)
+	for _, in := range g.Instances {
+		if in.ImageID != "ami-custom2" || in.NodeLabels[SourceLTIDLabel] != lt || in.NodeLabels[SourceLTVersionLbl] != "2" {
+			t.Errorf("instance %s: image %s labels %v (template version %d)", in.ID, in.ImageID, in.NodeLabels, v)
+		}
+	}
+	if ng, _ := s.Nodegroup("c1", "lt1"); ng.LaunchTemplate.Version != "2" {
+		t.Errorf("node group's template version %s, want 2", ng.LaunchTemplate.Version)
+	}
+}
