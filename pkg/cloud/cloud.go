@@ -119,7 +119,8 @@ type BlueGreen interface {
 }
 
 // Cloud is a provider that owns the machines behind node groups. It serves
-// planning (Open, which only reads) and running (the Group it returns).
+// planning (Open, which only reads) and running (the Provider it returns,
+// whose interfaces say what a run may do: see Capabilities).
 type Cloud interface {
 	// Name is what --provider takes.
 	Name() string
@@ -128,9 +129,46 @@ type Cloud interface {
 	// Validate checks the target's values without calling the cloud.
 	Validate(t plan.CloudTarget) error
 	// Open connects (credentials, region), finds the group of nodes and
-	// resolves the target: the plan's view of the group, and the group a
-	// run changes. It changes nothing.
-	Open(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, BlueGreen, error)
+	// resolves the target: the plan's view of the group, and the provider
+	// a run changes it with. It changes nothing. The caller fills in the
+	// view's Can from the provider (see OpenGroup).
+	Open(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, Provider, error)
+}
+
+// Capabilities are what a run may do with p, from the interfaces it
+// implements: the one place that maps interfaces to plan.Capability.
+func Capabilities(p Provider) plan.Capability {
+	can := plan.CapRemoveNodes
+	if _, ok := p.(Group); ok {
+		can |= plan.CapGroup
+	}
+	if _, ok := p.(BlueGreen); ok {
+		can |= plan.CapNewGroups
+	}
+	if _, ok := p.(ManagedUpdater); ok {
+		can |= plan.CapManagedUpdate
+	}
+	return can
+}
+
+// GroupName names the group p works on, "" when it has none (provider
+// none).
+func GroupName(p Provider) string {
+	if g, ok := p.(interface{ GroupName() string }); ok {
+		return g.GroupName()
+	}
+	return ""
+}
+
+// OpenGroup opens the nodes' group with c and fills in what the provider
+// can do.
+func OpenGroup(ctx context.Context, c Cloud, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, Provider, error) {
+	cg, p, err := c.Open(ctx, client, nodes, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	cg.Can = Capabilities(p)
+	return cg, p, nil
 }
 
 // ErrNoGroup is behind Open's error when the nodes' machines belong to no

@@ -72,8 +72,11 @@ func (m Machine) Leaving() bool { return m.State == MachineLeaving }
 type CloudGroup struct {
 	Provider string
 	// Can is what the provider can do with the group.
-	Can    Capability
-	Region string
+	Can Capability
+	// Managed is the group's service where it runs updates itself (see
+	// ManagedService); nil otherwise.
+	Managed ManagedService
+	Region  string
 	// Name is the group (an Auto Scaling group), GroupKind and
 	// TemplateKind what the provider calls a group and its templates.
 	Name         string

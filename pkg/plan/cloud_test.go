@@ -29,7 +29,7 @@ func cloudInput(target string, machines map[string]Machine) Input {
 	in.MaxUnavailable = "1"
 	in.Provider = "aws"
 	in.Cloud = &CloudGroup{
-		Provider: "aws", Can: CapNewGroups, Name: "asg-ng", GroupKind: "Auto Scaling group", Template: "lt-1", TemplateKind: "launch template", MachineKind: "instance",
+		Provider: "aws", Can: CapRemoveNodes | CapGroup | CapNewGroups, Name: "asg-ng", GroupKind: "Auto Scaling group", Template: "lt-1", TemplateKind: "launch template", MachineKind: "instance",
 		CurrentVersion: "1", TargetVersion: target,
 		Sizes: Sizes{Min: 1, Desired: 4, Max: 5}, Nodes: machines,
 	}

@@ -275,6 +275,9 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 		outdatedNames = append(outdatedNames, names[i]...)
 	}
 	p.Steps = strategy.Steps(p)
+	if err := managedPlan(p, in, strategy); err != nil {
+		return nil, err
+	}
 	// The timeout bounds annotation hooks too, which may appear after the
 	// plan: it is kept whenever given.
 	if in.Hooks.Any() || in.Hooks.Timeout > 0 {
@@ -306,11 +309,14 @@ func Build(snap Snapshot, in Input) (*Plan, error) {
 // anything changes.
 func checkCapability(s Strategy, in Input) error {
 	can, provider := CapRemoveNodes, in.Provider
+	if in.Cloud != nil && in.Cloud.Managed != nil && in.Cloud.Managed.Runs(s.Name()) {
+		return nil // the service carries it out
+	}
 	if in.Cloud != nil {
 		can = in.Cloud.Can
 	}
 	need := s.Needs(in)
-	if need <= can {
+	if can.Has(need) {
 		return nil
 	}
 	if provider == "" {
@@ -319,7 +325,7 @@ func checkCapability(s Strategy, in Input) error {
 	if ex, ok := s.(needsExplainer); ok {
 		return inputErrorf("%s", ex.NeedsWhy(in, provider))
 	}
-	return inputErrorf("--strategy %s needs a provider that %s (--provider aws), not --provider %s", s.Name(), capabilityText[need], provider)
+	return inputErrorf("--strategy %s needs a provider that %s, not --provider %s", s.Name(), can.Missing(need), provider)
 }
 
 // needsExplainer is a strategy that says better than the generic message

@@ -76,6 +76,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 			return err
 		}
 	}
+	writeManaged(w, p.Managed)
 	writeSteps(w, p)
 	writeHookedNodes(w, p)
 	fmt.Fprintln(w)

@@ -62,6 +62,9 @@ type CloudTarget struct {
 	// configuration as the target.
 	Image   string `json:"image,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Options are settings only one provider has, by the name of its flag
+	// (see cloud.Flags.Option).
+	Options map[string]string `json:"options,omitempty"`
 	// Exclude are groups whose machines are not the node group's (a
 	// blue/green run's given green group, whose nodes carry the same
 	// labels).
@@ -70,7 +73,9 @@ type CloudTarget struct {
 
 // Given reports whether the target names anything, so that only a cloud
 // provider can serve it.
-func (t CloudTarget) Given() bool { return t.Group != "" || t.Image != "" || t.Version != "" }
+func (t CloudTarget) Given() bool {
+	return t.Group != "" || t.Image != "" || t.Version != "" || len(t.Options) > 0
+}
 
 // NothingToDo reports whether a run of the plan would change nothing: no
 // node to drain, no interrupted scale-up to finish, no group to point at a

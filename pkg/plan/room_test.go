@@ -49,7 +49,7 @@ func TestNoRoom(t *testing.T) {
 			in := baseInput()
 			in.Namespace = tc.namespace
 			if tc.cloud {
-				in.Cloud = &CloudGroup{Can: CapGroup}
+				in.Cloud = &CloudGroup{Can: CapRemoveNodes | CapGroup}
 			}
 			var got []check.Finding
 			for _, f := range mustBuild(t, snap, in).Findings {

@@ -45,23 +45,46 @@ type Strategy interface {
 	ResumeAt(recorded Phase, f Flow) Phase
 }
 
-// Capability is what a provider can do, in increasing order.
-type Capability int
+// Capability is a set of things a provider can do. A provider declares
+// them by the interfaces it implements (see cloud.Capabilities); a strategy
+// says which it needs (Strategy.Needs), and the planner refuses the pair
+// in one place (checkCapability) before anything changes.
+type Capability uint
 
 const (
 	// CapRemoveNodes: remove a drained node (every provider, none too).
-	CapRemoveNodes Capability = iota
+	CapRemoveNodes Capability = 1 << iota
 	// CapGroup: resize a group of machines that launches the target.
 	CapGroup
-	// CapNewGroups: also create a second group beside it and delete one.
+	// CapNewGroups: create a second group beside one and delete one.
 	CapNewGroups
+	// CapManagedUpdate: the cloud's own service runs the update of the
+	// group (EKS managed node groups, GKE node pools); the run starts it,
+	// follows it and offers the service's controls.
+	CapManagedUpdate
 )
+
+// Has reports whether every capability of need is in c.
+func (c Capability) Has(need Capability) bool { return c&need == need }
+
+// Missing is what need asks for that c lacks, in words, for the message
+// that refuses a strategy.
+func (c Capability) Missing(need Capability) string {
+	var words []string
+	for _, bit := range []Capability{CapRemoveNodes, CapGroup, CapNewGroups, CapManagedUpdate} {
+		if need&bit != 0 && c&bit == 0 {
+			words = append(words, capabilityText[bit])
+		}
+	}
+	return strings.Join(words, " and ")
+}
 
 // What a capability means, for the message that refuses a strategy.
 var capabilityText = map[Capability]string{
-	CapRemoveNodes: "removes nodes",
-	CapGroup:       "launches the new configuration",
-	CapNewGroups:   "creates node groups",
+	CapRemoveNodes:   "removes nodes",
+	CapGroup:         "launches the new configuration",
+	CapNewGroups:     "creates node groups",
+	CapManagedUpdate: "runs the update itself",
 }
 
 // Rollback is how a strategy's run is undone.

@@ -55,6 +55,9 @@ type Plan struct {
 	// Cloud is the provider's side (its group, template versions,
 	// scale-up); nil with provider none.
 	Cloud *CloudPlan `json:"cloud,omitempty"`
+	// Managed is the update the cloud's service runs; nil when the run
+	// does the work itself.
+	Managed *ManagedPlan `json:"managed,omitempty"`
 
 	// MaxUnavailableInput is what the user asked for (e.g. "25%"),
 	// MaxUnavailable the resolved number of nodes per batch.

@@ -256,12 +256,12 @@ func (o *AbortOptions) engineConfig(ctx context.Context, po *PlanOptions, rec, f
 		if p, err = ro.buildPlan(ctx); err != nil {
 			return upgrade.Config{}, fmt.Errorf("cannot abort: error when reading node group %q as its run recorded it: %w", po.recordName(), err)
 		}
-		if rec.Cloud != nil && (ro.cloudGroup == nil || ro.cloudGroup.GroupName() != rec.Cloud.Group) {
+		if rec.Cloud != nil && cloud.GroupName(ro.cloudProvider) != rec.Cloud.Group {
 			return upgrade.Config{}, fmt.Errorf("cannot abort: the run recorded %s group %q, which the nodes of %q no longer lead to; its sizes cannot be restored", rec.Cloud.Provider, rec.Cloud.Group, po.recordName())
 		}
-		if ro.cloudGroup != nil {
-			provider = ro.cloudGroup
-			if bg, ok := ro.cloudGroup.(cloud.BlueGreen); ok && rec.Cloud != nil && rec.Cloud.Green != "" {
+		if ro.cloudProvider != nil {
+			provider = ro.cloudProvider
+			if bg, ok := ro.cloudProvider.(cloud.BlueGreen); ok && rec.Cloud != nil && rec.Cloud.Green != "" {
 				bg.UseGreen(rec.Cloud.Green)
 			}
 		}

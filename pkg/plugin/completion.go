@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -70,10 +71,16 @@ func strategyHelp() map[string]string {
 	return out
 }
 
-// providerHelp describes --provider values in the completion menu.
-var providerHelp = map[string]string{
-	"aws":          "terminate the instance; its Auto Scaling group replaces it",
-	cloud.NoneName: "delete the Node object",
+// cloudFlagNames are the flags the clouds bind, whose values they
+// complete (none needs a file name).
+func cloudFlagNames() []string {
+	owners := cloud.BindFlags(pflag.NewFlagSet("", pflag.ContinueOnError), &plan.CloudTarget{})
+	names := make([]string, 0, len(owners))
+	for n := range owners {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // registerCompletions adds dynamic completion to the command tree once it
@@ -122,7 +129,10 @@ func registerCompletions(root *cobra.Command, src completionSource) {
 			c.ValidArgsFunction = cobra.NoFileCompletions
 		}
 		reg(c, "strategy", fixedValues(plan.StrategyNames(), strategyHelp()))
-		reg(c, "provider", fixedValues(cloud.Names(), providerHelp))
+		reg(c, "provider", fixedValues(cloud.Names(), cloud.ProviderHelp()))
+		for _, flag := range cloudFlagNames() {
+			reg(c, flag, fixedValues(cloud.ValuesOf(flag), nil))
+		}
 		reg(c, "order", fixedValues([]string{plan.OrderZoneBalanced, plan.OrderRandom}, nil))
 		checkHelp := map[string]string{}
 		for _, n := range check.Names() {

@@ -38,14 +38,15 @@ type PlanOptions struct {
 
 	// given are the flags given on the command line; empty when the
 	// request comes from a record (resume, rollback).
-	given        map[string]bool
-	strategy     plan.Strategy
-	cloudGroup   cloud.Group // the resolved provider when it owns a group
-	targetLabels map[string]string
-	taint        *corev1.Taint
-	client       kubernetes.Interface
-	context      string
-	namespace    string // limits the audit; empty for all namespaces
+	given         map[string]bool
+	strategy      plan.Strategy
+	cloudProvider cloud.Provider      // the resolved provider when a cloud owns the group
+	cloudFlags    map[string][]string // the clouds that take each cloud flag
+	targetLabels  map[string]string
+	taint         *corev1.Taint
+	client        kubernetes.Interface
+	context       string
+	namespace     string // limits the audit; empty for all namespaces
 	// joinTimeout, when set (a run), is how long planning waits for the
 	// group's machines that are not nodes yet; plan only notes them.
 	joinTimeout time.Duration
@@ -113,12 +114,8 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&r.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
 	f.Int64Var(&r.Seed, "seed", 0, "Seed of the random batch order; the same seed gives plan and run the same batches (default: random, shown in the plan)")
 	f.StringVar(&r.Order, "order", "", "Batch order: zone-balanced (nodes from as few zones as possible, PDB budgets kept where a choice allows) or random (default: zone-balanced when the group spans several zones)")
-	f.StringVar(&r.Provider, "provider", "", "What removes drained nodes: aws (terminate the instance; its Auto Scaling group launches the replacement) or none (delete the Node object, or see --delete-node); default aws when the group's nodes have aws:/// provider IDs, else none")
-	f.StringVar(&r.Cloud.Region, "region", "", "AWS region (default: the SDK's configuration, AWS_REGION or the profile's, else the region of the nodes' zones)")
-	f.StringVar(&r.Cloud.Profile, "profile", "", "AWS shared configuration profile (default: AWS_PROFILE or the default profile)")
-	f.StringVar(&r.Cloud.Group, "asg", "", "Auto Scaling group of the node group (default: found from the nodes' instance IDs)")
-	f.StringVar(&r.Cloud.Image, "ami", "", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
-	f.StringVar(&r.Cloud.Version, "launch-template-version", "", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
+	f.StringVar(&r.Provider, "provider", "", providerUsage())
+	o.cloudFlags = cloud.BindFlags(f, &r.Cloud)
 	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record (a ConfigMap) and lock (a Lease), one of each per node group")
 	f.BoolVar(&r.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
 	f.BoolVar(&r.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
@@ -126,8 +123,16 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	addHookFlags(f, &r.Hooks)
 }
 
-// cloudFlags are the flags that only a cloud provider serves.
-var cloudFlags = []string{"ami", "launch-template-version", "asg", "region", "profile"}
+// providerUsage is the --provider help: what each provider does with a
+// drained node, in its own words.
+func providerUsage() string {
+	help := cloud.ProviderHelp()
+	var parts []string
+	for _, name := range cloud.Names() {
+		parts = append(parts, fmt.Sprintf("%s (%s)", name, help[name]))
+	}
+	return "What removes drained nodes: " + strings.Join(parts, ", ") + "; default: the cloud whose provider IDs every node of the group has, else none"
+}
 
 // Complete reads arguments and flags that need no cluster access, and
 // fills in the defaults that depend on the strategy.
@@ -239,14 +244,13 @@ func sortedKeys(m map[string]bool) []string {
 // the cloud.
 func (o *PlanOptions) validateProvider() error {
 	switch _, known := cloud.Lookup(o.Provider); {
-	case o.Provider == "" || known:
-	case o.Provider == cloud.NoneName:
-		for _, name := range cloudFlags {
-			if o.given[name] {
-				return usageErrorf("--%s needs --provider %s, not --provider none", name, strings.Join(cloud.Names()[:len(cloud.Names())-1], " or "))
-			}
+	case known:
+		if err := o.refuseCloudFlags(o.Provider); err != nil {
+			return err
 		}
-		return nil
+	case o.Provider == "":
+	case o.Provider == cloud.NoneName:
+		return o.refuseCloudFlags(cloud.NoneName)
 	default:
 		return usageErrorf("invalid --provider %q: must be one of %s", o.Provider, strings.Join(cloud.Names(), ", "))
 	}
@@ -257,17 +261,28 @@ func (o *PlanOptions) validateProvider() error {
 	return c.Validate(o.Cloud)
 }
 
+// refuseCloudFlags refuses a cloud flag that provider does not take: it
+// would be silently ignored.
+func (o *PlanOptions) refuseCloudFlags(provider string) error {
+	for _, name := range sortedKeys(o.given) {
+		if takers, ok := o.cloudFlags[name]; ok && !slices.Contains(takers, provider) {
+			return usageErrorf("--%s needs --provider %s, not --provider %s", name, strings.Join(takers, " or "), provider)
+		}
+	}
+	return nil
+}
+
 // cloudFor is the cloud that serves the request: the one --provider names,
-// the only one when cloud flags are given, or the one that owns every node
-// (nil: provider none).
+// the only one that takes every cloud flag given, or the one that owns
+// every node (nil: provider none).
 func (o *PlanOptions) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 	name := o.Provider
 	if name == "" && o.Cloud.Given() {
-		if names := cloud.Names(); len(names) == 2 {
-			name = names[0]
-		} else {
-			return nil, usageErrorf("--ami, --launch-template-version and --asg need --provider: one of %s", strings.Join(names, ", "))
+		takers := o.cloudsTakingGivenFlags()
+		if len(takers) != 1 {
+			return nil, usageErrorf("the cloud flags given need --provider: one of %s", strings.Join(takers, ", "))
 		}
+		name = takers[0]
 	}
 	if name == "" {
 		if nodes == nil {
@@ -277,6 +292,17 @@ func (o *PlanOptions) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 	}
 	c, _ := cloud.Lookup(name)
 	return c, nil
+}
+
+// cloudsTakingGivenFlags are the clouds that take every cloud flag given.
+func (o *PlanOptions) cloudsTakingGivenFlags() []string {
+	names := slices.DeleteFunc(cloud.Names(), func(n string) bool { return n == cloud.NoneName })
+	for flag, takers := range o.cloudFlags {
+		if o.given[flag] {
+			names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(takers, n) })
+		}
+	}
+	return names
 }
 
 // connect builds the client from the kubectl connection flags.
@@ -442,7 +468,7 @@ func (o *PlanOptions) refuseOnNodes(nodes []corev1.Node) error {
 // refuseNoTarget refuses a plan without a cloud that has no target labels
 // either: nothing would tell an outdated node from an up-to-date one.
 func (o *PlanOptions) refuseNoTarget(in plan.Input) error {
-	if len(o.targetLabels) == 0 && o.strategy.Needs(in) <= plan.CapRemoveNodes {
+	if len(o.targetLabels) == 0 && plan.CapRemoveNodes.Has(o.strategy.Needs(in)) {
 		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
 	}
 	return nil
@@ -460,7 +486,7 @@ func (o *PlanOptions) refuseNoneOnAGroup(ctx context.Context, nodes []corev1.Nod
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	cg, _, err := c.Open(ctx, o.client, nodes, o.Cloud)
+	cg, _, err := cloud.OpenGroup(ctx, c, o.client, nodes, o.Cloud)
 	if err != nil || cg == nil {
 		return nil
 	}
@@ -495,7 +521,7 @@ func (o *PlanOptions) openCloud(ctx context.Context, c cloud.Cloud, nodes []core
 	if g := o.BlueGreen.GreenGroup; g != "" {
 		target.Exclude = append(target.Exclude, g)
 	}
-	cg, group, err := c.Open(ctx, o.client, nodes, target)
+	cg, group, err := cloud.OpenGroup(ctx, c, o.client, nodes, target)
 	if err != nil {
 		return nil, err
 	}
@@ -507,7 +533,7 @@ func (o *PlanOptions) openCloud(ctx context.Context, c cloud.Cloud, nodes []core
 			cg.RescaleFrom = rec.Cloud.ScaledFor
 		}
 	}
-	o.cloudGroup = group
+	o.cloudProvider = group
 	return cg, nil
 }
 

@@ -312,8 +312,8 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return err
 	}
 	var provider cloud.Provider = &cloud.None{Client: o.client, DeleteNode: o.DeleteNode}
-	if o.cloudGroup != nil {
-		provider = o.cloudGroup
+	if o.cloudProvider != nil {
+		provider = o.cloudProvider
 	}
 	color := output.Colorizer(output.ColorEnabled(o.Out))
 	traits := p.Traits()
@@ -398,17 +398,17 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	if rec == nil || rec.FinishedAt != nil {
 		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
 	}
-	if rec.Cloud != nil && (o.cloudGroup == nil || rec.Cloud.Group != o.cloudGroup.GroupName()) {
+	if rec.Cloud != nil && rec.Cloud.Group != cloud.GroupName(o.cloudProvider) {
 		return usageErrorf("node group %q has an unfinished run on %s group %q; finish it with the same --provider and --asg", group, rec.Cloud.Provider, rec.Cloud.Group)
 	}
-	flow := plan.Flow{Batches: len(p.Batches), CloudGroup: o.cloudGroup != nil}
+	flow := plan.Flow{Batches: len(p.Batches), CloudGroup: isGroup(o.cloudProvider)}
 	switch {
 	case o.rollback:
 		cfg.Start = plan.PhaseRollback
 	case rec.Cloud != nil && o.strategy.ResumeAt(plan.Phase(rec.Phase), flow) != "":
 		// The last run got past its batches: go on from where it stopped.
 		cfg.Start = o.strategy.ResumeAt(plan.Phase(rec.Phase), flow)
-		if bg, ok := o.cloudGroup.(cloud.BlueGreen); ok && rec.Cloud.Green != "" {
+		if bg, ok := o.cloudProvider.(cloud.BlueGreen); ok && rec.Cloud.Green != "" {
 			bg.UseGreen(rec.Cloud.Green)
 		}
 	case p.NothingToDo():
@@ -622,4 +622,10 @@ func withoutDone(saved, fresh *plan.Plan, done map[string]bool) *plan.Plan {
 		}
 	}
 	return &p
+}
+
+// isGroup reports whether p resizes a group of machines.
+func isGroup(p cloud.Provider) bool {
+	_, ok := p.(cloud.Group)
+	return ok
 }

@@ -549,7 +549,7 @@ func (f *fakeGroup) cloudGroup(recorded *plan.Sizes) *plan.CloudGroup {
 	for n, m := range f.machines {
 		machines[n] = m
 	}
-	return &plan.CloudGroup{Provider: "fake", Can: plan.CapNewGroups, Name: f.name, GroupKind: "Auto Scaling group",
+	return &plan.CloudGroup{Provider: "fake", Can: plan.CapRemoveNodes | plan.CapGroup | plan.CapNewGroups, Name: f.name, GroupKind: "Auto Scaling group",
 		Template: "lt", TemplateKind: "launch template", MachineKind: "instance",
 		CurrentVersion: "1", TargetVersion: f.version, Sizes: f.sizes, Recorded: recorded, Nodes: machines}
 }

@@ -21,13 +21,15 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
-// helpExamples runs the examples of the commands' --help as a user copies
-// them: the line as written, through a shell and kubectl's plugin dispatch,
-// connected by KUBECONFIG (and, on the AWS path, the AWS environment).
+// helpExamples runs the examples of the commands' --help, of the README
+// and of docs/ as a user copies them: the line (or the docs' script) as
+// written, through a shell and kubectl's plugin dispatch, connected by
+// KUBECONFIG (and, on the AWS path, the AWS environment).
 type helpExamples struct {
-	all  map[string]*cobra.Command // example line → the command whose help shows it
-	dir  string                    // working directory: plan.json lands here
-	path string                    // PATH with kubectl and kubectl-nodeupgrade
+	root *cobra.Command
+	all  map[string]docExample // example line, or a docs script's name → where it is shown
+	dir  string                // working directory: plan.json lands here
+	path string                // PATH with kubectl and kubectl-nodeupgrade
 
 	mu  sync.Mutex
 	ran map[string]bool
@@ -35,21 +37,28 @@ type helpExamples struct {
 
 func newHelpExamples(t *testing.T) *helpExamples {
 	t.Helper()
-	e := &helpExamples{all: map[string]*cobra.Command{}, ran: map[string]bool{}, dir: t.TempDir()}
+	docs, err := docExamples(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &helpExamples{all: docs, ran: map[string]bool{}, dir: t.TempDir()}
+	e.root = nodeupgrade.NewCmdNodeUpgrade(genericiooptions.NewTestIOStreamsDiscard())
+	help := 0
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for line := range strings.SplitSeq(c.Example, "\n") {
 			if line = strings.TrimSpace(line); strings.HasPrefix(line, "kubectl nodeupgrade ") {
-				e.all[line] = c
+				e.all[line] = docExample{where: c.CommandPath() + " --help"}
+				help++
 			}
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
 	}
-	walk(nodeupgrade.NewCmdNodeUpgrade(genericiooptions.NewTestIOStreamsDiscard()))
-	if len(e.all) == 0 {
-		t.Fatal("no --help shows an example")
+	walk(e.root)
+	if help == 0 || len(docs) == 0 {
+		t.Fatalf("%d --help and %d docs examples: the test would cover nothing", help, len(docs))
 	}
 
 	// kubectl finds the plugin on PATH as it would after a krew install.
@@ -78,29 +87,45 @@ func newHelpExamples(t *testing.T) *helpExamples {
 // lands with 8 drains to go.
 const postDrainWait = "2s"
 
-// cmd is example line, which must be one of the --help examples, run in
-// env.
+// cmd is example line, which must be one of the --help or docs examples
+// (for a docs script, its name), run in env after docExampleEnv.
 func (e *helpExamples) cmd(t *testing.T, env []string, line string) *exec.Cmd {
 	t.Helper()
-	c, ok := e.all[line]
+	ex, ok := e.all[line]
 	if !ok {
-		t.Fatalf("%q is not an example of any --help (was the help changed?)", line)
+		t.Fatalf("%q is not an example of any --help or docs page (was one changed?)", line)
 	}
 	e.mu.Lock()
 	e.ran[line] = true
 	e.mu.Unlock()
-	// A saved plan carries the wait of the plan that wrote it.
-	if c.Flags().Lookup("post-drain-wait") != nil && !strings.Contains(line, "--plan-file") {
-		cmdline, redirect, _ := strings.Cut(line, " > ")
-		line = cmdline + " --post-drain-wait " + postDrainWait
-		if redirect != "" {
-			line += " > " + redirect
-		}
+	text := line
+	if ex.script != "" {
+		text = ex.script
 	}
-	cmd := exec.Command("bash", "-c", line)
+	cmd := exec.Command("bash", "-c", e.withPostDrainWait(text))
 	cmd.Dir = e.dir
-	cmd.Env = append(slices.Clone(env), "PATH="+e.path, "KUBECONFIG="+sim.Kubeconfig, "NO_COLOR=1")
+	cmd.Env = append(slices.Concat(docExampleEnv, env), "PATH="+e.path, "KUBECONFIG="+sim.Kubeconfig, "NO_COLOR=1")
 	return cmd
+}
+
+// withPostDrainWait gives --post-drain-wait postDrainWait, right after the
+// subcommand, to each `kubectl nodeupgrade` line of text whose command
+// takes it. A saved plan carries the wait of the plan that wrote it.
+func (e *helpExamples) withPostDrainWait(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		rest, ok := strings.CutPrefix(strings.TrimLeft(l, " "), "kubectl nodeupgrade ")
+		sub, _, _ := strings.Cut(rest, " ")
+		if !ok || strings.Contains(l, "--plan-file") {
+			continue
+		}
+		if c, _, err := e.root.Find([]string{sub}); err != nil || c == e.root || c.Flags().Lookup("post-drain-wait") == nil {
+			continue
+		}
+		at := strings.Index(l, "kubectl nodeupgrade "+sub) + len("kubectl nodeupgrade "+sub)
+		lines[i] = l[:at] + " --post-drain-wait " + postDrainWait + l[at:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // run runs an example to its end and wants exit code want.
@@ -121,20 +146,21 @@ func (e *helpExamples) notRun() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []string
-	for line, c := range e.all {
+	for line, ex := range e.all {
 		if !e.ran[line] {
-			out = append(out, c.CommandPath()+": "+line)
+			out = append(out, ex.where+": "+line)
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-// TestHelpExamplesRunOnTheDemo runs every example of every --help, as
-// written (but for a shorter --post-drain-wait, see postDrainWait), on the
-// two demos: the label path (provider none) on `simcluster scenario demo`'s
-// node group, then the AWS path on the one `simcluster up --aws-demo`
-// serves, each with fewer nodes. Examples that
+// TestHelpExamplesRunOnTheDemo runs every example of every --help and every
+// `kubectl nodeupgrade` example of the README and docs/ (see docExamples),
+// as written (but for a shorter --post-drain-wait, see postDrainWait), on
+// the two demos: the label path (provider none) on `simcluster scenario
+// demo`'s node group, then the AWS path on the one `simcluster up
+// --aws-demo` serves, each with fewer nodes. Examples that
 // act on a run (cancel, resume, rollback, complete, abort) act on one in
 // the state they are for; runs the test makes only to reach that state use
 // --post-drain-wait 0s. Each example must end with the exit code its
@@ -165,9 +191,26 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 		if err := scenario.WaitAppsReady(ctx, client, demo); err != nil {
 			t.Fatal(err)
 		}
-		assertNoViolations(t, watcher.Stop())
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade version")
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade version -o json")
+
+		// The hooks page's run, on two more outdated nodes: each hook ran
+		// for each node, with its environment.
+		if _, _, err := scenario.CreateNodeGroup(ctx, client, scenario.NodeGroup{
+			LabelKey: groupKey, Name: demo, NamePrefix: "demo-hooks", Zones: []string{"sim-a", "sim-b"},
+			Outdated: 2, OldLabels: map[string]string{imageKey: "ami-old"},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		r := ex.run(t, env, nodeupgrade.ExitOK, hooksExample)
+		for _, want := range []string{"demo-hooks-old-0 (sim-a) leaves in batch ", "demo-hooks-old-1 (sim-b) leaves in batch ", "demo-hooks-old-0 drained", "demo-hooks-old-1 drained"} {
+			if !strings.Contains(r.stdout+r.stderr, want) {
+				t.Errorf("the hooks' output lacks %q:\n%s", want, r)
+			}
+		}
+		assertDemoImages(t, ctx, map[string]int{"ami-new": 2})
+		assertUntouched(t, ctx, groupKey, demo)
+		assertNoViolations(t, watcher.Stop())
 	})
 	if t.Failed() {
 		return
@@ -208,7 +251,12 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 			}
 		}
 
-		// Reading: the plans, a dry run, every group's status.
+		// Reading: the audits, the plans, a dry run, every group's status.
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade check demo --ami ami-new")
+		ex.run(t, env, nodeupgrade.ExitOK, `kubectl nodeupgrade check "$ng" --ami "$ami"`)
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --ami ami-new --strategy surge --max-surge 2")
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --ami ami-new --strategy blue-green --batch-node-count 2 --node-pool-soak 30m")
+		ex.run(t, env, nodeupgrade.ExitOK, `kubectl nodeupgrade plan "$ng" --ami "$ami" --max-unavailable 2 -o json > plan.json`)
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --ami ami-new --max-unavailable 2")
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade run demo --ami ami-new --dry-run")
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade status -A")
@@ -241,6 +289,8 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 			t.Errorf("status -w: want exit 0 once the run finished, got %d:\n%s", code, out)
 		}
 		inService(t, map[string]int{"ami-new": 3})
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade status demo")
+		ex.run(t, env, nodeupgrade.ExitOK, `kubectl nodeupgrade status "$ng"`)
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade status demo -o yaml")
 		ex.run(t, env, nodeupgrade.ExitOK, `kubectl nodeupgrade status -o jsonpath='{range .items[?(@.status!="finished")]}{.nodeGroup}{"\n"}{end}'`)
 
@@ -278,8 +328,15 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade rollback demo --yes")
 		inService(t, map[string]int{"ami-old": 3})
 
-		// complete ends a blue/green soak.
-		bg := startBackground(t, setupCmd(env, "run", demo, "--strategy", "blue-green", "--ami", "ami-new", "--node-pool-soak", "1h", "--post-drain-wait", "0s", "--yes"))
+		// The scripting page's script upgrades the group.
+		r := ex.run(t, env, nodeupgrade.ExitOK, scriptingExample)
+		if !strings.Contains(r.stdout, "demo upgraded") {
+			t.Errorf("the script did not say it upgraded demo: %s", r)
+		}
+		inService(t, map[string]int{"ami-new": 3})
+
+		// complete ends a blue/green soak (back to ami-old).
+		bg := startBackground(t, setupCmd(env, "run", demo, "--strategy", "blue-green", "--ami", "ami-old", "--node-pool-soak", "1h", "--post-drain-wait", "0s", "--yes"))
 		if !bg.waitFor("node pool soak: ") {
 			t.Fatalf("the blue/green run never soaked:\n%s", bg.output())
 		}
@@ -288,7 +345,7 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 			t.Fatalf("the blue/green run after complete: want exit 0, got %d:\n%s", code, out)
 		}
 		assertUntouched(t, ctx, groupKey, demo)
-		assertDemoImages(t, ctx, map[string]int{"ami-new": 3})
+		assertDemoImages(t, ctx, map[string]int{"ami-old": 3})
 		if err := scenario.WaitAppsReady(ctx, client, demo); err != nil {
 			t.Fatal(err)
 		}
@@ -301,6 +358,13 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 		t.Errorf("%d --help examples were never run:\n%s", len(missed), strings.Join(missed, "\n"))
 	}
 }
+
+// The docs' examples that take more than their line to name: the run of
+// docs/hooks.md, and the script of docs/scripting.md (by its first line).
+const (
+	hooksExample     = `kubectl nodeupgrade run demo --provider none --target-label eks.amazonaws.com/nodegroup-image=ami-new --yes --pre-drain-hook 'echo "$NODE ($ZONE) leaves in batch $BATCH"' --post-drain-hook 'test -s "$KUBECONFIG" && echo "$NODE drained"'`
+	scriptingExample = "# Upgrade node group $ng to image $ami: audit, plan, run exactly that plan"
+)
 
 // setupCmd runs the plugin itself to bring the demo into the state an
 // example is for.

@@ -111,6 +111,8 @@ type Provider struct {
 	elb    *elasticloadbalancing.Client
 	// pollEvery is how often a wait asks again (lb.go).
 	pollEvery time.Duration
+	// cfg is what the clients were made from, for the EKS calls (eksapi.go).
+	cfg sdkaws.Config
 }
 
 // Error is an error whose message is short enough for one line of CLI
@@ -211,6 +213,7 @@ func NewFromConfig(cfg sdkaws.Config, opts Options) *Provider {
 		elb:    elasticloadbalancing.NewFromConfig(cfg),
 
 		pollEvery: deregistrationPoll,
+		cfg:       cfg,
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
-// policy is deploy/iam-policy.json, the permissions the README documents.
+// policy is deploy/iam-policy.json, the permissions docs/providers/aws.md documents.
 type policy struct {
 	Statement []struct {
 		Sid    string
@@ -172,17 +172,19 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 	})
 }
 
-// TestREADMEShowsThePolicy keeps the policy the README shows the tested one.
-func TestREADMEShowsThePolicy(t *testing.T) {
+// TestDocsShowThePolicy keeps the policy the provider's page shows the
+// tested one.
+func TestDocsShowThePolicy(t *testing.T) {
 	policy, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "iam-policy.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	const page = "docs/providers/aws.md"
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", filepath.FromSlash(page)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), string(policy)) {
-		t.Error("README.md does not show deploy/iam-policy.json as it is; copy it in")
+	if !strings.Contains(string(doc), string(policy)) {
+		t.Errorf("%s does not show deploy/iam-policy.json as it is; copy it in", page)
 	}
 }

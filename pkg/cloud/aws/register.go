@@ -28,6 +28,29 @@ func (awsCloud) Owns(providerID string) bool {
 	return ok
 }
 
+// Help is the --provider help of aws.
+func (awsCloud) Help() string {
+	return "terminate the instance; its Auto Scaling group launches the replacement"
+}
+
+// BindFlags binds the flags of the aws provider to the neutral target.
+func (awsCloud) BindFlags(f *cloud.Flags) {
+	t := f.Target()
+	f.String(&t.Region, "region", "AWS region (default: the SDK's configuration, AWS_REGION or the profile's, else the region of the nodes' zones)")
+	f.String(&t.Profile, "profile", "AWS shared configuration profile (default: AWS_PROFILE or the default profile)")
+	f.String(&t.Group, "asg", "Auto Scaling group of the node group (default: found from the nodes' instance IDs)")
+	f.String(&t.Image, "ami", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
+	f.String(&t.Version, "launch-template-version", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
+}
+
+// FlagValues completes --launch-template-version's symbolic versions.
+func (awsCloud) FlagValues(flag string) []string {
+	if flag == "launch-template-version" {
+		return []string{"$Default", "$Latest"}
+	}
+	return nil
+}
+
 // Validate checks --ami and --launch-template-version without calling AWS.
 func (awsCloud) Validate(t plan.CloudTarget) error {
 	switch v := t.Version; {
@@ -43,7 +66,7 @@ func (awsCloud) Validate(t plan.CloudTarget) error {
 
 // Open finds the nodes' Auto Scaling group and the target launch template
 // version. It only reads.
-func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.BlueGreen, error) {
+func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
 	var ids []string
 	fallbackRegion := ""
 	for i := range nodes {
@@ -80,7 +103,6 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	byNode, unjoined := MapNodes(g, ptrs)
 	cg := &plan.CloudGroup{
 		Provider:       Name,
-		Can:            plan.CapNewGroups,
 		Region:         provider.Region(),
 		Name:           g.Name,
 		GroupKind:      "Auto Scaling group",

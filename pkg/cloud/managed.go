@@ -1,0 +1,119 @@
+package cloud
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// ManagedUpdater is a provider whose cloud service runs the update of the
+// group itself (EKS managed node groups: UpdateNodegroupVersion; GKE node
+// pools: nodePools.update). The run never changes the group's machines
+// behind the service's back: it sets the service's update settings for the
+// run, starts the update once, follows it naming what holds it, and puts
+// the settings back. Every method may be called again after an
+// interruption.
+type ManagedUpdater interface {
+	Provider
+	// GroupName names the group for messages and the record.
+	GroupName() string
+	// Settings reads the group's update settings now.
+	Settings(ctx context.Context) (plan.UpdateSettings, error)
+	// Configure sets the group's update settings and returns once the
+	// service applies them (a settings change may itself be an update
+	// the next one has to wait for).
+	Configure(ctx context.Context, s plan.UpdateSettings) error
+	// StartUpdate starts the service's update towards the target, or
+	// returns the one in progress: never a second one.
+	StartUpdate(ctx context.Context, force bool) (id string, err error)
+	// Progress reads the update.
+	Progress(ctx context.Context, id string) (UpdateProgress, error)
+}
+
+// UpdateState is where a service's update is.
+type UpdateState string
+
+const (
+	UpdateInProgress UpdateState = "InProgress"
+	UpdateSucceeded  UpdateState = "Succeeded"
+	UpdateFailed     UpdateState = "Failed"
+	UpdateCancelled  UpdateState = "Cancelled"
+)
+
+// UpdateProgress is a service update as the service reports it.
+type UpdateProgress struct {
+	ID    string
+	State UpdateState
+	// Phase is the service's own word for where it is ("" when it says
+	// none); Done and Total count nodes where it says (0 otherwise).
+	Phase       string
+	Done, Total int
+	// Errors are the service's errors: they name nodes, never pods.
+	Errors []UpdateError
+}
+
+// Finished reports whether the service is done with the update.
+func (p UpdateProgress) Finished() bool { return p.State != UpdateInProgress }
+
+// UpdateError is one error of a service update.
+type UpdateError struct {
+	// Code is the service's error code (PodEvictionFailure,
+	// NodeCreationFailure, ...).
+	Code    string
+	Message string
+	// Nodes are the nodes (or machines) the service names.
+	Nodes []string
+}
+
+func (e UpdateError) Error() string {
+	msg := fmt.Sprintf("%s: %s", e.Code, e.Message)
+	if len(e.Nodes) > 0 && !strings.Contains(e.Message, e.Nodes[0]) {
+		msg += " (nodes " + strings.Join(e.Nodes, ", ") + ")"
+	}
+	return msg
+}
+
+// The controls a service may offer on its update, each optional: a
+// provider implements those its service has, and the plan and the
+// commands say plainly where it has none.
+type (
+	// UpdateCanceller stops the service's update (nodes under way
+	// finish).
+	UpdateCanceller interface {
+		CancelUpdate(ctx context.Context, id string) error
+	}
+	// UpdateResumer continues a cancelled update and returns the ID of
+	// the update that does it.
+	UpdateResumer interface {
+		ResumeUpdate(ctx context.Context, id string) (string, error)
+	}
+	// UpdateRollbacker rolls back the nodes a cancelled or failed update
+	// upgraded and returns the ID of the update that does it.
+	UpdateRollbacker interface {
+		RollbackUpdate(ctx context.Context, id string) (string, error)
+	}
+	// UpdateCompleter ends a soak of the service's update early.
+	UpdateCompleter interface {
+		CompleteUpdate(ctx context.Context, id string) error
+	}
+)
+
+// ManagedControls lists the controls p offers, by command name.
+func ManagedControls(p Provider) []string {
+	var out []string
+	if _, ok := p.(UpdateCanceller); ok {
+		out = append(out, "cancel")
+	}
+	if _, ok := p.(UpdateResumer); ok {
+		out = append(out, "resume")
+	}
+	if _, ok := p.(UpdateRollbacker); ok {
+		out = append(out, "rollback")
+	}
+	if _, ok := p.(UpdateCompleter); ok {
+		out = append(out, "complete")
+	}
+	return out
+}

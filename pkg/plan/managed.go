@@ -1,0 +1,140 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// UpdateSettings are a cloud service's settings for the updates it runs
+// on a group (EKS: a managed node group's updateConfig; GKE: a node
+// pool's upgradeSettings). A run sets them for its span and puts back the
+// ones it found.
+type UpdateSettings struct {
+	// MaxUnavailable is a number of nodes or a percentage ("25%").
+	MaxUnavailable string `json:"maxUnavailable,omitempty"`
+	// MaxSurge is the nodes added per zone, where the service has it.
+	MaxSurge *int `json:"maxSurge,omitempty"`
+	// Strategy is the service's own name of its update strategy (EKS:
+	// DEFAULT or MINIMAL; GKE: SURGE or BLUE_GREEN).
+	Strategy string `json:"strategy,omitempty"`
+	// Other are the service's further settings, by its field names.
+	Other map[string]string `json:"other,omitempty"`
+}
+
+func (s UpdateSettings) String() string {
+	var parts []string
+	if s.Strategy != "" {
+		parts = append(parts, "strategy "+s.Strategy)
+	}
+	if s.MaxUnavailable != "" {
+		parts = append(parts, "maxUnavailable "+s.MaxUnavailable)
+	}
+	if s.MaxSurge != nil {
+		parts = append(parts, fmt.Sprintf("maxSurge %d", *s.MaxSurge))
+	}
+	for _, k := range sortedKeys(s.Other) {
+		parts = append(parts, k+" "+s.Other[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Equal reports whether both set the same.
+func (s UpdateSettings) Equal(o UpdateSettings) bool { return s.String() == o.String() }
+
+// Detail is one line of a group as its service sees it.
+type Detail struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// ManagedService is the planning side of a group whose cloud service runs
+// the update itself (see cloud.ManagedUpdater): the provider's knowledge
+// of its service, asked by the planner, which stays neutral.
+type ManagedService interface {
+	// Runs reports whether the service runs strategy itself; the other
+	// strategies are built by the run from the provider's other
+	// capabilities, or refused.
+	Runs(strategy string) bool
+	// Plan derives what the service will do for the input over nodes
+	// nodes in zones zones: the settings for the run (refusing, as an
+	// input error, what the service would refuse), the nodes it adds, the
+	// phases with estimates.
+	Plan(in Input, nodes, zones int) (*ManagedPlan, error)
+}
+
+// ManagedPlan is a plan's side of an update the cloud's service runs.
+type ManagedPlan struct {
+	// Service names the service and its group ("EKS managed node group").
+	Service string `json:"service"`
+	// Details are the group as the service sees it.
+	Details []Detail `json:"details"`
+	// Before are the update settings now, put back at the end; During
+	// those the run sets; ScaleUp the nodes the service adds.
+	Before  UpdateSettings `json:"before"`
+	During  UpdateSettings `json:"during"`
+	ScaleUp int32          `json:"scaleUp"`
+	// Target says in the service's words what the update moves to.
+	Target string `json:"target"`
+	// Force is passed to the service (EKS: delete pods a PDB holds).
+	Force bool `json:"force,omitempty"`
+	// Controls are the commands the service's update offers (cancel,
+	// resume, rollback, complete); NoStop says what can be done where it
+	// cannot be stopped.
+	Controls []string `json:"controls"`
+	NoStop   string   `json:"noStop,omitempty"`
+	// EvictionLimit is how long the service tries to evict a node's pods
+	// before it fails (EKS: 15 minutes) or forces them out (GKE: the
+	// pool's PDB timeout); 0 when unknown.
+	EvictionLimit Duration `json:"evictionLimit,omitempty"`
+	// Steps are the service's phases with estimates.
+	Steps []Step `json:"-"`
+}
+
+// managedPlan plans the update the group's service runs, when it runs the
+// strategy: the plan keeps the strategy's batches for the audit (the
+// service drains as many nodes at once), and takes the service's phases.
+func managedPlan(p *Plan, in Input, strategy Strategy) error {
+	if in.Cloud == nil || in.Cloud.Managed == nil || !in.Cloud.Managed.Runs(strategy.Name()) {
+		return nil
+	}
+	mp, err := in.Cloud.Managed.Plan(in, p.Nodes.Outdated, len(p.Zones))
+	if err != nil {
+		return err
+	}
+	p.Managed = mp
+	p.Steps = mp.Steps
+	if p.Cloud != nil {
+		p.Cloud.ScaleUp = mp.ScaleUp
+		p.Cloud.During = p.Cloud.Before
+		p.Cloud.During.Desired += mp.ScaleUp
+		p.Cloud.During.Max = max(p.Cloud.During.Max, p.Cloud.During.Desired)
+	}
+	return nil
+}
+
+// writeManaged prints the service's view of the group and what it will do.
+func writeManaged(w io.Writer, m *ManagedPlan) {
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nThe update is run by the %s's service:\n", m.Service)
+	for _, d := range m.Details {
+		fmt.Fprintf(w, "  %-16s %s\n", d.Name+":", d.Value)
+	}
+	fmt.Fprintf(w, "  %-16s %s\n", "target:", m.Target)
+	if m.Before.Equal(m.During) {
+		fmt.Fprintf(w, "  %-16s %s (unchanged)\n", "update settings:", m.During)
+	} else {
+		fmt.Fprintf(w, "  %-16s %s for the run, then back to %s\n", "update settings:", m.During, m.Before)
+	}
+	fmt.Fprintf(w, "  %-16s %d\n", "nodes added:", m.ScaleUp)
+	controls := "none"
+	if len(m.Controls) > 0 {
+		controls = strings.Join(m.Controls, ", ")
+	}
+	fmt.Fprintf(w, "  %-16s %s\n", "controls:", controls)
+	if m.NoStop != "" {
+		fmt.Fprintf(w, "  %-16s %s\n", "note:", m.NoStop)
+	}
+}
