@@ -21,14 +21,20 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
-// Provider removes drained nodes from their group.
+// Provider is what a run works with: the interfaces it implements beside
+// this one say what the run may do with it (see Capabilities).
 type Provider interface {
 	// Name is what --provider takes.
 	Name() string
-	// RemoveNode takes a drained, cordoned node out of the group.
-	RemoveNode(ctx context.Context, node string) error
 	// Describe says in a few words what removal means, for the plan.
 	Describe() string
+}
+
+// Remover is a provider that removes drained nodes one by one.
+type Remover interface {
+	Provider
+	// RemoveNode takes a drained, cordoned node out of the group.
+	RemoveNode(ctx context.Context, node string) error
 }
 
 // Group is a provider whose nodes are the machines of one resizable group
@@ -36,7 +42,7 @@ type Provider interface {
 // ScaleDown phases of the EKS update. Every method may be called again
 // after an interruption.
 type Group interface {
-	Provider
+	Remover
 	// GroupName names the group for messages and the record.
 	GroupName() string
 	// Setup makes the group launch the target configuration and returns
@@ -138,7 +144,10 @@ type Cloud interface {
 // Capabilities are what a run may do with p, from the interfaces it
 // implements: the one place that maps interfaces to plan.Capability.
 func Capabilities(p Provider) plan.Capability {
-	can := plan.CapRemoveNodes
+	var can plan.Capability
+	if _, ok := p.(Remover); ok {
+		can |= plan.CapRemoveNodes
+	}
 	if _, ok := p.(Group); ok {
 		can |= plan.CapGroup
 	}
@@ -255,4 +264,4 @@ func (n *None) RemoveNode(ctx context.Context, node string) error {
 	return err
 }
 
-var _ Provider = (*None)(nil)
+var _ Remover = (*None)(nil)

@@ -2,6 +2,9 @@ package upgrade
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
 // The surge strategy on a cloud group: each batch (at most maxSurge +
@@ -45,16 +48,20 @@ func (e *Engine) surge(ctx context.Context, i int) error {
 // replaces it). It returns what it did, for the log.
 func (e *Engine) removeNode(ctx context.Context, name string) (string, error) {
 	e.written.forget(name) // no write of the run's follows
+	r, ok := e.cfg.Provider.(cloud.Remover)
+	if !ok {
+		return "", fmt.Errorf("cannot remove node %q: provider %q does not remove nodes", name, e.cfg.Provider.Name())
+	}
 	cr := e.cfg.Record.Cloud
 	if !e.traits.SurgeReplaces || e.group == nil || cr == nil || cr.Original == nil {
-		return e.cfg.Provider.Describe(), e.cfg.Provider.RemoveNode(ctx, name)
+		return r.Describe(), r.RemoveNode(ctx, name)
 	}
 	sizes, err := e.group.Sizes(ctx)
 	if err != nil {
 		return "", err
 	}
 	if sizes.Desired <= cr.Original.Desired {
-		return e.cfg.Provider.Describe(), e.cfg.Provider.RemoveNode(ctx, name)
+		return r.Describe(), r.RemoveNode(ctx, name)
 	}
 	if err := e.holdRebalance(ctx); err != nil {
 		return "", err
