@@ -171,7 +171,7 @@ func (d *Drainer) PodsToEvict(ctx context.Context, node string) (evict []corev1.
 	}}
 	list, errs := h.GetPodsForDeletion(node)
 	if len(errs) > 0 {
-		return nil, nil, fmt.Errorf("select pods of node %q: %w", node, errors.Join(errs...))
+		return nil, nil, fmt.Errorf("select pods of node %q: %w", node, joinNodeErrors(make([]string, len(errs)), errs))
 	}
 	sort.Slice(refused, func(i, j int) bool {
 		return refused[i].Namespace+"/"+refused[i].Name < refused[j].Namespace+"/"+refused[j].Name
@@ -233,7 +233,8 @@ func effectiveGrace(pod *corev1.Pod, g int) int {
 }
 
 // DrainNodes drains nodes in parallel, one goroutine each. The results are in
-// the order of nodes; the error joins the per-node errors.
+// the order of nodes; the error tells the per-node errors on one line (a
+// *NodeErrors where there are several).
 func (d *Drainer) DrainNodes(ctx context.Context, nodes []string) ([]Result, error) {
 	results := make([]Result, len(nodes))
 	errs := make([]error, len(nodes))
@@ -248,15 +249,14 @@ func (d *Drainer) DrainNodes(ctx context.Context, nodes []string) ([]Result, err
 	wg.Wait()
 	if ctx.Err() != nil {
 		// one cancellation, not one per node
-		var rest []error
-		for _, err := range errs {
-			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				rest = append(rest, err)
+		for i, err := range errs {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				errs[i] = nil
 			}
 		}
-		return results, errors.Join(append([]error{ctx.Err()}, rest...)...)
+		return results, joinNodeErrors(append([]string{""}, nodes...), append([]error{ctx.Err()}, errs...))
 	}
-	return results, errors.Join(errs...)
+	return results, joinNodeErrors(nodes, errs)
 }
 
 // DrainNode evicts every evictable pod of node and waits until they are gone,

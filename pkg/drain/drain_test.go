@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -941,14 +942,50 @@ func TestDrainNodes(t *testing.T) {
 	if !errors.As(err, &f) {
 		t.Fatalf("err = %v, want a PodEvictionFailure", err)
 	}
+	// one line: the first node's failure in full, the other's node
 	msg := err.Error()
-	for _, want := range []string{`node "n2"`, `pod "default/stuck" blocked by PodDisruptionBudget "default/web"`, `node "n3"`, `pod "default/bare"`} {
+	for _, want := range []string{`node "n2"`, `pod "default/stuck" blocked by PodDisruptionBudget "default/web"`, `; and 1 more (node "n3")`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
 		}
 	}
-	if strings.Contains(msg, `"n1"`) {
-		t.Errorf("error names the drained node: %q", msg)
+	if strings.Contains(msg, `"n1"`) || strings.Contains(msg, "\n") {
+		t.Errorf("error names the drained node, or takes more than a line: %q", msg)
+	}
+	// each node's failure is still there for errors.As
+	var both *NodeErrors
+	if !errors.As(err, &both) || len(both.Errs) != 2 || !errors.As(both.Errs[1], &f) || f.Node != "n3" || !strings.Contains(f.Error(), `pod "default/bare"`) {
+		t.Errorf("err = %#v, want both nodes' PodEvictionFailures", err)
+	}
+}
+
+// TestNodeErrorsOnOneLine: the errors of several nodes' drains print on
+// one line, the first whole and the others by node; one error is itself.
+func TestNodeErrorsOnOneLine(t *testing.T) {
+	a, b, c := errors.New("error on a"), errors.New("error on b"), errors.New("error on c")
+	for _, tc := range []struct {
+		name  string
+		nodes []string
+		errs  []error
+		want  string
+	}{
+		{"none", []string{"a", "b"}, []error{nil, nil}, "<nil>"},
+		{"one", []string{"a", "b"}, []error{nil, b}, "error on b"},
+		{"three", []string{"a", "b", "c"}, []error{a, b, c}, `error on a; and 2 more (nodes "b", "c")`},
+		{"one joined on two lines", []string{"a"}, []error{errors.Join(a, b)}, "error on a; error on b"},
+		{"an interruption first", []string{"", "a", "b"}, []error{context.Canceled, nil, b}, `context canceled; and 1 more (node "b")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := joinNodeErrors(tc.nodes, tc.errs)
+			if got := fmt.Sprint(err); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			for _, e := range tc.errs {
+				if e != nil && !errors.Is(err, e) {
+					t.Errorf("errors.Is(%v, %v) = false", err, e)
+				}
+			}
+		})
 	}
 }
 

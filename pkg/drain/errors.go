@@ -104,3 +104,58 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// NodeErrors are the errors of several nodes' drains, told on one line:
+// the first, and the nodes of the others. errors.As and errors.Is look at
+// each of them: a PodEvictionFailure of any node decides the exit code.
+type NodeErrors struct {
+	Nodes []string // of each error, "" where it is no node's
+	Errs  []error
+}
+
+func (e *NodeErrors) Error() string {
+	first := oneLine(e.Errs[0].Error())
+	if len(e.Errs) == 1 {
+		return first
+	}
+	var nodes []string
+	for _, n := range e.Nodes[1:] {
+		if n != "" {
+			nodes = append(nodes, fmt.Sprintf("%q", n))
+		}
+	}
+	more := fmt.Sprintf("; and %d more", len(e.Errs)-1)
+	if len(nodes) > 0 {
+		more += fmt.Sprintf(" (%s %s)", plural(len(nodes), "node", "nodes"), strings.Join(nodes, ", "))
+	}
+	return first + more
+}
+
+func (e *NodeErrors) Unwrap() []error { return e.Errs }
+
+// joinNodeErrors returns the errors of nodes (errs[i] of nodes[i], nil
+// where none) as one error on one line, or nil when there is none.
+func joinNodeErrors(nodes []string, errs []error) error {
+	out := &NodeErrors{}
+	for i, err := range errs {
+		if err != nil {
+			out.Errs = append(out.Errs, err)
+			out.Nodes = append(out.Nodes, nodes[i])
+		}
+	}
+	switch len(out.Errs) {
+	case 0:
+		return nil
+	case 1:
+		if !strings.Contains(out.Errs[0].Error(), "\n") {
+			return out.Errs[0]
+		}
+	}
+	return out
+}
+
+// oneLine keeps an error on one line whatever its parts put in it
+// (errors.Join puts a line feed between them).
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+}

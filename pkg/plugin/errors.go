@@ -10,12 +10,14 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
 
@@ -100,10 +102,15 @@ func PrintError(w io.Writer, err error) int {
 	return ExitCode(err)
 }
 
-// unreachableError says the API server did not answer.
+// unreachableError says the API server did not answer: from the first
+// request on (a wrong address, most likely), or after it had answered.
 type unreachableError struct {
 	server, context string
-	err             error
+	// what is the error of what was being done, its network cause worded
+	// without the request's URL
+	what     string
+	answered bool // the server had answered a request of the command
+	err      error
 }
 
 func (e *unreachableError) Error() string {
@@ -111,7 +118,10 @@ func (e *unreachableError) Error() string {
 	if e.context != "" {
 		where += fmt.Sprintf(" (context %q)", e.context)
 	}
-	return fmt.Sprintf("cannot reach the API server %s: %v; check --context, --server and the kubeconfig, or run again once the server answers", where, e.err)
+	if e.answered {
+		return fmt.Sprintf("lost the API server %s: %s; run the same command again once it answers", where, e.what)
+	}
+	return fmt.Sprintf("cannot reach the API server %s: %s; check --context, --server and the kubeconfig, or run again once the server answers", where, e.what)
 }
 
 func (e *unreachableError) Unwrap() error { return e.err }
@@ -121,14 +131,26 @@ func (e *unreachableError) Unwrap() error { return e.err }
 var errNoKubeconfig = usageErrorf("no kubeconfig: no cluster in $KUBECONFIG or ~/.kube/config, and no --server; give one with --kubeconfig FILE or KUBECONFIG")
 
 // explainConnection turns a failure to reach the API server into an error
-// that names the server. Other errors, and an interruption, are returned as
-// they are.
-func explainConnection(err error, configFlags *genericclioptions.ConfigFlags) error {
+// that names the server and keeps what was being done; answered says the
+// server had answered the command before, so the connection flags are not
+// in question. Other errors, and an interruption, are returned as they
+// are.
+func explainConnection(err error, configFlags *genericclioptions.ConfigFlags, answered bool) error {
 	cause := connectionFailure(err)
 	if cause == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
-	ue := &unreachableError{err: cause}
+	what := err.Error()
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		// `Get "https://…/api/v1/nodes?…": dial tcp …`: the URL says
+		// less than the words around it
+		what = strings.Replace(what, uerr.Error(), uerr.Err.Error(), 1)
+	}
+	ue := &unreachableError{what: what, answered: answered, err: err}
+	if configFlags == nil {
+		return ue
+	}
 	if cfg, cerr := configFlags.ToRESTConfig(); cerr == nil {
 		ue.server = cfg.Host
 	}
@@ -141,9 +163,14 @@ func explainConnection(err error, configFlags *genericclioptions.ConfigFlags) er
 }
 
 // connectionFailure returns the network cause of a request that never got
-// an answer from the API server (refused, timed out, unknown host, TLS), or
-// nil for anything else (an answer, even an error one, is not one).
+// an answer from the API server (refused, timed out, unknown host, TLS, or
+// lost while retried until --request-retry-timeout), or nil for anything
+// else (an answer, even an error one, is not one).
 func connectionFailure(err error) error {
+	var exhausted *transport.RetriesExhausted
+	if errors.As(err, &exhausted) {
+		return exhausted
+	}
 	var uerr *url.Error
 	if err == nil || !errors.As(err, &uerr) {
 		return nil

@@ -205,7 +205,7 @@ func TestPlanRefusesOnTheNodesBeforeThePods(t *testing.T) {
 func TestInterruptionStaysAnInterruption(t *testing.T) {
 	// Ctrl-C during a request: client-go returns the url.Error of a
 	// cancelled context, which must not read as an unreachable server.
-	err := explainConnection(&url.Error{Op: "Get", URL: "https://x", Err: context.Canceled}, nil)
+	err := explainConnection(&url.Error{Op: "Get", URL: "https://x", Err: context.Canceled}, nil, false)
 	var stderr bytes.Buffer
 	if code := PrintError(&stderr, err); code != ExitFailure || !strings.Contains(stderr.String(), "interrupted") {
 		t.Fatalf("exit %d, %q", code, stderr.String())

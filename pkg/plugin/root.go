@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // NewCmdNodeUpgrade builds the root command.
@@ -79,7 +81,9 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 // explainConnectionErrors makes the commands that talk to the cluster say
 // why they cannot: no kubeconfig at all is refused before anything is sent
 // (bad input, exit 2; client-go would try http://localhost:8080), and a
-// server that does not answer is named (exit 9) instead of a bare dial error.
+// server that does not answer is named (exit 9) instead of a bare dial
+// error. The retries of their requests are told on stderr, unless a run
+// tells them on its progress line.
 func explainConnectionErrors(root *cobra.Command, configFlags *genericclioptions.ConfigFlags) {
 	walk(root, func(c *cobra.Command) {
 		if c.RunE == nil || c == root || c.Name() == "version" {
@@ -90,8 +94,9 @@ func explainConnectionErrors(root *cobra.Command, configFlags *genericclioptions
 			if noKubeconfig(configFlags) {
 				return errNoKubeconfig
 			}
-			cmd.SetContext(reportRetries(cmd.Context(), cmd.ErrOrStderr()))
-			return explainConnection(run(cmd, args), configFlags)
+			ctx, answered := transport.WithAnswers(reportRetries(cmd.Context(), cmd.ErrOrStderr()))
+			cmd.SetContext(ctx)
+			return explainConnection(run(cmd, args), configFlags, answered())
 		}
 	})
 }

@@ -43,10 +43,10 @@ const (
 // conflict, a NotFound, an AlreadyExists). Evictions are not: the drain
 // tells a PodDisruptionBudget's refusal from a throttle and retries them
 // itself.
+//
+// With a Timeout of 0 nothing is retried, and answers are only noted
+// (WithAnswers).
 func Retrying(cfg *rest.Config, opts RetryOptions) {
-	if opts.Timeout <= 0 {
-		return
-	}
 	shared := &retryTransport{opts: opts, answered: new(atomic.Bool)}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		t := *shared
@@ -98,6 +98,17 @@ func WithRetryReport(ctx context.Context, report func(RetryNotice)) context.Cont
 	return context.WithValue(ctx, retryReportKey{}, report)
 }
 
+type answersKey struct{}
+
+// WithAnswers notes whether the API server answers any request sent with
+// ctx (any status: an answer, not a connection that failed); answered
+// says whether it has. A connection lost after an answer is a server that
+// stopped answering, not a wrong address.
+func WithAnswers(ctx context.Context) (_ context.Context, answered func() bool) {
+	flag := new(atomic.Bool)
+	return context.WithValue(ctx, answersKey{}, flag), flag.Load
+}
+
 type streamedKey struct{}
 
 // Streamed marks requests whose caller reads the answer as it arrives (a
@@ -139,8 +150,12 @@ type retryTransport struct {
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if isEviction(req) {
-		return t.next.RoundTrip(req)
+	if t.opts.Timeout <= 0 || isEviction(req) {
+		resp, err := t.next.RoundTrip(req)
+		if err == nil {
+			t.noteAnswer(req)
+		}
+		return resp, err
 	}
 	var first time.Time
 	for attempt := 1; ; attempt++ {
@@ -180,7 +195,7 @@ func (t *retryTransport) send(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.answered.Store(true)
+	t.noteAnswer(req)
 	if streamed(req) || resp.StatusCode == http.StatusSwitchingProtocols {
 		return resp, nil
 	}
@@ -196,6 +211,13 @@ func (t *retryTransport) send(req *http.Request) (*http.Response, error) {
 	resp.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
 	resp.ContentLength = int64(buf.Len())
 	return resp, nil
+}
+
+func (t *retryTransport) noteAnswer(req *http.Request) {
+	t.answered.Store(true)
+	if flag, ok := req.Context().Value(answersKey{}).(*atomic.Bool); ok {
+		flag.Store(true)
+	}
 }
 
 // cutError is an answer cut off while it was read.

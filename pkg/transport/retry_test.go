@@ -338,3 +338,32 @@ func TestEvictionsAndWatchesAreLeftToTheirCallers(t *testing.T) {
 		}
 	})
 }
+
+// TestAnswersAreNoted: a context from WithAnswers says whether a request
+// sent with it was answered, with the retries on or off; a refusal is no
+// answer.
+func TestAnswersAreNoted(t *testing.T) {
+	ts := httptest.NewServer(&scriptedServer{faults: []fault{status503}, labels: map[string]string{}})
+	t.Cleanup(ts.Close)
+	refused := httptest.NewServer(http.NotFoundHandler())
+	refusedURL := refused.URL
+	refused.Close()
+	for _, timeout := range []time.Duration{0, time.Minute} {
+		for _, tc := range []struct {
+			url  string
+			want bool
+		}{{ts.URL, true}, {refusedURL, false}} {
+			t.Run(fmt.Sprintf("timeout %s, answered %v", timeout, tc.want), func(t *testing.T) {
+				client, _ := retryingClient(t, &httptest.Server{URL: tc.url}, &fakeTime{}, timeout)
+				ctx, answered := WithAnswers(context.Background())
+				if answered() {
+					t.Fatal("answered before any request")
+				}
+				_, _ = client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+				if answered() != tc.want {
+					t.Errorf("answered %v, want %v", answered(), tc.want)
+				}
+			})
+		}
+	}
+}

@@ -127,7 +127,8 @@ type Error struct {
 
 func (e *Error) Error() string { return e.msg }
 
-// Transient reports whether AWS throttled the call (see cloud.Transient).
+// Transient reports whether AWS throttled the call, answered 5xx, or could
+// not be reached, after the SDK's retries (see cloud.Transient).
 func (e *Error) Transient() bool { return e.transient }
 
 // Input reports whether the error is the user's to fix (a flag, the
@@ -152,9 +153,9 @@ func wrap(err error, format string, args ...any) error {
 	msg := "cannot " + fmt.Sprintf(format, args...)
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		return &Error{msg: fmt.Sprintf("%s: %s: %s", msg, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err, transient: throttled(ae.ErrorCode())}
+		return &Error{msg: fmt.Sprintf("%s: %s: %s", msg, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err, transient: transient(err, ae.ErrorCode())}
 	}
-	return &Error{msg: msg + ": " + oneLine(err.Error()), err: err}
+	return &Error{msg: msg + ": " + oneLine(err.Error()), err: err, transient: transient(err, "")}
 }
 
 func oneLine(s string) string {
@@ -510,6 +511,9 @@ type Target struct {
 	Image         string
 	Create        bool
 	SourceVersion string
+	// source is SourceVersion as described, to find a copy made by a
+	// create whose answer was lost (findCopy)
+	source *ec2types.LaunchTemplateVersion
 }
 
 // ResolveTarget works out, changing nothing, what SetTarget will do: with
@@ -569,7 +573,7 @@ func (p *Provider) ResolveTarget(ctx context.Context, g *Group, ami, version str
 	if made != "" {
 		return Target{Version: made, Image: ami, SourceVersion: t.Version}, nil
 	}
-	return Target{Image: ami, Create: true, SourceVersion: t.Version}, nil
+	return Target{Image: ami, Create: true, SourceVersion: t.Version, source: &v}, nil
 }
 
 // checkImage makes sure the AMI exists in the region, so a typo fails

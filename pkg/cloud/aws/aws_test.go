@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
@@ -69,9 +71,13 @@ func ec2Error(code, msg string) reply {
 }
 
 type reply struct {
-	status int
+	status int // hangUp: the connection is closed, no answer sent
 	body   string
 }
+
+// hangUp is the status of a reply never sent: the call was carried out
+// (or not) and the connection closed.
+const hangUp = -1
 
 // fakeAWS answers each Action with a canned reply and records the forms it
 // was sent.
@@ -91,6 +97,13 @@ func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h != nil {
 		rep = h(r.PostForm)
 	}
+	if rep.status == hangUp {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+		return
+	}
 	w.Header().Set("Content-Type", "text/xml")
 	w.WriteHeader(rep.status)
 	_, _ = w.Write([]byte(rep.body))
@@ -102,6 +115,19 @@ func (f *fakeAWS) actions() []string {
 	var out []string
 	for _, c := range f.calls {
 		out = append(out, c.Get("Action"))
+	}
+	return out
+}
+
+// callsOf are the calls of action, in order.
+func (f *fakeAWS) callsOf(action string) []url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []url.Values
+	for _, c := range f.calls {
+		if c.Get("Action") == action {
+			out = append(out, c)
+		}
 	}
 	return out
 }
@@ -147,13 +173,21 @@ func newTestProvider(t *testing.T, replies map[string]func(url.Values) reply, op
 	f := &fakeAWS{replies: replies}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
+	// the provider's retryer, without its waits
+	shared := newRetryer(func(o *retry.StandardOptions) { o.Backoff = noWait{} })
 	cfg := sdkaws.Config{
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKID", "secret", ""),
 		BaseEndpoint: sdkaws.String(srv.URL),
+		Retryer:      func() sdkaws.Retryer { return shared },
 	}
 	return NewFromConfig(cfg, opts), f
 }
+
+// noWait is a backoff of no time at all.
+type noWait struct{}
+
+func (noWait) BackoffDelay(int, error) (time.Duration, error) { return 0, nil }
 
 func TestInstanceIDFromProviderID(t *testing.T) {
 	for _, tc := range []struct {

@@ -12,13 +12,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
 // createVersion makes the launch template version a Target asks for: a
 // copy of its source version with only the image changed. It returns the
 // new version's number. The SDK sends CreateLaunchTemplateVersion with an
 // idempotency token of its own, so its retries of one call make one
-// version; a run killed after the call finds it with findCopy.
+// version; where they ran out, a version the call may have made all the
+// same is looked for (findCopy) before the call fails, as a run killed
+// after the call finds it.
 func (p *Provider) createVersion(ctx context.Context, g *Group, t Target, ami string) (string, error) {
 	out, err := p.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{
 		LaunchTemplateId:   sdkaws.String(g.LaunchTemplateID),
@@ -31,7 +35,13 @@ func (p *Provider) createVersion(ctx context.Context, g *Group, t Target, ami st
 		if errors.As(err, &ae) && strings.HasPrefix(ae.ErrorCode(), "InvalidAMIID") {
 			return "", &Error{msg: fmt.Sprintf("image %q was refused: %s: %s; check --ami", ami, ae.ErrorCode(), oneLine(ae.ErrorMessage())), err: err, input: true}
 		}
-		return "", wrap(err, "create a version of launch template %q with AMI %q", g.LaunchTemplateID, ami)
+		err = wrap(err, "create a version of launch template %q with AMI %q", g.LaunchTemplateID, ami)
+		if t.source != nil && cloud.Transient(err) {
+			if made, ferr := p.findCopy(ctx, *t.source, ami); ferr == nil && made != "" {
+				return made, nil
+			}
+		}
+		return "", err
 	}
 	if out.LaunchTemplateVersion == nil {
 		return "", fmt.Errorf("create a version of launch template %q: empty answer", g.LaunchTemplateID)
