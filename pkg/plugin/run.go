@@ -113,6 +113,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	durationVar(f, &r.MaxAge, "max-age", 7*24*time.Hour, "With --strategy short-lived: how old the nodes left running may get; status flags older ones")
 	f.BoolVar(&o.NoWait, "no-wait", false, "With --strategy blue-green: stop at the soak (exit 8), recorded as soaking until a time; run again or resume later")
 	f.BoolVar(&r.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
+	f.BoolVar(&r.LeaveMachinesRunning, leaveMachinesRunningFlag, false, "With provider none: delete the Node objects even of nodes whose machines a cloud group may keep (aws://, gce://, azure:// provider IDs), leaving those machines running")
 }
 
 // Complete reads the plan file, whose settings replace the planning flags.
@@ -241,6 +242,9 @@ func (o *RunOptions) Validate() error {
 	for _, name := range o.IgnoreChecks {
 		if _, ok := check.SeverityOf(name); !ok {
 			return usageErrorf("invalid --ignore-check %q: must be one of %s", name, strings.Join(check.Names(), ", "))
+		}
+		if name == check.CheckMachineLeftRunning {
+			return usageErrorf("invalid --ignore-check %q: use --%s to delete those Node objects and leave their machines running, or --delete-node=false", name, leaveMachinesRunningFlag)
 		}
 	}
 	switch o.DryRun {
@@ -499,15 +503,15 @@ func refusePendingCancel(ctx context.Context, requests *state.Requests, rec *sta
 }
 
 // refuseBlockers stops a run whose audit found blockers, unless --force or
-// --ignore-check says to go on.
+// --ignore-check says to go on (for machine-left-running, only
+// --leave-machines-running, which the plan already heard).
 func (o *RunOptions) refuseBlockers(p *plan.Plan) error {
-	if o.Force {
-		return nil
-	}
 	var left []string
 	var only check.Finding
 	for _, f := range p.Blockers() {
-		if !slices.Contains(o.IgnoreChecks, f.Check) {
+		// --force is about pods; machines left running take a flag that
+		// says so.
+		if f.Check == check.CheckMachineLeftRunning || !o.Force && !slices.Contains(o.IgnoreChecks, f.Check) {
 			left = append(left, fmt.Sprintf("%s (%s)", f.Check, f.Object()))
 			only = f
 		}
@@ -517,6 +521,9 @@ func (o *RunOptions) refuseBlockers(p *plan.Plan) error {
 		return nil
 	case 1:
 		// One blocker: say it whole, with its fix.
+		if only.Check == check.CheckMachineLeftRunning {
+			return usageErrorf("refusing to run: %s: %s; %s", left[0], only.Message, only.Fix)
+		}
 		return usageErrorf("refusing to run: %s: %s; %s, or use --ignore-check %s or --force", left[0], only.Message, only.Fix, only.Check)
 	}
 	return usageErrorf("refusing to run: %d blockers: %s; fix them, or use --ignore-check NAME or --force", len(left), strings.Join(left, ", "))

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -119,7 +120,8 @@ func refuseManaged(g *Group) error {
 	if !ok {
 		return nil
 	}
-	return inputErrorf("auto scaling group %q belongs to EKS managed node group %q, which EKS upgrades itself: use \"aws eks update-nodegroup-version --cluster-name CLUSTER --nodegroup-name %s\"", g.Name, t.Value, t.Value)
+	msg := fmt.Sprintf("auto scaling group %q belongs to EKS managed node group %q, which EKS upgrades itself: use \"aws eks update-nodegroup-version --cluster-name CLUSTER --nodegroup-name %s\"", g.Name, t.Value, t.Value)
+	return &Error{msg: msg, err: cloud.ErrManaged, input: true}
 }
 
 // machineState maps Auto Scaling's lifecycle states to the neutral ones:
