@@ -145,3 +145,43 @@ func withEnv(cmd *exec.Cmd, env []string) *exec.Cmd {
 	}
 	return cmd
 }
+
+// TestTargetLabelsTheNewMachinesCannotCarryAreBlockers: beside --ami or
+// --launch-template-version, a target label that the nodes of the version
+// the target copies apart from its image do not carry is a plan-time
+// blocker; run refuses it before a version is made or the group grows
+// (it used to scale up and wait --node-ready-timeout for nodes that never
+// matched).
+func TestTargetLabelsTheNewMachinesCannotCarryAreBlockers(t *testing.T) {
+	t.Parallel()
+	const name = "trap-target"
+	g := setupAWSGroup(t, name, 3)
+	// Version 2, as an IaC tool makes it: version 1 with a new image.
+	if _, err := g.srv.AddLaunchTemplateVersion(g.template, "ami-new"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t, 3*time.Minute)
+	for _, target := range [][]string{{"--ami", "ami-new"}, {"--launch-template-version", "2"}} {
+		t.Run(strings.Join(target, " "), func(t *testing.T) {
+			args := append([]string{name, "--target-label", "team=blue"}, target...)
+			p := g.run(t, append([]string{"plan"}, args...)...)
+			if p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, "unreachable-target") || !strings.Contains(p.stdout, "team=<none>") {
+				t.Errorf("plan must show the unreachable-target blocker: %s", p)
+			}
+			r := g.run(t, append(append([]string{"run"}, args...), "--yes", "--post-drain-wait", "0s", "--node-ready-timeout", "1m")...)
+			if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "--target-label team=blue cannot be reached") {
+				t.Errorf("want exit %d and a one-line refusal naming the label, got %s", nodeupgrade.ExitUsage, r)
+			}
+			gr, _ := g.srv.Group(name)
+			if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 2 || lt.DefaultVersion != 1 || gr.Desired != 3 || gr.Max != 4 || gr.LaunchTemplateVersion != "$Default" {
+				t.Errorf("changed: %d versions, default %d; desired %d, max %d, launching %q", len(lt.Versions), lt.DefaultVersion, gr.Desired, gr.Max, gr.LaunchTemplateVersion)
+			}
+			assertUntouched(t, ctx, groupKey, name)
+			// The labels the template gives are reachable.
+			ok := g.run(t, "plan", name, "--target-label", groupKey+"="+name, target[0], target[1])
+			if ok.code != nodeupgrade.ExitOK || strings.Contains(ok.stdout, "unreachable-target") {
+				t.Errorf("a label the nodes carry is no blocker: %s", ok)
+			}
+		})
+	}
+}
