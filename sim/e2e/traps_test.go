@@ -93,8 +93,8 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 				cmd.Env = tc.env
 			}
 			r := runCmd(t, cmd)
-			if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, machineLeftRunning) || !strings.Contains(r.stderr, tc.want) {
-				t.Errorf("want exit %d and a one-line %s refusal with %q, got %s", nodeupgrade.ExitUsage, machineLeftRunning, tc.want, r)
+			if r.code != nodeupgrade.ExitBlockers || !oneLine(r.stderr) || !strings.Contains(r.stderr, machineLeftRunning) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit %d and a one-line %s refusal with %q, got %s", nodeupgrade.ExitBlockers, machineLeftRunning, tc.want, r)
 			}
 			if !strings.Contains(r.stderr, "--delete-node=false") {
 				t.Errorf("the refusal must name --delete-node=false: %s", r.stderr)
@@ -169,8 +169,8 @@ func TestTargetLabelsTheNewMachinesCannotCarryAreBlockers(t *testing.T) {
 				t.Errorf("plan must show the unreachable-target blocker: %s", p)
 			}
 			r := g.run(t, append(append([]string{"run"}, args...), "--yes", "--post-drain-wait", "0s", "--node-ready-timeout", "1m")...)
-			if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "--target-label team=blue cannot be reached") {
-				t.Errorf("want exit %d and a one-line refusal naming the label, got %s", nodeupgrade.ExitUsage, r)
+			if r.code != nodeupgrade.ExitBlockers || !oneLine(r.stderr) || !strings.Contains(r.stderr, "--target-label team=blue cannot be reached") {
+				t.Errorf("want exit %d and a one-line refusal naming the label, got %s", nodeupgrade.ExitBlockers, r)
 			}
 			gr, _ := g.srv.Group(name)
 			if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 2 || lt.DefaultVersion != 1 || gr.Desired != 3 || gr.Max != 4 || gr.LaunchTemplateVersion != "$Default" {
@@ -184,4 +184,36 @@ func TestTargetLabelsTheNewMachinesCannotCarryAreBlockers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBlockerRefusalsHaveTheirOwnExitCode: run refused for blockers exits
+// 5, as check does, not 2 as for a typo; plan exits 0 with blockers unless
+// --detailed-exitcode asks for 5, which it gives only when run would refuse.
+func TestBlockerRefusalsHaveTheirOwnExitCode(t *testing.T) {
+	t.Parallel()
+	const name = "trap-exit"
+	setupGroup(t, name, 1, 1, scenario.App{Name: "solo", Replicas: 1, MinAvailable: num(1)})
+	args := []string{name, "--target-label", target, "--post-drain-wait", "0s"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{name: "run", args: []string{"run", "--yes"}, code: nodeupgrade.ExitBlockers},
+		{name: "typo", args: []string{"run", "--yes", "--max-unavailable", "0"}, code: nodeupgrade.ExitUsage},
+		{name: "plan", args: []string{"plan"}, code: nodeupgrade.ExitOK},
+		{name: "plan --detailed-exitcode", args: []string{"plan", "--detailed-exitcode"}, code: nodeupgrade.ExitBlockers},
+		{name: "plan --detailed-exitcode, blockers ignored as run would", args: []string{"plan", "--detailed-exitcode", "--ignore-check", "pdb-zero-disruptions", "--ignore-check", "single-replica"}, code: nodeupgrade.ExitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := plugin(t, append(tc.args, args...)...)
+			if r.code != tc.code {
+				t.Errorf("want exit %d, got %s", tc.code, r)
+			}
+			if tc.code == nodeupgrade.ExitBlockers && (!oneLine(r.stderr) || !strings.Contains(r.stderr, "pdb-zero-disruptions")) {
+				t.Errorf("want a one-line error naming the blocker: %q", r.stderr)
+			}
+		})
+	}
+	assertUntouched(t, testContext(t, time.Minute), groupKey, name)
 }
