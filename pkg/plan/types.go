@@ -101,6 +101,17 @@ type Plan struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
+// AddBlockers puts blockers found outside the planner (by what only the
+// command knows, a cloud's answer say) first among the findings, and
+// names them on their nodes.
+func (p *Plan) AddBlockers(fs ...check.Finding) {
+	if len(fs) == 0 {
+		return
+	}
+	p.Findings = append(fs, p.Findings...)
+	p.markFindings()
+}
+
 // Blockers returns the findings that stop a run.
 func (p *Plan) Blockers() []check.Finding {
 	var out []check.Finding

@@ -93,7 +93,7 @@ plan takes every flag of run, so a reviewed command line runs by changing
 
 // runOnlyFlags are the flags of run that change nothing in the plan: plan
 // takes them and keeps them out of its help.
-var runOnlyFlags = []string{"yes", "dry-run", "no-wait", "drain-timeout", "node-ready-timeout", "ignore-check", "max-age", "delete-node"}
+var runOnlyFlags = []string{"yes", "dry-run", "no-wait", "drain-timeout", "node-ready-timeout", "ignore-check", "max-age"}
 
 // AddFlags registers the planning flags.
 func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
@@ -400,6 +400,7 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	}
 	in.Provider = cloud.NoneName
 	var notes []string
+	askedCloud := false // the cloud said the machines belong to no group
 	if c != nil {
 		in.Provider = c.Name()
 		in.Cloud, err = o.openCloud(ctx, c, nodes, rec)
@@ -409,14 +410,12 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 			// Detected from the provider IDs, but no group of the cloud
 			// has them (Karpenter's, standalone): nodes are only deleted.
 			notes = append(notes, fmt.Sprintf("provider none: the nodes are %s machines of no group (%v), so their Node objects are deleted and the machines left to whoever made them", c.Name(), err))
-			in.Provider, in.Cloud, c = cloud.NoneName, nil, nil
+			in.Provider, in.Cloud, c, askedCloud = cloud.NoneName, nil, nil, true
 		case o.Provider == "" && !o.Cloud.Given():
-			return nil, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs: --provider none with --target-label replaces the nodes without it)", err, c.Name())
+			// Not a word of --provider none: it would delete the Node
+			// objects of machines a group may keep running.
+			return nil, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs)", err, c.Name())
 		default:
-			return nil, err
-		}
-	} else if o.Provider == cloud.NoneName {
-		if err := o.refuseNoneOnAGroup(ctx, nodes); err != nil {
 			return nil, err
 		}
 	}
@@ -441,6 +440,9 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	p, err := plan.Build(snap, in)
 	if p != nil {
 		p.Notes = append(p.Notes, notes...)
+		if c == nil && !askedCloud {
+			p.AddBlockers(o.machinesLeftRunning(ctx, p, nodes)...)
+		}
 	}
 	return p, err
 }
@@ -473,25 +475,6 @@ func (o *PlanOptions) refuseNoTarget(in plan.Input) error {
 		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
 	}
 	return nil
-}
-
-// refuseNoneOnAGroup refuses --provider none on nodes whose machines a
-// cloud group keeps: deleting their Node objects would leave the machines
-// running, and the group would not replace them. When the cloud cannot be
-// asked (no credentials), the nodes are taken as the user says.
-func (o *PlanOptions) refuseNoneOnAGroup(ctx context.Context, nodes []corev1.Node) error {
-	name := cloud.Detect(nodes)
-	c, ok := cloud.Lookup(name)
-	if !ok {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	cg, _, err := cloud.OpenGroup(ctx, c, o.client, nodes, o.Cloud)
-	if err != nil || cg == nil {
-		return nil
-	}
-	return usageErrorf("the nodes are machines of %s %q: --provider none would delete their Node objects and leave the machines running; use --provider %s", cg.GroupKind, cg.Name, name)
 }
 
 // unfinishedRecord is the record of the node group's unfinished run, or

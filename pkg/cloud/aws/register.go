@@ -118,6 +118,7 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 		CurrentVersion: g.LaunchTemplateVersion,
 		TargetVersion:  target.Version,
 		TargetImage:    target.Image,
+		TargetLike:     target.SourceVersion,
 		Sizes:          plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes:          byNode,
 		Unjoined:       unjoined,
