@@ -133,7 +133,8 @@ func (e *Engine) followService(ctx context.Context, u cloud.ManagedUpdater) erro
 	}
 	err := e.awaitService(ctx, u, m.UpdateID)
 	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("stopped following %s update %s; the service goes on with it: \"run\" again or \"status -w\" follows it (%w)", mp.Service, m.UpdateID, err)
+		// Ctrl-C ends the run, not the service's update.
+		e.logf("stopped following %s update %s; the service goes on with it: \"run\" again follows it to its end", mp.Service, m.UpdateID)
 	}
 	return err
 }
