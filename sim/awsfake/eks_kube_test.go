@@ -45,6 +45,13 @@ func managedScene(t *testing.T, ctx context.Context, name string, pdb *intstr.In
 	return s, ng
 }
 
+// pluginEKS is the plugin's EKS client on the Server, polling fast.
+func pluginEKS(s *Server) *awsprov.EKS {
+	e := awsprov.NewEKSFromConfig(sdkConfig(s))
+	e.SetPoll(50*time.Millisecond, 200*time.Millisecond)
+	return e
+}
+
 // TestEKSUpdateDrainsHonouringPDBs runs an update on real nodes: every
 // node replaced, no PDB violated, the new nodes labelled and tainted as
 // EKS does.
@@ -58,8 +65,7 @@ func TestEKSUpdateDrainsHonouringPDBs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := awsprov.NewEKSFromConfig(sdkConfig(s))
-	e.SetPoll(50*time.Millisecond, 200*time.Millisecond)
+	e := pluginEKS(s)
 	u, started, err := e.StartVersionUpdate(ctx, "c1", "mng-ok", awsprov.ManagedTarget{})
 	if err != nil || !started {
 		t.Fatalf("update %+v started %v: %v", u, started, err)
@@ -97,8 +103,7 @@ func TestEKSPodEvictionFailure(t *testing.T) {
 	zero := intstr.FromInt32(0)
 	s, _ := managedScene(t, ctx, "mng-pdb", &zero)
 	c := sharedCluster(t)
-	e := awsprov.NewEKSFromConfig(sdkConfig(s))
-	e.SetPoll(50*time.Millisecond, 200*time.Millisecond)
+	e := pluginEKS(s)
 	u, _, err := e.StartVersionUpdate(ctx, "c1", "mng-pdb", awsprov.ManagedTarget{})
 	if err != nil {
 		t.Fatal(err)

@@ -79,15 +79,7 @@ func TestEKSNodegroupLifecycle(t *testing.T) {
 			t.Errorf("instance %s node labels %v", in.ID, l)
 		}
 	}
-	desc, err := api.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := desc.Nodegroup
-	if aws.ToInt32(d.ScalingConfig.DesiredSize) != 4 || aws.ToInt32(d.UpdateConfig.MaxUnavailable) != 1 || d.UpdateConfig.UpdateStrategy != "DEFAULT" ||
-		d.AmiType != "AL2023_x86_64_STANDARD" || aws.ToInt32(d.DiskSize) != 20 || d.InstanceTypes[0] != "t3.medium" || d.CreatedAt == nil {
-		t.Errorf("described %+v", d)
-	}
+	checkDescribed(t, ctx, api)
 	list, err := api.ListNodegroups(ctx, &eks.ListNodegroupsInput{ClusterName: aws.String("c1")})
 	if err != nil || !slices.Equal(list.Nodegroups, []string{"ng1"}) {
 		t.Fatalf("list %v, %v", list, err)
@@ -106,6 +98,20 @@ func TestEKSNodegroupLifecycle(t *testing.T) {
 	}
 	if _, ok := s.LaunchTemplate(ng.Resources.AutoScalingGroups[0].Name); ok {
 		t.Error("the node group's launch template outlived it")
+	}
+}
+
+// checkDescribed checks ng1 as DescribeNodegroup gives it, defaults
+// filled in.
+func checkDescribed(t *testing.T, ctx context.Context, api *eks.Client) {
+	desc, err := api.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := desc.Nodegroup
+	if aws.ToInt32(d.ScalingConfig.DesiredSize) != 4 || aws.ToInt32(d.UpdateConfig.MaxUnavailable) != 1 || d.UpdateConfig.UpdateStrategy != "DEFAULT" ||
+		d.AmiType != "AL2023_x86_64_STANDARD" || aws.ToInt32(d.DiskSize) != 20 || d.InstanceTypes[0] != "t3.medium" || d.CreatedAt == nil {
+		t.Errorf("described %+v", d)
 	}
 }
 

@@ -269,18 +269,6 @@ func (e *EKS) LatestRelease(ctx context.Context, version, amiType string) (strin
 	return sdkaws.ToString(out.Parameter.Value), nil
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // poll calls read until it reports done, waiting pollMin, doubling up to
 // pollMax, between reads; throttled reads are read again.
 func (e *EKS) poll(ctx context.Context, read func() (bool, error)) error {
@@ -293,8 +281,10 @@ func (e *EKS) poll(ctx context.Context, read func() (bool, error)) error {
 		if done && err == nil {
 			return nil
 		}
-		if err := sleep(ctx, wait); err != nil {
-			return err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
 		}
 		wait = min(2*wait, e.pollMax)
 	}

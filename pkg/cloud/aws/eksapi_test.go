@@ -415,6 +415,22 @@ func TestDeleteNodegroupGoneIsDone(t *testing.T) {
 	}
 }
 
+// policyReplies answer one of each EKS call.
+func policyReplies() map[string][]reply {
+	return map[string][]reply{
+		"eks:DescribeCluster":        {{200, `{"cluster":{"name":"c1","version":"1.31"}}`}},
+		"eks:DescribeNodegroup":      {ngJSON("ACTIVE"), ngJSON("ACTIVE"), ngJSON("ACTIVE"), eksErr(404, "ResourceNotFoundException", "gone")},
+		"eks:ListNodegroups":         {{200, `{"nodegroups":["ng1"]}`}},
+		"eks:ListUpdates":            {{200, `{"updateIds":[]}`}},
+		"eks:DescribeUpdate":         {updateJSON("u1", "VersionUpdate", "Successful", "")},
+		"ssm:GetParameter":           {{200, `{"Parameter":{"Value":"1.31.2-20250101"}}`}},
+		"eks:UpdateNodegroupConfig":  {updateJSON("c1", "ConfigUpdate", "InProgress", "")},
+		"eks:UpdateNodegroupVersion": {updateJSON("u1", "VersionUpdate", "InProgress", "")},
+		"eks:CreateNodegroup":        {ngJSON("CREATING")},
+		"eks:DeleteNodegroup":        {ngJSON("DELETING")},
+	}
+}
+
 // TestIAMPolicyCoversEKSCalls drives every EKS call and checks the
 // documented policy allows it, and that planning needs only the read
 // statement.
@@ -427,18 +443,7 @@ func TestIAMPolicyCoversEKSCalls(t *testing.T) {
 	if err := json.Unmarshal(data, &pol); err != nil {
 		t.Fatal(err)
 	}
-	e, f := newTestEKS(t, map[string][]reply{
-		"eks:DescribeCluster":        {{200, `{"cluster":{"name":"c1","version":"1.31"}}`}},
-		"eks:DescribeNodegroup":      {ngJSON("ACTIVE"), ngJSON("ACTIVE"), ngJSON("ACTIVE"), eksErr(404, "ResourceNotFoundException", "gone")},
-		"eks:ListNodegroups":         {{200, `{"nodegroups":["ng1"]}`}},
-		"eks:ListUpdates":            {{200, `{"updateIds":[]}`}},
-		"eks:DescribeUpdate":         {updateJSON("u1", "VersionUpdate", "Successful", "")},
-		"ssm:GetParameter":           {{200, `{"Parameter":{"Value":"1.31.2-20250101"}}`}},
-		"eks:UpdateNodegroupConfig":  {updateJSON("c1", "ConfigUpdate", "InProgress", "")},
-		"eks:UpdateNodegroupVersion": {updateJSON("u1", "VersionUpdate", "InProgress", "")},
-		"eks:CreateNodegroup":        {ngJSON("CREATING")},
-		"eks:DeleteNodegroup":        {ngJSON("DELETING")},
-	})
+	e, f := newTestEKS(t, policyReplies())
 	ctx := context.Background()
 	planSteps := []func() error{
 		func() error { _, err := e.ClusterVersion(ctx, "c1"); return err },
