@@ -350,6 +350,15 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertNoViolations(t, watcher.Stop())
+
+		// The managed node group page's plan, on the demo's managed group.
+		if err := srv.StartManagedDemo(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r = ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo-managed --kubernetes-version 1.31 --max-unavailable 2")
+		if !strings.Contains(r.stdout, "EKS managed node group") {
+			t.Errorf("the managed group's plan does not say EKS runs the update: %s", r)
+		}
 	})
 	if t.Failed() {
 		return
