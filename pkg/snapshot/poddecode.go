@@ -13,14 +13,14 @@ import (
 
 // decodePod decodes the protobuf bytes of one whole pod (a list item as it
 // comes off the wire) into p, a zeroed pod, as the generated Unmarshal,
-// slimPod and in.pod would leave it (TestDecodePodMatchesSlimmedUnmarshal,
-// FuzzDecodePod), at a fraction of their cost: what slimPod drops is
+// SlimPod and in.pod would leave it (TestDecodePodMatchesSlimmedUnmarshal,
+// FuzzDecodePod), at a fraction of their cost: what SlimPod drops is
 // skipped undecoded, slices are made at their size, strings are interned
 // from the bytes (a string is made only for a value not seen yet), and the
 // label maps and request lists of a pod whose entries were seen before are
 // the interned ones without being decoded again.
 //
-// The hot fields are decoded here; every other field slimPod keeps (the
+// The hot fields are decoded here; every other field SlimPod keeps (the
 // rare ones, and those added to the API later) is handed, one field at a
 // time, to the generated Unmarshal of its message, which merges it into
 // what was decoded here. Bytes this decoder does not mirror exactly (a
@@ -36,7 +36,7 @@ func (in *interner) decodePod(b []byte, p *corev1.Pod) error {
 	if err := p.Unmarshal(b); err != nil {
 		return err
 	}
-	slimPod(p)
+	SlimPod(p)
 	in.pod(p)
 	return nil
 }
@@ -496,7 +496,7 @@ func (in *interner) requests(b []byte) (corev1.ResourceList, error) {
 	return rl, nil
 }
 
-// decodeSpec decodes a PodSpec as Unmarshal and slimPod leave it.
+// decodeSpec decodes a PodSpec as Unmarshal and SlimPod leave it.
 func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
 	var buf [64]field // a pod's spec has about 20, more with many volumes or tolerations
 	fs, err := scan(buf[:0], b)
@@ -537,7 +537,7 @@ func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
 }
 
 // specField decodes field f of PodSpec b into sp, but for those
-// decodeSpec decodes apart and those slimPod drops.
+// decodeSpec decodes apart and those SlimPod drops.
 func (in *interner) specField(b []byte, f *field, sp *corev1.PodSpec) error {
 	switch f.num {
 	case 4, 25, 11, 12, 13, 21, 27, 30, 35, 37:
@@ -569,7 +569,7 @@ func (in *interner) specField(b []byte, f *field, sp *corev1.PodSpec) error {
 		}
 		return nil
 	case 1, 2, 7, 18, 20, 22, // decoded apart, by decodeSpec
-		14, 15, 23, 26, 33, 34, 39: // what slimPod drops (dropPodSpec)
+		14, 15, 23, 26, 33, 34, 39: // what SlimPod drops (dropPodSpec)
 		return nil
 	case 3, 6, 8, 9, 10, 16, 17, 19, 24, 31:
 	default:
@@ -630,7 +630,7 @@ func (in *interner) boolPointer(v uint64) *bool {
 }
 
 // decodeAffinity merges into sp the required node affinity of an
-// affinity, the only part slimPod keeps.
+// affinity, the only part SlimPod keeps.
 func decodeAffinity(b []byte, sp *corev1.PodSpec) error {
 	var f field
 	for i := 0; i < len(b); i = f.end {
@@ -669,7 +669,7 @@ func decodeAffinity(b []byte, sp *corev1.PodSpec) error {
 
 // affinity returns the interned affinity of the affinity fields among the
 // fields fs of PodSpec b, nil when it has none: only its required node
-// affinity, which slimPod keeps.
+// affinity, which SlimPod keeps.
 func (in *interner) affinity(b []byte, fs []field) (*corev1.Affinity, error) {
 	found, err := in.values(b, fs, 18, nil, 0)
 	if err != nil || found == 0 {
@@ -968,7 +968,7 @@ func (in *interner) decodeToleration(b []byte, t *corev1.Toleration) error {
 	return nil
 }
 
-// decodeStatus decodes a PodStatus as Unmarshal and slimPod leave it.
+// decodeStatus decodes a PodStatus as Unmarshal and SlimPod leave it.
 func (in *interner) decodeStatus(b []byte, st *corev1.PodStatus) error {
 	var ready []byte
 	isReady := false
@@ -979,7 +979,7 @@ func (in *interner) decodeStatus(b []byte, st *corev1.PodStatus) error {
 		}
 		switch f.num {
 		case 1, 2, 9:
-		case 3, 5, 6, 7, 8, 10, 12, 13, 15, 16: // what slimPod drops (dropPodStatus)
+		case 3, 5, 6, 7, 8, 10, 12, 13, 15, 16: // what SlimPod drops (dropPodStatus)
 			continue
 		default:
 			if err := st.Unmarshal(b[f.start:f.end]); err != nil {

@@ -128,7 +128,7 @@ func decodeCases() []decodeCase {
 			p.Spec.DeprecatedServiceAccount = "default"
 			p.Spec.NodeSelector = map[string]string{"disk": "ssd", "kubernetes.io/os": "linux"}
 		})},
-		{"what slimPod drops", pod(func(p *corev1.Pod) {
+		{"what SlimPod drops", pod(func(p *corev1.Pod) {
 			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: new(int64(1000))}
 			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}}
 			p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"db"}}}
@@ -163,7 +163,7 @@ func slimmedUnmarshal(in *interner, b []byte) (*corev1.Pod, error) {
 	if err := p.Unmarshal(b); err != nil {
 		return nil, err
 	}
-	slimPod(p)
+	SlimPod(p)
 	in.pod(p)
 	return p, nil
 }
@@ -199,7 +199,7 @@ func TestDecodePodMatchesSlimmedUnmarshal(t *testing.T) {
 						t.Fatalf("decodePodFast: %v", err)
 					}
 					if !equality.Semantic.DeepEqual(&got, want) {
-						t.Fatalf("decodePod differs from Unmarshal+slimPod+intern:\n got %+v\nwant %+v", got, *want)
+						t.Fatalf("decodePod differs from Unmarshal+SlimPod+intern:\n got %+v\nwant %+v", got, *want)
 					}
 				})
 			}
@@ -234,7 +234,7 @@ func TestDecodePodMatchesSlimmedUnmarshal(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !equality.Semantic.DeepEqual(&got, want) {
-				t.Fatalf("decodePod differs from Unmarshal+slimPod+intern:\n got %+v\nwant %+v", got, *want)
+				t.Fatalf("decodePod differs from Unmarshal+SlimPod+intern:\n got %+v\nwant %+v", got, *want)
 			}
 		})
 	}
@@ -314,7 +314,7 @@ func FuzzDecodePod(f *testing.F) {
 			t.Fatalf("decodePod: %v; Unmarshal accepts the pod", err)
 		}
 		if !equality.Semantic.DeepEqual(&got, want) {
-			t.Fatalf("decodePod differs from Unmarshal+slimPod+intern:\n got %+v\nwant %+v", got, *want)
+			t.Fatalf("decodePod differs from Unmarshal+SlimPod+intern:\n got %+v\nwant %+v", got, *want)
 		}
 	})
 }

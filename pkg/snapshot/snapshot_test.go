@@ -130,7 +130,7 @@ func TestSlimPodKeepsWhatPlanningReads(t *testing.T) {
 	}
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-web-1"}}})
-	slimPod(p)
+	SlimPod(p)
 	checks := []struct {
 		what string
 		ok   bool
@@ -157,7 +157,7 @@ func TestSlimPodKeepsWhatPlanningReads(t *testing.T) {
 	for _, c := range checks {
 		t.Run(c.what, func(t *testing.T) {
 			if !c.ok {
-				t.Errorf("after slimPod: %+v", p)
+				t.Errorf("after SlimPod: %+v", p)
 			}
 		})
 	}
@@ -531,7 +531,7 @@ func TestTakeRefusesATruncatedPage(t *testing.T) {
 
 // TestTakeDecodesAsSlimmed: pods listed page by page from an API
 // server, decoded item by item (protobuf: pods by decodePod, nodes with
-// the wire filter) or whole (JSON), are the pods slimPod makes of the
+// the wire filter) or whole (JSON), are the pods SlimPod makes of the
 // originals, nothing more or less.
 func TestTakeDecodesAsSlimmed(t *testing.T) {
 	const total = listPageSize + 7 // two pages
@@ -598,7 +598,7 @@ func TestTakeDecodesAsSlimmed(t *testing.T) {
 			if len(snap.Pods) != total || cap(snap.Pods) != total {
 				t.Fatalf("%d pods in a slice of %d, want %d in one made for them (listSource.sizeHint)", len(snap.Pods), cap(snap.Pods), total)
 			}
-			assertSlimmed(t, "pod", snap.Pods, srv.pods, slimPod)
+			assertSlimmed(t, "pod", snap.Pods, srv.pods, SlimPod)
 			if len(snap.Nodes) != len(srv.nodes) {
 				t.Fatalf("%d nodes, want %d", len(snap.Nodes), len(srv.nodes))
 			}

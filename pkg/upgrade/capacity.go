@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // clusterView keeps nodes and pods in informer caches for the run: listed
@@ -37,8 +38,9 @@ func newClusterView(ctx context.Context, client kubernetes.Interface) (*clusterV
 	v.factory = informers.NewSharedInformerFactory(client, 0)
 	v.nodes = v.factory.Core().V1().Nodes().Informer()
 	v.pods = v.factory.Core().V1().Pods().Informer()
-	// Keep only what the estimate reads: a 150,000-pod cache stays small.
-	if err := v.pods.SetTransform(slimPod); err != nil {
+	// Keep only what the plan's snapshot keeps: a 150,000-pod cache stays
+	// small, and the estimate reads the pods the plan's estimate read.
+	if err := v.pods.SetTransform(snapshot.Slim); err != nil {
 		return nil, err
 	}
 	if err := v.pods.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
@@ -92,25 +94,6 @@ func (v *clusterView) signal() {
 	case v.changed <- struct{}{}:
 	default:
 	}
-}
-
-func slimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	p.ManagedFields = nil
-	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: ""}
-	} else {
-		p.Annotations = nil
-	}
-	p.Status.ContainerStatuses, p.Status.InitContainerStatuses = nil, nil
-	for i := range p.Spec.Containers {
-		c := &p.Spec.Containers[i]
-		c.Env, c.EnvFrom, c.Command, c.Args, c.VolumeMounts = nil, nil, nil, nil, nil
-	}
-	return p, nil
 }
 
 // autoscalerPod names a running pod of what adds nodes for pending pods.

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 func deployment(name string, available int32) *appsv1.Deployment {
@@ -287,7 +289,7 @@ func TestSlimWorkloadDropsTheTemplate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := slimWorkload(tc.obj)
+			out, err := snapshot.Slim(tc.obj)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/util/podutils"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // workloadView keeps the replica controllers the recovery waits read in
@@ -91,7 +93,7 @@ func (v *workloadView) watch(ctx context.Context, kinds []string) error {
 			default:
 				continue
 			}
-			err := inf.SetTransform(slimWorkload)
+			err := inf.SetTransform(snapshot.Slim)
 			if err == nil && kind == "ReplicaSet" {
 				err = inf.AddIndexers(cache.Indexers{byDeploymentIndex: indexByDeployment})
 			}
@@ -187,23 +189,6 @@ func (v *workloadView) changes() <-chan struct{} {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.changed
-}
-
-// slimWorkload keeps what the waits read: the metadata but its managed
-// fields, the replica count and the status; the pod template, often most
-// of the object, goes.
-func slimWorkload(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		o.ManagedFields, o.Spec.Template = nil, corev1.PodTemplateSpec{}
-	case *appsv1.ReplicaSet:
-		o.ManagedFields, o.Spec.Template = nil, corev1.PodTemplateSpec{}
-	case *appsv1.StatefulSet:
-		o.ManagedFields, o.Spec.Template, o.Spec.VolumeClaimTemplates = nil, corev1.PodTemplateSpec{}, nil
-	case *corev1.ReplicationController:
-		o.ManagedFields, o.Spec.Template = nil, nil
-	}
-	return obj, nil
 }
 
 // get returns the cached object of kind, or nil when there is none.
