@@ -244,6 +244,15 @@ func (t *retryTransport) retryable(req *http.Request, resp *http.Response, err e
 	return "", 0, false
 }
 
+// LostConnection reports whether err is a connection to the API server
+// that failed and may work again (reset, closed, refused, timed out), as
+// the retries here judge one once the server has answered: for callers
+// that retry requests of their own (the drain's evictions).
+func LostConnection(err error) bool {
+	_, ok := failedConnection(err, true)
+	return ok
+}
+
 // failedConnection names a network failure that may pass, and says
 // whether it is one. A connection reset or closed means a server was
 // there; a refused or timed-out one, or a name not found, only once it
