@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -59,6 +60,32 @@ func faultApps() []scenario.App {
 	}
 }
 
+// runThroughFaults runs the plugin command cmd makes for a kubeconfig
+// through a proxy that fails faultRate of the requests with each kind of
+// fault, and fails unless it finished with no PDB of group violated and
+// every kind of fault met.
+func runThroughFaults(t *testing.T, group string, seed uint64, cmd func(kubeconfig string) *exec.Cmd) result {
+	t.Helper()
+	kubeconfig, proxy := faultyKubeconfig(t, faultproxy.Every(faultRate), seed)
+	watcher, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r := runCmd(t, cmd(kubeconfig))
+	t.Logf("%s through faults: %s", group, time.Since(start).Round(time.Millisecond))
+	violations := watcher.Stop()
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run failed: %s", r)
+	}
+	assertNoViolations(t, violations)
+	assertEveryFault(t, proxy)
+	if !strings.Contains(r.stdout, "retrying in") {
+		t.Errorf("no retry was told:\n%s", r.stdout)
+	}
+	return r
+}
+
 // TestFaultsProviderNone: through a proxy that fails 5% of the requests
 // with each kind of fault, a run finishes, with no PDB violated and no
 // node left marked.
@@ -66,25 +93,12 @@ func TestFaultsProviderNone(t *testing.T) {
 	t.Parallel()
 	const name = "faults-none"
 	setupGroup(t, name, 9, 3, faultApps()...)
-	kubeconfig, proxy := faultyKubeconfig(t, faultproxy.Every(faultRate), 1)
-	ctx := testContext(t, 10*time.Minute)
-	watcher, err := scenario.WatchPDBs(ctx, client, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	r := pluginAs(t, kubeconfig, "run", name, "--target-label", target, "--max-unavailable", "3", "--post-drain-wait", "0s", "--seed", "1", "--yes")
-	t.Logf("provider none through faults: %s", time.Since(start).Round(time.Millisecond))
-	violations := watcher.Stop()
-	if r.code != nodeupgrade.ExitOK {
-		t.Fatalf("run failed: %s", r)
-	}
-	assertNoViolations(t, violations)
+	runThroughFaults(t, name, 1, func(kubeconfig string) *exec.Cmd {
+		cmd := exec.Command(binary, "run", name, "--target-label", target, "--max-unavailable", "3", "--post-drain-wait", "0s", "--seed", "1", "--yes", "--kubeconfig", kubeconfig)
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		return cmd
+	})
 	assertUpgraded(t, name, 3)
-	assertEveryFault(t, proxy)
-	if !strings.Contains(r.stdout, "retrying in") {
-		t.Errorf("no retry was told:\n%s", r.stdout)
-	}
 }
 
 // TestFaultsAWS: the same faults on the API server's side of an AWS run
@@ -93,20 +107,10 @@ func TestFaultsAWS(t *testing.T) {
 	t.Parallel()
 	const name = "faults-aws"
 	g := setupAWSGroup(t, name, 6, faultApps()...)
-	kubeconfig, proxy := faultyKubeconfig(t, faultproxy.Every(faultRate), 2)
-	ctx := testContext(t, 10*time.Minute)
-	watcher, err := scenario.WatchPDBs(ctx, client, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := runCmd(t, g.cmd(kubeconfig, "run", name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "3", "--post-drain-wait", "0s", "--yes"))
-	violations := watcher.Stop()
-	if r.code != nodeupgrade.ExitOK {
-		t.Fatalf("run failed: %s", r)
-	}
-	assertNoViolations(t, violations)
+	runThroughFaults(t, name, 2, func(kubeconfig string) *exec.Cmd {
+		return g.cmd(kubeconfig, "run", name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "3", "--post-drain-wait", "0s", "--yes")
+	})
 	g.assertFinished(t)
-	assertEveryFault(t, proxy)
 }
 
 // TestFaultsAWSBlueGreen: the same faults through a blue/green run that
@@ -115,21 +119,11 @@ func TestFaultsAWSBlueGreen(t *testing.T) {
 	t.Parallel()
 	const name = "faults-bg"
 	g := setupAWSGroup(t, name, 6, faultApps()...)
-	kubeconfig, proxy := faultyKubeconfig(t, faultproxy.Every(faultRate), 3)
-	ctx := testContext(t, 10*time.Minute)
-	watcher, err := scenario.WatchPDBs(ctx, client, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := runCmd(t, g.cmd(kubeconfig, "run", name, "--strategy", "blue-green", "--ami", "ami-new", "--batch-node-count", "2",
-		"--batch-soak", "1s", "--node-pool-soak", "1s", "--post-drain-wait", "0s", "--yes"))
-	violations := watcher.Stop()
-	if r.code != nodeupgrade.ExitOK {
-		t.Fatalf("run failed: %s", r)
-	}
-	assertNoViolations(t, violations)
+	runThroughFaults(t, name, 3, func(kubeconfig string) *exec.Cmd {
+		return g.cmd(kubeconfig, "run", name, "--strategy", "blue-green", "--ami", "ami-new", "--batch-node-count", "2",
+			"--batch-soak", "1s", "--node-pool-soak", "1s", "--post-drain-wait", "0s", "--yes")
+	})
 	g.assertGreenServes(t, name+"-v2")
-	assertEveryFault(t, proxy)
 }
 
 // TestFaultFigures measures, with NODEUPGRADE_FAULT_FIGURES=N set, N runs
@@ -175,6 +169,7 @@ func TestFaultFigures(t *testing.T) {
 			baseline = median
 		}
 		table = append(table, fmt.Sprintf("| %s | %d of %d | %s (%.2fx) | %d | %d | %d |", round.name, finished, runs, median.Round(100*time.Millisecond), float64(median)/float64(baseline), violations, marked, faults))
+		t.Log(table[len(table)-1]) // as it comes: the whole takes minutes
 	}
 	t.Logf("\n| faults on the plugin's requests | runs finished | median wall time (vs none) | PDB violations | nodes left marked | faults made |\n|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
 }
