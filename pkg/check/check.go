@@ -37,11 +37,14 @@ const (
 	// Found by the planner: the target labels cannot come from the cloud
 	// target; a pod fits on no node but the outdated one it runs on; the
 	// pods of a batch fit on no node that stays and nothing adds one; the
-	// scale-up would bring machines of the old version out of a warm pool.
-	CheckUnreachableTarget = "unreachable-target"
-	CheckPodCannotMove     = "pod-cannot-move"
-	CheckNoRoom            = "no-room"
-	CheckOutdatedWarmPool  = "outdated-warm-pool"
+	// scale-up would bring machines of the old version out of a warm pool;
+	// provider none would delete the Node objects of machines a cloud group
+	// may keep running (only --leave-machines-running lets it).
+	CheckUnreachableTarget  = "unreachable-target"
+	CheckPodCannotMove      = "pod-cannot-move"
+	CheckNoRoom             = "no-room"
+	CheckOutdatedWarmPool   = "outdated-warm-pool"
+	CheckMachineLeftRunning = "machine-left-running"
 	// Warnings.
 	CheckNoPDB               = "no-pdb"
 	CheckZoneConcentration   = "zone-concentration"
@@ -66,6 +69,7 @@ var severities = map[string]Severity{
 	CheckPodCannotMove:       Blocker,
 	CheckNoRoom:              Blocker,
 	CheckOutdatedWarmPool:    Blocker,
+	CheckMachineLeftRunning:  Blocker,
 	CheckNoPDB:               Warning,
 	CheckZoneConcentration:   Warning,
 	CheckNoReadinessProbe:    Warning,
@@ -81,6 +85,7 @@ var names = []string{
 	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
 	CheckBarePod, CheckSameBatch, CheckSingleReplica,
 	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool,
+	CheckMachineLeftRunning,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
@@ -88,7 +93,7 @@ var names = []string{
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
-var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool}
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.

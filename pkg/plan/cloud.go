@@ -91,7 +91,12 @@ type CloudGroup struct {
 	CurrentVersion string
 	TargetVersion  string
 	TargetImage    string
-	Sizes          Sizes
+	// TargetLike is a version whose machines the target's look like
+	// apart from the image (the target copies it, or differs from it in
+	// the image alone): its nodes carry the labels the new nodes will.
+	// "" when the provider cannot tell.
+	TargetLike string
+	Sizes      Sizes
 	// Recorded are the sizes an interrupted run recorded before it scaled
 	// the group up; nil when no run is in progress. RescaleFrom is set when
 	// that scale-up was for another version, whose nodes this target

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // awsNode is a node of group ng whose instance is id, with the EKS labels
@@ -91,7 +92,7 @@ func TestBuildWithCloudGroup(t *testing.T) {
 			}
 			in := cloudInput(tc.target, machines)
 			in.Cloud.Recorded, in.Cloud.RescaleFrom = tc.recorded, tc.rescaleFrom
-			p, err := Build(Snapshot{Nodes: ns}, in)
+			p, err := Build(snapshot.Cluster{Nodes: ns}, in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,6 +181,7 @@ func TestUnreachableTarget(t *testing.T) {
 		name        string
 		target      string
 		targetImage string
+		like        string // CloudGroup.TargetLike
 		b1Image     string
 		labels      map[string]string
 		want        string // in the blocker's message; "" for none
@@ -193,11 +195,21 @@ func TestUnreachableTarget(t *testing.T) {
 		{name: "the target's nodes carry the labels", target: "2", b1Image: "ami-new",
 			labels: map[string]string{imageKey: "ami-new"}},
 		{name: "no target labels", target: "1", b1Image: "ami-new"},
+		// --ami: no node runs the version the run makes, but those of the
+		// version it copies show the labels the new nodes get.
+		{name: "a label the nodes of the copied version lack", target: NewVersion, targetImage: "ami-old", like: "2", b1Image: "ami-new",
+			labels: map[string]string{"team": "blue"}, want: `node "b1", which runs version 2, the target's but for the image, has team=<none>`},
+		{name: "the copied version's nodes carry the label", target: NewVersion, targetImage: "ami-newer", like: "1", b1Image: "ami-new",
+			labels: map[string]string{"topology.kubernetes.io/zone": "a", imageKey: "ami-newer"}},
+		{name: "a version number label the new version cannot have", target: "2", like: "1", b1Image: "ami-new",
+			labels: map[string]string{EKSTemplateVersionLabel: "3"}, want: "its version number has " + EKSTemplateVersionLabel + "=2"},
+		{name: "nothing tells what the new nodes carry", target: NewVersion, targetImage: "ami-newer", b1Image: "ami-new",
+			labels: map[string]string{"team": "blue"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := cloudInput(tc.target, machines)
-			in.TargetLabels, in.Cloud.TargetImage = tc.labels, tc.targetImage
-			p, err := Build(Snapshot{Nodes: []corev1.Node{withImage("a1", "a", "ami-old"), withImage("b1", "b", tc.b1Image)}}, in)
+			in.TargetLabels, in.Cloud.TargetImage, in.Cloud.TargetLike = tc.labels, tc.targetImage, tc.like
+			p, err := Build(snapshot.Cluster{Nodes: []corev1.Node{withImage("a1", "a", "ami-old"), withImage("b1", "b", tc.b1Image)}}, in)
 			if err != nil {
 				t.Fatal(err)
 			}

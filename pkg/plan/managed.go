@@ -138,3 +138,51 @@ func writeManaged(w io.Writer, m *ManagedPlan) {
 		fmt.Fprintf(w, "  %-16s %s\n", "note:", m.NoStop)
 	}
 }
+
+// The phases of a run whose update the cloud's service carries out.
+const (
+	// PhaseConfigure sets the service's update settings for the run (the
+	// ones before recorded first).
+	PhaseConfigure Phase = "Configure"
+	// PhaseUpdate starts the service's update, or finds the one in
+	// progress, and follows it to its end.
+	PhaseUpdate Phase = "Update"
+	// PhaseRestore puts the update settings from before the run back.
+	PhaseRestore Phase = "RestoreSettings"
+)
+
+// serviceRun is a strategy the group's service carries out: the run only
+// configures, starts and follows it, so its phases are the service's.
+type serviceRun struct{ Strategy }
+
+func (serviceRun) First(Flow) Phase { return PhaseConfigure }
+
+func (serviceRun) Next(s State, _ Flow) State {
+	switch s.Phase {
+	case PhaseConfigure:
+		return State{Phase: PhaseUpdate}
+	case PhaseUpdate:
+		return State{Phase: PhaseRestore}
+	}
+	return State{Phase: PhaseDone}
+}
+
+// ResumeAt goes on where the last run stopped: a re-run follows the same
+// update and puts the same settings back.
+func (serviceRun) ResumeAt(recorded Phase, _ Flow) Phase {
+	switch recorded {
+	case PhaseConfigure, PhaseUpdate, PhaseRestore:
+		return recorded
+	}
+	return ""
+}
+
+// RunStrategy is the strategy a run of p executes: the plan's own, or,
+// where the group's service runs it, the service's update.
+func (p *Plan) RunStrategy() (Strategy, error) {
+	s, err := LookupStrategy(p.Strategy)
+	if err != nil || p.Managed == nil {
+		return s, err
+	}
+	return serviceRun{s}, nil
+}

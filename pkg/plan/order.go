@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // unlimited is the budget of a workload the batch order cannot protect: one
@@ -37,7 +38,7 @@ func (r workloadRef) String() string { return r.kind + "/" + r.namespace + "/" +
 // label names the workload in a note: `Kind "ns/name"`.
 func (r workloadRef) label() string { return fmt.Sprintf("%s %q", r.kind, r.namespace+"/"+r.name) }
 
-func newWorkloads(snap Snapshot, podsByNode map[string][]*corev1.Pod) *workloads {
+func newWorkloads(snap snapshot.Cluster, podsByNode map[string][]*corev1.Pod) *workloads {
 	rsOwner := check.DeploymentOwnersOf(snap.ReplicaSets, nil)
 	w := &workloads{perNode: make(map[string][]podsOf, len(podsByNode))}
 	ids := map[workloadRef]int{}

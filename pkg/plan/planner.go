@@ -9,33 +9,17 @@ import (
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // MaxUnavailableCap is the EKS quota on nodes upgraded in parallel.
 const MaxUnavailableCap = 100
-
-// Snapshot is the cluster as listed once at the start of planning.
-type Snapshot struct {
-	Nodes        []corev1.Node
-	Pods         []corev1.Pod
-	PDBs         []policyv1.PodDisruptionBudget
-	ReplicaSets  []appsv1.ReplicaSet
-	Deployments  []appsv1.Deployment
-	StatefulSets []appsv1.StatefulSet
-	Services     []corev1.Service
-	Namespaces   []corev1.Namespace
-	// Claims and volumes say where a pod's persistent volumes let it run.
-	PVCs []corev1.PersistentVolumeClaim
-	PVs  []corev1.PersistentVolume
-}
 
 // InputError is bad user input: the command exits 2 and nothing changed.
 type InputError struct{ Msg string }
@@ -198,7 +182,7 @@ func Outdated(node *corev1.Node, target map[string]string) []LabelDiff {
 
 // Build computes the plan. It is pure: the same snapshot and input always
 // give the same plan.
-func Build(snap Snapshot, in Input) (*Plan, error) {
+func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	group, err := GroupNodes(snap.Nodes, in)
 	if err != nil {
 		return nil, err
@@ -434,7 +418,7 @@ func (p *Plan) markFindings() {
 // audit runs the workload checks and adjusts them to the flags: --force
 // deletes bare pods, and without --delete-emptydir-data the drain refuses
 // pods with emptyDir volumes, as kubectl's does.
-func audit(snap Snapshot, group []corev1.Node, outdated []string, batches [][]string, in Input) []check.Finding {
+func audit(snap snapshot.Cluster, group []corev1.Node, outdated []string, batches [][]string, in Input) []check.Finding {
 	findings := check.Run(check.Input{
 		Nodes:        group,
 		Pods:         snap.Pods,

@@ -6,13 +6,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // syntheticSnapshot is a 5,000-node cluster with 30 pods per node, a PDB per
 // app, half the nodes outdated. Each pod has a container with requests, the
 // list shared by the pods of its app as in a snapshot (the interner).
-func syntheticSnapshot(nodes, podsPerNode int) Snapshot {
-	var s Snapshot
+func syntheticSnapshot(nodes, podsPerNode int) snapshot.Cluster {
+	var s snapshot.Cluster
 	zones := []string{"a", "b", "c"}
 	for i := range nodes {
 		image := "ami-old"

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 const (
@@ -70,8 +71,8 @@ func baseInput() Input {
 }
 
 // group of 6 outdated and 3 current nodes over 3 zones, plus a node of another group.
-func groupSnapshot() Snapshot {
-	var s Snapshot
+func groupSnapshot() snapshot.Cluster {
+	var s snapshot.Cluster
 	zones := []string{"a", "b", "c"}
 	for i := range 6 {
 		s.Nodes = append(s.Nodes, node(fmt.Sprintf("old-%d", i), "ng", zones[i%3], "ami-old"))

@@ -34,6 +34,9 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		if c.TargetImage != "" {
 			lt += " (image " + c.TargetImage + ")"
 		}
+		if p.Managed != nil {
+			lt = p.Managed.Target
+		}
 		if target != "" {
 			lt += ", labels " + target
 		}
@@ -55,9 +58,11 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		header = append(header, [2]string{"Hooks", hooksLine(h)})
 	}
 	if c := p.Cloud; c != nil {
-		header = append(header,
-			[2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)},
-			[2]string{"Scale-up", scaleUpLine(c)})
+		group := [2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
+		if p.Managed != nil {
+			group = [2]string{"Updated by", fmt.Sprintf("%s %q in %s (the service runs the update)", p.Managed.Service, c.Group, output.OrNone(c.Region))}
+		}
+		header = append(header, group, [2]string{"Scale-up", scaleUpLine(c)})
 		if c.LaunchesAfter != "" {
 			header = append(header, [2]string{"Launches after", fmt.Sprintf("%s %s %s", c.TemplateKind, c.Template, c.LaunchesAfter)})
 		}

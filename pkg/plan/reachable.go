@@ -2,9 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"unsafe"
 
@@ -13,6 +13,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // What plan proves before a run starts: that the target can be reached and
@@ -20,46 +21,70 @@ import (
 // plan shows it and run refuses it (exit 2) before anything changes.
 
 // unreachableTarget finds target labels the cloud target cannot give: the
-// nodes that already run the target version (or, for EKS's image label,
-// the target image) carry other values, so the new nodes would too, and
-// the run would replace nodes forever towards labels nothing sets.
+// nodes that already run the target version carry other values, or, when
+// none does yet, the nodes of the version the target copies apart from its
+// image (what --ami makes, see CloudGroup.TargetLike) do; so the new nodes
+// would too, and the run would replace nodes forever towards labels
+// nothing sets. The labels that follow the image and the version are
+// foreseen from the target itself.
 func unreachableTarget(group []corev1.Node, in Input) []check.Finding {
 	cg := in.Cloud
 	if cg == nil || len(in.TargetLabels) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(in.TargetLabels))
-	for k := range in.TargetLabels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	like, runs := nodesLikeTarget(group, cg)
 	var out []check.Finding
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(in.TargetLabels)) {
 		want := in.TargetLabels[k]
 		got, from := "", ""
-		if k == EKSImageLabel && cg.TargetImage != "" && cg.TargetImage != want {
-			got, from = cg.TargetImage, "its image"
-		}
-		for i := range group {
-			n := &group[i]
-			m, ok := cg.Nodes[n.Name]
-			if got != "" || !ok || m.Leaving() || cg.TargetVersion == NewVersion || m.Template != cg.Template || m.Version != cg.TargetVersion {
-				continue
+		switch {
+		case k == EKSImageLabel && cg.TargetImage != "":
+			if cg.TargetImage != want {
+				got, from = cg.TargetImage, "its image"
 			}
-			if v := n.Labels[k]; v != want {
-				got, from = v, fmt.Sprintf("node %q, which runs it,", n.Name)
+		case k == EKSTemplateVersionLabel:
+			if cg.TargetVersion != NewVersion && cg.TargetVersion != want {
+				got, from = cg.TargetVersion, "its version number"
+			}
+		default:
+			for _, n := range like {
+				if v := n.Labels[k]; v != want {
+					got, from = v, fmt.Sprintf("node %q, %s,", n.Name, runs)
+					break
+				}
 			}
 		}
-		if got == "" && from == "" {
+		if from == "" {
 			continue
 		}
 		out = append(out, check.Finding{
 			Check: check.CheckUnreachableTarget, Severity: check.Blocker, Kind: "NodeGroup", Name: in.NodeGroup,
 			Message: fmt.Sprintf("--target-label %s=%s cannot be reached: the target is %s %s version %s, and %s has %s=%s", k, want, cg.TemplateKind, cg.Template, cg.TargetVersion, from, k, orNone(got)),
-			Fix:     "give the target itself (--ami or --launch-template-version), or the labels its nodes carry",
+			Fix:     "give the labels the target's nodes carry (set others in the " + cg.TemplateKind + " first), or use --ignore-check " + check.CheckUnreachableTarget + " if the new image sets them",
 		})
 	}
 	return out
+}
+
+// nodesLikeTarget are the group's nodes whose labels the target's nodes
+// will carry, and what they run, for messages: those that run the target
+// version, else those of the version it copies apart from the image. None
+// when neither runs.
+func nodesLikeTarget(group []corev1.Node, cg *CloudGroup) ([]*corev1.Node, string) {
+	runs := func(version string) []*corev1.Node {
+		var out []*corev1.Node
+		for i := range group {
+			m, ok := cg.Nodes[group[i].Name]
+			if ok && !m.Leaving() && version != NewVersion && version != "" && m.Template == cg.Template && m.Version == version {
+				out = append(out, &group[i])
+			}
+		}
+		return out
+	}
+	if nodes := runs(cg.TargetVersion); len(nodes) > 0 {
+		return nodes, "which runs it"
+	}
+	return runs(cg.TargetLike), fmt.Sprintf("which runs version %s, the target's but for the image", cg.TargetLike)
 }
 
 // pinnedPods finds the pods of outdated nodes that fit no other node: their
@@ -68,7 +93,7 @@ func unreachableTarget(group []corev1.Node, in Input) []check.Finding {
 // with the target labels and a name of their own). Their drain would wait
 // until --drain-timeout for nothing. It returns the findings and the pods
 // found ("namespace/name").
-func pinnedPods(snap Snapshot, outdated []string, podsByNode map[string][]*corev1.Pod, in Input) ([]check.Finding, sets.Set[string]) {
+func pinnedPods(snap snapshot.Cluster, outdated []string, podsByNode map[string][]*corev1.Pod, in Input) ([]check.Finding, sets.Set[string]) {
 	found := sets.New[string]()
 	gone := make(map[string]bool, len(outdated))
 	for _, n := range outdated {
@@ -187,7 +212,7 @@ func replacementOf(node *corev1.Node, target map[string]string) *corev1.Node {
 
 // volumesByClaim returns, for a pod, the bound persistent volumes it mounts
 // that can be reached from some nodes only (a local volume, a zonal disk).
-func volumesByClaim(snap Snapshot) func(*corev1.Pod) []*corev1.PersistentVolume {
+func volumesByClaim(snap snapshot.Cluster) func(*corev1.Pod) []*corev1.PersistentVolume {
 	pvs := make(map[string]*corev1.PersistentVolume, len(snap.PVs))
 	for i := range snap.PVs {
 		if pv := &snap.PVs[i]; pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {

@@ -32,8 +32,11 @@ type Request struct {
 	// TerminateTimeout bounds the wait for a removed machine to be gone.
 	TerminateTimeout time.Duration `json:"terminateTimeout,omitempty"`
 	DeleteNode       bool          `json:"deleteNode"`
-	IgnoreChecks     []string      `json:"ignoreChecks,omitempty"`
-	MaxAge           time.Duration `json:"maxAge,omitempty"`
+	// LeaveMachinesRunning lets provider none delete the Node objects of
+	// nodes whose machines a cloud group may own (see GroupCloud).
+	LeaveMachinesRunning bool          `json:"leaveMachinesRunning,omitempty"`
+	IgnoreChecks         []string      `json:"ignoreChecks,omitempty"`
+	MaxAge               time.Duration `json:"maxAge,omitempty"`
 	// Hooks are run around each node; the record repeats them on resume.
 	Hooks Hooks `json:"hooks"`
 	// DeregistrationTimeout bounds the wait for the cloud's load balancers

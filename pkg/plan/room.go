@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // noRoom proves, when nothing can add a node, that every batch's pods fit
@@ -22,7 +23,7 @@ import (
 // waits for room instead, and this proves nothing. Pods that can go nowhere
 // whatever the room (pinned, reported by pod-cannot-move) are left out.
 // podsByNode holds each node's evictable pods (Build's).
-func noRoom(snap Snapshot, podsByNode map[string][]*corev1.Pod, batches [][]string, in Input, heldOff bool, pinned sets.Set[string]) []check.Finding {
+func noRoom(snap snapshot.Cluster, podsByNode map[string][]*corev1.Pod, batches [][]string, in Input, heldOff bool, pinned sets.Set[string]) []check.Finding {
 	if in.Cloud != nil || len(batches) == 0 {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // TestNoRoom: with provider none and nothing adding nodes, every batch's
@@ -77,7 +78,7 @@ func TestNoRoom(t *testing.T) {
 	}
 }
 
-func mustBuild(t *testing.T, snap Snapshot, in Input) *Plan {
+func mustBuild(t *testing.T, snap snapshot.Cluster, in Input) *Plan {
 	t.Helper()
 	p, err := Build(snap, in)
 	if err != nil {

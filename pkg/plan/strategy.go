@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // Strategy is one way of replacing a group's nodes. It is the only place
@@ -210,7 +212,7 @@ func StrategyFlags() map[string][]string {
 
 // Planning is what a strategy plans from.
 type Planning struct {
-	Snapshot   Snapshot
+	Snapshot   snapshot.Cluster
 	Input      Input
 	PodsByNode map[string][]*corev1.Pod
 	// Outdated are the nodes to replace, shuffled by the seed.

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 func TestSurgeBatchesGoZoneByZone(t *testing.T) {
@@ -40,7 +42,7 @@ func TestSurgeBatchesGoZoneByZone(t *testing.T) {
 			for _, n := range nodes {
 				in.Cloud.Nodes[n.Name] = Machine{ID: "i-" + n.Name, Zone: n.Labels[ZoneLabel], Template: "lt", Version: "1", State: MachineInService}
 			}
-			p, err := Build(Snapshot{Nodes: nodes}, in)
+			p, err := Build(snapshot.Cluster{Nodes: nodes}, in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)

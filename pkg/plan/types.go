@@ -1,6 +1,7 @@
 // Package plan computes what an upgrade of one node group will do, from a
-// single snapshot of the cluster, with pure functions so that the plan shown
-// to a reviewer is exactly the plan that runs.
+// single snapshot of the cluster (listed by package snapshot), with pure
+// functions so that the plan shown to a reviewer is exactly the plan that
+// runs.
 package plan
 
 import (
@@ -98,6 +99,17 @@ type Plan struct {
 	// Notes say where the plan could not do what was asked (e.g. a batch
 	// that takes more replicas than a PDB allows).
 	Notes []string `json:"notes,omitempty"`
+}
+
+// AddBlockers puts blockers found outside the planner (by what only the
+// command knows, a cloud's answer say) first among the findings, and
+// names them on their nodes.
+func (p *Plan) AddBlockers(fs ...check.Finding) {
+	if len(fs) == 0 {
+		return
+	}
+	p.Findings = append(fs, p.Findings...)
+	p.markFindings()
 }
 
 // Blockers returns the findings that stop a run.

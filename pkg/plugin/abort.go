@@ -16,6 +16,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
@@ -289,7 +290,7 @@ func (o *AbortOptions) engineConfig(ctx context.Context, po *PlanOptions, rec, f
 		if err != nil {
 			return upgrade.Config{}, fmt.Errorf("error when listing nodes: %w", err)
 		}
-		in, err := po.input(plan.Snapshot{Nodes: nodes.Items})
+		in, err := po.input(snapshot.Cluster{Nodes: nodes.Items})
 		if err != nil {
 			return upgrade.Config{}, err
 		}

@@ -56,6 +56,7 @@ func ExitCode(err error) int {
 	var paused *upgrade.PausedError
 	var soaking *upgrade.SoakingError
 	var hook *upgrade.HookFailure
+	var service *upgrade.ServiceUpdateFailure
 	var cloudInput interface{ Input() bool }
 	var unreachable *unreachableError
 	var coded interface{ exitCode() int }
@@ -70,6 +71,8 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.As(err, &cloudInput) && cloudInput.Input():
 		return ExitUsage
+	case errors.As(err, &service):
+		return serviceExitCode(service.Code())
 	case errors.As(err, &creation):
 		return ExitNodeCreation
 	case errors.As(err, &paused), errors.As(err, &soaking):
@@ -199,4 +202,16 @@ func noKubeconfig(configFlags *genericclioptions.ConfigFlags) bool {
 	}
 	raw, err := configFlags.ToRawKubeConfigLoader().RawConfig()
 	return err == nil && len(raw.Clusters) == 0
+}
+
+// serviceExitCode maps a cloud service's update error code to the exit
+// code of the same failure in a run the plugin carries out.
+func serviceExitCode(code string) int {
+	switch code {
+	case "PodEvictionFailure":
+		return ExitPodEvictionError
+	case "NodeCreationFailure":
+		return ExitNodeCreation
+	}
+	return ExitFailure
 }

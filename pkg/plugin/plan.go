@@ -22,6 +22,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
@@ -92,7 +93,7 @@ plan takes every flag of run, so a reviewed command line runs by changing
 
 // runOnlyFlags are the flags of run that change nothing in the plan: plan
 // takes them and keeps them out of its help.
-var runOnlyFlags = []string{"yes", "dry-run", "no-wait", "drain-timeout", "node-ready-timeout", "ignore-check", "max-age", "delete-node"}
+var runOnlyFlags = []string{"yes", "dry-run", "no-wait", "drain-timeout", "node-ready-timeout", "ignore-check", "max-age"}
 
 // AddFlags registers the planning flags.
 func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
@@ -328,7 +329,7 @@ func (o *PlanOptions) connect() error {
 }
 
 // input is the planning input once the node group label is known.
-func (o *PlanOptions) input(snap plan.Snapshot) (plan.Input, error) {
+func (o *PlanOptions) input(snap snapshot.Cluster) (plan.Input, error) {
 	in := plan.Input{
 		Context:        o.context,
 		NodeGroup:      o.NodeGroup,
@@ -377,7 +378,7 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 		return nil, err
 	}
 	defer collectLessWhilePlanning()()
-	snap, err := plan.TakeSnapshot(ctx, o.client, o.refuseOnNodes)
+	snap, err := snapshot.Take(ctx, o.client, o.refuseOnNodes)
 	if err != nil {
 		return nil, err
 	}
@@ -399,6 +400,7 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	}
 	in.Provider = cloud.NoneName
 	var notes []string
+	askedCloud := false // the cloud said the machines belong to no group
 	if c != nil {
 		in.Provider = c.Name()
 		in.Cloud, err = o.openCloud(ctx, c, nodes, rec)
@@ -408,14 +410,12 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 			// Detected from the provider IDs, but no group of the cloud
 			// has them (Karpenter's, standalone): nodes are only deleted.
 			notes = append(notes, fmt.Sprintf("provider none: the nodes are %s machines of no group (%v), so their Node objects are deleted and the machines left to whoever made them", c.Name(), err))
-			in.Provider, in.Cloud, c = cloud.NoneName, nil, nil
+			in.Provider, in.Cloud, c, askedCloud = cloud.NoneName, nil, nil, true
 		case o.Provider == "" && !o.Cloud.Given():
-			return nil, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs: --provider none with --target-label replaces the nodes without it)", err, c.Name())
+			// Not a word of --provider none: it would delete the Node
+			// objects of machines a group may keep running.
+			return nil, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs)", err, c.Name())
 		default:
-			return nil, err
-		}
-	} else if o.Provider == cloud.NoneName {
-		if err := o.refuseNoneOnAGroup(ctx, nodes); err != nil {
 			return nil, err
 		}
 	}
@@ -440,6 +440,9 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	p, err := plan.Build(snap, in)
 	if p != nil {
 		p.Notes = append(p.Notes, notes...)
+		if c == nil && !askedCloud {
+			p.AddBlockers(o.machinesLeftRunning(ctx, p, nodes)...)
+		}
 	}
 	return p, err
 }
@@ -449,7 +452,7 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 // node carries, a --selector no node matches, and no target where the
 // nodes are of no cloud the plugin knows.
 func (o *PlanOptions) refuseOnNodes(nodes []corev1.Node) error {
-	in, err := o.input(plan.Snapshot{Nodes: nodes})
+	in, err := o.input(snapshot.Cluster{Nodes: nodes})
 	if err != nil {
 		return err
 	}
@@ -472,25 +475,6 @@ func (o *PlanOptions) refuseNoTarget(in plan.Input) error {
 		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
 	}
 	return nil
-}
-
-// refuseNoneOnAGroup refuses --provider none on nodes whose machines a
-// cloud group keeps: deleting their Node objects would leave the machines
-// running, and the group would not replace them. When the cloud cannot be
-// asked (no credentials), the nodes are taken as the user says.
-func (o *PlanOptions) refuseNoneOnAGroup(ctx context.Context, nodes []corev1.Node) error {
-	name := cloud.Detect(nodes)
-	c, ok := cloud.Lookup(name)
-	if !ok {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	cg, _, err := cloud.OpenGroup(ctx, c, o.client, nodes, o.Cloud)
-	if err != nil || cg == nil {
-		return nil
-	}
-	return usageErrorf("the nodes are machines of %s %q: --provider none would delete their Node objects and leave the machines running; use --provider %s", cg.GroupKind, cg.Name, name)
 }
 
 // unfinishedRecord is the record of the node group's unfinished run, or

@@ -38,6 +38,9 @@ type RunOptions struct {
 	savedPlan *plan.Plan
 	rollback  bool // run only the rollback (the rollback command)
 	planOnly  bool // the plan command: always a client dry run
+	// detailedExitCode is plan's --detailed-exitcode: exit 5 when run
+	// would refuse the plan for its blockers.
+	detailedExitCode bool
 }
 
 const runExample = `  # Upgrade node group "demo" to a new AMI, 2 nodes at a time
@@ -84,6 +87,7 @@ succeeded are not run again.`,
 		RunE:    runE(o),
 	}
 	o.AddFlags(cmd)
+	_ = cmd.Flags().MarkHidden("detailed-exitcode")
 	return cmd, o
 }
 
@@ -113,6 +117,10 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	durationVar(f, &r.MaxAge, "max-age", 7*24*time.Hour, "With --strategy short-lived: how old the nodes left running may get; status flags older ones")
 	f.BoolVar(&o.NoWait, "no-wait", false, "With --strategy blue-green: stop at the soak (exit 8), recorded as soaking until a time; run again or resume later")
 	f.BoolVar(&r.DeleteNode, "delete-node", true, "With provider none: delete the Node object; false leaves it drained, cordoned and labelled "+plan.StateLabel+"="+plan.StateDone)
+	// plan's: run exits 5 on blockers anyway; run takes it so that the
+	// command lines swap.
+	f.BoolVar(&o.detailedExitCode, "detailed-exitcode", false, "Exit 5 when the plan has blockers that run would refuse (as check does), instead of 0")
+	f.BoolVar(&r.LeaveMachinesRunning, leaveMachinesRunningFlag, false, "With provider none: delete the Node objects even of nodes whose machines a cloud group may keep (aws://, gce://, azure:// provider IDs), leaving those machines running")
 }
 
 // Complete reads the plan file, whose settings replace the planning flags.
@@ -242,6 +250,9 @@ func (o *RunOptions) Validate() error {
 		if _, ok := check.SeverityOf(name); !ok {
 			return usageErrorf("invalid --ignore-check %q: must be one of %s", name, strings.Join(check.Names(), ", "))
 		}
+		if name == check.CheckMachineLeftRunning {
+			return usageErrorf("invalid --ignore-check %q: use --%s to delete those Node objects and leave their machines running, or --delete-node=false", name, leaveMachinesRunningFlag)
+		}
 	}
 	switch o.DryRun {
 	case dryRunNone, dryRunClient:
@@ -289,12 +300,15 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun == dryRunClient {
+		if o.detailedExitCode {
+			return o.refuseBlockers(p, "run would refuse this plan")
+		}
 		return nil
 	}
 	if p.NothingToDo() && !o.rollback {
 		return nil
 	}
-	if err := o.refuseBlockers(p); err != nil && !o.rollback {
+	if err := o.refuseBlockers(p, "refusing to run"); err != nil && !o.rollback {
 		return err
 	}
 	if !o.Yes {
@@ -405,6 +419,9 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	switch {
 	case o.rollback:
 		cfg.Start = plan.PhaseRollback
+	case rec.Managed != nil && runStrategy(p).ResumeAt(plan.Phase(rec.Phase), flow) != "":
+		// The service's update goes on: follow the same one.
+		cfg.Start = runStrategy(p).ResumeAt(plan.Phase(rec.Phase), flow)
 	case rec.Cloud != nil && o.strategy.ResumeAt(plan.Phase(rec.Phase), flow) != "":
 		// The last run got past its batches: go on from where it stopped.
 		cfg.Start = o.strategy.ResumeAt(plan.Phase(rec.Phase), flow)
@@ -499,28 +516,45 @@ func refusePendingCancel(ctx context.Context, requests *state.Requests, rec *sta
 }
 
 // refuseBlockers stops a run whose audit found blockers, unless --force or
-// --ignore-check says to go on.
-func (o *RunOptions) refuseBlockers(p *plan.Plan) error {
-	if o.Force {
-		return nil
-	}
+// --ignore-check says to go on (for machine-left-running, only
+// --leave-machines-running, which the plan already heard). what is what
+// is refused ("refusing to run").
+func (o *RunOptions) refuseBlockers(p *plan.Plan, what string) error {
 	var left []string
 	var only check.Finding
+	var ignorable []string
 	for _, f := range p.Blockers() {
-		if !slices.Contains(o.IgnoreChecks, f.Check) {
+		// --force is about pods; machines left running take a flag that
+		// says so.
+		if f.Check == check.CheckMachineLeftRunning || !o.Force && !slices.Contains(o.IgnoreChecks, f.Check) {
 			left = append(left, fmt.Sprintf("%s (%s)", f.Check, f.Object()))
 			only = f
+			if f.Check != check.CheckMachineLeftRunning && !slices.Contains(ignorable, f.Check) {
+				ignorable = append(ignorable, f.Check)
+			}
 		}
+	}
+	override := ""
+	if len(ignorable) > 0 {
+		override = ", or use --ignore-check " + strings.Join(ignorable, " --ignore-check ") + " or --force"
 	}
 	switch len(left) {
 	case 0:
 		return nil
 	case 1:
 		// One blocker: say it whole, with its fix.
-		return usageErrorf("refusing to run: %s: %s; %s, or use --ignore-check %s or --force", left[0], only.Message, only.Fix, only.Check)
+		return &blockerRefusal{fmt.Sprintf("%s: %s: %s; %s%s", what, left[0], only.Message, only.Fix, override)}
 	}
-	return usageErrorf("refusing to run: %d blockers: %s; fix them, or use --ignore-check NAME or --force", len(left), strings.Join(left, ", "))
+	return &blockerRefusal{fmt.Sprintf("%s: %d blockers: %s; fix them%s", what, len(left), strings.Join(left, ", "), override)}
 }
+
+// blockerRefusal is run's refusal of a plan with blockers, and plan's
+// answer to --detailed-exitcode: exit 5, as check's, so that a script
+// tells it from a typo (exit 2). Nothing was changed.
+type blockerRefusal struct{ msg string }
+
+func (e *blockerRefusal) Error() string { return e.msg }
+func (e *blockerRefusal) exitCode() int { return ExitBlockers }
 
 // rollsBackInPlace reports whether req takes an unfinished run's cloud
 // group back to the version it launched before the run: an eks or surge
@@ -628,4 +662,11 @@ func withoutDone(saved, fresh *plan.Plan, done map[string]bool) *plan.Plan {
 func isGroup(p cloud.Provider) bool {
 	_, ok := p.(cloud.Group)
 	return ok
+}
+
+// runStrategy is the strategy the run of p executes (the service's update
+// where the group's service carries it out).
+func runStrategy(p *plan.Plan) plan.Strategy {
+	s, _ := p.RunStrategy() // the plan was built from a known strategy
+	return s
 }

@@ -74,6 +74,9 @@ type Record struct {
 	// Cloud is what a run on a cloud group must not forget; nil with
 	// provider none.
 	Cloud *CloudRecord `json:"cloud,omitempty"`
+	// Managed is what a run of an update the cloud's service carries out
+	// must not forget; nil for every other run.
+	Managed *ManagedRecord `json:"managed,omitempty"`
 	// HooksDone are the hooks that succeeded, by node, each written once it
 	// succeeded: a re-run repeats only the others.
 	HooksDone map[string][]string `json:"hooksDone,omitempty"`
@@ -93,6 +96,21 @@ type Record struct {
 // ReplicationController) by kind, namespace and name: the audit's type,
 // so a plan is told what the record says is recovering.
 type Workload = check.Controller
+
+// ManagedRecord is a run's side of an update the cloud's service runs
+// (EKS managed node groups, GKE node pools): written before each call
+// that changes the group, so a re-run follows the same update and puts
+// the same settings back.
+type ManagedRecord struct {
+	// Group names the service's group.
+	Group string `json:"group"`
+	// Before are the group's update settings before the run, put back at
+	// the end; Configured says the run's own were set.
+	Before     plan.UpdateSettings `json:"before"`
+	Configured bool                `json:"configured,omitempty"`
+	// UpdateID is the service's update the run started (or found).
+	UpdateID string `json:"updateID,omitempty"`
+}
 
 // CloudRecord is the cloud side of a run, written before each change it
 // describes, so an interrupted run is finished without inflating the group

@@ -26,6 +26,8 @@ type clusterView struct {
 	// workloads are the replica controllers the recovery waits read,
 	// watched from the first batch that needs them
 	workloads *workloadView
+	// pdbs are watched from the first service update the run follows
+	pdbs cache.SharedIndexInformer
 }
 
 const byNodeIndex = "node"

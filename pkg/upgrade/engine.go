@@ -135,7 +135,7 @@ type Engine struct {
 
 // New prepares an engine for the plan's strategy.
 func New(cfg Config) (*Engine, error) {
-	strategy, err := plan.LookupStrategy(cfg.Plan.Strategy)
+	strategy, err := cfg.Plan.RunStrategy()
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +308,8 @@ func (e *Engine) summary() string {
 func (e *Engine) stoppedUndrained(ctx context.Context, cause error) error {
 	var paused *PausedError
 	var soaking *SoakingError
-	if e.drained.Load() || e.cfg.Start != "" || len(e.done) > 0 || len(e.cfg.Record.Done) > 0 || len(e.cfg.Plan.Done) > 0 || errors.As(cause, &paused) || errors.As(cause, &soaking) {
+	// A service's update marks and drains the nodes itself.
+	if e.cfg.Plan.Managed != nil || e.drained.Load() || e.cfg.Start != "" || len(e.done) > 0 || len(e.cfg.Record.Done) > 0 || len(e.cfg.Plan.Done) > 0 || errors.As(cause, &paused) || errors.As(cause, &soaking) {
 		return cause
 	}
 	// The run's context may be what stopped it.
@@ -335,6 +336,9 @@ func (e *Engine) Note() string { return e.note }
 
 // step performs one phase.
 func (e *Engine) step(ctx context.Context, s plan.State) error {
+	if e.cfg.Plan.Managed != nil {
+		return e.serviceStep(ctx, s)
+	}
 	switch s.Phase {
 	case plan.PhaseSetup:
 		return e.setup(ctx)

@@ -28,6 +28,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
@@ -763,7 +764,7 @@ var _ io.Writer = (*lockedBuffer)(nil)
 // "plan" would.
 func buildPlan(t *testing.T, client kubernetes.Interface, in plan.Input) *plan.Plan {
 	t.Helper()
-	snap, err := plan.TakeSnapshot(context.Background(), client, nil)
+	snap, err := snapshot.Take(context.Background(), client, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Options configure a Server.
@@ -52,6 +55,9 @@ type Options struct {
 	// not suspended (see Rebalances). Off by default: a scene's placement
 	// then changes only when asked.
 	AZRebalance bool
+	// EKS times the managed node group updates the Server carries out
+	// (eks.go).
+	EKS EKSOptions
 }
 
 // EC2 instance states and Auto Scaling lifecycle states used here.
@@ -81,6 +87,11 @@ type Instance struct {
 	PrivateIP, PrivateDNS string
 	LaunchTime            time.Time
 	State, Lifecycle      string
+	// NodeLabels and NodeTaints, set for the instances of an EKS managed
+	// node group (eks.go), are the labels and taints its node registers
+	// with, as the group's bootstrap gives them.
+	NodeLabels map[string]string
+	NodeTaints []corev1.Taint
 }
 
 // LaunchTemplate is a launch template with its versions.
@@ -194,6 +205,11 @@ type Server struct {
 	lb             lbState // load balancers (lb.go)
 	// lifecycle holds hooks, warm pools and protections (lifecycle.go).
 	lifecycle lifeState
+	// eksData holds EKS clusters and managed node groups (eks.go); kube
+	// is the cluster StartWithKube was given, whose nodes EKS's updates
+	// drain.
+	eksData eksState
+	kube    kubernetes.Interface
 }
 
 // servers numbers the Servers of a process: the number is the second octet
@@ -318,6 +334,10 @@ func (s *Server) Image(id string) (Image, bool) {
 func (s *Server) CreateLaunchTemplate(name, imageID, instanceType string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.createLaunchTemplateLocked(name, imageID, instanceType)
+}
+
+func (s *Server) createLaunchTemplateLocked(name, imageID, instanceType string) string {
 	s.seq++
 	id := fmt.Sprintf("lt-%017x", s.idBase()+0x0abc0000+uint64(s.seq))
 	s.ensureImageLocked(imageID)
@@ -823,6 +843,7 @@ func (s *Server) newInstanceLocked(g *group, zone string) *instance {
 		State:                 StatePending,
 		Lifecycle:             LifecyclePending,
 	}, launched: make(chan struct{})}
+	s.eksInstanceLocked(g, in)
 	return in
 }
 

@@ -39,10 +39,15 @@ func ec2Err(code, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: code, message: fmt.Sprintf(format, args...)}
 }
 
-// ServeHTTP answers both services on one URL; they are told apart by the
-// Version parameter every query-protocol request carries. Signatures are
-// not checked: any SigV4 credentials are accepted.
+// ServeHTTP answers every service on one URL; the query-protocol ones
+// are told apart by the Version parameter every request carries.
+// Signatures are not checked: any SigV4 credentials are accepted.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// EKS (REST-JSON) and SSM (JSON 1.1) are told apart by path and
+	// target header; the rest is the query protocol.
+	if s.serveEKS(w, r) || s.serveSSM(w, r) {
+		return
+	}
 	if r.Method != http.MethodPost {
 		http.Error(w, "only POST is supported", http.StatusMethodNotAllowed)
 		return

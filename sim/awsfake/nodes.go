@@ -63,6 +63,14 @@ func ProviderID(in Instance) string { return fmt.Sprintf("aws:///%s/%s", in.Zone
 // NodeLabels returns the labels KubeNodes puts on an instance's node, besides
 // the zone, region and kwok ones.
 func (o NodeOptions) NodeLabels(in Instance) map[string]string {
+	if in.NodeLabels != nil {
+		// An EKS managed node group's: EKS's labels and the group's.
+		l := maps.Clone(in.NodeLabels)
+		l[scenario.RegionLabel] = regionOf(in.Zone)
+		l["node.kubernetes.io/instance-type"] = in.InstanceType
+		maps.Copy(l, o.Labels)
+		return l
+	}
 	key := o.GroupLabelKey
 	if key == "" {
 		key = NodeGroupLabel
@@ -111,6 +119,7 @@ func KubeNodes(c kubernetes.Interface, o NodeOptions) (onLaunch, onTerminate fun
 			Zone:       in.Zone,
 			Labels:     o.NodeLabels(in),
 			ProviderID: ProviderID(in),
+			Taints:     in.NodeTaints,
 		})
 		if apierrors.IsAlreadyExists(err) {
 			return nil

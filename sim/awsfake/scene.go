@@ -31,6 +31,7 @@ func StartWithKube(ctx context.Context, c kubernetes.Interface, opts Options, no
 	}
 	s.mu.Lock()
 	s.nodes = &nodes // RunAutoscaler's default
+	s.kube = c       // whose nodes EKS's updates drain
 	s.mu.Unlock()
 	return s, nil
 }
@@ -174,6 +175,9 @@ type DemoOptions struct {
 	LaunchDelay  time.Duration // default 2s
 	SetupTimeout time.Duration // bounds the node group and apps; default 3m
 	Logf         func(format string, args ...any)
+	// Managed adds an EKS managed node group beside the self-managed one
+	// (see StartManagedDemo).
+	Managed bool
 }
 
 // StartDemo sets up the AWS demo on cluster c and returns its Server, which
@@ -210,5 +214,43 @@ func StartDemo(ctx context.Context, c kubernetes.Interface, o DemoOptions) (*Ser
 		s.Close()
 		return nil, fmt.Errorf("demo apps: %w", err)
 	}
+	if o.Managed {
+		if err := s.StartManagedDemo(setup); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("demo managed node group: %w", err)
+		}
+	}
 	return s, nil
+}
+
+// The managed part of the AWS demo.
+const (
+	DemoCluster        = "demo"
+	DemoClusterVersion = "1.31"
+	DemoManagedGroup   = "demo-managed"
+)
+
+// DemoReleases are the EKS AMI releases the demo publishes: the managed
+// group starts on the 1.30 one; 1.31's last is the recommended target.
+var DemoReleases = []Release{
+	{KubernetesVersion: "1.30", ReleaseVersion: "1.30.9-20250101", ImageID: "ami-eks-130"},
+	{KubernetesVersion: "1.31", ReleaseVersion: "1.31.1-20250101", ImageID: "ami-eks-131a"},
+	{KubernetesVersion: "1.31", ReleaseVersion: "1.31.2-20250201", ImageID: "ami-eks-131b"},
+}
+
+// StartManagedDemo adds to the Server EKS cluster "demo" (control plane
+// 1.31), the DemoReleases, and managed node group "demo-managed" of 3
+// nodes (min 1, max 6) at 1.30 over DemoZones, and waits until it is
+// ACTIVE.
+func (s *Server) StartManagedDemo(ctx context.Context) error {
+	s.CreateEKSCluster(DemoCluster, DemoClusterVersion)
+	for _, r := range DemoReleases {
+		s.AddRelease(r)
+	}
+	ng, err := s.ManagedNodeGroup(ctx, ManagedNodeGroupSpec{Cluster: DemoCluster, Name: DemoManagedGroup, Zones: DemoZones,
+		Min: 1, Desired: 3, Max: 6, Version: "1.30"})
+	if err == nil && ng.Status != NodegroupActive {
+		err = fmt.Errorf("node group is %s: %+v", ng.Status, ng.Health)
+	}
+	return err
 }

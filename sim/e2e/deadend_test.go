@@ -22,7 +22,7 @@ import (
 
 // TestAWSDeadEndsAreRefusedBeforeAnythingChanges walks the dead ends a new
 // user reached (each used to taint the whole group and wait for room that
-// could not come): plan names the blocker, run exits 2, and afterwards no
+// could not come): plan names the blocker, run exits 5 (2 for bad input), and afterwards no
 // node is marked and neither the group nor its launch template changed.
 func TestAWSDeadEndsAreRefusedBeforeAnythingChanges(t *testing.T) {
 	t.Parallel()
@@ -44,18 +44,19 @@ func TestAWSDeadEndsAreRefusedBeforeAnythingChanges(t *testing.T) {
 		args  []string
 		env   []string
 		setup func(t *testing.T)
-		// want is in run's error; plan, when planWant is set, shows it.
+		// want is in run's error; plan, when planWant is set, shows it,
+		// and run exits 5 (a blocker) instead of 2 (bad input).
 		want, planWant string
 	}{
 		// The group launches version 1 (ami-old): nothing gives ami-new.
 		{name: "target label the launch template cannot give", group: name, args: []string{"--target-label", newImage},
 			want: "unreachable-target (NodeGroup/aws-deadend): --target-label " + newImage + " cannot be reached", planWant: check.CheckUnreachableTarget},
 		{name: "provider none on an Auto Scaling group's nodes", group: name, args: []string{"--provider", "none", "--target-label", newImage},
-			want: `machines of Auto Scaling group "aws-deadend": --provider none would delete their Node objects`},
+			want: `--provider none would delete the Node objects of 3 nodes and leave their aws machines running: they are instances of Auto Scaling group "aws-deadend"`, planWant: check.CheckMachineLeftRunning},
 		{name: "provider detected from the nodes, no credentials", group: name, args: []string{"--target-label", newImage}, env: noCredentials,
-			want: "--provider none with --target-label"},
+			want: "no AWS credentials found"},
 		{name: "EKS managed node group", group: managed, args: []string{"--ami", "ami-new"},
-			want: `aws eks update-nodegroup-version --cluster-name CLUSTER --nodegroup-name ` + managed},
+			want: `belongs to EKS managed node group "` + managed + `" but carries no eks:cluster-name tag`},
 		{name: "pods pinned to an outdated node", group: name, args: []string{"--ami", "ami-new"},
 			setup: func(t *testing.T) {
 				node := groupNodes(t, ctx, groupKey, name)[0].Name
@@ -79,8 +80,12 @@ func TestAWSDeadEndsAreRefusedBeforeAnythingChanges(t *testing.T) {
 				cmd.Env = tc.env
 			}
 			r := runCmd(t, cmd)
-			if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
-				t.Errorf("want exit %d and a one-line error with %q, got %s", nodeupgrade.ExitUsage, tc.want, r)
+			code := nodeupgrade.ExitUsage
+			if tc.planWant != "" {
+				code = nodeupgrade.ExitBlockers
+			}
+			if r.code != code || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit %d and a one-line error with %q, got %s", code, tc.want, r)
 			}
 			if tc.planWant != "" {
 				p := g.run(t, append([]string{"plan", tc.group}, tc.args...)...)
@@ -188,8 +193,8 @@ func TestLabelPathDeadEndsAreRefusedBeforeAnythingChanges(t *testing.T) {
 				t.Errorf("plan must show the %s blocker: %s", blocker, p)
 			}
 			r := plugin(t, append([]string{"run", "--yes", "--post-drain-wait", "0s"}, args...)...)
-			if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
-				t.Errorf("want exit %d and a one-line error with %q, got %s", nodeupgrade.ExitUsage, tc.want, r)
+			if r.code != nodeupgrade.ExitBlockers || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit %d and a one-line error with %q, got %s", nodeupgrade.ExitBlockers, tc.want, r)
 			}
 			assertUntouched(t, ctx, groupKey, name)
 			if n := len(groupNodes(t, ctx, groupKey, name)); n != 3 {

@@ -42,8 +42,8 @@ func TestAWSLifecycleHookAndWarmPool(t *testing.T) {
 	}
 	// In AWS the surge node would come out of the warm pool, on the old
 	// image: the run is refused before anything changes.
-	if r := g.run(t, append(append([]string{"run", name}, args...), "--yes")...); r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "outdated-warm-pool") {
-		t.Fatalf("run with an outdated warm pool: want exit %d naming outdated-warm-pool, got %s", nodeupgrade.ExitUsage, r)
+	if r := g.run(t, append(append([]string{"run", name}, args...), "--yes")...); r.code != nodeupgrade.ExitBlockers || !strings.Contains(r.stderr, "outdated-warm-pool") {
+		t.Fatalf("run with an outdated warm pool: want exit %d naming outdated-warm-pool, got %s", nodeupgrade.ExitBlockers, r)
 	}
 	if gr, _ := g.srv.Group(name); gr.Desired != old.Desired || gr.Max != old.Max || gr.LaunchTemplateVersion != old.LaunchTemplateVersion {
 		t.Fatalf("the refused run changed the group: %+v, was %+v", gr.GroupSpec, old.GroupSpec)

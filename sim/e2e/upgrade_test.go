@@ -136,8 +136,8 @@ func TestPDBAllowingNoDisruptionFailsThenForce(t *testing.T) {
 	oldNodes, _ := setupGroup(t, name, 1, 1, scenario.App{Name: "solo", Replicas: 1, MinAvailable: num(1)})
 	// The audit refuses the run before anything changes.
 	r := plugin(t, "run", name, "--target-label", target, "--drain-timeout", "5s", "--post-drain-wait", "0s", "--yes")
-	if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "pdb-zero-disruptions") || !strings.Contains(r.stderr, "--ignore-check") {
-		t.Fatalf("want exit %d naming the blocker, got %s", nodeupgrade.ExitUsage, r)
+	if r.code != nodeupgrade.ExitBlockers || !strings.Contains(r.stderr, "pdb-zero-disruptions") || !strings.Contains(r.stderr, "--ignore-check") {
+		t.Fatalf("want exit %d naming the blocker, got %s", nodeupgrade.ExitBlockers, r)
 	}
 	assertUntouched(t, testContext(t, time.Minute), groupKey, name)
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -470,6 +471,22 @@ func (r *resolver) version(ctx context.Context, id, name, version string) (ec2ty
 	return out.LaunchTemplateVersions[0], nil
 }
 
+// sameButImage returns the group's current version when v differs from it
+// in the image alone (a version an IaC tool made with a new image, say),
+// else "".
+func (r *resolver) sameButImage(ctx context.Context, g *Group, v ec2types.LaunchTemplateVersion) (string, error) {
+	cur, err := r.version(ctx, g.LaunchTemplateID, "", g.LaunchTemplateVersion)
+	if err != nil || cur.LaunchTemplateData == nil || v.LaunchTemplateData == nil {
+		return "", err
+	}
+	same := *v.LaunchTemplateData
+	same.ImageId = cur.LaunchTemplateData.ImageId
+	if !reflect.DeepEqual(same, *cur.LaunchTemplateData) {
+		return "", nil
+	}
+	return g.LaunchTemplateVersion, nil
+}
+
 // EC2 filters take at most 200 values.
 const describeInstancesBatch = 200
 
@@ -506,7 +523,8 @@ func ValidImageID(s string) bool { return amiPattern.MatchString(s) }
 type Target struct {
 	// Version is the version number; empty when the run will create it
 	// (Create), as a copy of SourceVersion with Image. SourceVersion is
-	// also set for a copy an earlier run made.
+	// also set for a copy an earlier run made, and for a version given
+	// that differs from the group's current one in the image alone.
 	Version       string
 	Image         string
 	Create        bool
@@ -558,7 +576,10 @@ func (p *Provider) ResolveTarget(ctx context.Context, g *Group, ami, version str
 		t.Image = sdkaws.ToString(v.LaunchTemplateData.ImageId)
 	}
 	if ami == "" || t.Image == ami {
-		return t, nil
+		if t.Version != g.LaunchTemplateVersion {
+			t.SourceVersion, err = res.sameButImage(ctx, g, v)
+		}
+		return t, err
 	}
 	if err := p.checkImage(ctx, ami); err != nil {
 		return Target{}, err

@@ -41,6 +41,9 @@ func (awsCloud) BindFlags(f *cloud.Flags) {
 	f.String(&t.Group, "asg", "Auto Scaling group of the node group (default: found from the nodes' instance IDs)")
 	f.String(&t.Image, "ami", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
 	f.String(&t.Version, "launch-template-version", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
+	f.Option(optKubernetesVersion, "EKS managed node groups: upgrade to this Kubernetes version (at most the control plane's; default: the group's)")
+	f.Option(optReleaseVersion, "EKS managed node groups: upgrade to this EKS AMI release version (default: the latest for the Kubernetes version)")
+	f.Option(optUpdateStrategy, "EKS managed node groups: the update strategy for the run, DEFAULT (scale up first) or MINIMAL (no extra nodes); put back afterwards")
 }
 
 // FlagValues completes --launch-template-version's symbolic versions.
@@ -85,8 +88,11 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := refuseManaged(g); err != nil {
-		return nil, nil, err
+	if g.Tags[TagNodegroupName].Value != "" {
+		return openManaged(ctx, provider, g, nodes, t)
+	}
+	if len(t.Options) > 0 {
+		return nil, nil, inputErrorf("auto scaling group %q is no EKS managed node group: --kubernetes-version, --release-version and --update-strategy serve managed node groups only; use --ami or --launch-template-version", g.Name)
 	}
 	target, err := provider.ResolveTarget(ctx, g, t.Image, t.Version)
 	if err != nil {
@@ -112,6 +118,7 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 		CurrentVersion: g.LaunchTemplateVersion,
 		TargetVersion:  target.Version,
 		TargetImage:    target.Image,
+		TargetLike:     target.SourceVersion,
 		Sizes:          plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes:          byNode,
 		Unjoined:       unjoined,
@@ -127,21 +134,6 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	}
 	cg.LaunchesAfter = launchesAfter(g, target)
 	return cg, &NodeGroup{Provider: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version}, nil
-}
-
-// EKSNodegroupTag marks the Auto Scaling group of an EKS managed node
-// group, whose value is the node group's name.
-const EKSNodegroupTag = "eks:nodegroup-name"
-
-// refuseManaged refuses the group of an EKS managed node group: EKS owns
-// its launch template, and a version pointed at it behind EKS's back makes
-// the node group degraded (Ec2LaunchTemplateVersionMismatch).
-func refuseManaged(g *Group) error {
-	t, ok := g.Tags[EKSNodegroupTag]
-	if !ok {
-		return nil
-	}
-	return inputErrorf("auto scaling group %q belongs to EKS managed node group %q, which EKS upgrades itself: use \"aws eks update-nodegroup-version --cluster-name CLUSTER --nodegroup-name %s\"", g.Name, t.Value, t.Value)
 }
 
 // machineState maps Auto Scaling's lifecycle states to the neutral ones:

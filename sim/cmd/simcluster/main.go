@@ -1,7 +1,7 @@
 // Command simcluster runs a simulated Kubernetes cluster (see package
 // cluster) and builds demo scenarios on it.
 //
-//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0]]
+//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed]]
 //	simcluster scenario demo --kubeconfig PATH
 //	simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
 //	simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
@@ -42,7 +42,7 @@ import (
 )
 
 const usage = `usage:
-  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0]]
+  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed]]
   simcluster scenario demo --kubeconfig PATH
   simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
   simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
@@ -92,6 +92,7 @@ func up(args []string) error {
 	controllerQPS := fs.Int("controller-qps", 0, "the controller manager's client rate limit in requests per second (burst twice that); 0 keeps upstream's 20")
 	awsDemo := fs.Bool("aws-demo", false, "also serve a fake AWS endpoint with Auto Scaling group \"demo\" (9 nodes) and the demo workloads")
 	awsAddr := fs.String("aws-addr", "127.0.0.1:0", "listen address of the fake AWS endpoint (with --aws-demo)")
+	awsManaged := fs.Bool("aws-demo-managed", false, "with --aws-demo, also EKS cluster \"demo\" and its managed node group \"demo-managed\" (3 nodes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,6 +101,9 @@ func up(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *awsManaged && !*awsDemo {
+		return errors.New("--aws-demo-managed needs --aws-demo")
 	}
 	if *awsDemo && *noLifecycle {
 		// the demo's launched nodes are usable once the node lifecycle
@@ -124,7 +128,7 @@ func up(args []string) error {
 	// Launches and terminations go to stderr: they are the AWS side of
 	// the demo, worth watching next to the plugin's output.
 	logger := log.New(os.Stderr, "", log.Ltime|log.Lmicroseconds)
-	s, err := awsfake.StartDemo(ctx, c.Client, awsfake.DemoOptions{Addr: *awsAddr, LaunchDelay: 2 * time.Second, Logf: logger.Printf})
+	s, err := awsfake.StartDemo(ctx, c.Client, awsfake.DemoOptions{Addr: *awsAddr, LaunchDelay: 2 * time.Second, Logf: logger.Printf, Managed: *awsManaged})
 	if err != nil {
 		return errors.Join(err, c.Stop())
 	}

@@ -1,4 +1,8 @@
-package plan
+// Package snapshot lists the cluster once for planning: every kind the plan
+// reads, each in pages read side by side, decoded straight to the slimmed,
+// interned objects planning and the audit read, so that a 150,000-pod
+// cluster is held in a fraction of its size.
+package snapshot
 
 import (
 	"bytes"
@@ -15,6 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +29,21 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// Cluster is the cluster as listed once at the start of planning.
+type Cluster struct {
+	Nodes        []corev1.Node
+	Pods         []corev1.Pod
+	PDBs         []policyv1.PodDisruptionBudget
+	ReplicaSets  []appsv1.ReplicaSet
+	Deployments  []appsv1.Deployment
+	StatefulSets []appsv1.StatefulSet
+	Services     []corev1.Service
+	Namespaces   []corev1.Namespace
+	// Claims and volumes say where a pod's persistent volumes let it run.
+	PVCs []corev1.PersistentVolumeClaim
+	PVs  []corev1.PersistentVolume
+}
+
 // listPageSize is the page of a list. The apiserver serves pages from its
 // watch cache (ListFromCacheSnapshot, 1.34+), so a page costs encoding, not
 // an etcd range read: big pages need few round trips, and the client
@@ -31,7 +51,7 @@ import (
 // whole objects.
 const listPageSize = 5000
 
-// TakeSnapshot lists each kind the plan needs once, all kinds at the same
+// Take lists each kind the plan needs once, all kinds at the same
 // time, a few pages of each side by side (listPages). Pods, nodes and the
 // workload controllers are slimmed as they are decoded to the fields
 // planning and the audit read (see slimPod), so a 150,000-pod cluster is
@@ -46,8 +66,8 @@ const listPageSize = 5000
 // snapshot at once and is returned as it is. What the nodes alone decide
 // (no such node group, no target) is refused in the second the nodes take
 // to list, not after the pods' many seconds.
-func TakeSnapshot(ctx context.Context, client kubernetes.Interface, nodesListed func([]corev1.Node) error) (Snapshot, error) {
-	var s Snapshot
+func Take(ctx context.Context, client kubernetes.Interface, nodesListed func([]corev1.Node) error) (Cluster, error) {
+	var s Cluster
 	core, apps, policy := client.CoreV1(), client.AppsV1(), client.PolicyV1()
 	// Finished pods are never evicted; leaving them out keeps the list small.
 	const runningPods = "status.phase!=Succeeded,status.phase!=Failed"
@@ -199,7 +219,7 @@ type protoItem[T any] interface {
 // set, else by Unmarshal (after src.wire) and slim: client-go's typed List
 // would grow a buffer for every page, copy the page once more into its
 // envelope and grow the page's slice of whole items, a third of the
-// snapshot's CPU at 30,000 pods (BenchmarkTakeSnapshot), and hold a page
+// snapshot's CPU at 30,000 pods (BenchmarkTake), and hold a page
 // of whole items at a time. Pages are read side by side (listPages).
 func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into *[]T, slim func(*T), src listSource) error {
 	var newDecoder func() func([]byte, *T) error
@@ -480,7 +500,7 @@ func noEOF(err error) error {
 // wireFilter says which fields of a protobuf message to leave out before
 // decoding it: what is never decoded costs neither CPU nor garbage. It
 // only ever leaves out what the item's slim function drops anyway (their
-// agreement is TestTakeSnapshotDecodesAsSlimmed's), so slim stays the one
+// agreement is TestTakeDecodesAsSlimmed's), so slim stays the one
 // statement of what the plan reads. Nodes and the workload controllers
 // use one (nodeWire, templateWire, statefulSetWire); pods have their own
 // decoder instead (decodePod).

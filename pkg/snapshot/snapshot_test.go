@@ -1,4 +1,4 @@
-package plan
+package snapshot
 
 import (
 	"bytes"
@@ -165,9 +165,9 @@ func TestSlimPodKeepsWhatPlanningReads(t *testing.T) {
 
 var podsResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
-// TestTakeSnapshotPages lists pods over several pages, and again in one
+// TestTakePages lists pods over several pages, and again in one
 // piece when a continue token expires, as client-go's pager.List does.
-func TestTakeSnapshotPages(t *testing.T) {
+func TestTakePages(t *testing.T) {
 	const total = 2*listPageSize + 7
 	tests := []struct {
 		name       string
@@ -210,7 +210,7 @@ func TestTakeSnapshotPages(t *testing.T) {
 				}
 				return true, list, nil
 			})
-			snap, err := TakeSnapshot(context.Background(), client, nil)
+			snap, err := Take(context.Background(), client, nil)
 			if fmt.Sprint(limits) != fmt.Sprint(tc.wantLimits) {
 				t.Errorf("limits %v, want %v", limits, tc.wantLimits)
 			}
@@ -240,7 +240,7 @@ func TestTakeSnapshotPages(t *testing.T) {
 	}
 }
 
-// fakeListServer serves the lists TakeSnapshot makes, pods from pods in
+// fakeListServer serves the lists Take makes, pods from pods in
 // pages of the requested limit, as JSON or protobuf as the client asks.
 type fakeListServer struct {
 	pods         []corev1.Pod
@@ -342,11 +342,11 @@ func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// BenchmarkTakeSnapshot lists 30,000 realistic pods from a local server
+// BenchmarkTake lists 30,000 realistic pods from a local server
 // that hands out pre-encoded pages, so the figures are the client's:
 // decoding and what the snapshot keeps. heap-B/pod is the live heap the
 // snapshot holds per pod.
-func BenchmarkTakeSnapshot(b *testing.B) {
+func BenchmarkTake(b *testing.B) {
 	const pods = 30_000
 	srv := &fakeListServer{cache: map[string][]byte{}}
 	for i := range pods {
@@ -379,14 +379,14 @@ func BenchmarkTakeSnapshot(b *testing.B) {
 			}
 			// the first list fills the server's cache of encoded pages,
 			// which is not the client's cost
-			snap, err := TakeSnapshot(context.Background(), client, nil)
+			snap, err := Take(context.Background(), client, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				snap = Snapshot{}
-				if snap, err = TakeSnapshot(context.Background(), client, nil); err != nil {
+				snap = Cluster{}
+				if snap, err = Take(context.Background(), client, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -398,7 +398,7 @@ func BenchmarkTakeSnapshot(b *testing.B) {
 			runtime.GC()
 			runtime.ReadMemStats(&after)
 			runtime.KeepAlive(snap)
-			snap = Snapshot{}
+			snap = Cluster{}
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/pods, "heap-B/pod")
@@ -462,16 +462,16 @@ func (f failingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return nil, r.Context().Err()
 }
 
-// TestTakeSnapshotReturnsTheRefusal: whichever kind's list fails, the
+// TestTakeReturnsTheRefusal: whichever kind's list fails, the
 // snapshot's error is that failure, not another list's cancellation.
-func TestTakeSnapshotReturnsTheRefusal(t *testing.T) {
+func TestTakeReturnsTheRefusal(t *testing.T) {
 	for _, path := range []string{"/api/v1/nodes", "/api/v1/pods", "/api/v1/namespaces"} {
 		t.Run(path, func(t *testing.T) {
 			client, err := kubernetes.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1", QPS: -1, Transport: failingTransport{path}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = TakeSnapshot(context.Background(), client, nil)
+			_, err = Take(context.Background(), client, nil)
 			var uerr *url.Error
 			if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &uerr) || errors.Is(err, context.Canceled) {
 				t.Fatalf("error %v, want the refusal of %s", err, path)
@@ -503,10 +503,10 @@ func realisticNode(name string) *corev1.Node {
 	return n
 }
 
-// TestTakeSnapshotRefusesATruncatedPage: a protobuf page that ends inside
+// TestTakeRefusesATruncatedPage: a protobuf page that ends inside
 // an item (a connection cut short) fails the snapshot; it never passes for
 // a shorter list.
-func TestTakeSnapshotRefusesATruncatedPage(t *testing.T) {
+func TestTakeRefusesATruncatedPage(t *testing.T) {
 	srv := &fakeListServer{cache: map[string][]byte{}}
 	for i := range 20 {
 		srv.pods = append(srv.pods, *realisticPod("ns", fmt.Sprintf("pod-%d", i), "n1", "web"))
@@ -521,19 +521,19 @@ func TestTakeSnapshotRefusesATruncatedPage(t *testing.T) {
 	for _, cut := range []int{1, 100, 3000} {
 		t.Run(fmt.Sprintf("%d bytes short", cut), func(t *testing.T) {
 			srv.truncate.Store(int64(cut))
-			snap, err := TakeSnapshot(context.Background(), client, nil)
+			snap, err := Take(context.Background(), client, nil)
 			if err == nil || !strings.Contains(err.Error(), "cannot decode the pods list") {
-				t.Fatalf("TakeSnapshot = %d pods, %v; want the pods list refused", len(snap.Pods), err)
+				t.Fatalf("Take = %d pods, %v; want the pods list refused", len(snap.Pods), err)
 			}
 		})
 	}
 }
 
-// TestTakeSnapshotDecodesAsSlimmed: pods listed page by page from an API
+// TestTakeDecodesAsSlimmed: pods listed page by page from an API
 // server, decoded item by item (protobuf: pods by decodePod, nodes with
 // the wire filter) or whole (JSON), are the pods slimPod makes of the
 // originals, nothing more or less.
-func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
+func TestTakeDecodesAsSlimmed(t *testing.T) {
 	const total = listPageSize + 7 // two pages
 	srv := &fakeListServer{cache: map[string][]byte{}}
 	for i := range total {
@@ -591,7 +591,7 @@ func TestTakeSnapshotDecodesAsSlimmed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap, err := TakeSnapshot(context.Background(), client, nil)
+			snap, err := Take(context.Background(), client, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

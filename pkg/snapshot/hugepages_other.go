@@ -1,6 +1,6 @@
 //go:build !linux
 
-package plan
+package snapshot
 
 // adviseHugePages does nothing where there is no madvise(MADV_HUGEPAGE).
 func adviseHugePages([]byte) {}

@@ -1,0 +1,361 @@
+package aws
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// The options of a managed node group's target, by flag name (see
+// BindFlags).
+const (
+	optKubernetesVersion = "kubernetes-version"
+	optReleaseVersion    = "release-version"
+	optUpdateStrategy    = "update-strategy"
+)
+
+// evictionLimit is how long EKS tries to evict a node's pods before the
+// update fails with PodEvictionFailure (User Guide,
+// managed-node-update-behavior: upgrade phase).
+const evictionLimit = 15 * time.Minute
+
+// ManagedNodeGroup is an EKS managed node group, whose updates EKS runs:
+// the run configures, starts and follows UpdateNodegroupVersion and never
+// changes the group's Auto Scaling group or launch template behind EKS's
+// back.
+type ManagedNodeGroup struct {
+	eks            *EKS
+	provider       *Provider
+	group          *ManagedGroup
+	asg            *Group
+	clusterVersion string
+	target         ManagedTarget
+	// image is --ami: a new version of the group's launch template with
+	// only the image changed, made when the update starts.
+	image string
+	// updateStrategy is --update-strategy, "" to keep the group's.
+	updateStrategy string
+}
+
+var (
+	_ cloud.ManagedUpdater = (*ManagedNodeGroup)(nil)
+	_ plan.ManagedService  = (*ManagedNodeGroup)(nil)
+)
+
+// Name implements cloud.Provider.
+func (m *ManagedNodeGroup) Name() string { return Name }
+
+// Describe implements cloud.Provider.
+func (m *ManagedNodeGroup) Describe() string {
+	return fmt.Sprintf("EKS replaces the nodes of managed node group %q", m.group.Name)
+}
+
+// GroupName implements cloud.ManagedUpdater.
+func (m *ManagedNodeGroup) GroupName() string { return m.group.Name }
+
+// Runs implements plan.ManagedService: EKS runs its own update, the eks
+// strategy, in place.
+func (m *ManagedNodeGroup) Runs(strategy string) bool { return strategy == "eks" }
+
+// Settings implements cloud.ManagedUpdater.
+func (m *ManagedNodeGroup) Settings(ctx context.Context) (plan.UpdateSettings, error) {
+	g, err := m.eks.DescribeNodegroup(ctx, m.group.Cluster, m.group.Name)
+	if err != nil {
+		return plan.UpdateSettings{}, err
+	}
+	return planSettings(g.Update), nil
+}
+
+// Configure implements cloud.ManagedUpdater: UpdateNodegroupConfig, and
+// the wait until the group is ACTIVE again.
+func (m *ManagedNodeGroup) Configure(ctx context.Context, s plan.UpdateSettings) error {
+	u, err := eksSettings(s)
+	if err != nil {
+		return err
+	}
+	_, err = m.eks.UpdateConfig(ctx, m.group.Cluster, m.group.Name, ConfigChange{Update: &u})
+	return err
+}
+
+// StartUpdate implements cloud.ManagedUpdater: UpdateNodegroupVersion, or
+// the version update in progress.
+func (m *ManagedNodeGroup) StartUpdate(ctx context.Context, force bool) (string, error) {
+	t := m.target
+	t.Force = force
+	if m.image != "" {
+		version, err := m.imageVersion(ctx)
+		if err != nil {
+			return "", err
+		}
+		t.LaunchTemplate = &TemplateRef{ID: m.group.LaunchTemplate.ID, Version: version}
+	}
+	u, _, err := m.eks.StartVersionUpdate(ctx, m.group.Cluster, m.group.Name, t)
+	if err != nil {
+		return "", err
+	}
+	return u.ID, nil
+}
+
+// imageVersion makes (or finds, after an interrupted run) the version of
+// the group's launch template with only the image changed.
+func (m *ManagedNodeGroup) imageVersion(ctx context.Context) (string, error) {
+	t, err := m.provider.ResolveTarget(ctx, m.asg, m.image, "")
+	if err != nil || !t.Create {
+		return t.Version, err
+	}
+	return m.provider.createVersion(ctx, m.asg, t, m.image)
+}
+
+// Progress implements cloud.ManagedUpdater: DescribeUpdate, and the nodes
+// of the group already replaced, counted from the Auto Scaling group.
+func (m *ManagedNodeGroup) Progress(ctx context.Context, id string) (cloud.UpdateProgress, error) {
+	u, err := m.eks.DescribeUpdate(ctx, m.group.Cluster, m.group.Name, id)
+	if err != nil {
+		return cloud.UpdateProgress{}, err
+	}
+	p := cloud.UpdateProgress{ID: u.ID, State: updateState(u.Status), Phase: u.Status}
+	for _, e := range u.Errors {
+		p.Errors = append(p.Errors, cloud.UpdateError{Code: e.Code, Message: e.Message, Nodes: e.ResourceIDs})
+	}
+	return p, nil
+}
+
+// updateState maps DescribeUpdate's status (API Reference, Update:
+// InProgress, Failed, Cancelled, Successful).
+func updateState(status string) cloud.UpdateState {
+	switch status {
+	case "Successful":
+		return cloud.UpdateSucceeded
+	case "Failed":
+		return cloud.UpdateFailed
+	case "Cancelled":
+		return cloud.UpdateCancelled
+	}
+	return cloud.UpdateInProgress
+}
+
+// Plan implements plan.ManagedService: the settings EKS takes for the
+// run, the nodes its scale-up adds, and its phases.
+func (m *ManagedNodeGroup) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, error) {
+	before := planSettings(m.group.Update)
+	during := before
+	during.MaxUnavailable = in.MaxUnavailable
+	if m.updateStrategy != "" {
+		during.Strategy = m.updateStrategy
+	}
+	if _, err := eksSettings(during); err != nil {
+		return nil, err
+	}
+	scaleUp := int32(0)
+	if during.Strategy != "MINIMAL" {
+		scaleUp = plan.ScaleUpCount(zones, resolveUnavailable(during.MaxUnavailable, nodes))
+	}
+	mp := &plan.ManagedPlan{
+		Service:       "EKS managed node group",
+		Details:       m.details(),
+		Before:        before,
+		During:        during,
+		ScaleUp:       scaleUp,
+		Target:        m.targetText(),
+		Force:         in.Force,
+		Controls:      []string{},
+		NoStop:        "EKS cannot stop an in-place update once it started (CancelUpdate serves Auto Mode only): Ctrl-C stops following it, not the update; when it has ended, \"run\" towards the previous version undoes it",
+		EvictionLimit: plan.Duration(evictionLimit),
+	}
+	mp.Steps = managedSteps(mp, nodes)
+	return mp, nil
+}
+
+// resolveUnavailable is maxUnavailable in nodes of a group of n.
+func resolveUnavailable(s string, n int) int {
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		pct, _ := strconv.Atoi(p)
+		return max(1, n*pct/100)
+	}
+	v, _ := strconv.Atoi(s)
+	return max(1, v)
+}
+
+// details are the group as DescribeNodegroup shows it.
+func (m *ManagedNodeGroup) details() []plan.Detail {
+	g := m.group
+	d := []plan.Detail{
+		{Name: "node group", Value: fmt.Sprintf("%s (cluster %s, Kubernetes %s)", g.Name, g.Cluster, m.clusterVersion)},
+		{Name: "status", Value: g.Status + issues(g.Health)},
+		{Name: "version", Value: fmt.Sprintf("Kubernetes %s, release %s", g.Version, orNone(g.ReleaseVersion))},
+		{Name: "AMI type", Value: g.AMIType + ", capacity " + g.CapacityType},
+		{Name: "scaling", Value: fmt.Sprintf("min %d, desired %d, max %d", g.Min, g.Desired, g.Max)},
+		{Name: "update config", Value: planSettings(g.Update).String()},
+	}
+	if lt := g.LaunchTemplate; lt != nil {
+		d = append(d, plan.Detail{Name: "launch template", Value: fmt.Sprintf("%s version %s", lt.ID+lt.Name, lt.Version)})
+	}
+	return d
+}
+
+// targetText says what the update moves to, in EKS's terms.
+func (m *ManagedNodeGroup) targetText() string {
+	t := m.target
+	switch {
+	case m.image != "":
+		return fmt.Sprintf("image %s (a new version of launch template %s)", m.image, m.group.LaunchTemplate.ID)
+	case t.LaunchTemplate != nil:
+		return fmt.Sprintf("launch template %s version %s", m.group.LaunchTemplate.ID, t.LaunchTemplate.Version)
+	}
+	version := cmp.Or(t.Version, m.group.Version)
+	return fmt.Sprintf("Kubernetes %s, release %s", version, cmp.Or(t.ReleaseVersion, "the latest"))
+}
+
+// managedSteps are EKS's phases (User Guide, managed-node-update-behavior)
+// with rough estimates: a node about 5 minutes to join, each batch its
+// drain and the 60 s EKS waits after the cordon.
+func managedSteps(mp *plan.ManagedPlan, nodes int) []plan.Step {
+	batch := max(1, resolveUnavailable(mp.During.MaxUnavailable, nodes))
+	batches := (nodes + batch - 1) / batch
+	steps := []plan.Step{}
+	if !mp.Before.Equal(mp.During) {
+		steps = append(steps, plan.Step{Phase: "Configure", Detail: "UpdateNodegroupConfig: " + mp.During.String(), Estimate: plan.Duration(time.Minute)})
+	}
+	steps = append(steps,
+		plan.Step{Phase: "Setup", Detail: "UpdateNodegroupVersion: EKS makes a launch template version and points the Auto Scaling group at it", Estimate: plan.Duration(time.Minute)},
+		plan.Step{Phase: "ScaleUp", Detail: fmt.Sprintf("EKS adds %d nodes, waits for them Ready, taints the old ones", mp.ScaleUp), Estimate: plan.Duration(5 * time.Minute)},
+		plan.Step{Phase: "Upgrade", Detail: fmt.Sprintf("EKS drains %d node(s) at a time (%s at most each, then PodEvictionFailure), cordons, waits 60s, terminates: %d rounds", batch, evictionLimit, batches), Estimate: plan.Duration(time.Duration(batches) * 2 * time.Minute)},
+		plan.Step{Phase: "ScaleDown", Detail: "EKS lowers the sizes back one node at a time", Estimate: plan.Duration(time.Minute)},
+	)
+	if !mp.Before.Equal(mp.During) {
+		steps = append(steps, plan.Step{Phase: "RestoreSettings", Detail: "UpdateNodegroupConfig: " + mp.Before.String(), Estimate: plan.Duration(time.Minute)})
+	}
+	return steps
+}
+
+// planSettings are EKS's update config in the plan's terms.
+func planSettings(u UpdateSettings) plan.UpdateSettings {
+	s := plan.UpdateSettings{Strategy: cmp.Or(u.Strategy, "DEFAULT"), MaxUnavailable: strconv.Itoa(int(max(u.MaxUnavailable, 1)))}
+	if u.MaxUnavailablePercentage > 0 {
+		s.MaxUnavailable = strconv.Itoa(int(u.MaxUnavailablePercentage)) + "%"
+	}
+	return s
+}
+
+// eksSettings are the plan's settings as UpdateNodegroupConfig takes them
+// (API Reference, NodegroupUpdateConfig: maxUnavailable 1 to 100,
+// maxUnavailablePercentage 1 to 100, updateStrategy DEFAULT or MINIMAL).
+func eksSettings(s plan.UpdateSettings) (UpdateSettings, error) {
+	var u UpdateSettings
+	switch s.Strategy {
+	case "", "DEFAULT", "MINIMAL":
+		u.Strategy = cmp.Or(s.Strategy, "DEFAULT")
+	default:
+		return u, inputErrorf("invalid --update-strategy %q: EKS takes DEFAULT or MINIMAL", s.Strategy)
+	}
+	p, isPct := strings.CutSuffix(s.MaxUnavailable, "%")
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 100 {
+		return u, inputErrorf("invalid --max-unavailable %q: EKS takes 1 to 100 nodes, or 1%% to 100%%", s.MaxUnavailable)
+	}
+	if isPct {
+		u.MaxUnavailablePercentage = int32(n)
+	} else {
+		u.MaxUnavailable = int32(n)
+	}
+	return u, nil
+}
+
+func orNone(s string) string { return cmp.Or(s, "<none>") }
+
+// openManaged opens an EKS managed node group: the target as EKS takes
+// it, checked as EKS would check it.
+func openManaged(ctx context.Context, p *Provider, g *Group, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
+	cluster, name, ok := ManagedGroupOf(g)
+	name = g.Tags[TagNodegroupName].Value
+	if !ok {
+		msg := fmt.Sprintf("auto scaling group %q belongs to EKS managed node group %q but carries no %s tag, so its cluster is unknown; EKS upgrades the group itself: tag the group or use \"aws eks update-nodegroup-version\"", g.Name, name, TagClusterName)
+		return nil, nil, &Error{msg: msg, err: cloud.ErrManaged, input: true}
+	}
+	e := p.EKS()
+	mg, err := e.DescribeNodegroup(ctx, cluster, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	cv, err := e.ClusterVersion(ctx, cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := &ManagedNodeGroup{eks: e, provider: p, group: mg, asg: g, clusterVersion: cv, image: t.Image, updateStrategy: t.Options[optUpdateStrategy]}
+	if err := m.resolveTarget(ctx, t); err != nil {
+		return nil, nil, err
+	}
+	return m.cloudGroup(p, nodes), m, nil
+}
+
+// resolveTarget reads the flags as UpdateNodegroupVersion takes them.
+func (m *ManagedNodeGroup) resolveTarget(ctx context.Context, t plan.CloudTarget) error {
+	g := m.group
+	m.target = ManagedTarget{Version: t.Options[optKubernetesVersion], ReleaseVersion: t.Options[optReleaseVersion]}
+	if t.Version != "" {
+		lt := &TemplateRef{Version: t.Version}
+		if g.LaunchTemplate != nil {
+			lt.ID = g.LaunchTemplate.ID
+		}
+		m.target.LaunchTemplate = lt
+	}
+	if t.Image != "" && (g.LaunchTemplate == nil || !g.CustomAMI()) {
+		return inputErrorf("--ami needs a managed node group whose launch template names its own AMI; managed node group %q runs AMI type %s: use --kubernetes-version or --release-version", g.Name, g.AMIType)
+	}
+	if err := ValidateTarget(g, m.clusterVersion, m.target); err != nil {
+		return err
+	}
+	if m.target.ReleaseVersion != "" || g.CustomAMI() || m.target.LaunchTemplate != nil {
+		return nil
+	}
+	// The latest release of the target version: the plan says which.
+	release, err := m.eks.LatestRelease(ctx, cmp.Or(m.target.Version, g.Version), g.AMIType)
+	if err != nil {
+		return err
+	}
+	m.target.ReleaseVersion = release
+	return nil
+}
+
+// cloudGroup is the plan's view of the managed group. EKS's update
+// replaces every node of the group that does not run the target (User
+// Guide, managed-node-update-behavior), so the nodes are outdated
+// together: by release where EKS picks the image, by launch template
+// version where the group's template does.
+func (m *ManagedNodeGroup) cloudGroup(p *Provider, nodes []corev1.Node) *plan.CloudGroup {
+	ptrs := make([]*corev1.Node, len(nodes))
+	for i := range nodes {
+		ptrs[i] = &nodes[i]
+	}
+	byNode, unjoined := MapNodes(m.asg, ptrs)
+	g, t := m.group, m.target
+	current := g.Version + "/" + g.ReleaseVersion
+	target := cmp.Or(t.Version, g.Version) + "/" + cmp.Or(t.ReleaseVersion, g.ReleaseVersion)
+	if g.CustomAMI() || t.LaunchTemplate != nil || m.image != "" {
+		current, target = m.asg.LaunchTemplateVersion, plan.NewVersion
+		if t.LaunchTemplate != nil {
+			target = t.LaunchTemplate.Version
+		}
+	}
+	for id, mc := range byNode {
+		if !g.CustomAMI() && t.LaunchTemplate == nil && m.image == "" {
+			mc.Version = current // EKS's own template: the group's release
+		}
+		byNode[id] = mc
+	}
+	return &plan.CloudGroup{
+		Provider: Name, Region: p.Region(), Name: g.Name, GroupKind: "EKS managed node group",
+		Template: m.asg.LaunchTemplateID, TemplateKind: "launch template", MachineKind: "instance",
+		CurrentVersion: current, TargetVersion: target,
+		Sizes: plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
+		Nodes: byNode, Unjoined: unjoined, Managed: m,
+	}
+}

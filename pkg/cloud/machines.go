@@ -1,0 +1,30 @@
+package cloud
+
+import (
+	"errors"
+	"slices"
+	"strings"
+)
+
+// groupClouds are the clouds, by the scheme of a node's spec.providerID,
+// whose machines usually belong to a group that keeps them (EC2 Auto
+// Scaling groups, Compute Engine managed instance groups, Azure virtual
+// machine scale sets): deleting such a node's Node object leaves its
+// machine running, un-upgraded, and still counted by its group.
+var groupClouds = []string{"aws", "azure", "gce"}
+
+// GroupCloud returns the cloud a node's provider ID names when that
+// cloud's machines may belong to a group, or "".
+func GroupCloud(providerID string) string {
+	scheme, _, ok := strings.Cut(providerID, "://")
+	if ok && slices.Contains(groupClouds, scheme) {
+		return scheme
+	}
+	return ""
+}
+
+// ErrManaged is behind Open's error when the machines belong to a group
+// that a managed service upgrades itself (an EKS managed node group): they
+// do belong to a group, which the plugin must not change behind the
+// service's back.
+var ErrManaged = errors.New("the machines belong to a managed node group")

@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// managedGroup is an EKS managed node group of the local endpoint, its
+// nodes on the simulated cluster, Kubernetes 1.30 in a 1.31 cluster.
+type managedGroup struct {
+	awsGroup
+	cluster string
+	before  awsfake.Nodegroup
+}
+
+// setupManagedGroup starts an endpoint whose EKS carries updates out fast
+// (evictions given up after evictionTimeout) with a managed node group of
+// size nodes and the apps pinned to it.
+func setupManagedGroup(t *testing.T, name string, size int32, evictionTimeout time.Duration, apps ...scenario.App) *managedGroup {
+	t.Helper()
+	ctx := testContext(t, 3*time.Minute)
+	eks := awsfake.EKSOptions{EvictionTimeout: evictionTimeout, CordonWait: time.Second, DeleteDrainTimeout: 20 * time.Second,
+		NodeReadyTimeout: time.Minute, EvictRetry: 500 * time.Millisecond, ConfigUpdateTime: 100 * time.Millisecond}
+	srv, err := awsfake.StartWithKube(context.Background(), client,
+		awsfake.Options{Region: "us-east-1", LaunchDelay: 500 * time.Millisecond, EKS: eks}, awsfake.NodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	m := &managedGroup{awsGroup: awsGroup{name: name, srv: srv, terminating: map[string]bool{}}, cluster: name + "-cluster"}
+	srv.CreateEKSCluster(m.cluster, "1.31")
+	srv.AddRelease(awsfake.Release{KubernetesVersion: "1.30", ReleaseVersion: "1.30.9-20250101", ImageID: "ami-130"})
+	srv.AddRelease(awsfake.Release{KubernetesVersion: "1.31", ReleaseVersion: "1.31.2-20250201", ImageID: "ami-131"})
+	ng, err := srv.ManagedNodeGroup(ctx, awsfake.ManagedNodeGroupSpec{Cluster: m.cluster, Name: name, Zones: awsZones,
+		Min: 1, Desired: size, Max: size + 1, Version: "1.30", Labels: map[string]string{"pool": name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.before = ng
+	for i := range apps {
+		apps[i].Namespace, apps[i].NodeSelector = name, map[string]string{"pool": name}
+		if err := scenario.CreateApp(ctx, client, apps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// versionUpdates counts the UpdateNodegroupVersion calls the endpoint took.
+func (m *managedGroup) versionUpdates() int {
+	n := 0
+	for _, c := range m.srv.EKSCalls() {
+		if strings.HasPrefix(c, "POST ") && strings.HasSuffix(c, "/update-version") {
+			n++
+		}
+	}
+	return n
+}
+
+// changingCalls are the EKS calls that change something: every method
+// but GET (SSM's GetParameter, listed too, only reads).
+func (m *managedGroup) changingCalls() []string {
+	return slices.DeleteFunc(m.srv.EKSCalls(), func(c string) bool {
+		return strings.HasPrefix(c, "GET ") || strings.HasPrefix(c, "SSM GetParameter ")
+	})
+}
+
+// assertUpdated checks that every node runs the 1.31 release, the update
+// config is as before the run, and nothing is left marked.
+func (m *managedGroup) assertUpdated(t *testing.T) {
+	t.Helper()
+	ng, _ := m.srv.Nodegroup(m.cluster, m.name)
+	if ng.Version != "1.31" || ng.ReleaseVersion != "1.31.2-20250201" {
+		t.Errorf("node group at %s / %s, want 1.31 / 1.31.2-20250201", ng.Version, ng.ReleaseVersion)
+	}
+	if got, want := updateConfig(ng), updateConfig(m.before); got != want {
+		t.Errorf("update config %s, want it restored to %s", got, want)
+	}
+	ctx := testContext(t, time.Minute)
+	for _, n := range groupNodes(t, ctx, "eks.amazonaws.com/nodegroup", m.name) {
+		if n.Labels["eks.amazonaws.com/nodegroup-image"] != "ami-131" {
+			t.Errorf("node %q runs %q, want ami-131", n.Name, n.Labels["eks.amazonaws.com/nodegroup-image"])
+		}
+	}
+}
+
+// updateConfig shows a node group's update config.
+func updateConfig(ng awsfake.Nodegroup) string {
+	u := ng.UpdateConfig
+	if u == nil {
+		return "<none>"
+	}
+	deref := func(p *int32) int32 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	return fmt.Sprintf("maxUnavailable %d, maxUnavailablePercentage %d, strategy %s", deref(u.MaxUnavailable), deref(u.MaxUnavailablePercentage), u.UpdateStrategy)
+}
+
+// TestManagedNodeGroupInPlaceUpdate: EKS's own update of a managed node
+// group, started once with the run's settings, followed to the end, the
+// group's settings put back; Ctrl-C on the way stops the following only,
+// and the next run follows the same update.
+func TestManagedNodeGroupInPlaceUpdate(t *testing.T) {
+	t.Parallel()
+	const name = "mng-inplace"
+	m := setupManagedGroup(t, name, 3, time.Minute, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
+	watch, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.run(t, "plan", name, "--kubernetes-version", "1.31", "--max-unavailable", "2")
+	for _, want := range []string{"EKS managed node group", "1.31.2-20250201", "maxUnavailable 2 for the run, then back to", "cannot stop an in-place update"} {
+		if p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, want) {
+			t.Errorf("plan must show %q: %s", want, p)
+		}
+	}
+	if calls := m.changingCalls(); len(calls) != 0 {
+		t.Errorf("plan changed the node group: %v", calls)
+	}
+	args := []string{"run", name, "--kubernetes-version", "1.31", "--max-unavailable", "2", "--yes"}
+	first := startBackground(t, m.cmd(sim.Kubeconfig, args...))
+	if !first.waitFor("started towards") {
+		t.Fatalf("the update never started:\n%s", first.output())
+	}
+	_ = first.cmd.Process.Signal(syscall.SIGINT)
+	code, out := first.wait(t, time.Minute)
+	if code == nodeupgrade.ExitOK || !strings.Contains(out, "stopped following") {
+		t.Errorf("Ctrl-C must stop following and say so, exit %d:\n%s", code, out)
+	}
+	second := m.run(t, args...)
+	if second.code != nodeupgrade.ExitOK || !strings.Contains(second.stdout, "following EKS managed node group update") {
+		t.Fatalf("the second run must follow the same update to its end: %s", second)
+	}
+	if n := m.versionUpdates(); n != 1 {
+		t.Errorf("%d UpdateNodegroupVersion calls, want exactly 1", n)
+	}
+	m.assertUpdated(t)
+	if v := watch.Stop(); len(v) != 0 {
+		t.Errorf("PDB violations: %v", v)
+	}
+}
+
+// TestManagedNodeGroupPDBHoldsTheUpdate: a PDB that allows no disruption
+// is a blocker before EKS is called; with the check ignored the run names
+// the pod and the PDB while EKS tries, and ends with PodEvictionFailure's
+// exit code naming node, pod and PDB.
+func TestManagedNodeGroupPDBHoldsTheUpdate(t *testing.T) {
+	t.Parallel()
+	const name = "mng-pdb"
+	m := setupManagedGroup(t, name, 2, 15*time.Second, scenario.App{Name: "db", Replicas: 2, MinAvailable: num(2)})
+	args := []string{"run", name, "--kubernetes-version", "1.31", "--yes"}
+	refused := m.run(t, args...)
+	if refused.code != nodeupgrade.ExitBlockers || !strings.Contains(refused.stderr, "pdb-zero-disruptions") {
+		t.Errorf("run must refuse the blocker with exit %d: %s", nodeupgrade.ExitBlockers, refused)
+	}
+	if calls := m.changingCalls(); len(calls) != 0 {
+		t.Errorf("the refused run changed the node group: %v", calls)
+	}
+	forced := m.run(t, append(args, "--ignore-check", "pdb-zero-disruptions")...)
+	if forced.code != nodeupgrade.ExitPodEvictionError {
+		t.Fatalf("want exit %d (PodEvictionFailure): %s", nodeupgrade.ExitPodEvictionError, forced)
+	}
+	for _, want := range []string{`pod "mng-pdb/db-`, `PodDisruptionBudget "mng-pdb/db"`, "PodEvictionFailure"} {
+		if !strings.Contains(forced.stdout, want) || !strings.Contains(forced.stderr, want) {
+			t.Errorf("the progress and the error must name %q: %s", want, forced)
+		}
+	}
+	if !oneLine(forced.stderr) {
+		t.Errorf("the error must be one line: %q", forced.stderr)
+	}
+}
+
+// TestManagedNodeGroupBadTargetsChangeNothing: what EKS would refuse is
+// refused at plan time, exit 2, with no call that changes anything.
+func TestManagedNodeGroupBadTargetsChangeNothing(t *testing.T) {
+	t.Parallel()
+	const name = "mng-bad"
+	m := setupManagedGroup(t, name, 2, time.Minute)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"version above the control plane", []string{"--kubernetes-version", "1.33"}, "above the control plane"},
+		{"launch template on a group made without one", []string{"--launch-template-version", "2"}, "not created with a launch template"},
+		{"custom AMI on an EKS AMI type", []string{"--ami", "ami-0abc1234"}, "--ami needs a managed node group whose launch template names its own AMI"},
+		{"unknown update strategy", []string{"--update-strategy", "FAST"}, "invalid --update-strategy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := m.run(t, append([]string{"run", name, "--yes"}, tc.args...)...)
+			if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit %d and a one-line error with %q: %s", nodeupgrade.ExitUsage, tc.want, r)
+			}
+		})
+	}
+	if calls := m.changingCalls(); len(calls) != 0 {
+		t.Errorf("refused runs changed the node group: %v", calls)
+	}
+	for _, n := range groupNodes(t, testContext(t, time.Minute), "eks.amazonaws.com/nodegroup", name) {
+		if n.Spec.Unschedulable || slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.Effect == corev1.TaintEffectNoSchedule }) {
+			t.Errorf("node %q was marked", n.Name)
+		}
+	}
+}

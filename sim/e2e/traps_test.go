@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// Tests of the trust traps a new user hit (issue 33).
+
+const (
+	gkePoolKey = "cloud.google.com/gke-nodepool"
+	// machineLeftRunning is the check's name (spelled out, so that the
+	// tests also build on a tree without it, to show them fail there).
+	machineLeftRunning = "machine-left-running"
+)
+
+// createForeignNodes makes n kwok nodes labelled key=group whose provider
+// IDs come from providerID(i): machines no group of the fake endpoint has.
+func createForeignNodes(t *testing.T, key, group, zone string, n int, providerID func(i int) string) []string {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", group, i)
+		if err := scenario.CreateNode(ctx, client, scenario.Node{Name: name, Zone: zone, Labels: map[string]string{key: group}, ProviderID: providerID(i)}); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	if err := scenario.WaitNodesReady(ctx, client, names...); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestProviderNoneNeverDeletesNodesOfGroupMachines: provider none deletes
+// the Node object of a node whose machine a cloud group may keep only when
+// the cloud said it keeps none, or when --leave-machines-running says so;
+// otherwise plan shows the machine-left-running blocker and run refuses it,
+// changing nothing. Missing credentials no longer point at --provider none.
+func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
+	t.Parallel()
+	const name = "trap-none"
+	g := setupAWSGroup(t, name, 2)
+	ctx := testContext(t, 5*time.Minute)
+	managed := name + "-managed"
+	if _, err := g.srv.NodeGroup(ctx, client, awsfake.NodeGroupSpec{
+		Name: managed, Zones: awsZones, Size: 2, Min: 1, Max: 3, ImageID: "ami-old",
+		Tags: map[string]string{"eks:nodegroup-name": managed},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const pool, karpenter = "trap-pool-1", "trap-karpenter"
+	createForeignNodes(t, gkePoolKey, pool, "us-central1-a", 2, func(i int) string {
+		return fmt.Sprintf("gce://trap-project/us-central1-a/%s-%d", pool, i)
+	})
+	createForeignNodes(t, "karpenter.sh/nodepool", karpenter, "us-east-1a", 2, func(i int) string {
+		return fmt.Sprintf("aws:///us-east-1a/i-0trapkarpenter%d", i)
+	})
+	noCredentials := append(cleanAWSEnv(), "AWS_ENDPOINT_URL="+g.srv.URL, "AWS_REGION=us-east-1")
+	const team = "team=blue"
+	run := func(group string, extra ...string) []string {
+		return append([]string{"run", group, "--target-label", team, "--yes", "--post-drain-wait", "0s"}, extra...)
+	}
+	for _, tc := range []struct {
+		name, key, group string
+		args             []string
+		env              []string
+		want             string
+	}{
+		{name: "GKE node pool, provider none", key: gkePoolKey, group: pool, args: run(pool, "--provider", "none"),
+			want: "leave their gce machines running: no provider of this plugin serves gce machines"},
+		{name: "GKE node pool, provider detected", key: gkePoolKey, group: pool, args: run(pool),
+			want: "leave their gce machines running"},
+		{name: "Auto Scaling group", key: groupKey, group: name, args: run(name, "--provider", "none"),
+			want: `instances of Auto Scaling group "trap-none"`},
+		{name: "EKS managed node group", key: groupKey, group: managed, args: run(managed, "--provider", "none"),
+			want: `belongs to EKS managed node group "trap-none-managed"`},
+		{name: "no credentials to ask", key: groupKey, group: name, args: run(name, "--provider", "none"), env: noCredentials,
+			want: "provider aws could not tell whether a group keeps them (no AWS credentials found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(groupNodes(t, ctx, tc.key, tc.group))
+			cmd := g.cmd(sim.Kubeconfig, tc.args...)
+			if tc.env != nil {
+				cmd.Env = tc.env
+			}
+			r := runCmd(t, cmd)
+			if r.code != nodeupgrade.ExitBlockers || !oneLine(r.stderr) || !strings.Contains(r.stderr, machineLeftRunning) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit %d and a one-line %s refusal with %q, got %s", nodeupgrade.ExitBlockers, machineLeftRunning, tc.want, r)
+			}
+			if !strings.Contains(r.stderr, "--delete-node=false") {
+				t.Errorf("the refusal must name --delete-node=false: %s", r.stderr)
+			}
+			if got := len(groupNodes(t, ctx, tc.key, tc.group)); got != before {
+				t.Errorf("%d of %d nodes left", got, before)
+			}
+			assertUntouched(t, ctx, tc.key, tc.group)
+			planArgs := append([]string{"plan"}, tc.args[1:]...)
+			p := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, planArgs...), tc.env))
+			if p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, machineLeftRunning) {
+				t.Errorf("plan must show the %s blocker: %s", machineLeftRunning, p)
+			}
+		})
+	}
+	t.Run("detected provider without credentials does not suggest provider none", func(t *testing.T) {
+		cmd := g.cmd(sim.Kubeconfig, run(name)...)
+		cmd.Env = noCredentials
+		r := runCmd(t, cmd)
+		if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "no AWS credentials found") || strings.Contains(r.stderr, "--provider none") {
+			t.Errorf("want exit %d, no AWS credentials found, no word of --provider none: %s", nodeupgrade.ExitUsage, r)
+		}
+	})
+	t.Run("--delete-node=false deletes nothing, so nothing is blocked", func(t *testing.T) {
+		p := runCmd(t, g.cmd(sim.Kubeconfig, "plan", pool, "--provider", "none", "--target-label", team, "--delete-node=false"))
+		if p.code != nodeupgrade.ExitOK || strings.Contains(p.stdout, machineLeftRunning) {
+			t.Errorf("want a plan without %s: %s", machineLeftRunning, p)
+		}
+	})
+	t.Run("machines the cloud says belong to no group (Karpenter's) are deleted", func(t *testing.T) {
+		r := runCmd(t, g.cmd(sim.Kubeconfig, run(karpenter, "--provider", "none")...))
+		if r.code != nodeupgrade.ExitOK || len(groupNodes(t, ctx, "karpenter.sh/nodepool", karpenter)) != 0 {
+			t.Errorf("want exit 0 and both nodes deleted: %s", r)
+		}
+	})
+	t.Run("--leave-machines-running deletes the Node objects as asked", func(t *testing.T) {
+		r := runCmd(t, g.cmd(sim.Kubeconfig, run(pool, "--provider", "none", "--leave-machines-running")...))
+		if r.code != nodeupgrade.ExitOK || len(groupNodes(t, ctx, gkePoolKey, pool)) != 0 {
+			t.Errorf("want exit 0 and both nodes deleted: %s", r)
+		}
+	})
+}
+
+// withEnv sets the command's environment when env is given.
+func withEnv(cmd *exec.Cmd, env []string) *exec.Cmd {
+	if env != nil {
+		cmd.Env = env
+	}
+	return cmd
+}
+
+// TestTargetLabelsTheNewMachinesCannotCarryAreBlockers: beside --ami or
+// --launch-template-version, a target label that the nodes of the version
+// the target copies apart from its image do not carry is a plan-time
+// blocker; run refuses it before a version is made or the group grows
+// (it used to scale up and wait --node-ready-timeout for nodes that never
+// matched).
+func TestTargetLabelsTheNewMachinesCannotCarryAreBlockers(t *testing.T) {
+	t.Parallel()
+	const name = "trap-target"
+	g := setupAWSGroup(t, name, 3)
+	// Version 2, as an IaC tool makes it: version 1 with a new image.
+	if _, err := g.srv.AddLaunchTemplateVersion(g.template, "ami-new"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t, 3*time.Minute)
+	for _, target := range [][]string{{"--ami", "ami-new"}, {"--launch-template-version", "2"}} {
+		t.Run(strings.Join(target, " "), func(t *testing.T) {
+			args := append([]string{name, "--target-label", "team=blue"}, target...)
+			p := g.run(t, append([]string{"plan"}, args...)...)
+			if p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, "unreachable-target") || !strings.Contains(p.stdout, "team=<none>") {
+				t.Errorf("plan must show the unreachable-target blocker: %s", p)
+			}
+			r := g.run(t, append(append([]string{"run"}, args...), "--yes", "--post-drain-wait", "0s", "--node-ready-timeout", "1m")...)
+			if r.code != nodeupgrade.ExitBlockers || !oneLine(r.stderr) || !strings.Contains(r.stderr, "--target-label team=blue cannot be reached") {
+				t.Errorf("want exit %d and a one-line refusal naming the label, got %s", nodeupgrade.ExitBlockers, r)
+			}
+			gr, _ := g.srv.Group(name)
+			if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 2 || lt.DefaultVersion != 1 || gr.Desired != 3 || gr.Max != 4 || gr.LaunchTemplateVersion != "$Default" {
+				t.Errorf("changed: %d versions, default %d; desired %d, max %d, launching %q", len(lt.Versions), lt.DefaultVersion, gr.Desired, gr.Max, gr.LaunchTemplateVersion)
+			}
+			assertUntouched(t, ctx, groupKey, name)
+			// The labels the template gives are reachable.
+			ok := g.run(t, "plan", name, "--target-label", groupKey+"="+name, target[0], target[1])
+			if ok.code != nodeupgrade.ExitOK || strings.Contains(ok.stdout, "unreachable-target") {
+				t.Errorf("a label the nodes carry is no blocker: %s", ok)
+			}
+		})
+	}
+}
+
+// TestBlockerRefusalsHaveTheirOwnExitCode: run refused for blockers exits
+// 5, as check does, not 2 as for a typo; plan exits 0 with blockers unless
+// --detailed-exitcode asks for 5, which it gives only when run would refuse.
+func TestBlockerRefusalsHaveTheirOwnExitCode(t *testing.T) {
+	t.Parallel()
+	const name = "trap-exit"
+	setupGroup(t, name, 1, 1, scenario.App{Name: "solo", Replicas: 1, MinAvailable: num(1)})
+	args := []string{name, "--target-label", target, "--post-drain-wait", "0s"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{name: "run", args: []string{"run", "--yes"}, code: nodeupgrade.ExitBlockers},
+		{name: "typo", args: []string{"run", "--yes", "--max-unavailable", "0"}, code: nodeupgrade.ExitUsage},
+		{name: "plan", args: []string{"plan"}, code: nodeupgrade.ExitOK},
+		{name: "plan --detailed-exitcode", args: []string{"plan", "--detailed-exitcode"}, code: nodeupgrade.ExitBlockers},
+		{name: "plan --detailed-exitcode, blockers ignored as run would", args: []string{"plan", "--detailed-exitcode", "--ignore-check", "pdb-zero-disruptions", "--ignore-check", "single-replica"}, code: nodeupgrade.ExitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := plugin(t, append(tc.args, args...)...)
+			if r.code != tc.code {
+				t.Errorf("want exit %d, got %s", tc.code, r)
+			}
+			if tc.code == nodeupgrade.ExitBlockers && (!oneLine(r.stderr) || !strings.Contains(r.stderr, "pdb-zero-disruptions")) {
+				t.Errorf("want a one-line error naming the blocker: %q", r.stderr)
+			}
+		})
+	}
+	assertUntouched(t, testContext(t, time.Minute), groupKey, name)
+}
