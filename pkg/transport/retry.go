@@ -345,13 +345,20 @@ func (t *retryTransport) wait(ctx context.Context, d time.Duration) error {
 }
 
 func (t *retryTransport) report(req *http.Request, n RetryNotice) {
-	if r, ok := req.Context().Value(retryReportKey{}).(func(RetryNotice)); ok && r != nil {
-		r(n)
-		return
-	}
-	if t.opts.Report != nil {
+	if !Tell(req.Context(), n) && t.opts.Report != nil {
 		t.opts.Report(n)
 	}
+}
+
+// Tell tells a retry to the report of ctx (WithRetryReport), for callers
+// that retry on their own (a list read again), and says whether ctx had
+// one.
+func Tell(ctx context.Context, n RetryNotice) bool {
+	r, ok := ctx.Value(retryReportKey{}).(func(RetryNotice))
+	if ok && r != nil {
+		r(n)
+	}
+	return ok && r != nil
 }
 
 // giveUp returns the last outcome once the retries are over: an answer
