@@ -253,8 +253,8 @@ type fakeListServer struct {
 	// cutNext cuts 100 bytes off the end of this many pods pages more
 	// (the size hint's aside)
 	cutNext atomic.Int64
-	mu       sync.Mutex
-	cache    map[string][]byte // encoded responses by content type and query
+	mu      sync.Mutex
+	cache   map[string][]byte // encoded responses by content type and query
 }
 
 func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
