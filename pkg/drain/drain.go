@@ -33,6 +33,7 @@ import (
 	kdrain "k8s.io/kubectl/pkg/drain"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // EventType says what happened to a pod or node.
@@ -886,7 +887,8 @@ func classify(err error) errKind {
 	case apierrors.IsTooManyRequests(err), // throttled: the API server is busy, no PDB is in the way
 		apierrors.IsConflict(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
 		apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err), apierrors.IsUnexpectedServerError(err),
-		utilnet.IsConnectionReset(err), utilnet.IsConnectionRefused(err), utilnet.IsProbableEOF(err):
+		utilnet.IsConnectionReset(err), utilnet.IsConnectionRefused(err), utilnet.IsProbableEOF(err),
+		transport.LostConnection(err): // an HTTP/2 stream reset among them
 		return errTransient
 	}
 	return errFatal

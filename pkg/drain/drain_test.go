@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1277,5 +1279,20 @@ func TestEvictLeavesRetriesToTheDrain(t *testing.T) {
 	}
 	if body.Name != "web" || body.DeleteOptions == nil || body.DeleteOptions.GracePeriodSeconds == nil || *body.DeleteOptions.GracePeriodSeconds != 30 {
 		t.Errorf("eviction sent: %+v", body)
+	}
+}
+
+// TestLostConnectionIsTransient: an eviction whose connection was lost,
+// its HTTP/2 stream reset among them, is retried, not a failure of the
+// drain.
+func TestLostConnectionIsTransient(t *testing.T) {
+	for _, err := range []error{
+		&url.Error{Op: "Post", URL: "https://api/eviction", Err: errors.New("stream error: stream ID 173; INTERNAL_ERROR; received from peer")},
+		&url.Error{Op: "Post", URL: "https://api/eviction", Err: io.ErrUnexpectedEOF},
+		&url.Error{Op: "Post", URL: "https://api/eviction", Err: syscall.ECONNRESET},
+	} {
+		if got := classify(err); got != errTransient {
+			t.Errorf("%v: classified %v, want transient", err, got)
+		}
 	}
 }

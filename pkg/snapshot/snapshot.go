@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // Cluster is the cluster as listed once at the start of planning.
@@ -278,7 +280,9 @@ func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into
 		*into = append(*into, sl.items...)
 	}
 	slots := make([]pageSlot[T], pagesAtOnce())
-	if err := listPages(ctx, src.fieldSelector, slots, fetch, commit, func() { *into = (*into)[:0] }); err != nil {
+	restart := func() { *into = (*into)[:0] }
+	err := relisting(ctx, resource, func() error { return listPages(ctx, src.fieldSelector, slots, fetch, commit, restart) }, restart)
+	if err != nil {
 		return fmt.Errorf("listing %s: %w", resource, err)
 	}
 	return nil
@@ -341,7 +345,8 @@ var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 // and decoded.
 func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient, resource string, o metav1.ListOptions, sl *pageSlot[T],
 	wire *wireFilter, slim func(*T), next func(string)) error {
-	body, err := rc.Get().Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Stream(ctx)
+	// streamed: the transport retries up to the answer, relisting after
+	body, err := rc.Get().Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Stream(transport.Streamed(ctx))
 	if err != nil {
 		return err
 	}

@@ -250,8 +250,11 @@ type fakeListServer struct {
 	statefulSets []appsv1.StatefulSet
 	// truncate cuts this many bytes off the end of every pods page
 	truncate atomic.Int64
-	mu       sync.Mutex
-	cache    map[string][]byte // encoded responses by content type and query
+	// cutNext cuts 100 bytes off the end of this many pods pages more
+	// (the size hint's aside)
+	cutNext atomic.Int64
+	mu      sync.Mutex
+	cache   map[string][]byte // encoded responses by content type and query
 }
 
 func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -317,8 +320,14 @@ func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.cache[key] = body
 		f.mu.Unlock()
 	}
+	cut := int64(0)
 	if r.URL.Path == "/api/v1/pods" {
-		body = body[:len(body)-int(f.truncate.Load())]
+		cut = f.truncate.Load()
+		// not the one-item list of the size hint, which does not fail
+		if r.URL.Query().Get("limit") != "1" && f.cutNext.Add(-1) >= 0 {
+			cut = 100
+		}
+		body = body[:len(body)-int(cut)]
 	}
 	w.Header().Set("Content-Type", mediaType)
 	// as the API server: gzip at level 1 above 128 KiB, when asked
@@ -326,7 +335,7 @@ func (f *fakeListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		zipped, ok := f.cache["gzip "+key]
 		f.mu.Unlock()
-		if !ok || f.truncate.Load() != 0 {
+		if !ok || cut != 0 {
 			var buf bytes.Buffer
 			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 			_, _ = zw.Write(body)
@@ -518,12 +527,30 @@ func TestTakeRefusesATruncatedPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	relistWait = time.Millisecond // read again at once
+	t.Cleanup(func() { relistWait = time.Second })
 	for _, cut := range []int{1, 100, 3000} {
 		t.Run(fmt.Sprintf("%d bytes short", cut), func(t *testing.T) {
 			srv.truncate.Store(int64(cut))
 			snap, err := Take(context.Background(), client, nil)
 			if err == nil || !strings.Contains(err.Error(), "cannot decode the pods list") {
 				t.Fatalf("Take = %d pods, %v; want the pods list refused", len(snap.Pods), err)
+			}
+		})
+	}
+	// cut short now and then: read again, whole
+	srv.truncate.Store(0)
+	for _, cuts := range []int64{1, relists - 1} {
+		t.Run(fmt.Sprintf("cut %d times, then whole", cuts), func(t *testing.T) {
+			srv.cutNext.Store(cuts)
+			var told []transport.RetryNotice
+			ctx := transport.WithRetryReport(context.Background(), func(n transport.RetryNotice) { told = append(told, n) })
+			snap, err := Take(ctx, client, nil)
+			if err != nil || len(snap.Pods) != len(srv.pods) {
+				t.Fatalf("Take = %d pods, %v; want all %d", len(snap.Pods), err, len(srv.pods))
+			}
+			if len(told) != int(cuts) || told[0].Target != "pods" {
+				t.Errorf("relists told %v, want %d of pods", told, cuts)
 			}
 		})
 	}

@@ -244,6 +244,15 @@ func (t *retryTransport) retryable(req *http.Request, resp *http.Response, err e
 	return "", 0, false
 }
 
+// LostConnection reports whether err is a connection to the API server
+// that failed and may work again (reset, closed, refused, timed out), as
+// the retries here judge one once the server has answered: for callers
+// that retry requests of their own (the drain's evictions).
+func LostConnection(err error) bool {
+	_, ok := failedConnection(err, true)
+	return ok
+}
+
 // failedConnection names a network failure that may pass, and says
 // whether it is one. A connection reset or closed means a server was
 // there; a refused or timed-out one, or a name not found, only once it
@@ -336,13 +345,20 @@ func (t *retryTransport) wait(ctx context.Context, d time.Duration) error {
 }
 
 func (t *retryTransport) report(req *http.Request, n RetryNotice) {
-	if r, ok := req.Context().Value(retryReportKey{}).(func(RetryNotice)); ok && r != nil {
-		r(n)
-		return
-	}
-	if t.opts.Report != nil {
+	if !Tell(req.Context(), n) && t.opts.Report != nil {
 		t.opts.Report(n)
 	}
+}
+
+// Tell tells a retry to the report of ctx (WithRetryReport), for callers
+// that retry on their own (a list read again), and says whether ctx had
+// one.
+func Tell(ctx context.Context, n RetryNotice) bool {
+	r, ok := ctx.Value(retryReportKey{}).(func(RetryNotice))
+	if ok && r != nil {
+		r(n)
+	}
+	return ok && r != nil
 }
 
 // giveUp returns the last outcome once the retries are over: an answer
