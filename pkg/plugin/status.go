@@ -139,7 +139,7 @@ failed or interrupted.`,
 	cmd.Flags().StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the runs' records")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: wide, json, yaml, name, jsonpath=... or go-template=... (default: a table)")
 	cmd.Flags().BoolVarP(&o.AllGroups, "all", "A", false, "Every recorded node group in --state-namespace (the default without NODEGROUP)")
-	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the run of NODEGROUP: a line at each change, until the run stops")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the run of NODEGROUP: a line at each change, until the run stops; before one starts, wait for it")
 	return cmd, o
 }
 
@@ -475,7 +475,12 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 			return false, err
 		}
 		if rec == nil {
-			return false, o.noRecord()
+			// As kubectl get -w: wait for the run to exist.
+			if last == "" {
+				last = "waiting"
+				_, err = fmt.Fprintf(o.Out, "%s waiting for a run of %q (no record in namespace %q yet; check --state-namespace if one is running)\n", o.now().Format("15:04:05"), o.NodeGroup, o.StateNamespace)
+			}
+			return false, err
 		}
 		if cur, err = o.statusOf(ctx, rec); err != nil {
 			return false, err
