@@ -375,7 +375,7 @@ func writeStatusTable(w io.Writer, runs []RunStatus, wide bool, now time.Time) e
 	t := output.NewTable(w, header...)
 	for _, s := range runs {
 		r := s.Record
-		row := []any{r.NodeGroup, s.Status, output.OrNone(r.Phase), batchCell(r), fmt.Sprint(len(r.Done)), fmt.Sprint(r.Left()),
+		row := []any{r.NodeGroup, s.Status, output.OrNone(r.Phase), batchCell(r), fmt.Sprint(len(r.Counted())), fmt.Sprint(r.Left()),
 			inFlightCell(r.InFlight, wide), duration.HumanDuration(time.Duration(s.ElapsedSeconds) * time.Second), lastErrorCell(s, wide)}
 		if wide {
 			holder := "<none>"
@@ -544,7 +544,7 @@ func (o *StatusOptions) watchLine(s RunStatus) string {
 	if b := batchCell(r); b != "-" {
 		parts = append(parts, "batch "+b)
 	}
-	parts = append(parts, fmt.Sprintf("%d of %d nodes done", len(r.Done), r.NodesTotal))
+	parts = append(parts, fmt.Sprintf("%d of %d nodes done", len(r.Counted()), r.NodesTotal))
 	if len(r.InFlight) > 0 {
 		parts = append(parts, "in flight "+strings.Join(r.InFlight, ","))
 	}

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
@@ -281,4 +284,66 @@ func TestSmallerTraps(t *testing.T) {
 			t.Errorf("want exit %d saying provider none serves them: %s", nodeupgrade.ExitUsage, r)
 		}
 	})
+}
+
+// TestAbortAfterARunKilledOnAnotherMachine: a run killed where this machine
+// cannot see (a laptop that died) holds its lock until the lease runs out;
+// abort says when that is and that --wait waits for it, and with --wait it
+// puts the group back in service once the lease is over. abort takes
+// --yes, as run, resume and rollback do.
+func TestAbortAfterARunKilledOnAnotherMachine(t *testing.T) {
+	t.Parallel()
+	const name = "trap-abort"
+	setupGroup(t, name, 3, 1, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
+	ctx := testContext(t, 5*time.Minute)
+	args := []string{"run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "1m", "--yes"}
+	killed, out := runAndKill(t, pluginCmd(args...), killPoint{marker: "cordoned"})
+	if !killed {
+		t.Fatalf("the run ended before its first cordon:\n%s", out)
+	}
+	// The holder becomes a process of another machine.
+	leases := client.CoordinationV1().Leases(state.DefaultNamespace)
+	lease, err := leases.Get(ctx, state.ObjectName(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, now := "laptop-that-died/4242", metav1.NewMicroTime(time.Now())
+	lease.Spec.HolderIdentity, lease.Spec.RenewTime = &other, &now
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := plugin(t, "abort", name, "--yes")
+	if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "laptop-that-died/4242") ||
+		!strings.Contains(r.stderr, "the lock runs out in") || !strings.Contains(r.stderr, "abort --wait waits for that") {
+		t.Errorf("want exit %d saying when the lock runs out and that --wait waits: %s", nodeupgrade.ExitUsage, r)
+	}
+	start := time.Now()
+	r = plugin(t, "abort", name, "--yes", "--wait")
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "is back in service") {
+		t.Fatalf("abort --wait: %s", r)
+	}
+	t.Logf("abort --wait went on %s after the lease was renewed (lock duration 30s)", time.Since(start).Round(time.Second))
+	assertUntouched(t, ctx, groupKey, name)
+}
+
+// TestCancelInTheScaleDownIsRefused: the scale-down is a run's last phase;
+// the run reads requests between phases, so a cancel there used to answer
+// yes (exit 0) and be ignored. It is refused with the reason, and the run
+// finishes.
+func TestCancelInTheScaleDownIsRefused(t *testing.T) {
+	t.Parallel()
+	const name = "trap-cancel"
+	g := setupAWSGroup(t, name, 3)
+	run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--ami", "ami-new", "--max-unavailable", "3", "--post-drain-wait", "5s", "--yes"))
+	if !run.waitFor("scale-down: removing node") {
+		t.Fatalf("the run ended before its scale-down:\n%s", run.output())
+	}
+	r := g.run(t, "cancel", name)
+	if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "is in phase ScaleDown, after which it has no safe point to pause at") {
+		t.Errorf("cancel during the scale-down: want exit %d and the reason, got %s", nodeupgrade.ExitUsage, r)
+	}
+	if code, out := run.wait(t, 5*time.Minute); code != nodeupgrade.ExitOK {
+		t.Fatalf("the run: exit %d\n%s", code, out)
+	}
+	g.assertFinished(t)
 }
