@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -48,9 +49,9 @@ func ResolveNodeGroupLabel(nodes []corev1.Node, name, explicitKey string) (strin
 	switch len(found) {
 	case 0:
 		if explicitKey != "" {
-			return "", inputErrorf("node group %q not found: no node has label %s=%s; check --nodegroup-label", name, explicitKey, name)
+			return "", inputErrorf("node group %q not found: no node has label %s=%s%s; check --nodegroup-label", name, explicitKey, name, existingGroups(nodes, keys))
 		}
-		return "", inputErrorf("node group %q not found: no node has it as the value of %s; use --nodegroup-label or -l/--selector", name, strings.Join(NodeGroupLabels, ", "))
+		return "", inputErrorf("node group %q not found: no node has it as the value of %s%s; use --nodegroup-label or -l/--selector", name, strings.Join(NodeGroupLabels, ", "), existingGroups(nodes, keys))
 	case 1:
 		for k := range found {
 			return k, nil
@@ -62,6 +63,32 @@ func ResolveNodeGroupLabel(nodes []corev1.Node, name, explicitKey string) (strin
 	}
 	sort.Strings(ks)
 	return "", inputErrorf("node group %q is ambiguous: labels %s all carry it; use --nodegroup-label", name, strings.Join(ks, ", "))
+}
+
+// existingGroups names the node groups the nodes carry under keys, for a
+// typo's message: " (the node groups are "a", "b")", at most 10 of them;
+// "" when there are none.
+func existingGroups(nodes []corev1.Node, keys []string) string {
+	seen := map[string]bool{}
+	for i := range nodes {
+		for _, k := range keys {
+			if v := nodes[i].Labels[k]; v != "" {
+				seen[v] = true
+			}
+		}
+	}
+	if len(seen) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(seen))
+	more := ""
+	if len(names) > 10 {
+		names, more = names[:10], fmt.Sprintf(" and %d more", len(names)-10)
+	}
+	for i, n := range names {
+		names[i] = strconv.Quote(n)
+	}
+	return fmt.Sprintf(" (the node groups are %s%s)", strings.Join(names, ", "), more)
 }
 
 // ParseMaxUnavailable resolves "N" (1..100) or "P%" (1..100 of groupSize,

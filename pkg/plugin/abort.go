@@ -29,6 +29,8 @@ type AbortOptions struct {
 	NodeGroup      string
 	StateNamespace string
 	Wait           bool
+	// Yes skips the question asked on a terminal.
+	Yes bool
 	// Used only when nothing is recorded: how to find the group's nodes
 	// and the run's taint.
 	NodeGroupLabel string
@@ -37,6 +39,7 @@ type AbortOptions struct {
 
 	// pollInterval is how often --wait looks whether the run has stopped.
 	pollInterval time.Duration
+	isTerminal   func() bool          // set by tests; else whether In is a terminal
 	client       kubernetes.Interface // set by tests; else from the connection flags
 }
 
@@ -81,6 +84,7 @@ is back in service.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record and lock")
+	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation on a terminal (without one, abort does not ask)")
 	f.BoolVar(&o.Wait, "wait", false, "If a run is alive, ask it to stop at its next safe point (as cancel does) and abort once it has")
 	f.StringVar(&o.NodeGroupLabel, "nodegroup-label", "", "With no record: label key whose value is the node group name (default: detected)")
 	f.StringVarP(&o.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP, as the run did")
@@ -126,13 +130,16 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 	// The lock before the record, as control commands read them: a record
 	// read after the lock was seen free is the run's last.
 	probe := &ControlOptions{NodeGroup: group, StateNamespace: o.StateNamespace}
-	alive := probe.holderAlive(ctx, po)
+	held := probe.holder(ctx, po)
 	rec, err := store.Load(ctx, group)
 	if err != nil {
 		return err
 	}
-	if alive {
-		if rec, err = o.stopLiveRun(ctx, po, probe, store, requests, rec, group); err != nil {
+	if err := o.confirm(rec, group); err != nil {
+		return err
+	}
+	if held != nil {
+		if rec, err = o.stopLiveRun(ctx, po, probe, store, requests, rec, held); err != nil {
 			return err
 		}
 	}
@@ -210,16 +217,45 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 	return nil
 }
 
+// confirm asks on a terminal, unless --yes, what run, resume and
+// rollback ask there: whether to go on. Without a terminal abort does not
+// ask: it is the way back to service, and scripts call it.
+func (o *AbortOptions) confirm(rec *state.Record, group string) error {
+	if o.Yes || !o.terminal() {
+		return nil
+	}
+	question := fmt.Sprintf("Abort the run on %q: put its nodes back in service, without upgrading more?", group)
+	if rec != nil && rec.FinishedAt == nil {
+		question = fmt.Sprintf("Abort the run on %q in phase %s: put the nodes it did not finish back in service and restore the group's sizes (%s already replaced stay)?", group, rec.Phase, plan.Count(len(rec.Counted()), "node"))
+	}
+	ok, err := askYes(o.In, o.ErrOut, question)
+	if err != nil || !ok {
+		return usageErrorf("aborted: nothing was changed")
+	}
+	return nil
+}
+
+// terminal reports whether abort can ask on its input.
+func (o *AbortOptions) terminal() bool {
+	if o.isTerminal != nil {
+		return o.isTerminal()
+	}
+	return output.IsTerminal(o.In)
+}
+
 // stopLiveRun refuses to abort a live run, or with --wait asks it to
 // stop, as cancel does, and waits until its lock is free. It returns the
 // record as the stopped run left it.
-func (o *AbortOptions) stopLiveRun(ctx context.Context, po *PlanOptions, probe *ControlOptions, store *state.Store, requests *state.Requests, rec *state.Record, group string) (*state.Record, error) {
-	holder := "another process"
-	if rec != nil && rec.Holder != "" {
-		holder = rec.Holder
-	}
+func (o *AbortOptions) stopLiveRun(ctx context.Context, po *PlanOptions, probe *ControlOptions, store *state.Store, requests *state.Requests, rec *state.Record, held *state.HeldError) (*state.Record, error) {
+	group, holder := probe.NodeGroup, held.Holder
 	if rec != nil && plan.Phase(rec.Phase) == plan.PhaseDeleteBlue {
 		return nil, usageErrorf("cannot abort: the run on %q (%s) is deleting blue, which cannot be stopped or undone; let it finish", group, holder)
+	}
+	if !o.Wait && held.Elsewhere() {
+		// This machine cannot see whether that process still runs: only
+		// the lease's end tells a killed run from a live one.
+		return nil, usageErrorf("cannot abort: the run on %q holds its lock from another machine (%s), renewed %s ago; if that run is gone (killed, its machine down), the lock runs out in %s; abort --wait waits for that, or for a live run to stop as cancel asks, and aborts then",
+			group, holder, time.Since(held.RenewedAt).Round(time.Second), max(time.Until(held.Expires), 0).Round(time.Second))
 	}
 	if !o.Wait {
 		return nil, usageErrorf("cannot abort: the run on %q is alive (%s); stop it with \"kubectl nodeupgrade cancel %s\" first, or use abort --wait to stop it and abort once it has stopped", group, holder, group)
@@ -227,7 +263,7 @@ func (o *AbortOptions) stopLiveRun(ctx context.Context, po *PlanOptions, probe *
 	if err := requests.Send(ctx, state.RequestCancel); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Out, "asked the run on %q (%s) to stop at its next safe point; waiting for it to stop\n", group, holder)
+	fmt.Fprintf(o.Out, "asked the run on %q (%s) to stop at its next safe point; waiting for it to stop (a run gone on another machine: until its lock runs out, in %s)\n", group, holder, max(time.Until(held.Expires), 0).Round(time.Second))
 	for probe.holderAlive(ctx, po) {
 		select {
 		case <-ctx.Done():

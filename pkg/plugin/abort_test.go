@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
@@ -45,9 +46,13 @@ func TestAbortRefusals(t *testing.T) {
 		name  string
 		phase plan.Phase
 		alive bool
+		here  bool // the holder is this process, on this machine
 		want  string
 	}{
-		{name: "live run without --wait", phase: plan.PhaseDrain, alive: true, want: `the run on "ng" is alive (elsewhere/1); stop it with "kubectl nodeupgrade cancel ng" first, or use abort --wait`},
+		{name: "live run on this machine without --wait", phase: plan.PhaseDrain, alive: true, here: true, want: `the run on "ng" is alive (` + state.HolderIdentity() + `); stop it with "kubectl nodeupgrade cancel ng" first, or use abort --wait`},
+		// Another machine's process may be gone (a laptop that died): the
+		// lease's end tells, and --wait waits for it.
+		{name: "run on another machine without --wait", phase: plan.PhaseDrain, alive: true, want: `the run on "ng" holds its lock from another machine (elsewhere/1), renewed 0s ago; if that run is gone (killed, its machine down), the lock runs out in 30s; abort --wait waits for that`},
 		{name: "live run deleting blue", phase: plan.PhaseDeleteBlue, alive: true, want: "deleting blue, which cannot be stopped or undone"},
 		{name: "killed run deleting blue", phase: plan.PhaseDeleteBlue, want: `deleting blue, which cannot be stopped or undone; finish it with "kubectl nodeupgrade resume ng"`},
 	} {
@@ -59,6 +64,9 @@ func TestAbortRefusals(t *testing.T) {
 				alive = []string{"ng"}
 			}
 			client := statusFixture(t, []*state.Record{rec}, alive...)
+			if tc.here {
+				holdHere(t, client, "ng")
+			}
 			if _, err := client.CoreV1().Nodes().Create(context.Background(), abortNode("n5", true), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -72,6 +80,68 @@ func TestAbortRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdHere makes this process the holder of group's lock.
+func holdHere(t *testing.T, client kubernetes.Interface, group string) {
+	t.Helper()
+	leases := client.CoordinationV1().Leases(state.DefaultNamespace)
+	lease, err := leases.Get(context.Background(), state.ObjectName(group), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := state.HolderIdentity()
+	lease.Spec.HolderIdentity = &me
+	if _, err := leases.Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAbortConfirms: abort takes --yes as run does, and on a terminal
+// without it asks first; no answer changes nothing.
+func TestAbortConfirms(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		yes      bool
+		terminal bool
+		answer   string
+		want     int
+	}{
+		{name: "--yes", yes: true, terminal: true, want: ExitOK},
+		{name: "terminal, yes", terminal: true, answer: "y\n", want: ExitOK},
+		{name: "terminal, no", terminal: true, answer: "n\n", want: ExitUsage},
+		{name: "no terminal: no question", want: ExitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := statusFixture(t, nil)
+			if _, err := client.CoreV1().Nodes().Create(context.Background(), abortNode("n5", true), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			o := AbortOptions{Yes: tc.yes, isTerminal: func() bool { return tc.terminal }}
+			streams, in, out, errOut := genericiooptions.NewTestIOStreams()
+			in.WriteString(tc.answer)
+			o.IOStreams, o.client, o.StateNamespace, o.NodeGroup = streams, client, state.DefaultNamespace, "ng"
+			err := o.Validate()
+			if err == nil {
+				err = o.Run(context.Background())
+			}
+			code := PrintError(errOut, err)
+			asked := strings.Contains(errOut.String(), "Abort the run on \"ng\"")
+			if code != tc.want || asked != (tc.terminal && !tc.yes) {
+				t.Errorf("exit %d, asked %v; want %d, asked %v\nstdout: %s\nstderr: %s", code, asked, tc.want, tc.terminal && !tc.yes, out, errOut)
+			}
+			n, _ := client.CoreV1().Nodes().Get(context.Background(), "n5", metav1.GetOptions{})
+			if back := !n.Spec.Unschedulable && len(n.Spec.Taints) == 0; back != (tc.want == ExitOK) {
+				t.Errorf("node n5 back in service: %v, want %v", back, tc.want == ExitOK)
+			}
+		})
+	}
+	t.Run("the flag parses", func(t *testing.T) {
+		cmd := NewCmdAbort(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
+		if err := cmd.ParseFlags([]string{"--yes", "-y"}); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // No record (a first run killed before it wrote one): the nodes with the

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -143,17 +144,31 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if report.Blockers > 0 {
-		return &blockersFound{n: report.Blockers}
+		found := &blockersFound{n: report.Blockers}
+		for _, f := range p.Blockers() {
+			if !slices.Contains(found.checks, f.Check) {
+				found.checks = append(found.checks, f.Check)
+			}
+		}
+		return found
 	}
 	return nil
 }
 
-// blockersFound makes check exit 5 so scripts can gate on it.
-type blockersFound struct{ n int }
+// blockersFound makes check exit 5 so scripts can gate on it; checks are
+// the names of the checks that found them.
+type blockersFound struct {
+	n      int
+	checks []string
+}
 
 func (e *blockersFound) Error() string {
-	if e.n == 1 {
-		return "1 blocker found; fix it before running, or use run --ignore-check NAME"
+	override := "run --ignore-check " + strings.Join(e.checks, " --ignore-check ")
+	if slices.Contains(e.checks, check.CheckMachineLeftRunning) {
+		override = "the flags the findings name"
 	}
-	return fmt.Sprintf("%d blockers found; fix them before running, or use run --ignore-check NAME", e.n)
+	if e.n == 1 {
+		return "1 blocker found; fix it before running, or use " + override
+	}
+	return fmt.Sprintf("%d blockers found; fix them before running, or use %s", e.n, override)
 }

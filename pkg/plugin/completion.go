@@ -118,8 +118,10 @@ func registerCompletions(root *cobra.Command, src completionSource) {
 
 	walk(root, func(c *cobra.Command) {
 		if c == root {
+			noFilesUnlessFile(c)
 			return
 		}
+		defer noFilesUnlessFile(c)
 		switch c.Name() {
 		case "plan", "run", "check", "abort":
 			c.ValidArgsFunction = nodeGroupNames(src)
@@ -144,6 +146,27 @@ func registerCompletions(root *cobra.Command, src completionSource) {
 		reg(c, "state-namespace", namespaceNames(src))
 		reg(c, "output", outputFormats(c.Name()))
 	})
+}
+
+// fileFlags take a file name, or a command that may be one: the shell
+// completes them with file names.
+var fileFlags = []string{"kubeconfig", "plan-file", "certificate-authority", "client-certificate", "client-key", "cache-dir",
+	"pre-drain-hook", "post-drain-hook", "pre-terminate-hook"}
+
+// noFilesUnlessFile makes every flag of c that takes a value, has no
+// completion of its own and takes no file complete nothing, instead of
+// cobra's file names ("--ami <TAB>" listed the directory).
+func noFilesUnlessFile(c *cobra.Command) {
+	visit := func(f *pflag.Flag) {
+		if f.Value.Type() == "bool" || slices.Contains(fileFlags, f.Name) {
+			return
+		}
+		if _, ok := c.GetFlagCompletionFunc(f.Name); !ok {
+			_ = c.RegisterFlagCompletionFunc(f.Name, cobra.NoFileCompletions)
+		}
+	}
+	c.PersistentFlags().VisitAll(visit)
+	c.Flags().VisitAll(visit)
 }
 
 // fixedValues completes one of values, with a description where help has one.

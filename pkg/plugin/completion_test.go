@@ -118,6 +118,11 @@ func TestCompletion(t *testing.T) {
 		{"--user", []string{"status", "--user", ""}, []string{"admin"}, noFiles},
 		{"-n", []string{"check", "demo", "-n", ""}, []string{"default", "kube-system", "shop"}, noFiles},
 		{"--state-namespace", []string{"status", "--state-namespace", "kube"}, []string{"kube-system"}, noFiles},
+		{"--ami completes no file names", []string{"plan", "demo", "--ami", ""}, nil, noFiles},
+		{"--target-label completes no file names", []string{"run", "demo", "--target-label", ""}, nil, noFiles},
+		{"--server (the root's) completes no file names", []string{"status", "--server", ""}, nil, noFiles},
+		{"--plan-file completes file names", []string{"run", "--plan-file", ""}, nil, ":0"},
+		{"--kubeconfig completes file names", []string{"plan", "--kubeconfig", ""}, nil, ":0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -92,7 +92,7 @@ func NewCmdControl(action string, configFlags *genericclioptions.ConfigFlags, st
 
 // Run checks the recorded phase allows the action, then does it.
 func (o *ControlOptions) Run(ctx context.Context) error {
-	po := &PlanOptions{configFlags: o.configFlags}
+	po := &PlanOptions{configFlags: o.configFlags, client: o.client}
 	if err := po.connect(); err != nil {
 		return err
 	}
@@ -118,6 +118,10 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	case "cancel":
 		if phase == plan.PhaseDeleteBlue {
 			return usageErrorf("cannot cancel: the run on %q is deleting blue, which cannot be paused", o.NodeGroup)
+		}
+		if alive && noSafePointLeft(rec) {
+			g := o.NodeGroup
+			return usageErrorf("cannot cancel: the run on %q is in phase %s, after which it has no safe point to pause at: it ends on its own; follow it with \"kubectl nodeupgrade status -w %s\", then undo it with rollback or a run towards the previous version", g, phase, g)
 		}
 		if err := requests.Send(ctx, state.RequestCancel); err != nil {
 			return err
@@ -183,11 +187,36 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	return usageErrorf("unknown action %q", o.action)
 }
 
+// noSafePointLeft reports whether a live run in rec's phase meets no safe
+// point before it ends (the engine reads requests between phases): a
+// cancel would be answered yes and do nothing.
+func noSafePointLeft(rec *state.Record) bool {
+	phase := plan.Phase(rec.Phase)
+	if phase == plan.PhaseRollback || phase == plan.PhaseDone {
+		return true // a rollback reads no request
+	}
+	s, err := plan.LookupStrategy(rec.Strategy)
+	if err != nil || phase == "" {
+		return false
+	}
+	next := s.Next(plan.State{Phase: phase, Batch: max(rec.Batch-1, 0)}, plan.Flow{Batches: rec.Batches, CloudGroup: rec.Cloud != nil})
+	return next.Phase == plan.PhaseDone
+}
+
 // holderAlive reports whether a live run holds the node group's lock.
 func (o *ControlOptions) holderAlive(ctx context.Context, po *PlanOptions) bool {
+	return o.holder(ctx, po) != nil
+}
+
+// holder is the live run that holds the node group's lock, and until
+// when, or nil.
+func (o *ControlOptions) holder(ctx context.Context, po *PlanOptions) *state.HeldError {
 	lock := &state.Lock{Client: po.client, Namespace: o.StateNamespace, Group: o.NodeGroup, Holder: "probe/" + fmt.Sprint(time.Now().UnixNano()), Duration: lockDuration}
-	held, err := lock.Held(ctx)
-	return err == nil && held
+	held, err := lock.HeldBy(ctx)
+	if err != nil {
+		return nil
+	}
+	return held
 }
 
 // rerun runs the recorded run again from its recorded phase (or its

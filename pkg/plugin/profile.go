@@ -19,6 +19,9 @@ func AddProfiling(root *cobra.Command) (flush func() error) {
 	fs := root.PersistentFlags()
 	fs.StringVar(&cpuFile, "cpuprofile", "", "Write a CPU profile of the command to this file (for go tool pprof)")
 	fs.StringVar(&memFile, "memprofile", "", "Write a heap profile to this file when the command ends (for go tool pprof)")
+	// For whoever looks into the plugin's speed, not for its users' help.
+	_ = fs.MarkHidden("cpuprofile")
+	_ = fs.MarkHidden("memprofile")
 	stop := func() error { return nil }
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if cpuFile == "" {

@@ -52,3 +52,21 @@ func TestProfiles(t *testing.T) {
 		})
 	}
 }
+
+// TestProfileFlagsHidden: the profiles are for whoever looks into the
+// plugin's speed; they work but stay out of every user's help.
+func TestProfileFlagsHidden(t *testing.T) {
+	var stdout bytes.Buffer
+	cmd := NewCmdNodeUpgrade(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &bytes.Buffer{}})
+	AddProfiling(cmd)
+	for _, args := range [][]string{{"--help"}, {"plan", "--help"}, {"run", "--help"}} {
+		stdout.Reset()
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(stdout.Bytes(), []byte("cpuprofile")) || bytes.Contains(stdout.Bytes(), []byte("memprofile")) {
+			t.Errorf("%v lists a profile flag:\n%s", args, stdout.String())
+		}
+	}
+}

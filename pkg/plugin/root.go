@@ -47,7 +47,14 @@ Review the plan first with "kubectl nodeupgrade plan", then run it.`,
 	cmd.SuggestionsMinimumDistance = 2
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// "paln demo --ami x": the root met the flag of a command it does
+		// not know; the word is what is wrong.
+		if !c.HasParent() && len(c.Flags().Args()) > 0 {
+			return unknownCommand(c, c.Flags().Args())
+		}
+		return &usageError{err: err}
+	})
 	configFlags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(
 		NewCmdPlan(configFlags, streams),

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -448,7 +449,9 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	// ...") is no longer so once this run holds the lock; status showed it
 	// beside a live run. The run's end writes its own.
 	rec.Strategy, rec.Target, rec.Holder, rec.LastError, rec.Note = p.Strategy, p.TargetLabels, holder, "", ""
-	rec.Batches, rec.NodesTotal = len(p.Batches), len(previouslyDone)+p.Nodes.Outdated
+	// A rollback counts its own nodes: those the upgrade replaced are
+	// replaced again (see state.Record.Counted).
+	rec.Batches, rec.NodesTotal = len(p.Batches), len(cfg.EarlierDone)+p.Nodes.Outdated
 	cfg.Record = rec
 	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
 	cfg.OnProgress = func(ctx context.Context, s plan.State, done []string) error {
@@ -611,8 +614,14 @@ func (o *RunOptions) question(p *plan.Plan, rec *state.Record) string {
 }
 
 func (o *RunOptions) confirm(question string) (bool, error) {
-	fmt.Fprintf(o.ErrOut, "%s [y/N]: ", question)
-	line, err := bufio.NewReader(o.In).ReadString('\n')
+	return askYes(o.In, o.ErrOut, question)
+}
+
+// askYes asks question on errOut and reads the answer from in: yes only
+// for y or yes.
+func askYes(in io.Reader, errOut io.Writer, question string) (bool, error) {
+	fmt.Fprintf(errOut, "%s [y/N]: ", question)
+	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && line == "" {
 		return false, err
 	}

@@ -139,7 +139,7 @@ failed or interrupted.`,
 	cmd.Flags().StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the runs' records")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: wide, json, yaml, name, jsonpath=... or go-template=... (default: a table)")
 	cmd.Flags().BoolVarP(&o.AllGroups, "all", "A", false, "Every recorded node group in --state-namespace (the default without NODEGROUP)")
-	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the run of NODEGROUP: a line at each change, until the run stops")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the run of NODEGROUP: a line at each change, until the run stops; before one starts, wait for it")
 	return cmd, o
 }
 
@@ -375,7 +375,7 @@ func writeStatusTable(w io.Writer, runs []RunStatus, wide bool, now time.Time) e
 	t := output.NewTable(w, header...)
 	for _, s := range runs {
 		r := s.Record
-		row := []any{r.NodeGroup, s.Status, output.OrNone(r.Phase), batchCell(r), fmt.Sprint(len(r.Done)), fmt.Sprint(r.Left()),
+		row := []any{r.NodeGroup, s.Status, output.OrNone(r.Phase), batchCell(r), fmt.Sprint(len(r.Counted())), fmt.Sprint(r.Left()),
 			inFlightCell(r.InFlight, wide), duration.HumanDuration(time.Duration(s.ElapsedSeconds) * time.Second), lastErrorCell(s, wide)}
 		if wide {
 			holder := "<none>"
@@ -475,7 +475,12 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 			return false, err
 		}
 		if rec == nil {
-			return false, o.noRecord()
+			// As kubectl get -w: wait for the run to exist.
+			if last == "" {
+				last = "waiting"
+				_, err = fmt.Fprintf(o.Out, "%s waiting for a run of %q (no record in namespace %q yet; check --state-namespace if one is running)\n", o.now().Format("15:04:05"), o.NodeGroup, o.StateNamespace)
+			}
+			return false, err
 		}
 		if cur, err = o.statusOf(ctx, rec); err != nil {
 			return false, err
@@ -539,7 +544,7 @@ func (o *StatusOptions) watchLine(s RunStatus) string {
 	if b := batchCell(r); b != "-" {
 		parts = append(parts, "batch "+b)
 	}
-	parts = append(parts, fmt.Sprintf("%d of %d nodes done", len(r.Done), r.NodesTotal))
+	parts = append(parts, fmt.Sprintf("%d of %d nodes done", len(r.Counted()), r.NodesTotal))
 	if len(r.InFlight) > 0 {
 		parts = append(parts, "in flight "+strings.Join(r.InFlight, ","))
 	}

@@ -5,6 +5,7 @@
 package state
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -187,7 +188,17 @@ func (r *Record) MarkHookDone(node, hook string) {
 }
 
 // Left is the number of nodes not done yet.
-func (r *Record) Left() int { return max(r.NodesTotal-len(r.Done), 0) }
+func (r *Record) Left() int { return max(r.NodesTotal-len(r.Counted()), 0) }
+
+// Counted are the nodes of Done that NodesTotal counts: after a rollback
+// in place, the rollback's own (Done also holds those the upgrade had
+// replaced, which the rollback replaced again).
+func (r *Record) Counted() []string {
+	if r.RollbackFrom == nil {
+		return r.Done
+	}
+	return r.Done[min(*r.RollbackFrom, len(r.Done)):]
+}
 
 // ObjectName is the name of the ConfigMap and Lease of a node group: the
 // group name where it is a valid object name, a hash otherwise (selectors).
@@ -388,7 +399,28 @@ func deadOnThisHost(holder string) bool {
 		return true
 	}
 	err = p.Signal(syscall.Signal(0))
-	return err != nil && !errors.Is(err, os.ErrPermission)
+	return err != nil && !errors.Is(err, os.ErrPermission) || exited(pid)
+}
+
+// exited reports whether the process has exited though its parent has not
+// reaped it yet (a zombie, which signal 0 still reaches), where /proc says.
+func exited(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
+}
+
+// Elsewhere reports whether the holder runs on another machine, whose
+// processes this one cannot see: a killed run there holds the lock until
+// it expires.
+func (e *HeldError) Elsewhere() bool {
+	host, _, _ := strings.Cut(e.Holder, "/")
+	me, _ := os.Hostname()
+	return host != me
 }
 
 // Acquire takes the lock, or returns a *HeldError when a live run holds it.
@@ -456,14 +488,21 @@ func (l *Lock) heldByOther(lease *coordinationv1.Lease) *HeldError {
 
 // Held reports whether a live run other than l.Holder holds the lock.
 func (l *Lock) Held(ctx context.Context) (bool, error) {
+	held, err := l.HeldBy(ctx)
+	return held != nil, err
+}
+
+// HeldBy says which live run other than l.Holder holds the lock and until
+// when, or nil when none does.
+func (l *Lock) HeldBy(ctx context.Context) (*HeldError, error) {
 	lease, err := l.Client.CoordinationV1().Leases(l.Namespace).Get(ctx, ObjectName(l.Group), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("error when reading the lock of %q: %w", l.Group, err)
+		return nil, fmt.Errorf("error when reading the lock of %q: %w", l.Group, err)
 	}
-	return l.heldByOther(lease) != nil, nil
+	return l.heldByOther(lease), nil
 }
 
 // KeepAlive renews the lease every Duration/3 until ctx ends. It calls lost

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -335,5 +337,56 @@ func TestSaveWritesFromWhatItLastSaw(t *testing.T) {
 				t.Errorf("metadata lost: labels %v, annotations %v", cm.Labels, cm.Annotations)
 			}
 		})
+	}
+}
+
+// TestCountedAfterARollback: once a run is rolled back in place, Done
+// holds the upgrade's nodes and the rollback's; the counts are the
+// rollback's, so a 9-node group never shows 10 done.
+func TestCountedAfterARollback(t *testing.T) {
+	three := 3
+	for _, tc := range []struct {
+		name            string
+		rec             Record
+		counted, wanted int
+	}{
+		{name: "upgrade", rec: Record{NodesTotal: 9, Done: []string{"a", "b"}}, counted: 2, wanted: 7},
+		{name: "rollback of 3 upgraded, 2 rolled back", rec: Record{NodesTotal: 3, Done: []string{"a", "b", "c", "d", "e"}, RollbackFrom: &three}, counted: 2, wanted: 1},
+		{name: "rollback just started", rec: Record{NodesTotal: 3, Done: []string{"a", "b", "c"}, RollbackFrom: &three}, counted: 0, wanted: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := len(tc.rec.Counted()); got != tc.counted || tc.rec.Left() != tc.wanted {
+				t.Errorf("counted %d, left %d; want %d, %d", got, tc.rec.Left(), tc.counted, tc.wanted)
+			}
+		})
+	}
+}
+
+// TestKilledHolderNotYetReapedIsDead: a run killed on this machine whose
+// parent has not reaped it yet (a zombie) still answers signal 0; its lock
+// is not waited out.
+func TestKilledHolderNotYetReapedIsDead(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("%s/%d", host, cmd.Process.Pid)
+	if deadOnThisHost(holder) {
+		t.Fatalf("a running holder %s is taken for dead", holder)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for !deadOnThisHost(holder) {
+		if time.Now().After(deadline) {
+			t.Fatalf("killed, unreaped holder %s is taken for alive", holder)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -653,8 +653,14 @@ func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
 		t.Fatalf("rollback: %s", r)
 	}
 	// The final line says what the rollback did, not "upgrade of 0 nodes".
-	if !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d rolled back [1-9]\d* nodes?$`).MatchString(r.stdout) {
+	final := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d rolled back ([1-9]\d*) nodes?$`).FindStringSubmatch(r.stdout)
+	if final == nil {
 		t.Errorf("the rollback's final line is not \"rolled back N nodes\":\n%s", r.stdout)
+	}
+	// status counts the rollback's nodes, not the upgrade's too (issue 33:
+	// DONE 10 for a 9-node group).
+	if st := g.run(t, "status", name); final != nil && !regexp.MustCompile(`(?m)^`+name+`\s+rolled back\s+\S+\s+\S+\s+`+final[1]+`\s+0\s`).MatchString(st.stdout) {
+		t.Errorf("status must show %s done, 0 left:\n%s", final[1], st)
 	}
 	ctx := testContext(t, 2*time.Minute)
 	if err := g.srv.WaitStable(ctx, name); err != nil {

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
@@ -216,4 +219,131 @@ func TestBlockerRefusalsHaveTheirOwnExitCode(t *testing.T) {
 		})
 	}
 	assertUntouched(t, testContext(t, time.Minute), groupKey, name)
+}
+
+// TestSmallerTraps: status -w waits for a run to exist; a misspelt
+// command is named as such before its flags; a misspelt node group lists
+// the groups that exist; check's fix names its checks; a region the
+// nodes' zones are not in is refused; Karpenter's instances are told
+// they belong to no group and that provider none serves them.
+func TestSmallerTraps(t *testing.T) {
+	t.Parallel()
+	const name = "trap-small"
+	setupGroup(t, name, 2, 1)
+	t.Run("status -w waits for a run to start", func(t *testing.T) {
+		w := startBackground(t, pluginCmd("status", name, "-w"))
+		if !w.waitFor("waiting for a run of") {
+			t.Fatalf("status -w ended before any run: %s", w.output())
+		}
+		select {
+		case <-w.done:
+			t.Fatalf("status -w ended before any run: %s", w.output())
+		case <-time.After(2 * time.Second):
+		}
+		r := plugin(t, "run", name, "--target-label", target, "--post-drain-wait", "0s", "--yes")
+		if r.code != nodeupgrade.ExitOK {
+			t.Fatalf("run: %s", r)
+		}
+		if code, out := w.wait(t, time.Minute); code != nodeupgrade.ExitOK || !strings.Contains(out, "waiting for a run of") || !strings.Contains(out, "finished") {
+			t.Errorf("status -w: want exit 0, the wait and the run followed to its end: exit %d\n%s", code, out)
+		}
+	})
+	t.Run("misspelt command", func(t *testing.T) {
+		r := plugin(t, "paln", name, "--ami", "ami-x")
+		if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, `unknown command "paln"`) || !strings.Contains(r.stderr, `did you mean "plan"?`) {
+			t.Errorf("want exit %d, unknown command and the suggestion: %s", nodeupgrade.ExitUsage, r)
+		}
+	})
+	t.Run("misspelt node group", func(t *testing.T) {
+		r := plugin(t, "plan", "trap-smal", "--target-label", target)
+		if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, `"trap-small"`) {
+			t.Errorf("want exit %d and the groups that exist, %q among them: %s", nodeupgrade.ExitUsage, name, r)
+		}
+	})
+	t.Run("check's fix names the checks", func(t *testing.T) {
+		const blocked = "trap-small-blocked"
+		setupGroup(t, blocked, 1, 1, scenario.App{Name: "solo", Replicas: 1, MinAvailable: num(1)})
+		r := plugin(t, "check", blocked, "--target-label", target)
+		if r.code != nodeupgrade.ExitBlockers || !strings.Contains(r.stderr, "--ignore-check pdb-zero-disruptions") || strings.Contains(r.stderr, "NAME") {
+			t.Errorf("want exit %d and --ignore-check with the check's name: %s", nodeupgrade.ExitBlockers, r)
+		}
+	})
+	t.Run("AWS", func(t *testing.T) {
+		const group = "trap-region"
+		g := setupAWSGroup(t, group, 2)
+		r := g.run(t, "plan", group, "--ami", "ami-new", "--region", "eu-west-1")
+		if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, `region "eu-west-1" from --region does not hold node`) || !strings.Contains(r.stderr, "--region us-east-1") {
+			t.Errorf("want exit %d refusing the region: %s", nodeupgrade.ExitUsage, r)
+		}
+		const karpenter = "trap-small-karpenter"
+		createForeignNodes(t, "karpenter.sh/nodepool", karpenter, "us-east-1b", 1, func(i int) string {
+			return fmt.Sprintf("aws:///us-east-1b/i-0trapsmall%d", i)
+		})
+		r = g.run(t, "plan", karpenter, "--provider", "aws", "--target-label", "team=blue")
+		if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "belong to no Auto Scaling group") || !strings.Contains(r.stderr, "provider none serves them") {
+			t.Errorf("want exit %d saying provider none serves them: %s", nodeupgrade.ExitUsage, r)
+		}
+	})
+}
+
+// TestAbortAfterARunKilledOnAnotherMachine: a run killed where this machine
+// cannot see (a laptop that died) holds its lock until the lease runs out;
+// abort says when that is and that --wait waits for it, and with --wait it
+// puts the group back in service once the lease is over. abort takes
+// --yes, as run, resume and rollback do.
+func TestAbortAfterARunKilledOnAnotherMachine(t *testing.T) {
+	t.Parallel()
+	const name = "trap-abort"
+	setupGroup(t, name, 3, 1, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
+	ctx := testContext(t, 5*time.Minute)
+	args := []string{"run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "1m", "--yes"}
+	killed, out := runAndKill(t, pluginCmd(args...), killPoint{marker: "cordoned"})
+	if !killed {
+		t.Fatalf("the run ended before its first cordon:\n%s", out)
+	}
+	// The holder becomes a process of another machine.
+	leases := client.CoordinationV1().Leases(state.DefaultNamespace)
+	lease, err := leases.Get(ctx, state.ObjectName(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, now := "laptop-that-died/4242", metav1.NewMicroTime(time.Now())
+	lease.Spec.HolderIdentity, lease.Spec.RenewTime = &other, &now
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := plugin(t, "abort", name, "--yes")
+	if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "laptop-that-died/4242") ||
+		!strings.Contains(r.stderr, "the lock runs out in") || !strings.Contains(r.stderr, "abort --wait waits for that") {
+		t.Errorf("want exit %d saying when the lock runs out and that --wait waits: %s", nodeupgrade.ExitUsage, r)
+	}
+	start := time.Now()
+	r = plugin(t, "abort", name, "--yes", "--wait")
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "is back in service") {
+		t.Fatalf("abort --wait: %s", r)
+	}
+	t.Logf("abort --wait went on %s after the lease was renewed (lock duration 30s)", time.Since(start).Round(time.Second))
+	assertUntouched(t, ctx, groupKey, name)
+}
+
+// TestCancelInTheScaleDownIsRefused: the scale-down is a run's last phase;
+// the run reads requests between phases, so a cancel there used to answer
+// yes (exit 0) and be ignored. It is refused with the reason, and the run
+// finishes.
+func TestCancelInTheScaleDownIsRefused(t *testing.T) {
+	t.Parallel()
+	const name = "trap-cancel"
+	g := setupAWSGroup(t, name, 3)
+	run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--ami", "ami-new", "--max-unavailable", "3", "--post-drain-wait", "5s", "--yes"))
+	if !run.waitFor("scale-down: removing node") {
+		t.Fatalf("the run ended before its scale-down:\n%s", run.output())
+	}
+	r := g.run(t, "cancel", name)
+	if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "is in phase ScaleDown, after which it has no safe point to pause at") {
+		t.Errorf("cancel during the scale-down: want exit %d and the reason, got %s", nodeupgrade.ExitUsage, r)
+	}
+	if code, out := run.wait(t, 5*time.Minute); code != nodeupgrade.ExitOK {
+		t.Fatalf("the run: exit %d\n%s", code, out)
+	}
+	g.assertFinished(t)
 }

@@ -294,7 +294,7 @@ func (p *Provider) FindGroup(ctx context.Context, instanceIDs []string) (*Group,
 	}
 	switch len(byGroup) {
 	case 0:
-		return nil, &Error{msg: fmt.Sprintf("instances %s belong to no Auto Scaling group; use --asg", quoteList(instanceIDs)), err: cloud.ErrNoGroup, input: true}
+		return nil, &Error{msg: fmt.Sprintf("instances %s belong to no Auto Scaling group (as Karpenter's and standalone instances): provider none serves them, with --provider none and --target-label; or name their group with --asg", quoteList(instanceIDs)), err: cloud.ErrNoGroup, input: true}
 	case 1:
 		for name := range byGroup {
 			return p.Group(ctx, name)

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -84,6 +85,9 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := refuseOtherRegion(provider.Region(), t.Region != "", nodes); err != nil {
+		return nil, nil, err
+	}
 	g, err := provider.FindGroup(ctx, ids)
 	if err != nil {
 		return nil, nil, err
@@ -134,6 +138,26 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	}
 	cg.LaunchesAfter = launchesAfter(g, target)
 	return cg, &NodeGroup{Provider: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version}, nil
+}
+
+// refuseOtherRegion refuses a region the nodes' zones (in their provider
+// IDs) are not in: their instances would be found in no group there, as
+// if no group kept them. given says --region named it.
+func refuseOtherRegion(region string, given bool, nodes []corev1.Node) error {
+	for i := range nodes {
+		zone, _, ok := InstanceIDFromProviderID(nodes[i].Spec.ProviderID)
+		rest, in := strings.CutPrefix(zone, region)
+		// us-east-1a, and Local Zones such as us-west-2-lax-1a
+		if !ok || zone == "" || in && (len(rest) == 1 || strings.HasPrefix(rest, "-")) {
+			continue
+		}
+		from := "the AWS configuration (AWS_REGION or the profile's)"
+		if given {
+			from = "--region"
+		}
+		return inputErrorf("region %q from %s does not hold node %q, whose provider ID names zone %q; use --region %s", region, from, nodes[i].Name, zone, cmp.Or(RegionFromZone(zone), "of that zone"))
+	}
+	return nil
 }
 
 // machineState maps Auto Scaling's lifecycle states to the neutral ones:

@@ -1,0 +1,60 @@
+package plugin
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// TestCancelWhereNoSafePointIsLeft: a live run reads requests between
+// phases; in its last phase (the scale-down, a rollback) none is left, so
+// cancel is refused with the reason instead of answering yes and doing
+// nothing. Elsewhere, and for a run whose process is gone, it is taken.
+func TestCancelWhereNoSafePointIsLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		phase  plan.Phase
+		batch  int
+		alive  bool
+		cloud  bool
+		code   int
+		want   string // in stdout, or in stderr when refused
+		stored bool   // the request is left for the run
+	}{
+		{name: "live, scale-down", phase: plan.PhaseScaleDown, batch: 5, alive: true, cloud: true, code: ExitUsage, want: "is in phase ScaleDown, after which it has no safe point to pause at"},
+		{name: "live, rollback", phase: plan.PhaseRollback, alive: true, code: ExitUsage, want: "is in phase Rollback, after which it has no safe point"},
+		{name: "live, last batch's recovery, provider none", phase: plan.PhaseRecover, batch: 5, alive: true, code: ExitUsage, want: "is in phase Recover"},
+		{name: "live, last batch's recovery, before the scale-down", phase: plan.PhaseRecover, batch: 5, alive: true, cloud: true, code: ExitOK, want: "to pause at its next safe point", stored: true},
+		{name: "live, draining", phase: plan.PhaseDrain, batch: 2, alive: true, code: ExitOK, want: "to pause at its next safe point", stored: true},
+		{name: "gone, scale-down", phase: plan.PhaseScaleDown, batch: 5, cloud: true, code: ExitOK, want: "paused the run", stored: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := recordFor("ng")
+			rec.Phase, rec.Batch = string(tc.phase), tc.batch
+			if tc.cloud {
+				rec.Cloud = &state.CloudRecord{Provider: "aws", Group: "ng-asg"}
+			}
+			var alive []string
+			if tc.alive {
+				alive = []string{"ng"}
+			}
+			client := statusFixture(t, []*state.Record{rec}, alive...)
+			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+			o := &ControlOptions{IOStreams: streams, action: "cancel", client: client, NodeGroup: "ng", StateNamespace: state.DefaultNamespace}
+			code := PrintError(errOut, o.Run(context.Background()))
+			got := out.String() + errOut.String()
+			if code != tc.code || !strings.Contains(got, tc.want) {
+				t.Errorf("exit %d: %s; want exit %d with %q", code, got, tc.code, tc.want)
+			}
+			req, err := (&state.Requests{Store: &state.Store{Client: client, Namespace: state.DefaultNamespace}, Group: "ng"}).Pending(context.Background())
+			if err != nil || (req == state.RequestCancel) != tc.stored {
+				t.Errorf("pending request %q (%v); want one stored: %v", req, err, tc.stored)
+			}
+		})
+	}
+}
