@@ -25,7 +25,7 @@ var relistWait = time.Second
 func relisting(ctx context.Context, resource string, list func() error, restart func()) error {
 	for attempt := 1; ; attempt++ {
 		err := list()
-		if err == nil || attempt >= relists || ctx.Err() != nil || !transport.LostConnection(err) {
+		if err == nil || attempt >= relists || ctx.Err() != nil || !transport.CutOff(err) {
 			return err
 		}
 		wait := time.Duration(attempt) * relistWait
