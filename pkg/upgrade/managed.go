@@ -155,7 +155,7 @@ func (e *Engine) awaitService(ctx context.Context, u cloud.ManagedUpdater, id st
 		case err != nil && cloud.Transient(err):
 			failures++
 			e.progress.waitingFor(fmt.Sprintf("%s update %s: %v; reading again", e.cfg.Plan.Managed.Service, id, err))
-			if err := sleepCtx(ctx, cloud.Backoff(time.Second, failures)); err != nil {
+			if err := sleep(ctx, cloud.Backoff(time.Second, failures)); err != nil {
 				return err
 			}
 			continue
@@ -221,16 +221,4 @@ func serviceProgressLine(service string, p cloud.UpdateProgress, held []HeldPod,
 		}
 	}
 	return b.String()
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
