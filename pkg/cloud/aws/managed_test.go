@@ -1,0 +1,110 @@
+package aws
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// TestEKSSettings: the run's settings as UpdateNodegroupConfig takes
+// them, and what EKS would refuse refused before it is called.
+func TestEKSSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      plan.UpdateSettings
+		want    UpdateSettings
+		wantErr string
+	}{
+		{name: "a number of nodes", in: plan.UpdateSettings{MaxUnavailable: "2"}, want: UpdateSettings{MaxUnavailable: 2, Strategy: "DEFAULT"}},
+		{name: "a percentage", in: plan.UpdateSettings{MaxUnavailable: "25%", Strategy: "MINIMAL"}, want: UpdateSettings{MaxUnavailablePercentage: 25, Strategy: "MINIMAL"}},
+		{name: "the most EKS takes", in: plan.UpdateSettings{MaxUnavailable: "100"}, want: UpdateSettings{MaxUnavailable: 100, Strategy: "DEFAULT"}},
+		{name: "zero", in: plan.UpdateSettings{MaxUnavailable: "0"}, wantErr: `invalid --max-unavailable "0"`},
+		{name: "above 100", in: plan.UpdateSettings{MaxUnavailable: "101"}, wantErr: `invalid --max-unavailable "101"`},
+		{name: "above 100%", in: plan.UpdateSettings{MaxUnavailable: "150%"}, wantErr: `invalid --max-unavailable "150%"`},
+		{name: "not a number", in: plan.UpdateSettings{MaxUnavailable: "some"}, wantErr: `invalid --max-unavailable "some"`},
+		{name: "a strategy EKS does not have", in: plan.UpdateSettings{MaxUnavailable: "1", Strategy: "FAST"}, wantErr: `invalid --update-strategy "FAST"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := eksSettings(tc.in)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !isInput(err) {
+					t.Errorf("want an input error with %q, got %v", tc.wantErr, err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case got != tc.want:
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func isInput(err error) bool {
+	var in interface{ Input() bool }
+	return errors.As(err, &in) && in.Input()
+}
+
+// TestPlanSettingsReadBack: what the group has reads back as the settings
+// the run puts back, unchanged through eksSettings.
+func TestPlanSettingsReadBack(t *testing.T) {
+	for _, u := range []UpdateSettings{
+		{MaxUnavailable: 1, Strategy: "DEFAULT"},
+		{MaxUnavailable: 3, Strategy: "MINIMAL"},
+		{MaxUnavailablePercentage: 33, Strategy: "DEFAULT"},
+	} {
+		back, err := eksSettings(planSettings(u))
+		if err != nil || back != u {
+			t.Errorf("%+v read back as %+v (%v)", u, back, err)
+		}
+	}
+	if got := planSettings(UpdateSettings{}); got.MaxUnavailable != "1" || got.Strategy != "DEFAULT" {
+		t.Errorf("an unset update config reads %+v, want EKS's defaults 1 and DEFAULT", got)
+	}
+}
+
+// TestUpdateState maps DescribeUpdate's statuses.
+func TestUpdateState(t *testing.T) {
+	for status, want := range map[string]cloud.UpdateState{
+		"InProgress": cloud.UpdateInProgress, "Successful": cloud.UpdateSucceeded,
+		"Failed": cloud.UpdateFailed, "Cancelled": cloud.UpdateCancelled,
+	} {
+		if got := updateState(status); got != want {
+			t.Errorf("%s: got %s, want %s", status, got, want)
+		}
+	}
+}
+
+// TestManagedScaleUp: EKS's scale-up is the larger of twice the zones and
+// maxUnavailable; MINIMAL adds none.
+func TestManagedScaleUp(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		maxUnavailable string
+		strategy       string
+		nodes, zones   int
+		want           int32
+	}{
+		{"zones decide", "1", "", 6, 3, 6},
+		{"maxUnavailable decides", "20", "", 30, 3, 20},
+		{"a percentage of the group", "50%", "", 30, 2, 15},
+		{"MINIMAL adds none", "2", "MINIMAL", 6, 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &ManagedNodeGroup{group: &ManagedGroup{Name: "ng", Cluster: "c", Version: "1.30", Update: UpdateSettings{MaxUnavailable: 1, Strategy: "DEFAULT"}}, updateStrategy: tc.strategy}
+			mp, err := m.Plan(plan.Input{MaxUnavailable: tc.maxUnavailable}, tc.nodes, tc.zones)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mp.ScaleUp != tc.want {
+				t.Errorf("scale-up %d, want %d", mp.ScaleUp, tc.want)
+			}
+			if mp.Before.MaxUnavailable != "1" || mp.During.MaxUnavailable != tc.maxUnavailable {
+				t.Errorf("settings %s -> %s, want maxUnavailable 1 -> %s", mp.Before, mp.During, tc.maxUnavailable)
+			}
+		})
+	}
+}

@@ -1,0 +1,96 @@
+package plan
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
+)
+
+// fakeService is a service that runs the eks strategy itself.
+type fakeService struct {
+	refuse error
+	asked  struct{ nodes, zones int }
+}
+
+func (s *fakeService) Runs(strategy string) bool { return strategy == "eks" }
+
+func (s *fakeService) Plan(in Input, nodes, zones int) (*ManagedPlan, error) {
+	s.asked.nodes, s.asked.zones = nodes, zones
+	if s.refuse != nil {
+		return nil, s.refuse
+	}
+	return &ManagedPlan{Service: "fake service", Before: UpdateSettings{MaxUnavailable: "1"}, During: UpdateSettings{MaxUnavailable: in.MaxUnavailable},
+		ScaleUp: 4, Target: "release 2", Steps: []Step{{Phase: "ServiceUpdate", Detail: "the service replaces every node"}}}, nil
+}
+
+// TestManagedPlan: where the group's service runs the strategy, the plan
+// takes the service's phases and scale-up, keeps the audit's batches, and
+// needs no capability of the run's own; a strategy the service does not
+// run is checked as before; what the service refuses ends the plan.
+func TestManagedPlan(t *testing.T) {
+	machines := map[string]Machine{
+		"a1": {ID: "i-a1", Zone: "a", Template: "lt-1", Version: "1", State: MachineInService},
+		"b1": {ID: "i-b1", Zone: "b", Template: "lt-1", Version: "1", State: MachineInService},
+	}
+	snap := snapshot.Cluster{Nodes: []corev1.Node{awsNode("a1", "a", "i-a1", ""), awsNode("b1", "b", "i-b1", "")}}
+	for _, tc := range []struct {
+		name     string
+		strategy string
+		refuse   error
+		wantErr  string
+		managed  bool
+	}{
+		{name: "the service runs eks", strategy: "eks", managed: true},
+		{name: "the service does not run blue-green, the provider cannot either", strategy: "blue-green", wantErr: "creates node groups"},
+		{name: "the service refuses the settings", strategy: "eks", refuse: errors.New("invalid --max-unavailable"), wantErr: "invalid --max-unavailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &fakeService{refuse: tc.refuse}
+			in := cloudInput("2", machines)
+			in.Strategy, in.MaxUnavailable = tc.strategy, "2"
+			in.Cloud.Can, in.Cloud.Managed = 0, svc
+			p, err := Build(snap, in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want an error with %q, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Managed == nil || len(p.Steps) != 1 || p.Steps[0].Phase != "ServiceUpdate" || p.Cloud.ScaleUp != 4 {
+				t.Fatalf("plan %+v: want the service's plan, its one phase and scale-up 4", p.Managed)
+			}
+			if svc.asked.nodes != 2 || svc.asked.zones != 2 || len(p.Batches) != 1 {
+				t.Errorf("the service was asked for %+v and the audit has %d batches; want 2 nodes, 2 zones, 1 batch", svc.asked, len(p.Batches))
+			}
+			s, err := p.RunStrategy()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var phases []Phase
+			for st := (State{Phase: s.First(Flow{})}); st.Phase != PhaseDone; st = s.Next(st, Flow{}) {
+				phases = append(phases, st.Phase)
+			}
+			if got := phasesString(phases); got != "Configure Update RestoreSettings" {
+				t.Errorf("a run goes through %s", got)
+			}
+			if s.ResumeAt(PhaseUpdate, Flow{}) != PhaseUpdate || s.ResumeAt(PhaseDrain, Flow{}) != "" {
+				t.Error("a re-run must follow the recorded update, and only that")
+			}
+		})
+	}
+}
+
+func phasesString(ps []Phase) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p)
+	}
+	return strings.Join(out, " ")
+}
