@@ -2,11 +2,14 @@ package plan
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
@@ -93,4 +96,61 @@ func phasesString(ps []Phase) string {
 		out[i] = string(p)
 	}
 	return strings.Join(out, " ")
+}
+
+// scalingService is a service that runs eks adding scaleUp nodes.
+type scalingService struct{ scaleUp int32 }
+
+func (s scalingService) Runs(strategy string) bool { return strategy == "eks" }
+
+func (s scalingService) Plan(in Input, _, _ int) (*ManagedPlan, error) {
+	return &ManagedPlan{Service: "EKS managed node group", ScaleUp: s.scaleUp}, nil
+}
+
+// TestNoRoomUnderAServiceAddingNoNode: EKS's MINIMAL strategy adds no
+// node, so the pods of the batches must fit on the nodes that stay, as
+// with provider none; with its DEFAULT scale-up they need not.
+func TestNoRoomUnderAServiceAddingNoNode(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		scaleUp int32
+		want    bool
+	}{
+		{"MINIMAL adds no node", 0, true},
+		{"DEFAULT scales up first", 6, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := groupSnapshot()
+			for i := range 6 {
+				p := pod("ns", fmt.Sprintf("app-%d", i), fmt.Sprintf("old-%d", i), "app", "ReplicaSet/app-1")
+				p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}}}}
+				snap.Pods = append(snap.Pods, p)
+			}
+			machines := map[string]Machine{}
+			for _, n := range snap.Nodes {
+				version := "1"
+				if strings.HasPrefix(n.Name, "new-") {
+					version = "2"
+				}
+				machines[n.Name] = Machine{ID: "i-" + n.Name, Zone: n.Labels[ZoneLabel], Template: "lt-1", Version: version, State: MachineInService}
+			}
+			in := baseInput()
+			in.TargetLabels = nil
+			in.Provider = "aws"
+			in.Cloud = &CloudGroup{Provider: "aws", Name: "ng", Template: "lt-1", CurrentVersion: "1", TargetVersion: "2", Nodes: machines, Managed: scalingService{tc.scaleUp}}
+			var got []check.Finding
+			for _, f := range mustBuild(t, snap, in).Findings {
+				if f.Check == check.CheckNoRoom {
+					got = append(got, f)
+				}
+			}
+			if (len(got) > 0) != tc.want {
+				t.Fatalf("no-room findings %+v, want some: %v", got, tc.want)
+			}
+			if tc.want && !strings.Contains(got[0].Message, "provider EKS managed node group (adding no node)") {
+				t.Errorf("the finding must say what adds no node: %q", got[0].Message)
+			}
+		})
+	}
 }

@@ -301,7 +301,7 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	p.Findings = append(p.Findings, unreachableTarget(group, in)...)
 	pinned, pinnedKeys := pinnedPods(snap, outdatedNames, podsByNode, in)
 	p.Findings = append(p.Findings, pinned...)
-	p.Findings = append(p.Findings, noRoom(snap, podsByNode, names, in, strategy.Traits().OutdatedHeldOff, pinnedKeys)...)
+	p.Findings = append(p.Findings, noRoom(snap, podsByNode, names, roomInput(p, in), strategy.Traits().OutdatedHeldOff, pinnedKeys)...)
 	if in.Cloud != nil {
 		name := in.NodeGroup
 		if name == "" {

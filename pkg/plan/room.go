@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -91,6 +92,16 @@ func noRoom(snap snapshot.Cluster, podsByNode map[string][]*corev1.Pod, batches 
 	return nil
 }
 
+// roomInput is the input noRoom judges: a group whose service adds no
+// node for its update (EKS's MINIMAL strategy) is one where nothing adds a
+// node, so the batches' pods must fit on the nodes that stay.
+func roomInput(p *Plan, in Input) Input {
+	if p.Managed != nil && p.Managed.ScaleUp == 0 {
+		in.Cloud, in.Provider = nil, p.Managed.Service+" (adding no node)"
+	}
+	return in
+}
+
 func noRoomFinding(i, of int, batch []string, room capacity.Room, in Input, heldOff bool) check.Finding {
 	name := in.NodeGroup
 	if name == "" {
@@ -106,7 +117,7 @@ func noRoomFinding(i, of int, batch []string, room capacity.Room, in Input, held
 	}
 	return check.Finding{
 		Check: check.CheckNoRoom, Severity: check.Blocker, Kind: "NodeGroup", Name: name, Nodes: slices.Clone(batch),
-		Message: fmt.Sprintf("batch %d of %d: %s, and nothing adds a node (provider none, no cluster autoscaler or Karpenter runs)", i+1, of, room),
+		Message: fmt.Sprintf("batch %d of %d: %s, and nothing adds a node (provider %s, no cluster autoscaler or Karpenter runs)", i+1, of, room, cmp.Or(in.Provider, "none")),
 		Fix:     fix,
 	}
 }
