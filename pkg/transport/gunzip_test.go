@@ -18,7 +18,7 @@ import (
 )
 
 // TestResponsesAreGunzippedByKlauspost: the server is asked for gzip as Go's
-// transport would ask, its gzipped answers are read through gunzipBody, and
+// transport would ask, its gzipped answers are gunzipped by gzhttp, and
 // --disable-compression asks for none.
 func TestResponsesAreGunzippedByKlauspost(t *testing.T) {
 	const namespace = `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"default"}}`
@@ -26,7 +26,7 @@ func TestResponsesAreGunzippedByKlauspost(t *testing.T) {
 		name                string
 		disableCompression  bool
 		serverZips          bool
-		wantAsked, wantBody bool // gzip asked for; body read through gunzipBody
+		wantAsked, wantBody bool // gzip asked for; body gunzipped by gzhttp
 	}{
 		{"gzipped answer", false, true, true, true},
 		{"plain answer to a request for gzip", false, false, true, false},
@@ -71,8 +71,10 @@ func TestResponsesAreGunzippedByKlauspost(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			if _, ours := resp.Body.(*gunzipBody); ours != tc.wantBody {
-				t.Errorf("body %T, want gunzipBody: %v", resp.Body, tc.wantBody)
+			// Go's own gunzipping is off (DisableCompression): a body
+			// marked uncompressed was gunzipped by gzhttp
+			if resp.Uncompressed != tc.wantBody {
+				t.Errorf("body gunzipped by gzhttp: %v, want %v", resp.Uncompressed, tc.wantBody)
 			}
 			if b, err := io.ReadAll(resp.Body); err != nil || string(b) != namespace {
 				t.Errorf("body %q, %v; want the namespace", b, err)
@@ -116,7 +118,16 @@ func TestGzippedBodyIsReadInLargeChunks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := &countingBody{r: bytes.NewReader(zipped.Bytes())}
-			got, err := tc.read(&gunzipBody{body: body})
+			rt := gunzipping(roundTripFunc(func(*http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Encoding": {"gzip"}}, Body: body}, nil
+			}))
+			req, _ := http.NewRequest(http.MethodGet, "https://example.com/api/v1/pods", nil)
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			got, err := tc.read(resp.Body)
 			if err != nil || !bytes.Equal(got, plain) {
 				t.Fatalf("gunzipped %d bytes, %v; want the %d written", len(got), err, len(plain))
 			}
@@ -125,5 +136,39 @@ func TestGzippedBodyIsReadInLargeChunks(t *testing.T) {
 				t.Errorf("%d reads of a %d-byte gzipped body, want at most %d (%d bytes each)", body.reads, zipped.Len(), want, bodyReadSize)
 			}
 		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestRetriedRequestIsGunzippedToo: a request sent again as it is (as a
+// retrying transport does) is gunzipped again; the Accept-Encoding gzhttp
+// adds to the first try must not make it leave the second answer gzipped.
+func TestRetriedRequestIsGunzippedToo(t *testing.T) {
+	const namespace = `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"default"}}`
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		_, _ = io.WriteString(zw, namespace)
+		_ = zw.Close()
+	}))
+	t.Cleanup(srv.Close)
+	rt := gunzipping(srv.Client().Transport)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/namespaces/default", nil)
+	for try := 1; try <= 2; try++ {
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || string(b) != namespace {
+			t.Errorf("try %d: body %q, %v; want the namespace", try, b, err)
+		}
+	}
+	if h := req.Header.Get("Accept-Encoding"); h != "" {
+		t.Errorf("the caller's request was changed: Accept-Encoding %q", h)
 	}
 }
