@@ -70,7 +70,9 @@ func wrap(err error, format string, args ...any) error {
 		transient := ge.Code == http.StatusTooManyRequests || ge.Code == http.StatusServiceUnavailable
 		return &Error{msg: fmt.Sprintf("%s: %d %s", msg, ge.Code, oneLine(ge.Message)), err: err, transient: transient}
 	}
-	return &Error{msg: msg + ": " + oneLine(err.Error()), err: err}
+	// Not kept as the cause: a connection error behind it would read as
+	// the Kubernetes API server's.
+	return &Error{msg: msg + ": " + oneLine(err.Error())}
 }
 
 func oneLine(s string) string {
@@ -103,7 +105,9 @@ func New(ctx context.Context, project string) (*Provider, error) {
 			_, err = creds.Token(ctx)
 		}
 		if err != nil {
-			return nil, &Error{msg: "no Google Cloud credentials found: " + oneLine(err.Error()) + "; run \"gcloud auth application-default login\" or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file", err: err, input: true}
+			// The cause is in the message only: a connection error to the
+			// metadata server would read as the Kubernetes API server's.
+			return nil, inputErrorf("no Google Cloud credentials found (%s); run \"gcloud auth application-default login\" or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file", oneLine(err.Error()))
 		}
 		opts = append(opts, option.WithAuthCredentials(creds))
 	}
