@@ -92,8 +92,13 @@ func cleanGCEEnv() []string {
 	return append(env, "NO_COLOR=1", "CLOUDSDK_CONFIG=/nonexistent/gcloud", "GCE_METADATA_HOST=127.0.0.1:1")
 }
 
+// cmd runs the plugin; plan and run name the provider, as two clouds are
+// registered and the cloud flags do not say which.
 func (g *gceGroup) cmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(binary, append(args, "--provider", "gce", "--kubeconfig", sim.Kubeconfig)...)
+	if args[0] == "plan" || args[0] == "run" {
+		args = append(args, "--provider", "gce")
+	}
+	cmd := exec.Command(binary, append(args, "--kubeconfig", sim.Kubeconfig)...)
 	cmd.Env = g.env()
 	return cmd
 }
@@ -298,6 +303,17 @@ func (g *gceGroup) assertAborted(t *testing.T) {
 	}
 	if rs := g.srv.Removals(); len(rs) > 0 {
 		t.Errorf("the group removed instances nobody drained: %+v", rs)
+	}
+	// PROACTIVE again, unless instances of another template than the
+	// group's are left, which it would replace undrained.
+	if len(grs) == 1 {
+		want := gcefake.Proactive
+		if slices.ContainsFunc(grs[0].Instances, func(in gcefake.Instance) bool { return in.Template != grs[0].Template }) {
+			want = gcefake.Opportunistic
+		}
+		if grs[0].UpdateType != want || grs[0].Redistribution != gcefake.Proactive {
+			t.Errorf("update policy %s, redistribution %s; want %s, PROACTIVE", grs[0].UpdateType, grs[0].Redistribution, want)
+		}
 	}
 	assertBackInService(t, g.name, g.run, true)
 	if n := len(groupNodes(t, ctx, kopsKey, g.name)); n != 6 {

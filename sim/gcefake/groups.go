@@ -492,11 +492,10 @@ type instancesRequest struct {
 	Instances []string `json:"instances"`
 }
 
-// deleteInstances deletes the named instances and lowers the target size
-// by their number at once; the operation is DONE before they are gone
-// (https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers/deleteInstances).
-// An instance being deleted already is not counted twice.
-func (s *Server) deleteInstances(req *request) (any, error) {
+// onInstances answers a call that acts on instances of a group
+// (deleteInstances, recreateInstances): act runs on them under the lock,
+// and the operation, of type opType, is DONE at once.
+func (s *Server) onInstances(req *request, opType string, act func(*group, []*instance)) (any, error) {
 	var body instancesRequest
 	if err := decode(req, &body); err != nil {
 		return nil, err
@@ -511,14 +510,24 @@ func (s *Server) deleteInstances(req *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, in := range ins {
-		if in.Action != ActionDeleting {
-			g.igm.TargetSize--
-			s.deleteLocked(in)
-		}
-	}
+	act(g, ins)
 	s.notifyLocked()
-	return s.opLocked(g.project, g.scope, "compute.instanceGroupManagers.deleteInstances", g.igm.SelfLink), nil
+	return s.opLocked(g.project, g.scope, opType, g.igm.SelfLink), nil
+}
+
+// deleteInstances deletes the named instances and lowers the target size
+// by their number at once; the operation is DONE before they are gone
+// (https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers/deleteInstances).
+// An instance being deleted already is not counted twice.
+func (s *Server) deleteInstances(req *request) (any, error) {
+	return s.onInstances(req, "compute.instanceGroupManagers.deleteInstances", func(g *group, ins []*instance) {
+		for _, in := range ins {
+			if in.Action != ActionDeleting {
+				g.igm.TargetSize--
+				s.deleteLocked(in)
+			}
+		}
+	})
 }
 
 // recreateInstances deletes the named instances' VMs and creates them
@@ -526,31 +535,17 @@ func (s *Server) deleteInstances(req *request) (any, error) {
 // target size is unchanged and the operation DONE at once
 // (https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers/recreateInstances).
 func (s *Server) recreateInstances(req *request) (any, error) {
-	var body instancesRequest
-	if err := decode(req, &body); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, err := s.scopedGroup(req)
-	if err != nil {
-		return nil, err
-	}
-	ins, err := s.instancesOf(g, body.Instances)
-	if err != nil {
-		return nil, err
-	}
-	_, tmpl, _ := resourceName(g.igm.InstanceTemplate, "instanceTemplates")
-	for _, in := range ins {
-		if in.Action == ActionDeleting {
-			continue
+	return s.onInstances(req, "compute.instanceGroupManagers.recreateInstances", func(g *group, ins []*instance) {
+		_, tmpl, _ := resourceName(g.igm.InstanceTemplate, "instanceTemplates")
+		for _, in := range ins {
+			if in.Action == ActionDeleting {
+				continue
+			}
+			in.Action, in.Status, in.Intended = ActionRecreating, StatusStopping, tmpl
+			in.due = time.Now().Add(max(s.opts.LaunchDelay, 0))
+			s.logf("gcefake: %s: recreating %s from %s", g.name, in.Name, tmpl)
 		}
-		in.Action, in.Status, in.Intended = ActionRecreating, StatusStopping, tmpl
-		in.due = time.Now().Add(max(s.opts.LaunchDelay, 0))
-		s.logf("gcefake: %s: recreating %s from %s", g.name, in.Name, tmpl)
-	}
-	s.notifyLocked()
-	return s.opLocked(g.project, g.scope, "compute.instanceGroupManagers.recreateInstances", g.igm.SelfLink), nil
+	})
 }
 
 // listManagedInstances lists the group's instances with their current
