@@ -56,9 +56,15 @@ func setupGroup(t *testing.T, name string, outdated, current int, apps ...scenar
 // group name so tests sharing the cluster do not mix, and waits for them.
 func createPinnedApps(t *testing.T, ctx context.Context, name string, apps []scenario.App) {
 	t.Helper()
+	createAppsPinnedBy(t, ctx, groupKey, name, apps)
+}
+
+// createAppsPinnedBy is createPinnedApps for a group of another label key.
+func createAppsPinnedBy(t *testing.T, ctx context.Context, key, name string, apps []scenario.App) {
+	t.Helper()
 	for _, a := range apps {
 		a.Namespace = name
-		a.NodeSelector = map[string]string{groupKey: name}
+		a.NodeSelector = map[string]string{key: name}
 		if err := scenario.CreateApp(ctx, client, a); err != nil {
 			t.Fatal(err)
 		}

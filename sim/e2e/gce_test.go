@@ -1,0 +1,353 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// kopsKey is the node-group label of kOps, which the template's
+// kube-labels put on the nodes.
+const kopsKey = "kops.k8s.io/instancegroup"
+
+const gceProject = "sim-project"
+
+var gceZones = []string{"us-central1-a", "us-central1-b", "us-central1-c"}
+
+// gceGroup is a node group behind a regional managed instance group of a
+// local Compute endpoint of its own, whose instances are kwok nodes of the
+// shared cluster. Its update policy and instance redistribution are
+// PROACTIVE, the API's defaults: a MIG left so would replace and move
+// nodes nobody drained.
+type gceGroup struct {
+	name, key string
+	srv       *gcefake.Server
+}
+
+// setupGCEGroup creates the group, size instances over three zones from
+// template NAME-v1 with image img-old (img-new is registered), and apps
+// pinned to it.
+func setupGCEGroup(t *testing.T, name string, size int64, apps ...scenario.App) *gceGroup {
+	t.Helper()
+	ctx := testContext(t, 3*time.Minute)
+	srv, err := gcefake.StartWithKube(context.Background(), client, gcefake.Options{Project: gceProject, LaunchDelay: 500 * time.Millisecond}, gcefake.NodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	srv.RegisterImage(gceProject, "img-old", "node")
+	srv.RegisterImage(gceProject, "img-new", "node")
+	if err := srv.CreateTemplate(gcefake.TemplateSpec{Project: gceProject, Name: name + "-v1", ImageProject: gceProject, Image: "img-old", KubeLabels: map[string]string{kopsKey: name}}); err != nil {
+		t.Fatal(err)
+	}
+	key, err := srv.CreateGroup(gcefake.GroupSpec{Project: gceProject, Name: name, Region: "us-central1", Zones: gceZones, Template: name + "-v1", Size: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gceGroup{name: name, key: key, srv: srv}
+	if err := srv.WaitStable(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ := srv.Group(key)
+	var names []string
+	for _, in := range gr.Instances {
+		names = append(names, in.Name)
+	}
+	if err := scenario.WaitNodesReady(ctx, client, names...); err != nil {
+		t.Fatal(err)
+	}
+	createAppsPinnedBy(t, ctx, kopsKey, name, apps)
+	return g
+}
+
+// newTemplate is the name of the template a run makes for img-new.
+func (g *gceGroup) newTemplate() string {
+	return gce.CopyName(g.name+"-v1", "projects/"+gceProject+"/global/images/img-new")
+}
+
+// env is the environment of a plugin run against this group's endpoint,
+// with no Google Cloud configuration of the machine leaking in.
+func (g *gceGroup) env() []string {
+	return append(cleanGCEEnv(), gce.EndpointEnv+"="+g.srv.Endpoint, gce.NoAuthEnv+"=true")
+}
+
+// cleanGCEEnv has no credentials: no key file, no gcloud configuration,
+// and a metadata server that refuses connections.
+func cleanGCEEnv() []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOOGLE_") || strings.HasPrefix(kv, "CLOUDSDK_") || strings.HasPrefix(kv, "GCE_") || strings.HasPrefix(kv, "NODEUPGRADE_GCE_")
+	})
+	return append(env, "NO_COLOR=1", "CLOUDSDK_CONFIG=/nonexistent/gcloud", "GCE_METADATA_HOST=127.0.0.1:1")
+}
+
+// cmd runs the plugin: the provider is found from the nodes' provider
+// IDs and the gce flags given.
+func (g *gceGroup) cmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, append(args, "--kubeconfig", sim.Kubeconfig)...)
+	cmd.Env = g.env()
+	return cmd
+}
+
+func (g *gceGroup) run(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCmd(t, g.cmd(args...))
+}
+
+// groups are the managed instance groups of the endpoint.
+func (g *gceGroup) groups() []gcefake.Group {
+	var out []gcefake.Group
+	for _, k := range g.srv.GroupKeys(gceProject) {
+		if gr, ok := g.srv.Group(k); ok {
+			out = append(out, gr)
+		}
+	}
+	return out
+}
+
+// assertUnchanged checks nothing of the cloud or the nodes changed: one
+// template, one group of size, its policies PROACTIVE.
+func (g *gceGroup) assertUnchanged(t *testing.T, size int64) {
+	t.Helper()
+	if ts := g.srv.Templates(gceProject); len(ts) != 1 {
+		t.Errorf("templates %v, want only %s-v1", ts, g.name)
+	}
+	grs := g.groups()
+	if len(grs) != 1 || grs[0].TargetSize != size || grs[0].Template != g.name+"-v1" || grs[0].UpdateType != gcefake.Proactive || grs[0].Redistribution != gcefake.Proactive {
+		t.Errorf("groups %+v, want %s alone, size %d, on %s-v1, PROACTIVE and PROACTIVE", grs, g.name, size, g.name)
+	}
+	assertUntouched(t, testContext(t, time.Minute), kopsKey, g.name)
+}
+
+// assertFinished checks the end of an upgrade to img-new: one group of
+// the original size and policies, every instance and node on the one new
+// template, nothing left cordoned or tainted, and no instance the group
+// removed of its own accord.
+func (g *gceGroup) assertFinished(t *testing.T, size int64) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	grs := g.groups()
+	if len(grs) != 1 {
+		t.Fatalf("%d groups, want 1: %+v", len(grs), grs)
+	}
+	gr := grs[0]
+	if err := g.srv.WaitStable(ctx, gr.Key); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ = g.srv.Group(gr.Key)
+	if gr.TargetSize != size || gr.UpdateType != gcefake.Proactive || gr.Redistribution != gcefake.Proactive || gr.Template != g.newTemplate() {
+		t.Errorf("group %s: size %d, policy %s, redistribution %s, template %s; want %d, PROACTIVE, PROACTIVE (as before the run), %s",
+			gr.Name, gr.TargetSize, gr.UpdateType, gr.Redistribution, gr.Template, size, g.newTemplate())
+	}
+	for _, in := range gr.Instances {
+		if in.Template != g.newTemplate() || in.Image != "projects/"+gceProject+"/global/images/img-new" {
+			t.Errorf("instance %s runs %s (%s)", in.Name, in.Template, in.Image)
+		}
+	}
+	if ts := g.srv.Templates(gceProject); len(ts) != 2 || !slices.Contains(ts, g.newTemplate()) {
+		t.Errorf("templates %v, want %s-v1 and the one new %s", ts, g.name, g.newTemplate())
+	}
+	if rs := g.srv.Removals(); len(rs) > 0 {
+		t.Errorf("the group removed instances nobody drained: %+v", rs)
+	}
+	nodes := groupNodes(t, ctx, kopsKey, g.name)
+	if len(nodes) != int(size) {
+		t.Errorf("%d nodes, want %d", len(nodes), size)
+	}
+	for _, n := range nodes {
+		if !slices.ContainsFunc(gr.Instances, func(in gcefake.Instance) bool { return gcefake.ProviderID(in) == n.Spec.ProviderID }) {
+			t.Errorf("node %s (%s) is no instance of the group: a stale Node object", n.Name, n.Spec.ProviderID)
+		}
+	}
+	assertUntouched(t, ctx, kopsKey, g.name)
+	if err := scenario.WaitAppsReady(ctx, client, g.name); err != nil {
+		t.Errorf("workloads not back to full Ready: %v", err)
+	}
+}
+
+func gceApps() []scenario.App {
+	return []scenario.App{
+		{Name: "web", Replicas: 6, MinAvailable: num(4)},
+		{Name: "api", Replicas: 3, MaxUnavailable: num(1)},
+	}
+}
+
+// TestGCEStrategiesUpgradeToNewImage upgrades a regional group of 6 nodes
+// in 3 zones to a new image with each strategy that drives the group.
+func TestGCEStrategiesUpgradeToNewImage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		strategy string
+		args     []string
+	}{
+		{"eks", []string{"--max-unavailable", "2"}},
+		{"surge", []string{"--max-surge", "1", "--max-unavailable", "0"}},
+		{"blue-green", []string{"--batch-node-count", "2", "--node-pool-soak", "0s"}},
+	} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			t.Parallel()
+			name := "gce-" + tc.strategy
+			g := setupGCEGroup(t, name, 6, gceApps()...)
+			ctx := testContext(t, 10*time.Minute)
+			args := append([]string{name, "--strategy", tc.strategy, "--image", "img-new", "--seed", "4"}, tc.args...)
+			pl := g.run(t, append([]string{"plan"}, append(args, "-o", "json")...)...)
+			var p plan.Plan
+			if err := json.Unmarshal([]byte(pl.stdout), &p); pl.code != nodeupgrade.ExitOK || err != nil {
+				t.Fatalf("plan: %v %s", err, pl)
+			}
+			if c := p.Cloud; c == nil || c.Provider != "gce" || c.Group != name || c.CurrentVersion != name+"-v1" || c.TargetVersion != plan.NewVersion || c.Before.Desired != 6 || c.Rebalance != gce.Redistribution {
+				t.Errorf("cloud plan %+v: want gce, %s, %s-v1 -> new, size 6, instance redistribution", c, name, name)
+			}
+			g.assertUnchanged(t, 6)
+			watcher, err := scenario.WatchPDBs(ctx, client, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			r := g.run(t, append([]string{"run"}, append(args, "--post-drain-wait", "0s", "--yes")...)...)
+			t.Logf("%s on a regional MIG of 6 nodes in 3 zones: run took %s", tc.strategy, time.Since(start).Round(time.Millisecond))
+			if r.code != nodeupgrade.ExitOK {
+				t.Fatalf("run: %s", r)
+			}
+			assertNoViolations(t, watcher.Stop())
+			g.assertFinished(t, 6)
+		})
+	}
+}
+
+// TestGCEKilledMidBatchThenRerun kills an eks run once a node is cordoned
+// and runs it again: it finishes, with one new template only.
+func TestGCEKilledMidBatchThenRerun(t *testing.T) {
+	t.Parallel()
+	const name = "gce-kill"
+	g := setupGCEGroup(t, name, 6, gceApps()...)
+	args := []string{"run", name, "--image", "img-new", "--max-unavailable", "2", "--post-drain-wait", "2s", "--yes"}
+	killed, out := runAndKill(t, g.cmd(args...), killPoint{name: "mid-batch", marker: "cordoned"})
+	if !killed {
+		t.Fatalf("the run ended before the kill point:\n%s", out)
+	}
+	if ts := g.srv.Templates(gceProject); len(ts) != 2 {
+		t.Errorf("templates after the kill %v, want the one new", ts)
+	}
+	if r := g.run(t, args...); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("re-run: %s", r)
+	}
+	g.assertFinished(t, 6)
+}
+
+// TestGCEAbort aborts a surge run killed mid-batch and a blue/green run
+// left soaking: back in service, the group at its size and policies, no
+// extra instance, no second group.
+func TestGCEAbort(t *testing.T) {
+	t.Parallel()
+	t.Run("surge mid-batch", func(t *testing.T) {
+		t.Parallel()
+		const name = "gce-abort-surge"
+		g := setupGCEGroup(t, name, 6, gceApps()...)
+		args := []string{"run", name, "--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--image", "img-new", "--post-drain-wait", "2s", "--yes"}
+		if killed, out := runAndKill(t, g.cmd(args...), killPoint{name: "mid-batch", marker: "cordoned"}); !killed {
+			t.Fatalf("the run ended before the kill point:\n%s", out)
+		}
+		if a := g.run(t, "abort", name); a.code != nodeupgrade.ExitOK {
+			t.Fatalf("abort: %s", a)
+		}
+		g.assertAborted(t)
+	})
+	t.Run("blue-green soak", func(t *testing.T) {
+		t.Parallel()
+		const name = "gce-abort-bg"
+		g := setupGCEGroup(t, name, 6, gceApps()...)
+		r := g.run(t, "run", name, "--strategy", "blue-green", "--image", "img-new", "--batch-node-count", "6", "--node-pool-soak", "1h", "--post-drain-wait", "0s", "--no-wait", "--yes")
+		if r.code != nodeupgrade.ExitPaused {
+			t.Fatalf("--no-wait must stop at the soak with exit %d: %s", nodeupgrade.ExitPaused, r)
+		}
+		if n := len(g.groups()); n != 2 {
+			t.Fatalf("%d groups in the soak, want blue and green", n)
+		}
+		if a := g.run(t, "abort", name); a.code != nodeupgrade.ExitOK {
+			t.Fatalf("abort: %s", a)
+		}
+		g.assertAborted(t)
+	})
+}
+
+// assertAborted checks the group is back in service as before the run.
+func (g *gceGroup) assertAborted(t *testing.T) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	if err := g.srv.WaitStable(ctx, g.key); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for wctx.Err() == nil && len(g.groups()) > 1 {
+		time.Sleep(100 * time.Millisecond) // green is deleted with its instances
+	}
+	grs := g.groups()
+	if len(grs) != 1 || grs[0].Name != g.name || grs[0].TargetSize != 6 || len(grs[0].Instances) != 6 {
+		t.Errorf("groups %+v, want %s alone with its 6 instances", grs, g.name)
+	}
+	if rs := g.srv.Removals(); len(rs) > 0 {
+		t.Errorf("the group removed instances nobody drained: %+v", rs)
+	}
+	// PROACTIVE again, unless instances of another template than the
+	// group's are left, which it would replace undrained.
+	if len(grs) == 1 {
+		want := gcefake.Proactive
+		if slices.ContainsFunc(grs[0].Instances, func(in gcefake.Instance) bool { return in.Template != grs[0].Template }) {
+			want = gcefake.Opportunistic
+		}
+		if grs[0].UpdateType != want || grs[0].Redistribution != gcefake.Proactive {
+			t.Errorf("update policy %s, redistribution %s; want %s, PROACTIVE", grs[0].UpdateType, grs[0].Redistribution, want)
+		}
+	}
+	assertBackInService(t, g.name, g.run, true)
+	if n := len(groupNodes(t, ctx, kopsKey, g.name)); n != 6 {
+		t.Errorf("%d nodes, want 6", n)
+	}
+}
+
+// TestGCEBadInputChangesNothing: missing credentials, an unknown image and
+// a group of another project end in exit 2 and a one-line message, with
+// nothing changed.
+func TestGCEBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	const name = "gce-badinput"
+	g := setupGCEGroup(t, name, 3)
+	run := func(extra ...string) []string { return append([]string{"run", name, "--yes"}, extra...) }
+	other := fmt.Sprintf("projects/other-project/regions/us-central1/instanceGroupManagers/%s", name)
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{name: "no credentials", args: run("--image", "img-new"), env: append(cleanGCEEnv(), gce.EndpointEnv+"="+g.srv.Endpoint), want: "no Google Cloud credentials found"},
+		{name: "unknown image", args: run("--image", "img-nope"), want: `image "img-nope" not found in project "sim-project"; check --image`},
+		{name: "group of another project", args: run("--image", "img-new", "--mig", other), want: `is in project "other-project", the nodes' instances in project "sim-project"`},
+		{name: "unknown template", args: run("--instance-template", "nope"), want: `instance template "nope" not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := g.cmd(tc.args...)
+			if tc.env != nil {
+				cmd.Env = tc.env
+			}
+			r := runCmd(t, cmd)
+			if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit %d and one line with %q, got %s", nodeupgrade.ExitUsage, tc.want, r)
+			}
+			g.assertUnchanged(t, 3)
+		})
+	}
+}
