@@ -128,7 +128,10 @@ func TestRolePermitsEveryProviderCall(t *testing.T) {
 		if err != nil || cg.Rebalance != gce.Redistribution {
 			t.Fatalf("open %+v: %+v %v", target, cg, err)
 		}
-		bg = b
+		var ok bool
+		if bg, ok = b.(cloud.BlueGreen); !ok {
+			t.Fatalf("open %+v: the provider of a single MIG makes no green group", target)
+		}
 	}
 	planCalls := srv.Calls()
 	if err := bg.CheckQuota(ctx); err != nil {
