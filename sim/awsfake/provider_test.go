@@ -44,7 +44,7 @@ func TestProviderEndToEnd(t *testing.T) {
 	if g.Name != "ng1" || g.Desired != 3 || g.LaunchTemplateVersion != "1" || len(g.Instances) != 3 || len(g.Zones) != 3 {
 		t.Fatalf("group: %+v", g)
 	}
-	if _, err := p.FindGroup(ctx, []string{"i-0000000000000dead"}); err == nil || !strings.Contains(err.Error(), "use --asg") {
+	if _, err := p.FindGroup(ctx, []string{"i-0000000000000dead"}); err == nil || !strings.Contains(err.Error(), "--asg") {
 		t.Fatalf("unknown instance: %v", err)
 	}
 	if _, err := p.SetTarget(ctx, g, "", "5"); err == nil || !strings.Contains(err.Error(), "--launch-template-version") {
