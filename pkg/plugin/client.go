@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -70,9 +71,13 @@ func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, error) {
 }
 
 // reportRetries has the retries of requests sent with ctx told on w, one
-// line each, as the run's log lines are.
+// line each, as the run's log lines are; requests sent side by side tell
+// theirs one at a time.
 func reportRetries(ctx context.Context, w io.Writer) context.Context {
+	var mu sync.Mutex
 	return transport.WithRetryReport(ctx, func(n transport.RetryNotice) {
+		mu.Lock()
+		defer mu.Unlock()
 		fmt.Fprintf(w, "%s %s\n", time.Now().Format("15:04:05"), n)
 	})
 }

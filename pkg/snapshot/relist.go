@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"context"
+	"errors"
+	"net/url"
 	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
@@ -25,7 +27,7 @@ var relistWait = time.Second
 func relisting(ctx context.Context, resource string, list func() error, restart func()) error {
 	for attempt := 1; ; attempt++ {
 		err := list()
-		if err == nil || attempt >= relists || ctx.Err() != nil || !transport.CutOff(err) {
+		if err == nil || attempt >= relists || ctx.Err() != nil || !cutOff(err) {
 			return err
 		}
 		wait := time.Duration(attempt) * relistWait
@@ -39,4 +41,13 @@ func relisting(ctx context.Context, resource string, list func() error, restart 
 		}
 		restart()
 	}
+}
+
+// cutOff says a list failed while its answer streamed in: a connection
+// lost then, not a request that failed before its answer (a *url.Error,
+// retried by the transport already or not to be retried: a refused
+// connection to a server that never answered).
+func cutOff(err error) bool {
+	var uerr *url.Error
+	return !errors.As(err, &uerr) && transport.LostConnection(err)
 }

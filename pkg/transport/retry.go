@@ -253,15 +253,6 @@ func LostConnection(err error) bool {
 	return ok
 }
 
-// CutOff reports whether err is an answer the API server began and the
-// connection lost (reset, closed, cut): a server was there. A refused or
-// timed-out connection is not, so a list read again after it would only
-// fail again, slowly, where the server never answered at all.
-func CutOff(err error) bool {
-	_, ok := failedConnection(err, false)
-	return ok
-}
-
 // failedConnection names a network failure that may pass, and says
 // whether it is one. A connection reset or closed means a server was
 // there; a refused or timed-out one, or a name not found, only once it
