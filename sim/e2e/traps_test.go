@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -346,4 +348,90 @@ func TestCancelInTheScaleDownIsRefused(t *testing.T) {
 		t.Fatalf("the run: exit %d\n%s", code, out)
 	}
 	g.assertFinished(t)
+}
+
+// etaPoint is what a plain progress line said at the start of a batch.
+type etaPoint struct {
+	at          time.Time
+	batch, of   int
+	eta, actual time.Duration
+	line        string
+}
+
+var (
+	progressLine = regexp.MustCompile(`(?m)^(\d\d:\d\d:\d\d) progress: [^|]+\| batch (\d+)/(\d+) \|.*\| ETA ~(\S+)`)
+	finalLine    = regexp.MustCompile(`(?m)^(\d\d:\d\d:\d\d) (upgrade of \d+ nodes? finished.*)$`)
+)
+
+// etaPoints reads the ETA a run without a terminal showed at each batch's
+// start, and how long the run then really had to go.
+func etaPoints(t *testing.T, out string) []etaPoint {
+	t.Helper()
+	end := finalLine.FindStringSubmatch(out)
+	if end == nil {
+		t.Fatalf("no final line:\n%s", out)
+	}
+	endAt, _ := time.Parse("15:04:05", end[1])
+	var points []etaPoint
+	for _, m := range progressLine.FindAllStringSubmatch(out, -1) {
+		at, _ := time.Parse("15:04:05", m[1])
+		eta, err := time.ParseDuration(m[4])
+		if err != nil {
+			t.Fatalf("ETA %q: %v", m[4], err)
+		}
+		b, _ := strconv.Atoi(m[2])
+		of, _ := strconv.Atoi(m[3])
+		points = append(points, etaPoint{at: at, batch: b, of: of, eta: eta, actual: endAt.Sub(at), line: m[0]})
+	}
+	return points
+}
+
+// assertETAWithinAQuarter checks, from the second batch on, that the ETA
+// shown at a batch's start is within 25% of the time the run then took
+// (plus a second: the lines show whole seconds), and logs every figure.
+func assertETAWithinAQuarter(t *testing.T, out string) {
+	t.Helper()
+	points := etaPoints(t, out)
+	if len(points) < 2 {
+		t.Fatalf("want a progress line at each batch's start, got %d:\n%s", len(points), out)
+	}
+	for _, p := range points {
+		off := float64(p.eta-p.actual) / float64(max(p.actual, time.Second)) * 100
+		t.Logf("batch %d/%d: ETA %s, took %s (%+.0f%%)", p.batch, p.of, p.eta, p.actual, off)
+		if p.batch >= 2 && (p.eta-p.actual > p.actual/4+time.Second || p.actual-p.eta > p.actual/4+time.Second) {
+			t.Errorf("batch %d/%d: ETA %s, but the run took %s more (%+.0f%%): %s", p.batch, p.of, p.eta, p.actual, off, p.line)
+		}
+	}
+}
+
+// TestETALearnsFromTheRun: without a terminal, every batch starts with a
+// progress line; its ETA, learnt from the run's own scale-up, drains and
+// batches, is within 25% of what the run then took from the second batch
+// on, in the demo's scenario and in the bench's (hack/bench.sh).
+func TestETALearnsFromTheRun(t *testing.T) {
+	t.Parallel()
+	t.Run("demo", func(t *testing.T) {
+		const name = "trap-eta-demo"
+		g := setupAWSGroup(t, name, 9,
+			scenario.App{Name: "web", Replicas: 6, MinAvailable: num(4)},
+			scenario.App{Name: "api", Replicas: 4, MaxUnavailable: num(1)},
+			scenario.App{Name: "worker", Replicas: 3})
+		r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "1", "--post-drain-wait", "5s", "--yes")
+		if r.code != nodeupgrade.ExitOK {
+			t.Fatalf("run: %s", r)
+		}
+		assertETAWithinAQuarter(t, r.stdout)
+	})
+	t.Run("bench", func(t *testing.T) {
+		const name = "trap-eta-bench"
+		ctx := testContext(t, 5*time.Minute)
+		if err := scenario.CreateBench(ctx, client, scenario.Bench{Name: name, Outdated: 24, Current: 6, Apps: 24, Replicas: 20, MaxUnavailable: 2}); err != nil {
+			t.Fatal(err)
+		}
+		r := plugin(t, "run", name, "--provider", "none", "--target-label", scenario.BenchImageKey+"=ami-new", "--max-unavailable", "3", "--post-drain-wait", "0s", "--seed", "1", "--yes")
+		if r.code != nodeupgrade.ExitOK {
+			t.Fatalf("run: %s", r)
+		}
+		assertETAWithinAQuarter(t, r.stdout)
+	})
 }
