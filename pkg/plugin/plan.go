@@ -119,6 +119,7 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&r.Cloud.Group, "asg", "", "Auto Scaling group of the node group (default: found from the nodes' instance IDs)")
 	f.StringVar(&r.Cloud.Image, "ami", "", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
 	f.StringVar(&r.Cloud.Version, "launch-template-version", "", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
+	f.BoolVar(&r.Cloud.KeepDefault, "keep-default-version", false, "Never change the launch template's default version ($Default): a group that launches $Default is refused unless the target is its default already (infrastructure as code makes and sets the versions)")
 	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record (a ConfigMap) and lock (a Lease), one of each per node group")
 	f.BoolVar(&r.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
 	f.BoolVar(&r.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
@@ -127,7 +128,7 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 }
 
 // cloudFlags are the flags that only a cloud provider serves.
-var cloudFlags = []string{"ami", "launch-template-version", "asg", "region", "profile"}
+var cloudFlags = []string{"ami", "launch-template-version", "asg", "region", "profile", "keep-default-version"}
 
 // Complete reads arguments and flags that need no cluster access, and
 // fills in the defaults that depend on the strategy.

@@ -435,3 +435,37 @@ func TestETALearnsFromTheRun(t *testing.T) {
 		assertETAWithinAQuarter(t, r.stdout)
 	})
 }
+
+// TestIaCMadeVersionsAreLeftAsIaCMadeThem: where infrastructure as code
+// makes the launch template versions, the run rolls the nodes onto the one
+// the group points at with no target given, making no version and moving
+// no default; --keep-default-version refuses, changing nothing, a target
+// that would have to become the default.
+func TestIaCMadeVersionsAreLeftAsIaCMadeThem(t *testing.T) {
+	t.Parallel()
+	const name = "trap-iac"
+	g := setupAWSGroup(t, name, 3)
+	// The IaC tool's new version, not (yet) the default.
+	if _, err := g.srv.AddLaunchTemplateVersion(g.template, "ami-new"); err != nil {
+		t.Fatal(err)
+	}
+	r := g.run(t, "run", name, "--launch-template-version", "2", "--keep-default-version", "--yes", "--post-drain-wait", "0s")
+	if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, `--keep-default-version: auto scaling group "trap-iac" launches $Default (version 1)`) {
+		t.Errorf("want exit %d refusing to move $Default: %s", nodeupgrade.ExitUsage, r)
+	}
+	if lt, _ := g.srv.LaunchTemplate(g.template); lt.DefaultVersion != 1 || len(lt.Versions) != 2 {
+		t.Errorf("the refused run changed the template: default %d, %d versions", lt.DefaultVersion, len(lt.Versions))
+	}
+	// The IaC tool makes it the default; the run takes the group as it is.
+	if err := g.srv.SetDefaultVersion(g.template, 2); err != nil {
+		t.Fatal(err)
+	}
+	r = g.run(t, "run", name, "--keep-default-version", "--yes", "--post-drain-wait", "0s")
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run with no target: %s", r)
+	}
+	g.assertFinished(t)
+	if lt, _ := g.srv.LaunchTemplate(g.template); lt.DefaultVersion != 2 || len(lt.Versions) != 2 {
+		t.Errorf("template after the run: default %d, %d versions; want IaC's 2 and 2", lt.DefaultVersion, len(lt.Versions))
+	}
+}

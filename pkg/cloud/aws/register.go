@@ -74,6 +74,9 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := refuseMovingDefault(g, target, t.KeepDefault); err != nil {
+		return nil, nil, err
+	}
 	lbs, err := provider.LoadBalancers(ctx, g)
 	if err != nil {
 		return nil, nil, err
@@ -131,6 +134,20 @@ func refuseOtherRegion(region string, given bool, nodes []corev1.Node) error {
 		return inputErrorf("region %q from %s does not hold node %q, whose provider ID names zone %q; use --region %s", region, from, nodes[i].Name, zone, cmp.Or(RegionFromZone(zone), "of that zone"))
 	}
 	return nil
+}
+
+// refuseMovingDefault refuses, with --keep-default-version, a target the
+// run could only reach by making it the template's default: the group
+// launches $Default, and the target is another version.
+func refuseMovingDefault(g *Group, target Target, keep bool) error {
+	if !keep || g.spec != specDefault || g.mixed || !target.Create && target.Version == g.LaunchTemplateVersion {
+		return nil
+	}
+	what := "version " + target.Version
+	if target.Create {
+		what = "a new version with image " + target.Image
+	}
+	return inputErrorf("--keep-default-version: auto scaling group %q launches $Default (version %s), so the target, %s, would have to become the default; make it the default where the template is managed (then run with no target), or leave out --keep-default-version", g.Name, g.LaunchTemplateVersion, what)
 }
 
 // EKSNodegroupTag marks the Auto Scaling group of an EKS managed node
