@@ -13,7 +13,6 @@ import (
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
@@ -55,13 +54,7 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 	const name = "trap-none"
 	g := setupAWSGroup(t, name, 2)
 	ctx := testContext(t, 5*time.Minute)
-	managed := name + "-managed"
-	if _, err := g.srv.NodeGroup(ctx, client, awsfake.NodeGroupSpec{
-		Name: managed, Zones: awsZones, Size: 2, Min: 1, Max: 3, ImageID: "ami-old",
-		Tags: map[string]string{"eks:nodegroup-name": managed},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	managed := g.addManagedGroup(t, ctx, name+"-managed")
 	const pool, karpenter = "trap-pool-1", "trap-karpenter"
 	createForeignNodes(t, gkePoolKey, pool, "us-central1-a", 2, func(i int) string {
 		return fmt.Sprintf("gce://trap-project/us-central1-a/%s-%d", pool, i)
