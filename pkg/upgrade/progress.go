@@ -54,9 +54,9 @@ type progress struct {
 	phaseStart time.Time
 	firstBatch map[plan.Phase]time.Duration
 	launch     time.Duration // measured; 0 until the scale-up ended
+	recovered  time.Duration // the batches' recoveries, which a scale-down has not
 	planned    map[string]time.Duration
 	postDrain  time.Duration
-	printedAt  plan.State // the last state a plain line was printed for
 
 	waiting   string
 	waitSince time.Time
@@ -150,6 +150,9 @@ func (p *progress) learn(now time.Time, next plan.State) {
 		p.launch = took
 	case plan.BatchPhase(p.state.Phase) && len(p.measured) == 0:
 		p.firstBatch[p.state.Phase] += took
+	}
+	if p.state.Phase == plan.PhaseRecover {
+		p.recovered += took
 	}
 }
 
@@ -249,8 +252,14 @@ func (p *progress) eta(elapsed time.Duration) (string, bool) {
 	batch := p.batchTime(now)
 	total := p.estimate - p.batchEstimate + time.Duration(p.batches)*batch
 	if perBatch := p.plannedBatch(); perBatch > 0 {
+		// The scale-down removes its nodes one by one as a batch does,
+		// but waits for no recovery.
 		sd := p.planned["ScaleDown"]
-		total += time.Duration(float64(sd)*float64(batch)/float64(perBatch)) - sd
+		perNode := batch
+		if n := len(p.measured); n > 0 {
+			perNode = max(batch-p.recovered/time.Duration(n), 0)
+		}
+		total += time.Duration(float64(sd)*float64(perNode)/float64(perBatch)) - sd
 	}
 	if launch := p.launchTime(now); launch > 0 {
 		total += launch - p.planned["ScaleUp"] - p.planned["CreateGreen"]
