@@ -68,10 +68,8 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 		return append([]string{"run", group, "--target-label", team, "--yes", "--post-drain-wait", "0s"}, extra...)
 	}
 	for _, tc := range []struct {
-		name, key, group string
-		args             []string
-		env              []string
-		want             string
+		name, key, group, want string
+		args, env              []string
 	}{
 		{name: "GKE node pool, provider none", key: gkePoolKey, group: pool, args: run(pool, "--provider", "none"),
 			want: "leave their gce machines running: no provider of this plugin serves gce machines"},
@@ -84,34 +82,10 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 		{name: "no credentials to ask", key: groupKey, group: name, args: run(name, "--provider", "none"), env: noCredentials,
 			want: "provider aws could not tell whether a group keeps them (no AWS credentials found"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			before := len(groupNodes(t, ctx, tc.key, tc.group))
-			cmd := g.cmd(sim.Kubeconfig, tc.args...)
-			if tc.env != nil {
-				cmd.Env = tc.env
-			}
-			r := runCmd(t, cmd)
-			if r.code != nodeupgrade.ExitBlockers || !oneLine(r.stderr) || !strings.Contains(r.stderr, machineLeftRunning) || !strings.Contains(r.stderr, tc.want) {
-				t.Errorf("want exit %d and a one-line %s refusal with %q, got %s", nodeupgrade.ExitBlockers, machineLeftRunning, tc.want, r)
-			}
-			if !strings.Contains(r.stderr, "--delete-node=false") {
-				t.Errorf("the refusal must name --delete-node=false: %s", r.stderr)
-			}
-			if got := len(groupNodes(t, ctx, tc.key, tc.group)); got != before {
-				t.Errorf("%d of %d nodes left", got, before)
-			}
-			assertUntouched(t, ctx, tc.key, tc.group)
-			planArgs := append([]string{"plan"}, tc.args[1:]...)
-			p := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, planArgs...), tc.env))
-			if p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, machineLeftRunning) {
-				t.Errorf("plan must show the %s blocker: %s", machineLeftRunning, p)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { assertLeftRunningRefused(t, g, tc.key, tc.group, tc.want, tc.args, tc.env) })
 	}
 	t.Run("detected provider without credentials does not suggest provider none", func(t *testing.T) {
-		cmd := g.cmd(sim.Kubeconfig, run(name)...)
-		cmd.Env = noCredentials
-		r := runCmd(t, cmd)
+		r := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, run(name)...), noCredentials))
 		if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "no AWS credentials found") || strings.Contains(r.stderr, "--provider none") {
 			t.Errorf("want exit %d, no AWS credentials found, no word of --provider none: %s", nodeupgrade.ExitUsage, r)
 		}
@@ -134,6 +108,31 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 			t.Errorf("want exit 0 and both nodes deleted: %s", r)
 		}
 	})
+}
+
+// assertLeftRunningRefused runs args (a run of group, whose nodes carry
+// key=group) and wants the machine-left-running refusal naming want and
+// --delete-node=false, every node still there and unmarked, and the same
+// blocker in the plan of the same flags.
+func assertLeftRunningRefused(t *testing.T, g *awsGroup, key, group, want string, args, env []string) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	before := len(groupNodes(t, ctx, key, group))
+	r := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, args...), env))
+	if r.code != nodeupgrade.ExitBlockers || !oneLine(r.stderr) || !strings.Contains(r.stderr, machineLeftRunning) || !strings.Contains(r.stderr, want) {
+		t.Errorf("want exit %d and a one-line %s refusal with %q, got %s", nodeupgrade.ExitBlockers, machineLeftRunning, want, r)
+	}
+	if !strings.Contains(r.stderr, "--delete-node=false") {
+		t.Errorf("the refusal must name --delete-node=false: %s", r.stderr)
+	}
+	if got := len(groupNodes(t, ctx, key, group)); got != before {
+		t.Errorf("%d of %d nodes left", got, before)
+	}
+	assertUntouched(t, ctx, key, group)
+	p := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, append([]string{"plan"}, args[1:]...)...), env))
+	if p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, machineLeftRunning) {
+		t.Errorf("plan must show the %s blocker: %s", machineLeftRunning, p)
+	}
 }
 
 // withEnv sets the command's environment when env is given.
