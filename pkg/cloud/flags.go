@@ -44,6 +44,14 @@ func (f *Flags) String(p *string, name, usage string) {
 	f.owners[name] = append(f.owners[name], f.cloud)
 }
 
+// Bool binds a boolean flag of the cloud to *p.
+func (f *Flags) Bool(p *bool, name, usage string) {
+	if f.fs.Lookup(name) == nil {
+		f.fs.BoolVar(p, name, false, usage)
+	}
+	f.owners[name] = append(f.owners[name], f.cloud)
+}
+
 // Option binds a string flag whose value the target keeps in Options
 // under the flag's name: a setting only this cloud has.
 func (f *Flags) Option(name, usage string) {

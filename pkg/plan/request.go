@@ -68,6 +68,10 @@ type CloudTarget struct {
 	// Options are settings only one provider has, by the name of its flag
 	// (see cloud.Flags.Option).
 	Options map[string]string `json:"options,omitempty"`
+	// KeepDefault leaves the template's default version as it is
+	// (--keep-default-version): a group that launches the default and
+	// would need the target made the default is refused instead.
+	KeepDefault bool `json:"keepDefault,omitempty"`
 	// Exclude are groups whose machines are not the node group's (a
 	// blue/green run's given green group, whose nodes carry the same
 	// labels).

@@ -49,6 +49,15 @@ type progress struct {
 	inBatch       bool
 	batchStart    time.Time
 	measured      []time.Duration
+	// What the run learns before a batch has ended: how long the phases
+	// of the first batch took (its drain, say), and how long new nodes
+	// took to be Ready (the scale-up); the plan's figures for them.
+	phaseStart time.Time
+	firstBatch map[plan.Phase]time.Duration
+	launch     time.Duration // measured; 0 until the scale-up ended
+	recovered  time.Duration // the batches' recoveries, which a scale-down has not
+	planned    map[string]time.Duration
+	postDrain  time.Duration
 
 	waiting   string
 	waitSince time.Time
@@ -69,8 +78,15 @@ func newProgress(out io.Writer, live bool, now func() time.Time, p *plan.Plan, e
 		estimate:      p.EstimatedDuration(),
 		batchEstimate: p.BatchEstimate(),
 		width:         func() int { return terminalWidth(out) },
+		firstBatch:    map[plan.Phase]time.Duration{},
+		planned:       map[string]time.Duration{},
+		postDrain:     time.Duration(p.PostDrainWait),
+	}
+	for _, st := range p.Steps {
+		pr.planned[st.Phase] += time.Duration(st.Estimate)
 	}
 	pr.start = now()
+	pr.phaseStart = pr.start
 	return pr
 }
 
@@ -105,19 +121,50 @@ func (p *progress) enter(s plan.State, done int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
+	p.learn(now, s)
 	inBatch := plan.BatchPhase(s.Phase)
 	if p.inBatch && (!inBatch || s.Batch != p.state.Batch) {
 		p.measured = append(p.measured, now.Sub(p.batchStart))
 		p.inBatch = false
 	}
-	if inBatch && !p.inBatch {
+	newBatch := inBatch && !p.inBatch
+	if newBatch {
 		p.inBatch, p.batchStart = true, now
 	}
-	p.state, p.entered, p.done = s, true, done
+	p.state, p.entered, p.done, p.phaseStart = s, true, done, now
 	p.waiting = ""
-	if p.live {
+	switch {
+	case p.live:
 		p.drawLocked()
+	case newBatch || s.Phase == plan.PhaseScaleDown:
+		// Without a terminal too, each batch and the scale-down start
+		// with the status and its ETA.
+		p.printPlainLocked(now)
 	}
+}
+
+// learn keeps what the phase being left took: the scale-up's wait for new
+// nodes, and each phase of the first batch.
+func (p *progress) learn(now time.Time, next plan.State) {
+	if !p.entered || next.Phase == p.state.Phase && next.Batch == p.state.Batch {
+		return
+	}
+	took := now.Sub(p.phaseStart)
+	switch {
+	case p.state.Phase == plan.PhaseScaleUp || p.state.Phase == plan.PhaseCreateGreen:
+		p.launch = took
+	case plan.BatchPhase(p.state.Phase) && len(p.measured) == 0:
+		p.firstBatch[p.state.Phase] += took
+	}
+	if p.state.Phase == plan.PhaseRecover {
+		p.recovered += took
+	}
+}
+
+// printPlainLocked prints the status as a plain line.
+func (p *progress) printPlainLocked(now time.Time) {
+	fmt.Fprintf(p.out, "%s progress: %s\n", now.Format("15:04:05"), p.lineLocked(now))
+	p.lastPlain = now
 }
 
 // waitingFor says what the run waits for now, by name; "" when it waits
@@ -171,8 +218,7 @@ func (p *progress) tick() {
 		since = p.lastPlain
 	}
 	if now.Sub(since) >= plainEvery {
-		fmt.Fprintf(p.out, "%s progress: %s\n", now.Format("15:04:05"), p.lineLocked(now))
-		p.lastPlain = now
+		p.printPlainLocked(now)
 	}
 }
 
@@ -217,33 +263,101 @@ func (p *progress) lineLocked(now time.Time) string {
 	return line
 }
 
-// eta is the plan's estimate less the time elapsed, with the batches'
-// share taken from the batches measured so far once one has finished.
+// eta is the plan's estimate less the time elapsed, corrected by what the
+// run has measured: the batches' share by the mean batch once one has
+// ended, and before that by the first batch's phases as they end (its
+// drain, say); the scale-down, a batch's work per node, likewise; the wait
+// for new nodes by the scale-up's.
 func (p *progress) eta(elapsed time.Duration) (string, bool) {
 	if p.estimate <= 0 && len(p.measured) == 0 {
 		return "", false
 	}
-	total := p.estimate
-	left := p.batches - len(p.measured)
-	if p.inBatch {
-		left--
+	now := p.start.Add(elapsed)
+	batch := p.batchTime(now)
+	total := p.estimate - p.batchEstimate + time.Duration(p.batches)*batch
+	if perBatch := p.plannedBatch(); perBatch > 0 {
+		// The scale-down removes its nodes one by one as a batch does,
+		// but waits for no recovery.
+		sd := p.planned["ScaleDown"]
+		perNode := batch
+		if n := len(p.measured); n > 0 {
+			perNode = max(batch-p.recovered/time.Duration(n), 0)
+		}
+		total += time.Duration(float64(sd)*float64(perNode)/float64(perBatch)) - sd
 	}
+	if launch := p.launchTime(now); launch > 0 {
+		total += launch - p.planned["ScaleUp"] - p.planned["CreateGreen"]
+	}
+	remaining := total - elapsed
+	if len(p.measured) > 0 {
+		// However late the run is, the batches not begun take their time.
+		left := p.batches - len(p.measured)
+		if p.inBatch {
+			left--
+		}
+		remaining = max(remaining, time.Duration(max(left, 0))*batch)
+	}
+	if remaining > 0 {
+		return "~" + roundDuration(remaining), true
+	}
+	return "any moment (past the estimate)", true
+}
+
+// plannedBatch is the plan's time for one batch.
+func (p *progress) plannedBatch() time.Duration {
+	if p.batches == 0 {
+		return 0
+	}
+	return p.batchEstimate / time.Duration(p.batches)
+}
+
+// batchPhaseOrder are a batch's phases in their order.
+var batchPhaseOrder = []plan.Phase{plan.PhaseSurge, plan.PhaseRoom, plan.PhaseDrain, plan.PhaseCordon, plan.PhaseRemove, plan.PhaseRecover, plan.PhaseBatchSoak}
+
+// batchTime is what a batch takes: the mean of those ended; before one
+// has, the first batch's phases as measured, the one under way at least
+// as long as it has lasted, and the plan's figures for the rest (a drain
+// of plan.DrainEstimate, the post-drain wait, the remainder at removal).
+func (p *progress) batchTime(now time.Time) time.Duration {
 	if n := len(p.measured); n > 0 {
 		var sum time.Duration
 		for _, d := range p.measured {
 			sum += d
 		}
-		mean := sum / time.Duration(n)
-		total = p.estimate - p.batchEstimate + time.Duration(p.batches)*mean
-		// However late the run is, the batches not begun take their time.
-		remaining := max(total-elapsed, time.Duration(max(left, 0))*mean)
-		if remaining > 0 {
-			return "~" + roundDuration(remaining), true
-		}
-	} else if remaining := total - elapsed; remaining > 0 {
-		return "~" + roundDuration(remaining), true
+		return sum / time.Duration(n)
 	}
-	return "any moment (past the estimate)", true
+	perBatch := p.plannedBatch()
+	if !p.inBatch {
+		return perBatch
+	}
+	planned := map[plan.Phase]time.Duration{
+		plan.PhaseDrain:  min(plan.DrainEstimate, perBatch),
+		plan.PhaseCordon: p.postDrain,
+	}
+	planned[plan.PhaseRemove] = max(perBatch-planned[plan.PhaseDrain]-p.postDrain, 0)
+	var d time.Duration
+	for _, ph := range batchPhaseOrder {
+		took, ended := p.firstBatch[ph]
+		switch {
+		case ph == p.state.Phase:
+			d += took + max(planned[ph], now.Sub(p.phaseStart))
+		case ended:
+			d += took
+		default:
+			d += planned[ph]
+		}
+	}
+	return d
+}
+
+// launchTime is how long new nodes take to be Ready, as the scale-up
+// measured it (at least as long as one under way has lasted); 0 when
+// nothing was measured.
+func (p *progress) launchTime(now time.Time) time.Duration {
+	if p.state.Phase == plan.PhaseScaleUp || p.state.Phase == plan.PhaseCreateGreen {
+		return max(p.planned["ScaleUp"]+p.planned["CreateGreen"], now.Sub(p.phaseStart))
+	}
+	return p.launch
 }
 
 // roundDuration shows whole seconds under an hour, whole minutes above.

@@ -56,7 +56,10 @@ func TestProgressLine(t *testing.T) {
 				c.advance(10 * time.Second)
 				p.waitingFor("workloads to be Ready again: " + listNames([]string{"a", "b", "c", "d", "e"}, waitNamesShown))
 			},
-			want: "Recover | batch 1/3 | 1/3 nodes | elapsed 10s | ETA ~5m50s | waiting for workloads to be Ready again: a, b, c +2 more"},
+			// Entered at its recovery (a resumed run): the phases before it
+			// count as planned (a drain of 1m, the 1m left of the plan's
+			// batch at removal), the recovery as long as it has lasted.
+			want: "Recover | batch 1/3 | 1/3 nodes | elapsed 10s | ETA ~6m20s | waiting for workloads to be Ready again: a, b, c +2 more"},
 		{name: "measured batches correct the ETA",
 			feed: func(p *progress, c *fakeClock) {
 				p.enter(plan.State{Phase: plan.PhaseDrain, Batch: 0}, 0)
@@ -182,6 +185,49 @@ func TestProgressPlain(t *testing.T) {
 	}
 	if buf.Len() != before {
 		t.Errorf("lines outside a wait: %q", buf.String()[before:])
+	}
+}
+
+// TestProgressLearnsWithinTheFirstBatch: the scale-up's wait for new
+// nodes and the first batch's drain replace the plan's 3m and 1m before a
+// batch has ended, the scale-down following the batches' pace; a plain
+// line shows the ETA as each batch starts.
+func TestProgressLearnsWithinTheFirstBatch(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)}
+	var buf bytes.Buffer
+	perBatch := plan.DrainEstimate + 5*time.Second
+	p := &plan.Plan{
+		Batches: make([]plan.Batch, 3), Nodes: plan.NodeCounts{Outdated: 3}, PostDrainWait: plan.Duration(5 * time.Second),
+		Steps: []plan.Step{
+			{Phase: "ScaleUp", Estimate: plan.Duration(plan.NodeLaunchEstimate)},
+			{Phase: "Upgrade", Estimate: plan.Duration(3 * perBatch)},
+			{Phase: "ScaleDown", Estimate: plan.Duration(2 * perBatch)},
+		},
+	}
+	pr := newProgress(&buf, false, clock.now, p, 0)
+	// The plan's: 3m + 3 x 1m5s + 2 x 1m5s.
+	if eta, _ := pr.eta(0); eta != "~8m25s" {
+		t.Errorf("ETA before anything %s, want the plan's ~8m25s", eta)
+	}
+	pr.enter(plan.State{Phase: plan.PhaseScaleUp}, 0)
+	clock.advance(10 * time.Second)
+	pr.enter(plan.State{Phase: plan.PhaseTaint}, 0)
+	clock.advance(time.Second)
+	pr.enter(plan.State{Phase: plan.PhaseRoom}, 0)
+	pr.enter(plan.State{Phase: plan.PhaseDrain}, 0)
+	clock.advance(5 * time.Second)
+	pr.enter(plan.State{Phase: plan.PhaseCordon}, 0)
+	// Batches of 5s drain + 5s wait: 3 x 10s; scale-down 2 x 10s; the
+	// scale-up's 10s; 16s gone.
+	if eta, _ := pr.eta(16 * time.Second); eta != "~44s" {
+		t.Errorf("ETA after the first drain %s, want ~44s", eta)
+	}
+	clock.advance(5 * time.Second)
+	pr.enter(plan.State{Phase: plan.PhaseRemove}, 0)
+	pr.enter(plan.State{Phase: plan.PhaseRoom, Batch: 1}, 1)
+	if want := "10:00:21 progress: WaitForRoom | batch 2/3 | 1/3 nodes | elapsed 21s | ETA ~39s\n"; !strings.Contains(buf.String(), want) {
+		t.Errorf("plain output\n%s\nwant the line\n%s", buf.String(), want)
 	}
 }
 

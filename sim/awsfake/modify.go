@@ -1,6 +1,9 @@
 package awsfake
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // modifyLaunchTemplate changes which version is the template's default
 // (SetDefaultVersion), what a group launching "$Default" launches next.
@@ -23,4 +26,19 @@ func (s *Server) modifyLaunchTemplate(f form) ([]*node, error) {
 		num("defaultVersionNumber", lt.DefaultVersion),
 		num("latestVersionNumber", int64(len(lt.Versions))),
 	)}, nil
+}
+
+// SetDefaultVersion makes version n the template's default, as an IaC
+// tool does with ModifyLaunchTemplate; for tests that set the scene
+// without the SDK.
+func (s *Server) SetDefaultVersion(id string, n int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lt := s.templates[id]
+	if lt == nil || n < 1 || n > int64(len(lt.Versions)) {
+		return fmt.Errorf("launch template %q has no version %d", id, n)
+	}
+	lt.DefaultVersion = n
+	s.notify()
+	return nil
 }

@@ -29,13 +29,7 @@ func TestAWSDeadEndsAreRefusedBeforeAnythingChanges(t *testing.T) {
 	const name = "aws-deadend"
 	g := setupAWSGroup(t, name, 3)
 	ctx := testContext(t, 5*time.Minute)
-	managed := name + "-managed"
-	if _, err := g.srv.NodeGroup(ctx, client, awsfake.NodeGroupSpec{
-		Name: managed, Zones: awsZones, Size: 2, Min: 1, Max: 3, ImageID: "ami-old",
-		Tags: map[string]string{"eks:nodegroup-name": managed},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	managed := g.addManagedGroup(t, ctx, name+"-managed")
 	noCredentials := append(cleanAWSEnv(), "AWS_ENDPOINT_URL="+g.srv.URL, "AWS_REGION=us-east-1")
 	const newImage = "eks.amazonaws.com/nodegroup-image=ami-new"
 	for _, tc := range []struct {
@@ -110,6 +104,20 @@ func TestAWSDeadEndsAreRefusedBeforeAnythingChanges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// addManagedGroup makes, on g's endpoint, the Auto Scaling group of an EKS
+// managed node group (tagged eks:nodegroup-name) of 2 nodes, and returns
+// its name.
+func (g *awsGroup) addManagedGroup(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	if _, err := g.srv.NodeGroup(ctx, client, awsfake.NodeGroupSpec{
+		Name: name, Zones: awsZones, Size: 2, Min: 1, Max: 3, ImageID: "ami-old",
+		Tags: map[string]string{"eks:nodegroup-name": name},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
 
 func ptrIntStr(i int) *intstr.IntOrString {

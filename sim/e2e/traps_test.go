@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +13,6 @@ import (
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
@@ -53,13 +54,7 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 	const name = "trap-none"
 	g := setupAWSGroup(t, name, 2)
 	ctx := testContext(t, 5*time.Minute)
-	managed := name + "-managed"
-	if _, err := g.srv.NodeGroup(ctx, client, awsfake.NodeGroupSpec{
-		Name: managed, Zones: awsZones, Size: 2, Min: 1, Max: 3, ImageID: "ami-old",
-		Tags: map[string]string{"eks:nodegroup-name": managed},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	managed := g.addManagedGroup(t, ctx, name+"-managed")
 	const pool, karpenter = "trap-pool-1", "trap-karpenter"
 	createForeignNodes(t, gkePoolKey, pool, "us-central1-a", 2, func(i int) string {
 		return fmt.Sprintf("gce://trap-project/us-central1-a/%s-%d", pool, i)
@@ -73,10 +68,8 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 		return append([]string{"run", group, "--target-label", team, "--yes", "--post-drain-wait", "0s"}, extra...)
 	}
 	for _, tc := range []struct {
-		name, key, group string
-		args             []string
-		env              []string
-		want             string
+		name, key, group, want string
+		args, env              []string
 	}{
 		{name: "GKE node pool, provider none", key: gkePoolKey, group: pool, args: run(pool, "--provider", "none"),
 			want: "leave their gce machines running: no provider of this plugin serves gce machines"},
@@ -89,34 +82,10 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 		{name: "no credentials to ask", key: groupKey, group: name, args: run(name, "--provider", "none"), env: noCredentials,
 			want: "provider aws could not tell whether a group keeps them (no AWS credentials found"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			before := len(groupNodes(t, ctx, tc.key, tc.group))
-			cmd := g.cmd(sim.Kubeconfig, tc.args...)
-			if tc.env != nil {
-				cmd.Env = tc.env
-			}
-			r := runCmd(t, cmd)
-			if r.code != nodeupgrade.ExitBlockers || !oneLine(r.stderr) || !strings.Contains(r.stderr, machineLeftRunning) || !strings.Contains(r.stderr, tc.want) {
-				t.Errorf("want exit %d and a one-line %s refusal with %q, got %s", nodeupgrade.ExitBlockers, machineLeftRunning, tc.want, r)
-			}
-			if !strings.Contains(r.stderr, "--delete-node=false") {
-				t.Errorf("the refusal must name --delete-node=false: %s", r.stderr)
-			}
-			if got := len(groupNodes(t, ctx, tc.key, tc.group)); got != before {
-				t.Errorf("%d of %d nodes left", got, before)
-			}
-			assertUntouched(t, ctx, tc.key, tc.group)
-			planArgs := append([]string{"plan"}, tc.args[1:]...)
-			p := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, planArgs...), tc.env))
-			if p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, machineLeftRunning) {
-				t.Errorf("plan must show the %s blocker: %s", machineLeftRunning, p)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { assertLeftRunningRefused(t, g, tc.key, tc.group, tc.want, tc.args, tc.env) })
 	}
 	t.Run("detected provider without credentials does not suggest provider none", func(t *testing.T) {
-		cmd := g.cmd(sim.Kubeconfig, run(name)...)
-		cmd.Env = noCredentials
-		r := runCmd(t, cmd)
+		r := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, run(name)...), noCredentials))
 		if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "no AWS credentials found") || strings.Contains(r.stderr, "--provider none") {
 			t.Errorf("want exit %d, no AWS credentials found, no word of --provider none: %s", nodeupgrade.ExitUsage, r)
 		}
@@ -139,6 +108,31 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 			t.Errorf("want exit 0 and both nodes deleted: %s", r)
 		}
 	})
+}
+
+// assertLeftRunningRefused runs args (a run of group, whose nodes carry
+// key=group) and wants the machine-left-running refusal naming want and
+// --delete-node=false, every node still there and unmarked, and the same
+// blocker in the plan of the same flags.
+func assertLeftRunningRefused(t *testing.T, g *awsGroup, key, group, want string, args, env []string) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	before := len(groupNodes(t, ctx, key, group))
+	r := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, args...), env))
+	if r.code != nodeupgrade.ExitBlockers || !oneLine(r.stderr) || !strings.Contains(r.stderr, machineLeftRunning) || !strings.Contains(r.stderr, want) {
+		t.Errorf("want exit %d and a one-line %s refusal with %q, got %s", nodeupgrade.ExitBlockers, machineLeftRunning, want, r)
+	}
+	if !strings.Contains(r.stderr, "--delete-node=false") {
+		t.Errorf("the refusal must name --delete-node=false: %s", r.stderr)
+	}
+	if got := len(groupNodes(t, ctx, key, group)); got != before {
+		t.Errorf("%d of %d nodes left", got, before)
+	}
+	assertUntouched(t, ctx, key, group)
+	p := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, append([]string{"plan"}, args[1:]...)...), env))
+	if p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, machineLeftRunning) {
+		t.Errorf("plan must show the %s blocker: %s", machineLeftRunning, p)
+	}
 }
 
 // withEnv sets the command's environment when env is given.
@@ -346,4 +340,124 @@ func TestCancelInTheScaleDownIsRefused(t *testing.T) {
 		t.Fatalf("the run: exit %d\n%s", code, out)
 	}
 	g.assertFinished(t)
+}
+
+// etaPoint is what a plain progress line said at the start of a batch.
+type etaPoint struct {
+	at          time.Time
+	batch, of   int
+	eta, actual time.Duration
+	line        string
+}
+
+var (
+	progressLine = regexp.MustCompile(`(?m)^(\d\d:\d\d:\d\d) progress: [^|]+\| batch (\d+)/(\d+) \|.*\| ETA ~(\S+)`)
+	finalLine    = regexp.MustCompile(`(?m)^(\d\d:\d\d:\d\d) (upgrade of \d+ nodes? finished.*)$`)
+)
+
+// etaPoints reads the ETA a run without a terminal showed at each batch's
+// start, and how long the run then really had to go.
+func etaPoints(t *testing.T, out string) []etaPoint {
+	t.Helper()
+	end := finalLine.FindStringSubmatch(out)
+	if end == nil {
+		t.Fatalf("no final line:\n%s", out)
+	}
+	endAt, _ := time.Parse("15:04:05", end[1])
+	var points []etaPoint
+	for _, m := range progressLine.FindAllStringSubmatch(out, -1) {
+		at, _ := time.Parse("15:04:05", m[1])
+		eta, err := time.ParseDuration(m[4])
+		if err != nil {
+			t.Fatalf("ETA %q: %v", m[4], err)
+		}
+		b, _ := strconv.Atoi(m[2])
+		of, _ := strconv.Atoi(m[3])
+		points = append(points, etaPoint{at: at, batch: b, of: of, eta: eta, actual: endAt.Sub(at), line: m[0]})
+	}
+	return points
+}
+
+// assertETAWithinAQuarter checks, from the second batch on, that the ETA
+// shown at a batch's start is within 25% of the time the run then took
+// (plus a second: the lines show whole seconds), and logs every figure.
+func assertETAWithinAQuarter(t *testing.T, out string) {
+	t.Helper()
+	points := etaPoints(t, out)
+	if len(points) < 2 {
+		t.Fatalf("want a progress line at each batch's start, got %d:\n%s", len(points), out)
+	}
+	for _, p := range points {
+		off := float64(p.eta-p.actual) / float64(max(p.actual, time.Second)) * 100
+		t.Logf("batch %d/%d: ETA %s, took %s (%+.0f%%)", p.batch, p.of, p.eta, p.actual, off)
+		if p.batch >= 2 && (p.eta-p.actual > p.actual/4+time.Second || p.actual-p.eta > p.actual/4+time.Second) {
+			t.Errorf("batch %d/%d: ETA %s, but the run took %s more (%+.0f%%): %s", p.batch, p.of, p.eta, p.actual, off, p.line)
+		}
+	}
+}
+
+// TestETALearnsFromTheRun: without a terminal, every batch starts with a
+// progress line; its ETA, learnt from the run's own scale-up, drains and
+// batches, is within 25% of what the run then took from the second batch
+// on, in the demo's scenario and in the bench's (hack/bench.sh).
+func TestETALearnsFromTheRun(t *testing.T) {
+	t.Parallel()
+	t.Run("demo", func(t *testing.T) {
+		const name = "trap-eta-demo"
+		g := setupAWSGroup(t, name, 9,
+			scenario.App{Name: "web", Replicas: 6, MinAvailable: num(4)},
+			scenario.App{Name: "api", Replicas: 4, MaxUnavailable: num(1)},
+			scenario.App{Name: "worker", Replicas: 3})
+		r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "1", "--post-drain-wait", "5s", "--yes")
+		if r.code != nodeupgrade.ExitOK {
+			t.Fatalf("run: %s", r)
+		}
+		assertETAWithinAQuarter(t, r.stdout)
+	})
+	t.Run("bench", func(t *testing.T) {
+		const name = "trap-eta-bench"
+		ctx := testContext(t, 5*time.Minute)
+		if err := scenario.CreateBench(ctx, client, scenario.Bench{Name: name, Outdated: 24, Current: 6, Apps: 24, Replicas: 20, MaxUnavailable: 2}); err != nil {
+			t.Fatal(err)
+		}
+		r := plugin(t, "run", name, "--provider", "none", "--target-label", scenario.BenchImageKey+"=ami-new", "--max-unavailable", "3", "--post-drain-wait", "0s", "--seed", "1", "--yes")
+		if r.code != nodeupgrade.ExitOK {
+			t.Fatalf("run: %s", r)
+		}
+		assertETAWithinAQuarter(t, r.stdout)
+	})
+}
+
+// TestIaCMadeVersionsAreLeftAsIaCMadeThem: where infrastructure as code
+// makes the launch template versions, the run rolls the nodes onto the one
+// the group points at with no target given, making no version and moving
+// no default; --keep-default-version refuses, changing nothing, a target
+// that would have to become the default.
+func TestIaCMadeVersionsAreLeftAsIaCMadeThem(t *testing.T) {
+	t.Parallel()
+	const name = "trap-iac"
+	g := setupAWSGroup(t, name, 3)
+	// The IaC tool's new version, not (yet) the default.
+	if _, err := g.srv.AddLaunchTemplateVersion(g.template, "ami-new"); err != nil {
+		t.Fatal(err)
+	}
+	r := g.run(t, "run", name, "--launch-template-version", "2", "--keep-default-version", "--yes", "--post-drain-wait", "0s")
+	if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, `--keep-default-version: auto scaling group "trap-iac" launches $Default (version 1)`) {
+		t.Errorf("want exit %d refusing to move $Default: %s", nodeupgrade.ExitUsage, r)
+	}
+	if lt, _ := g.srv.LaunchTemplate(g.template); lt.DefaultVersion != 1 || len(lt.Versions) != 2 {
+		t.Errorf("the refused run changed the template: default %d, %d versions", lt.DefaultVersion, len(lt.Versions))
+	}
+	// The IaC tool makes it the default; the run takes the group as it is.
+	if err := g.srv.SetDefaultVersion(g.template, 2); err != nil {
+		t.Fatal(err)
+	}
+	r = g.run(t, "run", name, "--keep-default-version", "--yes", "--post-drain-wait", "0s")
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run with no target: %s", r)
+	}
+	g.assertFinished(t)
+	if lt, _ := g.srv.LaunchTemplate(g.template); lt.DefaultVersion != 2 || len(lt.Versions) != 2 {
+		t.Errorf("template after the run: default %d, %d versions; want IaC's 2 and 2", lt.DefaultVersion, len(lt.Versions))
+	}
 }

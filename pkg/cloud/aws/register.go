@@ -42,6 +42,7 @@ func (awsCloud) BindFlags(f *cloud.Flags) {
 	f.String(&t.Group, "asg", "Auto Scaling group of the node group (default: found from the nodes' instance IDs)")
 	f.String(&t.Image, "ami", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
 	f.String(&t.Version, "launch-template-version", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
+	f.Bool(&t.KeepDefault, "keep-default-version", "Never change the launch template's default version ($Default): a group that launches $Default is refused unless the target is its default already (infrastructure as code makes and sets the versions)")
 	f.Option(optKubernetesVersion, "EKS managed node groups: upgrade to this Kubernetes version (at most the control plane's; default: the group's)")
 	f.Option(optReleaseVersion, "EKS managed node groups: upgrade to this EKS AMI release version (default: the latest for the Kubernetes version)")
 	f.Option(optUpdateStrategy, "EKS managed node groups: the update strategy for the run, DEFAULT (scale up first) or MINIMAL (no extra nodes); put back afterwards")
@@ -102,6 +103,9 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := refuseMovingDefault(g, target, t.KeepDefault); err != nil {
+		return nil, nil, err
+	}
 	lbs, err := provider.LoadBalancers(ctx, g)
 	if err != nil {
 		return nil, nil, err
@@ -158,6 +162,20 @@ func refuseOtherRegion(region string, given bool, nodes []corev1.Node) error {
 		return inputErrorf("region %q from %s does not hold node %q, whose provider ID names zone %q; use --region %s", region, from, nodes[i].Name, zone, cmp.Or(RegionFromZone(zone), "of that zone"))
 	}
 	return nil
+}
+
+// refuseMovingDefault refuses, with --keep-default-version, a target the
+// run could only reach by making it the template's default: the group
+// launches $Default, and the target is another version.
+func refuseMovingDefault(g *Group, target Target, keep bool) error {
+	if !keep || g.spec != specDefault || g.mixed || !target.Create && target.Version == g.LaunchTemplateVersion {
+		return nil
+	}
+	what := "version " + target.Version
+	if target.Create {
+		what = "a new version with image " + target.Image
+	}
+	return inputErrorf("--keep-default-version: auto scaling group %q launches $Default (version %s), so the target, %s, would have to become the default; make it the default where the template is managed (then run with no target), or leave out --keep-default-version", g.Name, g.LaunchTemplateVersion, what)
 }
 
 // machineState maps Auto Scaling's lifecycle states to the neutral ones:
