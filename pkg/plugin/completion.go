@@ -122,29 +122,7 @@ func registerCompletions(root *cobra.Command, src completionSource) {
 			return
 		}
 		defer noFilesUnlessFile(c)
-		switch c.Name() {
-		case "plan", "run", "check", "abort":
-			c.ValidArgsFunction = nodeGroupNames(src)
-		case "status", "cancel", "resume", "rollback", "complete":
-			c.ValidArgsFunction = recordedGroupNames(src)
-		default:
-			c.ValidArgsFunction = cobra.NoFileCompletions
-		}
-		reg(c, "strategy", fixedValues(plan.StrategyNames(), strategyHelp()))
-		reg(c, "provider", fixedValues(cloud.Names(), cloud.ProviderHelp()))
-		for _, flag := range cloudFlagNames() {
-			reg(c, flag, fixedValues(cloud.ValuesOf(flag), nil))
-		}
-		reg(c, "order", fixedValues([]string{plan.OrderZoneBalanced, plan.OrderRandom}, nil))
-		checkHelp := map[string]string{}
-		for _, n := range check.Names() {
-			sev, _ := check.SeverityOf(n)
-			checkHelp[n] = string(sev)
-		}
-		reg(c, "ignore-check", fixedValues(check.Names(), checkHelp))
-		reg(c, "nodegroup-label", fixedValues(plan.NodeGroupLabels, nil))
-		reg(c, "state-namespace", namespaceNames(src))
-		reg(c, "output", outputFormats(c.Name()))
+		registerCommandCompletions(c, src, reg)
 	})
 }
 
@@ -167,6 +145,34 @@ func noFilesUnlessFile(c *cobra.Command) {
 	}
 	c.PersistentFlags().VisitAll(visit)
 	c.Flags().VisitAll(visit)
+}
+
+// registerCommandCompletions completes a subcommand's arguments and the
+// values of its flags.
+func registerCommandCompletions(c *cobra.Command, src completionSource, reg func(*cobra.Command, string, cobra.CompletionFunc)) {
+	switch c.Name() {
+	case "plan", "run", "check", "abort":
+		c.ValidArgsFunction = nodeGroupNames(src)
+	case "status", "cancel", "resume", "rollback", "complete":
+		c.ValidArgsFunction = recordedGroupNames(src)
+	default:
+		c.ValidArgsFunction = cobra.NoFileCompletions
+	}
+	reg(c, "strategy", fixedValues(plan.StrategyNames(), strategyHelp()))
+	reg(c, "provider", fixedValues(cloud.Names(), cloud.ProviderHelp()))
+	for _, flag := range cloudFlagNames() {
+		reg(c, flag, fixedValues(cloud.ValuesOf(flag), nil))
+	}
+	reg(c, "order", fixedValues([]string{plan.OrderZoneBalanced, plan.OrderRandom}, nil))
+	checkHelp := map[string]string{}
+	for _, n := range check.Names() {
+		sev, _ := check.SeverityOf(n)
+		checkHelp[n] = string(sev)
+	}
+	reg(c, "ignore-check", fixedValues(check.Names(), checkHelp))
+	reg(c, "nodegroup-label", fixedValues(plan.NodeGroupLabels, nil))
+	reg(c, "state-namespace", namespaceNames(src))
+	reg(c, "output", outputFormats(c.Name()))
 }
 
 // fixedValues completes one of values, with a description where help has one.

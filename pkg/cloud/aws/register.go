@@ -96,6 +96,13 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if g.Tags[TagNodegroupName].Value != "" {
 		return openManaged(ctx, provider, g, nodes, t)
 	}
+	return openSelfManaged(ctx, provider, client, g, nodes, t)
+}
+
+// openSelfManaged opens an Auto Scaling group the run drives itself: the
+// target launch template version, the group's load balancers and
+// lifecycle hooks.
+func openSelfManaged(ctx context.Context, provider *Provider, client kubernetes.Interface, g *Group, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
 	if len(t.Options) > 0 {
 		return nil, nil, inputErrorf("auto scaling group %q is no EKS managed node group: --kubernetes-version, --release-version and --update-strategy serve managed node groups only; use --ami or --launch-template-version", g.Name)
 	}
