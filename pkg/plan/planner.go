@@ -49,9 +49,9 @@ func ResolveNodeGroupLabel(nodes []corev1.Node, name, explicitKey string) (strin
 	switch len(found) {
 	case 0:
 		if explicitKey != "" {
-			return "", inputErrorf("node group %q not found: no node has label %s=%s%s; check --nodegroup-label", name, explicitKey, name, existingGroups(nodes, keys))
+			return "", inputErrorf("node group %q not found: no node has label %s=%s%s; check --nodegroup-label", name, explicitKey, name, existingGroups(nodes, keys, name))
 		}
-		return "", inputErrorf("node group %q not found: no node has it as the value of %s%s; use --nodegroup-label or -l/--selector", name, strings.Join(NodeGroupLabels, ", "), existingGroups(nodes, keys))
+		return "", inputErrorf("node group %q not found: no node has it as the value of %s%s; use --nodegroup-label or -l/--selector", name, strings.Join(NodeGroupLabels, ", "), existingGroups(nodes, keys, name))
 	case 1:
 		for k := range found {
 			return k, nil
@@ -66,9 +66,9 @@ func ResolveNodeGroupLabel(nodes []corev1.Node, name, explicitKey string) (strin
 }
 
 // existingGroups names the node groups the nodes carry under keys, for a
-// typo's message: " (the node groups are "a", "b")", at most 10 of them;
-// "" when there are none.
-func existingGroups(nodes []corev1.Node, keys []string) string {
+// typo's message: " (the node groups are "a", "b")", at most 10 of them,
+// those closest to the typo first; "" when there are none.
+func existingGroups(nodes []corev1.Node, keys []string, typo string) string {
 	seen := map[string]bool{}
 	for i := range nodes {
 		for _, k := range keys {
@@ -81,6 +81,8 @@ func existingGroups(nodes []corev1.Node, keys []string) string {
 		return ""
 	}
 	names := slices.Sorted(maps.Keys(seen))
+	// Stable: names as far from the typo stay in alphabetical order.
+	slices.SortStableFunc(names, func(a, b string) int { return editDistance(a, typo) - editDistance(b, typo) })
 	more := ""
 	if len(names) > 10 {
 		names, more = names[:10], fmt.Sprintf(" and %d more", len(names)-10)
@@ -89,6 +91,27 @@ func existingGroups(nodes []corev1.Node, keys []string) string {
 		names[i] = strconv.Quote(n)
 	}
 	return fmt.Sprintf(" (the node groups are %s%s)", strings.Join(names, ", "), more)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // ParseMaxUnavailable resolves "N" (1..100) or "P%" (1..100 of groupSize,
