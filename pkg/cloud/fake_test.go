@@ -37,15 +37,9 @@ func (p *fakeProvider) Name() string     { return p.name }
 func (p *fakeProvider) Describe() string { return "nothing" }
 
 // fakeRemover removes nodes one by one.
-type fakeRemover struct {
-	fakeProvider
-	removed []string
-}
+type fakeRemover struct{ fakeProvider }
 
-func (p *fakeRemover) RemoveNode(_ context.Context, node string) error {
-	p.removed = append(p.removed, node)
-	return nil
-}
+func (p *fakeRemover) RemoveNode(context.Context, string) error { return nil }
 
 // fakeGroup is one resizable group of machines.
 type fakeGroup struct {
