@@ -53,7 +53,9 @@ func AwaitJoined(ctx context.Context, client kubernetes.Interface, machines []pl
 			// The server ended the watch (its timeout): list again.
 		}
 	}()
-	if err != nil && ctx.Err() == nil {
+	// Only a wait that ran out says the machines did not join; a refused
+	// list or watch is the server's error.
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
 		var left []string
 		for _, m := range machines {
 			if waiting[m.ID] {
