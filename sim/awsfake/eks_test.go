@@ -248,7 +248,10 @@ func TestEKSLaunchTemplateGroups(t *testing.T) {
 	other := s.CreateLaunchTemplate("other", "ami-x", "m5.large")
 	ng, err := s.ManagedNodeGroup(ctx, ManagedNodeGroupSpec{Cluster: "c1", Name: "lt1", Zones: zones, Min: 1, Desired: 2, Max: 3,
 		LaunchTemplate: &LaunchTemplateSpec{ID: lt}})
-	if err != nil || ng.AmiType != "CUSTOM" || ng.LaunchTemplate.Version != "1" || ng.ReleaseVersion != "" {
+	// API Reference, Nodegroup: a custom AMI's release version is the AMI,
+	// and a launch template's group has no instance types or disk size.
+	if err != nil || ng.AmiType != "CUSTOM" || ng.LaunchTemplate.Version != "1" || ng.ReleaseVersion != "ami-custom1" || ng.Version != "1.31" ||
+		ng.InstanceTypes != nil || ng.DiskSize != nil {
 		t.Fatalf("node group %+v, %v", ng, err)
 	}
 	if _, err := s.ManagedNodeGroup(ctx, ManagedNodeGroupSpec{Cluster: "c1", Name: "lt2", Zones: zones, Min: 1, Desired: 1, Max: 1,
@@ -290,7 +293,7 @@ func TestEKSLaunchTemplateGroups(t *testing.T) {
 			t.Errorf("instance %s: image %s labels %v (template version %d)", in.ID, in.ImageID, in.NodeLabels, v)
 		}
 	}
-	if ng, _ := s.Nodegroup("c1", "lt1"); ng.LaunchTemplate.Version != "2" {
-		t.Errorf("node group's template version %s, want 2", ng.LaunchTemplate.Version)
+	if ng, _ := s.Nodegroup("c1", "lt1"); ng.LaunchTemplate.Version != "2" || ng.ReleaseVersion != "ami-custom2" {
+		t.Errorf("node group's template version %s, release %s, want 2, ami-custom2", ng.LaunchTemplate.Version, ng.ReleaseVersion)
 	}
 }
