@@ -50,6 +50,14 @@ func (s *Server) createNodegroup(c *eksCluster, r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	// API Reference, CreateNodegroup: "You can only create a node group
+	// for your cluster that is equal to the current Kubernetes version for
+	// the cluster"; version: "this is the only accepted specified value".
+	// (ManagedNodeGroup makes older groups, as made before the control
+	// plane's upgrade.)
+	if req.Version != "" && req.Version != c.version {
+		return nil, invalidParam("Requested Nodegroup version %s is invalid: a node group is created at the cluster's version %s.", req.Version, c.version)
+	}
 	ng, err := s.createNodegroupLocked(c, req.Nodegroup)
 	if err != nil {
 		return nil, err
