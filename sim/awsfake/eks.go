@@ -213,10 +213,12 @@ type nodegroup struct {
 	running *eksUpdate
 }
 
-// ltSource is what a version of the EKS-owned launch template stands for.
+// ltSource is what a version of the EKS-owned launch template stands for:
+// release is the AMI's ID for a custom AMI, and version empty.
 type ltSource struct {
 	image, release, version string
 	srcID, srcVersion       string // the user's launch template, if any
+	instanceType            string // what the first nodes launch as
 }
 
 type eksUpdate struct {

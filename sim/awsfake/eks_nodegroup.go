@@ -1,6 +1,7 @@
 package awsfake
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,6 +50,14 @@ func (s *Server) createNodegroup(c *eksCluster, r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	// API Reference, CreateNodegroup: "You can only create a node group
+	// for your cluster that is equal to the current Kubernetes version for
+	// the cluster"; version: "this is the only accepted specified value".
+	// (ManagedNodeGroup makes older groups, as made before the control
+	// plane's upgrade.)
+	if req.Version != "" && req.Version != c.version {
+		return nil, invalidParam("Requested Nodegroup version %s is invalid: a node group is created at the cluster's version %s.", req.Version, c.version)
+	}
 	ng, err := s.createNodegroupLocked(c, req.Nodegroup)
 	if err != nil {
 		return nil, err
@@ -66,7 +75,7 @@ func (s *Server) createNodegroupLocked(c *eksCluster, req Nodegroup) (*nodegroup
 	src := ng.sources[1]
 	// EKS launches from a launch template of its own, a copy of the
 	// user's if one was given (User Guide, launch-templates).
-	ltID := s.createLaunchTemplateLocked(ng.asg, src.image, ng.InstanceTypes[0])
+	ltID := s.createLaunchTemplateLocked(ng.asg, src.image, src.instanceType)
 	ng.lt = ltID
 	spec := GroupSpec{
 		Name: ng.asg, Min: *ng.ScalingConfig.MinSize, Max: *ng.ScalingConfig.MaxSize, Desired: *ng.ScalingConfig.DesiredSize,
@@ -121,7 +130,10 @@ func (s *Server) newNodegroup(c *eksCluster, req Nodegroup) (*nodegroup, error) 
 	req.ClusterName, req.Status = c.name, NodegroupCreating
 	req.NodegroupArn = fmt.Sprintf("arn:aws:eks:%s:123456789012:nodegroup/%s/%s/%s", s.opts.Region, c.name, req.NodegroupName, suffix)
 	req.CreatedAt, req.ModifiedAt = epochOf(now), epochOf(now)
-	req.Version, req.ReleaseVersion = src.version, src.release
+	// A custom AMI's group still runs the cluster's version (API
+	// Reference, CreateNodegroup: version "By default, the Kubernetes
+	// version of the cluster is used").
+	req.Version, req.ReleaseVersion = cmp.Or(src.version, c.version), src.release
 	return &nodegroup{Nodegroup: req, asg: "eks-" + req.NodegroupName + "-" + suffix, sources: map[int64]ltSource{1: src}}, nil
 }
 
@@ -170,7 +182,9 @@ func (s *Server) createSource(c *eksCluster, req *Nodegroup) (ltSource, error) {
 		if req.DiskSize == nil {
 			req.DiskSize = ptr(int32(defaultDiskSize))
 		}
-		return s.releaseSource(c, req.Version, req.ReleaseVersion)
+		src, err := s.releaseSource(c, req.Version, req.ReleaseVersion)
+		src.instanceType = req.InstanceTypes[0]
+		return src, err
 	}
 	if req.DiskSize != nil {
 		return ltSource{}, invalidParam("Disk size must be specified within the launch template.")
@@ -179,22 +193,37 @@ func (s *Server) createSource(c *eksCluster, req *Nodegroup) (ltSource, error) {
 	if err != nil {
 		return ltSource{}, err
 	}
-	tv := lt.Versions[v-1]
-	req.LaunchTemplate = &LaunchTemplateSpec{ID: lt.ID, Name: lt.Name, Version: strconv.FormatInt(v, 10)}
-	if len(req.InstanceTypes) == 0 {
-		req.InstanceTypes = []string{tv.InstanceType}
+	src, err := s.templateSource(c, req, lt, v)
+	// Nodegroup: instanceTypes "If the node group was deployed with a
+	// launch template, then this is null"; the nodes launch the
+	// template's type unless the request named one.
+	if len(req.InstanceTypes) > 0 {
+		src.instanceType = req.InstanceTypes[0]
 	}
+	req.InstanceTypes = nil
+	req.LaunchTemplate = &LaunchTemplateSpec{ID: lt.ID, Name: lt.Name, Version: strconv.FormatInt(v, 10)}
+	return src, err
+}
+
+// templateSource is what a user's launch template version launches: its
+// image, or with none the release's.
+func (s *Server) templateSource(c *eksCluster, req *Nodegroup, lt *LaunchTemplate, v int64) (ltSource, error) {
+	tv := lt.Versions[v-1]
 	if tv.ImageID == "" {
 		src, err := s.releaseSource(c, req.Version, req.ReleaseVersion)
-		src.srcID, src.srcVersion = lt.ID, strconv.FormatInt(v, 10)
+		src.srcID, src.srcVersion, src.instanceType = lt.ID, strconv.FormatInt(v, 10), tv.InstanceType
 		return src, err
 	}
-	// A custom AMI: EKS knows no Kubernetes or release version for it.
+	// A custom AMI: EKS knows no release for it, and reports the AMI as
+	// the release version (API Reference, Nodegroup: releaseVersion "If
+	// the node group was deployed using a launch template with a custom
+	// AMI, then this is the AMI ID that was specified in the launch
+	// template").
 	if req.Version != "" || req.ReleaseVersion != "" {
 		return ltSource{}, invalidParam("You cannot specify the field kubernetes version or release version when using a custom AMI in the launch template.")
 	}
 	req.AmiType = amiTypeCustom
-	return ltSource{image: tv.ImageID, srcID: lt.ID, srcVersion: strconv.FormatInt(v, 10)}, nil
+	return ltSource{image: tv.ImageID, release: tv.ImageID, instanceType: tv.InstanceType, srcID: lt.ID, srcVersion: strconv.FormatInt(v, 10)}, nil
 }
 
 // releaseSource is the AMI of a release: by default the cluster's

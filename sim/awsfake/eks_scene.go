@@ -13,7 +13,9 @@ type ManagedNodeGroupSpec struct {
 	Min, Desired, Max int32
 	// Version and ReleaseVersion default to the cluster's version and its
 	// latest release (AddRelease); with LaunchTemplate they are for a
-	// template without an image.
+	// template without an image. A version below the cluster's makes the
+	// group as it was before the control plane's upgrade (CreateNodegroup
+	// itself takes only the cluster's).
 	Version, ReleaseVersion string
 	// LaunchTemplate is a user's template (id and version, "" for its
 	// default); one whose version has an image makes a custom-AMI group.

@@ -51,6 +51,10 @@ func TestEKSNodegroupLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, api := eksScene(t, ctx)
+	// ng1 is made at 1.30, then the control plane goes to 1.31.
+	if err := s.SetEKSClusterVersion("c1", "1.30"); err != nil {
+		t.Fatal(err)
+	}
 	out, err := api.CreateNodegroup(ctx, &eks.CreateNodegroupInput{
 		ClusterName: aws.String("c1"), NodegroupName: aws.String("ng1"), NodeRole: aws.String("arn:aws:iam::1:role/node"),
 		Subnets: []string{Subnet(zones[0]), Subnet(zones[1])}, Version: aws.String("1.30"),
@@ -65,6 +69,9 @@ func TestEKSNodegroupLifecycle(t *testing.T) {
 	}
 	ng, err := s.WaitNodegroup(ctx, "c1", "ng1", func(ng Nodegroup) bool { return ng.Status == NodegroupActive })
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetEKSClusterVersion("c1", "1.31"); err != nil {
 		t.Fatal(err)
 	}
 	asg := ng.Resources.AutoScalingGroups[0].Name
@@ -123,6 +130,11 @@ func eksRefusals(t *testing.T, ctx context.Context, api *eks.Client) {
 		{"second group of the name", "ResourceInUseException", "already exists", func() error {
 			_, err := api.CreateNodegroup(ctx, &eks.CreateNodegroupInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng1"),
 				NodeRole: aws.String("r"), Subnets: []string{Subnet(zones[0])}})
+			return err
+		}},
+		{"new group below the control plane's version", "InvalidParameterException", "cluster's version 1.31", func() error {
+			_, err := api.CreateNodegroup(ctx, &eks.CreateNodegroupInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng9"),
+				NodeRole: aws.String("r"), Subnets: []string{Subnet(zones[0])}, Version: aws.String("1.30")})
 			return err
 		}},
 		{"no such cluster", "ResourceNotFoundException", "No cluster found", func() error {
@@ -248,7 +260,10 @@ func TestEKSLaunchTemplateGroups(t *testing.T) {
 	other := s.CreateLaunchTemplate("other", "ami-x", "m5.large")
 	ng, err := s.ManagedNodeGroup(ctx, ManagedNodeGroupSpec{Cluster: "c1", Name: "lt1", Zones: zones, Min: 1, Desired: 2, Max: 3,
 		LaunchTemplate: &LaunchTemplateSpec{ID: lt}})
-	if err != nil || ng.AmiType != "CUSTOM" || ng.LaunchTemplate.Version != "1" || ng.ReleaseVersion != "" {
+	// API Reference, Nodegroup: a custom AMI's release version is the AMI,
+	// and a launch template's group has no instance types or disk size.
+	if err != nil || ng.AmiType != "CUSTOM" || ng.LaunchTemplate.Version != "1" || ng.ReleaseVersion != "ami-custom1" || ng.Version != "1.31" ||
+		ng.InstanceTypes != nil || ng.DiskSize != nil {
 		t.Fatalf("node group %+v, %v", ng, err)
 	}
 	if _, err := s.ManagedNodeGroup(ctx, ManagedNodeGroupSpec{Cluster: "c1", Name: "lt2", Zones: zones, Min: 1, Desired: 1, Max: 1,
@@ -290,7 +305,7 @@ func TestEKSLaunchTemplateGroups(t *testing.T) {
 			t.Errorf("instance %s: image %s labels %v (template version %d)", in.ID, in.ImageID, in.NodeLabels, v)
 		}
 	}
-	if ng, _ := s.Nodegroup("c1", "lt1"); ng.LaunchTemplate.Version != "2" {
-		t.Errorf("node group's template version %s, want 2", ng.LaunchTemplate.Version)
+	if ng, _ := s.Nodegroup("c1", "lt1"); ng.LaunchTemplate.Version != "2" || ng.ReleaseVersion != "ami-custom2" {
+		t.Errorf("node group's template version %s, release %s, want 2, ami-custom2", ng.LaunchTemplate.Version, ng.ReleaseVersion)
 	}
 }

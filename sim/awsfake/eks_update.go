@@ -95,7 +95,7 @@ func (s *Server) versionTarget(c *eksCluster, ng *nodegroup, req versionRequest)
 		if req.Version != "" || req.ReleaseVersion != "" {
 			return ltSource{}, nil, invalidParam("You cannot specify the field kubernetes version or release version when using a custom AMI in the launch template.")
 		}
-		return ltSource{image: img, srcID: lt.ID, srcVersion: ver}, params, nil
+		return ltSource{image: img, release: img, srcID: lt.ID, srcVersion: ver}, params, nil
 	}
 	src, err := s.releaseSource(c, req.Version, req.ReleaseVersion)
 	src.srcID, src.srcVersion = lt.ID, ver
@@ -145,8 +145,9 @@ func (r *versionRun) run(src ltSource) {
 		return
 	}
 	if src.version != "" {
-		ng.Version, ng.ReleaseVersion = src.version, src.release
+		ng.Version = src.version
 	}
+	ng.ReleaseVersion = src.release
 	if ng.LaunchTemplate != nil {
 		ng.LaunchTemplate.Version = src.srcVersion
 	}
