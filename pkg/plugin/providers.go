@@ -3,4 +3,5 @@ package plugin
 // The cloud providers --provider can name: each registers itself.
 import (
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
+	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 )

@@ -162,6 +162,10 @@ type CloudRecord struct {
 	// cloud.DefaultFollower), written before the change so abort and
 	// rollback make it the default again.
 	DefaultWas string `json:"defaultWas,omitempty"`
+	// UpdatesWere is how the group updated itself before the run held it
+	// off (cloud.SelfUpdater), written before the change so that the
+	// run's end and abort put it back.
+	UpdatesWere string `json:"updatesWere,omitempty"`
 }
 
 // NodeAge is a node and when it was created.

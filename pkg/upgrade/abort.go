@@ -55,6 +55,9 @@ func (e *Engine) Abort(ctx context.Context) error {
 	if err := e.releaseRebalance(ctx); err != nil {
 		return err
 	}
+	if err := e.restoreUpdates(ctx); err != nil {
+		return err
+	}
 	// The scale-down and the rollback of green take the annotation off the
 	// group's nodes; green given by selector is not among them.
 	return e.unprotect(ctx, nodes)

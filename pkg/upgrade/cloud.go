@@ -96,6 +96,9 @@ func (e *Engine) setup(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := e.holdUpdates(ctx); err != nil {
+		return err
+	}
 	version, err := e.group.Setup(ctx)
 	if err != nil {
 		return err

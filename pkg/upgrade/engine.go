@@ -215,8 +215,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	for {
 		if s.Phase == plan.PhaseDone {
-			// Every way to the end lets the group rebalance again.
+			// Every way to the end lets the group rebalance and update
+			// itself again.
 			if err := e.releaseRebalance(ctx); err != nil {
+				return err
+			}
+			if err := e.restoreUpdates(ctx); err != nil {
 				return err
 			}
 		}

@@ -114,24 +114,16 @@ func KubeNodes(c kubernetes.Interface, o NodeOptions) (onLaunch, onTerminate fun
 		if o.NotReady != nil && o.NotReady(in) {
 			return createUnmanagedNode(ctx, c, name, in, o.NodeLabels(in))
 		}
-		err := scenario.CreateNode(ctx, c, scenario.Node{
+		return scenario.JoinNode(ctx, c, scenario.Node{
 			Name:       name,
 			Zone:       in.Zone,
 			Labels:     o.NodeLabels(in),
 			ProviderID: ProviderID(in),
 			Taints:     in.NodeTaints,
 		})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
 	}
 	onTerminate = func(ctx context.Context, in Instance) error {
-		err := c.CoreV1().Nodes().Delete(ctx, o.NodeName(in), metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
+		return scenario.LeaveNode(ctx, c, o.NodeName(in))
 	}
 	return onLaunch, onTerminate
 }

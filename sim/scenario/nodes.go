@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -236,4 +237,24 @@ func waitInformer(ctx context.Context, f informers.SharedInformerFactory, inf ca
 		case <-kick:
 		}
 	}
+}
+
+// JoinNode creates the node a cloud machine registers as, or leaves the
+// one of that name that exists already: a kubelet that finds its Node
+// object registered takes it as it is, taints and cordon included.
+func JoinNode(ctx context.Context, c kubernetes.Interface, n Node) error {
+	if err := CreateNode(ctx, c, n); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// LeaveNode deletes the node of a machine that is gone, as the cloud
+// controller manager does; a node already gone is fine.
+func LeaveNode(ctx context.Context, c kubernetes.Interface, name string) error {
+	err := c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }

@@ -1,0 +1,170 @@
+// Package gce is the Compute Engine side of the product's update: it finds
+// the managed instance groups (MIGs) of a node group from its nodes'
+// instances, points them at the target instance template (a copy of the
+// group's with only the boot image changed, for --image), changes their
+// target size and deletes or recreates drained instances, through
+// google.golang.org/api/compute/v1.
+package gce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/auth/credentials"
+	compute "google.golang.org/api/compute/v1"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+)
+
+// Environment variables that point the provider at another endpoint (the
+// local fake of sim/gcefake): EndpointEnv is the API's base URL, and
+// NoAuthEnv set to "true" with it sends no credentials.
+const (
+	EndpointEnv = "NODEUPGRADE_GCE_ENDPOINT"
+	NoAuthEnv   = "NODEUPGRADE_GCE_NO_AUTH"
+)
+
+// Provider talks to Compute Engine in one project.
+type Provider struct {
+	svc     *compute.Service
+	project string
+	// pollEvery is how often a wait on an operation asks again.
+	pollEvery time.Duration
+}
+
+// Error is an error short enough for one line of CLI output; the client's
+// error stays reachable through errors.As.
+type Error struct {
+	msg              string
+	err              error
+	input, transient bool
+}
+
+func (e *Error) Error() string { return e.msg }
+func (e *Error) Unwrap() error { return e.err }
+
+// Input reports whether the error is the user's to fix (a flag, the
+// credentials): the command exits 2, and nothing was changed.
+func (e *Error) Input() bool { return e.input }
+
+// Transient reports whether Compute throttled the call or was briefly
+// unavailable (see cloud.Transient).
+func (e *Error) Transient() bool { return e.transient }
+
+func inputErrorf(format string, args ...any) error {
+	return &Error{msg: fmt.Sprintf(format, args...), input: true}
+}
+
+// wrap prefixes a client error with what could not be done ("cannot get
+// ..."), keeping the API's code and message.
+func wrap(err error, format string, args ...any) error {
+	msg := "cannot " + fmt.Sprintf(format, args...)
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		transient := ge.Code == http.StatusTooManyRequests || ge.Code == http.StatusServiceUnavailable
+		return &Error{msg: fmt.Sprintf("%s: %d %s", msg, ge.Code, oneLine(ge.Message)), err: err, transient: transient}
+	}
+	return &Error{msg: msg + ": " + oneLine(err.Error()), err: err}
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimRight(s, ".")
+}
+
+// isCode reports whether err is the API's answer with that HTTP code.
+func isCode(err error, code int) bool {
+	var ge *googleapi.Error
+	return errors.As(err, &ge) && ge.Code == code
+}
+
+// New connects to Compute Engine for project with Application Default
+// Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's ADC file, the
+// metadata server), fetching a token once so that missing credentials fail
+// here with a clear message rather than on the first call. EndpointEnv
+// overrides the endpoint, and with NoAuthEnv no credentials are sent.
+func New(ctx context.Context, project string) (*Provider, error) {
+	var opts []option.ClientOption
+	endpoint := os.Getenv(EndpointEnv)
+	if endpoint != "" {
+		opts = append(opts, option.WithEndpoint(endpoint))
+	}
+	if noAuth, _ := strconv.ParseBool(os.Getenv(NoAuthEnv)); noAuth && endpoint != "" {
+		opts = append(opts, option.WithoutAuthentication())
+	} else {
+		creds, err := credentials.DetectDefault(&credentials.DetectOptions{Scopes: []string{compute.ComputeScope}})
+		if err == nil {
+			_, err = creds.Token(ctx)
+		}
+		if err != nil {
+			return nil, &Error{msg: "no Google Cloud credentials found: " + oneLine(err.Error()) + "; run \"gcloud auth application-default login\" or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file", err: err, input: true}
+		}
+		opts = append(opts, option.WithAuthCredentials(creds))
+	}
+	svc, err := compute.NewService(ctx, opts...)
+	if err != nil {
+		return nil, wrap(err, "make a Compute Engine client")
+	}
+	return &Provider{svc: svc, project: project, pollEvery: time.Second}, nil
+}
+
+// Project is the project the provider works in.
+func (p *Provider) Project() string { return p.project }
+
+// InstanceFromProviderID splits a node's spec.providerID,
+// gce://PROJECT/ZONE/NAME, into its parts.
+func InstanceFromProviderID(providerID string) (project, zone, name string, ok bool) {
+	rest, found := strings.CutPrefix(providerID, "gce://")
+	if !found {
+		return "", "", "", false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
+}
+
+// RegionOf is the region of a zone (us-central1-a: us-central1).
+func RegionOf(zone string) string {
+	i := strings.LastIndex(zone, "-")
+	if i < 0 {
+		return zone
+	}
+	return zone[:i]
+}
+
+// lastSegment is the name at the end of a resource URL.
+func lastSegment(url string) string {
+	return url[strings.LastIndex(url, "/")+1:]
+}
+
+// waitGlobal waits until a global operation (a template's insert) is DONE
+// and returns its error. Operations of managed instance groups are not
+// waited for: they are DONE once the action is scheduled, and the managed
+// instances say when it has happened.
+func (p *Provider) waitGlobal(ctx context.Context, op *compute.Operation) error {
+	for op.Status != "DONE" {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(p.pollEvery):
+		}
+		next, err := p.svc.GlobalOperations.Wait(p.project, op.Name).Context(ctx).Do()
+		if err != nil {
+			return wrap(err, "wait for operation %q", op.Name)
+		}
+		op = next
+	}
+	if op.Error != nil && len(op.Error.Errors) > 0 {
+		e := op.Error.Errors[0]
+		return &Error{msg: fmt.Sprintf("operation %s on %s failed: %s: %s", op.OperationType, lastSegment(op.TargetLink), e.Code, oneLine(e.Message))}
+	}
+	return nil
+}

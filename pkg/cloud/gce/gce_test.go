@@ -1,0 +1,139 @@
+package gce
+
+import (
+	"strings"
+	"testing"
+
+	compute "google.golang.org/api/compute/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+func TestInstanceFromProviderID(t *testing.T) {
+	for _, tc := range []struct {
+		id                  string
+		project, zone, name string
+		ok                  bool
+	}{
+		{"gce://my-proj/us-central1-a/ng-abcd", "my-proj", "us-central1-a", "ng-abcd", true},
+		{"gce:///us-central1-a/ng-abcd", "", "", "", false},
+		{"gce://p/z", "", "", "", false},
+		{"aws:///us-east-1a/i-0abc", "", "", "", false},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			p, z, n, ok := InstanceFromProviderID(tc.id)
+			if p != tc.project || z != tc.zone || n != tc.name || ok != tc.ok {
+				t.Errorf("got %q %q %q %v", p, z, n, ok)
+			}
+		})
+	}
+}
+
+func TestParseMIG(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want MIG
+		ok   bool
+	}{
+		{"projects/123/zones/us-central1-a/instanceGroupManagers/ng", MIG{Project: "123", Zone: "us-central1-a", Name: "ng"}, true},
+		{"https://www.googleapis.com/compute/v1/projects/p/regions/us-central1/instanceGroupManagers/ng", MIG{Project: "p", Region: "us-central1", Name: "ng"}, true},
+		{"projects/p/global/instanceGroupManagers/ng", MIG{}, false},
+		{"projects/p/zones/z/instanceGroupManagers/ng/extra", MIG{}, false},
+		{"ng", MIG{}, false},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			got, ok := ParseMIG(tc.url)
+			if ok != tc.ok || ok && got != tc.want {
+				t.Errorf("got %+v %v, want %+v %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestCopyName(t *testing.T) {
+	a := CopyName("nodes-v1", "projects/p/global/images/img-2")
+	if a != CopyName("nodes-v1", "projects/p/global/images/img-2") || !strings.HasPrefix(a, "nodes-v1-nu-") {
+		t.Errorf("copy name %q is not deterministic or not after its source", a)
+	}
+	if a == CopyName("nodes-v1", "projects/p/global/images/img-3") {
+		t.Error("two images give one name")
+	}
+	long := CopyName(strings.Repeat("a", 70), "img")
+	if len(long) > 63 || !namePattern.MatchString(long) {
+		t.Errorf("%q is no valid resource name", long)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		target  plan.CloudTarget
+		wantErr string
+	}{
+		{"image name", plan.CloudTarget{Image: "cos-113"}, ""},
+		{"image family", plan.CloudTarget{Image: "projects/cos-cloud/global/images/family/cos-stable"}, ""},
+		{"an AMI", plan.CloudTarget{Image: "ami-0abc"}, ""},
+		{"bad image", plan.CloudTarget{Image: "Bad_Image"}, "invalid --image"},
+		{"template URL", plan.CloudTarget{Version: "projects/p/global/instanceTemplates/t-2"}, ""},
+		{"bad template", plan.CloudTarget{Version: "T 2"}, "invalid --instance-template"},
+		{"both", plan.CloudTarget{Image: "img", Version: "t"}, "cannot be used together"},
+		{"groups", plan.CloudTarget{Group: "ng-a,projects/p/zones/z/instanceGroupManagers/ng-b"}, ""},
+		{"bad group", plan.CloudTarget{Group: "ng_a"}, "invalid --mig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := gceCloud{}.Validate(tc.target)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("err %v, want %q", err, tc.wantErr)
+			}
+			if err != nil && !err.(*Error).Input() {
+				t.Error("not an input error (exit 2)")
+			}
+		})
+	}
+}
+
+func TestMachineState(t *testing.T) {
+	for _, tc := range []struct {
+		action, status string
+		want           plan.MachineState
+	}{
+		{"NONE", "RUNNING", plan.MachineInService},
+		{"CREATING", "", plan.MachinePending},
+		{"RECREATING", "STOPPING", plan.MachinePending},
+		{"VERIFYING", "RUNNING", plan.MachinePending},
+		{"DELETING", "RUNNING", plan.MachineLeaving},
+		{"ABANDONING", "RUNNING", plan.MachineLeaving},
+		{"NONE", "TERMINATED", plan.MachinePending},
+	} {
+		t.Run(tc.action+"/"+tc.status, func(t *testing.T) {
+			if got := machineState(&compute.ManagedInstance{CurrentAction: tc.action, InstanceStatus: tc.status}); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckOneGroup(t *testing.T) {
+	a := MIG{Project: "p", Zone: "us-central1-a", Name: "ng-a"}
+	b := MIG{Project: "p", Zone: "us-central1-b", Name: "ng-b"}
+	a2 := MIG{Project: "p", Zone: "us-central1-a", Name: "other"}
+	r := MIG{Project: "p", Region: "us-central1", Name: "ng"}
+	for _, tc := range []struct {
+		name string
+		migs []MIG
+		ok   bool
+	}{
+		{"one zonal", []MIG{a}, true},
+		{"one regional", []MIG{r}, true},
+		{"one per zone", []MIG{a, b}, true},
+		{"two in a zone", []MIG{a, a2}, false},
+		{"a regional among others", []MIG{a, r}, false},
+		{"none", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := checkOneGroup(tc.migs); (err == nil) != tc.ok {
+				t.Errorf("err %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,362 @@
+package gce
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	compute "google.golang.org/api/compute/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// NodeGroup is a node group backed by one or more managed instance groups
+// (kOps makes one per zone): the provider "gce" of a run.
+type NodeGroup struct {
+	Provider *Provider
+	Client   kubernetes.Interface
+	// MIGs are the node group's groups, blue's in a blue/green run.
+	MIGs []MIG
+	// Image and Template are the target as --image and
+	// --launch-template-version give it; both empty means the groups'
+	// current template.
+	Image, Template string
+
+	green *MIG // blue/green: the second group Machines reports too
+}
+
+var (
+	_ cloud.Group       = (*NodeGroup)(nil)
+	_ cloud.BlueGreen   = (*NodeGroup)(nil)
+	_ cloud.Departures  = (*NodeGroup)(nil)
+	_ cloud.SelfUpdater = (*NodeGroup)(nil)
+)
+
+// Name implements cloud.Provider.
+func (n *NodeGroup) Name() string { return Name }
+
+// GroupName implements cloud.Group: the groups' names, comma-separated,
+// as the group flag takes them.
+func (n *NodeGroup) GroupName() string {
+	names := make([]string, len(n.MIGs))
+	for i, m := range n.MIGs {
+		names[i] = m.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// Describe implements cloud.Provider.
+func (n *NodeGroup) Describe() string {
+	return "recreate the instance from the group's template (same name; its old Node object is deleted)"
+}
+
+// current is the template the groups launch now: the first group's.
+func (n *NodeGroup) current(ctx context.Context) (string, error) {
+	igm, err := n.Provider.getMIG(ctx, n.MIGs[0])
+	if err != nil {
+		return "", err
+	}
+	if igm == nil {
+		return "", missingMIG(n.MIGs[0])
+	}
+	return templateName(n.MIGs[0], igm.InstanceTemplate)
+}
+
+// target resolves, and makes when it must, the target template.
+func (n *NodeGroup) target(ctx context.Context) (string, error) {
+	cur, err := n.current(ctx)
+	if err != nil {
+		return "", err
+	}
+	t, err := n.Provider.ResolveTarget(ctx, cur, n.Image, n.Template)
+	if err != nil {
+		return "", err
+	}
+	return t.Template, n.Provider.CreateTarget(ctx, t)
+}
+
+// Setup implements cloud.Group: every group is pointed at the target
+// template. The run has held their own updates off first
+// (cloud.SelfUpdater), so none replaces an instance itself.
+func (n *NodeGroup) Setup(ctx context.Context) (string, error) {
+	tmpl, err := n.target(ctx)
+	if err != nil {
+		return "", err
+	}
+	url := "projects/" + n.Provider.project + "/global/instanceTemplates/" + tmpl
+	for _, m := range n.MIGs {
+		igm, err := n.Provider.getMIG(ctx, m)
+		if err != nil {
+			return "", err
+		}
+		if igm != nil && lastSegment(igm.InstanceTemplate) == tmpl {
+			continue
+		}
+		if err := n.Provider.setTemplate(ctx, m, url); err != nil {
+			return "", err
+		}
+	}
+	return tmpl, nil
+}
+
+// sizes reads each group's target size.
+func (n *NodeGroup) sizes(ctx context.Context, migs []MIG) ([]int64, error) {
+	out := make([]int64, len(migs))
+	for i, m := range migs {
+		igm, err := n.Provider.getMIG(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		if igm == nil {
+			return nil, missingMIG(m)
+		}
+		out[i] = igm.TargetSize
+	}
+	return out, nil
+}
+
+// targetSizes are the groups' target sizes as plan.Sizes: a managed
+// instance group has no min and max of its own.
+func targetSizes(sizes []int64) plan.Sizes {
+	var sum int64
+	for _, s := range sizes {
+		sum += s
+	}
+	return plan.Sizes{Desired: int32(sum), Max: int32(sum)}
+}
+
+// Sizes implements cloud.Group.
+func (n *NodeGroup) Sizes(ctx context.Context) (plan.Sizes, error) {
+	s, err := n.sizes(ctx, n.MIGs)
+	return targetSizes(s), err
+}
+
+// SetDesiredAndMax implements cloud.Group: the target size only. Across
+// several groups, a raise goes one instance at a time to the group with
+// the fewest (the zones stay even) and a cut is taken from the group with
+// the most.
+func (n *NodeGroup) SetDesiredAndMax(ctx context.Context, desired, _ int32) error {
+	sizes, err := n.sizes(ctx, n.MIGs)
+	if err != nil {
+		return err
+	}
+	want := slices.Clone(sizes)
+	total := int64(targetSizes(sizes).Desired)
+	for ; total < int64(desired); total++ {
+		want[slices.Index(want, slices.Min(want))]++
+	}
+	for ; total > int64(desired); total-- {
+		want[slices.Index(want, slices.Max(want))]--
+	}
+	for i, m := range n.MIGs {
+		if want[i] != sizes[i] {
+			if err := n.Provider.resize(ctx, m, want[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SetMax implements cloud.Group: a managed instance group has no max.
+func (n *NodeGroup) SetMax(context.Context, int32) error { return nil }
+
+// all are the groups Machines reports: blue's and green's.
+func (n *NodeGroup) all() []MIG {
+	if n.green != nil {
+		return append(slices.Clone(n.MIGs), *n.green)
+	}
+	return n.MIGs
+}
+
+// managed lists the managed instances of groups, with their group.
+func (n *NodeGroup) managed(ctx context.Context, migs []MIG) (map[string]*compute.ManagedInstance, map[string]MIG, error) {
+	byName, of := map[string]*compute.ManagedInstance{}, map[string]MIG{}
+	for _, m := range migs {
+		mis, err := n.Provider.managedInstances(ctx, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, mi := range mis {
+			byName[mi.Name], of[mi.Name] = mi, m
+		}
+	}
+	return byName, of, nil
+}
+
+// Machines implements cloud.Group.
+func (n *NodeGroup) Machines(ctx context.Context, nodes []*corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
+	byName, _, err := n.managed(ctx, n.all())
+	if err != nil {
+		return nil, nil, err
+	}
+	byNode, pending := mapNodes(n.Provider.project, byName, nodes)
+	return byNode, pending, nil
+}
+
+// mapNodes joins nodes to managed instances by provider ID.
+func mapNodes(project string, byName map[string]*compute.ManagedInstance, nodes []*corev1.Node) (map[string]plan.Machine, []plan.Machine) {
+	byNode := make(map[string]plan.Machine, len(nodes))
+	joined := map[string]bool{}
+	for _, node := range nodes {
+		p, zone, name, ok := InstanceFromProviderID(node.Spec.ProviderID)
+		if mi := byName[name]; ok && p == project && mi != nil && zoneOf(mi) == zone {
+			byNode[node.Name], joined[name] = machine(project, mi), true
+		}
+	}
+	var pending []plan.Machine
+	for _, name := range slices.Sorted(mapsKeys(byName)) {
+		if !joined[name] {
+			pending = append(pending, machine(project, byName[name]))
+		}
+	}
+	return byNode, pending
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// zoneOf is the zone of a managed instance, from its URL.
+func zoneOf(mi *compute.ManagedInstance) string {
+	_, after, _ := strings.Cut(mi.Instance, "/zones/")
+	zone, _, _ := strings.Cut(after, "/")
+	return zone
+}
+
+// machine is a managed instance in neutral terms: its template is the
+// version (templates are immutable), the template kind's "template" the
+// project, and its state from currentAction and instanceStatus.
+func machine(project string, mi *compute.ManagedInstance) plan.Machine {
+	m := plan.Machine{ID: mi.Name, Zone: zoneOf(mi), Template: project, State: machineState(mi), Lifecycle: mi.CurrentAction}
+	if mi.Version != nil {
+		m.Version = lastSegment(mi.Version.InstanceTemplate)
+	}
+	if mi.CurrentAction == "NONE" || mi.CurrentAction == "" {
+		m.Lifecycle = mi.InstanceStatus
+	}
+	return m
+}
+
+// machineState maps a managed instance's action and status to the neutral
+// states: deleting or abandoning is leaving; creating, recreating or
+// verifying is pending, as is a VM not running with no action.
+func machineState(mi *compute.ManagedInstance) plan.MachineState {
+	switch mi.CurrentAction {
+	case "DELETING", "ABANDONING":
+		return plan.MachineLeaving
+	case "CREATING", "CREATING_WITHOUT_RETRIES", "RECREATING", "VERIFYING", "STARTING", "RESUMING":
+		return plan.MachinePending
+	}
+	if mi.InstanceStatus != "RUNNING" {
+		return plan.MachinePending
+	}
+	return plan.MachineInService
+}
+
+// Current implements cloud.Group.
+func (n *NodeGroup) Current(m plan.Machine, version string) bool {
+	return m.Version == version && !m.Leaving()
+}
+
+// nodeInstance reads a node: its instance, the group that manages it, and
+// the node's UID; an empty name when the node is gone already.
+func (n *NodeGroup) nodeInstance(ctx context.Context, node string) (name, zone string, mi *compute.ManagedInstance, m MIG, uid string, err error) {
+	obj, err := n.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", "", nil, MIG{}, "", nil
+	}
+	if err != nil {
+		return "", "", nil, MIG{}, "", fmt.Errorf("error when reading node %q: %w", node, err)
+	}
+	_, zone, name, ok := InstanceFromProviderID(obj.Spec.ProviderID)
+	if !ok {
+		return "", "", nil, MIG{}, "", fmt.Errorf("node %q has no GCE instance in its provider ID %q", node, obj.Spec.ProviderID)
+	}
+	byName, of, err := n.managed(ctx, n.all())
+	if err != nil {
+		return "", "", nil, MIG{}, "", err
+	}
+	if byName[name] == nil {
+		return "", "", nil, MIG{}, "", fmt.Errorf("instance %q of node %q is in none of managed instance groups %s", name, node, n.GroupName())
+	}
+	return name, zone, byName[name], of[name], string(obj.UID), nil
+}
+
+// RemoveNode implements cloud.Provider: the instance is recreated from the
+// group's template under its name. Its Node object, drained and cordoned,
+// is deleted once the recreation is under way (by UID, so never the new
+// VM's), or the new VM's kubelet would take it over, cordon and taints
+// included.
+func (n *NodeGroup) RemoveNode(ctx context.Context, node string) error {
+	name, zone, _, m, uid, err := n.nodeInstance(ctx, node)
+	if err != nil || name == "" {
+		return err
+	}
+	if err := n.Provider.recreateInstances(ctx, m, []string{instanceURL(n.Provider.project, zone, name)}); err != nil {
+		return err
+	}
+	err = n.Client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(uid)})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("error when deleting node %q of recreated instance %q: %w", node, name, err)
+	}
+	return nil
+}
+
+// Shrink implements cloud.Group: deleteInstances, which lowers the
+// group's target size.
+func (n *NodeGroup) Shrink(ctx context.Context, node string) error {
+	name, zone, mi, m, _, err := n.nodeInstance(ctx, node)
+	if err != nil || name == "" || mi.CurrentAction == "DELETING" {
+		return err
+	}
+	return n.Provider.deleteInstances(ctx, m, []string{instanceURL(n.Provider.project, zone, name)})
+}
+
+// MachineOf implements cloud.Departures: the instance's name and the ID
+// of the VM it runs now, so a recreated one (same name, new VM) counts as
+// gone once its old VM is.
+func (n *NodeGroup) MachineOf(ctx context.Context, node string) (string, error) {
+	name, _, mi, _, _, err := n.nodeInstance(ctx, node)
+	if err != nil || name == "" {
+		return "", err
+	}
+	return name + "#" + strconv.FormatUint(mi.Id, 10), nil
+}
+
+// Leaving implements cloud.Departures from one listManagedInstances per
+// group: Compute's operations are DONE once the action is scheduled, so
+// the managed instance is what says the VM is gone.
+func (n *NodeGroup) Leaving(ctx context.Context, machines []string) (map[string]cloud.Departure, error) {
+	byName, _, err := n.managed(ctx, n.all())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]cloud.Departure, len(machines))
+	for _, id := range machines {
+		name, vm, _ := strings.Cut(id, "#")
+		mi := byName[name]
+		switch {
+		case mi == nil:
+			out[id] = cloud.Departure{Gone: true}
+		case mi.Id != 0 && strconv.FormatUint(mi.Id, 10) != vm:
+			out[id] = cloud.Departure{Gone: true} // recreated: a new VM
+		default:
+			out[id] = cloud.Departure{Lifecycle: mi.CurrentAction}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,339 @@
+package gce
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	compute "google.golang.org/api/compute/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// Name is what --provider takes for Compute Engine managed instance
+// groups.
+const Name = "gce"
+
+// The flags that set the target and the group, as messages name them.
+const (
+	flagImage    = "--image"
+	flagTemplate = "--instance-template"
+	flagGroup    = "--mig"
+)
+
+func init() { cloud.Register(gceCloud{}) }
+
+// gceCloud is the provider "gce" as planning and running see it.
+type gceCloud struct{}
+
+func (gceCloud) Name() string { return Name }
+
+// Owns reports whether a provider ID names a Compute Engine instance.
+func (gceCloud) Owns(providerID string) bool {
+	_, _, _, ok := InstanceFromProviderID(providerID)
+	return ok
+}
+
+// Validate checks the image, template and group flags without calling
+// Compute Engine.
+func (gceCloud) Validate(t plan.CloudTarget) error {
+	switch {
+	case t.Image != "" && t.Version != "":
+		return inputErrorf("%s and %s cannot be used together", flagImage, flagTemplate)
+	case t.Image != "" && !ValidImage(t.Image):
+		return inputErrorf("invalid %s %q: want an image name, or projects/PROJECT/global/images/NAME or .../images/family/FAMILY", flagImage, t.Image)
+	case t.Version != "" && !ValidTemplate(t.Version):
+		return inputErrorf("invalid %s %q: want an instance template name or projects/PROJECT/global/instanceTemplates/NAME", flagTemplate, t.Version)
+	}
+	for g := range strings.SplitSeq(t.Group, ",") {
+		if _, ok := ParseMIG(g); g != "" && !ok && !namePattern.MatchString(g) {
+			return inputErrorf("invalid %s %q: want managed instance group names, comma-separated, or their URLs", flagGroup, g)
+		}
+	}
+	return nil
+}
+
+// nodeInstances are the nodes' instances, by name, with their zones, all
+// of one project.
+func nodeInstances(nodes []corev1.Node) (project string, zoneOf map[string]string, err error) {
+	zoneOf = map[string]string{}
+	for i := range nodes {
+		p, zone, name, ok := InstanceFromProviderID(nodes[i].Spec.ProviderID)
+		if !ok {
+			continue
+		}
+		if project != "" && p != project {
+			return "", nil, inputErrorf("the nodes' instances are in projects %q and %q; narrow the nodes with --selector", project, p)
+		}
+		project, zoneOf[name] = p, zone
+	}
+	if project == "" {
+		return "", nil, inputErrorf("the nodes have no gce:// provider IDs to find their managed instance groups from; use %s", flagGroup)
+	}
+	return project, zoneOf, nil
+}
+
+// Open finds the nodes' managed instance groups and the target template.
+// It only reads.
+func (gceCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
+	project, zoneOf, err := nodeInstances(nodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := New(ctx, project)
+	if err != nil {
+		return nil, nil, err
+	}
+	migs, err := p.findMIGs(ctx, zoneOf, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	ng := &NodeGroup{Provider: p, Client: client, MIGs: migs, Image: t.Image, Template: t.Version}
+	cg, err := ng.open(ctx, nodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(migs) == 1 && migs[0].Regional() {
+		return cg, RegionalNodeGroup{ng}, nil
+	}
+	return cg, ng, nil
+}
+
+// findMIGs finds the groups the group flag names, or else those of the
+// nodes' instances.
+func (p *Provider) findMIGs(ctx context.Context, zoneOf map[string]string, t plan.CloudTarget) ([]MIG, error) {
+	if t.Group != "" {
+		return p.namedMIGs(ctx, zoneOf, t.Group)
+	}
+	migs, err := p.migsOfInstances(ctx, zoneOf)
+	if err != nil {
+		return nil, err
+	}
+	migs = slices.DeleteFunc(migs, func(m MIG) bool { return slices.Contains(t.Exclude, m.Name) })
+	return migs, checkOneGroup(migs)
+}
+
+// checkOneGroup refuses groups that are not one node group: several
+// zonal groups, one per zone (kOps), are; anything else is several.
+func checkOneGroup(migs []MIG) error {
+	if len(migs) == 0 {
+		return &Error{msg: fmt.Sprintf("the nodes' instances belong to no managed instance group; use %s", flagGroup), err: cloud.ErrNoGroup, input: true}
+	}
+	zones := map[string]bool{}
+	for _, m := range migs {
+		if len(migs) > 1 && (m.Regional() || zones[m.Zone]) {
+			names := make([]string, len(migs))
+			for i, m := range migs {
+				names[i] = fmt.Sprintf("%q", m.String())
+			}
+			return inputErrorf("the nodes' instances belong to %d managed instance groups (%s), not one per zone; use %s or narrow the nodes with --selector", len(migs), strings.Join(names, ", "), flagGroup)
+		}
+		zones[m.Zone] = true
+	}
+	return nil
+}
+
+// migsOfInstances reads the created-by metadata of one instance, lists the
+// group it names, and goes on with the instances that group does not
+// hold: two calls per group, whatever the number of nodes.
+func (p *Provider) migsOfInstances(ctx context.Context, zoneOf map[string]string) ([]MIG, error) {
+	left := map[string]bool{}
+	for name := range zoneOf {
+		left[name] = true
+	}
+	var migs []MIG
+	var none []string
+	for len(left) > 0 {
+		name := slices.Min(slices.Collect(mapsKeys(left)))
+		m, ok, err := p.createdBy(ctx, zoneOf[name], name)
+		if err != nil {
+			return nil, err
+		}
+		delete(left, name)
+		if !ok {
+			none = append(none, name)
+			continue
+		}
+		mis, err := p.managedInstances(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		for _, mi := range mis {
+			delete(left, mi.Name)
+		}
+		migs = append(migs, m)
+	}
+	if len(none) > 0 && len(migs) > 0 {
+		return nil, inputErrorf("instances %s belong to no managed instance group, the others' to %q; narrow the nodes with --selector", strings.Join(none, ", "), migs[0].String())
+	}
+	return migs, nil
+}
+
+// createdBy reads the group an instance's created-by metadata names, as
+// Compute sets it on the instances a managed instance group creates
+// (https://cloud.google.com/compute/docs/instance-groups/getting-info-about-migs#checking_if_a_vm_is_part_of_a_mig).
+func (p *Provider) createdBy(ctx context.Context, zone, name string) (MIG, bool, error) {
+	in, err := p.svc.Instances.Get(p.project, zone, name).Context(ctx).Do()
+	if isCode(err, http.StatusNotFound) {
+		return MIG{}, false, &Error{msg: fmt.Sprintf("instance %q not found in project %q, zone %q; check the credentials' project and the nodes' provider IDs", name, p.project, zone), err: err, input: true}
+	}
+	if err != nil {
+		return MIG{}, false, wrap(err, "get instance %q in zone %q", name, zone)
+	}
+	if in.Metadata != nil {
+		for _, it := range in.Metadata.Items {
+			if it.Key == "created-by" && it.Value != nil {
+				if m, ok := ParseMIG(*it.Value); ok {
+					m.Project = p.project // created-by names it by number
+					return m, true, nil
+				}
+			}
+		}
+	}
+	return MIG{}, false, nil
+}
+
+// namedMIGs resolves the group flag: URLs, or names looked up as a
+// regional group in the nodes' region, else zonal ones in their zones.
+func (p *Provider) namedMIGs(ctx context.Context, zoneOf map[string]string, flag string) ([]MIG, error) {
+	var zones []string
+	for _, z := range zoneOf {
+		if !slices.Contains(zones, z) {
+			zones = append(zones, z)
+		}
+	}
+	slices.Sort(zones)
+	var out []MIG
+	for g := range strings.SplitSeq(flag, ",") {
+		m, err := p.namedMIG(ctx, zones, g)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, checkOneGroup(out)
+}
+
+func (p *Provider) namedMIG(ctx context.Context, zones []string, g string) (MIG, error) {
+	if m, ok := ParseMIG(g); ok {
+		if m.Project != p.project {
+			return MIG{}, inputErrorf("managed instance group %q is in project %q, the nodes' instances in project %q; check %s", g, m.Project, p.project, flagGroup)
+		}
+		igm, err := p.getMIG(ctx, m)
+		if err == nil && igm == nil {
+			err = inputErrorf("managed instance group %q not found; check %s", g, flagGroup)
+		}
+		return m, err
+	}
+	candidates := []MIG{{Project: p.project, Region: RegionOf(zones[0]), Name: g}}
+	for _, z := range zones {
+		candidates = append(candidates, MIG{Project: p.project, Zone: z, Name: g})
+	}
+	for _, m := range candidates {
+		igm, err := p.getMIG(ctx, m)
+		if err != nil || igm != nil {
+			return m, err
+		}
+	}
+	return MIG{}, inputErrorf("managed instance group %q not found in region %q or zones %s of project %q; check %s", g, RegionOf(zones[0]), strings.Join(zones, ", "), p.project, flagGroup)
+}
+
+// open reads the groups into the plan's view and resolves the target.
+func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudGroup, error) {
+	igms := make([]*compute.InstanceGroupManager, len(n.MIGs))
+	for i, m := range n.MIGs {
+		igm, err := n.Provider.getMIG(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		if igm == nil {
+			return nil, missingMIG(m)
+		}
+		igms[i] = igm
+	}
+	cur, err := templateName(n.MIGs[0], igms[0].InstanceTemplate)
+	if err != nil {
+		return nil, err
+	}
+	target, err := n.Provider.ResolveTarget(ctx, cur, n.Image, n.Template)
+	if err != nil {
+		return nil, err
+	}
+	byName, _, err := n.managed(ctx, n.MIGs)
+	if err != nil {
+		return nil, err
+	}
+	ptrs := make([]*corev1.Node, len(nodes))
+	for i := range nodes {
+		ptrs[i] = &nodes[i]
+	}
+	byNode, unjoined := mapNodes(n.Provider.project, byName, ptrs)
+	sizes := make([]int64, len(igms))
+	for i, igm := range igms {
+		sizes[i] = igm.TargetSize
+	}
+	cg := &plan.CloudGroup{
+		Provider: Name, Region: n.region(), Name: n.GroupName(), GroupKind: groupKind(n.MIGs),
+		Template: n.Provider.project, TemplateKind: "instance template in project", MachineKind: "instance",
+		CurrentVersion: cur, TargetVersion: target.Template, TargetImage: target.Image,
+		Sizes: targetSizes(sizes), Nodes: byNode, Unjoined: unjoined,
+	}
+	if len(n.MIGs) == 1 {
+		cg.Can = plan.CapNewGroups
+	}
+	if target.Create {
+		cg.TargetVersion = plan.NewVersion
+	}
+	if len(n.MIGs) == 1 && n.MIGs[0].Regional() {
+		cg.Rebalance, cg.RebalanceHeld = Redistribution, redistributionHeld(igms[0])
+	}
+	cg.LaunchesAfter, err = n.launchesAfter(ctx, igms, target)
+	return cg, err
+}
+
+func (n *NodeGroup) region() string {
+	if m := n.MIGs[0]; m.Regional() {
+		return m.Region
+	}
+	return RegionOf(n.MIGs[0].Zone)
+}
+
+func groupKind(migs []MIG) string {
+	switch {
+	case len(migs) > 1:
+		return "zonal managed instance groups"
+	case migs[0].Regional():
+		return "regional managed instance group"
+	}
+	return "zonal managed instance group"
+}
+
+// launchesAfter says, for the plan, the template the groups launch after
+// the run, their update policy and their autoscalers.
+func (n *NodeGroup) launchesAfter(ctx context.Context, igms []*compute.InstanceGroupManager, t Target) (string, error) {
+	what := t.Template
+	if t.Create {
+		what = t.Template + " (new, image " + t.Image + ")"
+	}
+	var parts []string
+	for i, igm := range igms {
+		s := fmt.Sprintf("%s: update policy %s", n.MIGs[i].Name, updateType(igm))
+		if updateType(igm) != opportunistic {
+			s += " (OPPORTUNISTIC during the run, then back)"
+		}
+		a, err := n.Provider.autoscalerOf(ctx, n.MIGs[i], igm.SelfLink)
+		if err != nil {
+			return "", err
+		}
+		if a != nil && a.AutoscalingPolicy != nil {
+			s += fmt.Sprintf(", autoscaler %q %s, %d-%d", a.Name, a.AutoscalingPolicy.Mode, a.AutoscalingPolicy.MinNumReplicas, a.AutoscalingPolicy.MaxNumReplicas)
+		}
+		parts = append(parts, s)
+	}
+	return what + "; " + strings.Join(parts, "; "), nil
+}
