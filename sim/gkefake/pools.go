@@ -109,7 +109,7 @@ func (s *Server) CreatePool(ctx context.Context, spec PoolSpec) error {
 		return fmt.Errorf("no cluster %q in %q", spec.Cluster, spec.Location)
 	}
 	p := &pool{c: c, name: spec.Name, zones: slices.Clone(spec.Zones), status: "RUNNING",
-		cfg: nodeConfig{Version: spec.Version, ImageType: cmpOr(spec.ImageType, "COS_CONTAINERD")},
+		cfg:         nodeConfig{Version: spec.Version, ImageType: cmpOr(spec.ImageType, "COS_CONTAINERD")},
 		autoscaling: spec.Autoscaling, flexStart: spec.FlexStart, queued: spec.Queued}
 	if spec.Upgrade != nil {
 		p.upgrade = *spec.Upgrade
