@@ -45,6 +45,10 @@ const (
 	CheckNoRoom             = "no-room"
 	CheckOutdatedWarmPool   = "outdated-warm-pool"
 	CheckMachineLeftRunning = "machine-left-running"
+	// CheckForcedPastPDB is found by the planner where the cloud's
+	// service runs the update and deletes the pods a PDB still holds
+	// once its PDB timeout passes (GKE): the pods it would force out.
+	CheckForcedPastPDB = "forced-past-pdb"
 	// Warnings.
 	CheckNoPDB               = "no-pdb"
 	CheckZoneConcentration   = "zone-concentration"
@@ -70,6 +74,7 @@ var severities = map[string]Severity{
 	CheckNoRoom:              Blocker,
 	CheckOutdatedWarmPool:    Blocker,
 	CheckMachineLeftRunning:  Blocker,
+	CheckForcedPastPDB:       Blocker,
 	CheckNoPDB:               Warning,
 	CheckZoneConcentration:   Warning,
 	CheckNoReadinessProbe:    Warning,
@@ -85,7 +90,7 @@ var names = []string{
 	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
 	CheckBarePod, CheckSameBatch, CheckSingleReplica,
 	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool,
-	CheckMachineLeftRunning,
+	CheckMachineLeftRunning, CheckForcedPastPDB,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
@@ -93,7 +98,7 @@ var names = []string{
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
-var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning}
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.

@@ -211,21 +211,49 @@ func Names() []string {
 	return append(names, NoneName)
 }
 
+// Claimer is a cloud that knows its nodes by more than their provider IDs
+// (GKE: Compute Engine instances labelled with a node pool): Detect asks
+// it before the clouds that go by provider IDs alone, and picks it only
+// for the nodes it claims.
+type Claimer interface {
+	Claims(n *corev1.Node) bool
+}
+
 // Detect picks the cloud that owns every node, or none.
 func Detect(nodes []corev1.Node) string {
 	if len(nodes) == 0 {
 		return NoneName
 	}
-	for _, name := range Names() {
+	owns := func(c Cloud, n *corev1.Node) bool {
+		if cl, ok := c.(Claimer); ok {
+			return cl.Claims(n)
+		}
+		return c.Owns(n.Spec.ProviderID)
+	}
+	names := Names()
+	// Claimers first: their nodes' provider IDs are another cloud's too.
+	slices.SortStableFunc(names, func(a, b string) int {
+		_, ca := clouds[a].(Claimer)
+		_, cb := clouds[b].(Claimer)
+		return boolOrder(cb) - boolOrder(ca)
+	})
+	for _, name := range names {
 		c, ok := clouds[name]
 		if !ok {
 			continue
 		}
-		if !slices.ContainsFunc(nodes, func(n corev1.Node) bool { return !c.Owns(n.Spec.ProviderID) }) {
+		if !slices.ContainsFunc(nodes, func(n corev1.Node) bool { return !owns(c, &n) }) {
 			return name
 		}
 	}
 	return NoneName
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // None is the provider for clusters where something else owns the machines:

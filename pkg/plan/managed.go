@@ -3,7 +3,15 @@ package plan
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // UpdateSettings are a cloud service's settings for the updates it runs
@@ -87,6 +95,14 @@ type ManagedPlan struct {
 	// before it fails (EKS: 15 minutes) or forces them out (GKE: the
 	// pool's PDB timeout); 0 when unknown.
 	EvictionLimit Duration `json:"evictionLimit,omitempty"`
+	// ForcesOut says the service deletes the pods a PDB still holds once
+	// EvictionLimit passes (GKE) rather than failing (EKS): the plan
+	// names them as blockers (check forced-past-pdb).
+	ForcesOut bool `json:"forcesOut,omitempty"`
+	// Revision is the group's revision the plan was made on (GKE: the
+	// node pool's etag); a run of a saved plan whose group has another
+	// is refused.
+	Revision string `json:"revision,omitempty"`
 	// Steps are the service's phases with estimates.
 	Steps []Step `json:"-"`
 }
@@ -185,4 +201,55 @@ func (p *Plan) RunStrategy() (Strategy, error) {
 		return s, err
 	}
 	return serviceRun{s}, nil
+}
+
+// forcedOut are the pods of the outdated nodes that a service which
+// forces pods out (ManagedPlan.ForcesOut) would delete once its
+// EvictionLimit passes: those whose PDB allows no disruption now. One
+// blocker per PDB names its pods; --ignore-check forced-past-pdb accepts
+// them.
+func forcedOut(p *Plan, snap snapshot.Cluster, podsByNode map[string][]*corev1.Pod, outdated []string) []check.Finding {
+	mp := p.Managed
+	if mp == nil || !mp.ForcesOut {
+		return nil
+	}
+	idx := drain.NewPDBIndex(snap.PDBs)
+	held := map[string]*check.Finding{}
+	var order []string
+	for _, node := range outdated {
+		for _, pod := range podsByNode[node] {
+			for _, pdb := range idx.ForPod(pod) {
+				if pdb.Status.DisruptionsAllowed > 0 {
+					continue
+				}
+				key := pdb.Namespace + "/" + pdb.Name
+				f := held[key]
+				if f == nil {
+					f = &check.Finding{Check: check.CheckForcedPastPDB, Severity: check.Blocker, Kind: "PodDisruptionBudget", Namespace: pdb.Namespace, Name: pdb.Name}
+					held[key], order = f, append(order, key)
+				}
+				f.Message += fmt.Sprintf("%q on %q, ", pod.Namespace+"/"+pod.Name, node)
+				if !slices.Contains(f.Nodes, node) {
+					f.Nodes = append(f.Nodes, node)
+				}
+			}
+		}
+	}
+	out := make([]check.Finding, 0, len(order))
+	for _, key := range order {
+		f := held[key]
+		f.Message = fmt.Sprintf("the %s deletes pod(s) %s once its PDB timeout of %s passes: PodDisruptionBudget %q allows no disruption now", mp.Service, strings.TrimSuffix(f.Message, ", "), FormatDuration(time.Duration(mp.EvictionLimit)), key)
+		f.Fix = "let the PDB allow a disruption (scale the workload up or relax the budget) before the run, or accept the deletion with --ignore-check " + check.CheckForcedPastPDB
+		out = append(out, *f)
+	}
+	return out
+}
+
+// StaleRevision refuses a saved plan whose group has changed since it was
+// made, as the service would refuse the update (GKE: the etag).
+func StaleRevision(saved, fresh *Plan) error {
+	if saved.Managed == nil || fresh.Managed == nil || saved.Managed.Revision == fresh.Managed.Revision {
+		return nil
+	}
+	return inputErrorf("the %s changed since the plan was made (revision %q, now %q): run plan again", saved.Managed.Service, saved.Managed.Revision, fresh.Managed.Revision)
 }

@@ -325,6 +325,7 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	pinned, pinnedKeys := pinnedPods(snap, outdatedNames, podsByNode, in)
 	p.Findings = append(p.Findings, pinned...)
 	p.Findings = append(p.Findings, noRoom(snap, podsByNode, names, roomInput(p, in), strategy.Traits().OutdatedHeldOff, pinnedKeys)...)
+	p.Findings = append(p.Findings, forcedOut(p, snap, podsByNode, outdatedNames)...)
 	if in.Cloud != nil {
 		name := in.NodeGroup
 		if name == "" {

@@ -108,6 +108,10 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	if rec == nil || rec.FinishedAt != nil {
 		return usageErrorf("cannot %s: node group %q has no unfinished run in namespace %q", o.action, o.NodeGroup, o.StateNamespace)
 	}
+	if rec.Managed != nil {
+		// The cloud's service runs the update: its own controls act on it.
+		return o.managedControl(ctx, rec, alive)
+	}
 	requests := &state.Requests{Store: store, Group: o.NodeGroup}
 	phase := plan.Phase(rec.Phase)
 	var traits plan.Traits

@@ -4,4 +4,5 @@ package plugin
 import (
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
+	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gke"
 )

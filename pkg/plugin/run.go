@@ -295,6 +295,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		if err := compareSaved(o.savedPlan, p, o.PlanFile, done); err != nil {
 			return err
 		}
+		if err := plan.StaleRevision(o.savedPlan, p); err != nil {
+			return usageErrorf("--plan-file %q is stale: %v", o.PlanFile, err)
+		}
 		p = withoutDone(o.savedPlan, p, done)
 	}
 	if err := o.printPlan(p); err != nil {

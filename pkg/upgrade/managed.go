@@ -167,7 +167,7 @@ func (e *Engine) awaitService(ctx context.Context, u cloud.ManagedUpdater, id st
 		if p.Finished() {
 			return e.serviceEnded(p, held.all())
 		}
-		e.progress.waitingFor(serviceProgressLine(e.cfg.Plan.Managed.Service, p, held.all(), e.cfg.Now()))
+		e.progress.waitingFor(serviceProgressLine(e.cfg.Plan.Managed, p, held.all(), e.cfg.Now()))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -193,10 +193,14 @@ func (e *Engine) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error {
 
 // reportHeld logs each pod that newly holds a node, once.
 func (e *Engine) reportHeld(fresh []HeldPod) {
-	limit := time.Duration(e.cfg.Plan.Managed.EvictionLimit)
+	mp := e.cfg.Plan.Managed
+	limit := time.Duration(mp.EvictionLimit)
 	for _, h := range fresh {
 		line := fmt.Sprintf("node %q: %s", h.Node, h)
-		if limit > 0 {
+		switch {
+		case limit > 0 && mp.ForcesOut:
+			line += fmt.Sprintf("; %s left before the %s's PDB timeout deletes it", roundDuration(limit), mp.Service)
+		case limit > 0:
 			line += fmt.Sprintf("; the service gives up on the node after %s", roundDuration(limit))
 		}
 		e.logf("%s", line)
@@ -204,9 +208,9 @@ func (e *Engine) reportHeld(fresh []HeldPod) {
 }
 
 // serviceProgressLine is the progress of a service's update.
-func serviceProgressLine(service string, p cloud.UpdateProgress, held []HeldPod, now time.Time) string {
+func serviceProgressLine(mp *plan.ManagedPlan, p cloud.UpdateProgress, held []HeldPod, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s update %s", service, p.ID)
+	fmt.Fprintf(&b, "%s update %s", mp.Service, p.ID)
 	if p.Phase != "" {
 		fmt.Fprintf(&b, " (%s)", p.Phase)
 	}
@@ -216,6 +220,9 @@ func serviceProgressLine(service string, p cloud.UpdateProgress, held []HeldPod,
 	if len(held) > 0 {
 		h := held[0]
 		fmt.Fprintf(&b, "; %s for %s", h.Short(), roundDuration(now.Sub(h.Since)))
+		if limit := time.Duration(mp.EvictionLimit); mp.ForcesOut && limit > 0 {
+			fmt.Fprintf(&b, ", %s left before the PDB timeout deletes it", roundDuration(max(limit-now.Sub(h.Since), 0)))
+		}
 		if len(held) > 1 {
 			fmt.Fprintf(&b, " (and %d more)", len(held)-1)
 		}

@@ -293,7 +293,9 @@ func (s *Server) getOperation(req *request) (any, error) {
 // getInstance answers instances.get. An instance a group created carries
 // the created-by metadata key naming the group, and instance-template
 // naming its template, as Compute sets them
-// (https://cloud.google.com/compute/docs/instance-groups/getting-info-about-migs#checking_if_a_vm_is_part_of_a_mig).
+// (https://cloud.google.com/compute/docs/instance-groups/getting-info-about-migs#checking_if_a_vm_is_part_of_a_mig),
+// and the metadata of the template it was created from
+// (https://cloud.google.com/compute/docs/reference/rest/v1/instanceTemplates#InstanceProperties.FIELDS.metadata).
 func (s *Server) getInstance(req *request) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -306,11 +308,15 @@ func (s *Server) getInstance(req *request) (any, error) {
 	num := s.opts.ProjectNumber
 	createdBy := fmt.Sprintf("projects/%d/%s/instanceGroupManagers/%s", num, g.scope, g.name)
 	tmpl := fmt.Sprintf("projects/%d/global/instanceTemplates/%s", num, in.Template)
+	items := []*compute.MetadataItems{{Key: "created-by", Value: &createdBy}, {Key: "instance-template", Value: &tmpl}}
+	if it := s.templates[in.Project+"/"+in.Template]; it != nil && it.Properties.Metadata != nil {
+		items = append(items, it.Properties.Metadata.Items...)
+	}
 	return &compute.Instance{
 		Kind: "compute#instance", Name: in.Name, Id: in.ID, Status: in.Status,
 		Zone:        s.link(fmt.Sprintf("projects/%s/zones/%s", req.project, zone)),
 		SelfLink:    s.link(fmt.Sprintf("projects/%s/zones/%s/instances/%s", req.project, zone, in.Name)),
-		Metadata:    &compute.Metadata{Items: []*compute.MetadataItems{{Key: "created-by", Value: &createdBy}, {Key: "instance-template", Value: &tmpl}}},
+		Metadata:    &compute.Metadata{Items: items},
 		MachineType: s.link(fmt.Sprintf("projects/%s/zones/%s/machineTypes/e2-standard-4", req.project, zone)),
 	}, nil
 }

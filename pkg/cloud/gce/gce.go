@@ -92,30 +92,39 @@ func isCode(err error, code int) bool {
 // here with a clear message rather than on the first call. EndpointEnv
 // overrides the endpoint, and with NoAuthEnv no credentials are sent.
 func New(ctx context.Context, project string) (*Provider, error) {
-	var opts []option.ClientOption
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint != "" {
-		opts = append(opts, option.WithEndpoint(endpoint))
-	}
-	if noAuth, _ := strconv.ParseBool(os.Getenv(NoAuthEnv)); noAuth && endpoint != "" {
-		opts = append(opts, option.WithoutAuthentication())
-	} else {
-		creds, err := credentials.DetectDefault(&credentials.DetectOptions{Scopes: []string{compute.ComputeScope}})
-		if err == nil {
-			_, err = creds.Token(ctx)
-		}
-		if err != nil {
-			// The cause is in the message only: a connection error to the
-			// metadata server would read as the Kubernetes API server's.
-			return nil, inputErrorf("no Google Cloud credentials found (%s); run \"gcloud auth application-default login\" or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file", oneLine(err.Error()))
-		}
-		opts = append(opts, option.WithAuthCredentials(creds))
+	opts, err := ClientOptions(ctx, EndpointEnv, NoAuthEnv, compute.ComputeScope)
+	if err != nil {
+		return nil, err
 	}
 	svc, err := compute.NewService(ctx, opts...)
 	if err != nil {
 		return nil, wrap(err, "make a Compute Engine client")
 	}
 	return &Provider{svc: svc, project: project, pollEvery: time.Second}, nil
+}
+
+// ClientOptions are the options of a Google Cloud API client: the
+// endpoint endpointEnv names, if set, and with noAuthEnv "true" beside it
+// no credentials; else Application Default Credentials for scope, a token
+// fetched once so that missing credentials fail here with a clear
+// message rather than on the first call.
+func ClientOptions(ctx context.Context, endpointEnv, noAuthEnv, scope string) ([]option.ClientOption, error) {
+	var opts []option.ClientOption
+	endpoint := os.Getenv(endpointEnv)
+	if endpoint != "" {
+		opts = append(opts, option.WithEndpoint(endpoint))
+	}
+	if noAuth, _ := strconv.ParseBool(os.Getenv(noAuthEnv)); noAuth && endpoint != "" {
+		return append(opts, option.WithoutAuthentication()), nil
+	}
+	creds, err := credentials.DetectDefault(&credentials.DetectOptions{Scopes: []string{scope}})
+	if err == nil {
+		_, err = creds.Token(ctx)
+	}
+	if err != nil {
+		return nil, &Error{msg: "no Google Cloud credentials found: " + oneLine(err.Error()) + "; run \"gcloud auth application-default login\" or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file", err: err, input: true}
+	}
+	return append(opts, option.WithAuthCredentials(creds)), nil
 }
 
 // Project is the project the provider works in.

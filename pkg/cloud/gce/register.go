@@ -26,6 +26,9 @@ const (
 	flagGroup    = "--mig"
 )
 
+// gkeNodePoolLabel marks the nodes of a GKE node pool.
+const gkeNodePoolLabel = "cloud.google.com/gke-nodepool"
+
 func init() { cloud.Register(gceCloud{}) }
 
 // gceCloud is the provider "gce" as planning and running see it.
@@ -94,6 +97,13 @@ func nodeInstances(nodes []corev1.Node) (project string, zoneOf map[string]strin
 // Open finds the nodes' managed instance groups and the target template.
 // It only reads.
 func (gceCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
+	// GKE upgrades its node pools itself: their instance groups are not
+	// to be changed behind its back.
+	for i := range nodes {
+		if pool := nodes[i].Labels[gkeNodePoolLabel]; pool != "" {
+			return nil, nil, &Error{msg: fmt.Sprintf("node %q belongs to GKE node pool %q, which GKE upgrades itself; use --provider gke", nodes[i].Name, pool), err: cloud.ErrManaged, input: true}
+		}
+	}
 	project, zoneOf, err := nodeInstances(nodes)
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,264 @@
+package gke
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	container "google.golang.org/api/container/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// The settings beyond maxSurge and maxUnavailable, by GKE's field names
+// (API reference, UpgradeSettings, BlueGreenSettings,
+// StandardRolloutPolicy, AutoscaledRolloutPolicy, NodeDrainConfig).
+const (
+	setBatchNodeCount  = "batchNodeCount"
+	setBatchPercentage = "batchPercentage"
+	setBatchSoak       = "batchSoakDuration"
+	setPoolSoak        = "nodePoolSoakDuration"
+	setWaitForDrain    = "waitForDrainDuration"
+	setPDBTimeout      = "pdbTimeoutDuration"
+)
+
+// GKE's defaults and limits
+// (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies).
+const (
+	defaultPDBTimeout = time.Hour          // PDBs honoured for up to an hour
+	defaultPoolSoak   = time.Hour          // NODE_POOL_SOAK_DURATION's default
+	maxSoak           = 7 * 24 * time.Hour // soaks in total; the autoscaled wait
+	// minAutoscaledMaster is the control plane an autoscaled blue/green
+	// upgrade needs.
+	minAutoscaledMaster = "1.34.0-gke.2201000"
+)
+
+// The strategies GKE runs, by the product's names.
+const (
+	strategySurge      = "surge"
+	strategyBlueGreen  = "blue-green"
+	strategyAutoscaled = "autoscaled-blue-green"
+	strategyShortLived = "short-lived"
+)
+
+// Runs implements plan.ManagedService: GKE runs surge, blue-green and
+// autoscaled blue-green on a standard pool, and short-lived alone on a
+// flex-start or queued-provisioning one.
+func (n *NodePool) Runs(strategy string) bool {
+	if n.flexible() {
+		return strategy == strategyShortLived
+	}
+	switch strategy {
+	case strategySurge, strategyBlueGreen, strategyAutoscaled:
+		return true
+	}
+	return false
+}
+
+// settingsOf are the pool's upgradeSettings and nodeDrainConfig in the
+// plan's terms.
+func settingsOf(p *container.NodePool) plan.UpdateSettings {
+	s := plan.UpdateSettings{Strategy: "SURGE", Other: map[string]string{}}
+	if up := p.UpgradeSettings; up != nil {
+		if up.Strategy != "" && up.Strategy != "NODE_POOL_UPDATE_STRATEGY_UNSPECIFIED" {
+			s.Strategy = up.Strategy
+		}
+		ms := int(up.MaxSurge)
+		s.MaxSurge, s.MaxUnavailable = &ms, strconv.Itoa(int(up.MaxUnavailable))
+		if bg := up.BlueGreenSettings; bg != nil {
+			put(s.Other, setPoolSoak, bg.NodePoolSoakDuration)
+			if sp := bg.StandardRolloutPolicy; sp != nil {
+				put(s.Other, setBatchNodeCount, strconv.Itoa(int(sp.BatchNodeCount)))
+				if sp.BatchPercentage > 0 {
+					put(s.Other, setBatchPercentage, strconv.FormatFloat(sp.BatchPercentage, 'g', -1, 64))
+					delete(s.Other, setBatchNodeCount)
+				}
+				put(s.Other, setBatchSoak, sp.BatchSoakDuration)
+			}
+			if a := bg.AutoscaledRolloutPolicy; a != nil {
+				s.Other[setWaitForDrain] = cmp.Or(a.WaitForDrainDuration, "259200s")
+			}
+		}
+	}
+	if dc := p.NodeDrainConfig; dc != nil {
+		put(s.Other, setPDBTimeout, dc.PdbTimeoutDuration)
+	}
+	return s
+}
+
+func put(m map[string]string, k, v string) {
+	if v != "" {
+		m[k] = v
+	}
+}
+
+// gkeSettings are the plan's settings as nodePools.update takes them.
+func gkeSettings(s plan.UpdateSettings) (*container.UpgradeSettings, *container.NodeDrainConfig) {
+	up := &container.UpgradeSettings{Strategy: s.Strategy, ForceSendFields: []string{"MaxSurge", "MaxUnavailable"}}
+	if s.MaxSurge != nil {
+		up.MaxSurge = int64(*s.MaxSurge)
+	}
+	mu, _ := strconv.Atoi(s.MaxUnavailable)
+	up.MaxUnavailable = int64(mu)
+	o := s.Other
+	if o[setPoolSoak]+o[setBatchNodeCount]+o[setBatchPercentage]+o[setBatchSoak]+o[setWaitForDrain] != "" {
+		bg := &container.BlueGreenSettings{NodePoolSoakDuration: o[setPoolSoak]}
+		if o[setWaitForDrain] != "" {
+			bg.AutoscaledRolloutPolicy = &container.AutoscaledRolloutPolicy{WaitForDrainDuration: o[setWaitForDrain]}
+		} else if o[setBatchNodeCount]+o[setBatchPercentage]+o[setBatchSoak] != "" {
+			sp := &container.StandardRolloutPolicy{BatchSoakDuration: o[setBatchSoak]}
+			sp.BatchPercentage, _ = strconv.ParseFloat(o[setBatchPercentage], 64)
+			count, _ := strconv.Atoi(o[setBatchNodeCount])
+			sp.BatchNodeCount = int64(count)
+			if o[setBatchPercentage] == "" {
+				sp.ForceSendFields = []string{"BatchNodeCount"} // 0 skips the drain phase
+			}
+			bg.StandardRolloutPolicy = sp
+		}
+		up.BlueGreenSettings = bg
+	}
+	return up, &container.NodeDrainConfig{PdbTimeoutDuration: o[setPDBTimeout]}
+}
+
+// seconds is a duration as google.protobuf.Duration's JSON has it.
+func seconds(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) + "s" }
+
+// Plan implements plan.ManagedService: the settings GKE takes for the
+// strategy, refused where GKE would refuse them, and its phases.
+func (n *NodePool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, error) {
+	before := settingsOf(n.pool)
+	during, err := n.during(in, before, nodes)
+	if err != nil {
+		return nil, err
+	}
+	limit := defaultPDBTimeout
+	if d, err := time.ParseDuration(during.Other[setPDBTimeout]); err == nil && d > 0 {
+		limit = d
+	}
+	mp := &plan.ManagedPlan{
+		Service: "GKE node pool", Details: n.details(before), Before: before, During: during,
+		Target:        fmt.Sprintf("GKE version %s, image type %s", n.target.Version, n.target.ImageType),
+		Controls:      controls(in.Strategy),
+		EvictionLimit: plan.Duration(limit), ForcesOut: in.Strategy != strategyShortLived,
+		Revision: n.etag,
+	}
+	switch in.Strategy {
+	case strategySurge:
+		mp.ScaleUp = int32(min(*during.MaxSurge, (nodes+max(zones, 1)-1)/max(zones, 1)))
+	case strategyBlueGreen:
+		mp.ScaleUp = int32(nodes)
+	}
+	mp.Steps = n.steps(in, mp, nodes, zones)
+	return mp, nil
+}
+
+// during are the settings for the run: the pool's, with the strategy's
+// from the flags.
+func (n *NodePool) during(in plan.Input, before plan.UpdateSettings, nodes int) (plan.UpdateSettings, error) {
+	s := before
+	s.Other = maps.Clone(before.Other)
+	if n.pdbTimeout != "" {
+		d, _ := time.ParseDuration(n.pdbTimeout)
+		s.Other[setPDBTimeout] = seconds(d)
+	}
+	switch in.Strategy {
+	case strategySurge:
+		mu, err := plan.ParseSurge(in.MaxSurge, in.MaxUnavailable)
+		if err != nil {
+			return s, err
+		}
+		ms := in.MaxSurge
+		s.Strategy, s.MaxSurge, s.MaxUnavailable = "SURGE", &ms, strconv.Itoa(mu)
+	case strategyBlueGreen:
+		return n.blueGreen(in.BlueGreen, s, nodes)
+	case strategyAutoscaled:
+		return n.autoscaled(in.BlueGreen, s)
+	}
+	return s, nil
+}
+
+// blueGreen sets the standard rollout: the batch, its soak, the pool's
+// soak; the soaks may add up to 7 days at most.
+func (n *NodePool) blueGreen(bg plan.BlueGreenInput, s plan.UpdateSettings, nodes int) (plan.UpdateSettings, error) {
+	s.Strategy = "BLUE_GREEN"
+	for _, k := range []string{setBatchNodeCount, setBatchPercentage, setWaitForDrain} {
+		delete(s.Other, k)
+	}
+	size := bg.BatchNodes
+	if size < 0 {
+		s.Other[setBatchPercentage] = strconv.FormatFloat(bg.BatchPercent, 'g', -1, 64)
+		size = max(int(bg.BatchPercent*float64(nodes)), 1)
+	} else {
+		s.Other[setBatchNodeCount] = strconv.Itoa(size)
+	}
+	s.Other[setBatchSoak], s.Other[setPoolSoak] = seconds(bg.BatchSoak), seconds(bg.NodePoolSoak)
+	batches := 0
+	if size > 0 {
+		batches = (nodes + size - 1) / size
+	}
+	if total := time.Duration(max(batches-1, 0))*bg.BatchSoak + bg.NodePoolSoak; total > maxSoak {
+		return s, inputErrorf("the soaks add up to %s (--batch-soak between %d batches, then --node-pool-soak), above GKE's limit of 7 days; lower them", plan.FormatDuration(total), batches)
+	}
+	return s, nil
+}
+
+// autoscaled sets the autoscaled rollout's wait; GKE runs it only on a
+// pool with autoscaling and a control plane of 1.34.0-gke.2201000 or
+// later.
+func (n *NodePool) autoscaled(bg plan.BlueGreenInput, s plan.UpdateSettings) (plan.UpdateSettings, error) {
+	if a := n.pool.Autoscaling; a == nil || !a.Enabled {
+		return s, inputErrorf("--strategy %s needs a node pool with autoscaling enabled; %s has none: enable it or use --strategy %s", strategyAutoscaled, n, strategyBlueGreen)
+	}
+	if compareVersions(n.masterVersion, minAutoscaledMaster) < 0 {
+		return s, inputErrorf("--strategy %s needs a control plane of %s or later; cluster %q runs %s", strategyAutoscaled, minAutoscaledMaster, n.cluster, n.masterVersion)
+	}
+	if bg.WaitPeriod < 0 || bg.WaitPeriod > maxSoak {
+		return s, inputErrorf("invalid --wait-period %s: GKE takes 0 to 7 days", plan.FormatDuration(bg.WaitPeriod))
+	}
+	s.Strategy = "BLUE_GREEN"
+	for _, k := range []string{setBatchNodeCount, setBatchPercentage, setBatchSoak} {
+		delete(s.Other, k)
+	}
+	s.Other[setWaitForDrain] = seconds(bg.WaitPeriod)
+	return s, nil
+}
+
+// controls are the commands GKE's upgrade with the strategy offers.
+func controls(strategy string) []string {
+	switch strategy {
+	case strategySurge:
+		return []string{"cancel", "resume", "rollback"}
+	case strategyBlueGreen:
+		return []string{"cancel", "resume", "rollback", "complete"}
+	case strategyAutoscaled:
+		return []string{"cancel", "resume"}
+	}
+	return []string{}
+}
+
+// details are the pool as nodePools.get shows it.
+func (n *NodePool) details(s plan.UpdateSettings) []plan.Detail {
+	p := n.pool
+	var groups []string
+	for _, u := range p.InstanceGroupUrls {
+		groups = append(groups, u[strings.LastIndex(u, "/")+1:])
+	}
+	scaling := "off"
+	if a := p.Autoscaling; a != nil && a.Enabled {
+		scaling = fmt.Sprintf("on, %d-%d per zone, total %d-%d", a.MinNodeCount, a.MaxNodeCount, a.TotalMinNodeCount, a.TotalMaxNodeCount)
+	}
+	pdb := cmp.Or(s.Other[setPDBTimeout], "unset (GKE's 1h)")
+	return []plan.Detail{
+		{Name: "node pool", Value: fmt.Sprintf("%s (cluster %s in %s, control plane %s)", n.name, n.cluster, n.location, n.masterVersion)},
+		{Name: "status", Value: p.Status},
+		{Name: "version", Value: fmt.Sprintf("%s, image type %s", p.Version, n.imageType())},
+		{Name: "instance groups", Value: fmt.Sprintf("%s in zones %s", strings.Join(groups, ", "), strings.Join(p.Locations, ", "))},
+		{Name: "autoscaling", Value: scaling},
+		{Name: "upgrade settings", Value: s.String()},
+		{Name: "PDB timeout", Value: pdb},
+		{Name: "etag", Value: p.Etag},
+	}
+}

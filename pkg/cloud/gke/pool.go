@@ -1,0 +1,466 @@
+package gke
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	container "google.golang.org/api/container/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// NodePool is a GKE node pool, whose upgrades GKE runs.
+type NodePool struct {
+	c                                *clients
+	project, location, cluster, name string
+	pool                             *container.NodePool
+	masterVersion                    string
+	// target is the node version and image type the update moves to.
+	target nodeConfig
+	// pdbTimeout is --pdb-timeout, "" to keep the pool's.
+	pdbTimeout string
+	// etag is the pool's etag when planned: the update carries it, so a
+	// pool changed since is refused. A Configure of the run's own
+	// settings moves it on; the update uses it up.
+	etag string
+}
+
+// nodeConfig is a node version and an image type.
+type nodeConfig struct{ Version, ImageType string }
+
+func (c nodeConfig) String() string { return c.Version + "/" + c.ImageType }
+
+var (
+	_ cloud.ManagedUpdater   = (*NodePool)(nil)
+	_ plan.ManagedService    = (*NodePool)(nil)
+	_ cloud.UpdateCanceller  = (*NodePool)(nil)
+	_ cloud.UpdateResumer    = (*NodePool)(nil)
+	_ cloud.UpdateRollbacker = (*NodePool)(nil)
+	_ cloud.UpdateCompleter  = (*NodePool)(nil)
+	_ cloud.Claimer          = gkeCloud{}
+	_ cloud.FlagBinder       = gkeCloud{}
+	_ cloud.Helper           = gkeCloud{}
+	_ cloud.FlagValues       = gkeCloud{}
+)
+
+// Name implements cloud.Provider.
+func (n *NodePool) Name() string { return Name }
+
+// Describe implements cloud.Provider.
+func (n *NodePool) Describe() string { return "GKE replaces the nodes of " + n.String() }
+
+// GroupName implements cloud.ManagedUpdater.
+func (n *NodePool) GroupName() string { return n.name }
+
+func (n *NodePool) clusterPath() string {
+	return fmt.Sprintf("projects/%s/locations/%s/clusters/%s", n.project, n.location, n.cluster)
+}
+
+func (n *NodePool) poolPath() string { return n.clusterPath() + "/nodePools/" + n.name }
+
+func (n *NodePool) opPath(id string) string {
+	return fmt.Sprintf("projects/%s/locations/%s/operations/%s", n.project, n.location, id)
+}
+
+// read reads the cluster's control plane version and the pool.
+func (n *NodePool) read(ctx context.Context) error {
+	cl, err := n.c.gke.Projects.Locations.Clusters.Get(n.clusterPath()).Context(ctx).Do()
+	if apiCode(err) == http.StatusNotFound {
+		return inputErrorf("GKE cluster %q not found in location %q of project %q; check --%s and --%s", n.cluster, n.location, n.project, optCluster, optLocation)
+	}
+	if err != nil {
+		return wrap(err, "get GKE cluster %q", n.cluster)
+	}
+	n.masterVersion = cl.CurrentMasterVersion
+	if err := n.refresh(ctx); err != nil {
+		return err
+	}
+	n.etag = n.pool.Etag
+	return nil
+}
+
+// refresh reads the pool again.
+func (n *NodePool) refresh(ctx context.Context) error {
+	p, err := n.c.gke.Projects.Locations.Clusters.NodePools.Get(n.poolPath()).Context(ctx).Do()
+	if apiCode(err) == http.StatusNotFound {
+		return inputErrorf("%s not found", n)
+	}
+	if err != nil {
+		return wrap(err, "get %s", n)
+	}
+	n.pool = p
+	return nil
+}
+
+func (n *NodePool) imageType() string {
+	if n.pool.Config == nil {
+		return ""
+	}
+	return n.pool.Config.ImageType
+}
+
+// flexible reports whether GKE upgrades the pool short-lived: a
+// flex-start or queued-provisioning pool
+// (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies#short-lived-upgrades).
+func (n *NodePool) flexible() bool {
+	return n.pool.Config != nil && n.pool.Config.FlexStart || n.pool.QueuedProvisioning != nil && n.pool.QueuedProvisioning.Enabled
+}
+
+// resolveTarget reads --node-version and --image-type as
+// nodePools.update takes them (API reference,
+// UpdateNodePoolRequest.nodeVersion: "-" the master's version, "latest"
+// the highest valid one, "1.X" and "1.X.Y" the highest valid one of
+// theirs), refusing what GKE would refuse: a version it does not offer or
+// above the control plane's
+// (https://cloud.google.com/kubernetes-engine/versioning#version_skew), an
+// image type it does not offer.
+func (n *NodePool) resolveTarget(ctx context.Context, o map[string]string) error {
+	n.target = nodeConfig{Version: n.pool.Version, ImageType: n.imageType()}
+	n.pdbTimeout = o[optPDBTimeout]
+	v, image := o[optNodeVersion], o[optImageType]
+	if v == "" && image == "" {
+		return nil
+	}
+	sc, err := n.c.gke.Projects.Locations.GetServerConfig(fmt.Sprintf("projects/%s/locations/%s", n.project, n.location)).Context(ctx).Do()
+	if err != nil {
+		return wrap(err, "get the server config of location %q", n.location)
+	}
+	if image != "" {
+		if !slices.Contains(sc.ValidImageTypes, image) {
+			return inputErrorf("invalid --%s %q: GKE offers %s in %s", optImageType, image, strings.Join(sc.ValidImageTypes, ", "), n.location)
+		}
+		n.target.ImageType = image
+	}
+	if v != "" {
+		if n.target.Version, err = n.resolveVersion(v, sc.ValidNodeVersions); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *NodePool) resolveVersion(v string, valid []string) (string, error) {
+	below := slices.DeleteFunc(slices.Clone(valid), func(x string) bool { return compareVersions(x, n.masterVersion) > 0 })
+	slices.SortFunc(below, compareVersions)
+	switch {
+	case v == "-":
+		return n.masterVersion, nil
+	case v == "latest" && len(below) > 0:
+		return below[len(below)-1], nil
+	case compareVersions(v, n.masterVersion) > 0 && !strings.HasPrefix(n.masterVersion, v+"."):
+		return "", inputErrorf("node version %q is above the control plane's %q of cluster %q; upgrade the control plane first or change --%s", v, n.masterVersion, n.cluster, optNodeVersion)
+	}
+	for _, x := range slices.Backward(below) {
+		if x == v || strings.HasPrefix(x, v+".") || strings.HasPrefix(x, v+"-") {
+			return x, nil
+		}
+	}
+	return "", inputErrorf("node version %q is not offered in %s at or below the control plane's %q (offered: %s); change --%s", v, n.location, n.masterVersion, strings.Join(below, ", "), optNodeVersion)
+}
+
+// compareVersions orders GKE versions (1.31.2-gke.1000) by major, minor,
+// patch and the gke.N suffix; missing parts count as 0.
+func compareVersions(a, b string) int {
+	return slices.Compare(versionParts(a), versionParts(b))
+}
+
+func versionParts(v string) []int {
+	base, suffix, _ := strings.Cut(v, "-gke.")
+	out := make([]int, 0, 4)
+	for f := range strings.SplitSeq(base, ".") {
+		var x int
+		_, _ = fmt.Sscanf(f, "%d", &x)
+		out = append(out, x)
+	}
+	for len(out) < 3 {
+		out = append(out, 0)
+	}
+	var g int
+	_, _ = fmt.Sscanf(suffix, "%d", &g)
+	return append(out, g)
+}
+
+// OSDistributionLabel names a GKE node's image family (cos, ubuntu).
+const OSDistributionLabel = "cloud.google.com/gke-os-distribution"
+
+// osDistribution is the family of an image type.
+func osDistribution(imageType string) string {
+	switch {
+	case strings.HasPrefix(imageType, "UBUNTU"):
+		return "ubuntu"
+	case strings.HasPrefix(imageType, "WINDOWS"):
+		return "windows"
+	}
+	return "cos"
+}
+
+// nodeConfigOf is what a node runs: its kubelet's version (a GKE node's
+// kubelet reports the pool version, v1.31.2-gke.1000), and the image type
+// of its OS family, the target's or the pool's where they share it.
+func (n *NodePool) nodeConfigOf(node *corev1.Node) nodeConfig {
+	c := nodeConfig{Version: strings.TrimPrefix(node.Status.NodeInfo.KubeletVersion, "v"), ImageType: n.imageType()}
+	if dist := node.Labels[OSDistributionLabel]; dist != "" && dist != osDistribution(c.ImageType) {
+		c.ImageType = strings.ToUpper(dist)
+		if dist == osDistribution(n.target.ImageType) {
+			c.ImageType = n.target.ImageType
+		}
+	}
+	return c
+}
+
+// cloudGroup is the plan's view of the pool: every node not on the
+// target version and image type is outdated.
+func (n *NodePool) cloudGroup(nodes []corev1.Node) *plan.CloudGroup {
+	byNode := map[string]plan.Machine{}
+	for i := range nodes {
+		_, zone, name, _ := gce.InstanceFromProviderID(nodes[i].Spec.ProviderID)
+		byNode[nodes[i].Name] = plan.Machine{ID: name, Zone: zone, Template: n.name, Version: n.nodeConfigOf(&nodes[i]).String()}
+	}
+	sizes := plan.Sizes{Min: int32(len(nodes)), Desired: int32(len(nodes)), Max: int32(len(nodes))}
+	if a := n.pool.Autoscaling; a != nil && a.Enabled {
+		sizes.Min = int32(max(a.TotalMinNodeCount, a.MinNodeCount*int64(len(n.pool.Locations))))
+		sizes.Max = int32(max(a.TotalMaxNodeCount, a.MaxNodeCount*int64(len(n.pool.Locations))))
+	}
+	current := nodeConfig{Version: n.pool.Version, ImageType: n.imageType()}
+	return &plan.CloudGroup{
+		Provider: Name, Region: n.location, Name: n.name, GroupKind: "GKE node pool",
+		Template: n.name, TemplateKind: "node pool", MachineKind: "instance",
+		CurrentVersion: current.String(), TargetVersion: n.target.String(),
+		Sizes: sizes, Nodes: byNode, Managed: n,
+		LaunchesAfter: fmt.Sprintf("GKE version %s, image type %s", n.target.Version, n.target.ImageType),
+	}
+}
+
+// Settings implements cloud.ManagedUpdater.
+func (n *NodePool) Settings(ctx context.Context) (plan.UpdateSettings, error) {
+	if err := n.refresh(ctx); err != nil {
+		return plan.UpdateSettings{}, err
+	}
+	return settingsOf(n.pool), nil
+}
+
+// Configure implements cloud.ManagedUpdater: nodePools.update with the
+// upgradeSettings and nodeDrainConfig alone, carrying the plan's etag
+// while the run's upgrade has not started, then the wait for its
+// operation.
+func (n *NodePool) Configure(ctx context.Context, s plan.UpdateSettings) error {
+	if err := n.refresh(ctx); err != nil {
+		return err
+	}
+	if settingsOf(n.pool).Equal(s) {
+		return nil
+	}
+	up, dc := gkeSettings(s)
+	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), &container.UpdateNodePoolRequest{
+		UpgradeSettings: up, NodeDrainConfig: dc, Etag: n.etag,
+	}).Context(ctx).Do()
+	if err != nil {
+		return n.refused(err, "set the upgrade settings of")
+	}
+	if err := n.waitDone(ctx, op.Name); err != nil {
+		return err
+	}
+	if n.etag == "" {
+		return nil
+	}
+	// The run's own change: the update goes on from the pool as it set it.
+	if err := n.refresh(ctx); err != nil {
+		return err
+	}
+	n.etag = n.pool.Etag
+	return nil
+}
+
+// refused turns GKE's refusal of an update into the user's error: a
+// stale etag (ABORTED, 409), a refused argument (400).
+func (n *NodePool) refused(err error, what string) error {
+	switch apiCode(err) {
+	case http.StatusConflict:
+		return &Error{msg: fmt.Sprintf("%s changed since the plan (etag %q): GKE refused the update; run plan again", n, n.etag), err: err, input: true}
+	case http.StatusBadRequest:
+		return &Error{msg: fmt.Sprintf("GKE refused the update of %s: %s", n, apiMessage(err)), err: err, input: true}
+	}
+	return wrap(err, "%s %s", what, n)
+}
+
+// waitDone waits until the operation is DONE and returns its error.
+func (n *NodePool) waitDone(ctx context.Context, id string) error {
+	for {
+		op, err := n.c.gke.Projects.Locations.Operations.Get(n.opPath(id)).Context(ctx).Do()
+		if err != nil {
+			return wrap(err, "get operation %q", id)
+		}
+		if op.Status == "DONE" {
+			if op.Error != nil && op.Error.Code != 0 {
+				return &Error{msg: fmt.Sprintf("GKE operation %s on %s failed: %s", id, n, oneLine(op.Error.Message))}
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(n.c.pollEvery):
+		}
+	}
+}
+
+// StartUpdate implements cloud.ManagedUpdater: nodePools.update to the
+// target with the plan's etag, unless an upgrade of the pool runs
+// already: then that one, so a second run follows the first.
+func (n *NodePool) StartUpdate(ctx context.Context, _ bool) (string, error) {
+	if id, err := n.runningUpgrade(ctx); err != nil || id != "" {
+		return id, err
+	}
+	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), &container.UpdateNodePoolRequest{
+		NodeVersion: n.target.Version, ImageType: n.target.ImageType, Etag: n.etag,
+	}).Context(ctx).Do()
+	if err != nil {
+		// A lost answer: the upgrade it started is found again.
+		if id, ierr := n.runningUpgrade(ctx); ierr == nil && id != "" && apiCode(err) != http.StatusConflict {
+			return id, nil
+		}
+		return "", n.refused(err, "start the upgrade of")
+	}
+	n.etag = ""
+	return op.Name, nil
+}
+
+// runningUpgrade is the pool's UPGRADE_NODES operation under way, "" if
+// none (operations.list).
+func (n *NodePool) runningUpgrade(ctx context.Context) (string, error) {
+	ops, err := n.c.gke.Projects.Locations.Operations.List(fmt.Sprintf("projects/%s/locations/%s", n.project, n.location)).Context(ctx).Do()
+	if err != nil {
+		return "", wrap(err, "list the operations of %s", n)
+	}
+	for _, op := range slices.Backward(ops.Operations) {
+		if op.OperationType == "UPGRADE_NODES" && op.Status != "DONE" && strings.HasSuffix(op.TargetLink, "/nodePools/"+n.name) &&
+			strings.Contains(op.TargetLink, "/clusters/"+n.cluster+"/") {
+			return op.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// Progress implements cloud.ManagedUpdater: operations.get, and the
+// blue/green phase from the pool's updateInfo.
+func (n *NodePool) Progress(ctx context.Context, id string) (cloud.UpdateProgress, error) {
+	op, err := n.c.gke.Projects.Locations.Operations.Get(n.opPath(id)).Context(ctx).Do()
+	if err != nil {
+		return cloud.UpdateProgress{}, wrap(err, "get operation %q", id)
+	}
+	p := cloud.UpdateProgress{ID: id, State: opState(op), Phase: op.Status}
+	p.Done, p.Total = progressOf(op)
+	if err := n.refresh(ctx); err == nil && n.pool.UpdateInfo != nil && n.pool.UpdateInfo.BlueGreenInfo != nil {
+		p.Phase = n.pool.UpdateInfo.BlueGreenInfo.Phase
+	}
+	if p.State == cloud.UpdateFailed {
+		p.Errors = []cloud.UpdateError{opError(op)}
+	}
+	return p, nil
+}
+
+// opState maps an operation's status and error (API reference,
+// Operation.status: DONE "either cancelled or completed"; a cancel ends
+// it with code CANCELLED, 1).
+func opState(op *container.Operation) cloud.UpdateState {
+	switch {
+	case op.Status != "DONE":
+		return cloud.UpdateInProgress
+	case op.Error == nil || op.Error.Code == 0:
+		return cloud.UpdateSucceeded
+	case op.Error.Code == 1:
+		return cloud.UpdateCancelled
+	}
+	return cloud.UpdateFailed
+}
+
+// opError is a failed operation's error; new nodes that never became
+// ready, or capacity GKE could not get, are NodeCreationFailure.
+func opError(op *container.Operation) cloud.UpdateError {
+	msg := cmp.Or(op.Error.Message, op.StatusMessage)
+	code := fmt.Sprintf("GKE error %d", op.Error.Code)
+	if op.Error.Code == 8 || strings.Contains(msg, "did not become ready") {
+		code = "NodeCreationFailure"
+	}
+	return cloud.UpdateError{Code: code, Message: oneLine(msg)}
+}
+
+// progressOf reads the metrics "nodes done" and "nodes total" (API
+// reference, OperationProgress.metrics; NODES_DONE and NODES_TOTAL are
+// taken too).
+func progressOf(op *container.Operation) (done, total int) {
+	if op.Progress == nil {
+		return 0, 0
+	}
+	for _, m := range op.Progress.Metrics {
+		switch strings.ToLower(strings.ReplaceAll(m.Name, "_", " ")) {
+		case "nodes done":
+			done = int(m.IntValue)
+		case "nodes total":
+			total = int(m.IntValue)
+		}
+	}
+	return done, total
+}
+
+// CancelUpdate implements cloud.UpdateCanceller: operations.cancel. The
+// nodes under way finish; a blue/green upgrade pauses in its phase, but
+// not while blue is deleted.
+func (n *NodePool) CancelUpdate(ctx context.Context, id string) error {
+	_, err := n.c.gke.Projects.Locations.Operations.Cancel(n.opPath(id), &container.CancelOperationRequest{}).Context(ctx).Do()
+	if apiCode(err) == http.StatusBadRequest {
+		return &Error{msg: fmt.Sprintf("GKE refused to cancel operation %s: %s", id, apiMessage(err)), err: err, input: true}
+	}
+	if err != nil {
+		return wrap(err, "cancel operation %s", id)
+	}
+	return nil
+}
+
+// ResumeUpdate implements cloud.UpdateResumer: the update again, to the
+// same target, which GKE takes as the resumption of the cancelled one
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/upgrading-a-cluster#resume-upgrade).
+func (n *NodePool) ResumeUpdate(ctx context.Context, _ string) (string, error) {
+	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), &container.UpdateNodePoolRequest{
+		NodeVersion: n.target.Version, ImageType: n.target.ImageType,
+	}).Context(ctx).Do()
+	if err != nil {
+		return "", n.refused(err, "resume the upgrade of")
+	}
+	return op.Name, nil
+}
+
+// RollbackUpdate implements cloud.UpdateRollbacker: nodePools.rollback
+// with respectPdb, so the drains of the rollback honour
+// PodDisruptionBudgets too.
+func (n *NodePool) RollbackUpdate(ctx context.Context, _ string) (string, error) {
+	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Rollback(n.poolPath(), &container.RollbackNodePoolUpgradeRequest{RespectPdb: true}).Context(ctx).Do()
+	if apiCode(err) == http.StatusBadRequest {
+		return "", &Error{msg: fmt.Sprintf("GKE refused to roll back %s: %s", n, apiMessage(err)), err: err, input: true}
+	}
+	if err != nil {
+		return "", wrap(err, "roll back %s", n)
+	}
+	return op.Name, nil
+}
+
+// CompleteUpdate implements cloud.UpdateCompleter: completeUpgrade, which
+// ends a blue/green soak and deletes blue.
+func (n *NodePool) CompleteUpdate(ctx context.Context, _ string) error {
+	_, err := n.c.gke.Projects.Locations.Clusters.NodePools.CompleteUpgrade(n.poolPath(), &container.CompleteNodePoolUpgradeRequest{}).Context(ctx).Do()
+	if apiCode(err) == http.StatusBadRequest {
+		return &Error{msg: fmt.Sprintf("GKE refused to complete the upgrade of %s: %s", n, apiMessage(err)), err: err, input: true}
+	}
+	if err != nil {
+		return wrap(err, "complete the upgrade of %s", n)
+	}
+	return nil
+}

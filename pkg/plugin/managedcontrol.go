@@ -1,0 +1,199 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// The controls of a run whose update the cloud's service carries out
+// (EKS managed node groups, GKE node pools): they call the service's own
+// control (cloud.UpdateCanceller, ...) on the recorded update, and refuse,
+// saying why, where the service has none.
+
+// managedPollInterval is how often a rollback the command follows is read.
+const managedPollInterval = 2 * time.Second
+
+// managedControl carries the action out on the service's update of rec.
+func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, alive bool) error {
+	req, err := o.recordedRequest(rec)
+	if err != nil {
+		return err
+	}
+	p, provider, err := o.openManaged(ctx, req)
+	if err != nil {
+		return err
+	}
+	if err := o.refuseControl(p.Managed, provider); err != nil {
+		return err
+	}
+	id := rec.Managed.UpdateID
+	if id == "" {
+		return usageErrorf("cannot %s: the run on %q has not started the %s's update yet; run it again, or \"kubectl nodeupgrade abort %s\"", o.action, o.NodeGroup, p.Managed.Service, o.NodeGroup)
+	}
+	switch o.action {
+	case "cancel":
+		if err := provider.(cloud.UpdateCanceller).CancelUpdate(ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "cancelled the %s's update %s of %q: the nodes under way finish, no other starts; \"kubectl nodeupgrade resume %s\" continues it, \"rollback\" undoes it\n", p.Managed.Service, id, o.NodeGroup, o.NodeGroup)
+		return nil
+	case "complete":
+		if err := provider.(cloud.UpdateCompleter).CompleteUpdate(ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "ended the soak of the %s's update %s of %q: the blue nodes are deleted now\n", p.Managed.Service, id, o.NodeGroup)
+		return nil
+	}
+	if alive {
+		return usageErrorf("cannot %s: the run on %q is alive (%s) and follows the %s's update %s; cancel it first", o.action, o.NodeGroup, rec.Holder, p.Managed.Service, id)
+	}
+	if o.action == "resume" {
+		return o.resumeManaged(ctx, rec, req, provider, id)
+	}
+	return o.rollbackManaged(ctx, rec, provider, p.Managed, id)
+}
+
+// openManaged plans the recorded request again, which opens the group's
+// provider.
+func (o *ControlOptions) openManaged(ctx context.Context, req plan.Request) (*plan.Plan, cloud.ManagedUpdater, error) {
+	_, ro := newCmdRun(o.configFlags, o.IOStreams)
+	ro.client = o.client
+	ro.Request, ro.StateNamespace, ro.Yes = req, o.StateNamespace, true
+	if err := ro.loadPlanFile(); err != nil {
+		return nil, nil, err
+	}
+	if err := ro.Validate(); err != nil {
+		return nil, nil, err
+	}
+	p, err := ro.buildPlan(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot %s: error when reading node group %q as its run recorded it: %w", o.action, o.NodeGroup, err)
+	}
+	u, ok := ro.cloudProvider.(cloud.ManagedUpdater)
+	if !ok || p.Managed == nil {
+		return nil, nil, fmt.Errorf("cannot %s: the run on %q recorded a service's update, but its nodes no longer lead to the service's group", o.action, o.NodeGroup)
+	}
+	return p, u, nil
+}
+
+// refuseControl refuses an action the service's update does not offer,
+// saying why: the service cannot stop it (EKS), or offers others only.
+func (o *ControlOptions) refuseControl(mp *plan.ManagedPlan, provider cloud.Provider) error {
+	if slices.Contains(cloud.ManagedControls(provider), o.action) && slices.Contains(mp.Controls, o.action) {
+		return nil
+	}
+	if mp.NoStop != "" {
+		return usageErrorf("cannot %s: %s", o.action, mp.NoStop)
+	}
+	offered := "none"
+	if len(mp.Controls) > 0 {
+		offered = strings.Join(mp.Controls, ", ")
+	}
+	return usageErrorf("cannot %s: the %s's update offers no %s here (it offers: %s)", o.action, mp.Service, o.action, offered)
+}
+
+// resumeManaged continues a cancelled update with the service's resume
+// (or, where the update still runs, follows it), then finishes the run.
+func (o *ControlOptions) resumeManaged(ctx context.Context, rec *state.Record, req plan.Request, u cloud.ManagedUpdater, id string) error {
+	pr, err := u.Progress(ctx, id)
+	if err != nil {
+		return err
+	}
+	if pr.State == cloud.UpdateCancelled || pr.State == cloud.UpdateFailed {
+		newID, err := u.(cloud.UpdateResumer).ResumeUpdate(ctx, id)
+		if err != nil {
+			return err
+		}
+		rec.Managed.UpdateID = newID
+		store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+		if err := store.Save(ctx, rec); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "resumed the update of %q: update %s\n", o.NodeGroup, newID)
+	}
+	if err := (&state.Requests{Store: &state.Store{Client: o.client, Namespace: o.StateNamespace}, Group: o.NodeGroup}).Clear(ctx); err != nil {
+		return err
+	}
+	return o.rerun(ctx, rec, req, false)
+}
+
+// rollbackManaged starts the service's rollback of a stopped update,
+// follows it to its end under the group's lock, puts the update settings
+// from before the run back, and ends the run.
+func (o *ControlOptions) rollbackManaged(ctx context.Context, rec *state.Record, u cloud.ManagedUpdater, mp *plan.ManagedPlan, id string) error {
+	if pr, err := u.Progress(ctx, id); err != nil || !pr.Finished() {
+		if err != nil {
+			return err
+		}
+		return usageErrorf("cannot roll back: the %s's update %s of %q still runs; cancel it first", mp.Service, id, o.NodeGroup)
+	}
+	ctx, _, release, err := holdLock(ctx, o.client, o.StateNamespace, o.NodeGroup)
+	if err != nil {
+		return err
+	}
+	defer release()
+	rb, err := u.(cloud.UpdateRollbacker).RollbackUpdate(ctx, id)
+	if err != nil {
+		return err
+	}
+	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+	rec.Managed.UpdateID = rb
+	if err := store.Save(ctx, rec); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "rolling back the update of %q: %s update %s\n", o.NodeGroup, mp.Service, rb)
+	if err := o.followManaged(ctx, u, rb); err != nil {
+		return err
+	}
+	if rec.Managed.Configured {
+		if err := u.Configure(ctx, rec.Managed.Before); err != nil {
+			return err
+		}
+		rec.Managed.Configured = false
+		fmt.Fprintf(o.Out, "update settings of %q back to %s\n", o.NodeGroup, rec.Managed.Before)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	rec.FinishedAt, rec.AbortedAt, rec.Note = &now, &now, fmt.Sprintf("rolled back by the %s's update %s", mp.Service, rb)
+	if err := store.Save(ctx, rec); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "rolled back %q: the nodes the update had replaced run the previous version again\n", o.NodeGroup)
+	return nil
+}
+
+// followManaged reads the service's update until it ends, printing its
+// phase and nodes as they change.
+func (o *ControlOptions) followManaged(ctx context.Context, u cloud.ManagedUpdater, id string) error {
+	last := ""
+	for {
+		pr, err := u.Progress(ctx, id)
+		switch {
+		case err != nil && !cloud.Transient(err):
+			return err
+		case err == nil:
+			line := fmt.Sprintf("update %s: %s, %d of %d nodes", id, pr.Phase, pr.Done, pr.Total)
+			if line != last {
+				fmt.Fprintln(o.Out, line)
+				last = line
+			}
+			if pr.State == cloud.UpdateSucceeded {
+				return nil
+			}
+			if pr.Finished() {
+				return fmt.Errorf("the service's update %s ended %s: %v", id, pr.State, pr.Errors)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(managedPollInterval):
+		}
+	}
+}

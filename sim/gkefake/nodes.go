@@ -1,0 +1,108 @@
+package gkefake
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
+)
+
+// NodePoolLabel is the label GKE puts on the nodes of a node pool
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/node-pools#viewing_node_pools_in_a_cluster).
+const NodePoolLabel = "cloud.google.com/gke-nodepool"
+
+// OSDistributionLabel names the node image's OS family on GKE's nodes.
+const OSDistributionLabel = "cloud.google.com/gke-os-distribution"
+
+// kubeNodes makes an instance a node as gcefake does (named after it,
+// provider ID gce://, its template's kube-labels), then reports the
+// kubelet version of the pool version the template runs, as a GKE node's
+// kubelet does ("v1.31.2-gke.1000000"): what kubectl get nodes shows as
+// VERSION, and how a node's version is told from the pool's.
+func (s *Server) kubeNodes() (onLaunch, onDelete func(context.Context, gcefake.Instance) error) {
+	join, leave := gcefake.KubeNodes(s.kube, gcefake.NodeOptions{})
+	onLaunch = func(ctx context.Context, in gcefake.Instance) error {
+		if err := join(ctx, in); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		cfg, ok := s.templates[in.Template]
+		s.mu.Unlock()
+		if !ok {
+			return nil
+		}
+		return s.reportVersion(ctx, in.Name, "v"+cfg.Version)
+	}
+	return onLaunch, leave
+}
+
+// reportVersion sets the node's kubelet version once kwok has made it
+// Ready (kwok writes nodeInfo when it initializes a node, never after).
+func (s *Server) reportVersion(ctx context.Context, name, version string) error {
+	for {
+		n, err := s.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if ready(n) {
+			break
+		}
+		if err := sleep(ctx, s.opts.PollEvery); err != nil {
+			return err
+		}
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := s.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.NodeInfo.KubeletVersion = version
+		_, err = s.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// nodeVersion is the pool version a node's kubelet reports.
+func nodeVersion(n *corev1.Node) string {
+	return strings.TrimPrefix(n.Status.NodeInfo.KubeletVersion, "v")
+}
+
+// patchNode changes a node, retrying on conflicts; a node that is gone is
+// left alone.
+func (s *Server) patchNode(ctx context.Context, name string, change func(*corev1.Node)) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := s.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(n)
+		_, err = s.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) cordon(ctx context.Context, name string, on bool) error {
+	return s.patchNode(ctx, name, func(n *corev1.Node) { n.Spec.Unschedulable = on })
+}
