@@ -46,7 +46,7 @@ func (e *Engine) Abort(ctx context.Context) error {
 	if err := e.releaseNodes(ctx, nodes); err != nil {
 		return err
 	}
-	if e.defaultBack, err = e.restoreDefault(ctx); err != nil {
+	if e.defaultBack, err = e.abortDefault(ctx); err != nil {
 		return err
 	}
 	if err := e.restoreSizes(ctx); err != nil {
@@ -177,7 +177,7 @@ func (e *Engine) restoreSizes(ctx context.Context) error {
 	if e.defaultBack {
 		e.note = joinNote(e.note, fmt.Sprintf("%s %q launches %s version %s again, the default before the run; the nodes already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
 			e.groupKind(), e.group.GroupName(), e.templateKind(), cr.DefaultWas, cr.TargetVersion))
-	} else if cr.TargetVersion != "" && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion {
+	} else if !e.allOnTarget() && cr.TargetVersion != "" && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion {
 		e.note = joinNote(e.note, fmt.Sprintf("%s %q still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
 			e.groupKind(), e.group.GroupName(), e.templateKind(), cr.TargetVersion, cr.FromVersion))
 	}
