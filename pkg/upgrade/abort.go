@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,7 +61,38 @@ func (e *Engine) Abort(ctx context.Context) error {
 	}
 	// The scale-down and the rollback of green take the annotation off the
 	// group's nodes; green given by selector is not among them.
-	return e.unprotect(ctx, nodes)
+	if err := e.unprotect(ctx, nodes); err != nil {
+		return err
+	}
+	return e.awaitRecovering(ctx)
+}
+
+// awaitRecovering waits, within the recovery timeout (the run's
+// --drain-timeout), for the workloads the run evicted pods of that may not
+// be Ready again (the record's Recovering, and what abort's own drains
+// evicted), so that "back in service" holds when abort says it and a run
+// right after finds no workload recovering.
+func (e *Engine) awaitRecovering(ctx context.Context) error {
+	owners := slices.Clone(e.cfg.Record.Recovering)
+	for _, o := range OwnersOf(e.evicted) {
+		if !slices.Contains(owners, o) {
+			owners = append(owners, o)
+		}
+	}
+	if len(owners) == 0 {
+		return nil
+	}
+	e.logf("waiting up to %s for %d workloads the run evicted pods of to be Ready again", e.cfg.RecoverTimeout, len(owners))
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
+	defer cancel()
+	if err := e.view.workloads.waitReady(wctx, owners, e.showWaitingFor("workloads to be Ready again: ")); err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("workloads the run evicted pods of are not Ready again within %s (the run's --drain-timeout): %w", e.cfg.RecoverTimeout, err)
+		}
+		return err
+	}
+	e.recordRecovering(nil, owners)
+	return nil
 }
 
 // abortNodes are the nodes the run may have changed and not finished: the
