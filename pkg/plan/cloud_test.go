@@ -282,3 +282,49 @@ func TestRebalanceLine(t *testing.T) {
 		})
 	}
 }
+
+// TestWholeGroupReplacedOnlyWhenOutdated: blue/green replaces every node
+// of the group, current ones too, but only when some node is outdated; a
+// group already on the target is nothing to do, as for eks (issue 32: a
+// finished run started again made green of green).
+func TestWholeGroupReplacedOnlyWhenOutdated(t *testing.T) {
+	on := func(versions ...string) map[string]Machine {
+		m := map[string]Machine{}
+		for i, v := range versions {
+			name := string(rune('a'+i)) + "1"
+			m[name] = Machine{ID: "i-" + name, Zone: "a", Template: "lt-1", Version: v, State: MachineInService, Lifecycle: "InService"}
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name         string
+		strategy     string
+		machines     map[string]Machine
+		wantOutdated int
+	}{
+		{name: "blue-green, every node on the target", strategy: "blue-green", machines: on("2", "2", "2")},
+		{name: "autoscaled blue-green, every node on the target", strategy: "autoscaled-blue-green", machines: on("2", "2")},
+		{name: "blue-green, one node outdated: the whole group goes", strategy: "blue-green", machines: on("2", "1", "2"), wantOutdated: 3},
+		{name: "eks, every node on the target", strategy: "eks", machines: on("2", "2")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var nodes []corev1.Node
+			for name, m := range tc.machines {
+				nodes = append(nodes, awsNode(name, "a", m.ID, ""))
+			}
+			in := cloudInput("2", tc.machines)
+			in.Strategy = tc.strategy
+			in.BlueGreen = BlueGreenInput{BatchNodes: 1}
+			p, err := Build(snapshot.Cluster{Nodes: nodes}, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(p.OutdatedNames()); got != tc.wantOutdated {
+				t.Errorf("%d outdated nodes %v, want %d", got, p.OutdatedNames(), tc.wantOutdated)
+			}
+			if p.NothingToDo() != (tc.wantOutdated == 0) {
+				t.Errorf("NothingToDo() = %v with %d outdated", p.NothingToDo(), tc.wantOutdated)
+			}
+		})
+	}
+}

@@ -369,12 +369,27 @@ type needsExplainer interface {
 	NeedsWhy(in Input, provider string) string
 }
 
+// groupOutdated reports whether a node of the cloud group runs other than
+// the target: only then does a whole-group strategy replace them all. A
+// group already on the target is nothing to do, or a finished blue/green
+// run started again would make a green of green.
+func groupOutdated(group []corev1.Node, in Input) bool {
+	for i := range group {
+		diffs, m, notMember := machineOutdated(&group[i], in.Cloud)
+		if !notMember && !m.Leaving() && len(diffs)+len(Outdated(&group[i], in.TargetLabels)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // countNodes counts the group's nodes and returns the outdated ones, in
 // name order, with their pods.
 func (p *Plan) countNodes(group []corev1.Node, in Input, podsByNode map[string][]*corev1.Pod, wholeGroup bool) []PlannedNode {
 	zones := map[string]bool{}
 	var outdated []PlannedNode
 	var others []string // nodes of the group outside its cloud group
+	wholeGroup = wholeGroup && in.Cloud != nil && groupOutdated(group, in)
 	for i := range group {
 		node := &group[i]
 		p.Nodes.Total++

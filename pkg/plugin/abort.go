@@ -61,7 +61,9 @@ exclude-from-external-load-balancers label the run set and the
 scale-down-disabled annotation; the sizes recorded before the run come back
 by the run's own scale-down (one node at a time, each drained honouring
 PodDisruptionBudgets; it stops if the cluster autoscaler scaled the group
-up); the lock is released and the record is marked aborted (see status).
+up); abort then waits, up to the run's --drain-timeout, for the workloads
+the run evicted pods of to be Ready again; the lock is released and the
+record is marked aborted (see status).
 Nodes already upgraded stay; "rollback" is what replaces them with the
 previous version.
 

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -46,7 +47,7 @@ func (e *Engine) Abort(ctx context.Context) error {
 	if err := e.releaseNodes(ctx, nodes); err != nil {
 		return err
 	}
-	if e.defaultBack, err = e.restoreDefault(ctx); err != nil {
+	if e.defaultBack, err = e.abortDefault(ctx); err != nil {
 		return err
 	}
 	if err := e.restoreSizes(ctx); err != nil {
@@ -60,7 +61,38 @@ func (e *Engine) Abort(ctx context.Context) error {
 	}
 	// The scale-down and the rollback of green take the annotation off the
 	// group's nodes; green given by selector is not among them.
-	return e.unprotect(ctx, nodes)
+	if err := e.unprotect(ctx, nodes); err != nil {
+		return err
+	}
+	return e.awaitRecovering(ctx)
+}
+
+// awaitRecovering waits, within the recovery timeout (the run's
+// --drain-timeout), for the workloads the run evicted pods of that may not
+// be Ready again (the record's Recovering, and what abort's own drains
+// evicted), so that "back in service" holds when abort says it and a run
+// right after finds no workload recovering.
+func (e *Engine) awaitRecovering(ctx context.Context) error {
+	owners := slices.Clone(e.cfg.Record.Recovering)
+	for _, o := range OwnersOf(e.evicted) {
+		if !slices.Contains(owners, o) {
+			owners = append(owners, o)
+		}
+	}
+	if len(owners) == 0 {
+		return nil
+	}
+	e.logf("waiting up to %s for %d workloads the run evicted pods of to be Ready again", e.cfg.RecoverTimeout, len(owners))
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
+	defer cancel()
+	if err := e.view.workloads.waitReady(wctx, owners, e.showWaitingFor("workloads to be Ready again: ")); err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("workloads the run evicted pods of are not Ready again within %s (the run's --drain-timeout): %w", e.cfg.RecoverTimeout, err)
+		}
+		return err
+	}
+	e.recordRecovering(nil, owners)
+	return nil
 }
 
 // abortNodes are the nodes the run may have changed and not finished: the
@@ -177,7 +209,7 @@ func (e *Engine) restoreSizes(ctx context.Context) error {
 	if e.defaultBack {
 		e.note = joinNote(e.note, fmt.Sprintf("%s %q launches %s version %s again, the default before the run; the nodes already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
 			e.groupKind(), e.group.GroupName(), e.templateKind(), cr.DefaultWas, cr.TargetVersion))
-	} else if cr.TargetVersion != "" && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion {
+	} else if !e.allOnTarget() && cr.TargetVersion != "" && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion {
 		e.note = joinNote(e.note, fmt.Sprintf("%s %q still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
 			e.groupKind(), e.group.GroupName(), e.templateKind(), cr.TargetVersion, cr.FromVersion))
 	}

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -47,6 +51,9 @@ func abortRun(t *testing.T, cfg Config, groups ...*fakeGroup) (string, *Engine, 
 	out := &lockedBuffer{}
 	cfg.Out, cfg.Taint, cfg.Drain = out, testTaint, drainOpts()
 	cfg.NodeReadyTimeout, cfg.PollInterval, cfg.OnProgress = 20*time.Second, 10*time.Millisecond, nil
+	if cfg.RecoverTimeout == 0 {
+		cfg.RecoverTimeout = 20 * time.Second
+	}
 	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -239,5 +246,69 @@ func TestAbortRefusedWhileBlueIsDeleted(t *testing.T) {
 	}
 	if n := client.nodes(t)["old-1"]; len(n.Spec.Taints) != 1 {
 		t.Errorf("taints %v changed", n.Spec.Taints)
+	}
+}
+
+// TestAbortWaitsForTheWorkloadsTheRunDisturbed: the record lists "slow" as
+// evicted and not Ready again; abort says the group is back in service
+// only once it is, within the recovery timeout, so a run right after is
+// not refused for a workload still recovering (issue 32).
+func TestAbortWaitsForTheWorkloadsTheRunDisturbed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		back    bool
+		wantErr string
+	}{
+		{name: "back after a while", back: true},
+		{name: "never back", wantErr: `workloads the run evicted pods of are not Ready again within 500ms (the run's --drain-timeout): Deployment "ns/slow" has 1/2 available`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			client := newTestClient(imageNode("old-1", "z1", "old", tainted),
+				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "slow", Generation: 1},
+					Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+					Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, AvailableReplicas: 1}},
+				&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "slow-1", Generation: 1,
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "slow", Controller: ptr.To(true)}}},
+					Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2)}})
+			var cameBack atomic.Bool
+			if tc.back {
+				time.AfterFunc(300*time.Millisecond, func() {
+					obj, err := client.Tracker().Get(deploymentsResource, "ns", "slow")
+					if err == nil {
+						d := obj.(*appsv1.Deployment).DeepCopy()
+						d.Status.AvailableReplicas = 2
+						cameBack.Store(true)
+						err = client.Tracker().Update(deploymentsResource, d, "ns")
+					}
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: plan.DefaultStrategy}
+			rec := &state.Record{Phase: string(plan.PhaseDrain), Recovering: []state.Workload{{Kind: "ReplicaSet", Namespace: "ns", Name: "slow-1"}}}
+			cfg := Config{Client: client, Plan: p, Provider: &cloud.None{Client: client}, Record: rec, RecoverTimeout: 500 * time.Millisecond}
+			if tc.back {
+				cfg.RecoverTimeout = 20 * time.Second
+			}
+			out, _, err := abortRun(t, cfg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("abort: %v, want %q\n%s", err, tc.wantErr, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("abort: %v\n%s", err, out)
+			}
+			if !cameBack.Load() {
+				t.Errorf("abort ended before the workload was Ready again:\n%s", out)
+			}
+			if len(rec.Recovering) != 0 {
+				t.Errorf("the record still lists recovering workloads: %v", rec.Recovering)
+			}
+		})
 	}
 }

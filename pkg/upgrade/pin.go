@@ -35,6 +35,27 @@ func (e *Engine) keepDefault(ctx context.Context, version string) error {
 	return nil
 }
 
+// abortDefault is restoreDefault for abort, except when every node of the
+// group runs the target already (a run stopped in its scale-down): the old
+// default back would have the group launch what none of its nodes runs,
+// and a fresh run find nothing to upgrade. The target stays the default.
+func (e *Engine) abortDefault(ctx context.Context) (bool, error) {
+	cr := e.cfg.Record.Cloud
+	if cr == nil || cr.DefaultWas == "" || !e.allOnTarget() {
+		return e.restoreDefault(ctx)
+	}
+	e.note = joinNote(e.note, fmt.Sprintf("every node of %s %q runs %s version %s, which stays the default (it was %s before the run)",
+		e.groupKind(), e.group.GroupName(), e.templateKind(), cr.TargetVersion, cr.DefaultWas))
+	e.logf("%s", e.note)
+	return false, nil
+}
+
+// allOnTarget reports whether no node of an in-place run is left to
+// upgrade; blue/green's rollback of green settles its default itself.
+func (e *Engine) allOnTarget() bool {
+	return !e.traits.WholeGroup && len(e.cfg.Plan.Outdated()) == 0
+}
+
 // restoreDefault makes the recorded default before the run the default
 // again (abort, and a blue/green rollback, which puts blue back). A
 // default someone changed since the run set it is theirs and stays. It

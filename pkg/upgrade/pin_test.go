@@ -61,6 +61,11 @@ func TestDefaultFollowedAfterTheRun(t *testing.T) {
 			wantLog: []string{`default 2 (recorded "1")`, `default 1 (recorded "1")`}, wantDefault: "1"},
 		{name: "abort leaves a default someone set since", follows: true, killAt: "Surge 2", changedTo: "5",
 			wantLog: []string{`default 2 (recorded "1")`}, wantDefault: "5"},
+		// Killed in the scale-down, every node runs the target: making
+		// the old version the default again would have the group launch
+		// it, with no node left for a run to upgrade (issue 32).
+		{name: "abort after the last batch keeps the target the default", follows: true, killAt: "ScaleDown",
+			wantLog: []string{`default 2 (recorded "1")`}, wantDefault: "2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
