@@ -279,17 +279,19 @@ func (o *PlanOptions) refuseCloudFlags(provider string) error {
 func (o *PlanOptions) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 	name := o.Provider
 	if name == "" && o.Cloud.Given() {
-		takers := o.cloudsTakingGivenFlags()
-		if len(takers) != 1 {
-			return nil, usageErrorf("the cloud flags given need --provider: one of %s", strings.Join(takers, ", "))
+		if takers := o.cloudsTakingGivenFlags(); len(takers) == 1 {
+			name = takers[0]
 		}
-		name = takers[0]
 	}
 	if name == "" {
 		if nodes == nil {
 			return nil, nil // not known before the nodes are listed
 		}
+		// The nodes decide; the cloud flags given must be the cloud's.
 		name = cloud.Detect(nodes)
+		if err := o.refuseCloudFlags(name); err != nil {
+			return nil, err
+		}
 	}
 	c, _ := cloud.Lookup(name)
 	return c, nil

@@ -72,9 +72,7 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 		args, env              []string
 	}{
 		{name: "GKE node pool, provider none", key: gkePoolKey, group: pool, args: run(pool, "--provider", "none"),
-			want: "leave their gce machines running: no provider of this plugin serves gce machines"},
-		{name: "GKE node pool, provider detected", key: gkePoolKey, group: pool, args: run(pool),
-			want: "leave their gce machines running"},
+			want: `leave their gce machines running: node "trap-pool-1-0" belongs to GKE node pool "trap-pool-1", which GKE upgrades itself; use --provider gke`},
 		{name: "Auto Scaling group", key: groupKey, group: name, args: run(name, "--provider", "none"),
 			want: `instances of Auto Scaling group "trap-none"`},
 		{name: "EKS managed node group", key: groupKey, group: managed, args: run(managed, "--provider", "none"),
@@ -88,6 +86,15 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 		r := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, run(name)...), noCredentials))
 		if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "no AWS credentials found") || strings.Contains(r.stderr, "--provider none") {
 			t.Errorf("want exit %d, no AWS credentials found, no word of --provider none: %s", nodeupgrade.ExitUsage, r)
+		}
+	})
+	t.Run("a GKE node pool's provider is gke, found from the nodes", func(t *testing.T) {
+		r := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, run(pool)...), cleanGCEEnv()))
+		if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "no Google Cloud credentials found") || !strings.Contains(r.stderr, "provider gke was chosen") {
+			t.Errorf("want exit %d naming provider gke and its missing credentials: %s", nodeupgrade.ExitUsage, r)
+		}
+		if len(groupNodes(t, ctx, gkePoolKey, pool)) != 2 {
+			t.Error("the pool's nodes were deleted")
 		}
 	})
 	t.Run("--delete-node=false deletes nothing, so nothing is blocked", func(t *testing.T) {

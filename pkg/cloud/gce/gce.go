@@ -122,7 +122,9 @@ func ClientOptions(ctx context.Context, endpointEnv, noAuthEnv, scope string) ([
 		_, err = creds.Token(ctx)
 	}
 	if err != nil {
-		return nil, &Error{msg: "no Google Cloud credentials found: " + oneLine(err.Error()) + "; run \"gcloud auth application-default login\" or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file", err: err, input: true}
+		// The cause is in the message only: a connection error to the
+		// metadata server would read as the Kubernetes API server's.
+		return nil, inputErrorf("no Google Cloud credentials found (%s); run \"gcloud auth application-default login\" or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file", oneLine(err.Error()))
 	}
 	return append(opts, option.WithAuthCredentials(creds)), nil
 }
