@@ -301,7 +301,8 @@ func (o *PlanOptions) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 func (o *PlanOptions) cloudsTakingGivenFlags() []string {
 	names := slices.DeleteFunc(cloud.Names(), func(n string) bool { return n == cloud.NoneName })
 	for flag, takers := range o.cloudFlags {
-		if o.given[flag] {
+		// A request from a record (resume, rollback) gave the options it holds.
+		if o.given[flag] || o.given == nil && o.Cloud.Options[flag] != "" {
 			names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(takers, n) })
 		}
 	}

@@ -180,6 +180,9 @@ func (o *RunOptions) loadPlanFile() error {
 	o.NodeGroup, o.NodeGroupLabel, o.Selector = p.NodeGroup, p.NodeGroupLabel, p.Selector
 	o.MaxUnavailable, o.Taint, o.Seed, o.Provider, o.Order = p.MaxUnavailableInput, p.Taint, p.Seed, p.Provider, p.Order
 	o.Strategy, o.MaxSurge = p.Strategy, p.MaxSurge
+	if o.Order == plan.OrderByZone {
+		o.Order = "" // the surge strategy's own, not an --order value
+	}
 	if c := p.Cloud; c != nil {
 		o.Cloud.Region, o.Cloud.Group, o.Cloud.Image, o.Cloud.Version = c.Region, c.Group, "", ""
 		if c.TargetVersion == plan.NewVersion {

@@ -258,6 +258,11 @@ func (n *NodePool) Configure(ctx context.Context, s plan.UpdateSettings) error {
 	if settingsOf(n.pool).Equal(s) {
 		return nil
 	}
+	// The plan's etag guards the run's first change only: once the pool
+	// runs the target (the settings put back), the upgrade moved it on.
+	if (nodeConfig{Version: n.pool.Version, ImageType: n.imageType()}) == n.target {
+		n.etag = ""
+	}
 	up, dc := gkeSettings(s)
 	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), &container.UpdateNodePoolRequest{
 		UpgradeSettings: up, NodeDrainConfig: dc, Etag: n.etag,
@@ -317,6 +322,7 @@ func (n *NodePool) waitDone(ctx context.Context, id string) error {
 // already: then that one, so a second run follows the first.
 func (n *NodePool) StartUpdate(ctx context.Context, _ bool) (string, error) {
 	if id, err := n.runningUpgrade(ctx); err != nil || id != "" {
+		n.etag = "" // the upgrade moves the pool on: later changes are the run's
 		return id, err
 	}
 	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), &container.UpdateNodePoolRequest{
@@ -429,6 +435,7 @@ func (n *NodePool) CancelUpdate(ctx context.Context, id string) error {
 // same target, which GKE takes as the resumption of the cancelled one
 // (https://cloud.google.com/kubernetes-engine/docs/how-to/upgrading-a-cluster#resume-upgrade).
 func (n *NodePool) ResumeUpdate(ctx context.Context, _ string) (string, error) {
+	n.etag = ""
 	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), &container.UpdateNodePoolRequest{
 		NodeVersion: n.target.Version, ImageType: n.target.ImageType,
 	}).Context(ctx).Do()
@@ -442,6 +449,7 @@ func (n *NodePool) ResumeUpdate(ctx context.Context, _ string) (string, error) {
 // with respectPdb, so the drains of the rollback honour
 // PodDisruptionBudgets too.
 func (n *NodePool) RollbackUpdate(ctx context.Context, _ string) (string, error) {
+	n.etag = ""
 	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Rollback(n.poolPath(), &container.RollbackNodePoolUpgradeRequest{RespectPdb: true}).Context(ctx).Do()
 	if apiCode(err) == http.StatusBadRequest {
 		return "", &Error{msg: fmt.Sprintf("GKE refused to roll back %s: %s", n, apiMessage(err)), err: err, input: true}
