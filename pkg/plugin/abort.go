@@ -286,7 +286,7 @@ func (o *AbortOptions) engineConfig(ctx context.Context, po *PlanOptions, rec, f
 	if rec != nil && rec.Request != nil {
 		_, ro := newCmdRun(o.configFlags, o.IOStreams)
 		ro.client, ro.context = po.client, po.context
-		ro.Request, ro.StateNamespace, ro.Yes = *rec.Request, o.StateNamespace, true
+		ro.Request, ro.StateNamespace, ro.Yes = requestToRepeat(rec), o.StateNamespace, true
 		ro.PlanFile = "" // the group and its nodes are all abort needs of it
 		if err := ro.Validate(); err != nil {
 			return upgrade.Config{}, err

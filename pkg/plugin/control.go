@@ -247,7 +247,18 @@ func (o *ControlOptions) recordedRequest(rec *state.Record) (plan.Request, error
 	if rec.Request == nil {
 		return plan.Request{}, usageErrorf("cannot %s: the record of %q holds no request to repeat (made by an older version); run the original command again", o.action, o.NodeGroup)
 	}
-	return *rec.Request, nil
+	return requestToRepeat(rec), nil
+}
+
+// requestToRepeat is the recorded run's request, with the provider it ran
+// on where the provider was detected: the cloud flags alone need not tell
+// which cloud takes them, as the flags given did.
+func requestToRepeat(rec *state.Record) plan.Request {
+	req := *rec.Request
+	if req.Provider == "" && rec.Cloud != nil {
+		req.Provider = rec.Cloud.Provider
+	}
+	return req
 }
 
 // rollbackInPlace undoes a partial eks or surge run on a cloud group: the

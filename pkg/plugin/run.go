@@ -448,6 +448,11 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	cfg.RollingBack = rollsBackInPlace(rec, o.Request)
 	cfg.EarlierDone = earlierDone(rec, cfg.RollingBack)
 	req := o.Request
+	if req.Provider == "" && p.Cloud != nil {
+		// Repeated by resume, rollback and abort, where no flag was given
+		// to tell a cloud from the cloud flags (--ami, --image).
+		req.Provider = p.Provider
+	}
 	rec.Request = &req
 	cfg.Control, cfg.NoWait = requests, o.NoWait
 	previouslyDone := rec.Done
