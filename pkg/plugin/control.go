@@ -32,7 +32,12 @@ var controlHelp = map[string][3]string{
 	"cancel": {"Pause a node group's run at its next safe point",
 		`Pause the run on NODEGROUP: a live run stops at its next safe point (between
 phases and batches, or during a soak; never while blue is deleted) and exits 8;
-a run whose process is gone is marked paused. "resume" continues it.`,
+a run whose process is gone is marked paused. "resume" continues it.
+
+Where the cloud's service runs the update (GKE node pools), cancel, resume,
+rollback and complete call the service's own controls (operations.cancel,
+the update again, nodePools.rollback, completeUpgrade); an EKS managed node
+group's in-place update cannot be stopped, and cancel says so (exit 2).`,
 		`  # Pause the upgrade of node group "demo"
   kubectl nodeupgrade cancel demo`},
 	"resume": {"Continue a node group's paused or interrupted run",

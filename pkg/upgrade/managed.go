@@ -148,7 +148,7 @@ func (e *Engine) awaitService(ctx context.Context, u cloud.ManagedUpdater, id st
 	if err := e.view.watchPDBs(ctx); err != nil {
 		return err
 	}
-	failures := 0
+	failures, phase := 0, ""
 	for {
 		p, err := u.Progress(ctx, id)
 		switch {
@@ -163,6 +163,11 @@ func (e *Engine) awaitService(ctx context.Context, u cloud.ManagedUpdater, id st
 			return err
 		}
 		failures = 0
+		if p.Phase != phase {
+			// The service's phases (GKE's blue/green) as they come.
+			phase = p.Phase
+			e.logf("%s update %s: %s, %d of %d nodes", e.cfg.Plan.Managed.Service, id, phase, p.Done, p.Total)
+		}
 		e.reportHeld(held.update(e.heldPods()))
 		if p.Finished() {
 			return e.serviceEnded(p, held.all())
