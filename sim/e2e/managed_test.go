@@ -144,6 +144,10 @@ func TestManagedNodeGroupInPlaceUpdate(t *testing.T) {
 	if code == nodeupgrade.ExitOK || !strings.Contains(out, "stopped following") {
 		t.Errorf("Ctrl-C must stop following and say so, exit %d:\n%s", code, out)
 	}
+	// EKS offers no cancel of an in-place update: cancel says so, exit 2.
+	if c := m.run(t, "cancel", name); c.code != nodeupgrade.ExitUsage || !oneLine(c.stderr) || !strings.Contains(c.stderr, "EKS cannot stop an in-place update") {
+		t.Errorf("cancel must refuse with EKS's reason, exit %d: %s", nodeupgrade.ExitUsage, c)
+	}
 	second := m.run(t, args...)
 	if second.code != nodeupgrade.ExitOK || !strings.Contains(second.stdout, "following EKS managed node group update") {
 		t.Fatalf("the second run must follow the same update to its end: %s", second)
