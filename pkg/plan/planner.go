@@ -389,7 +389,10 @@ func (p *Plan) countNodes(group []corev1.Node, in Input, podsByNode map[string][
 	zones := map[string]bool{}
 	var outdated []PlannedNode
 	var others []string // nodes of the group outside its cloud group
-	wholeGroup = wholeGroup && in.Cloud != nil && groupOutdated(group, in)
+	// A green given by the user (--green-selector, --green-asg) is what the
+	// run moves to, whatever blue runs.
+	givenGreen := in.BlueGreen.GreenSelector != "" || in.BlueGreen.GreenGroup != ""
+	wholeGroup = wholeGroup && in.Cloud != nil && (givenGreen || groupOutdated(group, in))
 	for i := range group {
 		node := &group[i]
 		p.Nodes.Total++
