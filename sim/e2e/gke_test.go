@@ -306,6 +306,11 @@ func TestGKECancelResume(t *testing.T) {
 	if on, _ := g.nodesOn(t, gkeNew); on == 3 {
 		t.Errorf("the cancel came after every node was upgraded: nothing was left to resume")
 	}
+	// The pods GKE evicted before the cancel come back first: until then
+	// the PDB allows no disruption, and resume would rightly refuse.
+	if err := scenario.WaitAppsReady(testContext(t, 2*time.Minute), client, name); err != nil {
+		t.Fatal(err)
+	}
 	r := g.run(t, "resume", name, "--yes")
 	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("resume must finish the upgrade: %s", r)
