@@ -308,9 +308,7 @@ func TestGKECancelResume(t *testing.T) {
 	}
 	// The pods GKE evicted before the cancel come back first: until then
 	// the PDB allows no disruption, and resume would rightly refuse.
-	if err := scenario.WaitAppsReady(testContext(t, 2*time.Minute), client, name); err != nil {
-		t.Fatal(err)
-	}
+	waitPDBAllows(t, name, "web", 1)
 	r := g.run(t, "resume", name, "--yes")
 	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("resume must finish the upgrade: %s", r)
