@@ -185,6 +185,11 @@ func OpenGroup(ctx context.Context, c Cloud, client kubernetes.Interface, nodes 
 // the cloud's replaces them, so provider none serves them.
 var ErrNoGroup = errors.New("the machines belong to no group")
 
+// ErrGroupNotFound is behind Open's error when the group the target names
+// does not exist: mistyped, or deleted by the run that was deleting it
+// (a blue/green run killed in its last phase).
+var ErrGroupNotFound = errors.New("group not found")
+
 // clouds are the providers that own machines, by name; "none" is not one.
 var clouds = map[string]Cloud{}
 

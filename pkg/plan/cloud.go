@@ -103,6 +103,9 @@ type CloudGroup struct {
 	// replaces too: the group scales up again (see state.CloudRecord).
 	Recorded    *Sizes
 	RescaleFrom string
+	// BlueDeleted names the blue group an interrupted blue/green run
+	// deleted before it could record so; the group is then its green.
+	BlueDeleted string
 	// Rebalance names the group's own rebalancing between zones, which a
 	// run suspends while it lowers the desired size (see
 	// cloud.Rebalancer); "" when the cloud has none. RebalanceHeld says it
@@ -180,6 +183,9 @@ type CloudPlan struct {
 	ScaleUp int32 `json:"scaleUp"`
 	// Resumed says the sizes come from an interrupted run's record.
 	Resumed bool `json:"resumed,omitempty"`
+	// BlueDeleted is the blue group an interrupted run deleted before it
+	// recorded so: the run only finishes, on green (this group).
+	BlueDeleted string `json:"blueDeleted,omitempty"`
 	// RescaleFrom is the version an interrupted run scaled up for, when
 	// its new nodes are outdated for this target: the run scales up again
 	// (ScaleUp more, from the sizes now), or it would hold off every node
@@ -323,6 +329,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		Reserve:        cg.Reserve,
 		Protected:      cg.Protected,
 		LaunchesAfter:  cg.LaunchesAfter,
+		BlueDeleted:    cg.BlueDeleted,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the

@@ -309,6 +309,9 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 		outdatedNames = append(outdatedNames, names[i]...)
 	}
 	p.Steps = strategy.Steps(p)
+	if c := p.Cloud; c != nil && c.BlueDeleted != "" {
+		p.Steps = []Step{{Phase: string(PhaseDeleteBlue), Detail: fmt.Sprintf("%s %q is deleted already; record it, and let the autoscaler have green's nodes again", c.GroupKind, c.BlueDeleted)}}
+	}
 	if err := managedPlan(p, in, strategy); err != nil {
 		return nil, err
 	}

@@ -141,6 +141,8 @@ func age(n PlannedNode, now time.Time) string {
 func writeNothingToDo(w io.Writer, p *Plan, color output.Colorizer) error {
 	msg := "Nothing to do: every node of the group carries the target labels."
 	switch {
+	case p.Cloud != nil && p.Cloud.BlueDeleted != "":
+		msg = fmt.Sprintf("Nothing left to drain: the interrupted run deleted blue %s %q; run finishes it on green %q.", p.Cloud.GroupKind, p.Cloud.BlueDeleted, p.Cloud.Group)
 	case p.Cloud != nil && p.Cloud.Resumed:
 		msg = "Nothing left to drain: run finishes the interrupted run (scale-down to the recorded sizes)."
 	case p.Cloud != nil:

@@ -509,6 +509,14 @@ func (o *PlanOptions) openCloud(ctx context.Context, c cloud.Cloud, nodes []core
 		target.Exclude = append(target.Exclude, g)
 	}
 	cg, group, err := cloud.OpenGroup(ctx, c, o.client, nodes, target)
+	if deletedBlue(rec, target, err) {
+		// The run got as far as deleting blue's group: green is the group
+		// now, and the run only finishes what follows the deletion.
+		target.Group = rec.Cloud.Green
+		if cg, group, err = cloud.OpenGroup(ctx, c, o.client, nodes, target); err == nil {
+			cg.BlueDeleted = rec.Cloud.Group
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -522,6 +530,14 @@ func (o *PlanOptions) openCloud(ctx context.Context, c cloud.Cloud, nodes []core
 	}
 	o.cloudProvider = group
 	return cg, nil
+}
+
+// deletedBlue reports whether err says the group an interrupted blue/green
+// run was deleting is gone: the kill came after the delete and before the
+// record of it.
+func deletedBlue(rec *state.Record, target plan.CloudTarget, err error) bool {
+	return err != nil && errors.Is(err, cloud.ErrGroupNotFound) && rec != nil &&
+		plan.Phase(rec.Phase) == plan.PhaseDeleteBlue && rec.Cloud.Green != "" && target.Group == rec.Cloud.Group
 }
 
 func (o *PlanOptions) printPlan(p *plan.Plan) error {

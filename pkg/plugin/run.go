@@ -419,7 +419,7 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	if rec == nil || rec.FinishedAt != nil {
 		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
 	}
-	if rec.Cloud != nil && rec.Cloud.Group != cloud.GroupName(o.cloudProvider) {
+	if rec.Cloud != nil && rec.Cloud.Group != cloud.GroupName(o.cloudProvider) && (p.Cloud == nil || rec.Cloud.Group != p.Cloud.BlueDeleted) {
 		return usageErrorf("node group %q has an unfinished run on %s group %q; finish it with the same --provider and --asg", group, rec.Cloud.Provider, rec.Cloud.Group)
 	}
 	flow := plan.Flow{Batches: len(p.Batches), CloudGroup: isGroup(o.cloudProvider)}
@@ -434,6 +434,9 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 		cfg.Start = o.strategy.ResumeAt(plan.Phase(rec.Phase), flow)
 		if bg, ok := o.cloudProvider.(cloud.BlueGreen); ok && rec.Cloud.Green != "" {
 			bg.UseGreen(rec.Cloud.Green)
+		}
+		if p.Cloud.BlueDeleted != "" {
+			cfg.BlueDeleted = p.Cloud.BlueDeleted
 		}
 	case p.NothingToDo():
 		return nil

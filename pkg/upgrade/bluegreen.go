@@ -278,6 +278,10 @@ func (e *Engine) soakFor(ctx context.Context, d time.Duration, phase plan.Phase,
 // deleteBlue deletes what is left on blue, pods deleted rather than
 // evicted with their grace capped at an hour, then the blue group.
 func (e *Engine) deleteBlue(ctx context.Context) error {
+	if blue := e.cfg.BlueDeleted; blue != "" {
+		e.logf("deleting blue: %s %q is gone already", e.groupKind(), blue)
+		return e.blueDeleted(ctx, blue, nil)
+	}
 	bg, err := e.blueGreen()
 	if err != nil {
 		return err
@@ -317,14 +321,20 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 	if err := bg.DeleteGroup(ctx, e.group.GroupName()); err != nil {
 		return err
 	}
+	return e.blueDeleted(ctx, e.group.GroupName(), names)
+}
+
+// blueDeleted records blue's nodes done once its group is gone, and lets
+// the autoscaler have green's nodes again.
+func (e *Engine) blueDeleted(ctx context.Context, blue string, names []string) error {
 	e.done = append(e.done, names...)
 	if err := e.record(ctx, plan.State{Phase: plan.PhaseDeleteBlue}); err != nil {
 		return err
 	}
 	cr := e.cloudRecord()
-	e.note = fmt.Sprintf("node group now runs in %s %q; %q was deleted", e.groupKind(), cr.Green, e.group.GroupName())
+	e.note = fmt.Sprintf("node group now runs in %s %q; %q was deleted", e.groupKind(), cr.Green, blue)
 	if sel := e.cfg.Plan.BlueGreen.GreenSelector; sel != "" {
-		e.note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", sel, e.groupKind(), e.group.GroupName())
+		e.note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", sel, e.groupKind(), blue)
 	}
 	e.logf("%s", e.note)
 	return e.protectNewNodes(ctx, false)

@@ -64,6 +64,9 @@ type Config struct {
 	// Cloud part before each change to the group, through Save.
 	Record *state.Record
 	Save   func(ctx context.Context) error
+	// BlueDeleted names the blue group an interrupted run deleted before
+	// it recorded so: the group is green, and deleteBlue only finishes.
+	BlueDeleted string
 	// Control carries requests from other terminals (cancel, complete,
 	// rollback); nil takes none.
 	Control Control

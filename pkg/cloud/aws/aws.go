@@ -148,6 +148,10 @@ func inputErrorf(format string, args ...any) error {
 
 func (e *Error) Unwrap() error { return e.err }
 
+func (p *Provider) groupNotFound(name string) error {
+	return &Error{msg: fmt.Sprintf("auto scaling group %q not found in region %q; check --asg and --region", name, p.region), err: cloud.ErrGroupNotFound, input: true}
+}
+
 // wrap prefixes an SDK error with what could not be done ("cannot
 // describe ..."), keeping only the service's error code and message.
 func wrap(err error, format string, args ...any) error {
@@ -328,7 +332,7 @@ func (p *Provider) Group(ctx context.Context, name string) (*Group, error) {
 		return nil, err
 	}
 	if ag == nil {
-		return nil, inputErrorf("auto scaling group %q not found in region %q; check --asg and --region", name, p.region)
+		return nil, p.groupNotFound(name)
 	}
 	return p.groupFrom(ctx, ag)
 }
@@ -695,7 +699,7 @@ func (p *Provider) Sizes(ctx context.Context, group string) (min, desired, max i
 			return sdkaws.ToInt32(g.MinSize), sdkaws.ToInt32(g.DesiredCapacity), sdkaws.ToInt32(g.MaxSize), nil
 		}
 	}
-	return 0, 0, 0, inputErrorf("auto scaling group %q not found in region %q; check --asg and --region", group, p.region)
+	return 0, 0, 0, p.groupNotFound(group)
 }
 
 // AZRebalance is the group's process that, when its zones are unbalanced,
@@ -709,7 +713,7 @@ func (p *Provider) ProcessSuspended(ctx context.Context, group, process string) 
 		return false, err
 	}
 	if ag == nil {
-		return false, inputErrorf("auto scaling group %q not found in region %q; check --asg and --region", group, p.region)
+		return false, p.groupNotFound(group)
 	}
 	return slices.ContainsFunc(ag.SuspendedProcesses, func(sp astypes.SuspendedProcess) bool {
 		return sdkaws.ToString(sp.ProcessName) == process

@@ -20,6 +20,8 @@ import (
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
 // Environment variables that point the provider at another endpoint (the
@@ -59,6 +61,11 @@ func (e *Error) Transient() bool { return e.transient }
 
 func inputErrorf(format string, args ...any) error {
 	return &Error{msg: fmt.Sprintf(format, args...), input: true}
+}
+
+// groupNotFoundf is an input error behind which is cloud.ErrGroupNotFound.
+func groupNotFoundf(format string, args ...any) error {
+	return &Error{msg: fmt.Sprintf(format, args...), err: cloud.ErrGroupNotFound, input: true}
 }
 
 // wrap prefixes a client error with what could not be done ("cannot get

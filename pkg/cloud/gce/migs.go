@@ -232,5 +232,5 @@ func instanceURL(project, zone, name string) string {
 // missingMIG is the error for a group that is not there (deleted since it
 // was found, or misnamed).
 func missingMIG(m MIG) error {
-	return inputErrorf("managed instance group %q not found; check %s", m.String(), flagGroup)
+	return groupNotFoundf("managed instance group %q not found; check %s", m.String(), flagGroup)
 }

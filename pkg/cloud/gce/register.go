@@ -249,7 +249,7 @@ func (p *Provider) namedMIG(ctx context.Context, zones []string, g string) (MIG,
 		}
 		igm, err := p.getMIG(ctx, m)
 		if err == nil && igm == nil {
-			err = inputErrorf("managed instance group %q not found; check %s", g, flagGroup)
+			err = groupNotFoundf("managed instance group %q not found; check %s", g, flagGroup)
 		}
 		return m, err
 	}
@@ -263,7 +263,7 @@ func (p *Provider) namedMIG(ctx context.Context, zones []string, g string) (MIG,
 			return m, err
 		}
 	}
-	return MIG{}, inputErrorf("managed instance group %q not found in region %q or zones %s of project %q; check %s", g, RegionOf(zones[0]), strings.Join(zones, ", "), p.project, flagGroup)
+	return MIG{}, groupNotFoundf("managed instance group %q not found in region %q or zones %s of project %q; check %s", g, RegionOf(zones[0]), strings.Join(zones, ", "), p.project, flagGroup)
 }
 
 // open reads the groups into the plan's view and resolves the target.
