@@ -9,13 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Labels EKS puts on the nodes of a managed node group; where nodes carry
-// them, they must match the target too.
-const (
-	EKSImageLabel           = "eks.amazonaws.com/nodegroup-image"
-	EKSTemplateVersionLabel = "eks.amazonaws.com/sourceLaunchTemplateVersion"
-)
-
 // Keys of the outdated reasons that are not labels.
 const (
 	DiffTemplate        = "launch-template"
@@ -96,7 +89,12 @@ type CloudGroup struct {
 	// the image alone): its nodes carry the labels the new nodes will.
 	// "" when the provider cannot tell.
 	TargetLike string
-	Sizes      Sizes
+	// VersionLabel and ImageLabel are node labels that name the node's
+	// template version and image, where the provider's nodes carry them
+	// (EKS's); a node whose label disagrees with the target is outdated,
+	// and a new node is not usable until it agrees. "" where none.
+	VersionLabel, ImageLabel string
+	Sizes                    Sizes
 	// Recorded are the sizes an interrupted run recorded before it scaled
 	// the group up; nil when no run is in progress. RescaleFrom is set when
 	// that scale-up was for another version, whose nodes this target
@@ -176,6 +174,9 @@ type CloudPlan struct {
 	CurrentVersion string `json:"currentVersion"`
 	TargetVersion  string `json:"targetVersion"`
 	TargetImage    string `json:"targetImage,omitempty"`
+	// VersionLabel and ImageLabel: see CloudGroup.
+	VersionLabel string `json:"versionLabel,omitempty"`
+	ImageLabel   string `json:"imageLabel,omitempty"`
 	// Before are the sizes the group goes back to at the end; During the
 	// sizes while the upgrade runs, ScaleUp nodes more.
 	Before  Sizes `json:"before"`
@@ -273,13 +274,14 @@ func machineOutdated(node *corev1.Node, cg *CloudGroup) (diffs []LabelDiff, mach
 	case m.Version != cg.TargetVersion:
 		diffs = append(diffs, LabelDiff{Key: DiffTemplateVersion, Current: m.Version, Target: cg.TargetVersion})
 	}
-	// EKS's own labels, where the nodes carry them, must agree too: a node
-	// whose labels say otherwise would be replaced by EKS itself.
-	if v, ok := node.Labels[EKSTemplateVersionLabel]; ok && cg.TargetVersion != NewVersion && v != cg.TargetVersion {
-		diffs = append(diffs, LabelDiff{Key: EKSTemplateVersionLabel, Current: v, Target: cg.TargetVersion})
+	// The provider's own labels, where the nodes carry them, must agree
+	// too: a node whose labels say otherwise (EKS's) would be replaced by
+	// the cloud's service itself.
+	if v, ok := node.Labels[cg.VersionLabel]; ok && cg.TargetVersion != NewVersion && v != cg.TargetVersion {
+		diffs = append(diffs, LabelDiff{Key: cg.VersionLabel, Current: v, Target: cg.TargetVersion})
 	}
-	if v, ok := node.Labels[EKSImageLabel]; ok && cg.TargetImage != "" && v != cg.TargetImage {
-		diffs = append(diffs, LabelDiff{Key: EKSImageLabel, Current: v, Target: cg.TargetImage})
+	if v, ok := node.Labels[cg.ImageLabel]; ok && cg.TargetImage != "" && v != cg.TargetImage {
+		diffs = append(diffs, LabelDiff{Key: cg.ImageLabel, Current: v, Target: cg.TargetImage})
 	}
 	return diffs, m, false
 }
@@ -320,6 +322,8 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		CurrentVersion: cg.CurrentVersion,
 		TargetVersion:  cg.TargetVersion,
 		TargetImage:    cg.TargetImage,
+		VersionLabel:   cg.VersionLabel,
+		ImageLabel:     cg.ImageLabel,
 		Before:         cg.Sizes,
 		During:         cg.Sizes,
 		Rebalance:      cg.Rebalance,

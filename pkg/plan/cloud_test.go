@@ -18,7 +18,7 @@ func awsNode(name, zone, id, ltv string) corev1.Node {
 	n := node(name, "ng", zone, "")
 	delete(n.Labels, imageKey)
 	if ltv != "" {
-		n.Labels[EKSTemplateVersionLabel] = ltv
+		n.Labels[versionLabel] = ltv
 	}
 	n.Spec.ProviderID = "aws:///" + zone + "/" + id
 	return n
@@ -31,7 +31,7 @@ func cloudInput(target string, machines map[string]Machine) Input {
 	in.Provider = "aws"
 	in.Cloud = &CloudGroup{
 		Provider: "aws", Can: CapRemoveNodes | CapGroup | CapNewGroups, Name: "asg-ng", GroupKind: "Auto Scaling group", Template: "lt-1", TemplateKind: "launch template", MachineKind: "instance",
-		CurrentVersion: "1", TargetVersion: target,
+		CurrentVersion: "1", TargetVersion: target, VersionLabel: versionLabel, ImageLabel: imageKey,
 		Sizes: Sizes{Min: 1, Desired: 4, Max: 5}, Nodes: machines,
 	}
 	return in
@@ -87,7 +87,7 @@ func TestBuildWithCloudGroup(t *testing.T) {
 			for i := range nodes {
 				ns[i] = *nodes[i].DeepCopy()
 				if v, ok := tc.labels[ns[i].Name]; ok {
-					ns[i].Labels[EKSTemplateVersionLabel] = v
+					ns[i].Labels[versionLabel] = v
 				}
 			}
 			in := cloudInput(tc.target, machines)
@@ -202,7 +202,7 @@ func TestUnreachableTarget(t *testing.T) {
 		{name: "the copied version's nodes carry the label", target: NewVersion, targetImage: "ami-newer", like: "1", b1Image: "ami-new",
 			labels: map[string]string{"topology.kubernetes.io/zone": "a", imageKey: "ami-newer"}},
 		{name: "a version number label the new version cannot have", target: "2", like: "1", b1Image: "ami-new",
-			labels: map[string]string{EKSTemplateVersionLabel: "3"}, want: "its version number has " + EKSTemplateVersionLabel + "=2"},
+			labels: map[string]string{versionLabel: "3"}, want: "its version number has " + versionLabel + "=2"},
 		{name: "nothing tells what the new nodes carry", target: NewVersion, targetImage: "ami-newer", b1Image: "ami-new",
 			labels: map[string]string{"team": "blue"}},
 	} {

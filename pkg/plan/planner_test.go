@@ -22,6 +22,9 @@ import (
 const (
 	groupKey = "eks.amazonaws.com/nodegroup"
 	imageKey = "eks.amazonaws.com/nodegroup-image"
+	// versionLabel is the node label naming the node's launch template
+	// version, as EKS's (see CloudGroup.VersionLabel).
+	versionLabel = "eks.amazonaws.com/sourceLaunchTemplateVersion"
 )
 
 // node is a Ready node with room for 4 CPUs and 110 pods.

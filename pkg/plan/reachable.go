@@ -38,11 +38,11 @@ func unreachableTarget(group []corev1.Node, in Input) []check.Finding {
 		want := in.TargetLabels[k]
 		got, from := "", ""
 		switch {
-		case k == EKSImageLabel && cg.TargetImage != "":
+		case k == cg.ImageLabel && cg.TargetImage != "":
 			if cg.TargetImage != want {
 				got, from = cg.TargetImage, "its image"
 			}
-		case k == EKSTemplateVersionLabel:
+		case k == cg.VersionLabel:
 			if cg.TargetVersion != NewVersion && cg.TargetVersion != want {
 				got, from = cg.TargetVersion, "its version number"
 			}

@@ -362,12 +362,12 @@ func newNodeProblem(n *corev1.Node, version string, p *plan.Plan) string {
 	if t := capacity.StartupTaint(n); t != "" {
 		return "Ready, still tainted " + t
 	}
-	if v, ok := n.Labels[plan.EKSTemplateVersionLabel]; ok && v != version {
-		return fmt.Sprintf("label %s=%s, want %s", plan.EKSTemplateVersionLabel, v, version)
-	}
-	if c := p.Cloud; c != nil && c.TargetImage != "" {
-		if v, ok := n.Labels[plan.EKSImageLabel]; ok && v != c.TargetImage {
-			return fmt.Sprintf("label %s=%s, want %s", plan.EKSImageLabel, v, c.TargetImage)
+	if c := p.Cloud; c != nil {
+		if v, ok := n.Labels[c.VersionLabel]; ok && v != version {
+			return fmt.Sprintf("label %s=%s, want %s", c.VersionLabel, v, version)
+		}
+		if v, ok := n.Labels[c.ImageLabel]; ok && c.TargetImage != "" && v != c.TargetImage {
+			return fmt.Sprintf("label %s=%s, want %s", c.ImageLabel, v, c.TargetImage)
 		}
 	}
 	for k, want := range p.TargetLabels {

@@ -80,7 +80,7 @@ func wantOnlyVersion(t *testing.T, client *testClient, version string, count int
 	t.Helper()
 	nodes := client.nodes(t)
 	for name, n := range nodes {
-		if v := n.Labels[plan.EKSTemplateVersionLabel]; v != version {
+		if v := n.Labels[versionLabel]; v != version {
 			t.Errorf("node %q runs version %q, want %q", name, v, version)
 		}
 	}
@@ -344,7 +344,7 @@ func TestRunStops(t *testing.T) {
 			wantLast: "ScaleUp",
 			check: func(t *testing.T, r *stopRun, err error) {
 				wantNodeCreationFailure(t, err)
-				if !strings.Contains(err.Error(), "label "+plan.EKSTemplateVersionLabel+"=1, want 2") {
+				if !strings.Contains(err.Error(), "label "+versionLabel+"=1, want 2") {
 					t.Errorf("error %v", err)
 				}
 			}},

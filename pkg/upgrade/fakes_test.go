@@ -38,6 +38,10 @@ import (
 
 const groupLabel = "eks.amazonaws.com/nodegroup"
 
+// versionLabel names a node's launch template version, as EKS's label
+// does (see plan.CloudGroup.VersionLabel).
+const versionLabel = "eks.amazonaws.com/sourceLaunchTemplateVersion"
+
 var (
 	podsResource = corev1.SchemeGroupVersion.WithResource("pods")
 	testTaint    = corev1.Taint{Key: "nodeupgrade.dev/outdated", Effect: corev1.TaintEffectNoSchedule}
@@ -217,7 +221,7 @@ func (c *testClient) eventsOf(t *testing.T, kind, name string) []string {
 func groupNode(name, zone, version string) *corev1.Node {
 	n := testNode(name, zone, "4")
 	n.Labels[groupLabel] = "ng"
-	n.Labels[plan.EKSTemplateVersionLabel] = version
+	n.Labels[versionLabel] = version
 	n.Spec.ProviderID = "fake:///" + zone + "/i-" + name
 	return n
 }
@@ -310,7 +314,7 @@ func (f *fakeGroup) addMachine(n *corev1.Node) {
 		f.zones = append(f.zones, zone)
 		sort.Strings(f.zones)
 	}
-	version := n.Labels[plan.EKSTemplateVersionLabel]
+	version := n.Labels[versionLabel]
 	if version == "" {
 		version = "1"
 	}
@@ -429,7 +433,7 @@ func (f *fakeGroup) fill(ctx context.Context) error {
 		case launchNotReady:
 			n.Status.Conditions[0].Status = corev1.ConditionFalse
 		case launchWrongVersion:
-			n.Labels[plan.EKSTemplateVersionLabel] = "1"
+			n.Labels[versionLabel] = "1"
 		}
 		if _, err := f.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			return err
@@ -552,7 +556,7 @@ func (f *fakeGroup) cloudGroup(recorded *plan.Sizes) *plan.CloudGroup {
 	}
 	return &plan.CloudGroup{Provider: "fake", Can: plan.CapRemoveNodes | plan.CapGroup | plan.CapNewGroups, Name: f.name, GroupKind: "Auto Scaling group",
 		Template: "lt", TemplateKind: "launch template", MachineKind: "instance",
-		CurrentVersion: "1", TargetVersion: f.version, Sizes: f.sizes, Recorded: recorded, Nodes: machines}
+		CurrentVersion: "1", TargetVersion: f.version, VersionLabel: versionLabel, Sizes: f.sizes, Recorded: recorded, Nodes: machines}
 }
 
 // fakeBlueGreen is a fake group (blue) that stands a green group up beside

@@ -19,6 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	awsprovider "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -464,7 +465,7 @@ func TestAWSNodesNeverReadyEndInNodeCreationFailure(t *testing.T) {
 	// the apps still run where they were.
 	ctx := testContext(t, time.Minute)
 	for _, n := range groupNodes(t, ctx, groupKey, name) {
-		if n.Labels[plan.EKSTemplateVersionLabel] != "1" {
+		if n.Labels[awsprovider.TemplateVersionLabel] != "1" {
 			continue
 		}
 		if n.Spec.Unschedulable || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == groupKey }) {

@@ -30,6 +30,14 @@ const (
 	NodegroupLabel   = "eks.amazonaws.com/nodegroup"
 )
 
+// Labels EKS puts on the nodes of a managed node group, and eksctl and the
+// project's demo on self-managed ones: where nodes carry them, they must
+// agree with the target (see plan.CloudGroup.VersionLabel).
+const (
+	ImageLabel           = "eks.amazonaws.com/nodegroup-image"
+	TemplateVersionLabel = "eks.amazonaws.com/sourceLaunchTemplateVersion"
+)
+
 // EKS calls the EKS and SSM APIs for managed node groups.
 type EKS struct {
 	eks *eks.Client

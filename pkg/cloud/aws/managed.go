@@ -355,6 +355,7 @@ func (m *ManagedNodeGroup) cloudGroup(p *Provider, nodes []corev1.Node) *plan.Cl
 		Provider: Name, Region: p.Region(), Name: g.Name, GroupKind: "EKS managed node group",
 		Template: m.asg.LaunchTemplateID, TemplateKind: "launch template", MachineKind: "instance",
 		CurrentVersion: current, TargetVersion: target,
+		VersionLabel: TemplateVersionLabel, ImageLabel: ImageLabel,
 		Sizes: plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes: byNode, Unjoined: unjoined, Managed: m,
 	}

@@ -134,6 +134,8 @@ func openSelfManaged(ctx context.Context, provider *Provider, client kubernetes.
 		TargetVersion:  target.Version,
 		TargetImage:    target.Image,
 		TargetLike:     target.SourceVersion,
+		VersionLabel:   TemplateVersionLabel,
+		ImageLabel:     ImageLabel,
 		Sizes:          plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes:          byNode,
 		Unjoined:       unjoined,
