@@ -248,34 +248,8 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	if err := checkCapability(strategy, in); err != nil {
 		return nil, err
 	}
-	p := &Plan{
-		APIVersion:          APIVersion,
-		Kind:                Kind,
-		Context:             in.Context,
-		NodeGroup:           in.NodeGroup,
-		NodeGroupLabel:      in.NodeGroupLabel,
-		Selector:            in.Selector,
-		TargetLabels:        in.TargetLabels,
-		Strategy:            strategy.Name(),
-		Provider:            in.Provider,
-		MaxUnavailableInput: in.MaxUnavailable,
-		MaxUnavailable:      maxUnavailable,
-		MaxSurge:            in.MaxSurge,
-		Taint:               TaintString(in.Taint),
-		Seed:                in.Seed,
-		PostDrainWait:       Duration(in.PostDrainWait),
-		Zones:               []string{},
-		Batches:             []Batch{},
-		Findings:            []check.Finding{},
-	}
-	p.DeregistrationTimeout = Duration(in.DeregistrationTimeout)
-	podsByNode := map[string][]*corev1.Pod{}
-	for i := range snap.Pods {
-		pod := &snap.Pods[i]
-		if pod.Spec.NodeName != "" && Evictable(pod) {
-			podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
-		}
-	}
+	p := newPlan(in, strategy, maxUnavailable)
+	podsByNode := evictablePodsByNode(snap.Pods)
 	outdated := p.countNodes(group, in, podsByNode, strategy.Traits().WholeGroup)
 	if in.Cloud != nil {
 		p.Cloud = cloudPlan(in.Cloud)
@@ -299,21 +273,74 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	names := p.addBatches(batches)
+	if err := p.planSteps(in, strategy); err != nil {
+		return nil, err
+	}
+	p.HookedNodes = hookedNodes(group)
+	p.addFindings(snap, group, names, podsByNode, in, strategy.Traits())
+	return p, nil
+}
+
+// newPlan is the plan's header: what was asked for.
+func newPlan(in Input, strategy Strategy, maxUnavailable int) *Plan {
+	return &Plan{
+		APIVersion:            APIVersion,
+		Kind:                  Kind,
+		Context:               in.Context,
+		NodeGroup:             in.NodeGroup,
+		NodeGroupLabel:        in.NodeGroupLabel,
+		Selector:              in.Selector,
+		TargetLabels:          in.TargetLabels,
+		Strategy:              strategy.Name(),
+		Provider:              in.Provider,
+		MaxUnavailableInput:   in.MaxUnavailable,
+		MaxUnavailable:        maxUnavailable,
+		MaxSurge:              in.MaxSurge,
+		Taint:                 TaintString(in.Taint),
+		Seed:                  in.Seed,
+		PostDrainWait:         Duration(in.PostDrainWait),
+		DeregistrationTimeout: Duration(in.DeregistrationTimeout),
+		Zones:                 []string{},
+		Batches:               []Batch{},
+		Findings:              []check.Finding{},
+	}
+}
+
+// evictablePodsByNode are the bound pods a drain evicts, by node.
+func evictablePodsByNode(pods []corev1.Pod) map[string][]*corev1.Pod {
+	byNode := map[string][]*corev1.Pod{}
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Spec.NodeName != "" && Evictable(pod) {
+			byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], pod)
+		}
+	}
+	return byNode
+}
+
+// addBatches numbers the strategy's batches into the plan and returns
+// their node names, batch by batch.
+func (p *Plan) addBatches(batches [][]PlannedNode) [][]string {
 	names := make([][]string, len(batches))
-	var outdatedNames []string
 	for i, b := range batches {
 		p.Batches = append(p.Batches, Batch{Number: i + 1, Nodes: b})
 		for _, n := range b {
 			names[i] = append(names[i], n.Name)
 		}
-		outdatedNames = append(outdatedNames, names[i]...)
 	}
+	return names
+}
+
+// planSteps lists the phases: the strategy's, the service's where it runs
+// the update, or what is left of a run that deleted blue.
+func (p *Plan) planSteps(in Input, strategy Strategy) error {
 	p.Steps = strategy.Steps(p)
 	if c := p.Cloud; c != nil && c.BlueDeleted != "" {
 		p.Steps = []Step{{Phase: string(PhaseDeleteBlue), Detail: fmt.Sprintf("%s %q is deleted already; record it, and let the autoscaler have green's nodes again", c.GroupKind, c.BlueDeleted)}}
 	}
 	if err := managedPlan(p, in, strategy); err != nil {
-		return nil, err
+		return err
 	}
 	// The timeout bounds annotation hooks too, which may appear after the
 	// plan: it is kept whenever given.
@@ -322,12 +349,19 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 		h.Timeout = Duration(h.TimeoutOrDefault())
 		p.Hooks = &h
 	}
-	p.HookedNodes = hookedNodes(group)
+	return nil
+}
+
+// addFindings finds what would hold or harm the run: the workload checks, a
+// target the new nodes cannot reach, pinned pods, no room, pods a service
+// forces out, an outdated warm pool.
+func (p *Plan) addFindings(snap snapshot.Cluster, group []corev1.Node, names [][]string, podsByNode map[string][]*corev1.Pod, in Input, traits Traits) {
+	outdatedNames := slices.Concat(names...)
 	p.Findings = audit(snap, group, outdatedNames, names, in)
 	p.Findings = append(p.Findings, unreachableTarget(group, in)...)
 	pinned, pinnedKeys := pinnedPods(snap, outdatedNames, podsByNode, in)
 	p.Findings = append(p.Findings, pinned...)
-	p.Findings = append(p.Findings, noRoom(snap, podsByNode, names, roomInput(p, in), strategy.Traits().OutdatedHeldOff, pinnedKeys)...)
+	p.Findings = append(p.Findings, noRoom(snap, podsByNode, names, roomInput(p, in), traits.OutdatedHeldOff, pinnedKeys)...)
 	p.Findings = append(p.Findings, forcedOut(p, snap, podsByNode, outdatedNames)...)
 	if in.Cloud != nil {
 		name := in.NodeGroup
@@ -340,7 +374,6 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 		p.Findings = []check.Finding{}
 	}
 	p.markFindings()
-	return p, nil
 }
 
 // checkCapability refuses a strategy the provider cannot carry out, before
@@ -402,22 +435,9 @@ func (p *Plan) countNodes(group []corev1.Node, in Input, podsByNode map[string][
 		if z := node.Labels[ZoneLabel]; z != "" {
 			zones[z] = true
 		}
-		diffs := Outdated(node, in.TargetLabels)
-		var machine Machine
-		if in.Cloud != nil {
-			cloudDiffs, m, notMember := machineOutdated(node, in.Cloud)
-			if notMember {
-				others = append(others, node.Name)
-				continue
-			}
-			if m.Leaving() {
-				p.Notes = append(p.Notes, fmt.Sprintf("node %q: %s %q is already %s", node.Name, in.Cloud.MachineKind, m.ID, strings.ToLower(cmp.Or(m.Lifecycle, "leaving"))))
-				continue
-			}
-			diffs, machine = append(cloudDiffs, diffs...), m
-			if wholeGroup && len(diffs) == 0 {
-				diffs = []LabelDiff{{Key: DiffBlue, Current: in.Cloud.Name}}
-			}
+		diffs, machine, skip := p.nodeDiffs(node, in, wholeGroup, &others)
+		if skip {
+			continue
 		}
 		switch {
 		case len(diffs) == 0:
@@ -429,23 +449,7 @@ func (p *Plan) countNodes(group []corev1.Node, in Input, podsByNode map[string][
 			continue
 		}
 		p.Nodes.Outdated++
-		pn := PlannedNode{
-			Name:       node.Name,
-			Zone:       node.Labels[ZoneLabel],
-			ProviderID: node.Spec.ProviderID,
-			Created:    node.CreationTimestamp.UTC(),
-			Tainted:    hasTaint(node, in.Taint),
-			Cordoned:   node.Spec.Unschedulable,
-			Outdated:   diffs,
-			InstanceID: machine.ID,
-		}
-		pods := podsByNode[node.Name]
-		slices.SortFunc(pods, comparePodKeys)
-		pn.Pods = make([]string, 0, len(pods))
-		for _, pod := range pods {
-			pn.Pods = append(pn.Pods, podKey(pod))
-		}
-		outdated = append(outdated, pn)
+		outdated = append(outdated, plannedNode(node, in, diffs, machine, podsByNode[node.Name]))
 	}
 	if len(others) > 0 {
 		p.Notes = append(p.Notes, notMemberNote(others, in.Cloud))
@@ -455,6 +459,50 @@ func (p *Plan) countNodes(group []corev1.Node, in Input, podsByNode map[string][
 	}
 	sort.Strings(p.Zones)
 	return outdated
+}
+
+// nodeDiffs says why node is outdated (none: current). skip is set for a
+// node the run leaves alone: no machine of the cloud group (added to
+// others), or one on its way out already (noted).
+func (p *Plan) nodeDiffs(node *corev1.Node, in Input, wholeGroup bool, others *[]string) (diffs []LabelDiff, machine Machine, skip bool) {
+	diffs = Outdated(node, in.TargetLabels)
+	if in.Cloud == nil {
+		return diffs, machine, false
+	}
+	cloudDiffs, m, notMember := machineOutdated(node, in.Cloud)
+	if notMember {
+		*others = append(*others, node.Name)
+		return nil, m, true
+	}
+	if m.Leaving() {
+		p.Notes = append(p.Notes, fmt.Sprintf("node %q: %s %q is already %s", node.Name, in.Cloud.MachineKind, m.ID, strings.ToLower(cmp.Or(m.Lifecycle, "leaving"))))
+		return nil, m, true
+	}
+	diffs = append(cloudDiffs, diffs...)
+	if wholeGroup && len(diffs) == 0 {
+		diffs = []LabelDiff{{Key: DiffBlue, Current: in.Cloud.Name}}
+	}
+	return diffs, m, false
+}
+
+// plannedNode is an outdated node as the plan lists it, with its pods.
+func plannedNode(node *corev1.Node, in Input, diffs []LabelDiff, machine Machine, pods []*corev1.Pod) PlannedNode {
+	pn := PlannedNode{
+		Name:       node.Name,
+		Zone:       node.Labels[ZoneLabel],
+		ProviderID: node.Spec.ProviderID,
+		Created:    node.CreationTimestamp.UTC(),
+		Tainted:    hasTaint(node, in.Taint),
+		Cordoned:   node.Spec.Unschedulable,
+		Outdated:   diffs,
+		InstanceID: machine.ID,
+	}
+	slices.SortFunc(pods, comparePodKeys)
+	pn.Pods = make([]string, 0, len(pods))
+	for _, pod := range pods {
+		pn.Pods = append(pn.Pods, podKey(pod))
+	}
+	return pn
 }
 
 // markFindings names, on each planned node, the checks that found
