@@ -94,93 +94,126 @@ func nodesLikeTarget(group []corev1.Node, cg *CloudGroup) ([]*corev1.Node, strin
 // until --drain-timeout for nothing. It returns the findings and the pods
 // found ("namespace/name").
 func pinnedPods(snap snapshot.Cluster, outdated []string, podsByNode map[string][]*corev1.Pod, in Input) ([]check.Finding, sets.Set[string]) {
-	found := sets.New[string]()
+	s := newPinSearch(snap, outdated, in)
+	for _, name := range slices.Sorted(slices.Values(outdated)) {
+		if node := s.byName[name]; node != nil {
+			s.searchNode(node, podsByNode[name])
+		}
+	}
+	return s.findings(), s.found
+}
+
+// pinSearch is pinnedPods' state: the nodes that stay, and what was found,
+// one finding per workload as the audit reports them.
+type pinSearch struct {
+	in      Input
+	byName  map[string]*corev1.Node
+	staying []*corev1.Node
+	rsOwner check.DeploymentOwners
+	volumes func(*corev1.Pod) []*corev1.PersistentVolume
+	// The pods of a workload share their node selector and affinity (the
+	// snapshot interns them): once one that mounts no volume is found to
+	// reach a node that stays, so do the others.
+	reachesStaying map[selectorsOf]bool
+	found          sets.Set[string]
+	byWorkload     map[string]*pinnedWorkload
+	order          []string
+}
+
+type selectorsOf struct {
+	nodeSelector unsafe.Pointer
+	affinity     *corev1.Affinity
+}
+
+// pinnedWorkload is a workload with pods that can run nowhere.
+type pinnedWorkload struct {
+	finding check.Finding
+	pods    int
+	example *corev1.Pod
+	volume  string // the volume that pins it, when its selectors alone do not
+}
+
+func newPinSearch(snap snapshot.Cluster, outdated []string, in Input) *pinSearch {
 	gone := make(map[string]bool, len(outdated))
 	for _, n := range outdated {
 		gone[n] = true
 	}
-	byName := make(map[string]*corev1.Node, len(snap.Nodes))
-	var staying []*corev1.Node
+	s := &pinSearch{
+		in: in, byName: make(map[string]*corev1.Node, len(snap.Nodes)),
+		rsOwner: check.DeploymentOwnersOf(snap.ReplicaSets, nil), volumes: volumesByClaim(snap),
+		reachesStaying: map[selectorsOf]bool{}, found: sets.New[string](), byWorkload: map[string]*pinnedWorkload{},
+	}
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
-		byName[n.Name] = n
+		s.byName[n.Name] = n
 		if !gone[n.Name] {
-			staying = append(staying, n)
+			s.staying = append(s.staying, n)
 		}
 	}
-	rsOwner := check.DeploymentOwnersOf(snap.ReplicaSets, nil)
-	volumes := volumesByClaim(snap)
-	// One finding per workload, as the audit reports them.
-	type pinned struct {
-		finding check.Finding
-		pods    int
-		example *corev1.Pod
-		volume  string // the volume that pins it, when its selectors alone do not
-	}
-	byWorkload := map[string]*pinned{}
-	var order []string
-	// The pods of a workload share their node selector and affinity (the
-	// snapshot interns them): once one that mounts no volume is found to
-	// reach a node that stays, so do the others.
-	type selectorsOf struct {
-		nodeSelector unsafe.Pointer
-		affinity     *corev1.Affinity
-	}
-	reachesStaying := map[selectorsOf]bool{}
-	for _, name := range slices.Sorted(slices.Values(outdated)) {
-		node := byName[name]
-		if node == nil {
+	return s
+}
+
+// searchNode looks at the pods of one outdated node.
+func (s *pinSearch) searchNode(node *corev1.Node, pods []*corev1.Pod) {
+	var replacement *corev1.Node // made when a pod needs it
+	for _, pod := range pods {
+		if s.in.Namespace != "" && pod.Namespace != s.in.Namespace {
 			continue
 		}
-		var replacement *corev1.Node // made when a pod needs it
-		for _, pod := range podsByNode[name] {
-			if in.Namespace != "" && pod.Namespace != in.Namespace {
-				continue
-			}
-			pvs := volumes(pod)
-			if len(pvs) == 0 && len(pod.Spec.NodeSelector) == 0 && (pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil) {
-				continue
-			}
-			key := selectorsOf{reflect.ValueOf(pod.Spec.NodeSelector).UnsafePointer(), pod.Spec.Affinity}
-			if len(pvs) == 0 && reachesStaying[key] {
-				continue
-			}
-			affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
-			selects := func(n *corev1.Node) bool { ok, _ := affinity.Match(n); return ok }
-			reaches := func(n *corev1.Node) bool { return selects(n) && volumeBlocking(pvs, n) == "" }
-			if slices.ContainsFunc(staying, reaches) {
-				if len(pvs) == 0 {
-					reachesStaying[key] = true
-				}
-				continue
-			}
-			if replacement == nil {
-				replacement = replacementOf(node, in.TargetLabels)
-			}
-			if reaches(replacement) {
-				continue
-			}
-			found.Insert(podKey(pod))
-			kind, ns, wname := check.WorkloadOf(pod, rsOwner)
-			workload := kind + "/" + ns + "/" + wname
-			w := byWorkload[workload]
-			if w == nil {
-				w = &pinned{finding: check.Finding{Check: check.CheckPodCannotMove, Severity: check.Blocker, Kind: kind, Namespace: ns, Name: wname}, example: pod}
-				if selects(replacement) || slices.ContainsFunc(staying, selects) {
-					w.volume = volumeBlocking(pvs, replacement)
-				}
-				byWorkload[workload] = w
-				order = append(order, workload)
-			}
-			w.pods++
-			if !slices.Contains(w.finding.Nodes, name) {
-				w.finding.Nodes = append(w.finding.Nodes, name)
-			}
+		pvs := s.volumes(pod)
+		if len(pvs) == 0 && len(pod.Spec.NodeSelector) == 0 && (pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil) {
+			continue
 		}
+		key := selectorsOf{reflect.ValueOf(pod.Spec.NodeSelector).UnsafePointer(), pod.Spec.Affinity}
+		if len(pvs) == 0 && s.reachesStaying[key] {
+			continue
+		}
+		affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+		selects := func(n *corev1.Node) bool { ok, _ := affinity.Match(n); return ok }
+		reaches := func(n *corev1.Node) bool { return selects(n) && volumeBlocking(pvs, n) == "" }
+		if slices.ContainsFunc(s.staying, reaches) {
+			if len(pvs) == 0 {
+				s.reachesStaying[key] = true
+			}
+			continue
+		}
+		if replacement == nil {
+			replacement = replacementOf(node, s.in.TargetLabels)
+		}
+		if reaches(replacement) {
+			continue
+		}
+		volume := ""
+		if selects(replacement) || slices.ContainsFunc(s.staying, selects) {
+			volume = volumeBlocking(pvs, replacement)
+		}
+		s.add(pod, node.Name, volume)
 	}
+}
+
+// add counts a pod that can run nowhere in its workload's finding; volume
+// is what pins it when its selectors alone do not.
+func (s *pinSearch) add(pod *corev1.Pod, node, volume string) {
+	s.found.Insert(podKey(pod))
+	kind, ns, wname := check.WorkloadOf(pod, s.rsOwner)
+	workload := kind + "/" + ns + "/" + wname
+	w := s.byWorkload[workload]
+	if w == nil {
+		w = &pinnedWorkload{finding: check.Finding{Check: check.CheckPodCannotMove, Severity: check.Blocker, Kind: kind, Namespace: ns, Name: wname}, example: pod, volume: volume}
+		s.byWorkload[workload] = w
+		s.order = append(s.order, workload)
+	}
+	w.pods++
+	if !slices.Contains(w.finding.Nodes, node) {
+		w.finding.Nodes = append(w.finding.Nodes, node)
+	}
+}
+
+// findings words the workloads found, in the order they were found.
+func (s *pinSearch) findings() []check.Finding {
 	var out []check.Finding
-	for _, key := range order {
-		w := byWorkload[key]
+	for _, key := range s.order {
+		w := s.byWorkload[key]
 		f := w.finding
 		example := fmt.Sprintf("%d pods (%q among them)", w.pods, w.example.Namespace+"/"+w.example.Name)
 		if w.volume != "" {
@@ -192,7 +225,7 @@ func pinnedPods(snap snapshot.Cluster, outdated []string, podsByNode map[string]
 		}
 		out = append(out, f)
 	}
-	return out, found
+	return out
 }
 
 // replacementOf is the node the run brings in node's stead, as pinnedPods
