@@ -25,27 +25,10 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	if p.Provider == "none" {
 		provider = "none (nothing launches replacement nodes)"
 	}
-	target := joinLabels(p.TargetLabels)
-	if c := p.Cloud; c != nil {
-		lt := fmt.Sprintf("%s %s version %s", c.TemplateKind, c.Template, c.TargetVersion)
-		if c.TargetVersion == NewVersion {
-			lt = fmt.Sprintf("%s %s, a new version from %s", c.TemplateKind, c.Template, c.CurrentVersion)
-		}
-		if c.TargetImage != "" {
-			lt += " (image " + c.TargetImage + ")"
-		}
-		if p.Managed != nil {
-			lt = p.Managed.Target
-		}
-		if target != "" {
-			lt += ", labels " + target
-		}
-		target = lt
-	}
 	header := [][2]string{
 		{"Context", output.OrNone(p.Context)},
 		{"Node group", group},
-		{"Target", target},
+		{"Target", targetLine(p)},
 		{"Nodes", fmt.Sprintf("%d total, %d outdated, %d current, %d done", p.Nodes.Total, p.Nodes.Outdated, p.Nodes.Current, p.Nodes.Done)},
 		{"Zones", output.OrNone(strings.Join(p.Zones, ", "))},
 		{"Strategy", strategyLine(p)},
@@ -57,25 +40,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	if h := p.Hooks; h != nil && h.Any() {
 		header = append(header, [2]string{"Hooks", hooksLine(h)})
 	}
-	if c := p.Cloud; c != nil {
-		group := [2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
-		if p.Managed != nil {
-			group = [2]string{"Updated by", fmt.Sprintf("%s %q in %s (the service runs the update)", p.Managed.Service, c.Group, output.OrNone(c.Region))}
-		}
-		header = append(header, group, [2]string{"Scale-up", scaleUpLine(c)})
-		if c.LaunchesAfter != "" {
-			header = append(header, [2]string{"Launches after", fmt.Sprintf("%s %s %s", c.TemplateKind, c.Template, c.LaunchesAfter)})
-		}
-		if line := rebalanceLine(p, c); line != "" {
-			header = append(header, [2]string{"Rebalancing", line})
-		}
-		if line := loadBalancersLine(p, c); line != "" {
-			header = append(header, [2]string{"Load balancers", line})
-		}
-		if line := leaveHooksLine(c); line != "" {
-			header = append(header, [2]string{"Terminating", line})
-		}
-	}
+	header = append(header, cloudLines(p)...)
 	for _, h := range header {
 		if _, err := fmt.Fprintf(w, "%-17s%s\n", h[0]+":", h[1]); err != nil {
 			return err
@@ -102,6 +67,54 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	}
 	fmt.Fprintln(w)
 	return WriteFindings(w, p.Findings, color)
+}
+
+// targetLine is what the nodes move to: the cloud's target version (or
+// the service's words for it) and the target labels.
+func targetLine(p *Plan) string {
+	target := joinLabels(p.TargetLabels)
+	c := p.Cloud
+	if c == nil {
+		return target
+	}
+	lt := fmt.Sprintf("%s %s version %s", c.TemplateKind, c.Template, c.TargetVersion)
+	if c.TargetVersion == NewVersion {
+		lt = fmt.Sprintf("%s %s, a new version from %s", c.TemplateKind, c.Template, c.CurrentVersion)
+	}
+	if c.TargetImage != "" {
+		lt += " (image " + c.TargetImage + ")"
+	}
+	if p.Managed != nil {
+		lt = p.Managed.Target
+	}
+	if target != "" {
+		lt += ", labels " + target
+	}
+	return lt
+}
+
+// cloudLines are the header lines of the cloud group: what it is, its
+// scale-up, what it launches after, and what the run holds off or waits
+// for.
+func cloudLines(p *Plan) [][2]string {
+	c := p.Cloud
+	if c == nil {
+		return nil
+	}
+	group := [2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
+	if p.Managed != nil {
+		group = [2]string{"Updated by", fmt.Sprintf("%s %q in %s (the service runs the update)", p.Managed.Service, c.Group, output.OrNone(c.Region))}
+	}
+	lines := [][2]string{group, {"Scale-up", scaleUpLine(c)}}
+	if c.LaunchesAfter != "" {
+		lines = append(lines, [2]string{"Launches after", fmt.Sprintf("%s %s %s", c.TemplateKind, c.Template, c.LaunchesAfter)})
+	}
+	for _, l := range [][2]string{{"Rebalancing", rebalanceLine(p, c)}, {"Load balancers", loadBalancersLine(p, c)}, {"Terminating", leaveHooksLine(c)}} {
+		if l[1] != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
 }
 
 // writeSteps lists the phases with their estimates.
