@@ -28,28 +28,15 @@ func noRoom(snap snapshot.Cluster, podsByNode map[string][]*corev1.Pod, batches 
 	if in.Cloud != nil || len(batches) == 0 {
 		return nil
 	}
-	running := map[string][]*corev1.Pod{}
-	for i := range snap.Pods {
-		p := &snap.Pods[i]
-		if capacity.IsAutoscaler(p) {
-			return nil
-		}
-		if p.Spec.NodeName != "" {
-			running[p.Spec.NodeName] = append(running[p.Spec.NodeName], p)
-		}
+	running, autoscaled := runningPods(snap.Pods)
+	if autoscaled {
+		return nil
 	}
 	nodes := make([]*corev1.Node, len(snap.Nodes))
 	for i := range snap.Nodes {
 		nodes[i] = &snap.Nodes[i]
 	}
-	// The pods any batch may evict: those of the outdated nodes, and those
-	// carried over onto them, which are pods of other outdated nodes.
-	evictable := func(n string) []*corev1.Pod {
-		if pinned.Len() == 0 {
-			return podsByNode[n]
-		}
-		return slices.DeleteFunc(slices.Clone(podsByNode[n]), func(p *corev1.Pod) bool { return pinned.Has(podKey(p)) })
-	}
+	evictable := evictableExcept(podsByNode, pinned)
 	carried := map[string][]*corev1.Pod{}
 	var all []*corev1.Pod
 	for _, b := range batches {
@@ -90,6 +77,34 @@ func noRoom(snap snapshot.Cluster, podsByNode map[string][]*corev1.Pod, batches 
 		}
 	}
 	return nil
+}
+
+// runningPods are the bound pods by node; autoscaled is set when a
+// cluster autoscaler or Karpenter runs (something adds nodes).
+func runningPods(pods []corev1.Pod) (running map[string][]*corev1.Pod, autoscaled bool) {
+	running = map[string][]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		if capacity.IsAutoscaler(p) {
+			return nil, true
+		}
+		if p.Spec.NodeName != "" {
+			running[p.Spec.NodeName] = append(running[p.Spec.NodeName], p)
+		}
+	}
+	return running, false
+}
+
+// evictableExcept are the pods any batch may evict from a node: those of
+// the outdated nodes but the pinned ones (and those carried over onto
+// them, which are pods of other outdated nodes).
+func evictableExcept(podsByNode map[string][]*corev1.Pod, pinned sets.Set[string]) func(node string) []*corev1.Pod {
+	return func(n string) []*corev1.Pod {
+		if pinned.Len() == 0 {
+			return podsByNode[n]
+		}
+		return slices.DeleteFunc(slices.Clone(podsByNode[n]), func(p *corev1.Pod) bool { return pinned.Has(podKey(p)) })
+	}
 }
 
 // roomInput is the input noRoom judges: a group whose service adds no
