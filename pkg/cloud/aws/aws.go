@@ -355,6 +355,44 @@ func (p *Provider) describeGroup(ctx context.Context, name string) (*astypes.Aut
 // groupFrom reads a described group, resolving launch template versions
 // and looking up its instances in EC2.
 func (p *Provider) groupFrom(ctx context.Context, ag *astypes.AutoScalingGroup) (*Group, error) {
+	g := groupSettings(ag)
+	res := resolver{p: p, cache: map[[2]string]ec2types.LaunchTemplateVersion{}}
+	if err := g.resolveTemplate(ctx, ag, res); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(ag.Instances))
+	for _, in := range ag.Instances {
+		if isWarm(string(in.LifecycleState)) {
+			continue // the warm pool's: no member of the group (see WarmPool)
+		}
+		i := Instance{
+			ID:        sdkaws.ToString(in.InstanceId),
+			Zone:      sdkaws.ToString(in.AvailabilityZone),
+			Lifecycle: string(in.LifecycleState),
+			Protected: sdkaws.ToBool(in.ProtectedFromScaleIn),
+		}
+		if in.LaunchTemplate != nil {
+			i.LaunchTemplateID = sdkaws.ToString(in.LaunchTemplate.LaunchTemplateId)
+			i.LaunchTemplateVersion = sdkaws.ToString(in.LaunchTemplate.Version)
+		}
+		g.Instances = append(g.Instances, i)
+		ids = append(ids, i.ID)
+	}
+	ec2s, err := p.describeInstances(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for k := range g.Instances {
+		if err := g.Instances[k].launchedAs(ctx, ec2s, res); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// groupSettings is the group as Auto Scaling describes it, without its
+// launch template and instances.
+func groupSettings(ag *astypes.AutoScalingGroup) *Group {
 	g := &Group{
 		Name:    sdkaws.ToString(ag.AutoScalingGroupName),
 		Min:     sdkaws.ToInt32(ag.MinSize),
@@ -381,64 +419,51 @@ func (p *Provider) groupFrom(ctx context.Context, ag *astypes.AutoScalingGroup) 
 			g.Tags[sdkaws.ToString(t.Key)] = Tag{Value: sdkaws.ToString(t.Value), PropagateAtLaunch: sdkaws.ToBool(t.PropagateAtLaunch)}
 		}
 	}
+	return g
+}
+
+// resolveTemplate finds the launch template version the group launches
+// (its own, or its mixed instances policy's), as a number.
+func (g *Group) resolveTemplate(ctx context.Context, ag *astypes.AutoScalingGroup, res resolver) error {
 	lt := ag.LaunchTemplate
 	if lt == nil && ag.MixedInstancesPolicy != nil && ag.MixedInstancesPolicy.LaunchTemplate != nil {
 		lt, g.mixed = ag.MixedInstancesPolicy.LaunchTemplate.LaunchTemplateSpecification, true
 	}
-	res := resolver{p: p, cache: map[[2]string]ec2types.LaunchTemplateVersion{}}
-	if lt != nil {
-		g.spec = sdkaws.ToString(lt.Version)
-		if g.spec == "" {
-			g.spec = "$Default" // what Auto Scaling uses when no version is set
-		}
-		v, err := res.version(ctx, sdkaws.ToString(lt.LaunchTemplateId), sdkaws.ToString(lt.LaunchTemplateName), g.spec)
-		if err != nil {
-			return nil, err
-		}
-		g.LaunchTemplateID = sdkaws.ToString(v.LaunchTemplateId)
-		g.LaunchTemplateVersion = strconv.FormatInt(sdkaws.ToInt64(v.VersionNumber), 10)
+	if lt == nil {
+		return nil
 	}
-	ids := make([]string, 0, len(ag.Instances))
-	for _, in := range ag.Instances {
-		if isWarm(string(in.LifecycleState)) {
-			continue // the warm pool's: no member of the group (see WarmPool)
-		}
-		i := Instance{
-			ID:        sdkaws.ToString(in.InstanceId),
-			Zone:      sdkaws.ToString(in.AvailabilityZone),
-			Lifecycle: string(in.LifecycleState),
-			Protected: sdkaws.ToBool(in.ProtectedFromScaleIn),
-		}
-		if in.LaunchTemplate != nil {
-			i.LaunchTemplateID = sdkaws.ToString(in.LaunchTemplate.LaunchTemplateId)
-			i.LaunchTemplateVersion = sdkaws.ToString(in.LaunchTemplate.Version)
-		}
-		g.Instances = append(g.Instances, i)
-		ids = append(ids, i.ID)
+	g.spec = sdkaws.ToString(lt.Version)
+	if g.spec == "" {
+		g.spec = "$Default" // what Auto Scaling uses when no version is set
 	}
-	ec2s, err := p.describeInstances(ctx, ids)
+	v, err := res.version(ctx, sdkaws.ToString(lt.LaunchTemplateId), sdkaws.ToString(lt.LaunchTemplateName), g.spec)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for k := range g.Instances {
-		in := &g.Instances[k]
-		if e, ok := ec2s[in.ID]; ok {
-			in.ImageID = sdkaws.ToString(e.ImageId)
-			id, v := launchedFrom(e)
-			in.LaunchTemplateID, in.LaunchTemplateVersion = cmp.Or(id, in.LaunchTemplateID), cmp.Or(v, in.LaunchTemplateVersion)
-		}
-		// Without the EC2 tag, Auto Scaling may report "$Latest" or
-		// "$Default": resolved now, which is right unless the template
-		// changed since the launch.
-		if in.LaunchTemplateID != "" && !isNumber(in.LaunchTemplateVersion) {
-			v, err := res.version(ctx, in.LaunchTemplateID, "", in.LaunchTemplateVersion)
-			if err != nil {
-				return nil, err
-			}
-			in.LaunchTemplateVersion = strconv.FormatInt(sdkaws.ToInt64(v.VersionNumber), 10)
-		}
+	g.LaunchTemplateID = sdkaws.ToString(v.LaunchTemplateId)
+	g.LaunchTemplateVersion = strconv.FormatInt(sdkaws.ToInt64(v.VersionNumber), 10)
+	return nil
+}
+
+// launchedAs fills in the image and the launch template version the
+// instance was launched from, as EC2 describes it (ec2s, by ID).
+func (in *Instance) launchedAs(ctx context.Context, ec2s map[string]ec2types.Instance, res resolver) error {
+	if e, ok := ec2s[in.ID]; ok {
+		in.ImageID = sdkaws.ToString(e.ImageId)
+		id, v := launchedFrom(e)
+		in.LaunchTemplateID, in.LaunchTemplateVersion = cmp.Or(id, in.LaunchTemplateID), cmp.Or(v, in.LaunchTemplateVersion)
 	}
-	return g, nil
+	// Without the EC2 tag, Auto Scaling may report "$Latest" or
+	// "$Default": resolved now, which is right unless the template
+	// changed since the launch.
+	if in.LaunchTemplateID != "" && !isNumber(in.LaunchTemplateVersion) {
+		v, err := res.version(ctx, in.LaunchTemplateID, "", in.LaunchTemplateVersion)
+		if err != nil {
+			return err
+		}
+		in.LaunchTemplateVersion = strconv.FormatInt(sdkaws.ToInt64(v.VersionNumber), 10)
+	}
+	return nil
 }
 
 func isNumber(s string) bool {
