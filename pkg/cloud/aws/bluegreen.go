@@ -174,6 +174,16 @@ func cloneInput(blue *Group, green, version string) (*autoscaling.CreateAutoScal
 	if blue.HealthCheckType != "" {
 		in.HealthCheckType = sdkaws.String(blue.HealthCheckType)
 	}
+	in.Tags = greenTags(blue, green)
+	if len(in.Tags) > maxGroupTags {
+		return nil, inputErrorf("auto scaling group %q has %d tags to copy; with the 2 that mark the green group that is %d, over Auto Scaling's %d; remove some from %q or use another --strategy", blue.Name, len(in.Tags)-2, len(in.Tags), maxGroupTags, blue.Name)
+	}
+	return in, nil
+}
+
+// greenTags are blue's tags for green, sorted, and the two that mark it
+// green.
+func greenTags(blue *Group, green string) []astypes.Tag {
 	keys := make([]string, 0, len(blue.Tags))
 	for k := range blue.Tags {
 		// aws: keys are Auto Scaling's to set; TagBlue and TagRole of a
@@ -189,14 +199,11 @@ func cloneInput(blue *Group, green, version string) (*autoscaling.CreateAutoScal
 			Key: sdkaws.String(k), Value: sdkaws.String(v), PropagateAtLaunch: sdkaws.Bool(propagate),
 		}
 	}
+	tags := make([]astypes.Tag, 0, len(keys)+2)
 	for _, k := range keys {
-		in.Tags = append(in.Tags, tag(k, blue.Tags[k].Value, blue.Tags[k].PropagateAtLaunch))
+		tags = append(tags, tag(k, blue.Tags[k].Value, blue.Tags[k].PropagateAtLaunch))
 	}
-	in.Tags = append(in.Tags, tag(TagBlue, blue.Name, true), tag(TagRole, RoleGreen, true))
-	if len(in.Tags) > maxGroupTags {
-		return nil, inputErrorf("auto scaling group %q has %d tags to copy; with the 2 that mark the green group that is %d, over Auto Scaling's %d; remove some from %q or use another --strategy", blue.Name, len(keys), len(in.Tags), maxGroupTags, blue.Name)
-	}
-	return in, nil
+	return append(tags, tag(TagBlue, blue.Name, true), tag(TagRole, RoleGreen, true))
 }
 
 // ownGreen returns green when an earlier call cloned it from blue for
