@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -465,49 +466,17 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 // the run stops; the exit code says how it stopped.
 func (o *StatusOptions) watch(ctx context.Context) error {
 	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
-	name := state.ObjectName(o.NodeGroup)
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	var last string
-	var cur RunStatus
-	look := func() (bool, error) {
-		rec, err := store.Load(ctx, o.NodeGroup)
-		if err != nil {
-			return false, err
-		}
-		if rec == nil {
-			// As kubectl get -w: wait for the run to exist.
-			if last == "" {
-				last = "waiting"
-				_, err = fmt.Fprintf(o.Out, "%s waiting for a run of %q (no record in namespace %q yet; check --state-namespace if one is running)\n", o.now().Format("15:04:05"), o.NodeGroup, o.StateNamespace)
-			}
-			return false, err
-		}
-		if cur, err = o.statusOf(ctx, rec); err != nil {
-			return false, err
-		}
-		if line := o.watchLine(cur); line != last {
-			if err := o.printWatched(cur, line); err != nil {
-				return false, err
-			}
-			last = line
-		}
-		return !cur.Alive || cur.FinishedAt != nil, nil
-	}
 	// Watch before the first look, so no change falls between the two.
-	records, err := o.client.CoreV1().ConfigMaps(o.StateNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: selector})
-	if err != nil {
-		return fmt.Errorf("cannot watch the record of %q: %w", o.NodeGroup, err)
+	w := &runWatch{o: o, opts: metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", state.ObjectName(o.NodeGroup)).String()}}
+	if err := w.start(ctx); err != nil {
+		return err
 	}
-	defer func() { records.Stop() }()
-	locks, err := o.client.CoordinationV1().Leases(o.StateNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: selector})
-	if err != nil {
-		return fmt.Errorf("cannot watch the lock of %q: %w", o.NodeGroup, err)
-	}
-	defer func() { locks.Stop() }()
+	defer w.stop()
 	ticker := time.NewTicker(o.recheck)
 	defer ticker.Stop()
+	var last string
 	for {
-		stopped, err := look()
+		cur, stopped, err := o.lookAtRun(ctx, store, &last)
 		if err != nil {
 			return err
 		}
@@ -518,18 +487,76 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-ticker.C:
-		case _, ok := <-records.ResultChan():
+		case _, ok := <-w.records.ResultChan():
 			if !ok { // the API server ends watches now and then: start again
-				if records, err = o.client.CoreV1().ConfigMaps(o.StateNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: selector}); err != nil {
-					return fmt.Errorf("cannot watch the record of %q: %w", o.NodeGroup, err)
-				}
+				w.records = nil
 			}
-		case _, ok := <-locks.ResultChan():
+		case _, ok := <-w.locks.ResultChan():
 			if !ok {
-				if locks, err = o.client.CoordinationV1().Leases(o.StateNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: selector}); err != nil {
-					return fmt.Errorf("cannot watch the lock of %q: %w", o.NodeGroup, err)
-				}
+				w.locks = nil
 			}
+		}
+		if err := w.start(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// lookAtRun prints a line when the run's status reads otherwise than last,
+// and reports whether the run has stopped.
+func (o *StatusOptions) lookAtRun(ctx context.Context, store *state.Store, last *string) (RunStatus, bool, error) {
+	rec, err := store.Load(ctx, o.NodeGroup)
+	if err != nil {
+		return RunStatus{}, false, err
+	}
+	if rec == nil {
+		// As kubectl get -w: wait for the run to exist.
+		if *last == "" {
+			*last = "waiting"
+			_, err = fmt.Fprintf(o.Out, "%s waiting for a run of %q (no record in namespace %q yet; check --state-namespace if one is running)\n", o.now().Format("15:04:05"), o.NodeGroup, o.StateNamespace)
+		}
+		return RunStatus{}, false, err
+	}
+	cur, err := o.statusOf(ctx, rec)
+	if err != nil {
+		return cur, false, err
+	}
+	if line := o.watchLine(cur); line != *last {
+		if err := o.printWatched(cur, line); err != nil {
+			return cur, false, err
+		}
+		*last = line
+	}
+	return cur, !cur.Alive || cur.FinishedAt != nil, nil
+}
+
+// runWatch wakes status -w at each change of a run's record or lock.
+type runWatch struct {
+	o              *StatusOptions
+	opts           metav1.ListOptions
+	records, locks watch.Interface
+}
+
+// start opens the watches not open (at first, or ended by the API server).
+func (w *runWatch) start(ctx context.Context) error {
+	var err error
+	if w.records == nil {
+		if w.records, err = w.o.client.CoreV1().ConfigMaps(w.o.StateNamespace).Watch(ctx, w.opts); err != nil {
+			return fmt.Errorf("cannot watch the record of %q: %w", w.o.NodeGroup, err)
+		}
+	}
+	if w.locks == nil {
+		if w.locks, err = w.o.client.CoordinationV1().Leases(w.o.StateNamespace).Watch(ctx, w.opts); err != nil {
+			return fmt.Errorf("cannot watch the lock of %q: %w", w.o.NodeGroup, err)
+		}
+	}
+	return nil
+}
+
+func (w *runWatch) stop() {
+	for _, wi := range []watch.Interface{w.records, w.locks} {
+		if wi != nil {
+			wi.Stop()
 		}
 	}
 }
