@@ -118,82 +118,98 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		return o.managedControl(ctx, rec, alive)
 	}
 	requests := &state.Requests{Store: store, Group: o.NodeGroup}
-	phase := plan.Phase(rec.Phase)
-	var traits plan.Traits
-	if s, err := plan.LookupStrategy(rec.Strategy); err == nil {
-		traits = s.Traits()
-	}
 	switch o.action {
 	case "cancel":
-		if phase == plan.PhaseDeleteBlue {
-			return usageErrorf("cannot cancel: the run on %q is deleting blue, which cannot be paused", o.NodeGroup)
-		}
-		if alive && noSafePointLeft(rec) {
-			g := o.NodeGroup
-			return usageErrorf("cannot cancel: the run on %q is in phase %s, after which it has no safe point to pause at: it ends on its own; follow it with \"kubectl nodeupgrade status -w %s\", then undo it with rollback or a run towards the previous version", g, phase, g)
-		}
-		if err := requests.Send(ctx, state.RequestCancel); err != nil {
-			return err
-		}
-		if alive {
-			fmt.Fprintf(o.Out, "asked the run on %q (%s) to pause at its next safe point; it is in phase %s\n", o.NodeGroup, rec.Holder, phase)
-		} else {
-			fmt.Fprintf(o.Out, "paused the run on %q in phase %s; continue with \"kubectl nodeupgrade resume %s\"\n", o.NodeGroup, phase, o.NodeGroup)
-		}
-		return nil
+		return o.cancel(ctx, rec, requests, alive)
 	case "complete":
-		if phase != plan.PhaseSoak && phase != plan.PhaseBatchSoak {
-			return usageErrorf("cannot complete: the run on %q is in phase %s, not soaking", o.NodeGroup, phase)
-		}
-		if err := requests.Send(ctx, state.RequestComplete); err != nil {
-			return err
-		}
-		if alive {
-			fmt.Fprintf(o.Out, "asked the run on %q to end its soak now\n", o.NodeGroup)
-		} else {
-			fmt.Fprintf(o.Out, "the soak of %q is over; \"kubectl nodeupgrade resume %s\" goes on to delete blue\n", o.NodeGroup, o.NodeGroup)
-		}
-		return nil
+		return o.complete(ctx, rec, requests, alive)
 	case "rollback":
-		switch traits.Rollback {
-		case plan.RollbackInPlace:
-			return o.rollbackInPlace(ctx, rec, alive)
-		case plan.RollbackNone:
-			names := plan.RollbackStrategies()
-			return usageErrorf("cannot roll back: the run on %q uses strategy %q; rollback supports %s and %s; \"kubectl nodeupgrade abort %s\" puts the group back in service", o.NodeGroup, rec.Strategy, strings.Join(names[:len(names)-1], ", "), names[len(names)-1], o.NodeGroup)
-		}
-		if phase == plan.PhaseDeleteBlue || phase == plan.PhaseRollback && alive {
-			return usageErrorf("cannot roll back: the run on %q is in phase %s", o.NodeGroup, phase)
-		}
-		if alive {
-			if err := requests.Send(ctx, state.RequestRollback); err != nil {
-				return err
-			}
-			fmt.Fprintf(o.Out, "asked the run on %q to roll back at its next safe point\n", o.NodeGroup)
-			return nil
-		}
-		req, err := o.recordedRequest(rec)
-		if err != nil {
-			return err
-		}
-		if err := requests.Clear(ctx); err != nil {
-			return err
-		}
-		return o.rerun(ctx, rec, req, true)
+		return o.rollback(ctx, rec, requests, alive)
 	case "resume":
 		if alive {
 			return usageErrorf("cannot resume: the run on %q is alive (%s); wait for it or cancel it", o.NodeGroup, rec.Holder)
 		}
-		req, err := o.recordedRequest(rec)
-		if err != nil {
-			return err
-		}
-		if err := requests.Clear(ctx); err != nil {
-			return err
-		}
-		return o.rerun(ctx, rec, req, false)
+		return o.rerunRecorded(ctx, rec, requests, false)
 	}
 	return usageErrorf("unknown action %q", o.action)
+}
+
+// cancel asks a live run to pause at its next safe point, or pauses a
+// stopped one.
+func (o *ControlOptions) cancel(ctx context.Context, rec *state.Record, requests *state.Requests, alive bool) error {
+	phase := plan.Phase(rec.Phase)
+	if phase == plan.PhaseDeleteBlue {
+		return usageErrorf("cannot cancel: the run on %q is deleting blue, which cannot be paused", o.NodeGroup)
+	}
+	if alive && noSafePointLeft(rec) {
+		g := o.NodeGroup
+		return usageErrorf("cannot cancel: the run on %q is in phase %s, after which it has no safe point to pause at: it ends on its own; follow it with \"kubectl nodeupgrade status -w %s\", then undo it with rollback or a run towards the previous version", g, phase, g)
+	}
+	if err := requests.Send(ctx, state.RequestCancel); err != nil {
+		return err
+	}
+	if alive {
+		fmt.Fprintf(o.Out, "asked the run on %q (%s) to pause at its next safe point; it is in phase %s\n", o.NodeGroup, rec.Holder, phase)
+	} else {
+		fmt.Fprintf(o.Out, "paused the run on %q in phase %s; continue with \"kubectl nodeupgrade resume %s\"\n", o.NodeGroup, phase, o.NodeGroup)
+	}
+	return nil
+}
+
+// complete ends a soak now.
+func (o *ControlOptions) complete(ctx context.Context, rec *state.Record, requests *state.Requests, alive bool) error {
+	if phase := plan.Phase(rec.Phase); phase != plan.PhaseSoak && phase != plan.PhaseBatchSoak {
+		return usageErrorf("cannot complete: the run on %q is in phase %s, not soaking", o.NodeGroup, phase)
+	}
+	if err := requests.Send(ctx, state.RequestComplete); err != nil {
+		return err
+	}
+	if alive {
+		fmt.Fprintf(o.Out, "asked the run on %q to end its soak now\n", o.NodeGroup)
+	} else {
+		fmt.Fprintf(o.Out, "the soak of %q is over; \"kubectl nodeupgrade resume %s\" goes on to delete blue\n", o.NodeGroup, o.NodeGroup)
+	}
+	return nil
+}
+
+// rollback turns the run around: in place, as a live blue/green run's
+// request, or by a blue/green rollback run of a stopped one.
+func (o *ControlOptions) rollback(ctx context.Context, rec *state.Record, requests *state.Requests, alive bool) error {
+	var traits plan.Traits
+	if s, err := plan.LookupStrategy(rec.Strategy); err == nil {
+		traits = s.Traits()
+	}
+	switch traits.Rollback {
+	case plan.RollbackInPlace:
+		return o.rollbackInPlace(ctx, rec, alive)
+	case plan.RollbackNone:
+		names := plan.RollbackStrategies()
+		return usageErrorf("cannot roll back: the run on %q uses strategy %q; rollback supports %s and %s; \"kubectl nodeupgrade abort %s\" puts the group back in service", o.NodeGroup, rec.Strategy, strings.Join(names[:len(names)-1], ", "), names[len(names)-1], o.NodeGroup)
+	}
+	if phase := plan.Phase(rec.Phase); phase == plan.PhaseDeleteBlue || phase == plan.PhaseRollback && alive {
+		return usageErrorf("cannot roll back: the run on %q is in phase %s", o.NodeGroup, phase)
+	}
+	if !alive {
+		return o.rerunRecorded(ctx, rec, requests, true)
+	}
+	if err := requests.Send(ctx, state.RequestRollback); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "asked the run on %q to roll back at its next safe point\n", o.NodeGroup)
+	return nil
+}
+
+// rerunRecorded runs the recorded request again, forward or rolling back,
+// with no request pending.
+func (o *ControlOptions) rerunRecorded(ctx context.Context, rec *state.Record, requests *state.Requests, rollback bool) error {
+	req, err := o.recordedRequest(rec)
+	if err != nil {
+		return err
+	}
+	if err := requests.Clear(ctx); err != nil {
+		return err
+	}
+	return o.rerun(ctx, rec, req, rollback)
 }
 
 // noSafePointLeft reports whether a live run in rec's phase meets no safe
