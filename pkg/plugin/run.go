@@ -151,46 +151,17 @@ func (o *RunOptions) loadPlanFile() error {
 	if o.PlanFile == "" {
 		return nil
 	}
-	data, err := os.ReadFile(o.PlanFile)
+	p, savedWait, err := readPlanFile(o.PlanFile)
 	if err != nil {
-		return usageErrorf("cannot read --plan-file %q: %v", o.PlanFile, err)
+		return err
 	}
-	// postDrainWait shadows the plan's own field, so that one parse also
-	// tells a plan saved before plans carried the wait (it has none to give).
-	var file struct {
-		plan.Plan
-		PostDrainWait *plan.Duration `json:"postDrainWait"`
-	}
-	if err := json.Unmarshal(data, &file); err != nil {
-		return usageErrorf("cannot read --plan-file %q: not a plan saved with \"plan -o json\": %v", o.PlanFile, err)
-	}
-	p := file.Plan
-	if file.PostDrainWait != nil {
-		p.PostDrainWait = *file.PostDrainWait
-	}
-	if p.APIVersion != plan.APIVersion || p.Kind != plan.Kind {
-		return usageErrorf("cannot read --plan-file %q: apiVersion %q kind %q, want %s %s", o.PlanFile, p.APIVersion, p.Kind, plan.APIVersion, plan.Kind)
-	}
-	o.savedPlan = &p
+	o.savedPlan = p
 	// The record keeps the path for resume and rollback, which may be
 	// typed in another directory.
 	if abs, err := filepath.Abs(o.PlanFile); err == nil {
 		o.PlanFile = abs
 	}
-	o.NodeGroup, o.NodeGroupLabel, o.Selector = p.NodeGroup, p.NodeGroupLabel, p.Selector
-	o.MaxUnavailable, o.Taint, o.Seed, o.Provider, o.Order = p.MaxUnavailableInput, p.Taint, p.Seed, p.Provider, p.Order
-	o.Strategy, o.MaxSurge = p.Strategy, p.MaxSurge
-	if o.Order == plan.OrderByZone {
-		o.Order = "" // the surge strategy's own, not an --order value
-	}
-	if c := p.Cloud; c != nil {
-		o.Cloud.Region, o.Cloud.Group, o.Cloud.Image, o.Cloud.Version = c.Region, c.Group, "", ""
-		if c.TargetVersion == plan.NewVersion {
-			o.Cloud.Image = c.TargetImage
-		} else {
-			o.Cloud.Version = c.TargetVersion
-		}
-	}
+	o.requestFromPlan(p)
 	// The reviewed plan's hooks run; others given now would be ignored.
 	for _, name := range []string{"pre-drain-hook", "post-drain-hook", "pre-terminate-hook", "hook-timeout"} {
 		if o.given[name] {
@@ -205,11 +176,56 @@ func (o *RunOptions) loadPlanFile() error {
 	// given again now. A request from a record (resume) already holds what
 	// the first run settled, a wait given then included.
 	if o.given != nil {
-		if !o.given["post-drain-wait"] && file.PostDrainWait != nil {
+		if !o.given["post-drain-wait"] && savedWait {
 			o.PostDrainWait = time.Duration(p.PostDrainWait)
 		}
 		if !o.given["deregistration-timeout"] && p.DeregistrationTimeout > 0 {
 			o.DeregistrationTimeout = time.Duration(p.DeregistrationTimeout)
+		}
+	}
+	return nil
+}
+
+// readPlanFile reads a plan saved with "plan -o json"; savedWait says it
+// carries a post-drain wait (plans saved before they did have none).
+func readPlanFile(path string) (p *plan.Plan, savedWait bool, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, usageErrorf("cannot read --plan-file %q: %v", path, err)
+	}
+	// postDrainWait shadows the plan's own field, so that one parse also
+	// tells a plan saved before plans carried the wait (it has none to give).
+	var file struct {
+		plan.Plan
+		PostDrainWait *plan.Duration `json:"postDrainWait"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return nil, false, usageErrorf("cannot read --plan-file %q: not a plan saved with \"plan -o json\": %v", path, err)
+	}
+	p = &file.Plan
+	if file.PostDrainWait != nil {
+		p.PostDrainWait = *file.PostDrainWait
+	}
+	if p.APIVersion != plan.APIVersion || p.Kind != plan.Kind {
+		return nil, false, usageErrorf("cannot read --plan-file %q: apiVersion %q kind %q, want %s %s", path, p.APIVersion, p.Kind, plan.APIVersion, plan.Kind)
+	}
+	return p, file.PostDrainWait != nil, nil
+}
+
+// requestFromPlan takes the request the saved plan was made for.
+func (o *RunOptions) requestFromPlan(p *plan.Plan) {
+	o.NodeGroup, o.NodeGroupLabel, o.Selector = p.NodeGroup, p.NodeGroupLabel, p.Selector
+	o.MaxUnavailable, o.Taint, o.Seed, o.Provider, o.Order = p.MaxUnavailableInput, p.Taint, p.Seed, p.Provider, p.Order
+	o.Strategy, o.MaxSurge = p.Strategy, p.MaxSurge
+	if o.Order == plan.OrderByZone {
+		o.Order = "" // the surge strategy's own, not an --order value
+	}
+	if c := p.Cloud; c != nil {
+		o.Cloud.Region, o.Cloud.Group, o.Cloud.Image, o.Cloud.Version = c.Region, c.Group, "", ""
+		if c.TargetVersion == plan.NewVersion {
+			o.Cloud.Image = c.TargetImage
+		} else {
+			o.Cloud.Version = c.TargetVersion
 		}
 	}
 	o.TargetLabels = nil
@@ -217,7 +233,6 @@ func (o *RunOptions) loadPlanFile() error {
 		o.TargetLabels = append(o.TargetLabels, k+"="+v)
 	}
 	slices.Sort(o.TargetLabels)
-	return nil
 }
 
 // Validate checks the flags and that the run can be confirmed.
