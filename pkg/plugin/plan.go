@@ -401,27 +401,12 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.Provider = cloud.NoneName
-	var notes []string
-	askedCloud := false // the cloud said the machines belong to no group
-	if c != nil {
-		in.Provider = c.Name()
-		in.Cloud, err = o.openCloud(ctx, c, nodes, rec)
-		switch {
-		case err == nil:
-		case o.Provider == "" && !o.Cloud.Given() && errors.Is(err, cloud.ErrNoGroup) && len(o.targetLabels) > 0:
-			// Detected from the provider IDs, but no group of the cloud
-			// has them (Karpenter's, standalone): nodes are only deleted.
-			notes = append(notes, fmt.Sprintf("provider none: the nodes are %s machines of no group (%v), so their Node objects are deleted and the machines left to whoever made them", c.Name(), err))
-			in.Provider, in.Cloud, c, askedCloud = cloud.NoneName, nil, nil, true
-		case o.Provider == "" && !o.Cloud.Given():
-			// Not a word of --provider none: it would delete the Node
-			// objects of machines a group may keep running.
-			return nil, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs)", err, c.Name())
-		default:
-			return nil, err
-		}
+	detected := c
+	c, notes, err := o.openCloudOf(ctx, &in, c, nodes, rec)
+	if err != nil {
+		return nil, err
 	}
+	askedCloud := detected != nil && c == nil // the cloud said the machines belong to no group
 	if c == nil {
 		if err := o.refuseNoTarget(in); err != nil {
 			return nil, err
@@ -448,6 +433,34 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 		}
 	}
 	return p, err
+}
+
+// openCloudOf opens the nodes' group with c into in. Where c was only
+// detected and says the machines belong to no group, provider none serves
+// them: the cloud returned is then nil.
+func (o *PlanOptions) openCloudOf(ctx context.Context, in *plan.Input, c cloud.Cloud, nodes []corev1.Node, rec *state.Record) (cloud.Cloud, []string, error) {
+	in.Provider = cloud.NoneName
+	if c == nil {
+		return nil, nil, nil
+	}
+	in.Provider = c.Name()
+	var err error
+	in.Cloud, err = o.openCloud(ctx, c, nodes, rec)
+	switch {
+	case err == nil:
+		return c, nil, nil
+	case o.Provider == "" && !o.Cloud.Given() && errors.Is(err, cloud.ErrNoGroup) && len(o.targetLabels) > 0:
+		// Detected from the provider IDs, but no group of the cloud has
+		// them (Karpenter's, standalone): nodes are only deleted.
+		note := fmt.Sprintf("provider none: the nodes are %s machines of no group (%v), so their Node objects are deleted and the machines left to whoever made them", c.Name(), err)
+		in.Provider, in.Cloud = cloud.NoneName, nil
+		return nil, []string{note}, nil
+	case o.Provider == "" && !o.Cloud.Given():
+		// Not a word of --provider none: it would delete the Node objects
+		// of machines a group may keep running.
+		return nil, nil, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs)", err, c.Name())
+	}
+	return nil, nil, err
 }
 
 // refuseOnNodes refuses, once the nodes are listed and before the pods
