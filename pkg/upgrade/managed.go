@@ -193,7 +193,7 @@ func (e *Engine) awaitService(ctx context.Context, u cloud.ManagedUpdater, id st
 			phase = p.Phase
 			e.logf("%s update %s: %s, %d of %d nodes", e.cfg.Plan.Managed.Service, id, phase, p.Done, p.Total)
 		}
-		e.reportHeld(held.update(e.heldPods()))
+		e.reportHeld(held.update(e.heldPods(), e.podOnNode))
 		if p.Finished() {
 			return e.serviceEnded(p, held.all())
 		}
