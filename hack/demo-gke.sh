@@ -7,25 +7,8 @@
 # runs the blue/green one through GKE's API, ending its soak with complete.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-work=${DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/nodeupgrade-demo.XXXXXX")}
-mkdir -p "$work/bin"
-
-echo "== building (the simulated cluster's first build takes a few minutes)"
-go build -o "$work/bin/kubectl-nodeupgrade" ./cmd/kubectl-nodeupgrade
-(cd sim && go build -o "$work/bin/simcluster" ./cmd/simcluster)
-export PATH="$work/bin:$PATH"
-
-echo "== starting the simulated cluster, the fake GKE and Compute Engine endpoints and node pool default-pool in $work"
-"$work/bin/simcluster" up --dir "$work/cluster" --gke-demo >"$work/simcluster.out" 2>"$work/simcluster.log" &
-sim_pid=$!
-trap 'kill $sim_pid 2>/dev/null; wait $sim_pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 1500); do
-  grep -q '^ready ' "$work/simcluster.out" 2>/dev/null && break
-  kill -0 $sim_pid 2>/dev/null || { cat "$work/simcluster.out" "$work/simcluster.log"; exit 1; }
-  sleep 0.2
-done
-ready=$(grep '^ready ' "$work/simcluster.out") || { echo "simcluster did not come up; see $work/simcluster.log"; exit 1; }
-export KUBECONFIG=$(sed -n 's/^ready kubeconfig=\([^ ]*\) .*/\1/p' <<<"$ready")
+. hack/demo-lib.sh
+demo_start "the simulated cluster, the fake GKE and Compute Engine endpoints and node pool default-pool" --gke-demo
 # The plugin's hooks for local endpoints, in place of Application Default
 # Credentials and Google's.
 export NODEUPGRADE_GKE_ENDPOINT=$(sed -n 's/.* gke-endpoint=\([^ ]*\).*/\1/p' <<<"$ready")
