@@ -40,13 +40,13 @@ func TestGKEAbortSaysWhatEachPhaseAllows(t *testing.T) {
 		want    []string
 	}{
 		{"soaking", func(*testing.T) {}, "NODE_POOL_SOAKING",
-			[]string{"phase NODE_POOL_SOAKING", "is running", "kubectl nodeupgrade complete " + name, "kubectl nodeupgrade cancel " + name, "rollback"}},
+			[]string{"phase NODE_POOL_SOAKING", "is soaking", "kubectl nodeupgrade complete " + name, "kubectl nodeupgrade cancel " + name, "rollback"}},
 		{"cancelled while soaking", func(t *testing.T) {
 			if c := g.run(t, "cancel", name); c.code != nodeupgrade.ExitOK {
 				t.Fatalf("cancel: %s", c)
 			}
 			g.waitPool(t, "paused", func(p *container.NodePool) bool { return p.Status == "RUNNING" })
-		}, "NODE_POOL_SOAKING", []string{"is paused", "kubectl nodeupgrade rollback " + name, "kubectl nodeupgrade resume " + name}},
+		}, "NODE_POOL_SOAKING", []string{"is paused (cancelled)", "kubectl nodeupgrade rollback " + name, "kubectl nodeupgrade resume " + name}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.prepare(t)

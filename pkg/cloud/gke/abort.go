@@ -3,6 +3,7 @@ package gke
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
@@ -76,15 +77,19 @@ func abortAdvice(kind string, p cloud.UpdateProgress, pool, group string) string
 	case p.Phase == "DELETING_BLUE_POOL":
 		return fmt.Sprintf("%s cannot be stopped or undone: GKE deletes blue, which it does not pause; %s follows it to its end", what, cmd("resume"))
 	case kind == kindAutoscaled && p.Finished():
-		return fmt.Sprintf("%s is paused (%s); GKE cannot roll an autoscaled blue-green upgrade back: %s goes on with it", what, p.State, cmd("resume"))
+		return fmt.Sprintf("%s is paused (%s); GKE cannot roll an autoscaled blue-green upgrade back: %s goes on with it", what, stateWord(p.State), cmd("resume"))
 	case p.Finished():
-		return fmt.Sprintf("%s is paused (%s); abort cannot undo it behind GKE's back: %s", what, p.State, undo)
+		return fmt.Sprintf("%s is paused (%s); abort cannot undo it behind GKE's back: %s", what, stateWord(p.State), undo)
 	case kind == kindAutoscaled:
 		return fmt.Sprintf("%s is running; abort cannot stop it behind GKE's back: %s pauses it (operations.cancel), then %s goes on; GKE cannot roll it back", what, cmd("cancel"), cmd("resume"))
 	}
-	stop := fmt.Sprintf("%s is running; abort cannot stop it behind GKE's back: %s pauses it (operations.cancel; the nodes under way finish), then %s", what, cmd("cancel"), undo)
+	pause := fmt.Sprintf("%s pauses it (operations.cancel; the nodes under way finish), then %s", cmd("cancel"), undo)
 	if p.Phase == "NODE_POOL_SOAKING" {
-		stop += fmt.Sprintf("; or %s ends the soak now and GKE deletes blue (completeUpgrade)", cmd("complete"))
+		return fmt.Sprintf("%s is soaking; abort cannot stop it behind GKE's back: %s ends the soak now and GKE deletes blue (completeUpgrade), or %s", what, cmd("complete"), pause)
 	}
-	return stop
+	return fmt.Sprintf("%s is running; abort cannot stop it behind GKE's back: %s", what, pause)
 }
+
+// stateWord is an ended update's state in a sentence: "cancelled",
+// "failed".
+func stateWord(s cloud.UpdateState) string { return strings.ToLower(string(s)) }
