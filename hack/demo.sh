@@ -5,6 +5,8 @@
 # with a few Deployments and PDBs on them; then plans and runs the upgrade of
 # the group to ami-new through the AWS APIs.
 set -euo pipefail
+# hack/demo.sh gke: the GKE path, GKE's own upgrade of a node pool.
+if [ "${1:-}" = gke ]; then exec "$(dirname "$0")/demo-gke.sh"; fi
 cd "$(dirname "$0")/.."
 work=${DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/nodeupgrade-demo.XXXXXX")}
 mkdir -p "$work/bin"

@@ -98,6 +98,15 @@ type (
 	UpdateCompleter interface {
 		CompleteUpdate(ctx context.Context, id string) error
 	}
+	// UpdateAborter says what abort cannot do itself on a service's
+	// update that has not ended: only the service stops or undoes it, and
+	// what it allows depends on where the update is. AbortAdvice reads
+	// update id and returns, in one sentence that names the commands (for
+	// node group group), what can be done instead; "" when the update has
+	// ended and abort may go on.
+	UpdateAborter interface {
+		AbortAdvice(ctx context.Context, id, group string) (string, error)
+	}
 )
 
 // ManagedControls lists the controls p offers, by command name.

@@ -155,6 +155,9 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 	if rec != nil && plan.Phase(rec.Phase) == plan.PhaseDeleteBlue {
 		return usageErrorf("cannot abort: the run on %q is deleting blue, which cannot be stopped or undone; finish it with \"kubectl nodeupgrade resume %s\"", group, group)
 	}
+	if err := o.refuseManagedUpdate(ctx, po, rec); err != nil {
+		return err
+	}
 
 	cleanupCtx := context.WithoutCancel(ctx)
 	ctx, _, release, err := holdLock(ctx, po.client, o.StateNamespace, group)

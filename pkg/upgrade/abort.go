@@ -59,6 +59,9 @@ func (e *Engine) Abort(ctx context.Context) error {
 	if err := e.restoreUpdates(ctx); err != nil {
 		return err
 	}
+	if err := e.abortService(ctx); err != nil {
+		return err
+	}
 	// The scale-down and the rollback of green take the annotation off the
 	// group's nodes; green given by selector is not among them.
 	if err := e.unprotect(ctx, nodes); err != nil {

@@ -312,3 +312,60 @@ func TestAbortWaitsForTheWorkloadsTheRunDisturbed(t *testing.T) {
 		})
 	}
 }
+
+// managedFake is a service's group whose update abort reads: Configure
+// records the settings set.
+type managedFake struct {
+	cloud.None
+	state cloud.UpdateState
+	set   []plan.UpdateSettings
+}
+
+func (m *managedFake) GroupName() string { return "pool" }
+func (m *managedFake) Settings(context.Context) (plan.UpdateSettings, error) {
+	return plan.UpdateSettings{}, nil
+}
+func (m *managedFake) Configure(_ context.Context, s plan.UpdateSettings) error {
+	m.set = append(m.set, s)
+	return nil
+}
+func (m *managedFake) StartUpdate(context.Context, bool) (string, error) { return "op-1", nil }
+func (m *managedFake) Progress(_ context.Context, id string) (cloud.UpdateProgress, error) {
+	return cloud.UpdateProgress{ID: id, State: m.state}, nil
+}
+
+// TestAbortPutsTheServiceSettingsBack: abort puts the update settings from
+// before the run back once the service's update is not running (not
+// started, or ended); while it runs they stay, and abort says so.
+func TestAbortPutsTheServiceSettingsBack(t *testing.T) {
+	t.Parallel()
+	before := plan.UpdateSettings{Strategy: "SURGE", MaxUnavailable: "1"}
+	for _, tc := range []struct {
+		name, id string
+		state    cloud.UpdateState
+		restored bool
+	}{
+		{"update not started", "", cloud.UpdateInProgress, true},
+		{"update cancelled", "op-1", cloud.UpdateCancelled, true},
+		{"update succeeded", "op-1", cloud.UpdateSucceeded, true},
+		{"update running", "op-1", cloud.UpdateInProgress, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := newTestClient(imageNode("old-1", "z1", "old"))
+			svc := &managedFake{None: cloud.None{Client: client}, state: tc.state}
+			p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: plan.DefaultStrategy, Managed: &plan.ManagedPlan{Service: "GKE node pool", Before: before}}
+			rec := &state.Record{Phase: string(plan.PhaseUpdate), Managed: &state.ManagedRecord{Group: "pool", Before: before, Configured: true, UpdateID: tc.id}}
+			out, e, err := abortRun(t, Config{Client: client, Plan: p, Provider: svc, Record: rec})
+			if err != nil {
+				t.Fatalf("abort: %v\n%s", err, out)
+			}
+			restored := len(svc.set) == 1 && svc.set[0].Equal(before) && !rec.Managed.Configured
+			if restored != tc.restored {
+				t.Errorf("settings set %v, record configured %v; want restored %v\n%s", svc.set, rec.Managed.Configured, tc.restored, out)
+			}
+			if !tc.restored && !strings.Contains(e.Note(), "still runs") {
+				t.Errorf("note %q must say the update still runs", e.Note())
+			}
+		})
+	}
+}

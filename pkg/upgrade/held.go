@@ -46,7 +46,13 @@ func heldList(held []HeldPod) string {
 	return s
 }
 
-// heldTracker remembers since when each pod has been held.
+// heldTracker remembers since when each pod has been held, by pod and
+// PDB, until the hold is really released: the pod has left its node. A
+// read that does not show a hold does not release it: PDB status lags
+// the evictions (a budget read as allowing one disruption before its
+// controller counts the eviction just made), so the same pod and PDB
+// show up again a read later, and are neither logged again nor timed
+// anew.
 type heldTracker struct {
 	now   func() time.Time
 	since map[string]HeldPod
@@ -57,13 +63,18 @@ func newHeldTracker(now func() time.Time) *heldTracker {
 	return &heldTracker{now: now, since: map[string]HeldPod{}}
 }
 
-// update takes the pods held now and returns those held for the first
-// time; pods no longer held are forgotten.
-func (t *heldTracker) update(now []HeldPod) (fresh []HeldPod) {
+func (h HeldPod) key() string {
+	return h.Node + "/" + h.Namespace + "/" + h.Pod + "/" + h.PDB.Namespace + "/" + h.PDB.Name
+}
+
+// update takes the pods held now and returns the holds seen for the
+// first time; a hold missing from now is forgotten only once onNode
+// reports its pod gone from its node.
+func (t *heldTracker) update(now []HeldPod, onNode func(HeldPod) bool) (fresh []HeldPod) {
 	seen := map[string]bool{}
 	var order []string
 	for _, h := range now {
-		key := h.Node + "/" + h.Namespace + "/" + h.Pod
+		key := h.key()
 		seen[key] = true
 		order = append(order, key)
 		if old, ok := t.since[key]; ok {
@@ -74,8 +85,8 @@ func (t *heldTracker) update(now []HeldPod) (fresh []HeldPod) {
 		}
 		t.since[key] = h
 	}
-	for key := range t.since {
-		if !seen[key] {
+	for key, h := range t.since {
+		if !seen[key] && !onNode(h) {
 			delete(t.since, key)
 		}
 	}
@@ -144,6 +155,16 @@ func (e *Engine) heldPods() []HeldPod {
 		}
 	}
 	return out
+}
+
+// podOnNode reports whether the held pod still runs on its node.
+func (e *Engine) podOnNode(h HeldPod) bool {
+	for _, p := range e.view.podsOn(h.Node) {
+		if p.Namespace == h.Namespace && p.Name == h.Pod {
+			return true
+		}
+	}
+	return false
 }
 
 // markedByService reports whether the node no longer takes new pods: the

@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,28 +12,35 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 )
 
-// TestHeldTracker: a pod is reported once when it first holds a node,
-// keeps the time it was first seen while it holds, and is forgotten once
-// its PDB lets it go (a later hold is new again).
+// TestHeldTracker: a hold (pod and PDB) is reported once when first
+// seen and keeps the time it was first seen; a read that misses it while
+// its pod is still on its node (PDB status lagging an eviction) neither
+// releases it nor makes it new again; it is released once the pod has
+// left its node, and a hold by another PDB is new.
 func TestHeldTracker(t *testing.T) {
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	tr := newHeldTracker(func() time.Time { return now })
 	db := HeldPod{Node: "n1", Namespace: "shop", Pod: "db-0", PDB: drain.PDBStatus{Namespace: "shop", Name: "db"}}
 	web := HeldPod{Node: "n2", Namespace: "shop", Pod: "web-0", PDB: drain.PDBStatus{Namespace: "shop", Name: "web"}}
+	dbByQuorum := db
+	dbByQuorum.PDB.Name = "quorum"
 	steps := []struct {
 		name      string
 		held      []HeldPod
+		onNode    []string // pods still on their nodes
 		wantFresh []string
 		wantSince map[string]time.Duration // ago, by pod
 	}{
-		{"first seen", []HeldPod{db}, []string{"db-0"}, map[string]time.Duration{"db-0": 0}},
-		{"still held a minute later", []HeldPod{db, web}, []string{"web-0"}, map[string]time.Duration{"db-0": time.Minute, "web-0": 0}},
-		{"db let go", []HeldPod{web}, nil, map[string]time.Duration{"web-0": time.Minute}},
-		{"db held again is new", []HeldPod{web, db}, []string{"db-0"}, map[string]time.Duration{"web-0": 2 * time.Minute, "db-0": 0}},
+		{"first seen", []HeldPod{db}, []string{"db-0"}, []string{"db-0"}, map[string]time.Duration{"db-0": 0}},
+		{"still held a minute later", []HeldPod{db, web}, []string{"db-0", "web-0"}, []string{"web-0"}, map[string]time.Duration{"db-0": time.Minute, "web-0": 0}},
+		{"a read without db: its PDB lags", []HeldPod{web}, []string{"db-0", "web-0"}, nil, map[string]time.Duration{"web-0": time.Minute}},
+		{"db held again is not new", []HeldPod{web, db}, []string{"db-0", "web-0"}, nil, map[string]time.Duration{"web-0": 2 * time.Minute, "db-0": 3 * time.Minute}},
+		{"web evicted, db held by another PDB", []HeldPod{dbByQuorum}, []string{"db-0"}, []string{"db-0"}, map[string]time.Duration{"db-0": 0}},
+		{"web back on its node is a new hold", []HeldPod{dbByQuorum, web}, []string{"db-0", "web-0"}, []string{"web-0"}, map[string]time.Duration{"db-0": time.Minute, "web-0": 0}},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			fresh := tr.update(st.held)
+			fresh := tr.update(st.held, func(h HeldPod) bool { return slices.Contains(st.onNode, h.Pod) })
 			var names []string
 			for _, h := range fresh {
 				names = append(names, h.Pod)

@@ -110,6 +110,31 @@ func (e *Engine) restoreService(ctx context.Context, u cloud.ManagedUpdater) err
 	return e.save(ctx)
 }
 
+// abortService puts the service's update settings from before the run
+// back on abort, unless the service's update still runs: they are its
+// settings until it ends (the run after abort, or the service's own
+// controls, finish it).
+func (e *Engine) abortService(ctx context.Context) error {
+	u, ok := e.cfg.Provider.(cloud.ManagedUpdater)
+	m := e.cfg.Record.Managed
+	if !ok || e.cfg.Plan.Managed == nil || m == nil || !m.Configured {
+		return nil
+	}
+	if m.UpdateID != "" {
+		p, err := u.Progress(ctx, m.UpdateID)
+		if err != nil {
+			return err
+		}
+		if !p.Finished() {
+			line := fmt.Sprintf("the %s's update %s still runs: its update settings stay the run's until it ends", e.cfg.Plan.Managed.Service, m.UpdateID)
+			e.note = joinNote(e.note, line)
+			e.logf("%s", line)
+			return nil
+		}
+	}
+	return e.restoreService(ctx, u)
+}
+
 // followService starts the service's update, or finds the one a stopped
 // run started, and follows it to its end.
 func (e *Engine) followService(ctx context.Context, u cloud.ManagedUpdater) error {
@@ -168,7 +193,7 @@ func (e *Engine) awaitService(ctx context.Context, u cloud.ManagedUpdater, id st
 			phase = p.Phase
 			e.logf("%s update %s: %s, %d of %d nodes", e.cfg.Plan.Managed.Service, id, phase, p.Done, p.Total)
 		}
-		e.reportHeld(held.update(e.heldPods()))
+		e.reportHeld(held.update(e.heldPods(), e.podOnNode))
 		if p.Finished() {
 			return e.serviceEnded(p, held.all())
 		}

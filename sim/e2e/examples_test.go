@@ -363,6 +363,10 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	t.Run("GKE path", func(t *testing.T) { gkeDemoExamples(t, ctx, ex) })
+	if t.Failed() {
+		return
+	}
 	if missed := ex.notRun(); len(missed) > 0 {
 		t.Errorf("%d --help examples were never run:\n%s", len(missed), strings.Join(missed, "\n"))
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"os/exec"
@@ -42,6 +43,10 @@ type gkePool struct {
 type gkePoolSpec struct {
 	pdbTimeout  time.Duration
 	autoscaling bool
+	// master and version are the control plane's and the pool's, gkeNew
+	// and gkeOld unless set; flexStart makes a flex-start pool.
+	master, version string
+	flexStart       bool
 }
 
 // setupGKEPool makes the pool and the apps pinned to it.
@@ -58,16 +63,17 @@ func setupGKEPool(t *testing.T, name string, spec gkePoolSpec, apps ...scenario.
 	}
 	t.Cleanup(srv.Close)
 	g := &gkePool{name: name, cluster: name + "-c", srv: srv}
-	srv.CreateCluster(gkefake.ClusterSpec{Name: g.cluster, Location: "us-central1", MasterVersion: gkeNew, ValidNodeVersions: []string{gkeOld, gkeAbove}})
-	ps := gkefake.PoolSpec{Cluster: g.cluster, Location: "us-central1", Name: name, Zones: gkeZones, NodesPerZone: 1, Version: gkeOld,
-		Upgrade: &container.UpgradeSettings{Strategy: "SURGE", MaxSurge: 1}}
+	version := cmp.Or(spec.version, gkeOld)
+	srv.CreateCluster(gkefake.ClusterSpec{Name: g.cluster, Location: "us-central1", MasterVersion: cmp.Or(spec.master, gkeNew), ValidNodeVersions: []string{gkeOld, gkeAbove, version}})
+	ps := gkefake.PoolSpec{Cluster: g.cluster, Location: "us-central1", Name: name, Zones: gkeZones, NodesPerZone: 1, Version: version,
+		Upgrade: &container.UpgradeSettings{Strategy: "SURGE", MaxSurge: 1}, FlexStart: spec.flexStart}
 	if spec.autoscaling {
 		ps.Autoscaling = &container.NodePoolAutoscaling{Enabled: true, MinNodeCount: 1, MaxNodeCount: 3}
 	}
 	if err := srv.CreatePool(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
-	g.waitNodes(t, ctx, "v"+gkeOld, 3)
+	g.waitNodes(t, ctx, "v"+version, 3)
 	g.before, _ = srv.Pool(g.cluster, "us-central1", name)
 	for _, a := range apps {
 		a.Namespace, a.NodeSelector = name, map[string]string{gkefake.NodePoolLabel: name}
@@ -150,17 +156,10 @@ func (g *gkePool) nodesOn(t *testing.T, version string) (on, all int) {
 // is left cordoned.
 func (g *gkePool) assertUpgraded(t *testing.T) {
 	t.Helper()
-	p := g.pool()
-	if p.Version != gkeNew {
+	if p := g.pool(); p.Version != gkeNew {
 		t.Errorf("pool at %s, want %s", p.Version, gkeNew)
 	}
-	got, _ := p.UpgradeSettings.MarshalJSON()
-	want, _ := g.before.UpgradeSettings.MarshalJSON()
-	gotDrain, _ := p.NodeDrainConfig.MarshalJSON()
-	wantDrain, _ := g.before.NodeDrainConfig.MarshalJSON()
-	if string(got) != string(want) || string(gotDrain) != string(wantDrain) {
-		t.Errorf("settings %s %s, want them restored to %s %s", got, gotDrain, want, wantDrain)
-	}
+	g.assertSettingsBack(t)
 	for _, n := range groupNodes(t, testContext(t, time.Minute), gkefake.NodePoolLabel, g.name) {
 		if n.Status.NodeInfo.KubeletVersion != "v"+gkeNew || n.Spec.Unschedulable {
 			t.Errorf("node %q: %s, cordoned %v; want %s, uncordoned", n.Name, n.Status.NodeInfo.KubeletVersion, n.Spec.Unschedulable, gkeNew)

@@ -114,13 +114,22 @@ func TestDetectAndPool(t *testing.T) {
 func TestRunsAndValidate(t *testing.T) {
 	std := &NodePool{pool: &container.NodePool{Config: &container.NodeConfig{}}}
 	flex := &NodePool{pool: &container.NodePool{Config: &container.NodeConfig{FlexStart: true}}}
-	for _, s := range []string{strategySurge, strategyBlueGreen, strategyAutoscaled} {
-		if !std.Runs(s) || flex.Runs(s) {
-			t.Errorf("%s: a standard pool runs it, a flex-start one does not", s)
+	queued := &NodePool{pool: &container.NodePool{QueuedProvisioning: &container.QueuedProvisioning{Enabled: true}}}
+	for _, s := range []string{strategySurge, strategyBlueGreen, strategyAutoscaled, strategyShortLived} {
+		if !std.Runs(s) {
+			t.Errorf("%s: GKE runs it (or refuses it at plan time)", s)
+		}
+		if err := std.poolTakes(s); (err == nil) != (s != strategyShortLived) {
+			t.Errorf("%s on a standard pool: %v", s, err)
+		}
+		for _, p := range []*NodePool{flex, queued} {
+			if err := p.poolTakes(s); (err == nil) != (s == strategyShortLived) {
+				t.Errorf("%s on a flex-start or queued pool: %v", s, err)
+			}
 		}
 	}
-	if std.Runs(strategyShortLived) || !flex.Runs(strategyShortLived) || std.Runs("eks") {
-		t.Errorf("short-lived is for flex-start pools only; eks is not GKE's")
+	if std.Runs("eks") {
+		t.Errorf("eks is not GKE's")
 	}
 	for _, tc := range []struct {
 		opts map[string]string

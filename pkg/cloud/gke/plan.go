@@ -44,18 +44,28 @@ const (
 	strategyShortLived = "short-lived"
 )
 
-// Runs implements plan.ManagedService: GKE runs surge, blue-green and
-// autoscaled blue-green on a standard pool, and short-lived alone on a
-// flex-start or queued-provisioning one.
+// Runs implements plan.ManagedService: GKE runs its four strategies
+// itself; Plan refuses the one the pool does not take (poolTakes).
 func (n *NodePool) Runs(strategy string) bool {
-	if n.flexible() {
-		return strategy == strategyShortLived
-	}
 	switch strategy {
-	case strategySurge, strategyBlueGreen, strategyAutoscaled:
+	case strategySurge, strategyBlueGreen, strategyAutoscaled, strategyShortLived:
 		return true
 	}
 	return false
+}
+
+// poolTakes refuses a strategy GKE does not run on the pool: short-lived
+// is how GKE upgrades a flex-start or queued-provisioning pool, and the
+// only way it does
+// (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies#short-lived-upgrades).
+func (n *NodePool) poolTakes(strategy string) error {
+	switch flexible := n.flexible(); {
+	case strategy == strategyShortLived && !flexible:
+		return inputErrorf("--strategy %s is GKE's upgrade of flex-start and queued-provisioning pools only; %s is neither: use --strategy %s, %s or %s", strategyShortLived, n, strategySurge, strategyBlueGreen, strategyAutoscaled)
+	case strategy != strategyShortLived && flexible:
+		return inputErrorf("--strategy %s: %s is a flex-start or queued-provisioning pool, which GKE upgrades short-lived only: use --strategy %s", strategy, n, strategyShortLived)
+	}
+	return nil
 }
 
 // settingsOf are the pool's upgradeSettings and nodeDrainConfig in the
@@ -129,6 +139,9 @@ func seconds(d time.Duration) string { return strconv.FormatInt(int64(d/time.Sec
 // Plan implements plan.ManagedService: the settings GKE takes for the
 // strategy, refused where GKE would refuse them, and its phases.
 func (n *NodePool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, error) {
+	if err := n.poolTakes(in.Strategy); err != nil {
+		return nil, err
+	}
 	before := settingsOf(n.pool)
 	during, err := n.during(in, before, nodes)
 	if err != nil {
@@ -149,6 +162,10 @@ func (n *NodePool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, err
 	case strategySurge:
 		mp.ScaleUp = int32(min(*during.MaxSurge, (nodes+max(zones, 1)-1)/max(zones, 1)))
 	case strategyBlueGreen:
+		mp.ScaleUp = int32(nodes)
+	case strategyAutoscaled:
+		// Green starts empty and GKE's cluster autoscaler grows it for
+		// the pods blue's drain evicts: at most blue's size.
 		mp.ScaleUp = int32(nodes)
 	}
 	mp.Steps = n.steps(in, mp, nodes, zones)
@@ -248,7 +265,10 @@ func (n *NodePool) details(s plan.UpdateSettings) []plan.Detail {
 	}
 	scaling := "off"
 	if a := p.Autoscaling; a != nil && a.Enabled {
-		scaling = fmt.Sprintf("on, %d-%d per zone, total %d-%d", a.MinNodeCount, a.MaxNodeCount, a.TotalMinNodeCount, a.TotalMaxNodeCount)
+		scaling = fmt.Sprintf("on, %d-%d per zone", a.MinNodeCount, a.MaxNodeCount)
+		if a.TotalMaxNodeCount > 0 {
+			scaling = fmt.Sprintf("on, %d-%d in total", a.TotalMinNodeCount, a.TotalMaxNodeCount)
+		}
 	}
 	pdb := cmp.Or(s.Other[setPDBTimeout], "unset (GKE's 1h)")
 	return []plan.Detail{
