@@ -61,13 +61,15 @@ func TestKilledRunOfEveryStrategy(t *testing.T) {
 		// the group back at the old one, or the fresh run finds nothing to
 		// do and the group launches the old image.
 		{strategy: "eks", recovery: recoverByAbort, kp: killPoint{name: "scale-down", marker: "scale-down: removing node"}},
-		// Aborted mid-drain, not at a random moment: an abort between the
-		// scale-up and the first drain puts the old default back while the
-		// scale-in that follows may keep only new nodes, and the fresh run
-		// then finds nothing to do (a known defect, not fixed yet).
-		{strategy: "eks", recovery: recoverByAbort, kp: killPoint{name: "drain", marker: "draining"}},
+		{strategy: "eks", recovery: recoverByAbort, kp: random()},
+		// Killed with the new nodes up and none drained yet: abort's
+		// scale-down removes the run's new nodes, not the old ones, so the
+		// group is back as it was, launching the old version again.
+		{strategy: "eks", recovery: recoverByAbort, kp: killPoint{name: "scaled-up", marker: "for the new nodes of"}},
+		{strategy: "eks", recovery: recoverByAbort, kp: killPoint{name: "new-nodes-ready", marker: "new nodes Ready in"}},
 		{strategy: "surge", recovery: recoverByRun, kp: random()},
-		{strategy: "surge", recovery: recoverByAbort, kp: killPoint{name: "drain", marker: "draining"}},
+		{strategy: "surge", recovery: recoverByAbort, kp: random()},
+		{strategy: "surge", recovery: recoverByAbort, kp: killPoint{name: "scaled-up", marker: "for the new nodes of"}},
 		{strategy: "surge", recovery: recoverByAbort, kp: killPoint{name: "second-batch", marker: "batch 2/"}},
 		{strategy: "blue-green", recovery: recoverByRun, kp: random()},
 		{strategy: "blue-green", recovery: recoverByAbort, kp: random()},
