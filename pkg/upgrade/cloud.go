@@ -780,13 +780,13 @@ func (e *Engine) awaitJoined(ctx context.Context) error {
 		}
 		if len(waiting) > 0 && !logged {
 			logged = true
-			e.logf("scale-down: waiting up to %s for the nodes of machines %s, so that they go rather than an outdated node", e.cfg.NodeReadyTimeout, quoteAll(waiting))
+			e.logf("scale-down: waiting up to %s for the nodes of machines %s, so that they go rather than an outdated node", e.cfg.NodeReadyTimeout, listNames(quoteEach(waiting), waitNamesShown))
 		}
 		e.progress.waitingFor(fmt.Sprintf("the nodes of %d machines", len(waiting)))
 		return len(waiting) == 0, nil
 	}, func() error {
 		return fmt.Errorf("scale-down: machines %s of %s %q have no node after %s (the run's --node-ready-timeout); an outdated node removed in their place would leave the group short of nodes: terminate them with the desired size lowered, or wait for their nodes, and run \"kubectl nodeupgrade abort\" again",
-			quoteAll(waiting), e.groupKind(), e.group.GroupName(), e.cfg.NodeReadyTimeout)
+			listNames(quoteEach(waiting), waitNamesShown), e.groupKind(), e.group.GroupName(), e.cfg.NodeReadyTimeout)
 	})
 }
 
