@@ -155,13 +155,7 @@ func (g *awsGroup) abortKilled(t *testing.T) {
 func (g *awsGroup) assertAsBefore(t *testing.T) {
 	t.Helper()
 	ctx := testContext(t, 2*time.Minute)
-	if err := g.srv.WaitStable(ctx, g.name); err != nil {
-		t.Fatal(err)
-	}
-	gr, _ := g.srv.Group(g.name)
-	if gr.Desired != g.original.Desired || gr.Max != g.original.Max || gr.Min != g.original.Min {
-		t.Errorf("after abort: sizes min/desired/max %d/%d/%d, want the original %d/%d/%d", gr.Min, gr.Desired, gr.Max, g.original.Min, g.original.Desired, g.original.Max)
-	}
+	gr := g.stableAtOriginalSizes(t, ctx)
 	for _, in := range gr.Instances {
 		if in.LaunchTemplateVersion != "1" {
 			t.Errorf("after abort: instance %s runs version %s, want 1 (the run's new instances gone, the old ones kept)", in.ID, in.LaunchTemplateVersion)
