@@ -61,7 +61,10 @@ exclude-from-external-load-balancers label the run set and the
 scale-down-disabled annotation; the sizes recorded before the run come back
 by the run's own scale-down (one node at a time, each drained honouring
 PodDisruptionBudgets; it stops if the cluster autoscaler scaled the group
-up); abort then waits, up to the run's --drain-timeout, for the workloads
+up), which removes the nodes on the target before the outdated ones, once
+the machines the run launched have their nodes, so a run stopped before its
+first drain leaves the group as it was; the template's default before the
+run comes back, unless every node left runs the target; abort then waits, up to the run's --drain-timeout, for the workloads
 the run evicted pods of to be Ready again; the lock is released and the
 record is marked aborted (see status).
 Nodes already upgraded stay; "rollback" is what replaces them with the

@@ -30,6 +30,7 @@ func (e *Engine) Abort(ctx context.Context) error {
 	}
 	defer stop()
 	defer e.cfg.Events.Flush()
+	e.aborting = true
 	rec := e.cfg.Record
 	phase := plan.Phase(rec.Phase)
 	if phase == plan.PhaseDeleteBlue {
@@ -202,21 +203,12 @@ func (e *Engine) restoreSizes(ctx context.Context) error {
 	}
 	if cr.Original == nil {
 		e.logf("%s %q was not scaled up by the run", e.groupKind(), e.group.GroupName())
-		return nil
-	}
-	// The same scale-down a finished run ends with: each node removed is
-	// drained first, and a scale-up by the autoscaler stops it.
-	if err := e.scaleDown(ctx); err != nil {
+	} else if err := e.scaleDown(ctx); err != nil {
+		// The same scale-down a finished run ends with: each node removed
+		// is drained first, and a scale-up by the autoscaler stops it.
 		return err
 	}
-	if e.defaultBack {
-		e.note = joinNote(e.note, fmt.Sprintf("%s %q launches %s version %s again, the default before the run; the nodes already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
-			e.groupKind(), e.group.GroupName(), e.templateKind(), cr.DefaultWas, cr.TargetVersion))
-	} else if !e.allOnTarget() && cr.TargetVersion != "" && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion {
-		e.note = joinNote(e.note, fmt.Sprintf("%s %q still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
-			e.groupKind(), e.group.GroupName(), e.templateKind(), cr.TargetVersion, cr.FromVersion))
-	}
-	return nil
+	return e.settleDefault(ctx)
 }
 
 // abortGreen ends a blue/green run before blue is deleted. Blue is back in

@@ -50,7 +50,10 @@ func abortRun(t *testing.T, cfg Config, groups ...*fakeGroup) (string, *Engine, 
 	defer cancel()
 	out := &lockedBuffer{}
 	cfg.Out, cfg.Taint, cfg.Drain = out, testTaint, drainOpts()
-	cfg.NodeReadyTimeout, cfg.PollInterval, cfg.OnProgress = 20*time.Second, 10*time.Millisecond, nil
+	cfg.PollInterval, cfg.OnProgress = 10*time.Millisecond, nil
+	if cfg.NodeReadyTimeout == 0 {
+		cfg.NodeReadyTimeout = 20 * time.Second
+	}
 	if cfg.RecoverTimeout == 0 {
 		cfg.RecoverTimeout = 20 * time.Second
 	}
@@ -131,6 +134,100 @@ func TestAbortEKSOnACloudGroup(t *testing.T) {
 			}
 			if n := e.Note(); tc.wantDone < 3 && !strings.Contains(n, `still launches launch template version 2`) {
 				t.Errorf("note %q does not say the group still launches the target", n)
+			}
+		})
+	}
+}
+
+// TestAbortUndoesTheScaleUp: abort of an in-place run that stopped
+// before its first drain leaves the group as it was before the run, its
+// old nodes and only them, on the old default; where every node left runs
+// the target, the target is the default, whatever the look before the
+// scale-down found (issue 32).
+func TestAbortUndoesTheScaleUp(t *testing.T) {
+	t.Parallel()
+	before := plan.Sizes{Min: 1, Desired: 3, Max: 4}
+	old := []string{"old-a1", "old-a2", "old-b1"}
+	for _, tc := range []struct {
+		name   string
+		killAt string     // the state the run is killed entering; "" a failed scale-up
+		launch launchMode // what the scale-up's machines do during the run
+		// joinAfter has the machines that never joined join that long
+		// into abort; defaultNow is the default abort finds.
+		joinAfter  time.Duration
+		defaultNow string
+		// abortTimeout is abort's --node-ready-timeout, if not the usual.
+		abortTimeout time.Duration
+		wantOnTarget bool // the nodes left run the target; else they are the old ones
+		wantDefault  string
+		wantNote     string
+		wantErr      string
+	}{
+		{name: "killed with the new nodes Ready: they go, the old ones stay", killAt: "Taint",
+			wantDefault: "1", wantNote: "launches launch template version 1 again, the default before the run, which every node of it runs"},
+		// The machines of the scale-up have no node yet when abort starts:
+		// removing old nodes in their place would leave only new ones
+		// behind, with the group launching the old version.
+		{name: "the new machines' nodes join during abort: abort waits and removes them", launch: launchNeverJoins, joinAfter: 300 * time.Millisecond,
+			wantDefault: "1", wantNote: "which every node of it runs"},
+		{name: "the new machines never get a node: abort stops, no old node removed", launch: launchNeverJoins, abortTimeout: 500 * time.Millisecond,
+			wantDefault: "1", wantErr: `have no node after 500ms`},
+		// An abort killed after it put the old default back, in a run
+		// stopped in its scale-down: every node runs the target.
+		{name: "every node left on the target: the target is the default again", killAt: "ScaleDown", defaultNow: "1",
+			wantOnTarget: true, wantDefault: "2", wantNote: "runs launch template version 2, which stays the default (it was 1 before the run)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			client, fg := cloudCluster(before, threeOldNodes()...)
+			fg.launch = tc.launch
+			group := &defaultGroup{fakeGroup: fg, follows: true, def: "1"}
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: fg.cloudGroup(nil)})
+			cfg := cloudRun(p, client, group)
+			cfg.Drain, cfg.NodeReadyTimeout = drainOpts(), 300*time.Millisecond
+			rec := cfg.Record
+			group.rec = rec
+			cfg.OnProgress = killAt(rec, p, tc.killAt)
+			first := runEngine(t, cfg, nil, fg)
+			var creation *NodeCreationFailure
+			if !errors.Is(first.err, errKilled) && !errors.As(first.err, &creation) {
+				t.Fatalf("first run: %v, want it killed or failed\n%s", first.err, first.out)
+			}
+			if tc.defaultNow != "" {
+				group.def = tc.defaultNow
+			}
+			fg.launch = launchReady
+			if tc.joinAfter > 0 {
+				time.AfterFunc(tc.joinAfter, func() { _ = fg.joinPending(context.Background()) })
+			}
+			again := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: fg.cloudGroup(rec.Cloud.Original)})
+			acfg := cloudRun(again, client, group)
+			acfg.Record, acfg.NodeReadyTimeout = rec, tc.abortTimeout
+			out, e, err := abortRun(t, acfg, fg)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("abort: %v\n%s", err, out)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("abort: %v, want an error with %q\n%s", err, tc.wantErr, out)
+			case tc.wantErr == "":
+				if s := fg.sizesNow(); s != before {
+					t.Errorf("sizes after abort %s, want %s\n%s", s, before, out)
+				}
+				if n := e.Note(); !strings.Contains(n, tc.wantNote) {
+					t.Errorf("note %q, want it to say %q", n, tc.wantNote)
+				}
+			}
+			left := fg.machineNodes()
+			if !tc.wantOnTarget && !slices.Equal(left, old) || tc.wantOnTarget && (len(left) != 3 || slices.ContainsFunc(left, func(n string) bool { return slices.Contains(old, n) })) {
+				t.Errorf("the group's machines after abort: %v, want the old ones %v (or, on the target, three new ones: %v)\n%s", left, old, tc.wantOnTarget, out)
+			}
+			for _, c := range fg.callsLike("Shrink") {
+				if slices.Contains(old, strings.TrimPrefix(c, "Shrink ")) {
+					t.Errorf("abort removed old node: %s\n%s", c, out)
+				}
+			}
+			if group.def != tc.wantDefault {
+				t.Errorf("default %s, want %s", group.def, tc.wantDefault)
 			}
 		})
 	}

@@ -430,6 +430,11 @@ func (e *Engine) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones 
 // throttled the call, cloud.Transient): then the wait backs off and looks
 // again, and only its timeout ends it.
 func (e *Engine) awaitNodes(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() *NodeCreationFailure) error {
+	return e.awaitLook(ctx, look, func() error { return failure() })
+}
+
+// awaitLook is awaitNodes with any failure.
+func (e *Engine) awaitLook(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() error) error {
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.NodeReadyTimeout)
 	defer cancel()
 	throttled := 0 // transient errors in a row
@@ -592,7 +597,7 @@ func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig p
 	victim := cr.Shrinking
 	if !terminate {
 		if victim == "" || !e.nodeExists(victim) {
-			if victim, err = e.pickScaleDownNode(); err != nil {
+			if victim, err = e.scaleDownVictim(ctx); err != nil {
 				return err
 			}
 			cr.Shrinking, cr.ShrinkTo = victim, 0
@@ -671,7 +676,8 @@ func (e *Engine) nodeExists(name string) bool {
 
 // pickScaleDownNode chooses the node whose removal costs least: from the
 // zone with the most nodes, so zones stay balanced, the one with the
-// fewest pods.
+// fewest pods. Abort undoes the run: it removes the nodes on the target
+// before any outdated one.
 func (e *Engine) pickScaleDownNode() (string, error) {
 	all, err := e.groupNodes()
 	if err != nil {
@@ -687,28 +693,101 @@ func (e *Engine) pickScaleDownNode() (string, error) {
 			perZone[n.Labels[plan.ZoneLabel]]++
 		}
 	}
+	kept := e.keptOutdated()
 	var best *corev1.Node
-	bestPods := 0
+	var bestKey victimKey
 	for _, n := range nodes {
-		pods := 0
+		k := victimKey{outdated: kept.Has(n.Name), zoneNodes: perZone[n.Labels[plan.ZoneLabel]], ready: capacity.NodeReady(n)}
 		for _, p := range e.view.podsOn(n.Name) {
 			if plan.Evictable(p) {
-				pods++
+				k.pods++
 			}
 		}
-		if best == nil {
-			best, bestPods = n, pods
-			continue
-		}
-		zn, zb := perZone[n.Labels[plan.ZoneLabel]], perZone[best.Labels[plan.ZoneLabel]]
-		if zn > zb || zn == zb && (!capacity.NodeReady(n) && capacity.NodeReady(best) || capacity.NodeReady(n) == capacity.NodeReady(best) && pods < bestPods) {
-			best, bestPods = n, pods
+		if best == nil || k.before(bestKey) {
+			best, bestKey = n, k
 		}
 	}
 	if best == nil {
 		return "", fmt.Errorf("scale-down: the group has no node left to remove")
 	}
 	return best.Name, nil
+}
+
+// victimKey is what the scale-down weighs a node by.
+type victimKey struct {
+	outdated  bool // abort keeps it as long as a node on the target is left
+	zoneNodes int
+	ready     bool
+	pods      int
+}
+
+// before says a node of key k goes before one of key o: not kept, then
+// from a fuller zone, then not Ready, then with fewer pods.
+func (k victimKey) before(o victimKey) bool {
+	switch {
+	case k.outdated != o.outdated:
+		return !k.outdated
+	case k.zoneNodes != o.zoneNodes:
+		return k.zoneNodes > o.zoneNodes
+	case k.ready != o.ready:
+		return !k.ready
+	}
+	return k.pods < o.pods
+}
+
+// keptOutdated are the nodes abort keeps while it can: they run the
+// version before the run, which abort makes the group launch again.
+func (e *Engine) keptOutdated() sets.Set[string] {
+	if !e.aborting {
+		return nil
+	}
+	return sets.New(e.cfg.Plan.OutdatedNames()...)
+}
+
+// scaleDownVictim picks the node the scale-down removes next. Abort does
+// not take an outdated node while machines the run launched have no node
+// yet (a run killed in its scale-up): it waits for their nodes, which it
+// removes instead, so the group is left as it was before the run.
+func (e *Engine) scaleDownVictim(ctx context.Context) (string, error) {
+	if victim, err := e.pickScaleDownNode(); err == nil && !e.keptOutdated().Has(victim) || !e.aborting {
+		return victim, err
+	}
+	if err := e.awaitJoined(ctx); err != nil {
+		return "", err
+	}
+	return e.pickScaleDownNode()
+}
+
+// awaitJoined waits, up to --node-ready-timeout, until every machine of
+// the group that is not leaving stands for a node.
+func (e *Engine) awaitJoined(ctx context.Context) error {
+	var waiting []string
+	logged := false
+	return e.awaitLook(ctx, func(ctx context.Context) (bool, error) {
+		nodes, err := e.groupNodes()
+		if err != nil {
+			return false, err
+		}
+		_, pending, err := e.group.Machines(ctx, nodes)
+		if err != nil {
+			return false, err
+		}
+		waiting = waiting[:0]
+		for _, m := range pending {
+			if !m.Leaving() {
+				waiting = append(waiting, m.ID)
+			}
+		}
+		if len(waiting) > 0 && !logged {
+			logged = true
+			e.logf("scale-down: waiting up to %s for the nodes of machines %s, so that they go rather than an outdated node", e.cfg.NodeReadyTimeout, listNames(quoteEach(waiting), waitNamesShown))
+		}
+		e.progress.waitingFor(fmt.Sprintf("the nodes of %d machines", len(waiting)))
+		return len(waiting) == 0, nil
+	}, func() error {
+		return fmt.Errorf("scale-down: machines %s of %s %q have no node after %s (the run's --node-ready-timeout); an outdated node removed in their place would leave the group short of nodes: terminate them with the desired size lowered, or wait for their nodes, and run \"kubectl nodeupgrade abort\" again",
+			listNames(quoteEach(waiting), waitNamesShown), e.groupKind(), e.group.GroupName(), e.cfg.NodeReadyTimeout)
+	})
 }
 
 // drainForScaleDown cordons and drains a node as an outdated one would be:

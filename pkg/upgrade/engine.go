@@ -131,6 +131,9 @@ type Engine struct {
 	// defaultBack says abort made the template's default before the run
 	// the default again.
 	defaultBack bool
+	// aborting says the engine runs abort, whose scale-down undoes the
+	// run: the nodes on the target go first.
+	aborting bool
 	// recovering is the last batch's recovery, handed over to the next
 	// batch's drain (handover.go); nil when none goes on.
 	recovering atomic.Pointer[recovery]

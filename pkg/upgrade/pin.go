@@ -3,8 +3,11 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // keepDefault makes version its template's default when the group
@@ -35,18 +38,15 @@ func (e *Engine) keepDefault(ctx context.Context, version string) error {
 	return nil
 }
 
-// abortDefault is restoreDefault for abort, except when every node of the
-// group runs the target already (a run stopped in its scale-down): the old
-// default back would have the group launch what none of its nodes runs,
-// and a fresh run find nothing to upgrade. The target stays the default.
+// abortDefault is restoreDefault for abort, before its scale-down, except
+// when every node of the group runs the target already (a run stopped in
+// its scale-down): the old default back would have the group launch what
+// none of its nodes runs. The target stays the default.
 func (e *Engine) abortDefault(ctx context.Context) (bool, error) {
 	cr := e.cfg.Record.Cloud
 	if cr == nil || cr.DefaultWas == "" || !e.allOnTarget() {
 		return e.restoreDefault(ctx)
 	}
-	e.note = joinNote(e.note, fmt.Sprintf("every node of %s %q runs %s version %s, which stays the default (it was %s before the run)",
-		e.groupKind(), e.group.GroupName(), e.templateKind(), cr.TargetVersion, cr.DefaultWas))
-	e.logf("%s", e.note)
 	return false, nil
 }
 
@@ -54,6 +54,91 @@ func (e *Engine) abortDefault(ctx context.Context) (bool, error) {
 // upgrade; blue/green's rollback of green settles its default itself.
 func (e *Engine) allOnTarget() bool {
 	return !e.traits.WholeGroup && len(e.cfg.Plan.Outdated()) == 0
+}
+
+// settleDefault looks again, once abort's scale-down is over, at what the
+// group's machines run, rather than trusting the look before it. With
+// none left on another version than the target, the target is (again)
+// the default, so the group launches what its nodes run and a run after
+// abort rightly finds nothing to do; otherwise the old default stays and
+// a run upgrades the rest. The note says which.
+func (e *Engine) settleDefault(ctx context.Context) error {
+	cr := e.cfg.Record.Cloud
+	if cr.TargetVersion == "" {
+		return nil // the run stopped before it pointed the group anywhere
+	}
+	onTarget, others, err := e.machineVersions(ctx, cr.TargetVersion)
+	if err != nil {
+		return err
+	}
+	group, lt := fmt.Sprintf("%s %q", e.groupKind(), e.group.GroupName()), e.templateKind()
+	switch {
+	case others == 0 && onTarget > 0 && cr.DefaultWas != "":
+		return e.keepTargetDefault(ctx, onTarget)
+	case e.defaultBack && onTarget == 0:
+		e.note = joinNote(e.note, fmt.Sprintf("%s launches %s version %s again, the default before the run, which every node of it runs", group, lt, cr.DefaultWas))
+	case e.defaultBack:
+		e.note = joinNote(e.note, fmt.Sprintf("%s launches %s version %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
+			group, lt, cr.DefaultWas, plan.Count(onTarget, "node"), cr.TargetVersion))
+	case others > 0 && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion:
+		e.note = joinNote(e.note, fmt.Sprintf("%s still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
+			group, lt, cr.TargetVersion, cr.FromVersion))
+	}
+	return nil
+}
+
+// machineVersions counts the group's machines, leaving ones aside, that
+// run version and that run another.
+func (e *Engine) machineVersions(ctx context.Context, version string) (onTarget, others int, err error) {
+	nodes, err := e.groupNodes()
+	if err != nil {
+		return 0, 0, err
+	}
+	byNode, pending, err := e.group.Machines(ctx, nodes)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range append(slices.Collect(maps.Values(byNode)), pending...) {
+		switch {
+		case m.Leaving():
+		case e.group.Current(m, version):
+			onTarget++
+		default:
+			others++
+		}
+	}
+	return onTarget, others, nil
+}
+
+// keepTargetDefault makes the target the default again where abort (this
+// one or one killed before) made the old one the default: every machine
+// left runs the target. A default someone else set is theirs and stays.
+func (e *Engine) keepTargetDefault(ctx context.Context, onTarget int) error {
+	cr := e.cfg.Record.Cloud
+	f, ok := e.group.(cloud.DefaultFollower)
+	if !ok {
+		return nil
+	}
+	_, current, err := f.TemplateDefault(ctx)
+	if err != nil {
+		return err
+	}
+	switch current {
+	case cr.DefaultWas:
+		if err := f.SetTemplateDefault(ctx, cr.TargetVersion); err != nil {
+			return err
+		}
+		e.logf("made %s version %s the default again: the %s left in %s %q run it", e.templateKind(), cr.TargetVersion, plan.Count(onTarget, "node"), e.groupKind(), e.group.GroupName())
+	case cr.TargetVersion:
+	default:
+		return nil // restoreDefault named it
+	}
+	e.defaultBack = false
+	kept := fmt.Sprintf("every node of %s %q runs %s version %s, which stays the default (it was %s before the run)",
+		e.groupKind(), e.group.GroupName(), e.templateKind(), cr.TargetVersion, cr.DefaultWas)
+	e.note = joinNote(e.note, kept)
+	e.logf("%s", kept)
+	return nil
 }
 
 // restoreDefault makes the recorded default before the run the default

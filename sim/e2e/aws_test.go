@@ -145,13 +145,7 @@ func (g *awsGroup) assertFinished(t *testing.T) {
 func (g *awsGroup) assertFinishedWithin(t *testing.T, peakLimit int32) {
 	t.Helper()
 	ctx := testContext(t, 2*time.Minute)
-	if err := g.srv.WaitStable(ctx, g.name); err != nil {
-		t.Fatal(err)
-	}
-	gr, _ := g.srv.Group(g.name)
-	if gr.Desired != g.original.Desired || gr.Max != g.original.Max || gr.Min != g.original.Min {
-		t.Errorf("sizes min/desired/max %d/%d/%d, want the original %d/%d/%d", gr.Min, gr.Desired, gr.Max, g.original.Min, g.original.Desired, g.original.Max)
-	}
+	gr := g.stableAtOriginalSizes(t, ctx)
 	for _, in := range gr.Instances {
 		if in.LaunchTemplateVersion != "2" || in.ImageID != "ami-new" {
 			t.Errorf("instance %s runs version %s (%s), want 2 (ami-new)", in.ID, in.LaunchTemplateVersion, in.ImageID)
@@ -181,6 +175,20 @@ func (g *awsGroup) assertFinishedWithin(t *testing.T, peakLimit int32) {
 	if rec.FinishedAt == nil || rec.LastError != "" || rec.Cloud == nil || rec.Cloud.Original == nil {
 		t.Errorf("record %+v: want finished, no error, original sizes kept", rec)
 	}
+}
+
+// stableAtOriginalSizes waits until the group launches and terminates
+// nothing more, checks it has its sizes of before the run, and returns it.
+func (g *awsGroup) stableAtOriginalSizes(t *testing.T, ctx context.Context) awsfake.Group {
+	t.Helper()
+	if err := g.srv.WaitStable(ctx, g.name); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ := g.srv.Group(g.name)
+	if gr.Desired != g.original.Desired || gr.Max != g.original.Max || gr.Min != g.original.Min {
+		t.Errorf("sizes min/desired/max %d/%d/%d, want the original %d/%d/%d", gr.Min, gr.Desired, gr.Max, g.original.Min, g.original.Desired, g.original.Max)
+	}
+	return gr
 }
 
 func (g *awsGroup) record(t *testing.T) state.Record {

@@ -56,18 +56,24 @@ func TestKilledRunOfEveryStrategy(t *testing.T) {
 	cases := []struct {
 		strategy, recovery string
 		kp                 killPoint
+		// asBefore: abort leaves the group as before the run, the run's
+		// new nodes gone, the old ones only, launching the old version.
+		asBefore bool
 	}{
 		// Killed with every node on the new version: abort must not point
 		// the group back at the old one, or the fresh run finds nothing to
 		// do and the group launches the old image.
 		{strategy: "eks", recovery: recoverByAbort, kp: killPoint{name: "scale-down", marker: "scale-down: removing node"}},
-		// Aborted mid-drain, not at a random moment: an abort between the
-		// scale-up and the first drain puts the old default back while the
-		// scale-in that follows may keep only new nodes, and the fresh run
-		// then finds nothing to do (a known defect, not fixed yet).
-		{strategy: "eks", recovery: recoverByAbort, kp: killPoint{name: "drain", marker: "draining"}},
+		{strategy: "eks", recovery: recoverByAbort, kp: random()},
+		// Killed right after the scale-up (the new machines launching) or
+		// with its nodes Ready, none drained yet: abort's scale-down
+		// removes the run's new nodes, not the old ones, and the group is
+		// back as it was, launching the old version again.
+		{strategy: "eks", recovery: recoverByAbort, kp: killPoint{name: "scaled-up", marker: "for the new nodes of"}, asBefore: true},
+		{strategy: "eks", recovery: recoverByAbort, kp: killPoint{name: "new-nodes-ready", marker: "new nodes Ready in"}, asBefore: true},
 		{strategy: "surge", recovery: recoverByRun, kp: random()},
-		{strategy: "surge", recovery: recoverByAbort, kp: killPoint{name: "drain", marker: "draining"}},
+		{strategy: "surge", recovery: recoverByAbort, kp: random()},
+		{strategy: "surge", recovery: recoverByAbort, kp: killPoint{name: "scaled-up", marker: "for the new nodes of"}, asBefore: true},
 		{strategy: "surge", recovery: recoverByAbort, kp: killPoint{name: "second-batch", marker: "batch 2/"}},
 		{strategy: "blue-green", recovery: recoverByRun, kp: random()},
 		{strategy: "blue-green", recovery: recoverByAbort, kp: random()},
@@ -109,6 +115,9 @@ func TestKilledRunOfEveryStrategy(t *testing.T) {
 			if tc.recovery == recoverByAbort {
 				g.abortKilled(t)
 			}
+			if tc.asBefore {
+				g.assertAsBefore(t)
+			}
 			r := g.run(t, args...)
 			if r.code != nodeupgrade.ExitOK {
 				t.Fatalf("%s after the kill: %s", tc.recovery, r)
@@ -138,6 +147,25 @@ func (g *awsGroup) abortKilled(t *testing.T) {
 	default:
 		t.Logf("abort:\n%s", r.stdout)
 		assertUntouched(t, testContext(t, time.Minute), groupKey, g.name)
+	}
+}
+
+// assertAsBefore checks the group is as before the run: its sizes, the
+// old default, and every instance on it (the run's new ones gone).
+func (g *awsGroup) assertAsBefore(t *testing.T) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	gr := g.stableAtOriginalSizes(t, ctx)
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion != "1" {
+			t.Errorf("after abort: instance %s runs version %s, want 1 (the run's new instances gone, the old ones kept)", in.ID, in.LaunchTemplateVersion)
+		}
+	}
+	if lt, _ := g.srv.LaunchTemplate(g.template); lt.DefaultVersion != 1 {
+		t.Errorf("after abort: launch template default %d, want 1 (as before the run)", lt.DefaultVersion)
+	}
+	if nodes := groupNodes(t, ctx, groupKey, g.name); len(nodes) != int(g.original.Desired) {
+		t.Errorf("after abort: %d nodes, want %d", len(nodes), g.original.Desired)
 	}
 }
 
