@@ -64,8 +64,9 @@ PodDisruptionBudgets; it stops if the cluster autoscaler scaled the group
 up), which removes the nodes on the target before the outdated ones, once
 the machines the run launched have their nodes, so a run stopped before its
 first drain leaves the group as it was; the template's default before the
-run comes back, unless every node left runs the target; abort then waits, up to the run's --drain-timeout, for the workloads
-the run evicted pods of to be Ready again; the lock is released and the
+run comes back, unless every node left runs the target; abort then waits,
+up to the run's --drain-timeout, for the workloads the run evicted pods of
+to be Ready again; the lock is released and the
 record is marked aborted (see status).
 Nodes already upgraded stay; "rollback" is what replaces them with the
 previous version.
@@ -75,6 +76,13 @@ uncordoned and back at its sizes; a green group the run created is drained
 (its pods go back to blue) and deleted, as nothing would lead back to it
 once the run is aborted; a green given with --green-asg or --green-selector
 is left serving as it is. Refused while blue is being deleted.
+
+Where the cloud's service runs the update (EKS managed node groups in
+place, GKE node pools), abort never stops or undoes the service's update:
+on one that has not ended it refuses (exit 2) and says what the service
+allows in its phase (cancel, rollback, resume, complete, or nothing while
+blue is deleted); once it has ended, abort takes the run's marks off and
+puts the service's update settings back.
 
 With no record (a first run killed before it wrote one), the nodes carrying
 the run's taint are untainted and uncordoned: --nodegroup-label, -l and
