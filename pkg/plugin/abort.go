@@ -80,9 +80,9 @@ is left serving as it is. Refused while blue is being deleted.
 Where the cloud's service runs the update (EKS managed node groups in
 place, GKE node pools), abort never stops or undoes the service's update:
 on one that has not ended it refuses (exit 2) and says what the service
-allows in its phase (cancel, rollback, resume, complete, or nothing while
-blue is deleted); once it has ended, abort takes the run's marks off and
-puts the service's update settings back.
+allows (GKE, by phase: cancel, rollback, resume, complete, or nothing
+while blue is deleted; EKS: nothing until it ends); once it has ended,
+abort puts the service's update settings back and ends the record.
 
 With no record (a first run killed before it wrote one), the nodes carrying
 the run's taint are untainted and uncordoned: --nodegroup-label, -l and

@@ -148,6 +148,15 @@ func TestManagedNodeGroupInPlaceUpdate(t *testing.T) {
 	if c := m.run(t, "cancel", name); c.code != nodeupgrade.ExitUsage || !oneLine(c.stderr) || !strings.Contains(c.stderr, "EKS cannot stop an in-place update") {
 		t.Errorf("cancel must refuse with EKS's reason, exit %d: %s", nodeupgrade.ExitUsage, c)
 	}
+	// Nor can abort stop it: it says how to follow it, exit 2, nothing
+	// changed.
+	before := len(m.changingCalls())
+	if a := m.run(t, "abort", name, "--yes"); a.code != nodeupgrade.ExitUsage || !oneLine(a.stderr) || !strings.Contains(a.stderr, "cannot stop an in-place update") {
+		t.Errorf("abort must refuse while EKS's update runs, exit %d: %s", nodeupgrade.ExitUsage, a)
+	}
+	if calls := m.changingCalls(); len(calls) != before {
+		t.Errorf("abort changed the node group: %v", calls[before:])
+	}
 	second := m.run(t, args...)
 	if second.code != nodeupgrade.ExitOK || !strings.Contains(second.stdout, "following EKS managed node group update") {
 		t.Fatalf("the second run must follow the same update to its end: %s", second)
