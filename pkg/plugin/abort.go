@@ -140,36 +140,10 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 	group := po.recordName()
 	store := &state.Store{Client: po.client, Namespace: o.StateNamespace}
 	requests := &state.Requests{Store: store, Group: group}
-	// The lock before the record, as control commands read them: a record
-	// read after the lock was seen free is the run's last.
-	probe := &ControlOptions{NodeGroup: group, StateNamespace: o.StateNamespace}
-	held := probe.holder(ctx, po)
-	rec, err := store.Load(ctx, group)
+	rec, finished, err := o.recordToAbort(ctx, po, store, requests, group)
 	if err != nil {
 		return err
 	}
-	if err := o.confirm(rec, group); err != nil {
-		return err
-	}
-	if held != nil {
-		if rec, err = o.stopLiveRun(ctx, po, probe, store, requests, rec, held); err != nil {
-			return err
-		}
-	}
-	var finished *state.Record
-	if rec != nil && rec.FinishedAt != nil {
-		// Over already: nothing recorded to undo, but its taint may be
-		// found on nodes (a run towards another target left it).
-		fmt.Fprintf(o.Out, "the last run on %q is over; looking for anything left on its nodes\n", group)
-		finished, rec = rec, nil
-	}
-	if rec != nil && plan.Phase(rec.Phase) == plan.PhaseDeleteBlue {
-		return usageErrorf("cannot abort: the run on %q is deleting blue, which cannot be stopped or undone; finish it with \"kubectl nodeupgrade resume %s\"", group, group)
-	}
-	if err := o.refuseManagedUpdate(ctx, po, rec); err != nil {
-		return err
-	}
-
 	cleanupCtx := context.WithoutCancel(ctx)
 	ctx, _, release, err := holdLock(ctx, po.client, o.StateNamespace, group)
 	if err != nil {
@@ -210,26 +184,66 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w; the group is not fully back in service: fix the cause and run \"kubectl nodeupgrade abort %s\" again", err, group)
 	}
-	if rec != nil {
-		now := time.Now().UTC().Truncate(time.Second)
-		rec.AbortedAt, rec.FinishedAt, rec.InFlight, rec.LastError = &now, &now, nil, ""
-		rec.Note = fmt.Sprintf("aborted in phase %s", rec.Phase)
-		if n := engine.Note(); n != "" {
-			rec.Note += ": " + n
+	return o.markAborted(cleanupCtx, store, requests, rec, group, engine.Note())
+}
+
+// recordToAbort reads the run to abort, once confirmed and any live run
+// stopped: rec is the unfinished run's record, finished the last run's
+// when it is over (nil otherwise). It refuses what abort cannot undo.
+func (o *AbortOptions) recordToAbort(ctx context.Context, po *PlanOptions, store *state.Store, requests *state.Requests, group string) (rec, finished *state.Record, err error) {
+	// The lock before the record, as control commands read them: a record
+	// read after the lock was seen free is the run's last.
+	probe := &ControlOptions{NodeGroup: group, StateNamespace: o.StateNamespace}
+	held := probe.holder(ctx, po)
+	if rec, err = store.Load(ctx, group); err != nil {
+		return nil, nil, err
+	}
+	if err := o.confirm(rec, group); err != nil {
+		return nil, nil, err
+	}
+	if held != nil {
+		if rec, err = o.stopLiveRun(ctx, po, probe, store, requests, rec, held); err != nil {
+			return nil, nil, err
 		}
-		if err := requests.Clear(cleanupCtx); err != nil {
-			return err
+	}
+	if rec != nil && rec.FinishedAt != nil {
+		// Over already: nothing recorded to undo, but its taint may be
+		// found on nodes (a run towards another target left it).
+		fmt.Fprintf(o.Out, "the last run on %q is over; looking for anything left on its nodes\n", group)
+		return nil, rec, nil
+	}
+	if rec != nil && plan.Phase(rec.Phase) == plan.PhaseDeleteBlue {
+		return nil, nil, usageErrorf("cannot abort: the run on %q is deleting blue, which cannot be stopped or undone; finish it with \"kubectl nodeupgrade resume %s\"", group, group)
+	}
+	if err := o.refuseManagedUpdate(ctx, po, rec); err != nil {
+		return nil, nil, err
+	}
+	return rec, nil, nil
+}
+
+// markAborted marks the run's record aborted, with what the engine noted,
+// and says the group is back in service.
+func (o *AbortOptions) markAborted(ctx context.Context, store *state.Store, requests *state.Requests, rec *state.Record, group, note string) error {
+	if rec == nil {
+		if note != "" {
+			fmt.Fprintln(o.Out, note)
 		}
-		if err := store.Save(cleanupCtx, rec); err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Out, "node group %q is back in service; its run is marked aborted (%s)\n", group, rec.Note)
+		fmt.Fprintf(o.Out, "node group %q is back in service; no run was recorded, so no size was changed\n", group)
 		return nil
 	}
-	if n := engine.Note(); n != "" {
-		fmt.Fprintln(o.Out, n)
+	now := time.Now().UTC().Truncate(time.Second)
+	rec.AbortedAt, rec.FinishedAt, rec.InFlight, rec.LastError = &now, &now, nil, ""
+	rec.Note = fmt.Sprintf("aborted in phase %s", rec.Phase)
+	if note != "" {
+		rec.Note += ": " + note
 	}
-	fmt.Fprintf(o.Out, "node group %q is back in service; no run was recorded, so no size was changed\n", group)
+	if err := requests.Clear(ctx); err != nil {
+		return err
+	}
+	if err := store.Save(ctx, rec); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "node group %q is back in service; its run is marked aborted (%s)\n", group, rec.Note)
 	return nil
 }
 
