@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
@@ -151,7 +150,7 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 	}
 	defer release()
 
-	cfg, err := o.engineConfig(ctx, po, rec, finished)
+	cfg, err := o.abortConfig(ctx, po, rec, finished)
 	if err != nil {
 		return err
 	}
@@ -304,10 +303,10 @@ func (o *AbortOptions) stopLiveRun(ctx context.Context, po *PlanOptions, probe *
 	return store.Load(ctx, group)
 }
 
-// engineConfig is the configuration abort runs the engine with: the plan
+// abortConfig is the configuration abort runs the engine with: the plan
 // made again from the recorded request (as resume and rollback do), or,
 // with no record, just the group's nodes and the run's taint.
-func (o *AbortOptions) engineConfig(ctx context.Context, po *PlanOptions, rec, finished *state.Record) (upgrade.Config, error) {
+func (o *AbortOptions) abortConfig(ctx context.Context, po *PlanOptions, rec, finished *state.Record) (upgrade.Config, error) {
 	req := plan.Request{DrainTimeout: 15 * time.Minute, PostDrainWait: 60 * time.Second, NodeReadyTimeout: 15 * time.Minute}
 	var p *plan.Plan
 	var provider cloud.Provider = &cloud.None{Client: po.client}
@@ -365,32 +364,5 @@ func (o *AbortOptions) engineConfig(ctx context.Context, po *PlanOptions, rec, f
 			p.Strategy = rec.Strategy
 		}
 	}
-	taint, err := plan.ParseTaint(p.Taint)
-	if err != nil {
-		return upgrade.Config{}, err
-	}
-	traits := p.Traits()
-	cfg := upgrade.Config{
-		Client: po.client,
-		Plan:   p,
-		Taint:  taint,
-		Drain: drain.Options{
-			Timeout:            req.DrainTimeout,
-			Force:              req.Force,
-			DeleteEmptyDirData: req.DeleteEmptyDirData,
-			GracePeriodSeconds: -1,
-			DeleteAtTimeout:    traits.DeleteAtTimeout,
-			MaxGracePeriod:     traits.MaxGrace,
-		},
-		Provider:         provider,
-		PostDrainWait:    req.PostDrainWait,
-		RecoverTimeout:   req.DrainTimeout,
-		NodeReadyTimeout: req.NodeReadyTimeout,
-		TerminateTimeout: req.TerminateTimeout,
-		Events:           upgrade.NewRecorder(po.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
-		Out:              o.Out,
-		Color:            output.Colorizer(output.ColorEnabled(o.Out)),
-	}
-	cfg.DeregistrationTimeout = req.DeregistrationTimeout
-	return cfg, nil
+	return engineConfig(po.client, p, req, provider, o.IOStreams)
 }

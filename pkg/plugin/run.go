@@ -343,39 +343,15 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			return usageErrorf("aborted: nothing was changed")
 		}
 	}
-	taint, err := plan.ParseTaint(p.Taint)
-	if err != nil {
-		return err
-	}
 	var provider cloud.Provider = &cloud.None{Client: o.client, DeleteNode: o.DeleteNode}
 	if o.cloudProvider != nil {
 		provider = o.cloudProvider
 	}
-	color := output.Colorizer(output.ColorEnabled(o.Out))
-	traits := p.Traits()
-	cfg := upgrade.Config{
-		Client: o.client,
-		Plan:   p,
-		Taint:  taint,
-		Drain: drain.Options{
-			Timeout:            o.DrainTimeout,
-			Force:              o.Force,
-			DeleteEmptyDirData: o.DeleteEmptyDirData,
-			GracePeriodSeconds: -1,
-			DeleteAtTimeout:    traits.DeleteAtTimeout,
-			MaxGracePeriod:     traits.MaxGrace,
-		},
-		Provider:         provider,
-		PostDrainWait:    o.PostDrainWait,
-		RecoverTimeout:   o.DrainTimeout,
-		NodeReadyTimeout: o.NodeReadyTimeout,
-		TerminateTimeout: o.TerminateTimeout,
-		Events:           upgrade.NewRecorder(o.client, func(err error) { fmt.Fprintf(o.ErrOut, "warning: %v\n", err) }),
-		Out:              o.Out,
-		Color:            color,
-		Live:             output.IsTerminal(o.Out),
+	cfg, err := engineConfig(o.client, p, o.Request, provider, o.IOStreams)
+	if err != nil {
+		return err
 	}
-	cfg.DeregistrationTimeout = o.DeregistrationTimeout
+	cfg.Live = output.IsTerminal(o.Out)
 	if p.Hooks != nil && p.Hooks.Any() {
 		path, remove, err := hookKubeconfig(o.configFlags)
 		if err != nil {
@@ -386,6 +362,38 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintln(o.Out)
 	return o.runLocked(ctx, p, cfg)
+}
+
+// engineConfig is the engine's configuration for plan p as req asks, with
+// the provider that changes the group: run's and abort's.
+func engineConfig(client kubernetes.Interface, p *plan.Plan, req plan.Request, provider cloud.Provider, streams genericiooptions.IOStreams) (upgrade.Config, error) {
+	taint, err := plan.ParseTaint(p.Taint)
+	if err != nil {
+		return upgrade.Config{}, err
+	}
+	traits := p.Traits()
+	return upgrade.Config{
+		Client: client,
+		Plan:   p,
+		Taint:  taint,
+		Drain: drain.Options{
+			Timeout:            req.DrainTimeout,
+			Force:              req.Force,
+			DeleteEmptyDirData: req.DeleteEmptyDirData,
+			GracePeriodSeconds: -1,
+			DeleteAtTimeout:    traits.DeleteAtTimeout,
+			MaxGracePeriod:     traits.MaxGrace,
+		},
+		Provider:              provider,
+		PostDrainWait:         req.PostDrainWait,
+		RecoverTimeout:        req.DrainTimeout,
+		NodeReadyTimeout:      req.NodeReadyTimeout,
+		TerminateTimeout:      req.TerminateTimeout,
+		DeregistrationTimeout: req.DeregistrationTimeout,
+		Events:                upgrade.NewRecorder(client, func(err error) { fmt.Fprintf(streams.ErrOut, "warning: %v\n", err) }),
+		Out:                   streams.Out,
+		Color:                 output.Colorizer(output.ColorEnabled(streams.Out)),
+	}, nil
 }
 
 // lockDuration is how long a killed run's lock blocks others (on another
