@@ -445,41 +445,20 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	if rec.Cloud != nil && rec.Cloud.Group != cloud.GroupName(o.cloudProvider) && (p.Cloud == nil || rec.Cloud.Group != p.Cloud.BlueDeleted) {
 		return usageErrorf("node group %q has an unfinished run on %s group %q; finish it with the same --provider and --asg", group, rec.Cloud.Provider, rec.Cloud.Group)
 	}
-	flow := plan.Flow{Batches: len(p.Batches), CloudGroup: isGroup(o.cloudProvider)}
-	switch {
-	case o.rollback:
-		cfg.Start = plan.PhaseRollback
-	case rec.Managed != nil && runStrategy(p).ResumeAt(plan.Phase(rec.Phase), flow) != "":
-		// The service's update goes on: follow the same one.
-		cfg.Start = runStrategy(p).ResumeAt(plan.Phase(rec.Phase), flow)
-	case rec.Cloud != nil && o.strategy.ResumeAt(plan.Phase(rec.Phase), flow) != "":
-		// The last run got past its batches: go on from where it stopped.
-		cfg.Start = o.strategy.ResumeAt(plan.Phase(rec.Phase), flow)
+	start, resumesGroup := o.startPhase(p, rec)
+	if start == "" && p.NothingToDo() {
+		return nil
+	}
+	cfg.Start = start
+	if resumesGroup {
 		if bg, ok := o.cloudProvider.(cloud.BlueGreen); ok && rec.Cloud.Green != "" {
 			bg.UseGreen(rec.Cloud.Green)
 		}
-		if p.Cloud.BlueDeleted != "" {
-			cfg.BlueDeleted = p.Cloud.BlueDeleted
-		}
-	case p.NothingToDo():
-		return nil
-	}
-	rec.LeftRunning, rec.MaxAge = nil, 0
-	if p.Traits().LeavesRunning {
-		for _, n := range p.ShortLived {
-			rec.LeftRunning = append(rec.LeftRunning, state.NodeAge{Name: n.Name, Created: n.Created})
-		}
-		rec.MaxAge = o.MaxAge
+		cfg.BlueDeleted = p.Cloud.BlueDeleted
 	}
 	cfg.RollingBack = rollsBackInPlace(rec, o.Request)
 	cfg.EarlierDone = earlierDone(rec, cfg.RollingBack)
-	req := o.Request
-	if req.Provider == "" && p.Cloud != nil {
-		// Repeated by resume, rollback and abort, where no flag was given
-		// to tell a cloud from the cloud flags (--ami, --image).
-		req.Provider = p.Provider
-	}
-	rec.Request = &req
+	o.recordRequest(rec, p)
 	cfg.Control, cfg.NoWait = requests, o.NoWait
 	previouslyDone := rec.Done
 	// What the last stop noted ("paused by cancel ...", "soaking until
@@ -491,7 +470,83 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	rec.Batches, rec.NodesTotal = len(p.Batches), len(cfg.EarlierDone)+p.Nodes.Outdated
 	cfg.Record = rec
 	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
-	cfg.OnProgress = func(ctx context.Context, s plan.State, done []string) error {
+	cfg.OnProgress = recordProgress(store, rec, p, previouslyDone)
+	engine, err := upgrade.New(cfg)
+	if err != nil {
+		return err
+	}
+	err = engine.Run(ctx)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	recordEnd(rec, err, engine.Note())
+	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
+		return saveErr
+	}
+	return err
+}
+
+// recordRequest writes into rec what resume, rollback and abort repeat:
+// the request, and the nodes short-lived leaves running.
+func (o *RunOptions) recordRequest(rec *state.Record, p *plan.Plan) {
+	rec.LeftRunning, rec.MaxAge = nil, 0
+	if p.Traits().LeavesRunning {
+		for _, n := range p.ShortLived {
+			rec.LeftRunning = append(rec.LeftRunning, state.NodeAge{Name: n.Name, Created: n.Created})
+		}
+		rec.MaxAge = o.MaxAge
+	}
+	req := o.Request
+	if req.Provider == "" && p.Cloud != nil {
+		// Repeated by resume, rollback and abort, where no flag was given
+		// to tell a cloud from the cloud flags (--ami, --image).
+		req.Provider = p.Provider
+	}
+	rec.Request = &req
+}
+
+// recordEnd writes how the run stopped into rec: finished, paused or left
+// soaking (noted), or stopped by err.
+func recordEnd(rec *state.Record, err error, note string) {
+	var paused *upgrade.PausedError
+	var soaking *upgrade.SoakingError
+	switch {
+	case errors.As(err, &paused) || errors.As(err, &soaking):
+		rec.Note = err.Error()
+	case errors.Is(err, context.Canceled):
+		// The record says what stopped the run, not Go's "context canceled".
+		rec.LastError = interruptedError
+	case err != nil:
+		rec.LastError = err.Error()
+	default:
+		now := time.Now().UTC().Truncate(time.Second)
+		rec.FinishedAt, rec.InFlight, rec.Note = &now, nil, note
+	}
+}
+
+// startPhase is where the run begins: a rollback, or, after an
+// interrupted run whose service's update goes on or that got past its
+// batches on its cloud group (resumesGroup), where it stopped; "" for the
+// strategy's first.
+func (o *RunOptions) startPhase(p *plan.Plan, rec *state.Record) (start plan.Phase, resumesGroup bool) {
+	flow := plan.Flow{Batches: len(p.Batches), CloudGroup: isGroup(o.cloudProvider)}
+	switch {
+	case o.rollback:
+		return plan.PhaseRollback, false
+	case rec.Managed != nil && runStrategy(p).ResumeAt(plan.Phase(rec.Phase), flow) != "":
+		// The service's update goes on: follow the same one.
+		return runStrategy(p).ResumeAt(plan.Phase(rec.Phase), flow), false
+	case rec.Cloud != nil && o.strategy.ResumeAt(plan.Phase(rec.Phase), flow) != "":
+		// The last run got past its batches: go on from where it stopped.
+		return o.strategy.ResumeAt(plan.Phase(rec.Phase), flow), true
+	}
+	return "", false
+}
+
+// recordProgress keeps rec as the run goes: its phase and batch, the
+// nodes done (after those of earlier attempts) and those under way.
+func recordProgress(store *state.Store, rec *state.Record, p *plan.Plan, previouslyDone []string) func(context.Context, plan.State, []string) error {
+	return func(ctx context.Context, s plan.State, done []string) error {
 		rec.Phase, rec.Batch = string(s.Phase), s.Batch+1
 		rec.Done = append(slices.Clip(previouslyDone), done...)
 		rec.InFlight = nil
@@ -507,32 +562,6 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 		}
 		return store.Save(ctx, rec)
 	}
-	engine, err := upgrade.New(cfg)
-	if err != nil {
-		return err
-	}
-	err = engine.Run(ctx)
-	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		err = cause
-	}
-	var paused *upgrade.PausedError
-	var soaking *upgrade.SoakingError
-	switch {
-	case errors.As(err, &paused) || errors.As(err, &soaking):
-		rec.Note = err.Error()
-	case errors.Is(err, context.Canceled):
-		// The record says what stopped the run, not Go's "context canceled".
-		rec.LastError = interruptedError
-	case err != nil:
-		rec.LastError = err.Error()
-	default:
-		now := time.Now().UTC().Truncate(time.Second)
-		rec.FinishedAt, rec.InFlight, rec.Note = &now, nil, engine.Note()
-	}
-	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
-		return saveErr
-	}
-	return err
 }
 
 // refusePendingCancel refuses to start over a run paused by cancel. A
