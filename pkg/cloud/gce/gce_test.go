@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,6 +134,31 @@ func TestCheckOneGroup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := checkOneGroup(tc.migs); (err == nil) != tc.ok {
 				t.Errorf("err %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestSpread(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int64
+		total int64
+		first int
+		room  int64
+		want  []int64
+	}{
+		{"eks scale-up: the zone worked on up to its old ones, then even", []int64{2, 2, 2}, 12, 0, 2, []int64{4, 4, 4}},
+		{"surge in the second zone", []int64{2, 2, 2}, 8, 1, 2, []int64{2, 4, 2}},
+		{"surge past the old ones of the zone", []int64{2, 2, 2}, 9, 2, 1, []int64{3, 3, 3}},
+		{"no zone worked on: the fewest", []int64{3, 1, 2}, 8, -1, 0, []int64{3, 3, 2}},
+		{"a cut off the most", []int64{4, 2, 3}, 6, -1, 0, []int64{2, 2, 2}},
+		{"green's share of blue's", []int64{3, 2, 1}, 6, -1, 0, []int64{3, 2, 1}},
+		{"green from zero", []int64{3, 2, 1}, 0, -1, 0, []int64{0, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := spread(tc.sizes, tc.total, tc.first, tc.room); !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
 	}
