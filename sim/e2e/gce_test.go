@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/clusterautoscaler"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
@@ -440,5 +443,96 @@ func TestGCEBadInputChangesNothing(t *testing.T) {
 			}
 			g.assertUnchanged(t, 3)
 		})
+	}
+}
+
+// TestGCEAutoscaledBlueGreen: green, a MIG from zero, is grown by the
+// cluster autoscaler (resize) as blue's pods need room; during the wait
+// period the autoscaler removes blue's empty cordoned nodes
+// (deleteInstances), not the one with a safe-to-evict=false pod, which
+// is drained after it.
+func TestGCEAutoscaledBlueGreen(t *testing.T) {
+	t.Parallel()
+	const name = "gce-abg"
+	g := setupGCEGroup(t, name, 3, scenario.App{Name: "keep", Replicas: 1,
+		PodAnnotations: map[string]string{clusterautoscaler.SafeToEvictAnnotation: "false"}})
+	ctx := testContext(t, 10*time.Minute)
+	pods, err := client.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods: %v %v", pods, err)
+	}
+	keeper := pods.Items[0].Spec.NodeName
+	blue := (&gce.NodeGroup{MIGs: []gce.MIG{{Name: name}}}).GreenName(g.newTemplate())
+	green := gcefake.GroupKey(gceProject, "", "us-central1", blue)
+	go func() {
+		_ = g.srv.RunClusterAutoscaler(ctx, client, gcefake.ClusterAutoscalerOptions{
+			ScaleUpGroups: []string{green}, ScaleDownGroups: []string{g.keys[0]}, MaxSize: 3, ScaleDownDelay: 2 * time.Second, Namespaces: []string{name},
+		})
+	}()
+	run := startBackground(t, g.cmd("run", name, "--strategy", "autoscaled-blue-green", "--image", "img-new", "--wait-period", "25s", "--post-drain-wait", "0s",
+		"--ignore-check", "single-replica", "--yes"))
+	if !run.waitFor("wait period: ") {
+		t.Fatalf("the run never reached the wait period:\n%s", run.output())
+	}
+	shrunk, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := g.srv.WaitFor(shrunk, g.keys[0], func(gr gcefake.Group) bool { return gr.TargetSize == 1 }); err != nil {
+		gr, _ := g.srv.Group(g.keys[0])
+		t.Fatalf("the autoscaler did not shrink blue to the one node that must stay during the wait period: target size %d", gr.TargetSize)
+	}
+	if _, err := client.CoreV1().Nodes().Get(ctx, keeper, metav1.GetOptions{}); err != nil {
+		t.Fatalf("node %q with the safe-to-evict=false pod is gone during the wait period: %v", keeper, err)
+	}
+	code, out := run.wait(t, 5*time.Minute)
+	if code != nodeupgrade.ExitOK {
+		t.Fatalf("run exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "draining \""+keeper+"\"") {
+		t.Errorf("the keeper node %q was not drained after the wait period:\n%s", keeper, out)
+	}
+	grs := g.groups()
+	if len(grs) != 1 || grs[0].Key != green || grs[0].Template != g.newTemplate() || grs[0].TargetSize < 1 {
+		t.Errorf("groups %+v, want green %s alone, on %s, grown from 0", grs, green, g.newTemplate())
+	}
+	if rs := g.srv.Removals(); len(rs) > 0 {
+		t.Errorf("a group removed instances nobody drained: %+v", rs)
+	}
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Errorf("the keeper is not Ready on green: %v", err)
+	}
+}
+
+// TestGCEShortLivedOnlyPointsTheGroupAtTheTarget: the MIG launches the new
+// template, nothing is drained, and the update policy stays OPPORTUNISTIC
+// while old instances run (PROACTIVE would replace them undrained); an
+// old instance preempted is recreated by the MIG from the new template.
+func TestGCEShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
+	t.Parallel()
+	const name = "gce-short"
+	g := setupGCEGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	ctx := testContext(t, 5*time.Minute)
+	r := g.run(t, "run", name, "--strategy", "short-lived", "--image", "img-new", "--max-age", "24h", "--yes")
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "3 outdated nodes are left running") || !strings.Contains(r.stdout+r.stderr, "stays OPPORTUNISTIC") {
+		t.Fatalf("run: %s", r)
+	}
+	gr, _ := g.srv.Group(g.keys[0])
+	if gr.Template != g.newTemplate() || gr.TargetSize != 3 || gr.UpdateType != gcefake.Opportunistic || gr.Redistribution != gcefake.Proactive {
+		t.Errorf("group on %s, size %d, policy %s, redistribution %s; want %s, 3, OPPORTUNISTIC, PROACTIVE", gr.Template, gr.TargetSize, gr.UpdateType, gr.Redistribution, g.newTemplate())
+	}
+	assertUntouched(t, ctx, kopsKey, name)
+	if st := g.run(t, "status", name); !strings.Contains(st.stdout, "3 of 3 old nodes still run") || !strings.Contains(st.stdout, "0 older than --max-age 24h") {
+		t.Errorf("status: %s", st)
+	}
+	old := gr.Instances[0]
+	if err := g.srv.Preempt(old.Project, old.Zone, old.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.WaitFor(ctx, g.keys[0], func(gr gcefake.Group) bool {
+		return gr.Stable() && slices.ContainsFunc(gr.Instances, func(in gcefake.Instance) bool { return in.Name == old.Name && in.Template == g.newTemplate() })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rs := g.srv.Removals(); len(rs) > 0 {
+		t.Errorf("the group removed instances nobody drained: %+v", rs)
 	}
 }
