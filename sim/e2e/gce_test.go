@@ -536,3 +536,50 @@ func TestGCEShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
 		t.Errorf("the group removed instances nobody drained: %+v", rs)
 	}
 }
+
+// runGCEExamples runs the examples of docs/providers/gce.md on the GCE
+// demo of `simcluster up --gce-demo`, with 3 nodes: a plan and an eks run
+// to img-new, then a blue/green plan and a surge run back to demo-v1.
+func runGCEExamples(t *testing.T, ctx context.Context, ex *helpExamples) {
+	srv, err := gcefake.StartDemo(ctx, client, gcefake.DemoOptions{Size: 3, LaunchDelay: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	watcher, err := scenario.WatchPDBs(ctx, client, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(cleanGCEEnv(), gce.EndpointEnv+"="+srv.Endpoint, gce.NoAuthEnv+"=true")
+	newTemplate := gce.CopyName(gcefake.DemoTemplate, "projects/"+gcefake.DemoProject+"/global/images/"+gcefake.DemoNewImage)
+	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --image img-new --max-unavailable 2")
+	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade run demo --image img-new --max-unavailable 2 --yes")
+	assertGCEDemo(t, ctx, srv, newTemplate)
+	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --instance-template demo-v1 --strategy blue-green --node-pool-soak 30m")
+	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade run demo --instance-template demo-v1 --strategy surge --max-surge 1 --yes")
+	assertGCEDemo(t, ctx, srv, gcefake.DemoTemplate)
+	assertNoViolations(t, watcher.Stop())
+}
+
+// assertGCEDemo wants the demo's group back in service on template: its
+// 3 instances on it, its policies PROACTIVE, no taint or cordon, every
+// Deployment Ready.
+func assertGCEDemo(t *testing.T, ctx context.Context, srv *gcefake.Server, template string) {
+	t.Helper()
+	if err := srv.WaitStable(ctx, gcefake.DemoKey()); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ := srv.Group(gcefake.DemoKey())
+	if gr.Template != template || gr.TargetSize != 3 || gr.UpdateType != gcefake.Proactive || gr.Redistribution != gcefake.Proactive {
+		t.Errorf("group on %s, size %d, policy %s, redistribution %s; want %s, 3, PROACTIVE, PROACTIVE", gr.Template, gr.TargetSize, gr.UpdateType, gr.Redistribution, template)
+	}
+	for _, in := range gr.Instances {
+		if in.Template != template {
+			t.Errorf("instance %s runs %s, want %s", in.Name, in.Template, template)
+		}
+	}
+	assertUntouched(t, ctx, gcefake.DemoGroupLabel, gcefake.DemoGroup)
+	if err := scenario.WaitAppsReady(ctx, client, "demo"); err != nil {
+		t.Errorf("workloads not Ready: %v", err)
+	}
+}

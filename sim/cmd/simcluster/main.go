@@ -1,7 +1,7 @@
 // Command simcluster runs a simulated Kubernetes cluster (see package
 // cluster) and builds demo scenarios on it.
 //
-//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed]]
+//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0]]
 //	simcluster scenario demo --kubeconfig PATH
 //	simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
 //	simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
@@ -12,7 +12,9 @@
 // With --aws-demo, up also serves a fake AWS endpoint (package awsfake)
 // whose Auto Scaling group "demo" backs the cluster's nodes, creates the
 // demo workloads on them, and prints
-// "ready kubeconfig=PATH aws-endpoint=URL".
+// "ready kubeconfig=PATH aws-endpoint=URL". With --gce-demo, the same with
+// a local Compute Engine endpoint (package gcefake) and its managed
+// instance group "demo"; it prints "ready kubeconfig=PATH gce-endpoint=URL".
 //
 // replay plan-scale serves, read-only, the objects scenario plan-scale
 // would make, as kube-apiserver would list them (scenario.Replay), at
@@ -42,7 +44,7 @@ import (
 )
 
 const usage = `usage:
-  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed]]
+  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0]]
   simcluster scenario demo --kubeconfig PATH
   simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
   simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
@@ -93,6 +95,7 @@ func up(args []string) error {
 	awsDemo := fs.Bool("aws-demo", false, "also serve a fake AWS endpoint with Auto Scaling group \"demo\" (9 nodes) and the demo workloads")
 	awsAddr := fs.String("aws-addr", "127.0.0.1:0", "listen address of the fake AWS endpoint (with --aws-demo)")
 	awsManaged := fs.Bool("aws-demo-managed", false, "with --aws-demo, also EKS cluster \"demo\" and its managed node group \"demo-managed\" (3 nodes)")
+	gce := bindGCEDemo(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -105,6 +108,9 @@ func up(args []string) error {
 	if *awsManaged && !*awsDemo {
 		return errors.New("--aws-demo-managed needs --aws-demo")
 	}
+	if err := gce.check(*awsDemo, *noLifecycle); err != nil {
+		return err
+	}
 	if *awsDemo && *noLifecycle {
 		// the demo's launched nodes are usable once the node lifecycle
 		// controller takes their startup taint off: without it they never are
@@ -116,6 +122,9 @@ func up(args []string) error {
 	c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, PodReadyDelay: *delay, NoNodeLifecycle: *noLifecycle, ControllerQPS: *controllerQPS})
 	if err != nil {
 		return err
+	}
+	if *gce.on {
+		return gce.serve(ctx, c, started)
 	}
 	if !*awsDemo {
 		fmt.Printf("ready kubeconfig=%s\n", c.Kubeconfig)
