@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -15,51 +14,29 @@ import (
 // autoscaler from removing its node.
 const SafeToEvictAnnotation = clusterautoscaler.SafeToEvictAnnotation
 
-// AutoscalerOptions configure RunAutoscaler.
-type AutoscalerOptions struct {
-	// Nodes is how the Server's instances are labelled as nodes (the
-	// NodeOptions given to StartWithKube or KubeNodes); nil means those
-	// StartWithKube was given, else the defaults.
-	Nodes *NodeOptions
-	// ScaleUpGroups may be scaled up for pending pods; a pod counts for
-	// the first of them (below its max) whose nodes it selects.
-	ScaleUpGroups []string
-	// ScaleDownGroups may lose nodes that are cordoned and empty.
-	ScaleDownGroups []string
-	// Namespaces limits the pending pods that cause scale-ups; none means
-	// all. Scale-down looks at the pods of every namespace.
-	Namespaces []string
-	// PodsPerNode and ScaleDownDelay: see clusterautoscaler.Options.
-	PodsPerNode    int
-	ScaleDownDelay time.Duration
-	// Logf gets one line per decision; default the Server's Options.Logf.
-	Logf func(format string, args ...any)
-}
+// AutoscalerOptions configure RunAutoscaler; groups are named by their
+// Auto Scaling group names.
+type AutoscalerOptions = clusterautoscaler.Options
 
 // RunAutoscaler plays a small cluster autoscaler (clusterautoscaler.Run)
 // against this Server's Auto Scaling groups until ctx ends: it raises a
 // group's desired capacity, up to its max, and removes a node's instance
 // as TerminateInstanceInAutoScalingGroup with the desired capacity
 // decremented does; a group at its min keeps its nodes. A new node's
-// labels are those of an instance from the group's launch template
-// (NodeOptions.NodeLabels).
+// labels are those of an instance from the group's launch template, as
+// the NodeOptions given to StartWithKube label it. Logf defaults to the
+// Server's.
 func (s *Server) RunAutoscaler(ctx context.Context, c kubernetes.Interface, opts AutoscalerOptions) error {
 	if opts.Logf == nil {
 		opts.Logf = s.logf
 	}
-	if opts.Nodes == nil {
-		s.mu.Lock()
-		n := NodeOptions{}
-		if s.nodes != nil {
-			n = *s.nodes
-		}
-		s.mu.Unlock()
-		opts.Nodes = &n
+	s.mu.Lock()
+	nodes := NodeOptions{}
+	if s.nodes != nil {
+		nodes = *s.nodes
 	}
-	return clusterautoscaler.Run(ctx, c, autoscaled{s: s, nodes: *opts.Nodes}, clusterautoscaler.Options{
-		ScaleUpGroups: opts.ScaleUpGroups, ScaleDownGroups: opts.ScaleDownGroups, Namespaces: opts.Namespaces,
-		PodsPerNode: opts.PodsPerNode, ScaleDownDelay: opts.ScaleDownDelay, Logf: opts.Logf,
-	})
+	s.mu.Unlock()
+	return clusterautoscaler.Run(ctx, c, autoscaled{s: s, nodes: nodes}, opts)
 }
 
 // autoscaled is the Server as the cluster autoscaler sees it.

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
@@ -457,39 +455,26 @@ func TestGCEAutoscaledBlueGreen(t *testing.T) {
 	g := setupGCEGroup(t, name, 3, scenario.App{Name: "keep", Replicas: 1,
 		PodAnnotations: map[string]string{clusterautoscaler.SafeToEvictAnnotation: "false"}})
 	ctx := testContext(t, 10*time.Minute)
-	pods, err := client.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("pods: %v %v", pods, err)
-	}
-	keeper := pods.Items[0].Spec.NodeName
-	blue := (&gce.NodeGroup{MIGs: []gce.MIG{{Name: name}}}).GreenName(g.newTemplate())
-	green := gcefake.GroupKey(gceProject, "", "us-central1", blue)
+	keeper := onlyPodNode(t, ctx, name)
+	greenName := (&gce.NodeGroup{MIGs: []gce.MIG{{Name: name}}}).GreenName(g.newTemplate())
+	green := gcefake.GroupKey(gceProject, "", "us-central1", greenName)
 	go func() {
-		_ = g.srv.RunClusterAutoscaler(ctx, client, gcefake.ClusterAutoscalerOptions{
-			ScaleUpGroups: []string{green}, ScaleDownGroups: []string{g.keys[0]}, MaxSize: 3, ScaleDownDelay: 2 * time.Second, Namespaces: []string{name},
-		})
+		_ = g.srv.RunClusterAutoscaler(ctx, client, gcefake.ClusterAutoscalerOptions{MaxSize: 3, Options: clusterautoscaler.Options{
+			ScaleUpGroups: []string{green}, ScaleDownGroups: []string{g.keys[0]}, ScaleDownDelay: 2 * time.Second, Namespaces: []string{name},
+		}})
 	}()
 	run := startBackground(t, g.cmd("run", name, "--strategy", "autoscaled-blue-green", "--image", "img-new", "--wait-period", "25s", "--post-drain-wait", "0s",
 		"--ignore-check", "single-replica", "--yes"))
 	if !run.waitFor("wait period: ") {
 		t.Fatalf("the run never reached the wait period:\n%s", run.output())
 	}
-	shrunk, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := g.srv.WaitFor(shrunk, g.keys[0], func(gr gcefake.Group) bool { return gr.TargetSize == 1 }); err != nil {
+	followAutoscaledWait(t, ctx, run, keeper, func(ctx context.Context) string {
+		if g.srv.WaitFor(ctx, g.keys[0], func(gr gcefake.Group) bool { return gr.TargetSize == 1 }) == nil {
+			return ""
+		}
 		gr, _ := g.srv.Group(g.keys[0])
-		t.Fatalf("the autoscaler did not shrink blue to the one node that must stay during the wait period: target size %d", gr.TargetSize)
-	}
-	if _, err := client.CoreV1().Nodes().Get(ctx, keeper, metav1.GetOptions{}); err != nil {
-		t.Fatalf("node %q with the safe-to-evict=false pod is gone during the wait period: %v", keeper, err)
-	}
-	code, out := run.wait(t, 5*time.Minute)
-	if code != nodeupgrade.ExitOK {
-		t.Fatalf("run exit %d:\n%s", code, out)
-	}
-	if !strings.Contains(out, "draining \""+keeper+"\"") {
-		t.Errorf("the keeper node %q was not drained after the wait period:\n%s", keeper, out)
-	}
+		return fmt.Sprintf("target size %d", gr.TargetSize)
+	})
 	grs := g.groups()
 	if len(grs) != 1 || grs[0].Key != green || grs[0].Template != g.newTemplate() || grs[0].TargetSize < 1 {
 		t.Errorf("groups %+v, want green %s alone, on %s, grown from 0", grs, green, g.newTemplate())

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -14,20 +13,13 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
-// ClusterAutoscalerOptions configure RunClusterAutoscaler.
+// ClusterAutoscalerOptions configure RunClusterAutoscaler; groups are
+// named by their keys (see Group.Key).
 type ClusterAutoscalerOptions struct {
-	// ScaleUpGroups may be grown for pending pods, ScaleDownGroups lose
-	// cordoned, empty nodes: group keys (see Group.Key).
-	ScaleUpGroups, ScaleDownGroups []string
+	clusterautoscaler.Options
 	// MinSize and MaxSize bound every group's target size, as the
 	// autoscaler's --nodes=MIN:MAX:GROUP does; MaxSize 0 is 100.
 	MinSize, MaxSize int64
-	// Namespaces, PodsPerNode, ScaleDownDelay: see clusterautoscaler.Options.
-	Namespaces     []string
-	PodsPerNode    int
-	ScaleDownDelay time.Duration
-	// Logf gets one line per decision; default the Server's Options.Logf.
-	Logf func(format string, args ...any)
 }
 
 // RunClusterAutoscaler plays the Kubernetes cluster autoscaler
@@ -47,10 +39,7 @@ func (s *Server) RunClusterAutoscaler(ctx context.Context, c kubernetes.Interfac
 	if opts.Logf == nil {
 		opts.Logf = s.logf
 	}
-	return clusterautoscaler.Run(ctx, c, autoscaled{s: s, min: opts.MinSize, max: opts.MaxSize}, clusterautoscaler.Options{
-		ScaleUpGroups: opts.ScaleUpGroups, ScaleDownGroups: opts.ScaleDownGroups, Namespaces: opts.Namespaces,
-		PodsPerNode: opts.PodsPerNode, ScaleDownDelay: opts.ScaleDownDelay, Logf: opts.Logf,
-	})
+	return clusterautoscaler.Run(ctx, c, autoscaled{s: s, min: opts.MinSize, max: opts.MaxSize}, opts.Options)
 }
 
 // autoscaled is the Server as the cluster autoscaler sees it.
