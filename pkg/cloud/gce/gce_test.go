@@ -163,3 +163,53 @@ func TestSpread(t *testing.T) {
 		})
 	}
 }
+
+func TestGreenOfSeveralMIGs(t *testing.T) {
+	n := &NodeGroup{MIGs: []MIG{
+		{Project: "p", Zone: "us-central1-a", Name: "a-nodes"},
+		{Project: "p", Zone: "us-central1-b", Name: "b-nodes"},
+	}}
+	name := n.GreenName("nodes-v1-nu-0a1b2c3d")
+	greens := n.greenMIGs(name)
+	if len(greens) != 2 || name != greens[0].Name+","+greens[1].Name {
+		t.Fatalf("green %q is groups %+v, want one per blue group", name, greens)
+	}
+	for i, g := range greens {
+		if g.Zone != n.MIGs[i].Zone || !strings.HasPrefix(g.Name, n.MIGs[i].Name+"-g") {
+			t.Errorf("green %+v is not beside blue %+v", g, n.MIGs[i])
+		}
+	}
+	if slices.Equal(n.groupMIGs(n.GroupName()), greens) || !slices.Equal(n.groupMIGs(name), greens) {
+		t.Errorf("blue %q and green %q do not name their own groups", n.GroupName(), name)
+	}
+	if name == n.GreenName("nodes-v1-nu-ffffffff") {
+		t.Error("two templates give one green")
+	}
+}
+
+func TestCheckTemplates(t *testing.T) {
+	igm := func(tmpl string) *compute.InstanceGroupManager {
+		return &compute.InstanceGroupManager{InstanceTemplate: "projects/p/global/instanceTemplates/" + tmpl}
+	}
+	migs := []MIG{{Project: "p", Zone: "z-a", Name: "a"}, {Project: "p", Zone: "z-b", Name: "b"}}
+	for _, tc := range []struct {
+		name     string
+		template string // --instance-template
+		igms     []*compute.InstanceGroupManager
+		target   string
+		ok       bool
+	}{
+		{"one template", "", []*compute.InstanceGroupManager{igm("v1"), igm("v1")}, "v1-nu-1", true},
+		{"a killed run pointed some at the target", "", []*compute.InstanceGroupManager{igm("v1"), igm("v1-nu-1")}, "v1-nu-1", true},
+		{"two templates", "", []*compute.InstanceGroupManager{igm("v1"), igm("other")}, "v1-nu-1", false},
+		{"two templates, one given for all", "v2", []*compute.InstanceGroupManager{igm("v1"), igm("other")}, "v2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &NodeGroup{MIGs: migs, Template: tc.template}
+			err := n.checkTemplates(tc.igms, "v1", Target{Template: tc.target})
+			if (err == nil) != tc.ok {
+				t.Errorf("got %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
