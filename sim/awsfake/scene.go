@@ -30,7 +30,7 @@ func StartWithKube(ctx context.Context, c kubernetes.Interface, opts Options, no
 		return nil, err
 	}
 	s.mu.Lock()
-	s.nodes = &nodes // RunAutoscaler's default
+	s.nodes = &nodes // how RunAutoscaler labels a new node
 	s.kube = c       // whose nodes EKS's updates drain
 	s.mu.Unlock()
 	return s, nil

@@ -227,11 +227,7 @@ func TestAWSAutoscaledBlueGreenKeepsSafeToEvictFalseNodesThroughTheWait(t *testi
 	// empty, so the autoscaler removes them during the wait period.
 	createPinnedApps(t, ctx, name, []scenario.App{{Name: "keep", Replicas: 1,
 		PodAnnotations: map[string]string{awsfake.SafeToEvictAnnotation: "false"}}})
-	pods, err := client.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("pods: %v %v", pods, err)
-	}
-	keeper := pods.Items[0].Spec.NodeName
+	keeper := onlyPodNode(t, ctx, name)
 	green := name + "-v2"
 	go func() {
 		_ = g.srv.RunAutoscaler(ctx, client, awsfake.AutoscalerOptions{
@@ -243,26 +239,16 @@ func TestAWSAutoscaledBlueGreenKeepsSafeToEvictFalseNodesThroughTheWait(t *testi
 	if !run.waitFor("wait period: ") {
 		t.Fatalf("the run never reached the wait period:\n%s", run.output())
 	}
-	// During the wait, the empty blue nodes go; the keeper stays.
 	if r := g.run(t, "rollback", name, "--yes"); r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "supports blue-green") {
 		t.Errorf("rollback of autoscaled blue/green must exit %d: %s", nodeupgrade.ExitUsage, r)
 	}
-	shrunk, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := g.srv.WaitFor(shrunk, name, func(gr awsfake.Group) bool { return gr.Desired == 1 }); err != nil {
+	followAutoscaledWait(t, ctx, run, keeper, func(ctx context.Context) string {
+		if g.srv.WaitFor(ctx, name, func(gr awsfake.Group) bool { return gr.Desired == 1 }) == nil {
+			return ""
+		}
 		gr, _ := g.srv.Group(name)
-		t.Fatalf("the autoscaler did not shrink blue to the one node that must stay during the wait period: desired %d", gr.Desired)
-	}
-	if _, err := client.CoreV1().Nodes().Get(ctx, keeper, metav1.GetOptions{}); err != nil {
-		t.Fatalf("node %q with the safe-to-evict=false pod is gone during the wait period: %v", keeper, err)
-	}
-	code, out := run.wait(t, 5*time.Minute)
-	if code != nodeupgrade.ExitOK {
-		t.Fatalf("run exit %d:\n%s", code, out)
-	}
-	if !strings.Contains(out, "draining \""+keeper+"\"") {
-		t.Errorf("the keeper node %q was not drained after the wait period:\n%s", keeper, out)
-	}
+		return fmt.Sprintf("desired %d", gr.Desired)
+	})
 	if slices.Contains(g.srv.Groups(), name) {
 		t.Errorf("blue Auto Scaling group %q still exists", name)
 	}
@@ -343,5 +329,39 @@ func TestAWSBlueGreenGreenGivenBySelector(t *testing.T) {
 	}
 	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
 		t.Errorf("workloads not Ready on green: %v", err)
+	}
+}
+
+// onlyPodNode is the node of the one pod of namespace ns.
+func onlyPodNode(t *testing.T, ctx context.Context, ns string) string {
+	t.Helper()
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods: %v %v", pods, err)
+	}
+	return pods.Items[0].Spec.NodeName
+}
+
+// followAutoscaledWait follows an autoscaled blue/green run from its wait
+// period to its end: within 20s the cluster autoscaler leaves blue with
+// the one node keeper, which a safe-to-evict=false pod keeps (shrunk
+// waits for that and says what blue has instead), keeper stays through
+// the wait and is drained after it, and the run succeeds.
+func followAutoscaledWait(t *testing.T, ctx context.Context, run *background, keeper string, shrunk func(context.Context) string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if got := shrunk(wctx); got != "" {
+		t.Fatalf("the autoscaler did not shrink blue to the one node that must stay during the wait period: %s", got)
+	}
+	if _, err := client.CoreV1().Nodes().Get(ctx, keeper, metav1.GetOptions{}); err != nil {
+		t.Fatalf("node %q with the safe-to-evict=false pod is gone during the wait period: %v", keeper, err)
+	}
+	code, out := run.wait(t, 5*time.Minute)
+	if code != nodeupgrade.ExitOK {
+		t.Fatalf("run exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "draining \""+keeper+"\"") {
+		t.Errorf("the keeper node %q was not drained after the wait period:\n%s", keeper, out)
 	}
 }

@@ -160,7 +160,8 @@ func (e *helpExamples) notRun() []string {
 // as written (but for a shorter --post-drain-wait, see postDrainWait), on
 // the two demos: the label path (provider none) on `simcluster scenario
 // demo`'s node group, then the AWS path on the one `simcluster up
-// --aws-demo` serves, each with fewer nodes. Examples that
+// --aws-demo` serves, then the GCE path on `--gce-demo`'s, each with fewer
+// nodes. Examples that
 // act on a run (cancel, resume, rollback, complete, abort) act on one in
 // the state they are for; runs the test makes only to reach that state use
 // --post-drain-wait 0s. Each example must end with the exit code its
@@ -364,6 +365,11 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 		return
 	}
 	t.Run("GKE path", func(t *testing.T) { gkeDemoExamples(t, ctx, ex) })
+	if t.Failed() {
+		return
+	}
+	clearLabelDemo(t, ctx) // the AWS demo's nodes and workloads
+	t.Run("GCE path", func(t *testing.T) { runGCEExamples(t, ctx, ex) })
 	if t.Failed() {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/clusterautoscaler"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
@@ -26,22 +27,45 @@ const gceProject = "sim-project"
 
 var gceZones = []string{"us-central1-a", "us-central1-b", "us-central1-c"}
 
-// gceGroup is a node group behind a regional managed instance group of a
-// local Compute endpoint of its own, whose instances are kwok nodes of the
-// shared cluster. Its update policy and instance redistribution are
+// gceGroup is a node group of a local Compute endpoint of its own, whose
+// instances are kwok nodes of the shared cluster: one regional managed
+// instance group, or one zonal group per zone as kOps makes them, all
+// launching one template. Update policies and instance redistribution are
 // PROACTIVE, the API's defaults: a MIG left so would replace and move
 // nodes nobody drained.
 type gceGroup struct {
-	name, key string
-	srv       *gcefake.Server
+	name string
+	keys []string // the MIGs, in zone order
+	srv  *gcefake.Server
 }
 
-// setupGCEGroup creates the group, size instances over three zones from
-// template NAME-v1 with image img-old (img-new is registered), and apps
-// pinned to it.
+// setupGCEGroup creates a regional group of size instances over three
+// zones from template NAME-v1 with image img-old (img-new is registered),
+// and apps pinned to it.
 func setupGCEGroup(t *testing.T, name string, size int64, apps ...scenario.App) *gceGroup {
 	t.Helper()
-	ctx := testContext(t, 3*time.Minute)
+	g := startGCE(t, name)
+	g.addMIG(t, gcefake.GroupSpec{Project: gceProject, Name: name, Region: "us-central1", Zones: gceZones, Template: name + "-v1", Size: size})
+	g.ready(t, apps)
+	return g
+}
+
+// setupZonalGCEGroups creates one zonal group per zone, A-NAME in zone
+// us-central1-a and so on, of perZone instances each, as kOps does for
+// an instance group over three zones.
+func setupZonalGCEGroups(t *testing.T, name string, perZone int64, apps ...scenario.App) *gceGroup {
+	t.Helper()
+	g := startGCE(t, name)
+	for _, z := range gceZones {
+		g.addMIG(t, gcefake.GroupSpec{Project: gceProject, Name: z[len(z)-1:] + "-" + name, Zone: z, Template: name + "-v1", Size: perZone})
+	}
+	g.ready(t, apps)
+	return g
+}
+
+// startGCE starts the endpoint with the images and template NAME-v1.
+func startGCE(t *testing.T, name string) *gceGroup {
+	t.Helper()
 	srv, err := gcefake.StartWithKube(context.Background(), client, gcefake.Options{Project: gceProject, LaunchDelay: 500 * time.Millisecond}, gcefake.NodeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -52,24 +76,54 @@ func setupGCEGroup(t *testing.T, name string, size int64, apps ...scenario.App) 
 	if err := srv.CreateTemplate(gcefake.TemplateSpec{Project: gceProject, Name: name + "-v1", ImageProject: gceProject, Image: "img-old", KubeLabels: map[string]string{kopsKey: name}}); err != nil {
 		t.Fatal(err)
 	}
-	key, err := srv.CreateGroup(gcefake.GroupSpec{Project: gceProject, Name: name, Region: "us-central1", Zones: gceZones, Template: name + "-v1", Size: size})
+	return &gceGroup{name: name, srv: srv}
+}
+
+func (g *gceGroup) addMIG(t *testing.T, spec gcefake.GroupSpec) {
+	t.Helper()
+	key, err := g.srv.CreateGroup(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gceGroup{name: name, key: key, srv: srv}
-	if err := srv.WaitStable(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	gr, _ := srv.Group(key)
+	g.keys = append(g.keys, key)
+}
+
+// ready waits for every instance's node and creates apps pinned to them.
+func (g *gceGroup) ready(t *testing.T, apps []scenario.App) {
+	t.Helper()
+	ctx := testContext(t, 3*time.Minute)
 	var names []string
-	for _, in := range gr.Instances {
-		names = append(names, in.Name)
+	for _, key := range g.keys {
+		if err := g.srv.WaitStable(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		gr, _ := g.srv.Group(key)
+		for _, in := range gr.Instances {
+			names = append(names, in.Name)
+		}
 	}
 	if err := scenario.WaitNodesReady(ctx, client, names...); err != nil {
 		t.Fatal(err)
 	}
-	createAppsPinnedBy(t, ctx, kopsKey, name, apps)
-	return g
+	createAppsPinnedBy(t, ctx, kopsKey, g.name, apps)
+}
+
+// blueNames are the MIGs' names as the group flag and the plan give them.
+func (g *gceGroup) blueNames() string {
+	names := make([]string, len(g.keys))
+	for i, k := range g.keys {
+		names[i] = k[strings.LastIndex(k, "/")+1:]
+	}
+	return strings.Join(names, ",")
+}
+
+// redistribution is what a MIG's instanceRedistributionType reads when
+// nothing changed it: PROACTIVE for a regional one, none for a zonal one.
+func redistribution(gr gcefake.Group) string {
+	if gr.Regional {
+		return gcefake.Proactive
+	}
+	return ""
 }
 
 // newTemplate is the name of the template a run makes for img-new.
@@ -117,40 +171,50 @@ func (g *gceGroup) groups() []gcefake.Group {
 }
 
 // assertUnchanged checks nothing of the cloud or the nodes changed: one
-// template, one group of size, its policies PROACTIVE.
+// template, the MIGs of the group alone, each of its size per MIG, on
+// NAME-v1, their policies as made.
 func (g *gceGroup) assertUnchanged(t *testing.T, size int64) {
 	t.Helper()
 	if ts := g.srv.Templates(gceProject); len(ts) != 1 {
 		t.Errorf("templates %v, want only %s-v1", ts, g.name)
 	}
 	grs := g.groups()
-	if len(grs) != 1 || grs[0].TargetSize != size || grs[0].Template != g.name+"-v1" || grs[0].UpdateType != gcefake.Proactive || grs[0].Redistribution != gcefake.Proactive {
-		t.Errorf("groups %+v, want %s alone, size %d, on %s-v1, PROACTIVE and PROACTIVE", grs, g.name, size, g.name)
+	if len(grs) != len(g.keys) {
+		t.Errorf("groups %+v, want %s alone", grs, g.blueNames())
+	}
+	for _, gr := range grs {
+		if !slices.Contains(g.keys, gr.Key) || gr.TargetSize != size/int64(len(g.keys)) || gr.Template != g.name+"-v1" || gr.UpdateType != gcefake.Proactive || gr.Redistribution != redistribution(gr) {
+			t.Errorf("group %+v, want one of %s, size %d, on %s-v1, PROACTIVE", gr, g.blueNames(), size/int64(len(g.keys)), g.name)
+		}
 	}
 	assertUntouched(t, testContext(t, time.Minute), kopsKey, g.name)
 }
 
-// assertFinished checks the end of an upgrade to img-new: one group of
-// the original size and policies, every instance and node on the one new
-// template, nothing left cordoned or tainted, and no instance the group
-// removed of its own accord.
+// assertFinished checks the end of an upgrade to img-new: as many groups
+// as before (blue/green's green ones), each of its size before the run
+// and policies, every instance and node on the one new template, nothing
+// left cordoned or tainted, and no instance a group removed of its own
+// accord.
 func (g *gceGroup) assertFinished(t *testing.T, size int64) {
 	t.Helper()
 	ctx := testContext(t, 2*time.Minute)
 	grs := g.groups()
-	if len(grs) != 1 {
-		t.Fatalf("%d groups, want 1: %+v", len(grs), grs)
+	if len(grs) != len(g.keys) {
+		t.Fatalf("%d groups, want %d: %+v", len(grs), len(g.keys), grs)
 	}
-	gr := grs[0]
-	if err := g.srv.WaitStable(ctx, gr.Key); err != nil {
-		t.Fatal(err)
+	var instances []gcefake.Instance
+	for _, gr := range grs {
+		if err := g.srv.WaitStable(ctx, gr.Key); err != nil {
+			t.Fatal(err)
+		}
+		gr, _ = g.srv.Group(gr.Key)
+		if gr.TargetSize != size/int64(len(g.keys)) || gr.UpdateType != gcefake.Proactive || gr.Redistribution != redistribution(gr) || gr.Template != g.newTemplate() {
+			t.Errorf("group %s: size %d, policy %s, redistribution %q, template %s; want %d, PROACTIVE, %q (as before the run), %s",
+				gr.Name, gr.TargetSize, gr.UpdateType, gr.Redistribution, gr.Template, size/int64(len(g.keys)), redistribution(gr), g.newTemplate())
+		}
+		instances = append(instances, gr.Instances...)
 	}
-	gr, _ = g.srv.Group(gr.Key)
-	if gr.TargetSize != size || gr.UpdateType != gcefake.Proactive || gr.Redistribution != gcefake.Proactive || gr.Template != g.newTemplate() {
-		t.Errorf("group %s: size %d, policy %s, redistribution %s, template %s; want %d, PROACTIVE, PROACTIVE (as before the run), %s",
-			gr.Name, gr.TargetSize, gr.UpdateType, gr.Redistribution, gr.Template, size, g.newTemplate())
-	}
-	for _, in := range gr.Instances {
+	for _, in := range instances {
 		if in.Template != g.newTemplate() || in.Image != "projects/"+gceProject+"/global/images/img-new" {
 			t.Errorf("instance %s runs %s (%s)", in.Name, in.Template, in.Image)
 		}
@@ -159,15 +223,15 @@ func (g *gceGroup) assertFinished(t *testing.T, size int64) {
 		t.Errorf("templates %v, want %s-v1 and the one new %s", ts, g.name, g.newTemplate())
 	}
 	if rs := g.srv.Removals(); len(rs) > 0 {
-		t.Errorf("the group removed instances nobody drained: %+v", rs)
+		t.Errorf("a group removed instances nobody drained: %+v", rs)
 	}
 	nodes := groupNodes(t, ctx, kopsKey, g.name)
 	if len(nodes) != int(size) {
 		t.Errorf("%d nodes, want %d", len(nodes), size)
 	}
 	for _, n := range nodes {
-		if !slices.ContainsFunc(gr.Instances, func(in gcefake.Instance) bool { return gcefake.ProviderID(in) == n.Spec.ProviderID }) {
-			t.Errorf("node %s (%s) is no instance of the group: a stale Node object", n.Name, n.Spec.ProviderID)
+		if !slices.ContainsFunc(instances, func(in gcefake.Instance) bool { return gcefake.ProviderID(in) == n.Spec.ProviderID }) {
+			t.Errorf("node %s (%s) is no instance of the groups: a stale Node object", n.Name, n.Spec.ProviderID)
 		}
 	}
 	assertUntouched(t, ctx, kopsKey, g.name)
@@ -183,47 +247,75 @@ func gceApps() []scenario.App {
 	}
 }
 
+// gceStrategies are the strategies that drive the group, with settings
+// for 6 nodes in 3 zones.
+var gceStrategies = []struct {
+	strategy string
+	args     []string
+}{
+	{"eks", []string{"--max-unavailable", "2"}},
+	{"surge", []string{"--max-surge", "1", "--max-unavailable", "0"}},
+	{"blue-green", []string{"--batch-node-count", "2", "--node-pool-soak", "0s"}},
+}
+
 // TestGCEStrategiesUpgradeToNewImage upgrades a regional group of 6 nodes
 // in 3 zones to a new image with each strategy that drives the group.
 func TestGCEStrategiesUpgradeToNewImage(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		strategy string
-		args     []string
-	}{
-		{"eks", []string{"--max-unavailable", "2"}},
-		{"surge", []string{"--max-surge", "1", "--max-unavailable", "0"}},
-		{"blue-green", []string{"--batch-node-count", "2", "--node-pool-soak", "0s"}},
-	} {
+	for _, tc := range gceStrategies {
 		t.Run(tc.strategy, func(t *testing.T) {
 			t.Parallel()
-			name := "gce-" + tc.strategy
-			g := setupGCEGroup(t, name, 6, gceApps()...)
-			ctx := testContext(t, 10*time.Minute)
-			args := append([]string{name, "--strategy", tc.strategy, "--image", "img-new", "--seed", "4"}, tc.args...)
-			pl := g.run(t, append([]string{"plan"}, append(args, "-o", "json")...)...)
-			var p plan.Plan
-			if err := json.Unmarshal([]byte(pl.stdout), &p); pl.code != nodeupgrade.ExitOK || err != nil {
-				t.Fatalf("plan: %v %s", err, pl)
-			}
-			if c := p.Cloud; c == nil || c.Provider != "gce" || c.Group != name || c.CurrentVersion != name+"-v1" || c.TargetVersion != plan.NewVersion || c.Before.Desired != 6 || c.Rebalance != gce.Redistribution {
-				t.Errorf("cloud plan %+v: want gce, %s, %s-v1 -> new, size 6, instance redistribution", c, name, name)
-			}
-			g.assertUnchanged(t, 6)
-			watcher, err := scenario.WatchPDBs(ctx, client, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			r := g.run(t, append([]string{"run"}, append(args, "--post-drain-wait", "0s", "--yes")...)...)
-			t.Logf("%s on a regional MIG of 6 nodes in 3 zones: run took %s", tc.strategy, time.Since(start).Round(time.Millisecond))
-			if r.code != nodeupgrade.ExitOK {
-				t.Fatalf("run: %s", r)
-			}
-			assertNoViolations(t, watcher.Stop())
-			g.assertFinished(t, 6)
+			g := setupGCEGroup(t, "gce-"+tc.strategy, 6, gceApps()...)
+			g.upgrade(t, tc.strategy, tc.args, func(c *plan.CloudPlan) bool { return c.Rebalance == gce.Redistribution })
 		})
 	}
+}
+
+// TestGCEZonalMIGsUpgradeToNewImage upgrades a node group of three zonal
+// groups, one per zone as kOps makes them, of 2 nodes each: one node
+// group, each group resized in its own zone, blue/green with one green
+// group per blue one.
+func TestGCEZonalMIGsUpgradeToNewImage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range gceStrategies {
+		t.Run(tc.strategy, func(t *testing.T) {
+			t.Parallel()
+			g := setupZonalGCEGroups(t, "gcez-"+tc.strategy, 2, gceApps()...)
+			g.upgrade(t, tc.strategy, tc.args, func(c *plan.CloudPlan) bool {
+				return c.GroupKind == "zonal managed instance groups" && strings.Count(c.LaunchesAfter, "update policy PROACTIVE") == 3
+			})
+		})
+	}
+}
+
+// upgrade plans and runs an upgrade of 6 nodes to img-new with strategy,
+// and checks the plan (the group's names, template and size, and
+// planOK), that no PDB was violated, and the end.
+func (g *gceGroup) upgrade(t *testing.T, strategy string, extra []string, planOK func(*plan.CloudPlan) bool) {
+	t.Helper()
+	ctx := testContext(t, 10*time.Minute)
+	args := append([]string{g.name, "--strategy", strategy, "--image", "img-new", "--seed", "4"}, extra...)
+	pl := g.run(t, append([]string{"plan"}, append(args, "-o", "json")...)...)
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(pl.stdout), &p); pl.code != nodeupgrade.ExitOK || err != nil {
+		t.Fatalf("plan: %v %s", err, pl)
+	}
+	if c := p.Cloud; c == nil || c.Provider != "gce" || c.Group != g.blueNames() || c.CurrentVersion != g.name+"-v1" || c.TargetVersion != plan.NewVersion || c.Before.Desired != 6 || !planOK(c) {
+		t.Errorf("cloud plan %+v: want gce, %s, %s-v1 -> new, size 6", c, g.blueNames(), g.name)
+	}
+	g.assertUnchanged(t, 6)
+	watcher, err := scenario.WatchPDBs(ctx, client, g.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r := g.run(t, append([]string{"run"}, append(args, "--post-drain-wait", "0s", "--yes")...)...)
+	t.Logf("%s on %s, 6 nodes in 3 zones: run took %s", strategy, g.blueNames(), time.Since(start).Round(time.Millisecond))
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run: %s", r)
+	}
+	assertNoViolations(t, watcher.Stop())
+	g.assertFinished(t, 6)
 }
 
 // TestGCEKilledMidBatchThenRerun kills an eks run once a node is cordoned
@@ -286,7 +378,7 @@ func TestGCEAbort(t *testing.T) {
 func (g *gceGroup) assertAborted(t *testing.T) {
 	t.Helper()
 	ctx := testContext(t, 2*time.Minute)
-	if err := g.srv.WaitStable(ctx, g.key); err != nil {
+	if err := g.srv.WaitStable(ctx, g.keys[0]); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -349,5 +441,130 @@ func TestGCEBadInputChangesNothing(t *testing.T) {
 			}
 			g.assertUnchanged(t, 3)
 		})
+	}
+}
+
+// TestGCEAutoscaledBlueGreen: green, a MIG from zero, is grown by the
+// cluster autoscaler (resize) as blue's pods need room; during the wait
+// period the autoscaler removes blue's empty cordoned nodes
+// (deleteInstances), not the one with a safe-to-evict=false pod, which
+// is drained after it.
+func TestGCEAutoscaledBlueGreen(t *testing.T) {
+	t.Parallel()
+	const name = "gce-abg"
+	g := setupGCEGroup(t, name, 3, scenario.App{Name: "keep", Replicas: 1,
+		PodAnnotations: map[string]string{clusterautoscaler.SafeToEvictAnnotation: "false"}})
+	ctx := testContext(t, 10*time.Minute)
+	keeper := onlyPodNode(t, ctx, name)
+	greenName := (&gce.NodeGroup{MIGs: []gce.MIG{{Name: name}}}).GreenName(g.newTemplate())
+	green := gcefake.GroupKey(gceProject, "", "us-central1", greenName)
+	go func() {
+		_ = g.srv.RunClusterAutoscaler(ctx, client, gcefake.ClusterAutoscalerOptions{MaxSize: 3, Options: clusterautoscaler.Options{
+			ScaleUpGroups: []string{green}, ScaleDownGroups: []string{g.keys[0]}, ScaleDownDelay: 2 * time.Second, Namespaces: []string{name},
+		}})
+	}()
+	run := startBackground(t, g.cmd("run", name, "--strategy", "autoscaled-blue-green", "--image", "img-new", "--wait-period", "25s", "--post-drain-wait", "0s",
+		"--ignore-check", "single-replica", "--yes"))
+	if !run.waitFor("wait period: ") {
+		t.Fatalf("the run never reached the wait period:\n%s", run.output())
+	}
+	followAutoscaledWait(t, ctx, run, keeper, func(ctx context.Context) string {
+		if g.srv.WaitFor(ctx, g.keys[0], func(gr gcefake.Group) bool { return gr.TargetSize == 1 }) == nil {
+			return ""
+		}
+		gr, _ := g.srv.Group(g.keys[0])
+		return fmt.Sprintf("target size %d", gr.TargetSize)
+	})
+	grs := g.groups()
+	if len(grs) != 1 || grs[0].Key != green || grs[0].Template != g.newTemplate() || grs[0].TargetSize < 1 {
+		t.Errorf("groups %+v, want green %s alone, on %s, grown from 0", grs, green, g.newTemplate())
+	}
+	if rs := g.srv.Removals(); len(rs) > 0 {
+		t.Errorf("a group removed instances nobody drained: %+v", rs)
+	}
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Errorf("the keeper is not Ready on green: %v", err)
+	}
+}
+
+// TestGCEShortLivedOnlyPointsTheGroupAtTheTarget: the MIG launches the new
+// template, nothing is drained, and the update policy stays OPPORTUNISTIC
+// while old instances run (PROACTIVE would replace them undrained); an
+// old instance preempted is recreated by the MIG from the new template.
+func TestGCEShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
+	t.Parallel()
+	const name = "gce-short"
+	g := setupGCEGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	ctx := testContext(t, 5*time.Minute)
+	r := g.run(t, "run", name, "--strategy", "short-lived", "--image", "img-new", "--max-age", "24h", "--yes")
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "3 outdated nodes are left running") || !strings.Contains(r.stdout+r.stderr, "stays OPPORTUNISTIC") {
+		t.Fatalf("run: %s", r)
+	}
+	gr, _ := g.srv.Group(g.keys[0])
+	if gr.Template != g.newTemplate() || gr.TargetSize != 3 || gr.UpdateType != gcefake.Opportunistic || gr.Redistribution != gcefake.Proactive {
+		t.Errorf("group on %s, size %d, policy %s, redistribution %s; want %s, 3, OPPORTUNISTIC, PROACTIVE", gr.Template, gr.TargetSize, gr.UpdateType, gr.Redistribution, g.newTemplate())
+	}
+	assertUntouched(t, ctx, kopsKey, name)
+	if st := g.run(t, "status", name); !strings.Contains(st.stdout, "3 of 3 old nodes still run") || !strings.Contains(st.stdout, "0 older than --max-age 24h") {
+		t.Errorf("status: %s", st)
+	}
+	old := gr.Instances[0]
+	if err := g.srv.Preempt(old.Project, old.Zone, old.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.WaitFor(ctx, g.keys[0], func(gr gcefake.Group) bool {
+		return gr.Stable() && slices.ContainsFunc(gr.Instances, func(in gcefake.Instance) bool { return in.Name == old.Name && in.Template == g.newTemplate() })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rs := g.srv.Removals(); len(rs) > 0 {
+		t.Errorf("the group removed instances nobody drained: %+v", rs)
+	}
+}
+
+// runGCEExamples runs the examples of docs/providers/gce.md on the GCE
+// demo of `simcluster up --gce-demo`, with 3 nodes: a plan and an eks run
+// to img-new, then a blue/green plan and a surge run back to demo-v1.
+func runGCEExamples(t *testing.T, ctx context.Context, ex *helpExamples) {
+	srv, err := gcefake.StartDemo(ctx, client, gcefake.DemoOptions{Size: 3, LaunchDelay: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	watcher, err := scenario.WatchPDBs(ctx, client, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(cleanGCEEnv(), gce.EndpointEnv+"="+srv.Endpoint, gce.NoAuthEnv+"=true")
+	newTemplate := gce.CopyName(gcefake.DemoTemplate, "projects/"+gcefake.DemoProject+"/global/images/"+gcefake.DemoNewImage)
+	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --image img-new --max-unavailable 2")
+	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade run demo --image img-new --max-unavailable 2 --yes")
+	assertGCEDemo(t, ctx, srv, newTemplate)
+	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --instance-template demo-v1 --strategy blue-green --node-pool-soak 30m")
+	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade run demo --instance-template demo-v1 --strategy surge --max-surge 1 --yes")
+	assertGCEDemo(t, ctx, srv, gcefake.DemoTemplate)
+	assertNoViolations(t, watcher.Stop())
+}
+
+// assertGCEDemo wants the demo's group back in service on template: its
+// 3 instances on it, its policies PROACTIVE, no taint or cordon, every
+// Deployment Ready.
+func assertGCEDemo(t *testing.T, ctx context.Context, srv *gcefake.Server, template string) {
+	t.Helper()
+	if err := srv.WaitStable(ctx, gcefake.DemoKey()); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ := srv.Group(gcefake.DemoKey())
+	if gr.Template != template || gr.TargetSize != 3 || gr.UpdateType != gcefake.Proactive || gr.Redistribution != gcefake.Proactive {
+		t.Errorf("group on %s, size %d, policy %s, redistribution %s; want %s, 3, PROACTIVE, PROACTIVE", gr.Template, gr.TargetSize, gr.UpdateType, gr.Redistribution, template)
+	}
+	for _, in := range gr.Instances {
+		if in.Template != template {
+			t.Errorf("instance %s runs %s, want %s", in.Name, in.Template, template)
+		}
+	}
+	assertUntouched(t, ctx, gcefake.DemoGroupLabel, gcefake.DemoGroup)
+	if err := scenario.WaitAppsReady(ctx, client, "demo"); err != nil {
+		t.Errorf("workloads not Ready: %v", err)
 	}
 }

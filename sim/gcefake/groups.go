@@ -536,16 +536,40 @@ func (s *Server) deleteInstances(req *request) (any, error) {
 // (https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers/recreateInstances).
 func (s *Server) recreateInstances(req *request) (any, error) {
 	return s.onInstances(req, "compute.instanceGroupManagers.recreateInstances", func(g *group, ins []*instance) {
-		_, tmpl, _ := resourceName(g.igm.InstanceTemplate, "instanceTemplates")
 		for _, in := range ins {
-			if in.Action == ActionDeleting {
-				continue
-			}
-			in.Action, in.Status, in.Intended = ActionRecreating, StatusStopping, tmpl
-			in.due = time.Now().Add(max(s.opts.LaunchDelay, 0))
-			s.logf("gcefake: %s: recreating %s from %s", g.name, in.Name, tmpl)
+			s.recreateLocked(g, in)
 		}
 	})
+}
+
+// recreateLocked recreates an instance's VM from the group's template,
+// unless it is being deleted.
+func (s *Server) recreateLocked(g *group, in *instance) {
+	if in.Action == ActionDeleting {
+		return
+	}
+	_, tmpl, _ := resourceName(g.igm.InstanceTemplate, "instanceTemplates")
+	in.Action, in.Status, in.Intended = ActionRecreating, StatusStopping, tmpl
+	in.due = time.Now().Add(max(s.opts.LaunchDelay, 0))
+	s.logf("gcefake: %s: recreating %s from %s", g.name, in.Name, tmpl)
+}
+
+// Preempt stops an instance's VM as a Spot VM's preemption does; its
+// group recreates it, under its name and from the group's template, as a
+// managed instance group repairs a VM that stopped of no action of its
+// own (https://cloud.google.com/compute/docs/instance-groups/autohealing-instances-in-migs#repairing_vms)
+// and applies an OPPORTUNISTIC update to the VMs it recreates
+// (https://cloud.google.com/compute/docs/instance-groups/updating-migs#opportunistic_updates).
+func (s *Server) Preempt(project, zone, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.instances[project+"/"+zone+"/"+name]
+	if in == nil || s.groups[in.Group] == nil {
+		return fmt.Errorf("no managed instance %s/%s/%s", project, zone, name)
+	}
+	s.recreateLocked(s.groups[in.Group], in)
+	s.notifyLocked()
+	return nil
 }
 
 // listManagedInstances lists the group's instances with their current

@@ -22,65 +22,82 @@ const greenMark = "kubectl nodeupgrade: green of "
 func (n *NodeGroup) PrepareTarget(ctx context.Context) (string, error) { return n.target(ctx) }
 
 // CheckQuota implements cloud.BlueGreen from the region's
-// INSTANCE_GROUP_MANAGERS quota.
+// INSTANCE_GROUP_MANAGERS quota: one green group per blue group.
 func (n *NodeGroup) CheckQuota(ctx context.Context) error {
-	m := n.MIGs[0]
-	region := m.Region
-	if !m.Regional() {
-		region = RegionOf(m.Zone)
-	}
-	r, err := n.Provider.svc.Regions.Get(m.Project, region).Context(ctx).Do()
+	region, more := n.region(), float64(len(n.MIGs))
+	r, err := n.Provider.svc.Regions.Get(n.Provider.project, region).Context(ctx).Do()
 	if err != nil {
 		return wrap(err, "get the quotas of region %q", region)
 	}
 	for _, q := range r.Quotas {
-		if q.Metric == "INSTANCE_GROUP_MANAGERS" && q.Usage+1 > q.Limit {
-			return inputErrorf("region %q has %.0f managed instance groups, the project's quota of %.0f, and blue/green needs one more; delete an unused group or have the quota raised, or use another --strategy", region, q.Usage, q.Limit)
+		if q.Metric == "INSTANCE_GROUP_MANAGERS" && q.Usage+more > q.Limit {
+			return inputErrorf("region %q has %.0f managed instance groups, the project's quota of %.0f, and blue/green needs %.0f more; delete unused groups or have the quota raised, or use another --strategy", region, q.Usage, q.Limit, more)
 		}
 	}
 	return nil
 }
 
-// GreenName implements cloud.BlueGreen: blue's name, cut to fit, with a
-// hash of the template.
+// GreenName implements cloud.BlueGreen: one green group per blue group,
+// each blue's name, cut to fit, with a hash of the template, as the group
+// flag takes them.
 func (n *NodeGroup) GreenName(version string) string {
 	sum := sha256.Sum256([]byte(version))
 	suffix := "-g" + hex.EncodeToString(sum[:3])
-	blue := n.MIGs[0].Name
-	if keep := 63 - len(suffix); len(blue) > keep {
-		blue = strings.TrimRight(blue[:keep], "-")
+	names := make([]string, len(n.MIGs))
+	for i, m := range n.MIGs {
+		blue := m.Name
+		if keep := 63 - len(suffix); len(blue) > keep {
+			blue = strings.TrimRight(blue[:keep], "-")
+		}
+		names[i] = blue + suffix
 	}
-	return blue + suffix
+	return strings.Join(names, ",")
 }
 
-func (n *NodeGroup) greenMIG(name string) MIG {
-	g := n.MIGs[0]
-	g.Name = name
-	return g
+// greenMIGs are the groups a green name stands for: the i-th beside the
+// i-th blue group, in its zone or region.
+func (n *NodeGroup) greenMIGs(name string) []MIG {
+	var out []MIG
+	for i, g := range strings.Split(name, ",") {
+		m := n.MIGs[min(i, len(n.MIGs)-1)]
+		m.Name = g
+		out = append(out, m)
+	}
+	return out
 }
 
-// CreateGreen implements cloud.BlueGreen: a group beside blue, in its zone
-// or region and zones, with its policies, launching version, or the one an
-// interrupted run made.
+// CreateGreen implements cloud.BlueGreen: beside each blue group, in its
+// zone or region and zones, with its policies, a group launching version
+// with blue's share of sizes, or the one an interrupted run made.
 func (n *NodeGroup) CreateGreen(ctx context.Context, name, version string, sizes plan.Sizes) error {
-	blue, err := n.Provider.getMIG(ctx, n.MIGs[0])
+	blues, err := n.igms(ctx, n.MIGs)
 	if err != nil {
 		return err
 	}
-	if blue == nil {
-		return missingMIG(n.MIGs[0])
+	greens := n.greenMIGs(name)
+	if len(greens) != len(n.MIGs) {
+		return fmt.Errorf("cannot create green %q: %d groups for %d blue groups", name, len(greens), len(n.MIGs))
 	}
-	g := n.greenMIG(name)
+	share := spread(targetSizesOf(blues), int64(sizes.Desired), -1, 0)
+	for i, g := range greens {
+		if err := n.createGreen(ctx, i, blues[i], g, version, share[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *NodeGroup) createGreen(ctx context.Context, i int, blue *compute.InstanceGroupManager, g MIG, version string, size int64) error {
 	igm := &compute.InstanceGroupManager{
-		Name: name, BaseInstanceName: name, Description: greenMark + n.MIGs[0].String(),
+		Name: g.Name, BaseInstanceName: g.Name, Description: greenMark + n.MIGs[i].String(),
 		InstanceTemplate: "projects/" + n.Provider.project + "/global/instanceTemplates/" + version,
-		TargetSize:       int64(sizes.Desired), ForceSendFields: []string{"TargetSize"},
+		TargetSize:       size, ForceSendFields: []string{"TargetSize"},
 		UpdatePolicy: blue.UpdatePolicy, DistributionPolicy: blue.DistributionPolicy,
 		NamedPorts: blue.NamedPorts, AutoHealingPolicies: blue.AutoHealingPolicies, TargetPools: blue.TargetPools,
 	}
-	err = n.Provider.insertMIG(ctx, g, igm)
+	err := n.Provider.insertMIG(ctx, g, igm)
 	if isCode(err, http.StatusConflict) {
-		return n.ownGreen(ctx, g, version)
+		return n.ownGreen(ctx, n.MIGs[i], g, version)
 	}
 	if err != nil {
 		return wrap(err, "create managed instance group %q", g.String())
@@ -88,15 +105,15 @@ func (n *NodeGroup) CreateGreen(ctx context.Context, name, version string, sizes
 	return nil
 }
 
-// ownGreen accepts a group of green's name that an earlier call made for
-// version.
-func (n *NodeGroup) ownGreen(ctx context.Context, g MIG, version string) error {
+// ownGreen accepts a group of green's name that an earlier call made
+// beside blue for version.
+func (n *NodeGroup) ownGreen(ctx context.Context, blue, g MIG, version string) error {
 	igm, err := n.Provider.getMIG(ctx, g)
 	if err != nil {
 		return err
 	}
-	if igm == nil || igm.Description != greenMark+n.MIGs[0].String() {
-		return inputErrorf("managed instance group %q already exists and is not a green group of %q; delete it or use another --strategy", g.String(), n.MIGs[0].Name)
+	if igm == nil || igm.Description != greenMark+blue.String() {
+		return inputErrorf("managed instance group %q already exists and is not a green group of %q; delete it or use another --strategy", g.String(), blue.Name)
 	}
 	if got := lastSegment(igm.InstanceTemplate); got != version {
 		return inputErrorf("green managed instance group %q, made earlier, launches instance template %q, not %q; delete it and run again", g.String(), got, version)
@@ -105,34 +122,35 @@ func (n *NodeGroup) ownGreen(ctx context.Context, g MIG, version string) error {
 }
 
 // UseGreen implements cloud.BlueGreen.
-func (n *NodeGroup) UseGreen(name string) {
-	g := n.greenMIG(name)
-	n.green = &g
-}
+func (n *NodeGroup) UseGreen(name string) { n.greens = n.greenMIGs(name) }
 
-// groupMIG is the group a BlueGreen call names: blue or green.
-func (n *NodeGroup) groupMIG(group string) MIG {
+// groupMIGs are the groups a BlueGreen call names: blue's or green's.
+func (n *NodeGroup) groupMIGs(group string) []MIG {
 	if group == n.GroupName() {
-		return n.MIGs[0]
+		return n.MIGs
 	}
-	return n.greenMIG(group)
+	return n.greenMIGs(group)
 }
 
 // GroupSizes implements cloud.BlueGreen.
 func (n *NodeGroup) GroupSizes(ctx context.Context, group string) (plan.Sizes, error) {
-	s, err := n.sizes(ctx, []MIG{n.groupMIG(group)})
+	s, err := n.sizes(ctx, n.groupMIGs(group))
 	return targetSizes(s), err
 }
 
-// SetGroupSizes implements cloud.BlueGreen: the target size only.
+// SetGroupSizes implements cloud.BlueGreen: the target size only, spread
+// over the groups as SetDesiredAndMax does.
 func (n *NodeGroup) SetGroupSizes(ctx context.Context, group string, s plan.Sizes) error {
-	return n.Provider.resize(ctx, n.groupMIG(group), int64(s.Desired))
+	return n.resizeTo(ctx, n.groupMIGs(group), int64(s.Desired))
 }
 
-// DeleteGroup implements cloud.BlueGreen.
+// DeleteGroup implements cloud.BlueGreen: every group of blue's or
+// green's.
 func (n *NodeGroup) DeleteGroup(ctx context.Context, group string) error {
-	if group == n.GroupName() && len(n.MIGs) != 1 {
-		return fmt.Errorf("cannot delete %d managed instance groups as one", len(n.MIGs))
+	for _, m := range n.groupMIGs(group) {
+		if err := n.Provider.deleteMIG(ctx, m); err != nil {
+			return err
+		}
 	}
-	return n.Provider.deleteMIG(ctx, n.groupMIG(group))
+	return nil
 }

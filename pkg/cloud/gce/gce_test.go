@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,6 +134,81 @@ func TestCheckOneGroup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := checkOneGroup(tc.migs); (err == nil) != tc.ok {
 				t.Errorf("err %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestSpread(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int64
+		total int64
+		first int
+		room  int64
+		want  []int64
+	}{
+		{"eks scale-up: the zone worked on up to its old ones, then even", []int64{2, 2, 2}, 12, 0, 2, []int64{4, 4, 4}},
+		{"surge in the second zone", []int64{2, 2, 2}, 8, 1, 2, []int64{2, 4, 2}},
+		{"surge past the old ones of the zone", []int64{2, 2, 2}, 9, 2, 1, []int64{3, 3, 3}},
+		{"no zone worked on: the fewest", []int64{3, 1, 2}, 8, -1, 0, []int64{3, 3, 2}},
+		{"a cut off the most", []int64{4, 2, 3}, 6, -1, 0, []int64{2, 2, 2}},
+		{"green's share of blue's", []int64{3, 2, 1}, 6, -1, 0, []int64{3, 2, 1}},
+		{"green from zero", []int64{3, 2, 1}, 0, -1, 0, []int64{0, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := spread(tc.sizes, tc.total, tc.first, tc.room); !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGreenOfSeveralMIGs(t *testing.T) {
+	n := &NodeGroup{MIGs: []MIG{
+		{Project: "p", Zone: "us-central1-a", Name: "a-nodes"},
+		{Project: "p", Zone: "us-central1-b", Name: "b-nodes"},
+	}}
+	name := n.GreenName("nodes-v1-nu-0a1b2c3d")
+	greens := n.greenMIGs(name)
+	if len(greens) != 2 || name != greens[0].Name+","+greens[1].Name {
+		t.Fatalf("green %q is groups %+v, want one per blue group", name, greens)
+	}
+	for i, g := range greens {
+		if g.Zone != n.MIGs[i].Zone || !strings.HasPrefix(g.Name, n.MIGs[i].Name+"-g") {
+			t.Errorf("green %+v is not beside blue %+v", g, n.MIGs[i])
+		}
+	}
+	if slices.Equal(n.groupMIGs(n.GroupName()), greens) || !slices.Equal(n.groupMIGs(name), greens) {
+		t.Errorf("blue %q and green %q do not name their own groups", n.GroupName(), name)
+	}
+	if name == n.GreenName("nodes-v1-nu-ffffffff") {
+		t.Error("two templates give one green")
+	}
+}
+
+func TestCheckTemplates(t *testing.T) {
+	igm := func(tmpl string) *compute.InstanceGroupManager {
+		return &compute.InstanceGroupManager{InstanceTemplate: "projects/p/global/instanceTemplates/" + tmpl}
+	}
+	migs := []MIG{{Project: "p", Zone: "z-a", Name: "a"}, {Project: "p", Zone: "z-b", Name: "b"}}
+	for _, tc := range []struct {
+		name     string
+		template string // --instance-template
+		igms     []*compute.InstanceGroupManager
+		target   string
+		ok       bool
+	}{
+		{"one template", "", []*compute.InstanceGroupManager{igm("v1"), igm("v1")}, "v1-nu-1", true},
+		{"a killed run pointed some at the target", "", []*compute.InstanceGroupManager{igm("v1"), igm("v1-nu-1")}, "v1-nu-1", true},
+		{"two templates", "", []*compute.InstanceGroupManager{igm("v1"), igm("other")}, "v1-nu-1", false},
+		{"two templates, one given for all", "v2", []*compute.InstanceGroupManager{igm("v1"), igm("other")}, "v2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &NodeGroup{MIGs: migs, Template: tc.template}
+			err := n.checkTemplates(tc.igms, "v1", Target{Template: tc.target})
+			if (err == nil) != tc.ok {
+				t.Errorf("got %v, want ok %v", err, tc.ok)
 			}
 		})
 	}

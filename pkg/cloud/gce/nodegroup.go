@@ -29,7 +29,7 @@ type NodeGroup struct {
 	// current template.
 	Image, Template string
 
-	green *MIG // blue/green: the second group Machines reports too
+	greens []MIG // blue/green: the groups Machines reports too
 }
 
 var (
@@ -83,15 +83,16 @@ func (n *NodeGroup) target(ctx context.Context) (string, error) {
 }
 
 // Setup implements cloud.Group: every group is pointed at the target
-// template. The run has held their own updates off first
-// (cloud.SelfUpdater), so none replaces an instance itself.
+// template, the first group last: a run killed on the way still finds its
+// source template there (see current). The run has held their own updates
+// off first (cloud.SelfUpdater), so none replaces an instance itself.
 func (n *NodeGroup) Setup(ctx context.Context) (string, error) {
 	tmpl, err := n.target(ctx)
 	if err != nil {
 		return "", err
 	}
 	url := "projects/" + n.Provider.project + "/global/instanceTemplates/" + tmpl
-	for _, m := range n.MIGs {
+	for _, m := range slices.Backward(n.MIGs) {
 		igm, err := n.Provider.getMIG(ctx, m)
 		if err != nil {
 			return "", err
@@ -106,9 +107,9 @@ func (n *NodeGroup) Setup(ctx context.Context) (string, error) {
 	return tmpl, nil
 }
 
-// sizes reads each group's target size.
-func (n *NodeGroup) sizes(ctx context.Context, migs []MIG) ([]int64, error) {
-	out := make([]int64, len(migs))
+// igms reads the groups.
+func (n *NodeGroup) igms(ctx context.Context, migs []MIG) ([]*compute.InstanceGroupManager, error) {
+	out := make([]*compute.InstanceGroupManager, len(migs))
 	for i, m := range migs {
 		igm, err := n.Provider.getMIG(ctx, m)
 		if err != nil {
@@ -117,9 +118,26 @@ func (n *NodeGroup) sizes(ctx context.Context, migs []MIG) ([]int64, error) {
 		if igm == nil {
 			return nil, missingMIG(m)
 		}
-		out[i] = igm.TargetSize
+		out[i] = igm
 	}
 	return out, nil
+}
+
+// sizes reads each group's target size.
+func (n *NodeGroup) sizes(ctx context.Context, migs []MIG) ([]int64, error) {
+	igms, err := n.igms(ctx, migs)
+	if err != nil {
+		return nil, err
+	}
+	return targetSizesOf(igms), nil
+}
+
+func targetSizesOf(igms []*compute.InstanceGroupManager) []int64 {
+	out := make([]int64, len(igms))
+	for i, igm := range igms {
+		out[i] = igm.TargetSize
+	}
+	return out
 }
 
 // targetSizes are the groups' target sizes as plan.Sizes: a managed
@@ -138,24 +156,33 @@ func (n *NodeGroup) Sizes(ctx context.Context) (plan.Sizes, error) {
 	return targetSizes(s), err
 }
 
-// SetDesiredAndMax implements cloud.Group: the target size only. Across
-// several groups, a raise goes one instance at a time to the group with
-// the fewest (the zones stay even) and a cut is taken from the group with
-// the most.
+// SetDesiredAndMax implements cloud.Group: the target size only (see
+// resizeTo).
 func (n *NodeGroup) SetDesiredAndMax(ctx context.Context, desired, _ int32) error {
-	sizes, err := n.sizes(ctx, n.MIGs)
+	return n.resizeTo(ctx, n.MIGs, int64(desired))
+}
+
+// resizeTo sets the groups' target sizes to add up to total. Across
+// several zonal groups a raise goes first to the group the run works in,
+// up to the instances it runs of another template than its own: the
+// surge strategy goes zone by zone, in zone order, and its surge nodes
+// stand in for that zone's old ones, whose removal lowers that group. The
+// rest goes one at a time to the group with the fewest (the zones stay
+// even: eks's scale-up), and a cut comes off the group with the most.
+func (n *NodeGroup) resizeTo(ctx context.Context, migs []MIG, total int64) error {
+	igms, err := n.igms(ctx, migs)
 	if err != nil {
 		return err
 	}
-	want := slices.Clone(sizes)
-	total := int64(targetSizes(sizes).Desired)
-	for ; total < int64(desired); total++ {
-		want[slices.Index(want, slices.Min(want))]++
+	sizes := targetSizesOf(igms)
+	first, room := -1, int64(0)
+	if len(migs) > 1 && total > int64(targetSizes(sizes).Desired) {
+		if first, room, err = n.workedOn(ctx, migs, igms); err != nil {
+			return err
+		}
 	}
-	for ; total > int64(desired); total-- {
-		want[slices.Index(want, slices.Max(want))]--
-	}
-	for i, m := range n.MIGs {
+	want := spread(sizes, total, first, room)
+	for i, m := range migs {
 		if want[i] != sizes[i] {
 			if err := n.Provider.resize(ctx, m, want[i]); err != nil {
 				return err
@@ -165,15 +192,61 @@ func (n *NodeGroup) SetDesiredAndMax(ctx context.Context, desired, _ int32) erro
 	return nil
 }
 
+// workedOn finds, in zone order, the first group that runs instances of
+// another template than its own, and how many; -1 when none does.
+func (n *NodeGroup) workedOn(ctx context.Context, migs []MIG, igms []*compute.InstanceGroupManager) (int, int64, error) {
+	order := make([]int, len(migs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(migs[a].Zone, migs[b].Zone) })
+	for _, i := range order {
+		mis, err := n.Provider.managedInstances(ctx, migs[i])
+		if err != nil {
+			return -1, 0, err
+		}
+		tmpl := lastSegment(igms[i].InstanceTemplate)
+		old := int64(0)
+		for _, mi := range mis {
+			if mi.CurrentAction != "DELETING" && (mi.Version == nil || lastSegment(mi.Version.InstanceTemplate) != tmpl) {
+				old++
+			}
+		}
+		if old > 0 {
+			return i, old, nil
+		}
+	}
+	return -1, 0, nil
+}
+
+// spread changes sizes to add up to total: a raise goes to sizes[first]
+// up to room more (first -1: none), the rest one at a time to the
+// fewest; a cut comes off the most.
+func spread(sizes []int64, total int64, first int, room int64) []int64 {
+	want := slices.Clone(sizes)
+	var sum int64
+	for _, s := range want {
+		sum += s
+	}
+	for ; sum < total && first >= 0 && room > 0; sum++ {
+		want[first]++
+		room--
+	}
+	for ; sum < total; sum++ {
+		want[slices.Index(want, slices.Min(want))]++
+	}
+	for ; sum > total; sum-- {
+		want[slices.Index(want, slices.Max(want))]--
+	}
+	return want
+}
+
 // SetMax implements cloud.Group: a managed instance group has no max.
 func (n *NodeGroup) SetMax(context.Context, int32) error { return nil }
 
 // all are the groups Machines reports: blue's and green's.
 func (n *NodeGroup) all() []MIG {
-	if n.green != nil {
-		return append(slices.Clone(n.MIGs), *n.green)
-	}
-	return n.MIGs
+	return append(slices.Clone(n.MIGs), n.greens...)
 }
 
 // managed lists the managed instances of groups, with their group.

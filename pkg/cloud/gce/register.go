@@ -137,7 +137,9 @@ func (p *Provider) findMIGs(ctx context.Context, zoneOf map[string]string, t pla
 	if err != nil {
 		return nil, err
 	}
-	migs = slices.DeleteFunc(migs, func(m MIG) bool { return slices.Contains(t.Exclude, m.Name) })
+	// A given green may be several groups, as the group flag names them.
+	exclude := strings.Split(strings.Join(t.Exclude, ","), ",")
+	migs = slices.DeleteFunc(migs, func(m MIG) bool { return slices.Contains(exclude, m.Name) })
 	return migs, checkOneGroup(migs)
 }
 
@@ -268,16 +270,9 @@ func (p *Provider) namedMIG(ctx context.Context, zones []string, g string) (MIG,
 
 // open reads the groups into the plan's view and resolves the target.
 func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudGroup, error) {
-	igms := make([]*compute.InstanceGroupManager, len(n.MIGs))
-	for i, m := range n.MIGs {
-		igm, err := n.Provider.getMIG(ctx, m)
-		if err != nil {
-			return nil, err
-		}
-		if igm == nil {
-			return nil, missingMIG(m)
-		}
-		igms[i] = igm
+	igms, err := n.igms(ctx, n.MIGs)
+	if err != nil {
+		return nil, err
 	}
 	cur, err := templateName(n.MIGs[0], igms[0].InstanceTemplate)
 	if err != nil {
@@ -285,6 +280,9 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 	}
 	target, err := n.Provider.ResolveTarget(ctx, cur, n.Image, n.Template)
 	if err != nil {
+		return nil, err
+	}
+	if err := n.checkTemplates(igms, cur, target); err != nil {
 		return nil, err
 	}
 	byName, _, err := n.managed(ctx, n.MIGs)
@@ -296,18 +294,11 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 		ptrs[i] = &nodes[i]
 	}
 	byNode, unjoined := mapNodes(n.Provider.project, byName, ptrs)
-	sizes := make([]int64, len(igms))
-	for i, igm := range igms {
-		sizes[i] = igm.TargetSize
-	}
 	cg := &plan.CloudGroup{
 		Provider: Name, Region: n.region(), Name: n.GroupName(), GroupKind: groupKind(n.MIGs),
 		Template: n.Provider.project, TemplateKind: "instance template in project", MachineKind: "instance",
 		CurrentVersion: cur, TargetVersion: target.Template, TargetImage: target.Image,
-		Sizes: targetSizes(sizes), Nodes: byNode, Unjoined: unjoined,
-	}
-	if len(n.MIGs) == 1 {
-		cg.Can = plan.CapNewGroups
+		Sizes: targetSizes(targetSizesOf(igms)), Nodes: byNode, Unjoined: unjoined,
 	}
 	if target.Create {
 		cg.TargetVersion = plan.NewVersion
@@ -317,6 +308,23 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 	}
 	cg.LaunchesAfter, err = n.launchesAfter(ctx, igms, target)
 	return cg, err
+}
+
+// checkTemplates refuses groups that launch different templates, but for
+// the target (a run killed while it pointed them at it): one copy of the
+// first group's template would change the others' with the image. A
+// template given by flag is the user's choice for all.
+func (n *NodeGroup) checkTemplates(igms []*compute.InstanceGroupManager, cur string, t Target) error {
+	if n.Template != "" {
+		return nil
+	}
+	for i, igm := range igms {
+		if got := lastSegment(igm.InstanceTemplate); got != cur && got != t.Template {
+			return inputErrorf("managed instance groups %q and %q launch different instance templates (%q and %q); upgrade them one at a time with %s, or move all to one with %s",
+				n.MIGs[0].Name, n.MIGs[i].Name, cur, got, flagGroup, flagTemplate)
+		}
+	}
+	return nil
 }
 
 func (n *NodeGroup) region() string {

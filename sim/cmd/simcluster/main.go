@@ -1,7 +1,7 @@
 // Command simcluster runs a simulated Kubernetes cluster (see package
 // cluster) and builds demo scenarios on it.
 //
-//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed]] [--gke-demo [--gke-addr 127.0.0.1:0]]
+//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0] | --gke-demo [--gke-addr 127.0.0.1:0]]
 //	simcluster scenario demo --kubeconfig PATH
 //	simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
 //	simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
@@ -12,7 +12,10 @@
 // With --aws-demo, up also serves a fake AWS endpoint (package awsfake)
 // whose Auto Scaling group "demo" backs the cluster's nodes, creates the
 // demo workloads on them, and prints
-// "ready kubeconfig=PATH aws-endpoint=URL". With --gke-demo, it serves a
+// "ready kubeconfig=PATH aws-endpoint=URL". With --gce-demo, the same with
+// a local Compute Engine endpoint (package gcefake) and its managed
+// instance group "demo"; it prints "ready kubeconfig=PATH gce-endpoint=URL".
+// With --gke-demo, it serves a
 // fake GKE endpoint over a fake Compute Engine one instead (package
 // gkefake: cluster "demo", node pool "default-pool") and prints
 // "ready kubeconfig=PATH gke-endpoint=URL compute-endpoint=URL".
@@ -45,7 +48,7 @@ import (
 )
 
 const usage = `usage:
-  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed]] [--gke-demo [--gke-addr 127.0.0.1:0]]
+  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0] | --gke-demo [--gke-addr 127.0.0.1:0]]
   simcluster scenario demo --kubeconfig PATH
   simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
   simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
@@ -97,6 +100,7 @@ func up(args []string) error {
 	awsAddr := fs.String("aws-addr", "127.0.0.1:0", "listen address of the fake AWS endpoint (with --aws-demo)")
 	awsManaged := fs.Bool("aws-demo-managed", false, "with --aws-demo, also EKS cluster \"demo\" and its managed node group \"demo-managed\" (3 nodes)")
 	gkeDemo := bindGKEDemo(fs)
+	gce := bindGCEDemo(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -109,8 +113,11 @@ func up(args []string) error {
 	if *awsManaged && !*awsDemo {
 		return errors.New("--aws-demo-managed needs --aws-demo")
 	}
-	if *gkeDemo.on && (*awsDemo || *noLifecycle) {
-		return errors.New("--gke-demo goes alone: not with --aws-demo or --no-node-lifecycle")
+	if *gkeDemo.on && (*awsDemo || *gce.on || *noLifecycle) {
+		return errors.New("--gke-demo goes alone: not with --aws-demo, --gce-demo or --no-node-lifecycle")
+	}
+	if err := gce.check(*awsDemo, *noLifecycle); err != nil {
+		return err
 	}
 	if *awsDemo && *noLifecycle {
 		// the demo's launched nodes are usable once the node lifecycle
@@ -126,6 +133,9 @@ func up(args []string) error {
 	}
 	if *gkeDemo.on {
 		return serveGKEDemo(ctx, c, gkeDemo, started)
+	}
+	if *gce.on {
+		return gce.serve(ctx, c, started)
 	}
 	if !*awsDemo {
 		fmt.Printf("ready kubeconfig=%s\n", c.Kubeconfig)
