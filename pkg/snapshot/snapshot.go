@@ -262,12 +262,7 @@ func pageReader[T any, PT protoItem[T]](ctx context.Context, resource string, in
 			if err != nil {
 				return err
 			}
-			cont, err := sl.add(obj, resource, slim)
-			if err != nil {
-				return err
-			}
-			next(cont)
-			return nil
+			return sl.add(obj, resource, slim, next)
 		}, 0, nil
 	}
 	pageSize := 0
@@ -312,15 +307,15 @@ type pageSlot[T any] struct {
 }
 
 // add appends the items of a decoded list to the slot's, each passed
-// through slim (when not nil), and returns the list's continue token.
-func (sl *pageSlot[T]) add(obj runtime.Object, resource string, slim func(*T)) (string, error) {
+// through slim (when not nil), and passes the list's continue token to next.
+func (sl *pageSlot[T]) add(obj runtime.Object, resource string, slim func(*T), next func(string)) error {
 	m, err := meta.ListAccessor(obj)
 	if err != nil {
-		return "", fmt.Errorf("returned object must be a list: %w", err)
+		return fmt.Errorf("returned object must be a list: %w", err)
 	}
 	items, err := meta.ExtractList(obj)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if sl.items == nil {
 		sl.items = make([]T, 0, len(items))
@@ -328,7 +323,7 @@ func (sl *pageSlot[T]) add(obj runtime.Object, resource string, slim func(*T)) (
 	for _, o := range items {
 		item, ok := any(o).(*T)
 		if !ok {
-			return "", fmt.Errorf("unexpected %T in %s list", o, resource)
+			return fmt.Errorf("unexpected %T in %s list", o, resource)
 		}
 		if slim != nil {
 			slim(item)
@@ -338,7 +333,8 @@ func (sl *pageSlot[T]) add(obj runtime.Object, resource string, slim func(*T)) (
 	if r := m.GetRemainingItemCount(); r != nil {
 		sl.remaining = new(*r)
 	}
-	return m.GetContinue(), nil
+	next(m.GetContinue())
+	return nil
 }
 
 // protobufPrefix starts every protobuf-encoded API object (see
@@ -385,12 +381,7 @@ func (sl *pageSlot[T]) addWhole(r io.Reader, prefix []byte, resource string, sli
 	if err != nil {
 		return err
 	}
-	cont, err := sl.add(obj, resource, slim)
-	if err != nil {
-		return err
-	}
-	next(cont)
-	return nil
+	return sl.add(obj, resource, slim, next)
 }
 
 // streamList decodes a protobuf page from r into sl, one item at a time.
