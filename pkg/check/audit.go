@@ -58,125 +58,157 @@ func (a *audit) auditWorkload(w *workload) []Finding {
 	for _, p := range w.outdated {
 		allNodes[p.Spec.NodeName] = struct{}{}
 	}
+	f := a.auditPods(w)
+	a.reportBlockers(w, &f, allNodes, emit)
+	a.reportWarnings(w, &f, allNodes, emit)
+	return out
+}
 
-	// One accumulator per pod-level check, so each becomes a single finding.
-	var multi, tolerAll, noProbe, preStop, gate, lbPreStop, emptyDir, doNotEvict acc
-	var (
-		pdbSeen  = map[*pdbEntry]bool{}
-		pdbOrder []*pdbEntry
-		lbNames  []string
-		lbSeen   = map[string]bool{}
-		multiPod string // the first pod with several PDBs, named in the message
-	)
-	nsl := a.nsLabels[w.ns]
-	nsInjects := nsl[labelGateInject] == "enabled"
+// podFindings is what the pod-level checks found over one workload's
+// outdated pods: one accumulator per check, so each becomes a single finding.
+type podFindings struct {
+	multi, tolerAll, noProbe, preStop, gate, lbPreStop, emptyDir, doNotEvict acc
+
+	multiPod string      // the first pod with several PDBs, named in the message
+	pdbs     []*pdbEntry // the PDBs selecting any of the pods, sorted by name
+	lbNames  []string    // the LoadBalancer Services in front of any, sorted
+}
+
+// selection is what selects the pods that share one label map.
+type selection struct {
+	pdbs     []*pdbEntry
+	behindLB bool
+}
+
+// auditPods runs the pod-level checks over w's outdated pods.
+func (a *audit) auditPods(w *workload) podFindings {
+	var f podFindings
+	nsInjects := a.nsLabels[w.ns][labelGateInject] == "enabled"
+	pdbSeen, lbSeen := map[*pdbEntry]bool{}, map[string]bool{}
 	// The pods of a workload are of one namespace, and share a few label
 	// maps (the snapshot interns them; labels differ by zone, say): the
-	// selectors are matched once per map.
-	type matched struct {
-		pdbs     []*pdbEntry
-		behindLB bool
-	}
-	byLabels := map[unsafe.Pointer]matched{}
+	// selectors are matched once per map, against the few PDBs and
+	// Services of the namespace.
+	byLabels := map[unsafe.Pointer]selection{}
 	for _, p := range w.outdated {
-		node := p.Spec.NodeName
-
-		// Selectors match per label map (labels may differ within a
-		// workload); the per-namespace lists keep this to the few PDBs and
-		// Services of the pod's namespace.
 		m, ok := byLabels[mapPointer(p.Labels)]
 		if !ok {
 			m.pdbs = a.pdbsFor(p)
-			for _, e := range m.pdbs {
-				if !pdbSeen[e] {
-					pdbSeen[e] = true
-					pdbOrder = append(pdbOrder, e)
-				}
-			}
+			f.pdbs = appendUnseen(f.pdbs, pdbSeen, m.pdbs...)
 			for _, s := range a.lbs[p.Namespace] {
 				if s.sel.Matches(labelsOf(p)) {
 					m.behindLB = true
-					if !lbSeen[s.svc.Name] {
-						lbSeen[s.svc.Name] = true
-						lbNames = append(lbNames, s.svc.Name)
-					}
+					f.lbNames = appendUnseen(f.lbNames, lbSeen, s.svc.Name)
 				}
 			}
 			byLabels[mapPointer(p.Labels)] = m
 		}
-		if len(m.pdbs) > 1 {
-			ds := make([]string, len(m.pdbs))
-			for i, e := range m.pdbs {
-				ds[i] = e.pdb.Name
-			}
-			sort.Strings(ds)
-			if !multi.hit() {
-				multiPod = p.Name
-			}
-			multi.add(node, ds...)
-		}
+		f.addPod(p, m, nsInjects)
+	}
+	sort.Strings(f.lbNames)
+	sort.Slice(f.pdbs, func(i, j int) bool { return f.pdbs[i].pdb.Name < f.pdbs[j].pdb.Name })
+	return f
+}
 
-		for _, t := range p.Spec.Tolerations {
-			// An empty key with Exists tolerates every taint; limited to
-			// NoExecute it still does not tolerate our NoSchedule taint.
-			if t.Key == "" && t.Operator == corev1.TolerationOpExists &&
-				(t.Effect == "" || t.Effect == corev1.TaintEffectNoSchedule) {
-				tolerAll.add(node)
-				break
-			}
+// appendUnseen appends the elements not yet in seen, and adds them to it.
+func appendUnseen[T comparable](list []T, seen map[T]bool, elems ...T) []T {
+	for _, e := range elems {
+		if !seen[e] {
+			seen[e] = true
+			list = append(list, e)
 		}
+	}
+	return list
+}
 
-		grace := gracePeriod(p)
-		for i := range p.Spec.Containers {
-			c := &p.Spec.Containers[i]
-			if c.ReadinessProbe == nil {
-				noProbe.add(node, c.Name)
-			}
-			if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
-				if s, isSleep := preStopSleep(c.Lifecycle.PreStop); isSleep && s >= grace {
-					preStop.add(node, fmt.Sprintf("container %q sleeps %s in preStop, terminationGracePeriodSeconds %s",
-						c.Name, formatSeconds(s), strconv.FormatFloat(grace, 'f', -1, 64)))
-				}
-			}
+// addPod adds what the pod-level checks find in p, selected by m.
+func (f *podFindings) addPod(p *corev1.Pod, m selection, nsInjects bool) {
+	node := p.Spec.NodeName
+	if len(m.pdbs) > 1 {
+		f.addMultiplePDBs(p, m.pdbs)
+	}
+	if toleratesAll(p) {
+		f.tolerAll.add(node)
+	}
+	f.addContainers(p)
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir != nil {
+			f.emptyDir.add(node, v.Name)
 		}
+	}
+	if p.Annotations[annSafeToEvict] == "false" {
+		f.doNotEvict.add(node, annSafeToEvict+`="false"`)
+	}
+	if p.Annotations[annDoNotDisrupt] == "true" {
+		f.doNotEvict.add(node, annDoNotDisrupt+`="true"`)
+	}
+	if m.behindLB {
+		if !nsInjects && !hasTargetHealthGate(p) {
+			f.gate.add(node)
+		}
+		if !hasPreStopDelay(p) {
+			f.lbPreStop.add(node)
+		}
+	}
+}
 
-		for _, v := range p.Spec.Volumes {
-			if v.EmptyDir != nil {
-				emptyDir.add(node, v.Name)
-			}
-		}
+func (f *podFindings) addMultiplePDBs(p *corev1.Pod, pdbs []*pdbEntry) {
+	ds := make([]string, len(pdbs))
+	for i, e := range pdbs {
+		ds[i] = e.pdb.Name
+	}
+	sort.Strings(ds)
+	if !f.multi.hit() {
+		f.multiPod = p.Name
+	}
+	f.multi.add(p.Spec.NodeName, ds...)
+}
 
-		if p.Annotations[annSafeToEvict] == "false" {
-			doNotEvict.add(node, annSafeToEvict+`="false"`)
+// toleratesAll reports a toleration that also tolerates the upgrade taint.
+func toleratesAll(p *corev1.Pod) bool {
+	for _, t := range p.Spec.Tolerations {
+		// An empty key with Exists tolerates every taint; limited to
+		// NoExecute it still does not tolerate our NoSchedule taint.
+		if t.Key == "" && t.Operator == corev1.TolerationOpExists &&
+			(t.Effect == "" || t.Effect == corev1.TaintEffectNoSchedule) {
+			return true
 		}
-		if p.Annotations[annDoNotDisrupt] == "true" {
-			doNotEvict.add(node, annDoNotDisrupt+`="true"`)
-		}
+	}
+	return false
+}
 
-		if m.behindLB {
-			if !nsInjects && !hasTargetHealthGate(p) {
-				gate.add(node)
-			}
-			if !hasPreStopDelay(p) {
-				lbPreStop.add(node)
+// addContainers adds the containers without a readiness probe and those
+// whose preStop sleep outlasts the pod's grace period.
+func (f *podFindings) addContainers(p *corev1.Pod) {
+	node := p.Spec.NodeName
+	grace := gracePeriod(p)
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		if c.ReadinessProbe == nil {
+			f.noProbe.add(node, c.Name)
+		}
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			if s, isSleep := preStopSleep(c.Lifecycle.PreStop); isSleep && s >= grace {
+				f.preStop.add(node, fmt.Sprintf("container %q sleeps %s in preStop, terminationGracePeriodSeconds %s",
+					c.Name, formatSeconds(s), strconv.FormatFloat(grace, 'f', -1, 64)))
 			}
 		}
 	}
-	sort.Strings(lbNames)
-	sort.Slice(pdbOrder, func(i, j int) bool { return pdbOrder[i].pdb.Name < pdbOrder[j].pdb.Name })
-	protected := len(pdbOrder) > 0
+}
 
-	// Blockers.
-	a.pdbZero(w, pdbOrder, emit)
-	if multi.hit() {
-		emit(CheckMultiplePDBs, multi.nodes,
+// reportBlockers emits the findings that stop a drain or take the whole
+// workload down.
+func (a *audit) reportBlockers(w *workload, f *podFindings, allNodes map[string]struct{}, emit emitFunc) {
+	a.pdbZero(w, f.pdbs, emit)
+	if f.multi.hit() {
+		emit(CheckMultiplePDBs, f.multi.nodes,
 			fmt.Sprintf("PodDisruptionBudgets %s select the same pods (%s, e.g. %q): the eviction API refuses to evict a pod with several PDBs",
-				quoteList(multi.details), plural(multi.pods, "pod"), w.ns+"/"+multiPod),
+				quoteList(f.multi.details), plural(f.multi.pods, "pod"), w.ns+"/"+f.multiPod),
 			"keep one PodDisruptionBudget per pod: narrow the selectors or merge the PDBs")
 	}
-	if tolerAll.hit() {
-		emit(CheckToleratesAllTaints, tolerAll.nodes,
-			fmt.Sprintf("%s with a toleration operator Exists and no key: they tolerate the upgrade taint and are scheduled back onto the tainted nodes", plural(tolerAll.pods, "pod")),
+	if f.tolerAll.hit() {
+		emit(CheckToleratesAllTaints, f.tolerAll.nodes,
+			fmt.Sprintf("%s with a toleration operator Exists and no key: they tolerate the upgrade taint and are scheduled back onto the tainted nodes", plural(f.tolerAll.pods, "pod")),
 			"give the toleration a key (or drop it) so the upgrade taint keeps the pods away")
 	}
 	if w.kind == "Pod" {
@@ -184,7 +216,7 @@ func (a *audit) auditWorkload(w *workload) []Finding {
 			fmt.Sprintf("pod %q has no controller: nothing recreates it after eviction", w.ns+"/"+w.name),
 			"--force deletes it; or run it under a Deployment")
 	}
-	if w.serving() && w.replicas > 1 && !protected {
+	if w.serving() && w.replicas > 1 && len(f.pdbs) == 0 {
 		a.sameBatch(w, emit)
 	}
 	if isScaled(w.kind) && w.replicas == 1 {
@@ -192,9 +224,12 @@ func (a *audit) auditWorkload(w *workload) []Finding {
 			fmt.Sprintf("1 replica, on outdated node %s: down from its eviction until the new pod is Ready", quoteList(sortedKeys(allNodes))),
 			"raise replicas to 2 or more and add a PodDisruptionBudget with maxUnavailable 1")
 	}
+}
 
-	// Warnings.
-	if w.serving() && w.replicas > 1 && !protected {
+// reportWarnings emits the findings that let a drain go on but cost
+// capacity, traffic or data.
+func (a *audit) reportWarnings(w *workload, f *podFindings, allNodes map[string]struct{}, emit emitFunc) {
+	if w.serving() && w.replicas > 1 && len(f.pdbs) == 0 {
 		emit(CheckNoPDB, allNodes,
 			fmt.Sprintf("%s and no PodDisruptionBudget: a drain may evict all of them at once", plural(w.replicas, "replica")),
 			"add a PodDisruptionBudget with maxUnavailable 1")
@@ -202,46 +237,52 @@ func (a *audit) auditWorkload(w *workload) []Finding {
 	if w.serving() && w.replicas > 1 {
 		a.zoneSpread(w, allNodes, emit)
 	}
-	if noProbe.hit() && w.serving() {
-		emit(CheckNoReadinessProbe, noProbe.nodes,
-			fmt.Sprintf("%s without readinessProbe: new pods take traffic before they can serve", containers(noProbe.details)),
+	if f.noProbe.hit() && w.serving() {
+		emit(CheckNoReadinessProbe, f.noProbe.nodes,
+			fmt.Sprintf("%s without readinessProbe: new pods take traffic before they can serve", containers(f.noProbe.details)),
 			"add a readinessProbe to each serving container")
 	}
-	if preStop.hit() {
-		emit(CheckPreStopExceedsGrace, preStop.nodes,
-			strings.Join(preStop.details, "; ")+": killed mid-sleep",
+	if f.preStop.hit() {
+		emit(CheckPreStopExceedsGrace, f.preStop.nodes,
+			strings.Join(f.preStop.details, "; ")+": killed mid-sleep",
 			"set terminationGracePeriodSeconds above the preStop sleep (e.g. sleep + 15s)")
 	}
-	if len(lbNames) > 0 {
-		svcs := "LoadBalancer Service " + quoteList(prefixed(w.ns, lbNames))
-		if gate.hit() {
-			emit(CheckLBNoReadinessGate, gate.nodes,
-				fmt.Sprintf("%s behind %s: no target-health readiness gate and namespace %q lacks label %s=enabled, so new pods count as Ready before the load balancer sends them traffic",
-					plural(gate.pods, "pod"), svcs, w.ns, labelGateInject),
-				fmt.Sprintf("kubectl label namespace %s %s=enabled, then restart the workload so the gate is injected", w.ns, labelGateInject))
-		}
-		if lbPreStop.hit() {
-			emit(CheckLBNoPreStop, lbPreStop.nodes,
-				fmt.Sprintf("%s behind %s: no preStop delay, so they stop serving before the load balancer deregisters them", plural(lbPreStop.pods, "pod"), svcs),
-				"add a preStop sleep (e.g. 15s) shorter than terminationGracePeriodSeconds")
-		}
-		if w.isDeploy && w.minReady == 0 {
-			emit(CheckLBMinReadySeconds, allNodes,
-				fmt.Sprintf("Deployment behind %s has minReadySeconds 0: a new pod counts as available before the load balancer sends it traffic", svcs),
-				"set minReadySeconds (e.g. 10) in the Deployment spec")
-		}
+	if len(f.lbNames) > 0 {
+		reportLoadBalanced(w, f, allNodes, emit)
 	}
-	if emptyDir.hit() {
-		emit(CheckEmptyDirData, emptyDir.nodes,
-			fmt.Sprintf("%s with emptyDir volume %s: the data is lost on drain", plural(emptyDir.pods, "pod"), quoteList(emptyDir.details)),
+	if f.emptyDir.hit() {
+		emit(CheckEmptyDirData, f.emptyDir.nodes,
+			fmt.Sprintf("%s with emptyDir volume %s: the data is lost on drain", plural(f.emptyDir.pods, "pod"), quoteList(f.emptyDir.details)),
 			"keep data that must survive on a PersistentVolumeClaim, or accept the loss")
 	}
-	if doNotEvict.hit() {
-		emit(CheckDoNotEvict, doNotEvict.nodes,
-			fmt.Sprintf("%s annotated %s: their owner asked not to evict them", plural(doNotEvict.pods, "pod"), strings.Join(doNotEvict.details, ", ")),
+	if f.doNotEvict.hit() {
+		emit(CheckDoNotEvict, f.doNotEvict.nodes,
+			fmt.Sprintf("%s annotated %s: their owner asked not to evict them", plural(f.doNotEvict.pods, "pod"), strings.Join(f.doNotEvict.details, ", ")),
 			"confirm the pods may be evicted, then remove the annotation for the upgrade")
 	}
-	return out
+}
+
+// reportLoadBalanced emits the warnings for pods behind a LoadBalancer
+// Service: each lets the load balancer send traffic to a pod that cannot
+// take it yet, or no longer.
+func reportLoadBalanced(w *workload, f *podFindings, allNodes map[string]struct{}, emit emitFunc) {
+	svcs := "LoadBalancer Service " + quoteList(prefixed(w.ns, f.lbNames))
+	if f.gate.hit() {
+		emit(CheckLBNoReadinessGate, f.gate.nodes,
+			fmt.Sprintf("%s behind %s: no target-health readiness gate and namespace %q lacks label %s=enabled, so new pods count as Ready before the load balancer sends them traffic",
+				plural(f.gate.pods, "pod"), svcs, w.ns, labelGateInject),
+			fmt.Sprintf("kubectl label namespace %s %s=enabled, then restart the workload so the gate is injected", w.ns, labelGateInject))
+	}
+	if f.lbPreStop.hit() {
+		emit(CheckLBNoPreStop, f.lbPreStop.nodes,
+			fmt.Sprintf("%s behind %s: no preStop delay, so they stop serving before the load balancer deregisters them", plural(f.lbPreStop.pods, "pod"), svcs),
+			"add a preStop sleep (e.g. 15s) shorter than terminationGracePeriodSeconds")
+	}
+	if w.isDeploy && w.minReady == 0 {
+		emit(CheckLBMinReadySeconds, allNodes,
+			fmt.Sprintf("Deployment behind %s has minReadySeconds 0: a new pod counts as available before the load balancer sends it traffic", svcs),
+			"set minReadySeconds (e.g. 10) in the Deployment spec")
+	}
 }
 
 // pdbZero reports the PDBs selecting the workload's evicted pods that allow

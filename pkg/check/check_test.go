@@ -218,6 +218,18 @@ func TestChecks(t *testing.T) {
 			p.OwnerReferences, p.Labels = ctrl("StatefulSet", "db"), map[string]string{"app": "db"}
 			in.Pods = append(in.Pods, p)
 		}, CheckSingleReplica, [3]string{"StatefulSet", ns, "db"}, true, ""},
+		{"single-replica replicaset without deployment", func(in *Input) {
+			in.ReplicaSets = append(in.ReplicaSets, appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "solo"},
+				Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1)}})
+			p := webPod("solo-x", "old-b")
+			p.OwnerReferences, p.Labels = ctrl("ReplicaSet", "solo"), map[string]string{"app": "solo"}
+			in.Pods = append(in.Pods, p)
+		}, CheckSingleReplica, [3]string{"ReplicaSet", ns, "solo"}, true, `^1 replica, on outdated node "old-b"`},
+		{"single replica already terminating", func(in *Input) {
+			setReplicas(in, 1)
+			in.Pods = in.Pods[:1]
+			in.Pods[0].DeletionTimestamp = &metav1.Time{}
+		}, CheckSingleReplica, web, false, ""},
 		{"two replicas", func(in *Input) {
 			setReplicas(in, 2)
 			in.Pods = in.Pods[:2]
@@ -225,6 +237,10 @@ func TestChecks(t *testing.T) {
 
 		{"no pdb", func(in *Input) { in.PDBs = nil }, CheckNoPDB, web, true, `^3 replicas and no PodDisruptionBudget`},
 		{"pdb present", func(in *Input) {}, CheckNoPDB, web, false, ""},
+		{"pdb without selector selects no pod", func(in *Input) { in.PDBs[0].Spec.Selector = nil }, CheckNoPDB, web, true, ""},
+		{"pdb with invalid selector is skipped", func(in *Input) {
+			in.PDBs[0].Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}
+		}, CheckNoPDB, web, true, ""},
 		{"single replica needs no pdb warning", func(in *Input) {
 			in.PDBs = nil
 			setReplicas(in, 1)
@@ -237,6 +253,13 @@ func TestChecks(t *testing.T) {
 		{"2-1-0 over three zones", func(in *Input) {
 			in.Pods[2].Spec.NodeName = "old-a2"
 		}, CheckZoneConcentration, web, true, `skew 2`},
+		{"2-1-0 by the deprecated zone label", func(in *Input) {
+			for i := range in.Nodes {
+				n := &in.Nodes[i]
+				n.Labels = map[string]string{labelZoneDeprecated: n.Labels[labelZone]}
+			}
+			in.Pods[2].Spec.NodeName = "old-a2"
+		}, CheckZoneConcentration, web, true, `^3 replicas spread a:2 b:1 c:0 over the group's 3 zones \(skew 2 > 1\)`},
 		{"4 replicas 2-1-1", func(in *Input) {
 			setReplicas(in, 4)
 			in.Pods = append(in.Pods, webPod("web-abc-4", "old-a2"))

@@ -85,9 +85,21 @@ func newAudit(in *Input) *audit {
 			a.batchOf[n] = i
 		}
 	}
+	a.indexZones()
+	for i := range in.Namespaces {
+		a.nsLabels[in.Namespaces[i].Name] = in.Namespaces[i].Labels
+	}
+	a.indexSelectors()
+	a.groupPods()
+	a.setReplicas()
+	return a
+}
+
+// indexZones records each node's zone and the zones the nodes span.
+func (a *audit) indexZones() {
 	zoneSet := map[string]bool{}
-	for i := range in.Nodes {
-		n := &in.Nodes[i]
+	for i := range a.in.Nodes {
+		n := &a.in.Nodes[i]
 		z := n.Labels[labelZone]
 		if z == "" {
 			z = n.Labels[labelZoneDeprecated]
@@ -98,11 +110,13 @@ func newAudit(in *Input) *audit {
 		}
 	}
 	a.zones = sortedKeys(zoneSet)
-	for i := range in.Namespaces {
-		a.nsLabels[in.Namespaces[i].Name] = in.Namespaces[i].Labels
-	}
-	for i := range in.PDBs {
-		p := &in.PDBs[i]
+}
+
+// indexSelectors converts the selectors of the PDBs and LoadBalancer
+// Services in scope once, by namespace.
+func (a *audit) indexSelectors() {
+	for i := range a.in.PDBs {
+		p := &a.in.PDBs[i]
 		if !a.inScope(p.Namespace) || p.Spec.Selector == nil {
 			continue // policy/v1: a nil selector selects no pod
 		}
@@ -112,35 +126,24 @@ func newAudit(in *Input) *audit {
 		}
 		a.pdbs[p.Namespace] = append(a.pdbs[p.Namespace], &pdbEntry{pdb: p, sel: sel, expected: -1})
 	}
-	for i := range in.Services {
-		s := &in.Services[i]
+	for i := range a.in.Services {
+		s := &a.in.Services[i]
 		// A Service without selector has hand-made endpoints: we cannot tell its pods.
 		if !a.inScope(s.Namespace) || s.Spec.Type != corev1.ServiceTypeLoadBalancer || len(s.Spec.Selector) == 0 {
 			continue
 		}
 		a.lbs[s.Namespace] = append(a.lbs[s.Namespace], &svcEntry{svc: s, sel: labels.SelectorFromSet(s.Spec.Selector)})
 	}
-	a.groupPods()
-	return a
 }
 
 func (a *audit) inScope(ns string) bool { return a.in.Namespace == "" || a.in.Namespace == ns }
 
-// groupPods maps every live pod to its workload in one pass and sets the
-// workloads' desired replicas from their controllers.
+// groupPods maps every live pod to its workload in one pass.
 func (a *audit) groupPods() {
-	in := a.in
-	rsOwner := DeploymentOwnersOf(in.ReplicaSets, a.inScope)
-	rss := make(map[nsName]*appsv1.ReplicaSet, len(in.ReplicaSets))
-	for i := range in.ReplicaSets {
-		rs := &in.ReplicaSets[i]
-		if a.inScope(rs.Namespace) {
-			rss[nsName{rs.Namespace, rs.Name}] = rs
-		}
-	}
+	rsOwner := DeploymentOwnersOf(a.in.ReplicaSets, a.inScope)
 	index := map[workloadKey]*workload{}
-	for i := range in.Pods {
-		p := &in.Pods[i]
+	for i := range a.in.Pods {
+		p := &a.in.Pods[i]
 		if !a.inScope(p.Namespace) || !live(p) {
 			continue
 		}
@@ -161,7 +164,12 @@ func (a *audit) groupPods() {
 			w.outdated = append(w.outdated, p)
 		}
 	}
+}
 
+// setReplicas sets the workloads' desired replicas from their controllers,
+// or to their live pod count where the controller is not in the input.
+func (a *audit) setReplicas() {
+	in := a.in
 	deps := make(map[nsName]*appsv1.Deployment, len(in.Deployments))
 	for i := range in.Deployments {
 		deps[nsName{in.Deployments[i].Namespace, in.Deployments[i].Name}] = &in.Deployments[i]
@@ -169,6 +177,12 @@ func (a *audit) groupPods() {
 	sts := make(map[nsName]*appsv1.StatefulSet, len(in.StatefulSets))
 	for i := range in.StatefulSets {
 		sts[nsName{in.StatefulSets[i].Namespace, in.StatefulSets[i].Name}] = &in.StatefulSets[i]
+	}
+	rss := make(map[nsName]*appsv1.ReplicaSet, len(in.ReplicaSets))
+	for i := range in.ReplicaSets {
+		if rs := &in.ReplicaSets[i]; a.inScope(rs.Namespace) {
+			rss[nsName{rs.Namespace, rs.Name}] = rs
+		}
 	}
 	for _, w := range a.workloads {
 		w.replicas = len(w.pods)

@@ -267,16 +267,10 @@ func (d *Drainer) DrainNode(ctx context.Context, node string) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	evict, refused, err := d.PodsToEvict(ctx, node)
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
+	// refuse before touching anything, as kubectl drain does
+	evict, err := d.evictableOrRefuse(ctx, node, 0)
 	if err != nil {
 		return res, err
-	}
-	if len(refused) > 0 {
-		// refuse before touching anything, as kubectl drain does
-		return res, &PodEvictionFailure{Node: node, Pods: refused}
 	}
 	n := newNodeDrain(ctx, d, node)
 	defer n.close()
@@ -323,6 +317,23 @@ type podTrack struct {
 	pdbs        []PDBStatus
 	failed      error // nothing more will be tried
 	lastErr     error // a transient error being retried
+}
+
+// evictableOrRefuse lists the pods to evict from node, or fails when ctx
+// ends, the list fails, or the drain refuses a pod; timeout, the drain's if
+// it has begun, goes into the failure.
+func (d *Drainer) evictableOrRefuse(ctx context.Context, node string, timeout time.Duration) ([]corev1.Pod, error) {
+	evict, refused, err := d.PodsToEvict(ctx, node)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(refused) > 0 {
+		return nil, &PodEvictionFailure{Node: node, Timeout: timeout, Pods: refused}
+	}
+	return evict, nil
 }
 
 func newNodeDrain(ctx context.Context, d *Drainer, node string) *nodeDrain {
@@ -656,64 +667,66 @@ func (n *nodeDrain) run(ctx context.Context, pods []corev1.Pod) error {
 		defer timer.Stop()
 		deadline = timer.C
 	}
-	wctx, cancelWorkers := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	stopWorkers := func() {
-		cancelWorkers()
-		wg.Wait()
-	}
-	defer stopWorkers()
-	start := func(added []*podTrack) {
-		for _, t := range added {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				n.remove(wctx, t)
-			}()
-		}
-	}
+	workers := n.startRemovers(ctx)
+	defer workers.stop()
 	added := n.track(pods)
-	start(added)
+	workers.start(added)
 	for {
 		left, stuck := n.state()
-		if left == 0 && len(added) == 0 {
+		switch {
+		case left == 0 && (len(added) == 0 || !n.newPodsCached()):
 			n.d.emit(Event{Type: EventDrained, Node: n.node})
 			return nil
-		}
-		if left == 0 && !n.newPodsCached() {
-			n.d.emit(Event{Type: EventDrained, Node: n.node})
-			return nil
-		}
-		if left == 0 {
-			more, refused, err := n.d.PodsToEvict(ctx, n.node)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		case left == 0:
+			more, err := n.d.evictableOrRefuse(ctx, n.node, n.d.opts.Timeout)
 			if err != nil {
 				return err
 			}
-			if len(refused) > 0 {
-				return &PodEvictionFailure{Node: n.node, Timeout: n.d.opts.Timeout, Pods: refused}
-			}
 			added = n.track(more)
-			start(added)
+			workers.start(added)
 			continue
-		}
-		if stuck == left {
+		case stuck == left:
 			// only pods whose eviction failed for good remain: waiting longer
 			// cannot help, so do now what the timeout would do
-			stopWorkers()
+			workers.stop()
 			return n.expire(ctx, false)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			stopWorkers()
+			workers.stop()
 			return n.expire(ctx, true)
 		case <-n.wake:
 		}
 	}
+}
+
+// removers runs remove for each tracked pod in a goroutine of its own.
+type removers struct {
+	n      *nodeDrain
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (n *nodeDrain) startRemovers(ctx context.Context) *removers {
+	r := &removers{n: n}
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	return r
+}
+
+func (r *removers) start(added []*podTrack) {
+	for _, t := range added {
+		r.wg.Go(func() { r.n.remove(r.ctx, t) })
+	}
+}
+
+// stop ends the removers and waits for them, so that expire's deletions do
+// not race an eviction. It may be called again.
+func (r *removers) stop() {
+	r.cancel()
+	r.wg.Wait()
 }
 
 // expire ends a drain whose pods did not all leave, at the timeout or when
@@ -931,159 +944,206 @@ func throttled(err error) bool {
 	return !errors.As(err, &status) || !strings.Contains(status.Status().Message, "disruption budget")
 }
 
+// removal is one pod's way off the node: its attempts and the refusals
+// they met.
+type removal struct {
+	n         *nodeDrain
+	t         *podTrack
+	pod       corev1.Pod // as the watch last showed it
+	useDelete bool       // delete rather than evict: asked for, or the pod has finished
+	// pdbs is the view of the namespace's budgets; nil for a pod of a later
+	// round until a budget refuses it.
+	pdbs     *nsPDBs
+	reported bool // the Blocked event was emitted
+}
+
 // remove evicts (or deletes) one pod, retrying refusals until the pod is
 // gone, the eviction is accepted, or ctx ends.
 func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
-	d := n.d
-	n.mu.Lock()
-	pod, terminating := t.pod, t.terminating
-	n.mu.Unlock()
-	if terminating {
-		// already going: the watch sees it leave, unless it left before the
-		// watch started, which one Get settles
-		if !n.inStore(&pod) {
-			p, err := d.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) || (err == nil && p.UID != pod.UID) {
-				n.markGone(pod.UID)
-			}
-		}
+	r := &removal{n: n, t: t}
+	if !r.refresh() {
+		n.confirmLeaving(ctx, &r.pod)
 		return
 	}
-	useDelete := d.opts.DeleteInsteadOfEvict || pods.Finished(&pod)
-	if !useDelete && d.opts.Hold != nil {
-		if !n.hold(ctx, t, &pod) {
-			return
-		}
-		n.mu.Lock()
-		pod, terminating = t.pod, t.terminating
-		n.mu.Unlock()
-		if terminating {
-			return // someone else deleted it meanwhile: the watch sees it leave
-		}
-	}
-	if !useDelete {
-		d.emit(Event{Type: EventEvicting, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name})
-	}
-	var (
-		pdbs     *nsPDBs
-		reported bool
-	)
-	if !useDelete {
-		pdbs = n.viewOf(pod.Namespace)
+	r.useDelete = n.d.opts.DeleteInsteadOfEvict || pods.Finished(&r.pod)
+	if !r.useDelete && !r.startEviction(ctx) {
+		return
 	}
 	for {
 		var changes <-chan struct{}
-		if pdbs != nil {
-			changes = pdbs.changes()
+		if r.pdbs != nil {
+			changes = r.pdbs.changes()
 		}
-		key := ""
-		if !useDelete {
-			key = budgetOf(pdbs, &pod)
-		}
-		release, ok := d.turns.take(ctx, t.gone, key)
-		if !ok {
+		done, err := r.attempt(ctx)
+		if done {
 			return
 		}
-		grace := d.graceFor(&pod)
-		err := n.call(t, func() error {
-			if useDelete {
-				return d.helper(ctx, grace).DeletePod(pod)
-			}
-			return d.evict(ctx, pod, grace)
-		})
-		release()
-		if err == nil {
-			n.recordRemoved(t, pod)
-			ev := Event{Type: EventEvicted, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name}
-			if useDelete {
-				ev.Type = EventDeleted
-			}
-			d.emit(ev)
-		}
-		if n.settle(t) || err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		kind := classify(err)
-		delay := d.errorRetryInterval
-		switch kind {
-		case errGone:
-			n.markGone(pod.UID)
-			return
-		case errFatal:
-			n.mu.Lock()
-			t.failed = err
-			n.mu.Unlock()
-			n.poke()
-			return
-		case errTransient:
-			n.mu.Lock()
-			t.lastErr = err
-			n.mu.Unlock()
-			if s, ok := apierrors.SuggestsClientDelay(err); ok && s > 0 {
-				delay = time.Duration(s) * time.Second // the server's Retry-After
-			}
-			// no PDB is in the way: a change of one must not cut the wait
-			// short, as every eviction in the namespace makes one
-			changes = nil
-		case errBlocked, errBlockedMulti:
-			delay = d.retryInterval
-			if pdbs == nil {
-				pdbs = n.pdbsFor(ctx, pod.Namespace)
-			}
-			n.mu.Lock()
-			t.blocked = ReasonPDB
-			n.mu.Unlock()
-			// the drain's own ctx, not the worker's: a pod refused just before
-			// the timeout is still reported, with its PDBs
-			synced := pdbs.waitSynced(n.ctx, d.pdbs.syncTimeout)
-			if n.ctx.Err() != nil {
-				return
-			}
-			first := changes == nil
-			if first {
-				// taken before reading the store, so a change after the read
-				// still wakes the retry
-				changes = pdbs.changes()
-			}
-			var matching []policyv1.PodDisruptionBudget
-			if synced {
-				matching = PDBsForPod(&pod, pdbs.list())
-			}
-			if first {
-				// the budget may have moved between the refusal and the
-				// watch's first list: then retry at once (only this once, so
-				// a stale status cannot make a busy loop)
-				if slices.ContainsFunc(matching, func(p policyv1.PodDisruptionBudget) bool { return allows(&p) }) {
-					delay = 0
-				}
-			}
-			reason := ReasonPDB
-			if kind == errBlockedMulti {
-				reason = ReasonMultiplePDBs
-			}
-			st := statuses(matching)
-			n.mu.Lock()
-			t.blocked, t.pdbs = reason, st
-			n.mu.Unlock()
-			if !reported {
-				reported = true
-				d.emit(Event{Type: EventBlocked, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name,
-					PDBs: st, Message: blockMessage(err)})
-			}
-		}
-		if !n.waitRetry(ctx, t, pdbs, changes, delay) {
+		delay, changes, retry := r.retryAfter(ctx, err, changes)
+		if !retry || !n.waitRetry(ctx, t, r.pdbs, changes, delay) {
 			return
 		}
 		// the watch keeps the pod fresh for the next attempt
-		n.mu.Lock()
-		pod, terminating = t.pod, t.terminating
-		n.mu.Unlock()
-		if terminating {
+		if !r.refresh() {
 			return
 		}
+	}
+}
+
+// confirmLeaving settles a pod already terminating: the watch sees it
+// leave, unless it left before the watch started, which one Get settles.
+func (n *nodeDrain) confirmLeaving(ctx context.Context, pod *corev1.Pod) {
+	if n.inStore(pod) {
+		return
+	}
+	p, err := n.d.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && p.UID != pod.UID) {
+		n.markGone(pod.UID)
+	}
+}
+
+// refresh takes the pod as the watch last showed it; it reports false once
+// the pod is terminating, as the watch then sees it leave.
+func (r *removal) refresh() bool {
+	r.n.mu.Lock()
+	defer r.n.mu.Unlock()
+	r.pod = r.t.pod
+	return !r.t.terminating
+}
+
+// startEviction asks Options.Hold, when set, and announces the eviction; it
+// reports false when the pod is not to be evicted now.
+func (r *removal) startEviction(ctx context.Context) bool {
+	n := r.n
+	if n.d.opts.Hold != nil {
+		if !n.hold(ctx, r.t, &r.pod) {
+			return false
+		}
+		if !r.refresh() {
+			return false // someone else deleted it meanwhile: the watch sees it leave
+		}
+	}
+	n.d.emit(Event{Type: EventEvicting, Node: n.node, Namespace: r.pod.Namespace, Pod: r.pod.Name})
+	r.pdbs = n.viewOf(r.pod.Namespace)
+	return true
+}
+
+// attempt evicts or deletes the pod once, in its budget's turn. It reports
+// done when nothing is left to retry: the pod is gone or accepted, or ctx
+// ended; else the attempt's error.
+func (r *removal) attempt(ctx context.Context) (done bool, err error) {
+	n, d := r.n, r.n.d
+	key := ""
+	if !r.useDelete {
+		key = budgetOf(r.pdbs, &r.pod)
+	}
+	release, ok := d.turns.take(ctx, r.t.gone, key)
+	if !ok {
+		return true, nil
+	}
+	pod, grace := r.pod, d.graceFor(&r.pod)
+	err = n.call(r.t, func() error {
+		if r.useDelete {
+			return d.helper(ctx, grace).DeletePod(pod)
+		}
+		return d.evict(ctx, pod, grace)
+	})
+	release()
+	if err == nil {
+		n.recordRemoved(r.t, pod)
+		ev := Event{Type: EventEvicted, Node: n.node, Namespace: pod.Namespace, Pod: pod.Name}
+		if r.useDelete {
+			ev.Type = EventDeleted
+		}
+		d.emit(ev)
+	}
+	gone := n.settle(r.t)
+	return gone || err == nil || ctx.Err() != nil, err
+}
+
+// retryAfter records a failed attempt's error; it returns how long to wait
+// before the next one and the budget changes that may cut the wait short,
+// or retry false when there will be none.
+func (r *removal) retryAfter(ctx context.Context, err error, changes <-chan struct{}) (delay time.Duration, _ <-chan struct{}, retry bool) {
+	n := r.n
+	switch kind := classify(err); kind {
+	case errGone:
+		n.markGone(r.pod.UID)
+		return 0, nil, false
+	case errFatal:
+		n.mu.Lock()
+		r.t.failed = err
+		n.mu.Unlock()
+		n.poke()
+		return 0, nil, false
+	case errTransient:
+		n.mu.Lock()
+		r.t.lastErr = err
+		n.mu.Unlock()
+		delay = n.d.errorRetryInterval
+		if s, ok := apierrors.SuggestsClientDelay(err); ok && s > 0 {
+			delay = time.Duration(s) * time.Second // the server's Retry-After
+		}
+		// no PDB is in the way: a change of one must not cut the wait
+		// short, as every eviction in the namespace makes one
+		return delay, nil, true
+	case errBlocked, errBlockedMulti:
+		return r.blocked(ctx, err, kind, changes)
+	}
+	return n.d.errorRetryInterval, changes, true
+}
+
+// blocked records a budget's refusal, reported once; the retry waits for a
+// change of the namespace's budgets, or retryInterval.
+func (r *removal) blocked(ctx context.Context, err error, kind errKind, changes <-chan struct{}) (time.Duration, <-chan struct{}, bool) {
+	n, d := r.n, r.n.d
+	delay := d.retryInterval
+	if r.pdbs == nil {
+		r.pdbs = n.pdbsFor(ctx, r.pod.Namespace)
+	}
+	n.mu.Lock()
+	r.t.blocked = ReasonPDB
+	n.mu.Unlock()
+	// the drain's own ctx, not the worker's: a pod refused just before
+	// the timeout is still reported, with its PDBs
+	synced := r.pdbs.waitSynced(n.ctx, d.pdbs.syncTimeout)
+	if n.ctx.Err() != nil {
+		return 0, nil, false
+	}
+	first := changes == nil
+	if first {
+		// taken before reading the store, so a change after the read
+		// still wakes the retry
+		changes = r.pdbs.changes()
+	}
+	var matching []policyv1.PodDisruptionBudget
+	if synced {
+		matching = PDBsForPod(&r.pod, r.pdbs.list())
+	}
+	// the budget may have moved between the refusal and the watch's first
+	// list: then retry at once (only this once, so a stale status cannot
+	// make a busy loop)
+	if first && slices.ContainsFunc(matching, func(p policyv1.PodDisruptionBudget) bool { return allows(&p) }) {
+		delay = 0
+	}
+	r.recordBlocked(err, kind, matching)
+	return delay, changes, true
+}
+
+// recordBlocked notes the refusal and the budgets' statuses for the
+// failure report, and emits the Blocked event at the first refusal.
+func (r *removal) recordBlocked(err error, kind errKind, matching []policyv1.PodDisruptionBudget) {
+	reason := ReasonPDB
+	if kind == errBlockedMulti {
+		reason = ReasonMultiplePDBs
+	}
+	st := statuses(matching)
+	r.n.mu.Lock()
+	r.t.blocked, r.t.pdbs = reason, st
+	r.n.mu.Unlock()
+	if !r.reported {
+		r.reported = true
+		r.n.d.emit(Event{Type: EventBlocked, Node: r.n.node, Namespace: r.pod.Namespace, Pod: r.pod.Name,
+			PDBs: st, Message: blockMessage(err)})
 	}
 }
 

@@ -1296,3 +1296,138 @@ func TestLostConnectionIsTransient(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainRounds covers what a drain meets after its first list: pods that
+// land back on the node, and a terminating pod gone before the watch began.
+func TestDrainRounds(t *testing.T) {
+	landsBack := func(pod *corev1.Pod) func(c *cluster) func(string, int) error {
+		return func(c *cluster) func(string, int) error {
+			return func(name string, attempt int) error {
+				switch {
+				case name == "web":
+					if err := c.Tracker().Add(pod); err != nil {
+						t.Error(err)
+					}
+				case name == pod.Name && attempt == 1:
+					return pdbRefusal("api")
+				}
+				return nil
+			}
+		}
+	}
+	tests := []struct {
+		name  string
+		objs  []runtime.Object
+		evict func(c *cluster) func(name string, attempt int) error
+		// setup runs on the cluster before the drain starts
+		setup func(t *testing.T, c *cluster)
+		check func(t *testing.T, c *cluster, rec *recorder, res Result, err error)
+	}{
+		{
+			name:  "a bare pod landing back is refused without force",
+			objs:  []runtime.Object{newPod("default", "web", "n1")},
+			evict: landsBack(newPod("default", "late", "n1", bare)),
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				var f *PodEvictionFailure
+				if !errors.As(err, &f) || len(f.Pods) != 1 || f.Pods[0].Name != "late" {
+					t.Fatalf("err = %v, want PodEvictionFailure naming pod late", err)
+				}
+				if c.attemptsOf("late") != 0 || len(rec.of(EventDrained, "")) != 0 {
+					t.Errorf("late evicted %d times, events %+v", c.attemptsOf("late"), rec.events)
+				}
+			},
+		},
+		{
+			// the namespace had no budget watch: the first refusal starts one,
+			// and its first list showing the budget allowing retries at once
+			// (retryInterval is an hour, and the budget never changes)
+			name: "a pod landing back in another namespace retries at once when its budget allows",
+			objs: []runtime.Object{newPod("default", "web", "n1"),
+				newPDB("other", "api", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}, 1)},
+			evict: landsBack(newPod("other", "api", "n1", labelled("app", "api"))),
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := strings.Join(podNames(res.Evicted), ","); got != "default/web,other/api" || c.attemptsOf("api") != 2 {
+					t.Errorf("evicted %s, api attempts %d", got, c.attemptsOf("api"))
+				}
+				if b := rec.of(EventBlocked, "api"); len(b) != 1 || len(b[0].PDBs) != 1 || b[0].PDBs[0].Name != "api" {
+					t.Errorf("blocked events = %+v, want one naming PDB api", b)
+				}
+			},
+		},
+		{
+			name:  "a failed list after the first round ends the drain with its error",
+			objs:  []runtime.Object{newPod("default", "web", "n1")},
+			evict: landsBack(newPod("default", "late", "n1")),
+			setup: func(t *testing.T, c *cluster) {
+				lists := 0
+				c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					// the drain's first list, then the watch's
+					if lists++; lists <= 2 {
+						return false, nil, nil
+					}
+					return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+				})
+			},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err == nil || !strings.Contains(err.Error(), "etcd is down") {
+					t.Fatalf("err = %v, want the list's error", err)
+				}
+				if c.attemptsOf("late") != 0 || len(rec.of(EventDrained, "")) != 0 {
+					t.Errorf("late evicted %d times, events %+v", c.attemptsOf("late"), rec.events)
+				}
+			},
+		},
+		{
+			name: "a terminating pod gone before the watch started",
+			objs: []runtime.Object{newPod("default", "going", "n1", terminating)},
+			setup: func(t *testing.T, c *cluster) {
+				// the drain's first list still shows the pod; it leaves
+				// before the watch lists the node
+				var once sync.Once
+				c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					var list runtime.Object
+					var err error
+					once.Do(func() {
+						list, err = c.Tracker().List(podsGVR, corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
+						if err == nil {
+							err = c.Tracker().Delete(podsGVR, "default", "going")
+						}
+					})
+					return list != nil || err != nil, list, err
+				})
+			},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.verbs("create", "eviction")+c.verbs("delete", "") != 0 || c.verbs("get", "") != 1 {
+					t.Errorf("want one get and no eviction or delete, got actions %v", c.Actions())
+				}
+				if len(rec.of(EventGone, "going")) != 1 || len(rec.of(EventDrained, "")) != 1 {
+					t.Errorf("events = %+v", rec.events)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t, nil, tt.objs...)
+			if tt.evict != nil {
+				c.evict = tt.evict(c)
+			}
+			if tt.setup != nil {
+				tt.setup(t, c)
+			}
+			rec := &recorder{}
+			d := fast(c, Options{}, rec)
+			d.retryInterval = time.Hour
+			res, err := d.DrainNode(testCtx(t), "n1")
+			tt.check(t, c, rec, res, err)
+		})
+	}
+}

@@ -87,26 +87,7 @@ func readPages[S any](ctx context.Context, fieldSelector string, slots []S, fetc
 		before, page := committed, o
 		wg.Go(func() {
 			defer func() { free <- sl }() // never blocks: there is room for every slot
-			sent, last := false, false
-			e := fetch(ctx, sl, page, func(next string) {
-				if !sent {
-					sent, last = true, next == ""
-					token <- next
-				}
-			})
-			if !sent {
-				close(token)
-				if e == nil {
-					e = errors.New("the page has no continue token")
-				}
-			}
-			if e == nil {
-				select {
-				case <-before:
-				case <-ctx.Done():
-					e = context.Cause(ctx)
-				}
-			}
+			last, e := readPage(ctx, sl, page, fetch, token, before)
 			if e != nil {
 				fail(e, page.Continue != "")
 				return
@@ -122,4 +103,33 @@ func readPages[S any](ctx context.Context, fieldSelector string, slots []S, fetc
 	}
 	wg.Wait()
 	return expired, err
+}
+
+// readPage fetches one page into sl, sends its continue token on token as
+// soon as fetch passes it (closing token when the page fails before), and
+// waits for the page before it to be committed: pages are committed in
+// order. It reports whether the page is the list's last.
+func readPage[S any](ctx context.Context, sl *S, o metav1.ListOptions, fetch func(context.Context, *S, metav1.ListOptions, func(string)) error,
+	token chan<- string, before <-chan struct{}) (last bool, err error) {
+	sent := false
+	err = fetch(ctx, sl, o, func(next string) {
+		if !sent {
+			sent, last = true, next == ""
+			token <- next
+		}
+	})
+	if !sent {
+		close(token)
+		if err == nil {
+			err = errors.New("the page has no continue token")
+		}
+	}
+	if err == nil {
+		select {
+		case <-before:
+		case <-ctx.Done():
+			err = context.Cause(ctx)
+		}
+	}
+	return last, err
 }

@@ -219,3 +219,56 @@ func TestListPagesEndsWithTheCallersCancellation(t *testing.T) {
 		t.Errorf("pages %v asked for, want none after the cancellation", f.started)
 	}
 }
+
+// TestReadPage: a page hands on its continue token as soon as it has it,
+// and is committed only after the page before; one that ends without a
+// token, or while it waits for the page before, fails.
+func TestReadPage(t *testing.T) {
+	errBoom := errors.New("connection reset")
+	closed := make(chan struct{})
+	close(closed)
+	tests := []struct {
+		name      string
+		fetch     func(next func(string)) error
+		before    chan struct{} // nil: never committed
+		cancel    bool          // the list ends (errBoom) while the page is read
+		wantErr   string
+		wantToken string // what token yields; "closed" when it is closed without one
+		wantLast  bool
+	}{
+		{name: "the last page, the one before committed", fetch: func(next func(string)) error { next(""); return nil },
+			before: closed, wantToken: "", wantLast: true},
+		{name: "a page with more after it", fetch: func(next func(string)) error { next("2"); return nil },
+			before: closed, wantToken: "2"},
+		{name: "no continue token", fetch: func(func(string)) error { return nil },
+			before: closed, wantErr: "the page has no continue token", wantToken: "closed"},
+		{name: "fails before its token", fetch: func(func(string)) error { return errBoom },
+			before: closed, wantErr: errBoom.Error(), wantToken: "closed"},
+		{name: "the list ends while it waits for the page before", fetch: func(next func(string)) error { next("2"); return nil },
+			cancel: true, wantErr: errBoom.Error(), wantToken: "2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			if tc.cancel {
+				cancel(errBoom)
+			}
+			fetch := func(_ context.Context, _ *testSlot, _ metav1.ListOptions, next func(string)) error {
+				return tc.fetch(next)
+			}
+			token := make(chan string, 1)
+			last, err := readPage(ctx, &testSlot{}, metav1.ListOptions{}, fetch, token, tc.before)
+			if (err == nil) != (tc.wantErr == "") || err != nil && err.Error() != tc.wantErr {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			got, ok := <-token
+			if !ok {
+				got = "closed"
+			}
+			if got != tc.wantToken || last != tc.wantLast {
+				t.Errorf("token %q, last %v; want %q, %v", got, last, tc.wantToken, tc.wantLast)
+			}
+		})
+	}
+}

@@ -545,41 +545,52 @@ func (in *interner) specField(b []byte, f *field, sp *corev1.PodSpec) error {
 		if err != nil {
 			return err
 		}
-		switch f.num {
-		case 4:
-			sp.TerminationGracePeriodSeconds = pointerTo(in.int64s, int64(v))
-		case 25:
-			sp.Priority = pointerTo(in.int32s, int32(v))
-		case 11:
-			sp.HostNetwork = v != 0
-		case 12:
-			sp.HostPID = v != 0
-		case 13:
-			sp.HostIPC = v != 0
-		case 21:
-			sp.AutomountServiceAccountToken = in.boolPointer(v)
-		case 27:
-			sp.ShareProcessNamespace = in.boolPointer(v)
-		case 30:
-			sp.EnableServiceLinks = in.boolPointer(v)
-		case 35:
-			sp.SetHostnameAsFQDN = in.boolPointer(v)
-		case 37:
-			sp.HostUsers = in.boolPointer(v)
+		in.specVarint(f.num, v, sp)
+		return nil
+	case 3, 6, 8, 9, 10, 16, 17, 19, 24, 31:
+		v, err := f.bytes(b)
+		if err != nil {
+			return err
 		}
+		in.specString(f.num, v, sp)
 		return nil
 	case 1, 2, 7, 18, 20, 22, // decoded apart, by decodeSpec
 		14, 15, 23, 26, 33, 34, 39: // what SlimPod drops (dropPodSpec)
 		return nil
-	case 3, 6, 8, 9, 10, 16, 17, 19, 24, 31:
-	default:
-		return sp.Unmarshal(b[f.start:f.end])
 	}
-	v, err := f.bytes(b)
-	if err != nil {
-		return err
+	return sp.Unmarshal(b[f.start:f.end])
+}
+
+// specVarint sets PodSpec field num, a number or a bool, to v; the
+// pointers are the interner's, shared by the snapshot's pods.
+func (in *interner) specVarint(num protowire.Number, v uint64, sp *corev1.PodSpec) {
+	switch num {
+	case 4:
+		sp.TerminationGracePeriodSeconds = pointerTo(in.int64s, int64(v))
+	case 25:
+		sp.Priority = pointerTo(in.int32s, int32(v))
+	case 11:
+		sp.HostNetwork = v != 0
+	case 12:
+		sp.HostPID = v != 0
+	case 13:
+		sp.HostIPC = v != 0
+	case 21:
+		sp.AutomountServiceAccountToken = in.boolPointer(v)
+	case 27:
+		sp.ShareProcessNamespace = in.boolPointer(v)
+	case 30:
+		sp.EnableServiceLinks = in.boolPointer(v)
+	case 35:
+		sp.SetHostnameAsFQDN = in.boolPointer(v)
+	case 37:
+		sp.HostUsers = in.boolPointer(v)
 	}
-	switch f.num {
+}
+
+// specString sets PodSpec field num, a string, to v, interned.
+func (in *interner) specString(num protowire.Number, v []byte, sp *corev1.PodSpec) {
+	switch num {
 	case 3:
 		sp.RestartPolicy = corev1.RestartPolicy(in.sb(v))
 	case 6:
@@ -606,7 +617,6 @@ func (in *interner) specField(b []byte, f *field, sp *corev1.PodSpec) error {
 		}
 		sp.PreemptionPolicy = p
 	}
-	return nil
 }
 
 // pointerTo returns the one pointer to v in seen, which the pods of a

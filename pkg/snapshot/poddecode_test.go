@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -427,6 +429,33 @@ func BenchmarkDecodePod(b *testing.B) {
 					b.Fatal(err)
 				}
 				i++
+			}
+		})
+	}
+}
+
+// TestDecodeSpecWrongWireType: a spec field of a kind the fast path reads
+// given with another wire type is left to the generated decoder, which
+// refuses it.
+func TestDecodeSpecWrongWireType(t *testing.T) {
+	cases := []struct {
+		name string
+		spec []byte // one field of a PodSpec
+	}{
+		{"terminationGracePeriodSeconds as bytes", protowire.AppendBytes(protowire.AppendTag(nil, 4, protowire.BytesType), []byte("30"))},
+		{"hostNetwork as bytes", protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), []byte{1})},
+		{"nodeName as varint", protowire.AppendVarint(protowire.AppendTag(nil, 10, protowire.VarintType), 1)},
+		{"preemptionPolicy as varint", protowire.AppendVarint(protowire.AppendTag(nil, 31, protowire.VarintType), 1)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), c.spec) // Pod.spec
+			var p corev1.Pod
+			if err := newInterner().decodePodFast(b, &p); !errors.Is(err, errIrregular) {
+				t.Errorf("decodePodFast: err = %v, want errIrregular", err)
+			}
+			if err := newInterner().decodePod(b, &p); err == nil {
+				t.Errorf("decodePod accepted the spec, want the generated decoder's error")
 			}
 		})
 	}

@@ -69,75 +69,70 @@ const listPageSize = 5000
 // to list, not after the pods' many seconds.
 func Take(ctx context.Context, client kubernetes.Interface, nodesListed func([]corev1.Node) error) (Cluster, error) {
 	var s Cluster
-	core, apps, policy := client.CoreV1(), client.AppsV1(), client.PolicyV1()
-	// Finished pods are never evicted; leaving them out keeps the list small.
-	const runningPods = "status.phase!=Succeeded,status.phase!=Failed"
-	steps := []func(context.Context) error{
-		func(ctx context.Context) error {
-			err := listInto(ctx, "nodes", &s.Nodes, slimNode, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return core.Nodes().List(ctx, o)
-			}, nodeWire, nil})
-			if err != nil || nodesListed == nil {
-				return err
-			}
-			return nodesListed(s.Nodes)
-		},
-		func(ctx context.Context) error {
-			// JSON pages are read one at a time (their continue token
-			// comes with the whole page), so they share one interner
-			in := newInterner()
-			slim := func(p *corev1.Pod) { SlimPod(p); in.pod(p) }
-			return listInto(ctx, "pods", &s.Pods, slim, listSource{rest: core.RESTClient(), fieldSelector: runningPods, typed: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return core.Pods("").List(ctx, o)
-			}, newDecoder: func() func([]byte, *corev1.Pod) error { return newInterner().decodePod }})
-		},
-		func(ctx context.Context) error {
-			return listInto(ctx, "poddisruptionbudgets", &s.PDBs, nil, listSource{policy.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return policy.PodDisruptionBudgets("").List(ctx, o)
-			}, nil, nil})
-		},
-		func(ctx context.Context) error {
-			return listInto(ctx, "replicasets", &s.ReplicaSets, slimReplicaSet, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return apps.ReplicaSets("").List(ctx, o)
-			}, templateWire, nil})
-		},
-		func(ctx context.Context) error {
-			return listInto(ctx, "deployments", &s.Deployments, slimDeployment, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return apps.Deployments("").List(ctx, o)
-			}, templateWire, nil})
-		},
-		func(ctx context.Context) error {
-			return listInto(ctx, "statefulsets", &s.StatefulSets, slimStatefulSet, listSource{apps.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return apps.StatefulSets("").List(ctx, o)
-			}, statefulSetWire, nil})
-		},
-		func(ctx context.Context) error {
-			return listInto(ctx, "services", &s.Services, nil, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return core.Services("").List(ctx, o)
-			}, nil, nil})
-		},
-		func(ctx context.Context) error {
-			return listInto(ctx, "namespaces", &s.Namespaces, nil, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return core.Namespaces().List(ctx, o)
-			}, nil, nil})
-		},
-		func(ctx context.Context) error {
-			return listInto(ctx, "persistentvolumeclaims", &s.PVCs, slimClaim, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return core.PersistentVolumeClaims("").List(ctx, o)
-			}, nil, nil})
-		},
-		func(ctx context.Context) error {
-			return listInto(ctx, "persistentvolumes", &s.PVs, slimVolume, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return core.PersistentVolumes().List(ctx, o)
-			}, nil, nil})
-		},
-	}
+	steps := append([]func(context.Context) error{s.listNodes(client, nodesListed), s.listPods(client)}, s.listOthers(client)...)
 	// One at a time, the small lists would wait behind the pods' pages for
 	// nothing; each step writes its own field of s.
 	err := runAll(ctx, steps)
 	// s is read after runAll returns: in "return s, runAll(…)" Go may read
 	// it first
 	return s, err
+}
+
+// listNodes returns the step that lists the nodes into s and passes them
+// to nodesListed, when not nil.
+func (s *Cluster) listNodes(client kubernetes.Interface, nodesListed func([]corev1.Node) error) func(context.Context) error {
+	core := client.CoreV1()
+	return func(ctx context.Context) error {
+		err := listInto(ctx, "nodes", &s.Nodes, slimNode, listSource{core.RESTClient(), "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return core.Nodes().List(ctx, o)
+		}, nodeWire, nil})
+		if err != nil || nodesListed == nil {
+			return err
+		}
+		return nodesListed(s.Nodes)
+	}
+}
+
+// listPods returns the step that lists the pods that have not finished
+// into s: finished pods are never evicted, and leaving them out keeps the
+// list small.
+func (s *Cluster) listPods(client kubernetes.Interface) func(context.Context) error {
+	const runningPods = "status.phase!=Succeeded,status.phase!=Failed"
+	core := client.CoreV1()
+	return func(ctx context.Context) error {
+		// JSON pages are read one at a time (their continue token
+		// comes with the whole page), so they share one interner
+		in := newInterner()
+		slim := func(p *corev1.Pod) { SlimPod(p); in.pod(p) }
+		return listInto(ctx, "pods", &s.Pods, slim, listSource{rest: core.RESTClient(), fieldSelector: runningPods, typed: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return core.Pods("").List(ctx, o)
+		}, newDecoder: func() func([]byte, *corev1.Pod) error { return newInterner().decodePod }})
+	}
+}
+
+// listOthers returns the steps that list the other kinds into s.
+func (s *Cluster) listOthers(client kubernetes.Interface) []func(context.Context) error {
+	core, apps, policy := client.CoreV1(), client.AppsV1(), client.PolicyV1()
+	return []func(context.Context) error{
+		listStep("poddisruptionbudgets", &s.PDBs, nil, policy.RESTClient(), nil, policy.PodDisruptionBudgets("").List),
+		listStep("replicasets", &s.ReplicaSets, slimReplicaSet, apps.RESTClient(), templateWire, apps.ReplicaSets("").List),
+		listStep("deployments", &s.Deployments, slimDeployment, apps.RESTClient(), templateWire, apps.Deployments("").List),
+		listStep("statefulsets", &s.StatefulSets, slimStatefulSet, apps.RESTClient(), statefulSetWire, apps.StatefulSets("").List),
+		listStep("services", &s.Services, nil, core.RESTClient(), nil, core.Services("").List),
+		listStep("namespaces", &s.Namespaces, nil, core.RESTClient(), nil, core.Namespaces().List),
+		listStep("persistentvolumeclaims", &s.PVCs, slimClaim, core.RESTClient(), nil, core.PersistentVolumeClaims("").List),
+		listStep("persistentvolumes", &s.PVs, slimVolume, core.RESTClient(), nil, core.PersistentVolumes().List),
+	}
+}
+
+// listStep returns a step that lists resource into into with listInto,
+// through rc, or typed where rc is not a REST client.
+func listStep[T any, PT protoItem[T], L runtime.Object](resource string, into *[]T, slim func(*T), rc rest.Interface, wire *wireFilter,
+	typed func(context.Context, metav1.ListOptions) (L, error)) func(context.Context) error {
+	list := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return typed(ctx, o) }
+	return func(ctx context.Context) error {
+		return listInto[T, PT](ctx, resource, into, slim, listSource{rest: rc, typed: list, wire: wire})
+	}
 }
 
 // runAll runs the steps at the same time. The first step to fail cancels
@@ -223,40 +218,9 @@ type protoItem[T any] interface {
 // snapshot's CPU at 30,000 pods (BenchmarkTake), and hold a page
 // of whole items at a time. Pages are read side by side (listPages).
 func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into *[]T, slim func(*T), src listSource) error {
-	var newDecoder func() func([]byte, *T) error
-	if src.newDecoder != nil {
-		var ok bool
-		if newDecoder, ok = src.newDecoder.(func() func([]byte, *T) error); !ok {
-			return fmt.Errorf("listing %s: a %T cannot decode a %T", resource, src.newDecoder, PT(nil))
-		}
-	}
-	var read func(context.Context, *pageSlot[T], metav1.ListOptions, func(string)) error
-	pageSize := 0 // of a slot's items when known, so as not to grow them
-	if rc, ok := src.rest.(*rest.RESTClient); ok && rc != nil {
-		if n := src.sizeHint(ctx); n > 0 {
-			*into = make([]T, 0, n)
-			adviseHugePagesFor(*into)
-			pageSize = min(n, listPageSize)
-		}
-		read = func(ctx context.Context, sl *pageSlot[T], o metav1.ListOptions, next func(string)) error {
-			if sl.decode == nil && newDecoder != nil {
-				sl.decode = newDecoder()
-			}
-			return fetchPage[T, PT](ctx, rc, resource, o, sl, src.wire, slim, next)
-		}
-	} else {
-		read = func(ctx context.Context, sl *pageSlot[T], o metav1.ListOptions, next func(string)) error {
-			obj, err := src.typed(ctx, o)
-			if err != nil {
-				return err
-			}
-			cont, err := sl.add(obj, resource, slim)
-			if err != nil {
-				return err
-			}
-			next(cont)
-			return nil
-		}
+	read, pageSize, err := pageReader[T, PT](ctx, resource, into, slim, src)
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", resource, err)
 	}
 	fetch := func(ctx context.Context, sl *pageSlot[T], o metav1.ListOptions, next func(string)) error {
 		sl.items, sl.remaining = sl.items[:0], nil
@@ -265,27 +229,70 @@ func listInto[T any, PT protoItem[T]](ctx context.Context, resource string, into
 		}
 		return read(ctx, sl, o, next)
 	}
-	commit := func(sl *pageSlot[T], last bool) {
-		if *into == nil {
-			if last {
-				// the one page: its items are the list
-				*into, sl.items = sl.items, nil
-				return
-			}
-			// the first page often says how many items the list has
-			if sl.remaining != nil {
-				*into = make([]T, 0, len(sl.items)+int(*sl.remaining))
-			}
-		}
-		*into = append(*into, sl.items...)
-	}
+	commit := func(sl *pageSlot[T], last bool) { sl.commitTo(into, last) }
 	slots := make([]pageSlot[T], pagesAtOnce())
 	restart := func() { *into = (*into)[:0] }
-	err := relisting(ctx, resource, func() error { return listPages(ctx, src.fieldSelector, slots, fetch, commit, restart) }, restart)
+	err = relisting(ctx, resource, func() error { return listPages(ctx, src.fieldSelector, slots, fetch, commit, restart) }, restart)
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", resource, err)
 	}
 	return nil
+}
+
+// pageRead reads one page of a list into a slot, as listPages' fetch.
+type pageRead[T any] func(ctx context.Context, sl *pageSlot[T], o metav1.ListOptions, next func(string)) error
+
+// pageReader returns how listInto reads a page: streamed through src's
+// REST client (fetchPage), or by the typed List where there is none; and
+// the size of a page's items when known, so as not to grow them. Through
+// the REST client, into is made as large as the list will be, when the
+// size hint says it.
+func pageReader[T any, PT protoItem[T]](ctx context.Context, resource string, into *[]T, slim func(*T), src listSource) (pageRead[T], int, error) {
+	var newDecoder func() func([]byte, *T) error
+	if src.newDecoder != nil {
+		var ok bool
+		if newDecoder, ok = src.newDecoder.(func() func([]byte, *T) error); !ok {
+			return nil, 0, fmt.Errorf("a %T cannot decode a %T", src.newDecoder, PT(nil))
+		}
+	}
+	rc, ok := src.rest.(*rest.RESTClient)
+	if !ok || rc == nil {
+		return func(ctx context.Context, sl *pageSlot[T], o metav1.ListOptions, next func(string)) error {
+			obj, err := src.typed(ctx, o)
+			if err != nil {
+				return err
+			}
+			return sl.add(obj, resource, slim, next)
+		}, 0, nil
+	}
+	pageSize := 0
+	if n := src.sizeHint(ctx); n > 0 {
+		*into = make([]T, 0, n)
+		adviseHugePagesFor(*into)
+		pageSize = min(n, listPageSize)
+	}
+	return func(ctx context.Context, sl *pageSlot[T], o metav1.ListOptions, next func(string)) error {
+		if sl.decode == nil && newDecoder != nil {
+			sl.decode = newDecoder()
+		}
+		return fetchPage[T, PT](ctx, rc, resource, o, sl, src.wire, slim, next)
+	}, pageSize, nil
+}
+
+// commitTo appends the slot's items to into, the list so far.
+func (sl *pageSlot[T]) commitTo(into *[]T, last bool) {
+	if *into == nil {
+		if last {
+			// the one page: its items are the list
+			*into, sl.items = sl.items, nil
+			return
+		}
+		// the first page often says how many items the list has
+		if sl.remaining != nil {
+			*into = make([]T, 0, len(sl.items)+int(*sl.remaining))
+		}
+	}
+	*into = append(*into, sl.items...)
 }
 
 // pageSlot is what one goroutine of listPages reads a page into, and
@@ -300,15 +307,15 @@ type pageSlot[T any] struct {
 }
 
 // add appends the items of a decoded list to the slot's, each passed
-// through slim (when not nil), and returns the list's continue token.
-func (sl *pageSlot[T]) add(obj runtime.Object, resource string, slim func(*T)) (string, error) {
+// through slim (when not nil), and passes the list's continue token to next.
+func (sl *pageSlot[T]) add(obj runtime.Object, resource string, slim func(*T), next func(string)) error {
 	m, err := meta.ListAccessor(obj)
 	if err != nil {
-		return "", fmt.Errorf("returned object must be a list: %w", err)
+		return fmt.Errorf("returned object must be a list: %w", err)
 	}
 	items, err := meta.ExtractList(obj)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if sl.items == nil {
 		sl.items = make([]T, 0, len(items))
@@ -316,7 +323,7 @@ func (sl *pageSlot[T]) add(obj runtime.Object, resource string, slim func(*T)) (
 	for _, o := range items {
 		item, ok := any(o).(*T)
 		if !ok {
-			return "", fmt.Errorf("unexpected %T in %s list", o, resource)
+			return fmt.Errorf("unexpected %T in %s list", o, resource)
 		}
 		if slim != nil {
 			slim(item)
@@ -326,7 +333,8 @@ func (sl *pageSlot[T]) add(obj runtime.Object, resource string, slim func(*T)) (
 	if r := m.GetRemainingItemCount(); r != nil {
 		sl.remaining = new(*r)
 	}
-	return m.GetContinue(), nil
+	next(m.GetContinue())
+	return nil
 }
 
 // protobufPrefix starts every protobuf-encoded API object (see
@@ -334,15 +342,11 @@ func (sl *pageSlot[T]) add(obj runtime.Object, resource string, slim func(*T)) (
 var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 
 // fetchPage lists one page of resource into sl and passes
-// its continue token to next. A protobuf page is an envelope
-// (runtime.Unknown, the list in its field 2) around a list whose field 1
-// is the ListMeta, with the continue token, and field 2 each item: it is
-// decoded as it streams in, one item at a time, so the client never holds
-// a whole page (pages of 5,000 nodes or pods are tens of MB, and growing a
-// buffer to hold one was a third of the memory a plan allocated). Each
-// item is decoded by sl.decode when not nil, else filtered by wire (when
-// not nil), unmarshalled and slimmed. Anything else (JSON) is read whole
-// and decoded.
+// its continue token to next. A protobuf page is decoded as it streams in
+// (streamList), so the client never holds a whole page (pages of 5,000
+// nodes or pods are tens of MB, and growing a buffer to hold one was a
+// third of the memory a plan allocated). Anything else (JSON) is read
+// whole and decoded.
 func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient, resource string, o metav1.ListOptions, sl *pageSlot[T],
 	wire *wireFilter, slim func(*T), next func(string)) error {
 	// streamed: the transport retries up to the answer, relisting after
@@ -358,46 +362,36 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 		return err
 	}
 	if !bytes.Equal(prefix, protobufPrefix) {
-		rest, err := io.ReadAll(r)
-		if err != nil {
-			return err
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(append(slices.Clip(prefix), rest...), nil, nil)
-		if err != nil {
-			return err
-		}
-		cont, err := sl.add(obj, resource, slim)
-		if err != nil {
-			return err
-		}
-		next(cont)
-		return nil
+		return sl.addWhole(r, prefix, resource, slim, next)
 	}
+	if err := streamList[T, PT](r, sl, wire, slim, next); err != nil {
+		return fmt.Errorf("cannot decode the %s list: %w", resource, err)
+	}
+	return nil
+}
+
+// addWhole reads the rest of a page that is not protobuf, decodes it
+// whole, and adds its items as add does.
+func (sl *pageSlot[T]) addWhole(r io.Reader, prefix []byte, resource string, slim func(*T), next func(string)) error {
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(append(slices.Clip(prefix), rest...), nil, nil)
+	if err != nil {
+		return err
+	}
+	return sl.add(obj, resource, slim, next)
+}
+
+// streamList decodes a protobuf page from r into sl, one item at a time.
+// The page is an envelope (runtime.Unknown, the list in its field 2)
+// around a list whose field 1 is the ListMeta, with the continue token,
+// passed to next as soon as it is read, and field 2 each item (decodeItem).
+func streamList[T any, PT protoItem[T]](r *pageStream, sl *pageSlot[T], wire *wireFilter, slim func(*T), next func(string)) error {
 	var lm metav1.ListMeta
-	var zero T
-	item := func(b []byte) error {
-		sl.items = append(sl.items, zero)
-		it := &sl.items[len(sl.items)-1]
-		if sl.decode != nil {
-			return sl.decode(b, it)
-		}
-		if wire != nil {
-			var err error
-			if sl.filtered, err = wire.filter(sl.filtered[:0], b); err != nil {
-				return err
-			}
-			b = sl.filtered
-		}
-		if err := PT(it).Unmarshal(b); err != nil {
-			return err
-		}
-		if slim != nil {
-			slim(it)
-		}
-		return nil
-	}
 	list := false
-	err = streamFields(r, -1, func(num protowire.Number, n int) error {
+	err := streamFields(r, -1, func(num protowire.Number, n int) error {
 		if num != 2 {
 			_, err := r.Discard(n)
 			return err
@@ -414,26 +408,52 @@ func fetchPage[T any, PT protoItem[T]](ctx context.Context, rc *rest.RESTClient,
 			if err != nil {
 				return err
 			}
-			if num == 1 {
-				if err := lm.Unmarshal(b); err != nil {
-					return err
-				}
-				// a full page and what is left: the list's size where
-				// the server says it (not for a filtered list)
-				sl.remaining = lm.RemainingItemCount
-				next(lm.Continue)
-				return nil
+			if num == 2 {
+				return decodeItem[T, PT](sl, b, wire, slim)
 			}
-			return item(b)
+			if err := lm.Unmarshal(b); err != nil {
+				return err
+			}
+			// a full page and what is left: the list's size where
+			// the server says it (not for a filtered list)
+			sl.remaining = lm.RemainingItemCount
+			next(lm.Continue)
+			return nil
 		})
 	})
 	if err == nil && !list {
 		err = errors.New("no list in the envelope")
 	}
 	if err != nil {
-		return fmt.Errorf("cannot decode the %s list: %w", resource, err)
+		return err
 	}
 	next(lm.Continue) // a list without its ListMeta: the last page
+	return nil
+}
+
+// decodeItem appends the protobuf item b to sl's items, decoded by
+// sl.decode when not nil, else filtered by wire (when not nil),
+// unmarshalled and slimmed.
+func decodeItem[T any, PT protoItem[T]](sl *pageSlot[T], b []byte, wire *wireFilter, slim func(*T)) error {
+	var zero T
+	sl.items = append(sl.items, zero)
+	it := &sl.items[len(sl.items)-1]
+	if sl.decode != nil {
+		return sl.decode(b, it)
+	}
+	if wire != nil {
+		var err error
+		if sl.filtered, err = wire.filter(sl.filtered[:0], b); err != nil {
+			return err
+		}
+		b = sl.filtered
+	}
+	if err := PT(it).Unmarshal(b); err != nil {
+		return err
+	}
+	if slim != nil {
+		slim(it)
+	}
 	return nil
 }
 

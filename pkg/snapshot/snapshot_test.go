@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -654,5 +655,93 @@ func assertSlimmed[T any, PT interface {
 		if !equality.Semantic.DeepEqual(&g, want) {
 			t.Fatalf("%s %d differs from the slimmed original:\n got %+v\nwant %+v", kind, i, g, *want)
 		}
+	}
+}
+
+// TestFetchPageRefusesMalformedPages: a page that ends early, does not
+// decode, or holds no list fails with an error; fields of the list it
+// does not know are skipped.
+func TestFetchPageRefusesMalformedPages(t *testing.T) {
+	field := func(b []byte, num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
+	}
+	envelope := func(list []byte) []byte { return field(bytes.Clone(protobufPrefix), 2, list) }
+	truncated := []byte{0x0a, 0x05, 'a'} // a field 1 of 5 bytes with one
+	node := func(name string) []byte {
+		b, err := (&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		name  string
+		body  []byte
+		wire  *wireFilter
+		want  string // in the error; "" for none
+		nodes int    // decoded, when there is no error
+	}{
+		{"empty body", nil, nil, "'Kind' is missing", 0},
+		{"JSON that does not decode", []byte(`{"kind":"NodeList",`), nil, "unexpected end", 0},
+		{"JSON of an object, not a list", []byte(`{"kind":"Node","apiVersion":"v1","metadata":{"name":"a"}}`), nil, "must be a list", 0},
+		{"protobuf envelope without a list", field(bytes.Clone(protobufPrefix), 1, nil), nil, "no list in the envelope", 0},
+		{"protobuf list meta that does not decode", envelope(field(nil, 1, truncated)), nil, "cannot decode the nodes list", 0},
+		{"protobuf item that does not decode", envelope(field(nil, 2, truncated)), nil, "cannot decode the nodes list", 0},
+		{"protobuf item the wire filter cannot read", envelope(field(nil, 2, truncated)), nodeWire, "cannot decode the nodes list", 0},
+		{"protobuf list with a field it skips", envelope(field(field(nil, 3, []byte("x")), 2, node("a"))), nodeWire, "", 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(c.body) }))
+			t.Cleanup(ts.Close)
+			client, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL, QPS: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := client.CoreV1().RESTClient().(*rest.RESTClient)
+			var sl pageSlot[corev1.Node]
+			err = fetchPage[corev1.Node](context.Background(), rc, "nodes", metav1.ListOptions{}, &sl, c.wire, nil, func(string) {})
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("err = %v, want none", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("err = %v, want one saying %q", err, c.want)
+			}
+			if err == nil && len(sl.items) != c.nodes {
+				t.Errorf("%d nodes, want %d", len(sl.items), c.nodes)
+			}
+		})
+	}
+}
+
+// TestListIntoRefuses: a list whose source fails, or whose decoder is for
+// another type, fails with an error naming the list.
+func TestListIntoRefuses(t *testing.T) {
+	failing := fake.NewClientset()
+	failing.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("no RBAC"))
+	})
+	typed := func(c kubernetes.Interface) listPage {
+		return func(ctx context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
+			return c.CoreV1().Nodes().List(ctx, o)
+		}
+	}
+	cases := []struct {
+		name string
+		src  listSource
+		want string
+	}{
+		{"the list fails", listSource{typed: typed(failing)}, `listing nodes: nodes is forbidden`},
+		{"a decoder of pods", listSource{typed: typed(fake.NewClientset()), newDecoder: func() func([]byte, *corev1.Pod) error { return nil }},
+			"listing nodes: a func() func([]uint8, *v1.Pod) error cannot decode a *v1.Node"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var nodes []corev1.Node
+			err := listInto(context.Background(), "nodes", &nodes, nil, c.src)
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
 	}
 }

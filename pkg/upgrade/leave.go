@@ -46,53 +46,19 @@ func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) erro
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	told := map[string]bool{}
-	last := map[string]cloud.Departure{}
-	// Most terminations end in seconds: look again soon at first, then
-	// back off to the poll interval.
-	pause := min(250*time.Millisecond, e.cfg.PollInterval)
-	rounds := 0 // rounds in a row with a throttled look
+	w := &departureWait{e: e, d: d, machines: machines, told: map[string]bool{}, last: map[string]cloud.Departure{},
+		// Most terminations end in seconds: look again soon at first, then
+		// back off to the poll interval.
+		pause: min(250*time.Millisecond, e.cfg.PollInterval)}
 	for {
 		nodes := make([]string, 0, len(machines))
 		for node := range machines {
 			nodes = append(nodes, node)
 		}
 		sort.Strings(nodes)
-		var waiting []string
-		ids := make([]string, len(nodes))
-		for i, node := range nodes {
-			ids[i] = machines[node]
-		}
-		// One look at every machine waited for, whatever their number.
-		deps, err := d.Leaving(wctx, ids)
-		throttled := err != nil && cloud.Transient(err) && wctx.Err() == nil
-		switch {
-		case throttled:
-			// Throttling passes: still leaving, look again later.
-			for _, id := range ids {
-				waiting = append(waiting, fmt.Sprintf("%s to terminate", id))
-			}
-		case err != nil && wctx.Err() == nil:
+		waiting, throttled, err := w.look(wctx, nodes)
+		if err != nil {
 			return err
-		case err == nil:
-			for _, node := range nodes {
-				id := machines[node]
-				dep, ok := deps[id]
-				if ok && dep.Gone {
-					delete(machines, node)
-					continue
-				}
-				last[id] = dep
-				what := fmt.Sprintf("%s to terminate", id)
-				if len(dep.HeldBy) > 0 {
-					what += ": " + heldBy(dep)
-					if !told[id] {
-						told[id] = true
-						e.logf("waiting for %s", what)
-					}
-				}
-				waiting = append(waiting, what)
-			}
 		}
 		if len(machines) == 0 {
 			e.progress.waitingFor("")
@@ -100,43 +66,113 @@ func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) erro
 		}
 		if wctx.Err() == nil {
 			e.progress.waitingFor(listNames(waiting, waitNamesShown))
-			if throttled {
-				rounds++
-				pause = max(pause, cloud.Backoff(e.cfg.PollInterval, rounds))
-			} else {
-				rounds = 0
-			}
-			t := time.NewTimer(pause)
-			pause = min(2*pause, e.cfg.PollInterval)
-			select {
-			case <-wctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
+			w.sleep(wctx, throttled)
 			continue
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		node := nodes[0]
-		for _, n := range nodes {
-			if _, left := machines[n]; left {
-				node = n
-				break
-			}
-		}
-		id := machines[node]
-		why := "still " + strings.ToLower(orUnknown(last[id].Lifecycle))
-		if len(last[id].HeldBy) > 0 {
-			why = heldBy(last[id]) + ", which belongs to another system and was not completed"
-		}
-		more := ""
-		if len(machines) > 1 {
-			more = fmt.Sprintf(" (and %d more)", len(machines)-1)
-		}
-		return fmt.Errorf("%s %s of node %q did not terminate within %s (--terminate-timeout)%s: %s; complete the hook where it belongs or raise --terminate-timeout, then run again",
-			e.machineKind(), id, node, plan.FormatDuration(timeout), more, why)
+		return w.timedOut(nodes, timeout)
 	}
+}
+
+// departureWait is awaitGone's wait for removed machines to leave.
+type departureWait struct {
+	e        *Engine
+	d        cloud.Departures
+	machines map[string]string // by node: those not gone yet
+	told     map[string]bool   // machines whose hooks were logged
+	last     map[string]cloud.Departure
+	pause    time.Duration // before the next look
+	rounds   int           // rounds in a row with a throttled look
+}
+
+// look asks once after every machine waited for, whatever their number,
+// forgets those gone, and says what is still awaited. Throttling passes:
+// a throttled look counts them all as still leaving.
+func (w *departureWait) look(ctx context.Context, nodes []string) (waiting []string, throttled bool, err error) {
+	ids := make([]string, len(nodes))
+	for i, node := range nodes {
+		ids[i] = w.machines[node]
+	}
+	deps, err := w.d.Leaving(ctx, ids)
+	throttled = err != nil && cloud.Transient(err) && ctx.Err() == nil
+	switch {
+	case throttled:
+		for _, id := range ids {
+			waiting = append(waiting, fmt.Sprintf("%s to terminate", id))
+		}
+	case err != nil && ctx.Err() == nil:
+		return nil, false, err
+	case err == nil:
+		for _, node := range nodes {
+			id := w.machines[node]
+			dep, ok := deps[id]
+			if ok && dep.Gone {
+				delete(w.machines, node)
+				continue
+			}
+			w.last[id] = dep
+			waiting = append(waiting, w.awaited(id, dep))
+		}
+	}
+	return waiting, throttled, nil
+}
+
+// awaited says what is awaited of a machine still leaving; the hooks
+// holding it are logged once.
+func (w *departureWait) awaited(id string, dep cloud.Departure) string {
+	what := fmt.Sprintf("%s to terminate", id)
+	if len(dep.HeldBy) > 0 {
+		what += ": " + heldBy(dep)
+		if !w.told[id] {
+			w.told[id] = true
+			w.e.logf("waiting for %s", what)
+		}
+	}
+	return what
+}
+
+// sleep pauses before the next look, doubling the pause up to the poll
+// interval, and backing off further while the cloud throttles the looks.
+func (w *departureWait) sleep(ctx context.Context, throttled bool) {
+	poll := w.e.cfg.PollInterval
+	if throttled {
+		w.rounds++
+		w.pause = max(w.pause, cloud.Backoff(poll, w.rounds))
+	} else {
+		w.rounds = 0
+	}
+	t := time.NewTimer(w.pause)
+	defer t.Stop()
+	w.pause = min(2*w.pause, poll)
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// timedOut is the error of a wait past --terminate-timeout: it names the
+// first machine still there, and why it is.
+func (w *departureWait) timedOut(nodes []string, timeout time.Duration) error {
+	node := nodes[0]
+	for _, n := range nodes {
+		if _, left := w.machines[n]; left {
+			node = n
+			break
+		}
+	}
+	id := w.machines[node]
+	why := "still " + strings.ToLower(orUnknown(w.last[id].Lifecycle))
+	if len(w.last[id].HeldBy) > 0 {
+		why = heldBy(w.last[id]) + ", which belongs to another system and was not completed"
+	}
+	more := ""
+	if len(w.machines) > 1 {
+		more = fmt.Sprintf(" (and %d more)", len(w.machines)-1)
+	}
+	return fmt.Errorf("%s %s of node %q did not terminate within %s (--terminate-timeout)%s: %s; complete the hook where it belongs or raise --terminate-timeout, then run again",
+		w.e.machineKind(), id, node, plan.FormatDuration(timeout), more, why)
 }
 
 // heldBy says which hooks hold a leaving machine, and how long each may.

@@ -17,7 +17,8 @@ import (
 type holdingGroup struct {
 	*fakeGroup
 	holdLooks int
-	throttled int // looks, first, that the cloud throttles
+	throttled int  // looks, first, that the cloud throttles
+	refuse    bool // every look fails for good (access denied, say)
 
 	hmu     sync.Mutex
 	looks   map[string]int // looks at each machine
@@ -39,6 +40,9 @@ func (h *holdingGroup) Leaving(_ context.Context, ids []string) (map[string]clou
 	h.hmu.Lock()
 	defer h.hmu.Unlock()
 	h.calls++
+	if h.refuse {
+		return nil, throttledErr{transient: false}
+	}
 	if h.throttled > 0 {
 		h.throttled--
 		return nil, throttledErr{transient: true}
@@ -64,6 +68,7 @@ func TestRemovedMachinesAreAwaited(t *testing.T) {
 		in        plan.Input
 		holdLooks int
 		throttled int
+		refuse    bool
 		timeout   time.Duration
 		// wantGone are the machines awaited until gone; wantErr the
 		// run's error; wantRecordedDone the nodes the record counts done
@@ -86,11 +91,17 @@ func TestRemovedMachinesAreAwaited(t *testing.T) {
 		// after the timeout (or a kill in the wait) counts it.
 		{name: "held past --terminate-timeout", strategy: "surge", in: plan.Input{MaxSurge: 1, MaxUnavailable: "0"}, holdLooks: -1, timeout: 300 * time.Millisecond, wantRecordedDone: 1,
 			wantErr: `did not terminate within 300ms (--terminate-timeout): held by lifecycle hook "drain-hook" (Terminating:Wait, heartbeat 300 s), which belongs to another system and was not completed; complete the hook where it belongs or raise --terminate-timeout, then run again`},
+		// The first of the batch's machines still there is named, the others counted.
+		{name: "a batch held past --terminate-timeout", strategy: "eks", in: plan.Input{MaxUnavailable: "3"}, holdLooks: -1, timeout: 300 * time.Millisecond, wantRecordedDone: 3,
+			wantErr: `instance i-old-a1 of node "old-a1" did not terminate within 300ms (--terminate-timeout) (and 2 more): held by lifecycle hook "drain-hook"`},
+		// A look that fails for good ends the wait with its error, not the timeout's.
+		{name: "the look refused", strategy: "surge", in: plan.Input{MaxSurge: 1, MaxUnavailable: "0"}, refuse: true, wantRecordedDone: 1,
+			wantErr: `cannot describe the group: Throttling: Rate exceeded`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			client, fg := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
-			group := &holdingGroup{fakeGroup: fg, holdLooks: tc.holdLooks, throttled: tc.throttled, looks: map[string]int{}, removed: map[string]bool{}}
+			group := &holdingGroup{fakeGroup: fg, holdLooks: tc.holdLooks, throttled: tc.throttled, refuse: tc.refuse, looks: map[string]int{}, removed: map[string]bool{}}
 			in := tc.in
 			in.Strategy, in.Cloud = tc.strategy, fg.cloudGroup(nil)
 			p := buildPlan(t, client, in)

@@ -81,35 +81,13 @@ func (v *workloadView) watch(ctx context.Context, kinds []string) error {
 	for _, kind := range kinds {
 		inf, ok := v.kinds[kind]
 		if !ok {
-			switch kind {
-			case "Deployment":
-				inf = v.factory.Apps().V1().Deployments().Informer()
-			case "ReplicaSet":
-				inf = v.factory.Apps().V1().ReplicaSets().Informer()
-			case "StatefulSet":
-				inf = v.factory.Apps().V1().StatefulSets().Informer()
-			case "ReplicationController":
-				inf = v.factory.Core().V1().ReplicationControllers().Informer()
-			default:
-				continue
-			}
-			err := inf.SetTransform(snapshot.Slim)
-			if err == nil && kind == "ReplicaSet" {
-				err = inf.AddIndexers(cache.Indexers{byDeploymentIndex: indexByDeployment})
-			}
-			if err == nil {
-				err = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { v.listFailed(kind, err) })
-			}
-			if err == nil {
-				_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-					AddFunc:    func(any) { v.signal() },
-					UpdateFunc: func(any, any) { v.signal() },
-					DeleteFunc: func(any) { v.signal() },
-				})
-			}
-			if err != nil {
+			var err error
+			if inf, err = v.newInformer(kind); err != nil {
 				v.mu.Unlock()
 				return fmt.Errorf("error when watching %ss: %w", kind, err)
+			}
+			if inf == nil {
+				continue
 			}
 			v.kinds[kind] = inf
 		}
@@ -117,9 +95,48 @@ func (v *workloadView) watch(ctx context.Context, kinds []string) error {
 	}
 	v.mu.Unlock()
 	v.factory.Start(v.stop) // starts the informers not started yet
-	// Synced has no event of its own (an empty list adds nothing), so it
-	// is looked at every 100 ms, as cache.WaitForCacheSync does, and at
-	// every change and refusal.
+	return v.waitListed(ctx, kinds, synced)
+}
+
+// newInformer sets up the factory's informer of kind: slimmed objects,
+// ReplicaSets indexed by Deployment, refusals noted, and every change
+// signalled. It returns nil for a kind without one.
+func (v *workloadView) newInformer(kind string) (cache.SharedIndexInformer, error) {
+	var inf cache.SharedIndexInformer
+	switch kind {
+	case "Deployment":
+		inf = v.factory.Apps().V1().Deployments().Informer()
+	case "ReplicaSet":
+		inf = v.factory.Apps().V1().ReplicaSets().Informer()
+	case "StatefulSet":
+		inf = v.factory.Apps().V1().StatefulSets().Informer()
+	case "ReplicationController":
+		inf = v.factory.Core().V1().ReplicationControllers().Informer()
+	default:
+		return nil, nil
+	}
+	err := inf.SetTransform(snapshot.Slim)
+	if err == nil && kind == "ReplicaSet" {
+		err = inf.AddIndexers(cache.Indexers{byDeploymentIndex: indexByDeployment})
+	}
+	if err == nil {
+		err = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { v.listFailed(kind, err) })
+	}
+	if err == nil {
+		_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { v.signal() },
+			UpdateFunc: func(any, any) { v.signal() },
+			DeleteFunc: func(any) { v.signal() },
+		})
+	}
+	return inf, err
+}
+
+// waitListed waits until every informer of synced has listed its kind,
+// a kind's list is refused, or ctx ends. Synced has no event of its own
+// (an empty list adds nothing), so it is looked at every 100 ms, as
+// cache.WaitForCacheSync does, and at every change and refusal.
+func (v *workloadView) waitListed(ctx context.Context, kinds []string, synced []cache.InformerSynced) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
