@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,10 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Keys of the outdated reasons that are not labels.
+// Keys of the outdated reasons that are not labels, where the provider
+// names none (see CloudGroup.TemplateKey).
 const (
-	DiffTemplate        = "launch-template"
-	DiffTemplateVersion = "launch-template-version"
+	DiffTemplate        = "template"
+	DiffTemplateVersion = "version"
 	// DiffBlue marks a node of blue/green's blue group, drained whatever
 	// it runs.
 	DiffBlue = "blue-group"
@@ -94,7 +96,12 @@ type CloudGroup struct {
 	// (EKS's); a node whose label disagrees with the target is outdated,
 	// and a new node is not usable until it agrees. "" where none.
 	VersionLabel, ImageLabel string
-	Sizes                    Sizes
+	// TemplateKey and VersionKey name, in the plan's OUTDATED column, a
+	// machine of another template or version (AWS: launch-template,
+	// launch-template-version); DiffTemplate and DiffTemplateVersion when
+	// empty.
+	TemplateKey, VersionKey string
+	Sizes                   Sizes
 	// Recorded are the sizes an interrupted run recorded before it scaled
 	// the group up; nil when no run is in progress. RescaleFrom is set when
 	// that scale-up was for another version, whose nodes this target
@@ -270,9 +277,9 @@ func machineOutdated(node *corev1.Node, cg *CloudGroup) (diffs []LabelDiff, mach
 	}
 	switch {
 	case m.Template != cg.Template:
-		diffs = append(diffs, LabelDiff{Key: DiffTemplate, Current: m.Template, Target: cg.Template})
+		diffs = append(diffs, LabelDiff{Key: cmp.Or(cg.TemplateKey, DiffTemplate), Current: m.Template, Target: cg.Template})
 	case m.Version != cg.TargetVersion:
-		diffs = append(diffs, LabelDiff{Key: DiffTemplateVersion, Current: m.Version, Target: cg.TargetVersion})
+		diffs = append(diffs, LabelDiff{Key: cmp.Or(cg.VersionKey, DiffTemplateVersion), Current: m.Version, Target: cg.TargetVersion})
 	}
 	// The provider's own labels, where the nodes carry them, must agree
 	// too: a node whose labels say otherwise (EKS's) would be replaced by

@@ -42,7 +42,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	}
 	header = append(header, cloudLines(p)...)
 	for _, h := range header {
-		if _, err := fmt.Fprintf(w, "%-17s%s\n", h[0]+":", h[1]); err != nil {
+		if _, err := fmt.Fprintf(w, "%-*s%s\n", headerKeyWidth, h[0]+":", h[1]); err != nil {
 			return err
 		}
 	}
@@ -101,7 +101,10 @@ func cloudLines(p *Plan) [][2]string {
 	if c == nil {
 		return nil
 	}
-	group := [2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
+	group := [2]string{groupLineKey(c.GroupKind), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
+	if group[0] == "Group" {
+		group[1] = c.GroupKind + " " + group[1]
+	}
 	if p.Managed != nil {
 		group = [2]string{"Updated by", fmt.Sprintf("%s %q in %s (the service runs the update)", p.Managed.Service, c.Group, output.OrNone(c.Region))}
 	}
@@ -116,6 +119,20 @@ func cloudLines(p *Plan) [][2]string {
 	}
 	return lines
 }
+
+// groupLineKey is the header key of the cloud group's line: its kind without
+// " group" ("Auto Scaling"), or "Group" where the kind is too long for the
+// key's column (the kind then leads the line).
+func groupLineKey(kind string) string {
+	key := strings.TrimSuffix(strings.TrimSuffix(kind, " groups"), " group")
+	if len(key)+1 >= headerKeyWidth {
+		return "Group"
+	}
+	return key
+}
+
+// headerKeyWidth is the column of the header's keys, colon included.
+const headerKeyWidth = 17
 
 // writeSteps lists the phases with their estimates.
 func writeSteps(w io.Writer, p *Plan) {

@@ -117,3 +117,18 @@ func TestPlanWideAndName(t *testing.T) {
 		t.Errorf("the default table has the wide columns:\n%s", narrow.String())
 	}
 }
+
+func TestGroupLineKey(t *testing.T) {
+	for _, tc := range []struct{ kind, want string }{
+		{"Auto Scaling group", "Auto Scaling"},
+		{"EKS managed node group", "Group"}, // "EKS managed node:" would touch its value
+		{"regional managed instance group", "Group"},
+		{"zonal managed instance groups", "Group"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			if got := groupLineKey(tc.kind); got != tc.want {
+				t.Errorf("groupLineKey(%q) = %q, want %q", tc.kind, got, tc.want)
+			}
+		})
+	}
+}

@@ -356,6 +356,7 @@ func (m *ManagedNodeGroup) cloudGroup(p *Provider, nodes []corev1.Node) *plan.Cl
 		Template: m.asg.LaunchTemplateID, TemplateKind: "launch template", MachineKind: "instance",
 		CurrentVersion: current, TargetVersion: target,
 		VersionLabel: TemplateVersionLabel, ImageLabel: ImageLabel,
+		TemplateKey: "launch-template", VersionKey: "launch-template-version",
 		Sizes: plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes: byNode, Unjoined: unjoined, Managed: m,
 	}

@@ -136,6 +136,8 @@ func openSelfManaged(ctx context.Context, provider *Provider, client kubernetes.
 		TargetLike:     target.SourceVersion,
 		VersionLabel:   TemplateVersionLabel,
 		ImageLabel:     ImageLabel,
+		TemplateKey:    "launch-template",
+		VersionKey:     "launch-template-version",
 		Sizes:          plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes:          byNode,
 		Unjoined:       unjoined,

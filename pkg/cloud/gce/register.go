@@ -298,6 +298,7 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 		Provider: Name, Region: n.region(), Name: n.GroupName(), GroupKind: groupKind(n.MIGs),
 		Template: n.Provider.project, TemplateKind: "instance template in project", MachineKind: "instance",
 		CurrentVersion: cur, TargetVersion: target.Template, TargetImage: target.Image,
+		TemplateKey: "project", VersionKey: "instance-template",
 		Sizes: targetSizes(targetSizesOf(igms)), Nodes: byNode, Unjoined: unjoined,
 	}
 	if target.Create {
