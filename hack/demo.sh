@@ -19,26 +19,9 @@ case $cloud in
 aws | gce) ;;
 *) echo "usage: hack/demo.sh [aws|gce|gke]" >&2; exit 2 ;;
 esac
-work=${DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/nodeupgrade-demo.XXXXXX")}
-mkdir -p "$work/bin"
-
-echo "== building (the simulated cluster's first build takes a few minutes)"
-go build -o "$work/bin/kubectl-nodeupgrade" ./cmd/kubectl-nodeupgrade
-(cd sim && go build -o "$work/bin/simcluster" ./cmd/simcluster)
-export PATH="$work/bin:$PATH"
-
-echo "== starting the simulated cluster, the local $cloud endpoint and the demo node group in $work"
-"$work/bin/simcluster" up --dir "$work/cluster" "--$cloud-demo" >"$work/simcluster.out" 2>"$work/simcluster.log" &
-sim_pid=$!
-trap 'kill $sim_pid 2>/dev/null; wait $sim_pid 2>/dev/null || true' EXIT
-# The cluster, 9 instances and the apps: allow 5 minutes.
-for _ in $(seq 1 1500); do
-  grep -q '^ready ' "$work/simcluster.out" 2>/dev/null && break
-  kill -0 $sim_pid 2>/dev/null || { cat "$work/simcluster.out" "$work/simcluster.log"; exit 1; }
-  sleep 0.2
-done
-ready=$(grep '^ready ' "$work/simcluster.out") || { echo "simcluster did not come up; see $work/simcluster.log"; exit 1; }
-export KUBECONFIG=$(sed -n 's/^ready kubeconfig=\([^ ]*\).*/\1/p' <<<"$ready")
+# shellcheck source=hack/demo-lib.sh
+. hack/demo-lib.sh
+demo_start "the simulated cluster, the local $cloud endpoint and the demo node group" "--$cloud-demo"
 
 case $cloud in
 aws)
