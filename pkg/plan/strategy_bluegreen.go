@@ -80,7 +80,7 @@ func (blueGreen) Flags() []string {
 	return []string{"batch-node-count", "batch-percent", "batch-soak", "node-pool-soak", "green-asg", "green-selector", "no-wait"}
 }
 
-func (blueGreen) Needs(Input) Capability { return CapGroup | CapNewGroups }
+func (blueGreen) Needs(Input) Capability { return CapNewGroups }
 
 func (blueGreen) Validate(in Input, _ int) (int, error) { return 0, ValidateBlueGreen(in.BlueGreen) }
 
