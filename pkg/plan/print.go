@@ -34,6 +34,9 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		if c.TargetImage != "" {
 			lt += " (image " + c.TargetImage + ")"
 		}
+		if c.TargetText != "" {
+			lt = c.TargetText
+		}
 		if p.Managed != nil {
 			lt = p.Managed.Target
 		}
@@ -59,6 +62,9 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	}
 	if c := p.Cloud; c != nil {
 		group := [2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
+		if c.TargetText != "" {
+			group[1] = fmt.Sprintf("%s in %s, %s -> %s", c.Group, output.OrNone(c.Region), c.CurrentVersion, c.TargetVersion)
+		}
 		if p.Managed != nil {
 			group = [2]string{"Updated by", fmt.Sprintf("%s %q in %s (the service runs the update)", p.Managed.Service, c.Group, output.OrNone(c.Region))}
 		}
