@@ -63,7 +63,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	if c := p.Cloud; c != nil {
 		group := [2]string{strings.TrimSuffix(c.GroupKind, " group"), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
 		if c.TargetText != "" {
-			group[1] = fmt.Sprintf("%s in %s, %s -> %s", c.Group, output.OrNone(c.Region), c.CurrentVersion, c.TargetVersion)
+			group = [2]string{"Cloud group", fmt.Sprintf("%s %q in %s, %s -> %s", c.GroupKind, c.Group, output.OrNone(c.Region), c.CurrentVersion, c.TargetVersion)}
 		}
 		if p.Managed != nil {
 			group = [2]string{"Updated by", fmt.Sprintf("%s %q in %s (the service runs the update)", p.Managed.Service, c.Group, output.OrNone(c.Region))}

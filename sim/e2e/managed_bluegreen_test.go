@@ -51,8 +51,9 @@ func (m *managedGroup) assertGreenServes(t *testing.T) {
 }
 
 // assertBlueServes checks that green is gone and blue serves as before
-// the run: its sizes, its nodes schedulable, the workloads Ready.
-func (m *managedGroup) assertBlueServes(t *testing.T) {
+// the run: its sizes, its nodes schedulable, the workloads Ready, and
+// the record aborted where abort ended the run.
+func (m *managedGroup) assertBlueServes(t *testing.T, aborted bool) {
 	t.Helper()
 	if got := m.srv.Nodegroups(m.cluster); !slices.Equal(got, []string{m.name}) {
 		t.Errorf("node groups %v, want only blue %q", got, m.name)
@@ -61,7 +62,7 @@ func (m *managedGroup) assertBlueServes(t *testing.T) {
 	if got, want := *ng.ScalingConfig, *m.before.ScalingConfig; *got.MinSize != *want.MinSize || *got.DesiredSize != *want.DesiredSize || *got.MaxSize != *want.MaxSize {
 		t.Errorf("blue sizes %d/%d/%d, want the original %d/%d/%d", *got.MinSize, *got.DesiredSize, *got.MaxSize, *want.MinSize, *want.DesiredSize, *want.MaxSize)
 	}
-	assertBackInService(t, m.name, m.run, true)
+	assertBackInService(t, m.name, m.run, aborted)
 }
 
 // TestManagedNodeGroupBlueGreen: blue/green, which EKS has not, on a
@@ -76,6 +77,14 @@ func TestManagedNodeGroupBlueGreen(t *testing.T) {
 	watch, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// What CreateNodegroup would refuse is refused before anything
+	// changes: green at another version than the control plane's.
+	for _, bad := range [][]string{{"--kubernetes-version", "1.30"}, {}, {"--update-strategy", "MINIMAL", "--kubernetes-version", "1.31"}} {
+		r := m.run(t, append([]string{"run", name, "--strategy", "blue-green", "--yes"}, bad...)...)
+		if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) {
+			t.Errorf("run %v: want exit %d with one line: %s", bad, nodeupgrade.ExitUsage, r)
+		}
 	}
 	args := managedBlueGreenArgs(name, "1s")
 	p := m.run(t, append([]string{"plan"}, args[1:len(args)-1]...)...)
@@ -151,7 +160,7 @@ func TestManagedNodeGroupBlueGreenRollbackAndAbort(t *testing.T) {
 				}
 			}
 			assertNoViolations(t, watch.Stop())
-			m.assertBlueServes(t)
+			m.assertBlueServes(t, tc.undo == "abort")
 		})
 	}
 }
