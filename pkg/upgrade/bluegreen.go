@@ -161,7 +161,9 @@ func (e *Engine) createGreen(ctx context.Context) error {
 	if err := e.save(ctx); err != nil {
 		return err
 	}
-	bg.UseGreen(green)
+	if green != "" {
+		bg.UseGreen(green)
+	}
 	if e.traits.GreenFromZero {
 		return nil // green grows when blue's pods need it
 	}
