@@ -22,6 +22,19 @@ func managedBlueGreenArgs(name, batchSoak string) []string {
 		"--batch-soak", batchSoak, "--node-pool-soak", "0s", "--post-drain-wait", "0s", "--yes"}
 }
 
+// setupManagedBlue is a managed group of 3 nodes, 1.30 in a 1.31
+// cluster, serving a Deployment whose PDB allows one disruption, watched
+// for violations.
+func setupManagedBlue(t *testing.T, name string) (*managedGroup, *scenario.PDBWatcher) {
+	t.Helper()
+	m := setupManagedGroup(t, name, 3, time.Minute, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	watch, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, watch
+}
+
 // assertGreenServes checks that blue's node group was deleted with
 // nothing left on its nodes for EKS to force out, and that green, the
 // only group left, serves on 1.31 with blue's size.
@@ -73,11 +86,7 @@ func (m *managedGroup) assertBlueServes(t *testing.T, aborted bool) {
 func TestManagedNodeGroupBlueGreen(t *testing.T) {
 	t.Parallel()
 	const name = "mng-bg"
-	m := setupManagedGroup(t, name, 3, time.Minute, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
-	watch, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, watch := setupManagedBlue(t, name)
 	// What CreateNodegroup would refuse is refused before anything
 	// changes: green at another version than the control plane's.
 	for _, bad := range [][]string{{"--kubernetes-version", "1.30"}, {}, {"--update-strategy", "MINIMAL", "--kubernetes-version", "1.31"}} {
@@ -111,11 +120,7 @@ func TestManagedNodeGroupBlueGreen(t *testing.T) {
 func TestManagedNodeGroupBlueGreenKilledThenRunAgain(t *testing.T) {
 	t.Parallel()
 	const name = "mng-bg-kill"
-	m := setupManagedGroup(t, name, 3, time.Minute, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
-	watch, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, watch := setupManagedBlue(t, name)
 	args := managedBlueGreenArgs(name, "3s")
 	killed, out := runAndKill(t, m.cmd(sim.Kubeconfig, args...), killPoint{name: "mid-drain", marker: "batch 2/3"})
 	if !killed {
@@ -136,11 +141,7 @@ func TestManagedNodeGroupBlueGreenRollbackAndAbort(t *testing.T) {
 	for _, tc := range []struct{ name, undo string }{{"mng-bg-rollback", "rollback"}, {"mng-bg-abort", "abort"}} {
 		t.Run(tc.undo, func(t *testing.T) {
 			t.Parallel()
-			m := setupManagedGroup(t, tc.name, 3, time.Minute, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
-			watch, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, tc.name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, watch := setupManagedBlue(t, tc.name)
 			run := startBackground(t, m.cmd(sim.Kubeconfig, managedBlueGreenArgs(tc.name, "2m")...))
 			if !run.waitFor("batch 1/3: soak") {
 				t.Fatalf("the run never reached the first batch soak:\n%s", run.output())
