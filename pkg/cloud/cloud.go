@@ -37,29 +37,38 @@ type Remover interface {
 	RemoveNode(ctx context.Context, node string) error
 }
 
-// Group is a provider whose nodes are the machines of one resizable group
-// (an Auto Scaling group): a run with it adds the Setup, ScaleUp and
-// ScaleDown phases of the EKS update. Every method may be called again
-// after an interruption.
-type Group interface {
-	Remover
+// Pool is a provider whose nodes are the machines of one cloud group,
+// which a run reads: its sizes and which machine stands for which node.
+// A Pool alone is never resized by the run behind its cloud's back (an
+// EKS managed node group); Group is one the run resizes itself.
+type Pool interface {
+	Provider
 	// GroupName names the group for messages and the record.
 	GroupName() string
-	// Setup makes the group launch the target configuration and returns
-	// its version.
-	Setup(ctx context.Context) (version string, err error)
 	// Sizes reads min, desired and max (see plan.Sizes for a cloud whose
 	// groups have only a target size).
 	Sizes(ctx context.Context) (plan.Sizes, error)
-	// SetDesiredAndMax sets both in one call.
-	SetDesiredAndMax(ctx context.Context, desired, max int32) error
-	// SetMax sets max alone.
-	SetMax(ctx context.Context, max int32) error
 	// Machines maps nodes to the group's machines; the machines of the
 	// group that no node stands for yet come back in pending.
 	Machines(ctx context.Context, nodes []*corev1.Node) (byNode map[string]plan.Machine, pending []plan.Machine, err error)
 	// Current reports whether a machine runs the target configuration.
 	Current(m plan.Machine, version string) bool
+}
+
+// Group is a Pool the run resizes and points at the target itself (an
+// Auto Scaling group): a run with it adds the Setup, ScaleUp and
+// ScaleDown phases of the EKS update. Every method may be called again
+// after an interruption.
+type Group interface {
+	Pool
+	Remover
+	// Setup makes the group launch the target configuration and returns
+	// its version.
+	Setup(ctx context.Context) (version string, err error)
+	// SetDesiredAndMax sets both in one call.
+	SetDesiredAndMax(ctx context.Context, desired, max int32) error
+	// SetMax sets max alone.
+	SetMax(ctx context.Context, max int32) error
 	// Shrink takes a drained node's machine out of the group and lowers
 	// the desired size by one, so nothing replaces it.
 	Shrink(ctx context.Context, node string) error
@@ -101,10 +110,13 @@ type Deregisterer interface {
 	Deregister(ctx context.Context, nodes []string, timeout time.Duration, waiting func(what string)) error
 }
 
-// BlueGreen is a Group that can stand a second, green group up beside it
-// and delete the first one, blue: the blue/green strategies.
+// BlueGreen is a Pool that can stand a second, green group up beside it
+// and delete the first one, blue: the blue/green strategies. It needs no
+// more of blue than a Pool's reads and the sizes it sets through
+// SetGroupSizes, so a group whose cloud service owns its sizes (an EKS
+// managed node group) can be one without being a Group.
 type BlueGreen interface {
-	Group
+	Pool
 	// PrepareTarget makes sure the target version exists (creating it for
 	// a new image) without pointing the group at it, and returns it.
 	PrepareTarget(ctx context.Context) (version string, err error)

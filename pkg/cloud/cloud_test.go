@@ -33,7 +33,14 @@ func TestCapabilities(t *testing.T) {
 		{"a group that rebalances its zones", &fakeRebalancer{group}, resize},
 		{"a group whose machines linger on their way out", &fakeDepartures{group}, resize},
 		{"a group that follows its template's default", &fakeFollower{group}, resize},
-		{"a group that stands up a green group", &fakeBlueGreen{group}, resize | plan.CapNewGroups},
+		{"a group that stands up a green group", &fakeBlueGreen{fakeGroup: group}, resize | plan.CapNewGroups},
+		// An EKS managed node group: its service updates it in place and
+		// owns its sizes, yet a green group can stand beside it.
+		{"a service's group that stands up a green group, never resized", struct {
+			*fakeManaged
+			poolReads
+			greens
+		}{fakeManaged: &fakeManaged{group: "pool"}}, plan.CapManagedUpdate | plan.CapNewGroups},
 		{"a service that runs the update itself", &fakeManaged{group: "pool"}, plan.CapManagedUpdate},
 		{"a service with every control", struct {
 			*fakeManaged
@@ -102,7 +109,7 @@ func TestGroupName(t *testing.T) {
 		{"provider none", &None{}, ""},
 		{"a remover without a group", &fakeRemover{}, ""},
 		{"a resizable group", &fakeGroup{group: "asg-workers"}, "asg-workers"},
-		{"a green-capable group", &fakeBlueGreen{fakeGroup{group: "asg-blue"}}, "asg-blue"},
+		{"a green-capable group", &fakeBlueGreen{fakeGroup: fakeGroup{group: "asg-blue"}}, "asg-blue"},
 		{"a service's group", &fakeManaged{group: "pool-a"}, "pool-a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

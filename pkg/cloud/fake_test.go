@@ -93,20 +93,33 @@ func (p *fakeDeregisterer) Deregister(context.Context, []string, time.Duration, 
 }
 
 // fakeBlueGreen can stand a second group up beside the first.
-type fakeBlueGreen struct{ fakeGroup }
+type fakeBlueGreen struct {
+	fakeGroup
+	greens
+}
 
-func (g *fakeBlueGreen) PrepareTarget(context.Context) (string, error) { return "2", nil }
-func (g *fakeBlueGreen) CheckQuota(context.Context) error              { return nil }
-func (g *fakeBlueGreen) GreenName(version string) string               { return g.group + "-v" + version }
-func (g *fakeBlueGreen) UseGreen(string)                               {}
-func (g *fakeBlueGreen) DeleteGroup(context.Context, string) error     { return nil }
-func (g *fakeBlueGreen) CreateGreen(context.Context, string, string, plan.Sizes) error {
-	return nil
+// greens are the calls that stand a green group up and delete a group,
+// to embed beside a Pool's reads.
+type greens struct{}
+
+func (greens) PrepareTarget(context.Context) (string, error)                 { return "2", nil }
+func (greens) CheckQuota(context.Context) error                              { return nil }
+func (greens) GreenName(version string) string                               { return "green-v" + version }
+func (greens) UseGreen(string)                                               {}
+func (greens) DeleteGroup(context.Context, string) error                     { return nil }
+func (greens) CreateGreen(context.Context, string, string, plan.Sizes) error { return nil }
+func (greens) GroupSizes(context.Context, string) (plan.Sizes, error)        { return plan.Sizes{}, nil }
+func (greens) SetGroupSizes(context.Context, string, plan.Sizes) error       { return nil }
+
+// poolReads are a Pool's reads but GroupName, to embed beside a provider
+// that names its group already.
+type poolReads struct{}
+
+func (poolReads) Sizes(context.Context) (plan.Sizes, error) { return plan.Sizes{}, nil }
+func (poolReads) Current(plan.Machine, string) bool         { return false }
+func (poolReads) Machines(context.Context, []*corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
+	return nil, nil, nil
 }
-func (g *fakeBlueGreen) GroupSizes(context.Context, string) (plan.Sizes, error) {
-	return g.sizes, nil
-}
-func (g *fakeBlueGreen) SetGroupSizes(context.Context, string, plan.Sizes) error { return nil }
 
 // fakeManaged is a group whose cloud service runs the update itself, with
 // no control over it.

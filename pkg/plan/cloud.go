@@ -86,6 +86,18 @@ type CloudGroup struct {
 	CurrentVersion string
 	TargetVersion  string
 	TargetImage    string
+	// TargetText says what the target is where a template's version does
+	// not (an EKS managed node group's Kubernetes and AMI release
+	// versions); "" when it does.
+	TargetText string
+	// Green is the name of the green group a blue/green run creates,
+	// where the provider names it otherwise than blue's name with the
+	// target version; GreenLabel is the label key whose value, green's
+	// name, green's nodes carry instead of the node group's (EKS labels a
+	// managed node group's nodes with its own name): the run finds them
+	// by it, and the node group goes by green's name afterwards.
+	Green      string
+	GreenLabel string
 	// TargetLike is a version whose machines the target's look like
 	// apart from the image (the target copies it, or differs from it in
 	// the image alone): its nodes carry the labels the new nodes will.
@@ -184,6 +196,8 @@ type CloudPlan struct {
 	// VersionLabel and ImageLabel: see CloudGroup.
 	VersionLabel string `json:"versionLabel,omitempty"`
 	ImageLabel   string `json:"imageLabel,omitempty"`
+	// TargetText is CloudGroup.TargetText.
+	TargetText string `json:"targetText,omitempty"`
 	// Before are the sizes the group goes back to at the end; During the
 	// sizes while the upgrade runs, ScaleUp nodes more.
 	Before  Sizes `json:"before"`
@@ -331,6 +345,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		TargetImage:    cg.TargetImage,
 		VersionLabel:   cg.VersionLabel,
 		ImageLabel:     cg.ImageLabel,
+		TargetText:     cg.TargetText,
 		Before:         cg.Sizes,
 		During:         cg.Sizes,
 		Rebalance:      cg.Rebalance,

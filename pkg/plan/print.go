@@ -84,6 +84,9 @@ func targetLine(p *Plan) string {
 	if c.TargetImage != "" {
 		lt += " (image " + c.TargetImage + ")"
 	}
+	if c.TargetText != "" {
+		lt = c.TargetText
+	}
 	if p.Managed != nil {
 		lt = p.Managed.Target
 	}
@@ -104,6 +107,9 @@ func cloudLines(p *Plan) [][2]string {
 	group := [2]string{groupLineKey(c.GroupKind), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
 	if group[0] == "Group" {
 		group[1] = c.GroupKind + " " + group[1]
+	}
+	if c.TargetText != "" {
+		group = [2]string{"Cloud group", fmt.Sprintf("%s %q in %s, %s -> %s", c.GroupKind, c.Group, output.OrNone(c.Region), c.CurrentVersion, c.TargetVersion)}
 	}
 	if p.Managed != nil {
 		group = [2]string{"Updated by", fmt.Sprintf("%s %q in %s (the service runs the update)", p.Managed.Service, c.Group, output.OrNone(c.Region))}

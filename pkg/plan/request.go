@@ -72,6 +72,11 @@ type CloudTarget struct {
 	// (--keep-default-version): a group that launches the default and
 	// would need the target made the default is refused instead.
 	KeepDefault bool `json:"keepDefault,omitempty"`
+	// Strategy is the run's --strategy: a group whose service runs one
+	// strategy itself and whose others the run carries out (an EKS
+	// managed node group: its own update for eks, green groups for
+	// blue/green) is opened for the one asked.
+	Strategy string `json:"-"`
 	// Exclude are groups whose machines are not the node group's (a
 	// blue/green run's given green group, whose nodes carry the same
 	// labels).

@@ -36,7 +36,7 @@ func (autoscaledBlueGreen) Steps(p *Plan) []Step {
 	s.add("CordonBlue", fmt.Sprintf("cordon the %d blue nodes", p.Nodes.Outdated), 0)
 	s.add("WaitPeriod", fmt.Sprintf("%s for the autoscaler to remove under-used blue nodes (not those running safe-to-evict=false pods)", time.Duration(bg.NodePoolSoak)), time.Duration(bg.NodePoolSoak))
 	s.add("DrainBlue", fmt.Sprintf("the blue nodes left, %d at a time, PDBs honoured up to 1h, grace up to 24h", AutoscaledDrainBatch), time.Duration(len(p.Batches))*(DrainEstimate+NodeLaunchEstimate))
-	s.add("DeleteBlue", "delete the blue "+c.GroupKind, 0)
+	s.add("DeleteBlue", "delete the blue "+c.GroupKind+renamed(bg, c.GroupKind), 0)
 	return s
 }
 

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -38,6 +39,9 @@ type BlueGreenPlan struct {
 	Green         string `json:"green,omitempty"`
 	GreenSelector string `json:"greenSelector,omitempty"`
 	Create        bool   `json:"create"`
+	// GreenLabel is CloudGroup.GreenLabel: the run selects the nodes of
+	// the green it creates by GreenLabel=<green's name>.
+	GreenLabel string `json:"greenLabel,omitempty"`
 	// Undrained are blue's nodes when no batch drains them (batch size
 	// 0): they are cordoned, soaked and deleted with their pods all the
 	// same.
@@ -80,7 +84,7 @@ func (blueGreen) Flags() []string {
 	return []string{"batch-node-count", "batch-percent", "batch-soak", "node-pool-soak", "green-asg", "green-selector", "no-wait"}
 }
 
-func (blueGreen) Needs(Input) Capability { return CapGroup | CapNewGroups }
+func (blueGreen) Needs(Input) Capability { return CapNewGroups }
 
 func (blueGreen) Validate(in Input, _ int) (int, error) { return 0, ValidateBlueGreen(in.BlueGreen) }
 
@@ -107,8 +111,9 @@ func (blueGreen) Plan(c *Planning) ([][]PlannedNode, error) {
 func planGreen(c *Planning, size int, batchSoak, poolSoak time.Duration) {
 	p, in := c.Plan, c.Input.BlueGreen
 	p.BlueGreen = &BlueGreenPlan{BatchSize: size, BatchSoak: Duration(batchSoak), NodePoolSoak: Duration(poolSoak), Green: in.GreenGroup, GreenSelector: in.GreenSelector}
-	if in.GreenGroup == "" && in.GreenSelector == "" && c.Input.Cloud != nil {
-		p.BlueGreen.Green, p.BlueGreen.Create = c.Input.Cloud.Name+"-v"+c.Input.Cloud.TargetVersion, true
+	if cg := c.Input.Cloud; in.GreenGroup == "" && in.GreenSelector == "" && cg != nil {
+		p.BlueGreen.Green, p.BlueGreen.Create = cmp.Or(cg.Green, cg.Name+"-v"+cg.TargetVersion), true
+		p.BlueGreen.GreenLabel = cg.GreenLabel
 	}
 	p.MaxUnavailable = size
 	keepSizes(p)
@@ -136,6 +141,9 @@ func (blueGreen) Steps(p *Plan) []Step {
 	case !bg.Create:
 		green = kind + " " + bg.Green + " (given)"
 	}
+	if bg.GreenLabel != "" && bg.Create {
+		green += fmt.Sprintf(" (its nodes labelled %s=%s)", bg.GreenLabel, bg.Green)
+	}
 	s.add("CreateGreen", fmt.Sprintf("%s with %d nodes of the target; blue is pinned at its size", green, p.Nodes.Outdated), NodeLaunchEstimate)
 	s.add("CordonBlue", fmt.Sprintf("cordon the %d blue nodes", p.Nodes.Outdated), 0)
 	if len(p.Batches) > 0 {
@@ -145,8 +153,17 @@ func (blueGreen) Steps(p *Plan) []Step {
 		s.add("DrainBlue", "batch size 0: nothing drained, straight to the soak", 0)
 	}
 	s.add("Soak", fmt.Sprintf("%s; \"complete\" ends it early", FormatDuration(time.Duration(bg.NodePoolSoak))), time.Duration(bg.NodePoolSoak))
-	s.add("DeleteBlue", fmt.Sprintf("delete the pods left on blue (not evicted; grace at most 60m), then the blue %s", kind), DrainEstimate)
+	s.add("DeleteBlue", fmt.Sprintf("delete the pods left on blue (not evicted; grace at most 60m), then the blue %s%s", kind, renamed(bg, kind)), DrainEstimate)
 	return s
+}
+
+// renamed says, where green's nodes go by green's own name, that the
+// node group does too once blue is deleted.
+func renamed(bg *BlueGreenPlan, kind string) string {
+	if bg.GreenLabel == "" || !bg.Create {
+		return ""
+	}
+	return fmt.Sprintf("; the node group is %s %q from then on (nodes %s=%s): rename it where infrastructure as code declares it", kind, bg.Green, bg.GreenLabel, bg.Green)
 }
 
 func (blueGreen) Summary(p *Plan) string { return p.Strategy }

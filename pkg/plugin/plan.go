@@ -515,6 +515,7 @@ func (o *PlanOptions) openCloud(ctx context.Context, c cloud.Cloud, nodes []core
 		rec = nil
 	}
 	target := o.Cloud
+	target.Strategy = o.strategy.Name()
 	if target.Group == "" && rec != nil {
 		target.Group = rec.Cloud.Group
 	}

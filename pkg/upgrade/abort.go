@@ -107,8 +107,8 @@ func (e *Engine) abortNodes() ([]*corev1.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if bg := e.cfg.Plan.BlueGreen; bg != nil && bg.GreenSelector != "" {
-		green, err := e.selectedNodes(bg.GreenSelector)
+	if sel := e.greenSelector(); sel != "" {
+		green, err := e.selectedNodes(sel)
 		if err != nil {
 			return nil, err
 		}

@@ -106,7 +106,7 @@ func (e *Engine) greenName(cr *state.CloudRecord) string {
 		return cr.Green
 	}
 	bgp := e.cfg.Plan.BlueGreen
-	if bgp.GreenSelector != "" {
+	if bgp.GreenSelector != "" && !bgp.Create {
 		return "" // green is nodes, not a group
 	}
 	if bgp.Create {
@@ -161,12 +161,14 @@ func (e *Engine) createGreen(ctx context.Context) error {
 	if err := e.save(ctx); err != nil {
 		return err
 	}
-	if sel := e.cfg.Plan.BlueGreen.GreenSelector; sel != "" {
-		return e.waitGreenSelected(ctx, sel)
+	if green != "" {
+		bg.UseGreen(green)
 	}
-	bg.UseGreen(green)
 	if e.traits.GreenFromZero {
 		return nil // green grows when blue's pods need it
+	}
+	if sel := e.greenSelector(); sel != "" {
+		return e.waitGreenSelected(ctx, sel)
 	}
 	// Blue and green together: blue's nodes plus as many green ones.
 	if err := e.waitNewNodes(ctx, cr, e.cfg.Plan.OutdatedZones(), int(2*orig.Desired)); err != nil {
@@ -333,8 +335,11 @@ func (e *Engine) blueDeleted(ctx context.Context, blue string, names []string) e
 	}
 	cr := e.cloudRecord()
 	e.note = fmt.Sprintf("node group now runs in %s %q; %q was deleted", e.groupKind(), cr.Green, blue)
-	if sel := e.cfg.Plan.BlueGreen.GreenSelector; sel != "" {
-		e.note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", sel, e.groupKind(), blue)
+	switch bgp := e.cfg.Plan.BlueGreen; {
+	case bgp.GreenLabel != "":
+		e.note += fmt.Sprintf("; its nodes carry %s=%s, so the node group is %q from now on: rename it where infrastructure as code declares it", bgp.GreenLabel, cr.Green, cr.Green)
+	case bgp.GreenSelector != "":
+		e.note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", bgp.GreenSelector, e.groupKind(), blue)
 	}
 	e.logf("%s", e.note)
 	return e.protectNewNodes(ctx, false)
@@ -370,7 +375,7 @@ func (e *Engine) rollback(ctx context.Context) error {
 			green = append(green, n.Name)
 		}
 	}
-	if sel := e.cfg.Plan.BlueGreen.GreenSelector; sel != "" {
+	if sel := e.greenSelector(); sel != "" {
 		selected, err := e.selectedNodes(sel)
 		if err != nil {
 			return err
@@ -427,6 +432,22 @@ func (e *Engine) rollback(ctx context.Context) error {
 	}
 	e.logf("%s", e.note)
 	return e.protectNewNodes(ctx, false)
+}
+
+// greenSelector selects green's nodes where they do not carry the node
+// group's label: the nodes --green-selector gives, or those of the green
+// group the run created (recorded) where the cloud labels them with
+// their group's own name (plan.CloudGroup.GreenLabel). "" when green's
+// nodes are the node group's.
+func (e *Engine) greenSelector() string {
+	bgp := e.cfg.Plan.BlueGreen
+	if bgp == nil {
+		return ""
+	}
+	if cr := e.cfg.Record.Cloud; bgp.GreenLabel != "" && cr != nil && cr.Green != "" {
+		return labels.SelectorFromSet(labels.Set{bgp.GreenLabel: cr.Green}).String()
+	}
+	return bgp.GreenSelector
 }
 
 // selectedNodes returns the nodes a label selector selects, from the cache.

@@ -99,7 +99,11 @@ func (e *Engine) setup(ctx context.Context) error {
 	if err := e.holdUpdates(ctx); err != nil {
 		return err
 	}
-	version, err := e.group.Setup(ctx)
+	g, err := e.resizer()
+	if err != nil {
+		return err
+	}
+	version, err := g.Setup(ctx)
 	if err != nil {
 		return err
 	}
@@ -111,6 +115,17 @@ func (e *Engine) setup(ctx context.Context) error {
 	}
 	cr.TargetVersion = version
 	return e.save(ctx)
+}
+
+// resizer is the provider as a Group the run resizes itself. The
+// strategies that resize need plan.CapGroup, so a plan gives them no
+// other provider; one that only reads its group (an EKS managed node
+// group, whose sizes are EKS's) is refused here all the same.
+func (e *Engine) resizer() (cloud.Group, error) {
+	if g, ok := e.group.(cloud.Group); ok {
+		return g, nil
+	}
+	return nil, fmt.Errorf("cannot resize the node group: provider %q leaves the sizes of %s %q to its cloud service", e.cfg.Provider.Name(), e.groupKind(), cloud.GroupName(e.cfg.Provider))
 }
 
 // groupKind and templateKind are the provider's words for its group and
@@ -156,10 +171,14 @@ func (e *Engine) raise(ctx context.Context, by int32) (from, to plan.Sizes, err 
 	}
 	to = from
 	to.Desired, to.Max = max(from.Desired, cr.Original.Desired+by), max(from.Max, cr.Original.Max+by)
-	if to != from {
-		err = e.group.SetDesiredAndMax(ctx, to.Desired, to.Max)
+	if to == from {
+		return from, to, nil
 	}
-	return from, to, err
+	g, err := e.resizer()
+	if err != nil {
+		return from, from, err
+	}
+	return from, to, g.SetDesiredAndMax(ctx, to.Desired, to.Max)
 }
 
 // restoreMax brings max back to the recorded one, as far as the desired
@@ -174,7 +193,11 @@ func (e *Engine) restoreMax(ctx context.Context) (plan.Sizes, error) {
 		return sizes, nil
 	}
 	if m := max(cr.Original.Max, sizes.Desired); sizes.Max != m {
-		if err := e.group.SetMax(ctx, m); err != nil {
+		g, err := e.resizer()
+		if err != nil {
+			return sizes, err
+		}
+		if err := g.SetMax(ctx, m); err != nil {
 			return sizes, err
 		}
 		sizes.Max = m
@@ -637,7 +660,11 @@ func (e *Engine) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig p
 	if err != nil {
 		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
 	}
-	if err := e.group.Shrink(ctx, victim); err != nil {
+	g, err := e.resizer()
+	if err != nil {
+		return err
+	}
+	if err := g.Shrink(ctx, victim); err != nil {
 		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
 	}
 	e.shrunk.Insert(victim)

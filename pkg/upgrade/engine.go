@@ -108,7 +108,7 @@ type Engine struct {
 	view     *clusterView
 	ctx      context.Context // for events recorded from drain callbacks
 	done     []string
-	group    cloud.Group // nil unless the provider resizes a group
+	group    cloud.Pool // nil unless the provider's nodes are one cloud group
 	note     string
 	shrunk   sets.Set[string] // nodes the scale-down removed
 	// protected are the nodes this process annotated scale-down-disabled:
@@ -153,7 +153,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits(), shrunk: sets.New[string](), protected: sets.New[string]()}
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
-	if g, ok := cfg.Provider.(cloud.Group); ok {
+	if g, ok := cfg.Provider.(cloud.Pool); ok {
 		e.group = g
 	}
 	cfg.Drain.Hold = e.holdForRecovery
@@ -174,7 +174,8 @@ func New(cfg Config) (*Engine, error) {
 
 // Flow is what the strategy's transitions depend on in this run.
 func (e *Engine) flow() plan.Flow {
-	return plan.Flow{Batches: len(e.cfg.Plan.Batches), CloudGroup: e.group != nil}
+	_, resizes := e.group.(cloud.Group)
+	return plan.Flow{Batches: len(e.cfg.Plan.Batches), CloudGroup: resizes}
 }
 
 // watchCluster starts the informers the engine reads nodes, pods and

@@ -66,7 +66,11 @@ func (e *Engine) removeNode(ctx context.Context, name string) (string, error) {
 	if err := e.holdRebalance(ctx); err != nil {
 		return "", err
 	}
-	if err := e.group.Shrink(ctx, name); err != nil {
+	g, err := e.resizer()
+	if err != nil {
+		return "", err
+	}
+	if err := g.Shrink(ctx, name); err != nil {
 		return "", err
 	}
 	e.shrunk.Insert(name)

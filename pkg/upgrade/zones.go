@@ -57,7 +57,7 @@ func (e *Engine) evenZones(ctx context.Context, cr *state.CloudRecord, orig plan
 		if err := e.save(ctx); err != nil {
 			return err
 		}
-		if err := e.group.SetDesiredAndMax(ctx, want, max(sizes.Max, want)); err != nil {
+		if err := r.SetDesiredAndMax(ctx, want, max(sizes.Max, want)); err != nil {
 			return err
 		}
 		if err := e.awaitMachines(ctx, int(want), orig); err != nil {

@@ -193,6 +193,9 @@ type eksState struct {
 	releases map[string][]Release  // by Kubernetes version, oldest first
 	calls    []string              // "METHOD path" of every EKS request
 	asgs     map[string]*nodegroup // by Auto Scaling group name, see byASG
+	// forced are the pods DeleteNodegroup found on a group's nodes when
+	// its drain began, by "cluster/name": what it had to move itself.
+	forced map[string][]string
 }
 
 type eksCluster struct {
@@ -313,6 +316,28 @@ func (s *Server) EKSUpdates(cluster, name string) []Update {
 		out = append(out, cloneUpdate(c.updates[id].Update))
 	}
 	return out
+}
+
+// Nodegroups names a cluster's managed node groups, sorted.
+func (s *Server) Nodegroups(cluster string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.eks().clusters[cluster]
+	if c == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(c.nodegroups))
+}
+
+// DeleteForced returns the pods ("namespace/name") DeleteNodegroup found
+// on the node group's nodes when it began to drain them, and whether the
+// group was deleted at all: a group whose nodes were drained before its
+// delete leaves EKS nothing to force out.
+func (s *Server) DeleteForced(cluster, name string) ([]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pods, ok := s.eks().forced[cluster+"/"+name]
+	return slices.Clone(pods), ok
 }
 
 // EKSCalls returns "METHOD path" for every EKS request the Server has

@@ -291,3 +291,28 @@ func applyNodeConfig(n *corev1.Node, labels map[string]string, taints []Taint, r
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: taintEffects[t.Effect]})
 	}
 }
+
+// recordForced records the pods a delete's drain finds on the group's
+// nodes, as kubectl's drain would move them (DaemonSet pods stay).
+func (s *Server) recordForced(cluster, name string, g Group) {
+	pods := []string{}
+	if s.kube != nil {
+		h := &drain.Helper{Ctx: s.ctx, Client: s.kube, Force: true, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true, Out: io.Discard, ErrOut: io.Discard}
+		for _, in := range g.Instances {
+			list, _ := h.GetPodsForDeletion(s.nodeName(in))
+			if list == nil {
+				continue
+			}
+			for _, p := range list.Pods() {
+				pods = append(pods, p.Namespace+"/"+p.Name)
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.eks()
+	if st.forced == nil {
+		st.forced = map[string][]string{}
+	}
+	st.forced[cluster+"/"+name] = pods
+}

@@ -382,6 +382,7 @@ func (s *Server) runDelete(cluster string, ng *nodegroup) {
 	}
 	s.mu.Unlock()
 	g, _ := s.Group(ng.asg)
+	s.recordForced(cluster, ng.NodegroupName, g)
 	var wg sync.WaitGroup
 	for _, in := range g.Instances {
 		if in.Lifecycle == LifecycleInService || in.Lifecycle == LifecyclePending {

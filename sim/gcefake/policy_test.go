@@ -156,14 +156,15 @@ func TestRolePermitsEveryProviderCall(t *testing.T) {
 func runAll(t *testing.T, ctx context.Context, srv *Server, key string, bg cloud.BlueGreen, nodes []*corev1.Node) {
 	t.Helper()
 	u := bg.(cloud.SelfUpdater)
+	g := bg.(cloud.Group) // blue/green alone needs only a Pool
 	r := bg.(cloud.Rebalancer)
 	d := bg.(cloud.Departures)
 	was, err := u.SelfUpdates(ctx)
 	must(t, err)
 	must(t, u.HoldUpdates(ctx))
-	version, err := bg.Setup(ctx)
+	version, err := g.Setup(ctx)
 	must(t, err)
-	must(t, bg.SetDesiredAndMax(ctx, 4, 4))
+	must(t, g.SetDesiredAndMax(ctx, 4, 4))
 	waitStable(t, srv, key)
 	_, _, err = bg.Machines(ctx, nodes)
 	must(t, err)
@@ -174,9 +175,9 @@ func runAll(t *testing.T, ctx context.Context, srv *Server, key string, bg cloud
 	must(t, r.HoldRebalance(ctx))
 	id, err := d.MachineOf(ctx, nodes[0].Name)
 	must(t, err)
-	must(t, bg.Shrink(ctx, nodes[0].Name))
-	must(t, bg.RemoveNode(ctx, nodes[1].Name))
-	must(t, bg.RemoveNode(ctx, nodes[2].Name)) // the last on the old template
+	must(t, g.Shrink(ctx, nodes[0].Name))
+	must(t, g.RemoveNode(ctx, nodes[1].Name))
+	must(t, g.RemoveNode(ctx, nodes[2].Name)) // the last on the old template
 	_, err = d.Leaving(ctx, []string{id})
 	must(t, err)
 	must(t, r.ReleaseRebalance(ctx))

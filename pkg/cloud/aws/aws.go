@@ -282,6 +282,12 @@ func (p *Provider) FindGroup(ctx context.Context, instanceIDs []string) (*Group,
 	if p.opts.ASGName != "" {
 		return p.Group(ctx, p.opts.ASGName)
 	}
+	return p.groupOfInstances(ctx, instanceIDs)
+}
+
+// groupOfInstances returns the one group all the given instances belong
+// to.
+func (p *Provider) groupOfInstances(ctx context.Context, instanceIDs []string) (*Group, error) {
 	if len(instanceIDs) == 0 {
 		return nil, inputErrorf("no instance IDs to find the Auto Scaling group from (the nodes have no aws:/// provider IDs); use --asg")
 	}

@@ -18,6 +18,8 @@ type GreenSpec struct {
 	// launches; empty means blue's.
 	TemplateVersion   string
 	Min, Desired, Max int32
+	// Tags are added to blue's (those that mark green as blue's).
+	Tags map[string]string
 }
 
 // greenInput is CreateNodegroup of a group configured as blue (subnets,
@@ -36,6 +38,12 @@ func greenInput(blue *ManagedGroup, spec GreenSpec) *eks.CreateNodegroupInput {
 		// lost, sent again, makes no second group (API Reference,
 		// CreateNodegroup: clientRequestToken).
 		ClientRequestToken: sdkaws.String(spec.Name),
+	}
+	if len(spec.Tags) > 0 {
+		if in.Tags == nil {
+			in.Tags = map[string]string{}
+		}
+		maps.Copy(in.Tags, spec.Tags)
 	}
 	if u := blue.Update; u.Strategy != "" {
 		in.UpdateConfig = ConfigChange{Update: &u}.input("", "").UpdateConfig
@@ -67,8 +75,13 @@ func (e *EKS) CreateGreen(ctx context.Context, blue *ManagedGroup, spec GreenSpe
 	if callErr == nil {
 		return managedGroup(out.Nodegroup), nil
 	}
-	if isCode(callErr, "InvalidParameterException") {
+	switch {
+	case isCode(callErr, "InvalidParameterException"):
 		return nil, &Error{msg: "EKS refused to create managed node group " + quote(spec.Name) + ": " + oneLine(errMessage(callErr)), err: callErr, input: true}
+	case isCode(callErr, "ResourceLimitExceededException"):
+		// API Reference, CreateNodegroup: the cluster holds as many
+		// managed node groups as its quota allows.
+		return nil, &Error{msg: "cannot create managed node group " + quote(spec.Name) + ": " + oneLine(errMessage(callErr)) + "; delete an unused node group or have the quota raised, or use --strategy eks", err: callErr, input: true}
 	}
 	g, err := e.DescribeNodegroup(ctx, blue.Cluster, spec.Name)
 	if err != nil {

@@ -105,13 +105,17 @@ func (m *ManagedNodeGroup) StartUpdate(ctx context.Context, force bool) (string,
 }
 
 // imageVersion makes (or finds, after an interrupted run) the version of
-// the group's launch template with only the image changed.
+// the group's launch template with only the image changed: the user's
+// template the group names, not the copy EKS launches from (User Guide,
+// launch-templates), which EKS makes again for each version it is given.
 func (m *ManagedNodeGroup) imageVersion(ctx context.Context) (string, error) {
-	t, err := m.provider.ResolveTarget(ctx, m.asg, m.image, "")
+	lt := m.group.LaunchTemplate
+	own := &Group{Name: m.asg.Name, LaunchTemplateID: lt.ID, LaunchTemplateVersion: lt.Version}
+	t, err := m.provider.ResolveTarget(ctx, own, m.image, "")
 	if err != nil || !t.Create {
 		return t.Version, err
 	}
-	return m.provider.createVersion(ctx, m.asg, t, m.image)
+	return m.provider.createVersion(ctx, own, t, m.image)
 }
 
 // Progress implements cloud.ManagedUpdater: DescribeUpdate, and the nodes
@@ -290,6 +294,10 @@ func openManaged(ctx context.Context, p *Provider, g *Group, nodes []corev1.Node
 		return nil, nil, err
 	}
 	m := &ManagedNodeGroup{eks: e, provider: p, group: mg, asg: g, clusterVersion: cv, image: t.Image, updateStrategy: t.Options[optUpdateStrategy]}
+	if t.Strategy != "" && !m.Runs(t.Strategy) {
+		// EKS has no blue/green: the run makes green itself.
+		return openManagedBlueGreen(ctx, m, nodes, t)
+	}
 	if err := m.resolveTarget(ctx, t); err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package aws
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -90,6 +91,9 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 		return nil, nil, err
 	}
 	g, err := provider.FindGroup(ctx, ids)
+	if errors.Is(err, cloud.ErrGroupNotFound) && t.Group != "" {
+		g, err = provider.managedNamed(ctx, ids, t.Group, err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -97,6 +101,18 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 		return openManaged(ctx, provider, g, nodes, t)
 	}
 	return openSelfManaged(ctx, provider, client, g, nodes, t)
+}
+
+// managedNamed finds the Auto Scaling group of the nodes' instances when
+// it backs the managed node group name: a managed node group goes by its
+// own name (a blue/green run records it), not its Auto Scaling group's.
+// Otherwise notFound stands.
+func (p *Provider) managedNamed(ctx context.Context, ids []string, name string, notFound error) (*Group, error) {
+	g, err := p.groupOfInstances(ctx, ids)
+	if err != nil || g.Tags[TagNodegroupName].Value != name {
+		return nil, notFound
+	}
+	return g, nil
 }
 
 // openSelfManaged opens an Auto Scaling group the run drives itself: the
