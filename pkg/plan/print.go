@@ -276,11 +276,14 @@ func scaleUpLine(c *CloudPlan) string {
 // between zones, where it terminates machines with the desired size
 // lowered (the scale-down, surge removals); "" where it does not.
 func rebalanceLine(p *Plan, c *CloudPlan) string {
-	if c.Rebalance == "" || p.Traits().WholeGroup || c.ScaleUp == 0 && p.MaxSurge == 0 && !c.Resumed {
+	traits := p.Traits()
+	switch {
+	case c.Rebalance == "" || traits.WholeGroup && !traits.GreenFromZero || !traits.WholeGroup && c.ScaleUp == 0 && p.MaxSurge == 0 && !c.Resumed:
 		return ""
-	}
-	if c.RebalanceHeld {
+	case c.RebalanceHeld:
 		return fmt.Sprintf("%s suspended before the run: left suspended", c.Rebalance)
+	case traits.GreenFromZero:
+		return fmt.Sprintf("%s of blue suspended from the creation of green until blue is deleted, so it terminates no blue node the autoscaler's removals leave in an uneven zone", c.Rebalance)
 	}
 	return fmt.Sprintf("%s suspended from the first termination that lowers the desired size to the end of the run (a killed run's abort or resume resumes it), so it terminates no undrained instance; zones the run leaves uneven are evened first with one node more and one drained off the fullest zone", c.Rebalance)
 }

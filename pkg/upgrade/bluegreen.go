@@ -141,6 +141,14 @@ func (e *Engine) createGreen(ctx context.Context) error {
 	if e.traits.GreenFromZero {
 		blueSizes, greenSizes = plan.Sizes{Min: 0, Desired: orig.Desired, Max: orig.Max}, plan.Sizes{Min: 0, Desired: 0, Max: orig.Max}
 	}
+	if e.traits.GreenFromZero {
+		// The autoscaler takes blue's nodes away one by one, unevenly
+		// between zones: the group's own rebalancing would then terminate
+		// a blue node nobody drained. Held until blue is deleted.
+		if err := e.holdRebalance(ctx); err != nil {
+			return err
+		}
+	}
 	// Only once: a resumed run must not undo what the autoscaler did to blue.
 	if cr.Green == "" {
 		if err := bg.SetGroupSizes(ctx, e.group.GroupName(), blueSizes); err != nil {
@@ -330,6 +338,9 @@ func (e *Engine) deleteBlue(ctx context.Context) error {
 // the autoscaler have green's nodes again.
 func (e *Engine) blueDeleted(ctx context.Context, blue string, names []string) error {
 	e.done = append(e.done, names...)
+	// Blue's rebalancing, held for an autoscaled run, went with its group:
+	// there is nothing to resume.
+	e.cloudRecord().RebalanceHeld, e.rebalanceHeld = false, false
 	if err := e.record(ctx, plan.State{Phase: plan.PhaseDeleteBlue}); err != nil {
 		return err
 	}
