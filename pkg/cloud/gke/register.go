@@ -2,6 +2,7 @@ package gke
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -140,33 +141,37 @@ func poolOf(nodes []corev1.Node) (string, error) {
 // clusterOf finds the cluster: the flags, else the cluster-name and
 // cluster-location metadata GKE sets on its nodes' instances.
 func (c *clients) clusterOf(ctx context.Context, nodes []corev1.Node, cluster, location string) (project, name, loc string, err error) {
-	var zone, instance string
+	type instanceRef struct{ project, zone, name string }
+	var refs []instanceRef
 	for i := range nodes {
 		if p, z, in, ok := gce.InstanceFromProviderID(nodes[i].Spec.ProviderID); ok {
-			project, zone, instance = p, z, in
-			break
+			refs = append(refs, instanceRef{p, z, in})
 		}
 	}
-	if project == "" {
+	if len(refs) == 0 {
 		return "", "", "", inputErrorf("the nodes have no gce:// provider IDs to find their project from")
 	}
+	project = refs[0].project
 	if cluster != "" && location != "" {
 		return project, cluster, location, nil
 	}
-	in, err := c.compute.Instances.Get(project, zone, instance).Context(ctx).Do()
-	if apiCode(err) == http.StatusNotFound {
-		return "", "", "", inputErrorf("instance %q not found in project %q, zone %q; check the credentials' project, or give --%s and --%s", instance, project, zone, optCluster, optLocation)
+	// A node whose instance is gone (an upgrade deleted it, its Node object
+	// not yet) says nothing: the next one may.
+	var meta map[string]string
+	instance := ""
+	for _, ref := range refs[:min(len(refs), maxInstancesAsked)] {
+		meta, err = c.instanceMetadata(ctx, ref.project, ref.zone, ref.name)
+		if err == nil || !errors.Is(err, errInstanceNotFound) {
+			instance = ref.name
+			break
+		}
+	}
+	if instance == "" {
+		first := refs[0]
+		return "", "", "", inputErrorf("instance %q not found in project %q, zone %q; check the credentials' project, or give --%s and --%s", first.name, first.project, first.zone, optCluster, optLocation)
 	}
 	if err != nil {
-		return "", "", "", wrap(err, "get instance %q in zone %q", instance, zone)
-	}
-	meta := map[string]string{}
-	if in.Metadata != nil {
-		for _, it := range in.Metadata.Items {
-			if it.Value != nil {
-				meta[it.Key] = *it.Value
-			}
-		}
+		return "", "", "", err
 	}
 	if cluster == "" {
 		cluster = meta["cluster-name"]
@@ -178,6 +183,34 @@ func (c *clients) clusterOf(ctx context.Context, nodes []corev1.Node, cluster, l
 		return "", "", "", inputErrorf("instance %q carries no cluster-name and cluster-location metadata; give --%s and --%s", instance, optCluster, optLocation)
 	}
 	return project, cluster, location, nil
+}
+
+// maxInstancesAsked bounds the instances asked for the cluster's metadata
+// when the first are gone.
+const maxInstancesAsked = 5
+
+// errInstanceNotFound is behind instanceMetadata's error for an instance
+// that does not exist.
+var errInstanceNotFound = errors.New("instance not found")
+
+// instanceMetadata reads an instance's metadata items.
+func (c *clients) instanceMetadata(ctx context.Context, project, zone, instance string) (map[string]string, error) {
+	in, err := c.compute.Instances.Get(project, zone, instance).Context(ctx).Do()
+	if apiCode(err) == http.StatusNotFound {
+		return nil, errInstanceNotFound
+	}
+	if err != nil {
+		return nil, wrap(err, "get instance %q in zone %q", instance, zone)
+	}
+	meta := map[string]string{}
+	if in.Metadata != nil {
+		for _, it := range in.Metadata.Items {
+			if it.Value != nil {
+				meta[it.Key] = *it.Value
+			}
+		}
+	}
+	return meta, nil
 }
 
 // String names the pool in messages.
