@@ -359,7 +359,7 @@ func (p *Plan) addFindings(snap snapshot.Cluster, group []corev1.Node, names [][
 	outdatedNames := slices.Concat(names...)
 	p.Findings = audit(snap, group, outdatedNames, names, in)
 	p.Findings = append(p.Findings, unreachableTarget(group, in)...)
-	pinned, pinnedKeys := pinnedPods(snap, outdatedNames, podsByNode, in)
+	pinned, pinnedKeys := pinnedPods(snap, outdatedNames, podsByNode, p.replacementInput(in))
 	p.Findings = append(p.Findings, pinned...)
 	p.Findings = append(p.Findings, noRoom(snap, podsByNode, names, roomInput(p, in), traits.OutdatedHeldOff, pinnedKeys)...)
 	p.Findings = append(p.Findings, forcedOut(p, snap, podsByNode, outdatedNames)...)
@@ -483,6 +483,24 @@ func (p *Plan) nodeDiffs(node *corev1.Node, in Input, wholeGroup bool, others *[
 		diffs = []LabelDiff{{Key: DiffBlue, Current: in.Cloud.Name}}
 	}
 	return diffs, m, false
+}
+
+// replacementInput is in with the labels the nodes that replace the
+// outdated ones carry beyond the target's: a green group whose nodes are
+// labelled with its own name (EKS's managed node groups) does not carry
+// blue's, so pods that select blue's can run nowhere.
+func (p *Plan) replacementInput(in Input) Input {
+	bg := p.BlueGreen
+	if bg == nil || bg.GreenLabel == "" || !bg.Create {
+		return in
+	}
+	labels := maps.Clone(in.TargetLabels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[bg.GreenLabel] = bg.Green
+	in.TargetLabels = labels
+	return in
 }
 
 // plannedNode is an outdated node as the plan lists it, with its pods.

@@ -435,3 +435,32 @@ func TestComparePodKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestReplacementInput: pods that select blue's node-group label can run
+// nowhere once green's nodes carry green's name in it (EKS managed node
+// groups); the pinned-pod check takes the replacements' labels so.
+func TestReplacementInput(t *testing.T) {
+	const label = "eks.amazonaws.com/nodegroup"
+	in := Input{TargetLabels: map[string]string{imageKey: "ami-new"}}
+	for _, tc := range []struct {
+		name string
+		bg   *BlueGreenPlan
+		want map[string]string
+	}{
+		{name: "in place", want: map[string]string{imageKey: "ami-new"}},
+		{name: "green with blue's labels", bg: &BlueGreenPlan{Green: "ng-v2", Create: true}, want: map[string]string{imageKey: "ami-new"}},
+		{name: "green labelled with its own name", bg: &BlueGreenPlan{Green: "ng-v2", Create: true, GreenLabel: label},
+			want: map[string]string{imageKey: "ami-new", label: "ng-v2"}},
+		{name: "a green someone else made", bg: &BlueGreenPlan{Green: "other", GreenLabel: label}, want: map[string]string{imageKey: "ami-new"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plan{BlueGreen: tc.bg}
+			if got := p.replacementInput(in).TargetLabels; !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("labels %v, want %v", got, tc.want)
+			}
+			if len(in.TargetLabels) != 1 {
+				t.Errorf("the input's labels changed: %v", in.TargetLabels)
+			}
+		})
+	}
+}

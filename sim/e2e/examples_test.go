@@ -301,7 +301,8 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 			t.Fatalf("the run ended before it was killed:\n%s", out)
 		}
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade abort demo")
-		inService(t, nil)
+		// abort removes the run's new nodes first: the group is as before.
+		inService(t, map[string]int{"ami-new": 3})
 
 		// abort --wait stops a live run first.
 		live := startBackground(t, setupCmd(env, "run", demo, "--ami", "ami-old", "--post-drain-wait", postDrainWait, "--yes"))
@@ -312,11 +313,14 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 		if code, out := live.wait(t, 2*time.Minute); code != nodeupgrade.ExitPaused {
 			t.Errorf("the run abort --wait stopped: want exit %d, got %d:\n%s", nodeupgrade.ExitPaused, code, out)
 		}
-		inService(t, nil)
+		inService(t, map[string]int{"ami-new": 3})
 
 		// The first run example, back from ami-old: cancelled after its
-		// first batch, then rolled back.
-		tool(t, "run", demo, "--ami", "ami-old", "--max-unavailable", "3", "--post-drain-wait", "0s", "--yes")
+		// first batch, then rolled back. abort put the group back on
+		// ami-new: one batch of all 3 nodes takes every worker pod.
+		if r := tool(t, "run", demo, "--ami", "ami-old", "--max-unavailable", "3", "--ignore-check", "same-batch", "--post-drain-wait", "0s", "--yes"); r.code != nodeupgrade.ExitOK {
+			t.Fatalf("the run back to ami-old after abort: %s", r)
+		}
 		inService(t, map[string]int{"ami-old": 3})
 		run = startBackground(t, ex.cmd(t, env, "kubectl nodeupgrade run demo --ami ami-new --max-unavailable 2 --yes"))
 		if !run.waitFor("cordoned") {
