@@ -117,6 +117,14 @@ func (s *Server) templateLabels(name string, o NodeOptions) (Group, map[string]s
 		Group: name, Zone: g.Zones[0], ImageID: v.ImageID, InstanceType: v.InstanceType,
 		LaunchTemplateID: lt.ID, LaunchTemplateName: lt.Name, LaunchTemplateVersion: strconv.FormatInt(vn, 10),
 	}
+	s.mu.Lock()
+	if ng := s.eks().byASG()[name]; ng != nil {
+		// A managed node group's node gets EKS's labels and the group's
+		// (see eksInstanceLocked): the cluster autoscaler reads them with
+		// DescribeNodegroup (its AWS provider's managed node group cache).
+		in.NodeLabels = ng.nodeLabels(ng.sources[vn])
+	}
+	s.mu.Unlock()
 	return g, o.NodeLabels(in), true
 }
 
