@@ -18,6 +18,31 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
+// Blue/green: green beside blue, blue cordoned and drained in batches with
+// soaks, then deleted; or turned around by rollback before that. The
+// autoscaled variant lets the cluster autoscaler move the pods through its
+// wait period (the Soak phase) and has no rollback.
+func init() {
+	blueGreen := map[plan.Phase]step{
+		plan.PhasePrepareTarget: unbatched((*Engine).prepareTarget),
+		plan.PhaseCreateGreen:   unbatched((*Engine).createGreen),
+		plan.PhaseCordonBlue:    unbatched((*Engine).cordonBlue),
+		plan.PhaseBatchSoak:     (*Engine).batchSoak,
+		plan.PhaseSoak:          unbatched((*Engine).soak),
+		plan.PhaseDeleteBlue:    unbatched((*Engine).deleteBlue),
+		plan.PhaseRollback:      unbatched((*Engine).rollback),
+	}
+	registerSteps("blue-green", blueGreen)
+	delete(blueGreen, plan.PhaseRollback)
+	delete(blueGreen, plan.PhaseBatchSoak)
+	registerSteps("autoscaled-blue-green", blueGreen)
+}
+
+// batchSoak waits out --batch-soak after batch i.
+func (e *Engine) batchSoak(ctx context.Context, i int) error {
+	return e.soakFor(ctx, time.Duration(e.cfg.Plan.BlueGreen.BatchSoak), plan.PhaseBatchSoak, fmt.Sprintf("%s: soak", e.batchLabel(i)))
+}
+
 // Control carries requests from other terminals to a run.
 type Control interface {
 	Pending(ctx context.Context) (string, error)

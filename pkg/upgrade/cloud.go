@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -203,74 +202,6 @@ func (e *Engine) restoreMax(ctx context.Context) (plan.Sizes, error) {
 		sizes.Max = m
 	}
 	return sizes, nil
-}
-
-// scaleUp raises desired and max by the planned count, recording the sizes
-// before it does, so a re-run never inflates twice and the end restores
-// the sizes of before the run.
-func (e *Engine) scaleUp(ctx context.Context) error {
-	cr := e.cloudRecord()
-	var inc int32
-	if e.cfg.Plan.Cloud != nil {
-		inc = e.cfg.Plan.Cloud.ScaleUp
-	}
-	if _, err := e.recordOriginal(ctx, inc); err != nil {
-		return err
-	}
-	if cr.ScaledForOther(cr.TargetVersion) && inc > 0 {
-		// An interrupted run scaled up for another version: its nodes are
-		// outdated too, so the target needs room of its own. Recorded
-		// before the raise, so a re-run does not add it twice.
-		e.logf("%s %q was scaled up for version %s by an interrupted run; its nodes are outdated too: scaling up again for version %s", e.groupKind(), e.group.GroupName(), cr.ScaledFor, cr.TargetVersion)
-		cr.ScaleUp, cr.ScaledFor = cr.ScaleUp+inc, cr.TargetVersion
-		if err := e.save(ctx); err != nil {
-			return err
-		}
-	}
-	// Where the new machines land is the cloud's choice (AWS: the zones
-	// with the fewest first): read before the raise, from the nodes then,
-	// and recorded, so a run resumed after the raise waits for the same
-	// zones rather than for every outdated zone, some of which the raise
-	// may never have launched in.
-	zones := cr.ScaleUpZones
-	if sizes, err := e.group.Sizes(ctx); err == nil && sizes.Desired < cr.Original.Desired+cr.ScaleUp {
-		var skipped []string
-		zones, skipped = e.scaleUpZones(int(cr.Original.Desired + cr.ScaleUp - sizes.Desired))
-		if len(skipped) > 0 {
-			e.logf("the new nodes go to the zones with the fewest nodes first: zones %s may get none, so their pods may move to other zones", quoteAll(skipped))
-		}
-		if !slices.Equal(cr.ScaleUpZones, zones) {
-			cr.ScaleUpZones = zones
-			if err := e.save(ctx); err != nil {
-				return err
-			}
-		}
-	}
-	from, to, err := e.raise(ctx, cr.ScaleUp)
-	if to != from {
-		e.logf("scaling %s %q up by %d: desired %d -> %d, max %d -> %d", e.groupKind(), e.group.GroupName(), cr.ScaleUp, from.Desired, to.Desired, from.Max, to.Max)
-	}
-	if err != nil {
-		return err
-	}
-	if to != from {
-		cr.LastDesired = to.Desired
-		if err := e.save(ctx); err != nil {
-			return err
-		}
-	}
-	if cr.ScaledFor != "" && cr.ScaledFor != cr.TargetVersion {
-		// The run being rolled back scaled up for another version: its
-		// extra nodes are outdated now, the nodes from before the run
-		// serve, and replacements of the target come as the others are
-		// removed. Nothing new to wait for.
-		e.logf("%s %q was scaled up for version %s by an earlier run; its nodes are replaced like the others", e.groupKind(), e.group.GroupName(), cr.ScaledFor)
-		return nil
-	}
-	if err := e.waitNewNodes(ctx, cr, zones, int(cr.LastDesired)); err != nil {
-		return err
-	}
-	return e.protectNewNodes(ctx, true)
 }
 
 // groupNodes returns the group's nodes from the informer cache.

@@ -345,50 +345,6 @@ func (e *Engine) stoppedUndrained(ctx context.Context, cause error) error {
 // Note is what the run wants the operator to know though it succeeded.
 func (e *Engine) Note() string { return e.note }
 
-// step performs one phase.
-func (e *Engine) step(ctx context.Context, s plan.State) error {
-	if e.cfg.Plan.Managed != nil {
-		return e.serviceStep(ctx, s)
-	}
-	switch s.Phase {
-	case plan.PhaseSetup:
-		return e.setup(ctx)
-	case plan.PhasePrepareTarget:
-		return e.prepareTarget(ctx)
-	case plan.PhaseScaleUp:
-		return e.scaleUp(ctx)
-	case plan.PhaseTaint:
-		return e.taintAll(ctx)
-	case plan.PhaseSurge:
-		return e.surge(ctx, s.Batch)
-	case plan.PhaseCreateGreen:
-		return e.createGreen(ctx)
-	case plan.PhaseCordonBlue:
-		return e.cordonBlue(ctx)
-	case plan.PhaseRoom:
-		return e.waitForRoom(ctx, s.Batch)
-	case plan.PhaseDrain:
-		return e.drainBatch(ctx, s.Batch)
-	case plan.PhaseCordon:
-		return e.cordonBatch(ctx, s.Batch)
-	case plan.PhaseRemove:
-		return e.removeBatch(ctx, s.Batch)
-	case plan.PhaseRecover:
-		return e.waitRecovered(ctx, s.Batch)
-	case plan.PhaseBatchSoak:
-		return e.soakFor(ctx, time.Duration(e.cfg.Plan.BlueGreen.BatchSoak), plan.PhaseBatchSoak, fmt.Sprintf("%s: soak", e.batchLabel(s.Batch)))
-	case plan.PhaseSoak:
-		return e.soak(ctx)
-	case plan.PhaseDeleteBlue:
-		return e.deleteBlue(ctx)
-	case plan.PhaseRollback:
-		return e.rollback(ctx)
-	case plan.PhaseScaleDown:
-		return e.scaleDown(ctx)
-	}
-	return fmt.Errorf("cannot run phase %q: no step does it", s.Phase)
-}
-
 func (e *Engine) batchLabel(i int) string {
 	return fmt.Sprintf("batch %d/%d", i+1, len(e.cfg.Plan.Batches))
 }
@@ -399,33 +355,6 @@ func (e *Engine) batchNodes(i int) []string {
 		names = append(names, n.Name)
 	}
 	return names
-}
-
-// taintAll keeps new pods off every outdated node before any is drained,
-// so evicted pods do not land on a node drained later.
-func (e *Engine) taintAll(ctx context.Context) error {
-	names := e.cfg.Plan.OutdatedNames()
-	e.logf("tainting %d outdated nodes with %s", len(names), plan.TaintString(e.cfg.Taint))
-	err := e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
-		changed, err := e.updateNode(ctx, name, func(n *corev1.Node) bool {
-			if slices.ContainsFunc(n.Spec.Taints, e.isOurTaint) {
-				return false
-			}
-			n.Spec.Taints = append(n.Spec.Taints, e.cfg.Taint)
-			return true
-		})
-		if err != nil {
-			return fmt.Errorf("error when tainting node %q: %w", name, err)
-		}
-		if changed {
-			e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeTainted", "tainted %s: outdated (%s)", plan.TaintString(e.cfg.Taint), e.planDescription())
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return e.releaseCurrent(ctx)
 }
 
 // releaseCurrent takes the upgrade's taint, its load-balancer exclusion,

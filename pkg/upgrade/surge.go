@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // The surge strategy on a cloud group: each batch (at most maxSurge +
@@ -95,4 +96,14 @@ func (e *Engine) waitReplacements(ctx context.Context) error {
 		return err
 	}
 	return e.waitNewNodes(ctx, cr, nil, int(cr.LastDesired))
+}
+
+// Surge: point the group at the target, then per batch add new nodes for
+// the batch's outdated ones and replace them; back to the sizes of before.
+func init() {
+	registerSteps("surge", map[plan.Phase]step{
+		plan.PhaseSetup:     unbatched((*Engine).setup),
+		plan.PhaseSurge:     (*Engine).surge,
+		plan.PhaseScaleDown: unbatched((*Engine).scaleDown),
+	})
 }

@@ -1,0 +1,42 @@
+package upgrade
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// TestEveryPhaseOfEveryStrategyHasAStep walks each strategy's phases, as
+// its First and Next lead a run with and without a cloud group and with
+// 0 to 2 batches (and its rollback, where it has one live): the engine
+// has a step for every one.
+func TestEveryPhaseOfEveryStrategyHasAStep(t *testing.T) {
+	for _, name := range plan.StrategyNames() {
+		s, err := plan.LookupStrategy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, flow := range []plan.Flow{{Batches: 0}, {Batches: 2}, {Batches: 0, CloudGroup: true}, {Batches: 2, CloudGroup: true}} {
+			t.Run(fmt.Sprintf("%s/%+v", name, flow), func(t *testing.T) {
+				phases := map[plan.Phase]bool{}
+				st := plan.State{Phase: s.First(flow)}
+				for n := 0; st.Phase != plan.PhaseDone; n++ {
+					if n > 100 {
+						t.Fatalf("no end after 100 phases: %v", phases)
+					}
+					phases[st.Phase] = true
+					st = s.Next(st, flow)
+				}
+				if s.Traits().Rollback == plan.RollbackGreen {
+					phases[plan.PhaseRollback] = true
+				}
+				for p := range phases {
+					if _, ok := strategySteps[name][p]; !ok {
+						t.Errorf("phase %s has no step", p)
+					}
+				}
+			})
+		}
+	}
+}
