@@ -14,7 +14,7 @@ import (
 // Strategy is one way of replacing a group's nodes. It is the only place
 // that knows its own flags, batches, sizes, phases and what its provider
 // must be able to do; the engine runs the phases it declares with the
-// steps the strategy registers there (pkg/upgrade: its own file, over a
+// steps the strategy registers there (internal/upgrade: its own file, over a
 // toolkit of batch steps every strategy shares). A new strategy is a type
 // in its own file here, a line in the registry below, and its steps.
 type Strategy interface {

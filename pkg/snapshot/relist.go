@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport"
 )
 
 // relists bounds how many times a list cut off while it streamed in is

@@ -16,9 +16,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/upgrade"
 )
 
 // execute runs the root command with args against a kubeconfig that points

@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/capacity"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 

@@ -8,10 +8,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/output"
 )
 
-// Version is set at build time with -ldflags "-X .../pkg/plugin.Version=v1.2.3".
+// Version is set at build time with -ldflags "-X .../internal/plugin.Version=v1.2.3".
 var Version = ""
 
 func version() string {
