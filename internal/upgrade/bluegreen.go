@@ -160,12 +160,7 @@ func (e *Engine) createGreen(ctx context.Context) error {
 			return err
 		}
 	}
-	// Blue is pinned so nothing scales it, or, autoscaled, may shrink to 0
-	// while green starts at 0 and grows.
-	blueSizes, greenSizes := plan.Sizes{Min: orig.Desired, Desired: orig.Desired, Max: orig.Desired}, orig
-	if e.traits.GreenFromZero {
-		blueSizes, greenSizes = plan.Sizes{Min: 0, Desired: orig.Desired, Max: orig.Max}, plan.Sizes{Min: 0, Desired: 0, Max: orig.Max}
-	}
+	blueSizes, greenSizes := e.blueGreenSizes(orig)
 	if e.traits.GreenFromZero {
 		// The autoscaler takes blue's nodes away one by one, unevenly
 		// between zones: the group's own rebalancing would then terminate
@@ -208,6 +203,16 @@ func (e *Engine) createGreen(ctx context.Context) error {
 		return err
 	}
 	return e.protectNewNodes(ctx, true)
+}
+
+// blueGreenSizes are blue's and green's sizes for the run from blue's
+// original ones: blue pinned so nothing scales it and green as large; or,
+// autoscaled, blue free to shrink to 0 while green starts at 0 and grows.
+func (e *Engine) blueGreenSizes(orig plan.Sizes) (blue, green plan.Sizes) {
+	if e.traits.GreenFromZero {
+		return plan.Sizes{Min: 0, Desired: orig.Desired, Max: orig.Max}, plan.Sizes{Min: 0, Desired: 0, Max: orig.Max}
+	}
+	return plan.Sizes{Min: orig.Desired, Desired: orig.Desired, Max: orig.Desired}, orig
 }
 
 // cordonBlue cordons every blue node: new pods go to green only.
