@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcperr"
 )
 
 // Environment variables that point the provider at another endpoint (the
@@ -40,52 +40,25 @@ type Provider struct {
 	pollEvery time.Duration
 }
 
-// Error is an error short enough for one line of CLI output; the client's
-// error stays reachable through errors.As.
-type Error struct {
-	msg              string
-	err              error
-	input, transient bool
-}
+// Error is the provider's error (see gcperr).
+type Error = gcperr.Error
 
-func (e *Error) Error() string { return e.msg }
-func (e *Error) Unwrap() error { return e.err }
-
-// Input reports whether the error is the user's to fix (a flag, the
-// credentials): the command exits 2, and nothing was changed.
-func (e *Error) Input() bool { return e.input }
-
-// Transient reports whether Compute throttled the call or was briefly
-// unavailable (see cloud.Transient).
-func (e *Error) Transient() bool { return e.transient }
-
-func inputErrorf(format string, args ...any) error {
-	return &Error{msg: fmt.Sprintf(format, args...), input: true}
-}
+func inputErrorf(format string, args ...any) error { return gcperr.Inputf(format, args...) }
 
 // groupNotFoundf is an input error behind which is cloud.ErrGroupNotFound.
 func groupNotFoundf(format string, args ...any) error {
-	return &Error{msg: fmt.Sprintf(format, args...), err: cloud.ErrGroupNotFound, input: true}
+	return &Error{Msg: fmt.Sprintf(format, args...), Err: cloud.ErrGroupNotFound, IsInput: true}
 }
 
 // wrap prefixes a client error with what could not be done ("cannot get
-// ..."), keeping the API's code and message.
+// ..."), keeping the API's code and message. Another error is not kept
+// as the cause: a connection error behind it would read as the Kubernetes
+// API server's.
 func wrap(err error, format string, args ...any) error {
-	msg := "cannot " + fmt.Sprintf(format, args...)
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
-		transient := ge.Code == http.StatusTooManyRequests || ge.Code == http.StatusServiceUnavailable
-		return &Error{msg: fmt.Sprintf("%s: %d %s", msg, ge.Code, oneLine(ge.Message)), err: err, transient: transient}
-	}
-	// Not kept as the cause: a connection error behind it would read as
-	// the Kubernetes API server's.
-	return &Error{msg: msg + ": " + oneLine(err.Error())}
+	return gcperr.Wrap(err, false, format, args...)
 }
 
-func oneLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return strings.TrimRight(s, ".")
-}
+func oneLine(s string) string { return gcperr.OneLine(s) }
 
 // isCode reports whether err is the API's answer with that HTTP code.
 func isCode(err error, code int) bool {
@@ -186,7 +159,7 @@ func (p *Provider) waitGlobal(ctx context.Context, op *compute.Operation) error 
 	}
 	if op.Error != nil && len(op.Error.Errors) > 0 {
 		e := op.Error.Errors[0]
-		return &Error{msg: fmt.Sprintf("operation %s on %s failed: %s: %s", op.OperationType, lastSegment(op.TargetLink), e.Code, oneLine(e.Message))}
+		return &Error{Msg: fmt.Sprintf("operation %s on %s failed: %s: %s", op.OperationType, lastSegment(op.TargetLink), e.Code, oneLine(e.Message))}
 	}
 	return nil
 }

@@ -101,7 +101,7 @@ func (gceCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	// to be changed behind its back.
 	for i := range nodes {
 		if pool := nodes[i].Labels[gkeNodePoolLabel]; pool != "" {
-			return nil, nil, &Error{msg: fmt.Sprintf("node %q belongs to GKE node pool %q, which GKE upgrades itself; use --provider gke", nodes[i].Name, pool), err: cloud.ErrManaged, input: true}
+			return nil, nil, &Error{Msg: fmt.Sprintf("node %q belongs to GKE node pool %q, which GKE upgrades itself; use --provider gke", nodes[i].Name, pool), Err: cloud.ErrManaged, IsInput: true}
 		}
 	}
 	project, zoneOf, err := nodeInstances(nodes)
@@ -147,7 +147,7 @@ func (p *Provider) findMIGs(ctx context.Context, zoneOf map[string]string, t pla
 // zonal groups, one per zone (kOps), are; anything else is several.
 func checkOneGroup(migs []MIG) error {
 	if len(migs) == 0 {
-		return &Error{msg: fmt.Sprintf("the nodes' instances belong to no managed instance group; use %s", flagGroup), err: cloud.ErrNoGroup, input: true}
+		return &Error{Msg: fmt.Sprintf("the nodes' instances belong to no managed instance group; use %s", flagGroup), Err: cloud.ErrNoGroup, IsInput: true}
 	}
 	zones := map[string]bool{}
 	for _, m := range migs {
@@ -205,7 +205,7 @@ func (p *Provider) migsOfInstances(ctx context.Context, zoneOf map[string]string
 func (p *Provider) createdBy(ctx context.Context, zone, name string) (MIG, bool, error) {
 	in, err := p.svc.Instances.Get(p.project, zone, name).Context(ctx).Do()
 	if isCode(err, http.StatusNotFound) {
-		return MIG{}, false, &Error{msg: fmt.Sprintf("instance %q not found in project %q, zone %q; check the credentials' project and the nodes' provider IDs", name, p.project, zone), err: err, input: true}
+		return MIG{}, false, &Error{Msg: fmt.Sprintf("instance %q not found in project %q, zone %q; check the credentials' project and the nodes' provider IDs", name, p.project, zone), Err: err, IsInput: true}
 	}
 	if err != nil {
 		return MIG{}, false, wrap(err, "get instance %q in zone %q", name, zone)

@@ -68,7 +68,7 @@ func (p *Provider) resolveImage(ctx context.Context, ref string) (string, error)
 		im, err = p.svc.Images.Get(project, name).Context(ctx).Do()
 	}
 	if isCode(err, http.StatusNotFound) {
-		return "", &Error{msg: fmt.Sprintf("image %q not found in project %q; check %s", ref, project, flagImage), err: err, input: true}
+		return "", &Error{Msg: fmt.Sprintf("image %q not found in project %q; check %s", ref, project, flagImage), Err: err, IsInput: true}
 	}
 	if err != nil {
 		return "", wrap(err, "get image %q", ref)
@@ -228,7 +228,7 @@ func (p *Provider) CreateTarget(ctx context.Context, t Target) error {
 	}
 	if err != nil {
 		if isCode(err, http.StatusBadRequest) {
-			return &Error{msg: fmt.Sprintf("image %q was refused for instance template %q: %s; check %s", t.Image, t.Template, oneLine(err.Error()), flagImage), err: err, input: true}
+			return &Error{Msg: fmt.Sprintf("image %q was refused for instance template %q: %s; check %s", t.Image, t.Template, oneLine(err.Error()), flagImage), Err: err, IsInput: true}
 		}
 		return wrap(err, "create instance template %q", t.Template)
 	}

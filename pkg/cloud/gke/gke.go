@@ -12,9 +12,6 @@ package gke
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
-	"strings"
 	"time"
 
 	compute "google.golang.org/api/compute/v1"
@@ -22,6 +19,7 @@ import (
 	"google.golang.org/api/googleapi"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcperr"
 )
 
 // Name is what --provider takes for GKE node pools.
@@ -36,45 +34,18 @@ const (
 	NoAuthEnv   = "NODEUPGRADE_GKE_NO_AUTH"
 )
 
-// Error is an error short enough for one line of CLI output; the client's
-// error stays reachable through errors.As.
-type Error struct {
-	msg              string
-	err              error
-	input, transient bool
-}
+// Error is the provider's error (see gcperr).
+type Error = gcperr.Error
 
-func (e *Error) Error() string { return e.msg }
-func (e *Error) Unwrap() error { return e.err }
-
-// Input reports whether the error is the user's to fix: the command
-// exits 2, and nothing was changed.
-func (e *Error) Input() bool { return e.input }
-
-// Transient reports whether GKE throttled the call or was briefly
-// unavailable (see cloud.Transient).
-func (e *Error) Transient() bool { return e.transient }
-
-func inputErrorf(format string, args ...any) error {
-	return &Error{msg: fmt.Sprintf(format, args...), input: true}
-}
+func inputErrorf(format string, args ...any) error { return gcperr.Inputf(format, args...) }
 
 // wrap prefixes a client error with what could not be done ("cannot ..."),
 // keeping the API's code and message.
 func wrap(err error, format string, args ...any) error {
-	msg := "cannot " + fmt.Sprintf(format, args...)
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
-		transient := ge.Code == http.StatusTooManyRequests || ge.Code == http.StatusServiceUnavailable
-		return &Error{msg: fmt.Sprintf("%s: %d %s", msg, ge.Code, oneLine(ge.Message)), err: err, transient: transient}
-	}
-	return &Error{msg: msg + ": " + oneLine(err.Error()), err: err}
+	return gcperr.Wrap(err, true, format, args...)
 }
 
-func oneLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return strings.TrimRight(s, ".")
-}
+func oneLine(s string) string { return gcperr.OneLine(s) }
 
 // apiCode is the HTTP code of the API's answer, 0 for another error.
 func apiCode(err error) int {

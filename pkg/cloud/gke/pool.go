@@ -289,9 +289,9 @@ func (n *NodePool) Configure(ctx context.Context, s plan.UpdateSettings) error {
 func (n *NodePool) refused(err error, what string) error {
 	switch apiCode(err) {
 	case http.StatusConflict:
-		return &Error{msg: fmt.Sprintf("%s changed since the plan (etag %q): GKE refused the update; run plan again", n, n.etag), err: err, input: true}
+		return &Error{Msg: fmt.Sprintf("%s changed since the plan (etag %q): GKE refused the update; run plan again", n, n.etag), Err: err, IsInput: true}
 	case http.StatusBadRequest:
-		return &Error{msg: fmt.Sprintf("GKE refused the update of %s: %s", n, apiMessage(err)), err: err, input: true}
+		return &Error{Msg: fmt.Sprintf("GKE refused the update of %s: %s", n, apiMessage(err)), Err: err, IsInput: true}
 	}
 	return wrap(err, "%s %s", what, n)
 }
@@ -305,7 +305,7 @@ func (n *NodePool) waitDone(ctx context.Context, id string) error {
 		}
 		if op.Status == "DONE" {
 			if op.Error != nil && op.Error.Code != 0 {
-				return &Error{msg: fmt.Sprintf("GKE operation %s on %s failed: %s", id, n, oneLine(op.Error.Message))}
+				return &Error{Msg: fmt.Sprintf("GKE operation %s on %s failed: %s", id, n, oneLine(op.Error.Message))}
 			}
 			return nil
 		}
@@ -423,7 +423,7 @@ func progressOf(op *container.Operation) (done, total int) {
 func (n *NodePool) CancelUpdate(ctx context.Context, id string) error {
 	_, err := n.c.gke.Projects.Locations.Operations.Cancel(n.opPath(id), &container.CancelOperationRequest{}).Context(ctx).Do()
 	if apiCode(err) == http.StatusBadRequest {
-		return &Error{msg: fmt.Sprintf("GKE refused to cancel operation %s: %s", id, apiMessage(err)), err: err, input: true}
+		return &Error{Msg: fmt.Sprintf("GKE refused to cancel operation %s: %s", id, apiMessage(err)), Err: err, IsInput: true}
 	}
 	if err != nil {
 		return wrap(err, "cancel operation %s", id)
@@ -452,7 +452,7 @@ func (n *NodePool) RollbackUpdate(ctx context.Context, _ string) (string, error)
 	n.etag = ""
 	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Rollback(n.poolPath(), &container.RollbackNodePoolUpgradeRequest{RespectPdb: true}).Context(ctx).Do()
 	if apiCode(err) == http.StatusBadRequest {
-		return "", &Error{msg: fmt.Sprintf("GKE refused to roll back %s: %s", n, apiMessage(err)), err: err, input: true}
+		return "", &Error{Msg: fmt.Sprintf("GKE refused to roll back %s: %s", n, apiMessage(err)), Err: err, IsInput: true}
 	}
 	if err != nil {
 		return "", wrap(err, "roll back %s", n)
@@ -465,7 +465,7 @@ func (n *NodePool) RollbackUpdate(ctx context.Context, _ string) (string, error)
 func (n *NodePool) CompleteUpdate(ctx context.Context, _ string) error {
 	_, err := n.c.gke.Projects.Locations.Clusters.NodePools.CompleteUpgrade(n.poolPath(), &container.CompleteNodePoolUpgradeRequest{}).Context(ctx).Do()
 	if apiCode(err) == http.StatusBadRequest {
-		return &Error{msg: fmt.Sprintf("GKE refused to complete the upgrade of %s: %s", n, apiMessage(err)), err: err, input: true}
+		return &Error{Msg: fmt.Sprintf("GKE refused to complete the upgrade of %s: %s", n, apiMessage(err)), Err: err, IsInput: true}
 	}
 	if err != nil {
 		return wrap(err, "complete the upgrade of %s", n)
