@@ -359,12 +359,16 @@ func (m *ManagedNodeGroup) cloudGroup(p *Provider, nodes []corev1.Node) *plan.Cl
 		}
 		byNode[id] = mc
 	}
+	versionKey := "launch-template-version"
+	if !g.CustomAMI() && t.LaunchTemplate == nil && m.image == "" {
+		versionKey = "kubernetes-version/release"
+	}
 	return &plan.CloudGroup{
 		Provider: Name, Region: p.Region(), Name: g.Name, GroupKind: "EKS managed node group",
 		Template: m.asg.LaunchTemplateID, TemplateKind: "launch template", MachineKind: "instance",
 		CurrentVersion: current, TargetVersion: target,
 		VersionLabel: TemplateVersionLabel, ImageLabel: ImageLabel,
-		TemplateKey: "launch-template", VersionKey: "launch-template-version",
+		TemplateKey: "launch-template", VersionKey: versionKey,
 		Sizes: plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes: byNode, Unjoined: unjoined, Managed: m,
 	}
