@@ -129,9 +129,7 @@ func TestManagedNodeGroupBlueGreenKilledThenRunAgain(t *testing.T) {
 	// Once the killed run's evictions are replaced: under load, a re-run
 	// at once was refused (exit 5) by pdb-zero-disruptions, the record
 	// not listing the workload as recovering (not understood yet).
-	if err := scenario.WaitAppsReady(testContext(t, 2*time.Minute), client, name); err != nil {
-		t.Fatal(err)
-	}
+	waitPDBAllows(t, name, "web", 1)
 	if r := m.run(t, args...); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("the re-run must finish the run: %s", r)
 	}
