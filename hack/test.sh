@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 
 step "gofmt"
-unformatted=$(gofmt -l cmd pkg sim hack 2>/dev/null || true)
+unformatted=$(gofmt -l cmd internal pkg sim hack 2>/dev/null || true)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
