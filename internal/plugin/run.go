@@ -431,19 +431,10 @@ func (o *RunOptions) runLocked(ctx context.Context, p *plan.Plan, cfg upgrade.Co
 	defer release()
 
 	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
-	rec, err := store.Load(ctx, group)
+	requests := &state.Requests{Store: store, Group: group}
+	rec, err := o.recordToRun(ctx, store, requests, p)
 	if err != nil {
 		return err
-	}
-	requests := &state.Requests{Store: store, Group: group}
-	if err := refusePendingCancel(ctx, requests, rec); err != nil {
-		return err
-	}
-	if rec == nil || rec.FinishedAt != nil {
-		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
-	}
-	if rec.Cloud != nil && rec.Cloud.Group != cloud.GroupName(o.cloudProvider) && (p.Cloud == nil || rec.Cloud.Group != p.Cloud.BlueDeleted) {
-		return usageErrorf("node group %q has an unfinished run on %s group %q; finish it with the same --provider and --asg", group, rec.Cloud.Provider, rec.Cloud.Group)
 	}
 	start, resumesGroup := o.startPhase(p, rec)
 	if start == "" && p.NothingToDo() {
@@ -522,6 +513,27 @@ func recordEnd(rec *state.Record, err error, note string) {
 		now := time.Now().UTC().Truncate(time.Second)
 		rec.FinishedAt, rec.InFlight, rec.Note = &now, nil, note
 	}
+}
+
+// recordToRun is the record this run writes: the unfinished run's, which
+// it goes on with, or a new one. It refuses a run paused by cancel, and an
+// unfinished run on another group than the plan's.
+func (o *RunOptions) recordToRun(ctx context.Context, store *state.Store, requests *state.Requests, p *plan.Plan) (*state.Record, error) {
+	group := o.recordName()
+	rec, err := store.Load(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	if err := refusePendingCancel(ctx, requests, rec); err != nil {
+		return nil, err
+	}
+	if rec == nil || rec.FinishedAt != nil {
+		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
+	}
+	if rec.Cloud != nil && rec.Cloud.Group != cloud.GroupName(o.cloudProvider) && (p.Cloud == nil || rec.Cloud.Group != p.Cloud.BlueDeleted) {
+		return nil, usageErrorf("node group %q has an unfinished run on %s group %q; finish it with the same --provider and --asg", group, rec.Cloud.Provider, rec.Cloud.Group)
+	}
+	return rec, nil
 }
 
 // startPhase is where the run begins: a rollback, or, after an
