@@ -74,7 +74,7 @@ func (e *NodeCreationFailure) Error() string {
 // cloudRecord is the run's cloud record, created on first use.
 func (e *Engine) cloudRecord() *state.CloudRecord {
 	if e.cfg.Record.Cloud == nil {
-		e.cfg.Record.Cloud = &state.CloudRecord{Provider: e.cfg.Provider.Name(), Group: e.group.GroupName(), GroupKind: e.groupKind(), TemplateKind: e.templateKind()}
+		e.cfg.Record.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: e.cfg.Provider.Name(), Group: e.group.GroupName(), GroupKind: e.groupKind(), TemplateKind: e.templateKind()}}
 	}
 	return e.cfg.Record.Cloud
 }
