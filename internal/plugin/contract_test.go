@@ -45,9 +45,10 @@ func newContractCluster(t *testing.T, k fakecloud.Kind, launches string) (kubern
 }
 
 // contractArgs are the flags every command line here gives: the node
-// group, the target under the provider's own flag, no post-drain wait.
+// group (found by the provider's own label), the target under the
+// provider's own flag, no post-drain wait.
 func contractArgs(extra ...string) []string {
-	return append([]string{"ng", "--nodegroup-label", fakecloud.NodeGroupLabel, "--fake-image", "img-b", "--post-drain-wait", "0s", "--seed", "1"}, extra...)
+	return append([]string{"ng", "--fake-image", "img-b", "--post-drain-wait", "0s", "--seed", "1"}, extra...)
 }
 
 // runContract runs "run" (or, planOnly, "plan": the same options as a
@@ -167,57 +168,23 @@ func TestNewProviderRunsEveryCapability(t *testing.T) {
 		{name: "BlueGreen/blue-green", kind: fakecloud.NewGroups, args: []string{"--strategy", "blue-green", "--node-pool-soak", "0s"}, plan: []string{"pool-v2"},
 			calls: []string{"PrepareTarget 2", "CheckQuota", "SetGroupSizes pool min 3, desired 3, max 3", "CreateGreen pool-v2 version 2, min 3, desired 3, max 4", "DeleteGroup pool"}, group: "pool-v2"},
 		{name: "ManagedUpdater/eks", kind: fakecloud.Managed, args: []string{"--strategy", "eks", "--max-unavailable", "2", "--fake-soak", "30s"}, plan: []string{"fake service", "cancel, resume, rollback"},
-			calls: []string{"Configure strategy ROLLING, maxUnavailable 2, soak 30s", "StartUpdate upd-", "Configure strategy ROLLING, maxUnavailable 1, soak 0s"}},
+			calls: []string{"Configure strategy ROLLING, maxUnavailable 2, soak 30s", "StartUpdate upd-", "Configure " + settingsBefore}},
 		{name: "ManagedUpdater/surge", kind: fakecloud.Managed, args: []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0"}, plan: []string{"fake service"},
-			calls: []string{"Configure strategy ROLLING, maxUnavailable 0, maxSurge 1, soak 0s", "StartUpdate upd-", "Configure strategy ROLLING, maxUnavailable 1, soak 0s"}},
+			calls: []string{"Configure strategy ROLLING, maxUnavailable 0, maxSurge 1, soak 0s", "StartUpdate upd-", "Configure " + settingsBefore}},
 		{name: "ManagedUpdater/blue-green", kind: fakecloud.Managed, args: []string{"--strategy", "blue-green", "--node-pool-soak", "0s"}, plan: []string{"fake service", "complete"},
-			calls: []string{"Configure strategy BLUE_GREEN, maxUnavailable 1, soak 0s", "StartUpdate upd-", "Configure strategy ROLLING, maxUnavailable 1, soak 0s"}},
+			calls: []string{"Configure strategy BLUE_GREEN, maxUnavailable 1, soak 0s", "StartUpdate upd-", "Configure " + settingsBefore}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			client, w := newContractCluster(t, tc.kind, tc.launches)
 			before := w.Sizes(contractGroup)
 			args := contractArgs(tc.args...)
-			stdout, stderr, code := runContract(context.Background(), client, true, args...)
-			if code != ExitOK {
-				t.Fatalf("plan: exit %d: %s", code, stderr)
-			}
-			strategy := tc.args[1]
-			for _, want := range append([]string{strategy, contractGroup, "img-b"}, append(outdated, tc.plan...)...) {
-				if !strings.Contains(stdout, want) {
-					t.Errorf("the plan does not name %q:\n%s", want, stdout)
-				}
-			}
-			if calls := w.Calls(); len(calls) > 0 {
-				t.Fatalf("plan changed the cloud: %q", calls)
-			}
-			stdout, stderr, code = runContract(context.Background(), client, false, args...)
-			if code != ExitOK {
+			planChangesNothing(t, client, w, args, append([]string{tc.args[1], contractGroup, "img-b"}, append(outdated, tc.plan...)...))
+			if stdout, stderr, code := runContract(context.Background(), client, false, args...); code != ExitOK {
 				t.Fatalf("run: exit %d: %s\n%s", code, stderr, stdout)
 			}
-			images, cordoned := nodeImages(t, client)
-			for _, n := range outdated {
-				if _, ok := images[n]; ok {
-					t.Errorf("outdated node %q is still there", n)
-				}
-			}
-			for n, img := range images {
-				if img != "img-b" {
-					t.Errorf("node %q runs %s after the run", n, img)
-				}
-			}
-			if len(images) != len(outdated) || cordoned > 0 {
-				t.Errorf("%d nodes (%d cordoned or tainted) after the run, want %d in service: %v", len(images), cordoned, len(outdated), images)
-			}
-			calls := w.Calls()
-			inOrder(t, calls, tc.calls)
-			for _, c := range calls {
-				for _, bad := range tc.never {
-					if strings.HasPrefix(c, bad) {
-						t.Errorf("the cloud was called %q", c)
-					}
-				}
-			}
+			allOn(t, client, "img-b", outdated)
+			calledInOrder(t, w.Calls(), tc.calls, tc.never)
 			if tc.group != "" {
 				if got := w.Groups(); !slices.Equal(got, []string{tc.group}) {
 					t.Errorf("groups %q after the run, want %q", got, tc.group)
@@ -225,11 +192,65 @@ func TestNewProviderRunsEveryCapability(t *testing.T) {
 					t.Errorf("group %q at %s after the run, want %s as before", tc.group, after, before)
 				}
 			}
-			if tc.kind == fakecloud.Managed && w.Settings(contractGroup).String() != "strategy ROLLING, maxUnavailable 1, soak 0s" {
-				t.Errorf("update settings left at %s", w.Settings(contractGroup))
+			if tc.kind == fakecloud.Managed && w.Settings(contractGroup).String() != settingsBefore {
+				t.Errorf("update settings left at %s, want %s as before", w.Settings(contractGroup), settingsBefore)
 			}
 			finishedRecord(t, client, outdated)
 		})
+	}
+}
+
+// settingsBefore are the managed group's update settings before a run.
+const settingsBefore = "strategy ROLLING, maxUnavailable 1, soak 0s"
+
+// planChangesNothing plans args and checks that the plan names each of
+// want and that nothing changed in the cloud.
+func planChangesNothing(t *testing.T, client kubernetes.Interface, w *fakecloud.World, args, want []string) {
+	t.Helper()
+	stdout, stderr, code := runContract(context.Background(), client, true, args...)
+	if code != ExitOK {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	for _, s := range want {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("the plan does not name %q:\n%s", s, stdout)
+		}
+	}
+	if calls := w.Calls(); len(calls) > 0 {
+		t.Fatalf("plan changed the cloud: %q", calls)
+	}
+}
+
+// allOn checks that the cluster runs as many nodes as there were before
+// the run, all in service on image, none of them one of gone.
+func allOn(t *testing.T, client kubernetes.Interface, image string, gone []string) {
+	t.Helper()
+	images, cordoned := nodeImages(t, client)
+	for _, n := range gone {
+		if _, ok := images[n]; ok {
+			t.Errorf("outdated node %q is still there", n)
+		}
+	}
+	for n, img := range images {
+		if img != image {
+			t.Errorf("node %q runs %s, want %s", n, img, image)
+		}
+	}
+	if len(images) != 3 || cordoned > 0 {
+		t.Errorf("%d nodes (%d cordoned or tainted) after the run, want 3 in service: %v", len(images), cordoned, images)
+	}
+}
+
+// calledInOrder checks the cloud's calls: want in this order, never none.
+func calledInOrder(t *testing.T, calls, want, never []string) {
+	t.Helper()
+	inOrder(t, calls, want)
+	for _, c := range calls {
+		for _, bad := range never {
+			if strings.HasPrefix(c, bad) {
+				t.Errorf("the cloud was called %q", c)
+			}
+		}
 	}
 }
 
@@ -339,17 +360,11 @@ func TestNewProviderServiceControls(t *testing.T) {
 					t.Fatalf("%s: exit %d: %s", step, code, out)
 				}
 			}
-			inOrder(t, w.Calls(), append(tc.calls, "Configure strategy ROLLING, maxUnavailable 1, soak 0s"))
-			images, cordoned := nodeImages(t, client)
-			for n, img := range images {
-				if img != tc.image {
-					t.Errorf("node %q runs %s, want %s", n, img, tc.image)
-				}
+			inOrder(t, w.Calls(), append(tc.calls, "Configure "+settingsBefore))
+			allOn(t, client, tc.image, nil)
+			if rec := finishedRecord(t, client, nil); (rec.AbortedAt != nil) != (tc.image == "img-a") {
+				t.Errorf("record aborted at %v; want it aborted only by a rollback", rec.AbortedAt)
 			}
-			if len(images) != 3 || cordoned > 0 {
-				t.Errorf("%d nodes (%d cordoned) after, want 3 in service", len(images), cordoned)
-			}
-			finishedRecord(t, client, nil)
 		})
 	}
 }

@@ -24,8 +24,8 @@ import (
 // Name is what --provider takes.
 const Name = "fakecloud"
 
-// The node labels the cloud puts on its nodes: the node group (given as
-// --nodegroup-label) and the image, whose disagreement with the target
+// The node labels the cloud puts on its nodes: the node group (see
+// NodeGroupLabel) and the image, whose disagreement with the target
 // makes a node outdated whatever its machine says.
 const (
 	NodeGroupLabel = "fakecloud.example/pool"
@@ -56,6 +56,10 @@ const providerPrefix = Name + ":///"
 
 // Owns implements cloud.Cloud.
 func (Cloud) Owns(providerID string) bool { return strings.HasPrefix(providerID, providerPrefix) }
+
+// NodeGroupLabel implements cloud.NodeGroupLabeler: NODEGROUP is found by
+// the cloud's own label.
+func (Cloud) NodeGroupLabel() string { return NodeGroupLabel }
 
 // Help implements cloud.Helper.
 func (Cloud) Help() string { return "terminate the fake machine; its group launches the target" }
