@@ -127,8 +127,10 @@ func TestManagedNodeGroupBlueGreenKilledThenRunAgain(t *testing.T) {
 		t.Fatalf("the run ended before the kill point:\n%s", out)
 	}
 	// Once the killed run's evictions are replaced: under load, a re-run
-	// at once was refused (exit 5) by pdb-zero-disruptions, the record
-	// not listing the workload as recovering (not understood yet).
+	// at once was refused (exit 5) by pdb-zero-disruptions, the PDB's
+	// status not yet counting pods Ready again (the audit now warns
+	// there instead, TestPDBZeroWhileRecovering); the wait keeps this
+	// test about the re-run.
 	waitPDBAllows(t, name, "web", 1)
 	if r := m.run(t, args...); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("the re-run must finish the run: %s", r)
