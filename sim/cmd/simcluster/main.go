@@ -96,9 +96,7 @@ func up(args []string) error {
 	delay := fs.Duration("pod-ready-delay", time.Second, "time from a pod being scheduled to it being Running and Ready")
 	noLifecycle := fs.Bool("no-node-lifecycle", false, "run without the node lifecycle and taint eviction controllers (for nodes nothing heartbeats: scenario plan-scale)")
 	controllerQPS := fs.Int("controller-qps", 0, "the controller manager's client rate limit in requests per second (burst twice that); 0 keeps upstream's 20")
-	awsDemo := fs.Bool("aws-demo", false, "also serve a fake AWS endpoint with Auto Scaling group \"demo\" (9 nodes) and the demo workloads")
-	awsAddr := fs.String("aws-addr", "127.0.0.1:0", "listen address of the fake AWS endpoint (with --aws-demo)")
-	awsManaged := fs.Bool("aws-demo-managed", false, "with --aws-demo, also EKS cluster \"demo\" and its managed node group \"demo-managed\" (3 nodes)")
+	aws := bindAWSDemo(fs)
 	gkeDemo := bindGKEDemo(fs)
 	gce := bindGCEDemo(fs)
 	if err := fs.Parse(args); err != nil {
@@ -110,19 +108,14 @@ func up(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *awsManaged && !*awsDemo {
-		return errors.New("--aws-demo-managed needs --aws-demo")
-	}
-	if *gkeDemo.on && (*awsDemo || *gce.on || *noLifecycle) {
-		return errors.New("--gke-demo goes alone: not with --aws-demo, --gce-demo or --no-node-lifecycle")
-	}
-	if err := gce.check(*awsDemo, *noLifecycle); err != nil {
+	if err := aws.check(*noLifecycle); err != nil {
 		return err
 	}
-	if *awsDemo && *noLifecycle {
-		// the demo's launched nodes are usable once the node lifecycle
-		// controller takes their startup taint off: without it they never are
-		return errors.New("cannot combine --aws-demo with --no-node-lifecycle: the demo's nodes would keep their not-ready taint")
+	if *gkeDemo.on && (*aws.on || *gce.on || *noLifecycle) {
+		return errors.New("--gke-demo goes alone: not with --aws-demo, --gce-demo or --no-node-lifecycle")
+	}
+	if err := gce.check(*aws.on, *noLifecycle); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -131,24 +124,54 @@ func up(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *gkeDemo.on {
+	switch {
+	case *gkeDemo.on:
 		return serveGKEDemo(ctx, c, gkeDemo, started)
-	}
-	if *gce.on {
+	case *gce.on:
 		return gce.serve(ctx, c, started)
+	case *aws.on:
+		return aws.serve(ctx, stop, c, started)
 	}
-	if !*awsDemo {
-		fmt.Printf("ready kubeconfig=%s\n", c.Kubeconfig)
-		fmt.Fprintf(os.Stderr, "simcluster: started in %s, logs in %s\n", time.Since(started).Round(time.Millisecond), filepath.Join(c.Dir, "components.log"))
-		<-ctx.Done()
-		stop()
-		fmt.Fprintln(os.Stderr, "simcluster: stopping")
-		return c.Stop()
+	fmt.Printf("ready kubeconfig=%s\n", c.Kubeconfig)
+	fmt.Fprintf(os.Stderr, "simcluster: started in %s, logs in %s\n", time.Since(started).Round(time.Millisecond), filepath.Join(c.Dir, "components.log"))
+	<-ctx.Done()
+	stop()
+	fmt.Fprintln(os.Stderr, "simcluster: stopping")
+	return c.Stop()
+}
+
+// awsDemo is the fake AWS endpoint up serves with --aws-demo.
+type awsDemo struct {
+	on, managed *bool
+	addr        *string
+}
+
+func bindAWSDemo(fs *flag.FlagSet) awsDemo {
+	return awsDemo{
+		on:      fs.Bool("aws-demo", false, "also serve a fake AWS endpoint with Auto Scaling group \"demo\" (9 nodes) and the demo workloads"),
+		addr:    fs.String("aws-addr", "127.0.0.1:0", "listen address of the fake AWS endpoint (with --aws-demo)"),
+		managed: fs.Bool("aws-demo-managed", false, "with --aws-demo, also EKS cluster \"demo\" and its managed node group \"demo-managed\" (3 nodes)"),
 	}
+}
+
+func (a awsDemo) check(noLifecycle bool) error {
+	if *a.managed && !*a.on {
+		return errors.New("--aws-demo-managed needs --aws-demo")
+	}
+	if *a.on && noLifecycle {
+		// the demo's launched nodes are usable once the node lifecycle
+		// controller takes their startup taint off: without it they never are
+		return errors.New("cannot combine --aws-demo with --no-node-lifecycle: the demo's nodes would keep their not-ready taint")
+	}
+	return nil
+}
+
+// serve runs the AWS demo until ctx ends.
+func (a awsDemo) serve(ctx context.Context, stop func(), c *cluster.Cluster, started time.Time) error {
 	// Launches and terminations go to stderr: they are the AWS side of
 	// the demo, worth watching next to the plugin's output.
 	logger := log.New(os.Stderr, "", log.Ltime|log.Lmicroseconds)
-	s, err := awsfake.StartDemo(ctx, c.Client, awsfake.DemoOptions{Addr: *awsAddr, LaunchDelay: 2 * time.Second, Logf: logger.Printf, Managed: *awsManaged})
+	s, err := awsfake.StartDemo(ctx, c.Client, awsfake.DemoOptions{Addr: *a.addr, LaunchDelay: 2 * time.Second, Logf: logger.Printf, Managed: *a.managed})
 	if err != nil {
 		return errors.Join(err, c.Stop())
 	}
