@@ -112,7 +112,13 @@ func planGreen(c *Planning, size int, batchSoak, poolSoak time.Duration) {
 	p, in := c.Plan, c.Input.BlueGreen
 	p.BlueGreen = &BlueGreenPlan{BatchSize: size, BatchSoak: Duration(batchSoak), NodePoolSoak: Duration(poolSoak), Green: in.GreenGroup, GreenSelector: in.GreenSelector}
 	if cg := c.Input.Cloud; in.GreenGroup == "" && in.GreenSelector == "" && cg != nil {
-		p.BlueGreen.Green, p.BlueGreen.Create = cmp.Or(cg.Green, cg.Name+"-v"+cg.TargetVersion), true
+		version := cg.TargetVersion
+		if version == NewVersion {
+			// Its number comes when the run makes it: "-vnew" would read
+			// as a name.
+			version = "<new version>"
+		}
+		p.BlueGreen.Green, p.BlueGreen.Create = cmp.Or(cg.Green, cg.Name+"-v"+version), true
 		p.BlueGreen.GreenLabel = cg.GreenLabel
 	}
 	p.MaxUnavailable = size
