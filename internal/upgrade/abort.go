@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -30,7 +29,7 @@ func (e *Engine) Abort(ctx context.Context) error {
 	}
 	defer stop()
 	defer e.cfg.Events.Flush()
-	e.aborting = true
+	e.group.aborting = true
 	rec := e.cfg.Record
 	phase := plan.Phase(rec.Phase)
 	if phase == plan.PhaseDeleteBlue {
@@ -48,16 +47,16 @@ func (e *Engine) Abort(ctx context.Context) error {
 	if err := e.releaseNodes(ctx, nodes); err != nil {
 		return err
 	}
-	if e.defaultBack, err = e.abortDefault(ctx); err != nil {
+	if e.group.defaultBack, err = e.group.abortDefault(ctx); err != nil {
 		return err
 	}
 	if err := e.restoreSizes(ctx); err != nil {
 		return err
 	}
-	if err := e.releaseRebalance(ctx); err != nil {
+	if err := e.group.releaseRebalance(ctx); err != nil {
 		return err
 	}
-	if err := e.restoreUpdates(ctx); err != nil {
+	if err := e.group.restoreUpdates(ctx); err != nil {
 		return err
 	}
 	if err := e.abortService(ctx); err != nil {
@@ -187,59 +186,28 @@ func (e *Engine) releaseNodes(ctx context.Context, nodes []*corev1.Node) error {
 func (e *Engine) restoreSizes(ctx context.Context) error {
 	cr := e.cfg.Record.Cloud
 	switch {
-	case e.group == nil && cr != nil && cr.Original != nil:
+	case e.group.pool == nil && cr != nil && cr.Original != nil:
 		// A record of an older version, with no request to open the group.
 		e.note = joinNote(e.note, fmt.Sprintf("the run recorded the sizes of %s %q before it (%s) but not how to reach the group: set them by hand", cr.GroupKind, cr.Group, *cr.Original))
 		e.logf("%s", e.note)
 		return nil
-	case e.group == nil:
+	case e.group.pool == nil:
 		return nil
 	case cr == nil:
-		e.logf("nothing recorded of %s %q: its sizes are left as they are", e.groupKind(), e.group.GroupName())
+		e.logf("nothing recorded of %s %q: its sizes are left as they are", e.groupKind(), e.group.pool.GroupName())
 		return nil
 	}
 	if e.traits.WholeGroup {
-		return e.abortGreen(ctx)
+		return (&blueGreenRun{Engine: e}).abortGreen(ctx)
 	}
 	if cr.Original == nil {
-		e.logf("%s %q was not scaled up by the run", e.groupKind(), e.group.GroupName())
-	} else if err := e.scaleDown(ctx); err != nil {
+		e.logf("%s %q was not scaled up by the run", e.groupKind(), e.group.pool.GroupName())
+	} else if err := e.group.scaleDown(ctx); err != nil {
 		// The same scale-down a finished run ends with: each node removed
 		// is drained first, and a scale-up by the autoscaler stops it.
 		return err
 	}
-	return e.settleDefault(ctx)
-}
-
-// abortGreen ends a blue/green run before blue is deleted. Blue is back in
-// service already; a green the run created is drained and deleted like a
-// rollback does it, because once the record says aborted nothing leads
-// back to it: it would run, and be paid for, with no command that removes
-// it. A green given by the user (--green-asg, --green-selector) is theirs:
-// it is left serving as it is, and named.
-func (e *Engine) abortGreen(ctx context.Context) error {
-	cr := e.cfg.Record.Cloud
-	if cr.Green != "" && cr.GreenCreated {
-		return e.rollback(ctx)
-	}
-	bg, ok := e.group.(cloud.BlueGreen)
-	if !ok {
-		return nil
-	}
-	if cr.Original != nil {
-		if err := bg.SetGroupSizes(ctx, e.group.GroupName(), *cr.Original); err != nil {
-			return err
-		}
-		e.logf("%s %q is back to desired %d, max %d", e.groupKind(), e.group.GroupName(), cr.Original.Desired, cr.Original.Max)
-	}
-	green := cr.Green
-	if sel := e.cfg.Plan.BlueGreen; sel != nil && sel.GreenSelector != "" {
-		green = sel.GreenSelector
-	}
-	if green != "" {
-		e.note = joinNote(e.note, fmt.Sprintf("green %q was given, not made by the run: it is left serving as it is", green))
-	}
-	return nil
+	return e.group.settleDefault(ctx)
 }
 
 // unprotect takes the scale-down-disabled annotation off the nodes that
@@ -252,7 +220,7 @@ func (e *Engine) unprotect(ctx context.Context, nodes []*corev1.Node) error {
 		if !ok {
 			continue
 		}
-		if _, has := obj.(*corev1.Node).Annotations[ScaleDownDisabledAnnotation]; has || e.protected.Has(n.Name) {
+		if _, has := obj.(*corev1.Node).Annotations[ScaleDownDisabledAnnotation]; has || e.group.protected.Has(n.Name) {
 			names = append(names, n.Name)
 		}
 	}
@@ -262,7 +230,7 @@ func (e *Engine) unprotect(ctx context.Context, nodes []*corev1.Node) error {
 	if err := e.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, nil); err != nil {
 		return err
 	}
-	e.protected.Delete(names...)
+	e.group.protected.Delete(names...)
 	e.logf("took the %s annotation off %s", ScaleDownDisabledAnnotation, quoteAll(names))
 	return nil
 }

@@ -154,10 +154,10 @@ func (e *Engine) hookEnv(ctx context.Context, hook, node string) []string {
 	if obj, ok, _ := e.view.nodes.GetStore().GetByKey(node); ok {
 		n := obj.(*corev1.Node)
 		zone, providerID = n.Labels[plan.ZoneLabel], n.Spec.ProviderID
-		if instanceID == "" && e.group != nil {
+		if instanceID == "" && e.group.pool != nil {
 			// A node outside the plan's batches (the scale-down's): its
 			// machine tells.
-			if byNode, _, err := e.group.Machines(ctx, []*corev1.Node{n}); err == nil {
+			if byNode, _, err := e.group.pool.Machines(ctx, []*corev1.Node{n}); err == nil {
 				instanceID = byNode[node].ID
 			}
 		}

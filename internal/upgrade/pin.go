@@ -15,8 +15,8 @@ import (
 // following it after the run rather than being pinned. The default before
 // the run is recorded first, once, so that abort and rollback (a run back
 // to it) restore it whatever stops the run.
-func (e *Engine) keepDefault(ctx context.Context, version string) error {
-	f, ok := e.group.(cloud.DefaultFollower)
+func (cg *cloudGroup) keepDefault(ctx context.Context, version string) error {
+	f, ok := cg.pool.(cloud.DefaultFollower)
 	if !ok {
 		return nil
 	}
@@ -24,17 +24,17 @@ func (e *Engine) keepDefault(ctx context.Context, version string) error {
 	if err != nil || !follows || current == version {
 		return err
 	}
-	cr := e.cloudRecord()
+	cr := cg.cloudRecord()
 	if cr.DefaultWas == "" {
 		cr.DefaultWas = current
-		if err := e.save(ctx); err != nil {
+		if err := cg.save(ctx); err != nil {
 			return err
 		}
 	}
 	if err := f.SetTemplateDefault(ctx, version); err != nil {
 		return err
 	}
-	e.logf("made %s version %s the default (was %s): %s %q launches the default", e.templateKind(), version, current, e.groupKind(), e.group.GroupName())
+	cg.logf("made %s version %s the default (was %s): %s %q launches the default", cg.templateKind(), version, current, cg.groupKind(), cg.pool.GroupName())
 	return nil
 }
 
@@ -42,18 +42,18 @@ func (e *Engine) keepDefault(ctx context.Context, version string) error {
 // when every node of the group runs the target already (a run stopped in
 // its scale-down): the old default back would have the group launch what
 // none of its nodes runs. The target stays the default.
-func (e *Engine) abortDefault(ctx context.Context) (bool, error) {
-	cr := e.cfg.Record.Cloud
-	if cr == nil || cr.DefaultWas == "" || !e.allOnTarget() {
-		return e.restoreDefault(ctx)
+func (cg *cloudGroup) abortDefault(ctx context.Context) (bool, error) {
+	cr := cg.cfg.Record.Cloud
+	if cr == nil || cr.DefaultWas == "" || !cg.allOnTarget() {
+		return cg.restoreDefault(ctx)
 	}
 	return false, nil
 }
 
 // allOnTarget reports whether no node of an in-place run is left to
 // upgrade; blue/green's rollback of green settles its default itself.
-func (e *Engine) allOnTarget() bool {
-	return !e.traits.WholeGroup && len(e.cfg.Plan.Outdated()) == 0
+func (cg *cloudGroup) allOnTarget() bool {
+	return !cg.traits.WholeGroup && len(cg.cfg.Plan.Outdated()) == 0
 }
 
 // settleDefault looks again, once abort's scale-down is over, at what the
@@ -62,26 +62,26 @@ func (e *Engine) allOnTarget() bool {
 // the default, so the group launches what its nodes run and a run after
 // abort rightly finds nothing to do; otherwise the old default stays and
 // a run upgrades the rest. The note says which.
-func (e *Engine) settleDefault(ctx context.Context) error {
-	cr := e.cfg.Record.Cloud
+func (cg *cloudGroup) settleDefault(ctx context.Context) error {
+	cr := cg.cfg.Record.Cloud
 	if cr.TargetVersion == "" {
 		return nil // the run stopped before it pointed the group anywhere
 	}
-	onTarget, others, err := e.machineVersions(ctx, cr.TargetVersion)
+	onTarget, others, err := cg.machineVersions(ctx, cr.TargetVersion)
 	if err != nil {
 		return err
 	}
-	group, lt := fmt.Sprintf("%s %q", e.groupKind(), e.group.GroupName()), e.templateKind()
+	group, lt := fmt.Sprintf("%s %q", cg.groupKind(), cg.pool.GroupName()), cg.templateKind()
 	switch {
 	case others == 0 && onTarget > 0 && cr.DefaultWas != "":
-		return e.keepTargetDefault(ctx, onTarget)
-	case e.defaultBack && onTarget == 0:
-		e.note = joinNote(e.note, fmt.Sprintf("%s launches %s version %s again, the default before the run, which every node of it runs", group, lt, cr.DefaultWas))
-	case e.defaultBack:
-		e.note = joinNote(e.note, fmt.Sprintf("%s launches %s version %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
+		return cg.keepTargetDefault(ctx, onTarget)
+	case cg.defaultBack && onTarget == 0:
+		cg.note = joinNote(cg.note, fmt.Sprintf("%s launches %s version %s again, the default before the run, which every node of it runs", group, lt, cr.DefaultWas))
+	case cg.defaultBack:
+		cg.note = joinNote(cg.note, fmt.Sprintf("%s launches %s version %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
 			group, lt, cr.DefaultWas, plan.Count(onTarget, "node"), cr.TargetVersion))
 	case others > 0 && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion:
-		e.note = joinNote(e.note, fmt.Sprintf("%s still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
+		cg.note = joinNote(cg.note, fmt.Sprintf("%s still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
 			group, lt, cr.TargetVersion, cr.FromVersion))
 	}
 	return nil
@@ -89,19 +89,19 @@ func (e *Engine) settleDefault(ctx context.Context) error {
 
 // machineVersions counts the group's machines, leaving ones aside, that
 // run version and that run another.
-func (e *Engine) machineVersions(ctx context.Context, version string) (onTarget, others int, err error) {
-	nodes, err := e.groupNodes()
+func (cg *cloudGroup) machineVersions(ctx context.Context, version string) (onTarget, others int, err error) {
+	nodes, err := cg.groupNodes()
 	if err != nil {
 		return 0, 0, err
 	}
-	byNode, pending, err := e.group.Machines(ctx, nodes)
+	byNode, pending, err := cg.pool.Machines(ctx, nodes)
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, m := range append(slices.Collect(maps.Values(byNode)), pending...) {
 		switch {
 		case m.Leaving():
-		case e.group.Current(m, version):
+		case cg.pool.Current(m, version):
 			onTarget++
 		default:
 			others++
@@ -113,9 +113,9 @@ func (e *Engine) machineVersions(ctx context.Context, version string) (onTarget,
 // keepTargetDefault makes the target the default again where abort (this
 // one or one killed before) made the old one the default: every machine
 // left runs the target. A default someone else set is theirs and stays.
-func (e *Engine) keepTargetDefault(ctx context.Context, onTarget int) error {
-	cr := e.cfg.Record.Cloud
-	f, ok := e.group.(cloud.DefaultFollower)
+func (cg *cloudGroup) keepTargetDefault(ctx context.Context, onTarget int) error {
+	cr := cg.cfg.Record.Cloud
+	f, ok := cg.pool.(cloud.DefaultFollower)
 	if !ok {
 		return nil
 	}
@@ -128,16 +128,16 @@ func (e *Engine) keepTargetDefault(ctx context.Context, onTarget int) error {
 		if err := f.SetTemplateDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
-		e.logf("made %s version %s the default again: the %s left in %s %q run it", e.templateKind(), cr.TargetVersion, plan.Count(onTarget, "node"), e.groupKind(), e.group.GroupName())
+		cg.logf("made %s version %s the default again: the %s left in %s %q run it", cg.templateKind(), cr.TargetVersion, plan.Count(onTarget, "node"), cg.groupKind(), cg.pool.GroupName())
 	case cr.TargetVersion:
 	default:
 		return nil // restoreDefault named it
 	}
-	e.defaultBack = false
+	cg.defaultBack = false
 	kept := fmt.Sprintf("every node of %s %q runs %s version %s, which stays the default (it was %s before the run)",
-		e.groupKind(), e.group.GroupName(), e.templateKind(), cr.TargetVersion, cr.DefaultWas)
-	e.note = joinNote(e.note, kept)
-	e.logf("%s", kept)
+		cg.groupKind(), cg.pool.GroupName(), cg.templateKind(), cr.TargetVersion, cr.DefaultWas)
+	cg.note = joinNote(cg.note, kept)
+	cg.logf("%s", kept)
 	return nil
 }
 
@@ -145,15 +145,15 @@ func (e *Engine) keepTargetDefault(ctx context.Context, onTarget int) error {
 // again (abort, and a blue/green rollback, which puts blue back). A
 // default someone changed since the run set it is theirs and stays. It
 // reports whether the old default is the default now.
-func (e *Engine) restoreDefault(ctx context.Context) (bool, error) {
-	cr := e.cfg.Record.Cloud
+func (cg *cloudGroup) restoreDefault(ctx context.Context) (bool, error) {
+	cr := cg.cfg.Record.Cloud
 	if cr == nil || cr.DefaultWas == "" {
 		return false, nil
 	}
-	f, ok := e.group.(cloud.DefaultFollower)
+	f, ok := cg.pool.(cloud.DefaultFollower)
 	if !ok {
-		e.note = joinNote(e.note, fmt.Sprintf("the run made version %s the default of the %s of %s %q (it was %s) but cannot reach the group to change it back: do it by hand", cr.TargetVersion, cr.TemplateKind, cr.GroupKind, cr.Group, cr.DefaultWas))
-		e.logf("%s", e.note)
+		cg.note = joinNote(cg.note, fmt.Sprintf("the run made version %s the default of the %s of %s %q (it was %s) but cannot reach the group to change it back: do it by hand", cr.TargetVersion, cr.TemplateKind, cr.GroupKind, cr.Group, cr.DefaultWas))
+		cg.logf("%s", cg.note)
 		return false, nil
 	}
 	_, current, err := f.TemplateDefault(ctx)
@@ -163,13 +163,13 @@ func (e *Engine) restoreDefault(ctx context.Context) (bool, error) {
 	case current == cr.DefaultWas:
 		return true, nil
 	case current != cr.TargetVersion:
-		e.note = joinNote(e.note, fmt.Sprintf("the default of the %s is version %s, set since the run made it %s: left so (it was %s before the run)", e.templateKind(), current, cr.TargetVersion, cr.DefaultWas))
-		e.logf("%s", e.note)
+		cg.note = joinNote(cg.note, fmt.Sprintf("the default of the %s is version %s, set since the run made it %s: left so (it was %s before the run)", cg.templateKind(), current, cr.TargetVersion, cr.DefaultWas))
+		cg.logf("%s", cg.note)
 		return false, nil
 	}
 	if err := f.SetTemplateDefault(ctx, cr.DefaultWas); err != nil {
 		return false, err
 	}
-	e.logf("made %s version %s the default again (the run had made it %s)", e.templateKind(), cr.DefaultWas, current)
+	cg.logf("made %s version %s the default again (the run had made it %s)", cg.templateKind(), cr.DefaultWas, current)
 	return true, nil
 }

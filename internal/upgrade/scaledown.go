@@ -1,0 +1,321 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/capacity"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// errAutoscaled stops the scale-down: someone else needs the capacity.
+var errAutoscaled = errors.New("the group was scaled up by someone else")
+
+// scaleDown brings the group back to its recorded sizes one node at a time:
+// each node is drained like an outdated one, then its instance terminated
+// with the desired size lowered by one. If the desired size is found above
+// what the run last set, the cluster autoscaler scaled up meanwhile: the
+// run stops at once and leaves the size, as EKS does.
+func (cg *cloudGroup) scaleDown(ctx context.Context) error {
+	cr := cg.cloudRecord()
+	if cr.Original == nil {
+		if err := cg.releaseRebalance(ctx); err != nil {
+			return err
+		}
+		return cg.protectNewNodes(ctx, false) // nothing was scaled up
+	}
+	orig := *cr.Original
+	autoscaled, err := cg.shrinkToOriginal(ctx, cr, orig)
+	if err != nil {
+		return err
+	}
+	if !autoscaled {
+		if err := cg.evenZones(ctx, cr, orig); err != nil {
+			return err
+		}
+	}
+	sizes, err := cg.restoreMax(ctx)
+	if err != nil {
+		return err
+	}
+	// No termination lowers the desired size after this.
+	if err := cg.releaseRebalance(ctx); err != nil {
+		return err
+	}
+	if cg.note == "" {
+		cg.logf("%s %q is back to desired %d, max %d", cg.groupKind(), cg.pool.GroupName(), sizes.Desired, sizes.Max)
+	}
+	return cg.protectNewNodes(ctx, false)
+}
+
+// shrinkToOriginal removes nodes one at a time until the group is back to
+// the desired size recorded before the run; it reports whether the
+// cluster autoscaler scaled the group up meanwhile, which ends it.
+func (cg *cloudGroup) shrinkToOriginal(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes) (autoscaled bool, err error) {
+	for {
+		err := cg.scaleDownOne(ctx, cr, orig)
+		if errors.Is(err, errAutoscaled) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if cr.Shrinking == "" && cr.LastDesired <= orig.Desired {
+			return false, nil
+		}
+	}
+}
+
+// scaleDownOne removes one node, or finds there is nothing left to remove.
+// Its steps are recorded so that a run killed anywhere in it finishes the
+// step rather than mistaking its own change for the autoscaler's: the
+// victim (Shrinking) before its drain, the size it will leave (ShrinkTo)
+// before the termination, and both cleared after it.
+func (cg *cloudGroup) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes) error {
+	sizes, err := cg.pool.Sizes(ctx)
+	if err != nil {
+		return err
+	}
+	terminate := false
+	if cr.Shrinking != "" && cr.ShrinkTo != 0 {
+		switch sizes.Desired {
+		case cr.ShrinkTo: // terminated; only the record was not cleared
+			cg.shrunk.Insert(cr.Shrinking)
+			cr.Shrinking, cr.ShrinkTo = "", 0
+			return cg.save(ctx)
+		case cr.ShrinkTo + 1: // drained and recorded, not terminated yet
+			terminate = true
+		}
+	}
+	if !terminate && sizes.Desired > cr.LastDesired {
+		return cg.stopScaleDown(ctx, cr, orig, sizes.Desired)
+	}
+	if !terminate && sizes.Desired <= orig.Desired {
+		cr.Shrinking, cr.ShrinkTo, cr.LastDesired = "", 0, sizes.Desired
+		return cg.save(ctx)
+	}
+	victim := cr.Shrinking
+	if !terminate {
+		if victim == "" || !cg.nodeExists(victim) {
+			if victim, err = cg.scaleDownVictim(ctx); err != nil {
+				return err
+			}
+			cr.Shrinking, cr.ShrinkTo = victim, 0
+			if err := cg.save(ctx); err != nil {
+				return err
+			}
+		}
+		cg.logf("scale-down: removing node %q, desired %d -> %d", victim, sizes.Desired, sizes.Desired-1)
+		if err := cg.drainForScaleDown(ctx, victim); err != nil {
+			return err
+		}
+		// The drain took a while: look again, so a scale-up by the
+		// autoscaler meanwhile is not answered by shrinking the group.
+		now, err := cg.pool.Sizes(ctx)
+		if err != nil {
+			return err
+		}
+		if now.Desired != sizes.Desired {
+			return cg.stopScaleDown(ctx, cr, orig, now.Desired)
+		}
+		cr.ShrinkTo, cr.LastDesired = sizes.Desired-1, sizes.Desired-1
+		if err := cg.save(ctx); err != nil {
+			return err
+		}
+	}
+	if err := cg.runHooks(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
+		return err
+	}
+	if err := cg.deregister(ctx, "scale-down", []string{victim}); err != nil {
+		return err
+	}
+	if err := cg.holdRebalance(ctx); err != nil {
+		return err
+	}
+	cg.cfg.Events.Node(ctx, victim, corev1.EventTypeNormal, "NodeUpgradeRemoved", "scale-down: removing its machine and lowering the desired size")
+	id, err := cg.machineOf(ctx, victim)
+	if err != nil {
+		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
+	}
+	g, err := cg.resizer()
+	if err != nil {
+		return err
+	}
+	if err := g.Shrink(ctx, victim); err != nil {
+		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
+	}
+	cg.shrunk.Insert(victim)
+	cg.written.forget(victim)
+	cr.Shrinking, cr.ShrinkTo = "", 0
+	if err := cg.save(ctx); err != nil {
+		return err
+	}
+	return cg.awaitGone(ctx, map[string]string{victim: id})
+}
+
+// stopScaleDown ends the scale-down because the desired size went up
+// under it: the node being removed is put back in service.
+func (cg *cloudGroup) stopScaleDown(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes, desired int32) error {
+	cg.note = fmt.Sprintf("the scale-down stopped: %s %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
+		cg.groupKind(), cg.pool.GroupName(), desired, cr.LastDesired, orig)
+	cg.logf("%s", cg.cfg.Color.Yellow(cg.note))
+	if cr.Shrinking != "" {
+		always := func(*corev1.Node) bool { return true }
+		if _, err := cg.releaseMarks(ctx, []string{cr.Shrinking}, always, "NodeUpgradeReleased", "back in service: the scale-down stopped"); err != nil {
+			return err
+		}
+		cr.Shrinking, cr.ShrinkTo = "", 0
+	}
+	cr.LastDesired = desired
+	if err := cg.save(ctx); err != nil {
+		return err
+	}
+	return errAutoscaled
+}
+
+// pickScaleDownNode chooses the node whose removal costs least: from the
+// zone with the most nodes, so zones stay balanced, the one with the
+// fewest pods. Abort undoes the run: it removes the nodes on the target
+// before any outdated one.
+func (cg *cloudGroup) pickScaleDownNode() (string, error) {
+	all, err := cg.groupNodes()
+	if err != nil {
+		return "", err
+	}
+	// Nodes already removed may linger until their instance is gone, and
+	// cordoned ones are someone's (or an earlier step's): neither is picked.
+	var nodes []*corev1.Node
+	perZone := map[string]int{}
+	for _, n := range all {
+		if !cg.shrunk.Has(n.Name) && !n.Spec.Unschedulable {
+			nodes = append(nodes, n)
+			perZone[n.Labels[plan.ZoneLabel]]++
+		}
+	}
+	kept := cg.keptOutdated()
+	var best *corev1.Node
+	var bestKey victimKey
+	for _, n := range nodes {
+		k := victimKey{outdated: kept.Has(n.Name), zoneNodes: perZone[n.Labels[plan.ZoneLabel]], ready: capacity.NodeReady(n)}
+		for _, p := range cg.view.podsOn(n.Name) {
+			if plan.Evictable(p) {
+				k.pods++
+			}
+		}
+		if best == nil || k.before(bestKey) {
+			best, bestKey = n, k
+		}
+	}
+	if best == nil {
+		return "", fmt.Errorf("scale-down: the group has no node left to remove")
+	}
+	return best.Name, nil
+}
+
+// victimKey is what the scale-down weighs a node by.
+type victimKey struct {
+	outdated  bool // abort keeps it as long as a node on the target is left
+	zoneNodes int
+	ready     bool
+	pods      int
+}
+
+// before says a node of key k goes before one of key o: not kept, then
+// from a fuller zone, then not Ready, then with fewer pods.
+func (k victimKey) before(o victimKey) bool {
+	switch {
+	case k.outdated != o.outdated:
+		return !k.outdated
+	case k.zoneNodes != o.zoneNodes:
+		return k.zoneNodes > o.zoneNodes
+	case k.ready != o.ready:
+		return !k.ready
+	}
+	return k.pods < o.pods
+}
+
+// keptOutdated are the nodes abort keeps while it can: they run the
+// version before the run, which abort makes the group launch again.
+func (cg *cloudGroup) keptOutdated() sets.Set[string] {
+	if !cg.aborting {
+		return nil
+	}
+	return sets.New(cg.cfg.Plan.OutdatedNames()...)
+}
+
+// scaleDownVictim picks the node the scale-down removes next. Abort does
+// not take an outdated node while machines the run launched have no node
+// yet (a run killed in its scale-up): it waits for their nodes, which it
+// removes instead, so the group is left as it was before the run.
+func (cg *cloudGroup) scaleDownVictim(ctx context.Context) (string, error) {
+	if victim, err := cg.pickScaleDownNode(); err == nil && !cg.keptOutdated().Has(victim) || !cg.aborting {
+		return victim, err
+	}
+	if err := cg.awaitJoined(ctx); err != nil {
+		return "", err
+	}
+	return cg.pickScaleDownNode()
+}
+
+// awaitJoined waits, up to --node-ready-timeout, until every machine of
+// the group that is not leaving stands for a node.
+func (cg *cloudGroup) awaitJoined(ctx context.Context) error {
+	var waiting []string
+	logged := false
+	return cg.awaitLook(ctx, func(ctx context.Context) (bool, error) {
+		nodes, err := cg.groupNodes()
+		if err != nil {
+			return false, err
+		}
+		_, pending, err := cg.pool.Machines(ctx, nodes)
+		if err != nil {
+			return false, err
+		}
+		waiting = waiting[:0]
+		for _, m := range pending {
+			if !m.Leaving() {
+				waiting = append(waiting, m.ID)
+			}
+		}
+		if len(waiting) > 0 && !logged {
+			logged = true
+			cg.logf("scale-down: waiting up to %s for the nodes of machines %s, so that they go rather than an outdated node", cg.cfg.NodeReadyTimeout, listNames(quoteEach(waiting), waitNamesShown))
+		}
+		cg.progress.waitingFor(fmt.Sprintf("the nodes of %d machines", len(waiting)))
+		return len(waiting) == 0, nil
+	}, func() error {
+		return fmt.Errorf("scale-down: machines %s of %s %q have no node after %s (the run's --node-ready-timeout); an outdated node removed in their place would leave the group short of nodes: terminate them with the desired size lowered, or wait for their nodes, and run \"kubectl nodeupgrade abort\" again",
+			listNames(quoteEach(waiting), waitNamesShown), cg.groupKind(), cg.pool.GroupName(), cg.cfg.NodeReadyTimeout)
+	})
+}
+
+// drainForScaleDown cordons and drains a node as an outdated one would be:
+// room first, PDBs honoured, then the post-drain wait for load balancers.
+func (cg *cloudGroup) drainForScaleDown(ctx context.Context, name string) error {
+	if err := cg.setUnschedulable(ctx, []string{name}, true); err != nil {
+		return err
+	}
+	if err := cg.awaitRoom(ctx, fmt.Sprintf("scale-down: the pods of %q", name), []string{name}, sets.New(name),
+		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is, or put the group back in service with \"kubectl nodeupgrade abort\""); err != nil {
+		return err
+	}
+	if err := cg.runHooks(ctx, plan.HookPreDrain, []string{name}); err != nil {
+		return err
+	}
+	if err := cg.excludeFromLoadBalancers(ctx, []string{name}); err != nil {
+		return err
+	}
+	cg.progress.waitingFor(fmt.Sprintf("the pods to leave %q", name))
+	if _, err := cg.drainer.DrainNodes(ctx, []string{name}); err != nil {
+		return err
+	}
+	if err := cg.postDrainWait(ctx, fmt.Sprintf("scale-down: node %q drained", name), "it"); err != nil {
+		return err
+	}
+	return cg.runHooks(ctx, plan.HookPostDrain, []string{name})
+}
