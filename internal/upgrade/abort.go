@@ -59,7 +59,7 @@ func (e *Engine) Abort(ctx context.Context) error {
 	if err := e.group.restoreUpdates(ctx); err != nil {
 		return err
 	}
-	if err := e.abortService(ctx); err != nil {
+	if err := newManagedRun(e).abortService(ctx); err != nil {
 		return err
 	}
 	// The scale-down and the rollback of green take the annotation off the

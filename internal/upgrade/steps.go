@@ -54,6 +54,10 @@ func (e *Engine) batchSteps() map[plan.Phase]step {
 // stepsOf makes the run of e's strategy and returns its steps by phase,
 // with the batch toolkit's; nil for a strategy that registered none.
 func stepsOf(e *Engine) (strategyRun, map[plan.Phase]step) {
+	if e.cfg.Plan.Managed != nil {
+		run := newManagedRun(e)
+		return run, run.steps()
+	}
 	newRun, ok := strategyRuns[e.strategy.Name()]
 	if !ok {
 		return nil, nil
@@ -72,11 +76,11 @@ func unbatched(f func(ctx context.Context) error) step {
 // step performs one phase with the strategy's step for it, or the
 // service's where the cloud's service runs the update.
 func (e *Engine) step(ctx context.Context, s plan.State) error {
-	if e.cfg.Plan.Managed != nil {
-		return e.serviceStep(ctx, s)
-	}
 	run, ok := e.steps[s.Phase]
-	if !ok {
+	switch {
+	case !ok && e.cfg.Plan.Managed != nil:
+		return fmt.Errorf("cannot run phase %q of a service's update: no step does it", s.Phase)
+	case !ok:
 		return fmt.Errorf("cannot run phase %q: strategy %q has no step for it", s.Phase, e.strategy.Name())
 	}
 	return run(ctx, s.Batch)
