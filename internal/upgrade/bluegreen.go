@@ -372,9 +372,37 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 			return err
 		}
 	}
-	nodes, err := r.groupNodes()
+	green, err := r.greenNodes(blue)
 	if err != nil {
 		return err
+	}
+	if err := r.retireGreen(ctx, bg, cr, green); err != nil {
+		return err
+	}
+	// Blue launches the default: the one of before the run again.
+	if _, err := r.group.restoreDefault(ctx); err != nil {
+		return err
+	}
+	r.rolledBack = true
+	r.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !r.nodeExists(n) }))
+	r.greenDrained = len(green)
+	r.note = fmt.Sprintf("rolled back: blue (%s %q) serves again", r.groupKind(), r.group.pool.GroupName())
+	if cr.Green != "" && !cr.GreenCreated {
+		r.note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", cr.Green)
+	}
+	r.logf("%s", r.note)
+	return r.group.protectNewNodes(ctx, false)
+}
+
+// greenNodes are the nodes that are not blue: the group's, or those of
+// the green selector.
+func (r *blueGreenRun) greenNodes(blue sets.Set[string]) ([]string, error) {
+	nodes, err := r.groupNodes()
+	if sel := r.greenSelector(); sel != "" && err == nil {
+		nodes, err = r.selectedNodes(sel)
+	}
+	if err != nil {
+		return nil, err
 	}
 	var green []string
 	for _, n := range nodes {
@@ -382,22 +410,17 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 			green = append(green, n.Name)
 		}
 	}
-	if sel := r.greenSelector(); sel != "" {
-		selected, err := r.selectedNodes(sel)
-		if err != nil {
-			return err
-		}
-		green = green[:0]
-		for _, n := range selected {
-			if !blue.Has(n.Name) {
-				green = append(green, n.Name)
-			}
-		}
-	}
+	return green, nil
+}
+
+// retireGreen cordons and drains green's nodes, with the hooks, and
+// deletes green where the run made it.
+func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, cr *state.CloudRecord, green []string) error {
 	if err := r.setUnschedulable(ctx, green, true); err != nil {
 		return err
 	}
-	if cr.Green != "" && cr.GreenCreated {
+	made := cr.Green != "" && cr.GreenCreated
+	if made {
 		// Green goes: its load balancers let go of it before its drain.
 		if err := r.excludeFromLoadBalancers(ctx, green); err != nil {
 			return err
@@ -415,30 +438,16 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 			return err
 		}
 	}
-	if cr.Green != "" && cr.GreenCreated {
-		if err := r.runHooks(ctx, plan.HookPreTerminate, green); err != nil {
-			return err
-		}
-		if err := r.deregister(ctx, "rolling back", green); err != nil {
-			return err
-		}
-		if err := bg.DeleteGroup(ctx, cr.Green); err != nil {
-			return err
-		}
+	if !made {
+		return nil
 	}
-	// Blue launches the default: the one of before the run again.
-	if _, err := r.group.restoreDefault(ctx); err != nil {
+	if err := r.runHooks(ctx, plan.HookPreTerminate, green); err != nil {
 		return err
 	}
-	r.rolledBack = true
-	r.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !r.nodeExists(n) }))
-	r.greenDrained = len(green)
-	r.note = fmt.Sprintf("rolled back: blue (%s %q) serves again", r.groupKind(), r.group.pool.GroupName())
-	if cr.Green != "" && !cr.GreenCreated {
-		r.note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", cr.Green)
+	if err := r.deregister(ctx, "rolling back", green); err != nil {
+		return err
 	}
-	r.logf("%s", r.note)
-	return r.group.protectNewNodes(ctx, false)
+	return bg.DeleteGroup(ctx, cr.Green)
 }
 
 // abortGreen ends a blue/green run before blue is deleted. Blue is back in

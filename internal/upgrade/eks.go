@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // The EKS update (the default strategy): point the group at the target,
@@ -33,42 +34,13 @@ func (r *eksRun) steps() map[plan.Phase]step {
 // before it does, so a re-run never inflates twice and the end restores
 // the sizes of before the run.
 func (r *eksRun) scaleUp(ctx context.Context) error {
-	cr := r.group.cloudRecord()
-	var inc int32
-	if r.cfg.Plan.Cloud != nil {
-		inc = r.cfg.Plan.Cloud.ScaleUp
-	}
-	if _, err := r.group.recordOriginal(ctx, inc); err != nil {
+	cr, err := r.recordScaleUp(ctx)
+	if err != nil {
 		return err
 	}
-	if cr.ScaledForOther(cr.TargetVersion) && inc > 0 {
-		// An interrupted run scaled up for another version: its nodes are
-		// outdated too, so the target needs room of its own. Recorded
-		// before the raise, so a re-run does not add it twice.
-		r.logf("%s %q was scaled up for version %s by an interrupted run; its nodes are outdated too: scaling up again for version %s", r.groupKind(), r.group.pool.GroupName(), cr.ScaledFor, cr.TargetVersion)
-		cr.ScaleUp, cr.ScaledFor = cr.ScaleUp+inc, cr.TargetVersion
-		if err := r.save(ctx); err != nil {
-			return err
-		}
-	}
-	// Where the new machines land is the cloud's choice (AWS: the zones
-	// with the fewest first): read before the raise, from the nodes then,
-	// and recorded, so a run resumed after the raise waits for the same
-	// zones rather than for every outdated zone, some of which the raise
-	// may never have launched in.
-	zones := cr.ScaleUpZones
-	if sizes, err := r.group.pool.Sizes(ctx); err == nil && sizes.Desired < cr.Original.Desired+cr.ScaleUp {
-		var skipped []string
-		zones, skipped = r.scaleUpZones(int(cr.Original.Desired + cr.ScaleUp - sizes.Desired))
-		if len(skipped) > 0 {
-			r.logf("the new nodes go to the zones with the fewest nodes first: zones %s may get none, so their pods may move to other zones", quoteAll(skipped))
-		}
-		if !slices.Equal(cr.ScaleUpZones, zones) {
-			cr.ScaleUpZones = zones
-			if err := r.save(ctx); err != nil {
-				return err
-			}
-		}
+	zones, err := r.recordScaleUpZones(ctx, cr)
+	if err != nil {
+		return err
 	}
 	from, to, err := r.group.raise(ctx, cr.ScaleUp)
 	if to != from {
@@ -95,6 +67,55 @@ func (r *eksRun) scaleUp(ctx context.Context) error {
 		return err
 	}
 	return r.group.protectNewNodes(ctx, true)
+}
+
+// recordScaleUp records the sizes before the run and the scale-up the
+// run adds to them, before the raise.
+func (r *eksRun) recordScaleUp(ctx context.Context) (*state.CloudRecord, error) {
+	cr := r.group.cloudRecord()
+	var inc int32
+	if r.cfg.Plan.Cloud != nil {
+		inc = r.cfg.Plan.Cloud.ScaleUp
+	}
+	if _, err := r.group.recordOriginal(ctx, inc); err != nil {
+		return nil, err
+	}
+	if cr.ScaledForOther(cr.TargetVersion) && inc > 0 {
+		// An interrupted run scaled up for another version: its nodes are
+		// outdated too, so the target needs room of its own. Recorded
+		// before the raise, so a re-run does not add it twice.
+		r.logf("%s %q was scaled up for version %s by an interrupted run; its nodes are outdated too: scaling up again for version %s", r.groupKind(), r.group.pool.GroupName(), cr.ScaledFor, cr.TargetVersion)
+		cr.ScaleUp, cr.ScaledFor = cr.ScaleUp+inc, cr.TargetVersion
+		if err := r.save(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return cr, nil
+}
+
+// recordScaleUpZones returns the zones the raise surely launches a new
+// node in, where the run waits for one.
+func (r *eksRun) recordScaleUpZones(ctx context.Context, cr *state.CloudRecord) ([]string, error) {
+	// Where the new machines land is the cloud's choice (AWS: the zones
+	// with the fewest first): read before the raise, from the nodes then,
+	// and recorded, so a run resumed after the raise waits for the same
+	// zones rather than for every outdated zone, some of which the raise
+	// may never have launched in.
+	zones := cr.ScaleUpZones
+	if sizes, err := r.group.pool.Sizes(ctx); err == nil && sizes.Desired < cr.Original.Desired+cr.ScaleUp {
+		var skipped []string
+		zones, skipped = r.scaleUpZones(int(cr.Original.Desired + cr.ScaleUp - sizes.Desired))
+		if len(skipped) > 0 {
+			r.logf("the new nodes go to the zones with the fewest nodes first: zones %s may get none, so their pods may move to other zones", quoteAll(skipped))
+		}
+		if !slices.Equal(cr.ScaleUpZones, zones) {
+			cr.ScaleUpZones = zones
+			if err := r.save(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return zones, nil
 }
 
 // taintAll keeps new pods off every outdated node before any is drained,

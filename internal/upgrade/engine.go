@@ -207,56 +207,74 @@ func (e *Engine) Run(ctx context.Context) error {
 		s.Phase = e.strategy.First(e.flow())
 	}
 	for {
-		if s.Phase == plan.PhaseDone {
-			// Every way to the end lets the group rebalance and update
-			// itself again.
-			if err := e.group.releaseRebalance(ctx); err != nil {
-				return err
-			}
-			if err := e.group.restoreUpdates(ctx); err != nil {
-				return err
-			}
-		}
-		e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
-		if s.Phase == plan.PhaseDrain {
-			e.intendRecovering(s.Batch)
-		}
-		if err := e.record(ctx, s); err != nil {
+		if err := e.enter(ctx, s); err != nil {
 			return err
 		}
 		if s.Phase == plan.PhaseDone {
 			break
 		}
-		// Between phases is the safe point for requests from another
-		// terminal (cancel, rollback).
-		redirect, err := e.checkRequests(ctx, s)
-		if err != nil || redirect != nil {
-			// A pause or a turn-around comes once the last batch's
-			// workloads are back, as before batches overlapped.
-			if serr := e.settleRecovery(ctx); serr != nil {
-				return serr
-			}
-		}
+		redirect, err := e.betweenPhases(ctx, s)
 		if err != nil {
 			return err
 		} else if redirect != nil {
 			s = *redirect
 			continue
 		}
-		err = e.step(ctx, s)
-		switch {
-		case errors.Is(err, errRollbackRequested):
-			s = plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}
-		case err != nil:
+		if s, err = e.next(s, e.step(ctx, s)); err != nil {
 			return e.stoppedUndrained(ctx, err)
-		case s.Phase == plan.PhaseRollback:
-			s = plan.State{Phase: plan.PhaseDone, Batch: s.Batch}
-		default:
-			s = e.strategy.Next(s, e.flow())
 		}
 	}
 	e.logf("%s", e.summary())
 	return nil
+}
+
+// enter enters state s: at Done, every way to the end lets the group
+// rebalance and update itself again; then the progress and the record
+// say so.
+func (e *Engine) enter(ctx context.Context, s plan.State) error {
+	if s.Phase == plan.PhaseDone {
+		if err := e.group.releaseRebalance(ctx); err != nil {
+			return err
+		}
+		if err := e.group.restoreUpdates(ctx); err != nil {
+			return err
+		}
+	}
+	e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
+	if s.Phase == plan.PhaseDrain {
+		e.intendRecovering(s.Batch)
+	}
+	return e.record(ctx, s)
+}
+
+// betweenPhases is the safe point for requests from another terminal
+// (cancel, rollback): it returns the state a request turns the run to,
+// or the error that pauses it.
+func (e *Engine) betweenPhases(ctx context.Context, s plan.State) (*plan.State, error) {
+	redirect, err := e.checkRequests(ctx, s)
+	if err != nil || redirect != nil {
+		// A pause or a turn-around comes once the last batch's
+		// workloads are back, as before batches overlapped.
+		if serr := e.settleRecovery(ctx); serr != nil {
+			return nil, serr
+		}
+	}
+	return redirect, err
+}
+
+// next is the state after s, whose step ended with err: the rollback
+// where one was asked for during the step, Done after the rollback, and
+// otherwise the strategy's next.
+func (e *Engine) next(s plan.State, err error) (plan.State, error) {
+	switch {
+	case errors.Is(err, errRollbackRequested):
+		return plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}, nil
+	case err != nil:
+		return s, err
+	case s.Phase == plan.PhaseRollback:
+		return plan.State{Phase: plan.PhaseDone, Batch: s.Batch}, nil
+	}
+	return e.strategy.Next(s, e.flow()), nil
 }
 
 // record tells OnProgress the state and the nodes done so far. Steps that

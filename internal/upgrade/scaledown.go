@@ -81,7 +81,6 @@ func (cg *cloudGroup) scaleDownOne(ctx context.Context, cr *state.CloudRecord, o
 	if err != nil {
 		return err
 	}
-	terminate := false
 	if cr.Shrinking != "" && cr.ShrinkTo != 0 {
 		switch sizes.Desired {
 		case cr.ShrinkTo: // terminated; only the record was not cleared
@@ -89,45 +88,58 @@ func (cg *cloudGroup) scaleDownOne(ctx context.Context, cr *state.CloudRecord, o
 			cr.Shrinking, cr.ShrinkTo = "", 0
 			return cg.save(ctx)
 		case cr.ShrinkTo + 1: // drained and recorded, not terminated yet
-			terminate = true
+			return cg.terminateVictim(ctx, cr, cr.Shrinking)
 		}
 	}
-	if !terminate && sizes.Desired > cr.LastDesired {
+	if sizes.Desired > cr.LastDesired {
 		return cg.stopScaleDown(ctx, cr, orig, sizes.Desired)
 	}
-	if !terminate && sizes.Desired <= orig.Desired {
+	if sizes.Desired <= orig.Desired {
 		cr.Shrinking, cr.ShrinkTo, cr.LastDesired = "", 0, sizes.Desired
 		return cg.save(ctx)
 	}
+	victim, err := cg.drainVictim(ctx, cr, orig, sizes)
+	if err != nil {
+		return err
+	}
+	return cg.terminateVictim(ctx, cr, victim)
+}
+
+// drainVictim picks the node to remove (or takes the recorded one),
+// records it, drains it, and records the size its termination leaves,
+// unless the desired size moved during the drain.
+func (cg *cloudGroup) drainVictim(ctx context.Context, cr *state.CloudRecord, orig, sizes plan.Sizes) (string, error) {
 	victim := cr.Shrinking
-	if !terminate {
-		if victim == "" || !cg.nodeExists(victim) {
-			if victim, err = cg.scaleDownVictim(ctx); err != nil {
-				return err
-			}
-			cr.Shrinking, cr.ShrinkTo = victim, 0
-			if err := cg.save(ctx); err != nil {
-				return err
-			}
+	if victim == "" || !cg.nodeExists(victim) {
+		var err error
+		if victim, err = cg.scaleDownVictim(ctx); err != nil {
+			return "", err
 		}
-		cg.logf("scale-down: removing node %q, desired %d -> %d", victim, sizes.Desired, sizes.Desired-1)
-		if err := cg.drainForScaleDown(ctx, victim); err != nil {
-			return err
-		}
-		// The drain took a while: look again, so a scale-up by the
-		// autoscaler meanwhile is not answered by shrinking the group.
-		now, err := cg.pool.Sizes(ctx)
-		if err != nil {
-			return err
-		}
-		if now.Desired != sizes.Desired {
-			return cg.stopScaleDown(ctx, cr, orig, now.Desired)
-		}
-		cr.ShrinkTo, cr.LastDesired = sizes.Desired-1, sizes.Desired-1
+		cr.Shrinking, cr.ShrinkTo = victim, 0
 		if err := cg.save(ctx); err != nil {
-			return err
+			return "", err
 		}
 	}
+	cg.logf("scale-down: removing node %q, desired %d -> %d", victim, sizes.Desired, sizes.Desired-1)
+	if err := cg.drainForScaleDown(ctx, victim); err != nil {
+		return "", err
+	}
+	// The drain took a while: look again, so a scale-up by the
+	// autoscaler meanwhile is not answered by shrinking the group.
+	now, err := cg.pool.Sizes(ctx)
+	if err != nil {
+		return "", err
+	}
+	if now.Desired != sizes.Desired {
+		return "", cg.stopScaleDown(ctx, cr, orig, now.Desired)
+	}
+	cr.ShrinkTo, cr.LastDesired = sizes.Desired-1, sizes.Desired-1
+	return victim, cg.save(ctx)
+}
+
+// terminateVictim removes the drained victim's machine with the desired
+// size lowered, clears the record, and waits for the machine to go.
+func (cg *cloudGroup) terminateVictim(ctx context.Context, cr *state.CloudRecord, victim string) error {
 	if err := cg.runHooks(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
 		return err
 	}
