@@ -306,7 +306,7 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	d := drain.New(r.cfg.Client, opts)
 	// Every blue node gets each hook once: those its batch drained are
 	// recorded done; the others (batch size 0) get theirs here.
-	if err := r.runHooks(ctx, plan.HookPreDrain, names); err != nil {
+	if err := r.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
 		return err
 	}
 	if err := r.excludeFromLoadBalancers(ctx, names); err != nil {
@@ -315,10 +315,10 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	if _, err := d.DrainNodes(ctx, names); err != nil {
 		return err
 	}
-	if err := r.runHooks(ctx, plan.HookPostDrain, names); err != nil {
+	if err := r.hooks.run(ctx, plan.HookPostDrain, names); err != nil {
 		return err
 	}
-	if err := r.runHooks(ctx, plan.HookPreTerminate, names); err != nil {
+	if err := r.hooks.run(ctx, plan.HookPreTerminate, names); err != nil {
 		return err
 	}
 	if err := r.deregister(ctx, "deleting blue", names); err != nil {
@@ -428,20 +428,20 @@ func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, cr *
 	}
 	if len(green) > 0 {
 		// Green's nodes leave service like any drained node: with the hooks.
-		if err := r.runHooks(ctx, plan.HookPreDrain, green); err != nil {
+		if err := r.hooks.run(ctx, plan.HookPreDrain, green); err != nil {
 			return err
 		}
 		if _, err := r.drainer.DrainNodes(ctx, green); err != nil {
 			return err
 		}
-		if err := r.runHooks(ctx, plan.HookPostDrain, green); err != nil {
+		if err := r.hooks.run(ctx, plan.HookPostDrain, green); err != nil {
 			return err
 		}
 	}
 	if !made {
 		return nil
 	}
-	if err := r.runHooks(ctx, plan.HookPreTerminate, green); err != nil {
+	if err := r.hooks.run(ctx, plan.HookPreTerminate, green); err != nil {
 		return err
 	}
 	if err := r.deregister(ctx, "rolling back", green); err != nil {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -120,7 +119,7 @@ type Engine struct {
 	// it.
 	drained  atomic.Bool
 	progress *progress
-	hookMu   sync.Mutex // the record's hooks, written by parallel hooks
+	hooks    *hookRunner
 	// recovering is the last batch's recovery, handed over to the next
 	// batch's drain (handover.go); nil when none goes on.
 	recovering atomic.Pointer[recovery]
@@ -141,6 +140,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits()}
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
 	e.group = newCloudGroup(e)
+	e.hooks = &hookRunner{Engine: e}
 	e.run, e.steps = stepsOf(e)
 	cfg.Drain.Hold = e.holdForRecovery
 	userHook := cfg.Drain.OnEvent

@@ -140,7 +140,7 @@ func (cg *cloudGroup) drainVictim(ctx context.Context, cr *state.CloudRecord, or
 // terminateVictim removes the drained victim's machine with the desired
 // size lowered, clears the record, and waits for the machine to go.
 func (cg *cloudGroup) terminateVictim(ctx context.Context, cr *state.CloudRecord, victim string) error {
-	if err := cg.runHooks(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
+	if err := cg.hooks.run(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
 		return err
 	}
 	if err := cg.deregister(ctx, "scale-down", []string{victim}); err != nil {
@@ -316,7 +316,7 @@ func (cg *cloudGroup) drainForScaleDown(ctx context.Context, name string) error 
 		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is, or put the group back in service with \"kubectl nodeupgrade abort\""); err != nil {
 		return err
 	}
-	if err := cg.runHooks(ctx, plan.HookPreDrain, []string{name}); err != nil {
+	if err := cg.hooks.run(ctx, plan.HookPreDrain, []string{name}); err != nil {
 		return err
 	}
 	if err := cg.excludeFromLoadBalancers(ctx, []string{name}); err != nil {
@@ -329,5 +329,5 @@ func (cg *cloudGroup) drainForScaleDown(ctx context.Context, name string) error 
 	if err := cg.postDrainWait(ctx, fmt.Sprintf("scale-down: node %q drained", name), "it"); err != nil {
 		return err
 	}
-	return cg.runHooks(ctx, plan.HookPostDrain, []string{name})
+	return cg.hooks.run(ctx, plan.HookPostDrain, []string{name})
 }

@@ -175,7 +175,7 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 			return err
 		}
 	}
-	if err := e.runHooks(ctx, plan.HookPreDrain, names); err != nil {
+	if err := e.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
 		return err
 	}
 	if err := e.excludeFromLoadBalancers(ctx, names); err != nil {
@@ -205,7 +205,7 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	// Without a Cordon phase next (blue/green keeps its drained nodes until
 	// DeleteBlue), the drain is all there is before the post-drain hook.
 	if e.strategy.Next(plan.State{Phase: plan.PhaseDrain, Batch: i}, e.flow()).Phase != plan.PhaseCordon {
-		return e.runHooks(ctx, plan.HookPostDrain, names)
+		return e.hooks.run(ctx, plan.HookPostDrain, names)
 	}
 	return nil
 }
@@ -221,7 +221,7 @@ func (e *Engine) cordonBatch(ctx context.Context, i int) error {
 	if err := e.postDrainWait(ctx, fmt.Sprintf("%s: cordoned %s", e.batchLabel(i), quoteAll(names)), "them"); err != nil {
 		return err
 	}
-	return e.runHooks(ctx, plan.HookPostDrain, names)
+	return e.hooks.run(ctx, plan.HookPostDrain, names)
 }
 
 // postDrainWait gives load balancers --post-drain-wait to stop sending
@@ -248,7 +248,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (e *Engine) removeBatch(ctx context.Context, i int) error {
-	if err := e.runHooks(ctx, plan.HookPreTerminate, e.batchNodes(i)); err != nil {
+	if err := e.hooks.run(ctx, plan.HookPreTerminate, e.batchNodes(i)); err != nil {
 		return err
 	}
 	if err := e.deregister(ctx, e.batchLabel(i), e.batchNodes(i)); err != nil {
