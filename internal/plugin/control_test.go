@@ -37,7 +37,7 @@ func TestCancelWhereNoSafePointIsLeft(t *testing.T) {
 			rec := recordFor("ng")
 			rec.Phase, rec.Batch = string(tc.phase), tc.batch
 			if tc.cloud {
-				rec.Cloud = &state.CloudRecord{Provider: "aws", Group: "ng-asg"}
+				rec.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "aws", Group: "ng-asg"}}
 			}
 			var alive []string
 			if tc.alive {

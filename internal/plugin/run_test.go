@@ -25,7 +25,7 @@ func TestRunQuestion(t *testing.T) {
 	}
 	inPlace := func() *state.Record {
 		return &state.Record{NodeGroup: "ng", Phase: "Drain", Done: []string{"a", "b", "c"},
-			Cloud: &state.CloudRecord{FromVersion: "1", TargetVersion: "2"}}
+			Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{FromVersion: "1", TargetVersion: "2"}}}
 	}
 	for _, tc := range []struct {
 		name     string
@@ -42,9 +42,9 @@ func TestRunQuestion(t *testing.T) {
 			want: "Upgrade the 6 nodes left in 3 batches (3 nodes replaced by the interrupted run)?"},
 		{name: "re-run after Ctrl-C in the scale-down", p: planOf(0, 0), rec: &state.Record{NodeGroup: "ng", Phase: "ScaleDown", Done: make([]string, 9)},
 			want: `Finish the interrupted run on "ng" from phase ScaleDown (9 nodes already replaced, none left to upgrade)?`},
-		{name: "blue/green rollback", p: planOf(3, 1), rollback: true, rec: &state.Record{NodeGroup: "ng", Cloud: &state.CloudRecord{Green: "ng-green", GreenCreated: true}},
+		{name: "blue/green rollback", p: planOf(3, 1), rollback: true, rec: &state.Record{NodeGroup: "ng", Cloud: &state.CloudRecord{GreenRecord: state.GreenRecord{Green: "ng-green", GreenCreated: true}}},
 			want: `Roll back the run on "ng": put blue's 3 nodes back in service, then drain green "ng-green" and delete it?`},
-		{name: "blue/green rollback of a given green", p: planOf(0, 0), rollback: true, rec: &state.Record{NodeGroup: "ng", Cloud: &state.CloudRecord{Green: "ng-green"}},
+		{name: "blue/green rollback of a given green", p: planOf(0, 0), rollback: true, rec: &state.Record{NodeGroup: "ng", Cloud: &state.CloudRecord{GreenRecord: state.GreenRecord{Green: "ng-green"}}},
 			want: `Roll back the run on "ng": put blue back in service, then drain green "ng-green"?`},
 		{name: "rollback in place", p: planOf(3, 2), version: "1", rec: inPlace(),
 			want: `Roll back the run on "ng": replace the 3 nodes on version 2 with version 1, in 2 batches (nodes never upgraded are not touched)?`},
@@ -68,7 +68,7 @@ func TestRollsBackInPlace(t *testing.T) {
 	t.Parallel()
 	finished := time.Now()
 	rec := func(mutate func(*state.Record)) *state.Record {
-		r := &state.Record{Cloud: &state.CloudRecord{FromVersion: "1", TargetVersion: "2"}}
+		r := &state.Record{Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{FromVersion: "1", TargetVersion: "2"}}}
 		if mutate != nil {
 			mutate(r)
 		}

@@ -70,21 +70,21 @@ func TestDescribeRun(t *testing.T) {
 		}, false, "", StatusRolledBack, 9 * time.Minute},
 		{"eks rolled back to the version before", func(r *state.Record) {
 			r.Phase, r.FinishedAt = "Done", &finished
-			r.Cloud = &state.CloudRecord{FromVersion: "1", TargetVersion: "1"}
+			r.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{FromVersion: "1", TargetVersion: "1"}}
 			r.Request = &plan.Request{NodeGroup: "ng", MaxUnavailable: "2", Cloud: plan.CloudTarget{Version: "1"}}
 		}, false, "", StatusRolledBack, 9 * time.Minute},
 		{"eks upgrade that named its version", func(r *state.Record) {
 			r.Phase, r.FinishedAt = "Done", &finished
-			r.Cloud = &state.CloudRecord{FromVersion: "1", TargetVersion: "2"}
+			r.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{FromVersion: "1", TargetVersion: "2"}}
 			r.Request = &plan.Request{NodeGroup: "ng", Cloud: plan.CloudTarget{Version: "2"}}
 		}, false, "", StatusFinished, 9 * time.Minute},
 		{"rolling back", func(r *state.Record) { r.Phase = "Rollback" }, true, "", StatusRollingBack, 10 * time.Minute},
 		{"soaking, alive", func(r *state.Record) { r.Phase = "Soak" }, true, "", StatusSoaking, 10 * time.Minute},
 		{"left soaking (--no-wait)", func(r *state.Record) {
-			r.Phase, r.Note, r.Cloud = "Soak", "soaking until ...", &state.CloudRecord{SoakUntil: &soakEnds}
+			r.Phase, r.Note, r.Cloud = "Soak", "soaking until ...", &state.CloudRecord{GreenRecord: state.GreenRecord{SoakUntil: &soakEnds}}
 		}, false, "", StatusSoaking, 4 * time.Minute},
 		{"left soaking, soak over", func(r *state.Record) {
-			r.Phase, r.Note, r.Cloud = "Soak", "soaking until ...", &state.CloudRecord{SoakUntil: &soakEnded}
+			r.Phase, r.Note, r.Cloud = "Soak", "soaking until ...", &state.CloudRecord{GreenRecord: state.GreenRecord{SoakUntil: &soakEnded}}
 		}, false, "", StatusSoakOver, 4 * time.Minute},
 	}
 	for _, tc := range tests {

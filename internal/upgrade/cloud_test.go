@@ -36,32 +36,32 @@ func TestScaleDown(t *testing.T) {
 		wantFirst       string // the node removed first, if it matters
 	}{
 		{name: "back to the original sizes, one node at a time", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6},
-			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 5},
+			record:      state.CloudRecord{GroupRecord: state.GroupRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 5}},
 			wantDesired: 3, wantMax: 4, wantShrunk: 2},
 		// Desired above what the run set: the autoscaler scaled up; the
 		// run stops at once and shrinks nothing.
 		{name: "autoscaler raised desired before the scale-down", sizes: plan.Sizes{Min: 1, Desired: 6, Max: 6},
-			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 5},
+			record:      state.CloudRecord{GroupRecord: state.GroupRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 5}},
 			wantDesired: 6, wantMax: 6, wantNote: true},
 		// It raised desired while the first node was drained (after the
 		// second look at the sizes): that node goes back in service.
 		{name: "autoscaler raised desired during a drain", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6}, raiseAfterSizes: 1,
-			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 5},
+			record:      state.CloudRecord{GroupRecord: state.GroupRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 5}},
 			wantDesired: 6, wantMax: 6, wantNote: true},
 		// Killed after recording the next size, before terminating: the
 		// desired size is one above the record, and the node is still
 		// there; that is the run's own step, finished now.
 		{name: "interrupted step is finished", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6},
-			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 4, Shrinking: "c", ShrinkTo: 4},
+			record:      state.CloudRecord{GroupRecord: state.GroupRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 4, Shrinking: "c", ShrinkTo: 4}},
 			wantDesired: 3, wantMax: 4, wantShrunk: 2, wantFirst: "c"},
 		// Killed after the termination, before the record was cleared:
 		// the step is not done twice.
 		{name: "interrupted after the termination", sizes: plan.Sizes{Min: 1, Desired: 4, Max: 6},
-			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 4, Shrinking: "c", ShrinkTo: 4},
+			record:      state.CloudRecord{GroupRecord: state.GroupRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 4, Shrinking: "c", ShrinkTo: 4}},
 			wantDesired: 3, wantMax: 4, wantShrunk: 1},
 		// Killed while draining the victim: it is drained again and removed.
 		{name: "interrupted during the drain", sizes: plan.Sizes{Min: 1, Desired: 4, Max: 5},
-			record:      state.CloudRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 4, Shrinking: "e"},
+			record:      state.CloudRecord{GroupRecord: state.GroupRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 4, Shrinking: "e"}},
 			wantDesired: 3, wantMax: 4, wantShrunk: 1, wantFirst: "e"},
 		{name: "nothing was scaled up", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6},
 			record:      state.CloudRecord{},

@@ -123,10 +123,9 @@ func TestEKSOnACloudGroup(t *testing.T) {
 		{name: "rollback finds the group scaled up for the version it undoes",
 			nodes: []*corev1.Node{groupNode("v2-a", "z1", "2"), groupNode("v2-b", "z1", "2"), groupNode("v2-c", "z2", "2"),
 				groupNode("v3-a", "z1", "3"), groupNode("v3-b", "z2", "3")},
-			sizes:    plan.Sizes{Min: 1, Desired: 5, Max: 6},
-			recorded: &plan.Sizes{Min: 1, Desired: 3, Max: 4},
-			record: &state.CloudRecord{Provider: "fake", Group: "asg", TargetVersion: "3", FromVersion: "2",
-				Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, ScaleUp: 2, LastDesired: 5, ScaledFor: "3"},
+			sizes:       plan.Sizes{Min: 1, Desired: 5, Max: 6},
+			recorded:    &plan.Sizes{Min: 1, Desired: 3, Max: 4},
+			record:      &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "fake", Group: "asg", TargetVersion: "3", FromVersion: "2", Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{ScaleUp: 2, LastDesired: 5, ScaledFor: "3"}},
 			wantBatches: 1, wantRemoved: 2, wantShrunk: 2, wantScaledFor: "3",
 			wantLog: `"asg" was scaled up for version 3 by an earlier run; its nodes are replaced like the others`},
 		// The interrupted run aimed at version 1 (what the group already
@@ -137,8 +136,7 @@ func TestEKSOnACloudGroup(t *testing.T) {
 				groupNode("extra-a", "z1", "1"), groupNode("extra-b", "z2", "1")},
 			sizes:    plan.Sizes{Min: 1, Desired: 5, Max: 6},
 			recorded: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, rescaleFrom: "1",
-			record: &state.CloudRecord{Provider: "fake", Group: "asg", TargetVersion: "1", FromVersion: "1",
-				Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, ScaleUp: 2, LastDesired: 5, ScaledFor: "1"},
+			record:    &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "fake", Group: "asg", TargetVersion: "1", FromVersion: "1", Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{ScaleUp: 2, LastDesired: 5, ScaledFor: "1"}},
 			wantRaise: []string{"SetDesiredAndMax 9 10"}, wantBatches: 3, wantRemoved: 5, wantShrunk: 6, wantScaledFor: "2",
 			wantLog: `"asg" was scaled up for version 1 by an interrupted run; its nodes are outdated too: scaling up again for version 2`},
 	} {

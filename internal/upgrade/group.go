@@ -51,7 +51,7 @@ func newCloudGroup(e *Engine) *cloudGroup {
 // cloudRecord is the run's cloud record, created on first use.
 func (cg *cloudGroup) cloudRecord() *state.CloudRecord {
 	if cg.cfg.Record.Cloud == nil {
-		cg.cfg.Record.Cloud = &state.CloudRecord{Provider: cg.cfg.Provider.Name(), Group: cg.pool.GroupName(), GroupKind: cg.groupKind(), TemplateKind: cg.templateKind()}
+		cg.cfg.Record.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: cg.cfg.Provider.Name(), Group: cg.pool.GroupName(), GroupKind: cg.groupKind(), TemplateKind: cg.templateKind()}}
 	}
 	return cg.cfg.Record.Cloud
 }

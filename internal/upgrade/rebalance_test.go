@@ -150,7 +150,7 @@ func TestRebalanceRecordedBeforeTheCall(t *testing.T) {
 	p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: "eks"}
 	cfg := cloudRun(p, client, group)
 	cfg.Drain, cfg.Start = drainOpts(), plan.PhaseScaleDown
-	cfg.Record = &state.Record{Cloud: &state.CloudRecord{Provider: "fake", Group: "asg", Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, LastDesired: 4, RebalanceHeld: true}}
+	cfg.Record = &state.Record{Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "fake", Group: "asg", Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 4}, Holds: state.Holds{RebalanceHeld: true}}}
 	if got := runEngine(t, cfg, nil, fg); got.err != nil {
 		t.Fatalf("run: %v\n%s", got.err, got.out)
 	}

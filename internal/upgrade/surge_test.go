@@ -54,7 +54,7 @@ func TestSurge(t *testing.T) {
 			wantPhases: concat([]string{"Setup"}, batchPhases(3, surgeBatch...), []string{"ScaleDown", "Done"}),
 			wantCalls: concat([]string{"Setup"},
 				oneBatch("SetDesiredAndMax 4 5", "Shrink", "SetMax 4"), oneBatch("SetDesiredAndMax 4 5", "Shrink", "SetMax 4"), oneBatch("SetDesiredAndMax 4 5", "Shrink", "SetMax 4")),
-			wantRecord: state.CloudRecord{ScaleUp: 1, LastDesired: 3}},
+			wantRecord: state.CloudRecord{ScaleRecord: state.ScaleRecord{ScaleUp: 1, LastDesired: 3}}},
 		// Two nodes per batch in zone z1 with one surge node: the first
 		// removal lowers desired back to the recorded size, the second
 		// is replaced by the group, and the batch waits for it.
@@ -62,24 +62,24 @@ func TestSurge(t *testing.T) {
 			wantPhases: concat([]string{"Setup"}, batchPhases(2, surgeBatch...), []string{"ScaleDown", "Done"}),
 			wantCalls: concat([]string{"Setup"},
 				oneBatch("SetDesiredAndMax 4 5", "Shrink", "RemoveNode", "SetMax 4"), oneBatch("SetDesiredAndMax 4 5", "Shrink", "SetMax 4")),
-			wantRecord: state.CloudRecord{ScaleUp: 1, LastDesired: 3}},
+			wantRecord: state.CloudRecord{ScaleRecord: state.ScaleRecord{ScaleUp: 1, LastDesired: 3}}},
 		{name: "0/1: no surge nodes, the group replaces every node", maxSurge: 0, maxUnavailable: "1",
 			wantPhases: concat([]string{"Setup"}, batchPhases(3, surgeBatch...), []string{"ScaleDown", "Done"}),
 			wantCalls:  []string{"Setup", "RemoveNode", "RemoveNode", "RemoveNode"},
-			wantRecord: state.CloudRecord{LastDesired: 3}},
+			wantRecord: state.CloudRecord{ScaleRecord: state.ScaleRecord{LastDesired: 3}}},
 		{name: "provider none: the batches alone", maxSurge: 0, maxUnavailable: "1", none: true,
 			wantPhases: concat(batchPhases(3, plan.PhaseRoom, plan.PhaseDrain, plan.PhaseCordon, plan.PhaseRemove, plan.PhaseRecover), []string{"Done"})},
 		{name: "a surge node that never becomes Ready stops the run before any drain", maxSurge: 1, maxUnavailable: "0", launch: launchNotReady,
 			wantPhases: []string{"Setup", "Surge 1"},
 			wantCalls:  []string{"Setup", "SetDesiredAndMax 4 5"},
-			wantErr:    true, wantProblem: "not Ready", wantRecord: state.CloudRecord{LastDesired: 4, ScaleUp: 1}},
+			wantErr:    true, wantProblem: "not Ready", wantRecord: state.CloudRecord{ScaleRecord: state.ScaleRecord{LastDesired: 4, ScaleUp: 1}}},
 		// A warm pool's instance, or a default moved back: the group runs
 		// all it wants, so no surge node of the target comes. Counted as
 		// launched, it let the run go on and end with it in the group.
 		{name: "a surge node of another version stops the run at once, before any drain", maxSurge: 1, maxUnavailable: "0", launch: launchOldVersion,
 			wantPhases: []string{"Setup", "Surge 1"},
 			wantCalls:  []string{"Setup", "SetDesiredAndMax 4 5"},
-			wantErr:    true, wantProblem: "Ready, but launched from launch template lt version 1, not lt version 2", wantRecord: state.CloudRecord{LastDesired: 4, ScaleUp: 1}},
+			wantErr:    true, wantProblem: "Ready, but launched from launch template lt version 1, not lt version 2", wantRecord: state.CloudRecord{ScaleRecord: state.ScaleRecord{LastDesired: 4, ScaleUp: 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

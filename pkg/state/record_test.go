@@ -1,9 +1,12 @@
 package state
 
 import (
+	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
@@ -53,11 +56,11 @@ func TestScaledForOther(t *testing.T) {
 		target string
 		want   bool
 	}{
-		{"no scale-up recorded", CloudRecord{FromVersion: "1", ScaledFor: "2"}, "3", false},
-		{"a re-run of the same target", CloudRecord{Original: sizes, FromVersion: "1", ScaledFor: "2"}, "2", false},
-		{"a re-run towards another target", CloudRecord{Original: sizes, FromVersion: "1", ScaledFor: "2"}, "3", true},
-		{"a rollback to the version before the run", CloudRecord{Original: sizes, FromVersion: "1", ScaledFor: "2"}, "1", false},
-		{"a record from before ScaledFor was kept", CloudRecord{Original: sizes, FromVersion: "1"}, "3", false},
+		{"no scale-up recorded", CloudRecord{GroupRecord: GroupRecord{FromVersion: "1"}, ScaleRecord: ScaleRecord{ScaledFor: "2"}}, "3", false},
+		{"a re-run of the same target", CloudRecord{GroupRecord: GroupRecord{Original: sizes, FromVersion: "1"}, ScaleRecord: ScaleRecord{ScaledFor: "2"}}, "2", false},
+		{"a re-run towards another target", CloudRecord{GroupRecord: GroupRecord{Original: sizes, FromVersion: "1"}, ScaleRecord: ScaleRecord{ScaledFor: "2"}}, "3", true},
+		{"a rollback to the version before the run", CloudRecord{GroupRecord: GroupRecord{Original: sizes, FromVersion: "1"}, ScaleRecord: ScaleRecord{ScaledFor: "2"}}, "1", false},
+		{"a record from before ScaledFor was kept", CloudRecord{GroupRecord: GroupRecord{Original: sizes, FromVersion: "1"}}, "3", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.rec.ScaledForOther(tc.target); got != tc.want {
@@ -75,9 +78,9 @@ func TestKinds(t *testing.T) {
 		rec                     CloudRecord
 		wantGroup, wantTemplate string
 	}{
-		{"a record from before the kinds were kept", CloudRecord{Provider: "aws"}, "Auto Scaling group", "launch template"},
-		{"a provider's own words", CloudRecord{GroupKind: "managed instance group", TemplateKind: "instance template"}, "managed instance group", "instance template"},
-		{"a group kind alone", CloudRecord{GroupKind: "node pool"}, "node pool", "launch template"},
+		{"a record from before the kinds were kept", CloudRecord{GroupRecord: GroupRecord{Provider: "aws"}}, "Auto Scaling group", "launch template"},
+		{"a provider's own words", CloudRecord{GroupRecord: GroupRecord{GroupKind: "managed instance group", TemplateKind: "instance template"}}, "managed instance group", "instance template"},
+		{"a group kind alone", CloudRecord{GroupRecord: GroupRecord{GroupKind: "node pool"}}, "node pool", "launch template"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			group, template := tc.rec.Kinds()
@@ -86,4 +89,50 @@ func TestKinds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCloudRecordReadsAcrossVersions: the record's parts are typed by
+// their writer but its JSON stays the flat object earlier versions wrote,
+// so a run resumed across an upgrade or a downgrade of the plugin reads
+// every field where it was.
+func TestCloudRecordReadsAcrossVersions(t *testing.T) {
+	// Every field, as the version before the split (7427aa9) wrote them.
+	const written = `{"provider":"aws","group":"ng-asg","groupKind":"Auto Scaling group","templateKind":"launch template",` +
+		`"targetVersion":"3","fromVersion":"2","original":{"min":1,"desired":3,"max":4},"scaleUp":2,` +
+		`"scaleUpZones":["z1","z2"],"scaledFor":"3","lastDesired":5,"shrinking":"node-a","shrinkTo":4,` +
+		`"green":"ng-asg-v3","greenCreated":true,"soakUntil":"2026-11-26T19:00:00Z","rebalanceHeld":true,` +
+		`"rebalanceWasHeld":true,"defaultWas":"1","updatesWere":"Rolling"}`
+	soak := time.Date(2026, 11, 26, 19, 0, 0, 0, time.UTC)
+	want := CloudRecord{
+		GroupRecord: GroupRecord{Provider: "aws", Group: "ng-asg", GroupKind: "Auto Scaling group", TemplateKind: "launch template",
+			TargetVersion: "3", FromVersion: "2", Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}},
+		Holds:       Holds{RebalanceHeld: true, RebalanceWasHeld: true, DefaultWas: "1", UpdatesWere: "Rolling"},
+		ScaleRecord: ScaleRecord{ScaleUp: 2, ScaleUpZones: []string{"z1", "z2"}, ScaledFor: "3", LastDesired: 5, Shrinking: "node-a", ShrinkTo: 4},
+		GreenRecord: GreenRecord{Green: "ng-asg-v3", GreenCreated: true, SoakUntil: &soak},
+	}
+	t.Run("an earlier version's record reads into the parts", func(t *testing.T) {
+		var got CloudRecord
+		if err := json.Unmarshal([]byte(written), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("read %+v\nwant %+v", got, want)
+		}
+	})
+	t.Run("an earlier version reads this one's record", func(t *testing.T) {
+		b, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var now, before map[string]any
+		if err := json.Unmarshal(b, &now); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(written), &before); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(now, before) {
+			t.Errorf("wrote %s\nwant the fields of %s", b, written)
+		}
+	})
 }

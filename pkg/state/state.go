@@ -115,8 +115,25 @@ type ManagedRecord struct {
 
 // CloudRecord is the cloud side of a run, written before each change it
 // describes, so an interrupted run is finished without inflating the group
-// twice and ends at the sizes it started from.
+// twice and ends at the sizes it started from. Its parts are typed by
+// their writer: the provider's (GroupRecord: which group and how it was
+// before the run; Holds: what the run holds off and must give back) and
+// the strategy's (ScaleRecord for eks and surge, GreenRecord for
+// blue/green). They are embedded so the JSON stays one flat object: a
+// record written by an earlier version reads the same, and an earlier
+// version reads this one's (a run resumed across an upgrade or a
+// downgrade of the plugin).
 type CloudRecord struct {
+	GroupRecord
+	Holds
+	ScaleRecord
+	GreenRecord
+}
+
+// GroupRecord is the provider's part: the group the run changes, in the
+// provider's words, and how it was before the run. Written once, when the
+// run first changes the group.
+type GroupRecord struct {
 	Provider string `json:"provider"`
 	// Group is the provider's group; GroupKind and TemplateKind are the
 	// provider's names for a group and a template ("Auto Scaling group",
@@ -130,7 +147,31 @@ type CloudRecord struct {
 	FromVersion string `json:"fromVersion,omitempty"`
 	// Original are the sizes before the scale-up: what the end restores.
 	Original *plan.Sizes `json:"original,omitempty"`
-	ScaleUp  int32       `json:"scaleUp,omitempty"`
+}
+
+// Holds are the group's own behaviours the run holds off, each written
+// before the call that changes it, so whatever ends the run (its end,
+// resume, abort) gives it back.
+type Holds struct {
+	// RebalanceHeld says the run suspends the group's own rebalancing
+	// between zones (cloud.Rebalancer). RebalanceWasHeld says it was
+	// suspended before the run: left so.
+	RebalanceHeld    bool `json:"rebalanceHeld,omitempty"`
+	RebalanceWasHeld bool `json:"rebalanceWasHeld,omitempty"`
+	// DefaultWas is the template's default version before the run made
+	// the target the default (a group that launches the default,
+	// cloud.DefaultFollower): abort and rollback make it the default
+	// again.
+	DefaultWas string `json:"defaultWas,omitempty"`
+	// UpdatesWere is how the group updated itself before the run held it
+	// off (cloud.SelfUpdater): the run's end and abort put it back.
+	UpdatesWere string `json:"updatesWere,omitempty"`
+}
+
+// ScaleRecord is the eks and surge strategies' part: the scale-up and
+// the scale-down of the group.
+type ScaleRecord struct {
+	ScaleUp int32 `json:"scaleUp,omitempty"`
 	// ScaleUpZones are the zones the scale-up surely launches in, where
 	// the run waits for a new node, written before the raise: once the
 	// group is raised the new machines no longer say which zones that
@@ -146,27 +187,16 @@ type CloudRecord struct {
 	// is drained, the desired size its termination leaves.
 	Shrinking string `json:"shrinking,omitempty"`
 	ShrinkTo  int32  `json:"shrinkTo,omitempty"`
-	// Green is the blue/green strategy's new group; GreenCreated says the
-	// run made it (and a rollback deletes it).
+}
+
+// GreenRecord is the blue/green strategies' part.
+type GreenRecord struct {
+	// Green is the new group; GreenCreated says the run made it (and a
+	// rollback deletes it).
 	Green        string `json:"green,omitempty"`
 	GreenCreated bool   `json:"greenCreated,omitempty"`
 	// SoakUntil is when the soak of the new nodes ends.
 	SoakUntil *time.Time `json:"soakUntil,omitempty"`
-	// RebalanceHeld says the run suspends the group's own rebalancing
-	// between zones (cloud.Rebalancer), written before the call, so
-	// whatever ends the run (its end, resume, abort) resumes it.
-	// RebalanceWasHeld says it was suspended before the run: left so.
-	RebalanceHeld    bool `json:"rebalanceHeld,omitempty"`
-	RebalanceWasHeld bool `json:"rebalanceWasHeld,omitempty"`
-	// DefaultWas is the template's default version before the run made
-	// the target the default (a group that launches the default,
-	// cloud.DefaultFollower), written before the change so abort and
-	// rollback make it the default again.
-	DefaultWas string `json:"defaultWas,omitempty"`
-	// UpdatesWere is how the group updated itself before the run held it
-	// off (cloud.SelfUpdater), written before the change so that the
-	// run's end and abort put it back.
-	UpdatesWere string `json:"updatesWere,omitempty"`
 }
 
 // NodeAge is a node and when it was created.
@@ -581,7 +611,7 @@ func (c *CloudRecord) ScaledForOther(target string) bool {
 }
 
 // Kinds are the provider's names for its group and its template.
-func (c *CloudRecord) Kinds() (group, template string) {
+func (c *GroupRecord) Kinds() (group, template string) {
 	group, template = c.GroupKind, c.TemplateKind
 	if group == "" {
 		group = "Auto Scaling group"

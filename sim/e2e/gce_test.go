@@ -316,6 +316,19 @@ func (g *gceGroup) upgrade(t *testing.T, strategy string, extra []string, planOK
 	}
 	assertNoViolations(t, watcher.Stop())
 	g.assertFinished(t, 6)
+	if p.BlueGreen != nil {
+		// The plan names the green groups the run made, as reviewed.
+		var made []string
+		for _, gr := range g.groups() {
+			made = append(made, gr.Name)
+		}
+		planned := strings.Split(p.BlueGreen.Green, ",")
+		slices.Sort(made)
+		slices.Sort(planned)
+		if !slices.Equal(made, planned) {
+			t.Errorf("the plan named green %q, the run made %q", p.BlueGreen.Green, made)
+		}
+	}
 }
 
 // TestGCEKilledMidBatchThenRerun kills an eks run once a node is cordoned

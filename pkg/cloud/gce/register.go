@@ -304,6 +304,9 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 	if target.Create {
 		cg.TargetVersion = plan.NewVersion
 	}
+	// The template's name is known before it is made (CopyName), and so
+	// are green's names, which the plan shows for review.
+	cg.Green = n.GreenName(target.Template)
 	if len(n.MIGs) == 1 && n.MIGs[0].Regional() {
 		cg.Rebalance, cg.RebalanceHeld = Redistribution, redistributionHeld(igms[0])
 	}
