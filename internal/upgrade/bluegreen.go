@@ -53,6 +53,9 @@ func (r *blueGreenRun) steps() map[plan.Phase]step {
 	return steps
 }
 
+// green is the blue/green strategies' part of the run's record.
+func (r *blueGreenRun) green() *state.GreenRecord { return &r.group.cloudRecord().GreenRecord }
+
 // summarize adds what a rollback did to the run's final line.
 func (r *blueGreenRun) summarize(s *runSummary) {
 	s.BlueGreen, s.BlueBack, s.GreenDrained = r.rolledBack, r.blueBack, r.greenDrained
@@ -92,9 +95,9 @@ func (r *blueGreenRun) prepareTarget(ctx context.Context) error {
 
 // greenName is the green group's name: the plan's, or blue's with the
 // version the Setup made.
-func (r *blueGreenRun) greenName(cr *state.CloudRecord) string {
-	if cr.Green != "" {
-		return cr.Green
+func (r *blueGreenRun) greenName(target string) string {
+	if g := r.green(); g.Green != "" {
+		return g.Green
 	}
 	bgp := r.cfg.Plan.BlueGreen
 	if bgp.GreenSelector != "" && !bgp.Create {
@@ -102,7 +105,7 @@ func (r *blueGreenRun) greenName(cr *state.CloudRecord) string {
 	}
 	if bgp.Create {
 		if bg, err := r.blueGreen(); err == nil {
-			return bg.GreenName(cr.TargetVersion)
+			return bg.GreenName(target)
 		}
 	}
 	return bgp.Green
@@ -119,9 +122,9 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cr := r.group.cloudRecord()
-	green := r.greenName(cr)
-	if r.cfg.Plan.BlueGreen.Create && !cr.GreenCreated {
+	cr, gr := r.group.cloudRecord(), r.green()
+	green := r.greenName(cr.TargetVersion)
+	if r.cfg.Plan.BlueGreen.Create && !gr.GreenCreated {
 		if err := bg.CheckQuota(ctx); err != nil {
 			return err
 		}
@@ -136,7 +139,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 		}
 	}
 	// Only once: a resumed run must not undo what the autoscaler did to blue.
-	if cr.Green == "" {
+	if gr.Green == "" {
 		if err := bg.SetGroupSizes(ctx, r.group.pool.GroupName(), blueSizes); err != nil {
 			return err
 		}
@@ -151,7 +154,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 			return err
 		}
 	}
-	cr.Green, cr.GreenCreated = green, r.cfg.Plan.BlueGreen.Create
+	gr.Green, gr.GreenCreated = green, r.cfg.Plan.BlueGreen.Create
 	if err := r.save(ctx); err != nil {
 		return err
 	}
@@ -165,7 +168,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 		return r.waitGreenSelected(ctx, sel)
 	}
 	// Blue and green together: blue's nodes plus as many green ones.
-	if err := r.group.waitNewNodes(ctx, cr, r.cfg.Plan.OutdatedZones(), int(2*orig.Desired)); err != nil {
+	if err := r.group.waitNewNodes(ctx, &cr.GroupRecord, r.cfg.Plan.OutdatedZones(), int(2*orig.Desired)); err != nil {
 		return err
 	}
 	return r.group.protectNewNodes(ctx, true)
@@ -191,20 +194,20 @@ func (r *blueGreenRun) cordonBlue(ctx context.Context) error {
 // soak waits out the node-pool soak, recorded as an end time so a later
 // run waits only for what is left.
 func (r *blueGreenRun) soak(ctx context.Context) error {
-	cr := r.group.cloudRecord()
-	if cr.SoakUntil == nil {
+	gr := r.green()
+	if gr.SoakUntil == nil {
 		until := r.cfg.Now().Add(time.Duration(r.cfg.Plan.BlueGreen.NodePoolSoak)).UTC().Truncate(time.Second)
-		cr.SoakUntil = &until
+		gr.SoakUntil = &until
 		if err := r.save(ctx); err != nil {
 			return err
 		}
 	}
-	left := cr.SoakUntil.Sub(r.cfg.Now())
+	left := gr.SoakUntil.Sub(r.cfg.Now())
 	if left > 0 && r.cfg.NoWait {
 		if r.completeRequested(ctx) {
 			return nil
 		}
-		return &SoakingError{Until: *cr.SoakUntil}
+		return &SoakingError{Until: *gr.SoakUntil}
 	}
 	return r.soakFor(ctx, left, plan.PhaseSoak, r.traits.SoakName)
 }
@@ -340,11 +343,11 @@ func (r *blueGreenRun) blueDeleted(ctx context.Context, blue string, names []str
 	if err := r.record(ctx, plan.State{Phase: plan.PhaseDeleteBlue}); err != nil {
 		return err
 	}
-	cr := r.group.cloudRecord()
-	r.note = fmt.Sprintf("node group now runs in %s %q; %q was deleted", r.groupKind(), cr.Green, blue)
+	gr := r.green()
+	r.note = fmt.Sprintf("node group now runs in %s %q; %q was deleted", r.groupKind(), gr.Green, blue)
 	switch bgp := r.cfg.Plan.BlueGreen; {
 	case bgp.GreenLabel != "":
-		r.note += fmt.Sprintf("; its nodes carry %s=%s, so the node group is %q from now on: rename it where infrastructure as code declares it", bgp.GreenLabel, cr.Green, cr.Green)
+		r.note += fmt.Sprintf("; its nodes carry %s=%s, so the node group is %q from now on: rename it where infrastructure as code declares it", bgp.GreenLabel, gr.Green, gr.Green)
 	case bgp.GreenSelector != "":
 		r.note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", bgp.GreenSelector, r.groupKind(), blue)
 	}
@@ -376,7 +379,7 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.retireGreen(ctx, bg, cr, green); err != nil {
+	if err := r.retireGreen(ctx, bg, &cr.GreenRecord, green); err != nil {
 		return err
 	}
 	// Blue launches the default: the one of before the run again.
@@ -387,8 +390,8 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 	r.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !r.nodeExists(n) }))
 	r.greenDrained = len(green)
 	r.note = fmt.Sprintf("rolled back: blue (%s %q) serves again", r.groupKind(), r.group.pool.GroupName())
-	if cr.Green != "" && !cr.GreenCreated {
-		r.note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", cr.Green)
+	if gr := cr.GreenRecord; gr.Green != "" && !gr.GreenCreated {
+		r.note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", gr.Green)
 	}
 	r.logf("%s", r.note)
 	return r.group.protectNewNodes(ctx, false)
@@ -415,11 +418,11 @@ func (r *blueGreenRun) greenNodes(blue sets.Set[string]) ([]string, error) {
 
 // retireGreen cordons and drains green's nodes, with the hooks, and
 // deletes green where the run made it.
-func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, cr *state.CloudRecord, green []string) error {
+func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, gr *state.GreenRecord, green []string) error {
 	if err := r.setUnschedulable(ctx, green, true); err != nil {
 		return err
 	}
-	made := cr.Green != "" && cr.GreenCreated
+	made := gr.Green != "" && gr.GreenCreated
 	if made {
 		// Green goes: its load balancers let go of it before its drain.
 		if err := r.excludeFromLoadBalancers(ctx, green); err != nil {
@@ -447,7 +450,7 @@ func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, cr *
 	if err := r.deregister(ctx, "rolling back", green); err != nil {
 		return err
 	}
-	return bg.DeleteGroup(ctx, cr.Green)
+	return bg.DeleteGroup(ctx, gr.Green)
 }
 
 // abortGreen ends a blue/green run before blue is deleted. Blue is back in
@@ -457,8 +460,8 @@ func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, cr *
 // it. A green given by the user (--green-asg, --green-selector) is theirs:
 // it is left serving as it is, and named.
 func (r *blueGreenRun) abortGreen(ctx context.Context) error {
-	cr := r.cfg.Record.Cloud
-	if cr.Green != "" && cr.GreenCreated {
+	cr, gr := r.cfg.Record.Cloud, &r.cfg.Record.Cloud.GreenRecord
+	if gr.Green != "" && gr.GreenCreated {
 		return r.rollback(ctx)
 	}
 	bg, ok := r.group.pool.(cloud.BlueGreen)
@@ -471,7 +474,7 @@ func (r *blueGreenRun) abortGreen(ctx context.Context) error {
 		}
 		r.logf("%s %q is back to desired %d, max %d", r.groupKind(), r.group.pool.GroupName(), cr.Original.Desired, cr.Original.Max)
 	}
-	green := cr.Green
+	green := gr.Green
 	if sel := r.cfg.Plan.BlueGreen; sel != nil && sel.GreenSelector != "" {
 		green = sel.GreenSelector
 	}

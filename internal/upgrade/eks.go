@@ -63,7 +63,7 @@ func (r *eksRun) scaleUp(ctx context.Context) error {
 		r.logf("%s %q was scaled up for version %s by an earlier run; its nodes are replaced like the others", r.groupKind(), r.group.pool.GroupName(), cr.ScaledFor)
 		return nil
 	}
-	if err := r.group.waitNewNodes(ctx, cr, zones, int(cr.LastDesired)); err != nil {
+	if err := r.group.waitNewNodes(ctx, &cr.GroupRecord, zones, int(cr.LastDesired)); err != nil {
 		return err
 	}
 	return r.group.protectNewNodes(ctx, true)

@@ -207,18 +207,18 @@ func orUnknown(s string) string {
 // waitNewNodes waits, up to --node-ready-timeout, until the group runs
 // wanted machines with a Ready node of the target on each new one, in
 // every zone given.
-func (cg *cloudGroup) waitNewNodes(ctx context.Context, cr *state.CloudRecord, zones []string, wanted int) error {
+func (cg *cloudGroup) waitNewNodes(ctx context.Context, gr *state.GroupRecord, zones []string, wanted int) error {
 	where := ""
 	if len(zones) > 0 {
 		where = " in zones " + quoteAll(zones)
 	}
-	cg.logf("waiting up to %s for the new nodes of %s version %s to be Ready%s (%d machines in all)", cg.cfg.NodeReadyTimeout, cg.templateKind(), cr.TargetVersion, where, wanted)
+	cg.logf("waiting up to %s for the new nodes of %s version %s to be Ready%s (%d machines in all)", cg.cfg.NodeReadyTimeout, cg.templateKind(), gr.TargetVersion, where, wanted)
 	var st newNodes
 	failure := func() *NodeCreationFailure {
-		return &NodeCreationFailure{Group: cg.pool.GroupName(), GroupKind: cg.groupKind(), Timeout: cg.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *cr.Original}
+		return &NodeCreationFailure{Group: cg.pool.GroupName(), GroupKind: cg.groupKind(), Timeout: cg.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *gr.Original}
 	}
 	return cg.awaitNodes(ctx, func(ctx context.Context) (bool, error) {
-		seen, err := cg.lookAtNewNodes(ctx, cr.TargetVersion, zones)
+		seen, err := cg.lookAtNewNodes(ctx, gr.TargetVersion, zones)
 		if err != nil {
 			return false, err
 		}

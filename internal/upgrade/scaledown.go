@@ -30,7 +30,7 @@ func (cg *cloudGroup) scaleDown(ctx context.Context) error {
 		return cg.protectNewNodes(ctx, false) // nothing was scaled up
 	}
 	orig := *cr.Original
-	autoscaled, err := cg.shrinkToOriginal(ctx, cr, orig)
+	autoscaled, err := cg.shrinkToOriginal(ctx, &cr.ScaleRecord, orig)
 	if err != nil {
 		return err
 	}
@@ -56,16 +56,16 @@ func (cg *cloudGroup) scaleDown(ctx context.Context) error {
 // shrinkToOriginal removes nodes one at a time until the group is back to
 // the desired size recorded before the run; it reports whether the
 // cluster autoscaler scaled the group up meanwhile, which ends it.
-func (cg *cloudGroup) shrinkToOriginal(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes) (autoscaled bool, err error) {
+func (cg *cloudGroup) shrinkToOriginal(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes) (autoscaled bool, err error) {
 	for {
-		err := cg.scaleDownOne(ctx, cr, orig)
+		err := cg.scaleDownOne(ctx, sr, orig)
 		if errors.Is(err, errAutoscaled) {
 			return true, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		if cr.Shrinking == "" && cr.LastDesired <= orig.Desired {
+		if sr.Shrinking == "" && sr.LastDesired <= orig.Desired {
 			return false, nil
 		}
 	}
@@ -76,46 +76,46 @@ func (cg *cloudGroup) shrinkToOriginal(ctx context.Context, cr *state.CloudRecor
 // step rather than mistaking its own change for the autoscaler's: the
 // victim (Shrinking) before its drain, the size it will leave (ShrinkTo)
 // before the termination, and both cleared after it.
-func (cg *cloudGroup) scaleDownOne(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes) error {
+func (cg *cloudGroup) scaleDownOne(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes) error {
 	sizes, err := cg.pool.Sizes(ctx)
 	if err != nil {
 		return err
 	}
-	if cr.Shrinking != "" && cr.ShrinkTo != 0 {
+	if sr.Shrinking != "" && sr.ShrinkTo != 0 {
 		switch sizes.Desired {
-		case cr.ShrinkTo: // terminated; only the record was not cleared
-			cg.shrunk.Insert(cr.Shrinking)
-			cr.Shrinking, cr.ShrinkTo = "", 0
+		case sr.ShrinkTo: // terminated; only the record was not cleared
+			cg.shrunk.Insert(sr.Shrinking)
+			sr.Shrinking, sr.ShrinkTo = "", 0
 			return cg.save(ctx)
-		case cr.ShrinkTo + 1: // drained and recorded, not terminated yet
-			return cg.terminateVictim(ctx, cr, cr.Shrinking)
+		case sr.ShrinkTo + 1: // drained and recorded, not terminated yet
+			return cg.terminateVictim(ctx, sr, sr.Shrinking)
 		}
 	}
-	if sizes.Desired > cr.LastDesired {
-		return cg.stopScaleDown(ctx, cr, orig, sizes.Desired)
+	if sizes.Desired > sr.LastDesired {
+		return cg.stopScaleDown(ctx, sr, orig, sizes.Desired)
 	}
 	if sizes.Desired <= orig.Desired {
-		cr.Shrinking, cr.ShrinkTo, cr.LastDesired = "", 0, sizes.Desired
+		sr.Shrinking, sr.ShrinkTo, sr.LastDesired = "", 0, sizes.Desired
 		return cg.save(ctx)
 	}
-	victim, err := cg.drainVictim(ctx, cr, orig, sizes)
+	victim, err := cg.drainVictim(ctx, sr, orig, sizes)
 	if err != nil {
 		return err
 	}
-	return cg.terminateVictim(ctx, cr, victim)
+	return cg.terminateVictim(ctx, sr, victim)
 }
 
 // drainVictim picks the node to remove (or takes the recorded one),
 // records it, drains it, and records the size its termination leaves,
 // unless the desired size moved during the drain.
-func (cg *cloudGroup) drainVictim(ctx context.Context, cr *state.CloudRecord, orig, sizes plan.Sizes) (string, error) {
-	victim := cr.Shrinking
+func (cg *cloudGroup) drainVictim(ctx context.Context, sr *state.ScaleRecord, orig, sizes plan.Sizes) (string, error) {
+	victim := sr.Shrinking
 	if victim == "" || !cg.nodeExists(victim) {
 		var err error
 		if victim, err = cg.scaleDownVictim(ctx); err != nil {
 			return "", err
 		}
-		cr.Shrinking, cr.ShrinkTo = victim, 0
+		sr.Shrinking, sr.ShrinkTo = victim, 0
 		if err := cg.save(ctx); err != nil {
 			return "", err
 		}
@@ -131,15 +131,15 @@ func (cg *cloudGroup) drainVictim(ctx context.Context, cr *state.CloudRecord, or
 		return "", err
 	}
 	if now.Desired != sizes.Desired {
-		return "", cg.stopScaleDown(ctx, cr, orig, now.Desired)
+		return "", cg.stopScaleDown(ctx, sr, orig, now.Desired)
 	}
-	cr.ShrinkTo, cr.LastDesired = sizes.Desired-1, sizes.Desired-1
+	sr.ShrinkTo, sr.LastDesired = sizes.Desired-1, sizes.Desired-1
 	return victim, cg.save(ctx)
 }
 
 // terminateVictim removes the drained victim's machine with the desired
 // size lowered, clears the record, and waits for the machine to go.
-func (cg *cloudGroup) terminateVictim(ctx context.Context, cr *state.CloudRecord, victim string) error {
+func (cg *cloudGroup) terminateVictim(ctx context.Context, sr *state.ScaleRecord, victim string) error {
 	if err := cg.hooks.run(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (cg *cloudGroup) terminateVictim(ctx context.Context, cr *state.CloudRecord
 	}
 	cg.shrunk.Insert(victim)
 	cg.written.forget(victim)
-	cr.Shrinking, cr.ShrinkTo = "", 0
+	sr.Shrinking, sr.ShrinkTo = "", 0
 	if err := cg.save(ctx); err != nil {
 		return err
 	}
@@ -172,18 +172,18 @@ func (cg *cloudGroup) terminateVictim(ctx context.Context, cr *state.CloudRecord
 
 // stopScaleDown ends the scale-down because the desired size went up
 // under it: the node being removed is put back in service.
-func (cg *cloudGroup) stopScaleDown(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes, desired int32) error {
+func (cg *cloudGroup) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes, desired int32) error {
 	cg.note = fmt.Sprintf("the scale-down stopped: %s %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
-		cg.groupKind(), cg.pool.GroupName(), desired, cr.LastDesired, orig)
+		cg.groupKind(), cg.pool.GroupName(), desired, sr.LastDesired, orig)
 	cg.logf("%s", cg.cfg.Color.Yellow(cg.note))
-	if cr.Shrinking != "" {
+	if sr.Shrinking != "" {
 		always := func(*corev1.Node) bool { return true }
-		if _, err := cg.releaseMarks(ctx, []string{cr.Shrinking}, always, "NodeUpgradeReleased", "back in service: the scale-down stopped"); err != nil {
+		if _, err := cg.releaseMarks(ctx, []string{sr.Shrinking}, always, "NodeUpgradeReleased", "back in service: the scale-down stopped"); err != nil {
 			return err
 		}
-		cr.Shrinking, cr.ShrinkTo = "", 0
+		sr.Shrinking, sr.ShrinkTo = "", 0
 	}
-	cr.LastDesired = desired
+	sr.LastDesired = desired
 	if err := cg.save(ctx); err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func (r *surgeRun) surge(ctx context.Context, i int) error {
 	if err := r.save(ctx); err != nil {
 		return err
 	}
-	if err := r.group.waitNewNodes(ctx, cr, nil, int(cr.LastDesired)); err != nil {
+	if err := r.group.waitNewNodes(ctx, &cr.GroupRecord, nil, int(cr.LastDesired)); err != nil {
 		return err
 	}
 	return r.group.protectNewNodes(ctx, true)
@@ -71,5 +71,5 @@ func (cg *cloudGroup) waitReplacements(ctx context.Context) error {
 	if err := cg.save(ctx); err != nil {
 		return err
 	}
-	return cg.waitNewNodes(ctx, cr, nil, int(cr.LastDesired))
+	return cg.waitNewNodes(ctx, &cr.GroupRecord, nil, int(cr.LastDesired))
 }

@@ -42,7 +42,7 @@ func (cg *cloudGroup) evenZones(ctx context.Context, cr *state.CloudRecord, orig
 			return nil
 		}
 		if lastUneven >= 0 && unevenness(count) >= lastUneven {
-			return cg.leaveRebalanceHeld(ctx, r, cr, zones, count)
+			return cg.leaveRebalanceHeld(ctx, r, &cr.Holds, zones, count)
 		}
 		lastUneven = unevenness(count)
 		sizes, err := cg.pool.Sizes(ctx)
@@ -63,7 +63,7 @@ func (cg *cloudGroup) evenZones(ctx context.Context, cr *state.CloudRecord, orig
 		if err := cg.awaitMachines(ctx, int(want), orig); err != nil {
 			return err
 		}
-		autoscaled, err := cg.shrinkToOriginal(ctx, cr, orig)
+		autoscaled, err := cg.shrinkToOriginal(ctx, &cr.ScaleRecord, orig)
 		if err != nil || autoscaled {
 			return err
 		}
@@ -73,8 +73,8 @@ func (cg *cloudGroup) evenZones(ctx context.Context, cr *state.CloudRecord, orig
 // leaveRebalanceHeld hands the suspended rebalancing over to the operator:
 // the run cannot even the zones out, and resumed it would terminate a node
 // nobody drained.
-func (cg *cloudGroup) leaveRebalanceHeld(ctx context.Context, r cloud.Rebalancer, cr *state.CloudRecord, zones []string, count map[string]int) error {
-	cr.RebalanceHeld, cg.rebalanceHeld = false, false
+func (cg *cloudGroup) leaveRebalanceHeld(ctx context.Context, r cloud.Rebalancer, holds *state.Holds, zones []string, count map[string]int) error {
+	holds.RebalanceHeld, cg.rebalanceHeld = false, false
 	cg.note = joinNote(cg.note, fmt.Sprintf("%s of %s %q stays suspended: its zones are uneven (%s) and the machine added to even them did not go to the emptiest zone, so resumed it would terminate a node nobody drained; drain a node of the fullest zone and resume %s when the zones are even",
 		r.RebalanceName(), cg.groupKind(), cg.pool.GroupName(), zoneCounts(zones, count), r.RebalanceName()))
 	cg.logf("%s", cg.cfg.Color.Yellow(cg.note))
