@@ -92,7 +92,8 @@ type Config struct {
 	Kubeconfig string
 }
 
-// Engine runs one plan.
+// Engine runs one plan: the run loop (Run, Abort) and the toolkit the
+// strategies' run types call (the batch steps, node writes, waits).
 type Engine struct {
 	cfg      Config
 	strategy plan.Strategy

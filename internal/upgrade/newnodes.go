@@ -295,3 +295,22 @@ func (e *Engine) awaitLook(ctx context.Context, look func(ctx context.Context) (
 		}
 	}
 }
+
+// waitReplacements waits, after a surge batch, until the group runs its
+// desired size again in Ready nodes of the target configuration: the
+// nodes removed without lowering the desired size have their replacements.
+func (cg *cloudGroup) waitReplacements(ctx context.Context) error {
+	cr := cg.cfg.Record.Cloud
+	if cr == nil {
+		return nil
+	}
+	sizes, err := cg.pool.Sizes(ctx)
+	if err != nil {
+		return err
+	}
+	cr.LastDesired = sizes.Desired
+	if err := cg.save(ctx); err != nil {
+		return err
+	}
+	return cg.waitNewNodes(ctx, &cr.GroupRecord, nil, int(cr.LastDesired))
+}
