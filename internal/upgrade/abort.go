@@ -29,7 +29,7 @@ func (e *Engine) Abort(ctx context.Context) error {
 	}
 	defer stop()
 	defer e.cfg.Events.Flush()
-	e.group.aborting = true
+	e.group.shrink.aborting = true
 	return (&aborter{e}).run(ctx)
 }
 
@@ -55,7 +55,7 @@ func (a *aborter) run(ctx context.Context) error {
 	if err := a.releaseNodes(ctx, nodes); err != nil {
 		return err
 	}
-	if a.group.defaultBack, err = a.group.abortDefault(ctx); err != nil {
+	if a.group.pin.defaultBack, err = a.group.pin.abortDefault(ctx); err != nil {
 		return err
 	}
 	if err := a.restoreSizes(ctx); err != nil {
@@ -210,12 +210,12 @@ func (a *aborter) restoreSizes(ctx context.Context) error {
 	}
 	if cr.Original == nil {
 		a.logf("%s %q was not scaled up by the run", a.groupKind(), a.group.pool.GroupName())
-	} else if err := a.group.scaleDown(ctx); err != nil {
+	} else if err := a.group.shrink.scaleDown(ctx); err != nil {
 		// The same scale-down a finished run ends with: each node removed
 		// is drained first, and a scale-up by the autoscaler stops it.
 		return err
 	}
-	return a.group.settleDefault(ctx)
+	return a.group.pin.settleDefault(ctx)
 }
 
 // unprotect takes the scale-down-disabled annotation off the nodes that

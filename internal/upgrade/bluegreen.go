@@ -146,7 +146,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 	}
 	if r.cfg.Plan.BlueGreen.Create {
 		// Before the clone, so green follows the default as blue does.
-		if err := r.group.keepDefault(ctx, cr.TargetVersion); err != nil {
+		if err := r.group.pin.keepDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
 		r.logf("creating %s %q beside %q: %d nodes (max %d) of %s version %s", r.groupKind(), green, r.group.pool.GroupName(), greenSizes.Desired, greenSizes.Max, r.templateKind(), cr.TargetVersion)
@@ -383,7 +383,7 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 		return err
 	}
 	// Blue launches the default: the one of before the run again.
-	if _, err := r.group.restoreDefault(ctx); err != nil {
+	if _, err := r.group.pin.restoreDefault(ctx); err != nil {
 		return err
 	}
 	r.rolledBack = true

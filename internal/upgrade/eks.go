@@ -26,7 +26,7 @@ func (r *eksRun) steps() map[plan.Phase]step {
 		plan.PhaseSetup:     unbatched(r.group.setup),
 		plan.PhaseScaleUp:   unbatched(r.scaleUp),
 		plan.PhaseTaint:     unbatched(r.taintAll),
-		plan.PhaseScaleDown: unbatched(r.group.scaleDown),
+		plan.PhaseScaleDown: unbatched(r.group.shrink.scaleDown),
 	}
 }
 

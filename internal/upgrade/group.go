@@ -32,12 +32,8 @@ type cloudGroup struct {
 	protected sets.Set[string]
 	// rebalanceHeld says this process suspended the group's rebalancing.
 	rebalanceHeld bool
-	// defaultBack says abort made the template's default before the run
-	// the default again.
-	defaultBack bool
-	// aborting says the engine runs abort, whose scale-down undoes the
-	// run: the nodes on the target go first.
-	aborting bool
+	pin           *defaultPin // the template default the group follows
+	shrink        *shrinker   // the scale-down back to the sizes before the run
 }
 
 func newCloudGroup(e *Engine) *cloudGroup {
@@ -45,6 +41,7 @@ func newCloudGroup(e *Engine) *cloudGroup {
 	if p, ok := e.cfg.Provider.(cloud.Pool); ok {
 		g.pool = p
 	}
+	g.pin, g.shrink = &defaultPin{cloudGroup: g}, &shrinker{cloudGroup: g}
 	return g
 }
 
@@ -76,7 +73,7 @@ func (cg *cloudGroup) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := cg.keepDefault(ctx, version); err != nil {
+	if err := cg.pin.keepDefault(ctx, version); err != nil {
 		return err
 	}
 	if cr.TargetVersion != version {

@@ -10,13 +10,24 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
+// defaultPin keeps a group that launches its template's default
+// (cloud.DefaultFollower) following it: the target made the default for
+// the run, the default before it recorded first and restored by abort
+// and rollback.
+type defaultPin struct {
+	*cloudGroup
+	// defaultBack says abort made the template's default before the run
+	// the default again.
+	defaultBack bool
+}
+
 // keepDefault makes version its template's default when the group
 // launches the default (cloud.DefaultFollower), so the group keeps
 // following it after the run rather than being pinned. The default before
 // the run is recorded first, once, so that abort and rollback (a run back
 // to it) restore it whatever stops the run.
-func (cg *cloudGroup) keepDefault(ctx context.Context, version string) error {
-	f, ok := cg.pool.(cloud.DefaultFollower)
+func (p *defaultPin) keepDefault(ctx context.Context, version string) error {
+	f, ok := p.pool.(cloud.DefaultFollower)
 	if !ok {
 		return nil
 	}
@@ -24,17 +35,17 @@ func (cg *cloudGroup) keepDefault(ctx context.Context, version string) error {
 	if err != nil || !follows || current == version {
 		return err
 	}
-	cr := cg.cloudRecord()
+	cr := p.cloudRecord()
 	if cr.DefaultWas == "" {
 		cr.DefaultWas = current
-		if err := cg.save(ctx); err != nil {
+		if err := p.save(ctx); err != nil {
 			return err
 		}
 	}
 	if err := f.SetTemplateDefault(ctx, version); err != nil {
 		return err
 	}
-	cg.logf("made %s version %s the default (was %s): %s %q launches the default", cg.templateKind(), version, current, cg.groupKind(), cg.pool.GroupName())
+	p.logf("made %s version %s the default (was %s): %s %q launches the default", p.templateKind(), version, current, p.groupKind(), p.pool.GroupName())
 	return nil
 }
 
@@ -42,18 +53,18 @@ func (cg *cloudGroup) keepDefault(ctx context.Context, version string) error {
 // when every node of the group runs the target already (a run stopped in
 // its scale-down): the old default back would have the group launch what
 // none of its nodes runs. The target stays the default.
-func (cg *cloudGroup) abortDefault(ctx context.Context) (bool, error) {
-	cr := cg.cfg.Record.Cloud
-	if cr == nil || cr.DefaultWas == "" || !cg.allOnTarget() {
-		return cg.restoreDefault(ctx)
+func (p *defaultPin) abortDefault(ctx context.Context) (bool, error) {
+	cr := p.cfg.Record.Cloud
+	if cr == nil || cr.DefaultWas == "" || !p.allOnTarget() {
+		return p.restoreDefault(ctx)
 	}
 	return false, nil
 }
 
 // allOnTarget reports whether no node of an in-place run is left to
 // upgrade; blue/green's rollback of green settles its default itself.
-func (cg *cloudGroup) allOnTarget() bool {
-	return !cg.traits.WholeGroup && len(cg.cfg.Plan.Outdated()) == 0
+func (p *defaultPin) allOnTarget() bool {
+	return !p.traits.WholeGroup && len(p.cfg.Plan.Outdated()) == 0
 }
 
 // settleDefault looks again, once abort's scale-down is over, at what the
@@ -62,26 +73,26 @@ func (cg *cloudGroup) allOnTarget() bool {
 // the default, so the group launches what its nodes run and a run after
 // abort rightly finds nothing to do; otherwise the old default stays and
 // a run upgrades the rest. The note says which.
-func (cg *cloudGroup) settleDefault(ctx context.Context) error {
-	cr := cg.cfg.Record.Cloud
+func (p *defaultPin) settleDefault(ctx context.Context) error {
+	cr := p.cfg.Record.Cloud
 	if cr.TargetVersion == "" {
 		return nil // the run stopped before it pointed the group anywhere
 	}
-	onTarget, others, err := cg.machineVersions(ctx, cr.TargetVersion)
+	onTarget, others, err := p.machineVersions(ctx, cr.TargetVersion)
 	if err != nil {
 		return err
 	}
-	group, lt := fmt.Sprintf("%s %q", cg.groupKind(), cg.pool.GroupName()), cg.templateKind()
+	group, lt := fmt.Sprintf("%s %q", p.groupKind(), p.pool.GroupName()), p.templateKind()
 	switch {
 	case others == 0 && onTarget > 0 && cr.DefaultWas != "":
-		return cg.keepTargetDefault(ctx, onTarget)
-	case cg.defaultBack && onTarget == 0:
-		cg.note = joinNote(cg.note, fmt.Sprintf("%s launches %s version %s again, the default before the run, which every node of it runs", group, lt, cr.DefaultWas))
-	case cg.defaultBack:
-		cg.note = joinNote(cg.note, fmt.Sprintf("%s launches %s version %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
+		return p.keepTargetDefault(ctx, onTarget)
+	case p.defaultBack && onTarget == 0:
+		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s version %s again, the default before the run, which every node of it runs", group, lt, cr.DefaultWas))
+	case p.defaultBack:
+		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s version %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
 			group, lt, cr.DefaultWas, plan.Count(onTarget, "node"), cr.TargetVersion))
 	case others > 0 && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion:
-		cg.note = joinNote(cg.note, fmt.Sprintf("%s still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
+		p.note = joinNote(p.note, fmt.Sprintf("%s still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
 			group, lt, cr.TargetVersion, cr.FromVersion))
 	}
 	return nil
@@ -89,19 +100,19 @@ func (cg *cloudGroup) settleDefault(ctx context.Context) error {
 
 // machineVersions counts the group's machines, leaving ones aside, that
 // run version and that run another.
-func (cg *cloudGroup) machineVersions(ctx context.Context, version string) (onTarget, others int, err error) {
-	nodes, err := cg.groupNodes()
+func (p *defaultPin) machineVersions(ctx context.Context, version string) (onTarget, others int, err error) {
+	nodes, err := p.groupNodes()
 	if err != nil {
 		return 0, 0, err
 	}
-	byNode, pending, err := cg.pool.Machines(ctx, nodes)
+	byNode, pending, err := p.pool.Machines(ctx, nodes)
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, m := range append(slices.Collect(maps.Values(byNode)), pending...) {
 		switch {
 		case m.Leaving():
-		case cg.pool.Current(m, version):
+		case p.pool.Current(m, version):
 			onTarget++
 		default:
 			others++
@@ -113,9 +124,9 @@ func (cg *cloudGroup) machineVersions(ctx context.Context, version string) (onTa
 // keepTargetDefault makes the target the default again where abort (this
 // one or one killed before) made the old one the default: every machine
 // left runs the target. A default someone else set is theirs and stays.
-func (cg *cloudGroup) keepTargetDefault(ctx context.Context, onTarget int) error {
-	cr := cg.cfg.Record.Cloud
-	f, ok := cg.pool.(cloud.DefaultFollower)
+func (p *defaultPin) keepTargetDefault(ctx context.Context, onTarget int) error {
+	cr := p.cfg.Record.Cloud
+	f, ok := p.pool.(cloud.DefaultFollower)
 	if !ok {
 		return nil
 	}
@@ -128,16 +139,16 @@ func (cg *cloudGroup) keepTargetDefault(ctx context.Context, onTarget int) error
 		if err := f.SetTemplateDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
-		cg.logf("made %s version %s the default again: the %s left in %s %q run it", cg.templateKind(), cr.TargetVersion, plan.Count(onTarget, "node"), cg.groupKind(), cg.pool.GroupName())
+		p.logf("made %s version %s the default again: the %s left in %s %q run it", p.templateKind(), cr.TargetVersion, plan.Count(onTarget, "node"), p.groupKind(), p.pool.GroupName())
 	case cr.TargetVersion:
 	default:
 		return nil // restoreDefault named it
 	}
-	cg.defaultBack = false
+	p.defaultBack = false
 	kept := fmt.Sprintf("every node of %s %q runs %s version %s, which stays the default (it was %s before the run)",
-		cg.groupKind(), cg.pool.GroupName(), cg.templateKind(), cr.TargetVersion, cr.DefaultWas)
-	cg.note = joinNote(cg.note, kept)
-	cg.logf("%s", kept)
+		p.groupKind(), p.pool.GroupName(), p.templateKind(), cr.TargetVersion, cr.DefaultWas)
+	p.note = joinNote(p.note, kept)
+	p.logf("%s", kept)
 	return nil
 }
 
@@ -145,15 +156,15 @@ func (cg *cloudGroup) keepTargetDefault(ctx context.Context, onTarget int) error
 // again (abort, and a blue/green rollback, which puts blue back). A
 // default someone changed since the run set it is theirs and stays. It
 // reports whether the old default is the default now.
-func (cg *cloudGroup) restoreDefault(ctx context.Context) (bool, error) {
-	cr := cg.cfg.Record.Cloud
+func (p *defaultPin) restoreDefault(ctx context.Context) (bool, error) {
+	cr := p.cfg.Record.Cloud
 	if cr == nil || cr.DefaultWas == "" {
 		return false, nil
 	}
-	f, ok := cg.pool.(cloud.DefaultFollower)
+	f, ok := p.pool.(cloud.DefaultFollower)
 	if !ok {
-		cg.note = joinNote(cg.note, fmt.Sprintf("the run made version %s the default of the %s of %s %q (it was %s) but cannot reach the group to change it back: do it by hand", cr.TargetVersion, cr.TemplateKind, cr.GroupKind, cr.Group, cr.DefaultWas))
-		cg.logf("%s", cg.note)
+		p.note = joinNote(p.note, fmt.Sprintf("the run made version %s the default of the %s of %s %q (it was %s) but cannot reach the group to change it back: do it by hand", cr.TargetVersion, cr.TemplateKind, cr.GroupKind, cr.Group, cr.DefaultWas))
+		p.logf("%s", p.note)
 		return false, nil
 	}
 	_, current, err := f.TemplateDefault(ctx)
@@ -163,13 +174,13 @@ func (cg *cloudGroup) restoreDefault(ctx context.Context) (bool, error) {
 	case current == cr.DefaultWas:
 		return true, nil
 	case current != cr.TargetVersion:
-		cg.note = joinNote(cg.note, fmt.Sprintf("the default of the %s is version %s, set since the run made it %s: left so (it was %s before the run)", cg.templateKind(), current, cr.TargetVersion, cr.DefaultWas))
-		cg.logf("%s", cg.note)
+		p.note = joinNote(p.note, fmt.Sprintf("the default of the %s is version %s, set since the run made it %s: left so (it was %s before the run)", p.templateKind(), current, cr.TargetVersion, cr.DefaultWas))
+		p.logf("%s", p.note)
 		return false, nil
 	}
 	if err := f.SetTemplateDefault(ctx, cr.DefaultWas); err != nil {
 		return false, err
 	}
-	cg.logf("made %s version %s the default again (the run had made it %s)", cg.templateKind(), cr.DefaultWas, current)
+	p.logf("made %s version %s the default again (the run had made it %s)", p.templateKind(), cr.DefaultWas, current)
 	return true, nil
 }

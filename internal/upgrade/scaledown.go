@@ -13,6 +13,16 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
+// shrinker brings the group back to the sizes recorded before the run,
+// one drained node at a time, and evens its zones before the cloud may
+// rebalance them again: the end of eks and surge, and abort's.
+type shrinker struct {
+	*cloudGroup
+	// aborting says the engine runs abort, whose scale-down undoes the
+	// run: the nodes on the target go first.
+	aborting bool
+}
+
 // errAutoscaled stops the scale-down: someone else needs the capacity.
 var errAutoscaled = errors.New("the group was scaled up by someone else")
 
@@ -21,44 +31,44 @@ var errAutoscaled = errors.New("the group was scaled up by someone else")
 // with the desired size lowered by one. If the desired size is found above
 // what the run last set, the cluster autoscaler scaled up meanwhile: the
 // run stops at once and leaves the size, as EKS does.
-func (cg *cloudGroup) scaleDown(ctx context.Context) error {
-	cr := cg.cloudRecord()
+func (s *shrinker) scaleDown(ctx context.Context) error {
+	cr := s.cloudRecord()
 	if cr.Original == nil {
-		if err := cg.releaseRebalance(ctx); err != nil {
+		if err := s.releaseRebalance(ctx); err != nil {
 			return err
 		}
-		return cg.protectNewNodes(ctx, false) // nothing was scaled up
+		return s.protectNewNodes(ctx, false) // nothing was scaled up
 	}
 	orig := *cr.Original
-	autoscaled, err := cg.shrinkToOriginal(ctx, &cr.ScaleRecord, orig)
+	autoscaled, err := s.shrinkToOriginal(ctx, &cr.ScaleRecord, orig)
 	if err != nil {
 		return err
 	}
 	if !autoscaled {
-		if err := cg.evenZones(ctx, cr, orig); err != nil {
+		if err := s.evenZones(ctx, cr, orig); err != nil {
 			return err
 		}
 	}
-	sizes, err := cg.restoreMax(ctx)
+	sizes, err := s.restoreMax(ctx)
 	if err != nil {
 		return err
 	}
 	// No termination lowers the desired size after this.
-	if err := cg.releaseRebalance(ctx); err != nil {
+	if err := s.releaseRebalance(ctx); err != nil {
 		return err
 	}
-	if cg.note == "" {
-		cg.logf("%s %q is back to desired %d, max %d", cg.groupKind(), cg.pool.GroupName(), sizes.Desired, sizes.Max)
+	if s.note == "" {
+		s.logf("%s %q is back to desired %d, max %d", s.groupKind(), s.pool.GroupName(), sizes.Desired, sizes.Max)
 	}
-	return cg.protectNewNodes(ctx, false)
+	return s.protectNewNodes(ctx, false)
 }
 
 // shrinkToOriginal removes nodes one at a time until the group is back to
 // the desired size recorded before the run; it reports whether the
 // cluster autoscaler scaled the group up meanwhile, which ends it.
-func (cg *cloudGroup) shrinkToOriginal(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes) (autoscaled bool, err error) {
+func (s *shrinker) shrinkToOriginal(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes) (autoscaled bool, err error) {
 	for {
-		err := cg.scaleDownOne(ctx, sr, orig)
+		err := s.scaleDownOne(ctx, sr, orig)
 		if errors.Is(err, errAutoscaled) {
 			return true, nil
 		}
@@ -76,115 +86,115 @@ func (cg *cloudGroup) shrinkToOriginal(ctx context.Context, sr *state.ScaleRecor
 // step rather than mistaking its own change for the autoscaler's: the
 // victim (Shrinking) before its drain, the size it will leave (ShrinkTo)
 // before the termination, and both cleared after it.
-func (cg *cloudGroup) scaleDownOne(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes) error {
-	sizes, err := cg.pool.Sizes(ctx)
+func (s *shrinker) scaleDownOne(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes) error {
+	sizes, err := s.pool.Sizes(ctx)
 	if err != nil {
 		return err
 	}
 	if sr.Shrinking != "" && sr.ShrinkTo != 0 {
 		switch sizes.Desired {
 		case sr.ShrinkTo: // terminated; only the record was not cleared
-			cg.shrunk.Insert(sr.Shrinking)
+			s.shrunk.Insert(sr.Shrinking)
 			sr.Shrinking, sr.ShrinkTo = "", 0
-			return cg.save(ctx)
+			return s.save(ctx)
 		case sr.ShrinkTo + 1: // drained and recorded, not terminated yet
-			return cg.terminateVictim(ctx, sr, sr.Shrinking)
+			return s.terminateVictim(ctx, sr, sr.Shrinking)
 		}
 	}
 	if sizes.Desired > sr.LastDesired {
-		return cg.stopScaleDown(ctx, sr, orig, sizes.Desired)
+		return s.stopScaleDown(ctx, sr, orig, sizes.Desired)
 	}
 	if sizes.Desired <= orig.Desired {
 		sr.Shrinking, sr.ShrinkTo, sr.LastDesired = "", 0, sizes.Desired
-		return cg.save(ctx)
+		return s.save(ctx)
 	}
-	victim, err := cg.drainVictim(ctx, sr, orig, sizes)
+	victim, err := s.drainVictim(ctx, sr, orig, sizes)
 	if err != nil {
 		return err
 	}
-	return cg.terminateVictim(ctx, sr, victim)
+	return s.terminateVictim(ctx, sr, victim)
 }
 
 // drainVictim picks the node to remove (or takes the recorded one),
 // records it, drains it, and records the size its termination leaves,
 // unless the desired size moved during the drain.
-func (cg *cloudGroup) drainVictim(ctx context.Context, sr *state.ScaleRecord, orig, sizes plan.Sizes) (string, error) {
+func (s *shrinker) drainVictim(ctx context.Context, sr *state.ScaleRecord, orig, sizes plan.Sizes) (string, error) {
 	victim := sr.Shrinking
-	if victim == "" || !cg.nodeExists(victim) {
+	if victim == "" || !s.nodeExists(victim) {
 		var err error
-		if victim, err = cg.scaleDownVictim(ctx); err != nil {
+		if victim, err = s.scaleDownVictim(ctx); err != nil {
 			return "", err
 		}
 		sr.Shrinking, sr.ShrinkTo = victim, 0
-		if err := cg.save(ctx); err != nil {
+		if err := s.save(ctx); err != nil {
 			return "", err
 		}
 	}
-	cg.logf("scale-down: removing node %q, desired %d -> %d", victim, sizes.Desired, sizes.Desired-1)
-	if err := cg.drainForScaleDown(ctx, victim); err != nil {
+	s.logf("scale-down: removing node %q, desired %d -> %d", victim, sizes.Desired, sizes.Desired-1)
+	if err := s.drainForScaleDown(ctx, victim); err != nil {
 		return "", err
 	}
 	// The drain took a while: look again, so a scale-up by the
 	// autoscaler meanwhile is not answered by shrinking the group.
-	now, err := cg.pool.Sizes(ctx)
+	now, err := s.pool.Sizes(ctx)
 	if err != nil {
 		return "", err
 	}
 	if now.Desired != sizes.Desired {
-		return "", cg.stopScaleDown(ctx, sr, orig, now.Desired)
+		return "", s.stopScaleDown(ctx, sr, orig, now.Desired)
 	}
 	sr.ShrinkTo, sr.LastDesired = sizes.Desired-1, sizes.Desired-1
-	return victim, cg.save(ctx)
+	return victim, s.save(ctx)
 }
 
 // terminateVictim removes the drained victim's machine with the desired
 // size lowered, clears the record, and waits for the machine to go.
-func (cg *cloudGroup) terminateVictim(ctx context.Context, sr *state.ScaleRecord, victim string) error {
-	if err := cg.hooks.run(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
+func (s *shrinker) terminateVictim(ctx context.Context, sr *state.ScaleRecord, victim string) error {
+	if err := s.hooks.run(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
 		return err
 	}
-	if err := cg.deregister(ctx, "scale-down", []string{victim}); err != nil {
+	if err := s.deregister(ctx, "scale-down", []string{victim}); err != nil {
 		return err
 	}
-	if err := cg.holdRebalance(ctx); err != nil {
+	if err := s.holdRebalance(ctx); err != nil {
 		return err
 	}
-	cg.cfg.Events.Node(ctx, victim, corev1.EventTypeNormal, "NodeUpgradeRemoved", "scale-down: removing its machine and lowering the desired size")
-	id, err := cg.machineOf(ctx, victim)
+	s.cfg.Events.Node(ctx, victim, corev1.EventTypeNormal, "NodeUpgradeRemoved", "scale-down: removing its machine and lowering the desired size")
+	id, err := s.machineOf(ctx, victim)
 	if err != nil {
 		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
 	}
-	g, err := cg.resizer()
+	g, err := s.resizer()
 	if err != nil {
 		return err
 	}
 	if err := g.Shrink(ctx, victim); err != nil {
 		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
 	}
-	cg.shrunk.Insert(victim)
-	cg.written.forget(victim)
+	s.shrunk.Insert(victim)
+	s.written.forget(victim)
 	sr.Shrinking, sr.ShrinkTo = "", 0
-	if err := cg.save(ctx); err != nil {
+	if err := s.save(ctx); err != nil {
 		return err
 	}
-	return cg.awaitGone(ctx, map[string]string{victim: id})
+	return s.awaitGone(ctx, map[string]string{victim: id})
 }
 
 // stopScaleDown ends the scale-down because the desired size went up
 // under it: the node being removed is put back in service.
-func (cg *cloudGroup) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes, desired int32) error {
-	cg.note = fmt.Sprintf("the scale-down stopped: %s %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
-		cg.groupKind(), cg.pool.GroupName(), desired, sr.LastDesired, orig)
-	cg.logf("%s", cg.cfg.Color.Yellow(cg.note))
+func (s *shrinker) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes, desired int32) error {
+	s.note = fmt.Sprintf("the scale-down stopped: %s %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
+		s.groupKind(), s.pool.GroupName(), desired, sr.LastDesired, orig)
+	s.logf("%s", s.cfg.Color.Yellow(s.note))
 	if sr.Shrinking != "" {
 		always := func(*corev1.Node) bool { return true }
-		if _, err := cg.releaseMarks(ctx, []string{sr.Shrinking}, always, "NodeUpgradeReleased", "back in service: the scale-down stopped"); err != nil {
+		if _, err := s.releaseMarks(ctx, []string{sr.Shrinking}, always, "NodeUpgradeReleased", "back in service: the scale-down stopped"); err != nil {
 			return err
 		}
 		sr.Shrinking, sr.ShrinkTo = "", 0
 	}
 	sr.LastDesired = desired
-	if err := cg.save(ctx); err != nil {
+	if err := s.save(ctx); err != nil {
 		return err
 	}
 	return errAutoscaled
@@ -194,8 +204,8 @@ func (cg *cloudGroup) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, 
 // zone with the most nodes, so zones stay balanced, the one with the
 // fewest pods. Abort undoes the run: it removes the nodes on the target
 // before any outdated one.
-func (cg *cloudGroup) pickScaleDownNode() (string, error) {
-	all, err := cg.groupNodes()
+func (s *shrinker) pickScaleDownNode() (string, error) {
+	all, err := s.groupNodes()
 	if err != nil {
 		return "", err
 	}
@@ -204,17 +214,17 @@ func (cg *cloudGroup) pickScaleDownNode() (string, error) {
 	var nodes []*corev1.Node
 	perZone := map[string]int{}
 	for _, n := range all {
-		if !cg.shrunk.Has(n.Name) && !n.Spec.Unschedulable {
+		if !s.shrunk.Has(n.Name) && !n.Spec.Unschedulable {
 			nodes = append(nodes, n)
 			perZone[n.Labels[plan.ZoneLabel]]++
 		}
 	}
-	kept := cg.keptOutdated()
+	kept := s.keptOutdated()
 	var best *corev1.Node
 	var bestKey victimKey
 	for _, n := range nodes {
 		k := victimKey{outdated: kept.Has(n.Name), zoneNodes: perZone[n.Labels[plan.ZoneLabel]], ready: capacity.NodeReady(n)}
-		for _, p := range cg.view.podsOn(n.Name) {
+		for _, p := range s.view.podsOn(n.Name) {
 			if plan.Evictable(p) {
 				k.pods++
 			}
@@ -253,38 +263,38 @@ func (k victimKey) before(o victimKey) bool {
 
 // keptOutdated are the nodes abort keeps while it can: they run the
 // version before the run, which abort makes the group launch again.
-func (cg *cloudGroup) keptOutdated() sets.Set[string] {
-	if !cg.aborting {
+func (s *shrinker) keptOutdated() sets.Set[string] {
+	if !s.aborting {
 		return nil
 	}
-	return sets.New(cg.cfg.Plan.OutdatedNames()...)
+	return sets.New(s.cfg.Plan.OutdatedNames()...)
 }
 
 // scaleDownVictim picks the node the scale-down removes next. Abort does
 // not take an outdated node while machines the run launched have no node
 // yet (a run killed in its scale-up): it waits for their nodes, which it
 // removes instead, so the group is left as it was before the run.
-func (cg *cloudGroup) scaleDownVictim(ctx context.Context) (string, error) {
-	if victim, err := cg.pickScaleDownNode(); err == nil && !cg.keptOutdated().Has(victim) || !cg.aborting {
+func (s *shrinker) scaleDownVictim(ctx context.Context) (string, error) {
+	if victim, err := s.pickScaleDownNode(); err == nil && !s.keptOutdated().Has(victim) || !s.aborting {
 		return victim, err
 	}
-	if err := cg.awaitJoined(ctx); err != nil {
+	if err := s.awaitJoined(ctx); err != nil {
 		return "", err
 	}
-	return cg.pickScaleDownNode()
+	return s.pickScaleDownNode()
 }
 
 // awaitJoined waits, up to --node-ready-timeout, until every machine of
 // the group that is not leaving stands for a node.
-func (cg *cloudGroup) awaitJoined(ctx context.Context) error {
+func (s *shrinker) awaitJoined(ctx context.Context) error {
 	var waiting []string
 	logged := false
-	return cg.awaitLook(ctx, func(ctx context.Context) (bool, error) {
-		nodes, err := cg.groupNodes()
+	return s.awaitLook(ctx, func(ctx context.Context) (bool, error) {
+		nodes, err := s.groupNodes()
 		if err != nil {
 			return false, err
 		}
-		_, pending, err := cg.pool.Machines(ctx, nodes)
+		_, pending, err := s.pool.Machines(ctx, nodes)
 		if err != nil {
 			return false, err
 		}
@@ -296,38 +306,38 @@ func (cg *cloudGroup) awaitJoined(ctx context.Context) error {
 		}
 		if len(waiting) > 0 && !logged {
 			logged = true
-			cg.logf("scale-down: waiting up to %s for the nodes of machines %s, so that they go rather than an outdated node", cg.cfg.NodeReadyTimeout, listNames(quoteEach(waiting), waitNamesShown))
+			s.logf("scale-down: waiting up to %s for the nodes of machines %s, so that they go rather than an outdated node", s.cfg.NodeReadyTimeout, listNames(quoteEach(waiting), waitNamesShown))
 		}
-		cg.progress.waitingFor(fmt.Sprintf("the nodes of %d machines", len(waiting)))
+		s.progress.waitingFor(fmt.Sprintf("the nodes of %d machines", len(waiting)))
 		return len(waiting) == 0, nil
 	}, func() error {
 		return fmt.Errorf("scale-down: machines %s of %s %q have no node after %s (the run's --node-ready-timeout); an outdated node removed in their place would leave the group short of nodes: terminate them with the desired size lowered, or wait for their nodes, and run \"kubectl nodeupgrade abort\" again",
-			listNames(quoteEach(waiting), waitNamesShown), cg.groupKind(), cg.pool.GroupName(), cg.cfg.NodeReadyTimeout)
+			listNames(quoteEach(waiting), waitNamesShown), s.groupKind(), s.pool.GroupName(), s.cfg.NodeReadyTimeout)
 	})
 }
 
 // drainForScaleDown cordons and drains a node as an outdated one would be:
 // room first, PDBs honoured, then the post-drain wait for load balancers.
-func (cg *cloudGroup) drainForScaleDown(ctx context.Context, name string) error {
-	if err := cg.setUnschedulable(ctx, []string{name}, true); err != nil {
+func (s *shrinker) drainForScaleDown(ctx context.Context, name string) error {
+	if err := s.setUnschedulable(ctx, []string{name}, true); err != nil {
 		return err
 	}
-	if err := cg.awaitRoom(ctx, fmt.Sprintf("scale-down: the pods of %q", name), []string{name}, sets.New(name),
+	if err := s.awaitRoom(ctx, fmt.Sprintf("scale-down: the pods of %q", name), []string{name}, sets.New(name),
 		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is, or put the group back in service with \"kubectl nodeupgrade abort\""); err != nil {
 		return err
 	}
-	if err := cg.hooks.run(ctx, plan.HookPreDrain, []string{name}); err != nil {
+	if err := s.hooks.run(ctx, plan.HookPreDrain, []string{name}); err != nil {
 		return err
 	}
-	if err := cg.excludeFromLoadBalancers(ctx, []string{name}); err != nil {
+	if err := s.excludeFromLoadBalancers(ctx, []string{name}); err != nil {
 		return err
 	}
-	cg.progress.waitingFor(fmt.Sprintf("the pods to leave %q", name))
-	if _, err := cg.drainer.DrainNodes(ctx, []string{name}); err != nil {
+	s.progress.waitingFor(fmt.Sprintf("the pods to leave %q", name))
+	if _, err := s.drainer.DrainNodes(ctx, []string{name}); err != nil {
 		return err
 	}
-	if err := cg.postDrainWait(ctx, fmt.Sprintf("scale-down: node %q drained", name), "it"); err != nil {
+	if err := s.postDrainWait(ctx, fmt.Sprintf("scale-down: node %q drained", name), "it"); err != nil {
 		return err
 	}
-	return cg.hooks.run(ctx, plan.HookPostDrain, []string{name})
+	return s.hooks.run(ctx, plan.HookPostDrain, []string{name})
 }

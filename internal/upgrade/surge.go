@@ -24,7 +24,7 @@ func (r *surgeRun) steps() map[plan.Phase]step {
 	return map[plan.Phase]step{
 		plan.PhaseSetup:     unbatched(r.group.setup),
 		plan.PhaseSurge:     r.surge,
-		plan.PhaseScaleDown: unbatched(r.group.scaleDown),
+		plan.PhaseScaleDown: unbatched(r.group.shrink.scaleDown),
 	}
 }
 
