@@ -101,7 +101,9 @@ func TestCompletion(t *testing.T) {
 		{"status: recorded groups", []string{"status", ""}, []string{"demo"}, noFiles},
 		{"resume: recorded groups of --state-namespace", []string{"resume", "--state-namespace", "upgrades", ""}, []string{"batch"}, noFiles},
 		{"--strategy", []string{"run", "demo", "--strategy", "s"}, []string{"surge\tGKE's: one zone at a time, per node a surge node first", "short-lived\tonly point the group at the target: nothing is drained, old nodes go away on their own"}, noFiles},
-		{"--provider", []string{"plan", "demo", "--provider", ""}, []string{"aws\tterminate the instance; its Auto Scaling group launches the replacement", "gce\trecreate the instance; its managed instance group replaces it", "gke\tGKE upgrades the node pool itself (nodePools.update), with the run's upgrade settings", "none\tdelete the Node object, or with --delete-node=false leave it cordoned"}, noFiles},
+		{"--provider", []string{"plan", "demo", "--provider", ""}, []string{"aws\tterminate the instance; its Auto Scaling group launches the replacement", "fakecloud\tterminate the fake machine; its group launches the target", "gce\trecreate the instance; its managed instance group replaces it", "gke\tGKE upgrades the node pool itself (nodePools.update), with the run's upgrade settings", "none\tdelete the Node object, or with --delete-node=false leave it cordoned"}, noFiles},
+		// contract_test.go's provider, registered by its import alone.
+		{"--fake-image, the test provider's own values", []string{"plan", "demo", "--fake-image", ""}, []string{"img-a", "img-b"}, noFiles},
 		{"--ami completes no file", []string{"plan", "demo", "--ami", ""}, nil, noFiles},
 		{"--launch-template-version", []string{"plan", "demo", "--launch-template-version", "$"}, []string{"$Default", "$Latest"}, noFiles},
 		{"--order", []string{"plan", "demo", "--order", ""}, []string{"zone-balanced", "random"}, noFiles},

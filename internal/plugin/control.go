@@ -23,6 +23,7 @@ type ControlOptions struct {
 
 	action         string
 	client         kubernetes.Interface
+	context        string // the kubeconfig context client talks to
 	NodeGroup      string
 	StateNamespace string
 	Yes            bool
@@ -101,7 +102,7 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	if err := po.connect(); err != nil {
 		return err
 	}
-	o.client = po.client
+	o.client, o.context = po.client, po.context
 	// The lock before the record: a run writes its last record, then gives
 	// the lock up, so a record read after the lock was seen free is final.
 	alive := o.holderAlive(ctx, po)
@@ -248,6 +249,8 @@ func (o *ControlOptions) holder(ctx context.Context, po *PlanOptions) *state.Hel
 // rollback), as its recorded request asks, with this command's connection.
 func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, req plan.Request, rollback bool) error {
 	_, ro := newCmdRun(o.configFlags, o.IOStreams)
+	// This command's connection, made once.
+	ro.client, ro.context = o.client, o.context
 	ro.Request, ro.StateNamespace, ro.Yes, ro.rollback = req, o.StateNamespace, o.Yes, rollback
 	if err := ro.loadPlanFile(); err != nil {
 		return err

@@ -172,6 +172,13 @@ func TestPlanRefusesOnTheNodesBeforeThePods(t *testing.T) {
 			_, _ = io.WriteString(w, nodes)
 			return
 		}
+		if strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/kube-system/configmaps/") {
+			// A node group not found may be the green of a run that
+			// deleted blue: its record is read, and there is none.
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
+			return
+		}
 		select {
 		case <-r.Context().Done():
 		case <-time.After(time.Minute):

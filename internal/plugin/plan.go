@@ -333,9 +333,40 @@ func (o *PlanOptions) connect() error {
 
 // input is the planning input once the node group label is known.
 func (o *PlanOptions) input(snap snapshot.Cluster) (plan.Input, error) {
+	return o.inputOf(snap, o.NodeGroup)
+}
+
+// groupInput is the planning input for the node group, or for green
+// where the group's unfinished run deleted blue, whose name no node
+// carries any more (a managed group's green goes by its own). The record
+// is read only then.
+func (o *PlanOptions) groupInput(ctx context.Context, snap snapshot.Cluster) (plan.Input, error) {
+	in, err := o.input(snap)
+	if err == nil || o.Selector != "" {
+		return in, err
+	}
+	if green := greenAfterBlue(o.unfinishedRecord(ctx)); green != "" {
+		if gin, gerr := o.inputOf(snap, green); gerr == nil {
+			return gin, nil
+		}
+	}
+	return in, err
+}
+
+// greenAfterBlue is the green group of an unfinished blue/green run that
+// was deleting blue, or "".
+func greenAfterBlue(rec *state.Record) string {
+	if rec == nil || rec.Cloud == nil || plan.Phase(rec.Phase) != plan.PhaseDeleteBlue {
+		return ""
+	}
+	return rec.Cloud.Green
+}
+
+// inputOf is the planning input for the node group named group.
+func (o *PlanOptions) inputOf(snap snapshot.Cluster, group string) (plan.Input, error) {
 	in := plan.Input{
 		Context:        o.context,
-		NodeGroup:      o.NodeGroup,
+		NodeGroup:      group,
 		Selector:       o.Selector,
 		TargetLabels:   o.targetLabels,
 		MaxUnavailable: o.MaxUnavailable,
@@ -356,7 +387,7 @@ func (o *PlanOptions) input(snap snapshot.Cluster) (plan.Input, error) {
 	}
 	in.DeregistrationTimeout = o.DeregistrationTimeout
 	if o.Selector == "" {
-		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, o.NodeGroup, o.NodeGroupLabel)
+		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, group, o.NodeGroupLabel)
 		if err != nil {
 			return in, err
 		}
@@ -381,11 +412,11 @@ func (o *PlanOptions) buildPlan(ctx context.Context) (*plan.Plan, error) {
 		return nil, err
 	}
 	defer collectLessWhilePlanning()()
-	snap, err := snapshot.Take(ctx, o.client, o.refuseOnNodes)
+	snap, err := snapshot.Take(ctx, o.client, func(nodes []corev1.Node) error { return o.refuseOnNodes(ctx, nodes) })
 	if err != nil {
 		return nil, err
 	}
-	in, err := o.input(snap)
+	in, err := o.groupInput(ctx, snap)
 	if err != nil {
 		return nil, err
 	}
@@ -467,8 +498,8 @@ func (o *PlanOptions) openCloudOf(ctx context.Context, in *plan.Input, c cloud.C
 // are, what buildPlan would refuse from the nodes alone: a node group no
 // node carries, a --selector no node matches, and no target where the
 // nodes are of no cloud the plugin knows.
-func (o *PlanOptions) refuseOnNodes(nodes []corev1.Node) error {
-	in, err := o.input(snapshot.Cluster{Nodes: nodes})
+func (o *PlanOptions) refuseOnNodes(ctx context.Context, nodes []corev1.Node) error {
+	in, err := o.groupInput(ctx, snapshot.Cluster{Nodes: nodes})
 	if err != nil {
 		return err
 	}

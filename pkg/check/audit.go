@@ -309,9 +309,16 @@ func (a *audit) pdbZero(w *workload, pdbs []*pdbEntry, emit emitFunc) {
 			msg = fmt.Sprintf("PodDisruptionBudget %q allows 0 disruptions now (currentHealthy %d, desiredHealthy %d, expectedPods %d)",
 				name, p.Status.CurrentHealthy, p.Status.DesiredHealthy, p.Status.ExpectedPods)
 			f = "make the selected pods Ready (currentHealthy above desiredHealthy) or relax the PodDisruptionBudget"
-			if a.recovering(w) {
-				// Only the "now" case: the run waits for it, unlike a
-				// budget that allows nothing by its spec.
+			// Only the "now" case is a wait: a budget that allows nothing
+			// by its spec never lets the run through.
+			if ready := a.readySelected(e); ready > int(p.Status.DesiredHealthy) {
+				// The disruption controller has not counted pods that are
+				// Ready again (seconds, more under load): evictions are
+				// refused until it has, so the run waits, safely.
+				recovering = true
+				msg += fmt.Sprintf(", but %d of its pods are Ready now: its status has not caught up", ready)
+				f = "none needed: evictions wait until the disruption controller counts the Ready pods, within --drain-timeout"
+			} else if a.recovering(w) {
 				recovering = true
 				msg += " while the pods an interrupted run evicted come back"
 				f = "none needed: the run evicts its pods once the workload is Ready again, within --drain-timeout"

@@ -133,6 +133,7 @@ func TestChecks(t *testing.T) {
 		}, CheckPDBZeroDisruptions, web, false, ""},
 		{"pdb allows 0 disruptions now", func(in *Input) {
 			in.PDBs[0].Status.DisruptionsAllowed, in.PDBs[0].Status.CurrentHealthy = 0, 2
+			notReady(&in.Pods[2])
 		}, CheckPDBZeroDisruptions, web, true, `allows 0 disruptions now \(currentHealthy 2, desiredHealthy 2, expectedPods 3\)`},
 		{"pdb status not yet observed", func(in *Input) {
 			in.PDBs[0].Generation, in.PDBs[0].Status = 2, policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1}
@@ -523,7 +524,13 @@ func TestRunScope(t *testing.T) {
 // spec, or one of a workload nobody evicted, still blocks.
 func TestPDBZeroWhileRecovering(t *testing.T) {
 	web := Controller{Kind: "ReplicaSet", Namespace: ns, Name: "web-abc"}
-	zeroNow := func(in *Input) { in.PDBs[0].Status.DisruptionsAllowed, in.PDBs[0].Status.CurrentHealthy = 0, 2 }
+	zeroNow := func(in *Input) {
+		in.PDBs[0].Status.DisruptionsAllowed, in.PDBs[0].Status.CurrentHealthy = 0, 2
+		notReady(&in.Pods[2])
+	}
+	// The status of a budget whose pods are all Ready again, before the
+	// disruption controller counted them (a re-run right after a kill).
+	lagging := func(in *Input) { in.PDBs[0].Status.DisruptionsAllowed, in.PDBs[0].Status.CurrentHealthy = 0, 2 }
 	cases := []struct {
 		name       string
 		mutate     func(in *Input)
@@ -537,6 +544,8 @@ func TestPDBZeroWhileRecovering(t *testing.T) {
 		{"zero now, another workload recovering", zeroNow, []Controller{{Kind: "ReplicaSet", Namespace: ns, Name: "api-abc"}}, Blocker, `now \(`},
 		{"zero now, a ReplicaSet of the same name in another namespace recovering", zeroNow,
 			[]Controller{{Kind: "ReplicaSet", Namespace: "other", Name: "web-abc"}}, Blocker, `now \(`},
+		{"zero now by a status behind its Ready pods, nothing recovering", lagging, nil, Warning,
+			`allows 0 disruptions now \(currentHealthy 2, desiredHealthy 2, expectedPods 3\), but 3 of its pods are Ready now: its status has not caught up$`},
 		{"zero by spec, web recovering", func(in *Input) {
 			zeroNow(in)
 			in.PDBs[0].Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0))
@@ -591,4 +600,9 @@ func TestPreStopSleep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// notReady marks a pod not Ready, as the disruption controller counts it.
+func notReady(p *corev1.Pod) {
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
 }

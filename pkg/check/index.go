@@ -264,6 +264,21 @@ func (a *audit) expectedPods(e *pdbEntry) int {
 	return n
 }
 
+// readySelected counts the live Ready pods of the PDB's namespace it
+// selects, as the disruption controller's currentHealthy does once it
+// has caught up.
+func (a *audit) readySelected(e *pdbEntry) int {
+	n := 0
+	for _, w := range a.byNS[e.pdb.Namespace] {
+		for _, p := range w.pods {
+			if podReady(p) && e.sel.Matches(labels.Set(p.Labels)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // zeroBySpec reports whether a PDB's spec can never allow a disruption for
 // `expected` pods, with the figures for the message. Percentages round up,
 // as in the disruption controller.

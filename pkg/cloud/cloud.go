@@ -206,8 +206,22 @@ var ErrGroupNotFound = errors.New("group not found")
 var clouds = map[string]Cloud{}
 
 // Register makes a cloud available to --provider; a provider package calls
-// it from init.
-func Register(c Cloud) { clouds[c.Name()] = c }
+// it from init. A NodeGroupLabeler's label joins the keys NODEGROUP is
+// looked up by.
+func Register(c Cloud) {
+	clouds[c.Name()] = c
+	if l, ok := c.(NodeGroupLabeler); ok && !slices.Contains(plan.NodeGroupLabels, l.NodeGroupLabel()) {
+		plan.NodeGroupLabels = append(plan.NodeGroupLabels, l.NodeGroupLabel())
+	}
+}
+
+// NodeGroupLabeler is a cloud whose nodes carry a label naming their node
+// group: with it, a NODEGROUP is found by that label without
+// --nodegroup-label, and the label completes, with no edit of the
+// planner's list (plan.NodeGroupLabels, which it joins last).
+type NodeGroupLabeler interface {
+	NodeGroupLabel() string
+}
 
 // Lookup returns the cloud --provider names.
 func Lookup(name string) (Cloud, bool) {

@@ -179,6 +179,22 @@ func TestRegister(t *testing.T) {
 	}
 }
 
+// TestRegisterNodeGroupLabel: a cloud's own node group label is looked up
+// after the planner's, once however often it is registered.
+func TestRegisterNodeGroupLabel(t *testing.T) {
+	saved := slices.Clone(plan.NodeGroupLabels)
+	t.Cleanup(func() { plan.NodeGroupLabels = saved })
+	registered(t, labelledCloud{plainCloud{name: "alpha"}}, labelledCloud{plainCloud{name: "alpha-again"}}, plainCloud{name: "beta"})
+	if got, want := plan.NodeGroupLabels, append(slices.Clone(saved), "alpha.example/pool"); !slices.Equal(got, want) {
+		t.Errorf("NodeGroupLabels = %q, want %q", got, want)
+	}
+}
+
+// labelledCloud is a cloud whose nodes carry its own node group label.
+type labelledCloud struct{ plainCloud }
+
+func (labelledCloud) NodeGroupLabel() string { return "alpha.example/pool" }
+
 // TestDetect: the provider is the cloud that owns every node; nodes of
 // two clouds, or of none we know, or no nodes, get provider none.
 func TestDetect(t *testing.T) {

@@ -97,3 +97,17 @@ func (s *Server) WaitEKSUpdate(ctx context.Context, cluster, name, id string) (U
 	})
 	return last, err
 }
+
+// DeleteNodegroup deletes a managed node group as the DeleteNodegroup
+// call does (its nodes drained, then terminated), without the SDK: what
+// a test does in the place of a client killed after its call.
+func (s *Server) DeleteNodegroup(cluster, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ng, err := s.nodegroupArg(cluster, name)
+	if err != nil {
+		return err
+	}
+	_, err = s.deleteNodegroup(s.eks().clusters[cluster], ng)
+	return err
+}
