@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -30,45 +29,53 @@ func (e *Engine) Abort(ctx context.Context) error {
 	}
 	defer stop()
 	defer e.cfg.Events.Flush()
-	e.aborting = true
-	rec := e.cfg.Record
+	e.group.shrink.aborting = true
+	return (&aborter{e}).run(ctx)
+}
+
+// aborter is abort's execution: what it takes off the nodes, and how it
+// puts the group back, with the toolkit of a run.
+type aborter struct{ *Engine }
+
+func (a *aborter) run(ctx context.Context) error {
+	rec := a.cfg.Record
 	phase := plan.Phase(rec.Phase)
 	if phase == plan.PhaseDeleteBlue {
 		return fmt.Errorf("cannot abort: blue is being deleted, which cannot be undone")
 	}
 	if rec.Phase == "" {
-		e.logf("no run recorded: looking for what a run left on the group's nodes")
+		a.logf("no run recorded: looking for what a run left on the group's nodes")
 	} else {
-		e.logf("aborting the %s run in phase %s", e.strategy.Name(), phase)
+		a.logf("aborting the %s run in phase %s", a.strategy.Name(), phase)
 	}
-	nodes, err := e.abortNodes()
+	nodes, err := a.abortNodes()
 	if err != nil {
 		return err
 	}
-	if err := e.releaseNodes(ctx, nodes); err != nil {
+	if err := a.releaseNodes(ctx, nodes); err != nil {
 		return err
 	}
-	if e.defaultBack, err = e.abortDefault(ctx); err != nil {
+	if a.group.pin.defaultBack, err = a.group.pin.abortDefault(ctx); err != nil {
 		return err
 	}
-	if err := e.restoreSizes(ctx); err != nil {
+	if err := a.restoreSizes(ctx); err != nil {
 		return err
 	}
-	if err := e.releaseRebalance(ctx); err != nil {
+	if err := a.group.releaseRebalance(ctx); err != nil {
 		return err
 	}
-	if err := e.restoreUpdates(ctx); err != nil {
+	if err := a.group.restoreUpdates(ctx); err != nil {
 		return err
 	}
-	if err := e.abortService(ctx); err != nil {
+	if err := newManagedRun(a.Engine).abortService(ctx); err != nil {
 		return err
 	}
 	// The scale-down and the rollback of green take the annotation off the
 	// group's nodes; green given by selector is not among them.
-	if err := e.unprotect(ctx, nodes); err != nil {
+	if err := a.unprotect(ctx, nodes); err != nil {
 		return err
 	}
-	return e.awaitRecovering(ctx)
+	return a.awaitRecovering(ctx)
 }
 
 // awaitRecovering waits, within the recovery timeout (the run's
@@ -76,9 +83,9 @@ func (e *Engine) Abort(ctx context.Context) error {
 // be Ready again (the record's Recovering, and what abort's own drains
 // evicted), so that "back in service" holds when abort says it and a run
 // right after finds no workload recovering.
-func (e *Engine) awaitRecovering(ctx context.Context) error {
-	owners := slices.Clone(e.cfg.Record.Recovering)
-	for _, o := range OwnersOf(e.evicted) {
+func (a *aborter) awaitRecovering(ctx context.Context) error {
+	owners := slices.Clone(a.cfg.Record.Recovering)
+	for _, o := range OwnersOf(a.evicted) {
 		if !slices.Contains(owners, o) {
 			owners = append(owners, o)
 		}
@@ -86,29 +93,29 @@ func (e *Engine) awaitRecovering(ctx context.Context) error {
 	if len(owners) == 0 {
 		return nil
 	}
-	e.logf("waiting up to %s for %d workloads the run evicted pods of to be Ready again", e.cfg.RecoverTimeout, len(owners))
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
+	a.logf("waiting up to %s for %d workloads the run evicted pods of to be Ready again", a.cfg.RecoverTimeout, len(owners))
+	wctx, cancel := context.WithTimeout(ctx, a.cfg.RecoverTimeout)
 	defer cancel()
-	if err := e.view.workloads.waitReady(wctx, owners, e.showWaitingFor("workloads to be Ready again: ")); err != nil {
+	if err := a.view.workloads.waitReady(wctx, owners, a.showWaitingFor("workloads to be Ready again: ")); err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("workloads the run evicted pods of are not Ready again within %s (the run's --drain-timeout): %w", e.cfg.RecoverTimeout, err)
+			return fmt.Errorf("workloads the run evicted pods of are not Ready again within %s (the run's --drain-timeout): %w", a.cfg.RecoverTimeout, err)
 		}
 		return err
 	}
-	e.recordRecovering(nil, owners)
+	a.recordRecovering(nil, owners)
 	return nil
 }
 
 // abortNodes are the nodes the run may have changed and not finished: the
 // group's (green's included, as it carries the group's label) and those of
 // a green selector, less the nodes done.
-func (e *Engine) abortNodes() ([]*corev1.Node, error) {
-	nodes, err := e.groupNodes()
+func (a *aborter) abortNodes() ([]*corev1.Node, error) {
+	nodes, err := a.groupNodes()
 	if err != nil {
 		return nil, err
 	}
-	if sel := e.greenSelector(); sel != "" {
-		green, err := e.selectedNodes(sel)
+	if sel := a.greenSelector(); sel != "" {
+		green, err := a.selectedNodes(sel)
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +125,7 @@ func (e *Engine) abortNodes() ([]*corev1.Node, error) {
 			}
 		}
 	}
-	done := sets.New(e.cfg.Record.Done...)
+	done := sets.New(a.cfg.Record.Done...)
 	return slices.DeleteFunc(nodes, func(n *corev1.Node) bool {
 		return done.Has(n.Name) || n.Labels[plan.StateLabel] == plan.StateDone
 	}), nil
@@ -127,10 +134,10 @@ func (e *Engine) abortNodes() ([]*corev1.Node, error) {
 // cordonedByRun reports whether the run cordoned node n. A cordon the run
 // cannot have made (no taint of its, not in flight, not blue) is someone
 // else's and stays.
-func (e *Engine) cordonedByRun(n *corev1.Node, blue sets.Set[string]) bool {
-	rec := e.cfg.Record
+func (a *aborter) cordonedByRun(n *corev1.Node, blue sets.Set[string]) bool {
+	rec := a.cfg.Record
 	switch {
-	case slices.ContainsFunc(n.Spec.Taints, e.isOurTaint):
+	case slices.ContainsFunc(n.Spec.Taints, a.isOurTaint):
 		return true // eks cordons only nodes it tainted
 	case slices.Contains(rec.InFlight, n.Name):
 		return true // surge cordons a batch before its drain
@@ -142,128 +149,97 @@ func (e *Engine) cordonedByRun(n *corev1.Node, blue sets.Set[string]) bool {
 
 // blueCordoned are the nodes a blue/green run cordoned wholesale: blue
 // once the run got past creating green, and green during a rollback.
-func (e *Engine) blueCordoned() sets.Set[string] {
+func (a *aborter) blueCordoned() sets.Set[string] {
 	out := sets.New[string]()
-	if !e.traits.WholeGroup {
+	if !a.traits.WholeGroup {
 		return out
 	}
-	switch plan.Phase(e.cfg.Record.Phase) {
+	switch plan.Phase(a.cfg.Record.Phase) {
 	case "", plan.PhaseSetup, plan.PhasePrepareTarget, plan.PhaseCreateGreen:
 		return out
 	case plan.PhaseRollback:
-		blue := sets.New(e.cfg.Plan.OutdatedNames()...)
-		nodes, _ := e.groupNodes()
+		blue := sets.New(a.cfg.Plan.OutdatedNames()...)
+		nodes, _ := a.groupNodes()
 		for _, n := range nodes {
 			if !blue.Has(n.Name) {
 				out.Insert(n.Name)
 			}
 		}
 	}
-	return out.Insert(e.cfg.Plan.OutdatedNames()...)
+	return out.Insert(a.cfg.Plan.OutdatedNames()...)
 }
 
 // releaseNodes takes the run's taint and cordon off the nodes.
-func (e *Engine) releaseNodes(ctx context.Context, nodes []*corev1.Node) error {
-	blue := e.blueCordoned()
+func (a *aborter) releaseNodes(ctx context.Context, nodes []*corev1.Node) error {
+	blue := a.blueCordoned()
 	var names []string
 	for _, n := range nodes {
-		if slices.ContainsFunc(n.Spec.Taints, e.isOurTaint) || excludedByRun(n) || n.Spec.Unschedulable && e.cordonedByRun(n, blue) {
+		if slices.ContainsFunc(n.Spec.Taints, a.isOurTaint) || excludedByRun(n) || n.Spec.Unschedulable && a.cordonedByRun(n, blue) {
 			names = append(names, n.Name)
 		}
 	}
 	if len(names) == 0 {
-		e.logf("no node carries the taint %s or a cordon of the run", plan.TaintString(e.cfg.Taint))
+		a.logf("no node carries the taint %s or a cordon of the run", plan.TaintString(a.cfg.Taint))
 		return nil
 	}
-	released, err := e.releaseMarks(ctx, names, func(n *corev1.Node) bool { return e.cordonedByRun(n, blue) }, "NodeUpgradeAborted", "back in service: untainted, uncordoned and back in load balancers by abort")
+	released, err := a.releaseMarks(ctx, names, func(n *corev1.Node) bool { return a.cordonedByRun(n, blue) }, "NodeUpgradeAborted", "back in service: untainted, uncordoned and back in load balancers by abort")
 	if err != nil {
 		return err
 	}
-	e.logf("untainted and uncordoned %d nodes: %s", len(released), quoteAll(released))
+	a.logf("untainted and uncordoned %d nodes: %s", len(released), quoteAll(released))
 	return nil
 }
 
 // restoreSizes brings the cloud side back to what the record says it was.
-func (e *Engine) restoreSizes(ctx context.Context) error {
-	cr := e.cfg.Record.Cloud
+func (a *aborter) restoreSizes(ctx context.Context) error {
+	cr := a.cfg.Record.Cloud
 	switch {
-	case e.group == nil && cr != nil && cr.Original != nil:
+	case a.group.pool == nil && cr != nil && cr.Original != nil:
 		// A record of an older version, with no request to open the group.
-		e.note = joinNote(e.note, fmt.Sprintf("the run recorded the sizes of %s %q before it (%s) but not how to reach the group: set them by hand", cr.GroupKind, cr.Group, *cr.Original))
-		e.logf("%s", e.note)
+		a.note = joinNote(a.note, fmt.Sprintf("the run recorded the sizes of %s %q before it (%s) but not how to reach the group: set them by hand", cr.GroupKind, cr.Group, *cr.Original))
+		a.logf("%s", a.note)
 		return nil
-	case e.group == nil:
+	case a.group.pool == nil:
 		return nil
 	case cr == nil:
-		e.logf("nothing recorded of %s %q: its sizes are left as they are", e.groupKind(), e.group.GroupName())
+		a.logf("nothing recorded of %s %q: its sizes are left as they are", a.groupKind(), a.group.pool.GroupName())
 		return nil
 	}
-	if e.traits.WholeGroup {
-		return e.abortGreen(ctx)
+	if a.traits.WholeGroup {
+		return (&blueGreenRun{Engine: a.Engine}).abortGreen(ctx)
 	}
 	if cr.Original == nil {
-		e.logf("%s %q was not scaled up by the run", e.groupKind(), e.group.GroupName())
-	} else if err := e.scaleDown(ctx); err != nil {
+		a.logf("%s %q was not scaled up by the run", a.groupKind(), a.group.pool.GroupName())
+	} else if err := a.group.shrink.scaleDown(ctx); err != nil {
 		// The same scale-down a finished run ends with: each node removed
 		// is drained first, and a scale-up by the autoscaler stops it.
 		return err
 	}
-	return e.settleDefault(ctx)
-}
-
-// abortGreen ends a blue/green run before blue is deleted. Blue is back in
-// service already; a green the run created is drained and deleted like a
-// rollback does it, because once the record says aborted nothing leads
-// back to it: it would run, and be paid for, with no command that removes
-// it. A green given by the user (--green-asg, --green-selector) is theirs:
-// it is left serving as it is, and named.
-func (e *Engine) abortGreen(ctx context.Context) error {
-	cr := e.cfg.Record.Cloud
-	if cr.Green != "" && cr.GreenCreated {
-		return e.rollback(ctx)
-	}
-	bg, ok := e.group.(cloud.BlueGreen)
-	if !ok {
-		return nil
-	}
-	if cr.Original != nil {
-		if err := bg.SetGroupSizes(ctx, e.group.GroupName(), *cr.Original); err != nil {
-			return err
-		}
-		e.logf("%s %q is back to desired %d, max %d", e.groupKind(), e.group.GroupName(), cr.Original.Desired, cr.Original.Max)
-	}
-	green := cr.Green
-	if sel := e.cfg.Plan.BlueGreen; sel != nil && sel.GreenSelector != "" {
-		green = sel.GreenSelector
-	}
-	if green != "" {
-		e.note = joinNote(e.note, fmt.Sprintf("green %q was given, not made by the run: it is left serving as it is", green))
-	}
-	return nil
+	return a.group.pin.settleDefault(ctx)
 }
 
 // unprotect takes the scale-down-disabled annotation off the nodes that
 // carry it now (the scale-down may have removed some) or that this process
 // annotated.
-func (e *Engine) unprotect(ctx context.Context, nodes []*corev1.Node) error {
+func (a *aborter) unprotect(ctx context.Context, nodes []*corev1.Node) error {
 	var names []string
 	for _, n := range nodes {
-		obj, ok, _ := e.view.nodes.GetStore().GetByKey(n.Name)
+		obj, ok, _ := a.view.nodes.GetStore().GetByKey(n.Name)
 		if !ok {
 			continue
 		}
-		if _, has := obj.(*corev1.Node).Annotations[ScaleDownDisabledAnnotation]; has || e.protected.Has(n.Name) {
+		if _, has := obj.(*corev1.Node).Annotations[ScaleDownDisabledAnnotation]; has || a.group.protected.Has(n.Name) {
 			names = append(names, n.Name)
 		}
 	}
 	if len(names) == 0 {
 		return nil
 	}
-	if err := e.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, nil); err != nil {
+	if err := a.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, nil); err != nil {
 		return err
 	}
-	e.protected.Delete(names...)
-	e.logf("took the %s annotation off %s", ScaleDownDisabledAnnotation, quoteAll(names))
+	a.group.protected.Delete(names...)
+	a.logf("took the %s annotation off %s", ScaleDownDisabledAnnotation, quoteAll(names))
 	return nil
 }
 

@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -23,96 +22,66 @@ import (
 // autoscaled variant lets the cluster autoscaler move the pods through its
 // wait period (the Soak phase) and has no rollback.
 func init() {
-	blueGreen := map[plan.Phase]step{
-		plan.PhasePrepareTarget: unbatched((*Engine).prepareTarget),
-		plan.PhaseCreateGreen:   unbatched((*Engine).createGreen),
-		plan.PhaseCordonBlue:    unbatched((*Engine).cordonBlue),
-		plan.PhaseBatchSoak:     (*Engine).batchSoak,
-		plan.PhaseSoak:          unbatched((*Engine).soak),
-		plan.PhaseDeleteBlue:    unbatched((*Engine).deleteBlue),
-		plan.PhaseRollback:      unbatched((*Engine).rollback),
+	registerSteps("blue-green", func(e *Engine) strategyRun { return &blueGreenRun{Engine: e} })
+	registerSteps("autoscaled-blue-green", func(e *Engine) strategyRun { return &blueGreenRun{Engine: e, autoscaled: true} })
+}
+
+// blueGreenRun is the execution of the blue/green strategies.
+type blueGreenRun struct {
+	*Engine
+	// autoscaled: the autoscaler moves the pods, with no batch soaks and
+	// no rollback.
+	autoscaled bool
+	// rolledBack says the rollback step ran, and blueBack and
+	// greenDrained what it did.
+	rolledBack             bool
+	blueBack, greenDrained int
+}
+
+func (r *blueGreenRun) steps() map[plan.Phase]step {
+	steps := map[plan.Phase]step{
+		plan.PhasePrepareTarget: unbatched(r.prepareTarget),
+		plan.PhaseCreateGreen:   unbatched(r.createGreen),
+		plan.PhaseCordonBlue:    unbatched(r.cordonBlue),
+		plan.PhaseSoak:          unbatched(r.soak),
+		plan.PhaseDeleteBlue:    unbatched(r.deleteBlue),
 	}
-	registerSteps("blue-green", blueGreen)
-	delete(blueGreen, plan.PhaseRollback)
-	delete(blueGreen, plan.PhaseBatchSoak)
-	registerSteps("autoscaled-blue-green", blueGreen)
+	if !r.autoscaled {
+		steps[plan.PhaseBatchSoak] = r.batchSoak
+		steps[plan.PhaseRollback] = unbatched(r.rollback)
+	}
+	return steps
+}
+
+// green is the blue/green strategies' part of the run's record.
+func (r *blueGreenRun) green() *state.GreenRecord { return &r.group.cloudRecord().GreenRecord }
+
+// summarize adds what a rollback did to the run's final line.
+func (r *blueGreenRun) summarize(s *runSummary) {
+	s.BlueGreen, s.BlueBack, s.GreenDrained = r.rolledBack, r.blueBack, r.greenDrained
 }
 
 // batchSoak waits out --batch-soak after batch i.
-func (e *Engine) batchSoak(ctx context.Context, i int) error {
-	return e.soakFor(ctx, time.Duration(e.cfg.Plan.BlueGreen.BatchSoak), plan.PhaseBatchSoak, fmt.Sprintf("%s: soak", e.batchLabel(i)))
+func (r *blueGreenRun) batchSoak(ctx context.Context, i int) error {
+	return r.soakFor(ctx, time.Duration(r.cfg.Plan.BlueGreen.BatchSoak), plan.PhaseBatchSoak, fmt.Sprintf("%s: soak", r.batchLabel(i)))
 }
 
-// Control carries requests from other terminals to a run.
-type Control interface {
-	Pending(ctx context.Context) (string, error)
-	Watch(ctx context.Context) (<-chan string, error)
-	Clear(ctx context.Context) error
-}
-
-// PausedError ends a run paused by "cancel": "resume" continues it.
-type PausedError struct{ Phase plan.Phase }
-
-func (e *PausedError) Error() string {
-	return fmt.Sprintf("paused by cancel in phase %s; continue with resume, undo with rollback, or put the group back in service with abort", e.Phase)
-}
-
-// SoakingError ends a run left at its soak (--no-wait): a later run or
-// resume goes on once the soak is over, or after "complete".
-type SoakingError struct{ Until time.Time }
-
-func (e *SoakingError) Error() string {
-	return fmt.Sprintf("soaking until %s (%s left); run again or resume after that, or end the soak now with complete",
-		e.Until.UTC().Format(time.RFC3339), time.Until(e.Until).Round(time.Second))
-}
-
-// errRollbackRequested turns a waiting phase into the rollback.
-var errRollbackRequested = errors.New("rollback requested")
-
-// checkRequests acts on a pending request at a safe point: cancel pauses
-// (except while blue is deleted: that cannot be paused), rollback turns a
-// blue/green run around before blue is deleted.
-func (e *Engine) checkRequests(ctx context.Context, s plan.State) (*plan.State, error) {
-	if e.cfg.Control == nil || s.Phase == plan.PhaseDeleteBlue || s.Phase == plan.PhaseRollback {
-		return nil, nil
-	}
-	req, err := e.cfg.Control.Pending(ctx)
-	if err != nil {
-		return nil, err
-	}
-	switch req {
-	case state.RequestCancel:
-		return nil, &PausedError{Phase: s.Phase}
-	case state.RequestRollback:
-		// Only a run that can be turned around live takes it; the others
-		// are rolled back once stopped.
-		if e.traits.Rollback != plan.RollbackGreen {
-			return nil, nil
-		}
-		if err := e.cfg.Control.Clear(ctx); err != nil {
-			return nil, err
-		}
-		return &plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}, nil
-	}
-	return nil, nil
-}
-
-func (e *Engine) blueGreen() (cloud.BlueGreen, error) {
-	bg, ok := e.group.(cloud.BlueGreen)
+func (r *blueGreenRun) blueGreen() (cloud.BlueGreen, error) {
+	bg, ok := r.group.pool.(cloud.BlueGreen)
 	if !ok {
-		return nil, fmt.Errorf("cannot run --strategy %s: provider %q cannot create node groups", e.strategy.Name(), e.cfg.Provider.Name())
+		return nil, fmt.Errorf("cannot run --strategy %s: provider %q cannot create node groups", r.strategy.Name(), r.cfg.Provider.Name())
 	}
 	return bg, nil
 }
 
 // prepareTarget makes the target version exist; blue keeps launching its
 // own.
-func (e *Engine) prepareTarget(ctx context.Context) error {
-	bg, err := e.blueGreen()
+func (r *blueGreenRun) prepareTarget(ctx context.Context) error {
+	bg, err := r.blueGreen()
 	if err != nil {
 		return err
 	}
-	cr := e.cloudRecord()
+	cr := r.group.cloudRecord()
 	if cr.TargetVersion != "" {
 		return nil // made by the interrupted run this one finishes
 	}
@@ -121,22 +90,22 @@ func (e *Engine) prepareTarget(ctx context.Context) error {
 		return err
 	}
 	cr.TargetVersion = version
-	return e.save(ctx)
+	return r.save(ctx)
 }
 
 // greenName is the green group's name: the plan's, or blue's with the
 // version the Setup made.
-func (e *Engine) greenName(cr *state.CloudRecord) string {
-	if cr.Green != "" {
-		return cr.Green
+func (r *blueGreenRun) greenName(target string) string {
+	if g := r.green(); g.Green != "" {
+		return g.Green
 	}
-	bgp := e.cfg.Plan.BlueGreen
+	bgp := r.cfg.Plan.BlueGreen
 	if bgp.GreenSelector != "" && !bgp.Create {
 		return "" // green is nodes, not a group
 	}
 	if bgp.Create {
-		if bg, err := e.blueGreen(); err == nil {
-			return bg.GreenName(cr.TargetVersion)
+		if bg, err := r.blueGreen(); err == nil {
+			return bg.GreenName(target)
 		}
 	}
 	return bgp.Green
@@ -144,113 +113,113 @@ func (e *Engine) greenName(cr *state.CloudRecord) string {
 
 // createGreen pins blue at its size (so nothing scales it during the run),
 // creates green beside it with the same size, and waits for green's nodes.
-func (e *Engine) createGreen(ctx context.Context) error {
-	bg, err := e.blueGreen()
+func (r *blueGreenRun) createGreen(ctx context.Context) error {
+	bg, err := r.blueGreen()
 	if err != nil {
 		return err
 	}
-	orig, err := e.recordOriginal(ctx, 0)
+	orig, err := r.group.recordOriginal(ctx, 0)
 	if err != nil {
 		return err
 	}
-	cr := e.cloudRecord()
-	green := e.greenName(cr)
-	if e.cfg.Plan.BlueGreen.Create && !cr.GreenCreated {
+	cr, gr := r.group.cloudRecord(), r.green()
+	green := r.greenName(cr.TargetVersion)
+	if r.cfg.Plan.BlueGreen.Create && !gr.GreenCreated {
 		if err := bg.CheckQuota(ctx); err != nil {
 			return err
 		}
 	}
-	blueSizes, greenSizes := e.blueGreenSizes(orig)
-	if e.traits.GreenFromZero {
+	blueSizes, greenSizes := r.blueGreenSizes(orig)
+	if r.traits.GreenFromZero {
 		// The autoscaler takes blue's nodes away one by one, unevenly
 		// between zones: the group's own rebalancing would then terminate
 		// a blue node nobody drained. Held until blue is deleted.
-		if err := e.holdRebalance(ctx); err != nil {
+		if err := r.group.holdRebalance(ctx); err != nil {
 			return err
 		}
 	}
 	// Only once: a resumed run must not undo what the autoscaler did to blue.
-	if cr.Green == "" {
-		if err := bg.SetGroupSizes(ctx, e.group.GroupName(), blueSizes); err != nil {
+	if gr.Green == "" {
+		if err := bg.SetGroupSizes(ctx, r.group.pool.GroupName(), blueSizes); err != nil {
 			return err
 		}
 	}
-	if e.cfg.Plan.BlueGreen.Create {
+	if r.cfg.Plan.BlueGreen.Create {
 		// Before the clone, so green follows the default as blue does.
-		if err := e.keepDefault(ctx, cr.TargetVersion); err != nil {
+		if err := r.group.pin.keepDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
-		e.logf("creating %s %q beside %q: %d nodes (max %d) of %s version %s", e.groupKind(), green, e.group.GroupName(), greenSizes.Desired, greenSizes.Max, e.templateKind(), cr.TargetVersion)
+		r.logf("creating %s %q beside %q: %d nodes (max %d) of %s version %s", r.groupKind(), green, r.group.pool.GroupName(), greenSizes.Desired, greenSizes.Max, r.templateKind(), cr.TargetVersion)
 		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, greenSizes); err != nil {
 			return err
 		}
 	}
-	cr.Green, cr.GreenCreated = green, e.cfg.Plan.BlueGreen.Create
-	if err := e.save(ctx); err != nil {
+	gr.Green, gr.GreenCreated = green, r.cfg.Plan.BlueGreen.Create
+	if err := r.save(ctx); err != nil {
 		return err
 	}
 	if green != "" {
 		bg.UseGreen(green)
 	}
-	if e.traits.GreenFromZero {
+	if r.traits.GreenFromZero {
 		return nil // green grows when blue's pods need it
 	}
-	if sel := e.greenSelector(); sel != "" {
-		return e.waitGreenSelected(ctx, sel)
+	if sel := r.greenSelector(); sel != "" {
+		return r.waitGreenSelected(ctx, sel)
 	}
 	// Blue and green together: blue's nodes plus as many green ones.
-	if err := e.waitNewNodes(ctx, cr, e.cfg.Plan.OutdatedZones(), int(2*orig.Desired)); err != nil {
+	if err := r.group.waitNewNodes(ctx, &cr.GroupRecord, r.cfg.Plan.OutdatedZones(), int(2*orig.Desired)); err != nil {
 		return err
 	}
-	return e.protectNewNodes(ctx, true)
+	return r.group.protectNewNodes(ctx, true)
 }
 
 // blueGreenSizes are blue's and green's sizes for the run from blue's
 // original ones: blue pinned so nothing scales it and green as large; or,
 // autoscaled, blue free to shrink to 0 while green starts at 0 and grows.
-func (e *Engine) blueGreenSizes(orig plan.Sizes) (blue, green plan.Sizes) {
-	if e.traits.GreenFromZero {
+func (r *blueGreenRun) blueGreenSizes(orig plan.Sizes) (blue, green plan.Sizes) {
+	if r.traits.GreenFromZero {
 		return plan.Sizes{Min: 0, Desired: orig.Desired, Max: orig.Max}, plan.Sizes{Min: 0, Desired: 0, Max: orig.Max}
 	}
 	return plan.Sizes{Min: orig.Desired, Desired: orig.Desired, Max: orig.Desired}, orig
 }
 
 // cordonBlue cordons every blue node: new pods go to green only.
-func (e *Engine) cordonBlue(ctx context.Context) error {
-	names := e.cfg.Plan.OutdatedNames()
-	e.logf("cordoning the %d blue nodes", len(names))
-	return e.setUnschedulable(ctx, names, true)
+func (r *blueGreenRun) cordonBlue(ctx context.Context) error {
+	names := r.cfg.Plan.OutdatedNames()
+	r.logf("cordoning the %d blue nodes", len(names))
+	return r.setUnschedulable(ctx, names, true)
 }
 
 // soak waits out the node-pool soak, recorded as an end time so a later
 // run waits only for what is left.
-func (e *Engine) soak(ctx context.Context) error {
-	cr := e.cloudRecord()
-	if cr.SoakUntil == nil {
-		until := e.cfg.Now().Add(time.Duration(e.cfg.Plan.BlueGreen.NodePoolSoak)).UTC().Truncate(time.Second)
-		cr.SoakUntil = &until
-		if err := e.save(ctx); err != nil {
+func (r *blueGreenRun) soak(ctx context.Context) error {
+	gr := r.green()
+	if gr.SoakUntil == nil {
+		until := r.cfg.Now().Add(time.Duration(r.cfg.Plan.BlueGreen.NodePoolSoak)).UTC().Truncate(time.Second)
+		gr.SoakUntil = &until
+		if err := r.save(ctx); err != nil {
 			return err
 		}
 	}
-	left := cr.SoakUntil.Sub(e.cfg.Now())
-	if left > 0 && e.cfg.NoWait {
-		if e.completeRequested(ctx) {
+	left := gr.SoakUntil.Sub(r.cfg.Now())
+	if left > 0 && r.cfg.NoWait {
+		if r.completeRequested(ctx) {
 			return nil
 		}
-		return &SoakingError{Until: *cr.SoakUntil}
+		return &SoakingError{Until: *gr.SoakUntil}
 	}
-	return e.soakFor(ctx, left, plan.PhaseSoak, e.traits.SoakName)
+	return r.soakFor(ctx, left, plan.PhaseSoak, r.traits.SoakName)
 }
 
-func (e *Engine) completeRequested(ctx context.Context) bool {
-	if e.cfg.Control == nil {
+func (r *blueGreenRun) completeRequested(ctx context.Context) bool {
+	if r.cfg.Control == nil {
 		return false
 	}
-	req, err := e.cfg.Control.Pending(ctx)
+	req, err := r.cfg.Control.Pending(ctx)
 	if err == nil && req == state.RequestComplete {
-		_ = e.cfg.Control.Clear(ctx)
-		e.logf("soak ended by complete")
+		_ = r.cfg.Control.Clear(ctx)
+		r.logf("soak ended by complete")
 		return true
 	}
 	return false
@@ -259,27 +228,27 @@ func (e *Engine) completeRequested(ctx context.Context) bool {
 // soakFor waits d, showing the time left, unless complete ends it early,
 // cancel pauses it (in phase, as recorded), or rollback turns the run
 // around.
-func (e *Engine) soakFor(ctx context.Context, d time.Duration, phase plan.Phase, what string) error {
-	if d <= 0 || e.completeRequested(ctx) {
+func (r *blueGreenRun) soakFor(ctx context.Context, d time.Duration, phase plan.Phase, what string) error {
+	if d <= 0 || r.completeRequested(ctx) {
 		return nil
 	}
-	until := e.cfg.Now().Add(d)
+	until := r.cfg.Now().Add(d)
 	// Whole seconds, rounded up: a soak of 1h resumed a moment later still
 	// reads 1h0m0s, not 59m59s.
 	shown := d.Truncate(time.Second)
 	if shown < d {
 		shown += time.Second
 	}
-	e.logf("%s: %s, until %s", what, shown, until.Format("15:04:05"))
-	e.progress.waitingFor(fmt.Sprintf("the soak to end at %s (\"complete\" ends it now)", until.Format("15:04:05")))
+	r.logf("%s: %s, until %s", what, shown, until.Format("15:04:05"))
+	r.progress.waitingFor(fmt.Sprintf("the soak to end at %s (\"complete\" ends it now)", until.Format("15:04:05")))
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	report := time.NewTicker(max(min(10*time.Minute, d/4), 5*time.Second))
 	defer report.Stop()
 	var requests <-chan string
 	for {
-		if requests == nil && e.cfg.Control != nil {
-			ch, err := e.cfg.Control.Watch(ctx)
+		if requests == nil && r.cfg.Control != nil {
+			ch, err := r.cfg.Control.Watch(ctx)
 			if err != nil {
 				return err
 			}
@@ -289,10 +258,10 @@ func (e *Engine) soakFor(ctx context.Context, d time.Duration, phase plan.Phase,
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
-			e.logf("%s over", what)
+			r.logf("%s over", what)
 			return nil
 		case <-report.C:
-			e.logf("%s: %s left", what, time.Until(until).Round(time.Second))
+			r.logf("%s: %s left", what, time.Until(until).Round(time.Second))
 		case req, ok := <-requests:
 			if !ok {
 				requests = nil // the watch ended; watch again
@@ -300,13 +269,13 @@ func (e *Engine) soakFor(ctx context.Context, d time.Duration, phase plan.Phase,
 			}
 			switch req {
 			case state.RequestComplete:
-				_ = e.cfg.Control.Clear(ctx)
-				e.logf("%s ended by complete", what)
+				_ = r.cfg.Control.Clear(ctx)
+				r.logf("%s ended by complete", what)
 				return nil
 			case state.RequestCancel:
 				return &PausedError{Phase: phase}
 			case state.RequestRollback:
-				if err := e.cfg.Control.Clear(ctx); err != nil {
+				if err := r.cfg.Control.Clear(ctx); err != nil {
 					return err
 				}
 				return errRollbackRequested
@@ -317,98 +286,126 @@ func (e *Engine) soakFor(ctx context.Context, d time.Duration, phase plan.Phase,
 
 // deleteBlue deletes what is left on blue, pods deleted rather than
 // evicted with their grace capped at an hour, then the blue group.
-func (e *Engine) deleteBlue(ctx context.Context) error {
-	if blue := e.cfg.BlueDeleted; blue != "" {
-		e.logf("deleting blue: %s %q is gone already", e.groupKind(), blue)
-		return e.blueDeleted(ctx, blue, nil)
+func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
+	if blue := r.cfg.BlueDeleted; blue != "" {
+		r.logf("deleting blue: %s %q is gone already", r.groupKind(), blue)
+		return r.blueDeleted(ctx, blue, nil)
 	}
-	bg, err := e.blueGreen()
+	bg, err := r.blueGreen()
 	if err != nil {
 		return err
 	}
-	names := slices.DeleteFunc(e.cfg.Plan.OutdatedNames(), func(n string) bool { return !e.nodeExists(n) })
-	e.logf("deleting blue: the pods left on its %d nodes, then %s %q", len(names), e.groupKind(), e.group.GroupName())
+	names := slices.DeleteFunc(r.cfg.Plan.OutdatedNames(), func(n string) bool { return !r.nodeExists(n) })
+	r.logf("deleting blue: the pods left on its %d nodes, then %s %q", len(names), r.groupKind(), r.group.pool.GroupName())
 	opts := drain.Options{
 		DeleteInsteadOfEvict: true, Force: true, DeleteEmptyDirData: true,
 		GracePeriodSeconds: -1, MaxGracePeriod: time.Hour, Timeout: time.Hour + 5*time.Minute,
-		OnEvent: e.reportDrainEvent,
+		OnEvent: r.reportDrainEvent,
 	}
-	if e.view != nil {
+	if r.view != nil {
 		// blue's pods are followed in the run's cache, as every drain's
-		opts.Pods = e.view
+		opts.Pods = r.view
 	}
-	d := drain.New(e.cfg.Client, opts)
+	d := drain.New(r.cfg.Client, opts)
 	// Every blue node gets each hook once: those its batch drained are
 	// recorded done; the others (batch size 0) get theirs here.
-	if err := e.runHooks(ctx, plan.HookPreDrain, names); err != nil {
+	if err := r.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
 		return err
 	}
-	if err := e.excludeFromLoadBalancers(ctx, names); err != nil {
+	if err := r.excludeFromLoadBalancers(ctx, names); err != nil {
 		return err
 	}
 	if _, err := d.DrainNodes(ctx, names); err != nil {
 		return err
 	}
-	if err := e.runHooks(ctx, plan.HookPostDrain, names); err != nil {
+	if err := r.hooks.run(ctx, plan.HookPostDrain, names); err != nil {
 		return err
 	}
-	if err := e.runHooks(ctx, plan.HookPreTerminate, names); err != nil {
+	if err := r.hooks.run(ctx, plan.HookPreTerminate, names); err != nil {
 		return err
 	}
-	if err := e.deregister(ctx, "deleting blue", names); err != nil {
+	if err := r.deregister(ctx, "deleting blue", names); err != nil {
 		return err
 	}
-	if err := bg.DeleteGroup(ctx, e.group.GroupName()); err != nil {
+	if err := bg.DeleteGroup(ctx, r.group.pool.GroupName()); err != nil {
 		return err
 	}
-	return e.blueDeleted(ctx, e.group.GroupName(), names)
+	return r.blueDeleted(ctx, r.group.pool.GroupName(), names)
 }
 
 // blueDeleted records blue's nodes done once its group is gone, and lets
 // the autoscaler have green's nodes again.
-func (e *Engine) blueDeleted(ctx context.Context, blue string, names []string) error {
-	e.done = append(e.done, names...)
+func (r *blueGreenRun) blueDeleted(ctx context.Context, blue string, names []string) error {
+	r.done = append(r.done, names...)
 	// Blue's rebalancing, held for an autoscaled run, went with its group:
 	// there is nothing to resume.
-	e.cloudRecord().RebalanceHeld, e.rebalanceHeld = false, false
-	if err := e.record(ctx, plan.State{Phase: plan.PhaseDeleteBlue}); err != nil {
+	r.group.cloudRecord().RebalanceHeld, r.group.rebalanceHeld = false, false
+	if err := r.record(ctx, plan.State{Phase: plan.PhaseDeleteBlue}); err != nil {
 		return err
 	}
-	cr := e.cloudRecord()
-	e.note = fmt.Sprintf("node group now runs in %s %q; %q was deleted", e.groupKind(), cr.Green, blue)
-	switch bgp := e.cfg.Plan.BlueGreen; {
+	gr := r.green()
+	r.note = fmt.Sprintf("node group now runs in %s %q; %q was deleted", r.groupKind(), gr.Green, blue)
+	switch bgp := r.cfg.Plan.BlueGreen; {
 	case bgp.GreenLabel != "":
-		e.note += fmt.Sprintf("; its nodes carry %s=%s, so the node group is %q from now on: rename it where infrastructure as code declares it", bgp.GreenLabel, cr.Green, cr.Green)
+		r.note += fmt.Sprintf("; its nodes carry %s=%s, so the node group is %q from now on: rename it where infrastructure as code declares it", bgp.GreenLabel, gr.Green, gr.Green)
 	case bgp.GreenSelector != "":
-		e.note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", bgp.GreenSelector, e.groupKind(), blue)
+		r.note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", bgp.GreenSelector, r.groupKind(), blue)
 	}
-	e.logf("%s", e.note)
-	return e.protectNewNodes(ctx, false)
+	r.logf("%s", r.note)
+	return r.group.protectNewNodes(ctx, false)
 }
 
 // rollback undoes a blue/green run before blue is deleted: blue back in
 // service at its own sizes, green drained (its pods go back to blue) and,
 // if the run made it, deleted.
-func (e *Engine) rollback(ctx context.Context) error {
-	bg, err := e.blueGreen()
+func (r *blueGreenRun) rollback(ctx context.Context) error {
+	bg, err := r.blueGreen()
 	if err != nil {
 		return err
 	}
-	cr := e.cloudRecord()
-	blue := sets.New(e.cfg.Plan.OutdatedNames()...)
-	e.logf("rolling back: blue back in service, green drained")
+	cr := r.group.cloudRecord()
+	blue := sets.New(r.cfg.Plan.OutdatedNames()...)
+	r.logf("rolling back: blue back in service, green drained")
 	always := func(*corev1.Node) bool { return true }
-	if _, err := e.releaseMarks(ctx, sets.List(blue), always, "NodeUpgradeRolledBack", "back in service: blue serves again"); err != nil {
+	if _, err := r.releaseMarks(ctx, sets.List(blue), always, "NodeUpgradeRolledBack", "back in service: blue serves again"); err != nil {
 		return err
 	}
 	if cr.Original != nil {
-		if err := bg.SetGroupSizes(ctx, e.group.GroupName(), *cr.Original); err != nil {
+		if err := bg.SetGroupSizes(ctx, r.group.pool.GroupName(), *cr.Original); err != nil {
 			return err
 		}
 	}
-	nodes, err := e.groupNodes()
+	green, err := r.greenNodes(blue)
 	if err != nil {
 		return err
+	}
+	if err := r.retireGreen(ctx, bg, &cr.GreenRecord, green); err != nil {
+		return err
+	}
+	// Blue launches the default: the one of before the run again.
+	if _, err := r.group.pin.restoreDefault(ctx); err != nil {
+		return err
+	}
+	r.rolledBack = true
+	r.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !r.nodeExists(n) }))
+	r.greenDrained = len(green)
+	r.note = fmt.Sprintf("rolled back: blue (%s %q) serves again", r.groupKind(), r.group.pool.GroupName())
+	if gr := cr.GreenRecord; gr.Green != "" && !gr.GreenCreated {
+		r.note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", gr.Green)
+	}
+	r.logf("%s", r.note)
+	return r.group.protectNewNodes(ctx, false)
+}
+
+// greenNodes are the nodes that are not blue: the group's, or those of
+// the green selector.
+func (r *blueGreenRun) greenNodes(blue sets.Set[string]) ([]string, error) {
+	nodes, err := r.groupNodes()
+	if sel := r.greenSelector(); sel != "" && err == nil {
+		nodes, err = r.selectedNodes(sel)
+	}
+	if err != nil {
+		return nil, err
 	}
 	var green []string
 	for _, n := range nodes {
@@ -416,63 +413,75 @@ func (e *Engine) rollback(ctx context.Context) error {
 			green = append(green, n.Name)
 		}
 	}
-	if sel := e.greenSelector(); sel != "" {
-		selected, err := e.selectedNodes(sel)
-		if err != nil {
-			return err
-		}
-		green = green[:0]
-		for _, n := range selected {
-			if !blue.Has(n.Name) {
-				green = append(green, n.Name)
-			}
-		}
-	}
-	if err := e.setUnschedulable(ctx, green, true); err != nil {
+	return green, nil
+}
+
+// retireGreen cordons and drains green's nodes, with the hooks, and
+// deletes green where the run made it.
+func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, gr *state.GreenRecord, green []string) error {
+	if err := r.setUnschedulable(ctx, green, true); err != nil {
 		return err
 	}
-	if cr.Green != "" && cr.GreenCreated {
+	made := gr.Green != "" && gr.GreenCreated
+	if made {
 		// Green goes: its load balancers let go of it before its drain.
-		if err := e.excludeFromLoadBalancers(ctx, green); err != nil {
+		if err := r.excludeFromLoadBalancers(ctx, green); err != nil {
 			return err
 		}
 	}
 	if len(green) > 0 {
 		// Green's nodes leave service like any drained node: with the hooks.
-		if err := e.runHooks(ctx, plan.HookPreDrain, green); err != nil {
+		if err := r.hooks.run(ctx, plan.HookPreDrain, green); err != nil {
 			return err
 		}
-		if _, err := e.drainer.DrainNodes(ctx, green); err != nil {
+		if _, err := r.drainer.DrainNodes(ctx, green); err != nil {
 			return err
 		}
-		if err := e.runHooks(ctx, plan.HookPostDrain, green); err != nil {
-			return err
-		}
-	}
-	if cr.Green != "" && cr.GreenCreated {
-		if err := e.runHooks(ctx, plan.HookPreTerminate, green); err != nil {
-			return err
-		}
-		if err := e.deregister(ctx, "rolling back", green); err != nil {
-			return err
-		}
-		if err := bg.DeleteGroup(ctx, cr.Green); err != nil {
+		if err := r.hooks.run(ctx, plan.HookPostDrain, green); err != nil {
 			return err
 		}
 	}
-	// Blue launches the default: the one of before the run again.
-	if _, err := e.restoreDefault(ctx); err != nil {
+	if !made {
+		return nil
+	}
+	if err := r.hooks.run(ctx, plan.HookPreTerminate, green); err != nil {
 		return err
 	}
-	e.rolledBack = true
-	e.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !e.nodeExists(n) }))
-	e.greenDrained = len(green)
-	e.note = fmt.Sprintf("rolled back: blue (%s %q) serves again", e.groupKind(), e.group.GroupName())
-	if cr.Green != "" && !cr.GreenCreated {
-		e.note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", cr.Green)
+	if err := r.deregister(ctx, "rolling back", green); err != nil {
+		return err
 	}
-	e.logf("%s", e.note)
-	return e.protectNewNodes(ctx, false)
+	return bg.DeleteGroup(ctx, gr.Green)
+}
+
+// abortGreen ends a blue/green run before blue is deleted. Blue is back in
+// service already; a green the run created is drained and deleted like a
+// rollback does it, because once the record says aborted nothing leads
+// back to it: it would run, and be paid for, with no command that removes
+// it. A green given by the user (--green-asg, --green-selector) is theirs:
+// it is left serving as it is, and named.
+func (r *blueGreenRun) abortGreen(ctx context.Context) error {
+	cr, gr := r.cfg.Record.Cloud, &r.cfg.Record.Cloud.GreenRecord
+	if gr.Green != "" && gr.GreenCreated {
+		return r.rollback(ctx)
+	}
+	bg, ok := r.group.pool.(cloud.BlueGreen)
+	if !ok {
+		return nil
+	}
+	if cr.Original != nil {
+		if err := bg.SetGroupSizes(ctx, r.group.pool.GroupName(), *cr.Original); err != nil {
+			return err
+		}
+		r.logf("%s %q is back to desired %d, max %d", r.groupKind(), r.group.pool.GroupName(), cr.Original.Desired, cr.Original.Max)
+	}
+	green := gr.Green
+	if sel := r.cfg.Plan.BlueGreen; sel != nil && sel.GreenSelector != "" {
+		green = sel.GreenSelector
+	}
+	if green != "" {
+		r.note = joinNote(r.note, fmt.Sprintf("green %q was given, not made by the run: it is left serving as it is", green))
+	}
+	return nil
 }
 
 // greenSelector selects green's nodes where they do not carry the node
@@ -502,12 +511,12 @@ func (e *Engine) selectedNodes(selector string) ([]*corev1.Node, error) {
 
 // waitGreenSelected waits, event-driven, until the green nodes a selector
 // gives are all Ready, with one at least in every zone of blue's nodes.
-func (e *Engine) waitGreenSelected(ctx context.Context, selector string) error {
-	zones := e.cfg.Plan.OutdatedZones()
-	e.logf("waiting up to %s for the green nodes %s to be Ready in zones %s", e.cfg.NodeReadyTimeout, selector, quoteAll(zones))
+func (r *blueGreenRun) waitGreenSelected(ctx context.Context, selector string) error {
+	zones := r.cfg.Plan.OutdatedZones()
+	r.logf("waiting up to %s for the green nodes %s to be Ready in zones %s", r.cfg.NodeReadyTimeout, selector, quoteAll(zones))
 	var notReady, missing []string
-	return e.awaitNodes(ctx, func(context.Context) (bool, error) {
-		nodes, err := e.selectedNodes(selector)
+	return r.awaitNodes(ctx, func(context.Context) (bool, error) {
+		nodes, err := r.selectedNodes(selector)
 		if err != nil {
 			return false, err
 		}
@@ -525,14 +534,14 @@ func (e *Engine) waitGreenSelected(ctx context.Context, selector string) error {
 				missing = append(missing, z)
 			}
 		}
-		e.progress.waitingFor(greenWait(notReady, missing))
+		r.progress.waitingFor(greenWait(notReady, missing))
 		if len(nodes) > 0 && len(notReady) == 0 && len(missing) == 0 {
-			e.logf("%d green nodes Ready", len(nodes))
+			r.logf("%d green nodes Ready", len(nodes))
 			return true, nil
 		}
 		return false, nil
 	}, func() *NodeCreationFailure {
-		return &NodeCreationFailure{Group: selector, GroupKind: "green", Timeout: e.cfg.NodeReadyTimeout, Zones: missing, Instances: notReady, Original: *e.cloudRecord().Original}
+		return &NodeCreationFailure{Group: selector, GroupKind: "green", Timeout: r.cfg.NodeReadyTimeout, Zones: missing, Instances: notReady, Original: *r.group.cloudRecord().Original}
 	})
 }
 

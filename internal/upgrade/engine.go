@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/capacity"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -94,7 +92,8 @@ type Config struct {
 	Kubeconfig string
 }
 
-// Engine runs one plan.
+// Engine runs one plan: the run loop (Run, Abort) and the toolkit the
+// strategies' run types call (the batch steps, node writes, waits).
 type Engine struct {
 	cfg      Config
 	strategy plan.Strategy
@@ -108,32 +107,20 @@ type Engine struct {
 	view     *clusterView
 	ctx      context.Context // for events recorded from drain callbacks
 	done     []string
-	group    cloud.Pool // nil unless the provider's nodes are one cloud group
-	note     string
-	shrunk   sets.Set[string] // nodes the scale-down removed
-	// protected are the nodes this process annotated scale-down-disabled:
-	// the informer may not show the annotation yet when it is taken off.
-	protected sets.Set[string]
-	written   writtenNodes // nodes as this run's last write to each returned them
+	// group is the provider's cloud group with the run's record of it: the
+	// toolkit of the strategies that change a group.
+	group   *cloudGroup
+	run     strategyRun         // the strategy's execution
+	steps   map[plan.Phase]step // its steps and the batch toolkit's, by phase
+	note    string
+	written writtenNodes // nodes as this run's last write to each returned them
 	// drained says this run has asked for an eviction (or deleted a pod):
 	// before that no pod has moved, and a stopped run takes its taints,
 	// cordons and load-balancer exclusions off again. Drain callbacks set
 	// it.
 	drained  atomic.Bool
 	progress *progress
-	// rolledBack says the rollback step ran, and blueBack and
-	// greenDrained what it did.
-	rolledBack             bool
-	blueBack, greenDrained int
-	hookMu                 sync.Mutex // the record's hooks, written by parallel hooks
-	// rebalanceHeld says this process suspended the group's rebalancing.
-	rebalanceHeld bool
-	// defaultBack says abort made the template's default before the run
-	// the default again.
-	defaultBack bool
-	// aborting says the engine runs abort, whose scale-down undoes the
-	// run: the nodes on the target go first.
-	aborting bool
+	hooks    *hookRunner
 	// recovering is the last batch's recovery, handed over to the next
 	// batch's drain (handover.go); nil when none goes on.
 	recovering atomic.Pointer[recovery]
@@ -151,11 +138,11 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Second
 	}
-	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits(), shrunk: sets.New[string](), protected: sets.New[string]()}
+	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits()}
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
-	if g, ok := cfg.Provider.(cloud.Pool); ok {
-		e.group = g
-	}
+	e.group = newCloudGroup(e)
+	e.hooks = &hookRunner{Engine: e}
+	e.run, e.steps = stepsOf(e)
 	cfg.Drain.Hold = e.holdForRecovery
 	userHook := cfg.Drain.OnEvent
 	cfg.Drain.OnEvent = func(ev drain.Event) {
@@ -174,7 +161,7 @@ func New(cfg Config) (*Engine, error) {
 
 // Flow is what the strategy's transitions depend on in this run.
 func (e *Engine) flow() plan.Flow {
-	_, resizes := e.group.(cloud.Group)
+	_, resizes := e.group.pool.(cloud.Group)
 	return plan.Flow{Batches: len(e.cfg.Plan.Batches), CloudGroup: resizes}
 }
 
@@ -221,56 +208,74 @@ func (e *Engine) Run(ctx context.Context) error {
 		s.Phase = e.strategy.First(e.flow())
 	}
 	for {
-		if s.Phase == plan.PhaseDone {
-			// Every way to the end lets the group rebalance and update
-			// itself again.
-			if err := e.releaseRebalance(ctx); err != nil {
-				return err
-			}
-			if err := e.restoreUpdates(ctx); err != nil {
-				return err
-			}
-		}
-		e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
-		if s.Phase == plan.PhaseDrain {
-			e.intendRecovering(s.Batch)
-		}
-		if err := e.record(ctx, s); err != nil {
+		if err := e.enter(ctx, s); err != nil {
 			return err
 		}
 		if s.Phase == plan.PhaseDone {
 			break
 		}
-		// Between phases is the safe point for requests from another
-		// terminal (cancel, rollback).
-		redirect, err := e.checkRequests(ctx, s)
-		if err != nil || redirect != nil {
-			// A pause or a turn-around comes once the last batch's
-			// workloads are back, as before batches overlapped.
-			if serr := e.settleRecovery(ctx); serr != nil {
-				return serr
-			}
-		}
+		redirect, err := e.betweenPhases(ctx, s)
 		if err != nil {
 			return err
 		} else if redirect != nil {
 			s = *redirect
 			continue
 		}
-		err = e.step(ctx, s)
-		switch {
-		case errors.Is(err, errRollbackRequested):
-			s = plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}
-		case err != nil:
+		if s, err = e.next(s, e.step(ctx, s)); err != nil {
 			return e.stoppedUndrained(ctx, err)
-		case s.Phase == plan.PhaseRollback:
-			s = plan.State{Phase: plan.PhaseDone, Batch: s.Batch}
-		default:
-			s = e.strategy.Next(s, e.flow())
 		}
 	}
 	e.logf("%s", e.summary())
 	return nil
+}
+
+// enter enters state s: at Done, every way to the end lets the group
+// rebalance and update itself again; then the progress and the record
+// say so.
+func (e *Engine) enter(ctx context.Context, s plan.State) error {
+	if s.Phase == plan.PhaseDone {
+		if err := e.group.releaseRebalance(ctx); err != nil {
+			return err
+		}
+		if err := e.group.restoreUpdates(ctx); err != nil {
+			return err
+		}
+	}
+	e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
+	if s.Phase == plan.PhaseDrain {
+		e.intendRecovering(s.Batch)
+	}
+	return e.record(ctx, s)
+}
+
+// betweenPhases is the safe point for requests from another terminal
+// (cancel, rollback): it returns the state a request turns the run to,
+// or the error that pauses it.
+func (e *Engine) betweenPhases(ctx context.Context, s plan.State) (*plan.State, error) {
+	redirect, err := e.checkRequests(ctx, s)
+	if err != nil || redirect != nil {
+		// A pause or a turn-around comes once the last batch's
+		// workloads are back, as before batches overlapped.
+		if serr := e.settleRecovery(ctx); serr != nil {
+			return nil, serr
+		}
+	}
+	return redirect, err
+}
+
+// next is the state after s, whose step ended with err: the rollback
+// where one was asked for during the step, Done after the rollback, and
+// otherwise the strategy's next.
+func (e *Engine) next(s plan.State, err error) (plan.State, error) {
+	switch {
+	case errors.Is(err, errRollbackRequested):
+		return plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}, nil
+	case err != nil:
+		return s, err
+	case s.Phase == plan.PhaseRollback:
+		return plan.State{Phase: plan.PhaseDone, Batch: s.Batch}, nil
+	}
+	return e.strategy.Next(s, e.flow()), nil
 }
 
 // record tells OnProgress the state and the nodes done so far. Steps that
@@ -281,6 +286,13 @@ func (e *Engine) record(ctx context.Context, s plan.State) error {
 		return nil
 	}
 	return e.cfg.OnProgress(ctx, s, e.done)
+}
+
+func (e *Engine) save(ctx context.Context) error {
+	if e.cfg.Save == nil {
+		return nil
+	}
+	return e.cfg.Save(ctx)
 }
 
 // tickProgress keeps the progress moving while a step waits, until ctx
@@ -300,14 +312,11 @@ func (e *Engine) tickProgress(ctx context.Context) {
 
 // summary is the run's final line.
 func (e *Engine) summary() string {
-	return runSummary{
-		Rollback:     e.cfg.RollingBack,
-		BlueGreen:    e.rolledBack,
-		Earlier:      e.cfg.EarlierDone,
-		Now:          e.done,
-		BlueBack:     e.blueBack,
-		GreenDrained: e.greenDrained,
-	}.String()
+	s := runSummary{Rollback: e.cfg.RollingBack, Earlier: e.cfg.EarlierDone, Now: e.done}
+	if r, ok := e.run.(interface{ summarize(*runSummary) }); ok {
+		r.summarize(&s)
+	}
+	return s.String()
 }
 
 // stoppedUndrained takes the run's taint, cordons and load-balancer
@@ -393,218 +402,11 @@ func (e *Engine) isOurTaint(t corev1.Taint) bool {
 	return t.Key == e.cfg.Taint.Key && t.Effect == e.cfg.Taint.Effect
 }
 
-// waitForRoom holds a batch until the pods it will evict fit on the nodes
-// that stay schedulable, so nothing is evicted into Pending.
-func (e *Engine) waitForRoom(ctx context.Context, i int) error {
-	names := e.batchNodes(i)
-	// Where every outdated node is held off (tainted or cordoned), none
-	// takes pods; otherwise the other old nodes stay schedulable.
-	excluded := sets.New(names...)
-	if e.traits.OutdatedHeldOff {
-		excluded = sets.New(e.cfg.Plan.OutdatedNames()...)
-	}
-	failure := fmt.Sprintf("not enough room for batch %d", i+1)
-	advice := "add capacity or lower --max-unavailable, then run again, or put the group back in service with \"kubectl nodeupgrade abort\""
-	if room := e.view.room(names, excluded); !room.Fits() {
-		// Waiting makes sense only while something can add a node.
-		if source, err := e.capacitySource(ctx); err != nil {
-			return err
-		} else if source == "" {
-			return fmt.Errorf("%s: %s, and nothing will add a node (no machine of the group is on its way, no cluster autoscaler or Karpenter runs); %s", failure, room, advice)
-		}
-	}
-	return e.awaitRoom(ctx, e.batchLabel(i), names, excluded, failure, advice)
-}
-
-// capacitySource names what can still add a node while a batch waits for
-// room: machines of the group launched but not yet Ready nodes, or an
-// autoscaler's pod; "" when nothing can.
-func (e *Engine) capacitySource(ctx context.Context) (string, error) {
-	if e.group != nil {
-		nodes, err := e.groupNodes()
-		if err != nil {
-			return "", err
-		}
-		sizes, err := e.group.Sizes(ctx)
-		if err != nil {
-			return "", err
-		}
-		ready := 0
-		for _, n := range nodes {
-			if capacity.NodeReady(n) && !n.Spec.Unschedulable {
-				ready++
-			}
-		}
-		if int(sizes.Desired) > ready {
-			return fmt.Sprintf("%d machines of %s %q on their way", int(sizes.Desired)-ready, e.groupKind(), e.group.GroupName()), nil
-		}
-	}
-	if p := e.view.autoscalerPod(); p != "" {
-		return "pod " + p, nil
-	}
-	return "", nil
-}
-
-// awaitRoom waits, up to --node-ready-timeout and driven by node and pod
-// events, until the pods of names fit on the nodes not excluded.
-func (e *Engine) awaitRoom(ctx context.Context, what string, names []string, excluded sets.Set[string], failure, advice string) error {
-	room := e.view.room(names, excluded)
-	if room.Fits() {
-		return nil
-	}
-	e.logf("%s: waiting up to %s for room: %s", what, e.cfg.NodeReadyTimeout, room)
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.NodeReadyTimeout)
-	defer cancel()
-	room, err := e.view.waitForRoom(wctx, names, excluded, time.Second, func(r capacity.Room) {
-		e.progress.waitingFor("room for pods " + listNames(r.PodNames(), waitNamesShown))
-	})
-	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("%s after %s: %s; %s", failure, e.cfg.NodeReadyTimeout, room, advice)
-	}
-	return err
-}
-
-func (e *Engine) drainBatch(ctx context.Context, i int) error {
-	e.evicted = e.evicted[:0]
-	defer func() {
-		// What was listed before the drain and not evicted is not recovering.
-		e.recordRecovering(OwnersOf(e.evicted), e.intended)
-		e.intended = nil
-	}()
-	// A node gone meanwhile (the autoscaler removed it) has nothing left
-	// to drain.
-	names := slices.DeleteFunc(e.batchNodes(i), func(n string) bool { return !e.nodeExists(n) })
-	if len(names) == 0 {
-		return nil
-	}
-	if e.traits.CordonBeforeDrain {
-		if err := e.setUnschedulable(ctx, names, true); err != nil {
-			return err
-		}
-	}
-	if err := e.runHooks(ctx, plan.HookPreDrain, names); err != nil {
-		return err
-	}
-	if err := e.excludeFromLoadBalancers(ctx, names); err != nil {
-		return err
-	}
-	e.logf("%s: draining %s", e.batchLabel(i), quoteAll(names))
-	e.progress.waitingFor("the pods to leave " + listNames(quoteEach(names), waitNamesShown))
-	for _, n := range names {
-		e.cfg.Events.Node(ctx, n, corev1.EventTypeNormal, "NodeUpgradeDraining", "draining for %s, batch %d of %d", e.planDescription(), i+1, len(e.cfg.Plan.Batches))
-	}
-	dctx, cancel := e.drainContext(ctx)
-	defer cancel(nil)
-	results, err := e.drainer.DrainNodes(dctx, names)
-	if cause := context.Cause(dctx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		err = cause // the last batch's workloads did not recover
-	}
-	for _, r := range results {
-		e.evicted = append(e.evicted, r.Evicted...)
-	}
-	var failure *drain.PodEvictionFailure
-	if errors.As(err, &failure) {
-		e.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())
-	}
-	if err != nil {
-		return err
-	}
-	// Without a Cordon phase next (blue/green keeps its drained nodes until
-	// DeleteBlue), the drain is all there is before the post-drain hook.
-	if e.strategy.Next(plan.State{Phase: plan.PhaseDrain, Batch: i}, e.flow()).Phase != plan.PhaseCordon {
-		return e.runHooks(ctx, plan.HookPostDrain, names)
-	}
-	return nil
-}
-
 func (e *Engine) planDescription() string {
 	if e.cfg.Plan.Selector != "" {
 		return "upgrade of nodes " + e.cfg.Plan.Selector
 	}
 	return fmt.Sprintf("upgrade of node group %q", e.cfg.Plan.NodeGroup)
-}
-
-func (e *Engine) cordonBatch(ctx context.Context, i int) error {
-	names := e.batchNodes(i)
-	if err := e.setUnschedulable(ctx, names, true); err != nil {
-		return err
-	}
-	for _, name := range names {
-		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeCordoned", "drained and cordoned; removal in %s", e.cfg.PostDrainWait)
-	}
-	if err := e.postDrainWait(ctx, fmt.Sprintf("%s: cordoned %s", e.batchLabel(i), quoteAll(names)), "them"); err != nil {
-		return err
-	}
-	return e.runHooks(ctx, plan.HookPostDrain, names)
-}
-
-// postDrainWait gives load balancers --post-drain-wait to stop sending
-// traffic to drained, cordoned nodes.
-func (e *Engine) postDrainWait(ctx context.Context, what, them string) error {
-	if e.cfg.PostDrainWait <= 0 {
-		return nil
-	}
-	e.logf("%s; waiting %s for load balancers to deregister %s", what, e.cfg.PostDrainWait, them)
-	e.progress.waitingFor(fmt.Sprintf("load balancers to deregister %s (until %s)", them, e.cfg.Now().Add(e.cfg.PostDrainWait).Format("15:04:05")))
-	return sleep(ctx, e.cfg.PostDrainWait)
-}
-
-// sleep waits d, or less if ctx ends first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-func (e *Engine) removeBatch(ctx context.Context, i int) error {
-	if err := e.runHooks(ctx, plan.HookPreTerminate, e.batchNodes(i)); err != nil {
-		return err
-	}
-	if err := e.deregister(ctx, e.batchLabel(i), e.batchNodes(i)); err != nil {
-		return err
-	}
-	leaving := map[string]string{}
-	for _, name := range e.batchNodes(i) {
-		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeRemoved", "removing: %s", e.cfg.Provider.Describe())
-		id, err := e.machineOf(ctx, name)
-		if err != nil {
-			return fmt.Errorf("error when removing node %q: %w", name, err)
-		}
-		removed, err := e.removeNode(ctx, name)
-		if err != nil {
-			return fmt.Errorf("error when removing node %q: %w", name, err)
-		}
-		e.logf("%s: %s", e.nodeWithMachine(i, name), removed)
-		e.done = append(e.done, name)
-		leaving[name] = id
-		if err := e.record(ctx, plan.State{Phase: plan.PhaseRemove, Batch: i}); err != nil {
-			return err
-		}
-	}
-	if err := e.awaitGone(ctx, leaving); err != nil {
-		return err
-	}
-	if e.traits.SurgeReplaces && e.group != nil {
-		_, err := e.restoreMax(ctx)
-		return err
-	}
-	return nil
-}
-
-// nodeWithMachine names a node of batch i with its machine's ID where the
-// plan knows it, so "terminate the instance" says which.
-func (e *Engine) nodeWithMachine(i int, name string) string {
-	for _, n := range e.cfg.Plan.Batches[i].Nodes {
-		if n.Name == name && n.InstanceID != "" {
-			return fmt.Sprintf("node %q (instance %s)", name, n.InstanceID)
-		}
-	}
-	return fmt.Sprintf("node %q", name)
 }
 
 func (e *Engine) reportDrainEvent(ev drain.Event) {

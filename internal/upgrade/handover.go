@@ -37,14 +37,14 @@ func (e *Engine) waitRecovered(ctx context.Context, i int) error {
 	if err := e.settleRecovery(ctx); err != nil {
 		return err
 	}
-	if e.group != nil && e.traits.SurgeReplaces {
-		if err := e.waitReplacements(ctx); err != nil {
+	if e.group.pool != nil && e.traits.SurgeReplaces {
+		if err := e.group.waitReplacements(ctx); err != nil {
 			return err
 		}
 	}
-	if e.group != nil {
+	if e.group.pool != nil {
 		// The group has launched replacements: keep the autoscaler off them.
-		if err := e.protectNewNodes(ctx, true); err != nil {
+		if err := e.group.protectNewNodes(ctx, true); err != nil {
 			return err
 		}
 	}

@@ -127,22 +127,22 @@ func (v *clusterView) watchPDBs(ctx context.Context) error {
 // heldPods are the pods of the plan's outdated nodes that the service has
 // marked (cordoned or tainted NoSchedule) whose PDB allows no disruption:
 // the service's eviction of them is refused until it does.
-func (e *Engine) heldPods() []HeldPod {
-	if e.view.pdbs == nil {
+func (r *managedRun) heldPods() []HeldPod {
+	if r.view.pdbs == nil {
 		return nil
 	}
 	var pdbs []policyv1.PodDisruptionBudget
-	for _, obj := range e.view.pdbs.GetStore().List() {
+	for _, obj := range r.view.pdbs.GetStore().List() {
 		pdbs = append(pdbs, *obj.(*policyv1.PodDisruptionBudget))
 	}
 	idx := drain.NewPDBIndex(pdbs)
 	var out []HeldPod
-	for _, name := range e.cfg.Plan.OutdatedNames() {
-		obj, ok, _ := e.view.nodes.GetStore().GetByKey(name)
+	for _, name := range r.cfg.Plan.OutdatedNames() {
+		obj, ok, _ := r.view.nodes.GetStore().GetByKey(name)
 		if !ok || !markedByService(obj.(*corev1.Node)) {
 			continue
 		}
-		for _, pod := range e.view.podsOn(name) {
+		for _, pod := range r.view.podsOn(name) {
 			if !plan.Evictable(pod) {
 				continue
 			}
@@ -158,8 +158,8 @@ func (e *Engine) heldPods() []HeldPod {
 }
 
 // podOnNode reports whether the held pod still runs on its node.
-func (e *Engine) podOnNode(h HeldPod) bool {
-	for _, p := range e.view.podsOn(h.Node) {
+func (r *managedRun) podOnNode(h HeldPod) bool {
+	for _, p := range r.view.podsOn(h.Node) {
 		if p.Namespace == h.Namespace && p.Name == h.Pod {
 			return true
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,28 +67,35 @@ const (
 // hookKillDelay is how long a killed hook's output may still be read.
 const hookKillDelay = 5 * time.Second
 
-// runHooks runs the named hook for each node that exists, in parallel,
+// hookRunner runs the plan's hooks around the nodes a step takes out, and
+// records each success at once.
+type hookRunner struct {
+	*Engine
+	mu sync.Mutex // the record's hooks, written by parallel hooks
+}
+
+// run runs the named hook for each node that exists, in parallel,
 // then, before a drain or a removal, waits for the nodes' annotation hooks.
-func (e *Engine) runHooks(ctx context.Context, hook string, names []string) error {
-	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !e.nodeExists(n) })
-	if e.cfg.Plan.Hooks != nil && e.cfg.Plan.Hooks.Command(hook) != "" {
-		if err := e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
-			return e.runHook(ctx, hook, name)
+func (h *hookRunner) run(ctx context.Context, hook string, names []string) error {
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !h.nodeExists(n) })
+	if h.cfg.Plan.Hooks != nil && h.cfg.Plan.Hooks.Command(hook) != "" {
+		if err := h.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+			return h.runHook(ctx, hook, name)
 		}); err != nil {
 			return err
 		}
 	}
 	switch hook {
 	case plan.HookPreDrain:
-		return e.awaitAnnotationHooks(ctx, hook, plan.PreDrainHookPrefix, names)
+		return h.awaitAnnotationHooks(ctx, hook, plan.PreDrainHookPrefix, names)
 	case plan.HookPreTerminate:
-		return e.awaitAnnotationHooks(ctx, hook, plan.PreTerminateHookPrefix, names)
+		return h.awaitAnnotationHooks(ctx, hook, plan.PreTerminateHookPrefix, names)
 	}
 	return nil
 }
 
-func (e *Engine) hookTimeout() time.Duration {
-	if h := e.cfg.Plan.Hooks; h != nil {
+func (h *hookRunner) hookTimeout() time.Duration {
+	if h := h.cfg.Plan.Hooks; h != nil {
 		return h.TimeoutOrDefault()
 	}
 	return plan.DefaultHookTimeout
@@ -95,21 +103,21 @@ func (e *Engine) hookTimeout() time.Duration {
 
 // runHook runs one command hook for one node, unless the record says it
 // succeeded already, and records its success.
-func (e *Engine) runHook(ctx context.Context, hook, node string) error {
-	if e.hookDone(node, hook) {
-		e.logf("node %q: %s hook: recorded done, not run again", node, hook)
+func (h *hookRunner) runHook(ctx context.Context, hook, node string) error {
+	if h.hookDone(node, hook) {
+		h.logf("node %q: %s hook: recorded done, not run again", node, hook)
 		return nil
 	}
-	timeout := e.hookTimeout()
+	timeout := h.hookTimeout()
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out := &hookOutput{log: func(line string) { e.logf("node %q: %s hook: %s", node, hook, line) }}
-	cmd := exec.CommandContext(hctx, "sh", "-c", e.cfg.Plan.Hooks.Command(hook))
-	cmd.Env = append(os.Environ(), e.hookEnv(ctx, hook, node)...)
+	out := &hookOutput{log: func(line string) { h.logf("node %q: %s hook: %s", node, hook, line) }}
+	cmd := exec.CommandContext(hctx, "sh", "-c", h.cfg.Plan.Hooks.Command(hook))
+	cmd.Env = append(os.Environ(), h.hookEnv(ctx, hook, node)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = hookKillDelay
 	inOwnProcessGroup(cmd)
-	e.logf("node %q: running the %s hook", node, hook)
+	h.logf("node %q: running the %s hook", node, hook)
 	err := cmd.Run()
 	out.flush()
 	if ctx.Err() != nil {
@@ -122,42 +130,42 @@ func (e *Engine) runHook(ctx context.Context, hook, node string) error {
 		}
 		return &HookFailure{Hook: hook, Node: node, Status: status, Output: out.last, Timeout: timeout}
 	}
-	e.logf("node %q: %s hook succeeded", node, hook)
-	return e.markHookDone(ctx, node, hook)
+	h.logf("node %q: %s hook succeeded", node, hook)
+	return h.markHookDone(ctx, node, hook)
 }
 
-func (e *Engine) hookDone(node, hook string) bool {
-	e.hookMu.Lock()
-	defer e.hookMu.Unlock()
-	return e.cfg.Record.HookDone(node, hook)
+func (h *hookRunner) hookDone(node, hook string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg.Record.HookDone(node, hook)
 }
 
 // markHookDone records a hook's success at once: a run killed after it
 // repeats only the hooks not recorded.
-func (e *Engine) markHookDone(ctx context.Context, node, hook string) error {
-	e.hookMu.Lock()
-	defer e.hookMu.Unlock()
-	e.cfg.Record.MarkHookDone(node, hook)
-	return e.save(ctx)
+func (h *hookRunner) markHookDone(ctx context.Context, node, hook string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cfg.Record.MarkHookDone(node, hook)
+	return h.save(ctx)
 }
 
 // hookEnv describes the node to its hook.
-func (e *Engine) hookEnv(ctx context.Context, hook, node string) []string {
+func (h *hookRunner) hookEnv(ctx context.Context, hook, node string) []string {
 	var zone, providerID, instanceID, batch string
-	for i, b := range e.cfg.Plan.Batches {
+	for i, b := range h.cfg.Plan.Batches {
 		for _, n := range b.Nodes {
 			if n.Name == node {
 				zone, providerID, instanceID, batch = n.Zone, n.ProviderID, n.InstanceID, strconv.Itoa(i+1)
 			}
 		}
 	}
-	if obj, ok, _ := e.view.nodes.GetStore().GetByKey(node); ok {
+	if obj, ok, _ := h.view.nodes.GetStore().GetByKey(node); ok {
 		n := obj.(*corev1.Node)
 		zone, providerID = n.Labels[plan.ZoneLabel], n.Spec.ProviderID
-		if instanceID == "" && e.group != nil {
+		if instanceID == "" && h.group.pool != nil {
 			// A node outside the plan's batches (the scale-down's): its
 			// machine tells.
-			if byNode, _, err := e.group.Machines(ctx, []*corev1.Node{n}); err == nil {
+			if byNode, _, err := h.group.pool.Machines(ctx, []*corev1.Node{n}); err == nil {
 				instanceID = byNode[node].ID
 			}
 		}
@@ -165,15 +173,15 @@ func (e *Engine) hookEnv(ctx context.Context, hook, node string) []string {
 	env := []string{
 		"HOOK=" + hook,
 		"NODE=" + node,
-		"NODE_GROUP=" + e.cfg.Plan.NodeGroup,
+		"NODE_GROUP=" + h.cfg.Plan.NodeGroup,
 		"ZONE=" + zone,
 		"INSTANCE_ID=" + instanceID,
 		"PROVIDER_ID=" + providerID,
 		"BATCH=" + batch,
-		"PROVIDER=" + e.cfg.Provider.Name(),
+		"PROVIDER=" + h.cfg.Provider.Name(),
 	}
-	if e.cfg.Kubeconfig != "" {
-		env = append(env, "KUBECONFIG="+e.cfg.Kubeconfig)
+	if h.cfg.Kubeconfig != "" {
+		env = append(env, "KUBECONFIG="+h.cfg.Kubeconfig)
 	}
 	return env
 }
@@ -223,13 +231,13 @@ func (o *hookOutput) line(s string) {
 // awaitAnnotationHooks waits, up to --hook-timeout and driven by node
 // events, until no node of names carries an annotation with prefix, saying
 // which hooks it waits for whenever that changes.
-func (e *Engine) awaitAnnotationHooks(ctx context.Context, hook, prefix string, names []string) error {
-	left := e.annotationHooksLeft(prefix, names)
+func (h *hookRunner) awaitAnnotationHooks(ctx context.Context, hook, prefix string, names []string) error {
+	left := h.annotationHooksLeft(prefix, names)
 	if len(left) == 0 {
 		return nil
 	}
-	timeout := e.hookTimeout()
-	e.logf("waiting up to %s for %s annotation hooks to be taken off: %s", timeout, hook, describeHooks(left))
+	timeout := h.hookTimeout()
+	h.logf("waiting up to %s for %s annotation hooks to be taken off: %s", timeout, hook, describeHooks(left))
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
@@ -240,15 +248,15 @@ func (e *Engine) awaitAnnotationHooks(ctx context.Context, hook, prefix string, 
 			}
 			node := slices.Sorted(maps.Keys(left))[0]
 			return &HookFailure{Hook: hook, Node: node, Annotations: left[node], Timeout: timeout}
-		case <-e.view.changed:
+		case <-h.view.changed:
 		}
-		now := e.annotationHooksLeft(prefix, names)
+		now := h.annotationHooksLeft(prefix, names)
 		switch {
 		case len(now) == 0:
-			e.logf("%s annotation hooks taken off: going on", hook)
+			h.logf("%s annotation hooks taken off: going on", hook)
 			return nil
 		case !maps.EqualFunc(now, left, slices.Equal):
-			e.logf("still waiting for %s annotation hooks: %s", hook, describeHooks(now))
+			h.logf("still waiting for %s annotation hooks: %s", hook, describeHooks(now))
 		}
 		left = now
 	}
@@ -256,10 +264,10 @@ func (e *Engine) awaitAnnotationHooks(ctx context.Context, hook, prefix string, 
 
 // annotationHooksLeft maps each node of names that carries annotation
 // hooks with prefix to them, each with its owner, from the node cache.
-func (e *Engine) annotationHooksLeft(prefix string, names []string) map[string][]string {
+func (h *hookRunner) annotationHooksLeft(prefix string, names []string) map[string][]string {
 	left := map[string][]string{}
 	for _, name := range names {
-		obj, ok, _ := e.view.nodes.GetStore().GetByKey(name)
+		obj, ok, _ := h.view.nodes.GetStore().GetByKey(name)
 		if !ok {
 			continue
 		}

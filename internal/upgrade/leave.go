@@ -17,8 +17,8 @@ const DefaultTerminateTimeout = 15 * time.Minute
 
 // machineOf names a node's machine before its removal, where the group can
 // say when a machine is gone; "" otherwise.
-func (e *Engine) machineOf(ctx context.Context, node string) (string, error) {
-	d, ok := e.group.(cloud.Departures)
+func (cg *cloudGroup) machineOf(ctx context.Context, node string) (string, error) {
+	d, ok := cg.pool.(cloud.Departures)
 	if !ok {
 		return "", nil
 	}
@@ -30,8 +30,8 @@ func (e *Engine) machineOf(ctx context.Context, node string) (string, error) {
 // another system's hook is counted as leaving and named with the hook
 // until its owner lets go or the hook times out; the run never lets go
 // for it.
-func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) error {
-	d, ok := e.group.(cloud.Departures)
+func (cg *cloudGroup) awaitGone(ctx context.Context, machines map[string]string) error {
+	d, ok := cg.pool.(cloud.Departures)
 	for node, id := range machines {
 		if id == "" {
 			delete(machines, node)
@@ -40,16 +40,16 @@ func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) erro
 	if !ok || len(machines) == 0 {
 		return nil
 	}
-	timeout := e.cfg.TerminateTimeout
+	timeout := cg.cfg.TerminateTimeout
 	if timeout <= 0 {
 		timeout = DefaultTerminateTimeout
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	w := &departureWait{e: e, d: d, machines: machines, told: map[string]bool{}, last: map[string]cloud.Departure{},
+	w := &departureWait{e: cg.Engine, d: d, machines: machines, told: map[string]bool{}, last: map[string]cloud.Departure{},
 		// Most terminations end in seconds: look again soon at first, then
 		// back off to the poll interval.
-		pause: min(250*time.Millisecond, e.cfg.PollInterval)}
+		pause: min(250*time.Millisecond, cg.cfg.PollInterval)}
 	for {
 		nodes := make([]string, 0, len(machines))
 		for node := range machines {
@@ -61,11 +61,11 @@ func (e *Engine) awaitGone(ctx context.Context, machines map[string]string) erro
 			return err
 		}
 		if len(machines) == 0 {
-			e.progress.waitingFor("")
+			cg.progress.waitingFor("")
 			return nil
 		}
 		if wctx.Err() == nil {
-			e.progress.waitingFor(listNames(waiting, waitNamesShown))
+			cg.progress.waitingFor(listNames(waiting, waitNamesShown))
 			w.sleep(wctx, throttled)
 			continue
 		}

@@ -51,126 +51,139 @@ func (f *ServiceUpdateFailure) Error() string {
 	return msg
 }
 
-// serviceStep performs a phase of a service's update.
-func (e *Engine) serviceStep(ctx context.Context, s plan.State) error {
-	u, ok := e.cfg.Provider.(cloud.ManagedUpdater)
-	if !ok {
-		return fmt.Errorf("cannot run phase %s: provider %q does not start a service's update", s.Phase, e.cfg.Provider.Name())
+// managedRun is the execution of an update the cloud's service carries
+// out: three phases, whatever the strategy the service runs.
+type managedRun struct {
+	*Engine
+	service cloud.ManagedUpdater // nil where the provider starts none
+}
+
+func newManagedRun(e *Engine) *managedRun {
+	u, _ := e.cfg.Provider.(cloud.ManagedUpdater)
+	return &managedRun{Engine: e, service: u}
+}
+
+func (r *managedRun) steps() map[plan.Phase]step {
+	return map[plan.Phase]step{
+		plan.PhaseConfigure: r.withService(plan.PhaseConfigure, r.configureService),
+		plan.PhaseUpdate:    r.withService(plan.PhaseUpdate, r.followService),
+		plan.PhaseRestore:   r.withService(plan.PhaseRestore, r.restoreService),
 	}
-	switch s.Phase {
-	case plan.PhaseConfigure:
-		return e.configureService(ctx, u)
-	case plan.PhaseUpdate:
-		return e.followService(ctx, u)
-	case plan.PhaseRestore:
-		return e.restoreService(ctx, u)
+}
+
+// withService is a step of the service's update, refused where the
+// provider starts none.
+func (r *managedRun) withService(phase plan.Phase, f func(context.Context, cloud.ManagedUpdater) error) step {
+	return func(ctx context.Context, _ int) error {
+		if r.service == nil {
+			return fmt.Errorf("cannot run phase %s: provider %q does not start a service's update", phase, r.cfg.Provider.Name())
+		}
+		return f(ctx, r.service)
 	}
-	return fmt.Errorf("cannot run phase %q of a service's update: no step does it", s.Phase)
 }
 
 // configureService records the settings before the run, then sets the
 // run's: intent first, so an interrupted run puts the right ones back.
-func (e *Engine) configureService(ctx context.Context, u cloud.ManagedUpdater) error {
-	rec := e.cfg.Record
+func (r *managedRun) configureService(ctx context.Context, u cloud.ManagedUpdater) error {
+	rec := r.cfg.Record
 	if rec.Managed == nil {
 		before, err := u.Settings(ctx)
 		if err != nil {
 			return err
 		}
 		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Before: before}
-		if err := e.save(ctx); err != nil {
+		if err := r.save(ctx); err != nil {
 			return err
 		}
 	}
-	want := e.cfg.Plan.Managed.During
+	want := r.cfg.Plan.Managed.During
 	if want.Equal(rec.Managed.Before) {
 		return nil
 	}
 	if !rec.Managed.Configured {
 		rec.Managed.Configured = true
-		if err := e.save(ctx); err != nil {
+		if err := r.save(ctx); err != nil {
 			return err
 		}
 	}
-	e.logf("update settings of %s for the run: %s (were %s)", e.cfg.Plan.Managed.Service, want, rec.Managed.Before)
+	r.logf("update settings of %s for the run: %s (were %s)", r.cfg.Plan.Managed.Service, want, rec.Managed.Before)
 	return u.Configure(ctx, want)
 }
 
 // restoreService puts the settings from before the run back.
-func (e *Engine) restoreService(ctx context.Context, u cloud.ManagedUpdater) error {
-	m := e.cfg.Record.Managed
+func (r *managedRun) restoreService(ctx context.Context, u cloud.ManagedUpdater) error {
+	m := r.cfg.Record.Managed
 	if m == nil || !m.Configured {
 		return nil
 	}
-	e.logf("update settings of %s back to %s", e.cfg.Plan.Managed.Service, m.Before)
+	r.logf("update settings of %s back to %s", r.cfg.Plan.Managed.Service, m.Before)
 	if err := u.Configure(ctx, m.Before); err != nil {
 		return err
 	}
 	m.Configured = false
-	return e.save(ctx)
+	return r.save(ctx)
 }
 
 // abortService puts the service's update settings from before the run
 // back on abort, unless the service's update still runs: they are its
 // settings until it ends (the run after abort, or the service's own
 // controls, finish it).
-func (e *Engine) abortService(ctx context.Context) error {
-	u, ok := e.cfg.Provider.(cloud.ManagedUpdater)
-	m := e.cfg.Record.Managed
-	if !ok || e.cfg.Plan.Managed == nil || m == nil || !m.Configured {
+func (r *managedRun) abortService(ctx context.Context) error {
+	m := r.cfg.Record.Managed
+	if r.service == nil || r.cfg.Plan.Managed == nil || m == nil || !m.Configured {
 		return nil
 	}
 	if m.UpdateID != "" {
-		p, err := u.Progress(ctx, m.UpdateID)
+		p, err := r.service.Progress(ctx, m.UpdateID)
 		if err != nil {
 			return err
 		}
 		if !p.Finished() {
-			line := fmt.Sprintf("the %s's update %s still runs: its update settings stay the run's until it ends", e.cfg.Plan.Managed.Service, m.UpdateID)
-			e.note = joinNote(e.note, line)
-			e.logf("%s", line)
+			line := fmt.Sprintf("the %s's update %s still runs: its update settings stay the run's until it ends", r.cfg.Plan.Managed.Service, m.UpdateID)
+			r.note = joinNote(r.note, line)
+			r.logf("%s", line)
 			return nil
 		}
 	}
-	return e.restoreService(ctx, u)
+	return r.restoreService(ctx, r.service)
 }
 
 // followService starts the service's update, or finds the one a stopped
 // run started, and follows it to its end.
-func (e *Engine) followService(ctx context.Context, u cloud.ManagedUpdater) error {
-	m := e.cfg.Record.Managed
+func (r *managedRun) followService(ctx context.Context, u cloud.ManagedUpdater) error {
+	m := r.cfg.Record.Managed
 	if m == nil {
 		return errors.New("cannot start the service's update: the run recorded no settings; run it again")
 	}
-	mp := e.cfg.Plan.Managed
+	mp := r.cfg.Plan.Managed
 	if m.UpdateID == "" {
 		id, err := u.StartUpdate(ctx, mp.Force)
 		if err != nil {
 			return err
 		}
 		m.UpdateID = id
-		if err := e.save(ctx); err != nil {
+		if err := r.save(ctx); err != nil {
 			return err
 		}
-		e.logf("%s update %s started towards %s", mp.Service, id, mp.Target)
+		r.logf("%s update %s started towards %s", mp.Service, id, mp.Target)
 	} else {
-		e.logf("following %s update %s towards %s", mp.Service, m.UpdateID, mp.Target)
+		r.logf("following %s update %s towards %s", mp.Service, m.UpdateID, mp.Target)
 	}
-	err := e.awaitService(ctx, u, m.UpdateID)
+	err := r.awaitService(ctx, u, m.UpdateID)
 	if errors.Is(err, context.Canceled) {
 		// Ctrl-C ends the run, not the service's update.
-		e.logf("stopped following %s update %s; the service goes on with it: \"run\" again follows it to its end", mp.Service, m.UpdateID)
+		r.logf("stopped following %s update %s; the service goes on with it: \"run\" again follows it to its end", mp.Service, m.UpdateID)
 	}
 	return err
 }
 
 // awaitService reads the update every poll interval until it ends; each
 // read names the pods and PDBs that hold a node the service drains.
-func (e *Engine) awaitService(ctx context.Context, u cloud.ManagedUpdater, id string) error {
-	held := newHeldTracker(e.cfg.Now)
-	tick := time.NewTicker(e.cfg.PollInterval)
+func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, id string) error {
+	held := newHeldTracker(r.cfg.Now)
+	tick := time.NewTicker(r.cfg.PollInterval)
 	defer tick.Stop()
-	if err := e.view.watchPDBs(ctx); err != nil {
+	if err := r.view.watchPDBs(ctx); err != nil {
 		return err
 	}
 	failures, phase := 0, ""
@@ -179,7 +192,7 @@ func (e *Engine) awaitService(ctx context.Context, u cloud.ManagedUpdater, id st
 		switch {
 		case err != nil && cloud.Transient(err):
 			failures++
-			e.progress.waitingFor(fmt.Sprintf("%s update %s: %v; reading again", e.cfg.Plan.Managed.Service, id, err))
+			r.progress.waitingFor(fmt.Sprintf("%s update %s: %v; reading again", r.cfg.Plan.Managed.Service, id, err))
 			if err := sleep(ctx, cloud.Backoff(time.Second, failures)); err != nil {
 				return err
 			}
@@ -191,29 +204,29 @@ func (e *Engine) awaitService(ctx context.Context, u cloud.ManagedUpdater, id st
 		if p.Phase != phase {
 			// The service's phases (GKE's blue/green) as they come.
 			phase = p.Phase
-			e.logf("%s update %s: %s, %d of %d nodes", e.cfg.Plan.Managed.Service, id, phase, p.Done, p.Total)
+			r.logf("%s update %s: %s, %d of %d nodes", r.cfg.Plan.Managed.Service, id, phase, p.Done, p.Total)
 		}
-		e.reportHeld(held.update(e.heldPods(), e.podOnNode))
+		r.reportHeld(held.update(r.heldPods(), r.podOnNode))
 		if p.Finished() {
-			return e.serviceEnded(p, held.all())
+			return r.serviceEnded(p, held.all())
 		}
-		e.progress.waitingFor(serviceProgressLine(e.cfg.Plan.Managed, p, held.all(), e.cfg.Now()))
+		r.progress.waitingFor(serviceProgressLine(r.cfg.Plan.Managed, p, held.all(), r.cfg.Now()))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
-		case <-e.view.changed:
+		case <-r.view.changed:
 		}
 	}
 }
 
 // serviceEnded turns the update's end into the run's.
-func (e *Engine) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error {
-	mp := e.cfg.Plan.Managed
+func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error {
+	mp := r.cfg.Plan.Managed
 	switch p.State {
 	case cloud.UpdateSucceeded:
-		e.done = append(e.done, e.cfg.Plan.OutdatedNames()...)
-		e.logf("%s update %s succeeded", mp.Service, p.ID)
+		r.done = append(r.done, r.cfg.Plan.OutdatedNames()...)
+		r.logf("%s update %s succeeded", mp.Service, p.ID)
 		return nil
 	case cloud.UpdateCancelled:
 		return &PausedError{Phase: plan.PhaseUpdate}
@@ -222,8 +235,8 @@ func (e *Engine) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error {
 }
 
 // reportHeld logs each pod that newly holds a node, once.
-func (e *Engine) reportHeld(fresh []HeldPod) {
-	mp := e.cfg.Plan.Managed
+func (r *managedRun) reportHeld(fresh []HeldPod) {
+	mp := r.cfg.Plan.Managed
 	limit := time.Duration(mp.EvictionLimit)
 	for _, h := range fresh {
 		line := fmt.Sprintf("node %q: %s", h.Node, h)
@@ -233,7 +246,7 @@ func (e *Engine) reportHeld(fresh []HeldPod) {
 		case limit > 0:
 			line += fmt.Sprintf("; the service gives up on the node after %s", roundDuration(limit))
 		}
-		e.logf("%s", line)
+		r.logf("%s", line)
 	}
 }
 

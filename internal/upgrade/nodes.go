@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
@@ -282,4 +284,30 @@ func (e *Engine) lastKnown(name string) *corev1.Node {
 	}
 	cached.Status.DeepCopyInto(&written.Status)
 	return written
+}
+
+// groupNodes returns the group's nodes from the informer cache.
+func (e *Engine) groupNodes() ([]*corev1.Node, error) {
+	sel, err := e.cfg.Plan.GroupSelector()
+	if err != nil {
+		return nil, err
+	}
+	return e.nodesMatching(sel), nil
+}
+
+// nodesMatching returns the cached nodes a selector selects, by name.
+func (e *Engine) nodesMatching(sel labels.Selector) []*corev1.Node {
+	var out []*corev1.Node
+	for _, n := range e.view.allNodes() {
+		if sel.Matches(labels.Set(n.Labels)) {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (e *Engine) nodeExists(name string) bool {
+	_, ok, _ := e.view.nodes.GetStore().GetByKey(name)
+	return ok
 }

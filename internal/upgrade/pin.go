@@ -10,13 +10,24 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
+// defaultPin keeps a group that launches its template's default
+// (cloud.DefaultFollower) following it: the target made the default for
+// the run, the default before it recorded first and restored by abort
+// and rollback.
+type defaultPin struct {
+	*cloudGroup
+	// defaultBack says abort made the template's default before the run
+	// the default again.
+	defaultBack bool
+}
+
 // keepDefault makes version its template's default when the group
 // launches the default (cloud.DefaultFollower), so the group keeps
 // following it after the run rather than being pinned. The default before
 // the run is recorded first, once, so that abort and rollback (a run back
 // to it) restore it whatever stops the run.
-func (e *Engine) keepDefault(ctx context.Context, version string) error {
-	f, ok := e.group.(cloud.DefaultFollower)
+func (p *defaultPin) keepDefault(ctx context.Context, version string) error {
+	f, ok := p.pool.(cloud.DefaultFollower)
 	if !ok {
 		return nil
 	}
@@ -24,17 +35,17 @@ func (e *Engine) keepDefault(ctx context.Context, version string) error {
 	if err != nil || !follows || current == version {
 		return err
 	}
-	cr := e.cloudRecord()
+	cr := p.cloudRecord()
 	if cr.DefaultWas == "" {
 		cr.DefaultWas = current
-		if err := e.save(ctx); err != nil {
+		if err := p.save(ctx); err != nil {
 			return err
 		}
 	}
 	if err := f.SetTemplateDefault(ctx, version); err != nil {
 		return err
 	}
-	e.logf("made %s version %s the default (was %s): %s %q launches the default", e.templateKind(), version, current, e.groupKind(), e.group.GroupName())
+	p.logf("made %s version %s the default (was %s): %s %q launches the default", p.templateKind(), version, current, p.groupKind(), p.pool.GroupName())
 	return nil
 }
 
@@ -42,18 +53,18 @@ func (e *Engine) keepDefault(ctx context.Context, version string) error {
 // when every node of the group runs the target already (a run stopped in
 // its scale-down): the old default back would have the group launch what
 // none of its nodes runs. The target stays the default.
-func (e *Engine) abortDefault(ctx context.Context) (bool, error) {
-	cr := e.cfg.Record.Cloud
-	if cr == nil || cr.DefaultWas == "" || !e.allOnTarget() {
-		return e.restoreDefault(ctx)
+func (p *defaultPin) abortDefault(ctx context.Context) (bool, error) {
+	cr := p.cfg.Record.Cloud
+	if cr == nil || cr.DefaultWas == "" || !p.allOnTarget() {
+		return p.restoreDefault(ctx)
 	}
 	return false, nil
 }
 
 // allOnTarget reports whether no node of an in-place run is left to
 // upgrade; blue/green's rollback of green settles its default itself.
-func (e *Engine) allOnTarget() bool {
-	return !e.traits.WholeGroup && len(e.cfg.Plan.Outdated()) == 0
+func (p *defaultPin) allOnTarget() bool {
+	return !p.traits.WholeGroup && len(p.cfg.Plan.Outdated()) == 0
 }
 
 // settleDefault looks again, once abort's scale-down is over, at what the
@@ -62,26 +73,26 @@ func (e *Engine) allOnTarget() bool {
 // the default, so the group launches what its nodes run and a run after
 // abort rightly finds nothing to do; otherwise the old default stays and
 // a run upgrades the rest. The note says which.
-func (e *Engine) settleDefault(ctx context.Context) error {
-	cr := e.cfg.Record.Cloud
+func (p *defaultPin) settleDefault(ctx context.Context) error {
+	cr := p.cfg.Record.Cloud
 	if cr.TargetVersion == "" {
 		return nil // the run stopped before it pointed the group anywhere
 	}
-	onTarget, others, err := e.machineVersions(ctx, cr.TargetVersion)
+	onTarget, others, err := p.machineVersions(ctx, cr.TargetVersion)
 	if err != nil {
 		return err
 	}
-	group, lt := fmt.Sprintf("%s %q", e.groupKind(), e.group.GroupName()), e.templateKind()
+	group, lt := fmt.Sprintf("%s %q", p.groupKind(), p.pool.GroupName()), p.templateKind()
 	switch {
 	case others == 0 && onTarget > 0 && cr.DefaultWas != "":
-		return e.keepTargetDefault(ctx, onTarget)
-	case e.defaultBack && onTarget == 0:
-		e.note = joinNote(e.note, fmt.Sprintf("%s launches %s version %s again, the default before the run, which every node of it runs", group, lt, cr.DefaultWas))
-	case e.defaultBack:
-		e.note = joinNote(e.note, fmt.Sprintf("%s launches %s version %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
+		return p.keepTargetDefault(ctx, onTarget)
+	case p.defaultBack && onTarget == 0:
+		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s version %s again, the default before the run, which every node of it runs", group, lt, cr.DefaultWas))
+	case p.defaultBack:
+		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s version %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
 			group, lt, cr.DefaultWas, plan.Count(onTarget, "node"), cr.TargetVersion))
 	case others > 0 && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion:
-		e.note = joinNote(e.note, fmt.Sprintf("%s still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
+		p.note = joinNote(p.note, fmt.Sprintf("%s still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
 			group, lt, cr.TargetVersion, cr.FromVersion))
 	}
 	return nil
@@ -89,19 +100,19 @@ func (e *Engine) settleDefault(ctx context.Context) error {
 
 // machineVersions counts the group's machines, leaving ones aside, that
 // run version and that run another.
-func (e *Engine) machineVersions(ctx context.Context, version string) (onTarget, others int, err error) {
-	nodes, err := e.groupNodes()
+func (p *defaultPin) machineVersions(ctx context.Context, version string) (onTarget, others int, err error) {
+	nodes, err := p.groupNodes()
 	if err != nil {
 		return 0, 0, err
 	}
-	byNode, pending, err := e.group.Machines(ctx, nodes)
+	byNode, pending, err := p.pool.Machines(ctx, nodes)
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, m := range append(slices.Collect(maps.Values(byNode)), pending...) {
 		switch {
 		case m.Leaving():
-		case e.group.Current(m, version):
+		case p.pool.Current(m, version):
 			onTarget++
 		default:
 			others++
@@ -113,9 +124,9 @@ func (e *Engine) machineVersions(ctx context.Context, version string) (onTarget,
 // keepTargetDefault makes the target the default again where abort (this
 // one or one killed before) made the old one the default: every machine
 // left runs the target. A default someone else set is theirs and stays.
-func (e *Engine) keepTargetDefault(ctx context.Context, onTarget int) error {
-	cr := e.cfg.Record.Cloud
-	f, ok := e.group.(cloud.DefaultFollower)
+func (p *defaultPin) keepTargetDefault(ctx context.Context, onTarget int) error {
+	cr := p.cfg.Record.Cloud
+	f, ok := p.pool.(cloud.DefaultFollower)
 	if !ok {
 		return nil
 	}
@@ -128,16 +139,16 @@ func (e *Engine) keepTargetDefault(ctx context.Context, onTarget int) error {
 		if err := f.SetTemplateDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
-		e.logf("made %s version %s the default again: the %s left in %s %q run it", e.templateKind(), cr.TargetVersion, plan.Count(onTarget, "node"), e.groupKind(), e.group.GroupName())
+		p.logf("made %s version %s the default again: the %s left in %s %q run it", p.templateKind(), cr.TargetVersion, plan.Count(onTarget, "node"), p.groupKind(), p.pool.GroupName())
 	case cr.TargetVersion:
 	default:
 		return nil // restoreDefault named it
 	}
-	e.defaultBack = false
+	p.defaultBack = false
 	kept := fmt.Sprintf("every node of %s %q runs %s version %s, which stays the default (it was %s before the run)",
-		e.groupKind(), e.group.GroupName(), e.templateKind(), cr.TargetVersion, cr.DefaultWas)
-	e.note = joinNote(e.note, kept)
-	e.logf("%s", kept)
+		p.groupKind(), p.pool.GroupName(), p.templateKind(), cr.TargetVersion, cr.DefaultWas)
+	p.note = joinNote(p.note, kept)
+	p.logf("%s", kept)
 	return nil
 }
 
@@ -145,15 +156,15 @@ func (e *Engine) keepTargetDefault(ctx context.Context, onTarget int) error {
 // again (abort, and a blue/green rollback, which puts blue back). A
 // default someone changed since the run set it is theirs and stays. It
 // reports whether the old default is the default now.
-func (e *Engine) restoreDefault(ctx context.Context) (bool, error) {
-	cr := e.cfg.Record.Cloud
+func (p *defaultPin) restoreDefault(ctx context.Context) (bool, error) {
+	cr := p.cfg.Record.Cloud
 	if cr == nil || cr.DefaultWas == "" {
 		return false, nil
 	}
-	f, ok := e.group.(cloud.DefaultFollower)
+	f, ok := p.pool.(cloud.DefaultFollower)
 	if !ok {
-		e.note = joinNote(e.note, fmt.Sprintf("the run made version %s the default of the %s of %s %q (it was %s) but cannot reach the group to change it back: do it by hand", cr.TargetVersion, cr.TemplateKind, cr.GroupKind, cr.Group, cr.DefaultWas))
-		e.logf("%s", e.note)
+		p.note = joinNote(p.note, fmt.Sprintf("the run made version %s the default of the %s of %s %q (it was %s) but cannot reach the group to change it back: do it by hand", cr.TargetVersion, cr.TemplateKind, cr.GroupKind, cr.Group, cr.DefaultWas))
+		p.logf("%s", p.note)
 		return false, nil
 	}
 	_, current, err := f.TemplateDefault(ctx)
@@ -163,13 +174,13 @@ func (e *Engine) restoreDefault(ctx context.Context) (bool, error) {
 	case current == cr.DefaultWas:
 		return true, nil
 	case current != cr.TargetVersion:
-		e.note = joinNote(e.note, fmt.Sprintf("the default of the %s is version %s, set since the run made it %s: left so (it was %s before the run)", e.templateKind(), current, cr.TargetVersion, cr.DefaultWas))
-		e.logf("%s", e.note)
+		p.note = joinNote(p.note, fmt.Sprintf("the default of the %s is version %s, set since the run made it %s: left so (it was %s before the run)", p.templateKind(), current, cr.TargetVersion, cr.DefaultWas))
+		p.logf("%s", p.note)
 		return false, nil
 	}
 	if err := f.SetTemplateDefault(ctx, cr.DefaultWas); err != nil {
 		return false, err
 	}
-	e.logf("made %s version %s the default again (the run had made it %s)", e.templateKind(), cr.DefaultWas, current)
+	p.logf("made %s version %s the default again (the run had made it %s)", p.templateKind(), cr.DefaultWas, current)
 	return true, nil
 }

@@ -36,17 +36,17 @@ func surelyPlaced(perZone map[string]int, zones []string, n int) []string {
 
 // scaleUpZones are the zones of outdated nodes where a scale-up by n from
 // the group's nodes now surely launches a new node, and those it may not.
-func (e *Engine) scaleUpZones(n int) (wait, skipped []string) {
+func (r *eksRun) scaleUpZones(n int) (wait, skipped []string) {
 	perZone := map[string]int{}
-	nodes, err := e.groupNodes()
+	nodes, err := r.groupNodes()
 	if err != nil {
-		return e.cfg.Plan.OutdatedZones(), nil
+		return r.cfg.Plan.OutdatedZones(), nil
 	}
 	for _, node := range nodes {
 		perZone[node.Labels[plan.ZoneLabel]]++
 	}
-	placed := surelyPlaced(perZone, e.cfg.Plan.Zones, n)
-	for _, z := range e.cfg.Plan.OutdatedZones() {
+	placed := surelyPlaced(perZone, r.cfg.Plan.Zones, n)
+	for _, z := range r.cfg.Plan.OutdatedZones() {
 		if slices.Contains(placed, z) {
 			wait = append(wait, z)
 		} else {

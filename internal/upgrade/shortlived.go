@@ -5,7 +5,12 @@ import "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 // Short-lived: only point the group at the target; the outdated nodes are
 // left to end on their own.
 func init() {
-	registerSteps("short-lived", map[plan.Phase]step{
-		plan.PhaseSetup: unbatched((*Engine).setup),
-	})
+	registerSteps("short-lived", func(e *Engine) strategyRun { return shortLivedRun{e} })
+}
+
+// shortLivedRun is the short-lived strategy's execution.
+type shortLivedRun struct{ *Engine }
+
+func (r shortLivedRun) steps() map[plan.Phase]step {
+	return map[plan.Phase]step{plan.PhaseSetup: unbatched(r.group.setup)}
 }

@@ -2,55 +2,329 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/capacity"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // step performs one phase of a run; batch is the state's batch.
-type step func(e *Engine, ctx context.Context, batch int) error
+type step func(ctx context.Context, batch int) error
 
-// strategySteps are the steps each strategy runs, by phase: a strategy's
-// execution, registered in its own file beside the steps only it takes.
-var strategySteps = map[string]map[plan.Phase]step{}
+// strategyRun is a strategy's execution in one run: a type of its own,
+// in the strategy's file, holding what only it needs, whose steps call
+// the engine's toolkit (the batch steps, hooks, waits, node writes) and
+// the cloud group's.
+type strategyRun interface {
+	// steps are the steps only this strategy runs, by phase.
+	steps() map[plan.Phase]step
+}
+
+// strategyRuns make each strategy's run for an engine, registered in its
+// own file.
+var strategyRuns = map[string]func(e *Engine) strategyRun{}
+
+// registerSteps registers the execution of strategy: newRun makes its
+// run type, whose steps come with the batch toolkit's.
+func registerSteps(strategy string, newRun func(e *Engine) strategyRun) {
+	strategyRuns[strategy] = newRun
+}
 
 // batchSteps are the toolkit every strategy's batches share: wait for
 // room, drain, cordon, remove, wait for the workloads.
-var batchSteps = map[plan.Phase]step{
-	plan.PhaseRoom:    (*Engine).waitForRoom,
-	plan.PhaseDrain:   (*Engine).drainBatch,
-	plan.PhaseCordon:  (*Engine).cordonBatch,
-	plan.PhaseRemove:  (*Engine).removeBatch,
-	plan.PhaseRecover: (*Engine).waitRecovered,
+func (e *Engine) batchSteps() map[plan.Phase]step {
+	return map[plan.Phase]step{
+		plan.PhaseRoom:    e.waitForRoom,
+		plan.PhaseDrain:   e.drainBatch,
+		plan.PhaseCordon:  e.cordonBatch,
+		plan.PhaseRemove:  e.removeBatch,
+		plan.PhaseRecover: e.waitRecovered,
+	}
 }
 
-// registerSteps registers the steps of strategy: its own, and the batch
-// toolkit.
-func registerSteps(strategy string, own map[plan.Phase]step) {
-	steps := map[plan.Phase]step{}
-	for phase, s := range batchSteps {
-		steps[phase] = s
+// stepsOf makes the run of e's strategy and returns its steps by phase,
+// with the batch toolkit's; nil for a strategy that registered none.
+func stepsOf(e *Engine) (strategyRun, map[plan.Phase]step) {
+	if e.cfg.Plan.Managed != nil {
+		run := newManagedRun(e)
+		return run, run.steps()
 	}
-	for phase, s := range own {
-		steps[phase] = s
+	newRun, ok := strategyRuns[e.strategy.Name()]
+	if !ok {
+		return nil, nil
 	}
-	strategySteps[strategy] = steps
+	run := newRun(e)
+	steps := e.batchSteps()
+	maps.Copy(steps, run.steps())
+	return run, steps
 }
 
 // unbatched adapts a step that takes no batch.
-func unbatched(f func(e *Engine, ctx context.Context) error) step {
-	return func(e *Engine, ctx context.Context, _ int) error { return f(e, ctx) }
+func unbatched(f func(ctx context.Context) error) step {
+	return func(ctx context.Context, _ int) error { return f(ctx) }
 }
 
 // step performs one phase with the strategy's step for it, or the
 // service's where the cloud's service runs the update.
 func (e *Engine) step(ctx context.Context, s plan.State) error {
-	if e.cfg.Plan.Managed != nil {
-		return e.serviceStep(ctx, s)
-	}
-	run, ok := strategySteps[e.strategy.Name()][s.Phase]
-	if !ok {
+	run, ok := e.steps[s.Phase]
+	switch {
+	case !ok && e.cfg.Plan.Managed != nil:
+		return fmt.Errorf("cannot run phase %q of a service's update: no step does it", s.Phase)
+	case !ok:
 		return fmt.Errorf("cannot run phase %q: strategy %q has no step for it", s.Phase, e.strategy.Name())
 	}
-	return run(e, ctx, s.Batch)
+	return run(ctx, s.Batch)
+}
+
+// waitForRoom holds a batch until the pods it will evict fit on the nodes
+// that stay schedulable, so nothing is evicted into Pending.
+func (e *Engine) waitForRoom(ctx context.Context, i int) error {
+	names := e.batchNodes(i)
+	// Where every outdated node is held off (tainted or cordoned), none
+	// takes pods; otherwise the other old nodes stay schedulable.
+	excluded := sets.New(names...)
+	if e.traits.OutdatedHeldOff {
+		excluded = sets.New(e.cfg.Plan.OutdatedNames()...)
+	}
+	failure := fmt.Sprintf("not enough room for batch %d", i+1)
+	advice := "add capacity or lower --max-unavailable, then run again, or put the group back in service with \"kubectl nodeupgrade abort\""
+	if room := e.view.room(names, excluded); !room.Fits() {
+		// Waiting makes sense only while something can add a node.
+		if source, err := e.capacitySource(ctx); err != nil {
+			return err
+		} else if source == "" {
+			return fmt.Errorf("%s: %s, and nothing will add a node (no machine of the group is on its way, no cluster autoscaler or Karpenter runs); %s", failure, room, advice)
+		}
+	}
+	return e.awaitRoom(ctx, e.batchLabel(i), names, excluded, failure, advice)
+}
+
+// capacitySource names what can still add a node while a batch waits for
+// room: machines of the group launched but not yet Ready nodes, or an
+// autoscaler's pod; "" when nothing can.
+func (e *Engine) capacitySource(ctx context.Context) (string, error) {
+	if e.group.pool != nil {
+		nodes, err := e.groupNodes()
+		if err != nil {
+			return "", err
+		}
+		sizes, err := e.group.pool.Sizes(ctx)
+		if err != nil {
+			return "", err
+		}
+		ready := 0
+		for _, n := range nodes {
+			if capacity.NodeReady(n) && !n.Spec.Unschedulable {
+				ready++
+			}
+		}
+		if int(sizes.Desired) > ready {
+			return fmt.Sprintf("%d machines of %s %q on their way", int(sizes.Desired)-ready, e.groupKind(), e.group.pool.GroupName()), nil
+		}
+	}
+	if p := e.view.autoscalerPod(); p != "" {
+		return "pod " + p, nil
+	}
+	return "", nil
+}
+
+// awaitRoom waits, up to --node-ready-timeout and driven by node and pod
+// events, until the pods of names fit on the nodes not excluded.
+func (e *Engine) awaitRoom(ctx context.Context, what string, names []string, excluded sets.Set[string], failure, advice string) error {
+	room := e.view.room(names, excluded)
+	if room.Fits() {
+		return nil
+	}
+	e.logf("%s: waiting up to %s for room: %s", what, e.cfg.NodeReadyTimeout, room)
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.NodeReadyTimeout)
+	defer cancel()
+	room, err := e.view.waitForRoom(wctx, names, excluded, time.Second, func(r capacity.Room) {
+		e.progress.waitingFor("room for pods " + listNames(r.PodNames(), waitNamesShown))
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("%s after %s: %s; %s", failure, e.cfg.NodeReadyTimeout, room, advice)
+	}
+	return err
+}
+
+func (e *Engine) drainBatch(ctx context.Context, i int) error {
+	e.evicted = e.evicted[:0]
+	defer func() {
+		// What was listed before the drain and not evicted is not recovering.
+		e.recordRecovering(OwnersOf(e.evicted), e.intended)
+		e.intended = nil
+	}()
+	// A node gone meanwhile (the autoscaler removed it) has nothing left
+	// to drain.
+	names := slices.DeleteFunc(e.batchNodes(i), func(n string) bool { return !e.nodeExists(n) })
+	if len(names) == 0 {
+		return nil
+	}
+	if e.traits.CordonBeforeDrain {
+		if err := e.setUnschedulable(ctx, names, true); err != nil {
+			return err
+		}
+	}
+	if err := e.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
+		return err
+	}
+	if err := e.excludeFromLoadBalancers(ctx, names); err != nil {
+		return err
+	}
+	e.logf("%s: draining %s", e.batchLabel(i), quoteAll(names))
+	e.progress.waitingFor("the pods to leave " + listNames(quoteEach(names), waitNamesShown))
+	for _, n := range names {
+		e.cfg.Events.Node(ctx, n, corev1.EventTypeNormal, "NodeUpgradeDraining", "draining for %s, batch %d of %d", e.planDescription(), i+1, len(e.cfg.Plan.Batches))
+	}
+	dctx, cancel := e.drainContext(ctx)
+	defer cancel(nil)
+	results, err := e.drainer.DrainNodes(dctx, names)
+	if cause := context.Cause(dctx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause // the last batch's workloads did not recover
+	}
+	for _, r := range results {
+		e.evicted = append(e.evicted, r.Evicted...)
+	}
+	var failure *drain.PodEvictionFailure
+	if errors.As(err, &failure) {
+		e.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())
+	}
+	if err != nil {
+		return err
+	}
+	// Without a Cordon phase next (blue/green keeps its drained nodes until
+	// DeleteBlue), the drain is all there is before the post-drain hook.
+	if e.strategy.Next(plan.State{Phase: plan.PhaseDrain, Batch: i}, e.flow()).Phase != plan.PhaseCordon {
+		return e.hooks.run(ctx, plan.HookPostDrain, names)
+	}
+	return nil
+}
+
+func (e *Engine) cordonBatch(ctx context.Context, i int) error {
+	names := e.batchNodes(i)
+	if err := e.setUnschedulable(ctx, names, true); err != nil {
+		return err
+	}
+	for _, name := range names {
+		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeCordoned", "drained and cordoned; removal in %s", e.cfg.PostDrainWait)
+	}
+	if err := e.postDrainWait(ctx, fmt.Sprintf("%s: cordoned %s", e.batchLabel(i), quoteAll(names)), "them"); err != nil {
+		return err
+	}
+	return e.hooks.run(ctx, plan.HookPostDrain, names)
+}
+
+// postDrainWait gives load balancers --post-drain-wait to stop sending
+// traffic to drained, cordoned nodes.
+func (e *Engine) postDrainWait(ctx context.Context, what, them string) error {
+	if e.cfg.PostDrainWait <= 0 {
+		return nil
+	}
+	e.logf("%s; waiting %s for load balancers to deregister %s", what, e.cfg.PostDrainWait, them)
+	e.progress.waitingFor(fmt.Sprintf("load balancers to deregister %s (until %s)", them, e.cfg.Now().Add(e.cfg.PostDrainWait).Format("15:04:05")))
+	return sleep(ctx, e.cfg.PostDrainWait)
+}
+
+// sleep waits d, or less if ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (e *Engine) removeBatch(ctx context.Context, i int) error {
+	if err := e.hooks.run(ctx, plan.HookPreTerminate, e.batchNodes(i)); err != nil {
+		return err
+	}
+	if err := e.deregister(ctx, e.batchLabel(i), e.batchNodes(i)); err != nil {
+		return err
+	}
+	leaving := map[string]string{}
+	for _, name := range e.batchNodes(i) {
+		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeRemoved", "removing: %s", e.cfg.Provider.Describe())
+		id, err := e.group.machineOf(ctx, name)
+		if err != nil {
+			return fmt.Errorf("error when removing node %q: %w", name, err)
+		}
+		removed, err := e.removeNode(ctx, name)
+		if err != nil {
+			return fmt.Errorf("error when removing node %q: %w", name, err)
+		}
+		e.logf("%s: %s", e.nodeWithMachine(i, name), removed)
+		e.done = append(e.done, name)
+		leaving[name] = id
+		if err := e.record(ctx, plan.State{Phase: plan.PhaseRemove, Batch: i}); err != nil {
+			return err
+		}
+	}
+	if err := e.group.awaitGone(ctx, leaving); err != nil {
+		return err
+	}
+	if e.traits.SurgeReplaces && e.group.pool != nil {
+		_, err := e.group.restoreMax(ctx)
+		return err
+	}
+	return nil
+}
+
+// removeNode takes a drained node out: where a surge node replaced it, its
+// machine goes with the desired size lowered while that is above the
+// recorded one; otherwise as the provider removes nodes (the group
+// replaces it). It returns what it did, for the log.
+func (e *Engine) removeNode(ctx context.Context, name string) (string, error) {
+	e.written.forget(name) // no write of the run's follows
+	r, ok := e.cfg.Provider.(cloud.Remover)
+	if !ok {
+		return "", fmt.Errorf("cannot remove node %q: provider %q does not remove nodes", name, e.cfg.Provider.Name())
+	}
+	cr := e.cfg.Record.Cloud
+	if !e.traits.SurgeReplaces || e.group.pool == nil || cr == nil || cr.Original == nil {
+		return r.Describe(), r.RemoveNode(ctx, name)
+	}
+	sizes, err := e.group.pool.Sizes(ctx)
+	if err != nil {
+		return "", err
+	}
+	if sizes.Desired <= cr.Original.Desired {
+		return r.Describe(), r.RemoveNode(ctx, name)
+	}
+	if err := e.group.holdRebalance(ctx); err != nil {
+		return "", err
+	}
+	g, err := e.group.resizer()
+	if err != nil {
+		return "", err
+	}
+	if err := g.Shrink(ctx, name); err != nil {
+		return "", err
+	}
+	e.group.shrunk.Insert(name)
+	cr.LastDesired = sizes.Desired - 1
+	return "machine removed with the desired size lowered; a surge node replaced it", e.save(ctx)
+}
+
+// nodeWithMachine names a node of batch i with its machine's ID where the
+// plan knows it, so "terminate the instance" says which.
+func (e *Engine) nodeWithMachine(i int, name string) string {
+	for _, n := range e.cfg.Plan.Batches[i].Nodes {
+		if n.Name == name && n.InstanceID != "" {
+			return fmt.Sprintf("node %q (instance %s)", name, n.InstanceID)
+		}
+	}
+	return fmt.Sprintf("node %q", name)
 }

@@ -31,8 +31,11 @@ func TestEveryPhaseOfEveryStrategyHasAStep(t *testing.T) {
 				if s.Traits().Rollback == plan.RollbackGreen {
 					phases[plan.PhaseRollback] = true
 				}
+				e := &Engine{cfg: Config{Plan: &plan.Plan{}}, strategy: s}
+				e.group = newCloudGroup(e)
+				_, steps := stepsOf(e)
 				for p := range phases {
-					if _, ok := strategySteps[name][p]; !ok {
+					if _, ok := steps[p]; !ok {
 						t.Errorf("phase %s has no step", p)
 					}
 				}

@@ -23,8 +23,8 @@ import (
 // evens nothing (the cloud launched elsewhere: no capacity in the empty
 // zone) ends it, with the rebalancing left suspended and the note saying
 // how to resume it.
-func (e *Engine) evenZones(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes) error {
-	r, ok := e.group.(cloud.Rebalancer)
+func (s *shrinker) evenZones(ctx context.Context, cr *state.CloudRecord, orig plan.Sizes) error {
+	r, ok := s.pool.(cloud.Rebalancer)
 	if !ok || !cr.RebalanceHeld {
 		return nil // the run lets nothing rebalance that was not before it
 	}
@@ -34,7 +34,7 @@ func (e *Engine) evenZones(ctx context.Context, cr *state.CloudRecord, orig plan
 	}
 	lastUneven := -1
 	for {
-		count, _, err := e.machinesPerZone(ctx, zones)
+		count, _, err := s.machinesPerZone(ctx, zones)
 		if err != nil {
 			return err
 		}
@@ -42,28 +42,28 @@ func (e *Engine) evenZones(ctx context.Context, cr *state.CloudRecord, orig plan
 			return nil
 		}
 		if lastUneven >= 0 && unevenness(count) >= lastUneven {
-			return e.leaveRebalanceHeld(ctx, r, cr, zones, count)
+			return s.leaveRebalanceHeld(ctx, r, &cr.Holds, zones, count)
 		}
 		lastUneven = unevenness(count)
-		sizes, err := e.group.Sizes(ctx)
+		sizes, err := s.pool.Sizes(ctx)
 		if err != nil {
 			return err
 		}
-		e.logf("zones of %s %q are uneven (%s): one machine more, which the cloud launches in the emptiest zone, then one drained off the fullest, before %s resumes",
-			e.groupKind(), e.group.GroupName(), zoneCounts(zones, count), r.RebalanceName())
+		s.logf("zones of %s %q are uneven (%s): one machine more, which the cloud launches in the emptiest zone, then one drained off the fullest, before %s resumes",
+			s.groupKind(), s.pool.GroupName(), zoneCounts(zones, count), r.RebalanceName())
 		// Recorded first: the raise is the run's, not the autoscaler's.
 		want := sizes.Desired + 1
 		cr.LastDesired = want
-		if err := e.save(ctx); err != nil {
+		if err := s.save(ctx); err != nil {
 			return err
 		}
 		if err := r.SetDesiredAndMax(ctx, want, max(sizes.Max, want)); err != nil {
 			return err
 		}
-		if err := e.awaitMachines(ctx, int(want), orig); err != nil {
+		if err := s.awaitMachines(ctx, int(want), orig); err != nil {
 			return err
 		}
-		autoscaled, err := e.shrinkToOriginal(ctx, cr, orig)
+		autoscaled, err := s.shrinkToOriginal(ctx, &cr.ScaleRecord, orig)
 		if err != nil || autoscaled {
 			return err
 		}
@@ -73,22 +73,22 @@ func (e *Engine) evenZones(ctx context.Context, cr *state.CloudRecord, orig plan
 // leaveRebalanceHeld hands the suspended rebalancing over to the operator:
 // the run cannot even the zones out, and resumed it would terminate a node
 // nobody drained.
-func (e *Engine) leaveRebalanceHeld(ctx context.Context, r cloud.Rebalancer, cr *state.CloudRecord, zones []string, count map[string]int) error {
-	cr.RebalanceHeld, e.rebalanceHeld = false, false
-	e.note = joinNote(e.note, fmt.Sprintf("%s of %s %q stays suspended: its zones are uneven (%s) and the machine added to even them did not go to the emptiest zone, so resumed it would terminate a node nobody drained; drain a node of the fullest zone and resume %s when the zones are even",
-		r.RebalanceName(), e.groupKind(), e.group.GroupName(), zoneCounts(zones, count), r.RebalanceName()))
-	e.logf("%s", e.cfg.Color.Yellow(e.note))
-	return e.save(ctx)
+func (s *shrinker) leaveRebalanceHeld(ctx context.Context, r cloud.Rebalancer, holds *state.Holds, zones []string, count map[string]int) error {
+	holds.RebalanceHeld, s.rebalanceHeld = false, false
+	s.note = joinNote(s.note, fmt.Sprintf("%s of %s %q stays suspended: its zones are uneven (%s) and the machine added to even them did not go to the emptiest zone, so resumed it would terminate a node nobody drained; drain a node of the fullest zone and resume %s when the zones are even",
+		r.RebalanceName(), s.groupKind(), s.pool.GroupName(), zoneCounts(zones, count), r.RebalanceName()))
+	s.logf("%s", s.cfg.Color.Yellow(s.note))
+	return s.save(ctx)
 }
 
 // machinesPerZone counts the group's machines that are not leaving, by
 // zone, and those of them with a Ready node.
-func (e *Engine) machinesPerZone(ctx context.Context, zones []string) (map[string]int, int, error) {
-	nodes, err := e.groupNodes()
+func (s *shrinker) machinesPerZone(ctx context.Context, zones []string) (map[string]int, int, error) {
+	nodes, err := s.groupNodes()
 	if err != nil {
 		return nil, 0, err
 	}
-	byNode, pending, err := e.group.Machines(ctx, nodes)
+	byNode, pending, err := s.pool.Machines(ctx, nodes)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -115,10 +115,10 @@ func (e *Engine) machinesPerZone(ctx context.Context, zones []string) (map[strin
 
 // awaitMachines waits, up to --node-ready-timeout, until the group runs
 // wanted machines with a Ready node, whatever version they launched.
-func (e *Engine) awaitMachines(ctx context.Context, wanted int, orig plan.Sizes) error {
+func (s *shrinker) awaitMachines(ctx context.Context, wanted int, orig plan.Sizes) error {
 	launched := 0
-	return e.awaitNodes(ctx, func(ctx context.Context) (bool, error) {
-		count, ready, err := e.machinesPerZone(ctx, nil)
+	return s.awaitNodes(ctx, func(ctx context.Context) (bool, error) {
+		count, ready, err := s.machinesPerZone(ctx, nil)
 		if err != nil {
 			return false, err
 		}
@@ -126,10 +126,10 @@ func (e *Engine) awaitMachines(ctx context.Context, wanted int, orig plan.Sizes)
 		for _, n := range count {
 			launched += n
 		}
-		e.progress.waitingFor(fmt.Sprintf("%d/%d machines with a Ready node", ready, wanted))
+		s.progress.waitingFor(fmt.Sprintf("%d/%d machines with a Ready node", ready, wanted))
 		return ready >= wanted, nil
 	}, func() *NodeCreationFailure {
-		return &NodeCreationFailure{Group: e.group.GroupName(), GroupKind: e.groupKind(), Timeout: e.cfg.NodeReadyTimeout, Launched: launched, Wanted: wanted, Original: orig}
+		return &NodeCreationFailure{Group: s.pool.GroupName(), GroupKind: s.groupKind(), Timeout: s.cfg.NodeReadyTimeout, Launched: launched, Wanted: wanted, Original: orig}
 	})
 }
 

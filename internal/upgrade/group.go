@@ -1,0 +1,256 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// ScaleDownDisabledAnnotation keeps the cluster autoscaler from removing a
+// node; new nodes carry it while a run is in progress, so the autoscaler
+// does not take away the capacity the upgrade counts on.
+const ScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+
+// cloudGroup is the provider's cloud group and the run's record of it:
+// the toolkit of the strategies that change a group (point it at the
+// target, resize it, wait for its new nodes, scale it back down), each
+// change recorded before it is made. pool is nil where the provider's
+// nodes are no cloud group.
+type cloudGroup struct {
+	*Engine
+	pool cloud.Pool
+	// shrunk are the nodes the run removed with the desired size lowered.
+	shrunk sets.Set[string]
+	// protected are the nodes this process annotated scale-down-disabled:
+	// the informer may not show the annotation yet when it is taken off.
+	protected sets.Set[string]
+	// rebalanceHeld says this process suspended the group's rebalancing.
+	rebalanceHeld bool
+	pin           *defaultPin // the template default the group follows
+	shrink        *shrinker   // the scale-down back to the sizes before the run
+}
+
+func newCloudGroup(e *Engine) *cloudGroup {
+	g := &cloudGroup{Engine: e, shrunk: sets.New[string](), protected: sets.New[string]()}
+	if p, ok := e.cfg.Provider.(cloud.Pool); ok {
+		g.pool = p
+	}
+	g.pin, g.shrink = &defaultPin{cloudGroup: g}, &shrinker{cloudGroup: g}
+	return g
+}
+
+// cloudRecord is the run's cloud record, created on first use.
+func (cg *cloudGroup) cloudRecord() *state.CloudRecord {
+	if cg.cfg.Record.Cloud == nil {
+		cg.cfg.Record.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: cg.cfg.Provider.Name(), Group: cg.pool.GroupName(), GroupKind: cg.groupKind(), TemplateKind: cg.templateKind()}}
+	}
+	return cg.cfg.Record.Cloud
+}
+
+// setup points the group at the target configuration.
+func (cg *cloudGroup) setup(ctx context.Context) error {
+	cr := cg.cloudRecord()
+	if cr.FromVersion == "" && cg.cfg.Plan.Cloud != nil {
+		cr.FromVersion = cg.cfg.Plan.Cloud.CurrentVersion
+		if err := cg.save(ctx); err != nil {
+			return err
+		}
+	}
+	if err := cg.holdUpdates(ctx); err != nil {
+		return err
+	}
+	g, err := cg.resizer()
+	if err != nil {
+		return err
+	}
+	version, err := g.Setup(ctx)
+	if err != nil {
+		return err
+	}
+	if err := cg.pin.keepDefault(ctx, version); err != nil {
+		return err
+	}
+	if cr.TargetVersion != version {
+		cg.logf("%s %q launches %s version %s", cg.groupKind(), cg.pool.GroupName(), cg.templateKind(), version)
+	}
+	cr.TargetVersion = version
+	return cg.save(ctx)
+}
+
+// resizer is the provider as a Group the run resizes itself. The
+// strategies that resize need plan.CapGroup, so a plan gives them no
+// other provider; one that only reads its group (an EKS managed node
+// group, whose sizes are EKS's) is refused here all the same.
+func (cg *cloudGroup) resizer() (cloud.Group, error) {
+	if g, ok := cg.pool.(cloud.Group); ok {
+		return g, nil
+	}
+	return nil, fmt.Errorf("cannot resize the node group: provider %q leaves the sizes of %s %q to its cloud service", cg.cfg.Provider.Name(), cg.groupKind(), cloud.GroupName(cg.cfg.Provider))
+}
+
+// groupKind and templateKind are the provider's words for its group and
+// its templates, from the plan.
+func (e *Engine) groupKind() string {
+	if c := e.cfg.Plan.Cloud; c != nil && c.GroupKind != "" {
+		return c.GroupKind
+	}
+	return "group"
+}
+
+func (e *Engine) templateKind() string {
+	if c := e.cfg.Plan.Cloud; c != nil && c.TemplateKind != "" {
+		return c.TemplateKind
+	}
+	return "template"
+}
+
+// recordOriginal records the group's sizes before the run's first change
+// to them, so a re-run never raises twice and the end restores them.
+func (cg *cloudGroup) recordOriginal(ctx context.Context, scaleUp int32) (plan.Sizes, error) {
+	cr := cg.cloudRecord()
+	if cr.Original == nil {
+		sizes, err := cg.pool.Sizes(ctx)
+		if err != nil {
+			return plan.Sizes{}, err
+		}
+		cr.Original, cr.ScaleUp, cr.LastDesired, cr.ScaledFor = &sizes, scaleUp, sizes.Desired+scaleUp, cr.TargetVersion
+		if err := cg.save(ctx); err != nil {
+			return plan.Sizes{}, err
+		}
+	}
+	return *cr.Original, nil
+}
+
+// raise brings desired and max up to the recorded sizes plus by, never
+// lowering either; it returns the sizes before and after.
+func (cg *cloudGroup) raise(ctx context.Context, by int32) (from, to plan.Sizes, err error) {
+	cr := cg.cloudRecord()
+	from, err = cg.pool.Sizes(ctx)
+	if err != nil {
+		return from, from, err
+	}
+	to = from
+	to.Desired, to.Max = max(from.Desired, cr.Original.Desired+by), max(from.Max, cr.Original.Max+by)
+	if to == from {
+		return from, to, nil
+	}
+	g, err := cg.resizer()
+	if err != nil {
+		return from, from, err
+	}
+	return from, to, g.SetDesiredAndMax(ctx, to.Desired, to.Max)
+}
+
+// restoreMax brings max back to the recorded one, as far as the desired
+// size allows.
+func (cg *cloudGroup) restoreMax(ctx context.Context) (plan.Sizes, error) {
+	sizes, err := cg.pool.Sizes(ctx)
+	if err != nil {
+		return sizes, err
+	}
+	cr := cg.cfg.Record.Cloud
+	if cr == nil || cr.Original == nil {
+		return sizes, nil
+	}
+	if m := max(cr.Original.Max, sizes.Desired); sizes.Max != m {
+		g, err := cg.resizer()
+		if err != nil {
+			return sizes, err
+		}
+		if err := g.SetMax(ctx, m); err != nil {
+			return sizes, err
+		}
+		sizes.Max = m
+	}
+	return sizes, nil
+}
+
+// protectNewNodes puts the scale-down-disabled annotation on the group's
+// nodes that are not outdated (on), or takes it off every node of the
+// group (off).
+func (cg *cloudGroup) protectNewNodes(ctx context.Context, on bool) error {
+	nodes, err := cg.groupNodes()
+	if err != nil {
+		return err
+	}
+	outdated := sets.New(cg.cfg.Plan.OutdatedNames()...)
+	var names []string
+	for _, n := range nodes {
+		_, has := n.Annotations[ScaleDownDisabledAnnotation]
+		if on && !has && !cg.protected.Has(n.Name) && !outdated.Has(n.Name) && !n.Spec.Unschedulable || !on && (has || cg.protected.Has(n.Name)) {
+			names = append(names, n.Name)
+		}
+	}
+	var value *string
+	if on {
+		value = ptr.To("true")
+	}
+	if err := cg.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, value); err != nil {
+		return err
+	}
+	if on {
+		cg.protected.Insert(names...)
+	} else {
+		cg.protected.Delete(names...)
+	}
+	return nil
+}
+
+// holdRebalance suspends the group's own rebalancing between zones before
+// a termination that lowers the desired size, unless it was suspended
+// before the run. The intent is recorded first, so a run killed after the
+// call still resumes it.
+func (cg *cloudGroup) holdRebalance(ctx context.Context) error {
+	r, ok := cg.pool.(cloud.Rebalancer)
+	cr := cg.cloudRecord()
+	if !ok || cr.RebalanceWasHeld || cg.rebalanceHeld {
+		return nil
+	}
+	if !cr.RebalanceHeld {
+		held, err := r.RebalanceHeld(ctx)
+		if err != nil {
+			return err
+		}
+		if held {
+			cr.RebalanceWasHeld = true
+			cg.logf("%s of %s %q was suspended before the run: left so", r.RebalanceName(), cg.groupKind(), cg.pool.GroupName())
+			return cg.save(ctx)
+		}
+		cr.RebalanceHeld = true
+		if err := cg.save(ctx); err != nil {
+			return err
+		}
+	}
+	if err := r.HoldRebalance(ctx); err != nil {
+		return err
+	}
+	cg.rebalanceHeld = true
+	cg.logf("suspended %s of %s %q while the run removes nodes with the desired size lowered", r.RebalanceName(), cg.groupKind(), cg.pool.GroupName())
+	return nil
+}
+
+// releaseRebalance resumes the rebalancing the run suspended.
+func (cg *cloudGroup) releaseRebalance(ctx context.Context) error {
+	cr := cg.cfg.Record.Cloud
+	if cr == nil || !cr.RebalanceHeld {
+		return nil
+	}
+	r, ok := cg.pool.(cloud.Rebalancer)
+	if !ok {
+		cg.note = joinNote(cg.note, fmt.Sprintf("the run suspended the rebalancing of %s %q between zones but cannot reach the group to resume it: resume it by hand", cr.GroupKind, cr.Group))
+		cg.logf("%s", cg.note)
+		return nil
+	}
+	if err := r.ReleaseRebalance(ctx); err != nil {
+		return err
+	}
+	cr.RebalanceHeld, cg.rebalanceHeld = false, false
+	cg.logf("resumed %s of %s %q", r.RebalanceName(), cg.groupKind(), cg.pool.GroupName())
+	return cg.save(ctx)
+}
