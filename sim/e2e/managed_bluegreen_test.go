@@ -174,33 +174,48 @@ func TestManagedNodeGroupBlueGreenRollbackAndAbort(t *testing.T) {
 
 // TestManagedNodeGroupBlueGreenKilledAfterDeletingBlue kills a blue/green
 // run of a managed group in its last phase, then deletes blue's node
-// group as the killed run's DeleteNodegroup would have: no node carries
-// blue's name any more. abort refuses (deleting blue cannot be undone),
-// and the same run command finishes on green.
+// group as the killed run's DeleteNodegroup would have: the run again
+// finds it being deleted (its nodes still there), or gone (no node
+// carries blue's name any more). abort refuses (deleting blue cannot be
+// undone), and the same run command finishes on green.
 func TestManagedNodeGroupBlueGreenKilledAfterDeletingBlue(t *testing.T) {
 	t.Parallel()
-	const name = "mng-bg-gone"
-	m, watch := setupManagedBlue(t, name)
-	args := managedBlueGreenArgs(name, "0s")
-	if killed, out := runAndKill(t, m.cmd(sim.Kubeconfig, args...), killPoint{name: "delete-blue", marker: "deleting blue:"}); !killed {
-		t.Fatalf("the run ended before it deleted blue:\n%s", out)
-	}
-	if err := m.srv.DeleteNodegroup(m.cluster, name); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.srv.WaitNodegroupGone(testContext(t, 2*time.Minute), m.cluster, name); err != nil {
-		t.Fatal(err)
-	}
-	if r := m.run(t, "abort", name, "--yes"); r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "deleting blue") {
-		t.Errorf("abort after blue was deleted: %s; want exit %d, deleting blue", r, nodeupgrade.ExitUsage)
-	}
-	r := m.run(t, args...)
-	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "is gone already") || !strings.Contains(r.stdout, "the node group is \""+managedGreen(name)+"\" from now on") {
-		t.Fatalf("the run after blue was deleted must finish on green: %s", r)
-	}
-	assertNoViolations(t, watch.Stop())
-	m.assertGreenServes(t)
-	if again := m.run(t, "status", name); again.code != nodeupgrade.ExitOK || strings.Contains(again.stdout, "DeleteBlue") {
-		t.Errorf("status after the run finished: %s", again)
+	for _, tc := range []struct {
+		name     string
+		waitGone bool
+		want     string // what the run says of blue
+	}{
+		{"deleting", false, "deleting blue"},
+		{"gone", true, "is gone already"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			name := "mng-bg-" + tc.name
+			m, watch := setupManagedBlue(t, name)
+			args := managedBlueGreenArgs(name, "0s")
+			if killed, out := runAndKill(t, m.cmd(sim.Kubeconfig, args...), killPoint{name: "delete-blue", marker: "deleting blue:"}); !killed {
+				t.Fatalf("the run ended before it deleted blue:\n%s", out)
+			}
+			if err := m.srv.DeleteNodegroup(m.cluster, name); err != nil {
+				t.Fatal(err)
+			}
+			if tc.waitGone {
+				if err := m.srv.WaitNodegroupGone(testContext(t, 2*time.Minute), m.cluster, name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if r := m.run(t, "abort", name, "--yes"); r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "deleting blue") {
+				t.Errorf("abort after blue's delete: %s; want exit %d, deleting blue", r, nodeupgrade.ExitUsage)
+			}
+			r := m.run(t, args...)
+			if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, tc.want) || !strings.Contains(r.stdout, "the node group is \""+managedGreen(name)+"\" from now on") {
+				t.Fatalf("the run after blue's delete must finish on green: %s", r)
+			}
+			assertNoViolations(t, watch.Stop())
+			m.assertGreenServes(t)
+			if st := m.run(t, "status", name); st.code != nodeupgrade.ExitOK || strings.Contains(st.stdout, "DeleteBlue") {
+				t.Errorf("status after the run finished: %s", st)
+			}
+		})
 	}
 }
