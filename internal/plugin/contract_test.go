@@ -144,15 +144,19 @@ func TestNewProviderRunsEveryCapability(t *testing.T) {
 		launches string   // what the group launches before the run ("1": not the target)
 		args     []string // the strategy's flags
 		plan     []string // the plan says these too
+		notPlan  []string // and not these: phases the run skips
 		calls    []string // the cloud's changes, in this order
 		never    []string // calls that must not happen
 		group    string   // the group left, at the sizes before the run
 	}{
 		{name: "Remover/eks", kind: fakecloud.Remover, launches: "2", args: []string{"--strategy", "eks"},
+			plan: []string{"1. Taint", "2. Upgrade", "Scale-up:        none"}, notPlan: []string{"Setup", "ScaleUp", "ScaleDown", "desired 3 -> 7"},
 			calls: []string{"RemoveNode", "RemoveNode", "RemoveNode"}, never: []string{"Setup", "SetDesiredAndMax"}},
 		{name: "Remover/surge without surge nodes", kind: fakecloud.Remover, launches: "2", args: []string{"--strategy", "surge", "--max-surge", "0", "--max-unavailable", "1"},
+			plan: []string{"1. Surge"}, notPlan: []string{"Setup"},
 			calls: []string{"RemoveNode", "RemoveNode", "RemoveNode"}, never: []string{"Setup", "SetDesiredAndMax"}},
 		{name: "Group/eks", kind: fakecloud.Resizable, args: []string{"--strategy", "eks"},
+			plan: []string{"1. Setup", "2. ScaleUp", "5. ScaleDown"},
 			calls: []string{"Setup 2", "SetDesiredAndMax 7 8", "RemoveNode", "RemoveNode", "RemoveNode", "Shrink", "Shrink", "Shrink", "Shrink", "SetMax 4"}, group: contractGroup},
 		{name: "Group/surge", kind: fakecloud.Resizable, args: []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0"},
 			calls: []string{"Setup 2", "SetDesiredAndMax 4 5", "Shrink", "SetDesiredAndMax 4 5", "Shrink", "SetDesiredAndMax 4 5", "Shrink", "SetMax 4"}, never: []string{"RemoveNode"}, group: contractGroup},
@@ -179,7 +183,9 @@ func TestNewProviderRunsEveryCapability(t *testing.T) {
 			client, w := newContractCluster(t, tc.kind, tc.launches)
 			before := w.Sizes(contractGroup)
 			args := contractArgs(tc.args...)
-			planChangesNothing(t, client, w, args, append([]string{tc.args[1], contractGroup, "img-b"}, append(outdated, tc.plan...)...))
+			// A cloud without regions is in none: the plan says nothing of it.
+			never := append([]string{"in <none>"}, tc.notPlan...)
+			planChangesNothing(t, client, w, args, append([]string{tc.args[1], contractGroup, "img-b"}, append(outdated, tc.plan...)...), never)
 			if stdout, stderr, code := runContract(context.Background(), client, false, args...); code != ExitOK {
 				t.Fatalf("run: exit %d: %s\n%s", code, stderr, stdout)
 			}
@@ -204,8 +210,8 @@ func TestNewProviderRunsEveryCapability(t *testing.T) {
 const settingsBefore = "strategy ROLLING, maxUnavailable 1, soak 0s"
 
 // planChangesNothing plans args and checks that the plan names each of
-// want and that nothing changed in the cloud.
-func planChangesNothing(t *testing.T, client kubernetes.Interface, w *fakecloud.World, args, want []string) {
+// want and none of never, and that nothing changed in the cloud.
+func planChangesNothing(t *testing.T, client kubernetes.Interface, w *fakecloud.World, args, want, never []string) {
 	t.Helper()
 	stdout, stderr, code := runContract(context.Background(), client, true, args...)
 	if code != ExitOK {
@@ -214,6 +220,11 @@ func planChangesNothing(t *testing.T, client kubernetes.Interface, w *fakecloud.
 	for _, s := range want {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("the plan does not name %q:\n%s", s, stdout)
+		}
+	}
+	for _, s := range never {
+		if strings.Contains(stdout, s) {
+			t.Errorf("the plan says %q:\n%s", s, stdout)
 		}
 	}
 	if calls := w.Calls(); len(calls) > 0 {

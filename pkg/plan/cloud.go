@@ -230,6 +230,11 @@ type CloudPlan struct {
 	Protected  []string    `json:"protected,omitempty"`
 	// LaunchesAfter is CloudGroup.LaunchesAfter.
 	LaunchesAfter string `json:"launchesAfter,omitempty"`
+	// RemovesOnly says the provider cannot point the group at the target
+	// or resize it (it lacks CapGroup): the run of a strategy that
+	// replaces nodes in place only removes them, and the group replaces
+	// them with what it launches; no Setup, scale-up or scale-down.
+	RemovesOnly bool `json:"removesOnly,omitempty"`
 }
 
 // LoadBalancer is a load balancer that sends traffic to the group's
@@ -356,6 +361,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		Protected:      cg.Protected,
 		LaunchesAfter:  cg.LaunchesAfter,
 		BlueDeleted:    cg.BlueDeleted,
+		RemovesOnly:    !cg.Can.Has(CapGroup),
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the

@@ -67,7 +67,7 @@ func (surge) Plan(c *Planning) ([][]PlannedNode, error) {
 	p := c.Plan
 	p.Order = OrderByZone
 	// Surge adds its nodes a window at a time, not up front.
-	if cp := p.Cloud; cp != nil && !cp.Resumed && len(c.Outdated) > 0 {
+	if cp := p.Cloud; resizes(cp) && !cp.Resumed && len(c.Outdated) > 0 {
 		cp.During.Desired += int32(p.MaxSurge)
 		cp.During.Max += int32(p.MaxSurge)
 	}
