@@ -156,7 +156,7 @@ func TestNewProviderRunsEveryCapability(t *testing.T) {
 			plan: []string{"1. Surge"}, notPlan: []string{"Setup"},
 			calls: []string{"RemoveNode", "RemoveNode", "RemoveNode"}, never: []string{"Setup", "SetDesiredAndMax"}},
 		{name: "Group/eks", kind: fakecloud.Resizable, args: []string{"--strategy", "eks"},
-			plan: []string{"1. Setup", "2. ScaleUp", "5. ScaleDown"},
+			plan:  []string{"1. Setup", "2. ScaleUp", "5. ScaleDown"},
 			calls: []string{"Setup 2", "SetDesiredAndMax 7 8", "RemoveNode", "RemoveNode", "RemoveNode", "Shrink", "Shrink", "Shrink", "Shrink", "SetMax 4"}, group: contractGroup},
 		{name: "Group/surge", kind: fakecloud.Resizable, args: []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0"},
 			calls: []string{"Setup 2", "SetDesiredAndMax 4 5", "Shrink", "SetDesiredAndMax 4 5", "Shrink", "SetDesiredAndMax 4 5", "Shrink", "SetMax 4"}, never: []string{"RemoveNode"}, group: contractGroup},
