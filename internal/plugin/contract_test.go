@@ -390,3 +390,25 @@ func waitForPhase(t *testing.T, w *fakecloud.World, phase string) {
 	}
 	t.Fatalf("the service's update never reached phase %q (calls %q)", phase, w.Calls())
 }
+
+// TestNewProviderMachinesLeftRunning: provider none would delete the Node
+// objects of the new cloud's machines, which its group keeps: the plan
+// blocks it naming the group and the provider to use, found by asking the
+// registered clouds (no scheme list names fakecloud).
+func TestNewProviderMachinesLeftRunning(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.Resizable, "")
+	args := []string{"ng", "--provider", "none", "--target-label", fakecloud.ImageLabel + "=img-b", "--seed", "1"}
+	stdout, stderr, code := runContract(context.Background(), client, true, args...)
+	if code != ExitOK {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"machine-left-running", `fake machines of fake group "pool"`, "use --provider fakecloud"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the plan does not say %q:\n%s", want, stdout)
+		}
+	}
+	if calls := w.Calls(); len(calls) > 0 {
+		t.Errorf("the cloud was changed: %q", calls)
+	}
+}
