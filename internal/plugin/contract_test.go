@@ -3,6 +3,8 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -289,6 +291,14 @@ func TestNewProviderRefusesWhatItCannotDo(t *testing.T) {
 			want: []string{`invalid --fake-image "ubuntu"`}},
 		{name: "the provider's flag with another provider", kind: fakecloud.Resizable, args: contractArgs("--provider", "none", "--target-label", "a=b"),
 			want: []string{"--fake-image needs --provider fakecloud"}},
+		{name: "the provider's green group with a strategy that takes none", kind: fakecloud.NewGroups, args: contractArgs("--"+fakecloud.FlagGreen, "pool-x"),
+			want: []string{"--fake-green needs --strategy blue-green or autoscaled-blue-green; --strategy eks does not take it"}},
+		{name: "the provider's green group and a green selector", kind: fakecloud.NewGroups,
+			args: contractArgs("--strategy", "blue-green", "--"+fakecloud.FlagGreen, "pool-x", "--green-selector", "a=b"),
+			want: []string{"--fake-green and --green-selector cannot be used together"}},
+		{name: "the provider's green group with another provider", kind: fakecloud.NewGroups,
+			args: []string{"ng", "--provider", "none", "--target-label", "a=b", "--strategy", "blue-green", "--" + fakecloud.FlagGreen, "pool-x"},
+			want: []string{"--fake-green needs --provider fakecloud, not --provider none"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -410,5 +420,102 @@ func TestNewProviderMachinesLeftRunning(t *testing.T) {
 	}
 	if calls := w.Calls(); len(calls) > 0 {
 		t.Errorf("the cloud was changed: %q", calls)
+	}
+}
+
+// checkContract runs "check" with args against client.
+func checkContract(client kubernetes.Interface, args ...string) (stdout, stderr string, code int) {
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	cmd, o := newCmdCheck(genericclioptions.NewConfigFlags(false), streams)
+	o.client = client
+	cmd.SetArgs(args)
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	code = PrintError(errOut, cmd.ExecuteContext(context.Background()))
+	return out.String(), errOut.String(), code
+}
+
+// TestNewProviderTargetFlags: check takes a target given by any of the
+// provider's target flags, its own settings that name one too, and
+// without one names them; a node group's unfinished run on the cloud is
+// finished with the provider's own group flag.
+func TestNewProviderTargetFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{name: "image", args: []string{"ng", "--fake-image", "img-b"}, code: ExitOK, want: "No findings for the 3 outdated nodes"},
+		{name: "version", args: []string{"ng", "--fake-version", "2"}, code: ExitOK, want: "No findings for the 3 outdated nodes"},
+		{name: "a setting that names the target", args: []string{"ng", "--fake-release", "img-b"}, code: ExitOK, want: "No findings for the 3 outdated nodes"},
+		{name: "no target, the provider given", args: []string{"ng", "--provider", "fakecloud"}, code: ExitUsage,
+			want: "no target given: check audits the nodes that are not on the target; use --target-label key=value (the labels up-to-date nodes carry), or --fake-image, --fake-version or --fake-release with --provider fakecloud\n"},
+		{name: "no target, every provider's", args: []string{"ng"}, code: ExitUsage,
+			want: "or --ami, --launch-template-version, --kubernetes-version or --release-version with --provider aws; --fake-image, --fake-version or --fake-release with --provider fakecloud;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			client, w := newContractCluster(t, fakecloud.Resizable, "")
+			stdout, stderr, code := checkContract(client, tc.args...)
+			if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+				t.Errorf("check %q: exit %d, want %d and %q:\n%s%s", tc.args, code, tc.code, tc.want, stdout, stderr)
+			}
+			if calls := w.Calls(); len(calls) > 0 {
+				t.Errorf("the cloud was changed: %q", calls)
+			}
+		})
+	}
+}
+
+// TestNewProviderUnfinishedRunElsewhere: a node group's unfinished run on
+// another group of the cloud is refused, naming the provider's own flag
+// that picks that group.
+func TestNewProviderUnfinishedRunElsewhere(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.Resizable, "")
+	ctx := context.Background()
+	if err := w.AddGroup(ctx, fakecloud.GroupSpec{Name: "other", NodeGroup: "ng-other", Kind: fakecloud.Resizable, Zones: []string{"zone-a"}, Nodes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rec := &state.Record{NodeGroup: "ng", StartedAt: time.Now().UTC().Truncate(time.Second),
+		Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: fakecloud.Name, Group: "other"}}}
+	if err := (&state.Store{Client: client, Namespace: state.DefaultNamespace}).Save(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runContract(ctx, client, false, contractArgs("--fake-group", contractGroup)...)
+	want := `node group "ng" has an unfinished run on fakecloud group "other"; finish it with --provider fakecloud --fake-group other`
+	if code != ExitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, want %d and %q: %s", code, ExitUsage, want, stderr)
+	}
+	if calls := w.Calls(); len(calls) > 0 {
+		t.Errorf("the cloud was changed: %q", calls)
+	}
+}
+
+// TestNewProviderPlanFileKeepsItsSettings: run --plan-file asks the
+// provider for what the plan was made with, its own settings included.
+func TestNewProviderPlanFileKeepsItsSettings(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.Managed, "")
+	ctx := context.Background()
+	stdout, stderr, code := runContract(ctx, client, true, contractArgs("--fake-soak", "30s", "-o", "json")...)
+	if code != ExitOK {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(file, []byte(stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, stderr, code := runContract(ctx, client, false, "ng", "--plan-file", file); code != ExitOK {
+		t.Fatalf("run --plan-file: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	inOrder(t, w.Calls(), []string{"Configure strategy ROLLING, maxUnavailable 1, soak 30s", "StartUpdate upd-", "Configure " + settingsBefore})
+	allOn(t, client, "img-b", []string{"pool-1", "pool-2", "pool-3"})
+	// Resume and rollback repeat the run from its record's request.
+	if rec := finishedRecord(t, client, nil); rec.Request == nil || rec.Request.Cloud.Options["fake-soak"] != "30s" {
+		t.Errorf("the record's request %+v lacks --fake-soak 30s", rec.Request)
 	}
 }

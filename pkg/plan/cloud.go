@@ -68,6 +68,9 @@ type CloudGroup struct {
 	Provider string
 	// Can is what the provider can do with the group.
 	Can Capability
+	// Options are the provider's own settings it was opened with
+	// (CloudTarget.Options), kept in the plan.
+	Options map[string]string
 	// Managed is the group's service where it runs updates itself (see
 	// ManagedService); nil otherwise.
 	Managed ManagedService
@@ -230,6 +233,9 @@ type CloudPlan struct {
 	Protected  []string    `json:"protected,omitempty"`
 	// LaunchesAfter is CloudGroup.LaunchesAfter.
 	LaunchesAfter string `json:"launchesAfter,omitempty"`
+	// Options are the provider's own settings the plan was made with
+	// (CloudTarget.Options): run --plan-file asks for them again.
+	Options map[string]string `json:"options,omitempty"`
 	// RemovesOnly says the provider cannot point the group at the target
 	// or resize it (it lacks CapGroup): the run of a strategy that
 	// replaces nodes in place only removes them, and the group replaces
@@ -362,6 +368,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		LaunchesAfter:  cg.LaunchesAfter,
 		BlueDeleted:    cg.BlueDeleted,
 		RemovesOnly:    !cg.Can.Has(CapGroup),
+		Options:        cg.Options,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the
