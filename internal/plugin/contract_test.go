@@ -314,6 +314,9 @@ func TestNewProviderRefusesWhatItCannotDo(t *testing.T) {
 						t.Errorf("plan only %v: %q does not say %q", planOnly, stderr, want)
 					}
 				}
+				if strings.Contains(stderr, "aws") {
+					t.Errorf("plan only %v: %q advises aws for a fakecloud group", planOnly, stderr)
+				}
 			}
 			if calls := w.Calls(); len(calls) > 0 {
 				t.Errorf("the cloud was changed: %q", calls)
@@ -517,5 +520,19 @@ func TestNewProviderPlanFileKeepsItsSettings(t *testing.T) {
 	// Resume and rollback repeat the run from its record's request.
 	if rec := finishedRecord(t, client, nil); rec.Request == nil || rec.Request.Cloud.Options["fake-soak"] != "30s" {
 		t.Errorf("the record's request %+v lacks --fake-soak 30s", rec.Request)
+	}
+}
+
+// TestNoCloudOwnsTheNodes: nodes of no registered cloud, with no target
+// label, are refused naming every registered cloud's --provider, the new
+// one too.
+func TestNoCloudOwnsTheNodes(t *testing.T) {
+	t.Parallel()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{fakecloud.NodeGroupLabel: "ng"}}}
+	client := fake.NewClientset(node)
+	_, stderr, code := runContract(context.Background(), client, true, "ng", "--seed", "1")
+	want := "or the --provider of the cloud whose group keeps the nodes (aws, fakecloud, gce or gke)\n"
+	if code != ExitUsage || !strings.HasSuffix(stderr, want) {
+		t.Errorf("exit %d, want %d and %q: %s", code, ExitUsage, want, stderr)
 	}
 }
