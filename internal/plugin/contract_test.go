@@ -536,3 +536,16 @@ func TestNoCloudOwnsTheNodes(t *testing.T) {
 		t.Errorf("exit %d, want %d and %q: %s", code, ExitUsage, want, stderr)
 	}
 }
+
+// TestNewProviderGreenGroupFlag: the provider's own flag naming an
+// existing green group reaches the request's neutral field: the plan
+// uses that group as green instead of making one.
+func TestNewProviderGreenGroupFlag(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.NewGroups, "")
+	if err := w.AddGroup(context.Background(), fakecloud.GroupSpec{Name: "given", NodeGroup: "ng-given", Kind: fakecloud.NewGroups, Zones: []string{"zone-a"}, Launches: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	args := contractArgs("--strategy", "blue-green", "--"+fakecloud.FlagGreen, "given", "--node-pool-soak", "0s")
+	planChangesNothing(t, client, w, args, []string{"1. CreateGreen fake group given (given)"}, []string{"pool-v2"})
+}
