@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -63,6 +65,12 @@ func runContract(ctx context.Context, client kubernetes.Interface, planOnly bool
 	if !planOnly {
 		args = append(args, "--yes", "--node-ready-timeout", "30s", "--drain-timeout", "30s")
 	}
+	return executeCmd(ctx, cmd, out, errOut, args)
+}
+
+// executeCmd runs cmd with args as the plugin does, its output in out and
+// errOut.
+func executeCmd(ctx context.Context, cmd *cobra.Command, out, errOut *bytes.Buffer, args []string) (stdout, stderr string, code int) {
 	cmd.SetArgs(args)
 	cmd.SetOut(out)
 	cmd.SetErr(errOut)
@@ -421,9 +429,7 @@ func TestNewProviderMachinesLeftRunning(t *testing.T) {
 			t.Errorf("the plan does not say %q:\n%s", want, stdout)
 		}
 	}
-	if calls := w.Calls(); len(calls) > 0 {
-		t.Errorf("the cloud was changed: %q", calls)
-	}
+	unchanged(t, w)
 }
 
 // checkContract runs "check" with args against client.
@@ -431,18 +437,12 @@ func checkContract(client kubernetes.Interface, args ...string) (stdout, stderr 
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	cmd, o := newCmdCheck(genericclioptions.NewConfigFlags(false), streams)
 	o.client = client
-	cmd.SetArgs(args)
-	cmd.SetOut(out)
-	cmd.SetErr(errOut)
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	code = PrintError(errOut, cmd.ExecuteContext(context.Background()))
-	return out.String(), errOut.String(), code
+	return executeCmd(context.Background(), cmd, out, errOut, args)
 }
 
 // TestNewProviderTargetFlags: check takes a target given by any of the
 // provider's target flags, its own settings that name one too, and
-// without one names them; a node group's unfinished run on the cloud is
-// finished with the provider's own group flag.
+// without one names them.
 func TestNewProviderTargetFlags(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -466,9 +466,7 @@ func TestNewProviderTargetFlags(t *testing.T) {
 			if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
 				t.Errorf("check %q: exit %d, want %d and %q:\n%s%s", tc.args, code, tc.code, tc.want, stdout, stderr)
 			}
-			if calls := w.Calls(); len(calls) > 0 {
-				t.Errorf("the cloud was changed: %q", calls)
-			}
+			unchanged(t, w)
 		})
 	}
 }
@@ -493,6 +491,12 @@ func TestNewProviderUnfinishedRunElsewhere(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, want %d and %q: %s", code, ExitUsage, want, stderr)
 	}
+	unchanged(t, w)
+}
+
+// unchanged checks that nothing changed in the cloud.
+func unchanged(t *testing.T, w *fakecloud.World) {
+	t.Helper()
 	if calls := w.Calls(); len(calls) > 0 {
 		t.Errorf("the cloud was changed: %q", calls)
 	}
