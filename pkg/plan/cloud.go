@@ -340,6 +340,12 @@ func notMemberNote(names []string, cg *CloudGroup) string {
 	return fmt.Sprintf("%d nodes (%s%s) are not %ss of %s %q; they are left alone", len(names), strings.Join(q, ", "), more, cg.MachineKind, cg.GroupKind, cg.Name)
 }
 
+// removesOnly reports whether a run can only remove the group's nodes:
+// it neither resizes the group nor has a service run the update.
+func removesOnly(cg *CloudGroup) bool {
+	return cg.Can.Has(CapRemoveNodes) && !cg.Can.Has(CapGroup) && cg.Managed == nil
+}
+
 // cloudPlan is the cloud side before the strategy sizes it: the sizes now,
 // or an interrupted run's recorded ones.
 func cloudPlan(cg *CloudGroup) *CloudPlan {
@@ -367,7 +373,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		Protected:      cg.Protected,
 		LaunchesAfter:  cg.LaunchesAfter,
 		BlueDeleted:    cg.BlueDeleted,
-		RemovesOnly:    !cg.Can.Has(CapGroup),
+		RemovesOnly:    removesOnly(cg),
 		Options:        cg.Options,
 	}
 	if cg.Recorded != nil {
