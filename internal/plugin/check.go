@@ -51,6 +51,11 @@ const checkExample = `  # Audit every workload on the outdated nodes of node gro
 
 // NewCmdCheck builds "check": the workload disruption audit.
 func NewCmdCheck(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd, _ := newCmdCheck(configFlags, streams)
+	return cmd
+}
+
+func newCmdCheck(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) (*cobra.Command, *CheckOptions) {
 	o := &CheckOptions{PlanOptions: PlanOptions{configFlags: configFlags, IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "check NODEGROUP",
@@ -74,7 +79,7 @@ no blocker is found, 5 when one is.`,
 	o.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = "Output format: json, yaml, name (the outdated nodes), jsonpath=... or go-template=... (default: a table)"
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Audit all namespaces (the default unless -n/--namespace is given)")
-	return cmd
+	return cmd, o
 }
 
 func namesOf(s check.Severity) []string {
@@ -98,8 +103,8 @@ func (o *CheckOptions) Validate() error {
 	if err := output.ValidateFormat(o.Output); err != nil {
 		return &usageError{err: err}
 	}
-	if len(o.TargetLabels) == 0 && o.Cloud.Image == "" && o.Cloud.Version == "" {
-		return usageErrorf("no target given: check audits the nodes that are not on the target; use --target-label key=value (the labels up-to-date nodes carry), or --ami or --launch-template-version with the aws provider")
+	if len(o.TargetLabels) == 0 && !o.bound.TargetGiven(o.Cloud) {
+		return usageErrorf("no target given: check audits the nodes that are not on the target; use --target-label key=value (the labels up-to-date nodes carry), or %s", o.targetFlags())
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func strategyHelp() map[string]string {
 // cloudFlagNames are the flags the clouds bind, whose values they
 // complete (none needs a file name).
 func cloudFlagNames() []string {
-	owners := cloud.BindFlags(pflag.NewFlagSet("", pflag.ContinueOnError), &plan.CloudTarget{})
+	owners := cloud.BoundFlags().Owners
 	names := make([]string, 0, len(owners))
 	for n := range owners {
 		names = append(names, n)

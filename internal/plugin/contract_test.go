@@ -1,13 +1,17 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -61,6 +65,12 @@ func runContract(ctx context.Context, client kubernetes.Interface, planOnly bool
 	if !planOnly {
 		args = append(args, "--yes", "--node-ready-timeout", "30s", "--drain-timeout", "30s")
 	}
+	return executeCmd(ctx, cmd, out, errOut, args)
+}
+
+// executeCmd runs cmd with args as the plugin does, its output in out and
+// errOut.
+func executeCmd(ctx context.Context, cmd *cobra.Command, out, errOut *bytes.Buffer, args []string) (stdout, stderr string, code int) {
 	cmd.SetArgs(args)
 	cmd.SetOut(out)
 	cmd.SetErr(errOut)
@@ -144,15 +154,19 @@ func TestNewProviderRunsEveryCapability(t *testing.T) {
 		launches string   // what the group launches before the run ("1": not the target)
 		args     []string // the strategy's flags
 		plan     []string // the plan says these too
+		notPlan  []string // and not these: phases the run skips
 		calls    []string // the cloud's changes, in this order
 		never    []string // calls that must not happen
 		group    string   // the group left, at the sizes before the run
 	}{
 		{name: "Remover/eks", kind: fakecloud.Remover, launches: "2", args: []string{"--strategy", "eks"},
+			plan: []string{"1. Taint", "2. Upgrade", "Scale-up:        none"}, notPlan: []string{"Setup", "ScaleUp", "ScaleDown", "desired 3 -> 7"},
 			calls: []string{"RemoveNode", "RemoveNode", "RemoveNode"}, never: []string{"Setup", "SetDesiredAndMax"}},
 		{name: "Remover/surge without surge nodes", kind: fakecloud.Remover, launches: "2", args: []string{"--strategy", "surge", "--max-surge", "0", "--max-unavailable", "1"},
+			plan: []string{"1. Surge"}, notPlan: []string{"Setup"},
 			calls: []string{"RemoveNode", "RemoveNode", "RemoveNode"}, never: []string{"Setup", "SetDesiredAndMax"}},
 		{name: "Group/eks", kind: fakecloud.Resizable, args: []string{"--strategy", "eks"},
+			plan:  []string{"1. Setup", "2. ScaleUp", "5. ScaleDown"},
 			calls: []string{"Setup 2", "SetDesiredAndMax 7 8", "RemoveNode", "RemoveNode", "RemoveNode", "Shrink", "Shrink", "Shrink", "Shrink", "SetMax 4"}, group: contractGroup},
 		{name: "Group/surge", kind: fakecloud.Resizable, args: []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0"},
 			calls: []string{"Setup 2", "SetDesiredAndMax 4 5", "Shrink", "SetDesiredAndMax 4 5", "Shrink", "SetDesiredAndMax 4 5", "Shrink", "SetMax 4"}, never: []string{"RemoveNode"}, group: contractGroup},
@@ -179,7 +193,9 @@ func TestNewProviderRunsEveryCapability(t *testing.T) {
 			client, w := newContractCluster(t, tc.kind, tc.launches)
 			before := w.Sizes(contractGroup)
 			args := contractArgs(tc.args...)
-			planChangesNothing(t, client, w, args, append([]string{tc.args[1], contractGroup, "img-b"}, append(outdated, tc.plan...)...))
+			// A cloud without regions is in none: the plan says nothing of it.
+			never := append([]string{"in <none>"}, tc.notPlan...)
+			planChangesNothing(t, client, w, args, append([]string{tc.args[1], contractGroup, "img-b"}, append(outdated, tc.plan...)...), never)
 			if stdout, stderr, code := runContract(context.Background(), client, false, args...); code != ExitOK {
 				t.Fatalf("run: exit %d: %s\n%s", code, stderr, stdout)
 			}
@@ -204,8 +220,8 @@ func TestNewProviderRunsEveryCapability(t *testing.T) {
 const settingsBefore = "strategy ROLLING, maxUnavailable 1, soak 0s"
 
 // planChangesNothing plans args and checks that the plan names each of
-// want and that nothing changed in the cloud.
-func planChangesNothing(t *testing.T, client kubernetes.Interface, w *fakecloud.World, args, want []string) {
+// want and none of never, and that nothing changed in the cloud.
+func planChangesNothing(t *testing.T, client kubernetes.Interface, w *fakecloud.World, args, want, never []string) {
 	t.Helper()
 	stdout, stderr, code := runContract(context.Background(), client, true, args...)
 	if code != ExitOK {
@@ -214,6 +230,11 @@ func planChangesNothing(t *testing.T, client kubernetes.Interface, w *fakecloud.
 	for _, s := range want {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("the plan does not name %q:\n%s", s, stdout)
+		}
+	}
+	for _, s := range never {
+		if strings.Contains(stdout, s) {
+			t.Errorf("the plan says %q:\n%s", s, stdout)
 		}
 	}
 	if calls := w.Calls(); len(calls) > 0 {
@@ -278,6 +299,14 @@ func TestNewProviderRefusesWhatItCannotDo(t *testing.T) {
 			want: []string{`invalid --fake-image "ubuntu"`}},
 		{name: "the provider's flag with another provider", kind: fakecloud.Resizable, args: contractArgs("--provider", "none", "--target-label", "a=b"),
 			want: []string{"--fake-image needs --provider fakecloud"}},
+		{name: "the provider's green group with a strategy that takes none", kind: fakecloud.NewGroups, args: contractArgs("--"+fakecloud.FlagGreen, "pool-x"),
+			want: []string{"--fake-green needs --strategy blue-green or autoscaled-blue-green; --strategy eks does not take it"}},
+		{name: "the provider's green group and a green selector", kind: fakecloud.NewGroups,
+			args: contractArgs("--strategy", "blue-green", "--"+fakecloud.FlagGreen, "pool-x", "--green-selector", "a=b"),
+			want: []string{"--fake-green and --green-selector cannot be used together"}},
+		{name: "the provider's green group with another provider", kind: fakecloud.NewGroups,
+			args: []string{"ng", "--provider", "none", "--target-label", "a=b", "--strategy", "blue-green", "--" + fakecloud.FlagGreen, "pool-x"},
+			want: []string{"--fake-green needs --provider fakecloud, not --provider none"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -292,6 +321,9 @@ func TestNewProviderRefusesWhatItCannotDo(t *testing.T) {
 					if !strings.Contains(stderr, want) {
 						t.Errorf("plan only %v: %q does not say %q", planOnly, stderr, want)
 					}
+				}
+				if strings.Contains(stderr, "aws") {
+					t.Errorf("plan only %v: %q advises aws for a fakecloud group", planOnly, stderr)
 				}
 			}
 			if calls := w.Calls(); len(calls) > 0 {
@@ -378,4 +410,146 @@ func waitForPhase(t *testing.T, w *fakecloud.World, phase string) {
 		}
 	}
 	t.Fatalf("the service's update never reached phase %q (calls %q)", phase, w.Calls())
+}
+
+// TestNewProviderMachinesLeftRunning: provider none would delete the Node
+// objects of the new cloud's machines, which its group keeps: the plan
+// blocks it naming the group and the provider to use, found by asking the
+// registered clouds (no scheme list names fakecloud).
+func TestNewProviderMachinesLeftRunning(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.Resizable, "")
+	args := []string{"ng", "--provider", "none", "--target-label", fakecloud.ImageLabel + "=img-b", "--seed", "1"}
+	stdout, stderr, code := runContract(context.Background(), client, true, args...)
+	if code != ExitOK {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"machine-left-running", `fake machines of fake group "pool"`, "use --provider fakecloud"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the plan does not say %q:\n%s", want, stdout)
+		}
+	}
+	unchanged(t, w)
+}
+
+// checkContract runs "check" with args against client.
+func checkContract(client kubernetes.Interface, args ...string) (stdout, stderr string, code int) {
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	cmd, o := newCmdCheck(genericclioptions.NewConfigFlags(false), streams)
+	o.client = client
+	return executeCmd(context.Background(), cmd, out, errOut, args)
+}
+
+// TestNewProviderTargetFlags: check takes a target given by any of the
+// provider's target flags, its own settings that name one too, and
+// without one names them.
+func TestNewProviderTargetFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{name: "image", args: []string{"ng", "--fake-image", "img-b"}, code: ExitOK, want: "No findings for the 3 outdated nodes"},
+		{name: "version", args: []string{"ng", "--fake-version", "2"}, code: ExitOK, want: "No findings for the 3 outdated nodes"},
+		{name: "a setting that names the target", args: []string{"ng", "--fake-release", "img-b"}, code: ExitOK, want: "No findings for the 3 outdated nodes"},
+		{name: "no target, the provider given", args: []string{"ng", "--provider", "fakecloud"}, code: ExitUsage,
+			want: "no target given: check audits the nodes that are not on the target; use --target-label key=value (the labels up-to-date nodes carry), or --fake-image, --fake-version or --fake-release with --provider fakecloud\n"},
+		{name: "no target, every provider's", args: []string{"ng"}, code: ExitUsage,
+			want: "or --ami, --launch-template-version, --kubernetes-version or --release-version with --provider aws; --fake-image, --fake-version or --fake-release with --provider fakecloud;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			client, w := newContractCluster(t, fakecloud.Resizable, "")
+			stdout, stderr, code := checkContract(client, tc.args...)
+			if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+				t.Errorf("check %q: exit %d, want %d and %q:\n%s%s", tc.args, code, tc.code, tc.want, stdout, stderr)
+			}
+			unchanged(t, w)
+		})
+	}
+}
+
+// TestNewProviderUnfinishedRunElsewhere: a node group's unfinished run on
+// another group of the cloud is refused, naming the provider's own flag
+// that picks that group.
+func TestNewProviderUnfinishedRunElsewhere(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.Resizable, "")
+	ctx := context.Background()
+	if err := w.AddGroup(ctx, fakecloud.GroupSpec{Name: "other", NodeGroup: "ng-other", Kind: fakecloud.Resizable, Zones: []string{"zone-a"}, Nodes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rec := &state.Record{NodeGroup: "ng", StartedAt: time.Now().UTC().Truncate(time.Second),
+		Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: fakecloud.Name, Group: "other"}}}
+	if err := (&state.Store{Client: client, Namespace: state.DefaultNamespace}).Save(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runContract(ctx, client, false, contractArgs("--fake-group", contractGroup)...)
+	want := `node group "ng" has an unfinished run on fakecloud group "other"; finish it with --provider fakecloud --fake-group other`
+	if code != ExitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, want %d and %q: %s", code, ExitUsage, want, stderr)
+	}
+	unchanged(t, w)
+}
+
+// unchanged checks that nothing changed in the cloud.
+func unchanged(t *testing.T, w *fakecloud.World) {
+	t.Helper()
+	if calls := w.Calls(); len(calls) > 0 {
+		t.Errorf("the cloud was changed: %q", calls)
+	}
+}
+
+// TestNewProviderPlanFileKeepsItsSettings: run --plan-file asks the
+// provider for what the plan was made with, its own settings included.
+func TestNewProviderPlanFileKeepsItsSettings(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.Managed, "")
+	ctx := context.Background()
+	stdout, stderr, code := runContract(ctx, client, true, contractArgs("--fake-soak", "30s", "-o", "json")...)
+	if code != ExitOK {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(file, []byte(stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, stderr, code := runContract(ctx, client, false, "ng", "--plan-file", file); code != ExitOK {
+		t.Fatalf("run --plan-file: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	inOrder(t, w.Calls(), []string{"Configure strategy ROLLING, maxUnavailable 1, soak 30s", "StartUpdate upd-", "Configure " + settingsBefore})
+	allOn(t, client, "img-b", []string{"pool-1", "pool-2", "pool-3"})
+	// Resume and rollback repeat the run from its record's request.
+	if rec := finishedRecord(t, client, nil); rec.Request == nil || rec.Request.Cloud.Options["fake-soak"] != "30s" {
+		t.Errorf("the record's request %+v lacks --fake-soak 30s", rec.Request)
+	}
+}
+
+// TestNoCloudOwnsTheNodes: nodes of no registered cloud, with no target
+// label, are refused naming every registered cloud's --provider, the new
+// one too.
+func TestNoCloudOwnsTheNodes(t *testing.T) {
+	t.Parallel()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{fakecloud.NodeGroupLabel: "ng"}}}
+	client := fake.NewClientset(node)
+	_, stderr, code := runContract(context.Background(), client, true, "ng", "--seed", "1")
+	want := "or the --provider of the cloud whose group keeps the nodes (aws, fakecloud, gce or gke)\n"
+	if code != ExitUsage || !strings.HasSuffix(stderr, want) {
+		t.Errorf("exit %d, want %d and %q: %s", code, ExitUsage, want, stderr)
+	}
+}
+
+// TestNewProviderGreenGroupFlag: the provider's own flag naming an
+// existing green group reaches the request's neutral field: the plan
+// uses that group as green instead of making one.
+func TestNewProviderGreenGroupFlag(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.NewGroups, "")
+	if err := w.AddGroup(context.Background(), fakecloud.GroupSpec{Name: "given", NodeGroup: "ng-given", Kind: fakecloud.NewGroups, Zones: []string{"zone-a"}, Launches: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	args := contractArgs("--strategy", "blue-green", "--"+fakecloud.FlagGreen, "given", "--node-pool-soak", "0s")
+	planChangesNothing(t, client, w, args, []string{"1. CreateGreen fake group given (given)"}, []string{"pool-v2"})
 }

@@ -22,7 +22,8 @@ const leaveMachinesRunningFlag = "leave-machines-running"
 
 // machinesLeftRunning finds, for a plan with provider none, the outdated
 // nodes whose Node objects the run would delete while their machines may
-// belong to a cloud group (aws://, gce://, azure:// provider IDs): the
+// belong to a cloud group (aws://, gce://, azure:// provider IDs, or a
+// machine of a registered cloud: see cloud.GroupCloud): the
 // machines would keep running, un-upgraded, and their group would not
 // replace them. A cloud this plugin serves is asked first; a machine it
 // says belongs to no group (Karpenter's, standalone) is deleted as asked.

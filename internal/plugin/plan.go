@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
@@ -41,8 +42,8 @@ type PlanOptions struct {
 	// request comes from a record (resume, rollback).
 	given         map[string]bool
 	strategy      plan.Strategy
-	cloudProvider cloud.Provider      // the resolved provider when a cloud owns the group
-	cloudFlags    map[string][]string // the clouds that take each cloud flag
+	cloudProvider cloud.Provider // the resolved provider when a cloud owns the group
+	bound         *cloud.Bound   // the clouds' flags: who takes each, what each names
 	targetLabels  map[string]string
 	taint         *corev1.Taint
 	client        kubernetes.Interface
@@ -110,13 +111,12 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	durationVar(f, &r.BlueGreen.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
 	durationVar(f, &r.BlueGreen.WaitPeriod, "wait-period", 72*time.Hour, "With --strategy autoscaled-blue-green: how long the cluster autoscaler may remove under-used blue nodes before the rest is drained (0 to 7 days)")
 	f.StringVar(&r.BlueGreen.GreenSelector, "green-selector", "", "With --strategy blue-green: the green nodes are those this label selector selects (made by someone else, not an Auto Scaling group: neither scaled nor deleted)")
-	f.StringVar(&r.BlueGreen.GreenGroup, "green-asg", "", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
 	f.StringVar(&r.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%; with --strategy surge, per zone, default 0")
 	f.StringVar(&r.Taint, "taint", "", "Taint put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
 	f.Int64Var(&r.Seed, "seed", 0, "Seed of the random batch order; the same seed gives plan and run the same batches (default: random, shown in the plan)")
 	f.StringVar(&r.Order, "order", "", "Batch order: zone-balanced (nodes from as few zones as possible, PDB budgets kept where a choice allows) or random (default: zone-balanced when the group spans several zones)")
 	f.StringVar(&r.Provider, "provider", "", providerUsage())
-	o.cloudFlags = cloud.BindFlags(f, &r.Cloud)
+	o.bound = cloud.BindFlags(f, r)
 	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record (a ConfigMap) and lock (a Lease), one of each per node group")
 	f.BoolVar(&r.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
 	f.BoolVar(&r.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
@@ -219,17 +219,31 @@ func (o *PlanOptions) Validate() error {
 }
 
 // refuseForeignFlags refuses a flag that only other strategies take: it
-// would be silently ignored.
+// would be silently ignored. A provider's green group flag is refused
+// with --green-selector here, where its name is known.
 func (o *PlanOptions) refuseForeignFlags() error {
 	own := o.strategy.Flags()
 	byFlag := plan.StrategyFlags()
 	for _, name := range sortedKeys(o.given) {
-		takers, special := byFlag[name]
-		if special && !slices.Contains(own, name) {
+		as := o.strategyFlag(name)
+		takers, special := byFlag[as]
+		switch {
+		case special && !slices.Contains(own, as):
 			return usageErrorf("--%s needs --strategy %s; --strategy %s does not take it", name, strings.Join(takers, " or "), o.strategy.Name())
+		case as == plan.GreenGroupFlag && o.given["green-selector"]:
+			return usageErrorf("--%s and --green-selector cannot be used together", name)
 		}
 	}
 	return nil
+}
+
+// strategyFlag is the name a strategy's Flags know a given flag by: a
+// cloud's flag naming an existing green group is plan.GreenGroupFlag.
+func (o *PlanOptions) strategyFlag(name string) string {
+	if slices.Contains(slices.Collect(maps.Values(o.bound.Green)), name) {
+		return plan.GreenGroupFlag
+	}
+	return name
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -266,7 +280,7 @@ func (o *PlanOptions) validateProvider() error {
 // would be silently ignored.
 func (o *PlanOptions) refuseCloudFlags(provider string) error {
 	for _, name := range sortedKeys(o.given) {
-		if takers, ok := o.cloudFlags[name]; ok && !slices.Contains(takers, provider) {
+		if takers, ok := o.bound.Owners[name]; ok && !slices.Contains(takers, provider) {
 			return usageErrorf("--%s needs --provider %s, not --provider %s", name, strings.Join(takers, " or "), provider)
 		}
 	}
@@ -299,14 +313,53 @@ func (o *PlanOptions) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 
 // cloudsTakingGivenFlags are the clouds that take every cloud flag given.
 func (o *PlanOptions) cloudsTakingGivenFlags() []string {
-	names := slices.DeleteFunc(cloud.Names(), func(n string) bool { return n == cloud.NoneName })
-	for flag, takers := range o.cloudFlags {
+	names := cloudNames()
+	for flag, takers := range o.bound.Owners {
 		// A request from a record (resume, rollback) gave the options it holds.
 		if o.given[flag] || o.given == nil && o.Cloud.Options[flag] != "" {
 			names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(takers, n) })
 		}
 	}
 	return names
+}
+
+// cloudNames are the registered clouds, sorted: what --provider takes
+// besides none.
+func cloudNames() []string {
+	return slices.DeleteFunc(cloud.Names(), func(n string) bool { return n == cloud.NoneName })
+}
+
+// targetFlags says which flags name a target: those of --provider's
+// cloud, else every cloud's, each with its --provider.
+func (o *PlanOptions) targetFlags() string {
+	names := []string{o.Provider}
+	if _, ok := cloud.Lookup(o.Provider); !ok {
+		names = cloudNames()
+	}
+	var parts []string
+	for _, name := range names {
+		if flags := o.bound.Targets[name]; len(flags) > 0 {
+			parts = append(parts, orList(prefixed("--", flags))+" with --provider "+name)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// prefixed puts prefix before each of names.
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // connect builds the client from the kubectl connection flags.
@@ -519,7 +572,7 @@ func (o *PlanOptions) refuseOnNodes(ctx context.Context, nodes []corev1.Node) er
 // either: nothing would tell an outdated node from an up-to-date one.
 func (o *PlanOptions) refuseNoTarget(in plan.Input) error {
 	if len(o.targetLabels) == 0 && plan.CapRemoveNodes.Has(o.strategy.Needs(in)) {
-		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or --provider aws")
+		return usageErrorf("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc), or the --provider of the cloud whose group keeps the nodes (%s)", orList(cloudNames()))
 	}
 	return nil
 }

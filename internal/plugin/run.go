@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,7 +112,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&r.PlanFile, "plan-file", "", "Execute a plan saved with \"plan -o json\"; refused if the cluster no longer matches it; its --post-drain-wait and --deregistration-timeout apply unless given again")
 	durationVar(f, &r.DrainTimeout, "drain-timeout", 15*time.Minute, "How long a node's pods may take to leave before PodEvictionFailure (or deletion with --force), and the evicted workloads to be Ready again; with --strategy surge and autoscaled-blue-green 1h by default, then the remaining pods are deleted")
 	durationVar(f, &r.PostDrainWait, "post-drain-wait", 60*time.Second, "Wait after cordoning a drained node, so load balancers stop sending it traffic")
-	durationVar(f, &r.DeregistrationTimeout, "deregistration-timeout", plan.DefaultDeregistrationTimeout, "With provider aws: how long a drained node's instance may take to leave the group's target groups and Classic Load Balancers (their deregistration delay) before the run stops; it is terminated only once they let go")
+	durationVar(f, &r.DeregistrationTimeout, "deregistration-timeout", plan.DefaultDeregistrationTimeout, "With a cloud group behind load balancers (aws: target groups, Classic Load Balancers): how long a drained node's machine may take to leave them (their deregistration delay) before the run stops; it is removed only once they let go")
 	f.StringArrayVar(&r.IgnoreChecks, "ignore-check", nil, "Start even though this check found blockers (repeatable); see \"kubectl nodeupgrade check --help\" for the names")
 	durationVar(f, &r.NodeReadyTimeout, "node-ready-timeout", 15*time.Minute, "How long the scale-up waits for new nodes to be Ready, and a batch for room (new capacity) for the pods it will evict, before the run stops")
 	durationVar(f, &r.TerminateTimeout, "terminate-timeout", upgrade.DefaultTerminateTimeout, "How long the run waits for each instance it terminates to be gone, e.g. held in Terminating:Wait by another system's lifecycle hook, which the run never completes; then it stops, and a re-run goes on")
@@ -222,6 +223,13 @@ func (o *RunOptions) requestFromPlan(p *plan.Plan) {
 	}
 	if c := p.Cloud; c != nil {
 		o.Cloud.Region, o.Cloud.Group, o.Cloud.Image, o.Cloud.Version = c.Region, c.Group, "", ""
+		// The provider's own settings: the plan's, and those given again.
+		opts := maps.Clone(c.Options)
+		if opts == nil && len(o.Cloud.Options) > 0 {
+			opts = map[string]string{}
+		}
+		maps.Copy(opts, o.Cloud.Options)
+		o.Cloud.Options = opts
 		if c.TargetVersion == plan.NewVersion {
 			o.Cloud.Image = c.TargetImage
 		} else {
@@ -531,7 +539,7 @@ func (o *RunOptions) recordToRun(ctx context.Context, store *state.Store, reques
 		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
 	}
 	if rec.Cloud != nil && rec.Cloud.Group != cloud.GroupName(o.cloudProvider) && (p.Cloud == nil || rec.Cloud.Group != p.Cloud.BlueDeleted) {
-		return nil, usageErrorf("node group %q has an unfinished run on %s group %q; finish it with the same --provider and --asg", group, rec.Cloud.Provider, rec.Cloud.Group)
+		return nil, usageErrorf("node group %q has an unfinished run on %s group %q; finish it with %s", group, rec.Cloud.Provider, rec.Cloud.Group, o.groupFlags(rec.Cloud.Provider, rec.Cloud.Group))
 	}
 	return rec, nil
 }
@@ -743,6 +751,16 @@ func withoutDone(saved, fresh *plan.Plan, done map[string]bool) *plan.Plan {
 		}
 	}
 	return &p
+}
+
+// groupFlags are the flags that pick a provider's group: --provider, and
+// the provider's own flag naming the group where it has one.
+func (o *PlanOptions) groupFlags(provider, group string) string {
+	flags := "--provider " + provider
+	if name := o.bound.Group[provider]; name != "" {
+		flags += fmt.Sprintf(" --%s %s", name, group)
+	}
+	return flags
 }
 
 // isGroup reports whether p resizes a group of machines.

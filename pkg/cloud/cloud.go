@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -182,13 +183,13 @@ func GroupName(p Provider) string {
 }
 
 // OpenGroup opens the nodes' group with c and fills in what the provider
-// can do.
+// can do and the settings of its own it was opened with.
 func OpenGroup(ctx context.Context, c Cloud, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, Provider, error) {
 	cg, p, err := c.Open(ctx, client, nodes, t)
 	if err != nil {
 		return nil, nil, err
 	}
-	cg.Can = Capabilities(p)
+	cg.Can, cg.Options = Capabilities(p), maps.Clone(t.Options)
 	return cg, p, nil
 }
 

@@ -9,8 +9,10 @@ import (
 )
 
 // FlagBinder is a cloud with command-line flags of its own: it binds them
-// to the neutral fields of the request's target (plan.CloudTarget), under
-// its own names (--asg and --mig both fill Group).
+// to the neutral fields of the request (its target, plan.CloudTarget, and
+// the green group of blue/green), under its own names (--asg and --mig
+// both fill Group). The shared code names them to the user by what they
+// fill (see Bound).
 type FlagBinder interface {
 	BindFlags(f *Flags)
 }
@@ -30,18 +32,50 @@ type Helper interface {
 // Flags is where a cloud binds its flags; a flag that two clouds share
 // (--region) is bound once and belongs to both.
 type Flags struct {
-	fs     *pflag.FlagSet
-	target *plan.CloudTarget
-	cloud  string
-	owners map[string][]string
+	fs    *pflag.FlagSet
+	req   *plan.Request
+	cloud string
+	bound *Bound
 }
 
-// String binds a string flag of the cloud to *p.
+// Bound is what the clouds bound, for the shared code's messages and
+// checks: by flag, the clouds that take it; by cloud, its flags that name
+// a target (bound to the target's Image or Version, or TargetOption), the
+// one that names its group (bound to Group) and the one that names an
+// existing green group (GreenGroup).
+type Bound struct {
+	Owners  map[string][]string
+	Targets map[string][]string
+	Group   map[string]string
+	Green   map[string]string
+}
+
+// String binds a string flag of the cloud to *p, a field of Target or
+// another of the cloud's own.
 func (f *Flags) String(p *string, name, usage string) {
 	if f.fs.Lookup(name) == nil {
 		f.fs.StringVar(p, name, "", usage)
 	}
-	f.owners[name] = append(f.owners[name], f.cloud)
+	f.own(name)
+	switch t := f.Target(); p {
+	case &t.Image, &t.Version:
+		f.bound.Targets[f.cloud] = append(f.bound.Targets[f.cloud], name)
+	case &t.Group:
+		f.bound.Group[f.cloud] = name
+	}
+}
+
+// own records that the cloud takes the flag.
+func (f *Flags) own(name string) {
+	f.bound.Owners[name] = append(f.bound.Owners[name], f.cloud)
+}
+
+// GreenGroup binds the flag of a cloud that makes groups which names an
+// existing group to use as blue/green's green (plan.BlueGreenInput's
+// GreenGroup) instead of creating one.
+func (f *Flags) GreenGroup(name, usage string) {
+	f.String(&f.req.BlueGreen.GreenGroup, name, usage)
+	f.bound.Green[f.cloud] = name
 }
 
 // Bool binds a boolean flag of the cloud to *p.
@@ -49,32 +83,62 @@ func (f *Flags) Bool(p *bool, name, usage string) {
 	if f.fs.Lookup(name) == nil {
 		f.fs.BoolVar(p, name, false, usage)
 	}
-	f.owners[name] = append(f.owners[name], f.cloud)
+	f.own(name)
 }
 
 // Option binds a string flag whose value the target keeps in Options
 // under the flag's name: a setting only this cloud has.
 func (f *Flags) Option(name, usage string) {
 	if f.fs.Lookup(name) == nil {
-		f.fs.Var(&optionValue{t: f.target, name: name}, name, usage)
+		f.fs.Var(&optionValue{t: f.Target(), name: name}, name, usage)
 	}
-	f.owners[name] = append(f.owners[name], f.cloud)
+	f.own(name)
+}
+
+// TargetOption is an Option that names a target by itself (a version the
+// cloud's service updates to), as Image and Version do.
+func (f *Flags) TargetOption(name, usage string) {
+	f.Option(name, usage)
+	f.bound.Targets[f.cloud] = append(f.bound.Targets[f.cloud], name)
 }
 
 // Target is the request's target the flags fill in.
-func (f *Flags) Target() *plan.CloudTarget { return f.target }
+func (f *Flags) Target() *plan.CloudTarget { return &f.req.Cloud }
 
-// BindFlags binds every registered cloud's flags to t and returns, by
-// flag, the clouds that take it.
-func BindFlags(fs *pflag.FlagSet, t *plan.CloudTarget) map[string][]string {
-	f := &Flags{fs: fs, target: t, owners: map[string][]string{}}
+// BindFlags binds every registered cloud's flags to r and returns what
+// they bound.
+func BindFlags(fs *pflag.FlagSet, r *plan.Request) *Bound {
+	b := &Bound{Owners: map[string][]string{}, Targets: map[string][]string{}, Group: map[string]string{}, Green: map[string]string{}}
+	f := &Flags{fs: fs, req: r, bound: b}
 	for _, name := range Names() {
-		if b, ok := clouds[name].(FlagBinder); ok {
+		if fb, ok := clouds[name].(FlagBinder); ok {
 			f.cloud = name
-			b.BindFlags(f)
+			fb.BindFlags(f)
 		}
 	}
-	return f.owners
+	return b
+}
+
+// BoundFlags is what BindFlags binds, for messages and completion, with
+// nothing to fill in.
+func BoundFlags() *Bound {
+	return BindFlags(pflag.NewFlagSet("", pflag.ContinueOnError), &plan.Request{})
+}
+
+// TargetGiven reports whether t names a target through one of the clouds' flags
+// (Image, Version or a TargetOption).
+func (b *Bound) TargetGiven(t plan.CloudTarget) bool {
+	if t.Image != "" || t.Version != "" {
+		return true
+	}
+	for _, flags := range b.Targets {
+		for _, name := range flags {
+			if t.Options[name] != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ProviderHelp is the --provider help: every cloud's own, then none's.

@@ -11,7 +11,8 @@ import (
 )
 
 // twoClouds registers two clouds that share --region, each with a group
-// flag of its own name and alpha with a setting only it has.
+// flag of its own name and a target flag, and alpha with a setting only it
+// has and a green group flag.
 func twoClouds(t *testing.T) {
 	t.Helper()
 	registered(t,
@@ -19,6 +20,8 @@ func twoClouds(t *testing.T) {
 			f.String(&f.Target().Region, "region", "alpha's region")
 			f.String(&f.Target().Group, "alpha-group", "alpha's group")
 			f.Option("alpha-channel", "alpha's release channel")
+			f.TargetOption("alpha-version", "alpha's service's version")
+			f.GreenGroup("alpha-green", "alpha's existing green group")
 		}, values: map[string][]string{"version": {"$Latest", "$Default"}}},
 		&fakeCloud{name: "beta", bind: func(f *Flags) {
 			f.String(&f.Target().Region, "region", "beta's region")
@@ -38,31 +41,58 @@ func TestBindFlags(t *testing.T) {
 		name string
 		args []string
 		want plan.CloudTarget
+		// green is the request's green group, target whether the target
+		// names a version to upgrade to.
+		green  string
+		target bool
 	}{
-		{"no cloud flag given", nil, plan.CloudTarget{}},
+		{"no cloud flag given", nil, plan.CloudTarget{}, "", false},
 		{"alpha's flags", []string{"--region=r1", "--alpha-group=ng-1", "--alpha-channel=rapid"},
-			plan.CloudTarget{Region: "r1", Group: "ng-1", Options: map[string]string{"alpha-channel": "rapid"}}},
+			plan.CloudTarget{Region: "r1", Group: "ng-1", Options: map[string]string{"alpha-channel": "rapid"}}, "", false},
 		{"beta's flags", []string{"--region", "r2", "--beta-pool", "pool-1", "--beta-image", "img-2"},
-			plan.CloudTarget{Region: "r2", Group: "pool-1", Image: "img-2"}},
+			plan.CloudTarget{Region: "r2", Group: "pool-1", Image: "img-2"}, "", true},
 		{"a setting given twice keeps the last", []string{"--alpha-channel=rapid", "--alpha-channel=stable"},
-			plan.CloudTarget{Options: map[string]string{"alpha-channel": "stable"}}},
+			plan.CloudTarget{Options: map[string]string{"alpha-channel": "stable"}}, "", false},
+		{"a target through a setting, and a green group", []string{"--alpha-version=2", "--alpha-green=ng-2"},
+			plan.CloudTarget{Options: map[string]string{"alpha-version": "2"}}, "ng-2", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			twoClouds(t)
-			var target plan.CloudTarget
+			var req plan.Request
 			fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-			owners := BindFlags(fs, &target)
+			bound := BindFlags(fs, &req)
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
+			target := req.Cloud
 			if target.Region != tc.want.Region || target.Group != tc.want.Group || target.Image != tc.want.Image || !maps.Equal(target.Options, tc.want.Options) {
 				t.Errorf("target %+v, want %+v", target, tc.want)
 			}
-			wantOwners := map[string][]string{"region": {"alpha", "beta"}, "alpha-group": {"alpha"}, "alpha-channel": {"alpha"}, "beta-pool": {"beta"}, "beta-image": {"beta"}}
-			if !maps.EqualFunc(owners, wantOwners, slices.Equal) {
-				t.Errorf("owners %v, want %v", owners, wantOwners)
+			if req.BlueGreen.GreenGroup != tc.green || bound.TargetGiven(target) != tc.target {
+				t.Errorf("green group %q, target given %v; want %q, %v", req.BlueGreen.GreenGroup, bound.TargetGiven(target), tc.green, tc.target)
 			}
+			checkBound(t, bound)
 		})
+	}
+}
+
+// checkBound checks what twoClouds bind: who takes each flag, and what
+// each names.
+func checkBound(t *testing.T, b *Bound) {
+	t.Helper()
+	wantOwners := map[string][]string{"region": {"alpha", "beta"}, "alpha-group": {"alpha"}, "alpha-channel": {"alpha"}, "alpha-version": {"alpha"},
+		"alpha-green": {"alpha"}, "beta-pool": {"beta"}, "beta-image": {"beta"}}
+	if !maps.EqualFunc(b.Owners, wantOwners, slices.Equal) {
+		t.Errorf("owners %v, want %v", b.Owners, wantOwners)
+	}
+	if want := map[string][]string{"alpha": {"alpha-version"}, "beta": {"beta-image"}}; !maps.EqualFunc(b.Targets, want, slices.Equal) {
+		t.Errorf("target flags %v, want %v", b.Targets, want)
+	}
+	if want := map[string]string{"alpha": "alpha-group", "beta": "beta-pool"}; !maps.Equal(b.Group, want) {
+		t.Errorf("group flags %v, want %v", b.Group, want)
+	}
+	if want := map[string]string{"alpha": "alpha-green"}; !maps.Equal(b.Green, want) {
+		t.Errorf("green group flags %v, want %v", b.Green, want)
 	}
 }
 
@@ -71,9 +101,10 @@ func TestBindFlags(t *testing.T) {
 // was given (nothing by default).
 func TestBindFlagsShownInHelp(t *testing.T) {
 	twoClouds(t)
-	target := plan.CloudTarget{Options: map[string]string{"other": "kept"}}
+	req := plan.Request{Cloud: plan.CloudTarget{Options: map[string]string{"other": "kept"}}}
+	target := &req.Cloud
 	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-	BindFlags(fs, &target)
+	BindFlags(fs, &req)
 	region, channel := fs.Lookup("region"), fs.Lookup("alpha-channel")
 	if region == nil || region.Usage != "alpha's region" {
 		t.Fatalf("--region %+v, want alpha's usage", region)

@@ -68,6 +68,9 @@ type CloudGroup struct {
 	Provider string
 	// Can is what the provider can do with the group.
 	Can Capability
+	// Options are the provider's own settings it was opened with
+	// (CloudTarget.Options), kept in the plan.
+	Options map[string]string
 	// Managed is the group's service where it runs updates itself (see
 	// ManagedService); nil otherwise.
 	Managed ManagedService
@@ -230,6 +233,14 @@ type CloudPlan struct {
 	Protected  []string    `json:"protected,omitempty"`
 	// LaunchesAfter is CloudGroup.LaunchesAfter.
 	LaunchesAfter string `json:"launchesAfter,omitempty"`
+	// Options are the provider's own settings the plan was made with
+	// (CloudTarget.Options): run --plan-file asks for them again.
+	Options map[string]string `json:"options,omitempty"`
+	// RemovesOnly says the provider cannot point the group at the target
+	// or resize it (it lacks CapGroup): the run of a strategy that
+	// replaces nodes in place only removes them, and the group replaces
+	// them with what it launches; no Setup, scale-up or scale-down.
+	RemovesOnly bool `json:"removesOnly,omitempty"`
 }
 
 // LoadBalancer is a load balancer that sends traffic to the group's
@@ -329,6 +340,12 @@ func notMemberNote(names []string, cg *CloudGroup) string {
 	return fmt.Sprintf("%d nodes (%s%s) are not %ss of %s %q; they are left alone", len(names), strings.Join(q, ", "), more, cg.MachineKind, cg.GroupKind, cg.Name)
 }
 
+// removesOnly reports whether a run can only remove the group's nodes:
+// it neither resizes the group nor has a service run the update.
+func removesOnly(cg *CloudGroup) bool {
+	return cg.Can.Has(CapRemoveNodes) && !cg.Can.Has(CapGroup) && cg.Managed == nil
+}
+
 // cloudPlan is the cloud side before the strategy sizes it: the sizes now,
 // or an interrupted run's recorded ones.
 func cloudPlan(cg *CloudGroup) *CloudPlan {
@@ -356,6 +373,8 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		Protected:      cg.Protected,
 		LaunchesAfter:  cg.LaunchesAfter,
 		BlueDeleted:    cg.BlueDeleted,
+		RemovesOnly:    removesOnly(cg),
+		Options:        cg.Options,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the

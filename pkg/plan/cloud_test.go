@@ -328,3 +328,25 @@ func TestWholeGroupReplacedOnlyWhenOutdated(t *testing.T) {
 		})
 	}
 }
+
+// TestRemovesOnly: only a group the run can remove nodes from but neither
+// resize nor have a service update is planned without Setup, scale-up and
+// scale-down.
+func TestRemovesOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cg   CloudGroup
+		want bool
+	}{
+		{"removes nodes only", CloudGroup{Can: CapRemoveNodes}, true},
+		{"a group the run resizes", CloudGroup{Can: CapRemoveNodes | CapGroup}, false},
+		{"green groups only", CloudGroup{Can: CapNewGroups}, false},
+		{"a service runs the update", CloudGroup{Can: CapRemoveNodes | CapManagedUpdate, Managed: scalingService{}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cloudPlan(&tc.cg).RemovesOnly; got != tc.want {
+				t.Errorf("RemovesOnly = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

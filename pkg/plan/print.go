@@ -104,15 +104,15 @@ func cloudLines(p *Plan) [][2]string {
 	if c == nil {
 		return nil
 	}
-	group := [2]string{groupLineKey(c.GroupKind), fmt.Sprintf("%s in %s, %s %s version %s -> %s", c.Group, output.OrNone(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
+	group := [2]string{groupLineKey(c.GroupKind), fmt.Sprintf("%s%s, %s %s version %s -> %s", c.Group, inRegion(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
 	if group[0] == "Group" {
 		group[1] = c.GroupKind + " " + group[1]
 	}
 	if c.TargetText != "" {
-		group = [2]string{"Cloud group", fmt.Sprintf("%s %q in %s, %s -> %s", c.GroupKind, c.Group, output.OrNone(c.Region), c.CurrentVersion, c.TargetVersion)}
+		group = [2]string{"Cloud group", fmt.Sprintf("%s %q%s, %s -> %s", c.GroupKind, c.Group, inRegion(c.Region), c.CurrentVersion, c.TargetVersion)}
 	}
 	if p.Managed != nil {
-		group = [2]string{"Updated by", fmt.Sprintf("%s %q in %s (the service runs the update)", p.Managed.Service, c.Group, output.OrNone(c.Region))}
+		group = [2]string{"Updated by", fmt.Sprintf("%s %q%s (the service runs the update)", p.Managed.Service, c.Group, inRegion(c.Region))}
 	}
 	lines := [][2]string{group, {"Scale-up", scaleUpLine(c)}}
 	if c.LaunchesAfter != "" {
@@ -256,6 +256,14 @@ func strategyLine(p *Plan) string {
 		return p.Strategy
 	}
 	return s.Summary(p)
+}
+
+// inRegion is " in REGION", or nothing for a cloud without regions.
+func inRegion(region string) string {
+	if region == "" {
+		return ""
+	}
+	return " in " + region
 }
 
 // scaleUpLine says how the group's sizes move: up for the run, back after.

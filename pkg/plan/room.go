@@ -122,7 +122,7 @@ func noRoomFinding(i, of int, batch []string, room capacity.Room, in Input, held
 	if name == "" {
 		name = in.Selector
 	}
-	fix := "add nodes that stay (with the target labels) before the run, or a provider that adds them (--provider aws)"
+	fix := "add nodes that stay (with the target labels) before the run, or use the --provider of the cloud whose group adds them"
 	if heldOff && i > 0 {
 		// Every outdated node is tainted at the start: the pods of all
 		// batches end up on the nodes that stay, whatever the batch size.

@@ -74,6 +74,11 @@ func TestNoRoom(t *testing.T) {
 			if tc.wantBatch > 1 && !strings.Contains(f.Fix, "--max-unavailable does not help") {
 				t.Errorf("fix %q: a later batch of a tainted group is not helped by smaller batches", f.Fix)
 			}
+			// The planner knows no cloud by name: the fix asks for the
+			// nodes' own.
+			if !strings.Contains(f.Fix, "the --provider of the cloud whose group adds them") || strings.Contains(f.Fix, "aws") {
+				t.Errorf("fix %q: want the nodes' cloud's --provider, no cloud named", f.Fix)
+			}
 		})
 	}
 }

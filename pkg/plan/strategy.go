@@ -254,10 +254,14 @@ func (s *steps) add(phase, detail string, d time.Duration) {
 	*s = append(*s, Step{Phase: phase, Detail: detail, Estimate: Duration(d)})
 }
 
-// setupStep is the Setup of a strategy that points the group at the target.
+// resizes reports whether a run points the cloud group at the target and
+// resizes it, as the engine does with a cloud.Group only.
+func resizes(c *CloudPlan) bool { return c != nil && !c.RemovesOnly }
+
+// setup is the Setup of a strategy that points the group at the target.
 func (s *steps) setup(p *Plan) {
 	c := p.Cloud
-	if c == nil {
+	if !resizes(c) {
 		return
 	}
 	target := "version " + c.TargetVersion

@@ -20,7 +20,9 @@ func (autoscaledBlueGreen) Help() string {
 	return "green starts at 0 and the cluster autoscaler grows it while blue, cordoned, shrinks; after --wait-period the rest of blue is drained"
 }
 
-func (autoscaledBlueGreen) Flags() []string { return []string{"wait-period", "green-asg", "no-wait"} }
+func (autoscaledBlueGreen) Flags() []string {
+	return []string{"wait-period", GreenGroupFlag, "no-wait"}
+}
 
 func (autoscaledBlueGreen) Plan(c *Planning) ([][]PlannedNode, error) {
 	// The wait period stands where the pool soak is.

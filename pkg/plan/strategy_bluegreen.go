@@ -48,13 +48,18 @@ type BlueGreenPlan struct {
 	Undrained []PlannedNode `json:"undrained,omitempty"`
 }
 
+// GreenGroupFlag stands, in a strategy's Flags, for the flag of the
+// provider that names an existing group as green (aws: --green-asg; see
+// cloud.Flags.GreenGroup): the provider names and binds it.
+const GreenGroupFlag = "<green group>"
+
 // ValidateBlueGreen checks the blue/green settings.
 func ValidateBlueGreen(in BlueGreenInput) error {
 	switch {
 	case in.BatchNodes < 0 && (in.BatchPercent <= 0 || in.BatchPercent > 1):
 		return inputErrorf("invalid --batch-percent %g: must be above 0 and at most 1", in.BatchPercent)
 	case in.GreenGroup != "" && in.GreenSelector != "":
-		return inputErrorf("--green-asg and --green-selector cannot be used together")
+		return inputErrorf("a green group (the provider's flag) and --green-selector cannot be used together")
 	case in.BatchSoak < 0:
 		return inputErrorf("invalid --batch-soak %s: must not be negative", FormatDuration(in.BatchSoak))
 	case in.NodePoolSoak < 0:
@@ -81,7 +86,7 @@ func (blueGreen) Help() string {
 }
 
 func (blueGreen) Flags() []string {
-	return []string{"batch-node-count", "batch-percent", "batch-soak", "node-pool-soak", "green-asg", "green-selector", "no-wait"}
+	return []string{"batch-node-count", "batch-percent", "batch-soak", "node-pool-soak", GreenGroupFlag, "green-selector", "no-wait"}
 }
 
 func (blueGreen) Needs(Input) Capability { return CapNewGroups }

@@ -26,7 +26,7 @@ func (eks) Validate(in Input, groupSize int) (int, error) {
 
 func (eks) Plan(c *Planning) ([][]PlannedNode, error) {
 	p := c.Plan
-	if cp := p.Cloud; cp != nil && (!cp.Resumed || cp.RescaleFrom != "") && len(c.Outdated) > 0 {
+	if cp := p.Cloud; resizes(cp) && (!cp.Resumed || cp.RescaleFrom != "") && len(c.Outdated) > 0 {
 		cp.ScaleUp = ScaleUpCount(len(p.Zones), p.MaxUnavailable)
 		cp.During.Desired += cp.ScaleUp
 		cp.During.Max += cp.ScaleUp
@@ -54,7 +54,7 @@ func (eks) Steps(p *Plan) []Step {
 		s.add("Taint", fmt.Sprintf("%d outdated nodes %s", p.Nodes.Outdated, p.Taint), 0)
 		s.add("Upgrade", fmt.Sprintf("%s of up to %s: drain, cordon, remove", Count(len(p.Batches), "batch"), Count(p.MaxUnavailable, "node")), time.Duration(len(p.Batches))*perBatchEstimate(p))
 	}
-	if c != nil && (c.ScaleUp > 0 || c.Resumed) {
+	if resizes(c) && (c.ScaleUp > 0 || c.Resumed) {
 		n := c.During.Desired - c.Before.Desired
 		s.add("ScaleDown", fmt.Sprintf("back to desired %d, max %d, one node at a time", c.Before.Desired, c.Before.Max), time.Duration(n)*perBatchEstimate(p))
 	}

@@ -36,9 +36,14 @@ func (surge) Needs(in Input) Capability {
 	return CapRemoveNodes
 }
 
-// NeedsWhy says that surge nodes need a provider that creates them.
+// NeedsWhy says that surge nodes need a provider that creates them, and
+// what to do without one.
 func (surge) NeedsWhy(in Input, provider string) string {
-	return fmt.Sprintf("--max-surge %d needs a provider that creates nodes (--provider aws); with --provider %s use --max-surge 0 and --max-unavailable N", in.MaxSurge, provider)
+	instead := "use --max-surge 0 and --max-unavailable N"
+	if in.Cloud == nil {
+		instead = "use the --provider of the cloud whose group keeps the nodes, or --max-surge 0 and --max-unavailable N"
+	}
+	return fmt.Sprintf("--max-surge %d needs a provider that creates nodes, not --provider %s; %s", in.MaxSurge, provider, instead)
 }
 
 func (surge) Validate(in Input, _ int) (int, error) {
@@ -67,7 +72,7 @@ func (surge) Plan(c *Planning) ([][]PlannedNode, error) {
 	p := c.Plan
 	p.Order = OrderByZone
 	// Surge adds its nodes a window at a time, not up front.
-	if cp := p.Cloud; cp != nil && !cp.Resumed && len(c.Outdated) > 0 {
+	if cp := p.Cloud; resizes(cp) && !cp.Resumed && len(c.Outdated) > 0 {
 		cp.During.Desired += int32(p.MaxSurge)
 		cp.During.Max += int32(p.MaxSurge)
 	}

@@ -43,9 +43,10 @@ func (awsCloud) BindFlags(f *cloud.Flags) {
 	f.String(&t.Group, "asg", "Auto Scaling group of the node group (default: found from the nodes' instance IDs)")
 	f.String(&t.Image, "ami", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
 	f.String(&t.Version, "launch-template-version", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
+	f.GreenGroup("green-asg", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
 	f.Bool(&t.KeepDefault, "keep-default-version", "Never change the launch template's default version ($Default): a group that launches $Default is refused unless the target is its default already (infrastructure as code makes and sets the versions)")
-	f.Option(optKubernetesVersion, "EKS managed node groups: upgrade to this Kubernetes version (at most the control plane's; default: the group's)")
-	f.Option(optReleaseVersion, "EKS managed node groups: upgrade to this EKS AMI release version (default: the latest for the Kubernetes version)")
+	f.TargetOption(optKubernetesVersion, "EKS managed node groups: upgrade to this Kubernetes version (at most the control plane's; default: the group's)")
+	f.TargetOption(optReleaseVersion, "EKS managed node groups: upgrade to this EKS AMI release version (default: the latest for the Kubernetes version)")
 	f.Option(optUpdateStrategy, "EKS managed node groups: the update strategy for the run, DEFAULT (scale up first) or MINIMAL (no extra nodes); put back afterwards")
 }
 

@@ -59,8 +59,8 @@ func (gkeCloud) Help() string {
 func (gkeCloud) BindFlags(f *cloud.Flags) {
 	f.Option(optCluster, "GKE: the cluster of the node pool (default: the cluster-name metadata of the nodes' instances)")
 	f.Option(optLocation, "GKE: the cluster's location, a region or a zone (default: the cluster-location metadata of the nodes' instances)")
-	f.Option(optNodeVersion, "GKE: upgrade the node pool to this version (1.31, 1.31.2, 1.31.2-gke.1000, \"-\" for the control plane's, \"latest\"; at most the control plane's)")
-	f.Option(optImageType, "GKE: move the node pool to this image type (COS_CONTAINERD, UBUNTU_CONTAINERD, ...)")
+	f.TargetOption(optNodeVersion, "GKE: upgrade the node pool to this version (1.31, 1.31.2, 1.31.2-gke.1000, \"-\" for the control plane's, \"latest\"; at most the control plane's)")
+	f.TargetOption(optImageType, "GKE: move the node pool to this image type (COS_CONTAINERD, UBUNTU_CONTAINERD, ...)")
 	f.Option(optPDBTimeout, "GKE: how long GKE honours PodDisruptionBudgets before it deletes the pods (nodeDrainConfig.pdbTimeoutDuration) for the run; default the pool's, GKE's 1h when unset")
 }
 

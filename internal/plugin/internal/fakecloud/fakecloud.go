@@ -32,11 +32,18 @@ const (
 	ImageLabel     = "fakecloud.example/image"
 )
 
-// The provider's flags: two fill the neutral target under the cloud's own
-// names, one is a setting only it has (kept in CloudTarget.Options).
+// The provider's flags: three fill the neutral target under the cloud's
+// own names, one the request's green group; two are settings only it has
+// (kept in CloudTarget.Options), one of which names a target.
 const (
-	flagGroup = "fake-group"
-	flagImage = "fake-image"
+	flagGroup   = "fake-group"
+	flagImage   = "fake-image"
+	flagVersion = "fake-version"
+	// FlagGreen names an existing group as blue/green's green.
+	FlagGreen = "fake-green"
+	// optRelease names the target by itself, as a service's release
+	// does: the image, like --fake-image.
+	optRelease = "fake-release"
 	// optSoak is the managed service's soak after its update
 	// (UpdateSettings.Other["soak"]).
 	optSoak = "fake-soak"
@@ -69,6 +76,9 @@ func (Cloud) BindFlags(f *cloud.Flags) {
 	t := f.Target()
 	f.String(&t.Group, flagGroup, "fakecloud: the group of the nodes (default: found from the nodes)")
 	f.String(&t.Image, flagImage, "fakecloud: the image the nodes must run, img-<name> (default: what the group launches now)")
+	f.String(&t.Version, flagVersion, "fakecloud: the template version the nodes must run")
+	f.GreenGroup(FlagGreen, "fakecloud: with --strategy blue-green, use this existing group as green")
+	f.TargetOption(optRelease, "fakecloud: the release the nodes must run, an image img-<name>")
 	f.Option(optSoak, "fakecloud: how long the service soaks after its update, for the run (a duration)")
 }
 
@@ -93,6 +103,9 @@ func (e *inputError) Input() bool   { return true }
 func (Cloud) Validate(t plan.CloudTarget) error {
 	if t.Image != "" && !imagePattern.MatchString(t.Image) {
 		return &inputError{fmt.Sprintf("invalid --%s %q: want img-<name>", flagImage, t.Image)}
+	}
+	if v := t.Options[optRelease]; v != "" && !imagePattern.MatchString(v) {
+		return &inputError{fmt.Sprintf("invalid --%s %q: want img-<name>", optRelease, v)}
 	}
 	if v := t.Options[optSoak]; v != "" {
 		if d, err := time.ParseDuration(v); err != nil || d < 0 {

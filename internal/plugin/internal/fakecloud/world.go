@@ -244,11 +244,9 @@ func (w *World) open(nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup,
 	if err != nil {
 		return nil, nil, err
 	}
-	target := w.launchVersion(g)
-	if t.Image != "" {
-		if target = w.versionOf(t.Image); target == "" {
-			return nil, nil, &inputError{fmt.Sprintf("no version of template %q has image %q; check --%s", template, t.Image, flagImage)}
-		}
+	target, err := w.target(g, t)
+	if err != nil {
+		return nil, nil, err
 	}
 	p := (&base{w: w, group: g.name, target: target}).provider(g.kind, t.Options[optSoak])
 	cg := w.cloudGroup(g, nodes, target)
@@ -257,6 +255,28 @@ func (w *World) open(nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup,
 		cg.Managed = s
 	}
 	return cg, p, nil
+}
+
+// target is the version the target names (--fake-version, or the one
+// whose image --fake-image or --fake-release names), else what the group
+// launches; w.mu is held.
+func (w *World) target(g *group, t plan.CloudTarget) (string, error) {
+	image, flag := t.Image, flagImage
+	if r := t.Options[optRelease]; r != "" {
+		image, flag = r, optRelease
+	}
+	switch {
+	case t.Version != "" && w.versions[t.Version] == "":
+		return "", &inputError{fmt.Sprintf("template %q has no version %q; check --%s", template, t.Version, flagVersion)}
+	case t.Version != "":
+		return t.Version, nil
+	case image == "":
+		return w.launchVersion(g), nil
+	}
+	if v := w.versionOf(image); v != "" {
+		return v, nil
+	}
+	return "", &inputError{fmt.Sprintf("no version of template %q has image %q; check --%s", template, image, flag)}
 }
 
 // groupFor is the group --fake-group names, or the one the nodes'
