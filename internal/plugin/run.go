@@ -309,22 +309,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.savedPlan != nil {
-		// Nodes an interrupted run of this plan already removed are not
-		// staleness: the same command finishes it.
-		done := map[string]bool{}
-		store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
-		if rec, err := store.Load(ctx, o.recordName()); err == nil && rec != nil && rec.FinishedAt == nil {
-			for _, n := range rec.Done {
-				done[n] = true
-			}
-		}
-		if err := compareSaved(o.savedPlan, p, o.PlanFile, done); err != nil {
+		if p, err = o.fromSavedPlan(ctx, p); err != nil {
 			return err
 		}
-		if err := plan.StaleRevision(o.savedPlan, p); err != nil {
-			return usageErrorf("--plan-file %q is stale: %v", o.PlanFile, err)
-		}
-		p = withoutDone(o.savedPlan, p, done)
 	}
 	if err := o.printPlan(p); err != nil {
 		return err
@@ -351,6 +338,32 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			return usageErrorf("aborted: nothing was changed")
 		}
 	}
+	return o.upgrade(ctx, p)
+}
+
+// fromSavedPlan is the saved plan (--plan-file) checked against p, the
+// cluster now, without the nodes an interrupted run of it already
+// removed: those are not staleness, the same command finishes it.
+func (o *RunOptions) fromSavedPlan(ctx context.Context, p *plan.Plan) (*plan.Plan, error) {
+	done := map[string]bool{}
+	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+	if rec, err := store.Load(ctx, o.recordName()); err == nil && rec != nil && rec.FinishedAt == nil {
+		for _, n := range rec.Done {
+			done[n] = true
+		}
+	}
+	if err := compareSaved(o.savedPlan, p, o.PlanFile, done); err != nil {
+		return nil, err
+	}
+	if err := plan.StaleRevision(o.savedPlan, p); err != nil {
+		return nil, usageErrorf("--plan-file %q is stale: %v", o.PlanFile, err)
+	}
+	return withoutDone(o.savedPlan, p, done), nil
+}
+
+// upgrade runs plan p, agreed to, with the provider that changes the
+// group (none's where no cloud's does).
+func (o *RunOptions) upgrade(ctx context.Context, p *plan.Plan) error {
 	var provider cloud.Provider = &cloud.None{Client: o.client, DeleteNode: o.DeleteNode}
 	if o.cloudProvider != nil {
 		provider = o.cloudProvider
