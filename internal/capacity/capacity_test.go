@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,32 +16,11 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
-func testNode(name, zone, cpu string, mutate ...func(*corev1.Node)) *corev1.Node {
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": name}},
-		Status: corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		},
-	}
-	for _, m := range mutate {
-		m(n)
-	}
-	return n
-}
-
-func testPod(name, node, cpu string, mutate ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
-	for _, m := range mutate {
-		m(p)
-	}
-	return p
-}
+// Nodes and pods from the builder the capacity and engine tests share.
+var (
+	testNode = kubetest.Node
+	testPod  = kubetest.Pod
+)
 
 func TestEstimate(t *testing.T) {
 	tainted := func(n *corev1.Node) {

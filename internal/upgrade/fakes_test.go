@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +24,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/kubetest"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -871,29 +871,8 @@ func drainOpts() drain.Options {
 	return drain.Options{Timeout: 20 * time.Second, GracePeriodSeconds: -1}
 }
 
-func testNode(name, zone, cpu string, mutate ...func(*corev1.Node)) *corev1.Node {
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": name}},
-		Status: corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		},
-	}
-	for _, m := range mutate {
-		m(n)
-	}
-	return n
-}
-
-func testPod(name, node, cpu string, mutate ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
-	for _, m := range mutate {
-		m(p)
-	}
-	return p
-}
+// Nodes and pods from the builder the capacity and engine tests share.
+var (
+	testNode = kubetest.Node
+	testPod  = kubetest.Pod
+)
