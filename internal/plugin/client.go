@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // Client-side rate limit of every request the plugin sends. client-go's

@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/metadata"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )

@@ -15,7 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // TestConnectionFailureKeepsWhatWasBeingDone: the message of a lost

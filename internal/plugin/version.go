@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 )
 
 // Version is set at build time with -ldflags "-X .../internal/plugin.Version=v1.2.3".

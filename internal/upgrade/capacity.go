@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/util/podutils"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/capacity"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )

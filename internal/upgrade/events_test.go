@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport/retrytest"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport/retrytest"
 )
 
 func TestRecorderWritesInTheBackground(t *testing.T) {

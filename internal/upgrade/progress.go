@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // plainEvery is how often, during a wait, a run without a terminal prints

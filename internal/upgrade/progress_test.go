@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // fakeClock is a clock the test moves.

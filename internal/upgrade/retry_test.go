@@ -15,10 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport/retrytest"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport/retrytest"
 )
 
 // TestNodeWritesSentTwice: each of the run's writes to nodes, when the API

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/pods"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
 )
 
 type nsName struct{ ns, name string }

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport/retrytest"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport/retrytest"
 )
 
 // TestNoneRemoveNodeSentTwice: the removal of provider none, when the API

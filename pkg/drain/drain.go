@@ -32,8 +32,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	kdrain "k8s.io/kubectl/pkg/drain"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/pods"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // EventType says what happened to a pod or node.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 )
 
 // The plan shows the command hooks a run will run and the nodes whose

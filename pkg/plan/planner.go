@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/pods"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 )
 
 // WriteTable prints the plan for review: a header block, one row per

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 )
 
 func TestEstimateCountsPostDrainWait(t *testing.T) {

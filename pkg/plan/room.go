@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/capacity"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // relists bounds how many times a list cut off while it streamed in is

@@ -40,7 +40,7 @@ import (
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // realisticPod is a Deployment's pod as an apiserver returns it: managed

@@ -17,7 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport/retrytest"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport/retrytest"
 )
 
 const lockNS, lockGroup, me, rival = "kube-system", "ng", "this-host/1", "other-host/7"

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/transport/retrytest"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport/retrytest"
 )
 
 // TestWritesSentTwice: every write of the record, the lock and the

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/capacity"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
 )
 
 // Labels and annotations the simulated nodes carry.

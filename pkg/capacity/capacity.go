@@ -18,7 +18,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/pods"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
 )
 
 // Room is the capacity estimate before a batch: do the pods it will evict
