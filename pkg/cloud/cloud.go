@@ -325,3 +325,13 @@ func (n *None) RemoveNode(ctx context.Context, node string) error {
 }
 
 var _ Remover = (*None)(nil)
+
+// PermissionProber is a Provider that can ask its cloud whether the caller
+// may make each call a run with it makes. OpenGroup asks once, for every
+// capability the provider has; the plan keeps what the chosen strategy
+// needs. An error means the cloud failed to answer (not a denial): the plan
+// says it could not check.
+type PermissionProber interface {
+	Provider
+	ProbePermissions(ctx context.Context) (*plan.Permissions, error)
+}

@@ -1,0 +1,44 @@
+package plan
+
+// Permissions is what the cloud said when asked whether the caller may make
+// each call a run makes (AWS iam:SimulatePrincipalPolicy, GCP
+// testIamPermissions): check and plan turn a missing permission the chosen
+// strategy needs into a blocker before anything changes.
+type Permissions struct {
+	// Principal is who the cloud was asked about (a role's ARN, a service
+	// account's email).
+	Principal string `json:"principal,omitempty"`
+	// Missing are the permissions the cloud denied.
+	Missing []MissingPermission `json:"missing,omitempty"`
+	// CannotAsk says why the cloud could not be asked (the caller may not
+	// simulate, say); a warning, never a blocker. "" when it was asked.
+	CannotAsk string `json:"cannotAsk,omitempty"`
+	// Policy is where the provider's documentation lists the permissions
+	// (docs/providers/aws.md#permissions).
+	Policy string `json:"policy,omitempty"`
+}
+
+// MissingPermission is one permission the caller lacks, the call that needs
+// it, and what the call serves: For is 0 for calls every run makes, else the
+// capability whose strategies make it (blue/green's group creation needs
+// CapNewGroups).
+type MissingPermission struct {
+	Permission string     `json:"permission"`
+	Call       string     `json:"call"`
+	For        Capability `json:"for,omitempty"`
+}
+
+// NeededBy returns the missing permissions a run that needs the
+// capabilities in need would use.
+func (p *Permissions) NeededBy(need Capability) []MissingPermission {
+	if p == nil {
+		return nil
+	}
+	var out []MissingPermission
+	for _, m := range p.Missing {
+		if m.For == 0 || need&m.For != 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
