@@ -20,6 +20,12 @@ step "go vet"
 go vet ./...
 (cd sim && go vet ./...)
 
+step "staticcheck (default checks; both modules)"
+# Pinned, and fetched through the module proxy like any dependency.
+staticcheck=(go run honnef.co/go/tools/cmd/staticcheck@v0.8.2)
+"${staticcheck[@]}" ./...
+(cd sim && "${staticcheck[@]}" ./...)
+
 step "unit tests (race detector)"
 go test -race -count=1 ./...
 

@@ -2,21 +2,17 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
@@ -131,77 +127,42 @@ func (o *AbortOptions) Validate() error {
 // Run refuses a live run (or stops it, --wait), takes the lock, and puts
 // the group back in service.
 func (o *AbortOptions) Run(ctx context.Context) error {
-	po := &PlanOptions{configFlags: o.configFlags, IOStreams: o.IOStreams, StateNamespace: o.StateNamespace}
-	po.NodeGroup, po.Selector, po.client = o.NodeGroup, o.Selector, o.client
+	po := &PlanOptions{configFlags: o.configFlags, client: o.client}
 	if err := po.connect(); err != nil {
 		return err
 	}
-	group := po.recordName()
-	store := &state.Store{Client: po.client, Namespace: o.StateNamespace}
-	requests := &state.Requests{Store: store, Group: group}
-	rec, finished, err := o.recordToAbort(ctx, po, store, requests, group)
+	sess := newSession(o.configFlags, po.client, po.context, o.IOStreams, o.StateNamespace)
+	group := session.RecordName(o.NodeGroup, o.Selector)
+	requests := sess.Requests(group)
+	rec, finished, err := o.recordToAbort(ctx, sess, requests, group)
 	if err != nil {
 		return err
 	}
-	cleanupCtx := context.WithoutCancel(ctx)
-	ctx, _, release, err := holdLock(ctx, po.client, o.StateNamespace, group)
+	note, err := sess.Abort(ctx, session.AbortTarget{
+		NodeGroup: o.NodeGroup, Selector: o.Selector, Unfinished: rec, Finished: finished,
+		NodeGroupLabel: o.NodeGroupLabel, Taint: o.Taint,
+	})
 	if err != nil {
 		return err
 	}
-	defer release()
-
-	cfg, err := o.abortConfig(ctx, po, rec, finished)
-	if err != nil {
-		return err
-	}
-	if h := cfg.Plan.Hooks; h != nil && h.Any() {
-		// The scale-down drains and removes nodes: their hooks run.
-		path, remove, err := hookKubeconfig(o.configFlags)
-		if err != nil {
-			return err
-		}
-		defer remove()
-		cfg.Kubeconfig = path
-	}
-	if rec != nil {
-		cfg.Record, cfg.Save = rec, func(ctx context.Context) error { return store.Save(ctx, rec) }
-	} else {
-		cfg.Record = &state.Record{NodeGroup: group} // not saved: there is nothing to mark
-	}
-	engine, err := upgrade.New(cfg)
-	if err != nil {
-		return err
-	}
-	err = engine.Abort(ctx)
-	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		err = cause
-	}
-	if err != nil {
-		if rec != nil {
-			rec.LastError = "abort: " + err.Error()
-			_ = store.Save(cleanupCtx, rec)
-		}
-		return fmt.Errorf("%w; the group is not fully back in service: fix the cause and run \"kubectl nodeupgrade abort %s\" again", err, group)
-	}
-	return o.markAborted(cleanupCtx, store, requests, rec, group, engine.Note())
+	return o.markAborted(context.WithoutCancel(ctx), sess.Store(), requests, rec, group, note)
 }
 
 // recordToAbort reads the run to abort, once confirmed and any live run
 // stopped: rec is the unfinished run's record, finished the last run's
 // when it is over (nil otherwise). It refuses what abort cannot undo.
-func (o *AbortOptions) recordToAbort(ctx context.Context, po *PlanOptions, store *state.Store, requests *state.Requests, group string) (rec, finished *state.Record, err error) {
+func (o *AbortOptions) recordToAbort(ctx context.Context, sess *session.Session, requests *state.Requests, group string) (rec, finished *state.Record, err error) {
 	// The lock before the record, as control commands read them: a record
 	// read after the lock was seen free is the run's last.
-	probe := &ControlOptions{NodeGroup: group, StateNamespace: o.StateNamespace}
-	held := probe.holder(ctx, po)
-	if rec, err = store.Load(ctx, group); err != nil {
+	held := sess.Holder(ctx, group)
+	if rec, err = sess.Store().Load(ctx, group); err != nil {
 		return nil, nil, err
 	}
 	if err := o.confirm(rec, group); err != nil {
 		return nil, nil, err
 	}
 	if held != nil {
-		if rec, err = o.stopLiveRun(ctx, po, probe, store, requests, rec, held); err != nil {
+		if rec, err = o.stopLiveRun(ctx, sess, requests, rec, held); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -214,7 +175,7 @@ func (o *AbortOptions) recordToAbort(ctx context.Context, po *PlanOptions, store
 	if rec != nil && plan.Phase(rec.Phase) == plan.PhaseDeleteBlue {
 		return nil, nil, usageErrorf("cannot abort: the run on %q is deleting blue, which cannot be stopped or undone; finish it with \"kubectl nodeupgrade resume %s\"", group, group)
 	}
-	if err := o.refuseManagedUpdate(ctx, po, rec); err != nil {
+	if err := o.refuseManagedUpdate(ctx, sess, rec); err != nil {
 		return nil, nil, err
 	}
 	return rec, nil, nil
@@ -275,8 +236,8 @@ func (o *AbortOptions) terminal() bool {
 // stopLiveRun refuses to abort a live run, or with --wait asks it to
 // stop, as cancel does, and waits until its lock is free. It returns the
 // record as the stopped run left it.
-func (o *AbortOptions) stopLiveRun(ctx context.Context, po *PlanOptions, probe *ControlOptions, store *state.Store, requests *state.Requests, rec *state.Record, held *state.HeldError) (*state.Record, error) {
-	group, holder := probe.NodeGroup, held.Holder
+func (o *AbortOptions) stopLiveRun(ctx context.Context, sess *session.Session, requests *state.Requests, rec *state.Record, held *state.HeldError) (*state.Record, error) {
+	group, holder := requests.Group, held.Holder
 	if rec != nil && plan.Phase(rec.Phase) == plan.PhaseDeleteBlue {
 		return nil, usageErrorf("cannot abort: the run on %q (%s) is deleting blue, which cannot be stopped or undone; let it finish", group, holder)
 	}
@@ -293,76 +254,12 @@ func (o *AbortOptions) stopLiveRun(ctx context.Context, po *PlanOptions, probe *
 		return nil, err
 	}
 	fmt.Fprintf(o.Out, "asked the run on %q (%s) to stop at its next safe point; waiting for it to stop (a run gone on another machine: until its lock runs out, in %s)\n", group, holder, max(time.Until(held.Expires), 0).Round(time.Second))
-	for probe.holderAlive(ctx, po) {
+	for sess.Holder(ctx, group) != nil {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(o.pollInterval):
 		}
 	}
-	return store.Load(ctx, group)
-}
-
-// abortConfig is the configuration abort runs the engine with: the plan
-// made again from the recorded request (as resume and rollback do), or,
-// with no record, just the group's nodes and the run's taint.
-func (o *AbortOptions) abortConfig(ctx context.Context, po *PlanOptions, rec, finished *state.Record) (upgrade.Config, error) {
-	req := plan.Request{DrainTimeout: 15 * time.Minute, PostDrainWait: 60 * time.Second, NodeReadyTimeout: 15 * time.Minute}
-	var p *plan.Plan
-	var provider cloud.Provider = &cloud.None{Client: po.client}
-	if rec != nil && rec.Request != nil {
-		_, ro := newCmdRun(o.configFlags, o.IOStreams)
-		ro.client, ro.context = po.client, po.context
-		ro.Request, ro.StateNamespace, ro.Yes = requestToRepeat(rec), o.StateNamespace, true
-		ro.PlanFile = "" // the group and its nodes are all abort needs of it
-		if err := ro.Validate(); err != nil {
-			return upgrade.Config{}, err
-		}
-		var err error
-		if p, err = ro.buildPlan(ctx); err != nil {
-			return upgrade.Config{}, fmt.Errorf("cannot abort: error when reading node group %q as its run recorded it: %w", po.recordName(), err)
-		}
-		if rec.Cloud != nil && cloud.GroupName(ro.cloudProvider) != rec.Cloud.Group {
-			return upgrade.Config{}, fmt.Errorf("cannot abort: the run recorded %s group %q, which the nodes of %q no longer lead to; its sizes cannot be restored", rec.Cloud.Provider, rec.Cloud.Group, po.recordName())
-		}
-		if ro.cloudProvider != nil {
-			provider = ro.cloudProvider
-			if bg, ok := ro.cloudProvider.(cloud.BlueGreen); ok && rec.Cloud != nil && rec.Cloud.Green != "" {
-				bg.UseGreen(rec.Cloud.Green)
-			}
-		}
-		req = ro.Request
-	} else {
-		// How the run found its nodes and which taint it put: the flags,
-		// or the last finished run's record.
-		po.NodeGroupLabel, po.Taint = o.NodeGroupLabel, o.Taint
-		if finished != nil && finished.Request != nil {
-			if po.NodeGroupLabel == "" {
-				po.NodeGroupLabel = finished.Request.NodeGroupLabel
-			}
-			if po.Taint == "" {
-				po.Taint = finished.Request.Taint
-			}
-		}
-		if po.Taint != "" {
-			t, err := plan.ParseTaint(po.Taint)
-			if err != nil {
-				return upgrade.Config{}, err
-			}
-			po.taint = &t
-		}
-		nodes, err := po.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return upgrade.Config{}, fmt.Errorf("error when listing nodes: %w", err)
-		}
-		in, err := po.input(snapshot.Cluster{Nodes: nodes.Items})
-		if err != nil {
-			return upgrade.Config{}, err
-		}
-		p = &plan.Plan{NodeGroup: in.NodeGroup, NodeGroupLabel: in.NodeGroupLabel, Selector: in.Selector, Strategy: plan.DefaultStrategy, Taint: plan.TaintString(in.Taint)}
-		if rec != nil && rec.Strategy != "" {
-			p.Strategy = rec.Strategy
-		}
-	}
-	return engineConfig(po.client, p, req, provider, o.IOStreams)
+	return sess.Store().Load(ctx, group)
 }

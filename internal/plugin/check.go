@@ -103,8 +103,8 @@ func (o *CheckOptions) Validate() error {
 	if err := output.ValidateFormat(o.Output); err != nil {
 		return &usageError{err: err}
 	}
-	if len(o.TargetLabels) == 0 && !o.bound.TargetGiven(o.Cloud) {
-		return usageErrorf("no target given: check audits the nodes that are not on the target; use --target-label key=value (the labels up-to-date nodes carry), or %s", o.targetFlags())
+	if len(o.TargetLabels) == 0 && !o.Bound.TargetGiven(o.Cloud) {
+		return usageErrorf("no target given: check audits the nodes that are not on the target; use --target-label key=value (the labels up-to-date nodes carry), or %s", o.TargetFlags())
 	}
 	return nil
 }
@@ -112,9 +112,9 @@ func (o *CheckOptions) Validate() error {
 // Run audits and prints the findings; blockers make it exit 5.
 func (o *CheckOptions) Run(ctx context.Context) error {
 	if !o.AllNamespaces && o.configFlags.Namespace != nil {
-		o.namespace = *o.configFlags.Namespace
+		o.Namespace = *o.configFlags.Namespace
 	}
-	p, err := o.buildPlan(ctx)
+	p, err := o.planOf(ctx)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		Kind:       "CheckReport",
 		NodeGroup:  p.NodeGroup,
 		Selector:   p.Selector,
-		Namespace:  o.namespace,
+		Namespace:  o.Namespace,
 		Outdated:   p.OutdatedNames(),
 		Findings:   p.Findings,
 	}

@@ -13,9 +13,13 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
@@ -127,3 +131,13 @@ func (v *loudValue) Set(s string) error {
 
 // String keeps the wrapped flag's rendering for help output.
 func (v *loudValue) String() string { return strings.TrimSpace(v.Value.String()) }
+
+// newSession is a command's session over client, whose hooks get a
+// kubeconfig of the connection the flags describe.
+func newSession(flags *genericclioptions.ConfigFlags, client kubernetes.Interface, kubeContext string, streams genericiooptions.IOStreams, stateNamespace string) *session.Session {
+	return &session.Session{
+		Client: client, KubeContext: kubeContext, IOStreams: streams, StateNamespace: stateNamespace,
+		HookKubeconfig: func() (string, func(), error) { return hookKubeconfig(flags) },
+		Live:           output.IsTerminal(streams.Out),
+	}
+}

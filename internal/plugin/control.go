@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -22,8 +22,8 @@ type ControlOptions struct {
 	genericiooptions.IOStreams
 
 	action         string
-	client         kubernetes.Interface
-	context        string // the kubeconfig context client talks to
+	client         kubernetes.Interface // set by tests; else from the flags
+	sess           *session.Session
 	NodeGroup      string
 	StateNamespace string
 	Yes            bool
@@ -102,11 +102,11 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	if err := po.connect(); err != nil {
 		return err
 	}
-	o.client, o.context = po.client, po.context
+	o.sess = newSession(o.configFlags, po.client, po.context, o.IOStreams, o.StateNamespace)
 	// The lock before the record: a run writes its last record, then gives
 	// the lock up, so a record read after the lock was seen free is final.
-	alive := o.holderAlive(ctx, po)
-	store := &state.Store{Client: po.client, Namespace: o.StateNamespace}
+	alive := o.sess.Holder(ctx, o.NodeGroup) != nil
+	store := o.sess.Store()
 	rec, err := store.Load(ctx, o.NodeGroup)
 	if err != nil {
 		return err
@@ -203,14 +203,14 @@ func (o *ControlOptions) rollback(ctx context.Context, rec *state.Record, reques
 // rerunRecorded runs the recorded request again, forward or rolling back,
 // with no request pending.
 func (o *ControlOptions) rerunRecorded(ctx context.Context, rec *state.Record, requests *state.Requests, rollback bool) error {
-	req, err := o.recordedRequest(rec)
+	r, err := session.FromRecord(rec, nil, o.action)
 	if err != nil {
 		return err
 	}
 	if err := requests.Clear(ctx); err != nil {
 		return err
 	}
-	return o.rerun(ctx, rec, req, rollback)
+	return o.rerun(ctx, rec, r, rollback)
 }
 
 // noSafePointLeft reports whether a live run in rec's phase meets no safe
@@ -229,33 +229,17 @@ func noSafePointLeft(rec *state.Record) bool {
 	return next.Phase == plan.PhaseDone
 }
 
-// holderAlive reports whether a live run holds the node group's lock.
-func (o *ControlOptions) holderAlive(ctx context.Context, po *PlanOptions) bool {
-	return o.holder(ctx, po) != nil
-}
-
-// holder is the live run that holds the node group's lock, and until
-// when, or nil.
-func (o *ControlOptions) holder(ctx context.Context, po *PlanOptions) *state.HeldError {
-	lock := &state.Lock{Client: po.client, Namespace: o.StateNamespace, Group: o.NodeGroup, Holder: "probe/" + fmt.Sprint(time.Now().UnixNano()), Duration: lockDuration}
-	held, err := lock.HeldBy(ctx)
-	if err != nil {
-		return nil
-	}
-	return held
-}
-
 // rerun runs the recorded run again from its recorded phase (or its
 // rollback), as its recorded request asks, with this command's connection.
-func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, req plan.Request, rollback bool) error {
-	_, ro := newCmdRun(o.configFlags, o.IOStreams)
-	// This command's connection, made once.
-	ro.client, ro.context = o.client, o.context
-	ro.Request, ro.StateNamespace, ro.Yes, ro.rollback = req, o.StateNamespace, o.Yes, rollback
-	if err := ro.loadPlanFile(); err != nil {
+func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, r *session.Request, rollback bool) error {
+	r.Rollback = rollback
+	if err := r.LoadPlanFile(); err != nil {
 		return err
 	}
-	if err := ro.Validate(); err != nil {
+	if err := r.ValidateRun(); err != nil {
+		return err
+	}
+	if err := requireConfirmation(o.Yes, o.In); err != nil {
 		return err
 	}
 	what := "resuming"
@@ -263,26 +247,11 @@ func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, req plan.
 		what = "rolling back"
 	}
 	fmt.Fprintf(o.Out, "%s the run on %q from phase %s\n", what, o.NodeGroup, rec.Phase)
-	return ro.Run(ctx)
-}
-
-// recordedRequest is the request of the recorded run, or why there is none.
-func (o *ControlOptions) recordedRequest(rec *state.Record) (plan.Request, error) {
-	if rec.Request == nil {
-		return plan.Request{}, usageErrorf("cannot %s: the record of %q holds no request to repeat (made by an older version); run the original command again", o.action, o.NodeGroup)
-	}
-	return requestToRepeat(rec), nil
-}
-
-// requestToRepeat is the recorded run's request, with the provider it ran
-// on where the provider was detected: the cloud flags alone need not tell
-// which cloud takes them, as the flags given did.
-func requestToRepeat(rec *state.Record) plan.Request {
-	req := *rec.Request
-	if req.Provider == "" && rec.Cloud != nil {
-		req.Provider = rec.Cloud.Provider
-	}
-	return req
+	return o.sess.Execute(ctx, r, session.Prompt{
+		Print:   planPrinter(o.Out, ""),
+		Yes:     o.Yes,
+		Confirm: func(q string) (bool, error) { return askYes(o.In, o.ErrOut, q) },
+	})
 }
 
 // rollbackInPlace undoes a partial eks or surge run on a cloud group: the
@@ -296,14 +265,17 @@ func (o *ControlOptions) rollbackInPlace(ctx context.Context, rec *state.Record,
 	if rec.Cloud == nil || rec.Cloud.FromVersion == "" {
 		return usageErrorf("cannot roll back: the run on %q recorded no launch template version to go back to (provider none, or it stopped before Setup); \"kubectl nodeupgrade abort %s\" puts the group back in service", o.NodeGroup, o.NodeGroup)
 	}
-	req, err := o.recordedRequest(rec)
+	r, err := session.FromRecord(rec, nil, o.action)
 	if err != nil {
 		return err
 	}
-	req.Cloud.Image, req.Cloud.Version, req.PlanFile = "", rec.Cloud.FromVersion, ""
-	if err := (&state.Requests{Store: &state.Store{Client: o.client, Namespace: o.StateNamespace}, Group: o.NodeGroup}).Clear(ctx); err != nil {
+	r.Cloud.Image, r.Cloud.Version, r.PlanFile = "", rec.Cloud.FromVersion, ""
+	if err := o.sess.Requests(o.NodeGroup).Clear(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "rolling back the run on %q: the nodes already on version %s go back to version %s\n", o.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
-	return o.rerun(ctx, rec, req, false)
+	return o.rerun(ctx, rec, r, false)
 }
+
+// lockDuration is how long a killed run's lock blocks others.
+const lockDuration = session.LockDuration

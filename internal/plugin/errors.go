@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -60,9 +61,15 @@ func ExitCode(err error) int {
 	var cloudInput interface{ Input() bool }
 	var unreachable *unreachableError
 	var coded interface{ exitCode() int }
+	var sessionUsage *session.UsageError
+	var refusal *session.BlockerRefusal
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &refusal):
+		return ExitBlockers
+	case errors.As(err, &sessionUsage):
+		return ExitUsage
 	case errors.As(err, &coded):
 		return coded.exitCode()
 	case errors.As(err, &unreachable):

@@ -27,15 +27,6 @@ func addHookFlags(f *pflag.FlagSet, h *plan.Hooks) {
 		"How long each hook may run before its process group is killed and the run stops; also how long a node's drain (removal) waits for its annotations "+plan.PreDrainHookPrefix+"NAME ("+plan.PreTerminateHookPrefix+"NAME) to be taken off by their owners")
 }
 
-// validateHooks refuses a --hook-timeout that is not positive. A recorded
-// request of a version without hooks has none, and gets the default.
-func (o *PlanOptions) validateHooks() error {
-	if t := o.Hooks.Timeout; t < 0 || t == 0 && o.given["hook-timeout"] {
-		return usageErrorf("invalid --hook-timeout %s: must be positive", time.Duration(t))
-	}
-	return nil
-}
-
 // hookKubeconfig writes the connection the plugin uses (the kubeconfig with
 // --context, --server, --token and the rest applied) to a kubeconfig file
 // of its own for the hooks, as one context: the kubeconfig's path alone

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -11,14 +12,12 @@ import (
 // not ended where the provider says what the service allows instead
 // (cloud.UpdateAborter: GKE's phases): abort never stops or undoes the
 // service's update behind its back, and changes nothing when it refuses.
-func (o *AbortOptions) refuseManagedUpdate(ctx context.Context, po *PlanOptions, rec *state.Record) error {
+func (o *AbortOptions) refuseManagedUpdate(ctx context.Context, sess *session.Session, rec *state.Record) error {
 	if rec == nil || rec.FinishedAt != nil || rec.Managed == nil || rec.Managed.UpdateID == "" || rec.Request == nil {
 		return nil
 	}
-	co := &ControlOptions{configFlags: o.configFlags, IOStreams: o.IOStreams, action: "abort", client: po.client, NodeGroup: po.recordName(), StateNamespace: o.StateNamespace}
-	req := requestToRepeat(rec)
-	req.PlanFile = "" // the group and its provider are all abort needs of it
-	_, u, err := co.openManaged(ctx, req)
+	co := &ControlOptions{IOStreams: o.IOStreams, action: "abort", sess: sess, NodeGroup: rec.NodeGroup, StateNamespace: o.StateNamespace}
+	_, u, err := co.openManaged(ctx, rec)
 	if err != nil {
 		return err
 	}

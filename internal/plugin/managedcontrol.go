@@ -22,11 +22,7 @@ const managedPollInterval = 2 * time.Second
 
 // managedControl carries the action out on the service's update of rec.
 func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, alive bool) error {
-	req, err := o.recordedRequest(rec)
-	if err != nil {
-		return err
-	}
-	p, provider, err := o.openManaged(ctx, req)
+	p, provider, err := o.openManaged(ctx, rec)
 	if err != nil {
 		return err
 	}
@@ -55,32 +51,23 @@ func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, 
 		return usageErrorf("cannot %s: the run on %q is alive (%s) and follows the %s's update %s; cancel it first", o.action, o.NodeGroup, rec.Holder, p.Managed.Service, id)
 	}
 	if o.action == "resume" {
-		return o.resumeManaged(ctx, rec, req, provider, id)
+		return o.resumeManaged(ctx, rec, provider, id)
 	}
 	return o.rollbackManaged(ctx, rec, provider, p.Managed, id)
 }
 
 // openManaged plans the recorded request again, which opens the group's
 // provider.
-func (o *ControlOptions) openManaged(ctx context.Context, req plan.Request) (*plan.Plan, cloud.ManagedUpdater, error) {
-	_, ro := newCmdRun(o.configFlags, o.IOStreams)
-	ro.client = o.client
-	ro.Request, ro.StateNamespace, ro.Yes = req, o.StateNamespace, true
-	if err := ro.loadPlanFile(); err != nil {
-		return nil, nil, err
-	}
-	if err := ro.Validate(); err != nil {
-		return nil, nil, err
-	}
-	p, err := ro.buildPlan(ctx)
+func (o *ControlOptions) openManaged(ctx context.Context, rec *state.Record) (*plan.Plan, cloud.ManagedUpdater, error) {
+	pl, err := o.sess.Replan(ctx, rec, o.action)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot %s: error when reading node group %q as its run recorded it: %w", o.action, o.NodeGroup, err)
+		return nil, nil, err
 	}
-	u, ok := ro.cloudProvider.(cloud.ManagedUpdater)
-	if !ok || p.Managed == nil {
+	u, ok := pl.Provider.(cloud.ManagedUpdater)
+	if !ok || pl.Managed == nil {
 		return nil, nil, fmt.Errorf("cannot %s: the run on %q recorded a service's update, but its nodes no longer lead to the service's group", o.action, o.NodeGroup)
 	}
-	return p, u, nil
+	return pl.Plan, u, nil
 }
 
 // refuseControl refuses an action the service's update does not offer,
@@ -101,7 +88,7 @@ func (o *ControlOptions) refuseControl(mp *plan.ManagedPlan, provider cloud.Prov
 
 // resumeManaged continues a cancelled update with the service's resume
 // (or, where the update still runs, follows it), then finishes the run.
-func (o *ControlOptions) resumeManaged(ctx context.Context, rec *state.Record, req plan.Request, u cloud.ManagedUpdater, id string) error {
+func (o *ControlOptions) resumeManaged(ctx context.Context, rec *state.Record, u cloud.ManagedUpdater, id string) error {
 	pr, err := u.Progress(ctx, id)
 	if err != nil {
 		return err
@@ -112,16 +99,12 @@ func (o *ControlOptions) resumeManaged(ctx context.Context, rec *state.Record, r
 			return err
 		}
 		rec.Managed.UpdateID = newID
-		store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
-		if err := store.Save(ctx, rec); err != nil {
+		if err := o.sess.Store().Save(ctx, rec); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.Out, "resumed the update of %q: update %s\n", o.NodeGroup, newID)
 	}
-	if err := (&state.Requests{Store: &state.Store{Client: o.client, Namespace: o.StateNamespace}, Group: o.NodeGroup}).Clear(ctx); err != nil {
-		return err
-	}
-	return o.rerun(ctx, rec, req, false)
+	return o.rerunRecorded(ctx, rec, o.sess.Requests(o.NodeGroup), false)
 }
 
 // rollbackManaged starts the service's rollback of a stopped update,
@@ -134,7 +117,7 @@ func (o *ControlOptions) rollbackManaged(ctx context.Context, rec *state.Record,
 		}
 		return usageErrorf("cannot roll back: the %s's update %s of %q still runs; cancel it first", mp.Service, id, o.NodeGroup)
 	}
-	ctx, _, release, err := holdLock(ctx, o.client, o.StateNamespace, o.NodeGroup)
+	ctx, _, release, err := o.sess.HoldLock(ctx, o.NodeGroup)
 	if err != nil {
 		return err
 	}
@@ -143,7 +126,7 @@ func (o *ControlOptions) rollbackManaged(ctx context.Context, rec *state.Record,
 	if err != nil {
 		return err
 	}
-	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
+	store := o.sess.Store()
 	rec.Managed.UpdateID = rb
 	if err := store.Save(ctx, rec); err != nil {
 		return err

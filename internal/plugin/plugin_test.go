@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -135,7 +136,7 @@ func TestRecordedRequestRepeatsTheRun(t *testing.T) {
 	if err := got.Complete(cmd, cmd.Flags().Args()); err != nil {
 		t.Fatal(err)
 	}
-	r := got.Request
+	r := got.Request.Request
 	if r.NodeGroup != "ng" || r.Strategy != "blue-green" || r.Cloud.Image != "ami-1" || r.BlueGreen.BatchSoak != 5*time.Second || r.Seed != 4 ||
 		strings.Join(r.TargetLabels, ",") != "a=b,c=d" || r.DrainTimeout != 15*time.Minute || r.PostDrainWait != time.Minute ||
 		r.Hooks != (plan.Hooks{PreDrain: "notify $NODE", PreTerminate: "deregister", Timeout: plan.Duration(plan.DefaultHookTimeout)}) {
@@ -216,8 +217,8 @@ func TestPlanFileWaits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd, o := newCmdRun(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
 			if tc.args == nil {
-				o.Request = tc.recorded
-				err = o.loadPlanFile()
+				o.Request = session.Request{Request: tc.recorded}
+				err = o.LoadPlanFile()
 			} else {
 				if err := cmd.ParseFlags(tc.args); err != nil {
 					t.Fatal(err)

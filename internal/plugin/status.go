@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -325,7 +326,7 @@ func rolledBack(r *state.Record) bool {
 
 // interruptedError is what a run records as its last error when Ctrl-C or
 // SIGTERM stopped it.
-const interruptedError = "interrupted (Ctrl-C or SIGTERM)"
+const interruptedError = session.InterruptedError
 
 // interrupted reports whether a recorded error is an interruption (Ctrl-C,
 // SIGTERM) rather than a failure; older versions recorded "context canceled".

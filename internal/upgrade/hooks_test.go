@@ -191,7 +191,7 @@ func TestHooksRerunSkipsDone(t *testing.T) {
 	}
 
 	// The re-run plans again: both nodes still outdated.
-	cfg, p = hookRun(t, client, hooks, rec)
+	cfg, _ = hookRun(t, client, hooks, rec)
 	cfg.Save = func(context.Context) error { return nil }
 	got = runEngine(t, cfg, nil)
 	if got.err != nil {

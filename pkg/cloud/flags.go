@@ -1,7 +1,9 @@
 package cloud
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -36,6 +38,27 @@ type Flags struct {
 	req   *plan.Request
 	cloud string
 	bound *Bound
+	// dest is where each flag the clouds bound writes: a second cloud
+	// binding the same name must write the same place, or one of them
+	// would silently never see its value.
+	dest map[string]any
+}
+
+// bind defines the flag with define unless a cloud bound it already, and
+// panics, at start-up, where the name is taken by another flag or bound
+// by another cloud to another place: a programming error, never input.
+func (f *Flags) bind(name string, to any, define func()) {
+	prev, ours := f.dest[name]
+	switch {
+	case f.fs.Lookup(name) == nil:
+		define()
+		f.dest[name] = to
+	case !ours:
+		panic(fmt.Sprintf("cloud %q binds --%s, which the plugin already has", f.cloud, name))
+	case prev != to:
+		panic(fmt.Sprintf("cloud %q binds --%s to another field than %s did: clouds that share a flag must bind it to the same field", f.cloud, name, strings.Join(f.bound.Owners[name], " and ")))
+	}
+	f.own(name)
 }
 
 // Bound is what the clouds bound, for the shared code's messages and
@@ -53,10 +76,7 @@ type Bound struct {
 // String binds a string flag of the cloud to *p, a field of Target or
 // another of the cloud's own.
 func (f *Flags) String(p *string, name, usage string) {
-	if f.fs.Lookup(name) == nil {
-		f.fs.StringVar(p, name, "", usage)
-	}
-	f.own(name)
+	f.bind(name, p, func() { f.fs.StringVar(p, name, "", usage) })
 	switch t := f.Target(); p {
 	case &t.Image, &t.Version:
 		f.bound.Targets[f.cloud] = append(f.bound.Targets[f.cloud], name)
@@ -80,20 +100,18 @@ func (f *Flags) GreenGroup(name, usage string) {
 
 // Bool binds a boolean flag of the cloud to *p.
 func (f *Flags) Bool(p *bool, name, usage string) {
-	if f.fs.Lookup(name) == nil {
-		f.fs.BoolVar(p, name, false, usage)
-	}
-	f.own(name)
+	f.bind(name, p, func() { f.fs.BoolVar(p, name, false, usage) })
 }
 
 // Option binds a string flag whose value the target keeps in Options
 // under the flag's name: a setting only this cloud has.
 func (f *Flags) Option(name, usage string) {
-	if f.fs.Lookup(name) == nil {
-		f.fs.Var(&optionValue{t: f.Target(), name: name}, name, usage)
-	}
-	f.own(name)
+	f.bind(name, optionKey(name), func() { f.fs.Var(&optionValue{t: f.Target(), name: name}, name, usage) })
 }
+
+// optionKey is where an Option writes: the target's Options under its
+// name, the same for every cloud that binds it.
+type optionKey string
 
 // TargetOption is an Option that names a target by itself (a version the
 // cloud's service updates to), as Image and Version do.
@@ -109,7 +127,7 @@ func (f *Flags) Target() *plan.CloudTarget { return &f.req.Cloud }
 // they bound.
 func BindFlags(fs *pflag.FlagSet, r *plan.Request) *Bound {
 	b := &Bound{Owners: map[string][]string{}, Targets: map[string][]string{}, Group: map[string]string{}, Green: map[string]string{}}
-	f := &Flags{fs: fs, req: r, bound: b}
+	f := &Flags{fs: fs, req: r, bound: b, dest: map[string]any{}}
 	for _, name := range Names() {
 		if fb, ok := clouds[name].(FlagBinder); ok {
 			f.cloud = name

@@ -1,8 +1,10 @@
 package cloud
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -154,6 +156,54 @@ func TestValuesOf(t *testing.T) {
 		t.Run(tc.flag, func(t *testing.T) {
 			if got := ValuesOf(tc.flag); !slices.Equal(got, tc.want) {
 				t.Errorf("ValuesOf(%q) = %q, want %q", tc.flag, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBindFlagsRefusesAClash: two clouds binding one flag name to
+// different fields, or a cloud binding a name the plugin already has,
+// fail at start-up; otherwise one of them would silently never see its
+// value.
+func TestBindFlagsRefusesAClash(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		beta      func(f *Flags)
+		plugin    string // a flag the plugin defines before the clouds
+		wantPanic string
+	}{
+		{name: "same flag, same field", beta: func(f *Flags) { f.String(&f.Target().Region, "region", "") }},
+		{name: "same option", beta: func(f *Flags) { f.Option("channel", "") }},
+		{name: "same flag, another field", beta: func(f *Flags) { f.String(&f.Target().Group, "region", "") },
+			wantPanic: `cloud "beta" binds --region to another field than alpha did`},
+		{name: "an option where a field is bound", beta: func(f *Flags) { f.Option("region", "") },
+			wantPanic: `cloud "beta" binds --region to another field than alpha did`},
+		{name: "a flag of the plugin's", beta: func(f *Flags) { f.String(&f.Target().Image, "output", "") }, plugin: "output",
+			wantPanic: `cloud "beta" binds --output, which the plugin already has`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			registered(t,
+				&fakeCloud{name: "alpha", bind: func(f *Flags) {
+					f.String(&f.Target().Region, "region", "")
+					f.Option("channel", "")
+				}},
+				&fakeCloud{name: "beta", bind: tc.beta},
+			)
+			fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+			if tc.plugin != "" {
+				fs.String(tc.plugin, "", "")
+			}
+			got := func() (msg string) {
+				defer func() {
+					if r := recover(); r != nil {
+						msg = fmt.Sprint(r)
+					}
+				}()
+				BindFlags(fs, &plan.Request{})
+				return ""
+			}()
+			if tc.wantPanic == "" && got != "" || !strings.HasPrefix(got, tc.wantPanic) {
+				t.Errorf("BindFlags panicked with %q, want %q", got, tc.wantPanic)
 			}
 		})
 	}

@@ -221,7 +221,7 @@ func printYAML(w io.Writer, v any) error {
 func printNames(w io.Writer, v any) error {
 	named, ok := v.(Named)
 	if !ok {
-		return fmt.Errorf("cannot print -o name: %T names no objects; use -o json, yaml, jsonpath=... or go-template=...", v)
+		return fmt.Errorf("cannot print -o name: %T names no objects; use -o json or -o yaml, or a jsonpath or go-template", v)
 	}
 	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
 	for _, r := range named.ResourceRefs() {

@@ -135,9 +135,7 @@ func slimVolume(v *corev1.PersistentVolume) {
 
 func slimMeta(m *metav1.ObjectMeta) {
 	m.ManagedFields = nil
-	if _, ok := m.Annotations[lastApplied]; ok {
-		delete(m.Annotations, lastApplied)
-	}
+	delete(m.Annotations, lastApplied)
 }
 
 // Slim is the slimming of the snapshot as an informer's transform

@@ -96,8 +96,8 @@ func realisticPod(ns, name, node, app string) *corev1.Pod {
 			Annotations:     map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-7d9f8c6b5", UID: "0000", Controller: new(true), BlockOwnerDeletion: new(true)}},
 			ManagedFields: []metav1.ManagedFieldsEntry{
-				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: fields}},
-				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: statusFields}, Subresource: "status"},
+				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(fields))},
+				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(statusFields)), Subresource: "status"},
 			},
 		},
 		Spec: corev1.PodSpec{
@@ -163,8 +163,6 @@ func TestSlimPodKeepsWhatPlanningReads(t *testing.T) {
 		})
 	}
 }
-
-var podsResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // TestTakePages lists pods over several pages, and again in one
 // piece when a continue token expires, as client-go's pager.List does.
@@ -495,7 +493,7 @@ func TestTakeReturnsTheRefusal(t *testing.T) {
 func realisticNode(name string) *corev1.Node {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"topology.kubernetes.io/zone": "z1", "eks.amazonaws.com/nodegroup": "ng"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)}}},
 		Spec: corev1.NodeSpec{ProviderID: "aws:///z1/i-0" + name, Taints: []corev1.Taint{{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{
 			Allocatable:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")},

@@ -1,22 +1,22 @@
-package plugin
+package session
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
-// TestRunQuestion: the confirmation says what the run will do; a rollback
 // is not asked as "Upgrade 0 nodes in 0 batches?".
+// TestRunQuestion: the confirmation says what the run will do; a rollback
+// and the end of an interrupted run say so.
 func TestRunQuestion(t *testing.T) {
 	t.Parallel()
 	finished := time.Now()
@@ -53,9 +53,8 @@ func TestRunQuestion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, o := newCmdRun(genericclioptions.NewConfigFlags(false), genericiooptions.NewTestIOStreamsDiscard())
-			o.NodeGroup, o.rollback, o.Cloud.Version = "ng", tc.rollback, tc.version
-			if got := o.question(tc.p, tc.rec); got != tc.want {
+			r := &Request{Request: plan.Request{NodeGroup: "ng", Cloud: plan.CloudTarget{Version: tc.version}}, Rollback: tc.rollback}
+			if got := question(r, tc.p, tc.rec); got != tc.want {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
@@ -166,12 +165,13 @@ func TestRefusePendingCancel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = refusePendingCancel(ctx, requests, loaded)
+			err = RefusePendingCancel(ctx, requests, loaded)
+			var usage *UsageError
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("refused: %v", err)
-			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) || ExitCode(err) != ExitUsage):
-				t.Fatalf("got %v (exit %d), want %q... and exit %d", err, ExitCode(err), tc.wantErr, ExitUsage)
+			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) || !errors.As(err, &usage)):
+				t.Fatalf("got %v, want %q... as a usage error (exit 2)", err, tc.wantErr)
 			}
 			if after, err := requests.Pending(ctx); err != nil || after != tc.wantAfter {
 				t.Errorf("pending afterwards %q (%v), want %q", after, err, tc.wantAfter)

@@ -1,0 +1,124 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// AbortTarget is the group to put back in service: its record key, the
+// unfinished run's record (nil: none), the last run's when it is over,
+// and, with no request recorded, how the run found its nodes and which
+// taint it put (the flags; the finished run's record fills in the rest).
+type AbortTarget struct {
+	NodeGroup, Selector string
+	Unfinished          *state.Record
+	Finished            *state.Record
+	NodeGroupLabel      string
+	Taint               string
+}
+
+// Abort puts the target's group back in service under its lock, with the
+// engine's abort, and keeps the record of a failure. It returns what the
+// engine noted.
+func (s *Session) Abort(ctx context.Context, t AbortTarget) (string, error) {
+	group := RecordName(t.NodeGroup, t.Selector)
+	cleanupCtx := context.WithoutCancel(ctx)
+	ctx, _, release, err := s.HoldLock(ctx, group)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	cfg, err := s.abortConfig(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	if h := cfg.Plan.Hooks; h != nil && h.Any() && s.HookKubeconfig != nil {
+		// The scale-down drains and removes nodes: their hooks run.
+		path, remove, err := s.HookKubeconfig()
+		if err != nil {
+			return "", err
+		}
+		defer remove()
+		cfg.Kubeconfig = path
+	}
+	rec := t.Unfinished
+	if rec != nil {
+		cfg.Record, cfg.Save = rec, func(ctx context.Context) error { return s.Store().Save(ctx, rec) }
+	} else {
+		cfg.Record = &state.Record{NodeGroup: group} // not saved: there is nothing to mark
+	}
+	engine, err := upgrade.New(cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := CauseOf(ctx, engine.Abort(ctx)); err != nil {
+		if rec != nil {
+			rec.LastError = "abort: " + err.Error()
+			_ = s.Store().Save(cleanupCtx, rec)
+		}
+		return "", fmt.Errorf("%w; the group is not fully back in service: fix the cause and run \"kubectl nodeupgrade abort %s\" again", err, group)
+	}
+	return engine.Note(), nil
+}
+
+// abortConfig is the configuration abort runs the engine with: the plan
+// made again from the recorded request (as resume and rollback do), or,
+// with no request recorded, just the group's nodes and the run's taint.
+func (s *Session) abortConfig(ctx context.Context, t AbortTarget) (upgrade.Config, error) {
+	rec := t.Unfinished
+	if rec == nil || rec.Request == nil {
+		return s.unrecordedAbortConfig(ctx, t)
+	}
+	pl, err := s.Replan(ctx, rec, "abort")
+	if err != nil {
+		return upgrade.Config{}, err
+	}
+	if rec.Cloud != nil && cloud.GroupName(pl.Provider) != rec.Cloud.Group {
+		return upgrade.Config{}, fmt.Errorf("cannot abort: the run recorded %s group %q, which the nodes of %q no longer lead to; its sizes cannot be restored", rec.Cloud.Provider, rec.Cloud.Group, pl.Request.RecordName())
+	}
+	return s.EngineConfig(pl.Plan, pl.Request.Request, s.providerOf(pl))
+}
+
+// unrecordedAbortConfig is abort's configuration where no request was
+// recorded (a first run killed before it wrote one): the group's nodes
+// and the run's taint, from the flags or the last finished run's record.
+func (s *Session) unrecordedAbortConfig(ctx context.Context, t AbortTarget) (upgrade.Config, error) {
+	r := &Request{Request: plan.Request{NodeGroup: t.NodeGroup, Selector: t.Selector, NodeGroupLabel: t.NodeGroupLabel, Taint: t.Taint}}
+	if f := t.Finished; f != nil && f.Request != nil {
+		if r.NodeGroupLabel == "" {
+			r.NodeGroupLabel = f.Request.NodeGroupLabel
+		}
+		if r.Taint == "" {
+			r.Taint = f.Request.Taint
+		}
+	}
+	if r.Taint != "" {
+		taint, err := plan.ParseTaint(r.Taint)
+		if err != nil {
+			return upgrade.Config{}, err
+		}
+		r.taint = &taint
+	}
+	nodes, err := s.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return upgrade.Config{}, fmt.Errorf("error when listing nodes: %w", err)
+	}
+	in, err := s.Input(r, nodes.Items)
+	if err != nil {
+		return upgrade.Config{}, err
+	}
+	p := &plan.Plan{NodeGroup: in.NodeGroup, NodeGroupLabel: in.NodeGroupLabel, Selector: in.Selector, Strategy: plan.DefaultStrategy, Taint: plan.TaintString(in.Taint)}
+	if t.Unfinished != nil && t.Unfinished.Strategy != "" {
+		p.Strategy = t.Unfinished.Strategy
+	}
+	req := plan.Request{DrainTimeout: 15 * time.Minute, PostDrainWait: 60 * time.Second, NodeReadyTimeout: 15 * time.Minute}
+	return s.EngineConfig(p, req, &cloud.None{Client: s.Client})
+}

@@ -1,0 +1,144 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// Prompt is how a command shows the plan and asks before a run.
+type Prompt struct {
+	// Print shows the plan as the command's -o asks.
+	Print func(*plan.Plan) error
+	// DryRun prints the plan and changes nothing; DetailedExitCode then
+	// answers a plan with blockers with a BlockerRefusal.
+	DryRun, DetailedExitCode bool
+	// Yes runs without asking; otherwise Confirm asks question.
+	Yes     bool
+	Confirm func(question string) (bool, error)
+}
+
+// Execute plans r, shows the plan, refuses its blockers, asks, and runs
+// it: run's path, and resume's and rollback's with a recorded request.
+func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
+	if !ui.DryRun {
+		// A machine launched but not yet a node would be left out of the
+		// plan (the replacement of a node an interrupted run removed, say).
+		r.JoinTimeout = r.NodeReadyTimeout
+	}
+	pl, err := s.Plan(ctx, r)
+	if err != nil {
+		return err
+	}
+	if err := ui.Print(pl.Plan); err != nil {
+		return err
+	}
+	if ui.DryRun {
+		if ui.DetailedExitCode {
+			return r.RefuseBlockers(pl.Plan, "run would refuse this plan")
+		}
+		return nil
+	}
+	if pl.NothingToDo() && !r.Rollback {
+		return nil
+	}
+	if err := r.RefuseBlockers(pl.Plan, "refusing to run"); err != nil && !r.Rollback {
+		return err
+	}
+	if !ui.Yes {
+		rec, err := s.Store().Load(ctx, r.RecordName())
+		if err != nil {
+			return err
+		}
+		ok, err := ui.Confirm(question(r, pl.Plan, rec))
+		if err != nil || !ok {
+			return Usagef("aborted: nothing was changed")
+		}
+	}
+	fmt.Fprintln(s.Out)
+	return s.Run(ctx, pl)
+}
+
+// RefuseBlockers stops a run whose audit found blockers, unless --force or
+// --ignore-check says to go on (for machine-left-running, only
+// --leave-machines-running, which the plan already heard). what is what
+// is refused ("refusing to run").
+func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
+	var left []string
+	var only check.Finding
+	var ignorable []string
+	for _, f := range p.Blockers() {
+		// --force is about pods; machines left running take a flag that
+		// says so.
+		if f.Check == check.CheckMachineLeftRunning || !r.Force && !slices.Contains(r.IgnoreChecks, f.Check) {
+			left = append(left, fmt.Sprintf("%s (%s)", f.Check, f.Object()))
+			only = f
+			if f.Check != check.CheckMachineLeftRunning && !slices.Contains(ignorable, f.Check) {
+				ignorable = append(ignorable, f.Check)
+			}
+		}
+	}
+	override := ""
+	if len(ignorable) > 0 {
+		override = ", or use --ignore-check " + strings.Join(ignorable, " --ignore-check ") + " or --force"
+	}
+	switch len(left) {
+	case 0:
+		return nil
+	case 1:
+		// One blocker: say it whole, with its fix.
+		return &BlockerRefusal{fmt.Sprintf("%s: %s: %s; %s%s", what, left[0], only.Message, only.Fix, override)}
+	}
+	return &BlockerRefusal{fmt.Sprintf("%s: %d blockers: %s; fix them%s", what, len(left), strings.Join(left, ", "), override)}
+}
+
+// question is what the run asks before it changes anything: what it will
+// do, in the words of what it is (an upgrade, a rollback, the end of an
+// interrupted run).
+func question(r *Request, p *plan.Plan, rec *state.Record) string {
+	unfinished := rec != nil && rec.FinishedAt == nil
+	batches := plan.Count(len(p.Batches), "batch")
+	switch {
+	case r.Rollback:
+		return rollbackQuestion(r, p, rec)
+	case rollsBackInPlace(rec, r.Request) && p.Nodes.Outdated == 0:
+		return fmt.Sprintf("Roll back the run on %q: no node runs version %s yet; point the group back at version %s and restore its sizes?", rec.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
+	case rollsBackInPlace(rec, r.Request):
+		return fmt.Sprintf("Roll back the run on %q: replace the %s on version %s with version %s, in %s (nodes never upgraded are not touched)?", rec.NodeGroup, plan.Count(p.Nodes.Outdated, "node"), rec.Cloud.TargetVersion, rec.Cloud.FromVersion, batches)
+	case unfinished && p.Nodes.Outdated == 0:
+		return fmt.Sprintf("Finish the interrupted run on %q from phase %s (%s already replaced, none left to upgrade)?", rec.NodeGroup, rec.Phase, plan.Count(len(rec.Done), "node"))
+	case unfinished && len(rec.Done) > 0:
+		return fmt.Sprintf("Upgrade the %s left in %s (%s replaced by the interrupted run)?", plan.Count(p.Nodes.Outdated, "node"), batches, plan.Count(len(rec.Done), "node"))
+	}
+	return fmt.Sprintf("Upgrade %s in %s?", plan.Count(p.Nodes.Outdated, "node"), batches)
+}
+
+// rollbackQuestion is the rollback command's question: blue back in
+// service, green drained (and deleted where the run made it).
+func rollbackQuestion(r *Request, p *plan.Plan, rec *state.Record) string {
+	blue := "blue"
+	if p.Nodes.Outdated > 0 {
+		blue = fmt.Sprintf("blue's %s", plan.Count(p.Nodes.Outdated, "node"))
+	}
+	green := "drain the green nodes"
+	if rec != nil && rec.FinishedAt == nil && rec.Cloud != nil && rec.Cloud.Green != "" {
+		green = fmt.Sprintf("drain green %q", rec.Cloud.Green)
+		if rec.Cloud.GreenCreated {
+			green += " and delete it"
+		}
+	}
+	return fmt.Sprintf("Roll back the run on %q: put %s back in service, then %s?", r.RecordName(), blue, green)
+}
+
+// rollsBackInPlace reports whether req takes an unfinished run's cloud
+// group back to the version it launched before the run: an eks or surge
+// rollback, the rollback command's or the same request given again.
+func rollsBackInPlace(rec *state.Record, req plan.Request) bool {
+	return rec != nil && rec.FinishedAt == nil && rec.Cloud != nil && rec.Cloud.FromVersion != "" &&
+		req.Cloud.Image == "" && req.Cloud.Version == rec.Cloud.FromVersion
+}

@@ -1,0 +1,226 @@
+package session
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// Planned is a plan and what runs it: the request it was made for, and
+// the provider that changes the group (nil: provider none's).
+type Planned struct {
+	*plan.Plan
+	Request  *Request
+	Provider cloud.Provider
+}
+
+// Plan lists the cluster once, reads the cloud group (never changing it),
+// and plans r, which Validate accepted. With a saved plan (--plan-file)
+// it returns the saved one, checked against the cluster now.
+func (s *Session) Plan(ctx context.Context, r *Request) (*Planned, error) {
+	pl, err := s.plan(ctx, r)
+	if err != nil || r.SavedPlan == nil {
+		return pl, err
+	}
+	if pl.Plan, err = s.fromSavedPlan(ctx, r, pl.Plan); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
+	defer collectLessWhilePlanning()()
+	snap, err := snapshot.Take(ctx, s.Client, func(nodes []corev1.Node) error { return s.refuseOnNodes(ctx, r, nodes) })
+	if err != nil {
+		return nil, err
+	}
+	in, err := s.groupInput(ctx, r, snap)
+	if err != nil {
+		return nil, err
+	}
+	rec := s.unfinishedRecord(ctx, r)
+	if rec != nil {
+		in.Recovering = rec.Recovering
+	}
+	nodes, err := plan.GroupNodes(snap.Nodes, in)
+	if err != nil {
+		return nil, err
+	}
+	pl := &Planned{Request: r}
+	opened, err := s.openCloudOf(ctx, r, pl, &in, nodes, rec)
+	if err != nil {
+		return nil, err
+	}
+	notes := opened.notes
+	if in.Cloud != nil {
+		if joining := in.Cloud.Joining(); len(joining) > 0 {
+			if r.JoinTimeout > 0 {
+				if err := s.awaitJoining(ctx, r, in.Cloud, joining); err != nil {
+					return nil, err
+				}
+				return s.plan(ctx, r)
+			}
+			notes = append(notes, in.Cloud.JoiningNote(joining))
+		}
+	}
+	pl.Plan, err = plan.Build(snap, in)
+	if pl.Plan != nil {
+		pl.Notes = append(pl.Notes, notes...)
+		if opened.cloud == nil && !opened.askedCloud {
+			pl.AddBlockers(s.machinesLeftRunning(ctx, r, pl.Plan, nodes)...)
+		}
+	}
+	return pl, err
+}
+
+// awaitJoining waits, once, for the group's machines that are not nodes
+// yet (the replacement of a node an interrupted run removed, say): a
+// machine left out of the plan would be left un-upgraded.
+func (s *Session) awaitJoining(ctx context.Context, r *Request, cg *plan.CloudGroup, joining []plan.Machine) error {
+	fmt.Fprintf(s.ErrOut, "waiting up to %s for %d %ss of %s %q to join as nodes before planning\n", r.JoinTimeout, len(joining), cg.MachineKind, cg.GroupKind, cg.Name)
+	if err := cloud.AwaitJoined(ctx, s.Client, joining, r.JoinTimeout); err != nil {
+		return err
+	}
+	r.JoinTimeout = 0
+	return nil
+}
+
+// groupInput is the planning input for the node group, or for green
+// where the group's unfinished run deleted blue, whose name no node
+// carries any more (a managed group's green goes by its own). The record
+// is read only then.
+func (s *Session) groupInput(ctx context.Context, r *Request, snap snapshot.Cluster) (plan.Input, error) {
+	in, err := s.inputOf(r, snap, r.NodeGroup)
+	if err == nil || r.Selector != "" {
+		return in, err
+	}
+	if green := greenAfterBlue(s.unfinishedRecord(ctx, r)); green != "" {
+		if gin, gerr := s.inputOf(r, snap, green); gerr == nil {
+			return gin, nil
+		}
+	}
+	return in, err
+}
+
+// greenAfterBlue is the green group of an unfinished blue/green run that
+// was deleting blue, or "".
+func greenAfterBlue(rec *state.Record) string {
+	if rec == nil || rec.Cloud == nil || plan.Phase(rec.Phase) != plan.PhaseDeleteBlue {
+		return ""
+	}
+	return rec.Cloud.Green
+}
+
+// Input is the planning input for the node group named group, or for
+// r's selector; it resolves the node-group label from the nodes.
+func (s *Session) Input(r *Request, nodes []corev1.Node) (plan.Input, error) {
+	return s.inputOf(r, snapshot.Cluster{Nodes: nodes}, r.NodeGroup)
+}
+
+func (s *Session) inputOf(r *Request, snap snapshot.Cluster, group string) (plan.Input, error) {
+	in := plan.Input{
+		Context:        s.KubeContext,
+		NodeGroup:      group,
+		Selector:       r.Selector,
+		TargetLabels:   r.targetLabels,
+		MaxUnavailable: r.MaxUnavailable,
+		Provider:       r.Provider,
+		Seed:           r.Seed,
+		Order:          r.Order,
+		Namespace:      r.Namespace,
+		Force:          r.Force,
+		DeleteEmptyDir: r.DeleteEmptyDirData,
+		Strategy:       r.Request.Strategy,
+		MaxSurge:       r.MaxSurge,
+		BlueGreen:      r.BlueGreen,
+		PostDrainWait:  r.PostDrainWait,
+		Hooks:          r.Hooks,
+		// plan and check have no --terminate-timeout of their own: the
+		// notes then speak of its default.
+		TerminateTimeout:      cmp.Or(r.TerminateTimeout, upgrade.DefaultTerminateTimeout),
+		DeregistrationTimeout: r.DeregistrationTimeout,
+	}
+	if r.Selector == "" {
+		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, group, r.NodeGroupLabel)
+		if err != nil {
+			return in, err
+		}
+		in.NodeGroupLabel = key
+	}
+	in.Taint = r.taintOf(in.NodeGroupLabel)
+	return in, nil
+}
+
+// taintOf is the taint the run puts on outdated nodes: --taint, else one
+// keyed by the node-group label.
+func (r *Request) taintOf(nodeGroupLabel string) corev1.Taint {
+	if r.taint != nil {
+		return *r.taint
+	}
+	key := cmp.Or(nodeGroupLabel, "nodeupgrade.dev/nodegroup")
+	return corev1.Taint{Key: key, Value: "unschedulable", Effect: corev1.TaintEffectNoSchedule}
+}
+
+// refuseOnNodes refuses, once the nodes are listed and before the pods
+// are, what Plan would refuse from the nodes alone: a node group no node
+// carries, a --selector no node matches, and no target where the nodes
+// are of no cloud the plugin knows.
+func (s *Session) refuseOnNodes(ctx context.Context, r *Request, nodes []corev1.Node) error {
+	in, err := s.groupInput(ctx, r, snapshot.Cluster{Nodes: nodes})
+	if err != nil {
+		return err
+	}
+	group, err := plan.GroupNodes(nodes, in)
+	if err != nil {
+		return err
+	}
+	c, err := r.cloudFor(group)
+	if err != nil || c != nil {
+		return err
+	}
+	in.Provider = cloud.NoneName
+	return r.refuseNoTarget(in)
+}
+
+// unfinishedRecord is the record of the node group's unfinished run, or
+// nil. One that cannot be read is taken as none here: run reads it
+// again under the group's lock and stops on the error.
+func (s *Session) unfinishedRecord(ctx context.Context, r *Request) *state.Record {
+	rec, err := s.Store().Load(ctx, r.RecordName())
+	if err != nil || rec == nil || rec.FinishedAt != nil {
+		return nil
+	}
+	return rec
+}
+
+// planningGCPercent is the garbage collector's GOGC while a plan is built.
+// The snapshot keeps most of what it allocates (a 150,000-pod plan
+// allocates about 400 MB and keeps about 230 until the plan is built), so
+// a collection at the default's pace (GOGC=100: whenever the heap doubles)
+// marks the snapshot's pods again and frees little. At that scale the
+// collector took 120 ms of CPU at the default and 70 ms at 400
+// (GODEBUG=gctrace=1), for no more peak memory: the plan allocates little
+// beyond what it keeps, and five times the live heap still bounds what is
+// left uncollected on a cluster larger still.
+const planningGCPercent = 400
+
+// collectLessWhilePlanning raises GOGC to planningGCPercent until the
+// returned func is called, unless the user set GOGC: the run that follows
+// a plan holds its informers' objects for hours, at the default.
+func collectLessWhilePlanning() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(planningGCPercent)
+	return func() { debug.SetGCPercent(old) }
+}

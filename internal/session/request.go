@@ -1,0 +1,225 @@
+package session
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// LeaveMachinesRunningFlag is the one way past the machine-left-running
+// blocker: its name says what happens.
+const LeaveMachinesRunningFlag = "leave-machines-running"
+
+// Request is what a command asks for: the typed request a run records,
+// where it came from, and what validating it resolved. Validate it
+// before planning.
+type Request struct {
+	plan.Request
+	// Given are the flags given on the command line; nil when the request
+	// comes from a record (resume, rollback, abort).
+	Given map[string]bool
+	// Bound are the clouds' flags: who takes each, what each names.
+	Bound *cloud.Bound
+	// Namespace limits the audit; "" for all namespaces.
+	Namespace string
+	// Rollback runs only the rollback (the rollback command).
+	Rollback bool
+	// NoWait stops a blue/green run at its soak.
+	NoWait bool
+	// JoinTimeout, when set (a run), is how long planning waits for the
+	// group's machines that are not nodes yet; plan only notes them.
+	JoinTimeout time.Duration
+	// SavedPlan is the plan --plan-file names, read by LoadPlanFile.
+	SavedPlan *plan.Plan
+
+	strategy     plan.Strategy
+	targetLabels map[string]string
+	taint        *corev1.Taint
+}
+
+// ResolvedStrategy is the request's strategy, once validated.
+func (r *Request) ResolvedStrategy() plan.Strategy { return r.strategy }
+
+// RecordName is the key of the node group's record and lock.
+func (r *Request) RecordName() string {
+	return RecordName(r.NodeGroup, r.Selector)
+}
+
+// RecordName is the key of the record and lock of the group a NODEGROUP
+// argument or a --selector names.
+func RecordName(group, selector string) string {
+	if selector != "" {
+		return "-l " + selector
+	}
+	return group
+}
+
+// FromRecord is the request of rec's run, to repeat it (resume, rollback,
+// abort), with the provider it ran on where the provider was detected:
+// the cloud flags alone need not tell which cloud takes them, as the flags
+// given did. action names the command for the error when there is none.
+func FromRecord(rec *state.Record, bound *cloud.Bound, action string) (*Request, error) {
+	if rec.Request == nil {
+		return nil, Usagef("cannot %s: the record of %q holds no request to repeat (made by an older version); run the original command again", action, rec.NodeGroup)
+	}
+	req := *rec.Request
+	if req.Provider == "" && rec.Cloud != nil {
+		req.Provider = rec.Cloud.Provider
+	}
+	if bound == nil {
+		bound = cloud.BoundFlags()
+	}
+	return &Request{Request: req, Bound: bound}, nil
+}
+
+// Validate checks the planning request before the cluster is touched, and
+// resolves its strategy, target labels and taint.
+func (r *Request) Validate() error {
+	switch {
+	case r.NodeGroup == "" && r.Selector == "":
+		return Usagef("missing NODEGROUP: give the node group name or -l/--selector")
+	case r.NodeGroup != "" && r.Selector != "":
+		return Usagef("both NODEGROUP %q and --selector given: use one", r.NodeGroup)
+	}
+	labels, err := plan.ParseTargetLabels(r.TargetLabels)
+	if err != nil {
+		return err
+	}
+	r.targetLabels = labels
+	if r.strategy, err = plan.LookupStrategy(r.Request.Strategy); err != nil {
+		return err
+	}
+	if err := r.validateStrategyFlags(); err != nil {
+		return err
+	}
+	if r.Taint != "" {
+		t, err := plan.ParseTaint(r.Taint)
+		if err != nil {
+			return err
+		}
+		r.taint = &t
+	}
+	switch r.Order {
+	case "", plan.OrderRandom, plan.OrderZoneBalanced:
+	default:
+		return Usagef("invalid --order %q: must be zone-balanced or random", r.Order)
+	}
+	if err := r.validateProvider(); err != nil {
+		return err
+	}
+	if t := r.Hooks.Timeout; t < 0 || t == 0 && r.Given["hook-timeout"] {
+		return Usagef("invalid --hook-timeout %s: must be positive", time.Duration(t))
+	}
+	if r.Provider == cloud.NoneName && len(r.TargetLabels) == 0 {
+		return Usagef("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc)")
+	}
+	return nil
+}
+
+// validateStrategyFlags refuses flags the strategy does not take and
+// checks its own settings, with a group as large as they allow: the plan
+// checks them again against the real one.
+func (r *Request) validateStrategyFlags() error {
+	if err := r.refuseForeignFlags(); err != nil {
+		return err
+	}
+	if r.Given["batch-percent"] && r.Given["batch-node-count"] {
+		return Usagef("--batch-node-count and --batch-percent cannot be used together")
+	}
+	if r.Given["batch-node-count"] && r.BlueGreen.BatchNodes < 0 {
+		return Usagef("invalid --batch-node-count %d: must not be negative", r.BlueGreen.BatchNodes)
+	}
+	_, err := r.strategy.Validate(plan.Input{MaxUnavailable: r.MaxUnavailable, MaxSurge: r.MaxSurge, BlueGreen: r.BlueGreen}, 1)
+	return err
+}
+
+// ValidateRun checks what a run takes beyond the plan: its timeouts and
+// the checks it may ignore. It fills in the defaults a record from before
+// a flag lacks.
+func (r *Request) ValidateRun() error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if err := r.validateTimeouts(); err != nil {
+		return err
+	}
+	for _, name := range r.IgnoreChecks {
+		if _, ok := check.SeverityOf(name); !ok {
+			return Usagef("invalid --ignore-check %q: must be one of %s", name, strings.Join(check.Names(), ", "))
+		}
+		if name == check.CheckMachineLeftRunning {
+			return Usagef("invalid --ignore-check %q: use --%s to delete those Node objects and leave their machines running, or --delete-node=false", name, LeaveMachinesRunningFlag)
+		}
+	}
+	return nil
+}
+
+func (r *Request) validateTimeouts() error {
+	if r.TerminateTimeout == 0 && !r.Given["terminate-timeout"] {
+		r.TerminateTimeout = upgrade.DefaultTerminateTimeout // a record from before the flag
+	}
+	if r.DeregistrationTimeout == 0 {
+		r.DeregistrationTimeout = plan.DefaultDeregistrationTimeout // a record from before the flag
+	}
+	for _, d := range []struct {
+		flag    string
+		value   time.Duration
+		canZero bool
+	}{
+		{"max-age", r.MaxAge, false},
+		{"drain-timeout", r.DrainTimeout, false},
+		{"node-ready-timeout", r.NodeReadyTimeout, false},
+		{"terminate-timeout", r.TerminateTimeout, false},
+		{"post-drain-wait", r.PostDrainWait, true},
+		{"deregistration-timeout", r.DeregistrationTimeout, false},
+	} {
+		switch {
+		case d.canZero && d.value < 0:
+			return Usagef("invalid --%s %s: must not be negative", d.flag, plan.FormatDuration(d.value))
+		case !d.canZero && d.value <= 0:
+			return Usagef("invalid --%s %s: must be positive", d.flag, plan.FormatDuration(d.value))
+		}
+	}
+	return nil
+}
+
+// refuseForeignFlags refuses a flag that only other strategies take: it
+// would be silently ignored. A provider's green group flag is refused
+// with --green-selector here, where its name is known.
+func (r *Request) refuseForeignFlags() error {
+	own := r.strategy.Flags()
+	byFlag := plan.StrategyFlags()
+	for _, name := range sortedKeys(r.Given) {
+		as := r.strategyFlag(name)
+		takers, special := byFlag[as]
+		switch {
+		case special && !slices.Contains(own, as):
+			return Usagef("--%s needs --strategy %s; --strategy %s does not take it", name, strings.Join(takers, " or "), r.strategy.Name())
+		case as == plan.GreenGroupFlag && r.Given["green-selector"]:
+			return Usagef("--%s and --green-selector cannot be used together", name)
+		}
+	}
+	return nil
+}
+
+// strategyFlag is the name a strategy's Flags know a given flag by: a
+// cloud's flag naming an existing green group is plan.GreenGroupFlag.
+func (r *Request) strategyFlag(name string) string {
+	if r.Bound != nil && slices.Contains(slices.Collect(maps.Values(r.Bound.Green)), name) {
+		return plan.GreenGroupFlag
+	}
+	return name
+}
+
+func sortedKeys(m map[string]bool) []string {
+	return slices.Sorted(maps.Keys(m))
+}

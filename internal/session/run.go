@@ -1,0 +1,283 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// InterruptedError is what the record says of a run stopped by a signal,
+// instead of Go's "context canceled".
+const InterruptedError = "interrupted (Ctrl-C or SIGTERM)"
+
+// Run runs pl, agreed to, under the node group's lock, and keeps its
+// record; a run interrupted past its batches goes on from there.
+func (s *Session) Run(ctx context.Context, pl *Planned) error {
+	cfg, err := s.EngineConfig(pl.Plan, pl.Request.Request, s.providerOf(pl))
+	if err != nil {
+		return err
+	}
+	if h := pl.Hooks; h != nil && h.Any() && s.HookKubeconfig != nil {
+		path, remove, err := s.HookKubeconfig()
+		if err != nil {
+			return err
+		}
+		defer remove()
+		cfg.Kubeconfig = path
+	}
+	return s.runLocked(ctx, pl, cfg)
+}
+
+// providerOf is the provider that changes pl's group: the cloud's, or
+// none's.
+func (s *Session) providerOf(pl *Planned) cloud.Provider {
+	if pl.Provider != nil {
+		return pl.Provider
+	}
+	return &cloud.None{Client: s.Client, DeleteNode: pl.Request.DeleteNode}
+}
+
+// EngineConfig is the engine's configuration for plan p as req asks, with
+// the provider that changes the group: run's and abort's.
+func (s *Session) EngineConfig(p *plan.Plan, req plan.Request, provider cloud.Provider) (upgrade.Config, error) {
+	taint, err := plan.ParseTaint(p.Taint)
+	if err != nil {
+		return upgrade.Config{}, err
+	}
+	traits := p.Traits()
+	return upgrade.Config{
+		Client: s.Client,
+		Plan:   p,
+		Taint:  taint,
+		Drain: drain.Options{
+			Timeout:            req.DrainTimeout,
+			Force:              req.Force,
+			DeleteEmptyDirData: req.DeleteEmptyDirData,
+			GracePeriodSeconds: -1,
+			DeleteAtTimeout:    traits.DeleteAtTimeout,
+			MaxGracePeriod:     traits.MaxGrace,
+		},
+		Provider:              provider,
+		PostDrainWait:         req.PostDrainWait,
+		RecoverTimeout:        req.DrainTimeout,
+		NodeReadyTimeout:      req.NodeReadyTimeout,
+		TerminateTimeout:      req.TerminateTimeout,
+		DeregistrationTimeout: req.DeregistrationTimeout,
+		Events:                upgrade.NewRecorder(s.Client, func(err error) { fmt.Fprintf(s.ErrOut, "warning: %v\n", err) }),
+		Out:                   s.Out,
+		Color:                 output.Colorizer(output.ColorEnabled(s.Out)),
+		Live:                  s.Live,
+	}, nil
+}
+
+// runLocked holds the node group's lock for the run and keeps its record.
+func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config) error {
+	r := pl.Request
+	group := r.RecordName()
+	// Bookkeeping after the run must happen even when it was interrupted.
+	cleanupCtx := context.WithoutCancel(ctx)
+	ctx, holder, release, err := s.HoldLock(ctx, group)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	store, requests := s.Store(), s.Requests(group)
+	rec, err := s.recordToRun(ctx, pl, requests)
+	if err != nil {
+		return err
+	}
+	start, resumesGroup := startPhase(pl, rec)
+	if start == "" && pl.NothingToDo() {
+		return nil
+	}
+	cfg.Start = start
+	if resumesGroup {
+		pl.UseRecordedGreen(rec)
+		cfg.BlueDeleted = pl.Cloud.BlueDeleted
+	}
+	cfg.RollingBack = rollsBackInPlace(rec, r.Request)
+	cfg.EarlierDone = earlierDone(rec, cfg.RollingBack)
+	recordRequest(rec, pl)
+	cfg.Control, cfg.NoWait = requests, r.NoWait
+	previouslyDone := rec.Done
+	// What the last stop noted ("paused by cancel ...", "soaking until
+	// ...") is no longer so once this run holds the lock; status showed it
+	// beside a live run. The run's end writes its own.
+	rec.Strategy, rec.Target, rec.Holder, rec.LastError, rec.Note = pl.Strategy, pl.TargetLabels, holder, "", ""
+	// A rollback counts its own nodes: those the upgrade replaced are
+	// replaced again (see state.Record.Counted).
+	rec.Batches, rec.NodesTotal = len(pl.Batches), len(cfg.EarlierDone)+pl.Nodes.Outdated
+	cfg.Record = rec
+	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
+	cfg.OnProgress = recordProgress(store, rec, pl.Plan, previouslyDone)
+	engine, err := upgrade.New(cfg)
+	if err != nil {
+		return err
+	}
+	err = CauseOf(ctx, engine.Run(ctx))
+	recordEnd(rec, err, engine.Note())
+	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
+		return saveErr
+	}
+	return err
+}
+
+// CauseOf is err, or why ctx ended where that is more than a cancel (the
+// lock lost, say).
+func CauseOf(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// recordRequest writes into rec what resume, rollback and abort repeat:
+// the request, and the nodes short-lived leaves running.
+func recordRequest(rec *state.Record, pl *Planned) {
+	rec.LeftRunning, rec.MaxAge = nil, 0
+	if pl.Traits().LeavesRunning {
+		for _, n := range pl.ShortLived {
+			rec.LeftRunning = append(rec.LeftRunning, state.NodeAge{Name: n.Name, Created: n.Created})
+		}
+		rec.MaxAge = pl.Request.MaxAge
+	}
+	req := pl.Request.Request
+	if req.Provider == "" && pl.Cloud != nil {
+		// Repeated by resume, rollback and abort, where no flag was given
+		// to tell a cloud from the cloud flags (--ami, --image).
+		req.Provider = pl.Plan.Provider
+	}
+	rec.Request = &req
+}
+
+// recordEnd writes how the run stopped into rec: finished, paused or left
+// soaking (noted), or stopped by err.
+func recordEnd(rec *state.Record, err error, note string) {
+	var paused *upgrade.PausedError
+	var soaking *upgrade.SoakingError
+	switch {
+	case errors.As(err, &paused) || errors.As(err, &soaking):
+		rec.Note = err.Error()
+	case errors.Is(err, context.Canceled):
+		// The record says what stopped the run, not Go's "context canceled".
+		rec.LastError = InterruptedError
+	case err != nil:
+		rec.LastError = err.Error()
+	default:
+		now := time.Now().UTC().Truncate(time.Second)
+		rec.FinishedAt, rec.InFlight, rec.Note = &now, nil, note
+	}
+}
+
+// recordToRun is the record this run writes: the unfinished run's, which
+// it goes on with, or a new one. It refuses a run paused by cancel, and an
+// unfinished run on another group than the plan's.
+func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.Requests) (*state.Record, error) {
+	group := pl.Request.RecordName()
+	rec, err := s.Store().Load(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	if err := RefusePendingCancel(ctx, requests, rec); err != nil {
+		return nil, err
+	}
+	if rec == nil || rec.FinishedAt != nil {
+		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
+	}
+	if rec.Cloud != nil && rec.Cloud.Group != cloud.GroupName(pl.Provider) && (pl.Cloud == nil || rec.Cloud.Group != pl.Cloud.BlueDeleted) {
+		return nil, Usagef("node group %q has an unfinished run on %s group %q; finish it with %s", group, rec.Cloud.Provider, rec.Cloud.Group, pl.Request.GroupFlags(rec.Cloud.Provider, rec.Cloud.Group))
+	}
+	return rec, nil
+}
+
+// startPhase is where the run begins: a rollback, or, after an
+// interrupted run whose service's update goes on or that got past its
+// batches on its cloud group (resumesGroup), where it stopped; "" for the
+// strategy's first.
+func startPhase(pl *Planned, rec *state.Record) (start plan.Phase, resumesGroup bool) {
+	_, isGroup := pl.Provider.(cloud.Group)
+	flow := plan.Flow{Batches: len(pl.Batches), CloudGroup: isGroup}
+	switch {
+	case pl.Request.Rollback:
+		return plan.PhaseRollback, false
+	case rec.Managed != nil && runStrategy(pl.Plan).ResumeAt(plan.Phase(rec.Phase), flow) != "":
+		// The service's update goes on: follow the same one.
+		return runStrategy(pl.Plan).ResumeAt(plan.Phase(rec.Phase), flow), false
+	case rec.Cloud != nil && pl.Request.strategy.ResumeAt(plan.Phase(rec.Phase), flow) != "":
+		// The last run got past its batches: go on from where it stopped.
+		return pl.Request.strategy.ResumeAt(plan.Phase(rec.Phase), flow), true
+	}
+	return "", false
+}
+
+// runStrategy is the strategy the run of p executes (the service's update
+// where the group's service carries it out).
+func runStrategy(p *plan.Plan) plan.Strategy {
+	s, _ := p.RunStrategy() // the plan was built from a known strategy
+	return s
+}
+
+// recordProgress keeps rec as the run goes: its phase and batch, the
+// nodes done (after those of earlier attempts) and those under way.
+func recordProgress(store *state.Store, rec *state.Record, p *plan.Plan, previouslyDone []string) func(context.Context, plan.State, []string) error {
+	return func(ctx context.Context, s plan.State, done []string) error {
+		rec.Phase, rec.Batch = string(s.Phase), s.Batch+1
+		rec.Done = append(slices.Clip(previouslyDone), done...)
+		rec.InFlight = nil
+		if plan.BatchPhase(s.Phase) && s.Batch < len(p.Batches) {
+			for _, n := range p.Batches[s.Batch].Nodes {
+				if !slices.Contains(done, n.Name) {
+					rec.InFlight = append(rec.InFlight, n.Name)
+				}
+			}
+		}
+		if rec.Cloud != nil && rec.Cloud.Shrinking != "" {
+			rec.InFlight = append(rec.InFlight, rec.Cloud.Shrinking)
+		}
+		return store.Save(ctx, rec)
+	}
+}
+
+// RefusePendingCancel refuses to start over a run paused by cancel. A
+// request left on a finished run (a cancel sent as it finished: the run
+// reads requests between phases, not after its last) is for no run: it is
+// dropped, or it would refuse every later run of the group.
+func RefusePendingCancel(ctx context.Context, requests *state.Requests, rec *state.Record) error {
+	req, err := requests.Pending(ctx)
+	switch {
+	case err != nil:
+		return err
+	case req == "":
+		return nil
+	case rec == nil || rec.FinishedAt != nil:
+		return requests.Clear(ctx)
+	case req == state.RequestCancel:
+		g := requests.Group
+		return Usagef("node group %q is paused (cancel) in phase %s; continue with \"kubectl nodeupgrade resume %s\", undo with rollback, or put it back in service with \"kubectl nodeupgrade abort %s\"", g, rec.Phase, g, g)
+	}
+	return nil
+}
+
+// earlierDone are the nodes earlier, interrupted attempts of the run
+// replaced. A rollback's first attempt records where the upgrade's nodes
+// end in Done, so the rollback counts only its own.
+func earlierDone(rec *state.Record, rollingBack bool) []string {
+	if !rollingBack {
+		return rec.Done
+	}
+	if rec.RollbackFrom == nil {
+		n := len(rec.Done)
+		rec.RollbackFrom = &n
+	}
+	return rec.Done[min(*rec.RollbackFrom, len(rec.Done)):]
+}

@@ -1,0 +1,78 @@
+// Package session is the one path from a command, a saved plan or a
+// record to a plan and a running strategy: it validates the request,
+// detects and opens the cloud, plans, takes the node group's lock, runs
+// the engine and keeps the record. The cobra commands of internal/plugin
+// are thin shells over it; it knows nothing of flags' parsing or cobra.
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// Session is one command's connection to the cluster and where its output
+// goes.
+type Session struct {
+	Client kubernetes.Interface
+	// KubeContext names the kubeconfig context, for the plan's header.
+	KubeContext string
+	genericiooptions.IOStreams
+	// StateNamespace holds the node groups' records and locks.
+	StateNamespace string
+	// HookKubeconfig writes a kubeconfig for the hooks and says how to
+	// remove it; nil where the connection has none to give (tests).
+	HookKubeconfig func() (path string, remove func(), err error)
+	// Live says the output is a terminal: the engine draws a live line.
+	Live bool
+}
+
+// Store is the node groups' records.
+func (s *Session) Store() *state.Store {
+	return &state.Store{Client: s.Client, Namespace: s.StateNamespace}
+}
+
+// Requests are the control requests (cancel, rollback, complete) of group.
+func (s *Session) Requests(group string) *state.Requests {
+	return &state.Requests{Store: s.Store(), Group: group}
+}
+
+// LockDuration is how long a killed run's lock blocks others (on another
+// machine; on the same machine a dead holder is seen at once).
+const LockDuration = 30 * time.Second
+
+// HoldLock takes group's lock and keeps it alive until release; the
+// context it returns ends when the lock is lost. Release happens even
+// when ctx was cancelled: the bookkeeping after a run must.
+func (s *Session) HoldLock(ctx context.Context, group string) (context.Context, string, func(), error) {
+	holder := state.HolderIdentity()
+	lock := &state.Lock{Client: s.Client, Namespace: s.StateNamespace, Group: group, Holder: holder, Duration: LockDuration}
+	if err := lock.Acquire(ctx); err != nil {
+		return ctx, holder, nil, err
+	}
+	cleanupCtx := context.WithoutCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
+	go lock.KeepAlive(ctx, func(err error) { cancel(err) })
+	return ctx, holder, func() {
+		cancel(nil)
+		_ = lock.Release(cleanupCtx)
+	}, nil
+}
+
+// Holder is the live run that holds group's lock, and until when, or nil.
+// Read the lock before the record: a run writes its last record, then
+// gives the lock up, so a record read after the lock was seen free is
+// final.
+func (s *Session) Holder(ctx context.Context, group string) *state.HeldError {
+	lock := &state.Lock{Client: s.Client, Namespace: s.StateNamespace, Group: group, Holder: "probe/" + fmt.Sprint(time.Now().UnixNano()), Duration: LockDuration}
+	held, err := lock.HeldBy(ctx)
+	if err != nil {
+		return nil
+	}
+	return held
+}
