@@ -156,7 +156,7 @@ func (d *Drainer) DrainNode(ctx context.Context, node string) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	n := newNodeDrain(ctx, d, node)
+	n := newNodeDrain(d, node)
 	defer n.close()
 	if err := n.startPodWatch(ctx); err != nil {
 		return res, err

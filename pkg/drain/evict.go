@@ -109,8 +109,9 @@ type removal struct {
 }
 
 // remove evicts (or deletes) one pod, retrying refusals until the pod is
-// gone, the eviction is accepted, or ctx ends.
-func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
+// gone, the eviction is accepted, or ctx ends. drainCtx is the drain's,
+// which outlives ctx when the removers stop at the timeout.
+func (n *nodeDrain) remove(ctx, drainCtx context.Context, t *podTrack) {
 	r := &removal{n: n, t: t}
 	if !r.refresh() {
 		n.confirmLeaving(ctx, &r.pod)
@@ -129,7 +130,7 @@ func (n *nodeDrain) remove(ctx context.Context, t *podTrack) {
 		if done {
 			return
 		}
-		delay, changes, retry := r.retryAfter(ctx, err, changes)
+		delay, changes, retry := r.retryAfter(ctx, drainCtx, err, changes)
 		if !retry || !n.waitRetry(ctx, t, r.pdbs, changes, delay) {
 			return
 		}
@@ -214,7 +215,7 @@ func (r *removal) attempt(ctx context.Context) (done bool, err error) {
 // retryAfter records a failed attempt's error; it returns how long to wait
 // before the next one and the budget changes that may cut the wait short,
 // or retry false when there will be none.
-func (r *removal) retryAfter(ctx context.Context, err error, changes <-chan struct{}) (delay time.Duration, _ <-chan struct{}, retry bool) {
+func (r *removal) retryAfter(ctx, drainCtx context.Context, err error, changes <-chan struct{}) (delay time.Duration, _ <-chan struct{}, retry bool) {
 	n := r.n
 	switch kind := classify(err); kind {
 	case errGone:
@@ -238,14 +239,14 @@ func (r *removal) retryAfter(ctx context.Context, err error, changes <-chan stru
 		// short, as every eviction in the namespace makes one
 		return delay, nil, true
 	case errBlocked, errBlockedMulti:
-		return r.blocked(ctx, err, kind, changes)
+		return r.blocked(ctx, drainCtx, err, kind, changes)
 	}
 	return n.d.errorRetryInterval, changes, true
 }
 
 // blocked records a budget's refusal, reported once; the retry waits for a
 // change of the namespace's budgets, or retryInterval.
-func (r *removal) blocked(ctx context.Context, err error, kind errKind, changes <-chan struct{}) (time.Duration, <-chan struct{}, bool) {
+func (r *removal) blocked(ctx, drainCtx context.Context, err error, kind errKind, changes <-chan struct{}) (time.Duration, <-chan struct{}, bool) {
 	n, d := r.n, r.n.d
 	delay := d.retryInterval
 	if r.pdbs == nil {
@@ -256,8 +257,8 @@ func (r *removal) blocked(ctx context.Context, err error, kind errKind, changes 
 	n.mu.Unlock()
 	// the drain's own ctx, not the worker's: a pod refused just before
 	// the timeout is still reported, with its PDBs
-	synced := r.pdbs.waitSynced(n.ctx, d.pdbs.syncTimeout)
-	if n.ctx.Err() != nil {
+	synced := r.pdbs.waitSynced(drainCtx, d.pdbs.syncTimeout)
+	if drainCtx.Err() != nil {
 		return 0, nil, false
 	}
 	first := changes == nil

@@ -19,7 +19,6 @@ import (
 type nodeDrain struct {
 	d    *Drainer
 	node string
-	ctx  context.Context // DrainNode's
 
 	informer  cache.SharedIndexInformer
 	stopWatch context.CancelFunc
@@ -51,9 +50,8 @@ type podTrack struct {
 	lastErr     error // a transient error being retried
 }
 
-func newNodeDrain(ctx context.Context, d *Drainer, node string) *nodeDrain {
+func newNodeDrain(d *Drainer, node string) *nodeDrain {
 	return &nodeDrain{
-		ctx:   ctx,
 		d:     d,
 		node:  node,
 		wake:  make(chan struct{}, 1),

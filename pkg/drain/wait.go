@@ -19,10 +19,10 @@ func (n *nodeDrain) run(ctx context.Context, pods []corev1.Pod) error {
 		defer timer.Stop()
 		deadline = timer.C
 	}
-	workers := n.startRemovers(ctx)
+	wctx, workers := n.startRemovers(ctx)
 	defer workers.stop()
 	added := n.track(pods)
-	workers.start(added)
+	workers.start(wctx, ctx, added)
 	for {
 		left, stuck := n.state()
 		switch {
@@ -35,7 +35,7 @@ func (n *nodeDrain) run(ctx context.Context, pods []corev1.Pod) error {
 				return err
 			}
 			added = n.track(more)
-			workers.start(added)
+			workers.start(wctx, ctx, added)
 			continue
 		case stuck == left:
 			// only pods whose eviction failed for good remain: waiting longer
@@ -57,20 +57,22 @@ func (n *nodeDrain) run(ctx context.Context, pods []corev1.Pod) error {
 // removers runs remove for each tracked pod in a goroutine of its own.
 type removers struct {
 	n      *nodeDrain
-	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelFunc // ends the context startRemovers returned
 	wg     sync.WaitGroup
 }
 
-func (n *nodeDrain) startRemovers(ctx context.Context) *removers {
-	r := &removers{n: n}
-	r.ctx, r.cancel = context.WithCancel(ctx)
-	return r
+// startRemovers returns the removers and the context to start them with,
+// which stop ends.
+func (n *nodeDrain) startRemovers(ctx context.Context) (context.Context, *removers) {
+	wctx, cancel := context.WithCancel(ctx)
+	return wctx, &removers{n: n, cancel: cancel}
 }
 
-func (r *removers) start(added []*podTrack) {
+// start runs remove for added with ctx from startRemovers; drainCtx is
+// the drain's.
+func (r *removers) start(ctx, drainCtx context.Context, added []*podTrack) {
 	for _, t := range added {
-		r.wg.Go(func() { r.n.remove(r.ctx, t) })
+		r.wg.Go(func() { r.n.remove(ctx, drainCtx, t) })
 	}
 }
 
