@@ -675,6 +675,22 @@ func TestDrainNode(t *testing.T) {
 			},
 		},
 		{
+			name: "an eviction whose connection was closed under it is retried, not a failure",
+			objs: []runtime.Object{newPod("default", "web", "n1")},
+			evict: func(name string, attempt int) error {
+				if attempt == 1 {
+					return &url.Error{Op: "Post", URL: "https://api/api/v1/namespaces/default/pods/web/eviction",
+						Err: errors.New("http2: client connection force closed via ClientConn.Close")}
+				}
+				return nil
+			},
+			check: func(t *testing.T, c *cluster, rec *recorder, res Result, err error) {
+				if err != nil || c.attemptsOf("web") != 2 {
+					t.Fatalf("err = %v, attempts %d; want drained after a second attempt", err, c.attemptsOf("web"))
+				}
+			},
+		},
+		{
 			name: "a 429 of the API server's own limits is retried, not reported as a PDB block",
 			objs: []runtime.Object{newPod("default", "web", "n1"), pdb},
 			evict: func(name string, attempt int) error {
@@ -932,7 +948,8 @@ func TestDrainNodes(t *testing.T) {
 		return nil
 	}, newPod("default", "a", "n1", labelled("app", "a")), newPod("default", "stuck", "n2"),
 		newPod("default", "bare", "n3", bare), newPDB("default", "web", webSelector(), 0))
-	d := fast(c, Options{Timeout: 50 * time.Millisecond}, &recorder{})
+	// n2's timeout must leave n1 time to drain on a loaded machine
+	d := fast(c, Options{Timeout: time.Second}, &recorder{})
 	results, err := d.DrainNodes(testCtx(t), []string{"n1", "n2", "n3"})
 	if len(results) != 3 || results[0].Node != "n1" || results[1].Node != "n2" || results[2].Node != "n3" {
 		t.Fatalf("results = %+v", results)
@@ -1283,13 +1300,16 @@ func TestEvictLeavesRetriesToTheDrain(t *testing.T) {
 }
 
 // TestLostConnectionIsTransient: an eviction whose connection was lost,
-// its HTTP/2 stream reset among them, is retried, not a failure of the
-// drain.
+// its HTTP/2 stream reset or its connection closed under it among them, is
+// retried, not a failure of the drain.
 func TestLostConnectionIsTransient(t *testing.T) {
 	for _, err := range []error{
 		&url.Error{Op: "Post", URL: "https://api/eviction", Err: errors.New("stream error: stream ID 173; INTERNAL_ERROR; received from peer")},
 		&url.Error{Op: "Post", URL: "https://api/eviction", Err: io.ErrUnexpectedEOF},
 		&url.Error{Op: "Post", URL: "https://api/eviction", Err: syscall.ECONNRESET},
+		&url.Error{Op: "Post", URL: "https://api/eviction", Err: errors.New("http2: client connection force closed via ClientConn.Close")},
+		&url.Error{Op: "Post", URL: "https://api/eviction", Err: errors.New("http2: server sent GOAWAY and closed the connection; LastStreamID=9, ErrCode=NO_ERROR, debug=\"\"")},
+		&url.Error{Op: "Post", URL: "https://api/eviction", Err: io.EOF},
 	} {
 		if got := classify(err); got != errTransient {
 			t.Errorf("%v: classified %v, want transient", err, got)

@@ -285,12 +285,16 @@ func failedConnection(err error, answered bool) (string, bool) {
 	return "", false
 }
 
-// closedConnection matches the connection losses Go's HTTP/2 transport
-// reports only in words.
+// closedConnection matches the connection losses Go's HTTP transports
+// report only in words: a connection closed under the request by either
+// side (net/http's h2_bundle.go: errClientConnForceClosed when the client
+// closes it, errClientConnClosed, errClientConnLost, GoAwayError), a
+// stream reset, a reset worded by the OS or a proxy.
 func closedConnection(err error) bool {
 	msg := strings.ToLower(err.Error())
 	for _, s := range []string{"use of closed network connection", "http2: client connection lost",
-		"http2: server sent goaway", "broken connection", "stream error", "connection reset by peer"} {
+		"http2: client connection force closed", "http2: client conn is closed", "http2: server sent goaway",
+		"broken connection", "transport connection broken", "stream error", "connection reset"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

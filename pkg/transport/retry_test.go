@@ -2,12 +2,14 @@ package transport
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -366,4 +368,37 @@ func TestAnswersAreNoted(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestConnectionLossesAreRetried: every way Go's transports word a
+// connection closed under a request, as a list or an eviction meets it,
+// is a lost connection to retry, before the server has answered or after.
+func TestConnectionLossesAreRetried(t *testing.T) {
+	for _, msg := range []string{
+		"http2: client connection force closed via ClientConn.Close",
+		"http2: client conn is closed",
+		"http2: client connection lost",
+		"http2: server sent GOAWAY and closed the connection; LastStreamID=1, ErrCode=NO_ERROR, debug=\"\"",
+		"stream error: stream ID 173; INTERNAL_ERROR; received from peer",
+		"read tcp 10.0.0.1:443: connection reset",
+		"net/http: HTTP/1.x transport connection broken: unexpected EOF",
+	} {
+		t.Run(msg, func(t *testing.T) {
+			err := fmt.Errorf("select pods of node %q: %w", "n1",
+				&url.Error{Op: "Get", URL: "https://api/api/v1/pods?fieldSelector=spec.nodeName%3Dn1", Err: errors.New(msg)})
+			for _, answered := range []bool{false, true} {
+				if reason, ok := failedConnection(err, answered); !ok || reason != "connection to the API server lost" {
+					t.Errorf("answered %v: %q, %v; want a lost connection, retried", answered, reason, ok)
+				}
+			}
+			if !LostConnection(err) {
+				t.Error("LostConnection false, want true")
+			}
+		})
+	}
+	t.Run("a certificate that does not verify is not", func(t *testing.T) {
+		if _, ok := failedConnection(&url.Error{Op: "Get", URL: "https://api", Err: x509.UnknownAuthorityError{}}, true); ok {
+			t.Error("retried, want not")
+		}
+	})
 }
