@@ -259,3 +259,26 @@ func TestCheckTableListsEveryCheck(t *testing.T) {
 		t.Errorf("check.md lists check %q, which the code does not have", name)
 	}
 }
+
+// TestDemoServesEveryPath wants hack/demo.sh to take every path, and no
+// other: its usage line names them.
+func TestDemoServesEveryPath(t *testing.T) {
+	data, err := os.ReadFile("../hack/demo.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`usage="usage: hack/demo.sh \[([a-z|-]+)\]"`).FindStringSubmatch(string(data))
+	if m == nil {
+		t.Fatal("hack/demo.sh has no usage line naming its paths")
+	}
+	var want []string
+	for _, p := range paths() {
+		want = append(want, p.name)
+	}
+	got := strings.Split(m[1], "|")
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("hack/demo.sh takes %v, the paths are %v", got, want)
+	}
+}
