@@ -25,3 +25,11 @@ demo_start() {
   KUBECONFIG=$(sed -n 's/^ready kubeconfig=\([^ ]*\).*/\1/p' <<<"$ready")
   export KUBECONFIG
 }
+
+# demo_aws_env points the plugin at the local AWS endpoint of $ready, with
+# dummy credentials.
+demo_aws_env() {
+  AWS_ENDPOINT_URL=$(sed -n 's/.* aws-endpoint=\([^ ]*\).*/\1/p' <<<"$ready")
+  export AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+  echo "KUBECONFIG=$KUBECONFIG AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL (the endpoint's launches and terminations: $work/simcluster.log)"
+}

@@ -1,45 +1,69 @@
 #!/usr/bin/env bash
 # The demo: starts the embedded simulated cluster (real apiserver,
-# controllers and scheduler, kwok nodes) with a local endpoint of the cloud
-# given (default aws) whose node group "demo" backs 9 nodes over 3 zones,
-# with a few Deployments and PDBs on them; then plans and runs the upgrade
-# of the group to a new image through the cloud's APIs.
+# controllers and scheduler, kwok nodes), with a local endpoint of the
+# path's cloud, whose node group backs the nodes, and a few Deployments and
+# PDBs on them; then plans and runs the upgrade of the group and prints its
+# status. One path per way the plugin replaces nodes:
 #
-#   hack/demo.sh [aws|gce|gke]
+#   hack/demo.sh [aws|eks-managed|gce|gke|none]
 #
-# aws: Auto Scaling group "demo", image ami-old to ami-new.
-# gce: regional managed instance group "demo" (kOps labels), image img-old
-#      to img-new through a new instance template.
+# aws:         Auto Scaling group "demo" (9 nodes), image ami-old to ami-new
+#              through a new launch template version (the default).
+# eks-managed: EKS managed node group "demo-managed" (3 nodes) beside it,
+#              Kubernetes 1.30 to 1.31: EKS runs the update, the plugin
+#              plans, starts and follows it.
+# gce:         regional managed instance group "demo" (kOps labels), image
+#              img-old to img-new through a new instance template.
+# gke:         GKE node pool "default-pool", GKE's own upgrade (demo-gke.sh).
+# none:        node group "demo" of nodes no cloud owns (6 on ami-old, 3 on
+#              ami-new, by label): --provider none drains and deletes the
+#              outdated ones.
 set -euo pipefail
-# hack/demo.sh gke: the GKE path, GKE's own upgrade of a node pool.
-if [ "${1:-}" = gke ]; then exec "$(dirname "$0")/demo-gke.sh"; fi
+usage="usage: hack/demo.sh [aws|eks-managed|gce|gke|none]"
+path=${1:-aws}
+if [ "$path" = gke ]; then exec "$(dirname "$0")/demo-gke.sh"; fi
 cd "$(dirname "$0")/.."
-cloud=${1:-aws}
-case $cloud in
-aws | gce) ;;
-*) echo "usage: hack/demo.sh [aws|gce|gke]" >&2; exit 2 ;;
+case $path in
+aws | eks-managed | gce | none) ;;
+*) echo "$usage" >&2; exit 2 ;;
 esac
 # shellcheck source=hack/demo-lib.sh
 . hack/demo-lib.sh
-demo_start "the simulated cluster, the local $cloud endpoint and the demo node group" "--$cloud-demo"
 
-case $cloud in
+# What each path starts, its group, the target and the flags of the demo's
+# plan and run (--seed 1 makes the plan the README shows, --post-drain-wait
+# 5s keeps the run short).
+group=demo
+opts="--max-unavailable 2 --seed 1"
+case $path in
 aws)
-  export AWS_ENDPOINT_URL=$(sed -n 's/.* aws-endpoint=\([^ ]*\).*/\1/p' <<<"$ready")
-  export AWS_ACCESS_KEY_ID=demo
-  export AWS_SECRET_ACCESS_KEY=demo
-  export AWS_REGION=us-east-1
-  export AWS_EC2_METADATA_DISABLED=true
-  echo "KUBECONFIG=$KUBECONFIG AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL (launches and terminations: $work/simcluster.log)"
+  demo_start "the simulated cluster, the local AWS endpoint and Auto Scaling group demo" --aws-demo
+  demo_aws_env
   labels=eks.amazonaws.com/nodegroup,eks.amazonaws.com/nodegroup-image,eks.amazonaws.com/sourceLaunchTemplateVersion,topology.kubernetes.io/zone
   target="--ami ami-new"
   ;;
+eks-managed)
+  demo_start "the simulated cluster, the local AWS and EKS endpoint and managed node group demo-managed" --aws-demo --aws-demo-managed
+  demo_aws_env
+  labels=eks.amazonaws.com/nodegroup,eks.amazonaws.com/nodegroup-image,node.kubernetes.io/kubelet-version,topology.kubernetes.io/zone
+  group=demo-managed
+  target="--kubernetes-version 1.31"
+  # EKS orders the nodes itself: no seed.
+  opts="--max-unavailable 2"
+  ;;
 gce)
+  demo_start "the simulated cluster, the local Compute Engine endpoint and managed instance group demo" --gce-demo
   export NODEUPGRADE_GCE_ENDPOINT=$(sed -n 's/.* gce-endpoint=\([^ ]*\).*/\1/p' <<<"$ready")
   export NODEUPGRADE_GCE_NO_AUTH=true
   echo "KUBECONFIG=$KUBECONFIG NODEUPGRADE_GCE_ENDPOINT=$NODEUPGRADE_GCE_ENDPOINT (creations and deletions: $work/simcluster.log)"
   labels=kops.k8s.io/instancegroup,topology.kubernetes.io/zone
   target="--image img-new"
+  ;;
+none)
+  demo_start "the simulated cluster and node group demo of nodes no cloud owns" --none-demo
+  echo "KUBECONFIG=$KUBECONFIG"
+  labels=eks.amazonaws.com/nodegroup,eks.amazonaws.com/nodegroup-image,topology.kubernetes.io/zone
+  target="--provider none --target-label eks.amazonaws.com/nodegroup-image=ami-new"
   ;;
 esac
 
@@ -47,16 +71,16 @@ echo
 kubectl get nodes -L "$labels"
 
 echo
-echo "== kubectl nodeupgrade plan demo $target --max-unavailable 2 --seed 1"
-kubectl nodeupgrade plan demo $target --max-unavailable 2 --seed 1
+echo "== kubectl nodeupgrade plan $group $target $opts"
+kubectl nodeupgrade plan $group $target $opts
 
 echo
-echo "== kubectl nodeupgrade run demo $target --max-unavailable 2 --seed 1 --post-drain-wait 5s --yes"
-kubectl nodeupgrade run demo $target --max-unavailable 2 --seed 1 --post-drain-wait 5s --yes
+echo "== kubectl nodeupgrade run $group $target $opts --post-drain-wait 5s --yes"
+kubectl nodeupgrade run $group $target $opts --post-drain-wait 5s --yes
 
 echo
-echo "== kubectl nodeupgrade status demo"
-kubectl nodeupgrade status demo
+echo "== kubectl nodeupgrade status $group"
+kubectl nodeupgrade status $group
 
 echo
 kubectl get nodes -L "$labels"

@@ -158,10 +158,12 @@ func (e *helpExamples) notRun() []string {
 // TestHelpExamplesRunOnTheDemo runs every example of every --help and every
 // `kubectl nodeupgrade` example of the README and docs/ (see docExamples),
 // as written (but for a shorter --post-drain-wait, see postDrainWait), on
-// the two demos: the label path (provider none) on `simcluster scenario
-// demo`'s node group, then the AWS path on the one `simcluster up
-// --aws-demo` serves, then the GCE path on `--gce-demo`'s, each with fewer
-// nodes. Examples that
+// the demos of hack/demo.sh: the label path (provider none) on the node
+// group of `simcluster up --none-demo` (scenario.Demo, nodes no cloud
+// owns), then the AWS path on the one `--aws-demo` serves (with
+// `--aws-demo-managed`'s group for the EKS managed node group page), then
+// the GKE path on `--gke-demo`'s and the GCE path on `--gce-demo`'s, each
+// with fewer nodes. Examples that
 // act on a run (cancel, resume, rollback, complete, abort) act on one in
 // the state they are for; runs the test makes only to reach that state use
 // --post-drain-wait 0s. Each example must end with the exit code its

@@ -1,7 +1,7 @@
 // Command simcluster runs a simulated Kubernetes cluster (see package
 // cluster) and builds demo scenarios on it.
 //
-//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0] | --gke-demo [--gke-addr 127.0.0.1:0]]
+//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0] | --gke-demo [--gke-addr 127.0.0.1:0] | --none-demo]
 //	simcluster scenario demo --kubeconfig PATH
 //	simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
 //	simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
@@ -18,7 +18,9 @@
 // With --gke-demo, it serves a
 // fake GKE endpoint over a fake Compute Engine one instead (package
 // gkefake: cluster "demo", node pool "default-pool") and prints
-// "ready kubeconfig=PATH gke-endpoint=URL compute-endpoint=URL".
+// "ready kubeconfig=PATH gke-endpoint=URL compute-endpoint=URL". With
+// --none-demo, it builds the demo of provider none (scenario.Demo: nodes no
+// cloud owns) and prints "ready kubeconfig=PATH".
 //
 // replay plan-scale serves, read-only, the objects scenario plan-scale
 // would make, as kube-apiserver would list them (scenario.Replay), at
@@ -48,7 +50,7 @@ import (
 )
 
 const usage = `usage:
-  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0] | --gke-demo [--gke-addr 127.0.0.1:0]]
+  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0] | --gke-demo [--gke-addr 127.0.0.1:0] | --none-demo]
   simcluster scenario demo --kubeconfig PATH
   simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
   simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
@@ -99,6 +101,7 @@ func up(args []string) error {
 	aws := bindAWSDemo(fs)
 	gkeDemo := bindGKEDemo(fs)
 	gce := bindGCEDemo(fs)
+	none := bindNoneDemo(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -117,6 +120,9 @@ func up(args []string) error {
 	if err := gce.check(*aws.on, *noLifecycle); err != nil {
 		return err
 	}
+	if err := none.check(*aws.on || *gce.on || *gkeDemo.on, *noLifecycle); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	started := time.Now()
@@ -131,6 +137,8 @@ func up(args []string) error {
 		return gce.serve(ctx, c, started)
 	case *aws.on:
 		return aws.serve(ctx, stop, c, started)
+	case *none.on:
+		return none.serve(ctx, c, started)
 	}
 	fmt.Printf("ready kubeconfig=%s\n", c.Kubeconfig)
 	fmt.Fprintf(os.Stderr, "simcluster: started in %s, logs in %s\n", time.Since(started).Round(time.Millisecond), filepath.Join(c.Dir, "components.log"))
