@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,6 +129,9 @@ func (s *Server) insertGroupLocked(project, scope string, igm *compute.InstanceG
 	case igm.TargetSize < 0:
 		return nil, invalid("targetSize must be at least 0")
 	}
+	if err := validNames(igm); err != nil {
+		return nil, err
+	}
 	region := where
 	if kind == "zones" {
 		region = RegionOf(where)
@@ -170,6 +174,29 @@ func (s *Server) insertGroupLocked(project, scope string, igm *compute.InstanceG
 	s.groups[key] = g
 	s.notifyLocked()
 	return g, nil
+}
+
+// The name and baseInstanceName rules of compute-api.json
+// (InstanceGroupManager): the name "1-63 characters long, and comply
+// with RFC1035" (its pattern), the base instance name "The maximum
+// character length is 58 and the name must comply with RFC1035 format",
+// with the @pattern its description states (the "-###" form asks for
+// sequential numbers).
+var (
+	groupNamePattern = regexp.MustCompile(`^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$`)
+	baseNamePattern  = regexp.MustCompile(`^[a-z](([-a-z0-9]{0,57})|([-a-z0-9]{0,51}-#{1,10}(\[[0-9]{1,10}\])?))$`)
+)
+
+// validNames refuses an insert whose name or baseInstanceName (its name
+// when unset) breaks the document's rules, as the API does with 400.
+func validNames(igm *compute.InstanceGroupManager) error {
+	if !groupNamePattern.MatchString(igm.Name) {
+		return invalid("Invalid value for field 'resource.name': '%s'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'", igm.Name)
+	}
+	if base := cmpOr(igm.BaseInstanceName, igm.Name); !baseNamePattern.MatchString(base) {
+		return invalid("Invalid value for field 'resource.baseInstanceName': '%s'. The maximum character length is 58 and the name must comply with RFC1035 format", base)
+	}
+	return nil
 }
 
 func cmpOr(a, b string) string {
