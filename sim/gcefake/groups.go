@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -131,6 +132,11 @@ func (s *Server) insertGroupLocked(project, scope string, igm *compute.InstanceG
 	}
 	if err := validNames(igm); err != nil {
 		return nil, err
+	}
+	if up := igm.UpdatePolicy; up != nil {
+		if err := validPolicy(igm.TargetSize, up); err != nil {
+			return nil, err
+		}
 	}
 	region := where
 	if kind == "zones" {
@@ -311,6 +317,7 @@ func (s *Server) view(g *group) *compute.InstanceGroupManager {
 		}
 	}
 	igm.CurrentActions = acts
+	igm.InstanceGroup = s.instanceGroupLink(g)
 	snap, _ := s.groupLocked(g.key)
 	igm.Status = &compute.InstanceGroupManagerStatus{IsStable: snap.Stable(), ForceSendFields: []string{"IsStable"}}
 	return &igm
@@ -367,6 +374,12 @@ func (s *Server) deleteGroup(req *request) (any, error) {
 	g, err := s.scopedGroup(req)
 	if err != nil {
 		return nil, err
+	}
+	if bs := s.usedByLocked(g); bs != "" {
+		// compute-api.json, instanceGroupManagers.delete: "the
+		// instance group must not belong to a backend service".
+		return nil, &apiError{http.StatusBadRequest, "resourceInUseByAnotherResource",
+			fmt.Sprintf("The instance_group resource '%s' is already being used by '%s'", s.instanceGroupLink(g), bs)}
 	}
 	g.deleting, g.igm.TargetSize = true, 0
 	for _, k := range g.members {
@@ -459,7 +472,7 @@ func (s *Server) patchLocked(g *group, raw map[string]json.RawMessage, body *com
 		g.igm.TargetSize = body.TargetSize
 	}
 	if up := body.UpdatePolicy; up != nil {
-		if err := validPolicy(g, up); err != nil {
+		if err := validPolicy(g.igm.TargetSize, up); err != nil {
 			return err
 		}
 		cur := g.igm.UpdatePolicy
@@ -479,8 +492,13 @@ func (s *Server) patchLocked(g *group, raw map[string]json.RawMessage, body *com
 
 // validPolicy checks the update policy values the API takes: type
 // PROACTIVE or OPPORTUNISTIC, instanceRedistributionType PROACTIVE or NONE
-// (https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers#InstanceGroupManagerUpdatePolicy).
-func validPolicy(g *group, up *compute.InstanceGroupManagerUpdatePolicy) error {
+// (https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers#InstanceGroupManagerUpdatePolicy),
+// and maxSurge and maxUnavailable as compute-api.json states them
+// (InstanceGroupManagerUpdatePolicy, FixedOrPercent): "a fixed number
+// or, if the group has 10 or more instances, a percentage", a percent
+// "between 0 to 100%", and "At least one of either maxSurge or
+// maxUnavailable must be greater than 0". size is the group's target size.
+func validPolicy(size int64, up *compute.InstanceGroupManagerUpdatePolicy) error {
 	switch up.Type {
 	case "", Proactive, Opportunistic:
 	default:
@@ -491,7 +509,25 @@ func validPolicy(g *group, up *compute.InstanceGroupManagerUpdatePolicy) error {
 	default:
 		return invalid("Invalid value for field 'resource.updatePolicy.instanceRedistributionType': %q", up.InstanceRedistributionType)
 	}
+	for field, v := range map[string]*compute.FixedOrPercent{"maxSurge": up.MaxSurge, "maxUnavailable": up.MaxUnavailable} {
+		switch {
+		case v == nil:
+		case v.Percent < 0 || v.Percent > 100 || v.Fixed < 0:
+			return invalid("Invalid value for field 'resource.updatePolicy.%s': out of range", field)
+		case v.Percent > 0 && size < 10:
+			return invalid("Invalid value for field 'resource.updatePolicy.%s.percent': %d. Percent values can be used only for managed instance groups with 10 or more instances; the group's target size is %d", field, v.Percent, size)
+		}
+	}
+	if zero(up.MaxSurge) && zero(up.MaxUnavailable) {
+		return invalid("Invalid value for field 'resource.updatePolicy': at least one of maxSurge or maxUnavailable must be greater than 0")
+	}
 	return nil
+}
+
+// zero reports whether v is set, to a fixed 0 (unset is the default,
+// the number of zones).
+func zero(v *compute.FixedOrPercent) bool {
+	return v != nil && v.Fixed == 0 && v.Percent == 0
 }
 
 // instancesOf resolves the instance URLs of a deleteInstances or

@@ -51,3 +51,71 @@ func TestInsertNames(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdatePolicyPercent: a percentage needs 10 or more instances, and
+// one of maxSurge and maxUnavailable must be above 0 (compute-api.json).
+func TestUpdatePolicyPercent(t *testing.T) {
+	_, svc, _ := newScene(t, 0, Opportunistic)
+	pct := func(n int64) *compute.FixedOrPercent { return &compute.FixedOrPercent{Percent: n} }
+	fixed := func(n int64) *compute.FixedOrPercent {
+		return &compute.FixedOrPercent{Fixed: n, ForceSendFields: []string{"Fixed"}}
+	}
+	for i, tc := range []struct {
+		name           string
+		size           int64
+		surge, unavail *compute.FixedOrPercent
+		ok             bool
+	}{
+		{"percent at 10", 10, pct(20), nil, true},
+		{"percent at 9", 9, pct(20), nil, false},
+		{"percent at 0 (autoscaled green)", 0, nil, pct(10), false},
+		{"fixed at 0", 0, fixed(3), fixed(0), true},
+		{"both 0", 3, fixed(0), fixed(0), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := svc.InstanceGroupManagers.Insert(project, "us-central1-a", &compute.InstanceGroupManager{
+				Name: "p" + string(rune('a'+i)), TargetSize: tc.size, ForceSendFields: []string{"TargetSize"},
+				InstanceTemplate: "global/instanceTemplates/tmpl-old",
+				UpdatePolicy:     &compute.InstanceGroupManagerUpdatePolicy{MaxSurge: tc.surge, MaxUnavailable: tc.unavail},
+			}).Context(context.Background()).Do()
+			if tc.ok != (err == nil) {
+				t.Fatalf("got %v, want ok %v", err, tc.ok)
+			}
+			if !tc.ok {
+				wantCode(t, err, http.StatusBadRequest)
+			}
+		})
+	}
+	t.Run("patch", func(t *testing.T) {
+		_, err := svc.RegionInstanceGroupManagers.Patch(project, "us-central1", "ng", &compute.InstanceGroupManager{
+			UpdatePolicy: &compute.InstanceGroupManagerUpdatePolicy{MaxSurge: pct(50)},
+		}).Context(context.Background()).Do()
+		wantCode(t, err, http.StatusBadRequest)
+	})
+}
+
+// TestBackendServiceHoldsItsGroup: a group a backend service uses is not
+// deleted, and the services list with the group's instance group.
+func TestBackendServiceHoldsItsGroup(t *testing.T) {
+	srv, svc, key := newScene(t, 1, Opportunistic)
+	ctx := context.Background()
+	if err := srv.AddBackendService(project, "us-central1", "web", key); err != nil {
+		t.Fatal(err)
+	}
+	igm, err := svc.RegionInstanceGroupManagers.Get(project, "us-central1", "ng").Context(ctx).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := svc.RegionBackendServices.List(project, "us-central1").Context(ctx).Do()
+	if err != nil || len(list.Items) != 1 || list.Items[0].Backends[0].Group != igm.InstanceGroup {
+		t.Fatalf("backend services %+v (%v), want web with %q", list, err, igm.InstanceGroup)
+	}
+	if global, err := svc.BackendServices.List(project).Context(ctx).Do(); err != nil || len(global.Items) != 0 {
+		t.Errorf("global backend services %+v (%v), want none", global, err)
+	}
+	_, err = svc.RegionInstanceGroupManagers.Delete(project, "us-central1", "ng").Context(ctx).Do()
+	wantCode(t, err, http.StatusBadRequest)
+	if g, ok := srv.Group(key); !ok || g.Deleting {
+		t.Errorf("group %+v deleted while a backend service uses it", g)
+	}
+}

@@ -114,7 +114,7 @@ func (n *NodeGroup) createGreen(ctx context.Context, i int, blue *compute.Instan
 		Name: g.Name, BaseInstanceName: g.Name, Description: greenMark + n.MIGs[i].String(),
 		InstanceTemplate: "projects/" + n.Provider.project + "/global/instanceTemplates/" + version,
 		TargetSize:       size, ForceSendFields: []string{"TargetSize"},
-		UpdatePolicy: blue.UpdatePolicy, DistributionPolicy: blue.DistributionPolicy,
+		UpdatePolicy: greenPolicy(blue.UpdatePolicy), DistributionPolicy: blue.DistributionPolicy,
 		NamedPorts: blue.NamedPorts, AutoHealingPolicies: blue.AutoHealingPolicies, TargetPools: blue.TargetPools,
 	}
 	err := n.Provider.insertMIG(ctx, g, igm)

@@ -29,7 +29,8 @@ type NodeGroup struct {
 	// current template.
 	Image, Template string
 
-	greens []MIG // blue/green: the groups Machines reports too
+	greens   []MIG  // blue/green: the groups Machines reports too
+	strategy string // --strategy, which plan checks the groups for
 }
 
 var (
