@@ -126,9 +126,11 @@ type Server struct {
 	// backendServices are by project/global/name or
 	// project/regions/R/name.
 	backendServices map[string]*compute.BackendService
-	ops             map[string]*compute.Operation // by project/scope/name
-	removals        []Removal
-	calls           []Call
+	// failCreate is the error code creations fail with, by zone ("": all).
+	failCreate map[string]string
+	ops        map[string]*compute.Operation // by project/scope/name
+	removals   []Removal
+	calls      []Call
 }
 
 // Call is one request the server answered: its method and the API's
@@ -172,7 +174,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		changed: make(chan struct{}), templates: map[string]*compute.InstanceTemplate{},
 		images: map[string]*compute.Image{}, groups: map[string]*group{}, instances: map[string]*instance{},
 		autoscalers: map[string]*compute.Autoscaler{}, ops: map[string]*compute.Operation{},
-		backendServices: map[string]*compute.BackendService{},
+		backendServices: map[string]*compute.BackendService{}, failCreate: map[string]string{},
 	}
 	s.Endpoint = s.URL + apiPrefix
 	s.ctx, s.cancel = context.WithCancel(ctx)

@@ -35,6 +35,8 @@ type instance struct {
 	due      time.Time // when the current action ends
 	busy     bool      // a callback runs for it
 	launched bool      // OnLaunch succeeded for the VM that runs now
+	// lastErr is the last failed attempt to create its VM.
+	lastErr *compute.ManagedInstanceLastAttemptErrorsErrors
 }
 
 // Group is a snapshot of a managed instance group.
@@ -657,6 +659,7 @@ func (s *Server) listManagedInstances(req *request) (any, error) {
 		if in.Status != "" {
 			mi.Id = in.ID
 		}
+		mi.LastAttempt = lastAttempt(in)
 		items = append(items, mi)
 	}
 	items, next, err := page(req, items)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/googleapi"
@@ -117,5 +118,41 @@ func TestBackendServiceHoldsItsGroup(t *testing.T) {
 	wantCode(t, err, http.StatusBadRequest)
 	if g, ok := srv.Group(key); !ok || g.Deleting {
 		t.Errorf("group %+v deleted while a backend service uses it", g)
+	}
+}
+
+// TestFailCreations: a creation out of quota stays CREATING with the
+// error in lastAttempt, and succeeds once the quota is there.
+func TestFailCreations(t *testing.T) {
+	srv, svc, key := newScene(t, 0, Opportunistic)
+	ctx := context.Background()
+	srv.FailCreations("", QuotaExceeded)
+	if _, err := svc.RegionInstanceGroupManagers.Resize(project, "us-central1", "ng", 1).Context(ctx).Do(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var mi *compute.ManagedInstance
+	for mi == nil || mi.LastAttempt == nil {
+		if wctx.Err() != nil {
+			t.Fatalf("no failed attempt reported: %+v", mi)
+		}
+		l, err := svc.RegionInstanceGroupManagers.ListManagedInstances(project, "us-central1", "ng").Context(ctx).Do()
+		if err != nil || len(l.ManagedInstances) != 1 {
+			t.Fatalf("%+v %v", l, err)
+		}
+		mi = l.ManagedInstances[0]
+		time.Sleep(10 * time.Millisecond)
+	}
+	if e := mi.LastAttempt.Errors.Errors[0]; mi.CurrentAction != ActionCreating || e.Code != QuotaExceeded || e.Message == "" {
+		t.Fatalf("managed instance %+v, last attempt %+v", mi, e)
+	}
+	srv.FailCreations("", "")
+	if g := waitStable(t, srv, key); len(g.Instances) != 1 {
+		t.Fatalf("group %+v", g)
+	}
+	l, err := svc.RegionInstanceGroupManagers.ListManagedInstances(project, "us-central1", "ng").Context(ctx).Do()
+	if err != nil || l.ManagedInstances[0].LastAttempt != nil {
+		t.Errorf("after success: %+v %v, want no last attempt error", l.ManagedInstances[0], err)
 	}
 }
