@@ -80,7 +80,13 @@ type GroupSpec struct {
 	// UpdateType defaults to PROACTIVE and Redistribution, of a regional
 	// group, to PROACTIVE, the API's defaults.
 	UpdateType, Redistribution string
+	// ListResults is listManagedInstancesResults: PAGINATED pages
+	// listManagedInstances; default PAGELESS.
+	ListResults string
 }
+
+// paginated is the listManagedInstancesResults that pages.
+const paginated = "PAGINATED"
 
 // GroupKey is the key of a zonal (region "") or regional group.
 func GroupKey(project, zone, region, name string) string {
@@ -95,8 +101,9 @@ func GroupKey(project, zone, region, name string) string {
 func (s *Server) CreateGroup(spec GroupSpec) (string, error) {
 	igm := &compute.InstanceGroupManager{
 		Name: spec.Name, BaseInstanceName: spec.Name, TargetSize: spec.Size, ForceSendFields: []string{"TargetSize"},
-		InstanceTemplate: fmt.Sprintf("projects/%s/global/instanceTemplates/%s", spec.Project, spec.Template),
-		UpdatePolicy:     &compute.InstanceGroupManagerUpdatePolicy{Type: spec.UpdateType, InstanceRedistributionType: spec.Redistribution},
+		InstanceTemplate:            fmt.Sprintf("projects/%s/global/instanceTemplates/%s", spec.Project, spec.Template),
+		UpdatePolicy:                &compute.InstanceGroupManagerUpdatePolicy{Type: spec.UpdateType, InstanceRedistributionType: spec.Redistribution},
+		ListManagedInstancesResults: spec.ListResults,
 	}
 	scope := "zones/" + spec.Zone
 	if spec.Region != "" {
@@ -134,6 +141,11 @@ func (s *Server) insertGroupLocked(project, scope string, igm *compute.InstanceG
 	}
 	if err := validNames(igm); err != nil {
 		return nil, err
+	}
+	switch igm.ListManagedInstancesResults {
+	case "", "PAGELESS", paginated: // the enum of compute-api.json
+	default:
+		return nil, invalid("Invalid value for field 'resource.listManagedInstancesResults': '%s'", igm.ListManagedInstancesResults)
 	}
 	if up := igm.UpdatePolicy; up != nil {
 		if err := validPolicy(igm.TargetSize, up); err != nil {
@@ -662,7 +674,13 @@ func (s *Server) listManagedInstances(req *request) (any, error) {
 		mi.LastAttempt = lastAttempt(in)
 		items = append(items, mi)
 	}
-	items, next, err := page(req, items)
+	// compute-api.json, InstanceGroupManager.listManagedInstancesResults:
+	// PAGELESS, the default, ignores maxResults and pageToken and answers
+	// every instance; PAGINATED respects them.
+	next := ""
+	if g.igm.ListManagedInstancesResults == paginated {
+		items, next, err = page(req, items)
+	}
 	if g.regional {
 		return &compute.RegionInstanceGroupManagersListInstancesResponse{ManagedInstances: items, NextPageToken: next}, err
 	}

@@ -156,3 +156,32 @@ func TestFailCreations(t *testing.T) {
 		t.Errorf("after success: %+v %v, want no last attempt error", l.ManagedInstances[0], err)
 	}
 }
+
+// TestListManagedInstancesPagesOnlyWhenPaginated: listManagedInstances
+// ignores maxResults unless the group's listManagedInstancesResults is
+// PAGINATED (compute-api.json).
+func TestListManagedInstancesPagesOnlyWhenPaginated(t *testing.T) {
+	srv, svc, _ := newScene(t, 3, Opportunistic)
+	ctx := context.Background()
+	key, err := srv.CreateGroup(GroupSpec{Project: project, Name: "paged", Region: "us-central1", Zones: zones, Template: "tmpl-old", Size: 3, ListResults: "PAGINATED"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStable(t, srv, key)
+	for _, tc := range []struct {
+		group    string
+		wantSize int
+		wantNext bool
+	}{{"ng", 3, false}, {"paged", 1, true}} {
+		t.Run(tc.group, func(t *testing.T) {
+			l, err := svc.RegionInstanceGroupManagers.ListManagedInstances(project, "us-central1", tc.group).MaxResults(1).Context(ctx).Do()
+			if err != nil || len(l.ManagedInstances) != tc.wantSize || (l.NextPageToken != "") != tc.wantNext {
+				t.Fatalf("%d instances, next page %q (%v); want %d, a next page %v", len(l.ManagedInstances), l.NextPageToken, err, tc.wantSize, tc.wantNext)
+			}
+		})
+	}
+	_, err = svc.InstanceGroupManagers.Insert(project, "us-central1-a", &compute.InstanceGroupManager{
+		Name: "bad", TargetSize: 0, InstanceTemplate: "global/instanceTemplates/tmpl-old", ListManagedInstancesResults: "SOMETIMES",
+	}).Context(ctx).Do()
+	wantCode(t, err, http.StatusBadRequest)
+}

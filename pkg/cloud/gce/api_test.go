@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ import (
 
 // api is an httptest endpoint answering Compute's REST paths (after
 // /compute/v1/) in the API's JSON shape: each route, "METHOD path", gives
-// a value to encode, or a func of the request body giving one; an
+// a value to encode, or a func of the request body or query giving one; an
 // *apiErr answers an error. Calls and bodies are recorded.
 type api struct {
 	t      *testing.T
@@ -53,8 +54,11 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.bodies[key] = string(b)
 	out, ok := a.routes[key]
 	a.mu.Unlock()
-	if f, isFunc := out.(func(string) any); isFunc {
+	switch f := out.(type) {
+	case func(string) any:
 		out = f(string(b))
+	case func(url.Values) any:
+		out = f(r.URL.Query())
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if e, isErr := out.(*apiErr); isErr || !ok {

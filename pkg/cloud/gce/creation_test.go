@@ -3,6 +3,7 @@ package gce
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -56,6 +57,27 @@ func TestMachinesStopsAtACreationFailure(t *testing.T) {
 			var ue cloud.UpdateError
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &ue) || ue.Code != "NodeCreationFailure" {
 				t.Fatalf("got %v, want %q behind a NodeCreationFailure", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestManagedInstancesReadsEveryPage: a PAGINATED group answers in pages,
+// a PAGELESS one in one; both are read whole.
+func TestManagedInstancesReadsEveryPage(t *testing.T) {
+	pages := func(q url.Values) any {
+		if q.Get("pageToken") == "" {
+			return &compute.RegionInstanceGroupManagersListInstancesResponse{ManagedInstances: []*compute.ManagedInstance{managedInstance("ng-a", "NONE", "RUNNING")}, NextPageToken: "2"}
+		}
+		return &compute.RegionInstanceGroupManagersListInstancesResponse{ManagedInstances: []*compute.ManagedInstance{managedInstance("ng-b", "NONE", "RUNNING")}}
+	}
+	one := &compute.RegionInstanceGroupManagersListInstancesResponse{ManagedInstances: []*compute.ManagedInstance{managedInstance("ng-a", "NONE", "RUNNING"), managedInstance("ng-b", "NONE", "RUNNING")}}
+	for name, answer := range map[string]any{"PAGINATED": pages, "PAGELESS": one} {
+		t.Run(name, func(t *testing.T) {
+			_, p := newAPI(t, map[string]any{listNG: answer})
+			mis, err := p.managedInstances(context.Background(), ngMIG)
+			if err != nil || len(mis) != 2 || mis[0].Name != "ng-a" || mis[1].Name != "ng-b" {
+				t.Fatalf("got %d instances (%v), want ng-a and ng-b", len(mis), err)
 			}
 		})
 	}
