@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -58,6 +59,7 @@ func ExitCode(err error) int {
 	var soaking *upgrade.SoakingError
 	var hook *upgrade.HookFailure
 	var service *upgrade.ServiceUpdateFailure
+	var cloudFailure cloud.UpdateError
 	var cloudInput interface{ Input() bool }
 	var unreachable *unreachableError
 	var coded interface{ exitCode() int }
@@ -80,6 +82,9 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.As(err, &service):
 		return serviceExitCode(service.Code())
+	case errors.As(err, &cloudFailure):
+		// A cloud's failure of a run's machine (gce: a quota).
+		return serviceExitCode(cloudFailure.Code)
 	case errors.As(err, &creation):
 		return ExitNodeCreation
 	case errors.As(err, &paused), errors.As(err, &soaking):

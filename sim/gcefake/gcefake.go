@@ -123,9 +123,14 @@ type Server struct {
 	groups      map[string]*group                    // by Group.Key
 	instances   map[string]*instance                 // by project/zone/name
 	autoscalers map[string]*compute.Autoscaler       // by project/scope/name
-	ops         map[string]*compute.Operation        // by project/scope/name
-	removals    []Removal
-	calls       []Call
+	// backendServices are by project/global/name or
+	// project/regions/R/name.
+	backendServices map[string]*compute.BackendService
+	// failCreate is the error code creations fail with, by zone ("": all).
+	failCreate map[string]string
+	ops        map[string]*compute.Operation // by project/scope/name
+	removals   []Removal
+	calls      []Call
 }
 
 // Call is one request the server answered: its method and the API's
@@ -169,6 +174,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		changed: make(chan struct{}), templates: map[string]*compute.InstanceTemplate{},
 		images: map[string]*compute.Image{}, groups: map[string]*group{}, instances: map[string]*instance{},
 		autoscalers: map[string]*compute.Autoscaler{}, ops: map[string]*compute.Operation{},
+		backendServices: map[string]*compute.BackendService{}, failCreate: map[string]string{},
 	}
 	s.Endpoint = s.URL + apiPrefix
 	s.ctx, s.cancel = context.WithCancel(ctx)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +35,8 @@ type instance struct {
 	due      time.Time // when the current action ends
 	busy     bool      // a callback runs for it
 	launched bool      // OnLaunch succeeded for the VM that runs now
+	// lastErr is the last failed attempt to create its VM.
+	lastErr *compute.ManagedInstanceLastAttemptErrorsErrors
 }
 
 // Group is a snapshot of a managed instance group.
@@ -76,7 +80,13 @@ type GroupSpec struct {
 	// UpdateType defaults to PROACTIVE and Redistribution, of a regional
 	// group, to PROACTIVE, the API's defaults.
 	UpdateType, Redistribution string
+	// ListResults is listManagedInstancesResults: PAGINATED pages
+	// listManagedInstances; default PAGELESS.
+	ListResults string
 }
+
+// paginated is the listManagedInstancesResults that pages.
+const paginated = "PAGINATED"
 
 // GroupKey is the key of a zonal (region "") or regional group.
 func GroupKey(project, zone, region, name string) string {
@@ -91,8 +101,9 @@ func GroupKey(project, zone, region, name string) string {
 func (s *Server) CreateGroup(spec GroupSpec) (string, error) {
 	igm := &compute.InstanceGroupManager{
 		Name: spec.Name, BaseInstanceName: spec.Name, TargetSize: spec.Size, ForceSendFields: []string{"TargetSize"},
-		InstanceTemplate: fmt.Sprintf("projects/%s/global/instanceTemplates/%s", spec.Project, spec.Template),
-		UpdatePolicy:     &compute.InstanceGroupManagerUpdatePolicy{Type: spec.UpdateType, InstanceRedistributionType: spec.Redistribution},
+		InstanceTemplate:            fmt.Sprintf("projects/%s/global/instanceTemplates/%s", spec.Project, spec.Template),
+		UpdatePolicy:                &compute.InstanceGroupManagerUpdatePolicy{Type: spec.UpdateType, InstanceRedistributionType: spec.Redistribution},
+		ListManagedInstancesResults: spec.ListResults,
 	}
 	scope := "zones/" + spec.Zone
 	if spec.Region != "" {
@@ -127,6 +138,19 @@ func (s *Server) insertGroupLocked(project, scope string, igm *compute.InstanceG
 		return nil, conflict("The resource 'projects/%s/%s/instanceGroupManagers/%s' already exists", project, scope, igm.Name)
 	case igm.TargetSize < 0:
 		return nil, invalid("targetSize must be at least 0")
+	}
+	if err := validNames(igm); err != nil {
+		return nil, err
+	}
+	switch igm.ListManagedInstancesResults {
+	case "", "PAGELESS", paginated: // the enum of compute-api.json
+	default:
+		return nil, invalid("Invalid value for field 'resource.listManagedInstancesResults': '%s'", igm.ListManagedInstancesResults)
+	}
+	if up := igm.UpdatePolicy; up != nil {
+		if err := validPolicy(igm.TargetSize, up); err != nil {
+			return nil, err
+		}
 	}
 	region := where
 	if kind == "zones" {
@@ -170,6 +194,29 @@ func (s *Server) insertGroupLocked(project, scope string, igm *compute.InstanceG
 	s.groups[key] = g
 	s.notifyLocked()
 	return g, nil
+}
+
+// The name and baseInstanceName rules of compute-api.json
+// (InstanceGroupManager): the name "1-63 characters long, and comply
+// with RFC1035" (its pattern), the base instance name "The maximum
+// character length is 58 and the name must comply with RFC1035 format",
+// with the @pattern its description states (the "-###" form asks for
+// sequential numbers).
+var (
+	groupNamePattern = regexp.MustCompile(`^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$`)
+	baseNamePattern  = regexp.MustCompile(`^[a-z](([-a-z0-9]{0,57})|([-a-z0-9]{0,51}-#{1,10}(\[[0-9]{1,10}\])?))$`)
+)
+
+// validNames refuses an insert whose name or baseInstanceName (its name
+// when unset) breaks the document's rules, as the API does with 400.
+func validNames(igm *compute.InstanceGroupManager) error {
+	if !groupNamePattern.MatchString(igm.Name) {
+		return invalid("Invalid value for field 'resource.name': '%s'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'", igm.Name)
+	}
+	if base := cmpOr(igm.BaseInstanceName, igm.Name); !baseNamePattern.MatchString(base) {
+		return invalid("Invalid value for field 'resource.baseInstanceName': '%s'. The maximum character length is 58 and the name must comply with RFC1035 format", base)
+	}
+	return nil
 }
 
 func cmpOr(a, b string) string {
@@ -284,6 +331,7 @@ func (s *Server) view(g *group) *compute.InstanceGroupManager {
 		}
 	}
 	igm.CurrentActions = acts
+	igm.InstanceGroup = s.instanceGroupLink(g)
 	snap, _ := s.groupLocked(g.key)
 	igm.Status = &compute.InstanceGroupManagerStatus{IsStable: snap.Stable(), ForceSendFields: []string{"IsStable"}}
 	return &igm
@@ -340,6 +388,12 @@ func (s *Server) deleteGroup(req *request) (any, error) {
 	g, err := s.scopedGroup(req)
 	if err != nil {
 		return nil, err
+	}
+	if bs := s.usedByLocked(g); bs != "" {
+		// compute-api.json, instanceGroupManagers.delete: "the
+		// instance group must not belong to a backend service".
+		return nil, &apiError{http.StatusBadRequest, "resourceInUseByAnotherResource",
+			fmt.Sprintf("The instance_group resource '%s' is already being used by '%s'", s.instanceGroupLink(g), bs)}
 	}
 	g.deleting, g.igm.TargetSize = true, 0
 	for _, k := range g.members {
@@ -432,7 +486,7 @@ func (s *Server) patchLocked(g *group, raw map[string]json.RawMessage, body *com
 		g.igm.TargetSize = body.TargetSize
 	}
 	if up := body.UpdatePolicy; up != nil {
-		if err := validPolicy(g, up); err != nil {
+		if err := validPolicy(g.igm.TargetSize, up); err != nil {
 			return err
 		}
 		cur := g.igm.UpdatePolicy
@@ -452,8 +506,13 @@ func (s *Server) patchLocked(g *group, raw map[string]json.RawMessage, body *com
 
 // validPolicy checks the update policy values the API takes: type
 // PROACTIVE or OPPORTUNISTIC, instanceRedistributionType PROACTIVE or NONE
-// (https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers#InstanceGroupManagerUpdatePolicy).
-func validPolicy(g *group, up *compute.InstanceGroupManagerUpdatePolicy) error {
+// (https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers#InstanceGroupManagerUpdatePolicy),
+// and maxSurge and maxUnavailable as compute-api.json states them
+// (InstanceGroupManagerUpdatePolicy, FixedOrPercent): "a fixed number
+// or, if the group has 10 or more instances, a percentage", a percent
+// "between 0 to 100%", and "At least one of either maxSurge or
+// maxUnavailable must be greater than 0". size is the group's target size.
+func validPolicy(size int64, up *compute.InstanceGroupManagerUpdatePolicy) error {
 	switch up.Type {
 	case "", Proactive, Opportunistic:
 	default:
@@ -464,7 +523,25 @@ func validPolicy(g *group, up *compute.InstanceGroupManagerUpdatePolicy) error {
 	default:
 		return invalid("Invalid value for field 'resource.updatePolicy.instanceRedistributionType': %q", up.InstanceRedistributionType)
 	}
+	for field, v := range map[string]*compute.FixedOrPercent{"maxSurge": up.MaxSurge, "maxUnavailable": up.MaxUnavailable} {
+		switch {
+		case v == nil:
+		case v.Percent < 0 || v.Percent > 100 || v.Fixed < 0:
+			return invalid("Invalid value for field 'resource.updatePolicy.%s': out of range", field)
+		case v.Percent > 0 && size < 10:
+			return invalid("Invalid value for field 'resource.updatePolicy.%s.percent': %d. Percent values can be used only for managed instance groups with 10 or more instances; the group's target size is %d", field, v.Percent, size)
+		}
+	}
+	if zero(up.MaxSurge) && zero(up.MaxUnavailable) {
+		return invalid("Invalid value for field 'resource.updatePolicy': at least one of maxSurge or maxUnavailable must be greater than 0")
+	}
 	return nil
+}
+
+// zero reports whether v is set, to a fixed 0 (unset is the default,
+// the number of zones).
+func zero(v *compute.FixedOrPercent) bool {
+	return v != nil && v.Fixed == 0 && v.Percent == 0
 }
 
 // instancesOf resolves the instance URLs of a deleteInstances or
@@ -594,9 +671,16 @@ func (s *Server) listManagedInstances(req *request) (any, error) {
 		if in.Status != "" {
 			mi.Id = in.ID
 		}
+		mi.LastAttempt = lastAttempt(in)
 		items = append(items, mi)
 	}
-	items, next, err := page(req, items)
+	// compute-api.json, InstanceGroupManager.listManagedInstancesResults:
+	// PAGELESS, the default, ignores maxResults and pageToken and answers
+	// every instance; PAGINATED respects them.
+	next := ""
+	if g.igm.ListManagedInstancesResults == paginated {
+		items, next, err = page(req, items)
+	}
 	if g.regional {
 		return &compute.RegionInstanceGroupManagersListInstancesResponse{ManagedInstances: items, NextPageToken: next}, err
 	}

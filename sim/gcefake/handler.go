@@ -91,7 +91,7 @@ func (s *Server) route(req *request) (string, handler) {
 			}
 			return "", nil
 		}
-		return s.routeScoped(p[0], p[2:], m)
+		return s.routeScoped(p[0], p[1], p[2:], m)
 	}
 	return "", nil
 }
@@ -111,12 +111,12 @@ func (s *Server) routeGlobal(p []string, m string) (string, handler) {
 	case len(p) >= 2 && p[0] == "operations":
 		return "compute.globalOperations.get", s.getOperation
 	}
-	return "", nil
+	return s.routeBackendServices("global", p, m)
 }
 
 // routeScoped routes the calls under zones/{zone} and regions/{region};
 // p starts after the scope's name.
-func (s *Server) routeScoped(kind string, p []string, m string) (string, handler) {
+func (s *Server) routeScoped(kind, scopeName string, p []string, m string) (string, handler) {
 	igm := "compute.instanceGroupManagers."
 	ops, as := "compute.zoneOperations.get", "compute.autoscalers."
 	if kind == "regions" {
@@ -133,6 +133,8 @@ func (s *Server) routeScoped(kind string, p []string, m string) (string, handler
 		return as + "insert", s.insertAutoscaler
 	case p[0] == "autoscalers" && len(p) == 2 && m == http.MethodGet:
 		return as + "get", s.getAutoscaler
+	case p[0] == "backendServices" && kind == "regions":
+		return s.routeBackendServices("regions/"+scopeName, p, m)
 	case p[0] != "instanceGroupManagers":
 		return "", nil
 	case len(p) == 1 && m == http.MethodGet:

@@ -50,6 +50,8 @@ var permissionOf = map[string]string{
 	"compute.regions.get":                                      "compute.regions.get",
 	"compute.autoscalers.list":                                 "compute.autoscalers.list",
 	"compute.regionAutoscalers.list":                           "compute.autoscalers.list",
+	"compute.backendServices.list":                             "compute.backendServices.list",
+	"compute.regionBackendServices.list":                       "compute.regionBackendServices.list",
 }
 
 // rolePermissions reads the custom role of docs/providers/gce.md: all its
@@ -122,7 +124,7 @@ func TestRolePermitsEveryProviderCall(t *testing.T) {
 	for _, target := range []plan.CloudTarget{
 		{Version: "tmpl-new"},
 		{Group: "ng", Image: "projects/sim-project/global/images/family/node"},
-		{Image: "img-new"},
+		{Image: "img-new", Strategy: "blue-green"},
 	} {
 		cg, b, err := c.Open(ctx, kube, nodes, target)
 		if err != nil || cg.Rebalance != gce.Redistribution {

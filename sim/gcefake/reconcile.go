@@ -45,6 +45,13 @@ func (s *Server) finish(in *instance) {
 	defer s.wg.Done()
 	s.mu.Lock()
 	action := in.Action
+	if e := s.creationErrorLocked(in); e != nil && action != ActionDeleting {
+		s.failCreationLocked(in, e)
+		in.busy = false
+		s.notifyLocked()
+		s.mu.Unlock()
+		return
+	}
 	if action == ActionRecreating {
 		// The old VM is gone; the new one, of the same name, boots from
 		// the template the group intends.
@@ -71,7 +78,7 @@ func (s *Server) finish(in *instance) {
 	case action == ActionDeleting:
 		s.removeLocked(in)
 	default:
-		in.Action, in.Status, in.launched = ActionNone, StatusRunning, true
+		in.Action, in.Status, in.launched, in.lastErr = ActionNone, StatusRunning, true, nil
 		s.logf("gcefake: %s runs %s in %s", in.Name, in.Template, in.Zone)
 	}
 	s.notifyLocked()

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	compute "google.golang.org/api/compute/v1"
@@ -38,20 +39,41 @@ func (n *NodeGroup) CheckQuota(ctx context.Context) error {
 }
 
 // GreenName implements cloud.BlueGreen: one green group per blue group,
-// each blue's name, cut to fit, with a hash of the template, as the group
-// flag takes them.
+// as the group flag takes them, each blue's name without the green suffix
+// of an earlier blue/green run (so names do not grow run after run) with
+// "-g" and a hash of the template. A green group's name is also its
+// baseInstanceName, which compute-api.json (InstanceGroupManager) allows
+// 58 characters of [a-z][-a-z0-9]*, where the name may have 63: a longer
+// blue name is cut, with a hash of all of it so that blues alike in their
+// first characters keep distinct greens.
 func (n *NodeGroup) GreenName(version string) string {
-	sum := sha256.Sum256([]byte(version))
-	suffix := "-g" + hex.EncodeToString(sum[:3])
 	names := make([]string, len(n.MIGs))
 	for i, m := range n.MIGs {
-		blue := m.Name
-		if keep := 63 - len(suffix); len(blue) > keep {
-			blue = strings.TrimRight(blue[:keep], "-")
-		}
-		names[i] = blue + suffix
+		names[i] = greenName(m.Name, version)
 	}
 	return strings.Join(names, ",")
+}
+
+// maxBaseName is the longest baseInstanceName compute-api.json allows.
+const maxBaseName = 58
+
+// greenSuffix is what greenName appends: "-g" and 6 hex digits.
+var greenSuffix = regexp.MustCompile(`-g[0-9a-f]{6}$`)
+
+func greenName(blue, version string) string {
+	blue = greenSuffix.ReplaceAllString(blue, "")
+	suffix := "-g" + shortHash(version, 3)
+	if len(blue)+len(suffix) > maxBaseName {
+		tag := "-" + shortHash(blue, 2)
+		blue = strings.TrimRight(blue[:maxBaseName-len(suffix)-len(tag)], "-") + tag
+	}
+	return blue + suffix
+}
+
+// shortHash is the first n bytes of s's SHA-256, in hex.
+func shortHash(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:n])
 }
 
 // greenMIGs are the groups a green name stands for: the i-th beside the
@@ -92,7 +114,7 @@ func (n *NodeGroup) createGreen(ctx context.Context, i int, blue *compute.Instan
 		Name: g.Name, BaseInstanceName: g.Name, Description: greenMark + n.MIGs[i].String(),
 		InstanceTemplate: "projects/" + n.Provider.project + "/global/instanceTemplates/" + version,
 		TargetSize:       size, ForceSendFields: []string{"TargetSize"},
-		UpdatePolicy: blue.UpdatePolicy, DistributionPolicy: blue.DistributionPolicy,
+		UpdatePolicy: greenPolicy(blue.UpdatePolicy), DistributionPolicy: blue.DistributionPolicy,
 		NamedPorts: blue.NamedPorts, AutoHealingPolicies: blue.AutoHealingPolicies, TargetPools: blue.TargetPools,
 	}
 	err := n.Provider.insertMIG(ctx, g, igm)

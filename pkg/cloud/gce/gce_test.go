@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -211,5 +212,39 @@ func TestCheckTemplates(t *testing.T) {
 				t.Errorf("got %v, want ok %v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// basePattern is baseInstanceName's pattern in compute-api.json
+// (InstanceGroupManager.baseInstanceName), without the "-###" form.
+var basePattern = regexp.MustCompile(`^[a-z][-a-z0-9]{0,57}$`)
+
+func TestGreenName(t *testing.T) {
+	long := "nodes-us-central1-a-production-cluster-example-com-k8s-local" // 60, kOps-style
+	for _, tc := range []struct {
+		name, blue, version string
+		want                string // prefix of the green name
+	}{
+		{"short", "demo", "demo-v2", "demo-g"},
+		{"green of a green does not compound", greenName("demo", "demo-v2"), "demo-v3", "demo-g"},
+		{"long kOps-style name", long, "v2", long[:45]},
+		{"green of a long green", greenName(long, "v2"), "v3", long[:45]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := greenName(tc.blue, tc.version)
+			if len(got) > maxBaseName || !basePattern.MatchString(got) || !namePattern.MatchString(got) {
+				t.Errorf("green %q (%d characters) is no valid name and baseInstanceName", got, len(got))
+			}
+			if !strings.HasPrefix(got, tc.want) || strings.Count(got, "-g") > strings.Count(tc.want, "-g")+1 {
+				t.Errorf("green of %q is %q, want %q and one green suffix", tc.blue, got, tc.want+"…")
+			}
+			if got != greenName(tc.blue, tc.version) || got == greenName(tc.blue, tc.version+"x") || got == tc.blue {
+				t.Errorf("green %q is not deterministic, or not one per version", got)
+			}
+		})
+	}
+	// Blues alike in their first 50 characters keep distinct greens.
+	if a, b := greenName(long+"-a", "v2"), greenName(long+"-b", "v2"); a == b {
+		t.Errorf("blues %q and %q have one green %q", long+"-a", long+"-b", a)
 	}
 }

@@ -29,7 +29,8 @@ type NodeGroup struct {
 	// current template.
 	Image, Template string
 
-	greens []MIG // blue/green: the groups Machines reports too
+	greens   []MIG  // blue/green: the groups Machines reports too
+	strategy string // --strategy, which plan checks the groups for
 }
 
 var (
@@ -264,10 +265,15 @@ func (n *NodeGroup) managed(ctx context.Context, migs []MIG) (map[string]*comput
 	return byName, of, nil
 }
 
-// Machines implements cloud.Group.
+// Machines implements cloud.Group. A machine Compute cannot create for
+// quota or capacity is an error (see creationFailure), which ends the
+// run's wait for it.
 func (n *NodeGroup) Machines(ctx context.Context, nodes []*corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
-	byName, _, err := n.managed(ctx, n.all())
+	byName, of, err := n.managed(ctx, n.all())
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := creationFailure(byName, of); err != nil {
 		return nil, nil, err
 	}
 	byNode, pending := mapNodes(n.Provider.project, byName, nodes)

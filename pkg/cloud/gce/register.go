@@ -116,7 +116,7 @@ func (gceCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err != nil {
 		return nil, nil, err
 	}
-	ng := &NodeGroup{Provider: p, Client: client, MIGs: migs, Image: t.Image, Template: t.Version}
+	ng := &NodeGroup{Provider: p, Client: client, MIGs: migs, Image: t.Image, Template: t.Version, strategy: t.Strategy}
 	cg, err := ng.open(ctx, nodes)
 	if err != nil {
 		return nil, nil, err
@@ -283,6 +283,9 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 		return nil, err
 	}
 	if err := n.checkTemplates(igms, cur, target); err != nil {
+		return nil, err
+	}
+	if err := n.checkBackendServices(ctx, igms, n.strategy); err != nil {
 		return nil, err
 	}
 	byName, _, err := n.managed(ctx, n.MIGs)

@@ -1,0 +1,68 @@
+package gcefake
+
+import (
+	"fmt"
+	"time"
+
+	compute "google.golang.org/api/compute/v1"
+)
+
+// Codes of a creation that Compute cannot carry out, as a managed
+// instance's lastAttempt.errors reports them (compute-api.json,
+// ManagedInstance.lastAttempt: "Encountered errors during the last
+// attempt to create or delete the instance"; the codes are those of
+// https://cloud.google.com/compute/docs/troubleshooting/troubleshooting-vm-creation).
+const (
+	QuotaExceeded             = "QUOTA_EXCEEDED"
+	ZoneResourcePoolExhausted = "ZONE_RESOURCE_POOL_EXHAUSTED"
+)
+
+// FailCreations makes every creation of a VM in zone ("" for every zone)
+// fail with code, as a project out of quota or a zone out of capacity
+// does: the managed instance stays CREATING (or RECREATING), its
+// lastAttempt names the error, and the group tries again. An empty code
+// lets creations succeed again.
+func (s *Server) FailCreations(zone, code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if code == "" {
+		delete(s.failCreate, zone)
+	} else {
+		s.failCreate[zone] = code
+	}
+	s.notifyLocked()
+}
+
+// creationErrorLocked is the error a creation of in fails with now; nil
+// when it succeeds.
+func (s *Server) creationErrorLocked(in *instance) *compute.ManagedInstanceLastAttemptErrorsErrors {
+	code := s.failCreate[in.Zone]
+	if code == "" {
+		code = s.failCreate[""]
+	}
+	switch code {
+	case "":
+		return nil
+	case QuotaExceeded:
+		return &compute.ManagedInstanceLastAttemptErrorsErrors{Code: code, Message: fmt.Sprintf("Quota 'CPUS' exceeded.  Limit: 24.0 in region %s.", RegionOf(in.Zone))}
+	}
+	return &compute.ManagedInstanceLastAttemptErrorsErrors{Code: code, Message: fmt.Sprintf("The zone 'projects/%s/zones/%s' does not have enough resources available to fulfill the request.  Try a different zone, or try again later.", in.Project, in.Zone)}
+}
+
+// failCreationLocked records a failed attempt and schedules the next.
+func (s *Server) failCreationLocked(in *instance, e *compute.ManagedInstanceLastAttemptErrorsErrors) {
+	in.lastErr = e
+	in.due = time.Now().Add(max(s.opts.LaunchDelay, 0))
+	s.logf("gcefake: creating %s failed: %s; trying again", in.Name, e.Code)
+}
+
+// lastAttempt is an instance's lastAttempt as listManagedInstances
+// reports it; nil after a success.
+func lastAttempt(in *instance) *compute.ManagedInstanceLastAttempt {
+	if in.lastErr == nil {
+		return nil
+	}
+	return &compute.ManagedInstanceLastAttempt{Errors: &compute.ManagedInstanceLastAttemptErrors{
+		Errors: []*compute.ManagedInstanceLastAttemptErrorsErrors{in.lastErr},
+	}}
+}
