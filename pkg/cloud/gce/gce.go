@@ -21,6 +21,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcpclient"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcperr"
 )
 
@@ -74,6 +75,9 @@ func isCode(err error, code int) bool {
 func New(ctx context.Context, project string) (*Provider, error) {
 	opts, err := ClientOptions(ctx, EndpointEnv, NoAuthEnv, compute.ComputeScope)
 	if err != nil {
+		return nil, err
+	}
+	if opts, err = gcpclient.WithRetries(ctx, gcpclient.Compute, opts); err != nil {
 		return nil, err
 	}
 	svc, err := compute.NewService(ctx, opts...)
@@ -145,17 +149,26 @@ func lastSegment(url string) string {
 // waited for: they are DONE once the action is scheduled, and the managed
 // instances say when it has happened.
 func (p *Provider) waitGlobal(ctx context.Context, op *compute.Operation) error {
+	pause, failures := p.pollEvery, 0
 	for op.Status != "DONE" {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(p.pollEvery):
+		case <-time.After(pause):
 		}
 		next, err := p.svc.GlobalOperations.Wait(p.project, op.Name).Context(ctx).Do()
 		if err != nil {
-			return wrap(err, "wait for operation %q", op.Name)
+			// Throttled or briefly unavailable past the client's retries:
+			// the operation goes on, so the wait does too.
+			err = wrap(err, "wait for operation %q", op.Name)
+			if !cloud.Transient(err) {
+				return err
+			}
+			failures++
+			pause = cloud.Backoff(p.pollEvery, failures)
+			continue
 		}
-		op = next
+		op, pause, failures = next, p.pollEvery, 0
 	}
 	if op.Error != nil && len(op.Error.Errors) > 0 {
 		e := op.Error.Errors[0]

@@ -31,6 +31,9 @@ type NodePool struct {
 	// pool changed since is refused. A Configure of the run's own
 	// settings moves it on; the update uses it up.
 	etag string
+	// fromMetadata says the cluster was read from an instance's metadata
+	// (compute.instances.get), not given by the flags.
+	fromMetadata bool
 }
 
 // nodeConfig is a node version and an image type.
@@ -298,21 +301,32 @@ func (n *NodePool) refused(err error, what string) error {
 
 // waitDone waits until the operation is DONE and returns its error.
 func (n *NodePool) waitDone(ctx context.Context, id string) error {
-	for {
+	for failures := 0; ; {
 		op, err := n.c.gke.Projects.Locations.Operations.Get(n.opPath(id)).Context(ctx).Do()
+		pause := n.c.pollEvery
 		if err != nil {
-			return wrap(err, "get operation %q", id)
+			err = wrap(err, "get operation %q", id)
 		}
-		if op.Status == "DONE" {
+		switch {
+		case err != nil && !cloud.Transient(err):
+			return err
+		case err != nil:
+			// Throttled or briefly unavailable past the client's retries:
+			// the operation goes on, so the wait does too.
+			failures++
+			pause = cloud.Backoff(n.c.pollEvery, failures)
+		case op.Status == "DONE":
 			if op.Error != nil && op.Error.Code != 0 {
 				return &Error{Msg: fmt.Sprintf("GKE operation %s on %s failed: %s", id, n, oneLine(op.Error.Message))}
 			}
 			return nil
+		default:
+			failures = 0
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(n.c.pollEvery):
+		case <-time.After(pause):
 		}
 	}
 }
