@@ -80,12 +80,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rest, verb, _ := strings.Cut(rest, ":")
 	req := &request{r: r, parts: strings.Split(strings.Trim(rest, "/"), "/"), verb: verb}
+	if verb == "testIamPermissions" && len(req.parts) == 2 && req.part(0) == "projects" {
+		s.testIamPermissions(w, r)
+		return
+	}
 	method, h := s.route(req)
 	if h == nil {
 		writeError(w, notFound("no method %s %q", r.Method, r.URL.Path))
 		return
 	}
-	out, err := h(req)
+	var out any
+	err := s.authorize(method, req)
+	if err == nil {
+		out, err = h(req)
+	}
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Method: method, Upgrade: req.upgrade})
 	s.mu.Unlock()
