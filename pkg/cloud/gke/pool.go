@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -266,10 +267,7 @@ func (n *NodePool) Configure(ctx context.Context, s plan.UpdateSettings) error {
 	if (nodeConfig{Version: n.pool.Version, ImageType: n.imageType()}) == n.target {
 		n.etag = ""
 	}
-	up, dc := gkeSettings(s)
-	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), &container.UpdateNodePoolRequest{
-		UpgradeSettings: up, NodeDrainConfig: dc, Etag: n.etag,
-	}).Context(ctx).Do()
+	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), settingsRequest(settingsOf(n.pool), s, n.etag)).Context(ctx).Do()
 	if err != nil {
 		return n.refused(err, "set the upgrade settings of")
 	}
@@ -285,6 +283,21 @@ func (n *NodePool) Configure(ctx context.Context, s plan.UpdateSettings) error {
 	}
 	n.etag = n.pool.Etag
 	return nil
+}
+
+// settingsRequest changes the pool's settings from was to s: the
+// upgradeSettings only if they change, the nodeDrainConfig only if it
+// does.
+func settingsRequest(was, s plan.UpdateSettings, etag string) *container.UpdateNodePoolRequest {
+	up, dc := gkeSettings(s)
+	req := &container.UpdateNodePoolRequest{Etag: etag}
+	if !upgradeSettingsOnly(was).Equal(upgradeSettingsOnly(s)) {
+		req.UpgradeSettings = up
+	}
+	if !maps.Equal(drainSettings(was), drainSettings(s)) {
+		req.NodeDrainConfig = dc
+	}
+	return req
 }
 
 // refused turns GKE's refusal of an update into the user's error: a
