@@ -37,6 +37,8 @@ const (
 type Provider struct {
 	svc     *compute.Service
 	project string
+	// probeOpts are the Resource Manager client's (see ProbePermissions).
+	probeOpts []option.ClientOption
 	// pollEvery is how often a wait on an operation asks again.
 	pollEvery time.Duration
 }
@@ -77,14 +79,19 @@ func New(ctx context.Context, project string) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts, err = gcpclient.WithRetries(ctx, gcpclient.Compute, opts); err != nil {
+	ropts, err := gcpclient.WithRetries(ctx, gcpclient.Compute, opts)
+	if err != nil {
 		return nil, err
 	}
-	svc, err := compute.NewService(ctx, opts...)
+	svc, err := compute.NewService(ctx, ropts...)
 	if err != nil {
 		return nil, wrap(err, "make a Compute Engine client")
 	}
-	return &Provider{svc: svc, project: project, pollEvery: time.Second}, nil
+	probe, err := gcpclient.WithRetries(ctx, gcpclient.ResourceManager, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{svc: svc, project: project, probeOpts: probe, pollEvery: time.Second}, nil
 }
 
 // ClientOptions are the options of a Google Cloud API client: the
