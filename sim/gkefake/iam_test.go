@@ -2,6 +2,7 @@ package gkefake
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -137,5 +138,31 @@ func TestProviderProbesPermissions(t *testing.T) {
 	}
 	if !slices.Equal(missing, []string{"container.clusters.update"}) || perms.CannotAsk != "" {
 		t.Errorf("missing %v (cannot ask %q), want container.clusters.update", missing, perms.CannotAsk)
+	}
+}
+
+// TestModelBreakingRequestRefused: a request the discovery document
+// refuses (here a field UpdateNodePoolRequest does not have) is refused
+// with 400 INVALID_ARGUMENT and changes nothing.
+func TestModelBreakingRequestRefused(t *testing.T) {
+	srv, name := startIAMScene(t)
+	req, _ := http.NewRequest(http.MethodPut, srv.Endpoint+"v1/"+name, strings.NewReader(`{"nodeVersion":"1.31.2-gke.1000","version":"1.31"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ge struct {
+		Error struct {
+			Code            int
+			Message, Status string
+		}
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&ge)
+	if resp.StatusCode != http.StatusBadRequest || ge.Error.Status != "INVALID_ARGUMENT" || !strings.Contains(ge.Error.Message, `Unknown name "version"`) {
+		t.Errorf("want 400 INVALID_ARGUMENT naming the field, got %d %+v", resp.StatusCode, ge)
+	}
+	if srv.UpgradeCalls() != 0 {
+		t.Errorf("a refused request started an upgrade")
 	}
 }
