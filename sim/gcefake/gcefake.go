@@ -131,6 +131,8 @@ type Server struct {
 	ops        map[string]*compute.Operation // by project/scope/name
 	removals   []Removal
 	calls      []Call
+	// granted are the caller's permissions, nil for all (see Grant).
+	granted []string
 }
 
 // Call is one request the server answered: its method and the API's

@@ -49,6 +49,9 @@ type request struct {
 // ServeHTTP routes a call by its path, as the discovery document of
 // compute/v1 lays the paths out.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.testIamPermissions(w, r) {
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, apiPrefix+"projects/")
 	if !ok {
 		writeError(w, notFound("no such path %q", r.URL.Path))

@@ -85,6 +85,8 @@ type Server struct {
 	templates map[string]nodeConfig // a node template's configuration, by template name
 	calls     []Call
 	seq       int
+	// granted are the caller's permissions, nil for all (see Grant).
+	granted []string
 }
 
 // Call is one request the server answered: the API method's name, and for

@@ -1,13 +1,17 @@
 package gkefake
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	container "google.golang.org/api/container/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/discovery"
 )
 
 // apiError is an error answered in the JSON shape of Google APIs, with the
@@ -80,12 +84,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rest, verb, _ := strings.Cut(rest, ":")
 	req := &request{r: r, parts: strings.Split(strings.Trim(rest, "/"), "/"), verb: verb}
+	if verb == "testIamPermissions" && len(req.parts) == 2 && req.part(0) == "projects" {
+		s.testIamPermissions(w, r)
+		return
+	}
 	method, h := s.route(req)
 	if h == nil {
 		writeError(w, notFound("no method %s %q", r.Method, r.URL.Path))
 		return
 	}
-	out, err := h(req)
+	var out any
+	err := checkModel(method, req)
+	if err == nil {
+		err = s.authorize(method, req)
+	}
+	if err == nil {
+		out, err = h(req)
+	}
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Method: method, Upgrade: req.upgrade})
 	s.mu.Unlock()
@@ -136,6 +151,28 @@ func (s *Server) routePool(q *request) (string, handler) {
 		return ns + "completeUpgrade", s.completeUpgrade
 	}
 	return "", nil
+}
+
+// containerModel is the container/v1 discovery document every call is
+// checked against.
+var containerModel = sync.OnceValues(discovery.Container)
+
+// checkModel refuses, as GKE would (400 INVALID_ARGUMENT), a call the
+// discovery document refuses (see sim/discovery); the body stays readable.
+func checkModel(method string, q *request) error {
+	doc, err := containerModel()
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(q.r.Body)
+	if err != nil {
+		return err
+	}
+	q.r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := doc.Check(method, q.r.URL.Query(), body); err != nil {
+		return invalidArg("%s", err.Error())
+	}
+	return nil
 }
 
 // decode reads a JSON request body into v.

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcpclient"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcperr"
 )
 
@@ -36,6 +37,8 @@ const (
 type Provider struct {
 	svc     *compute.Service
 	project string
+	// probeOpts are the Resource Manager client's (see ProbePermissions).
+	probeOpts []option.ClientOption
 	// pollEvery is how often a wait on an operation asks again.
 	pollEvery time.Duration
 }
@@ -76,11 +79,19 @@ func New(ctx context.Context, project string) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := compute.NewService(ctx, opts...)
+	ropts, err := gcpclient.WithRetries(ctx, gcpclient.Compute, opts)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := compute.NewService(ctx, ropts...)
 	if err != nil {
 		return nil, wrap(err, "make a Compute Engine client")
 	}
-	return &Provider{svc: svc, project: project, pollEvery: time.Second}, nil
+	probe, err := gcpclient.WithRetries(ctx, gcpclient.ResourceManager, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{svc: svc, project: project, probeOpts: probe, pollEvery: time.Second}, nil
 }
 
 // ClientOptions are the options of a Google Cloud API client: the
@@ -145,17 +156,26 @@ func lastSegment(url string) string {
 // waited for: they are DONE once the action is scheduled, and the managed
 // instances say when it has happened.
 func (p *Provider) waitGlobal(ctx context.Context, op *compute.Operation) error {
+	pause, failures := p.pollEvery, 0
 	for op.Status != "DONE" {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(p.pollEvery):
+		case <-time.After(pause):
 		}
 		next, err := p.svc.GlobalOperations.Wait(p.project, op.Name).Context(ctx).Do()
 		if err != nil {
-			return wrap(err, "wait for operation %q", op.Name)
+			// Throttled or briefly unavailable past the client's retries:
+			// the operation goes on, so the wait does too.
+			err = wrap(err, "wait for operation %q", op.Name)
+			if !cloud.Transient(err) {
+				return err
+			}
+			failures++
+			pause = cloud.Backoff(p.pollEvery, failures)
+			continue
 		}
-		op = next
+		op, pause, failures = next, p.pollEvery, 0
 	}
 	if op.Error != nil && len(op.Error.Errors) > 0 {
 		e := op.Error.Errors[0]

@@ -12,13 +12,16 @@ package gke
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	compute "google.golang.org/api/compute/v1"
 	container "google.golang.org/api/container/v1"
 	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcpclient"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcperr"
 )
 
@@ -69,6 +72,11 @@ func apiMessage(err error) string {
 type clients struct {
 	gke     *container.Service
 	compute *compute.Service
+	// probeOpts are the options of the Resource Manager client that asks
+	// for the caller's permissions.
+	probeOpts []option.ClientOption
+	// endpoint is EndpointEnv's, "" for Google's.
+	endpoint string
 	// pollEvery is how often a wait on an operation asks again.
 	pollEvery time.Duration
 }
@@ -80,7 +88,11 @@ func newClients(ctx context.Context) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := container.NewService(ctx, opts...)
+	ropts, err := gcpclient.WithRetries(ctx, gcpclient.Container, opts)
+	if err != nil {
+		return nil, err
+	}
+	g, err := container.NewService(ctx, ropts...)
 	if err != nil {
 		return nil, wrap(err, "make a GKE client")
 	}
@@ -88,9 +100,16 @@ func newClients(ctx context.Context) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
+	if copts, err = gcpclient.WithRetries(ctx, gcpclient.Compute, copts); err != nil {
+		return nil, err
+	}
 	c, err := compute.NewService(ctx, copts...)
 	if err != nil {
 		return nil, wrap(err, "make a Compute Engine client")
 	}
-	return &clients{gke: g, compute: c, pollEvery: time.Second}, nil
+	probe, err := gcpclient.WithRetries(ctx, gcpclient.ResourceManager, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{gke: g, compute: c, probeOpts: probe, endpoint: os.Getenv(EndpointEnv), pollEvery: time.Second}, nil
 }

@@ -20,6 +20,8 @@ func TestSettingsRoundTrip(t *testing.T) {
 	}{
 		{"surge", plan.UpdateSettings{Strategy: "SURGE", MaxSurge: &two, MaxUnavailable: "1", Other: map[string]string{}}},
 		{"surge with a PDB timeout", plan.UpdateSettings{Strategy: "SURGE", MaxSurge: &two, MaxUnavailable: "0", Other: map[string]string{setPDBTimeout: "20s"}}},
+		{"the whole drain config", plan.UpdateSettings{Strategy: "SURGE", MaxSurge: &two, MaxUnavailable: "0",
+			Other: map[string]string{setPDBTimeout: "20s", setGraceTerm: "45s", setRespectOnDelete: "true"}}},
 		{"blue-green by count", plan.UpdateSettings{Strategy: "BLUE_GREEN", MaxSurge: &two, MaxUnavailable: "0",
 			Other: map[string]string{setBatchNodeCount: "0", setBatchSoak: "10s", setPoolSoak: "3600s"}}},
 		{"blue-green by percent", plan.UpdateSettings{Strategy: "BLUE_GREEN", MaxSurge: &two, MaxUnavailable: "0",

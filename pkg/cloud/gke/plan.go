@@ -23,7 +23,14 @@ const (
 	setPoolSoak        = "nodePoolSoakDuration"
 	setWaitForDrain    = "waitForDrainDuration"
 	setPDBTimeout      = "pdbTimeoutDuration"
+	setGraceTerm       = "graceTerminationDuration"
+	setRespectOnDelete = "respectPdbDuringNodePoolDeletion"
 )
+
+// drainKeys are the settings of the pool's nodeDrainConfig (API reference,
+// NodeDrainConfig: pdbTimeoutDuration, graceTerminationDuration,
+// respectPdbDuringNodePoolDeletion).
+var drainKeys = []string{setPDBTimeout, setGraceTerm, setRespectOnDelete}
 
 // GKE's defaults and limits
 // (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies).
@@ -95,8 +102,47 @@ func settingsOf(p *container.NodePool) plan.UpdateSettings {
 	}
 	if dc := p.NodeDrainConfig; dc != nil {
 		put(s.Other, setPDBTimeout, dc.PdbTimeoutDuration)
+		put(s.Other, setGraceTerm, dc.GraceTerminationDuration)
+		if dc.RespectPdbDuringNodePoolDeletion {
+			s.Other[setRespectOnDelete] = "true"
+		}
 	}
 	return s
+}
+
+// drainSettings are the nodeDrainConfig part of s.
+func drainSettings(s plan.UpdateSettings) map[string]string {
+	out := map[string]string{}
+	for _, k := range drainKeys {
+		put(out, k, s.Other[k])
+	}
+	return out
+}
+
+// upgradeSettingsOnly is s without its nodeDrainConfig part.
+func upgradeSettingsOnly(s plan.UpdateSettings) plan.UpdateSettings {
+	s.Other = maps.Clone(s.Other)
+	for _, k := range drainKeys {
+		delete(s.Other, k)
+	}
+	return s
+}
+
+// drainConfig is the whole nodeDrainConfig of s, every field sent: whether
+// nodePools.update merges a partial nodeDrainConfig or replaces the pool's
+// with it the reference does not say, so the run sends the pool's own
+// values beside its change, and a field unset clears (JSON null).
+func drainConfig(s plan.UpdateSettings) *container.NodeDrainConfig {
+	o := s.Other
+	dc := &container.NodeDrainConfig{PdbTimeoutDuration: o[setPDBTimeout], GraceTerminationDuration: o[setGraceTerm],
+		RespectPdbDuringNodePoolDeletion: o[setRespectOnDelete] == "true", ForceSendFields: []string{"RespectPdbDuringNodePoolDeletion"}}
+	if dc.PdbTimeoutDuration == "" {
+		dc.NullFields = append(dc.NullFields, "PdbTimeoutDuration")
+	}
+	if dc.GraceTerminationDuration == "" {
+		dc.NullFields = append(dc.NullFields, "GraceTerminationDuration")
+	}
+	return dc
 }
 
 func put(m map[string]string, k, v string) {
@@ -130,7 +176,7 @@ func gkeSettings(s plan.UpdateSettings) (*container.UpgradeSettings, *container.
 		}
 		up.BlueGreenSettings = bg
 	}
-	return up, &container.NodeDrainConfig{PdbTimeoutDuration: o[setPDBTimeout]}
+	return up, drainConfig(s)
 }
 
 // seconds is a duration as google.protobuf.Duration's JSON has it.

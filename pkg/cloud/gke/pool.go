@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -31,6 +32,9 @@ type NodePool struct {
 	// pool changed since is refused. A Configure of the run's own
 	// settings moves it on; the update uses it up.
 	etag string
+	// fromMetadata says the cluster was read from an instance's metadata
+	// (compute.instances.get), not given by the flags.
+	fromMetadata bool
 }
 
 // nodeConfig is a node version and an image type.
@@ -263,10 +267,7 @@ func (n *NodePool) Configure(ctx context.Context, s plan.UpdateSettings) error {
 	if (nodeConfig{Version: n.pool.Version, ImageType: n.imageType()}) == n.target {
 		n.etag = ""
 	}
-	up, dc := gkeSettings(s)
-	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), &container.UpdateNodePoolRequest{
-		UpgradeSettings: up, NodeDrainConfig: dc, Etag: n.etag,
-	}).Context(ctx).Do()
+	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), settingsRequest(settingsOf(n.pool), s, n.etag)).Context(ctx).Do()
 	if err != nil {
 		return n.refused(err, "set the upgrade settings of")
 	}
@@ -284,6 +285,21 @@ func (n *NodePool) Configure(ctx context.Context, s plan.UpdateSettings) error {
 	return nil
 }
 
+// settingsRequest changes the pool's settings from was to s: the
+// upgradeSettings only if they change, the nodeDrainConfig only if it
+// does.
+func settingsRequest(was, s plan.UpdateSettings, etag string) *container.UpdateNodePoolRequest {
+	up, dc := gkeSettings(s)
+	req := &container.UpdateNodePoolRequest{Etag: etag}
+	if !upgradeSettingsOnly(was).Equal(upgradeSettingsOnly(s)) {
+		req.UpgradeSettings = up
+	}
+	if !maps.Equal(drainSettings(was), drainSettings(s)) {
+		req.NodeDrainConfig = dc
+	}
+	return req
+}
+
 // refused turns GKE's refusal of an update into the user's error: a
 // stale etag (ABORTED, 409), a refused argument (400).
 func (n *NodePool) refused(err error, what string) error {
@@ -298,21 +314,32 @@ func (n *NodePool) refused(err error, what string) error {
 
 // waitDone waits until the operation is DONE and returns its error.
 func (n *NodePool) waitDone(ctx context.Context, id string) error {
-	for {
+	for failures := 0; ; {
 		op, err := n.c.gke.Projects.Locations.Operations.Get(n.opPath(id)).Context(ctx).Do()
+		pause := n.c.pollEvery
 		if err != nil {
-			return wrap(err, "get operation %q", id)
+			err = wrap(err, "get operation %q", id)
 		}
-		if op.Status == "DONE" {
+		switch {
+		case err != nil && !cloud.Transient(err):
+			return err
+		case err != nil:
+			// Throttled or briefly unavailable past the client's retries:
+			// the operation goes on, so the wait does too.
+			failures++
+			pause = cloud.Backoff(n.c.pollEvery, failures)
+		case op.Status == "DONE":
 			if op.Error != nil && op.Error.Code != 0 {
 				return &Error{Msg: fmt.Sprintf("GKE operation %s on %s failed: %s", id, n, oneLine(op.Error.Message))}
 			}
 			return nil
+		default:
+			failures = 0
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(n.c.pollEvery):
+		case <-time.After(pause):
 		}
 	}
 }

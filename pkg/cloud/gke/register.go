@@ -109,7 +109,8 @@ func (gkeCloud) Open(ctx context.Context, _ kubernetes.Interface, nodes []corev1
 	if err != nil {
 		return nil, nil, err
 	}
-	np := &NodePool{c: c, project: project, location: location, cluster: cluster, name: name}
+	np := &NodePool{c: c, project: project, location: location, cluster: cluster, name: name,
+		fromMetadata: t.Options[optCluster] == "" || t.Options[optLocation] == ""}
 	if err := np.read(ctx); err != nil {
 		return nil, nil, err
 	}

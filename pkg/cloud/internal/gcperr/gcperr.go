@@ -42,7 +42,7 @@ func Wrap(err error, keepCause bool, format string, args ...any) error {
 	msg := "cannot " + fmt.Sprintf(format, args...)
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
-		transient := ge.Code == http.StatusTooManyRequests || ge.Code == http.StatusServiceUnavailable
+		transient := Throttled(ge) || TransientCode(ge)
 		return &Error{Msg: fmt.Sprintf("%s: %d %s", msg, ge.Code, OneLine(ge.Message)), Err: err, IsTransient: transient}
 	}
 	out := &Error{Msg: msg + ": " + OneLine(err.Error())}
@@ -50,6 +50,40 @@ func Wrap(err error, keepCause bool, format string, args ...any) error {
 		out.Err = err
 	}
 	return out
+}
+
+// Throttled reports whether Google refused the call for its rate, so did
+// not do it: 429 (RESOURCE_EXHAUSTED,
+// https://cloud.google.com/apis/design/errors#handling_errors), and
+// Compute's 403 with reason rateLimitExceeded or userRateLimitExceeded
+// (https://cloud.google.com/compute/docs/api/handle-api-errors#rate_limit_errors
+// and https://cloud.google.com/compute/api-quotas#exceeding_rate_limits).
+func Throttled(ge *googleapi.Error) bool {
+	if ge.Code == http.StatusTooManyRequests {
+		return true
+	}
+	if ge.Code != http.StatusForbidden {
+		return false
+	}
+	for _, e := range ge.Errors {
+		if e.Reason == "rateLimitExceeded" || e.Reason == "userRateLimitExceeded" {
+			return true
+		}
+	}
+	return false
+}
+
+// TransientCode reports whether the answer is one Google's guidance says
+// to retry with backoff: 500, 502, 503, 504 and the throttling of
+// Throttled (https://cloud.google.com/storage/docs/retry-strategy and
+// https://cloud.google.com/apis/design/errors#retrying_errors: INTERNAL,
+// UNAVAILABLE, DEADLINE_EXCEEDED).
+func TransientCode(ge *googleapi.Error) bool {
+	switch ge.Code {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return Throttled(ge)
 }
 
 // OneLine is the first line of s without a trailing period.

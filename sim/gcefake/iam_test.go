@@ -1,0 +1,55 @@
+package gcefake
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	crm "google.golang.org/api/cloudresourcemanager/v1"
+	"google.golang.org/api/option"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// TestProviderProbesPermissions: the gce provider's probe asks the fake's
+// Resource Manager endpoint, and names what a role lacks with the
+// capability that needs it: blue/green's group creation.
+func TestProviderProbesPermissions(t *testing.T) {
+	srv, _, key := newScene(t, 2, Proactive)
+	t.Setenv(gce.EndpointEnv, srv.Endpoint)
+	t.Setenv(gce.NoAuthEnv, "true")
+	all, _ := rolePermissions(t)
+	srv.Grant(slices.DeleteFunc(slices.Clone(all), func(p string) bool { return p == "compute.instanceGroupManagers.create" }))
+	g, _ := srv.Group(key)
+	var nodes []corev1.Node
+	for _, in := range g.Instances {
+		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: in.Name}, Spec: corev1.NodeSpec{ProviderID: ProviderID(in)}})
+	}
+	c, _ := cloud.Lookup(gce.Name)
+	_, p, err := c.Open(context.Background(), fake.NewClientset(), nodes, plan.CloudTarget{Version: "tmpl-new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perms, err := p.(cloud.PermissionProber).ProbePermissions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(perms.Missing) != 1 || perms.Missing[0].Permission != "compute.instanceGroupManagers.create" || perms.Missing[0].For != plan.CapNewGroups || perms.CannotAsk != "" {
+		t.Errorf("missing %+v (cannot ask %q), want compute.instanceGroupManagers.create for blue/green", perms.Missing, perms.CannotAsk)
+	}
+	if got := perms.NeededBy(plan.CapRemoveNodes | plan.CapGroup); len(got) != 0 {
+		t.Errorf("a rolling run needs none of %+v", got)
+	}
+	svc, err := crm.NewService(context.Background(), option.WithEndpoint(srv.URL+"/"), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Projects.TestIamPermissions(srv.Project(), &crm.TestIamPermissionsRequest{Permissions: []string{"compute.*"}}).Do(); err == nil {
+		t.Errorf("a wildcard was taken")
+	}
+}
