@@ -31,7 +31,7 @@ func eksScene(t *testing.T, ctx context.Context) (*Server, *eks.Client) {
 	}
 	t.Cleanup(s.Close)
 	s.CreateEKSCluster("c1", "1.31")
-	for _, rel := range []Release{{"1.30", "1.30.9-20250101", "ami-130"}, {"1.31", "1.31.1-20250101", "ami-131a"}, {"1.31", "1.31.2-20250201", "ami-131b"}} {
+	for _, rel := range []Release{{"1.30", "1.30.8-20241201", "ami-130old"}, {"1.30", "1.30.9-20250101", "ami-130"}, {"1.31", "1.31.1-20250101", "ami-131a"}, {"1.31", "1.31.2-20250201", "ami-131b"}} {
 		s.AddRelease(rel)
 	}
 	return s, eks.NewFromConfig(sdkConfig(s))
@@ -147,6 +147,16 @@ func eksRefusals(t *testing.T, ctx context.Context, api *eks.Client) {
 		}},
 		{"unknown release", "InvalidParameterException", "not valid", func() error {
 			_, err := api.UpdateNodegroupVersion(ctx, &eks.UpdateNodegroupVersionInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng1"), ReleaseVersion: aws.String("1.31.0-1")})
+			return err
+		}},
+		{"an earlier release", "InvalidParameterException", "cannot roll back", func() error {
+			_, err := api.UpdateNodegroupVersion(ctx, &eks.UpdateNodegroupVersionInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng1"),
+				Version: aws.String("1.30"), ReleaseVersion: aws.String("1.30.8-20241201")})
+			return err
+		}},
+		{"a release of another version", "InvalidParameterException", "not valid for kubernetes version 1.31", func() error {
+			_, err := api.UpdateNodegroupVersion(ctx, &eks.UpdateNodegroupVersionInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng1"),
+				Version: aws.String("1.31"), ReleaseVersion: aws.String("1.30.9-20250101")})
 			return err
 		}},
 		{"launch template on a group without", "InvalidParameterException", "not created with one", func() error {

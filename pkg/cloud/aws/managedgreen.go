@@ -248,6 +248,7 @@ func openManagedBlueGreen(ctx context.Context, m *ManagedNodeGroup, nodes []core
 	if err := refuseGreenTarget(m, t); err != nil {
 		return nil, nil, err
 	}
+	m.green = true
 	if err := m.resolveTarget(ctx, t); err != nil {
 		return nil, nil, err
 	}
