@@ -117,7 +117,9 @@ func (s *Server) refuseRollback(ng *nodegroup, src ltSource) error {
 		return invalidParam("You cannot roll back node group %s from Kubernetes version %s to %s.", ng.NodegroupName, ng.Version, src.version)
 	}
 	rels := s.eks().releases[ng.Version]
-	at := func(r string) int { return slices.IndexFunc(rels, func(x Release) bool { return x.ReleaseVersion == r }) }
+	at := func(r string) int {
+		return slices.IndexFunc(rels, func(x Release) bool { return x.ReleaseVersion == r })
+	}
 	if src.version == ng.Version && at(src.release) < at(ng.ReleaseVersion) {
 		return invalidParam("You cannot roll back node group %s from AMI version %s to %s.", ng.NodegroupName, ng.ReleaseVersion, src.release)
 	}
