@@ -162,9 +162,17 @@ func (m *ManagedNodeGroup) Plan(in plan.Input, nodes, zones int) (*plan.ManagedP
 	if _, err := eksSettings(during); err != nil {
 		return nil, err
 	}
+	// EKS raises desired and max by the larger of twice the zones the
+	// group is deployed in, its Auto Scaling group's (those of its
+	// subnets), and maxUnavailable (User Guide,
+	// managed-node-update-behavior, Scale up phase); the nodes' zones
+	// only where the group's are not known.
+	if m.asg != nil && len(m.asg.Zones) > 0 {
+		zones = len(m.asg.Zones)
+	}
 	scaleUp := int32(0)
 	if during.Strategy != "MINIMAL" {
-		scaleUp = plan.ScaleUpCount(zones, resolveUnavailable(during.MaxUnavailable, nodes))
+		scaleUp = int32(max(2*zones, resolveUnavailable(during.MaxUnavailable, nodes)))
 	}
 	mp := &plan.ManagedPlan{
 		Service:       "EKS managed node group",
@@ -172,6 +180,7 @@ func (m *ManagedNodeGroup) Plan(in plan.Input, nodes, zones int) (*plan.ManagedP
 		Before:        before,
 		During:        during,
 		ScaleUp:       scaleUp,
+		MaxScaleUp:    scaleUp,
 		Target:        m.targetText(),
 		Force:         in.Force,
 		Controls:      []string{},

@@ -87,21 +87,24 @@ func TestManagedScaleUp(t *testing.T) {
 		maxUnavailable string
 		strategy       string
 		nodes, zones   int
+		groupZones     []string
 		want           int32
 	}{
-		{"zones decide", "1", "", 6, 3, 6},
-		{"maxUnavailable decides", "20", "", 30, 3, 20},
-		{"a percentage of the group", "50%", "", 30, 2, 15},
-		{"MINIMAL adds none", "2", "MINIMAL", 6, 3, 0},
+		{"zones decide", "1", "", 6, 3, nil, 6},
+		{"maxUnavailable decides", "20", "", 30, 3, nil, 20},
+		{"a percentage of the group", "50%", "", 30, 2, nil, 15},
+		{"MINIMAL adds none", "2", "MINIMAL", 6, 3, nil, 0},
+		{"the group's zones, not the nodes'", "1", "", 2, 1, []string{"a", "b", "c", "d"}, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &ManagedNodeGroup{group: &ManagedGroup{Name: "ng", Cluster: "c", Version: "1.30", Update: UpdateSettings{MaxUnavailable: 1, Strategy: "DEFAULT"}}, updateStrategy: tc.strategy}
+			m := &ManagedNodeGroup{group: &ManagedGroup{Name: "ng", Cluster: "c", Version: "1.30", Update: UpdateSettings{MaxUnavailable: 1, Strategy: "DEFAULT"}},
+				asg: &Group{Zones: tc.groupZones}, updateStrategy: tc.strategy}
 			mp, err := m.Plan(plan.Input{MaxUnavailable: tc.maxUnavailable}, tc.nodes, tc.zones)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if mp.ScaleUp != tc.want {
-				t.Errorf("scale-up %d, want %d", mp.ScaleUp, tc.want)
+			if mp.ScaleUp != tc.want || mp.MaxScaleUp != tc.want {
+				t.Errorf("scale-up %d, max raised by %d, want both %d", mp.ScaleUp, mp.MaxScaleUp, tc.want)
 			}
 			if mp.Before.MaxUnavailable != "1" || mp.During.MaxUnavailable != tc.maxUnavailable {
 				t.Errorf("settings %s -> %s, want maxUnavailable 1 -> %s", mp.Before, mp.During, tc.maxUnavailable)
