@@ -82,6 +82,10 @@ type ManagedPlan struct {
 	Before  UpdateSettings `json:"before"`
 	During  UpdateSettings `json:"during"`
 	ScaleUp int32          `json:"scaleUp"`
+	// MaxScaleUp is how far the service raises the group's maximum size
+	// for the run (EKS: as far as the desired size); 0 leaves it to the
+	// desired size.
+	MaxScaleUp int32 `json:"maxScaleUp,omitempty"`
 	// Target says in the service's words what the update moves to.
 	Target string `json:"target"`
 	// Force is passed to the service (EKS: delete pods a PDB holds).
@@ -124,7 +128,7 @@ func managedPlan(p *Plan, in Input, strategy Strategy) error {
 		p.Cloud.ScaleUp = mp.ScaleUp
 		p.Cloud.During = p.Cloud.Before
 		p.Cloud.During.Desired += mp.ScaleUp
-		p.Cloud.During.Max = max(p.Cloud.During.Max, p.Cloud.During.Desired)
+		p.Cloud.During.Max = max(p.Cloud.During.Max+mp.MaxScaleUp, p.Cloud.During.Desired)
 	}
 	return nil
 }

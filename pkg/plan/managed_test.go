@@ -27,7 +27,7 @@ func (s *fakeService) Plan(in Input, nodes, zones int) (*ManagedPlan, error) {
 		return nil, s.refuse
 	}
 	return &ManagedPlan{Service: "fake service", Before: UpdateSettings{MaxUnavailable: "1"}, During: UpdateSettings{MaxUnavailable: in.MaxUnavailable},
-		ScaleUp: 4, Target: "release 2", Steps: []Step{{Phase: "ServiceUpdate", Detail: "the service replaces every node"}}}, nil
+		ScaleUp: 4, MaxScaleUp: 4, Target: "release 2", Steps: []Step{{Phase: "ServiceUpdate", Detail: "the service replaces every node"}}}, nil
 }
 
 // TestManagedPlan: where the group's service runs the strategy, the plan
@@ -68,6 +68,9 @@ func TestManagedPlan(t *testing.T) {
 			}
 			if p.Managed == nil || len(p.Steps) != 1 || p.Steps[0].Phase != "ServiceUpdate" || p.Cloud.ScaleUp != 4 {
 				t.Fatalf("plan %+v: want the service's plan, its one phase and scale-up 4", p.Managed)
+			}
+			if c := p.Cloud; c.During.Desired != c.Before.Desired+4 || c.During.Max != c.Before.Max+4 {
+				t.Errorf("sizes %+v -> %+v, want desired and max both raised by the service's 4", c.Before, c.During)
 			}
 			if svc.asked.nodes != 2 || svc.asked.zones != 2 || len(p.Batches) != 1 {
 				t.Errorf("the service was asked for %+v and the audit has %d batches; want 2 nodes, 2 zones, 1 batch", svc.asked, len(p.Batches))

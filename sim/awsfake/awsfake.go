@@ -58,6 +58,11 @@ type Options struct {
 	// EKS times the managed node group updates the Server carries out
 	// (eks.go).
 	EKS EKSOptions
+	// Faults is the share of requests (0 to 1) refused as the services
+	// refuse under load, before anything is done: see faults.go.
+	Faults float64
+	// FaultSeed seeds which requests fail, for a repeatable run.
+	FaultSeed uint64
 }
 
 // EC2 instance states and Auto Scaling lifecycle states used here.
@@ -182,14 +187,17 @@ type Image struct {
 type Server struct {
 	URL string
 
-	opts   Options
-	index  uint64 // this Server's number in the process, see servers
-	srv    *http.Server
-	ln     net.Listener
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	kick   chan struct{}
+	opts  Options
+	index uint64 // this Server's number in the process, see servers
+	// dice and faultCount serve Options.Faults (faults.go).
+	dice       faultDice
+	faultCount atomic.Int64
+	srv        *http.Server
+	ln         net.Listener
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	kick       chan struct{}
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced on every state change, for waiters

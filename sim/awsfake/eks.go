@@ -196,6 +196,12 @@ type eksState struct {
 	// forced are the pods DeleteNodegroup found on a group's nodes when
 	// its drain began, by "cluster/name": what it had to move itself.
 	forced map[string][]string
+	// tokens are CreateNodegroup's answers by clientRequestToken: a
+	// request repeating a token gets the first answer again and changes
+	// nothing (API Reference, CreateNodegroup: clientRequestToken "to
+	// ensure the idempotency of the request"), whether or not that group
+	// still exists.
+	tokens map[string]any
 }
 
 type eksCluster struct {

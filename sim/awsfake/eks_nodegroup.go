@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,11 +59,44 @@ func (s *Server) createNodegroup(c *eksCluster, r *http.Request) (any, error) {
 	if req.Version != "" && req.Version != c.version {
 		return nil, invalidParam("Requested Nodegroup version %s is invalid: a node group is created at the cluster's version %s.", req.Version, c.version)
 	}
+	if res, ok := s.eks().tokens[req.ClientRequestToken]; ok && req.ClientRequestToken != "" {
+		return res, nil
+	}
+	if err := checkTags(req.Tags); err != nil {
+		return nil, err
+	}
 	ng, err := s.createNodegroupLocked(c, req.Nodegroup)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"nodegroup": s.describeNodegroupLocked(ng)}, nil
+	res := map[string]any{"nodegroup": s.describeNodegroupLocked(ng)}
+	if req.ClientRequestToken != "" {
+		if s.eks().tokens == nil {
+			s.eks().tokens = map[string]any{}
+		}
+		s.eks().tokens[req.ClientRequestToken] = res
+	}
+	return res, nil
+}
+
+// checkTags holds a request's tags to EKS's rules: at most 50, keys of 1
+// to 128 characters, values of at most 256 (API Reference,
+// CreateNodegroup: tags; TagResource), none with the aws: prefix AWS
+// reserves, in any case, in key or value (User Guide, eks-using-tags, Tag
+// restrictions).
+func checkTags(tags map[string]string) error {
+	if len(tags) > 50 {
+		return invalidParam("The number of tags %d exceeds the limit of 50.", len(tags))
+	}
+	for k, v := range tags {
+		if len(k) < 1 || len(k) > 128 || len(v) > 256 {
+			return invalidParam("Tag key %q or its value is outside the allowed length.", k)
+		}
+		if strings.HasPrefix(strings.ToLower(k), "aws:") || strings.HasPrefix(strings.ToLower(v), "aws:") {
+			return invalidParam("Tag %q uses the aws: prefix, which is reserved for AWS use.", k)
+		}
+	}
+	return nil
 }
 
 // createNodegroupLocked makes the node group, its launch template and

@@ -3,6 +3,7 @@ package awsfake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func eksScene(t *testing.T, ctx context.Context) (*Server, *eks.Client) {
 	}
 	t.Cleanup(s.Close)
 	s.CreateEKSCluster("c1", "1.31")
-	for _, rel := range []Release{{"1.30", "1.30.9-20250101", "ami-130"}, {"1.31", "1.31.1-20250101", "ami-131a"}, {"1.31", "1.31.2-20250201", "ami-131b"}} {
+	for _, rel := range []Release{{"1.30", "1.30.8-20241201", "ami-130old"}, {"1.30", "1.30.9-20250101", "ami-130"}, {"1.31", "1.31.1-20250101", "ami-131a"}, {"1.31", "1.31.2-20250201", "ami-131b"}} {
 		s.AddRelease(rel)
 	}
 	return s, eks.NewFromConfig(sdkConfig(s))
@@ -147,6 +148,30 @@ func eksRefusals(t *testing.T, ctx context.Context, api *eks.Client) {
 		}},
 		{"unknown release", "InvalidParameterException", "not valid", func() error {
 			_, err := api.UpdateNodegroupVersion(ctx, &eks.UpdateNodegroupVersionInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng1"), ReleaseVersion: aws.String("1.31.0-1")})
+			return err
+		}},
+		{"an earlier release", "InvalidParameterException", "cannot roll back", func() error {
+			_, err := api.UpdateNodegroupVersion(ctx, &eks.UpdateNodegroupVersionInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng1"),
+				Version: aws.String("1.30"), ReleaseVersion: aws.String("1.30.8-20241201")})
+			return err
+		}},
+		{"a release of another version", "InvalidParameterException", "not valid for kubernetes version 1.31", func() error {
+			_, err := api.UpdateNodegroupVersion(ctx, &eks.UpdateNodegroupVersionInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng1"),
+				Version: aws.String("1.31"), ReleaseVersion: aws.String("1.30.9-20250101")})
+			return err
+		}},
+		{"an aws: tag", "InvalidParameterException", "reserved", func() error {
+			_, err := api.CreateNodegroup(ctx, &eks.CreateNodegroupInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng9"),
+				NodeRole: aws.String("r"), Subnets: []string{Subnet(zones[0])}, Tags: map[string]string{"aws:cloudformation:stack-name": "s"}})
+			return err
+		}},
+		{"51 tags", "InvalidParameterException", "limit of 50", func() error {
+			tags := map[string]string{}
+			for i := range 51 {
+				tags[fmt.Sprintf("k%d", i)] = "v"
+			}
+			_, err := api.CreateNodegroup(ctx, &eks.CreateNodegroupInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ng9"),
+				NodeRole: aws.String("r"), Subnets: []string{Subnet(zones[0])}, Tags: tags})
 			return err
 		}},
 		{"launch template on a group without", "InvalidParameterException", "not created with one", func() error {
@@ -307,5 +332,30 @@ func TestEKSLaunchTemplateGroups(t *testing.T) {
 	}
 	if ng, _ := s.Nodegroup("c1", "lt1"); ng.LaunchTemplate.Version != "2" || ng.ReleaseVersion != "ami-custom2" {
 		t.Errorf("node group's template version %s, release %s, want 2, ami-custom2", ng.LaunchTemplate.Version, ng.ReleaseVersion)
+	}
+}
+
+// TestEKSCreateToken: a CreateNodegroup repeating a clientRequestToken
+// gets the first answer and makes nothing, as the API Reference's
+// idempotency says; a new name under an old token is not made.
+func TestEKSCreateToken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, api := eksScene(t, ctx)
+	create := func(name string) (*eks.CreateNodegroupOutput, error) {
+		return api.CreateNodegroup(ctx, &eks.CreateNodegroupInput{ClusterName: aws.String("c1"), NodegroupName: aws.String(name),
+			NodeRole: aws.String("r"), Subnets: []string{Subnet(zones[0])}, ClientRequestToken: aws.String("t1"),
+			ScalingConfig: &ekstypes.NodegroupScalingConfig{MinSize: aws.Int32(0), DesiredSize: aws.Int32(0), MaxSize: aws.Int32(1)}})
+	}
+	first, err := create("tok-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := create("tok-b")
+	if err != nil || aws.ToString(again.Nodegroup.NodegroupName) != "tok-a" || aws.ToString(again.Nodegroup.NodegroupArn) != aws.ToString(first.Nodegroup.NodegroupArn) {
+		t.Fatalf("repeated token: %+v, %v; want tok-a's answer", again, err)
+	}
+	if _, ok := s.Nodegroup("c1", "tok-b"); ok {
+		t.Error("tok-b was made under tok-a's token")
 	}
 }

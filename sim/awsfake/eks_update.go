@@ -37,6 +37,9 @@ func (s *Server) updateNodegroupVersion(c *eksCluster, ng *nodegroup, r *http.Re
 	if err != nil {
 		return nil, err
 	}
+	if err := s.refuseRollback(ng, src); err != nil {
+		return nil, err
+	}
 	u := s.startUpdateLocked(c, ng, "VersionUpdate", params)
 	// Setup phase steps 1 and 2: a new version of the group's launch
 	// template, and the Auto Scaling group pointed at it.
@@ -100,6 +103,27 @@ func (s *Server) versionTarget(c *eksCluster, ng *nodegroup, req versionRequest)
 	src, err := s.releaseSource(c, req.Version, req.ReleaseVersion)
 	src.srcID, src.srcVersion = lt.ID, ver
 	return src, append(releaseParams(src), params...), err
+}
+
+// refuseRollback refuses an update to an earlier Kubernetes version or
+// release than the group's (API Reference, UpdateNodegroupVersion: "You
+// cannot roll back a node group to an earlier Kubernetes version or AMI
+// version"). A custom AMI has no version to compare.
+func (s *Server) refuseRollback(ng *nodegroup, src ltSource) error {
+	if src.version == "" {
+		return nil
+	}
+	if newerVersion(ng.Version, src.version) {
+		return invalidParam("You cannot roll back node group %s from Kubernetes version %s to %s.", ng.NodegroupName, ng.Version, src.version)
+	}
+	rels := s.eks().releases[ng.Version]
+	at := func(r string) int {
+		return slices.IndexFunc(rels, func(x Release) bool { return x.ReleaseVersion == r })
+	}
+	if src.version == ng.Version && at(src.release) < at(ng.ReleaseVersion) {
+		return invalidParam("You cannot roll back node group %s from AMI version %s to %s.", ng.NodegroupName, ng.ReleaseVersion, src.release)
+	}
+	return nil
 }
 
 func releaseParams(src ltSource) []UpdateParam {

@@ -215,8 +215,17 @@ func TestManagedNodeGroupBadTargetsChangeNothing(t *testing.T) {
 		{"launch template on a group made without one", []string{"--launch-template-version", "2"}, "not created with a launch template"},
 		{"custom AMI on an EKS AMI type", []string{"--ami", "ami-0abc1234"}, "--ami needs a managed node group whose launch template names its own AMI"},
 		{"unknown update strategy", []string{"--update-strategy", "FAST"}, "invalid --update-strategy"},
+		// API Reference, UpdateNodegroupVersion: "You cannot roll back a
+		// node group to an earlier Kubernetes version or AMI version".
+		{"an earlier Kubernetes version", []string{"--kubernetes-version", "1.29"}, "cannot roll a node group back to an earlier version"},
+		{"an earlier release", []string{"--release-version", "1.30.8-20241201"}, "cannot roll a node group back to an earlier AMI version"},
+		{"a release that does not exist", []string{"--release-version", "1.30.9-20990101"}, `--release-version "1.30.9-20990101" does not exist`},
+		{"a release of another version", []string{"--kubernetes-version", "1.31", "--release-version", "1.30.9-20250101"}, "is not a release of Kubernetes 1.31"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if p := m.run(t, append([]string{"plan", name}, tc.args...)...); p.code != nodeupgrade.ExitUsage || !strings.Contains(p.stderr, tc.want) {
+				t.Errorf("plan: want exit %d and an error with %q: %s", nodeupgrade.ExitUsage, tc.want, p)
+			}
 			r := m.run(t, append([]string{"run", name, "--yes"}, tc.args...)...)
 			if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("want exit %d and a one-line error with %q: %s", nodeupgrade.ExitUsage, tc.want, r)

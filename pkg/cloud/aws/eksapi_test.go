@@ -3,6 +3,8 @@ package aws
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -348,26 +350,37 @@ func TestUpdateConfig(t *testing.T) {
 		name      string
 		replies   map[string][]reply
 		wantCalls int
-		wantErr   bool
+		wantErr   string
 	}{
-		{"already set: no call", map[string][]reply{"eks:DescribeNodegroup": {{200, applied}}}, 0, false},
+		{"already set: no call", map[string][]reply{"eks:DescribeNodegroup": {{200, applied}}}, 0, ""},
 		{"set, then waits for ACTIVE", map[string][]reply{
 			"eks:DescribeNodegroup":     {ngJSON("ACTIVE"), {200, strings.Replace(applied, `"ACTIVE"`, `"UPDATING"`, 1)}, {200, applied}},
 			"eks:UpdateNodegroupConfig": {updateJSON("c1", "ConfigUpdate", "InProgress", "")},
-		}, 1, false},
+			"eks:DescribeUpdate":        {updateJSON("c1", "ConfigUpdate", "InProgress", ""), updateJSON("c1", "ConfigUpdate", "Successful", "")},
+		}, 1, ""},
+		{"the update fails", map[string][]reply{
+			"eks:DescribeNodegroup":     {ngJSON("ACTIVE")},
+			"eks:UpdateNodegroupConfig": {updateJSON("c1", "ConfigUpdate", "InProgress", "")},
+			"eks:DescribeUpdate":        {updateJSON("c1", "ConfigUpdate", "Failed", `{"errorCode":"NodeCreationFailure","errorMessage":"no capacity","resourceIds":["i-1"]}`)},
+		}, 1, "the configuration update c1 of managed node group \"ng1\" ended Failed; NodeCreationFailure: no capacity [i-1]"},
+		{"the group ends DEGRADED", map[string][]reply{
+			"eks:DescribeNodegroup":     {ngJSON("ACTIVE"), {200, strings.Replace(applied, `"ACTIVE"`, `"DEGRADED"`, 1)}},
+			"eks:UpdateNodegroupConfig": {updateJSON("c1", "ConfigUpdate", "InProgress", "")},
+			"eks:DescribeUpdate":        {updateJSON("c1", "ConfigUpdate", "Successful", "")},
+		}, 1, "is DEGRADED; AsgInstanceLaunchFailures: no capacity [eks-ng1-abc]"},
 		{"answer lost, set all the same", map[string][]reply{
 			"eks:DescribeNodegroup":     {ngJSON("ACTIVE"), {200, applied}},
 			"eks:UpdateNodegroupConfig": {eksErr(409, "ResourceInUseException", "in use")},
-		}, 1, false},
+		}, 1, ""},
 		{"refused", map[string][]reply{
 			"eks:DescribeNodegroup":     {ngJSON("ACTIVE")},
 			"eks:UpdateNodegroupConfig": {eksErr(400, "InvalidParameterException", "bad")},
-		}, 1, true},
+		}, 1, "bad"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, f := newTestEKS(t, tc.replies)
 			g, err := e.UpdateConfig(context.Background(), "c1", "ng1", set)
-			if (err != nil) != tc.wantErr || f.called("eks:UpdateNodegroupConfig") != tc.wantCalls {
+			if (err != nil) != (tc.wantErr != "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) || f.called("eks:UpdateNodegroupConfig") != tc.wantCalls {
 				t.Fatalf("err = %v after %d calls, want error %v after %d", err, f.called("eks:UpdateNodegroupConfig"), tc.wantErr, tc.wantCalls)
 			}
 			if err == nil && (g.Update.MaxUnavailable != 2 || g.Status != "ACTIVE") {
@@ -387,6 +400,33 @@ func TestCreateGreen(t *testing.T) {
 		if *in.LaunchTemplate.Id != "lt-1" || *in.LaunchTemplate.Version != "3" || in.DiskSize != nil || in.AmiType != "" ||
 			in.Version != nil || *in.ScalingConfig.DesiredSize != 3 || *in.UpdateConfig.MaxUnavailable != 1 || in.Tags["env"] != "prod" {
 			t.Errorf("input %+v", in)
+		}
+	})
+	t.Run("a token of its own each call, never green's name", func(t *testing.T) {
+		a, b := greenInput(blue, spec).ClientRequestToken, greenInput(blue, spec).ClientRequestToken
+		if *a == *b || *a == spec.Name || *a == "" {
+			t.Errorf("tokens %q and %q for green %q", *a, *b, spec.Name)
+		}
+	})
+	t.Run("aws: tags left out", func(t *testing.T) {
+		b := *blue
+		b.Tags = map[string]string{"env": "prod", "aws:cloudformation:stack-name": "s", "AWS:x": "y", "team": "aws:reserved"}
+		in := greenInput(&b, GreenSpec{Name: "g", Tags: map[string]string{TagBlue: "ng1", TagRole: RoleGreen}})
+		want := map[string]string{"env": "prod", TagBlue: "ng1", TagRole: RoleGreen}
+		if !maps.Equal(in.Tags, want) {
+			t.Errorf("tags %v, want %v", in.Tags, want)
+		}
+	})
+	t.Run("past 50 tags refused before the call", func(t *testing.T) {
+		b := *blue
+		b.Tags = map[string]string{"aws:cloudformation:stack-id": "x"}
+		for i := range 49 {
+			b.Tags[fmt.Sprintf("k%d", i)] = "v"
+		}
+		e, f := newTestEKS(t, map[string][]reply{})
+		_, err := e.CreateGreen(context.Background(), &b, GreenSpec{Name: "g", Tags: map[string]string{TagBlue: "ng1", TagRole: RoleGreen}})
+		if err == nil || !isInput(err) || !strings.Contains(err.Error(), "51, over EKS's 50") || f.called("eks:CreateNodegroup") != 0 {
+			t.Fatalf("err = %v after %d calls, want an input error counting 51 and no call", err, f.called("eks:CreateNodegroup"))
 		}
 	})
 	t.Run("exists already: found, not made twice", func(t *testing.T) {

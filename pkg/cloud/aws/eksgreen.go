@@ -2,7 +2,10 @@ package aws
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"maps"
+	"strings"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -32,19 +35,18 @@ func greenInput(blue *ManagedGroup, spec GreenSpec) *eks.CreateNodegroupInput {
 	in := &eks.CreateNodegroupInput{
 		ClusterName: &blue.Cluster, NodegroupName: &spec.Name, NodeRole: &blue.NodeRole,
 		Subnets: blue.Subnets, InstanceTypes: blue.InstanceTypes, CapacityType: ekstypes.CapacityTypes(blue.CapacityType),
-		Labels: maps.Clone(blue.Labels), Taints: eksTaints(blue.Taints), Tags: maps.Clone(blue.Tags),
+		Labels: maps.Clone(blue.Labels), Taints: eksTaints(blue.Taints),
 		ScalingConfig: &ekstypes.NodegroupScalingConfig{MinSize: &spec.Min, DesiredSize: &spec.Desired, MaxSize: &spec.Max},
-		// The same token for the same green: a create whose answer was
-		// lost, sent again, makes no second group (API Reference,
-		// CreateNodegroup: clientRequestToken).
-		ClientRequestToken: sdkaws.String(spec.Name),
+		// A token of this call's own: the SDK's retries of it send the
+		// same, so a create whose answer was lost makes no second group
+		// (API Reference, CreateNodegroup: clientRequestToken); a later
+		// run, after a rollback deleted green, sends another, where EKS
+		// would answer a reused one with the deleted group's create and
+		// make nothing. A run interrupted mid-call finds the group by
+		// name (CreateGreen, openManagedBlueGreen).
+		ClientRequestToken: sdkaws.String(requestToken()),
 	}
-	if len(spec.Tags) > 0 {
-		if in.Tags == nil {
-			in.Tags = map[string]string{}
-		}
-		maps.Copy(in.Tags, spec.Tags)
-	}
+	in.Tags = greenNodegroupTags(blue.Tags, spec.Tags)
 	if u := blue.Update; u.Strategy != "" {
 		in.UpdateConfig = ConfigChange{Update: &u}.input("", "").UpdateConfig
 	}
@@ -64,6 +66,41 @@ func greenInput(blue *ManagedGroup, spec GreenSpec) *eks.CreateNodegroupInput {
 	return in
 }
 
+// maxNodegroupTags is EKS's limit on a resource's tags (API Reference,
+// CreateNodegroup: tags, "Maximum number of 50 items").
+const maxNodegroupTags = 50
+
+// greenNodegroupTags are blue's tags for green with mark's added, less
+// the aws: ones, which AWS reserves and EKS refuses from a user (User
+// Guide, eks-using-tags: "Don't use aws:, AWS:, or any upper or lowercase
+// combination of such as a prefix for either keys or values";
+// CloudFormation and eksctl put aws:cloudformation:* there); nil when
+// there are none.
+func greenNodegroupTags(blue, mark map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range blue {
+		if !reservedTag(k) && !reservedTag(v) {
+			out[k] = v
+		}
+	}
+	maps.Copy(out, mark)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func reservedTag(s string) bool { return len(s) >= 4 && strings.EqualFold(s[:4], "aws:") }
+
+// checkGreenTags refuses a blue whose tags green could not carry: past
+// EKS's 50 with the marks green gets.
+func checkGreenTags(blue *ManagedGroup, mark map[string]string) error {
+	if n := len(greenNodegroupTags(blue.Tags, mark)); n > maxNodegroupTags {
+		return inputErrorf("managed node group %q has %d tags to copy; with the %d that mark the green group that is %d, over EKS's %d; remove some from %q or use --strategy eks", blue.Name, n-len(mark), len(mark), n, maxNodegroupTags, blue.Name)
+	}
+	return nil
+}
+
 // CreateGreen creates a managed node group configured as blue with the
 // spec's target, and returns it as EKS describes it (CREATING at first;
 // see WaitActive). It settles by reading: when the group exists already
@@ -71,6 +108,9 @@ func greenInput(blue *ManagedGroup, spec GreenSpec) *eks.CreateNodegroupInput {
 // interrupted run's), or the call fails but the group is there, that
 // group is returned and no second one made.
 func (e *EKS) CreateGreen(ctx context.Context, blue *ManagedGroup, spec GreenSpec) (*ManagedGroup, error) {
+	if err := checkGreenTags(blue, spec.Tags); err != nil {
+		return nil, err
+	}
 	out, callErr := e.eks.CreateNodegroup(ctx, greenInput(blue, spec))
 	if callErr == nil {
 		return managedGroup(out.Nodegroup), nil
@@ -88,6 +128,13 @@ func (e *EKS) CreateGreen(ctx context.Context, blue *ManagedGroup, spec GreenSpe
 		return nil, wrap(callErr, "create managed node group %q", spec.Name)
 	}
 	return g, nil
+}
+
+// requestToken is a fresh idempotency token.
+func requestToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func quote(s string) string { return `"` + s + `"` }

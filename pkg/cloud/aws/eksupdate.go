@@ -140,19 +140,44 @@ func (e *EKS) UpdateConfig(ctx context.Context, cluster, name string, c ConfigCh
 		return nil, err
 	}
 	if !c.applied(g) {
-		_, callErr := e.eks.UpdateNodegroupConfig(ctx, c.input(cluster, name))
+		out, callErr := e.eks.UpdateNodegroupConfig(ctx, c.input(cluster, name))
 		if callErr != nil {
 			if g, err = e.DescribeNodegroup(ctx, cluster, name); err != nil || !c.applied(g) {
 				return nil, wrap(callErr, "update the configuration of managed node group %q", name)
+			}
+		} else if out.Update != nil && out.Update.Id != nil {
+			if err := e.followConfig(ctx, cluster, name, *out.Update.Id); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return e.WaitActive(ctx, cluster, name)
 }
 
-// WaitActive waits until the node group is ACTIVE; a group that can no
-// longer become so (CREATE_FAILED, DEGRADED, DELETE_FAILED, gone) is an
-// error naming its health issues.
+// followConfig follows a configuration update to its end: one that ends
+// Failed or Cancelled (API Reference, Update: status) changed nothing
+// EKS would keep, and is an error with EKS's errors.
+func (e *EKS) followConfig(ctx context.Context, cluster, name, id string) error {
+	u, err := e.WaitUpdate(ctx, cluster, name, id, nil)
+	if err != nil {
+		return err
+	}
+	if u.Status == string(ekstypes.UpdateStatusSuccessful) {
+		return nil
+	}
+	msg := fmt.Sprintf("the configuration update %s of managed node group %q ended %s", id, name, u.Status)
+	for _, ue := range u.Errors {
+		msg += fmt.Sprintf("; %s: %s %v", ue.Code, oneLine(ue.Message), ue.ResourceIDs)
+	}
+	return errors.New(msg + "; see \"aws eks describe-update\", then run again")
+}
+
+// WaitActive waits until the node group is ACTIVE. A group that can no
+// longer become so (CREATE_FAILED, DELETE_FAILED, gone) is an error
+// naming its health issues; so is DEGRADED, which EKS sets for issues
+// that need the owner (API Reference, NodegroupHealth: a security group,
+// subnet, role or launch template gone or changed, instances failing to
+// launch), and which no wait mends.
 func (e *EKS) WaitActive(ctx context.Context, cluster, name string) (*ManagedGroup, error) {
 	var g *ManagedGroup
 	err := e.poll(ctx, func() (bool, error) {
@@ -165,6 +190,9 @@ func (e *EKS) WaitActive(ctx context.Context, cluster, name string) (*ManagedGro
 			return true, nil
 		case ekstypes.NodegroupStatusCreating, ekstypes.NodegroupStatusUpdating:
 			return false, nil
+		}
+		if g.Status == string(ekstypes.NodegroupStatusDegraded) {
+			return false, fmt.Errorf("managed node group %q is DEGRADED%s; fix what EKS names (\"aws eks describe-nodegroup\" shows its health), then run again", name, issues(g.Health))
 		}
 		return false, fmt.Errorf("managed node group %q is %s%s", name, g.Status, issues(g.Health))
 	})

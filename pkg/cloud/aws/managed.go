@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -43,6 +44,9 @@ type ManagedNodeGroup struct {
 	image string
 	// updateStrategy is --update-strategy, "" to keep the group's.
 	updateStrategy string
+	// green says the target is a green group's, which CreateNodegroup
+	// makes at any release: going back is what blue/green is for.
+	green bool
 }
 
 var (
@@ -158,9 +162,17 @@ func (m *ManagedNodeGroup) Plan(in plan.Input, nodes, zones int) (*plan.ManagedP
 	if _, err := eksSettings(during); err != nil {
 		return nil, err
 	}
+	// EKS raises desired and max by the larger of twice the zones the
+	// group is deployed in, its Auto Scaling group's (those of its
+	// subnets), and maxUnavailable (User Guide,
+	// managed-node-update-behavior, Scale up phase); the nodes' zones
+	// only where the group's are not known.
+	if m.asg != nil && len(m.asg.Zones) > 0 {
+		zones = len(m.asg.Zones)
+	}
 	scaleUp := int32(0)
 	if during.Strategy != "MINIMAL" {
-		scaleUp = plan.ScaleUpCount(zones, resolveUnavailable(during.MaxUnavailable, nodes))
+		scaleUp = int32(max(2*zones, resolveUnavailable(during.MaxUnavailable, nodes)))
 	}
 	mp := &plan.ManagedPlan{
 		Service:       "EKS managed node group",
@@ -168,10 +180,11 @@ func (m *ManagedNodeGroup) Plan(in plan.Input, nodes, zones int) (*plan.ManagedP
 		Before:        before,
 		During:        during,
 		ScaleUp:       scaleUp,
+		MaxScaleUp:    scaleUp,
 		Target:        m.targetText(),
 		Force:         in.Force,
 		Controls:      []string{},
-		NoStop:        "EKS cannot stop an in-place update once it started (CancelUpdate serves Auto Mode only): Ctrl-C stops following it, not the update; when it has ended, \"run\" towards the previous version undoes it",
+		NoStop:        "EKS cannot stop an in-place update once it started (CancelUpdate serves Auto Mode only): Ctrl-C stops following it, not the update; EKS cannot roll a node group back to an earlier version either: a newer release, or --strategy blue-green, mends what the update broke",
 		EvictionLimit: plan.Duration(evictionLimit),
 	}
 	mp.Steps = managedSteps(mp, nodes)
@@ -321,16 +334,79 @@ func (m *ManagedNodeGroup) resolveTarget(ctx context.Context, t plan.CloudTarget
 	if err := ValidateTarget(g, m.clusterVersion, m.target); err != nil {
 		return err
 	}
-	if m.target.ReleaseVersion != "" || g.CustomAMI() || m.target.LaunchTemplate != nil {
+	if g.CustomAMI() || m.target.LaunchTemplate != nil {
 		return nil
 	}
-	// The latest release of the target version: the plan says which.
-	release, err := m.eks.LatestRelease(ctx, cmp.Or(m.target.Version, g.Version), g.AMIType)
+	// The version is always sent: UpdateNodegroupVersion's reference reads
+	// no version both as the cluster's (version) and as the group's own
+	// (releaseVersion); the plugin's reading, the group's own, is then the
+	// only one EKS can take (see eks-managed.md, Targets).
+	m.target.Version = cmp.Or(m.target.Version, g.Version)
+	return m.checkRelease(ctx)
+}
+
+// checkRelease refuses, before anything changes, the releases EKS refuses
+// (API Reference, UpdateNodegroupVersion): "You cannot roll back a node
+// group to an earlier Kubernetes version or AMI version"; a release of
+// another Kubernetes version than the target's; one newer than the latest
+// AWS publishes, which does not exist. With no --release-version the
+// target is the latest release of the target version: the plan says which.
+func (m *ManagedNodeGroup) checkRelease(ctx context.Context) error {
+	g, t := m.group, &m.target
+	if !m.green && newerMinor(g.Version, t.Version) {
+		return inputErrorf("--kubernetes-version %q is below managed node group %q's Kubernetes %s: EKS cannot roll a node group back to an earlier version; use a version from %s up", t.Version, g.Name, g.Version, g.Version)
+	}
+	if _, published := ReleaseParameter(t.Version, g.AMIType); !published && t.ReleaseVersion != "" {
+		return nil // Windows: no published catalogue to check against
+	}
+	latest, err := m.eks.LatestRelease(ctx, t.Version, g.AMIType)
 	if err != nil {
 		return err
 	}
-	m.target.ReleaseVersion = release
+	release := cmp.Or(t.ReleaseVersion, latest)
+	if strings.HasPrefix(amiFamilies[ekstypes.AMITypes(g.AMIType)], "eks:") && !strings.HasPrefix(release, t.Version+".") {
+		return inputErrorf("--release-version %q is not a release of Kubernetes %s, the target's version: EKS refuses it; give a release %s.*, or --kubernetes-version of that release", release, t.Version, t.Version)
+	}
+	if newerRelease(release, latest) {
+		return inputErrorf("--release-version %q does not exist: the latest EKS AMI release of Kubernetes %s for %s is %q; check --release-version", release, t.Version, g.AMIType, latest)
+	}
+	if !m.green && t.Version == g.Version && newerRelease(g.ReleaseVersion, release) {
+		return inputErrorf("--release-version %q is older than managed node group %q's release %q: EKS cannot roll a node group back to an earlier AMI version; give a newer release, or drop --release-version for the latest", release, g.Name, g.ReleaseVersion)
+	}
+	t.ReleaseVersion = release
 	return nil
+}
+
+// newerRelease reports whether EKS AMI release a ("1.31.2-20250201", or
+// Bottlerocket's "1.20.3-5d9ac849") is newer than b: by the dotted
+// version, then, where both carry a date, by it. Releases it cannot order
+// are not newer.
+func newerRelease(a, b string) bool {
+	av, ad, _ := strings.Cut(a, "-")
+	bv, bd, _ := strings.Cut(b, "-")
+	if c := compareDotted(av, bv); c != 0 {
+		return c > 0
+	}
+	an, aerr := strconv.Atoi(ad)
+	bn, berr := strconv.Atoi(bd)
+	return aerr == nil && berr == nil && an > bn
+}
+
+// compareDotted compares dotted numbers ("1.31.2") field by field; a
+// field that is not a number compares equal.
+func compareDotted(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range min(len(as), len(bs)) {
+		x, xerr := strconv.Atoi(as[i])
+		y, yerr := strconv.Atoi(bs[i])
+		if xerr != nil || yerr != nil {
+			return 0
+		}
+		if c := cmp.Compare(x, y); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(as), len(bs))
 }
 
 // cloudGroup is the plan's view of the managed group. EKS's update

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -86,24 +87,94 @@ func TestManagedScaleUp(t *testing.T) {
 		maxUnavailable string
 		strategy       string
 		nodes, zones   int
+		groupZones     []string
 		want           int32
 	}{
-		{"zones decide", "1", "", 6, 3, 6},
-		{"maxUnavailable decides", "20", "", 30, 3, 20},
-		{"a percentage of the group", "50%", "", 30, 2, 15},
-		{"MINIMAL adds none", "2", "MINIMAL", 6, 3, 0},
+		{"zones decide", "1", "", 6, 3, nil, 6},
+		{"maxUnavailable decides", "20", "", 30, 3, nil, 20},
+		{"a percentage of the group", "50%", "", 30, 2, nil, 15},
+		{"MINIMAL adds none", "2", "MINIMAL", 6, 3, nil, 0},
+		{"the group's zones, not the nodes'", "1", "", 2, 1, []string{"a", "b", "c", "d"}, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &ManagedNodeGroup{group: &ManagedGroup{Name: "ng", Cluster: "c", Version: "1.30", Update: UpdateSettings{MaxUnavailable: 1, Strategy: "DEFAULT"}}, updateStrategy: tc.strategy}
+			m := &ManagedNodeGroup{group: &ManagedGroup{Name: "ng", Cluster: "c", Version: "1.30", Update: UpdateSettings{MaxUnavailable: 1, Strategy: "DEFAULT"}},
+				asg: &Group{Zones: tc.groupZones}, updateStrategy: tc.strategy}
 			mp, err := m.Plan(plan.Input{MaxUnavailable: tc.maxUnavailable}, tc.nodes, tc.zones)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if mp.ScaleUp != tc.want {
-				t.Errorf("scale-up %d, want %d", mp.ScaleUp, tc.want)
+			if mp.ScaleUp != tc.want || mp.MaxScaleUp != tc.want {
+				t.Errorf("scale-up %d, max raised by %d, want both %d", mp.ScaleUp, mp.MaxScaleUp, tc.want)
 			}
 			if mp.Before.MaxUnavailable != "1" || mp.During.MaxUnavailable != tc.maxUnavailable {
 				t.Errorf("settings %s -> %s, want maxUnavailable 1 -> %s", mp.Before, mp.During, tc.maxUnavailable)
+			}
+		})
+	}
+}
+
+// TestResolveTarget: the targets EKS refuses (API Reference,
+// UpdateNodegroupVersion) are refused as input errors before anything
+// changes, and no target flag means the group's own version, sent.
+func TestResolveTarget(t *testing.T) {
+	latest := reply{200, `{"Parameter":{"Name":"x","Type":"String","Value":"1.31.2-20250201","Version":3}}`}
+	for _, tc := range []struct {
+		name    string
+		opts    map[string]string
+		green   bool
+		want    ManagedTarget
+		wantErr string
+	}{
+		{name: "no flags: the group's version, its latest release", want: ManagedTarget{Version: "1.31", ReleaseVersion: "1.31.2-20250201"}},
+		{name: "a newer release", opts: map[string]string{optReleaseVersion: "1.31.2-20250115"}, want: ManagedTarget{Version: "1.31", ReleaseVersion: "1.31.2-20250115"}},
+		{name: "the group's own release", opts: map[string]string{optReleaseVersion: "1.31.1-20250101"}, want: ManagedTarget{Version: "1.31", ReleaseVersion: "1.31.1-20250101"}},
+		{name: "an earlier Kubernetes version", opts: map[string]string{optKubernetesVersion: "1.30"}, wantErr: "cannot roll a node group back to an earlier version"},
+		{name: "an earlier release", opts: map[string]string{optReleaseVersion: "1.31.0-20241201"}, wantErr: "cannot roll a node group back to an earlier AMI version"},
+		{name: "an earlier release for green", green: true, opts: map[string]string{optReleaseVersion: "1.31.0-20241201"}, want: ManagedTarget{Version: "1.31", ReleaseVersion: "1.31.0-20241201"}},
+		{name: "a release that does not exist", opts: map[string]string{optReleaseVersion: "1.31.9-20990101"}, wantErr: `--release-version "1.31.9-20990101" does not exist`},
+		{name: "a release of another version", opts: map[string]string{optKubernetesVersion: "1.31", optReleaseVersion: "1.32.0-20250101"}, wantErr: "is not a release of Kubernetes 1.31"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := newTestEKS(t, map[string][]reply{"ssm:GetParameter": {latest}})
+			m := &ManagedNodeGroup{eks: e, clusterVersion: "1.32", green: tc.green,
+				group: &ManagedGroup{Name: "ng1", Cluster: "c1", Version: "1.31", ReleaseVersion: "1.31.1-20250101", AMIType: "AL2023_x86_64_STANDARD"}}
+			err := m.resolveTarget(context.Background(), plan.CloudTarget{Options: tc.opts})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !isInput(err) {
+					t.Fatalf("err = %v, want an input error with %q", err, tc.wantErr)
+				}
+				if n := len(f.calls) - f.called("ssm:GetParameter"); n != 0 {
+					t.Errorf("%d calls besides SSM reads: %v", n, f.calls)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.target.Version != tc.want.Version || m.target.ReleaseVersion != tc.want.ReleaseVersion {
+				t.Errorf("target %+v, want %+v", m.target, tc.want)
+			}
+		})
+	}
+}
+
+// TestNewerRelease orders EKS AMI releases by version, then date.
+func TestNewerRelease(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"1.31.2-20250201", "1.31.2-20250101", true},
+		{"1.31.2-20250101", "1.31.2-20250201", false},
+		{"1.31.10-20250101", "1.31.9-20250201", true},
+		{"1.32.0-20250101", "1.31.9-20250201", true},
+		{"1.31.2-20250101", "1.31.2-20250101", false},
+		{"1.20.3-5d9ac849", "1.20.2-aaaaaaaa", true},
+		{"1.20.3-5d9ac849", "1.20.3-0aaaaaaa", false},
+	} {
+		t.Run(tc.a+" vs "+tc.b, func(t *testing.T) {
+			if got := newerRelease(tc.a, tc.b); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -18,5 +18,5 @@ func (m *ManagedNodeGroup) AbortAdvice(ctx context.Context, id, group string) (s
 	if err != nil || p.Finished() {
 		return "", err
 	}
-	return fmt.Sprintf("EKS is updating managed node group %q (update %s) and cannot stop an in-place update; follow it with \"kubectl nodeupgrade status -w %s\", and once it has ended abort puts the update settings back, or a run towards the previous version undoes it", m.group.Name, id, group), nil
+	return fmt.Sprintf("EKS is updating managed node group %q (update %s) and cannot stop an in-place update; follow it with \"kubectl nodeupgrade status -w %s\", and once it has ended abort puts the update settings back; EKS cannot roll a node group back to an earlier version, so a newer release or --strategy blue-green mends what the update broke", m.group.Name, id, group), nil
 }

@@ -185,7 +185,7 @@ func (b *ManagedBlueGreen) CreateGreen(ctx context.Context, name, version string
 	if err != nil {
 		return err
 	}
-	spec := GreenSpec{Name: name, Min: sizes.Min, Desired: sizes.Desired, Max: sizes.Max, Tags: map[string]string{TagBlue: b.base(), TagRole: RoleGreen}}
+	spec := GreenSpec{Name: name, Min: sizes.Min, Desired: sizes.Desired, Max: sizes.Max, Tags: b.marks()}
 	if k8s, release, ok := strings.Cut(version, "/"); ok {
 		spec.Version, spec.ReleaseVersion = k8s, release
 	} else {
@@ -200,6 +200,11 @@ func (b *ManagedBlueGreen) CreateGreen(ctx context.Context, name, version string
 	}
 	_, err = e.WaitActive(ctx, b.cluster(), name)
 	return err
+}
+
+// marks are the tags that mark green as blue's.
+func (b *ManagedBlueGreen) marks() map[string]string {
+	return map[string]string{TagBlue: b.base(), TagRole: RoleGreen}
 }
 
 // ownGreen refuses a node group that is not a green of blue's.
@@ -248,10 +253,14 @@ func openManagedBlueGreen(ctx context.Context, m *ManagedNodeGroup, nodes []core
 	if err := refuseGreenTarget(m, t); err != nil {
 		return nil, nil, err
 	}
+	m.green = true
 	if err := m.resolveTarget(ctx, t); err != nil {
 		return nil, nil, err
 	}
 	b := &ManagedBlueGreen{blue: m}
+	if err := checkGreenTags(m.group, b.marks()); err != nil {
+		return nil, nil, err
+	}
 	cg := m.cloudGroup(m.provider, nodes)
 	cg.Managed, cg.TargetText = nil, m.targetText()
 	cg.Green, cg.GreenLabel = b.GreenName(cg.TargetVersion), NodegroupLabel
