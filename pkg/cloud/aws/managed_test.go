@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -177,5 +178,80 @@ func TestNewerRelease(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestManagedNodeGroupCalls drives the cloud.ManagedUpdater side through
+// EKS's API: the settings read, set and followed, the update started
+// with the target as sent, its progress with EKS's errors.
+func TestManagedNodeGroupCalls(t *testing.T) {
+	failed := `{"errorCode":"PodEvictionFailure","errorMessage":"Reached max retries","resourceIds":["ip-1"]}`
+	applied := strings.Replace(ngJSON("ACTIVE").body, `"maxUnavailable":1,"updateStrategy":"DEFAULT"`, `"maxUnavailable":2,"updateStrategy":"DEFAULT"`, 1)
+	e, f := newTestEKS(t, map[string][]reply{
+		"eks:DescribeNodegroup":      {ngJSON("ACTIVE"), ngJSON("ACTIVE"), {200, applied}},
+		"eks:UpdateNodegroupConfig":  {updateJSON("c1", "ConfigUpdate", "InProgress", "")},
+		"eks:ListUpdates":            {{200, `{"updateIds":[]}`}},
+		"eks:UpdateNodegroupVersion": {updateJSON("u2", "VersionUpdate", "InProgress", "")},
+		"eks:DescribeUpdate": {updateJSON("c1", "ConfigUpdate", "Successful", ""), updateJSON("u2", "VersionUpdate", "InProgress", ""),
+			updateJSON("u2", "VersionUpdate", "Failed", failed)},
+	})
+	ctx := context.Background()
+	m := &ManagedNodeGroup{eks: e, group: &ManagedGroup{Name: "ng1", Cluster: "c1", Version: "1.30", ReleaseVersion: "1.30.0-20240101"},
+		target: ManagedTarget{Version: "1.30", ReleaseVersion: "1.30.1-20240201"}}
+	s, err := m.Settings(ctx)
+	if err != nil || s.String() != "strategy DEFAULT, maxUnavailable 1" {
+		t.Fatalf("settings %q, %v", s, err)
+	}
+	if err := m.Configure(ctx, plan.UpdateSettings{MaxUnavailable: "2", Strategy: "DEFAULT"}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := m.StartUpdate(ctx, true)
+	if err != nil || id != "u2" {
+		t.Fatalf("started %q, %v", id, err)
+	}
+	p, err := m.Progress(ctx, id)
+	if err != nil || p.State != cloud.UpdateFailed || len(p.Errors) != 1 || p.Errors[0].Code != "PodEvictionFailure" || p.Errors[0].Nodes[0] != "ip-1" {
+		t.Fatalf("progress %+v, %v", p, err)
+	}
+	if f.called("eks:UpdateNodegroupConfig") != 1 || f.called("eks:UpdateNodegroupVersion") != 1 {
+		t.Errorf("calls %v", f.calls)
+	}
+	if got := m.targetText(); got != "Kubernetes 1.30, release 1.30.1-20240201" {
+		t.Errorf("target %q", got)
+	}
+}
+
+// TestManagedPlanText: the group as EKS describes it, the target in EKS's
+// words, and EKS's phases, with the settings put back where they change.
+func TestManagedPlanText(t *testing.T) {
+	m := &ManagedNodeGroup{clusterVersion: "1.31", asg: &Group{Zones: []string{"a", "b"}},
+		group: &ManagedGroup{Name: "ng1", Cluster: "c1", Version: "1.30", ReleaseVersion: "1.30.0-1", Status: "DEGRADED", AMIType: "CUSTOM", CapacityType: "SPOT",
+			Health: []HealthIssue{{Code: "AsgInstanceLaunchFailures", Message: "no capacity", ResourceIDs: []string{"asg"}}},
+			Min:    1, Desired: 3, Max: 5, Update: UpdateSettings{MaxUnavailablePercentage: 20, Strategy: "DEFAULT"},
+			LaunchTemplate: &TemplateRef{ID: "lt-1", Version: "2"}},
+		target: ManagedTarget{LaunchTemplate: &TemplateRef{ID: "lt-1", Version: "3"}}}
+	mp, err := m.Plan(plan.Input{MaxUnavailable: "2"}, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprint(mp.Details)
+	for _, want := range []string{"DEGRADED; AsgInstanceLaunchFailures: no capacity [asg]", "min 1, desired 3, max 5", "lt-1 version 2", "maxUnavailable 20%"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("details %s lack %q", text, want)
+		}
+	}
+	if mp.Target != "launch template lt-1 version 3" || mp.ScaleUp != 4 {
+		t.Errorf("target %q, scale-up %d", mp.Target, mp.ScaleUp)
+	}
+	var phases []string
+	for _, s := range mp.Steps {
+		phases = append(phases, s.Phase)
+	}
+	if strings.Join(phases, " ") != "Configure Setup ScaleUp Upgrade ScaleDown RestoreSettings" {
+		t.Errorf("phases %v", phases)
+	}
+	m.image = "ami-0abc"
+	if got := m.targetText(); !strings.Contains(got, "image ami-0abc") {
+		t.Errorf("target %q", got)
 	}
 }
