@@ -540,9 +540,10 @@ func (o *PlanOptions) openCloudOf(ctx context.Context, in *plan.Input, c cloud.C
 		in.Provider, in.Cloud = cloud.NoneName, nil
 		return nil, []string{note}, nil
 	case o.Provider == "" && !o.Cloud.Given():
-		// Not a word of --provider none: it would delete the Node objects
-		// of machines a group may keep running.
-		return nil, nil, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs)", err, c.Name())
+		// --provider none only with --leave-machines-running: alone it would
+		// delete the Node objects of machines a group may keep running.
+		return nil, nil, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs; if no group keeps these machines, as with Karpenter's or standalone ones, --provider none --%s deletes only their Node objects)",
+			err, c.Name(), leaveMachinesRunningFlag)
 	}
 	return nil, nil, err
 }
