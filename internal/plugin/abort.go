@@ -253,7 +253,11 @@ func (o *AbortOptions) stopLiveRun(ctx context.Context, sess *session.Session, r
 	if err := requests.Send(ctx, state.RequestCancel); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Out, "asked the run on %q (%s) to stop at its next safe point; waiting for it to stop (a run gone on another machine: until its lock runs out, in %s)\n", group, holder, max(time.Until(held.Expires), 0).Round(time.Second))
+	elsewhere := ""
+	if held.Elsewhere() {
+		elsewhere = fmt.Sprintf(" (a run gone on another machine: until its lock runs out, in %s)", max(time.Until(held.Expires), 0).Round(time.Second))
+	}
+	fmt.Fprintf(o.Out, "asked the run on %q (%s) to stop at its next safe point; waiting for it to stop%s\n", group, holder, elsewhere)
 	for sess.Holder(ctx, group) != nil {
 		select {
 		case <-ctx.Done():

@@ -85,6 +85,23 @@ func TestAbortRefusals(t *testing.T) {
 	}
 }
 
+// TestAbortWaitOnALiveLocalRun: abort --wait on a run of this machine
+// waits for it to stop without a word of a run gone on another machine.
+func TestAbortWaitOnALiveLocalRun(t *testing.T) {
+	rec := recordFor("ng")
+	client := statusFixture(t, []*state.Record{rec}, "ng")
+	holdHere(t, client, "ng")
+	go func() {
+		// the run stops at its safe point: its lock goes
+		time.Sleep(300 * time.Millisecond)
+		_ = client.CoordinationV1().Leases(state.DefaultNamespace).Delete(context.Background(), state.ObjectName("ng"), metav1.DeleteOptions{})
+	}()
+	out, stderr, _ := runAbort(t, client, AbortOptions{Wait: true, Yes: true})
+	if !strings.Contains(out, "waiting for it to stop") || strings.Contains(out+stderr, "another machine") {
+		t.Errorf("stdout %q, stderr %q: want the wait told, and no word of another machine", out, stderr)
+	}
+}
+
 // holdHere makes this process the holder of group's lock.
 func holdHere(t *testing.T, client kubernetes.Interface, group string) {
 	t.Helper()

@@ -133,7 +133,7 @@ ELAPSED stops with the run. BATCH is shown in the phases that work on a
 batch. LAST ERROR is cut to one line; -o yaml or json has all of it. With -w,
 status prints a line at each change of the run until it stops, and exits
 as the run did: 0 finished, rolled back or aborted, 8 paused or soaking, 4
-failed or interrupted.`,
+failed or interrupted. Ctrl-C stops the watching, not the run, and exits 0.`,
 		Example: statusExample,
 		Args:    argsAtMost(1, "at most one NODEGROUP"),
 		RunE:    runE(o),
@@ -464,8 +464,19 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 }
 
 // watch follows one run: a line at each change of its record or lock, until
-// the run stops; the exit code says how it stopped.
+// the run stops; the exit code says how it stopped. Ctrl-C stops the
+// watching, not the run: it exits 0 and suggests nothing.
 func (o *StatusOptions) watch(ctx context.Context) error {
+	err := o.follow(ctx)
+	if ctx.Err() != nil {
+		fmt.Fprintf(o.ErrOut, "stopped watching %q; the run, if any, goes on\n", o.NodeGroup)
+		return nil
+	}
+	return err
+}
+
+// follow prints the run's lines until it stops or ctx ends.
+func (o *StatusOptions) follow(ctx context.Context) error {
 	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
 	// Watch before the first look, so no change falls between the two.
 	w := &runWatch{o: o, opts: metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", state.ObjectName(o.NodeGroup)).String()}}

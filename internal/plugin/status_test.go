@@ -326,6 +326,48 @@ func TestStatusWatchFollowsTheRunToItsEnd(t *testing.T) {
 	}
 }
 
+// TestStatusWatchCtrlCStopsWatching: Ctrl-C on status -w, with no run or
+// while one goes on, stops the watching: exit 0, and no word of abort.
+func TestStatusWatchCtrlCStopsWatching(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records []*state.Record
+		locked  []string
+	}{
+		{"no run", nil, nil},
+		{"a run going on", []*state.Record{recordFor("ng")}, []string{"ng"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := statusFixture(t, tc.records, tc.locked...)
+			out := &syncBuffer{}
+			o := &StatusOptions{IOStreams: genericiooptions.IOStreams{Out: out, ErrOut: out}, NodeGroup: "ng", Watch: true,
+				StateNamespace: state.DefaultNamespace, client: client, now: time.Now, recheck: time.Hour}
+			ctx, interrupt := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- o.Run(ctx) }()
+			if tc.records != nil {
+				out.waitFor(t, "ng: running")
+			} else {
+				time.Sleep(100 * time.Millisecond) // watching, with nothing to print
+			}
+			interrupt()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("status -w did not stop at Ctrl-C:\n%s", out.String())
+			}
+			errOut := &bytes.Buffer{}
+			if code := PrintError(errOut, err); code != ExitOK {
+				t.Errorf("exit %d (%s), want %d", code, errOut, ExitOK)
+			}
+			if all := out.String() + errOut.String(); strings.Contains(all, "abort") || strings.Contains(all, "interrupted") {
+				t.Errorf("Ctrl-C on a watch suggests abort or reads as an interrupted run:\n%s", all)
+			}
+		})
+	}
+}
+
 func TestStatusWatchEndsAtOnceOnAStoppedRun(t *testing.T) {
 	rec := recordFor("ng")
 	rec.Note = "paused by cancel in phase Drain; continue with resume, or undo with rollback"

@@ -50,9 +50,10 @@ func (s *Session) openCloudOf(ctx context.Context, r *Request, pl *Planned, in *
 		in.Provider, in.Cloud, pl.Provider = cloud.NoneName, nil, nil
 		return openedCloud{askedCloud: true, notes: []string{note}}, r.refuseNoTarget(*in)
 	case r.Provider == "" && !r.Cloud.Given():
-		// Not a word of --provider none: it would delete the Node objects
-		// of machines a group may keep running.
-		return openedCloud{}, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs)", err, c.Name())
+		// --provider none only with --leave-machines-running: alone it would
+		// delete the Node objects of machines a group may keep running.
+		return openedCloud{}, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs; if no group keeps these machines, as with Karpenter's or standalone ones, --provider none --%s deletes only their Node objects)",
+			err, c.Name(), LeaveMachinesRunningFlag)
 	}
 	return openedCloud{}, err
 }

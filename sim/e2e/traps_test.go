@@ -82,10 +82,11 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { assertLeftRunningRefused(t, g, tc.key, tc.group, tc.want, tc.args, tc.env) })
 	}
-	t.Run("detected provider without credentials does not suggest provider none", func(t *testing.T) {
+	t.Run("detected provider without credentials suggests provider none only with --leave-machines-running", func(t *testing.T) {
 		r := runCmd(t, withEnv(g.cmd(sim.Kubeconfig, run(name)...), noCredentials))
-		if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "no AWS credentials found") || strings.Contains(r.stderr, "--provider none") {
-			t.Errorf("want exit %d, no AWS credentials found, no word of --provider none: %s", nodeupgrade.ExitUsage, r)
+		if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "no AWS credentials found") ||
+			!strings.Contains(r.stderr, "--provider none --leave-machines-running") || strings.Count(r.stderr, "--provider none") != 1 {
+			t.Errorf("want exit %d, no AWS credentials found, and --provider none named with --leave-machines-running only: %s", nodeupgrade.ExitUsage, r)
 		}
 	})
 	t.Run("a GKE node pool's provider is gke, found from the nodes", func(t *testing.T) {
