@@ -4,8 +4,7 @@
 # puts their output into the README's ```text blocks that follow the
 # markers "<!-- sample: plan -->", "<!-- sample: run -->" and
 # "<!-- sample: status -->". The run is shortened to its first and last
-# lines, with "..." between. The e2e test TestReadmePlanSample fails when
-# the plan sample drifts from what plan prints on the demo.
+# lines, with "..." between.
 #
 #   hack/readme-samples.sh
 set -euo pipefail
