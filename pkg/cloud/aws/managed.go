@@ -292,7 +292,6 @@ func orNone(s string) string { return cmp.Or(s, "<none>") }
 // it, checked as EKS would check it.
 func openManaged(ctx context.Context, p *Provider, g *Group, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
 	cluster, name, ok := ManagedGroupOf(g)
-	name = g.Tags[TagNodegroupName].Value
 	if !ok {
 		msg := fmt.Sprintf("auto scaling group %q belongs to EKS managed node group %q but carries no %s tag, so its cluster is unknown; EKS upgrades the group itself: tag the group or use \"aws eks update-nodegroup-version\"", g.Name, name, TagClusterName)
 		return nil, nil, &Error{msg: msg, err: cloud.ErrManaged, input: true}

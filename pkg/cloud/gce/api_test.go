@@ -74,18 +74,6 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-// called reports whether key was called.
-func (a *api) called(key string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, c := range a.calls {
-		if c == key {
-			return true
-		}
-	}
-	return false
-}
-
 func (a *api) body(key string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
