@@ -405,11 +405,11 @@ func (c *Cluster) waitHealthy(ctx context.Context, url string, done <-chan error
 func waitServiceAccount(ctx context.Context, client kubernetes.Interface, ns, name string) error {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
 			return client.CoreV1().ServiceAccounts(ns).List(ctx, o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
 			return client.CoreV1().ServiceAccounts(ns).Watch(ctx, o)
 		},

@@ -135,11 +135,10 @@ func TestRolePermitsEveryProviderCall(t *testing.T) {
 			t.Fatalf("open %+v: the provider of a single MIG makes no green group", target)
 		}
 	}
-	planCalls := srv.Calls()
 	if err := bg.CheckQuota(ctx); err != nil {
 		t.Fatal(err)
 	}
-	planCalls = srv.Calls()
+	planCalls := srv.Calls()
 	runAll(t, ctx, srv, key, bg, objs)
 	all, read := rolePermissions(t)
 	for _, p := range calledPermissions(t, planCalls) {

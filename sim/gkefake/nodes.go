@@ -2,7 +2,6 @@ package gkefake
 
 import (
 	"context"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,11 +77,6 @@ func ready(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// nodeVersion is the pool version a node's kubelet reports.
-func nodeVersion(n *corev1.Node) string {
-	return strings.TrimPrefix(n.Status.NodeInfo.KubeletVersion, "v")
 }
 
 // patchNode changes a node, retrying on conflicts; a node that is gone is

@@ -183,7 +183,7 @@ func TestReplayManagedFieldsAreTheFieldManagers(t *testing.T) {
 				}
 				m := o.(metav1.Object)
 				for _, e := range m.GetManagedFields() {
-					byObject[key] = append(byObject[key], entry{e.Manager, string(e.Operation), e.APIVersion, e.Subresource, string(e.FieldsV1.Raw)})
+					byObject[key] = append(byObject[key], entry{e.Manager, string(e.Operation), e.APIVersion, e.Subresource, e.FieldsV1.GetRawString()})
 				}
 			}
 		}
