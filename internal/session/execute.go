@@ -86,6 +86,10 @@ func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
 	override := ""
 	if len(ignorable) > 0 {
 		override = ", or use --ignore-check " + strings.Join(ignorable, " --ignore-check ") + " or --force"
+		if len(ignorable) < len(left) {
+			// Neither lifts machines left running: say what does.
+			override += " (" + check.CheckMachineLeftRunning + " only yields to --" + LeaveMachinesRunningFlag + " or --delete-node=false)"
+		}
 	}
 	switch len(left) {
 	case 0:

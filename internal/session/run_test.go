@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -175,6 +176,34 @@ func TestRefusePendingCancel(t *testing.T) {
 			}
 			if after, err := requests.Pending(ctx); err != nil || after != tc.wantAfter {
 				t.Errorf("pending afterwards %q (%v), want %q", after, err, tc.wantAfter)
+			}
+		})
+	}
+}
+
+// TestRefuseBlockersSaysWhatLiftsEach: the closing advice never offers a
+// flag that cannot start the run: --ignore-check and --force lift the pod
+// checks, not machine-left-running.
+func TestRefuseBlockersSaysWhatLiftsEach(t *testing.T) {
+	machines := check.Finding{Check: check.CheckMachineLeftRunning, Severity: check.Blocker, Kind: "NodeGroup", Name: "ng", Message: "m", Fix: "f"}
+	pdb := check.Finding{Check: check.CheckPDBZeroDisruptions, Severity: check.Blocker, Kind: "PodDisruptionBudget", Namespace: "a", Name: "p", Message: "m", Fix: "f"}
+	for _, tc := range []struct {
+		name     string
+		findings []check.Finding
+		want     string
+		not      string
+	}{
+		{"a pod check alone", []check.Finding{pdb}, "or use --ignore-check pdb-zero-disruptions or --force", "leave-machines-running"},
+		{"machines left running alone", []check.Finding{machines}, "", "--force"},
+		{"both", []check.Finding{machines, pdb}, "or use --ignore-check pdb-zero-disruptions or --force (machine-left-running only yields to --leave-machines-running or --delete-node=false)", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := (&Request{}).RefuseBlockers(&plan.Plan{Findings: tc.findings}, "refusing to run")
+			if err == nil {
+				t.Fatal("not refused")
+			}
+			if !strings.Contains(err.Error(), tc.want) || tc.not != "" && strings.Contains(err.Error(), tc.not) {
+				t.Errorf("got %q, want %q and not %q", err, tc.want, tc.not)
 			}
 		})
 	}

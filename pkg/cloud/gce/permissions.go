@@ -30,6 +30,8 @@ var calls = []gcpclient.Call{
 	{Method: "instanceGroupManagers.resize, setInstanceTemplate, patch, deleteInstances, recreateInstances", Permission: "compute.instanceGroupManagers.update"},
 	{Method: "instanceGroupManagers.insert", Permission: "compute.instanceGroupManagers.create", For: plan.CapNewGroups},
 	{Method: "instanceGroupManagers.delete", Permission: "compute.instanceGroupManagers.delete", For: plan.CapNewGroups},
+	{Method: "backendServices.list", Permission: "compute.backendServices.list", For: plan.CapNewGroups},
+	{Method: "regionBackendServices.list", Permission: "compute.regionBackendServices.list", For: plan.CapNewGroups},
 	{Method: "instanceGroupManagers.insert (the template's use)", Permission: "compute.instanceGroupManagers.use"},
 	{Method: "instanceTemplates.insert", Permission: "compute.instanceTemplates.create"},
 	{Method: "instanceTemplates.insert (the source's use)", Permission: "compute.instanceTemplates.useReadOnly"},
