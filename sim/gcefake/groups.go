@@ -139,18 +139,8 @@ func (s *Server) insertGroupLocked(project, scope string, igm *compute.InstanceG
 	case igm.TargetSize < 0:
 		return nil, invalid("targetSize must be at least 0")
 	}
-	if err := validNames(igm); err != nil {
+	if err := validInsert(igm); err != nil {
 		return nil, err
-	}
-	switch igm.ListManagedInstancesResults {
-	case "", "PAGELESS", paginated: // the enum of compute-api.json
-	default:
-		return nil, invalid("Invalid value for field 'resource.listManagedInstancesResults': '%s'", igm.ListManagedInstancesResults)
-	}
-	if up := igm.UpdatePolicy; up != nil {
-		if err := validPolicy(igm.TargetSize, up); err != nil {
-			return nil, err
-		}
 	}
 	region := where
 	if kind == "zones" {
@@ -177,6 +167,35 @@ func (s *Server) insertGroupLocked(project, scope string, igm *compute.InstanceG
 	} else {
 		g.zones = []string{where}
 	}
+	g.defaultPolicy()
+	g.igm.BaseInstanceName = cmpOr(g.igm.BaseInstanceName, g.name)
+	g.igm.Id, g.igm.CreationTimestamp, g.igm.Kind = nextID(), now(), "compute#instanceGroupManager"
+	g.igm.SelfLink = s.link(fmt.Sprintf("projects/%s/%s/instanceGroupManagers/%s", project, scope, g.name))
+	s.groups[key] = g
+	s.notifyLocked()
+	return g, nil
+}
+
+// validInsert checks what compute-api.json states of an inserted group's
+// names, listManagedInstancesResults (its enum) and update policy.
+func validInsert(igm *compute.InstanceGroupManager) error {
+	if err := validNames(igm); err != nil {
+		return err
+	}
+	switch igm.ListManagedInstancesResults {
+	case "", "PAGELESS", paginated:
+	default:
+		return invalid("Invalid value for field 'resource.listManagedInstancesResults': '%s'", igm.ListManagedInstancesResults)
+	}
+	if up := igm.UpdatePolicy; up != nil {
+		return validPolicy(igm.TargetSize, up)
+	}
+	return nil
+}
+
+// defaultPolicy gives the group the API's update policy defaults: type
+// PROACTIVE, and instanceRedistributionType PROACTIVE for a regional group.
+func (g *group) defaultPolicy() {
 	up := g.igm.UpdatePolicy
 	if up == nil {
 		up = &compute.InstanceGroupManagerUpdatePolicy{}
@@ -188,12 +207,6 @@ func (s *Server) insertGroupLocked(project, scope string, igm *compute.InstanceG
 	if up.InstanceRedistributionType == "" && g.regional {
 		up.InstanceRedistributionType = Proactive
 	}
-	g.igm.BaseInstanceName = cmpOr(g.igm.BaseInstanceName, g.name)
-	g.igm.Id, g.igm.CreationTimestamp, g.igm.Kind = nextID(), now(), "compute#instanceGroupManager"
-	g.igm.SelfLink = s.link(fmt.Sprintf("projects/%s/%s/instanceGroupManagers/%s", project, scope, g.name))
-	s.groups[key] = g
-	s.notifyLocked()
-	return g, nil
 }
 
 // The name and baseInstanceName rules of compute-api.json
