@@ -110,11 +110,8 @@ func (o *AbortOptions) Complete(_ *cobra.Command, args []string) error {
 
 // Validate checks the flags before the cluster is touched.
 func (o *AbortOptions) Validate() error {
-	switch {
-	case o.NodeGroup == "" && o.Selector == "":
-		return usageErrorf("missing NODEGROUP: give the node group whose run to abort, or -l/--selector")
-	case o.NodeGroup != "" && o.Selector != "":
-		return usageErrorf("both NODEGROUP %q and --selector given: use one", o.NodeGroup)
+	if err := session.GroupOrSelector(o.NodeGroup, o.Selector, "the node group whose run to abort,"); err != nil {
+		return err
 	}
 	if o.Taint != "" {
 		if _, err := plan.ParseTaint(o.Taint); err != nil {

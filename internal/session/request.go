@@ -81,14 +81,23 @@ func FromRecord(rec *state.Record, bound *cloud.Bound, action string) (*Request,
 	return &Request{Request: req, Bound: bound}, nil
 }
 
+// GroupOrSelector refuses a command given neither NODEGROUP nor a
+// selector, or both; what says what NODEGROUP names.
+func GroupOrSelector(group, selector, what string) error {
+	switch {
+	case group == "" && selector == "":
+		return Usagef("missing NODEGROUP: give %s or -l/--selector", what)
+	case group != "" && selector != "":
+		return Usagef("both NODEGROUP %q and --selector given: use one", group)
+	}
+	return nil
+}
+
 // Validate checks the planning request before the cluster is touched, and
 // resolves its strategy, target labels and taint.
 func (r *Request) Validate() error {
-	switch {
-	case r.NodeGroup == "" && r.Selector == "":
-		return Usagef("missing NODEGROUP: give the node group name or -l/--selector")
-	case r.NodeGroup != "" && r.Selector != "":
-		return Usagef("both NODEGROUP %q and --selector given: use one", r.NodeGroup)
+	if err := GroupOrSelector(r.NodeGroup, r.Selector, "the node group name"); err != nil {
+		return err
 	}
 	labels, err := plan.ParseTargetLabels(r.TargetLabels)
 	if err != nil {

@@ -761,36 +761,45 @@ func (s *Server) reconcileGroupLocked(g *group) {
 	cur, _ := lt.resolve(g.LaunchTemplateVersion)
 	curS := strconv.FormatInt(cur, 10)
 	for ; n > g.Desired; n-- {
-		// Scale-in passes over protected instances; with only those
-		// left, the desired size stays lowered and none goes.
-		zone := ""
-		for _, z := range g.Zones {
-			if !slices.ContainsFunc(perZone[z], func(in *instance) bool { return !s.protectedLocked(in.ID) }) {
-				continue
-			}
-			if zone == "" || len(perZone[z]) > len(perZone[zone]) {
-				zone = z
-			}
-		}
+		zone, best := s.scaleInVictimLocked(g, perZone, curS)
 		if zone == "" {
 			break
 		}
-		cands := perZone[zone]
-		best := slices.IndexFunc(cands, func(in *instance) bool { return !s.protectedLocked(in.ID) })
-		for i, in := range cands {
-			if s.protectedLocked(in.ID) {
-				continue
-			}
-			old := in.LaunchTemplateID != g.LaunchTemplateID || in.LaunchTemplateVersion != curS
-			bestOld := cands[best].LaunchTemplateID != g.LaunchTemplateID || cands[best].LaunchTemplateVersion != curS
-			if (old && !bestOld) || (old == bestOld && in.LaunchTime.Before(cands[best].LaunchTime)) {
-				best = i
-			}
-		}
-		victim := cands[best]
-		perZone[zone] = slices.Delete(cands, best, best+1)
+		victim := perZone[zone][best]
+		perZone[zone] = slices.Delete(perZone[zone], best, best+1)
 		s.terminateLocked(victim)
 	}
+}
+
+// scaleInVictimLocked is the instance scale-in terminates: in the zone
+// with the most instances, the one on another launch template (version)
+// first, then the oldest. Scale-in passes over protected instances; with
+// only those left, zone is "" and none goes.
+func (s *Server) scaleInVictimLocked(g *group, perZone map[string][]*instance, curVersion string) (zone string, best int) {
+	unprotected := func(in *instance) bool { return !s.protectedLocked(in.ID) }
+	for _, z := range g.Zones {
+		if slices.ContainsFunc(perZone[z], unprotected) && (zone == "" || len(perZone[z]) > len(perZone[zone])) {
+			zone = z
+		}
+	}
+	if zone == "" {
+		return "", 0
+	}
+	cands := perZone[zone]
+	outdated := func(in *instance) bool {
+		return in.LaunchTemplateID != g.LaunchTemplateID || in.LaunchTemplateVersion != curVersion
+	}
+	best = slices.IndexFunc(cands, unprotected)
+	for i, in := range cands {
+		if !unprotected(in) {
+			continue
+		}
+		old, bestOld := outdated(in), outdated(cands[best])
+		if (old && !bestOld) || (old == bestOld && in.LaunchTime.Before(cands[best].LaunchTime)) {
+			best = i
+		}
+	}
+	return zone, best
 }
 
 // launchLocked creates a pending instance from the group's launch template
