@@ -47,14 +47,19 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 	if pl.NothingToDo() && !r.Rollback {
 		return nil
 	}
-	if err := r.RefuseBlockers(pl.Plan, "refusing to run"); err != nil && !r.Rollback {
+	rec, err := s.Store().Load(ctx, r.RecordName())
+	if err != nil {
+		return err
+	}
+	if followsServiceUpdate(pl, rec) {
+		// The audit sees the service's own drain under way (a PDB at 0
+		// disruptions, pods it deletes); the update was audited when it
+		// started, and this run only follows it.
+		fmt.Fprintf(s.ErrOut, "the %s's update %s is under way: following it to its end, not auditing it again\n", pl.Managed.Service, rec.Managed.UpdateID)
+	} else if err := r.RefuseBlockers(pl.Plan, "refusing to run"); err != nil && !r.Rollback {
 		return err
 	}
 	if !ui.Yes {
-		rec, err := s.Store().Load(ctx, r.RecordName())
-		if err != nil {
-			return err
-		}
 		ok, err := ui.Confirm(question(r, pl.Plan, rec))
 		if err != nil || !ok {
 			return Usagef("aborted: nothing was changed")
@@ -145,4 +150,15 @@ func rollbackQuestion(r *Request, p *plan.Plan, rec *state.Record) string {
 func rollsBackInPlace(rec *state.Record, req plan.Request) bool {
 	return rec != nil && rec.FinishedAt == nil && rec.Cloud != nil && rec.Cloud.FromVersion != "" &&
 		req.Cloud.Image == "" && req.Cloud.Version == rec.Cloud.FromVersion
+}
+
+// followsServiceUpdate reports whether running pl only follows the
+// service's update rec's run started (an EKS or GKE update killed while
+// the service drains), as startPhase resumes it.
+func followsServiceUpdate(pl *Planned, rec *state.Record) bool {
+	if rec == nil || rec.FinishedAt != nil || rec.Managed == nil || rec.Managed.UpdateID == "" || pl.Managed == nil || pl.Request.Rollback {
+		return false
+	}
+	start, resumesGroup := startPhase(pl, rec)
+	return start != "" && !resumesGroup
 }

@@ -208,3 +208,29 @@ func TestRefuseBlockersSaysWhatLiftsEach(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowsServiceUpdateOnlyForAnUpdateUnderWay: a re-run skips the
+// audit's refusal only where the record says the service's update goes
+// on; a new run, a finished one, one before the update started and a
+// rollback are audited.
+func TestFollowsServiceUpdateOnlyForAnUpdateUnderWay(t *testing.T) {
+	finished := time.Now()
+	managed := &plan.ManagedPlan{Service: "EKS managed node group"}
+	for _, tc := range []struct {
+		name string
+		pl   *Planned
+		rec  *state.Record
+	}{
+		{"no record", &Planned{Plan: &plan.Plan{Managed: managed}, Request: &Request{}}, nil},
+		{"a finished run", &Planned{Plan: &plan.Plan{Managed: managed}, Request: &Request{}}, &state.Record{FinishedAt: &finished, Managed: &state.ManagedRecord{UpdateID: "u1"}}},
+		{"no update started", &Planned{Plan: &plan.Plan{Managed: managed}, Request: &Request{}}, &state.Record{Managed: &state.ManagedRecord{}}},
+		{"not a service's update now", &Planned{Plan: &plan.Plan{}, Request: &Request{}}, &state.Record{Managed: &state.ManagedRecord{UpdateID: "u1"}}},
+		{"a rollback", &Planned{Plan: &plan.Plan{Managed: managed}, Request: &Request{Rollback: true}}, &state.Record{Managed: &state.ManagedRecord{UpdateID: "u1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if followsServiceUpdate(tc.pl, tc.rec) {
+				t.Error("follows without auditing; want the audit's refusal")
+			}
+		})
+	}
+}

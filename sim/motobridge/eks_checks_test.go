@@ -81,6 +81,7 @@ func configChecks(c map[string]eksCheck) {
 	} {
 		prefix := "UpdateNodegroupConfig " + configChanges[i].name
 		c[prefix+": answer"] = eksCheck{want: "ConfigUpdate InProgress", moto: "ConfigUpdate Successful", doc: docAsync}
+		c[prefix+": followed"] = eksCheck{want: "ok", moto: "DescribeUpdate 404", doc: docAsync}
 		c[prefix+": then"] = eksCheck{want: then}
 	}
 }
