@@ -45,7 +45,7 @@ func eksChecks() map[string]eksCheck {
 		"ListNodegroups with green":                    {want: "[blue green] ok"},
 		"ListNodegroups with green-lt":                 {want: "[blue blue-lt green-lt] ok"},
 		"ListNodegroups at the end":                    {want: "[blue blue-lt] ok"},
-		"UpdateNodegroupConfig desired 9 above max 4":  {want: "InvalidParameterException", moto: "ok", doc: docMaxSize},
+		"UpdateNodegroupConfig desired 9 above max 4":  {want: "InvalidParameterException", moto: "DescribeUpdate 404", doc: docMaxSize},
 		"CreateNodegroup green-1.30 in a 1.31 cluster": {want: "InvalidParameterException", moto: "ok", doc: docOnlyCluster},
 	}
 	for _, name := range []string{"blue", "green", "blue-lt", "green-lt"} {

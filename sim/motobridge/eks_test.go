@@ -296,11 +296,8 @@ func configure(t *testing.T, ctx context.Context, ep eksEndpoint, e *awsprov.EKS
 		g, err := e.UpdateConfig(ctx, eksCluster, "green", c.change)
 		prefix := "UpdateNodegroupConfig " + c.name
 		a.add(prefix+": answer", ep.rec.field("POST", path, "update.type")+" "+ep.rec.field("POST", path, "update.status"))
-		followed := outcome(err)
-		if err != nil && strings.Contains(err.Error(), "DescribeUpdate") && strings.Contains(err.Error(), "StatusCode: 404") {
-			// UpdateConfig follows the update with DescribeUpdate, which
-			// moto answers 404 for a config update it reported done.
-			followed = "DescribeUpdate 404"
+		followed := followedOutcome(err)
+		if followed == describeUpdate404 {
 			g, err = e.DescribeNodegroup(ctx, eksCluster, "green")
 		}
 		a.add(prefix+": followed", followed)
@@ -310,7 +307,20 @@ func configure(t *testing.T, ctx context.Context, ep eksEndpoint, e *awsprov.EKS
 		a.add(prefix+": then", fmt.Sprintf("%s, %s, %+v, labels %v, taints %v", g.Status, sizes(g), g.Update, g.Labels, g.Taints))
 	}
 	_, err := e.UpdateConfig(ctx, eksCluster, "green", awsprov.ConfigChange{Desired: aws.Int32(9)})
-	a.add("UpdateNodegroupConfig desired 9 above max 4", outcome(err))
+	a.add("UpdateNodegroupConfig desired 9 above max 4", followedOutcome(err))
+}
+
+// describeUpdate404 is moto's answer to DescribeUpdate of a config update,
+// which UpdateConfig follows: moto reports it done at once and knows no
+// such update.
+const describeUpdate404 = "DescribeUpdate 404"
+
+// followedOutcome is outcome, with moto's 404 to DescribeUpdate named.
+func followedOutcome(err error) string {
+	if err != nil && strings.Contains(err.Error(), "DescribeUpdate") && strings.Contains(err.Error(), "StatusCode: 404") {
+		return describeUpdate404
+	}
+	return outcome(err)
 }
 
 // belowCluster asks for a green at a version below the cluster's, which
