@@ -101,6 +101,32 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		opts.PodReadyDelay = time.Second
 	}
 	c := &Cluster{Dir: opts.Dir}
+	defer func() {
+		if err != nil {
+			c.stop()
+		}
+	}()
+	logs, err := c.openDir(opts.Logs)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.startAPIServer(ctx, logs); err != nil {
+		return nil, err
+	}
+	health, err := c.startComponents(opts, logs)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitComponents(ctx, health); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// openDir makes the cluster's directory (a temporary one where Options
+// names none) and the components' log, where Options gives no writer.
+func (c *Cluster) openDir(logs io.Writer) (io.Writer, error) {
+	var err error
 	if c.Dir == "" {
 		d, err := os.MkdirTemp("", "simcluster-")
 		if err != nil {
@@ -113,7 +139,6 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if c.Dir, err = filepath.Abs(c.Dir); err != nil {
 		return nil, err
 	}
-	logs := opts.Logs
 	if logs == nil {
 		f, err := os.OpenFile(filepath.Join(c.Dir, "components.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -124,35 +149,44 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	c.logs = &gatedWriter{w: logs}
 	logs = c.logs
 	redirectKlog(logs)
-	defer func() {
-		if err != nil {
-			c.stop()
-		}
-	}()
+	return logs, nil
+}
 
+// makeCerts makes the cluster's CA, the service account key and the API
+// server's serving certificate.
+func (c *Cluster) makeCerts() (err error) {
 	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki")); err != nil {
-		return nil, fmt.Errorf("generate certificates: %w", err)
+		return fmt.Errorf("generate certificates: %w", err)
 	}
 	if err := c.pki.serviceAccountKey(); err != nil {
-		return nil, fmt.Errorf("generate service account key: %w", err)
+		return fmt.Errorf("generate service account key: %w", err)
 	}
 	if _, _, err := c.pki.issue("apiserver", "kube-apiserver", nil, true); err != nil {
-		return nil, fmt.Errorf("generate serving certificate: %w", err)
+		return fmt.Errorf("generate serving certificate: %w", err)
+	}
+	return nil
+}
+
+// startAPIServer makes the certificates, starts etcd and kube-apiserver,
+// and waits until it is ready.
+func (c *Cluster) startAPIServer(ctx context.Context, logs io.Writer) (err error) {
+	if err := c.makeCerts(); err != nil {
+		return err
 	}
 
 	var etcdURL string
 	if c.etcd, etcdURL, err = startEtcd(c.Dir, logs); err != nil {
-		return nil, err
+		return err
 	}
 
 	l, port, err := loopbackListener()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.server = "https://127.0.0.1:" + strconv.Itoa(port)
 	if err := c.writeKubeconfigs(); err != nil {
 		l.Close()
-		return nil, err
+		return err
 	}
 
 	p := c.pki.path
@@ -175,18 +209,30 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	})
 	if err != nil {
 		l.Close()
-		return nil, err
+		return err
 	}
 	if c.RestConfig, err = c.restConfigFor(c.Kubeconfig); err != nil {
-		return nil, err
+		return err
 	}
 	if c.Client, err = kubernetes.NewForConfig(c.RestConfig); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.waitHealthy(ctx, c.server+"/readyz", c.apiDone, 60*time.Second); err != nil {
-		return nil, fmt.Errorf("kube-apiserver: %w", err)
+		return fmt.Errorf("kube-apiserver: %w", err)
 	}
+	return nil
+}
 
+// componentHealth is where the controller manager and the scheduler
+// answer health checks, and how each tells it stopped.
+type componentHealth struct {
+	kcmPort, schedPort int
+	kcmDone, schedDone <-chan error
+}
+
+// startComponents starts the controller manager, the scheduler and kwok.
+func (c *Cluster) startComponents(opts Options, logs io.Writer) (h componentHealth, err error) {
+	p := c.pki.path
 	compCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	controllers := "*"
@@ -212,7 +258,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	kcmDone, kcmPort, err := runControllerManager(compCtx, kcmArgs)
 	if err != nil {
-		return nil, err
+		return h, err
 	}
 	c.done = append(c.done, kcmDone)
 	schedDone, schedPort, err := runScheduler(compCtx, []string{
@@ -224,29 +270,34 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--profiling=false",
 	})
 	if err != nil {
-		return nil, err
+		return h, err
 	}
 	c.done = append(c.done, schedDone)
 	kwokDone, err := runKwok(compCtx, c.Kubeconfig, opts.PodReadyDelay, logs)
 	if err != nil {
-		return nil, err
+		return h, err
 	}
 	c.done = append(c.done, kwokDone)
+	return componentHealth{kcmPort, schedPort, kcmDone, schedDone}, nil
+}
 
-	if err := c.waitHealthy(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), kcmDone, 60*time.Second); err != nil {
-		return nil, fmt.Errorf("kube-controller-manager: %w", err)
+// waitComponents waits until the controller manager and the scheduler are
+// healthy and the controllers work.
+func (c *Cluster) waitComponents(ctx context.Context, h componentHealth) error {
+	if err := c.waitHealthy(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", h.kcmPort), h.kcmDone, 60*time.Second); err != nil {
+		return fmt.Errorf("kube-controller-manager: %w", err)
 	}
-	if err := c.waitHealthy(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), schedDone, 60*time.Second); err != nil {
-		return nil, fmt.Errorf("kube-scheduler: %w", err)
+	if err := c.waitHealthy(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", h.schedPort), h.schedDone, 60*time.Second); err != nil {
+		return fmt.Errorf("kube-scheduler: %w", err)
 	}
 	// the default service account is created by the controller manager, so
 	// seeing it also proves the controllers are working
 	waitCtx, waitCancel := context.WithTimeout(ctx, 60*time.Second)
 	defer waitCancel()
 	if err := waitServiceAccount(waitCtx, c.Client, metav1.NamespaceDefault, "default"); err != nil {
-		return nil, fmt.Errorf("wait for the default service account: %w", err)
+		return fmt.Errorf("wait for the default service account: %w", err)
 	}
-	return c, nil
+	return nil
 }
 
 // Stop stops every component and frees the ports. It is idempotent.
