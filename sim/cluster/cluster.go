@@ -515,55 +515,55 @@ func redirectKlog(w io.Writer) {
 	klog.SetOutput(w)
 }
 
+// kwokClients are the clients kwok's controllers work with, from the
+// kubeconfig, in a controllers.Config of their own.
+func kwokClients(kubeconfig string) (controllers.Config, error) {
+	var cfg controllers.Config
+	cs, err := kwokclient.NewClientset("", kubeconfig)
+	if err != nil {
+		return cfg, err
+	}
+	rc, err := cs.ToRESTConfig()
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.DynamicClient, err = cs.ToDynamicClient(); err != nil {
+		return cfg, err
+	}
+	if cfg.RESTMapper, err = cs.ToRESTMapper(); err != nil {
+		return cfg, err
+	}
+	if cfg.RESTClient, err = rest.RESTClientFor(rc); err != nil {
+		return cfg, err
+	}
+	if cfg.TypedClient, err = kubernetes.NewForConfig(rc); err != nil {
+		return cfg, err
+	}
+	cfg.ImpersonatingDynamicClient, cfg.ImpersonatingTypedClient = cs.ToImpersonatingDynamicClient(), cs.ToImpersonatingTypedClient()
+	return cfg, nil
+}
+
 func runKwok(ctx context.Context, kubeconfig string, podReadyDelay time.Duration, logs io.Writer) (<-chan error, error) {
 	st, err := stages(podReadyDelay)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kwokclient.NewClientset("", kubeconfig)
+	cfg, err := kwokClients(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := cs.ToRESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := cs.ToDynamicClient()
-	if err != nil {
-		return nil, err
-	}
-	mapper, err := cs.ToRESTMapper()
-	if err != nil {
-		return nil, err
-	}
-	restClient, err := rest.RESTClientFor(rc)
-	if err != nil {
-		return nil, err
-	}
-	typed, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
-	ctr, err := controllers.NewController(controllers.Config{
-		Clock:                             clock.RealClock{},
-		DynamicClient:                     dyn,
-		RESTClient:                        restClient,
-		RESTMapper:                        mapper,
-		ImpersonatingDynamicClient:        cs.ToImpersonatingDynamicClient(),
-		ImpersonatingTypedClient:          cs.ToImpersonatingTypedClient(),
-		TypedClient:                       typed,
-		ManageNodesWithAnnotationSelector: "kwok.x-k8s.io/node=fake",
-		CIDR:                              "10.244.0.0/16",
-		NodeIP:                            "10.0.0.1",
-		LocalStages:                       st,
-		PodPlayStageParallelism:           8,
-		NodePlayStageParallelism:          4,
-		NodeLeaseDurationSeconds:          40,
-		NodeLeaseParallelism:              4,
-		PodsOnNodeSyncParallelism:         2,
-		EnablePodsOnNodeSyncListPager:     true,
-		ID:                                "sim-kwok",
-	})
+	cfg.Clock, cfg.LocalStages = clock.RealClock{}, st
+	cfg.ManageNodesWithAnnotationSelector = "kwok.x-k8s.io/node=fake"
+	cfg.CIDR = "10.244.0.0/16"
+	cfg.NodeIP = "10.0.0.1"
+	cfg.PodPlayStageParallelism = 8
+	cfg.NodePlayStageParallelism = 4
+	cfg.NodeLeaseDurationSeconds = 40
+	cfg.NodeLeaseParallelism = 4
+	cfg.PodsOnNodeSyncParallelism = 2
+	cfg.EnablePodsOnNodeSyncListPager = true
+	cfg.ID = "sim-kwok"
+	ctr, err := controllers.NewController(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kwok: %w", err)
 	}
