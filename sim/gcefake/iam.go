@@ -3,9 +3,10 @@ package gcefake
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpiam"
 )
 
 // Grant limits the caller's permissions on the project to those given, as
@@ -16,12 +17,6 @@ func (s *Server) Grant(permissions []string) {
 	defer s.mu.Unlock()
 	s.granted = slices.Clone(permissions)
 }
-
-// permissionPattern is a permission's form, service.resource.verb
-// (https://cloud.google.com/iam/docs/permissions-reference); wildcards
-// "are not allowed" (TestIamPermissionsRequest.permissions,
-// cloudresourcemanager v1).
-var permissionPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*\.[a-zA-Z0-9]+\.[a-zA-Z0-9]+$`)
 
 // testIamPermissions answers Resource Manager's projects.testIamPermissions
 // (v1: POST v1/projects/{resource}:testIamPermissions; the answer is "a
@@ -40,18 +35,13 @@ func (s *Server) testIamPermissions(w http.ResponseWriter, r *http.Request) bool
 		writeError(w, invalid("invalid JSON payload: %v", err))
 		return true
 	}
-	out := []string{}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Method: "cloudresourcemanager.projects.testIamPermissions"})
-	for _, p := range req.Permissions {
-		if !permissionPattern.MatchString(p) {
-			writeError(w, invalid("Permission %s is not valid.", p))
-			return true
-		}
-		if s.granted == nil || slices.Contains(s.granted, p) {
-			out = append(out, p)
-		}
+	out, err := gcpiam.Allowed(req.Permissions, func(p string) bool { return s.granted == nil || slices.Contains(s.granted, p) })
+	if err != nil {
+		writeError(w, invalid("%s", err))
+		return true
 	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	_ = json.NewEncoder(w).Encode(map[string]any{"permissions": out})

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpiam"
 )
 
 // permissionOf is the IAM permission GKE checks for each method the fake
@@ -60,12 +61,6 @@ func (s *Server) authorize(method string, q *request) error {
 	return &apiError{http.StatusForbidden, "PERMISSION_DENIED", fmt.Sprintf("Required %q permission(s) for %q.", p, resource)}
 }
 
-// permissionPattern is a permission's form, service.resource.verb
-// (https://cloud.google.com/iam/docs/permissions-reference); wildcards
-// "are not allowed" (TestIamPermissionsRequest.permissions,
-// cloudresourcemanager v1).
-var permissionPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*\.[a-zA-Z0-9]+\.[a-zA-Z0-9]+$`)
-
 // testIamPermissions answers Resource Manager's projects.testIamPermissions
 // (v1: POST v1/projects/{resource}:testIamPermissions, "Returns permissions
 // that a caller has on the specified Project"; the answer is "a subset of
@@ -83,18 +78,13 @@ func (s *Server) testIamPermissions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalidArg("invalid JSON payload: %v", err))
 		return
 	}
-	out := []string{}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Method: "cloudresourcemanager.projects.testIamPermissions"})
-	for _, p := range req.Permissions {
-		if !permissionPattern.MatchString(p) {
-			writeError(w, invalidArg("Permission %s is not valid.", p))
-			return
-		}
-		if s.grantedLocked(p) {
-			out = append(out, p)
-		}
+	out, err := gcpiam.Allowed(req.Permissions, func(p string) bool { return s.grantedLocked(p) })
+	if err != nil {
+		writeError(w, invalidArg("%s", err))
+		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	_ = json.NewEncoder(w).Encode(map[string]any{"permissions": out})
