@@ -43,7 +43,7 @@ func ec2Err(code, format string, args ...any) *apiError {
 // are told apart by the Version parameter every request carries.
 // Signatures are not checked: any SigV4 credentials are accepted.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.injectFault(w, r) {
+	if s.injectFault(w, r) || s.refuseDenied(w, r) {
 		return
 	}
 	// EKS (REST-JSON) and SSM (JSON 1.1) are told apart by path and
@@ -72,6 +72,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case elbVersion:
 		res, err := s.elb(action, f)
 		queryReply(w, elbNS, action, rid, res, err)
+	case stsVersion:
+		res, err := s.sts(action, f)
+		queryReply(w, stsNS, action, rid, res, err)
+	case iamVersion:
+		res, err := s.iamCall(action, f)
+		queryReply(w, iamNS, action, rid, res, err)
 	case ec2Version:
 		res, err := s.ec2(action, f)
 		if err != nil {
