@@ -47,9 +47,10 @@ type request struct {
 }
 
 // ServeHTTP routes a call by its path, as the discovery document of
-// compute/v1 lays the paths out.
+// compute/v1 lays the paths out, after the front end's injected faults
+// (Options.Faults) and before the handler, the caller's permission.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.testIamPermissions(w, r) {
+	if s.dice.Inject(w, r) || s.testIamPermissions(w, r) {
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, apiPrefix+"projects/")
@@ -67,6 +68,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Method: method})
 	s.mu.Unlock()
+	if err := s.authorize(method, req); err != nil {
+		writeError(w, err)
+		return
+	}
 	out, err := handle(req)
 	if err != nil {
 		writeError(w, err)
