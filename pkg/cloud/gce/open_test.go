@@ -169,14 +169,36 @@ func checkGroup(t *testing.T, cg *plan.CloudGroup, want plan.CloudGroup) {
 // TestOpenRefuses: what cannot be one node group, or names what is not
 // there, is refused as bad input (exit 2) naming the object and the flag.
 func TestOpenRefuses(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		scene   func() *scene
-		target  plan.CloudTarget
-		wantErr string
-		input   bool
-		is      error
-	}{
+	for _, tc := range openRefusals() {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, _, err := tc.scene().open(t, tc.target)
+			var e *Error
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &e) || e.Input() != tc.input {
+				t.Fatalf("got %v, want %q (input %v)", err, tc.wantErr, tc.input)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("%v is not %v", err, tc.is)
+			}
+		})
+	}
+}
+
+// openRefusal is a scene Open refuses, with the error's words, whether it
+// is bad input, and the error behind it.
+type openRefusal struct {
+	name    string
+	scene   func() *scene
+	target  plan.CloudTarget
+	wantErr string
+	input   bool
+	is      error
+}
+
+func openRefusals() []openRefusal { return append(groupRefusals(), targetRefusals()...) }
+
+// groupRefusals are of the groups found.
+func groupRefusals() []openRefusal {
+	return []openRefusal{
 		{name: "a GKE node pool", scene: func() *scene {
 			s := kops()
 			s.nodes[0].Labels = map[string]string{gkeNodePoolLabel: "pool-1"}
@@ -214,6 +236,12 @@ func TestOpenRefuses(t *testing.T) {
 		{name: "--mig not found", scene: kops, target: plan.CloudTarget{Group: "ng-x"}, wantErr: `"ng-x" not found in region "us-central1" or zones us-central1-a, us-central1-b`, input: true, is: cloud.ErrGroupNotFound},
 		{name: "--mig URL not found", scene: kops, target: plan.CloudTarget{Group: "projects/p/zones/us-central1-a/instanceGroupManagers/ng-x"}, wantErr: "not found; check --mig", input: true, is: cloud.ErrGroupNotFound},
 		{name: "--mig of another project", scene: kops, target: plan.CloudTarget{Group: "projects/q/zones/us-central1-a/instanceGroupManagers/ng-a"}, wantErr: `is in project "q"`, input: true},
+	}
+}
+
+// targetRefusals are of the templates and images.
+func targetRefusals() []openRefusal {
+	return []openRefusal{
 		{name: "--image not found", scene: regional, target: plan.CloudTarget{Image: "img-9"}, wantErr: `image "img-9" not found in project "p"; check --image`, input: true},
 		{name: "--instance-template not found", scene: regional, target: plan.CloudTarget{Version: "t-9"}, wantErr: `instance template "t-9" not found in project "p"; check --instance-template`, input: true},
 		{name: "a regional template", scene: func() *scene {
@@ -236,16 +264,5 @@ func TestOpenRefuses(t *testing.T) {
 			s.routes["GET projects/p/regions/us-central1/autoscalers"] = &apiErr{http.StatusForbidden, "forbidden"}
 			return s
 		}, wantErr: `cannot list the autoscalers of regions/us-central1: 403`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, _, _, err := tc.scene().open(t, tc.target)
-			var e *Error
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &e) || e.Input() != tc.input {
-				t.Fatalf("got %v, want %q (input %v)", err, tc.wantErr, tc.input)
-			}
-			if tc.is != nil && !errors.Is(err, tc.is) {
-				t.Errorf("%v is not %v", err, tc.is)
-			}
-		})
 	}
 }
