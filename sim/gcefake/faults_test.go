@@ -100,3 +100,60 @@ func TestSlowOperationsRunBeforeDone(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestIDsAreDoneOnce: a call sent again with its requestId gets
+// the first answer and does nothing more; a requestId that is no UUID is
+// refused.
+func TestRequestIDsAreDoneOnce(t *testing.T) {
+	srv, svc := startWith(t, Options{})
+	key := GroupKey(project, zones[0], "", "ng")
+	const id = "6f1c2a7e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"
+	first, err := svc.InstanceGroupManagers.Resize(project, zones[0], "ng", 5).RequestId(id).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := svc.InstanceGroupManagers.Resize(project, zones[0], "ng", 7).RequestId(id).Do()
+	if err != nil || again.Name != first.Name {
+		t.Errorf("the call again: %+v %v, want operation %s", again, err, first.Name)
+	}
+	if g, _ := srv.Group(key); g.TargetSize != 5 {
+		t.Errorf("target size %d, want 5: the call was done twice", g.TargetSize)
+	}
+	for _, bad := range []string{"x", "00000000-0000-0000-0000-000000000000"} {
+		_, err := svc.InstanceGroupManagers.Resize(project, zones[0], "ng", 3).RequestId(bad).Do()
+		if code(err) != http.StatusBadRequest {
+			t.Errorf("requestId %q: %v, want 400", bad, err)
+		}
+	}
+}
+
+// TestLateFaultsAreDone: a late fault answers 504 DEADLINE_EXCEEDED for a
+// call it did; the call sent again with its requestId is not done twice.
+func TestLateFaultsAreDone(t *testing.T) {
+	srv, svc := startWith(t, Options{LateFaults: 1})
+	key := GroupKey(project, zones[0], "", "ng")
+	const id = "6f1c2a7e-3b4d-4e5f-8a9b-0c1d2e3f4a5c"
+	for range 2 {
+		_, err := svc.InstanceGroupManagers.DeleteInstances(project, zones[0], "ng", &compute.InstanceGroupManagersDeleteInstancesRequest{
+			Instances: []string{instanceURL(mustGroup(t, srv, key).Instances[0])},
+		}).RequestId(id).Do()
+		if code(err) != http.StatusGatewayTimeout {
+			t.Fatalf("deleteInstances: %v, want a late 504", err)
+		}
+	}
+	if g := mustGroup(t, srv, key); g.TargetSize != 1 {
+		t.Errorf("target size %d, want 1: deleted once", g.TargetSize)
+	}
+	if _, err := svc.InstanceGroupManagers.Get(project, zones[0], "ng").Do(); err != nil || srv.Faults() != 2 {
+		t.Errorf("a read: %v, faults %d; want it answered, and the 2 late faults counted", err, srv.Faults())
+	}
+}
+
+func mustGroup(t *testing.T, srv *Server, key string) Group {
+	t.Helper()
+	g, ok := srv.Group(key)
+	if !ok {
+		t.Fatalf("no group %s", key)
+	}
+	return g
+}

@@ -61,6 +61,11 @@ type Options struct {
 	// The test hooks (Server's methods) never fail.
 	Faults    float64
 	FaultSeed uint64
+	// LateFaults is the share of calls that change something (those
+	// with a requestId) that are done and then answered 504
+	// DEADLINE_EXCEEDED (gcpfault.Late), as if the answer were lost: a
+	// retry with the call's requestId gets the first answer (see once).
+	LateFaults float64
 	// SlowOperations leaves each global operation RUNNING until it has
 	// been polled once, as a Compute operation that takes a while is
 	// (globalOperations.wait "returns when the operation is DONE or when
@@ -147,6 +152,9 @@ type Server struct {
 	// granted are the caller's permissions, nil for all (see Grant).
 	granted []string
 	dice    *gcpfault.Dice
+	late    *gcpfault.Dice
+	// done are the answers of the calls done, by project and requestId.
+	done map[string]any
 }
 
 // Call is one request the server answered: its method and the API's
@@ -192,6 +200,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		autoscalers: map[string]*compute.Autoscaler{}, ops: map[string]*compute.Operation{},
 		backendServices: map[string]*compute.BackendService{}, failCreate: map[string]string{},
 		dice: &gcpfault.Dice{Rate: opts.Faults, Seed: opts.FaultSeed},
+		late: &gcpfault.Dice{Rate: opts.LateFaults, Seed: opts.FaultSeed + 1, From: gcpfault.Late}, done: map[string]any{},
 	}
 	s.Endpoint = s.URL + apiPrefix
 	s.ctx, s.cancel = context.WithCancel(ctx)
@@ -209,8 +218,9 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
-// Faults is how many requests were refused with an injected fault.
-func (s *Server) Faults() int64 { return s.dice.Count() }
+// Faults is how many requests were refused with an injected fault, or
+// done and answered with one (LateFaults).
+func (s *Server) Faults() int64 { return s.dice.Count() + s.late.Count() }
 
 // Project is the default project.
 func (s *Server) Project() string { return s.opts.Project }

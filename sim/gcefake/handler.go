@@ -80,10 +80,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out, err := handle(req)
+	out, err := s.once(req, handle)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if req.r.URL.Query().Get("requestId") != "" && s.late.Inject(w, r) {
+		return // done, the answer lost (Options.LateFaults)
 	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	_ = json.NewEncoder(w).Encode(out)

@@ -46,6 +46,12 @@ var Faults = []Fault{
 	{Code: http.StatusGatewayTimeout, Status: "DEADLINE_EXCEEDED", Reason: "backendError", Domain: "global", Message: "Deadline exceeded."},
 }
 
+// Late are the faults a service may answer after it has acted:
+// DEADLINE_EXCEEDED "may be returned even if the operation has completed
+// successfully" (google.rpc.Code). A fake that answers one of these after
+// doing the call shows whether the caller's retry does it twice.
+var Late = []Fault{Faults[len(Faults)-1]}
+
 // Write answers w with f in Google's JSON error shape:
 // {"error":{"code","message","errors":[{"message","domain","reason"}],"status"}}
 // (Compute Engine API, "Errors":
@@ -70,19 +76,22 @@ func Write(w http.ResponseWriter, f Fault) {
 
 // Dice refuses a share of requests with a fault: Rate is the share (0 for
 // none, 1 for every request), Seed makes the sequence of refusals the same
-// on every run. The zero Dice refuses nothing; a Dice is safe for
-// concurrent use and must not be copied after its first Inject.
+// on every run, From are the faults picked from (default Faults). The
+// zero Dice refuses nothing; a Dice is safe for concurrent use and must
+// not be copied after its first Inject.
 type Dice struct {
 	Rate float64
 	Seed uint64
+	From []Fault
 
 	mu    sync.Mutex
 	rnd   *rand.Rand
 	count atomic.Int64
 }
 
-// Inject answers w with one of Faults at the Dice's rate and reports
-// whether it did; the caller then leaves r undone.
+// Inject answers w with one of the Dice's faults at its rate and reports
+// whether it did; the caller then leaves r undone (or, with Late, does
+// not answer it again).
 func (d *Dice) Inject(w http.ResponseWriter, _ *http.Request) bool {
 	if d == nil || d.Rate <= 0 {
 		return false
@@ -91,13 +100,17 @@ func (d *Dice) Inject(w http.ResponseWriter, _ *http.Request) bool {
 	if d.rnd == nil {
 		d.rnd = rand.New(rand.NewPCG(d.Seed, 38))
 	}
-	hit, pick := d.rnd.Float64() < d.Rate, d.rnd.IntN(len(Faults))
+	from := d.From
+	if len(from) == 0 {
+		from = Faults
+	}
+	hit, pick := d.rnd.Float64() < d.Rate, d.rnd.IntN(len(from))
 	d.mu.Unlock()
 	if !hit {
 		return false
 	}
 	d.count.Add(1)
-	Write(w, Faults[pick])
+	Write(w, from[pick])
 	return true
 }
 

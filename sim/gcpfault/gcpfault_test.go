@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"google.golang.org/api/googleapi"
@@ -94,5 +95,18 @@ func TestDicePicksEveryFault(t *testing.T) {
 	}
 	if len(seen) != len(Faults) {
 		t.Errorf("sent %d kinds of fault, want all %d: %v", len(seen), len(Faults), seen)
+	}
+}
+
+// TestDiceFrom: a Dice of Late answers only DEADLINE_EXCEEDED, the fault
+// that may come after the call was done.
+func TestDiceFrom(t *testing.T) {
+	d := &Dice{Rate: 1, From: Late}
+	for range 20 {
+		rec := httptest.NewRecorder()
+		d.Inject(rec, nil)
+		if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), "DEADLINE_EXCEEDED") {
+			t.Fatalf("answered %d %s, want 504 DEADLINE_EXCEEDED", rec.Code, rec.Body)
+		}
 	}
 }
