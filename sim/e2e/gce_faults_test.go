@@ -13,8 +13,9 @@ import (
 // TestFaultsGCE: the Compute endpoint refuses faultRate of the plugin's
 // calls with the faults Google's APIs answer under load (Compute's 403
 // rateLimitExceeded and userRateLimitExceeded, 429, 500, 502, 503, 504:
-// sim/gcpfault), and the template copy's operation runs before it is
-// done; a surge run, and a blue/green run that creates and deletes
+// sim/gcpfault), does faultRate of the calls that change something and
+// answers them 504 as if the answer were lost, and the template copy's
+// operation runs before it is done; a surge run, and a blue/green run that creates and deletes
 // groups, of a regional group to a new image finish with no PDB violated,
 // every node replaced and nothing left behind.
 func TestFaultsGCE(t *testing.T) {
@@ -29,7 +30,7 @@ func TestFaultsGCE(t *testing.T) {
 		t.Run(tc.strategy, func(t *testing.T) {
 			t.Parallel()
 			name := "faults-gce-" + tc.strategy
-			g := startFaultyGCE(t, name, gcefake.Options{Faults: faultRate, FaultSeed: uint64(5 + i), SlowOperations: true})
+			g := startFaultyGCE(t, name, gcefake.Options{Faults: faultRate, LateFaults: faultRate, FaultSeed: uint64(5 + i), SlowOperations: true})
 			g.addMIG(t, gcefake.GroupSpec{Project: gceProject, Name: name, Region: "us-central1", Zones: gceZones, Template: name + "-v1", Size: 6})
 			g.ready(t, gceApps())
 			watcher, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
