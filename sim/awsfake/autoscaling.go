@@ -245,54 +245,64 @@ func (f form) tagsArg() []tagArg {
 // LaunchTemplate are supported; mixed instances policies, launch
 // configurations and instance ids are refused.
 func (s *Server) createGroupArgs(f form) error {
-	name := f.get("AutoScalingGroupName")
 	if !f.hasPrefix("LaunchTemplate.") {
 		if f.hasPrefix("MixedInstancesPolicy.") || f.has("LaunchConfigurationName") || f.has("InstanceId") {
 			return validation("awsfake supports only groups created with a LaunchTemplate")
 		}
 		return validation("Valid requests must contain either LaunchTemplate, LaunchConfigurationName, InstanceId or MixedInstancesPolicy parameter.")
 	}
-	minV, hasMin, err := f.int32("MinSize")
+	spec, err := createSpecArgs(f)
 	if err != nil {
 		return err
-	}
-	maxV, hasMax, err := f.int32("MaxSize")
-	if err != nil {
-		return err
-	}
-	if !hasMin || !hasMax {
-		return validation("1 validation error detected: Value null at 'minSize' or 'maxSize' failed to satisfy constraint: Member must not be null")
-	}
-	des, hasDes, err := f.int32("DesiredCapacity")
-	if err != nil {
-		return err
-	}
-	if !hasDes {
-		des = minV // AWS's default
-	}
-	grace, _, err := f.int32("HealthCheckGracePeriod")
-	if err != nil {
-		return err
-	}
-	cooldown, hasCooldown, err := f.int32("DefaultCooldown")
-	if err != nil {
-		return err
-	}
-	if !hasCooldown {
-		cooldown = 300
 	}
 	lt, version, err := s.ltArg(f)
 	if err != nil {
 		return err
 	}
+	spec.LaunchTemplateID, spec.LaunchTemplateVersion = lt.ID, version
+	// Load balancers are attached at creation as
+	// AttachLoadBalancerTargetGroups and AttachLoadBalancers would attach
+	// them; a missing one fails the call before the group exists.
+	arns, names := f.list("TargetGroupARNs.member"), f.list("LoadBalancerNames.member")
+	if err := s.attachableLocked(arns, names); err != nil {
+		return err
+	}
+	if err := s.createLocked(spec); err != nil {
+		return err
+	}
+	if len(arns)+len(names) == 0 {
+		return nil
+	}
+	return s.attachLocked(spec.Name, arns, names)
+}
+
+// createSpecArgs reads CreateAutoScalingGroup's group, its launch
+// template aside: sizes (desired defaults to min), cooldown (300 by
+// default), zones, subnets and tags.
+func createSpecArgs(f form) (GroupSpec, error) {
+	var sizes [5]int32
+	var has [5]bool
+	for i, k := range []string{"MinSize", "MaxSize", "DesiredCapacity", "HealthCheckGracePeriod", "DefaultCooldown"} {
+		var err error
+		if sizes[i], has[i], err = f.int32(k); err != nil {
+			return GroupSpec{}, err
+		}
+	}
+	if !has[0] || !has[1] {
+		return GroupSpec{}, validation("1 validation error detected: Value null at 'minSize' or 'maxSize' failed to satisfy constraint: Member must not be null")
+	}
+	if !has[2] {
+		sizes[2] = sizes[0] // AWS's default
+	}
+	if !has[4] {
+		sizes[4] = 300
+	}
 	spec := GroupSpec{
-		Name: name, Min: minV, Max: maxV, Desired: des,
+		Name: f.get("AutoScalingGroupName"), Min: sizes[0], Max: sizes[1], Desired: sizes[2],
 		Zones:                            f.list("AvailabilityZones.member"),
-		LaunchTemplateID:                 lt.ID,
-		LaunchTemplateVersion:            version,
 		HealthCheckType:                  f.get("HealthCheckType"),
-		HealthCheckGracePeriod:           grace,
-		DefaultCooldown:                  cooldown,
+		HealthCheckGracePeriod:           sizes[3],
+		DefaultCooldown:                  sizes[4],
 		TerminationPolicies:              f.list("TerminationPolicies.member"),
 		CapacityRebalance:                f.boolean("CapacityRebalance"),
 		NewInstancesProtectedFromScaleIn: f.boolean("NewInstancesProtectedFromScaleIn"),
@@ -313,20 +323,7 @@ func (s *Server) createGroupArgs(f form) error {
 			spec.NoPropagate[t.key] = true
 		}
 	}
-	// Load balancers are attached at creation as
-	// AttachLoadBalancerTargetGroups and AttachLoadBalancers would attach
-	// them; a missing one fails the call before the group exists.
-	arns, names := f.list("TargetGroupARNs.member"), f.list("LoadBalancerNames.member")
-	if err := s.attachableLocked(arns, names); err != nil {
-		return err
-	}
-	if err := s.createLocked(spec); err != nil {
-		return err
-	}
-	if len(arns)+len(names) == 0 {
-		return nil
-	}
-	return s.attachLocked(name, arns, names)
+	return spec, nil
 }
 
 // createOrUpdateTags answers CreateOrUpdateTags: all tags are checked

@@ -259,6 +259,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		images:    map[string]*Image{},
 		index:     servers.Add(1) - 1,
 	}
+	s.dice.rate, s.dice.seed = opts.Faults, opts.FaultSeed
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(2)

@@ -51,6 +51,9 @@ func (s *Server) createNodegroup(c *eksCluster, r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	if err := checkCreateModel(req.Nodegroup); err != nil {
+		return nil, err
+	}
 	// API Reference, CreateNodegroup: "You can only create a node group
 	// for your cluster that is equal to the current Kubernetes version for
 	// the cluster"; version: "this is the only accepted specified value".
@@ -504,6 +507,9 @@ type configRequest struct {
 func (s *Server) updateNodegroupConfig(c *eksCluster, ng *nodegroup, r *http.Request) (any, error) {
 	var req configRequest
 	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if err := checkConfigModel(req); err != nil {
 		return nil, err
 	}
 	if err := s.busy(ng); err != nil {

@@ -33,24 +33,38 @@ var faults = map[string][]fault{
 	"ssm":   {{400, "ThrottlingException", "Rate exceeded"}, {500, "InternalServerError", "Internal failure"}},
 }
 
-// faultDice decides, from Options.FaultSeed, which requests fail.
+// faultDice decides, from Options.FaultSeed, which requests fail; rate
+// and seed are Options.Faults and FaultSeed, or what SetFaults set.
 type faultDice struct {
-	mu  sync.Mutex
-	rnd *rand.Rand
+	mu   sync.Mutex
+	rnd  *rand.Rand
+	rate float64
+	seed uint64
+}
+
+// SetFaults sets the share of requests refused with a fault, and the seed
+// of which, on a running Server: a test sets its scene without faults and
+// then lets them in.
+func (s *Server) SetFaults(rate float64, seed uint64) {
+	d := &s.dice
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.rate, d.seed, d.rnd = rate, seed, nil
 }
 
 // injectFault answers r with a fault at the rate Options.Faults says, in
 // the shape of r's service; it reports whether it did.
 func (s *Server) injectFault(w http.ResponseWriter, r *http.Request) bool {
-	if s.opts.Faults <= 0 {
-		return false
-	}
 	d := &s.dice
 	d.mu.Lock()
-	if d.rnd == nil {
-		d.rnd = rand.New(rand.NewPCG(s.opts.FaultSeed, 38))
+	if d.rate <= 0 {
+		d.mu.Unlock()
+		return false
 	}
-	hit, pick := d.rnd.Float64() < s.opts.Faults, d.rnd.IntN(6)
+	if d.rnd == nil {
+		d.rnd = rand.New(rand.NewPCG(d.seed, 38))
+	}
+	hit, pick := d.rnd.Float64() < d.rate, d.rnd.IntN(6)
 	d.mu.Unlock()
 	if !hit {
 		return false

@@ -70,3 +70,33 @@ func TestFaultsInTheServicesShape(t *testing.T) {
 func retryable(err error) bool {
 	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
 }
+
+// TestSetFaults: a running Server's fault rate is changed in place; at 0
+// no request fails.
+func TestSetFaults(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	cfg := sdkConfig(s)
+	cfg.RetryMaxAttempts = 1
+	client := autoscaling.NewFromConfig(cfg)
+	for _, tc := range []struct {
+		rate float64
+		want int64 // faults counted after four calls
+	}{{0, 0}, {1, 4}, {0, 4}} {
+		s.SetFaults(tc.rate, 5)
+		for range 4 {
+			_, err := client.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{})
+			if (err != nil) != (tc.rate == 1) {
+				t.Errorf("rate %v: err = %v", tc.rate, err)
+			}
+		}
+		if s.Faults() != tc.want {
+			t.Errorf("rate %v: %d faults counted, want %d", tc.rate, s.Faults(), tc.want)
+		}
+	}
+}

@@ -64,13 +64,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := requestID()
 	switch f.get("Version") {
 	case autoScalingVersion:
-		res, err := s.autoScaling(action, f)
+		res, err := modelFirst(autoScalingModel, action, f, refuseValidation, s.autoScaling)
 		queryReply(w, autoScalingNS, action, rid, res, err)
 	case elbv2Version:
-		res, err := s.elbv2(action, f)
+		res, err := modelFirst(elbv2Model, action, f, refuseValidation, s.elbv2)
 		queryReply(w, elbv2NS, action, rid, res, err)
 	case elbVersion:
-		res, err := s.elb(action, f)
+		res, err := modelFirst(elbModel, action, f, refuseValidation, s.elb)
 		queryReply(w, elbNS, action, rid, res, err)
 	case stsVersion:
 		res, err := s.sts(action, f)
@@ -79,7 +79,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		res, err := s.iamCall(action, f)
 		queryReply(w, iamNS, action, rid, res, err)
 	case ec2Version:
-		res, err := s.ec2(action, f)
+		res, err := modelFirst(ec2Model, action, f, refuseEC2, s.ec2)
 		if err != nil {
 			ae, ok := err.(*apiError)
 			if !ok {
@@ -96,6 +96,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusBadRequest, el("ErrorResponse", el("Error", txt("Type", "Sender"), txt("Code", "InvalidAction"),
 			txt("Message", fmt.Sprintf("unsupported Version %q for action %q", f.get("Version"), action))), txt("RequestId", rid)))
 	}
+}
+
+// modelFirst holds a request to its operation's model (model.go) and
+// only then lets serve answer it.
+func modelFirst(models map[string]opModel, action string, f form, refuse func(member, value, msg string) error,
+	serve func(action string, f form) ([]*node, error)) ([]*node, error) {
+	if err := checkModel(models, action, f, refuse); err != nil {
+		return nil, err
+	}
+	return serve(action, f)
 }
 
 // queryReply answers in the query protocol of Auto Scaling and Elastic Load

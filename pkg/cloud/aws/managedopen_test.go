@@ -1,0 +1,137 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// bothFakes is one endpoint for every service, as AWS_ENDPOINT_URL makes
+// it: EKS's paths and SSM's target header to eks, the query protocol to q.
+type bothFakes struct {
+	q *fakeAWS
+	e *fakeEKS
+}
+
+func (b bothFakes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/clusters") || r.Header.Get("X-Amz-Target") != "" {
+		b.e.ServeHTTP(w, r)
+		return
+	}
+	b.q.ServeHTTP(w, r)
+}
+
+// managedGroupXML is group ng1 tagged as managed node group ng1 of c1;
+// without cluster, with no cluster tag.
+func managedGroupXML(cluster bool) string {
+	tags := `<member><Key>eks:nodegroup-name</Key><Value>ng1</Value></member>`
+	if cluster {
+		tags += `<member><Key>eks:cluster-name</Key><Value>c1</Value></member>`
+	}
+	return strings.Replace(groupXML, "<Instances>", "<Tags>"+tags+"</Tags><Instances>", 1)
+}
+
+const clusterJSON = `{"cluster":{"name":"c1","version":"1.31","status":"ACTIVE"}}`
+
+// release answers SSM's GetParameter with an EKS AMI release.
+func release(v string) reply {
+	return reply{200, `{"Parameter":{"Name":"x","Type":"String","Value":"` + v + `","Version":1}}`}
+}
+
+// openThrough opens nodes n1 and n2 (i-1, i-2) of a managed node group
+// through one endpoint for every service, found from the environment.
+func openThrough(t *testing.T, cluster bool, eks map[string][]reply, target plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, *fakeEKS, error) {
+	t.Helper()
+	q := &fakeAWS{replies: openReplies()}
+	q.replies["DescribeAutoScalingGroups"] = fixed(200, managedGroupXML(cluster))
+	e := &fakeEKS{replies: eks}
+	srv := httptest.NewServer(bothFakes{q, e})
+	t.Cleanup(srv.Close)
+	isolate(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKID")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+	nodes := []corev1.Node{*awsNode("n1", "i-1"), *awsNode("n2", "i-2")}
+	cg, p, err := awsCloud{}.Open(context.Background(), fake.NewClientset(), nodes, target)
+	for _, a := range q.actions() {
+		if !strings.HasPrefix(a, "Describe") {
+			t.Errorf("Open called %s: it only reads", a)
+		}
+	}
+	return cg, p, e, err
+}
+
+// TestOpenManaged: a managed node group's nodes open as EKS's own update
+// (the eks strategy) or as blue/green, the target resolved as EKS takes
+// it, with only reads.
+func TestOpenManaged(t *testing.T) {
+	k8s := func(v string) map[string]string { return map[string]string{optKubernetesVersion: v} }
+	for _, tc := range []struct {
+		name      string
+		target    plan.CloudTarget
+		green     reply // DescribeNodegroup of green
+		want      string
+		wantGreen string
+		wantErr   string
+	}{
+		{name: "in place, the group's version", want: "1.30/1.30.5-20240301"},
+		{name: "in place, the control plane's", target: plan.CloudTarget{Options: k8s("1.31")}, want: "1.31/1.31.2-20250201"},
+		{name: "blue/green", target: plan.CloudTarget{Strategy: "blue-green", Options: k8s("1.31")}, green: eksErr(404, "ResourceNotFoundException", "No node group found"),
+			want: "1.31/1.31.2-20250201", wantGreen: "ng1-1-31-2-20250201"},
+		{name: "blue/green, green someone else's", target: plan.CloudTarget{Strategy: "blue-green", Options: k8s("1.31")}, green: ngJSON("ACTIVE"),
+			wantErr: `already exists and is not a green group of "ng1"`},
+		{name: "blue/green at blue's version", target: plan.CloudTarget{Strategy: "blue-green"}, wantErr: "at the control plane's version only; add --kubernetes-version 1.31"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ssm := release("1.30.5-20240301")
+			if tc.target.Options[optKubernetesVersion] == "1.31" {
+				ssm = release("1.31.2-20250201")
+			}
+			cg, p, e, err := openThrough(t, true, map[string][]reply{
+				"eks:DescribeNodegroup": {ngJSON("ACTIVE"), tc.green},
+				"eks:DescribeCluster":   {{200, clusterJSON}},
+				"ssm:GetParameter":      {ssm},
+			}, tc.target)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !isInput(err) {
+					t.Fatalf("err = %v, want an input error with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cg.TargetVersion != tc.want || cg.Green != tc.wantGreen || len(cg.Nodes) != 2 {
+				t.Errorf("target %q green %q nodes %d, want %q, %q, 2", cg.TargetVersion, cg.Green, len(cg.Nodes), tc.want, tc.wantGreen)
+			}
+			named, _ := p.(interface{ GroupName() string })
+			if _, bg := p.(*ManagedBlueGreen); bg != (tc.wantGreen != "") || named == nil || named.GroupName() != "ng1" || !strings.Contains(p.Describe(), `"ng1"`) {
+				t.Errorf("provider %T %q", p, p.Describe())
+			}
+			for _, c := range e.calls {
+				if !strings.Contains(c, ":Describe") && c != "ssm:GetParameter" {
+					t.Errorf("Open called %s: it only reads", c)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenManagedWithoutClusterTag(t *testing.T) {
+	_, _, e, err := openThrough(t, false, map[string][]reply{}, plan.CloudTarget{})
+	if !errors.Is(err, cloud.ErrManaged) || !isInput(err) || !strings.Contains(err.Error(), "eks:cluster-name") {
+		t.Errorf("err = %v, want ErrManaged naming the tag", err)
+	}
+	if len(e.calls) != 0 {
+		t.Errorf("EKS called: %v", e.calls)
+	}
+}

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// cloudFaultRate is the share of the cloud requests the local AWS endpoint
+// refuses as its services refuse under load (throttling, 5xx), issue 38.
+const cloudFaultRate = 0.05
+
+// runThroughCloudFaults lets the endpoint refuse cloudFaultRate of its
+// requests from now on, runs the plugin with args, and fails unless the
+// run finished with no PDB of group violated and faults were met.
+func runThroughCloudFaults(t *testing.T, g *awsGroup, seed uint64, args ...string) result {
+	t.Helper()
+	watcher, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, g.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.srv.SetFaults(cloudFaultRate, seed)
+	start := time.Now()
+	r := g.run(t, args...)
+	t.Logf("%s through cloud faults: %s, %d faults made", g.name, time.Since(start).Round(time.Millisecond), g.srv.Faults())
+	violations := watcher.Stop()
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run failed: %s", r)
+	}
+	assertNoViolations(t, violations)
+	if g.srv.Faults() == 0 {
+		t.Error("no cloud fault made: the run was not tested against them")
+	}
+	return r
+}
+
+// TestAWSCloudFaultsAutoScaling: an Auto Scaling group upgraded (eks
+// strategy) while 5% of the Auto Scaling and EC2 requests are throttled or
+// fail: the run finishes, every instance runs the new version at the
+// group's old sizes, no other group or instance is left, no PDB violated.
+func TestAWSCloudFaultsAutoScaling(t *testing.T) {
+	t.Parallel()
+	const name = "cloudfaults-asg"
+	g := setupAWSGroup(t, name, 6, faultApps()...)
+	runThroughCloudFaults(t, g, 11, "run", name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "3", "--post-drain-wait", "0s", "--yes")
+	g.srv.SetFaults(0, 0) // what follows inspects the end state
+	g.assertFinished(t)
+	if groups := g.srv.Groups(); !slices.Equal(groups, []string{name}) {
+		t.Errorf("groups %v left, want only %q", groups, name)
+	}
+}
+
+// TestAWSCloudFaultsManagedNodeGroup: an EKS managed node group updated
+// to 1.31 while 5% of the EKS and SSM requests are throttled or fail: the
+// run finishes, every node runs the new release, the group keeps its
+// sizes and update config, nothing else is left, no PDB violated.
+func TestAWSCloudFaultsManagedNodeGroup(t *testing.T) {
+	t.Parallel()
+	const name = "cloudfaults-mng"
+	m := setupManagedGroup(t, name, 4, time.Minute,
+		scenario.App{Name: "web", Replicas: 8, MinAvailable: pct("75%")},
+		scenario.App{Name: "api", Replicas: 4, MaxUnavailable: num(1)})
+	runThroughCloudFaults(t, &m.awsGroup, 12, "run", name, "--kubernetes-version", "1.31", "--max-unavailable", "2", "--yes")
+	m.srv.SetFaults(0, 0)
+	m.assertUpdated(t)
+	m.assertNothingLeft(t)
+}
+
+// assertNothingLeft checks that the node group is the cluster's only one,
+// at its sizes of before the run, with exactly its desired instances and
+// nodes.
+func (m *managedGroup) assertNothingLeft(t *testing.T) {
+	t.Helper()
+	if ngs := m.srv.Nodegroups(m.cluster); !slices.Equal(ngs, []string{m.name}) {
+		t.Errorf("node groups %v, want only %q", ngs, m.name)
+	}
+	ng, _ := m.srv.Nodegroup(m.cluster, m.name)
+	if got, want := *ng.ScalingConfig, *m.before.ScalingConfig; *got.MinSize != *want.MinSize || *got.DesiredSize != *want.DesiredSize || *got.MaxSize != *want.MaxSize {
+		t.Errorf("sizes min/desired/max %d/%d/%d, want %d/%d/%d", *got.MinSize, *got.DesiredSize, *got.MaxSize, *want.MinSize, *want.DesiredSize, *want.MaxSize)
+	}
+	asg, _ := m.srv.NodegroupASG(m.cluster, m.name)
+	ctx := testContext(t, 2*time.Minute)
+	if err := m.srv.WaitStable(ctx, asg); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ := m.srv.Group(asg)
+	if len(gr.Instances) != int(*m.before.ScalingConfig.DesiredSize) {
+		t.Errorf("%d instances in %s, want %d", len(gr.Instances), asg, *m.before.ScalingConfig.DesiredSize)
+	}
+	if nodes := groupNodes(t, ctx, "eks.amazonaws.com/nodegroup", m.name); len(nodes) != len(gr.Instances) {
+		t.Errorf("%d nodes, want one per instance (%d)", len(nodes), len(gr.Instances))
+	}
+	assertUntouched(t, ctx, "eks.amazonaws.com/nodegroup", m.name)
+	if groups := m.srv.Groups(); !slices.Equal(groups, []string{asg}) {
+		t.Errorf("Auto Scaling groups %v, want only %q", groups, asg)
+	}
+}
