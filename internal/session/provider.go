@@ -54,6 +54,9 @@ func (r *Request) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 	if name == "" && r.Cloud.Given() {
 		if takers := r.cloudsTakingGivenFlags(); len(takers) == 1 {
 			name = takers[0]
+			if err := r.refuseAnotherCloudsFlags(name, nodes); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if name == "" {
@@ -68,6 +71,24 @@ func (r *Request) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 	}
 	c, _ := cloud.Lookup(name)
 	return c, nil
+}
+
+// refuseAnotherCloudsFlags refuses cloud flags that pick name when the
+// nodes are another cloud's: opened, name's cloud would fail on what it
+// lacks (an AWS region for gce:// nodes) or point to its own flags.
+func (r *Request) refuseAnotherCloudsFlags(name string, nodes []corev1.Node) error {
+	owner := cloud.Detect(nodes)
+	if _, known := cloud.Lookup(owner); nodes == nil || !known || owner == name || r.Bound == nil {
+		return nil
+	}
+	var theirs []string
+	for _, flag := range sortedKeys(r.Given) {
+		if takers := r.Bound.Owners[flag]; slices.Contains(takers, name) && !slices.Contains(takers, owner) {
+			theirs = append(theirs, "--"+flag)
+		}
+	}
+	return Usagef("cannot use %s (of --provider %s) on the nodes of provider %s: name the target with %s",
+		strings.Join(theirs, " and "), name, owner, OrList(prefixed("--", r.Bound.Targets[owner])))
 }
 
 // cloudsTakingGivenFlags are the clouds that take every cloud flag given.
