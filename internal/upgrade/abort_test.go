@@ -135,6 +135,11 @@ func TestAbortEKSOnACloudGroup(t *testing.T) {
 			if n := e.Note(); tc.wantDone < 3 && !strings.Contains(n, `still launches launch template version 2`) {
 				t.Errorf("note %q does not say the group still launches the target", n)
 			}
+			// The way back is the provider's own flag (gce's is
+			// --instance-template, not aws's --launch-template-version).
+			if n := e.Note(); tc.wantDone > 0 && tc.wantDone < 3 && !strings.Contains(n, "a run with --"+fakeVersionFlag+" 1 brings the upgraded nodes back") {
+				t.Errorf("note %q does not name the provider's flag for the way back", n)
+			}
 		})
 	}
 }

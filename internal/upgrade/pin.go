@@ -92,10 +92,20 @@ func (p *defaultPin) settleDefault(ctx context.Context) error {
 		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s version %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
 			group, lt, cr.DefaultWas, plan.Count(onTarget, "node"), cr.TargetVersion))
 	case others > 0 && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion:
-		p.note = joinNote(p.note, fmt.Sprintf("%s still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
-			group, lt, cr.TargetVersion, cr.FromVersion))
+		p.note = joinNote(p.note, fmt.Sprintf("%s still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, %s brings the upgraded nodes back",
+			group, lt, cr.TargetVersion, p.runBackTo(cr.FromVersion)))
 	}
 	return nil
+}
+
+// runBackTo says how a run goes back to version: with the provider's flag
+// that names an existing version (--launch-template-version,
+// --instance-template).
+func (p *defaultPin) runBackTo(version string) string {
+	if flag := cloud.BoundFlags().Version[p.cfg.Plan.Cloud.Provider]; flag != "" {
+		return fmt.Sprintf("a run with --%s %s", flag, version)
+	}
+	return "a run back to version " + version
 }
 
 // machineVersions counts the group's machines, leaving ones aside, that
