@@ -283,7 +283,7 @@ func TestShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
 	if cr := cfg.Record.Cloud; cr == nil || cr.TargetVersion != "2" || cr.FromVersion != "1" || cr.Original != nil {
 		t.Errorf("record %+v: want the versions and no sizes", cr)
 	}
-	if !strings.Contains(got.out, `Auto Scaling group "asg" launches launch template version 2`) {
+	if !strings.Contains(got.out, `Auto Scaling group "asg" launches launch template lt version 2`) {
 		t.Errorf("output:\n%s", got.out)
 	}
 	wantNoMarks(t, client)

@@ -212,7 +212,7 @@ func (cg *cloudGroup) waitNewNodes(ctx context.Context, gr *state.GroupRecord, z
 	if len(zones) > 0 {
 		where = " in zones " + quoteAll(zones)
 	}
-	cg.logf("waiting up to %s for the new nodes of %s version %s to be Ready%s (%d machines in all)", cg.cfg.NodeReadyTimeout, cg.templateKind(), gr.TargetVersion, where, wanted)
+	cg.logf("waiting up to %s for the new nodes of %s to be Ready%s (%d machines in all)", cg.cfg.NodeReadyTimeout, cg.templateVersion(gr.TargetVersion), where, wanted)
 	var st newNodes
 	failure := func() *NodeCreationFailure {
 		return &NodeCreationFailure{Group: cg.pool.GroupName(), GroupKind: cg.groupKind(), Timeout: cg.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *gr.Original}
