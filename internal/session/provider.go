@@ -140,6 +140,26 @@ func (r *Request) GroupFlags(provider, group string) string {
 	return flags
 }
 
+// refuseDefaultStrategy refuses a request that left --strategy to its
+// default where the group's service runs strategies of its own and the run
+// cannot build the default (a GKE node pool), naming those it runs:
+// planning would blame a --strategy never given.
+func (r *Request) refuseDefaultStrategy(in plan.Input) error {
+	cg := in.Cloud
+	if r.Given == nil || r.Given["strategy"] || r.strategy == nil || r.strategy.Name() != plan.DefaultStrategy ||
+		cg == nil || cg.Managed == nil || cg.Managed.Runs(plan.DefaultStrategy) || cg.Can.Has(r.strategy.Needs(in)) {
+		return nil
+	}
+	var runs []string
+	for _, name := range plan.StrategyNames() {
+		if cg.Managed.Runs(name) {
+			runs = append(runs, name)
+		}
+	}
+	return Usagef("no --strategy given, and the default, %s, is not one the %s %q takes: use --strategy %s",
+		plan.DefaultStrategy, cg.GroupKind, cg.Name, OrList(runs))
+}
+
 // refuseNoTarget refuses a plan without a cloud that has no target labels
 // either: nothing would tell an outdated node from an up-to-date one.
 func (r *Request) refuseNoTarget(in plan.Input) error {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +58,52 @@ func TestFlagsOfAnotherCloudRefused(t *testing.T) {
 			}
 			if err != nil && strings.HasSuffix(err.Error(), ".") {
 				t.Error("error ends with a period")
+			}
+		})
+	}
+}
+
+// runsOwn is a group's service that runs the strategies named.
+type runsOwn []string
+
+func (s runsOwn) Runs(strategy string) bool { return slices.Contains(s, strategy) }
+func (runsOwn) Plan(plan.Input, int, int) (*plan.ManagedPlan, error) {
+	return nil, errors.New("not planned here")
+}
+
+// TestDefaultStrategyTheServiceDoesNotRun: with --strategy left to its
+// default on a group whose service runs its own strategies but not it
+// (a GKE node pool), the refusal names those it runs instead of blaming
+// "--strategy eks", which was never given.
+func TestDefaultStrategyTheServiceDoesNotRun(t *testing.T) {
+	gke := &plan.CloudGroup{Name: "pool-1", GroupKind: "GKE node pool", Managed: runsOwn{"surge", "blue-green"}}
+	eks := &plan.CloudGroup{Name: "ng", GroupKind: "EKS managed node group", Managed: runsOwn{"eks", "surge"}}
+	for _, tc := range []struct {
+		name     string
+		strategy string
+		given    bool
+		cloud    *plan.CloudGroup
+		want     string
+	}{
+		{"gke, no --strategy", plan.DefaultStrategy, false, gke, `no --strategy given, and the default, eks, is not one the GKE node pool "pool-1" takes: use --strategy surge or blue-green`},
+		{"gke, --strategy eks given", plan.DefaultStrategy, true, gke, ""},
+		{"gke, --strategy surge", "surge", true, gke, ""},
+		{"eks managed, no --strategy", plan.DefaultStrategy, false, eks, ""},
+		{"no cloud", plan.DefaultStrategy, false, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Request{Given: map[string]bool{"strategy": tc.given}}
+			var err error
+			if r.strategy, err = plan.LookupStrategy(tc.strategy); err != nil {
+				t.Fatal(err)
+			}
+			err = r.refuseDefaultStrategy(plan.Input{Cloud: tc.cloud})
+			var usage *UsageError
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (!errors.As(err, &usage) || err.Error() != tc.want):
+				t.Errorf("got %v\nwant usage error %q", err, tc.want)
 			}
 		})
 	}
