@@ -394,8 +394,14 @@ func TestNewProviderServiceControls(t *testing.T) {
 			}
 			inOrder(t, w.Calls(), append(tc.calls, "Configure "+settingsBefore))
 			allOn(t, client, tc.image, nil)
-			if rec := finishedRecord(t, client, nil); (rec.AbortedAt != nil) != (tc.image == "img-a") {
-				t.Errorf("record aborted at %v; want it aborted only by a rollback", rec.AbortedAt)
+			// A rollback's end is "rolled back", as docs/controls.md says,
+			// not "aborted".
+			want := StatusFinished
+			if tc.image == "img-a" {
+				want = StatusRolledBack
+			}
+			if got := describeRun(finishedRecord(t, client, nil), false, "", time.Now()).Status; got != want {
+				t.Errorf("status %q, want %q", got, want)
 			}
 		})
 	}
