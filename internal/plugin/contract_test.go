@@ -559,3 +559,31 @@ func TestNewProviderGreenGroupFlag(t *testing.T) {
 	args := contractArgs("--strategy", "blue-green", "--"+fakecloud.FlagGreen, "given", "--node-pool-soak", "0s")
 	planChangesNothing(t, client, w, args, []string{"1. CreateGreen fake group given (given)"}, []string{"pool-v2"})
 }
+
+// TestRunAfterAbortWithNothingToDo: abort late in a run (its scale-down)
+// can leave every node on the target; the next run finds nothing to do,
+// and the record says the group is upgraded, not "aborted".
+func TestRunAfterAbortWithNothingToDo(t *testing.T) {
+	client, _ := newContractCluster(t, fakecloud.Resizable, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store := &state.Store{Client: client, Namespace: state.DefaultNamespace}
+	aborted := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	rec := recordFor("ng")
+	rec.Phase, rec.InFlight, rec.FinishedAt, rec.AbortedAt = "ScaleDown", nil, &aborted, &aborted
+	if err := store.Save(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	// The nodes run img-a: the target of this run.
+	stdout, stderr, code := runContract(ctx, client, false, "ng", "--fake-image", "img-a", "--post-drain-wait", "0s")
+	if code != ExitOK || !strings.Contains(stdout, "Nothing to do") {
+		t.Fatalf("run: exit %d, want %d with nothing to do:\n%s%s", code, ExitOK, stdout, stderr)
+	}
+	got, err := store.Load(ctx, "ng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := describeRun(got, false, "", time.Now()); s.Status != StatusFinished {
+		t.Errorf("status %q, want %q (note %q)", s.Status, StatusFinished, got.Note)
+	}
+}
