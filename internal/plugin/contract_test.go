@@ -587,3 +587,25 @@ func TestRunAfterAbortWithNothingToDo(t *testing.T) {
 		t.Errorf("status %q, want %q (note %q)", s.Status, StatusFinished, got.Note)
 	}
 }
+
+// TestStatusNamesAServiceUpdateTarget: status of a run a service carried
+// out names the group and what the update moved it to, as it does of a
+// cloud group's (a GKE node pool's nodes carry no label that says it).
+func TestStatusNamesAServiceUpdateTarget(t *testing.T) {
+	t.Parallel()
+	client, _ := newContractCluster(t, fakecloud.Managed, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if stdout, stderr, code := runContract(ctx, client, false, contractArgs("--strategy", "eks", "--max-unavailable", "2")...); code != ExitOK {
+		t.Fatalf("run: exit %d:\n%s%s", code, stdout, stderr)
+	}
+	out, stderr, code := runStatus(t, client, "ng", "-o", "wide")
+	if code != ExitOK {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`ng: fake service "pool", to image img-b; update upd-`, "  image img-b  "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}

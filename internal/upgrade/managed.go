@@ -91,7 +91,8 @@ func (r *managedRun) configureService(ctx context.Context, u cloud.ManagedUpdate
 		if err != nil {
 			return err
 		}
-		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Before: before}
+		mp := r.cfg.Plan.Managed
+		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Service: mp.Service, Target: mp.Target, Before: before}
 		if err := r.save(ctx); err != nil {
 			return err
 		}
