@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // replacingService is a service's update that, as EKS's, counts no nodes
@@ -83,5 +85,50 @@ func TestServiceUpdateCountsTheNodesItReplaced(t *testing.T) {
 	}
 	if len(got.done) != 3 {
 		t.Errorf("done %v, want each of the 3 nodes once", got.done)
+	}
+}
+
+// TestServiceUpdateRerunCountsTheWholeRun: a run killed while the service
+// replaces nodes recorded those it replaced; the re-run that follows the
+// same update counts them as done before it, so its end counts every
+// node of the group, not only those left when it started.
+func TestServiceUpdateRerunCountsTheWholeRun(t *testing.T) {
+	t.Parallel()
+	names := []string{"old-1", "old-2", "old-3"}
+	client := newTestClient(imageNode("old-1", "z1", "old"), imageNode("old-2", "z1", "old"), imageNode("old-3", "z2", "old"))
+	svc := &replacingService{managedFake: managedFake{None: cloud.None{Client: client}}, client: client, left: names}
+	managedPlan := func(nodes ...string) *plan.Plan {
+		batch := plan.Batch{Number: 1}
+		for _, n := range nodes {
+			batch.Nodes = append(batch.Nodes, plan.PlannedNode{Name: n})
+		}
+		return &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: plan.DefaultStrategy, Batches: []plan.Batch{batch},
+			Nodes: plan.NodeCounts{Total: 3, Outdated: len(nodes)}, Managed: &plan.ManagedPlan{Service: "EKS managed node group", Target: "release 2"}}
+	}
+	rec := &state.Record{}
+	first := runEngine(t, Config{Client: client, Plan: managedPlan(names...), Provider: svc, Record: rec,
+		OnProgress: func(_ context.Context, s plan.State, done []string) error {
+			rec.Phase, rec.Done = string(s.Phase), slices.Clone(done)
+			if s.Phase == plan.PhaseUpdate && len(done) > 0 {
+				return errKilled
+			}
+			return nil
+		}}, nil)
+	if !errors.Is(first.err, errKilled) || len(rec.Done) == 0 || len(rec.Done) == len(names) {
+		t.Fatalf("first run: %v, done %v; want it killed in the update after some nodes were replaced\n%s", first.err, rec.Done, first.out)
+	}
+	var left []string
+	for _, n := range names {
+		if !slices.Contains(rec.Done, n) {
+			left = append(left, n)
+		}
+	}
+	again := runEngine(t, Config{Client: client, Plan: managedPlan(left...), Provider: svc, Record: rec,
+		Start: plan.PhaseUpdate, EarlierDone: rec.Done}, nil)
+	if again.err != nil {
+		t.Fatalf("re-run: %v\n%s", again.err, again.out)
+	}
+	if !strings.Contains(again.out, "upgrade of 3 nodes finished") {
+		t.Errorf("the re-run's end does not count the 3 nodes of the run:\n%s", again.out)
 	}
 }
