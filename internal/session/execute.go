@@ -45,7 +45,7 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 		return nil
 	}
 	if pl.NothingToDo() && !r.Rollback {
-		return nil
+		return s.settleAborted(ctx, pl)
 	}
 	rec, err := s.Store().Load(ctx, r.RecordName())
 	if err != nil {
