@@ -47,6 +47,11 @@ type gkePoolSpec struct {
 	// and gkeOld unless set; flexStart makes a flex-start pool.
 	master, version string
 	flexStart       bool
+	// faults is the share of the GKE endpoint's API calls refused with
+	// Google's faults under load, from seed (not Compute's: the fake's own
+	// GKE reaches its instances through it).
+	faults float64
+	seed   uint64
 }
 
 // setupGKEPool makes the pool and the apps pinned to it.
@@ -57,6 +62,7 @@ func setupGKEPool(t *testing.T, name string, spec gkePoolSpec, apps ...scenario.
 		Compute:    gcefake.Options{LaunchDelay: 300 * time.Millisecond, DeleteDelay: 100 * time.Millisecond, Logf: t.Logf},
 		Logf:       t.Logf,
 		EvictRetry: 300 * time.Millisecond, NodeReadyTimeout: time.Minute, DefaultPDBTimeout: spec.pdbTimeout,
+		Faults: spec.faults, FaultSeed: spec.seed,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpfault"
 )
 
 // Options configure a Server. The durations are GKE's own where GKE
@@ -59,6 +60,13 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Addr is the listen address; default "127.0.0.1:0".
 	Addr string
+	// Faults is the share of API requests (0..1) refused, before they are
+	// acted on, with the faults Google's APIs answer under load (see
+	// gcpfault.Faults); FaultSeed makes which ones the same each run.
+	// Compute.Faults would also refuse the fake's own calls to its
+	// instances, which the service makes and retries itself.
+	Faults    float64
+	FaultSeed uint64
 }
 
 // Server is a running fake GKE endpoint and the Compute Engine endpoint
@@ -70,6 +78,7 @@ type Server struct {
 	Compute *gcefake.Server
 
 	opts   Options
+	dice   *gcpfault.Dice // Options.Faults
 	kube   kubernetes.Interface
 	gce    *compute.Service
 	srv    *http.Server
@@ -116,7 +125,7 @@ func Start(ctx context.Context, kube kubernetes.Interface, opts Options) (*Serve
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}
-	s := &Server{opts: opts, kube: kube, changed: make(chan struct{}), clusters: map[string]*cluster{},
+	s := &Server{opts: opts, dice: &gcpfault.Dice{Rate: opts.Faults, Seed: opts.FaultSeed}, kube: kube, changed: make(chan struct{}), clusters: map[string]*cluster{},
 		ops: map[string]*operation{}, templates: map[string]nodeConfig{}}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	copts := opts.Compute
@@ -201,6 +210,10 @@ func (s *Server) ChangingCalls() []string {
 	}
 	return out
 }
+
+// Faults is how many API requests were refused with an injected fault
+// (Options.Faults).
+func (s *Server) Faults() int64 { return s.dice.Count() }
 
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {

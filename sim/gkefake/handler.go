@@ -74,9 +74,13 @@ func (q *request) part(i int) string {
 
 type handler func(*request) (any, error)
 
-// ServeHTTP routes a call by its path, as the discovery document of
+// ServeHTTP refuses Options.Faults of the calls, then routes a call by
+// its path, as the discovery document of
 // container/v1 lays them out (v1/{name=projects/*/locations/*/...}).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.dice.Inject(w, r) {
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/")
 	if !ok {
 		writeError(w, notFound("no such path %q", r.URL.Path))
