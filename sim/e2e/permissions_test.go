@@ -64,6 +64,25 @@ func TestGKECheckNamesAMissingPermission(t *testing.T) {
 	}
 }
 
+func TestGCECheckNamesAMissingPermission(t *testing.T) {
+	t.Parallel()
+	const name = "perm-gce"
+	g := setupGCEGroup(t, name, 2)
+	g.srv.Deny("compute.instanceGroupManagers.update")
+	assertMissing(t, func(args ...string) result { return runCmd(t, g.cmd(args...)) }, name, []string{"--image", "img-new"},
+		"compute.instanceGroupManagers.update", "docs/providers/gce.md#permissions")
+	g.assertUnchanged(t, 2)
+
+	t.Run("blue/green's own permissions only for blue/green", func(t *testing.T) {
+		g.srv.Deny("compute.instanceGroupManagers.create")
+		surge := runCmd(t, g.cmd("check", name, "--image", "img-new", "--strategy", "surge"))
+		green := runCmd(t, g.cmd("check", name, "--image", "img-new", "--strategy", "blue-green"))
+		if strings.Contains(surge.stdout, "compute.instanceGroupManagers.create") || !strings.Contains(green.stdout, "compute.instanceGroupManagers.create") {
+			t.Errorf("compute.instanceGroupManagers.create must be named for blue-green only:\nsurge: %s\nblue-green: %s", surge, green)
+		}
+	})
+}
+
 // assertMissing runs check, plan and run (plain and with --force) towards
 // target and wants each to name permission as a blocker; check and run
 // exit 5, plan 0 (it shows what run would refuse).

@@ -149,8 +149,9 @@ type Server struct {
 	ops        map[string]*compute.Operation // by project/scope/name
 	removals   []Removal
 	calls      []Call
-	// granted are the caller's permissions, nil for all (see Grant).
-	granted []string
+	// granted are the caller's permissions, nil for all (see Grant);
+	// denied those taken away from them (see Deny).
+	granted, denied []string
 	dice    *gcpfault.Dice
 	late    *gcpfault.Dice
 	// done are the answers of the calls done, by project and requestId.
