@@ -157,3 +157,30 @@ func mustGroup(t *testing.T, srv *Server, key string) Group {
 	}
 	return g
 }
+
+// TestFailedTemplateInserts: the insert's operation ends DONE with the
+// error, at once or once polled (SlowOperations), and no template is made.
+func TestFailedTemplateInserts(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		srv, svc := startWith(t, Options{SlowOperations: slow})
+		srv.FailTemplateInserts("QUOTA_EXCEEDED", "Quota 'INSTANCE_TEMPLATES' exceeded.")
+		src, err := svc.InstanceTemplates.Get(project, "tmpl-old").Do()
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := svc.InstanceTemplates.Insert(project, &compute.InstanceTemplate{Name: "tmpl-x", Properties: src.Properties}).Do()
+		if err == nil && op.Status != "DONE" {
+			op, err = svc.GlobalOperations.Wait(project, op.Name).Do()
+		}
+		if err != nil || op.Status != "DONE" || op.Error == nil || op.Error.Errors[0].Code != "QUOTA_EXCEEDED" {
+			t.Errorf("slow %v: %+v %v, want DONE with QUOTA_EXCEEDED", slow, op, err)
+		}
+		if _, err := svc.InstanceTemplates.Get(project, "tmpl-x").Do(); code(err) != http.StatusNotFound {
+			t.Errorf("slow %v: the template of a failed insert: %v, want 404", slow, err)
+		}
+		srv.FailTemplateInserts("", "")
+		if op, err := svc.InstanceTemplates.Insert(project, &compute.InstanceTemplate{Name: "tmpl-x", Properties: src.Properties}).Do(); err != nil || op.Error != nil {
+			t.Errorf("slow %v: an insert after: %+v %v", slow, op, err)
+		}
+	}
+}

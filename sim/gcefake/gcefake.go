@@ -146,6 +146,8 @@ type Server struct {
 	backendServices map[string]*compute.BackendService
 	// failCreate is the error code creations fail with, by zone ("": all).
 	failCreate map[string]string
+	// failTemplate is the error template inserts end with (nil: none).
+	failTemplate *compute.OperationError
 	ops        map[string]*compute.Operation // by project/scope/name
 	removals   []Removal
 	calls      []Call
