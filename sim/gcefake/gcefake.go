@@ -148,9 +148,9 @@ type Server struct {
 	failCreate map[string]string
 	// failTemplate is the error template inserts end with (nil: none).
 	failTemplate *compute.OperationError
-	ops        map[string]*compute.Operation // by project/scope/name
-	removals   []Removal
-	calls      []Call
+	ops          map[string]*compute.Operation // by project/scope/name
+	removals     []Removal
+	calls        []Call
 	// granted are the caller's permissions, nil for all (see Grant).
 	granted []string
 	dice    *gcpfault.Dice
