@@ -13,8 +13,8 @@ import (
 )
 
 // startWith starts a server of opts with template tmpl-old, an image, and
-// a zonal group "ng" of 2, made through the test hooks; it returns the
-// real client pointed at it.
+// a zonal group "ng" of 2, made through the test hooks and running; it
+// returns the real client pointed at it.
 func startWith(t *testing.T, opts Options) (*Server, *compute.Service) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -29,9 +29,11 @@ func startWith(t *testing.T, opts Options) (*Server, *compute.Service) {
 	if err := srv.CreateTemplate(TemplateSpec{Project: project, Name: "tmpl-old", ImageProject: project, Image: "img-old"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.CreateGroup(GroupSpec{Project: project, Name: "ng", Zone: zones[0], Template: "tmpl-old", Size: 2}); err != nil {
+	key, err := srv.CreateGroup(GroupSpec{Project: project, Name: "ng", Zone: zones[0], Template: "tmpl-old", Size: 2})
+	if err != nil {
 		t.Fatal(err)
 	}
+	waitStable(t, srv, key)
 	svc, err := compute.NewService(ctx, option.WithEndpoint(srv.Endpoint), option.WithoutAuthentication())
 	if err != nil {
 		t.Fatal(err)
