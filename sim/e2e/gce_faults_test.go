@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,4 +70,24 @@ func startFaultyGCE(t *testing.T, name string, opts gcefake.Options) *gceGroup {
 		t.Fatal(err)
 	}
 	return &gceGroup{name: name, srv: srv}
+}
+
+// TestGCETemplateInsertFails: the operation of the template copy fails
+// (the project's INSTANCE_TEMPLATES quota); the run stops naming it
+// before any node is touched, and abort puts the group back as it was
+// (the run had held its updates off, recorded, before making the copy).
+func TestGCETemplateInsertFails(t *testing.T) {
+	t.Parallel()
+	const name = "gce-tmpl-fail"
+	g := setupGCEGroup(t, name, 3)
+	g.srv.FailTemplateInserts("QUOTA_EXCEEDED", "Quota 'INSTANCE_TEMPLATES' exceeded.  Limit: 100.0 globally.")
+	r := g.run(t, "run", name, "--image", "img-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--yes")
+	if r.code != nodeupgrade.ExitFailure || !strings.Contains(r.stderr, "operation insert on "+g.newTemplate()+" failed: QUOTA_EXCEEDED") {
+		t.Fatalf("want exit %d naming the operation's QUOTA_EXCEEDED: %s", nodeupgrade.ExitFailure, r)
+	}
+	assertUntouched(t, testContext(t, time.Minute), kopsKey, name)
+	if a := g.run(t, "abort", name); a.code != nodeupgrade.ExitOK {
+		t.Fatalf("abort: %s", a)
+	}
+	g.assertUnchanged(t, 3)
 }

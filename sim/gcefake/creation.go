@@ -66,3 +66,18 @@ func lastAttempt(in *instance) *compute.ManagedInstanceLastAttempt {
 		Errors: []*compute.ManagedInstanceLastAttemptErrorsErrors{in.lastErr},
 	}}
 }
+
+// FailTemplateInserts makes every instanceTemplates.insert from now on
+// end in a failed operation with code and message, the template not made
+// ("" lets them succeed again): the operation is DONE with its error
+// field set (compute-api.json, Operation.error: "If errors are generated
+// during processing of the operation, this field will be populated"), as
+// a quota reached while the insert runs leaves it.
+func (s *Server) FailTemplateInserts(code, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failTemplate = nil
+	if code != "" {
+		s.failTemplate = &compute.OperationError{Errors: []*compute.OperationErrorErrors{{Code: code, Message: message}}}
+	}
+}

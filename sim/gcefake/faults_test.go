@@ -13,8 +13,8 @@ import (
 )
 
 // startWith starts a server of opts with template tmpl-old, an image, and
-// a zonal group "ng" of 2, made through the test hooks; it returns the
-// real client pointed at it.
+// a zonal group "ng" of 2, made through the test hooks and running; it
+// returns the real client pointed at it.
 func startWith(t *testing.T, opts Options) (*Server, *compute.Service) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -29,9 +29,11 @@ func startWith(t *testing.T, opts Options) (*Server, *compute.Service) {
 	if err := srv.CreateTemplate(TemplateSpec{Project: project, Name: "tmpl-old", ImageProject: project, Image: "img-old"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.CreateGroup(GroupSpec{Project: project, Name: "ng", Zone: zones[0], Template: "tmpl-old", Size: 2}); err != nil {
+	key, err := srv.CreateGroup(GroupSpec{Project: project, Name: "ng", Zone: zones[0], Template: "tmpl-old", Size: 2})
+	if err != nil {
 		t.Fatal(err)
 	}
+	waitStable(t, srv, key)
 	svc, err := compute.NewService(ctx, option.WithEndpoint(srv.Endpoint), option.WithoutAuthentication())
 	if err != nil {
 		t.Fatal(err)
@@ -156,4 +158,31 @@ func mustGroup(t *testing.T, srv *Server, key string) Group {
 		t.Fatalf("no group %s", key)
 	}
 	return g
+}
+
+// TestFailedTemplateInserts: the insert's operation ends DONE with the
+// error, at once or once polled (SlowOperations), and no template is made.
+func TestFailedTemplateInserts(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		srv, svc := startWith(t, Options{SlowOperations: slow})
+		srv.FailTemplateInserts("QUOTA_EXCEEDED", "Quota 'INSTANCE_TEMPLATES' exceeded.")
+		src, err := svc.InstanceTemplates.Get(project, "tmpl-old").Do()
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := svc.InstanceTemplates.Insert(project, &compute.InstanceTemplate{Name: "tmpl-x", Properties: src.Properties}).Do()
+		if err == nil && op.Status != "DONE" {
+			op, err = svc.GlobalOperations.Wait(project, op.Name).Do()
+		}
+		if err != nil || op.Status != "DONE" || op.Error == nil || op.Error.Errors[0].Code != "QUOTA_EXCEEDED" {
+			t.Errorf("slow %v: %+v %v, want DONE with QUOTA_EXCEEDED", slow, op, err)
+		}
+		if _, err := svc.InstanceTemplates.Get(project, "tmpl-x").Do(); code(err) != http.StatusNotFound {
+			t.Errorf("slow %v: the template of a failed insert: %v, want 404", slow, err)
+		}
+		srv.FailTemplateInserts("", "")
+		if op, err := svc.InstanceTemplates.Insert(project, &compute.InstanceTemplate{Name: "tmpl-x", Properties: src.Properties}).Do(); err != nil || op.Error != nil {
+			t.Errorf("slow %v: an insert after: %+v %v", slow, op, err)
+		}
+	}
 }

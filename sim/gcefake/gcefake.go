@@ -146,14 +146,16 @@ type Server struct {
 	backendServices map[string]*compute.BackendService
 	// failCreate is the error code creations fail with, by zone ("": all).
 	failCreate map[string]string
-	ops        map[string]*compute.Operation // by project/scope/name
-	removals   []Removal
-	calls      []Call
+	// failTemplate is the error template inserts end with (nil: none).
+	failTemplate *compute.OperationError
+	ops          map[string]*compute.Operation // by project/scope/name
+	removals     []Removal
+	calls        []Call
 	// granted are the caller's permissions, nil for all (see Grant);
 	// denied those taken away from them (see Deny).
 	granted, denied []string
-	dice    *gcpfault.Dice
-	late    *gcpfault.Dice
+	dice            *gcpfault.Dice
+	late            *gcpfault.Dice
 	// done are the answers of the calls done, by project and requestId.
 	done map[string]any
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,81 +87,13 @@ func TestRegionalGroupThroughTheClient(t *testing.T) {
 	if igm.TargetSize != 6 || igm.UpdatePolicy.Type != Opportunistic || igm.UpdatePolicy.InstanceRedistributionType != Proactive || !igm.Status.IsStable {
 		t.Errorf("group %+v %+v, want size 6, OPPORTUNISTIC, redistribution PROACTIVE, stable", igm, igm.UpdatePolicy)
 	}
-	t.Run("instances name their group in created-by", func(t *testing.T) {
-		in := g.Instances[0]
-		got, err := svc.Instances.Get(project, in.Zone, in.Name).Context(ctx).Do()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var createdBy string
-		for _, it := range got.Metadata.Items {
-			if it.Key == "created-by" {
-				createdBy = *it.Value
-			}
-		}
-		if createdBy != "projects/123456789012/regions/us-central1/instanceGroupManagers/ng" {
-			t.Errorf("created-by %q", createdBy)
-		}
-	})
-	t.Run("setInstanceTemplate changes no instance while OPPORTUNISTIC", func(t *testing.T) {
-		op, err := svc.RegionInstanceGroupManagers.SetInstanceTemplate(project, "us-central1", "ng",
-			&compute.RegionInstanceGroupManagersSetTemplateRequest{InstanceTemplate: "global/instanceTemplates/tmpl-new"}).Context(ctx).Do()
-		if err != nil || op.Status != "DONE" {
-			t.Fatalf("op %+v, err %v", op, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-		for _, in := range waitStable(t, srv, key).Instances {
-			if in.Template != "tmpl-old" {
-				t.Errorf("instance %s runs %s", in.Name, in.Template)
-			}
-		}
-	})
-	t.Run("recreate keeps the name, not the VM", func(t *testing.T) {
-		in := g.Instances[0]
-		op, err := svc.RegionInstanceGroupManagers.RecreateInstances(project, "us-central1", "ng",
-			&compute.RegionInstanceGroupManagersRecreateRequest{Instances: []string{instanceURL(in)}}).Context(ctx).Do()
-		if err != nil || op.Status != "DONE" {
-			t.Fatalf("op %+v, err %v", op, err)
-		}
-		mi := managed(t, svc, in.Name)
-		if mi.CurrentAction != ActionRecreating || !stringsHasSuffix(mi.Version.InstanceTemplate, "/tmpl-new") {
-			t.Errorf("just after the DONE operation: %s %s, want RECREATING to tmpl-new", mi.CurrentAction, mi.Version.InstanceTemplate)
-		}
-		after := waitStable(t, srv, key)
-		i := slices.IndexFunc(after.Instances, func(x Instance) bool { return x.Name == in.Name })
-		if i < 0 || after.Instances[i].ID == in.ID || after.Instances[i].Template != "tmpl-new" || after.Instances[i].Image != imageLink(project, "img-new") {
-			t.Errorf("recreated %+v (was id %d)", after.Instances[i], in.ID)
-		}
-	})
-	t.Run("deleteInstances lowers the target size at once", func(t *testing.T) {
-		in := g.Instances[1]
-		op, err := svc.RegionInstanceGroupManagers.DeleteInstances(project, "us-central1", "ng",
-			&compute.RegionInstanceGroupManagersDeleteInstancesRequest{Instances: []string{instanceURL(in)}}).Context(ctx).Do()
-		if err != nil || op.Status != "DONE" {
-			t.Fatalf("op %+v, err %v", op, err)
-		}
-		if mi := managed(t, svc, in.Name); mi.CurrentAction != ActionDeleting {
-			t.Errorf("just after the DONE operation: %s, want DELETING", mi.CurrentAction)
-		}
-		igm, _ := svc.RegionInstanceGroupManagers.Get(project, "us-central1", "ng").Context(ctx).Do()
-		if igm.TargetSize != 5 {
-			t.Errorf("target size %d, want 5", igm.TargetSize)
-		}
-		// Zones are now 1/2/2: uneven by one, which redistribution leaves.
-		if after := waitStable(t, srv, key); len(after.Instances) != 5 || len(srv.Removals()) != 0 {
-			t.Errorf("%d instances, removals %v", len(after.Instances), srv.Removals())
-		}
-	})
-	t.Run("an instance of another group is refused", func(t *testing.T) {
-		_, err := svc.RegionInstanceGroupManagers.DeleteInstances(project, "us-central1", "ng",
-			&compute.RegionInstanceGroupManagersDeleteInstancesRequest{Instances: []string{"zones/us-central1-a/instances/nope"}}).Context(ctx).Do()
-		if code(err) != http.StatusBadRequest {
-			t.Errorf("err %v, want 400", err)
-		}
-	})
+	c := &clientScene{srv: srv, svc: svc, key: key, g: g}
+	t.Run("instances name their group in created-by", c.createdBy)
+	t.Run("setInstanceTemplate changes no instance while OPPORTUNISTIC", c.setTemplateOpportunistic)
+	t.Run("recreate keeps the name, not the VM", c.recreateKeepsTheName)
+	t.Run("deleteInstances lowers the target size at once", c.deleteInstancesLowersTheSize)
+	t.Run("an instance of another group is refused", c.anotherGroupsInstance)
 }
-
-func stringsHasSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
 
 func code(err error) int {
 	var ge *googleapi.Error
@@ -193,38 +126,15 @@ func managed(t *testing.T, svc *compute.Service, name string) *compute.ManagedIn
 func TestProactiveUpdateAndRedistribution(t *testing.T) {
 	srv, svc, key := newScene(t, 3, Proactive)
 	ctx := context.Background()
-	g, _ := srv.Group(key)
-	t.Run("PROACTIVE replaces every instance on its own", func(t *testing.T) {
-		if _, err := svc.RegionInstanceGroupManagers.SetInstanceTemplate(project, "us-central1", "ng",
-			&compute.RegionInstanceGroupManagersSetTemplateRequest{InstanceTemplate: "global/instanceTemplates/tmpl-new"}).Context(ctx).Do(); err != nil {
-			t.Fatal(err)
-		}
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		err := srv.WaitFor(wctx, key, func(g Group) bool {
-			return g.Stable() && !slices.ContainsFunc(g.Instances, func(in Instance) bool { return in.Template != "tmpl-new" })
-		})
-		if err != nil || len(srv.Removals()) != 3 {
-			t.Errorf("err %v, removals %v, want 3", err, srv.Removals())
-		}
-	})
-	t.Run("patch holds redistribution off", func(t *testing.T) {
-		if _, err := svc.RegionInstanceGroupManagers.Patch(project, "us-central1", "ng", &compute.InstanceGroupManager{
-			UpdatePolicy: &compute.InstanceGroupManagerUpdatePolicy{Type: Opportunistic, InstanceRedistributionType: NoRedistrib},
-		}).Context(ctx).Do(); err != nil {
-			t.Fatal(err)
-		}
-		g = waitStable(t, srv, key)
-		if g.UpdateType != Opportunistic || g.Redistribution != NoRedistrib {
-			t.Fatalf("policy %s/%s", g.UpdateType, g.Redistribution)
-		}
-	})
+	c := &clientScene{srv: srv, svc: svc, key: key}
+	t.Run("PROACTIVE replaces every instance on its own", c.proactiveReplaces)
+	t.Run("patch holds redistribution off", c.patchHoldsRedistribution)
 	before := len(srv.Removals())
 	// Held off, a group of 2/2/2 whose zone a loses both stays 0/2/2.
 	if _, err := svc.RegionInstanceGroupManagers.Resize(project, "us-central1", "ng", 6).Context(ctx).Do(); err != nil {
 		t.Fatal(err)
 	}
-	g = waitStable(t, srv, key)
+	g := waitStable(t, srv, key)
 	var inA []string
 	for _, in := range g.Instances {
 		if in.Zone == zones[0] {
@@ -235,101 +145,23 @@ func TestProactiveUpdateAndRedistribution(t *testing.T) {
 		&compute.RegionInstanceGroupManagersDeleteInstancesRequest{Instances: inA}).Context(ctx).Do(); err != nil {
 		t.Fatal(err)
 	}
-	g = waitStable(t, srv, key)
+	waitStable(t, srv, key)
 	time.Sleep(100 * time.Millisecond)
 	if got := perZone(waitStable(t, srv, key)); got[zones[0]] != 0 || len(srv.Removals()) != before {
 		t.Fatalf("held: per zone %v, removals %v", got, srv.Removals()[before:])
 	}
-	t.Run("PROACTIVE redistribution evens the zones out on its own", func(t *testing.T) {
-		if _, err := svc.RegionInstanceGroupManagers.Patch(project, "us-central1", "ng", &compute.InstanceGroupManager{
-			UpdatePolicy: &compute.InstanceGroupManagerUpdatePolicy{InstanceRedistributionType: Proactive},
-		}).Context(ctx).Do(); err != nil {
-			t.Fatal(err)
-		}
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		err := srv.WaitFor(wctx, key, func(g Group) bool {
-			c := perZone(g)
-			return g.Stable() && c[zones[0]] == 1 && c[zones[1]]+c[zones[2]] == 3
-		})
-		rs := srv.Removals()[before:]
-		if err != nil || len(rs) != 1 || rs[0].Why != "instance redistribution" {
-			t.Errorf("err %v, removals %v, want one by redistribution", err, rs)
-		}
-	})
+	c.before = before
+	t.Run("PROACTIVE redistribution evens the zones out on its own", c.proactiveRedistributes)
 }
 
 func TestTemplatesImagesAndAutoscaler(t *testing.T) {
 	srv, svc, key := newScene(t, 2, Opportunistic)
-	ctx := context.Background()
-	t.Run("templates are immutable: a second insert conflicts", func(t *testing.T) {
-		it, err := svc.InstanceTemplates.Get(project, "tmpl-old").Context(ctx).Do()
-		if err != nil {
-			t.Fatal(err)
-		}
-		op, err := svc.InstanceTemplates.Insert(project, &compute.InstanceTemplate{Name: "tmpl-copy", Properties: it.Properties}).Context(ctx).Do()
-		if err != nil || op.Status != "DONE" {
-			t.Fatalf("op %+v, err %v", op, err)
-		}
-		_, err = svc.InstanceTemplates.Insert(project, &compute.InstanceTemplate{Name: "tmpl-copy", Properties: it.Properties}).Context(ctx).Do()
-		if code(err) != http.StatusConflict {
-			t.Errorf("err %v, want 409", err)
-		}
-		if got := srv.Templates(project); !slices.Equal(got, []string{"tmpl-copy", "tmpl-new", "tmpl-old"}) {
-			t.Errorf("templates %v", got)
-		}
-	})
-	t.Run("a template of an unknown image is refused", func(t *testing.T) {
-		_, err := svc.InstanceTemplates.Insert(project, &compute.InstanceTemplate{Name: "bad", Properties: &compute.InstanceProperties{
-			Disks: []*compute.AttachedDisk{{Boot: true, InitializeParams: &compute.AttachedDiskInitializeParams{SourceImage: "projects/sim-project/global/images/nope"}}},
-		}}).Context(ctx).Do()
-		if code(err) != http.StatusBadRequest {
-			t.Errorf("err %v, want 400", err)
-		}
-	})
-	t.Run("images by name and family", func(t *testing.T) {
-		if _, err := svc.Images.Get(project, "img-new").Context(ctx).Do(); err != nil {
-			t.Error(err)
-		}
-		im, err := svc.Images.GetFromFamily(project, "node").Context(ctx).Do()
-		if err != nil || im.Name != "img-new" {
-			t.Errorf("family: %v %v, want img-new, the newest", im, err)
-		}
-		if _, err := svc.Images.Get(project, "nope").Context(ctx).Do(); code(err) != http.StatusNotFound {
-			t.Errorf("err %v, want 404", err)
-		}
-	})
-	t.Run("the autoscaler grows the group within its bounds", func(t *testing.T) {
-		if err := srv.AddAutoscaler(key, 1, 4); err != nil {
-			t.Fatal(err)
-		}
-		as, err := svc.RegionAutoscalers.List(project, "us-central1").Context(ctx).Do()
-		if err != nil || len(as.Items) != 1 {
-			t.Fatalf("autoscalers %v %v", as, err)
-		}
-		if n, err := srv.Autoscale(key, 9); err != nil || n != 4 {
-			t.Fatalf("autoscale %d %v, want 4", n, err)
-		}
-		if g := waitStable(t, srv, key); len(g.Instances) != 4 {
-			t.Errorf("%d instances, want 4", len(g.Instances))
-		}
-	})
-	t.Run("a group delete takes its instances", func(t *testing.T) {
-		if _, err := svc.RegionInstanceGroupManagers.Delete(project, "us-central1", "ng").Context(ctx).Do(); err != nil {
-			t.Fatal(err)
-		}
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		for wctx.Err() == nil {
-			if _, ok := srv.Group(key); !ok {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if _, err := svc.RegionInstanceGroupManagers.Get(project, "us-central1", "ng").Context(ctx).Do(); code(err) != http.StatusNotFound {
-			t.Errorf("err %v, want 404", err)
-		}
-	})
+	c := &clientScene{srv: srv, svc: svc, key: key}
+	t.Run("templates are immutable: a second insert conflicts", c.templatesAreImmutable)
+	t.Run("a template of an unknown image is refused", c.unknownImageRefused)
+	t.Run("images by name and family", c.imagesByNameAndFamily)
+	t.Run("the autoscaler grows the group within its bounds", c.autoscalerGrows)
+	t.Run("a group delete takes its instances", c.deleteTakesInstances)
 }
 
 func TestZonalGroup(t *testing.T) {
@@ -358,5 +190,224 @@ func TestZonalGroup(t *testing.T) {
 	}
 	if _, err := svc.ZoneOperations.Get(project, "us-central1-b", op.Name).Context(ctx).Do(); err != nil {
 		t.Errorf("zone operation: %v", err)
+	}
+}
+
+// clientScene is what the steps of a test through the client share: the
+// server, the client, the group's key and the group as made.
+type clientScene struct {
+	srv *Server
+	svc *compute.Service
+	key string
+	g   Group
+	// before is how many removals there were before a step.
+	before int
+}
+
+func (c *clientScene) createdBy(t *testing.T) {
+	ctx := context.Background()
+	in := c.g.Instances[0]
+	got, err := c.svc.Instances.Get(project, in.Zone, in.Name).Context(ctx).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var createdBy string
+	for _, it := range got.Metadata.Items {
+		if it.Key == "created-by" {
+			createdBy = *it.Value
+		}
+	}
+	if createdBy != "projects/123456789012/regions/us-central1/instanceGroupManagers/ng" {
+		t.Errorf("created-by %q", createdBy)
+	}
+}
+
+func (c *clientScene) setTemplateOpportunistic(t *testing.T) {
+	ctx := context.Background()
+	op, err := c.svc.RegionInstanceGroupManagers.SetInstanceTemplate(project, "us-central1", "ng",
+		&compute.RegionInstanceGroupManagersSetTemplateRequest{InstanceTemplate: "global/instanceTemplates/tmpl-new"}).Context(ctx).Do()
+	if err != nil || op.Status != "DONE" {
+		t.Fatalf("op %+v, err %v", op, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, in := range waitStable(t, c.srv, c.key).Instances {
+		if in.Template != "tmpl-old" {
+			t.Errorf("instance %s runs %s", in.Name, in.Template)
+		}
+	}
+}
+
+func (c *clientScene) recreateKeepsTheName(t *testing.T) {
+	ctx := context.Background()
+	in := c.g.Instances[0]
+	op, err := c.svc.RegionInstanceGroupManagers.RecreateInstances(project, "us-central1", "ng",
+		&compute.RegionInstanceGroupManagersRecreateRequest{Instances: []string{instanceURL(in)}}).Context(ctx).Do()
+	if err != nil || op.Status != "DONE" {
+		t.Fatalf("op %+v, err %v", op, err)
+	}
+	mi := managed(t, c.svc, in.Name)
+	if mi.CurrentAction != ActionRecreating || !strings.HasSuffix(mi.Version.InstanceTemplate, "/tmpl-new") {
+		t.Errorf("just after the DONE operation: %s %s, want RECREATING to tmpl-new", mi.CurrentAction, mi.Version.InstanceTemplate)
+	}
+	after := waitStable(t, c.srv, c.key)
+	i := slices.IndexFunc(after.Instances, func(x Instance) bool { return x.Name == in.Name })
+	if i < 0 || after.Instances[i].ID == in.ID || after.Instances[i].Template != "tmpl-new" || after.Instances[i].Image != imageLink(project, "img-new") {
+		t.Errorf("recreated %+v (was id %d)", after.Instances[i], in.ID)
+	}
+}
+
+func (c *clientScene) deleteInstancesLowersTheSize(t *testing.T) {
+	ctx := context.Background()
+	in := c.g.Instances[1]
+	op, err := c.svc.RegionInstanceGroupManagers.DeleteInstances(project, "us-central1", "ng",
+		&compute.RegionInstanceGroupManagersDeleteInstancesRequest{Instances: []string{instanceURL(in)}}).Context(ctx).Do()
+	if err != nil || op.Status != "DONE" {
+		t.Fatalf("op %+v, err %v", op, err)
+	}
+	if mi := managed(t, c.svc, in.Name); mi.CurrentAction != ActionDeleting {
+		t.Errorf("just after the DONE operation: %s, want DELETING", mi.CurrentAction)
+	}
+	igm, _ := c.svc.RegionInstanceGroupManagers.Get(project, "us-central1", "ng").Context(ctx).Do()
+	if igm.TargetSize != 5 {
+		t.Errorf("target size %d, want 5", igm.TargetSize)
+	}
+	// Zones are now 1/2/2: uneven by one, which redistribution leaves.
+	if after := waitStable(t, c.srv, c.key); len(after.Instances) != 5 || len(c.srv.Removals()) != 0 {
+		t.Errorf("%d instances, removals %v", len(after.Instances), c.srv.Removals())
+	}
+}
+
+func (c *clientScene) anotherGroupsInstance(t *testing.T) {
+	ctx := context.Background()
+	_, err := c.svc.RegionInstanceGroupManagers.DeleteInstances(project, "us-central1", "ng",
+		&compute.RegionInstanceGroupManagersDeleteInstancesRequest{Instances: []string{"zones/us-central1-a/instances/nope"}}).Context(ctx).Do()
+	if code(err) != http.StatusBadRequest {
+		t.Errorf("err %v, want 400", err)
+	}
+}
+
+func (c *clientScene) proactiveReplaces(t *testing.T) {
+	ctx := context.Background()
+	if _, err := c.svc.RegionInstanceGroupManagers.SetInstanceTemplate(project, "us-central1", "ng",
+		&compute.RegionInstanceGroupManagersSetTemplateRequest{InstanceTemplate: "global/instanceTemplates/tmpl-new"}).Context(ctx).Do(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := c.srv.WaitFor(wctx, c.key, func(g Group) bool {
+		return g.Stable() && !slices.ContainsFunc(g.Instances, func(in Instance) bool { return in.Template != "tmpl-new" })
+	})
+	if err != nil || len(c.srv.Removals()) != 3 {
+		t.Errorf("err %v, removals %v, want 3", err, c.srv.Removals())
+	}
+}
+
+func (c *clientScene) patchHoldsRedistribution(t *testing.T) {
+	ctx := context.Background()
+	if _, err := c.svc.RegionInstanceGroupManagers.Patch(project, "us-central1", "ng", &compute.InstanceGroupManager{
+		UpdatePolicy: &compute.InstanceGroupManagerUpdatePolicy{Type: Opportunistic, InstanceRedistributionType: NoRedistrib},
+	}).Context(ctx).Do(); err != nil {
+		t.Fatal(err)
+	}
+	g := waitStable(t, c.srv, c.key)
+	if g.UpdateType != Opportunistic || g.Redistribution != NoRedistrib {
+		t.Fatalf("policy %s/%s", g.UpdateType, g.Redistribution)
+	}
+}
+
+func (c *clientScene) proactiveRedistributes(t *testing.T) {
+	ctx := context.Background()
+	if _, err := c.svc.RegionInstanceGroupManagers.Patch(project, "us-central1", "ng", &compute.InstanceGroupManager{
+		UpdatePolicy: &compute.InstanceGroupManagerUpdatePolicy{InstanceRedistributionType: Proactive},
+	}).Context(ctx).Do(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := c.srv.WaitFor(wctx, c.key, func(g Group) bool {
+		n := perZone(g)
+		return g.Stable() && n[zones[0]] == 1 && n[zones[1]]+n[zones[2]] == 3
+	})
+	rs := c.srv.Removals()[c.before:]
+	if err != nil || len(rs) != 1 || rs[0].Why != "instance redistribution" {
+		t.Errorf("err %v, removals %v, want one by redistribution", err, rs)
+	}
+}
+
+func (c *clientScene) templatesAreImmutable(t *testing.T) {
+	ctx := context.Background()
+	it, err := c.svc.InstanceTemplates.Get(project, "tmpl-old").Context(ctx).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := c.svc.InstanceTemplates.Insert(project, &compute.InstanceTemplate{Name: "tmpl-copy", Properties: it.Properties}).Context(ctx).Do()
+	if err != nil || op.Status != "DONE" {
+		t.Fatalf("op %+v, err %v", op, err)
+	}
+	_, err = c.svc.InstanceTemplates.Insert(project, &compute.InstanceTemplate{Name: "tmpl-copy", Properties: it.Properties}).Context(ctx).Do()
+	if code(err) != http.StatusConflict {
+		t.Errorf("err %v, want 409", err)
+	}
+	if got := c.srv.Templates(project); !slices.Equal(got, []string{"tmpl-copy", "tmpl-new", "tmpl-old"}) {
+		t.Errorf("templates %v", got)
+	}
+}
+
+func (c *clientScene) unknownImageRefused(t *testing.T) {
+	ctx := context.Background()
+	_, err := c.svc.InstanceTemplates.Insert(project, &compute.InstanceTemplate{Name: "bad", Properties: &compute.InstanceProperties{
+		Disks: []*compute.AttachedDisk{{Boot: true, InitializeParams: &compute.AttachedDiskInitializeParams{SourceImage: "projects/sim-project/global/images/nope"}}},
+	}}).Context(ctx).Do()
+	if code(err) != http.StatusBadRequest {
+		t.Errorf("err %v, want 400", err)
+	}
+}
+
+func (c *clientScene) imagesByNameAndFamily(t *testing.T) {
+	ctx := context.Background()
+	if _, err := c.svc.Images.Get(project, "img-new").Context(ctx).Do(); err != nil {
+		t.Error(err)
+	}
+	im, err := c.svc.Images.GetFromFamily(project, "node").Context(ctx).Do()
+	if err != nil || im.Name != "img-new" {
+		t.Errorf("family: %v %v, want img-new, the newest", im, err)
+	}
+	if _, err := c.svc.Images.Get(project, "nope").Context(ctx).Do(); code(err) != http.StatusNotFound {
+		t.Errorf("err %v, want 404", err)
+	}
+}
+
+func (c *clientScene) autoscalerGrows(t *testing.T) {
+	ctx := context.Background()
+	if err := c.srv.AddAutoscaler(c.key, 1, 4); err != nil {
+		t.Fatal(err)
+	}
+	as, err := c.svc.RegionAutoscalers.List(project, "us-central1").Context(ctx).Do()
+	if err != nil || len(as.Items) != 1 {
+		t.Fatalf("autoscalers %v %v", as, err)
+	}
+	if n, err := c.srv.Autoscale(c.key, 9); err != nil || n != 4 {
+		t.Fatalf("autoscale %d %v, want 4", n, err)
+	}
+	if g := waitStable(t, c.srv, c.key); len(g.Instances) != 4 {
+		t.Errorf("%d instances, want 4", len(g.Instances))
+	}
+}
+
+func (c *clientScene) deleteTakesInstances(t *testing.T) {
+	ctx := context.Background()
+	if _, err := c.svc.RegionInstanceGroupManagers.Delete(project, "us-central1", "ng").Context(ctx).Do(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for wctx.Err() == nil {
+		if _, ok := c.srv.Group(c.key); !ok {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := c.svc.RegionInstanceGroupManagers.Get(project, "us-central1", "ng").Context(ctx).Do(); code(err) != http.StatusNotFound {
+		t.Errorf("err %v, want 404", err)
 	}
 }

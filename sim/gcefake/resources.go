@@ -3,6 +3,7 @@ package gcefake
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -232,6 +233,17 @@ func (s *Server) insertTemplate(req *request) (any, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failTemplate != nil {
+		op := s.opLocked(req.project, "global", "insert", s.link("projects/"+req.project+"/global/instanceTemplates/"+it.Name))
+		failed := *op
+		failed.Status, failed.Progress, failed.EndTime = "DONE", 100, now()
+		failed.Error, failed.HttpErrorStatusCode, failed.HttpErrorMessage = s.failTemplate, http.StatusForbidden, "FORBIDDEN"
+		s.ops[req.project+"/global/"+op.Name] = &failed
+		if op.Status == "RUNNING" {
+			return op, nil // the error shows when it is done
+		}
+		return &failed, nil
+	}
 	if err := s.insertTemplateLocked(req.project, &it); err != nil {
 		return nil, err
 	}
