@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -71,7 +72,7 @@ func (cg *cloudGroup) setup(ctx context.Context) error {
 	}
 	version, err := g.Setup(ctx)
 	if err != nil {
-		return err
+		return cg.releaseHold(ctx, err)
 	}
 	if err := cg.pin.keepDefault(ctx, version); err != nil {
 		return err
@@ -81,6 +82,21 @@ func (cg *cloudGroup) setup(ctx context.Context) error {
 	}
 	cr.TargetVersion = version
 	return cg.save(ctx)
+}
+
+// releaseHold puts back how the group updated itself when Setup failed,
+// so that a failed start leaves it as it was (a template that could not be
+// made, say); RestoreUpdates itself keeps the hold where Setup got as far
+// as pointing the group at the target. The hold of an earlier setup (a
+// re-run) stays for the run that resumes.
+func (cg *cloudGroup) releaseHold(ctx context.Context, err error) error {
+	if cg.cloudRecord().TargetVersion != "" {
+		return err
+	}
+	if rerr := cg.restoreUpdates(ctx); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
 }
 
 // resizer is the provider as a Group the run resizes itself. The

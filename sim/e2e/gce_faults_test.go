@@ -86,6 +86,9 @@ func TestGCETemplateInsertFails(t *testing.T) {
 		t.Fatalf("want exit %d naming the operation's QUOTA_EXCEEDED: %s", nodeupgrade.ExitFailure, r)
 	}
 	assertUntouched(t, testContext(t, time.Minute), kopsKey, name)
+	// A failed start leaves the group as it was: its updates PROACTIVE
+	// again, without an abort.
+	g.assertUnchanged(t, 3)
 	if a := g.run(t, "abort", name); a.code != nodeupgrade.ExitOK {
 		t.Fatalf("abort: %s", a)
 	}
