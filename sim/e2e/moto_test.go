@@ -554,7 +554,7 @@ func testMotoConformanceKilledBetweenMakingAndPointingTheVersion(t *testing.T) {
 			if r.code != nodeupgrade.ExitOK {
 				t.Fatalf("re-run failed: %s", r)
 			}
-			if !strings.Contains(r.stdout, "launches launch template version 2") {
+			if !strings.Contains(r.stdout, "launches launch template "+g.templateID+" version 2") {
 				t.Errorf("the re-run does not say the group launches version 2:\n%s", r.stdout)
 			}
 			g.assertUpgraded(t, g.original.Desired+p.Cloud.ScaleUp)
