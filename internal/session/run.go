@@ -192,12 +192,29 @@ func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.
 		return nil, err
 	}
 	if rec == nil || rec.FinishedAt != nil {
-		rec = &state.Record{NodeGroup: group, StartedAt: time.Now().UTC().Truncate(time.Second)}
+		rec = nextRecord(rec, group, time.Now().UTC().Truncate(time.Second))
 	}
 	if rec.Cloud != nil && rec.Cloud.Group != cloud.GroupName(pl.Provider) && (pl.Cloud == nil || rec.Cloud.Group != pl.Cloud.BlueDeleted) {
 		return nil, Usagef("node group %q has an unfinished run on %s group %q; finish it with %s", group, rec.Cloud.Provider, rec.Cloud.Group, pl.Request.GroupFlags(rec.Cloud.Provider, rec.Cloud.Group))
 	}
 	return rec, nil
+}
+
+// nextRecord is a new run's record after prev, the group's last one
+// (nil: none). How the group updated itself before prev's run goes on
+// where abort had to leave it held (machines on another template than
+// the group's, which it would have replaced undrained): the new run
+// would otherwise read the hold as the group's own way and never give
+// the group back its policy.
+func nextRecord(prev *state.Record, group string, now time.Time) *state.Record {
+	rec := &state.Record{NodeGroup: group, StartedAt: now}
+	if prev != nil && prev.Cloud != nil && prev.Cloud.UpdatesWere != "" {
+		rec.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{
+			Provider: prev.Cloud.Provider, Group: prev.Cloud.Group, GroupKind: prev.Cloud.GroupKind, TemplateKind: prev.Cloud.TemplateKind,
+		}}
+		rec.Cloud.UpdatesWere = prev.Cloud.UpdatesWere
+	}
+	return rec
 }
 
 // settleAborted records as finished an aborted run whose group a later

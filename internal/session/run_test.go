@@ -238,3 +238,36 @@ func TestFollowsServiceUpdateOnlyForAnUpdateUnderWay(t *testing.T) {
 		})
 	}
 }
+
+// TestNextRecordKeepsAHeldPolicy: after an abort that had to leave the
+// group's updates held, the next run's record starts from how the group
+// updated itself before the aborted run, not from the hold.
+func TestNextRecordKeepsAHeldPolicy(t *testing.T) {
+	now := time.Now()
+	held := &state.Record{NodeGroup: "ng", Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "gce", Group: "mig", TargetVersion: "v2", FromVersion: "v1"}}}
+	held.Cloud.UpdatesWere = "mig=PROACTIVE"
+	released := &state.Record{NodeGroup: "ng", Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "gce", Group: "mig"}}}
+	for _, tc := range []struct {
+		name string
+		prev *state.Record
+		want string
+	}{
+		{"no run before", nil, ""},
+		{"a run that gave the policy back", released, ""},
+		{"an abort that left it held", held, "mig=PROACTIVE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := nextRecord(tc.prev, "ng", now)
+			got := ""
+			if rec.Cloud != nil {
+				got = rec.Cloud.UpdatesWere
+				if rec.Cloud.Group != "mig" || rec.Cloud.TargetVersion != "" || rec.Cloud.FromVersion != "" {
+					t.Errorf("carried over %+v: want the group alone", rec.Cloud.GroupRecord)
+				}
+			}
+			if got != tc.want || rec.NodeGroup != "ng" || !rec.StartedAt.Equal(now) {
+				t.Errorf("UpdatesWere %q, want %q (record %+v)", got, tc.want, rec)
+			}
+		})
+	}
+}

@@ -47,11 +47,13 @@ func (cg *cloudGroup) restoreUpdates(ctx context.Context) error {
 		return err
 	}
 	if note != "" {
+		// Still held: the record keeps what to put back, for the run that
+		// finishes the group.
 		cg.note = joinNote(cg.note, note)
 		cg.logf("%s", cg.cfg.Color.Yellow(note))
-	} else {
-		cg.logf("%s %q updates itself again as before the run (%s)", cg.groupKind(), cg.pool.GroupName(), cr.UpdatesWere)
+		return nil
 	}
+	cg.logf("%s %q updates itself again as before the run (%s)", cg.groupKind(), cg.pool.GroupName(), cr.UpdatesWere)
 	cr.UpdatesWere = ""
 	return cg.save(ctx)
 }
