@@ -43,9 +43,14 @@ func ec2Err(code, format string, args ...any) *apiError {
 // are told apart by the Version parameter every request carries.
 // Signatures are not checked: any SigV4 credentials are accepted.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.injectFault(w, r) {
+	if s.injectFault(w, r, s.serve) {
 		return
 	}
+	s.serve(w, r)
+}
+
+// serve answers a request that no fault stopped.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	// EKS (REST-JSON) and SSM (JSON 1.1) are told apart by path and
 	// target header; the rest is the query protocol.
 	if s.serveEKS(w, r) || s.serveSSM(w, r) {
