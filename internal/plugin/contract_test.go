@@ -394,8 +394,14 @@ func TestNewProviderServiceControls(t *testing.T) {
 			}
 			inOrder(t, w.Calls(), append(tc.calls, "Configure "+settingsBefore))
 			allOn(t, client, tc.image, nil)
-			if rec := finishedRecord(t, client, nil); (rec.AbortedAt != nil) != (tc.image == "img-a") {
-				t.Errorf("record aborted at %v; want it aborted only by a rollback", rec.AbortedAt)
+			// A rollback's end is "rolled back", as docs/controls.md says,
+			// not "aborted".
+			want := StatusFinished
+			if tc.image == "img-a" {
+				want = StatusRolledBack
+			}
+			if got := describeRun(finishedRecord(t, client, nil), false, "", time.Now()).Status; got != want {
+				t.Errorf("status %q, want %q", got, want)
 			}
 		})
 	}
@@ -552,4 +558,54 @@ func TestNewProviderGreenGroupFlag(t *testing.T) {
 	}
 	args := contractArgs("--strategy", "blue-green", "--"+fakecloud.FlagGreen, "given", "--node-pool-soak", "0s")
 	planChangesNothing(t, client, w, args, []string{"1. CreateGreen fake group given (given)"}, []string{"pool-v2"})
+}
+
+// TestRunAfterAbortWithNothingToDo: abort late in a run (its scale-down)
+// can leave every node on the target; the next run finds nothing to do,
+// and the record says the group is upgraded, not "aborted".
+func TestRunAfterAbortWithNothingToDo(t *testing.T) {
+	client, _ := newContractCluster(t, fakecloud.Resizable, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store := &state.Store{Client: client, Namespace: state.DefaultNamespace}
+	aborted := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	rec := recordFor("ng")
+	rec.Phase, rec.InFlight, rec.FinishedAt, rec.AbortedAt = "ScaleDown", nil, &aborted, &aborted
+	if err := store.Save(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	// The nodes run img-a: the target of this run.
+	stdout, stderr, code := runContract(ctx, client, false, "ng", "--fake-image", "img-a", "--post-drain-wait", "0s")
+	if code != ExitOK || !strings.Contains(stdout, "Nothing to do") {
+		t.Fatalf("run: exit %d, want %d with nothing to do:\n%s%s", code, ExitOK, stdout, stderr)
+	}
+	got, err := store.Load(ctx, "ng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := describeRun(got, false, "", time.Now()); s.Status != StatusFinished {
+		t.Errorf("status %q, want %q (note %q)", s.Status, StatusFinished, got.Note)
+	}
+}
+
+// TestStatusNamesAServiceUpdateTarget: status of a run a service carried
+// out names the group and what the update moved it to, as it does of a
+// cloud group's (a GKE node pool's nodes carry no label that says it).
+func TestStatusNamesAServiceUpdateTarget(t *testing.T) {
+	t.Parallel()
+	client, _ := newContractCluster(t, fakecloud.Managed, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if stdout, stderr, code := runContract(ctx, client, false, contractArgs("--strategy", "eks", "--max-unavailable", "2")...); code != ExitOK {
+		t.Fatalf("run: exit %d:\n%s%s", code, stdout, stderr)
+	}
+	out, stderr, code := runStatus(t, client, "ng", "-o", "wide")
+	if code != ExitOK {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`ng: fake service "pool", to image img-b; update upd-`, "  image img-b  "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
 }

@@ -144,7 +144,11 @@ func (o *ControlOptions) cancel(ctx context.Context, rec *state.Record, requests
 	}
 	if alive && noSafePointLeft(rec) {
 		g := o.NodeGroup
-		return usageErrorf("cannot cancel: the run on %q is in phase %s, after which it has no safe point to pause at: it ends on its own; follow it with \"kubectl nodeupgrade status -w %s\", then undo it with rollback or a run towards the previous version", g, phase, g)
+		msg := fmt.Sprintf("cannot cancel: the run on %q is in phase %s, after which it has no safe point to pause at: it ends on its own; follow it with \"kubectl nodeupgrade status -w %s\"", g, phase, g)
+		if phase != plan.PhaseRollback {
+			msg += ", then undo it with " + session.RunBack(rec, g)
+		}
+		return usageErrorf("%s", msg)
 	}
 	if err := requests.Send(ctx, state.RequestCancel); err != nil {
 		return err

@@ -24,10 +24,14 @@ func TestCancelWhereNoSafePointIsLeft(t *testing.T) {
 		cloud  bool
 		code   int
 		want   string // in stdout, or in stderr when refused
+		not    string // nowhere in the output
 		stored bool   // the request is left for the run
 	}{
-		{name: "live, scale-down", phase: plan.PhaseScaleDown, batch: 5, alive: true, cloud: true, code: ExitUsage, want: "is in phase ScaleDown, after which it has no safe point to pause at"},
-		{name: "live, rollback", phase: plan.PhaseRollback, alive: true, code: ExitUsage, want: "is in phase Rollback, after which it has no safe point"},
+		// rollback is refused once the run has ended: the way back is a
+		// run towards the version before, with the provider's flag.
+		{name: "live, scale-down", phase: plan.PhaseScaleDown, batch: 5, alive: true, cloud: true, code: ExitUsage,
+			want: `is in phase ScaleDown, after which it has no safe point to pause at: it ends on its own; follow it with "kubectl nodeupgrade status -w ng", then undo it with "kubectl nodeupgrade run ng --instance-template demo-v1"`, not: "rollback"},
+		{name: "live, rollback", phase: plan.PhaseRollback, alive: true, code: ExitUsage, want: "is in phase Rollback, after which it has no safe point", not: "undo"},
 		{name: "live, last batch's recovery, provider none", phase: plan.PhaseRecover, batch: 5, alive: true, code: ExitUsage, want: "is in phase Recover"},
 		{name: "live, last batch's recovery, before the scale-down", phase: plan.PhaseRecover, batch: 5, alive: true, cloud: true, code: ExitOK, want: "to pause at its next safe point", stored: true},
 		{name: "live, draining", phase: plan.PhaseDrain, batch: 2, alive: true, code: ExitOK, want: "to pause at its next safe point", stored: true},
@@ -37,7 +41,7 @@ func TestCancelWhereNoSafePointIsLeft(t *testing.T) {
 			rec := recordFor("ng")
 			rec.Phase, rec.Batch = string(tc.phase), tc.batch
 			if tc.cloud {
-				rec.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "aws", Group: "ng-asg"}}
+				rec.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "gce", Group: "ng-mig", FromVersion: "demo-v1", TargetVersion: "demo-v2"}}
 			}
 			var alive []string
 			if tc.alive {
@@ -48,8 +52,8 @@ func TestCancelWhereNoSafePointIsLeft(t *testing.T) {
 			o := &ControlOptions{IOStreams: streams, action: "cancel", client: client, NodeGroup: "ng", StateNamespace: state.DefaultNamespace}
 			code := PrintError(errOut, o.Run(context.Background()))
 			got := out.String() + errOut.String()
-			if code != tc.code || !strings.Contains(got, tc.want) {
-				t.Errorf("exit %d: %s; want exit %d with %q", code, got, tc.code, tc.want)
+			if code != tc.code || !strings.Contains(got, tc.want) || tc.not != "" && strings.Contains(got, tc.not) {
+				t.Errorf("exit %d: %s; want exit %d with %q and without %q", code, got, tc.code, tc.want, tc.not)
 			}
 			req, err := (&state.Requests{Store: &state.Store{Client: client, Namespace: state.DefaultNamespace}, Group: "ng"}).Pending(context.Background())
 			if err != nil || (req == state.RequestCancel) != tc.stored {

@@ -143,7 +143,8 @@ func (o *ControlOptions) rollbackManaged(ctx context.Context, rec *state.Record,
 		fmt.Fprintf(o.Out, "update settings of %q back to %s\n", o.NodeGroup, rec.Managed.Before)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	rec.FinishedAt, rec.AbortedAt, rec.Note = &now, &now, fmt.Sprintf("rolled back by the %s's update %s", mp.Service, rb)
+	// Finished, not aborted: status says "rolled back" (docs/controls.md).
+	rec.FinishedAt, rec.Note = &now, fmt.Sprintf("rolled back by the %s's update %s", mp.Service, rb)
 	if err := store.Save(ctx, rec); err != nil {
 		return err
 	}

@@ -402,6 +402,8 @@ func targetCell(r *state.Record) string {
 	if r.Cloud != nil && r.Cloud.TargetVersion != "" {
 		_, template := r.Cloud.Kinds()
 		parts = append(parts, template+" version "+r.Cloud.TargetVersion)
+	} else if r.Managed != nil && r.Managed.Target != "" {
+		parts = append(parts, r.Managed.Target)
 	}
 	keys := make([]string, 0, len(r.Target))
 	for k := range r.Target {
@@ -453,6 +455,9 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 			}
 			fmt.Fprintln(o.Out, line)
 		}
+		if m := r.Managed; m != nil && r.Cloud == nil && m.Service != "" {
+			fmt.Fprintln(o.Out, managedLine(r.NodeGroup, m))
+		}
 		if len(r.LeftRunning) > 0 {
 			fmt.Fprintln(o.Out, shortLivedLine(r, nodeCreated, now))
 		}
@@ -461,6 +466,16 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 		}
 	}
 	return nil
+}
+
+// managedLine names the group of a run its service updates, what the
+// update moves it to and the service's update.
+func managedLine(nodeGroup string, m *state.ManagedRecord) string {
+	line := fmt.Sprintf("%s: %s %q, to %s", nodeGroup, m.Service, m.Group, output.OrNone(m.Target))
+	if m.UpdateID != "" {
+		line += fmt.Sprintf("; update %s", m.UpdateID)
+	}
+	return line
 }
 
 // watch follows one run: a line at each change of its record or lock, until

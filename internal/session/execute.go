@@ -45,7 +45,7 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 		return nil
 	}
 	if pl.NothingToDo() && !r.Rollback {
-		return nil
+		return s.settleAborted(ctx, pl)
 	}
 	rec, err := s.Store().Load(ctx, r.RecordName())
 	if err != nil {
@@ -71,31 +71,28 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 
 // RefuseBlockers stops a run whose audit found blockers, unless --force or
 // --ignore-check says to go on (for machine-left-running, only
-// --leave-machines-running, which the plan already heard). what is what
-// is refused ("refusing to run").
+// --leave-machines-running, which the plan already heard; for
+// missing-permission, only its --ignore-check). what is what is refused
+// ("refusing to run").
 func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
-	var left []string
+	var left, ignorable, forceable []string
 	var only check.Finding
-	var ignorable []string
 	for _, f := range p.Blockers() {
-		// --force is about pods; machines left running take a flag that
-		// says so.
-		if f.Check == check.CheckMachineLeftRunning || !r.Force && !slices.Contains(r.IgnoreChecks, f.Check) {
-			left = append(left, fmt.Sprintf("%s (%s)", f.Check, f.Object()))
-			only = f
-			if f.Check != check.CheckMachineLeftRunning && !slices.Contains(ignorable, f.Check) {
-				ignorable = append(ignorable, f.Check)
+		ignored := slices.Contains(r.IgnoreChecks, f.Check)
+		if !heldDespite(f.Check, ignored, r.Force) {
+			continue
+		}
+		left = append(left, fmt.Sprintf("%s (%s)", f.Check, f.Object()))
+		only = f
+		if f.Check != check.CheckMachineLeftRunning && !slices.Contains(ignorable, f.Check) {
+			ignorable = append(ignorable, f.Check)
+			if f.Check != check.CheckMissingPermission {
+				forceable = append(forceable, f.Check)
 			}
 		}
 	}
-	override := ""
-	if len(ignorable) > 0 {
-		override = ", or use --ignore-check " + strings.Join(ignorable, " --ignore-check ") + " or --force"
-		if len(ignorable) < len(left) {
-			// Neither lifts machines left running: say what does.
-			override += " (" + check.CheckMachineLeftRunning + " only yields to --" + LeaveMachinesRunningFlag + " or --delete-node=false)"
-		}
-	}
+	machines := slices.ContainsFunc(p.Blockers(), func(f check.Finding) bool { return f.Check == check.CheckMachineLeftRunning })
+	override := overrideOf(ignorable, forceable, machines)
 	switch len(left) {
 	case 0:
 		return nil
@@ -104,6 +101,40 @@ func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
 		return &BlockerRefusal{fmt.Sprintf("%s: %s: %s; %s%s", what, left[0], only.Message, only.Fix, override)}
 	}
 	return &BlockerRefusal{fmt.Sprintf("%s: %d blockers: %s; fix them%s", what, len(left), strings.Join(left, ", "), override)}
+}
+
+// heldDespite reports whether a blocker of check still holds the run:
+// --force is about pods; machines left running take a flag that says so,
+// and a missing permission its own --ignore-check.
+func heldDespite(name string, ignored, force bool) bool {
+	switch name {
+	case check.CheckMachineLeftRunning:
+		return true
+	case check.CheckMissingPermission:
+		return !ignored
+	}
+	return !ignored && !force
+}
+
+// overrideOf says what lifts the blockers left: the --ignore-check of
+// each that has one, --force where it lifts them all, and what lifts
+// machines left running.
+func overrideOf(ignorable, forceable []string, machines bool) string {
+	if len(ignorable) == 0 {
+		return ""
+	}
+	override := ", or use --ignore-check " + strings.Join(ignorable, " --ignore-check ")
+	switch {
+	case len(forceable) == len(ignorable):
+		override += " or --force"
+	case len(forceable) > 0:
+		override += " (--force lifts " + strings.Join(forceable, ", ") + " only)"
+	}
+	if machines {
+		// Neither lifts machines left running: say what does.
+		override += " (" + check.CheckMachineLeftRunning + " only yields to --" + LeaveMachinesRunningFlag + " or --delete-node=false)"
+	}
+	return override
 }
 
 // question is what the run asks before it changes anything: what it will

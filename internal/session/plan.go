@@ -77,8 +77,9 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 	if pl.Plan != nil {
 		pl.Notes = append(pl.Notes, notes...)
 		if opened.cloud == nil && !opened.askedCloud {
-			pl.AddBlockers(s.machinesLeftRunning(ctx, r, pl.Plan, nodes)...)
+			pl.AddFindings(s.machinesLeftRunning(ctx, r, pl.Plan, nodes)...)
 		}
+		pl.AddFindings(s.permissionFindings(ctx, r, pl.Provider, in, pl.Plan)...)
 	}
 	return pl, err
 }

@@ -54,6 +54,9 @@ func (r *Request) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 	if name == "" && r.Cloud.Given() {
 		if takers := r.cloudsTakingGivenFlags(); len(takers) == 1 {
 			name = takers[0]
+			if err := r.refuseAnotherCloudsFlags(name, nodes); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if name == "" {
@@ -68,6 +71,24 @@ func (r *Request) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 	}
 	c, _ := cloud.Lookup(name)
 	return c, nil
+}
+
+// refuseAnotherCloudsFlags refuses cloud flags that pick name when the
+// nodes are another cloud's: opened, name's cloud would fail on what it
+// lacks (an AWS region for gce:// nodes) or point to its own flags.
+func (r *Request) refuseAnotherCloudsFlags(name string, nodes []corev1.Node) error {
+	owner := cloud.Detect(nodes)
+	if _, known := cloud.Lookup(owner); nodes == nil || !known || owner == name || r.Bound == nil {
+		return nil
+	}
+	var theirs []string
+	for _, flag := range sortedKeys(r.Given) {
+		if takers := r.Bound.Owners[flag]; slices.Contains(takers, name) && !slices.Contains(takers, owner) {
+			theirs = append(theirs, "--"+flag)
+		}
+	}
+	return Usagef("cannot use %s (of --provider %s) on the nodes of provider %s: name the target with %s",
+		strings.Join(theirs, " and "), name, owner, OrList(prefixed("--", r.Bound.Targets[owner])))
 }
 
 // cloudsTakingGivenFlags are the clouds that take every cloud flag given.
@@ -117,6 +138,26 @@ func (r *Request) GroupFlags(provider, group string) string {
 		}
 	}
 	return flags
+}
+
+// refuseDefaultStrategy refuses a request that left --strategy to its
+// default where the group's service runs strategies of its own and the run
+// cannot build the default (a GKE node pool), naming those it runs:
+// planning would blame a --strategy never given.
+func (r *Request) refuseDefaultStrategy(in plan.Input) error {
+	cg := in.Cloud
+	if r.Given == nil || r.Given["strategy"] || r.strategy == nil || r.strategy.Name() != plan.DefaultStrategy ||
+		cg == nil || cg.Managed == nil || cg.Managed.Runs(plan.DefaultStrategy) || cg.Can.Has(r.strategy.Needs(in)) {
+		return nil
+	}
+	var runs []string
+	for _, name := range plan.StrategyNames() {
+		if cg.Managed.Runs(name) {
+			runs = append(runs, name)
+		}
+	}
+	return Usagef("no --strategy given, and the default, %s, is not one the %s %q takes: use --strategy %s",
+		plan.DefaultStrategy, cg.GroupKind, cg.Name, OrList(runs))
 }
 
 // refuseNoTarget refuses a plan without a cloud that has no target labels

@@ -37,3 +37,15 @@ func (pl *Planned) UseRecordedGreen(rec *state.Record) {
 		bg.UseGreen(rec.Cloud.Green)
 	}
 }
+
+// RunBack is the way back once a run has ended, when rollback no longer
+// takes it: a run towards the version the group launched before, with
+// the provider's flag naming an existing version.
+func RunBack(rec *state.Record, group string) string {
+	if c := rec.Cloud; c != nil && c.FromVersion != "" {
+		if flag := cloud.BoundFlags().Version[c.Provider]; flag != "" {
+			return fmt.Sprintf("\"kubectl nodeupgrade run %s --%s %s\"", group, flag, c.FromVersion)
+		}
+	}
+	return "a run towards the previous version"
+}

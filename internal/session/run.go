@@ -200,6 +200,31 @@ func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.
 	return rec, nil
 }
 
+// settleAborted records as finished an aborted run whose group a later
+// run finds with nothing to do: abort left every node on the target (in
+// the scale-down, say), and status would go on saying "aborted" of a
+// group that is upgraded.
+func (s *Session) settleAborted(ctx context.Context, pl *Planned) error {
+	group, store := pl.Request.RecordName(), s.Store()
+	rec, err := store.Load(ctx, group)
+	if err != nil || rec == nil || rec.FinishedAt == nil || rec.AbortedAt == nil {
+		return err
+	}
+	ctx, _, release, err := s.HoldLock(ctx, group)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// Read again under the lock: another run may have started meanwhile.
+	if rec, err = store.Load(ctx, group); err != nil || rec == nil || rec.FinishedAt == nil || rec.AbortedAt == nil {
+		return err
+	}
+	rec.AbortedAt = nil
+	rec.Note = "abort left every node on the target: a run after it found nothing to do"
+	rec.UpdatedAt = time.Now().UTC().Truncate(time.Second)
+	return store.Save(ctx, rec)
+}
+
 // startPhase is where the run begins: a rollback, or, after an
 // interrupted run whose service's update goes on or that got past its
 // batches on its cloud group (resumesGroup), where it stopped; "" for the

@@ -187,6 +187,7 @@ func TestRefusePendingCancel(t *testing.T) {
 func TestRefuseBlockersSaysWhatLiftsEach(t *testing.T) {
 	machines := check.Finding{Check: check.CheckMachineLeftRunning, Severity: check.Blocker, Kind: "NodeGroup", Name: "ng", Message: "m", Fix: "f"}
 	pdb := check.Finding{Check: check.CheckPDBZeroDisruptions, Severity: check.Blocker, Kind: "PodDisruptionBudget", Namespace: "a", Name: "p", Message: "m", Fix: "f"}
+	permission := check.Finding{Check: check.CheckMissingPermission, Severity: check.Blocker, Kind: "Permission", Name: "a:B", Message: "m", Fix: "f"}
 	for _, tc := range []struct {
 		name     string
 		findings []check.Finding
@@ -196,6 +197,9 @@ func TestRefuseBlockersSaysWhatLiftsEach(t *testing.T) {
 		{"a pod check alone", []check.Finding{pdb}, "or use --ignore-check pdb-zero-disruptions or --force", "leave-machines-running"},
 		{"machines left running alone", []check.Finding{machines}, "", "--force"},
 		{"both", []check.Finding{machines, pdb}, "or use --ignore-check pdb-zero-disruptions or --force (machine-left-running only yields to --leave-machines-running or --delete-node=false)", ""},
+		{"two of one pod check", []check.Finding{pdb, pdb}, "or use --ignore-check pdb-zero-disruptions or --force", "leave-machines-running"},
+		{"a missing permission", []check.Finding{permission}, "or use --ignore-check missing-permission", "--force"},
+		{"a missing permission and a pod check", []check.Finding{permission, pdb}, "--ignore-check missing-permission --ignore-check pdb-zero-disruptions (--force lifts pdb-zero-disruptions only)", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := (&Request{}).RefuseBlockers(&plan.Plan{Findings: tc.findings}, "refusing to run")

@@ -132,8 +132,13 @@ func TestAbortEKSOnACloudGroup(t *testing.T) {
 			if got := group.callsLike("RemoveNode"); len(got) != tc.wantDone {
 				t.Errorf("removed %v, want only the %d nodes the run did", got, tc.wantDone)
 			}
-			if n := e.Note(); tc.wantDone < 3 && !strings.Contains(n, `still launches launch template version 2`) {
+			if n := e.Note(); tc.wantDone < 3 && !strings.Contains(n, `still launches launch template lt version 2`) {
 				t.Errorf("note %q does not say the group still launches the target", n)
+			}
+			// The way back is the provider's own flag (gce's is
+			// --instance-template, not aws's --launch-template-version).
+			if n := e.Note(); tc.wantDone > 0 && tc.wantDone < 3 && !strings.Contains(n, "a run with --"+fakeVersionFlag+" 1 brings the upgraded nodes back") {
+				t.Errorf("note %q does not name the provider's flag for the way back", n)
 			}
 		})
 	}
@@ -164,7 +169,7 @@ func TestAbortUndoesTheScaleUp(t *testing.T) {
 		wantErr      string
 	}{
 		{name: "killed with the new nodes Ready: they go, the old ones stay", killAt: "Taint",
-			wantDefault: "1", wantNote: "launches launch template version 1 again, the default before the run, which every node of it runs"},
+			wantDefault: "1", wantNote: "launches launch template lt version 1 again, the default before the run, which every node of it runs"},
 		// The machines of the scale-up have no node yet when abort starts:
 		// removing old nodes in their place would leave only new ones
 		// behind, with the group launching the old version.
@@ -175,7 +180,7 @@ func TestAbortUndoesTheScaleUp(t *testing.T) {
 		// An abort killed after it put the old default back, in a run
 		// stopped in its scale-down: every node runs the target.
 		{name: "every node left on the target: the target is the default again", killAt: "ScaleDown", defaultNow: "1",
-			wantOnTarget: true, wantDefault: "2", wantNote: "runs launch template version 2, which stays the default (it was 1 before the run)"},
+			wantOnTarget: true, wantDefault: "2", wantNote: "runs launch template lt version 2, which stays the default (it was 1 before the run)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

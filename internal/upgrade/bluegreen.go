@@ -149,7 +149,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 		if err := r.group.pin.keepDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
-		r.logf("creating %s %q beside %q: %d nodes (max %d) of %s version %s", r.groupKind(), green, r.group.pool.GroupName(), greenSizes.Desired, greenSizes.Max, r.templateKind(), cr.TargetVersion)
+		r.logf("creating %s %q beside %q: %d nodes (max %d) of %s", r.groupKind(), green, r.group.pool.GroupName(), greenSizes.Desired, greenSizes.Max, r.templateVersion(cr.TargetVersion))
 		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, greenSizes); err != nil {
 			return err
 		}

@@ -283,7 +283,7 @@ func TestShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
 	if cr := cfg.Record.Cloud; cr == nil || cr.TargetVersion != "2" || cr.FromVersion != "1" || cr.Original != nil {
 		t.Errorf("record %+v: want the versions and no sizes", cr)
 	}
-	if !strings.Contains(got.out, `Auto Scaling group "asg" launches launch template version 2`) {
+	if !strings.Contains(got.out, `Auto Scaling group "asg" launches launch template lt version 2`) {
 		t.Errorf("output:\n%s", got.out)
 	}
 	wantNoMarks(t, client)
@@ -337,13 +337,18 @@ func TestRunStops(t *testing.T) {
 					t.Errorf("failure %+v: %v", f, err)
 				}
 			}},
+		// The wait's progress calls them Ready, and says why they do not
+		// count (--ignore-check unreachable-target's case).
 		{name: "new nodes join labelled with the old version",
-			setup:    func(r *stopRun) { r.group.launch = launchWrongVersion },
+			setup:    func(r *stopRun) { r.group.launch, r.cfg.Live = launchWrongVersion, true },
 			wantLast: "ScaleUp",
 			check: func(t *testing.T, r *stopRun, err error) {
 				wantNodeCreationFailure(t, err)
 				if !strings.Contains(err.Error(), "label "+versionLabel+"=1, want 2") {
 					t.Errorf("error %v", err)
+				}
+				if want := "4/4 new nodes Ready, 4 of them not usable (node "; !strings.Contains(r.out, want) || strings.Contains(r.out, "0/4 new nodes Ready") {
+					t.Errorf("progress does not say %q:\n%s", want, r.out)
 				}
 			}},
 		// Ready nodes of another version do not count, and the failure

@@ -77,7 +77,7 @@ func (cg *cloudGroup) setup(ctx context.Context) error {
 		return err
 	}
 	if cr.TargetVersion != version {
-		cg.logf("%s %q launches %s version %s", cg.groupKind(), cg.pool.GroupName(), cg.templateKind(), version)
+		cg.logf("%s %q launches %s", cg.groupKind(), cg.pool.GroupName(), cg.templateVersion(version))
 	}
 	cr.TargetVersion = version
 	return cg.save(ctx)
@@ -108,6 +108,16 @@ func (e *Engine) templateKind() string {
 		return c.TemplateKind
 	}
 	return "template"
+}
+
+// templateVersion names a version with its template, as the plan's
+// header does: the kind alone would read "instance template in project
+// version demo-v1" on Compute Engine.
+func (e *Engine) templateVersion(version string) string {
+	if c := e.cfg.Plan.Cloud; c != nil && c.Template != "" {
+		return fmt.Sprintf("%s %s version %s", e.templateKind(), c.Template, version)
+	}
+	return fmt.Sprintf("%s version %s", e.templateKind(), version)
 }
 
 // recordOriginal records the group's sizes before the run's first change

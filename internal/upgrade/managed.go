@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,7 +92,8 @@ func (r *managedRun) configureService(ctx context.Context, u cloud.ManagedUpdate
 		if err != nil {
 			return err
 		}
-		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Before: before}
+		mp := r.cfg.Plan.Managed
+		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Service: mp.Service, Target: mp.Target, Before: before}
 		if err := r.save(ctx); err != nil {
 			return err
 		}
@@ -201,16 +203,19 @@ func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, i
 			return err
 		}
 		failures = 0
-		if p.Phase != phase {
+		if err := r.countReplaced(ctx); err != nil {
+			return err
+		}
+		if p.Phase != phase && p.Phase != "" {
 			// The service's phases (GKE's blue/green) as they come.
 			phase = p.Phase
-			r.logf("%s update %s: %s, %d of %d nodes", r.cfg.Plan.Managed.Service, id, phase, p.Done, p.Total)
+			r.logf("%s update %s: %s, %s", r.cfg.Plan.Managed.Service, id, phase, r.nodesText(p))
 		}
 		r.reportHeld(held.update(r.heldPods(), r.podOnNode))
 		if p.Finished() {
 			return r.serviceEnded(p, held.all())
 		}
-		r.progress.waitingFor(serviceProgressLine(r.cfg.Plan.Managed, p, held.all(), r.cfg.Now()))
+		r.progress.waitingFor(serviceProgressLine(r.cfg.Plan.Managed, p, r.nodesText(p), held.all(), r.cfg.Now()))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -225,7 +230,11 @@ func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error 
 	mp := r.cfg.Plan.Managed
 	switch p.State {
 	case cloud.UpdateSucceeded:
-		r.done = append(r.done, r.cfg.Plan.OutdatedNames()...)
+		for _, name := range r.cfg.Plan.OutdatedNames() {
+			if !slices.Contains(r.done, name) {
+				r.done = append(r.done, name)
+			}
+		}
 		r.logf("%s update %s succeeded", mp.Service, p.ID)
 		return nil
 	case cloud.UpdateCancelled:
@@ -250,16 +259,45 @@ func (r *managedRun) reportHeld(fresh []HeldPod) {
 	}
 }
 
+// countReplaced counts as done the plan's outdated nodes gone from the
+// cluster: the service replaced them. EKS's DescribeUpdate counts no
+// nodes, so the cluster says how far the update is; the record and the
+// progress count them as they go, and a re-run starts from them.
+func (r *managedRun) countReplaced(ctx context.Context) error {
+	fresh := false
+	for _, name := range r.cfg.Plan.OutdatedNames() {
+		if slices.Contains(r.done, name) {
+			continue
+		}
+		if _, exists, err := r.view.nodes.GetStore().GetByKey(name); err == nil && !exists {
+			r.done, fresh = append(r.done, name), true
+			r.logf("%s update: node %q replaced (%d of %d)", r.cfg.Plan.Managed.Service, name, len(r.done), r.cfg.Plan.Nodes.Outdated)
+		}
+	}
+	if !fresh {
+		return nil
+	}
+	r.progress.setDone(len(r.cfg.EarlierDone) + len(r.done))
+	return r.record(ctx, plan.State{Phase: plan.PhaseUpdate})
+}
+
+// nodesText says how many nodes the update has done: the service's count
+// where it gives one, else the nodes it replaced in the cluster.
+func (r *managedRun) nodesText(p cloud.UpdateProgress) string {
+	if p.Total > 0 {
+		return fmt.Sprintf("%d of %d nodes", p.Done, p.Total)
+	}
+	return fmt.Sprintf("%d of %d nodes replaced", len(r.done), r.cfg.Plan.Nodes.Outdated)
+}
+
 // serviceProgressLine is the progress of a service's update.
-func serviceProgressLine(mp *plan.ManagedPlan, p cloud.UpdateProgress, held []HeldPod, now time.Time) string {
+func serviceProgressLine(mp *plan.ManagedPlan, p cloud.UpdateProgress, nodes string, held []HeldPod, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s update %s", mp.Service, p.ID)
 	if p.Phase != "" {
 		fmt.Fprintf(&b, " (%s)", p.Phase)
 	}
-	if p.Total > 0 {
-		fmt.Fprintf(&b, ": %d of %d nodes", p.Done, p.Total)
-	}
+	fmt.Fprintf(&b, ": %s", nodes)
 	if len(held) > 0 {
 		h := held[0]
 		fmt.Fprintf(&b, "; %s for %s", h.Short(), roundDuration(now.Sub(h.Since)))

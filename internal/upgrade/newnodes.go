@@ -94,8 +94,12 @@ func (e *NodeCreationFailure) Error() string {
 // run is launched, each new one is a Ready node with the target labels,
 // and every zone of the outdated nodes has one.
 type newNodes struct {
-	ready     map[string][]string // zone -> Ready new nodes
-	notReady  []string
+	ready    map[string][]string // zone -> Ready new nodes
+	notReady []string
+	// unusable are those of notReady that are Ready nodes yet not usable
+	// (without the target labels, say), with why: the progress says so
+	// rather than call them not Ready.
+	unusable  []string
 	other     []string // new machines of another version: they do not count
 	launched  int
 	zonesLeft []string
@@ -142,6 +146,9 @@ func (cg *cloudGroup) lookAtNewNodes(ctx context.Context, version string, zones 
 			st.other = append(st.other, fmt.Sprintf("%q (%s, node %q): %s", m.ID, m.Zone, n.Name, why))
 		case why != "":
 			st.notReady = append(st.notReady, fmt.Sprintf("%q (%s, node %q): %s", m.ID, m.Zone, n.Name, why))
+			if capacity.NodeReady(n) {
+				st.unusable = append(st.unusable, fmt.Sprintf("node %q: %s", n.Name, why))
+			}
 		default:
 			st.ready[m.Zone] = append(st.ready[m.Zone], n.Name)
 		}
@@ -163,7 +170,10 @@ func (cg *cloudGroup) lookAtNewNodes(ctx context.Context, version string, zones 
 
 // progress says what the wait for new nodes still waits for.
 func (n newNodes) progress(ready, wanted int) string {
-	s := fmt.Sprintf("%d/%d new nodes Ready", ready, ready+len(n.notReady))
+	s := fmt.Sprintf("%d/%d new nodes Ready", ready+len(n.unusable), ready+len(n.notReady))
+	if len(n.unusable) > 0 {
+		s += fmt.Sprintf(", %d of them not usable (%s)", len(n.unusable), listNames(n.unusable, 1))
+	}
 	if n.launched < wanted {
 		s += fmt.Sprintf(", %d/%d machines launched", n.launched, wanted)
 	}
@@ -212,7 +222,7 @@ func (cg *cloudGroup) waitNewNodes(ctx context.Context, gr *state.GroupRecord, z
 	if len(zones) > 0 {
 		where = " in zones " + quoteAll(zones)
 	}
-	cg.logf("waiting up to %s for the new nodes of %s version %s to be Ready%s (%d machines in all)", cg.cfg.NodeReadyTimeout, cg.templateKind(), gr.TargetVersion, where, wanted)
+	cg.logf("waiting up to %s for the new nodes of %s to be Ready%s (%d machines in all)", cg.cfg.NodeReadyTimeout, cg.templateVersion(gr.TargetVersion), where, wanted)
 	var st newNodes
 	failure := func() *NodeCreationFailure {
 		return &NodeCreationFailure{Group: cg.pool.GroupName(), GroupKind: cg.groupKind(), Timeout: cg.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *gr.Original}

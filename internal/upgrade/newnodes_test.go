@@ -63,3 +63,27 @@ func TestNodeCreationFailureNamesEveryInstance(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateVersion: a version is named with its template, as the
+// plan's header names it; Compute Engine's kind alone read "instance
+// template in project version demo-v1".
+func TestTemplateVersion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		cloud *plan.CloudPlan
+		want  string
+	}{
+		{"aws", &plan.CloudPlan{Template: "lt-0abc", TemplateKind: "launch template"}, "launch template lt-0abc version 2"},
+		{"gce", &plan.CloudPlan{Template: "demo-proj", TemplateKind: "instance template in project"}, "instance template in project demo-proj version 2"},
+		{"no template", &plan.CloudPlan{TemplateKind: "Kubernetes/AMI release"}, "Kubernetes/AMI release version 2"},
+		{"no cloud", nil, "template version 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Engine{cfg: Config{Plan: &plan.Plan{Cloud: tc.cloud}}}
+			if got := e.templateVersion("2"); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -45,7 +45,7 @@ func (p *defaultPin) keepDefault(ctx context.Context, version string) error {
 	if err := f.SetTemplateDefault(ctx, version); err != nil {
 		return err
 	}
-	p.logf("made %s version %s the default (was %s): %s %q launches the default", p.templateKind(), version, current, p.groupKind(), p.pool.GroupName())
+	p.logf("made %s the default (was %s): %s %q launches the default", p.templateVersion(version), current, p.groupKind(), p.pool.GroupName())
 	return nil
 }
 
@@ -82,20 +82,30 @@ func (p *defaultPin) settleDefault(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	group, lt := fmt.Sprintf("%s %q", p.groupKind(), p.pool.GroupName()), p.templateKind()
+	group := fmt.Sprintf("%s %q", p.groupKind(), p.pool.GroupName())
 	switch {
 	case others == 0 && onTarget > 0 && cr.DefaultWas != "":
 		return p.keepTargetDefault(ctx, onTarget)
 	case p.defaultBack && onTarget == 0:
-		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s version %s again, the default before the run, which every node of it runs", group, lt, cr.DefaultWas))
+		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s again, the default before the run, which every node of it runs", group, p.templateVersion(cr.DefaultWas)))
 	case p.defaultBack:
-		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s version %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
-			group, lt, cr.DefaultWas, plan.Count(onTarget, "node"), cr.TargetVersion))
+		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
+			group, p.templateVersion(cr.DefaultWas), plan.Count(onTarget, "node"), cr.TargetVersion))
 	case others > 0 && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion:
-		p.note = joinNote(p.note, fmt.Sprintf("%s still launches %s version %s; \"kubectl nodeupgrade run\" upgrades the rest, a run with --launch-template-version %s brings the upgraded nodes back",
-			group, lt, cr.TargetVersion, cr.FromVersion))
+		p.note = joinNote(p.note, fmt.Sprintf("%s still launches %s; \"kubectl nodeupgrade run\" upgrades the rest, %s brings the upgraded nodes back",
+			group, p.templateVersion(cr.TargetVersion), p.runBackTo(cr.FromVersion)))
 	}
 	return nil
+}
+
+// runBackTo says how a run goes back to version: with the provider's flag
+// that names an existing version (--launch-template-version,
+// --instance-template).
+func (p *defaultPin) runBackTo(version string) string {
+	if flag := cloud.BoundFlags().Version[p.cfg.Plan.Cloud.Provider]; flag != "" {
+		return fmt.Sprintf("a run with --%s %s", flag, version)
+	}
+	return "a run back to version " + version
 }
 
 // machineVersions counts the group's machines, leaving ones aside, that
@@ -139,14 +149,14 @@ func (p *defaultPin) keepTargetDefault(ctx context.Context, onTarget int) error 
 		if err := f.SetTemplateDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
-		p.logf("made %s version %s the default again: the %s left in %s %q run it", p.templateKind(), cr.TargetVersion, plan.Count(onTarget, "node"), p.groupKind(), p.pool.GroupName())
+		p.logf("made %s the default again: the %s left in %s %q run it", p.templateVersion(cr.TargetVersion), plan.Count(onTarget, "node"), p.groupKind(), p.pool.GroupName())
 	case cr.TargetVersion:
 	default:
 		return nil // restoreDefault named it
 	}
 	p.defaultBack = false
-	kept := fmt.Sprintf("every node of %s %q runs %s version %s, which stays the default (it was %s before the run)",
-		p.groupKind(), p.pool.GroupName(), p.templateKind(), cr.TargetVersion, cr.DefaultWas)
+	kept := fmt.Sprintf("every node of %s %q runs %s, which stays the default (it was %s before the run)",
+		p.groupKind(), p.pool.GroupName(), p.templateVersion(cr.TargetVersion), cr.DefaultWas)
 	p.note = joinNote(p.note, kept)
 	p.logf("%s", kept)
 	return nil
@@ -181,6 +191,6 @@ func (p *defaultPin) restoreDefault(ctx context.Context) (bool, error) {
 	if err := f.SetTemplateDefault(ctx, cr.DefaultWas); err != nil {
 		return false, err
 	}
-	p.logf("made %s version %s the default again (the run had made it %s)", p.templateKind(), cr.DefaultWas, current)
+	p.logf("made %s the default again (the run had made it %s)", p.templateVersion(cr.DefaultWas), current)
 	return true, nil
 }

@@ -41,6 +41,9 @@ type progress struct {
 	batches int
 	done    int // nodes done, earlier attempts included
 	total   int
+	// phaseDone is done when the state was entered: a service's update
+	// counts its pace from it.
+	phaseDone int
 
 	// estimate is the plan's for this run, and batchEstimate the part of
 	// it the batches take; measured batch times replace the latter.
@@ -131,7 +134,7 @@ func (p *progress) enter(s plan.State, done int) {
 	if newBatch {
 		p.inBatch, p.batchStart = true, now
 	}
-	p.state, p.entered, p.done, p.phaseStart = s, true, done, now
+	p.state, p.entered, p.done, p.phaseStart, p.phaseDone = s, true, done, now, done
 	p.waiting = ""
 	switch {
 	case p.live:
@@ -165,6 +168,17 @@ func (p *progress) learn(now time.Time, next plan.State) {
 func (p *progress) printPlainLocked(now time.Time) {
 	fmt.Fprintf(p.out, "%s progress: %s\n", now.Format("15:04:05"), p.lineLocked(now))
 	p.lastPlain = now
+}
+
+// setDone tells the nodes done by now within a state (those a service's
+// update replaced, say).
+func (p *progress) setDone(done int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = done
+	if p.live && p.entered {
+		p.drawLocked()
+	}
 }
 
 // waitingFor says what the run waits for now, by name; "" when it waits
@@ -269,10 +283,13 @@ func (p *progress) lineLocked(now time.Time) string {
 // drain, say); the scale-down, a batch's work per node, likewise; the wait
 // for new nodes by the scale-up's.
 func (p *progress) eta(elapsed time.Duration) (string, bool) {
+	now := p.start.Add(elapsed)
+	if left, ok := p.serviceLeft(now); ok {
+		return "~" + roundDuration(left), true
+	}
 	if p.estimate <= 0 && len(p.measured) == 0 {
 		return "", false
 	}
-	now := p.start.Add(elapsed)
 	batch := p.batchTime(now)
 	total := p.estimate - p.batchEstimate + time.Duration(p.batches)*batch
 	if perBatch := p.plannedBatch(); perBatch > 0 {
@@ -301,6 +318,17 @@ func (p *progress) eta(elapsed time.Duration) (string, bool) {
 		return "~" + roundDuration(remaining), true
 	}
 	return "any moment (past the estimate)", true
+}
+
+// serviceLeft is, during a service's update, the time its nodes not yet
+// replaced take at the pace of those it has replaced since the phase began:
+// the plan's figure for an update is the service's documented worst case.
+func (p *progress) serviceLeft(now time.Time) (time.Duration, bool) {
+	n := p.done - p.phaseDone
+	if p.state.Phase != plan.PhaseUpdate || n <= 0 || p.done >= p.total {
+		return 0, false
+	}
+	return now.Sub(p.phaseStart) / time.Duration(n) * time.Duration(p.total-p.done), true
 }
 
 // plannedBatch is the plan's time for one batch.

@@ -300,3 +300,27 @@ func TestFinalLineCountsTheWholeRun(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressETAOfAServiceUpdate: during a service's update, once it has
+// replaced nodes, the ETA is its pace over the nodes left, not the plan's
+// figure, the service's documented worst case.
+func TestProgressETAOfAServiceUpdate(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)}
+	var buf bytes.Buffer
+	p := &plan.Plan{Batches: make([]plan.Batch, 1), Nodes: plan.NodeCounts{Outdated: 4},
+		Steps: []plan.Step{{Phase: string(plan.PhaseUpdate), Estimate: plan.Duration(4 * time.Hour)}}}
+	pr := newProgress(&buf, false, clock.now, p, 0)
+	pr.enter(plan.State{Phase: plan.PhaseUpdate}, 0)
+	clock.advance(10 * time.Minute)
+	if eta, _ := pr.eta(10 * time.Minute); eta != "~3h50m0s" {
+		t.Errorf("ETA before a node is replaced %s, want the plan's ~3h50m", eta)
+	}
+	pr.setDone(1)
+	if eta, _ := pr.eta(10 * time.Minute); eta != "~30m0s" {
+		t.Errorf("ETA after one node in 10m %s, want ~30m for the 3 left", eta)
+	}
+	if line := pr.lineLocked(clock.now()); !strings.Contains(line, "1/4 nodes") {
+		t.Errorf("progress %q does not count the node replaced", line)
+	}
+}

@@ -49,56 +49,66 @@ const (
 	// service runs the update and deletes the pods a PDB still holds
 	// once its PDB timeout passes (GKE): the pods it would force out.
 	CheckForcedPastPDB = "forced-past-pdb"
+	// CheckMissingPermission is found where the cloud, asked before
+	// anything changes, says the caller may not make a call the run makes
+	// (AWS iam:SimulatePrincipalPolicy, GCP testIamPermissions).
+	CheckMissingPermission = "missing-permission"
 	// Warnings.
-	CheckNoPDB               = "no-pdb"
-	CheckZoneConcentration   = "zone-concentration"
-	CheckNoReadinessProbe    = "no-readiness-probe"
-	CheckPreStopExceedsGrace = "prestop-exceeds-grace"
-	CheckLBNoReadinessGate   = "lb-no-readiness-gate"
-	CheckLBNoPreStop         = "lb-no-prestop"
-	CheckLBMinReadySeconds   = "lb-min-ready-seconds"
-	CheckEmptyDirData        = "emptydir-data"
-	CheckDoNotEvict          = "do-not-evict"
+	// CheckPermissionsUnchecked: the cloud could not be asked (the caller
+	// may not simulate its policies, say).
+	CheckPermissionsUnchecked = "permissions-unchecked"
+	CheckNoPDB                = "no-pdb"
+	CheckZoneConcentration    = "zone-concentration"
+	CheckNoReadinessProbe     = "no-readiness-probe"
+	CheckPreStopExceedsGrace  = "prestop-exceeds-grace"
+	CheckLBNoReadinessGate    = "lb-no-readiness-gate"
+	CheckLBNoPreStop          = "lb-no-prestop"
+	CheckLBMinReadySeconds    = "lb-min-ready-seconds"
+	CheckEmptyDirData         = "emptydir-data"
+	CheckDoNotEvict           = "do-not-evict"
 )
 
 // severities maps each check to its severity; its key order is given by names.
 var severities = map[string]Severity{
-	CheckPDBZeroDisruptions:  Blocker,
-	CheckMultiplePDBs:        Blocker,
-	CheckToleratesAllTaints:  Blocker,
-	CheckBarePod:             Blocker,
-	CheckSameBatch:           Blocker,
-	CheckSingleReplica:       Blocker,
-	CheckUnreachableTarget:   Blocker,
-	CheckPodCannotMove:       Blocker,
-	CheckNoRoom:              Blocker,
-	CheckOutdatedWarmPool:    Blocker,
-	CheckMachineLeftRunning:  Blocker,
-	CheckForcedPastPDB:       Blocker,
-	CheckNoPDB:               Warning,
-	CheckZoneConcentration:   Warning,
-	CheckNoReadinessProbe:    Warning,
-	CheckPreStopExceedsGrace: Warning,
-	CheckLBNoReadinessGate:   Warning,
-	CheckLBNoPreStop:         Warning,
-	CheckLBMinReadySeconds:   Warning,
-	CheckEmptyDirData:        Warning,
-	CheckDoNotEvict:          Warning,
+	CheckPDBZeroDisruptions:   Blocker,
+	CheckMultiplePDBs:         Blocker,
+	CheckToleratesAllTaints:   Blocker,
+	CheckBarePod:              Blocker,
+	CheckSameBatch:            Blocker,
+	CheckSingleReplica:        Blocker,
+	CheckUnreachableTarget:    Blocker,
+	CheckPodCannotMove:        Blocker,
+	CheckNoRoom:               Blocker,
+	CheckOutdatedWarmPool:     Blocker,
+	CheckMachineLeftRunning:   Blocker,
+	CheckForcedPastPDB:        Blocker,
+	CheckMissingPermission:    Blocker,
+	CheckPermissionsUnchecked: Warning,
+	CheckNoPDB:                Warning,
+	CheckZoneConcentration:    Warning,
+	CheckNoReadinessProbe:     Warning,
+	CheckPreStopExceedsGrace:  Warning,
+	CheckLBNoReadinessGate:    Warning,
+	CheckLBNoPreStop:          Warning,
+	CheckLBMinReadySeconds:    Warning,
+	CheckEmptyDirData:         Warning,
+	CheckDoNotEvict:           Warning,
 }
 
 var names = []string{
 	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
 	CheckBarePod, CheckSameBatch, CheckSingleReplica,
 	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool,
-	CheckMachineLeftRunning, CheckForcedPastPDB,
+	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
+	CheckPermissionsUnchecked,
 }
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
-var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB}
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckPermissionsUnchecked}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.

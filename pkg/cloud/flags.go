@@ -64,12 +64,14 @@ func (f *Flags) bind(name string, to any, define func()) {
 // Bound is what the clouds bound, for the shared code's messages and
 // checks: by flag, the clouds that take it; by cloud, its flags that name
 // a target (bound to the target's Image or Version, or TargetOption), the
-// one that names its group (bound to Group) and the one that names an
-// existing green group (GreenGroup).
+// one that names its group (bound to Group), the one that names an
+// existing template version (bound to the target's Version) and the one
+// that names an existing green group (GreenGroup).
 type Bound struct {
 	Owners  map[string][]string
 	Targets map[string][]string
 	Group   map[string]string
+	Version map[string]string
 	Green   map[string]string
 }
 
@@ -78,8 +80,11 @@ type Bound struct {
 func (f *Flags) String(p *string, name, usage string) {
 	f.bind(name, p, func() { f.fs.StringVar(p, name, "", usage) })
 	switch t := f.Target(); p {
-	case &t.Image, &t.Version:
+	case &t.Image:
 		f.bound.Targets[f.cloud] = append(f.bound.Targets[f.cloud], name)
+	case &t.Version:
+		f.bound.Targets[f.cloud] = append(f.bound.Targets[f.cloud], name)
+		f.bound.Version[f.cloud] = name
 	case &t.Group:
 		f.bound.Group[f.cloud] = name
 	}
@@ -126,7 +131,7 @@ func (f *Flags) Target() *plan.CloudTarget { return &f.req.Cloud }
 // BindFlags binds every registered cloud's flags to r and returns what
 // they bound.
 func BindFlags(fs *pflag.FlagSet, r *plan.Request) *Bound {
-	b := &Bound{Owners: map[string][]string{}, Targets: map[string][]string{}, Group: map[string]string{}, Green: map[string]string{}}
+	b := &Bound{Owners: map[string][]string{}, Targets: map[string][]string{}, Group: map[string]string{}, Version: map[string]string{}, Green: map[string]string{}}
 	f := &Flags{fs: fs, req: r, bound: b, dest: map[string]any{}}
 	for _, name := range Names() {
 		if fb, ok := clouds[name].(FlagBinder); ok {

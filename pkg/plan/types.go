@@ -101,14 +101,22 @@ type Plan struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// AddBlockers puts blockers found outside the planner (by what only the
-// command knows, a cloud's answer say) first among the findings, and
-// names them on their nodes.
-func (p *Plan) AddBlockers(fs ...check.Finding) {
+// AddFindings puts findings made outside the planner (by what only the
+// command knows, a cloud's answer say) among the plan's: blockers first,
+// warnings after the planner's, and names them on their nodes.
+func (p *Plan) AddFindings(fs ...check.Finding) {
 	if len(fs) == 0 {
 		return
 	}
-	p.Findings = append(fs, p.Findings...)
+	var blockers, warnings []check.Finding
+	for _, f := range fs {
+		if f.Severity == check.Blocker {
+			blockers = append(blockers, f)
+		} else {
+			warnings = append(warnings, f)
+		}
+	}
+	p.Findings = append(append(blockers, p.Findings...), warnings...)
 	p.markFindings()
 }
 

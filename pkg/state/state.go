@@ -103,8 +103,12 @@ type Workload = check.Controller
 // that changes the group, so a re-run follows the same update and puts
 // the same settings back.
 type ManagedRecord struct {
-	// Group names the service's group.
-	Group string `json:"group"`
+	// Group names the service's group; Service and Target say, in the
+	// service's words, what the group is and what the update moves it to,
+	// for status (a GKE node pool's nodes carry no label that says it).
+	Group   string `json:"group"`
+	Service string `json:"service,omitempty"`
+	Target  string `json:"target,omitempty"`
 	// Before are the group's update settings before the run, put back at
 	// the end; Configured says the run's own were set.
 	Before     plan.UpdateSettings `json:"before"`

@@ -49,8 +49,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r)
 }
 
-// serve answers a request that no fault stopped.
+// serve answers a request that no fault stopped: a call the caller may
+// not make is refused (iam.go) before it is carried out.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if s.refuseDenied(w, r) {
+		return
+	}
 	// EKS (REST-JSON) and SSM (JSON 1.1) are told apart by path and
 	// target header; the rest is the query protocol.
 	if s.serveEKS(w, r) || s.serveSSM(w, r) {
@@ -77,6 +81,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case elbVersion:
 		res, err := modelFirst(elbModel, action, f, refuseValidation, s.elb)
 		queryReply(w, elbNS, action, rid, res, err)
+	case stsVersion:
+		res, err := s.sts(action, f)
+		queryReply(w, stsNS, action, rid, res, err)
+	case iamVersion:
+		res, err := s.iamCall(action, f)
+		queryReply(w, iamNS, action, rid, res, err)
 	case ec2Version:
 		res, err := modelFirst(ec2Model, action, f, refuseEC2, s.ec2)
 		if err != nil {

@@ -6,7 +6,16 @@
 // of the property's "type" and, for a string, one of its "enum" values and
 // matching its "pattern"; a query parameter must be one of the method's
 // "parameters" or the document's global ones, matching its "enum" and
-// "pattern", and a "required" query parameter must be given.
+// "pattern", and a "required" query parameter must be given. A body field
+// whose "annotations" list the method under "required" must be given, and
+// a path parameter must match its "pattern". Patterns match whole values
+// (Google's patterns are unanchored full matches, as the names of
+// compute/v1 show: "[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?" with "The name must
+// be 1-63 characters long"); compute/v1 states some in a field's
+// description after "@pattern" (InstanceGroupManager.baseInstanceName:
+// "The maximum character length is 58"), read as the field's pattern.
+// Stated maximum lengths are held by these patterns: the documents carry
+// no maxLength of their own.
 package discovery
 
 import (
@@ -14,11 +23,13 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // containerDoc is google.golang.org/api's container/v1/container-api.json
@@ -30,7 +41,12 @@ var containerDoc []byte
 
 // Schema is a discovery document's JSON schema, as far as it is checked.
 type Schema struct {
-	Ref        string             `json:"$ref"`
+	Ref         string `json:"$ref"`
+	Description string `json:"description"`
+	// Annotations.Required are the methods that require the field.
+	Annotations struct {
+		Required []string `json:"required"`
+	} `json:"annotations"`
 	Type       string             `json:"type"`
 	Format     string             `json:"format"`
 	Enum       []string           `json:"enum"`
@@ -46,6 +62,7 @@ type Schema struct {
 // Method is one API method.
 type Method struct {
 	ID         string             `json:"id"`
+	Path       string             `json:"path"`
 	Parameters map[string]*Schema `json:"parameters"`
 	Request    *Schema            `json:"request"`
 }
@@ -62,6 +79,22 @@ type Doc struct {
 	Schemas    map[string]*Schema `json:"schemas"`
 	Resources  map[string]*resource
 	methods    map[string]*Method
+	// patterns are the schemas' patterns, compiled when first used
+	// (compute/v1 has thousands) and kept.
+	patterns map[*Schema]string
+	mu       sync.Mutex
+	compiled map[*Schema]*regexp.Regexp
+}
+
+// Error is a request the document refuses, in the words of Google's
+// answers: Reason is the word of the error's "errors" item ("invalid", or
+// "required" for a required field not given), Message the sentence.
+type Error struct{ Reason, Message string }
+
+func (e *Error) Error() string { return e.Message }
+
+func invalidf(format string, args ...any) error {
+	return &Error{Reason: "invalid", Message: fmt.Sprintf(format, args...)}
 }
 
 // Container is the container/v1 document.
@@ -74,21 +107,52 @@ func Load(data []byte) (*Doc, error) {
 		return nil, fmt.Errorf("cannot read the discovery document: %w", err)
 	}
 	d.methods = map[string]*Method{}
+	d.patterns, d.compiled = map[*Schema]string{}, map[*Schema]*regexp.Regexp{}
 	var walk func(map[string]*resource)
 	walk = func(rs map[string]*resource) {
 		for _, r := range rs {
 			for _, m := range r.Methods {
 				d.methods[m.ID] = m
+				for _, p := range m.Parameters {
+					d.prepare(p)
+				}
 			}
 			walk(r.Resources)
 		}
 	}
 	walk(d.Resources)
+	for _, p := range d.Parameters {
+		d.prepare(p)
+	}
+	for _, sc := range d.Schemas {
+		d.prepare(sc)
+	}
 	return &d, nil
 }
 
+// prepare notes the patterns of s and the schemas within it, taking a
+// pattern stated in a description after "@pattern" where there is no
+// "pattern"; a description's pattern is Markdown, its backslashes doubled.
+func (d *Doc) prepare(s *Schema) {
+	if s == nil {
+		return
+	}
+	p := s.Pattern
+	if _, after, ok := strings.Cut(s.Description, "\n@pattern\n"); ok && p == "" {
+		p, _, _ = strings.Cut(strings.ReplaceAll(after, `\\`, `\`), "\n")
+	}
+	if p != "" {
+		d.patterns[s] = p
+	}
+	for _, c := range s.Properties {
+		d.prepare(c)
+	}
+	d.prepare(s.Items)
+	d.prepare(s.Additional)
+}
+
 // Check checks a call of the method with its query and body; the error
-// says what the document refuses, in the words of Google's answers.
+// (an *Error when the document refuses the call) says what is refused.
 func (d *Doc) Check(methodID string, query url.Values, body []byte) error {
 	m := d.methods[methodID]
 	if m == nil {
@@ -97,16 +161,45 @@ func (d *Doc) Check(methodID string, query url.Values, body []byte) error {
 	if err := d.checkQuery(m, query); err != nil {
 		return err
 	}
-	if m.Request == nil || len(bytes.TrimSpace(body)) == 0 {
+	if m.Request == nil {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("Invalid JSON payload received. %v", err)
+	var v any = map[string]any{}
+	if len(bytes.TrimSpace(body)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return invalidf("Invalid JSON payload received. %v", err)
+		}
 	}
-	return d.checkValue(m.Request, v, "")
+	return (&checker{d, methodID}).value(m.Request, v, "")
+}
+
+// CheckPath checks the path parameters of a call of the method: path is
+// the request's path after the document's servicePath, laid out as the
+// method's "path" is.
+func (d *Doc) CheckPath(methodID, path string) error {
+	m := d.methods[methodID]
+	if m == nil {
+		return fmt.Errorf("method %q is not in the %s discovery document", methodID, d.Name)
+	}
+	want, got := strings.Split(m.Path, "/"), strings.Split(strings.Trim(path, "/"), "/")
+	if len(want) != len(got) {
+		return fmt.Errorf("path %q is not of method %q (%s)", path, methodID, m.Path)
+	}
+	for i, w := range want {
+		name, ok := strings.CutPrefix(w, "{")
+		if !ok {
+			continue
+		}
+		name = strings.TrimSuffix(name, "}")
+		if p := m.Parameters[name]; p != nil {
+			if err := d.checkString(p, got[i], name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (d *Doc) checkQuery(m *Method, q url.Values) error {
@@ -121,7 +214,7 @@ func (d *Doc) checkQuery(m *Method, q url.Values) error {
 			p = d.Parameters[k]
 		}
 		if p == nil {
-			return fmt.Errorf("Invalid JSON payload received. Unknown name %q: Cannot bind query parameter. Field %q could not be found in request message.", k, k)
+			return invalidf("Invalid JSON payload received. Unknown name %q: Cannot bind query parameter. Field %q could not be found in request message.", k, k)
 		}
 		for _, v := range q[k] {
 			if err := d.checkString(p, v, k); err != nil {
@@ -131,7 +224,7 @@ func (d *Doc) checkQuery(m *Method, q url.Values) error {
 	}
 	for k, p := range m.Parameters {
 		if p.Location == "query" && p.Required && q.Get(k) == "" {
-			return fmt.Errorf("Required query parameter %q is missing.", k)
+			return &Error{Reason: "required", Message: fmt.Sprintf("Required query parameter %q is missing.", k)}
 		}
 	}
 	return nil
@@ -144,23 +237,30 @@ func (d *Doc) resolve(s *Schema) *Schema {
 	return s
 }
 
-// checkValue checks a JSON value against its schema; null stands for the
+// checker checks a request body of one method, whose ID the fields'
+// "required" annotations name.
+type checker struct {
+	d      *Doc
+	method string
+}
+
+// value checks a JSON value against its schema; null stands for the
 // field's default (proto3 JSON mapping), so it passes.
-func (d *Doc) checkValue(s *Schema, v any, at string) error {
-	s = d.resolve(s)
+func (c *checker) value(s *Schema, v any, at string) error {
+	s = c.d.resolve(s)
 	if s == nil || v == nil {
 		return nil
 	}
 	switch s.Type {
 	case "object":
-		return d.checkObject(s, v, at)
+		return c.object(s, v, at)
 	case "array":
 		list, ok := v.([]any)
 		if !ok {
 			return invalidValue(at, v, "a list")
 		}
 		for i, x := range list {
-			if err := d.checkValue(s.Items, x, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+			if err := c.value(s.Items, x, fmt.Sprintf("%s[%d]", at, i)); err != nil {
 				return err
 			}
 		}
@@ -169,7 +269,7 @@ func (d *Doc) checkValue(s *Schema, v any, at string) error {
 		if !ok {
 			return invalidValue(at, v, "a string")
 		}
-		return d.checkString(s, str, at)
+		return c.d.checkString(s, str, at)
 	case "boolean":
 		if _, ok := v.(bool); !ok {
 			return invalidValue(at, v, "a boolean")
@@ -180,26 +280,27 @@ func (d *Doc) checkValue(s *Schema, v any, at string) error {
 	return nil
 }
 
-func (d *Doc) checkObject(s *Schema, v any, at string) error {
+func (c *checker) object(s *Schema, v any, at string) error {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return invalidValue(at, v, "an object")
 	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(obj))
 	for _, k := range keys {
 		p := s.Properties[k]
 		if p == nil {
 			p = s.Additional
 		}
 		if p == nil {
-			return fmt.Errorf("Invalid JSON payload received. Unknown name %q at '%s': Cannot find field.", k, strings.TrimPrefix(at, "."))
+			return invalidf("Invalid JSON payload received. Unknown name %q at '%s': Cannot find field.", k, strings.TrimPrefix(at, "."))
 		}
-		if err := d.checkValue(p, obj[k], at+"."+k); err != nil {
+		if err := c.value(p, obj[k], at+"."+k); err != nil {
 			return err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
+		if slices.Contains(s.Properties[k].Annotations.Required, c.method) && obj[k] == nil {
+			return &Error{Reason: "required", Message: fmt.Sprintf("Required field '%s' not specified", strings.TrimPrefix(at+"."+k, "."))}
 		}
 	}
 	return nil
@@ -223,17 +324,31 @@ func checkNumber(s *Schema, v any, at string) error {
 
 func (d *Doc) checkString(s *Schema, v, at string) error {
 	if len(s.Enum) > 0 && !slices.Contains(s.Enum, v) {
-		return fmt.Errorf("Invalid value at '%s' (%s), %q", strings.TrimPrefix(at, "."), "enum", v)
+		return invalidf("Invalid value at '%s' (%s), %q", strings.TrimPrefix(at, "."), "enum", v)
 	}
-	if s.Pattern != "" {
-		re, err := regexp.Compile(s.Pattern)
-		if err == nil && !re.MatchString(v) {
-			return fmt.Errorf("Invalid value at '%s': %q does not match %s", strings.TrimPrefix(at, "."), v, s.Pattern)
-		}
+	if re := d.pattern(s); re != nil && !re.MatchString(v) {
+		return invalidf("Invalid value at '%s': %q does not match %s", strings.TrimPrefix(at, "."), v, d.patterns[s])
 	}
 	return nil
 }
 
+// pattern is s's pattern as a whole-value match, nil if it has none (or
+// none RE2 compiles).
+func (d *Doc) pattern(s *Schema) *regexp.Regexp {
+	p, ok := d.patterns[s]
+	if !ok {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	re, ok := d.compiled[s]
+	if !ok {
+		re, _ = regexp.Compile("^(?:" + p + ")$")
+		d.compiled[s] = re
+	}
+	return re
+}
+
 func invalidValue(at string, v any, want string) error {
-	return fmt.Errorf("Invalid value at '%s' (%T), want %s", strings.TrimPrefix(at, "."), v, want)
+	return invalidf("Invalid value at '%s' (%T), want %s", strings.TrimPrefix(at, "."), v, want)
 }

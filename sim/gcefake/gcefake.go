@@ -23,6 +23,8 @@ import (
 	"time"
 
 	compute "google.golang.org/api/compute/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpfault"
 )
 
 // Options configure a Server.
@@ -53,6 +55,22 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Addr is the listen address; default "127.0.0.1:0".
 	Addr string
+	// Faults is the share of API requests (0..1) refused, before they are
+	// acted on, with one of the faults Google's APIs answer under load
+	// (see gcpfault.Faults); FaultSeed makes which ones the same each run.
+	// The test hooks (Server's methods) never fail.
+	Faults    float64
+	FaultSeed uint64
+	// LateFaults is the share of calls that change something (those
+	// with a requestId) that are done and then answered 504
+	// DEADLINE_EXCEEDED (gcpfault.Late), as if the answer were lost: a
+	// retry with the call's requestId gets the first answer (see once).
+	LateFaults float64
+	// SlowOperations leaves each global operation RUNNING until it has
+	// been polled once, as a Compute operation that takes a while is
+	// (globalOperations.wait "returns when the operation is DONE or when
+	// the wait deadline is reached"); default DONE at once.
+	SlowOperations bool
 }
 
 // Managed instance actions and instance statuses, as
@@ -133,6 +151,10 @@ type Server struct {
 	calls      []Call
 	// granted are the caller's permissions, nil for all (see Grant).
 	granted []string
+	dice    *gcpfault.Dice
+	late    *gcpfault.Dice
+	// done are the answers of the calls done, by project and requestId.
+	done map[string]any
 }
 
 // Call is one request the server answered: its method and the API's
@@ -177,6 +199,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		images: map[string]*compute.Image{}, groups: map[string]*group{}, instances: map[string]*instance{},
 		autoscalers: map[string]*compute.Autoscaler{}, ops: map[string]*compute.Operation{},
 		backendServices: map[string]*compute.BackendService{}, failCreate: map[string]string{},
+		dice: &gcpfault.Dice{Rate: opts.Faults, Seed: opts.FaultSeed},
+		late: &gcpfault.Dice{Rate: opts.LateFaults, Seed: opts.FaultSeed + 1, From: gcpfault.Late}, done: map[string]any{},
 	}
 	s.Endpoint = s.URL + apiPrefix
 	s.ctx, s.cancel = context.WithCancel(ctx)
@@ -193,6 +217,10 @@ func (s *Server) Close() {
 	_ = s.srv.Close()
 	s.wg.Wait()
 }
+
+// Faults is how many requests were refused with an injected fault, or
+// done and answered with one (LateFaults).
+func (s *Server) Faults() int64 { return s.dice.Count() + s.late.Count() }
 
 // Project is the default project.
 func (s *Server) Project() string { return s.opts.Project }

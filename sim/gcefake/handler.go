@@ -1,7 +1,9 @@
 package gcefake
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +11,8 @@ import (
 	"strings"
 
 	"google.golang.org/api/googleapi"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/discovery"
 )
 
 // apiPrefix is the path of Compute Engine API v1 under its host, as the Go
@@ -47,9 +51,10 @@ type request struct {
 }
 
 // ServeHTTP routes a call by its path, as the discovery document of
-// compute/v1 lays the paths out.
+// compute/v1 lays the paths out, after the front end's injected faults
+// (Options.Faults) and before the handler, the caller's permission.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.testIamPermissions(w, r) {
+	if s.dice.Inject(w, r) || s.testIamPermissions(w, r) {
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, apiPrefix+"projects/")
@@ -67,16 +72,60 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Method: method})
 	s.mu.Unlock()
-	out, err := handle(req)
+	if err := checkModel(method, req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.authorize(method, req); err != nil {
+		writeError(w, err)
+		return
+	}
+	out, err := s.once(req, handle)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if req.r.URL.Query().Get("requestId") != "" && s.late.Inject(w, r) {
+		return // done, the answer lost (Options.LateFaults)
 	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	_ = json.NewEncoder(w).Encode(out)
 }
 
 type handler func(*request) (any, error)
+
+// checkModel refuses, as Compute would (400, the reason the model's
+// refusal names: "invalid" or "required"), a call compute/v1's discovery
+// document refuses: its path parameters, query and body (see
+// sim/discovery, which reads the document from the module cache). The
+// body stays readable. An operation's wait is routed with its get.
+func checkModel(method string, req *request) error {
+	doc, err := discovery.Compute()
+	if err != nil {
+		return err
+	}
+	if strings.HasSuffix(req.r.URL.Path, "/wait") {
+		method = strings.TrimSuffix(method, ".get") + ".wait"
+	}
+	if err := doc.CheckPath(method, strings.TrimPrefix(req.r.URL.Path, apiPrefix)); err != nil {
+		return modelError(err)
+	}
+	body, err := io.ReadAll(req.r.Body)
+	if err != nil {
+		return err
+	}
+	req.r.Body = io.NopCloser(bytes.NewReader(body))
+	return modelError(doc.Check(method, req.r.URL.Query(), body))
+}
+
+// modelError is the model's refusal as Compute's 400, or err as it is.
+func modelError(err error) error {
+	var e *discovery.Error
+	if errors.As(err, &e) {
+		return &apiError{http.StatusBadRequest, e.Reason, e.Message}
+	}
+	return err
+}
 
 // route picks the API method of a call and the handler that answers it.
 func (s *Server) route(req *request) (string, handler) {

@@ -2,10 +2,14 @@ package gcefake
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	crm "google.golang.org/api/cloudresourcemanager/v1"
+	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,5 +55,50 @@ func TestProviderProbesPermissions(t *testing.T) {
 	}
 	if _, err := svc.Projects.TestIamPermissions(srv.Project(), &crm.TestIamPermissionsRequest{Permissions: []string{"compute.*"}}).Do(); err == nil {
 		t.Errorf("a wildcard was taken")
+	}
+}
+
+// TestUngrantedCallsAreRefused: with Grant limiting the caller, a call
+// whose documented permission is missing is refused 403 "forbidden"
+// naming the permission, and changes nothing; granted calls are answered.
+func TestUngrantedCallsAreRefused(t *testing.T) {
+	srv, svc := startWith(t, Options{})
+	srv.Grant([]string{"compute.instanceGroupManagers.get", "compute.instanceTemplates.get"})
+	for _, tc := range []struct {
+		name, refused string // refused: the permission named, "" if answered
+		call          func() error
+	}{
+		{name: "get", call: func() error { _, err := svc.InstanceGroupManagers.Get(project, zones[0], "ng").Do(); return err }},
+		{name: "listManagedInstances", call: func() error {
+			_, err := svc.InstanceGroupManagers.ListManagedInstances(project, zones[0], "ng").Do()
+			return err
+		}},
+		{name: "resize", refused: "compute.instanceGroupManagers.update", call: func() error {
+			_, err := svc.InstanceGroupManagers.Resize(project, zones[0], "ng", 4).Do()
+			return err
+		}},
+		{name: "delete", refused: "compute.instanceGroupManagers.delete", call: func() error {
+			_, err := svc.InstanceGroupManagers.Delete(project, zones[0], "ng").Do()
+			return err
+		}},
+		{name: "images.get", refused: "compute.images.get", call: func() error { _, err := svc.Images.Get(project, "img-old").Do(); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			var ge *googleapi.Error
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.refused != "" && (!errors.As(err, &ge) || ge.Code != http.StatusForbidden || len(ge.Errors) != 1 || ge.Errors[0].Reason != "forbidden" || !strings.Contains(ge.Message, "'"+tc.refused+"'")):
+				t.Errorf("answered %v, want 403 forbidden naming %s", err, tc.refused)
+			}
+		})
+	}
+	if g, ok := srv.Group(GroupKey(project, zones[0], "", "ng")); !ok || g.TargetSize != 2 {
+		t.Errorf("the group after refused calls: %+v %v, want it at 2", g, ok)
+	}
+	srv.Grant(nil)
+	if _, err := svc.InstanceGroupManagers.Resize(project, zones[0], "ng", 3).Do(); err != nil {
+		t.Errorf("resize with every permission: %v", err)
 	}
 }

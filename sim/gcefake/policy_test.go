@@ -18,42 +18,6 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
-// permissionOf is the IAM permission Compute checks for each API method
-// the provider calls (https://cloud.google.com/compute/docs/access/iam-permissions):
-// the regional methods of managed instance groups and autoscalers are
-// checked as the zonal ones, and listManagedInstances as get.
-var permissionOf = map[string]string{
-	"compute.instances.get":                                    "compute.instances.get",
-	"compute.instanceGroupManagers.get":                        "compute.instanceGroupManagers.get",
-	"compute.regionInstanceGroupManagers.get":                  "compute.instanceGroupManagers.get",
-	"compute.instanceGroupManagers.listManagedInstances":       "compute.instanceGroupManagers.get",
-	"compute.regionInstanceGroupManagers.listManagedInstances": "compute.instanceGroupManagers.get",
-	"compute.instanceGroupManagers.resize":                     "compute.instanceGroupManagers.update",
-	"compute.regionInstanceGroupManagers.resize":               "compute.instanceGroupManagers.update",
-	"compute.instanceGroupManagers.setInstanceTemplate":        "compute.instanceGroupManagers.update",
-	"compute.regionInstanceGroupManagers.setInstanceTemplate":  "compute.instanceGroupManagers.update",
-	"compute.instanceGroupManagers.patch":                      "compute.instanceGroupManagers.update",
-	"compute.regionInstanceGroupManagers.patch":                "compute.instanceGroupManagers.update",
-	"compute.instanceGroupManagers.deleteInstances":            "compute.instanceGroupManagers.update",
-	"compute.regionInstanceGroupManagers.deleteInstances":      "compute.instanceGroupManagers.update",
-	"compute.instanceGroupManagers.recreateInstances":          "compute.instanceGroupManagers.update",
-	"compute.regionInstanceGroupManagers.recreateInstances":    "compute.instanceGroupManagers.update",
-	"compute.instanceGroupManagers.insert":                     "compute.instanceGroupManagers.create",
-	"compute.regionInstanceGroupManagers.insert":               "compute.instanceGroupManagers.create",
-	"compute.instanceGroupManagers.delete":                     "compute.instanceGroupManagers.delete",
-	"compute.regionInstanceGroupManagers.delete":               "compute.instanceGroupManagers.delete",
-	"compute.instanceTemplates.get":                            "compute.instanceTemplates.get",
-	"compute.instanceTemplates.insert":                         "compute.instanceTemplates.create",
-	"compute.images.get":                                       "compute.images.get",
-	"compute.images.getFromFamily":                             "compute.images.getFromFamily",
-	"compute.globalOperations.get":                             "compute.globalOperations.get",
-	"compute.regions.get":                                      "compute.regions.get",
-	"compute.autoscalers.list":                                 "compute.autoscalers.list",
-	"compute.regionAutoscalers.list":                           "compute.autoscalers.list",
-	"compute.backendServices.list":                             "compute.backendServices.list",
-	"compute.regionBackendServices.list":                       "compute.regionBackendServices.list",
-}
-
 // rolePermissions reads the custom role of docs/providers/gce.md: all its
 // permissions, and those of its first, read-only block.
 func rolePermissions(t *testing.T) (all, read []string) {

@@ -270,11 +270,20 @@ func (s *Server) opLocked(project, scope, opType, target string) *compute.Operat
 		op.Region = s.link(fmt.Sprintf("projects/%s/%s", project, scope))
 	}
 	s.ops[project+"/"+scope+"/"+name] = op
+	if s.opts.SlowOperations && scope == "global" {
+		// The resource is made at once all the same: only the
+		// operation's report is slow, which is what a caller sees.
+		running := *op
+		running.Status, running.Progress, running.EndTime = "RUNNING", 0, ""
+		s.ops[project+"/"+scope+"/"+name] = &running
+		return &running
+	}
 	return op
 }
 
-// getOperation answers get and wait (wait returns at once: every
-// operation here is DONE) of global, zone and region operations.
+// getOperation answers get and wait (wait returns at once) of global,
+// zone and region operations. A RUNNING operation (Options.SlowOperations)
+// is answered so once, and DONE after.
 func (s *Server) getOperation(req *request) (any, error) {
 	p := req.parts
 	scope, name := "global", p[2]
@@ -286,6 +295,11 @@ func (s *Server) getOperation(req *request) (any, error) {
 	op := s.ops[req.project+"/"+scope+"/"+name]
 	if op == nil {
 		return nil, notFound("The resource 'projects/%s/%s/operations/%s' was not found", req.project, scope, name)
+	}
+	if op.Status == "RUNNING" {
+		done := *op
+		done.Status, done.Progress, done.EndTime = "DONE", 100, now()
+		s.ops[req.project+"/"+scope+"/"+name] = &done
 	}
 	return op, nil
 }

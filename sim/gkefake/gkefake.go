@@ -85,8 +85,9 @@ type Server struct {
 	templates map[string]nodeConfig // a node template's configuration, by template name
 	calls     []Call
 	seq       int
-	// granted are the caller's permissions, nil for all (see Grant).
-	granted []string
+	// granted are the caller's permissions, nil for all (see Grant);
+	// denied those taken away from them (see Deny).
+	granted, denied []string
 }
 
 // Call is one request the server answered: the API method's name, and for
@@ -193,7 +194,8 @@ func (s *Server) UpgradeCalls() int {
 func (s *Server) ChangingCalls() []string {
 	var out []string
 	for _, c := range s.Calls() {
-		if c.HTTPMethod != http.MethodGet {
+		// testIamPermissions is a POST that only reads.
+		if c.HTTPMethod != http.MethodGet && c.Method != "cloudresourcemanager.projects.testIamPermissions" {
 			out = append(out, c.Method)
 		}
 	}

@@ -41,8 +41,16 @@ func (s *Server) Grant(permissions []string) {
 	s.granted = slices.Clone(permissions)
 }
 
+// Deny takes permissions away from what Grant gave (every permission by
+// default): a role lacking one.
+func (s *Server) Deny(permissions ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.denied = append(s.denied, permissions...)
+}
+
 func (s *Server) grantedLocked(permission string) bool {
-	return s.granted == nil || slices.Contains(s.granted, permission)
+	return (s.granted == nil || slices.Contains(s.granted, permission)) && !slices.Contains(s.denied, permission)
 }
 
 // authorize refuses a call whose permission is not granted, in GKE's

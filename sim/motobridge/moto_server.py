@@ -27,6 +27,11 @@ The corrections, each against AWS's documentation:
   e) ModifyLaunchTemplate takes the new default version in the query
      parameter SetDefaultVersion (the SDKs send it so); moto reads
      DefaultVersion, finds none and fails. Here SetDefaultVersion is read.
+  f) iam:SimulatePrincipalPolicy is not implemented (NotImplementedError,
+     HTTP 500). Here it is answered as IAM answers a caller whose policies
+     do not allow it: 403 AccessDenied ("User: ... is not authorized to
+     perform: iam:SimulatePrincipalPolicy"), so the plugin's permission
+     probe takes the path of a caller who may not simulate.
 """
 
 import contextlib
@@ -38,6 +43,8 @@ import threading
 
 from moto.autoscaling import models as asg_models
 from moto.autoscaling.exceptions import ValidationError
+from moto.core.exceptions import AccessDeniedError
+from moto.iam.responses import IamResponse
 from moto.ec2.responses.launch_templates import LaunchTemplates
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
@@ -195,6 +202,12 @@ def patch():
         return terminate(self, instance_id, should_decrement)
 
     backend_cls.terminate_instance = terminate_instance
+
+    def simulate_principal_policy(self):
+        # (f) IAM's answer to a caller who may not simulate
+        raise AccessDeniedError(f"arn:aws:sts::{self.current_account}:user/moto", "iam:SimulatePrincipalPolicy")
+
+    IamResponse.simulate_principal_policy = simulate_principal_policy
 
 
 def serialised(app):

@@ -14,6 +14,7 @@ import (
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/smithy-go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -174,6 +175,29 @@ var behaviours = []behaviour{
 			}
 			got := fmt.Sprintf("second termination: %s: %s", ae.ErrorCode(), ae.ErrorMessage())
 			return ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "not found"), got, nil
+		},
+	},
+	{
+		// Every IAM action answers in IAM's own shape (API Reference,
+		// SimulatePrincipalPolicy: its errors are client errors or
+		// PolicyEvaluation); moto 5.2.1 fails it with HTTP 500 as not
+		// implemented. Corrected, it is refused as for a caller whose
+		// policies do not allow it.
+		name: "f: iam:SimulatePrincipalPolicy answers in IAM's shape",
+		conforms: func(ctx context.Context, e *endpoint) (bool, string, error) {
+			_, err := iam.NewFromConfig(e.cfg).SimulatePrincipalPolicy(ctx, &iam.SimulatePrincipalPolicyInput{
+				PolicySourceArn: aws.String("arn:aws:iam::123456789012:role/nodeupgrade"), ActionNames: []string{"autoscaling:UpdateAutoScalingGroup"},
+			}, func(o *iam.Options) { o.RetryMaxAttempts = 1 })
+			var re interface{ HTTPStatusCode() int }
+			if !errors.As(err, &re) {
+				return false, fmt.Sprintf("simulation: %v", err), nil
+			}
+			var ae smithy.APIError
+			code := ""
+			if errors.As(err, &ae) {
+				code = ae.ErrorCode()
+			}
+			return re.HTTPStatusCode() < 500, fmt.Sprintf("simulation: HTTP %d %s", re.HTTPStatusCode(), code), nil
 		},
 	},
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,8 @@ type api struct {
 	routes map[string]any
 	calls  []string
 	bodies map[string]string
+	// url is the server's root; the API is under url+"/compute/v1/".
+	url string
 }
 
 // apiErr is an error answer in the API's shape.
@@ -39,6 +42,7 @@ func newAPI(t *testing.T, routes map[string]any) (*api, *Provider) {
 	a := &api{t: t, routes: routes, bodies: map[string]string{}}
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
+	a.url = srv.URL
 	svc, err := compute.NewService(context.Background(), option.WithEndpoint(srv.URL+"/compute/v1/"), option.WithoutAuthentication())
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +76,13 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// called reports whether a call was made.
+func (a *api) called(key string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Contains(a.calls, key)
 }
 
 func (a *api) body(key string) string {

@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// TestFaultsGCE: the Compute endpoint refuses faultRate of the plugin's
+// calls with the faults Google's APIs answer under load (Compute's 403
+// rateLimitExceeded and userRateLimitExceeded, 429, 500, 502, 503, 504:
+// sim/gcpfault), does faultRate of the calls that change something and
+// answers them 504 as if the answer were lost, and the template copy's
+// operation runs before it is done; a surge run, and a blue/green run that creates and deletes
+// groups, of a regional group to a new image finish with no PDB violated,
+// every node replaced and nothing left behind.
+func TestFaultsGCE(t *testing.T) {
+	t.Parallel()
+	for i, tc := range []struct {
+		strategy string
+		args     []string
+	}{
+		{"surge", []string{"--max-surge", "1", "--max-unavailable", "0"}},
+		{"blue-green", []string{"--batch-node-count", "2", "--node-pool-soak", "0s"}},
+	} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			t.Parallel()
+			name := "faults-gce-" + tc.strategy
+			g := startFaultyGCE(t, name, gcefake.Options{Faults: faultRate, LateFaults: faultRate, FaultSeed: uint64(5 + i), SlowOperations: true})
+			g.addMIG(t, gcefake.GroupSpec{Project: gceProject, Name: name, Region: "us-central1", Zones: gceZones, Template: name + "-v1", Size: 6})
+			g.ready(t, gceApps())
+			watcher, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			args := append([]string{"run", name, "--strategy", tc.strategy, "--image", "img-new", "--seed", "5", "--post-drain-wait", "0s", "--yes"}, tc.args...)
+			r := g.run(t, args...)
+			t.Logf("%s through %d Compute faults: %s", tc.strategy, g.srv.Faults(), time.Since(start).Round(time.Millisecond))
+			if r.code != nodeupgrade.ExitOK {
+				t.Fatalf("run: %s", r)
+			}
+			assertNoViolations(t, watcher.Stop())
+			if g.srv.Faults() == 0 {
+				t.Error("no Compute call was refused: the run was not tested against faults")
+			}
+			g.assertFinished(t, 6)
+		})
+	}
+}
+
+// startFaultyGCE is startGCE with opts for the endpoint: the images and
+// template NAME-v1, made through the test hooks, which never fail.
+func startFaultyGCE(t *testing.T, name string, opts gcefake.Options) *gceGroup {
+	t.Helper()
+	opts.Project, opts.LaunchDelay = gceProject, 500*time.Millisecond
+	srv, err := gcefake.StartWithKube(context.Background(), client, opts, gcefake.NodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	srv.RegisterImage(gceProject, "img-old", "node")
+	srv.RegisterImage(gceProject, "img-new", "node")
+	if err := srv.CreateTemplate(gcefake.TemplateSpec{Project: gceProject, Name: name + "-v1", ImageProject: gceProject, Image: "img-old", KubeLabels: map[string]string{kopsKey: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return &gceGroup{name: name, srv: srv}
+}
