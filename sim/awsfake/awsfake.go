@@ -227,6 +227,7 @@ type Server struct {
 	// (idempotency.go).
 	tokenAnswers map[string]any
 	lostCalls    []string // calls whose answer Options.LostReplies lost
+	loseNext     []string // calls whose next answer is lost (LoseAnswer)
 }
 
 // servers numbers the Servers of a process: the number is the second octet

@@ -80,6 +80,7 @@ func (d *faultDice) roll() (before, after bool, pick int) {
 // same"; EKS API Reference, clientRequestToken of each mutating call).
 func (s *Server) injectFault(w http.ResponseWriter, r *http.Request, serve http.HandlerFunc) bool {
 	before, after, pick := s.dice.roll()
+	after = after || s.loseNow(r)
 	if !before && !after {
 		return false
 	}
@@ -106,6 +107,32 @@ func (s *Server) injectFault(w http.ResponseWriter, r *http.Request, serve http.
 	default:
 		queryReply(w, autoScalingNS, "", requestID(), nil, &apiError{status: f.status, code: f.code, message: f.message})
 	}
+	return true
+}
+
+// LoseAnswer makes the next request of call (as callOf names it, such as
+// "CreateLaunchTemplateVersion" or "POST /clusters/c1/node-groups/ng1/
+// update-version") carried out and its answer lost, whatever the rates.
+func (s *Server) LoseAnswer(call string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loseNext = append(s.loseNext, call)
+}
+
+// loseNow reports whether r's answer is one LoseAnswer asked to lose,
+// and forgets that wish.
+func (s *Server) loseNow(r *http.Request) bool {
+	if r.Method == http.MethodPost && r.URL.Path == "/" && r.Header.Get("X-Amz-Target") == "" {
+		_ = r.ParseForm() // the query protocol names its call in the body
+	}
+	call := callOf(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.Index(s.loseNext, call)
+	if i < 0 {
+		return false
+	}
+	s.loseNext = slices.Delete(s.loseNext, i, i+1)
 	return true
 }
 

@@ -3,6 +3,7 @@ package awsfake
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,5 +70,35 @@ func TestLostRepliesAreCarriedOutOnce(t *testing.T) {
 				t.Errorf("the token's next call: %q, %v, %d made; want the first answer and nothing more", first, err, tc.count()-before)
 			}
 		})
+	}
+}
+
+// TestLoseAnswer: the next call of the name given is carried out and its
+// answer lost, once; other calls are answered.
+func TestLoseAnswer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, _ := eksScene(t, ctx)
+	lt := s.CreateLaunchTemplate("web", "ami-1", "")
+	cfg := sdkConfig(s)
+	cfg.RetryMaxAttempts = 1
+	api := ec2.NewFromConfig(cfg)
+	s.LoseAnswer("CreateLaunchTemplateVersion")
+	create := func() error {
+		_, err := api.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{LaunchTemplateId: aws.String(lt),
+			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-2")}})
+		return err
+	}
+	if _, err := api.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: aws.String(lt)}); err != nil {
+		t.Fatalf("another call lost: %v", err)
+	}
+	if err := create(); err == nil {
+		t.Fatal("the answer got through")
+	}
+	if err := create(); err != nil {
+		t.Fatalf("the second answer lost too: %v", err)
+	}
+	if l, _ := s.LaunchTemplate(lt); len(l.Versions) != 3 || !slices.Equal(s.LostCalls(), []string{"CreateLaunchTemplateVersion"}) {
+		t.Errorf("%d versions, lost %v; want 3 (both calls carried out, without a token of their own) and one lost", len(l.Versions), s.LostCalls())
 	}
 }
