@@ -61,6 +61,9 @@ type Options struct {
 	// Faults is the share of requests (0 to 1) refused as the services
 	// refuse under load, before anything is done: see faults.go.
 	Faults float64
+	// LostReplies is the share of requests (0 to 1) carried out whose
+	// answer is lost: the client gets a server error instead (faults.go).
+	LostReplies float64
 	// FaultSeed seeds which requests fail, for a repeatable run.
 	FaultSeed uint64
 }
@@ -189,15 +192,16 @@ type Server struct {
 
 	opts  Options
 	index uint64 // this Server's number in the process, see servers
-	// dice and faultCount serve Options.Faults (faults.go).
-	dice       faultDice
-	faultCount atomic.Int64
-	srv        *http.Server
-	ln         net.Listener
-	ctx        context.Context
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	kick       chan struct{}
+	// dice, faultCount and lostCount serve Options.Faults and
+	// LostReplies (faults.go).
+	dice                  faultDice
+	faultCount, lostCount atomic.Int64
+	srv                   *http.Server
+	ln                    net.Listener
+	ctx                   context.Context
+	cancel                context.CancelFunc
+	wg                    sync.WaitGroup
+	kick                  chan struct{}
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced on every state change, for waiters
@@ -219,6 +223,11 @@ type Server struct {
 	// drain.
 	eksData eksState
 	kube    kubernetes.Interface
+	// tokenAnswers are the answers of mutating calls by idempotency token
+	// (idempotency.go).
+	tokenAnswers map[string]any
+	lostCalls    []string // calls whose answer Options.LostReplies lost
+	loseNext     []string // calls whose next answer is lost (LoseAnswer)
 }
 
 // servers numbers the Servers of a process: the number is the second octet
@@ -259,7 +268,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		images:    map[string]*Image{},
 		index:     servers.Add(1) - 1,
 	}
-	s.dice.rate, s.dice.seed = opts.Faults, opts.FaultSeed
+	s.dice.rate, s.dice.lost, s.dice.seed = opts.Faults, opts.LostReplies, opts.FaultSeed
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(2)

@@ -106,6 +106,12 @@ func (s *Server) createLTVersion(f form) ([]*node, error) {
 	if err != nil {
 		return nil, err
 	}
+	op := "CreateLaunchTemplateVersion/" + lt.ID
+	if n, ok := s.remembered(op, f.get("ClientToken")); ok {
+		it := ltVersion(lt, lt.Versions[n.(int64)-1])
+		it.name = "launchTemplateVersion"
+		return []*node{it}, nil
+	}
 	var v TemplateVersion
 	if src := f.get("SourceVersion"); src != "" {
 		n, ok := lt.resolve(src)
@@ -127,6 +133,7 @@ func (s *Server) createLTVersion(f form) ([]*node, error) {
 	v.Description = f.get("VersionDescription")
 	v.Created = timeNow()
 	lt.Versions = append(lt.Versions, v)
+	s.remember(op, f.get("ClientToken"), v.Number)
 	s.notify()
 	it := ltVersion(lt, v)
 	it.name = "launchTemplateVersion"

@@ -499,6 +499,7 @@ type configRequest struct {
 	} `json:"taints"`
 	ScalingConfig *NodegroupScaling      `json:"scalingConfig"`
 	UpdateConfig  *NodegroupUpdateConfig `json:"updateConfig"`
+	Token         string                 `json:"clientRequestToken"`
 }
 
 // updateNodegroupConfig answers UpdateNodegroupConfig (API Reference):
@@ -511,6 +512,10 @@ func (s *Server) updateNodegroupConfig(c *eksCluster, ng *nodegroup, r *http.Req
 	}
 	if err := checkConfigModel(req); err != nil {
 		return nil, err
+	}
+	op := "UpdateNodegroupConfig/" + c.name + "/" + ng.NodegroupName
+	if res, ok := s.remembered(op, req.Token); ok {
+		return res, nil
 	}
 	if err := s.busy(ng); err != nil {
 		return nil, err
@@ -537,7 +542,9 @@ func (s *Server) updateNodegroupConfig(c *eksCluster, ng *nodegroup, r *http.Req
 	}
 	go s.finishConfig(c.name, ng.NodegroupName, u.ID, removeLabels, removeTaints)
 	s.notify()
-	return map[string]any{"update": cloneUpdate(u.Update)}, nil
+	res := map[string]any{"update": cloneUpdate(u.Update)}
+	s.remember(op, req.Token, res)
+	return res, nil
 }
 
 // busy refuses a change while the node group is not ACTIVE or has an

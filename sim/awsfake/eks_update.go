@@ -23,12 +23,17 @@ type versionRequest struct {
 	ReleaseVersion string              `json:"releaseVersion"`
 	LaunchTemplate *LaunchTemplateSpec `json:"launchTemplate"`
 	Force          bool                `json:"force"`
+	Token          string              `json:"clientRequestToken"`
 }
 
 func (s *Server) updateNodegroupVersion(c *eksCluster, ng *nodegroup, r *http.Request) (any, error) {
 	var req versionRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
+	}
+	op := "UpdateNodegroupVersion/" + c.name + "/" + ng.NodegroupName
+	if res, ok := s.remembered(op, req.Token); ok {
+		return res, nil
 	}
 	if err := s.busy(ng); err != nil {
 		return nil, err
@@ -54,7 +59,9 @@ func (s *Server) updateNodegroupVersion(c *eksCluster, ng *nodegroup, r *http.Re
 	s.wg.Add(1)
 	go run.run(src)
 	s.notify()
-	return map[string]any{"update": cloneUpdate(u.Update)}, nil
+	res := map[string]any{"update": cloneUpdate(u.Update)}
+	s.remember(op, req.Token, res)
+	return res, nil
 }
 
 // maxUnavailableLocked is the Setup phase's step 3: how many nodes are

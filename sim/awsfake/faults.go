@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -33,44 +34,67 @@ var faults = map[string][]fault{
 	"ssm":   {{400, "ThrottlingException", "Rate exceeded"}, {500, "InternalServerError", "Internal failure"}},
 }
 
-// faultDice decides, from Options.FaultSeed, which requests fail; rate
-// and seed are Options.Faults and FaultSeed, or what SetFaults set.
+// faultDice decides, from Options.FaultSeed, which requests fail; rate,
+// lost and seed are Options.Faults, LostReplies and FaultSeed, or what
+// SetFaults set.
 type faultDice struct {
-	mu   sync.Mutex
-	rnd  *rand.Rand
-	rate float64
-	seed uint64
+	mu         sync.Mutex
+	rnd        *rand.Rand
+	rate, lost float64
+	seed       uint64
 }
 
-// SetFaults sets the share of requests refused with a fault, and the seed
-// of which, on a running Server: a test sets its scene without faults and
-// then lets them in.
-func (s *Server) SetFaults(rate float64, seed uint64) {
+// SetFaults sets the share of requests refused with a fault, the share
+// carried out whose answer is lost, and the seed of which, on a running
+// Server: a test sets its scene without faults and then lets them in.
+func (s *Server) SetFaults(rate, lost float64, seed uint64) {
 	d := &s.dice
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.rate, d.seed, d.rnd = rate, seed, nil
+	d.rate, d.lost, d.seed, d.rnd = rate, lost, seed, nil
 }
 
-// injectFault answers r with a fault at the rate Options.Faults says, in
-// the shape of r's service; it reports whether it did.
-func (s *Server) injectFault(w http.ResponseWriter, r *http.Request) bool {
-	d := &s.dice
+// roll decides a request's fate: refused before it is carried out
+// (before), carried out with its answer lost (after), or neither; pick
+// chooses the fault.
+func (d *faultDice) roll() (before, after bool, pick int) {
 	d.mu.Lock()
-	if d.rate <= 0 {
-		d.mu.Unlock()
-		return false
+	defer d.mu.Unlock()
+	if d.rate <= 0 && d.lost <= 0 {
+		return false, false, 0
 	}
 	if d.rnd == nil {
 		d.rnd = rand.New(rand.NewPCG(d.seed, 38))
 	}
-	hit, pick := d.rnd.Float64() < d.rate, d.rnd.IntN(6)
-	d.mu.Unlock()
-	if !hit {
+	x := d.rnd.Float64()
+	return x < d.rate, x >= d.rate && x < d.rate+d.lost, d.rnd.IntN(6)
+}
+
+// injectFault answers r with a fault at the rates Options.Faults and
+// LostReplies say, in the shape of r's service; it reports whether it
+// did. A lost reply is the request carried out by serve and its answer
+// replaced by a server error, as when a service fails after acting or a
+// connection drops: what the services' idempotency tokens are for (EC2
+// API Reference, "Ensuring idempotency": "If you retry a request that
+// completed successfully using the same client token, the result is the
+// same"; EKS API Reference, clientRequestToken of each mutating call).
+func (s *Server) injectFault(w http.ResponseWriter, r *http.Request, serve http.HandlerFunc) bool {
+	before, after, pick := s.dice.roll()
+	after = after || s.loseNow(r)
+	if !before && !after {
 		return false
 	}
 	kind := serviceOf(r)
-	f := faults[kind][pick%len(faults[kind])]
+	choice := faults[kind]
+	if after {
+		choice = slices.DeleteFunc(slices.Clone(choice), func(f fault) bool { return f.status < 500 })
+		serve(discard{header: http.Header{}}, r)
+		s.lostCount.Add(1)
+		s.mu.Lock()
+		s.lostCalls = append(s.lostCalls, callOf(r))
+		s.mu.Unlock()
+	}
+	f := choice[pick%len(choice)]
 	s.faultCount.Add(1)
 	switch kind {
 	case "eks", "ssm":
@@ -85,6 +109,39 @@ func (s *Server) injectFault(w http.ResponseWriter, r *http.Request) bool {
 	}
 	return true
 }
+
+// LoseAnswer makes the next request of call (as callOf names it, such as
+// "CreateLaunchTemplateVersion" or "POST /clusters/c1/node-groups/ng1/
+// update-version") carried out and its answer lost, whatever the rates.
+func (s *Server) LoseAnswer(call string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loseNext = append(s.loseNext, call)
+}
+
+// loseNow reports whether r's answer is one LoseAnswer asked to lose,
+// and forgets that wish.
+func (s *Server) loseNow(r *http.Request) bool {
+	if r.Method == http.MethodPost && r.URL.Path == "/" && r.Header.Get("X-Amz-Target") == "" {
+		_ = r.ParseForm() // the query protocol names its call in the body
+	}
+	call := callOf(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.Index(s.loseNext, call)
+	if i < 0 {
+		return false
+	}
+	s.loseNext = slices.Delete(s.loseNext, i, i+1)
+	return true
+}
+
+// discard is an answer nobody receives.
+type discard struct{ header http.Header }
+
+func (d discard) Header() http.Header         { return d.header }
+func (d discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d discard) WriteHeader(int)             {}
 
 // serviceOf tells the services apart as ServeHTTP does, without reading
 // the body: EKS by path, SSM by target header, EC2 by its host or
@@ -102,5 +159,29 @@ func serviceOf(r *http.Request) string {
 	return "query"
 }
 
-// Faults is how many requests were refused with an injected fault.
+// Faults is how many requests were answered with an injected fault, lost
+// replies included.
 func (s *Server) Faults() int64 { return s.faultCount.Load() }
+
+// LostReplies is how many requests were carried out and their answer
+// replaced by a fault.
+func (s *Server) LostReplies() int64 { return s.lostCount.Load() }
+
+// LostCalls names the calls whose answer was lost, in order (callOf).
+func (s *Server) LostCalls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.lostCalls)
+}
+
+// callOf names a request that was served (its form parsed): the query
+// protocol's Action, JSON 1.1's target, else method and path.
+func callOf(r *http.Request) string {
+	if a := r.PostForm.Get("Action"); a != "" {
+		return a
+	}
+	if t := r.Header.Get("X-Amz-Target"); t != "" {
+		return t
+	}
+	return r.Method + " " + r.URL.Path
+}

@@ -88,7 +88,7 @@ func TestSetFaults(t *testing.T) {
 		rate float64
 		want int64 // faults counted after four calls
 	}{{0, 0}, {1, 4}, {0, 4}} {
-		s.SetFaults(tc.rate, 5)
+		s.SetFaults(tc.rate, 0, 5)
 		for range 4 {
 			_, err := client.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{})
 			if (err != nil) != (tc.rate == 1) {

@@ -43,7 +43,16 @@ func ec2Err(code, format string, args ...any) *apiError {
 // are told apart by the Version parameter every request carries.
 // Signatures are not checked: any SigV4 credentials are accepted.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.injectFault(w, r) || s.refuseDenied(w, r) {
+	if s.injectFault(w, r, s.serve) {
+		return
+	}
+	s.serve(w, r)
+}
+
+// serve answers a request that no fault stopped: a call the caller may
+// not make is refused (iam.go) before it is carried out.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if s.refuseDenied(w, r) {
 		return
 	}
 	// EKS (REST-JSON) and SSM (JSON 1.1) are told apart by path and

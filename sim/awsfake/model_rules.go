@@ -27,17 +27,19 @@ var asgName = length(1, 255)
 var asgNewName = all(length(1, 255), matches(regexp.MustCompile(`^[!-9;-~]*$`)))
 
 // Tags of a group: keys of 1 to 128, values of 0 to 256 characters (ASG
-// API: Tag); neither may start with aws: and a group has at most 50 (ASG
-// UG, ec2-auto-scaling-tagging, Tag restrictions: "The maximum number of
-// tags per Auto Scaling group is 50", "Do not use the aws: prefix").
+// API: Tag); neither may start with aws:, which is reserved for AWS use,
+// and a group has at most 50, of which a call adds at most 25 (ASG UG,
+// ec2-auto-scaling-tagging, Tag naming and usage restrictions: "The
+// maximum number of tags per resource is 50", "The maximum number of tags
+// that you can add or remove using a single call is 25").
 var (
 	tagParams = []paramRule{
-		{"Tags.member.#.Key", all(length(1, 128), notReserved), "ASG API: Tag, Key; ASG UG: Tag restrictions"},
-		{"Tags.member.#.Value", all(length(0, 256), notReserved), "ASG API: Tag, Value; ASG UG: Tag restrictions"},
+		{"Tags.member.#.Key", all(length(1, 128), notReserved), "ASG API: Tag, Key; ASG UG: the aws: prefix is reserved"},
+		{"Tags.member.#.Value", all(length(0, 256), notReserved), "ASG API: Tag, Value; ASG UG: the aws: prefix is reserved"},
 		{"Tags.member.#.ResourceType", oneOf("auto-scaling-group"), "asg:types Tag.ResourceType: the only supported value"},
 		{"Tags.member.#.ResourceId", asgName, "ASG API: Tag, ResourceId"},
 	}
-	tagLimit = listRule{"Tags.member", 50, "ASG UG, Tag restrictions: 50 tags per group"}
+	tagLimit = listRule{"Tags.member", 50, "ASG UG, Tag naming and usage restrictions: 50 tags per resource"}
 )
 
 // launchTemplateParams are LaunchTemplateSpecification's (ASG API:
@@ -114,9 +116,10 @@ var autoScalingModel = map[string]opModel{
 		required: []string{"AutoScalingGroupName"},
 		params:   []paramRule{{"AutoScalingGroupName", asgName, "ASG API: DeleteAutoScalingGroup"}},
 	},
-	"CreateOrUpdateTags": {required: []string{"Tags"}, params: tagParams, lists: []listRule{tagLimit}},
-	"SuspendProcesses":   processesModel,
-	"ResumeProcesses":    processesModel,
+	"CreateOrUpdateTags": {required: []string{"Tags"}, params: tagParams,
+		lists: []listRule{{"Tags.member", 25, "ASG UG, Tag naming and usage restrictions: 25 tags added in a single call"}}},
+	"SuspendProcesses": processesModel,
+	"ResumeProcesses":  processesModel,
 	"PutLifecycleHook": {
 		required: []string{"LifecycleHookName", "AutoScalingGroupName"},
 		params: []paramRule{

@@ -74,6 +74,7 @@ func queryCases(lt string) []queryCase {
 		{"an unknown termination policy", create("AutoScalingGroupName", "g1", "TerminationPolicies.member.1", "Random"), "ValidationError", "'terminationPolicies.1.member'"},
 		{"a lifetime under a day", create("AutoScalingGroupName", "g1", "MaxInstanceLifetime", "3600"), "ValidationError", "greater than or equal to 86400"},
 		{"11 target groups", withList(create("AutoScalingGroupName", "g1"), "TargetGroupARNs.member", 11), "ValidationError", "less than or equal to 10"},
+		{"26 tags in one call", withTags(asgRequest("CreateOrUpdateTags"), 26), "ValidationError", "less than or equal to 25"},
 		{"an aws: tag key", asgRequest("CreateOrUpdateTags", "Tags.member.1.Key", "aws:cloudformation:stack-name", "Tags.member.1.ResourceId", "ok-1", "Tags.member.1.ResourceType", "auto-scaling-group"), "ValidationError", "'tags.1.member.key'"},
 		{"an AWS: tag value", asgRequest("CreateOrUpdateTags", "Tags.member.1.Key", "k", "Tags.member.1.Value", "AWS:x", "Tags.member.1.ResourceId", "ok-1", "Tags.member.1.ResourceType", "auto-scaling-group"), "ValidationError", "'tags.1.member.value'"},
 		{"a tag key of 129", asgRequest("CreateOrUpdateTags", "Tags.member.1.Key", long[:129], "Tags.member.1.ResourceId", "ok-1", "Tags.member.1.ResourceType", "auto-scaling-group"), "ValidationError", "length less than or equal to 128"},
