@@ -88,11 +88,11 @@ func TestMarkedByService(t *testing.T) {
 // failed service update keeps what the service said and adds what held
 // the nodes.
 func TestServiceUpdateFailureNamesNodesPodsAndPDBs(t *testing.T) {
-	f := &ServiceUpdateFailure{Service: "EKS managed node group", ID: "u-1",
+	f := &ServiceUpdateFailure{Service: "EKS managed node group", ID: "u-1", Group: "ng",
 		Errors: []cloud.UpdateError{{Code: "PodEvictionFailure", Message: "Reached max retries while trying to evict pods from nodes in node group ng", Nodes: []string{"n1"}}},
 		Held:   []HeldPod{{Node: "n1", Namespace: "shop", Pod: "db-0", PDB: drain.PDBStatus{Namespace: "shop", Name: "db"}}}}
 	msg := f.Error()
-	for _, want := range []string{"PodEvictionFailure", "nodes n1", `pod "shop/db-0" on node "n1" (PodDisruptionBudget "shop/db")`} {
+	for _, want := range []string{"PodEvictionFailure", "nodes n1", `pod "shop/db-0" on node "n1" (PodDisruptionBudget "shop/db")`, `"kubectl nodeupgrade abort ng" puts it back`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("%q lacks %q", msg, want)
 		}

@@ -25,8 +25,10 @@ import (
 type ServiceUpdateFailure struct {
 	Service string
 	ID      string
-	Errors  []cloud.UpdateError
-	Held    []HeldPod
+	// Group is the node group's record name, for abort's advice.
+	Group  string
+	Errors []cloud.UpdateError
+	Held   []HeldPod
 }
 
 // Code is the first error's code (PodEvictionFailure, NodeCreationFailure,
@@ -49,7 +51,9 @@ func (f *ServiceUpdateFailure) Error() string {
 	if len(f.Held) > 0 {
 		msg += "; held by " + heldList(f.Held)
 	}
-	return msg
+	// What the service did stays (its added nodes, the taints of the nodes
+	// it gave up on, the run's update settings): say who takes it back.
+	return msg + fmt.Sprintf("; what the update left (nodes the %s added and tainted, the run's update settings) stays until a run finishes the group or \"kubectl nodeupgrade abort %s\" puts it back", f.Service, f.Group)
 }
 
 // managedRun is the execution of an update the cloud's service carries
@@ -240,7 +244,7 @@ func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error 
 	case cloud.UpdateCancelled:
 		return &PausedError{Phase: plan.PhaseUpdate}
 	}
-	return &ServiceUpdateFailure{Service: mp.Service, ID: p.ID, Errors: p.Errors, Held: held}
+	return &ServiceUpdateFailure{Service: mp.Service, ID: p.ID, Group: r.cfg.Record.NodeGroup, Errors: p.Errors, Held: held}
 }
 
 // reportHeld logs each pod that newly holds a node, once.
