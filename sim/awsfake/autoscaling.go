@@ -69,68 +69,77 @@ func (s *Server) describeGroups(f form) ([]*node, error) {
 	}
 	var items []*node
 	for _, name := range names {
-		g := s.groups[name]
-		if g == nil {
-			continue // unknown names are left out, not an error, as in AWS
+		if g := s.groups[name]; g != nil { // unknown names are left out, not an error, as in AWS
+			items = append(items, s.groupNode(g))
 		}
-		lt := s.templates[g.LaunchTemplateID]
-		var zones, insts, tags, policies []*node
-		for _, z := range g.Zones {
-			zones = append(zones, txt("member", z))
-		}
-		for _, id := range g.members {
-			in := s.instances[id]
-			insts = append(insts, el("member",
-				txt("InstanceId", in.ID),
-				txt("InstanceType", in.InstanceType),
-				txt("AvailabilityZone", in.Zone),
-				txt("LifecycleState", in.Lifecycle),
-				txt("HealthStatus", "Healthy"),
-				ltSpec(in.LaunchTemplateID, in.LaunchTemplateName, in.GroupVersion),
-				boolean("ProtectedFromScaleIn", s.protectedLocked(in.ID)),
-			))
-		}
-		for _, k := range slices.Sorted(maps.Keys(g.Tags)) {
-			tags = append(tags, el("member",
-				txt("ResourceId", g.Name),
-				txt("ResourceType", "auto-scaling-group"),
-				txt("Key", k),
-				txt("Value", g.Tags[k]),
-				boolean("PropagateAtLaunch", !g.NoPropagate[k]),
-			))
-		}
-		for _, p := range g.TerminationPolicies {
-			policies = append(policies, txt("member", p))
-		}
-		item := el("member",
-			txt("AutoScalingGroupName", g.Name),
-			txt("AutoScalingGroupARN", s.arn(g)),
-			ltSpec(lt.ID, lt.Name, g.LaunchTemplateVersion),
-			num("MinSize", g.Min),
-			num("MaxSize", g.Max),
-			num("DesiredCapacity", g.Desired),
-			num("DefaultCooldown", g.DefaultCooldown),
-			el("AvailabilityZones", zones...),
-			txt("HealthCheckType", g.HealthCheckType),
-			num("HealthCheckGracePeriod", g.HealthCheckGracePeriod),
-			el("Instances", insts...),
-			txt("CreatedTime", g.created.Format(timeFormat)),
-			el("Tags", tags...),
-			el("TerminationPolicies", policies...),
-			boolean("NewInstancesProtectedFromScaleIn", g.NewInstancesProtectedFromScaleIn),
-			boolean("CapacityRebalance", g.CapacityRebalance),
-			s.suspendedProcesses(g),
-		)
-		item.add(s.attachedNodes(g)...)
-		if len(g.Subnets) > 0 {
-			item.add(txt("VPCZoneIdentifier", strings.Join(g.Subnets, ",")))
-		}
-		if g.deleting {
-			item.add(txt("Status", StatusDeleting))
-		}
-		items = append(items, item)
 	}
 	return []*node{el("AutoScalingGroups", items...)}, nil
+}
+
+// groupNode is a group as DescribeAutoScalingGroups answers it.
+func (s *Server) groupNode(g *group) *node {
+	lt := s.templates[g.LaunchTemplateID]
+	var zones, tags, policies []*node
+	for _, z := range g.Zones {
+		zones = append(zones, txt("member", z))
+	}
+	for _, k := range slices.Sorted(maps.Keys(g.Tags)) {
+		tags = append(tags, el("member",
+			txt("ResourceId", g.Name),
+			txt("ResourceType", "auto-scaling-group"),
+			txt("Key", k),
+			txt("Value", g.Tags[k]),
+			boolean("PropagateAtLaunch", !g.NoPropagate[k]),
+		))
+	}
+	for _, p := range g.TerminationPolicies {
+		policies = append(policies, txt("member", p))
+	}
+	item := el("member",
+		txt("AutoScalingGroupName", g.Name),
+		txt("AutoScalingGroupARN", s.arn(g)),
+		ltSpec(lt.ID, lt.Name, g.LaunchTemplateVersion),
+		num("MinSize", g.Min),
+		num("MaxSize", g.Max),
+		num("DesiredCapacity", g.Desired),
+		num("DefaultCooldown", g.DefaultCooldown),
+		el("AvailabilityZones", zones...),
+		txt("HealthCheckType", g.HealthCheckType),
+		num("HealthCheckGracePeriod", g.HealthCheckGracePeriod),
+		el("Instances", s.groupInstanceNodes(g)...),
+		txt("CreatedTime", g.created.Format(timeFormat)),
+		el("Tags", tags...),
+		el("TerminationPolicies", policies...),
+		boolean("NewInstancesProtectedFromScaleIn", g.NewInstancesProtectedFromScaleIn),
+		boolean("CapacityRebalance", g.CapacityRebalance),
+		s.suspendedProcesses(g),
+	)
+	item.add(s.attachedNodes(g)...)
+	if len(g.Subnets) > 0 {
+		item.add(txt("VPCZoneIdentifier", strings.Join(g.Subnets, ",")))
+	}
+	if g.deleting {
+		item.add(txt("Status", StatusDeleting))
+	}
+	return item
+}
+
+// groupInstanceNodes are the group's members as its Instances list.
+func (s *Server) groupInstanceNodes(g *group) []*node {
+	var insts []*node
+	for _, id := range g.members {
+		in := s.instances[id]
+		insts = append(insts, el("member",
+			txt("InstanceId", in.ID),
+			txt("InstanceType", in.InstanceType),
+			txt("AvailabilityZone", in.Zone),
+			txt("LifecycleState", in.Lifecycle),
+			txt("HealthStatus", "Healthy"),
+			ltSpec(in.LaunchTemplateID, in.LaunchTemplateName, in.GroupVersion),
+			boolean("ProtectedFromScaleIn", s.protectedLocked(in.ID)),
+		))
+	}
+	return insts
 }
 
 func (s *Server) describeASGInstances(f form) ([]*node, error) {

@@ -163,58 +163,75 @@ func (s *Server) describeInstances(f form) ([]*node, error) {
 	} else if len(missing) > 1 {
 		return nil, ec2Err("InvalidInstanceID.NotFound", "The instance IDs '%s' do not exist", strings.Join(missing, ", "))
 	}
-	for i := 1; ; i++ {
-		p := "Filter." + strconv.Itoa(i)
-		if !f.has(p + ".Name") {
-			break
-		}
-		name, values := f.get(p+".Name"), f.list(p+".Value")
-		var get func(*instance) string
-		switch {
-		case name == "instance-id":
-			get = func(in *instance) string { return in.ID }
-		case name == "instance-state-name":
-			get = func(in *instance) string { return in.State }
-		case name == "availability-zone":
-			get = func(in *instance) string { return in.Zone }
-		case strings.HasPrefix(name, "tag:"):
-			key := strings.TrimPrefix(name, "tag:")
-			get = func(in *instance) string { return tags(in)[key] }
-		default:
-			return nil, ec2Err("InvalidParameterValue", "The filter '%s' is invalid", name)
-		}
-		sel = slices.DeleteFunc(sel, func(in *instance) bool { return !slices.Contains(values, get(in)) })
+	sel, err := filtered(f, sel, instanceField, func(values []string, v string) bool { return slices.Contains(values, v) })
+	if err != nil {
+		return nil, err
 	}
 	var items []*node
 	for _, in := range sel {
-		var tagItems []*node
-		t := tags(in)
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			tagItems = append(tagItems, el("item", txt("key", k), txt("value", t[k])))
-		}
-		// One reservation per instance, as a group's launches are.
-		items = append(items, el("item",
-			txt("reservationId", "r-"+strings.TrimPrefix(in.ID, "i-")),
-			txt("ownerId", "123456789012"),
-			el("instancesSet", el("item",
-				txt("instanceId", in.ID),
-				txt("imageId", in.ImageID),
-				el("instanceState", num("code", stateCode(in.State)), txt("name", in.State)),
-				txt("privateDnsName", in.PrivateDNS),
-				txt("privateIpAddress", in.PrivateIP),
-				txt("instanceType", in.InstanceType),
-				txt("launchTime", in.LaunchTime.Format(timeFormat)),
-				el("placement", txt("availabilityZone", in.Zone), txt("tenancy", "default")),
-				el("tagSet", tagItems...),
-			).add(subnetNode(in))),
-		))
+		items = append(items, reservationNode(in))
 	}
 	return []*node{el("reservationSet", items...)}, nil
+}
+
+// instanceField is the value of an instance that a DescribeInstances
+// filter of that name selects by.
+func instanceField(name string) (func(*instance) string, bool) {
+	switch {
+	case name == "instance-id":
+		return func(in *instance) string { return in.ID }, true
+	case name == "instance-state-name":
+		return func(in *instance) string { return in.State }, true
+	case name == "availability-zone":
+		return func(in *instance) string { return in.Zone }, true
+	case strings.HasPrefix(name, "tag:"):
+		key := strings.TrimPrefix(name, "tag:")
+		return func(in *instance) string { return tags(in)[key] }, true
+	}
+	return nil, false
+}
+
+// filtered keeps the items every Filter.N of the request selects: the
+// item's field of the filter's name matches one of its values. An
+// unknown filter name is EC2's InvalidParameterValue.
+func filtered[T any](f form, sel []T, field func(string) (func(T) string, bool), match func(values []string, v string) bool) ([]T, error) {
+	for i := 1; ; i++ {
+		p := "Filter." + strconv.Itoa(i)
+		if !f.has(p + ".Name") {
+			return sel, nil
+		}
+		name, values := f.get(p+".Name"), f.list(p+".Value")
+		get, ok := field(name)
+		if !ok {
+			return nil, ec2Err("InvalidParameterValue", "The filter '%s' is invalid", name)
+		}
+		sel = slices.DeleteFunc(sel, func(x T) bool { return !match(values, get(x)) })
+	}
+}
+
+// reservationNode is an instance as DescribeInstances answers it: one
+// reservation per instance, as a group's launches are.
+func reservationNode(in *instance) *node {
+	var tagItems []*node
+	t := tags(in)
+	for _, k := range slices.Sorted(maps.Keys(t)) {
+		tagItems = append(tagItems, el("item", txt("key", k), txt("value", t[k])))
+	}
+	return el("item",
+		txt("reservationId", "r-"+strings.TrimPrefix(in.ID, "i-")),
+		txt("ownerId", "123456789012"),
+		el("instancesSet", el("item",
+			txt("instanceId", in.ID),
+			txt("imageId", in.ImageID),
+			el("instanceState", num("code", stateCode(in.State)), txt("name", in.State)),
+			txt("privateDnsName", in.PrivateDNS),
+			txt("privateIpAddress", in.PrivateIP),
+			txt("instanceType", in.InstanceType),
+			txt("launchTime", in.LaunchTime.Format(timeFormat)),
+			el("placement", txt("availabilityZone", in.Zone), txt("tenancy", "default")),
+			el("tagSet", tagItems...),
+		).add(subnetNode(in))),
+	)
 }
 
 // tags are the ones EC2 and Auto Scaling put on a group's instances: the
@@ -281,51 +298,51 @@ func (s *Server) describeImages(f form) ([]*node, error) {
 		}
 		sort.Slice(sel, func(i, j int) bool { return sel[i].ID < sel[j].ID })
 	}
-	for i := 1; ; i++ {
-		p := "Filter." + strconv.Itoa(i)
-		if !f.has(p + ".Name") {
-			break
-		}
-		name, values := f.get(p+".Name"), f.list(p+".Value")
-		var get func(*Image) string
-		switch name {
-		case "image-id":
-			get = func(im *Image) string { return im.ID }
-		case "name":
-			get = func(im *Image) string { return im.Name }
-		case "state":
-			get = func(*Image) string { return "available" }
-		default:
-			return nil, ec2Err("InvalidParameterValue", "The filter '%s' is invalid", name)
-		}
-		pats := make([]*regexp.Regexp, len(values))
-		for j, v := range values {
-			pats[j] = wildcard(v)
-		}
-		sel = slices.DeleteFunc(sel, func(im *Image) bool {
-			return !slices.ContainsFunc(pats, func(re *regexp.Regexp) bool { return re.MatchString(get(im)) })
-		})
+	// Image filters take the wildcards * and ?.
+	sel, err := filtered(f, sel, imageField, func(values []string, v string) bool {
+		return slices.ContainsFunc(values, func(w string) bool { return wildcard(w).MatchString(v) })
+	})
+	if err != nil {
+		return nil, err
 	}
 	var items []*node
 	for _, im := range sel {
-		items = append(items, el("item",
-			txt("imageId", im.ID),
-			txt("imageLocation", "123456789012/"+im.Name),
-			txt("imageState", "available"),
-			txt("imageOwnerId", "123456789012"),
-			txt("creationDate", im.Created.Format(timeFormat)),
-			boolean("isPublic", false),
-			txt("architecture", "x86_64"),
-			txt("imageType", "machine"),
-			txt("name", im.Name),
-			txt("rootDeviceType", "ebs"),
-			txt("rootDeviceName", "/dev/xvda"),
-			txt("virtualizationType", "hvm"),
-			txt("hypervisor", "xen"),
-			boolean("enaSupport", true),
-		))
+		items = append(items, imageNode(im))
 	}
 	return []*node{el("imagesSet", items...)}, nil
+}
+
+// imageField is the value of an image that a DescribeImages filter of
+// that name selects by.
+func imageField(name string) (func(*Image) string, bool) {
+	switch name {
+	case "image-id":
+		return func(im *Image) string { return im.ID }, true
+	case "name":
+		return func(im *Image) string { return im.Name }, true
+	case "state":
+		return func(*Image) string { return "available" }, true
+	}
+	return nil, false
+}
+
+func imageNode(im *Image) *node {
+	return el("item",
+		txt("imageId", im.ID),
+		txt("imageLocation", "123456789012/"+im.Name),
+		txt("imageState", "available"),
+		txt("imageOwnerId", "123456789012"),
+		txt("creationDate", im.Created.Format(timeFormat)),
+		boolean("isPublic", false),
+		txt("architecture", "x86_64"),
+		txt("imageType", "machine"),
+		txt("name", im.Name),
+		txt("rootDeviceType", "ebs"),
+		txt("rootDeviceName", "/dev/xvda"),
+		txt("virtualizationType", "hvm"),
+		txt("hypervisor", "xen"),
+		boolean("enaSupport", true),
+	)
 }
 
 // wildcard compiles an EC2 filter value, where * matches any run of
