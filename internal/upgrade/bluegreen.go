@@ -149,7 +149,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 		if err := r.group.pin.keepDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
-		r.logf("creating %s %q beside %q: %d nodes (max %d) of %s", r.groupKind(), green, r.group.pool.GroupName(), greenSizes.Desired, greenSizes.Max, r.templateVersion(cr.TargetVersion))
+		r.logf("creating %s %q beside %q at %s, of %s", r.groupKind(), green, r.group.pool.GroupName(), r.cfg.Plan.Cloud.SizeText(greenSizes), r.templateVersion(cr.TargetVersion))
 		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, greenSizes); err != nil {
 			return err
 		}
@@ -472,7 +472,7 @@ func (r *blueGreenRun) abortGreen(ctx context.Context) error {
 		if err := bg.SetGroupSizes(ctx, r.group.pool.GroupName(), *cr.Original); err != nil {
 			return err
 		}
-		r.logf("%s %q is back to desired %d, max %d", r.groupKind(), r.group.pool.GroupName(), cr.Original.Desired, cr.Original.Max)
+		r.logf("%s %q is back to %s", r.groupKind(), r.group.pool.GroupName(), r.cfg.Plan.Cloud.SizeText(*cr.Original))
 	}
 	green := gr.Green
 	if sel := r.cfg.Plan.BlueGreen; sel != nil && sel.GreenSelector != "" {

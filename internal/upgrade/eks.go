@@ -44,7 +44,7 @@ func (r *eksRun) scaleUp(ctx context.Context) error {
 	}
 	from, to, err := r.group.raise(ctx, cr.ScaleUp)
 	if to != from {
-		r.logf("scaling %s %q up by %d: desired %d -> %d, max %d -> %d", r.groupKind(), r.group.pool.GroupName(), cr.ScaleUp, from.Desired, to.Desired, from.Max, to.Max)
+		r.logf("scaling %s %q up by %d: %s", r.groupKind(), r.group.pool.GroupName(), cr.ScaleUp, r.cfg.Plan.Cloud.ResizeText(from, to))
 	}
 	if err != nil {
 		return err

@@ -58,7 +58,7 @@ func (s *shrinker) scaleDown(ctx context.Context) error {
 		return err
 	}
 	if s.note == "" {
-		s.logf("%s %q is back to desired %d, max %d", s.groupKind(), s.pool.GroupName(), sizes.Desired, sizes.Max)
+		s.logf("%s %q is back to %s", s.groupKind(), s.pool.GroupName(), s.cfg.Plan.Cloud.SizeText(sizes))
 	}
 	return s.protectNewNodes(ctx, false)
 }

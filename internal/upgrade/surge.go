@@ -39,7 +39,7 @@ func (r *surgeRun) surge(ctx context.Context, i int) error {
 	}
 	from, to, err := r.group.raise(ctx, n)
 	if to != from {
-		r.logf("%s: surge: %s %q desired %d -> %d, max %d -> %d", r.batchLabel(i), r.groupKind(), r.group.pool.GroupName(), from.Desired, to.Desired, from.Max, to.Max)
+		r.logf("%s: surge: %s %q %s", r.batchLabel(i), r.groupKind(), r.group.pool.GroupName(), r.cfg.Plan.Cloud.ResizeText(from, to))
 	}
 	if err != nil {
 		return err

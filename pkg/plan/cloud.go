@@ -24,8 +24,8 @@ const (
 const NewVersion = "new"
 
 // Sizes are the sizes of a cloud group. A cloud whose groups have only a
-// target size reports it as Desired, with Min 0 and Max equal to it, and
-// ignores the Max it is given.
+// target size reports it as Desired, with Min 0 and Max equal to it,
+// ignores the Max it is given and sets CloudGroup.TargetSizeOnly.
 type Sizes struct {
 	Min     int32 `json:"min"`
 	Desired int32 `json:"desired"`
@@ -34,6 +34,12 @@ type Sizes struct {
 
 func (s Sizes) String() string {
 	return fmt.Sprintf("min %d, desired %d, max %d", s.Min, s.Desired, s.Max)
+}
+
+// less is s with n nodes fewer desired and at most.
+func (s Sizes) less(n int32) Sizes {
+	s.Desired, s.Max = s.Desired-n, s.Max-n
+	return s
 }
 
 // MachineState is where a machine is in its life, in every cloud's terms.
@@ -117,6 +123,9 @@ type CloudGroup struct {
 	// empty.
 	TemplateKey, VersionKey string
 	Sizes                   Sizes
+	// TargetSizeOnly says the group has a target size and no min or max
+	// (a managed instance group): messages name that size alone.
+	TargetSizeOnly bool
 	// Recorded are the sizes an interrupted run recorded before it scaled
 	// the group up; nil when no run is in progress. RescaleFrom is set when
 	// that scale-up was for another version, whose nodes this target
@@ -181,6 +190,24 @@ func (cg *CloudGroup) JoiningNote(joining []Machine) string {
 	return fmt.Sprintf("%d %ss of %s %q are not nodes yet and run another version: %s; a run waits up to --node-ready-timeout for them to join, then plans them too", len(joining), cg.MachineKind, cg.GroupKind, cg.Name, strings.Join(ids, ", "))
 }
 
+// SizeText says the sizes a group is at: desired and max, or the target
+// size alone where the group has no max (a nil c has both).
+func (c *CloudPlan) SizeText(s Sizes) string {
+	if c != nil && c.TargetSizeOnly {
+		return fmt.Sprintf("target size %d", s.Desired)
+	}
+	return fmt.Sprintf("desired %d, max %d", s.Desired, s.Max)
+}
+
+// ResizeText says how a group's sizes move from one to the other, as
+// SizeText names them.
+func (c *CloudPlan) ResizeText(from, to Sizes) string {
+	if c != nil && c.TargetSizeOnly {
+		return fmt.Sprintf("target size %d -> %d", from.Desired, to.Desired)
+	}
+	return fmt.Sprintf("desired %d -> %d, max %d -> %d", from.Desired, to.Desired, from.Max, to.Max)
+}
+
 // CloudPlan is the cloud side of a plan. Its fields are the same for every
 // provider; the values are the provider's own names.
 type CloudPlan struct {
@@ -206,6 +233,8 @@ type CloudPlan struct {
 	Before  Sizes `json:"before"`
 	During  Sizes `json:"during"`
 	ScaleUp int32 `json:"scaleUp"`
+	// TargetSizeOnly is CloudGroup.TargetSizeOnly.
+	TargetSizeOnly bool `json:"targetSizeOnly,omitempty"`
 	// Resumed says the sizes come from an interrupted run's record.
 	Resumed bool `json:"resumed,omitempty"`
 	// BlueDeleted is the blue group an interrupted run deleted before it
@@ -364,6 +393,7 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		ImageLabel:     cg.ImageLabel,
 		TargetText:     cg.TargetText,
 		Before:         cg.Sizes,
+		TargetSizeOnly: cg.TargetSizeOnly,
 		During:         cg.Sizes,
 		Rebalance:      cg.Rebalance,
 		RebalanceHeld:  cg.RebalanceHeld,

@@ -270,14 +270,14 @@ func inRegion(region string) string {
 func scaleUpLine(c *CloudPlan) string {
 	switch {
 	case c.RescaleFrom != "" && c.ScaleUp > 0:
-		return fmt.Sprintf("+%d nodes again: the interrupted run scaled up for version %s, whose nodes are outdated too; desired %d -> %d, max %d -> %d; desired %d, max %d restored at the end",
-			c.ScaleUp, c.RescaleFrom, c.During.Desired-c.ScaleUp, c.During.Desired, c.During.Max-c.ScaleUp, c.During.Max, c.Before.Desired, c.Before.Max)
+		return fmt.Sprintf("+%d nodes again: the interrupted run scaled up for version %s, whose nodes are outdated too; %s; %s restored at the end",
+			c.ScaleUp, c.RescaleFrom, c.ResizeText(c.During.less(c.ScaleUp), c.During), c.SizeText(c.Before))
 	case c.Resumed:
-		return fmt.Sprintf("done by an interrupted run; desired %d, max %d restored at the end", c.Before.Desired, c.Before.Max)
+		return fmt.Sprintf("done by an interrupted run; %s restored at the end", c.SizeText(c.Before))
 	case c.ScaleUp == 0:
 		return "none"
 	}
-	return fmt.Sprintf("+%d nodes: desired %d -> %d, max %d -> %d; restored at the end", c.ScaleUp, c.Before.Desired, c.During.Desired, c.Before.Max, c.During.Max)
+	return fmt.Sprintf("+%d nodes: %s; restored at the end", c.ScaleUp, c.ResizeText(c.Before, c.During))
 }
 
 // rebalanceLine says what the run does to the group's own rebalancing

@@ -46,9 +46,9 @@ func (eks) Steps(p *Plan) []Step {
 	c := p.Cloud
 	switch {
 	case c != nil && c.RescaleFrom != "" && c.ScaleUp > 0:
-		s.add("ScaleUp", fmt.Sprintf("+%d nodes again (the interrupted run's were for version %s, outdated too): desired %d -> %d, max %d -> %d; wait for them Ready", c.ScaleUp, c.RescaleFrom, c.During.Desired-c.ScaleUp, c.During.Desired, c.During.Max-c.ScaleUp, c.During.Max), NodeLaunchEstimate)
+		s.add("ScaleUp", fmt.Sprintf("+%d nodes again (the interrupted run's were for version %s, outdated too): %s; wait for them Ready", c.ScaleUp, c.RescaleFrom, c.ResizeText(c.During.less(c.ScaleUp), c.During)), NodeLaunchEstimate)
 	case c != nil && c.ScaleUp > 0:
-		s.add("ScaleUp", fmt.Sprintf("+%d nodes: desired %d -> %d, max %d -> %d; wait for them Ready", c.ScaleUp, c.Before.Desired, c.During.Desired, c.Before.Max, c.During.Max), NodeLaunchEstimate)
+		s.add("ScaleUp", fmt.Sprintf("+%d nodes: %s; wait for them Ready", c.ScaleUp, c.ResizeText(c.Before, c.During)), NodeLaunchEstimate)
 	}
 	if len(p.Batches) > 0 {
 		s.add("Taint", fmt.Sprintf("%d outdated nodes %s", p.Nodes.Outdated, p.Taint), 0)
@@ -56,7 +56,7 @@ func (eks) Steps(p *Plan) []Step {
 	}
 	if resizes(c) && (c.ScaleUp > 0 || c.Resumed) {
 		n := c.During.Desired - c.Before.Desired
-		s.add("ScaleDown", fmt.Sprintf("back to desired %d, max %d, one node at a time", c.Before.Desired, c.Before.Max), time.Duration(n)*perBatchEstimate(p))
+		s.add("ScaleDown", fmt.Sprintf("back to %s, one node at a time", c.SizeText(c.Before)), time.Duration(n)*perBatchEstimate(p))
 	}
 	return s
 }

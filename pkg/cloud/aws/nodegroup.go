@@ -24,6 +24,9 @@ type NodeGroup struct {
 	// AMI and Version are the target as --ami and --launch-template-version
 	// give it; both empty means the group's current configuration.
 	AMI, Version string
+	// ClonedFrom is the group the ASG was cloned from where it is the
+	// green of an earlier blue/green run (its TagBlue); "" otherwise.
+	ClonedFrom string
 
 	green string // blue/green: the second group Machines reports too
 }
@@ -213,8 +216,27 @@ func (n *NodeGroup) PrepareTarget(ctx context.Context) (string, error) {
 // CheckQuota implements cloud.BlueGreen.
 func (n *NodeGroup) CheckQuota(ctx context.Context) error { return n.Provider.CheckGroupQuota(ctx) }
 
-// GreenName implements cloud.BlueGreen.
-func (n *NodeGroup) GreenName(version string) string { return GreenName(n.ASG, version) }
+// GreenName implements cloud.BlueGreen: named after the group an earlier
+// run's green was cloned from, so names do not grow run after run
+// ("ng1-v4" after "ng1-v3", not "ng1-v3-v4"), unless that is the ASG's
+// own name.
+func (n *NodeGroup) GreenName(version string) string {
+	if n.ClonedFrom != "" {
+		if name := GreenName(n.ClonedFrom, version); name != n.ASG {
+			return name
+		}
+	}
+	return GreenName(n.ASG, version)
+}
+
+// clonedFrom is the group g was cloned from as a green group, "" when g
+// is none.
+func clonedFrom(g *Group) string {
+	if g.Tags[TagRole].Value != RoleGreen {
+		return ""
+	}
+	return g.Tags[TagBlue].Value
+}
 
 // CreateGreen implements cloud.BlueGreen. Green gets the sizes blue had
 // before the run pinned it.

@@ -169,7 +169,7 @@ func openSelfManaged(ctx context.Context, provider *Provider, client kubernetes.
 		return nil, nil, err
 	}
 	cg.LaunchesAfter = launchesAfter(g, target)
-	return cg, &NodeGroup{Provider: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version}, nil
+	return cg, &NodeGroup{Provider: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version, ClonedFrom: clonedFrom(g)}, nil
 }
 
 // refuseOtherRegion refuses a region the nodes' zones (in their provider

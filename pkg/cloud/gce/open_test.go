@@ -161,6 +161,9 @@ func checkGroup(t *testing.T, cg *plan.CloudGroup, want plan.CloudGroup) {
 	if want.Sizes != (plan.Sizes{}) && cg.Sizes != want.Sizes {
 		t.Errorf("sizes %+v, want %+v", cg.Sizes, want.Sizes)
 	}
+	if !cg.TargetSizeOnly { // a MIG has no min or max to name
+		t.Error("TargetSizeOnly false for a managed instance group")
+	}
 	if len(cg.Nodes) == 0 || cg.Green == "" || cg.Provider != Name {
 		t.Errorf("nodes %v, green %q, provider %q", cg.Nodes, cg.Green, cg.Provider)
 	}

@@ -302,7 +302,7 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 		Template: n.Provider.project, TemplateKind: "instance template in project", MachineKind: "instance",
 		CurrentVersion: cur, TargetVersion: target.Template, TargetImage: target.Image,
 		TemplateKey: "project", VersionKey: "instance-template",
-		Sizes: targetSizes(targetSizesOf(igms)), Nodes: byNode, Unjoined: unjoined,
+		Sizes: targetSizes(targetSizesOf(igms)), TargetSizeOnly: true, Nodes: byNode, Unjoined: unjoined,
 	}
 	if target.Create {
 		cg.TargetVersion = plan.NewVersion
