@@ -253,7 +253,7 @@ func TestGreenName(t *testing.T) {
 		name, blue, version, want string
 	}{
 		{"short", "ng1", "3", "ng1-v3"},
-		{"a green's green", "ng1-v3", "4", "ng1-v3-v4"},
+		{"a name alone, with no blue tag to go back to", "ng1-v3", "4", "ng1-v3-v4"},
 		{"fits exactly", long[:252], "3", long[:252] + "-v3"},
 		{"trimmed, suffix kept", long, "12", long[:251] + "-v12"},
 		// 2-byte characters: the cut must not split one.
