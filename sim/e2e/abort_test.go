@@ -53,7 +53,7 @@ func TestAbortAWS(t *testing.T) {
 		marker   string // the output line the run is SIGKILLed at
 		notReady bool   // the new nodes never get Ready: NodeCreationFailure
 	}{
-		{name: "ScaleUp", marker: "new nodes of launch template version"},
+		{name: "ScaleUp", marker: "for the new nodes of launch template"},
 		{name: "Taint", marker: "tainting"},
 		{name: "mid-batch", marker: "cordoned"},
 		{name: "ScaleDown", marker: "scale-down: removing node"},

@@ -290,7 +290,7 @@ func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	points := []killPoint{
-		{name: "scale-up", marker: "new nodes of launch template version"},
+		{name: "scale-up", marker: "for the new nodes of launch template"},
 		{name: "taint", marker: "tainting"},
 		{name: "mid-batch", marker: "cordoned"},
 		{name: "scale-down", marker: "scale-down: removing node", planFile: true},
@@ -734,7 +734,7 @@ func TestAWSDefaultFollowedAndRestoredByAbort(t *testing.T) {
 		t.Fatalf("the record does not keep the old default: %+v", rec.Cloud)
 	}
 	r := g.run(t, "abort", name)
-	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "made launch template version 1 the default again") {
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "version 1 the default again") {
 		t.Fatalf("abort: %s", r)
 	}
 	if err := g.srv.WaitStable(ctx, name); err != nil {
