@@ -25,6 +25,7 @@ import (
 	compute "google.golang.org/api/compute/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpfault"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpiam"
 )
 
 // Options configure a Server.
@@ -151,11 +152,10 @@ type Server struct {
 	ops          map[string]*compute.Operation // by project/scope/name
 	removals     []Removal
 	calls        []Call
-	// granted are the caller's permissions, nil for all (see Grant);
-	// denied those taken away from them (see Deny).
-	granted, denied []string
-	dice            *gcpfault.Dice
-	late            *gcpfault.Dice
+	// role is what the caller may do (see Grant and Deny).
+	role gcpiam.Role
+	dice *gcpfault.Dice
+	late *gcpfault.Dice
 	// done are the answers of the calls done, by project and requestId.
 	done map[string]any
 }

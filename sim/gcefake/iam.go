@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpiam"
@@ -68,7 +67,7 @@ func init() {
 func (s *Server) Grant(permissions []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.granted = slices.Clone(permissions)
+	s.role.Grant(permissions)
 }
 
 // Deny takes permissions away from what Grant gave (every permission by
@@ -76,11 +75,7 @@ func (s *Server) Grant(permissions []string) {
 func (s *Server) Deny(permissions ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.denied = append(s.denied, permissions...)
-}
-
-func (s *Server) grantedLocked(permission string) bool {
-	return (s.granted == nil || slices.Contains(s.granted, permission)) && !slices.Contains(s.denied, permission)
+	s.role.Deny(permissions...)
 }
 
 // authorize refuses a call whose permission is not granted as Compute
@@ -96,7 +91,7 @@ func (s *Server) authorize(method string, req *request) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.grantedLocked(p) {
+	if s.role.Allows(p) {
 		return nil
 	}
 	resource := "projects/" + req.project
@@ -126,7 +121,7 @@ func (s *Server) testIamPermissions(w http.ResponseWriter, r *http.Request) bool
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Method: "cloudresourcemanager.projects.testIamPermissions"})
-	out, err := gcpiam.Allowed(req.Permissions, s.grantedLocked)
+	out, err := gcpiam.Allowed(req.Permissions, s.role.Allows)
 	if err != nil {
 		writeError(w, invalid("%s", err))
 		return true

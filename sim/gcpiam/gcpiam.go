@@ -6,6 +6,7 @@ package gcpiam
 import (
 	"fmt"
 	"regexp"
+	"slices"
 )
 
 // permissionPattern is a permission's form, service.resource.verb
@@ -29,4 +30,25 @@ func Allowed(asked []string, granted func(permission string) bool) ([]string, er
 		}
 	}
 	return out, nil
+}
+
+// Role is what a fake's caller may do: every permission unless Grant
+// limited it, less those Deny took away. The fakes guard it with their
+// own lock.
+type Role struct {
+	// granted are the caller's permissions, nil for all; denied those
+	// taken away from them.
+	granted, denied []string
+}
+
+// Grant limits the caller's permissions to those given; nil grants every
+// permission.
+func (r *Role) Grant(permissions []string) { r.granted = slices.Clone(permissions) }
+
+// Deny takes permissions away from what Grant gave: a role lacking one.
+func (r *Role) Deny(permissions ...string) { r.denied = append(r.denied, permissions...) }
+
+// Allows reports whether the caller holds permission.
+func (r *Role) Allows(permission string) bool {
+	return (r.granted == nil || slices.Contains(r.granted, permission)) && !slices.Contains(r.denied, permission)
 }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpfault"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpiam"
 )
 
 // Options configure a Server. The durations are GKE's own where GKE
@@ -94,9 +95,8 @@ type Server struct {
 	templates map[string]nodeConfig // a node template's configuration, by template name
 	calls     []Call
 	seq       int
-	// granted are the caller's permissions, nil for all (see Grant);
-	// denied those taken away from them (see Deny).
-	granted, denied []string
+	// role is what the caller may do (see Grant and Deny).
+	role gcpiam.Role
 }
 
 // Call is one request the server answered: the API method's name, and for

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpiam"
@@ -38,7 +37,7 @@ var permissionOf = map[string]string{
 func (s *Server) Grant(permissions []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.granted = slices.Clone(permissions)
+	s.role.Grant(permissions)
 }
 
 // Deny takes permissions away from what Grant gave (every permission by
@@ -46,11 +45,7 @@ func (s *Server) Grant(permissions []string) {
 func (s *Server) Deny(permissions ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.denied = append(s.denied, permissions...)
-}
-
-func (s *Server) grantedLocked(permission string) bool {
-	return (s.granted == nil || slices.Contains(s.granted, permission)) && !slices.Contains(s.denied, permission)
+	s.role.Deny(permissions...)
 }
 
 // authorize refuses a call whose permission is not granted, in GKE's
@@ -62,7 +57,7 @@ func (s *Server) authorize(method string, q *request) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.grantedLocked(p) {
+	if s.role.Allows(p) {
 		return nil
 	}
 	resource := strings.Join(q.parts[:min(len(q.parts), 6)], "/")
@@ -89,7 +84,7 @@ func (s *Server) testIamPermissions(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Method: "cloudresourcemanager.projects.testIamPermissions"})
-	out, err := gcpiam.Allowed(req.Permissions, func(p string) bool { return s.grantedLocked(p) })
+	out, err := gcpiam.Allowed(req.Permissions, s.role.Allows)
 	if err != nil {
 		writeError(w, invalidArg("%s", err))
 		return

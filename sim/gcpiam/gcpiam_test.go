@@ -1,0 +1,30 @@
+package gcpiam
+
+import "testing"
+
+func TestRole(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		grant   []string
+		deny    []string
+		allowed map[string]bool
+	}{
+		{"every permission by default", nil, nil, map[string]bool{"a.b.c": true}},
+		{"a role lacking one", nil, []string{"a.b.c"}, map[string]bool{"a.b.c": false, "a.b.d": true}},
+		{"a granted list", []string{"a.b.c"}, nil, map[string]bool{"a.b.c": true, "a.b.d": false}},
+		{"a granted list less a denied one", []string{"a.b.c", "a.b.d"}, []string{"a.b.d"}, map[string]bool{"a.b.c": true, "a.b.d": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Role
+			if tc.grant != nil {
+				r.Grant(tc.grant)
+			}
+			r.Deny(tc.deny...)
+			for p, want := range tc.allowed {
+				if got := r.Allows(p); got != want {
+					t.Errorf("Allows(%q) = %v, want %v", p, got, want)
+				}
+			}
+		})
+	}
+}
