@@ -7,8 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -475,14 +473,7 @@ func policyReplies() map[string][]reply {
 // documented policy allows it, and that planning needs only the read
 // statement.
 func TestIAMPolicyCoversEKSCalls(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "iam-policy.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pol policy
-	if err := json.Unmarshal(data, &pol); err != nil {
-		t.Fatal(err)
-	}
+	pol := readPolicy(t)
 	e, f := newTestEKS(t, policyReplies())
 	ctx := context.Background()
 	planSteps := []func() error{

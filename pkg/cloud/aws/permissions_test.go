@@ -2,11 +2,8 @@ package aws
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -100,14 +97,7 @@ func TestProbePermissions(t *testing.T) {
 // every action the policy grants is asked on one of the two paths (but
 // iam:PassRole, see groupActions, and the simulation's own).
 func TestProbedActionsAreThePolicy(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "iam-policy.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pol policy
-	if err := json.Unmarshal(data, &pol); err != nil {
-		t.Fatal(err)
-	}
+	pol := readPolicy(t)
 	granted := pol.actions("")
 	var asked []string
 	for _, a := range append(slices.Clone(groupActions), managedActions...) {

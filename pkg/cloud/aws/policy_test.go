@@ -39,6 +39,20 @@ func (p policy) actions(sid string) []string {
 	return out
 }
 
+// readPolicy is deploy/iam-policy.json.
+func readPolicy(t *testing.T) policy {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "iam-policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pol policy
+	if err := json.Unmarshal(data, &pol); err != nil {
+		t.Fatalf("deploy/iam-policy.json: %v", err)
+	}
+	return pol
+}
+
 // calledActions returns the IAM actions (service:Action) of the calls the
 // fake has seen since call number from; the query-protocol Version tells
 // the service. Actions IAM also checks for what a call carries are added:
@@ -76,14 +90,7 @@ func (f *fakeAWS) calledActions(from int) []string {
 // documented policy allows it, and that planning needs only the read
 // statement.
 func TestIAMPolicyCoversEveryCall(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "iam-policy.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pol policy
-	if err := json.Unmarshal(data, &pol); err != nil {
-		t.Fatalf("deploy/iam-policy.json: %v", err)
-	}
+	pol := readPolicy(t)
 	ctx := context.Background()
 	replies := baseReplies()
 	replies["DescribeAutoScalingInstances"] = asgInstances("i-1", "ng1", "i-2", "ng1")
