@@ -54,8 +54,9 @@ func TestFaultsGCE(t *testing.T) {
 	}
 }
 
-// startFaultyGCE is startGCE with opts for the endpoint: the images and
-// template NAME-v1, made through the test hooks, which never fail.
+// startFaultyGCE starts the endpoint with opts (faults, say) and the
+// images and template NAME-v1, made through the test hooks, which never
+// fail.
 func startFaultyGCE(t *testing.T, name string, opts gcefake.Options) *gceGroup {
 	t.Helper()
 	opts.Project, opts.LaunchDelay = gceProject, 500*time.Millisecond

@@ -66,17 +66,7 @@ func setupZonalGCEGroups(t *testing.T, name string, perZone int64, apps ...scena
 // startGCE starts the endpoint with the images and template NAME-v1.
 func startGCE(t *testing.T, name string) *gceGroup {
 	t.Helper()
-	srv, err := gcefake.StartWithKube(context.Background(), client, gcefake.Options{Project: gceProject, LaunchDelay: 500 * time.Millisecond}, gcefake.NodeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	srv.RegisterImage(gceProject, "img-old", "node")
-	srv.RegisterImage(gceProject, "img-new", "node")
-	if err := srv.CreateTemplate(gcefake.TemplateSpec{Project: gceProject, Name: name + "-v1", ImageProject: gceProject, Image: "img-old", KubeLabels: map[string]string{kopsKey: name}}); err != nil {
-		t.Fatal(err)
-	}
-	return &gceGroup{name: name, srv: srv}
+	return startFaultyGCE(t, name, gcefake.Options{})
 }
 
 func (g *gceGroup) addMIG(t *testing.T, spec gcefake.GroupSpec) {
