@@ -247,7 +247,7 @@ func (s *Session) settleAborted(ctx context.Context, pl *Planned) error {
 // batches on its cloud group (resumesGroup), where it stopped; "" for the
 // strategy's first.
 func startPhase(pl *Planned, rec *state.Record) (start plan.Phase, resumesGroup bool) {
-	_, isGroup := pl.Provider.(cloud.Group)
+	_, isGroup := pl.Provider.(cloud.Scaler)
 	flow := plan.Flow{Batches: len(pl.Batches), CloudGroup: isGroup}
 	switch {
 	case pl.Request.Rollback:

@@ -161,7 +161,7 @@ func New(cfg Config) (*Engine, error) {
 
 // Flow is what the strategy's transitions depend on in this run.
 func (e *Engine) flow() plan.Flow {
-	_, resizes := e.group.pool.(cloud.Group)
+	_, resizes := e.group.pool.(cloud.Scaler)
 	return plan.Flow{Batches: len(e.cfg.Plan.Batches), CloudGroup: resizes}
 }
 

@@ -294,7 +294,7 @@ type fakeGroup struct {
 }
 
 var (
-	_ cloud.Group     = (*fakeGroup)(nil)
+	_ cloud.Scaler    = (*fakeGroup)(nil)
 	_ cloud.BlueGreen = (*fakeBlueGreen)(nil)
 )
 
@@ -554,7 +554,7 @@ func (f *fakeGroup) cloudGroup(recorded *plan.Sizes) *plan.CloudGroup {
 	for n, m := range f.machines {
 		machines[n] = m
 	}
-	return &plan.CloudGroup{Provider: "fake", Can: plan.CapRemoveNodes | plan.CapGroup | plan.CapNewGroups, Name: f.name, GroupKind: "Auto Scaling group",
+	return &plan.CloudGroup{Provider: "fake", Can: plan.CapRemoveNodes | plan.CapResize | plan.CapNewGroups, Name: f.name, GroupKind: "Auto Scaling group",
 		Template: "lt", TemplateKind: "launch template", MachineKind: "instance",
 		CurrentVersion: "1", TargetVersion: f.version, VersionLabel: versionLabel, Sizes: f.sizes, Recorded: recorded, Nodes: machines}
 }

@@ -100,11 +100,11 @@ func (cg *cloudGroup) releaseHold(ctx context.Context, err error) error {
 }
 
 // resizer is the provider as a Group the run resizes itself. The
-// strategies that resize need plan.CapGroup, so a plan gives them no
+// strategies that resize need plan.CapResize, so a plan gives them no
 // other provider; one that only reads its group (an EKS managed node
 // group, whose sizes are EKS's) is refused here all the same.
-func (cg *cloudGroup) resizer() (cloud.Group, error) {
-	if g, ok := cg.pool.(cloud.Group); ok {
+func (cg *cloudGroup) resizer() (cloud.Scaler, error) {
+	if g, ok := cg.pool.(cloud.Scaler); ok {
 		return g, nil
 	}
 	return nil, fmt.Errorf("cannot resize the node group: provider %q leaves the sizes of %s %q to its cloud service", cg.cfg.Provider.Name(), cg.groupKind(), cloud.GroupName(cg.cfg.Provider))

@@ -56,11 +56,11 @@ type Pool interface {
 	Current(m plan.Machine, version string) bool
 }
 
-// Group is a Pool the run resizes and points at the target itself (an
+// Scaler is a Pool the run resizes and points at the target itself (an
 // Auto Scaling group): a run with it adds the Setup, ScaleUp and
 // ScaleDown phases of the EKS update. Every method may be called again
 // after an interruption.
-type Group interface {
+type Scaler interface {
 	Pool
 	Remover
 	// Setup makes the group launch the target configuration and returns
@@ -82,7 +82,7 @@ type Group interface {
 // its Shrinks and evens the zones out itself, drained, before it lets go.
 // A Group without it needs nothing.
 type Rebalancer interface {
-	Group
+	Scaler
 	// RebalanceName names the process for messages and the plan.
 	RebalanceName() string
 	// RebalanceHeld reports whether it is suspended now.
@@ -161,8 +161,8 @@ func Capabilities(p Provider) plan.Capability {
 	if _, ok := p.(Remover); ok {
 		can |= plan.CapRemoveNodes
 	}
-	if _, ok := p.(Group); ok {
-		can |= plan.CapGroup
+	if _, ok := p.(Scaler); ok {
+		can |= plan.CapResize
 	}
 	if _, ok := p.(BlueGreen); ok {
 		can |= plan.CapNewGroups

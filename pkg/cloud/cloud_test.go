@@ -19,7 +19,7 @@ import (
 // are handled by the run, not planned for).
 func TestCapabilities(t *testing.T) {
 	group := fakeGroup{fakeRemover: fakeRemover{fakeProvider: fakeProvider{name: "fake"}}, group: "workers"}
-	remove, resize := plan.CapRemoveNodes, plan.CapRemoveNodes|plan.CapGroup
+	remove, resize := plan.CapRemoveNodes, plan.CapRemoveNodes|plan.CapResize
 	for _, tc := range []struct {
 		name string
 		p    Provider
@@ -130,7 +130,7 @@ func TestOpenGroup(t *testing.T) {
 		wantCan plan.Capability
 		wantErr error
 	}{
-		{"a resizable group", &fakeCloud{name: "fake", provider: &fakeGroup{group: "g"}}, plan.CapRemoveNodes | plan.CapGroup, nil},
+		{"a resizable group", &fakeCloud{name: "fake", provider: &fakeGroup{group: "g"}}, plan.CapRemoveNodes | plan.CapResize, nil},
 		{"a service's group", &fakeCloud{name: "fake", provider: &fakeManaged{group: "g"}}, plan.CapManagedUpdate, nil},
 		{"machines in no group", &fakeCloud{name: "fake", openErr: refused}, 0, ErrNoGroup},
 	} {

@@ -17,7 +17,7 @@ import (
 // test's expectation of Capabilities follows from the type alone.
 var (
 	_ Remover          = (*fakeRemover)(nil)
-	_ Group            = (*fakeGroup)(nil)
+	_ Scaler           = (*fakeGroup)(nil)
 	_ Rebalancer       = (*fakeRebalancer)(nil)
 	_ Departures       = (*fakeDepartures)(nil)
 	_ DefaultFollower  = (*fakeFollower)(nil)

@@ -8,7 +8,7 @@ import "context"
 // target the default instead of pinning the group, and abort and rollback
 // make the old one the default again.
 type DefaultFollower interface {
-	Group
+	Scaler
 	// TemplateDefault reports whether the group launches its template's
 	// default version, and which version that is now.
 	TemplateDefault(ctx context.Context) (follows bool, version string, err error)

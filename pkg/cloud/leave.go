@@ -12,7 +12,7 @@ import (
 // for each machine it removes to be gone, and never lets go of another
 // system's hook itself. A Group without it is taken at its word.
 type Departures interface {
-	Group
+	Scaler
 	// MachineOf names a node's machine; "" when the node is gone.
 	MachineOf(ctx context.Context, node string) (string, error)
 	// Leaving says where each removed machine is on its way out, by

@@ -8,7 +8,7 @@ import "context"
 // it off from before Setup to the run's end (its finish or abort), the way
 // before recorded first, and puts it back then.
 type SelfUpdater interface {
-	Group
+	Scaler
 	// SelfUpdates reads how the group updates itself now, in the
 	// provider's terms, for the record.
 	SelfUpdates(ctx context.Context) (string, error)

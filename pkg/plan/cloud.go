@@ -266,7 +266,7 @@ type CloudPlan struct {
 	// (CloudTarget.Options): run --plan-file asks for them again.
 	Options map[string]string `json:"options,omitempty"`
 	// RemovesOnly says the provider cannot point the group at the target
-	// or resize it (it lacks CapGroup): the run of a strategy that
+	// or resize it (it lacks CapResize): the run of a strategy that
 	// replaces nodes in place only removes them, and the group replaces
 	// them with what it launches; no Setup, scale-up or scale-down.
 	RemovesOnly bool `json:"removesOnly,omitempty"`
@@ -372,7 +372,7 @@ func notMemberNote(names []string, cg *CloudGroup) string {
 // removesOnly reports whether a run can only remove the group's nodes:
 // it neither resizes the group nor has a service run the update.
 func removesOnly(cg *CloudGroup) bool {
-	return cg.Can.Has(CapRemoveNodes) && !cg.Can.Has(CapGroup) && cg.Managed == nil
+	return cg.Can.Has(CapRemoveNodes) && !cg.Can.Has(CapResize) && cg.Managed == nil
 }
 
 // cloudPlan is the cloud side before the strategy sizes it: the sizes now,

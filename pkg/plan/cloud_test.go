@@ -30,7 +30,7 @@ func cloudInput(target string, machines map[string]Machine) Input {
 	in.MaxUnavailable = "1"
 	in.Provider = "aws"
 	in.Cloud = &CloudGroup{
-		Provider: "aws", Can: CapRemoveNodes | CapGroup | CapNewGroups, Name: "asg-ng", GroupKind: "Auto Scaling group", Template: "lt-1", TemplateKind: "launch template", MachineKind: "instance",
+		Provider: "aws", Can: CapRemoveNodes | CapResize | CapNewGroups, Name: "asg-ng", GroupKind: "Auto Scaling group", Template: "lt-1", TemplateKind: "launch template", MachineKind: "instance",
 		CurrentVersion: "1", TargetVersion: target, VersionLabel: versionLabel, ImageLabel: imageKey,
 		Sizes: Sizes{Min: 1, Desired: 4, Max: 5}, Nodes: machines,
 	}
@@ -339,7 +339,7 @@ func TestRemovesOnly(t *testing.T) {
 		want bool
 	}{
 		{"removes nodes only", CloudGroup{Can: CapRemoveNodes}, true},
-		{"a group the run resizes", CloudGroup{Can: CapRemoveNodes | CapGroup}, false},
+		{"a group the run resizes", CloudGroup{Can: CapRemoveNodes | CapResize}, false},
 		{"green groups only", CloudGroup{Can: CapNewGroups}, false},
 		{"a service runs the update", CloudGroup{Can: CapRemoveNodes | CapManagedUpdate, Managed: scalingService{}}, false},
 	} {

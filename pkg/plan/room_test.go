@@ -50,7 +50,7 @@ func TestNoRoom(t *testing.T) {
 			in := baseInput()
 			in.Namespace = tc.namespace
 			if tc.cloud {
-				in.Cloud = &CloudGroup{Can: CapRemoveNodes | CapGroup}
+				in.Cloud = &CloudGroup{Can: CapRemoveNodes | CapResize}
 			}
 			var got []check.Finding
 			for _, f := range mustBuild(t, snap, in).Findings {

@@ -57,8 +57,8 @@ type Capability uint
 const (
 	// CapRemoveNodes: remove a drained node (every provider, none too).
 	CapRemoveNodes Capability = 1 << iota
-	// CapGroup: resize a group of machines that launches the target.
-	CapGroup
+	// CapResize: resize a group of machines that launches the target.
+	CapResize
 	// CapNewGroups: create a second group beside one and delete one.
 	CapNewGroups
 	// CapManagedUpdate: the cloud's own service runs the update of the
@@ -74,7 +74,7 @@ func (c Capability) Has(need Capability) bool { return c&need == need }
 // that refuses a strategy.
 func (c Capability) Missing(need Capability) string {
 	var words []string
-	for _, bit := range []Capability{CapRemoveNodes, CapGroup, CapNewGroups, CapManagedUpdate} {
+	for _, bit := range []Capability{CapRemoveNodes, CapResize, CapNewGroups, CapManagedUpdate} {
 		if need&bit != 0 && c&bit == 0 {
 			words = append(words, capabilityText[bit])
 		}
@@ -85,7 +85,7 @@ func (c Capability) Missing(need Capability) string {
 // What a capability means, for the message that refuses a strategy.
 var capabilityText = map[Capability]string{
 	CapRemoveNodes:   "removes nodes",
-	CapGroup:         "launches the new configuration",
+	CapResize:        "launches the new configuration",
 	CapNewGroups:     "creates node groups",
 	CapManagedUpdate: "runs the update itself",
 }
@@ -255,7 +255,7 @@ func (s *steps) add(phase, detail string, d time.Duration) {
 }
 
 // resizes reports whether a run points the cloud group at the target and
-// resizes it, as the engine does with a cloud.Group only.
+// resizes it, as the engine does with a cloud.Scaler only.
 func resizes(c *CloudPlan) bool { return c != nil && !c.RemovesOnly }
 
 // setup is the Setup of a strategy that points the group at the target.

@@ -15,7 +15,7 @@ func (shortLived) Help() string {
 
 func (shortLived) Flags() []string { return []string{"max-age"} }
 
-func (shortLived) Needs(Input) Capability { return CapGroup }
+func (shortLived) Needs(Input) Capability { return CapResize }
 
 func (shortLived) Validate(Input, int) (int, error) { return 0, nil }
 

@@ -31,7 +31,7 @@ func (surge) Flags() []string { return []string{"max-surge", "max-unavailable"} 
 // removed.
 func (surge) Needs(in Input) Capability {
 	if in.MaxSurge > 0 {
-		return CapGroup
+		return CapResize
 	}
 	return CapRemoveNodes
 }

@@ -46,7 +46,7 @@ func TestProviderProbesPermissions(t *testing.T) {
 	if len(perms.Missing) != 1 || perms.Missing[0].Permission != "compute.instanceGroupManagers.create" || perms.Missing[0].For != plan.CapNewGroups || perms.CannotAsk != "" {
 		t.Errorf("missing %+v (cannot ask %q), want compute.instanceGroupManagers.create for blue/green", perms.Missing, perms.CannotAsk)
 	}
-	if got := perms.NeededBy(plan.CapRemoveNodes | plan.CapGroup); len(got) != 0 {
+	if got := perms.NeededBy(plan.CapRemoveNodes | plan.CapResize); len(got) != 0 {
 		t.Errorf("a rolling run needs none of %+v", got)
 	}
 	svc, err := crm.NewService(context.Background(), option.WithEndpoint(srv.URL+"/"), option.WithoutAuthentication())

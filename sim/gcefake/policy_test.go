@@ -121,7 +121,7 @@ func TestRolePermitsEveryProviderCall(t *testing.T) {
 func runAll(t *testing.T, ctx context.Context, srv *Server, key string, bg cloud.BlueGreen, nodes []*corev1.Node) {
 	t.Helper()
 	u := bg.(cloud.SelfUpdater)
-	g := bg.(cloud.Group) // blue/green alone needs only a Pool
+	g := bg.(cloud.Scaler) // blue/green alone needs only a Pool
 	r := bg.(cloud.Rebalancer)
 	d := bg.(cloud.Departures)
 	was, err := u.SelfUpdates(ctx)

@@ -150,9 +150,9 @@ func (a *answers) add(key, value string) {
 var ids = regexp.MustCompile(`[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$|\b[0-9a-f]{8,}$`)
 
 // group records every field of a node group the plugin reads (see
-// pkg/cloud/aws.ManagedGroup), the launch template lt shown as
+// pkg/cloud/aws.EKSNodegroup), the launch template lt shown as
 // <template>.
-func (a *answers) group(prefix string, g *awsprov.ManagedGroup, lt string) {
+func (a *answers) group(prefix string, g *awsprov.EKSNodegroup, lt string) {
 	var asgs []string
 	for _, n := range g.AutoScalingGroups {
 		asgs = append(asgs, ids.ReplaceAllString(n, "<id>"))
@@ -173,7 +173,7 @@ func (a *answers) group(prefix string, g *awsprov.ManagedGroup, lt string) {
 	}
 }
 
-func sizes(g *awsprov.ManagedGroup) string {
+func sizes(g *awsprov.EKSNodegroup) string {
 	return fmt.Sprintf("min %d desired %d max %d", g.Min, g.Desired, g.Max)
 }
 
@@ -236,7 +236,7 @@ func blueInput() *eks.CreateNodegroupInput {
 
 // createBlue creates a node group through the SDK as a user would, in
 // the cluster's subnets with the node role, and waits until it is ACTIVE.
-func createBlue(t *testing.T, ctx context.Context, ep eksEndpoint, e *awsprov.EKS, a *answers, name string, in *eks.CreateNodegroupInput) *awsprov.ManagedGroup {
+func createBlue(t *testing.T, ctx context.Context, ep eksEndpoint, e *awsprov.EKS, a *answers, name string, in *eks.CreateNodegroupInput) *awsprov.EKSNodegroup {
 	t.Helper()
 	in.ClusterName, in.NodegroupName, in.NodeRole, in.Subnets = aws.String(eksCluster), aws.String(name), aws.String(eksNodeRole), subnets()
 	out, err := eks.NewFromConfig(ep.cfg).CreateNodegroup(ctx, in)
@@ -256,7 +256,7 @@ func createBlue(t *testing.T, ctx context.Context, ep eksEndpoint, e *awsprov.EK
 
 // createGreen creates green as blue/green does, twice: the second finds
 // the first, as an interrupted run's must.
-func createGreen(t *testing.T, ctx context.Context, e *awsprov.EKS, a *answers, blue *awsprov.ManagedGroup, spec awsprov.GreenSpec, lt string) {
+func createGreen(t *testing.T, ctx context.Context, e *awsprov.EKS, a *answers, blue *awsprov.EKSNodegroup, spec awsprov.GreenSpec, lt string) {
 	t.Helper()
 	g, err := e.CreateGreen(ctx, blue, spec)
 	if err != nil {
@@ -325,7 +325,7 @@ func followedOutcome(err error) string {
 
 // belowCluster asks for a green at a version below the cluster's, which
 // CreateNodegroup refuses; one made anyway is deleted.
-func belowCluster(ctx context.Context, e *awsprov.EKS, a *answers, blue *awsprov.ManagedGroup) {
+func belowCluster(ctx context.Context, e *awsprov.EKS, a *answers, blue *awsprov.EKSNodegroup) {
 	_, err := e.CreateGreen(ctx, blue, awsprov.GreenSpec{Name: "green-1.30", Version: "1.30", Min: 1, Desired: 1, Max: 1})
 	a.add("CreateNodegroup green-1.30 in a 1.31 cluster", outcome(err))
 	if err == nil {

@@ -168,7 +168,7 @@ func baseReplies() map[string]func(url.Values) reply {
 	}
 }
 
-func newTestProvider(t *testing.T, replies map[string]func(url.Values) reply, opts Options) (*Provider, *fakeAWS) {
+func newTestProvider(t *testing.T, replies map[string]func(url.Values) reply, opts Options) (*Client, *fakeAWS) {
 	t.Helper()
 	f := &fakeAWS{replies: replies}
 	srv := httptest.NewServer(f)
@@ -426,7 +426,7 @@ func TestSetSizeAndTerminate(t *testing.T) {
 }
 
 func TestOutdated(t *testing.T) {
-	g := &Group{LaunchTemplateID: "lt-1", Instances: []Instance{
+	g := &AutoScalingGroup{LaunchTemplateID: "lt-1", Instances: []Instance{
 		{ID: "a", LaunchTemplateID: "lt-1", LaunchTemplateVersion: "2", Lifecycle: "InService"},
 		{ID: "b", LaunchTemplateID: "lt-1", LaunchTemplateVersion: "1", Lifecycle: "InService"},
 		{ID: "c", LaunchTemplateID: "lt-0", LaunchTemplateVersion: "2", Lifecycle: "InService"},

@@ -50,7 +50,7 @@ func GreenName(blue, version string) string {
 // blue/green run stops before it changes anything. A re-run whose green
 // group exists already (GroupExists) should not call it: that group is
 // counted.
-func (p *Provider) CheckGroupQuota(ctx context.Context) error {
+func (p *Client) CheckGroupQuota(ctx context.Context) error {
 	out, err := p.asg.DescribeAccountLimits(ctx, &autoscaling.DescribeAccountLimitsInput{})
 	if err != nil {
 		return wrap(err, "describe the Auto Scaling account limits in region %q", p.region)
@@ -67,7 +67,7 @@ func (p *Provider) CheckGroupQuota(ctx context.Context) error {
 
 // GroupExists reports whether the group exists; one being deleted still
 // does (Group tells, in Deleting).
-func (p *Provider) GroupExists(ctx context.Context, name string) (bool, error) {
+func (p *Client) GroupExists(ctx context.Context, name string) (bool, error) {
 	ag, err := p.describeGroup(ctx, name)
 	return ag != nil, err
 }
@@ -84,7 +84,7 @@ func (p *Provider) GroupExists(ctx context.Context, name string) (bool, error) {
 // blue's name and launches the same version) is returned unchanged; any
 // other group of that name is refused. Everything the input can get wrong
 // fails before the group is created.
-func (p *Provider) CloneGroup(ctx context.Context, blue *Group, green, version string) (*Group, error) {
+func (p *Client) CloneGroup(ctx context.Context, blue *AutoScalingGroup, green, version string) (*AutoScalingGroup, error) {
 	in, err := cloneInput(blue, green, version)
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func (p *Provider) CloneGroup(ctx context.Context, blue *Group, green, version s
 
 // cloneInput checks blue, green and version and builds the request that
 // creates green.
-func cloneInput(blue *Group, green, version string) (*autoscaling.CreateAutoScalingGroupInput, error) {
+func cloneInput(blue *AutoScalingGroup, green, version string) (*autoscaling.CreateAutoScalingGroupInput, error) {
 	switch {
 	case green == "":
 		return nil, inputErrorf("no name for the green Auto Scaling group; use --green-asg")
@@ -183,7 +183,7 @@ func cloneInput(blue *Group, green, version string) (*autoscaling.CreateAutoScal
 
 // greenTags are blue's tags for green, sorted, and the two that mark it
 // green.
-func greenTags(blue *Group, green string) []astypes.Tag {
+func greenTags(blue *AutoScalingGroup, green string) []astypes.Tag {
 	keys := make([]string, 0, len(blue.Tags))
 	for k := range blue.Tags {
 		// aws: keys are Auto Scaling's to set; TagBlue and TagRole of a
@@ -209,7 +209,7 @@ func greenTags(blue *Group, green string) []astypes.Tag {
 // ownGreen returns green when an earlier call cloned it from blue for
 // version (set to spec); nil when there is no such group; an error for
 // the user when the name is taken otherwise.
-func (p *Provider) ownGreen(ctx context.Context, blue *Group, green, version, spec string) (*Group, error) {
+func (p *Client) ownGreen(ctx context.Context, blue *AutoScalingGroup, green, version, spec string) (*AutoScalingGroup, error) {
 	ag, err := p.describeGroup(ctx, green)
 	if err != nil || ag == nil {
 		return nil, err
@@ -241,7 +241,7 @@ func (p *Provider) ownGreen(ctx context.Context, blue *Group, green, version, sp
 // DeleteGroup deletes the group and terminates its instances without
 // waiting for them. A group that is gone or already being deleted counts
 // as deleted, so an interrupted run can repeat the call.
-func (p *Provider) DeleteGroup(ctx context.Context, name string) error {
+func (p *Client) DeleteGroup(ctx context.Context, name string) error {
 	// Looked at first: a second delete of a group on its way out is not
 	// documented to succeed.
 	ag, err := p.describeGroup(ctx, name)
@@ -269,7 +269,7 @@ func (p *Provider) DeleteGroup(ctx context.Context, name string) error {
 // SetSizes sets the group's min, desired and max in one call: equal, they
 // pin blue so that nothing scales it during the run; the recorded ones
 // restore it.
-func (p *Provider) SetSizes(ctx context.Context, group string, min, desired, max int32) error {
+func (p *Client) SetSizes(ctx context.Context, group string, min, desired, max int32) error {
 	_, err := p.asg.UpdateAutoScalingGroup(ctx, &autoscaling.UpdateAutoScalingGroupInput{
 		AutoScalingGroupName: sdkaws.String(group),
 		MinSize:              sdkaws.Int32(min),

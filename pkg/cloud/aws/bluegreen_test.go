@@ -29,7 +29,7 @@ func limitsXML(n, max int) string {
 }
 
 // memberXML is g as DescribeAutoScalingGroups describes it (no instances).
-func memberXML(g Group) string {
+func memberXML(g AutoScalingGroup) string {
 	var b strings.Builder
 	el := func(name, v string) { fmt.Fprintf(&b, "<%s>%s</%s>", name, v, name) }
 	list := func(name string, vs []string) {
@@ -86,7 +86,7 @@ func memberXML(g Group) string {
 
 // formGroup is the group a CreateAutoScalingGroup form asks for, as Auto
 // Scaling would then describe it.
-func formGroup(v url.Values) Group {
+func formGroup(v url.Values) AutoScalingGroup {
 	n := func(k string) int32 { i, _ := strconv.Atoi(v.Get(k)); return int32(i) }
 	members := func(prefix string) []string {
 		var out []string
@@ -95,7 +95,7 @@ func formGroup(v url.Values) Group {
 		}
 		return out
 	}
-	g := Group{
+	g := AutoScalingGroup{
 		Name: v.Get("AutoScalingGroupName"), LaunchTemplateID: v.Get("LaunchTemplate.LaunchTemplateId"), spec: v.Get("LaunchTemplate.Version"),
 		Min: n("MinSize"), Desired: n("DesiredCapacity"), Max: n("MaxSize"),
 		Zones: members("AvailabilityZones.member."), VPCZoneIdentifier: v.Get("VPCZoneIdentifier"),
@@ -120,7 +120,7 @@ func formGroup(v url.Values) Group {
 // "Delete in progress".
 type fakeGroups struct {
 	mu     sync.Mutex
-	groups map[string]Group
+	groups map[string]AutoScalingGroup
 }
 
 func (s *fakeGroups) install(r map[string]func(url.Values) reply) {
@@ -171,8 +171,8 @@ func (s *fakeGroups) install(r map[string]func(url.Values) reply) {
 
 // blueGroup is ng1 with everything a clone copies: it was itself the green
 // of ng0, and CloudFormation made it.
-func blueGroup() Group {
-	return Group{
+func blueGroup() AutoScalingGroup {
+	return AutoScalingGroup{
 		Name: "ng1", Min: 1, Max: 4, Desired: 3, Zones: []string{"us-east-1a", "us-east-1b"},
 		LaunchTemplateID: "lt-1", LaunchTemplateVersion: "2", spec: "2",
 		VPCZoneIdentifier: "subnet-a,subnet-b", HealthCheckType: "ELB", HealthCheckGracePeriod: 120, DefaultCooldown: 60,
@@ -190,7 +190,7 @@ func blueGroup() Group {
 }
 
 // greenGroup is the group CloneGroup makes from blueGroup for version 3.
-func greenGroup() Group {
+func greenGroup() AutoScalingGroup {
 	g := blueGroup()
 	g.Name, g.LaunchTemplateVersion, g.spec, g.Zones = "ng1-v3", "3", "3", nil // zones come from the subnets
 	g.Tags = map[string]Tag{
@@ -202,9 +202,9 @@ func greenGroup() Group {
 	return g
 }
 
-func newGroupsProvider(t *testing.T, groups ...Group) (*Provider, *fakeAWS, map[string]func(url.Values) reply) {
+func newGroupsProvider(t *testing.T, groups ...AutoScalingGroup) (*Client, *fakeAWS, map[string]func(url.Values) reply) {
 	t.Helper()
-	s := &fakeGroups{groups: map[string]Group{}}
+	s := &fakeGroups{groups: map[string]AutoScalingGroup{}}
 	for _, g := range groups {
 		s.groups[g.Name] = g
 	}
@@ -229,10 +229,10 @@ func wantError(t *testing.T, err error, want string, input bool) {
 func TestGroupReadsWhatACloneNeeds(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		g    Group
+		g    AutoScalingGroup
 	}{
 		{"everything", blueGroup()},
-		{"being deleted, no tags", Group{Name: "ng1", Min: 0, Max: 2, LaunchTemplateID: "lt-1", LaunchTemplateVersion: "2", spec: "2", Deleting: true}},
+		{"being deleted, no tags", AutoScalingGroup{Name: "ng1", Min: 0, Max: 2, LaunchTemplateID: "lt-1", LaunchTemplateVersion: "2", spec: "2", Deleting: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _, _ := newGroupsProvider(t, tc.g)
@@ -328,11 +328,11 @@ func TestCloneGroup(t *testing.T) {
 	created := []string{"DescribeAutoScalingGroups", "CreateAutoScalingGroup", "DescribeAutoScalingGroups", "DescribeLaunchTemplateVersions"}
 	for _, tc := range []struct {
 		name           string
-		blue           Group
-		existing       []Group
+		blue           AutoScalingGroup
+		existing       []AutoScalingGroup
 		create         func(url.Values) reply // instead of the fake's
 		green, version string
-		want           *Group
+		want           *AutoScalingGroup
 		wantForm       url.Values // what CreateAutoScalingGroup is sent, exactly
 		wantErr        string
 		input          bool
@@ -361,7 +361,7 @@ func TestCloneGroup(t *testing.T) {
 				"Tags.member.4.ResourceId": {"ng1-v3"}, "Tags.member.4.ResourceType": {"auto-scaling-group"},
 			}},
 		{name: "zones without a VPC", blue: noVPC, green: "ng1-v3", version: "3", want: &noVPCGreen, wantActions: created},
-		{name: "re-run finds its green", blue: blueGroup(), existing: []Group{greenGroup()}, green: "ng1-v3", version: "3", want: ptr(greenGroup()),
+		{name: "re-run finds its green", blue: blueGroup(), existing: []AutoScalingGroup{greenGroup()}, green: "ng1-v3", version: "3", want: ptr(greenGroup()),
 			wantActions: []string{"DescribeAutoScalingGroups", "DescribeLaunchTemplateVersions"}},
 		// The create went through but its answer was lost (the SDK's retry
 		// meets AlreadyExists): the group is recognised by its tags.
@@ -370,16 +370,16 @@ func TestCloneGroup(t *testing.T) {
 				return asgError("AlreadyExists", "AutoScalingGroup by this name already exists")
 			},
 			wantActions: []string{"DescribeAutoScalingGroups", "CreateAutoScalingGroup", "DescribeAutoScalingGroups", "DescribeLaunchTemplateVersions"}},
-		{name: "name taken", blue: blueGroup(), existing: []Group{someoneElses}, green: "ng1-v3", version: "3", input: true,
+		{name: "name taken", blue: blueGroup(), existing: []AutoScalingGroup{someoneElses}, green: "ng1-v3", version: "3", input: true,
 			wantErr:     `auto scaling group "ng1-v3" already exists and is not a green group of "ng1"; delete it or choose another name with --green-asg`,
 			wantActions: []string{"DescribeAutoScalingGroups"}},
-		{name: "another blue's green", blue: blueGroup(), existing: []Group{otherBlues}, green: "ng1-v3", version: "3", input: true,
+		{name: "another blue's green", blue: blueGroup(), existing: []AutoScalingGroup{otherBlues}, green: "ng1-v3", version: "3", input: true,
 			wantErr:     `auto scaling group "ng1-v3" already exists and is not a green group of "ng1"; delete it or choose another name with --green-asg`,
 			wantActions: []string{"DescribeAutoScalingGroups"}},
-		{name: "green of another version", blue: blueGroup(), existing: []Group{otherVersion}, green: "ng1-v3", version: "3", input: true,
+		{name: "green of another version", blue: blueGroup(), existing: []AutoScalingGroup{otherVersion}, green: "ng1-v3", version: "3", input: true,
 			wantErr:     `green Auto Scaling group "ng1-v3", made earlier from "ng1", launches launch template "lt-1" version "4", not version "3" of "lt-1"; delete it or choose another name with --green-asg`,
 			wantActions: []string{"DescribeAutoScalingGroups"}},
-		{name: "green being deleted", blue: blueGroup(), existing: []Group{greenDeleting}, green: "ng1-v3", version: "3", input: true,
+		{name: "green being deleted", blue: blueGroup(), existing: []AutoScalingGroup{greenDeleting}, green: "ng1-v3", version: "3", input: true,
 			wantErr:     `green Auto Scaling group "ng1-v3" is being deleted; run again once it is gone, or choose another name with --green-asg`,
 			wantActions: []string{"DescribeAutoScalingGroups"}},
 		{name: "mixed instances", blue: mixed, green: "ng1-v3", version: "3", input: true,
@@ -410,7 +410,7 @@ func TestCloneGroup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			p, f, r := newGroupsProvider(t, append([]Group{tc.blue}, tc.existing...)...)
+			p, f, r := newGroupsProvider(t, append([]AutoScalingGroup{tc.blue}, tc.existing...)...)
 			if tc.create != nil {
 				made, answer := r["CreateAutoScalingGroup"], tc.create
 				f.set("CreateAutoScalingGroup", func(v url.Values) reply {
@@ -496,26 +496,26 @@ func TestDeleteGroup(t *testing.T) {
 	deleting.Deleting = true
 	for _, tc := range []struct {
 		name        string
-		existing    []Group
+		existing    []AutoScalingGroup
 		del         func(url.Values) reply // instead of the fake's
 		describe    func(url.Values) reply // instead of the fake's
 		wantErr     string
 		wantActions []string
 	}{
-		{name: "deletes", existing: []Group{blueGroup()}, wantActions: []string{"DescribeAutoScalingGroups", "DeleteAutoScalingGroup"}},
+		{name: "deletes", existing: []AutoScalingGroup{blueGroup()}, wantActions: []string{"DescribeAutoScalingGroups", "DeleteAutoScalingGroup"}},
 		{name: "missing", wantActions: []string{"DescribeAutoScalingGroups"}},
-		{name: "being deleted", existing: []Group{deleting}, wantActions: []string{"DescribeAutoScalingGroups"}},
-		{name: "gone since the look", existing: []Group{blueGroup()},
+		{name: "being deleted", existing: []AutoScalingGroup{deleting}, wantActions: []string{"DescribeAutoScalingGroups"}},
+		{name: "gone since the look", existing: []AutoScalingGroup{blueGroup()},
 			del: func(url.Values) reply {
 				return asgError("ValidationError", "AutoScalingGroup name not found - AutoScalingGroup 'ng1' not found")
 			},
 			wantActions: []string{"DescribeAutoScalingGroups", "DeleteAutoScalingGroup"}},
-		{name: "deleted since the look", existing: []Group{blueGroup()},
+		{name: "deleted since the look", existing: []AutoScalingGroup{blueGroup()},
 			del: func(url.Values) reply {
 				return asgError("ValidationError", "The AutoScaling group may not be modified while it is pending delete")
 			},
 			wantActions: []string{"DescribeAutoScalingGroups", "DeleteAutoScalingGroup"}},
-		{name: "busy", existing: []Group{blueGroup()},
+		{name: "busy", existing: []AutoScalingGroup{blueGroup()},
 			del: func(url.Values) reply {
 				return asgError("ScalingActivityInProgress", "You cannot delete an AutoScalingGroup while there are scaling activities in progress for that group.")
 			},
@@ -613,12 +613,12 @@ func TestGroupExists(t *testing.T) {
 	deleting.Deleting = true
 	for _, tc := range []struct {
 		name     string
-		existing []Group
+		existing []AutoScalingGroup
 		want     bool
 	}{
-		{"exists", []Group{blueGroup()}, true},
+		{"exists", []AutoScalingGroup{blueGroup()}, true},
 		{"missing", nil, false},
-		{"being deleted still exists", []Group{deleting}, true},
+		{"being deleted still exists", []AutoScalingGroup{deleting}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _, _ := newGroupsProvider(t, tc.existing...)

@@ -58,14 +58,14 @@ func NewEKSFromConfig(cfg sdkaws.Config) *EKS {
 
 // EKS makes the EKS calls from the provider's configuration, sharing its
 // retryer.
-func (p *Provider) EKS() *EKS { return NewEKSFromConfig(p.cfg) }
+func (p *Client) EKS() *EKS { return NewEKSFromConfig(p.cfg) }
 
 // SetPoll bounds the waits' backoff between two reads (default 2s to
 // 30s): tests shorten it.
 func (e *EKS) SetPoll(lo, hi time.Duration) { e.pollMin, e.pollMax = lo, hi }
 
-// ManagedGroup is a managed node group as DescribeNodegroup says.
-type ManagedGroup struct {
+// EKSNodegroup is a managed node group as DescribeNodegroup says.
+type EKSNodegroup struct {
 	Cluster, Name, ARN string
 	// Status is CREATING, ACTIVE, UPDATING, DELETING, CREATE_FAILED,
 	// DELETE_FAILED or DEGRADED.
@@ -88,7 +88,7 @@ type ManagedGroup struct {
 
 // CustomAMI reports whether the group's launch template names its own
 // image: EKS then knows no Kubernetes or release version for it.
-func (g *ManagedGroup) CustomAMI() bool { return g.AMIType == string(ekstypes.AMITypesCustom) }
+func (g *EKSNodegroup) CustomAMI() bool { return g.AMIType == string(ekstypes.AMITypesCustom) }
 
 // UpdateSettings is a node group's updateConfig: MaxUnavailable or
 // MaxUnavailablePercentage (0 when unset) and the strategy, DEFAULT or
@@ -109,14 +109,14 @@ type TemplateRef struct{ ID, Name, Version string }
 
 // ManagedGroupOf reads which managed node group an Auto Scaling group
 // backs from its tags; ok is false for a self-managed group.
-func ManagedGroupOf(g *Group) (cluster, nodegroup string, ok bool) {
+func ManagedGroupOf(g *AutoScalingGroup) (cluster, nodegroup string, ok bool) {
 	cluster, nodegroup = g.Tags[TagClusterName].Value, g.Tags[TagNodegroupName].Value
 	return cluster, nodegroup, cluster != "" && nodegroup != ""
 }
 
 // FindManagedGroup finds the Auto Scaling group of the instances and, if
 // EKS manages it, the node group's cluster and name (ok false if not).
-func (p *Provider) FindManagedGroup(ctx context.Context, instanceIDs []string) (g *Group, cluster, nodegroup string, ok bool, err error) {
+func (p *Client) FindManagedGroup(ctx context.Context, instanceIDs []string) (g *AutoScalingGroup, cluster, nodegroup string, ok bool, err error) {
 	g, err = p.FindGroup(ctx, instanceIDs)
 	if err != nil {
 		return nil, "", "", false, err
@@ -126,7 +126,7 @@ func (p *Provider) FindManagedGroup(ctx context.Context, instanceIDs []string) (
 }
 
 // DescribeNodegroup describes a managed node group.
-func (e *EKS) DescribeNodegroup(ctx context.Context, cluster, name string) (*ManagedGroup, error) {
+func (e *EKS) DescribeNodegroup(ctx context.Context, cluster, name string) (*EKSNodegroup, error) {
 	out, err := e.eks.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{ClusterName: &cluster, NodegroupName: &name})
 	if err != nil {
 		if isCode(err, "ResourceNotFoundException") {
@@ -160,8 +160,8 @@ func (e *EKS) ClusterVersion(ctx context.Context, cluster string) (string, error
 	return sdkaws.ToString(out.Cluster.Version), nil
 }
 
-func managedGroup(n *ekstypes.Nodegroup) *ManagedGroup {
-	g := &ManagedGroup{
+func managedGroup(n *ekstypes.Nodegroup) *EKSNodegroup {
+	g := &EKSNodegroup{
 		Cluster: sdkaws.ToString(n.ClusterName), Name: sdkaws.ToString(n.NodegroupName), ARN: sdkaws.ToString(n.NodegroupArn),
 		Status: string(n.Status), Version: sdkaws.ToString(n.Version), ReleaseVersion: sdkaws.ToString(n.ReleaseVersion),
 		AMIType: string(n.AmiType), CapacityType: string(n.CapacityType), NodeRole: sdkaws.ToString(n.NodeRole),

@@ -139,7 +139,7 @@ func TestDescribeNodegroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ManagedGroup{
+	want := EKSNodegroup{
 		Cluster: "c1", Name: "ng1", ARN: "arn:ng1", Status: "ACTIVE", Version: "1.30", ReleaseVersion: "1.30.0-20240101",
 		AMIType: "AL2023_x86_64_STANDARD", CapacityType: "ON_DEMAND", Min: 1, Desired: 3, Max: 5,
 		Update:         UpdateSettings{MaxUnavailable: 1, Strategy: "DEFAULT"},
@@ -184,7 +184,7 @@ func TestManagedGroupOf(t *testing.T) {
 		{"half-tagged", map[string]Tag{TagNodegroupName: {Value: "ng1"}}, "", "ng1", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, n, ok := ManagedGroupOf(&Group{Tags: tc.tags})
+			c, n, ok := ManagedGroupOf(&AutoScalingGroup{Tags: tc.tags})
 			if c != tc.cluster || n != tc.n || ok != tc.ok {
 				t.Errorf("got %q %q %v, want %q %q %v", c, n, ok, tc.cluster, tc.n, tc.ok)
 			}
@@ -229,12 +229,12 @@ func TestLatestRelease(t *testing.T) {
 }
 
 func TestValidateTarget(t *testing.T) {
-	withLT := &ManagedGroup{Name: "ng1", Cluster: "c1", AMIType: "AL2023_x86_64_STANDARD", LaunchTemplate: &TemplateRef{ID: "lt-1", Name: "web", Version: "2"}}
-	custom := &ManagedGroup{Name: "ng1", Cluster: "c1", AMIType: "CUSTOM", LaunchTemplate: &TemplateRef{ID: "lt-1", Name: "web", Version: "2"}}
-	plain := &ManagedGroup{Name: "ng1", Cluster: "c1", AMIType: "AL2023_x86_64_STANDARD"}
+	withLT := &EKSNodegroup{Name: "ng1", Cluster: "c1", AMIType: "AL2023_x86_64_STANDARD", LaunchTemplate: &TemplateRef{ID: "lt-1", Name: "web", Version: "2"}}
+	custom := &EKSNodegroup{Name: "ng1", Cluster: "c1", AMIType: "CUSTOM", LaunchTemplate: &TemplateRef{ID: "lt-1", Name: "web", Version: "2"}}
+	plain := &EKSNodegroup{Name: "ng1", Cluster: "c1", AMIType: "AL2023_x86_64_STANDARD"}
 	for _, tc := range []struct {
 		name, wantErr string
-		g             *ManagedGroup
+		g             *EKSNodegroup
 		t             ManagedTarget
 	}{
 		{"latest", "", plain, ManagedTarget{}},
@@ -389,7 +389,7 @@ func TestUpdateConfig(t *testing.T) {
 }
 
 func TestCreateGreen(t *testing.T) {
-	blue := &ManagedGroup{Cluster: "c1", Name: "ng1", AMIType: "CUSTOM", NodeRole: "arn:role", Subnets: []string{"subnet-a"},
+	blue := &EKSNodegroup{Cluster: "c1", Name: "ng1", AMIType: "CUSTOM", NodeRole: "arn:role", Subnets: []string{"subnet-a"},
 		LaunchTemplate: &TemplateRef{ID: "lt-1", Version: "2"}, Update: UpdateSettings{MaxUnavailable: 1, Strategy: "DEFAULT"},
 		Tags: map[string]string{"env": "prod"}, DiskSize: 20}
 	spec := GreenSpec{Name: "ng1-green", TemplateVersion: "3", Min: 1, Desired: 3, Max: 5}
@@ -491,7 +491,7 @@ func TestIAMPolicyCoversEKSCalls(t *testing.T) {
 		func() error { _, _, err := e.StartVersionUpdate(ctx, "c1", "ng1", ManagedTarget{}); return err },
 		func() error { _, err := e.WaitUpdate(ctx, "c1", "ng1", "u1", nil); return err },
 		func() error {
-			blue := &ManagedGroup{Cluster: "c1", Name: "ng1", NodeRole: "arn:role", Subnets: []string{"subnet-a"}, Tags: map[string]string{"a": "b"}}
+			blue := &EKSNodegroup{Cluster: "c1", Name: "ng1", NodeRole: "arn:role", Subnets: []string{"subnet-a"}, Tags: map[string]string{"a": "b"}}
 			_, err := e.CreateGreen(ctx, blue, GreenSpec{Name: "g", Max: 1})
 			return err
 		},

@@ -31,7 +31,7 @@ type GreenSpec struct {
 // and sizes. Blue's disk size and AMI type are left out with a launch
 // template or custom AMI, where EKS refuses them (API Reference,
 // CreateNodegroup: diskSize, amiType).
-func greenInput(blue *ManagedGroup, spec GreenSpec) *eks.CreateNodegroupInput {
+func greenInput(blue *EKSNodegroup, spec GreenSpec) *eks.CreateNodegroupInput {
 	in := &eks.CreateNodegroupInput{
 		ClusterName: &blue.Cluster, NodegroupName: &spec.Name, NodeRole: &blue.NodeRole,
 		Subnets: blue.Subnets, InstanceTypes: blue.InstanceTypes, CapacityType: ekstypes.CapacityTypes(blue.CapacityType),
@@ -94,7 +94,7 @@ func reservedTag(s string) bool { return len(s) >= 4 && strings.EqualFold(s[:4],
 
 // checkGreenTags refuses a blue whose tags green could not carry: past
 // EKS's 50 with the marks green gets.
-func checkGreenTags(blue *ManagedGroup, mark map[string]string) error {
+func checkGreenTags(blue *EKSNodegroup, mark map[string]string) error {
 	if n := len(greenNodegroupTags(blue.Tags, mark)); n > maxNodegroupTags {
 		return inputErrorf("managed node group %q has %d tags to copy; with the %d that mark the green group that is %d, over EKS's %d; remove some from %q or use --strategy eks", blue.Name, n-len(mark), len(mark), n, maxNodegroupTags, blue.Name)
 	}
@@ -107,7 +107,7 @@ func checkGreenTags(blue *ManagedGroup, mark map[string]string) error {
 // (ResourceInUseException, an earlier create whose answer was lost or an
 // interrupted run's), or the call fails but the group is there, that
 // group is returned and no second one made.
-func (e *EKS) CreateGreen(ctx context.Context, blue *ManagedGroup, spec GreenSpec) (*ManagedGroup, error) {
+func (e *EKS) CreateGreen(ctx context.Context, blue *EKSNodegroup, spec GreenSpec) (*EKSNodegroup, error) {
 	if err := checkGreenTags(blue, spec.Tags); err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ type ManagedTarget struct {
 // the control plane's; a version or release version with a custom AMI; a
 // launch template on a group made without one, or another template than
 // the group's. The errors are the user's to fix.
-func ValidateTarget(g *ManagedGroup, clusterVersion string, t ManagedTarget) error {
+func ValidateTarget(g *EKSNodegroup, clusterVersion string, t ManagedTarget) error {
 	if t.Version != "" && newerMinor(t.Version, clusterVersion) {
 		return inputErrorf("Kubernetes version %q is above the control plane's %q of cluster %q; upgrade the cluster first or change --kubernetes-version", t.Version, clusterVersion, g.Cluster)
 	}
@@ -76,7 +76,7 @@ type ConfigChange struct {
 }
 
 // applied reports whether the group already has what c sets.
-func (c ConfigChange) applied(g *ManagedGroup) bool {
+func (c ConfigChange) applied(g *EKSNodegroup) bool {
 	if u := c.Update; u != nil && (u.MaxUnavailable != g.Update.MaxUnavailable ||
 		u.MaxUnavailablePercentage != g.Update.MaxUnavailablePercentage || (u.Strategy != "" && u.Strategy != g.Update.Strategy)) {
 		return false
@@ -134,7 +134,7 @@ func (c ConfigChange) input(cluster, name string) *eks.UpdateNodegroupConfigInpu
 // the group is ACTIVE with it. It settles by reading: a group that
 // already has it is not called; a call whose answer is lost, or refused
 // because an update runs, is judged by what the group then says.
-func (e *EKS) UpdateConfig(ctx context.Context, cluster, name string, c ConfigChange) (*ManagedGroup, error) {
+func (e *EKS) UpdateConfig(ctx context.Context, cluster, name string, c ConfigChange) (*EKSNodegroup, error) {
 	g, err := e.DescribeNodegroup(ctx, cluster, name)
 	if err != nil {
 		return nil, err
@@ -178,8 +178,8 @@ func (e *EKS) followConfig(ctx context.Context, cluster, name, id string) error 
 // that need the owner (API Reference, NodegroupHealth: a security group,
 // subnet, role or launch template gone or changed, instances failing to
 // launch), and which no wait mends.
-func (e *EKS) WaitActive(ctx context.Context, cluster, name string) (*ManagedGroup, error) {
-	var g *ManagedGroup
+func (e *EKS) WaitActive(ctx context.Context, cluster, name string) (*EKSNodegroup, error) {
+	var g *EKSNodegroup
 	err := e.poll(ctx, func() (bool, error) {
 		var err error
 		if g, err = e.DescribeNodegroup(ctx, cluster, name); err != nil {

@@ -90,7 +90,7 @@ func targetGroupName(arn string) string {
 // imposes on a deregistered instance: a target group's
 // deregistration_delay.timeout_seconds, a Classic Load Balancer's
 // connection draining timeout (0 when draining is off). It only reads.
-func (p *Provider) LoadBalancers(ctx context.Context, g *Group) ([]plan.LoadBalancer, error) {
+func (p *Client) LoadBalancers(ctx context.Context, g *AutoScalingGroup) ([]plan.LoadBalancer, error) {
 	var out []plan.LoadBalancer
 	for _, arn := range g.TargetGroups {
 		attrs, err := p.elbv2.DescribeTargetGroupAttributes(ctx, &elasticloadbalancingv2.DescribeTargetGroupAttributesInput{TargetGroupArn: sdkaws.String(arn)})
@@ -134,7 +134,7 @@ type held struct {
 // asked of it, so a repeat after an interruption deregisters only what is
 // still registered. After timeout it fails naming what still holds an
 // instance; nothing is terminated.
-func (p *Provider) Deregister(ctx context.Context, targetGroups, classic, instances []string, timeout time.Duration, waiting func(string)) error {
+func (p *Client) Deregister(ctx context.Context, targetGroups, classic, instances []string, timeout time.Duration, waiting func(string)) error {
 	if len(instances) == 0 || len(targetGroups)+len(classic) == 0 {
 		return nil
 	}
@@ -207,7 +207,7 @@ func waitingLine(hold []held, deadline time.Time) string {
 
 // deregisterOnce reads every load balancer once, deregisters the
 // instances still registered, and returns what still holds them.
-func (p *Provider) deregisterOnce(ctx context.Context, targetGroups, classic, instances []string) ([]held, error) {
+func (p *Client) deregisterOnce(ctx context.Context, targetGroups, classic, instances []string) ([]held, error) {
 	var hold []held
 	for _, arn := range targetGroups {
 		h, err := p.deregisterTargets(ctx, arn, instances)
@@ -229,7 +229,7 @@ func (p *Provider) deregisterOnce(ctx context.Context, targetGroups, classic, in
 // deregisterTargets handles one target group: one DescribeTargetHealth for
 // all its targets (the registered ports come with them), one
 // DeregisterTargets for those of the instances still registered.
-func (p *Provider) deregisterTargets(ctx context.Context, arn string, instances []string) ([]held, error) {
+func (p *Client) deregisterTargets(ctx context.Context, arn string, instances []string) ([]held, error) {
 	name := targetGroupName(arn)
 	out, err := p.elbv2.DescribeTargetHealth(ctx, &elasticloadbalancingv2.DescribeTargetHealthInput{TargetGroupArn: sdkaws.String(arn)})
 	if err != nil {
@@ -286,7 +286,7 @@ const classicDeregistering = "deregistration currently in progress"
 // deregisterClassic handles one Classic Load Balancer: an instance listed
 // InService still gets traffic, or drains its connections when its
 // description says deregistration is in progress.
-func (p *Provider) deregisterClassic(ctx context.Context, name string, instances []string) ([]held, error) {
+func (p *Client) deregisterClassic(ctx context.Context, name string, instances []string) ([]held, error) {
 	out, err := p.elb.DescribeInstanceHealth(ctx, &elasticloadbalancing.DescribeInstanceHealthInput{LoadBalancerName: sdkaws.String(name)})
 	if err != nil {
 		if isGone(err, "LoadBalancerNotFound") {
@@ -346,7 +346,7 @@ func (n *NodeGroup) Deregister(ctx context.Context, nodes []string, timeout time
 		if name == "" {
 			continue
 		}
-		ag, err := n.Provider.describeGroup(ctx, name)
+		ag, err := n.API.describeGroup(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -356,7 +356,7 @@ func (n *NodeGroup) Deregister(ctx context.Context, nodes []string, timeout time
 		t, c := attached(ag)
 		tgs, classic = appendNew(tgs, t...), appendNew(classic, c...)
 	}
-	return n.Provider.Deregister(ctx, tgs, classic, ids, timeout, waiting)
+	return n.API.Deregister(ctx, tgs, classic, ids, timeout, waiting)
 }
 
 func appendNew(list []string, vs ...string) []string {

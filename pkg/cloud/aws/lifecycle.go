@@ -49,7 +49,7 @@ func isWarm(lifecycle string) bool { return strings.HasPrefix(lifecycle, warmedP
 
 // TerminatingHooks lists the group's lifecycle hooks on termination, by
 // name.
-func (p *Provider) TerminatingHooks(ctx context.Context, group string) ([]plan.LeaveHook, error) {
+func (p *Client) TerminatingHooks(ctx context.Context, group string) ([]plan.LeaveHook, error) {
 	out, err := p.asg.DescribeLifecycleHooks(ctx, &autoscaling.DescribeLifecycleHooksInput{AutoScalingGroupName: sdkaws.String(group)})
 	if err != nil {
 		return nil, wrap(err, "describe the lifecycle hooks of Auto Scaling group %q", group)
@@ -71,7 +71,7 @@ func (p *Provider) TerminatingHooks(ctx context.Context, group string) ([]plan.L
 
 // WarmPool describes the group's warm pool and its instances; nil when the
 // group has none.
-func (p *Provider) WarmPool(ctx context.Context, group string) (*plan.Reserve, error) {
+func (p *Client) WarmPool(ctx context.Context, group string) (*plan.Reserve, error) {
 	var r *plan.Reserve
 	in := &autoscaling.DescribeWarmPoolInput{AutoScalingGroupName: sdkaws.String(group)}
 	for {
@@ -102,7 +102,7 @@ func (p *Provider) WarmPool(ctx context.Context, group string) (*plan.Reserve, e
 
 // instanceStates describes instances in Auto Scaling's terms, by ID; an
 // instance that belongs to no group any more is not in it.
-func (p *Provider) instanceStates(ctx context.Context, ids []string) (map[string]astypes.AutoScalingInstanceDetails, error) {
+func (p *Client) instanceStates(ctx context.Context, ids []string) (map[string]astypes.AutoScalingInstanceDetails, error) {
 	out := make(map[string]astypes.AutoScalingInstanceDetails, len(ids))
 	err := p.describeASGInstances(ctx, ids, "describe", func(in astypes.AutoScalingInstanceDetails) {
 		out[sdkaws.ToString(in.InstanceId)] = in
@@ -112,7 +112,7 @@ func (p *Provider) instanceStates(ctx context.Context, ids []string) (map[string
 
 // refuseWarm refuses to terminate a warm-pool instance: it is no node of
 // the group, and TerminateInstanceInAutoScalingGroup is not for it.
-func (p *Provider) refuseWarm(ctx context.Context, id, node string) error {
+func (p *Client) refuseWarm(ctx context.Context, id, node string) error {
 	states, err := p.instanceStates(ctx, []string{id})
 	in, found := states[id]
 	lifecycle, group := sdkaws.ToString(in.LifecycleState), sdkaws.ToString(in.AutoScalingGroupName)
@@ -135,7 +135,7 @@ func (n *NodeGroup) MachineOf(ctx context.Context, node string) (string, error) 
 // DescribeAutoScalingInstances per 50 instances, and each group's hooks
 // read once.
 func (n *NodeGroup) Leaving(ctx context.Context, ids []string) (map[string]cloud.Departure, error) {
-	states, err := n.Provider.instanceStates(ctx, ids)
+	states, err := n.API.instanceStates(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (n *NodeGroup) Leaving(ctx context.Context, ids []string) (map[string]cloud
 			group := sdkaws.ToString(in.AutoScalingGroupName)
 			held, ok := hooks[group]
 			if !ok {
-				if held, err = n.Provider.TerminatingHooks(ctx, group); err != nil {
+				if held, err = n.API.TerminatingHooks(ctx, group); err != nil {
 					return nil, err
 				}
 				hooks[group] = held
@@ -167,7 +167,7 @@ func (n *NodeGroup) Leaving(ctx context.Context, ids []string) (map[string]cloud
 
 // openLifecycle adds to the plan's view what of the group's own life a run
 // meets: its terminating hooks, its warm pool, its protected instances.
-func (p *Provider) openLifecycle(ctx context.Context, g *Group, cg *plan.CloudGroup) error {
+func (p *Client) openLifecycle(ctx context.Context, g *AutoScalingGroup, cg *plan.CloudGroup) error {
 	hooks, err := p.TerminatingHooks(ctx, g.Name)
 	if err != nil {
 		return err
@@ -192,7 +192,7 @@ func (p *Provider) openLifecycle(ctx context.Context, g *Group, cg *plan.CloudGr
 // warmVersions reads the launch template version of warm-pool instances
 // as groupFrom does for members: EC2's tag, else Auto Scaling's word
 // resolved now.
-func (p *Provider) warmVersions(ctx context.Context, machines []plan.Machine) error {
+func (p *Client) warmVersions(ctx context.Context, machines []plan.Machine) error {
 	ids := make([]string, len(machines))
 	for i, m := range machines {
 		ids[i] = m.ID

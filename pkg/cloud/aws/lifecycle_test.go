@@ -147,7 +147,7 @@ func TestLeaving(t *testing.T) {
 			replies["DescribeLifecycleHooks"] = fixed(200, hooksXML)
 			replies["DescribeAutoScalingInstances"] = asgInstancesIn(states)
 			p, f := newTestProvider(t, replies, Options{})
-			n := &NodeGroup{Provider: p, ASG: "ng1"}
+			n := &NodeGroup{API: p, ASG: "ng1"}
 			got, err := n.Leaving(context.Background(), tc.ids)
 			if err != nil {
 				t.Fatal(err)

@@ -34,9 +34,9 @@ const evictionLimit = 15 * time.Minute
 // back.
 type ManagedNodeGroup struct {
 	eks            *EKS
-	provider       *Provider
-	group          *ManagedGroup
-	asg            *Group
+	api            *Client
+	group          *EKSNodegroup
+	asg            *AutoScalingGroup
 	clusterVersion string
 	target         ManagedTarget
 	// image is --ami: a new version of the group's launch template with
@@ -114,12 +114,12 @@ func (m *ManagedNodeGroup) StartUpdate(ctx context.Context, force bool) (string,
 // launch-templates), which EKS makes again for each version it is given.
 func (m *ManagedNodeGroup) imageVersion(ctx context.Context) (string, error) {
 	lt := m.group.LaunchTemplate
-	own := &Group{Name: m.asg.Name, LaunchTemplateID: lt.ID, LaunchTemplateVersion: lt.Version}
-	t, err := m.provider.ResolveTarget(ctx, own, m.image, "")
+	own := &AutoScalingGroup{Name: m.asg.Name, LaunchTemplateID: lt.ID, LaunchTemplateVersion: lt.Version}
+	t, err := m.api.ResolveTarget(ctx, own, m.image, "")
 	if err != nil || !t.Create {
 		return t.Version, err
 	}
-	return m.provider.createVersion(ctx, own, t, m.image)
+	return m.api.createVersion(ctx, own, t, m.image)
 }
 
 // Progress implements cloud.ManagedUpdater: DescribeUpdate, and the nodes
@@ -290,7 +290,7 @@ func orNone(s string) string { return cmp.Or(s, "<none>") }
 
 // openManaged opens an EKS managed node group: the target as EKS takes
 // it, checked as EKS would check it.
-func openManaged(ctx context.Context, p *Provider, g *Group, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
+func openManaged(ctx context.Context, p *Client, g *AutoScalingGroup, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
 	cluster, name, ok := ManagedGroupOf(g)
 	if !ok {
 		msg := fmt.Sprintf("auto scaling group %q belongs to EKS managed node group %q but carries no %s tag, so its cluster is unknown; EKS upgrades the group itself: tag the group or use \"aws eks update-nodegroup-version\"", g.Name, name, TagClusterName)
@@ -305,7 +305,7 @@ func openManaged(ctx context.Context, p *Provider, g *Group, nodes []corev1.Node
 	if err != nil {
 		return nil, nil, err
 	}
-	m := &ManagedNodeGroup{eks: e, provider: p, group: mg, asg: g, clusterVersion: cv, image: t.Image, updateStrategy: t.Options[optUpdateStrategy]}
+	m := &ManagedNodeGroup{eks: e, api: p, group: mg, asg: g, clusterVersion: cv, image: t.Image, updateStrategy: t.Options[optUpdateStrategy]}
 	if t.Strategy != "" && !m.Runs(t.Strategy) {
 		// EKS has no blue/green: the run makes green itself.
 		return openManagedBlueGreen(ctx, m, nodes, t)
@@ -413,7 +413,7 @@ func compareDotted(a, b string) int {
 // Guide, managed-node-update-behavior), so the nodes are outdated
 // together: by release where EKS picks the image, by launch template
 // version where the group's template does.
-func (m *ManagedNodeGroup) cloudGroup(p *Provider, nodes []corev1.Node) *plan.CloudGroup {
+func (m *ManagedNodeGroup) cloudGroup(p *Client, nodes []corev1.Node) *plan.CloudGroup {
 	ptrs := make([]*corev1.Node, len(nodes))
 	for i := range nodes {
 		ptrs[i] = &nodes[i]

@@ -98,8 +98,8 @@ func TestManagedScaleUp(t *testing.T) {
 		{"the group's zones, not the nodes'", "1", "", 2, 1, []string{"a", "b", "c", "d"}, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &ManagedNodeGroup{group: &ManagedGroup{Name: "ng", Cluster: "c", Version: "1.30", Update: UpdateSettings{MaxUnavailable: 1, Strategy: "DEFAULT"}},
-				asg: &Group{Zones: tc.groupZones}, updateStrategy: tc.strategy}
+			m := &ManagedNodeGroup{group: &EKSNodegroup{Name: "ng", Cluster: "c", Version: "1.30", Update: UpdateSettings{MaxUnavailable: 1, Strategy: "DEFAULT"}},
+				asg: &AutoScalingGroup{Zones: tc.groupZones}, updateStrategy: tc.strategy}
 			mp, err := m.Plan(plan.Input{MaxUnavailable: tc.maxUnavailable}, tc.nodes, tc.zones)
 			if err != nil {
 				t.Fatal(err)
@@ -138,7 +138,7 @@ func TestResolveTarget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e, f := newTestEKS(t, map[string][]reply{"ssm:GetParameter": {latest}})
 			m := &ManagedNodeGroup{eks: e, clusterVersion: "1.32", green: tc.green,
-				group: &ManagedGroup{Name: "ng1", Cluster: "c1", Version: "1.31", ReleaseVersion: "1.31.1-20250101", AMIType: "AL2023_x86_64_STANDARD"}}
+				group: &EKSNodegroup{Name: "ng1", Cluster: "c1", Version: "1.31", ReleaseVersion: "1.31.1-20250101", AMIType: "AL2023_x86_64_STANDARD"}}
 			err := m.resolveTarget(context.Background(), plan.CloudTarget{Options: tc.opts})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !isInput(err) {
@@ -196,7 +196,7 @@ func TestManagedNodeGroupCalls(t *testing.T) {
 			updateJSON("u2", "VersionUpdate", "Failed", failed)},
 	})
 	ctx := context.Background()
-	m := &ManagedNodeGroup{eks: e, group: &ManagedGroup{Name: "ng1", Cluster: "c1", Version: "1.30", ReleaseVersion: "1.30.0-20240101"},
+	m := &ManagedNodeGroup{eks: e, group: &EKSNodegroup{Name: "ng1", Cluster: "c1", Version: "1.30", ReleaseVersion: "1.30.0-20240101"},
 		target: ManagedTarget{Version: "1.30", ReleaseVersion: "1.30.1-20240201"}}
 	s, err := m.Settings(ctx)
 	if err != nil || s.String() != "strategy DEFAULT, maxUnavailable 1" {
@@ -224,8 +224,8 @@ func TestManagedNodeGroupCalls(t *testing.T) {
 // TestManagedPlanText: the group as EKS describes it, the target in EKS's
 // words, and EKS's phases, with the settings put back where they change.
 func TestManagedPlanText(t *testing.T) {
-	m := &ManagedNodeGroup{clusterVersion: "1.31", asg: &Group{Zones: []string{"a", "b"}},
-		group: &ManagedGroup{Name: "ng1", Cluster: "c1", Version: "1.30", ReleaseVersion: "1.30.0-1", Status: "DEGRADED", AMIType: "CUSTOM", CapacityType: "SPOT",
+	m := &ManagedNodeGroup{clusterVersion: "1.31", asg: &AutoScalingGroup{Zones: []string{"a", "b"}},
+		group: &EKSNodegroup{Name: "ng1", Cluster: "c1", Version: "1.30", ReleaseVersion: "1.30.0-1", Status: "DEGRADED", AMIType: "CUSTOM", CapacityType: "SPOT",
 			Health: []HealthIssue{{Code: "AsgInstanceLaunchFailures", Message: "no capacity", ResourceIDs: []string{"asg"}}},
 			Min:    1, Desired: 3, Max: 5, Update: UpdateSettings{MaxUnavailablePercentage: 20, Strategy: "DEFAULT"},
 			LaunchTemplate: &TemplateRef{ID: "lt-1", Version: "2"}},

@@ -25,7 +25,7 @@ const maxNodegroupName = 63
 // DeleteNodegroup once the run has drained every node of it, so EKS's
 // delete finds nothing left to force out. Sizes are set through
 // UpdateNodegroupConfig, never on the Auto Scaling groups behind EKS's
-// back: it is a cloud.Pool, never a cloud.Group.
+// back: it is a cloud.Pool, never a cloud.Scaler.
 type ManagedBlueGreen struct {
 	// blue is the group with the target resolved as for EKS's own update.
 	blue  *ManagedNodeGroup
@@ -72,7 +72,7 @@ func (b *ManagedBlueGreen) SetGroupSizes(ctx context.Context, group string, s pl
 // Machines implements cloud.Pool: the instances of blue's Auto Scaling
 // group, and of green's once UseGreen named it.
 func (b *ManagedBlueGreen) Machines(ctx context.Context, nodes []*corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
-	g, err := b.blue.provider.Group(ctx, b.blue.asg.Name)
+	g, err := b.blue.api.Group(ctx, b.blue.asg.Name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,7 +82,7 @@ func (b *ManagedBlueGreen) Machines(ctx context.Context, nodes []*corev1.Node) (
 			return nil, nil, err
 		}
 		if green != nil && len(green.AutoScalingGroups) > 0 {
-			ga, err := b.blue.provider.Group(ctx, green.AutoScalingGroups[0])
+			ga, err := b.blue.api.Group(ctx, green.AutoScalingGroups[0])
 			if err != nil {
 				return nil, nil, err
 			}
@@ -208,7 +208,7 @@ func (b *ManagedBlueGreen) marks() map[string]string {
 }
 
 // ownGreen refuses a node group that is not a green of blue's.
-func (b *ManagedBlueGreen) ownGreen(g *ManagedGroup) error {
+func (b *ManagedBlueGreen) ownGreen(g *EKSNodegroup) error {
 	if g.Tags[TagBlue] != b.base() || g.Tags[TagRole] != RoleGreen {
 		return inputErrorf("managed node group %q already exists and is not a green group of %q; delete it, or run with another target", g.Name, b.blue.group.Name)
 	}
@@ -261,7 +261,7 @@ func openManagedBlueGreen(ctx context.Context, m *ManagedNodeGroup, nodes []core
 	if err := checkGreenTags(m.group, b.marks()); err != nil {
 		return nil, nil, err
 	}
-	cg := m.cloudGroup(m.provider, nodes)
+	cg := m.cloudGroup(m.api, nodes)
 	cg.Managed, cg.TargetText = nil, m.targetText()
 	cg.Green, cg.GreenLabel = b.GreenName(cg.TargetVersion), NodegroupLabel
 	if cg.TargetVersion != plan.NewVersion && !strings.Contains(cg.TargetVersion, "/") {

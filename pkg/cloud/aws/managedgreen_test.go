@@ -34,7 +34,7 @@ func TestManagedGreenName(t *testing.T) {
 			if strings.HasPrefix(tc.want, "bbb") {
 				blue = long
 			}
-			b := &ManagedBlueGreen{blue: &ManagedNodeGroup{group: &ManagedGroup{Name: blue, Tags: tc.tags}, image: tc.image}}
+			b := &ManagedBlueGreen{blue: &ManagedNodeGroup{group: &EKSNodegroup{Name: blue, Tags: tc.tags}, image: tc.image}}
 			got := b.GreenName(tc.version)
 			if got != tc.want || len(got) > maxNodegroupName {
 				t.Errorf("GreenName(%q) = %q, want %q (at most %d characters)", tc.version, got, tc.want, maxNodegroupName)
@@ -47,7 +47,7 @@ func TestManagedGreenName(t *testing.T) {
 // an input error before anything is called.
 func TestRefuseGreenTarget(t *testing.T) {
 	at := func(version, ami string) *ManagedNodeGroup {
-		return &ManagedNodeGroup{group: &ManagedGroup{Name: "web", Cluster: "c1", Version: version, AMIType: ami}, clusterVersion: "1.31"}
+		return &ManagedNodeGroup{group: &EKSNodegroup{Name: "web", Cluster: "c1", Version: version, AMIType: ami}, clusterVersion: "1.31"}
 	}
 	opts := func(kv ...string) map[string]string {
 		m := map[string]string{}
@@ -113,8 +113,8 @@ func blueGreenOf(t *testing.T, eks map[string][]reply) (*ManagedBlueGreen, *fake
 		return reply{200, groupXML}
 	}
 	p, q := newTestProvider(t, replies, Options{})
-	m := &ManagedNodeGroup{eks: e, provider: p, asg: &Group{Name: "ng1"}, clusterVersion: "1.31",
-		group: &ManagedGroup{Name: "ng1", Cluster: "c1", Version: "1.31", AMIType: "AL2023_x86_64_STANDARD"}}
+	m := &ManagedNodeGroup{eks: e, api: p, asg: &AutoScalingGroup{Name: "ng1"}, clusterVersion: "1.31",
+		group: &EKSNodegroup{Name: "ng1", Cluster: "c1", Version: "1.31", AMIType: "AL2023_x86_64_STANDARD"}}
 	return &ManagedBlueGreen{blue: m}, f, q
 }
 

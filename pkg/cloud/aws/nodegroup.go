@@ -17,8 +17,8 @@ import (
 // NodeGroup is a node group backed by an Auto Scaling group: the provider
 // "aws" of a run.
 type NodeGroup struct {
-	Provider *Provider
-	Client   kubernetes.Interface
+	API    *Client
+	Client kubernetes.Interface
 	// ASG is the Auto Scaling group.
 	ASG string
 	// AMI and Version are the target as --ami and --launch-template-version
@@ -32,7 +32,7 @@ type NodeGroup struct {
 }
 
 var (
-	_ cloud.Group      = (*NodeGroup)(nil)
+	_ cloud.Scaler     = (*NodeGroup)(nil)
 	_ cloud.Rebalancer = (*NodeGroup)(nil)
 )
 
@@ -41,13 +41,13 @@ func (n *NodeGroup) RebalanceName() string { return AZRebalance }
 
 // RebalanceHeld implements cloud.Rebalancer.
 func (n *NodeGroup) RebalanceHeld(ctx context.Context) (bool, error) {
-	return n.Provider.ProcessSuspended(ctx, n.ASG, AZRebalance)
+	return n.API.ProcessSuspended(ctx, n.ASG, AZRebalance)
 }
 
 // RebalanceZones implements cloud.Rebalancer: the group's Availability
 // Zones.
 func (n *NodeGroup) RebalanceZones(ctx context.Context) ([]string, error) {
-	g, err := n.Provider.Group(ctx, n.ASG)
+	g, err := n.API.Group(ctx, n.ASG)
 	if err != nil {
 		return nil, err
 	}
@@ -56,18 +56,18 @@ func (n *NodeGroup) RebalanceZones(ctx context.Context) ([]string, error) {
 
 // HoldRebalance implements cloud.Rebalancer.
 func (n *NodeGroup) HoldRebalance(ctx context.Context) error {
-	return n.Provider.SuspendProcess(ctx, n.ASG, AZRebalance)
+	return n.API.SuspendProcess(ctx, n.ASG, AZRebalance)
 }
 
 // ReleaseRebalance implements cloud.Rebalancer.
 func (n *NodeGroup) ReleaseRebalance(ctx context.Context) error {
-	return n.Provider.ResumeProcess(ctx, n.ASG, AZRebalance)
+	return n.API.ResumeProcess(ctx, n.ASG, AZRebalance)
 }
 
 // Name implements cloud.Provider.
 func (n *NodeGroup) Name() string { return Name }
 
-// GroupName implements cloud.Group.
+// GroupName implements cloud.Scaler.
 func (n *NodeGroup) GroupName() string { return n.ASG }
 
 // Describe implements cloud.Provider.
@@ -75,39 +75,39 @@ func (n *NodeGroup) Describe() string {
 	return fmt.Sprintf("terminate the instance; Auto Scaling group %q launches its replacement", n.ASG)
 }
 
-// Setup implements cloud.Group.
+// Setup implements cloud.Scaler.
 func (n *NodeGroup) Setup(ctx context.Context) (string, error) {
-	g, err := n.Provider.Group(ctx, n.ASG)
+	g, err := n.API.Group(ctx, n.ASG)
 	if err != nil {
 		return "", err
 	}
-	return n.Provider.SetTarget(ctx, g, n.AMI, n.Version)
+	return n.API.SetTarget(ctx, g, n.AMI, n.Version)
 }
 
-// Sizes implements cloud.Group.
+// Sizes implements cloud.Scaler.
 func (n *NodeGroup) Sizes(ctx context.Context) (plan.Sizes, error) {
-	lo, d, hi, err := n.Provider.Sizes(ctx, n.ASG)
+	lo, d, hi, err := n.API.Sizes(ctx, n.ASG)
 	return plan.Sizes{Min: lo, Desired: d, Max: hi}, err
 }
 
-// SetDesiredAndMax implements cloud.Group.
+// SetDesiredAndMax implements cloud.Scaler.
 func (n *NodeGroup) SetDesiredAndMax(ctx context.Context, desired, max int32) error {
-	return n.Provider.SetSize(ctx, n.ASG, desired, max)
+	return n.API.SetSize(ctx, n.ASG, desired, max)
 }
 
-// SetMax implements cloud.Group.
+// SetMax implements cloud.Scaler.
 func (n *NodeGroup) SetMax(ctx context.Context, max int32) error {
-	return n.Provider.SetMax(ctx, n.ASG, max)
+	return n.API.SetMax(ctx, n.ASG, max)
 }
 
-// Machines implements cloud.Group.
+// Machines implements cloud.Scaler.
 func (n *NodeGroup) Machines(ctx context.Context, nodes []*corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
-	g, err := n.Provider.Group(ctx, n.ASG)
+	g, err := n.API.Group(ctx, n.ASG)
 	if err != nil {
 		return nil, nil, err
 	}
 	if n.green != "" {
-		green, err := n.Provider.Group(ctx, n.green)
+		green, err := n.API.Group(ctx, n.green)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -120,7 +120,7 @@ func (n *NodeGroup) Machines(ctx context.Context, nodes []*corev1.Node) (map[str
 }
 
 // MapNodes joins nodes to the group's instances by their provider IDs.
-func MapNodes(g *Group, nodes []*corev1.Node) (byNode map[string]plan.Machine, pending []plan.Machine) {
+func MapNodes(g *AutoScalingGroup, nodes []*corev1.Node) (byNode map[string]plan.Machine, pending []plan.Machine) {
 	byID := make(map[string]plan.Machine, len(g.Instances))
 	for _, in := range g.Instances {
 		byID[in.ID] = plan.Machine{
@@ -145,7 +145,7 @@ func MapNodes(g *Group, nodes []*corev1.Node) (byNode map[string]plan.Machine, p
 	return byNode, pending
 }
 
-// Current implements cloud.Group.
+// Current implements cloud.Scaler.
 func (n *NodeGroup) Current(m plan.Machine, version string) bool {
 	return m.Version == version && !m.Leaving()
 }
@@ -157,22 +157,22 @@ func (n *NodeGroup) RemoveNode(ctx context.Context, node string) error {
 	if err != nil || id == "" {
 		return err
 	}
-	if err := n.Provider.refuseWarm(ctx, id, node); err != nil {
+	if err := n.API.refuseWarm(ctx, id, node); err != nil {
 		return err
 	}
-	return n.Provider.Terminate(ctx, id)
+	return n.API.Terminate(ctx, id)
 }
 
-// Shrink implements cloud.Group.
+// Shrink implements cloud.Scaler.
 func (n *NodeGroup) Shrink(ctx context.Context, node string) error {
 	id, err := n.instanceOf(ctx, node)
 	if err != nil || id == "" {
 		return err
 	}
-	if err := n.Provider.refuseWarm(ctx, id, node); err != nil {
+	if err := n.API.refuseWarm(ctx, id, node); err != nil {
 		return err
 	}
-	return n.Provider.TerminateShrink(ctx, id)
+	return n.API.TerminateShrink(ctx, id)
 }
 
 // instanceOf reads a node's instance ID; "" when the node is gone already
@@ -199,22 +199,22 @@ var _ cloud.BlueGreen = (*NodeGroup)(nil)
 // PrepareTarget implements cloud.BlueGreen: the target version is made if
 // it must be, but blue keeps launching its own.
 func (n *NodeGroup) PrepareTarget(ctx context.Context) (string, error) {
-	g, err := n.Provider.Group(ctx, n.ASG)
+	g, err := n.API.Group(ctx, n.ASG)
 	if err != nil {
 		return "", err
 	}
-	t, err := n.Provider.ResolveTarget(ctx, g, n.AMI, n.Version)
+	t, err := n.API.ResolveTarget(ctx, g, n.AMI, n.Version)
 	if err != nil {
 		return "", err
 	}
 	if !t.Create {
 		return t.Version, nil
 	}
-	return n.Provider.createVersion(ctx, g, t, n.AMI)
+	return n.API.createVersion(ctx, g, t, n.AMI)
 }
 
 // CheckQuota implements cloud.BlueGreen.
-func (n *NodeGroup) CheckQuota(ctx context.Context) error { return n.Provider.CheckGroupQuota(ctx) }
+func (n *NodeGroup) CheckQuota(ctx context.Context) error { return n.API.CheckGroupQuota(ctx) }
 
 // GreenName implements cloud.BlueGreen: named after the group an earlier
 // run's green was cloned from, so names do not grow run after run
@@ -231,7 +231,7 @@ func (n *NodeGroup) GreenName(version string) string {
 
 // clonedFrom is the group g was cloned from as a green group, "" when g
 // is none.
-func clonedFrom(g *Group) string {
+func clonedFrom(g *AutoScalingGroup) string {
 	if g.Tags[TagRole].Value != RoleGreen {
 		return ""
 	}
@@ -241,12 +241,12 @@ func clonedFrom(g *Group) string {
 // CreateGreen implements cloud.BlueGreen. Green gets the sizes blue had
 // before the run pinned it.
 func (n *NodeGroup) CreateGreen(ctx context.Context, name, version string, sizes plan.Sizes) error {
-	blue, err := n.Provider.Group(ctx, n.ASG)
+	blue, err := n.API.Group(ctx, n.ASG)
 	if err != nil {
 		return err
 	}
 	blue.Min, blue.Desired, blue.Max = sizes.Min, sizes.Desired, sizes.Max
-	_, err = n.Provider.CloneGroup(ctx, blue, name, version)
+	_, err = n.API.CloneGroup(ctx, blue, name, version)
 	return err
 }
 
@@ -255,16 +255,16 @@ func (n *NodeGroup) UseGreen(name string) { n.green = name }
 
 // GroupSizes implements cloud.BlueGreen.
 func (n *NodeGroup) GroupSizes(ctx context.Context, group string) (plan.Sizes, error) {
-	lo, d, hi, err := n.Provider.Sizes(ctx, group)
+	lo, d, hi, err := n.API.Sizes(ctx, group)
 	return plan.Sizes{Min: lo, Desired: d, Max: hi}, err
 }
 
 // SetGroupSizes implements cloud.BlueGreen.
 func (n *NodeGroup) SetGroupSizes(ctx context.Context, group string, s plan.Sizes) error {
-	return n.Provider.SetSizes(ctx, group, s.Min, s.Desired, s.Max)
+	return n.API.SetSizes(ctx, group, s.Min, s.Desired, s.Max)
 }
 
 // DeleteGroup implements cloud.BlueGreen.
 func (n *NodeGroup) DeleteGroup(ctx context.Context, group string) error {
-	return n.Provider.DeleteGroup(ctx, group)
+	return n.API.DeleteGroup(ctx, group)
 }

@@ -49,7 +49,7 @@ func TestNodeGroupMachines(t *testing.T) {
 				return reply{200, groupXML}
 			}
 			p, _ := newTestProvider(t, replies, Options{})
-			n := &NodeGroup{Provider: p, ASG: "ng1"}
+			n := &NodeGroup{API: p, ASG: "ng1"}
 			if tc.green != "" {
 				n.UseGreen(tc.green)
 			}
@@ -101,7 +101,7 @@ func TestNodeGroupRemoveAndShrink(t *testing.T) {
 				replies["DescribeAutoScalingInstances"] = asgInstanceIn("i-1", "Warmed:Stopped")
 			}
 			p, f := newTestProvider(t, replies, Options{})
-			n := &NodeGroup{Provider: p, ASG: "ng1", Client: fake.NewClientset(awsNode("n1", "i-1"), awsNode("kwok", ""))}
+			n := &NodeGroup{API: p, ASG: "ng1", Client: fake.NewClientset(awsNode("n1", "i-1"), awsNode("kwok", ""))}
 			call := n.RemoveNode
 			if tc.shrink {
 				call = n.Shrink
@@ -127,7 +127,7 @@ func TestNodeGroupRemoveAndShrink(t *testing.T) {
 
 func TestNodeGroupMachineOf(t *testing.T) {
 	p, _ := newTestProvider(t, baseReplies(), Options{})
-	n := &NodeGroup{Provider: p, ASG: "ng1", Client: fake.NewClientset(awsNode("n1", "i-1"))}
+	n := &NodeGroup{API: p, ASG: "ng1", Client: fake.NewClientset(awsNode("n1", "i-1"))}
 	for node, want := range map[string]string{"n1": "i-1", "gone": ""} {
 		if got, err := n.MachineOf(context.Background(), node); err != nil || got != want {
 			t.Errorf("MachineOf(%q) = %q, %v; want %q", node, got, err, want)
@@ -154,7 +154,7 @@ func TestNodeGroupSizes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, f := newTestProvider(t, baseReplies(), Options{})
-			if err := tc.call(&NodeGroup{Provider: p, ASG: "ng1"}); err != nil {
+			if err := tc.call(&NodeGroup{API: p, ASG: "ng1"}); err != nil {
 				t.Fatal(err)
 			}
 			sent := f.last("UpdateAutoScalingGroup")
@@ -166,7 +166,7 @@ func TestNodeGroupSizes(t *testing.T) {
 		})
 	}
 	p, _ := newTestProvider(t, baseReplies(), Options{})
-	n := &NodeGroup{Provider: p, ASG: "ng1"}
+	n := &NodeGroup{API: p, ASG: "ng1"}
 	want := plan.Sizes{Min: 1, Desired: 3, Max: 4}
 	if s, err := n.Sizes(ctx); err != nil || s != want {
 		t.Errorf("Sizes = %+v, %v; want %+v", s, err, want)
@@ -187,7 +187,7 @@ func TestNodeGroupRebalance(t *testing.T) {
 	replies["SuspendProcesses"] = fixed(200, processesXML("SuspendProcesses"))
 	replies["ResumeProcesses"] = fixed(200, processesXML("ResumeProcesses"))
 	p, f := newTestProvider(t, replies, Options{})
-	n := &NodeGroup{Provider: p, ASG: "ng1"}
+	n := &NodeGroup{API: p, ASG: "ng1"}
 	if n.RebalanceName() != AZRebalance || n.Name() != Name || n.GroupName() != "ng1" || !strings.Contains(n.Describe(), `"ng1"`) {
 		t.Errorf("names %q %q %q %q", n.RebalanceName(), n.Name(), n.GroupName(), n.Describe())
 	}
@@ -203,7 +203,7 @@ func TestNodeGroupRebalance(t *testing.T) {
 	if err := n.ReleaseRebalance(ctx); err != nil || f.last("ResumeProcesses").Get("ScalingProcesses.member.1") != AZRebalance {
 		t.Errorf("release: %v, sent %v", err, f.last("ResumeProcesses"))
 	}
-	if _, err := (&NodeGroup{Provider: p, ASG: "nope"}).RebalanceZones(ctx); err == nil {
+	if _, err := (&NodeGroup{API: p, ASG: "nope"}).RebalanceZones(ctx); err == nil {
 		t.Error("zones of a missing group: no error")
 	}
 }

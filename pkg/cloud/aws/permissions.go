@@ -108,12 +108,12 @@ var (
 
 // ProbePermissions implements cloud.PermissionProber.
 func (n *NodeGroup) ProbePermissions(ctx context.Context) (*plan.Permissions, error) {
-	return n.Provider.probe(ctx, actionsFor(groupActions, n.AMI != ""))
+	return n.API.probe(ctx, actionsFor(groupActions, n.AMI != ""))
 }
 
 // ProbePermissions implements cloud.PermissionProber.
 func (m *ManagedNodeGroup) ProbePermissions(ctx context.Context) (*plan.Permissions, error) {
-	return m.provider.probe(ctx, actionsFor(managedActions, m.image != ""))
+	return m.api.probe(ctx, actionsFor(managedActions, m.image != ""))
 }
 
 // ProbePermissions implements cloud.PermissionProber.
@@ -125,7 +125,7 @@ func (b *ManagedBlueGreen) ProbePermissions(ctx context.Context) (*plan.Permissi
 // (iam:SimulatePrincipalPolicy for the identity sts:GetCallerIdentity
 // names; an assumed role's session is simulated as its role). A caller IAM
 // will not simulate for, or who may not simulate, gets CannotAsk.
-func (p *Provider) probe(ctx context.Context, want []plan.MissingPermission) (*plan.Permissions, error) {
+func (p *Client) probe(ctx context.Context, want []plan.MissingPermission) (*plan.Permissions, error) {
 	out := &plan.Permissions{Policy: Policy}
 	id, err := sts.NewFromConfig(p.cfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
@@ -189,7 +189,7 @@ func simulatable(caller string) (principal, why string) {
 // simulate returns the actions IAM's simulation does not allow the
 // principal ("allowed" is the one EvalDecision that permits, the others
 // being explicitDeny and implicitDeny).
-func (p *Provider) simulate(ctx context.Context, principal string, actions []string) ([]string, error) {
+func (p *Client) simulate(ctx context.Context, principal string, actions []string) ([]string, error) {
 	var denied []string
 	pages := iam.NewSimulatePrincipalPolicyPaginator(iam.NewFromConfig(p.cfg), &iam.SimulatePrincipalPolicyInput{
 		PolicySourceArn: &principal, ActionNames: actions,

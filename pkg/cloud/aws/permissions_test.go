@@ -67,7 +67,7 @@ func TestProbePermissions(t *testing.T) {
 				replies["SimulatePrincipalPolicy"] = tc.simulate
 			}
 			p, f := newTestProvider(t, replies, Options{})
-			n := &NodeGroup{Provider: p, ASG: "ng1"}
+			n := &NodeGroup{API: p, ASG: "ng1"}
 			if tc.ami {
 				n.AMI = "ami-new"
 			}

@@ -23,7 +23,7 @@ var _ cloud.DefaultFollower = (*NodeGroup)(nil)
 // TemplateDefault implements cloud.DefaultFollower: Group resolves the
 // group's $Default to the template's default version.
 func (n *NodeGroup) TemplateDefault(ctx context.Context) (bool, string, error) {
-	g, err := n.Provider.Group(ctx, n.ASG)
+	g, err := n.API.Group(ctx, n.ASG)
 	if err != nil || g.spec != specDefault || g.LaunchTemplateID == "" {
 		return false, "", err
 	}
@@ -32,16 +32,16 @@ func (n *NodeGroup) TemplateDefault(ctx context.Context) (bool, string, error) {
 
 // SetTemplateDefault implements cloud.DefaultFollower.
 func (n *NodeGroup) SetTemplateDefault(ctx context.Context, version string) error {
-	g, err := n.Provider.Group(ctx, n.ASG)
+	g, err := n.API.Group(ctx, n.ASG)
 	if err != nil {
 		return err
 	}
-	return n.Provider.SetDefaultVersion(ctx, g.LaunchTemplateID, version)
+	return n.API.SetDefaultVersion(ctx, g.LaunchTemplateID, version)
 }
 
 // SetDefaultVersion makes version the launch template's default, what a
 // group launching $Default launches from then on.
-func (p *Provider) SetDefaultVersion(ctx context.Context, template, version string) error {
+func (p *Client) SetDefaultVersion(ctx context.Context, template, version string) error {
 	_, err := p.ec2.ModifyLaunchTemplate(ctx, &ec2.ModifyLaunchTemplateInput{
 		LaunchTemplateId: sdkaws.String(template),
 		DefaultVersion:   sdkaws.String(version),
@@ -53,7 +53,7 @@ func (p *Provider) SetDefaultVersion(ctx context.Context, template, version stri
 }
 
 // latestVersion reads the template's latest version number now.
-func (p *Provider) latestVersion(ctx context.Context, template string) (string, error) {
+func (p *Client) latestVersion(ctx context.Context, template string) (string, error) {
 	res := resolver{p: p, cache: map[[2]string]ec2types.LaunchTemplateVersion{}}
 	v, err := res.version(ctx, template, "", specLatest)
 	if err != nil {
@@ -67,7 +67,7 @@ func (p *Provider) latestVersion(ctx context.Context, template string) (string, 
 // default, see cloud.DefaultFollower), $Latest when target is the latest
 // version (read now, so a version someone made after the target pins the
 // group to the target instead).
-func (p *Provider) keepsFollowing(ctx context.Context, g *Group, target string) (bool, error) {
+func (p *Client) keepsFollowing(ctx context.Context, g *AutoScalingGroup, target string) (bool, error) {
 	switch g.spec {
 	case specDefault:
 		return true, nil
@@ -80,7 +80,7 @@ func (p *Provider) keepsFollowing(ctx context.Context, g *Group, target string) 
 
 // followSpec is what a group cloned from g to launch version is set to:
 // g's moving version where it resolves to version now, else the number.
-func followSpec(g *Group, version string) string {
+func followSpec(g *AutoScalingGroup, version string) string {
 	if (g.spec == specDefault || g.spec == specLatest) && g.LaunchTemplateVersion == version {
 		return g.spec
 	}
@@ -91,7 +91,7 @@ func followSpec(g *Group, version string) string {
 // to target: the same moving version where it follows one (a group read
 // by Group has it resolved in LaunchTemplateVersion), or the number it is
 // pinned to.
-func launchesAfter(g *Group, target Target) string {
+func launchesAfter(g *AutoScalingGroup, target Target) string {
 	what := "version " + target.Version
 	if target.Create {
 		what = "the new version"

@@ -95,7 +95,7 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 	replies := baseReplies()
 	replies["DescribeAutoScalingInstances"] = asgInstances("i-1", "ng1", "i-2", "ng1")
 	// Blue/green's calls: groups the run creates, over ng1.
-	(&fakeGroups{groups: map[string]Group{}}).install(replies)
+	(&fakeGroups{groups: map[string]AutoScalingGroup{}}).install(replies)
 	replies["SuspendProcesses"] = fixed(200, processesXML("SuspendProcesses"))
 	replies["ResumeProcesses"] = fixed(200, processesXML("ResumeProcesses"))
 	(&lbFake{tg: "registered", clb: "registered", drainPolls: 1}).install(replies)
@@ -117,7 +117,7 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The load balancers the plan lists.
-	if _, err := p.LoadBalancers(ctx, &Group{TargetGroups: []string{webTG}, LoadBalancers: []string{"web-clb"}}); err != nil {
+	if _, err := p.LoadBalancers(ctx, &AutoScalingGroup{TargetGroups: []string{webTG}, LoadBalancers: []string{"web-clb"}}); err != nil {
 		t.Fatal(err)
 	}
 	// The group's hooks on termination, warm pool and protection.
@@ -138,7 +138,7 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		func() error { return p.TerminateShrink(ctx, "i-2") },
 		// Waiting for a terminated instance to be gone.
 		func() error {
-			_, err := (&NodeGroup{Provider: p, ASG: "ng1"}).Leaving(ctx, []string{"i-1"})
+			_, err := (&NodeGroup{API: p, ASG: "ng1"}).Leaving(ctx, []string{"i-1"})
 			return err
 		},
 		// AZRebalance held off the scale-down's terminations.

@@ -108,7 +108,7 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 // it backs the managed node group name: a managed node group goes by its
 // own name (a blue/green run records it), not its Auto Scaling group's.
 // Otherwise notFound stands.
-func (p *Provider) managedNamed(ctx context.Context, ids []string, name string, notFound error) (*Group, error) {
+func (p *Client) managedNamed(ctx context.Context, ids []string, name string, notFound error) (*AutoScalingGroup, error) {
 	g, err := p.groupOfInstances(ctx, ids)
 	if err != nil || g.Tags[TagNodegroupName].Value != name {
 		return nil, notFound
@@ -119,7 +119,7 @@ func (p *Provider) managedNamed(ctx context.Context, ids []string, name string, 
 // openSelfManaged opens an Auto Scaling group the run drives itself: the
 // target launch template version, the group's load balancers and
 // lifecycle hooks.
-func openSelfManaged(ctx context.Context, provider *Provider, client kubernetes.Interface, g *Group, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
+func openSelfManaged(ctx context.Context, provider *Client, client kubernetes.Interface, g *AutoScalingGroup, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
 	if len(t.Options) > 0 {
 		return nil, nil, inputErrorf("auto scaling group %q is no EKS managed node group: --kubernetes-version, --release-version and --update-strategy serve managed node groups only; use --ami or --launch-template-version", g.Name)
 	}
@@ -169,7 +169,7 @@ func openSelfManaged(ctx context.Context, provider *Provider, client kubernetes.
 		return nil, nil, err
 	}
 	cg.LaunchesAfter = launchesAfter(g, target)
-	return cg, &NodeGroup{Provider: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version, ClonedFrom: clonedFrom(g)}, nil
+	return cg, &NodeGroup{API: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version, ClonedFrom: clonedFrom(g)}, nil
 }
 
 // refuseOtherRegion refuses a region the nodes' zones (in their provider
@@ -195,7 +195,7 @@ func refuseOtherRegion(region string, given bool, nodes []corev1.Node) error {
 // refuseMovingDefault refuses, with --keep-default-version, a target the
 // run could only reach by making it the template's default: the group
 // launches $Default, and the target is another version.
-func refuseMovingDefault(g *Group, target Target, keep bool) error {
+func refuseMovingDefault(g *AutoScalingGroup, target Target, keep bool) error {
 	if !keep || g.spec != specDefault || g.mixed || !target.Create && target.Version == g.LaunchTemplateVersion {
 		return nil
 	}

@@ -95,10 +95,10 @@ func TestRefuseOtherRegion(t *testing.T) {
 }
 
 func TestRefuseMovingDefault(t *testing.T) {
-	onDefault := &Group{Name: "ng1", spec: specDefault, LaunchTemplateVersion: "3"}
+	onDefault := &AutoScalingGroup{Name: "ng1", spec: specDefault, LaunchTemplateVersion: "3"}
 	for _, tc := range []struct {
 		name   string
-		g      *Group
+		g      *AutoScalingGroup
 		target Target
 		keep   bool
 		want   string
@@ -107,7 +107,7 @@ func TestRefuseMovingDefault(t *testing.T) {
 		{"the default already", onDefault, Target{Version: "3"}, true, ""},
 		{"another version", onDefault, Target{Version: "4"}, true, "the target, version 4, would have to become the default"},
 		{"a new version", onDefault, Target{Create: true, Image: "ami-2"}, true, "a new version with image ami-2"},
-		{"a group on a number", &Group{Name: "ng1", spec: "3", LaunchTemplateVersion: "3"}, Target{Version: "4"}, true, ""},
+		{"a group on a number", &AutoScalingGroup{Name: "ng1", spec: "3", LaunchTemplateVersion: "3"}, Target{Version: "4"}, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := refuseMovingDefault(tc.g, tc.target, tc.keep)

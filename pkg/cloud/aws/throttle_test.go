@@ -83,13 +83,13 @@ func TestCallsSurviveFaults(t *testing.T) {
 	}
 	calls := []struct {
 		name, action string
-		call         func(p *Provider) error
+		call         func(p *Client) error
 	}{
-		{"set the size", "UpdateAutoScalingGroup", func(p *Provider) error { return p.SetSize(context.Background(), "ng1", 4, 5) }},
-		{"terminate an instance", "TerminateInstanceInAutoScalingGroup", func(p *Provider) error {
+		{"set the size", "UpdateAutoScalingGroup", func(p *Client) error { return p.SetSize(context.Background(), "ng1", 4, 5) }},
+		{"terminate an instance", "TerminateInstanceInAutoScalingGroup", func(p *Client) error {
 			return p.TerminateShrink(context.Background(), "i-1")
 		}},
-		{"make the target version", "CreateLaunchTemplateVersion", func(p *Provider) error {
+		{"make the target version", "CreateLaunchTemplateVersion", func(p *Client) error {
 			g, err := p.Group(context.Background(), "ng1")
 			if err != nil {
 				return err

@@ -23,7 +23,7 @@ import (
 // version; where they ran out, a version the call may have made all the
 // same is looked for (findCopy) before the call fails, as a run killed
 // after the call finds it.
-func (p *Provider) createVersion(ctx context.Context, g *Group, t Target, ami string) (string, error) {
+func (p *Client) createVersion(ctx context.Context, g *AutoScalingGroup, t Target, ami string) (string, error) {
 	out, err := p.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{
 		LaunchTemplateId:   sdkaws.String(g.LaunchTemplateID),
 		SourceVersion:      sdkaws.String(t.SourceVersion),
@@ -54,7 +54,7 @@ func (p *Provider) createVersion(ctx context.Context, g *Group, t Target, ami st
 // before it was interrupted, or before a rollback. It returns the oldest
 // such version's number, or "" when there is none. Only versions after the
 // source are read, since a copy is always numbered after its source.
-func (p *Provider) findCopy(ctx context.Context, source ec2types.LaunchTemplateVersion, ami string) (string, error) {
+func (p *Client) findCopy(ctx context.Context, source ec2types.LaunchTemplateVersion, ami string) (string, error) {
 	id, from := sdkaws.ToString(source.LaunchTemplateId), sdkaws.ToInt64(source.VersionNumber)
 	pg := ec2.NewDescribeLaunchTemplateVersionsPaginator(p.ec2, &ec2.DescribeLaunchTemplateVersionsInput{
 		LaunchTemplateId: sdkaws.String(id),

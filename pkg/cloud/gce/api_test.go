@@ -37,7 +37,7 @@ type apiErr struct {
 	reason string
 }
 
-func newAPI(t *testing.T, routes map[string]any) (*api, *Provider) {
+func newAPI(t *testing.T, routes map[string]any) (*api, *Client) {
 	t.Helper()
 	a := &api{t: t, routes: routes, bodies: map[string]string{}}
 	srv := httptest.NewServer(a)
@@ -47,7 +47,7 @@ func newAPI(t *testing.T, routes map[string]any) (*api, *Provider) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a, &Provider{svc: svc, project: "p", pollEvery: time.Millisecond}
+	return a, &Client{svc: svc, project: "p", pollEvery: time.Millisecond}
 }
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -26,7 +26,7 @@ func (n *NodeGroup) PrepareTarget(ctx context.Context) (string, error) { return 
 // INSTANCE_GROUP_MANAGERS quota: one green group per blue group.
 func (n *NodeGroup) CheckQuota(ctx context.Context) error {
 	region, more := n.region(), float64(len(n.MIGs))
-	r, err := n.Provider.svc.Regions.Get(n.Provider.project, region).Context(ctx).Do()
+	r, err := n.API.svc.Regions.Get(n.API.project, region).Context(ctx).Do()
 	if err != nil {
 		return wrap(err, "get the quotas of region %q", region)
 	}
@@ -112,12 +112,12 @@ func (n *NodeGroup) CreateGreen(ctx context.Context, name, version string, sizes
 func (n *NodeGroup) createGreen(ctx context.Context, i int, blue *compute.InstanceGroupManager, g MIG, version string, size int64) error {
 	igm := &compute.InstanceGroupManager{
 		Name: g.Name, BaseInstanceName: g.Name, Description: greenMark + n.MIGs[i].String(),
-		InstanceTemplate: "projects/" + n.Provider.project + "/global/instanceTemplates/" + version,
+		InstanceTemplate: "projects/" + n.API.project + "/global/instanceTemplates/" + version,
 		TargetSize:       size, ForceSendFields: []string{"TargetSize"},
 		UpdatePolicy: greenPolicy(blue.UpdatePolicy), DistributionPolicy: blue.DistributionPolicy,
 		NamedPorts: blue.NamedPorts, AutoHealingPolicies: blue.AutoHealingPolicies, TargetPools: blue.TargetPools,
 	}
-	err := n.Provider.insertMIG(ctx, g, igm)
+	err := n.API.insertMIG(ctx, g, igm)
 	if isCode(err, http.StatusConflict) {
 		return n.ownGreen(ctx, n.MIGs[i], g, version)
 	}
@@ -130,7 +130,7 @@ func (n *NodeGroup) createGreen(ctx context.Context, i int, blue *compute.Instan
 // ownGreen accepts a group of green's name that an earlier call made
 // beside blue for version.
 func (n *NodeGroup) ownGreen(ctx context.Context, blue, g MIG, version string) error {
-	igm, err := n.Provider.getMIG(ctx, g)
+	igm, err := n.API.getMIG(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (n *NodeGroup) SetGroupSizes(ctx context.Context, group string, s plan.Size
 // green's.
 func (n *NodeGroup) DeleteGroup(ctx context.Context, group string) error {
 	for _, m := range n.groupMIGs(group) {
-		if err := n.Provider.deleteMIG(ctx, m); err != nil {
+		if err := n.API.deleteMIG(ctx, m); err != nil {
 			return err
 		}
 	}

@@ -75,7 +75,7 @@ func TestCreateGreenAdoptsItsOwn(t *testing.T) {
 				"GET " + ngPath: regionalNG(2, nil), "GET " + path: tc.found,
 				"POST projects/p/regions/us-central1/instanceGroupManagers": &apiErr{http.StatusConflict, "alreadyExists"},
 			})
-			n := &NodeGroup{Provider: p, MIGs: []MIG{ngMIG}}
+			n := &NodeGroup{API: p, MIGs: []MIG{ngMIG}}
 			err := n.CreateGreen(context.Background(), green, "t-v2", plan.Sizes{Desired: 2})
 			var e *Error
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &e) || !e.Input()) {
@@ -100,7 +100,7 @@ func TestCheckQuota(t *testing.T) {
 			_, p := newAPI(t, map[string]any{"GET projects/p/regions/us-central1": &compute.Region{Quotas: []*compute.Quota{
 				{Metric: "CPUS", Usage: 100, Limit: 1}, {Metric: "INSTANCE_GROUP_MANAGERS", Usage: tc.usage, Limit: 10},
 			}}})
-			n := &NodeGroup{Provider: p, MIGs: []MIG{ngMIG}}
+			n := &NodeGroup{API: p, MIGs: []MIG{ngMIG}}
 			err := n.CheckQuota(context.Background())
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("got %v, want %q", err, tc.wantErr)
@@ -155,7 +155,7 @@ func TestProbePermissions(t *testing.T) {
 			a, p := newAPI(t, map[string]any{"POST /v1/projects/p:testIamPermissions": map[string]any{"permissions": []string{"compute.instances.get"}}})
 			t.Setenv(EndpointEnv, a.url+"/compute/v1/")
 			p.probeOpts = []option.ClientOption{option.WithoutAuthentication()}
-			n := &NodeGroup{Provider: p, MIGs: []MIG{ngMIG}, Image: tc.image}
+			n := &NodeGroup{API: p, MIGs: []MIG{ngMIG}, Image: tc.image}
 			perms, err := n.ProbePermissions(context.Background())
 			if err != nil {
 				t.Fatal(err)

@@ -46,7 +46,7 @@ func TestMachinesStopsAtACreationFailure(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, p := newAPI(t, map[string]any{listNG: &compute.RegionInstanceGroupManagersListInstancesResponse{ManagedInstances: []*compute.ManagedInstance{tc.mi}}})
-			n := &NodeGroup{Provider: p, MIGs: []MIG{ngMIG}}
+			n := &NodeGroup{API: p, MIGs: []MIG{ngMIG}}
 			_, pending, err := n.Machines(context.Background(), nil)
 			if tc.wantErr == "" {
 				if err != nil || len(pending) != 1 {

@@ -33,8 +33,8 @@ const (
 	NoAuthEnv   = "NODEUPGRADE_GCE_NO_AUTH"
 )
 
-// Provider talks to Compute Engine in one project.
-type Provider struct {
+// Client talks to Compute Engine in one project.
+type Client struct {
 	svc     *compute.Service
 	project string
 	// probeOpts are the Resource Manager client's (see ProbePermissions).
@@ -74,7 +74,7 @@ func isCode(err error, code int) bool {
 // metadata server), fetching a token once so that missing credentials fail
 // here with a clear message rather than on the first call. EndpointEnv
 // overrides the endpoint, and with NoAuthEnv no credentials are sent.
-func New(ctx context.Context, project string) (*Provider, error) {
+func New(ctx context.Context, project string) (*Client, error) {
 	opts, err := ClientOptions(ctx, EndpointEnv, NoAuthEnv, compute.ComputeScope)
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func New(ctx context.Context, project string) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{svc: svc, project: project, probeOpts: probe, pollEvery: time.Second}, nil
+	return &Client{svc: svc, project: project, probeOpts: probe, pollEvery: time.Second}, nil
 }
 
 // ClientOptions are the options of a Google Cloud API client: the
@@ -121,7 +121,7 @@ func ClientOptions(ctx context.Context, endpointEnv, noAuthEnv, scope string) ([
 }
 
 // Project is the project the provider works in.
-func (p *Provider) Project() string { return p.project }
+func (p *Client) Project() string { return p.project }
 
 // InstanceFromProviderID splits a node's spec.providerID,
 // gce://PROJECT/ZONE/NAME, into its parts.
@@ -155,7 +155,7 @@ func lastSegment(url string) string {
 // and returns its error. Operations of managed instance groups are not
 // waited for: they are DONE once the action is scheduled, and the managed
 // instances say when it has happened.
-func (p *Provider) waitGlobal(ctx context.Context, op *compute.Operation) error {
+func (p *Client) waitGlobal(ctx context.Context, op *compute.Operation) error {
 	pause, failures := p.pollEvery, 0
 	for op.Status != "DONE" {
 		select {

@@ -66,7 +66,7 @@ func (n *NodeGroup) backendServicesOf(ctx context.Context, igms []*compute.Insta
 			}
 		}
 	}
-	p := n.Provider
+	p := n.API
 	err := p.svc.BackendServices.List(p.project).Pages(ctx, func(l *compute.BackendServiceList) error { match(l.Items); return nil })
 	if err != nil {
 		return nil, wrap(err, "list the backend services of project %q", p.project)

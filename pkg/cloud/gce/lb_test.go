@@ -64,7 +64,7 @@ func TestCreateGreenSendsAFixedPolicy(t *testing.T) {
 	up := &compute.InstanceGroupManagerUpdatePolicy{Type: "PROACTIVE", MaxSurge: &compute.FixedOrPercent{Percent: 25, Calculated: 3}}
 	insert := "POST projects/p/regions/us-central1/instanceGroupManagers"
 	a, p := newAPI(t, map[string]any{"GET " + ngPath: regionalNG(12, up), insert: done})
-	n := &NodeGroup{Provider: p, MIGs: []MIG{ngMIG}}
+	n := &NodeGroup{API: p, MIGs: []MIG{ngMIG}}
 	green := n.GreenName("t-v2")
 	if err := n.CreateGreen(context.Background(), green, "t-v2", plan.Sizes{}); err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestBlueGreenRefusedForABackendService(t *testing.T) {
 				"GET projects/p/global/backendServices":              none,
 				"GET projects/p/regions/us-central1/backendServices": tc.regional,
 			})
-			n := &NodeGroup{Provider: p, MIGs: []MIG{ngMIG}}
+			n := &NodeGroup{API: p, MIGs: []MIG{ngMIG}}
 			err := n.checkBackendServices(context.Background(), []*compute.InstanceGroupManager{regionalNG(3, nil)}, tc.strategy)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("got %v, want %q", err, tc.wantErr)

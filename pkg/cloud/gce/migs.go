@@ -56,7 +56,7 @@ func ParseMIG(url string) (MIG, bool) {
 }
 
 // getMIG reads a group; nil when there is none.
-func (p *Provider) getMIG(ctx context.Context, m MIG) (*compute.InstanceGroupManager, error) {
+func (p *Client) getMIG(ctx context.Context, m MIG) (*compute.InstanceGroupManager, error) {
 	var igm *compute.InstanceGroupManager
 	var err error
 	if m.Regional() {
@@ -74,7 +74,7 @@ func (p *Provider) getMIG(ctx context.Context, m MIG) (*compute.InstanceGroupMan
 }
 
 // managedInstances lists a group's managed instances, every page.
-func (p *Provider) managedInstances(ctx context.Context, m MIG) ([]*compute.ManagedInstance, error) {
+func (p *Client) managedInstances(ctx context.Context, m MIG) ([]*compute.ManagedInstance, error) {
 	var out []*compute.ManagedInstance
 	var err error
 	if m.Regional() {
@@ -97,7 +97,7 @@ func (p *Provider) managedInstances(ctx context.Context, m MIG) ([]*compute.Mana
 }
 
 // resize sets a group's target size; the operation is not waited for.
-func (p *Provider) resize(ctx context.Context, m MIG, size int64) error {
+func (p *Client) resize(ctx context.Context, m MIG, size int64) error {
 	var err error
 	if m.Regional() {
 		_, err = p.svc.RegionInstanceGroupManagers.Resize(m.Project, m.Region, m.Name, size).Context(ctx).Do()
@@ -111,7 +111,7 @@ func (p *Provider) resize(ctx context.Context, m MIG, size int64) error {
 }
 
 // setTemplate points a group at a template for the instances it creates.
-func (p *Provider) setTemplate(ctx context.Context, m MIG, template string) error {
+func (p *Client) setTemplate(ctx context.Context, m MIG, template string) error {
 	var err error
 	if m.Regional() {
 		_, err = p.svc.RegionInstanceGroupManagers.SetInstanceTemplate(m.Project, m.Region, m.Name,
@@ -127,7 +127,7 @@ func (p *Provider) setTemplate(ctx context.Context, m MIG, template string) erro
 }
 
 // patchPolicy changes the fields of a group's update policy that up sets.
-func (p *Provider) patchPolicy(ctx context.Context, m MIG, up *compute.InstanceGroupManagerUpdatePolicy) error {
+func (p *Client) patchPolicy(ctx context.Context, m MIG, up *compute.InstanceGroupManagerUpdatePolicy) error {
 	body := &compute.InstanceGroupManager{UpdatePolicy: up}
 	var err error
 	if m.Regional() {
@@ -143,7 +143,7 @@ func (p *Provider) patchPolicy(ctx context.Context, m MIG, up *compute.InstanceG
 
 // deleteInstances deletes instances (URLs) of a group and lowers its
 // target size by their number.
-func (p *Provider) deleteInstances(ctx context.Context, m MIG, urls []string) error {
+func (p *Client) deleteInstances(ctx context.Context, m MIG, urls []string) error {
 	var err error
 	if m.Regional() {
 		_, err = p.svc.RegionInstanceGroupManagers.DeleteInstances(m.Project, m.Region, m.Name,
@@ -160,7 +160,7 @@ func (p *Provider) deleteInstances(ctx context.Context, m MIG, urls []string) er
 
 // recreateInstances recreates instances (URLs) of a group from its
 // template, under their names, the target size unchanged.
-func (p *Provider) recreateInstances(ctx context.Context, m MIG, urls []string) error {
+func (p *Client) recreateInstances(ctx context.Context, m MIG, urls []string) error {
 	var err error
 	if m.Regional() {
 		_, err = p.svc.RegionInstanceGroupManagers.RecreateInstances(m.Project, m.Region, m.Name,
@@ -176,7 +176,7 @@ func (p *Provider) recreateInstances(ctx context.Context, m MIG, urls []string) 
 }
 
 // insertMIG creates a group.
-func (p *Provider) insertMIG(ctx context.Context, m MIG, igm *compute.InstanceGroupManager) error {
+func (p *Client) insertMIG(ctx context.Context, m MIG, igm *compute.InstanceGroupManager) error {
 	var err error
 	if m.Regional() {
 		_, err = p.svc.RegionInstanceGroupManagers.Insert(m.Project, m.Region, igm).Context(ctx).Do()
@@ -187,7 +187,7 @@ func (p *Provider) insertMIG(ctx context.Context, m MIG, igm *compute.InstanceGr
 }
 
 // deleteMIG deletes a group and its instances; a missing one is deleted.
-func (p *Provider) deleteMIG(ctx context.Context, m MIG) error {
+func (p *Client) deleteMIG(ctx context.Context, m MIG) error {
 	var err error
 	if m.Regional() {
 		_, err = p.svc.RegionInstanceGroupManagers.Delete(m.Project, m.Region, m.Name).Context(ctx).Do()
@@ -202,7 +202,7 @@ func (p *Provider) deleteMIG(ctx context.Context, m MIG) error {
 
 // autoscalerOf finds the autoscaler whose target is the group; nil when
 // none is.
-func (p *Provider) autoscalerOf(ctx context.Context, m MIG, selfLink string) (*compute.Autoscaler, error) {
+func (p *Client) autoscalerOf(ctx context.Context, m MIG, selfLink string) (*compute.Autoscaler, error) {
 	var found *compute.Autoscaler
 	match := func(items []*compute.Autoscaler) {
 		for _, a := range items {

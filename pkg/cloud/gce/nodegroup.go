@@ -20,8 +20,8 @@ import (
 // NodeGroup is a node group backed by one or more managed instance groups
 // (kOps makes one per zone): the provider "gce" of a run.
 type NodeGroup struct {
-	Provider *Provider
-	Client   kubernetes.Interface
+	API    *Client
+	Client kubernetes.Interface
 	// MIGs are the node group's groups, blue's in a blue/green run.
 	MIGs []MIG
 	// Image and Template are the target as --image and
@@ -34,7 +34,7 @@ type NodeGroup struct {
 }
 
 var (
-	_ cloud.Group       = (*NodeGroup)(nil)
+	_ cloud.Scaler      = (*NodeGroup)(nil)
 	_ cloud.BlueGreen   = (*NodeGroup)(nil)
 	_ cloud.Departures  = (*NodeGroup)(nil)
 	_ cloud.SelfUpdater = (*NodeGroup)(nil)
@@ -43,7 +43,7 @@ var (
 // Name implements cloud.Provider.
 func (n *NodeGroup) Name() string { return Name }
 
-// GroupName implements cloud.Group: the groups' names, comma-separated,
+// GroupName implements cloud.Scaler: the groups' names, comma-separated,
 // as the group flag takes them.
 func (n *NodeGroup) GroupName() string {
 	names := make([]string, len(n.MIGs))
@@ -60,7 +60,7 @@ func (n *NodeGroup) Describe() string {
 
 // current is the template the groups launch now: the first group's.
 func (n *NodeGroup) current(ctx context.Context) (string, error) {
-	igm, err := n.Provider.getMIG(ctx, n.MIGs[0])
+	igm, err := n.API.getMIG(ctx, n.MIGs[0])
 	if err != nil {
 		return "", err
 	}
@@ -76,14 +76,14 @@ func (n *NodeGroup) target(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t, err := n.Provider.ResolveTarget(ctx, cur, n.Image, n.Template)
+	t, err := n.API.ResolveTarget(ctx, cur, n.Image, n.Template)
 	if err != nil {
 		return "", err
 	}
-	return t.Template, n.Provider.CreateTarget(ctx, t)
+	return t.Template, n.API.CreateTarget(ctx, t)
 }
 
-// Setup implements cloud.Group: every group is pointed at the target
+// Setup implements cloud.Scaler: every group is pointed at the target
 // template, the first group last: a run killed on the way still finds its
 // source template there (see current). The run has held their own updates
 // off first (cloud.SelfUpdater), so none replaces an instance itself.
@@ -92,16 +92,16 @@ func (n *NodeGroup) Setup(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	url := "projects/" + n.Provider.project + "/global/instanceTemplates/" + tmpl
+	url := "projects/" + n.API.project + "/global/instanceTemplates/" + tmpl
 	for _, m := range slices.Backward(n.MIGs) {
-		igm, err := n.Provider.getMIG(ctx, m)
+		igm, err := n.API.getMIG(ctx, m)
 		if err != nil {
 			return "", err
 		}
 		if igm != nil && lastSegment(igm.InstanceTemplate) == tmpl {
 			continue
 		}
-		if err := n.Provider.setTemplate(ctx, m, url); err != nil {
+		if err := n.API.setTemplate(ctx, m, url); err != nil {
 			return "", err
 		}
 	}
@@ -112,7 +112,7 @@ func (n *NodeGroup) Setup(ctx context.Context) (string, error) {
 func (n *NodeGroup) igms(ctx context.Context, migs []MIG) ([]*compute.InstanceGroupManager, error) {
 	out := make([]*compute.InstanceGroupManager, len(migs))
 	for i, m := range migs {
-		igm, err := n.Provider.getMIG(ctx, m)
+		igm, err := n.API.getMIG(ctx, m)
 		if err != nil {
 			return nil, err
 		}
@@ -151,13 +151,13 @@ func targetSizes(sizes []int64) plan.Sizes {
 	return plan.Sizes{Desired: int32(sum), Max: int32(sum)}
 }
 
-// Sizes implements cloud.Group.
+// Sizes implements cloud.Scaler.
 func (n *NodeGroup) Sizes(ctx context.Context) (plan.Sizes, error) {
 	s, err := n.sizes(ctx, n.MIGs)
 	return targetSizes(s), err
 }
 
-// SetDesiredAndMax implements cloud.Group: the target size only (see
+// SetDesiredAndMax implements cloud.Scaler: the target size only (see
 // resizeTo).
 func (n *NodeGroup) SetDesiredAndMax(ctx context.Context, desired, _ int32) error {
 	return n.resizeTo(ctx, n.MIGs, int64(desired))
@@ -185,7 +185,7 @@ func (n *NodeGroup) resizeTo(ctx context.Context, migs []MIG, total int64) error
 	want := spread(sizes, total, first, room)
 	for i, m := range migs {
 		if want[i] != sizes[i] {
-			if err := n.Provider.resize(ctx, m, want[i]); err != nil {
+			if err := n.API.resize(ctx, m, want[i]); err != nil {
 				return err
 			}
 		}
@@ -202,7 +202,7 @@ func (n *NodeGroup) workedOn(ctx context.Context, migs []MIG, igms []*compute.In
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(migs[a].Zone, migs[b].Zone) })
 	for _, i := range order {
-		mis, err := n.Provider.managedInstances(ctx, migs[i])
+		mis, err := n.API.managedInstances(ctx, migs[i])
 		if err != nil {
 			return -1, 0, err
 		}
@@ -242,7 +242,7 @@ func spread(sizes []int64, total int64, first int, room int64) []int64 {
 	return want
 }
 
-// SetMax implements cloud.Group: a managed instance group has no max.
+// SetMax implements cloud.Scaler: a managed instance group has no max.
 func (n *NodeGroup) SetMax(context.Context, int32) error { return nil }
 
 // all are the groups Machines reports: blue's and green's.
@@ -254,7 +254,7 @@ func (n *NodeGroup) all() []MIG {
 func (n *NodeGroup) managed(ctx context.Context, migs []MIG) (map[string]*compute.ManagedInstance, map[string]MIG, error) {
 	byName, of := map[string]*compute.ManagedInstance{}, map[string]MIG{}
 	for _, m := range migs {
-		mis, err := n.Provider.managedInstances(ctx, m)
+		mis, err := n.API.managedInstances(ctx, m)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -265,7 +265,7 @@ func (n *NodeGroup) managed(ctx context.Context, migs []MIG) (map[string]*comput
 	return byName, of, nil
 }
 
-// Machines implements cloud.Group. A machine Compute cannot create for
+// Machines implements cloud.Scaler. A machine Compute cannot create for
 // quota or capacity is an error (see creationFailure), which ends the
 // run's wait for it.
 func (n *NodeGroup) Machines(ctx context.Context, nodes []*corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
@@ -276,7 +276,7 @@ func (n *NodeGroup) Machines(ctx context.Context, nodes []*corev1.Node) (map[str
 	if err := creationFailure(byName, of); err != nil {
 		return nil, nil, err
 	}
-	byNode, pending := mapNodes(n.Provider.project, byName, nodes)
+	byNode, pending := mapNodes(n.API.project, byName, nodes)
 	return byNode, pending, nil
 }
 
@@ -346,7 +346,7 @@ func machineState(mi *compute.ManagedInstance) plan.MachineState {
 	return plan.MachineInService
 }
 
-// Current implements cloud.Group.
+// Current implements cloud.Scaler.
 func (n *NodeGroup) Current(m plan.Machine, version string) bool {
 	return m.Version == version && !m.Leaving()
 }
@@ -385,7 +385,7 @@ func (n *NodeGroup) RemoveNode(ctx context.Context, node string) error {
 	if err != nil || name == "" {
 		return err
 	}
-	if err := n.Provider.recreateInstances(ctx, m, []string{instanceURL(n.Provider.project, zone, name)}); err != nil {
+	if err := n.API.recreateInstances(ctx, m, []string{instanceURL(n.API.project, zone, name)}); err != nil {
 		return err
 	}
 	err = n.Client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(uid)})
@@ -395,14 +395,14 @@ func (n *NodeGroup) RemoveNode(ctx context.Context, node string) error {
 	return nil
 }
 
-// Shrink implements cloud.Group: deleteInstances, which lowers the
+// Shrink implements cloud.Scaler: deleteInstances, which lowers the
 // group's target size.
 func (n *NodeGroup) Shrink(ctx context.Context, node string) error {
 	name, zone, mi, m, _, err := n.nodeInstance(ctx, node)
 	if err != nil || name == "" || mi.CurrentAction == "DELETING" {
 		return err
 	}
-	return n.Provider.deleteInstances(ctx, m, []string{instanceURL(n.Provider.project, zone, name)})
+	return n.API.deleteInstances(ctx, m, []string{instanceURL(n.API.project, zone, name)})
 }
 
 // MachineOf implements cloud.Departures: the instance's name and the ID

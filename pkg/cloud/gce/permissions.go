@@ -64,5 +64,5 @@ func (n *NodeGroup) ProbePermissions(ctx context.Context) (*plan.Permissions, er
 			need = append(need, c)
 		}
 	}
-	return gcpclient.Probe(ctx, n.Provider.project, os.Getenv(EndpointEnv), Policy, n.Provider.probeOpts, need)
+	return gcpclient.Probe(ctx, n.API.project, os.Getenv(EndpointEnv), Policy, n.API.probeOpts, need)
 }

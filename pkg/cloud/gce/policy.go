@@ -28,7 +28,7 @@ const Redistribution = "instance redistribution"
 func (n *NodeGroup) SelfUpdates(ctx context.Context) (string, error) {
 	parts := make([]string, len(n.MIGs))
 	for i, m := range n.MIGs {
-		igm, err := n.Provider.getMIG(ctx, m)
+		igm, err := n.API.getMIG(ctx, m)
 		if err != nil {
 			return "", err
 		}
@@ -53,11 +53,11 @@ func updateType(igm *compute.InstanceGroupManager) string {
 // applies its template to the instances it creates and to none it runs.
 func (n *NodeGroup) HoldUpdates(ctx context.Context) error {
 	for _, m := range n.MIGs {
-		igm, err := n.Provider.getMIG(ctx, m)
+		igm, err := n.API.getMIG(ctx, m)
 		if err != nil || igm == nil || updateType(igm) == opportunistic {
 			continue
 		}
-		if err := n.Provider.patchPolicy(ctx, m, &compute.InstanceGroupManagerUpdatePolicy{Type: opportunistic}); err != nil {
+		if err := n.API.patchPolicy(ctx, m, &compute.InstanceGroupManagerUpdatePolicy{Type: opportunistic}); err != nil {
 			return err
 		}
 	}
@@ -87,11 +87,11 @@ func (n *NodeGroup) RestoreUpdates(ctx context.Context, was string) (string, err
 }
 
 func (n *NodeGroup) restoreOne(ctx context.Context, m MIG, typ string) (string, error) {
-	igm, err := n.Provider.getMIG(ctx, m)
+	igm, err := n.API.getMIG(ctx, m)
 	if err != nil || igm == nil || updateType(igm) == typ {
 		return "", err
 	}
-	mis, err := n.Provider.managedInstances(ctx, m)
+	mis, err := n.API.managedInstances(ctx, m)
 	if err != nil {
 		return "", err
 	}
@@ -105,7 +105,7 @@ func (n *NodeGroup) restoreOne(ctx context.Context, m MIG, typ string) (string, 
 	if old > 0 {
 		return fmt.Sprintf("the update policy of managed instance group %q stays OPPORTUNISTIC (it was %s): %d of its instances run another template than %q, which %s would replace undrained; run again to finish, then set it back", m.Name, typ, old, tmpl, typ), nil
 	}
-	return "", n.Provider.patchPolicy(ctx, m, &compute.InstanceGroupManagerUpdatePolicy{Type: typ})
+	return "", n.API.patchPolicy(ctx, m, &compute.InstanceGroupManagerUpdatePolicy{Type: typ})
 }
 
 // RegionalNodeGroup is a node group of one regional managed instance
@@ -123,7 +123,7 @@ func (r RegionalNodeGroup) RebalanceName() string { return Redistribution }
 
 // RebalanceHeld implements cloud.Rebalancer.
 func (r RegionalNodeGroup) RebalanceHeld(ctx context.Context) (bool, error) {
-	igm, err := r.Provider.getMIG(ctx, r.MIGs[0])
+	igm, err := r.API.getMIG(ctx, r.MIGs[0])
 	if err != nil || igm == nil {
 		return false, err
 	}
@@ -137,7 +137,7 @@ func redistributionHeld(igm *compute.InstanceGroupManager) bool {
 // RebalanceZones implements cloud.Rebalancer: the zones of the group's
 // distribution policy.
 func (r RegionalNodeGroup) RebalanceZones(ctx context.Context) ([]string, error) {
-	igm, err := r.Provider.getMIG(ctx, r.MIGs[0])
+	igm, err := r.API.getMIG(ctx, r.MIGs[0])
 	if err != nil || igm == nil || igm.DistributionPolicy == nil {
 		return nil, err
 	}
@@ -150,10 +150,10 @@ func (r RegionalNodeGroup) RebalanceZones(ctx context.Context) ([]string, error)
 
 // HoldRebalance implements cloud.Rebalancer.
 func (r RegionalNodeGroup) HoldRebalance(ctx context.Context) error {
-	return r.Provider.patchPolicy(ctx, r.MIGs[0], &compute.InstanceGroupManagerUpdatePolicy{InstanceRedistributionType: noRedistrib})
+	return r.API.patchPolicy(ctx, r.MIGs[0], &compute.InstanceGroupManagerUpdatePolicy{InstanceRedistributionType: noRedistrib})
 }
 
 // ReleaseRebalance implements cloud.Rebalancer.
 func (r RegionalNodeGroup) ReleaseRebalance(ctx context.Context) error {
-	return r.Provider.patchPolicy(ctx, r.MIGs[0], &compute.InstanceGroupManagerUpdatePolicy{InstanceRedistributionType: proactive})
+	return r.API.patchPolicy(ctx, r.MIGs[0], &compute.InstanceGroupManagerUpdatePolicy{InstanceRedistributionType: proactive})
 }

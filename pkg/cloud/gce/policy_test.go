@@ -27,7 +27,7 @@ func TestUpdatePolicyHoldAndRestore(t *testing.T) {
 			ng := regionalNG(3, proactive)
 			a, p := newAPI(t, map[string]any{"GET " + ngPath: ng, patch: done,
 				listNG: &compute.RegionInstanceGroupManagersListInstancesResponse{ManagedInstances: tc.instances}})
-			n := &NodeGroup{Provider: p, MIGs: []MIG{ngMIG}}
+			n := &NodeGroup{API: p, MIGs: []MIG{ngMIG}}
 			ctx := context.Background()
 			was, err := n.SelfUpdates(ctx)
 			if err != nil || was != "ng=PROACTIVE" {

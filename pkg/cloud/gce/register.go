@@ -116,7 +116,7 @@ func (gceCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err != nil {
 		return nil, nil, err
 	}
-	ng := &NodeGroup{Provider: p, Client: client, MIGs: migs, Image: t.Image, Template: t.Version, strategy: t.Strategy}
+	ng := &NodeGroup{API: p, Client: client, MIGs: migs, Image: t.Image, Template: t.Version, strategy: t.Strategy}
 	cg, err := ng.open(ctx, nodes)
 	if err != nil {
 		return nil, nil, err
@@ -129,7 +129,7 @@ func (gceCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 
 // findMIGs finds the groups the group flag names, or else those of the
 // nodes' instances.
-func (p *Provider) findMIGs(ctx context.Context, zoneOf map[string]string, t plan.CloudTarget) ([]MIG, error) {
+func (p *Client) findMIGs(ctx context.Context, zoneOf map[string]string, t plan.CloudTarget) ([]MIG, error) {
 	if t.Group != "" {
 		return p.namedMIGs(ctx, zoneOf, t.Group)
 	}
@@ -166,7 +166,7 @@ func checkOneGroup(migs []MIG) error {
 // migsOfInstances reads the created-by metadata of one instance, lists the
 // group it names, and goes on with the instances that group does not
 // hold: two calls per group, whatever the number of nodes.
-func (p *Provider) migsOfInstances(ctx context.Context, zoneOf map[string]string) ([]MIG, error) {
+func (p *Client) migsOfInstances(ctx context.Context, zoneOf map[string]string) ([]MIG, error) {
 	left := map[string]bool{}
 	for name := range zoneOf {
 		left[name] = true
@@ -202,7 +202,7 @@ func (p *Provider) migsOfInstances(ctx context.Context, zoneOf map[string]string
 // createdBy reads the group an instance's created-by metadata names, as
 // Compute sets it on the instances a managed instance group creates
 // (https://cloud.google.com/compute/docs/instance-groups/getting-info-about-migs#checking_if_a_vm_is_part_of_a_mig).
-func (p *Provider) createdBy(ctx context.Context, zone, name string) (MIG, bool, error) {
+func (p *Client) createdBy(ctx context.Context, zone, name string) (MIG, bool, error) {
 	in, err := p.svc.Instances.Get(p.project, zone, name).Context(ctx).Do()
 	if isCode(err, http.StatusNotFound) {
 		return MIG{}, false, &Error{Msg: fmt.Sprintf("instance %q not found in project %q, zone %q; check the credentials' project and the nodes' provider IDs", name, p.project, zone), Err: err, IsInput: true}
@@ -225,7 +225,7 @@ func (p *Provider) createdBy(ctx context.Context, zone, name string) (MIG, bool,
 
 // namedMIGs resolves the group flag: URLs, or names looked up as a
 // regional group in the nodes' region, else zonal ones in their zones.
-func (p *Provider) namedMIGs(ctx context.Context, zoneOf map[string]string, flag string) ([]MIG, error) {
+func (p *Client) namedMIGs(ctx context.Context, zoneOf map[string]string, flag string) ([]MIG, error) {
 	var zones []string
 	for _, z := range zoneOf {
 		if !slices.Contains(zones, z) {
@@ -244,7 +244,7 @@ func (p *Provider) namedMIGs(ctx context.Context, zoneOf map[string]string, flag
 	return out, checkOneGroup(out)
 }
 
-func (p *Provider) namedMIG(ctx context.Context, zones []string, g string) (MIG, error) {
+func (p *Client) namedMIG(ctx context.Context, zones []string, g string) (MIG, error) {
 	if m, ok := ParseMIG(g); ok {
 		if m.Project != p.project {
 			return MIG{}, inputErrorf("managed instance group %q is in project %q, the nodes' instances in project %q; check %s", g, m.Project, p.project, flagGroup)
@@ -278,7 +278,7 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 	if err != nil {
 		return nil, err
 	}
-	target, err := n.Provider.ResolveTarget(ctx, cur, n.Image, n.Template)
+	target, err := n.API.ResolveTarget(ctx, cur, n.Image, n.Template)
 	if err != nil {
 		return nil, err
 	}
@@ -296,10 +296,10 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 	for i := range nodes {
 		ptrs[i] = &nodes[i]
 	}
-	byNode, unjoined := mapNodes(n.Provider.project, byName, ptrs)
+	byNode, unjoined := mapNodes(n.API.project, byName, ptrs)
 	cg := &plan.CloudGroup{
 		Provider: Name, Region: n.region(), Name: n.GroupName(), GroupKind: groupKind(n.MIGs),
-		Template: n.Provider.project, TemplateKind: "instance template in project", MachineKind: "instance",
+		Template: n.API.project, TemplateKind: "instance template in project", MachineKind: "instance",
 		CurrentVersion: cur, TargetVersion: target.Template, TargetImage: target.Image,
 		TemplateKey: "project", VersionKey: "instance-template",
 		Sizes: targetSizes(targetSizesOf(igms)), TargetSizeOnly: true, Nodes: byNode, Unjoined: unjoined,
@@ -364,7 +364,7 @@ func (n *NodeGroup) launchesAfter(ctx context.Context, igms []*compute.InstanceG
 		if updateType(igm) != opportunistic {
 			s += " (OPPORTUNISTIC during the run, then back)"
 		}
-		a, err := n.Provider.autoscalerOf(ctx, n.MIGs[i], igm.SelfLink)
+		a, err := n.API.autoscalerOf(ctx, n.MIGs[i], igm.SelfLink)
 		if err != nil {
 			return "", err
 		}

@@ -31,7 +31,7 @@ func (s *scene) nodeGroup(t *testing.T, migs ...MIG) (*api, *NodeGroup) {
 	for i := range s.nodes {
 		objs = append(objs, &s.nodes[i])
 	}
-	return a, &NodeGroup{Provider: p, Client: fake.NewClientset(objs...), MIGs: migs}
+	return a, &NodeGroup{API: p, Client: fake.NewClientset(objs...), MIGs: migs}
 }
 
 // igm is the scene's group at path.

@@ -55,7 +55,7 @@ func CopyName(source, image string) string {
 // resolveImage finds the image --image names, in project when it names
 // none, and returns its partial URL (an image family resolved to the
 // image it points at now, so every machine boots the same one).
-func (p *Provider) resolveImage(ctx context.Context, ref string) (string, error) {
+func (p *Client) resolveImage(ctx context.Context, ref string) (string, error) {
 	project, name := p.project, lastSegment(ref)
 	if i := strings.Index(ref, "projects/"); i >= 0 {
 		project, _, _ = strings.Cut(ref[i+len("projects/"):], "/")
@@ -77,7 +77,7 @@ func (p *Provider) resolveImage(ctx context.Context, ref string) (string, error)
 }
 
 // getTemplate reads a global instance template; nil when there is none.
-func (p *Provider) getTemplate(ctx context.Context, name string) (*compute.InstanceTemplate, error) {
+func (p *Client) getTemplate(ctx context.Context, name string) (*compute.InstanceTemplate, error) {
 	it, err := p.svc.InstanceTemplates.Get(p.project, name).Context(ctx).Do()
 	if isCode(err, http.StatusNotFound) {
 		return nil, nil
@@ -127,7 +127,7 @@ func sameImage(a, b string) bool {
 // after an interrupted run, or when the copy exists, as after a run killed
 // before it pointed the groups at it); with template, that existing one;
 // with neither, current.
-func (p *Provider) ResolveTarget(ctx context.Context, current, image, template string) (Target, error) {
+func (p *Client) ResolveTarget(ctx context.Context, current, image, template string) (Target, error) {
 	if template != "" {
 		it, err := p.getTemplate(ctx, lastSegment(template))
 		if err != nil {
@@ -166,7 +166,7 @@ func (p *Provider) ResolveTarget(ctx context.Context, current, image, template s
 
 // checkCopy makes t the copy made when it is one of src with img, and
 // refuses a template of that name that is something else.
-func (p *Provider) checkCopy(made, src *compute.InstanceTemplate, img string, t *Target) error {
+func (p *Client) checkCopy(made, src *compute.InstanceTemplate, img string, t *Target) error {
 	if !isCopy(made, src, img) {
 		return inputErrorf("instance template %q exists but is not a copy of %q with image %q; delete it or pass %s", made.Name, src.Name, img, flagTemplate)
 	}
@@ -206,7 +206,7 @@ func isCopy(made, src *compute.InstanceTemplate, img string) bool {
 
 // CreateTarget makes the template a Target asks for, or settles on the
 // one a concurrent or earlier call made under its name.
-func (p *Provider) CreateTarget(ctx context.Context, t Target) error {
+func (p *Client) CreateTarget(ctx context.Context, t Target) error {
 	if !t.Create {
 		return nil
 	}

@@ -20,7 +20,7 @@ const (
 	// Remover: the run only removes machines; the cloud launches their
 	// replacements on what the group launches (already the target).
 	Remover Kind = iota
-	// Resizable: a cloud.Group the run points at the target and resizes.
+	// Resizable: a cloud.Scaler the run points at the target and resizes.
 	Resizable
 	// Rebalancing: a Group that moves machines between zones itself
 	// (cloud.Rebalancer).
@@ -400,7 +400,7 @@ func (b *blueGreen) DeleteGroup(ctx context.Context, name string) error {
 // plugin may do with it follows from these alone.
 var (
 	_ cloud.Remover         = remover{}
-	_ cloud.Group           = resizable{}
+	_ cloud.Scaler          = resizable{}
 	_ cloud.Rebalancer      = rebalancing{}
 	_ cloud.DefaultFollower = following{}
 	_ cloud.SelfUpdater     = selfUpdating{}
