@@ -88,7 +88,7 @@ func (r *Request) fromPlan(p *plan.Plan) {
 		r.Order = "" // the surge strategy's own, not an --order value
 	}
 	if c := p.Cloud; c != nil {
-		r.Cloud.Region, r.Cloud.Group, r.Cloud.Image, r.Cloud.Version = c.Region, c.Group, "", ""
+		r.Cloud.Group, r.Cloud.Image, r.Cloud.Version = c.Group, "", ""
 		// The provider's own settings: the plan's, and those given again.
 		opts := maps.Clone(c.Options)
 		if opts == nil && len(r.Cloud.Options) > 0 {

@@ -183,13 +183,20 @@ func GroupName(p Provider) string {
 }
 
 // OpenGroup opens the nodes' group with c and fills in what the provider
-// can do and the settings of its own it was opened with.
+// can do and the settings of its own it was opened with or resolved.
 func OpenGroup(ctx context.Context, c Cloud, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, Provider, error) {
 	cg, p, err := c.Open(ctx, client, nodes, t)
 	if err != nil {
 		return nil, nil, err
 	}
-	cg.Can, cg.Options = Capabilities(p), maps.Clone(t.Options)
+	// The provider's own settings it resolved (aws's region) go into the
+	// plan with those given, so that run --plan-file opens the same group.
+	opts := maps.Clone(t.Options)
+	if len(cg.Options) > 0 && opts == nil {
+		opts = map[string]string{}
+	}
+	maps.Copy(opts, cg.Options)
+	cg.Can, cg.Options = Capabilities(p), opts
 	return cg, p, nil
 }
 

@@ -1,8 +1,10 @@
 package cloud
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -103,9 +105,13 @@ func (f *Flags) GreenGroup(name, usage string) {
 	f.bound.Green[f.cloud] = name
 }
 
-// Bool binds a boolean flag of the cloud to *p.
-func (f *Flags) Bool(p *bool, name, usage string) {
-	f.bind(name, p, func() { f.fs.BoolVar(p, name, false, usage) })
+// BoolOption is an Option that is a switch: given, the target's Options
+// hold "true" under its name.
+func (f *Flags) BoolOption(name, usage string) {
+	f.bind(name, boolOptionKey(name), func() {
+		f.fs.Var(&optionValue{t: f.Target(), name: name, typ: "bool"}, name, usage)
+		f.fs.Lookup(name).NoOptDefVal = "true"
+	})
 }
 
 // Option binds a string flag whose value the target keeps in Options
@@ -117,6 +123,11 @@ func (f *Flags) Option(name, usage string) {
 // optionKey is where an Option writes: the target's Options under its
 // name, the same for every cloud that binds it.
 type optionKey string
+
+// boolOptionKey is where a BoolOption writes: the same Options as an
+// Option, but a cloud binding the name as a string would parse it
+// otherwise.
+type boolOptionKey string
 
 // TargetOption is an Option that names a target by itself (a version the
 // cloud's service updates to), as Image and Version do.
@@ -191,6 +202,7 @@ func ValuesOf(flag string) []string {
 type optionValue struct {
 	t    *plan.CloudTarget
 	name string
+	typ  string // "bool" for a BoolOption; "" a string
 }
 
 func (v *optionValue) String() string {
@@ -201,6 +213,17 @@ func (v *optionValue) String() string {
 }
 
 func (v *optionValue) Set(s string) error {
+	if v.typ == "bool" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return err
+		}
+		if !b {
+			delete(v.t.Options, v.name)
+			return nil
+		}
+		s = "true"
+	}
 	if v.t.Options == nil {
 		v.t.Options = map[string]string{}
 	}
@@ -208,4 +231,4 @@ func (v *optionValue) Set(s string) error {
 	return nil
 }
 
-func (v *optionValue) Type() string { return "string" }
+func (v *optionValue) Type() string { return cmp.Or(v.typ, "string") }

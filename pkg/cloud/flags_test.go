@@ -19,14 +19,15 @@ func twoClouds(t *testing.T) {
 	t.Helper()
 	registered(t,
 		&fakeCloud{name: "alpha", bind: func(f *Flags) {
-			f.String(&f.Target().Region, "region", "alpha's region")
+			f.Option("region", "alpha's region")
+			f.BoolOption("alpha-keep", "alpha's switch")
 			f.String(&f.Target().Group, "alpha-group", "alpha's group")
 			f.Option("alpha-channel", "alpha's release channel")
 			f.TargetOption("alpha-version", "alpha's service's version")
 			f.GreenGroup("alpha-green", "alpha's existing green group")
 		}, values: map[string][]string{"version": {"$Latest", "$Default"}}},
 		&fakeCloud{name: "beta", bind: func(f *Flags) {
-			f.String(&f.Target().Region, "region", "beta's region")
+			f.Option("region", "beta's region")
 			f.String(&f.Target().Group, "beta-pool", "beta's group")
 			f.String(&f.Target().Image, "beta-image", "beta's image")
 		}, values: map[string][]string{"version": {"$Latest", "stable"}, "beta-image": {"cos"}}},
@@ -50,9 +51,11 @@ func TestBindFlags(t *testing.T) {
 	}{
 		{"no cloud flag given", nil, plan.CloudTarget{}, "", false},
 		{"alpha's flags", []string{"--region=r1", "--alpha-group=ng-1", "--alpha-channel=rapid"},
-			plan.CloudTarget{Region: "r1", Group: "ng-1", Options: map[string]string{"alpha-channel": "rapid"}}, "", false},
+			plan.CloudTarget{Group: "ng-1", Options: map[string]string{"region": "r1", "alpha-channel": "rapid"}}, "", false},
+		{"a switch given", []string{"--alpha-keep"}, plan.CloudTarget{Options: map[string]string{"alpha-keep": "true"}}, "", false},
+		{"a switch turned off", []string{"--alpha-keep", "--alpha-keep=false"}, plan.CloudTarget{}, "", false},
 		{"beta's flags", []string{"--region", "r2", "--beta-pool", "pool-1", "--beta-image", "img-2"},
-			plan.CloudTarget{Region: "r2", Group: "pool-1", Image: "img-2"}, "", true},
+			plan.CloudTarget{Group: "pool-1", Image: "img-2", Options: map[string]string{"region": "r2"}}, "", true},
 		{"a setting given twice keeps the last", []string{"--alpha-channel=rapid", "--alpha-channel=stable"},
 			plan.CloudTarget{Options: map[string]string{"alpha-channel": "stable"}}, "", false},
 		{"a target through a setting, and a green group", []string{"--alpha-version=2", "--alpha-green=ng-2"},
@@ -67,7 +70,7 @@ func TestBindFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			target := req.Cloud
-			if target.Region != tc.want.Region || target.Group != tc.want.Group || target.Image != tc.want.Image || !maps.Equal(target.Options, tc.want.Options) {
+			if target.Group != tc.want.Group || target.Image != tc.want.Image || !maps.Equal(target.Options, tc.want.Options) {
 				t.Errorf("target %+v, want %+v", target, tc.want)
 			}
 			if req.BlueGreen.GreenGroup != tc.green || bound.TargetGiven(target) != tc.target {
@@ -82,7 +85,7 @@ func TestBindFlags(t *testing.T) {
 // each names.
 func checkBound(t *testing.T, b *Bound) {
 	t.Helper()
-	wantOwners := map[string][]string{"region": {"alpha", "beta"}, "alpha-group": {"alpha"}, "alpha-channel": {"alpha"}, "alpha-version": {"alpha"},
+	wantOwners := map[string][]string{"region": {"alpha", "beta"}, "alpha-group": {"alpha"}, "alpha-channel": {"alpha"}, "alpha-keep": {"alpha"}, "alpha-version": {"alpha"},
 		"alpha-green": {"alpha"}, "beta-pool": {"beta"}, "beta-image": {"beta"}}
 	if !maps.EqualFunc(b.Owners, wantOwners, slices.Equal) {
 		t.Errorf("owners %v, want %v", b.Owners, wantOwners)
@@ -172,19 +175,21 @@ func TestBindFlagsRefusesAClash(t *testing.T) {
 		plugin    string // a flag the plugin defines before the clouds
 		wantPanic string
 	}{
-		{name: "same flag, same field", beta: func(f *Flags) { f.String(&f.Target().Region, "region", "") }},
+		{name: "same flag, same field", beta: func(f *Flags) { f.String(&f.Target().Group, "group", "") }},
 		{name: "same option", beta: func(f *Flags) { f.Option("channel", "") }},
-		{name: "same flag, another field", beta: func(f *Flags) { f.String(&f.Target().Group, "region", "") },
-			wantPanic: `cloud "beta" binds --region to another field than alpha did`},
-		{name: "an option where a field is bound", beta: func(f *Flags) { f.Option("region", "") },
-			wantPanic: `cloud "beta" binds --region to another field than alpha did`},
+		{name: "same flag, another field", beta: func(f *Flags) { f.String(&f.Target().Image, "group", "") },
+			wantPanic: `cloud "beta" binds --group to another field than alpha did`},
+		{name: "an option where a field is bound", beta: func(f *Flags) { f.Option("group", "") },
+			wantPanic: `cloud "beta" binds --group to another field than alpha did`},
+		{name: "a switch where a string option is bound", beta: func(f *Flags) { f.BoolOption("channel", "") },
+			wantPanic: `cloud "beta" binds --channel to another field than alpha did`},
 		{name: "a flag of the plugin's", beta: func(f *Flags) { f.String(&f.Target().Image, "output", "") }, plugin: "output",
 			wantPanic: `cloud "beta" binds --output, which the plugin already has`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			registered(t,
 				&fakeCloud{name: "alpha", bind: func(f *Flags) {
-					f.String(&f.Target().Region, "region", "")
+					f.String(&f.Target().Group, "group", "")
 					f.Option("channel", "")
 				}},
 				&fakeCloud{name: "beta", bind: tc.beta},

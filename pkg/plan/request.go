@@ -1,6 +1,10 @@
 package plan
 
-import "time"
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
 
 // Request is what the user asked for, typed: the planning flags and the
 // run's. A run records it, so resume and rollback repeat the run from it
@@ -53,9 +57,6 @@ const DefaultDeregistrationTimeout = 6 * time.Minute
 
 // CloudTarget is what the cloud flags ask for, in every cloud's terms.
 type CloudTarget struct {
-	// Region and Profile select the account's endpoint and credentials.
-	Region  string `json:"region,omitempty"`
-	Profile string `json:"profile,omitempty"`
 	// Group names the node group's cloud group (--asg); empty finds it
 	// from the nodes.
 	Group string `json:"group,omitempty"`
@@ -66,12 +67,9 @@ type CloudTarget struct {
 	Image   string `json:"image,omitempty"`
 	Version string `json:"version,omitempty"`
 	// Options are settings only one provider has, by the name of its flag
-	// (see cloud.Flags.Option).
+	// (see cloud.Flags.Option): aws's region, profile and
+	// keep-default-version among them.
 	Options map[string]string `json:"options,omitempty"`
-	// KeepDefault leaves the template's default version as it is
-	// (--keep-default-version): a group that launches the default and
-	// would need the target made the default is refused instead.
-	KeepDefault bool `json:"keepDefault,omitempty"`
 	// Strategy is the run's --strategy: a group whose service runs one
 	// strategy itself and whose others the run carries out (an EKS
 	// managed node group: its own update for eks, green groups for
@@ -94,4 +92,31 @@ func (t CloudTarget) Given() bool {
 // target.
 func (p *Plan) NothingToDo() bool {
 	return len(p.Batches) == 0 && !(p.Cloud != nil && (p.Cloud.Resumed || p.Cloud.BlueDeleted != "")) && !p.Traits().LeavesRunning
+}
+
+// UnmarshalJSON reads a target as recorded by versions before aws's
+// region, profile and keep-default-version moved into Options, so that a
+// run recorded by one of them resumes.
+func (t *CloudTarget) UnmarshalJSON(b []byte) error {
+	type target CloudTarget // without this method
+	var legacy struct {
+		target
+		Region      string `json:"region"`
+		Profile     string `json:"profile"`
+		KeepDefault bool   `json:"keepDefault"`
+	}
+	if err := json.Unmarshal(b, &legacy); err != nil {
+		return err
+	}
+	*t = CloudTarget(legacy.target)
+	for name, v := range map[string]string{"region": legacy.Region, "profile": legacy.Profile, "keep-default-version": strconv.FormatBool(legacy.KeepDefault)} {
+		if v == "" || v == "false" || t.Options[name] != "" {
+			continue
+		}
+		if t.Options == nil {
+			t.Options = map[string]string{}
+		}
+		t.Options[name] = v
+	}
+	return nil
 }

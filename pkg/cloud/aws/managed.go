@@ -10,6 +10,7 @@ import (
 
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -290,7 +291,7 @@ func orNone(s string) string { return cmp.Or(s, "<none>") }
 
 // openManaged opens an EKS managed node group: the target as EKS takes
 // it, checked as EKS would check it.
-func openManaged(ctx context.Context, p *Client, g *AutoScalingGroup, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
+func openManaged(ctx context.Context, p *Client, _ kubernetes.Interface, g *AutoScalingGroup, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
 	cluster, name, ok := ManagedGroupOf(g)
 	if !ok {
 		msg := fmt.Sprintf("auto scaling group %q belongs to EKS managed node group %q but carries no %s tag, so its cluster is unknown; EKS upgrades the group itself: tag the group or use \"aws eks update-nodegroup-version\"", g.Name, name, TagClusterName)

@@ -38,13 +38,13 @@ func (awsCloud) Help() string {
 // BindFlags binds the flags of the aws provider to the neutral target.
 func (awsCloud) BindFlags(f *cloud.Flags) {
 	t := f.Target()
-	f.String(&t.Region, "region", "AWS region (default: the SDK's configuration, AWS_REGION or the profile's, else the region of the nodes' zones)")
-	f.String(&t.Profile, "profile", "AWS shared configuration profile (default: AWS_PROFILE or the default profile)")
+	f.Option(optRegion, "AWS region (default: the SDK's configuration, AWS_REGION or the profile's, else the region of the nodes' zones)")
+	f.Option(optProfile, "AWS shared configuration profile (default: AWS_PROFILE or the default profile)")
 	f.String(&t.Group, "asg", "Auto Scaling group of the node group (default: found from the nodes' instance IDs)")
 	f.String(&t.Image, "ami", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
 	f.String(&t.Version, "launch-template-version", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
 	f.GreenGroup("green-asg", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
-	f.Bool(&t.KeepDefault, "keep-default-version", "Never change the launch template's default version ($Default): a group that launches $Default is refused unless the target is its default already (infrastructure as code makes and sets the versions)")
+	f.BoolOption(optKeepDefault, "Never change the launch template's default version ($Default): a group that launches $Default is refused unless the target is its default already (infrastructure as code makes and sets the versions)")
 	f.TargetOption(optKubernetesVersion, "EKS managed node groups: upgrade to this Kubernetes version (at most the control plane's; default: the group's)")
 	f.TargetOption(optReleaseVersion, "EKS managed node groups: upgrade to this EKS AMI release version (default: the latest for the Kubernetes version)")
 	f.Option(optUpdateStrategy, "EKS managed node groups: the update strategy for the run, DEFAULT (scale up first) or MINIMAL (no extra nodes); put back afterwards")
@@ -84,11 +84,11 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 			}
 		}
 	}
-	provider, err := New(ctx, Options{Region: t.Region, Profile: t.Profile, ASGName: t.Group, FallbackRegion: fallbackRegion, Exclude: t.Exclude})
+	provider, err := New(ctx, Options{Region: t.Options[optRegion], Profile: t.Options[optProfile], ASGName: t.Group, FallbackRegion: fallbackRegion, Exclude: t.Exclude})
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := refuseOtherRegion(provider.Region(), t.Region != "", nodes); err != nil {
+	if err := refuseOtherRegion(provider.Region(), t.Options[optRegion] != "", nodes); err != nil {
 		return nil, nil, err
 	}
 	g, err := provider.FindGroup(ctx, ids)
@@ -98,11 +98,30 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err != nil {
 		return nil, nil, err
 	}
+	open := openSelfManaged
 	if g.Tags[TagNodegroupName].Value != "" {
-		return openManaged(ctx, provider, g, nodes, t)
+		open = openManaged
 	}
-	return openSelfManaged(ctx, provider, client, g, nodes, t)
+	cg, p, err := open(ctx, provider, client, g, nodes, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The region found (the SDK's, or the nodes') goes into the plan, so
+	// that run --plan-file elsewhere opens the same group.
+	cg.Options = map[string]string{optRegion: provider.Region()}
+	return cg, p, nil
 }
+
+// Settings of the aws provider kept in the target's Options, beside
+// the managed node groups' (managed.go).
+const (
+	optRegion      = "region"
+	optProfile     = "profile"
+	optKeepDefault = "keep-default-version"
+)
+
+// managedOnly are the options that serve EKS managed node groups alone.
+var managedOnly = []string{optKubernetesVersion, optReleaseVersion, optUpdateStrategy}
 
 // managedNamed finds the Auto Scaling group of the nodes' instances when
 // it backs the managed node group name: a managed node group goes by its
@@ -120,14 +139,14 @@ func (p *Client) managedNamed(ctx context.Context, ids []string, name string, no
 // target launch template version, the group's load balancers and
 // lifecycle hooks.
 func openSelfManaged(ctx context.Context, provider *Client, client kubernetes.Interface, g *AutoScalingGroup, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
-	if len(t.Options) > 0 {
+	if slices.ContainsFunc(managedOnly, func(o string) bool { return t.Options[o] != "" }) {
 		return nil, nil, inputErrorf("auto scaling group %q is no EKS managed node group: --kubernetes-version, --release-version and --update-strategy serve managed node groups only; use --ami or --launch-template-version", g.Name)
 	}
 	target, err := provider.ResolveTarget(ctx, g, t.Image, t.Version)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := refuseMovingDefault(g, target, t.KeepDefault); err != nil {
+	if err := refuseMovingDefault(g, target, t.Options[optKeepDefault] == "true"); err != nil {
 		return nil, nil, err
 	}
 	lbs, err := provider.LoadBalancers(ctx, g)

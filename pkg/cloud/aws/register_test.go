@@ -153,7 +153,7 @@ func TestAWSCloudOpen(t *testing.T) {
 		{"the group's version", plan.CloudTarget{}, ""},
 		{"a new AMI", plan.CloudTarget{Image: "ami-next"}, ""},
 		{"an EKS option", plan.CloudTarget{Options: map[string]string{optKubernetesVersion: "1.31"}}, `auto scaling group "ng1" is no EKS managed node group`},
-		{"another region", plan.CloudTarget{Region: "eu-west-1"}, `region "eu-west-1" from --region does not hold node "n1"`},
+		{"another region", plan.CloudTarget{Options: map[string]string{optRegion: "eu-west-1"}}, `region "eu-west-1" from --region does not hold node "n1"`},
 		{"a group that is not there", plan.CloudTarget{Group: "nope"}, `"nope"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
