@@ -170,7 +170,7 @@ func registerCommandCompletions(c *cobra.Command, src completionSource, reg func
 		checkHelp[n] = string(sev)
 	}
 	reg(c, "ignore-check", fixedValues(check.Names(), checkHelp))
-	reg(c, "nodegroup-label", fixedValues(plan.NodeGroupLabels, nil))
+	reg(c, "nodegroup-label", fixedValues(cloud.NodeGroupLabels(), nil))
 	reg(c, "state-namespace", namespaceNames(src))
 	reg(c, "output", outputFormats(c.Name()))
 }
@@ -295,9 +295,9 @@ type nodeGroup struct {
 }
 
 // nodeGroupsOf groups nodes by the value of key, or, without one, of the
-// first of plan.NodeGroupLabels each node carries; by name.
+// first of cloud.NodeGroupLabels() each node carries; by name.
 func nodeGroupsOf(nodes []metav1.PartialObjectMetadata, key string) []nodeGroup {
-	keys := plan.NodeGroupLabels
+	keys := cloud.NodeGroupLabels()
 	if key != "" {
 		keys = []string{key}
 	}

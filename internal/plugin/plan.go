@@ -82,7 +82,7 @@ var runOnlyFlags = []string{"yes", "dry-run", "no-wait", "drain-timeout", "node-
 func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	r := &o.Request.Request
-	f.StringVar(&r.NodeGroupLabel, "nodegroup-label", "", "Label key whose value is the node group name (default: detected among "+fmt.Sprint(plan.NodeGroupLabels)+")")
+	f.StringVar(&r.NodeGroupLabel, "nodegroup-label", "", "Label key whose value is the node group name (default: detected among "+fmt.Sprint(cloud.NodeGroupLabels())+")")
 	f.StringVarP(&r.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP")
 	f.StringArrayVar(&r.TargetLabels, "target-label", nil, "A label key=value that up-to-date nodes carry (repeatable); nodes lacking any are outdated")
 	f.StringVar(&r.Strategy, "strategy", plan.DefaultStrategy, plan.StrategyHelp())

@@ -152,7 +152,7 @@ func (s *Session) inputOf(r *Request, snap snapshot.Cluster, group string) (plan
 		DeregistrationTimeout: r.DeregistrationTimeout,
 	}
 	if r.Selector == "" {
-		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, group, r.NodeGroupLabel)
+		key, err := plan.ResolveNodeGroupLabel(snap.Nodes, group, r.NodeGroupLabel, cloud.NodeGroupLabels())
 		if err != nil {
 			return in, err
 		}

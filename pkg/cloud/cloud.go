@@ -213,22 +213,48 @@ var ErrGroupNotFound = errors.New("group not found")
 // clouds are the providers that own machines, by name; "none" is not one.
 var clouds = map[string]Cloud{}
 
+// nodeGroupLabels are the registered clouds' node group labels
+// (NodeGroupLabeler), in the order registered.
+var nodeGroupLabels []string
+
+// anyCloudsNodeGroupLabels name groups whichever cloud runs them: kOps'
+// instance groups, and Karpenter's NodePools, whose nodes provider none
+// serves.
+var anyCloudsNodeGroupLabels = []string{"karpenter.sh/nodepool", "kops.k8s.io/instancegroup"}
+
 // Register makes a cloud available to --provider; a provider package calls
-// it from init. A NodeGroupLabeler's label joins the keys NODEGROUP is
+// it from init. A NodeGroupLabeler's labels join the keys NODEGROUP is
 // looked up by.
 func Register(c Cloud) {
 	clouds[c.Name()] = c
-	if l, ok := c.(NodeGroupLabeler); ok && !slices.Contains(plan.NodeGroupLabels, l.NodeGroupLabel()) {
-		plan.NodeGroupLabels = append(plan.NodeGroupLabels, l.NodeGroupLabel())
+	if l, ok := c.(NodeGroupLabeler); ok {
+		for _, k := range l.NodeGroupLabels() {
+			if !slices.Contains(nodeGroupLabels, k) {
+				nodeGroupLabels = append(nodeGroupLabels, k)
+			}
+		}
 	}
 }
 
-// NodeGroupLabeler is a cloud whose nodes carry a label naming their node
-// group: with it, a NODEGROUP is found by that label without
-// --nodegroup-label, and the label completes, with no edit of the
-// planner's list (plan.NodeGroupLabels, which it joins last).
+// NodeGroupLabels are the label keys a NODEGROUP is looked up by when
+// --nodegroup-label is not given: the registered clouds' first, as
+// registered (a node carrying two names its group by the first: EKS's
+// before eksctl's), then kOps' and Karpenter's.
+func NodeGroupLabels() []string {
+	keys := slices.Clone(nodeGroupLabels)
+	for _, k := range anyCloudsNodeGroupLabels {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// NodeGroupLabeler is a cloud whose nodes carry labels naming their node
+// group (EKS's, eksctl's): with it, a NODEGROUP is found by them without
+// --nodegroup-label, and they complete, with no edit of another package.
 type NodeGroupLabeler interface {
-	NodeGroupLabel() string
+	NodeGroupLabels() []string
 }
 
 // Lookup returns the cloud --provider names.

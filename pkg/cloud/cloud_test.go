@@ -179,21 +179,25 @@ func TestRegister(t *testing.T) {
 	}
 }
 
-// TestRegisterNodeGroupLabel: a cloud's own node group label is looked up
-// after the planner's, once however often it is registered.
-func TestRegisterNodeGroupLabel(t *testing.T) {
-	saved := slices.Clone(plan.NodeGroupLabels)
-	t.Cleanup(func() { plan.NodeGroupLabels = saved })
+// TestRegisterNodeGroupLabels: a cloud's own node group labels are looked
+// up after those registered before, in its order, before kOps' and
+// Karpenter's, once however often they are registered.
+func TestRegisterNodeGroupLabels(t *testing.T) {
+	saved := slices.Clone(nodeGroupLabels)
+	t.Cleanup(func() { nodeGroupLabels = saved })
 	registered(t, labelledCloud{plainCloud{name: "alpha"}}, labelledCloud{plainCloud{name: "alpha-again"}}, plainCloud{name: "beta"})
-	if got, want := plan.NodeGroupLabels, append(slices.Clone(saved), "alpha.example/pool"); !slices.Equal(got, want) {
-		t.Errorf("NodeGroupLabels = %q, want %q", got, want)
+	want := append(slices.Clone(saved), "zeta.example/group", "alpha.example/pool", "karpenter.sh/nodepool", "kops.k8s.io/instancegroup")
+	if got := NodeGroupLabels(); !slices.Equal(got, want) {
+		t.Errorf("NodeGroupLabels() = %q, want %q", got, want)
 	}
 }
 
-// labelledCloud is a cloud whose nodes carry its own node group label.
+// labelledCloud is a cloud whose nodes carry its own node group labels.
 type labelledCloud struct{ plainCloud }
 
-func (labelledCloud) NodeGroupLabel() string { return "alpha.example/pool" }
+func (labelledCloud) NodeGroupLabels() []string {
+	return []string{"zeta.example/group", "alpha.example/pool"}
+}
 
 // TestDetect: the provider is the cloud that owns every node; nodes of
 // two clouds, or of none we know, or no nodes, get provider none.

@@ -31,10 +31,11 @@ func inputErrorf(format string, args ...any) error {
 	return &InputError{Msg: fmt.Sprintf(format, args...)}
 }
 
-// ResolveNodeGroupLabel finds which well-known label key carries the node
-// group name. An explicit key is only checked.
-func ResolveNodeGroupLabel(nodes []corev1.Node, name, explicitKey string) (string, error) {
-	keys := NodeGroupLabels
+// ResolveNodeGroupLabel finds which of the known label keys (the clouds'
+// registered ones: cloud.NodeGroupLabels) carries the node group name. An
+// explicit key is only checked.
+func ResolveNodeGroupLabel(nodes []corev1.Node, name, explicitKey string, known []string) (string, error) {
+	keys := known
 	if explicitKey != "" {
 		keys = []string{explicitKey}
 	}
@@ -51,7 +52,7 @@ func ResolveNodeGroupLabel(nodes []corev1.Node, name, explicitKey string) (strin
 		if explicitKey != "" {
 			return "", inputErrorf("node group %q not found: no node has label %s=%s%s; check --nodegroup-label", name, explicitKey, name, existingGroups(nodes, keys, name))
 		}
-		return "", inputErrorf("node group %q not found: no node has it as the value of %s%s; use --nodegroup-label or -l/--selector", name, strings.Join(NodeGroupLabels, ", "), existingGroups(nodes, keys, name))
+		return "", inputErrorf("node group %q not found: no node has it as the value of %s%s; use --nodegroup-label or -l/--selector", name, strings.Join(known, ", "), existingGroups(nodes, keys, name))
 	case 1:
 		for k := range found {
 			return k, nil

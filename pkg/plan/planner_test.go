@@ -306,8 +306,8 @@ func TestInputErrors(t *testing.T) {
 		{"target-label empty key", func() error { _, err := ParseTargetLabels([]string{"=v"}); return err }, `invalid --target-label "=v"`},
 		{"taint without effect", func() error { _, err := ParseTaint("a=b"); return err }, `invalid --taint "a=b"`},
 		{"taint bad effect", func() error { _, err := ParseTaint("a=b:Sometimes"); return err }, `invalid --taint "a=b:Sometimes"`},
-		{"unknown node group", func() error { _, err := ResolveNodeGroupLabel(groupSnapshot().Nodes, "nope", ""); return err }, `node group "nope" not found`},
-		{"unknown node group with key", func() error { _, err := ResolveNodeGroupLabel(groupSnapshot().Nodes, "ng", "pool"); return err }, `node group "ng" not found: no node has label pool=ng; check --nodegroup-label`},
+		{"unknown node group", func() error { _, err := ResolveNodeGroupLabel(groupSnapshot().Nodes, "nope", "", knownLabels); return err }, `node group "nope" not found`},
+		{"unknown node group with key", func() error { _, err := ResolveNodeGroupLabel(groupSnapshot().Nodes, "ng", "pool", knownLabels); return err }, `node group "ng" not found: no node has label pool=ng; check --nodegroup-label`},
 		{"selector matching nothing", func() error { in := baseInput(); in.Selector = "x=y"; _, err := Build(groupSnapshot(), in); return err }, `no node matches --selector "x=y"`},
 	}
 	for _, tc := range tests {
@@ -332,14 +332,14 @@ func TestResolveNodeGroupLabel(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"cloud.google.com/gke-nodepool": "pool-1"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"karpenter.sh/nodepool": "np", "kops.k8s.io/instancegroup": "np"}}},
 	}
-	key, err := ResolveNodeGroupLabel(nodes, "pool-1", "")
+	key, err := ResolveNodeGroupLabel(nodes, "pool-1", "", knownLabels)
 	if err != nil || key != "cloud.google.com/gke-nodepool" {
 		t.Fatalf("got %q %v", key, err)
 	}
-	if _, err := ResolveNodeGroupLabel(nodes, "np", ""); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+	if _, err := ResolveNodeGroupLabel(nodes, "np", "", knownLabels); err == nil || !strings.Contains(err.Error(), "ambiguous") {
 		t.Fatalf("want ambiguity error, got %v", err)
 	}
-	if key, err := ResolveNodeGroupLabel(nodes, "np", "kops.k8s.io/instancegroup"); err != nil || key != "kops.k8s.io/instancegroup" {
+	if key, err := ResolveNodeGroupLabel(nodes, "np", "kops.k8s.io/instancegroup", knownLabels); err != nil || key != "kops.k8s.io/instancegroup" {
 		t.Fatalf("explicit key: got %q %v", key, err)
 	}
 }
@@ -464,3 +464,6 @@ func TestReplacementInput(t *testing.T) {
 		})
 	}
 }
+
+// knownLabels are the node-group labels the registered clouds name.
+var knownLabels = []string{"alpha.eksctl.io/nodegroup-name", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool", "kops.k8s.io/instancegroup"}

@@ -27,16 +27,6 @@ const (
 	StateDone = "done"
 )
 
-// NodeGroupLabels are the label keys whose value names a node group, in the
-// order they are tried when --nodegroup-label is not given.
-var NodeGroupLabels = []string{
-	"eks.amazonaws.com/nodegroup",
-	"alpha.eksctl.io/nodegroup-name",
-	"cloud.google.com/gke-nodepool",
-	"karpenter.sh/nodepool",
-	"kops.k8s.io/instancegroup",
-}
-
 // ZoneLabel is the well-known topology label of a node's zone.
 const ZoneLabel = "topology.kubernetes.io/zone"
 

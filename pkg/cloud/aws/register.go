@@ -24,6 +24,12 @@ type awsCloud struct{}
 
 func (awsCloud) Name() string { return Name }
 
+// NodeGroupLabels implements cloud.NodeGroupLabeler: EKS's managed node
+// groups' label and eksctl's.
+func (awsCloud) NodeGroupLabels() []string {
+	return []string{NodegroupLabel, "alpha.eksctl.io/nodegroup-name"}
+}
+
 // Owns reports whether a provider ID names an EC2 instance.
 func (awsCloud) Owns(providerID string) bool {
 	_, _, ok := InstanceIDFromProviderID(providerID)

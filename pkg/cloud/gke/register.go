@@ -37,6 +37,9 @@ type gkeCloud struct{}
 
 func (gkeCloud) Name() string { return Name }
 
+// NodeGroupLabels implements cloud.NodeGroupLabeler.
+func (gkeCloud) NodeGroupLabels() []string { return []string{NodePoolLabel} }
+
 // Owns reports whether a provider ID names a Compute Engine instance; a
 // GKE node is one, so Claims says which are GKE's.
 func (gkeCloud) Owns(providerID string) bool {

@@ -64,9 +64,9 @@ const providerPrefix = Name + ":///"
 // Owns implements cloud.Cloud.
 func (Cloud) Owns(providerID string) bool { return strings.HasPrefix(providerID, providerPrefix) }
 
-// NodeGroupLabel implements cloud.NodeGroupLabeler: NODEGROUP is found by
+// NodeGroupLabels implements cloud.NodeGroupLabeler: NODEGROUP is found by
 // the cloud's own label.
-func (Cloud) NodeGroupLabel() string { return NodeGroupLabel }
+func (Cloud) NodeGroupLabels() []string { return []string{NodeGroupLabel} }
 
 // Help implements cloud.Helper.
 func (Cloud) Help() string { return "terminate the fake machine; its group launches the target" }
