@@ -306,8 +306,14 @@ func TestInputErrors(t *testing.T) {
 		{"target-label empty key", func() error { _, err := ParseTargetLabels([]string{"=v"}); return err }, `invalid --target-label "=v"`},
 		{"taint without effect", func() error { _, err := ParseTaint("a=b"); return err }, `invalid --taint "a=b"`},
 		{"taint bad effect", func() error { _, err := ParseTaint("a=b:Sometimes"); return err }, `invalid --taint "a=b:Sometimes"`},
-		{"unknown node group", func() error { _, err := ResolveNodeGroupLabel(groupSnapshot().Nodes, "nope", "", knownLabels); return err }, `node group "nope" not found`},
-		{"unknown node group with key", func() error { _, err := ResolveNodeGroupLabel(groupSnapshot().Nodes, "ng", "pool", knownLabels); return err }, `node group "ng" not found: no node has label pool=ng; check --nodegroup-label`},
+		{"unknown node group", func() error {
+			_, err := ResolveNodeGroupLabel(groupSnapshot().Nodes, "nope", "", knownLabels)
+			return err
+		}, `node group "nope" not found`},
+		{"unknown node group with key", func() error {
+			_, err := ResolveNodeGroupLabel(groupSnapshot().Nodes, "ng", "pool", knownLabels)
+			return err
+		}, `node group "ng" not found: no node has label pool=ng; check --nodegroup-label`},
 		{"selector matching nothing", func() error { in := baseInput(); in.Selector = "x=y"; _, err := Build(groupSnapshot(), in); return err }, `no node matches --selector "x=y"`},
 	}
 	for _, tc := range tests {
