@@ -155,7 +155,7 @@ func (h *hookRunner) hookEnv(ctx context.Context, hook, node string) []string {
 	for i, b := range h.cfg.Plan.Batches {
 		for _, n := range b.Nodes {
 			if n.Name == node {
-				zone, providerID, instanceID, batch = n.Zone, n.ProviderID, n.InstanceID, strconv.Itoa(i+1)
+				zone, providerID, instanceID, batch = n.Zone, n.ProviderID, n.MachineID, strconv.Itoa(i+1)
 			}
 		}
 	}

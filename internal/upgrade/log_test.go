@@ -8,7 +8,7 @@ import (
 
 func TestRemovedNodeIsNamedWithItsMachine(t *testing.T) {
 	e := &Engine{cfg: Config{Plan: &plan.Plan{Batches: []plan.Batch{{Nodes: []plan.PlannedNode{
-		{Name: "a", InstanceID: "i-0abc"},
+		{Name: "a", MachineID: "i-0abc"},
 		{Name: "b"},
 	}}}}}}
 	tests := []struct{ node, want string }{

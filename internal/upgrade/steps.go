@@ -322,8 +322,8 @@ func (e *Engine) removeNode(ctx context.Context, name string) (string, error) {
 // plan knows it, so "terminate the instance" says which.
 func (e *Engine) nodeWithMachine(i int, name string) string {
 	for _, n := range e.cfg.Plan.Batches[i].Nodes {
-		if n.Name == name && n.InstanceID != "" {
-			return fmt.Sprintf("node %q (instance %s)", name, n.InstanceID)
+		if n.Name == name && n.MachineID != "" {
+			return fmt.Sprintf("node %q (instance %s)", name, n.MachineID)
 		}
 	}
 	return fmt.Sprintf("node %q", name)

@@ -110,8 +110,8 @@ func TestBuildWithCloudGroup(t *testing.T) {
 			}
 			for _, b := range p.Batches {
 				for _, n := range b.Nodes {
-					if n.InstanceID != "i-"+n.Name {
-						t.Errorf("node %q: instance %q", n.Name, n.InstanceID)
+					if n.MachineID != "i-"+n.Name {
+						t.Errorf("node %q: instance %q", n.Name, n.MachineID)
 					}
 				}
 			}

@@ -256,7 +256,7 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 		p.Cloud = cloudPlan(in.Cloud)
 		ids := map[string]bool{}
 		for _, n := range outdated {
-			ids[n.InstanceID] = true
+			ids[n.MachineID] = true
 		}
 		p.Notes = append(p.Notes, in.Cloud.LifecycleNotes(in.TerminateTimeout, ids)...)
 	}
@@ -514,7 +514,7 @@ func plannedNode(node *corev1.Node, in Input, diffs []LabelDiff, machine Machine
 		Tainted:    hasTaint(node, in.Taint),
 		Cordoned:   node.Spec.Unschedulable,
 		Outdated:   diffs,
-		InstanceID: machine.ID,
+		MachineID:  machine.ID,
 	}
 	slices.SortFunc(pods, comparePodKeys)
 	pn.Pods = make([]string, 0, len(pods))

@@ -159,7 +159,7 @@ func writeLeftRunning(w io.Writer, p *Plan, now time.Time) error {
 	fmt.Fprintf(w, "Short-lived: %d outdated nodes are left running, not drained:\n", len(p.ShortLived))
 	t := output.NewTable(w, "Node", "Instance", "Zone", "Age")
 	for _, n := range p.ShortLived {
-		if err := t.Append(n.Name, output.OrNone(n.InstanceID), output.OrNone(n.Zone), age(n, now)); err != nil {
+		if err := t.Append(n.Name, output.OrNone(n.MachineID), output.OrNone(n.Zone), age(n, now)); err != nil {
 			return err
 		}
 	}
@@ -213,7 +213,7 @@ func writeBatches(w io.Writer, p *Plan, now time.Time, color output.Colorizer, w
 			}
 			row := []any{fmt.Sprint(b.Number), n.Name, output.OrNone(n.Zone), age(n, now), strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))}
 			if p.Cloud != nil {
-				row = slices.Insert(row, 2, any(output.OrNone(n.InstanceID)))
+				row = slices.Insert(row, 2, any(output.OrNone(n.MachineID)))
 			}
 			if wide {
 				row = append(row, fmt.Sprint(n.Tainted), fmt.Sprint(n.Cordoned), output.OrNone(n.ProviderID))

@@ -137,15 +137,17 @@ type Batch struct {
 
 // PlannedNode is one outdated node and what draining it means.
 type PlannedNode struct {
-	Name       string      `json:"name"`
-	Zone       string      `json:"zone,omitempty"`
-	ProviderID string      `json:"providerID,omitempty"`
-	InstanceID string      `json:"instanceID,omitempty"`
-	Created    time.Time   `json:"created"`
-	Tainted    bool        `json:"tainted,omitempty"`
-	Cordoned   bool        `json:"cordoned,omitempty"`
-	Outdated   []LabelDiff `json:"outdated"`
-	Pods       []string    `json:"pods"`
+	Name       string `json:"name"`
+	Zone       string `json:"zone,omitempty"`
+	ProviderID string `json:"providerID,omitempty"`
+	// MachineID is the cloud's ID of the node's machine (an EC2 or
+	// Compute Engine instance); "instanceID" in JSON, as scripts read it.
+	MachineID string      `json:"instanceID,omitempty"`
+	Created   time.Time   `json:"created"`
+	Tainted   bool        `json:"tainted,omitempty"`
+	Cordoned  bool        `json:"cordoned,omitempty"`
+	Outdated  []LabelDiff `json:"outdated"`
+	Pods      []string    `json:"pods"`
 	// Blockers and Warnings name the checks that found something on the node.
 	Blockers []string `json:"blockers,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`

@@ -229,7 +229,7 @@ func TestAWSUpgradeToNewAMI(t *testing.T) {
 	}
 	for _, b := range p.Batches {
 		for _, n := range b.Nodes {
-			if !strings.HasPrefix(n.InstanceID, "i-") {
+			if !strings.HasPrefix(n.MachineID, "i-") {
 				t.Errorf("node %q: no instance ID in the plan", n.Name)
 			}
 		}
