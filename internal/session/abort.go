@@ -115,7 +115,7 @@ func (s *Session) unrecordedAbortConfig(ctx context.Context, t AbortTarget) (upg
 	if err != nil {
 		return upgrade.Config{}, err
 	}
-	p := &plan.Plan{NodeGroup: in.NodeGroup, NodeGroupLabel: in.NodeGroupLabel, Selector: in.Selector, Strategy: plan.DefaultStrategy, Taint: plan.TaintString(in.Taint)}
+	p := &plan.Plan{NodeGroup: in.NodeGroup, NodeGroupLabel: in.NodeGroupLabel, Selector: in.Selector, Strategy: string(plan.DefaultStrategy), Taint: plan.TaintString(in.Taint)}
 	if t.Unfinished != nil && t.Unfinished.Strategy != "" {
 		p.Strategy = t.Unfinished.Strategy
 	}

@@ -141,7 +141,7 @@ func (s *Session) inputOf(r *Request, snap snapshot.Cluster, group string) (plan
 		Namespace:      r.Namespace,
 		Force:          r.Force,
 		DeleteEmptyDir: r.DeleteEmptyDirData,
-		Strategy:       r.Request.Strategy,
+		Strategy:       plan.StrategyName(r.Request.Strategy),
 		MaxSurge:       r.MaxSurge,
 		BlueGreen:      r.BlueGreen,
 		PostDrainWait:  r.PostDrainWait,

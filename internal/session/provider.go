@@ -152,7 +152,7 @@ func (r *Request) refuseDefaultStrategy(in plan.Input) error {
 	}
 	var runs []string
 	for _, name := range plan.StrategyNames() {
-		if cg.Managed.Runs(name) {
+		if cg.Managed.Runs(plan.StrategyName(name)) {
 			runs = append(runs, name)
 		}
 	}

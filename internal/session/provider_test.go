@@ -64,9 +64,9 @@ func TestFlagsOfAnotherCloudRefused(t *testing.T) {
 }
 
 // runsOwn is a group's service that runs the strategies named.
-type runsOwn []string
+type runsOwn []plan.StrategyName
 
-func (s runsOwn) Runs(strategy string) bool { return slices.Contains(s, strategy) }
+func (s runsOwn) Runs(strategy plan.StrategyName) bool { return slices.Contains(s, strategy) }
 func (runsOwn) Plan(plan.Input, int, int) (*plan.ManagedPlan, error) {
 	return nil, errors.New("not planned here")
 }
@@ -85,11 +85,11 @@ func TestDefaultStrategyTheServiceDoesNotRun(t *testing.T) {
 		cloud    *plan.CloudGroup
 		want     string
 	}{
-		{"gke, no --strategy", plan.DefaultStrategy, false, gke, `no --strategy given, and the default, eks, is not one the GKE node pool "pool-1" takes: use --strategy surge or blue-green`},
-		{"gke, --strategy eks given", plan.DefaultStrategy, true, gke, ""},
+		{"gke, no --strategy", string(plan.DefaultStrategy), false, gke, `no --strategy given, and the default, eks, is not one the GKE node pool "pool-1" takes: use --strategy surge or blue-green`},
+		{"gke, --strategy eks given", string(plan.DefaultStrategy), true, gke, ""},
 		{"gke, --strategy surge", "surge", true, gke, ""},
-		{"eks managed, no --strategy", plan.DefaultStrategy, false, eks, ""},
-		{"no cloud", plan.DefaultStrategy, false, nil, ""},
+		{"eks managed, no --strategy", string(plan.DefaultStrategy), false, eks, ""},
+		{"no cloud", string(plan.DefaultStrategy), false, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Request{Given: map[string]bool{"strategy": tc.given}}

@@ -312,7 +312,7 @@ func TestAbortWithNoRecord(t *testing.T) {
 		imageNode("theirs", "z2", "old", cordoned),
 		appPod("web-1", "old-1", "1"),
 	)
-	p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: plan.DefaultStrategy}
+	p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: string(plan.DefaultStrategy)}
 	rec := &state.Record{}
 	out, _, err := abortRun(t, Config{Client: client, Plan: p, Provider: &cloud.None{Client: client}, Record: rec})
 	if err != nil {
@@ -389,7 +389,7 @@ func TestAbortWaitsForTheWorkloadsTheRunDisturbed(t *testing.T) {
 					}
 				})
 			}
-			p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: plan.DefaultStrategy}
+			p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: string(plan.DefaultStrategy)}
 			rec := &state.Record{Phase: string(plan.PhaseDrain), Recovering: []state.Workload{{Kind: "ReplicaSet", Namespace: "ns", Name: "slow-1"}}}
 			cfg := Config{Client: client, Plan: p, Provider: &cloud.None{Client: client}, Record: rec, RecoverTimeout: 500 * time.Millisecond}
 			if tc.back {
@@ -455,7 +455,7 @@ func TestAbortPutsTheServiceSettingsBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := newTestClient(imageNode("old-1", "z1", "old"))
 			svc := &managedFake{None: cloud.None{Client: client}, state: tc.state}
-			p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: plan.DefaultStrategy, Managed: &plan.ManagedPlan{Service: "GKE node pool", Before: before}}
+			p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: string(plan.DefaultStrategy), Managed: &plan.ManagedPlan{Service: "GKE node pool", Before: before}}
 			rec := &state.Record{Phase: string(plan.PhaseUpdate), Managed: &state.ManagedRecord{Group: "pool", Before: before, Configured: true, UpdateID: tc.id}}
 			out, e, err := abortRun(t, Config{Client: client, Plan: p, Provider: svc, Record: rec})
 			if err != nil {

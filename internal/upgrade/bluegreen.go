@@ -22,8 +22,8 @@ import (
 // autoscaled variant lets the cluster autoscaler move the pods through its
 // wait period (the Soak phase) and has no rollback.
 func init() {
-	registerSteps("blue-green", func(e *Engine) strategyRun { return &blueGreenRun{Engine: e} })
-	registerSteps("autoscaled-blue-green", func(e *Engine) strategyRun { return &blueGreenRun{Engine: e, autoscaled: true} })
+	registerSteps(plan.StrategyBlueGreen, func(e *Engine) strategyRun { return &blueGreenRun{Engine: e} })
+	registerSteps(plan.StrategyAutoscaledBlueGreen, func(e *Engine) strategyRun { return &blueGreenRun{Engine: e, autoscaled: true} })
 }
 
 // blueGreenRun is the execution of the blue/green strategies.

@@ -15,7 +15,7 @@ import (
 // scale it up, taint every outdated node, replace them in batches, scale
 // back down.
 func init() {
-	registerSteps(plan.DefaultStrategy, func(e *Engine) strategyRun { return &eksRun{e} })
+	registerSteps(plan.StrategyEKS, func(e *Engine) strategyRun { return &eksRun{e} })
 }
 
 // eksRun is the eks strategy's execution.

@@ -117,7 +117,7 @@ func TestExcludeFromLoadBalancersBeforeEveryDrain(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
-		strategy string
+		strategy plan.StrategyName
 		in       plan.Input
 		bg       *plan.BlueGreenInput
 		none     bool
@@ -181,7 +181,7 @@ func TestExclusionTakenOffNodesThatStay(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
-		strategy string
+		strategy plan.StrategyName
 		killAt   string
 		rollback bool
 		// excluded is the node that carried the label before the run.

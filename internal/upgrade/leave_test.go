@@ -64,7 +64,7 @@ func TestRemovedMachinesAreAwaited(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name      string
-		strategy  string
+		strategy  plan.StrategyName
 		in        plan.Input
 		holdLooks int
 		throttled int

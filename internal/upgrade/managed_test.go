@@ -56,7 +56,7 @@ func TestServiceUpdateCountsTheNodesItReplaced(t *testing.T) {
 	for _, n := range names {
 		batch.Nodes = append(batch.Nodes, plan.PlannedNode{Name: n})
 	}
-	p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: plan.DefaultStrategy, Batches: []plan.Batch{batch},
+	p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: string(plan.DefaultStrategy), Batches: []plan.Batch{batch},
 		Nodes:   plan.NodeCounts{Total: 3, Outdated: 3},
 		Managed: &plan.ManagedPlan{Service: "EKS managed node group", Target: "release 2"}}
 	var mu sync.Mutex
@@ -102,7 +102,7 @@ func TestServiceUpdateRerunCountsTheWholeRun(t *testing.T) {
 		for _, n := range nodes {
 			batch.Nodes = append(batch.Nodes, plan.PlannedNode{Name: n})
 		}
-		return &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: plan.DefaultStrategy, Batches: []plan.Batch{batch},
+		return &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: string(plan.DefaultStrategy), Batches: []plan.Batch{batch},
 			Nodes: plan.NodeCounts{Total: 3, Outdated: len(nodes)}, Managed: &plan.ManagedPlan{Service: "EKS managed node group", Target: "release 2"}}
 	}
 	rec := &state.Record{}

@@ -72,7 +72,7 @@ func TestRebalanceHeldForShrinks(t *testing.T) {
 	shrinks := func(n int) []string { return slices.Repeat([]string{"held=true"}, n) }
 	for _, tc := range []struct {
 		name     string
-		strategy string
+		strategy plan.StrategyName
 		in       plan.Input
 		// heldBefore: suspended before the run by someone else.
 		heldBefore bool

@@ -129,7 +129,7 @@ func TestStopBeforeAnyEvictionTakesTheMarksOff(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
-		strategy string
+		strategy plan.StrategyName
 		released int // nodes marked when the run stopped
 	}{
 		{"eks: every outdated node tainted, then the batch's excluded", "eks", 3},

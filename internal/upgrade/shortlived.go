@@ -5,7 +5,7 @@ import "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 // Short-lived: only point the group at the target; the outdated nodes are
 // left to end on their own.
 func init() {
-	registerSteps("short-lived", func(e *Engine) strategyRun { return shortLivedRun{e} })
+	registerSteps(plan.StrategyShortLived, func(e *Engine) strategyRun { return shortLivedRun{e} })
 }
 
 // shortLivedRun is the short-lived strategy's execution.

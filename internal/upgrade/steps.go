@@ -31,11 +31,11 @@ type strategyRun interface {
 
 // strategyRuns make each strategy's run for an engine, registered in its
 // own file.
-var strategyRuns = map[string]func(e *Engine) strategyRun{}
+var strategyRuns = map[plan.StrategyName]func(e *Engine) strategyRun{}
 
 // registerSteps registers the execution of strategy: newRun makes its
 // run type, whose steps come with the batch toolkit's.
-func registerSteps(strategy string, newRun func(e *Engine) strategyRun) {
+func registerSteps(strategy plan.StrategyName, newRun func(e *Engine) strategyRun) {
 	strategyRuns[strategy] = newRun
 }
 

@@ -14,7 +14,7 @@ import (
 // sizes before the run are recorded before the first change, so a re-run
 // raises to the same absolute sizes, never above them.
 func init() {
-	registerSteps("surge", func(e *Engine) strategyRun { return &surgeRun{e} })
+	registerSteps(plan.StrategySurge, func(e *Engine) strategyRun { return &surgeRun{e} })
 }
 
 // surgeRun is the surge strategy's execution.

@@ -298,7 +298,7 @@ func TestWholeGroupReplacedOnlyWhenOutdated(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name         string
-		strategy     string
+		strategy     StrategyName
 		machines     map[string]Machine
 		wantOutdated int
 	}{

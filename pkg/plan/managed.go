@@ -63,7 +63,7 @@ type ManagedService interface {
 	// Runs reports whether the service runs strategy itself; the other
 	// strategies are built by the run from the provider's other
 	// capabilities, or refused.
-	Runs(strategy string) bool
+	Runs(strategy StrategyName) bool
 	// Plan derives what the service will do for the input over nodes
 	// nodes in zones zones: the settings for the run (refusing, as an
 	// input error, what the service would refuse), the nodes it adds, the

@@ -19,7 +19,7 @@ type fakeService struct {
 	asked  struct{ nodes, zones int }
 }
 
-func (s *fakeService) Runs(strategy string) bool { return strategy == "eks" }
+func (s *fakeService) Runs(strategy StrategyName) bool { return strategy == StrategyEKS }
 
 func (s *fakeService) Plan(in Input, nodes, zones int) (*ManagedPlan, error) {
 	s.asked.nodes, s.asked.zones = nodes, zones
@@ -42,7 +42,7 @@ func TestManagedPlan(t *testing.T) {
 	snap := snapshot.Cluster{Nodes: []corev1.Node{awsNode("a1", "a", "i-a1", ""), awsNode("b1", "b", "i-b1", "")}}
 	for _, tc := range []struct {
 		name     string
-		strategy string
+		strategy StrategyName
 		refuse   error
 		wantErr  string
 		managed  bool
@@ -104,7 +104,7 @@ func phasesString(ps []Phase) string {
 // scalingService is a service that runs eks adding scaleUp nodes.
 type scalingService struct{ scaleUp int32 }
 
-func (s scalingService) Runs(strategy string) bool { return strategy == "eks" }
+func (s scalingService) Runs(strategy StrategyName) bool { return strategy == StrategyEKS }
 
 func (s scalingService) Plan(in Input, _, _ int) (*ManagedPlan, error) {
 	return &ManagedPlan{Service: "EKS managed node group", ScaleUp: s.scaleUp}, nil

@@ -108,12 +108,12 @@ func TestResumeAt(t *testing.T) {
 // least.
 func TestRegistry(t *testing.T) {
 	names := StrategyNames()
-	if names[0] != DefaultStrategy || len(names) != 5 {
+	if names[0] != string(DefaultStrategy) || len(names) != 5 {
 		t.Fatalf("strategies %v", names)
 	}
 	for _, n := range names {
 		s, err := LookupStrategy(n)
-		if err != nil || s.Name() != n {
+		if err != nil || string(s.Name()) != n {
 			t.Errorf("LookupStrategy(%q) = %v, %v", n, s, err)
 		}
 	}

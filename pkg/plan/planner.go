@@ -238,7 +238,7 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	strategy, err := LookupStrategy(in.Strategy)
+	strategy, err := LookupStrategy(string(in.Strategy))
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +293,7 @@ func newPlan(in Input, strategy Strategy, maxUnavailable int) *Plan {
 		NodeGroupLabel:        in.NodeGroupLabel,
 		Selector:              in.Selector,
 		TargetLabels:          in.TargetLabels,
-		Strategy:              strategy.Name(),
+		Strategy:              string(strategy.Name()),
 		Provider:              in.Provider,
 		MaxUnavailableInput:   in.MaxUnavailable,
 		MaxUnavailable:        maxUnavailable,

@@ -74,7 +74,7 @@ type CloudTarget struct {
 	// strategy itself and whose others the run carries out (an EKS
 	// managed node group: its own update for eks, green groups for
 	// blue/green) is opened for the one asked.
-	Strategy string `json:"-"`
+	Strategy StrategyName `json:"-"`
 	// Exclude are groups whose machines are not the node group's (a
 	// blue/green run's given green group, whose nodes carry the same
 	// labels).

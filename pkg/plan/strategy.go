@@ -19,7 +19,7 @@ import (
 // in its own file here, a line in the registry below, and its steps.
 type Strategy interface {
 	// Name is what --strategy takes.
-	Name() string
+	Name() StrategyName
 	// Help is the strategy's part of the --strategy help.
 	Help() string
 	// Flags are the flags that only some strategies take and this one
@@ -144,8 +144,8 @@ type Traits struct {
 // strategies is the registry of --strategy values; order is the order
 // of registration, which help and completion keep.
 var (
-	strategies = map[string]Strategy{}
-	order      []string
+	strategies = map[StrategyName]Strategy{}
+	order      []StrategyName
 )
 
 func register(s Strategy) {
@@ -161,22 +161,43 @@ func init() {
 	register(shortLived{})
 }
 
+// StrategyName is a --strategy value: the key of the planner's registry
+// here and of the engine's steps (internal/upgrade), and what a provider
+// whose service runs strategies itself is asked about
+// (cloud.ManagedUpdater).
+type StrategyName string
+
+// The strategies' names.
+const (
+	StrategyEKS                 StrategyName = "eks"
+	StrategySurge               StrategyName = "surge"
+	StrategyBlueGreen           StrategyName = "blue-green"
+	StrategyAutoscaledBlueGreen StrategyName = "autoscaled-blue-green"
+	StrategyShortLived          StrategyName = "short-lived"
+)
+
 // DefaultStrategy is --strategy when not given: the EKS update.
-const DefaultStrategy = "eks"
+const DefaultStrategy = StrategyEKS
 
 // LookupStrategy returns the strategy --strategy names ("" for the default).
 func LookupStrategy(name string) (Strategy, error) {
 	if name == "" {
-		name = DefaultStrategy
+		name = string(DefaultStrategy)
 	}
-	if s, ok := strategies[name]; ok {
+	if s, ok := strategies[StrategyName(name)]; ok {
 		return s, nil
 	}
 	return nil, inputErrorf("invalid --strategy %q: must be one of %s", name, strings.Join(StrategyNames(), ", "))
 }
 
 // StrategyNames lists what --strategy takes, the default first.
-func StrategyNames() []string { return slices.Clone(order) }
+func StrategyNames() []string {
+	names := make([]string, len(order))
+	for i, n := range order {
+		names[i] = string(n)
+	}
+	return names
+}
 
 // RollbackStrategies are the strategies whose runs can be rolled back,
 // sorted.
@@ -184,7 +205,7 @@ func RollbackStrategies() []string {
 	var names []string
 	for _, n := range order {
 		if strategies[n].Traits().Rollback != RollbackNone {
-			names = append(names, n)
+			names = append(names, string(n))
 		}
 	}
 	slices.Sort(names)
@@ -194,8 +215,8 @@ func RollbackStrategies() []string {
 // StrategyHelp is the help of --strategy: every strategy's own.
 func StrategyHelp() string {
 	var parts []string
-	for _, n := range StrategyNames() {
-		parts = append(parts, n+" ("+strategies[n].Help()+")")
+	for _, n := range order {
+		parts = append(parts, string(n)+" ("+strategies[n].Help()+")")
 	}
 	return "How to replace the nodes: " + strings.Join(parts, "; ")
 }
@@ -203,9 +224,9 @@ func StrategyHelp() string {
 // StrategyFlags maps each flag that only some strategies take to them.
 func StrategyFlags() map[string][]string {
 	out := map[string][]string{}
-	for _, n := range StrategyNames() {
+	for _, n := range order {
 		for _, f := range strategies[n].Flags() {
-			out[f] = append(out[f], n)
+			out[f] = append(out[f], string(n))
 		}
 	}
 	return out

@@ -14,7 +14,7 @@ const AutoscaledDrainBatch = 20
 // wait period the rest of blue is drained and blue deleted. No soak.
 type autoscaledBlueGreen struct{ blueGreen }
 
-func (autoscaledBlueGreen) Name() string { return "autoscaled-blue-green" }
+func (autoscaledBlueGreen) Name() StrategyName { return StrategyAutoscaledBlueGreen }
 
 func (autoscaledBlueGreen) Help() string {
 	return "green starts at 0 and the cluster autoscaler grows it while blue, cordoned, shrinks; after --wait-period the rest of blue is drained"

@@ -79,7 +79,7 @@ func ValidateBlueGreen(in BlueGreenInput) error {
 // cordoned and drained in batches with soaks, the pool soaked, blue deleted.
 type blueGreen struct{}
 
-func (blueGreen) Name() string { return "blue-green" }
+func (blueGreen) Name() StrategyName { return StrategyBlueGreen }
 
 func (blueGreen) Help() string {
 	return "a green group beside blue, blue cordoned and drained in batches, soaked, then deleted"

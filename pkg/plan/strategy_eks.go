@@ -10,7 +10,7 @@ import (
 // them, and scale the group back down one node at a time.
 type eks struct{}
 
-func (eks) Name() string { return DefaultStrategy }
+func (eks) Name() StrategyName { return StrategyEKS }
 
 func (eks) Help() string {
 	return "scale up, taint all outdated nodes, drain in batches, scale down"

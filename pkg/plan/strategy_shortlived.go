@@ -7,7 +7,7 @@ import "fmt"
 // their own.
 type shortLived struct{}
 
-func (shortLived) Name() string { return "short-lived" }
+func (shortLived) Name() StrategyName { return StrategyShortLived }
 
 func (shortLived) Help() string {
 	return "only point the group at the target: nothing is drained, old nodes go away on their own"

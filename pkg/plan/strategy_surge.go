@@ -19,7 +19,7 @@ const OrderByZone = "zone-by-zone"
 // nodes first, then the batch's old nodes cordoned, drained and removed.
 type surge struct{}
 
-func (surge) Name() string { return "surge" }
+func (surge) Name() StrategyName { return StrategySurge }
 
 func (surge) Help() string {
 	return "GKE's: one zone at a time, per node a surge node first; profiles: --max-surge 1 --max-unavailable 0 balanced (the default), 0/20 fast without extra nodes, 20/0 fast and gentle, 0/1 slow without extra nodes"

@@ -180,7 +180,7 @@ type Input struct {
 	Namespace string
 	// Strategy is what --strategy names (see LookupStrategy); MaxSurge the
 	// surge strategy's extra nodes per zone.
-	Strategy  string
+	Strategy  StrategyName
 	MaxSurge  int
 	BlueGreen BlueGreenInput
 	// PostDrainWait is run's --post-drain-wait, which the estimates count

@@ -68,7 +68,9 @@ func (m *ManagedNodeGroup) GroupName() string { return m.group.Name }
 
 // Runs implements plan.ManagedService: EKS runs its own update, the eks
 // strategy, in place.
-func (m *ManagedNodeGroup) Runs(strategy string) bool { return strategy == "eks" }
+func (m *ManagedNodeGroup) Runs(strategy plan.StrategyName) bool {
+	return strategy == plan.StrategyEKS
+}
 
 // Settings implements cloud.ManagedUpdater.
 func (m *ManagedNodeGroup) Settings(ctx context.Context) (plan.UpdateSettings, error) {

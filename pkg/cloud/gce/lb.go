@@ -90,8 +90,8 @@ func partialURL(url string) string {
 // backend service: green would never be added to it (the run does not
 // change load balancers), and Compute refuses to delete an instance
 // group a backend service uses (instanceGroupManagers.delete).
-func (n *NodeGroup) checkBackendServices(ctx context.Context, igms []*compute.InstanceGroupManager, strategy string) error {
-	s, err := plan.LookupStrategy(strategy)
+func (n *NodeGroup) checkBackendServices(ctx context.Context, igms []*compute.InstanceGroupManager, strategy plan.StrategyName) error {
+	s, err := plan.LookupStrategy(string(strategy))
 	if err != nil || !s.Traits().WholeGroup {
 		return nil
 	}

@@ -103,7 +103,7 @@ func TestBlueGreenRefusedForABackendService(t *testing.T) {
 				"GET projects/p/regions/us-central1/backendServices": tc.regional,
 			})
 			n := &NodeGroup{API: p, MIGs: []MIG{ngMIG}}
-			err := n.checkBackendServices(context.Background(), []*compute.InstanceGroupManager{regionalNG(3, nil)}, tc.strategy)
+			err := n.checkBackendServices(context.Background(), []*compute.InstanceGroupManager{regionalNG(3, nil)}, plan.StrategyName(tc.strategy))
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("got %v, want %q", err, tc.wantErr)
 			}

@@ -29,8 +29,8 @@ type NodeGroup struct {
 	// current template.
 	Image, Template string
 
-	greens   []MIG  // blue/green: the groups Machines reports too
-	strategy string // --strategy, which plan checks the groups for
+	greens   []MIG             // blue/green: the groups Machines reports too
+	strategy plan.StrategyName // --strategy, which plan checks the groups for
 }
 
 var (

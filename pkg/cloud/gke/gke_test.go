@@ -117,15 +117,15 @@ func TestRunsAndValidate(t *testing.T) {
 	std := &NodePool{pool: &container.NodePool{Config: &container.NodeConfig{}}}
 	flex := &NodePool{pool: &container.NodePool{Config: &container.NodeConfig{FlexStart: true}}}
 	queued := &NodePool{pool: &container.NodePool{QueuedProvisioning: &container.QueuedProvisioning{Enabled: true}}}
-	for _, s := range []string{strategySurge, strategyBlueGreen, strategyAutoscaled, strategyShortLived} {
+	for _, s := range []plan.StrategyName{plan.StrategySurge, plan.StrategyBlueGreen, plan.StrategyAutoscaledBlueGreen, plan.StrategyShortLived} {
 		if !std.Runs(s) {
 			t.Errorf("%s: GKE runs it (or refuses it at plan time)", s)
 		}
-		if err := std.poolTakes(s); (err == nil) != (s != strategyShortLived) {
+		if err := std.poolTakes(s); (err == nil) != (s != plan.StrategyShortLived) {
 			t.Errorf("%s on a standard pool: %v", s, err)
 		}
 		for _, p := range []*NodePool{flex, queued} {
-			if err := p.poolTakes(s); (err == nil) != (s == strategyShortLived) {
+			if err := p.poolTakes(s); (err == nil) != (s == plan.StrategyShortLived) {
 				t.Errorf("%s on a flex-start or queued pool: %v", s, err)
 			}
 		}

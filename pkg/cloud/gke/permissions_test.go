@@ -47,7 +47,7 @@ func openPool(t *testing.T, opts map[string]string) *NodePool {
 func driveEveryCall(t *testing.T, np *NodePool) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := np.Plan(plan.Input{Strategy: strategySurge, MaxSurge: 2, MaxUnavailable: "0"}, 2, 1); err != nil {
+	if _, err := np.Plan(plan.Input{Strategy: plan.StrategySurge, MaxSurge: 2, MaxUnavailable: "0"}, 2, 1); err != nil {
 		t.Fatal(err)
 	}
 	before, err := np.Settings(ctx)

@@ -43,19 +43,11 @@ const (
 	minAutoscaledMaster = "1.34.0-gke.2201000"
 )
 
-// The strategies GKE runs, by the product's names.
-const (
-	strategySurge      = "surge"
-	strategyBlueGreen  = "blue-green"
-	strategyAutoscaled = "autoscaled-blue-green"
-	strategyShortLived = "short-lived"
-)
-
 // Runs implements plan.ManagedService: GKE runs its four strategies
 // itself; Plan refuses the one the pool does not take (poolTakes).
-func (n *NodePool) Runs(strategy string) bool {
+func (n *NodePool) Runs(strategy plan.StrategyName) bool {
 	switch strategy {
-	case strategySurge, strategyBlueGreen, strategyAutoscaled, strategyShortLived:
+	case plan.StrategySurge, plan.StrategyBlueGreen, plan.StrategyAutoscaledBlueGreen, plan.StrategyShortLived:
 		return true
 	}
 	return false
@@ -65,12 +57,12 @@ func (n *NodePool) Runs(strategy string) bool {
 // is how GKE upgrades a flex-start or queued-provisioning pool, and the
 // only way it does
 // (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies#short-lived-upgrades).
-func (n *NodePool) poolTakes(strategy string) error {
+func (n *NodePool) poolTakes(strategy plan.StrategyName) error {
 	switch flexible := n.flexible(); {
-	case strategy == strategyShortLived && !flexible:
-		return inputErrorf("--strategy %s is GKE's upgrade of flex-start and queued-provisioning pools only; %s is neither: use --strategy %s, %s or %s", strategyShortLived, n, strategySurge, strategyBlueGreen, strategyAutoscaled)
-	case strategy != strategyShortLived && flexible:
-		return inputErrorf("--strategy %s: %s is a flex-start or queued-provisioning pool, which GKE upgrades short-lived only: use --strategy %s", strategy, n, strategyShortLived)
+	case strategy == plan.StrategyShortLived && !flexible:
+		return inputErrorf("--strategy %s is GKE's upgrade of flex-start and queued-provisioning pools only; %s is neither: use --strategy %s, %s or %s", plan.StrategyShortLived, n, plan.StrategySurge, plan.StrategyBlueGreen, plan.StrategyAutoscaledBlueGreen)
+	case strategy != plan.StrategyShortLived && flexible:
+		return inputErrorf("--strategy %s: %s is a flex-start or queued-provisioning pool, which GKE upgrades short-lived only: use --strategy %s", strategy, n, plan.StrategyShortLived)
 	}
 	return nil
 }
@@ -201,15 +193,15 @@ func (n *NodePool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, err
 		Service: "GKE node pool", Details: n.details(before), Before: before, During: during,
 		Target:        fmt.Sprintf("GKE version %s, image type %s", n.target.Version, n.target.ImageType),
 		Controls:      controls(in.Strategy),
-		EvictionLimit: plan.Duration(limit), ForcesOut: in.Strategy != strategyShortLived,
+		EvictionLimit: plan.Duration(limit), ForcesOut: in.Strategy != plan.StrategyShortLived,
 		Revision: n.etag,
 	}
 	switch in.Strategy {
-	case strategySurge:
+	case plan.StrategySurge:
 		mp.ScaleUp = int32(min(*during.MaxSurge, (nodes+max(zones, 1)-1)/max(zones, 1)))
-	case strategyBlueGreen:
+	case plan.StrategyBlueGreen:
 		mp.ScaleUp = int32(nodes)
-	case strategyAutoscaled:
+	case plan.StrategyAutoscaledBlueGreen:
 		// Green starts empty and GKE's cluster autoscaler grows it for
 		// the pods blue's drain evicts: at most blue's size.
 		mp.ScaleUp = int32(nodes)
@@ -228,16 +220,16 @@ func (n *NodePool) during(in plan.Input, before plan.UpdateSettings, nodes int) 
 		s.Other[setPDBTimeout] = seconds(d)
 	}
 	switch in.Strategy {
-	case strategySurge:
+	case plan.StrategySurge:
 		mu, err := plan.ParseSurge(in.MaxSurge, in.MaxUnavailable)
 		if err != nil {
 			return s, err
 		}
 		ms := in.MaxSurge
 		s.Strategy, s.MaxSurge, s.MaxUnavailable = "SURGE", &ms, strconv.Itoa(mu)
-	case strategyBlueGreen:
+	case plan.StrategyBlueGreen:
 		return n.blueGreen(in.BlueGreen, s, nodes)
-	case strategyAutoscaled:
+	case plan.StrategyAutoscaledBlueGreen:
 		return n.autoscaled(in.BlueGreen, s)
 	}
 	return s, nil
@@ -273,10 +265,10 @@ func (n *NodePool) blueGreen(bg plan.BlueGreenInput, s plan.UpdateSettings, node
 // later.
 func (n *NodePool) autoscaled(bg plan.BlueGreenInput, s plan.UpdateSettings) (plan.UpdateSettings, error) {
 	if a := n.pool.Autoscaling; a == nil || !a.Enabled {
-		return s, inputErrorf("--strategy %s needs a node pool with autoscaling enabled; %s has none: enable it or use --strategy %s", strategyAutoscaled, n, strategyBlueGreen)
+		return s, inputErrorf("--strategy %s needs a node pool with autoscaling enabled; %s has none: enable it or use --strategy %s", plan.StrategyAutoscaledBlueGreen, n, plan.StrategyBlueGreen)
 	}
 	if compareVersions(n.masterVersion, minAutoscaledMaster) < 0 {
-		return s, inputErrorf("--strategy %s needs a control plane of %s or later; cluster %q runs %s", strategyAutoscaled, minAutoscaledMaster, n.cluster, n.masterVersion)
+		return s, inputErrorf("--strategy %s needs a control plane of %s or later; cluster %q runs %s", plan.StrategyAutoscaledBlueGreen, minAutoscaledMaster, n.cluster, n.masterVersion)
 	}
 	if bg.WaitPeriod < 0 || bg.WaitPeriod > maxSoak {
 		return s, inputErrorf("invalid --wait-period %s: GKE takes 0 to 7 days", plan.FormatDuration(bg.WaitPeriod))
@@ -290,13 +282,13 @@ func (n *NodePool) autoscaled(bg plan.BlueGreenInput, s plan.UpdateSettings) (pl
 }
 
 // controls are the commands GKE's upgrade with the strategy offers.
-func controls(strategy string) []string {
+func controls(strategy plan.StrategyName) []string {
 	switch strategy {
-	case strategySurge:
+	case plan.StrategySurge:
 		return []string{"cancel", "resume", "rollback"}
-	case strategyBlueGreen:
+	case plan.StrategyBlueGreen:
 		return []string{"cancel", "resume", "rollback", "complete"}
-	case strategyAutoscaled:
+	case plan.StrategyAutoscaledBlueGreen:
 		return []string{"cancel", "resume"}
 	}
 	return []string{}

@@ -30,19 +30,19 @@ func TestPlanStrategies(t *testing.T) {
 		phases     []string
 		controls   []string
 	}{
-		{name: "surge", in: plan.Input{Strategy: strategySurge, MaxSurge: 2, MaxUnavailable: "1"}, strategy: "SURGE",
+		{name: "surge", in: plan.Input{Strategy: plan.StrategySurge, MaxSurge: 2, MaxUnavailable: "1"}, strategy: "SURGE",
 			phases: []string{"Configure", "Upgrade", "RestoreSettings"}, controls: []string{"cancel", "resume", "rollback"}},
-		{name: "blue-green by count", in: plan.Input{Strategy: strategyBlueGreen, BlueGreen: plan.BlueGreenInput{BatchNodes: 1, BatchSoak: time.Minute, NodePoolSoak: time.Hour}}, strategy: "BLUE_GREEN",
+		{name: "blue-green by count", in: plan.Input{Strategy: plan.StrategyBlueGreen, BlueGreen: plan.BlueGreenInput{BatchNodes: 1, BatchSoak: time.Minute, NodePoolSoak: time.Hour}}, strategy: "BLUE_GREEN",
 			phases: []string{"Configure", "CreateGreen", "CordonBlue", "DrainBlue", "Soak", "DeleteBlue", "RestoreSettings"}, controls: []string{"cancel", "resume", "rollback", "complete"}},
-		{name: "blue-green by percent", in: plan.Input{Strategy: strategyBlueGreen, BlueGreen: plan.BlueGreenInput{BatchNodes: -1, BatchPercent: 0.5, NodePoolSoak: time.Hour}}, strategy: "BLUE_GREEN",
+		{name: "blue-green by percent", in: plan.Input{Strategy: plan.StrategyBlueGreen, BlueGreen: plan.BlueGreenInput{BatchNodes: -1, BatchPercent: 0.5, NodePoolSoak: time.Hour}}, strategy: "BLUE_GREEN",
 			phases: []string{"Configure", "CreateGreen", "CordonBlue", "DrainBlue", "Soak", "DeleteBlue", "RestoreSettings"}, controls: []string{"cancel", "resume", "rollback", "complete"}},
-		{name: "soaks over 7 days", in: plan.Input{Strategy: strategyBlueGreen, BlueGreen: plan.BlueGreenInput{BatchNodes: 1, BatchSoak: 4 * day, NodePoolSoak: 4 * day}}, err: "above GKE's limit of 7 days"},
-		{name: "autoscaled", in: plan.Input{Strategy: strategyAutoscaled, BlueGreen: plan.BlueGreenInput{WaitPeriod: time.Hour}}, autoscaled: true, master: minAutoscaledMaster, strategy: "BLUE_GREEN",
+		{name: "soaks over 7 days", in: plan.Input{Strategy: plan.StrategyBlueGreen, BlueGreen: plan.BlueGreenInput{BatchNodes: 1, BatchSoak: 4 * day, NodePoolSoak: 4 * day}}, err: "above GKE's limit of 7 days"},
+		{name: "autoscaled", in: plan.Input{Strategy: plan.StrategyAutoscaledBlueGreen, BlueGreen: plan.BlueGreenInput{WaitPeriod: time.Hour}}, autoscaled: true, master: minAutoscaledMaster, strategy: "BLUE_GREEN",
 			phases: []string{"Configure", "CreateGreen", "CordonBlue", "Wait", "DrainBlue", "DeleteBlue", "RestoreSettings"}, controls: []string{"cancel", "resume"}},
-		{name: "autoscaled without autoscaling", in: plan.Input{Strategy: strategyAutoscaled}, master: minAutoscaledMaster, err: "needs a node pool with autoscaling"},
-		{name: "autoscaled on an old control plane", in: plan.Input{Strategy: strategyAutoscaled}, autoscaled: true, err: "needs a control plane of"},
-		{name: "autoscaled wait over 7 days", in: plan.Input{Strategy: strategyAutoscaled, BlueGreen: plan.BlueGreenInput{WaitPeriod: 8 * day}}, autoscaled: true, master: minAutoscaledMaster, err: "GKE takes 0 to 7 days"},
-		{name: "short-lived on a standard pool", in: plan.Input{Strategy: strategyShortLived}, err: "flex-start and queued-provisioning pools only"},
+		{name: "autoscaled without autoscaling", in: plan.Input{Strategy: plan.StrategyAutoscaledBlueGreen}, master: minAutoscaledMaster, err: "needs a node pool with autoscaling"},
+		{name: "autoscaled on an old control plane", in: plan.Input{Strategy: plan.StrategyAutoscaledBlueGreen}, autoscaled: true, err: "needs a control plane of"},
+		{name: "autoscaled wait over 7 days", in: plan.Input{Strategy: plan.StrategyAutoscaledBlueGreen, BlueGreen: plan.BlueGreenInput{WaitPeriod: 8 * day}}, autoscaled: true, master: minAutoscaledMaster, err: "GKE takes 0 to 7 days"},
+		{name: "short-lived on a standard pool", in: plan.Input{Strategy: plan.StrategyShortLived}, err: "flex-start and queued-provisioning pools only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeGKE(t)

@@ -37,8 +37,8 @@ const (
 )
 
 // Runs implements plan.ManagedService.
-func (*service) Runs(strategy string) bool {
-	return slices.Contains([]string{plan.DefaultStrategy, "surge", "blue-green"}, strategy)
+func (*service) Runs(strategy plan.StrategyName) bool {
+	return slices.Contains([]plan.StrategyName{plan.StrategyEKS, plan.StrategySurge, plan.StrategyBlueGreen}, strategy)
 }
 
 // Plan implements plan.ManagedService: the settings from the request, the
@@ -50,11 +50,11 @@ func (s *service) Plan(in plan.Input, nodes, _ int) (*plan.ManagedPlan, error) {
 	during := cloneSettings(before)
 	during.Strategy, during.MaxUnavailable, during.MaxSurge = rolling, in.MaxUnavailable, nil
 	controls, added := []string{"cancel", "resume", "rollback"}, int32(1)
-	switch in.Strategy {
-	case "surge":
+	switch plan.StrategyName(in.Strategy) {
+	case plan.StrategySurge:
 		ms := in.MaxSurge
 		during.MaxSurge = &ms
-	case "blue-green":
+	case plan.StrategyBlueGreen:
 		during.Strategy, during.MaxUnavailable = blueGreenMode, strconv.Itoa(max(in.BlueGreen.BatchNodes, 1))
 		controls, added = append(controls, "complete"), int32(nodes)
 	}
