@@ -54,7 +54,12 @@ func (s *Session) EngineConfig(p *plan.Plan, req plan.Request, provider cloud.Pr
 		return upgrade.Config{}, err
 	}
 	traits := p.Traits()
+	sched, err := schedule(req)
+	if err != nil {
+		return upgrade.Config{}, err
+	}
 	return upgrade.Config{
+		Window: sched,
 		Client: s.Client,
 		Plan:   p,
 		Taint:  taint,
@@ -114,6 +119,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	// ...") is no longer so once this run holds the lock; status showed it
 	// beside a live run. The run's end writes its own.
 	rec.Strategy, rec.Target, rec.Holder, rec.LastError, rec.Note = pl.Strategy, pl.TargetLabels, holder, "", ""
+	rec.WaitingForWindow = nil
 	// A rollback counts its own nodes: those the upgrade replaced are
 	// replaced again (see state.Record.Counted).
 	rec.Batches, rec.NodesTotal = len(pl.Batches), len(cfg.EarlierDone)+pl.Nodes.Outdated
@@ -165,8 +171,10 @@ func recordRequest(rec *state.Record, pl *Planned) {
 func recordEnd(rec *state.Record, err error, note string) {
 	var paused *upgrade.PausedError
 	var soaking *upgrade.SoakingError
+	var closed *upgrade.WindowClosedError
+	rec.WaitingForWindow = nil
 	switch {
-	case errors.As(err, &paused) || errors.As(err, &soaking):
+	case errors.As(err, &paused) || errors.As(err, &soaking) || errors.As(err, &closed):
 		rec.Note = err.Error()
 	case errors.Is(err, context.Canceled):
 		// The record says what stopped the run, not Go's "context canceled".

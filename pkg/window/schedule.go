@@ -20,18 +20,18 @@ type Schedule struct {
 func ParseSchedule(windows []string, notBefore, notAfter string) (Schedule, error) {
 	var s Schedule
 	for _, text := range windows {
-		w, err := Parse(text)
+		w, err := parse(text)
 		if err != nil {
-			return Schedule{}, fmt.Errorf("--window: %w", err)
+			return Schedule{}, fmt.Errorf("invalid --window %q: %v", text, err)
 		}
 		s.Windows = append(s.Windows, w)
 	}
 	var err error
 	if s.NotBefore, err = ParseTime(notBefore); err != nil {
-		return Schedule{}, fmt.Errorf("--not-before: %w", err)
+		return Schedule{}, fmt.Errorf("invalid --not-before %q: %v", notBefore, err)
 	}
 	if s.NotAfter, err = ParseTime(notAfter); err != nil {
-		return Schedule{}, fmt.Errorf("--not-after: %w", err)
+		return Schedule{}, fmt.Errorf("invalid --not-after %q: %v", notAfter, err)
 	}
 	if !s.NotBefore.IsZero() && !s.NotAfter.IsZero() && !s.NotAfter.After(s.NotBefore) {
 		return Schedule{}, fmt.Errorf("--not-after %s is not after --not-before %s", notAfter, notBefore)
@@ -51,7 +51,7 @@ func ParseTime(s string) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, fmt.Errorf("invalid time %q: want RFC 3339 such as 2026-12-05T22:00:00+01:00, or a date such as 2026-12-05 (00:00 UTC)", s)
+	return time.Time{}, fmt.Errorf("want RFC 3339 such as 2026-12-05T22:00:00+01:00, or a date such as 2026-12-05 (00:00 UTC)")
 }
 
 // Empty reports whether the schedule allows every time.

@@ -48,26 +48,34 @@ var dayNames = map[string]time.Weekday{
 
 // Parse reads one window; its error says what is wrong and shows the form.
 func Parse(s string) (Window, error) {
+	w, err := parse(s)
+	if err != nil {
+		return Window{}, fmt.Errorf("invalid window %q: %v", s, err)
+	}
+	return w, nil
+}
+
+func parse(s string) (Window, error) {
 	fields := strings.Fields(s)
 	if len(fields) < 2 || len(fields) > 3 {
-		return Window{}, fmt.Errorf("invalid window %q: want DAYS START-END [ZONE], e.g. \"Sat-Sun 22:00-06:00 Europe/Berlin\"", s)
+		return Window{}, fmt.Errorf("want DAYS START-END [ZONE], e.g. \"Sat-Sun 22:00-06:00 Europe/Berlin\"")
 	}
 	w := Window{Loc: time.UTC, text: strings.Join(fields, " ")}
 	var err error
 	if w.Days, err = parseDays(fields[0]); err != nil {
-		return Window{}, fmt.Errorf("invalid window %q: %v", s, err)
+		return Window{}, err
 	}
 	if w.Start, w.End, err = parseSpan(fields[1]); err != nil {
-		return Window{}, fmt.Errorf("invalid window %q: %v", s, err)
+		return Window{}, err
 	}
 	if len(fields) == 3 {
-		// time.LoadLocation also takes "Local" and "": the run's
-		// machine's zone is not what an operator means by a window.
+		// time.LoadLocation also takes "Local": the zone of the machine
+		// the run happens on is not what an operator means by a window.
 		if fields[2] == "Local" {
-			return Window{}, fmt.Errorf("invalid window %q: give an IANA time zone such as Europe/Berlin, not Local", s)
+			return Window{}, fmt.Errorf("give an IANA time zone such as Europe/Berlin, not Local")
 		}
 		if w.Loc, err = time.LoadLocation(fields[2]); err != nil {
-			return Window{}, fmt.Errorf("invalid window %q: unknown time zone %q (want an IANA name such as Europe/Berlin or UTC)", s, fields[2])
+			return Window{}, fmt.Errorf("unknown time zone %q (want an IANA name such as Europe/Berlin or UTC)", fields[2])
 		}
 	}
 	return w, nil

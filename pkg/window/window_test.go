@@ -69,9 +69,9 @@ func TestParseScheduleNamesTheFlag(t *testing.T) {
 		notBefore, notAfter string
 		want                string
 	}{
-		{"window", []string{"Sat 22:00-06:00", "Sun 99:00-01:00"}, "", "", "--window: "},
-		{"not-before", nil, "tomorrow", "", "--not-before: "},
-		{"not-after", nil, "", "2026-13-01", "--not-after: "},
+		{"window", []string{"Sat 22:00-06:00", "Sun 99:00-01:00"}, "", "", `invalid --window "Sun 99:00-01:00": time "99:00"`},
+		{"not-before", nil, "tomorrow", "", `invalid --not-before "tomorrow": want RFC 3339`},
+		{"not-after", nil, "", "2026-13-01", `invalid --not-after "2026-13-01": want RFC 3339`},
 		{"not-after before not-before", nil, "2026-12-05", "2026-12-04T23:00:00Z", "--not-after 2026-12-04T23:00:00Z is not after --not-before 2026-12-05"},
 	}
 	for _, tt := range tests {
