@@ -55,6 +55,9 @@ type RunStatus struct {
 	// Request is a request from another terminal the run has not taken
 	// yet (cancel, complete, rollback).
 	Request string `json:"request,omitempty"`
+	// Held are the pods and PDBs that hold the nodes a live run drains,
+	// read as status -w looks (heldNow).
+	Held []HeldNow `json:"held,omitempty"`
 }
 
 // ResourceRefs names the run's node group for -o name.
@@ -560,6 +563,9 @@ func (o *StatusOptions) lookAtRun(ctx context.Context, store *state.Store, last 
 	if err != nil {
 		return cur, false, err
 	}
+	if cur.Held, err = o.heldNow(ctx, cur); err != nil {
+		return cur, false, err
+	}
 	if line := o.watchLine(cur); line != *last {
 		if err := o.printWatched(cur, line); err != nil {
 			return cur, false, err
@@ -616,6 +622,9 @@ func (o *StatusOptions) watchLine(s RunStatus) string {
 	}
 	if w := r.WaitingForWindow; w != nil && s.Alive {
 		parts = append(parts, "waiting for window until "+w.Format(time.RFC3339))
+	}
+	if len(s.Held) > 0 {
+		parts = append(parts, heldText(s.Held))
 	}
 	if r.LastError != "" {
 		parts = append(parts, "last error: "+output.OneLine(lastErrorText(s), 200))

@@ -20,6 +20,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/report"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/window"
@@ -91,6 +92,9 @@ type Config struct {
 	// Kubeconfig is the file the hooks get in KUBECONFIG: one that reaches
 	// the cluster the run talks to; "" leaves theirs.
 	Kubeconfig string
+	// Journal keeps the run's timeline for "report" (the node milestones
+	// come through Events' Observe); nil keeps none.
+	Journal *report.Journal
 	// Window is when batches and the steps that take capacity away may
 	// start (--window, --not-before, --not-after); empty: any time.
 	Window window.Schedule
@@ -254,6 +258,7 @@ func (e *Engine) enter(ctx context.Context, s plan.State) error {
 		}
 	}
 	e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
+	e.journalEnter(s)
 	if s.Phase == plan.PhaseDrain {
 		e.intendRecovering(s.Batch)
 	}
@@ -422,6 +427,7 @@ func (e *Engine) planDescription() string {
 }
 
 func (e *Engine) reportDrainEvent(ev drain.Event) {
+	e.journalDrainEvent(ev)
 	switch ev.Type {
 	case drain.EventEvicted:
 		e.logf("node %q: evicted pod %q", ev.Node, ev.Namespace+"/"+ev.Pod)
