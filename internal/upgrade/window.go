@@ -38,7 +38,9 @@ func (e *Engine) gatedWhat(s plan.State, first bool) string {
 		return "the scale-down"
 	case s.Phase == plan.PhaseDeleteBlue:
 		return "the deletion of blue"
-	case first:
+	case first && e.cfg.Start == "":
+		// A run that goes on where one stopped (a service's update
+		// under way, say) made its first change already.
 		return fmt.Sprintf("phase %s", s.Phase)
 	}
 	return ""

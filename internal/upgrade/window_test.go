@@ -51,9 +51,13 @@ func TestMaintenanceWindowHoldsBatchStarts(t *testing.T) {
 		wantWait  string // the gate that waited; "" none
 		wantErr   bool
 		lastPhase string
+		resumeAt  plan.Phase
 	}{
 		{name: "inside, nothing waits", start: inside, lastPhase: "Done"},
 		{name: "the first change waits", start: opens.Add(-1500 * time.Millisecond), wantWait: "phase Taint waits until 2026-11-27T10:00:00Z", lastPhase: "Done"},
+		// a run going on where one stopped made its first change: its
+		// next batch waits
+		{name: "a resumed run's first batch waits", start: opens.Add(-1500 * time.Millisecond), resumeAt: plan.PhaseTaint, wantWait: "batch 1/3 waits until 2026-11-27T10:00:00Z", lastPhase: "Done"},
 		// the window closes during batch 1's drain: batch 1 goes on to
 		// its end, batch 2 waits for the next opening
 		{name: "the batch in flight finishes, the next waits", start: inside, setAt: "Drain 1", at: opens.Add(-1500 * time.Millisecond), wantWait: "batch 2/3 waits until 2026-11-27T10:00:00Z", lastPhase: "Done"},
@@ -73,7 +77,7 @@ func TestMaintenanceWindowHoldsBatchStarts(t *testing.T) {
 			clock := newTestClock(tc.start)
 			rec := &state.Record{}
 			var waits []*time.Time
-			cfg := Config{Client: client, Plan: p, Provider: &cloud.None{Client: client, DeleteNode: true}, Drain: drainOpts(), Record: rec, Window: sched, Now: clock.now,
+			cfg := Config{Client: client, Plan: p, Provider: &cloud.None{Client: client, DeleteNode: true}, Drain: drainOpts(), Record: rec, Window: sched, Now: clock.now, Start: tc.resumeAt,
 				Save: func(context.Context) error { waits = append(waits, rec.WaitingForWindow); return nil }}
 			began := time.Now()
 			got := runEngine(t, cfg, func(s plan.State) {
