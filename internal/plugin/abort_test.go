@@ -235,3 +235,24 @@ func TestAbortMarksTheRecordAborted(t *testing.T) {
 		}
 	}
 }
+
+// A run stopped at its --not-after is put back in service by abort: the
+// windows hold runs, never abort.
+func TestAbortAfterNotAfter(t *testing.T) {
+	rec := recordFor("ng")
+	rec.Phase, rec.Done = string(plan.PhaseRecover), nil
+	rec.Note = "stopped before batch 2/2: no maintenance window opens before --not-after 2020-01-01T00:00:00Z"
+	rec.Request = &plan.Request{NodeGroup: "ng", Strategy: "eks", MaxUnavailable: "1", Provider: "none",
+		TargetLabels: []string{"image=new"}, DrainTimeout: time.Minute, NodeReadyTimeout: time.Minute, MaxAge: time.Hour,
+		Windows: []string{"Sat 22:00-06:00 Europe/Berlin"}, NotAfter: "2020-01-01"}
+	client := statusFixture(t, []*state.Record{rec})
+	n := abortNode("a", true)
+	n.Labels["image"] = "old"
+	if _, err := client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runAbort(t, client, AbortOptions{})
+	if code != ExitOK || !strings.Contains(out, "back in service") {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+}

@@ -153,7 +153,7 @@ func registerCommandCompletions(c *cobra.Command, src completionSource, reg func
 	switch c.Name() {
 	case "plan", "run", "check", "abort":
 		c.ValidArgsFunction = nodeGroupNames(src)
-	case "status", "cancel", "resume", "rollback", "complete":
+	case "status", "report", "cancel", "resume", "rollback", "complete":
 		c.ValidArgsFunction = recordedGroupNames(src)
 	default:
 		c.ValidArgsFunction = cobra.NoFileCompletions
@@ -189,11 +189,11 @@ func fixedValues(values []string, help map[string]string) cobra.CompletionFunc {
 }
 
 // outputFormats completes -o: status, plan and run also print -o wide,
-// version no -o name. A template format is completed up to its "=",
+// version and report no -o name. A template format is completed up to its "=",
 // without the space after it.
 func outputFormats(command string) cobra.CompletionFunc {
 	formats := output.Formats(command == "status" || command == "plan" || command == "run")
-	if command == "version" {
+	if command == "version" || command == "report" {
 		formats = slices.DeleteFunc(formats, func(f string) bool { return f == output.FormatName })
 	}
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {

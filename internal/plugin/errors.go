@@ -32,7 +32,7 @@ const (
 	ExitBlockers         = 5  // check found blockers
 	ExitLocked           = 6  // another run holds the node group's lock
 	ExitNodeCreation     = 7  // NodeCreationFailure: new nodes did not become Ready within --node-ready-timeout
-	ExitPaused           = 8  // the run stopped on purpose: paused by cancel, or left soaking (--no-wait)
+	ExitPaused           = 8  // the run stopped on purpose: paused by cancel, left soaking (--no-wait), or at --not-after with no maintenance window left
 	ExitUnreachable      = 9  // the API server did not answer (refused, timed out, unknown host, untrusted certificate)
 	ExitHookFailed       = 10 // a hook failed or timed out, or an annotation hook was not taken off within --hook-timeout
 )
@@ -57,6 +57,7 @@ func ExitCode(err error) int {
 	var creation *upgrade.NodeCreationFailure
 	var paused *upgrade.PausedError
 	var soaking *upgrade.SoakingError
+	var closed *upgrade.WindowClosedError
 	var hook *upgrade.HookFailure
 	var service *upgrade.ServiceUpdateFailure
 	var cloudFailure cloud.UpdateError
@@ -87,7 +88,7 @@ func ExitCode(err error) int {
 		return serviceExitCode(cloudFailure.Code)
 	case errors.As(err, &creation):
 		return ExitNodeCreation
-	case errors.As(err, &paused), errors.As(err, &soaking):
+	case errors.As(err, &paused), errors.As(err, &soaking), errors.As(err, &closed):
 		return ExitPaused
 	case errors.As(err, &eviction):
 		return ExitPodEvictionError

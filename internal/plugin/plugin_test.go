@@ -75,6 +75,10 @@ func TestBadInputExitsTwoBeforeTouchingTheCluster(t *testing.T) {
 		{"zero hook timeout", []string{"plan", "ng", tgt, "--pre-drain-hook", "true", "--hook-timeout", "0s"}, "invalid --hook-timeout 0s: must be positive"},
 		{"negative hook timeout", []string{"run", "ng", tgt, "--yes", "--hook-timeout", "-1m"}, "invalid --hook-timeout -1m0s: must be positive"},
 		{"missing plan file", []string{"run", "--plan-file", "/nonexistent/plan.json", "--yes"}, `cannot read --plan-file "/nonexistent/plan.json"`},
+		{"bad window day", []string{"plan", "ng", tgt, "--window", "Sat-Sonday 22:00-06:00"}, `invalid --window "Sat-Sonday 22:00-06:00": unknown day "Sonday"`},
+		{"bad window zone", []string{"run", "ng", tgt, "--yes", "--window", "Sat 22:00-06:00 Europe/Berlinn"}, `unknown time zone "Europe/Berlinn"`},
+		{"bad not-after", []string{"run", "ng", tgt, "--yes", "--not-after", "friday"}, `invalid --not-after "friday": want RFC 3339`},
+		{"not-after before not-before", []string{"plan", "ng", tgt, "--not-before", "2026-12-05", "--not-after", "2026-12-04"}, "--not-after 2026-12-04 is not after --not-before 2026-12-05"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,6 +111,7 @@ func TestExitCodes(t *testing.T) {
 		{errors.New("boom"), ExitFailure},
 		{fmt.Errorf("batch 1: %w", &upgrade.HookFailure{Hook: plan.HookPreDrain, Node: "n1", Status: "exit status 1"}), ExitHookFailed},
 		{context.Canceled, ExitFailure},
+		{&upgrade.WindowClosedError{What: "batch 2/3", NotAfter: time.Now()}, ExitPaused},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.err), func(t *testing.T) {

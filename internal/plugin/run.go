@@ -109,6 +109,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	// plan's: run exits 5 on blockers anyway; run takes it so that the
 	// command lines swap.
 	f.BoolVar(&o.detailedExitCode, "detailed-exitcode", false, "Exit 5 when the plan has blockers that run would refuse (as check does), instead of 0")
+	addWindowFlags(f, r)
 	f.BoolVar(&r.LeaveMachinesRunning, session.LeaveMachinesRunningFlag, false, "With provider none: delete the Node objects even of nodes whose machines a cloud group may keep (aws://, gce://, azure:// provider IDs), leaving those machines running")
 }
 

@@ -26,17 +26,19 @@ import (
 // The words of status's STATUS column and of "status" in its JSON: the
 // run as the operator thinks of it, from the record and the lock.
 const (
-	StatusRunning     = "running"      // a live process drives it
-	StatusPausing     = "pausing"      // alive, asked by cancel to stop at its next safe point
-	StatusPaused      = "paused"       // stopped by cancel; resume continues it
-	StatusSoaking     = "soaking"      // blue/green soak: alive and waiting, or left soaking with --no-wait
-	StatusSoakOver    = "soak over"    // left soaking with --no-wait, and the soak has ended: resume deletes blue
-	StatusRollingBack = "rolling back" // alive, undoing the upgrade
-	StatusRolledBack  = "rolled back"  // the rollback finished
-	StatusFinished    = "finished"     // the upgrade finished
-	StatusAborted     = "aborted"      // put back in service by the abort command before it finished
-	StatusInterrupted = "interrupted"  // stopped by Ctrl-C, SIGTERM or a kill before it finished; run it again
-	StatusFailed      = "failed"       // stopped by an error (LAST ERROR says why); fix it and run again
+	StatusRunning     = "running"            // a live process drives it
+	StatusPausing     = "pausing"            // alive, asked by cancel to stop at its next safe point
+	StatusPaused      = "paused"             // stopped by cancel; resume continues it
+	StatusSoaking     = "soaking"            // blue/green soak: alive and waiting, or left soaking with --no-wait
+	StatusSoakOver    = "soak over"          // left soaking with --no-wait, and the soak has ended: resume deletes blue
+	StatusWaiting     = "waiting for window" // alive, holding its next batch until a maintenance window opens (--window, --not-before)
+	StatusWindowOver  = "window closed"      // stopped at --not-after with no window left: the same command with a later --not-after goes on
+	StatusRollingBack = "rolling back"       // alive, undoing the upgrade
+	StatusRolledBack  = "rolled back"        // the rollback finished
+	StatusFinished    = "finished"           // the upgrade finished
+	StatusAborted     = "aborted"            // put back in service by the abort command before it finished
+	StatusInterrupted = "interrupted"        // stopped by Ctrl-C, SIGTERM or a kill before it finished; run it again
+	StatusFailed      = "failed"             // stopped by an error (LAST ERROR says why); fix it and run again
 )
 
 // RunStatus is one recorded run as status shows it: the record, and what
@@ -53,6 +55,9 @@ type RunStatus struct {
 	// Request is a request from another terminal the run has not taken
 	// yet (cancel, complete, rollback).
 	Request string `json:"request,omitempty"`
+	// Held are the pods and PDBs that hold the nodes a live run drains,
+	// read as status -w looks (heldNow).
+	Held []HeldNow `json:"held,omitempty"`
 }
 
 // ResourceRefs names the run's node group for -o name.
@@ -123,6 +128,8 @@ default without NODEGROUP). STATUS says what the run is doing or how it ended:
   running, pausing, rolling back   a live process drives it
   soaking                          blue/green soak (alive, or left with --no-wait)
   soak over                        left soaking and the soak has ended: resume
+  waiting for window               alive, its next batch held until a window opens
+  window closed                    stopped at --not-after: run again with a later one
   paused                           stopped by cancel: resume continues it
   interrupted                      stopped by Ctrl-C or a kill: run it again
   failed                           stopped by an error, LAST ERROR says why
@@ -132,7 +139,8 @@ default without NODEGROUP). STATUS says what the run is doing or how it ended:
 ELAPSED stops with the run. BATCH is shown in the phases that work on a
 batch. LAST ERROR is cut to one line; -o yaml or json has all of it. With -w,
 status prints a line at each change of the run until it stops, and exits
-as the run did: 0 finished, rolled back or aborted, 8 paused or soaking, 4
+as the run did: 0 finished, rolled back or aborted, 8 paused, soaking or
+window closed, 4
 failed or interrupted. Ctrl-C stops the watching, not the run, and exits 0.`,
 		Example: statusExample,
 		Args:    argsAtMost(1, "at most one NODEGROUP"),
@@ -288,11 +296,15 @@ func describeRun(r *state.Record, alive bool, request string, now time.Time) Run
 			s.Status = StatusRollingBack
 		case phase == plan.PhaseSoak || phase == plan.PhaseBatchSoak:
 			s.Status = StatusSoaking
+		case r.WaitingForWindow != nil:
+			s.Status = StatusWaiting
 		default:
 			s.Status = StatusRunning
 		}
 	case request == state.RequestCancel || strings.HasPrefix(r.Note, "paused by cancel"):
 		s.Status = StatusPaused
+	case strings.Contains(r.Note, windowClosedNote):
+		s.Status = StatusWindowOver
 	case r.Cloud != nil && r.Cloud.SoakUntil != nil && (phase == plan.PhaseSoak || strings.HasPrefix(r.Note, "soaking until")):
 		s.Status = StatusSoaking
 		if !now.Before(*r.Cloud.SoakUntil) {
@@ -461,6 +473,9 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 		if len(r.LeftRunning) > 0 {
 			fmt.Fprintln(o.Out, shortLivedLine(r, nodeCreated, now))
 		}
+		if w := r.WaitingForWindow; w != nil && s.Alive {
+			fmt.Fprintf(o.Out, "%s: waiting for window until %s (in %s)\n", r.NodeGroup, w.Format(time.RFC3339), w.Sub(now).Round(time.Second))
+		}
 		if r.Note != "" {
 			fmt.Fprintf(o.Out, "%s: note: %s\n", r.NodeGroup, r.Note)
 		}
@@ -548,6 +563,9 @@ func (o *StatusOptions) lookAtRun(ctx context.Context, store *state.Store, last 
 	if err != nil {
 		return cur, false, err
 	}
+	if cur.Held, err = o.heldNow(ctx, cur); err != nil {
+		return cur, false, err
+	}
 	if line := o.watchLine(cur); line != *last {
 		if err := o.printWatched(cur, line); err != nil {
 			return cur, false, err
@@ -602,6 +620,12 @@ func (o *StatusOptions) watchLine(s RunStatus) string {
 	if len(r.InFlight) > 0 {
 		parts = append(parts, "in flight "+strings.Join(r.InFlight, ","))
 	}
+	if w := r.WaitingForWindow; w != nil && s.Alive {
+		parts = append(parts, "waiting for window until "+w.Format(time.RFC3339))
+	}
+	if len(s.Held) > 0 {
+		parts = append(parts, heldText(s.Held))
+	}
 	if r.LastError != "" {
 		parts = append(parts, "last error: "+output.OneLine(lastErrorText(s), 200))
 	}
@@ -636,6 +660,8 @@ func watchEnd(s RunStatus) error {
 		return &watchEnded{fmt.Sprintf("the run on %q is paused; continue it with \"kubectl nodeupgrade resume %s\"", g, g), ExitPaused}
 	case StatusSoaking, StatusSoakOver:
 		return &watchEnded{fmt.Sprintf("the run on %q was left soaking; resume it after the soak, or end the soak with \"kubectl nodeupgrade complete %s\"", g, g), ExitPaused}
+	case StatusWindowOver:
+		return &watchEnded{fmt.Sprintf("the run on %q stopped at its --not-after: %s", g, s.Note), ExitPaused}
 	case StatusFailed:
 		return &watchEnded{fmt.Sprintf("the run on %q failed: %s", g, output.OneLine(s.LastError, 0)), ExitFailure}
 	}
@@ -665,3 +691,7 @@ func shortLivedLine(r *state.Record, nodeCreated map[string]time.Time, now time.
 	return fmt.Sprintf("%s: short-lived: %d of %d old nodes still run; the oldest is %s old; %d older than --max-age %s",
 		r.NodeGroup, left, len(r.LeftRunning), duration.HumanDuration(oldest), over, duration.HumanDuration(r.MaxAge))
 }
+
+// windowClosedNote is in the note of a run stopped at --not-after
+// (upgrade.WindowClosedError).
+const windowClosedNote = "no maintenance window opens before --not-after"

@@ -21,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -83,6 +84,11 @@ func TestDescribeRun(t *testing.T) {
 		{"left soaking (--no-wait)", func(r *state.Record) {
 			r.Phase, r.Note, r.Cloud = "Soak", "soaking until ...", &state.CloudRecord{GreenRecord: state.GreenRecord{SoakUntil: &soakEnds}}
 		}, false, "", StatusSoaking, 4 * time.Minute},
+		{"waiting for a window", func(r *state.Record) { r.Phase, r.WaitingForWindow = "Recover", &soakEnds }, true, "", StatusWaiting, 10 * time.Minute},
+		{"killed while waiting for a window", func(r *state.Record) { r.Phase, r.WaitingForWindow = "Recover", &soakEnds }, false, "", StatusInterrupted, 4 * time.Minute},
+		{"stopped at --not-after", func(r *state.Record) {
+			r.Phase, r.Note = "Recover", (&upgrade.WindowClosedError{What: "batch 2/3", NotAfter: testNow}).Error()
+		}, false, "", StatusWindowOver, 4 * time.Minute},
 		{"left soaking, soak over", func(r *state.Record) {
 			r.Phase, r.Note, r.Cloud = "Soak", "soaking until ...", &state.CloudRecord{GreenRecord: state.GreenRecord{SoakUntil: &soakEnded}}
 		}, false, "", StatusSoakOver, 4 * time.Minute},

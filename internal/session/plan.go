@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -29,10 +30,15 @@ type Planned struct {
 // it returns the saved one, checked against the cluster now.
 func (s *Session) Plan(ctx context.Context, r *Request) (*Planned, error) {
 	pl, err := s.plan(ctx, r)
-	if err != nil || r.SavedPlan == nil {
+	if err != nil {
 		return pl, err
 	}
-	if pl.Plan, err = s.fromSavedPlan(ctx, r, pl.Plan); err != nil {
+	if r.SavedPlan != nil {
+		if pl.Plan, err = s.fromSavedPlan(ctx, r, pl.Plan); err != nil {
+			return nil, err
+		}
+	}
+	if err := scheduleIn(pl, time.Now()); err != nil {
 		return nil, err
 	}
 	return pl, nil

@@ -19,6 +19,9 @@ func (s *Session) Replan(ctx context.Context, rec *state.Record, action string) 
 		return nil, err
 	}
 	r.PlanFile = ""
+	// Abort and the service's controls put the group back or act on the
+	// service's update at any time: maintenance windows hold only a run.
+	r.Windows, r.NotBefore, r.NotAfter = nil, "", ""
 	if err := r.ValidateRun(); err != nil {
 		return nil, err
 	}

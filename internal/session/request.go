@@ -128,6 +128,9 @@ func (r *Request) Validate() error {
 	if t := r.Hooks.Timeout; t < 0 || t == 0 && r.Given["hook-timeout"] {
 		return Usagef("invalid --hook-timeout %s: must be positive", time.Duration(t))
 	}
+	if _, err := schedule(r.Request); err != nil {
+		return err
+	}
 	if r.Provider == cloud.NoneName && len(r.TargetLabels) == 0 {
 		return Usagef("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc)")
 	}

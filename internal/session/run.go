@@ -54,7 +54,12 @@ func (s *Session) EngineConfig(p *plan.Plan, req plan.Request, provider cloud.Pr
 		return upgrade.Config{}, err
 	}
 	traits := p.Traits()
+	sched, err := schedule(req)
+	if err != nil {
+		return upgrade.Config{}, err
+	}
 	return upgrade.Config{
+		Window: sched,
 		Client: s.Client,
 		Plan:   p,
 		Taint:  taint,
@@ -114,17 +119,20 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	// ...") is no longer so once this run holds the lock; status showed it
 	// beside a live run. The run's end writes its own.
 	rec.Strategy, rec.Target, rec.Holder, rec.LastError, rec.Note = pl.Strategy, pl.TargetLabels, holder, "", ""
+	rec.WaitingForWindow = nil
 	// A rollback counts its own nodes: those the upgrade replaced are
 	// replaced again (see state.Record.Counted).
 	rec.Batches, rec.NodesTotal = len(pl.Batches), len(cfg.EarlierDone)+pl.Nodes.Outdated
 	cfg.Record = rec
 	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
 	cfg.OnProgress = recordProgress(store, rec, pl.Plan, previouslyDone)
+	rep := s.withReport(ctx, pl, rec, &cfg)
 	engine, err := upgrade.New(cfg)
 	if err != nil {
 		return err
 	}
 	err = CauseOf(ctx, engine.Run(ctx))
+	rep.finish(cleanupCtx, err)
 	recordEnd(rec, err, engine.Note())
 	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
 		return saveErr
@@ -165,8 +173,10 @@ func recordRequest(rec *state.Record, pl *Planned) {
 func recordEnd(rec *state.Record, err error, note string) {
 	var paused *upgrade.PausedError
 	var soaking *upgrade.SoakingError
+	var closed *upgrade.WindowClosedError
+	rec.WaitingForWindow = nil
 	switch {
-	case errors.As(err, &paused) || errors.As(err, &soaking):
+	case errors.As(err, &paused) || errors.As(err, &soaking) || errors.As(err, &closed):
 		rec.Note = err.Error()
 	case errors.Is(err, context.Canceled):
 		// The record says what stopped the run, not Go's "context canceled".

@@ -20,8 +20,10 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/report"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/window"
 )
 
 // Config is what a run needs.
@@ -90,6 +92,12 @@ type Config struct {
 	// Kubeconfig is the file the hooks get in KUBECONFIG: one that reaches
 	// the cluster the run talks to; "" leaves theirs.
 	Kubeconfig string
+	// Journal keeps the run's timeline for "report" (the node milestones
+	// come through Events' Observe); nil keeps none.
+	Journal *report.Journal
+	// Window is when batches and the steps that take capacity away may
+	// start (--window, --not-before, --not-after); empty: any time.
+	Window window.Schedule
 }
 
 // Engine runs one plan: the run loop (Run, Abort) and the toolkit the
@@ -124,6 +132,9 @@ type Engine struct {
 	// recovering is the last batch's recovery, handed over to the next
 	// batch's drain (handover.go); nil when none goes on.
 	recovering atomic.Pointer[recovery]
+	// gatedBatch is the last batch whose start awaited the maintenance
+	// window (window.go): its later phases are in flight.
+	gatedBatch int
 }
 
 // New prepares an engine for the plan's strategy.
@@ -138,7 +149,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Second
 	}
-	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits()}
+	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits(), gatedBatch: -1}
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
 	e.group = newCloudGroup(e)
 	e.hooks = &hookRunner{Engine: e}
@@ -207,7 +218,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	if s.Phase == "" {
 		s.Phase = e.strategy.First(e.flow())
 	}
-	for {
+	for first := true; ; first = false {
+		if err := e.awaitWindow(ctx, s, first); errors.Is(err, errRollbackRequested) {
+			s = plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}
+		} else if err != nil {
+			return e.stoppedUndrained(ctx, err)
+		}
 		if err := e.enter(ctx, s); err != nil {
 			return err
 		}
@@ -242,6 +258,7 @@ func (e *Engine) enter(ctx context.Context, s plan.State) error {
 		}
 	}
 	e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
+	e.journalEnter(s)
 	if s.Phase == plan.PhaseDrain {
 		e.intendRecovering(s.Batch)
 	}
@@ -410,6 +427,7 @@ func (e *Engine) planDescription() string {
 }
 
 func (e *Engine) reportDrainEvent(ev drain.Event) {
+	e.journalDrainEvent(ev)
 	switch ev.Type {
 	case drain.EventEvicted:
 		e.logf("node %q: evicted pod %q", ev.Node, ev.Namespace+"/"+ev.Pod)

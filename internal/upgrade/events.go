@@ -27,6 +27,17 @@ type Recorder struct {
 	once   sync.Once
 	slots  chan struct{} // bounds the writes in flight
 	wg     sync.WaitGroup
+	// observe is told each node Event's reason as it is recorded (the
+	// run's report journal); nil: none.
+	observe func(node, reason string)
+}
+
+// Observe has f told the reason of each Event recorded on a node from now
+// on: the node milestones a report keeps are those Events.
+func (r *Recorder) Observe(f func(node, reason string)) {
+	if r != nil {
+		r.observe = f
+	}
 }
 
 // eventWrites bounds the Event writes in flight.
@@ -50,6 +61,9 @@ func (r *Recorder) Flush() {
 // Node records an event on a node (kept in the default namespace, as the
 // kubelet's node events are).
 func (r *Recorder) Node(ctx context.Context, node, eventType, reason, format string, args ...any) {
+	if r != nil && r.observe != nil {
+		r.observe(node, reason)
+	}
 	r.write(ctx, metav1.NamespaceDefault, corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: "" /* names suffice for kubectl describe */}, eventType, reason, fmt.Sprintf(format, args...))
 }
 

@@ -48,6 +48,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	}
 	writeManaged(w, p.Managed)
 	writeSteps(w, p)
+	writeWindow(w, p)
 	writeHookedNodes(w, p)
 	fmt.Fprintln(w)
 	if p.Traits().LeavesRunning {

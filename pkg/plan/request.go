@@ -47,6 +47,12 @@ type Request struct {
 	// to let go of a drained node; 0 (a record from before the flag) is
 	// DefaultDeregistrationTimeout.
 	DeregistrationTimeout time.Duration `json:"deregistrationTimeout,omitempty"`
+	// Windows, NotBefore and NotAfter are when batches and the steps that
+	// take capacity away may start (--window, --not-before, --not-after,
+	// as given; see package window).
+	Windows   []string `json:"windows,omitempty"`
+	NotBefore string   `json:"notBefore,omitempty"`
+	NotAfter  string   `json:"notAfter,omitempty"`
 	// PlanFile is a plan saved with "plan -o json" that the run executes.
 	PlanFile string `json:"planFile,omitempty"`
 }

@@ -86,6 +86,9 @@ type Plan struct {
 	// HookedNodes the group's nodes with annotation hooks when planned.
 	Hooks       *Hooks       `json:"hooks,omitempty"`
 	HookedNodes []HookedNode `json:"hookedNodes,omitempty"`
+	// Window is when batches may start (--window, --not-before,
+	// --not-after); nil when any time.
+	Window *WindowPlan `json:"window,omitempty"`
 	// Notes say where the plan could not do what was asked (e.g. a batch
 	// that takes more replicas than a PDB allows).
 	Notes []string `json:"notes,omitempty"`

@@ -91,6 +91,9 @@ type Record struct {
 	// Ready again yet: a run that goes on after an interruption evicts
 	// their pods only once they are.
 	Recovering []Workload `json:"recovering,omitempty"`
+	// WaitingForWindow is, while the run waits for a maintenance window
+	// to open (--window, --not-before), when it opens.
+	WaitingForWindow *time.Time `json:"waitingForWindow,omitempty"`
 }
 
 // Workload is a replica controller (ReplicaSet, StatefulSet,

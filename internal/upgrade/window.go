@@ -1,0 +1,140 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// WindowClosedError stops a run whose next disruptive step could not start
+// before --not-after: nothing is in flight, and running again with a later
+// --not-after (or resume) goes on.
+type WindowClosedError struct {
+	What     string
+	NotAfter time.Time
+}
+
+func (e *WindowClosedError) Error() string {
+	return fmt.Sprintf("stopped before %s: no maintenance window opens before --not-after %s; run the same command again with a later --not-after to go on, or put the group back in service with abort",
+		e.What, e.NotAfter.UTC().Format(time.RFC3339))
+}
+
+// gatedWhat names what state s starts when it may start only inside a
+// maintenance window ("" when it may start any time): the run's first
+// change, each batch, and the steps that take capacity away (the
+// scale-down, blue's deletion). A batch in flight goes on: only its
+// first phase is gated. Rollback and Done restore service and never wait.
+func (e *Engine) gatedWhat(s plan.State, first bool) string {
+	switch {
+	case s.Phase == plan.PhaseRollback || s.Phase == plan.PhaseDone:
+		return ""
+	case plan.BatchPhase(s.Phase) && s.Batch != e.gatedBatch:
+		e.gatedBatch = s.Batch
+		return e.batchLabel(s.Batch)
+	case s.Phase == plan.PhaseScaleDown:
+		return "the scale-down"
+	case s.Phase == plan.PhaseDeleteBlue:
+		return "the deletion of blue"
+	case first && e.cfg.Start == "":
+		// A run that goes on where one stopped (a service's update
+		// under way, say) made its first change already.
+		return fmt.Sprintf("phase %s", s.Phase)
+	}
+	return ""
+}
+
+// awaitWindow holds state s until the schedule lets it start: a timer to
+// the next opening, no polling; cancel pauses the wait and rollback turns
+// a blue/green run around. The record says until when it waits.
+func (e *Engine) awaitWindow(ctx context.Context, s plan.State, first bool) error {
+	sched := e.cfg.Window
+	if sched.Empty() {
+		return nil
+	}
+	what := e.gatedWhat(s, first)
+	if what == "" {
+		return nil
+	}
+	now := e.cfg.Now()
+	if sched.Contains(now) {
+		return nil
+	}
+	opens, ok := sched.NextOpen(now)
+	if !ok {
+		return &WindowClosedError{What: what, NotAfter: sched.NotAfter}
+	}
+	e.logf("outside the maintenance window (%s): %s waits until %s (in %s)", sched, what, opens.Format(time.RFC3339), plan.FormatDuration(opens.Sub(now).Round(time.Second)))
+	e.progress.waitingFor(fmt.Sprintf("the maintenance window to open at %s", opens.Format(time.RFC3339)))
+	defer e.progress.waitingFor("")
+	if err := e.setWindowWait(ctx, &opens); err != nil {
+		return err
+	}
+	if err := e.waitUntil(ctx, s, opens.Sub(now)); err != nil {
+		return err
+	}
+	e.logf("maintenance window open: %s starts", what)
+	return e.setWindowWait(ctx, nil)
+}
+
+// setWindowWait records until when the run waits for a window (nil: it
+// does not), for status.
+func (e *Engine) setWindowWait(ctx context.Context, until *time.Time) error {
+	if e.cfg.Record == nil {
+		return nil
+	}
+	if until != nil {
+		u := until.UTC().Truncate(time.Second)
+		until = &u
+	}
+	e.cfg.Record.WaitingForWindow = until
+	return e.save(ctx)
+}
+
+// waitUntil waits d, or until a request from another terminal stops or
+// turns the wait.
+func (e *Engine) waitUntil(ctx context.Context, s plan.State, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var requests <-chan string
+	for {
+		if requests == nil && e.cfg.Control != nil {
+			ch, err := e.cfg.Control.Watch(ctx)
+			if err != nil {
+				return err
+			}
+			requests = ch
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		case req, ok := <-requests:
+			if !ok {
+				requests = nil // the watch ended; watch again
+				continue
+			}
+			if err := e.windowRequest(ctx, s, req); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// windowRequest is what a request does to a wait for a window: cancel
+// pauses it; rollback turns a run that can be turned around live.
+func (e *Engine) windowRequest(ctx context.Context, s plan.State, req string) error {
+	switch {
+	case req == state.RequestCancel:
+		return &PausedError{Phase: s.Phase}
+	case req == state.RequestRollback && e.traits.Rollback == plan.RollbackGreen:
+		if err := e.cfg.Control.Clear(ctx); err != nil {
+			return err
+		}
+		return errRollbackRequested
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+)
+
+// WriteTable prints the report for a reader: per run its outcome and
+// times, the estimate against what happened, the phases, the batches,
+// the top blockers and each node's timeline.
+func WriteTable(w io.Writer, rep Report) error {
+	if len(rep.Runs) == 0 {
+		_, err := fmt.Fprintf(w, "No run of %q reported yet.\n", rep.NodeGroup)
+		return err
+	}
+	for i, run := range rep.Runs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := writeRun(w, rep.NodeGroup, run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeRun(w io.Writer, group string, run RunReport) error {
+	fmt.Fprintf(w, "Run of %q started %s (%s; attempts: %d): %s\n", group, run.StartedAt.UTC().Format(time.RFC3339), output.OrNone(run.Strategy), run.Attempts, run.Outcome)
+	fmt.Fprintf(w, "Took %s; the plan estimated %s%s\n", short(run.Took), short(run.Estimate), overrun(run))
+	if run.Trimmed > 0 {
+		fmt.Fprintf(w, "(%d of the shortest refused evictions left out to keep the report within %d KiB)\n", run.Trimmed, MaxBytes>>10)
+	}
+	sections := []func(io.Writer, RunReport) error{writeBlockers, writePhases, writeBatches, writeNodes}
+	for _, section := range sections {
+		if err := section(w, run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func overrun(run RunReport) string {
+	if run.Estimate <= 0 || run.Took <= run.Estimate {
+		return ""
+	}
+	return fmt.Sprintf(" (%s over)", short(run.Took-run.Estimate))
+}
+
+func short(d Duration) string { return time.Duration(d).Truncate(time.Second).String() }
+
+func writeBlockers(w io.Writer, run RunReport) error {
+	if len(run.Blockers) == 0 {
+		_, err := fmt.Fprintln(w, "\nNo eviction was refused.")
+		return err
+	}
+	fmt.Fprintln(w, "\nTop blockers (refused evictions, by time held):")
+	t := output.NewTable(w, "Held", "Pod", "PDB", "Node", "Refusals")
+	for _, b := range run.Blockers {
+		if err := t.Append(short(b.Held), b.Pod, output.OrNone(b.PDB), b.Node, fmt.Sprint(b.Refusals)); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func writePhases(w io.Writer, run RunReport) error {
+	if len(run.PhaseTotals) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nPhases (over all batches):")
+	t := output.NewTable(w, "Phase", "Took")
+	for _, p := range run.PhaseTotals {
+		if err := t.Append(p.Phase, short(p.Took)); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func writeBatches(w io.Writer, run RunReport) error {
+	if len(run.Batches) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nBatches:")
+	t := output.NewTable(w, "Batch", "From", "To", "Took")
+	for _, b := range run.Batches {
+		if err := t.Append(fmt.Sprint(b.Batch), clock(&b.From), clock(&b.To), short(Duration(b.To.Sub(b.From)))); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func writeNodes(w io.Writer, run RunReport) error {
+	if len(run.Nodes) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nNodes (UTC):")
+	t := output.NewTable(w, "Node", "Batch", "Tainted", "Drain start", "Drained", "Held", "Removed", "Replacement", "Ready")
+	for _, n := range run.Nodes {
+		var held time.Duration
+		for _, b := range n.Blocks {
+			held += b.Held()
+		}
+		if err := t.Append(n.Name, fmt.Sprint(n.Batch), clock(n.Tainted), clock(n.DrainStart), clock(n.Drained), short(Duration(held)),
+			clock(n.Removed), output.OrNone(n.Replacement), clock(n.ReplacementReady)); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// clock is a time of the report's tables: the time of day, UTC.
+func clock(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("15:04:05")
+}

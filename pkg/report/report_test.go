@@ -1,0 +1,189 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock the test moves.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time               { return c.t }
+func (c *fakeClock) advance(d time.Duration)      { c.t = c.t.Add(d) }
+func at(c *fakeClock, d time.Duration) *fakeClock { c.advance(d); return c }
+
+var start = time.Date(2026, 11, 27, 22, 0, 0, 0, time.UTC)
+
+func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
+	c := &fakeClock{t: start}
+	j := NewJournal(c.now, [][]string{{"n1"}, {"n2"}})
+	j.Enter("Taint", 0)
+	j.NodeEvent("n1", ReasonTainted)
+	j.NodeEvent("n2", ReasonTainted)
+	at(c, time.Minute)
+	j.Enter("Drain", 1)
+	j.NodeEvent("n1", ReasonDraining)
+	j.Blocked("n1", "app/web-0", "app/web")
+	at(c, 5*time.Second)
+	j.Blocked("n1", "app/web-0", "app/web") // the same block, refused again
+	j.Blocked("n1", "app/db-0", "app/db")
+	at(c, 40*time.Second)
+	j.Left("n1", "app/web-0") // web held n1 45 s
+	at(c, 20*time.Second)
+	j.NodeEvent("n1", ReasonDrained) // db held it 60 s, released by the drain's end
+	j.Enter("Remove", 1)
+	j.NodeEvent("n1", ReasonRemoved)
+	at(c, 2*time.Minute)
+	j.Enter("Drain", 2)
+	j.Blocked("n2", "app/web-1", "app/web")
+	at(c, 30*time.Second)
+	run := j.Run() // n2's block still open: counted to now
+
+	byName := map[string]Node{}
+	for _, n := range run.Nodes {
+		byName[n.Name] = n
+	}
+	n1 := byName["n1"]
+	if n1.Batch != 1 || n1.Tainted == nil || !n1.Tainted.Equal(start) || n1.Removed == nil || !n1.Removed.Equal(start.Add(2*time.Minute+5*time.Second)) {
+		t.Errorf("n1's timeline %+v", n1)
+	}
+	tests := []struct {
+		node, pod string
+		held      time.Duration
+		refusals  int
+	}{
+		{"n1", "app/web-0", 45 * time.Second, 2},
+		{"n1", "app/db-0", time.Minute, 1},
+		{"n2", "app/web-1", 30 * time.Second, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.node+" "+tt.pod, func(t *testing.T) {
+			for _, b := range byName[tt.node].Blocks {
+				if b.Pod == tt.pod {
+					if b.Held() != tt.held || b.Refusals != tt.refusals {
+						t.Errorf("block %+v held %s, want %s and %d refusals", b, b.Held(), tt.held, tt.refusals)
+					}
+					return
+				}
+			}
+			t.Errorf("no block of %s on %s: %+v", tt.pod, tt.node, byName[tt.node].Blocks)
+		})
+	}
+	if got := time.Duration(run.Phases["Drain"]); got != 65*time.Second+30*time.Second {
+		t.Errorf("Drain took %s in all, want 1m35s", got)
+	}
+	if len(run.Batches) != 2 || run.Batches[0].To.Sub(run.Batches[0].From) != 65*time.Second+2*time.Minute {
+		t.Errorf("batches %+v", run.Batches)
+	}
+	rep := Of("ng", History{Runs: []Run{run}}, c.now())
+	if b := rep.Runs[0].Blockers; len(b) != 3 || b[0].Pod != "app/db-0" || b[0].PDB != "app/db" || b[1].Pod != "app/web-0" {
+		t.Errorf("blockers %+v, want db-0 first, then web-0", b)
+	}
+}
+
+func TestPairReplacements(t *testing.T) {
+	t1, t2 := start.Add(time.Minute), start.Add(5*time.Minute)
+	run := Run{Nodes: []Node{{Name: "old-2", Removed: &t2}, {Name: "old-1", Removed: &t1}, {Name: "kept"}}}
+	run.PairReplacements([]Replacement{
+		{Name: "before", Ready: start},              // Ready before any removal: not a replacement
+		{Name: "new-b", Ready: t2.Add(time.Minute)}, // after both
+		{Name: "new-a", Ready: t1.Add(time.Minute)}, // after old-1's only
+	})
+	want := map[string]string{"old-1": "new-a", "old-2": "new-b", "kept": ""}
+	for _, n := range run.Nodes {
+		if n.Replacement != want[n.Name] {
+			t.Errorf("%s replaced by %q, want %q", n.Name, n.Replacement, want[n.Name])
+		}
+	}
+}
+
+// bigRun is a run of nodes nodes with blocks blocks each, named as EKS
+// names nodes.
+func bigRun(startedAt time.Time, nodes, blocks int) Run {
+	run := Run{StartedAt: startedAt, Phases: map[string]Duration{"Drain": Duration(time.Hour)}}
+	for i := range nodes {
+		t := startedAt.Add(time.Duration(i) * time.Minute)
+		n := Node{Name: fmt.Sprintf("ip-10-0-%d-%d.eu-west-1.compute.internal", i/250, i%250), Batch: i + 1,
+			Tainted: &t, DrainStart: &t, Drained: &t, Cordoned: &t, Removed: &t,
+			Replacement: fmt.Sprintf("ip-10-1-%d-%d.eu-west-1.compute.internal", i/250, i%250), ReplacementReady: &t}
+		for k := range blocks {
+			n.Blocks = append(n.Blocks, Block{Pod: fmt.Sprintf("payments/checkout-api-7d9f8c6b5-%05d", k), PDB: "payments/checkout-api",
+				From: t, To: t.Add(time.Duration(k+1) * time.Second), Refusals: 12})
+		}
+		run.Batches = append(run.Batches, BatchSpan{Batch: i + 1, From: t, To: t.Add(time.Minute)})
+		run.Nodes = append(run.Nodes, n)
+	}
+	return run
+}
+
+func TestHistoryStaysFarBelowAConfigMap(t *testing.T) {
+	tests := []struct {
+		name          string
+		runs, blocks  int
+		wantRuns      int
+		wantTrimmed   bool
+		wantAllBlocks bool
+	}{
+		// a 200-node run whose every node a PDB held three times
+		{name: "one 200-node run", runs: 1, blocks: 3, wantRuns: 1, wantAllBlocks: true},
+		{name: "many runs keep the newest", runs: 8, blocks: 3, wantRuns: 1, wantAllBlocks: true},
+		{name: "small runs keep MaxRuns", runs: 8, blocks: 0, wantRuns: MaxRuns},
+		// a pathological run: 50 refusals of different pods per node
+		{name: "a run too large loses its shortest blocks", runs: 1, blocks: 50, wantRuns: 1, wantTrimmed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h History
+			nodes := 200
+			if tt.blocks == 0 {
+				nodes = 20
+			}
+			for i := range tt.runs {
+				h.Add(start.Add(time.Duration(i)*24*time.Hour), bigRun(start, nodes, tt.blocks))
+			}
+			data, err := h.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(data) > MaxBytes {
+				t.Errorf("encoded %d bytes, above %d", len(data), MaxBytes)
+			}
+			var back History
+			if err := json.Unmarshal(data, &back); err != nil {
+				t.Fatal(err)
+			}
+			newest := start.Add(time.Duration(tt.runs-1) * 24 * time.Hour)
+			if len(back.Runs) != tt.wantRuns || !back.Runs[0].StartedAt.Equal(newest) {
+				t.Fatalf("%d runs, the newest from %s; want %d, the newest %s", len(back.Runs), back.Runs[0].StartedAt, tt.wantRuns, newest)
+			}
+			r := back.Runs[0]
+			if (r.Trimmed > 0) != tt.wantTrimmed || len(r.Nodes) != nodes {
+				t.Errorf("trimmed %d blocks, %d nodes", r.Trimmed, len(r.Nodes))
+			}
+			if tt.wantAllBlocks && len(r.Nodes[0].Blocks) != tt.blocks {
+				t.Errorf("%d blocks kept of %d", len(r.Nodes[0].Blocks), tt.blocks)
+			}
+			if tt.wantTrimmed {
+				// the longest blocks stay
+				top := Of("ng", back, time.Now()).Runs[0].Blockers
+				if len(top) == 0 || time.Duration(top[0].Held) != 50*time.Second {
+					t.Errorf("top blocker %+v, want one held 50s", top)
+				}
+			}
+			t.Logf("%d runs, %d bytes", len(back.Runs), len(data))
+		})
+	}
+}
+
+func TestMergeKeepsTheFirstMilestones(t *testing.T) {
+	t1, t2 := start, start.Add(time.Hour)
+	var h History
+	h.Add(start, Run{Outcome: "interrupted", Nodes: []Node{{Name: "n1", Tainted: &t1}}, Phases: map[string]Duration{"Drain": Duration(time.Minute)}})
+	h.Add(start, Run{Outcome: "finished", Nodes: []Node{{Name: "n1", Tainted: &t2, Removed: &t2}, {Name: "n2"}}, Phases: map[string]Duration{"Drain": Duration(time.Minute)}})
+	r := h.Runs[0]
+	if len(h.Runs) != 1 || r.Attempts != 2 || r.Outcome != "finished" || len(r.Nodes) != 2 || !r.Nodes[0].Tainted.Equal(t1) || r.Nodes[0].Removed == nil || r.Phases["Drain"] != Duration(2*time.Minute) {
+		t.Errorf("merged %+v", h.Runs)
+	}
+}

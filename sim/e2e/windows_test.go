@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// utcPluginCmd is pluginCmd with the run's log clock in UTC, as the
+// windows the tests give are.
+func utcPluginCmd(args ...string) *exec.Cmd {
+	cmd := pluginCmd(args...)
+	cmd.Env = append(cmd.Env, "TZ=UTC")
+	return cmd
+}
+
+// windowAt is a daily window of the UTC wall clock from from to to,
+// to the second (crossing midnight where it falls so).
+func windowAt(from, to time.Time) string {
+	return fmt.Sprintf("daily %s-%s UTC", from.UTC().Format(time.TimeOnly), to.UTC().Format(time.TimeOnly))
+}
+
+// logTime is the time of a run's log line ("15:04:05 ..."), on the day
+// of near (UTC).
+func logTime(t *testing.T, line string, near time.Time) time.Time {
+	t.Helper()
+	clock, err := time.Parse(time.TimeOnly, strings.Fields(line)[0])
+	if err != nil {
+		t.Fatalf("log line %q has no time: %v", line, err)
+	}
+	y, m, d := near.UTC().Date()
+	at := time.Date(y, m, d, clock.Hour(), clock.Minute(), clock.Second(), 0, time.UTC)
+	if at.Sub(near) > 12*time.Hour { // the line is from before midnight
+		at = at.AddDate(0, 0, -1)
+	} else if near.Sub(at) > 12*time.Hour {
+		at = at.AddDate(0, 0, 1)
+	}
+	return at
+}
+
+func TestMaintenanceWindowHoldsTheNextBatch(t *testing.T) {
+	t.Parallel()
+	const name = "windowed"
+	setupGroup(t, name, 3, 2, scenario.App{Name: "web", Replicas: 4, MaxUnavailable: num(1)})
+	ctx := testContext(t, 5*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first window is open now and closes in 8 s, during batch 1
+	// (its post-drain wait is 10 s); the next opens 30 s from now.
+	now := time.Now().Truncate(time.Second)
+	opens := now.Add(30 * time.Second)
+	first, second := windowAt(now.Add(-time.Second), now.Add(8*time.Second)), windowAt(opens, opens.Add(10*time.Minute))
+	cmd := utcPluginCmd("run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "10s", "--seed", "1", "--yes",
+		"--window", first, "--window", second)
+	run := startBackground(t, cmd)
+	if !run.waitFor("waits until " + opens.UTC().Format(time.RFC3339)) {
+		_, out := run.wait(t, time.Minute)
+		t.Fatalf("the run did not wait for the window:\n%s", out)
+	}
+	// Meanwhile status says so, with the time it opens.
+	st := plugin(t, "status", name)
+	if st.code != nodeupgrade.ExitOK || !strings.Contains(st.stdout, "waiting for window") || !strings.Contains(st.stdout, "until "+opens.UTC().Format(time.RFC3339)) {
+		t.Errorf("status during the wait:\n%s", st)
+	}
+	code, out := run.wait(t, 3*time.Minute)
+	violations := watcher.Stop()
+	if code != nodeupgrade.ExitOK {
+		t.Fatalf("run exit %d:\n%s", code, out)
+	}
+	assertNoViolations(t, violations)
+	// The batch held is the one after the close; it drained only once the
+	// window opened, and batch 1 went on to its end after the close.
+	held := regexp.MustCompile(`(batch \d/3) waits until`).FindStringSubmatch(out)
+	if held == nil || held[1] == "batch 1/3" {
+		t.Fatalf("no later batch held:\n%s", out)
+	}
+	var drainLine string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, held[1]+": draining") {
+			drainLine = line
+		}
+	}
+	if drainLine == "" || logTime(t, drainLine, opens).Before(opens) {
+		t.Errorf("%s drained at %q, before the window opened at %s:\n%s", held[1], drainLine, opens.Format(time.RFC3339), out)
+	}
+	assertUpgraded(t, name, 2)
+}
+
+func TestNotAfterStopsTheRunResumably(t *testing.T) {
+	t.Parallel()
+	const name = "notafter"
+	setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
+	// Batch 1 starts at once; its post-drain wait takes it past
+	// --not-after, so batch 2 cannot start.
+	notAfter := time.Now().Add(8 * time.Second).UTC().Format(time.RFC3339)
+	r := runCmd(t, utcPluginCmd("run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "10s", "--seed", "1", "--yes", "--not-after", notAfter))
+	if r.code != nodeupgrade.ExitPaused || !strings.Contains(r.stderr, "stopped before batch 2/2: no maintenance window opens before --not-after "+notAfter) {
+		t.Fatalf("want exit %d naming --not-after, got %s", nodeupgrade.ExitPaused, r)
+	}
+	st := plugin(t, "status", name)
+	if !strings.Contains(st.stdout, "window closed") {
+		t.Errorf("status after --not-after:\n%s", st)
+	}
+	// The same command with a later --not-after goes on from the record.
+	r = plugin(t, "run", name, "--target-label", target, "--max-unavailable", "1", "--post-drain-wait", "0s", "--seed", "1", "--yes",
+		"--not-after", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run with a later --not-after: %s", r)
+	}
+	assertUpgraded(t, name, 1)
+}
+
+func TestBadWindowChangesNothing(t *testing.T) {
+	t.Parallel()
+	const name = "badwindow"
+	setupGroup(t, name, 1, 1)
+	for _, args := range [][]string{
+		{"--window", "Sat-Sun 22:00-25:00 Europe/Berlin"},
+		{"--not-before", "next week"},
+		// nothing could start: --not-after is past
+		{"--not-after", "2020-01-01"},
+	} {
+		r := plugin(t, append([]string{"run", name, "--target-label", target, "--yes"}, args...)...)
+		if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, args[0]) {
+			t.Errorf("%v: want exit %d and one line naming the flag, got %s", args, nodeupgrade.ExitUsage, r)
+		}
+	}
+	assertUntouched(t, testContext(t, time.Minute), groupKey, name)
+}
