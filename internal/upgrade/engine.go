@@ -207,6 +207,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	if s.Phase == "" {
 		s.Phase = e.strategy.First(e.flow())
 	}
+	if err := e.group.holdPoolUpdates(ctx, s.Phase); err != nil {
+		return err
+	}
 	for {
 		if err := e.enter(ctx, s); err != nil {
 			return err
