@@ -8,14 +8,11 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/cluster"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/karpenter"
@@ -74,7 +71,7 @@ func TestRealKarpenter(t *testing.T) {
 	if err := karpenter.Create(ctx, dc, karpenter.NodeClass("v1"), karpenter.NodeClass("v2"), karpenter.Pool(spec)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Client.AppsV1().Deployments("default").Create(ctx, spreadDeployment("web", "pool", 3), metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().Deployments("default").Create(ctx, karpenter.Workload("default", "web", "pool", 3, "500m", true), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -156,33 +153,4 @@ func ready(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// spreadDeployment runs n pods of 500m CPU on the pool's nodes, one per
-// node and spread over the zones, tolerating the pool's taint.
-func spreadDeployment(name, pool string, n int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	sel := &metav1.LabelSelector{MatchLabels: labels}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(n),
-			Selector: sel,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"karpenter.sh/nodepool": pool},
-					Tolerations:  []corev1.Toleration{{Key: karpenter.TaintKey, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}},
-					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-						RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: corev1.LabelHostname}},
-					}},
-					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}},
-					Containers: []corev1.Container{{
-						Name: "app", Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
-					}},
-				},
-			},
-		},
-	}
 }

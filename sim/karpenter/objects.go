@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 )
 
 // The resources of Karpenter's API (karpenter.sh/v1) and of its KWOK
@@ -147,4 +150,36 @@ func DeletePool(ctx context.Context, dc dynamic.Interface, pool string, classes 
 		}
 	}
 	return nil
+}
+
+// Workload is a Deployment of n pods of cpu each in namespace ns, on the
+// pool's nodes (tolerating its taint), spread over the zones; oneNode
+// puts one pod per node at most, so that n pods need n nodes.
+func Workload(ns, name, pool string, n int32, cpu string, oneNode bool) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	sel := &metav1.LabelSelector{MatchLabels: labels}
+	spec := corev1.PodSpec{
+		NodeSelector:                  map[string]string{"karpenter.sh/nodepool": pool},
+		Tolerations:                   []corev1.Toleration{{Key: TaintKey, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}},
+		TopologySpreadConstraints:     []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}},
+		TerminationGracePeriodSeconds: ptr.To(int64(1)),
+		AutomountServiceAccountToken:  ptr.To(false),
+		Containers: []corev1.Container{{
+			Name: "app", Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+		}},
+	}
+	if oneNode {
+		spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: corev1.LabelHostname}},
+		}}
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(n),
+			Selector: sel,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	}
 }
