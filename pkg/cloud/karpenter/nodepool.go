@@ -213,7 +213,7 @@ func (p *NodePool) awaitGone(ctx context.Context, node, claim string) error {
 		return apierrors.IsNotFound(err), ignoreTransient(ignoreNotFound(err))
 	})
 	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("Karpenter did not terminate NodeClaim %q (node %q) within %s: see its finalizers and Karpenter's log; the run goes on from here when run again", claim, node, TerminateTimeout)
+		return fmt.Errorf("NodeClaim %q (node %q) was not terminated by Karpenter within %s: see its finalizers and Karpenter's log; the run goes on from here when run again", claim, node, TerminateTimeout)
 	}
 	return err
 }
