@@ -357,7 +357,15 @@ func TestKarpenterWaves(t *testing.T) {
 	default:
 		t.Fatal("the run never held the drift off")
 	}
-	for _, d := range deletions() {
+	all, most, before := deletions(), 0, 0
+	for _, d := range all {
+		most = max(most, d.deletingAtOnce)
+		if d.at.Before(from) {
+			before++
+		}
+	}
+	t.Logf("%d NodeClaims deleted, at most %d at once, %d of them before the hold; PDB violations: %d", len(all), most, before, len(violations))
+	for _, d := range all {
 		if d.deletingAtOnce > 3 {
 			t.Errorf("%d NodeClaims deleting at once (%s), more than a wave", d.deletingAtOnce, d.claim)
 		}
