@@ -87,11 +87,21 @@ func Build(ctx context.Context) (path string, took time.Duration, err error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, 0, nil
 	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", 0, err
+	}
+	// Another process (the e2e tests beside this package's) may be
+	// building: wait for it, then take its binary.
+	unlock, err := lockFile(filepath.Join(filepath.Dir(dir), "karpenter-"+Version+".lock"))
+	if err != nil {
+		return "", 0, err
+	}
+	defer unlock()
+	if _, err := os.Stat(path); err == nil {
+		return path, 0, nil
+	}
 	start := time.Now()
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "build-")
-	if err != nil && os.MkdirAll(filepath.Dir(dir), 0o755) == nil {
-		tmp, err = os.MkdirTemp(filepath.Dir(dir), "build-")
-	}
 	if err != nil {
 		return "", 0, err
 	}
@@ -110,6 +120,22 @@ func Build(ctx context.Context) (path string, took time.Duration, err error) {
 		return "", 0, err
 	}
 	return path, time.Since(start), nil
+}
+
+// lockFile holds an exclusive lock on path until the returned func.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 // SourceDir is Karpenter's module source in the module cache, fetched
