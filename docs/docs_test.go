@@ -21,6 +21,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gke"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/karpenter"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -37,13 +38,14 @@ type path struct {
 	service   plan.ManagedService
 }
 
-// paths are the five ways, by the providers their clouds' Open return.
+// paths are the six ways, by the providers their clouds' Open return.
 func paths() []path {
 	return []path{
 		{name: "aws", page: "aws.md", providers: []cloud.Provider{&aws.NodeGroup{}}},
 		{name: "eks-managed", page: "eks-managed.md", providers: []cloud.Provider{&aws.ManagedNodeGroup{}, &aws.ManagedBlueGreen{}}, service: &aws.ManagedNodeGroup{}},
 		{name: "gce", page: "gce.md", providers: []cloud.Provider{&gce.NodeGroup{}, gce.RegionalNodeGroup{}}},
 		{name: "gke", page: "gke.md", providers: []cloud.Provider{&gke.NodePool{}}, service: &gke.NodePool{}},
+		{name: "karpenter", page: "karpenter.md", providers: []cloud.Provider{&karpenter.NodePool{}}},
 		{name: cloud.NoneName, page: "none.md"},
 	}
 }

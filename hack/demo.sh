@@ -5,7 +5,7 @@
 # PDBs on them; then plans and runs the upgrade of the group and prints its
 # status. One path per way the plugin replaces nodes:
 #
-#   hack/demo.sh [aws|eks-managed|gce|gke|none]
+#   hack/demo.sh [aws|eks-managed|gce|gke|karpenter|none]
 #
 # aws:         Auto Scaling group "demo" (9 nodes), image ami-old to ami-new
 #              through a new launch template version (the default).
@@ -15,16 +15,20 @@
 # gce:         regional managed instance group "demo" (kOps labels), image
 #              img-old to img-new through a new instance template.
 # gke:         GKE node pool "default-pool", GKE's own upgrade (demo-gke.sh).
+# karpenter:   the real Karpenter (v1.15.0, its KWOK provider, built once
+#              into the user's cache) beside the cluster; NodePool "demo" of
+#              9 nodes over three zones, pointed at a new NodeClass: the run
+#              holds Karpenter's drift off and replaces them in waves.
 # none:        node group "demo" of nodes no cloud owns (6 on ami-old, 3 on
 #              ami-new, by label): --provider none drains and deletes the
 #              outdated ones.
 set -euo pipefail
-usage="usage: hack/demo.sh [aws|eks-managed|gce|gke|none]"
+usage="usage: hack/demo.sh [aws|eks-managed|gce|gke|karpenter|none]"
 path=${1:-aws}
 if [ "$path" = gke ]; then exec "$(dirname "$0")/demo-gke.sh"; fi
 cd "$(dirname "$0")/.."
 case $path in
-aws | eks-managed | gce | none) ;;
+aws | eks-managed | gce | karpenter | none) ;;
 *) echo "$usage" >&2; exit 2 ;;
 esac
 # shellcheck source=hack/demo-lib.sh
@@ -58,6 +62,25 @@ gce)
   echo "KUBECONFIG=$KUBECONFIG NODEUPGRADE_GCE_ENDPOINT=$NODEUPGRADE_GCE_ENDPOINT (creations and deletions: $work/simcluster.log)"
   labels=kops.k8s.io/instancegroup,topology.kubernetes.io/zone
   target="--image img-new"
+  ;;
+karpenter)
+  demo_start "the simulated cluster"
+  (cd sim && go build -o "$work/bin/karpenter-demo" ./karpenter/demo)
+  echo "== starting Karpenter and NodePool demo (the first build of Karpenter takes several minutes)"
+  "$work/bin/karpenter-demo" --kubeconfig "$KUBECONFIG" >"$work/karpenter.out" 2>"$work/karpenter.log" &
+  karp_pid=$!
+  trap 'kill $karp_pid $sim_pid 2>/dev/null; wait $karp_pid $sim_pid 2>/dev/null || true' EXIT
+  for _ in $(seq 1 9000); do
+    grep -q '^ready ' "$work/karpenter.out" 2>/dev/null && break
+    kill -0 $karp_pid 2>/dev/null || { tail -50 "$work/karpenter.log"; exit 1; }
+    sleep 0.2
+  done
+  grep -q '^ready ' "$work/karpenter.out" || { echo "Karpenter's demo did not come up; see $work/karpenter.log"; exit 1; }
+  echo "KUBECONFIG=$KUBECONFIG (Karpenter's log: $work/karpenter.log)"
+  kubectl get nodepools,nodeclaims
+  labels=karpenter.sh/nodepool,topology.kubernetes.io/zone,node.kubernetes.io/instance-type
+  target=""
+  opts="--max-unavailable 3 --seed 1"
   ;;
 none)
   demo_start "the simulated cluster and node group demo of nodes no cloud owns" --none-demo

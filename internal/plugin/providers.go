@@ -5,4 +5,5 @@ import (
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gke"
+	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/karpenter"
 )

@@ -36,6 +36,9 @@ func (s *Session) openCloudOf(ctx context.Context, r *Request, pl *Planned, in *
 	}
 	in.Provider = cloud.NoneName
 	if c == nil {
+		if why := cloud.NoneRefused(nodes); why != "" {
+			return openedCloud{}, Usagef("%s", why)
+		}
 		return openedCloud{}, r.refuseNoTarget(*in)
 	}
 	in.Provider = c.Name()

@@ -218,6 +218,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	if s.Phase == "" {
 		s.Phase = e.strategy.First(e.flow())
 	}
+	if err := e.group.holdPoolUpdates(ctx, s.Phase); err != nil {
+		return err
+	}
 	for first := true; ; first = false {
 		if err := e.awaitWindow(ctx, s, first); errors.Is(err, errRollbackRequested) {
 			s = plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // holdUpdates stops a group that replaces machines of its own accord
@@ -32,6 +33,17 @@ func (cg *cloudGroup) holdUpdates(ctx context.Context) error {
 	}
 	cg.logf("%s %q replaces no machine of its own accord during the run (was: %s)", cg.groupKind(), cg.pool.GroupName(), cr.UpdatesWere)
 	return nil
+}
+
+// holdPoolUpdates holds off a pool that replaces machines of its own
+// accord where the run has no Setup to do it in (a Pool that is no Group:
+// Karpenter's NodePool), before its first phase; a run that starts at its
+// end or rolls back holds nothing.
+func (cg *cloudGroup) holdPoolUpdates(ctx context.Context, first plan.Phase) error {
+	if _, resizes := cg.pool.(cloud.Scaler); resizes || first == plan.PhaseDone || first == plan.PhaseRollback {
+		return nil
+	}
+	return cg.holdUpdates(ctx)
 }
 
 // restoreUpdates puts back how the group updated itself before the run:

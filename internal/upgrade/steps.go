@@ -99,6 +99,10 @@ func (e *Engine) waitForRoom(ctx context.Context, i int) error {
 	failure := fmt.Sprintf("not enough room for batch %d", i+1)
 	advice := "add capacity or lower --max-unavailable, then run again, or put the group back in service with \"kubectl nodeupgrade abort\""
 	if room := e.view.room(names, excluded); !room.Fits() {
+		if p, ok := e.cfg.Provider.(cloud.Provisioner); ok {
+			e.logf("%s: %s; %s", e.batchLabel(i), room, p.Provisions())
+			return nil
+		}
 		// Waiting makes sense only while something can add a node.
 		if source, err := e.capacitySource(ctx); err != nil {
 			return err

@@ -218,9 +218,8 @@ var clouds = map[string]Cloud{}
 var nodeGroupLabels []string
 
 // anyCloudsNodeGroupLabels name groups whichever cloud runs them: kOps'
-// instance groups, and Karpenter's NodePools, whose nodes provider none
-// serves.
-var anyCloudsNodeGroupLabels = []string{"karpenter.sh/nodepool", "kops.k8s.io/instancegroup"}
+// instance groups.
+var anyCloudsNodeGroupLabels = []string{"kops.k8s.io/instancegroup"}
 
 // Register makes a cloud available to --provider; a provider package calls
 // it from init. A NodeGroupLabeler's labels join the keys NODEGROUP is
@@ -239,7 +238,7 @@ func Register(c Cloud) {
 // NodeGroupLabels are the label keys a NODEGROUP is looked up by when
 // --nodegroup-label is not given: the registered clouds' first, as
 // registered (a node carrying two names its group by the first: EKS's
-// before eksctl's), then kOps' and Karpenter's.
+// before eksctl's), then kOps'.
 func NodeGroupLabels() []string {
 	keys := slices.Clone(nodeGroupLabels)
 	for _, k := range anyCloudsNodeGroupLabels {

@@ -180,13 +180,13 @@ func TestRegister(t *testing.T) {
 }
 
 // TestRegisterNodeGroupLabels: a cloud's own node group labels are looked
-// up after those registered before, in its order, before kOps' and
-// Karpenter's, once however often they are registered.
+// up after those registered before, in its order, before kOps', once
+// however often they are registered.
 func TestRegisterNodeGroupLabels(t *testing.T) {
 	saved := slices.Clone(nodeGroupLabels)
 	t.Cleanup(func() { nodeGroupLabels = saved })
 	registered(t, labelledCloud{plainCloud{name: "alpha"}}, labelledCloud{plainCloud{name: "alpha-again"}}, plainCloud{name: "beta"})
-	want := append(slices.Clone(saved), "zeta.example/group", "alpha.example/pool", "karpenter.sh/nodepool", "kops.k8s.io/instancegroup")
+	want := append(slices.Clone(saved), "zeta.example/group", "alpha.example/pool", "kops.k8s.io/instancegroup")
 	if got := NodeGroupLabels(); !slices.Equal(got, want) {
 		t.Errorf("NodeGroupLabels() = %q, want %q", got, want)
 	}

@@ -2,13 +2,15 @@ package cloud
 
 import "context"
 
-// SelfUpdater is a Group that replaces machines of its own accord once it
+// SelfUpdater is a Pool that replaces machines of its own accord once it
 // is pointed at a new template (GCE: a managed instance group whose update
-// policy is PROACTIVE): it would replace nodes nobody drained. A run holds
-// it off from before Setup to the run's end (its finish or abort), the way
-// before recorded first, and puts it back then.
+// policy is PROACTIVE; Karpenter: a NodePool whose nodes drifted): it
+// would replace nodes nobody drained. A run holds it off from before
+// Setup (a Pool that is no Group: before its first phase) to the run's
+// end (its finish or abort), the way before recorded first, and puts it
+// back then.
 type SelfUpdater interface {
-	Scaler
+	Pool
 	// SelfUpdates reads how the group updates itself now, in the
 	// provider's terms, for the record.
 	SelfUpdates(ctx context.Context) (string, error)
@@ -19,4 +21,13 @@ type SelfUpdater interface {
 	// that would replace machines the run has not drained (an abort left
 	// some on the old template), it leaves them held and says so in note.
 	RestoreUpdates(ctx context.Context, was string) (note string, err error)
+}
+
+// Provisioner is a Provider whose machines are launched for pending pods
+// (Karpenter): a batch whose pods fit on no node that stays is drained
+// all the same, since the pods it evicts are what the launches are for.
+type Provisioner interface {
+	Provider
+	// Provisions says who launches for the evicted pods, for the log.
+	Provisions() string
 }

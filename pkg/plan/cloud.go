@@ -157,6 +157,9 @@ type CloudGroup struct {
 	// target) or the number it is pinned to; "" when the provider does not
 	// say.
 	LaunchesAfter string
+	// Notes are what the provider says of the group that the plan's
+	// columns cannot (Karpenter: the budgets in force, drift by reason).
+	Notes []string
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).

@@ -259,6 +259,7 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 			ids[n.MachineID] = true
 		}
 		p.Notes = append(p.Notes, in.Cloud.LifecycleNotes(in.TerminateTimeout, ids)...)
+		p.Notes = append(p.Notes, in.Cloud.Notes...)
 	}
 	p.Order = in.Order
 	if p.Order == "" {

@@ -104,10 +104,10 @@ func TestProviderNoneNeverDeletesNodesOfGroupMachines(t *testing.T) {
 			t.Errorf("want a plan without %s: %s", machineLeftRunning, p)
 		}
 	})
-	t.Run("machines the cloud says belong to no group (Karpenter's) are deleted", func(t *testing.T) {
+	t.Run("Karpenter's nodes are refused, naming --provider karpenter", func(t *testing.T) {
 		r := runCmd(t, g.cmd(sim.Kubeconfig, run(karpenter, "--provider", "none")...))
-		if r.code != nodeupgrade.ExitOK || len(groupNodes(t, ctx, "karpenter.sh/nodepool", karpenter)) != 0 {
-			t.Errorf("want exit 0 and both nodes deleted: %s", r)
+		if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "use --provider karpenter") || len(groupNodes(t, ctx, "karpenter.sh/nodepool", karpenter)) != 2 {
+			t.Errorf("want exit %d naming --provider karpenter, both nodes left: %s", nodeupgrade.ExitUsage, r)
 		}
 	})
 	t.Run("--leave-machines-running deletes the Node objects as asked", func(t *testing.T) {
