@@ -6,6 +6,13 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+# Karpenter (sim/karpenter) builds once per machine, in its own module
+# graph, for minutes on a fresh one: beside the static checks and unit
+# tests rather than inside the end-to-end tests' time limit.
+karpenter_log=$(mktemp)
+(cd sim && go run ./karpenter/build) >"$karpenter_log" 2>&1 &
+karpenter_build=$!
+
 step "gofmt"
 unformatted=$(gofmt -l cmd internal pkg sim hack 2>/dev/null || true)
 if [ -n "$unformatted" ]; then
@@ -28,6 +35,10 @@ staticcheck=(go run honnef.co/go/tools/cmd/staticcheck@v0.8.2)
 
 step "unit tests (race detector)"
 go test -race -count=1 ./...
+
+step "Karpenter for the simulated cluster"
+wait "$karpenter_build" || { cat "$karpenter_log"; exit 1; }
+cat "$karpenter_log"
 
 step "end-to-end tests on the simulated cluster"
 # The sim module embeds kube-apiserver and friends; its first build takes minutes.
