@@ -461,6 +461,9 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 		if len(r.LeftRunning) > 0 {
 			fmt.Fprintln(o.Out, shortLivedLine(r, nodeCreated, now))
 		}
+		if where := inClusterWhere(s, o.StateNamespace); where != "" {
+			fmt.Fprintf(o.Out, "%s: %s\n", r.NodeGroup, where)
+		}
 		if r.Note != "" {
 			fmt.Fprintf(o.Out, "%s: note: %s\n", r.NodeGroup, r.Note)
 		}
@@ -601,6 +604,9 @@ func (o *StatusOptions) watchLine(s RunStatus) string {
 	parts = append(parts, fmt.Sprintf("%d of %d nodes done", len(r.Counted()), r.NodesTotal))
 	if len(r.InFlight) > 0 {
 		parts = append(parts, "in flight "+strings.Join(r.InFlight, ","))
+	}
+	if where := inClusterWhere(s, o.StateNamespace); where != "" {
+		parts = append(parts, where)
 	}
 	if r.LastError != "" {
 		parts = append(parts, "last error: "+output.OneLine(lastErrorText(s), 200))
