@@ -111,6 +111,8 @@ func BuildJob(pl *Planned, r *Request, ic InCluster, ns string) (*batchv1.Job, e
 		TerminationGracePeriodSeconds: ptr.To[int64](60),
 		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532),
+			// The workload identities' token files readable by that user.
+			FSGroup:        ptr.To[int64](65532),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		Containers: []corev1.Container{{
