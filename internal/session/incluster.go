@@ -118,7 +118,7 @@ func BuildJob(pl *Planned, r *Request, ic InCluster, ns string) (*batchv1.Job, e
 		Containers: []corev1.Container{{
 			Name: ContainerName, Image: ic.Image,
 			Command: []string{ImagePath},
-			Args:    WorkerArgs(r, name, ns),
+			Args:    WorkerArgs(r, pl.Strategy, name, ns),
 			// The run's last lines are the pod's message when it fails.
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
@@ -201,8 +201,16 @@ func negated(req labels.Requirement) (corev1.NodeSelectorRequirement, error) {
 
 // WorkerArgs is the command line of the Job's pod: run the saved plan,
 // with the run's own settings as r resolved them (the plan carries the
-// planning ones).
-func WorkerArgs(r *Request, job, ns string) []string {
+// planning ones); a setting only some strategies take (--max-age,
+// --no-wait) only where strategy takes it, as a run refuses it otherwise.
+func WorkerArgs(r *Request, strategy, job, ns string) []string {
+	var takes []string
+	if s, err := plan.LookupStrategy(strategy); err == nil {
+		takes = s.Flags()
+	}
+	owned := func(flag string) bool {
+		return !slices.Contains([]string{"max-age", "no-wait"}, flag) || slices.Contains(takes, flag)
+	}
 	args := []string{"run", "--plan-file=" + PodPlanFile, "--yes", "--" + JobFlag + "=" + job, "--state-namespace=" + ns}
 	for _, d := range []struct {
 		flag string
@@ -211,7 +219,7 @@ func WorkerArgs(r *Request, job, ns string) []string {
 		{"drain-timeout", r.DrainTimeout}, {"post-drain-wait", r.PostDrainWait}, {"node-ready-timeout", r.NodeReadyTimeout},
 		{"terminate-timeout", r.TerminateTimeout}, {"deregistration-timeout", r.DeregistrationTimeout}, {"max-age", r.MaxAge},
 	} {
-		if d.v > 0 || d.flag == "post-drain-wait" {
+		if (d.v > 0 || d.flag == "post-drain-wait") && owned(d.flag) {
 			args = append(args, "--"+d.flag+"="+d.v.String())
 		}
 	}
@@ -222,7 +230,9 @@ func WorkerArgs(r *Request, job, ns string) []string {
 		{"force", r.Force}, {"delete-emptydir-data", r.DeleteEmptyDirData}, {"no-wait", r.NoWait},
 		{"delete-node", r.DeleteNode}, {LeaveMachinesRunningFlag, r.LeaveMachinesRunning},
 	} {
-		args = append(args, "--"+b.flag+"="+strconv.FormatBool(b.v))
+		if owned(b.flag) {
+			args = append(args, "--"+b.flag+"="+strconv.FormatBool(b.v))
+		}
 	}
 	for _, c := range r.IgnoreChecks {
 		args = append(args, "--ignore-check="+c)

@@ -30,7 +30,7 @@ import (
 )
 
 func inClusterPlan() *Planned {
-	r := &Request{Request: plan.Request{NodeGroup: "demo", DrainTimeout: 15 * time.Minute, PostDrainWait: 0, IgnoreChecks: []string{"single-replica"}}}
+	r := &Request{Request: plan.Request{NodeGroup: "demo", DrainTimeout: 15 * time.Minute, PostDrainWait: 0, MaxAge: time.Hour, IgnoreChecks: []string{"single-replica"}}}
 	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, NodeGroup: "demo", NodeGroupLabel: "eks.amazonaws.com/nodegroup",
 		Taint: "eks.amazonaws.com/nodegroup=unschedulable:NoSchedule", Strategy: "eks"}
 	return &Planned{Plan: p, Request: r}
@@ -63,6 +63,7 @@ func TestBuildJob(t *testing.T) {
 		{"runs the saved plan as this Job's pod", slices.Contains(c.Args, "--plan-file="+PodPlanFile) && slices.Contains(c.Args, "--"+JobFlag+"=nodeupgrade-demo") && slices.Contains(c.Args, "--yes")},
 		{"with the run's settings", slices.Contains(c.Args, "--drain-timeout=15m0s") && slices.Contains(c.Args, "--post-drain-wait=0s") && slices.Contains(c.Args, "--ignore-check=single-replica")},
 		{"in the state namespace", slices.Contains(c.Args, "--state-namespace=kube-system")},
+		{"no setting eks does not take", !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--max-age") || strings.HasPrefix(a, "--no-wait") })},
 		{"not root", *pod.SecurityContext.RunAsNonRoot && *c.SecurityContext.ReadOnlyRootFilesystem},
 	}
 	for _, ch := range checks {
