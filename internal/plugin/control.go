@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -27,6 +28,8 @@ type ControlOptions struct {
 	NodeGroup      string
 	StateNamespace string
 	Yes            bool
+	// inCluster hands resume's and rollback's run to a Job.
+	inCluster inClusterOptions
 }
 
 var controlHelp = map[string][3]string{
@@ -86,12 +89,18 @@ func NewCmdControl(action string, configFlags *genericclioptions.ConfigFlags, st
 				return usageErrorf("missing NODEGROUP: give the node group whose run to %s", action)
 			}
 			o.NodeGroup = args[0]
+			given := map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { given[f.Name] = true })
+			if err := o.inCluster.validate(given, false); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record and lock")
 	if action == "resume" || action == "rollback" {
 		cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (required without a terminal)")
+		o.inCluster.addFlags(cmd.Flags())
 	}
 	return cmd
 }
@@ -237,6 +246,10 @@ func noSafePointLeft(rec *state.Record) bool {
 // rollback), as its recorded request asks, with this command's connection.
 func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, r *session.Request, rollback bool) error {
 	r.Rollback = rollback
+	if r.PlanFile == session.PodPlanFile {
+		// An in-cluster run's plan was its pod's: plan its request again.
+		r.PlanFile = ""
+	}
 	if err := r.LoadPlanFile(); err != nil {
 		return err
 	}
@@ -251,11 +264,18 @@ func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, r *sessio
 		what = "rolling back"
 	}
 	fmt.Fprintf(o.Out, "%s the run on %q from phase %s\n", what, o.NodeGroup, rec.Phase)
-	return o.sess.Execute(ctx, r, session.Prompt{
+	prompt := session.Prompt{
 		Print:   planPrinter(o.Out, ""),
 		Yes:     o.Yes,
 		Confirm: func(q string) (bool, error) { return askYes(o.In, o.ErrOut, q) },
-	})
+	}
+	if o.inCluster.InCluster {
+		if rollback {
+			return usageErrorf("cannot roll back in the cluster: a blue/green rollback puts blue back from here; run rollback %s without --in-cluster", o.NodeGroup)
+		}
+		prompt.Submit = o.inCluster.submitter(o.sess, o.IOStreams, o.sess.Client)
+	}
+	return o.sess.Execute(ctx, r, prompt)
 }
 
 // rollbackInPlace undoes a partial eks or surge run on a cloud group: the

@@ -30,6 +30,9 @@ type RunOptions struct {
 	// detailedExitCode is plan's --detailed-exitcode: exit 5 when run
 	// would refuse the plan for its blockers.
 	detailedExitCode bool
+	// inCluster hands the run to a Job (--in-cluster), or makes this
+	// process that Job's pod.
+	inCluster inClusterOptions
 }
 
 const runExample = `  # Upgrade node group "demo" to a new AMI, 2 nodes at a time
@@ -110,6 +113,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	// command lines swap.
 	f.BoolVar(&o.detailedExitCode, "detailed-exitcode", false, "Exit 5 when the plan has blockers that run would refuse (as check does), instead of 0")
 	addWindowFlags(f, r)
+	o.inCluster.addFlags(f)
 	f.BoolVar(&r.LeaveMachinesRunning, session.LeaveMachinesRunningFlag, false, "With provider none: delete the Node objects even of nodes whose machines a cloud group may keep (aws://, gce://, azure:// provider IDs), leaving those machines running")
 }
 
@@ -142,6 +146,9 @@ func (o *RunOptions) Validate() error {
 	if err := o.ValidateRun(); err != nil {
 		return err
 	}
+	if err := o.inCluster.validate(o.Given, o.Hooks.Any()); err != nil {
+		return err
+	}
 	switch o.DryRun {
 	case dryRunNone, dryRunClient:
 	case dryRunServer:
@@ -172,13 +179,23 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err := o.connect(); err != nil {
 		return err
 	}
-	return o.session().Execute(ctx, &o.Request, session.Prompt{
+	sess := o.session()
+	prompt := session.Prompt{
 		Print:            planPrinter(o.Out, o.Output),
 		DryRun:           o.DryRun == dryRunClient,
 		DetailedExitCode: o.detailedExitCode,
 		Yes:              o.Yes,
 		Confirm:          func(q string) (bool, error) { return askYes(o.In, o.ErrOut, q) },
-	})
+	}
+	switch {
+	case o.inCluster.Job != "":
+		if err := o.inCluster.prepare(ctx, sess, o.RecordName()); err != nil {
+			return err
+		}
+	case o.inCluster.InCluster:
+		prompt.Submit = o.inCluster.submitter(sess, o.IOStreams, o.client)
+	}
+	return sess.Execute(ctx, &o.Request, prompt)
 }
 
 // askYes asks question on errOut and reads the answer from in: yes only

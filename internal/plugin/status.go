@@ -476,6 +476,9 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 		if w := r.WaitingForWindow; w != nil && s.Alive {
 			fmt.Fprintf(o.Out, "%s: waiting for window until %s (in %s)\n", r.NodeGroup, w.Format(time.RFC3339), w.Sub(now).Round(time.Second))
 		}
+		if where := inClusterWhere(s, o.StateNamespace); where != "" {
+			fmt.Fprintf(o.Out, "%s: %s\n", r.NodeGroup, where)
+		}
 		if r.Note != "" {
 			fmt.Fprintf(o.Out, "%s: note: %s\n", r.NodeGroup, r.Note)
 		}
@@ -625,6 +628,9 @@ func (o *StatusOptions) watchLine(s RunStatus) string {
 	}
 	if len(s.Held) > 0 {
 		parts = append(parts, heldText(s.Held))
+	}
+	if where := inClusterWhere(s, o.StateNamespace); where != "" {
+		parts = append(parts, where)
 	}
 	if r.LastError != "" {
 		parts = append(parts, "last error: "+output.OneLine(lastErrorText(s), 200))

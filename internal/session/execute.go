@@ -21,6 +21,9 @@ type Prompt struct {
 	// Yes runs without asking; otherwise Confirm asks question.
 	Yes     bool
 	Confirm func(question string) (bool, error)
+	// Submit, when set, is given the agreed plan instead of Session.Run:
+	// run --in-cluster hands it to a Job.
+	Submit func(context.Context, *Planned) error
 }
 
 // Execute plans r, shows the plan, refuses its blockers, asks, and runs
@@ -66,6 +69,9 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 		}
 	}
 	fmt.Fprintln(s.Out)
+	if ui.Submit != nil {
+		return ui.Submit(ctx, pl)
+	}
 	return s.Run(ctx, pl)
 }
 

@@ -7,6 +7,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +31,10 @@ type Session struct {
 	HookKubeconfig func() (path string, remove func(), err error)
 	// Live says the output is a terminal: the engine draws a live line.
 	Live bool
+	// WaitsOutLock, when set, says which holders of a group's lock this
+	// run waits out instead of being refused: an in-cluster run's earlier
+	// pods, killed before they gave it up (their lease runs out).
+	WaitsOutLock func(holder string) bool
 }
 
 // Store is the node groups' records.
@@ -52,7 +57,7 @@ const LockDuration = 30 * time.Second
 func (s *Session) HoldLock(ctx context.Context, group string) (context.Context, string, func(), error) {
 	holder := state.HolderIdentity()
 	lock := &state.Lock{Client: s.Client, Namespace: s.StateNamespace, Group: group, Holder: holder, Duration: LockDuration}
-	if err := lock.Acquire(ctx); err != nil {
+	if err := s.acquire(ctx, lock); err != nil {
 		return ctx, holder, nil, err
 	}
 	cleanupCtx := context.WithoutCancel(ctx)
@@ -75,4 +80,27 @@ func (s *Session) Holder(ctx context.Context, group string) *state.HeldError {
 		return nil
 	}
 	return held
+}
+
+// acquire takes lock, waiting out a holder WaitsOutLock names until its
+// lease runs out or it gives the lock up.
+func (s *Session) acquire(ctx context.Context, lock *state.Lock) error {
+	told := ""
+	for {
+		err := lock.Acquire(ctx)
+		var held *state.HeldError
+		if !errors.As(err, &held) || s.WaitsOutLock == nil || !s.WaitsOutLock(held.Holder) {
+			return err
+		}
+		if told != held.Holder {
+			told = held.Holder
+			fmt.Fprintf(s.ErrOut, "waiting for the lock of %q: %q, an earlier pod of this Job, holds it until it renews it no more (at the latest in %s)\n",
+				lock.Group, held.Holder, max(time.Until(held.Expires), 0).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(max(time.Until(held.Expires), 0)+100*time.Millisecond, 2*time.Second)):
+		}
+	}
 }

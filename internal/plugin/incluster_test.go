@@ -1,0 +1,91 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// TestInClusterJobFailsOnTheFinalExitCodes holds the Job's failure policy
+// to the plugin's exit codes: those a new pod would only repeat end the
+// Job; the others start a new pod, which resumes.
+func TestInClusterJobFailsOnTheFinalExitCodes(t *testing.T) {
+	pl := &session.Planned{Plan: &plan.Plan{NodeGroup: "demo", NodeGroupLabel: "pool", Taint: "pool=unschedulable:NoSchedule"}, Request: &session.Request{}}
+	pl.Request.NodeGroup = "demo"
+	job, err := session.BuildJob(pl, pl.Request, session.InCluster{Image: "img", ServiceAccount: "sa"}, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := job.Spec.PodFailurePolicy.Rules[0].OnExitCodes.Values
+	tests := []struct {
+		code  int
+		final bool
+	}{
+		{ExitUsage, true}, {ExitPodEvictionError, true}, {ExitBlockers, true}, {ExitLocked, true},
+		{ExitNodeCreation, true}, {ExitPaused, true}, {ExitHookFailed, true},
+		{ExitFailure, false}, {ExitUnreachable, false}, {137, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.code), func(t *testing.T) {
+			if got := slices.Contains(final, int32(tt.code)); got != tt.final {
+				t.Errorf("exit %d ends the Job: %v, want %v", tt.code, got, tt.final)
+			}
+		})
+	}
+}
+
+func TestInClusterFlagsRefusedWhereTheyDoNotApply(t *testing.T) {
+	tests := []struct {
+		name  string
+		ic    inClusterOptions
+		given []string
+		hooks bool
+		want  string
+	}{
+		{"--image-ref alone", inClusterOptions{ImageRef: "x"}, []string{"image-ref"}, false, "--image-ref is only used with --in-cluster"},
+		{"--service-account alone", inClusterOptions{}, []string{"service-account"}, false, "--service-account is only used with --in-cluster"},
+		{"command hooks", inClusterOptions{InCluster: true, ImageRef: "x"}, []string{"in-cluster"}, true, "cannot run command hooks"},
+		{"by the Job's pod", inClusterOptions{InCluster: true, Job: "j", ImageRef: "x"}, []string{"in-cluster"}, false, "own pod"},
+		{"accepted", inClusterOptions{InCluster: true, ImageRef: "x"}, []string{"in-cluster", "image-ref"}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			given := map[string]bool{}
+			for _, g := range tt.given {
+				given[g] = true
+			}
+			err := tt.ic.validate(given, tt.hooks)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatal(err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || ExitCode(err) != ExitUsage):
+				t.Fatalf("error %v (exit %d), want exit %d saying %q", err, ExitCode(err), ExitUsage, tt.want)
+			}
+		})
+	}
+}
+
+func TestStatusSaysWhereAnInClusterRunRuns(t *testing.T) {
+	tests := []struct {
+		holder string
+		alive  bool
+		want   string
+	}{
+		{"nodeupgrade-demo-x7k2p/1", true, "runs in the cluster: Job kube-system/nodeupgrade-demo, pod nodeupgrade-demo-x7k2p"},
+		{"nodeupgrade-demo-x7k2p/1", false, ""},
+		{"laptop/42", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.holder, func(t *testing.T) {
+			s := RunStatus{Record: &state.Record{NodeGroup: "demo", Holder: tt.holder}, Alive: tt.alive}
+			if got := inClusterWhere(s, "kube-system"); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

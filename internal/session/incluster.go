@@ -1,0 +1,373 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// InCluster is how run --in-cluster hands a reviewed plan to a Job.
+type InCluster struct {
+	// Image is the plugin's image the Job runs.
+	Image string
+	// ServiceAccount is the Job's, in the state namespace
+	// (deploy/in-cluster.yaml).
+	ServiceAccount string
+}
+
+// The Job's parts.
+const (
+	// ContainerName is the Job's one container.
+	ContainerName = "nodeupgrade"
+	// PlanKey is the saved plan's key in its ConfigMap, and its file name.
+	PlanKey = "plan.json"
+	// PlanDir is where the Job's pod mounts its plan.
+	PlanDir = "/var/run/nodeupgrade/plan"
+	// PodPlanFile is the plan file of the Job's pod, which its record
+	// keeps; resume from elsewhere plans the recorded request again.
+	PodPlanFile = PlanDir + "/" + PlanKey
+	// ImagePath is the plugin in the image (hack/image.sh).
+	ImagePath = "/kubectl-nodeupgrade"
+	// JobFlag names, in the Job's command line, the Job the process is a
+	// pod of: it waits out the lock of the Job's earlier pods and checks
+	// its rights before it starts.
+	JobFlag = "in-cluster-job"
+	// DefaultServiceAccount is deploy/in-cluster.yaml's.
+	DefaultServiceAccount = "kubectl-nodeupgrade"
+	// jobBackoffLimit counts the pods that failed on their own (killed,
+	// out of memory, the API server away): each next one resumes the run.
+	// Pods taken away (evicted, node gone) do not count.
+	jobBackoffLimit = 20
+)
+
+// finalExitCodes are the plugin's exit codes a new pod would only repeat:
+// bad input or rights (2), a drain or new nodes that timed out (3, 7), a
+// plan refused (5), another run's lock (6), a stop on purpose (8: cancel,
+// --no-wait), a hook (10). The Job fails at once on them; other failures
+// (4: interrupted, API errors; 9: unreachable) start a new pod, which
+// resumes. Kept in step with the plugin's exit codes by its tests.
+var finalExitCodes = []int32{2, 3, 5, 6, 7, 8, 10}
+
+// JobName is the name of the Job (and its plan's ConfigMap is this plus
+// "-plan") of group's in-cluster run in the state namespace: one at a
+// time per group, as its lock.
+func JobName(group string) string { return state.ObjectName(group) }
+
+func planConfigMapName(group string) string { return JobName(group) + "-plan" }
+
+// JobOfHolder reports whether a lock's holder ("host/pid") is a pod of
+// group's Job (named after it, and its hostname is its name); pod names
+// the pod.
+func JobOfHolder(group, holder string) (pod string, ok bool) {
+	host, _, _ := strings.Cut(holder, "/")
+	return host, strings.HasPrefix(host, JobName(group)+"-")
+}
+
+// BuildJob is the Job that runs pl as r asks, in namespace ns.
+func BuildJob(pl *Planned, r *Request, ic InCluster, ns string) (*batchv1.Job, error) {
+	group := r.RecordName()
+	name := JobName(group)
+	taint, err := plan.ParseTaint(pl.Taint)
+	if err != nil {
+		return nil, err
+	}
+	affinity, err := notOnGroup(pl.Plan)
+	if err != nil {
+		return nil, err
+	}
+	meta := metav1.ObjectMeta{
+		Name: name, Namespace: ns,
+		Labels:      map[string]string{state.ManagedByLabel: "kubectl-nodeupgrade"},
+		Annotations: map[string]string{state.GroupAnnotation: group},
+	}
+	pod := corev1.PodSpec{
+		ServiceAccountName: ic.ServiceAccount,
+		RestartPolicy:      corev1.RestartPolicyNever,
+		Affinity:           affinity,
+		// Its own taint: never on the group's nodes, but a custom --taint
+		// may be put on others.
+		Tolerations: []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}},
+		// Time for a run stopped by SIGTERM to record where it stopped
+		// and give its lock up.
+		TerminationGracePeriodSeconds: ptr.To[int64](60),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532),
+			// The workload identities' token files readable by that user.
+			FSGroup:        ptr.To[int64](65532),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Containers: []corev1.Container{{
+			Name: ContainerName, Image: ic.Image,
+			Command: []string{ImagePath},
+			Args:    WorkerArgs(r, pl.Strategy, name, ns),
+			// The run's last lines are the pod's message when it fails.
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi"),
+			}},
+			SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			},
+			VolumeMounts: []corev1.VolumeMount{{Name: "plan", MountPath: PlanDir, ReadOnly: true}},
+		}},
+		Volumes: []corev1.Volume{{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: planConfigMapName(group)},
+		}}}},
+	}
+	return &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{
+		// No activeDeadlineSeconds: a run takes as long as its
+		// PodDisruptionBudgets let it.
+		BackoffLimit: ptr.To[int32](jobBackoffLimit),
+		PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+			{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				ContainerName: ptr.To(ContainerName), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: finalExitCodes,
+			}},
+			{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
+				{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue},
+			}},
+		}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels, Annotations: meta.Annotations}, Spec: pod},
+	}}, nil
+}
+
+// notOnGroup keeps the Job's pods off the nodes of the group it upgrades:
+// the node-group label's value not the group's, or, for a selector, any
+// node the selector does not select (one term per requirement, negated:
+// the terms are ORed).
+func notOnGroup(p *plan.Plan) (*corev1.Affinity, error) {
+	var terms []corev1.NodeSelectorTerm
+	if p.Selector == "" {
+		terms = []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: p.NodeGroupLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{p.NodeGroup}},
+		}}}
+	} else {
+		sel, err := labels.Parse(p.Selector)
+		if err != nil {
+			return nil, err
+		}
+		reqs, _ := sel.Requirements()
+		for _, req := range reqs {
+			term, err := negated(req)
+			if err != nil {
+				return nil, err
+			}
+			terms = append(terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{term}})
+		}
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms},
+	}}, nil
+}
+
+// negated is the node selector requirement of the nodes req does not
+// select.
+func negated(req labels.Requirement) (corev1.NodeSelectorRequirement, error) {
+	out := corev1.NodeSelectorRequirement{Key: req.Key(), Values: req.ValuesUnsorted()}
+	slices.Sort(out.Values)
+	switch req.Operator() {
+	case selection.In, selection.Equals, selection.DoubleEquals:
+		out.Operator = corev1.NodeSelectorOpNotIn
+	case selection.NotIn, selection.NotEquals:
+		out.Operator = corev1.NodeSelectorOpIn
+	case selection.Exists:
+		out.Operator, out.Values = corev1.NodeSelectorOpDoesNotExist, nil
+	case selection.DoesNotExist:
+		out.Operator, out.Values = corev1.NodeSelectorOpExists, nil
+	default:
+		return out, Usagef("cannot keep the in-cluster run off the group's nodes: selector %q uses %q; use NODEGROUP or a selector of =, !=, in, notin and exists", req.String(), req.Operator())
+	}
+	return out, nil
+}
+
+// WorkerArgs is the command line of the Job's pod: run the saved plan,
+// with the run's own settings as r resolved them (the plan carries the
+// planning ones); a setting only some strategies take (--max-age,
+// --no-wait) only where strategy takes it, as a run refuses it otherwise.
+func WorkerArgs(r *Request, strategy, job, ns string) []string {
+	var takes []string
+	if s, err := plan.LookupStrategy(strategy); err == nil {
+		takes = s.Flags()
+	}
+	owned := func(flag string) bool {
+		return !slices.Contains([]string{"max-age", "no-wait"}, flag) || slices.Contains(takes, flag)
+	}
+	args := []string{"run", "--plan-file=" + PodPlanFile, "--yes", "--" + JobFlag + "=" + job, "--state-namespace=" + ns}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"drain-timeout", r.DrainTimeout}, {"post-drain-wait", r.PostDrainWait}, {"node-ready-timeout", r.NodeReadyTimeout},
+		{"terminate-timeout", r.TerminateTimeout}, {"deregistration-timeout", r.DeregistrationTimeout}, {"max-age", r.MaxAge},
+	} {
+		if (d.v > 0 || d.flag == "post-drain-wait") && owned(d.flag) {
+			args = append(args, "--"+d.flag+"="+d.v.String())
+		}
+	}
+	for _, b := range []struct {
+		flag string
+		v    bool
+	}{
+		{"force", r.Force}, {"delete-emptydir-data", r.DeleteEmptyDirData}, {"no-wait", r.NoWait},
+		{"delete-node", r.DeleteNode}, {LeaveMachinesRunningFlag, r.LeaveMachinesRunning},
+	} {
+		if owned(b.flag) {
+			args = append(args, "--"+b.flag+"="+strconv.FormatBool(b.v))
+		}
+	}
+	for _, c := range r.IgnoreChecks {
+		args = append(args, "--ignore-check="+c)
+	}
+	return args
+}
+
+// Submit hands the reviewed plan to a Job in the state namespace: the Job
+// created suspended, the plan saved in a ConfigMap the Job owns, then the
+// Job started. A submission refused or failed leaves no Job, no plan and
+// no record change; a finished Job of an earlier run is deleted first.
+func (s *Session) Submit(ctx context.Context, pl *Planned, ic InCluster) (*batchv1.Job, error) {
+	r := pl.Request
+	if pl.Hooks != nil && pl.Hooks.Any() {
+		return nil, Usagef("cannot run in the cluster: the plan runs command hooks, and the Job's image holds only the plugin; plan again without them, or hold nodes with the annotation hooks (docs/hooks.md)")
+	}
+	job, err := BuildJob(pl, r, ic, s.StateNamespace)
+	if err != nil {
+		return nil, err
+	}
+	data, err := planJSON(pl.Plan)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.clearForJob(ctx, r.RecordName(), ic); err != nil {
+		return nil, err
+	}
+	return s.startJob(ctx, job, data)
+}
+
+func planJSON(p *plan.Plan) ([]byte, error) {
+	var b bytes.Buffer
+	if err := output.Print(&b, output.FormatJSON, p); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// clearForJob refuses what the Job would fail on (no ServiceAccount, a
+// live run, a Job still running) and deletes the finished Job of an
+// earlier run.
+func (s *Session) clearForJob(ctx context.Context, group string, ic InCluster) error {
+	ns := s.StateNamespace
+	if _, err := s.Client.CoreV1().ServiceAccounts(ns).Get(ctx, ic.ServiceAccount, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return Usagef("cannot run in the cluster: no ServiceAccount %q in namespace %q; apply deploy/in-cluster.yaml (docs/in-cluster.md) or name one with --service-account", ic.ServiceAccount, ns)
+	} else if err != nil {
+		return fmt.Errorf("cannot run in the cluster: error when reading ServiceAccount %q: %w", ic.ServiceAccount, err)
+	}
+	if held := s.Holder(ctx, group); held != nil {
+		return held
+	}
+	jobs := s.Client.BatchV1().Jobs(ns)
+	old, err := jobs.Get(ctx, JobName(group), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("cannot run in the cluster: error when reading Job %q: %w", JobName(group), err)
+	case !JobEnded(old):
+		return Usagef("cannot run in the cluster: Job %q in namespace %q still runs the last run of %q; follow it with \"kubectl nodeupgrade status %s -w\", or stop it with cancel", old.Name, ns, group, group)
+	}
+	// Its pods and its plan go with it, before the new Job takes the names.
+	if err := jobs.Delete(ctx, old.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cannot run in the cluster: error when deleting the finished Job %q of the last run: %w", old.Name, err)
+	}
+	for {
+		if _, err := jobs.Get(ctx, old.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// startJob creates job suspended, its plan, and starts it; on a failure it
+// deletes the Job, and the plan goes with it.
+func (s *Session) startJob(ctx context.Context, job *batchv1.Job, data []byte) (*batchv1.Job, error) {
+	jobs := s.Client.BatchV1().Jobs(job.Namespace)
+	job.Spec.Suspend = ptr.To(true)
+	created, err := jobs.Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("cannot run in the cluster: error when creating Job %q: %w", job.Name, err)
+	}
+	cmName := job.Spec.Template.Spec.Volumes[0].ConfigMap.Name
+	undo := func(err error) (*batchv1.Job, error) {
+		// Even when ctx was cancelled: nothing stays behind. The plan goes
+		// with its Job, but only once the garbage collector gets to it.
+		ctx := context.WithoutCancel(ctx)
+		derr := jobs.Delete(ctx, created.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+		if cerr := s.Client.CoreV1().ConfigMaps(job.Namespace).Delete(ctx, cmName, metav1.DeleteOptions{}); !apierrors.IsNotFound(cerr) {
+			derr = errors.Join(derr, cerr)
+		}
+		if derr != nil && !apierrors.IsNotFound(derr) {
+			return nil, fmt.Errorf("%w; and deleting Job %q and ConfigMap %q failed: %v; delete them with \"kubectl -n %s delete job %s\"", err, created.Name, cmName, derr, created.Namespace, created.Name)
+		}
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: cmName, Namespace: job.Namespace, Labels: job.Labels, Annotations: job.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: created.Name, UID: created.UID}},
+		},
+		Data: map[string]string{PlanKey: string(data)},
+	}
+	if _, err := s.Client.CoreV1().ConfigMaps(job.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return undo(fmt.Errorf("cannot run in the cluster: error when saving the plan in ConfigMap %q: %w", cm.Name, err))
+	}
+	started, err := jobs.Patch(ctx, created.Name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{})
+	if err != nil {
+		return undo(fmt.Errorf("cannot run in the cluster: error when starting Job %q: %w", created.Name, err))
+	}
+	return started, nil
+}
+
+// JobEnded reports whether job has completed or failed.
+func JobEnded(job *batchv1.Job) bool {
+	_, ended := JobEnd(job)
+	return ended
+}
+
+// JobEnd says how job ended (its Complete or Failed condition), if it has.
+func JobEnd(job *batchv1.Job) (failed *batchv1.JobCondition, ended bool) {
+	for i, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return nil, true
+		case batchv1.JobFailed:
+			return &job.Status.Conditions[i], true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,438 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// The simulated cluster's nodes run no containers: kwok marks the Job's
+// pods Running. These tests play the kubelet's part for them: each pod of
+// the Job runs as a process of the plugin, with the pod's own identity and
+// files, in a mount and UTS namespace of its own (unshare), so that it
+// reads them where a container does:
+//   - its volumes as the pod spec has them: the ServiceAccount token the
+//     API server's TokenRequest gives for the pod (audience, expiry and the
+//     pod it is bound to as the projected volume asks), the cluster's CA
+//     from kube-root-ca.crt, the namespace, and the plan's ConfigMap, each
+//     bind-mounted at its mountPath;
+//   - the in-cluster environment (KUBERNETES_SERVICE_HOST and _PORT) and
+//     the pod's name as its hostname, so the lock names the pod;
+//   - the pod's command and args, the plugin standing in for the image's
+//     /kubectl-nodeupgrade.
+// So the run is authorized as the Job's ServiceAccount, by the roles
+// deploy/rbac.yaml and deploy/in-cluster.yaml grant. When the process
+// ends, the pod ends with its exit code and its last lines as its message
+// (terminationMessagePolicy FallbackToLogsOnError), as a kubelet reports
+// it, and the Job controller does the rest. The cloud's workload identity
+// is stood in for by the AWS endpoint's environment, as for the other AWS
+// tests.
+
+// inClusterEnv applies deploy/in-cluster.yaml in namespace ns (its
+// ServiceAccount, bindings and submitter role), with the Role of
+// deploy/rbac.yaml's state role in ns as edit leaves it.
+func inClusterEnv(t *testing.T, ns string, edit func(*rbacv1.Role)) {
+	t.Helper()
+	ctx := testContext(t, time.Minute)
+	boundUser(t, upgrader) // deploy/rbac.yaml's roles exist
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	role := roles.ns.DeepCopy()
+	role.Namespace, role.ResourceVersion, role.UID = ns, "", ""
+	if edit != nil {
+		edit(role)
+	}
+	if _, err := client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "in-cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The manifests as documented, in namespace ns: the ClusterRoleBinding
+	// named after it, so that each test's binding is its own.
+	text := strings.ReplaceAll(string(data), "namespace: kube-system", "namespace: "+ns)
+	text = strings.Replace(text, "name: kubectl-nodeupgrade-in-cluster\nroleRef", "name: kubectl-nodeupgrade-in-cluster-"+ns+"\nroleRef", 1)
+	for _, doc := range strings.Split(text, "\n---\n") {
+		if err := applyDoc(ctx, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// applyDoc creates one object of deploy/in-cluster.yaml.
+func applyDoc(ctx context.Context, doc string) error {
+	var meta metav1.TypeMeta
+	if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+		return err
+	}
+	var err error
+	switch meta.Kind {
+	case "ServiceAccount":
+		var o corev1.ServiceAccount
+		if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+			_, err = client.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, &o, metav1.CreateOptions{})
+		}
+	case "ClusterRoleBinding":
+		var o rbacv1.ClusterRoleBinding
+		if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+			_, err = client.RbacV1().ClusterRoleBindings().Create(ctx, &o, metav1.CreateOptions{})
+		}
+	case "RoleBinding":
+		var o rbacv1.RoleBinding
+		if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+			_, err = client.RbacV1().RoleBindings(o.Namespace).Create(ctx, &o, metav1.CreateOptions{})
+		}
+	case "Role":
+		var o rbacv1.Role
+		if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+			_, err = client.RbacV1().Roles(o.Namespace).Create(ctx, &o, metav1.CreateOptions{})
+		}
+	default:
+		return fmt.Errorf("deploy/in-cluster.yaml: unexpected kind %q", meta.Kind)
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// kubelet runs the pods of one Job as processes, as the comment above
+// says; kill says, for the n-th pod (0-based), after which line of its
+// output to kill it ("" never).
+type kubelet struct {
+	t      *testing.T
+	ns     string
+	job    string
+	env    []string // the cloud's environment
+	notOn  func(node string) bool
+	kill   []string
+	mu     sync.Mutex
+	pods   []string // the pods started, in order
+	killed int
+}
+
+// serve starts each Running pod of the Job as it comes, until ctx ends.
+func (k *kubelet) serve(ctx context.Context) {
+	started := map[string]bool{}
+	for ctx.Err() == nil {
+		pods, err := client.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + k.job})
+		if err == nil {
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				if started[p.Name] || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+					continue
+				}
+				started[p.Name] = true
+				if !k.notOn(p.Spec.NodeName) {
+					k.t.Errorf("pod %s runs on node %s, of the group it upgrades", p.Name, p.Spec.NodeName)
+				}
+				go k.run(ctx, p)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// run runs pod p as a process until it ends (or is killed at its kill
+// point), then ends the pod as the kubelet would.
+func (k *kubelet) run(ctx context.Context, p *corev1.Pod) {
+	k.mu.Lock()
+	n := len(k.pods)
+	k.pods = append(k.pods, p.Name)
+	k.mu.Unlock()
+	cmd, err := podCommand(ctx, p, k.env)
+	if err != nil {
+		k.t.Errorf("starting pod %s: %v", p.Name, err)
+		return
+	}
+	b := startBackground(k.t, cmd)
+	if n < len(k.kill) && k.kill[n] != "" && b.waitFor(k.kill[n]) {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		k.mu.Lock()
+		k.killed++
+		k.mu.Unlock()
+	}
+	code, out := b.wait(k.t, 10*time.Minute)
+	k.t.Logf("pod %s exited %d:\n%s", p.Name, code, out)
+	if err := endPod(context.WithoutCancel(ctx), p, code, out); err != nil {
+		k.t.Errorf("ending pod %s: %v", p.Name, err)
+	}
+}
+
+func (k *kubelet) started() (pods []string, killed int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.pods), k.killed
+}
+
+// podCommand is the pod's one container as a process: its volumes in a
+// directory of their own, mounted at their mountPaths in the process's own
+// mount namespace, its hostname the pod's name.
+func podCommand(ctx context.Context, p *corev1.Pod, cloudEnv []string) (*exec.Cmd, error) {
+	c := p.Spec.Containers[0]
+	dir, err := os.MkdirTemp("", "pod-"+p.Name+"-")
+	if err != nil {
+		return nil, err
+	}
+	script := `set -e; hostname "$0"; mount -t tmpfs tmpfs /var/run`
+	for _, m := range c.VolumeMounts {
+		if !strings.HasPrefix(m.MountPath, "/var/run/") {
+			return nil, fmt.Errorf("volume %s mounted at %s: the test mounts only under /var/run", m.Name, m.MountPath)
+		}
+		src := filepath.Join(dir, m.Name)
+		if err := writeVolume(ctx, p, m.Name, src); err != nil {
+			return nil, err
+		}
+		script += fmt.Sprintf("; mkdir -p %q; mount --bind %q %q", m.MountPath, src, m.MountPath)
+	}
+	script += `; shift; exec "$@"`
+	u, err := url.Parse(sim.RestConfig.Host)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"-m", "-u", "--propagation", "private", "sh", "-c", script, p.Name, "--", binary}, c.Args...)
+	cmd := exec.Command("unshare", args...)
+	cmd.Env = append(cloudEnv, "HOME="+dir, "KUBERNETES_SERVICE_HOST="+u.Hostname(), "KUBERNETES_SERVICE_PORT="+u.Port())
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") })
+	return cmd, nil
+}
+
+// writeVolume writes pod volume name into dir as the kubelet would.
+func writeVolume(ctx context.Context, p *corev1.Pod, name, dir string) error {
+	i := slices.IndexFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+	if i < 0 {
+		return fmt.Errorf("no volume %q", name)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	v := p.Spec.Volumes[i]
+	switch {
+	case v.ConfigMap != nil:
+		return writeConfigMap(ctx, p.Namespace, v.ConfigMap.Name, dir)
+	case v.Projected != nil:
+		for _, src := range v.Projected.Sources {
+			if err := writeProjected(ctx, p, src, dir); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("volume %q: a kind the test does not mount", name)
+}
+
+func writeConfigMap(ctx context.Context, ns, name, dir string) error {
+	var cm *corev1.ConfigMap
+	var err error
+	for range 50 { // kube-root-ca.crt is published soon after the namespace
+		if cm, err = client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	for k, v := range cm.Data {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeProjected writes one source of a projected volume: the token as the
+// API server gives it for the pod, the CA, the namespace.
+func writeProjected(ctx context.Context, p *corev1.Pod, src corev1.VolumeProjection, dir string) error {
+	switch {
+	case src.ServiceAccountToken != nil:
+		s := src.ServiceAccountToken
+		req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: s.ExpirationSeconds,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID},
+		}}
+		if s.Audience != "" {
+			req.Spec.Audiences = []string{s.Audience}
+		}
+		tok, err := client.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName, req, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, s.Path), []byte(tok.Status.Token), 0o600)
+	case src.ConfigMap != nil:
+		return writeConfigMap(ctx, p.Namespace, src.ConfigMap.Name, dir)
+	case src.DownwardAPI != nil:
+		for _, f := range src.DownwardAPI.Items {
+			if f.FieldRef == nil || f.FieldRef.FieldPath != "metadata.namespace" {
+				return fmt.Errorf("downward API item %q: a field the test does not write", f.Path)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f.Path), []byte(p.Namespace), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// endPod ends the pod as its kubelet reports a container that exited:
+// its exit code, and its last lines as its message.
+func endPod(ctx context.Context, p *corev1.Pod, code int, out string) error {
+	pod, err := client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if len(out) > 2048 {
+		out = out[len(out)-2048:]
+	}
+	now := metav1.Now()
+	phase, reason := corev1.PodSucceeded, "Completed"
+	if code != 0 {
+		phase, reason = corev1.PodFailed, "Error"
+	}
+	pod.Status.Phase = phase
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(max(code, 0)), Reason: reason, Message: out, FinishedAt: now}},
+	}}
+	for i := range pod.Status.Conditions {
+		if c := &pod.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+			c.Status, c.LastTransitionTime = corev1.ConditionFalse, now
+		}
+	}
+	_, err = client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	return err
+}
+
+// startKubelet serves the pods of group's Job in ns.
+func startKubelet(t *testing.T, ns, group string, env []string, kill ...string) *kubelet {
+	t.Helper()
+	if err := exec.Command("unshare", "-m", "-u", "true").Run(); err != nil {
+		t.Skipf("the pods run in a mount and UTS namespace of their own, which this machine does not allow (unshare: %v)", err)
+	}
+	// A node outside the group, for the Job's pods.
+	if _, _, err := scenario.CreateNodeGroup(testContext(t, time.Minute), client, scenario.NodeGroup{
+		LabelKey: groupKey, Name: group + "-system", Zones: []string{"sim-a"}, Current: 1,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	k := &kubelet{t: t, ns: ns, job: session.JobName(group), env: env, kill: kill, notOn: func(node string) bool {
+		n, err := client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		return err == nil && n.Labels[groupKey] != group
+	}}
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go k.serve(ctx)
+	return k
+}
+
+// TestInClusterRunSurvivesItsPodKilledTwice submits a run to the cluster
+// as a user of deploy/rbac.yaml's and deploy/in-cluster.yaml's roles; its
+// Job's pod is killed mid-run twice; each next pod waits out the lock of
+// the one before and resumes the run, which finishes as an uninterrupted
+// one: 0 PDB violations, nothing left tainted, cordoned or annotated.
+func TestInClusterRunSurvivesItsPodKilledTwice(t *testing.T) {
+	t.Parallel()
+	const name, ns = "incl", state.DefaultNamespace
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	inClusterEnv(t, ns, nil)
+	submitter := boundUser(t, "submitter")
+	bindSubmitter(t, "submitter", ns)
+	ctx := testContext(t, 10*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := startKubelet(t, ns, name, g.env(), "cordoned", "cordoned")
+	run := startBackground(t, g.cmd(submitter, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "2s",
+		"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes"))
+	code, out := run.wait(t, 9*time.Minute)
+	t.Logf("run --in-cluster:\n%s", out)
+	if code != nodeupgrade.ExitOK {
+		t.Fatalf("run --in-cluster exit %d, want %d", code, nodeupgrade.ExitOK)
+	}
+	pods, killed := k.started()
+	if killed != 2 || len(pods) != 3 {
+		t.Fatalf("pods %v, %d killed: want 3 pods, the first two killed", pods, killed)
+	}
+	for _, p := range pods {
+		if !strings.Contains(out, "pod "+p) {
+			t.Errorf("the followed run never named pod %s", p)
+		}
+	}
+	if !strings.Contains(out, "runs in the cluster: Job "+ns+"/"+session.JobName(name)) {
+		t.Errorf("the followed lines never said where the run runs")
+	}
+	assertNoViolations(t, watcher.Stop())
+	g.assertFinished(t)
+}
+
+// TestInClusterRunWithoutAVerbFails runs a Job whose ServiceAccount's Role
+// lacks one verb of deploy/rbac.yaml's: its pod stops before it changes
+// anything, naming the verb, and the Job fails at once (exit 2 ends it).
+func TestInClusterRunWithoutAVerbFails(t *testing.T) {
+	t.Parallel()
+	const name, ns = "incl-rbac", "nodeupgrade-incl-rbac"
+	setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
+	inClusterEnv(t, ns, func(r *rbacv1.Role) {
+		for i := range r.Rules {
+			if slices.Contains(r.Rules[i].Resources, "leases") {
+				r.Rules[i].Verbs = slices.DeleteFunc(r.Rules[i].Verbs, func(v string) bool { return v == "update" })
+			}
+		}
+	})
+	k := startKubelet(t, ns, name, cleanAWSEnv())
+	r := plugin(t, "run", name, "--target-label", target, "--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes")
+	t.Logf("run --in-cluster: %s", r)
+	want := `may not update leases.coordination.k8s.io in namespace "` + ns + `"`
+	if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stdout+r.stderr, want) {
+		t.Fatalf("exit %d, want %d naming the missing right (%s)", r.code, nodeupgrade.ExitUsage, want)
+	}
+	if pods, _ := k.started(); len(pods) != 1 {
+		t.Errorf("pods %v: want one, the Job failed at once", pods)
+	}
+	ctx := testContext(t, time.Minute)
+	assertUntouched(t, ctx, groupKey, name)
+	if rec, err := (&state.Store{Client: client, Namespace: ns}).Load(ctx, name); err != nil || rec != nil {
+		t.Errorf("record %+v (%v): want none, the run never started", rec, err)
+	}
+}
+
+// bindSubmitter binds user to deploy/in-cluster.yaml's submitter role in ns.
+func bindSubmitter(t *testing.T, user, ns string) {
+	t.Helper()
+	ctx := testContext(t, time.Minute)
+	_, err := client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodeupgrade-submit-" + user, Namespace: ns},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "kubectl-nodeupgrade-submit"},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
