@@ -8,7 +8,9 @@
 #       darwin, the shell completion script kubectl_complete-nodeupgrade from
 #       completion/) into a deterministic archive in OUTDIR (default: dist/
 #       in the repository), writes
-#       OUTDIR/sha256sums.txt, and renders krew.yaml for VERSION with those
+#       OUTDIR/sha256sums.txt, the plugin's image as an OCI layout in
+#       OUTDIR/image (hack/image.sh; its digest in OUTDIR/image-digest.txt),
+#       and renders krew.yaml for VERSION with those
 #       sha256s into plugins.yaml at the repository root (and a copy in
 #       OUTDIR/nodeupgrade.yaml).
 #       Set PLUGINS_YAML=path to write the manifest elsewhere (e.g. /dev/null).
@@ -154,6 +156,10 @@ render_manifest "$VERSION" "$OUTDIR/sha256sums.txt" >"$OUTDIR/nodeupgrade.yaml"
 if [[ $PLUGINS_YAML != /dev/null ]]; then
 	cp "$OUTDIR/nodeupgrade.yaml" "$PLUGINS_YAML"
 fi
+
+# The image "run --in-cluster" runs by default, as an OCI layout beside
+# the archives (hack/image.sh; push it with crane or skopeo).
+"$ROOT/hack/image.sh" "$VERSION" "$OUTDIR" >"$OUTDIR/image-digest.txt"
 
 cat "$OUTDIR/sha256sums.txt"
 echo "release.sh: archives in $OUTDIR, manifest for $VERSION written to $PLUGINS_YAML" >&2

@@ -36,6 +36,9 @@ staticcheck=(go run honnef.co/go/tools/cmd/staticcheck@v0.8.2)
 step "unit tests (race detector)"
 go test -race -count=1 ./...
 
+step "the image builder (hack/image, its own module): two builds, one digest"
+(cd hack/image && go mod tidy -diff && go vet ./... && GOWORK=off go test -count=1 ./...)
+
 step "Karpenter for the simulated cluster"
 wait "$karpenter_build" || { cat "$karpenter_log"; exit 1; }
 cat "$karpenter_log"
