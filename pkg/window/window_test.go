@@ -6,15 +6,6 @@ import (
 	"time"
 )
 
-func mustLoc(t *testing.T, name string) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc
-}
-
 func mustSchedule(t *testing.T, windows ...string) Schedule {
 	t.Helper()
 	s, err := ParseSchedule(windows, "", "")
