@@ -115,21 +115,7 @@ func BuildJob(pl *Planned, r *Request, ic InCluster, ns string) (*batchv1.Job, e
 			FSGroup:        ptr.To[int64](65532),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-		Containers: []corev1.Container{{
-			Name: ContainerName, Image: ic.Image,
-			Command: []string{ImagePath},
-			Args:    WorkerArgs(r, pl.Strategy, name, ns),
-			// The run's last lines are the pod's message when it fails.
-			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi"),
-			}},
-			SecurityContext: &corev1.SecurityContext{
-				AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			},
-			VolumeMounts: []corev1.VolumeMount{{Name: "plan", MountPath: PlanDir, ReadOnly: true}},
-		}},
+		Containers: []corev1.Container{workerContainer(r, pl.Strategy, ic.Image, name, ns)},
 		Volumes: []corev1.Volume{{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: planConfigMapName(group)},
 		}}}},
@@ -137,17 +123,44 @@ func BuildJob(pl *Planned, r *Request, ic InCluster, ns string) (*batchv1.Job, e
 	return &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{
 		// No activeDeadlineSeconds: a run takes as long as its
 		// PodDisruptionBudgets let it.
-		BackoffLimit: ptr.To[int32](jobBackoffLimit),
-		PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
-			{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-				ContainerName: ptr.To(ContainerName), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: finalExitCodes,
-			}},
-			{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
-				{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue},
-			}},
-		}},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels, Annotations: meta.Annotations}, Spec: pod},
+		BackoffLimit:     ptr.To[int32](jobBackoffLimit),
+		PodFailurePolicy: podFailurePolicy(),
+		Template:         corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels, Annotations: meta.Annotations}, Spec: pod},
 	}}, nil
+}
+
+// workerContainer runs the plugin as the Job's pod: the saved plan mounted,
+// non-root on a read-only root.
+func workerContainer(r *Request, strategy, image, job, ns string) corev1.Container {
+	return corev1.Container{
+		Name: ContainerName, Image: image,
+		Command: []string{ImagePath},
+		Args:    WorkerArgs(r, strategy, job, ns),
+		// The run's last lines are the pod's message when it fails.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi"),
+		}},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: "plan", MountPath: PlanDir, ReadOnly: true}},
+	}
+}
+
+// podFailurePolicy ends the Job on an exit that another pod would repeat
+// (bad input, refused, failed for good) and does not count pods taken
+// away (evicted, their node gone) against its backoff.
+func podFailurePolicy() *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+			ContainerName: ptr.To(ContainerName), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: finalExitCodes,
+		}},
+		{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
+			{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue},
+		}},
+	}}
 }
 
 // notOnGroup keeps the Job's pods off the nodes of the group it upgrades:
