@@ -102,11 +102,30 @@ func (r *Request) fromPlan(p *plan.Plan) {
 			r.Cloud.Version = c.TargetVersion
 		}
 	}
+	r.fromPlanWindows(p.Window)
 	r.TargetLabels = nil
 	for k, v := range p.TargetLabels {
 		r.TargetLabels = append(r.TargetLabels, k+"="+v)
 	}
 	slices.Sort(r.TargetLabels)
+}
+
+// fromPlanWindows takes the maintenance windows the plan was made with,
+// where the command gives none again: a saved plan (an in-cluster Job's
+// among them) runs inside the windows that were reviewed.
+func (r *Request) fromPlanWindows(w *plan.WindowPlan) {
+	if w == nil {
+		return
+	}
+	if len(r.Windows) == 0 {
+		r.Windows = slices.Clone(w.Windows)
+	}
+	if r.NotBefore == "" && w.NotBefore != nil {
+		r.NotBefore = w.NotBefore.Format(time.RFC3339)
+	}
+	if r.NotAfter == "" && w.NotAfter != nil {
+		r.NotAfter = w.NotAfter.Format(time.RFC3339)
+	}
 }
 
 // fromSavedPlan is the saved plan checked against p, the cluster now,
