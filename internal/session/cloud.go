@@ -55,7 +55,7 @@ func (s *Session) openCloudOf(ctx context.Context, r *Request, pl *Planned, in *
 	case r.Provider == "" && !r.Cloud.Given():
 		// --provider none only with --leave-machines-running: alone it would
 		// delete the Node objects of machines a group may keep running.
-		return openedCloud{}, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs; if no group keeps these machines, as with Karpenter's or standalone ones, --provider none --%s deletes only their Node objects)",
+		return openedCloud{}, fmt.Errorf("%w (provider %s was chosen from the nodes' provider IDs; if no group keeps these machines, as with standalone ones, --provider none --%s deletes only their Node objects; Karpenter's are --provider karpenter's)",
 			err, c.Name(), LeaveMachinesRunningFlag)
 	}
 	return openedCloud{}, err

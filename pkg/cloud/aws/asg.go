@@ -126,7 +126,7 @@ func (p *Client) groupOfInstances(ctx context.Context, instanceIDs []string) (*A
 	}
 	switch len(byGroup) {
 	case 0:
-		return nil, &Error{msg: fmt.Sprintf("instances %s belong to no Auto Scaling group (as Karpenter's and standalone instances): provider none serves them, with --provider none and --target-label; or name their group with --asg", quoteList(instanceIDs)), err: cloud.ErrNoGroup, input: true}
+		return nil, &Error{msg: fmt.Sprintf("instances %s belong to no Auto Scaling group: --provider karpenter serves Karpenter's instances, --provider none with --target-label standalone ones; or name their group with --asg", quoteList(instanceIDs)), err: cloud.ErrNoGroup, input: true}
 	case 1:
 		for name := range byGroup {
 			return p.Group(ctx, name)

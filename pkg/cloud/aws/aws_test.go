@@ -256,7 +256,7 @@ func TestFindGroup(t *testing.T) {
 	}{
 		{name: "one group", ids: []string{"i-1", "i-2"}, reply: asgInstances("i-1", "ng1", "i-2", "ng1"), group: "ng1"},
 		{name: "none", ids: []string{"i-1", "i-2"}, reply: asgInstances(),
-			wantErr: `instances "i-1", "i-2" belong to no Auto Scaling group (as Karpenter's and standalone instances): provider none serves them, with --provider none and --target-label; or name their group with --asg`},
+			wantErr: `instances "i-1", "i-2" belong to no Auto Scaling group: --provider karpenter serves Karpenter's instances, --provider none with --target-label standalone ones; or name their group with --asg`},
 		{name: "several", ids: []string{"i-1", "i-2", "i-9"}, reply: asgInstances("i-1", "ng1", "i-2", "ng2", "i-9", "ng1"),
 			wantErr: `the nodes' instances belong to 2 Auto Scaling groups ("ng1" has "i-1", "i-9"; "ng2" has "i-2"); use --asg or narrow the nodes with --selector`},
 		// A given green group's nodes carry blue's labels: left out.
