@@ -313,6 +313,11 @@ func (s *Store) List(ctx context.Context) ([]*Record, error) {
 	}
 	var out []*Record
 	for i := range list.Items {
+		// Other objects of the plugin's carry the label too (an in-cluster
+		// run's saved plan): only a record holds the record's key.
+		if _, ok := list.Items[i].Data[recordKey]; !ok {
+			continue
+		}
 		r, err := decode(&list.Items[i])
 		if err != nil {
 			return nil, err

@@ -58,6 +58,12 @@ func TestRecordRoundTrip(t *testing.T) {
 	if err != nil || got == nil || got.Phase != "Drain" || len(got.Done) != 3 || got.Left() != 3 {
 		t.Fatalf("loaded %+v, %v", got, err)
 	}
+	// An in-cluster run's saved plan carries the plugin's label too.
+	plan := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "nodeupgrade-ng-plan", Namespace: "kube-system",
+		Labels: map[string]string{ManagedByLabel: managedBy}}, Data: map[string]string{"plan.json": "{}"}}
+	if _, err := s.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, plan, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	list, err := s.List(ctx)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("list %v %v", list, err)
