@@ -263,6 +263,8 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --ami ami-new --max-unavailable 2")
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade run demo --ami ami-new --dry-run")
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade status -A")
+		ex.run(t, env, nodeupgrade.ExitOK, `kubectl nodeupgrade plan demo --ami ami-new --window "Sat-Sun 22:00-06:00 Europe/Berlin" --window "Mon-Fri 01:00-04:00 Europe/Berlin"`)
+		ex.run(t, env, nodeupgrade.ExitOK, `kubectl nodeupgrade plan demo --ami ami-new --window "daily 22:00-02:00 UTC" --not-after 2099-12-31`)
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan demo --ami ami-new --seed 7 -o json > plan.json")
 
 		// The reviewed plan runs; cancel pauses it after its first batch,
@@ -295,6 +297,10 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade status demo")
 		ex.run(t, env, nodeupgrade.ExitOK, `kubectl nodeupgrade status "$ng"`)
 		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade status demo -o yaml")
+		if r := ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade report demo"); !strings.Contains(r.stdout, "finished") {
+			t.Errorf("report of the finished run does not say it finished: %s", r)
+		}
+		ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade report demo --runs 0 -o json")
 		ex.run(t, env, nodeupgrade.ExitOK, `kubectl nodeupgrade status -o jsonpath='{range .items[?(@.status!="finished")]}{.nodeGroup}{"\n"}{end}'`)
 
 		// abort after the run was killed mid-batch.

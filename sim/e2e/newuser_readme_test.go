@@ -30,10 +30,11 @@ func readmeSample(t *testing.T, name string) string {
 
 // planShape is what of a printed plan does not depend on where the
 // scheduler put the demo's pods or on the nodes' ages: the header and the
-// phases as printed, each batch's zone in order, the nodes with their
-// instance, zone and why they are outdated (sorted: which node of a zone
-// goes in which of its batches follows the pods on it), and the findings
-// that do not count pods by zone.
+// phases as printed, how many nodes each batch takes, the nodes with their
+// instance, zone and why they are outdated (sorted: which node goes in
+// which batch follows the pods on it, as the order keeps each workload
+// within its budget, so even a batch's zones do), and the findings that
+// do not count pods by zone.
 func planShape(text string) []string {
 	var out, nodes []string
 	section := "header"
@@ -54,7 +55,7 @@ func planShape(text string) []string {
 			out = append(out, line)
 		case "nodes":
 			if len(f) >= 6 {
-				out = append(out, "batch "+f[0]+" in "+f[3])
+				out = append(out, "batch "+f[0])
 				nodes = append(nodes, strings.Join([]string{f[1], f[2], f[3], f[5]}, " "))
 			}
 		case "findings":

@@ -33,8 +33,9 @@ type fakeGKE struct {
 	ops     []*container.Operation
 	calls   []string
 	granted []string // nil: every permission
-	// fail answers the next calls of a method with these HTTP codes.
-	fail map[string][]int
+	// fail answers the next calls of a method with these HTTP codes;
+	// late does too, after doing the call (a lost answer).
+	fail, late map[string][]int
 	// updates are the bodies of nodePools.update.
 	updates []container.UpdateNodePoolRequest
 	// opPolls is how many operations.get an operation answers RUNNING.
@@ -50,7 +51,7 @@ const (
 
 func newFakeGKE(t *testing.T) *fakeGKE {
 	t.Helper()
-	f := &fakeGKE{t: t, master: "1.31.2-gke.1000", fail: map[string][]int{}, pool: container.NodePool{
+	f := &fakeGKE{t: t, master: "1.31.2-gke.1000", fail: map[string][]int{}, late: map[string][]int{}, pool: container.NodePool{
 		Name: fakePool, Version: "1.30.5-gke.1000", Status: "RUNNING", Etag: "e1",
 		Config:            &container.NodeConfig{ImageType: "COS_CONTAINERD"},
 		Locations:         []string{"us-central1-a"},
@@ -137,6 +138,12 @@ func (f *fakeGKE) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		out = f.change(method, r)
 	}
+	if codes := f.late[method]; len(codes) > 0 {
+		f.late[method] = codes[1:]
+		w.WriteHeader(codes[0])
+		fmt.Fprintf(w, `{"error":{"code":%d,"message":"injected late","status":"DEADLINE_EXCEEDED"}}`, codes[0])
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
 }
@@ -170,7 +177,6 @@ func (f *fakeGKE) operation(r *http.Request) any {
 // change answers update, rollback and completeUpgrade with an operation;
 // an update applies its settings and an upgrade's target to the pool.
 func (f *fakeGKE) change(method string, r *http.Request) any {
-	typ := "UPDATE_NODE_POOL"
 	if method == methodPoolUpdate {
 		var req container.UpdateNodePoolRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
@@ -182,11 +188,14 @@ func (f *fakeGKE) change(method string, r *http.Request) any {
 			f.pool.NodeDrainConfig = req.NodeDrainConfig
 		}
 		if req.NodeVersion != "" {
-			typ, f.pool.Version = "UPGRADE_NODES", req.NodeVersion
+			f.pool.Version = req.NodeVersion
 		}
 		f.pool.Etag += "+"
 	}
-	op := &container.Operation{Name: fmt.Sprintf("op-%d", len(f.ops)+1), OperationType: typ, Status: "RUNNING",
+	// UPGRADE_NODES: "a node pool is being updated ... this includes
+	// most forms of updates to node pools" (container-api.json,
+	// Operation.operationType): the settings' update is one too.
+	op := &container.Operation{Name: fmt.Sprintf("op-%d", len(f.ops)+1), OperationType: "UPGRADE_NODES", Status: "RUNNING",
 		TargetLink: fmt.Sprintf("https://container.googleapis.com/v1/projects/%s/locations/%s/clusters/%s/nodePools/%s", fakeProject, fakeLocation, fakeCluster, fakePool)}
 	f.ops = append(f.ops, op)
 	return op

@@ -254,8 +254,47 @@ func (n *NodePool) Settings(ctx context.Context) (plan.UpdateSettings, error) {
 // Configure implements cloud.ManagedUpdater: nodePools.update with the
 // upgradeSettings and nodeDrainConfig alone, carrying the plan's etag
 // while the run's upgrade has not started, then the wait for its
-// operation.
+// operation. After a transient answer it waits out the pool's operation
+// the lost answer may have started, and sends the change again only if
+// the pool does not have the settings yet.
 func (n *NodePool) Configure(ctx context.Context, s plan.UpdateSettings) error {
+	again := false
+	return n.settle(ctx, func() error {
+		if again {
+			if id, err := n.runningUpgrade(ctx); err == nil && id != "" {
+				if err := n.waitDone(ctx, id); err != nil {
+					return err
+				}
+			}
+		}
+		again = true
+		return n.configureOnce(ctx, s)
+	})
+}
+
+// changeAttempts is how often settle makes a change at most.
+const changeAttempts = 5
+
+// settle makes a change again after a transient answer, at most
+// changeAttempts times, with backoff: GKE's changes carry no request ID,
+// so the client's retries do not repeat them (gcpclient.Container), and
+// each attempt reads first whether the change was done.
+func (n *NodePool) settle(ctx context.Context, attempt func() error) error {
+	for i := 1; ; i++ {
+		err := attempt()
+		if err == nil || !cloud.Transient(err) || i == changeAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(cloud.Backoff(n.c.pollEvery, i)):
+		}
+	}
+}
+
+// configureOnce is one attempt of Configure: nothing if the pool has s.
+func (n *NodePool) configureOnce(ctx context.Context, s plan.UpdateSettings) error {
 	if err := n.refresh(ctx); err != nil {
 		return err
 	}
@@ -348,6 +387,17 @@ func (n *NodePool) waitDone(ctx context.Context, id string) error {
 // target with the plan's etag, unless an upgrade of the pool runs
 // already: then that one, so a second run follows the first.
 func (n *NodePool) StartUpdate(ctx context.Context, _ bool) (string, error) {
+	var id string
+	err := n.settle(ctx, func() (err error) {
+		id, err = n.startOnce(ctx)
+		return err
+	})
+	return id, err
+}
+
+// startOnce is one attempt of StartUpdate: it reads first whether an
+// upgrade runs, so a lost answer is found again.
+func (n *NodePool) startOnce(ctx context.Context) (string, error) {
 	if id, err := n.runningUpgrade(ctx); err != nil || id != "" {
 		n.etag = "" // the upgrade moves the pool on: later changes are the run's
 		return id, err

@@ -43,3 +43,77 @@ func TestWaitSurvivesTransientErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigureSettlesByReading: GKE's changes carry no request ID, so the
+// client does not send them again; Configure reads the pool after a
+// transient answer and sends the change again only if the pool lacks it.
+func TestConfigureSettlesByReading(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		fail, late  []int
+		wantUpdates int
+		err         string
+	}{
+		{name: "refused before it was done", fail: []int{500, 503}, wantUpdates: 1},
+		{name: "done, its answer lost", late: []int{504}, wantUpdates: 1},
+		{name: "refused on every attempt", fail: []int{500, 500, 500, 500, 500}, err: "500"},
+		{name: "a refusal", fail: []int{http.StatusForbidden}, err: "403"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeGKE(t)
+			np := openPool(t, map[string]string{})
+			np.c.pollEvery = time.Millisecond
+			s, err := np.Settings(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			three := 3
+			s.MaxSurge = &three
+			f.mu.Lock()
+			f.fail[methodPoolUpdate], f.late[methodPoolUpdate] = tc.fail, tc.late
+			f.mu.Unlock()
+			err = np.Configure(context.Background(), s)
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("Configure = %v, want error %q", err, tc.err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.updates) != tc.wantUpdates {
+				t.Errorf("%d updates done, want %d", len(f.updates), tc.wantUpdates)
+			}
+			if tc.err == "" && f.pool.UpgradeSettings.MaxSurge != 3 {
+				t.Errorf("pool's maxSurge %d, want 3", f.pool.UpgradeSettings.MaxSurge)
+			}
+		})
+	}
+}
+
+// TestStartUpdateSettlesByReading: the upgrade is started once whether a
+// transient answer came before GKE did it or after.
+func TestStartUpdateSettlesByReading(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		fail, late []int
+	}{
+		{name: "refused before it was done", fail: []int{503, 500}},
+		{name: "done, its answer lost", late: []int{504}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeGKE(t)
+			np := openPool(t, map[string]string{optNodeVersion: "1.31"})
+			np.c.pollEvery = time.Millisecond
+			f.mu.Lock()
+			f.fail[methodPoolUpdate], f.late[methodPoolUpdate] = tc.fail, tc.late
+			f.mu.Unlock()
+			id, err := np.StartUpdate(context.Background(), false)
+			if err != nil || id == "" {
+				t.Fatalf("StartUpdate = %q, %v; want the upgrade's operation", id, err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.updates) != 1 {
+				t.Errorf("%d updates done, want 1", len(f.updates))
+			}
+		})
+	}
+}
