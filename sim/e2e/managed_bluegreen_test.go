@@ -175,12 +175,9 @@ func TestManagedNodeGroupBlueGreenRollbackAndAbort(t *testing.T) {
 // TestManagedNodeGroupBlueGreenKilledAfterDeletingBlue kills a blue/green
 // run of a managed group in its last phase, then deletes blue's node
 // group as the killed run's DeleteNodegroup would have, until it is gone
-// (no node carries blue's name any more). abort refuses (deleting blue
-// cannot be undone), and the same run command finishes on green. (A
-// re-run while EKS is still deleting blue depends on how far it got: a
-// CI run once found blue's Auto Scaling group gone with some of its
-// Node objects left, and the re-run refused; see the closing note of
-// stop 36.)
+// (no node carries blue's name any more), or while EKS still deletes it,
+// its nodes leaving (issue 41 item 3). abort refuses (deleting blue
+// cannot be undone), and the same run command finishes on green.
 func TestManagedNodeGroupBlueGreenKilledAfterDeletingBlue(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -189,6 +186,9 @@ func TestManagedNodeGroupBlueGreenKilledAfterDeletingBlue(t *testing.T) {
 		want     string // what the run says of blue
 	}{
 		{"gone", true, "is gone already"},
+		// EKS still deleting blue, its nodes leaving: the re-run follows
+		// the delete to its end and finishes on green.
+		{"deleting", false, "deleting blue"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
