@@ -112,7 +112,7 @@ func TestOpen(t *testing.T) {
 		t.Errorf("unjoined %v, sizes %v", cg.Unjoined, cg.Sizes)
 	}
 	notes := strings.Join(cg.Notes, "\n")
-	for _, want := range []string{userBudgets, freezeBudgetJSON, "2 NodeClaims of NodePool \"np\" are drifted: NodePoolDrifted", "1 NodeClaims of NodePool \"np\" are drifted: AMIDrift"} {
+	for _, want := range []string{userBudgets, `the run adds {"nodes":"0","reasons":["Drifted","Underutilized","Empty"]} for its span`, "nor consolidates nodes away", "2 NodeClaims of NodePool \"np\" are drifted: NodePoolDrifted", "1 NodeClaims of NodePool \"np\" are drifted: AMIDrift"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}

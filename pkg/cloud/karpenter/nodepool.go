@@ -125,7 +125,7 @@ func poolNotes(np *nodePool, reasons map[string]int) []string {
 	if budgets == "" {
 		budgets = "none"
 	}
-	notes := []string{fmt.Sprintf("NodePool %q disruption budgets in force: %s; the run adds %s for its span, so that Karpenter neither replaces a drifted node nor consolidates one away itself (expiry it does whatever the budgets), and puts them back as they are at its end and on abort", np.Name, budgets, freezeBudgetJSON)}
+	notes := []string{fmt.Sprintf("NodePool %q disruption budgets in force: %s; the run adds %s for its span, so that Karpenter neither replaces drifted nodes nor consolidates nodes away itself (it expires nodes whatever the budgets), and puts them back as they are at its end and on abort", np.Name, budgets, freezeBudgetJSON)}
 	if was, ok := np.Annotation[FrozenAnnotation]; ok {
 		notes = append(notes, fmt.Sprintf("NodePool %q has its drift and consolidation held off by an unfinished run (budgets before it: %s): run, resume or abort puts them back", np.Name, was))
 	}
