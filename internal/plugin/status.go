@@ -448,7 +448,7 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 		r := s.Record
 		if c := r.Cloud; c != nil {
 			group, template := c.Kinds()
-			line := fmt.Sprintf("%s: %s %q, %s version %s", r.NodeGroup, group, c.Group, template, output.OrNone(c.TargetVersion))
+			line := fmt.Sprintf("%s: %s %q%s", r.NodeGroup, group, c.Group, targetText(c, template))
 			if c.Original != nil {
 				line += fmt.Sprintf("; before the run %s, desired last set %d", c.Original, c.LastDesired)
 			}
@@ -488,6 +488,19 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 
 // managedLine names the group of a run its service updates, what the
 // update moves it to and the service's update.
+// targetText is what the group launches, as the record knows it: the
+// version the run set, or the plan's template where the run sets none (a
+// Karpenter NodePool's NodeClass), or nothing.
+func targetText(c *state.CloudRecord, template string) string {
+	switch {
+	case c.TargetVersion != "":
+		return fmt.Sprintf(", %s version %s", template, c.TargetVersion)
+	case c.Template != "":
+		return fmt.Sprintf(", %s %s", template, c.Template)
+	}
+	return ""
+}
+
 func managedLine(nodeGroup string, m *state.ManagedRecord) string {
 	line := fmt.Sprintf("%s: %s %q, to %s", nodeGroup, m.Service, m.Group, output.OrNone(m.Target))
 	if m.UpdateID != "" {

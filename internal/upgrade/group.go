@@ -50,6 +50,9 @@ func newCloudGroup(e *Engine) *cloudGroup {
 func (cg *cloudGroup) cloudRecord() *state.CloudRecord {
 	if cg.cfg.Record.Cloud == nil {
 		cg.cfg.Record.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: cg.cfg.Provider.Name(), Group: cg.pool.GroupName(), GroupKind: cg.groupKind(), TemplateKind: cg.templateKind()}}
+		if c := cg.cfg.Plan.Cloud; c != nil {
+			cg.cfg.Record.Cloud.Template = c.Template
+		}
 	}
 	return cg.cfg.Record.Cloud
 }

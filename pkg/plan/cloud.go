@@ -117,6 +117,14 @@ type CloudGroup struct {
 	// Notes are what the provider says of the group that the plan's
 	// columns cannot (Karpenter: the budgets in force, drift by reason).
 	Notes []string
+	// Expires are the nodes the provider ends by itself at a time of its
+	// own, whatever the run holds off (Karpenter's expireAfter), by node
+	// name, as read at ReadAt; ExpiryBy names the setting and ExpiryEffect
+	// says what the end does, for ExpiryNotes.
+	Expires      map[string]time.Time
+	ReadAt       time.Time
+	ExpiryBy     string
+	ExpiryEffect string
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).

@@ -279,6 +279,9 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	if err := p.planSteps(in, strategy); err != nil {
 		return nil, err
 	}
+	if in.Cloud != nil {
+		p.Notes = append(p.Notes, in.Cloud.ExpiryNotes(p.EstimatedDuration())...)
+	}
 	p.HookedNodes = hookedNodes(group)
 	p.addFindings(snap, group, names, podsByNode, in, strategy.Traits())
 	return p, nil

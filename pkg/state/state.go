@@ -145,9 +145,12 @@ type GroupRecord struct {
 	// Group is the provider's group; GroupKind and TemplateKind are the
 	// provider's names for a group and a template ("Auto Scaling group",
 	// "launch template"), what a record older than them meant.
-	Group         string `json:"group"`
-	GroupKind     string `json:"groupKind,omitempty"`
-	TemplateKind  string `json:"templateKind,omitempty"`
+	Group        string `json:"group"`
+	GroupKind    string `json:"groupKind,omitempty"`
+	TemplateKind string `json:"templateKind,omitempty"`
+	// Template is the plan's template (Karpenter: the NodePool's
+	// NodeClass), for status where the run sets no TargetVersion.
+	Template      string `json:"template,omitempty"`
 	TargetVersion string `json:"targetVersion,omitempty"`
 	// FromVersion is the version the group launched before the run: what
 	// a rollback of an eks or surge run goes back to.

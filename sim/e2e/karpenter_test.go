@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,8 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/karpenter"
@@ -150,10 +152,10 @@ func (p *karpPool) poolBudgets(t *testing.T) (string, map[string]string) {
 	return string(out), u.GetAnnotations()
 }
 
-// changeNodeClass points the NodePool at its v2 NodeClass (an AMI change,
+// changeNodeClass points the NodePool at class (an AMI change,
 // for KWOK's) and waits until Karpenter hashed the new template, so that
 // the plugin sees the drift.
-func (p *karpPool) changeNodeClass(t *testing.T) {
+func (p *karpPool) changeNodeClass(t *testing.T, class string) {
 	t.Helper()
 	ctx := testContext(t, time.Minute)
 	u, err := p.dc.Resource(karpenter.NodePools).Get(ctx, p.name, metav1.GetOptions{})
@@ -161,7 +163,7 @@ func (p *karpPool) changeNodeClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	hash := u.GetAnnotations()["karpenter.sh/nodepool-hash"]
-	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeClassRef":{"group":"karpenter.kwok.sh","kind":"KWOKNodeClass","name":%q}}}}}`, p.name+"-v2")
+	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeClassRef":{"group":"karpenter.kwok.sh","kind":"KWOKNodeClass","name":%q}}}}}`, class)
 	if _, err := p.dc.Resource(karpenter.NodePools).Patch(ctx, p.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,43 +185,80 @@ type claimDeletion struct {
 	deletingAtOnce int
 }
 
-// watchDeletions records every NodeClaim of the pool that begins deleting.
+// deletionLog is what watchDeletions saw: each NodeClaim of the pool
+// that began deleting, once, and those deleting now.
+type deletionLog struct {
+	mu       sync.Mutex
+	seen     []claimDeletion
+	deleting map[string]bool
+}
+
+func (l *deletionLog) observe(ctx context.Context, u *unstructured.Unstructured) {
+	if u.GetDeletionTimestamp() == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.deleting[u.GetName()] || slices.ContainsFunc(l.seen, func(d claimDeletion) bool { return d.claim == u.GetName() }) {
+		return
+	}
+	l.deleting[u.GetName()] = true
+	node, _, _ := unstructured.NestedString(u.Object, "status", "nodeName")
+	d := claimDeletion{at: time.Now(), claim: u.GetName(), node: node, deletingAtOnce: len(l.deleting)}
+	if n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err == nil {
+		d.cordoned = n.Spec.Unschedulable
+	}
+	l.seen = append(l.seen, d)
+}
+
+// gone takes a NodeClaim off the deleting ones; one that went without
+// ever being seen deleting (its finalizer done between two relists) is
+// recorded all the same, not cordoned, so that no deletion goes unseen.
+func (l *deletionLog) gone(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.deleting[u.GetName()] && !slices.ContainsFunc(l.seen, func(d claimDeletion) bool { return d.claim == u.GetName() }) {
+		node, _, _ := unstructured.NestedString(u.Object, "status", "nodeName")
+		l.seen = append(l.seen, claimDeletion{at: time.Now(), claim: u.GetName(), node: node, deletingAtOnce: len(l.deleting) + 1})
+	}
+	delete(l.deleting, u.GetName())
+}
+
+// watchDeletions records every NodeClaim of the pool that begins deleting,
+// through an informer: it lists again and watches anew whenever the API
+// server ends a watch, which a bare watch does not (it saw 3 of 9).
 func (p *karpPool) watchDeletions(t *testing.T, ctx context.Context) func() []claimDeletion {
 	t.Helper()
-	w, err := p.dc.Resource(karpenter.NodeClaims).Watch(ctx, metav1.ListOptions{LabelSelector: "karpenter.sh/nodepool=" + p.name})
-	if err != nil {
+	ctx, stop := context.WithCancel(ctx)
+	l := &deletionLog{deleting: map[string]bool{}}
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(p.dc, 0, "", func(o *metav1.ListOptions) {
+		o.LabelSelector = "karpenter.sh/nodepool=" + p.name
+	})
+	inf := f.ForResource(karpenter.NodeClaims).Informer()
+	on := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			l.observe(ctx, u)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, obj any) { on(obj) }, DeleteFunc: l.gone}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var seen []claimDeletion
-	deleting := map[string]bool{}
-	go func() {
-		for ev := range w.ResultChan() {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			mu.Lock()
-			switch {
-			case ev.Type == watch.Deleted:
-				delete(deleting, u.GetName())
-			case u.GetDeletionTimestamp() != nil && !deleting[u.GetName()]:
-				deleting[u.GetName()] = true
-				node, _, _ := unstructured.NestedString(u.Object, "status", "nodeName")
-				d := claimDeletion{at: time.Now(), claim: u.GetName(), node: node, deletingAtOnce: len(deleting)}
-				if n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err == nil {
-					d.cordoned = n.Spec.Unschedulable
-				}
-				seen = append(seen, d)
-			}
-			mu.Unlock()
-		}
-	}()
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("the NodeClaims' informer never synced")
+	}
+	t.Cleanup(func() { stop(); f.Shutdown() })
 	return func() []claimDeletion {
-		w.Stop()
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]claimDeletion(nil), seen...)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return slices.Clone(l.seen)
 	}
 }
 
@@ -296,11 +335,13 @@ func (p *karpPool) run(args ...string) []string {
 
 // TestKarpenterWaves: on the real Karpenter, a NodeClass change drifts a
 // NodePool of 9 nodes over 3 zones; the run, its provider found from the
-// nodes' label, holds Karpenter's drift off and replaces the nodes in
-// waves of 3 by deleting their NodeClaims once drained, with no PDB
-// violation and no disruption of Karpenter's own after the hold;
-// cancelled mid-wave it holds, killed it is finished by a re-run, and the
-// user's budgets are back byte for byte. --provider none is refused.
+// nodes' label, holds Karpenter's drift and consolidation off and replaces
+// the nodes in waves of 3 by deleting their NodeClaims once drained, with
+// no PDB violation and no disruption of Karpenter's own after the hold;
+// status -w follows its waves and blockers; cancelled mid-wave it holds,
+// killed it is finished by a re-run, and the user's budgets are back byte
+// for byte. A second change, cancelled mid-wave and aborted, gives the
+// budgets and the nodes back. --provider none is refused.
 func TestKarpenterWaves(t *testing.T) {
 	// Not parallel: Karpenter's cluster state syncs only when the nodes
 	// it lists settle, and the other tests' node groups come and go all
@@ -308,7 +349,7 @@ func TestKarpenterWaves(t *testing.T) {
 	// launched nothing).
 	const name = "karp-waves"
 	p := setupKarpenterPool(t, name)
-	ctx := testContext(t, 25*time.Minute)
+	ctx := testContext(t, 30*time.Minute)
 
 	t.Run("--provider none is refused, naming --provider karpenter", func(t *testing.T) {
 		r := plugin(t, "plan", name, "--provider", "none", "--target-label", "a=b")
@@ -321,53 +362,112 @@ func TestKarpenterWaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := p.claimNames(t)
 	deletions := p.watchDeletions(t, ctx)
-	p.changeNodeClass(t)
+	p.changeNodeClass(t, name+"-v2")
 	held := p.heldSince(t, ctx)
+	followed := startBackground(t, pluginCmd("status", name, "-w"))
 	run := startBackground(t, pluginCmd(p.run()...))
 
-	t.Run("cancel mid-wave holds the drift", func(t *testing.T) {
-		if !run.waitFor("batch 2/3", "draining") {
-			t.Fatalf("the run ended before its second wave:\n%s", run.output())
-		}
-		if c := plugin(t, "cancel", name); c.code != nodeupgrade.ExitOK {
-			t.Fatalf("cancel: %s", c)
-		}
-		if code, out := run.wait(t, 5*time.Minute); code != nodeupgrade.ExitPaused {
-			t.Fatalf("the cancelled run must end paused (exit %d), exit %d:\n%s", nodeupgrade.ExitPaused, code, out)
-		}
-		before := len(deletions())
-		time.Sleep(30 * time.Second) // Karpenter's disruption loop runs every 10s
-		if now := len(deletions()); now != before {
-			t.Errorf("%d NodeClaims began deleting while the run was paused", now-before)
-		}
-		if budgets, ann := p.poolBudgets(t); !strings.Contains(budgets, `{"nodes":"0","reasons":["Drifted"]}`) || ann["nodeupgrade.dev/budgets-before-run"] != p.budgets {
-			t.Errorf("paused, the NodePool's budgets are %s (annotation %q); want the hold beside %s", budgets, ann["nodeupgrade.dev/budgets-before-run"], p.budgets)
-		}
-		pl := plugin(t, "plan", name, "--max-unavailable", "3")
-		for _, want := range []string{"NodePool", "KWOKNodeClass/" + name + "-v2", "drifted=NodePoolDrifted", "held off by an unfinished run"} {
-			if !strings.Contains(pl.stdout, want) {
-				t.Errorf("the plan lacks %q:\n%s", want, pl)
-			}
-		}
-	})
-
-	t.Run("SIGKILL mid-wave, then a re-run finishes", func(t *testing.T) {
-		resumed := startBackground(t, pluginCmd("resume", name, "--yes"))
-		if !resumed.waitFor("draining") {
-			t.Fatalf("the resumed run drained nothing:\n%s", resumed.output())
-		}
-		_ = resumed.cmd.Process.Signal(syscall.SIGKILL)
-		resumed.wait(t, time.Minute)
-		r := plugin(t, p.run()...)
-		if r.code != nodeupgrade.ExitOK {
-			t.Fatalf("the re-run must finish: %s", r)
-		}
-	})
+	t.Run("cancel mid-wave holds the drift", func(t *testing.T) { p.cancelHolds(t, run, deletions) })
+	t.Run("status -w shows the waves and what holds them", func(t *testing.T) { assertFollowed(t, followed) })
+	t.Run("SIGKILL mid-wave, then a re-run finishes", p.killThenRerun)
 
 	violations := watcher.Stop()
 	assertNoViolations(t, violations)
 	p.assertReplaced(t)
+	p.assertBudgetsBack(t)
+	var h hold
+	select {
+	case h = <-held:
+	default:
+		t.Fatal("the run never held the drift off")
+	}
+	p.assertWaves(t, before, deletions(), h)
+	t.Run("status names the NodePool and its NodeClass", func(t *testing.T) {
+		r := plugin(t, "status", name)
+		if r.code != nodeupgrade.ExitOK || strings.Contains(r.stdout, "version <none>") || !strings.Contains(r.stdout, `NodePool "`+name+`", NodeClass KWOKNodeClass/`+name+"-v2") {
+			t.Errorf("want the NodeClass the run ended on, not \"version <none>\": %s", r)
+		}
+	})
+	t.Run("abort mid-wave gives the budgets and the nodes back", p.abortMidWave)
+}
+
+// claimNames are the names of the pool's NodeClaims now.
+func (p *karpPool) claimNames(t *testing.T) []string {
+	t.Helper()
+	claims, err := karpenter.PoolClaims(testContext(t, time.Minute), p.dc, p.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(claims))
+	for i := range claims {
+		names[i] = claims[i].GetName()
+	}
+	return names
+}
+
+// cancelHolds cancels the run in its second wave: it ends paused, no
+// NodeClaim begins deleting while it is, and the hold stays on.
+func (p *karpPool) cancelHolds(t *testing.T, run *background, deletions func() []claimDeletion) {
+	if !run.waitFor("batch 2/3", "draining") {
+		t.Fatalf("the run ended before its second wave:\n%s", run.output())
+	}
+	if c := plugin(t, "cancel", p.name); c.code != nodeupgrade.ExitOK {
+		t.Fatalf("cancel: %s", c)
+	}
+	if code, out := run.wait(t, 5*time.Minute); code != nodeupgrade.ExitPaused {
+		t.Fatalf("the cancelled run must end paused (exit %d), exit %d:\n%s", nodeupgrade.ExitPaused, code, out)
+	}
+	before := len(deletions())
+	time.Sleep(30 * time.Second) // Karpenter's disruption loop runs every 10s
+	if now := len(deletions()); now != before {
+		t.Errorf("%d NodeClaims began deleting while the run was paused", now-before)
+	}
+	if budgets, ann := p.poolBudgets(t); !strings.Contains(budgets, holdBudget) || ann["nodeupgrade.dev/budgets-before-run"] != p.budgets {
+		t.Errorf("paused, the NodePool's budgets are %s (annotation %q); want the hold beside %s", budgets, ann["nodeupgrade.dev/budgets-before-run"], p.budgets)
+	}
+	pl := plugin(t, "plan", p.name, "--max-unavailable", "3")
+	for _, want := range []string{"NodePool", "KWOKNodeClass/" + p.name + "-v2", "drifted=NodePoolDrifted", "held off by an unfinished run"} {
+		if !strings.Contains(pl.stdout, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, pl)
+		}
+	}
+}
+
+// holdBudget is the budget the run adds to the NodePool.
+const holdBudget = `{"nodes":"0","reasons":["Drifted","Underutilized","Empty"]}`
+
+// assertFollowed: status -w, started before the run, followed it to its
+// pause, wave by wave, naming a pod and the PDB that held a drain.
+func assertFollowed(t *testing.T, followed *background) {
+	code, out := followed.wait(t, time.Minute)
+	if code != nodeupgrade.ExitPaused {
+		t.Errorf("status -w must end as the run did, paused (exit %d): exit %d", nodeupgrade.ExitPaused, code)
+	}
+	for _, want := range []string{"batch 1/3", "batch 2/3", "held: pod ", " by PDB "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status -w never showed %q:\n%s", want, out)
+		}
+	}
+}
+
+func (p *karpPool) killThenRerun(t *testing.T) {
+	resumed := startBackground(t, pluginCmd("resume", p.name, "--yes"))
+	if !resumed.waitFor("draining") {
+		t.Fatalf("the resumed run drained nothing:\n%s", resumed.output())
+	}
+	_ = resumed.cmd.Process.Signal(syscall.SIGKILL)
+	resumed.wait(t, time.Minute)
+	if r := plugin(t, p.run()...); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("the re-run must finish: %s", r)
+	}
+}
+
+// assertBudgetsBack: the user's budgets are back byte for byte, the
+// hold's annotation gone.
+func (p *karpPool) assertBudgetsBack(t *testing.T) {
+	t.Helper()
 	budgets, ann := p.poolBudgets(t)
 	if budgets != p.budgets {
 		t.Errorf("budgets after the run:\n%s\nwant, byte for byte:\n%s", budgets, p.budgets)
@@ -375,26 +475,93 @@ func TestKarpenterWaves(t *testing.T) {
 	if v, ok := ann["nodeupgrade.dev/budgets-before-run"]; ok {
 		t.Errorf("the hold's annotation is left: %q", v)
 	}
-	var h hold
-	select {
-	case h = <-held:
-	default:
-		t.Fatal("the run never held the drift off")
-	}
-	all, most, before := deletions(), 0, 0
+}
+
+// assertWaves: every NodeClaim of the pool before the change was seen
+// deleting, each from a node the plugin's wave had cordoned, or one
+// Karpenter was disrupting before the hold; never more at once than a
+// wave and those.
+func (p *karpPool) assertWaves(t *testing.T, before []string, all []claimDeletion, h hold) {
+	t.Helper()
+	most, early := 0, 0
 	for _, d := range all {
 		most = max(most, d.deletingAtOnce)
 		if d.at.Before(h.at) || h.disrupting[d.node] {
-			before++
+			early++
 		}
 	}
-	t.Logf("%d NodeClaims deleted, at most %d at once, %d of them by Karpenter's drift begun before the hold (nodes %v); PDB violations: %d", len(all), most, before, h.disrupting, len(violations))
+	t.Logf("%d NodeClaims deleted, at most %d at once, %d of them by Karpenter's drift begun before the hold (nodes %v)", len(all), most, early, h.disrupting)
+	for _, c := range before {
+		if !slices.ContainsFunc(all, func(d claimDeletion) bool { return d.claim == c }) {
+			t.Errorf("NodeClaim %q of the pool before the change was never seen deleting", c)
+		}
+	}
 	for _, d := range all {
 		if d.deletingAtOnce > 3+len(h.disrupting) {
 			t.Errorf("%d NodeClaims deleting at once (%s), more than a wave and what Karpenter began before the hold", d.deletingAtOnce, d.claim)
 		}
-		if !d.cordoned && d.at.After(h.at) && !h.disrupting[d.node] {
+		if !d.cordoned && !d.at.Before(h.at) && !h.disrupting[d.node] {
 			t.Errorf("NodeClaim %q (node %q) began deleting at %s, after the hold, on an undrained node: Karpenter disrupted beyond the wave", d.claim, d.node, d.at.Format(time.RFC3339Nano))
 		}
 	}
+}
+
+// abortMidWave drifts the pool again (back to its v1 NodeClass), cancels
+// the run in its first wave and aborts it: exit 0, the user's budgets back
+// byte for byte, and no node left cordoned or tainted by the plugin but
+// those Karpenter is terminating.
+func (p *karpPool) abortMidWave(t *testing.T) {
+	p.changeNodeClass(t, p.name+"-v1")
+	run := startBackground(t, pluginCmd(p.run()...))
+	if !run.waitFor("batch 1/3", "draining") {
+		t.Fatalf("the run drained nothing:\n%s", run.output())
+	}
+	if c := plugin(t, "cancel", p.name); c.code != nodeupgrade.ExitOK {
+		t.Fatalf("cancel: %s", c)
+	}
+	if code, out := run.wait(t, 5*time.Minute); code != nodeupgrade.ExitPaused {
+		t.Fatalf("the cancelled run must end paused (exit %d), exit %d:\n%s", nodeupgrade.ExitPaused, code, out)
+	}
+	if marked := p.markedNodes(t); len(marked) == 0 {
+		t.Fatal("the paused run marked no node: the abort has nothing to give back")
+	} else {
+		t.Logf("paused, the run left %d nodes cordoned or tainted: %v", len(marked), marked)
+	}
+	r := plugin(t, "abort", p.name)
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("abort: %s", r)
+	}
+	p.assertBudgetsBack(t)
+	if marked := p.markedNodes(t); len(marked) > 0 {
+		t.Errorf("after the abort, nodes left cordoned or tainted by the plugin: %v\n%s", marked, r)
+	}
+}
+
+// runTaint is the taint the run puts on the outdated nodes by default:
+// <nodegroup-label>=unschedulable:NoSchedule.
+var runTaint = corev1.Taint{Key: "karpenter.sh/nodepool", Value: "unschedulable", Effect: corev1.TaintEffectNoSchedule}
+
+// markedNodes are the pool's nodes cordoned or tainted by the plugin,
+// less those whose NodeClaim Karpenter is terminating.
+func (p *karpPool) markedNodes(t *testing.T) []string {
+	t.Helper()
+	ctx := testContext(t, time.Minute)
+	claims, err := karpenter.PoolClaims(ctx, p.dc, p.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaving := map[string]bool{}
+	for i := range claims {
+		if node, _, _ := unstructured.NestedString(claims[i].Object, "status", "nodeName"); claims[i].GetDeletionTimestamp() != nil {
+			leaving[node] = true
+		}
+	}
+	var marked []string
+	for _, n := range groupNodes(t, ctx, "karpenter.sh/nodepool", p.name) {
+		ours := slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&runTaint) && x.Value == runTaint.Value })
+		if (n.Spec.Unschedulable || ours) && !leaving[n.Name] {
+			marked = append(marked, fmt.Sprintf("%s (cordoned %v, tainted %v)", n.Name, n.Spec.Unschedulable, ours))
+		}
+	}
+	return marked
 }

@@ -9,17 +9,22 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// FrozenAnnotation is put on a NodePool whose drift a run holds off; it
-// keeps the user's budgets as they were, so that a second hold (a re-run)
-// adds nothing and the plan of any later command says so.
+// FrozenAnnotation is put on a NodePool whose disruptions a run holds
+// off; it keeps the user's budgets as they were, so that a second hold (a
+// re-run) builds on them, not on the hold, and the plan of any later
+// command says so.
 const FrozenAnnotation = "nodeupgrade.dev/budgets-before-run"
 
 // freezeBudget is the budget a run adds: no node may be disrupted for
-// drift (Karpenter v1's spec.disruption.budgets[].reasons; Karpenter has
-// no other switch for drift).
-var freezeBudget = map[string]any{"nodes": "0", "reasons": []any{"Drifted"}}
+// drift, nor consolidated away (Karpenter v1's
+// spec.disruption.budgets[].reasons, whose values are Underutilized,
+// Empty, Drifted and Unhealthy: pkg/apis/v1/nodepool.go). Consolidating
+// the pool while the waves replace it would evict the pods a wave just
+// moved; node repair (Unhealthy) stays the user's. Expiry is no reason a
+// budget holds (see expiryEffect).
+var freezeBudget = map[string]any{"nodes": "0", "reasons": []any{"Drifted", "Underutilized", "Empty"}}
 
-const freezeBudgetJSON = `{"nodes":"0","reasons":["Drifted"]}`
+const freezeBudgetJSON = `{"nodes":"0","reasons":["Drifted","Underutilized","Empty"]}`
 
 // SelfUpdates implements cloud.SelfUpdater: the user's budgets, as the API
 // server returns them ("null" where the NodePool has none), or those an
@@ -42,45 +47,39 @@ func budgetsText(b json.RawMessage) string {
 	return string(b)
 }
 
-// HoldUpdates implements cloud.SelfUpdater: the NodePool's budgets get a
-// Drifted budget of 0 beside the user's, and the annotation keeps the
-// user's; a NodePool held already stays as it is. The patch names the
-// resourceVersion read, so that an edit meanwhile fails it rather than
-// being lost.
+// HoldUpdates implements cloud.SelfUpdater: the NodePool's budgets become
+// the user's and the run's freezeBudget, and the annotation keeps the
+// user's; a NodePool held so already stays as it is, and the hold of an
+// earlier version of the run (drift only) is brought up to this one. The
+// patch names the resourceVersion read, so that an edit meanwhile fails it
+// rather than being lost.
 func (p *NodePool) HoldUpdates(ctx context.Context) error {
 	np, err := readPool(ctx, p.dyn, p.name)
 	if err != nil {
 		return err
 	}
-	var budgets []any
-	if len(np.Budgets) > 0 {
-		if err := json.Unmarshal(np.Budgets, &budgets); err != nil {
-			return fmt.Errorf("cannot read the budgets of NodePool %q: %w", p.name, err)
-		}
+	was, held := np.Annotation[FrozenAnnotation]
+	if !held {
+		was = budgetsText(np.Budgets)
 	}
-	if hasFreeze(budgets) {
-		if _, ok := np.Annotation[FrozenAnnotation]; ok {
-			return nil
-		}
+	var budgets []any
+	if err := json.Unmarshal([]byte(was), &budgets); err != nil {
+		return fmt.Errorf("cannot read the budgets of NodePool %q: %w", p.name, err)
+	}
+	budgets = append(budgets, freezeBudget)
+	want, err := json.Marshal(budgets)
+	if err != nil {
+		return err
+	}
+	if held && string(want) == string(np.Budgets) {
+		return nil
 	}
 	meta := map[string]any{"resourceVersion": np.ResourceVersion}
-	if _, ok := np.Annotation[FrozenAnnotation]; !ok {
-		meta["annotations"] = map[string]any{FrozenAnnotation: budgetsText(np.Budgets)}
+	if !held {
+		meta["annotations"] = map[string]any{FrozenAnnotation: was}
 	}
-	patch := map[string]any{"metadata": meta, "spec": map[string]any{"disruption": map[string]any{"budgets": append(budgets, freezeBudget)}}}
-	return p.patch(ctx, patch, "hold off the drift of")
-}
-
-// hasFreeze reports whether budgets hold the run's budget already.
-func hasFreeze(budgets []any) bool {
-	for _, b := range budgets {
-		if m, ok := b.(map[string]any); ok && len(m) == 2 && m["nodes"] == "0" {
-			if r, ok := m["reasons"].([]any); ok && len(r) == 1 && r[0] == "Drifted" {
-				return true
-			}
-		}
-	}
-	return false
+	patch := map[string]any{"metadata": meta, "spec": map[string]any{"disruption": map[string]any{"budgets": budgets}}}
+	return p.patch(ctx, patch, "hold off the disruptions of")
 }
 
 // RestoreUpdates implements cloud.SelfUpdater: the budgets go back to

@@ -1,11 +1,12 @@
 // Package karpenter is the provider for nodes Karpenter launches: the node
 // group is a NodePool (the nodes' karpenter.sh/nodepool label), a node is
 // outdated when its NodeClaim is Drifted, and a run holds Karpenter's own
-// drift replacement off for the pool (a Drifted budget of 0 beside the
-// user's budgets, which the end and abort put back as they were) while it
-// drains the nodes in waves itself and deletes their NodeClaims, leaving
-// launching and terminating to Karpenter. It reads and writes Karpenter's
-// objects as unstructured ones, through the dynamic client.
+// drift replacement and consolidation off for the pool (a budget of 0 for
+// Drifted, Underutilized and Empty beside the user's budgets, which the
+// end and abort put back as they were) while it drains the nodes in waves
+// itself and deletes their NodeClaims, leaving launching and terminating
+// to Karpenter. It reads and writes Karpenter's objects as unstructured
+// ones, through the dynamic client.
 package karpenter
 
 import (
@@ -51,7 +52,7 @@ func (Cloud) RefuseNone(nodes []corev1.Node) string {
 
 // Help implements cloud.Helper.
 func (Cloud) Help() string {
-	return "delete the drained node's NodeClaim; Karpenter launches for its pods and terminates the node (its drift held off for the pool during the run)"
+	return "delete the drained node's NodeClaim; Karpenter launches for its pods and terminates the node (its drift and consolidation held off for the pool during the run)"
 }
 
 // inputError is an error the user fixes by changing a flag or an object

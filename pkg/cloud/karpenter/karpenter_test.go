@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
 // userBudgets are a NodePool's budgets as the API server returns them
@@ -111,7 +112,7 @@ func TestOpen(t *testing.T) {
 		t.Errorf("unjoined %v, sizes %v", cg.Unjoined, cg.Sizes)
 	}
 	notes := strings.Join(cg.Notes, "\n")
-	for _, want := range []string{userBudgets, freezeBudgetJSON, "2 NodeClaims of NodePool \"np\" are drifted: NodePoolDrifted", "1 NodeClaims of NodePool \"np\" are drifted: AMIDrift"} {
+	for _, want := range []string{userBudgets, `the run adds {"nodes":"0","reasons":["Drifted","Underutilized","Empty"]} for its span`, "nor consolidates nodes away", "2 NodeClaims of NodePool \"np\" are drifted: NodePoolDrifted", "1 NodeClaims of NodePool \"np\" are drifted: AMIDrift"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
@@ -169,44 +170,76 @@ func budgetsOf(t *testing.T, dc dynamic.Interface) (string, map[string]string) {
 	return string(out), u.GetAnnotations()
 }
 
-// TestHoldAndRestore: the hold adds a Drifted budget of 0 once, keeps the
-// user's budgets aside, and the restore gives back their exact bytes.
+// TestHoldAndRestore: the hold adds a budget of 0 for drift and
+// consolidation once, keeps the user's budgets aside, brings an older
+// run's drift-only hold up to it, and the restore gives back the user's
+// exact bytes.
 func TestHoldAndRestore(t *testing.T) {
-	ctx := context.Background()
-	_, dc := world(t, pool(t, userBudgets, nil))
-	p := &NodePool{dyn: dc, name: "np"}
-	was, err := p.SelfUpdates(ctx)
-	if err != nil || was != userBudgets {
-		t.Fatalf("SelfUpdates = %q, %v; want %q", was, err, userBudgets)
+	const driftOnly = `{"nodes":"0","reasons":["Drifted"]}`
+	withHold := func(hold string) string { return strings.TrimSuffix(userBudgets, "]") + "," + hold + "]" }
+	for _, tc := range []struct {
+		name        string
+		budgets     string
+		annotations map[string]string
+	}{
+		{"user's budgets", userBudgets, nil},
+		{"held by an older run, drift only", withHold(driftOnly), map[string]string{FrozenAnnotation: userBudgets}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			_, dc := world(t, pool(t, tc.budgets, tc.annotations))
+			p := &NodePool{dyn: dc, name: "np"}
+			was, err := p.SelfUpdates(ctx)
+			if err != nil || was != userBudgets {
+				t.Fatalf("SelfUpdates = %q, %v; want %q", was, err, userBudgets)
+			}
+			assertHeld(t, p, dc)
+			// A run that lost its record reads the user's budgets, not the hold.
+			if again, _ := p.SelfUpdates(ctx); again != userBudgets {
+				t.Errorf("SelfUpdates while held = %q, want %q", again, userBudgets)
+			}
+			if _, err := p.RestoreUpdates(ctx, was); err != nil {
+				t.Fatal(err)
+			}
+			restored, ann := budgetsOf(t, dc)
+			if restored != userBudgets {
+				t.Errorf("restored budgets %s, want %s", restored, userBudgets)
+			}
+			if _, ok := ann[FrozenAnnotation]; ok {
+				t.Errorf("annotation %s left after the restore", FrozenAnnotation)
+			}
+			if _, err := p.RestoreUpdates(ctx, "not json"); err == nil {
+				t.Error("a record that is not JSON was restored")
+			}
+		})
 	}
-	for range 2 { // a re-run holds again
-		if err := p.HoldUpdates(ctx); err != nil {
+}
+
+// assertHeld holds twice (a re-run holds again): the budgets are the
+// user's and the hold of Drifted, Underutilized and Empty, patched once
+// at most when held already.
+func assertHeld(t *testing.T, p *NodePool, dc *dynamicfake.FakeDynamicClient) {
+	t.Helper()
+	for range 2 {
+		if err := p.HoldUpdates(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	held, ann := budgetsOf(t, dc)
-	if want := strings.TrimSuffix(userBudgets, "]") + "," + freezeBudgetJSON + "]"; held != want {
+	if want := strings.TrimSuffix(userBudgets, "]") + `,{"nodes":"0","reasons":["Drifted","Underutilized","Empty"]}]`; held != want {
 		t.Errorf("held budgets %s, want %s", held, want)
 	}
 	if ann[FrozenAnnotation] != userBudgets {
 		t.Errorf("annotation %q, want the user's budgets", ann[FrozenAnnotation])
 	}
-	// A run that lost its record reads the user's budgets, not the hold.
-	if again, _ := p.SelfUpdates(ctx); again != userBudgets {
-		t.Errorf("SelfUpdates while held = %q, want %q", again, userBudgets)
+	patches := 0
+	for _, a := range dc.Actions() {
+		if a.GetVerb() == "patch" {
+			patches++
+		}
 	}
-	if _, err := p.RestoreUpdates(ctx, was); err != nil {
-		t.Fatal(err)
-	}
-	restored, ann := budgetsOf(t, dc)
-	if restored != userBudgets {
-		t.Errorf("restored budgets %s, want %s", restored, userBudgets)
-	}
-	if _, ok := ann[FrozenAnnotation]; ok {
-		t.Errorf("annotation %s left after the restore", FrozenAnnotation)
-	}
-	if _, err := p.RestoreUpdates(ctx, "not json"); err == nil {
-		t.Error("a record that is not JSON was restored")
+	if patches != 1 {
+		t.Errorf("%d patches of the NodePool for two holds, want 1", patches)
 	}
 }
 
@@ -240,5 +273,46 @@ func TestRemoveNode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExpiryWarned: the plan warns of a node whose NodeClaim expires
+// (created + spec.expireAfter) before the run's estimated end, as
+// Karpenter deletes it then whatever the hold; one expiring later, or
+// never, is not named.
+func TestExpiryWarned(t *testing.T) {
+	defer func(n func() time.Time) { now = n }(now)
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	now = func() time.Time { return at }
+	expiring := func(c *unstructured.Unstructured, created time.Time, after string) *unstructured.Unstructured {
+		c.SetCreationTimestamp(metav1.NewTime(created))
+		_ = unstructured.SetNestedField(c.Object, after, "spec", "expireAfter")
+		return c
+	}
+	client, _ := world(t, pool(t, userBudgets, nil),
+		expiring(claim("c1", "n1", "000", "Initialized=True"), at.Add(-720*time.Hour+time.Minute), "720h"),
+		expiring(claim("c2", "n2", "000", "Initialized=True"), at.Add(-100*time.Hour), "720h"),
+		expiring(claim("c3", "n3", "000", "Initialized=True"), at.Add(-9000*time.Hour), "Never"),
+	)
+	nodes := []corev1.Node{node("n1", "np"), node("n2", "np"), node("n3", "np")}
+	cg, _, err := cloud.OpenGroup(context.Background(), Cloud{}, client, nodes, plan.CloudTarget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(snapshot.Cluster{Nodes: nodes}, plan.Input{NodeGroup: "np", NodeGroupLabel: NodePoolLabel, MaxUnavailable: "1", Provider: Name, Strategy: plan.StrategyEKS, Cloud: cg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.EstimatedDuration() <= time.Minute || len(p.Batches) != 3 {
+		t.Fatalf("the run's estimate is %s in %d batches; the test wants node n1 to expire within it", p.EstimatedDuration(), len(p.Batches))
+	}
+	notes := strings.Join(p.Notes, "\n")
+	if !strings.Contains(notes, `node "n1" expires in 1m (2026-11-27T12:01:00Z, its NodeClaim's expireAfter), within the run's estimated`) || !strings.Contains(notes, "whatever the disruption budgets") {
+		t.Errorf("the plan does not warn of node n1's expiry:\n%s", notes)
+	}
+	for _, n := range []string{`"n2"`, `"n3"`} {
+		if strings.Contains(notes, "node "+n+" expires") {
+			t.Errorf("the plan warns of node %s, which does not expire within the run:\n%s", n, notes)
+		}
 	}
 }

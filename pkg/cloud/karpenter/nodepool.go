@@ -59,6 +59,16 @@ func (p *NodePool) Provisions() string {
 	return fmt.Sprintf("Karpenter launches nodes of NodePool %q for the pods the drain evicts", p.name)
 }
 
+// now is the clock the plan's view is read at; tests replace it.
+var now = time.Now
+
+// expiryEffect is what Karpenter v1 does at a NodeClaim's expiry: it
+// deletes the NodeClaim (v1.15 pkg/controllers/nodeclaim/expiration),
+// past the NodePool's disruption budgets and do-not-disrupt
+// (designs/forceful-expiration.md, "Forceful"), so the run's hold does not
+// hold it either.
+const expiryEffect = "Karpenter deletes its NodeClaim then, whatever the disruption budgets and the run's hold, outside the run's waves; let it expire before the run, or end the run sooner with a larger --max-unavailable"
+
 // view is the plan's view of the pool: its NodeClass and template hash as
 // the target, each node's drift, the budgets in force.
 func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
@@ -74,6 +84,8 @@ func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 		Launches: plan.Launches{CurrentVersion: np.Hash, TargetVersion: np.Hash}, VersionKey: "drifted", TargetSizeOnly: true,
 		Nodes: map[string]plan.Machine{},
 	}
+	cg.ReadAt, cg.Expires = now(), map[string]time.Time{}
+	cg.ExpiryBy, cg.ExpiryEffect = "its NodeClaim's expireAfter", expiryEffect
 	reasons := map[string]int{}
 	for _, c := range claims {
 		m := machine(c, np)
@@ -85,6 +97,9 @@ func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 			continue
 		}
 		cg.Nodes[c.Node] = m
+		if at, ok := c.expiresAt(); ok && !c.Deleting {
+			cg.Expires[c.Node] = at
+		}
 		if d := driftOf(c, np); d != "" && !c.Deleting {
 			reasons[d]++
 		}
@@ -117,9 +132,9 @@ func poolNotes(np *nodePool, reasons map[string]int) []string {
 	if budgets == "" {
 		budgets = "none"
 	}
-	notes := []string{fmt.Sprintf("NodePool %q disruption budgets in force: %s; the run adds %s for its span, so that Karpenter replaces no drifted node itself, and puts them back as they are at its end and on abort", np.Name, budgets, freezeBudgetJSON)}
+	notes := []string{fmt.Sprintf("NodePool %q disruption budgets in force: %s; the run adds %s for its span, so that Karpenter neither replaces drifted nodes nor consolidates nodes away itself (it expires nodes whatever the budgets), and puts them back as they are at its end and on abort", np.Name, budgets, freezeBudgetJSON)}
 	if was, ok := np.Annotation[FrozenAnnotation]; ok {
-		notes = append(notes, fmt.Sprintf("NodePool %q has its drift held off by an unfinished run (budgets before it: %s): run, resume or abort puts them back", np.Name, was))
+		notes = append(notes, fmt.Sprintf("NodePool %q has its drift and consolidation held off by an unfinished run (budgets before it: %s): run, resume or abort puts them back", np.Name, was))
 	}
 	keys := make([]string, 0, len(reasons))
 	for r := range reasons {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,6 +101,8 @@ type nodeClaim struct {
 	Conditions map[string]condition
 	Deleting   bool
 	Created    metav1.Time
+	// ExpireAfter is spec.expireAfter ("720h", "Never"; "" when unset).
+	ExpireAfter string
 }
 
 type condition struct{ Status, Reason, Message string }
@@ -122,6 +125,7 @@ func toClaim(u *unstructured.Unstructured) nodeClaim {
 	c.Zone = u.GetLabels()["topology.kubernetes.io/zone"]
 	c.NodeClass = classRef(u.Object, "spec", "nodeClassRef")
 	c.Hash, c.HashVersion = u.GetAnnotations()[hashAnnotation], u.GetAnnotations()[hashVersionAnnot]
+	c.ExpireAfter, _, _ = unstructured.NestedString(u.Object, "spec", "expireAfter")
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, x := range conds {
 		m, _ := x.(map[string]any)
@@ -142,6 +146,18 @@ func toClaim(u *unstructured.Unstructured) nodeClaim {
 // is not: Karpenter's Drifted condition, or the static drift Karpenter
 // marks a moment later (the template hash moved on, hash versions
 // agreeing), so that a plan made right after the change sees it.
+// expiresAt is when Karpenter deletes the NodeClaim for its age: its
+// creation plus spec.expireAfter (pkg/controllers/nodeclaim/expiration:
+// the NodeClaim is deleted then, budgets or not); false when it never
+// expires ("Never", unset) or the duration does not parse.
+func (c nodeClaim) expiresAt() (time.Time, bool) {
+	d, err := time.ParseDuration(c.ExpireAfter)
+	if c.ExpireAfter == "" || c.ExpireAfter == "Never" || err != nil || c.Created.IsZero() {
+		return time.Time{}, false
+	}
+	return c.Created.Add(d), true
+}
+
 func driftOf(c nodeClaim, p *nodePool) string {
 	switch {
 	case c.Drift != "":
