@@ -117,19 +117,24 @@ type CloudGroup struct {
 	// Notes are what the provider says of the group that the plan's
 	// columns cannot (Karpenter: the budgets in force, drift by reason).
 	Notes []string
-	// Expires are the nodes the provider ends by itself at a time of its
-	// own, whatever the run holds off (Karpenter's expireAfter), by node
-	// name, as read at ReadAt; ExpiryBy names the setting and ExpiryEffect
-	// says what the end does, for ExpiryNotes.
-	Expires      map[string]time.Time
-	ReadAt       time.Time
-	ExpiryBy     string
-	ExpiryEffect string
+	// Expiry is when the provider ends nodes by itself, whatever the run
+	// holds off (Karpenter's expireAfter); nil where it does not.
+	Expiry *Expiry
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).
 	Nodes    map[string]Machine
 	Unjoined []Machine
+}
+
+// Expiry is when the provider ends the group's nodes at a time of its own:
+// At by node name, as read at ReadAt; By names the setting, Effect says
+// what the end does, for ExpiryNotes.
+type Expiry struct {
+	At     map[string]time.Time
+	ReadAt time.Time
+	By     string
+	Effect string
 }
 
 // GroupID names the group in its provider's words: Group is the group (an

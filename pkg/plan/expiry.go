@@ -10,12 +10,13 @@ import (
 // own, whatever the run holds off (Karpenter's expireAfter), before the
 // run's estimated end: they leave outside the run's waves.
 func (cg *CloudGroup) ExpiryNotes(estimate time.Duration) []string {
-	if len(cg.Expires) == 0 || cg.ReadAt.IsZero() {
+	x := cg.Expiry
+	if x == nil || len(x.At) == 0 || x.ReadAt.IsZero() {
 		return nil
 	}
-	end := cg.ReadAt.Add(estimate)
-	nodes := make([]string, 0, len(cg.Expires))
-	for n, at := range cg.Expires {
+	end := x.ReadAt.Add(estimate)
+	nodes := make([]string, 0, len(x.At))
+	for n, at := range x.At {
 		if at.Before(end) {
 			nodes = append(nodes, n)
 		}
@@ -23,12 +24,12 @@ func (cg *CloudGroup) ExpiryNotes(estimate time.Duration) []string {
 	sort.Strings(nodes)
 	notes := make([]string, 0, len(nodes))
 	for _, n := range nodes {
-		at := cg.Expires[n]
+		at := x.At[n]
 		when := "expired already"
-		if left := at.Sub(cg.ReadAt); left > 0 {
+		if left := at.Sub(x.ReadAt); left > 0 {
 			when = "expires in " + FormatDuration(left.Round(time.Second))
 		}
-		notes = append(notes, fmt.Sprintf("node %q %s (%s, %s), within the run's estimated %s: %s", n, when, at.UTC().Format(time.RFC3339), cg.ExpiryBy, FormatDuration(estimate), cg.ExpiryEffect))
+		notes = append(notes, fmt.Sprintf("node %q %s (%s, %s), within the run's estimated %s: %s", n, when, at.UTC().Format(time.RFC3339), x.By, FormatDuration(estimate), x.Effect))
 	}
 	return notes
 }

@@ -84,8 +84,7 @@ func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 		Launches: plan.Launches{CurrentVersion: np.Hash, TargetVersion: np.Hash}, VersionKey: "drifted", TargetSizeOnly: true,
 		Nodes: map[string]plan.Machine{},
 	}
-	cg.ReadAt, cg.Expires = now(), map[string]time.Time{}
-	cg.ExpiryBy, cg.ExpiryEffect = "its NodeClaim's expireAfter", expiryEffect
+	cg.Expiry = &plan.Expiry{At: map[string]time.Time{}, ReadAt: now(), By: "its NodeClaim's expireAfter", Effect: expiryEffect}
 	reasons := map[string]int{}
 	for _, c := range claims {
 		m := machine(c, np)
@@ -98,7 +97,7 @@ func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 		}
 		cg.Nodes[c.Node] = m
 		if at, ok := c.expiresAt(); ok && !c.Deleting {
-			cg.Expires[c.Node] = at
+			cg.Expiry.At[c.Node] = at
 		}
 		if d := driftOf(c, np); d != "" && !c.Deleting {
 			reasons[d]++
