@@ -38,6 +38,8 @@ func (e *Engine) gatedWhat(s plan.State, first bool) string {
 		return "the scale-down"
 	case s.Phase == plan.PhaseDeleteBlue:
 		return "the deletion of blue"
+	case s.Phase == plan.PhaseUpdate && e.serviceNotStarted():
+		return "the service's update"
 	case first && e.cfg.Start == "":
 		// A run that goes on where one stopped (a service's update
 		// under way, say) made its first change already.
@@ -46,19 +48,31 @@ func (e *Engine) gatedWhat(s plan.State, first bool) string {
 	return ""
 }
 
+// serviceNotStarted reports whether the run has not started the
+// service's update yet: its start is gated, its following is not.
+func (e *Engine) serviceNotStarted() bool {
+	r := e.cfg.Record
+	return r == nil || r.Managed == nil || r.Managed.UpdateID == ""
+}
+
 // awaitWindow holds state s until the schedule lets it start: a timer to
 // the next opening, no polling; cancel pauses the wait and rollback turns
 // a blue/green run around. The record says until when it waits.
 func (e *Engine) awaitWindow(ctx context.Context, s plan.State, first bool) error {
-	sched := e.cfg.Window
-	if sched.Empty() {
+	if e.cfg.Window.Empty() {
 		return nil
 	}
 	what := e.gatedWhat(s, first)
 	if what == "" {
 		return nil
 	}
-	now := e.cfg.Now()
+	return e.holdUntilOpen(ctx, s, what)
+}
+
+// holdUntilOpen waits, in state s, until a window is open for what, or
+// stops the run when none opens before --not-after.
+func (e *Engine) holdUntilOpen(ctx context.Context, s plan.State, what string) error {
+	sched, now := e.cfg.Window, e.cfg.Now()
 	if sched.Contains(now) {
 		return nil
 	}
