@@ -124,7 +124,7 @@ type ManagedRecord struct {
 	// paused in a blue/green soak that had run its length, so the run
 	// ends the soak on resuming.
 	WindowPaused string `json:"windowPaused,omitempty"`
-	CompleteSoak bool `json:"completeSoak,omitempty"`
+	CompleteSoak bool   `json:"completeSoak,omitempty"`
 }
 
 // CloudRecord is the cloud side of a run, written before each change it
