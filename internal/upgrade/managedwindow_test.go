@@ -187,3 +187,71 @@ func runWindowedService(t *testing.T, controls []string, phase string, deletion 
 	}
 	return got, svc, rec, set, time.Since(began)
 }
+
+// TestServiceUpdatePausedAtNotAfterResumes: the same run again with a
+// later --not-after, inside a window, resumes the update the run paused
+// and follows it to its end.
+func TestServiceUpdatePausedAtNotAfterResumes(t *testing.T) {
+	t.Parallel()
+	opens := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	first, svc, rec, _, _ := runWindowedService(t, []string{"cancel", "resume"}, "", time.Time{}, "2026-11-28T09:00:00Z", opens)
+	var closed *WindowClosedError
+	if !errors.As(first.err, &closed) {
+		t.Fatalf("first run: %v, want a WindowClosedError\n%s", first.err, first.out)
+	}
+	sched, err := window.ParseSchedule([]string{"daily 10:00-11:00 UTC"}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.onRead = nil
+	p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: string(plan.DefaultStrategy), Nodes: plan.NodeCounts{Total: 1, Outdated: 1},
+		Managed: &plan.ManagedPlan{Service: "GKE node pool", Target: "1.31", Controls: []string{"cancel", "resume"}}}
+	again := runEngine(t, Config{Client: svc.Client, Plan: p, Provider: svc, Record: rec, Window: sched, Start: plan.PhaseUpdate,
+		Now: newTestClock(opens.Add(time.Minute)).now}, nil)
+	if again.err != nil {
+		t.Fatalf("re-run: %v\n%s", again.err, again.out)
+	}
+	if calls := svc.called(); !slices.Equal(calls, []string{"cancel op-1", "resume op-1"}) || rec.Managed.UpdateID != "op-2" || rec.Managed.WindowPaused != "" {
+		t.Errorf("calls %v, record %+v; want op-1 resumed as op-2\n%s", calls, rec.Managed, again.out)
+	}
+}
+
+// TestServiceUpdateStartWaitsForTheWindow: the window that closes between
+// the settings and the update holds the update's start; a re-run that
+// follows an update started already does not wait.
+func TestServiceUpdateStartWaitsForTheWindow(t *testing.T) {
+	t.Parallel()
+	opens := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		started  string
+		wantWait bool
+	}{
+		{name: "the start waits", wantWait: true},
+		{name: "following does not wait", started: "op-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			client := newTestClient(imageNode("old-1", "z1", "old"))
+			svc := &pausableService{managedFake: managedFake{None: cloud.None{Client: client}}, left: 2, cancelled: map[string]bool{}, current: tc.started}
+			p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: string(plan.DefaultStrategy), Nodes: plan.NodeCounts{Total: 1, Outdated: 1},
+				Managed: &plan.ManagedPlan{Service: "EKS managed node group", Target: "release 2", Controls: []string{}}}
+			sched, err := window.ParseSchedule([]string{"daily 10:00-11:00 UTC"}, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &state.Record{Managed: &state.ManagedRecord{Group: "pool", UpdateID: tc.started}}
+			began := time.Now()
+			got := runEngine(t, Config{Client: client, Plan: p, Provider: svc, Record: rec, Window: sched, Start: plan.PhaseUpdate,
+				Now: newTestClock(opens.Add(-1500 * time.Millisecond)).now}, nil)
+			took := time.Since(began)
+			if got.err != nil {
+				t.Fatalf("run: %v\n%s", got.err, got.out)
+			}
+			waited := strings.Contains(got.out, "the service's update waits until 2026-11-28T10:00:00Z")
+			if waited != tc.wantWait || (tc.wantWait && took < 1400*time.Millisecond) {
+				t.Errorf("waited %v (took %s), want %v\n%s", waited, took, tc.wantWait, got.out)
+			}
+		})
+	}
+}
