@@ -217,40 +217,47 @@ func TestServiceUpdatePausedAtNotAfterResumes(t *testing.T) {
 }
 
 // TestServiceUpdateStartWaitsForTheWindow: the window that closes between
-// the settings and the update holds the update's start; a re-run that
-// follows an update started already does not wait.
+// the settings and the update holds the update's start, and an update
+// that cannot be paused starts only in an opening its estimate fits; a
+// re-run that follows an update started already does not wait.
 func TestServiceUpdateStartWaitsForTheWindow(t *testing.T) {
 	t.Parallel()
 	opens := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name     string
 		started  string
-		wantWait bool
+		now      time.Time
+		windows  []string
+		wantWait string
 	}{
-		{name: "the start waits", wantWait: true},
-		{name: "following does not wait", started: "op-1"},
+		{name: "the start waits", now: opens.Add(-1500 * time.Millisecond), wantWait: "outside the maintenance window"},
+		{name: "following does not wait", started: "op-1", now: opens.Add(-1500 * time.Millisecond)},
+		// half a second left of the first window; the next, 1.5 s away,
+		// fits the hour and a half the update takes
+		{name: "the start waits for an opening it fits", now: opens.Add(time.Hour - 500*time.Millisecond),
+			windows: []string{"daily 11:00:01-13:00 UTC"}, wantWait: "the maintenance window closes before the service's update's estimate ends"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			client := newTestClient(imageNode("old-1", "z1", "old"))
 			svc := &pausableService{managedFake: managedFake{None: cloud.None{Client: client}}, left: 2, cancelled: map[string]bool{}, current: tc.started}
 			p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: string(plan.DefaultStrategy), Nodes: plan.NodeCounts{Total: 1, Outdated: 1},
+				Steps:   []plan.Step{{Phase: "Upgrade", Estimate: plan.Duration(90 * time.Minute)}},
 				Managed: &plan.ManagedPlan{Service: "EKS managed node group", Target: "release 2", Controls: []string{}}}
-			sched, err := window.ParseSchedule([]string{"daily 10:00-11:00 UTC"}, "", "")
+			sched, err := window.ParseSchedule(append([]string{"daily 10:00-11:00 UTC"}, tc.windows...), "", "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			rec := &state.Record{Managed: &state.ManagedRecord{Group: "pool", UpdateID: tc.started}}
 			began := time.Now()
-			got := runEngine(t, Config{Client: client, Plan: p, Provider: svc, Record: rec, Window: sched, Start: plan.PhaseUpdate,
-				Now: newTestClock(opens.Add(-1500 * time.Millisecond)).now}, nil)
+			got := runEngine(t, Config{Client: client, Plan: p, Provider: svc, Record: rec, Window: sched, Start: plan.PhaseUpdate, Now: newTestClock(tc.now).now}, nil)
 			took := time.Since(began)
 			if got.err != nil {
 				t.Fatalf("run: %v\n%s", got.err, got.out)
 			}
-			waited := strings.Contains(got.out, "the service's update waits until 2026-11-28T10:00:00Z")
-			if waited != tc.wantWait || (tc.wantWait && took < 1400*time.Millisecond) {
-				t.Errorf("waited %v (took %s), want %v\n%s", waited, took, tc.wantWait, got.out)
+			waited := strings.Contains(got.out, "the service's update waits until")
+			if waited != (tc.wantWait != "") || !strings.Contains(got.out, tc.wantWait) || (waited && took < 1400*time.Millisecond) {
+				t.Errorf("waited %v (took %s), want %q\n%s", waited, took, tc.wantWait, got.out)
 			}
 		})
 	}

@@ -73,14 +73,18 @@ func (e *Engine) awaitWindow(ctx context.Context, s plan.State, first bool) erro
 // stops the run when none opens before --not-after.
 func (e *Engine) holdUntilOpen(ctx context.Context, s plan.State, what string) error {
 	sched, now := e.cfg.Window, e.cfg.Now()
-	if sched.Contains(now) {
-		return nil
-	}
-	opens, ok := sched.NextOpen(now)
+	opens, ok := e.startAt(s, now)
 	if !ok {
 		return &WindowClosedError{What: what, NotAfter: sched.NotAfter}
 	}
-	e.logf("outside the maintenance window (%s): %s waits until %s (in %s)", sched, what, opens.Format(time.RFC3339), plan.FormatDuration(opens.Sub(now).Round(time.Second)))
+	if !opens.After(now) {
+		return nil
+	}
+	where := "outside the maintenance window"
+	if sched.Contains(now) {
+		where = "the maintenance window closes before the service's update's estimate ends"
+	}
+	e.logf("%s (%s): %s waits until %s (in %s)", where, sched, what, opens.Format(time.RFC3339), plan.FormatDuration(opens.Sub(now).Round(time.Second)))
 	e.progress.waitingFor(fmt.Sprintf("the maintenance window to open at %s", opens.Format(time.RFC3339)))
 	defer e.progress.waitingFor("")
 	if err := e.setWindowWait(ctx, &opens); err != nil {
@@ -91,6 +95,19 @@ func (e *Engine) holdUntilOpen(ctx context.Context, s plan.State, what string) e
 	}
 	e.logf("maintenance window open: %s starts", what)
 	return e.setWindowWait(ctx, nil)
+}
+
+// startAt is when what state s starts may start: the next opening; for
+// a service's update that cannot be paused (its settings, its start), the
+// next opening its estimate fits, where one comes within a week.
+func (e *Engine) startAt(s plan.State, now time.Time) (time.Time, bool) {
+	sched, mp := e.cfg.Window, e.cfg.Plan.Managed
+	if mp != nil && !mp.Pausable() && (s.Phase == plan.PhaseConfigure || s.Phase == plan.PhaseUpdate) {
+		if at, fits := sched.OpenFor(now, e.cfg.Plan.ServiceNeeds(s.Phase)); fits {
+			return at, true
+		}
+	}
+	return sched.NextOpen(now)
 }
 
 // setWindowWait records until when the run waits for a window (nil: it
