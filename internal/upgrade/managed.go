@@ -224,6 +224,7 @@ func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, i
 			return ctx.Err()
 		case <-tick.C:
 		case <-r.view.changed:
+		case <-r.windowCloses():
 		}
 	}
 }

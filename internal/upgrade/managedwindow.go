@@ -10,11 +10,13 @@ import (
 )
 
 // A service's update and the maintenance windows. Its start waits for a
-// window (gatedWhat). Once it runs, a service that can pause it (GKE:
-// operations.cancel, then nodePools.update to the same target again,
-// https://cloud.google.com/kubernetes-engine/docs/how-to/upgrading-a-cluster#cancel-upgrade
-// and #resume-upgrade) is paused when the window closes and resumed when
-// the next opens. The pause comes after the nodes in flight, not at a
+// window (gatedWhat). Once it runs, a service that can pause it is paused
+// when the window closes and resumed when the next opens. GKE: an
+// UPGRADE_NODES operation "may be canceled" (API reference,
+// Operation.Type), the nodes that started their upgrade complete it
+// (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies#cancel-surge),
+// and nodePools.update to the same target again resumes it
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/upgrading-a-cluster#resume-upgrade). The pause comes after the nodes in flight, not at a
 // zone's end: GKE's operation counts nodes, never zones, so the run cannot
 // tell where one zone ends (its nodes are upgraded zone by zone,
 // .../concepts/node-pool-upgrade-strategies#surge). A service that cannot
@@ -45,6 +47,21 @@ func (r *managedRun) holdsService(p cloud.UpdateProgress, now time.Time) bool {
 		return p.BlueDeletion.IsZero() || !ok || p.BlueDeletion.Before(next)
 	}
 	return true
+}
+
+// windowCloses fires when the window open now closes, so the run pauses
+// the update then rather than at its next read; nil where nothing is
+// paused.
+func (r *managedRun) windowCloses() <-chan time.Time {
+	now := r.cfg.Now()
+	if r.cfg.Window.Empty() || !r.pausable() || !r.cfg.Window.Contains(now) {
+		return nil
+	}
+	c, ok := r.cfg.Window.Closes(now)
+	if !ok {
+		return nil
+	}
+	return time.After(c.Sub(now))
 }
 
 // pausable reports whether the provider and the plan offer the service's
