@@ -177,7 +177,11 @@ func writeWindow(w io.Writer, p *Plan) {
 	if win == nil {
 		return
 	}
-	fmt.Fprintln(w, "\nMaintenance window (batches, the scale-down and blue's deletion start only inside it; a batch started runs to its end):")
+	if p.Managed != nil {
+		fmt.Fprintln(w, "\nMaintenance window (the service's update starts only inside it; see the note for what it does once started):")
+	} else {
+		fmt.Fprintln(w, "\nMaintenance window (batches, the scale-down and blue's deletion start only inside it; a batch started runs to its end):")
+	}
 	for _, s := range win.Windows {
 		fmt.Fprintf(w, "  window      %s\n", s)
 	}

@@ -133,6 +133,11 @@ func TestScheduleInAServiceUpdate(t *testing.T) {
 			if !strings.Contains(w.Note, tt.note) || (tt.warning == "") != (w.Warning == "") || !strings.Contains(w.Warning, tt.warning) {
 				t.Errorf("note %q, warning %q; want %q and %q", w.Note, w.Warning, tt.note, tt.warning)
 			}
+			var out bytes.Buffer
+			writeWindow(&out, p)
+			if !strings.Contains(out.String(), "the service's update starts only inside it") || strings.Contains(out.String(), "WARNING") != (tt.warning != "") {
+				t.Errorf("printed plan:\n%s", out.String())
+			}
 		})
 	}
 }
