@@ -92,7 +92,7 @@ func (s *Session) openCloud(ctx context.Context, r *Request, c cloud.Cloud, node
 	}
 	// An interrupted run scaled the group up already: the plan says so and
 	// shows the sizes the end restores.
-	if rec != nil && rec.Cloud.Original != nil && rec.Cloud.Group == cg.Name && r.strategy.Traits().ScalesGroup {
+	if rec != nil && rec.Cloud.Original != nil && rec.Cloud.Group == cg.Group && r.strategy.Traits().ScalesGroup {
 		cg.Recorded = rec.Cloud.Original
 		if rec.Cloud.ScaledForOther(cg.TargetVersion) {
 			cg.RescaleFrom = rec.Cloud.ScaledFor
@@ -162,7 +162,7 @@ func (s *Session) askOwner(ctx context.Context, r *Request, name string, nodes [
 	cg, _, err := cloud.OpenGroup(ctx, c, s.Client, nodes, r.Cloud)
 	switch {
 	case err == nil && cg != nil:
-		return fmt.Sprintf("they are %ss of %s %q, which would not replace them", cg.MachineKind, cg.GroupKind, cg.Name), "use --provider " + name, true
+		return fmt.Sprintf("they are %ss of %s %q, which would not replace them", cg.MachineKind, cg.GroupKind, cg.Group), "use --provider " + name, true
 	case errors.Is(err, cloud.ErrNoGroup):
 		return "", "", false
 	case errors.Is(err, cloud.ErrManaged):

@@ -94,7 +94,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 // yet (the replacement of a node an interrupted run removed, say): a
 // machine left out of the plan would be left un-upgraded.
 func (s *Session) awaitJoining(ctx context.Context, r *Request, cg *plan.CloudGroup, joining []plan.Machine) error {
-	fmt.Fprintf(s.ErrOut, "waiting up to %s for %d %ss of %s %q to join as nodes before planning\n", r.JoinTimeout, len(joining), cg.MachineKind, cg.GroupKind, cg.Name)
+	fmt.Fprintf(s.ErrOut, "waiting up to %s for %d %ss of %s %q to join as nodes before planning\n", r.JoinTimeout, len(joining), cg.MachineKind, cg.GroupKind, cg.Group)
 	if err := cloud.AwaitJoined(ctx, s.Client, joining, r.JoinTimeout); err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func (r *Request) refuseDefaultStrategy(in plan.Input) error {
 		}
 	}
 	return Usagef("no --strategy given, and the default, %s, is not one the %s %q takes: use --strategy %s",
-		plan.DefaultStrategy, cg.GroupKind, cg.Name, OrList(runs))
+		plan.DefaultStrategy, cg.GroupKind, cg.Group, OrList(runs))
 }
 
 // refuseNoTarget refuses a plan without a cloud that has no target labels

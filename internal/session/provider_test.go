@@ -76,8 +76,8 @@ func (runsOwn) Plan(plan.Input, int, int) (*plan.ManagedPlan, error) {
 // (a GKE node pool), the refusal names those it runs instead of blaming
 // "--strategy eks", which was never given.
 func TestDefaultStrategyTheServiceDoesNotRun(t *testing.T) {
-	gke := &plan.CloudGroup{Name: "pool-1", GroupKind: "GKE node pool", Managed: runsOwn{"surge", "blue-green"}}
-	eks := &plan.CloudGroup{Name: "ng", GroupKind: "EKS managed node group", Managed: runsOwn{"eks", "surge"}}
+	gke := &plan.CloudGroup{GroupID: plan.GroupID{Group: "pool-1", GroupKind: "GKE node pool"}, Managed: runsOwn{"surge", "blue-green"}}
+	eks := &plan.CloudGroup{GroupID: plan.GroupID{Group: "ng", GroupKind: "EKS managed node group"}, Managed: runsOwn{"eks", "surge"}}
 	for _, tc := range []struct {
 		name     string
 		strategy string

@@ -241,47 +241,30 @@ func (r *blueGreenRun) soakFor(ctx context.Context, d time.Duration, phase plan.
 	}
 	r.logf("%s: %s, until %s", what, shown, until.Format("15:04:05"))
 	r.progress.waitingFor(fmt.Sprintf("the soak to end at %s (\"complete\" ends it now)", until.Format("15:04:05")))
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	report := time.NewTicker(max(min(10*time.Minute, d/4), 5*time.Second))
-	defer report.Stop()
-	var requests <-chan string
-	for {
-		if requests == nil && r.cfg.Control != nil {
-			ch, err := r.cfg.Control.Watch(ctx)
-			if err != nil {
-				return err
+	completed := false
+	err := r.waitOrRequest(ctx, d, max(min(10*time.Minute, d/4), 5*time.Second), func() {
+		r.logf("%s: %s left", what, time.Until(until).Round(time.Second))
+	}, func(req string) (bool, error) {
+		switch req {
+		case state.RequestComplete:
+			_ = r.cfg.Control.Clear(ctx)
+			r.logf("%s ended by complete", what)
+			completed = true
+			return true, nil
+		case state.RequestCancel:
+			return false, &PausedError{Phase: phase}
+		case state.RequestRollback:
+			if err := r.cfg.Control.Clear(ctx); err != nil {
+				return false, err
 			}
-			requests = ch
+			return false, errRollbackRequested
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-timer.C:
-			r.logf("%s over", what)
-			return nil
-		case <-report.C:
-			r.logf("%s: %s left", what, time.Until(until).Round(time.Second))
-		case req, ok := <-requests:
-			if !ok {
-				requests = nil // the watch ended; watch again
-				continue
-			}
-			switch req {
-			case state.RequestComplete:
-				_ = r.cfg.Control.Clear(ctx)
-				r.logf("%s ended by complete", what)
-				return nil
-			case state.RequestCancel:
-				return &PausedError{Phase: phase}
-			case state.RequestRollback:
-				if err := r.cfg.Control.Clear(ctx); err != nil {
-					return err
-				}
-				return errRollbackRequested
-			}
-		}
+		return false, nil
+	})
+	if err == nil && !completed {
+		r.logf("%s over", what)
 	}
+	return err
 }
 
 // deleteBlue deletes what is left on blue, pods deleted rather than

@@ -554,9 +554,20 @@ func (f *fakeGroup) cloudGroup(recorded *plan.Sizes) *plan.CloudGroup {
 	for n, m := range f.machines {
 		machines[n] = m
 	}
-	return &plan.CloudGroup{Provider: "fake", Can: plan.CapRemoveNodes | plan.CapResize | plan.CapNewGroups, Name: f.name, GroupKind: "Auto Scaling group",
-		Template: "lt", TemplateKind: "launch template", MachineKind: "instance",
-		CurrentVersion: "1", TargetVersion: f.version, VersionLabel: versionLabel, Sizes: f.sizes, Recorded: recorded, Nodes: machines}
+	return &plan.CloudGroup{GroupID: plan.GroupID{
+		Provider:     "fake",
+		Group:        f.name,
+		GroupKind:    "Auto Scaling group",
+		Template:     "lt",
+		TemplateKind: "launch template",
+		MachineKind:  "instance",
+	}, Can: plan.CapRemoveNodes | plan.CapResize | plan.CapNewGroups,
+
+		Launches: plan.Launches{
+			CurrentVersion: "1",
+			TargetVersion:  f.version,
+			VersionLabel:   versionLabel,
+		}, Sizes: f.sizes, Recorded: recorded, Nodes: machines}
 }
 
 // fakeBlueGreen is a fake group (blue) that stands a green group up beside

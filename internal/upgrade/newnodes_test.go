@@ -12,7 +12,7 @@ import (
 
 func TestWhyNotCounted(t *testing.T) {
 	t.Parallel()
-	p := &plan.Plan{Cloud: &plan.CloudPlan{Template: "lt-1", TemplateKind: "launch template"}}
+	p := &plan.Plan{Cloud: &plan.CloudPlan{GroupID: plan.GroupID{Template: "lt-1", TemplateKind: "launch template"}}}
 	ready := groupNode("n", "z1", "2")
 	notReady := groupNode("n", "z1", "2")
 	notReady.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
@@ -74,9 +74,9 @@ func TestTemplateVersion(t *testing.T) {
 		cloud *plan.CloudPlan
 		want  string
 	}{
-		{"aws", &plan.CloudPlan{Template: "lt-0abc", TemplateKind: "launch template"}, "launch template lt-0abc version 2"},
-		{"gce", &plan.CloudPlan{Template: "demo-proj", TemplateKind: "instance template in project"}, "instance template in project demo-proj version 2"},
-		{"no template", &plan.CloudPlan{TemplateKind: "Kubernetes/AMI release"}, "Kubernetes/AMI release version 2"},
+		{"aws", &plan.CloudPlan{GroupID: plan.GroupID{Template: "lt-0abc", TemplateKind: "launch template"}}, "launch template lt-0abc version 2"},
+		{"gce", &plan.CloudPlan{GroupID: plan.GroupID{Template: "demo-proj", TemplateKind: "instance template in project"}}, "instance template in project demo-proj version 2"},
+		{"no template", &plan.CloudPlan{GroupID: plan.GroupID{TemplateKind: "Kubernetes/AMI release"}}, "Kubernetes/AMI release version 2"},
 		{"no cloud", nil, "template version 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

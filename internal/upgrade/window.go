@@ -127,8 +127,24 @@ func (e *Engine) setWindowWait(ctx context.Context, until *time.Time) error {
 // waitUntil waits d, or until a request from another terminal stops or
 // turns the wait.
 func (e *Engine) waitUntil(ctx context.Context, s plan.State, d time.Duration) error {
+	return e.waitOrRequest(ctx, d, 0, nil, func(req string) (bool, error) {
+		return false, e.windowRequest(ctx, s, req)
+	})
+}
+
+// waitOrRequest waits d, calling tick every interval (0: never), while
+// it hands each request from another terminal to handle: an error ends
+// the wait with it, done ends it early with nil. The watch of requests
+// is opened again when it ends.
+func (e *Engine) waitOrRequest(ctx context.Context, d, every time.Duration, tick func(), handle func(req string) (done bool, err error)) error {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	var ticks <-chan time.Time
+	if every > 0 {
+		ticker := time.NewTicker(every)
+		defer ticker.Stop()
+		ticks = ticker.C
+	}
 	var requests <-chan string
 	for {
 		if requests == nil && e.cfg.Control != nil {
@@ -143,12 +159,14 @@ func (e *Engine) waitUntil(ctx context.Context, s plan.State, d time.Duration) e
 			return ctx.Err()
 		case <-timer.C:
 			return nil
+		case <-ticks:
+			tick()
 		case req, ok := <-requests:
 			if !ok {
 				requests = nil // the watch ended; watch again
 				continue
 			}
-			if err := e.windowRequest(ctx, s, req); err != nil {
+			if done, err := handle(req); done || err != nil {
 				return err
 			}
 		}

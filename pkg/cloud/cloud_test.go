@@ -146,7 +146,7 @@ func TestOpenGroup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cg.Can != tc.wantCan || cg.Name != "g" || p != tc.cloud.provider {
+			if cg.Can != tc.wantCan || cg.Group != "g" || p != tc.cloud.provider {
 				t.Errorf("OpenGroup = %+v, %v; want Can %b for group g and the cloud's provider", cg, p, tc.wantCan)
 			}
 		})

@@ -178,7 +178,7 @@ func (c *fakeCloud) Open(_ context.Context, _ kubernetes.Interface, _ []corev1.N
 	if c.openErr != nil {
 		return nil, nil, c.openErr
 	}
-	return &plan.CloudGroup{Provider: c.name, Name: t.Group, Can: ^plan.Capability(0)}, c.provider, nil
+	return &plan.CloudGroup{GroupID: plan.GroupID{Provider: c.name, Group: t.Group}, Can: ^plan.Capability(0)}, c.provider, nil
 }
 
 // plainCloud is a registered cloud with no flags, values or help.

@@ -69,9 +69,12 @@ type Machine struct {
 func (m Machine) Leaving() bool { return m.State == MachineLeaving }
 
 // CloudGroup is the provider's view of the node group, read (never changed)
-// before planning.
+// before planning: the parts the plan keeps as they are (GroupID,
+// Launches, Removal), and what the plan reads to decide.
 type CloudGroup struct {
-	Provider string
+	GroupID
+	Launches
+	Removal
 	// Can is what the provider can do with the group.
 	Can Capability
 	// Options are the provider's own settings it was opened with
@@ -80,25 +83,6 @@ type CloudGroup struct {
 	// Managed is the group's service where it runs updates itself (see
 	// ManagedService); nil otherwise.
 	Managed ManagedService
-	Region  string
-	// Name is the group (an Auto Scaling group), GroupKind and
-	// TemplateKind what the provider calls a group and its templates.
-	Name         string
-	GroupKind    string
-	Template     string
-	TemplateKind string
-	// MachineKind is what the provider calls a machine (instance).
-	MachineKind string
-	// CurrentVersion is the version the group launches now; TargetVersion
-	// the one nodes must run after the upgrade, NewVersion when the run
-	// creates it; TargetImage its image where known.
-	CurrentVersion string
-	TargetVersion  string
-	TargetImage    string
-	// TargetText says what the target is where a template's version does
-	// not (an EKS managed node group's Kubernetes and AMI release
-	// versions); "" when it does.
-	TargetText string
 	// Green is the name of the green group a blue/green run creates,
 	// where the provider names it otherwise than blue's name with the
 	// target version; GreenLabel is the label key whose value, green's
@@ -112,11 +96,6 @@ type CloudGroup struct {
 	// the image alone): its nodes carry the labels the new nodes will.
 	// "" when the provider cannot tell.
 	TargetLike string
-	// VersionLabel and ImageLabel are node labels that name the node's
-	// template version and image, where the provider's nodes carry them
-	// (EKS's); a node whose label disagrees with the target is outdated,
-	// and a new node is not usable until it agrees. "" where none.
-	VersionLabel, ImageLabel string
 	// TemplateKey and VersionKey name, in the plan's OUTDATED column, a
 	// machine of another template or version (AWS: launch-template,
 	// launch-template-version); DiffTemplate and DiffTemplateVersion when
@@ -135,28 +114,6 @@ type CloudGroup struct {
 	// BlueDeleted names the blue group an interrupted blue/green run
 	// deleted before it could record so; the group is then its green.
 	BlueDeleted string
-	// Rebalance names the group's own rebalancing between zones, which a
-	// run suspends while it lowers the desired size (see
-	// cloud.Rebalancer); "" when the cloud has none. RebalanceHeld says it
-	// is suspended already.
-	Rebalance     string
-	RebalanceHeld bool
-	// LoadBalancers are those a node of the group leaves before its
-	// machine is removed (see cloud.Deregisterer); none where the cloud
-	// has no such thing or the group is in none.
-	LoadBalancers []LoadBalancer
-	// LeaveHooks hold the machines the group terminates (AWS: terminating
-	// lifecycle hooks); Reserve is its pool of machines that are not
-	// nodes (AWS: the warm pool), nil without one; Protected are the
-	// machines its own scale-in passes over.
-	LeaveHooks []LeaveHook
-	Reserve    *Reserve
-	Protected  []string
-	// LaunchesAfter says, in the provider's words, what the group
-	// launches after the run: the version it follows ($Default, made the
-	// target) or the number it is pinned to; "" when the provider does not
-	// say.
-	LaunchesAfter string
 	// Notes are what the provider says of the group that the plan's
 	// columns cannot (Karpenter: the budgets in force, drift by reason).
 	Notes []string
@@ -165,6 +122,65 @@ type CloudGroup struct {
 	// node stands for yet (launching, or not registered).
 	Nodes    map[string]Machine
 	Unjoined []Machine
+}
+
+// GroupID names the group in its provider's words: Group is the group (an
+// Auto Scaling group), GroupKind and TemplateKind what the provider calls
+// a group and its templates, MachineKind a machine (instance).
+type GroupID struct {
+	Provider     string `json:"provider"`
+	Region       string `json:"region,omitempty"`
+	Group        string `json:"group"`
+	GroupKind    string `json:"groupKind"`
+	Template     string `json:"template"`
+	TemplateKind string `json:"templateKind"`
+	MachineKind  string `json:"machineKind,omitempty"`
+}
+
+// Launches is what the group launches now and after the run.
+type Launches struct {
+	// CurrentVersion is the version the group launches now; TargetVersion
+	// the one nodes must run after the upgrade, NewVersion when the run
+	// creates it; TargetImage its image where known.
+	CurrentVersion string `json:"currentVersion"`
+	TargetVersion  string `json:"targetVersion"`
+	TargetImage    string `json:"targetImage,omitempty"`
+	// TargetText says what the target is where a template's version does
+	// not (an EKS managed node group's Kubernetes and AMI release
+	// versions); "" when it does.
+	TargetText string `json:"targetText,omitempty"`
+	// VersionLabel and ImageLabel are node labels that name the node's
+	// template version and image, where the provider's nodes carry them
+	// (EKS's); a node whose label disagrees with the target is outdated,
+	// and a new node is not usable until it agrees. "" where none.
+	VersionLabel string `json:"versionLabel,omitempty"`
+	ImageLabel   string `json:"imageLabel,omitempty"`
+	// LaunchesAfter says, in the provider's words, what the group
+	// launches after the run: the version it follows ($Default, made the
+	// target) or the number it is pinned to; "" when the provider does not
+	// say.
+	LaunchesAfter string `json:"launchesAfter,omitempty"`
+}
+
+// Removal is what removing one of the group's machines goes through.
+type Removal struct {
+	// Rebalance names the group's own rebalancing between zones, which a
+	// run suspends while it lowers the desired size (see
+	// cloud.Rebalancer); "" when the cloud has none. RebalanceHeld says it
+	// is suspended already, before the run, and stays so.
+	Rebalance     string `json:"rebalance,omitempty"`
+	RebalanceHeld bool   `json:"rebalanceHeld,omitempty"`
+	// LoadBalancers are those a node of the group leaves, and is waited
+	// for, before its machine is removed (see cloud.Deregisterer); none
+	// where the cloud has no such thing or the group is in none.
+	LoadBalancers []LoadBalancer `json:"loadBalancers,omitempty"`
+	// LeaveHooks hold the machines the group terminates until their owner
+	// lets go (AWS: terminating lifecycle hooks); Reserve is its pool of
+	// machines that are not nodes (AWS: the warm pool), nil without one;
+	// Protected are the machines its own scale-in passes over.
+	LeaveHooks []LeaveHook `json:"leaveHooks,omitempty"`
+	Reserve    *Reserve    `json:"reserve,omitempty"`
+	Protected  []string    `json:"protected,omitempty"`
 }
 
 // Joining are the machines of the group still on their way to be nodes
@@ -190,7 +206,7 @@ func (cg *CloudGroup) JoiningNote(joining []Machine) string {
 	for i, m := range joining {
 		ids[i] = fmt.Sprintf("%s (version %s)", m.ID, m.Version)
 	}
-	return fmt.Sprintf("%d %ss of %s %q are not nodes yet and run another version: %s; a run waits up to --node-ready-timeout for them to join, then plans them too", len(joining), cg.MachineKind, cg.GroupKind, cg.Name, strings.Join(ids, ", "))
+	return fmt.Sprintf("%d %ss of %s %q are not nodes yet and run another version: %s; a run waits up to --node-ready-timeout for them to join, then plans them too", len(joining), cg.MachineKind, cg.GroupKind, cg.Group, strings.Join(ids, ", "))
 }
 
 // SizeText says the sizes a group is at: desired and max, or the target
@@ -212,25 +228,12 @@ func (c *CloudPlan) ResizeText(from, to Sizes) string {
 }
 
 // CloudPlan is the cloud side of a plan. Its fields are the same for every
-// provider; the values are the provider's own names.
+// provider; the values are the provider's own names. GroupID, Launches and
+// Removal are the CloudGroup's.
 type CloudPlan struct {
-	Provider     string `json:"provider"`
-	Region       string `json:"region,omitempty"`
-	Group        string `json:"group"`
-	GroupKind    string `json:"groupKind"`
-	Template     string `json:"template"`
-	TemplateKind string `json:"templateKind"`
-	MachineKind  string `json:"machineKind,omitempty"`
-	// CurrentVersion is what the group launches now, TargetVersion what
-	// it launches after the run (NewVersion: one the run creates).
-	CurrentVersion string `json:"currentVersion"`
-	TargetVersion  string `json:"targetVersion"`
-	TargetImage    string `json:"targetImage,omitempty"`
-	// VersionLabel and ImageLabel: see CloudGroup.
-	VersionLabel string `json:"versionLabel,omitempty"`
-	ImageLabel   string `json:"imageLabel,omitempty"`
-	// TargetText is CloudGroup.TargetText.
-	TargetText string `json:"targetText,omitempty"`
+	GroupID
+	Launches
+	Removal
 	// Before are the sizes the group goes back to at the end; During the
 	// sizes while the upgrade runs, ScaleUp nodes more.
 	Before  Sizes `json:"before"`
@@ -248,23 +251,6 @@ type CloudPlan struct {
 	// (ScaleUp more, from the sizes now), or it would hold off every node
 	// with nothing new to move to.
 	RescaleFrom string `json:"rescaleFrom,omitempty"`
-	// Rebalance is the group's own rebalancing between zones, suspended
-	// while the run terminates machines with the desired size lowered;
-	// RebalanceHeld says it was suspended before the run, and stays so.
-	Rebalance     string `json:"rebalance,omitempty"`
-	RebalanceHeld bool   `json:"rebalanceHeld,omitempty"`
-	// LoadBalancers are those each removed node is deregistered from, and
-	// waited for, before its machine goes.
-	LoadBalancers []LoadBalancer `json:"loadBalancers,omitempty"`
-	// LeaveHooks hold every machine the run removes until their owner
-	// lets go: the run waits for it (see CloudGroup). Reserve is the
-	// group's pool of machines that are not nodes; Protected the machines
-	// protected from the group's own scale-in.
-	LeaveHooks []LeaveHook `json:"leaveHooks,omitempty"`
-	Reserve    *Reserve    `json:"reserve,omitempty"`
-	Protected  []string    `json:"protected,omitempty"`
-	// LaunchesAfter is CloudGroup.LaunchesAfter.
-	LaunchesAfter string `json:"launchesAfter,omitempty"`
 	// Options are the provider's own settings the plan was made with
 	// (CloudTarget.Options): run --plan-file asks for them again.
 	Options map[string]string `json:"options,omitempty"`
@@ -367,9 +353,9 @@ func notMemberNote(names []string, cg *CloudGroup) string {
 		more = fmt.Sprintf(" and %d more", len(names)-len(shown))
 	}
 	if len(names) == 1 {
-		return fmt.Sprintf("node %s is not an %s of %s %q; it is left alone", q[0], cg.MachineKind, cg.GroupKind, cg.Name)
+		return fmt.Sprintf("node %s is not an %s of %s %q; it is left alone", q[0], cg.MachineKind, cg.GroupKind, cg.Group)
 	}
-	return fmt.Sprintf("%d nodes (%s%s) are not %ss of %s %q; they are left alone", len(names), strings.Join(q, ", "), more, cg.MachineKind, cg.GroupKind, cg.Name)
+	return fmt.Sprintf("%d nodes (%s%s) are not %ss of %s %q; they are left alone", len(names), strings.Join(q, ", "), more, cg.MachineKind, cg.GroupKind, cg.Group)
 }
 
 // removesOnly reports whether a run can only remove the group's nodes:
@@ -382,29 +368,12 @@ func removesOnly(cg *CloudGroup) bool {
 // or an interrupted run's recorded ones.
 func cloudPlan(cg *CloudGroup) *CloudPlan {
 	cp := &CloudPlan{
-		Provider:       cg.Provider,
-		Region:         cg.Region,
-		Group:          cg.Name,
-		GroupKind:      cg.GroupKind,
-		Template:       cg.Template,
-		TemplateKind:   cg.TemplateKind,
-		MachineKind:    cg.MachineKind,
-		CurrentVersion: cg.CurrentVersion,
-		TargetVersion:  cg.TargetVersion,
-		TargetImage:    cg.TargetImage,
-		VersionLabel:   cg.VersionLabel,
-		ImageLabel:     cg.ImageLabel,
-		TargetText:     cg.TargetText,
+		GroupID:        cg.GroupID,
+		Launches:       cg.Launches,
+		Removal:        cg.Removal,
 		Before:         cg.Sizes,
-		TargetSizeOnly: cg.TargetSizeOnly,
 		During:         cg.Sizes,
-		Rebalance:      cg.Rebalance,
-		RebalanceHeld:  cg.RebalanceHeld,
-		LoadBalancers:  cg.LoadBalancers,
-		LeaveHooks:     cg.LeaveHooks,
-		Reserve:        cg.Reserve,
-		Protected:      cg.Protected,
-		LaunchesAfter:  cg.LaunchesAfter,
+		TargetSizeOnly: cg.TargetSizeOnly,
 		BlueDeleted:    cg.BlueDeleted,
 		RemovesOnly:    removesOnly(cg),
 		Options:        cg.Options,

@@ -30,8 +30,20 @@ func cloudInput(target string, machines map[string]Machine) Input {
 	in.MaxUnavailable = "1"
 	in.Provider = "aws"
 	in.Cloud = &CloudGroup{
-		Provider: "aws", Can: CapRemoveNodes | CapResize | CapNewGroups, Name: "asg-ng", GroupKind: "Auto Scaling group", Template: "lt-1", TemplateKind: "launch template", MachineKind: "instance",
-		CurrentVersion: "1", TargetVersion: target, VersionLabel: versionLabel, ImageLabel: imageKey,
+		GroupID: GroupID{
+			Provider:     "aws",
+			Group:        "asg-ng",
+			GroupKind:    "Auto Scaling group",
+			Template:     "lt-1",
+			TemplateKind: "launch template",
+			MachineKind:  "instance",
+		}, Can: CapRemoveNodes | CapResize | CapNewGroups,
+		Launches: Launches{
+			CurrentVersion: "1",
+			TargetVersion:  target,
+			VersionLabel:   versionLabel,
+			ImageLabel:     imageKey,
+		},
 		Sizes: Sizes{Min: 1, Desired: 4, Max: 5}, Nodes: machines,
 	}
 	return in
@@ -140,7 +152,13 @@ func TestScaleUpCount(t *testing.T) {
 // TestCloudPlanJSON reads a plan's cloud side as saved now and as saved
 // before its fields were neutral.
 func TestCloudPlanJSON(t *testing.T) {
-	want := CloudPlan{Provider: "aws", Group: "asg-1", GroupKind: "Auto Scaling group", Template: "lt-1", TemplateKind: "launch template", TargetVersion: "3"}
+	want := CloudPlan{GroupID: GroupID{
+		Provider:     "aws",
+		Group:        "asg-1",
+		GroupKind:    "Auto Scaling group",
+		Template:     "lt-1",
+		TemplateKind: "launch template",
+	}, Launches: Launches{TargetVersion: "3"}}
 	now, err := json.Marshal(want)
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +248,12 @@ func TestUnreachableTarget(t *testing.T) {
 }
 
 func TestJoining(t *testing.T) {
-	cg := &CloudGroup{Template: "lt-1", TargetVersion: "1", MachineKind: "instance", GroupKind: "Auto Scaling group", Name: "ng"}
+	cg := &CloudGroup{GroupID: GroupID{
+		Template:    "lt-1",
+		MachineKind: "instance",
+		GroupKind:   "Auto Scaling group",
+		Group:       "ng",
+	}, Launches: Launches{TargetVersion: "1"}}
 	tests := []struct {
 		name    string
 		target  string
@@ -266,12 +289,12 @@ func TestRebalanceLine(t *testing.T) {
 		c        CloudPlan
 		want     string // a part of the line; "" for none
 	}{
-		{name: "eks scale-down", strategy: "eks", c: CloudPlan{Rebalance: "AZRebalance", ScaleUp: 2}, want: "AZRebalance suspended from the first termination"},
-		{name: "suspended before the run", strategy: "eks", c: CloudPlan{Rebalance: "AZRebalance", ScaleUp: 2, RebalanceHeld: true}, want: "left suspended"},
-		{name: "surge removals", strategy: "surge", maxSurge: 1, c: CloudPlan{Rebalance: "AZRebalance"}, want: "AZRebalance suspended from"},
-		{name: "resumed run", strategy: "eks", c: CloudPlan{Rebalance: "AZRebalance", Resumed: true}, want: "AZRebalance suspended from"},
-		{name: "nothing lowers the desired size", strategy: "eks", c: CloudPlan{Rebalance: "AZRebalance"}},
-		{name: "blue-green replaces the group", strategy: "blue-green", c: CloudPlan{Rebalance: "AZRebalance", ScaleUp: 2}},
+		{name: "eks scale-down", strategy: "eks", c: CloudPlan{Removal: Removal{Rebalance: "AZRebalance"}, ScaleUp: 2}, want: "AZRebalance suspended from the first termination"},
+		{name: "suspended before the run", strategy: "eks", c: CloudPlan{Removal: Removal{Rebalance: "AZRebalance", RebalanceHeld: true}, ScaleUp: 2}, want: "left suspended"},
+		{name: "surge removals", strategy: "surge", maxSurge: 1, c: CloudPlan{Removal: Removal{Rebalance: "AZRebalance"}}, want: "AZRebalance suspended from"},
+		{name: "resumed run", strategy: "eks", c: CloudPlan{Removal: Removal{Rebalance: "AZRebalance"}, Resumed: true}, want: "AZRebalance suspended from"},
+		{name: "nothing lowers the desired size", strategy: "eks", c: CloudPlan{Removal: Removal{Rebalance: "AZRebalance"}}},
+		{name: "blue-green replaces the group", strategy: "blue-green", c: CloudPlan{Removal: Removal{Rebalance: "AZRebalance"}, ScaleUp: 2}},
 		{name: "a cloud that does not rebalance", strategy: "eks", c: CloudPlan{ScaleUp: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,7 +28,7 @@ func TestLoadBalancersInThePlan(t *testing.T) {
 			wantBatch: DrainEstimate + time.Minute + 2*time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Plan{PostDrainWait: Duration(time.Minute), DeregistrationTimeout: Duration(tc.timeout), Cloud: &CloudPlan{LoadBalancers: tc.lbs}}
+			p := &Plan{PostDrainWait: Duration(time.Minute), DeregistrationTimeout: Duration(tc.timeout), Cloud: &CloudPlan{Removal: Removal{LoadBalancers: tc.lbs}}}
 			line := loadBalancersLine(p, p.Cloud)
 			if tc.wantLine == "" && line != "" || !strings.Contains(line, tc.wantLine) {
 				t.Errorf("line %q, want %q", line, tc.wantLine)

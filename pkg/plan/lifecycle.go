@@ -50,7 +50,7 @@ func (cg *CloudGroup) LifecycleNotes(terminateTimeout time.Duration, outdated ma
 			longest = max(longest, time.Duration(h.Timeout))
 		}
 		note := fmt.Sprintf("%s %q holds every %s it terminates for lifecycle hooks %s: the run waits for each removed %s to be gone, up to --terminate-timeout (%s), and never completes another system's hook",
-			cg.GroupKind, cg.Name, cg.MachineKind, strings.Join(names, ", "), cg.MachineKind, FormatDuration(terminateTimeout))
+			cg.GroupKind, cg.Group, cg.MachineKind, strings.Join(names, ", "), cg.MachineKind, FormatDuration(terminateTimeout))
 		if terminateTimeout > 0 && longest > terminateTimeout {
 			note += fmt.Sprintf("; a hook may hold longer (%s) than that: raise --terminate-timeout, or a held termination stops the run (run again to go on)", FormatDuration(longest))
 		}
@@ -59,7 +59,7 @@ func (cg *CloudGroup) LifecycleNotes(terminateTimeout time.Duration, outdated ma
 	if r := cg.Reserve; r != nil {
 		old := len(cg.outdatedReserve())
 		note := fmt.Sprintf("%s %q has a %s of %d %ss (%s, min size %d): they are not nodes, so the run neither counts, awaits nor terminates them",
-			cg.GroupKind, cg.Name, r.Kind, len(r.Machines), cg.MachineKind, stateOrUnknown(r.State), r.MinSize)
+			cg.GroupKind, cg.Group, r.Kind, len(r.Machines), cg.MachineKind, stateOrUnknown(r.State), r.MinSize)
 		if old > 0 {
 			// AWS does not replace warm-pool instances when the launch
 			// template changes (only an instance refresh does), and a
@@ -80,7 +80,7 @@ func (cg *CloudGroup) LifecycleNotes(terminateTimeout time.Duration, outdated ma
 		// TerminateInstanceInAutoScalingGroup, only the group's own
 		// choice of what to terminate when the desired size drops.
 		notes = append(notes, fmt.Sprintf("outdated %ss %s of %s %q are protected from scale-in: the run terminates each explicitly, which the protection does not prevent (it stays on the others), and never lowers the desired size expecting the group to pick one",
-			cg.MachineKind, strings.Join(protected, ", "), cg.GroupKind, cg.Name))
+			cg.MachineKind, strings.Join(protected, ", "), cg.GroupKind, cg.Group))
 	}
 	return notes
 }
@@ -122,7 +122,7 @@ func outdatedWarmPool(cg *CloudGroup, p *Plan, nodeGroup string) []check.Finding
 	return []check.Finding{{
 		Check: check.CheckOutdatedWarmPool, Severity: check.Blocker, Kind: "NodeGroup", Name: nodeGroup,
 		Message: fmt.Sprintf("the %s of %s %q holds %d %ss launched from another %s version (%s): the scale-up of %d takes them first and they join on the old image, so the run would stop there (NodeCreationFailure: the group launches no more)",
-			cg.Reserve.Kind, cg.GroupKind, cg.Name, len(old), cg.MachineKind, cg.TemplateKind, strings.Join(shown, ", "), added),
+			cg.Reserve.Kind, cg.GroupKind, cg.Group, len(old), cg.MachineKind, cg.TemplateKind, strings.Join(shown, ", "), added),
 		Fix: fmt.Sprintf("replace the %s's %ss before the run (an instance refresh, or delete the %s and make it again after the run)", cg.Reserve.Kind, cg.MachineKind, cg.Reserve.Kind),
 	}}
 }

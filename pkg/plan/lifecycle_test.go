@@ -11,7 +11,13 @@ import (
 
 func TestLifecycleNotes(t *testing.T) {
 	base := func() *CloudGroup {
-		return &CloudGroup{Name: "ng1", GroupKind: "Auto Scaling group", MachineKind: "instance", Template: "lt-1", TemplateKind: "launch template", TargetVersion: "3"}
+		return &CloudGroup{GroupID: GroupID{
+			Group:        "ng1",
+			GroupKind:    "Auto Scaling group",
+			MachineKind:  "instance",
+			Template:     "lt-1",
+			TemplateKind: "launch template",
+		}, Launches: Launches{TargetVersion: "3"}}
 	}
 	for _, tc := range []struct {
 		name     string
@@ -77,7 +83,7 @@ func TestLeaveHooksLine(t *testing.T) {
 	if got := leaveHooksLine(&CloudPlan{}); got != "" {
 		t.Errorf("no hooks: %q", got)
 	}
-	c := &CloudPlan{LeaveHooks: []LeaveHook{{Name: "a", Timeout: Duration(time.Hour)}, {Name: "b", Timeout: Duration(30 * time.Second)}}}
+	c := &CloudPlan{Removal: Removal{LeaveHooks: []LeaveHook{{Name: "a", Timeout: Duration(time.Hour)}, {Name: "b", Timeout: Duration(30 * time.Second)}}}}
 	if got, want := leaveHooksLine(c), `held by lifecycle hooks "a" (heartbeat 3600 s), "b" (heartbeat 30 s); the run waits, never completes them`; got != want {
 		t.Errorf("line %q, want %q", got, want)
 	}
@@ -111,7 +117,13 @@ func TestOutdatedWarmPool(t *testing.T) {
 		{name: "old pool, nothing launches (blue/green)", reserve: pool("2"), target: "3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cg := &CloudGroup{Name: "ng1", GroupKind: "Auto Scaling group", MachineKind: "instance", Template: "lt-1", TemplateKind: "launch template", TargetVersion: tc.target, Reserve: tc.reserve}
+			cg := &CloudGroup{GroupID: GroupID{
+				Group:        "ng1",
+				GroupKind:    "Auto Scaling group",
+				MachineKind:  "instance",
+				Template:     "lt-1",
+				TemplateKind: "launch template",
+			}, Launches: Launches{TargetVersion: tc.target}, Removal: Removal{Reserve: tc.reserve}}
 			p := &Plan{Cloud: &CloudPlan{ScaleUp: tc.scaleUp, Before: Sizes{Desired: 3}, During: Sizes{Desired: 3 + tc.scaleUp + tc.surge}}}
 			got := outdatedWarmPool(cg, p, "ng1")
 			if tc.wantBlocker == "" {

@@ -141,7 +141,11 @@ func TestNoRoomUnderAServiceAddingNoNode(t *testing.T) {
 			in := baseInput()
 			in.TargetLabels = nil
 			in.Provider = "aws"
-			in.Cloud = &CloudGroup{Provider: "aws", Name: "ng", Template: "lt-1", CurrentVersion: "1", TargetVersion: "2", Nodes: machines, Managed: scalingService{tc.scaleUp}}
+			in.Cloud = &CloudGroup{GroupID: GroupID{
+				Provider: "aws",
+				Group:    "ng",
+				Template: "lt-1",
+			}, Launches: Launches{CurrentVersion: "1", TargetVersion: "2"}, Nodes: machines, Managed: scalingService{tc.scaleUp}}
 			var got []check.Finding
 			for _, f := range mustBuild(t, snap, in).Findings {
 				if f.Check == check.CheckNoRoom {

@@ -482,7 +482,7 @@ func (p *Plan) nodeDiffs(node *corev1.Node, in Input, wholeGroup bool, others *[
 	}
 	diffs = append(cloudDiffs, diffs...)
 	if wholeGroup && len(diffs) == 0 {
-		diffs = []LabelDiff{{Key: DiffBlue, Current: in.Cloud.Name}}
+		diffs = []LabelDiff{{Key: DiffBlue, Current: in.Cloud.Group}}
 	}
 	return diffs, m, false
 }

@@ -21,7 +21,7 @@ func TestSizeLinesOfATargetSize(t *testing.T) {
 			[]string{"+6 nodes: target size 9 -> 15", "back to target size 9"}, "max"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &CloudPlan{TargetVersion: "2", Before: tc.before, During: tc.before.less(-6), ScaleUp: 6, TargetSizeOnly: tc.targetOnly}
+			c := &CloudPlan{Launches: Launches{TargetVersion: "2"}, Before: tc.before, During: tc.before.less(-6), ScaleUp: 6, TargetSizeOnly: tc.targetOnly}
 			var lines []string
 			for _, s := range (eks{}).Steps(&Plan{Cloud: c}) {
 				lines = append(lines, s.Phase+": "+s.Detail)

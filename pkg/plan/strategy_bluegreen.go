@@ -123,7 +123,7 @@ func planGreen(c *Planning, size int, batchSoak, poolSoak time.Duration) {
 			// as a name.
 			version = "<new version>"
 		}
-		p.BlueGreen.Green, p.BlueGreen.Create = cmp.Or(cg.Green, cg.Name+"-v"+version), true
+		p.BlueGreen.Green, p.BlueGreen.Create = cmp.Or(cg.Green, cg.Group+"-v"+version), true
 		p.BlueGreen.GreenLabel = cg.GreenLabel
 	}
 	p.MaxUnavailable = size

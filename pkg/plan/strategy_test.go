@@ -38,7 +38,11 @@ func TestSurgeBatchesGoZoneByZone(t *testing.T) {
 			in.Strategy, in.MaxSurge, in.MaxUnavailable = "surge", tc.maxSurge, tc.maxUnavailable
 			// Surge nodes need a group that launches them; every node is
 			// one of its machines, on the target version.
-			in.Cloud = &CloudGroup{Provider: "aws", Can: CapRemoveNodes | CapResize, Name: "ng", Template: "lt", TargetVersion: "1", Nodes: map[string]Machine{}}
+			in.Cloud = &CloudGroup{GroupID: GroupID{
+				Provider: "aws",
+				Group:    "ng",
+				Template: "lt",
+			}, Can: CapRemoveNodes | CapResize, Launches: Launches{TargetVersion: "1"}, Nodes: map[string]Machine{}}
 			for _, n := range nodes {
 				in.Cloud.Nodes[n.Name] = Machine{ID: "i-" + n.Name, Zone: n.Labels[ZoneLabel], Template: "lt", Version: "1", State: MachineInService}
 			}

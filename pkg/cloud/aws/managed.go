@@ -442,10 +442,22 @@ func (m *ManagedNodeGroup) cloudGroup(p *Client, nodes []corev1.Node) *plan.Clou
 		versionKey = "kubernetes-version/release"
 	}
 	return &plan.CloudGroup{
-		Provider: Name, Region: p.Region(), Name: g.Name, GroupKind: "EKS managed node group",
-		Template: m.asg.LaunchTemplateID, TemplateKind: "launch template", MachineKind: "instance",
-		CurrentVersion: current, TargetVersion: target,
-		VersionLabel: TemplateVersionLabel, ImageLabel: ImageLabel,
+		GroupID: plan.GroupID{
+			Provider:     Name,
+			Region:       p.Region(),
+			Group:        g.Name,
+			GroupKind:    "EKS managed node group",
+			Template:     m.asg.LaunchTemplateID,
+			TemplateKind: "launch template",
+			MachineKind:  "instance",
+		},
+		Launches: plan.Launches{
+			CurrentVersion: current,
+			TargetVersion:  target,
+			VersionLabel:   TemplateVersionLabel,
+			ImageLabel:     ImageLabel,
+		},
+
 		TemplateKey: "launch-template", VersionKey: versionKey,
 		Sizes: plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
 		Nodes: byNode, Unjoined: unjoined, Managed: m,

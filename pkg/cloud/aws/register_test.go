@@ -180,7 +180,7 @@ func TestAWSCloudOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 			ng, ok := p.(*NodeGroup)
-			if !ok || ng.ASG != "ng1" || ng.AMI != tc.target.Image || cg.Name != "ng1" || cg.Region != "us-east-1" || len(cg.Nodes) != 2 {
+			if !ok || ng.ASG != "ng1" || ng.AMI != tc.target.Image || cg.Group != "ng1" || cg.Region != "us-east-1" || len(cg.Nodes) != 2 {
 				t.Errorf("opened %+v as %+v", cg, p)
 			}
 			if tc.target.Image != "" && cg.TargetImage != tc.target.Image {

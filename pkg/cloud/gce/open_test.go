@@ -107,28 +107,32 @@ func TestOpen(t *testing.T) {
 		after  string          // in LaunchesAfter
 	}{
 		{name: "kOps: a zonal group per zone", scene: kops(),
-			want:  plan.CloudGroup{Name: "ng-a,ng-b", GroupKind: "zonal managed instance groups", CurrentVersion: "t-v1", TargetVersion: "t-v1", Sizes: plan.Sizes{Desired: 2, Max: 2}},
+			want:  plan.CloudGroup{GroupID: plan.GroupID{Group: "ng-a,ng-b", GroupKind: "zonal managed instance groups"}, Launches: plan.Launches{CurrentVersion: "t-v1", TargetVersion: "t-v1"}, Sizes: plan.Sizes{Desired: 2, Max: 2}},
 			after: "t-v1; ng-a: update policy PROACTIVE (OPPORTUNISTIC during the run, then back); ng-b"},
 		{name: "a regional group with an autoscaler", scene: regional(),
-			want:  plan.CloudGroup{Name: "ng", GroupKind: "regional managed instance group", CurrentVersion: "t-v1", TargetVersion: "t-v1", Rebalance: Redistribution, Sizes: plan.Sizes{Desired: 2, Max: 2}},
+			want:  plan.CloudGroup{GroupID: plan.GroupID{Group: "ng", GroupKind: "regional managed instance group"}, Launches: plan.Launches{CurrentVersion: "t-v1", TargetVersion: "t-v1"}, Removal: plan.Removal{Rebalance: Redistribution}, Sizes: plan.Sizes{Desired: 2, Max: 2}},
 			after: `autoscaler "ng-as" ON, 1-5`},
 		{name: "--image: a copy to make", scene: regional(), target: plan.CloudTarget{Image: "img-2"},
-			want:  plan.CloudGroup{Name: "ng", CurrentVersion: "t-v1", TargetVersion: plan.NewVersion, TargetImage: "projects/p/global/images/img-2"},
+			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng"}, Launches: plan.Launches{
+				CurrentVersion: "t-v1",
+				TargetVersion:  plan.NewVersion,
+				TargetImage:    "projects/p/global/images/img-2",
+			}},
 			after: CopyName("t-v1", "projects/p/global/images/img-2") + " (new, image projects/p/global/images/img-2)"},
 		{name: "--image of a family", scene: regional(), target: plan.CloudTarget{Image: "projects/p/global/images/family/node"},
-			want: plan.CloudGroup{Name: "ng", TargetVersion: plan.NewVersion, TargetImage: "projects/p/global/images/img-2"}},
+			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng"}, Launches: plan.Launches{TargetVersion: plan.NewVersion, TargetImage: "projects/p/global/images/img-2"}}},
 		{name: "--image the template has", scene: regional(), target: plan.CloudTarget{Image: "img-1"},
-			want: plan.CloudGroup{Name: "ng", TargetVersion: "t-v1", TargetImage: "projects/p/global/images/img-1"}},
+			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng"}, Launches: plan.Launches{TargetVersion: "t-v1", TargetImage: "projects/p/global/images/img-1"}}},
 		{name: "--instance-template", scene: kops(), target: plan.CloudTarget{Version: "projects/p/global/instanceTemplates/t-v2"},
-			want: plan.CloudGroup{Name: "ng-a,ng-b", TargetVersion: "t-v2", TargetImage: "projects/p/global/images/img-2"}},
+			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng-a,ng-b"}, Launches: plan.Launches{TargetVersion: "t-v2", TargetImage: "projects/p/global/images/img-2"}}},
 		{name: "--mig names a regional group", scene: regional(), target: plan.CloudTarget{Group: "ng"},
-			want: plan.CloudGroup{Name: "ng", GroupKind: "regional managed instance group"}},
+			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng", GroupKind: "regional managed instance group"}}},
 		{name: "--mig names zonal groups", scene: kops(), target: plan.CloudTarget{Group: "ng-a,ng-b"},
-			want: plan.CloudGroup{Name: "ng-a,ng-b", GroupKind: "zonal managed instance groups"}},
+			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng-a,ng-b", GroupKind: "zonal managed instance groups"}}},
 		{name: "--mig by URL", scene: kops(), target: plan.CloudTarget{Group: "projects/p/zones/us-central1-b/instanceGroupManagers/ng-b"},
-			want: plan.CloudGroup{Name: "ng-b", GroupKind: "zonal managed instance group"}},
+			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng-b", GroupKind: "zonal managed instance group"}}},
 		{name: "an excluded green", scene: kops(), target: plan.CloudTarget{Exclude: []string{"ng-b"}},
-			want: plan.CloudGroup{Name: "ng-a", GroupKind: "zonal managed instance group"}},
+			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng-a", GroupKind: "zonal managed instance group"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, cg, p, err := tc.scene.open(t, tc.target)
@@ -150,7 +154,7 @@ func TestOpen(t *testing.T) {
 func checkGroup(t *testing.T, cg *plan.CloudGroup, want plan.CloudGroup) {
 	t.Helper()
 	for _, f := range []struct{ name, got, want string }{
-		{"name", cg.Name, want.Name}, {"group kind", cg.GroupKind, want.GroupKind},
+		{"name", cg.Group, want.Group}, {"group kind", cg.GroupKind, want.GroupKind},
 		{"current version", cg.CurrentVersion, want.CurrentVersion}, {"target version", cg.TargetVersion, want.TargetVersion},
 		{"target image", cg.TargetImage, want.TargetImage}, {"rebalance", cg.Rebalance, want.Rebalance},
 	} {

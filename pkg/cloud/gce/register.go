@@ -298,9 +298,20 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 	}
 	byNode, unjoined := mapNodes(n.API.project, byName, ptrs)
 	cg := &plan.CloudGroup{
-		Provider: Name, Region: n.region(), Name: n.GroupName(), GroupKind: groupKind(n.MIGs),
-		Template: n.API.project, TemplateKind: "instance template in project", MachineKind: "instance",
-		CurrentVersion: cur, TargetVersion: target.Template, TargetImage: target.Image,
+		GroupID: plan.GroupID{
+			Provider:     Name,
+			Region:       n.region(),
+			Group:        n.GroupName(),
+			GroupKind:    groupKind(n.MIGs),
+			Template:     n.API.project,
+			TemplateKind: "instance template in project",
+			MachineKind:  "instance",
+		},
+		Launches: plan.Launches{
+			CurrentVersion: cur,
+			TargetVersion:  target.Template,
+			TargetImage:    target.Image,
+		},
 		TemplateKey: "project", VersionKey: "instance-template",
 		Sizes: targetSizes(targetSizesOf(igms)), TargetSizeOnly: true, Nodes: byNode, Unjoined: unjoined,
 	}

@@ -235,11 +235,21 @@ func (n *NodePool) cloudGroup(nodes []corev1.Node) *plan.CloudGroup {
 	}
 	current := nodeConfig{Version: n.pool.Version, ImageType: n.imageType()}
 	return &plan.CloudGroup{
-		Provider: Name, Region: n.location, Name: n.name, GroupKind: "GKE node pool",
-		Template: n.name, TemplateKind: "node pool", MachineKind: "instance",
-		CurrentVersion: current.String(), TargetVersion: n.target.String(),
+		GroupID: plan.GroupID{
+			Provider:     Name,
+			Region:       n.location,
+			Group:        n.name,
+			GroupKind:    "GKE node pool",
+			Template:     n.name,
+			TemplateKind: "node pool",
+			MachineKind:  "instance",
+		},
+		Launches: plan.Launches{
+			CurrentVersion: current.String(),
+			TargetVersion:  n.target.String(),
+			LaunchesAfter:  fmt.Sprintf("GKE version %s, image type %s", n.target.Version, n.target.ImageType),
+		},
 		Sizes: sizes, Nodes: byNode, Managed: n,
-		LaunchesAfter: fmt.Sprintf("GKE version %s, image type %s", n.target.Version, n.target.ImageType),
 	}
 }
 

@@ -104,8 +104,8 @@ func TestOpen(t *testing.T) {
 			t.Errorf("node %s: version %q, want %q", n, got, want)
 		}
 	}
-	if cg.Template != "EC2NodeClass/al2023" || cg.TargetVersion != "111" || cg.GroupKind != "NodePool" || cg.Name != "np" {
-		t.Errorf("group %q %q, NodeClass %q, target %q", cg.GroupKind, cg.Name, cg.Template, cg.TargetVersion)
+	if cg.Template != "EC2NodeClass/al2023" || cg.TargetVersion != "111" || cg.GroupKind != "NodePool" || cg.Group != "np" {
+		t.Errorf("group %q %q, NodeClass %q, target %q", cg.GroupKind, cg.Group, cg.Template, cg.TargetVersion)
 	}
 	if len(cg.Unjoined) != 1 || cg.Unjoined[0].ID != "c5" || cg.Sizes.Desired != 5 {
 		t.Errorf("unjoined %v, sizes %v", cg.Unjoined, cg.Sizes)

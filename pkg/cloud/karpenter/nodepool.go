@@ -63,8 +63,15 @@ func (p *NodePool) Provisions() string {
 // the target, each node's drift, the budgets in force.
 func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 	cg := &plan.CloudGroup{
-		Provider: Name, Name: p.name, GroupKind: "NodePool", Template: np.NodeClass, TemplateKind: "NodeClass", MachineKind: "NodeClaim",
-		CurrentVersion: np.Hash, TargetVersion: np.Hash, VersionKey: "drifted", TargetSizeOnly: true,
+		GroupID: plan.GroupID{
+			Provider:     Name,
+			Group:        p.name,
+			GroupKind:    "NodePool",
+			Template:     np.NodeClass,
+			TemplateKind: "NodeClass",
+			MachineKind:  "NodeClaim",
+		},
+		Launches: plan.Launches{CurrentVersion: np.Hash, TargetVersion: np.Hash}, VersionKey: "drifted", TargetSizeOnly: true,
 		Nodes: map[string]plan.Machine{},
 	}
 	reasons := map[string]int{}

@@ -323,9 +323,21 @@ func (w *World) versionOf(image string) string {
 
 // cloudGroup is the plan's view of the group; w.mu is held.
 func (w *World) cloudGroup(g *group, nodes []corev1.Node, target string) *plan.CloudGroup {
-	cg := &plan.CloudGroup{Provider: Name, Name: g.name, GroupKind: "fake group", Template: template, TemplateKind: "fake template",
-		MachineKind: "fake machine", CurrentVersion: w.launchVersion(g), TargetVersion: target, TargetImage: w.versions[target],
-		ImageLabel: ImageLabel, Sizes: g.sizes, Nodes: map[string]plan.Machine{}}
+	cg := &plan.CloudGroup{GroupID: plan.GroupID{
+		Provider:     Name,
+		Group:        g.name,
+		GroupKind:    "fake group",
+		Template:     template,
+		TemplateKind: "fake template",
+		MachineKind:  "fake machine",
+	},
+		Launches: plan.Launches{
+			CurrentVersion: w.launchVersion(g),
+			TargetVersion:  target,
+			TargetImage:    w.versions[target],
+			ImageLabel:     ImageLabel,
+		},
+		Sizes: g.sizes, Nodes: map[string]plan.Machine{}}
 	for i := range nodes {
 		if m := g.machines[nodes[i].Name]; m != nil {
 			cg.Nodes[m.id] = w.machine(m)
