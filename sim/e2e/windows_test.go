@@ -201,3 +201,46 @@ func TestGKEWindowPausesTheSurge(t *testing.T) {
 		t.Errorf("PDB violations: %v", v)
 	}
 }
+
+// TestGKEWindowHoldsTheSoakEnd: a blue/green soak whose end GKE would
+// reach outside the window is held: the run pauses the upgrade when the
+// window closes (GKE keeps blue), and when the next opens resumes it and
+// ends the soak, so blue is deleted inside the window.
+func TestGKEWindowHoldsTheSoakEnd(t *testing.T) {
+	t.Parallel()
+	const name = "gke-window-bg"
+	g := setupGKEPool(t, name, gkePoolSpec{}, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
+	// The soak (20 s) starts a few seconds in and would end before the
+	// next window opens, 50 s from now; the first closes 20 s from now.
+	now := time.Now().Truncate(time.Second)
+	closes, opens := now.Add(20*time.Second), now.Add(50*time.Second)
+	cmd := g.cmd("run", name, "--yes", "--strategy", "blue-green", "--batch-node-count", "3", "--batch-soak", "0s", "--node-pool-soak", "20s", "--node-version", gkeNew,
+		"--window", windowAt(now.Add(-time.Second), closes), "--window", windowAt(opens, opens.Add(10*time.Minute)))
+	cmd.Env = append(cmd.Env, "TZ=UTC")
+	run := startBackground(t, cmd)
+	if !run.waitFor("paused the GKE node pool's update", "blue stays") {
+		_, out := run.wait(t, time.Minute)
+		t.Fatalf("the window's close did not hold the soak:\n%s", out)
+	}
+	time.Sleep(time.Until(opens.Add(-time.Second)))
+	if on, all := g.nodesOn(t, gkeNew); on != 3 || all != 6 {
+		t.Errorf("before the window opened: %d of %d nodes on %s, want blue's 3 kept beside green's 3", on, all, gkeNew)
+	}
+	code, out := run.wait(t, 3*time.Minute)
+	if code != nodeupgrade.ExitOK {
+		t.Fatalf("run exit %d:\n%s", code, out)
+	}
+	var ended string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "blue is deleted inside the window") {
+			ended = line
+		}
+	}
+	if ended == "" || logTime(t, ended, opens).Before(opens) {
+		t.Errorf("the soak ended at %q, want after the window opened at %s:\n%s", ended, opens.Format(time.RFC3339), out)
+	}
+	g.assertUpgraded(t)
+	if _, all := g.nodesOn(t, gkeNew); all != 3 {
+		t.Errorf("%d nodes after the upgrade, want blue deleted and green's 3", all)
+	}
+}
