@@ -184,7 +184,8 @@ func (r *managedRun) followService(ctx context.Context, u cloud.ManagedUpdater) 
 }
 
 // awaitService reads the update every poll interval until it ends; each
-// read names the pods and PDBs that hold a node the service drains.
+// read names the pods and PDBs that hold a node the service drains, and
+// applies the maintenance window to it.
 func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, id string) error {
 	held := newHeldTracker(r.cfg.Now)
 	tick := time.NewTicker(r.cfg.PollInterval)
@@ -192,21 +193,12 @@ func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, i
 	if err := r.view.watchPDBs(ctx); err != nil {
 		return err
 	}
-	failures, phase := 0, ""
+	phase := ""
 	for {
-		p, err := u.Progress(ctx, id)
-		switch {
-		case err != nil && cloud.Transient(err):
-			failures++
-			r.progress.waitingFor(fmt.Sprintf("%s update %s: %v; reading again", r.cfg.Plan.Managed.Service, id, err))
-			if err := sleep(ctx, cloud.Backoff(time.Second, failures)); err != nil {
-				return err
-			}
-			continue
-		case err != nil:
+		p, err := r.readUpdate(ctx, u, id)
+		if err != nil {
 			return err
 		}
-		failures = 0
 		if err := r.countReplaced(ctx); err != nil {
 			return err
 		}
@@ -216,7 +208,14 @@ func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, i
 			r.logf("%s update %s: %s, %s", r.cfg.Plan.Managed.Service, id, phase, r.nodesText(p))
 		}
 		r.reportHeld(held.update(r.heldPods(), r.podOnNode))
-		if p.Finished() {
+		next, err := r.serviceWindow(ctx, p)
+		switch {
+		case err != nil:
+			return err
+		case next != id:
+			id = next // resumed: follow the update that goes on
+			continue
+		case p.Finished():
 			return r.serviceEnded(p, held.all())
 		}
 		r.progress.waitingFor(serviceProgressLine(r.cfg.Plan.Managed, p, r.nodesText(p), held.all(), r.cfg.Now()))
@@ -225,6 +224,21 @@ func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, i
 			return ctx.Err()
 		case <-tick.C:
 		case <-r.view.changed:
+		case <-r.windowCloses():
+		}
+	}
+}
+
+// readUpdate reads the update, again after a transient failure.
+func (r *managedRun) readUpdate(ctx context.Context, u cloud.ManagedUpdater, id string) (cloud.UpdateProgress, error) {
+	for failures := 1; ; failures++ {
+		p, err := u.Progress(ctx, id)
+		if err == nil || !cloud.Transient(err) {
+			return p, err
+		}
+		r.progress.waitingFor(fmt.Sprintf("%s update %s: %v; reading again", r.cfg.Plan.Managed.Service, id, err))
+		if err := sleep(ctx, cloud.Backoff(time.Second, failures)); err != nil {
+			return p, err
 		}
 	}
 }

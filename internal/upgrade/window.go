@@ -38,6 +38,8 @@ func (e *Engine) gatedWhat(s plan.State, first bool) string {
 		return "the scale-down"
 	case s.Phase == plan.PhaseDeleteBlue:
 		return "the deletion of blue"
+	case s.Phase == plan.PhaseUpdate && e.serviceNotStarted():
+		return "the service's update"
 	case first && e.cfg.Start == "":
 		// A run that goes on where one stopped (a service's update
 		// under way, say) made its first change already.
@@ -46,27 +48,43 @@ func (e *Engine) gatedWhat(s plan.State, first bool) string {
 	return ""
 }
 
+// serviceNotStarted reports whether the run has not started the
+// service's update yet: its start is gated, its following is not.
+func (e *Engine) serviceNotStarted() bool {
+	r := e.cfg.Record
+	return r == nil || r.Managed == nil || r.Managed.UpdateID == ""
+}
+
 // awaitWindow holds state s until the schedule lets it start: a timer to
 // the next opening, no polling; cancel pauses the wait and rollback turns
 // a blue/green run around. The record says until when it waits.
 func (e *Engine) awaitWindow(ctx context.Context, s plan.State, first bool) error {
-	sched := e.cfg.Window
-	if sched.Empty() {
+	if e.cfg.Window.Empty() {
 		return nil
 	}
 	what := e.gatedWhat(s, first)
 	if what == "" {
 		return nil
 	}
-	now := e.cfg.Now()
-	if sched.Contains(now) {
-		return nil
-	}
-	opens, ok := sched.NextOpen(now)
+	return e.holdUntilOpen(ctx, s, what)
+}
+
+// holdUntilOpen waits, in state s, until a window is open for what, or
+// stops the run when none opens before --not-after.
+func (e *Engine) holdUntilOpen(ctx context.Context, s plan.State, what string) error {
+	sched, now := e.cfg.Window, e.cfg.Now()
+	opens, ok := e.startAt(s, now)
 	if !ok {
 		return &WindowClosedError{What: what, NotAfter: sched.NotAfter}
 	}
-	e.logf("outside the maintenance window (%s): %s waits until %s (in %s)", sched, what, opens.Format(time.RFC3339), plan.FormatDuration(opens.Sub(now).Round(time.Second)))
+	if !opens.After(now) {
+		return nil
+	}
+	where := "outside the maintenance window"
+	if sched.Contains(now) {
+		where = "the maintenance window closes before the service's update's estimate ends"
+	}
+	e.logf("%s (%s): %s waits until %s (in %s)", where, sched, what, opens.Format(time.RFC3339), plan.FormatDuration(opens.Sub(now).Round(time.Second)))
 	e.progress.waitingFor(fmt.Sprintf("the maintenance window to open at %s", opens.Format(time.RFC3339)))
 	defer e.progress.waitingFor("")
 	if err := e.setWindowWait(ctx, &opens); err != nil {
@@ -77,6 +95,19 @@ func (e *Engine) awaitWindow(ctx context.Context, s plan.State, first bool) erro
 	}
 	e.logf("maintenance window open: %s starts", what)
 	return e.setWindowWait(ctx, nil)
+}
+
+// startAt is when what state s starts may start: the next opening; for
+// a service's update that cannot be paused (its settings, its start), the
+// next opening its estimate fits, where one comes within a week.
+func (e *Engine) startAt(s plan.State, now time.Time) (time.Time, bool) {
+	sched, mp := e.cfg.Window, e.cfg.Plan.Managed
+	if mp != nil && !mp.Pausable() && (s.Phase == plan.PhaseConfigure || s.Phase == plan.PhaseUpdate) {
+		if at, fits := sched.OpenFor(now, e.cfg.Plan.ServiceNeeds(s.Phase)); fits {
+			return at, true
+		}
+	}
+	return sched.NextOpen(now)
 }
 
 // setWindowWait records until when the run waits for a window (nil: it

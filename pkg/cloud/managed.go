@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
@@ -52,6 +53,10 @@ type UpdateProgress struct {
 	Done, Total int
 	// Errors are the service's errors: they name nodes, never pods.
 	Errors []UpdateError
+	// BlueDeletion is when the service starts deleting blue at the end
+	// of a blue/green soak (GKE's bluePoolDeletionStartTime); zero when
+	// it says none.
+	BlueDeletion time.Time
 }
 
 // Finished reports whether the service is done with the update.

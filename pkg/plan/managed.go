@@ -111,6 +111,13 @@ type ManagedPlan struct {
 	Steps []Step `json:"-"`
 }
 
+// Pausable reports whether the service's update can be paused and
+// resumed (its cancel and its resume), so a maintenance window that closes
+// holds it; where not, once started it runs to its end.
+func (mp *ManagedPlan) Pausable() bool {
+	return slices.Contains(mp.Controls, "cancel") && slices.Contains(mp.Controls, "resume")
+}
+
 // managedPlan plans the update the group's service runs, when it runs the
 // strategy: the plan keeps the strategy's batches for the audit (the
 // service drains as many nodes at once), and takes the service's phases.

@@ -82,3 +82,62 @@ func TestScheduleInLeavesAPlanWithoutWindowsAsItIs(t *testing.T) {
 		t.Errorf("window %+v, want none", p.Window)
 	}
 }
+
+// TestScheduleInAServiceUpdate: a service's update that can be paused
+// runs inside windows only, paused between them; one that cannot starts
+// in an opening that fits its estimate, and the plan warns where none
+// within a week does.
+func TestScheduleInAServiceUpdate(t *testing.T) {
+	noon := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		controls []string
+		window   string
+		now      time.Time
+		opens    string
+		finish   string
+		note     string
+		warning  string
+	}{
+		// 1 min of settings at 22:00, then 2 h 59 m of the 4 h update
+		// the first night and the 1 h 1 m left the next
+		{name: "paused between windows", controls: []string{"cancel", "resume"}, window: "daily 22:00-01:00", now: noon,
+			opens: "2026-11-27T22:00:00Z", finish: "2026-11-28T23:02:00Z", note: "pauses the GKE node pool's update after the nodes in flight"},
+		{name: "cannot be paused, fits", controls: []string{}, window: "daily 22:00-03:00", now: noon,
+			opens: "2026-11-27T22:00:00Z", finish: "2026-11-28T02:02:00Z", note: "once started it runs to its end regardless of the window"},
+		// 3 h 30 m left at 23:30 is less than the 4 h 1 m it needs
+		{name: "cannot be paused, waits for an opening it fits", controls: []string{}, window: "daily 22:00-03:00", now: noon.Add(11*time.Hour + 30*time.Minute),
+			opens: "2026-11-28T22:00:00Z", finish: "2026-11-29T02:02:00Z", note: "in an opening that fits its estimate of 4h1m"},
+		{name: "cannot be paused, fits no opening", controls: []string{}, window: "daily 22:00-01:00", now: noon,
+			opens: "2026-11-27T22:00:00Z", finish: "2026-11-28T02:02:00Z", warning: "longer than any window opening of the next week (the next, at 2026-11-27T22:00:00Z, lasts 3h)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := window.ParseSchedule([]string{tt.window}, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &Plan{Managed: &ManagedPlan{Service: "GKE node pool", Controls: tt.controls}, Steps: []Step{
+				{Phase: "Configure", Estimate: Duration(time.Minute)},
+				{Phase: "Upgrade", Estimate: Duration(4 * time.Hour)},
+				{Phase: "RestoreSettings", Estimate: Duration(time.Minute)},
+			}}
+			p.ScheduleIn(s, tt.now)
+			w := p.Window
+			if got := w.Opens.Format(time.RFC3339); got != tt.opens {
+				t.Errorf("opens %s, want %s", got, tt.opens)
+			}
+			if w.EstimatedFinish == nil || w.EstimatedFinish.Format(time.RFC3339) != tt.finish {
+				t.Errorf("finish %v, want %s", w.EstimatedFinish, tt.finish)
+			}
+			if !strings.Contains(w.Note, tt.note) || (tt.warning == "") != (w.Warning == "") || !strings.Contains(w.Warning, tt.warning) {
+				t.Errorf("note %q, warning %q; want %q and %q", w.Note, w.Warning, tt.note, tt.warning)
+			}
+			var out bytes.Buffer
+			writeWindow(&out, p)
+			if !strings.Contains(out.String(), "the service's update starts only inside it") || strings.Contains(out.String(), "WARNING") != (tt.warning != "") {
+				t.Errorf("printed plan:\n%s", out.String())
+			}
+		})
+	}
+}

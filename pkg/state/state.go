@@ -118,6 +118,13 @@ type ManagedRecord struct {
 	Configured bool                `json:"configured,omitempty"`
 	// UpdateID is the service's update the run started (or found).
 	UpdateID string `json:"updateID,omitempty"`
+	// WindowPaused is the update the run cancelled because the
+	// maintenance window closed (an operator's cancel leaves it empty):
+	// the run resumes it once a window opens. CompleteSoak says it was
+	// paused in a blue/green soak that had run its length, so the run
+	// ends the soak on resuming.
+	WindowPaused string `json:"windowPaused,omitempty"`
+	CompleteSoak bool   `json:"completeSoak,omitempty"`
 }
 
 // CloudRecord is the cloud side of a run, written before each change it

@@ -172,9 +172,13 @@ func (s Schedule) windowCloses(t time.Time) (time.Time, bool) {
 
 // Work is a stretch of a run for Finish: how long it takes and whether it
 // may start only inside a window (a batch, a scale-down, a deletion).
+// Fit work starts only in an opening at least D long, where one comes
+// within a week (a service's update that cannot be paused); Pausable
+// work runs only inside windows, paused between them (one that can).
 type Work struct {
-	D     time.Duration
-	Gated bool
+	D             time.Duration
+	Gated         bool
+	Fit, Pausable bool
 }
 
 // Finish is when work started at start ends, each gated part waiting for
@@ -183,14 +187,68 @@ type Work struct {
 func (s Schedule) Finish(start time.Time, work []Work) (time.Time, bool) {
 	t := start
 	for _, w := range work {
-		if w.Gated {
-			next, ok := s.NextOpen(t)
-			if !ok {
+		var ok bool
+		switch {
+		case w.Pausable:
+			if t, ok = s.spread(t, w.D); !ok {
 				return t, false
 			}
-			t = next
+			continue
+		case w.Fit:
+			if at, fits := s.OpenFor(t, w.D); fits {
+				t, ok = at, true
+			} else {
+				t, ok = s.NextOpen(t)
+			}
+		case w.Gated:
+			t, ok = s.NextOpen(t)
+		default:
+			ok = true
+		}
+		if !ok {
+			return t, false
 		}
 		t = t.Add(w.D)
 	}
 	return t, true
+}
+
+// fitHorizon is how far OpenFor looks for an opening long enough.
+const fitHorizon = 8 * 24 * time.Hour
+
+// OpenFor is the first time at or after t inside a window whose opening
+// lasts at least d from then (t itself when it does); false when none
+// within a week is that long, or none comes before NotAfter.
+func (s Schedule) OpenFor(t time.Time, d time.Duration) (time.Time, bool) {
+	from := t
+	for t.Sub(from) <= fitHorizon {
+		at, ok := s.NextOpen(t)
+		if !ok {
+			return time.Time{}, false
+		}
+		c, closes := s.Closes(at)
+		if !closes || c.Sub(at) >= d {
+			return at, true
+		}
+		t = c
+	}
+	return time.Time{}, false
+}
+
+// spread runs d of work from t inside windows only, paused between them;
+// false when it cannot end before NotAfter (the time then is the last
+// close).
+func (s Schedule) spread(t time.Time, d time.Duration) (time.Time, bool) {
+	for left := d; ; {
+		at, ok := s.NextOpen(t)
+		if !ok {
+			return t, false
+		}
+		c, closes := s.Closes(at)
+		if !closes || c.Sub(at) >= left {
+			return at.Add(left), true
+		}
+		left -= c.Sub(at)
+		t = c
+	}
 }

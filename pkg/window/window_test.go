@@ -210,6 +210,13 @@ func TestFinish(t *testing.T) {
 		// the fourth would start at 02:30: it waits for 22:00
 		{"the next night", "2026-11-27T22:00:00Z", []Work{batch, batch, batch, batch}, "2026-11-28T23:30:00Z"},
 		{"ungated work starts at once", "2026-11-27T12:00:00Z", []Work{{D: time.Hour}, batch}, "2026-11-27T23:30:00Z"},
+		// 6 h of work paused between nights: 4 h the first, 2 the next
+		{"pausable work runs inside windows only", "2026-11-27T23:00:00Z", []Work{{D: 6 * time.Hour, Pausable: true}}, "2026-11-29T01:00:00Z"},
+		// 3 h does not fit the 2.5 h left at 23:30: it starts the next night
+		{"work that cannot pause starts in an opening it fits", "2026-11-27T23:30:00Z", []Work{{D: 3 * time.Hour, Fit: true}}, "2026-11-29T01:00:00Z"},
+		{"and at once where it fits", "2026-11-27T22:30:00Z", []Work{{D: 3 * time.Hour, Fit: true}}, "2026-11-28T01:30:00Z"},
+		// no opening is 5 h long: it starts at the next
+		{"work longer than any opening starts at the next", "2026-11-27T12:00:00Z", []Work{{D: 5 * time.Hour, Fit: true}}, "2026-11-28T03:00:00Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

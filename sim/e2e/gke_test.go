@@ -41,7 +41,9 @@ type gkePool struct {
 }
 
 type gkePoolSpec struct {
-	pdbTimeout  time.Duration
+	pdbTimeout time.Duration
+	// launchDelay is how long a new instance takes, 300 ms unless set.
+	launchDelay time.Duration
 	autoscaling bool
 	// master and version are the control plane's and the pool's, gkeNew
 	// and gkeOld unless set; flexStart makes a flex-start pool.
@@ -59,7 +61,7 @@ func setupGKEPool(t *testing.T, name string, spec gkePoolSpec, apps ...scenario.
 	t.Helper()
 	ctx := testContext(t, 3*time.Minute)
 	srv, err := gkefake.Start(context.Background(), client, gkefake.Options{
-		Compute:    gcefake.Options{LaunchDelay: 300 * time.Millisecond, DeleteDelay: 100 * time.Millisecond, Logf: t.Logf},
+		Compute:    gcefake.Options{LaunchDelay: cmp.Or(spec.launchDelay, 300*time.Millisecond), DeleteDelay: 100 * time.Millisecond, Logf: t.Logf},
 		Logf:       t.Logf,
 		EvictRetry: 300 * time.Millisecond, NodeReadyTimeout: time.Minute, DefaultPDBTimeout: spec.pdbTimeout,
 		Faults: spec.faults, FaultSeed: spec.seed,

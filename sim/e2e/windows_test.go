@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	container "google.golang.org/api/container/v1"
+
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
@@ -134,4 +136,111 @@ func TestBadWindowChangesNothing(t *testing.T) {
 		}
 	}
 	assertUntouched(t, testContext(t, time.Minute), groupKey, name)
+}
+
+// TestGKEWindowPausesTheSurge: a maintenance window that closes while
+// GKE's surge upgrade runs pauses it (operations.cancel: the nodes in
+// flight finish, no other starts); status says the run waits for the
+// window; no node is upgraded until the next opens, when the run resumes
+// the upgrade (nodePools.update to the same target) and follows it to
+// its end.
+func TestGKEWindowPausesTheSurge(t *testing.T) {
+	t.Parallel()
+	const name = "gke-window"
+	g := setupGKEPool(t, name, gkePoolSpec{launchDelay: 3 * time.Second}, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
+	watch, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first window is open now and closes 9 s from now, while GKE
+	// upgrades the first or second node (about 6 s each); the next opens
+	// 40 s from now.
+	now := time.Now().Truncate(time.Second)
+	closes, opens := now.Add(9*time.Second), now.Add(40*time.Second)
+	cmd := g.cmd("run", name, "--yes", "--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--node-version", gkeNew,
+		"--window", windowAt(now.Add(-time.Second), closes), "--window", windowAt(opens, opens.Add(10*time.Minute)))
+	cmd.Env = append(cmd.Env, "TZ=UTC")
+	run := startBackground(t, cmd)
+	if !run.waitFor("paused the GKE node pool's update") {
+		_, out := run.wait(t, time.Minute)
+		t.Fatalf("the window's close did not pause the update:\n%s", out)
+	}
+	// The nodes in flight finish; then nothing moves until the opening.
+	g.waitPool(t, "settled after the cancel", func(p *container.NodePool) bool { return p.Status == "RUNNING" })
+	held, _ := g.nodesOn(t, gkeNew)
+	if held == 3 {
+		t.Fatalf("every node was upgraded before the window closed: nothing was held")
+	}
+	if !run.waitFor("waits until " + opens.UTC().Format(time.RFC3339)) {
+		_, out := run.wait(t, time.Minute)
+		t.Fatalf("the run did not wait for the window:\n%s", out)
+	}
+	st := g.run(t, "status", name)
+	if st.code != nodeupgrade.ExitOK || !strings.Contains(st.stdout, "waiting for window") || !strings.Contains(st.stdout, "until "+opens.UTC().Format(time.RFC3339)) {
+		t.Errorf("status during the wait:\n%s", st)
+	}
+	time.Sleep(time.Until(opens.Add(-time.Second)))
+	if on, _ := g.nodesOn(t, gkeNew); on != held {
+		t.Errorf("%d nodes upgraded while the window was closed, %d when it closed", on, held)
+	}
+	code, out := run.wait(t, 3*time.Minute)
+	if code != nodeupgrade.ExitOK {
+		t.Fatalf("run exit %d:\n%s", code, out)
+	}
+	var resumed string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "resumed the GKE node pool's update") {
+			resumed = line
+		}
+	}
+	if resumed == "" || logTime(t, resumed, opens).Before(opens) {
+		t.Errorf("resumed at %q, before the window opened at %s:\n%s", resumed, opens.Format(time.RFC3339), out)
+	}
+	g.assertUpgraded(t)
+	if v := watch.Stop(); len(v) != 0 {
+		t.Errorf("PDB violations: %v", v)
+	}
+}
+
+// TestGKEWindowHoldsTheSoakEnd: a blue/green soak whose end GKE would
+// reach outside the window is held: the run pauses the upgrade when the
+// window closes (GKE keeps blue), and when the next opens resumes it and
+// ends the soak, so blue is deleted inside the window.
+func TestGKEWindowHoldsTheSoakEnd(t *testing.T) {
+	t.Parallel()
+	const name = "gke-window-bg"
+	g := setupGKEPool(t, name, gkePoolSpec{}, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
+	// The soak (20 s) starts a few seconds in and would end before the
+	// next window opens, 50 s from now; the first closes 20 s from now.
+	now := time.Now().Truncate(time.Second)
+	closes, opens := now.Add(20*time.Second), now.Add(50*time.Second)
+	cmd := g.cmd("run", name, "--yes", "--strategy", "blue-green", "--batch-node-count", "3", "--batch-soak", "0s", "--node-pool-soak", "20s", "--node-version", gkeNew,
+		"--window", windowAt(now.Add(-time.Second), closes), "--window", windowAt(opens, opens.Add(10*time.Minute)))
+	cmd.Env = append(cmd.Env, "TZ=UTC")
+	run := startBackground(t, cmd)
+	if !run.waitFor("paused the GKE node pool's update", "blue stays") {
+		_, out := run.wait(t, time.Minute)
+		t.Fatalf("the window's close did not hold the soak:\n%s", out)
+	}
+	time.Sleep(time.Until(opens.Add(-time.Second)))
+	if on, all := g.nodesOn(t, gkeNew); on != 3 || all != 6 {
+		t.Errorf("before the window opened: %d of %d nodes on %s, want blue's 3 kept beside green's 3", on, all, gkeNew)
+	}
+	code, out := run.wait(t, 3*time.Minute)
+	if code != nodeupgrade.ExitOK {
+		t.Fatalf("run exit %d:\n%s", code, out)
+	}
+	var ended string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "blue is deleted inside the window") {
+			ended = line
+		}
+	}
+	if ended == "" || logTime(t, ended, opens).Before(opens) {
+		t.Errorf("the soak ended at %q, want after the window opened at %s:\n%s", ended, opens.Format(time.RFC3339), out)
+	}
+	g.assertUpgraded(t)
+	if _, all := g.nodesOn(t, gkeNew); all != 3 {
+		t.Errorf("%d nodes after the upgrade, want blue deleted and green's 3", all)
+	}
 }

@@ -452,7 +452,12 @@ func (n *NodePool) Progress(ctx context.Context, id string) (cloud.UpdateProgres
 	p := cloud.UpdateProgress{ID: id, State: opState(op), Phase: op.Status}
 	p.Done, p.Total = progressOf(op)
 	if err := n.refresh(ctx); err == nil && n.pool.UpdateInfo != nil && n.pool.UpdateInfo.BlueGreenInfo != nil {
-		p.Phase = n.pool.UpdateInfo.BlueGreenInfo.Phase
+		bg := n.pool.UpdateInfo.BlueGreenInfo
+		p.Phase = bg.Phase
+		// BlueGreenInfo.bluePoolDeletionStartTime: "Time to start deleting
+		// blue pool to complete blue-green upgrade, in RFC3339 text format"
+		// (container-api.json).
+		p.BlueDeletion, _ = time.Parse(time.RFC3339, bg.BluePoolDeletionStartTime)
 	}
 	if p.State == cloud.UpdateFailed {
 		p.Errors = []cloud.UpdateError{opError(op)}
