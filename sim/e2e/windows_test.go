@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,12 +188,7 @@ func TestGKEWindowPausesTheSurge(t *testing.T) {
 	if code != nodeupgrade.ExitOK {
 		t.Fatalf("run exit %d:\n%s", code, out)
 	}
-	var resumed string
-	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, "resumed the GKE node pool's update") {
-			resumed = line
-		}
-	}
+	resumed := lastLineWith(out, "resumed the GKE node pool's update")
 	if resumed == "" || logTime(t, resumed, opens).Before(opens) {
 		t.Errorf("resumed at %q, before the window opened at %s:\n%s", resumed, opens.Format(time.RFC3339), out)
 	}
@@ -230,12 +226,7 @@ func TestGKEWindowHoldsTheSoakEnd(t *testing.T) {
 	if code != nodeupgrade.ExitOK {
 		t.Fatalf("run exit %d:\n%s", code, out)
 	}
-	var ended string
-	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, "blue is deleted inside the window") {
-			ended = line
-		}
-	}
+	ended := lastLineWith(out, "blue is deleted inside the window")
 	if ended == "" || logTime(t, ended, opens).Before(opens) {
 		t.Errorf("the soak ended at %q, want after the window opened at %s:\n%s", ended, opens.Format(time.RFC3339), out)
 	}
@@ -243,4 +234,15 @@ func TestGKEWindowHoldsTheSoakEnd(t *testing.T) {
 	if _, all := g.nodesOn(t, gkeNew); all != 3 {
 		t.Errorf("%d nodes after the upgrade, want blue deleted and green's 3", all)
 	}
+}
+
+// lastLineWith is the last line of out that holds s, "" if none.
+func lastLineWith(out, s string) string {
+	lines := strings.Split(out, "\n")
+	for _, line := range slices.Backward(lines) {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	return ""
 }
