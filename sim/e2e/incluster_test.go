@@ -121,18 +121,24 @@ func applyDoc(ctx context.Context, doc string) error {
 
 // kubelet runs the pods of one Job as processes, as the comment above
 // says; kill says, for the n-th pod (0-based), after which line of its
-// output to kill it ("" never).
+// output to kill it ("" never): killAfter later.
 type kubelet struct {
-	t      *testing.T
-	ns     string
-	job    string
-	env    []string // the cloud's environment
-	notOn  func(node string) bool
-	kill   []string
-	mu     sync.Mutex
-	pods   []string // the pods started, in order
-	killed int
+	t        *testing.T
+	ns       string
+	job      string
+	env      []string // the cloud's environment
+	notOn    func(node string) bool
+	kill     []string
+	mu       sync.Mutex
+	pods     []string // the pods started, in order
+	killed   int
+	killedAt []time.Time
 }
+
+// killAfter is how long after its kill point's line a pod is killed:
+// longer than a run takes to write its report (at most every 3 s), so
+// that what came before the line is in it.
+const killAfter = 4 * time.Second
 
 // serve starts each Running pod of the Job as it comes, until ctx ends.
 func (k *kubelet) serve(ctx context.Context) {
@@ -173,9 +179,11 @@ func (k *kubelet) run(ctx context.Context, p *corev1.Pod) {
 	}
 	b := startBackground(k.t, cmd)
 	if n < len(k.kill) && k.kill[n] != "" && b.waitFor(k.kill[n]) {
+		time.Sleep(killAfter)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		k.mu.Lock()
 		k.killed++
+		k.killedAt = append(k.killedAt, time.Now())
 		k.mu.Unlock()
 	}
 	code, out := b.wait(k.t, 10*time.Minute)
@@ -390,6 +398,29 @@ func TestInClusterRunSurvivesItsPodKilledTwice(t *testing.T) {
 	}
 	assertNoViolations(t, watcher.Stop())
 	g.assertFinished(t)
+	k.mu.Lock()
+	firstKill := k.killedAt[0]
+	k.mu.Unlock()
+	assertReportedDrainedBefore(t, ns, name, firstKill)
+}
+
+// assertReportedDrainedBefore checks that the report of group's last run
+// has a node drained before a pod of the run was killed at kill: written
+// by the killed pod, not only by the one that resumed.
+func assertReportedDrainedBefore(t *testing.T, ns, group string, kill time.Time) {
+	t.Helper()
+	h, err := (&state.Store{Client: client, Namespace: ns}).LoadReports(testContext(t, time.Minute), group)
+	if err != nil || len(h.Runs) == 0 {
+		t.Fatalf("report of %q: %v, %d runs", group, err, len(h.Runs))
+	}
+	run := h.Runs[0] // the newest
+	for _, n := range run.Nodes {
+		if n.Drained != nil && !n.Drained.After(kill) {
+			t.Logf("node %s drained at %s, its pod killed at %s", n.Name, n.Drained.Format(time.RFC3339), kill.UTC().Format(time.RFC3339))
+			return
+		}
+	}
+	t.Errorf("the report (%d attempts) has no node drained before the first pod was killed at %s: the killed pod's journal was lost", run.Attempts, kill.UTC().Format(time.RFC3339))
 }
 
 // TestInClusterRunWithoutAVerbFails runs a Job whose ServiceAccount's Role
