@@ -270,9 +270,8 @@ func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, r *sessio
 		Confirm: func(q string) (bool, error) { return askYes(o.In, o.ErrOut, q) },
 	}
 	if o.inCluster.InCluster {
-		if rollback {
-			return usageErrorf("cannot roll back in the cluster: a blue/green rollback puts blue back from here; run rollback %s without --in-cluster", o.NodeGroup)
-		}
+		// A blue/green rollback's Job runs the reviewed plan rolling back
+		// (session.RollbackFlag), as this command would.
 		prompt.Submit = o.inCluster.submitter(o.sess, o.IOStreams, o.sess.Client)
 	}
 	return o.sess.Execute(ctx, r, prompt)

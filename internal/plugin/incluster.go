@@ -52,6 +52,9 @@ func (ic *inClusterOptions) validate(given map[string]bool, hooks bool) error {
 			return usageErrorf("--%s is only used with --in-cluster", name)
 		}
 	}
+	if given[session.RollbackFlag] && ic.Job == "" {
+		return usageErrorf("--%s is only used by an in-cluster rollback's own pod; roll back with \"kubectl nodeupgrade rollback\"", session.RollbackFlag)
+	}
 	switch {
 	case !ic.InCluster:
 		return nil
@@ -96,12 +99,17 @@ func (ic *inClusterOptions) submitter(sess *session.Session, streams genericioop
 		group := pl.Request.RecordName()
 		fmt.Fprintf(streams.Out, "submitted: Job %s/%s runs the plan with image %s; following it as \"kubectl nodeupgrade status %s -w\" does (Ctrl-C stops following, not the run)\n",
 			job.Namespace, job.Name, ic.image(), group)
-		f := &jobFollower{
-			status: &StatusOptions{IOStreams: streams, NodeGroup: group, StateNamespace: sess.StateNamespace, client: client, now: time.Now, recheck: 5 * time.Second},
-			sess:   sess, job: job, group: group, since: submitted, seen: map[string]string{}, poll: time.Second,
-		}
-		return f.run(ctx)
+		return ic.follow(ctx, sess, streams, client, job, group, submitted)
 	}
+}
+
+// follow follows group's Job, submitted at since, until its work ends.
+func (ic *inClusterOptions) follow(ctx context.Context, sess *session.Session, streams genericiooptions.IOStreams, client kubernetes.Interface, job *batchv1.Job, group string, since time.Time) error {
+	f := &jobFollower{
+		status: &StatusOptions{IOStreams: streams, NodeGroup: group, StateNamespace: sess.StateNamespace, client: client, now: time.Now, recheck: 5 * time.Second},
+		sess:   sess, job: job, group: group, since: since, seen: map[string]string{}, poll: time.Second,
+	}
+	return f.run(ctx)
 }
 
 // jobFollower follows an in-cluster run: its pods as they come, and the

@@ -52,6 +52,8 @@ func TestInClusterFlagsRefusedWhereTheyDoNotApply(t *testing.T) {
 		{"command hooks", inClusterOptions{InCluster: true, ImageRef: "x"}, []string{"in-cluster"}, true, "cannot run command hooks"},
 		{"by the Job's pod", inClusterOptions{InCluster: true, Job: "j", ImageRef: "x"}, []string{"in-cluster"}, false, "own pod"},
 		{"accepted", inClusterOptions{InCluster: true, ImageRef: "x"}, []string{"in-cluster", "image-ref"}, false, ""},
+		{"a rollback's flag typed", inClusterOptions{}, []string{session.RollbackFlag}, false, "only used by an in-cluster rollback's own pod"},
+		{"a rollback's flag in its pod", inClusterOptions{Job: "j"}, []string{session.RollbackFlag, session.JobFlag}, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

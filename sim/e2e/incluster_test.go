@@ -467,3 +467,97 @@ func bindSubmitter(t *testing.T, user, ns string) {
 		t.Fatal(err)
 	}
 }
+
+// TestInClusterAbortPutsTheGroupBack aborts an in-cluster run from a Job
+// of its own: refused while the run is alive, then with --wait the run is
+// asked to stop (its pod exits 8 and its Job ends), and the abort's Job
+// puts the group back: its original sizes, nothing tainted, cordoned or
+// annotated, the record marked aborted.
+func TestInClusterAbortPutsTheGroupBack(t *testing.T) {
+	t.Parallel()
+	const name, ns = "incl-abort", state.DefaultNamespace
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	inClusterEnv(t, ns, nil)
+	submitter := boundUser(t, "submitter")
+	bindSubmitter(t, "submitter", ns)
+	ctx := testContext(t, 10*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := startKubelet(t, ns, name, g.env())
+	inCluster := []string{"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes"}
+	run := startBackground(t, g.cmd(submitter, append([]string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "2s"}, inCluster...)...))
+	if !run.waitFor("in flight") { // the followed run is draining a node
+		t.Fatalf("the run never drained a node:\n%s", run.output())
+	}
+	live := runCmd(t, g.cmd(submitter, append([]string{"abort", name}, inCluster...)...))
+	if live.code != nodeupgrade.ExitUsage || !strings.Contains(live.stderr, "abort --wait") {
+		t.Fatalf("abort --in-cluster of a live run: %s; want exit %d, refused, naming abort --wait", live, nodeupgrade.ExitUsage)
+	}
+	abort := runCmd(t, g.cmd(submitter, append([]string{"abort", name, "--wait"}, inCluster...)...))
+	t.Logf("abort --in-cluster --wait: %s", abort)
+	if abort.code != nodeupgrade.ExitOK || !strings.Contains(abort.stdout, "aborted") {
+		t.Fatalf("abort --in-cluster --wait exit %d, want %d and the run aborted", abort.code, nodeupgrade.ExitOK)
+	}
+	if code, out := run.wait(t, time.Minute); code != nodeupgrade.ExitPaused {
+		t.Errorf("the run abort stopped: exit %d, want %d:\n%s", code, nodeupgrade.ExitPaused, out)
+	}
+	pods, _ := k.started()
+	if len(pods) != 2 || !strings.Contains(abort.stdout, "pod "+pods[1]) {
+		t.Errorf("pods %v: want the run's, then the abort's, which abort followed", pods)
+	}
+	g.stableAtOriginalSizes(t, ctx)
+	for _, n := range groupNodes(t, ctx, groupKey, name) {
+		if _, ok := n.Annotations[scaleDownDisabled]; ok {
+			t.Errorf("node %q still has %s", n.Name, scaleDownDisabled)
+		}
+	}
+	assertUntouched(t, ctx, groupKey, name)
+	if rec, err := (&state.Store{Client: client, Namespace: ns}).Load(ctx, name); err != nil || rec == nil || rec.AbortedAt == nil {
+		t.Errorf("record %+v (%v): want it marked aborted", rec, err)
+	}
+	assertNoViolations(t, watcher.Stop())
+}
+
+// TestInClusterBlueGreenRollback rolls a blue/green in-cluster run back
+// from a Job: the run left soaking (--no-wait), rollback --in-cluster
+// hands the rollback to a new Job, whose pod runs it (not a run forward):
+// green drained and deleted, blue back at its sizes and schedulable.
+func TestInClusterBlueGreenRollback(t *testing.T) {
+	t.Parallel()
+	const name, ns = "incl-bg", state.DefaultNamespace
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	inClusterEnv(t, ns, nil)
+	submitter := boundUser(t, "submitter")
+	bindSubmitter(t, "submitter", ns)
+	ctx := testContext(t, 10*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := startKubelet(t, ns, name, g.env())
+	inCluster := []string{"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes"}
+	r := runCmd(t, g.cmd(submitter, append([]string{"run", name, "--strategy", "blue-green", "--ami", "ami-new", "--batch-node-count", "3",
+		"--node-pool-soak", "1h", "--no-wait", "--post-drain-wait", "0s"}, inCluster...)...))
+	if r.code != nodeupgrade.ExitPaused {
+		t.Fatalf("run --in-cluster --no-wait: %s; want exit %d at the soak", r, nodeupgrade.ExitPaused)
+	}
+	rb := runCmd(t, g.cmd(submitter, append([]string{"rollback", name}, inCluster...)...))
+	t.Logf("rollback --in-cluster: %s", rb)
+	if rb.code != nodeupgrade.ExitOK || !strings.Contains(rb.stdout, "rolled back") {
+		t.Fatalf("rollback --in-cluster exit %d, want %d and the run rolled back", rb.code, nodeupgrade.ExitOK)
+	}
+	if pods, _ := k.started(); len(pods) != 2 || !strings.Contains(rb.stdout, "pod "+pods[1]) {
+		t.Errorf("pods %v: want the run's, then the rollback's, which rollback followed", pods)
+	}
+	assertNoViolations(t, watcher.Stop())
+	if slices.Contains(g.srv.Groups(), name+"-v2") {
+		t.Errorf("green was not deleted: %v", g.srv.Groups())
+	}
+	g.stableAtOriginalSizes(t, ctx)
+	assertUntouched(t, ctx, groupKey, name)
+	if rec, err := (&state.Store{Client: client, Namespace: ns}).Load(ctx, name); err != nil || rec == nil || rec.FinishedAt == nil || rec.LastError != "" {
+		t.Errorf("record %+v (%v): want the rollback finished", rec, err)
+	}
+}
