@@ -102,7 +102,11 @@ the stopped run, if it would start the run again, is deleted first.`,
 		Args:    argsAtMost(1, "one NODEGROUP"),
 		RunE:    runE(o),
 	}
-	f := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *AbortOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record and lock")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation on a terminal (without one, abort does not ask)")
 	f.BoolVar(&o.Wait, "wait", false, "If a run is alive, ask it to stop at its next safe point (as cancel does) and abort once it has")
@@ -110,7 +114,6 @@ the stopped run, if it would start the run again, is deleted first.`,
 	f.StringVarP(&o.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP, as the run did")
 	f.StringVar(&o.Taint, "taint", "", "With no record: the taint the run put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
 	o.inCluster.addFlags(f)
-	return cmd
 }
 
 // Complete reads NODEGROUP and the flags given.

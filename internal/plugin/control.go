@@ -63,7 +63,10 @@ group launched before, so only the nodes already upgraded are replaced; the
 others are not touched, and the end restores the recorded sizes.
 
 Refused where the recorded phase does not allow it (blue being deleted,
-nothing recorded to go back to) and for autoscaled-blue-green.`,
+nothing recorded to go back to) and for autoscaled-blue-green.
+
+--in-cluster runs the rollback from a Job in --state-namespace, as
+run --in-cluster does a run, and follows it (docs/in-cluster.md).`,
 		`  # Roll back the upgrade of node group "demo"
   kubectl nodeupgrade rollback demo --yes`},
 	"complete": {"End a node group's blue/green soak now",

@@ -138,7 +138,7 @@ type kubelet struct {
 // killAfter is how long after its kill point's line a pod is killed:
 // longer than a run takes to write its report (at most every 3 s), so
 // that what came before the line is in it.
-const killAfter = 4 * time.Second
+const killAfter = 5 * time.Second
 
 // serve starts each Running pod of the Job as it comes, until ctx ends.
 func (k *kubelet) serve(ctx context.Context) {
@@ -377,7 +377,9 @@ func TestInClusterRunSurvivesItsPodKilledTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := startKubelet(t, ns, name, g.env(), "cordoned", "cordoned")
-	run := startBackground(t, g.cmd(submitter, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "2s",
+	// A post-drain wait longer than killAfter: each pod is killed in its
+	// batch, before the batch's end, after its report has written the drain.
+	run := startBackground(t, g.cmd(submitter, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "10s",
 		"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes"))
 	code, out := run.wait(t, 9*time.Minute)
 	t.Logf("run --in-cluster:\n%s", out)
