@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +32,11 @@ type AbortOptions struct {
 	NodeGroupLabel string
 	Selector       string
 	Taint          string
+
+	// inCluster puts the group back from a Job in the cluster, or makes
+	// this process that Job's pod.
+	inCluster inClusterOptions
+	given     map[string]bool
 
 	// pollInterval is how often --wait looks whether the run has stopped.
 	pollInterval time.Duration
@@ -85,26 +91,38 @@ the run's taint are untainted and uncordoned: --nodegroup-label, -l and
 
 A live run is not aborted under its feet: abort refuses, or with --wait asks
 it to stop (as cancel does) and goes on once it has. Exits 0 when the group
-is back in service.`,
+is back in service.
+
+--in-cluster does the abort's work from a Job in --state-namespace, as
+run --in-cluster does a run's, and follows it: its pod plans the group
+again from the record and puts it back in service as abort does here;
+a pod killed is replaced, and the next one aborts what is left. The Job of
+the stopped run, if it would start the run again, is deleted first.`,
 		Example: abortExample,
 		Args:    argsAtMost(1, "one NODEGROUP"),
 		RunE:    runE(o),
 	}
-	f := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *AbortOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record and lock")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation on a terminal (without one, abort does not ask)")
 	f.BoolVar(&o.Wait, "wait", false, "If a run is alive, ask it to stop at its next safe point (as cancel does) and abort once it has")
 	f.StringVar(&o.NodeGroupLabel, "nodegroup-label", "", "With no record: label key whose value is the node group name (default: detected)")
 	f.StringVarP(&o.Selector, "selector", "l", "", "Select the group's nodes by this label selector instead of NODEGROUP, as the run did")
 	f.StringVar(&o.Taint, "taint", "", "With no record: the taint the run put on outdated nodes (default <nodegroup-label>=unschedulable:NoSchedule)")
-	return cmd
+	o.inCluster.addFlags(f)
 }
 
-// Complete reads NODEGROUP.
-func (o *AbortOptions) Complete(_ *cobra.Command, args []string) error {
+// Complete reads NODEGROUP and the flags given.
+func (o *AbortOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		o.NodeGroup = args[0]
 	}
+	o.given = map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { o.given[f.Name] = true })
 	return nil
 }
 
@@ -118,7 +136,7 @@ func (o *AbortOptions) Validate() error {
 			return err
 		}
 	}
-	return nil
+	return o.inCluster.validate(o.given, false)
 }
 
 // Run refuses a live run (or stops it, --wait), takes the lock, and puts
@@ -130,19 +148,30 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 	}
 	sess := newSession(o.configFlags, po.client, po.context, o.IOStreams, o.StateNamespace)
 	group := session.RecordName(o.NodeGroup, o.Selector)
+	if o.inCluster.Job != "" {
+		// A pod of an abort Job: a killed one's lock runs out first.
+		if err := o.inCluster.prepare(ctx, sess, group); err != nil {
+			return err
+		}
+		if err := sess.WaitOutLock(ctx, group); err != nil {
+			return err
+		}
+	}
 	requests := sess.Requests(group)
 	rec, finished, err := o.recordToAbort(ctx, sess, requests, group)
 	if err != nil {
 		return err
 	}
-	note, err := sess.Abort(ctx, session.AbortTarget{
+	if o.inCluster.InCluster {
+		return o.submit(ctx, sess, po, rec, group)
+	}
+	return sess.Abort(ctx, session.AbortTarget{
 		NodeGroup: o.NodeGroup, Selector: o.Selector, Unfinished: rec, Finished: finished,
 		NodeGroupLabel: o.NodeGroupLabel, Taint: o.Taint,
+		Mark: func(ctx context.Context, note string) error {
+			return o.markAborted(ctx, sess.Store(), requests, rec, group, note)
+		},
 	})
-	if err != nil {
-		return err
-	}
-	return o.markAborted(context.WithoutCancel(ctx), sess.Store(), requests, rec, group, note)
 }
 
 // recordToAbort reads the run to abort, once confirmed and any live run
@@ -176,6 +205,23 @@ func (o *AbortOptions) recordToAbort(ctx context.Context, sess *session.Session,
 		return nil, nil, err
 	}
 	return rec, nil, nil
+}
+
+// submit hands the abort of rec's run to a Job and follows it as
+// status -w does.
+func (o *AbortOptions) submit(ctx context.Context, sess *session.Session, po *PlanOptions, rec *state.Record, group string) error {
+	if rec == nil {
+		return usageErrorf("cannot abort in the cluster: %q has no unfinished run to put back; \"kubectl nodeupgrade abort %s\" without --in-cluster takes what a run left off its nodes", group, group)
+	}
+	ic := &o.inCluster
+	submitted := time.Now().Add(-time.Second).UTC().Truncate(time.Second)
+	job, err := sess.SubmitAbort(ctx, rec, session.InCluster{Image: ic.image(), ServiceAccount: ic.ServiceAccount})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "submitted: Job %s/%s aborts the run with image %s; following it as \"kubectl nodeupgrade status %s -w\" does (Ctrl-C stops following, not the abort)\n",
+		job.Namespace, job.Name, ic.image(), group)
+	return ic.follow(ctx, sess, o.IOStreams, po.client, job, group, submitted)
 }
 
 // markAborted marks the run's record aborted, with what the engine noted,

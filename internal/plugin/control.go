@@ -63,7 +63,10 @@ group launched before, so only the nodes already upgraded are replaced; the
 others are not touched, and the end restores the recorded sizes.
 
 Refused where the recorded phase does not allow it (blue being deleted,
-nothing recorded to go back to) and for autoscaled-blue-green.`,
+nothing recorded to go back to) and for autoscaled-blue-green.
+
+--in-cluster runs the rollback from a Job in --state-namespace, as
+run --in-cluster does a run, and follows it (docs/in-cluster.md).`,
 		`  # Roll back the upgrade of node group "demo"
   kubectl nodeupgrade rollback demo --yes`},
 	"complete": {"End a node group's blue/green soak now",
@@ -270,9 +273,8 @@ func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, r *sessio
 		Confirm: func(q string) (bool, error) { return askYes(o.In, o.ErrOut, q) },
 	}
 	if o.inCluster.InCluster {
-		if rollback {
-			return usageErrorf("cannot roll back in the cluster: a blue/green rollback puts blue back from here; run rollback %s without --in-cluster", o.NodeGroup)
-		}
+		// A blue/green rollback's Job runs the reviewed plan rolling back
+		// (session.RollbackFlag), as this command would.
 		prompt.Submit = o.inCluster.submitter(o.sess, o.IOStreams, o.sess.Client)
 	}
 	return o.sess.Execute(ctx, r, prompt)

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +53,9 @@ func (ic *inClusterOptions) validate(given map[string]bool, hooks bool) error {
 		if given[name] && !ic.InCluster {
 			return usageErrorf("--%s is only used with --in-cluster", name)
 		}
+	}
+	if given[session.RollbackFlag] && ic.Job == "" {
+		return usageErrorf("--%s is only used by an in-cluster rollback's own pod; roll back with \"kubectl nodeupgrade rollback\"", session.RollbackFlag)
 	}
 	switch {
 	case !ic.InCluster:
@@ -96,12 +101,17 @@ func (ic *inClusterOptions) submitter(sess *session.Session, streams genericioop
 		group := pl.Request.RecordName()
 		fmt.Fprintf(streams.Out, "submitted: Job %s/%s runs the plan with image %s; following it as \"kubectl nodeupgrade status %s -w\" does (Ctrl-C stops following, not the run)\n",
 			job.Namespace, job.Name, ic.image(), group)
-		f := &jobFollower{
-			status: &StatusOptions{IOStreams: streams, NodeGroup: group, StateNamespace: sess.StateNamespace, client: client, now: time.Now, recheck: 5 * time.Second},
-			sess:   sess, job: job, group: group, since: submitted, seen: map[string]string{}, poll: time.Second,
-		}
-		return f.run(ctx)
+		return ic.follow(ctx, sess, streams, client, job, group, submitted)
 	}
+}
+
+// follow follows group's Job, submitted at since, until its work ends.
+func (ic *inClusterOptions) follow(ctx context.Context, sess *session.Session, streams genericiooptions.IOStreams, client kubernetes.Interface, job *batchv1.Job, group string, since time.Time) error {
+	f := &jobFollower{
+		status: &StatusOptions{IOStreams: streams, NodeGroup: group, StateNamespace: sess.StateNamespace, client: client, now: time.Now, recheck: 5 * time.Second},
+		sess:   sess, job: job, group: group, since: since, seen: map[string]string{}, poll: time.Second,
+	}
+	return f.run(ctx)
 }
 
 // jobFollower follows an in-cluster run: its pods as they come, and the
@@ -118,8 +128,18 @@ type jobFollower struct {
 	poll   time.Duration
 }
 
+// errJobGone is a followed Job deleted (abort supersedes the Job of a run
+// it stopped), or replaced by another of its name.
+var errJobGone = errors.New("the Job is gone")
+
 func (f *jobFollower) run(ctx context.Context) error {
 	err := f.loop(ctx)
+	if errors.Is(err, errJobGone) && ctx.Err() == nil {
+		// Its run is what the record says: how it stopped, or, taken on
+		// by another Job, where it is.
+		fmt.Fprintf(f.status.Out, "%s Job %s/%s is gone (deleted, or an abort's took its place); the run as its record has it:\n", f.status.now().Format("15:04:05"), f.job.Namespace, f.job.Name)
+		err = f.status.follow(ctx)
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintf(f.status.ErrOut, "stopped following the run on %q; it goes on in the cluster (Job %s/%s); follow it again with \"kubectl nodeupgrade status %s -w\"\n",
 			f.group, f.job.Namespace, f.job.Name, f.group)
@@ -202,7 +222,10 @@ func (f *jobFollower) untilPodGone(ctx context.Context, pod string) (*batchv1.Jo
 // look reads the Job and its pods, and says what changed of each pod.
 func (f *jobFollower) look(ctx context.Context) (*batchv1.Job, error) {
 	job, err := f.sess.Client.BatchV1().Jobs(f.job.Namespace).Get(ctx, f.job.Name, metav1.GetOptions{})
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err) || err == nil && job.UID != f.job.UID:
+		return nil, errJobGone
+	case err != nil:
 		return nil, fmt.Errorf("cannot follow Job %q: %w", f.job.Name, err)
 	}
 	pods, err := f.sess.Client.CoreV1().Pods(f.job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + f.job.Name})

@@ -1,10 +1,17 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -52,6 +59,8 @@ func TestInClusterFlagsRefusedWhereTheyDoNotApply(t *testing.T) {
 		{"command hooks", inClusterOptions{InCluster: true, ImageRef: "x"}, []string{"in-cluster"}, true, "cannot run command hooks"},
 		{"by the Job's pod", inClusterOptions{InCluster: true, Job: "j", ImageRef: "x"}, []string{"in-cluster"}, false, "own pod"},
 		{"accepted", inClusterOptions{InCluster: true, ImageRef: "x"}, []string{"in-cluster", "image-ref"}, false, ""},
+		{"a rollback's flag typed", inClusterOptions{}, []string{session.RollbackFlag}, false, "only used by an in-cluster rollback's own pod"},
+		{"a rollback's flag in its pod", inClusterOptions{Job: "j"}, []string{session.RollbackFlag, session.JobFlag}, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,5 +96,27 @@ func TestStatusSaysWhereAnInClusterRunRuns(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFollowerOfAJobGone: a followed Job deleted (abort supersedes the Job
+// of the run it stopped) ends the following with the run as its record
+// has it, not an error of the Job's.
+func TestFollowerOfAJobGone(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	now := time.Now().UTC().Truncate(time.Second)
+	if err := (&state.Store{Client: c, Namespace: "kube-system"}).Save(ctx, &state.Record{NodeGroup: "demo", Phase: "Done", StartedAt: now, FinishedAt: &now}); err != nil {
+		t.Fatal(err)
+	}
+	streams, _, out, _ := genericiooptions.NewTestIOStreams()
+	sess := &session.Session{Client: c, StateNamespace: "kube-system", IOStreams: streams}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: session.JobName("demo"), Namespace: "kube-system", UID: "gone"}}
+	ic := &inClusterOptions{}
+	if err := ic.follow(ctx, sess, streams, c, job, "demo", now); err != nil {
+		t.Fatalf("follow: %v\n%s", err, out)
+	}
+	if !strings.Contains(out.String(), "is gone") || !strings.Contains(out.String(), "demo: finished") {
+		t.Errorf("output does not say the Job is gone, then how the run ended:\n%s", out)
 	}
 }

@@ -77,7 +77,7 @@ plan takes every flag of run, so a reviewed command line runs by changing
 // runOnlyFlags are the flags of run that change nothing in the plan: plan
 // takes them and keeps them out of its help.
 var runOnlyFlags = []string{"yes", "dry-run", "no-wait", "drain-timeout", "node-ready-timeout", "ignore-check", "max-age",
-	"in-cluster", "image-ref", "service-account", session.JobFlag}
+	"in-cluster", "image-ref", "service-account", session.JobFlag, session.RollbackFlag}
 
 // AddFlags registers the planning flags.
 func (o *PlanOptions) AddFlags(cmd *cobra.Command) {

@@ -114,6 +114,8 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.detailedExitCode, "detailed-exitcode", false, "Exit 5 when the plan has blockers that run would refuse (as check does), instead of 0")
 	addWindowFlags(f, r)
 	o.inCluster.addFlags(f)
+	f.BoolVar(&o.Request.Rollback, session.RollbackFlag, false, "Set by an in-cluster rollback's Job: this pod rolls the recorded run back")
+	_ = f.MarkHidden(session.RollbackFlag)
 	f.BoolVar(&r.LeaveMachinesRunning, session.LeaveMachinesRunningFlag, false, "With provider none: delete the Node objects even of nodes whose machines a cloud group may keep (aws://, gce://, azure:// provider IDs), leaving those machines running")
 }
 

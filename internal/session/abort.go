@@ -23,28 +23,40 @@ type AbortTarget struct {
 	Finished            *state.Record
 	NodeGroupLabel      string
 	Taint               string
+	// Mark, once the group is back, marks the record aborted with what the
+	// engine noted, under the lock still: status -w never sees the run
+	// stopped and not marked.
+	Mark func(ctx context.Context, note string) error
 }
 
 // Abort puts the target's group back in service under its lock, with the
-// engine's abort, and keeps the record of a failure. It returns what the
-// engine noted.
-func (s *Session) Abort(ctx context.Context, t AbortTarget) (string, error) {
+// engine's abort, marks it as t.Mark says, and keeps the record of a
+// failure.
+func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 	group := RecordName(t.NodeGroup, t.Selector)
 	cleanupCtx := context.WithoutCancel(ctx)
-	ctx, _, release, err := s.HoldLock(ctx, group)
+	ctx, holder, release, err := s.HoldLock(ctx, group)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer release()
+	if rec := t.Unfinished; rec != nil && rec.Holder != holder {
+		// Who works on the run now: status -w, and an in-cluster abort's
+		// follower, see the abort under way.
+		rec.Holder = holder
+		if err := s.Store().Save(ctx, rec); err != nil {
+			return err
+		}
+	}
 	cfg, err := s.abortConfig(ctx, t)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if h := cfg.Plan.Hooks; h != nil && h.Any() && s.HookKubeconfig != nil {
 		// The scale-down drains and removes nodes: their hooks run.
 		path, remove, err := s.HookKubeconfig()
 		if err != nil {
-			return "", err
+			return err
 		}
 		defer remove()
 		cfg.Kubeconfig = path
@@ -57,16 +69,16 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) (string, error) {
 	}
 	engine, err := upgrade.New(cfg)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := CauseOf(ctx, engine.Abort(ctx)); err != nil {
 		if rec != nil {
 			rec.LastError = "abort: " + err.Error()
 			_ = s.Store().Save(cleanupCtx, rec)
 		}
-		return "", fmt.Errorf("%w; the group is not fully back in service: fix the cause and run \"kubectl nodeupgrade abort %s\" again", err, group)
+		return fmt.Errorf("%w; the group is not fully back in service: fix the cause and run \"kubectl nodeupgrade abort %s\" again", err, group)
 	}
-	return engine.Note(), nil
+	return t.Mark(cleanupCtx, engine.Note())
 }
 
 // abortConfig is the configuration abort runs the engine with: the plan

@@ -51,6 +51,9 @@ const (
 	// pod of: it waits out the lock of the Job's earlier pods and checks
 	// its rights before it starts.
 	JobFlag = "in-cluster-job"
+	// RollbackFlag, in the Job's command line, makes its run the rollback
+	// of the recorded run (the rollback command's), not a run forward.
+	RollbackFlag = "in-cluster-rollback"
 	// DefaultServiceAccount is deploy/in-cluster.yaml's.
 	DefaultServiceAccount = "kubectl-nodeupgrade"
 	// jobBackoffLimit counts the pods that failed on their own (killed,
@@ -84,13 +87,19 @@ func JobOfHolder(group, holder string) (pod string, ok bool) {
 
 // BuildJob is the Job that runs pl as r asks, in namespace ns.
 func BuildJob(pl *Planned, r *Request, ic InCluster, ns string) (*batchv1.Job, error) {
-	group := r.RecordName()
+	return buildJob(pl.Plan, r.RecordName(), WorkerArgs(r, pl.Strategy, JobName(r.RecordName()), ns), ic, ns, true)
+}
+
+// buildJob is the Job of group's in-cluster work on plan p in namespace
+// ns, its pod running the plugin with args; withPlan mounts the plan's
+// ConfigMap.
+func buildJob(p *plan.Plan, group string, args []string, ic InCluster, ns string, withPlan bool) (*batchv1.Job, error) {
 	name := JobName(group)
-	taint, err := plan.ParseTaint(pl.Taint)
+	taint, err := plan.ParseTaint(p.Taint)
 	if err != nil {
 		return nil, err
 	}
-	affinity, err := notOnGroup(pl.Plan)
+	affinity, err := notOnGroup(p)
 	if err != nil {
 		return nil, err
 	}
@@ -115,10 +124,13 @@ func BuildJob(pl *Planned, r *Request, ic InCluster, ns string) (*batchv1.Job, e
 			FSGroup:        ptr.To[int64](65532),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-		Containers: []corev1.Container{workerContainer(r, pl.Strategy, ic.Image, name, ns)},
-		Volumes: []corev1.Volume{{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		Containers: []corev1.Container{workerContainer(args, ic.Image)},
+	}
+	if withPlan {
+		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "plan", MountPath: PlanDir, ReadOnly: true}}
+		pod.Volumes = []corev1.Volume{{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: planConfigMapName(group)},
-		}}}},
+		}}}}
 	}
 	return &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{
 		// No activeDeadlineSeconds: a run takes as long as its
@@ -129,13 +141,13 @@ func BuildJob(pl *Planned, r *Request, ic InCluster, ns string) (*batchv1.Job, e
 	}}, nil
 }
 
-// workerContainer runs the plugin as the Job's pod: the saved plan mounted,
-// non-root on a read-only root.
-func workerContainer(r *Request, strategy, image, job, ns string) corev1.Container {
+// workerContainer runs the plugin with args as the Job's pod, non-root
+// on a read-only root.
+func workerContainer(args []string, image string) corev1.Container {
 	return corev1.Container{
 		Name: ContainerName, Image: image,
 		Command: []string{ImagePath},
-		Args:    WorkerArgs(r, strategy, job, ns),
+		Args:    args,
 		// The run's last lines are the pod's message when it fails.
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
@@ -145,7 +157,6 @@ func workerContainer(r *Request, strategy, image, job, ns string) corev1.Contain
 			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
-		VolumeMounts: []corev1.VolumeMount{{Name: "plan", MountPath: PlanDir, ReadOnly: true}},
 	}
 }
 
@@ -163,33 +174,65 @@ func podFailurePolicy() *batchv1.PodFailurePolicy {
 	}}
 }
 
-// notOnGroup keeps the Job's pods off the nodes of the group it upgrades:
-// the node-group label's value not the group's, or, for a selector, any
-// node the selector does not select (one term per requirement, negated:
-// the terms are ORed).
+// notOnGroup keeps the Job's pods off the nodes of the group it upgrades
+// and off a blue/green run's green nodes, which a rollback drains: for
+// each, the nodes one of its requirements does not select (NotIn the
+// node-group label's value, or each requirement of a selector negated).
+// Terms are ORed and the expressions of a term ANDed: one term for each
+// way of being off all of them.
 func notOnGroup(p *plan.Plan) (*corev1.Affinity, error) {
-	var terms []corev1.NodeSelectorTerm
+	group, err := offSelector(p.Selector)
+	if err != nil {
+		return nil, err
+	}
 	if p.Selector == "" {
-		terms = []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-			{Key: p.NodeGroupLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{p.NodeGroup}},
-		}}}
-	} else {
-		sel, err := labels.Parse(p.Selector)
+		group = []corev1.NodeSelectorRequirement{{Key: p.NodeGroupLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{p.NodeGroup}}}
+	}
+	offs := [][]corev1.NodeSelectorRequirement{group}
+	if bg := p.BlueGreen; bg != nil && bg.GreenSelector != "" {
+		green, err := offSelector(bg.GreenSelector)
 		if err != nil {
 			return nil, err
 		}
-		reqs, _ := sel.Requirements()
-		for _, req := range reqs {
-			term, err := negated(req)
-			if err != nil {
-				return nil, err
+		offs = append(offs, green)
+	} else if bg != nil && bg.GreenLabel != "" && bg.Green != "" {
+		offs = append(offs, []corev1.NodeSelectorRequirement{{Key: bg.GreenLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{bg.Green}}})
+	}
+	terms := []corev1.NodeSelectorTerm{{}}
+	for _, off := range offs {
+		var next []corev1.NodeSelectorTerm
+		for _, t := range terms {
+			for _, req := range off {
+				next = append(next, corev1.NodeSelectorTerm{MatchExpressions: append(slices.Clone(t.MatchExpressions), req)})
 			}
-			terms = append(terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{term}})
 		}
+		terms = next
 	}
 	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms},
 	}}, nil
+}
+
+// offSelector is, for each requirement of selector, the node selector
+// requirement of the nodes it does not select; none for "".
+func offSelector(selector string) ([]corev1.NodeSelectorRequirement, error) {
+	if selector == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, err
+	}
+	reqs, _ := sel.Requirements()
+	var out []corev1.NodeSelectorRequirement
+	for _, req := range reqs {
+		term, err := negated(req)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, term)
+	}
+	return out, nil
 }
 
 // negated is the node selector requirement of the nodes req does not
@@ -225,6 +268,9 @@ func WorkerArgs(r *Request, strategy, job, ns string) []string {
 		return !slices.Contains([]string{"max-age", "no-wait"}, flag) || slices.Contains(takes, flag)
 	}
 	args := []string{"run", "--plan-file=" + PodPlanFile, "--yes", "--" + JobFlag + "=" + job, "--state-namespace=" + ns}
+	if r.Rollback {
+		args = append(args, "--"+RollbackFlag)
+	}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
@@ -270,10 +316,41 @@ func (s *Session) Submit(ctx context.Context, pl *Planned, ic InCluster) (*batch
 	if err != nil {
 		return nil, err
 	}
-	if err := s.clearForJob(ctx, r.RecordName(), ic); err != nil {
+	if err := s.clearForJob(ctx, r.RecordName(), ic, false); err != nil {
 		return nil, err
 	}
 	return s.startJob(ctx, job, data)
+}
+
+// AbortArgs is the command line of the pod of an abort Job: abort group's
+// recorded run, planned again from its record as abort from a terminal
+// plans it.
+func AbortArgs(req *plan.Request, job, ns string) []string {
+	args := []string{"abort", req.NodeGroup}
+	if req.Selector != "" {
+		args = []string{"abort", "--selector=" + req.Selector}
+	}
+	return append(args, "--yes", "--"+JobFlag+"="+job, "--state-namespace="+ns)
+}
+
+// SubmitAbort hands the abort of rec's stopped run to a Job in the state
+// namespace, whose pod puts the group back in service as abort from a
+// terminal does. The Job of the stopped run, if it has not ended, is
+// deleted first: abort takes its place. Refused, it leaves no Job.
+func (s *Session) SubmitAbort(ctx context.Context, rec *state.Record, ic InCluster) (*batchv1.Job, error) {
+	pl, err := s.Replan(ctx, rec, "abort")
+	if err != nil {
+		return nil, err
+	}
+	group := pl.Request.RecordName()
+	job, err := buildJob(pl.Plan, group, AbortArgs(&pl.Request.Request, JobName(group), s.StateNamespace), ic, s.StateNamespace, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.clearForJob(ctx, group, ic, true); err != nil {
+		return nil, err
+	}
+	return s.startJob(ctx, job, nil)
 }
 
 func planJSON(p *plan.Plan) ([]byte, error) {
@@ -286,8 +363,9 @@ func planJSON(p *plan.Plan) ([]byte, error) {
 
 // clearForJob refuses what the Job would fail on (no ServiceAccount, a
 // live run, a Job still running) and deletes the finished Job of an
-// earlier run.
-func (s *Session) clearForJob(ctx context.Context, group string, ic InCluster) error {
+// earlier run; supersede (abort) deletes a Job of a run that holds no
+// lock even where it has not ended: the new Job takes its place.
+func (s *Session) clearForJob(ctx context.Context, group string, ic InCluster, supersede bool) error {
 	ns := s.StateNamespace
 	if _, err := s.Client.CoreV1().ServiceAccounts(ns).Get(ctx, ic.ServiceAccount, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		return Usagef("cannot run in the cluster: no ServiceAccount %q in namespace %q; apply deploy/in-cluster.yaml (docs/in-cluster.md) or name one with --service-account", ic.ServiceAccount, ns)
@@ -299,17 +377,24 @@ func (s *Session) clearForJob(ctx context.Context, group string, ic InCluster) e
 	}
 	jobs := s.Client.BatchV1().Jobs(ns)
 	old, err := jobs.Get(ctx, JobName(group), metav1.GetOptions{})
+	if err == nil && !JobEnded(old) && supersede {
+		// A run that stopped as asked (cancel) ends its Job: who follows
+		// it sees it end, not vanish.
+		old, err = s.awaitJobEnd(ctx, old, jobEndWait)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("cannot run in the cluster: error when reading Job %q: %w", JobName(group), err)
-	case !JobEnded(old):
+	case !JobEnded(old) && !supersede:
 		return Usagef("cannot run in the cluster: Job %q in namespace %q still runs the last run of %q; follow it with \"kubectl nodeupgrade status %s -w\", or stop it with cancel", old.Name, ns, group, group)
+	case !JobEnded(old):
+		fmt.Fprintf(s.Out, "deleting Job %s/%s of the stopped run, which would start it again\n", ns, old.Name)
 	}
 	// Its pods and its plan go with it, before the new Job takes the names.
 	if err := jobs.Delete(ctx, old.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("cannot run in the cluster: error when deleting the finished Job %q of the last run: %w", old.Name, err)
+		return fmt.Errorf("cannot run in the cluster: error when deleting Job %q of the last run: %w", old.Name, err)
 	}
 	for {
 		if _, err := jobs.Get(ctx, old.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
@@ -323,8 +408,29 @@ func (s *Session) clearForJob(ctx context.Context, group string, ic InCluster) e
 	}
 }
 
-// startJob creates job suspended, its plan, and starts it; on a failure it
-// deletes the Job, and the plan goes with it.
+// jobEndWait is how long abort gives the Job of a run that stopped to end
+// on its own (its pod exited 8) before it deletes it.
+var jobEndWait = 20 * time.Second
+
+// awaitJobEnd waits up to d for job to end, and returns it as it is then.
+func (s *Session) awaitJobEnd(ctx context.Context, job *batchv1.Job, d time.Duration) (*batchv1.Job, error) {
+	deadline := time.Now().Add(d)
+	for !JobEnded(job) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		var err error
+		if job, err = s.Client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	return job, nil
+}
+
+// startJob creates job suspended, its plan (data; nil: none), and starts
+// it; on a failure it deletes the Job, and the plan goes with it.
 func (s *Session) startJob(ctx context.Context, job *batchv1.Job, data []byte) (*batchv1.Job, error) {
 	jobs := s.Client.BatchV1().Jobs(job.Namespace)
 	job.Spec.Suspend = ptr.To(true)
@@ -332,7 +438,7 @@ func (s *Session) startJob(ctx context.Context, job *batchv1.Job, data []byte) (
 	if err != nil {
 		return nil, fmt.Errorf("cannot run in the cluster: error when creating Job %q: %w", job.Name, err)
 	}
-	cmName := job.Spec.Template.Spec.Volumes[0].ConfigMap.Name
+	cmName := planConfigMapName(job.Annotations[state.GroupAnnotation])
 	undo := func(err error) (*batchv1.Job, error) {
 		// Even when ctx was cancelled: nothing stays behind. The plan goes
 		// with its Job, but only once the garbage collector gets to it.
@@ -353,8 +459,10 @@ func (s *Session) startJob(ctx context.Context, job *batchv1.Job, data []byte) (
 		},
 		Data: map[string]string{PlanKey: string(data)},
 	}
-	if _, err := s.Client.CoreV1().ConfigMaps(job.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		return undo(fmt.Errorf("cannot run in the cluster: error when saving the plan in ConfigMap %q: %w", cm.Name, err))
+	if data != nil {
+		if _, err := s.Client.CoreV1().ConfigMaps(job.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return undo(fmt.Errorf("cannot run in the cluster: error when saving the plan in ConfigMap %q: %w", cm.Name, err))
+		}
 	}
 	started, err := jobs.Patch(ctx, created.Name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{})
 	if err != nil {

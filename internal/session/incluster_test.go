@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,6 +71,59 @@ func TestBuildJob(t *testing.T) {
 		t.Run(ch.name, func(t *testing.T) {
 			if !ch.ok {
 				t.Errorf("job: %+v", job)
+			}
+		})
+	}
+}
+
+// TestRollbackJobRollsBack: a rollback's plan handed to a Job is run by
+// its pod rolling back, not forward (which would undo the rollback).
+func TestRollbackJobRollsBack(t *testing.T) {
+	for _, rollback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rollback %v", rollback), func(t *testing.T) {
+			pl := inClusterPlan()
+			pl.Request.Rollback = rollback
+			job, err := BuildJob(pl, pl.Request, InCluster{Image: "img", ServiceAccount: "sa"}, "kube-system")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Contains(job.Spec.Template.Spec.Containers[0].Args, "--"+RollbackFlag); got != rollback {
+				t.Errorf("args %q: --%s %v, want %v", job.Spec.Template.Spec.Containers[0].Args, RollbackFlag, got, rollback)
+			}
+		})
+	}
+}
+
+// TestNotOnGreen: a blue/green run's Job keeps off green too, which its
+// rollback drains: every term is off the group and off green.
+func TestNotOnGreen(t *testing.T) {
+	notIn := func(k, v string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpNotIn, Values: []string{v}}
+	}
+	tests := []struct {
+		name string
+		bg   *plan.BlueGreenPlan
+		want []corev1.NodeSelectorTerm
+	}{
+		{"green selected", &plan.BlueGreenPlan{GreenSelector: "pool=green,tier in (a)"}, []corev1.NodeSelectorTerm{
+			{MatchExpressions: []corev1.NodeSelectorRequirement{notIn("ng", "demo"), notIn("pool", "green")}},
+			{MatchExpressions: []corev1.NodeSelectorRequirement{notIn("ng", "demo"), notIn("tier", "a")}},
+		}},
+		{"green labelled with its name", &plan.BlueGreenPlan{Green: "demo-green", GreenLabel: "eks.amazonaws.com/nodegroup"}, []corev1.NodeSelectorTerm{
+			{MatchExpressions: []corev1.NodeSelectorRequirement{notIn("ng", "demo"), notIn("eks.amazonaws.com/nodegroup", "demo-green")}},
+		}},
+		{"green in the group", &plan.BlueGreenPlan{Green: "demo-v2"}, []corev1.NodeSelectorTerm{
+			{MatchExpressions: []corev1.NodeSelectorRequirement{notIn("ng", "demo")}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			aff, err := notOnGroup(&plan.Plan{NodeGroup: "demo", NodeGroupLabel: "ng", BlueGreen: tt.bg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; !equality.Semantic.DeepEqual(got, tt.want) {
+				t.Errorf("terms %+v, want %+v", got, tt.want)
 			}
 		})
 	}

@@ -18,20 +18,31 @@ import (
 )
 
 // runReport keeps this attempt's journal in the node group's report
-// history: at each batch's end (at most every reportEvery) and at the end.
+// history: soon after each change a report shows (coalesced: at most one
+// write every flushEvery), and at the end, so that a run killed loses at
+// most the last flushEvery of its journal.
 type runReport struct {
-	s         *Session
-	pl        *Planned
-	rec       *state.Record
-	journal   *report.Journal
-	mu        sync.Mutex
-	base      report.History // as before this attempt
+	s       *Session
+	pl      *Planned
+	rec     *state.Record
+	journal *report.Journal
+	base    report.History // as before this attempt
+	ctx     context.Context
+	every   time.Duration
+
+	mu     sync.Mutex // one write at a time
+	ended  bool       // the attempt's last report is written
+	warned bool
+
+	tmu       sync.Mutex // the coalescing of writes
+	timer     *time.Timer
 	lastSaved time.Time
-	warned    bool
+	closed    bool
 }
 
-// reportEvery bounds how often a run writes its report during batches.
-const reportEvery = 30 * time.Second
+// flushEvery bounds how often a run writes its report: the ConfigMap is
+// written at most this often however fast its nodes move.
+const flushEvery = 3 * time.Second
 
 // startReport begins the report of the attempt of rec's run; nil (and a
 // warning) when the history cannot be read: the run goes on without.
@@ -49,22 +60,44 @@ func (s *Session) startReport(ctx context.Context, pl *Planned, rec *state.Recor
 		}
 		batches = append(batches, names)
 	}
-	return &runReport{s: s, pl: pl, rec: rec, base: base, journal: report.NewJournal(time.Now, batches)}
+	r := &runReport{s: s, pl: pl, rec: rec, base: base, ctx: ctx, every: flushEvery, journal: report.NewJournal(time.Now, batches)}
+	r.journal.OnChange(r.changed)
+	return r
 }
 
-// progressed writes the report at a batch's end, now and then.
-func (r *runReport) progressed(ctx context.Context, st plan.State) {
-	if r == nil || st.Phase != plan.PhaseRecover || time.Since(r.lastSaved) < reportEvery {
+// changed schedules a write of the report: at once when the last one is
+// flushEvery old, else when it will be; a write scheduled takes every
+// change until it happens.
+func (r *runReport) changed() {
+	if r == nil {
 		return
 	}
-	r.save(ctx, "running", nil)
+	r.tmu.Lock()
+	defer r.tmu.Unlock()
+	if r.closed || r.timer != nil {
+		return
+	}
+	r.timer = time.AfterFunc(max(r.every-time.Since(r.lastSaved), 0), func() {
+		r.tmu.Lock()
+		r.timer, r.lastSaved = nil, time.Now()
+		r.tmu.Unlock()
+		r.save(r.ctx, "running", nil, false)
+	})
 }
 
-// finish writes the report of the attempt that ended with err.
+// finish writes the report of the attempt that ended with err: always,
+// even when ctx was cancelled, and nothing after it.
 func (r *runReport) finish(ctx context.Context, err error) {
 	if r == nil {
 		return
 	}
+	r.tmu.Lock()
+	r.closed = true
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	r.tmu.Unlock()
 	outcome := "finished"
 	var finished *time.Time
 	switch {
@@ -76,20 +109,25 @@ func (r *runReport) finish(ctx context.Context, err error) {
 	default:
 		outcome = output.OneLine(err.Error(), 300)
 	}
-	r.save(ctx, outcome, finished)
+	r.save(ctx, outcome, finished, true)
 }
 
-func (r *runReport) save(ctx context.Context, outcome string, finished *time.Time) {
+// save writes the history with this attempt as far as it got; last says
+// it is the attempt's last write, after which no other is made.
+func (r *runReport) save(ctx context.Context, outcome string, finished *time.Time, last bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ended {
+		return
+	}
+	r.ended = last
 	run := r.journal.Run()
 	run.Outcome, run.FinishedAt, run.Strategy = outcome, finished, r.pl.Strategy
 	run.Estimate = report.Duration(r.pl.EstimatedDuration())
 	run.PairReplacements(r.replacements(ctx))
 	h := report.History{Runs: append([]report.Run(nil), r.base.Runs...)}
 	h.Add(r.rec.StartedAt, run)
-	r.lastSaved = time.Now()
-	if err := r.s.Store().SaveReports(ctx, r.pl.Request.RecordName(), &h); err != nil && !r.warned {
+	if err := r.s.Store().SaveReports(ctx, r.pl.Request.RecordName(), &h); err != nil && !r.warned && ctx.Err() == nil {
 		r.warned = true
 		fmt.Fprintf(r.s.ErrOut, "warning: %v (the upgrade goes on)\n", err)
 	}
@@ -130,7 +168,7 @@ func (s *Session) withReport(ctx context.Context, pl *Planned, rec *state.Record
 	cfg.Events.Observe(rep.journal.NodeEvent)
 	onProgress := cfg.OnProgress
 	cfg.OnProgress = func(ctx context.Context, st plan.State, done []string) error {
-		rep.progressed(ctx, st)
+		rep.changed() // a new node's Ready is read when the report is written
 		return onProgress(ctx, st, done)
 	}
 	return rep

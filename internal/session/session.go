@@ -82,6 +82,30 @@ func (s *Session) Holder(ctx context.Context, group string) *state.HeldError {
 	return held
 }
 
+// WaitOutLock waits while group's lock is held by a holder WaitsOutLock
+// names (an earlier pod of this Job, killed), until its lease runs out or
+// it gives the lock up: a command that reads the lock before it takes it
+// (abort) sees then what the killed pod left.
+func (s *Session) WaitOutLock(ctx context.Context, group string) error {
+	told := ""
+	for {
+		held := s.Holder(ctx, group)
+		if held == nil || s.WaitsOutLock == nil || !s.WaitsOutLock(held.Holder) {
+			return nil
+		}
+		if told != held.Holder {
+			told = held.Holder
+			fmt.Fprintf(s.ErrOut, "waiting for the lock of %q: %q, an earlier pod of this Job, holds it until it renews it no more (at the latest in %s)\n",
+				group, held.Holder, max(time.Until(held.Expires), 0).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(max(time.Until(held.Expires), 0)+100*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
 // acquire takes lock, waiting out a holder WaitsOutLock names until its
 // lease runs out or it gives the lock up.
 func (s *Session) acquire(ctx context.Context, lock *state.Lock) error {

@@ -58,6 +58,30 @@ type Journal struct {
 	phase  string
 	cur    int // 1-based batch of the phase, 0 none
 	since  time.Time
+	// changed is told, outside the lock, of each change a report shows:
+	// a phase entered, a milestone, a block begun or ended.
+	changed func()
+}
+
+// OnChange has f told of each change a report shows (a phase entered, a
+// node's milestone, a refused eviction begun or ended), not of a block's
+// repeated refusals: the run writes its report then, and a run killed
+// loses no more than what was not written yet.
+func (j *Journal) OnChange(f func()) {
+	if j != nil {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.changed = f
+	}
+}
+
+// unlockTelling unlocks j and, if it changed, tells OnChange's f.
+func (j *Journal) unlockTelling(changed bool) {
+	f := j.changed
+	j.mu.Unlock()
+	if changed && f != nil {
+		f()
+	}
 }
 
 // NewJournal starts a journal; batches are the plan's node names by batch.
@@ -81,11 +105,14 @@ func (j *Journal) node(name string) *Node {
 	return n
 }
 
-func stamp(field **time.Time, at time.Time) {
-	if *field == nil {
-		t := at.UTC().Truncate(time.Second)
-		*field = &t
+// stamp sets field to at, unless set: it reports whether it did.
+func stamp(field **time.Time, at time.Time) bool {
+	if *field != nil {
+		return false
 	}
+	t := at.UTC().Truncate(time.Second)
+	*field = &t
+	return true
 }
 
 // Enter notes the run entering phase (of batch, 1-based; 0 none).
@@ -94,7 +121,7 @@ func (j *Journal) Enter(phase string, batch int) {
 		return
 	}
 	j.mu.Lock()
-	defer j.mu.Unlock()
+	defer j.unlockTelling(true)
 	now := j.now()
 	j.closePhase(now)
 	j.phase, j.cur, j.since = phase, batch, now
@@ -129,21 +156,22 @@ func (j *Journal) NodeEvent(node, reason string) {
 		return
 	}
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	n, now := j.node(node), j.now()
+	changed := true
 	switch reason {
 	case ReasonTainted:
-		stamp(&n.Tainted, now)
+		changed = stamp(&n.Tainted, now)
 	case ReasonDraining:
-		stamp(&n.DrainStart, now)
+		changed = stamp(&n.DrainStart, now)
 	case ReasonDrained:
-		stamp(&n.Drained, now)
+		changed = stamp(&n.Drained, now)
 		j.release(n, "", now)
 	case ReasonCordoned:
-		stamp(&n.Cordoned, now)
+		changed = stamp(&n.Cordoned, now)
 	case ReasonRemoved:
-		stamp(&n.Removed, now)
+		changed = stamp(&n.Removed, now)
 	}
+	j.unlockTelling(changed)
 }
 
 // Blocked notes a refused eviction of pod on node by pdb ("" none named):
@@ -153,16 +181,17 @@ func (j *Journal) Blocked(node, pod, pdb string) {
 		return
 	}
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	n, now := j.node(node), j.now().UTC()
 	for i := range n.Blocks {
 		if b := &n.Blocks[i]; b.open && b.Pod == pod && b.PDB == pdb {
 			b.Refusals++
 			b.To = now
+			j.unlockTelling(false)
 			return
 		}
 	}
 	n.Blocks = append(n.Blocks, Block{Pod: pod, PDB: pdb, From: now, To: now, Refusals: 1, open: true})
+	j.unlockTelling(true)
 }
 
 // Left notes pod gone from node (evicted or deleted): its blocks end.
@@ -171,17 +200,20 @@ func (j *Journal) Left(node, pod string) {
 		return
 	}
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.release(j.node(node), pod, j.now())
+	j.unlockTelling(j.release(j.node(node), pod, j.now()))
 }
 
-// release ends the open blocks of pod ("" every pod) on n at now.
-func (j *Journal) release(n *Node, pod string, now time.Time) {
+// release ends the open blocks of pod ("" every pod) on n at now, and
+// reports whether any was open.
+func (j *Journal) release(n *Node, pod string, now time.Time) bool {
+	ended := false
 	for i := range n.Blocks {
 		if b := &n.Blocks[i]; b.open && (pod == "" || b.Pod == pod) {
 			b.open, b.To = false, now.UTC()
+			ended = true
 		}
 	}
+	return ended
 }
 
 // Run is the attempt so far, as the History keeps it: open blocks and

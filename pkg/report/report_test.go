@@ -187,3 +187,36 @@ func TestMergeKeepsTheFirstMilestones(t *testing.T) {
 		t.Errorf("merged %+v", h.Runs)
 	}
 }
+
+// TestJournalTellsWhatAReportShows: OnChange hears of each change a report
+// shows, and not of what only repeats (a refusal again, a milestone again).
+func TestJournalTellsWhatAReportShows(t *testing.T) {
+	c := &fakeClock{t: start}
+	j := NewJournal(c.now, [][]string{{"n1"}})
+	told := 0
+	j.OnChange(func() { told++ })
+	steps := []struct {
+		name string
+		do   func()
+		tell bool
+	}{
+		{"a phase entered", func() { j.Enter("Drain", 1) }, true},
+		{"drain start", func() { j.NodeEvent("n1", ReasonDraining) }, true},
+		{"drain start again", func() { j.NodeEvent("n1", ReasonDraining) }, false},
+		{"a refused eviction", func() { j.Blocked("n1", "app/web-0", "app/web") }, true},
+		{"refused again", func() { j.Blocked("n1", "app/web-0", "app/web") }, false},
+		{"the pod left", func() { j.Left("n1", "app/web-0") }, true},
+		{"a pod with no block left", func() { j.Left("n1", "app/db-0") }, false},
+		{"drained", func() { j.NodeEvent("n1", ReasonDrained) }, true},
+		{"removed", func() { j.NodeEvent("n1", ReasonRemoved) }, true},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			before := told
+			s.do()
+			if got := told > before; got != s.tell {
+				t.Errorf("told %v, want %v", got, s.tell)
+			}
+		})
+	}
+}

@@ -13,8 +13,9 @@ import (
 )
 
 // reportKey holds a node group's report.History in its own ConfigMap:
-// written at batch ends and at a run's end, never with each record save,
-// and out of List's records (it carries no ManagedByLabel).
+// written as the run goes (at most every few seconds) and at its end,
+// never with each record save, and out of List's records (it carries no
+// ManagedByLabel).
 const reportKey = "report.json"
 
 // ReportName is the name of the ConfigMap of a node group's reports.

@@ -121,18 +121,24 @@ func applyDoc(ctx context.Context, doc string) error {
 
 // kubelet runs the pods of one Job as processes, as the comment above
 // says; kill says, for the n-th pod (0-based), after which line of its
-// output to kill it ("" never).
+// output to kill it ("" never): killAfter later.
 type kubelet struct {
-	t      *testing.T
-	ns     string
-	job    string
-	env    []string // the cloud's environment
-	notOn  func(node string) bool
-	kill   []string
-	mu     sync.Mutex
-	pods   []string // the pods started, in order
-	killed int
+	t        *testing.T
+	ns       string
+	job      string
+	env      []string // the cloud's environment
+	notOn    func(node string) bool
+	kill     []string
+	mu       sync.Mutex
+	pods     []string // the pods started, in order
+	killed   int
+	killedAt []time.Time
 }
+
+// killAfter is how long after its kill point's line a pod is killed:
+// longer than a run takes to write its report (at most every 3 s), so
+// that what came before the line is in it.
+const killAfter = 5 * time.Second
 
 // serve starts each Running pod of the Job as it comes, until ctx ends.
 func (k *kubelet) serve(ctx context.Context) {
@@ -173,9 +179,11 @@ func (k *kubelet) run(ctx context.Context, p *corev1.Pod) {
 	}
 	b := startBackground(k.t, cmd)
 	if n < len(k.kill) && k.kill[n] != "" && b.waitFor(k.kill[n]) {
+		time.Sleep(killAfter)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		k.mu.Lock()
 		k.killed++
+		k.killedAt = append(k.killedAt, time.Now())
 		k.mu.Unlock()
 	}
 	code, out := b.wait(k.t, 10*time.Minute)
@@ -369,7 +377,9 @@ func TestInClusterRunSurvivesItsPodKilledTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := startKubelet(t, ns, name, g.env(), "cordoned", "cordoned")
-	run := startBackground(t, g.cmd(submitter, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "2s",
+	// A post-drain wait longer than killAfter: each pod is killed in its
+	// batch, before the batch's end, after its report has written the drain.
+	run := startBackground(t, g.cmd(submitter, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "10s",
 		"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes"))
 	code, out := run.wait(t, 9*time.Minute)
 	t.Logf("run --in-cluster:\n%s", out)
@@ -390,6 +400,29 @@ func TestInClusterRunSurvivesItsPodKilledTwice(t *testing.T) {
 	}
 	assertNoViolations(t, watcher.Stop())
 	g.assertFinished(t)
+	k.mu.Lock()
+	firstKill := k.killedAt[0]
+	k.mu.Unlock()
+	assertReportedDrainedBefore(t, ns, name, firstKill)
+}
+
+// assertReportedDrainedBefore checks that the report of group's last run
+// has a node drained before a pod of the run was killed at kill: written
+// by the killed pod, not only by the one that resumed.
+func assertReportedDrainedBefore(t *testing.T, ns, group string, kill time.Time) {
+	t.Helper()
+	h, err := (&state.Store{Client: client, Namespace: ns}).LoadReports(testContext(t, time.Minute), group)
+	if err != nil || len(h.Runs) == 0 {
+		t.Fatalf("report of %q: %v, %d runs", group, err, len(h.Runs))
+	}
+	run := h.Runs[0] // the newest
+	for _, n := range run.Nodes {
+		if n.Drained != nil && !n.Drained.After(kill) {
+			t.Logf("node %s drained at %s, its pod killed at %s", n.Name, n.Drained.Format(time.RFC3339), kill.UTC().Format(time.RFC3339))
+			return
+		}
+	}
+	t.Errorf("the report (%d attempts) has no node drained before the first pod was killed at %s: the killed pod's journal was lost", run.Attempts, kill.UTC().Format(time.RFC3339))
 }
 
 // TestInClusterRunWithoutAVerbFails runs a Job whose ServiceAccount's Role
@@ -434,5 +467,99 @@ func bindSubmitter(t *testing.T, user, ns string) {
 	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
+	}
+}
+
+// TestInClusterAbortPutsTheGroupBack aborts an in-cluster run from a Job
+// of its own: refused while the run is alive, then with --wait the run is
+// asked to stop (its pod exits 8 and its Job ends), and the abort's Job
+// puts the group back: its original sizes, nothing tainted, cordoned or
+// annotated, the record marked aborted.
+func TestInClusterAbortPutsTheGroupBack(t *testing.T) {
+	t.Parallel()
+	const name, ns = "incl-abort", state.DefaultNamespace
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	inClusterEnv(t, ns, nil)
+	submitter := boundUser(t, "submitter")
+	bindSubmitter(t, "submitter", ns)
+	ctx := testContext(t, 10*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := startKubelet(t, ns, name, g.env())
+	inCluster := []string{"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes"}
+	run := startBackground(t, g.cmd(submitter, append([]string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "2s"}, inCluster...)...))
+	if !run.waitFor("in flight") { // the followed run is draining a node
+		t.Fatalf("the run never drained a node:\n%s", run.output())
+	}
+	live := runCmd(t, g.cmd(submitter, append([]string{"abort", name}, inCluster...)...))
+	if live.code != nodeupgrade.ExitUsage || !strings.Contains(live.stderr, "abort --wait") {
+		t.Fatalf("abort --in-cluster of a live run: %s; want exit %d, refused, naming abort --wait", live, nodeupgrade.ExitUsage)
+	}
+	abort := runCmd(t, g.cmd(submitter, append([]string{"abort", name, "--wait"}, inCluster...)...))
+	t.Logf("abort --in-cluster --wait: %s", abort)
+	if abort.code != nodeupgrade.ExitOK || !strings.Contains(abort.stdout, "aborted") {
+		t.Fatalf("abort --in-cluster --wait exit %d, want %d and the run aborted", abort.code, nodeupgrade.ExitOK)
+	}
+	if code, out := run.wait(t, time.Minute); code != nodeupgrade.ExitPaused {
+		t.Errorf("the run abort stopped: exit %d, want %d:\n%s", code, nodeupgrade.ExitPaused, out)
+	}
+	pods, _ := k.started()
+	if len(pods) != 2 || !strings.Contains(abort.stdout, "pod "+pods[1]) {
+		t.Errorf("pods %v: want the run's, then the abort's, which abort followed", pods)
+	}
+	g.stableAtOriginalSizes(t, ctx)
+	for _, n := range groupNodes(t, ctx, groupKey, name) {
+		if _, ok := n.Annotations[scaleDownDisabled]; ok {
+			t.Errorf("node %q still has %s", n.Name, scaleDownDisabled)
+		}
+	}
+	assertUntouched(t, ctx, groupKey, name)
+	if rec, err := (&state.Store{Client: client, Namespace: ns}).Load(ctx, name); err != nil || rec == nil || rec.AbortedAt == nil {
+		t.Errorf("record %+v (%v): want it marked aborted", rec, err)
+	}
+	assertNoViolations(t, watcher.Stop())
+}
+
+// TestInClusterBlueGreenRollback rolls a blue/green in-cluster run back
+// from a Job: the run left soaking (--no-wait), rollback --in-cluster
+// hands the rollback to a new Job, whose pod runs it (not a run forward):
+// green drained and deleted, blue back at its sizes and schedulable.
+func TestInClusterBlueGreenRollback(t *testing.T) {
+	t.Parallel()
+	const name, ns = "incl-bg", state.DefaultNamespace
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	inClusterEnv(t, ns, nil)
+	submitter := boundUser(t, "submitter")
+	bindSubmitter(t, "submitter", ns)
+	ctx := testContext(t, 10*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := startKubelet(t, ns, name, g.env())
+	inCluster := []string{"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes"}
+	r := runCmd(t, g.cmd(submitter, append([]string{"run", name, "--strategy", "blue-green", "--ami", "ami-new", "--batch-node-count", "3",
+		"--node-pool-soak", "1h", "--no-wait", "--post-drain-wait", "0s"}, inCluster...)...))
+	if r.code != nodeupgrade.ExitPaused {
+		t.Fatalf("run --in-cluster --no-wait: %s; want exit %d at the soak", r, nodeupgrade.ExitPaused)
+	}
+	rb := runCmd(t, g.cmd(submitter, append([]string{"rollback", name}, inCluster...)...))
+	t.Logf("rollback --in-cluster: %s", rb)
+	if rb.code != nodeupgrade.ExitOK || !strings.Contains(rb.stdout, "rolled back") {
+		t.Fatalf("rollback --in-cluster exit %d, want %d and the run rolled back", rb.code, nodeupgrade.ExitOK)
+	}
+	if pods, _ := k.started(); len(pods) != 2 || !strings.Contains(rb.stdout, "pod "+pods[1]) {
+		t.Errorf("pods %v: want the run's, then the rollback's, which rollback followed", pods)
+	}
+	assertNoViolations(t, watcher.Stop())
+	if slices.Contains(g.srv.Groups(), name+"-v2") {
+		t.Errorf("green was not deleted: %v", g.srv.Groups())
+	}
+	g.stableAtOriginalSizes(t, ctx)
+	assertUntouched(t, ctx, groupKey, name)
+	if rec, err := (&state.Store{Client: client, Namespace: ns}).Load(ctx, name); err != nil || rec == nil || rec.FinishedAt == nil || rec.LastError != "" {
+		t.Errorf("record %+v (%v): want the rollback finished", rec, err)
 	}
 }
