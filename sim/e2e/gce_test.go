@@ -358,6 +358,16 @@ func TestGCEAbort(t *testing.T) {
 			t.Fatalf("abort: %s", a)
 		}
 		g.assertAborted(t)
+		// The first run after abort, towards the same target, is a run,
+		// not a rollback (issue 41 item 8).
+		r := g.run(t, args...)
+		if r.code != nodeupgrade.ExitOK || strings.Contains(r.stdout, "rolling back") || strings.Contains(r.stdout, "rolled back") {
+			t.Fatalf("the run after abort: %s", r)
+		}
+		if st := g.run(t, "status", name, "-o", "json"); st.code != nodeupgrade.ExitOK || strings.Contains(st.stdout, "rollbackFrom") || strings.Contains(st.stdout, "rolled back") {
+			t.Errorf("status of the run after abort: %s", st)
+		}
+		g.assertFinished(t, 6)
 	})
 	t.Run("blue-green soak", func(t *testing.T) {
 		t.Parallel()
