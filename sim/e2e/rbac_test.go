@@ -110,7 +110,10 @@ func TestEveryCommandAsLeastPrivilegedUser(t *testing.T) {
 		t.Fatalf("the rolled back run exit %d, want %d having rolled back:\n%s", code, nodeupgrade.ExitOK, out)
 	}
 
-	// a third run, paused, resumed, and its node pool soak completed
+	// a third run, paused, resumed, and its node pool soak completed,
+	// once the rollback's moved pods are Ready again (or it is refused:
+	// pdb-zero-disruptions)
+	waitPDBAllows(t, name, "web", 1)
 	full := append(slices.Clone(bg[:len(bg)-1]), "--batch-soak", "1s", "--node-pool-soak", "1h", "--yes")
 	run = startBackground(t, g.cmd(upgraderKC, full...))
 	if !run.waitFor("node pool soak: ") {

@@ -148,16 +148,17 @@ func TestBadWindowChangesNothing(t *testing.T) {
 func TestGKEWindowPausesTheSurge(t *testing.T) {
 	t.Parallel()
 	const name = "gke-window"
-	g := setupGKEPool(t, name, gkePoolSpec{launchDelay: 3 * time.Second}, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
+	g := setupGKEPool(t, name, gkePoolSpec{launchDelay: 8 * time.Second}, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
 	watch, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The first window is open now and closes 9 s from now, while GKE
-	// upgrades the first or second node (about 6 s each); the next opens
-	// 40 s from now.
+	// The first window is open now and closes 15 s from now, while GKE
+	// upgrades the first node (about 16 s each; a loaded CI machine took
+	// 9 s to start the update, and 3 nodes of 6 s each were done before a
+	// close at 9 s); the next opens 75 s from now.
 	now := time.Now().Truncate(time.Second)
-	closes, opens := now.Add(9*time.Second), now.Add(40*time.Second)
+	closes, opens := now.Add(15*time.Second), now.Add(75*time.Second)
 	cmd := g.cmd("run", name, "--yes", "--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--node-version", gkeNew,
 		"--window", windowAt(now.Add(-time.Second), closes), "--window", windowAt(opens, opens.Add(10*time.Minute)))
 	cmd.Env = append(cmd.Env, "TZ=UTC")

@@ -41,33 +41,33 @@ func (s *Server) kubeNodes() (onLaunch, onDelete func(context.Context, gcefake.I
 }
 
 // reportVersion sets the node's kubelet version once kwok has made it
-// Ready (kwok writes nodeInfo when it initializes a node, never after).
+// Ready (kwok writes nodeInfo when it initializes a node), and sets it
+// again until it is seen kept three looks in a row: under load kwok's own
+// status writes conflicted with it more often than a few retries take,
+// or came after it, and the node kept kwok's version.
 func (s *Server) reportVersion(ctx context.Context, name, version string) error {
-	for {
+	for kept := 0; kept < 3; {
 		n, err := s.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
 			return err
-		}
-		if ready(n) {
-			break
+		case !ready(n):
+		case n.Status.NodeInfo.KubeletVersion == version:
+			kept++
+		default:
+			kept = 0
+			n.Status.NodeInfo.KubeletVersion = version
+			if _, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				return err
+			}
 		}
 		if err := sleep(ctx, s.opts.PollEvery); err != nil {
 			return err
 		}
 	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := s.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Status.NodeInfo.KubeletVersion = version
-		_, err = s.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return nil
 }
 
 func ready(n *corev1.Node) bool {
