@@ -61,6 +61,11 @@ type testClient struct {
 	watched map[string]chan struct{}
 	all     chan struct{} // closed once all pods are watched
 	allOnce sync.Once
+	// nodesWatched is closed once the nodes are watched: the fake
+	// clientset drops what changes between an informer's list and its
+	// watch, so the fake group changes nodes only after it.
+	nodesWatched chan struct{}
+	nodesOnce    sync.Once
 	refuse  map[string]error // eviction answers by pod name
 	// afterEvict, if set, is told each accepted eviction, under the
 	// fake's lock (it may use the tracker, not the client): a test's
@@ -72,7 +77,15 @@ type testClient struct {
 }
 
 func newTestClient(objs ...runtime.Object) *testClient {
-	c := &testClient{Clientset: fake.NewClientset(objs...), watched: map[string]chan struct{}{}, all: make(chan struct{}), refuse: map[string]error{}}
+	c := &testClient{Clientset: fake.NewClientset(objs...), watched: map[string]chan struct{}{}, all: make(chan struct{}), refuse: map[string]error{},
+		nodesWatched: make(chan struct{})}
+	c.PrependWatchReactor("nodes", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := c.Tracker().Watch(corev1.SchemeGroupVersion.WithResource("nodes"), "", a.(k8stesting.WatchActionImpl).ListOptions)
+		if err == nil {
+			c.nodesOnce.Do(func() { close(c.nodesWatched) })
+		}
+		return true, w, err
+	})
 	c.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
 		opts := a.(k8stesting.WatchActionImpl).ListOptions
 		w, err := c.Tracker().Watch(podsResource, a.GetNamespace(), opts)
@@ -389,6 +402,7 @@ func (f *fakeGroup) Shrink(ctx context.Context, node string) error {
 	defer f.mu.Unlock()
 	f.sizes.Desired--
 	f.calls = append(f.calls, "Shrink "+node)
+	f.awaitNodeWatch()
 	if err := f.client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
@@ -399,6 +413,7 @@ func (f *fakeGroup) Shrink(ctx context.Context, node string) error {
 // remove terminates a node's machine and deletes the node; f.mu is held.
 func (f *fakeGroup) remove(ctx context.Context, node string) error {
 	delete(f.machines, node)
+	f.awaitNodeWatch()
 	err := f.client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -435,6 +450,7 @@ func (f *fakeGroup) fill(ctx context.Context) error {
 		case launchWrongVersion:
 			n.Labels[versionLabel] = "1"
 		}
+		f.awaitNodeWatch()
 		if _, err := f.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -494,6 +510,17 @@ func (f *fakeGroup) zoneCounts() []int {
 		out[slices.Index(f.zones, m.Zone)]++
 	}
 	return out
+}
+
+// awaitNodeWatch waits, up to 10 s, until the engine watches the nodes,
+// where the client tells (a testClient).
+func (f *fakeGroup) awaitNodeWatch() {
+	if c, ok := f.client.(*testClient); ok {
+		select {
+		case <-c.nodesWatched:
+		case <-time.After(10 * time.Second):
+		}
+	}
 }
 
 // settle waits until the engine's cache has the node (present) or not.
