@@ -147,26 +147,30 @@ func (a *aborter) cordonedByRun(n *corev1.Node, blue sets.Set[string]) bool {
 	return blue.Has(n.Name)
 }
 
-// blueCordoned are the nodes a blue/green run cordoned wholesale: blue
-// once the run got past creating green, and green during a rollback.
+// groupAborter is a strategy's run that replaces the whole group with
+// another (blue/green): abort takes its cordons off and deletes green.
+type groupAborter interface {
+	cordonedWholesale() sets.Set[string]
+	abortGreen(ctx context.Context) error
+}
+
+// wholeGroup is the run of a's strategy where it replaces the whole group.
+func (a *aborter) wholeGroup() (groupAborter, bool) {
+	newRun, ok := strategyRuns[a.strategy.Name()]
+	if !ok {
+		return nil, false
+	}
+	g, ok := newRun(a.Engine).(groupAborter)
+	return g, ok
+}
+
+// blueCordoned are the nodes a blue/green run cordoned wholesale (see
+// cordonedWholesale); none for a run of another strategy.
 func (a *aborter) blueCordoned() sets.Set[string] {
-	out := sets.New[string]()
-	if !a.traits.WholeGroup {
-		return out
+	if g, ok := a.wholeGroup(); ok {
+		return g.cordonedWholesale()
 	}
-	switch plan.Phase(a.cfg.Record.Phase) {
-	case "", plan.PhaseSetup, plan.PhasePrepareTarget, plan.PhaseCreateGreen:
-		return out
-	case plan.PhaseRollback:
-		blue := sets.New(a.cfg.Plan.OutdatedNames()...)
-		nodes, _ := a.groupNodes()
-		for _, n := range nodes {
-			if !blue.Has(n.Name) {
-				out.Insert(n.Name)
-			}
-		}
-	}
-	return out.Insert(a.cfg.Plan.OutdatedNames()...)
+	return sets.New[string]()
 }
 
 // releaseNodes takes the run's taint and cordon off the nodes.
@@ -205,8 +209,8 @@ func (a *aborter) restoreSizes(ctx context.Context) error {
 		a.logf("nothing recorded of %s %q: its sizes are left as they are", a.groupKind(), a.group.pool.GroupName())
 		return nil
 	}
-	if a.traits.WholeGroup {
-		return (&blueGreenRun{Engine: a.Engine}).abortGreen(ctx)
+	if g, ok := a.wholeGroup(); ok {
+		return g.abortGreen(ctx)
 	}
 	if cr.Original == nil {
 		a.logf("%s %q was not scaled up by the run", a.groupKind(), a.group.pool.GroupName())

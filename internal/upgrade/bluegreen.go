@@ -130,7 +130,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 		}
 	}
 	blueSizes, greenSizes := r.blueGreenSizes(orig)
-	if r.traits.GreenFromZero {
+	if r.autoscaled {
 		// The autoscaler takes blue's nodes away one by one, unevenly
 		// between zones: the group's own rebalancing would then terminate
 		// a blue node nobody drained. Held until blue is deleted.
@@ -161,7 +161,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 	if green != "" {
 		bg.UseGreen(green)
 	}
-	if r.traits.GreenFromZero {
+	if r.autoscaled {
 		return nil // green grows when blue's pods need it
 	}
 	if sel := r.greenSelector(); sel != "" {
@@ -178,7 +178,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 // original ones: blue pinned so nothing scales it and green as large; or,
 // autoscaled, blue free to shrink to 0 while green starts at 0 and grows.
 func (r *blueGreenRun) blueGreenSizes(orig plan.Sizes) (blue, green plan.Sizes) {
-	if r.traits.GreenFromZero {
+	if r.autoscaled {
 		return plan.Sizes{Min: 0, Desired: orig.Desired, Max: orig.Max}, plan.Sizes{Min: 0, Desired: 0, Max: orig.Max}
 	}
 	return plan.Sizes{Min: orig.Desired, Desired: orig.Desired, Max: orig.Desired}, orig
@@ -539,4 +539,23 @@ func greenWait(notReady, missingZones []string) string {
 		s += "; none yet in zones " + listNames(quoteEach(missingZones), waitNamesShown)
 	}
 	return s
+}
+
+// cordonedWholesale are the nodes the run cordoned wholesale: blue once
+// the run got past creating green, and green during a rollback.
+func (r *blueGreenRun) cordonedWholesale() sets.Set[string] {
+	out := sets.New[string]()
+	switch plan.Phase(r.cfg.Record.Phase) {
+	case "", plan.PhaseSetup, plan.PhasePrepareTarget, plan.PhaseCreateGreen:
+		return out
+	case plan.PhaseRollback:
+		blue := sets.New(r.cfg.Plan.OutdatedNames()...)
+		nodes, _ := r.groupNodes()
+		for _, n := range nodes {
+			if !blue.Has(n.Name) {
+				out.Insert(n.Name)
+			}
+		}
+	}
+	return out.Insert(r.cfg.Plan.OutdatedNames()...)
 }

@@ -34,11 +34,18 @@ type recovery struct {
 
 // waitRecovered is the Recover phase of batch i.
 func (e *Engine) waitRecovered(ctx context.Context, i int) error {
+	return e.recoverAfter(ctx, i, nil)
+}
+
+// recoverAfter is the Recover phase of batch i with the strategy's own
+// wait first (surge: the group's replacements), after an earlier batch's
+// recovery settled.
+func (e *Engine) recoverAfter(ctx context.Context, i int, first func(context.Context) error) error {
 	if err := e.settleRecovery(ctx); err != nil {
 		return err
 	}
-	if e.group.pool != nil && e.traits.SurgeReplaces {
-		if err := e.group.waitReplacements(ctx); err != nil {
+	if first != nil {
+		if err := first(ctx); err != nil {
 			return err
 		}
 	}

@@ -161,6 +161,12 @@ func (e *Engine) awaitRoom(ctx context.Context, what string, names []string, exc
 	return err
 }
 
+// batchNodesLeft are batch i's nodes that still exist: a node gone
+// meanwhile (the autoscaler removed it) has nothing left to drain.
+func (e *Engine) batchNodesLeft(i int) []string {
+	return slices.DeleteFunc(e.batchNodes(i), func(n string) bool { return !e.nodeExists(n) })
+}
+
 func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	e.evicted = e.evicted[:0]
 	defer func() {
@@ -168,16 +174,9 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 		e.recordRecovering(OwnersOf(e.evicted), e.intended)
 		e.intended = nil
 	}()
-	// A node gone meanwhile (the autoscaler removed it) has nothing left
-	// to drain.
-	names := slices.DeleteFunc(e.batchNodes(i), func(n string) bool { return !e.nodeExists(n) })
+	names := e.batchNodesLeft(i)
 	if len(names) == 0 {
 		return nil
-	}
-	if e.traits.CordonBeforeDrain {
-		if err := e.setUnschedulable(ctx, names, true); err != nil {
-			return err
-		}
 	}
 	if err := e.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
 		return err
@@ -252,6 +251,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (e *Engine) removeBatch(ctx context.Context, i int) error {
+	return e.removeBatchWith(ctx, i, e.removeNode)
+}
+
+// removeBatchWith removes batch i's drained nodes with remove, which
+// says what it did, and waits until their machines are gone.
+func (e *Engine) removeBatchWith(ctx context.Context, i int, remove func(context.Context, string) (string, error)) error {
 	if err := e.hooks.run(ctx, plan.HookPreTerminate, e.batchNodes(i)); err != nil {
 		return err
 	}
@@ -265,7 +270,8 @@ func (e *Engine) removeBatch(ctx context.Context, i int) error {
 		if err != nil {
 			return fmt.Errorf("error when removing node %q: %w", name, err)
 		}
-		removed, err := e.removeNode(ctx, name)
+		e.written.forget(name) // no write of the run's follows
+		removed, err := remove(ctx, name)
 		if err != nil {
 			return fmt.Errorf("error when removing node %q: %w", name, err)
 		}
@@ -276,50 +282,17 @@ func (e *Engine) removeBatch(ctx context.Context, i int) error {
 			return err
 		}
 	}
-	if err := e.group.awaitGone(ctx, leaving); err != nil {
-		return err
-	}
-	if e.traits.SurgeReplaces && e.group.pool != nil {
-		_, err := e.group.restoreMax(ctx)
-		return err
-	}
-	return nil
+	return e.group.awaitGone(ctx, leaving)
 }
 
-// removeNode takes a drained node out: where a surge node replaced it, its
-// machine goes with the desired size lowered while that is above the
-// recorded one; otherwise as the provider removes nodes (the group
-// replaces it). It returns what it did, for the log.
+// removeNode takes a drained node out as the provider removes nodes (the
+// group replaces it). It returns what it did, for the log.
 func (e *Engine) removeNode(ctx context.Context, name string) (string, error) {
-	e.written.forget(name) // no write of the run's follows
 	r, ok := e.cfg.Provider.(cloud.Remover)
 	if !ok {
 		return "", fmt.Errorf("cannot remove node %q: provider %q does not remove nodes", name, e.cfg.Provider.Name())
 	}
-	cr := e.cfg.Record.Cloud
-	if !e.traits.SurgeReplaces || e.group.pool == nil || cr == nil || cr.Original == nil {
-		return r.Describe(), r.RemoveNode(ctx, name)
-	}
-	sizes, err := e.group.pool.Sizes(ctx)
-	if err != nil {
-		return "", err
-	}
-	if sizes.Desired <= cr.Original.Desired {
-		return r.Describe(), r.RemoveNode(ctx, name)
-	}
-	if err := e.group.holdRebalance(ctx); err != nil {
-		return "", err
-	}
-	g, err := e.group.resizer()
-	if err != nil {
-		return "", err
-	}
-	if err := g.Shrink(ctx, name); err != nil {
-		return "", err
-	}
-	e.group.shrunk.Insert(name)
-	cr.LastDesired = sizes.Desired - 1
-	return "machine removed with the desired size lowered; a surge node replaced it", e.save(ctx)
+	return r.Describe(), r.RemoveNode(ctx, name)
 }
 
 // nodeWithMachine names a node of batch i with its machine's ID where the

@@ -24,8 +24,75 @@ func (r *surgeRun) steps() map[plan.Phase]step {
 	return map[plan.Phase]step{
 		plan.PhaseSetup:     unbatched(r.group.setup),
 		plan.PhaseSurge:     r.surge,
+		plan.PhaseDrain:     r.cordonThenDrain,
+		plan.PhaseRemove:    r.remove,
+		plan.PhaseRecover:   r.recover,
 		plan.PhaseScaleDown: unbatched(r.group.shrink.scaleDown),
 	}
+}
+
+// cordonThenDrain cordons the batch's nodes before their drain, as GKE's
+// surge does, so none takes pods while its neighbours drain.
+func (r *surgeRun) cordonThenDrain(ctx context.Context, i int) error {
+	if names := r.batchNodesLeft(i); len(names) > 0 {
+		if err := r.setUnschedulable(ctx, names, true); err != nil {
+			return err
+		}
+	}
+	return r.drainBatch(ctx, i)
+}
+
+// remove removes the batch's drained nodes, those the surge nodes replaced
+// with the desired size lowered, and brings max back down.
+func (r *surgeRun) remove(ctx context.Context, i int) error {
+	if r.group.pool == nil {
+		return r.removeBatch(ctx, i)
+	}
+	if err := r.removeBatchWith(ctx, i, r.removeReplaced); err != nil {
+		return err
+	}
+	_, err := r.group.restoreMax(ctx)
+	return err
+}
+
+// removeReplaced takes a drained node out: while the desired size is above
+// the recorded one a surge node replaced it, and its machine goes with the
+// desired size lowered; otherwise as the provider removes nodes (the group
+// replaces it).
+func (r *surgeRun) removeReplaced(ctx context.Context, name string) (string, error) {
+	cr := r.cfg.Record.Cloud
+	if cr == nil || cr.Original == nil {
+		return r.removeNode(ctx, name)
+	}
+	sizes, err := r.group.pool.Sizes(ctx)
+	if err != nil {
+		return "", err
+	}
+	if sizes.Desired <= cr.Original.Desired {
+		return r.removeNode(ctx, name)
+	}
+	if err := r.group.holdRebalance(ctx); err != nil {
+		return "", err
+	}
+	g, err := r.group.resizer()
+	if err != nil {
+		return "", err
+	}
+	if err := g.Shrink(ctx, name); err != nil {
+		return "", err
+	}
+	r.group.shrunk.Insert(name)
+	cr.LastDesired = sizes.Desired - 1
+	return "machine removed with the desired size lowered; a surge node replaced it", r.save(ctx)
+}
+
+// recover waits for the group's replacements of the batch's nodes, then
+// for the workloads, as every strategy's Recover does.
+func (r *surgeRun) recover(ctx context.Context, i int) error {
+	if r.group.pool == nil {
+		return r.waitRecovered(ctx, i)
+	}
+	return r.recoverAfter(ctx, i, r.group.waitReplacements)
 }
 
 // surge adds the batch's surge nodes and waits until they are Ready.

@@ -118,13 +118,6 @@ type Traits struct {
 	// OutdatedHeldOff: while batches run, no outdated node takes new pods
 	// (tainted or cordoned), so a batch's pods must fit on the others.
 	OutdatedHeldOff bool
-	// CordonBeforeDrain cordons a batch's nodes before their drain (GKE's
-	// surge) rather than after it (EKS's).
-	CordonBeforeDrain bool
-	// SurgeReplaces: a batch begins with surge nodes; its removals lower
-	// the desired size while it is above the recorded one, max follows,
-	// and the next batch waits for the group's replacements.
-	SurgeReplaces bool
 	// WholeGroup: every node of the group is replaced whatever it runs
 	// (blue is deleted at the end).
 	WholeGroup bool

@@ -128,7 +128,7 @@ func (surge) Summary(p *Plan) string {
 
 func (surge) Traits() Traits {
 	// GKE honours PDBs for up to an hour here, then deletes.
-	return Traits{DefaultMaxUnavailable: "0", DrainTimeout: time.Hour, DeleteAtTimeout: true, CordonBeforeDrain: true, SurgeReplaces: true, ScalesGroup: true, Rollback: RollbackInPlace}
+	return Traits{DefaultMaxUnavailable: "0", DrainTimeout: time.Hour, DeleteAtTimeout: true, ScalesGroup: true, Rollback: RollbackInPlace}
 }
 
 func (surge) First(f Flow) Phase {
