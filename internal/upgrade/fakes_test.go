@@ -66,7 +66,7 @@ type testClient struct {
 	// watch, so the fake group changes nodes only after it.
 	nodesWatched chan struct{}
 	nodesOnce    sync.Once
-	refuse  map[string]error // eviction answers by pod name
+	refuse       map[string]error // eviction answers by pod name
 	// afterEvict, if set, is told each accepted eviction, under the
 	// fake's lock (it may use the tracker, not the client): a test's
 	// controllers
