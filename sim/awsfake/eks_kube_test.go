@@ -15,13 +15,19 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
+// patientEKS gives an eviction time to wait for the replacement pod a
+// PDB waits on: on a loaded CI machine a kwok pod can take longer than
+// fastEKS's 3 s to be scheduled and Ready, and the update then fails with
+// PodEvictionFailure though nothing blocks it for good.
+var patientEKS = func() EKSOptions { o := fastEKS; o.EvictionTimeout = 30 * time.Second; return o }()
+
 // managedScene starts a Server on the shared cluster with cluster c1 at
 // 1.31 and a managed node group of 3 nodes over zones at 1.30, and an app
 // of 3 replicas pinned to it with the given PDB.
-func managedScene(t *testing.T, ctx context.Context, name string, pdb *intstr.IntOrString) (*Server, Nodegroup) {
+func managedScene(t *testing.T, ctx context.Context, name string, pdb *intstr.IntOrString, opts EKSOptions) (*Server, Nodegroup) {
 	t.Helper()
 	c := sharedCluster(t)
-	s, err := StartWithKube(ctx, c.Client, Options{LaunchDelay: 100 * time.Millisecond, EKS: fastEKS, Logf: t.Logf}, NodeOptions{})
+	s, err := StartWithKube(ctx, c.Client, Options{LaunchDelay: 100 * time.Millisecond, EKS: opts, Logf: t.Logf}, NodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +65,7 @@ func TestEKSUpdateDrainsHonouringPDBs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	one := intstr.FromInt32(1)
-	s, _ := managedScene(t, ctx, "mng-ok", &one)
+	s, _ := managedScene(t, ctx, "mng-ok", &one, patientEKS)
 	c := sharedCluster(t)
 	w, err := scenario.WatchPDBs(ctx, c.Client, "mng-ok")
 	if err != nil {
@@ -101,7 +107,7 @@ func TestEKSPodEvictionFailure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	zero := intstr.FromInt32(0)
-	s, _ := managedScene(t, ctx, "mng-pdb", &zero)
+	s, _ := managedScene(t, ctx, "mng-pdb", &zero, fastEKS)
 	c := sharedCluster(t)
 	e := pluginEKS(s)
 	u, _, err := e.StartVersionUpdate(ctx, "c1", "mng-pdb", awsprov.ManagedTarget{})
@@ -148,7 +154,7 @@ func TestEKSBlueGreenCalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	one := intstr.FromInt32(1)
-	s, blueNG := managedScene(t, ctx, "mng-bg", &one)
+	s, blueNG := managedScene(t, ctx, "mng-bg", &one, patientEKS)
 	p := awsprov.NewFromConfig(sdkConfig(s), awsprov.Options{})
 	g, _ := s.Group(blueNG.Resources.AutoScalingGroups[0].Name)
 	_, cluster, name, ok, err := p.FindManagedGroup(ctx, []string{g.Instances[0].ID})
