@@ -53,6 +53,17 @@ func (r *blueGreenRun) steps() map[plan.Phase]step {
 	return steps
 }
 
+// holdsOutdatedOff: cordonBlue cordons every blue node.
+func (r *blueGreenRun) holdsOutdatedOff() {}
+
+// soakName names the soak in progress lines.
+func (r *blueGreenRun) soakName() string {
+	if r.autoscaled {
+		return "wait period" // the autoscaler's, which moves the pods
+	}
+	return "node pool soak"
+}
+
 // green is the blue/green strategies' part of the run's record.
 func (r *blueGreenRun) green() *state.GreenRecord { return &r.group.cloudRecord().GreenRecord }
 
@@ -209,7 +220,7 @@ func (r *blueGreenRun) soak(ctx context.Context) error {
 		}
 		return &SoakingError{Until: *gr.SoakUntil}
 	}
-	return r.soakFor(ctx, left, plan.PhaseSoak, r.traits.SoakName)
+	return r.soakFor(ctx, left, plan.PhaseSoak, r.soakName())
 }
 
 func (r *blueGreenRun) completeRequested(ctx context.Context) bool {

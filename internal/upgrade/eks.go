@@ -30,6 +30,9 @@ func (r *eksRun) steps() map[plan.Phase]step {
 	}
 }
 
+// holdsOutdatedOff: taintAll keeps new pods off every outdated node.
+func (r *eksRun) holdsOutdatedOff() {}
+
 // scaleUp raises desired and max by the planned count, recording the sizes
 // before it does, so a re-run never inflates twice and the end restores
 // the sizes of before the run.

@@ -105,7 +105,6 @@ type Config struct {
 type Engine struct {
 	cfg      Config
 	strategy plan.Strategy
-	traits   plan.Traits
 	drainer  *drain.Drainer
 	drainOpt drain.Options // the drainer's, without the pod source watchCluster adds
 	evicted  []corev1.Pod
@@ -149,7 +148,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Second
 	}
-	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits(), gatedBatch: -1}
+	e := &Engine{cfg: cfg, strategy: strategy, gatedBatch: -1}
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
 	e.group = newCloudGroup(e)
 	e.hooks = &hookRunner{Engine: e}
