@@ -15,11 +15,11 @@ import (
 // scale it up, taint every outdated node, replace them in batches, scale
 // back down.
 func init() {
-	registerSteps(plan.StrategyEKS, func(e *Engine) strategyRun { return &eksRun{e} })
+	registerSteps(plan.StrategyEKS, func(t toolkit) strategyRun { return &eksRun{t} })
 }
 
 // eksRun is the eks strategy's execution.
-type eksRun struct{ *Engine }
+type eksRun struct{ toolkit }
 
 func (r *eksRun) steps() map[plan.Phase]step {
 	return map[plan.Phase]step{

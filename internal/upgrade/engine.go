@@ -100,8 +100,9 @@ type Config struct {
 	Window window.Schedule
 }
 
-// Engine runs one plan: the run loop (Run, Abort) and the toolkit the
-// strategies' run types call (the batch steps, node writes, waits).
+// Engine runs one plan: the run loop (Run, Abort) and the steps the
+// strategies' run types call through their toolkit (toolkit.go: the batch
+// steps, node writes, waits).
 type Engine struct {
 	cfg      Config
 	strategy plan.Strategy

@@ -41,13 +41,13 @@ func (e *Engine) liveRollback() bool {
 	return ok
 }
 
-// strategyRuns make each strategy's run for an engine, registered in its
-// own file.
-var strategyRuns = map[plan.StrategyName]func(e *Engine) strategyRun{}
+// strategyRuns make each strategy's run over an engine's toolkit,
+// registered in its own file.
+var strategyRuns = map[plan.StrategyName]func(t toolkit) strategyRun{}
 
 // registerSteps registers the execution of strategy: newRun makes its
 // run type, whose steps come with the batch toolkit's.
-func registerSteps(strategy plan.StrategyName, newRun func(e *Engine) strategyRun) {
+func registerSteps(strategy plan.StrategyName, newRun func(t toolkit) strategyRun) {
 	strategyRuns[strategy] = newRun
 }
 
@@ -74,7 +74,7 @@ func stepsOf(e *Engine) (strategyRun, map[plan.Phase]step) {
 	if !ok {
 		return nil, nil
 	}
-	run := newRun(e)
+	run := newRun(e.toolkit())
 	steps := e.batchSteps()
 	maps.Copy(steps, run.steps())
 	return run, steps
