@@ -294,7 +294,7 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	opts := drain.Options{
 		DeleteInsteadOfEvict: true, Force: true, DeleteEmptyDirData: true,
 		GracePeriodSeconds: -1, MaxGracePeriod: time.Hour, Timeout: time.Hour + 5*time.Minute,
-		OnEvent: r.reportDrainEvent,
+		OnEvent: func(ev drain.Event) { r.reportDrainEvent(ctx, ev) },
 	}
 	if view := r.clusterView(); view != nil {
 		// blue's pods are followed in the run's cache, as every drain's

@@ -72,7 +72,7 @@ type engineTools interface {
 	excludeFromLoadBalancers(ctx context.Context, names []string) error
 	deregister(ctx context.Context, what string, names []string) error
 	drainNodes(ctx context.Context, names []string) error
-	reportDrainEvent(ev drain.Event)
+	reportDrainEvent(ctx context.Context, ev drain.Event)
 	// waits
 	awaitNodes(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() *NodeCreationFailure) error
 	waitOrRequest(ctx context.Context, d, every time.Duration, tick func(), handle func(req string) (done bool, err error)) error
