@@ -162,7 +162,7 @@ func (a *aborter) wholeGroup() (groupAborter, bool) {
 	if !ok {
 		return nil, false
 	}
-	g, ok := newRun(a.Engine).(groupAborter)
+	g, ok := newRun(a.toolkit()).(groupAborter)
 	return g, ok
 }
 
