@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/kubetest"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
