@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -54,7 +55,13 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 	if err != nil {
 		return err
 	}
-	if followsServiceUpdate(pl, rec) {
+	follows := followsServiceUpdate(pl, rec)
+	if follows {
+		if follows, err = serviceUpdateGoesOn(ctx, pl, rec); err != nil {
+			return err
+		}
+	}
+	if follows {
 		// The audit sees the service's own drain under way (a PDB at 0
 		// disruptions, pods it deletes); the update was audited when it
 		// started, and this run only follows it.
@@ -198,4 +205,19 @@ func followsServiceUpdate(pl *Planned, rec *state.Record) bool {
 	}
 	start, resumesGroup := startPhase(pl, rec)
 	return start != "" && !resumesGroup
+}
+
+// serviceUpdateGoesOn reports whether the service's update rec's run
+// started has not failed: one that failed (a PodEvictionFailure) is
+// followed no more; the run audits the group again and starts a new one.
+func serviceUpdateGoesOn(ctx context.Context, pl *Planned, rec *state.Record) (bool, error) {
+	u, ok := pl.Provider.(cloud.ManagedUpdater)
+	if !ok {
+		return true, nil
+	}
+	p, err := u.Progress(ctx, rec.Managed.UpdateID)
+	if err != nil {
+		return false, err
+	}
+	return p.State != cloud.UpdateFailed, nil
 }

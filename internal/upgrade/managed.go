@@ -119,9 +119,15 @@ func (r *managedRun) configureService(ctx context.Context, u cloud.ManagedUpdate
 	return u.Configure(ctx, want)
 }
 
-// restoreService puts the settings from before the run back.
+// restoreService takes back the scale-up an earlier failed update of the
+// run left, and puts the settings from before the run back.
 func (r *managedRun) restoreService(ctx context.Context, u cloud.ManagedUpdater) error {
 	m := r.cfg.Record.Managed
+	if m != nil && m.FailedUpdate != "" {
+		if err := r.takeBackScaleUp(ctx, m.FailedUpdate); err != nil {
+			return err
+		}
+	}
 	if m == nil || !m.Configured {
 		return nil
 	}
@@ -165,6 +171,9 @@ func (r *managedRun) followService(ctx context.Context, u cloud.ManagedUpdater) 
 		return errors.New("cannot start the service's update: the run recorded no settings; run it again")
 	}
 	mp := r.cfg.Plan.Managed
+	if err := r.forgetFailedUpdate(ctx, u, m); err != nil {
+		return err
+	}
 	if m.UpdateID == "" {
 		id, err := u.StartUpdate(ctx, mp.Force)
 		if err != nil {
@@ -184,6 +193,23 @@ func (r *managedRun) followService(ctx context.Context, u cloud.ManagedUpdater) 
 		r.logf("stopped following %s update %s; the service goes on with it: \"run\" again follows it to its end", mp.Service, m.UpdateID)
 	}
 	return err
+}
+
+// forgetFailedUpdate drops the recorded update when it failed (before
+// this run): following it would only say its failure again, so the run
+// starts a new one. Its settings and the sizes before the first stay
+// recorded: they are still what the end and abort put back.
+func (r *managedRun) forgetFailedUpdate(ctx context.Context, u cloud.ManagedUpdater, m *state.ManagedRecord) error {
+	if m.UpdateID == "" {
+		return nil
+	}
+	p, err := u.Progress(ctx, m.UpdateID)
+	if err != nil || p.State != cloud.UpdateFailed {
+		return err
+	}
+	r.logf("%s update %s failed before this run: starting a new one", r.cfg.Plan.Managed.Service, m.UpdateID)
+	m.FailedUpdate, m.UpdateID = m.UpdateID, ""
+	return r.save(ctx)
 }
 
 // awaitService reads the update every poll interval until it ends; each

@@ -24,22 +24,41 @@ func (r *managedRun) shrinkableSizes(ctx context.Context) (*plan.Sizes, error) {
 
 // abortScaleUp takes back the scale-up a failed update of the service
 // left (EKS raises desired and max before it drains, and documents no
-// scale-down after a failure): one drained node at a time, the nodes the
-// service added first, with the scale-down of a run of the plugin's own.
-// An update that succeeded scaled down itself, and one never started
-// scaled nothing: the sizes are then left to their owner (the cluster
-// autoscaler).
+// scale-down after a failure). An update that succeeded scaled down
+// itself, and one never started scaled nothing: the sizes are then left
+// to their owner (the cluster autoscaler).
 func (r *managedRun) abortScaleUp(ctx context.Context) error {
 	m := r.cfg.Record.Managed
-	if r.service == nil || m == nil || m.SizesBefore == nil || m.UpdateID == "" {
+	if r.service == nil || m == nil {
+		return nil
+	}
+	failed := m.FailedUpdate
+	if m.UpdateID != "" {
+		p, err := r.service.Progress(ctx, m.UpdateID)
+		if err != nil {
+			return err
+		}
+		if p.State == cloud.UpdateFailed {
+			failed = m.UpdateID
+		}
+	}
+	if failed == "" {
+		return nil
+	}
+	return r.takeBackScaleUp(ctx, failed)
+}
+
+// takeBackScaleUp brings the group back to the sizes recorded before the
+// run, one drained node at a time, the nodes the service added first,
+// with the scale-down of a run of the plugin's own; failed names the
+// update whose scale-up it takes back.
+func (r *managedRun) takeBackScaleUp(ctx context.Context, failed string) error {
+	m := r.cfg.Record.Managed
+	if m.SizesBefore == nil {
 		return nil
 	}
 	if _, ok := r.group.pool.(cloud.Shrinker); !ok {
 		return nil
-	}
-	p, err := r.service.Progress(ctx, m.UpdateID)
-	if err != nil || p.State != cloud.UpdateFailed {
-		return err
 	}
 	sizes, err := r.group.pool.Sizes(ctx)
 	if err != nil {
@@ -56,7 +75,7 @@ func (r *managedRun) abortScaleUp(ctx context.Context) error {
 		if err := r.save(ctx); err != nil {
 			return err
 		}
-		r.logf("the %s's update %s failed and left %s %q at %s (before the run: %s): taking its scale-up back", r.cfg.Plan.Managed.Service, m.UpdateID, r.groupKind(), r.group.pool.GroupName(), sizes, before)
+		r.logf("the %s's update %s failed and left %s %q at %s (before the run: %s): taking its scale-up back", r.cfg.Plan.Managed.Service, failed, r.groupKind(), r.group.pool.GroupName(), sizes, before)
 	}
 	return r.group.shrink.shrinkBackTo(ctx, m.ScaleDown, before)
 }

@@ -131,6 +131,10 @@ type ManagedRecord struct {
 	// drained node at a time, recorded in ScaleDown.
 	SizesBefore *plan.Sizes  `json:"sizesBefore,omitempty"`
 	ScaleDown   *ScaleRecord `json:"scaleDown,omitempty"`
+	// FailedUpdate is an update of the run that failed and that a re-run
+	// followed no more, starting another: its scale-up stays (the next
+	// update scales down only its own), so the run's end takes it back.
+	FailedUpdate string `json:"failedUpdate,omitempty"`
 }
 
 // CloudRecord is the cloud side of a run, written before each change it

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
@@ -200,6 +201,47 @@ func TestManagedNodeGroupPDBHoldsTheUpdate(t *testing.T) {
 		t.Errorf("the error must be one line: %q", forced.stderr)
 	}
 	m.assertAbortTakesBackTheScaleUp(t)
+}
+
+// TestManagedNodeGroupRerunAfterPodEvictionFailure: once EKS's update
+// failed, the same command (the PDB mended) follows the failed update no
+// more: it audits the group again, starts a new update, and at its end
+// takes back the first update's scale-up, which EKS's second update does
+// not scale down: the group ends upgraded at its sizes of before.
+func TestManagedNodeGroupRerunAfterPodEvictionFailure(t *testing.T) {
+	t.Parallel()
+	const name = "mng-rerun"
+	m := setupManagedGroup(t, name, 2, 10*time.Second, scenario.App{Name: "db", Replicas: 2, MinAvailable: num(2)})
+	args := []string{"run", name, "--kubernetes-version", "1.31", "--yes", "--post-drain-wait", "0s"}
+	if failed := m.run(t, append(args, "--ignore-check", "pdb-zero-disruptions")...); failed.code != nodeupgrade.ExitPodEvictionError {
+		t.Fatalf("want exit %d (PodEvictionFailure): %s", nodeupgrade.ExitPodEvictionError, failed)
+	}
+	ctx := testContext(t, 5*time.Minute)
+	pdb, err := client.PolicyV1().PodDisruptionBudgets(name).Get(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdb.Spec.MinAvailable = num(1)
+	if _, err := client.PolicyV1().PodDisruptionBudgets(name).Update(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again := m.run(t, args...)
+	t.Logf("re-run: %s", again)
+	if again.code != nodeupgrade.ExitOK || strings.Contains(again.stderr, "following it to its end") {
+		t.Fatalf("re-run: exit %d, want %d with a new update, not the failed one followed", again.code, nodeupgrade.ExitOK)
+	}
+	if n := m.versionUpdates(); n != 2 {
+		t.Errorf("%d UpdateNodegroupVersion calls, want 2: the failed one and the re-run's", n)
+	}
+	m.assertUpdated(t)
+	ng, _ := m.srv.Nodegroup(m.cluster, m.name)
+	if d, x := *ng.ScalingConfig.DesiredSize, *ng.ScalingConfig.MaxSize; d != *m.before.ScalingConfig.DesiredSize || x != *m.before.ScalingConfig.MaxSize {
+		t.Errorf("desired %d, max %d after the re-run; want %d, %d as before the run", d, x, *m.before.ScalingConfig.DesiredSize, *m.before.ScalingConfig.MaxSize)
+	}
+	if nodes := groupNodes(t, ctx, "eks.amazonaws.com/nodegroup", m.name); len(nodes) != int(*m.before.ScalingConfig.DesiredSize) {
+		t.Errorf("%d nodes after the re-run, want %d", len(nodes), *m.before.ScalingConfig.DesiredSize)
+	}
+	assertUntouched(t, ctx, "eks.amazonaws.com/nodegroup", m.name)
 }
 
 // assertAbortTakesBackTheScaleUp: after EKS's update failed, leaving its
