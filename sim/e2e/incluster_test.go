@@ -367,16 +367,8 @@ func startKubelet(t *testing.T, ns, group string, env []string, kill ...string) 
 func TestInClusterRunSurvivesItsPodKilledTwice(t *testing.T) {
 	t.Parallel()
 	const name, ns = "incl", state.DefaultNamespace
-	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
-	inClusterEnv(t, ns, nil)
-	submitter := boundUser(t, "submitter")
-	bindSubmitter(t, "submitter", ns)
-	ctx := testContext(t, 10*time.Minute)
-	watcher, err := scenario.WatchPDBs(ctx, client, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := startKubelet(t, ns, name, g.env(), "cordoned", "cordoned")
+	sc := setupInClusterAWS(t, name, ns, "cordoned", "cordoned")
+	g, submitter, watcher, k := sc.g, sc.submitter, sc.watcher, sc.kubelet
 	// A post-drain wait longer than killAfter: each pod is killed in its
 	// batch, before the batch's end, after its report has written the drain.
 	run := startBackground(t, g.cmd(submitter, append([]string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "10s"},
@@ -489,8 +481,9 @@ func systemGroup(group string) string { return group + "-system" }
 // AWS group of 3 nodes running an app whose PDB keeps 2 of 3, the
 // in-cluster environment in ns, a submitter bound as the docs bind one,
 // a PDB watch, the kubelet that runs the Jobs' pods, and the flags that
-// send a command to a Job.
-func setupInClusterAWS(t *testing.T, name, ns string) inClusterScene {
+// send a command to a Job. The kubelet kills the pods of the Job as
+// startKubelet's kill says.
+func setupInClusterAWS(t *testing.T, name, ns string, kill ...string) inClusterScene {
 	t.Helper()
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	inClusterEnv(t, ns, nil)
@@ -501,7 +494,7 @@ func setupInClusterAWS(t *testing.T, name, ns string) inClusterScene {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := startKubelet(t, ns, name, g.env())
+	k := startKubelet(t, ns, name, g.env(), kill...)
 	inCluster := inClusterFlags(ns, name)
 	return inClusterScene{g: g, ctx: ctx, submitter: submitter, watcher: watcher, kubelet: k, flags: inCluster}
 }
