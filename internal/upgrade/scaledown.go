@@ -202,8 +202,9 @@ func (s *shrinker) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, ori
 
 // pickScaleDownNode chooses the node whose removal costs least: from the
 // zone with the most nodes, so zones stay balanced, the one with the
-// fewest pods. Abort undoes the run: it removes the nodes on the target
-// before any outdated one.
+// fewest pods. A rollback removes the outdated nodes its plan deferred
+// (plan.Plan.Deferred) before any other. Abort undoes the run: it removes
+// the nodes on the target before any outdated one.
 func (s *shrinker) pickScaleDownNode() (string, error) {
 	all, err := s.groupNodes()
 	if err != nil {
@@ -219,11 +220,11 @@ func (s *shrinker) pickScaleDownNode() (string, error) {
 			perZone[n.Labels[plan.ZoneLabel]]++
 		}
 	}
-	kept := s.keptOutdated()
+	kept, deferred := s.keptOutdated(), sets.New(s.cfg.Plan.DeferredNames()...)
 	var best *corev1.Node
 	var bestKey victimKey
 	for _, n := range nodes {
-		k := victimKey{outdated: kept.Has(n.Name), zoneNodes: perZone[n.Labels[plan.ZoneLabel]], ready: capacity.NodeReady(n)}
+		k := victimKey{deferred: deferred.Has(n.Name), outdated: kept.Has(n.Name), zoneNodes: perZone[n.Labels[plan.ZoneLabel]], ready: capacity.NodeReady(n)}
 		for _, p := range s.view.podsOn(n.Name) {
 			if plan.Evictable(p) {
 				k.pods++
@@ -241,16 +242,19 @@ func (s *shrinker) pickScaleDownNode() (string, error) {
 
 // victimKey is what the scale-down weighs a node by.
 type victimKey struct {
+	deferred  bool // a rollback's outdated node no batch replaced
 	outdated  bool // abort keeps it as long as a node on the target is left
 	zoneNodes int
 	ready     bool
 	pods      int
 }
 
-// before says a node of key k goes before one of key o: not kept, then
-// from a fuller zone, then not Ready, then with fewer pods.
+// before says a node of key k goes before one of key o: deferred, then
+// not kept, then from a fuller zone, then not Ready, then with fewer pods.
 func (k victimKey) before(o victimKey) bool {
 	switch {
+	case k.deferred != o.deferred:
+		return k.deferred
 	case k.outdated != o.outdated:
 		return !k.outdated
 	case k.zoneNodes != o.zoneNodes:
