@@ -220,7 +220,7 @@ func (s *shrinker) pickScaleDownNode() (string, error) {
 			perZone[n.Labels[plan.ZoneLabel]]++
 		}
 	}
-	kept, deferred := s.keptOutdated(), sets.New(s.cfg.Plan.DeferredNames()...)
+	kept, deferred := s.keptOutdated(), s.deferred()
 	var best *corev1.Node
 	var bestKey victimKey
 	for _, n := range nodes {
@@ -266,12 +266,22 @@ func (k victimKey) before(o victimKey) bool {
 }
 
 // keptOutdated are the nodes abort keeps while it can: they run the
-// version before the run, which abort makes the group launch again.
+// version before the run, which abort makes the group launch again. The
+// nodes a rollback deferred are outdated as much as those it batched.
 func (s *shrinker) keptOutdated() sets.Set[string] {
 	if !s.aborting {
 		return nil
 	}
-	return sets.New(s.cfg.Plan.OutdatedNames()...)
+	return sets.New(s.cfg.Plan.OutdatedNames()...).Insert(s.cfg.Plan.DeferredNames()...)
+}
+
+// deferred are the outdated nodes a rollback left to its scale-down
+// (plan.Plan.Deferred), which removes them first; abort keeps them.
+func (s *shrinker) deferred() sets.Set[string] {
+	if s.aborting {
+		return nil
+	}
+	return sets.New(s.cfg.Plan.DeferredNames()...)
 }
 
 // scaleDownVictim picks the node the scale-down removes next. Abort does
