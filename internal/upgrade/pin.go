@@ -101,9 +101,11 @@ func (p *defaultPin) settleDefault(ctx context.Context) error {
 // runBackTo says how a run goes back to version: with the provider's flag
 // that names an existing version (--launch-template-version,
 // --instance-template).
-func (p *defaultPin) runBackTo(version string) string {
-	if flag := cloud.BoundFlags().Version[p.cfg.Plan.Cloud.Provider]; flag != "" {
-		return fmt.Sprintf("a run with --%s %s", flag, version)
+func (cg *cloudGroup) runBackTo(version string) string {
+	if c := cg.cfg.Plan.Cloud; c != nil {
+		if flag := cloud.BoundFlags().Version[c.Provider]; flag != "" {
+			return fmt.Sprintf("a run with --%s %s", flag, version)
+		}
 	}
 	return "a run back to version " + version
 }

@@ -185,6 +185,9 @@ func (s *shrinker) terminateVictim(ctx context.Context, sr *state.ScaleRecord, v
 func (s *shrinker) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes, desired int32) error {
 	s.note = fmt.Sprintf("the scale-down stopped: %s %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
 		s.groupKind(), s.pool.GroupName(), desired, sr.LastDesired, orig)
+	if left := s.deferredLeft(); len(left) > 0 {
+		s.note += fmt.Sprintf("; the outdated nodes %s, left to the scale-down by the rollback, stay: %s replaces them", listNames(quoteEach(left), waitNamesShown), s.runBackTo(s.cloudRecord().FromVersion))
+	}
 	s.logf("%s", s.cfg.Color.Yellow(s.note))
 	if sr.Shrinking != "" {
 		always := func(*corev1.Node) bool { return true }
@@ -282,6 +285,18 @@ func (s *shrinker) deferred() sets.Set[string] {
 		return nil
 	}
 	return sets.New(s.cfg.Plan.DeferredNames()...)
+}
+
+// deferredLeft are the nodes the rollback deferred to the scale-down
+// (plan.Plan.Deferred) that it has not removed.
+func (s *shrinker) deferredLeft() []string {
+	var left []string
+	for _, n := range s.cfg.Plan.DeferredNames() {
+		if s.nodeExists(n) && !s.shrunk.Has(n) {
+			left = append(left, n)
+		}
+	}
+	return left
 }
 
 // scaleDownVictim picks the node the scale-down removes next. Abort does
