@@ -657,9 +657,28 @@ func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
 			untouched = append(untouched, in.ID)
 		}
 	}
+	// The nodes on version 2: the scale-up's, and the killed run's
+	// replacements (one may still be launching).
+	onTarget := 0
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion == "2" && (in.Lifecycle == awsfake.LifecycleInService || in.Lifecycle == awsfake.LifecyclePending) {
+			onTarget++
+		}
+	}
+	surplus := int(gr.Desired - g.original.Desired)
 	r := g.run(t, "rollback", name, "--yes")
 	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("rollback: %s", r)
+	}
+	// Issue 42: the rollback replaced the scale-up's nodes too, then
+	// drained their replacements in the scale-down ("8 drains where 2
+	// do"). It replaces only what the sizes before the run keep; the
+	// scale-down removes the surplus, each node drained once.
+	batchDrains := len(regexp.MustCompile(`(?m)batch \d+/\d+: draining `).FindAllString(r.stdout, -1))
+	scaleDowns := strings.Count(r.stdout, "scale-down: removing node")
+	if surplus < 1 || batchDrains != onTarget-surplus || scaleDowns != surplus {
+		t.Errorf("the rollback drained %d nodes in batches and %d in the scale-down; want %d and %d (%d nodes on version 2, %d above the sizes before the run):\n%s",
+			batchDrains, scaleDowns, onTarget-surplus, surplus, onTarget, surplus, r.stdout)
 	}
 	// The final line says what the rollback did, not "upgrade of 0 nodes".
 	final := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d rolled back ([1-9]\d*) nodes?$`).FindStringSubmatch(r.stdout)
