@@ -722,6 +722,68 @@ func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
 	}
 }
 
+// TestAWSResumedEKSRollbackKeepsItsSplit: a rollback killed in its batch
+// and resumed defers the same nodes to its scale-down (those its batches
+// never tainted), which removes them, each drained once.
+func TestAWSResumedEKSRollbackKeepsItsSplit(t *testing.T) {
+	t.Parallel()
+	const name = "aws-eks-rollback-resumed"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	args := []string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--seed", "1", "--yes"}
+	if killed, out := runAndKill(t, g.cmd(sim.Kubeconfig, args...), killPoint{marker: "batch 2/3: draining"}); !killed {
+		t.Fatalf("the run ended before the second batch:\n%s", out)
+	}
+	killed, first := runAndKill(t, g.cmd(sim.Kubeconfig, "rollback", name, "--yes"), killPoint{marker: "batch 1/"})
+	if !killed {
+		t.Fatalf("the rollback ended before its first batch:\n%s", first)
+	}
+	deferred := scaleDownRows(first)
+	if len(deferred) == 0 {
+		t.Fatalf("the rollback's plan defers no node to the scale-down:\n%s", first)
+	}
+	r := g.run(t, "resume", name, "--yes")
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("resume: %s", r)
+	}
+	if again := scaleDownRows(r.stdout); !slices.Equal(again, deferred) {
+		t.Errorf("the resumed rollback defers %v, the first attempt %v:\n%s", again, deferred, r.stdout)
+	}
+	removed := regexp.MustCompile(`scale-down: removing node "([^"]+)"`).FindAllStringSubmatch(r.stdout, -1)
+	var names []string
+	for _, m := range removed {
+		names = append(names, m[1])
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, deferred) {
+		t.Errorf("the scale-down removed %v, want the deferred %v:\n%s", names, deferred, r.stdout)
+	}
+	ctx := testContext(t, 2*time.Minute)
+	if err := g.srv.WaitStable(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ := g.srv.Group(name)
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion != "1" {
+			t.Errorf("instance %s runs version %s after the rollback", in.ID, in.LaunchTemplateVersion)
+		}
+	}
+	if gr.Desired != g.original.Desired {
+		t.Errorf("desired %d after the rollback, want %d", gr.Desired, g.original.Desired)
+	}
+	assertUntouched(t, ctx, groupKey, name)
+}
+
+// scaleDownRows are the nodes a printed plan leaves to the scale-down
+// (batch column "scale-down"), sorted.
+func scaleDownRows(out string) []string {
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^scale-down\s+(\S+)`).FindAllStringSubmatch(out, -1) {
+		names = append(names, m[1])
+	}
+	slices.Sort(names)
+	return names
+}
+
 // A group that launches $Default keeps doing so: the run makes its new
 // version the template's default (the plan says so), and abort of a run
 // killed after that makes the old version the default again.
