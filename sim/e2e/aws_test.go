@@ -733,9 +733,11 @@ func TestAWSResumedEKSRollbackKeepsItsSplit(t *testing.T) {
 	if killed, out := runAndKill(t, g.cmd(sim.Kubeconfig, args...), killPoint{marker: "batch 2/3: draining"}); !killed {
 		t.Fatalf("the run ended before the second batch:\n%s", out)
 	}
-	killed, first := runAndKill(t, g.cmd(sim.Kubeconfig, "rollback", name, "--yes"), killPoint{marker: "batch 1/"})
+	// Killed once its batch drained a node: that node, now without pods,
+	// is held off, and the resumed rollback still replaces it.
+	killed, first := runAndKill(t, g.cmd(sim.Kubeconfig, "rollback", name, "--yes"), killPoint{marker: ": drained"})
 	if !killed {
-		t.Fatalf("the rollback ended before its first batch:\n%s", first)
+		t.Fatalf("the rollback ended before its first drain:\n%s", first)
 	}
 	deferred := scaleDownRows(first)
 	if len(deferred) == 0 {
