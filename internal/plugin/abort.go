@@ -215,7 +215,7 @@ func (o *AbortOptions) submit(ctx context.Context, sess *session.Session, po *Pl
 	}
 	ic := &o.inCluster
 	submitted := time.Now().Add(-time.Second).UTC().Truncate(time.Second)
-	job, err := sess.SubmitAbort(ctx, rec, session.InCluster{Image: ic.image(), ServiceAccount: ic.ServiceAccount})
+	job, err := sess.SubmitAbort(ctx, rec, ic.job())
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,8 @@ type inClusterOptions struct {
 	InCluster      bool
 	ImageRef       string
 	ServiceAccount string
+	// NodeSelector is --job-node-selector: where the Job's pods may run.
+	NodeSelector map[string]string
 	// Job is the Job this process is a pod of (hidden; the Job sets it).
 	Job string
 
@@ -42,6 +44,7 @@ func (ic *inClusterOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&ic.InCluster, "in-cluster", false, "Run the reviewed plan in the cluster, as a Job in --state-namespace that outlives this terminal, and follow it as \"status -w\" does (Ctrl-C stops following, not the run); see docs/in-cluster.md")
 	f.StringVar(&ic.ImageRef, "image-ref", "", "With --in-cluster: the plugin's image the Job runs (default "+ImageRepository+":<this version>)")
 	f.StringVar(&ic.ServiceAccount, "service-account", session.DefaultServiceAccount, "With --in-cluster: the Job's ServiceAccount in --state-namespace (deploy/in-cluster.yaml)")
+	f.StringToStringVar(&ic.NodeSelector, "job-node-selector", nil, "With --in-cluster: labels of the nodes the Job's pods may run on, such as a system node pool's (key=value,...); it never runs on the group's nodes either way")
 	f.StringVar(&ic.Job, session.JobFlag, "", "Set by an in-cluster run's Job: this process is its pod")
 	_ = f.MarkHidden(session.JobFlag)
 }
@@ -49,7 +52,7 @@ func (ic *inClusterOptions) addFlags(f *pflag.FlagSet) {
 // validate refuses the in-cluster flags where they do not apply.
 func (ic *inClusterOptions) validate(given map[string]bool, hooks bool) error {
 	ic.given = given
-	for _, name := range []string{"image-ref", "service-account"} {
+	for _, name := range []string{"image-ref", "service-account", "job-node-selector"} {
 		if given[name] && !ic.InCluster {
 			return usageErrorf("--%s is only used with --in-cluster", name)
 		}
@@ -68,6 +71,11 @@ func (ic *inClusterOptions) validate(given map[string]bool, hooks bool) error {
 		return usageErrorf("--in-cluster: this build has no release image (version dev); give --image-ref, such as one built by hack/image.sh")
 	}
 	return nil
+}
+
+// job is what the Job is made with.
+func (ic *inClusterOptions) job() session.InCluster {
+	return session.InCluster{Image: ic.image(), ServiceAccount: ic.ServiceAccount, NodeSelector: ic.NodeSelector}
 }
 
 func (ic *inClusterOptions) image() string {
@@ -94,7 +102,7 @@ func (ic *inClusterOptions) prepare(ctx context.Context, sess *session.Session, 
 func (ic *inClusterOptions) submitter(sess *session.Session, streams genericiooptions.IOStreams, client kubernetes.Interface) func(context.Context, *session.Planned) error {
 	return func(ctx context.Context, pl *session.Planned) error {
 		submitted := time.Now().Add(-time.Second).UTC().Truncate(time.Second)
-		job, err := sess.Submit(ctx, pl, session.InCluster{Image: ic.image(), ServiceAccount: ic.ServiceAccount})
+		job, err := sess.Submit(ctx, pl, ic.job())
 		if err != nil {
 			return err
 		}

@@ -56,6 +56,7 @@ func TestInClusterFlagsRefusedWhereTheyDoNotApply(t *testing.T) {
 	}{
 		{"--image-ref alone", inClusterOptions{ImageRef: "x"}, []string{"image-ref"}, false, "--image-ref is only used with --in-cluster"},
 		{"--service-account alone", inClusterOptions{}, []string{"service-account"}, false, "--service-account is only used with --in-cluster"},
+		{"--job-node-selector alone", inClusterOptions{NodeSelector: map[string]string{"pool": "system"}}, []string{"job-node-selector"}, false, "--job-node-selector is only used with --in-cluster"},
 		{"command hooks", inClusterOptions{InCluster: true, ImageRef: "x"}, []string{"in-cluster"}, true, "cannot run command hooks"},
 		{"by the Job's pod", inClusterOptions{InCluster: true, Job: "j", ImageRef: "x"}, []string{"in-cluster"}, false, "own pod"},
 		{"accepted", inClusterOptions{InCluster: true, ImageRef: "x"}, []string{"in-cluster", "image-ref"}, false, ""},

@@ -32,6 +32,9 @@ type InCluster struct {
 	// ServiceAccount is the Job's, in the state namespace
 	// (deploy/in-cluster.yaml).
 	ServiceAccount string
+	// NodeSelector keeps the Job's pods on the nodes it selects (a system
+	// node pool), on top of never on the group's; nil: any other node.
+	NodeSelector map[string]string
 }
 
 // The Job's parts.
@@ -112,6 +115,7 @@ func buildJob(p *plan.Plan, group string, args []string, ic InCluster, ns string
 		ServiceAccountName: ic.ServiceAccount,
 		RestartPolicy:      corev1.RestartPolicyNever,
 		Affinity:           affinity,
+		NodeSelector:       ic.NodeSelector,
 		// Its own taint: never on the group's nodes, but a custom --taint
 		// may be put on others.
 		Tolerations: []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}},

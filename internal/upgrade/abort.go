@@ -143,6 +143,8 @@ func (a *aborter) cordonedByRun(n *corev1.Node, blue sets.Set[string]) bool {
 		return true // surge cordons a batch before its drain
 	case rec.Cloud != nil && rec.Cloud.Shrinking == n.Name:
 		return true // the scale-down's victim
+	case rec.Managed != nil && rec.Managed.ScaleDown != nil && rec.Managed.ScaleDown.Shrinking == n.Name:
+		return true // the victim of abort's scale-down of a service's scale-up
 	}
 	return blue.Has(n.Name)
 }
@@ -160,7 +162,7 @@ func (a *aborter) wholeGroup() (groupAborter, bool) {
 	if !ok {
 		return nil, false
 	}
-	g, ok := newRun(a.Engine).(groupAborter)
+	g, ok := newRun(a.toolkit()).(groupAborter)
 	return g, ok
 }
 
@@ -196,6 +198,9 @@ func (a *aborter) releaseNodes(ctx context.Context, nodes []*corev1.Node) error 
 
 // restoreSizes brings the cloud side back to what the record says it was.
 func (a *aborter) restoreSizes(ctx context.Context) error {
+	if a.cfg.Plan.Managed != nil {
+		return newManagedRun(a.Engine).abortScaleUp(ctx)
+	}
 	cr := a.cfg.Record.Cloud
 	switch {
 	case a.group.pool == nil && cr != nil && cr.Original != nil:

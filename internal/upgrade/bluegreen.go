@@ -22,13 +22,13 @@ import (
 // autoscaled variant lets the cluster autoscaler move the pods through its
 // wait period (the Soak phase) and has no rollback.
 func init() {
-	registerSteps(plan.StrategyBlueGreen, func(e *Engine) strategyRun { return &blueGreenRun{Engine: e} })
-	registerSteps(plan.StrategyAutoscaledBlueGreen, func(e *Engine) strategyRun { return &blueGreenRun{Engine: e, autoscaled: true} })
+	registerSteps(plan.StrategyBlueGreen, func(t toolkit) strategyRun { return &blueGreenRun{toolkit: t} })
+	registerSteps(plan.StrategyAutoscaledBlueGreen, func(t toolkit) strategyRun { return &blueGreenRun{toolkit: t, autoscaled: true} })
 }
 
 // blueGreenRun is the execution of the blue/green strategies.
 type blueGreenRun struct {
-	*Engine
+	toolkit
 	// autoscaled: the autoscaler moves the pods, with no batch soaks and
 	// no rollback.
 	autoscaled bool
@@ -53,6 +53,17 @@ func (r *blueGreenRun) steps() map[plan.Phase]step {
 	return steps
 }
 
+// holdsOutdatedOff: cordonBlue cordons every blue node.
+func (r *blueGreenRun) holdsOutdatedOff() {}
+
+// soakName names the soak in progress lines.
+func (r *blueGreenRun) soakName() string {
+	if r.autoscaled {
+		return "wait period" // the autoscaler's, which moves the pods
+	}
+	return "node pool soak"
+}
+
 // green is the blue/green strategies' part of the run's record.
 func (r *blueGreenRun) green() *state.GreenRecord { return &r.group.cloudRecord().GreenRecord }
 
@@ -69,7 +80,7 @@ func (r *blueGreenRun) batchSoak(ctx context.Context, i int) error {
 func (r *blueGreenRun) blueGreen() (cloud.BlueGreen, error) {
 	bg, ok := r.group.pool.(cloud.BlueGreen)
 	if !ok {
-		return nil, fmt.Errorf("cannot run --strategy %s: provider %q cannot create node groups", r.strategy.Name(), r.cfg.Provider.Name())
+		return nil, fmt.Errorf("cannot run --strategy %s: provider %q cannot create node groups", r.strategyName(), r.cfg.Provider.Name())
 	}
 	return bg, nil
 }
@@ -209,7 +220,7 @@ func (r *blueGreenRun) soak(ctx context.Context) error {
 		}
 		return &SoakingError{Until: *gr.SoakUntil}
 	}
-	return r.soakFor(ctx, left, plan.PhaseSoak, r.traits.SoakName)
+	return r.soakFor(ctx, left, plan.PhaseSoak, r.soakName())
 }
 
 func (r *blueGreenRun) completeRequested(ctx context.Context) bool {
@@ -283,11 +294,11 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	opts := drain.Options{
 		DeleteInsteadOfEvict: true, Force: true, DeleteEmptyDirData: true,
 		GracePeriodSeconds: -1, MaxGracePeriod: time.Hour, Timeout: time.Hour + 5*time.Minute,
-		OnEvent: r.reportDrainEvent,
+		OnEvent: func(ev drain.Event) { r.reportDrainEvent(ctx, ev) },
 	}
-	if r.view != nil {
+	if view := r.clusterView(); view != nil {
 		// blue's pods are followed in the run's cache, as every drain's
-		opts.Pods = r.view
+		opts.Pods = view
 	}
 	d := drain.New(r.cfg.Client, opts)
 	// Every blue node gets each hook once: those its batch drained are
@@ -319,7 +330,7 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 // blueDeleted records blue's nodes done once its group is gone, and lets
 // the autoscaler have green's nodes again.
 func (r *blueGreenRun) blueDeleted(ctx context.Context, blue string, names []string) error {
-	r.done = append(r.done, names...)
+	r.markDone(names...)
 	// Blue's rebalancing, held for an autoscaled run, went with its group:
 	// there is nothing to resume.
 	r.group.cloudRecord().RebalanceHeld, r.group.rebalanceHeld = false, false
@@ -327,14 +338,15 @@ func (r *blueGreenRun) blueDeleted(ctx context.Context, blue string, names []str
 		return err
 	}
 	gr := r.green()
-	r.note = fmt.Sprintf("node group now runs in %s %q; %q was deleted", r.groupKind(), gr.Green, blue)
+	note := fmt.Sprintf("node group now runs in %s %q; %q was deleted", r.groupKind(), gr.Green, blue)
 	switch bgp := r.cfg.Plan.BlueGreen; {
 	case bgp.GreenLabel != "":
-		r.note += fmt.Sprintf("; its nodes carry %s=%s, so the node group is %q from now on: rename it where infrastructure as code declares it", bgp.GreenLabel, gr.Green, gr.Green)
+		note += fmt.Sprintf("; its nodes carry %s=%s, so the node group is %q from now on: rename it where infrastructure as code declares it", bgp.GreenLabel, gr.Green, gr.Green)
 	case bgp.GreenSelector != "":
-		r.note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", bgp.GreenSelector, r.groupKind(), blue)
+		note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", bgp.GreenSelector, r.groupKind(), blue)
 	}
-	r.logf("%s", r.note)
+	r.setNote(note)
+	r.logf("%s", note)
 	return r.group.protectNewNodes(ctx, false)
 }
 
@@ -372,11 +384,12 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 	r.rolledBack = true
 	r.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !r.nodeExists(n) }))
 	r.greenDrained = len(green)
-	r.note = fmt.Sprintf("rolled back: blue (%s %q) serves again", r.groupKind(), r.group.pool.GroupName())
+	note := fmt.Sprintf("rolled back: blue (%s %q) serves again", r.groupKind(), r.group.pool.GroupName())
 	if gr := cr.GreenRecord; gr.Green != "" && !gr.GreenCreated {
-		r.note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", gr.Green)
+		note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", gr.Green)
 	}
-	r.logf("%s", r.note)
+	r.setNote(note)
+	r.logf("%s", note)
 	return r.group.protectNewNodes(ctx, false)
 }
 
@@ -417,7 +430,7 @@ func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, gr *
 		if err := r.hooks.run(ctx, plan.HookPreDrain, green); err != nil {
 			return err
 		}
-		if _, err := r.drainer.DrainNodes(ctx, green); err != nil {
+		if err := r.drainNodes(ctx, green); err != nil {
 			return err
 		}
 		if err := r.hooks.run(ctx, plan.HookPostDrain, green); err != nil {
@@ -462,7 +475,7 @@ func (r *blueGreenRun) abortGreen(ctx context.Context) error {
 		green = sel.GreenSelector
 	}
 	if green != "" {
-		r.note = joinNote(r.note, fmt.Sprintf("green %q was given, not made by the run: it is left serving as it is", green))
+		r.addNote(fmt.Sprintf("green %q was given, not made by the run: it is left serving as it is", green))
 	}
 	return nil
 }

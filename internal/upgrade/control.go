@@ -53,7 +53,7 @@ func (e *Engine) checkRequests(ctx context.Context, s plan.State) (*plan.State, 
 	case state.RequestRollback:
 		// Only a run that can be turned around live takes it; the others
 		// are rolled back once stopped.
-		if e.traits.Rollback != plan.RollbackGreen {
+		if !e.liveRollback() {
 			return nil, nil
 		}
 		if err := e.cfg.Control.Clear(ctx); err != nil {

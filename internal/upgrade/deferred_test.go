@@ -29,7 +29,7 @@ func TestDeferredNodesUnderAbort(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cg := &cloudGroup{Engine: &Engine{cfg: Config{Plan: p}, traits: plan.Traits{}}}
+			cg := &cloudGroup{Engine: &Engine{cfg: Config{Plan: p}}}
 			s := &shrinker{cloudGroup: cg, aborting: tc.aborting}
 			if got := s.keptOutdated(); !got.Equal(sets.New(tc.wantKept...)) {
 				t.Errorf("kept %v, want %v", sets.List(got), tc.wantKept)

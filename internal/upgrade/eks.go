@@ -15,11 +15,11 @@ import (
 // scale it up, taint every outdated node, replace them in batches, scale
 // back down.
 func init() {
-	registerSteps(plan.StrategyEKS, func(e *Engine) strategyRun { return &eksRun{e} })
+	registerSteps(plan.StrategyEKS, func(t toolkit) strategyRun { return &eksRun{t} })
 }
 
 // eksRun is the eks strategy's execution.
-type eksRun struct{ *Engine }
+type eksRun struct{ toolkit }
 
 func (r *eksRun) steps() map[plan.Phase]step {
 	return map[plan.Phase]step{
@@ -29,6 +29,9 @@ func (r *eksRun) steps() map[plan.Phase]step {
 		plan.PhaseScaleDown: unbatched(r.group.shrink.scaleDown),
 	}
 }
+
+// holdsOutdatedOff: taintAll keeps new pods off every outdated node.
+func (r *eksRun) holdsOutdatedOff() {}
 
 // scaleUp raises desired and max by the planned count, recording the sizes
 // before it does, so a re-run never inflates twice and the end restores

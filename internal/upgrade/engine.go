@@ -100,20 +100,21 @@ type Config struct {
 	Window window.Schedule
 }
 
-// Engine runs one plan: the run loop (Run, Abort) and the toolkit the
-// strategies' run types call (the batch steps, node writes, waits).
+// Engine runs one plan: the run loop (Run, Abort) and the steps the
+// strategies' run types call through their toolkit (toolkit.go: the batch
+// steps, node writes, waits).
 type Engine struct {
 	cfg      Config
 	strategy plan.Strategy
-	traits   plan.Traits
+	// drainer is made by watchCluster for the run's context, from drainOpt
+	// and the pod source and event report it adds.
 	drainer  *drain.Drainer
-	drainOpt drain.Options // the drainer's, without the pod source watchCluster adds
+	drainOpt drain.Options
 	evicted  []corev1.Pod
 	// intended are the workloads recorded as recovering before the drain
 	// (intendRecovering) that were not listed already.
 	intended []Owner
 	view     *clusterView
-	ctx      context.Context // for events recorded from drain callbacks
 	done     []string
 	// group is the provider's cloud group with the run's record of it: the
 	// toolkit of the strategies that change a group.
@@ -149,25 +150,28 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Second
 	}
-	e := &Engine{cfg: cfg, strategy: strategy, traits: strategy.Traits(), gatedBatch: -1}
+	e := &Engine{cfg: cfg, strategy: strategy, gatedBatch: -1}
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
 	e.group = newCloudGroup(e)
 	e.hooks = &hookRunner{Engine: e}
 	e.run, e.steps = stepsOf(e)
 	cfg.Drain.Hold = e.holdForRecovery
-	userHook := cfg.Drain.OnEvent
-	cfg.Drain.OnEvent = func(ev drain.Event) {
+	e.drainOpt = cfg.Drain // the drainer comes with the run's context (watchCluster)
+	return e, nil
+}
+
+// onDrainEvent is the drains' OnEvent in the run's ctx: it notes the
+// first eviction, reports the event, then tells the caller's hook.
+func (e *Engine) onDrainEvent(ctx context.Context, hook func(drain.Event)) func(drain.Event) {
+	return func(ev drain.Event) {
 		if ev.Type == drain.EventEvicting || ev.Type == drain.EventDeleted {
 			e.drained.Store(true)
 		}
-		e.reportDrainEvent(ev)
-		if userHook != nil {
-			userHook(ev)
+		e.reportDrainEvent(ctx, ev)
+		if hook != nil {
+			hook(ev)
 		}
 	}
-	e.drainOpt = cfg.Drain
-	e.drainer = drain.New(cfg.Client, cfg.Drain)
-	return e, nil
 }
 
 // Flow is what the strategy's transitions depend on in this run.
@@ -181,16 +185,17 @@ func (e *Engine) flow() plan.Flow {
 // finished run leaves no goroutine of its own behind.
 func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	e.ctx = ctx
 	view, err := newClusterView(ctx, e.cfg.Client)
 	if err != nil {
 		cancel()
 		return ctx, nil, err
 	}
 	e.view = view
-	// drains follow their pods in the view's cache: no list and watch per node
+	// drains follow their pods in the view's cache: no list and watch per
+	// node; their events are recorded in the run's context
 	opts := e.drainOpt
 	opts.Pods = view
+	opts.OnEvent = e.onDrainEvent(ctx, opts.OnEvent)
 	e.drainer = drain.New(e.cfg.Client, opts)
 	stop := func() {
 		cancel()
@@ -429,7 +434,7 @@ func (e *Engine) planDescription() string {
 	return fmt.Sprintf("upgrade of node group %q", e.cfg.Plan.NodeGroup)
 }
 
-func (e *Engine) reportDrainEvent(ev drain.Event) {
+func (e *Engine) reportDrainEvent(ctx context.Context, ev drain.Event) {
 	e.journalDrainEvent(ev)
 	switch ev.Type {
 	case drain.EventEvicted:
@@ -445,10 +450,10 @@ func (e *Engine) reportDrainEvent(ev drain.Event) {
 			msg += ": " + ev.Message
 		}
 		e.logf("%s", e.cfg.Color.Yellow(msg))
-		e.cfg.Events.Pod(e.ctx, ev.Namespace, ev.Pod, corev1.EventTypeWarning, "EvictionBlocked", "%s", msg)
+		e.cfg.Events.Pod(ctx, ev.Namespace, ev.Pod, corev1.EventTypeWarning, "EvictionBlocked", "%s", msg)
 	case drain.EventDrained:
 		e.logf("node %q: drained", ev.Node)
-		e.cfg.Events.Node(e.ctx, ev.Node, corev1.EventTypeNormal, "NodeUpgradeDrained", "every evictable pod has left the node")
+		e.cfg.Events.Node(ctx, ev.Node, corev1.EventTypeNormal, "NodeUpgradeDrained", "every evictable pod has left the node")
 	}
 }
 

@@ -113,6 +113,16 @@ func (cg *cloudGroup) resizer() (cloud.Scaler, error) {
 	return nil, fmt.Errorf("cannot resize the node group: provider %q leaves the sizes of %s %q to its cloud service", cg.cfg.Provider.Name(), cg.groupKind(), cloud.GroupName(cg.cfg.Provider))
 }
 
+// shrinkable is the provider as a group the scale-down brings back to
+// its recorded sizes: a Group the run resizes, or one whose service
+// scaled it up (an EKS managed node group after its update failed).
+func (cg *cloudGroup) shrinkable() (cloud.Shrinker, error) {
+	if g, ok := cg.pool.(cloud.Shrinker); ok {
+		return g, nil
+	}
+	return nil, fmt.Errorf("cannot shrink the node group: provider %q leaves the sizes of %s %q to its cloud service", cg.cfg.Provider.Name(), cg.groupKind(), cloud.GroupName(cg.cfg.Provider))
+}
+
 // groupKind and templateKind are the provider's words for its group and
 // its templates, from the plan.
 func (e *Engine) groupKind() string {
@@ -179,16 +189,22 @@ func (cg *cloudGroup) raise(ctx context.Context, by int32) (from, to plan.Sizes,
 // restoreMax brings max back to the recorded one, as far as the desired
 // size allows.
 func (cg *cloudGroup) restoreMax(ctx context.Context) (plan.Sizes, error) {
+	cr := cg.cfg.Record.Cloud
+	if cr == nil || cr.Original == nil {
+		return cg.pool.Sizes(ctx)
+	}
+	return cg.setMaxBack(ctx, cr.Original.Max)
+}
+
+// setMaxBack sets max back to was, or to the desired size where that is
+// larger (the autoscaler's), and returns the sizes then.
+func (cg *cloudGroup) setMaxBack(ctx context.Context, was int32) (plan.Sizes, error) {
 	sizes, err := cg.pool.Sizes(ctx)
 	if err != nil {
 		return sizes, err
 	}
-	cr := cg.cfg.Record.Cloud
-	if cr == nil || cr.Original == nil {
-		return sizes, nil
-	}
-	if m := max(cr.Original.Max, sizes.Desired); sizes.Max != m {
-		g, err := cg.resizer()
+	if m := max(was, sizes.Desired); sizes.Max != m {
+		g, err := cg.shrinkable()
 		if err != nil {
 			return sizes, err
 		}
@@ -237,8 +253,11 @@ func (cg *cloudGroup) protectNewNodes(ctx context.Context, on bool) error {
 // call still resumes it.
 func (cg *cloudGroup) holdRebalance(ctx context.Context) error {
 	r, ok := cg.pool.(cloud.Rebalancer)
+	if !ok {
+		return nil // and no cloud record made for nothing held
+	}
 	cr := cg.cloudRecord()
-	if !ok || cr.RebalanceWasHeld || cg.rebalanceHeld {
+	if cr.RebalanceWasHeld || cg.rebalanceHeld {
 		return nil
 	}
 	if !cr.RebalanceHeld {

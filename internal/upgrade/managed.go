@@ -53,7 +53,7 @@ func (f *ServiceUpdateFailure) Error() string {
 	}
 	// What the service did stays (its added nodes, the taints of the nodes
 	// it gave up on, the run's update settings): say who takes it back.
-	return msg + fmt.Sprintf("; what the update left (nodes the %s added and tainted, the run's update settings) stays until a run finishes the group or \"kubectl nodeupgrade abort %s\" puts it back", f.Service, f.Group)
+	return msg + fmt.Sprintf("; what the update left (the nodes the %s added, its scale-up, its taints, the run's update settings) stays until \"kubectl nodeupgrade abort %s\" puts it back, or a run finishes the group", f.Service, f.Group)
 }
 
 // managedRun is the execution of an update the cloud's service carries
@@ -98,6 +98,9 @@ func (r *managedRun) configureService(ctx context.Context, u cloud.ManagedUpdate
 		}
 		mp := r.cfg.Plan.Managed
 		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Service: mp.Service, Target: mp.Target, Before: before}
+		if rec.Managed.SizesBefore, err = r.shrinkableSizes(ctx); err != nil {
+			return err
+		}
 		if err := r.save(ctx); err != nil {
 			return err
 		}

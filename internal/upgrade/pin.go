@@ -64,7 +64,8 @@ func (p *defaultPin) abortDefault(ctx context.Context) (bool, error) {
 // allOnTarget reports whether no node of an in-place run is left to
 // upgrade; blue/green's rollback of green settles its default itself.
 func (p *defaultPin) allOnTarget() bool {
-	return !p.traits.WholeGroup && len(p.cfg.Plan.Outdated()) == 0 && len(p.cfg.Plan.Deferred) == 0
+	_, wholeGroup := p.run.(groupAborter)
+	return !wholeGroup && len(p.cfg.Plan.Outdated()) == 0 && len(p.cfg.Plan.Deferred) == 0
 }
 
 // settleDefault looks again, once abort's scale-down is over, at what the

@@ -39,7 +39,7 @@ func TestNodeWritesSentTwice(t *testing.T) {
 		write func(ctx context.Context, e *Engine) error
 		want  func(n *corev1.Node) string // what is wrong with the node, or ""
 	}{
-		{"taint", nil, "update", func(ctx context.Context, e *Engine) error { return (&eksRun{e}).taintAll(ctx) },
+		{"taint", nil, "update", func(ctx context.Context, e *Engine) error { return (&eksRun{e.toolkit()}).taintAll(ctx) },
 			func(n *corev1.Node) string { return countTaints(n, 1) }},
 		{"cordon", nil, "patch", func(ctx context.Context, e *Engine) error { return e.setUnschedulable(ctx, names, true) },
 			func(n *corev1.Node) string { return problem(n.Spec.Unschedulable, "not cordoned") }},

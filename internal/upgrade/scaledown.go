@@ -63,6 +63,24 @@ func (s *shrinker) scaleDown(ctx context.Context) error {
 	return s.protectNewNodes(ctx, false)
 }
 
+// shrinkBackTo brings the group back to sizes orig, recording its steps
+// in sr: abort's for a scale-up the run did not make (a service's, which
+// the run's cloud record does not hold). A scale-up by the autoscaler
+// meanwhile stops it, as it stops scaleDown.
+func (s *shrinker) shrinkBackTo(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes) error {
+	if _, err := s.shrinkToOriginal(ctx, sr, orig); err != nil {
+		return err
+	}
+	sizes, err := s.setMaxBack(ctx, orig.Max)
+	if err != nil {
+		return err
+	}
+	if s.note == "" {
+		s.logf("%s %q is back to %s", s.groupKind(), s.pool.GroupName(), s.cfg.Plan.Cloud.SizeText(sizes))
+	}
+	return nil
+}
+
 // shrinkToOriginal removes nodes one at a time until the group is back to
 // the desired size recorded before the run; it reports whether the
 // cluster autoscaler scaled the group up meanwhile, which ends it.
@@ -164,7 +182,7 @@ func (s *shrinker) terminateVictim(ctx context.Context, sr *state.ScaleRecord, v
 	if err != nil {
 		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
 	}
-	g, err := s.resizer()
+	g, err := s.shrinkable()
 	if err != nil {
 		return err
 	}

@@ -29,13 +29,25 @@ type strategyRun interface {
 	steps() map[plan.Phase]step
 }
 
-// strategyRuns make each strategy's run for an engine, registered in its
-// own file.
-var strategyRuns = map[plan.StrategyName]func(e *Engine) strategyRun{}
+// outdatedHolder is a run that holds every outdated node off (tainted or
+// cordoned) while its batches run: none of them takes a batch's pods.
+type outdatedHolder interface{ holdsOutdatedOff() }
+
+// liveRollback reports whether the run turns around at its next safe point
+// when rollback is asked for: it has a Rollback step (blue/green). The
+// others are rolled back once stopped.
+func (e *Engine) liveRollback() bool {
+	_, ok := e.steps[plan.PhaseRollback]
+	return ok
+}
+
+// strategyRuns make each strategy's run over an engine's toolkit,
+// registered in its own file.
+var strategyRuns = map[plan.StrategyName]func(t toolkit) strategyRun{}
 
 // registerSteps registers the execution of strategy: newRun makes its
 // run type, whose steps come with the batch toolkit's.
-func registerSteps(strategy plan.StrategyName, newRun func(e *Engine) strategyRun) {
+func registerSteps(strategy plan.StrategyName, newRun func(t toolkit) strategyRun) {
 	strategyRuns[strategy] = newRun
 }
 
@@ -62,7 +74,7 @@ func stepsOf(e *Engine) (strategyRun, map[plan.Phase]step) {
 	if !ok {
 		return nil, nil
 	}
-	run := newRun(e)
+	run := newRun(e.toolkit())
 	steps := e.batchSteps()
 	maps.Copy(steps, run.steps())
 	return run, steps
@@ -93,7 +105,7 @@ func (e *Engine) waitForRoom(ctx context.Context, i int) error {
 	// Where every outdated node is held off (tainted or cordoned), none
 	// takes pods; otherwise the other old nodes stay schedulable.
 	excluded := sets.New(names...)
-	if e.traits.OutdatedHeldOff {
+	if _, heldOff := e.run.(outdatedHolder); heldOff {
 		excluded = sets.New(e.cfg.Plan.OutdatedNames()...)
 	}
 	failure := fmt.Sprintf("not enough room for batch %d", i+1)

@@ -43,3 +43,36 @@ func TestEveryPhaseOfEveryStrategyHasAStep(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsAgreeWithTheirTraits: the questions the shared steps ask a
+// strategy's run (does it hold every outdated node off, replace the whole
+// group, turn around live) get the answers the planner reads from the
+// strategy's traits, so plan and run never disagree.
+func TestRunsAgreeWithTheirTraits(t *testing.T) {
+	for _, name := range plan.StrategyNames() {
+		t.Run(name, func(t *testing.T) {
+			s, err := plan.LookupStrategy(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &Engine{cfg: Config{Plan: &plan.Plan{}}, strategy: s}
+			e.group = newCloudGroup(e)
+			e.run, e.steps = stepsOf(e)
+			traits := s.Traits()
+			_, heldOff := e.run.(outdatedHolder)
+			_, wholeGroup := e.run.(groupAborter)
+			for _, c := range []struct {
+				question    string
+				run, traits bool
+			}{
+				{"holds the outdated nodes off", heldOff, traits.OutdatedHeldOff},
+				{"replaces the whole group", wholeGroup, traits.WholeGroup},
+				{"turns around live", e.liveRollback(), traits.Rollback == plan.RollbackGreen},
+			} {
+				if c.run != c.traits {
+					t.Errorf("%s: the run says %v, the traits %v", c.question, c.run, c.traits)
+				}
+			}
+		})
+	}
+}

@@ -14,11 +14,11 @@ import (
 // sizes before the run are recorded before the first change, so a re-run
 // raises to the same absolute sizes, never above them.
 func init() {
-	registerSteps(plan.StrategySurge, func(e *Engine) strategyRun { return &surgeRun{e} })
+	registerSteps(plan.StrategySurge, func(t toolkit) strategyRun { return &surgeRun{t} })
 }
 
 // surgeRun is the surge strategy's execution.
-type surgeRun struct{ *Engine }
+type surgeRun struct{ toolkit }
 
 func (r *surgeRun) steps() map[plan.Phase]step {
 	return map[plan.Phase]step{

@@ -179,7 +179,7 @@ func (e *Engine) windowRequest(ctx context.Context, s plan.State, req string) er
 	switch {
 	case req == state.RequestCancel:
 		return &PausedError{Phase: s.Phase}
-	case req == state.RequestRollback && e.traits.Rollback == plan.RollbackGreen:
+	case req == state.RequestRollback && e.liveRollback():
 		if err := e.cfg.Control.Clear(ctx); err != nil {
 			return err
 		}

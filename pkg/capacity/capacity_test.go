@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/kubetest"
 )
 
 // Nodes and pods from the builder the capacity and engine tests share.

@@ -56,23 +56,31 @@ type Pool interface {
 	Current(m plan.Machine, version string) bool
 }
 
+// Shrinker is a Pool the run can bring back down to sizes it recorded,
+// one drained node at a time: what a scale-down needs, at the end of a
+// run that scaled up and in abort, also of a scale-up a cloud's service
+// made and left behind (EKS's, after its update failed).
+type Shrinker interface {
+	Pool
+	// SetMax sets max alone.
+	SetMax(ctx context.Context, max int32) error
+	// Shrink takes a drained node's machine out of the group and lowers
+	// the desired size by one, so nothing replaces it.
+	Shrink(ctx context.Context, node string) error
+}
+
 // Scaler is a Pool the run resizes and points at the target itself (an
 // Auto Scaling group): a run with it adds the Setup, ScaleUp and
 // ScaleDown phases of the EKS update. Every method may be called again
 // after an interruption.
 type Scaler interface {
-	Pool
+	Shrinker
 	Remover
 	// Setup makes the group launch the target configuration and returns
 	// its version.
 	Setup(ctx context.Context) (version string, err error)
 	// SetDesiredAndMax sets both in one call.
 	SetDesiredAndMax(ctx context.Context, desired, max int32) error
-	// SetMax sets max alone.
-	SetMax(ctx context.Context, max int32) error
-	// Shrink takes a drained node's machine out of the group and lowers
-	// the desired size by one, so nothing replaces it.
-	Shrink(ctx context.Context, node string) error
 }
 
 // Rebalancer is a Group whose cloud moves machines between zones of its

@@ -124,8 +124,6 @@ type Traits struct {
 	// GreenFromZero: green starts empty and the autoscaler grows it while
 	// blue may shrink to zero.
 	GreenFromZero bool
-	// SoakName names the soak in progress lines.
-	SoakName string
 	// LeavesRunning: nothing is drained; old nodes go away on their own.
 	LeavesRunning bool
 	// ScalesGroup: the run raises the group's sizes and restores the

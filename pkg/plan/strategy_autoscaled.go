@@ -46,7 +46,7 @@ func (autoscaledBlueGreen) Traits() Traits {
 	// GKE honours PDBs for up to an hour, then deletes with up to 24h of
 	// grace; cannot be rolled back.
 	return Traits{DefaultMaxUnavailable: "1", DrainTimeout: time.Hour, DeleteAtTimeout: true, MaxGrace: 24 * time.Hour,
-		OutdatedHeldOff: true, WholeGroup: true, GreenFromZero: true, SoakName: "wait period"}
+		OutdatedHeldOff: true, WholeGroup: true, GreenFromZero: true}
 }
 
 func (autoscaledBlueGreen) Next(s State, f Flow) State {

@@ -180,7 +180,7 @@ func renamed(bg *BlueGreenPlan, kind string) string {
 func (blueGreen) Summary(p *Plan) string { return p.Strategy }
 
 func (blueGreen) Traits() Traits {
-	return Traits{DefaultMaxUnavailable: "1", DrainTimeout: 15 * time.Minute, OutdatedHeldOff: true, WholeGroup: true, SoakName: "node pool soak", Rollback: RollbackGreen}
+	return Traits{DefaultMaxUnavailable: "1", DrainTimeout: 15 * time.Minute, OutdatedHeldOff: true, WholeGroup: true, Rollback: RollbackGreen}
 }
 
 func (blueGreen) First(Flow) Phase { return PhasePrepareTarget }

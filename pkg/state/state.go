@@ -125,6 +125,12 @@ type ManagedRecord struct {
 	// ends the soak on resuming.
 	WindowPaused string `json:"windowPaused,omitempty"`
 	CompleteSoak bool   `json:"completeSoak,omitempty"`
+	// SizesBefore are the group's sizes before the service's update,
+	// where the run can bring them back (cloud.Shrinker): an update that
+	// fails leaves the service's scale-up, which abort takes back one
+	// drained node at a time, recorded in ScaleDown.
+	SizesBefore *plan.Sizes  `json:"sizesBefore,omitempty"`
+	ScaleDown   *ScaleRecord `json:"scaleDown,omitempty"`
 }
 
 // CloudRecord is the cloud side of a run, written before each change it

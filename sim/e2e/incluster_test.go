@@ -345,7 +345,7 @@ func startKubelet(t *testing.T, ns, group string, env []string, kill ...string) 
 	}
 	// A node outside the group, for the Job's pods.
 	if _, _, err := scenario.CreateNodeGroup(testContext(t, time.Minute), client, scenario.NodeGroup{
-		LabelKey: groupKey, Name: group + "-system", Zones: []string{"sim-a"}, Current: 1,
+		LabelKey: groupKey, Name: systemGroup(group), Zones: []string{"sim-a"}, Current: 1,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -379,8 +379,8 @@ func TestInClusterRunSurvivesItsPodKilledTwice(t *testing.T) {
 	k := startKubelet(t, ns, name, g.env(), "cordoned", "cordoned")
 	// A post-drain wait longer than killAfter: each pod is killed in its
 	// batch, before the batch's end, after its report has written the drain.
-	run := startBackground(t, g.cmd(submitter, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "10s",
-		"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes"))
+	run := startBackground(t, g.cmd(submitter, append([]string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "10s"},
+		inClusterFlags(ns, name)...)...))
 	code, out := run.wait(t, 9*time.Minute)
 	t.Logf("run --in-cluster:\n%s", out)
 	if code != nodeupgrade.ExitOK {
@@ -440,7 +440,7 @@ func TestInClusterRunWithoutAVerbFails(t *testing.T) {
 		}
 	})
 	k := startKubelet(t, ns, name, cleanAWSEnv())
-	r := plugin(t, "run", name, "--target-label", target, "--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes")
+	r := plugin(t, append([]string{"run", name, "--target-label", target}, inClusterFlags(ns, name)...)...)
 	t.Logf("run --in-cluster: %s", r)
 	want := `may not update leases.coordination.k8s.io in namespace "` + ns + `"`
 	if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stdout+r.stderr, want) {
@@ -474,10 +474,24 @@ func bindSubmitter(t *testing.T, user, ns string) {
 // of its own: refused while the run is alive, then with --wait the run is
 // asked to stop (its pod exits 8 and its Job ends), and the abort's Job
 // puts the group back: its original sizes, nothing tainted, cordoned or
-// annotated, the record marked aborted.
-func TestInClusterAbortPutsTheGroupBack(t *testing.T) {
-	t.Parallel()
-	const name, ns = "incl-abort", state.DefaultNamespace
+// inClusterFlags send a command on group to a Job in ns whose pods run
+// on the group's system node (startKubelet's): other tests' groups'
+// nodes, which their runs drain, would evict it at any moment.
+func inClusterFlags(ns, group string) []string {
+	return []string{"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e",
+		"--job-node-selector", groupKey + "=" + systemGroup(group), "--yes"}
+}
+
+// systemGroup is the node group of startKubelet's node for group's Jobs.
+func systemGroup(group string) string { return group + "-system" }
+
+// setupInClusterAWS is the scene of the in-cluster control tests: an
+// AWS group of 3 nodes running an app whose PDB keeps 2 of 3, the
+// in-cluster environment in ns, a submitter bound as the docs bind one,
+// a PDB watch, the kubelet that runs the Jobs' pods, and the flags that
+// send a command to a Job.
+func setupInClusterAWS(t *testing.T, name, ns string) inClusterScene {
+	t.Helper()
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
 	inClusterEnv(t, ns, nil)
 	submitter := boundUser(t, "submitter")
@@ -488,7 +502,25 @@ func TestInClusterAbortPutsTheGroupBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := startKubelet(t, ns, name, g.env())
-	inCluster := []string{"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes"}
+	inCluster := inClusterFlags(ns, name)
+	return inClusterScene{g: g, ctx: ctx, submitter: submitter, watcher: watcher, kubelet: k, flags: inCluster}
+}
+
+type inClusterScene struct {
+	g         *awsGroup
+	ctx       context.Context
+	submitter string
+	watcher   *scenario.PDBWatcher
+	kubelet   *kubelet
+	flags     []string // send a command to a Job
+}
+
+// annotated, the record marked aborted.
+func TestInClusterAbortPutsTheGroupBack(t *testing.T) {
+	t.Parallel()
+	const name, ns = "incl-abort", state.DefaultNamespace
+	sc := setupInClusterAWS(t, name, ns)
+	g, ctx, submitter, watcher, k, inCluster := sc.g, sc.ctx, sc.submitter, sc.watcher, sc.kubelet, sc.flags
 	run := startBackground(t, g.cmd(submitter, append([]string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "2s"}, inCluster...)...))
 	if !run.waitFor("in flight") { // the followed run is draining a node
 		t.Fatalf("the run never drained a node:\n%s", run.output())
@@ -529,17 +561,8 @@ func TestInClusterAbortPutsTheGroupBack(t *testing.T) {
 func TestInClusterBlueGreenRollback(t *testing.T) {
 	t.Parallel()
 	const name, ns = "incl-bg", state.DefaultNamespace
-	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
-	inClusterEnv(t, ns, nil)
-	submitter := boundUser(t, "submitter")
-	bindSubmitter(t, "submitter", ns)
-	ctx := testContext(t, 10*time.Minute)
-	watcher, err := scenario.WatchPDBs(ctx, client, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := startKubelet(t, ns, name, g.env())
-	inCluster := []string{"--state-namespace", ns, "--in-cluster", "--image-ref", "example.com/kubectl-nodeupgrade:e2e", "--yes"}
+	sc := setupInClusterAWS(t, name, ns)
+	g, ctx, submitter, watcher, k, inCluster := sc.g, sc.ctx, sc.submitter, sc.watcher, sc.kubelet, sc.flags
 	r := runCmd(t, g.cmd(submitter, append([]string{"run", name, "--strategy", "blue-green", "--ami", "ami-new", "--batch-node-count", "3",
 		"--node-pool-soak", "1h", "--no-wait", "--post-drain-wait", "0s"}, inCluster...)...))
 	if r.code != nodeupgrade.ExitPaused {

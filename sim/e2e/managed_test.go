@@ -186,7 +186,8 @@ func TestManagedNodeGroupPDBHoldsTheUpdate(t *testing.T) {
 	if calls := m.changingCalls(); len(calls) != 0 {
 		t.Errorf("the refused run changed the node group: %v", calls)
 	}
-	forced := m.run(t, append(args, "--ignore-check", "pdb-zero-disruptions")...)
+	// No post-drain wait: abort's scale-down waits it after each node.
+	forced := m.run(t, append(args, "--ignore-check", "pdb-zero-disruptions", "--post-drain-wait", "0s")...)
 	if forced.code != nodeupgrade.ExitPodEvictionError {
 		t.Fatalf("want exit %d (PodEvictionFailure): %s", nodeupgrade.ExitPodEvictionError, forced)
 	}
@@ -198,6 +199,45 @@ func TestManagedNodeGroupPDBHoldsTheUpdate(t *testing.T) {
 	if !oneLine(forced.stderr) {
 		t.Errorf("the error must be one line: %q", forced.stderr)
 	}
+	m.assertAbortTakesBackTheScaleUp(t)
+}
+
+// assertAbortTakesBackTheScaleUp: after EKS's update failed, leaving its
+// scale-up, abort puts the group back as it was before the run: the nodes
+// EKS added drained and removed, desired and max as before, nothing
+// tainted or cordoned, the update config restored, no PDB broken.
+func (m *managedGroup) assertAbortTakesBackTheScaleUp(t *testing.T) {
+	t.Helper()
+	sizes := func() (desired, max int32) {
+		ng, _ := m.srv.Nodegroup(m.cluster, m.name)
+		return *ng.ScalingConfig.DesiredSize, *ng.ScalingConfig.MaxSize
+	}
+	wantDesired, wantMax := *m.before.ScalingConfig.DesiredSize, *m.before.ScalingConfig.MaxSize
+	if d, _ := sizes(); d <= wantDesired {
+		t.Fatalf("EKS's failed update left desired %d, want its scale-up above %d: the test proves nothing", d, wantDesired)
+	}
+	ctx := testContext(t, 5*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, m.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abort := m.run(t, "abort", m.name)
+	t.Logf("abort: %s", abort)
+	if abort.code != nodeupgrade.ExitOK {
+		t.Fatalf("abort: %s; want exit %d", abort, nodeupgrade.ExitOK)
+	}
+	if d, x := sizes(); d != wantDesired || x != wantMax {
+		t.Errorf("after abort desired %d, max %d; want %d, %d as before the run", d, x, wantDesired, wantMax)
+	}
+	if nodes := groupNodes(t, ctx, "eks.amazonaws.com/nodegroup", m.name); len(nodes) != int(wantDesired) {
+		t.Errorf("%d nodes after abort, want %d", len(nodes), wantDesired)
+	}
+	ng, _ := m.srv.Nodegroup(m.cluster, m.name)
+	if got, want := updateConfig(ng), updateConfig(m.before); got != want {
+		t.Errorf("update config %s, want it restored to %s", got, want)
+	}
+	assertUntouched(t, ctx, "eks.amazonaws.com/nodegroup", m.name)
+	assertNoViolations(t, watcher.Stop())
 }
 
 // TestManagedNodeGroupBadTargetsChangeNothing: what EKS would refuse is

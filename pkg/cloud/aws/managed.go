@@ -36,6 +36,7 @@ const evictionLimit = 15 * time.Minute
 type ManagedNodeGroup struct {
 	eks            *EKS
 	api            *Client
+	kube           kubernetes.Interface
 	group          *EKSNodegroup
 	asg            *AutoScalingGroup
 	clusterVersion string
@@ -293,7 +294,7 @@ func orNone(s string) string { return cmp.Or(s, "<none>") }
 
 // openManaged opens an EKS managed node group: the target as EKS takes
 // it, checked as EKS would check it.
-func openManaged(ctx context.Context, p *Client, _ kubernetes.Interface, g *AutoScalingGroup, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
+func openManaged(ctx context.Context, p *Client, kube kubernetes.Interface, g *AutoScalingGroup, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
 	cluster, name, ok := ManagedGroupOf(g)
 	if !ok {
 		msg := fmt.Sprintf("auto scaling group %q belongs to EKS managed node group %q but carries no %s tag, so its cluster is unknown; EKS upgrades the group itself: tag the group or use \"aws eks update-nodegroup-version\"", g.Name, name, TagClusterName)
@@ -308,7 +309,7 @@ func openManaged(ctx context.Context, p *Client, _ kubernetes.Interface, g *Auto
 	if err != nil {
 		return nil, nil, err
 	}
-	m := &ManagedNodeGroup{eks: e, api: p, group: mg, asg: g, clusterVersion: cv, image: t.Image, updateStrategy: t.Options[optUpdateStrategy]}
+	m := &ManagedNodeGroup{eks: e, api: p, kube: kube, group: mg, asg: g, clusterVersion: cv, image: t.Image, updateStrategy: t.Options[optUpdateStrategy]}
 	if t.Strategy != "" && !m.Runs(t.Strategy) {
 		// EKS has no blue/green: the run makes green itself.
 		return openManagedBlueGreen(ctx, m, nodes, t)

@@ -55,11 +55,7 @@ func (b *ManagedBlueGreen) Sizes(ctx context.Context) (plan.Sizes, error) {
 
 // GroupSizes implements cloud.BlueGreen.
 func (b *ManagedBlueGreen) GroupSizes(ctx context.Context, group string) (plan.Sizes, error) {
-	g, err := b.blue.eks.DescribeNodegroup(ctx, b.cluster(), group)
-	if err != nil {
-		return plan.Sizes{}, err
-	}
-	return plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max}, nil
+	return b.blue.groupSizes(ctx, group)
 }
 
 // SetGroupSizes implements cloud.BlueGreen: UpdateNodegroupConfig's
@@ -97,7 +93,7 @@ func (b *ManagedBlueGreen) Machines(ctx context.Context, nodes []*corev1.Node) (
 
 // Current implements cloud.Pool.
 func (b *ManagedBlueGreen) Current(m plan.Machine, version string) bool {
-	return m.Version == version && !m.Leaving()
+	return b.blue.Current(m, version)
 }
 
 // PrepareTarget implements cloud.BlueGreen: the target as green is made

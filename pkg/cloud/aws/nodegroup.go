@@ -178,7 +178,12 @@ func (n *NodeGroup) Shrink(ctx context.Context, node string) error {
 // instanceOf reads a node's instance ID; "" when the node is gone already
 // (its instance terminated by an earlier, interrupted call).
 func (n *NodeGroup) instanceOf(ctx context.Context, node string) (string, error) {
-	obj, err := n.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	return instanceOfNode(ctx, n.Client, node)
+}
+
+// instanceOfNode reads a node's instance ID; "" when the node is gone.
+func instanceOfNode(ctx context.Context, client kubernetes.Interface, node string) (string, error) {
+	obj, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		if isNodeNotFound(err) {
 			return "", nil

@@ -74,6 +74,7 @@ var managedActions = []action{
 	{"eks:UpdateNodegroupConfig", "set the update settings and sizes", 0},
 	{"ec2:CreateLaunchTemplateVersion", "--ami's launch template version", capImage},
 	{"eks:UpdateNodegroupVersion", "start EKS's update", plan.CapManagedUpdate},
+	{"autoscaling:TerminateInstanceInAutoScalingGroup", "abort: remove the nodes a failed update added", plan.CapManagedUpdate},
 	{"eks:CreateNodegroup", "create green's node group", plan.CapNewGroups},
 	{"eks:TagResource", "tag green's node group", plan.CapNewGroups},
 	{"eks:DeleteNodegroup", "delete blue's node group", plan.CapNewGroups},
