@@ -97,6 +97,9 @@ func (s *Session) openCloud(ctx context.Context, r *Request, c cloud.Cloud, node
 		if rec.Cloud.ScaledForOther(cg.TargetVersion) {
 			cg.RescaleFrom = rec.Cloud.ScaledFor
 		}
+		if rec.Cloud.ScaledForRolledBack(cg.TargetVersion) {
+			cg.RollbackFrom = rec.Cloud.ScaledFor
+		}
 	}
 	return cg, provider, nil
 }

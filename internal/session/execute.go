@@ -159,16 +159,33 @@ func question(r *Request, p *plan.Plan, rec *state.Record) string {
 	switch {
 	case r.Rollback:
 		return rollbackQuestion(r, p, rec)
-	case rollsBackInPlace(rec, r.Request) && p.Nodes.Outdated == 0:
-		return fmt.Sprintf("Roll back the run on %q: no node runs version %s yet; point the group back at version %s and restore its sizes?", rec.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
 	case rollsBackInPlace(rec, r.Request):
-		return fmt.Sprintf("Roll back the run on %q: replace the %s on version %s with version %s, in %s (nodes never upgraded are not touched)?", rec.NodeGroup, plan.Count(p.Nodes.Outdated, "node"), rec.Cloud.TargetVersion, rec.Cloud.FromVersion, batches)
+		return inPlaceRollbackQuestion(p, rec)
 	case unfinished && p.Nodes.Outdated == 0:
 		return fmt.Sprintf("Finish the interrupted run on %q from phase %s (%s already replaced, none left to upgrade)?", rec.NodeGroup, rec.Phase, plan.Count(len(rec.Done), "node"))
 	case unfinished && len(rec.Done) > 0:
 		return fmt.Sprintf("Upgrade the %s left in %s (%s replaced by the interrupted run)?", plan.Count(p.Nodes.Outdated, "node"), batches, plan.Count(len(rec.Done), "node"))
 	}
 	return fmt.Sprintf("Upgrade %s in %s?", plan.Count(p.Nodes.Outdated, "node"), batches)
+}
+
+// inPlaceRollbackQuestion is the question of an eks or surge rollback:
+// the nodes it replaces, and those its scale-down removes unreplaced.
+func inPlaceRollbackQuestion(p *plan.Plan, rec *state.Record) string {
+	c := rec.Cloud
+	if p.Nodes.Outdated+p.Nodes.Deferred == 0 {
+		return fmt.Sprintf("Roll back the run on %q: no node runs version %s yet; point the group back at version %s and restore its sizes?", rec.NodeGroup, c.TargetVersion, c.FromVersion)
+	}
+	removed := fmt.Sprintf("remove the %s on version %s in the scale-down to the sizes before the run, unreplaced", plan.Count(p.Nodes.Deferred, "other node"), c.TargetVersion)
+	if p.Nodes.Outdated == 0 {
+		removed = strings.Replace(removed, " other", "", 1)
+		return fmt.Sprintf("Roll back the run on %q: point the group back at version %s and %s?", rec.NodeGroup, c.FromVersion, removed)
+	}
+	replace := fmt.Sprintf("replace the %s on version %s with version %s, in %s", plan.Count(p.Nodes.Outdated, "node"), c.TargetVersion, c.FromVersion, plan.Count(len(p.Batches), "batch"))
+	if p.Nodes.Deferred > 0 {
+		replace += ", and " + removed
+	}
+	return fmt.Sprintf("Roll back the run on %q: %s (nodes never upgraded are not touched)?", rec.NodeGroup, replace)
 }
 
 // rollbackQuestion is the rollback command's question: blue back in

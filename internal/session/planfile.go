@@ -161,6 +161,14 @@ func compareSaved(saved, fresh *plan.Plan, file string, done map[string]bool) er
 			return Usagef("--plan-file %q is stale: node %q is outdated but not in the plan; run plan again", file, n)
 		}
 	}
+	// A rollback's scale-down removes the nodes the plan deferred, some of
+	// them already where a run of it got that far.
+	want = saved.DeferredNames()
+	for _, n := range fresh.DeferredNames() {
+		if !slices.Contains(want, n) {
+			return Usagef("--plan-file %q is stale: node %q is outdated but not in the plan's scale-down; run plan again", file, n)
+		}
+	}
 	return nil
 }
 
@@ -169,7 +177,7 @@ func compareSaved(saved, fresh *plan.Plan, file string, done map[string]bool) er
 // recorded sizes).
 func withoutDone(saved, fresh *plan.Plan, done map[string]bool) *plan.Plan {
 	p := *saved
-	p.Cloud, p.Nodes = fresh.Cloud, fresh.Nodes
+	p.Cloud, p.Nodes, p.Deferred = fresh.Cloud, fresh.Nodes, fresh.Deferred
 	p.Batches = nil
 	for _, b := range saved.Batches {
 		var left []plan.PlannedNode

@@ -2,6 +2,7 @@ package session
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,49 @@ func TestSavedPlanKeepsItsWindows(t *testing.T) {
 			r.fromPlan(saved)
 			if !slices.Equal(r.Windows, tc.wantWindows) || r.NotAfter != tc.wantNotAfter || r.NotBefore != "" {
 				t.Errorf("windows %q, not before %q, not after %q; want %q, \"\", %q", r.Windows, r.NotBefore, r.NotAfter, tc.wantWindows, tc.wantNotAfter)
+			}
+		})
+	}
+}
+
+// TestSavedPlanOfARollback: a saved rollback plan runs while its scale-down
+// would remove the nodes it names (some gone already, removed by a run of
+// it), and is stale once another node would go unreplaced.
+func TestSavedPlanOfARollback(t *testing.T) {
+	t.Parallel()
+	planOf := func(batched, deferred []string) *plan.Plan {
+		p := &plan.Plan{}
+		for _, n := range batched {
+			p.Batches = append(p.Batches, plan.Batch{Nodes: []plan.PlannedNode{{Name: n}}})
+		}
+		for _, n := range deferred {
+			p.Deferred = append(p.Deferred, plan.PlannedNode{Name: n})
+		}
+		p.Nodes.Outdated, p.Nodes.Deferred = len(batched), len(deferred)
+		return p
+	}
+	saved := planOf([]string{"a"}, []string{"x", "y"})
+	for _, tc := range []struct {
+		name      string
+		fresh     *plan.Plan
+		wantError string
+	}{
+		{name: "the same split", fresh: planOf([]string{"a"}, []string{"x", "y"})},
+		{name: "a deferred node removed already", fresh: planOf(nil, []string{"y"})},
+		{name: "a deferred node batched now", fresh: planOf([]string{"a", "x"}, []string{"y"}), wantError: `node "x" is outdated but not in the plan`},
+		{name: "another node deferred", fresh: planOf([]string{"a"}, []string{"x", "z"}), wantError: `node "z" is outdated but not in the plan's scale-down`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := compareSaved(saved, tc.fresh, "p.json", map[string]bool{"a": tc.fresh.Nodes.Outdated == 0})
+			if tc.wantError == "" && err != nil || tc.wantError != "" && (err == nil || !strings.Contains(err.Error(), tc.wantError)) {
+				t.Fatalf("error %v, want %q", err, tc.wantError)
+			}
+			if err == nil {
+				p := withoutDone(saved, tc.fresh, nil)
+				if got := p.DeferredNames(); !slices.Equal(got, tc.fresh.DeferredNames()) || p.Nodes.Deferred != len(got) {
+					t.Errorf("the plan run defers %v (counted %d), want the fresh plan's %v", got, p.Nodes.Deferred, tc.fresh.DeferredNames())
+				}
 			}
 		})
 	}

@@ -24,6 +24,10 @@ func TestRunQuestion(t *testing.T) {
 	planOf := func(outdated, batches int) *plan.Plan {
 		return &plan.Plan{Nodes: plan.NodeCounts{Outdated: outdated}, Batches: make([]plan.Batch, batches)}
 	}
+	deferring := func(p *plan.Plan, n int) *plan.Plan {
+		p.Nodes.Deferred = n
+		return p
+	}
 	inPlace := func() *state.Record {
 		return &state.Record{NodeGroup: "ng", Phase: "Drain", Done: []string{"a", "b", "c"},
 			Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{FromVersion: "1", TargetVersion: "2"}}}
@@ -49,6 +53,10 @@ func TestRunQuestion(t *testing.T) {
 			want: `Roll back the run on "ng": put blue back in service, then drain green "ng-green"?`},
 		{name: "rollback in place", p: planOf(3, 2), version: "1", rec: inPlace(),
 			want: `Roll back the run on "ng": replace the 3 nodes on version 2 with version 1, in 2 batches (nodes never upgraded are not touched)?`},
+		{name: "rollback in place with surplus nodes the scale-down removes", p: deferring(planOf(1, 1), 2), version: "1", rec: inPlace(),
+			want: `Roll back the run on "ng": replace the 1 node on version 2 with version 1, in 1 batch, and remove the 2 other nodes on version 2 in the scale-down to the sizes before the run, unreplaced (nodes never upgraded are not touched)?`},
+		{name: "rollback in place of a scale-up alone", p: deferring(planOf(0, 0), 2), version: "1", rec: inPlace(),
+			want: `Roll back the run on "ng": point the group back at version 1 and remove the 2 nodes on version 2 in the scale-down to the sizes before the run, unreplaced?`},
 		{name: "rollback in place before any node was upgraded", p: planOf(0, 0), version: "1", rec: inPlace(),
 			want: `Roll back the run on "ng": no node runs version 2 yet; point the group back at version 1 and restore its sizes?`},
 	} {

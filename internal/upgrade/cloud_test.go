@@ -23,6 +23,15 @@ func readyNode(name, zone string) *corev1.Node {
 	return n
 }
 
+// plannedNodes are planned nodes of the names.
+func plannedNodes(names []string) []plan.PlannedNode {
+	var out []plan.PlannedNode
+	for _, n := range names {
+		out = append(out, plan.PlannedNode{Name: n})
+	}
+	return out
+}
+
 func TestScaleDown(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
@@ -34,6 +43,10 @@ func TestScaleDown(t *testing.T) {
 		wantShrunk      int
 		wantNote        bool
 		wantFirst       string // the node removed first, if it matters
+		// deferred are the outdated nodes a rollback left to the
+		// scale-down; wantNoteHas what the note says of them.
+		deferred    []string
+		wantNoteHas string
 	}{
 		{name: "back to the original sizes, one node at a time", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6},
 			record:      state.CloudRecord{GroupRecord: state.GroupRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 5}},
@@ -63,6 +76,15 @@ func TestScaleDown(t *testing.T) {
 		{name: "interrupted during the drain", sizes: plan.Sizes{Min: 1, Desired: 4, Max: 5},
 			record:      state.CloudRecord{GroupRecord: state.GroupRecord{Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 4, Shrinking: "e"}},
 			wantDesired: 3, wantMax: 4, wantShrunk: 1, wantFirst: "e"},
+		// A rollback's deferred node goes first, from whatever zone.
+		{name: "the nodes a rollback deferred go first", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6}, deferred: []string{"e"},
+			record:      state.CloudRecord{GroupRecord: state.GroupRecord{FromVersion: "1", Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 5}},
+			wantDesired: 3, wantMax: 4, wantShrunk: 2, wantFirst: "e"},
+		// Stopped by the autoscaler before it removed them: the note says
+		// they stay outdated, and what replaces them.
+		{name: "the autoscaler stops a rollback's scale-down", sizes: plan.Sizes{Min: 1, Desired: 6, Max: 6}, deferred: []string{"e"},
+			record:      state.CloudRecord{GroupRecord: state.GroupRecord{FromVersion: "1", Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{LastDesired: 5}},
+			wantDesired: 6, wantMax: 6, wantNote: true, wantNoteHas: `the outdated nodes "e", left to the scale-down by the rollback, stay: a run back to version 1 replaces them`},
 		{name: "nothing was scaled up", sizes: plan.Sizes{Min: 1, Desired: 5, Max: 6},
 			record:      state.CloudRecord{},
 			wantDesired: 5, wantMax: 6},
@@ -81,7 +103,7 @@ func TestScaleDown(t *testing.T) {
 			rec := &state.Record{Cloud: &tc.record}
 			e, err := New(Config{
 				Client:   client,
-				Plan:     &plan.Plan{NodeGroup: "ng", NodeGroupLabel: "eks.amazonaws.com/nodegroup"},
+				Plan:     &plan.Plan{NodeGroup: "ng", NodeGroupLabel: "eks.amazonaws.com/nodegroup", Deferred: plannedNodes(tc.deferred)},
 				Provider: group,
 				Drain:    drain.Options{Timeout: 10 * time.Second},
 				Record:   rec,
@@ -109,8 +131,8 @@ func TestScaleDown(t *testing.T) {
 			if tc.wantFirst != "" && (len(shrunk) == 0 || shrunk[0] != tc.wantFirst) {
 				t.Errorf("shrunk %v, want %q first", shrunk, tc.wantFirst)
 			}
-			if (e.Note() != "") != tc.wantNote {
-				t.Errorf("note %q, want one: %v", e.Note(), tc.wantNote)
+			if (e.Note() != "") != tc.wantNote || !strings.Contains(e.Note(), tc.wantNoteHas) {
+				t.Errorf("note %q, want one: %v, saying %q", e.Note(), tc.wantNote, tc.wantNoteHas)
 			}
 			nodes, _ := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 			for _, n := range nodes.Items {

@@ -62,8 +62,13 @@ func (r *eksRun) scaleUp(ctx context.Context) error {
 		// The run being rolled back scaled up for another version: its
 		// extra nodes are outdated now, the nodes from before the run
 		// serve, and replacements of the target come as the others are
-		// removed. Nothing new to wait for.
-		r.logf("%s %q was scaled up for version %s by an earlier run; its nodes are replaced like the others", r.groupKind(), r.group.pool.GroupName(), cr.ScaledFor)
+		// removed. Nothing new to wait for. The scale-down removes as
+		// many outdated nodes as the scale-up added, unreplaced.
+		how := "its nodes are replaced like the others"
+		if d := len(r.cfg.Plan.Deferred); d > 0 {
+			how = fmt.Sprintf("the scale-down removes %s without replacing them", plan.Count(d, "outdated node"))
+		}
+		r.logf("%s %q was scaled up for version %s by an earlier run; %s", r.groupKind(), r.group.pool.GroupName(), cr.ScaledFor, how)
 		return nil
 	}
 	if err := r.group.waitNewNodes(ctx, &cr.GroupRecord, zones, int(cr.LastDesired)); err != nil {

@@ -91,6 +91,27 @@ func wantOnlyVersion(t *testing.T, client *testClient, version string, count int
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
 
+// wantDeferredRemoved checks that a rollback deferred every node on the
+// version it rolls back beyond the recorded sizes to the scale-down, which
+// removed them untainted and unreplaced.
+func wantDeferredRemoved(t *testing.T, client *testClient, p *plan.Plan, rollbackFrom string) {
+	t.Helper()
+	if rollbackFrom == "" {
+		if len(p.Deferred) != 0 {
+			t.Errorf("deferred %v, want none", p.DeferredNames())
+		}
+		return
+	}
+	if surplus := int(p.Cloud.During.Desired - p.Cloud.Before.Desired); len(p.Deferred) != surplus || p.Nodes.Deferred != surplus {
+		t.Errorf("deferred %v (counted %d), want the %d nodes above the recorded sizes", p.DeferredNames(), p.Nodes.Deferred, surplus)
+	}
+	for _, n := range p.DeferredNames() {
+		if ev := sorted(client.eventsOf(t, "Node", n)); !slices.Equal(ev, []string{"NodeUpgradeDrained", "NodeUpgradeRemoved"}) {
+			t.Errorf("events of deferred node %q: %v, want it drained once and removed, never tainted", n, ev)
+		}
+	}
+}
+
 func TestEKSOnACloudGroup(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -104,7 +125,10 @@ func TestEKSOnACloudGroup(t *testing.T) {
 		recorded *plan.Sizes
 		// rescaleFrom is the version the planner found the recorded
 		// scale-up made for, when its nodes are outdated too.
-		rescaleFrom   string
+		rescaleFrom string
+		// rollbackFrom is the version the planner found the recorded
+		// scale-up made for, when the run rolls that version back.
+		rollbackFrom  string
 		wantBatches   int
 		wantRaise     []string
 		wantRemoved   int
@@ -117,17 +141,30 @@ func TestEKSOnACloudGroup(t *testing.T) {
 			wantRaise: []string{"SetDesiredAndMax 7 8"}, wantBatches: 2, wantRemoved: 3, wantShrunk: 4, wantScaledFor: "2",
 			wantLog: `scaling Auto Scaling group "asg" up by 4: desired 3 -> 7, max 4 -> 8`},
 		// A rollback of a run from version 2 towards 3: that run scaled the
-		// group up for 3, whose nodes are outdated now and replaced like
-		// the others; nothing new is awaited and the group is not raised
-		// again.
+		// group up for 3, whose nodes are outdated now; the recorded sizes
+		// have no room for them, so the scale-down removes them, each
+		// drained once, rather than a batch replacing them first. Nothing
+		// new is awaited and the group is not raised again.
 		{name: "rollback finds the group scaled up for the version it undoes",
 			nodes: []*corev1.Node{groupNode("v2-a", "z1", "2"), groupNode("v2-b", "z1", "2"), groupNode("v2-c", "z2", "2"),
 				groupNode("v3-a", "z1", "3"), groupNode("v3-b", "z2", "3")},
-			sizes:       plan.Sizes{Min: 1, Desired: 5, Max: 6},
-			recorded:    &plan.Sizes{Min: 1, Desired: 3, Max: 4},
+			sizes:    plan.Sizes{Min: 1, Desired: 5, Max: 6},
+			recorded: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, rollbackFrom: "3",
 			record:      &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "fake", Group: "asg", TargetVersion: "3", FromVersion: "2", Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{ScaleUp: 2, LastDesired: 5, ScaledFor: "3"}},
-			wantBatches: 1, wantRemoved: 2, wantShrunk: 2, wantScaledFor: "3",
-			wantLog: `"asg" was scaled up for version 3 by an earlier run; its nodes are replaced like the others`},
+			wantBatches: 0, wantRemoved: 0, wantShrunk: 2, wantScaledFor: "3",
+			wantLog: `"asg" was scaled up for version 3 by an earlier run; the scale-down removes 2 outdated nodes without replacing them`},
+		// The same, killed after its first batch: v3-c replaced v2-c. Only
+		// v3-c is replaced; the scale-down removes the two surplus nodes:
+		// three drains, where replacing all three and then scaling down
+		// drained five.
+		{name: "rollback after a batch replaces the upgraded nodes and leaves the surplus to the scale-down",
+			nodes: []*corev1.Node{groupNode("v2-a", "z1", "2"), groupNode("v2-b", "z1", "2"), groupNode("v3-c", "z2", "3"),
+				groupNode("v3-x", "z1", "3"), groupNode("v3-y", "z2", "3")},
+			sizes:    plan.Sizes{Min: 1, Desired: 5, Max: 6},
+			recorded: &plan.Sizes{Min: 1, Desired: 3, Max: 4}, rollbackFrom: "3",
+			record:      &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "fake", Group: "asg", TargetVersion: "3", FromVersion: "2", Original: &plan.Sizes{Min: 1, Desired: 3, Max: 4}}, ScaleRecord: state.ScaleRecord{ScaleUp: 2, LastDesired: 5, ScaledFor: "3"}},
+			wantBatches: 1, wantRemoved: 1, wantShrunk: 2, wantScaledFor: "3",
+			wantLog: `the scale-down removes 2 outdated nodes without replacing them`},
 		// The interrupted run aimed at version 1 (what the group already
 		// launched): its two extra nodes are outdated for version 2 as
 		// much as the others, so this run needs a scale-up of its own.
@@ -144,7 +181,7 @@ func TestEKSOnACloudGroup(t *testing.T) {
 			t.Parallel()
 			client, group := cloudCluster(tc.sizes, tc.nodes...)
 			cg := group.cloudGroup(tc.recorded)
-			cg.RescaleFrom = tc.rescaleFrom
+			cg.RescaleFrom, cg.RollbackFrom = tc.rescaleFrom, tc.rollbackFrom
 			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: cg})
 			if len(p.Batches) != tc.wantBatches {
 				t.Fatalf("plan has %d batches, want %d", len(p.Batches), tc.wantBatches)
@@ -201,6 +238,11 @@ func TestEKSOnACloudGroup(t *testing.T) {
 				if ev := sorted(client.eventsOf(t, "Node", n)); !slices.Equal(ev, []string{"NodeUpgradeCordoned", "NodeUpgradeDrained", "NodeUpgradeDraining", "NodeUpgradeRemoved", "NodeUpgradeTainted"}) {
 					t.Errorf("events of node %q: %v", n, ev)
 				}
+			}
+			wantDeferredRemoved(t, client, p, tc.rollbackFrom)
+			// Each node leaves drained once: by a batch or the scale-down.
+			if drains := client.eventCount(t, "NodeUpgradeDrained"); drains != tc.wantRemoved+tc.wantShrunk {
+				t.Errorf("%d drains, want %d", drains, tc.wantRemoved+tc.wantShrunk)
 			}
 		})
 	}

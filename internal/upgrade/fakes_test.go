@@ -229,6 +229,22 @@ func (c *testClient) eventsOf(t *testing.T, kind, name string) []string {
 	return reasons
 }
 
+// eventCount counts the node events of the given reason.
+func (c *testClient) eventCount(t *testing.T, reason string) int {
+	t.Helper()
+	list, err := c.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Kind == "Node" && ev.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
 // groupNode is a Ready node of node group "ng" whose machine runs the
 // given template version.
 func groupNode(name, zone, version string) *corev1.Node {

@@ -65,7 +65,7 @@ func (p *defaultPin) abortDefault(ctx context.Context) (bool, error) {
 // upgrade; blue/green's rollback of green settles its default itself.
 func (p *defaultPin) allOnTarget() bool {
 	_, wholeGroup := p.run.(groupAborter)
-	return !wholeGroup && len(p.cfg.Plan.Outdated()) == 0
+	return !wholeGroup && len(p.cfg.Plan.Outdated()) == 0 && len(p.cfg.Plan.Deferred) == 0
 }
 
 // settleDefault looks again, once abort's scale-down is over, at what the
@@ -102,9 +102,11 @@ func (p *defaultPin) settleDefault(ctx context.Context) error {
 // runBackTo says how a run goes back to version: with the provider's flag
 // that names an existing version (--launch-template-version,
 // --instance-template).
-func (p *defaultPin) runBackTo(version string) string {
-	if flag := cloud.BoundFlags().Version[p.cfg.Plan.Cloud.Provider]; flag != "" {
-		return fmt.Sprintf("a run with --%s %s", flag, version)
+func (cg *cloudGroup) runBackTo(version string) string {
+	if c := cg.cfg.Plan.Cloud; c != nil {
+		if flag := cloud.BoundFlags().Version[c.Provider]; flag != "" {
+			return fmt.Sprintf("a run with --%s %s", flag, version)
+		}
 	}
 	return "a run back to version " + version
 }

@@ -203,6 +203,9 @@ func (s *shrinker) terminateVictim(ctx context.Context, sr *state.ScaleRecord, v
 func (s *shrinker) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes, desired int32) error {
 	s.note = fmt.Sprintf("the scale-down stopped: %s %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
 		s.groupKind(), s.pool.GroupName(), desired, sr.LastDesired, orig)
+	if left := s.deferredLeft(); len(left) > 0 {
+		s.note += fmt.Sprintf("; the outdated nodes %s, left to the scale-down by the rollback, stay: %s replaces them", listNames(quoteEach(left), waitNamesShown), s.runBackTo(s.cloudRecord().FromVersion))
+	}
 	s.logf("%s", s.cfg.Color.Yellow(s.note))
 	if sr.Shrinking != "" {
 		always := func(*corev1.Node) bool { return true }
@@ -220,8 +223,9 @@ func (s *shrinker) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, ori
 
 // pickScaleDownNode chooses the node whose removal costs least: from the
 // zone with the most nodes, so zones stay balanced, the one with the
-// fewest pods. Abort undoes the run: it removes the nodes on the target
-// before any outdated one.
+// fewest pods. A rollback removes the outdated nodes its plan deferred
+// (plan.Plan.Deferred) before any other. Abort undoes the run: it removes
+// the nodes on the target before any outdated one.
 func (s *shrinker) pickScaleDownNode() (string, error) {
 	all, err := s.groupNodes()
 	if err != nil {
@@ -237,11 +241,11 @@ func (s *shrinker) pickScaleDownNode() (string, error) {
 			perZone[n.Labels[plan.ZoneLabel]]++
 		}
 	}
-	kept := s.keptOutdated()
+	kept, deferred := s.keptOutdated(), s.deferred()
 	var best *corev1.Node
 	var bestKey victimKey
 	for _, n := range nodes {
-		k := victimKey{outdated: kept.Has(n.Name), zoneNodes: perZone[n.Labels[plan.ZoneLabel]], ready: capacity.NodeReady(n)}
+		k := victimKey{deferred: deferred.Has(n.Name), outdated: kept.Has(n.Name), zoneNodes: perZone[n.Labels[plan.ZoneLabel]], ready: capacity.NodeReady(n)}
 		for _, p := range s.view.podsOn(n.Name) {
 			if plan.Evictable(p) {
 				k.pods++
@@ -259,16 +263,19 @@ func (s *shrinker) pickScaleDownNode() (string, error) {
 
 // victimKey is what the scale-down weighs a node by.
 type victimKey struct {
+	deferred  bool // a rollback's outdated node no batch replaced
 	outdated  bool // abort keeps it as long as a node on the target is left
 	zoneNodes int
 	ready     bool
 	pods      int
 }
 
-// before says a node of key k goes before one of key o: not kept, then
-// from a fuller zone, then not Ready, then with fewer pods.
+// before says a node of key k goes before one of key o: deferred, then
+// not kept, then from a fuller zone, then not Ready, then with fewer pods.
 func (k victimKey) before(o victimKey) bool {
 	switch {
+	case k.deferred != o.deferred:
+		return k.deferred
 	case k.outdated != o.outdated:
 		return !k.outdated
 	case k.zoneNodes != o.zoneNodes:
@@ -280,12 +287,34 @@ func (k victimKey) before(o victimKey) bool {
 }
 
 // keptOutdated are the nodes abort keeps while it can: they run the
-// version before the run, which abort makes the group launch again.
+// version before the run, which abort makes the group launch again. The
+// nodes a rollback deferred are outdated as much as those it batched.
 func (s *shrinker) keptOutdated() sets.Set[string] {
 	if !s.aborting {
 		return nil
 	}
-	return sets.New(s.cfg.Plan.OutdatedNames()...)
+	return sets.New(s.cfg.Plan.OutdatedNames()...).Insert(s.cfg.Plan.DeferredNames()...)
+}
+
+// deferred are the outdated nodes a rollback left to its scale-down
+// (plan.Plan.Deferred), which removes them first; abort keeps them.
+func (s *shrinker) deferred() sets.Set[string] {
+	if s.aborting {
+		return nil
+	}
+	return sets.New(s.cfg.Plan.DeferredNames()...)
+}
+
+// deferredLeft are the nodes the rollback deferred to the scale-down
+// (plan.Plan.Deferred) that it has not removed.
+func (s *shrinker) deferredLeft() []string {
+	var left []string
+	for _, n := range s.cfg.Plan.DeferredNames() {
+		if s.nodeExists(n) && !s.shrunk.Has(n) {
+			left = append(left, n)
+		}
+	}
+	return left
 }
 
 // scaleDownVictim picks the node the scale-down removes next. Abort does

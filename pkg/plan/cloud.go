@@ -111,6 +111,11 @@ type CloudGroup struct {
 	// replaces too: the group scales up again (see state.CloudRecord).
 	Recorded    *Sizes
 	RescaleFrom string
+	// RollbackFrom is the version an interrupted run scaled the group up
+	// for, when this target is the version before that run (a rollback):
+	// the nodes the recorded sizes have no room for are outdated, and the
+	// scale-down removes them rather than a batch replacing them first.
+	RollbackFrom string
 	// BlueDeleted names the blue group an interrupted blue/green run
 	// deleted before it could record so; the group is then its green.
 	BlueDeleted string

@@ -362,7 +362,8 @@ func (p *Plan) planSteps(in Input, strategy Strategy) error {
 // forces out, an outdated warm pool.
 func (p *Plan) addFindings(snap snapshot.Cluster, group []corev1.Node, names [][]string, podsByNode map[string][]*corev1.Pod, in Input, traits Traits) {
 	outdatedNames := slices.Concat(names...)
-	p.Findings = audit(snap, group, outdatedNames, names, in)
+	// The scale-down drains the deferred nodes as a batch would.
+	p.Findings = audit(snap, group, slices.Concat(outdatedNames, p.DeferredNames()), names, in)
 	p.Findings = append(p.Findings, unreachableTarget(group, in)...)
 	pinned, pinnedKeys := pinnedPods(snap, outdatedNames, podsByNode, p.replacementInput(in))
 	p.Findings = append(p.Findings, pinned...)
@@ -548,14 +549,17 @@ func (p *Plan) markFindings() {
 			}
 		}
 	}
-	for bi := range p.Batches {
-		for ni := range p.Batches[bi].Nodes {
-			n := &p.Batches[bi].Nodes[ni]
-			if e := perNode[n.Name]; e != nil {
-				n.Blockers, n.Warnings = e[0], e[1]
+	mark := func(nodes []PlannedNode) {
+		for i := range nodes {
+			if e := perNode[nodes[i].Name]; e != nil {
+				nodes[i].Blockers, nodes[i].Warnings = e[0], e[1]
 			}
 		}
 	}
+	for bi := range p.Batches {
+		mark(p.Batches[bi].Nodes)
+	}
+	mark(p.Deferred)
 }
 
 // audit runs the workload checks and adjusts them to the flags: --force

@@ -29,7 +29,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		{"Context", output.OrNone(p.Context)},
 		{"Node group", group},
 		{"Target", targetLine(p)},
-		{"Nodes", fmt.Sprintf("%d total, %d outdated, %d current, %d done", p.Nodes.Total, p.Nodes.Outdated, p.Nodes.Current, p.Nodes.Done)},
+		{"Nodes", nodesLine(p.Nodes)},
 		{"Zones", output.OrNone(strings.Join(p.Zones, ", "))},
 		{"Strategy", strategyLine(p)},
 		{"Max unavailable", maxUnavailableLine(p)},
@@ -54,7 +54,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	if p.Traits().LeavesRunning {
 		return writeLeftRunning(w, p, now)
 	}
-	if len(p.Batches) == 0 {
+	if len(p.Batches) == 0 && len(p.Deferred) == 0 {
 		return writeNothingToDo(w, p, color)
 	}
 	if err := writeBatches(w, p, now, color, wide); err != nil {
@@ -68,6 +68,16 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	}
 	fmt.Fprintln(w)
 	return WriteFindings(w, p.Findings, color)
+}
+
+// nodesLine counts the group's nodes; outdated ones the scale-down
+// removes without a batch are counted apart.
+func nodesLine(n NodeCounts) string {
+	outdated := fmt.Sprintf("%d outdated", n.Outdated)
+	if n.Deferred > 0 {
+		outdated = fmt.Sprintf("%d outdated replaced, %d outdated removed by the scale-down", n.Outdated, n.Deferred)
+	}
+	return fmt.Sprintf("%d total, %s, %d current, %d done", n.Total, outdated, n.Current, n.Done)
 }
 
 // targetLine is what the nodes move to: the cloud's target version (or
@@ -204,27 +214,39 @@ func writeBatches(w io.Writer, p *Plan, now time.Time, color output.Colorizer, w
 	t := output.NewTable(w, cols...)
 	for _, b := range p.Batches {
 		for _, n := range b.Nodes {
-			diffs := make([]string, len(n.Outdated))
-			for i, d := range n.Outdated {
-				diffs[i] = d.Key + "=" + output.OrNone(d.Current)
-			}
-			blockers := "<none>"
-			if len(n.Blockers) > 0 {
-				blockers = color.Red(strings.Join(n.Blockers, ","))
-			}
-			row := []any{fmt.Sprint(b.Number), n.Name, output.OrNone(n.Zone), age(n, now), strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))}
-			if p.Cloud != nil {
-				row = slices.Insert(row, 2, any(output.OrNone(n.MachineID)))
-			}
-			if wide {
-				row = append(row, fmt.Sprint(n.Tainted), fmt.Sprint(n.Cordoned), output.OrNone(n.ProviderID))
-			}
-			if err := t.Append(row...); err != nil {
+			if err := t.Append(nodeRow(p, fmt.Sprint(b.Number), n, now, color, wide)...); err != nil {
 				return err
 			}
 		}
 	}
+	// Deferred nodes leave in the scale-down, named so in the batch column.
+	for _, n := range p.Deferred {
+		if err := t.Append(nodeRow(p, "scale-down", n, now, color, wide)...); err != nil {
+			return err
+		}
+	}
 	return t.Render()
+}
+
+// nodeRow is the row of an outdated node in batch (its number, or
+// "scale-down").
+func nodeRow(p *Plan, batch string, n PlannedNode, now time.Time, color output.Colorizer, wide bool) []any {
+	diffs := make([]string, len(n.Outdated))
+	for i, d := range n.Outdated {
+		diffs[i] = d.Key + "=" + output.OrNone(d.Current)
+	}
+	blockers := "<none>"
+	if len(n.Blockers) > 0 {
+		blockers = color.Red(strings.Join(n.Blockers, ","))
+	}
+	row := []any{batch, n.Name, output.OrNone(n.Zone), age(n, now), strings.Join(diffs, ","), fmt.Sprint(len(n.Pods)), blockers, fmt.Sprint(len(n.Warnings))}
+	if p.Cloud != nil {
+		row = slices.Insert(row, 2, any(output.OrNone(n.MachineID)))
+	}
+	if wide {
+		row = append(row, fmt.Sprint(n.Tainted), fmt.Sprint(n.Cordoned), output.OrNone(n.ProviderID))
+	}
+	return row
 }
 
 // WriteFindings prints the workload audit: one row per workload and check.

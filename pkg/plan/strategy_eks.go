@@ -31,13 +31,14 @@ func (eks) Plan(c *Planning) ([][]PlannedNode, error) {
 		cp.During.Desired += cp.ScaleUp
 		cp.During.Max += cp.ScaleUp
 	}
+	outdated := deferSurplus(c)
 	if p.Order == OrderZoneBalanced {
 		w := newWorkloads(c.Snapshot, c.PodsByNode)
-		batches := zoneBalanced(c.Outdated, p.MaxUnavailable, w)
+		batches := zoneBalanced(outdated, p.MaxUnavailable, w)
 		p.Notes = append(p.Notes, w.overBudget(batches)...)
 		return batches, nil
 	}
-	return fixedBatches(c.Outdated, p.MaxUnavailable), nil
+	return fixedBatches(outdated, p.MaxUnavailable), nil
 }
 
 func (eks) Steps(p *Plan) []Step {
@@ -56,7 +57,11 @@ func (eks) Steps(p *Plan) []Step {
 	}
 	if resizes(c) && (c.ScaleUp > 0 || c.Resumed) {
 		n := c.During.Desired - c.Before.Desired
-		s.add("ScaleDown", fmt.Sprintf("back to %s, one node at a time", c.SizeText(c.Before)), time.Duration(n)*perBatchEstimate(p))
+		first := ""
+		if d := len(p.Deferred); d > 0 {
+			first = fmt.Sprintf(", the %s no batch replaces first", Count(d, "outdated node"))
+		}
+		s.add("ScaleDown", fmt.Sprintf("back to %s, one node at a time%s", c.SizeText(c.Before), first), time.Duration(n)*perBatchEstimate(p))
 	}
 	return s
 }

@@ -75,6 +75,10 @@ type Plan struct {
 	Nodes   NodeCounts `json:"nodes"`
 	Zones   []string   `json:"zones"`
 	Batches []Batch    `json:"batches"`
+	// Deferred are outdated nodes no batch replaces: a rollback's
+	// scale-down removes them, as the sizes recorded before the rolled
+	// back run have no room for them (see deferSurplus).
+	Deferred []PlannedNode `json:"deferred,omitempty"`
 	// Done lists nodes a previous run drained and left in place.
 	Done []string `json:"done,omitempty"`
 	// Findings is the workload audit of the outdated nodes; blockers first.
@@ -126,8 +130,11 @@ func (p *Plan) Blockers() []check.Finding {
 
 // NodeCounts summarises the group.
 type NodeCounts struct {
-	Total    int `json:"total"`
+	Total int `json:"total"`
+	// Outdated counts the nodes the batches replace; Deferred the outdated
+	// nodes the scale-down removes instead (Plan.Deferred).
 	Outdated int `json:"outdated"`
+	Deferred int `json:"deferred,omitempty"`
 	Current  int `json:"current"`
 	Done     int `json:"done"`
 }
@@ -226,6 +233,16 @@ func (p *Plan) Outdated() []PlannedNode {
 func (p *Plan) OutdatedNames() []string {
 	var names []string
 	for _, n := range p.Outdated() {
+		names = append(names, n.Name)
+	}
+	return names
+}
+
+// DeferredNames returns the names of the nodes the scale-down removes
+// instead of a batch (Plan.Deferred).
+func (p *Plan) DeferredNames() []string {
+	names := make([]string, 0, len(p.Deferred))
+	for _, n := range p.Deferred {
 		names = append(names, n.Name)
 	}
 	return names

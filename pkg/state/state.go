@@ -642,6 +642,13 @@ func (c *CloudRecord) ScaledForOther(target string) bool {
 	return c.Original != nil && c.ScaledFor != "" && c.ScaledFor != target && target != c.FromVersion
 }
 
+// ScaledForRolledBack says the recorded scale-up was made for the run
+// that target, the version before it, rolls back: its nodes are outdated,
+// and the scale-down removes as many as it added.
+func (c *CloudRecord) ScaledForRolledBack(target string) bool {
+	return c.Original != nil && c.ScaledFor != "" && c.ScaledFor != target && target == c.FromVersion
+}
+
 // Kinds are the provider's names for its group and its template.
 func (c *GroupRecord) Kinds() (group, template string) {
 	group, template = c.GroupKind, c.TemplateKind

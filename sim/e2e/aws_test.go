@@ -657,9 +657,28 @@ func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
 			untouched = append(untouched, in.ID)
 		}
 	}
+	// The nodes on version 2: the scale-up's, and the killed run's
+	// replacements (one may still be launching).
+	onTarget := 0
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion == "2" && (in.Lifecycle == awsfake.LifecycleInService || in.Lifecycle == awsfake.LifecyclePending) {
+			onTarget++
+		}
+	}
+	surplus := int(gr.Desired - g.original.Desired)
 	r := g.run(t, "rollback", name, "--yes")
 	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("rollback: %s", r)
+	}
+	// Issue 42: the rollback replaced the scale-up's nodes too, then
+	// drained their replacements in the scale-down ("8 drains where 2
+	// do"). It replaces only what the sizes before the run keep; the
+	// scale-down removes the surplus, each node drained once.
+	batchDrains := len(regexp.MustCompile(`(?m)batch \d+/\d+: draining `).FindAllString(r.stdout, -1))
+	scaleDowns := strings.Count(r.stdout, "scale-down: removing node")
+	if surplus < 1 || batchDrains != onTarget-surplus || scaleDowns != surplus {
+		t.Errorf("the rollback drained %d nodes in batches and %d in the scale-down; want %d and %d (%d nodes on version 2, %d above the sizes before the run):\n%s",
+			batchDrains, scaleDowns, onTarget-surplus, surplus, onTarget, surplus, r.stdout)
 	}
 	// The final line says what the rollback did, not "upgrade of 0 nodes".
 	final := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d rolled back ([1-9]\d*) nodes?$`).FindStringSubmatch(r.stdout)
@@ -701,6 +720,70 @@ func TestAWSRollbackOfAPartialEKSRun(t *testing.T) {
 	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
 		t.Errorf("workloads: %v", err)
 	}
+}
+
+// TestAWSResumedEKSRollbackKeepsItsSplit: a rollback killed in its batch
+// and resumed defers the same nodes to its scale-down (those its batches
+// never tainted), which removes them, each drained once.
+func TestAWSResumedEKSRollbackKeepsItsSplit(t *testing.T) {
+	t.Parallel()
+	const name = "aws-eks-rollback-resumed"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MinAvailable: num(2)})
+	args := []string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--seed", "1", "--yes"}
+	if killed, out := runAndKill(t, g.cmd(sim.Kubeconfig, args...), killPoint{marker: "batch 2/3: draining"}); !killed {
+		t.Fatalf("the run ended before the second batch:\n%s", out)
+	}
+	// Killed once its batch drained a node: that node, now without pods,
+	// is held off, and the resumed rollback still replaces it.
+	killed, first := runAndKill(t, g.cmd(sim.Kubeconfig, "rollback", name, "--yes"), killPoint{marker: ": drained"})
+	if !killed {
+		t.Fatalf("the rollback ended before its first drain:\n%s", first)
+	}
+	deferred := scaleDownRows(first)
+	if len(deferred) == 0 {
+		t.Fatalf("the rollback's plan defers no node to the scale-down:\n%s", first)
+	}
+	r := g.run(t, "resume", name, "--yes")
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("resume: %s", r)
+	}
+	if again := scaleDownRows(r.stdout); !slices.Equal(again, deferred) {
+		t.Errorf("the resumed rollback defers %v, the first attempt %v:\n%s", again, deferred, r.stdout)
+	}
+	removed := regexp.MustCompile(`scale-down: removing node "([^"]+)"`).FindAllStringSubmatch(r.stdout, -1)
+	var names []string
+	for _, m := range removed {
+		names = append(names, m[1])
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, deferred) {
+		t.Errorf("the scale-down removed %v, want the deferred %v:\n%s", names, deferred, r.stdout)
+	}
+	ctx := testContext(t, 2*time.Minute)
+	if err := g.srv.WaitStable(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ := g.srv.Group(name)
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion != "1" {
+			t.Errorf("instance %s runs version %s after the rollback", in.ID, in.LaunchTemplateVersion)
+		}
+	}
+	if gr.Desired != g.original.Desired {
+		t.Errorf("desired %d after the rollback, want %d", gr.Desired, g.original.Desired)
+	}
+	assertUntouched(t, ctx, groupKey, name)
+}
+
+// scaleDownRows are the nodes a printed plan leaves to the scale-down
+// (batch column "scale-down"), sorted.
+func scaleDownRows(out string) []string {
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^scale-down\s+(\S+)`).FindAllStringSubmatch(out, -1) {
+		names = append(names, m[1])
+	}
+	slices.Sort(names)
+	return names
 }
 
 // A group that launches $Default keeps doing so: the run makes its new
