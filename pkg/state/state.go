@@ -118,6 +118,12 @@ type ManagedRecord struct {
 	Configured bool                `json:"configured,omitempty"`
 	// UpdateID is the service's update the run started (or found).
 	UpdateID string `json:"updateID,omitempty"`
+	// Nodes are the nodes the update replaces (the plan's outdated ones
+	// when the run set out) and Sizes the group's before the service
+	// scaled it up: a re-run during the update counts these, not the
+	// service's surge or green nodes, nor its raised sizes.
+	Nodes []string    `json:"nodes,omitempty"`
+	Sizes *plan.Sizes `json:"sizes,omitempty"`
 	// WindowPaused is the update the run cancelled because the
 	// maintenance window closed (an operator's cancel leaves it empty):
 	// the run resumes it once a window opens. CompleteSoak says it was
