@@ -103,12 +103,7 @@ func (r *managedRun) configureService(ctx context.Context, u cloud.ManagedUpdate
 			return err
 		}
 		mp := r.cfg.Plan.Managed
-		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Service: mp.Service, Target: mp.Target, Before: before,
-			Nodes: r.cfg.Plan.OutdatedNames()}
-		if c := r.cfg.Plan.Cloud; c != nil {
-			sizes := c.Before
-			rec.Managed.Sizes = &sizes
-		}
+		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Service: mp.Service, Target: mp.Target, Before: before}
 		if err := r.save(ctx); err != nil {
 			return err
 		}
@@ -174,6 +169,13 @@ func (r *managedRun) followService(ctx context.Context, u cloud.ManagedUpdater) 
 	}
 	mp := r.cfg.Plan.Managed
 	if m.UpdateID == "" {
+		// What the update replaces and the sizes it raises from are this
+		// plan's, made before it started: recorded with its ID.
+		m.Nodes, m.Sizes = r.cfg.Plan.OutdatedNames(), nil
+		if c := r.cfg.Plan.Cloud; c != nil {
+			sizes := c.Before
+			m.Sizes = &sizes
+		}
 		id, err := u.StartUpdate(ctx, mp.Force)
 		if err != nil {
 			return err
