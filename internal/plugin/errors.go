@@ -33,7 +33,7 @@ const (
 	ExitLocked           = 6  // another run holds the node group's lock
 	ExitNodeCreation     = 7  // NodeCreationFailure: new nodes did not become Ready within --node-ready-timeout
 	ExitPaused           = 8  // the run stopped on purpose: paused by cancel, left soaking (--no-wait), or at --not-after with no maintenance window left
-	ExitUnreachable      = 9  // the API server did not answer (refused, timed out, unknown host, untrusted certificate)
+	ExitUnreachable      = 9  // the API server did not answer (refused, timed out, unknown host, untrusted certificate, or evictions' connections lost until --drain-timeout)
 	ExitHookFailed       = 10 // a hook failed or timed out, or an annotation hook was not taken off within --hook-timeout
 )
 
@@ -52,6 +52,7 @@ func ExitCode(err error) int {
 	var usage *usageError
 	var input *plan.InputError
 	var eviction *drain.PodEvictionFailure
+	var evictionLost *drain.EvictionUnreachable
 	var blockers *blockersFound
 	var held *state.HeldError
 	var creation *upgrade.NodeCreationFailure
@@ -92,6 +93,9 @@ func ExitCode(err error) int {
 		return ExitPaused
 	case errors.As(err, &eviction):
 		return ExitPodEvictionError
+	case errors.As(err, &evictionLost):
+		// after a PodEvictionFailure: another node's PDB decides
+		return ExitUnreachable
 	case errors.As(err, &hook):
 		return ExitHookFailed
 	case errors.As(err, &blockers):

@@ -26,6 +26,9 @@ func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, 
 	if err != nil {
 		return err
 	}
+	if follow, err := o.followsUpdate(ctx, rec, provider, alive); err != nil || follow {
+		return err
+	}
 	if err := o.refuseControl(p.Managed, provider); err != nil {
 		return err
 	}
@@ -54,6 +57,21 @@ func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, 
 		return o.resumeManaged(ctx, rec, provider, id)
 	}
 	return o.rollbackManaged(ctx, rec, provider, p.Managed, id)
+}
+
+// followsUpdate resumes a stopped run whose service's update goes on (or
+// ended well): the run follows it to its end, which needs none of the
+// service's controls (EKS has none). It reports whether it did.
+func (o *ControlOptions) followsUpdate(ctx context.Context, rec *state.Record, u cloud.ManagedUpdater, alive bool) (bool, error) {
+	id := rec.Managed.UpdateID
+	if o.action != "resume" || alive || id == "" {
+		return false, nil
+	}
+	pr, err := u.Progress(ctx, id)
+	if err != nil || (pr.State != cloud.UpdateInProgress && pr.State != cloud.UpdateSucceeded) {
+		return false, err
+	}
+	return true, o.rerunRecorded(ctx, rec, o.sess.Requests(o.NodeGroup), false)
 }
 
 // openManaged plans the recorded request again, which opens the group's

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -101,6 +102,7 @@ func TestBadInputExitsTwoBeforeTouchingTheCluster(t *testing.T) {
 
 func TestExitCodes(t *testing.T) {
 	eviction := &drain.PodEvictionFailure{Node: "n1"}
+	lost := &drain.EvictionUnreachable{Node: "n2", Pods: []string{"ns/web"}, Timeout: time.Minute, Err: io.EOF}
 	tests := []struct {
 		err  error
 		want int
@@ -108,6 +110,8 @@ func TestExitCodes(t *testing.T) {
 		{nil, ExitOK},
 		{usageErrorf("bad"), ExitUsage},
 		{fmt.Errorf("batch 1: %w", errors.Join(errors.New("other"), eviction)), ExitPodEvictionError},
+		{fmt.Errorf("batch 1: %w", &drain.NodeErrors{Nodes: []string{"n2"}, Errs: []error{lost}}), ExitUnreachable},
+		{&drain.NodeErrors{Nodes: []string{"n2", "n1"}, Errs: []error{lost, eviction}}, ExitPodEvictionError},
 		{errors.New("boom"), ExitFailure},
 		{fmt.Errorf("batch 1: %w", &upgrade.HookFailure{Hook: plan.HookPreDrain, Node: "n1", Status: "exit status 1"}), ExitHookFailed},
 		{context.Canceled, ExitFailure},

@@ -68,7 +68,12 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 		return nil, err
 	}
 	notes := opened.notes
-	if in.Cloud != nil {
+	if in.Cloud != nil && in.Cloud.Managed != nil {
+		in.Cloud.Following = followedUpdate(r, rec)
+	}
+	// The machines of a service's update under way are its own new
+	// nodes, which the run does not wait for.
+	if in.Cloud != nil && in.Cloud.Following == nil {
 		if joining := in.Cloud.Joining(); len(joining) > 0 {
 			if r.JoinTimeout > 0 {
 				if err := s.awaitJoining(ctx, r, in.Cloud, joining); err != nil {
@@ -88,6 +93,16 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 		pl.AddFindings(s.permissionFindings(ctx, r, pl.Provider, in, pl.Plan)...)
 	}
 	return pl, err
+}
+
+// followedUpdate is the service's update rec's run started, which a run
+// of r follows to its end (see startPhase), as the record has it; nil
+// without one, or where a run older than the record's nodes started it.
+func followedUpdate(r *Request, rec *state.Record) *plan.ServiceUpdate {
+	if rec == nil || rec.Managed == nil || rec.Managed.UpdateID == "" || len(rec.Managed.Nodes) == 0 || r.Rollback {
+		return nil
+	}
+	return &plan.ServiceUpdate{Nodes: rec.Managed.Nodes, Sizes: rec.Managed.Sizes}
 }
 
 // awaitJoining waits, once, for the group's machines that are not nodes

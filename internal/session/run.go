@@ -122,7 +122,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	rec.WaitingForWindow = nil
 	// A rollback counts its own nodes: those the upgrade replaced are
 	// replaced again (see state.Record.Counted).
-	rec.Batches, rec.NodesTotal = len(pl.Batches), len(cfg.EarlierDone)+pl.Nodes.Outdated
+	rec.Batches, rec.NodesTotal = len(pl.Batches), nodesTotal(rec, pl, cfg.EarlierDone)
 	cfg.Record = rec
 	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
 	cfg.OnProgress = recordProgress(store, rec, pl.Plan, previouslyDone)
@@ -138,6 +138,16 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 		return saveErr
 	}
 	return err
+}
+
+// nodesTotal is how many nodes the run of pl replaces: the earlier
+// attempts' and the plan's, or those a service's update under way
+// replaces, as its run recorded them (the plan holds the ones left).
+func nodesTotal(rec *state.Record, pl *Planned, earlier []string) int {
+	if m := rec.Managed; m != nil && len(m.Nodes) > 0 && pl.Cloud != nil && pl.Cloud.Resumed {
+		return len(m.Nodes)
+	}
+	return len(earlier) + pl.Nodes.Outdated
 }
 
 // CauseOf is err, or why ctx ended where that is more than a cancel (the

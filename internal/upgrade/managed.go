@@ -65,7 +65,13 @@ type managedRun struct {
 
 func newManagedRun(e *Engine) *managedRun {
 	u, _ := e.cfg.Provider.(cloud.ManagedUpdater)
-	return &managedRun{Engine: e, service: u}
+	r := &managedRun{Engine: e, service: u}
+	if rec := e.cfg.Record; rec != nil && rec.Managed != nil && len(rec.Managed.Nodes) > 0 {
+		// A re-run's plan holds only the nodes left of those the update
+		// replaces.
+		e.progress.total = len(rec.Managed.Nodes)
+	}
+	return r
 }
 
 func (r *managedRun) steps() map[plan.Phase]step {
@@ -175,6 +181,13 @@ func (r *managedRun) followService(ctx context.Context, u cloud.ManagedUpdater) 
 		return err
 	}
 	if m.UpdateID == "" {
+		// What the update replaces and the sizes it raises from are this
+		// plan's, made before it started: recorded with its ID.
+		m.Nodes, m.Sizes = r.cfg.Plan.OutdatedNames(), nil
+		if c := r.cfg.Plan.Cloud; c != nil {
+			sizes := c.Before
+			m.Sizes = &sizes
+		}
 		id, err := u.StartUpdate(ctx, mp.Force)
 		if err != nil {
 			return err
@@ -277,8 +290,8 @@ func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error 
 	mp := r.cfg.Plan.Managed
 	switch p.State {
 	case cloud.UpdateSucceeded:
-		for _, name := range r.cfg.Plan.OutdatedNames() {
-			if !slices.Contains(r.done, name) {
+		for _, name := range r.updateNodes() {
+			if !slices.Contains(r.done, name) && !slices.Contains(r.cfg.EarlierDone, name) {
 				r.done = append(r.done, name)
 			}
 		}
@@ -312,13 +325,14 @@ func (r *managedRun) reportHeld(fresh []HeldPod) {
 // progress count them as they go, and a re-run starts from them.
 func (r *managedRun) countReplaced(ctx context.Context) error {
 	fresh := false
-	for _, name := range r.cfg.Plan.OutdatedNames() {
-		if slices.Contains(r.done, name) {
+	nodes := r.updateNodes()
+	for _, name := range nodes {
+		if slices.Contains(r.done, name) || slices.Contains(r.cfg.EarlierDone, name) {
 			continue
 		}
 		if _, exists, err := r.view.nodes.GetStore().GetByKey(name); err == nil && !exists {
 			r.done, fresh = append(r.done, name), true
-			r.logf("%s update: node %q replaced (%d of %d)", r.cfg.Plan.Managed.Service, name, len(r.done), r.cfg.Plan.Nodes.Outdated)
+			r.logf("%s update: node %q replaced (%d of %d)", r.cfg.Plan.Managed.Service, name, r.replaced(), len(nodes))
 		}
 	}
 	if !fresh {
@@ -328,13 +342,30 @@ func (r *managedRun) countReplaced(ctx context.Context) error {
 	return r.record(ctx, plan.State{Phase: plan.PhaseUpdate})
 }
 
+// updateNodes are the nodes the service's update replaces: those the run
+// recorded as it set out, of which a re-run's plan holds only the ones
+// left (and none of the service's surge or green nodes); the plan's where
+// the record has none.
+func (r *managedRun) updateNodes() []string {
+	if m := r.cfg.Record.Managed; m != nil && len(m.Nodes) > 0 {
+		return m.Nodes
+	}
+	return r.cfg.Plan.OutdatedNames()
+}
+
+// replaced counts the nodes of the update replaced so far, by earlier
+// runs too.
+func (r *managedRun) replaced() int {
+	return len(r.done) + len(r.cfg.EarlierDone)
+}
+
 // nodesText says how many nodes the update has done: the service's count
 // where it gives one, else the nodes it replaced in the cluster.
 func (r *managedRun) nodesText(p cloud.UpdateProgress) string {
 	if p.Total > 0 {
 		return fmt.Sprintf("%d of %d nodes", p.Done, p.Total)
 	}
-	return fmt.Sprintf("%d of %d nodes replaced", len(r.done), r.cfg.Plan.Nodes.Outdated)
+	return fmt.Sprintf("%d of %d nodes replaced", r.replaced(), len(r.updateNodes()))
 }
 
 // serviceProgressLine is the progress of a service's update.

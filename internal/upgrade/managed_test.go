@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -131,4 +132,74 @@ func TestServiceUpdateRerunCountsTheWholeRun(t *testing.T) {
 	if !strings.Contains(again.out, "upgrade of 3 nodes finished") {
 		t.Errorf("the re-run's end does not count the 3 nodes of the run:\n%s", again.out)
 	}
+}
+
+// TestServiceUpdateRerunCountsTheRecordedNodes: a run records, as it sets
+// out, the nodes the service's update replaces and the group's sizes; a
+// re-run that follows the update counts those nodes, the ones replaced
+// after the kill (no longer in its plan) included, and only those: the
+// closing line counts the group's nodes, never 0 or the service's new
+// ones.
+func TestServiceUpdateRerunCountsTheRecordedNodes(t *testing.T) {
+	t.Parallel()
+	names := []string{"old-1", "old-2", "old-3"}
+	t.Run("the first run records them", func(t *testing.T) {
+		t.Parallel()
+		client := newTestClient(imageNode("old-1", "z1", "old"), imageNode("old-2", "z1", "old"), imageNode("old-3", "z2", "old"))
+		svc := &replacingService{managedFake: managedFake{None: cloud.None{Client: client}}, client: client, left: names}
+		rec := &state.Record{}
+		p := managedTestPlan(names...)
+		p.Cloud = &plan.CloudPlan{Before: plan.Sizes{Min: 1, Desired: 3, Max: 4}}
+		if got := runEngine(t, Config{Client: client, Plan: p, Provider: svc, Record: rec}, nil); got.err != nil {
+			t.Fatalf("run: %v\n%s", got.err, got.out)
+		}
+		if m := rec.Managed; m == nil || !slices.Equal(m.Nodes, names) || m.Sizes == nil || *m.Sizes != p.Cloud.Before {
+			t.Errorf("recorded %+v, want the nodes %v and the sizes %v", m, names, p.Cloud.Before)
+		}
+	})
+	for _, tc := range []struct {
+		name    string
+		earlier []string // recorded done by the killed run
+		left    []string // the nodes of the update still there
+		want    string
+	}{
+		{name: "every node replaced after the kill", want: "upgrade of 3 nodes finished\n"},
+		{name: "one seen replaced, one replaced after the kill", earlier: []string{"old-1"}, left: []string{"old-3"},
+			want: "upgrade of 3 nodes finished (2 by this run, 1 by an earlier, interrupted one)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// the service's new nodes, which the re-run's plan leaves out
+			nodes := []runtime.Object{imageNode("new-1", "z1", "new"), imageNode("new-2", "z1", "new"), imageNode("new-3", "z2", "new")}
+			for _, n := range tc.left {
+				nodes = append(nodes, imageNode(n, "z2", "old"))
+			}
+			client := newTestClient(nodes...)
+			svc := &replacingService{managedFake: managedFake{None: cloud.None{Client: client}}, client: client, left: tc.left}
+			rec := &state.Record{Phase: string(plan.PhaseUpdate), Done: tc.earlier,
+				Managed: &state.ManagedRecord{Group: "pool", UpdateID: "op-1", Nodes: names}}
+			got := runEngine(t, Config{Client: client, Plan: managedTestPlan(tc.left...), Provider: svc, Record: rec,
+				Start: plan.PhaseUpdate, EarlierDone: tc.earlier}, nil)
+			if got.err != nil {
+				t.Fatalf("re-run: %v\n%s", got.err, got.out)
+			}
+			if !strings.Contains(got.out, tc.want) {
+				t.Errorf("the re-run's end does not say %q:\n%s", tc.want, got.out)
+			}
+		})
+	}
+}
+
+// managedTestPlan is the plan of a service's update of nodes.
+func managedTestPlan(nodes ...string) *plan.Plan {
+	batch := plan.Batch{Number: 1}
+	for _, n := range nodes {
+		batch.Nodes = append(batch.Nodes, plan.PlannedNode{Name: n})
+	}
+	p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: string(plan.DefaultStrategy),
+		Nodes: plan.NodeCounts{Total: 3, Outdated: len(nodes)}, Managed: &plan.ManagedPlan{Service: "EKS managed node group", Target: "release 2"}}
+	if len(nodes) > 0 {
+		p.Batches = []plan.Batch{batch}
+	}
+	return p
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -1448,6 +1450,153 @@ func TestDrainRounds(t *testing.T) {
 			d.retryInterval = time.Hour
 			res, err := d.DrainNode(testCtx(t), "n1")
 			tt.check(t, c, rec, res, err)
+		})
+	}
+}
+
+// cut is an eviction whose connection was lost before the API server
+// answered, as client-go returns it.
+func cut(err error) error {
+	return &url.Error{Op: "Post", URL: "https://api:6443/api/v1/namespaces/default/pods/web/eviction", Err: err}
+}
+
+// TestEvictionsCutUntilTheTimeout: a pod whose evictions meet only lost
+// connections until the drain timeout is no PodEvictionFailure (no PDB
+// answered): the drain ends with an error that says the API server could
+// not be reached while evicting it and that the same command continues.
+// A PDB's refusal until the timeout stays a PodEvictionFailure.
+func TestEvictionsCutUntilTheTimeout(t *testing.T) {
+	for _, tt := range cutCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t, tt.evict, tt.objs...)
+			if tt.force {
+				c.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, lostConnections[0]
+				})
+			}
+			d := fast(c, Options{Timeout: 250 * time.Millisecond, Force: tt.force}, &recorder{})
+			_, err := d.DrainNode(testCtx(t), "n1")
+			if err == nil {
+				t.Fatal("drained although no eviction went through")
+			}
+			checkCutUntilTheTimeout(t, err, tt.unreachable)
+			if deletes := c.verbs("delete", ""); (deletes != 0) != tt.force {
+				t.Errorf("%d deletes with force %v", deletes, tt.force)
+			}
+		})
+	}
+}
+
+// lostConnections are evictions cut before the API server answered, as
+// client-go returns them.
+var lostConnections = []error{cut(errors.New("http2: client connection force closed via ClientConn.Close")),
+	cut(&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}), cut(io.EOF),
+	cut(errors.New(`http2: server sent GOAWAY and closed the connection; LastStreamID=9, ErrCode=NO_ERROR, debug=""`))}
+
+// everyEvictionCut answers each eviction with a lost connection.
+func everyEvictionCut(_ string, attempt int) error {
+	return lostConnections[attempt%len(lostConnections)]
+}
+
+type cutCase struct {
+	name  string
+	objs  []runtime.Object
+	evict func(name string, attempt int) error
+	force bool // Options.Force, with every delete cut too
+	// unreachable: the pods the error names as not reached; none wants
+	// a PodEvictionFailure
+	unreachable []string
+}
+
+func cutCases() []cutCase {
+	pdb := newPDB("default", "web", webSelector(), 0)
+	web, api := newPod("default", "web", "n1"), newPod("default", "api", "n1", labelled("app", "api"))
+	return []cutCase{
+		{name: "every eviction cut", objs: []runtime.Object{web, pdb}, evict: everyEvictionCut, unreachable: []string{"default/web"}},
+		{
+			name: "refused by its PDB, then every eviction cut",
+			objs: []runtime.Object{web, pdb},
+			evict: func(name string, attempt int) error {
+				if attempt == 1 {
+					return pdbRefusal("web")
+				}
+				return everyEvictionCut(name, attempt)
+			},
+			unreachable: []string{"default/web"},
+		},
+		{name: "two pods cut", objs: []runtime.Object{web, api}, evict: everyEvictionCut, unreachable: []string{"default/api", "default/web"}},
+		{
+			name: "with force, the deletes at the timeout cut too",
+			objs: []runtime.Object{web, pdb}, evict: everyEvictionCut, force: true, unreachable: []string{"default/web"},
+		},
+		{
+			name: "one pod refused by its PDB, another cut: PodEvictionFailure",
+			objs: []runtime.Object{web, api, pdb},
+			evict: func(name string, attempt int) error {
+				if name == "web" {
+					return pdbRefusal("web")
+				}
+				return everyEvictionCut(name, attempt)
+			},
+		},
+	}
+}
+
+// checkCutUntilTheTimeout checks a drain's error: a PodEvictionFailure
+// when unreachable is empty, else the one-line error naming those pods.
+func checkCutUntilTheTimeout(t *testing.T, err error, unreachable []string) {
+	t.Helper()
+	var f *PodEvictionFailure
+	if len(unreachable) == 0 {
+		if !errors.As(err, &f) || !strings.Contains(err.Error(), `PodDisruptionBudget "default/web"`) {
+			t.Errorf("err = %v, want a PodEvictionFailure naming the PDB", err)
+		}
+		return
+	}
+	var u *EvictionUnreachable
+	if errors.As(err, &f) || !errors.As(err, &u) {
+		t.Fatalf("err = %v, want EvictionUnreachable, no PodEvictionFailure: no PDB answered", err)
+	}
+	if !slices.Equal(u.Pods, unreachable) || u.Timeout != 250*time.Millisecond {
+		t.Errorf("pods %q after %v, want %q after 250ms", u.Pods, u.Timeout, unreachable)
+	}
+	msg := err.Error()
+	for _, want := range append([]string{`node "n1"`, "cannot reach the API server while evicting", "run the same command again to continue"}, unreachable...) {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	for _, not := range []string{"PodDisruptionBudget", "--force", "\n", "https://"} {
+		if strings.Contains(msg, not) {
+			t.Errorf("error %q has %q", msg, not)
+		}
+	}
+}
+
+func TestEvictionUnreachableError(t *testing.T) {
+	reset := cut(&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)})
+	tests := []struct {
+		name string
+		err  *EvictionUnreachable
+		want string
+	}{
+		{
+			name: "one pod",
+			err:  &EvictionUnreachable{Node: "n1", Timeout: 15 * time.Minute, Pods: []string{"ns/a"}, Err: reset},
+			want: `cannot reach the API server while evicting pod "ns/a" of node "n1" until the drain timeout (15m0s): read tcp: read: connection reset by peer; run the same command again to continue`,
+		},
+		{
+			name: "more pods than are named",
+			err: &EvictionUnreachable{Node: "n1", Timeout: time.Minute, Pods: []string{"ns/a", "ns/b", "ns/c", "ns/d", "ns/e"},
+				Err: cut(errors.New("http2: client connection force closed via ClientConn.Close"))},
+			want: `cannot reach the API server while evicting pods "ns/a", "ns/b", "ns/c" and 2 more of node "n1" until the drain timeout (1m0s): http2: client connection force closed via ClientConn.Close; run the same command again to continue`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("\n got %s\nwant %s", got, tt.want)
+			}
 		})
 	}
 }

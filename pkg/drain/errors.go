@@ -1,7 +1,9 @@
 package drain
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -96,6 +98,55 @@ func (e *PodEvictionFailure) Error() string {
 		b.WriteString("; use --delete-emptydir-data")
 	}
 	return b.String()
+}
+
+// EvictionUnreachable ends a drain whose remaining pods' evictions never
+// reached the API server: each one's last attempt lost its connection
+// (reset, closed, GOAWAY, EOF) until the timeout. No PodDisruptionBudget
+// answered, so it is no PodEvictionFailure: the same command run again
+// evicts them once the server answers.
+type EvictionUnreachable struct {
+	Node    string
+	Timeout time.Duration // 0 when the drain ended before it
+	Pods    []string      // namespace/name
+	Err     error         // the last lost connection
+}
+
+func (e *EvictionUnreachable) Error() string {
+	var b strings.Builder
+	b.WriteString("cannot reach the API server while evicting ")
+	shown := e.Pods[:min(len(e.Pods), 3)]
+	fmt.Fprintf(&b, "%s %s", plural(len(e.Pods), "pod", "pods"), quoteEach(shown))
+	if more := len(e.Pods) - len(shown); more > 0 {
+		fmt.Fprintf(&b, " and %d more", more)
+	}
+	fmt.Fprintf(&b, " of node %q", e.Node)
+	if e.Timeout > 0 {
+		fmt.Fprintf(&b, " until the drain timeout (%v)", e.Timeout)
+	}
+	if e.Err != nil {
+		b.WriteString(": " + oneLine(connectionCause(e.Err)))
+	}
+	b.WriteString("; run the same command again to continue")
+	return b.String()
+}
+
+// connectionCause words a lost request's error without its URL, which says
+// less than the words around it.
+func connectionCause(err error) string {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return strings.Replace(err.Error(), uerr.Error(), uerr.Err.Error(), 1)
+	}
+	return err.Error()
+}
+
+func quoteEach(names []string) string {
+	q := make([]string, len(names))
+	for i, s := range names {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
 }
 
 func plural(n int, one, many string) string {

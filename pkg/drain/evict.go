@@ -51,11 +51,20 @@ func classify(err error) errKind {
 	case apierrors.IsTooManyRequests(err), // throttled: the API server is busy, no PDB is in the way
 		apierrors.IsConflict(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
 		apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err), apierrors.IsUnexpectedServerError(err),
-		utilnet.IsConnectionReset(err), utilnet.IsConnectionRefused(err), utilnet.IsProbableEOF(err),
-		transport.LostConnection(err): // an HTTP/2 stream reset among them
+		lostConnection(err):
 		return errTransient
 	}
 	return errFatal
+}
+
+// lostConnection says whether err is a request the API server never
+// answered because its connection was lost: reset, closed under it (an
+// HTTP/2 stream reset or GOAWAY among them), refused, or retried by the
+// transport until --request-retry-timeout.
+func lostConnection(err error) bool {
+	var exhausted *transport.RetriesExhausted
+	return utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err) ||
+		transport.LostConnection(err) || errors.As(err, &exhausted)
 }
 
 // evict posts pod's eviction as kubectl's drain does (policy/v1; the grace
@@ -223,13 +232,13 @@ func (r *removal) retryAfter(ctx, drainCtx context.Context, err error, changes <
 		return 0, nil, false
 	case errFatal:
 		n.mu.Lock()
-		r.t.failed = err
+		r.t.failed, r.t.lost = err, false
 		n.mu.Unlock()
 		n.poke()
 		return 0, nil, false
 	case errTransient:
 		n.mu.Lock()
-		r.t.lastErr = err
+		r.t.lastErr, r.t.lost = err, lostConnection(err)
 		n.mu.Unlock()
 		delay = n.d.errorRetryInterval
 		if s, ok := apierrors.SuggestsClientDelay(err); ok && s > 0 {
@@ -253,7 +262,7 @@ func (r *removal) blocked(ctx, drainCtx context.Context, err error, kind errKind
 		r.pdbs = n.pdbsFor(ctx, r.pod.Namespace)
 	}
 	n.mu.Lock()
-	r.t.blocked = ReasonPDB
+	r.t.blocked, r.t.lost = ReasonPDB, false // the API server answered
 	n.mu.Unlock()
 	// the drain's own ctx, not the worker's: a pod refused just before
 	// the timeout is still reported, with its PDBs

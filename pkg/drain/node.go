@@ -48,6 +48,7 @@ type podTrack struct {
 	pdbs        []PDBStatus
 	failed      error // nothing more will be tried
 	lastErr     error // a transient error being retried
+	lost        bool  // the last attempt's connection was lost before the API server answered
 }
 
 func newNodeDrain(d *Drainer, node string) *nodeDrain {

@@ -180,6 +180,9 @@ func (n *nodeDrain) failure(ctx context.Context, timedOut bool) error {
 		}
 	}
 	n.mu.Unlock()
+	if err := n.unreachable(ts, timedOut); err != nil {
+		return err
+	}
 	// refresh the PDB statuses: the ones reported at the first refusal are old
 	for _, t := range ts {
 		n.mu.Lock()
@@ -204,7 +207,8 @@ func (n *nodeDrain) failure(ctx context.Context, timedOut bool) error {
 		switch {
 		case t.failed != nil:
 			b.Reason = "eviction failed: " + t.failed.Error()
-		case t.blocked == "" && t.lastErr != nil && !t.terminating && !t.removed:
+		case (t.blocked == "" || t.lost) && t.lastErr != nil && !t.terminating && !t.removed:
+			b.PDBs = nil // no budget answered last
 			b.Reason = "not evicted: " + t.lastErr.Error()
 		case t.terminating || t.removed:
 			b.Reason = ReasonTerminating
@@ -220,4 +224,33 @@ func (n *nodeDrain) failure(ctx context.Context, timedOut bool) error {
 		return f.Pods[i].Namespace+"/"+f.Pods[i].Name < f.Pods[j].Namespace+"/"+f.Pods[j].Name
 	})
 	return f
+}
+
+// unreachable is the error of a drain whose pods left on the node (ts)
+// all met a lost connection at their last eviction (or delete): the API
+// server never answered for them, so no PodDisruptionBudget can be named
+// and --force is not the way on; nil when any of them was answered.
+func (n *nodeDrain) unreachable(ts []*podTrack, timedOut bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	u := &EvictionUnreachable{Node: n.node}
+	if timedOut {
+		u.Timeout = n.d.opts.Timeout
+	}
+	for _, t := range ts {
+		switch {
+		case t.failed != nil && lostConnection(t.failed):
+			u.Err = t.failed
+		case t.failed == nil && t.lost && !t.terminating && !t.removed:
+			u.Err = t.lastErr
+		default:
+			return nil
+		}
+		u.Pods = append(u.Pods, t.pod.Namespace+"/"+t.pod.Name)
+	}
+	if len(u.Pods) == 0 {
+		return nil
+	}
+	sort.Strings(u.Pods)
+	return u
 }

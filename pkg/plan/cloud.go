@@ -116,6 +116,9 @@ type CloudGroup struct {
 	// the nodes the recorded sizes have no room for are outdated, and the
 	// scale-down removes them rather than a batch replacing them first.
 	RollbackFrom string
+	// Following is the service's update an unfinished run started, which
+	// a run now follows (see ServiceUpdate); nil otherwise.
+	Following *ServiceUpdate
 	// BlueDeleted names the blue group an interrupted blue/green run
 	// deleted before it could record so; the group is then its green.
 	BlueDeleted string
@@ -130,6 +133,17 @@ type CloudGroup struct {
 	// node stands for yet (launching, or not registered).
 	Nodes    map[string]Machine
 	Unjoined []Machine
+}
+
+// ServiceUpdate is a service's update under way that an unfinished run
+// started: the nodes it replaces (the group's outdated nodes when the run
+// set out) and the group's sizes before the service scaled it up (nil
+// where not recorded). The group's other nodes are the service's new ones
+// (surge, green): current, whatever their labels say before the update
+// ends, and the sizes now are the service's scale-up, not the group's.
+type ServiceUpdate struct {
+	Nodes []string
+	Sizes *Sizes
 }
 
 // Expiry is when the provider ends the group's nodes at a time of its own:
@@ -400,6 +414,13 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		// An interrupted run scaled up already: the sizes now are the
 		// inflated ones, and the recorded ones are what the end restores.
 		cp.Before, cp.Resumed, cp.RescaleFrom = *cg.Recorded, true, cg.RescaleFrom
+	}
+	if f := cg.Following; f != nil {
+		// The service scaled up already, and its end scales down.
+		cp.Resumed = true
+		if f.Sizes != nil {
+			cp.Before = *f.Sizes
+		}
 	}
 	return cp
 }

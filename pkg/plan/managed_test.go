@@ -3,13 +3,16 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
@@ -157,6 +160,59 @@ func TestNoRoomUnderAServiceAddingNoNode(t *testing.T) {
 			}
 			if tc.want && !strings.Contains(got[0].Message, "provider EKS managed node group (adding no node)") {
 				t.Errorf("the finding must say what adds no node: %q", got[0].Message)
+			}
+		})
+	}
+}
+
+// TestPlanFollowingAServiceUpdate: the plan of a run that follows a
+// service's update an interrupted run started counts the nodes that run
+// recorded, not the service's new ones (on the old version by the
+// group's reckoning until the update ends), and raises from the sizes
+// recorded before the service's scale-up, not from the raised ones.
+func TestPlanFollowingAServiceUpdate(t *testing.T) {
+	machines := map[string]Machine{}
+	var all []corev1.Node
+	for _, n := range []struct{ name, zone string }{{"a1", "a"}, {"b1", "b"}, {"a2", "a"}, {"b2", "b"}, {"a3", "a"}, {"b3", "b"}} {
+		machines[n.name] = Machine{ID: "i-" + n.name, Zone: n.zone, Template: "lt-1", Version: "1", State: MachineInService}
+		all = append(all, awsNode(n.name, n.zone, "i-"+n.name, ""))
+	}
+	recorded := &Sizes{Min: 1, Desired: 2, Max: 3}
+	for _, tc := range []struct {
+		name         string
+		nodes        []corev1.Node
+		wantOutdated []string
+		want         []string
+	}{
+		{name: "recorded nodes left", nodes: all, wantOutdated: []string{"a1", "b1"},
+			want: []string{"6 total, 2 outdated, 4 current", "Scale-up:        the fake service's, under way: desired 2 -> 6, max 3 -> 7; back to desired 2, max 3 at its end"}},
+		{name: "every recorded node replaced", nodes: all[2:],
+			want: []string{"4 total, 0 outdated, 4 current", "Nothing left to drain: run follows the fake service's update under way to its end."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := cloudInput("2", machines)
+			in.Strategy = StrategyEKS
+			in.Cloud.Can, in.Cloud.Managed = 0, &fakeService{}
+			in.Cloud.Sizes = Sizes{Min: 1, Desired: 6, Max: 7} // raised by the service
+			in.Cloud.Following = &ServiceUpdate{Nodes: []string{"a1", "b1"}, Sizes: recorded}
+			p, err := Build(snapshot.Cluster{Nodes: tc.nodes}, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.OutdatedNames(); !slices.Equal(sorted(got), tc.wantOutdated) {
+				t.Errorf("outdated %v, want %v", got, tc.wantOutdated)
+			}
+			if p.Cloud.Before != *recorded || p.NothingToDo() {
+				t.Errorf("sizes before %+v, nothing to do %v; want %+v and a run that follows the update", p.Cloud.Before, p.NothingToDo(), *recorded)
+			}
+			var b strings.Builder
+			if err := WriteTable(&b, p, time.Now(), output.Colorizer(false), false); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("plan lacks %q:\n%s", want, b.String())
+				}
 			}
 		})
 	}

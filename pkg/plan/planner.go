@@ -475,6 +475,9 @@ func (p *Plan) nodeDiffs(node *corev1.Node, in Input, wholeGroup bool, others *[
 	if in.Cloud == nil {
 		return diffs, machine, false
 	}
+	if f := in.Cloud.Following; f != nil && !slices.Contains(f.Nodes, node.Name) {
+		return nil, machine, false // the service's new node
+	}
 	cloudDiffs, m, notMember := machineOutdated(node, in.Cloud)
 	if notMember {
 		*others = append(*others, node.Name)

@@ -125,7 +125,11 @@ func cloudLines(p *Plan) [][2]string {
 	if p.Managed != nil {
 		group = [2]string{"Updated by", fmt.Sprintf("%s %q%s (the service runs the update)", p.Managed.Service, c.Group, inRegion(c.Region))}
 	}
-	lines := [][2]string{group, {"Scale-up", scaleUpLine(c)}}
+	scaleUp := scaleUpLine(c)
+	if p.Managed != nil && c.Resumed {
+		scaleUp = fmt.Sprintf("the %s's, under way: %s; back to %s at its end", p.Managed.Service, c.ResizeText(c.Before, c.During), c.SizeText(c.Before))
+	}
+	lines := [][2]string{group, {"Scale-up", scaleUp}}
 	if c.LaunchesAfter != "" {
 		lines = append(lines, [2]string{"Launches after", fmt.Sprintf("%s %s %s", c.TemplateKind, c.Template, c.LaunchesAfter)})
 	}
@@ -190,6 +194,8 @@ func writeNothingToDo(w io.Writer, p *Plan, color output.Colorizer) error {
 	switch {
 	case p.Cloud != nil && p.Cloud.BlueDeleted != "":
 		msg = fmt.Sprintf("Nothing left to drain: the interrupted run deleted blue %s %q; run finishes it on green %q.", p.Cloud.GroupKind, p.Cloud.BlueDeleted, p.Cloud.Group)
+	case p.Cloud != nil && p.Cloud.Resumed && p.Managed != nil:
+		msg = fmt.Sprintf("Nothing left to drain: run follows the %s's update under way to its end.", p.Managed.Service)
 	case p.Cloud != nil && p.Cloud.Resumed:
 		msg = "Nothing left to drain: run finishes the interrupted run (scale-down to the recorded sizes)."
 	case p.Cloud != nil:

@@ -118,6 +118,12 @@ type ManagedRecord struct {
 	Configured bool                `json:"configured,omitempty"`
 	// UpdateID is the service's update the run started (or found).
 	UpdateID string `json:"updateID,omitempty"`
+	// Nodes are the nodes the update replaces (the plan's outdated ones
+	// when the run set out) and Sizes the group's before the service
+	// scaled it up: a re-run during the update counts these, not the
+	// service's surge or green nodes, nor its raised sizes.
+	Nodes []string    `json:"nodes,omitempty"`
+	Sizes *plan.Sizes `json:"sizes,omitempty"`
 	// WindowPaused is the update the run cancelled because the
 	// maintenance window closed (an operator's cancel leaves it empty):
 	// the run resumes it once a window opens. CompleteSoak says it was
@@ -125,10 +131,12 @@ type ManagedRecord struct {
 	// ends the soak on resuming.
 	WindowPaused string `json:"windowPaused,omitempty"`
 	CompleteSoak bool   `json:"completeSoak,omitempty"`
-	// SizesBefore are the group's sizes before the service's update,
-	// where the run can bring them back (cloud.Shrinker): an update that
-	// fails leaves the service's scale-up, which abort takes back one
-	// drained node at a time, recorded in ScaleDown.
+	// SizesBefore are the group's sizes before the run (before its first
+	// update, where Sizes are before the latest), where the run can bring
+	// them back (cloud.Shrinker): an update that fails leaves the
+	// service's scale-up, which abort, or the end of the run that starts
+	// another update, takes back one drained node at a time, recorded in
+	// ScaleDown.
 	SizesBefore *plan.Sizes  `json:"sizesBefore,omitempty"`
 	ScaleDown   *ScaleRecord `json:"scaleDown,omitempty"`
 	// FailedUpdate is an update of the run that failed and that a re-run

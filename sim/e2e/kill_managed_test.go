@@ -3,6 +3,10 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,19 +30,28 @@ func slowReadyApp() scenario.App {
 // TestKilledManagedRunIsFollowedByARerun kills, with SIGKILL at a random
 // moment (seeded, logged), runs whose update a service carries out (EKS's
 // in-place update of a managed node group, its blue/green run, GKE's surge
-// and blue/green upgrades), then starts the same command at once: it
-// follows what is under way to the end rather than deciding again, with
-// exactly one update started, the settings put back, no PDB violated and
-// nothing left marked.
+// and blue/green upgrades), then starts the same command at once (EKS's
+// and GKE's surge also resume, killed while the service drains: EKS,
+// which offers no control of its update, too): it follows what is
+// under way to the end rather than deciding again, with exactly one update
+// started, the settings put back, no PDB violated and nothing left marked.
+// A plan made while the service's update is under way, and the closing
+// line of the run that finishes it, count the group's 3 nodes, not the
+// service's surge or green nodes, and raise from its sizes before the
+// service's scale-up (issue 41, item 8).
 func TestKilledManagedRunIsFollowedByARerun(t *testing.T) {
 	t.Parallel()
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 41))
 	t.Logf("random kill points from seed %d", seed)
 	after := func() time.Duration { return 2*time.Second + time.Duration(rng.Int64N(int64(12*time.Second))) }
-	for i, path := range []string{"eks", "eks-blue-green", "gke-surge", "gke-blue-green"} {
+	for i, path := range []string{"eks", "eks-blue-green", "gke-surge", "gke-blue-green", "eks-resume", "gke-surge-resume"} {
 		kp := killPoint{after: after()}
 		kp.name = fmt.Sprintf("random-%s", kp.after.Round(100*time.Millisecond))
+		if strings.HasSuffix(path, "-resume") {
+			// while the service drains a node: its surge nodes are there
+			kp = killPoint{name: "held", marker: "cannot be evicted"}
+		}
 		t.Run(path+"/"+kp.name, func(t *testing.T) {
 			t.Parallel()
 			killManagedThenRerun(t, fmt.Sprintf("kill-managed-%d", i), path, kp)
@@ -46,61 +59,127 @@ func TestKilledManagedRunIsFollowedByARerun(t *testing.T) {
 	}
 }
 
-// killManagedThenRerun kills the run of path at kp, runs it again and
-// checks the end.
+// managedKill is a path of TestKilledManagedRunIsFollowedByARerun: its
+// group's commands, the run and the checks of its end.
+type managedKill struct {
+	cmd   func(args ...string) *exec.Cmd
+	run   func(args ...string) result
+	args  []string
+	check func(*testing.T)
+}
+
+// killManagedThenRerun kills the run of path at kp, plans, runs it again
+// (or resumes it) and checks the end.
 func killManagedThenRerun(t *testing.T, name, path string, kp killPoint) {
-	var rerun func(args ...string) (bool, string, result)
-	var args []string
-	var check func(*testing.T)
-	switch path {
-	case "eks", "eks-blue-green":
+	c := managedKillOf(t, name, path)
+	w, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed, out := runAndKill(t, c.cmd(c.args...), kp)
+	t.Logf("killed=%v; output up to the kill:\n%s", killed, out)
+	again := c.args
+	if killed {
+		assertPlanCountsTheGroup(t, c.run(planOf(c.args)...), 3)
+		if strings.HasSuffix(path, "-resume") {
+			again = []string{"resume", name, "--yes"}
+		}
+	}
+	r := c.run(again...)
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("%s at once: %s", again[0], r)
+	}
+	assertClosingLine(t, r, 3, killed)
+	c.check(t)
+	assertNoViolations(t, w.Stop())
+}
+
+// managedKillOf sets path's group up.
+func managedKillOf(t *testing.T, name, path string) managedKill {
+	if strings.HasPrefix(path, "eks") {
 		m := setupManagedGroup(t, name, 3, time.Minute, slowReadyApp())
-		rerun = func(args ...string) (bool, string, result) {
-			killed, out := runAndKill(t, m.cmd(sim.Kubeconfig, args...), kp)
-			return killed, out, m.run(t, args...)
-		}
-		args = []string{"run", name, "--kubernetes-version", "1.31", "--max-unavailable", "1", "--yes"}
-		check = func(t *testing.T) {
-			if n := m.versionUpdates(); n != 1 {
-				t.Errorf("%d UpdateNodegroupVersion calls, want exactly 1", n)
-			}
-			m.assertUpdated(t)
-			assertUntouched(t, testContext(t, time.Minute), eksNodegroupLabel, name)
-		}
+		c := managedKill{cmd: func(args ...string) *exec.Cmd { return m.cmd(sim.Kubeconfig, args...) },
+			run:  func(args ...string) result { return m.run(t, args...) },
+			args: []string{"run", name, "--kubernetes-version", "1.31", "--max-unavailable", "1", "--yes"},
+			check: func(t *testing.T) {
+				if n := m.versionUpdates(); n != 1 {
+					t.Errorf("%d UpdateNodegroupVersion calls, want exactly 1", n)
+				}
+				m.assertUpdated(t)
+				assertUntouched(t, testContext(t, time.Minute), eksNodegroupLabel, name)
+			}}
 		if path == "eks-blue-green" {
-			args = managedBlueGreenArgs(name, "1s")
-			check = func(t *testing.T) {
+			c.args = managedBlueGreenArgs(name, "1s")
+			c.check = func(t *testing.T) {
 				m.assertGreenServes(t)
 				assertUntouched(t, testContext(t, time.Minute), eksNodegroupLabel, managedGreen(name))
 			}
 		}
-	default:
-		g := setupGKEPool(t, name, gkePoolSpec{}, slowReadyApp())
-		rerun = func(args ...string) (bool, string, result) {
-			killed, out := runAndKill(t, g.cmd(args...), kp)
-			return killed, out, g.run(t, args...)
-		}
-		args = []string{"run", name, "--yes", "--node-version", gkeNew, "--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0"}
-		if path == "gke-blue-green" {
-			args = []string{"run", name, "--yes", "--node-version", gkeNew, "--strategy", "blue-green", "--batch-node-count", "1", "--batch-soak", "1s", "--node-pool-soak", "0s"}
-		}
-		check = func(t *testing.T) {
+		return c
+	}
+	g := setupGKEPool(t, name, gkePoolSpec{}, slowReadyApp())
+	c := managedKill{cmd: g.cmd, run: func(args ...string) result { return g.run(t, args...) },
+		args: []string{"run", name, "--yes", "--node-version", gkeNew, "--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0"},
+		check: func(t *testing.T) {
 			if n := g.srv.UpgradeCalls(); n != 1 {
 				t.Errorf("%d nodePools.update calls with an upgrade, want exactly 1", n)
 			}
 			g.assertUpgraded(t) // every node uncordoned
 			assertUntouched(t, testContext(t, time.Minute), gkefake.NodePoolLabel, name)
+		}}
+	if path == "gke-blue-green" {
+		c.args = []string{"run", name, "--yes", "--node-version", gkeNew, "--strategy", "blue-green", "--batch-node-count", "1", "--batch-soak", "1s", "--node-pool-soak", "0s"}
+	}
+	return c
+}
+
+// planOf is the plan of a run's arguments.
+func planOf(args []string) []string {
+	out := []string{"plan"}
+	for _, a := range args[1:] {
+		if a != "--yes" {
+			out = append(out, a)
 		}
 	}
-	w, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
-	if err != nil {
-		t.Fatal(err)
+	return out
+}
+
+// assertPlanCountsTheGroup checks a plan made while the service's update
+// of a group of size nodes may be under way: no more outdated nodes than
+// the group has, and a scale-up raised from its size, not from the
+// service's raised one.
+func assertPlanCountsTheGroup(t *testing.T, p result, size int) {
+	t.Helper()
+	if p.code != nodeupgrade.ExitOK {
+		t.Errorf("plan after the kill: %s", p)
+		return
 	}
-	killed, out, r := rerun(args...)
-	t.Logf("killed=%v; output up to the kill:\n%s", killed, out)
-	if r.code != nodeupgrade.ExitOK {
-		t.Fatalf("the re-run at once: %s", r)
+	if m := regexp.MustCompile(`(\d+) outdated`).FindStringSubmatch(p.stdout); m == nil || atoi(m[1]) > size {
+		t.Errorf("the plan after the kill counts more outdated nodes than the group's %d (the service's new ones):\n%s", size, p.stdout)
 	}
-	check(t)
-	assertNoViolations(t, w.Stop())
+	for _, m := range regexp.MustCompile(`desired (\d+) -> `).FindAllStringSubmatch(p.stdout, -1) {
+		if atoi(m[1]) != size {
+			t.Errorf("the plan after the kill raises from desired %s, not the group's %d:\n%s", m[1], size, p.stdout)
+		}
+	}
+}
+
+// assertClosingLine checks that the run that finished the killed one
+// counts the group's size nodes in its closing line.
+func assertClosingLine(t *testing.T, r result, size int, killed bool) {
+	t.Helper()
+	lines := regexp.MustCompile(`upgrade of (\d+) nodes? finished`).FindAllStringSubmatch(r.stdout, -1)
+	for _, m := range lines {
+		if atoi(m[1]) != size {
+			t.Errorf("the closing line %q counts other than the group's %d nodes:\n%s", m[0], size, r.stdout)
+		}
+	}
+	if killed && len(lines) == 0 && !strings.Contains(r.stdout, "Nothing to do") {
+		t.Errorf("the run after the kill has no closing line:\n%s", r.stdout)
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
