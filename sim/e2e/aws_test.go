@@ -287,7 +287,7 @@ type killPoint struct {
 
 func TestAWSKilledRunIsFinishedByARerun(t *testing.T) {
 	t.Parallel()
-	seed := time.Now().UnixNano()
+	seed := killSeed(t)
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	points := []killPoint{
 		{name: "scale-up", marker: "for the new nodes of launch template"},

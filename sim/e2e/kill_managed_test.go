@@ -41,7 +41,7 @@ func slowReadyApp() scenario.App {
 // service's scale-up (issue 41, item 8).
 func TestKilledManagedRunIsFollowedByARerun(t *testing.T) {
 	t.Parallel()
-	seed := time.Now().UnixNano()
+	seed := killSeed(t)
 	rng := rand.New(rand.NewPCG(uint64(seed), 41))
 	t.Logf("random kill points from seed %d", seed)
 	after := func() time.Duration { return 2*time.Second + time.Duration(rng.Int64N(int64(12*time.Second))) }

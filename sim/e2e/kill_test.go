@@ -3,7 +3,9 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +50,7 @@ const (
 // leaves them (issue 32).
 func TestKilledRunOfEveryStrategy(t *testing.T) {
 	t.Parallel()
-	seed := time.Now().UnixNano()
+	seed := killSeed(t)
 	rng := rand.New(rand.NewPCG(uint64(seed), 32))
 	random := func() killPoint {
 		return killPoint{after: time.Second + time.Duration(rng.Int64N(int64(15*time.Second)))}
@@ -132,6 +134,20 @@ func TestKilledRunOfEveryStrategy(t *testing.T) {
 			assertNoViolations(t, watcher.Stop())
 		})
 	}
+}
+
+// killSeed is the seed of the random kill points: KILL_SEED when set, so
+// that a failure logged with its seed can be run again, else the clock.
+func killSeed(t *testing.T) int64 {
+	s := os.Getenv("KILL_SEED")
+	if s == "" {
+		return time.Now().UnixNano()
+	}
+	seed, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("KILL_SEED=%q: %v", s, err)
+	}
+	return seed
 }
 
 // abortKilled aborts the killed run. A run killed while it deleted blue
