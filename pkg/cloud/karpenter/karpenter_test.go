@@ -1,13 +1,17 @@
 package karpenter
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +20,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -243,29 +248,73 @@ func assertHeld(t *testing.T, p *NodePool, dc *dynamicfake.FakeDynamicClient) {
 	}
 }
 
-// TestRemoveNode: the NodeClaim is deleted, never the Node; a replacement
-// Karpenter cannot launch stops the run with its reason.
+// TestRemoveNode: the NodeClaim is deleted, never the Node; the wait
+// ends when Karpenter has terminated both and launched the pool's
+// replacements, and each way it can end otherwise is named for what
+// happened: a launch Karpenter refused (its reason, whatever else is
+// still launching), a step not reached in time, a call the API server
+// refused.
 func TestRemoveNode(t *testing.T) {
-	defer func(d, l time.Duration) { pollEvery, LaunchTimeout = d, l }(pollEvery, LaunchTimeout)
-	pollEvery, LaunchTimeout = 10*time.Millisecond, 200*time.Millisecond
+	defer func(d, l, g time.Duration) { pollEvery, LaunchTimeout, TerminateTimeout = d, l, g }(pollEvery, LaunchTimeout, TerminateTimeout)
+	pollEvery, LaunchTimeout, TerminateTimeout = 10*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+	ready := claim("new", "n9", "111", "Launched=True", "Registered=True", "Initialized=True")
 	for _, tc := range []struct {
 		name    string
-		other   *unstructured.Unstructured
+		node    string // the node removed; n1 (NodeClaim c1) when ""
+		objs    []runtime.Object
+		react   func(client *fake.Clientset, dc *dynamicfake.FakeDynamicClient)
 		wantErr string
+		kept    bool // NodeClaim c1 is still there at the end
 	}{
-		{"replacement initialized", claim("new", "n9", "111", "Launched=True", "Registered=True", "Initialized=True"), ""},
-		{"launch refused", claim("new", "", "111", "Launched=False/InsufficientCapacity"), `NodeClaim "new" of NodePool "np" was not launched: InsufficientCapacity: because InsufficientCapacity`},
-		{"never registered", claim("new", "", "111", "Launched=True", "Registered=Unknown/NodeNotFound"), `NodeClaim "new" of NodePool "np" is not Registered after 200ms (NodeNotFound: because NodeNotFound)`},
+		{name: "replacement initialized", objs: []runtime.Object{ready}},
+		{name: "launch refused", objs: []runtime.Object{claim("new", "", "111", "Launched=False/InsufficientCapacity")}, wantErr: `NodeClaim "new" of NodePool "np" was not launched: InsufficientCapacity: because InsufficientCapacity`},
+		{name: "a refused launch behind one still launching", objs: []runtime.Object{claim("a-new", "", "111", "Launched=Unknown"), claim("b-new", "", "111", "Launched=False/InsufficientCapacity")}, wantErr: `NodeClaim "b-new" of NodePool "np" was not launched: InsufficientCapacity`},
+		{name: "never registered", objs: []runtime.Object{claim("new", "", "111", "Launched=True", "Registered=Unknown/NodeNotFound")}, wantErr: `NodeClaim "new" of NodePool "np" is not Registered after 200ms (NodeNotFound: because NodeNotFound)`},
+		{name: "a node whose NodeClaim is gone already (a re-run)", node: "n7", objs: []runtime.Object{ready}, kept: true},
+		{name: "a NodeClaim Karpenter deleted meanwhile", objs: []runtime.Object{ready}, react: func(_ *fake.Clientset, dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("delete", "nodeclaims", func(clienttesting.Action) (bool, runtime.Object, error) {
+				_ = dc.Tracker().Delete(nodeClaims, "", "c1")
+				return true, nil, apierrors.NewNotFound(nodeClaims.GroupResource(), "c1")
+			})
+		}},
+		{name: "deleting the NodeClaim forbidden", kept: true, react: func(_ *fake.Clientset, dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("delete", "nodeclaims", refuse(apierrors.NewForbidden(nodeClaims.GroupResource(), "c1", nil)))
+		}, wantErr: `cannot delete NodeClaim "c1" of node "n1": nodeclaims.karpenter.sh "c1" is forbidden`},
+		{name: "a finalizer that never lets go", kept: true, react: func(_ *fake.Clientset, dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("delete", "nodeclaims", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+		}, wantErr: `NodeClaim "c1" (node "n1") was not terminated by Karpenter within 200ms`},
+		{name: "a Node that outlives its NodeClaim", react: func(client *fake.Clientset, _ *dynamicfake.FakeDynamicClient) {
+			n := node("n1", "np")
+			_ = client.Tracker().Add(&n)
+		}, wantErr: `NodeClaim "c1" (node "n1") was not terminated by Karpenter within 200ms`},
+		{name: "reading the terminating NodeClaim forbidden", react: func(_ *fake.Clientset, dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("get", "nodeclaims", refuse(apierrors.NewForbidden(nodeClaims.GroupResource(), "c1", nil)))
+		}, wantErr: `cannot follow the termination of NodeClaim "c1" (node "n1"): nodeclaims.karpenter.sh "c1" is forbidden`},
+		{name: "a throttled read while terminating", objs: []runtime.Object{ready}, react: func(_ *fake.Clientset, dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("get", "nodeclaims", refuseCalls(apierrors.NewTooManyRequests("slow down", 1), 1, 1))
+		}},
+		{name: "reads throttled until the termination's timeout", react: func(_ *fake.Clientset, dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("get", "nodeclaims", refuse(apierrors.NewTooManyRequests("slow down", 1)))
+		}, wantErr: `cannot follow the termination of NodeClaim "c1" (node "n1"): slow down`},
+		{name: "lists throttled until the launch's timeout", react: func(_ *fake.Clientset, dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("list", "nodeclaims", refuseCalls(apierrors.NewTooManyRequests("slow down", 1), 2, math.MaxInt))
+		}, wantErr: `cannot list the NodeClaims of NodePool "np": slow down (still after 200ms)`},
+		{name: "listing NodeClaims forbidden", kept: true, react: func(_ *fake.Clientset, dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("list", "nodeclaims", refuse(apierrors.NewForbidden(nodeClaims.GroupResource(), "", nil)))
+		}, wantErr: `cannot list the NodeClaims of NodePool "np"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client, dc := world(t, pool(t, userBudgets, nil), claim("c1", "n1", "000", "Initialized=True"), tc.other)
+			client, dc := world(t, append([]runtime.Object{pool(t, userBudgets, nil), claim("c1", "n1", "000", "Initialized=True")}, tc.objs...)...)
+			if tc.react != nil {
+				tc.react(client, dc)
+			}
 			p := &NodePool{client: client, dyn: dc, name: "np"}
-			err := p.RemoveNode(context.Background(), "n1")
+			err := p.RemoveNode(context.Background(), cmp.Or(tc.node, "n1"))
 			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("RemoveNode: %v, want %q", err, tc.wantErr)
 			}
-			if _, err := dc.Resource(nodeClaims).Get(context.Background(), "c1", metav1.GetOptions{}); err == nil {
-				t.Error("NodeClaim c1 not deleted")
+			if _, err := dc.Tracker().Get(nodeClaims, "", "c1"); (err == nil) != tc.kept {
+				t.Errorf("NodeClaim c1 kept: %v, want %v", err == nil, tc.kept)
 			}
 			for _, a := range client.Actions() {
 				if a.GetVerb() == "delete" {
@@ -273,6 +322,24 @@ func TestRemoveNode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// refuse is a reactor the API server's refusal answers.
+func refuse(err error) clienttesting.ReactionFunc {
+	return func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, err }
+}
+
+// refuseCalls answers err to the calls from..to (counted from 1) and
+// lets the others through.
+func refuseCalls(err error, from, to int) clienttesting.ReactionFunc {
+	var mu sync.Mutex
+	n := 0
+	return func(clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return n >= from && n <= to, nil, err
 	}
 }
 

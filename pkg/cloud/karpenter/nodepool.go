@@ -223,30 +223,43 @@ func (p *NodePool) RemoveNode(ctx context.Context, node string) error {
 	return p.awaitLaunched(ctx)
 }
 
-// awaitGone waits until Karpenter has terminated the NodeClaim and its node.
+// awaitGone waits until Karpenter has terminated the NodeClaim and its
+// node. Its timeout is Karpenter's only when the last look saw them still
+// there; a call refused, or throttled to the end, is named as such.
 func (p *NodePool) awaitGone(ctx context.Context, node, claim string) error {
+	var last error // the last look's error, nil when it saw the objects
 	err := wait.PollUntilContextTimeout(ctx, pollEvery, TerminateTimeout, true, func(ctx context.Context) (bool, error) {
-		_, err := p.dyn.Resource(nodeClaims).Get(ctx, claim, metav1.GetOptions{})
-		if !apierrors.IsNotFound(err) {
-			return false, ignoreTransient(err)
+		_, last = p.dyn.Resource(nodeClaims).Get(ctx, claim, metav1.GetOptions{})
+		if !apierrors.IsNotFound(last) {
+			return false, ignoreTransient(last)
 		}
-		_, err = p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), ignoreTransient(ignoreNotFound(err))
+		_, last = p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		gone := apierrors.IsNotFound(last)
+		last = ignoreNotFound(last)
+		return gone, ignoreTransient(last)
 	})
-	if err != nil && ctx.Err() == nil {
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return err
+	case wait.Interrupted(err) && last == nil:
 		return fmt.Errorf("NodeClaim %q (node %q) was not terminated by Karpenter within %s: see its finalizers and Karpenter's log; the run goes on from here when run again", claim, node, TerminateTimeout)
+	case wait.Interrupted(err):
+		err = last
 	}
-	return err
+	return fmt.Errorf("cannot follow the termination of NodeClaim %q (node %q): %w", claim, node, err)
 }
 
 // awaitLaunched waits until no NodeClaim of the pool is on its way, and
 // fails with the reason of one Karpenter could not launch or register.
+// Its timeout is the launch's only when the last look saw one waiting; a
+// refused launch or call is named as it is.
 func (p *NodePool) awaitLaunched(ctx context.Context) error {
 	var waiting []nodeClaim
+	var last error // the last look's error
 	err := wait.PollUntilContextTimeout(ctx, pollEvery, LaunchTimeout, true, func(ctx context.Context) (bool, error) {
-		claims, err := listClaims(ctx, p.dyn, p.name)
-		if err != nil {
-			return false, ignoreTransient(err)
+		var claims []nodeClaim
+		if claims, last = listClaims(ctx, p.dyn, p.name); last != nil {
+			return false, ignoreTransient(last)
 		}
 		waiting = waiting[:0]
 		for _, c := range claims {
@@ -260,10 +273,13 @@ func (p *NodePool) awaitLaunched(ctx context.Context) error {
 		}
 		return len(waiting) == 0, nil
 	})
-	if err != nil && ctx.Err() == nil && len(waiting) > 0 {
-		return launchTimedOut(p.name, waiting[0])
+	switch {
+	case !wait.Interrupted(err) || ctx.Err() != nil:
+		return err
+	case last != nil:
+		return fmt.Errorf("%w (still after %s)", last, LaunchTimeout)
 	}
-	return err
+	return launchTimedOut(p.name, waiting[0])
 }
 
 func launchFailed(pool string, c nodeClaim, l condition) error {
