@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -380,6 +381,196 @@ func TestExpiryWarned(t *testing.T) {
 	for _, n := range []string{`"n2"`, `"n3"`} {
 		if strings.Contains(notes, "node "+n+" expires") {
 			t.Errorf("the plan warns of node %s, which does not expire within the run:\n%s", n, notes)
+		}
+	}
+}
+
+// TestPoolDuringRun: what a run reads of the pool as it goes: its size is
+// its NodeClaims not being deleted (a NodePool has none of its own), a
+// NodeClaim is a node's machine once registered and pending before, and a
+// drifted machine is not current.
+func TestPoolDuringRun(t *testing.T) {
+	deleting := claim("c3", "n3", "111", "Initialized=True")
+	deleting.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	_, dc := world(t, pool(t, userBudgets, nil),
+		claim("c1", "n1", "000", "Initialized=True"),
+		claim("c2", "n2", "111", "Initialized=True"),
+		deleting,
+		claim("c4", "", "111", "Launched=True"),
+	)
+	p := &NodePool{dyn: dc, name: "np"}
+	ctx := context.Background()
+	sizes, err := p.Sizes(ctx)
+	if err != nil || sizes != (plan.Sizes{Desired: 3, Max: 3}) {
+		t.Errorf("Sizes = %v, %v; want desired 3, max 3 (c3 is being deleted)", sizes, err)
+	}
+	byNode, pending, err := p.Machines(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		node, id, version string
+		state             plan.MachineState
+		current           bool
+	}{
+		{"n1", "c1", nodePoolDrifted, plan.MachineInService, false},
+		{"n2", "c2", "111", plan.MachineInService, true},
+		{"n3", "c3", "111", plan.MachineLeaving, true},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			m := byNode[tc.node]
+			if m.ID != tc.id || m.Version != tc.version || m.State != tc.state || p.Current(m, "111") != tc.current {
+				t.Errorf("machine %+v, current %v; want %s %s %s, current %v", m, p.Current(m, "111"), tc.id, tc.version, tc.state, tc.current)
+			}
+		})
+	}
+	if len(byNode) != 3 || len(pending) != 1 || pending[0].ID != "c4" || pending[0].State != plan.MachinePending {
+		t.Errorf("machines %v, pending %v; want n1-n3, and c4 pending", byNode, pending)
+	}
+}
+
+// TestRefuseNone: provider none is refused on Karpenter's nodes, naming
+// the NodePool and the provider to use; other nodes are not refused.
+func TestRefuseNone(t *testing.T) {
+	got := cloud.NoneRefused([]corev1.Node{node("a", ""), node("b", "np")})
+	for _, want := range []string{`NodePool "np"`, NodePoolLabel, "use --provider karpenter"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("refusal %q lacks %q", got, want)
+		}
+	}
+	if got := cloud.NoneRefused([]corev1.Node{node("a", "")}); got != "" {
+		t.Errorf("provider none refused on nodes of no NodePool: %q", got)
+	}
+}
+
+// TestOpenRefused: a NodePool that is gone is the user's to fix (exit 2,
+// named); one the API server will not show is not.
+func TestOpenRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		react   func(dc *dynamicfake.FakeDynamicClient)
+		wantErr string
+		input   bool
+	}{
+		{name: "NodePool gone", wantErr: `NodePool "np" not found: the nodes' label karpenter.sh/nodepool names a NodePool that no longer exists`, input: true},
+		{name: "NodePools forbidden", react: func(dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("get", "nodepools", refuse(apierrors.NewForbidden(nodePools.GroupResource(), "np", nil)))
+		}, wantErr: `cannot read NodePool "np": nodepools.karpenter.sh "np" is forbidden`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, dc := world(t)
+			if tc.react != nil {
+				tc.react(dc)
+			}
+			_, _, err := cloud.OpenGroup(context.Background(), Cloud{}, client, []corev1.Node{node("a", "np")}, plan.CloudTarget{})
+			var in interface{ Input() bool }
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || (errors.As(err, &in) && in.Input()) != tc.input {
+				t.Errorf("Open: %v (input %v), want %q (input %v)", err, in != nil, tc.wantErr, tc.input)
+			}
+		})
+	}
+}
+
+// TestHoldWithoutBudgets: a NodePool with no budgets of its own is held
+// with the run's budget alone, and the restore leaves it with none again,
+// not with an empty list Karpenter would read otherwise.
+func TestHoldWithoutBudgets(t *testing.T) {
+	ctx := context.Background()
+	np := pool(t, "[]", nil)
+	unstructured.RemoveNestedField(np.Object, "spec", "disruption", "budgets")
+	_, dc := world(t, np)
+	p := &NodePool{dyn: dc, name: "np"}
+	was, err := p.SelfUpdates(ctx)
+	if err != nil || was != "null" {
+		t.Fatalf("SelfUpdates = %q, %v; want null", was, err)
+	}
+	if err := p.HoldUpdates(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if held, ann := budgetsOf(t, dc); held != "["+freezeBudgetJSON+"]" || ann[FrozenAnnotation] != "null" {
+		t.Errorf("held budgets %s, annotation %q; want the run's budget alone, and null kept", held, ann[FrozenAnnotation])
+	}
+	if _, err := p.RestoreUpdates(ctx, was); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := dc.Resource(nodePools).Get(ctx, "np", metav1.GetOptions{})
+	if b, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "disruption", "budgets"); found {
+		t.Errorf("restored budgets %v, want none", b)
+	}
+	if _, ok := u.GetAnnotations()[FrozenAnnotation]; ok {
+		t.Errorf("annotation %s left after the restore", FrozenAnnotation)
+	}
+}
+
+// TestHoldRefused: a hold or restore that cannot be made says which and
+// why, and changes nothing: the hold names the resourceVersion it read, so
+// that a user's edit meanwhile makes the API server refuse it (409)
+// rather than be overwritten.
+func TestHoldRefused(t *testing.T) {
+	conflict := apierrors.NewConflict(nodePools.GroupResource(), "np", errors.New("the object has been modified"))
+	for _, tc := range []struct {
+		name    string
+		ann     map[string]string
+		react   func(dc *dynamicfake.FakeDynamicClient)
+		restore bool
+		wantErr string
+	}{
+		{name: "edited meanwhile", react: func(dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("patch", "nodepools", refuse(conflict))
+		}, wantErr: `cannot hold off the disruptions of NodePool "np": Operation cannot be fulfilled on nodepools.karpenter.sh "np": the object has been modified`},
+		{name: "kept budgets that are not JSON", ann: map[string]string{FrozenAnnotation: "[{nodes: 0}"}, wantErr: `cannot read the budgets of NodePool "np"`},
+		{name: "restore forbidden", restore: true, react: func(dc *dynamicfake.FakeDynamicClient) {
+			dc.PrependReactor("patch", "nodepools", refuse(apierrors.NewForbidden(nodePools.GroupResource(), "np", nil)))
+		}, wantErr: `cannot put back the budgets of NodePool "np": nodepools.karpenter.sh "np" is forbidden`},
+		{name: "the NodePool gone", react: func(dc *dynamicfake.FakeDynamicClient) {
+			_ = dc.Tracker().Delete(nodePools, "", "np")
+		}, wantErr: `NodePool "np" not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			np := pool(t, userBudgets, tc.ann)
+			np.SetResourceVersion("42")
+			_, dc := world(t, np)
+			if tc.react != nil {
+				tc.react(dc)
+			}
+			p := &NodePool{dyn: dc, name: "np"}
+			var err error
+			if tc.restore {
+				_, err = p.RestoreUpdates(context.Background(), userBudgets)
+			} else {
+				err = p.HoldUpdates(context.Background())
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want %q", err, tc.wantErr)
+			}
+			for _, a := range dc.Actions() {
+				if pa, ok := a.(clienttesting.PatchAction); ok && !tc.restore && !strings.Contains(string(pa.GetPatch()), `"resourceVersion":"42"`) {
+					t.Errorf("the hold's patch %s does not name the resourceVersion read", pa.GetPatch())
+				}
+			}
+			if tc.react == nil {
+				if got, ann := budgetsOf(t, dc); got != userBudgets || ann[FrozenAnnotation] != tc.ann[FrozenAnnotation] {
+					t.Errorf("budgets %s, annotation %q changed by a refused hold", got, ann[FrozenAnnotation])
+				}
+			}
+		})
+	}
+}
+
+// TestOpenHeld: the plan of a NodePool an unfinished run holds says so,
+// with the user's budgets the run keeps aside, and counts the run's
+// budget as in force.
+func TestOpenHeld(t *testing.T) {
+	held := strings.TrimSuffix(userBudgets, "]") + "," + freezeBudgetJSON + "]"
+	client, _ := world(t, pool(t, held, map[string]string{FrozenAnnotation: userBudgets}), claim("c1", "n1", "000", "Initialized=True"))
+	cg, _, err := cloud.OpenGroup(context.Background(), Cloud{}, client, []corev1.Node{node("n1", "np")}, plan.CloudTarget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(cg.Notes, "\n")
+	for _, want := range []string{"disruption budgets in force: " + held, `NodePool "np" has its drift and consolidation held off by an unfinished run (budgets before it: ` + userBudgets + `): run, resume or abort puts them back`} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
 	}
 }
