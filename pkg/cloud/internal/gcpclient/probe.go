@@ -5,10 +5,8 @@
 package gcpclient
 
 import (
-	"errors"
-
 	"context"
-	"google.golang.org/api/googleapi"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"strings"
 
 	crm "google.golang.org/api/cloudresourcemanager/v1"
+	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcperr"

@@ -94,7 +94,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		} else {
 			resp, again = transient(resp, repeatable)
 		}
-		if !again || n >= t.Attempts {
+		if !again || n >= t.Attempts || !rewindable(req) {
 			return resp, err
 		}
 		pause := cloud.Backoff(t.Backoff, n)
@@ -180,14 +180,17 @@ func newUUID() (string, error) {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:]), nil
 }
 
-// rewind is the request again, its body from the start.
+// rewindable reports whether the request's body can be sent again; one
+// that cannot is not, and its answer (or error) is the caller's.
+func rewindable(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+}
+
+// rewind is the request again, its body from the start (see rewindable).
 func rewind(req *http.Request) (*http.Request, error) {
 	out := req.Clone(req.Context())
 	if req.Body == nil || req.Body == http.NoBody {
 		return out, nil
-	}
-	if req.GetBody == nil {
-		return nil, errors.New("cannot send the request again: its body cannot be read twice")
 	}
 	body, err := req.GetBody()
 	if err != nil {

@@ -2,6 +2,7 @@ package gcpclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -92,5 +93,153 @@ func TestTransportStopsWithTheContext(t *testing.T) {
 	start := time.Now()
 	if _, err := c.Do(req); err == nil || time.Since(start) > 2*time.Second {
 		t.Errorf("want the context's error at once, got %v after %s", err, time.Since(start))
+	}
+}
+
+// oneShot is a body that can be read once: http.NewRequest gives it no
+// GetBody, so the request cannot be sent again.
+type oneShot struct{ io.Reader }
+
+// TestTransportSendsAgainOnlyWhatItCan: a call that failed before an
+// answer is sent again only where repeating it cannot do it twice, and a
+// call whose body cannot be read twice is never sent again: its answer is
+// the caller's, not an error of the transport's.
+func TestTransportSendsAgainOnlyWhatItCan(t *testing.T) {
+	reset := errors.New("connection reset by peer")
+	for _, tc := range []struct {
+		name     string
+		api      API
+		method   string
+		body     func() io.Reader
+		fail     error // the first attempt's error; a 503 when nil
+		attempts int
+		wantErr  string
+		code     int
+	}{
+		{name: "a read after a connection reset", api: Container, method: "GET", fail: reset, attempts: 2, code: 200},
+		{name: "a GKE change after a connection reset: it may have been done", api: Container, method: "PUT", fail: reset, attempts: 1, wantErr: "connection reset by peer"},
+		{name: "a Compute change after a connection reset: its requestId makes it safe", api: Compute, method: "POST", fail: reset, attempts: 2, code: 200},
+		{name: "a body that cannot be read twice, throttled", api: Container, method: "PUT", body: func() io.Reader { return oneShot{strings.NewReader(`{"a":1}`)} }, attempts: 1, code: 429},
+		{name: "a body that cannot be read twice, after a reset", api: Compute, method: "POST", body: func() io.Reader { return oneShot{strings.NewReader(`{"a":1}`)} }, fail: reset, attempts: 1, wantErr: "connection reset by peer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			attempts := 0
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				mu.Lock()
+				attempts++
+				first := attempts == 1
+				mu.Unlock()
+				if r.Body != nil {
+					_, _ = io.Copy(io.Discard, r.Body)
+				}
+				switch {
+				case first && tc.fail != nil:
+					return nil, tc.fail
+				case first:
+					return answer(r, 429, googleError(429, "rateLimitExceeded")), nil
+				}
+				return answer(r, 200, "{}"), nil
+			})
+			body := io.Reader(strings.NewReader(`{"a":1}`))
+			if tc.body != nil {
+				body = tc.body()
+			}
+			req, _ := http.NewRequestWithContext(context.Background(), tc.method, "https://example.test/v1/projects/p/x", body)
+			tr := &Transport{Base: base, API: tc.api, Attempts: maxAttempts, Backoff: time.Millisecond}
+			resp, err := tr.RoundTrip(req)
+			if resp != nil {
+				defer resp.Body.Close()
+			}
+			switch {
+			case attempts != tc.attempts:
+				t.Errorf("%d attempts, want %d", attempts, tc.attempts)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			case tc.wantErr == "" && (err != nil || resp.StatusCode != tc.code):
+				t.Errorf("answer %v, %v; want %d", resp, err, tc.code)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func answer(r *http.Request, code int, body string) *http.Response {
+	return &http.Response{StatusCode: code, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)), Request: r}
+}
+
+// TestTransient: what answer asks for the call again is read from its
+// code, whatever its body: a front end's HTML 502 as Google's JSON; a
+// call refused for its rate was not done, so goes again even where it
+// could not be repeated safely.
+func TestTransient(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		code       int
+		body       string
+		repeatable bool
+		again      bool
+	}{
+		{name: "a front end's HTML 502", code: 502, body: "<html><body>502 Bad Gateway</body></html>", repeatable: true, again: true},
+		{name: "a 503 of a call that cannot be repeated", code: 503, body: googleError(503, "backendError"), again: false},
+		{name: "429 in plain text, not repeatable", code: 429, body: "Too Many Requests", again: true},
+		{name: "Compute's quota refusal is final", code: 403, body: googleError(403, "quotaExceeded"), repeatable: true, again: false},
+		{name: "a bad request is final", code: 400, body: googleError(400, "invalid"), repeatable: true, again: false},
+		{name: "a success", code: 200, body: "{}", repeatable: true, again: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, again := transient(answer(nil, tc.code, tc.body), tc.repeatable)
+			b, _ := io.ReadAll(resp.Body)
+			if again != tc.again || string(b) != tc.body {
+				t.Errorf("again %v, body %q; want %v and the body kept", again, b, tc.again)
+			}
+		})
+	}
+}
+
+// TestRetryAfter: the pause an answer asks for, in seconds, is kept to a
+// minute; what is not a positive number of seconds asks for none.
+func TestRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   time.Duration
+	}{
+		{"", 0}, {"2", 2 * time.Second}, {"3600", time.Minute}, {"0", 0}, {"-5", 0}, {"soon", 0},
+	} {
+		t.Run(fmt.Sprintf("%q", tc.header), func(t *testing.T) {
+			resp := answer(nil, 429, "")
+			resp.Header.Set("Retry-After", tc.header)
+			if got := retryAfter(resp); got != tc.want {
+				t.Errorf("retryAfter = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRetryAfterHonoured: the transport waits what the answer asks,
+// beyond its own backoff.
+func TestRetryAfterHonoured(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if at = append(at, time.Now()); len(at) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(429)
+		}
+	}))
+	defer srv.Close()
+	c := &http.Client{Transport: &Transport{Base: http.DefaultTransport, API: Container, Attempts: maxAttempts, Backoff: time.Millisecond}}
+	resp, err := c.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(at) != 2 || at[1].Sub(at[0]) < time.Second {
+		t.Errorf("%d attempts, %s apart; want 2, a second apart", len(at), at[len(at)-1].Sub(at[0]))
 	}
 }

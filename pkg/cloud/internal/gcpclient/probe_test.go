@@ -1,0 +1,103 @@
+package gcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"google.golang.org/api/option"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+func TestProbeEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name, env, provider, want string
+	}{
+		{name: "Google's", want: ""},
+		{name: "a local endpoint's root", provider: "http://127.0.0.1:8085/compute/v1/", want: "http://127.0.0.1:8085/"},
+		{name: "the environment first", env: "http://rm.test/", provider: "http://127.0.0.1:8085/", want: "http://rm.test/"},
+		{name: "no host", provider: "compute/v1", want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(ResourceManagerEnv, tc.env)
+			if got := probeEndpoint(tc.provider); got != tc.want {
+				t.Errorf("probeEndpoint(%q) = %q, want %q", tc.provider, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestProbe: the caller's permissions are asked of Resource Manager once
+// each, sorted; a missing one is named with every call that needs it, per
+// capability; a refusal to answer (403, 404) is a warning; another failure
+// an error.
+func TestProbe(t *testing.T) {
+	calls := []Call{
+		{Method: "instanceGroupManagers.get", Permission: "compute.instanceGroupManagers.get"},
+		{Method: "instanceGroupManagers.resize", Permission: "compute.instanceGroupManagers.update"},
+		{Method: "instanceGroupManagers.patch", Permission: "compute.instanceGroupManagers.update"},
+		{Method: "instanceGroupManagers.patch", Permission: "compute.instanceGroupManagers.update"},
+		{Method: "instanceGroupManagers.insert", Permission: "compute.instanceGroupManagers.update", For: plan.CapNewGroups},
+		{Method: "instances.get", Permission: "compute.instances.get"},
+	}
+	asked := []string{"compute.instanceGroupManagers.get", "compute.instanceGroupManagers.update", "compute.instances.get"}
+	for _, tc := range []struct {
+		name      string
+		code      int
+		granted   []string
+		missing   []plan.MissingPermission
+		cannotAsk string
+		wantErr   string
+	}{
+		{name: "all granted", code: 200, granted: asked},
+		{name: "one missing, for two capabilities", code: 200, granted: []string{"compute.instances.get", "compute.instanceGroupManagers.get"}, missing: []plan.MissingPermission{
+			{Permission: "compute.instanceGroupManagers.update", Call: "instanceGroupManagers.resize, instanceGroupManagers.patch"},
+			{Permission: "compute.instanceGroupManagers.update", Call: "instanceGroupManagers.insert", For: plan.CapNewGroups},
+		}},
+		{name: "the API refuses to answer", code: 403, cannotAsk: `cannot test the caller's permissions on project "p" (projects.testIamPermissions): 403 m`},
+		{name: "no such project to ask about", code: 404, cannotAsk: `cannot test the caller's permissions on project "p" (projects.testIamPermissions): 404 m`},
+		{name: "a failure", code: 400, wantErr: `cannot test the caller's permissions on project "p": 400 m`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req struct{ Permissions []string }
+				if r.Method != "POST" || r.URL.Path != "/v1/projects/p:testIamPermissions" || json.NewDecoder(r.Body).Decode(&req) != nil {
+					http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
+					return
+				}
+				got = req.Permissions
+				if tc.code != 200 {
+					w.WriteHeader(tc.code)
+					fmt.Fprint(w, googleError(tc.code, "forbidden"))
+					return
+				}
+				_ = json.NewEncoder(w).Encode(map[string]any{"permissions": tc.granted})
+			}))
+			defer srv.Close()
+			t.Setenv(ResourceManagerEnv, "")
+			perms, err := Probe(context.Background(), "p", srv.URL+"/compute/v1/", "docs/providers/gce.md#permissions", []option.ClientOption{option.WithoutAuthentication()}, calls)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Probe: %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, asked) {
+				t.Errorf("asked %q, want %q", got, asked)
+			}
+			if !reflect.DeepEqual(perms.Missing, tc.missing) || perms.CannotAsk != tc.cannotAsk || perms.Policy != "docs/providers/gce.md#permissions" {
+				t.Errorf("Probe = %+v, want missing %+v, cannot ask %q", perms, tc.missing, tc.cannotAsk)
+			}
+		})
+	}
+}
