@@ -249,28 +249,25 @@ func assertHeld(t *testing.T, p *NodePool, dc *dynamicfake.FakeDynamicClient) {
 	}
 }
 
-// TestRemoveNode: the NodeClaim is deleted, never the Node; the wait
-// ends when Karpenter has terminated both and launched the pool's
-// replacements, and each way it can end otherwise is named for what
-// happened: a launch Karpenter refused (its reason, whatever else is
-// still launching), a step not reached in time, a call the API server
-// refused.
-func TestRemoveNode(t *testing.T) {
-	defer func(d, l, g time.Duration) { pollEvery, LaunchTimeout, TerminateTimeout = d, l, g }(pollEvery, LaunchTimeout, TerminateTimeout)
-	pollEvery, LaunchTimeout, TerminateTimeout = 10*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+// removeNodeCase is the pool RemoveNode meets beside NodeClaim c1 of
+// node n1, and what the call must do.
+type removeNodeCase struct {
+	name    string
+	node    string // the node removed; n1 (NodeClaim c1) when ""
+	objs    []runtime.Object
+	react   func(client *fake.Clientset, dc *dynamicfake.FakeDynamicClient)
+	wantErr string
+	kept    bool // NodeClaim c1 is still there at the end
+}
+
+func removeNodeCases() []removeNodeCase {
 	ready := claim("new", "n9", "111", "Launched=True", "Registered=True", "Initialized=True")
-	for _, tc := range []struct {
-		name    string
-		node    string // the node removed; n1 (NodeClaim c1) when ""
-		objs    []runtime.Object
-		react   func(client *fake.Clientset, dc *dynamicfake.FakeDynamicClient)
-		wantErr string
-		kept    bool // NodeClaim c1 is still there at the end
-	}{
+	return []removeNodeCase{
 		{name: "replacement initialized", objs: []runtime.Object{ready}},
 		{name: "launch refused", objs: []runtime.Object{claim("new", "", "111", "Launched=False/InsufficientCapacity")}, wantErr: `NodeClaim "new" of NodePool "np" was not launched: InsufficientCapacity: because InsufficientCapacity`},
 		{name: "a refused launch behind one still launching", objs: []runtime.Object{claim("a-new", "", "111", "Launched=Unknown"), claim("b-new", "", "111", "Launched=False/InsufficientCapacity")}, wantErr: `NodeClaim "b-new" of NodePool "np" was not launched: InsufficientCapacity`},
 		{name: "never registered", objs: []runtime.Object{claim("new", "", "111", "Launched=True", "Registered=Unknown/NodeNotFound")}, wantErr: `NodeClaim "new" of NodePool "np" is not Registered after 200ms (NodeNotFound: because NodeNotFound)`},
+		{name: "a NodeClaim Karpenter never took up", objs: []runtime.Object{claim("new", "", "111")}, wantErr: `NodeClaim "new" of NodePool "np" is not Launched after 200ms (no reason given)`},
 		{name: "a node whose NodeClaim is gone already (a re-run)", node: "n7", objs: []runtime.Object{ready}, kept: true},
 		{name: "a NodeClaim Karpenter deleted meanwhile", objs: []runtime.Object{ready}, react: func(_ *fake.Clientset, dc *dynamicfake.FakeDynamicClient) {
 			dc.PrependReactor("delete", "nodeclaims", func(clienttesting.Action) (bool, runtime.Object, error) {
@@ -303,7 +300,19 @@ func TestRemoveNode(t *testing.T) {
 		{name: "listing NodeClaims forbidden", kept: true, react: func(_ *fake.Clientset, dc *dynamicfake.FakeDynamicClient) {
 			dc.PrependReactor("list", "nodeclaims", refuse(apierrors.NewForbidden(nodeClaims.GroupResource(), "", nil)))
 		}, wantErr: `cannot list the NodeClaims of NodePool "np"`},
-	} {
+	}
+}
+
+// TestRemoveNode: the NodeClaim is deleted, never the Node; the wait
+// ends when Karpenter has terminated both and launched the pool's
+// replacements, and each way it can end otherwise is named for what
+// happened: a launch Karpenter refused (its reason, whatever else is
+// still launching), a step not reached in time, a call the API server
+// refused.
+func TestRemoveNode(t *testing.T) {
+	defer func(d, l, g time.Duration) { pollEvery, LaunchTimeout, TerminateTimeout = d, l, g }(pollEvery, LaunchTimeout, TerminateTimeout)
+	pollEvery, LaunchTimeout, TerminateTimeout = 10*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+	for _, tc := range removeNodeCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			client, dc := world(t, append([]runtime.Object{pool(t, userBudgets, nil), claim("c1", "n1", "000", "Initialized=True")}, tc.objs...)...)
 			if tc.react != nil {

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,25 +79,15 @@ func TestComputeCallsAsDocumented(t *testing.T) {
 				t.Fatalf("compute-api.json has no method %s", id)
 			}
 			_, documented := m.Parameters["requestId"]
-			var mu sync.Mutex
-			var ids []string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				defer mu.Unlock()
-				if ids = append(ids, r.URL.Query().Get("requestId")); len(ids) == 1 {
-					w.WriteHeader(503)
-					_, _ = w.Write([]byte(googleError(503, "backendError")))
-				}
-			}))
-			defer srv.Close()
+			url, sent := firstFails(t)
 			c := &http.Client{Transport: &Transport{Base: http.DefaultTransport, API: Compute, Attempts: maxAttempts, Backoff: time.Millisecond}}
-			url := srv.URL + "/compute/v1/" + param.ReplaceAllString(m.Path, "x") + "?alt=json"
-			req, _ := http.NewRequestWithContext(context.Background(), m.HTTPMethod, url, strings.NewReader("{}"))
+			req, _ := http.NewRequestWithContext(context.Background(), m.HTTPMethod, url+"/compute/v1/"+param.ReplaceAllString(m.Path, "x")+"?alt=json", strings.NewReader("{}"))
 			resp, err := c.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
+			ids := sent()
 			if len(ids) != 2 || resp.StatusCode != 200 {
 				t.Fatalf("%s %s: %d after %d attempts, want 200 after 2", m.HTTPMethod, m.Path, resp.StatusCode, len(ids))
 			}
@@ -146,24 +137,13 @@ func TestWithRetries(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var ids []string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				defer mu.Unlock()
-				if ids = append(ids, r.URL.Query().Get("requestId")); len(ids) == 1 {
-					w.WriteHeader(503)
-					_, _ = w.Write([]byte(googleError(503, "backendError")))
-					return
-				}
-				_, _ = w.Write([]byte("{}"))
-			}))
-			defer srv.Close()
-			opts, err := WithRetries(ctx, tc.api, []option.ClientOption{option.WithEndpoint(srv.URL + "/"), option.WithoutAuthentication()})
+			url, sent := firstFails(t)
+			opts, err := WithRetries(ctx, tc.api, []option.ClientOption{option.WithEndpoint(url + "/"), option.WithoutAuthentication()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			err = tc.call(opts)
+			ids := sent()
 			if len(ids) != tc.attempts || (err != nil) != tc.fails {
 				t.Fatalf("%d attempts, error %v; want %d, failing: %v", len(ids), err, tc.attempts, tc.fails)
 			}
@@ -171,5 +151,28 @@ func TestWithRetries(t *testing.T) {
 				t.Errorf("requestIds %q, want one kept across attempts", ids)
 			}
 		})
+	}
+}
+
+// firstFails is a server that answers its first call 503, the others {};
+// sent are the requestIds of the calls it got.
+func firstFails(t *testing.T) (url string, sent func() []string) {
+	var mu sync.Mutex
+	var ids []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ids = append(ids, r.URL.Query().Get("requestId")); len(ids) == 1 {
+			w.WriteHeader(503)
+			_, _ = w.Write([]byte(googleError(503, "backendError")))
+			return
+		}
+		_, _ = w.Write([]byte("{}"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(ids)
 	}
 }

@@ -66,23 +66,9 @@ func TestProbe(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var req struct{ Permissions []string }
-				if r.Method != "POST" || r.URL.Path != "/v1/projects/p:testIamPermissions" || json.NewDecoder(r.Body).Decode(&req) != nil {
-					http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
-					return
-				}
-				got = req.Permissions
-				if tc.code != 200 {
-					w.WriteHeader(tc.code)
-					fmt.Fprint(w, googleError(tc.code, "forbidden"))
-					return
-				}
-				_ = json.NewEncoder(w).Encode(map[string]any{"permissions": tc.granted})
-			}))
-			defer srv.Close()
+			url := resourceManager(t, tc.code, tc.granted, &got)
 			t.Setenv(ResourceManagerEnv, "")
-			perms, err := Probe(context.Background(), "p", srv.URL+"/compute/v1/", "docs/providers/gce.md#permissions", []option.ClientOption{option.WithoutAuthentication()}, calls)
+			perms, err := Probe(context.Background(), "p", url+"/compute/v1/", "docs/providers/gce.md#permissions", []option.ClientOption{option.WithoutAuthentication()}, calls)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Probe: %v, want %q", err, tc.wantErr)
@@ -100,4 +86,25 @@ func TestProbe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resourceManager answers projects.testIamPermissions of project p with
+// code, granting granted; asked gets the permissions asked.
+func resourceManager(t *testing.T, code int, granted []string, asked *[]string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Permissions []string }
+		if r.Method != "POST" || r.URL.Path != "/v1/projects/p:testIamPermissions" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
+			return
+		}
+		*asked = req.Permissions
+		if code != 200 {
+			w.WriteHeader(code)
+			fmt.Fprint(w, googleError(code, "forbidden"))
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"permissions": granted})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,26 +47,14 @@ func TestTransportRetries(t *testing.T) {
 		{name: "testIamPermissions is a read", api: ResourceManager, method: "POST", path: "/v1/projects/p:testIamPermissions", answers: []int{503, ok}, attempts: 2, code: ok},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var ids, bodies []string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				defer mu.Unlock()
-				b, _ := io.ReadAll(r.Body)
-				ids, bodies = append(ids, r.URL.Query().Get("requestId")), append(bodies, string(b))
-				code := tc.answers[min(len(ids), len(tc.answers))-1]
-				w.WriteHeader(code)
-				if code >= 400 {
-					fmt.Fprint(w, googleError(code, tc.reason))
-				}
-			}))
-			defer srv.Close()
+			url, sent := answering(t, tc.answers, tc.reason)
 			c := &http.Client{Transport: &Transport{Base: http.DefaultTransport, API: tc.api, Attempts: maxAttempts, Backoff: time.Millisecond}}
-			req, _ := http.NewRequestWithContext(context.Background(), tc.method, srv.URL+tc.path+"?alt=json", strings.NewReader(`{"a":1}`))
+			req, _ := http.NewRequestWithContext(context.Background(), tc.method, url+tc.path+"?alt=json", strings.NewReader(`{"a":1}`))
 			resp, err := c.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
+			ids, bodies := sent()
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != tc.code || len(ids) != tc.attempts {
@@ -80,6 +69,31 @@ func TestTransportRetries(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// answering is a server that answers the codes of answers in turn (the
+// last repeats), errors in Google's shape with reason; sent are the
+// requestIds and bodies of the calls it got.
+func answering(t *testing.T, answers []int, reason string) (url string, sent func() (ids, bodies []string)) {
+	var mu sync.Mutex
+	var ids, bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, _ := io.ReadAll(r.Body)
+		ids, bodies = append(ids, r.URL.Query().Get("requestId")), append(bodies, string(b))
+		code := answers[min(len(ids), len(answers))-1]
+		w.WriteHeader(code)
+		if code >= 400 {
+			fmt.Fprint(w, googleError(code, reason))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() ([]string, []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(ids), slices.Clone(bodies)
 	}
 }
 
