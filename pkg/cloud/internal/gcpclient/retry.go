@@ -75,14 +75,12 @@ type Transport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req, err := t.withRequestID(req)
-	if err != nil {
-		return nil, err
-	}
+	req = t.withRequestID(req)
 	repeatable := t.repeatable(req)
 	for n := 1; ; n++ {
 		r := req
 		if n > 1 {
+			var err error
 			if r, err = rewind(req); err != nil {
 				return nil, err
 			}
@@ -153,31 +151,26 @@ func (t *Transport) repeatable(req *http.Request) bool {
 
 // withRequestID gives a Compute call that changes something a requestId
 // of its own, kept across its retries, unless the caller set one.
-func (t *Transport) withRequestID(req *http.Request) (*http.Request, error) {
+func (t *Transport) withRequestID(req *http.Request) *http.Request {
 	if t.API != Compute || t.read(req) || req.URL.Query().Get("requestId") != "" {
-		return req, nil
-	}
-	id, err := newUUID()
-	if err != nil {
-		return nil, err
+		return req
 	}
 	out := req.Clone(req.Context())
 	q := out.URL.Query()
-	q.Set("requestId", id)
+	q.Set("requestId", newUUID())
 	out.URL.RawQuery = q.Encode()
-	return out, nil
+	return out
 }
 
 // newUUID is a random (version 4) UUID, as requestId takes ("must be a
 // valid UUID with the exception that zero UUID is not supported").
-func newUUID() (string, error) {
+// crypto/rand.Read never fails (it crashes the program instead).
+func newUUID() string {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
+	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:]), nil
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // rewindable reports whether the request's body can be sent again; one
@@ -212,10 +205,8 @@ func transient(resp *http.Response, repeatable bool) (*http.Response, bool) {
 	if err != nil {
 		return resp, false
 	}
-	probe := *resp
-	probe.Body = io.NopCloser(bytes.NewReader(body))
 	var ge *googleapi.Error
-	if !errors.As(googleapi.CheckResponse(&probe), &ge) {
+	if !errors.As(googleapi.CheckResponseWithBody(resp, body), &ge) {
 		return resp, false
 	}
 	switch {
