@@ -55,10 +55,14 @@ func computeDoc(t *testing.T) map[string]computeMethod {
 	return out
 }
 
+// uuid is a version 4 UUID, as requestId takes ("must be a valid UUID
+// with the exception that zero UUID is not supported", compute-api.json).
+var uuid = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
 // TestComputeCallsAsDocumented: every Compute method the gce and gke
 // providers call (pkg/cloud/gce, pkg/cloud/gke: svc.<Resource>.<Method>)
-// gets a requestId from the transport exactly when compute-api.json gives
-// the method one, the same on every attempt, and is sent again after a
+// gets a requestId (a UUID) from the transport exactly when compute-api.json
+// gives the method one, the same on every attempt, and is sent again after a
 // 503: a read, or a change its requestId keeps from being done twice.
 func TestComputeCallsAsDocumented(t *testing.T) {
 	doc := computeDoc(t)
@@ -91,7 +95,7 @@ func TestComputeCallsAsDocumented(t *testing.T) {
 			if len(ids) != 2 || resp.StatusCode != 200 {
 				t.Fatalf("%s %s: %d after %d attempts, want 200 after 2", m.HTTPMethod, m.Path, resp.StatusCode, len(ids))
 			}
-			if (ids[0] != "") != documented || ids[1] != ids[0] {
+			if (ids[0] != "") != documented || ids[1] != ids[0] || documented && !uuid.MatchString(ids[0]) {
 				t.Errorf("%s %s: requestIds %q; compute-api.json gives it a requestId: %v", m.HTTPMethod, m.Path, ids, documented)
 			}
 		})
