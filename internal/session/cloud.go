@@ -90,6 +90,9 @@ func (s *Session) openCloud(ctx context.Context, r *Request, c cloud.Cloud, node
 	if err != nil {
 		return nil, nil, err
 	}
+	if _, ok := provider.(cloud.BlueGreen); ok && rec != nil && rec.Cloud.Green != "" && cg.BlueDeleted == "" && rec.Cloud.Group == cg.Group && r.strategy.Traits().WholeGroup {
+		cg.InterruptedGreen = rec.Cloud.Green
+	}
 	// An interrupted run scaled the group up already: the plan says so and
 	// shows the sizes the end restores.
 	if rec != nil && rec.Cloud.Original != nil && rec.Cloud.Group == cg.Group && r.strategy.Traits().ScalesGroup {

@@ -128,21 +128,21 @@ func (v *clusterView) watchPDBs(ctx context.Context) error {
 // marked (cordoned or tainted NoSchedule) whose PDB allows no disruption:
 // the service's eviction of them is refused until it does.
 func (r *managedRun) heldPods() []HeldPod {
-	if r.view.pdbs == nil {
+	if r.clusterView().pdbs == nil {
 		return nil
 	}
 	var pdbs []policyv1.PodDisruptionBudget
-	for _, obj := range r.view.pdbs.GetStore().List() {
+	for _, obj := range r.clusterView().pdbs.GetStore().List() {
 		pdbs = append(pdbs, *obj.(*policyv1.PodDisruptionBudget))
 	}
 	idx := drain.NewPDBIndex(pdbs)
 	var out []HeldPod
 	for _, name := range r.cfg.Plan.OutdatedNames() {
-		obj, ok, _ := r.view.nodes.GetStore().GetByKey(name)
+		obj, ok, _ := r.clusterView().nodes.GetStore().GetByKey(name)
 		if !ok || !markedByService(obj.(*corev1.Node)) {
 			continue
 		}
-		for _, pod := range r.view.podsOn(name) {
+		for _, pod := range r.clusterView().podsOn(name) {
 			if !plan.Evictable(pod) {
 				continue
 			}
@@ -159,7 +159,7 @@ func (r *managedRun) heldPods() []HeldPod {
 
 // podOnNode reports whether the held pod still runs on its node.
 func (r *managedRun) podOnNode(h HeldPod) bool {
-	for _, p := range r.view.podsOn(h.Node) {
+	for _, p := range r.clusterView().podsOn(h.Node) {
 		if p.Namespace == h.Namespace && p.Name == h.Pod {
 			return true
 		}

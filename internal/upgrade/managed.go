@@ -59,13 +59,13 @@ func (f *ServiceUpdateFailure) Error() string {
 // managedRun is the execution of an update the cloud's service carries
 // out: three phases, whatever the strategy the service runs.
 type managedRun struct {
-	*Engine
+	toolkit
 	service cloud.ManagedUpdater // nil where the provider starts none
 }
 
 func newManagedRun(e *Engine) *managedRun {
 	u, _ := e.cfg.Provider.(cloud.ManagedUpdater)
-	r := &managedRun{Engine: e, service: u}
+	r := &managedRun{toolkit: e.toolkit(), service: u}
 	if rec := e.cfg.Record; rec != nil && rec.Managed != nil && len(rec.Managed.Nodes) > 0 {
 		// A re-run's plan holds only the nodes left of those the update
 		// replaces.
@@ -161,7 +161,7 @@ func (r *managedRun) abortService(ctx context.Context) error {
 		}
 		if !p.Finished() {
 			line := fmt.Sprintf("the %s's update %s still runs: its update settings stay the run's until it ends", r.cfg.Plan.Managed.Service, m.UpdateID)
-			r.note = joinNote(r.note, line)
+			r.addNote(line)
 			r.logf("%s", line)
 			return nil
 		}
@@ -232,7 +232,7 @@ func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, i
 	held := newHeldTracker(r.cfg.Now)
 	tick := time.NewTicker(r.cfg.PollInterval)
 	defer tick.Stop()
-	if err := r.view.watchPDBs(ctx); err != nil {
+	if err := r.clusterView().watchPDBs(ctx); err != nil {
 		return err
 	}
 	phase := ""
@@ -265,7 +265,7 @@ func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, i
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
-		case <-r.view.changed:
+		case <-r.clusterView().changed:
 		case <-r.windowCloses():
 		}
 	}
@@ -291,8 +291,8 @@ func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error 
 	switch p.State {
 	case cloud.UpdateSucceeded:
 		for _, name := range r.updateNodes() {
-			if !slices.Contains(r.done, name) && !slices.Contains(r.cfg.EarlierDone, name) {
-				r.done = append(r.done, name)
+			if !slices.Contains(r.doneNodes(), name) && !slices.Contains(r.cfg.EarlierDone, name) {
+				r.markDone(name)
 			}
 		}
 		r.logf("%s update %s succeeded", mp.Service, p.ID)
@@ -327,18 +327,19 @@ func (r *managedRun) countReplaced(ctx context.Context) error {
 	fresh := false
 	nodes := r.updateNodes()
 	for _, name := range nodes {
-		if slices.Contains(r.done, name) || slices.Contains(r.cfg.EarlierDone, name) {
+		if slices.Contains(r.doneNodes(), name) || slices.Contains(r.cfg.EarlierDone, name) {
 			continue
 		}
-		if _, exists, err := r.view.nodes.GetStore().GetByKey(name); err == nil && !exists {
-			r.done, fresh = append(r.done, name), true
+		if _, exists, err := r.clusterView().nodes.GetStore().GetByKey(name); err == nil && !exists {
+			r.markDone(name)
+			fresh = true
 			r.logf("%s update: node %q replaced (%d of %d)", r.cfg.Plan.Managed.Service, name, r.replaced(), len(nodes))
 		}
 	}
 	if !fresh {
 		return nil
 	}
-	r.progress.setDone(len(r.cfg.EarlierDone) + len(r.done))
+	r.progress.setDone(len(r.cfg.EarlierDone) + len(r.doneNodes()))
 	return r.record(ctx, plan.State{Phase: plan.PhaseUpdate})
 }
 
@@ -356,7 +357,7 @@ func (r *managedRun) updateNodes() []string {
 // replaced counts the nodes of the update replaced so far, by earlier
 // runs too.
 func (r *managedRun) replaced() int {
-	return len(r.done) + len(r.cfg.EarlierDone)
+	return len(r.doneNodes()) + len(r.cfg.EarlierDone)
 }
 
 // nodesText says how many nodes the update has done: the service's count

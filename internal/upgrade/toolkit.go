@@ -42,6 +42,7 @@ type engineTools interface {
 	save(ctx context.Context) error
 	record(ctx context.Context, s plan.State) error
 	markDone(names ...string)
+	doneNodes() []string
 	addNote(note string)
 	setNote(note string)
 	strategyName() plan.StrategyName
@@ -76,10 +77,14 @@ type engineTools interface {
 	// waits
 	awaitNodes(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() *NodeCreationFailure) error
 	waitOrRequest(ctx context.Context, d, every time.Duration, tick func(), handle func(req string) (done bool, err error)) error
+	holdUntilOpen(ctx context.Context, s plan.State, what string) error
 }
 
 // markDone counts nodes as done by the run.
 func (e *Engine) markDone(names ...string) { e.done = append(e.done, names...) }
+
+// doneNodes are the nodes this run has done so far.
+func (e *Engine) doneNodes() []string { return e.done }
 
 // addNote adds to what the run wants the operator to know.
 func (e *Engine) addNote(note string) { e.note = joinNote(e.note, note) }

@@ -122,6 +122,11 @@ type CloudGroup struct {
 	// BlueDeleted names the blue group an interrupted blue/green run
 	// deleted before it could record so; the group is then its green.
 	BlueDeleted string
+	// InterruptedGreen is the green group of an interrupted blue/green
+	// run whose blue, this group, is not deleted yet. With no blue node
+	// left to drain (the autoscaler removed them) the run still has blue
+	// to delete.
+	InterruptedGreen string
 	// Notes are what the provider says of the group that the plan's
 	// columns cannot (Karpenter: the budgets in force, drift by reason).
 	Notes []string
@@ -278,6 +283,8 @@ type CloudPlan struct {
 	// BlueDeleted is the blue group an interrupted run deleted before it
 	// recorded so: the run only finishes, on green (this group).
 	BlueDeleted string `json:"blueDeleted,omitempty"`
+	// InterruptedGreen is CloudGroup.InterruptedGreen.
+	InterruptedGreen string `json:"interruptedGreen,omitempty"`
 	// RescaleFrom is the version an interrupted run scaled up for, when
 	// its new nodes are outdated for this target: the run scales up again
 	// (ScaleUp more, from the sizes now), or it would hold off every node
@@ -400,15 +407,16 @@ func removesOnly(cg *CloudGroup) bool {
 // or an interrupted run's recorded ones.
 func cloudPlan(cg *CloudGroup) *CloudPlan {
 	cp := &CloudPlan{
-		GroupID:        cg.GroupID,
-		Launches:       cg.Launches,
-		Removal:        cg.Removal,
-		Before:         cg.Sizes,
-		During:         cg.Sizes,
-		TargetSizeOnly: cg.TargetSizeOnly,
-		BlueDeleted:    cg.BlueDeleted,
-		RemovesOnly:    removesOnly(cg),
-		Options:        cg.Options,
+		GroupID:          cg.GroupID,
+		Launches:         cg.Launches,
+		Removal:          cg.Removal,
+		Before:           cg.Sizes,
+		During:           cg.Sizes,
+		TargetSizeOnly:   cg.TargetSizeOnly,
+		BlueDeleted:      cg.BlueDeleted,
+		InterruptedGreen: cg.InterruptedGreen,
+		RemovesOnly:      removesOnly(cg),
+		Options:          cg.Options,
 	}
 	if cg.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the

@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
@@ -347,6 +349,57 @@ func TestWholeGroupReplacedOnlyWhenOutdated(t *testing.T) {
 			}
 			if p.NothingToDo() != (tc.wantOutdated == 0) {
 				t.Errorf("NothingToDo() = %v with %d outdated", p.NothingToDo(), tc.wantOutdated)
+			}
+		})
+	}
+}
+
+// TestPlanOfAnInterruptedGreen: blue's nodes all gone after a blue/green
+// run made green and was killed (the autoscaler removed them), the run
+// after has nothing to drain but blue to delete: it is no "Nothing to do",
+// and its steps are those after the drain.
+func TestPlanOfAnInterruptedGreen(t *testing.T) {
+	machines := map[string]Machine{"a1": {ID: "i-a1", Zone: "a", Template: "lt-1", Version: "2", State: MachineInService}}
+	nodes := []corev1.Node{awsNode("a1", "a", "i-a1", "")}
+	for _, tc := range []struct {
+		name      string
+		strategy  StrategyName
+		green     string
+		wantSteps []string
+		want      string
+	}{
+		{name: "autoscaled blue-green", strategy: StrategyAutoscaledBlueGreen, green: "asg-ng-v2", wantSteps: []string{"DeleteBlue"},
+			want: `Nothing left to drain: blue Auto Scaling group "asg-ng" has no node left; run finishes the interrupted run on green "asg-ng-v2" and deletes blue.`},
+		{name: "blue-green", strategy: StrategyBlueGreen, green: "asg-ng-v2", wantSteps: []string{"Soak", "DeleteBlue"}, want: "Nothing left to drain: blue"},
+		{name: "no interrupted run", strategy: StrategyAutoscaledBlueGreen, want: "Nothing to do: every node of the group runs the target launch template version."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := cloudInput("2", machines)
+			in.Strategy = tc.strategy
+			in.BlueGreen = BlueGreenInput{BatchNodes: 1}
+			in.Cloud.InterruptedGreen = tc.green
+			p, err := Build(snapshot.Cluster{Nodes: nodes}, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.NothingToDo() != (tc.green == "") {
+				t.Errorf("NothingToDo() = %v with interrupted green %q", p.NothingToDo(), tc.green)
+			}
+			if tc.wantSteps != nil {
+				var got []string
+				for _, st := range p.Steps {
+					got = append(got, st.Phase)
+				}
+				if !slices.Equal(got, tc.wantSteps) {
+					t.Errorf("steps %v, want %v", got, tc.wantSteps)
+				}
+			}
+			var b strings.Builder
+			if err := WriteTable(&b, p, time.Now(), output.Colorizer(false), false); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.want) {
+				t.Errorf("plan lacks %q:\n%s", tc.want, b.String())
 			}
 		})
 	}

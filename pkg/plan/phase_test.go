@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -75,28 +76,36 @@ func TestPhaseSequences(t *testing.T) {
 	}
 }
 
-// TestResumeAt: a re-run with nothing left to drain starts where the last
-// one stopped only where that phase is the strategy's own end game.
+// TestResumeAt: a re-run starts where the last one stopped only where that
+// phase is the strategy's own end game, or where blue/green's green is made
+// and no blue node is left to drain (the autoscaler removed them).
 func TestResumeAt(t *testing.T) {
 	for _, tc := range []struct {
 		strategy string
 		recorded Phase
 		cloud    bool
+		batches  int
 		want     Phase
 	}{
-		{"eks", PhaseScaleDown, true, PhaseScaleDown},
-		{"eks", PhaseScaleDown, false, ""},
-		{"eks", PhaseDrain, true, ""},
-		{"surge", PhaseScaleDown, true, PhaseScaleDown},
-		{"blue-green", PhaseSoak, true, PhaseSoak},
-		{"blue-green", PhaseDeleteBlue, true, PhaseDeleteBlue},
-		{"blue-green", PhaseDrain, true, ""},
-		{"autoscaled-blue-green", PhaseSoak, true, PhaseSoak},
-		{"short-lived", PhaseSetup, true, ""},
+		{"eks", PhaseScaleDown, true, 0, PhaseScaleDown},
+		{"eks", PhaseScaleDown, false, 0, ""},
+		{"eks", PhaseDrain, true, 0, ""},
+		{"surge", PhaseScaleDown, true, 0, PhaseScaleDown},
+		{"blue-green", PhaseSoak, true, 0, PhaseSoak},
+		{"blue-green", PhaseDeleteBlue, true, 0, PhaseDeleteBlue},
+		{"blue-green", PhaseDrain, true, 1, ""},
+		{"blue-green", PhaseDrain, true, 0, PhaseSoak},
+		{"blue-green", PhaseCordonBlue, true, 0, PhaseSoak},
+		{"blue-green", PhaseCreateGreen, true, 0, ""},
+		{"autoscaled-blue-green", PhaseSoak, true, 0, PhaseSoak},
+		{"autoscaled-blue-green", PhaseDrain, true, 2, ""},
+		{"autoscaled-blue-green", PhaseDrain, true, 0, PhaseDeleteBlue},
+		{"autoscaled-blue-green", PhaseRecover, true, 0, PhaseDeleteBlue},
+		{"short-lived", PhaseSetup, true, 0, ""},
 	} {
-		t.Run(tc.strategy+" "+string(tc.recorded), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %s %d batches", tc.strategy, tc.recorded, tc.batches), func(t *testing.T) {
 			s, _ := LookupStrategy(tc.strategy)
-			if got := s.ResumeAt(tc.recorded, Flow{CloudGroup: tc.cloud}); got != tc.want {
+			if got := s.ResumeAt(tc.recorded, Flow{CloudGroup: tc.cloud, Batches: tc.batches}); got != tc.want {
 				t.Errorf("ResumeAt(%s) = %q, want %q", tc.recorded, got, tc.want)
 			}
 		})

@@ -344,6 +344,10 @@ func (p *Plan) planSteps(in Input, strategy Strategy) error {
 	if c := p.Cloud; c != nil && c.BlueDeleted != "" {
 		p.Steps = []Step{{Phase: string(PhaseDeleteBlue), Detail: fmt.Sprintf("%s %q is deleted already; record it, and let the autoscaler have green's nodes again", c.GroupKind, c.BlueDeleted)}}
 	}
+	if c := p.Cloud; c != nil && c.InterruptedGreen != "" && len(p.Batches) == 0 {
+		// Green is made and blue drained: the run goes on after the drain.
+		p.Steps = stepsAfter(p.Steps, "DrainBlue")
+	}
 	if err := managedPlan(p, in, strategy); err != nil {
 		return err
 	}

@@ -194,6 +194,8 @@ func writeNothingToDo(w io.Writer, p *Plan, color output.Colorizer) error {
 	switch {
 	case p.Cloud != nil && p.Cloud.BlueDeleted != "":
 		msg = fmt.Sprintf("Nothing left to drain: the interrupted run deleted blue %s %q; run finishes it on green %q.", p.Cloud.GroupKind, p.Cloud.BlueDeleted, p.Cloud.Group)
+	case p.Cloud != nil && p.Cloud.InterruptedGreen != "":
+		msg = fmt.Sprintf("Nothing left to drain: blue %s %q has no node left; run finishes the interrupted run on green %q and deletes blue.", p.Cloud.GroupKind, p.Cloud.Group, p.Cloud.InterruptedGreen)
 	case p.Cloud != nil && p.Cloud.Resumed && p.Managed != nil:
 		msg = fmt.Sprintf("Nothing left to drain: run follows the %s's update under way to its end.", p.Managed.Service)
 	case p.Cloud != nil && p.Cloud.Resumed:

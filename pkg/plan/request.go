@@ -97,7 +97,7 @@ func (t CloudTarget) Given() bool {
 // node to drain, no interrupted scale-up to finish, no group to point at a
 // target.
 func (p *Plan) NothingToDo() bool {
-	return len(p.Batches) == 0 && !(p.Cloud != nil && (p.Cloud.Resumed || p.Cloud.BlueDeleted != "")) && !p.Traits().LeavesRunning
+	return len(p.Batches) == 0 && !(p.Cloud != nil && (p.Cloud.Resumed || p.Cloud.BlueDeleted != "" || p.Cloud.InterruptedGreen != "")) && !p.Traits().LeavesRunning
 }
 
 // UnmarshalJSON reads a target as recorded by versions before aws's

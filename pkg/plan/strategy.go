@@ -266,6 +266,17 @@ func (s *steps) add(phase, detail string, d time.Duration) {
 	*s = append(*s, Step{Phase: phase, Detail: detail, Estimate: Duration(d)})
 }
 
+// stepsAfter is s from the step after the one named phase on; s whole
+// when none is.
+func stepsAfter(s []Step, phase string) []Step {
+	for i, st := range s {
+		if st.Phase == phase {
+			return s[i+1:]
+		}
+	}
+	return s
+}
+
 // resizes reports whether a run points the cloud group at the target and
 // resizes it, as the engine does with a cloud.Scaler only.
 func resizes(c *CloudPlan) bool { return c != nil && !c.RemovesOnly }

@@ -49,6 +49,17 @@ func (autoscaledBlueGreen) Traits() Traits {
 		OutdatedHeldOff: true, WholeGroup: true, GreenFromZero: true}
 }
 
+// ResumeAt goes to blue's deletion where blue/green's would go to the
+// soak: the wait period is for the autoscaler to remove blue's nodes, and
+// none is left.
+func (autoscaledBlueGreen) ResumeAt(recorded Phase, f Flow) Phase {
+	at := blueGreen{}.ResumeAt(recorded, f)
+	if at == PhaseSoak && recorded != PhaseSoak {
+		return PhaseDeleteBlue
+	}
+	return at
+}
+
 func (autoscaledBlueGreen) Next(s State, f Flow) State {
 	switch s.Phase {
 	case PhaseCordonBlue:

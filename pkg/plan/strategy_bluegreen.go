@@ -215,9 +215,18 @@ func (blueGreen) Next(s State, f Flow) State {
 }
 
 // ResumeAt goes on from the soak or the deletion of blue: blue is drained.
-func (blueGreen) ResumeAt(recorded Phase, _ Flow) Phase {
-	if recorded == PhaseSoak || recorded == PhaseDeleteBlue {
+// Killed with green made and blue being cordoned or drained, the run
+// starts again, unless no blue node is left to drain (the autoscaler
+// removed them): then it goes on to the soak, which leads to blue's
+// deletion.
+func (blueGreen) ResumeAt(recorded Phase, f Flow) Phase {
+	switch recorded {
+	case PhaseSoak, PhaseDeleteBlue:
 		return recorded
+	case PhaseCordonBlue, PhaseRoom, PhaseDrain, PhaseRecover, PhaseBatchSoak:
+		if f.Batches == 0 {
+			return PhaseSoak
+		}
 	}
 	return ""
 }

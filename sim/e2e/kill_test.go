@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
@@ -61,6 +64,9 @@ func TestKilledRunOfEveryStrategy(t *testing.T) {
 		// asBefore: abort leaves the group as before the run, the run's
 		// new nodes gone, the old ones only, launching the old version.
 		asBefore bool
+		// blueGone: the recovery waits for the autoscaler to remove every
+		// blue node, so that the run after has none left to drain.
+		blueGone bool
 	}{
 		// Killed with every node on the new version: abort must not point
 		// the group back at the old one, or the fresh run finds nothing to
@@ -80,6 +86,9 @@ func TestKilledRunOfEveryStrategy(t *testing.T) {
 		{strategy: "blue-green", recovery: recoverByRun, kp: random()},
 		{strategy: "blue-green", recovery: recoverByAbort, kp: random()},
 		{strategy: "autoscaled-blue-green", recovery: recoverByRun, kp: random()},
+		// Killed with blue drained, and blue's nodes gone before the run
+		// after: that run has nothing to drain but blue to delete.
+		{strategy: "autoscaled-blue-green", recovery: recoverByRun, kp: killPoint{name: "blue-drained", marker: "workloads to be Ready again"}, blueGone: true},
 		// Killed mid-drain: the fresh run right after abort must not find
 		// the evicted workloads still recovering.
 		{strategy: "autoscaled-blue-green", recovery: recoverByAbort, kp: killPoint{name: "drain", marker: "draining"}},
@@ -114,6 +123,9 @@ func TestKilledRunOfEveryStrategy(t *testing.T) {
 			if tc.kp.marker != "" && !killed {
 				t.Fatalf("the run ended before the kill point")
 			}
+			if tc.blueGone {
+				g.waitBlueGone(t)
+			}
 			if tc.recovery == recoverByAbort {
 				g.abortKilled(t)
 			}
@@ -124,6 +136,7 @@ func TestKilledRunOfEveryStrategy(t *testing.T) {
 			if r.code != nodeupgrade.ExitOK {
 				t.Fatalf("%s after the kill: %s", tc.recovery, r)
 			}
+			t.Logf("the run after the kill:\n%s", r.stdout)
 			g.assertKillRecovered(t, st)
 			// The finished run started again has nothing to do.
 			again := g.run(t, args...)
@@ -148,6 +161,27 @@ func killSeed(t *testing.T) int64 {
 		t.Fatalf("KILL_SEED=%q: %v", s, err)
 	}
 	return seed
+}
+
+// waitBlueGone waits for the autoscaler to remove every instance of blue,
+// and their nodes to leave.
+func (g *awsGroup) waitBlueGone(t *testing.T) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	err := g.srv.WaitFor(ctx, g.name, func(gr awsfake.Group) bool { return len(gr.Instances) == 0 })
+	if err != nil {
+		t.Fatalf("blue %q never lost its last instance: %v", g.name, err)
+	}
+	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
+		for _, n := range groupNodes(t, ctx, groupKey, g.name) {
+			if n.Labels["eks.amazonaws.com/nodegroup-image"] == "ami-old" {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("blue's nodes never left: %v", err)
+	}
 }
 
 // abortKilled aborts the killed run. A run killed while it deleted blue

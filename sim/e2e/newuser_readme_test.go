@@ -33,8 +33,8 @@ func readmeSample(t *testing.T, name string) string {
 // phases as printed, how many nodes each batch takes, the nodes with their
 // instance, zone and why they are outdated (sorted: which node goes in
 // which batch follows the pods on it, as the order keeps each workload
-// within its budget, so even a batch's zones do), and the findings that
-// do not count pods by zone.
+// within its budget, so even a batch's zones do, and the notes of batches
+// over a budget), and the findings that do not count pods by zone.
 func planShape(text string) []string {
 	var out, nodes []string
 	section := "header"
@@ -48,6 +48,10 @@ func planShape(text string) []string {
 			section = "findings"
 			continue
 		case len(f) == 0 || strings.HasPrefix(line, "SEVERITY "):
+			continue
+		case strings.HasPrefix(line, "Note: batch "):
+			// Which batch takes more pods of a workload than its budget
+			// follows the pods on its nodes.
 			continue
 		}
 		switch section {
