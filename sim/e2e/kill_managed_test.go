@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -66,6 +67,8 @@ type managedKill struct {
 	run   func(args ...string) result
 	args  []string
 	check func(*testing.T)
+	// label and group select the group's nodes at the end.
+	label, group string
 }
 
 // killManagedThenRerun kills the run of path at kp, plans, runs it again
@@ -86,12 +89,31 @@ func killManagedThenRerun(t *testing.T, name, path string, kp killPoint) {
 		}
 	}
 	r := c.run(again...)
+	t.Logf("%s at once:\n%s%s", again[0], r.stdout, r.stderr)
 	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("%s at once: %s", again[0], r)
 	}
 	assertClosingLine(t, r, 3, killed)
 	c.check(t)
+	assertEndOfKilled(t, c, name, 3)
 	assertNoViolations(t, w.Stop())
+}
+
+// assertEndOfKilled checks what every path leaves: the record of the run
+// finished, not aborted, and the group at its size nodes, the service's
+// surge or blue ones gone (a service ends its update only once they are).
+func assertEndOfKilled(t *testing.T, c managedKill, name string, size int) {
+	t.Helper()
+	st := c.run("status", name, "-o", "json")
+	var s nodeupgrade.RunStatus
+	if err := json.Unmarshal([]byte(st.stdout), &s); st.code != nodeupgrade.ExitOK || err != nil {
+		t.Errorf("status: %v %s", err, st)
+	} else if s.Status != nodeupgrade.StatusFinished || s.FinishedAt == nil || s.AbortedAt != nil {
+		t.Errorf("status %q, record %+v: want finished", s.Status, s.Record)
+	}
+	if nodes := groupNodes(t, testContext(t, time.Minute), c.label, c.group); len(nodes) != size {
+		t.Errorf("%d nodes of %s=%s, want %d", len(nodes), c.label, c.group, size)
+	}
 }
 
 // managedKillOf sets path's group up.
@@ -106,10 +128,12 @@ func managedKillOf(t *testing.T, name, path string) managedKill {
 					t.Errorf("%d UpdateNodegroupVersion calls, want exactly 1", n)
 				}
 				m.assertUpdated(t)
+				m.assertSizesBack(t)
 				assertUntouched(t, testContext(t, time.Minute), eksNodegroupLabel, name)
-			}}
+			},
+			label: eksNodegroupLabel, group: name}
 		if path == "eks-blue-green" {
-			c.args = managedBlueGreenArgs(name, "1s")
+			c.args, c.group = managedBlueGreenArgs(name, "1s"), managedGreen(name)
 			c.check = func(t *testing.T) {
 				m.assertGreenServes(t)
 				assertUntouched(t, testContext(t, time.Minute), eksNodegroupLabel, managedGreen(name))
@@ -126,7 +150,8 @@ func managedKillOf(t *testing.T, name, path string) managedKill {
 			}
 			g.assertUpgraded(t) // every node uncordoned
 			assertUntouched(t, testContext(t, time.Minute), gkefake.NodePoolLabel, name)
-		}}
+		},
+		label: gkefake.NodePoolLabel, group: name}
 	if path == "gke-blue-green" {
 		c.args = []string{"run", name, "--yes", "--node-version", gkeNew, "--strategy", "blue-green", "--batch-node-count", "1", "--batch-soak", "1s", "--node-pool-soak", "0s"}
 	}
@@ -176,6 +201,16 @@ func assertClosingLine(t *testing.T, r result, size int, killed bool) {
 	}
 	if killed && len(lines) == 0 && !strings.Contains(r.stdout, "Nothing to do") {
 		t.Errorf("the run after the kill has no closing line:\n%s", r.stdout)
+	}
+}
+
+// assertSizesBack checks that the node group's sizes are those of before
+// the run: EKS's scale-up taken back.
+func (m *managedGroup) assertSizesBack(t *testing.T) {
+	t.Helper()
+	ng, _ := m.srv.Nodegroup(m.cluster, m.name)
+	if got, want := *ng.ScalingConfig, *m.before.ScalingConfig; *got.MinSize != *want.MinSize || *got.DesiredSize != *want.DesiredSize || *got.MaxSize != *want.MaxSize {
+		t.Errorf("sizes min/desired/max %d/%d/%d, want the original %d/%d/%d", *got.MinSize, *got.DesiredSize, *got.MaxSize, *want.MinSize, *want.DesiredSize, *want.MaxSize)
 	}
 }
 
