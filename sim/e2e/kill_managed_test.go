@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -45,9 +46,12 @@ func TestKilledManagedRunIsFollowedByARerun(t *testing.T) {
 	seed := killSeed(t)
 	rng := rand.New(rand.NewPCG(uint64(seed), 41))
 	t.Logf("random kill points from seed %d", seed)
-	after := func() time.Duration { return 2*time.Second + time.Duration(rng.Int64N(int64(12*time.Second))) }
+	// Each path's kill falls within about its run's length here, so that
+	// EKS's late phases (its scale-down, blue's delete, the settings put
+	// back) are hit too, not only its first drains.
+	span := map[string]time.Duration{"eks": 34 * time.Second, "eks-blue-green": 32 * time.Second, "gke-surge": 18 * time.Second, "gke-blue-green": 22 * time.Second}
 	for i, path := range []string{"eks", "eks-blue-green", "gke-surge", "gke-blue-green", "eks-resume", "gke-surge-resume"} {
-		kp := killPoint{after: after()}
+		kp := killPoint{after: 2*time.Second + time.Duration(rng.Int64N(int64(cmp.Or(span[path], time.Second))))}
 		kp.name = fmt.Sprintf("random-%s", kp.after.Round(100*time.Millisecond))
 		if strings.HasSuffix(path, "-resume") {
 			// while the service drains a node: its surge nodes are there
