@@ -55,6 +55,9 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 	if err != nil {
 		return err
 	}
+	if err := findStartedUpdate(ctx, pl.Provider, rec); err != nil {
+		return err
+	}
 	follows := followsServiceUpdate(pl, rec)
 	if follows {
 		if follows, err = serviceUpdateGoesOn(ctx, pl, rec); err != nil {

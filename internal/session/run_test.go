@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -242,6 +243,56 @@ func TestFollowsServiceUpdateOnlyForAnUpdateUnderWay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if followsServiceUpdate(tc.pl, tc.rec) {
 				t.Error("follows without auditing; want the audit's refusal")
+			}
+		})
+	}
+}
+
+// runningService is a group whose service has the update running under
+// way, or none where running is "".
+type runningService struct {
+	cloud.None
+	running string
+	asked   int
+}
+
+func (s *runningService) RunningUpdate(context.Context) (string, error) {
+	s.asked++
+	return s.running, nil
+}
+
+// TestFindStartedUpdate: a run killed after it started the service's
+// update, before it recorded the update's ID, left its phase and the
+// nodes the update replaces; the next run finds the update under way and
+// follows it (its plan counts the recorded nodes, its audit is skipped)
+// instead of planning and auditing the service's drain. Nothing is
+// adopted where the record says the run had not set out to start one.
+func TestFindStartedUpdate(t *testing.T) {
+	finished := time.Now()
+	update := string(plan.PhaseUpdate)
+	for _, tc := range []struct {
+		name, running string
+		rec           *state.Record
+		want          string
+		asked         bool
+	}{
+		{"killed before the ID was recorded", "u2", &state.Record{Phase: update, Managed: &state.ManagedRecord{Nodes: []string{"a"}}}, "u2", true},
+		{"killed before the update started", "", &state.Record{Phase: update, Managed: &state.ManagedRecord{Nodes: []string{"a"}}}, "", true},
+		{"the ID recorded", "u2", &state.Record{Phase: update, Managed: &state.ManagedRecord{Nodes: []string{"a"}, UpdateID: "u1"}}, "u1", false},
+		{"before the update phase", "u2", &state.Record{Phase: string(plan.PhaseConfigure), Managed: &state.ManagedRecord{Nodes: []string{"a"}}}, "", false},
+		{"a record without the nodes", "u2", &state.Record{Phase: update, Managed: &state.ManagedRecord{}}, "", false},
+		{"a finished run", "u2", &state.Record{Phase: update, FinishedAt: &finished, Managed: &state.ManagedRecord{Nodes: []string{"a"}}}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &runningService{running: tc.running}
+			if err := findStartedUpdate(context.Background(), svc, tc.rec); err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.rec.Managed.UpdateID; got != tc.want || (svc.asked > 0) != tc.asked {
+				t.Errorf("update ID %q after %d lookups, want %q (looked up: %v)", got, svc.asked, tc.want, tc.asked)
+			}
+			if f := followedUpdate(&Request{}, tc.rec); (f != nil) != (tc.want != "" && tc.rec.FinishedAt == nil) {
+				t.Errorf("followed update %+v, want one only for an update found", f)
 			}
 		})
 	}

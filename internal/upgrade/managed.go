@@ -188,6 +188,12 @@ func (r *managedRun) followService(ctx context.Context, u cloud.ManagedUpdater) 
 			sizes := c.Before
 			m.Sizes = &sizes
 		}
+		// Intent first: a run killed before the update's ID is saved
+		// leaves what it replaces, and the next run finds the update
+		// (cloud.UpdateFinder) and follows it.
+		if err := r.save(ctx); err != nil {
+			return err
+		}
 		id, err := u.StartUpdate(ctx, mp.Force)
 		if err != nil {
 			return err

@@ -203,3 +203,44 @@ func managedTestPlan(nodes ...string) *plan.Plan {
 	}
 	return p
 }
+
+// killedAtStart is a service whose StartUpdate starts the update and the
+// run is killed before it hears the ID: what the run saved by then is
+// all the next run has.
+type killedAtStart struct {
+	managedFake
+	saved *state.ManagedRecord // the record as last saved
+}
+
+func (s *killedAtStart) StartUpdate(context.Context, bool) (string, error) {
+	return "", errKilled
+}
+
+// TestServiceUpdateIntentIsSavedBeforeItStarts: the nodes the update
+// replaces and the sizes it raises from are saved before the update is
+// started, so a run killed before it saved the update's ID leaves the
+// next run what it needs to find the update and follow it.
+func TestServiceUpdateIntentIsSavedBeforeItStarts(t *testing.T) {
+	t.Parallel()
+	client := newTestClient(imageNode("old-1", "z1", "old"), imageNode("old-2", "z2", "old"))
+	svc := &killedAtStart{managedFake: managedFake{None: cloud.None{Client: client}}}
+	batch := plan.Batch{Number: 1, Nodes: []plan.PlannedNode{{Name: "old-1"}, {Name: "old-2"}}}
+	p := &plan.Plan{NodeGroup: "ng", NodeGroupLabel: groupLabel, Strategy: string(plan.DefaultStrategy), Batches: []plan.Batch{batch},
+		Nodes: plan.NodeCounts{Total: 2, Outdated: 2}, Managed: &plan.ManagedPlan{Service: "EKS managed node group", Target: "release 2"},
+		Cloud: &plan.CloudPlan{Before: plan.Sizes{Min: 1, Desired: 2, Max: 3}}}
+	rec := &state.Record{}
+	got := runEngine(t, Config{Client: client, Plan: p, Provider: svc, Record: rec, Save: func(context.Context) error {
+		if rec.Managed != nil {
+			m := *rec.Managed
+			m.Nodes = slices.Clone(m.Nodes)
+			svc.saved = &m
+		}
+		return nil
+	}}, nil)
+	if !errors.Is(got.err, errKilled) {
+		t.Fatalf("run: %v, want killed at the start\n%s", got.err, got.out)
+	}
+	if m := svc.saved; m == nil || m.UpdateID != "" || !slices.Equal(m.Nodes, []string{"old-1", "old-2"}) || m.Sizes == nil || m.Sizes.Desired != 2 {
+		t.Errorf("saved before the start %+v; want the nodes old-1, old-2 and desired 2, no update ID", m)
+	}
+}

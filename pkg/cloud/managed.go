@@ -33,6 +33,16 @@ type ManagedUpdater interface {
 	Progress(ctx context.Context, id string) (UpdateProgress, error)
 }
 
+// UpdateFinder is a ManagedUpdater that tells the update under way on its
+// group: a run killed after it started the update, before it recorded
+// the update's ID, is found again by the next run, which then follows it
+// rather than planning and auditing what the service does.
+type UpdateFinder interface {
+	// RunningUpdate is the ID of the group's update in progress, "" if
+	// none.
+	RunningUpdate(ctx context.Context) (string, error)
+}
+
 // UpdateState is where a service's update is.
 type UpdateState string
 

@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,9 +47,12 @@ func TestKilledManagedRunIsFollowedByARerun(t *testing.T) {
 	seed := killSeed(t)
 	rng := rand.New(rand.NewPCG(uint64(seed), 41))
 	t.Logf("random kill points from seed %d", seed)
-	after := func() time.Duration { return 2*time.Second + time.Duration(rng.Int64N(int64(12*time.Second))) }
+	// Each path's kill falls within about its run's length here, so that
+	// EKS's late phases (its scale-down, blue's delete, the settings put
+	// back) are hit too, not only its first drains.
+	span := map[string]time.Duration{"eks": 34 * time.Second, "eks-blue-green": 32 * time.Second, "gke-surge": 18 * time.Second, "gke-blue-green": 22 * time.Second}
 	for i, path := range []string{"eks", "eks-blue-green", "gke-surge", "gke-blue-green", "eks-resume", "gke-surge-resume"} {
-		kp := killPoint{after: after()}
+		kp := killPoint{after: 2*time.Second + time.Duration(rng.Int64N(int64(cmp.Or(span[path], time.Second))))}
 		kp.name = fmt.Sprintf("random-%s", kp.after.Round(100*time.Millisecond))
 		if strings.HasSuffix(path, "-resume") {
 			// while the service drains a node: its surge nodes are there
@@ -66,6 +72,8 @@ type managedKill struct {
 	run   func(args ...string) result
 	args  []string
 	check func(*testing.T)
+	// label and group select the group's nodes at the end.
+	label, group string
 }
 
 // killManagedThenRerun kills the run of path at kp, plans, runs it again
@@ -79,6 +87,14 @@ func killManagedThenRerun(t *testing.T, name, path string, kp killPoint) {
 	killed, out := runAndKill(t, c.cmd(c.args...), kp)
 	t.Logf("killed=%v; output up to the kill:\n%s", killed, out)
 	again := c.args
+	if recordFinished(c, name) {
+		// The kill came after the run's end: the same command again names
+		// the group as the run's last line does, green once blue/green
+		// deleted blue ("the node group *is* green",
+		// docs/providers/eks-managed.md), and finds nothing to do.
+		again = slices.Clone(c.args)
+		again[1], killed = c.group, false
+	}
 	if killed {
 		assertPlanCountsTheGroup(t, c.run(planOf(c.args)...), 3)
 		if strings.HasSuffix(path, "-resume") {
@@ -86,12 +102,42 @@ func killManagedThenRerun(t *testing.T, name, path string, kp killPoint) {
 		}
 	}
 	r := c.run(again...)
+	t.Logf("%s at once:\n%s%s", again[0], r.stdout, r.stderr)
 	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("%s at once: %s", again[0], r)
 	}
 	assertClosingLine(t, r, 3, killed)
+	if again[1] == c.group && c.group != name && !strings.Contains(r.stdout, "Nothing to do") {
+		t.Errorf("the finished run started again on green has something to do:\n%s", r.stdout)
+	}
 	c.check(t)
+	assertEndOfKilled(t, c, name, 3)
 	assertNoViolations(t, w.Stop())
+}
+
+// recordFinished reports whether the record of name's run says it
+// finished.
+func recordFinished(c managedKill, name string) bool {
+	var s nodeupgrade.RunStatus
+	st := c.run("status", name, "-o", "json")
+	return st.code == nodeupgrade.ExitOK && json.Unmarshal([]byte(st.stdout), &s) == nil && s.Record != nil && s.FinishedAt != nil
+}
+
+// assertEndOfKilled checks what every path leaves: the record of the run
+// finished, not aborted, and the group at its size nodes, the service's
+// surge or blue ones gone (a service ends its update only once they are).
+func assertEndOfKilled(t *testing.T, c managedKill, name string, size int) {
+	t.Helper()
+	st := c.run("status", name, "-o", "json")
+	var s nodeupgrade.RunStatus
+	if err := json.Unmarshal([]byte(st.stdout), &s); st.code != nodeupgrade.ExitOK || err != nil {
+		t.Errorf("status: %v %s", err, st)
+	} else if s.Status != nodeupgrade.StatusFinished || s.FinishedAt == nil || s.AbortedAt != nil {
+		t.Errorf("status %q, record %+v: want finished", s.Status, s.Record)
+	}
+	if nodes := groupNodes(t, testContext(t, time.Minute), c.label, c.group); len(nodes) != size {
+		t.Errorf("%d nodes of %s=%s, want %d", len(nodes), c.label, c.group, size)
+	}
 }
 
 // managedKillOf sets path's group up.
@@ -106,10 +152,12 @@ func managedKillOf(t *testing.T, name, path string) managedKill {
 					t.Errorf("%d UpdateNodegroupVersion calls, want exactly 1", n)
 				}
 				m.assertUpdated(t)
+				m.assertSizesBack(t)
 				assertUntouched(t, testContext(t, time.Minute), eksNodegroupLabel, name)
-			}}
+			},
+			label: eksNodegroupLabel, group: name}
 		if path == "eks-blue-green" {
-			c.args = managedBlueGreenArgs(name, "1s")
+			c.args, c.group = managedBlueGreenArgs(name, "1s"), managedGreen(name)
 			c.check = func(t *testing.T) {
 				m.assertGreenServes(t)
 				assertUntouched(t, testContext(t, time.Minute), eksNodegroupLabel, managedGreen(name))
@@ -126,7 +174,8 @@ func managedKillOf(t *testing.T, name, path string) managedKill {
 			}
 			g.assertUpgraded(t) // every node uncordoned
 			assertUntouched(t, testContext(t, time.Minute), gkefake.NodePoolLabel, name)
-		}}
+		},
+		label: gkefake.NodePoolLabel, group: name}
 	if path == "gke-blue-green" {
 		c.args = []string{"run", name, "--yes", "--node-version", gkeNew, "--strategy", "blue-green", "--batch-node-count", "1", "--batch-soak", "1s", "--node-pool-soak", "0s"}
 	}
@@ -176,6 +225,16 @@ func assertClosingLine(t *testing.T, r result, size int, killed bool) {
 	}
 	if killed && len(lines) == 0 && !strings.Contains(r.stdout, "Nothing to do") {
 		t.Errorf("the run after the kill has no closing line:\n%s", r.stdout)
+	}
+}
+
+// assertSizesBack checks that the node group's sizes are those of before
+// the run: EKS's scale-up taken back.
+func (m *managedGroup) assertSizesBack(t *testing.T) {
+	t.Helper()
+	ng, _ := m.srv.Nodegroup(m.cluster, m.name)
+	if got, want := *ng.ScalingConfig, *m.before.ScalingConfig; *got.MinSize != *want.MinSize || *got.DesiredSize != *want.DesiredSize || *got.MaxSize != *want.MaxSize {
+		t.Errorf("sizes min/desired/max %d/%d/%d, want the original %d/%d/%d", *got.MinSize, *got.DesiredSize, *got.MaxSize, *want.MinSize, *want.DesiredSize, *want.MaxSize)
 	}
 }
 

@@ -126,6 +126,18 @@ func (m *ManagedNodeGroup) imageVersion(ctx context.Context) (string, error) {
 	return m.api.createVersion(ctx, own, t, m.image)
 }
 
+var _ cloud.UpdateFinder = (*ManagedNodeGroup)(nil)
+
+// RunningUpdate implements cloud.UpdateFinder: the group's version update
+// in progress (ListUpdates, DescribeUpdate), as StartUpdate finds it.
+func (m *ManagedNodeGroup) RunningUpdate(ctx context.Context) (string, error) {
+	u, err := m.eks.InProgressUpdate(ctx, m.group.Cluster, m.group.Name)
+	if err != nil || u == nil {
+		return "", err
+	}
+	return u.ID, nil
+}
+
 // Progress implements cloud.ManagedUpdater: DescribeUpdate, and the nodes
 // of the group already replaced, counted from the Auto Scaling group.
 func (m *ManagedNodeGroup) Progress(ctx context.Context, id string) (cloud.UpdateProgress, error) {

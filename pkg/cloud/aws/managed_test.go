@@ -221,6 +221,35 @@ func TestManagedNodeGroupCalls(t *testing.T) {
 	}
 }
 
+// TestRunningUpdate: the group's version update in progress is found
+// (the latest first), a config update or an ended one is not, and
+// nothing is started.
+func TestRunningUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		replies map[string][]reply
+		want    string
+	}{
+		{"a version update under way", map[string][]reply{
+			"eks:ListUpdates":    {{200, `{"updateIds":["u1","u2"]}`}},
+			"eks:DescribeUpdate": {updateJSON("u2", "VersionUpdate", "InProgress", "")},
+		}, "u2"},
+		{"only ended ones and a config update", map[string][]reply{
+			"eks:ListUpdates":    {{200, `{"updateIds":["u1","c1"]}`}},
+			"eks:DescribeUpdate": {updateJSON("c1", "ConfigUpdate", "InProgress", ""), updateJSON("u1", "VersionUpdate", "Successful", "")},
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := newTestEKS(t, tc.replies)
+			m := &ManagedNodeGroup{eks: e, group: &EKSNodegroup{Name: "ng1", Cluster: "c1"}}
+			id, err := m.RunningUpdate(context.Background())
+			if err != nil || id != tc.want || f.called("eks:UpdateNodegroupVersion") != 0 {
+				t.Errorf("RunningUpdate = %q, %v after calls %v; want %q and none started", id, err, f.calls, tc.want)
+			}
+		})
+	}
+}
+
 // TestManagedPlanText: the group as EKS describes it, the target in EKS's
 // words, and EKS's phases, with the settings put back where they change.
 func TestManagedPlanText(t *testing.T) {

@@ -132,6 +132,21 @@ func TestStartUpdateFollowsARunningUpgrade(t *testing.T) {
 	}
 }
 
+// TestRunningUpdateFindsTheUpgrade: the pool's upgrade under way is what
+// RunningUpdate names, and none is started; with none, "".
+func TestRunningUpdateFindsTheUpgrade(t *testing.T) {
+	f := newFakeGKE(t)
+	np := openPool(t, map[string]string{optNodeVersion: "1.31"})
+	if id, err := np.RunningUpdate(context.Background()); err != nil || id != "" {
+		t.Errorf("RunningUpdate = %q, %v with none under way; want \"\"", id, err)
+	}
+	f.ops = append(f.ops, &container.Operation{Name: "op-running", OperationType: "UPGRADE_NODES", Status: "RUNNING",
+		TargetLink: "https://container.googleapis.com/v1/projects/proj/locations/us-central1/clusters/" + fakeCluster + "/nodePools/" + fakePool})
+	if id, err := np.RunningUpdate(context.Background()); err != nil || id != "op-running" || len(f.updates) != 0 {
+		t.Errorf("RunningUpdate = %q, %v after %d updates; want op-running and none", id, err, len(f.updates))
+	}
+}
+
 func TestProviderFacts(t *testing.T) {
 	f := newFakeGKE(t)
 	np := openPool(t, map[string]string{optImageType: "UBUNTU_CONTAINERD"})

@@ -426,6 +426,14 @@ func (n *NodePool) startOnce(ctx context.Context) (string, error) {
 	return op.Name, nil
 }
 
+var _ cloud.UpdateFinder = (*NodePool)(nil)
+
+// RunningUpdate implements cloud.UpdateFinder: the pool's upgrade under
+// way, as StartUpdate finds it.
+func (n *NodePool) RunningUpdate(ctx context.Context) (string, error) {
+	return n.runningUpgrade(ctx)
+}
+
 // runningUpgrade is the pool's UPGRADE_NODES operation under way, "" if
 // none (operations.list).
 func (n *NodePool) runningUpgrade(ctx context.Context) (string, error) {
