@@ -144,7 +144,9 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 // attempts' and the plan's, or those a service's update under way
 // replaces, as its run recorded them (the plan holds the ones left).
 func nodesTotal(rec *state.Record, pl *Planned, earlier []string) int {
-	if m := rec.Managed; m != nil && len(m.Nodes) > 0 && pl.Cloud != nil && pl.Cloud.Resumed {
+	// Following the service's update, or finishing on green after blue's
+	// deletion, the nodes left to plan are not those the run replaced.
+	if m := rec.Managed; m != nil && len(m.Nodes) > 0 && pl.Cloud != nil && (pl.Cloud.Resumed || pl.Cloud.BlueDeleted != "") {
 		return len(m.Nodes)
 	}
 	return len(earlier) + pl.Nodes.Outdated
