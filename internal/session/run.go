@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
@@ -146,8 +148,12 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 func nodesTotal(rec *state.Record, pl *Planned, earlier []string) int {
 	// Following the service's update, or finishing on green after blue's
 	// deletion, the nodes left to plan are not those the run replaced.
-	if m := rec.Managed; m != nil && len(m.Nodes) > 0 && pl.Cloud != nil && (pl.Cloud.Resumed || pl.Cloud.BlueDeleted != "") {
-		return len(m.Nodes)
+	switch {
+	case pl.Cloud == nil:
+	case pl.Cloud.Resumed && rec.Managed != nil && len(rec.Managed.Nodes) > 0:
+		return len(rec.Managed.Nodes)
+	case pl.Cloud.BlueDeleted != "" && rec.Cloud != nil:
+		return sets.New(earlier...).Insert(rec.Cloud.BlueNodes...).Len()
 	}
 	return len(earlier) + pl.Nodes.Outdated
 }

@@ -283,7 +283,7 @@ func (r *blueGreenRun) soakFor(ctx context.Context, d time.Duration, phase plan.
 func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	if blue := r.cfg.BlueDeleted; blue != "" {
 		r.logf("deleting blue: %s %q is gone already", r.groupKind(), blue)
-		return r.blueDeleted(ctx, blue, nil)
+		return r.blueDeleted(ctx, blue, r.green().BlueNodes)
 	}
 	bg, err := r.blueGreen()
 	if err != nil {
@@ -319,6 +319,12 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 		return err
 	}
 	if err := r.deregister(ctx, "deleting blue", names); err != nil {
+		return err
+	}
+	// Intent first: a run killed once the group is gone, before it
+	// counted them done, leaves the next run the nodes it deleted.
+	r.green().BlueNodes = names
+	if err := r.save(ctx); err != nil {
 		return err
 	}
 	if err := bg.DeleteGroup(ctx, r.group.pool.GroupName()); err != nil {

@@ -346,6 +346,26 @@ func TestBlueGreen(t *testing.T) {
 				wantPhases(t, next.phases, "Soak", "DeleteBlue", "Done")
 				wantBlueDeleted(t, r, next)
 			}},
+		{name: "killed once blue's group is gone, before the run saw it: the next run counts blue's nodes done",
+			setup: func(r *bgRun) { r.blue.deletedErr = context.Canceled },
+			at: func(r *bgRun, s plan.State) {
+				if s.Phase == plan.PhaseSoak {
+					r.control.leave(state.RequestComplete)
+				}
+			},
+			wantPhases: concat(blueGreenStart, twoBatches, []string{"Soak", "DeleteBlue"}),
+			check: func(t *testing.T, r *bgRun, got outcome) {
+				if !errors.Is(got.err, context.Canceled) || len(got.done) != 0 {
+					t.Fatalf("error %v, done %v: want the kill before blue was counted", got.err, got.done)
+				}
+				r.blue.deletedErr = nil
+				r.cfg.Start, r.cfg.BlueDeleted = plan.PhaseDeleteBlue, "asg"
+				next := r.run(nil)
+				wantPhases(t, next.phases, "DeleteBlue", "Done")
+				if !slices.Equal(sorted(next.done), []string{"old-a1", "old-a2", "old-b1"}) {
+					t.Errorf("the next run counts %v done, want blue's 3 nodes", next.done)
+				}
+			}},
 		{name: "--no-wait with complete asked ends the soak",
 			configure: func(r *bgRun) { r.cfg.NoWait = true },
 			at: func(r *bgRun, s plan.State) {

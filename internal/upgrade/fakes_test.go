@@ -618,6 +618,9 @@ func (f *fakeGroup) cloudGroup(recorded *plan.Sizes) *plan.CloudGroup {
 type fakeBlueGreen struct {
 	*fakeGroup
 	quotaErr error
+	// deletedErr is what DeleteGroup answers once the group is gone: the
+	// run killed before it saw the delete end.
+	deletedErr error
 	// green is the group CreateGreen made, or one given before the run.
 	green *fakeGroup
 	using string
@@ -723,7 +726,7 @@ func (f *fakeBlueGreen) DeleteGroup(ctx context.Context, name string) error {
 		}
 	}
 	g.sizes, g.pending = plan.Sizes{}, nil
-	return nil
+	return f.deletedErr
 }
 
 // fakeControl is another terminal's requests: Pending reads the one

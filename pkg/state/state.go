@@ -232,6 +232,10 @@ type GreenRecord struct {
 	GreenCreated bool   `json:"greenCreated,omitempty"`
 	// SoakUntil is when the soak of the new nodes ends.
 	SoakUntil *time.Time `json:"soakUntil,omitempty"`
+	// BlueNodes are the nodes blue's deletion takes, recorded before it
+	// starts: a run killed after the group is gone, before it counted
+	// them done, leaves the re-run their names.
+	BlueNodes []string `json:"blueNodes,omitempty"`
 }
 
 // NodeAge is a node and when it was created.

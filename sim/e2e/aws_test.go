@@ -280,6 +280,10 @@ type killPoint struct {
 	name   string
 	marker string
 	after  time.Duration
+	// then, after the marker, holds the kill until the cloud says what
+	// it reports: a window the run's output does not mark, such as the
+	// one between a service's end and the run reading it.
+	then func() bool
 	// planFile runs a reviewed plan: the re-run of the same command must
 	// accept that the nodes done meanwhile are gone.
 	planFile bool
@@ -369,7 +373,7 @@ func runAndKill(t *testing.T, cmd *exec.Cmd, kp killPoint) (bool, string) {
 		})
 		defer timer.Stop()
 	}
-	if kp.marker != "" && run.waitFor(kp.marker) {
+	if kp.marker != "" && run.waitFor(kp.marker) && run.until(kp.then) {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		killed.Store(true)
 	}

@@ -212,6 +212,21 @@ func (b *background) waitFor(parts ...string) bool {
 	return false
 }
 
+// until polls cond (nil: at once) while the command runs, and reports
+// whether it held before the command ended.
+func (b *background) until(cond func() bool) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for cond != nil && !cond() {
+		select {
+		case <-b.done:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
 func containsAll(s string, parts []string) bool {
 	for _, p := range parts {
 		if !strings.Contains(s, p) {
