@@ -609,3 +609,61 @@ func TestStatusNamesAServiceUpdateTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestNewProviderAbortAfterAnUnheardStart: a run stopped after the
+// service started its update, before the run heard (and recorded) the
+// update's ID. Abort finds the update under way, as the next run would
+// (cloud.UpdateFinder): it leaves the run's update settings to it, saying
+// so, and records the update, rather than putting the settings of before
+// back under an update that runs with the run's.
+func TestNewProviderAbortAfterAnUnheardStart(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.Managed, "")
+	w.HoldAfter(1)
+	w.LoseStartAnswer(fmt.Errorf("connection reset by peer"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, stderr, code := runContract(ctx, client, false, contractArgs("--strategy", "eks", "--max-unavailable", "2")...); code == ExitOK {
+		t.Fatalf("run: exit 0, want the lost answer: %s", stderr)
+	}
+	inOrder(t, w.Calls(), []string{"Configure strategy ROLLING, maxUnavailable 2", "StartUpdate upd-"})
+	out, stderr, code := runAbort(t, client, AbortOptions{Yes: true})
+	t.Logf("abort:\n%s%s", out, stderr)
+	if code != ExitOK {
+		t.Fatalf("abort: exit %d: %s\n%s", code, stderr, out)
+	}
+	if calls := w.Calls(); slices.Contains(calls, "Configure "+settingsBefore) {
+		t.Errorf("abort put the settings of before back while the update runs; calls:\n%s", strings.Join(calls, "\n"))
+	}
+	if !strings.Contains(out+stderr, "still runs: its update settings stay the run's until it ends") {
+		t.Errorf("abort does not say the update still runs:\n%s%s", out, stderr)
+	}
+	rec, err := (&state.Store{Client: client, Namespace: state.DefaultNamespace}).Load(context.Background(), "ng")
+	if err != nil || rec == nil || rec.Managed == nil || !strings.HasPrefix(rec.Managed.UpdateID, "upd-") {
+		t.Errorf("record %+v %v: want the update found recorded", rec, err)
+	}
+}
+
+// TestNewProviderRunAfterAnUnheardStart: the next run after a run
+// stopped before it heard its update's ID follows that update, and says
+// so: it starts none.
+func TestNewProviderRunAfterAnUnheardStart(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.Managed, "")
+	w.LoseStartAnswer(fmt.Errorf("connection reset by peer"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args := contractArgs("--strategy", "eks", "--max-unavailable", "2")
+	if _, stderr, code := runContract(ctx, client, false, args...); code == ExitOK {
+		t.Fatalf("run: exit 0, want the lost answer: %s", stderr)
+	}
+	stdout, stderr, code := runContract(ctx, client, false, args...)
+	if code != ExitOK {
+		t.Fatalf("the run again: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	if !strings.Contains(stdout, "following fake service update upd-") || strings.Contains(stdout, "started towards") {
+		t.Errorf("the run again does not say it follows the update under way:\n%s", stdout)
+	}
+	allOn(t, client, "img-b", nil)
+	finishedRecord(t, client, nil)
+}

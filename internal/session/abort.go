@@ -62,6 +62,12 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 		cfg.Kubeconfig = path
 	}
 	rec := t.Unfinished
+	// A run stopped after the service started its update, before it
+	// recorded the ID: abort must see that update as the next run would,
+	// or it puts the settings of before back under it.
+	if err := findStartedUpdate(ctx, cfg.Provider, rec); err != nil {
+		return err
+	}
 	if rec != nil {
 		cfg.Record, cfg.Save = rec, func(ctx context.Context) error { return s.Store().Save(ctx, rec) }
 	} else {

@@ -219,6 +219,11 @@ func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.
 	if err := RefusePendingCancel(ctx, requests, rec); err != nil {
 		return nil, err
 	}
+	// The update a stopped run started unheard is followed, not started
+	// again (StartUpdate would only give it back).
+	if err := findStartedUpdate(ctx, pl.Provider, rec); err != nil {
+		return nil, err
+	}
 	if rec == nil || rec.FinishedAt != nil {
 		rec = nextRecord(rec, group, time.Now().UTC().Truncate(time.Second))
 	}

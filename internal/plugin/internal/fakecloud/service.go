@@ -137,7 +137,24 @@ func (s *service) StartUpdate(context.Context, bool) (string, error) {
 		soak: g.settings.Other["soak"] != "" && g.settings.Other["soak"] != "0s", hold: s.w.holdAfter})
 	s.w.call("StartUpdate %s: %s", u.id, g.settings)
 	g.launches = s.target
+	if err := s.w.startLost; err != nil {
+		s.w.startLost = nil
+		return "", err
+	}
 	return u.id, nil
+}
+
+// RunningUpdate implements cloud.UpdateFinder: the update in progress,
+// which StartUpdate would return.
+func (s *service) RunningUpdate(context.Context) (string, error) {
+	s.lock()
+	defer s.unlock()
+	for id, u := range s.w.updates {
+		if u.state == cloud.UpdateInProgress {
+			return id, nil
+		}
+	}
+	return "", nil
 }
 
 // newUpdate registers u, in progress; w.mu is held.

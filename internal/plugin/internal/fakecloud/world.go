@@ -47,6 +47,9 @@ type World struct {
 	// holdAfter stops a service's update after that many nodes, as a PDB
 	// would, until it is cancelled (0: never).
 	holdAfter int
+	// startLost is what StartUpdate answers once it started the update:
+	// the run stopped before it heard the answer.
+	startLost error
 }
 
 // New is the cloud behind client's cluster, empty.
@@ -159,6 +162,14 @@ func (w *World) HoldAfter(n int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.holdAfter = n
+}
+
+// LoseStartAnswer has the next StartUpdate start the update and answer
+// err, as to a run stopped before it heard the answer.
+func (w *World) LoseStartAnswer(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.startLost = err
 }
 
 // launchVersion is what a group launches now: the template's default for
