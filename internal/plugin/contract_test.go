@@ -667,3 +667,22 @@ func TestNewProviderRunAfterAnUnheardStart(t *testing.T) {
 	allOn(t, client, "img-b", nil)
 	finishedRecord(t, client, nil)
 }
+
+// TestNewProviderCancelAfterAnUnheardStart: cancel after a run stopped
+// before it heard its update's ID acts on the update found under way,
+// rather than saying no update has started.
+func TestNewProviderCancelAfterAnUnheardStart(t *testing.T) {
+	t.Parallel()
+	client, w := newContractCluster(t, fakecloud.Managed, "")
+	w.HoldAfter(1)
+	w.LoseStartAnswer(fmt.Errorf("connection reset by peer"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, stderr, code := runContract(ctx, client, false, contractArgs("--strategy", "eks", "--max-unavailable", "2")...); code == ExitOK {
+		t.Fatalf("run: exit 0, want the lost answer: %s", stderr)
+	}
+	if out, code := control(t, client, "cancel"); code != ExitOK || !strings.Contains(out, "cancelled the fake service's update upd-") {
+		t.Fatalf("cancel: exit %d: %s", code, out)
+	}
+	inOrder(t, w.Calls(), []string{"StartUpdate upd-", "CancelUpdate upd-"})
+}

@@ -10,10 +10,10 @@ import (
 
 // refuseManagedUpdate refuses to abort a run whose service's update has
 // not ended where the provider says what the service allows instead
-// (cloud.UpdateAborter: GKE's phases): abort never stops or undoes the
+// (cloud.UpdateAborter: EKS, GKE): abort never stops or undoes the
 // service's update behind its back, and changes nothing when it refuses.
 func (o *AbortOptions) refuseManagedUpdate(ctx context.Context, sess *session.Session, rec *state.Record) error {
-	if rec == nil || rec.FinishedAt != nil || rec.Managed == nil || rec.Managed.UpdateID == "" || rec.Request == nil {
+	if rec == nil || rec.FinishedAt != nil || rec.Managed == nil || (rec.Managed.UpdateID == "" && !session.StartedUnheard(rec)) || rec.Request == nil {
 		return nil
 	}
 	co := &ControlOptions{IOStreams: o.IOStreams, action: "abort", sess: sess, NodeGroup: rec.NodeGroup, StateNamespace: o.StateNamespace}
@@ -22,7 +22,7 @@ func (o *AbortOptions) refuseManagedUpdate(ctx context.Context, sess *session.Se
 		return err
 	}
 	a, ok := u.(cloud.UpdateAborter)
-	if !ok {
+	if !ok || rec.Managed.UpdateID == "" {
 		return nil
 	}
 	advice, err := a.AbortAdvice(ctx, rec.Managed.UpdateID, co.NodeGroup)

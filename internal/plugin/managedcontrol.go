@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -79,6 +80,10 @@ func (o *ControlOptions) followsUpdate(ctx context.Context, rec *state.Record, u
 func (o *ControlOptions) openManaged(ctx context.Context, rec *state.Record) (*plan.Plan, cloud.ManagedUpdater, error) {
 	pl, err := o.sess.Replan(ctx, rec, o.action)
 	if err != nil {
+		return nil, nil, err
+	}
+	// The update a stopped run started unheard is the one to act on.
+	if err := session.FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
 		return nil, nil, err
 	}
 	u, ok := pl.Provider.(cloud.ManagedUpdater)

@@ -65,7 +65,7 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 	// A run stopped after the service started its update, before it
 	// recorded the ID: abort must see that update as the next run would,
 	// or it puts the settings of before back under it.
-	if err := findStartedUpdate(ctx, cfg.Provider, rec); err != nil {
+	if err := FindStartedUpdate(ctx, cfg.Provider, rec); err != nil {
 		return err
 	}
 	if rec != nil {

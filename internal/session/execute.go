@@ -55,7 +55,7 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 	if err != nil {
 		return err
 	}
-	if err := findStartedUpdate(ctx, pl.Provider, rec); err != nil {
+	if err := FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
 		return err
 	}
 	follows := followsServiceUpdate(pl, rec)

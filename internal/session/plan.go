@@ -68,7 +68,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 		return nil, err
 	}
 	notes := opened.notes
-	if err := findStartedUpdate(ctx, pl.Provider, rec); err != nil {
+	if err := FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
 		return nil, err
 	}
 	if in.Cloud != nil && in.Cloud.Managed != nil {
@@ -108,21 +108,27 @@ func followedUpdate(r *Request, rec *state.Record) *plan.ServiceUpdate {
 	return &plan.ServiceUpdate{Nodes: rec.Managed.Nodes, Sizes: rec.Managed.Sizes}
 }
 
-// findStartedUpdate gives rec the ID of the service's update its run
+// FindStartedUpdate gives rec the ID of the service's update its run
 // started but was killed before it recorded: the record says the run set
 // out to start it (its phase, the nodes it replaces) and the service has
 // one under way, which the run would follow (StartUpdate never starts a
 // second). Without it, the next run plans the service's new nodes and
 // audits its drain.
-func findStartedUpdate(ctx context.Context, p cloud.Provider, rec *state.Record) error {
+func FindStartedUpdate(ctx context.Context, p cloud.Provider, rec *state.Record) error {
 	f, ok := p.(cloud.UpdateFinder)
-	if !ok || rec == nil || rec.FinishedAt != nil || rec.Managed == nil || rec.Managed.UpdateID != "" ||
-		len(rec.Managed.Nodes) == 0 || plan.Phase(rec.Phase) != plan.PhaseUpdate {
+	if !ok || !StartedUnheard(rec) {
 		return nil
 	}
 	id, err := f.RunningUpdate(ctx)
 	rec.Managed.UpdateID = id
 	return err
+}
+
+// StartedUnheard reports whether rec's unfinished run set out to start
+// the service's update and recorded no ID: it may have started one.
+func StartedUnheard(rec *state.Record) bool {
+	return rec != nil && rec.FinishedAt == nil && rec.Managed != nil && rec.Managed.UpdateID == "" &&
+		len(rec.Managed.Nodes) > 0 && plan.Phase(rec.Phase) == plan.PhaseUpdate
 }
 
 // awaitJoining waits, once, for the group's machines that are not nodes

@@ -221,7 +221,7 @@ func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.
 	}
 	// The update a stopped run started unheard is followed, not started
 	// again (StartUpdate would only give it back).
-	if err := findStartedUpdate(ctx, pl.Provider, rec); err != nil {
+	if err := FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
 		return nil, err
 	}
 	if rec == nil || rec.FinishedAt != nil {

@@ -285,7 +285,7 @@ func TestFindStartedUpdate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := &runningService{running: tc.running}
-			if err := findStartedUpdate(context.Background(), svc, tc.rec); err != nil {
+			if err := FindStartedUpdate(context.Background(), svc, tc.rec); err != nil {
 				t.Fatal(err)
 			}
 			if got := tc.rec.Managed.UpdateID; got != tc.want || (svc.asked > 0) != tc.asked {
