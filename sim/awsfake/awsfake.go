@@ -228,6 +228,9 @@ type Server struct {
 	tokenAnswers map[string]any
 	lostCalls    []string // calls whose answer Options.LostReplies lost
 	loseNext     []string // calls whose next answer is lost (LoseAnswer)
+	// slowNext holds, by call, how long its next answer is held back
+	// (SlowAnswer).
+	slowNext map[string]time.Duration
 }
 
 // servers numbers the Servers of a process: the number is the second octet

@@ -2,11 +2,14 @@ package awsfake
 
 import (
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A fault is one way a service refuses a request under load, in the
@@ -134,6 +137,47 @@ func (s *Server) loseNow(r *http.Request) bool {
 	}
 	s.loseNext = slices.Delete(s.loseNext, i, i+1)
 	return true
+}
+
+// SlowAnswer holds the answer of the next request of call (named as for
+// LoseAnswer) back for d once the call is carried out: a client stopped
+// meanwhile never hears that the service acted, as on a slow network.
+func (s *Server) SlowAnswer(call string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slowNext == nil {
+		s.slowNext = map[string]time.Duration{}
+	}
+	s.slowNext[call] = d
+}
+
+// slowNow is how long r's answer is held back (SlowAnswer), forgetting
+// that wish.
+func (s *Server) slowNow(r *http.Request) time.Duration {
+	if r.Method == http.MethodPost && r.URL.Path == "/" && r.Header.Get("X-Amz-Target") == "" {
+		_ = r.ParseForm()
+	}
+	call := callOf(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.slowNext[call]
+	delete(s.slowNext, call)
+	return d
+}
+
+// serveSlowly carries r out at once and answers it d later, or never if
+// the client has gone by then.
+func (s *Server) serveSlowly(w http.ResponseWriter, r *http.Request, d time.Duration) {
+	rec := httptest.NewRecorder()
+	s.serve(rec, r)
+	select {
+	case <-r.Context().Done():
+		return
+	case <-time.After(d):
+	}
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 // discard is an answer nobody receives.

@@ -46,6 +46,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.injectFault(w, r, s.serve) {
 		return
 	}
+	if d := s.slowNow(r); d > 0 {
+		s.serveSlowly(w, r, d)
+		return
+	}
 	s.serve(w, r)
 }
 

@@ -102,3 +102,33 @@ func TestLoseAnswer(t *testing.T) {
 		t.Errorf("%d versions, lost %v; want 3 (both calls carried out, without a token of their own) and one lost", len(l.Versions), s.LostCalls())
 	}
 }
+
+// TestSlowAnswer: the next call of the name given is carried out at once
+// and answered only later: a client that gives up first never hears it,
+// though the call took effect; the next call is answered at once.
+func TestSlowAnswer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, _ := eksScene(t, ctx)
+	lt := s.CreateLaunchTemplate("web", "ami-1", "")
+	cfg := sdkConfig(s)
+	cfg.RetryMaxAttempts = 1
+	api := ec2.NewFromConfig(cfg)
+	s.SlowAnswer("CreateLaunchTemplateVersion", time.Minute)
+	create := func(ctx context.Context) error {
+		_, err := api.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{LaunchTemplateId: aws.String(lt),
+			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-2")}})
+		return err
+	}
+	short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer stop()
+	if err := create(short); err == nil {
+		t.Fatal("the slow answer was heard before the client gave up")
+	}
+	if l, _ := s.LaunchTemplate(lt); len(l.Versions) != 2 {
+		t.Errorf("%d versions, want 2: the call unheard is carried out", len(l.Versions))
+	}
+	if err := create(ctx); err != nil {
+		t.Fatalf("the next answer held back too: %v", err)
+	}
+}
