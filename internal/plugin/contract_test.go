@@ -610,25 +610,63 @@ func TestStatusNamesAServiceUpdateTarget(t *testing.T) {
 	}
 }
 
-// TestNewProviderAbortAfterAnUnheardStart: a run stopped after the
-// service started its update, before the run heard (and recorded) the
-// update's ID. Abort finds the update under way, as the next run would
-// (cloud.UpdateFinder): it leaves the run's update settings to it, saying
-// so, and records the update, rather than putting the settings of before
-// back under an update that runs with the run's.
-func TestNewProviderAbortAfterAnUnheardStart(t *testing.T) {
+// TestNewProviderAfterAnUnheardStart: a run stopped after the service
+// started its update, before the run heard (and recorded) the update's
+// ID. What comes next finds the update under way (cloud.UpdateFinder)
+// and acts on it: abort leaves the run's update settings to it, saying
+// so, rather than putting the settings of before back under it; the run
+// again follows it and starts none; cancel cancels it rather than saying
+// no update has started.
+func TestNewProviderAfterAnUnheardStart(t *testing.T) {
 	t.Parallel()
-	client, w := newContractCluster(t, fakecloud.Managed, "")
-	w.HoldAfter(1)
-	w.LoseStartAnswer(fmt.Errorf("connection reset by peer"))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, stderr, code := runContract(ctx, client, false, contractArgs("--strategy", "eks", "--max-unavailable", "2")...); code == ExitOK {
-		t.Fatalf("run: exit 0, want the lost answer: %s", stderr)
+	for _, tc := range []struct {
+		name string
+		// hold stops the service's update after a node, until cancelled.
+		hold  bool
+		check func(t *testing.T, client kubernetes.Interface, w *fakecloud.World)
+	}{
+		{name: "abort", hold: true, check: abortLeavesTheUnheardUpdate},
+		{name: "run again", check: func(t *testing.T, client kubernetes.Interface, _ *fakecloud.World) {
+			stdout, stderr, code := runContract(context.Background(), client, false, unheardArgs...)
+			if code != ExitOK {
+				t.Fatalf("the run again: exit %d: %s\n%s", code, stderr, stdout)
+			}
+			if !strings.Contains(stdout, "following fake service update upd-") || strings.Contains(stdout, "started towards") {
+				t.Errorf("the run again does not say it follows the update under way:\n%s", stdout)
+			}
+			allOn(t, client, "img-b", nil)
+			finishedRecord(t, client, nil)
+		}},
+		{name: "cancel", hold: true, check: func(t *testing.T, client kubernetes.Interface, w *fakecloud.World) {
+			if out, code := control(t, client, "cancel"); code != ExitOK || !strings.Contains(out, "cancelled the fake service's update upd-") {
+				t.Fatalf("cancel: exit %d: %s", code, out)
+			}
+			inOrder(t, w.Calls(), []string{"StartUpdate upd-", "CancelUpdate upd-"})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			client, w := newContractCluster(t, fakecloud.Managed, "")
+			if tc.hold {
+				w.HoldAfter(1)
+			}
+			w.LoseStartAnswer(fmt.Errorf("connection reset by peer"))
+			if _, stderr, code := runContract(context.Background(), client, false, unheardArgs...); code == ExitOK {
+				t.Fatalf("run: exit 0, want the lost answer: %s", stderr)
+			}
+			inOrder(t, w.Calls(), []string{"Configure strategy ROLLING, maxUnavailable 2", "StartUpdate upd-"})
+			tc.check(t, client, w)
+		})
 	}
-	inOrder(t, w.Calls(), []string{"Configure strategy ROLLING, maxUnavailable 2", "StartUpdate upd-"})
+}
+
+// unheardArgs are the run of TestNewProviderAfterAnUnheardStart.
+var unheardArgs = contractArgs("--strategy", "eks", "--max-unavailable", "2")
+
+// abortLeavesTheUnheardUpdate aborts the run and checks the update found
+// keeps the run's settings, and is recorded.
+func abortLeavesTheUnheardUpdate(t *testing.T, client kubernetes.Interface, w *fakecloud.World) {
 	out, stderr, code := runAbort(t, client, AbortOptions{Yes: true})
-	t.Logf("abort:\n%s%s", out, stderr)
 	if code != ExitOK {
 		t.Fatalf("abort: exit %d: %s\n%s", code, stderr, out)
 	}
@@ -642,47 +680,4 @@ func TestNewProviderAbortAfterAnUnheardStart(t *testing.T) {
 	if err != nil || rec == nil || rec.Managed == nil || !strings.HasPrefix(rec.Managed.UpdateID, "upd-") {
 		t.Errorf("record %+v %v: want the update found recorded", rec, err)
 	}
-}
-
-// TestNewProviderRunAfterAnUnheardStart: the next run after a run
-// stopped before it heard its update's ID follows that update, and says
-// so: it starts none.
-func TestNewProviderRunAfterAnUnheardStart(t *testing.T) {
-	t.Parallel()
-	client, w := newContractCluster(t, fakecloud.Managed, "")
-	w.LoseStartAnswer(fmt.Errorf("connection reset by peer"))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	args := contractArgs("--strategy", "eks", "--max-unavailable", "2")
-	if _, stderr, code := runContract(ctx, client, false, args...); code == ExitOK {
-		t.Fatalf("run: exit 0, want the lost answer: %s", stderr)
-	}
-	stdout, stderr, code := runContract(ctx, client, false, args...)
-	if code != ExitOK {
-		t.Fatalf("the run again: exit %d: %s\n%s", code, stderr, stdout)
-	}
-	if !strings.Contains(stdout, "following fake service update upd-") || strings.Contains(stdout, "started towards") {
-		t.Errorf("the run again does not say it follows the update under way:\n%s", stdout)
-	}
-	allOn(t, client, "img-b", nil)
-	finishedRecord(t, client, nil)
-}
-
-// TestNewProviderCancelAfterAnUnheardStart: cancel after a run stopped
-// before it heard its update's ID acts on the update found under way,
-// rather than saying no update has started.
-func TestNewProviderCancelAfterAnUnheardStart(t *testing.T) {
-	t.Parallel()
-	client, w := newContractCluster(t, fakecloud.Managed, "")
-	w.HoldAfter(1)
-	w.LoseStartAnswer(fmt.Errorf("connection reset by peer"))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, stderr, code := runContract(ctx, client, false, contractArgs("--strategy", "eks", "--max-unavailable", "2")...); code == ExitOK {
-		t.Fatalf("run: exit 0, want the lost answer: %s", stderr)
-	}
-	if out, code := control(t, client, "cancel"); code != ExitOK || !strings.Contains(out, "cancelled the fake service's update upd-") {
-		t.Fatalf("cancel: exit %d: %s", code, out)
-	}
-	inOrder(t, w.Calls(), []string{"StartUpdate upd-", "CancelUpdate upd-"})
 }

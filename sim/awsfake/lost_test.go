@@ -78,11 +78,7 @@ func TestLostRepliesAreCarriedOutOnce(t *testing.T) {
 func TestLoseAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, _ := eksScene(t, ctx)
-	lt := s.CreateLaunchTemplate("web", "ami-1", "")
-	cfg := sdkConfig(s)
-	cfg.RetryMaxAttempts = 1
-	api := ec2.NewFromConfig(cfg)
+	s, lt, api := templateScene(t, ctx)
 	s.LoseAnswer("CreateLaunchTemplateVersion")
 	create := func() error {
 		_, err := api.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{LaunchTemplateId: aws.String(lt),
@@ -109,11 +105,7 @@ func TestLoseAnswer(t *testing.T) {
 func TestSlowAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, _ := eksScene(t, ctx)
-	lt := s.CreateLaunchTemplate("web", "ami-1", "")
-	cfg := sdkConfig(s)
-	cfg.RetryMaxAttempts = 1
-	api := ec2.NewFromConfig(cfg)
+	s, lt, api := templateScene(t, ctx)
 	s.SlowAnswer("CreateLaunchTemplateVersion", time.Minute)
 	create := func(ctx context.Context) error {
 		_, err := api.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{LaunchTemplateId: aws.String(lt),
@@ -131,4 +123,14 @@ func TestSlowAnswer(t *testing.T) {
 	if err := create(ctx); err != nil {
 		t.Fatalf("the next answer held back too: %v", err)
 	}
+}
+
+// templateScene is a Server with one launch template, and an EC2 client
+// that tries each call once.
+func templateScene(t *testing.T, ctx context.Context) (*Server, string, *ec2.Client) {
+	s, _ := eksScene(t, ctx)
+	lt := s.CreateLaunchTemplate("web", "ami-1", "")
+	cfg := sdkConfig(s)
+	cfg.RetryMaxAttempts = 1
+	return s, lt, ec2.NewFromConfig(cfg)
 }
