@@ -124,18 +124,44 @@ type heldStep struct{ do, name string }
 // marked node is one a budget lets none go, no drain can show: those are
 // named on the mark.
 func TestHeldPodsOnlyWhereTheServiceDrains(t *testing.T) {
+	for _, tc := range heldCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			v, client := heldTestView(t, tc.nodes, tc.pods, tc.pdbs)
+			for i, st := range tc.steps {
+				heldDo(t, client, st)
+				syncDrains(t, client, v, i+1)
+			}
+			outdated := tc.outdated
+			if outdated == nil {
+				outdated = slices.Sorted(maps.Keys(tc.nodes))
+			}
+			var got []string
+			for _, h := range v.heldPods(outdated) {
+				got = append(got, h.Node+"/"+h.Pod)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("held %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+type heldCase struct {
+	name     string
+	nodes    map[string]string // name: how marked
+	pods     []*corev1.Pod
+	pdbs     []*policyv1.PodDisruptionBudget
+	steps    []heldStep
+	outdated []string // the plan's; all the nodes when nil
+	want     []string // node/pod
+}
+
+func heldCases() []heldCase {
 	eks, blue, none := "taint", "cordon", ""
 	web := heldPDB("web", 0, 2, 3) // maxUnavailable 1, one pod evicted
 	db := heldPDB("db", 0, 2, 2)   // minAvailable 2 of 2: none ever
-	tests := []struct {
-		name     string
-		nodes    map[string]string // name: how marked
-		pods     []*corev1.Pod
-		pdbs     []*policyv1.PodDisruptionBudget
-		steps    []heldStep
-		outdated []string
-		want     []string // node/pod
-	}{
+	return []heldCase{
 		{name: "EKS tainted every old node at scale-up and drains one",
 			nodes: map[string]string{"n1": eks, "n2": eks, "n3": eks},
 			pods:  []*corev1.Pod{heldTestPod("web-1", "n1", "web"), heldTestPod("web-2", "n1", "web"), heldTestPod("web-3", "n2", "web"), heldTestPod("web-4", "n3", "web")},
@@ -178,27 +204,6 @@ func TestHeldPodsOnlyWhereTheServiceDrains(t *testing.T) {
 			nodes: map[string]string{"n1": eks, "other": eks}, outdated: []string{"n1"},
 			pods: []*corev1.Pod{heldTestPod("web-1", "n1", "web"), heldTestPod("api-1", "other", "api"), heldTestPod("web-2", "other", "web")},
 			pdbs: []*policyv1.PodDisruptionBudget{web}, steps: []heldStep{{"delete", "api-1"}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			v, client := heldTestView(t, tc.nodes, tc.pods, tc.pdbs)
-			for i, st := range tc.steps {
-				heldDo(t, client, st)
-				syncDrains(t, client, v, i+1)
-			}
-			outdated := tc.outdated
-			if outdated == nil {
-				outdated = slices.Sorted(maps.Keys(tc.nodes))
-			}
-			var got []string
-			for _, h := range v.heldPods(outdated) {
-				got = append(got, h.Node+"/"+h.Pod)
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("held %v, want %v", got, tc.want)
-			}
-		})
 	}
 }
 
