@@ -27,8 +27,10 @@ type clusterView struct {
 	// workloads are the replica controllers the recovery waits read,
 	// watched from the first batch that needs them
 	workloads *workloadView
-	// pdbs are watched from the first service update the run follows
-	pdbs cache.SharedIndexInformer
+	// pdbs are watched from the first service update the run follows,
+	// and drains noted from then on (held.go)
+	pdbs   cache.SharedIndexInformer
+	drains *drainsSeen
 }
 
 const byNodeIndex = "node"

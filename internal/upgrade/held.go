@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -103,7 +104,8 @@ func (t *heldTracker) all() []HeldPod {
 	return out
 }
 
-// watchPDBs adds the PDBs to the view the first time a run needs them.
+// watchPDBs adds the PDBs to the view the first time a run needs them,
+// and from then on notes the nodes the service drains.
 func (v *clusterView) watchPDBs(ctx context.Context) error {
 	if v.pdbs != nil {
 		return nil
@@ -120,41 +122,182 @@ func (v *clusterView) watchPDBs(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return ctx.Err()
 	}
+	if err := v.watchDrains(); err != nil {
+		return err
+	}
 	v.pdbs = inf
 	return nil
 }
 
-// heldPods are the pods of the plan's outdated nodes that the service has
-// marked (cordoned or tainted NoSchedule) whose PDB allows no disruption:
-// the service's eviction of them is refused until it does.
+// drainsSeen are the nodes on which the run has seen the service begin
+// its drain: a pod of the node (one a drain evicts) started terminating
+// or was deleted while the service had the node marked. Marking does not
+// say it: EKS taints every old node at its scale-up, before it drains
+// any, then drains up to maxUnavailable nodes at a time and cordons each
+// only once its pods are gone (User Guide, managed-node-update-behavior:
+// Scale up phase step 3, Upgrade phase steps 2 to 4); GKE's blue/green
+// cordons all of blue, then drains it in batches
+// (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies#bg-phase-drain-blue).
+// The pods leaving are what shows which nodes it drains now.
+type drainsSeen struct {
+	mu    sync.Mutex
+	nodes map[string]bool
+}
+
+func (d *drainsSeen) seen(node string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.nodes[node]
+}
+
+func (d *drainsSeen) set(node string, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if on {
+		d.nodes[node] = true
+	} else {
+		delete(d.nodes, node)
+	}
+}
+
+// watchDrains notes drains from the pod and node events the view already
+// watches: no request more, nothing listed per node.
+func (v *clusterView) watchDrains() error {
+	v.drains = &drainsSeen{nodes: map[string]bool{}}
+	if _, err := v.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		// A re-run meets the pods the service is evicting as it starts.
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*corev1.Pod); ok && p.DeletionTimestamp != nil {
+				v.podLeaving(p)
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			was, _ := old.(*corev1.Pod)
+			if p, ok := obj.(*corev1.Pod); ok && p.DeletionTimestamp != nil && (was == nil || was.DeletionTimestamp == nil) {
+				v.podLeaving(p)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if p, ok := tombstoned(obj).(*corev1.Pod); ok {
+				v.podLeaving(p)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	// A node back in service (an abort, a rollback) is drained no more.
+	_, err := v.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			if n, ok := obj.(*corev1.Node); ok && !markedByService(n) {
+				v.drains.set(n.Name, false)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if n, ok := tombstoned(obj).(*corev1.Node); ok {
+				v.drains.set(n.Name, false)
+			}
+		},
+	})
+	return err
+}
+
+// podLeaving notes the pod's node as drained: the pod, one a drain
+// evicts, is leaving it while the service has the node marked. Pods that
+// leave a node before it is marked (a rollout), DaemonSet and finished
+// pods say nothing of a drain.
+func (v *clusterView) podLeaving(pod *corev1.Pod) {
+	if !plan.Evictable(pod) {
+		return
+	}
+	n, found, _ := v.nodes.GetStore().GetByKey(pod.Spec.NodeName)
+	if found && markedByService(n.(*corev1.Node)) {
+		v.drains.set(pod.Spec.NodeName, true)
+	}
+}
+
+// tombstoned is the object of a delete event, also when the watch missed
+// the delete itself.
+func tombstoned(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+// heldPods are the pods of the plan's outdated nodes that the service
+// drains now whose PDB allows no disruption: the service's eviction of
+// them is refused until it does.
 func (r *managedRun) heldPods() []HeldPod {
-	if r.clusterView().pdbs == nil {
+	return r.clusterView().heldPods(r.cfg.Plan.OutdatedNames())
+}
+
+func (v *clusterView) heldPods(outdated []string) []HeldPod {
+	if v.pdbs == nil {
 		return nil
 	}
 	var pdbs []policyv1.PodDisruptionBudget
-	for _, obj := range r.clusterView().pdbs.GetStore().List() {
+	for _, obj := range v.pdbs.GetStore().List() {
 		pdbs = append(pdbs, *obj.(*policyv1.PodDisruptionBudget))
 	}
 	idx := drain.NewPDBIndex(pdbs)
 	var out []HeldPod
-	for _, name := range r.cfg.Plan.OutdatedNames() {
-		obj, ok, _ := r.clusterView().nodes.GetStore().GetByKey(name)
-		if !ok || !markedByService(obj.(*corev1.Node)) {
-			continue
-		}
-		for _, pod := range r.clusterView().podsOn(name) {
-			if !plan.Evictable(pod) {
-				continue
-			}
-			for _, pdb := range idx.ForPod(pod) {
-				if pdb.Status.DisruptionsAllowed <= 0 {
-					out = append(out, HeldPod{Node: name, Namespace: pod.Namespace, Pod: pod.Name, PDB: drain.StatusOf(pdb)})
-					break
-				}
-			}
+	for _, name := range outdated {
+		obj, ok, _ := v.nodes.GetStore().GetByKey(name)
+		if ok && markedByService(obj.(*corev1.Node)) {
+			out = append(out, v.heldOn(name, idx)...)
 		}
 	}
 	return out
+}
+
+// heldOn are the pods a PDB holds on a marked node, if the service drains
+// it now. A PDB at 0 most often is the service's own eviction of one of
+// its pods (a Deployment's maxUnavailable 1): that holds the node it
+// drains, not the nodes it has marked and not reached. So the pods are
+// held where the run has seen the service's drain (drainsSeen, or a pod
+// terminating now), and a pod terminating is not held: its eviction went
+// through. Only where every pod left on the node is one a budget lets
+// none go, even with all its pods healthy, can no drain show (nothing
+// may leave); such a hold is the service's wherever it drains, and is
+// named on the mark alone.
+func (v *clusterView) heldOn(node string, idx *drain.PDBIndex) []HeldPod {
+	var held, lasting []HeldPod
+	draining, free := v.drains.seen(node), false
+	for _, pod := range v.podsOn(node) {
+		switch {
+		case !plan.Evictable(pod):
+		case pod.DeletionTimestamp != nil:
+			draining = true
+		default:
+			pdb := zeroBudget(idx.ForPod(pod))
+			if pdb == nil {
+				free = true
+				continue
+			}
+			h := HeldPod{Node: node, Namespace: pod.Namespace, Pod: pod.Name, PDB: drain.StatusOf(pdb)}
+			held = append(held, h)
+			if pdb.Status.DesiredHealthy >= pdb.Status.ExpectedPods {
+				lasting = append(lasting, h)
+			}
+		}
+	}
+	switch {
+	case draining:
+		return held
+	case !free:
+		return lasting
+	}
+	return nil
+}
+
+// zeroBudget is the first of the pod's PDBs that allows no disruption.
+func zeroBudget(pdbs []*policyv1.PodDisruptionBudget) *policyv1.PodDisruptionBudget {
+	for _, pdb := range pdbs {
+		if pdb.Status.DisruptionsAllowed <= 0 {
+			return pdb
+		}
+	}
+	return nil
 }
 
 // podOnNode reports whether the held pod still runs on its node.

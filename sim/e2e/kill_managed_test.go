@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gkefake"
@@ -60,8 +63,10 @@ func TestKilledManagedRunIsFollowedByARerun(t *testing.T) {
 		kp.name = fmt.Sprintf("random-%s", kp.after.Round(100*time.Millisecond))
 		switch {
 		case strings.HasSuffix(path, "-resume"):
-			// while the service drains a node: its surge nodes are there
-			kp = killPoint{name: "held", marker: "cannot be evicted"}
+			// while the service drains a node, its own eviction holding
+			// the PDB at 0: its surge nodes are there (the run names no
+			// pod held: none is, on the node it drains)
+			kp = killPoint{name: "held", marker: "started towards"}
 		case strings.HasSuffix(path, "-deleted"):
 			// EKS has deleted blue; the run, between two reads of it,
 			// has not recorded so (CI's seed 1795809185155006531 met
@@ -104,6 +109,8 @@ func killManagedThenRerun(t *testing.T, name, path string, kp killPoint) {
 		kp.then = c.blueGone
 	case "unheard-start":
 		kp.then = c.startedUnheard()
+	case "held":
+		kp.then = func() bool { return pdbAtZero(name, slowReadyApp().Name) }
 	}
 	w, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
 	if err != nil {
@@ -111,6 +118,9 @@ func killManagedThenRerun(t *testing.T, name, path string, kp killPoint) {
 	}
 	killed, out := runAndKill(t, c.cmd(c.args...), kp)
 	t.Logf("killed=%v; output up to the kill:\n%s", killed, out)
+	if kp.name == "held" && !killed {
+		t.Fatal("the run ended before the service's drain held the PDB at 0: nothing was resumed")
+	}
 	again := c.args
 	if recordFinished(c, name) {
 		// The kill came after the run's end: the same command again names
@@ -289,4 +299,13 @@ func (m *managedGroup) assertSizesBack(t *testing.T) {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// pdbAtZero reports whether the budget of app in namespace ns allows no
+// disruption now.
+func pdbAtZero(ns, app string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pdb, err := client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, app, metav1.GetOptions{})
+	return err == nil && pdb.Status.ObservedGeneration > 0 && pdb.Status.DisruptionsAllowed == 0
 }
