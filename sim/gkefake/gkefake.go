@@ -57,6 +57,10 @@ type Options struct {
 	// "for up to 1 hour ... after 1 hour, the remaining Pods are forcibly
 	// deleted").
 	DefaultPDBTimeout time.Duration
+	// SettingsDuration is how long a nodePools.update of the settings
+	// alone runs before its operation is DONE (see startSettingsLocked);
+	// GKE documents none. Default 1s.
+	SettingsDuration time.Duration
 	// Logf receives a line per step of an upgrade; default none.
 	Logf func(format string, args ...any)
 	// Addr is the listen address; default "127.0.0.1:0".
@@ -121,6 +125,9 @@ func Start(ctx context.Context, kube kubernetes.Interface, opts Options) (*Serve
 	}
 	if opts.DefaultPDBTimeout == 0 {
 		opts.DefaultPDBTimeout = time.Hour
+	}
+	if opts.SettingsDuration == 0 {
+		opts.SettingsDuration = time.Second
 	}
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"

@@ -47,8 +47,8 @@ func (s *Server) newOpLocked(p *pool, detail string) *operation {
 	return o
 }
 
-// doneOpLocked records an operation that ended at once (a change of
-// settings only).
+// doneOpLocked records an operation that ended at once (an update to
+// what the pool runs already, a rollback with nothing to undo).
 func (s *Server) doneOpLocked(p *pool, detail string) *container.Operation {
 	o := s.newOpLocked(p, detail)
 	o.op.Status, o.op.EndTime = "DONE", now()
@@ -135,7 +135,7 @@ func (s *Server) cancelOperation(q *request) (any, error) {
 	if o.op.Status == "DONE" {
 		return nil, failedPrecondition("Operation %s is already done.", o.op.Name)
 	}
-	if up := o.pool.up; up != nil && up.bg != nil && up.bg.Phase == "DELETING_BLUE_POOL" {
+	if up := o.pool.up; up != nil && up.op == o && up.bg != nil && up.bg.Phase == "DELETING_BLUE_POOL" {
 		return nil, failedPrecondition("Operation %s cannot be cancelled: the blue pool is being deleted.", o.op.Name)
 	}
 	o.stop, o.op.Status = true, "ABORTING"

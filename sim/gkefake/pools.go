@@ -48,6 +48,9 @@ type pool struct {
 	// up is the upgrade the pool is in, running or paused (cancelled),
 	// nil when none is.
 	up *upgrade
+	// settingsOp is the running update of the pool's settings alone, nil
+	// when none runs.
+	settingsOp *operation
 }
 
 // etag is the pool's etag: it changes with every change of the pool

@@ -34,9 +34,12 @@ func (u *upgrade) autoscaled() bool {
 }
 
 // updatePool answers nodePools.update: a stale etag is refused with
-// ABORTED; the settings it carries (upgradeSettings, nodeDrainConfig)
-// replace the pool's; a node version or image type starts an upgrade
-// (or resumes a cancelled one to the same target), one at a time
+// ABORTED, any update while an operation runs on the pool with
+// FAILED_PRECONDITION (see runningOpLocked); settings alone
+// (upgradeSettings, nodeDrainConfig) are changed by an operation of their
+// own (see startSettingsLocked); with a node version or image type they
+// replace the pool's at once and an upgrade starts (or a cancelled one
+// to the same target resumes)
 // (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools/update).
 func (s *Server) updatePool(q *request) (any, error) {
 	var body container.UpdateNodePoolRequest
@@ -53,15 +56,14 @@ func (s *Server) updatePool(q *request) (any, error) {
 	if body.Etag != "" && body.Etag != p.etag() {
 		return nil, aborted("Node pool %q was changed since etag %q was read (now %q).", p.name, body.Etag, p.etag())
 	}
-	if p.up != nil && p.up.op != nil {
-		return nil, failedPrecondition("Cluster is running incompatible operation %s.", p.up.op.op.Name)
+	if o := runningOpLocked(p); o != nil {
+		return nil, incompatible(o)
 	}
 	if err := validSettings(body.UpgradeSettings, body.NodeDrainConfig); err != nil {
 		return nil, err
 	}
 	if !q.upgrade {
-		s.applySettingsLocked(p, &body)
-		return s.doneOpLocked(p, "update of the node pool's settings"), nil
+		return s.startSettingsLocked(p, &body), nil
 	}
 	to, err := s.targetLocked(p, &body)
 	if err != nil {
@@ -277,6 +279,8 @@ func (s *Server) rollbackPool(q *request) (any, error) {
 	}
 	u := p.up
 	switch {
+	case p.settingsOp != nil:
+		return nil, incompatible(p.settingsOp)
 	case u == nil:
 		return s.doneOpLocked(p, "rollback: the last upgrade of the node pool completed, nothing to roll back"), nil
 	case u.op != nil:

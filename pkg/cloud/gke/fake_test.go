@@ -40,6 +40,10 @@ type fakeGKE struct {
 	updates []container.UpdateNodePoolRequest
 	// opPolls is how many operations.get an operation answers RUNNING.
 	opPolls int
+	// busy answers the next changes "Cluster is running incompatible
+	// operation" as if for an operation operations.list does not show
+	// (one that ended since, say).
+	busy int
 }
 
 const (
@@ -114,6 +118,17 @@ func (f *fakeGKE) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"error":{"code":%d,"message":"injected","status":"UNAVAILABLE"}}`, codes[0])
 		return
 	}
+	if op := f.runningLocked(); op != nil && (method == methodPoolUpdate || method == methodPoolRollback) {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"code":400,"message":"Cluster is running incompatible operation %s.","status":"FAILED_PRECONDITION"}}`, op.Name)
+		return
+	}
+	if f.busy > 0 && method == methodPoolUpdate {
+		f.busy--
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"error":{"code":400,"message":"Cluster is running incompatible operation operation-gone.","status":"FAILED_PRECONDITION"}}`)
+		return
+	}
 	var out any
 	switch method {
 	case methodInstanceGet:
@@ -146,6 +161,18 @@ func (f *fakeGKE) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// runningLocked is the operation not DONE, nil if none: GKE refuses a
+// change while one runs ("Cluster is running incompatible operation",
+// https://cloud.google.com/kubernetes-engine/docs/troubleshooting/concurrent-operations).
+func (f *fakeGKE) runningLocked() *container.Operation {
+	for _, op := range f.ops {
+		if op.Status != "DONE" {
+			return op
+		}
+	}
+	return nil
 }
 
 func (f *fakeGKE) testPermissions(r *http.Request) any {

@@ -64,6 +64,8 @@ func driveEveryCall(t *testing.T, np *NodePool) {
 		func() error { return np.CancelUpdate(ctx, "op-2") },
 		func() error { _, err := np.AbortAdvice(ctx, "op-2", "g"); return err },
 		func() error { _, err := np.ResumeUpdate(ctx, "op-2"); return err },
+		// GKE rolls back only once the resumed upgrade stopped.
+		func() error { return np.waitDone(ctx, "op-3") },
 		func() error { _, err := np.RollbackUpdate(ctx, "op-3"); return err },
 		func() error { return np.CompleteUpdate(ctx, "op-4") },
 		func() error { return np.Configure(ctx, before) },

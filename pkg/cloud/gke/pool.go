@@ -264,20 +264,17 @@ func (n *NodePool) Settings(ctx context.Context) (plan.UpdateSettings, error) {
 // Configure implements cloud.ManagedUpdater: nodePools.update with the
 // upgradeSettings and nodeDrainConfig alone, carrying the plan's etag
 // while the run's upgrade has not started, then the wait for its
-// operation. After a transient answer it waits out the pool's operation
-// the lost answer may have started, and sends the change again only if
-// the pool does not have the settings yet.
+// operation. Each attempt first waits out the operation running on the
+// pool or its cluster (a stopped run's settings, the change a lost answer
+// started, GKE's own): GKE refuses a change while one runs and what it
+// changes may show only at its end. It then reads the pool and sends the
+// change only if the pool does not have the settings yet; a refusal for
+// an operation started since is waited out the same way.
 func (n *NodePool) Configure(ctx context.Context, s plan.UpdateSettings) error {
-	again := false
 	return n.settle(ctx, func() error {
-		if again {
-			if id, err := n.runningUpgrade(ctx); err == nil && id != "" {
-				if err := n.waitDone(ctx, id); err != nil {
-					return err
-				}
-			}
+		if err := n.awaitOperations(ctx); err != nil {
+			return err
 		}
-		again = true
 		return n.configureOnce(ctx, s)
 	})
 }
@@ -292,7 +289,7 @@ const changeAttempts = 5
 func (n *NodePool) settle(ctx context.Context, attempt func() error) error {
 	for i := 1; ; i++ {
 		err := attempt()
-		if err == nil || !cloud.Transient(err) || i == changeAttempts {
+		if err == nil || !cloud.Transient(err) && !busy(err) || i == changeAttempts {
 			return err
 		}
 		select {
@@ -317,6 +314,9 @@ func (n *NodePool) configureOnce(ctx context.Context, s plan.UpdateSettings) err
 		n.etag = ""
 	}
 	op, err := n.c.gke.Projects.Locations.Clusters.NodePools.Update(n.poolPath(), settingsRequest(settingsOf(n.pool), s, n.etag)).Context(ctx).Do()
+	if busy(err) {
+		return wrap(err, "set the upgrade settings of %s", n)
+	}
 	if err != nil {
 		return n.refused(err, "set the upgrade settings of")
 	}
@@ -363,6 +363,18 @@ func (n *NodePool) refused(err error, what string) error {
 
 // waitDone waits until the operation is DONE and returns its error.
 func (n *NodePool) waitDone(ctx context.Context, id string) error {
+	op, err := n.waitOp(ctx, id)
+	if err != nil {
+		return err
+	}
+	if op.Error != nil && op.Error.Code != 0 {
+		return &Error{Msg: fmt.Sprintf("GKE operation %s on %s failed: %s", id, n, oneLine(op.Error.Message))}
+	}
+	return nil
+}
+
+// waitOp waits until the operation is DONE and returns it.
+func (n *NodePool) waitOp(ctx context.Context, id string) (*container.Operation, error) {
 	for failures := 0; ; {
 		op, err := n.c.gke.Projects.Locations.Operations.Get(n.opPath(id)).Context(ctx).Do()
 		pause := n.c.pollEvery
@@ -371,26 +383,65 @@ func (n *NodePool) waitDone(ctx context.Context, id string) error {
 		}
 		switch {
 		case err != nil && !cloud.Transient(err):
-			return err
+			return nil, err
 		case err != nil:
 			// Throttled or briefly unavailable past the client's retries:
 			// the operation goes on, so the wait does too.
 			failures++
 			pause = cloud.Backoff(n.c.pollEvery, failures)
 		case op.Status == "DONE":
-			if op.Error != nil && op.Error.Code != 0 {
-				return &Error{Msg: fmt.Sprintf("GKE operation %s on %s failed: %s", id, n, oneLine(op.Error.Message))}
-			}
-			return nil
+			return op, nil
 		default:
 			failures = 0
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(pause):
 		}
 	}
+}
+
+// busy reports GKE's refusal of a change while another operation runs on
+// the cluster or the pool: 400 FAILED_PRECONDITION "Cluster is running
+// incompatible operation OPERATION_NAME", or the other messages of the
+// same page; it "generally allows only one cluster-level operation or one
+// operation per node pool at a time"
+// (https://cloud.google.com/kubernetes-engine/docs/troubleshooting/concurrent-operations).
+func busy(err error) bool {
+	if apiCode(err) != http.StatusBadRequest {
+		return false
+	}
+	msg := apiMessage(err)
+	return strings.Contains(msg, "incompatible operation") || strings.Contains(msg, "try again once it is done") ||
+		strings.Contains(msg, "cannot be updated")
+}
+
+// awaitOperations waits until no operation runs on the pool or its
+// cluster (operations.list); how they end is theirs, not the caller's.
+func (n *NodePool) awaitOperations(ctx context.Context) error {
+	ops, err := n.c.gke.Projects.Locations.Operations.List(fmt.Sprintf("projects/%s/locations/%s", n.project, n.location)).Context(ctx).Do()
+	if err != nil {
+		return wrap(err, "list the operations of %s", n)
+	}
+	for _, op := range ops.Operations {
+		if op.Status == "DONE" || !n.blockedBy(op.TargetLink) {
+			continue
+		}
+		if _, err := n.waitOp(ctx, op.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blockedBy reports whether an operation on target (Operation.targetLink:
+// a cluster, a node pool or a node) keeps the pool from changing: one on
+// the cluster, the pool or its nodes.
+func (n *NodePool) blockedBy(target string) bool {
+	cl := "/clusters/" + n.cluster
+	pool := cl + "/nodePools/" + n.name
+	return strings.HasSuffix(target, cl) || strings.HasSuffix(target, pool) || strings.Contains(target, pool+"/")
 }
 
 // StartUpdate implements cloud.ManagedUpdater: nodePools.update to the

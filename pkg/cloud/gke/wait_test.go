@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	container "google.golang.org/api/container/v1"
+
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
@@ -113,6 +115,50 @@ func TestStartUpdateSettlesByReading(t *testing.T) {
 			defer f.mu.Unlock()
 			if len(f.updates) != 1 {
 				t.Errorf("%d updates done, want 1", len(f.updates))
+			}
+		})
+	}
+}
+
+// TestConfigureWaitsOutARunningOperation: GKE refuses a change while an
+// operation runs on the pool or its cluster (a stopped run's settings
+// being put back, GKE's own), with 400 "Cluster is running incompatible
+// operation". Configure waits it out, reads the pool, and sends the
+// change once, never refusing the run for it.
+func TestConfigureWaitsOutARunningOperation(t *testing.T) {
+	base := "https://container.googleapis.com/v1/projects/" + fakeProject + "/locations/" + fakeLocation + "/clusters/" + fakeCluster
+	for _, tc := range []struct {
+		name    string
+		running *container.Operation
+		busy    int
+	}{
+		{name: "the pool's", running: &container.Operation{Name: "op-0", OperationType: "UPGRADE_NODES", Status: "RUNNING", TargetLink: base + "/nodePools/" + fakePool}},
+		{name: "the cluster's", running: &container.Operation{Name: "op-0", OperationType: "UPDATE_CLUSTER", Status: "RUNNING", TargetLink: base}},
+		{name: "one started after the read", busy: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeGKE(t)
+			np := openPool(t, map[string]string{})
+			np.c.pollEvery = time.Millisecond
+			s, err := np.Settings(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			three := 3
+			s.MaxSurge = &three
+			f.mu.Lock()
+			if tc.running != nil {
+				f.ops, f.opPolls = []*container.Operation{tc.running}, 3
+			}
+			f.busy = tc.busy
+			f.mu.Unlock()
+			if err := np.Configure(context.Background(), s); err != nil {
+				t.Fatalf("Configure = %v, want the running operation waited out", err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.updates) != 1 || f.pool.UpgradeSettings.MaxSurge != 3 {
+				t.Errorf("%d updates done, pool's maxSurge %d; want 1 and 3", len(f.updates), f.pool.UpgradeSettings.MaxSurge)
 			}
 		})
 	}

@@ -26,11 +26,12 @@ import (
 type API int
 
 const (
-	// Compute is Compute Engine: a call that changes something carries a
-	// requestId, which makes it safe to send again ("If you make a request
-	// with the same request ID, the server ignores the request if it has
-	// already been completed", compute-api.json, requestId of every
-	// mutating method).
+	// Compute is Compute Engine: a call of a method that takes a requestId
+	// carries one, which makes it safe to send again ("If you make a
+	// request with the same request ID, the server ignores the request if
+	// it has already been completed", compute-api.json, requestId); most
+	// changes take one, some do not (setIamPolicy, setLabels,
+	// applyUpdatesToInstances, ...: see computeMethodsTable).
 	Compute API = iota
 	// Container is GKE: its changes carry no request ID, so only reads are
 	// sent again, and any call GKE refused before doing it (429).
@@ -51,6 +52,8 @@ var FirstBackoff = 500 * time.Millisecond
 // where the call may be repeated: reads always, Compute's changes with a
 // requestId the transport adds once per call, any call refused for its
 // rate (429, Compute's 403 rateLimitExceeded) since it was not done.
+// A Compute change whose method takes no requestId is sent again only
+// after such a refusal.
 func WithRetries(ctx context.Context, api API, opts []option.ClientOption) ([]option.ClientOption, error) {
 	hc, _, err := htransport.NewClient(ctx, opts...)
 	if err != nil {
@@ -126,10 +129,11 @@ func retryAfter(resp *http.Response) time.Duration {
 	return min(time.Duration(s)*time.Second, time.Minute)
 }
 
-// read reports whether a call only reads: a GET, and the reads Compute
-// sends as POST (globalOperations.wait, zoneOperations.wait,
-// instanceGroupManagers.listManagedInstances and the other list* methods:
-// compute-api.json, httpMethod POST without requestId).
+// read reports whether a call only reads: a GET; a Compute method sent
+// as POST that takes no requestId and whose name says it reads (wait,
+// list*, get*, testIamPermissions: globalOperations.wait,
+// instanceGroupManagers.listManagedInstances, ...; compute-api.json);
+// Resource Manager's testIamPermissions.
 func (t *Transport) read(req *http.Request) bool {
 	if req.Method == http.MethodGet {
 		return true
@@ -137,22 +141,32 @@ func (t *Transport) read(req *http.Request) bool {
 	last := req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]
 	switch t.API {
 	case Compute:
-		return req.Method == http.MethodPost && (last == "wait" || strings.HasPrefix(last, "list"))
+		r, ok := findComputeRoute(req)
+		return ok && !r.requestID && req.Method == http.MethodPost &&
+			(last == "wait" || last == "testIamPermissions" || strings.HasPrefix(last, "list") || strings.HasPrefix(last, "get"))
 	case ResourceManager:
 		return strings.HasSuffix(last, ":testIamPermissions")
 	}
 	return false
 }
 
-// repeatable reports whether sending the call again cannot do it twice.
+// repeatable reports whether sending the call again cannot do it twice:
+// a read, or a Compute change with a requestId. A Compute change whose
+// method takes none (setIamPolicy, applyUpdatesToInstances, ...) may have
+// been done when its answer is lost or a 5xx, so it is not.
 func (t *Transport) repeatable(req *http.Request) bool {
 	return t.read(req) || t.API == Compute && req.URL.Query().Get("requestId") != ""
 }
 
-// withRequestID gives a Compute call that changes something a requestId
-// of its own, kept across its retries, unless the caller set one.
+// withRequestID gives a Compute call whose method takes a requestId
+// (compute-api.json, by computeMethodsTable) one of its own, kept across
+// its retries, unless the caller set one. Other methods get none: Compute
+// refuses a parameter its method does not have.
 func (t *Transport) withRequestID(req *http.Request) *http.Request {
-	if t.API != Compute || t.read(req) || req.URL.Query().Get("requestId") != "" {
+	if t.API != Compute || req.URL.Query().Get("requestId") != "" {
+		return req
+	}
+	if r, ok := findComputeRoute(req); !ok || !r.requestID {
 		return req
 	}
 	out := req.Clone(req.Context())

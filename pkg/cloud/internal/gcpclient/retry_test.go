@@ -1,6 +1,7 @@
 package gcpclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,11 @@ func TestTransportRetries(t *testing.T) {
 		{name: "Compute's POST reads carry no requestId", api: Compute, method: "POST", path: "/compute/v1/projects/p/zones/z/instanceGroupManagers/g/listManagedInstances", answers: []int{502, ok}, attempts: 2, code: ok},
 		{name: "a GKE change is not sent again after a 503", api: Container, method: "PUT", path: "/v1/projects/p/locations/l/clusters/c/nodePools/n", answers: []int{503, ok}, attempts: 1, code: 503},
 		{name: "a GKE change refused for its rate is", api: Container, method: "PUT", path: "/v1/projects/p/locations/l/clusters/c/nodePools/n", answers: []int{429, ok}, attempts: 2, code: ok},
+		{name: "a Compute change that takes no requestId gets none, and is not sent again after a 503", api: Compute, method: "POST", path: "/compute/v1/projects/p/zones/z/instanceGroupManagers/g/applyUpdatesToInstances", answers: []int{503, ok}, attempts: 1, code: 503},
+		{name: "nor is setIamPolicy", api: Compute, method: "POST", path: "/compute/v1/projects/p/zones/z/instances/i/setIamPolicy", answers: []int{500, ok}, attempts: 1, code: 500},
+		{name: "a Compute change without requestId refused for its rate is", api: Compute, method: "POST", path: "/compute/v1/projects/p/zones/z/instances/i/setIamPolicy", answers: []int{403, ok}, reason: "rateLimitExceeded", attempts: 2, code: ok},
+		{name: "Compute's testIamPermissions is a read", api: Compute, method: "POST", path: "/compute/v1/projects/p/zones/z/instances/i/testIamPermissions", answers: []int{503, ok}, attempts: 2, code: ok},
+		{name: "a POST Compute does not know is not sent again", api: Compute, method: "POST", path: "/compute/v1/projects/p/zones/z/instanceGroupManagers/g/listSomethingNew", answers: []int{503, ok}, attempts: 1, code: 503},
 		{name: "testIamPermissions is a read", api: ResourceManager, method: "POST", path: "/v1/projects/p:testIamPermissions", answers: []int{503, ok}, attempts: 2, code: ok},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,6 +130,7 @@ func TestTransportSendsAgainOnlyWhatItCan(t *testing.T) {
 		name     string
 		api      API
 		method   string
+		path     string // under https://example.test; /v1/projects/p/x if ""
 		body     func() io.Reader
 		fail     error // the first attempt's error; a 503 when nil
 		attempts int
@@ -132,9 +139,10 @@ func TestTransportSendsAgainOnlyWhatItCan(t *testing.T) {
 	}{
 		{name: "a read after a connection reset", api: Container, method: "GET", fail: reset, attempts: 2, code: 200},
 		{name: "a GKE change after a connection reset: it may have been done", api: Container, method: "PUT", fail: reset, attempts: 1, wantErr: "connection reset by peer"},
-		{name: "a Compute change after a connection reset: its requestId makes it safe", api: Compute, method: "POST", fail: reset, attempts: 2, code: 200},
+		{name: "a Compute change after a connection reset: its requestId makes it safe", api: Compute, method: "POST", path: "/compute/v1/projects/p/zones/z/instanceGroupManagers/g/resize", fail: reset, attempts: 2, code: 200},
+		{name: "a Compute change that takes no requestId after a connection reset: it may have been done", api: Compute, method: "POST", path: "/compute/v1/projects/p/zones/z/instanceGroupManagers/g/applyUpdatesToInstances", fail: reset, attempts: 1, wantErr: "connection reset by peer"},
 		{name: "a body that cannot be read twice, throttled", api: Container, method: "PUT", body: func() io.Reader { return oneShot{strings.NewReader(`{"a":1}`)} }, attempts: 1, code: 429},
-		{name: "a body that cannot be read twice, after a reset", api: Compute, method: "POST", body: func() io.Reader { return oneShot{strings.NewReader(`{"a":1}`)} }, fail: reset, attempts: 1, wantErr: "connection reset by peer"},
+		{name: "a body that cannot be read twice, after a reset", api: Compute, method: "POST", path: "/compute/v1/projects/p/zones/z/instanceGroupManagers/g/resize", body: func() io.Reader { return oneShot{strings.NewReader(`{"a":1}`)} }, fail: reset, attempts: 1, wantErr: "connection reset by peer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
@@ -159,7 +167,7 @@ func TestTransportSendsAgainOnlyWhatItCan(t *testing.T) {
 			if tc.body != nil {
 				body = tc.body()
 			}
-			req, _ := http.NewRequestWithContext(context.Background(), tc.method, "https://example.test/v1/projects/p/x", body)
+			req, _ := http.NewRequestWithContext(context.Background(), tc.method, "https://example.test"+cmp.Or(tc.path, "/v1/projects/p/x"), body)
 			tr := &Transport{Base: base, API: tc.api, Attempts: maxAttempts, Backoff: time.Millisecond}
 			resp, err := tr.RoundTrip(req)
 			if resp != nil {
