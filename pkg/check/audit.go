@@ -322,6 +322,13 @@ func (a *audit) pdbZero(w *workload, pdbs []*pdbEntry, emit emitFunc) {
 				recovering = true
 				msg += " while the pods an interrupted run evicted come back"
 				f = "none needed: the run evicts its pods once the workload is Ready again, within --drain-timeout"
+			} else if pending := a.pendingSelected(e); pending > 0 {
+				// Pods replacing others that went (Karpenter's own drift
+				// of a node before the run held it, a rollout): the
+				// budget allows again once they are Ready.
+				recovering = true
+				msg += fmt.Sprintf(" while %d of its pods are Pending, replacing pods that went", pending)
+				f = "none needed once they start: evictions wait until they are Ready, within --drain-timeout"
 			}
 		} else {
 			continue

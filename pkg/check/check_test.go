@@ -546,6 +546,17 @@ func TestPDBZeroWhileRecovering(t *testing.T) {
 			[]Controller{{Kind: "ReplicaSet", Namespace: "other", Name: "web-abc"}}, Blocker, `now \(`},
 		{"zero now by a status behind its Ready pods, nothing recovering", lagging, nil, Warning,
 			`allows 0 disruptions now \(currentHealthy 2, desiredHealthy 2, expectedPods 3\), but 3 of its pods are Ready now: its status has not caught up$`},
+		// Karpenter drifted a node before the run held it off: its pod's
+		// replacement waits for a node.
+		{"zero now, a pod of it Pending, nothing recovering", func(in *Input) {
+			zeroNow(in)
+			in.Pods[2].Status.Phase = corev1.PodPending
+		}, nil, Warning, `allows 0 disruptions now \(currentHealthy 2, desiredHealthy 2, expectedPods 3\) while 1 of its pods are Pending, replacing pods that went$`},
+		{"zero by spec, a pod of it Pending", func(in *Input) {
+			zeroNow(in)
+			in.Pods[2].Status.Phase = corev1.PodPending
+			in.PDBs[0].Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		}, nil, Blocker, `allows 0 disruptions \(maxUnavailable 0\)$`},
 		{"zero by spec, web recovering", func(in *Input) {
 			zeroNow(in)
 			in.PDBs[0].Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0))

@@ -267,11 +267,20 @@ func (a *audit) expectedPods(e *pdbEntry) int {
 // readySelected counts the live Ready pods of the PDB's namespace it
 // selects, as the disruption controller's currentHealthy does once it
 // has caught up.
-func (a *audit) readySelected(e *pdbEntry) int {
+func (a *audit) readySelected(e *pdbEntry) int { return a.countSelected(e, podReady) }
+
+// pendingSelected counts the live pods e selects that have not started:
+// replacements of pods that went (a node going away, a rollout).
+func (a *audit) pendingSelected(e *pdbEntry) int {
+	return a.countSelected(e, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodPending })
+}
+
+// countSelected counts the live pods e selects for which is holds.
+func (a *audit) countSelected(e *pdbEntry, is func(*corev1.Pod) bool) int {
 	n := 0
 	for _, w := range a.byNS[e.pdb.Namespace] {
 		for _, p := range w.pods {
-			if podReady(p) && e.sel.Matches(labels.Set(p.Labels)) {
+			if is(p) && e.sel.Matches(labels.Set(p.Labels)) {
 				n++
 			}
 		}
