@@ -311,24 +311,9 @@ func (a *audit) pdbZero(w *workload, pdbs []*pdbEntry, emit emitFunc) {
 			f = "make the selected pods Ready (currentHealthy above desiredHealthy) or relax the PodDisruptionBudget"
 			// Only the "now" case is a wait: a budget that allows nothing
 			// by its spec never lets the run through.
-			if ready := a.readySelected(e); ready > int(p.Status.DesiredHealthy) {
-				// The disruption controller has not counted pods that are
-				// Ready again (seconds, more under load): evictions are
-				// refused until it has, so the run waits, safely.
+			if more, waitFix := a.zeroNowWaits(w, e); more != "" {
 				recovering = true
-				msg += fmt.Sprintf(", but %d of its pods are Ready now: its status has not caught up", ready)
-				f = "none needed: evictions wait until the disruption controller counts the Ready pods, within --drain-timeout"
-			} else if a.recovering(w) {
-				recovering = true
-				msg += " while the pods an interrupted run evicted come back"
-				f = "none needed: the run evicts its pods once the workload is Ready again, within --drain-timeout"
-			} else if pending := a.pendingSelected(e); pending > 0 {
-				// Pods replacing others that went (Karpenter's own drift
-				// of a node before the run held it, a rollout): the
-				// budget allows again once they are Ready.
-				recovering = true
-				msg += fmt.Sprintf(" while %d of its pods are Pending, replacing pods that went", pending)
-				f = "none needed once they start: evictions wait until they are Ready, within --drain-timeout"
+				msg, f = msg+more, waitFix
 			}
 		} else {
 			continue
@@ -350,6 +335,31 @@ func (a *audit) pdbZero(w *workload, pdbs []*pdbEntry, emit emitFunc) {
 			f.Severity = Warning
 		}
 	}
+}
+
+// zeroNowWaits says why a budget at 0 disruptions now lets the run
+// through, its evictions waiting until it allows one: what the message
+// adds and the fix; "" where nothing under way will lift it.
+func (a *audit) zeroNowWaits(w *workload, e *pdbEntry) (more, fix string) {
+	if ready := a.readySelected(e); ready > int(e.pdb.Status.DesiredHealthy) {
+		// The disruption controller has not counted pods that are Ready
+		// again (seconds, more under load): evictions are refused until
+		// it has, so the run waits, safely.
+		return fmt.Sprintf(", but %d of its pods are Ready now: its status has not caught up", ready),
+			"none needed: evictions wait until the disruption controller counts the Ready pods, within --drain-timeout"
+	}
+	if a.recovering(w) {
+		return " while the pods an interrupted run evicted come back",
+			"none needed: the run evicts its pods once the workload is Ready again, within --drain-timeout"
+	}
+	if pending := a.pendingSelected(e); pending > 0 {
+		// Pods replacing others that went (Karpenter's own drift of a
+		// node before the run held it, a rollout): the budget allows
+		// again once they are Ready.
+		return fmt.Sprintf(" while %d of its pods are Pending, replacing pods that went", pending),
+			"none needed once they start: evictions wait until they are Ready, within --drain-timeout"
+	}
+	return "", ""
 }
 
 // recovering says whether an interrupted run evicted pods of w that may
