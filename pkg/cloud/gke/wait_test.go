@@ -10,6 +10,7 @@ import (
 	container "google.golang.org/api/container/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // TestWaitSurvivesTransientErrors: an operation's wait goes on through
@@ -62,19 +63,11 @@ func TestConfigureSettlesByReading(t *testing.T) {
 		{name: "a refusal", fail: []int{http.StatusForbidden}, err: "403"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeGKE(t)
-			np := openPool(t, map[string]string{})
-			np.c.pollEvery = time.Millisecond
-			s, err := np.Settings(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			three := 3
-			s.MaxSurge = &three
+			f, np, s := poolWithSurgeOfThree(t)
 			f.mu.Lock()
 			f.fail[methodPoolUpdate], f.late[methodPoolUpdate] = tc.fail, tc.late
 			f.mu.Unlock()
-			err = np.Configure(context.Background(), s)
+			err := np.Configure(context.Background(), s)
 			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 				t.Fatalf("Configure = %v, want error %q", err, tc.err)
 			}
@@ -137,15 +130,7 @@ func TestConfigureWaitsOutARunningOperation(t *testing.T) {
 		{name: "one started after the read", busy: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeGKE(t)
-			np := openPool(t, map[string]string{})
-			np.c.pollEvery = time.Millisecond
-			s, err := np.Settings(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			three := 3
-			s.MaxSurge = &three
+			f, np, s := poolWithSurgeOfThree(t)
 			f.mu.Lock()
 			if tc.running != nil {
 				f.ops, f.opPolls = []*container.Operation{tc.running}, 3
@@ -162,4 +147,20 @@ func TestConfigureWaitsOutARunningOperation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// poolWithSurgeOfThree is a pool on a fake GKE polled every millisecond,
+// and its settings with maxSurge 3: a change to make.
+func poolWithSurgeOfThree(t *testing.T) (*fakeGKE, *NodePool, plan.UpdateSettings) {
+	t.Helper()
+	f := newFakeGKE(t)
+	np := openPool(t, map[string]string{})
+	np.c.pollEvery = time.Millisecond
+	s, err := np.Settings(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	three := 3
+	s.MaxSurge = &three
+	return f, np, s
 }
