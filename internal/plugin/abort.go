@@ -168,9 +168,6 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 	return sess.Abort(ctx, session.AbortTarget{
 		NodeGroup: o.NodeGroup, Selector: o.Selector, Unfinished: rec, Finished: finished,
 		NodeGroupLabel: o.NodeGroupLabel, Taint: o.Taint,
-		Mark: func(ctx context.Context, note string) error {
-			return o.markAborted(ctx, sess.Store(), requests, rec, group, note)
-		},
 	})
 }
 
@@ -222,32 +219,6 @@ func (o *AbortOptions) submit(ctx context.Context, sess *session.Session, po *Pl
 	fmt.Fprintf(o.Out, "submitted: Job %s/%s aborts the run with image %s; following it as \"kubectl nodeupgrade status %s -w\" does (Ctrl-C stops following, not the abort)\n",
 		job.Namespace, job.Name, ic.image(), group)
 	return ic.follow(ctx, sess, o.IOStreams, po.client, job, group, submitted)
-}
-
-// markAborted marks the run's record aborted, with what the engine noted,
-// and says the group is back in service.
-func (o *AbortOptions) markAborted(ctx context.Context, store *state.Store, requests *state.Requests, rec *state.Record, group, note string) error {
-	if rec == nil {
-		if note != "" {
-			fmt.Fprintln(o.Out, note)
-		}
-		fmt.Fprintf(o.Out, "node group %q is back in service; no run was recorded, so no size was changed\n", group)
-		return nil
-	}
-	now := time.Now().UTC().Truncate(time.Second)
-	rec.AbortedAt, rec.FinishedAt, rec.InFlight, rec.LastError = &now, &now, nil, ""
-	rec.Note = fmt.Sprintf("aborted in phase %s", rec.Phase)
-	if note != "" {
-		rec.Note += ": " + note
-	}
-	if err := requests.Clear(ctx); err != nil {
-		return err
-	}
-	if err := store.Save(ctx, rec); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "node group %q is back in service; its run is marked aborted (%s)\n", group, rec.Note)
-	return nil
 }
 
 // confirm asks on a terminal, unless --yes, what run, resume and

@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -115,33 +114,32 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		return err
 	}
 	o.sess = newSession(o.configFlags, po.client, po.context, o.IOStreams, o.StateNamespace)
-	// The lock before the record: a run writes its last record, then gives
-	// the lock up, so a record read after the lock was seen free is final.
-	alive := o.sess.Holder(ctx, o.NodeGroup) != nil
-	store := o.sess.Store()
-	rec, err := store.Load(ctx, o.NodeGroup)
+	run, err := o.sess.Look(ctx, o.NodeGroup)
 	if err != nil {
 		return err
 	}
-	if rec == nil || rec.FinishedAt != nil {
-		return usageErrorf("cannot %s: node group %q has no unfinished run in namespace %q", o.action, o.NodeGroup, o.StateNamespace)
+	if run == nil {
+		return usageErrorf("cannot %s: node group %q has no run recorded in namespace %q; check --state-namespace", o.action, o.NodeGroup, o.StateNamespace)
 	}
+	// The lifecycle says whether the run takes the action now, and if not,
+	// what it takes instead.
+	if err := run.Accept(session.Command(o.action)); err != nil {
+		return err
+	}
+	rec, alive := run.Record, run.Alive
 	if rec.Managed != nil {
 		// The cloud's service runs the update: its own controls act on it.
 		return o.managedControl(ctx, rec, alive)
 	}
-	requests := &state.Requests{Store: store, Group: o.NodeGroup}
+	requests := &state.Requests{Store: o.sess.Store(), Group: o.NodeGroup}
 	switch o.action {
 	case "cancel":
-		return o.cancel(ctx, rec, requests, alive)
+		return o.cancel(ctx, run, requests)
 	case "complete":
-		return o.complete(ctx, rec, requests, alive)
+		return o.complete(ctx, requests, alive)
 	case "rollback":
 		return o.rollback(ctx, rec, requests, alive)
 	case "resume":
-		if alive {
-			return usageErrorf("cannot resume: the run on %q is alive (%s); wait for it or cancel it", o.NodeGroup, rec.Holder)
-		}
 		return o.rerunRecorded(ctx, rec, requests, false)
 	}
 	return usageErrorf("unknown action %q", o.action)
@@ -149,35 +147,20 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 
 // cancel asks a live run to pause at its next safe point, or pauses a
 // stopped one.
-func (o *ControlOptions) cancel(ctx context.Context, rec *state.Record, requests *state.Requests, alive bool) error {
-	phase := plan.Phase(rec.Phase)
-	if phase == plan.PhaseDeleteBlue {
-		return usageErrorf("cannot cancel: the run on %q is deleting blue, which cannot be paused", o.NodeGroup)
-	}
-	if alive && noSafePointLeft(rec) {
-		g := o.NodeGroup
-		msg := fmt.Sprintf("cannot cancel: the run on %q is in phase %s, after which it has no safe point to pause at: it ends on its own; follow it with \"kubectl nodeupgrade status -w %s\"", g, phase, g)
-		if phase != plan.PhaseRollback {
-			msg += ", then undo it with " + session.RunBack(rec, g)
-		}
-		return usageErrorf("%s", msg)
-	}
+func (o *ControlOptions) cancel(ctx context.Context, run *session.Run, requests *state.Requests) error {
 	if err := requests.Send(ctx, state.RequestCancel); err != nil {
 		return err
 	}
-	if alive {
-		fmt.Fprintf(o.Out, "asked the run on %q (%s) to pause at its next safe point; it is in phase %s\n", o.NodeGroup, rec.Holder, phase)
+	if run.Alive {
+		fmt.Fprintf(o.Out, "asked the run on %q (%s) to pause at its next safe point; it is %s\n", o.NodeGroup, run.Record.Holder, run.Where())
 	} else {
-		fmt.Fprintf(o.Out, "paused the run on %q in phase %s; continue with \"kubectl nodeupgrade resume %s\"\n", o.NodeGroup, phase, o.NodeGroup)
+		fmt.Fprintf(o.Out, "paused the run on %q %s; continue with \"kubectl nodeupgrade resume %s\"\n", o.NodeGroup, run.Where(), o.NodeGroup)
 	}
 	return nil
 }
 
 // complete ends a soak now.
-func (o *ControlOptions) complete(ctx context.Context, rec *state.Record, requests *state.Requests, alive bool) error {
-	if phase := plan.Phase(rec.Phase); phase != plan.PhaseSoak && phase != plan.PhaseBatchSoak {
-		return usageErrorf("cannot complete: the run on %q is in phase %s, not soaking", o.NodeGroup, phase)
-	}
+func (o *ControlOptions) complete(ctx context.Context, requests *state.Requests, alive bool) error {
 	if err := requests.Send(ctx, state.RequestComplete); err != nil {
 		return err
 	}
@@ -190,21 +173,11 @@ func (o *ControlOptions) complete(ctx context.Context, rec *state.Record, reques
 }
 
 // rollback turns the run around: in place, as a live blue/green run's
-// request, or by a blue/green rollback run of a stopped one.
+// request, or by a blue/green rollback run of a stopped one. The
+// lifecycle refused what the strategy and phase do not allow.
 func (o *ControlOptions) rollback(ctx context.Context, rec *state.Record, requests *state.Requests, alive bool) error {
-	var traits plan.Traits
-	if s, err := plan.LookupStrategy(rec.Strategy); err == nil {
-		traits = s.Traits()
-	}
-	switch traits.Rollback {
-	case plan.RollbackInPlace:
-		return o.rollbackInPlace(ctx, rec, alive)
-	case plan.RollbackNone:
-		names := plan.RollbackStrategies()
-		return usageErrorf("cannot roll back: the run on %q uses strategy %q; rollback supports %s and %s; \"kubectl nodeupgrade abort %s\" puts the group back in service", o.NodeGroup, rec.Strategy, strings.Join(names[:len(names)-1], ", "), names[len(names)-1], o.NodeGroup)
-	}
-	if phase := plan.Phase(rec.Phase); phase == plan.PhaseDeleteBlue || phase == plan.PhaseRollback && alive {
-		return usageErrorf("cannot roll back: the run on %q is in phase %s", o.NodeGroup, phase)
+	if s, err := plan.LookupStrategy(rec.Strategy); err == nil && s.Traits().Rollback == plan.RollbackInPlace {
+		return o.rollbackInPlace(ctx, rec)
 	}
 	if !alive {
 		return o.rerunRecorded(ctx, rec, requests, true)
@@ -227,22 +200,6 @@ func (o *ControlOptions) rerunRecorded(ctx context.Context, rec *state.Record, r
 		return err
 	}
 	return o.rerun(ctx, rec, r, rollback)
-}
-
-// noSafePointLeft reports whether a live run in rec's phase meets no safe
-// point before it ends (the engine reads requests between phases): a
-// cancel would be answered yes and do nothing.
-func noSafePointLeft(rec *state.Record) bool {
-	phase := plan.Phase(rec.Phase)
-	if phase == plan.PhaseRollback || phase == plan.PhaseDone {
-		return true // a rollback reads no request
-	}
-	s, err := plan.LookupStrategy(rec.Strategy)
-	if err != nil || phase == "" {
-		return false
-	}
-	next := s.Next(plan.State{Phase: phase, Batch: max(rec.Batch-1, 0)}, plan.Flow{Batches: rec.Batches, CloudGroup: rec.Cloud != nil})
-	return next.Phase == plan.PhaseDone
 }
 
 // rerun runs the recorded run again from its recorded phase (or its
@@ -284,13 +241,7 @@ func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, r *sessio
 // same strategy, run again towards the version the group launched before,
 // so only the nodes already upgraded are replaced; the others are not
 // touched, and the end restores the recorded sizes.
-func (o *ControlOptions) rollbackInPlace(ctx context.Context, rec *state.Record, alive bool) error {
-	if alive {
-		return usageErrorf("cannot roll back: the run on %q is alive (%s); cancel it first", o.NodeGroup, rec.Holder)
-	}
-	if rec.Cloud == nil || rec.Cloud.FromVersion == "" {
-		return usageErrorf("cannot roll back: the run on %q recorded no launch template version to go back to (provider none, or it stopped before Setup); \"kubectl nodeupgrade abort %s\" puts the group back in service", o.NodeGroup, o.NodeGroup)
-	}
+func (o *ControlOptions) rollbackInPlace(ctx context.Context, rec *state.Record) error {
 	r, err := session.FromRecord(rec, nil, o.action)
 	if err != nil {
 		return err

@@ -167,7 +167,7 @@ func (o *ControlOptions) rollbackManaged(ctx context.Context, rec *state.Record,
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	// Finished, not aborted: status says "rolled back" (docs/controls.md).
-	rec.FinishedAt, rec.Note = &now, fmt.Sprintf("rolled back by the %s's update %s", mp.Service, rb)
+	rec.State, rec.FinishedAt, rec.Note = state.StateRolledBack, &now, fmt.Sprintf("rolled back by the %s's update %s", mp.Service, rb)
 	if err := store.Save(ctx, rec); err != nil {
 		return err
 	}

@@ -24,21 +24,22 @@ import (
 )
 
 // The words of status's STATUS column and of "status" in its JSON: the
-// run as the operator thinks of it, from the record and the lock.
+// run's lifecycle status (session.Describe), from the record and the lock.
 const (
-	StatusRunning     = "running"            // a live process drives it
-	StatusPausing     = "pausing"            // alive, asked by cancel to stop at its next safe point
-	StatusPaused      = "paused"             // stopped by cancel; resume continues it
-	StatusSoaking     = "soaking"            // blue/green soak: alive and waiting, or left soaking with --no-wait
-	StatusSoakOver    = "soak over"          // left soaking with --no-wait, and the soak has ended: resume deletes blue
-	StatusWaiting     = "waiting for window" // alive, holding its next batch until a maintenance window opens (--window, --not-before)
-	StatusWindowOver  = "window closed"      // stopped at --not-after with no window left: the same command with a later --not-after goes on
-	StatusRollingBack = "rolling back"       // alive, undoing the upgrade
-	StatusRolledBack  = "rolled back"        // the rollback finished
-	StatusFinished    = "finished"           // the upgrade finished
-	StatusAborted     = "aborted"            // put back in service by the abort command before it finished
-	StatusInterrupted = "interrupted"        // stopped by Ctrl-C, SIGTERM or a kill before it finished; run it again
-	StatusFailed      = "failed"             // stopped by an error (LAST ERROR says why); fix it and run again
+	StatusRunning     = string(state.StateRunning)        // a live process drives it
+	StatusPausing     = string(session.StatusPausing)     // alive, asked by cancel to stop at its next safe point
+	StatusPaused      = string(state.StatePaused)         // stopped by cancel; resume continues it
+	StatusSoaking     = string(state.StateSoaking)        // blue/green soak: alive and waiting, or left soaking with --no-wait
+	StatusSoakOver    = string(session.StatusSoakOver)    // left soaking with --no-wait, and the soak has ended: resume deletes blue
+	StatusWaiting     = string(state.StateWaiting)        // alive, holding its next batch until a maintenance window opens (--window, --not-before)
+	StatusWindowOver  = string(state.StateWindowClosed)   // stopped at --not-after with no window left: the same command with a later --not-after goes on
+	StatusRollingBack = string(session.StatusRollingBack) // alive, undoing the upgrade
+	StatusRolledBack  = string(state.StateRolledBack)     // the rollback finished
+	StatusFinished    = string(state.StateFinished)       // the upgrade finished
+	StatusAborted     = string(state.StateAborted)        // put back in service by the abort command before it finished
+	StatusInterrupted = string(state.StateInterrupted)    // stopped by Ctrl-C, SIGTERM or a kill before it finished; run it again
+	StatusFailed      = string(state.StateFailed)         // stopped by an error (LAST ERROR says why); fix it and run again
+	StatusSubmitted   = string(state.StateSubmitted)      // handed to an in-cluster Job whose pod has not started it
 )
 
 // RunStatus is one recorded run as status shows it: the record, and what
@@ -55,6 +56,9 @@ type RunStatus struct {
 	// Request is a request from another terminal the run has not taken
 	// yet (cancel, complete, rollback).
 	Request string `json:"request,omitempty"`
+	// Next are the commands the run takes now that move it on, in the
+	// order an operator would reach for them (session.Run.Next).
+	Next []string `json:"next,omitempty"`
 	// Held are the pods and PDBs that hold the nodes a live run drains,
 	// read as status -w looks (heldNow).
 	Held []HeldNow `json:"held,omitempty"`
@@ -187,30 +191,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if o.Watch {
 		return o.watch(ctx)
 	}
-	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
-	var records []*state.Record
-	if o.NodeGroup != "" {
-		rec, err := store.Load(ctx, o.NodeGroup)
-		if err != nil {
-			return err
-		}
-		if rec == nil {
-			return o.noRecord()
-		}
-		records = append(records, rec)
-	} else {
-		var err error
-		if records, err = store.List(ctx); err != nil {
-			return err
-		}
-	}
-	var runs []RunStatus
-	for _, r := range records {
-		s, err := o.statusOf(ctx, r)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, s)
+	runs, err := o.look(ctx)
+	if err != nil {
+		return err
 	}
 	if !output.IsTable(o.Output) {
 		if o.NodeGroup != "" {
@@ -236,86 +219,48 @@ func (o *StatusOptions) noRecord() error {
 	return usageErrorf("no run recorded for node group %q in namespace %q; check --state-namespace", o.NodeGroup, o.StateNamespace)
 }
 
-// statusOf reads what the record alone does not say: whether a live process
-// holds the lock, and a pending request.
-func (o *StatusOptions) statusOf(ctx context.Context, r *state.Record) (RunStatus, error) {
-	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
-	lock := &state.Lock{Client: o.client, Namespace: o.StateNamespace, Group: r.NodeGroup, Holder: "status/probe", Duration: lockDuration}
-	alive, err := lock.Held(ctx)
-	if err != nil {
-		return RunStatus{}, err
-	}
-	if !alive && r.FinishedAt == nil {
-		// r was read before the lock: the run may have written its last
-		// record and given the lock up in between (it does so in that
-		// order), so a record read now is its last word. Without this a
-		// run that finished reads as stopped in its last phase.
-		again, err := store.Load(ctx, r.NodeGroup)
+// look is the run of NODEGROUP, or every recorded run, through the
+// session's lifecycle.
+func (o *StatusOptions) look(ctx context.Context) ([]RunStatus, error) {
+	sess := &session.Session{Client: o.client, StateNamespace: o.StateNamespace}
+	var runs []*session.Run
+	if o.NodeGroup != "" {
+		run, err := sess.Look(ctx, o.NodeGroup)
 		if err != nil {
-			return RunStatus{}, err
+			return nil, err
 		}
-		if again != nil {
-			r = again
+		if run == nil {
+			return nil, o.noRecord()
+		}
+		runs = append(runs, run)
+	} else {
+		var err error
+		if runs, err = sess.Runs(ctx); err != nil {
+			return nil, err
 		}
 	}
-	request, err := (&state.Requests{Store: store, Group: r.NodeGroup}).Pending(ctx)
-	if err != nil {
-		return RunStatus{}, err
+	var statuses []RunStatus
+	for _, r := range runs {
+		statuses = append(statuses, describeRun(r.Record, r.Alive, r.Request, o.now()))
 	}
-	return describeRun(r, alive, request, o.now()), nil
+	return statuses, nil
 }
 
-// describeRun names the state of a run from its record, whether its lock is
-// held by a live process, and a pending request.
+// describeRun is the run of r as status shows it: its lifecycle status
+// (session.Describe), whether its lock is held by a live process, a
+// pending request, and how long it ran.
 func describeRun(r *state.Record, alive bool, request string, now time.Time) RunStatus {
 	s := RunStatus{Record: r, Alive: alive, Request: request}
+	v := session.Describe(r, alive, request, now)
+	s.Status = string(v.Status)
+	for _, cmd := range v.Next() {
+		s.Next = append(s.Next, string(cmd))
+	}
 	end := now
-	phase := plan.Phase(r.Phase)
 	switch {
 	case r.FinishedAt != nil:
 		end = *r.FinishedAt
-		s.Status = StatusFinished
-		if rolledBack(r) {
-			s.Status = StatusRolledBack
-		}
-		if r.AbortedAt != nil {
-			s.Status = StatusAborted
-		}
-	// The run clears LastError when it starts and writes it when it stops,
-	// before it gives the lock up: an error means the run is over.
-	case r.LastError != "":
-		s.Status = StatusFailed
-		if interrupted(r.LastError) {
-			s.Status = StatusInterrupted
-		}
-	case alive:
-		switch {
-		case request == state.RequestCancel:
-			s.Status = StatusPausing
-		case phase == plan.PhaseRollback || request == state.RequestRollback || rolledBack(r):
-			s.Status = StatusRollingBack
-		case phase == plan.PhaseSoak || phase == plan.PhaseBatchSoak:
-			s.Status = StatusSoaking
-		case r.WaitingForWindow != nil:
-			s.Status = StatusWaiting
-		default:
-			s.Status = StatusRunning
-		}
-	case request == state.RequestCancel || strings.HasPrefix(r.Note, "paused by cancel"):
-		s.Status = StatusPaused
-	case strings.Contains(r.Note, windowClosedNote):
-		s.Status = StatusWindowOver
-	case r.Cloud != nil && r.Cloud.SoakUntil != nil && (phase == plan.PhaseSoak || strings.HasPrefix(r.Note, "soaking until")):
-		s.Status = StatusSoaking
-		if !now.Before(*r.Cloud.SoakUntil) {
-			s.Status = StatusSoakOver
-		}
-	default:
-		// Neither finished nor stopped by an error, and no process holds the
-		// lock: killed (kill -9, a lost machine) before it could say why.
-		s.Status = StatusInterrupted
-	}
-	if r.FinishedAt == nil && !alive && !r.UpdatedAt.IsZero() {
+	case !alive && !r.UpdatedAt.IsZero():
 		end = r.UpdatedAt // frozen at the run's last word
 	}
 	if !r.StartedAt.IsZero() && end.After(r.StartedAt) {
@@ -324,32 +269,14 @@ func describeRun(r *state.Record, alive bool, request string, now time.Time) Run
 	return s
 }
 
-// rolledBack reports whether the record is of a rollback: blue/green's, or
-// an eks or surge run sent back to the launch template version the group
-// launched before (the rollback command's recorded request).
-func rolledBack(r *state.Record) bool {
-	if plan.Phase(r.Phase) == plan.PhaseRollback || strings.HasPrefix(r.Note, "rolled back") {
-		return true
-	}
-	c := r.Cloud
-	return c != nil && c.FromVersion != "" && c.TargetVersion == c.FromVersion &&
-		r.Request != nil && r.Request.Cloud.Version == c.FromVersion
-}
-
 // interruptedError is what a run records as its last error when Ctrl-C or
 // SIGTERM stopped it.
 const interruptedError = session.InterruptedError
 
-// interrupted reports whether a recorded error is an interruption (Ctrl-C,
-// SIGTERM) rather than a failure; older versions recorded "context canceled".
-func interrupted(lastError string) bool {
-	return lastError == context.Canceled.Error() || strings.HasPrefix(lastError, "interrupted")
-}
-
 // lastErrorText is the recorded error as status shows it.
 func lastErrorText(s RunStatus) string {
-	if interrupted(s.LastError) {
-		return interruptedError
+	if s.Status == StatusInterrupted && s.LastError != "" {
+		return interruptedError // older versions recorded "context canceled"
 	}
 	return s.LastError
 }
@@ -445,45 +372,55 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 		}
 	}
 	for _, s := range runs {
-		r := s.Record
-		if c := r.Cloud; c != nil {
-			group, template := c.Kinds()
-			line := fmt.Sprintf("%s: %s %q%s", r.NodeGroup, group, c.Group, targetText(c, template))
-			if c.Original != nil {
-				line += fmt.Sprintf("; before the run %s, desired last set %d", c.Original, c.LastDesired)
-			}
-			if c.Shrinking != "" {
-				line += fmt.Sprintf("; scale-down removing %q", c.Shrinking)
-			}
-			if c.Green != "" {
-				line += fmt.Sprintf("; green %s %q", group, c.Green)
-			}
-			if c.SoakUntil != nil && r.FinishedAt == nil {
-				if left := c.SoakUntil.Sub(now); left > 0 {
-					line += fmt.Sprintf("; soaking until %s (%s left)", c.SoakUntil.Format(time.RFC3339), left.Round(time.Second))
-				} else {
-					line += "; soak over"
-				}
-			}
-			fmt.Fprintln(o.Out, line)
-		}
-		if m := r.Managed; m != nil && r.Cloud == nil && m.Service != "" {
-			fmt.Fprintln(o.Out, managedLine(r.NodeGroup, m))
-		}
-		if len(r.LeftRunning) > 0 {
-			fmt.Fprintln(o.Out, shortLivedLine(r, nodeCreated, now))
-		}
-		if w := r.WaitingForWindow; w != nil && s.Alive {
-			fmt.Fprintf(o.Out, "%s: waiting for window until %s (in %s)\n", r.NodeGroup, w.Format(time.RFC3339), w.Sub(now).Round(time.Second))
-		}
-		if where := inClusterWhere(s, o.StateNamespace); where != "" {
-			fmt.Fprintf(o.Out, "%s: %s\n", r.NodeGroup, where)
-		}
-		if r.Note != "" {
-			fmt.Fprintf(o.Out, "%s: note: %s\n", r.NodeGroup, r.Note)
-		}
+		o.writeRunDetails(s, nodeCreated, now)
 	}
 	return nil
+}
+
+// writeRunDetails is what the table leaves out of one run: its group in
+// the provider's words, the window it waits for, where it runs, its note
+// and its next steps.
+func (o *StatusOptions) writeRunDetails(s RunStatus, nodeCreated map[string]time.Time, now time.Time) {
+	r := s.Record
+	if c := r.Cloud; c != nil {
+		group, template := c.Kinds()
+		line := fmt.Sprintf("%s: %s %q%s", r.NodeGroup, group, c.Group, targetText(c, template))
+		if c.Original != nil {
+			line += fmt.Sprintf("; before the run %s, desired last set %d", c.Original, c.LastDesired)
+		}
+		if c.Shrinking != "" {
+			line += fmt.Sprintf("; scale-down removing %q", c.Shrinking)
+		}
+		if c.Green != "" {
+			line += fmt.Sprintf("; green %s %q", group, c.Green)
+		}
+		if c.SoakUntil != nil && r.FinishedAt == nil {
+			if left := c.SoakUntil.Sub(now); left > 0 {
+				line += fmt.Sprintf("; soaking until %s (%s left)", c.SoakUntil.Format(time.RFC3339), left.Round(time.Second))
+			} else {
+				line += "; soak over"
+			}
+		}
+		fmt.Fprintln(o.Out, line)
+	}
+	if m := r.Managed; m != nil && r.Cloud == nil && m.Service != "" {
+		fmt.Fprintln(o.Out, managedLine(r.NodeGroup, m))
+	}
+	if len(r.LeftRunning) > 0 {
+		fmt.Fprintln(o.Out, shortLivedLine(r, nodeCreated, now))
+	}
+	if w := r.WaitingForWindow; w != nil && s.Alive {
+		fmt.Fprintf(o.Out, "%s: waiting for window until %s (in %s)\n", r.NodeGroup, w.Format(time.RFC3339), w.Sub(now).Round(time.Second))
+	}
+	if where := inClusterWhere(s, o.StateNamespace); where != "" {
+		fmt.Fprintf(o.Out, "%s: %s\n", r.NodeGroup, where)
+	}
+	if r.Note != "" {
+		fmt.Fprintf(o.Out, "%s: note: %s\n", r.NodeGroup, r.Note)
+	}
+	if next := session.Describe(r, s.Alive, s.Request, now).Suggest(); next != "" && o.NodeGroup != "" {
+		fmt.Fprintf(o.Out, "%s: next: %s\n", r.NodeGroup, next)
+	}
 }
 
 // managedLine names the group of a run its service updates, what the
@@ -523,7 +460,6 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 
 // follow prints the run's lines until it stops or ctx ends.
 func (o *StatusOptions) follow(ctx context.Context) error {
-	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
 	// Watch before the first look, so no change falls between the two.
 	w := &runWatch{o: o, opts: metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", state.ObjectName(o.NodeGroup)).String()}}
 	if err := w.start(ctx); err != nil {
@@ -534,7 +470,7 @@ func (o *StatusOptions) follow(ctx context.Context) error {
 	defer ticker.Stop()
 	var last string
 	for {
-		cur, stopped, err := o.lookAtRun(ctx, store, &last)
+		cur, stopped, err := o.lookAtRun(ctx, &last)
 		if err != nil {
 			return err
 		}
@@ -562,12 +498,12 @@ func (o *StatusOptions) follow(ctx context.Context) error {
 
 // lookAtRun prints a line when the run's status reads otherwise than last,
 // and reports whether the run has stopped.
-func (o *StatusOptions) lookAtRun(ctx context.Context, store *state.Store, last *string) (RunStatus, bool, error) {
-	rec, err := store.Load(ctx, o.NodeGroup)
+func (o *StatusOptions) lookAtRun(ctx context.Context, last *string) (RunStatus, bool, error) {
+	run, err := (&session.Session{Client: o.client, StateNamespace: o.StateNamespace}).Look(ctx, o.NodeGroup)
 	if err != nil {
 		return RunStatus{}, false, err
 	}
-	if rec == nil {
+	if run == nil {
 		// As kubectl get -w: wait for the run to exist.
 		if *last == "" {
 			*last = "waiting"
@@ -575,10 +511,7 @@ func (o *StatusOptions) lookAtRun(ctx context.Context, store *state.Store, last 
 		}
 		return RunStatus{}, false, err
 	}
-	cur, err := o.statusOf(ctx, rec)
-	if err != nil {
-		return cur, false, err
-	}
+	cur := describeRun(run.Record, run.Alive, run.Request, o.now())
 	if cur.Held, err = o.heldNow(ctx, cur); err != nil {
 		return cur, false, err
 	}
@@ -669,22 +602,31 @@ func (e *watchEnded) Error() string { return e.msg }
 func (e *watchEnded) exitCode() int { return e.code }
 
 // watchEnd is nil for a run that finished, else an error saying how it
-// stopped, with the exit code run itself would have had.
+// stopped, with the exit code run itself would have had, and the next
+// steps its lifecycle takes.
 func watchEnd(s RunStatus) error {
 	g := s.NodeGroup
+	v := session.Describe(s.Record, s.Alive, s.Request, time.Now())
+	var msg string
+	code := ExitPaused
 	switch s.Status {
 	case StatusFinished, StatusRolledBack, StatusAborted:
 		return nil
 	case StatusPaused:
-		return &watchEnded{fmt.Sprintf("the run on %q is paused; continue it with \"kubectl nodeupgrade resume %s\"", g, g), ExitPaused}
+		msg = fmt.Sprintf("the run on %q is paused %s", g, v.Where())
 	case StatusSoaking, StatusSoakOver:
-		return &watchEnded{fmt.Sprintf("the run on %q was left soaking; resume it after the soak, or end the soak with \"kubectl nodeupgrade complete %s\"", g, g), ExitPaused}
+		msg = fmt.Sprintf("the run on %q was left soaking", g)
 	case StatusWindowOver:
-		return &watchEnded{fmt.Sprintf("the run on %q stopped at its --not-after: %s", g, s.Note), ExitPaused}
+		msg = fmt.Sprintf("the run on %q stopped at its --not-after: %s", g, s.Note)
 	case StatusFailed:
-		return &watchEnded{fmt.Sprintf("the run on %q failed: %s", g, output.OneLine(s.LastError, 0)), ExitFailure}
+		msg, code = fmt.Sprintf("the run on %q failed: %s", g, output.OneLine(s.LastError, 0)), ExitFailure
+	default:
+		msg, code = fmt.Sprintf("the run on %q stopped before it finished (%s)", g, s.Status), ExitFailure
 	}
-	return &watchEnded{fmt.Sprintf("the run on %q stopped before it finished (%s); run the same command again or \"kubectl nodeupgrade resume %s\", or put the group back in service with \"kubectl nodeupgrade abort %s\"", g, s.Status, g, g), ExitFailure}
+	if next := v.Suggest(); next != "" {
+		msg += "; " + next
+	}
+	return &watchEnded{msg, code}
 }
 
 // shortLivedLine says how many of the nodes a short-lived run left running
@@ -710,7 +652,3 @@ func shortLivedLine(r *state.Record, nodeCreated map[string]time.Time, now time.
 	return fmt.Sprintf("%s: short-lived: %d of %d old nodes still run; the oldest is %s old; %d older than --max-age %s",
 		r.NodeGroup, left, len(r.LeftRunning), duration.HumanDuration(oldest), over, duration.HumanDuration(r.MaxAge))
 }
-
-// windowClosedNote is in the note of a run stopped at --not-after
-// (upgrade.WindowClosedError).
-const windowClosedNote = "no maintenance window opens before --not-after"

@@ -53,10 +53,10 @@ func TestDescribeRun(t *testing.T) {
 		{"live run", nil, true, "", StatusRunning, 10 * time.Minute},
 		{"live run asked to pause", nil, true, state.RequestCancel, StatusPausing, 10 * time.Minute},
 		{"paused by cancel", func(r *state.Record) {
-			r.Note = "paused by cancel in phase Cordon; continue with resume, or undo with rollback"
+			r.State, r.Note = state.StatePaused, "paused by cancel in phase Cordon"
 		}, false, "", StatusPaused, 4 * time.Minute},
 		{"dead run marked paused by cancel", nil, false, state.RequestCancel, StatusPaused, 4 * time.Minute},
-		{"resumed run with an old pause note", func(r *state.Record) { r.Note = "paused by cancel in phase Cordon" }, true, "", StatusRunning, 10 * time.Minute},
+		{"resumed run with an old pause note", func(r *state.Record) { r.State, r.Note = state.StateRunning, "paused by cancel in phase Cordon" }, true, "", StatusRunning, 10 * time.Minute},
 		{"Ctrl-C", func(r *state.Record) { r.LastError = interruptedError }, false, "", StatusInterrupted, 4 * time.Minute},
 		{"Ctrl-C, recorded by an older version", func(r *state.Record) { r.LastError = "context canceled" }, false, "", StatusInterrupted, 4 * time.Minute},
 		{"Ctrl-C, lock not yet given up", func(r *state.Record) { r.LastError = "context canceled" }, true, "", StatusInterrupted, 10 * time.Minute},
@@ -67,7 +67,7 @@ func TestDescribeRun(t *testing.T) {
 			r.Phase, r.FinishedAt, r.AbortedAt = "Taint", &finished, &finished
 		}, false, "", StatusAborted, 9 * time.Minute},
 		{"blue/green rolled back", func(r *state.Record) {
-			r.Phase, r.FinishedAt, r.Note = "Done", &finished, `rolled back: blue (Auto Scaling group "ng") serves again`
+			r.State, r.Phase, r.FinishedAt, r.Note = state.StateRolledBack, "Done", &finished, `rolled back: blue (Auto Scaling group "ng") serves again`
 		}, false, "", StatusRolledBack, 9 * time.Minute},
 		{"eks rolled back to the version before", func(r *state.Record) {
 			r.Phase, r.FinishedAt = "Done", &finished
@@ -87,7 +87,7 @@ func TestDescribeRun(t *testing.T) {
 		{"waiting for a window", func(r *state.Record) { r.Phase, r.WaitingForWindow = "Recover", &soakEnds }, true, "", StatusWaiting, 10 * time.Minute},
 		{"killed while waiting for a window", func(r *state.Record) { r.Phase, r.WaitingForWindow = "Recover", &soakEnds }, false, "", StatusInterrupted, 4 * time.Minute},
 		{"stopped at --not-after", func(r *state.Record) {
-			r.Phase, r.Note = "Recover", (&upgrade.WindowClosedError{What: "batch 2/3", NotAfter: testNow}).Error()
+			r.State, r.Phase, r.Note = state.StateWindowClosed, "Recover", (&upgrade.WindowClosedError{What: "batch 2/3", NotAfter: testNow}).Error()
 		}, false, "", StatusWindowOver, 4 * time.Minute},
 		{"left soaking, soak over", func(r *state.Record) {
 			r.Phase, r.Note, r.Cloud = "Soak", "soaking until ...", &state.CloudRecord{GreenRecord: state.GreenRecord{SoakUntil: &soakEnded}}
@@ -376,7 +376,7 @@ func TestStatusWatchCtrlCStopsWatching(t *testing.T) {
 
 func TestStatusWatchEndsAtOnceOnAStoppedRun(t *testing.T) {
 	rec := recordFor("ng")
-	rec.Note = "paused by cancel in phase Drain; continue with resume, or undo with rollback"
+	rec.State, rec.Note = state.StatePaused, "paused by cancel in phase Drain"
 	client := statusFixture(t, []*state.Record{rec})
 	out, stderr, code := runStatus(t, client, "ng", "-w")
 	if code != ExitPaused || !strings.Contains(out, "ng: paused") || !strings.Contains(stderr, "resume ng") {

@@ -23,14 +23,10 @@ type AbortTarget struct {
 	Finished            *state.Record
 	NodeGroupLabel      string
 	Taint               string
-	// Mark, once the group is back, marks the record aborted with what the
-	// engine noted, under the lock still: status -w never sees the run
-	// stopped and not marked.
-	Mark func(ctx context.Context, note string) error
 }
 
 // Abort puts the target's group back in service under its lock, with the
-// engine's abort, marks it as t.Mark says, and keeps the record of a
+// engine's abort, marks its run aborted, and keeps the record of a
 // failure.
 func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 	group := RecordName(t.NodeGroup, t.Selector)
@@ -79,12 +75,14 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 	}
 	if err := CauseOf(ctx, engine.Abort(ctx)); err != nil {
 		if rec != nil {
-			rec.LastError = "abort: " + err.Error()
+			rec.State, rec.LastError = state.StateFailed, "abort: "+err.Error()
 			_ = s.Store().Save(cleanupCtx, rec)
 		}
 		return fmt.Errorf("%w; the group is not fully back in service: fix the cause and run \"kubectl nodeupgrade abort %s\" again", err, group)
 	}
-	return t.Mark(cleanupCtx, engine.Note())
+	// Marked under the lock still: status -w never sees the run stopped
+	// and not marked.
+	return s.MarkAborted(cleanupCtx, t.Unfinished, group, engine.Note())
 }
 
 // abortConfig is the configuration abort runs the engine with: the plan
@@ -139,4 +137,31 @@ func (s *Session) unrecordedAbortConfig(ctx context.Context, t AbortTarget) (upg
 	}
 	req := plan.Request{DrainTimeout: 15 * time.Minute, PostDrainWait: 60 * time.Second, NodeReadyTimeout: 15 * time.Minute}
 	return s.EngineConfig(p, req, &cloud.None{Client: s.Client})
+}
+
+// MarkAborted ends rec's run as aborted, with what the engine noted, and
+// says the group is back in service; with no record, it says only that.
+func (s *Session) MarkAborted(ctx context.Context, rec *state.Record, group, note string) error {
+	if rec == nil {
+		if note != "" {
+			fmt.Fprintln(s.Out, note)
+		}
+		fmt.Fprintf(s.Out, "node group %q is back in service; no run was recorded, so no size was changed\n", group)
+		return nil
+	}
+	where := Describe(rec, false, "", time.Now()).Where()
+	now := time.Now().UTC().Truncate(time.Second)
+	rec.State, rec.AbortedAt, rec.FinishedAt, rec.InFlight, rec.LastError = state.StateAborted, &now, &now, nil, ""
+	rec.Note = "aborted " + where
+	if note != "" {
+		rec.Note += ": " + note
+	}
+	if err := s.Requests(group).Clear(ctx); err != nil {
+		return err
+	}
+	if err := s.Store().Save(ctx, rec); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.Out, "node group %q is back in service; its run is marked aborted (%s)\n", group, rec.Note)
+	return nil
 }

@@ -121,6 +121,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	// ...") is no longer so once this run holds the lock; status showed it
 	// beside a live run. The run's end writes its own.
 	rec.Strategy, rec.Target, rec.Holder, rec.LastError, rec.Note = pl.Strategy, pl.TargetLabels, holder, "", ""
+	rec.State = state.StateRunning
 	rec.WaitingForWindow = nil
 	// A rollback counts its own nodes: those the upgrade replaced are
 	// replaced again (see state.Record.Counted).
@@ -135,11 +136,11 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	}
 	err = CauseOf(ctx, engine.Run(ctx))
 	rep.finish(cleanupCtx, err)
-	recordEnd(rec, err, engine.Note())
+	recordEnd(rec, err, engine.Note(), engine.RolledBack())
 	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
 		return saveErr
 	}
-	return err
+	return stoppedWithNextSteps(rec, err)
 }
 
 // nodesTotal is how many nodes the run of pl replaces: the earlier
@@ -186,25 +187,59 @@ func recordRequest(rec *state.Record, pl *Planned) {
 	rec.Request = &req
 }
 
-// recordEnd writes how the run stopped into rec: finished, paused or left
-// soaking (noted), or stopped by err.
-func recordEnd(rec *state.Record, err error, note string) {
+// recordEnd writes how the run stopped into rec: its state, and for
+// people a note (finished, paused, left soaking) or the error.
+func recordEnd(rec *state.Record, err error, note string, rolledBack bool) {
 	var paused *upgrade.PausedError
 	var soaking *upgrade.SoakingError
 	var closed *upgrade.WindowClosedError
 	rec.WaitingForWindow = nil
 	switch {
-	case errors.As(err, &paused) || errors.As(err, &soaking) || errors.As(err, &closed):
-		rec.Note = err.Error()
+	case errors.As(err, &paused):
+		rec.State, rec.Note = state.StatePaused, err.Error()
+	case errors.As(err, &soaking):
+		rec.State, rec.Note = state.StateSoaking, err.Error()
+	case errors.As(err, &closed):
+		rec.State, rec.Note = state.StateWindowClosed, err.Error()
 	case errors.Is(err, context.Canceled):
 		// The record says what stopped the run, not Go's "context canceled".
-		rec.LastError = InterruptedError
+		rec.State, rec.LastError = state.StateInterrupted, InterruptedError
 	case err != nil:
-		rec.LastError = err.Error()
+		rec.State, rec.LastError = state.StateFailed, err.Error()
 	default:
 		now := time.Now().UTC().Truncate(time.Second)
-		rec.FinishedAt, rec.InFlight, rec.Note = &now, nil, note
+		rec.State, rec.FinishedAt, rec.InFlight, rec.Note = state.StateFinished, &now, nil, note
+		if rolledBack {
+			rec.State = state.StateRolledBack
+		}
 	}
+}
+
+// StoppedError is a run's stop on purpose (paused, left soaking, at
+// --not-after) with the next steps its lifecycle takes: the run's own
+// words name none, so none is ever refused.
+type StoppedError struct {
+	Err  error
+	Next string
+}
+
+func (e *StoppedError) Error() string {
+	if e.Next == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + "; " + e.Next
+}
+
+func (e *StoppedError) Unwrap() error { return e.Err }
+
+// stoppedWithNextSteps is err, with the next steps of rec's run where it
+// stopped on purpose.
+func stoppedWithNextSteps(rec *state.Record, err error) error {
+	switch rec.State {
+	case state.StatePaused, state.StateSoaking, state.StateWindowClosed:
+		return &StoppedError{Err: err, Next: Describe(rec, false, "", time.Now()).Suggest()}
+	}
+	return err
 }
 
 // recordToRun is the record this run writes: the unfinished run's, which
@@ -269,7 +304,7 @@ func (s *Session) settleAborted(ctx context.Context, pl *Planned) error {
 	if rec, err = store.Load(ctx, group); err != nil || rec == nil || rec.FinishedAt == nil || rec.AbortedAt == nil {
 		return err
 	}
-	rec.AbortedAt = nil
+	rec.AbortedAt, rec.State = nil, state.StateFinished
 	rec.Note = "abort left every node on the target: a run after it found nothing to do"
 	rec.UpdatedAt = time.Now().UTC().Truncate(time.Second)
 	return store.Save(ctx, rec)
@@ -337,8 +372,7 @@ func RefusePendingCancel(ctx context.Context, requests *state.Requests, rec *sta
 	case rec == nil || rec.FinishedAt != nil:
 		return requests.Clear(ctx)
 	case req == state.RequestCancel:
-		g := requests.Group
-		return Usagef("node group %q is paused (cancel) in phase %s; continue with \"kubectl nodeupgrade resume %s\", undo with rollback, or put it back in service with \"kubectl nodeupgrade abort %s\"", g, rec.Phase, g, g)
+		return Describe(rec, false, req, time.Now()).Accept(CmdRun)
 	}
 	return nil
 }

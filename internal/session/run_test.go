@@ -149,7 +149,7 @@ func TestRefusePendingCancel(t *testing.T) {
 		wantAfter string // the request pending afterwards
 	}{
 		{name: "nothing pending", wantAfter: ""},
-		{name: "a paused run", request: state.RequestCancel, wantErr: `node group "ng" is paused (cancel) in phase Drain; continue with "kubectl nodeupgrade resume ng"`, wantAfter: state.RequestCancel},
+		{name: "a paused run", request: state.RequestCancel, wantErr: `cannot run: node group "ng" is paused (cancel) in phase Drain; continue with "kubectl nodeupgrade resume ng"`, wantAfter: state.RequestCancel},
 		{name: "a rollback for the next run", request: state.RequestRollback, wantAfter: state.RequestRollback},
 		{name: "a cancel that came as the run finished", finished: true, request: state.RequestCancel, wantAfter: ""},
 		{name: "a complete that came as the run finished", finished: true, request: state.RequestComplete, wantAfter: ""},

@@ -43,9 +43,12 @@ func (a *aborter) run(ctx context.Context) error {
 	if phase == plan.PhaseDeleteBlue {
 		return fmt.Errorf("cannot abort: blue is being deleted, which cannot be undone")
 	}
-	if rec.Phase == "" {
+	switch {
+	case rec.StartedAt.IsZero(): // not a record the session read: none was
 		a.logf("no run recorded: looking for what a run left on the group's nodes")
-	} else {
+	case phase == "":
+		a.logf("aborting the %s run before its first phase", a.strategy.Name())
+	default:
 		a.logf("aborting the %s run in phase %s", a.strategy.Name(), phase)
 	}
 	nodes, err := a.abortNodes()

@@ -21,7 +21,12 @@ type Control interface {
 type PausedError struct{ Phase plan.Phase }
 
 func (e *PausedError) Error() string {
-	return fmt.Sprintf("paused by cancel in phase %s; continue with resume, undo with rollback, or put the group back in service with abort", e.Phase)
+	// The next steps are the session's (session.StoppedError): which
+	// ones the run takes depends on its record, not on this phase alone.
+	if e.Phase == "" {
+		return "paused by cancel before its first phase"
+	}
+	return fmt.Sprintf("paused by cancel in phase %s", e.Phase)
 }
 
 // SoakingError ends a run left at its soak (--no-wait): a later run or
@@ -29,7 +34,7 @@ func (e *PausedError) Error() string {
 type SoakingError struct{ Until time.Time }
 
 func (e *SoakingError) Error() string {
-	return fmt.Sprintf("soaking until %s (%s left); run again or resume after that, or end the soak now with complete",
+	return fmt.Sprintf("soaking until %s (%s left)",
 		e.Until.UTC().Format(time.RFC3339), time.Until(e.Until).Round(time.Second))
 }
 

@@ -379,6 +379,16 @@ func (e *Engine) stoppedUndrained(ctx context.Context, cause error) error {
 // Note is what the run wants the operator to know though it succeeded.
 func (e *Engine) Note() string { return e.note }
 
+// RolledBack reports whether the run took the group back to where it
+// was (in place, or blue/green's rollback), rather than upgrading it.
+func (e *Engine) RolledBack() bool {
+	s := runSummary{Rollback: e.cfg.RollingBack}
+	if r, ok := e.run.(interface{ summarize(*runSummary) }); ok {
+		r.summarize(&s)
+	}
+	return s.Rollback || s.BlueGreen
+}
+
 func (e *Engine) batchLabel(i int) string {
 	return fmt.Sprintf("batch %d/%d", i+1, len(e.cfg.Plan.Batches))
 }

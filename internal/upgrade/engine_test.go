@@ -444,7 +444,7 @@ func TestRunStops(t *testing.T) {
 				if !errors.As(err, &paused) || paused.Phase != plan.PhaseRoom {
 					t.Fatalf("error %v, want PausedError in %s", err, plan.PhaseRoom)
 				}
-				if !strings.Contains(err.Error(), "continue with resume") {
+				if err.Error() != "paused by cancel in phase "+string(plan.PhaseRoom) {
 					t.Errorf("error %q", err)
 				}
 				// The first batch is replaced; the second is untouched.

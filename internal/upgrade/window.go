@@ -18,7 +18,7 @@ type WindowClosedError struct {
 }
 
 func (e *WindowClosedError) Error() string {
-	return fmt.Sprintf("stopped before %s: no maintenance window opens before --not-after %s; run the same command again with a later --not-after to go on, or put the group back in service with abort",
+	return fmt.Sprintf("stopped before %s: no maintenance window opens before --not-after %s",
 		e.What, e.NotAfter.UTC().Format(time.RFC3339))
 }
 

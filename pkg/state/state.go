@@ -48,20 +48,23 @@ const (
 
 // Record is what status shows and a re-run continues from.
 type Record struct {
-	NodeGroup  string            `json:"nodeGroup"` // the group name, or "-l <selector>"
-	Strategy   string            `json:"strategy"`
-	Target     map[string]string `json:"target"`
-	Phase      string            `json:"phase"`
-	Batch      int               `json:"batch"` // 1-based batch in progress
-	Batches    int               `json:"batches"`
-	NodesTotal int               `json:"nodesTotal"`
-	Done       []string          `json:"done"`
-	InFlight   []string          `json:"inFlight"`
-	LastError  string            `json:"lastError,omitempty"`
-	Holder     string            `json:"holder,omitempty"`
-	StartedAt  time.Time         `json:"startedAt"`
-	UpdatedAt  time.Time         `json:"updatedAt"`
-	FinishedAt *time.Time        `json:"finishedAt,omitempty"`
+	NodeGroup string            `json:"nodeGroup"` // the group name, or "-l <selector>"
+	Strategy  string            `json:"strategy"`
+	Target    map[string]string `json:"target"`
+	// State is where the run stands, as its last writer left it (empty
+	// in records of versions before it: see session.Describe).
+	State      RunState   `json:"state,omitempty"`
+	Phase      string     `json:"phase"`
+	Batch      int        `json:"batch"` // 1-based batch in progress
+	Batches    int        `json:"batches"`
+	NodesTotal int        `json:"nodesTotal"`
+	Done       []string   `json:"done"`
+	InFlight   []string   `json:"inFlight"`
+	LastError  string     `json:"lastError,omitempty"`
+	Holder     string     `json:"holder,omitempty"`
+	StartedAt  time.Time  `json:"startedAt"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	// LeftRunning are the outdated nodes the short-lived strategy leaves
 	// to go away on their own, and MaxAge how old they may get.
 	LeftRunning []NodeAge     `json:"leftRunning,omitempty"`

@@ -1,0 +1,41 @@
+package state
+
+// RunState is where a run stands as its last writer left it: stored in
+// the record as data, so status, report and the controls read one answer
+// instead of interpreting notes (which are for people). What only the
+// lock and the requests tell (a live run pausing, a stored "running"
+// whose process is gone) is derived from it by the session's lifecycle.
+type RunState string
+
+// The stored states. Their words are status's STATUS column.
+const (
+	// StateSubmitted: handed to an in-cluster Job whose pod has not
+	// taken the run yet.
+	StateSubmitted RunState = "submitted"
+	// StateWaiting: holding its next step until a maintenance window
+	// opens (--window, --not-before); WaitingForWindow says until when.
+	StateWaiting RunState = "waiting for window"
+	// StateRunning: a process works on it (in the phase Phase names).
+	StateRunning RunState = "running"
+	// StatePaused: stopped by cancel at a safe point.
+	StatePaused RunState = "paused"
+	// StateWindowClosed: stopped at --not-after with no window left.
+	StateWindowClosed RunState = "window closed"
+	// StateSoaking: left at its blue/green soak (--no-wait).
+	StateSoaking RunState = "soaking"
+	// StateInterrupted: stopped by Ctrl-C or SIGTERM before it finished.
+	StateInterrupted RunState = "interrupted"
+	// StateFailed: stopped by an error, LastError says which.
+	StateFailed RunState = "failed"
+	// StateFinished: the upgrade reached its target.
+	StateFinished RunState = "finished"
+	// StateRolledBack: a rollback finished.
+	StateRolledBack RunState = "rolled back"
+	// StateAborted: put back in service by abort before it finished.
+	StateAborted RunState = "aborted"
+)
+
+// Over reports whether s ends the run: nothing resumes it.
+func (s RunState) Over() bool {
+	return s == StateFinished || s == StateRolledBack || s == StateAborted
+}
