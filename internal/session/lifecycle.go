@@ -441,3 +441,88 @@ func (s *Session) lookAt(ctx context.Context, rec *state.Record) (*Run, error) {
 	run := Describe(rec, held != nil, request, time.Now())
 	return &run, nil
 }
+
+// LifecycleTable is docs/controls.md's table of the lifecycle: for each
+// status, whether each command is taken there, for an eks run on a cloud
+// group and a blue/green one ("eks / blue-green"), from the example runs
+// ExampleRun builds.
+func LifecycleTable() string {
+	var b strings.Builder
+	b.WriteString("| status |")
+	for _, cmd := range Commands {
+		fmt.Fprintf(&b, " %s |", cmd)
+	}
+	b.WriteString("\n|---|")
+	b.WriteString(strings.Repeat("---|", len(Commands)))
+	b.WriteString("\n")
+	for _, st := range Statuses {
+		fmt.Fprintf(&b, "| %s |", st)
+		for _, cmd := range Commands {
+			var cells []string
+			for _, strategy := range []string{"eks", "blue-green"} {
+				cells = append(cells, takes(ExampleRun(st, strategy), cmd))
+			}
+			fmt.Fprintf(&b, " %s |", strings.Join(cells, " / "))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// takes is a cell of LifecycleTable: yes, no, or - where the strategy has
+// no such status.
+func takes(run *Run, cmd Command) string {
+	switch {
+	case run == nil:
+		return "-"
+	case run.Accept(cmd) == nil:
+		return "yes"
+	}
+	return "no"
+}
+
+// ExampleRun is a run of strategy (eks or blue-green, on a cloud group)
+// in status st, two batches of five in, as the run leaves its record
+// there; nil where the strategy has no such status (eks never soaks).
+func ExampleRun(st state.RunState, strategy string) *Run {
+	started := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	now := started.Add(20 * time.Minute)
+	r := &state.Record{NodeGroup: "demo", Strategy: strategy, State: state.StateRunning, Phase: string(plan.PhaseDrain),
+		Batch: 3, Batches: 5, NodesTotal: 10, Done: []string{"n1", "n2", "n3", "n4"}, StartedAt: started, UpdatedAt: now,
+		Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "aws", Group: "demo", FromVersion: "1", TargetVersion: "2", Original: &plan.Sizes{Min: 3, Desired: 10, Max: 12}}}}
+	alive, request := false, ""
+	soaks := strategy == string(plan.StrategyBlueGreen)
+	switch st {
+	case state.StateSubmitted:
+		r.State, r.Phase, r.Done, r.Cloud = st, "", nil, nil
+	case state.StateWaiting:
+		opens := now.Add(time.Hour)
+		alive, r.WaitingForWindow = true, &opens
+	case state.StateRunning:
+		alive = true
+	case StatusPausing:
+		alive, request = true, state.RequestCancel
+	case StatusRollingBack:
+		alive, request = true, state.RequestRollback
+	case state.StatePaused:
+		r.State, request = st, state.RequestCancel
+	case state.StateSoaking, StatusSoakOver:
+		if !soaks {
+			return nil
+		}
+		until := now.Add(time.Hour)
+		if st == StatusSoakOver {
+			until = now.Add(-time.Minute)
+		}
+		r.State, r.Phase, r.Cloud.SoakUntil = state.StateSoaking, string(plan.PhaseSoak), &until
+	case state.StateFinished, state.StateRolledBack, state.StateAborted:
+		r.State, r.Phase, r.FinishedAt = st, string(plan.PhaseDone), &now
+		if st == state.StateAborted {
+			r.AbortedAt = &now
+		}
+	default:
+		r.State = st
+	}
+	run := Describe(r, alive, request, now)
+	return &run
+}
