@@ -148,6 +148,13 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 // cancel asks a live run to pause at its next safe point, or pauses a
 // stopped one.
 func (o *ControlOptions) cancel(ctx context.Context, run *session.Run, requests *state.Requests) error {
+	if run.Status == state.StateSubmitted {
+		if err := o.sess.Withdraw(ctx, o.NodeGroup); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "paused the run on %q before its first phase; continue with \"kubectl nodeupgrade resume %s\"\n", o.NodeGroup, o.NodeGroup)
+		return nil
+	}
 	if err := requests.Send(ctx, state.RequestCancel); err != nil {
 		return err
 	}

@@ -36,6 +36,12 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 		return err
 	}
 	defer release()
+	if rec := t.Unfinished; rec != nil && rec.State == state.StateSubmitted {
+		// Its pod, should it start now, finds the lock held.
+		if err := s.deleteSubmittedJob(ctx, group); err != nil {
+			return err
+		}
+	}
 	if rec := t.Unfinished; rec != nil && rec.Holder != holder {
 		// Who works on the run now: status -w, and an in-cluster abort's
 		// follower, see the abort under way.

@@ -323,7 +323,14 @@ func (s *Session) Submit(ctx context.Context, pl *Planned, ic InCluster) (*batch
 	if err := s.clearForJob(ctx, r.RecordName(), ic, false); err != nil {
 		return nil, err
 	}
-	return s.startJob(ctx, job, data)
+	started, err := s.startJob(ctx, job, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.recordSubmitted(ctx, pl); err != nil {
+		return started, fmt.Errorf("error when recording the run submitted to Job %s/%s, which runs it: %w", started.Namespace, started.Name, err)
+	}
+	return started, nil
 }
 
 // AbortArgs is the command line of the pod of an abort Job: abort group's
@@ -392,7 +399,7 @@ func (s *Session) clearForJob(ctx context.Context, group string, ic InCluster, s
 	case err != nil:
 		return fmt.Errorf("cannot run in the cluster: error when reading Job %q: %w", JobName(group), err)
 	case !JobEnded(old) && !supersede:
-		return Usagef("cannot run in the cluster: Job %q in namespace %q still runs the last run of %q; follow it with \"kubectl nodeupgrade status %s -w\", or stop it with cancel", old.Name, ns, group, group)
+		return Usagef("cannot run in the cluster: Job %q in namespace %q still runs the last run of %q; follow it with \"kubectl nodeupgrade status %s -w\", or stop it with \"kubectl nodeupgrade cancel %s\"", old.Name, ns, group, group, group)
 	case !JobEnded(old):
 		fmt.Fprintf(s.Out, "deleting Job %s/%s of the stopped run, which would start it again\n", ns, old.Name)
 	}

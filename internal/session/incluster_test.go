@@ -369,3 +369,41 @@ func TestInClusterPodWaitsOutTheLockOfAnEarlierPod(t *testing.T) {
 		})
 	}
 }
+
+// A Job whose pod has not started is a run every command sees: status
+// names it submitted, a second submission is sent to cancel, and cancel
+// deletes the Job and leaves the run paused for resume.
+func TestSubmittedRunIsSeenAndWithdrawn(t *testing.T) {
+	ctx := context.Background()
+	ic := InCluster{Image: "img", ServiceAccount: "sa"}
+	s, c := inClusterSession(serviceAccount)
+	if _, err := s.Submit(ctx, inClusterPlan(), ic); err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.Look(ctx, "demo")
+	if err != nil || run == nil {
+		t.Fatalf("no run seen after the submission: %v", err)
+	}
+	if run.Status != state.StateSubmitted || run.Where() != "submitted to its Job, whose pod has not started it" {
+		t.Errorf("status %q, %s", run.Status, run.Where())
+	}
+	if err := run.Accept(CmdCancel); err != nil {
+		t.Errorf("cancel refused: %v", err)
+	}
+	if _, err := s.Submit(ctx, inClusterPlan(), ic); err == nil || !strings.Contains(err.Error(), `"kubectl nodeupgrade cancel demo"`) {
+		t.Errorf("second submission: %v, want a refusal naming cancel", err)
+	}
+	if err := s.Withdraw(ctx, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.BatchV1().Jobs("kube-system").Get(ctx, JobName("demo"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Job is still there: %v", err)
+	}
+	run, err = s.Look(ctx, "demo")
+	if err != nil || run == nil || run.Status != state.StatePaused {
+		t.Fatalf("after cancel: %+v %v, want paused", run, err)
+	}
+	if err := run.Accept(CmdResume); err != nil {
+		t.Errorf("resume refused after cancel: %v", err)
+	}
+}
