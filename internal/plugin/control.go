@@ -117,7 +117,11 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	o.sess = newSession(o.configFlags, po.client, po.context, o.IOStreams, o.StateNamespace)
 	// The lock before the record: a run writes its last record, then gives
 	// the lock up, so a record read after the lock was seen free is final.
-	alive := o.sess.Holder(ctx, o.NodeGroup) != nil
+	held, err := o.sess.Holder(ctx, o.NodeGroup)
+	if err != nil {
+		return err
+	}
+	alive := held != nil
 	store := o.sess.Store()
 	rec, err := store.Load(ctx, o.NodeGroup)
 	if err != nil {
