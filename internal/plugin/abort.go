@@ -177,7 +177,10 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 func (o *AbortOptions) recordToAbort(ctx context.Context, sess *session.Session, requests *state.Requests, group string) (rec, finished *state.Record, err error) {
 	// The lock before the record, as control commands read them: a record
 	// read after the lock was seen free is the run's last.
-	held := sess.Holder(ctx, group)
+	held, err := sess.Holder(ctx, group)
+	if err != nil {
+		return nil, nil, err
+	}
 	if rec, err = sess.Store().Load(ctx, group); err != nil {
 		return nil, nil, err
 	}
@@ -272,7 +275,14 @@ func (o *AbortOptions) stopLiveRun(ctx context.Context, sess *session.Session, r
 		elsewhere = fmt.Sprintf(" (a run gone on another machine: until its lock runs out, in %s)", max(time.Until(held.Expires), 0).Round(time.Second))
 	}
 	fmt.Fprintf(o.Out, "asked the run on %q (%s) to stop at its next safe point; waiting for it to stop%s\n", group, holder, elsewhere)
-	for sess.Holder(ctx, group) != nil {
+	for {
+		still, err := sess.Holder(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		if still == nil {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -2,10 +2,14 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -58,6 +62,42 @@ func TestCancelWhereNoSafePointIsLeft(t *testing.T) {
 			req, err := (&state.Requests{Store: &state.Store{Client: client, Namespace: state.DefaultNamespace}, Group: "ng"}).Pending(context.Background())
 			if err != nil || (req == state.RequestCancel) != tc.stored {
 				t.Errorf("pending request %q (%v); want one stored: %v", req, err, tc.stored)
+			}
+		})
+	}
+}
+
+// TestControlsStopOnUnreadableLockOrRecord: a control that cannot read
+// the group's lock or record says so and changes nothing; it never takes
+// the run for stopped ("paused the run") or absent ("no unfinished run").
+func TestControlsStopOnUnreadableLockOrRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name, action, resource string
+		want                   string
+	}{
+		{name: "cancel, lock unreadable", action: "cancel", resource: "leases", want: `error when reading the lock of "ng": etcdserver: request timed out`},
+		{name: "cancel, record unreadable", action: "cancel", resource: "configmaps", want: `error when reading the record of "ng": etcdserver: request timed out`},
+		{name: "resume, lock unreadable", action: "resume", resource: "leases", want: `error when reading the lock of "ng"`},
+		{name: "complete, lock unreadable", action: "complete", resource: "leases", want: `error when reading the lock of "ng"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := recordFor("ng")
+			rec.Phase, rec.Batch = string(plan.PhaseDrain), 2
+			client := statusFixture(t, []*state.Record{rec}, "ng").(*fake.Clientset)
+			client.ClearActions()
+			client.PrependReactor("get", tc.resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, errors.New("etcdserver: request timed out")
+			})
+			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+			o := &ControlOptions{IOStreams: streams, action: tc.action, client: client, NodeGroup: "ng", StateNamespace: state.DefaultNamespace, Yes: true}
+			code := PrintError(errOut, o.Run(context.Background()))
+			if code != ExitFailure || !strings.Contains(errOut.String(), tc.want) || out.Len() > 0 {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d with %q and nothing done", code, out, errOut, ExitFailure, tc.want)
+			}
+			for _, a := range client.Actions() {
+				if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+					t.Errorf("the control wrote: %s %s", a.GetVerb(), a.GetResource().Resource)
+				}
 			}
 		})
 	}

@@ -194,7 +194,11 @@ func (f *jobFollower) untilRunStarts(ctx context.Context) (string, *batchv1.Job,
 		if err != nil || session.JobEnded(job) {
 			return "", job, err
 		}
-		if held := f.sess.Holder(ctx, f.group); held != nil {
+		held, err := f.sess.Holder(ctx, f.group)
+		if err != nil {
+			return "", nil, err
+		}
+		if held != nil {
 			pod, ours := session.JobOfHolder(f.group, held.Holder)
 			rec, err := f.sess.Store().Load(ctx, f.group)
 			if err != nil {

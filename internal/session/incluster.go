@@ -383,7 +383,11 @@ func (s *Session) clearForJob(ctx context.Context, group string, ic InCluster, s
 	} else if err != nil {
 		return fmt.Errorf("cannot run in the cluster: error when reading ServiceAccount %q: %w", ic.ServiceAccount, err)
 	}
-	if held := s.Holder(ctx, group); held != nil {
+	held, err := s.Holder(ctx, group)
+	if err != nil {
+		return err
+	}
+	if held != nil {
 		return held
 	}
 	jobs := s.Client.BatchV1().Jobs(ns)

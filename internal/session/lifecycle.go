@@ -417,10 +417,9 @@ func (s *Session) Runs(ctx context.Context) ([]*Run, error) {
 // lookAt reads what rec alone does not say: whether a live process holds
 // the lock, and a pending request.
 func (s *Session) lookAt(ctx context.Context, rec *state.Record) (*Run, error) {
-	lock := &state.Lock{Client: s.Client, Namespace: s.StateNamespace, Group: rec.NodeGroup, Holder: "probe/" + fmt.Sprint(time.Now().UnixNano()), Duration: LockDuration}
-	held, err := lock.HeldBy(ctx)
+	held, err := s.Holder(ctx, rec.NodeGroup)
 	if err != nil {
-		return nil, fmt.Errorf("error when reading the lock of %q: %w", rec.NodeGroup, err)
+		return nil, err
 	}
 	if held == nil && rec.FinishedAt == nil {
 		// rec was read before the lock: the run may have written its last

@@ -220,10 +220,13 @@ func (r *Request) taintOf(nodeGroupLabel string) corev1.Taint {
 }
 
 // refuseOnNodes refuses, once the nodes are listed and before the pods
-// are, what Plan would refuse from the nodes alone: a node group no node
-// carries, a --selector no node matches, and no target where the nodes
-// are of no cloud the plugin knows.
+// are, what Plan would refuse from the nodes alone: a saved plan whose
+// nodes changed, a node group no node carries, a --selector no node
+// matches, and no target where the nodes are of no cloud the plugin knows.
 func (s *Session) refuseOnNodes(ctx context.Context, r *Request, nodes []corev1.Node) error {
+	if err := s.refuseChangedNodes(ctx, r, nodes); err != nil {
+		return err
+	}
 	in, err := s.groupInput(ctx, r, snapshot.Cluster{Nodes: nodes})
 	if err != nil {
 		return err

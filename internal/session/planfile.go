@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -132,11 +134,9 @@ func (r *Request) fromPlanWindows(w *plan.WindowPlan) {
 // without the nodes an interrupted run of it already removed: those are
 // not staleness, the same command finishes it.
 func (s *Session) fromSavedPlan(ctx context.Context, r *Request, p *plan.Plan) (*plan.Plan, error) {
-	done := map[string]bool{}
-	if rec, err := s.Store().Load(ctx, r.RecordName()); err == nil && rec != nil && rec.FinishedAt == nil {
-		for _, n := range rec.Done {
-			done[n] = true
-		}
+	done, err := s.doneOfSaved(ctx, r)
+	if err != nil {
+		return nil, err
 	}
 	if err := compareSaved(r.SavedPlan, p, r.PlanFile, done); err != nil {
 		return nil, err
@@ -145,6 +145,63 @@ func (s *Session) fromSavedPlan(ctx context.Context, r *Request, p *plan.Plan) (
 		return nil, Usagef("--plan-file %q is stale: %v", r.PlanFile, err)
 	}
 	return withoutDone(r.SavedPlan, p, done), nil
+}
+
+// doneOfSaved are the nodes an unfinished run of the saved plan already
+// replaced, by name. A record that cannot be read is an error: taken as
+// none, a done node would be refused as gone.
+func (s *Session) doneOfSaved(ctx context.Context, r *Request) (map[string]bool, error) {
+	rec, err := s.Store().Load(ctx, r.RecordName())
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]bool{}
+	if rec != nil && rec.FinishedAt == nil {
+		for _, n := range rec.Done {
+			done[n] = true
+		}
+	}
+	return done, nil
+}
+
+// refuseChangedNodes refuses a saved plan one of whose nodes is gone from
+// nodes (the cluster now) or is another machine by the same name, as soon
+// as the nodes are listed: planning would otherwise first wait for the
+// group's machines that are not nodes, a deleted node's among them.
+func (s *Session) refuseChangedNodes(ctx context.Context, r *Request, nodes []corev1.Node) error {
+	if r.SavedPlan == nil {
+		return nil
+	}
+	done, err := s.doneOfSaved(ctx, r)
+	if err != nil {
+		return err
+	}
+	return changedNode(r.SavedPlan, r.PlanFile, nodes, done)
+}
+
+// changedNode is the refusal of the first planned node, not done, that is
+// no node of nodes, or one with another machine (provider ID) or created
+// since the plan was saved (deleted and registered again).
+func changedNode(saved *plan.Plan, file string, nodes []corev1.Node, done map[string]bool) error {
+	byName := make(map[string]*corev1.Node, len(nodes))
+	for i := range nodes {
+		byName[nodes[i].Name] = &nodes[i]
+	}
+	for _, want := range saved.Outdated() {
+		if done[want.Name] {
+			continue
+		}
+		n, ok := byName[want.Name]
+		switch {
+		case !ok:
+			return Usagef("--plan-file %q is stale: node %q is gone from the cluster; run plan again", file, want.Name)
+		case want.ProviderID != "" && n.Spec.ProviderID != want.ProviderID:
+			return Usagef("--plan-file %q is stale: node %q is machine %q now, not %q; run plan again", file, want.Name, n.Spec.ProviderID, want.ProviderID)
+		case !want.Created.IsZero() && !n.CreationTimestamp.Time.Equal(want.Created):
+			return Usagef("--plan-file %q is stale: node %q was registered again at %s, after the plan; run plan again", file, want.Name, n.CreationTimestamp.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
 }
 
 // compareSaved refuses a plan file that no longer describes the cluster;

@@ -72,14 +72,11 @@ func (s *Session) HoldLock(ctx context.Context, group string) (context.Context, 
 // Holder is the live run that holds group's lock, and until when, or nil.
 // Read the lock before the record: a run writes its last record, then
 // gives the lock up, so a record read after the lock was seen free is
-// final.
-func (s *Session) Holder(ctx context.Context, group string) *state.HeldError {
+// final. A lock that cannot be read is an error, never "not held": a
+// control would take a live run for a stopped one.
+func (s *Session) Holder(ctx context.Context, group string) (*state.HeldError, error) {
 	lock := &state.Lock{Client: s.Client, Namespace: s.StateNamespace, Group: group, Holder: "probe/" + fmt.Sprint(time.Now().UnixNano()), Duration: LockDuration}
-	held, err := lock.HeldBy(ctx)
-	if err != nil {
-		return nil
-	}
-	return held
+	return lock.HeldBy(ctx)
 }
 
 // WaitOutLock waits while group's lock is held by a holder WaitsOutLock
@@ -89,7 +86,10 @@ func (s *Session) Holder(ctx context.Context, group string) *state.HeldError {
 func (s *Session) WaitOutLock(ctx context.Context, group string) error {
 	told := ""
 	for {
-		held := s.Holder(ctx, group)
+		held, err := s.Holder(ctx, group)
+		if err != nil {
+			return err
+		}
 		if held == nil || s.WaitsOutLock == nil || !s.WaitsOutLock(held.Holder) {
 			return nil
 		}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,6 +148,7 @@ func NewFromConfig(cfg sdkaws.Config, opts Options) *Client {
 		shared := newRetryer()
 		cfg.Retryer = func() sdkaws.Retryer { return shared }
 	}
+	cfg.APIOptions = append(slices.Clip(cfg.APIOptions), markUnreachable)
 	return &Client{
 		opts:   opts,
 		region: cfg.Region,

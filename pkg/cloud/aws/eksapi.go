@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,7 @@ func NewEKSFromConfig(cfg sdkaws.Config) *EKS {
 		shared := newRetryer()
 		cfg.Retryer = func() sdkaws.Retryer { return shared }
 	}
+	cfg.APIOptions = append(slices.Clip(cfg.APIOptions), markUnreachable)
 	return &EKS{eks: eks.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg), pollMin: 2 * time.Second, pollMax: 30 * time.Second}
 }
 

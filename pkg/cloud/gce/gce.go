@@ -55,8 +55,9 @@ func groupNotFoundf(format string, args ...any) error {
 
 // wrap prefixes a client error with what could not be done ("cannot get
 // ..."), keeping the API's code and message. Another error is not kept
-// as the cause: a connection error behind it would read as the Kubernetes
-// API server's.
+// as the cause, but for the endpoint's failure to answer (see
+// gcperr.Wrap): a bare connection error behind it would read as the
+// Kubernetes API server's.
 func wrap(err error, format string, args ...any) error {
 	return gcperr.Wrap(err, false, format, args...)
 }

@@ -96,7 +96,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp, again = transient(resp, repeatable)
 		}
 		if !again || n >= t.Attempts || !rewindable(req) {
-			return resp, err
+			return resp, unreachable(req, err)
 		}
 		pause := cloud.Backoff(t.Backoff, n)
 		if resp != nil {
@@ -108,6 +108,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// endpointSettings are what point a Google client at its endpoint and let
+// it through (docs/providers/gce.md, gke.md).
+const endpointSettings = "NODEUPGRADE_GCE_ENDPOINT and NODEUPGRADE_GKE_ENDPOINT where set, the credentials (GOOGLE_APPLICATION_CREDENTIALS; their token is fetched on the way), a proxy (HTTPS_PROXY) and the network to Google Cloud"
+
+// unreachable marks err, a call's failure to get an answer (the token's
+// fetch included), as a cloud.UnreachableError naming the endpoint; nil
+// and an interruption stay as they are.
+func unreachable(req *http.Request, err error) error {
+	if err == nil || req.Context().Err() != nil {
+		return err
+	}
+	return &cloud.UnreachableError{Cloud: "Google Cloud", Endpoint: req.URL.Host, Settings: endpointSettings, Err: err}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"google.golang.org/api/googleapi"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
 // Error is a provider's error.
@@ -37,7 +39,9 @@ func Inputf(format string, args ...any) error {
 
 // Wrap prefixes a client error with what could not be done ("cannot
 // ..."), keeping the API's code and message. An error that is not the
-// API's answer is kept as the cause only with keepCause.
+// API's answer is kept as the cause only with keepCause, or where it is
+// the endpoint's failure to answer (a cloud.UnreachableError), which
+// reads as no Kubernetes API server's.
 func Wrap(err error, keepCause bool, format string, args ...any) error {
 	msg := "cannot " + fmt.Sprintf(format, args...)
 	var ge *googleapi.Error
@@ -46,7 +50,8 @@ func Wrap(err error, keepCause bool, format string, args ...any) error {
 		return &Error{Msg: fmt.Sprintf("%s: %d %s", msg, ge.Code, OneLine(ge.Message)), Err: err, IsTransient: transient}
 	}
 	out := &Error{Msg: msg + ": " + OneLine(err.Error())}
-	if keepCause {
+	var unreachable *cloud.UnreachableError
+	if keepCause || errors.As(err, &unreachable) {
 		out.Err = err
 	}
 	return out
