@@ -2,13 +2,13 @@ package plugin
 
 import (
 	"context"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/report"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -92,19 +92,11 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 		}
 		o.client = po.client
 	}
-	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
-	h, err := store.LoadReports(ctx, o.NodeGroup)
+	sess := &session.Session{Client: o.client, StateNamespace: o.StateNamespace, IOStreams: o.IOStreams}
+	rep, err := sess.Report(ctx, o.NodeGroup, o.Runs)
 	if err != nil {
 		return err
 	}
-	if o.Runs > 0 && len(h.Runs) > o.Runs {
-		h.Runs = h.Runs[:o.Runs]
-	}
-	updated := time.Now()
-	if rec, err := store.Load(ctx, o.NodeGroup); err == nil && rec != nil && rec.FinishedAt == nil && !rec.UpdatedAt.IsZero() {
-		updated = rec.UpdatedAt // a run not finished is timed to its last record
-	}
-	rep := report.Of(o.NodeGroup, h, updated)
 	if !output.IsTable(o.Output) {
 		return output.Print(o.Out, o.Output, rep)
 	}

@@ -24,21 +24,22 @@ import (
 )
 
 // The words of status's STATUS column and of "status" in its JSON: the
-// run as the operator thinks of it, from the record and the lock.
+// run as the operator thinks of it, from the record and the lock
+// (session.Outcome decides, for status and report alike).
 const (
-	StatusRunning     = "running"            // a live process drives it
-	StatusPausing     = "pausing"            // alive, asked by cancel to stop at its next safe point
-	StatusPaused      = "paused"             // stopped by cancel; resume continues it
-	StatusSoaking     = "soaking"            // blue/green soak: alive and waiting, or left soaking with --no-wait
-	StatusSoakOver    = "soak over"          // left soaking with --no-wait, and the soak has ended: resume deletes blue
-	StatusWaiting     = "waiting for window" // alive, holding its next batch until a maintenance window opens (--window, --not-before)
-	StatusWindowOver  = "window closed"      // stopped at --not-after with no window left: the same command with a later --not-after goes on
-	StatusRollingBack = "rolling back"       // alive, undoing the upgrade
-	StatusRolledBack  = "rolled back"        // the rollback finished
-	StatusFinished    = "finished"           // the upgrade finished
-	StatusAborted     = "aborted"            // put back in service by the abort command before it finished
-	StatusInterrupted = "interrupted"        // stopped by Ctrl-C, SIGTERM or a kill before it finished; run it again
-	StatusFailed      = "failed"             // stopped by an error (LAST ERROR says why); fix it and run again
+	StatusRunning     = session.OutcomeRunning
+	StatusPausing     = session.OutcomePausing
+	StatusPaused      = session.OutcomePaused
+	StatusSoaking     = session.OutcomeSoaking
+	StatusSoakOver    = session.OutcomeSoakOver
+	StatusWaiting     = session.OutcomeWaiting
+	StatusWindowOver  = session.OutcomeWindowOver
+	StatusRollingBack = session.OutcomeRollingBack
+	StatusRolledBack  = session.OutcomeRolledBack
+	StatusFinished    = session.OutcomeFinished
+	StatusAborted     = session.OutcomeAborted
+	StatusInterrupted = session.OutcomeInterrupted
+	StatusFailed      = session.OutcomeFailed
 )
 
 // RunStatus is one recorded run as status shows it: the record, and what
@@ -268,52 +269,10 @@ func (o *StatusOptions) statusOf(ctx context.Context, r *state.Record) (RunStatu
 // describeRun names the state of a run from its record, whether its lock is
 // held by a live process, and a pending request.
 func describeRun(r *state.Record, alive bool, request string, now time.Time) RunStatus {
-	s := RunStatus{Record: r, Alive: alive, Request: request}
+	s := RunStatus{Record: r, Alive: alive, Request: request, Status: session.Outcome(r, alive, request, now)}
 	end := now
-	phase := plan.Phase(r.Phase)
-	switch {
-	case r.FinishedAt != nil:
+	if r.FinishedAt != nil {
 		end = *r.FinishedAt
-		s.Status = StatusFinished
-		if rolledBack(r) {
-			s.Status = StatusRolledBack
-		}
-		if r.AbortedAt != nil {
-			s.Status = StatusAborted
-		}
-	// The run clears LastError when it starts and writes it when it stops,
-	// before it gives the lock up: an error means the run is over.
-	case r.LastError != "":
-		s.Status = StatusFailed
-		if interrupted(r.LastError) {
-			s.Status = StatusInterrupted
-		}
-	case alive:
-		switch {
-		case request == state.RequestCancel:
-			s.Status = StatusPausing
-		case phase == plan.PhaseRollback || request == state.RequestRollback || rolledBack(r):
-			s.Status = StatusRollingBack
-		case phase == plan.PhaseSoak || phase == plan.PhaseBatchSoak:
-			s.Status = StatusSoaking
-		case r.WaitingForWindow != nil:
-			s.Status = StatusWaiting
-		default:
-			s.Status = StatusRunning
-		}
-	case request == state.RequestCancel || strings.HasPrefix(r.Note, "paused by cancel"):
-		s.Status = StatusPaused
-	case strings.Contains(r.Note, windowClosedNote):
-		s.Status = StatusWindowOver
-	case r.Cloud != nil && r.Cloud.SoakUntil != nil && (phase == plan.PhaseSoak || strings.HasPrefix(r.Note, "soaking until")):
-		s.Status = StatusSoaking
-		if !now.Before(*r.Cloud.SoakUntil) {
-			s.Status = StatusSoakOver
-		}
-	default:
-		// Neither finished nor stopped by an error, and no process holds the
-		// lock: killed (kill -9, a lost machine) before it could say why.
-		s.Status = StatusInterrupted
 	}
 	if r.FinishedAt == nil && !alive && !r.UpdatedAt.IsZero() {
 		end = r.UpdatedAt // frozen at the run's last word
@@ -324,27 +283,13 @@ func describeRun(r *state.Record, alive bool, request string, now time.Time) Run
 	return s
 }
 
-// rolledBack reports whether the record is of a rollback: blue/green's, or
-// an eks or surge run sent back to the launch template version the group
-// launched before (the rollback command's recorded request).
-func rolledBack(r *state.Record) bool {
-	if plan.Phase(r.Phase) == plan.PhaseRollback || strings.HasPrefix(r.Note, "rolled back") {
-		return true
-	}
-	c := r.Cloud
-	return c != nil && c.FromVersion != "" && c.TargetVersion == c.FromVersion &&
-		r.Request != nil && r.Request.Cloud.Version == c.FromVersion
-}
-
 // interruptedError is what a run records as its last error when Ctrl-C or
 // SIGTERM stopped it.
 const interruptedError = session.InterruptedError
 
 // interrupted reports whether a recorded error is an interruption (Ctrl-C,
-// SIGTERM) rather than a failure; older versions recorded "context canceled".
-func interrupted(lastError string) bool {
-	return lastError == context.Canceled.Error() || strings.HasPrefix(lastError, "interrupted")
-}
+// SIGTERM) rather than a failure.
+func interrupted(lastError string) bool { return session.Interrupted(lastError) }
 
 // lastErrorText is the recorded error as status shows it.
 func lastErrorText(s RunStatus) string {
@@ -710,7 +655,3 @@ func shortLivedLine(r *state.Record, nodeCreated map[string]time.Time, now time.
 	return fmt.Sprintf("%s: short-lived: %d of %d old nodes still run; the oldest is %s old; %d older than --max-age %s",
 		r.NodeGroup, left, len(r.LeftRunning), duration.HumanDuration(oldest), over, duration.HumanDuration(r.MaxAge))
 }
-
-// windowClosedNote is in the note of a run stopped at --not-after
-// (upgrade.WindowClosedError).
-const windowClosedNote = "no maintenance window opens before --not-after"
