@@ -14,6 +14,9 @@ type Duration time.Duration
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
+// String is the duration as Go writes it.
+func (d Duration) String() string { return time.Duration(d).String() }
+
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))

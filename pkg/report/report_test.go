@@ -39,7 +39,7 @@ func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
 	j.Enter("Drain", 2)
 	j.Blocked("n2", "app/web-1", "app/web")
 	at(c, 30*time.Second)
-	run := j.Run() // n2's block still open: counted to now
+	run := j.Attempt() // n2's block still open: counted to now
 
 	byName := map[string]Node{}
 	for _, n := range run.Nodes {
@@ -77,32 +77,45 @@ func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
 	if len(run.Batches) != 2 || run.Batches[0].To.Sub(run.Batches[0].From) != 65*time.Second+2*time.Minute {
 		t.Errorf("batches %+v", run.Batches)
 	}
-	rep := Of("ng", History{Runs: []Run{run}}, c.now())
+	if n2 := byName["n2"]; n2.Batch != 0 {
+		t.Errorf("n2, never drained, in batch %d", n2.Batch)
+	}
+	rep := Of("ng", History{Runs: []Run{{StartedAt: start, Attempts: []Attempt{run}}}})
 	if b := rep.Runs[0].Blockers; len(b) != 3 || b[0].Pod != "app/db-0" || b[0].PDB != "app/db" || b[1].Pod != "app/web-0" {
 		t.Errorf("blockers %+v, want db-0 first, then web-0", b)
 	}
 }
 
+// TestPairReplacements: each removed node gets the first node Ready after
+// it that no earlier removal took, whichever attempt saw either: a node
+// removed by an attempt that stopped before its replacement was Ready is
+// paired with a node the next attempt saw.
 func TestPairReplacements(t *testing.T) {
 	t1, t2 := start.Add(time.Minute), start.Add(5*time.Minute)
-	run := Run{Nodes: []Node{{Name: "old-2", Removed: &t2}, {Name: "old-1", Removed: &t1}, {Name: "kept"}}}
-	run.PairReplacements([]Replacement{
-		{Name: "before", Ready: start},              // Ready before any removal: not a replacement
-		{Name: "new-b", Ready: t2.Add(time.Minute)}, // after both
-		{Name: "new-a", Ready: t1.Add(time.Minute)}, // after old-1's only
-	})
+	run := Run{StartedAt: start, Attempts: []Attempt{
+		{StartedAt: start, LastSeen: t2, Nodes: []Node{{Name: "old-2", Removed: &t2}, {Name: "old-1", Removed: &t1}, {Name: "kept"}},
+			Fresh: []Replacement{{Name: "before", Ready: start}}}, // Ready before any removal: not a replacement
+		{StartedAt: t2.Add(time.Minute), LastSeen: t2.Add(3 * time.Minute), Fresh: []Replacement{
+			{Name: "new-b", Ready: t2.Add(2 * time.Minute)}, // after both
+			{Name: "new-a", Ready: t1.Add(time.Minute)},     // after old-1's only
+			{Name: "before", Ready: start},
+		}},
+	}}
 	want := map[string]string{"old-1": "new-a", "old-2": "new-b", "kept": ""}
-	for _, n := range run.Nodes {
+	for _, n := range Of("ng", History{Runs: []Run{run}}).Runs[0].Nodes {
 		if n.Replacement != want[n.Name] {
 			t.Errorf("%s replaced by %q, want %q", n.Name, n.Replacement, want[n.Name])
 		}
+	}
+	if run.Attempts[0].Nodes[0].Replacement != "" {
+		t.Errorf("pairing changed the history's nodes: %+v", run.Attempts[0].Nodes[0])
 	}
 }
 
 // bigRun is a run of nodes nodes with blocks blocks each, named as EKS
 // names nodes.
-func bigRun(startedAt time.Time, nodes, blocks int) Run {
-	run := Run{StartedAt: startedAt, Phases: map[string]Duration{"Drain": Duration(time.Hour)}}
+func bigRun(startedAt time.Time, nodes, blocks int) Attempt {
+	run := Attempt{StartedAt: startedAt, Phases: map[string]Duration{"Drain": Duration(time.Hour)}}
 	for i := range nodes {
 		t := startedAt.Add(time.Duration(i) * time.Minute)
 		n := Node{Name: fmt.Sprintf("ip-10-0-%d-%d.eu-west-1.compute.internal", i/250, i%250), Batch: i + 1,
@@ -141,8 +154,9 @@ func TestHistoryStaysFarBelowAConfigMap(t *testing.T) {
 				nodes = 20
 			}
 			for i := range tt.runs {
-				h.Add(start.Add(time.Duration(i)*24*time.Hour), bigRun(start, nodes, tt.blocks))
+				h = h.With(Run{StartedAt: start.Add(time.Duration(i) * 24 * time.Hour)}, bigRun(start, nodes, tt.blocks))
 			}
+			before, _ := json.Marshal(h)
 			data, err := h.Encode()
 			if err != nil {
 				t.Fatal(err)
@@ -158,33 +172,25 @@ func TestHistoryStaysFarBelowAConfigMap(t *testing.T) {
 			if len(back.Runs) != tt.wantRuns || !back.Runs[0].StartedAt.Equal(newest) {
 				t.Fatalf("%d runs, the newest from %s; want %d, the newest %s", len(back.Runs), back.Runs[0].StartedAt, tt.wantRuns, newest)
 			}
-			r := back.Runs[0]
-			if (r.Trimmed > 0) != tt.wantTrimmed || len(r.Nodes) != nodes {
-				t.Errorf("trimmed %d blocks, %d nodes", r.Trimmed, len(r.Nodes))
+			if after, _ := json.Marshal(h); string(after) != string(before) {
+				t.Errorf("Encode changed the history it encoded")
 			}
-			if tt.wantAllBlocks && len(r.Nodes[0].Blocks) != tt.blocks {
-				t.Errorf("%d blocks kept of %d", len(r.Nodes[0].Blocks), tt.blocks)
+			r := back.Runs[0]
+			if (r.Trimmed > 0) != tt.wantTrimmed || len(r.Attempts[0].Nodes) != nodes {
+				t.Errorf("trimmed %d blocks, %d nodes", r.Trimmed, len(r.Attempts[0].Nodes))
+			}
+			if tt.wantAllBlocks && len(r.Attempts[0].Nodes[0].Blocks) != tt.blocks {
+				t.Errorf("%d blocks kept of %d", len(r.Attempts[0].Nodes[0].Blocks), tt.blocks)
 			}
 			if tt.wantTrimmed {
 				// the longest blocks stay
-				top := Of("ng", back, time.Now()).Runs[0].Blockers
+				top := Of("ng", back).Runs[0].Blockers
 				if len(top) == 0 || time.Duration(top[0].Held) != 50*time.Second {
 					t.Errorf("top blocker %+v, want one held 50s", top)
 				}
 			}
 			t.Logf("%d runs, %d bytes", len(back.Runs), len(data))
 		})
-	}
-}
-
-func TestMergeKeepsTheFirstMilestones(t *testing.T) {
-	t1, t2 := start, start.Add(time.Hour)
-	var h History
-	h.Add(start, Run{Outcome: "interrupted", Nodes: []Node{{Name: "n1", Tainted: &t1}}, Phases: map[string]Duration{"Drain": Duration(time.Minute)}})
-	h.Add(start, Run{Outcome: "finished", Nodes: []Node{{Name: "n1", Tainted: &t2, Removed: &t2}, {Name: "n2"}}, Phases: map[string]Duration{"Drain": Duration(time.Minute)}})
-	r := h.Runs[0]
-	if len(h.Runs) != 1 || r.Attempts != 2 || r.Outcome != "finished" || len(r.Nodes) != 2 || !r.Nodes[0].Tainted.Equal(t1) || r.Nodes[0].Removed == nil || r.Phases["Drain"] != Duration(2*time.Minute) {
-		t.Errorf("merged %+v", h.Runs)
 	}
 }
 
