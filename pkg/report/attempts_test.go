@@ -190,6 +190,12 @@ func TestWritingAgainChangesNothing(t *testing.T) {
 	if !bytes.Equal(once, again) {
 		t.Errorf("written 100 times:\n%s\nonce:\n%s", again, once)
 	}
+	// put over an attempt the history has: a copy of it changes, not it
+	first := base.Runs[0].Attempts[0]
+	first.Outcome, first.Nodes = "failed", nil
+	if got := base.With(run, first).Runs[0].Attempts[0]; got.Outcome != "failed" {
+		t.Errorf("the attempt put over is %+v", got)
+	}
 	if after, _ := base.Encode(); !bytes.Equal(after, before) {
 		t.Errorf("the history written over changed:\n%s\nwas:\n%s", after, before)
 	}
