@@ -264,8 +264,10 @@ func withRecord(h report.History, rec *state.Record, alive bool, request string,
 	}
 	h.Runs = slices.Clone(h.Runs)
 	run := h.Runs[i]
+	// Timed as status times it: to its end, else now while alive, else
+	// the record's last word.
 	run.Outcome, run.FinishedAt, run.UpdatedAt = Outcome(rec, alive, request, now), rec.FinishedAt, rec.UpdatedAt
-	if alive {
+	if alive && rec.FinishedAt == nil {
 		run.UpdatedAt = now
 	}
 	run.Attempts = slices.Clone(run.Attempts)

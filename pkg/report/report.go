@@ -128,11 +128,12 @@ func Of(group string, h History) Report {
 	return rep
 }
 
-// End is when run ended, or its last word: the latest it recorded.
+// End is when run ended (finished, aborted), or else its last word: the
+// latest its record or any of its attempts wrote.
 func (r Run) End() time.Time {
 	end := latest(r.StartedAt, r.UpdatedAt)
 	if r.FinishedAt != nil {
-		end = latest(end, *r.FinishedAt)
+		end = latest(r.StartedAt, *r.FinishedAt) // the record may be written after, not the run
 	}
 	for _, a := range r.Attempts {
 		end = latest(end, a.End())
