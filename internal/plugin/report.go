@@ -40,11 +40,13 @@ func NewCmdReport(configFlags *genericclioptions.ConfigFlags, streams genericioo
 		Use:   "report NODEGROUP",
 		Short: "Show what held each node of a node group's last runs, and for how long",
 		Long: `Show the last run on NODEGROUP (and with --runs the ones before, at most 5
-are kept): the top blockers (each pod whose eviction a PodDisruptionBudget
-refused, the PDB, the node, and for how long it held it), the time spent in
-each phase and batch, the estimate of the plan against what happened, and
-each node's timeline: tainted, drain start, drained, time held, machine
-removed, the replacement that became Ready after it.
+are kept): its outcome (as status says it), its wall time against the plan's
+estimate, its attempts (run, re-run, resume, in-cluster pod, rollback: when
+each started and ended, and how), the top blockers (each pod whose eviction
+a PodDisruptionBudget refused, the PDB, the node, and for how long it held
+it), the time spent in each phase over the attempts, each attempt's batches,
+and each node's timeline in each attempt: tainted, drain start, drained,
+time held, machine removed, the replacement that became Ready after it.
 
 A run writes its report at each batch's end and at its end, beside its
 record in --state-namespace (ConfigMap nodeupgrade-<group>-report, kept

@@ -122,9 +122,10 @@ func (h History) With(run Run, a Attempt) History {
 	return History{Runs: runs}
 }
 
-// Encode is h within MaxRuns and MaxBytes: the oldest runs go first,
-// then, of the newest alone, the shortest blocks, then its oldest
-// attempts' node timelines. h is not changed.
+// Encode is h within MaxRuns and MaxBytes: the oldest runs go first;
+// then, of the newest alone, its shortest blocks where leaving them out
+// is enough, else its oldest attempts' node timelines (then the blocks of
+// the last). h is not changed.
 func (h History) Encode() ([]byte, error) {
 	runs := h.Runs[:min(len(h.Runs), MaxRuns)]
 	for {
@@ -136,14 +137,34 @@ func (h History) Encode() ([]byte, error) {
 			runs = runs[:len(runs)-1]
 			continue
 		}
-		run, ok := trimBlocks(runs[0], len(data)-MaxBytes)
+		excess := len(data) - MaxBytes
+		run, ok := runs[0], false
+		if _, size := blockBytes(run); size < excess {
+			run, ok = trimAttempt(run)
+		}
 		if !ok {
-			if run, ok = trimAttempt(runs[0]); !ok {
+			if run, ok = trimBlocks(run, excess); !ok {
 				return data, nil // nothing left to trim: the last attempt's timelines alone
 			}
 		}
 		runs = []Run{run}
 	}
+}
+
+// blockBytes is how many blocks r has and their JSON size.
+func blockBytes(r Run) (count, size int) {
+	for _, a := range r.Attempts {
+		for _, n := range a.Nodes {
+			if len(n.Blocks) == 0 {
+				continue
+			}
+			count += len(n.Blocks)
+			if data, err := json.Marshal(n.Blocks); err == nil {
+				size += len(data)
+			}
+		}
+	}
+	return count, size
 }
 
 // trimAttempt is r without the node timelines of its oldest attempt that
@@ -167,20 +188,17 @@ type blockRef struct{ attempt, node, block int }
 // bytes; false when it has none left. r's slices are copied, not changed.
 func trimBlocks(r Run, excess int) (Run, bool) {
 	var refs []blockRef
-	size := 0
 	for a, at := range r.Attempts {
 		for i, n := range at.Nodes {
 			for k := range n.Blocks {
 				refs = append(refs, blockRef{a, i, k})
-			}
-			if data, err := json.Marshal(n.Blocks); err == nil && len(n.Blocks) > 0 {
-				size += len(data)
 			}
 		}
 	}
 	if len(refs) == 0 {
 		return r, false
 	}
+	_, size := blockBytes(r)
 	held := func(x blockRef) time.Duration { return r.Attempts[x.attempt].Nodes[x.node].Blocks[x.block].Held() }
 	slices.SortStableFunc(refs, func(a, b blockRef) int { return cmp.Compare(held(a), held(b)) })
 	drop := min(len(refs), excess/max(size/len(refs), 1)+1)

@@ -16,7 +16,10 @@ func at(c *fakeClock, d time.Duration) *fakeClock { c.advance(d); return c }
 
 var start = time.Date(2026, 11, 27, 22, 0, 0, 0, time.UTC)
 
-func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
+// twoNodes is a journal of n1 drained in batch 1, two pods held by PDBs
+// (web 45 s, refused twice; db 60 s), and n2 held 30 s in batch 2, its
+// drain not begun: all as an attempt written 4m35s after start.
+func twoNodes() (Attempt, *fakeClock) {
 	c := &fakeClock{t: start}
 	j := NewJournal(c.now, [][]string{{"n1"}, {"n2"}})
 	j.Enter("Taint", 0)
@@ -39,8 +42,11 @@ func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
 	j.Enter("Drain", 2)
 	j.Blocked("n2", "app/web-1", "app/web")
 	at(c, 30*time.Second)
-	run := j.Attempt() // n2's block still open: counted to now
+	return j.Attempt(), c // n2's block still open: counted to now
+}
 
+func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
+	run, _ := twoNodes()
 	byName := map[string]Node{}
 	for _, n := range run.Nodes {
 		byName[n.Name] = n
@@ -156,7 +162,6 @@ func TestHistoryStaysFarBelowAConfigMap(t *testing.T) {
 			for i := range tt.runs {
 				h = h.With(Run{StartedAt: start.Add(time.Duration(i) * 24 * time.Hour)}, bigRun(start, nodes, tt.blocks))
 			}
-			before, _ := json.Marshal(h)
 			data, err := h.Encode()
 			if err != nil {
 				t.Fatal(err)
@@ -171,9 +176,6 @@ func TestHistoryStaysFarBelowAConfigMap(t *testing.T) {
 			newest := start.Add(time.Duration(tt.runs-1) * 24 * time.Hour)
 			if len(back.Runs) != tt.wantRuns || !back.Runs[0].StartedAt.Equal(newest) {
 				t.Fatalf("%d runs, the newest from %s; want %d, the newest %s", len(back.Runs), back.Runs[0].StartedAt, tt.wantRuns, newest)
-			}
-			if after, _ := json.Marshal(h); string(after) != string(before) {
-				t.Errorf("Encode changed the history it encoded")
 			}
 			r := back.Runs[0]
 			if (r.Trimmed > 0) != tt.wantTrimmed || len(r.Attempts[0].Nodes) != nodes {
@@ -225,4 +227,37 @@ func TestJournalTellsWhatAReportShows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHistoryOfManyAttemptsStaysBelow: a run of many attempts, each with
+// the timelines of 200 nodes, loses its oldest attempts' timelines, not
+// its last's, and Encode leaves the history it encodes as it was.
+func TestHistoryOfManyAttemptsStaysBelow(t *testing.T) {
+	var h History
+	for i := range 8 {
+		a := bigRun(start.Add(time.Duration(i)*time.Hour), 200, 1)
+		a.Nodes[0].Blocks[0].To = a.Nodes[0].Blocks[0].From.Add(time.Hour) // the longest: the last attempt's is kept
+		h = h.With(Run{StartedAt: start}, a)
+	}
+	before, _ := json.Marshal(h)
+	data, err := h.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := json.Marshal(h); string(after) != string(before) {
+		t.Errorf("Encode changed the history it encoded")
+	}
+	var back History
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	r := back.Runs[0]
+	last := r.Attempts[len(r.Attempts)-1]
+	if len(data) > MaxBytes || len(r.Attempts) != 8 || r.TrimmedAttempts == 0 || len(last.Nodes) != 200 || len(r.Attempts[0].Nodes) != 0 {
+		t.Errorf("%d bytes, %d attempts, %d trimmed, the last with %d nodes, the first %d", len(data), len(r.Attempts), r.TrimmedAttempts, len(last.Nodes), len(r.Attempts[0].Nodes))
+	}
+	if top := Of("ng", back).Runs[0].Blockers; len(top) == 0 || top[0].Held != Duration(2*time.Hour) {
+		t.Errorf("top blocker %+v, want the two kept attempts' summed, held 2h", top[:min(len(top), 1)])
+	}
+	t.Logf("%d bytes, %d blocks and the timelines of %d attempts left out", len(data), r.Trimmed, r.TrimmedAttempts)
 }
