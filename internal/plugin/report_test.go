@@ -23,7 +23,7 @@ func TestReportPrintsTheRecordedRuns(t *testing.T) {
 	store := &state.Store{Client: client, Namespace: "kube-system"}
 	start := time.Date(2026, 11, 27, 22, 0, 0, 0, time.UTC)
 	now := start
-	j := report.NewJournal(func() time.Time { return now }, [][]string{{"n1"}})
+	j := report.NewJournal(func() time.Time { return now })
 	j.Enter("Drain", 1)
 	j.NodeEvent("n1", report.ReasonDraining)
 	j.Blocked("n1", "app/web-0", "app/web")

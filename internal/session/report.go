@@ -59,20 +59,12 @@ func (s *Session) startReport(ctx context.Context, pl *Planned, rec *state.Recor
 		fmt.Fprintf(s.ErrOut, "warning: %v; this run keeps no report\n", err)
 		return nil
 	}
-	var batches [][]string
-	for _, b := range pl.Batches {
-		var names []string
-		for _, n := range b.Nodes {
-			names = append(names, n.Name)
-		}
-		batches = append(batches, names)
-	}
 	r := &runReport{s: s, pl: pl, started: rec.StartedAt, attempt: rec.CurrentAttempt(), base: base, ctx: ctx, every: flushEvery, now: time.Now,
 		strategy: pl.Strategy, estimate: report.Duration(pl.EstimatedDuration())}
 	if r.attempt.StartedAt.IsZero() {
 		r.attempt.StartedAt = time.Now().UTC() // a record written without attempts
 	}
-	r.journal = report.NewJournal(func() time.Time { return r.now() }, batches)
+	r.journal = report.NewJournal(func() time.Time { return r.now() })
 	r.journal.OnChange(r.changed)
 	return r
 }

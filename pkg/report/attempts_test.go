@@ -19,27 +19,22 @@ type step struct {
 
 // attemptShape is an attempt of a run: its kind, its steps, how it ended
 // ("" killed: its last periodic write is its last word), the pause
-// before the next, and its plan's batches (nil: the run's).
+// before the next.
 type attemptShape struct {
 	kind    string
 	steps   []step
 	outcome string
 	pause   time.Duration
-	plan    [][]string
 }
 
 // play records the attempts of a run started at c's time into h as a run
 // would: a write every few seconds of the journal so far (the same
 // attempt put again each time), and one at its end.
-func play(h History, c *fakeClock, plan [][]string, shapes []attemptShape) History {
+func play(h History, c *fakeClock, shapes []attemptShape) History {
 	run := Run{StartedAt: c.t.Truncate(time.Second), Strategy: "eks"}
 	for _, sh := range shapes {
 		from := c.t
-		batches := plan
-		if sh.plan != nil {
-			batches = sh.plan
-		}
-		j := NewJournal(c.now, batches)
+		j := NewJournal(c.now)
 		save := func(end bool) {
 			a := j.Attempt()
 			a.Kind, a.StartedAt = sh.kind, from
@@ -91,32 +86,32 @@ func TestReportTotalsWithinWallTime(t *testing.T) {
 		name   string
 		shapes []attemptShape
 	}{
-		{"one attempt", []attemptShape{{"run", []step{taint, drain1, drain2, scale}, "finished", 0, nil}}},
+		{"one attempt", []attemptShape{{"run", []step{taint, drain1, drain2, scale}, "finished", 0}}},
 		{"cancel, resume", []attemptShape{
-			{"run", []step{taint, drain1}, "paused", 20 * time.Minute, nil},
-			{"resume", []step{drain2, scale}, "finished", 0, nil}}},
+			{"run", []step{taint, drain1}, "paused", 20 * time.Minute},
+			{"resume", []step{drain2, scale}, "finished", 0}}},
 		{"kill, re-run, kill, re-run", []attemptShape{
-			{"run", []step{taint, drain1}, "", time.Minute, nil},
-			{"re-run", []step{taint, drain1}, "", 30 * time.Second, nil},
-			{"re-run", []step{drain1, drain2, scale}, "finished", 0, nil}}},
+			{"run", []step{taint, drain1}, "", time.Minute},
+			{"re-run", []step{taint, drain1}, "", 30 * time.Second},
+			{"re-run", []step{drain1, drain2, scale}, "finished", 0}}},
 		{"in-cluster pods deleted", []attemptShape{
-			{"in-cluster", []step{taint, drain1}, "", 45 * time.Second, nil},
-			{"in-cluster", []step{drain1}, "", 45 * time.Second, nil},
-			{"in-cluster", []step{drain1, drain2}, "finished", 0, nil}}},
+			{"in-cluster", []step{taint, drain1}, "", 45 * time.Second},
+			{"in-cluster", []step{drain1}, "", 45 * time.Second},
+			{"in-cluster", []step{drain1, drain2}, "finished", 0}}},
 		{"cancel, resume, kill, re-run, rollback", []attemptShape{
-			{"run", []step{taint, drain1}, "paused", 5 * time.Minute, nil},
-			{"resume", []step{drain1}, "", time.Minute, nil},
-			{"re-run", []step{drain2}, "failed", 2 * time.Minute, nil},
-			{"rollback", []step{back, scale}, "rolled back", 0, nil}}},
+			{"run", []step{taint, drain1}, "paused", 5 * time.Minute},
+			{"resume", []step{drain1}, "", time.Minute},
+			{"re-run", []step{drain2}, "failed", 2 * time.Minute},
+			{"rollback", []step{back, scale}, "rolled back", 0}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &fakeClock{t: start.Add(700 * time.Millisecond)}
 			// an earlier run of the group, to be left as it was
-			h := play(History{}, c, [][]string{{"n1"}}, []attemptShape{{"run", []step{drain1}, "finished", time.Hour, nil}})
+			h := play(History{}, c, []attemptShape{{"run", []step{drain1}, "finished", time.Hour}})
 			earlier, _ := json.Marshal(h.Runs[0])
 			begun := c.t
-			h = play(h, c, [][]string{{"n1"}, {"n2"}, {"n3"}}, tt.shapes)
+			h = play(h, c, tt.shapes)
 			if got, _ := json.Marshal(h.Runs[1]); !bytes.Equal(got, earlier) {
 				t.Errorf("the earlier run changed:\n%s\n%s", earlier, got)
 			}
@@ -160,13 +155,13 @@ func checkTotals(t *testing.T, rr RunReport, begun time.Time, attempts int) {
 // put in is left as it was.
 func TestWritingAgainChangesNothing(t *testing.T) {
 	c := &fakeClock{t: start}
-	base := play(History{}, c, [][]string{{"n1"}, {"n2"}}, []attemptShape{
-		{"run", []step{taint, drain1}, "paused", time.Minute, nil}})
+	base := play(History{}, c, []attemptShape{
+		{"run", []step{taint, drain1}, "paused", time.Minute}})
 	before, err := base.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := NewJournal(c.now, [][]string{{"n2"}})
+	j := NewJournal(c.now)
 	j.Enter("Drain", 1)
 	j.NodeEvent("n2", ReasonDraining)
 	j.Blocked("n2", "app/db-0", "app/db")
@@ -226,9 +221,9 @@ func TestHistoryOfAnEarlierVersionReads(t *testing.T) {
 // within theirs, and shows no batch for a node its attempt did not drain.
 func TestTableShowsEachAttempt(t *testing.T) {
 	c := &fakeClock{t: start}
-	h := play(History{}, c, [][]string{{"n1"}, {"n2"}}, []attemptShape{
-		{"run", []step{taint, drain1}, "", time.Minute, nil},
-		{"re-run", []step{{phase: "Drain", batch: 1, took: 3 * time.Minute, drain: []string{"n2"}}}, "finished", 0, [][]string{{"n2"}}}})
+	h := play(History{}, c, []attemptShape{
+		{"run", []step{taint, drain1}, "", time.Minute},
+		{"re-run", []step{{phase: "Drain", batch: 1, took: 3 * time.Minute, drain: []string{"n2"}}}, "finished", 0}})
 	// n2 was tainted by the first attempt, which never drained it
 	h.Runs[0].Attempts[0].Nodes = append(h.Runs[0].Attempts[0].Nodes, Node{Name: "n2", Tainted: &start})
 	h.Runs[0].Outcome = "finished"

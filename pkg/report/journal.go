@@ -90,15 +90,9 @@ func (j *Journal) unlockTelling(changed bool) {
 	}
 }
 
-// NewJournal starts a journal; batches are the plan's node names by batch.
-func NewJournal(now func() time.Time, batches [][]string) *Journal {
-	j := &Journal{now: now, started: now(), nodes: map[string]*Node{}, batch: map[string]int{}, phases: map[string]time.Duration{}}
-	for i, names := range batches {
-		for _, n := range names {
-			j.batch[n] = i + 1
-		}
-	}
-	return j
+// NewJournal starts a journal of an attempt, on the clock now.
+func NewJournal(now func() time.Time) *Journal {
+	return &Journal{now: now, started: now(), nodes: map[string]*Node{}, phases: map[string]time.Duration{}}
 }
 
 func (j *Journal) node(name string) *Node {
@@ -182,11 +176,12 @@ func (j *Journal) NodeEvent(node, reason string) {
 	j.unlockTelling(changed)
 }
 
-// drainedIn gives n the batch of the plan that drains it: a node the
-// attempt only tainted, or left for a later one, shows no batch.
+// drainedIn gives n the batch under way, which drains it: a node the
+// attempt only tainted, left for a later one, or drained outside batches
+// (a scale-down) shows none.
 func (j *Journal) drainedIn(n *Node) {
 	if n.Batch == 0 {
-		n.Batch = j.batch[n.Name]
+		n.Batch = j.cur
 	}
 }
 

@@ -18,10 +18,11 @@ var start = time.Date(2026, 11, 27, 22, 0, 0, 0, time.UTC)
 
 // twoNodes is a journal of n1 drained in batch 1, two pods held by PDBs
 // (web 45 s, refused twice; db 60 s), and n2 held 30 s in batch 2, its
-// drain not begun: all as an attempt written 4m35s after start.
+// drain not begun, and n3 drained in a scale-down: all as an attempt
+// written 4m35s after start.
 func twoNodes() (Attempt, *fakeClock) {
 	c := &fakeClock{t: start}
-	j := NewJournal(c.now, [][]string{{"n1"}, {"n2"}})
+	j := NewJournal(c.now)
 	j.Enter("Taint", 0)
 	j.NodeEvent("n1", ReasonTainted)
 	j.NodeEvent("n2", ReasonTainted)
@@ -39,6 +40,8 @@ func twoNodes() (Attempt, *fakeClock) {
 	j.Enter("Remove", 1)
 	j.NodeEvent("n1", ReasonRemoved)
 	at(c, 2*time.Minute)
+	j.Enter("ScaleDown", 0)
+	j.NodeEvent("n3", ReasonDraining) // drained outside batches
 	j.Enter("Drain", 2)
 	j.Blocked("n2", "app/web-1", "app/web")
 	at(c, 30*time.Second)
@@ -83,8 +86,8 @@ func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
 	if len(run.Batches) != 2 || run.Batches[0].To.Sub(run.Batches[0].From) != 65*time.Second+2*time.Minute {
 		t.Errorf("batches %+v", run.Batches)
 	}
-	if n2 := byName["n2"]; n2.Batch != 0 {
-		t.Errorf("n2, never drained, in batch %d", n2.Batch)
+	if n2, n3 := byName["n2"], byName["n3"]; n2.Batch != 0 || n3.Batch != 0 {
+		t.Errorf("n2, never drained, in batch %d; n3, drained outside batches, in batch %d", n2.Batch, n3.Batch)
 	}
 	rep := Of("ng", History{Runs: []Run{{StartedAt: start, Attempts: []Attempt{run}}}})
 	if b := rep.Runs[0].Blockers; len(b) != 3 || b[0].Pod != "app/db-0" || b[0].PDB != "app/db" || b[1].Pod != "app/web-0" {
@@ -200,7 +203,7 @@ func TestHistoryStaysFarBelowAConfigMap(t *testing.T) {
 // shows, and not of what only repeats (a refusal again, a milestone again).
 func TestJournalTellsWhatAReportShows(t *testing.T) {
 	c := &fakeClock{t: start}
-	j := NewJournal(c.now, [][]string{{"n1"}})
+	j := NewJournal(c.now)
 	told := 0
 	j.OnChange(func() { told++ })
 	steps := []struct {
