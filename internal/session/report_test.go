@@ -1,7 +1,9 @@
 package session
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -177,6 +179,49 @@ func TestAttemptKinds(t *testing.T) {
 			got := rec.CurrentAttempt()
 			if got.Kind != tt.want || got.Pod != tt.wantPod || len(rec.Attempts) != tt.wantCount || got.StartedAt.IsZero() {
 				t.Errorf("attempts %+v, want the last a %s by pod %q, %d in all", rec.Attempts, tt.want, tt.wantPod, tt.wantCount)
+			}
+		})
+	}
+}
+
+// TestReportReadsTheRecord: the newest run is reported as its record says
+// it stands: alive, it runs until now; the attempts the record has and the
+// history lacks (one that wrote no report) are listed in their place.
+func TestReportReadsTheRecord(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { v := t0.Add(d); return &v }
+	first := report.Attempt{Kind: "run", StartedAt: t0, LastSeen: *at(5 * time.Minute), Phases: map[string]report.Duration{"Drain": report.Duration(4 * time.Minute)}}
+	h := report.History{}.With(report.Run{StartedAt: t0, Outcome: OutcomeRunning}, first)
+	tests := []struct {
+		name     string
+		rec      state.Record
+		alive    bool
+		want     string
+		took     time.Duration
+		attempts []string
+	}{
+		{"alive", state.Record{Phase: "Drain", Attempts: []state.Attempt{{Kind: state.AttemptRun, StartedAt: t0}}}, true, OutcomeRunning, 20 * time.Minute, []string{"run running"}},
+		{"killed", state.Record{Phase: "Drain", UpdatedAt: *at(5 * time.Minute), Attempts: []state.Attempt{{Kind: state.AttemptRun, StartedAt: t0}}}, false, OutcomeInterrupted, 5 * time.Minute, []string{"run interrupted"}},
+		{"an attempt without a report", state.Record{Phase: "Drain", FinishedAt: at(9 * time.Minute), AbortedAt: at(9 * time.Minute), Attempts: []state.Attempt{
+			{Kind: state.AttemptRun, StartedAt: t0},
+			{Kind: state.AttemptAbort, StartedAt: *at(8 * time.Minute), EndedAt: at(9 * time.Minute), Outcome: OutcomeAborted}}},
+			false, OutcomeAborted, 9 * time.Minute, []string{"run interrupted", "abort aborted"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := tt.rec
+			rec.NodeGroup, rec.StartedAt = "demo", t0
+			before, _ := json.Marshal(h)
+			rr := report.Of("demo", withRecord(h, &rec, tt.alive, "", t0.Add(20*time.Minute))).Runs[0]
+			var attempts []string
+			for _, a := range rr.Attempts {
+				attempts = append(attempts, a.Kind+" "+a.Outcome)
+			}
+			if rr.Outcome != tt.want || time.Duration(rr.Took) != tt.took || !slices.Equal(attempts, tt.attempts) {
+				t.Errorf("%q, took %s, attempts %q; want %q, %s, %q", rr.Outcome, rr.Took, attempts, tt.want, tt.took, tt.attempts)
+			}
+			if after, _ := json.Marshal(h); !bytes.Equal(after, before) {
+				t.Errorf("the history read changed")
 			}
 		})
 	}
