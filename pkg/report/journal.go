@@ -58,7 +58,6 @@ type Journal struct {
 	started time.Time
 	nodes   map[string]*Node
 	order   []string
-	batch   map[string]int
 	phases  map[string]time.Duration
 	spans   []BatchSpan
 	phase   string
