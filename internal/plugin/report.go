@@ -2,13 +2,13 @@ package plugin
 
 import (
 	"context"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/report"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -40,11 +40,13 @@ func NewCmdReport(configFlags *genericclioptions.ConfigFlags, streams genericioo
 		Use:   "report NODEGROUP",
 		Short: "Show what held each node of a node group's last runs, and for how long",
 		Long: `Show the last run on NODEGROUP (and with --runs the ones before, at most 5
-are kept): the top blockers (each pod whose eviction a PodDisruptionBudget
-refused, the PDB, the node, and for how long it held it), the time spent in
-each phase and batch, the estimate of the plan against what happened, and
-each node's timeline: tainted, drain start, drained, time held, machine
-removed, the replacement that became Ready after it.
+are kept): its outcome (as status says it), its wall time against the plan's
+estimate, its attempts (run, re-run, resume, in-cluster pod, rollback: when
+each started and ended, and how), the top blockers (each pod whose eviction
+a PodDisruptionBudget refused, the PDB, the node, and for how long it held
+it), the time spent in each phase over the attempts, each attempt's batches,
+and each node's timeline in each attempt: tainted, drain start, drained,
+time held, machine removed, the replacement that became Ready after it.
 
 A run writes its report at each batch's end and at its end, beside its
 record in --state-namespace (ConfigMap nodeupgrade-<group>-report, kept
@@ -92,19 +94,11 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 		}
 		o.client = po.client
 	}
-	store := &state.Store{Client: o.client, Namespace: o.StateNamespace}
-	h, err := store.LoadReports(ctx, o.NodeGroup)
+	sess := &session.Session{Client: o.client, StateNamespace: o.StateNamespace, IOStreams: o.IOStreams}
+	rep, err := sess.Report(ctx, o.NodeGroup, o.Runs)
 	if err != nil {
 		return err
 	}
-	if o.Runs > 0 && len(h.Runs) > o.Runs {
-		h.Runs = h.Runs[:o.Runs]
-	}
-	updated := time.Now()
-	if rec, err := store.Load(ctx, o.NodeGroup); err == nil && rec != nil && rec.FinishedAt == nil && !rec.UpdatedAt.IsZero() {
-		updated = rec.UpdatedAt // a run not finished is timed to its last record
-	}
-	rep := report.Of(o.NodeGroup, h, updated)
 	if !output.IsTable(o.Output) {
 		return output.Print(o.Out, o.Output, rep)
 	}

@@ -2,8 +2,8 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,15 +20,21 @@ import (
 // runReport keeps this attempt's journal in the node group's report
 // history: soon after each change a report shows (coalesced: at most one
 // write every flushEvery), and at the end, so that a run killed loses at
-// most the last flushEvery of its journal.
+// most the last flushEvery of its journal. Each write puts the attempt
+// whole in place of its last one over the history as it was before the
+// attempt: writing it again changes nothing.
 type runReport struct {
-	s       *Session
-	pl      *Planned
-	rec     *state.Record
-	journal *report.Journal
-	base    report.History // as before this attempt
-	ctx     context.Context
-	every   time.Duration
+	s        *Session
+	pl       *Planned
+	started  time.Time     // the run's start, its key in the history
+	attempt  state.Attempt // the record's attempt this one is
+	journal  *report.Journal
+	base     report.History // as before this attempt; never changed
+	ctx      context.Context
+	every    time.Duration
+	now      func() time.Time
+	strategy string
+	estimate report.Duration
 
 	mu     sync.Mutex // one write at a time
 	ended  bool       // the attempt's last report is written
@@ -44,23 +50,21 @@ type runReport struct {
 // written at most this often however fast its nodes move.
 const flushEvery = 3 * time.Second
 
-// startReport begins the report of the attempt of rec's run; nil (and a
-// warning) when the history cannot be read: the run goes on without.
+// startReport begins the report of the attempt under way of rec's run;
+// nil (and a warning) when the history cannot be read: the run goes on
+// without.
 func (s *Session) startReport(ctx context.Context, pl *Planned, rec *state.Record) *runReport {
 	base, err := s.Store().LoadReports(ctx, pl.Request.RecordName())
 	if err != nil {
 		fmt.Fprintf(s.ErrOut, "warning: %v; this run keeps no report\n", err)
 		return nil
 	}
-	var batches [][]string
-	for _, b := range pl.Batches {
-		var names []string
-		for _, n := range b.Nodes {
-			names = append(names, n.Name)
-		}
-		batches = append(batches, names)
+	r := &runReport{s: s, pl: pl, started: rec.StartedAt, attempt: rec.CurrentAttempt(), base: base, ctx: ctx, every: flushEvery, now: time.Now,
+		strategy: pl.Strategy, estimate: report.Duration(pl.EstimatedDuration())}
+	if r.attempt.StartedAt.IsZero() {
+		r.attempt.StartedAt = time.Now().UTC() // a record written without attempts
 	}
-	r := &runReport{s: s, pl: pl, rec: rec, base: base, ctx: ctx, every: flushEvery, journal: report.NewJournal(time.Now, batches)}
+	r.journal = report.NewJournal(func() time.Time { return r.now() })
 	r.journal.OnChange(r.changed)
 	return r
 }
@@ -81,13 +85,22 @@ func (r *runReport) changed() {
 		r.tmu.Lock()
 		r.timer, r.lastSaved = nil, time.Now()
 		r.tmu.Unlock()
-		r.save(r.ctx, "running", nil, false)
+		r.save(r.ctx, nil)
 	})
 }
 
-// finish writes the report of the attempt that ended with err: always,
-// even when ctx was cancelled, and nothing after it.
-func (r *runReport) finish(ctx context.Context, err error) {
+// finish ends the attempt under way in rec, as rec says it ended, and
+// writes its report (err is what stopped it): always, even when ctx was
+// cancelled, and nothing after it. r may be nil: a run without a report
+// still ends its attempt.
+func (r *runReport) finish(ctx context.Context, rec *state.Record, err error) {
+	clock := time.Now
+	if r != nil {
+		clock = r.now
+	}
+	now := clock()
+	outcome := Outcome(rec, false, "", now)
+	rec.EndAttempt(now, outcome)
 	if r == nil {
 		return
 	}
@@ -98,39 +111,61 @@ func (r *runReport) finish(ctx context.Context, err error) {
 		r.timer = nil
 	}
 	r.tmu.Unlock()
-	outcome := "finished"
-	var finished *time.Time
-	switch {
-	case err == nil:
-		now := time.Now().UTC().Truncate(time.Second)
-		finished = &now
-	case errors.Is(err, context.Canceled):
-		outcome = InterruptedError
-	default:
-		outcome = output.OneLine(err.Error(), 300)
+	end := &attemptEnd{outcome: outcome, finished: rec.FinishedAt}
+	if err != nil {
+		end.err = output.OneLine(err.Error(), 300)
 	}
-	r.save(ctx, outcome, finished, true)
+	r.save(ctx, end)
 }
 
-// save writes the history with this attempt as far as it got; last says
-// it is the attempt's last write, after which no other is made.
-func (r *runReport) save(ctx context.Context, outcome string, finished *time.Time, last bool) {
+// attemptEnd is how an attempt ended: in status's words, the error that
+// stopped it, and when the run finished (nil: it did not).
+type attemptEnd struct {
+	outcome, err string
+	finished     *time.Time
+}
+
+// save writes the history with this attempt as far as it got; end, when
+// set, says how it ended: the attempt's last write, after which no other
+// is made.
+func (r *runReport) save(ctx context.Context, end *attemptEnd) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended {
 		return
 	}
-	r.ended = last
-	run := r.journal.Run()
-	run.Outcome, run.FinishedAt, run.Strategy = outcome, finished, r.pl.Strategy
-	run.Estimate = report.Duration(r.pl.EstimatedDuration())
-	run.PairReplacements(r.replacements(ctx))
-	h := report.History{Runs: append([]report.Run(nil), r.base.Runs...)}
-	h.Add(r.rec.StartedAt, run)
-	if err := r.s.Store().SaveReports(ctx, r.pl.Request.RecordName(), &h); err != nil && !r.warned && ctx.Err() == nil {
+	r.ended = end != nil
+	a := r.journal.Attempt()
+	a.Kind, a.Pod, a.StartedAt = string(r.attempt.Kind), r.attempt.Pod, r.attempt.StartedAt
+	a.Fresh = r.replacements(ctx)
+	run := report.Run{StartedAt: r.started, UpdatedAt: a.LastSeen, Strategy: r.strategy, Estimate: r.estimate}
+	if end != nil {
+		a.EndedAt, a.Outcome, a.Error = &a.LastSeen, end.outcome, end.err
+		run.Outcome, run.FinishedAt = end.outcome, end.finished
+	}
+	h := r.base.With(run, a)
+	if err := r.s.Store().SaveReports(ctx, r.pl.Request.RecordName(), h); err != nil && !r.warned && ctx.Err() == nil {
 		r.warned = true
 		fmt.Fprintf(r.s.ErrOut, "warning: %v (the upgrade goes on)\n", err)
 	}
+}
+
+// beginAttempt adds to rec the attempt this run of pl, by holder, is.
+func beginAttempt(rec *state.Record, pl *Planned, holder string) {
+	kind, pod := state.AttemptRerun, ""
+	if p, ok := JobOfHolder(pl.Request.RecordName(), holder); ok {
+		kind, pod = state.AttemptInCluster, p
+	}
+	switch {
+	case pl.Request.Rollback:
+		kind = state.AttemptRollback
+	case kind == state.AttemptInCluster:
+	case len(rec.Attempts) == 0 && rec.Phase == "" && len(rec.Done) == 0:
+		kind = state.AttemptRun // a new record: the run's first
+	case pl.Request.Given == nil:
+		kind = state.AttemptResume // the recorded request, repeated
+	}
+	rec.BeginAttempt(kind, pod, time.Now())
 }
 
 // replacements are the group's nodes that joined since the run started,
@@ -146,7 +181,7 @@ func (r *runReport) replacements(ctx context.Context) []report.Replacement {
 	}
 	var out []report.Replacement
 	for _, n := range nodes.Items {
-		if n.CreationTimestamp.Time.Before(r.rec.StartedAt) {
+		if n.CreationTimestamp.Time.Before(r.started) {
 			continue
 		}
 		for _, c := range n.Status.Conditions {
@@ -172,4 +207,74 @@ func (s *Session) withReport(ctx context.Context, pl *Planned, rec *state.Record
 		return onProgress(ctx, st, done)
 	}
 	return rep
+}
+
+// Report is the report of group's last runs (runs of them; 0: every one
+// kept): as its runs wrote them, the newest as its record, its lock and a
+// request not taken yet say it stands now (what status says of it).
+func (s *Session) Report(ctx context.Context, group string, runs int) (report.Report, error) {
+	h, err := s.Store().LoadReports(ctx, group)
+	if err != nil {
+		return report.Report{}, err
+	}
+	// The lock before the record: a run writes its last record, then
+	// gives the lock up, so a record read after the lock was seen free is
+	// final.
+	lock := &state.Lock{Client: s.Client, Namespace: s.StateNamespace, Group: group, Holder: "report/probe", Duration: LockDuration}
+	alive, err := lock.Held(ctx)
+	if err != nil {
+		return report.Report{}, err
+	}
+	rec, err := s.Store().Load(ctx, group)
+	if err != nil {
+		return report.Report{}, err
+	}
+	if rec != nil {
+		request, err := s.Requests(group).Pending(ctx)
+		if err != nil {
+			return report.Report{}, err
+		}
+		h = withRecord(h, rec, alive, request, time.Now())
+	}
+	if runs > 0 && len(h.Runs) > runs {
+		h.Runs = h.Runs[:runs]
+	}
+	return report.Of(group, h), nil
+}
+
+// withRecord is h with its run of rec as rec says it stands: its outcome,
+// its end (now while alive), and the attempts rec has that wrote no
+// report.
+func withRecord(h report.History, rec *state.Record, alive bool, request string, now time.Time) report.History {
+	i := slices.IndexFunc(h.Runs, func(r report.Run) bool { return r.StartedAt.Equal(rec.StartedAt) })
+	if i < 0 {
+		if len(rec.Attempts) == 0 {
+			return h // a record of a version before attempts, whose report is gone
+		}
+		h.Runs = append([]report.Run{{StartedAt: rec.StartedAt, Strategy: rec.Strategy}}, h.Runs...)
+		i = 0
+	}
+	h.Runs = slices.Clone(h.Runs)
+	run := h.Runs[i]
+	// Timed as status times it: to its end, else now while alive, else
+	// the record's last word.
+	run.Outcome, run.FinishedAt, run.UpdatedAt = Outcome(rec, alive, request, now), rec.FinishedAt, rec.UpdatedAt
+	if alive && rec.FinishedAt == nil {
+		run.UpdatedAt = now
+	}
+	run.Attempts = slices.Clone(run.Attempts)
+	for _, ra := range rec.Attempts {
+		k := slices.IndexFunc(run.Attempts, func(a report.Attempt) bool { return a.StartedAt.Equal(ra.StartedAt) })
+		if k < 0 {
+			run.Attempts = append(run.Attempts, report.Attempt{Kind: string(ra.Kind), Pod: ra.Pod, StartedAt: ra.StartedAt,
+				EndedAt: ra.EndedAt, LastSeen: ra.StartedAt, Outcome: ra.Outcome})
+			continue
+		}
+		if run.Attempts[k].Outcome == "" {
+			run.Attempts[k].Outcome = ra.Outcome
+		}
+	}
+	slices.SortStableFunc(run.Attempts, func(a, b report.Attempt) int { return a.StartedAt.Compare(b.StartedAt) })
+	h.Runs[i] = run
+	return h
 }

@@ -126,6 +126,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	// A rollback counts its own nodes: those the upgrade replaced are
 	// replaced again (see state.Record.Counted).
 	rec.Batches, rec.NodesTotal = len(pl.Batches), nodesTotal(rec, pl, cfg.EarlierDone)
+	beginAttempt(rec, pl, holder)
 	cfg.Record = rec
 	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
 	cfg.OnProgress = recordProgress(store, rec, pl.Plan, previouslyDone)
@@ -135,8 +136,8 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 		return err
 	}
 	err = CauseOf(ctx, engine.Run(ctx))
-	rep.finish(cleanupCtx, err)
 	recordEnd(rec, err, engine.Note(), engine.RolledBack())
+	rep.finish(cleanupCtx, rec, err)
 	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
 		return saveErr
 	}

@@ -14,8 +14,11 @@ import (
 
 // Node is one node's timeline in a run.
 type Node struct {
-	Name  string `json:"name"`
-	Batch int    `json:"batch,omitempty"` // 1-based; 0 outside batches (a scale-down)
+	Name string `json:"name"`
+	// Batch is the attempt's batch (1-based) that drained the node; 0
+	// for a node it did not drain, or drained outside batches (a
+	// scale-down).
+	Batch int `json:"batch,omitempty"`
 	// The milestones, each the first time it happened.
 	Tainted    *time.Time `json:"tainted,omitempty"`
 	DrainStart *time.Time `json:"drainStart,omitempty"`
@@ -23,7 +26,9 @@ type Node struct {
 	Cordoned   *time.Time `json:"cordoned,omitempty"`
 	Removed    *time.Time `json:"removed,omitempty"`
 	// Replacement is the new node counted as this one's: the first to be
-	// Ready after its removal, not counted for another.
+	// Ready after its removal, not counted for another. The report pairs
+	// them when it is shown (PairReplacements); a History written before
+	// attempts may hold them.
 	Replacement      string     `json:"replacement,omitempty"`
 	ReplacementReady *time.Time `json:"replacementReady,omitempty"`
 	// Blocks are the refused evictions, one per pod and PDB: from the
@@ -48,16 +53,16 @@ func (b Block) Held() time.Duration { return b.To.Sub(b.From) }
 // Journal collects a run attempt's timeline; its methods are safe for the
 // run's goroutines and do nothing on a nil Journal.
 type Journal struct {
-	mu     sync.Mutex
-	now    func() time.Time
-	nodes  map[string]*Node
-	order  []string
-	batch  map[string]int
-	phases map[string]time.Duration
-	spans  []BatchSpan
-	phase  string
-	cur    int // 1-based batch of the phase, 0 none
-	since  time.Time
+	mu      sync.Mutex
+	now     func() time.Time
+	started time.Time
+	nodes   map[string]*Node
+	order   []string
+	phases  map[string]time.Duration
+	spans   []BatchSpan
+	phase   string
+	cur     int // 1-based batch of the phase, 0 none
+	since   time.Time
 	// changed is told, outside the lock, of each change a report shows:
 	// a phase entered, a milestone, a block begun or ended.
 	changed func()
@@ -84,21 +89,15 @@ func (j *Journal) unlockTelling(changed bool) {
 	}
 }
 
-// NewJournal starts a journal; batches are the plan's node names by batch.
-func NewJournal(now func() time.Time, batches [][]string) *Journal {
-	j := &Journal{now: now, nodes: map[string]*Node{}, batch: map[string]int{}, phases: map[string]time.Duration{}}
-	for i, names := range batches {
-		for _, n := range names {
-			j.batch[n] = i + 1
-		}
-	}
-	return j
+// NewJournal starts a journal of an attempt, on the clock now.
+func NewJournal(now func() time.Time) *Journal {
+	return &Journal{now: now, started: now(), nodes: map[string]*Node{}, phases: map[string]time.Duration{}}
 }
 
 func (j *Journal) node(name string) *Node {
 	n, ok := j.nodes[name]
 	if !ok {
-		n = &Node{Name: name, Batch: j.batch[name]}
+		n = &Node{Name: name}
 		j.nodes[name] = n
 		j.order = append(j.order, name)
 	}
@@ -163,8 +162,10 @@ func (j *Journal) NodeEvent(node, reason string) {
 		changed = stamp(&n.Tainted, now)
 	case ReasonDraining:
 		changed = stamp(&n.DrainStart, now)
+		j.drainedIn(n)
 	case ReasonDrained:
 		changed = stamp(&n.Drained, now)
+		j.drainedIn(n)
 		j.release(n, "", now)
 	case ReasonCordoned:
 		changed = stamp(&n.Cordoned, now)
@@ -172,6 +173,15 @@ func (j *Journal) NodeEvent(node, reason string) {
 		changed = stamp(&n.Removed, now)
 	}
 	j.unlockTelling(changed)
+}
+
+// drainedIn gives n the batch under way, which drains it: a node the
+// attempt only tainted, left for a later one, or drained outside batches
+// (a scale-down) shows none.
+func (j *Journal) drainedIn(n *Node) {
+	if n.Batch == 0 {
+		n.Batch = j.cur
+	}
 }
 
 // Blocked notes a refused eviction of pod on node by pdb ("" none named):
@@ -216,22 +226,22 @@ func (j *Journal) release(n *Node, pod string, now time.Time) bool {
 	return ended
 }
 
-// Run is the attempt so far, as the History keeps it: open blocks and
-// the phase under way counted up to now.
-func (j *Journal) Run() Run {
+// Attempt is the attempt so far, as the History keeps it: open blocks
+// and the phase under way counted up to now, its last word.
+func (j *Journal) Attempt() Attempt {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	now := j.now()
-	run := Run{Phases: map[string]Duration{}}
+	a := Attempt{StartedAt: j.started.UTC(), LastSeen: now.UTC(), Phases: map[string]Duration{}}
 	for k, d := range j.phases {
-		run.Phases[k] = Duration(d)
+		a.Phases[k] = Duration(d)
 	}
 	if j.phase != "" {
-		run.Phases[j.phase] += Duration(now.Sub(j.since))
+		a.Phases[j.phase] += Duration(now.Sub(j.since))
 	}
-	run.Batches = slices.Clone(j.spans)
-	if n := len(run.Batches); n > 0 && run.Batches[n-1].Batch == j.cur && j.cur > 0 {
-		run.Batches[n-1].To = now.UTC().Truncate(time.Second)
+	a.Batches = slices.Clone(j.spans)
+	if n := len(a.Batches); n > 0 && a.Batches[n-1].Batch == j.cur && j.cur > 0 {
+		a.Batches[n-1].To = now.UTC().Truncate(time.Second)
 	}
 	for _, name := range j.order {
 		n := *j.nodes[name]
@@ -241,7 +251,7 @@ func (j *Journal) Run() Run {
 				n.Blocks[i].To, n.Blocks[i].open = now.UTC(), false
 			}
 		}
-		run.Nodes = append(run.Nodes, n)
+		a.Nodes = append(a.Nodes, n)
 	}
-	return run
+	return a
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // WriteTable prints the report for a reader: per run its outcome and
-// times, the estimate against what happened, the phases, the batches,
-// the top blockers and each node's timeline.
+// times, the estimate against what happened, its attempts, the top
+// blockers, the phases, and each attempt's batches and node timelines.
 func WriteTable(w io.Writer, rep Report) error {
 	if len(rep.Runs) == 0 {
 		_, err := fmt.Fprintf(w, "No run of %q reported yet.\n", rep.NodeGroup)
@@ -28,12 +28,15 @@ func WriteTable(w io.Writer, rep Report) error {
 }
 
 func writeRun(w io.Writer, group string, run RunReport) error {
-	fmt.Fprintf(w, "Run of %q started %s (%s; attempts: %d): %s\n", group, run.StartedAt.UTC().Format(time.RFC3339), output.OrNone(run.Strategy), run.Attempts, run.Outcome)
+	fmt.Fprintf(w, "Run of %q started %s (%s; attempts: %d): %s\n", group, run.StartedAt.UTC().Format(time.RFC3339), output.OrNone(run.Strategy), len(run.Attempts), run.Outcome)
 	fmt.Fprintf(w, "Took %s; the plan estimated %s%s\n", short(run.Took), short(run.Estimate), overrun(run))
 	if run.Trimmed > 0 {
 		fmt.Fprintf(w, "(%d of the shortest refused evictions left out to keep the report within %d KiB)\n", run.Trimmed, MaxBytes>>10)
 	}
-	sections := []func(io.Writer, RunReport) error{writeBlockers, writePhases, writeBatches, writeNodes}
+	if run.TrimmedAttempts > 0 {
+		fmt.Fprintf(w, "(the node timelines of the %d oldest attempts left out to keep the report within %d KiB)\n", run.TrimmedAttempts, MaxBytes>>10)
+	}
+	sections := []func(io.Writer, RunReport) error{writeAttempts, writeBlockers, writePhases, writeBatches, writeNodes}
 	for _, section := range sections {
 		if err := section(w, run); err != nil {
 			return err
@@ -70,7 +73,7 @@ func writePhases(w io.Writer, run RunReport) error {
 	if len(run.PhaseTotals) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nPhases (over all batches):")
+	fmt.Fprintln(w, "\nPhases (over all attempts):")
 	t := output.NewTable(w, "Phase", "Took")
 	for _, p := range run.PhaseTotals {
 		if err := t.Append(p.Phase, short(p.Took)); err != nil {
@@ -85,9 +88,9 @@ func writeBatches(w io.Writer, run RunReport) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\nBatches:")
-	t := output.NewTable(w, "Batch", "From", "To", "Took")
+	t := output.NewTable(w, "Attempt", "Batch", "From", "To", "Took")
 	for _, b := range run.Batches {
-		if err := t.Append(fmt.Sprint(b.Batch), clock(&b.From), clock(&b.To), short(Duration(b.To.Sub(b.From)))); err != nil {
+		if err := t.Append(fmt.Sprint(b.Attempt), fmt.Sprint(b.Batch), clock(&b.From), clock(&b.To), short(Duration(b.To.Sub(b.From)))); err != nil {
 			return err
 		}
 	}
@@ -99,14 +102,44 @@ func writeNodes(w io.Writer, run RunReport) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\nNodes (UTC):")
-	t := output.NewTable(w, "Node", "Batch", "Tainted", "Drain start", "Drained", "Held", "Removed", "Replacement", "Ready")
+	t := output.NewTable(w, "Node", "Attempt", "Batch", "Tainted", "Drain start", "Drained", "Held", "Removed", "Replacement", "Ready")
 	for _, n := range run.Nodes {
 		var held time.Duration
 		for _, b := range n.Blocks {
 			held += b.Held()
 		}
-		if err := t.Append(n.Name, fmt.Sprint(n.Batch), clock(n.Tainted), clock(n.DrainStart), clock(n.Drained), short(Duration(held)),
+		if err := t.Append(n.Name, fmt.Sprint(n.Attempt), batchCell(n.Batch), clock(n.Tainted), clock(n.DrainStart), clock(n.Drained), short(Duration(held)),
 			clock(n.Removed), output.OrNone(n.Replacement), clock(n.ReplacementReady)); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// batchCell is a node's batch, "-" for a node its attempt did not drain
+// in a batch.
+func batchCell(batch int) string {
+	if batch == 0 {
+		return "-"
+	}
+	return fmt.Sprint(batch)
+}
+
+// writeAttempts lists the run's attempts: each one's kind, times and
+// outcome.
+func writeAttempts(w io.Writer, run RunReport) error {
+	fmt.Fprintln(w, "\nAttempts (UTC):")
+	t := output.NewTable(w, "Attempt", "Kind", "Started", "Ended", "Took", "Batches", "Outcome")
+	for _, a := range run.Attempts {
+		kind := output.OrNone(a.Kind)
+		if a.Pod != "" {
+			kind += " pod " + a.Pod
+		}
+		end := a.EndedAt
+		if end == nil {
+			end = &a.LastSeen // killed, or under way: its last word
+		}
+		if err := t.Append(fmt.Sprint(a.Attempt), kind, clock(&a.StartedAt), clock(end), short(a.Took), fmt.Sprint(a.Batches), output.OrNone(a.Outcome)); err != nil {
 			return err
 		}
 	}

@@ -16,9 +16,13 @@ func at(c *fakeClock, d time.Duration) *fakeClock { c.advance(d); return c }
 
 var start = time.Date(2026, 11, 27, 22, 0, 0, 0, time.UTC)
 
-func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
+// twoNodes is a journal of n1 drained in batch 1, two pods held by PDBs
+// (web 45 s, refused twice; db 60 s), and n2 held 30 s in batch 2, its
+// drain not begun, and n3 drained in a scale-down: all as an attempt
+// written 4m35s after start.
+func twoNodes() (Attempt, *fakeClock) {
 	c := &fakeClock{t: start}
-	j := NewJournal(c.now, [][]string{{"n1"}, {"n2"}})
+	j := NewJournal(c.now)
 	j.Enter("Taint", 0)
 	j.NodeEvent("n1", ReasonTainted)
 	j.NodeEvent("n2", ReasonTainted)
@@ -36,11 +40,16 @@ func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
 	j.Enter("Remove", 1)
 	j.NodeEvent("n1", ReasonRemoved)
 	at(c, 2*time.Minute)
+	j.Enter("ScaleDown", 0)
+	j.NodeEvent("n3", ReasonDraining) // drained outside batches
 	j.Enter("Drain", 2)
 	j.Blocked("n2", "app/web-1", "app/web")
 	at(c, 30*time.Second)
-	run := j.Run() // n2's block still open: counted to now
+	return j.Attempt(), c // n2's block still open: counted to now
+}
 
+func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
+	run, _ := twoNodes()
 	byName := map[string]Node{}
 	for _, n := range run.Nodes {
 		byName[n.Name] = n
@@ -77,32 +86,45 @@ func TestJournalTimesBlocksByPodAndPDB(t *testing.T) {
 	if len(run.Batches) != 2 || run.Batches[0].To.Sub(run.Batches[0].From) != 65*time.Second+2*time.Minute {
 		t.Errorf("batches %+v", run.Batches)
 	}
-	rep := Of("ng", History{Runs: []Run{run}}, c.now())
+	if n2, n3 := byName["n2"], byName["n3"]; n2.Batch != 0 || n3.Batch != 0 {
+		t.Errorf("n2, never drained, in batch %d; n3, drained outside batches, in batch %d", n2.Batch, n3.Batch)
+	}
+	rep := Of("ng", History{Runs: []Run{{StartedAt: start, Attempts: []Attempt{run}}}})
 	if b := rep.Runs[0].Blockers; len(b) != 3 || b[0].Pod != "app/db-0" || b[0].PDB != "app/db" || b[1].Pod != "app/web-0" {
 		t.Errorf("blockers %+v, want db-0 first, then web-0", b)
 	}
 }
 
+// TestPairReplacements: each removed node gets the first node Ready after
+// it that no earlier removal took, whichever attempt saw either: a node
+// removed by an attempt that stopped before its replacement was Ready is
+// paired with a node the next attempt saw.
 func TestPairReplacements(t *testing.T) {
 	t1, t2 := start.Add(time.Minute), start.Add(5*time.Minute)
-	run := Run{Nodes: []Node{{Name: "old-2", Removed: &t2}, {Name: "old-1", Removed: &t1}, {Name: "kept"}}}
-	run.PairReplacements([]Replacement{
-		{Name: "before", Ready: start},              // Ready before any removal: not a replacement
-		{Name: "new-b", Ready: t2.Add(time.Minute)}, // after both
-		{Name: "new-a", Ready: t1.Add(time.Minute)}, // after old-1's only
-	})
+	run := Run{StartedAt: start, Attempts: []Attempt{
+		{StartedAt: start, LastSeen: t2, Nodes: []Node{{Name: "old-2", Removed: &t2}, {Name: "old-1", Removed: &t1}, {Name: "kept"}},
+			Fresh: []Replacement{{Name: "before", Ready: start}}}, // Ready before any removal: not a replacement
+		{StartedAt: t2.Add(time.Minute), LastSeen: t2.Add(3 * time.Minute), Fresh: []Replacement{
+			{Name: "new-b", Ready: t2.Add(2 * time.Minute)}, // after both
+			{Name: "new-a", Ready: t1.Add(time.Minute)},     // after old-1's only
+			{Name: "before", Ready: start},
+		}},
+	}}
 	want := map[string]string{"old-1": "new-a", "old-2": "new-b", "kept": ""}
-	for _, n := range run.Nodes {
+	for _, n := range Of("ng", History{Runs: []Run{run}}).Runs[0].Nodes {
 		if n.Replacement != want[n.Name] {
 			t.Errorf("%s replaced by %q, want %q", n.Name, n.Replacement, want[n.Name])
 		}
+	}
+	if run.Attempts[0].Nodes[0].Replacement != "" {
+		t.Errorf("pairing changed the history's nodes: %+v", run.Attempts[0].Nodes[0])
 	}
 }
 
 // bigRun is a run of nodes nodes with blocks blocks each, named as EKS
 // names nodes.
-func bigRun(startedAt time.Time, nodes, blocks int) Run {
-	run := Run{StartedAt: startedAt, Phases: map[string]Duration{"Drain": Duration(time.Hour)}}
+func bigRun(startedAt time.Time, nodes, blocks int) Attempt {
+	run := Attempt{StartedAt: startedAt, Phases: map[string]Duration{"Drain": Duration(time.Hour)}}
 	for i := range nodes {
 		t := startedAt.Add(time.Duration(i) * time.Minute)
 		n := Node{Name: fmt.Sprintf("ip-10-0-%d-%d.eu-west-1.compute.internal", i/250, i%250), Batch: i + 1,
@@ -141,7 +163,7 @@ func TestHistoryStaysFarBelowAConfigMap(t *testing.T) {
 				nodes = 20
 			}
 			for i := range tt.runs {
-				h.Add(start.Add(time.Duration(i)*24*time.Hour), bigRun(start, nodes, tt.blocks))
+				h = h.With(Run{StartedAt: start.Add(time.Duration(i) * 24 * time.Hour)}, bigRun(start, nodes, tt.blocks))
 			}
 			data, err := h.Encode()
 			if err != nil {
@@ -159,15 +181,15 @@ func TestHistoryStaysFarBelowAConfigMap(t *testing.T) {
 				t.Fatalf("%d runs, the newest from %s; want %d, the newest %s", len(back.Runs), back.Runs[0].StartedAt, tt.wantRuns, newest)
 			}
 			r := back.Runs[0]
-			if (r.Trimmed > 0) != tt.wantTrimmed || len(r.Nodes) != nodes {
-				t.Errorf("trimmed %d blocks, %d nodes", r.Trimmed, len(r.Nodes))
+			if (r.Trimmed > 0) != tt.wantTrimmed || len(r.Attempts[0].Nodes) != nodes {
+				t.Errorf("trimmed %d blocks, %d nodes", r.Trimmed, len(r.Attempts[0].Nodes))
 			}
-			if tt.wantAllBlocks && len(r.Nodes[0].Blocks) != tt.blocks {
-				t.Errorf("%d blocks kept of %d", len(r.Nodes[0].Blocks), tt.blocks)
+			if tt.wantAllBlocks && len(r.Attempts[0].Nodes[0].Blocks) != tt.blocks {
+				t.Errorf("%d blocks kept of %d", len(r.Attempts[0].Nodes[0].Blocks), tt.blocks)
 			}
 			if tt.wantTrimmed {
 				// the longest blocks stay
-				top := Of("ng", back, time.Now()).Runs[0].Blockers
+				top := Of("ng", back).Runs[0].Blockers
 				if len(top) == 0 || time.Duration(top[0].Held) != 50*time.Second {
 					t.Errorf("top blocker %+v, want one held 50s", top)
 				}
@@ -177,22 +199,11 @@ func TestHistoryStaysFarBelowAConfigMap(t *testing.T) {
 	}
 }
 
-func TestMergeKeepsTheFirstMilestones(t *testing.T) {
-	t1, t2 := start, start.Add(time.Hour)
-	var h History
-	h.Add(start, Run{Outcome: "interrupted", Nodes: []Node{{Name: "n1", Tainted: &t1}}, Phases: map[string]Duration{"Drain": Duration(time.Minute)}})
-	h.Add(start, Run{Outcome: "finished", Nodes: []Node{{Name: "n1", Tainted: &t2, Removed: &t2}, {Name: "n2"}}, Phases: map[string]Duration{"Drain": Duration(time.Minute)}})
-	r := h.Runs[0]
-	if len(h.Runs) != 1 || r.Attempts != 2 || r.Outcome != "finished" || len(r.Nodes) != 2 || !r.Nodes[0].Tainted.Equal(t1) || r.Nodes[0].Removed == nil || r.Phases["Drain"] != Duration(2*time.Minute) {
-		t.Errorf("merged %+v", h.Runs)
-	}
-}
-
 // TestJournalTellsWhatAReportShows: OnChange hears of each change a report
 // shows, and not of what only repeats (a refusal again, a milestone again).
 func TestJournalTellsWhatAReportShows(t *testing.T) {
 	c := &fakeClock{t: start}
-	j := NewJournal(c.now, [][]string{{"n1"}})
+	j := NewJournal(c.now)
 	told := 0
 	j.OnChange(func() { told++ })
 	steps := []struct {
@@ -219,4 +230,37 @@ func TestJournalTellsWhatAReportShows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHistoryOfManyAttemptsStaysBelow: a run of many attempts, each with
+// the timelines of 200 nodes, loses its oldest attempts' timelines, not
+// its last's, and Encode leaves the history it encodes as it was.
+func TestHistoryOfManyAttemptsStaysBelow(t *testing.T) {
+	var h History
+	for i := range 8 {
+		a := bigRun(start.Add(time.Duration(i)*time.Hour), 200, 1)
+		a.Nodes[0].Blocks[0].To = a.Nodes[0].Blocks[0].From.Add(time.Hour) // the longest: the last attempt's is kept
+		h = h.With(Run{StartedAt: start}, a)
+	}
+	before, _ := json.Marshal(h)
+	data, err := h.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := json.Marshal(h); string(after) != string(before) {
+		t.Errorf("Encode changed the history it encoded")
+	}
+	var back History
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	r := back.Runs[0]
+	last := r.Attempts[len(r.Attempts)-1]
+	if len(data) > MaxBytes || len(r.Attempts) != 8 || r.TrimmedAttempts == 0 || len(last.Nodes) != 200 || len(r.Attempts[0].Nodes) != 0 {
+		t.Errorf("%d bytes, %d attempts, %d trimmed, the last with %d nodes, the first %d", len(data), len(r.Attempts), r.TrimmedAttempts, len(last.Nodes), len(r.Attempts[0].Nodes))
+	}
+	if top := Of("ng", back).Runs[0].Blockers; len(top) == 0 || top[0].Held != Duration(2*time.Hour) {
+		t.Errorf("top blocker %+v, want the two kept attempts' summed, held 2h", top[:min(len(top), 1)])
+	}
+	t.Logf("%d bytes, %d blocks and the timelines of %d attempts left out", len(data), r.Trimmed, r.TrimmedAttempts)
 }

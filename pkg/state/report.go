@@ -39,7 +39,7 @@ func (s *Store) LoadReports(ctx context.Context, group string) (report.History, 
 
 // SaveReports writes h (bounded by report.MaxRuns and MaxBytes) for group.
 // Only this run writes it, under the group's lock: no conflict to retry.
-func (s *Store) SaveReports(ctx context.Context, group string, h *report.History) error {
+func (s *Store) SaveReports(ctx context.Context, group string, h report.History) error {
 	data, err := h.Encode()
 	if err != nil {
 		return err

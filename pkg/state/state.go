@@ -65,6 +65,8 @@ type Record struct {
 	StartedAt  time.Time  `json:"startedAt"`
 	UpdatedAt  time.Time  `json:"updatedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// Attempts are the run's attempts in order (attempts.go).
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// LeftRunning are the outdated nodes the short-lived strategy leaves
 	// to go away on their own, and MaxAge how old they may get.
 	LeftRunning []NodeAge     `json:"leftRunning,omitempty"`

@@ -408,13 +408,15 @@ func assertReportedDrainedBefore(t *testing.T, ns, group string, kill time.Time)
 		t.Fatalf("report of %q: %v, %d runs", group, err, len(h.Runs))
 	}
 	run := h.Runs[0] // the newest
-	for _, n := range run.Nodes {
-		if n.Drained != nil && !n.Drained.After(kill) {
-			t.Logf("node %s drained at %s, its pod killed at %s", n.Name, n.Drained.Format(time.RFC3339), kill.UTC().Format(time.RFC3339))
-			return
+	for _, a := range run.Attempts {
+		for _, n := range a.Nodes {
+			if n.Drained != nil && !n.Drained.After(kill) {
+				t.Logf("node %s drained at %s by the attempt of %s (%s), its pod killed at %s", n.Name, n.Drained.Format(time.RFC3339), a.Kind, a.Pod, kill.UTC().Format(time.RFC3339))
+				return
+			}
 		}
 	}
-	t.Errorf("the report (%d attempts) has no node drained before the first pod was killed at %s: the killed pod's journal was lost", run.Attempts, kill.UTC().Format(time.RFC3339))
+	t.Errorf("the report (%d attempts) has no node drained before the first pod was killed at %s: the killed pod's journal was lost", len(run.Attempts), kill.UTC().Format(time.RFC3339))
 }
 
 // TestInClusterRunWithoutAVerbFails runs a Job whose ServiceAccount's Role

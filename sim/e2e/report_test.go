@@ -83,8 +83,15 @@ func TestReportMatchesTheRunsLog(t *testing.T) {
 	if run0.Outcome != "finished" || run0.FinishedAt == nil || len(run0.Nodes) != 1 || run0.Nodes[0].Drained == nil || run0.Nodes[0].Removed == nil || run0.Nodes[0].DrainStart == nil {
 		t.Errorf("run's timeline: %+v", run0)
 	}
+	var phases report.Duration
+	for _, p := range run0.PhaseTotals {
+		phases += p.Took
+	}
+	if a := run0.Attempts; len(a) != 1 || a[0].Kind != "run" || a[0].Outcome != "finished" || phases > run0.Took || a[0].Took > run0.Took {
+		t.Errorf("attempts %+v, phases %s in a run of %s: want one run that finished, phases within it", a, phases, run0.Took)
+	}
 	table := plugin(t, "report", name)
-	for _, want := range []string{"Top blockers", blocked[2], name + "/solo", "Phases", "Nodes (UTC)"} {
+	for _, want := range []string{"Top blockers", blocked[2], name + "/solo", "Attempts (UTC)", "Phases", "Nodes (UTC)"} {
 		if !strings.Contains(table.stdout, want) {
 			t.Errorf("report's table lacks %q:\n%s", want, table)
 		}
