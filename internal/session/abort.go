@@ -44,8 +44,9 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 	}
 	if rec := t.Unfinished; rec != nil && rec.Holder != holder {
 		// Who works on the run now: status -w, and an in-cluster abort's
-		// follower, see the abort under way.
+		// follower, see the abort under way; report lists it.
 		rec.Holder = holder
+		rec.BeginAttempt(state.AttemptAbort, "", time.Now())
 		if err := s.Store().Save(ctx, rec); err != nil {
 			return err
 		}
@@ -82,6 +83,7 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 	if err := CauseOf(ctx, engine.Abort(ctx)); err != nil {
 		if rec != nil {
 			rec.State, rec.LastError = state.StateFailed, "abort: "+err.Error()
+			rec.EndAttempt(time.Now(), string(state.StateFailed))
 			_ = s.Store().Save(cleanupCtx, rec)
 		}
 		return fmt.Errorf("%w; the group is not fully back in service: fix the cause and run \"kubectl nodeupgrade abort %s\" again", err, group)
@@ -159,6 +161,7 @@ func (s *Session) MarkAborted(ctx context.Context, rec *state.Record, group, not
 	now := time.Now().UTC().Truncate(time.Second)
 	rec.State, rec.AbortedAt, rec.FinishedAt, rec.InFlight, rec.LastError = state.StateAborted, &now, &now, nil, ""
 	rec.Note = "aborted " + where
+	rec.EndAttempt(now, string(state.StateAborted))
 	if note != "" {
 		rec.Note += ": " + note
 	}
