@@ -14,9 +14,8 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
-// openBlueGreen opens the gce provider on the group's instances for a
-// blue/green run to img-new.
-func openBlueGreen(t *testing.T, srv *Server, key string) cloud.BlueGreen {
+// openGCE opens the gce provider on the group's instances for target.
+func openGCE(t *testing.T, srv *Server, key string, target plan.CloudTarget) cloud.Provider {
 	t.Helper()
 	t.Setenv(gce.EndpointEnv, srv.Endpoint)
 	t.Setenv(gce.NoAuthEnv, "true")
@@ -31,11 +30,18 @@ func openBlueGreen(t *testing.T, srv *Server, key string) cloud.BlueGreen {
 		nodes = append(nodes, n)
 	}
 	c, _ := cloud.Lookup(gce.Name)
-	_, p, err := c.Open(context.Background(), kube, nodes, plan.CloudTarget{Image: "img-new", Strategy: "blue-green"})
+	_, p, err := c.Open(context.Background(), kube, nodes, target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bg, ok := p.(cloud.BlueGreen)
+	return p
+}
+
+// openBlueGreen opens the gce provider on the group's instances for a
+// blue/green run to img-new.
+func openBlueGreen(t *testing.T, srv *Server, key string) cloud.BlueGreen {
+	t.Helper()
+	bg, ok := openGCE(t, srv, key, plan.CloudTarget{Image: "img-new", Strategy: "blue-green"}).(cloud.BlueGreen)
 	if !ok {
 		t.Fatal("the provider of a single MIG makes no green group")
 	}

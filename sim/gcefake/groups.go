@@ -404,6 +404,13 @@ func (s *Server) insertGroup(req *request) (any, error) {
 	scope := req.parts[0] + "/" + req.parts[1]
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	ref := igm.InstanceTemplate
+	if len(igm.Versions) > 0 {
+		ref = igm.Versions[0].InstanceTemplate
+	}
+	if err := s.mayLaunchLocked(req.project, ref); err != nil {
+		return nil, err
+	}
 	g, err := s.insertGroupLocked(req.project, scope, &igm)
 	if err != nil {
 		return nil, err
@@ -472,6 +479,9 @@ func (s *Server) setGroupTemplate(req *request) (any, error) {
 	if _, err := s.templateLocked(g.project, body.InstanceTemplate); err != nil {
 		return nil, err
 	}
+	if err := s.mayLaunchLocked(g.project, body.InstanceTemplate); err != nil {
+		return nil, err
+	}
 	g.igm.InstanceTemplate = body.InstanceTemplate
 	s.notifyLocked()
 	return s.opLocked(g.project, g.scope, "compute.instanceGroupManagers.setInstanceTemplate", g.igm.SelfLink), nil
@@ -508,8 +518,11 @@ func (s *Server) patchLocked(g *group, raw map[string]json.RawMessage, body *com
 	if _, ok := raw["versions"]; ok && len(body.Versions) > 0 {
 		body.InstanceTemplate = body.Versions[0].InstanceTemplate
 	}
-	if body.InstanceTemplate != "" {
+	if body.InstanceTemplate != "" && body.InstanceTemplate != g.igm.InstanceTemplate {
 		if _, err := s.templateLocked(g.project, body.InstanceTemplate); err != nil {
+			return err
+		}
+		if err := s.mayLaunchLocked(g.project, body.InstanceTemplate); err != nil {
 			return err
 		}
 	}
