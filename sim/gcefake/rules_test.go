@@ -184,12 +184,19 @@ func TestBackendServiceHoldsItsGroup(t *testing.T) {
 	}
 }
 
-// TestFailCreations: a creation out of quota stays CREATING with the
-// error in lastAttempt, and succeeds once the quota is there.
+// TestFailCreations: a creation that fails (quota, a resource not found,
+// a permission) stays CREATING with the error in lastAttempt, and
+// succeeds once the cause is gone.
 func TestFailCreations(t *testing.T) {
+	for _, code := range []string{QuotaExceeded, ResourceNotFound, PermissionDenied} {
+		t.Run(code, func(t *testing.T) { failCreations(t, code) })
+	}
+}
+
+func failCreations(t *testing.T, code string) {
 	srv, svc, key := newScene(t, 0, Opportunistic)
 	ctx := context.Background()
-	srv.FailCreations("", QuotaExceeded)
+	srv.FailCreations("", code)
 	if _, err := svc.RegionInstanceGroupManagers.Resize(project, "us-central1", "ng", 1).Context(ctx).Do(); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +214,7 @@ func TestFailCreations(t *testing.T) {
 		mi = l.ManagedInstances[0]
 		time.Sleep(10 * time.Millisecond)
 	}
-	if e := mi.LastAttempt.Errors.Errors[0]; mi.CurrentAction != ActionCreating || e.Code != QuotaExceeded || e.Message == "" {
+	if e := mi.LastAttempt.Errors.Errors[0]; mi.CurrentAction != ActionCreating || e.Code != code || e.Message == "" || strings.HasPrefix(e.Message, "creation failed") {
 		t.Fatalf("managed instance %+v, last attempt %+v", mi, e)
 	}
 	srv.FailCreations("", "")
