@@ -1,6 +1,7 @@
 package gke
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -33,6 +34,34 @@ func TestSettingsRoundTrip(t *testing.T) {
 			got := settingsOf(&container.NodePool{UpgradeSettings: up, NodeDrainConfig: dc})
 			if !got.Equal(tc.s) {
 				t.Errorf("round trip: got %s, want %s", got, tc.s)
+			}
+		})
+	}
+}
+
+// TestVersionsOfTheReleaseChannel: a cluster on a release channel moves
+// its pool to the channel's versions (serverConfig's channels[]
+// .validVersions), another to the location's validNodeVersions; a
+// channel the server config does not list falls back to the latter.
+func TestVersionsOfTheReleaseChannel(t *testing.T) {
+	for _, tc := range []struct{ channel, in, want, err string }{
+		{"", "1.30", "1.30.5-gke.1000", ""},
+		{"REGULAR", "1.30", "1.30.9-gke.1300", ""},
+		{"REGULAR", "1.30.5-gke.1000", "", "not offered in release channel REGULAR of us-central1"},
+		{"RAPID", "1.30", "1.30.5-gke.1000", ""},
+		{"UNSPECIFIED", "1.30", "1.30.5-gke.1000", ""},
+	} {
+		t.Run(tc.channel+" "+tc.in, func(t *testing.T) {
+			f := newFakeGKE(t)
+			f.channel = tc.channel
+			_, p, err := gkeCloud{}.Open(context.Background(), nil, gkeNodes(), plan.CloudTarget{Options: map[string]string{optNodeVersion: tc.in}})
+			switch {
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("want an error with %q, got %v", tc.err, err)
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.err == "" && p.(*NodePool).target.Version != tc.want:
+				t.Errorf("target %q, want %q", p.(*NodePool).target.Version, tc.want)
 			}
 		})
 	}
