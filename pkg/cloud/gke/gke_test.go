@@ -178,3 +178,38 @@ func TestRunsAndValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestOpErrorNamesTheCode: a failed operation's error is named by its
+// google.rpc.Code, whichever it is; capacity (RESOURCE_EXHAUSTED) and
+// nodes that never became ready are NodeCreationFailure, a cancel is
+// cancelled, not failed.
+func TestOpErrorNamesTheCode(t *testing.T) {
+	for _, tc := range []struct {
+		code  int64
+		msg   string
+		state cloud.UpdateState
+		want  string
+	}{
+		{1, "Operation was cancelled.", cloud.UpdateCancelled, ""},
+		{3, "Invalid node version", cloud.UpdateFailed, "GKE error 3 (INVALID_ARGUMENT)"},
+		{7, "Required \"compute.instances.create\" permission", cloud.UpdateFailed, "GKE error 7 (PERMISSION_DENIED)"},
+		{8, "Insufficient regional quota", cloud.UpdateFailed, "NodeCreationFailure"},
+		{9, "node pool is being deleted", cloud.UpdateFailed, "GKE error 9 (FAILED_PRECONDITION)"},
+		{13, "Internal error", cloud.UpdateFailed, "GKE error 13 (INTERNAL)"},
+		{14, "nodes did not become ready", cloud.UpdateFailed, "NodeCreationFailure"},
+		{42, "a code google.rpc.Code does not list", cloud.UpdateFailed, "GKE error 42"},
+	} {
+		t.Run(tc.want+tc.msg, func(t *testing.T) {
+			op := &container.Operation{Status: "DONE", Error: &container.Status{Code: tc.code, Message: tc.msg}}
+			if got := opState(op); got != tc.state {
+				t.Fatalf("state %v, want %v", got, tc.state)
+			}
+			if tc.state != cloud.UpdateFailed {
+				return
+			}
+			if e := opError(op); e.Code != tc.want || e.Message != tc.msg {
+				t.Errorf("got %+v, want code %q and the message", e, tc.want)
+			}
+		})
+	}
+}

@@ -395,7 +395,7 @@ func (n *NodePool) waitDone(ctx context.Context, id string) error {
 		return err
 	}
 	if op.Error != nil && op.Error.Code != 0 {
-		return &Error{Msg: fmt.Sprintf("GKE operation %s on %s failed: %s", id, n, oneLine(op.Error.Message))}
+		return &Error{Msg: fmt.Sprintf("GKE operation %s on %s failed: %s: %s", id, n, rpcCode(op.Error.Code), oneLine(cmp.Or(op.Error.Message, op.StatusMessage)))}
 	}
 	return nil
 }
@@ -566,11 +566,28 @@ func opState(op *container.Operation) cloud.UpdateState {
 	return cloud.UpdateFailed
 }
 
-// opError is a failed operation's error; new nodes that never became
-// ready, or capacity GKE could not get, are NodeCreationFailure.
+// rpcCodes are google.rpc.Code's names, which an operation's error code
+// "should be an enum value of" (container-api.json, Status.code;
+// https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto).
+var rpcCodes = []string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+	"PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
+	"UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// rpcCode names an operation's error code: "GKE error 7 (PERMISSION_DENIED)",
+// the number alone for one google.rpc.Code does not list.
+func rpcCode(c int64) string {
+	if c > 0 && c < int64(len(rpcCodes)) {
+		return fmt.Sprintf("GKE error %d (%s)", c, rpcCodes[c])
+	}
+	return fmt.Sprintf("GKE error %d", c)
+}
+
+// opError is a failed operation's error, its code named; new nodes that
+// never became ready, or capacity GKE could not get (RESOURCE_EXHAUSTED),
+// are NodeCreationFailure.
 func opError(op *container.Operation) cloud.UpdateError {
 	msg := cmp.Or(op.Error.Message, op.StatusMessage)
-	code := fmt.Sprintf("GKE error %d", op.Error.Code)
+	code := rpcCode(op.Error.Code)
 	if op.Error.Code == 8 || strings.Contains(msg, "did not become ready") {
 		code = "NodeCreationFailure"
 	}
