@@ -141,7 +141,7 @@ func (f *fakeGKE) serve(w http.ResponseWriter, r *http.Request) {
 	case methodServerConfig:
 		out = &container.ServerConfig{ValidImageTypes: []string{"COS_CONTAINERD", "UBUNTU_CONTAINERD"},
 			ValidNodeVersions: []string{"1.30.5-gke.1000", "1.31.2-gke.1000"},
-			Channels: []*container.ReleaseChannelConfig{{Channel: "REGULAR", ValidVersions: []string{"1.31.2-gke.1000", "1.30.9-gke.1300"}}}}
+			Channels:          []*container.ReleaseChannelConfig{{Channel: "REGULAR", ValidVersions: []string{"1.31.2-gke.1000", "1.30.9-gke.1300"}}}}
 	case methodClusterGet:
 		out = &container.Cluster{Name: fakeCluster, CurrentMasterVersion: f.master}
 		if f.channel != "" {
