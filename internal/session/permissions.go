@@ -26,13 +26,13 @@ func (s *Session) permissionFindings(ctx context.Context, r *Request, p cloud.Pr
 	ctx, cancel := context.WithTimeout(ctx, permissionTimeout)
 	defer cancel()
 	perms, err := prober.ProbePermissions(ctx)
-	switch {
-	case err != nil:
+	if err != nil {
 		return []check.Finding{permissionsUnchecked(r, p.Name(), oneLineOf(err), "")}
-	case perms.CannotAsk != "":
-		return []check.Finding{permissionsUnchecked(r, p.Name(), perms.CannotAsk, perms.Policy)}
 	}
 	var out []check.Finding
+	if perms.CannotAsk != "" { // a warning beside what was denied: only a denial blocks
+		out = append(out, permissionsUnchecked(r, p.Name(), perms.CannotAsk, perms.Policy))
+	}
 	who := "the caller"
 	if perms.Principal != "" {
 		who = fmt.Sprintf("%q", perms.Principal)

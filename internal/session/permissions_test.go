@@ -39,8 +39,10 @@ func TestPermissionFindings(t *testing.T) {
 			[]string{"missing-permission: Permission/svc.groups.update"}},
 		{"blue/green needs its group's too", "blue-green", prober{perms: &plan.Permissions{Missing: missing, Policy: "docs"}},
 			[]string{"missing-permission: Permission/svc.groups.update", "missing-permission: Permission/svc.groups.create"}},
-		{"the caller may not ask", "surge", prober{perms: &plan.Permissions{CannotAsk: "no", Missing: missing, Policy: "docs"}},
+		{"the caller may not ask", "surge", prober{perms: &plan.Permissions{CannotAsk: "no", Policy: "docs"}},
 			[]string{"permissions-unchecked: NodeGroup/ng"}},
+		{"some untold, some denied: both", "surge", prober{perms: &plan.Permissions{CannotAsk: "no", Missing: missing, Policy: "docs"}},
+			[]string{"permissions-unchecked: NodeGroup/ng", "missing-permission: Permission/svc.groups.update"}},
 		{"the cloud did not answer", "surge", prober{err: errors.New("timeout")}, []string{"permissions-unchecked: NodeGroup/ng"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

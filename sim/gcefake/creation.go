@@ -12,14 +12,21 @@ import (
 // ManagedInstance.lastAttempt: "Encountered errors during the last
 // attempt to create or delete the instance"; the codes are those of
 // https://cloud.google.com/compute/docs/troubleshooting/troubleshooting-vm-creation).
+// ResourceNotFound is a resource the template names that is not there
+// (its image deleted, say), PermissionDenied a permission the creation
+// needs that the group's service agent lacks: neither passes on a retry.
+// RateExceeded is Compute's own rate limit, which a retry gets past.
 const (
 	QuotaExceeded             = "QUOTA_EXCEEDED"
 	ZoneResourcePoolExhausted = "ZONE_RESOURCE_POOL_EXHAUSTED"
+	ResourceNotFound          = "RESOURCE_NOT_FOUND"
+	PermissionDenied          = "PERMISSIONS_ERROR"
+	RateExceeded              = "RESOURCE_OPERATION_RATE_EXCEEDED"
 )
 
 // FailCreations makes every creation of a VM in zone ("" for every zone)
-// fail with code, as a project out of quota or a zone out of capacity
-// does: the managed instance stays CREATING (or RECREATING), its
+// fail with code, as a project out of quota, a zone out of capacity, a
+// template whose image is gone or a permission the creation lacks do: the managed instance stays CREATING (or RECREATING), its
 // lastAttempt names the error, and the group tries again. An empty code
 // lets creations succeed again.
 func (s *Server) FailCreations(zone, code string) {
@@ -40,13 +47,20 @@ func (s *Server) creationErrorLocked(in *instance) *compute.ManagedInstanceLastA
 	if code == "" {
 		code = s.failCreate[""]
 	}
-	switch code {
-	case "":
-		return nil
-	case QuotaExceeded:
-		return &compute.ManagedInstanceLastAttemptErrorsErrors{Code: code, Message: fmt.Sprintf("Quota 'CPUS' exceeded.  Limit: 24.0 in region %s.", RegionOf(in.Zone))}
+	msg := map[string]string{
+		QuotaExceeded:             fmt.Sprintf("Quota 'CPUS' exceeded.  Limit: 24.0 in region %s.", RegionOf(in.Zone)),
+		ResourceNotFound:          fmt.Sprintf("The resource '%s' was not found", in.Image),
+		PermissionDenied:          fmt.Sprintf("Required 'compute.instances.create' permission for 'projects/%s/zones/%s/instances/%s'", in.Project, in.Zone, in.Name),
+		RateExceeded:              "Operation rate exceeded for resource. Too frequent operations from the source resource.",
+		ZoneResourcePoolExhausted: fmt.Sprintf("The zone 'projects/%s/zones/%s' does not have enough resources available to fulfill the request.  Try a different zone, or try again later.", in.Project, in.Zone),
 	}
-	return &compute.ManagedInstanceLastAttemptErrorsErrors{Code: code, Message: fmt.Sprintf("The zone 'projects/%s/zones/%s' does not have enough resources available to fulfill the request.  Try a different zone, or try again later.", in.Project, in.Zone)}
+	if code == "" {
+		return nil
+	}
+	if m, ok := msg[code]; ok {
+		return &compute.ManagedInstanceLastAttemptErrorsErrors{Code: code, Message: m}
+	}
+	return &compute.ManagedInstanceLastAttemptErrorsErrors{Code: code, Message: "creation failed: " + code}
 }
 
 // failCreationLocked records a failed attempt and schedules the next.

@@ -168,6 +168,9 @@ func (s *Server) insertGroupLocked(project, scope string, igm *compute.InstanceG
 		g.zones = []string{where}
 	}
 	g.defaultPolicy()
+	if err := zoneRules(len(g.zones), g.regional, g.igm.UpdatePolicy); err != nil {
+		return nil, err
+	}
 	g.igm.BaseInstanceName = cmpOr(g.igm.BaseInstanceName, g.name)
 	g.igm.Id, g.igm.CreationTimestamp, g.igm.Kind = nextID(), now(), "compute#instanceGroupManager"
 	g.igm.SelfLink = s.link(fmt.Sprintf("projects/%s/%s/instanceGroupManagers/%s", project, scope, g.name))
@@ -323,6 +326,7 @@ func (s *Server) scopedGroup(req *request) (*group, error) {
 func (s *Server) view(g *group) *compute.InstanceGroupManager {
 	igm := g.igm
 	up := *g.igm.UpdatePolicy
+	up.MaxSurge, up.MaxUnavailable = calculated(up.MaxSurge, g.igm.TargetSize), calculated(up.MaxUnavailable, g.igm.TargetSize)
 	igm.UpdatePolicy = &up
 	igm.Versions = []*compute.InstanceGroupManagerVersion{{InstanceTemplate: g.igm.InstanceTemplate}}
 	if g.regional {
@@ -348,6 +352,21 @@ func (s *Server) view(g *group) *compute.InstanceGroupManager {
 	snap, _ := s.groupLocked(g.key)
 	igm.Status = &compute.InstanceGroupManagerStatus{IsStable: snap.Stable(), ForceSendFields: []string{"IsStable"}}
 	return &igm
+}
+
+// calculated is v with its output-only calculated value, "percent/100 *
+// targetSize" for a percent, "rounded" where there is a remainder, and
+// the fixed value for a fixed one (compute-api.json, FixedOrPercent).
+func calculated(v *compute.FixedOrPercent, size int64) *compute.FixedOrPercent {
+	if v == nil {
+		return nil
+	}
+	out := *v
+	out.Calculated = v.Fixed
+	if v.Percent > 0 {
+		out.Calculated = (v.Percent*size + 50) / 100
+	}
+	return &out
 }
 
 func (s *Server) getGroup(req *request) (any, error) {
@@ -385,6 +404,13 @@ func (s *Server) insertGroup(req *request) (any, error) {
 	scope := req.parts[0] + "/" + req.parts[1]
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	ref := igm.InstanceTemplate
+	if len(igm.Versions) > 0 {
+		ref = igm.Versions[0].InstanceTemplate
+	}
+	if err := s.mayLaunchLocked(req.project, ref); err != nil {
+		return nil, err
+	}
 	g, err := s.insertGroupLocked(req.project, scope, &igm)
 	if err != nil {
 		return nil, err
@@ -453,6 +479,9 @@ func (s *Server) setGroupTemplate(req *request) (any, error) {
 	if _, err := s.templateLocked(g.project, body.InstanceTemplate); err != nil {
 		return nil, err
 	}
+	if err := s.mayLaunchLocked(g.project, body.InstanceTemplate); err != nil {
+		return nil, err
+	}
 	g.igm.InstanceTemplate = body.InstanceTemplate
 	s.notifyLocked()
 	return s.opLocked(g.project, g.scope, "compute.instanceGroupManagers.setInstanceTemplate", g.igm.SelfLink), nil
@@ -489,29 +518,66 @@ func (s *Server) patchLocked(g *group, raw map[string]json.RawMessage, body *com
 	if _, ok := raw["versions"]; ok && len(body.Versions) > 0 {
 		body.InstanceTemplate = body.Versions[0].InstanceTemplate
 	}
-	if body.InstanceTemplate != "" {
+	if body.InstanceTemplate != "" && body.InstanceTemplate != g.igm.InstanceTemplate {
 		if _, err := s.templateLocked(g.project, body.InstanceTemplate); err != nil {
 			return err
 		}
-		g.igm.InstanceTemplate = body.InstanceTemplate
-	}
-	if _, ok := raw["targetSize"]; ok {
-		g.igm.TargetSize = body.TargetSize
-	}
-	if up := body.UpdatePolicy; up != nil {
-		if err := validPolicy(g.igm.TargetSize, up); err != nil {
+		if err := s.mayLaunchLocked(g.project, body.InstanceTemplate); err != nil {
 			return err
 		}
-		cur := g.igm.UpdatePolicy
-		cur.Type = cmpOr(up.Type, cur.Type)
-		cur.InstanceRedistributionType = cmpOr(up.InstanceRedistributionType, cur.InstanceRedistributionType)
-		cur.MinimalAction = cmpOr(up.MinimalAction, cur.MinimalAction)
-		cur.ReplacementMethod = cmpOr(up.ReplacementMethod, cur.ReplacementMethod)
-		if up.MaxSurge != nil {
-			cur.MaxSurge = up.MaxSurge
+	}
+	size := g.igm.TargetSize
+	if _, ok := raw["targetSize"]; ok {
+		size = body.TargetSize
+	}
+	policy := *g.igm.UpdatePolicy
+	if up := body.UpdatePolicy; up != nil {
+		if err := validPolicy(size, up); err != nil {
+			return err
 		}
-		if up.MaxUnavailable != nil {
-			cur.MaxUnavailable = up.MaxUnavailable
+		mergePolicy(&policy, up)
+		if err := zoneRules(len(g.zones), g.regional, &policy); err != nil {
+			return err
+		}
+	}
+	// Refused or taken whole, as a patch is.
+	g.igm.InstanceTemplate = cmpOr(body.InstanceTemplate, g.igm.InstanceTemplate)
+	g.igm.TargetSize, *g.igm.UpdatePolicy = size, policy
+	return nil
+}
+
+// mergePolicy applies a patch's update policy field by field.
+func mergePolicy(cur, up *compute.InstanceGroupManagerUpdatePolicy) {
+	cur.Type = cmpOr(up.Type, cur.Type)
+	cur.InstanceRedistributionType = cmpOr(up.InstanceRedistributionType, cur.InstanceRedistributionType)
+	cur.MinimalAction = cmpOr(up.MinimalAction, cur.MinimalAction)
+	cur.ReplacementMethod = cmpOr(up.ReplacementMethod, cur.ReplacementMethod)
+	if up.MaxSurge != nil {
+		cur.MaxSurge = up.MaxSurge
+	}
+	if up.MaxUnavailable != nil {
+		cur.MaxUnavailable = up.MaxUnavailable
+	}
+}
+
+// zoneRules are two rules of the MIG update docs that compute-api.json
+// does not state, refused with Compute's own 400 messages
+// (https://cloud.google.com/compute/docs/instance-groups/rolling-out-updates-to-managed-instance-groups):
+// a regional group's fixed maxSurge or maxUnavailable "must be at least
+// equal to the number of zones" unless 0 (#max_surge, #max_unavailable),
+// and replacementMethod RECREATE needs maxSurge 0 (#replacement_method).
+// An unset maxSurge is the default, the number of zones (1 for a zonal
+// group), so RECREATE needs it set.
+func zoneRules(zones int, regional bool, up *compute.InstanceGroupManagerUpdatePolicy) error {
+	if up.ReplacementMethod == "RECREATE" && !zero(up.MaxSurge) {
+		return invalid("Invalid value for field 'resource.updatePolicy.maxSurge': maxSurge must be equal to 0 when replacement method is set to RECREATE")
+	}
+	if !regional {
+		return nil
+	}
+	for field, v := range map[string]*compute.FixedOrPercent{"maxSurge": up.MaxSurge, "maxUnavailable": up.MaxUnavailable} {
+		if v != nil && v.Percent == 0 && v.Fixed > 0 && v.Fixed < int64(zones) {
+			return invalid("Invalid value for field 'resource.updatePolicy.%s.fixed': %d. Fixed updatePolicy.%s for regional managed instance group has to be either 0 or at least equal to the number of zones", field, v.Fixed, field)
 		}
 	}
 	return nil

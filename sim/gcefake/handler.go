@@ -54,7 +54,7 @@ type request struct {
 // compute/v1 lays the paths out, after the front end's injected faults
 // (Options.Faults) and before the handler, the caller's permission.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.dice.Inject(w, r) || s.testIamPermissions(w, r) {
+	if s.dice.Inject(w, r) || s.testServiceAccountIam(w, r) || s.testIamPermissions(w, r) {
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, apiPrefix+"projects/")
@@ -162,6 +162,8 @@ func (s *Server) routeGlobal(p []string, m string) (string, handler) {
 		return "compute.images.getFromFamily", s.getImageFromFamily
 	case len(p) >= 2 && p[0] == "operations":
 		return "compute.globalOperations.get", s.getOperation
+	case len(p) == 3 && p[0] == "instanceTemplates" && p[2] == "testIamPermissions" && m == http.MethodPost:
+		return "compute.instanceTemplates.testIamPermissions", s.testResourceIam
 	}
 	return s.routeBackendServices("global", p, m)
 }
@@ -185,6 +187,12 @@ func (s *Server) routeScoped(kind, scopeName string, p []string, m string) (stri
 		return as + "insert", s.insertAutoscaler
 	case p[0] == "autoscalers" && len(p) == 2 && m == http.MethodGet:
 		return as + "get", s.getAutoscaler
+	case len(p) == 3 && p[2] == "testIamPermissions" && m == http.MethodPost && (p[0] == "instanceGroups" || p[0] == "subnetworks" && kind == "regions"):
+		method := map[string]string{"zones": "compute.instanceGroups", "regions": "compute.regionInstanceGroups"}[kind]
+		if p[0] == "subnetworks" {
+			method = "compute.subnetworks"
+		}
+		return method + ".testIamPermissions", s.testResourceIam
 	case p[0] == "backendServices" && kind == "regions":
 		return s.routeBackendServices("regions/"+scopeName, p, m)
 	case p[0] != "instanceGroupManagers":

@@ -48,6 +48,12 @@ var permissionOf = map[string]string{
 	"compute.instanceGroupManagers.deleteInstances":      "compute.instanceGroupManagers.update",
 	"compute.instanceGroupManagers.recreateInstances":    "compute.instanceGroupManagers.update",
 	"compute.instanceGroupManagers.listManagedInstances": "compute.instanceGroupManagers.get",
+	// A resource's testIamPermissions needs no permission: it answers
+	// what the caller holds, as Resource Manager's does.
+	"compute.instanceTemplates.testIamPermissions":    "",
+	"compute.subnetworks.testIamPermissions":          "",
+	"compute.instanceGroups.testIamPermissions":       "",
+	"compute.regionInstanceGroups.testIamPermissions": "",
 }
 
 func init() {
@@ -91,7 +97,7 @@ func (s *Server) authorize(method string, req *request) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.role.Allows(p) {
+	if p == "" || s.role.AllowsOn(grantedOn(method, req), p) {
 		return nil
 	}
 	resource := "projects/" + req.project
@@ -101,6 +107,16 @@ func (s *Server) authorize(method string, req *request) error {
 	return &apiError{http.StatusForbidden, "forbidden", fmt.Sprintf("Required '%s' permission for '%s'", p, resource)}
 }
 
+// grantedOn is the resource whose own IAM policy can grant a call's
+// permission: a group's instance group (of its name) for the group's
+// methods; "" (the project only) for the others.
+func grantedOn(method string, req *request) string {
+	if !strings.Contains(method, "nstanceGroupManagers.") || len(req.parts) < 4 {
+		return ""
+	}
+	return "projects/" + req.project + "/" + req.parts[0] + "/" + req.parts[1] + "/instanceGroups/" + req.parts[3]
+}
+
 // testIamPermissions answers Resource Manager's projects.testIamPermissions
 // (v1: POST v1/projects/{resource}:testIamPermissions; the answer is "a
 // subset of TestPermissionsRequest.permissions that the caller is
@@ -108,7 +124,7 @@ func (s *Server) authorize(method string, req *request) error {
 // probe. It reports whether the request was one.
 func (s *Server) testIamPermissions(w http.ResponseWriter, r *http.Request) bool {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/projects/")
-	if !ok || !strings.HasSuffix(rest, ":testIamPermissions") || r.Method != http.MethodPost {
+	if !ok || !strings.HasSuffix(rest, ":testIamPermissions") || strings.Contains(rest, "/") || r.Method != http.MethodPost {
 		return false
 	}
 	var req struct {

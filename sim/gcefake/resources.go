@@ -57,6 +57,11 @@ type TemplateSpec struct {
 	// KubeLabels become the kube-labels metadata item (k=v,...), which the
 	// fake's nodes carry as labels, as a bootstrap passes it to the kubelet.
 	KubeLabels map[string]string
+	// ServiceAccount is the email the instances run as, none when "";
+	// Subnetwork the network interface's subnetwork
+	// (projects/P/regions/R/subnetworks/S, see RegisterSubnetwork), the
+	// default network's when "".
+	ServiceAccount, Subnetwork string
 }
 
 // KubeLabelsKey is the metadata key whose k=v,... list the nodes of the
@@ -81,8 +86,11 @@ func (s *Server) CreateTemplate(t TemplateSpec) error {
 			InitializeParams: &compute.AttachedDiskInitializeParams{SourceImage: imageLink(t.ImageProject, t.Image), DiskSizeGb: 100},
 		}},
 		Metadata:          &compute.Metadata{Items: []*compute.MetadataItems{{Key: KubeLabelsKey, Value: &labels}}},
-		NetworkInterfaces: []*compute.NetworkInterface{{Network: "global/networks/default"}},
+		NetworkInterfaces: []*compute.NetworkInterface{{Network: "global/networks/default", Subnetwork: t.Subnetwork}},
 	}}
+	if t.ServiceAccount != "" {
+		it.Properties.ServiceAccounts = []*compute.ServiceAccount{{Email: t.ServiceAccount, Scopes: []string{"https://www.googleapis.com/auth/cloud-platform"}}}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.insertTemplateLocked(t.Project, it)

@@ -95,6 +95,69 @@ func TestUpdatePolicyPercent(t *testing.T) {
 	})
 }
 
+// TestRegionalPolicyRules: the MIG update docs' prose rules (see
+// zoneRules), on insert and on patch: a regional group's fixed values 0
+// or at least its zones, maxSurge 0 with RECREATE.
+func TestRegionalPolicyRules(t *testing.T) {
+	_, svc, _ := newScene(t, 0, Opportunistic)
+	fixed := func(n int64) *compute.FixedOrPercent {
+		return &compute.FixedOrPercent{Fixed: n, ForceSendFields: []string{"Fixed"}}
+	}
+	var dist []*compute.DistributionPolicyZoneConfiguration
+	for _, z := range zones {
+		dist = append(dist, &compute.DistributionPolicyZoneConfiguration{Zone: "zones/" + z})
+	}
+	for i, tc := range []struct {
+		name           string
+		regional       bool
+		method         string
+		surge, unavail *compute.FixedOrPercent
+		want           string // "": accepted
+	}{
+		{"regional, maxUnavailable under the zones", true, "", fixed(0), fixed(1), "Fixed updatePolicy.maxUnavailable for regional managed instance group has to be either 0 or at least equal to the number of zones"},
+		{"regional, maxSurge under the zones", true, "", fixed(2), fixed(0), "Fixed updatePolicy.maxSurge for regional"},
+		{"regional, at the zones", true, "", fixed(3), fixed(0), ""},
+		{"zonal, 1", false, "", fixed(1), fixed(0), ""},
+		{"RECREATE with a surge", false, "RECREATE", fixed(1), fixed(1), "maxSurge must be equal to 0 when replacement method is set to RECREATE"},
+		{"RECREATE with the default surge", true, "RECREATE", nil, fixed(3), "maxSurge must be equal to 0"},
+		{"RECREATE with maxSurge 0", true, "RECREATE", fixed(0), fixed(3), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			igm := &compute.InstanceGroupManager{
+				Name: "r" + string(rune('a'+i)), InstanceTemplate: "global/instanceTemplates/tmpl-old", ForceSendFields: []string{"TargetSize"},
+				UpdatePolicy: &compute.InstanceGroupManagerUpdatePolicy{ReplacementMethod: tc.method, MaxSurge: tc.surge, MaxUnavailable: tc.unavail},
+			}
+			var err error
+			if tc.regional {
+				igm.DistributionPolicy = &compute.DistributionPolicy{Zones: dist}
+				_, err = svc.RegionInstanceGroupManagers.Insert(project, "us-central1", igm).Context(context.Background()).Do()
+			} else {
+				_, err = svc.InstanceGroupManagers.Insert(project, "us-central1-a", igm).Context(context.Background()).Do()
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantCode(t, err, http.StatusBadRequest)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("patch", func(t *testing.T) {
+		_, err := svc.RegionInstanceGroupManagers.Patch(project, "us-central1", "ng", &compute.InstanceGroupManager{
+			UpdatePolicy: &compute.InstanceGroupManagerUpdatePolicy{MaxUnavailable: fixed(2)},
+		}).Context(context.Background()).Do()
+		wantCode(t, err, http.StatusBadRequest)
+		_, err = svc.RegionInstanceGroupManagers.Patch(project, "us-central1", "ng", &compute.InstanceGroupManager{
+			UpdatePolicy: &compute.InstanceGroupManagerUpdatePolicy{ReplacementMethod: "RECREATE"},
+		}).Context(context.Background()).Do()
+		wantCode(t, err, http.StatusBadRequest)
+	})
+}
+
 // TestBackendServiceHoldsItsGroup: a group a backend service uses is not
 // deleted, and the services list with the group's instance group.
 func TestBackendServiceHoldsItsGroup(t *testing.T) {
@@ -121,12 +184,19 @@ func TestBackendServiceHoldsItsGroup(t *testing.T) {
 	}
 }
 
-// TestFailCreations: a creation out of quota stays CREATING with the
-// error in lastAttempt, and succeeds once the quota is there.
+// TestFailCreations: a creation that fails (quota, a resource not found,
+// a permission) stays CREATING with the error in lastAttempt, and
+// succeeds once the cause is gone.
 func TestFailCreations(t *testing.T) {
+	for _, code := range []string{QuotaExceeded, ResourceNotFound, PermissionDenied} {
+		t.Run(code, func(t *testing.T) { failCreations(t, code) })
+	}
+}
+
+func failCreations(t *testing.T, code string) {
 	srv, svc, key := newScene(t, 0, Opportunistic)
 	ctx := context.Background()
-	srv.FailCreations("", QuotaExceeded)
+	srv.FailCreations("", code)
 	if _, err := svc.RegionInstanceGroupManagers.Resize(project, "us-central1", "ng", 1).Context(ctx).Do(); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +214,7 @@ func TestFailCreations(t *testing.T) {
 		mi = l.ManagedInstances[0]
 		time.Sleep(10 * time.Millisecond)
 	}
-	if e := mi.LastAttempt.Errors.Errors[0]; mi.CurrentAction != ActionCreating || e.Code != QuotaExceeded || e.Message == "" {
+	if e := mi.LastAttempt.Errors.Errors[0]; mi.CurrentAction != ActionCreating || e.Code != code || e.Message == "" || strings.HasPrefix(e.Message, "creation failed") {
 		t.Fatalf("managed instance %+v, last attempt %+v", mi, e)
 	}
 	srv.FailCreations("", "")

@@ -28,3 +28,31 @@ func TestRole(t *testing.T) {
 		})
 	}
 }
+
+func TestRoleOnAResource(t *testing.T) {
+	sa := ServiceAccount("nodes@p.iam.gserviceaccount.com")
+	for _, tc := range []struct {
+		name                 string
+		grant                []string
+		resource, permission string
+		want                 bool
+	}{
+		{"granted on the resource", []string{"a.b.c"}, sa, "iam.serviceAccounts.actAs", true},
+		{"not on another resource", []string{"a.b.c"}, ServiceAccount("other@p.iam.gserviceaccount.com"), "iam.serviceAccounts.actAs", false},
+		{"not on the project", []string{"a.b.c"}, "", "iam.serviceAccounts.actAs", false},
+		{"the project's grant inherited", []string{"a.b.c"}, sa, "a.b.c", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Role
+			r.Grant(tc.grant)
+			r.GrantOn(sa, "iam.serviceAccounts.actAs")
+			got := r.Allows(tc.permission)
+			if tc.resource != "" {
+				got = r.AllowsOn(tc.resource, tc.permission)
+			}
+			if got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -228,6 +228,9 @@ func (s *Server) getCluster(q *request) (any, error) {
 	}
 	out := &container.Cluster{Name: c.name, Location: c.location, CurrentMasterVersion: c.masterVersion, Status: "RUNNING",
 		SelfLink: fmt.Sprintf("%sv1/projects/%s/locations/%s/clusters/%s", s.Endpoint, c.project, c.location, c.name)}
+	if c.channel != "" {
+		out.ReleaseChannel = &container.ReleaseChannel{Channel: c.channel}
+	}
 	for _, name := range sortedKeys(c.pools) {
 		p := c.pools[name]
 		out.NodePools = append(out.NodePools, s.view(p))
@@ -247,6 +250,9 @@ func (s *Server) getServerConfig(q *request) (any, error) {
 		if c.project == q.part(1) && c.location == q.part(3) {
 			out.ValidNodeVersions = append(out.ValidNodeVersions, c.validVersions...)
 			out.ValidMasterVersions = append(out.ValidMasterVersions, c.masterVersion)
+			if c.channel != "" {
+				out.Channels = append(out.Channels, &container.ReleaseChannelConfig{Channel: c.channel, ValidVersions: c.channelVersions})
+			}
 		}
 	}
 	return out, nil

@@ -19,7 +19,11 @@ type cluster struct {
 	project, location, name string
 	masterVersion           string
 	validVersions           []string
-	pools                   map[string]*pool
+	// channel is the release channel, "" for none; channelVersions its
+	// valid versions, the only ones its pools take (see CreateCluster).
+	channel         string
+	channelVersions []string
+	pools           map[string]*pool
 }
 
 // nodeConfig is what a node runs: the pool's version and image type.
@@ -71,6 +75,13 @@ type ClusterSpec struct {
 	// ValidNodeVersions are the versions getServerConfig offers; the
 	// master's is added.
 	ValidNodeVersions []string
+	// Channel enrols the cluster in a release channel (REGULAR, ...)
+	// whose valid versions, the master's added, are ChannelVersions:
+	// getServerConfig lists them under channels, and the cluster's pools
+	// take only those (the run's reading of release channels, see
+	// pkg/cloud/gke's validVersions).
+	Channel         string
+	ChannelVersions []string
 }
 
 // CreateCluster makes a cluster.
@@ -79,10 +90,16 @@ func (s *Server) CreateCluster(spec ClusterSpec) {
 	defer s.mu.Unlock()
 	valid := append(slices.Clone(spec.ValidNodeVersions), spec.MasterVersion)
 	slices.SortFunc(valid, compareVersions)
-	s.clusters[s.Project()+"/"+spec.Location+"/"+spec.Name] = &cluster{
+	c := &cluster{
 		project: s.Project(), location: spec.Location, name: spec.Name, masterVersion: spec.MasterVersion,
-		validVersions: slices.Compact(valid), pools: map[string]*pool{},
+		validVersions: slices.Compact(valid), pools: map[string]*pool{}, channel: spec.Channel,
 	}
+	if spec.Channel != "" {
+		ch := append(slices.Clone(spec.ChannelVersions), spec.MasterVersion)
+		slices.SortFunc(ch, compareVersions)
+		c.channelVersions = slices.Compact(ch)
+	}
+	s.clusters[s.Project()+"/"+spec.Location+"/"+spec.Name] = c
 }
 
 // PoolSpec describes a node pool to make.
@@ -317,13 +334,17 @@ func versionParts(v string) []int {
 // none may be above the master's
 // (https://cloud.google.com/kubernetes-engine/versioning#version_skew).
 func resolveVersion(c *cluster, v string) (string, error) {
-	valid := slices.DeleteFunc(slices.Clone(c.validVersions), func(x string) bool { return compareVersions(x, c.masterVersion) > 0 })
+	offered := c.validVersions
+	if c.channel != "" {
+		offered = c.channelVersions
+	}
+	valid := slices.DeleteFunc(slices.Clone(offered), func(x string) bool { return compareVersions(x, c.masterVersion) > 0 })
 	switch {
 	case v == "-":
 		return c.masterVersion, nil
 	case v == "latest":
 		return valid[len(valid)-1], nil
-	case slices.Contains(c.validVersions, v):
+	case slices.Contains(offered, v):
 		if compareVersions(v, c.masterVersion) > 0 {
 			return "", invalidArg("node version %q must not be greater than the cluster's master version %q", v, c.masterVersion)
 		}
@@ -334,7 +355,7 @@ func resolveVersion(c *cluster, v string) (string, error) {
 			return x, nil
 		}
 	}
-	return "", invalidArg("node version %q is not supported; valid versions: %s", v, strings.Join(c.validVersions, ", "))
+	return "", invalidArg("node version %q is not supported; valid versions: %s", v, strings.Join(offered, ", "))
 }
 
 // validImageTypes are the image types the fake knows

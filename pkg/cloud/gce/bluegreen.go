@@ -114,7 +114,7 @@ func (n *NodeGroup) createGreen(ctx context.Context, i int, blue *compute.Instan
 		Name: g.Name, BaseInstanceName: g.Name, Description: greenMark + n.MIGs[i].String(),
 		InstanceTemplate: "projects/" + n.API.project + "/global/instanceTemplates/" + version,
 		TargetSize:       size, ForceSendFields: []string{"TargetSize"},
-		UpdatePolicy: greenPolicy(blue.UpdatePolicy), DistributionPolicy: blue.DistributionPolicy,
+		UpdatePolicy: greenPolicy(blue.UpdatePolicy, zonesOf(blue)), DistributionPolicy: blue.DistributionPolicy,
 		NamedPorts: blue.NamedPorts, AutoHealingPolicies: blue.AutoHealingPolicies, TargetPools: blue.TargetPools,
 	}
 	err := n.API.insertMIG(ctx, g, igm)
@@ -125,6 +125,15 @@ func (n *NodeGroup) createGreen(ctx context.Context, i int, blue *compute.Instan
 		return wrap(err, "create managed instance group %q", g.String())
 	}
 	return nil
+}
+
+// zonesOf is how many zones a group runs in: a regional group's
+// distribution policy's, 1 for a zonal group.
+func zonesOf(igm *compute.InstanceGroupManager) int64 {
+	if igm.DistributionPolicy == nil || len(igm.DistributionPolicy.Zones) == 0 {
+		return 1
+	}
+	return int64(len(igm.DistributionPolicy.Zones))
 }
 
 // ownGreen accepts a group of green's name that an earlier call made

@@ -9,19 +9,28 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
-// stopCodes are the lastAttempt error codes of a managed instance that no
-// wait outlasts: the project's quota, or a zone without the capacity
-// (https://cloud.google.com/compute/docs/troubleshooting/troubleshooting-vm-creation).
-// A group goes on trying; the run stops and says why, as EKS's
+// retried are the lastAttempt error codes of a managed instance that a
+// later attempt of the group's may get past: Compute's own rate limits
+// and transient failures (https://cloud.google.com/compute/docs/api/errors,
+// "Retry the request"); the run waits them out. Any other code no wait
+// outlasts: the project's quota, a zone without the capacity
+// (https://cloud.google.com/compute/docs/troubleshooting/troubleshooting-vm-creation),
+// and a template Compute cannot launch (its image, template or service
+// account not found, a permission denied). The group goes on trying; the
+// run stops and names the instance and the error, as EKS's
 // NodeCreationFailure does, rather than wait out --node-ready-timeout.
-var stopCodes = []string{"QUOTA_EXCEEDED", "ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"}
+var retried = []string{"RESOURCE_OPERATION_RATE_EXCEEDED", "RATE_LIMIT_EXCEEDED", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE", "BACKEND_ERROR", "RESOURCE_NOT_READY"}
+
+// capacityCodes are the quota and capacity codes, whose fix is the
+// project's or the zone's, not the template's.
+var capacityCodes = []string{"QUOTA_EXCEEDED", "ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"}
 
 // creating are the actions of a managed instance being created.
 var creating = []string{"CREATING", "CREATING_WITHOUT_RETRIES", "RECREATING"}
 
 // creationFailure is the error of the first managed instance being
-// created whose last attempt failed for quota or capacity; nil when
-// none did.
+// created whose last attempt failed with a code no wait outlasts; nil
+// when none did.
 func creationFailure(byName map[string]*compute.ManagedInstance, of map[string]MIG) error {
 	names := slices.Sorted(mapsKeys(byName))
 	for _, name := range names {
@@ -30,11 +39,16 @@ func creationFailure(byName map[string]*compute.ManagedInstance, of map[string]M
 			continue
 		}
 		for _, e := range mi.LastAttempt.Errors.Errors {
-			if slices.Contains(stopCodes, e.Code) {
-				msg := fmt.Sprintf("instance %q of managed instance group %q cannot be created in zone %q: %s: %s; the group keeps trying, the run stops: raise the quota or free the capacity and run again, or put the group back with \"kubectl nodeupgrade abort\"",
-					name, of[name].String(), zoneOf(mi), e.Code, oneLine(e.Message))
-				return &Error{Msg: "NodeCreationFailure: " + msg, Err: cloud.UpdateError{Code: "NodeCreationFailure", Message: msg, Nodes: []string{name}}}
+			if slices.Contains(retried, e.Code) {
+				continue
 			}
+			fix := "fix the group's instance template (its image, its service account, the permissions it needs) and run again"
+			if slices.Contains(capacityCodes, e.Code) {
+				fix = "raise the quota or free the capacity and run again"
+			}
+			msg := fmt.Sprintf("instance %q of managed instance group %q cannot be created in zone %q: %s: %s; the group keeps trying, the run stops: %s, or put the group back with \"kubectl nodeupgrade abort\"",
+				name, of[name].String(), zoneOf(mi), e.Code, oneLine(e.Message), fix)
+			return &Error{Msg: "NodeCreationFailure: " + msg, Err: cloud.UpdateError{Code: "NodeCreationFailure", Message: msg, Nodes: []string{name}}}
 		}
 	}
 	return nil

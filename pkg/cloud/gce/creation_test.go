@@ -30,8 +30,10 @@ func managedInstance(name, action, status string, codes ...string) *compute.Mana
 	return mi
 }
 
-// TestMachinesStopsAtACreationFailure: quota and capacity, read from the
-// managed instance's lastAttempt, end the wait for it at once.
+// TestMachinesStopsAtACreationFailure: an error of the managed instance's
+// lastAttempt that no wait outlasts (quota, capacity, a resource not
+// found, a permission) ends the wait for it at once; a rate limit or a
+// transient failure does not.
 func TestMachinesStopsAtACreationFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -40,7 +42,10 @@ func TestMachinesStopsAtACreationFailure(t *testing.T) {
 	}{
 		{"quota", managedInstance("ng-a", "CREATING", "", "QUOTA_EXCEEDED"), `NodeCreationFailure: instance "ng-a" of managed instance group "` + ngMIG.String() + `" cannot be created in zone "us-central1-a": QUOTA_EXCEEDED: Quota 'CPUS' exceeded`},
 		{"capacity on a recreate", managedInstance("ng-b", "RECREATING", "", "ZONE_RESOURCE_POOL_EXHAUSTED"), "ZONE_RESOURCE_POOL_EXHAUSTED"},
-		{"another error: the group tries again", managedInstance("ng-c", "CREATING", "", "SOMETHING_ELSE"), ""},
+		{"an image not found", managedInstance("ng-f", "CREATING", "", "RESOURCE_NOT_FOUND"), `"ng-f" of managed instance group "` + ngMIG.String() + `" cannot be created in zone "us-central1-a": RESOURCE_NOT_FOUND`},
+		{"a permission denied", managedInstance("ng-g", "CREATING", "", "PERMISSIONS_ERROR"), "PERMISSIONS_ERROR"},
+		{"a rate limit: the group tries again", managedInstance("ng-c", "CREATING", "", "RESOURCE_OPERATION_RATE_EXCEEDED"), ""},
+		{"a transient failure: the group tries again", managedInstance("ng-h", "CREATING", "", "SERVICE_UNAVAILABLE"), ""},
 		{"a running instance's old error", managedInstance("ng-d", "NONE", "RUNNING", "QUOTA_EXCEEDED"), ""},
 		{"no error", managedInstance("ng-e", "CREATING", ""), ""},
 	} {

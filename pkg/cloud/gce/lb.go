@@ -9,19 +9,31 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
-// greenPolicy is blue's update policy for a green group, with maxSurge
-// and maxUnavailable fixed numbers: compute-api.json
+// greenPolicy is blue's update policy for a green group over zones
+// zones, with maxSurge and maxUnavailable fixed numbers: compute-api.json
 // (InstanceGroupManagerUpdatePolicy) takes a percentage only "if the
 // group has 10 or more instances", and green starts with fewer (at 0 for
 // autoscaled-blue-green). A percentage becomes what it comes to for blue
 // (its calculated value), or the API's default, the number of zones,
-// where that is 0.
-func greenPolicy(blue *compute.InstanceGroupManagerUpdatePolicy) *compute.InstanceGroupManagerUpdatePolicy {
+// where that is 0. Two rules of the MIG update docs, not in the
+// discovery document, hold too
+// (https://cloud.google.com/compute/docs/instance-groups/rolling-out-updates-to-managed-instance-groups#max_surge,
+// #max_unavailable, #replacement_method): a regional group's fixed value
+// is 0 or at least its number of zones (a value under it is raised to
+// it), and replacementMethod RECREATE takes maxSurge 0.
+func greenPolicy(blue *compute.InstanceGroupManagerUpdatePolicy, zones int64) *compute.InstanceGroupManagerUpdatePolicy {
 	if blue == nil {
 		return nil
 	}
 	up := *blue
-	up.MaxSurge, up.MaxUnavailable = fixedOf(blue.MaxSurge), fixedOf(blue.MaxUnavailable)
+	up.MaxSurge, up.MaxUnavailable = fixedOf(blue.MaxSurge, zones), fixedOf(blue.MaxUnavailable, zones)
+	if up.ReplacementMethod == "RECREATE" {
+		up.MaxSurge = &compute.FixedOrPercent{Fixed: 0, ForceSendFields: []string{"Fixed"}}
+		if up.MaxUnavailable != nil && up.MaxUnavailable.Fixed == 0 {
+			up.MaxUnavailable = nil // the default, the number of zones
+		}
+		return &up
+	}
 	if up.MaxSurge != nil && up.MaxUnavailable != nil && up.MaxSurge.Fixed == 0 && up.MaxUnavailable.Fixed == 0 {
 		// "At least one of either maxSurge or maxUnavailable must be
 		// greater than 0": the defaults are.
@@ -30,16 +42,18 @@ func greenPolicy(blue *compute.InstanceGroupManagerUpdatePolicy) *compute.Instan
 	return &up
 }
 
-// fixedOf is v as a fixed number; nil (the API's default) for a
-// percentage that comes to 0.
-func fixedOf(v *compute.FixedOrPercent) *compute.FixedOrPercent {
+// fixedOf is v as a fixed number, at least zones unless 0; nil (the
+// API's default) for a percentage that comes to 0.
+func fixedOf(v *compute.FixedOrPercent, zones int64) *compute.FixedOrPercent {
 	switch {
 	case v == nil:
 		return nil
+	case v.Percent == 0 && v.Fixed == 0:
+		return &compute.FixedOrPercent{Fixed: 0, ForceSendFields: []string{"Fixed"}}
 	case v.Percent == 0:
-		return &compute.FixedOrPercent{Fixed: v.Fixed, ForceSendFields: []string{"Fixed"}}
+		return &compute.FixedOrPercent{Fixed: max(v.Fixed, zones)}
 	case v.Calculated > 0:
-		return &compute.FixedOrPercent{Fixed: v.Calculated}
+		return &compute.FixedOrPercent{Fixed: max(v.Calculated, zones)}
 	}
 	return nil
 }

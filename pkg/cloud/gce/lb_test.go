@@ -32,17 +32,24 @@ func TestGreenPolicy(t *testing.T) {
 	fixed := func(n int64) *compute.FixedOrPercent { return &compute.FixedOrPercent{Fixed: n} }
 	for _, tc := range []struct {
 		name                string
+		zones               int64
+		method              string
 		surge, unavail      *compute.FixedOrPercent
 		wantSurge, wantUnav *compute.FixedOrPercent // Fixed compared; nil: the default
 	}{
-		{"fixed values stay", fixed(3), fixed(0), fixed(3), fixed(0)},
-		{"a percent becomes what it came to", &compute.FixedOrPercent{Percent: 20, Calculated: 4}, fixed(0), fixed(4), fixed(0)},
-		{"a percent that came to 0 is the default", fixed(0), &compute.FixedOrPercent{Percent: 5}, fixed(0), nil},
-		{"both 0 after that: both the default", &compute.FixedOrPercent{Percent: 1}, fixed(0), nil, fixed(0)},
-		{"unset stays unset", nil, nil, nil, nil},
+		{"fixed values stay", 1, "", fixed(3), fixed(0), fixed(3), fixed(0)},
+		{"a percent becomes what it came to", 1, "", &compute.FixedOrPercent{Percent: 20, Calculated: 4}, fixed(0), fixed(4), fixed(0)},
+		{"a percent that came to 0 is the default", 1, "", fixed(0), &compute.FixedOrPercent{Percent: 5}, fixed(0), nil},
+		{"both 0 after that: both the default", 1, "", &compute.FixedOrPercent{Percent: 1}, fixed(0), nil, fixed(0)},
+		{"unset stays unset", 1, "", nil, nil, nil, nil},
+		{"regional: a percent under the zones is raised to them", 3, "", fixed(0), &compute.FixedOrPercent{Percent: 10, Calculated: 1}, fixed(0), fixed(3)},
+		{"regional: a fixed value under the zones is raised to them", 3, "", fixed(2), fixed(0), fixed(3), fixed(0)},
+		{"regional: 0 and values over the zones stay", 3, "", fixed(0), fixed(5), fixed(0), fixed(5)},
+		{"RECREATE: maxSurge 0, however blue's reads", 3, "RECREATE", &compute.FixedOrPercent{Percent: 10}, fixed(4), fixed(0), fixed(4)},
+		{"RECREATE with maxUnavailable 0: its default", 3, "RECREATE", fixed(0), &compute.FixedOrPercent{Percent: 5}, fixed(0), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := greenPolicy(&compute.InstanceGroupManagerUpdatePolicy{Type: "PROACTIVE", MaxSurge: tc.surge, MaxUnavailable: tc.unavail})
+			got := greenPolicy(&compute.InstanceGroupManagerUpdatePolicy{Type: "PROACTIVE", ReplacementMethod: tc.method, MaxSurge: tc.surge, MaxUnavailable: tc.unavail}, tc.zones)
 			for _, c := range []struct{ got, want *compute.FixedOrPercent }{{got.MaxSurge, tc.wantSurge}, {got.MaxUnavailable, tc.wantUnav}} {
 				if (c.got == nil) != (c.want == nil) || c.got != nil && (c.got.Fixed != c.want.Fixed || c.got.Percent != 0) {
 					t.Errorf("got %+v, want fixed %+v", c.got, c.want)
@@ -53,7 +60,7 @@ func TestGreenPolicy(t *testing.T) {
 			}
 		})
 	}
-	if greenPolicy(nil) != nil {
+	if greenPolicy(nil, 3) != nil {
 		t.Error("no policy became one")
 	}
 }

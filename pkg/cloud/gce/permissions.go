@@ -2,8 +2,10 @@ package gce
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcpclient"
@@ -18,7 +20,9 @@ const Policy = "docs/providers/gce.md#permissions"
 // sim/gcefake's TestRolePermitsEveryProviderCall holds that role to the
 // calls the provider makes, TestPermissionsAreTheRole this list to the
 // role. For: blue/green alone creates and deletes groups; the target
-// template is made for --image only (see NodeGroup.ProbePermissions).
+// template is made for --image only, and used (useReadOnly) only where
+// --image or --instance-template names another (see
+// NodeGroup.ProbePermissions).
 var calls = []gcpclient.Call{
 	{Method: "instances.get", Permission: "compute.instances.get"},
 	{Method: "instanceGroupManagers.get, listManagedInstances", Permission: "compute.instanceGroupManagers.get"},
@@ -34,7 +38,7 @@ var calls = []gcpclient.Call{
 	{Method: "regionBackendServices.list", Permission: "compute.regionBackendServices.list", For: plan.CapNewGroups},
 	{Method: "instanceGroupManagers.insert (the template's use)", Permission: "compute.instanceGroupManagers.use"},
 	{Method: "instanceTemplates.insert", Permission: "compute.instanceTemplates.create"},
-	{Method: "instanceTemplates.insert (the source's use)", Permission: "compute.instanceTemplates.useReadOnly"},
+	{Method: "instanceGroupManagers.setInstanceTemplate (the target template's use)", Permission: useTemplate},
 	{Method: "instanceTemplates.insert (the image's use)", Permission: "compute.images.useReadOnly"},
 	{Method: "globalOperations.wait", Permission: "compute.globalOperations.get"},
 	{Method: "instances created by resize and recreateInstances", Permission: "compute.instances.create"},
@@ -51,18 +55,75 @@ var calls = []gcpclient.Call{
 }
 
 // imageOnly are the permissions only making the target of --image needs.
-var imageOnly = []string{"compute.instanceTemplates.create", "compute.instanceTemplates.useReadOnly", "compute.images.useReadOnly", "compute.globalOperations.get"}
+var imageOnly = []string{"compute.instanceTemplates.create", "compute.images.useReadOnly", "compute.globalOperations.get"}
+
+// useTemplate is the permission to launch from an instance template,
+// which a run needs that moves the groups to another template: a copy
+// (--image) or an existing one (--instance-template).
+const useTemplate = "compute.instanceTemplates.useReadOnly"
 
 var _ cloud.PermissionProber = (*NodeGroup)(nil)
 
 // ProbePermissions implements cloud.PermissionProber: testIamPermissions on
-// the project for the role's permissions the run may use.
+// the project for the role's permissions the run may use, and on each
+// resource the run uses whose own IAM policy may grant them (see
+// resources).
 func (n *NodeGroup) ProbePermissions(ctx context.Context) (*plan.Permissions, error) {
 	var need []gcpclient.Call
 	for _, c := range calls {
-		if n.Image != "" || !slices.Contains(imageOnly, c.Permission) {
+		switch {
+		case c.Permission == useTemplate && n.Image == "" && n.Template == "":
+		case slices.Contains(imageOnly, c.Permission) && n.Image == "":
+		default:
 			need = append(need, c)
 		}
 	}
-	return gcpclient.Probe(ctx, n.API.project, os.Getenv(EndpointEnv), Policy, n.API.probeOpts, need)
+	res, untold := n.resources(ctx)
+	perms, err := gcpclient.Probe(ctx, n.API.project, os.Getenv(EndpointEnv), Policy, n.API.probeOpts, need, res...)
+	if err != nil || untold == "" {
+		return perms, err
+	}
+	perms.CannotAsk = strings.TrimPrefix(perms.CannotAsk+"; "+untold, "; ")
+	return perms, nil
+}
+
+// resources are those a run uses whose IAM policy Compute and IAM let be
+// set on the resource itself
+// (https://cloud.google.com/compute/docs/access/managing-access-to-resources):
+// the target template's service accounts (actAs) and subnetworks
+// (subnetworks.use, useExternalIp; a Shared VPC subnet is the host
+// project's), the template --instance-template names (useReadOnly, get),
+// and each group's instance group for the group's own permissions
+// (Compute has no testIamPermissions on instanceGroupManagers; the
+// group's instance group, of its name, is where a grant on the group can
+// be asked). untold says why the template could not be read, its
+// resources then not asked.
+func (n *NodeGroup) resources(ctx context.Context) (out []gcpclient.Resource, untold string) {
+	for _, m := range n.MIGs {
+		out = append(out, n.instanceGroup(m))
+	}
+	name := lastSegment(n.Template)
+	if name == "" {
+		cur, err := n.current(ctx)
+		if err != nil {
+			return out, fmt.Sprintf("cannot read the group's instance template, so its service account and subnetworks were not asked: %s", oneLine(err.Error()))
+		}
+		name = cur
+	}
+	it, err := n.API.getTemplate(ctx, name)
+	if err != nil || it == nil || it.Properties == nil {
+		return out, fmt.Sprintf("cannot read instance template %q, so its service account and subnetworks were not asked", name)
+	}
+	if n.Template != "" {
+		out = append(out, n.template(name))
+	}
+	for _, sa := range it.Properties.ServiceAccounts {
+		out = append(out, gcpclient.ServiceAccount(ctx, os.Getenv(EndpointEnv), n.API.probeOpts, sa.Email))
+	}
+	for _, ni := range it.Properties.NetworkInterfaces {
+		if ni.Subnetwork != "" {
+			out = append(out, n.subnetwork(ni.Subnetwork, len(ni.AccessConfigs) > 0))
+		}
+	}
+	return out, ""
 }

@@ -324,7 +324,7 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 	if len(n.MIGs) == 1 && n.MIGs[0].Regional() {
 		cg.Rebalance, cg.RebalanceHeld = Redistribution, redistributionHeld(igms[0])
 	}
-	cg.LaunchesAfter, err = n.launchesAfter(ctx, igms, target)
+	cg.LaunchesAfter, cg.Notes, err = n.launchesAfter(ctx, igms, target)
 	return cg, err
 }
 
@@ -363,13 +363,14 @@ func groupKind(migs []MIG) string {
 }
 
 // launchesAfter says, for the plan, the template the groups launch after
-// the run, their update policy and their autoscalers.
-func (n *NodeGroup) launchesAfter(ctx context.Context, igms []*compute.InstanceGroupManager, t Target) (string, error) {
+// the run, their update policy and their autoscalers; notes warn of a
+// regional group's autoscaler that is on (see autoscaledNote).
+func (n *NodeGroup) launchesAfter(ctx context.Context, igms []*compute.InstanceGroupManager, t Target) (string, []string, error) {
 	what := t.Template
 	if t.Create {
 		what = t.Template + " (new, image " + t.Image + ")"
 	}
-	var parts []string
+	var parts, notes []string
 	for i, igm := range igms {
 		s := fmt.Sprintf("%s: update policy %s", n.MIGs[i].Name, updateType(igm))
 		if updateType(igm) != opportunistic {
@@ -377,12 +378,25 @@ func (n *NodeGroup) launchesAfter(ctx context.Context, igms []*compute.InstanceG
 		}
 		a, err := n.API.autoscalerOf(ctx, n.MIGs[i], igm.SelfLink)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if a != nil && a.AutoscalingPolicy != nil {
 			s += fmt.Sprintf(", autoscaler %q %s, %d-%d", a.Name, a.AutoscalingPolicy.Mode, a.AutoscalingPolicy.MinNumReplicas, a.AutoscalingPolicy.MaxNumReplicas)
+			if n.MIGs[i].Regional() && a.AutoscalingPolicy.Mode != "OFF" {
+				notes = append(notes, autoscaledNote(n.MIGs[i], a))
+			}
 		}
 		parts = append(parts, s)
 	}
-	return what + "; " + strings.Join(parts, "; "), nil
+	return what + "; " + strings.Join(parts, "; "), notes, nil
+}
+
+// autoscaledNote warns that the run's hold of a regional group's instance
+// redistribution may not hold while its autoscaler is on:
+// compute-api.json documents instanceRedistributionType NONE as "For
+// non-autoscaled groups, proactive redistribution is disabled", and says
+// nothing of autoscaled ones. The safe reading: it may not be, so the
+// group may move instances between zones, undrained, during the run.
+func autoscaledNote(m MIG, a *compute.Autoscaler) string {
+	return fmt.Sprintf("regional managed instance group %q is autoscaled (autoscaler %q, mode %s): Compute documents the instance redistribution NONE that the run sets while it removes nodes for non-autoscaled groups only, so the group may move instances between zones undrained; set the autoscaler's mode to OFF for the run", m.Name, a.Name, a.AutoscalingPolicy.Mode)
 }

@@ -30,6 +30,7 @@ type fakeGKE struct {
 	mu      sync.Mutex
 	pool    container.NodePool
 	master  string
+	channel string // the cluster's release channel, "" for none
 	ops     []*container.Operation
 	calls   []string
 	granted []string // nil: every permission
@@ -139,9 +140,13 @@ func (f *fakeGKE) serve(w http.ResponseWriter, r *http.Request) {
 		out = f.testPermissions(r)
 	case methodServerConfig:
 		out = &container.ServerConfig{ValidImageTypes: []string{"COS_CONTAINERD", "UBUNTU_CONTAINERD"},
-			ValidNodeVersions: []string{"1.30.5-gke.1000", "1.31.2-gke.1000"}}
+			ValidNodeVersions: []string{"1.30.5-gke.1000", "1.31.2-gke.1000"},
+			Channels:          []*container.ReleaseChannelConfig{{Channel: "REGULAR", ValidVersions: []string{"1.31.2-gke.1000", "1.30.9-gke.1300"}}}}
 	case methodClusterGet:
 		out = &container.Cluster{Name: fakeCluster, CurrentMasterVersion: f.master}
+		if f.channel != "" {
+			out.(*container.Cluster).ReleaseChannel = &container.ReleaseChannel{Channel: f.channel}
+		}
 	case methodPoolGet:
 		out = &f.pool
 	case methodOperationList:

@@ -1,6 +1,7 @@
 package gke
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -33,6 +34,34 @@ func TestSettingsRoundTrip(t *testing.T) {
 			got := settingsOf(&container.NodePool{UpgradeSettings: up, NodeDrainConfig: dc})
 			if !got.Equal(tc.s) {
 				t.Errorf("round trip: got %s, want %s", got, tc.s)
+			}
+		})
+	}
+}
+
+// TestVersionsOfTheReleaseChannel: a cluster on a release channel moves
+// its pool to the channel's versions (serverConfig's channels[]
+// .validVersions), another to the location's validNodeVersions; a
+// channel the server config does not list falls back to the latter.
+func TestVersionsOfTheReleaseChannel(t *testing.T) {
+	for _, tc := range []struct{ channel, in, want, err string }{
+		{"", "1.30", "1.30.5-gke.1000", ""},
+		{"REGULAR", "1.30", "1.30.9-gke.1300", ""},
+		{"REGULAR", "1.30.5-gke.1000", "", "not offered in release channel REGULAR of us-central1"},
+		{"RAPID", "1.30", "1.30.5-gke.1000", ""},
+		{"UNSPECIFIED", "1.30", "1.30.5-gke.1000", ""},
+	} {
+		t.Run(tc.channel+" "+tc.in, func(t *testing.T) {
+			f := newFakeGKE(t)
+			f.channel = tc.channel
+			_, p, err := gkeCloud{}.Open(context.Background(), nil, gkeNodes(), plan.CloudTarget{Options: map[string]string{optNodeVersion: tc.in}})
+			switch {
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("want an error with %q, got %v", tc.err, err)
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.err == "" && p.(*NodePool).target.Version != tc.want:
+				t.Errorf("target %q, want %q", p.(*NodePool).target.Version, tc.want)
 			}
 		})
 	}
@@ -147,5 +176,40 @@ func TestRunsAndValidate(t *testing.T) {
 		if err := (gkeCloud{}).Validate(plan.CloudTarget{Options: tc.opts}); (err == nil) != tc.ok {
 			t.Errorf("Validate(%v) = %v, want ok %v", tc.opts, err, tc.ok)
 		}
+	}
+}
+
+// TestOpErrorNamesTheCode: a failed operation's error is named by its
+// google.rpc.Code, whichever it is; capacity (RESOURCE_EXHAUSTED) and
+// nodes that never became ready are NodeCreationFailure, a cancel is
+// cancelled, not failed.
+func TestOpErrorNamesTheCode(t *testing.T) {
+	for _, tc := range []struct {
+		code  int64
+		msg   string
+		state cloud.UpdateState
+		want  string
+	}{
+		{1, "Operation was cancelled.", cloud.UpdateCancelled, ""},
+		{3, "Invalid node version", cloud.UpdateFailed, "GKE error 3 (INVALID_ARGUMENT)"},
+		{7, "Required \"compute.instances.create\" permission", cloud.UpdateFailed, "GKE error 7 (PERMISSION_DENIED)"},
+		{8, "Insufficient regional quota", cloud.UpdateFailed, "NodeCreationFailure"},
+		{9, "node pool is being deleted", cloud.UpdateFailed, "GKE error 9 (FAILED_PRECONDITION)"},
+		{13, "Internal error", cloud.UpdateFailed, "GKE error 13 (INTERNAL)"},
+		{14, "nodes did not become ready", cloud.UpdateFailed, "NodeCreationFailure"},
+		{42, "a code google.rpc.Code does not list", cloud.UpdateFailed, "GKE error 42"},
+	} {
+		t.Run(tc.want+tc.msg, func(t *testing.T) {
+			op := &container.Operation{Status: "DONE", Error: &container.Status{Code: tc.code, Message: tc.msg}}
+			if got := opState(op); got != tc.state {
+				t.Fatalf("state %v, want %v", got, tc.state)
+			}
+			if tc.state != cloud.UpdateFailed {
+				return
+			}
+			if e := opError(op); e.Code != tc.want || e.Message != tc.msg {
+				t.Errorf("got %+v, want code %q and the message", e, tc.want)
+			}
+		})
 	}
 }

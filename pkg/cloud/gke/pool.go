@@ -24,6 +24,8 @@ type NodePool struct {
 	project, location, cluster, name string
 	pool                             *container.NodePool
 	masterVersion                    string
+	// channel is the cluster's release channel (REGULAR, ...), "" for none.
+	channel string
 	// target is the node version and image type the update moves to.
 	target nodeConfig
 	// pdbTimeout is --pdb-timeout, "" to keep the pool's.
@@ -84,6 +86,9 @@ func (n *NodePool) read(ctx context.Context) error {
 		return wrap(err, "get GKE cluster %q", n.cluster)
 	}
 	n.masterVersion = cl.CurrentMasterVersion
+	if cl.ReleaseChannel != nil && cl.ReleaseChannel.Channel != "UNSPECIFIED" {
+		n.channel = cl.ReleaseChannel.Channel
+	}
 	if err := n.refresh(ctx); err != nil {
 		return err
 	}
@@ -144,11 +149,29 @@ func (n *NodePool) resolveTarget(ctx context.Context, o map[string]string) error
 		n.target.ImageType = image
 	}
 	if v != "" {
-		if n.target.Version, err = n.resolveVersion(v, sc.ValidNodeVersions); err != nil {
+		if n.target.Version, err = n.resolveVersion(v, n.validVersions(sc)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// validVersions are the node versions the pool may move to: a cluster
+// on a release channel takes its channel's (container-api.json,
+// ReleaseChannelConfig.validVersions: "List of valid versions for the
+// channel"), another the location's validNodeVersions ("List of valid
+// node upgrade target versions"). The documents do not say whether GKE
+// also takes, for a channel's cluster, a version of the location's list
+// that its channel does not offer; the run offers only the channel's,
+// which GKE does take. A channel the answer does not list falls back to
+// the location's list.
+func (n *NodePool) validVersions(sc *container.ServerConfig) []string {
+	for _, c := range sc.Channels {
+		if n.channel != "" && c.Channel == n.channel {
+			return c.ValidVersions
+		}
+	}
+	return sc.ValidNodeVersions
 }
 
 func (n *NodePool) resolveVersion(v string, valid []string) (string, error) {
@@ -167,7 +190,11 @@ func (n *NodePool) resolveVersion(v string, valid []string) (string, error) {
 			return x, nil
 		}
 	}
-	return "", inputErrorf("node version %q is not offered in %s at or below the control plane's %q (offered: %s); change --%s", v, n.location, n.masterVersion, strings.Join(below, ", "), optNodeVersion)
+	where := n.location
+	if n.channel != "" {
+		where = fmt.Sprintf("release channel %s of %s", n.channel, n.location)
+	}
+	return "", inputErrorf("node version %q is not offered in %s at or below the control plane's %q (offered: %s); change --%s", v, where, n.masterVersion, strings.Join(below, ", "), optNodeVersion)
 }
 
 // compareVersions orders GKE versions (1.31.2-gke.1000) by major, minor,
@@ -368,7 +395,7 @@ func (n *NodePool) waitDone(ctx context.Context, id string) error {
 		return err
 	}
 	if op.Error != nil && op.Error.Code != 0 {
-		return &Error{Msg: fmt.Sprintf("GKE operation %s on %s failed: %s", id, n, oneLine(op.Error.Message))}
+		return &Error{Msg: fmt.Sprintf("GKE operation %s on %s failed: %s: %s", id, n, rpcCode(op.Error.Code), oneLine(cmp.Or(op.Error.Message, op.StatusMessage)))}
 	}
 	return nil
 }
@@ -539,11 +566,28 @@ func opState(op *container.Operation) cloud.UpdateState {
 	return cloud.UpdateFailed
 }
 
-// opError is a failed operation's error; new nodes that never became
-// ready, or capacity GKE could not get, are NodeCreationFailure.
+// rpcCodes are google.rpc.Code's names, which an operation's error code
+// "should be an enum value of" (container-api.json, Status.code;
+// https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto).
+var rpcCodes = []string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+	"PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
+	"UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// rpcCode names an operation's error code: "GKE error 7 (PERMISSION_DENIED)",
+// the number alone for one google.rpc.Code does not list.
+func rpcCode(c int64) string {
+	if c > 0 && c < int64(len(rpcCodes)) {
+		return fmt.Sprintf("GKE error %d (%s)", c, rpcCodes[c])
+	}
+	return fmt.Sprintf("GKE error %d", c)
+}
+
+// opError is a failed operation's error, its code named; new nodes that
+// never became ready, or capacity GKE could not get (RESOURCE_EXHAUSTED),
+// are NodeCreationFailure.
 func opError(op *container.Operation) cloud.UpdateError {
 	msg := cmp.Or(op.Error.Message, op.StatusMessage)
-	code := fmt.Sprintf("GKE error %d", op.Error.Code)
+	code := rpcCode(op.Error.Code)
 	if op.Error.Code == 8 || strings.Contains(msg, "did not become ready") {
 		code = "NodeCreationFailure"
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -107,4 +108,76 @@ func resourceManager(t *testing.T, code int, granted []string, asked *[]string) 
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// TestProbeResources: a permission the project does not grant is asked
+// of the resources that can grant it (granted there, it is allowed;
+// denied, it is missing, named with the resource; not answered, untold: a
+// warning, never a blocker); one the project grants is asked only of a
+// resource in another project (a Shared VPC host's subnet).
+func TestProbeResources(t *testing.T) {
+	calls := []Call{
+		{Method: "instanceGroupManagers.get", Permission: "compute.instanceGroupManagers.get"},
+		{Method: "new instances' service account", Permission: "iam.serviceAccounts.actAs"},
+		{Method: "new instances' subnetwork", Permission: "compute.subnetworks.use"},
+	}
+	refused := &googleapi.Error{Code: 403, Message: "m"}
+	for _, tc := range []struct {
+		name          string
+		project       []string // granted on the project
+		sa, subnet    []string // granted on the resource; nil: refuses to answer
+		subnetProject string
+		wantAsked     []string // resources asked
+		missing       []plan.MissingPermission
+		cannotAsk     string
+	}{
+		{name: "actAs on the service account only", project: []string{"compute.instanceGroupManagers.get", "compute.subnetworks.use"},
+			sa: []string{"iam.serviceAccounts.actAs"}, subnet: []string{}, subnetProject: "p", wantAsked: []string{"sa"}},
+		{name: "actAs nowhere", project: []string{"compute.instanceGroupManagers.get", "compute.subnetworks.use"},
+			sa: []string{}, subnet: []string{}, subnetProject: "p", wantAsked: []string{"sa"},
+			missing: []plan.MissingPermission{{Permission: "iam.serviceAccounts.actAs", Call: `new instances' service account on service account "sa@p"`}}},
+		{name: "a host project's subnet is asked though the project grants", project: []string{"compute.instanceGroupManagers.get", "compute.subnetworks.use", "iam.serviceAccounts.actAs"},
+			sa: []string{}, subnet: []string{}, subnetProject: "host", wantAsked: []string{"subnet"},
+			missing: []plan.MissingPermission{{Permission: "compute.subnetworks.use", Call: `new instances' subnetwork on subnetwork "s"`}}},
+		{name: "a host project's subnet that grants", project: []string{"compute.instanceGroupManagers.get", "iam.serviceAccounts.actAs"},
+			sa: []string{}, subnet: []string{"compute.subnetworks.use"}, subnetProject: "host", wantAsked: []string{"subnet"}},
+		{name: "a resource that does not answer: untold, the rest still blocks", project: []string{},
+			sa: nil, subnet: []string{}, subnetProject: "p", wantAsked: []string{"sa", "subnet"},
+			missing: []plan.MissingPermission{
+				{Permission: "compute.instanceGroupManagers.get", Call: "instanceGroupManagers.get"},
+				{Permission: "compute.subnetworks.use", Call: `new instances' subnetwork on subnetwork "s"`},
+			},
+			cannotAsk: `cannot tell whether the caller holds iam.serviceAccounts.actAs on service account "sa@p": googleapi: Error 403: m`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			url := resourceManager(t, 200, tc.project, &got)
+			t.Setenv(ResourceManagerEnv, "")
+			var asked []string
+			res := func(name, what, project, permission string, granted []string) Resource {
+				return Resource{What: what, Project: project, Permissions: []string{permission}, Test: func(_ context.Context, perms []string) ([]string, error) {
+					asked = append(asked, name)
+					if !reflect.DeepEqual(perms, []string{permission}) {
+						t.Errorf("%s asked %q", name, perms)
+					}
+					if granted == nil {
+						return nil, refused
+					}
+					return granted, nil
+				}}
+			}
+			perms, err := Probe(context.Background(), "p", url+"/compute/v1/", "policy", []option.ClientOption{option.WithoutAuthentication()}, calls,
+				res("sa", `service account "sa@p"`, "p", "iam.serviceAccounts.actAs", tc.sa),
+				res("subnet", `subnetwork "s"`, tc.subnetProject, "compute.subnetworks.use", tc.subnet))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(asked, tc.wantAsked) {
+				t.Errorf("asked %q, want %q", asked, tc.wantAsked)
+			}
+			if !reflect.DeepEqual(perms.Missing, tc.missing) || perms.CannotAsk != tc.cannotAsk {
+				t.Errorf("Probe = %+v\nwant missing %+v, cannot ask %q", perms, tc.missing, tc.cannotAsk)
+			}
+		})
+	}
 }
