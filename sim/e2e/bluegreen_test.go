@@ -195,11 +195,11 @@ func TestAWSRefusedControlsExitTwo(t *testing.T) {
 		rec          state.Record
 		want         string
 	}{
-		{"cancel during blue deletion", "cancel", state.Record{Strategy: "blue-green", Phase: "DeleteBlue"}, "cannot be paused"},
+		{"cancel during blue deletion", "cancel", state.Record{Strategy: "blue-green", Phase: "DeleteBlue"}, "is deleting blue, which cannot be stopped or undone"},
 		{"complete when not soaking", "complete", state.Record{Strategy: "blue-green", Phase: "Drain"}, "not soaking"},
 		{"rollback during blue deletion", "rollback", state.Record{Strategy: "blue-green", Phase: "DeleteBlue"}, "cannot roll back"},
-		{"rollback of an eks run with nothing to go back to", "rollback", state.Record{Strategy: "eks", Phase: "Drain"}, "no launch template version to go back to"},
-		{"resume with nothing recorded", "resume", state.Record{}, "no unfinished run"},
+		{"rollback of an eks run with nothing to go back to", "rollback", state.Record{Strategy: "eks", Phase: "Drain"}, "recorded no version of its group to go back to"},
+		{"resume with nothing recorded", "resume", state.Record{}, "has no run recorded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			group := "ctl-" + strings.ReplaceAll(tc.name, " ", "-")
