@@ -494,7 +494,7 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 func targetText(c *state.CloudRecord, template string) string {
 	switch {
 	case c.TargetVersion != "":
-		return fmt.Sprintf(", %s version %s", template, c.TargetVersion)
+		return ", " + plan.TemplateText(template, c.Template, c.TargetVersion)
 	case c.Template != "":
 		return fmt.Sprintf(", %s %s", template, c.Template)
 	}

@@ -99,7 +99,7 @@ func targetLine(p *Plan) string {
 	if c == nil {
 		return target
 	}
-	lt := fmt.Sprintf("%s %s version %s", c.TemplateKind, c.Template, c.TargetVersion)
+	lt := TemplateText(c.TemplateKind, c.Template, c.TargetVersion)
 	if c.TargetVersion == NewVersion {
 		lt = fmt.Sprintf("%s %s, a new version from %s", c.TemplateKind, c.Template, c.CurrentVersion)
 	}
@@ -116,6 +116,24 @@ func targetLine(p *Plan) string {
 		lt += ", labels " + target
 	}
 	return lt
+}
+
+// TemplateText names version of a template in the provider's words:
+// "launch template lt-1 version 2"; where the kind says the template
+// names a project (GCE's instance templates, each a version of its own),
+// "instance template demo-v2 in project p".
+// A record older than its Template field has none: the kind alone then.
+func TemplateText(kind, template, version string) string {
+	k, inProject := strings.CutSuffix(kind, " in project")
+	switch {
+	case inProject && template == "":
+		return k + " " + version
+	case inProject:
+		return fmt.Sprintf("%s %s in project %s", k, version, template)
+	case template == "":
+		return fmt.Sprintf("%s version %s", kind, version)
+	}
+	return fmt.Sprintf("%s %s version %s", kind, template, version)
 }
 
 // cloudLines are the header lines of the cloud group: what it is, its

@@ -218,3 +218,21 @@ func TestGroupLineSaysWhatChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplateText: a template's version in the provider's words; GCE's
+// instance template is a version of its own, in its project.
+func TestTemplateText(t *testing.T) {
+	for _, tc := range []struct{ kind, template, version, want string }{
+		{"launch template", "lt-1", "2", "launch template lt-1 version 2"},
+		{"launch template", "", "2", "launch template version 2"},
+		{"instance template in project", "demo-proj", "demo-v2", "instance template demo-v2 in project demo-proj"},
+		{"instance template in project", "", "demo-v2", "instance template demo-v2"},
+		{"NodeClass", "kwok/default", "h1", "NodeClass kwok/default version h1"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := TemplateText(tc.kind, tc.template, tc.version); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
