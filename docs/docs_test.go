@@ -221,7 +221,7 @@ func TestBlockerRefusalsSayExit5(t *testing.T) {
 // TestIndexesListEveryProvider wants the README and docs/README.md to link
 // every path's provider page.
 func TestIndexesListEveryProvider(t *testing.T) {
-	for file, prefix := range map[string]string{"README.md": "providers/", "../README.md": "docs/providers/"} {
+	for file, prefix := range map[string]string{"README.md": "providers/", "../README.md": "docs/providers/", "phases.md": "providers/"} {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -282,5 +282,53 @@ func TestDemoServesEveryPath(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("hack/demo.sh takes %v, the paths are %v", got, want)
+	}
+}
+
+// providerList is a list of --provider's values as the docs write it,
+// "--provider aws|gce|none" (in a table, its bars escaped).
+var providerList = regexp.MustCompile(`--provider ([a-z-]+(?:\\?\|[a-z-]+)+)`)
+
+// TestProviderListsAreTheRegistry wants every list of --provider's values
+// in the docs and the README to be the registered providers, and the
+// README's list of demos to name every path (aws is the demo without a
+// name).
+func TestProviderListsAreTheRegistry(t *testing.T) {
+	files, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, _ := filepath.Glob("providers/*.md")
+	files = append(append(files, pages...), "../README.md")
+	want := cloud.Names()
+	slices.Sort(want)
+	lists := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range providerList.FindAllStringSubmatch(string(data), -1) {
+			lists++
+			got := strings.Split(strings.ReplaceAll(m[1], `\|`, "|"), "|")
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s lists --provider %v, the registered providers are %v", file, got, want)
+			}
+		}
+	}
+	if lists == 0 {
+		t.Error("no list of --provider's values found in the docs: the pattern no longer matches them")
+	}
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, demos, _ := strings.Cut(string(data), "The other providers have their demo too:")
+	demos, _, _ = strings.Cut(demos, "\n\n")
+	for _, p := range paths() {
+		if p.name != "aws" && !strings.Contains(demos, "`"+p.name+"`") && !strings.Contains(demos, "demo.sh "+p.name+"`") {
+			t.Errorf("the README's list of demos does not name %q", p.name)
+		}
 	}
 }

@@ -56,6 +56,12 @@ func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, error) {
 	if clientLimits.retryTimeout < 0 {
 		return nil, usageErrorf("invalid --request-retry-timeout %s: must be 0 (no retries) or more", clientLimits.retryTimeout)
 	}
+	// No kubeconfig at all is refused before anything is sent (client-go
+	// would try http://localhost:8080), and only here, so that a bad flag
+	// value is named first, by the command's Validate.
+	if noKubeconfig(flags) {
+		return nil, errNoKubeconfig
+	}
 	cfg, err := flags.ToRESTConfig()
 	if err != nil {
 		return nil, &usageError{err: fmt.Errorf("cannot load kubeconfig: %w", err)}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -267,5 +268,67 @@ func TestExitCodeOfWatchedRun(t *testing.T) {
 	}
 	if got := ExitCode(errors.Join(errors.New("x"), &unreachableError{err: os.ErrDeadlineExceeded})); got != ExitUnreachable {
 		t.Errorf("unreachable: exit %d", got)
+	}
+}
+
+// TestBadFlagValuesBeforeTheCluster runs every command with a bad flag
+// value and a kubeconfig that leads nowhere (none at all, or a server that
+// refuses): the flag is named, exit 2, before the cluster is asked.
+func TestBadFlagValuesBeforeTheCluster(t *testing.T) {
+	refused := "https://" + closedPort(t)
+	tests := []struct {
+		command string
+		args    []string
+		flag    string
+	}{
+		{"plan", []string{"plan", "demo", "--max-unavailable", "abc"}, "--max-unavailable"},
+		{"run", []string{"run", "demo", "--target-label=a=b", "--max-unavailable", "abc", "--yes"}, "--max-unavailable"},
+		{"check", []string{"check", "demo", "--target-label=a=b", "--order", "alphabetical"}, "--order"},
+		{"status", []string{"status", "-o", "bogus"}, "output"},
+		{"report", []string{"report", "demo", "--runs", "-1"}, "--runs"},
+		{"abort", []string{"abort", "demo", "--taint", "a=b:Sometimes"}, "taint"},
+		{"cancel", []string{"cancel", "demo", "--state-namespace", "Not_A_Namespace"}, "--state-namespace"},
+		{"resume", []string{"resume", "demo", "--image-ref", "example.com/p:1"}, "--image-ref"},
+		{"rollback", []string{"rollback", "demo", "--service-account", "x", "--yes"}, "--service-account"},
+		{"complete", []string{"complete", "demo", "--state-namespace", "-ns"}, "--state-namespace"},
+	}
+	covered := map[string]bool{"version": true} // version takes no flag value and no cluster
+	for _, tc := range tests {
+		covered[tc.command] = true
+		for where, extra := range map[string][]string{"no kubeconfig": nil, "server refuses": {"--server", refused}} {
+			t.Run(tc.command+", "+where, func(t *testing.T) {
+				_, stderr, code := executeBare(t, "", append(slices.Clone(tc.args), extra...)...)
+				if code != ExitUsage || !strings.Contains(stderr, tc.flag) || strings.Contains(stderr, "kubeconfig") || strings.Contains(stderr, "API server") {
+					t.Errorf("exit %d, stderr %q: want exit %d naming %s, and no word of the cluster", code, stderr, ExitUsage, tc.flag)
+				}
+			})
+		}
+	}
+	root := NewCmdNodeUpgrade(genericiooptions.NewTestIOStreamsDiscard())
+	for _, c := range root.Commands() {
+		if !covered[c.Name()] && c.Runnable() && !c.Hidden {
+			t.Errorf("command %q has no case here: give it a bad flag value", c.Name())
+		}
+	}
+}
+
+// TestStateNamespaceRefusedBeforeTheCluster wants a --state-namespace no
+// namespace can have refused by every command that takes it.
+func TestStateNamespaceRefusedBeforeTheCluster(t *testing.T) {
+	root := NewCmdNodeUpgrade(genericiooptions.NewTestIOStreamsDiscard())
+	for _, c := range root.Commands() {
+		if c.Flags().Lookup("state-namespace") == nil {
+			continue
+		}
+		t.Run(c.Name(), func(t *testing.T) {
+			args := []string{c.Name(), "demo", "--state-namespace", "Kube_System"}
+			if c.Flags().Lookup("target-label") != nil {
+				args = append(args, "--target-label=a=b")
+			}
+			_, stderr, code := executeBare(t, "", args...)
+			if code != ExitUsage || !strings.Contains(stderr, `invalid --state-namespace "Kube_System"`) {
+				t.Errorf("exit %d, stderr %q", code, stderr)
+			}
+		})
 	}
 }

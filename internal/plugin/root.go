@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -87,11 +88,10 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 }
 
 // explainConnectionErrors makes the commands that talk to the cluster say
-// why they cannot: no kubeconfig at all is refused before anything is sent
-// (bad input, exit 2; client-go would try http://localhost:8080), and a
-// server that does not answer is named (exit 9) instead of a bare dial
-// error. The retries of their requests are told on stderr, unless a run
-// tells them on its progress line.
+// why they cannot: a server that does not answer is named (exit 9) instead
+// of a bare dial error (no kubeconfig at all is refused by restConfig,
+// after the flags are checked). The retries of their requests are told on
+// stderr, unless a run tells them on its progress line.
 func explainConnectionErrors(root *cobra.Command, configFlags *genericclioptions.ConfigFlags) {
 	walk(root, func(c *cobra.Command) {
 		if c.RunE == nil || c == root || c.Name() == "version" {
@@ -99,14 +99,27 @@ func explainConnectionErrors(root *cobra.Command, configFlags *genericclioptions
 		}
 		run := c.RunE
 		c.RunE = func(cmd *cobra.Command, args []string) error {
-			if noKubeconfig(configFlags) {
-				return errNoKubeconfig
+			if err := validateStateNamespace(cmd); err != nil {
+				return err
 			}
 			ctx, answered := transport.WithAnswers(reportRetries(cmd.Context(), cmd.ErrOrStderr()))
 			cmd.SetContext(ctx)
 			return explainConnection(run(cmd, args), configFlags, answered())
 		}
 	})
+}
+
+// validateStateNamespace refuses a --state-namespace no namespace can have,
+// for every command that takes it, before the cluster is asked.
+func validateStateNamespace(cmd *cobra.Command) error {
+	f := cmd.Flags().Lookup("state-namespace")
+	if f == nil {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(f.Value.String()); len(errs) > 0 {
+		return usageErrorf("invalid --state-namespace %q: %s", f.Value.String(), strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // walk calls f on c and every command below it.

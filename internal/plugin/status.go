@@ -431,7 +431,7 @@ func (o *StatusOptions) writeRunDetails(s RunStatus, nodeCreated map[string]time
 func targetText(c *state.CloudRecord, template string) string {
 	switch {
 	case c.TargetVersion != "":
-		return fmt.Sprintf(", %s version %s", template, c.TargetVersion)
+		return ", " + plan.TemplateText(template, c.Template, c.TargetVersion)
 	case c.Template != "":
 		return fmt.Sprintf(", %s %s", template, c.Template)
 	}

@@ -45,7 +45,7 @@ func (s *Session) openCloudOf(ctx context.Context, r *Request, pl *Planned, in *
 	in.Cloud, pl.Provider, err = s.openCloud(ctx, r, c, nodes, rec)
 	switch {
 	case err == nil:
-		return openedCloud{cloud: c}, r.refuseDefaultStrategy(*in)
+		return openedCloud{cloud: c}, r.defaultStrategy(in)
 	case r.Provider == "" && !r.Cloud.Given() && errors.Is(err, cloud.ErrNoGroup) && len(r.targetLabels) > 0:
 		// Detected from the provider IDs, but no group of the cloud has
 		// them (Karpenter's, standalone): nodes are only deleted.

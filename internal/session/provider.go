@@ -51,6 +51,9 @@ func (r *Request) refuseCloudFlags(provider string) error {
 // every node (nil: provider none).
 func (r *Request) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 	name := r.Provider
+	if err := refuseExclusiveNodes(name, nodes); err != nil {
+		return nil, err
+	}
 	if name == "" && r.Cloud.Given() {
 		if takers := r.cloudsTakingGivenFlags(); len(takers) == 1 {
 			name = takers[0]
@@ -71,6 +74,18 @@ func (r *Request) cloudFor(nodes []corev1.Node) (cloud.Cloud, error) {
 	}
 	c, _ := cloud.Lookup(name)
 	return c, nil
+}
+
+// refuseExclusiveNodes refuses --provider NAME, a cloud, on nodes that an
+// Exclusive cloud (Karpenter) serves, every one: NAME's cloud would fail
+// on what it lacks (an AWS region) instead of naming the one to use.
+func refuseExclusiveNodes(name string, nodes []corev1.Node) error {
+	owner := cloud.Detect(nodes)
+	c, _ := cloud.Lookup(owner)
+	if _, exclusive := c.(cloud.Exclusive); !exclusive || name == "" || name == owner || name == cloud.NoneName {
+		return nil
+	}
+	return Usagef("cannot use --provider %s on these nodes: provider %s serves them, whose controller replaces them itself; use --provider %s", name, owner, owner)
 }
 
 // refuseAnotherCloudsFlags refuses cloud flags that pick name when the
@@ -140,15 +155,20 @@ func (r *Request) GroupFlags(provider, group string) string {
 	return flags
 }
 
-// refuseDefaultStrategy refuses a request that left --strategy to its
-// default where the group's service runs strategies of its own and the run
-// cannot build the default (a GKE node pool), naming those it runs:
-// planning would blame a --strategy never given.
-func (r *Request) refuseDefaultStrategy(in plan.Input) error {
+// defaultStrategy settles a request that left --strategy to its default
+// where the group's service runs strategies of its own and the run cannot
+// build the default (a GKE node pool): the group's own strategy, with its
+// settings where no flag gives them, as the service's own upgrade would
+// run; without one it is refused, naming those the service runs: planning
+// would blame a --strategy never given.
+func (r *Request) defaultStrategy(in *plan.Input) error {
 	cg := in.Cloud
 	if r.Given == nil || r.Given["strategy"] || r.strategy == nil || r.strategy.Name() != plan.DefaultStrategy ||
-		cg == nil || cg.Managed == nil || cg.Managed.Runs(plan.DefaultStrategy) || cg.Can.Has(r.strategy.Needs(in)) {
+		cg == nil || cg.Managed == nil || cg.Managed.Runs(plan.DefaultStrategy) || cg.Can.Has(r.strategy.Needs(*in)) {
 		return nil
+	}
+	if own, ok := cg.Managed.(plan.OwnStrategy); ok {
+		return r.takeStrategy(in, own.OwnStrategy())
 	}
 	var runs []string
 	for _, name := range plan.StrategyNames() {
@@ -158,6 +178,24 @@ func (r *Request) refuseDefaultStrategy(in plan.Input) error {
 	}
 	return Usagef("no --strategy given, and the default, %s, is not one the %s %q takes: use --strategy %s",
 		plan.DefaultStrategy, cg.GroupKind, cg.Group, OrList(runs))
+}
+
+// takeStrategy makes the group's own strategy the request's, and its
+// settings those of the flags not given; the request, and so the run's
+// record, holds them.
+func (r *Request) takeStrategy(in *plan.Input, own plan.GroupStrategy) error {
+	s, err := plan.LookupStrategy(string(own.Strategy))
+	if err != nil {
+		return err
+	}
+	r.strategy, r.Request.Strategy = s, string(own.Strategy)
+	if !r.Given["max-unavailable"] {
+		r.MaxUnavailable = own.MaxUnavailable
+	}
+	r.MaxSurge, r.BlueGreen = own.MaxSurge, own.BlueGreen
+	in.Strategy, in.StrategyFrom = own.Strategy, own.From
+	in.MaxUnavailable, in.MaxSurge, in.BlueGreen = r.MaxUnavailable, r.MaxSurge, r.BlueGreen
+	return nil
 }
 
 // refuseNoTarget refuses a plan without a cloud that has no target labels

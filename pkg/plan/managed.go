@@ -71,6 +71,25 @@ type ManagedService interface {
 	Plan(in Input, nodes, zones int) (*ManagedPlan, error)
 }
 
+// OwnStrategy is a ManagedService whose group has an update strategy of
+// its own, with its settings, that the service runs when asked for none
+// (GKE: the node pool's upgradeSettings): a run without --strategy takes
+// it, as the service's own upgrade would.
+type OwnStrategy interface {
+	OwnStrategy() GroupStrategy
+}
+
+// GroupStrategy is a group's own update strategy in the flags' terms.
+type GroupStrategy struct {
+	Strategy       StrategyName
+	MaxSurge       int
+	MaxUnavailable string
+	BlueGreen      BlueGreenInput
+	// From says whose strategy it is, for the plan ("the pool's own
+	// upgrade strategy").
+	From string
+}
+
 // ManagedPlan is a plan's side of an update the cloud's service runs.
 type ManagedPlan struct {
 	// Service names the service and its group ("EKS managed node group").
@@ -140,8 +159,10 @@ func managedPlan(p *Plan, in Input, strategy Strategy) error {
 	return nil
 }
 
-// writeManaged prints the service's view of the group and what it will do.
-func writeManaged(w io.Writer, m *ManagedPlan) {
+// writeManaged prints the service's view of the group, what it will do,
+// and what the run does meanwhile.
+func writeManaged(w io.Writer, p *Plan) {
+	m := p.Managed
 	if m == nil {
 		return
 	}
@@ -156,6 +177,8 @@ func writeManaged(w io.Writer, m *ManagedPlan) {
 		fmt.Fprintf(w, "  %-16s %s for the run, then back to %s\n", "update settings:", m.During, m.Before)
 	}
 	fmt.Fprintf(w, "  %-16s %d\n", "nodes added:", m.ScaleUp)
+	fmt.Fprintf(w, "  %-16s %s\n", "replaces:", fmt.Sprintf("the %s below, as many at once as its update settings allow, in an order of its own (none promised)", Count(len(p.Outdated()), "outdated node")))
+	fmt.Fprintf(w, "  %-16s %s\n", "meanwhile:", "the run follows the update to its end, naming each pod and PodDisruptionBudget that holds a node's drain; it drains, taints and removes no node itself")
 	controls := "none"
 	if len(m.Controls) > 0 {
 		controls = strings.Join(m.Controls, ", ")

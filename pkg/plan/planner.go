@@ -298,6 +298,7 @@ func newPlan(in Input, strategy Strategy, maxUnavailable int) *Plan {
 		Selector:              in.Selector,
 		TargetLabels:          in.TargetLabels,
 		Strategy:              string(strategy.Name()),
+		StrategyFrom:          in.StrategyFrom,
 		Provider:              in.Provider,
 		MaxUnavailableInput:   in.MaxUnavailable,
 		MaxUnavailable:        maxUnavailable,

@@ -32,11 +32,18 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 		{"Nodes", nodesLine(p.Nodes)},
 		{"Zones", output.OrNone(strings.Join(p.Zones, ", "))},
 		{"Strategy", strategyLine(p)},
-		{"Max unavailable", maxUnavailableLine(p)},
-		{"Batches", fmt.Sprintf("%d, %s order, seed %d", len(p.Batches), p.Order, p.Seed)},
-		{"Taint", p.Taint},
-		{"Provider", provider},
 	}
+	// Where the service runs the update, it picks the nodes, their order
+	// and how many go at once (its settings below), and marks them itself:
+	// the run's batches, seed and taint would be a promise it does not keep.
+	if p.Managed == nil {
+		header = append(header, [][2]string{
+			{"Max unavailable", maxUnavailableLine(p)},
+			{"Batches", fmt.Sprintf("%d, %s order, seed %d", len(p.Batches), p.Order, p.Seed)},
+			{"Taint", p.Taint},
+		}...)
+	}
+	header = append(header, [2]string{"Provider", provider})
 	if h := p.Hooks; h != nil && h.Any() {
 		header = append(header, [2]string{"Hooks", hooksLine(h)})
 	}
@@ -46,7 +53,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 			return err
 		}
 	}
-	writeManaged(w, p.Managed)
+	writeManaged(w, p)
 	writeSteps(w, p)
 	writeWindow(w, p)
 	writeHookedNodes(w, p)
@@ -57,7 +64,11 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	if len(p.Batches) == 0 && len(p.Deferred) == 0 {
 		return writeNothingToDo(w, p, color)
 	}
-	if err := writeBatches(w, p, now, color, wide); err != nil {
+	write := writeBatches
+	if p.Managed != nil {
+		write = writeServiceNodes
+	}
+	if err := write(w, p, now, color, wide); err != nil {
 		return err
 	}
 	for _, note := range p.Notes {
@@ -88,7 +99,7 @@ func targetLine(p *Plan) string {
 	if c == nil {
 		return target
 	}
-	lt := fmt.Sprintf("%s %s version %s", c.TemplateKind, c.Template, c.TargetVersion)
+	lt := TemplateText(c.TemplateKind, c.Template, c.TargetVersion)
 	if c.TargetVersion == NewVersion {
 		lt = fmt.Sprintf("%s %s, a new version from %s", c.TemplateKind, c.Template, c.CurrentVersion)
 	}
@@ -107,6 +118,24 @@ func targetLine(p *Plan) string {
 	return lt
 }
 
+// TemplateText names version of a template in the provider's words:
+// "launch template lt-1 version 2"; where the kind says the template
+// names a project (GCE's instance templates, each a version of its own),
+// "instance template demo-v2 in project p".
+// A record older than its Template field has none: the kind alone then.
+func TemplateText(kind, template, version string) string {
+	k, inProject := strings.CutSuffix(kind, " in project")
+	switch {
+	case inProject && template == "":
+		return k + " " + version
+	case inProject:
+		return fmt.Sprintf("%s %s in project %s", k, version, template)
+	case template == "":
+		return fmt.Sprintf("%s version %s", kind, version)
+	}
+	return fmt.Sprintf("%s %s version %s", kind, template, version)
+}
+
 // cloudLines are the header lines of the cloud group: what it is, its
 // scale-up, what it launches after, and what the run holds off or waits
 // for.
@@ -115,7 +144,7 @@ func cloudLines(p *Plan) [][2]string {
 	if c == nil {
 		return nil
 	}
-	group := [2]string{groupLineKey(c.GroupKind), fmt.Sprintf("%s%s, %s %s version %s -> %s", c.Group, inRegion(c.Region), c.TemplateKind, c.Template, c.CurrentVersion, c.TargetVersion)}
+	group := [2]string{groupLineKey(c.GroupKind), fmt.Sprintf("%s%s, %s %s %s", c.Group, inRegion(c.Region), c.TemplateKind, c.Template, versionChange(c))}
 	if group[0] == "Group" {
 		group[1] = c.GroupKind + " " + group[1]
 	}
@@ -139,6 +168,16 @@ func cloudLines(p *Plan) [][2]string {
 		}
 	}
 	return lines
+}
+
+// versionChange is how the group's template version moves; where it does
+// not (a Karpenter NodePool's template hash, a group pointed at the target
+// already), what changes is the nodes not on it.
+func versionChange(c *CloudPlan) string {
+	if c.CurrentVersion == c.TargetVersion {
+		return fmt.Sprintf("version %s, unchanged: the outdated nodes (OUTDATED says why) are replaced by nodes of it", c.TargetVersion)
+	}
+	return fmt.Sprintf("version %s -> %s", c.CurrentVersion, c.TargetVersion)
 }
 
 // groupLineKey is the header key of the cloud group's line: its kind without
@@ -236,6 +275,28 @@ func writeBatches(w io.Writer, p *Plan, now time.Time, color output.Colorizer, w
 	return t.Render()
 }
 
+// writeServiceNodes lists the nodes the group's service replaces, by name:
+// it replaces them in an order of its own, which no batch number could
+// promise.
+func writeServiceNodes(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wide bool) error {
+	nodes := slices.SortedFunc(slices.Values(p.Outdated()), func(a, b PlannedNode) int { return strings.Compare(a.Name, b.Name) })
+	fmt.Fprintf(w, "Outdated nodes, by name (the %s picks the order):\n", p.Managed.Service)
+	cols := []any{"Node", "Zone", "Age", "Outdated", "Pods", "Blockers", "Warnings"}
+	if p.Cloud != nil {
+		cols = slices.Insert(cols, 1, any("Instance"))
+	}
+	if wide {
+		cols = append(cols, "Tainted", "Cordoned", "Provider ID")
+	}
+	t := output.NewTable(w, cols...)
+	for _, n := range nodes {
+		if err := t.Append(nodeRow(p, "", n, now, color, wide)[1:]...); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
 // nodeRow is the row of an outdated node in batch (its number, or
 // "scale-down").
 func nodeRow(p *Plan, batch string, n PlannedNode, now time.Time, color output.Colorizer, wide bool) []any {
@@ -281,12 +342,24 @@ func WriteFindings(w io.Writer, findings []check.Finding, color output.Colorizer
 	return t.Render()
 }
 
+// strategyLine is the strategy as the run carries it out, or, where the
+// group's service runs it, its name and who runs it; and where it came
+// from when --strategy did not name it.
 func strategyLine(p *Plan) string {
-	s, err := LookupStrategy(p.Strategy)
-	if err != nil {
-		return p.Strategy
+	line := p.Strategy
+	if p.StrategyFrom != "" {
+		line += " (" + p.StrategyFrom + ")"
 	}
-	return s.Summary(p)
+	if p.Managed != nil {
+		return line + fmt.Sprintf(", run by the %s's service with the update settings below", p.Managed.Service)
+	}
+	if s, err := LookupStrategy(p.Strategy); err == nil {
+		line = s.Summary(p)
+		if p.StrategyFrom != "" {
+			line += " (" + p.StrategyFrom + ")"
+		}
+	}
+	return line
 }
 
 // inRegion is " in REGION", or nothing for a cloud without regions.

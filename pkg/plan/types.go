@@ -42,7 +42,10 @@ type Plan struct {
 	Selector       string            `json:"selector,omitempty"`
 	TargetLabels   map[string]string `json:"targetLabels"`
 	Strategy       string            `json:"strategy"`
-	Provider       string            `json:"provider"`
+	// StrategyFrom says where Strategy came from when --strategy did not
+	// name it ("the pool's own upgrade strategy"); "" when it did.
+	StrategyFrom string `json:"strategyFrom,omitempty"`
+	Provider     string `json:"provider"`
 	// Cloud is the provider's side (its group, template versions,
 	// scale-up); nil with provider none.
 	Cloud *CloudPlan `json:"cloud,omitempty"`
@@ -193,6 +196,9 @@ type Input struct {
 	Strategy  StrategyName
 	MaxSurge  int
 	BlueGreen BlueGreenInput
+	// StrategyFrom says where Strategy came from when --strategy did not
+	// name it (Plan.StrategyFrom).
+	StrategyFrom string
 	// PostDrainWait is run's --post-drain-wait, which the estimates count
 	// after each drained batch.
 	PostDrainWait time.Duration

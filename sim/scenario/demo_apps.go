@@ -2,7 +2,10 @@ package scenario
 
 import (
 	"context"
+	"fmt"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 )
@@ -16,17 +19,48 @@ func DemoApps(ctx context.Context, c kubernetes.Interface) error {
 
 // DemoAppsOn creates the demo workloads on the nodes sel selects: in
 // namespace demo, web (6 replicas, PDB minAvailable 4), api (4, PDB
-// maxUnavailable 1) and worker (3, no PDB). It waits until they are
-// rolled out.
+// maxUnavailable 1) and worker (3, no PDB), their pods placed in a fixed
+// layout (CreateAppsPlaced), so that a plan of the demo is the same on
+// every start. It waits until they are rolled out and their PDBs count
+// them.
 func DemoAppsOn(ctx context.Context, c kubernetes.Interface, sel map[string]string) error {
-	for _, a := range []App{
+	apps := []App{
 		{Namespace: "demo", Name: "web", Replicas: 6, MinAvailable: new(intstr.FromInt32(4)), NodeSelector: sel},
 		{Namespace: "demo", Name: "api", Replicas: 4, MaxUnavailable: new(intstr.FromInt32(1)), NodeSelector: sel},
 		{Namespace: "demo", Name: "worker", Replicas: 3, NodeSelector: sel},
-	} {
-		if err := CreateApp(ctx, c, a); err != nil {
+	}
+	if err := CreateAppsPlaced(ctx, c, sel, apps); err != nil {
+		return err
+	}
+	if err := WaitAppsReady(ctx, c, "demo"); err != nil {
+		return err
+	}
+	return WaitPDBsCount(ctx, c, "demo")
+}
+
+// WaitPDBsCount waits until every PDB in namespace has seen its current
+// spec and counts every pod it selects as healthy: a plan made before
+// would read a budget of 0 and order its batches otherwise.
+func WaitPDBsCount(ctx context.Context, c kubernetes.Interface, namespace string) error {
+	for {
+		pdbs, err := c.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
 			return err
 		}
+		settled := true
+		for _, p := range pdbs.Items {
+			st := p.Status
+			if st.ObservedGeneration < p.Generation || st.ExpectedPods == 0 || st.CurrentHealthy != st.ExpectedPods {
+				settled = false
+			}
+		}
+		if settled {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the PodDisruptionBudgets of namespace %s do not count their pods yet: %w", namespace, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return WaitAppsReady(ctx, c, "demo")
 }

@@ -53,6 +53,37 @@ func (n *NodePool) Runs(strategy plan.StrategyName) bool {
 	return false
 }
 
+// OwnStrategy implements plan.OwnStrategy: the strategy the pool's
+// upgradeSettings set, with their settings, which GKE's own upgrade runs
+// (a flex-start or queued-provisioning pool: short-lived, its only one);
+// GKE's defaults where unset (maxSurge 1, maxUnavailable 0; a node per
+// batch; an hour's pool soak).
+func (n *NodePool) OwnStrategy() plan.GroupStrategy {
+	s := settingsOf(n.pool)
+	own := plan.GroupStrategy{Strategy: plan.StrategySurge, MaxSurge: 1, MaxUnavailable: cmp.Or(s.MaxUnavailable, "0"), From: "the pool's own upgrade strategy"}
+	if s.MaxSurge != nil {
+		own.MaxSurge = *s.MaxSurge
+	}
+	bg, o := &own.BlueGreen, s.Other
+	bg.BatchNodes, _ = strconv.Atoi(cmp.Or(o[setBatchNodeCount], "1"))
+	if o[setBatchPercentage] != "" {
+		bg.BatchNodes = -1
+		bg.BatchPercent, _ = strconv.ParseFloat(o[setBatchPercentage], 64)
+	}
+	bg.BatchSoak, _ = time.ParseDuration(o[setBatchSoak])
+	bg.NodePoolSoak, _ = time.ParseDuration(cmp.Or(o[setPoolSoak], seconds(defaultPoolSoak)))
+	bg.WaitPeriod, _ = time.ParseDuration(o[setWaitForDrain])
+	switch {
+	case n.flexible():
+		own.Strategy = plan.StrategyShortLived
+	case s.Strategy == "BLUE_GREEN" && o[setWaitForDrain] != "":
+		own.Strategy = plan.StrategyAutoscaledBlueGreen
+	case s.Strategy == "BLUE_GREEN":
+		own.Strategy = plan.StrategyBlueGreen
+	}
+	return own
+}
+
 // poolTakes refuses a strategy GKE does not run on the pool: short-lived
 // is how GKE upgrades a flex-start or queued-provisioning pool, and the
 // only way it does
