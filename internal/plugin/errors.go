@@ -154,8 +154,10 @@ var errNoKubeconfig = usageErrorf("no kubeconfig: no cluster in $KUBECONFIG or ~
 // explainConnection turns a failure to reach the API server into an error
 // that names the server and keeps what was being done; answered says the
 // server had answered the command before, so the connection flags are not
-// in question. Other errors, and an interruption, are returned as they
-// are.
+// in question. A cloud's endpoint that did not answer (the provider
+// marked the failure: a cloud.UnreachableError) is named as the cloud's,
+// whatever URL error is behind it. Other errors, and an interruption, are
+// returned as they are.
 func explainConnection(err error, configFlags *genericclioptions.ConfigFlags, answered bool) error {
 	var cloudEndpoint *cloud.UnreachableError
 	if errors.As(err, &cloudEndpoint) && !errors.Is(err, context.Canceled) {
