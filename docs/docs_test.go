@@ -152,7 +152,7 @@ var exitCodes = map[string]int{
 	"ExitOK": nodeupgrade.ExitOK, "ExitUsage": nodeupgrade.ExitUsage, "ExitPodEvictionError": nodeupgrade.ExitPodEvictionError,
 	"ExitFailure": nodeupgrade.ExitFailure, "ExitBlockers": nodeupgrade.ExitBlockers, "ExitLocked": nodeupgrade.ExitLocked,
 	"ExitNodeCreation": nodeupgrade.ExitNodeCreation, "ExitPaused": nodeupgrade.ExitPaused, "ExitUnreachable": nodeupgrade.ExitUnreachable,
-	"ExitHookFailed": nodeupgrade.ExitHookFailed,
+	"ExitHookFailed": nodeupgrade.ExitHookFailed, "ExitCloudUnreachable": nodeupgrade.ExitCloudUnreachable,
 }
 
 // TestExitCodeTable wants scripting.md's table to list each exit code once,

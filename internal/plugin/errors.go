@@ -23,7 +23,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
-// Exit codes, documented in the README.
+// Exit codes, documented in docs/scripting.md.
 const (
 	ExitOK               = 0
 	ExitFailure          = 4  // anything else, including an interrupted run (run it again)
@@ -35,6 +35,7 @@ const (
 	ExitPaused           = 8  // the run stopped on purpose: paused by cancel, left soaking (--no-wait), or at --not-after with no maintenance window left
 	ExitUnreachable      = 9  // the API server did not answer (refused, timed out, unknown host, untrusted certificate, or evictions' connections lost until --drain-timeout)
 	ExitHookFailed       = 10 // a hook failed or timed out, or an annotation hook was not taken off within --hook-timeout
+	ExitCloudUnreachable = 11 // a cloud's API did not answer (unknown host, refused, timed out, untrusted certificate): not the Kubernetes API server
 )
 
 // usageError marks bad input: exit 2.
@@ -64,6 +65,7 @@ func ExitCode(err error) int {
 	var cloudFailure cloud.UpdateError
 	var cloudInput interface{ Input() bool }
 	var unreachable *unreachableError
+	var cloudUnreachable *cloud.UnreachableError
 	var coded interface{ exitCode() int }
 	var sessionUsage *session.UsageError
 	var refusal *session.BlockerRefusal
@@ -76,6 +78,8 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.As(err, &coded):
 		return coded.exitCode()
+	case errors.As(err, &cloudUnreachable):
+		return ExitCloudUnreachable
 	case errors.As(err, &unreachable):
 		return ExitUnreachable
 	case errors.As(err, &usage), errors.As(err, &input):
@@ -150,21 +154,20 @@ var errNoKubeconfig = usageErrorf("no kubeconfig: no cluster in $KUBECONFIG or ~
 // explainConnection turns a failure to reach the API server into an error
 // that names the server and keeps what was being done; answered says the
 // server had answered the command before, so the connection flags are not
-// in question. Other errors, and an interruption, are returned as they
-// are.
+// in question. A cloud's endpoint that did not answer (the provider
+// marked the failure: a cloud.UnreachableError) is named as the cloud's,
+// whatever URL error is behind it. Other errors, and an interruption, are
+// returned as they are.
 func explainConnection(err error, configFlags *genericclioptions.ConfigFlags, answered bool) error {
+	var cloudEndpoint *cloud.UnreachableError
+	if errors.As(err, &cloudEndpoint) && !errors.Is(err, context.Canceled) {
+		return &cloudUnreachableError{endpoint: cloudEndpoint, what: withoutURL(err), err: err}
+	}
 	cause := connectionFailure(err)
 	if cause == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
-	what := err.Error()
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		// `Get "https://…/api/v1/nodes?…": dial tcp …`: the URL says
-		// less than the words around it
-		what = strings.Replace(what, uerr.Error(), uerr.Err.Error(), 1)
-	}
-	ue := &unreachableError{what: what, answered: answered, err: err}
+	ue := &unreachableError{what: withoutURL(err), answered: answered, err: err}
 	if configFlags == nil {
 		return ue
 	}
@@ -178,6 +181,34 @@ func explainConnection(err error, configFlags *genericclioptions.ConfigFlags, an
 	}
 	return ue
 }
+
+// withoutURL is err's message without the URL of the request that got no
+// answer: `Get "https://…/api/v1/nodes?…": dial tcp …` says less than the
+// words around it.
+func withoutURL(err error) string {
+	what := err.Error()
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		what = strings.Replace(what, uerr.Error(), uerr.Err.Error(), 1)
+	}
+	return what
+}
+
+// cloudUnreachableError says a cloud's API did not answer: its endpoint,
+// and what points the provider there, for the operator to check; never
+// the Kubernetes API server, which answered.
+type cloudUnreachableError struct {
+	endpoint *cloud.UnreachableError
+	what     string // the error of what was being done, without the URL
+	err      error
+}
+
+func (e *cloudUnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the %s API at %s: %s; check %s, then run the same command again",
+		e.endpoint.Cloud, e.endpoint.Endpoint, e.what, e.endpoint.Settings)
+}
+
+func (e *cloudUnreachableError) Unwrap() error { return e.err }
 
 // connectionFailure returns the network cause of a request that never got
 // an answer from the API server (refused, timed out, unknown host, TLS, or

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -12,9 +13,17 @@ import (
 	"testing"
 	"time"
 
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
+	awsprovider "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
@@ -58,4 +67,85 @@ func TestConnectionFailureKeepsWhatWasBeingDone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCloudUnreachableIsNotTheAPIServer: a cloud's API that does not
+// answer (AWS, Google: their endpoint at a closed port, as
+// AWS_ENDPOINT_URL or NODEUPGRADE_GCE_ENDPOINT would point it) exits 11
+// with a message naming its endpoint and the settings that lead there,
+// never "the API server" (exit 9); a failure of the Kubernetes API server,
+// Karpenter's NodePools (read through it) among its requests, stays exit 9.
+// The errors are the clients' own, made by calls to the closed port.
+func TestCloudUnreachableIsNotTheAPIServer(t *testing.T) {
+	closed := closedAddr(t)
+	ctx := context.Background()
+	awsp := awsprovider.NewFromConfig(sdkaws.Config{
+		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", ""),
+		BaseEndpoint: sdkaws.String("http://" + closed), Retryer: func() sdkaws.Retryer { return sdkaws.NopRetryer{} },
+	}, awsprovider.Options{})
+	_, awsErr := awsp.FindGroup(ctx, []string{"i-1"})
+	t.Setenv(gce.EndpointEnv, "http://"+closed+"/compute/v1/")
+	t.Setenv(gce.NoAuthEnv, "true")
+	gcep, err := gce.New(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, gceErr := gcep.ResolveTarget(ctx, "", "", "tmpl-v2")
+	dyn, err := dynamic.NewForConfig(&rest.Config{Host: "http://" + closed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, kubeErr := dyn.Resource(schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}).Get(ctx, "np", metav1.GetOptions{})
+	server := "http://" + closed
+	configFlags := genericclioptions.NewConfigFlags(false)
+	configFlags.APIServer = &server
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+		want []string // in the printed error
+		not  string
+	}{
+		{"AWS Auto Scaling", fmt.Errorf("error when opening the cloud group: %w", awsErr), ExitCloudUnreachable,
+			[]string{"error: cannot reach the AWS API at " + closed + `: error when opening the cloud group: cannot find the Auto Scaling group of instances "i-1": `, "connection refused", "; check --region, AWS_ENDPOINT_URL"}, "API server"},
+		{"Google Compute Engine", gceErr, ExitCloudUnreachable,
+			[]string{"error: cannot reach the Google Cloud API at " + closed + `: cannot get instance template "tmpl-v2": dial tcp ` + closed, "; check NODEUPGRADE_GCE_ENDPOINT"}, "API server"},
+		{"Karpenter's NodePool, from the API server", fmt.Errorf("cannot read NodePool %q: %w", "np", kubeErr), ExitUnreachable,
+			[]string{"error: lost the API server http://" + closed + `: cannot read NodePool "np": dial tcp ` + closed}, "cannot reach the"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.err == nil {
+				t.Fatal("the call succeeded")
+			}
+			var out bytes.Buffer
+			code := PrintError(&out, explainConnection(tc.err, configFlags, true))
+			got := out.String()
+			if code != tc.code || strings.Contains(got, tc.not) {
+				t.Errorf("exit %d, printed %s; want exit %d, without %q", code, got, tc.code, tc.not)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("printed %s; want %q in it", got, w)
+				}
+			}
+			// The cloud's, left as it is (an in-cluster pod's), exits the
+			// same; the API server's is told by explainConnection alone.
+			if c := ExitCode(tc.err); tc.code == ExitCloudUnreachable && c != tc.code {
+				t.Errorf("ExitCode of the bare error: %d, want %d", c, tc.code)
+			}
+			t.Log(got)
+		})
+	}
+}
+
+// closedAddr is a local address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
 }

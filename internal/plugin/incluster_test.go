@@ -35,7 +35,7 @@ func TestInClusterJobFailsOnTheFinalExitCodes(t *testing.T) {
 	}{
 		{ExitUsage, true}, {ExitPodEvictionError, true}, {ExitBlockers, true}, {ExitLocked, true},
 		{ExitNodeCreation, true}, {ExitPaused, true}, {ExitHookFailed, true},
-		{ExitFailure, false}, {ExitUnreachable, false}, {137, false},
+		{ExitFailure, false}, {ExitUnreachable, false}, {ExitCloudUnreachable, false}, {137, false},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.code), func(t *testing.T) {

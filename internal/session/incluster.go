@@ -69,8 +69,8 @@ const (
 // bad input or rights (2), a drain or new nodes that timed out (3, 7), a
 // plan refused (5), another run's lock (6), a stop on purpose (8: cancel,
 // --no-wait), a hook (10). The Job fails at once on them; other failures
-// (4: interrupted, API errors; 9: unreachable) start a new pod, which
-// resumes. Kept in step with the plugin's exit codes by its tests.
+// (4: interrupted, API errors; 9, 11: the API server or a cloud's API
+// unreachable) start a new pod, which resumes. Kept in step with the plugin's exit codes by its tests.
 var finalExitCodes = []int32{2, 3, 5, 6, 7, 8, 10}
 
 // JobName is the name of the Job (and its plan's ConfigMap is this plus

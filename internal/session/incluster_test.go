@@ -223,6 +223,8 @@ func TestSubmit(t *testing.T) {
 		{"the last Job still runs", []runtime.Object{serviceAccount, &batchJob}, "", "still runs the last run"},
 		{"the plan cannot be saved", []runtime.Object{serviceAccount}, "configmaps", "error when saving the plan"},
 		{"the Job cannot be started", []runtime.Object{serviceAccount}, "patch", "error when starting Job"},
+		// not taken for a lock nobody holds
+		{"the lock cannot be read", []runtime.Object{serviceAccount, liveLease("laptop/12")}, "get leases", `error when reading the lock of "demo"`},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,10 +254,14 @@ func liveLease(holder string) *coordinationv1.Lease {
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](30), RenewTime: &now}}
 }
 
-// failCreation makes the fake API server refuse to create configmaps, or
-// to patch jobs ("patch").
+// failCreation makes the fake API server refuse to create configmaps, to
+// patch jobs ("patch"), or to read leases ("get leases").
 func failCreation(c *fake.Clientset, what string) {
 	switch what {
+	case "get leases":
+		c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewServiceUnavailable("etcdserver: request timed out")
+		})
 	case "configmaps":
 		c.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("no"))

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,5 +53,29 @@ func TestAWSPlanFileOfADeletedNode(t *testing.T) {
 	}
 	if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 1 {
 		t.Errorf("launch template has %d versions after the refusal, want 1", len(lt.Versions))
+	}
+}
+
+// TestAWSUnreachableIsNotTheAPIServer: with AWS_ENDPOINT_URL at a port
+// nothing listens on, plan exits 11 naming the endpoint and the settings
+// that lead there, not 9 and "the API server", which answered
+// (issue 50, item 6).
+func TestAWSUnreachableIsNotTheAPIServer(t *testing.T) {
+	t.Parallel()
+	const name = "aws-unreachable"
+	g := setupAWSGroup(t, name, 1)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	_ = l.Close()
+	cmd := g.cmd(sim.Kubeconfig, "plan", name, "--ami", "ami-new")
+	cmd.Env = append(cmd.Env, "AWS_ENDPOINT_URL=http://"+closed)
+	r := runCmd(t, cmd)
+	want := "cannot reach the AWS API at " + closed + ": "
+	if r.code != nodeupgrade.ExitCloudUnreachable || !strings.Contains(r.stderr, want) ||
+		!strings.Contains(r.stderr, "AWS_ENDPOINT_URL") || strings.Contains(r.stderr, "API server") {
+		t.Fatalf("plan with AWS unreachable: want exit %d with %q naming AWS_ENDPOINT_URL, and no \"API server\"; got %s", nodeupgrade.ExitCloudUnreachable, want, r)
 	}
 }
