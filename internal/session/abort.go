@@ -36,20 +36,8 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 		return err
 	}
 	defer release()
-	if rec := t.Unfinished; rec != nil && rec.State == state.StateSubmitted {
-		// Its pod, should it start now, finds the lock held.
-		if err := s.deleteSubmittedJob(ctx, group); err != nil {
-			return err
-		}
-	}
-	if rec := t.Unfinished; rec != nil && rec.Holder != holder {
-		// Who works on the run now: status -w, and an in-cluster abort's
-		// follower, see the abort under way; report lists it.
-		rec.Holder = holder
-		rec.BeginAttempt(state.AttemptAbort, "", time.Now())
-		if err := s.Store().Save(ctx, rec); err != nil {
-			return err
-		}
+	if err := s.takeOver(ctx, t.Unfinished, group, holder); err != nil {
+		return err
 	}
 	cfg, err := s.abortConfig(ctx, t)
 	if err != nil {
@@ -91,6 +79,25 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 	// Marked under the lock still: status -w never sees the run stopped
 	// and not marked.
 	return s.MarkAborted(cleanupCtx, t.Unfinished, group, engine.Note())
+}
+
+// takeOver makes abort the run's attempt under way (nil rec: no run
+// recorded): a submitted Job is deleted first (its pod, should it start
+// now, finds the lock held), and the record names the new holder, so
+// status -w and an in-cluster abort's follower see the abort under way
+// and report lists it.
+func (s *Session) takeOver(ctx context.Context, rec *state.Record, group, holder string) error {
+	if rec != nil && rec.State == state.StateSubmitted {
+		if err := s.deleteSubmittedJob(ctx, group); err != nil {
+			return err
+		}
+	}
+	if rec == nil || rec.Holder == holder {
+		return nil
+	}
+	rec.Holder = holder
+	rec.BeginAttempt(state.AttemptAbort, "", time.Now())
+	return s.Store().Save(ctx, rec)
 }
 
 // abortConfig is the configuration abort runs the engine with: the plan
