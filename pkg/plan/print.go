@@ -17,38 +17,7 @@ import (
 // outdated node, and the blockers with their fixes. Wide adds to each node
 // whether it is tainted and cordoned already, and its provider ID.
 func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wide bool) error {
-	group := p.NodeGroup + " (" + p.NodeGroupLabel + ")"
-	if p.Selector != "" {
-		group = "-l " + p.Selector
-	}
-	provider := p.Provider
-	if p.Provider == "none" {
-		provider = "none (nothing launches replacement nodes)"
-	}
-	header := [][2]string{
-		{"Context", output.OrNone(p.Context)},
-		{"Node group", group},
-		{"Target", targetLine(p)},
-		{"Nodes", nodesLine(p.Nodes)},
-		{"Zones", output.OrNone(strings.Join(p.Zones, ", "))},
-		{"Strategy", strategyLine(p)},
-	}
-	// Where the service runs the update, it picks the nodes, their order
-	// and how many go at once (its settings below), and marks them itself:
-	// the run's batches, seed and taint would be a promise it does not keep.
-	if p.Managed == nil {
-		header = append(header, [][2]string{
-			{"Max unavailable", maxUnavailableLine(p)},
-			{"Batches", fmt.Sprintf("%d, %s order, seed %d", len(p.Batches), p.Order, p.Seed)},
-			{"Taint", p.Taint},
-		}...)
-	}
-	header = append(header, [2]string{"Provider", provider})
-	if h := p.Hooks; h != nil && h.Any() {
-		header = append(header, [2]string{"Hooks", hooksLine(h)})
-	}
-	header = append(header, cloudLines(p)...)
-	for _, h := range header {
+	for _, h := range headerLines(p) {
 		if _, err := fmt.Fprintf(w, "%-*s%s\n", headerKeyWidth, h[0]+":", h[1]); err != nil {
 			return err
 		}
@@ -79,6 +48,41 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	}
 	fmt.Fprintln(w)
 	return WriteFindings(w, p.Findings, color)
+}
+
+// headerLines are the plan's header block, key and value.
+func headerLines(p *Plan) [][2]string {
+	group := p.NodeGroup + " (" + p.NodeGroupLabel + ")"
+	if p.Selector != "" {
+		group = "-l " + p.Selector
+	}
+	provider := p.Provider
+	if p.Provider == "none" {
+		provider = "none (nothing launches replacement nodes)"
+	}
+	header := [][2]string{
+		{"Context", output.OrNone(p.Context)},
+		{"Node group", group},
+		{"Target", targetLine(p)},
+		{"Nodes", nodesLine(p.Nodes)},
+		{"Zones", output.OrNone(strings.Join(p.Zones, ", "))},
+		{"Strategy", strategyLine(p)},
+	}
+	// Where the service runs the update, it picks the nodes, their order
+	// and how many go at once (its settings below), and marks them itself:
+	// the run's batches, seed and taint would be a promise it does not keep.
+	if p.Managed == nil {
+		header = append(header, [][2]string{
+			{"Max unavailable", maxUnavailableLine(p)},
+			{"Batches", fmt.Sprintf("%d, %s order, seed %d", len(p.Batches), p.Order, p.Seed)},
+			{"Taint", p.Taint},
+		}...)
+	}
+	header = append(header, [2]string{"Provider", provider})
+	if h := p.Hooks; h != nil && h.Any() {
+		header = append(header, [2]string{"Hooks", hooksLine(h)})
+	}
+	return append(header, cloudLines(p)...)
 }
 
 // nodesLine counts the group's nodes; outdated ones the scale-down
