@@ -385,6 +385,11 @@ func (o *StatusOptions) writeRunDetails(s RunStatus, nodeCreated map[string]time
 	if c := r.Cloud; c != nil {
 		group, template := c.Kinds()
 		line := fmt.Sprintf("%s: %s %q%s", r.NodeGroup, group, c.Group, targetText(c, template))
+		if s.Status == StatusAborted && c.TargetVersion != "" {
+			// Abort gives the group back its default of before (its note
+			// says which): the version is where the run was going.
+			line = fmt.Sprintf("%s: %s %q; the run was on its way to%s", r.NodeGroup, group, c.Group, strings.TrimPrefix(targetText(c, template), ","))
+		}
 		if c.Original != nil {
 			line += fmt.Sprintf("; before the run %s, desired last set %d", c.Original, c.LastDesired)
 		}

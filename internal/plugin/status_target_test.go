@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -28,5 +30,20 @@ func TestStatusTargetText(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// An aborted run's line says where the run was going, not what the group
+// launches: abort gave the group its default of before back.
+func TestStatusOfAnAbortedRunNamesItsTargetAsAbandoned(t *testing.T) {
+	var out bytes.Buffer
+	o := &StatusOptions{NodeGroup: "ng"}
+	o.Out = &out
+	rec := recordFor("ng")
+	rec.State = state.StateAborted
+	rec.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{TemplateKind: "launch template", Template: "lt-1", TargetVersion: "3", Group: "ng"}}
+	o.writeRunDetails(RunStatus{Record: rec, Status: StatusAborted}, nil, testNow)
+	if want := `the run was on its way to launch template lt-1 version 3`; !strings.Contains(out.String(), want) {
+		t.Errorf("status says %q, want %q", out.String(), want)
 	}
 }
