@@ -260,6 +260,3 @@ func (o *ControlOptions) rollbackInPlace(ctx context.Context, rec *state.Record)
 	fmt.Fprintf(o.Out, "rolling back the run on %q: the nodes already on version %s go back to version %s\n", o.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
 	return o.rerun(ctx, rec, r, false)
 }
-
-// lockDuration is how long a killed run's lock blocks others.
-const lockDuration = session.LockDuration
