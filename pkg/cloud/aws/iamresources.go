@@ -90,13 +90,16 @@ func (s scope) groupResource(g *AutoScalingGroup) resource {
 	return resource{arns: []string{a}, context: tagContext(groupTags(g), "aws:ResourceTag/", "autoscaling:ResourceTag/", "aws:RequestTag/")}
 }
 
-// templateResource is a launch template (launch-template/<id>); its tags
+// templateResource is a launch template (launch-template/<id>), with
+// ec2:LaunchTemplate, the key RunInstances sets to the template it
+// launches from (Service Authorization Reference, Amazon EC2); its tags
 // are not read, so a condition on them is "cannot tell".
 func (s scope) templateResource(id string) resource {
 	if id == "" {
 		return resource{}
 	}
-	return resource{arns: []string{s.arn("ec2", s.account, "launch-template/"+id)}}
+	a := s.arn("ec2", s.account, "launch-template/"+id)
+	return resource{arns: []string{a}, context: []iamtypes.ContextEntry{stringEntry("ec2:LaunchTemplate", a)}}
 }
 
 // groupResources are the resources of a run on Auto Scaling group g.

@@ -21,10 +21,11 @@ type policy struct {
 	}
 }
 
+// actions are the actions of the statements whose Sid starts with sid.
 func (p policy) actions(sid string) []string {
 	var out []string
 	for _, s := range p.Statement {
-		if sid != "" && s.Sid != sid {
+		if !strings.HasPrefix(s.Sid, sid) {
 			continue
 		}
 		switch a := s.Action.(type) {
@@ -161,11 +162,11 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		}
 	}
 	runCalls := f.calledActions(mark)
-	t.Run("plan needs only the read statement", func(t *testing.T) {
+	t.Run("plan needs only the read statements", func(t *testing.T) {
 		read := pol.actions("NodeUpgradePlan")
 		for _, a := range planCalls {
 			if !slices.Contains(read, a) {
-				t.Errorf("plan calls %s, not in statement NodeUpgradePlan", a)
+				t.Errorf("plan calls %s, not in a statement NodeUpgradePlan*", a)
 			}
 		}
 	})
