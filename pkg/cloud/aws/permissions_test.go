@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -303,5 +305,48 @@ func TestManagedProbeNeeds(t *testing.T) {
 	}
 	if slices.ContainsFunc(all, func(m plan.MissingPermission) bool { return m.Permission == "ec2:CreateLaunchTemplateVersion" }) {
 		t.Errorf("--ami's action asked without --ami")
+	}
+}
+
+// TestManagedResources checks the ARNs and context a managed node
+// group's actions are simulated on: the cluster's from the node group's
+// ARN, the node group's with its tags, green's creation on the cluster
+// with the tags it carries, the release parameter without an account.
+func TestManagedResources(t *testing.T) {
+	const ng = "arn:aws:eks:eu-west-1:123456789012:nodegroup/prod/workers/0ac8f2c4-1111-2222-3333-444455556666"
+	m := &ManagedNodeGroup{
+		group: &EKSNodegroup{Cluster: "prod", Name: "workers", ARN: ng, Tags: map[string]string{"team": "blue"},
+			AMIType: "AL2023_x86_64_STANDARD", Version: "1.31", LaunchTemplate: &TemplateRef{ID: "lt-9"}},
+		asg: &AutoScalingGroup{Name: "eks-workers-1", Tags: map[string]Tag{"eks:nodegroup-name": {Value: "workers"}}},
+	}
+	got := scope{partition: "aws", region: "eu-west-1", account: "123456789012"}.managedResources(m)
+	context := func(r resource) []string {
+		var out []string
+		for _, c := range r.context {
+			out = append(out, sdkaws.ToString(c.ContextKeyName)+"="+strings.Join(c.ContextKeyValues, ","))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		kind     resourceKind
+		arn      string
+		contains []string
+	}{
+		{onCluster, "arn:aws:eks:eu-west-1:123456789012:cluster/prod", nil},
+		{onNodegroup, ng, []string{"aws:ResourceTag/team=blue"}},
+		{onNewNodegroup, "arn:aws:eks:eu-west-1:123456789012:cluster/prod", []string{"aws:RequestTag/team=blue", "aws:TagKeys=team"}},
+		{onGroup, "arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup:*:autoScalingGroupName/eks-workers-1", []string{"autoscaling:ResourceTag/eks:nodegroup-name=workers"}},
+		{onTemplate, "arn:aws:ec2:eu-west-1:123456789012:launch-template/lt-9", nil},
+		{onParameter, "arn:aws:ssm:eu-west-1::parameter/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/release_version", nil},
+	} {
+		r := got[tc.kind]
+		if len(r.arns) != 1 || r.arns[0] != tc.arn {
+			t.Errorf("kind %d: ARNs %v, want %s", tc.kind, r.arns, tc.arn)
+		}
+		for _, c := range tc.contains {
+			if !slices.Contains(context(r), c) {
+				t.Errorf("kind %d: context %v lacks %s", tc.kind, context(r), c)
+			}
+		}
 	}
 }
