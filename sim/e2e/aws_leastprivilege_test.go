@@ -70,7 +70,7 @@ func TestAWSLeastPrivilegePolicy(t *testing.T) {
 		g.srv.AddRole(ssoRole)
 		g.srv.SetCaller("arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_NodeUpgrade_0123456789abcdef/alice@example.com")
 		setPolicy(t, g, policy)
-		for _, strategy := range []string{"rolling", "blue-green"} {
+		for _, strategy := range []string{"surge", "blue-green"} {
 			r := g.run(t, append([]string{"check", name, "--strategy", strategy}, target...)...)
 			if r.code != nodeupgrade.ExitOK || strings.Contains(r.stdout, "missing-permission") || strings.Contains(r.stdout, "permissions-unchecked") {
 				t.Errorf("check --strategy %s: want exit %d, no missing-permission and no permissions-unchecked: %s", strategy, nodeupgrade.ExitOK, r)
