@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
@@ -46,6 +47,16 @@ func (s *Session) permissionFindings(ctx context.Context, r *Request, p cloud.Pr
 			Check: check.CheckMissingPermission, Severity: check.Blocker, Kind: "Permission", Name: m.Permission,
 			Message: fmt.Sprintf("%s lacks %s, which the run needs to %s", who, m.Permission, m.Call),
 			Fix:     fmt.Sprintf("grant %s to the caller (the policy: %s)", m.Permission, perms.Policy),
+		})
+	}
+	// The cloud could not tell: a warning, as a valid policy may be
+	// conditioned on what the probe cannot give.
+	for _, m := range perms.UncertainFor(need) {
+		out = append(out, check.Finding{
+			Check: check.CheckPermissionsUnchecked, Severity: check.Warning, Kind: "Permission", Name: m.Permission,
+			Message: fmt.Sprintf("cannot tell whether %s may use %s, which the run needs to %s: its policies condition on %s, which the probe could not give",
+				who, m.Permission, m.Call, strings.Join(m.Keys, ", ")),
+			Fix: fmt.Sprintf("make sure the conditions on %s hold for the run's resources (the policy: %s)", m.Permission, perms.Policy),
 		})
 	}
 	return out

@@ -44,6 +44,12 @@ func TestPermissionFindings(t *testing.T) {
 		{"some untold, some denied: both", "surge", prober{perms: &plan.Permissions{CannotAsk: "no", Missing: missing, Policy: "docs"}},
 			[]string{"permissions-unchecked: NodeGroup/ng", "missing-permission: Permission/svc.groups.update"}},
 		{"the cloud did not answer", "surge", prober{err: errors.New("timeout")}, []string{"permissions-unchecked: NodeGroup/ng"}},
+		{"a permission the cloud could not tell is a warning", "surge", prober{perms: &plan.Permissions{Policy: "docs",
+			Uncertain: []plan.MissingPermission{{Permission: "svc:Update", Call: "resize", Keys: []string{"svc:ResourceTag/team"}}},
+		}}, []string{"permissions-unchecked: Permission/svc:Update"}},
+		{"an undecided permission blue/green alone needs", "surge", prober{perms: &plan.Permissions{Policy: "docs",
+			Uncertain: []plan.MissingPermission{{Permission: "svc:Create", Call: "create", For: plan.CapNewGroups, Keys: []string{"k"}}},
+		}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := plan.LookupStrategy(tc.strategy)
@@ -57,6 +63,9 @@ func TestPermissionFindings(t *testing.T) {
 				got = append(got, f.Check+": "+f.Object())
 				if f.Check == check.CheckMissingPermission && (f.Severity != check.Blocker || !strings.Contains(f.Fix, "docs") || !strings.Contains(f.Message, f.Name)) {
 					t.Errorf("finding %+v: want a blocker naming the permission and the policy", f)
+				}
+				if f.Kind == "Permission" && f.Check == check.CheckPermissionsUnchecked && (f.Severity != check.Warning || !strings.Contains(f.Message, "svc:ResourceTag/team")) {
+					t.Errorf("finding %+v: want a warning naming the condition key", f)
 				}
 			}
 			if strings.Join(got, ", ") != strings.Join(tc.want, ", ") {

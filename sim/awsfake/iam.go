@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -21,11 +20,17 @@ const (
 // otherwise: a role's session, as with SSO, IRSA or an instance profile.
 const DefaultCaller = "arn:aws:sts::123456789012:assumed-role/nodeupgrade/session"
 
-// iamState is the caller's identity and the actions its policies do not
-// allow; guarded by Server.mu.
+// iamState is the caller's identity, the roles of the account, the
+// caller's policies and the actions Deny took away; guarded by Server.mu.
 type iamState struct {
 	caller string
 	denied []string
+	// roles are role ARNs with their paths (AddRole): an assumed role's
+	// session is one of them by name, else a role at "/".
+	roles []string
+	// policies are the caller's identity-based policies (SetPolicy); none
+	// allows every action.
+	policies []*Policy
 }
 
 // Deny takes the actions (service:Action) away from the caller: IAM's
@@ -38,6 +43,34 @@ func (s *Server) Deny(actions ...string) {
 	s.iam.denied = append(s.iam.denied, actions...)
 }
 
+// SetPolicy makes docs the caller's identity-based policies: the
+// simulation evaluates them (iampolicy.go), and the calls whose resource
+// the fake names (authorisedOn) are refused where they deny.
+func (s *Server) SetPolicy(docs ...string) error {
+	var ps []*Policy
+	for _, d := range docs {
+		p, err := ParsePolicy(d)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.iam.policies = ps
+	return nil
+}
+
+// AddRole makes the role at arn (arn:aws:iam::ACCOUNT:role/PATH/NAME)
+// one of the account's: GetRole answers it with its path, and a session
+// of it (assumed-role/NAME/...) is simulated as it, as for IAM Identity
+// Center's roles under /aws-reserved/sso.amazonaws.com/.
+func (s *Server) AddRole(arn string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.iam.roles = append(s.iam.roles, arn)
+}
+
 // SetCaller makes sts:GetCallerIdentity answer arn.
 func (s *Server) SetCaller(arn string) {
 	s.mu.Lock()
@@ -45,12 +78,21 @@ func (s *Server) SetCaller(arn string) {
 	s.iam.caller = arn
 }
 
-// refuseDenied answers a call to an action Deny took away with
-// AccessDenied in the call's service's shape; it reports whether it did.
+// refuseDenied answers a call the caller may not make with AccessDenied
+// in the call's service's shape; it reports whether it did. An action
+// Deny took away is refused; under SetPolicy's policies, so is one they
+// do not allow on the resource authorisedOn names (a call whose resource
+// the fake does not name is judged by Deny alone).
 func (s *Server) refuseDenied(w http.ResponseWriter, r *http.Request) bool {
 	action := actionOf(r)
 	s.mu.Lock()
 	denied := action != "" && slices.Contains(s.iam.denied, action)
+	if !denied && action != "" && s.iam.policies != nil {
+		if req, ok := s.authorisedOn(action, r); ok {
+			d, _ := Evaluate(s.iam.policies, req)
+			denied = d != Allowed
+		}
+	}
 	caller := s.callerARN()
 	s.mu.Unlock()
 	if !denied {
@@ -128,60 +170,15 @@ func (s *Server) sts(action string, _ form) ([]*node, error) {
 	return []*node{txt("Arn", s.callerARN()), txt("UserId", "AROAEXAMPLE:session"), txt("Account", "123456789012")}, nil
 }
 
-// iamCall answers SimulatePrincipalPolicy for the role or user the caller
-// is: "allowed" for every action but those Deny took away
-// (implicitDeny). Rules of api_op_SimulatePrincipalPolicy.go and the IAM
-// API Reference: PolicySourceArn 20–2048 characters, ActionNames each
-// 3–128, MaxItems 1–1000; NoSuchEntity (404) for an entity that does not
-// exist. An assumed role's ARN is not a principal IAM simulates for.
+// iamCall answers SimulatePrincipalPolicy and GetRole (iamsim.go).
 func (s *Server) iamCall(action string, f form) ([]*node, error) {
-	if action != "SimulatePrincipalPolicy" {
-		return nil, &apiError{status: http.StatusBadRequest, code: "InvalidAction", message: fmt.Sprintf("action %q is not served", action)}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	src := f.get("PolicySourceArn")
-	if len(src) < 20 || len(src) > 2048 {
-		return nil, validation("1 validation error detected: Value at 'policySourceArn' failed to satisfy constraint: Member must have length between 20 and 2048")
+	switch action {
+	case "SimulatePrincipalPolicy":
+		return s.simulatePrincipalPolicy(f)
+	case "GetRole":
+		return s.getRole(f)
 	}
-	if src != principalOf(s.callerARN()) {
-		return nil, &apiError{status: http.StatusNotFound, code: "NoSuchEntity", message: fmt.Sprintf("The entity %s cannot be found", src)}
-	}
-	if m := f.get("MaxItems"); m != "" {
-		if n, err := strconv.Atoi(m); err != nil || n < 1 || n > 1000 {
-			return nil, validation("1 validation error detected: Value at 'maxItems' failed to satisfy constraint: Member must have value between 1 and 1000")
-		}
-	}
-	var results []*node
-	for i := 1; f.get(fmt.Sprintf("ActionNames.member.%d", i)) != ""; i++ {
-		a := f.get(fmt.Sprintf("ActionNames.member.%d", i))
-		if len(a) < 3 || len(a) > 128 {
-			return nil, validation("1 validation error detected: Value at 'actionNames' failed to satisfy constraint: Member must have length between 3 and 128")
-		}
-		decision := "allowed"
-		if slices.Contains(s.iam.denied, a) {
-			decision = "implicitDeny"
-		}
-		results = append(results, el("member", txt("EvalActionName", a), txt("EvalResourceName", "*"), txt("EvalDecision", decision)))
-	}
-	if len(results) == 0 {
-		return nil, validation("1 validation error detected: Value null at 'actionNames' failed to satisfy constraint: Member must not be null")
-	}
-	return []*node{el("EvaluationResults", results...), boolean("IsTruncated", false)}, nil
-}
-
-// principalOf is the IAM entity behind a caller's ARN: an assumed role's
-// session is its role's.
-func principalOf(caller string) string {
-	rest, ok := strings.CutPrefix(caller, "arn:aws:sts::")
-	if !ok {
-		return caller
-	}
-	account, res, _ := strings.Cut(rest, ":")
-	role, ok := strings.CutPrefix(res, "assumed-role/")
-	if !ok {
-		return caller
-	}
-	role, _, _ = strings.Cut(role, "/")
-	return "arn:aws:iam::" + account + ":role/" + role
+	return nil, &apiError{status: http.StatusBadRequest, code: "InvalidAction", message: fmt.Sprintf("action %q is not served", action)}
 }

@@ -39,6 +39,7 @@ type Instance struct {
 // AutoScalingGroup is an Auto Scaling group.
 type AutoScalingGroup struct {
 	Name                  string
+	ARN                   string // the permission probe simulates on it
 	Min, Max, Desired     int32
 	Zones                 []string
 	LaunchTemplateID      string
@@ -223,6 +224,7 @@ func (p *Client) groupFrom(ctx context.Context, ag *astypes.AutoScalingGroup) (*
 func groupSettings(ag *astypes.AutoScalingGroup) *AutoScalingGroup {
 	g := &AutoScalingGroup{
 		Name:    sdkaws.ToString(ag.AutoScalingGroupName),
+		ARN:     sdkaws.ToString(ag.AutoScalingGroupARN),
 		Min:     sdkaws.ToInt32(ag.MinSize),
 		Max:     sdkaws.ToInt32(ag.MaxSize),
 		Desired: sdkaws.ToInt32(ag.DesiredCapacity),

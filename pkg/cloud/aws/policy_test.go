@@ -16,27 +16,37 @@ import (
 // policy is deploy/iam-policy.json, the permissions docs/providers/aws.md documents.
 type policy struct {
 	Statement []struct {
-		Sid    string
-		Action any // a string or a list
+		Sid       string
+		Action    any // a string or a list
+		Resource  any
+		Condition map[string]map[string]any
 	}
 }
 
+// actions are the actions of the statements whose Sid starts with sid.
 func (p policy) actions(sid string) []string {
 	var out []string
 	for _, s := range p.Statement {
-		if sid != "" && s.Sid != sid {
-			continue
-		}
-		switch a := s.Action.(type) {
-		case string:
-			out = append(out, a)
-		case []any:
-			for _, x := range a {
-				out = append(out, x.(string))
-			}
+		if strings.HasPrefix(s.Sid, sid) {
+			out = append(out, stringsOf(s.Action)...)
 		}
 	}
 	return out
+}
+
+// stringsOf is a policy element that is a string or a list of them.
+func stringsOf(v any) []string {
+	switch a := v.(type) {
+	case string:
+		return []string{a}
+	case []any:
+		out := make([]string, 0, len(a))
+		for _, x := range a {
+			out = append(out, x.(string))
+		}
+		return out
+	}
+	return nil
 }
 
 // readPolicy is deploy/iam-policy.json.
@@ -161,11 +171,11 @@ func TestIAMPolicyCoversEveryCall(t *testing.T) {
 		}
 	}
 	runCalls := f.calledActions(mark)
-	t.Run("plan needs only the read statement", func(t *testing.T) {
+	t.Run("plan needs only the read statements", func(t *testing.T) {
 		read := pol.actions("NodeUpgradePlan")
 		for _, a := range planCalls {
 			if !slices.Contains(read, a) {
-				t.Errorf("plan calls %s, not in statement NodeUpgradePlan", a)
+				t.Errorf("plan calls %s, not in a statement NodeUpgradePlan*", a)
 			}
 		}
 	})
@@ -193,5 +203,27 @@ func TestDocsShowThePolicy(t *testing.T) {
 	}
 	if !strings.Contains(string(doc), string(policy)) {
 		t.Errorf("%s does not show deploy/iam-policy.json as it is; copy it in", page)
+	}
+}
+
+// TestPolicyIsLeastPrivilege: only the Describe actions, which take no
+// resource-level permission, are granted on "*" unconditioned;
+// iam:SimulatePrincipalPolicy and iam:GetRole are granted on named roles,
+// iam:PassRole only to EC2 and EKS.
+func TestPolicyIsLeastPrivilege(t *testing.T) {
+	for _, st := range readPolicy(t).Statement {
+		resources := stringsOf(st.Resource)
+		for _, a := range stringsOf(st.Action) {
+			_, op, _ := strings.Cut(a, ":")
+			if slices.Contains(resources, "*") && st.Condition == nil && !strings.HasPrefix(op, "Describe") {
+				t.Errorf("statement %s grants %s on any resource", st.Sid, a)
+			}
+			if strings.HasPrefix(a, "iam:") && a != "iam:PassRole" && slices.ContainsFunc(resources, func(r string) bool { return strings.HasSuffix(r, ":role/*") || r == "*" }) {
+				t.Errorf("statement %s grants %s on any role", st.Sid, a)
+			}
+			if a == "iam:PassRole" && st.Condition["StringEquals"]["iam:PassedToService"] == nil {
+				t.Errorf("statement %s passes roles to any service", st.Sid)
+			}
+		}
 	}
 }

@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+)
+
+// The permission check under deploy/iam-policy.json, narrowed further to
+// one group by name, as the simulated cloud evaluates it (resources, tags,
+// conditions; awsfake/iampolicy.go): a policy less one action is refused
+// by name before anything changes, a condition on a key the plugin cannot
+// give is a warning, and an IAM Identity Center role under its path
+// passes the check and runs to the end, every call held to the policy.
+
+// ssoRole is a role IAM Identity Center makes for permission set
+// NodeUpgrade, under its reserved path.
+const ssoRole = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_NodeUpgrade_0123456789abcdef"
+
+func TestAWSLeastPrivilegePolicy(t *testing.T) {
+	t.Parallel()
+	const name = "lp-aws"
+	g := setupAWSGroup(t, name, 2)
+	tagGroup(t, g, name, "nodeupgrade.dev/allowed", "true")
+	shipped, err := os.ReadFile(filepath.Join("..", "..", "deploy", "iam-policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One group's: its name, not any group's.
+	policy := strings.ReplaceAll(string(shipped), "autoScalingGroupName/*", "autoScalingGroupName/"+name+"*")
+	target := []string{"--ami", "ami-new"}
+
+	t.Run("a policy less one action is refused naming it", func(t *testing.T) {
+		less := strings.Replace(policy, `"autoscaling:TerminateInstanceInAutoScalingGroup",`, "", 1)
+		if less == policy {
+			t.Fatal("the policy grants no autoscaling:TerminateInstanceInAutoScalingGroup to take away")
+		}
+		setPolicy(t, g, less)
+		assertMissing(t, func(args ...string) result { return g.run(t, args...) }, name, target,
+			"autoscaling:TerminateInstanceInAutoScalingGroup", "docs/providers/aws.md#permissions")
+		if lt, _ := g.srv.LaunchTemplate(g.template); len(lt.Versions) != 1 {
+			t.Errorf("a launch template version was created")
+		}
+		if gr, _ := g.srv.Group(name); gr.Desired != 2 || gr.LaunchTemplateVersion != "$Default" {
+			t.Errorf("the group changed: desired %d version %q", gr.Desired, gr.LaunchTemplateVersion)
+		}
+	})
+
+	t.Run("a condition on the launch template's tags cannot be told", func(t *testing.T) {
+		conditioned := strings.Replace(policy, `"Resource": "arn:aws:ec2:*:*:launch-template/*"`,
+			`"Resource": "arn:aws:ec2:*:*:launch-template/*", "Condition": {"StringEquals": {"ec2:ResourceTag/team": "nodes"}}`, 1)
+		setPolicy(t, g, conditioned)
+		r := g.run(t, append([]string{"check", name}, target...)...)
+		if r.code != nodeupgrade.ExitOK || strings.Contains(r.stdout, "missing-permission") ||
+			!strings.Contains(r.stdout, "permissions-unchecked") || !strings.Contains(r.stdout, "ec2:ResourceTag/team") {
+			t.Errorf("want exit %d and the warning permissions-unchecked naming ec2:ResourceTag/team, no blocker: %s", nodeupgrade.ExitOK, r)
+		}
+	})
+
+	t.Run("an IAM Identity Center role runs to the end", func(t *testing.T) {
+		g.srv.AddRole(ssoRole)
+		g.srv.SetCaller("arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_NodeUpgrade_0123456789abcdef/alice@example.com")
+		setPolicy(t, g, policy)
+		for _, strategy := range []string{"surge", "blue-green"} {
+			r := g.run(t, append([]string{"check", name, "--strategy", strategy}, target...)...)
+			if r.code != nodeupgrade.ExitOK || strings.Contains(r.stdout, "missing-permission") || strings.Contains(r.stdout, "permissions-unchecked") {
+				t.Errorf("check --strategy %s: want exit %d, no missing-permission and no permissions-unchecked: %s", strategy, nodeupgrade.ExitOK, r)
+			}
+		}
+		r := g.run(t, append([]string{"run", name, "--yes", "--post-drain-wait", "0s"}, target...)...)
+		if r.code != nodeupgrade.ExitOK {
+			t.Fatalf("run: want exit %d: %s", nodeupgrade.ExitOK, r)
+		}
+		g.assertFinished(t)
+	})
+}
+
+// setPolicy makes doc the caller's policy on the simulated cloud.
+func setPolicy(t *testing.T, g *awsGroup, doc string) {
+	t.Helper()
+	if err := g.srv.SetPolicy(doc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tagGroup tags the group through Auto Scaling's CreateOrUpdateTags.
+func tagGroup(t *testing.T, g *awsGroup, name, key, value string) {
+	t.Helper()
+	client := autoscaling.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(g.srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	_, err := client.CreateOrUpdateTags(testContext(t, time.Minute), &autoscaling.CreateOrUpdateTagsInput{Tags: []astypes.Tag{{
+		ResourceId: aws.String(name), ResourceType: aws.String("auto-scaling-group"), Key: aws.String(key), Value: aws.String(value), PropagateAtLaunch: aws.Bool(true)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
