@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
 
 // The resources of Karpenter's v1 API (karpenter.sh/v1, Karpenter 1.0 and
@@ -116,6 +118,8 @@ type nodeClaim struct {
 	Created    metav1.Time
 	// ExpireAfter is spec.expireAfter ("720h", "Never"; "" when unset).
 	ExpireAfter string
+	// DoNotDisrupt: the NodeClaim is annotated karpenter.sh/do-not-disrupt.
+	DoNotDisrupt bool
 }
 
 type condition struct{ Status, Reason, Message string }
@@ -139,6 +143,7 @@ func toClaim(u *unstructured.Unstructured) nodeClaim {
 	c.NodeClass = classRef(u.Object, "spec", "nodeClassRef")
 	c.Hash, c.HashVersion = u.GetAnnotations()[hashAnnotation], u.GetAnnotations()[hashVersionAnnot]
 	c.ExpireAfter, _, _ = unstructured.NestedString(u.Object, "spec", "expireAfter")
+	c.DoNotDisrupt = check.NodeDoNotDisrupt(u.GetAnnotations())
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, x := range conds {
 		m, _ := x.(map[string]any)
