@@ -168,12 +168,18 @@ type blockersFound struct {
 }
 
 func (e *blockersFound) Error() string {
-	override := "run --ignore-check " + strings.Join(e.checks, " --ignore-check ")
-	if slices.Contains(e.checks, check.CheckMachineLeftRunning) {
-		override = "the flags the findings name"
+	// A node protected from Karpenter's disruption yields only to the
+	// annotation's removal: no flag to name.
+	ignorable := slices.DeleteFunc(slices.Clone(e.checks), func(c string) bool { return c == check.CheckNodeDoNotDisrupt })
+	override := ", or use run --ignore-check " + strings.Join(ignorable, " --ignore-check ")
+	switch {
+	case slices.Contains(e.checks, check.CheckMachineLeftRunning):
+		override = ", or use the flags the findings name"
+	case len(ignorable) == 0:
+		override = ""
 	}
 	if e.n == 1 {
-		return "1 blocker found; fix it before running, or use " + override
+		return "1 blocker found; fix it before running" + override
 	}
-	return fmt.Sprintf("%d blockers found; fix them before running, or use %s", e.n, override)
+	return fmt.Sprintf("%d blockers found; fix them before running%s", e.n, override)
 }

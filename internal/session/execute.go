@@ -88,7 +88,8 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 // RefuseBlockers stops a run whose audit found blockers, unless --force or
 // --ignore-check says to go on (for machine-left-running, only
 // --leave-machines-running, which the plan already heard; for
-// missing-permission, only its --ignore-check). what is what is refused
+// missing-permission, only its --ignore-check; node-do-not-disrupt, only
+// the annotation's removal). what is what is refused
 // ("refusing to run").
 func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
 	var left, ignorable, forceable []string
@@ -100,7 +101,7 @@ func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
 		}
 		left = append(left, fmt.Sprintf("%s (%s)", f.Check, f.Object()))
 		only = f
-		if f.Check != check.CheckMachineLeftRunning && !slices.Contains(ignorable, f.Check) {
+		if f.Check != check.CheckMachineLeftRunning && f.Check != check.CheckNodeDoNotDisrupt && !slices.Contains(ignorable, f.Check) {
 			ignorable = append(ignorable, f.Check)
 			if f.Check != check.CheckMissingPermission {
 				forceable = append(forceable, f.Check)
@@ -109,6 +110,9 @@ func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
 	}
 	machines := slices.ContainsFunc(p.Blockers(), func(f check.Finding) bool { return f.Check == check.CheckMachineLeftRunning })
 	override := overrideOf(ignorable, forceable, machines)
+	if override != "" && slices.ContainsFunc(p.Blockers(), func(f check.Finding) bool { return f.Check == check.CheckNodeDoNotDisrupt }) {
+		override += " (" + check.CheckNodeDoNotDisrupt + " only yields to the annotation's removal)"
+	}
 	switch len(left) {
 	case 0:
 		return nil
@@ -121,10 +125,11 @@ func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
 
 // heldDespite reports whether a blocker of check still holds the run:
 // --force is about pods; machines left running take a flag that says so,
-// and a missing permission its own --ignore-check.
+// a missing permission its own --ignore-check, and a node the user
+// protected from Karpenter's disruption the annotation's removal.
 func heldDespite(name string, ignored, force bool) bool {
 	switch name {
-	case check.CheckMachineLeftRunning:
+	case check.CheckMachineLeftRunning, check.CheckNodeDoNotDisrupt:
 		return true
 	case check.CheckMissingPermission:
 		return !ignored

@@ -171,6 +171,9 @@ func (r *Request) ValidateRun() error {
 		if name == check.CheckMachineLeftRunning {
 			return Usagef("invalid --ignore-check %q: use --%s to delete those Node objects and leave their machines running, or --delete-node=false", name, LeaveMachinesRunningFlag)
 		}
+		if name == check.CheckNodeDoNotDisrupt {
+			return Usagef("invalid --ignore-check %q: remove the annotation %s from the Node or NodeClaim to let the run replace it", name, check.AnnDoNotDisrupt)
+		}
 	}
 	return nil
 }

@@ -90,6 +90,7 @@ func (a *audit) auditPods(w *workload) podFindings {
 	// selectors are matched once per map, against the few PDBs and
 	// Services of the namespace.
 	byLabels := map[unsafe.Pointer]selection{}
+	now := a.now()
 	for _, p := range w.outdated {
 		m, ok := byLabels[mapPointer(p.Labels)]
 		if !ok {
@@ -104,6 +105,13 @@ func (a *audit) auditPods(w *workload) podFindings {
 			byLabels[mapPointer(p.Labels)] = m
 		}
 		f.addPod(p, m, nsInjects)
+		if !a.in.DoNotDisrupt {
+			// Karpenter's protection where Karpenter does not replace
+			// the nodes: the owner's wish, a warning.
+			if d := DoNotDisruptOf(p, now); d.Active {
+				f.doNotEvict.add(p.Spec.NodeName, AnnDoNotDisrupt+"="+strconv.Quote(d.Value))
+			}
+		}
 	}
 	sort.Strings(f.lbNames)
 	sort.Slice(f.pdbs, func(i, j int) bool { return f.pdbs[i].pdb.Name < f.pdbs[j].pdb.Name })
@@ -138,9 +146,6 @@ func (f *podFindings) addPod(p *corev1.Pod, m selection, nsInjects bool) {
 	}
 	if p.Annotations[annSafeToEvict] == "false" {
 		f.doNotEvict.add(node, annSafeToEvict+`="false"`)
-	}
-	if p.Annotations[annDoNotDisrupt] == "true" {
-		f.doNotEvict.add(node, annDoNotDisrupt+`="true"`)
 	}
 	if m.behindLB {
 		if !nsInjects && !hasTargetHealthGate(p) {

@@ -10,6 +10,7 @@ package check
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,11 @@ const (
 	CheckBarePod            = "bare-pod"
 	CheckSameBatch          = "same-batch"
 	CheckSingleReplica      = "single-replica"
+	// CheckDoNotDisrupt: where Karpenter replaces the nodes, a pod on an
+	// outdated node whose karpenter.sh/do-not-disrupt is in force;
+	// Karpenter's drift waits for it. Elsewhere such a pod is a
+	// do-not-evict warning.
+	CheckDoNotDisrupt = "do-not-disrupt"
 	// Found by the planner: the target labels cannot come from the cloud
 	// target; a pod fits on no node but the outdated one it runs on; the
 	// pods of a batch fit on no node that stays and nothing adds one; the
@@ -53,6 +59,11 @@ const (
 	// anything changes, says the caller may not make a call the run makes
 	// (AWS iam:SimulatePrincipalPolicy, GCP testIamPermissions).
 	CheckMissingPermission = "missing-permission"
+	// CheckNodeDoNotDisrupt is found by the Karpenter provider: an
+	// outdated node whose Node or NodeClaim is annotated
+	// karpenter.sh/do-not-disrupt=true. Only the user lifts it, by
+	// removing the annotation: neither --force nor --ignore-check does.
+	CheckNodeDoNotDisrupt = "node-do-not-disrupt"
 	// Warnings.
 	// CheckPermissionsUnchecked: the cloud could not be asked (the caller
 	// may not simulate its policies, say).
@@ -76,6 +87,7 @@ var severities = map[string]Severity{
 	CheckBarePod:              Blocker,
 	CheckSameBatch:            Blocker,
 	CheckSingleReplica:        Blocker,
+	CheckDoNotDisrupt:         Blocker,
 	CheckUnreachableTarget:    Blocker,
 	CheckPodCannotMove:        Blocker,
 	CheckNoRoom:               Blocker,
@@ -83,6 +95,7 @@ var severities = map[string]Severity{
 	CheckMachineLeftRunning:   Blocker,
 	CheckForcedPastPDB:        Blocker,
 	CheckMissingPermission:    Blocker,
+	CheckNodeDoNotDisrupt:     Blocker,
 	CheckPermissionsUnchecked: Warning,
 	CheckNoPDB:                Warning,
 	CheckZoneConcentration:    Warning,
@@ -97,9 +110,9 @@ var severities = map[string]Severity{
 
 var names = []string{
 	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
-	CheckBarePod, CheckSameBatch, CheckSingleReplica,
+	CheckBarePod, CheckSameBatch, CheckSingleReplica, CheckDoNotDisrupt,
 	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool,
-	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission,
+	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
@@ -108,7 +121,7 @@ var names = []string{
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
-var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckPermissionsUnchecked}
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckPermissionsUnchecked}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.
@@ -161,6 +174,13 @@ type Input struct {
 	// their pods only once they are, so a budget that allows no
 	// disruption now because of them blocks nothing.
 	Recovering []Controller
+	// DoNotDisrupt says Karpenter replaces the nodes: a pod whose
+	// karpenter.sh/do-not-disrupt is in force is a do-not-disrupt
+	// blocker, as Karpenter's drift waits for it; otherwise it is a
+	// do-not-evict warning. Now is when its duration is read at (zero:
+	// the time of Run).
+	DoNotDisrupt bool
+	Now          time.Time
 }
 
 // Controller is a pod's controller (ReplicaSet, StatefulSet,
@@ -180,7 +200,6 @@ const (
 	labelGateInject     = "elbv2.k8s.aws/pod-readiness-gate-inject"
 	gatePrefix          = "target-health."
 	annSafeToEvict      = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-	annDoNotDisrupt     = "karpenter.sh/do-not-disrupt"
 )
 
 // WorkloadOf returns the workload (kind, namespace, name) owning a pod:
@@ -235,6 +254,9 @@ func Run(in Input) []Finding {
 			continue
 		}
 		out = append(out, a.auditWorkload(w)...)
+	}
+	if in.DoNotDisrupt {
+		out = append(out, a.doNotDisrupt()...)
 	}
 	sortFindings(out)
 	return out

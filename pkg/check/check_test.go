@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,17 @@ func node(name, zone string) corev1.Node {
 
 func ctrl(kind, name string) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, Controller: ptr.To(true)}}
+}
+
+// t0 is the time the audit is run at where a test says.
+var t0 = time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC)
+
+// startedAgo annotates the i-th pod karpenter.sh/do-not-disrupt=value and
+// starts it ago before t0, the audit's time.
+func startedAgo(in *Input, i int, value string, ago time.Duration) {
+	in.Now = t0
+	in.Pods[i].Annotations = map[string]string{AnnDoNotDisrupt: value}
+	in.Pods[i].Status.StartTime = &metav1.Time{Time: t0.Add(-ago)}
 }
 
 // webPod is a pod of the well-configured control workload.
@@ -343,9 +355,61 @@ func TestChecks(t *testing.T) {
 		{"safe-to-evict false", func(in *Input) {
 			in.Pods[0].Annotations = map[string]string{annSafeToEvict: "false"}
 		}, CheckDoNotEvict, web, true, `^1 pod annotated cluster-autoscaler.kubernetes.io/safe-to-evict="false"`},
-		{"karpenter do-not-disrupt", func(in *Input) {
-			in.Pods[1].Annotations = map[string]string{annDoNotDisrupt: "true"}
+		{"karpenter do-not-disrupt, another provider", func(in *Input) {
+			in.Pods[1].Annotations = map[string]string{AnnDoNotDisrupt: "true"}
 		}, CheckDoNotEvict, web, true, `karpenter.sh/do-not-disrupt="true"`},
+		{"karpenter do-not-disrupt for 5m, started 4m ago", func(in *Input) {
+			startedAgo(in, 1, "5m", 4*time.Minute)
+		}, CheckDoNotEvict, web, true, `^1 pod annotated karpenter.sh/do-not-disrupt="5m"`},
+		{"karpenter do-not-disrupt for 5m, started 6m ago", func(in *Input) {
+			startedAgo(in, 1, "5m", 6*time.Minute)
+		}, CheckDoNotEvict, web, false, ""},
+		{"karpenter do-not-disrupt of an invalid value", func(in *Input) {
+			startedAgo(in, 1, "5 minutes", time.Minute)
+		}, CheckDoNotEvict, web, false, ""},
+		{"karpenter do-not-disrupt where Karpenter replaces the nodes", func(in *Input) {
+			in.DoNotDisrupt = true
+			in.Pods[1].Annotations = map[string]string{AnnDoNotDisrupt: "true"}
+		}, CheckDoNotEvict, web, false, ""},
+
+		{"do-not-disrupt true", func(in *Input) {
+			in.DoNotDisrupt = true
+			in.Pods[1].Annotations = map[string]string{AnnDoNotDisrupt: "true"}
+		}, CheckDoNotDisrupt, web, true, `^pod "shop/web-abc-2" annotated karpenter.sh/do-not-disrupt="true": Karpenter does not drift`},
+		{"do-not-disrupt 5m, started 4m ago", func(in *Input) {
+			in.DoNotDisrupt = true
+			startedAgo(in, 0, "5m", 4*time.Minute)
+			startedAgo(in, 2, "5m", 2*time.Minute)
+		}, CheckDoNotDisrupt, web, true, `^2 pods annotated karpenter.sh/do-not-disrupt="5m" \(in force until 2026-11-28T03:03:00Z\) \(e.g. "shop/web-abc-1"\)`},
+		{"do-not-disrupt 5m, not started", func(in *Input) {
+			in.DoNotDisrupt = true
+			in.Pods[0].Annotations = map[string]string{AnnDoNotDisrupt: "5m"}
+		}, CheckDoNotDisrupt, web, true, `annotated karpenter.sh/do-not-disrupt="5m": `},
+		{"do-not-disrupt on a DaemonSet pod", func(in *Input) {
+			in.DoNotDisrupt = true
+			p := webPod("agent-x", "old-c")
+			p.OwnerReferences, p.Labels = ctrl("DaemonSet", "agent"), map[string]string{"app": "agent"}
+			p.Annotations = map[string]string{AnnDoNotDisrupt: "true"}
+			in.Pods = append(in.Pods, p)
+		}, CheckDoNotDisrupt, [3]string{"DaemonSet", ns, "agent"}, true, `^pod "shop/agent-x"`},
+		{"do-not-disrupt 5m, started 6m ago", func(in *Input) {
+			in.DoNotDisrupt = true
+			startedAgo(in, 1, "5m", 6*time.Minute)
+		}, CheckDoNotDisrupt, web, false, ""},
+		{"do-not-disrupt of an invalid value", func(in *Input) {
+			in.DoNotDisrupt = true
+			startedAgo(in, 1, "-5m", time.Minute)
+		}, CheckDoNotDisrupt, web, false, ""},
+		{"do-not-disrupt on a pod terminating", func(in *Input) {
+			in.DoNotDisrupt = true
+			in.Pods[1].Annotations = map[string]string{AnnDoNotDisrupt: "true"}
+			in.Pods[1].DeletionTimestamp = &metav1.Time{Time: t0}
+		}, CheckDoNotDisrupt, web, false, ""},
+		{"do-not-disrupt on a node that stays", func(in *Input) {
+			in.DoNotDisrupt = true
+			in.Pods[1].Annotations = map[string]string{AnnDoNotDisrupt: "true"}
+			in.Pods[1].Spec.NodeName = "new-b"
+		}, CheckDoNotDisrupt, web, false, ""},
 		{"safe-to-evict true", func(in *Input) {
 			eachPod(in, func(p *corev1.Pod) { p.Annotations = map[string]string{annSafeToEvict: "true"} })
 		}, CheckDoNotEvict, web, false, ""},

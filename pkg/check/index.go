@@ -58,6 +58,7 @@ type audit struct {
 	byNS      map[string][]*workload
 	// recoveringSet is Input.Recovering as a set.
 	recoveringSet map[Controller]bool
+	rsOwner       DeploymentOwners
 }
 
 func newAudit(in *Input) *audit {
@@ -140,14 +141,14 @@ func (a *audit) inScope(ns string) bool { return a.in.Namespace == "" || a.in.Na
 
 // groupPods maps every live pod to its workload in one pass.
 func (a *audit) groupPods() {
-	rsOwner := DeploymentOwnersOf(a.in.ReplicaSets, a.inScope)
+	a.rsOwner = DeploymentOwnersOf(a.in.ReplicaSets, a.inScope)
 	index := map[workloadKey]*workload{}
 	for i := range a.in.Pods {
 		p := &a.in.Pods[i]
 		if !a.inScope(p.Namespace) || !live(p) {
 			continue
 		}
-		kind, ns, name := WorkloadOf(p, rsOwner)
+		kind, ns, name := WorkloadOf(p, a.rsOwner)
 		if kind == "DaemonSet" || kind == "Node" {
 			continue // DaemonSet pods are not drained; "Node" is a static pod without the mirror annotation
 		}

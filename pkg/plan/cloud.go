@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
 
 // Keys of the outdated reasons that are not labels, where the provider
@@ -133,6 +135,14 @@ type CloudGroup struct {
 	// Expiry is when the provider ends nodes by itself, whatever the run
 	// holds off (Karpenter's expireAfter); nil where it does not.
 	Expiry *Expiry
+	// DoNotDisrupt says the provider's controller honours Karpenter's
+	// karpenter.sh/do-not-disrupt: the audit makes a pod under it a
+	// blocker, as the controller's own drift waits for it. Findings are
+	// what the provider found on the group's nodes that holds the run
+	// (a Node or NodeClaim annotated do-not-disrupt); the plan keeps
+	// those of the nodes it replaces.
+	DoNotDisrupt bool
+	Findings     []check.Finding
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).

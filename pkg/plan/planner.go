@@ -380,6 +380,7 @@ func (p *Plan) addFindings(snap snapshot.Cluster, group []corev1.Node, names [][
 			name = in.Selector
 		}
 		p.Findings = append(p.Findings, outdatedWarmPool(in.Cloud, p, name)...)
+		p.Findings = append(p.Findings, cloudFindings(in.Cloud, slices.Concat(outdatedNames, p.DeferredNames()))...)
 	}
 	if p.Findings = check.Sort(p.Findings); p.Findings == nil {
 		p.Findings = []check.Finding{}
@@ -570,8 +571,22 @@ func (p *Plan) markFindings() {
 	mark(p.Deferred)
 }
 
+// cloudFindings are the provider's findings on the nodes the run
+// replaces, with those nodes alone.
+func cloudFindings(cg *CloudGroup, replaced []string) []check.Finding {
+	var out []check.Finding
+	for _, f := range cg.Findings {
+		f.Nodes = slices.DeleteFunc(slices.Clone(f.Nodes), func(n string) bool { return !slices.Contains(replaced, n) })
+		if len(f.Nodes) > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // audit runs the workload checks and adjusts them to the flags: --force
-// deletes bare pods, and without --delete-emptydir-data the drain refuses
+// deletes bare pods and replaces the nodes of pods under Karpenter's
+// do-not-disrupt, and without --delete-emptydir-data the drain refuses
 // pods with emptyDir volumes, as kubectl's does.
 func audit(snap snapshot.Cluster, group []corev1.Node, outdated []string, batches [][]string, in Input) []check.Finding {
 	findings := check.Run(check.Input{
@@ -587,6 +602,7 @@ func audit(snap snapshot.Cluster, group []corev1.Node, outdated []string, batche
 		Batches:      batches,
 		Namespace:    in.Namespace,
 		Recovering:   in.Recovering,
+		DoNotDisrupt: in.Cloud != nil && in.Cloud.DoNotDisrupt,
 	})
 	for i := range findings {
 		f := &findings[i]
@@ -594,6 +610,9 @@ func audit(snap snapshot.Cluster, group []corev1.Node, outdated []string, batche
 		case f.Check == check.CheckBarePod && in.Force:
 			f.Severity = check.Warning
 			f.Fix = "--force deletes it; nothing recreates it"
+		case f.Check == check.CheckDoNotDisrupt && in.Force:
+			f.Severity = check.Warning
+			f.Fix = "--force replaces the nodes anyway, as Karpenter's forceful termination would"
 		case f.Check == check.CheckEmptyDirData && !in.DeleteEmptyDir:
 			f.Severity = check.Blocker
 			f.Fix = "use --delete-emptydir-data to evict it (the data is lost)"

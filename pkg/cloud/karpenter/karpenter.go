@@ -85,7 +85,10 @@ func (Cloud) Open(ctx context.Context, client kubernetes.Interface, nodes []core
 		return nil, nil, err
 	}
 	p := &NodePool{client: client, dyn: dc, name: pool}
-	return p.view(np, claims), p, nil
+	cg := p.view(np, claims)
+	// Karpenter's drift waits on do-not-disrupt: the plan's does too.
+	cg.DoNotDisrupt, cg.Findings = true, protected(claims, nodes)
+	return cg, p, nil
 }
 
 // poolOf is the one NodePool the nodes belong to.

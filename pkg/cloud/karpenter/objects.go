@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
 
 // The resources of Karpenter's v1 API (karpenter.sh/v1, Karpenter 1.0 and
@@ -39,16 +42,28 @@ const (
 )
 
 // dynamicFor makes the dynamic client the provider reads Karpenter's
-// objects with, over the typed client's connection (its transport holds
-// the credentials); tests replace it.
+// objects with, over the typed client's connection: the kubeconfig's
+// server with its path (Rancher's /k8s/clusters/<id>, an API gateway's
+// prefix), the transport that holds the credentials, TLS and proxy, the
+// timeout and the rate limiter of --qps and --burst. Tests replace it.
 var dynamicFor = func(client kubernetes.Interface) (dynamic.Interface, error) {
 	rc, ok := client.CoreV1().RESTClient().(*rest.RESTClient)
 	if !ok || rc == nil || rc.Client == nil {
 		return nil, fmt.Errorf("cannot read Karpenter's NodePools: the client has no connection to the API server")
 	}
-	u := rc.Get().URL()
-	host := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
-	return dynamic.NewForConfig(&rest.Config{Host: host, Transport: rc.Client.Transport, Timeout: rc.Client.Timeout, QPS: 20, Burst: 40})
+	cfg := &rest.Config{Host: serverOf(rc), Transport: rc.Client.Transport, Timeout: rc.Client.Timeout, RateLimiter: rc.GetRateLimiter()}
+	if cfg.RateLimiter == nil {
+		cfg.QPS = -1 // the typed client has no limit (a negative --qps): nor has this one
+	}
+	return dynamic.NewForConfig(cfg)
+}
+
+// serverOf is the server the client was made for, path included: an
+// absolute path of "/" is the server's own path, the base the client
+// puts /api/v1 after.
+func serverOf(rc *rest.RESTClient) string {
+	u := rc.Get().AbsPath("/").URL()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/")}).String()
 }
 
 // nodePool is what the provider reads of a NodePool.
@@ -103,6 +118,8 @@ type nodeClaim struct {
 	Created    metav1.Time
 	// ExpireAfter is spec.expireAfter ("720h", "Never"; "" when unset).
 	ExpireAfter string
+	// DoNotDisrupt: the NodeClaim is annotated karpenter.sh/do-not-disrupt.
+	DoNotDisrupt bool
 }
 
 type condition struct{ Status, Reason, Message string }
@@ -126,6 +143,7 @@ func toClaim(u *unstructured.Unstructured) nodeClaim {
 	c.NodeClass = classRef(u.Object, "spec", "nodeClassRef")
 	c.Hash, c.HashVersion = u.GetAnnotations()[hashAnnotation], u.GetAnnotations()[hashVersionAnnot]
 	c.ExpireAfter, _, _ = unstructured.NestedString(u.Object, "spec", "expireAfter")
+	c.DoNotDisrupt = check.NodeDoNotDisrupt(u.GetAnnotations())
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, x := range conds {
 		m, _ := x.(map[string]any)
@@ -142,10 +160,6 @@ func toClaim(u *unstructured.Unstructured) nodeClaim {
 	return c
 }
 
-// driftOf says why a NodeClaim is drifted from its NodePool, "" when it
-// is not: Karpenter's Drifted condition, or the static drift Karpenter
-// marks a moment later (the template hash moved on, hash versions
-// agreeing), so that a plan made right after the change sees it.
 // expiresAt is when Karpenter deletes the NodeClaim for its age: its
 // creation plus spec.expireAfter (pkg/controllers/nodeclaim/expiration:
 // the NodeClaim is deleted then, budgets or not); false when it never
@@ -158,6 +172,10 @@ func (c nodeClaim) expiresAt() (time.Time, bool) {
 	return c.Created.Add(d), true
 }
 
+// driftOf says why a NodeClaim is drifted from its NodePool, "" when it
+// is not: Karpenter's Drifted condition, or the static drift Karpenter
+// marks a moment later (the template hash moved on, hash versions
+// agreeing), so that a plan made right after the change sees it.
 func driftOf(c nodeClaim, p *nodePool) string {
 	switch {
 	case c.Drift != "":
