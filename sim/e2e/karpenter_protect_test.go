@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
@@ -75,43 +74,12 @@ func TestKarpenterDoNotDisrupt(t *testing.T) {
 			p.assertNothingChanged(t, ctx, budgets)
 		})
 	}
-	t.Run("Karpenter's own drift is blocked on the pod's node", func(t *testing.T) {
-		if msg := blockedEvent(t, ctx, pod.Spec.NodeName); !strings.Contains(msg, "do-not-disrupt") {
-			t.Errorf("Karpenter's DisruptionBlocked on node %q says %q, want the do-not-disrupt annotation", pod.Spec.NodeName, msg)
-		}
-	})
 	t.Run("plan through a kubeconfig whose server has a path", func(t *testing.T) {
 		r := pluginAs(t, prefixedKubeconfig(t, "/k8s/clusters/c-m-e2e"), "plan", name)
 		if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "node-do-not-disrupt") {
 			t.Errorf("plan behind the path: %s", r)
 		}
 	})
-}
-
-// blockedEvent waits for Karpenter's DisruptionBlocked event on node
-// (pkg/controllers/disruption/events Blocked: Karpenter publishes it for
-// every node it weighs and may not disrupt, budgets aside) that names
-// do-not-disrupt, and returns its message: the last one seen if none does.
-// Karpenter dedupes the event by node for 2 minutes, whatever its message
-// (pkg/events/recorder.go), so an earlier reason (the node nominated for
-// the setup's pods) hides this one that long.
-func blockedEvent(t *testing.T, ctx context.Context, node string) string {
-	t.Helper()
-	var last string
-	_ = wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
-		evs, err := client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + node + ",reason=DisruptionBlocked"})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range evs.Items {
-			last = e.Message
-			if strings.Contains(e.Message, "do-not-disrupt") {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	return last
 }
 
 // protect annotates a pod of web do-not-disrupt, and the NodeClaim of a
