@@ -16,6 +16,7 @@ import (
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -199,6 +200,9 @@ func TestReleaseParameter(t *testing.T) {
 		{"AL2023_x86_64_STANDARD", "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/release_version"},
 		{"BOTTLEROCKET_ARM_64_NVIDIA", "/aws/service/bottlerocket/aws-k8s-1.31-nvidia/arm64/latest/image_version"},
 		{"BOTTLEROCKET_x86_64", "/aws/service/bottlerocket/aws-k8s-1.31/x86_64/latest/image_version"},
+		{"BOTTLEROCKET_x86_64_FIPS", "/aws/service/bottlerocket/aws-k8s-1.31-fips/x86_64/latest/image_version"},
+		{"BOTTLEROCKET_x86_64_NVIDIA_FIPS", "/aws/service/bottlerocket/aws-k8s-1.31-nvidia-fips/x86_64/latest/image_version"},
+		{"BOTTLEROCKET_ARM_64_NVIDIA_FIPS", "/aws/service/bottlerocket/aws-k8s-1.31-nvidia-fips/arm64/latest/image_version"},
 		{"CUSTOM", ""},
 		{"WINDOWS_CORE_2022_x86_64", ""},
 	} {
@@ -206,6 +210,20 @@ func TestReleaseParameter(t *testing.T) {
 			got, ok := ReleaseParameter("1.31", tc.amiType)
 			if got != tc.want || ok != (tc.want != "") {
 				t.Errorf("got %q %v, want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestEveryAMITypeHasARelease: each AMI type of the SDK's enum either has
+// its release parameter or is one AWS publishes none of, so an AMI type
+// added to the SDK fails here until it is placed.
+func TestEveryAMITypeHasARelease(t *testing.T) {
+	for _, a := range ekstypes.AMITypes("").Values() {
+		t.Run(string(a), func(t *testing.T) {
+			_, mapped := ReleaseParameter("1.31", string(a))
+			if none := slices.Contains(unpublished, a); mapped == none {
+				t.Errorf("AMI type %q: release parameter %v, unpublished %v; want exactly one", a, mapped, none)
 			}
 		})
 	}
