@@ -84,6 +84,12 @@ type EKSNodegroup struct {
 	NodeRole               string
 	DiskSize               int32 // 0 with a launch template
 	AutoScalingGroups      []string
+	// RemoteAccess (SSH key, source security groups), NodeRepair (auto
+	// repair) and WarmPool are as EKS describes them, nil when unset: a
+	// green group takes them over as they are.
+	RemoteAccess *ekstypes.RemoteAccessConfig
+	NodeRepair   *ekstypes.NodeRepairConfig
+	WarmPool     *ekstypes.WarmPoolConfig
 }
 
 // CustomAMI reports whether the group's launch template names its own
@@ -166,7 +172,7 @@ func managedGroup(n *ekstypes.Nodegroup) *EKSNodegroup {
 		Status: string(n.Status), Version: sdkaws.ToString(n.Version), ReleaseVersion: sdkaws.ToString(n.ReleaseVersion),
 		AMIType: string(n.AmiType), CapacityType: string(n.CapacityType), NodeRole: sdkaws.ToString(n.NodeRole),
 		Subnets: n.Subnets, InstanceTypes: n.InstanceTypes, Labels: maps.Clone(n.Labels), Tags: maps.Clone(n.Tags),
-		DiskSize: sdkaws.ToInt32(n.DiskSize),
+		DiskSize: sdkaws.ToInt32(n.DiskSize), RemoteAccess: n.RemoteAccess, NodeRepair: n.NodeRepairConfig, WarmPool: n.WarmPoolConfig,
 	}
 	if s := n.ScalingConfig; s != nil {
 		g.Min, g.Desired, g.Max = sdkaws.ToInt32(s.MinSize), sdkaws.ToInt32(s.DesiredSize), sdkaws.ToInt32(s.MaxSize)

@@ -457,6 +457,43 @@ func TestCreateGreen(t *testing.T) {
 	})
 }
 
+// TestGreenKeepsBlueSettings: remote access, node auto repair and the
+// warm pool EKS describes on blue are CreateNodegroup's for green, but
+// remote access with a launch template, which EKS refuses (API
+// Reference, CreateNodegroup: remoteAccess).
+func TestGreenKeepsBlueSettings(t *testing.T) {
+	settings := `"remoteAccess":{"ec2SshKey":"ops","sourceSecurityGroups":["sg-1"]},
+"nodeRepairConfig":{"enabled":true,"maxUnhealthyNodeThresholdPercentage":20},
+"warmPoolConfig":{"enabled":true,"minSize":1,"maxGroupPreparedCapacity":4,"poolState":"Stopped","reuseOnScaleIn":true}`
+	for _, tc := range []struct {
+		name, launchTemplate string
+		wantRemote           bool
+	}{
+		{"no launch template", "", true},
+		{"a launch template", `"launchTemplate":{"id":"lt-1","version":"2"},`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newTestEKS(t, map[string][]reply{"eks:DescribeNodegroup": {{200, `{"nodegroup":{"nodegroupName":"ng1","clusterName":"c1",
+"status":"ACTIVE","amiType":"AL2023_x86_64_STANDARD",` + tc.launchTemplate + settings + `}}`}}})
+			blue, err := e.DescribeNodegroup(context.Background(), "c1", "ng1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := greenInput(blue, GreenSpec{Name: "g", Min: 1, Desired: 1, Max: 2})
+			if r := in.RemoteAccess; (r != nil) != tc.wantRemote || (r != nil && (sdkaws.ToString(r.Ec2SshKey) != "ops" || !slices.Equal(r.SourceSecurityGroups, []string{"sg-1"}))) {
+				t.Errorf("remoteAccess %+v, want it copied: %v", r, tc.wantRemote)
+			}
+			if r := in.NodeRepairConfig; r == nil || !sdkaws.ToBool(r.Enabled) || sdkaws.ToInt32(r.MaxUnhealthyNodeThresholdPercentage) != 20 {
+				t.Errorf("nodeRepairConfig %+v, want blue's", r)
+			}
+			if w := in.WarmPoolConfig; w == nil || !sdkaws.ToBool(w.Enabled) || sdkaws.ToInt32(w.MinSize) != 1 || sdkaws.ToInt32(w.MaxGroupPreparedCapacity) != 4 ||
+				w.PoolState != "Stopped" || !sdkaws.ToBool(w.ReuseOnScaleIn) {
+				t.Errorf("warmPoolConfig %+v, want blue's", w)
+			}
+		})
+	}
+}
+
 func TestDeleteNodegroupGoneIsDone(t *testing.T) {
 	e, _ := newTestEKS(t, map[string][]reply{
 		"eks:DeleteNodegroup":   {eksErr(404, "ResourceNotFoundException", "No node group found for name: ng1.")},
