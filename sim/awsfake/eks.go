@@ -421,6 +421,12 @@ func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request) bool {
 	}
 	s.mu.Lock()
 	s.eks().calls = append(s.eks().calls, r.Method+" "+r.URL.Path)
+	s.mu.Unlock()
+	if err := checkJSON("eks", "", r); err != nil {
+		writeJSON(w, nil, err)
+		return true
+	}
+	s.mu.Lock()
 	res, err := s.eksRoute(r, parts[1:])
 	s.mu.Unlock()
 	writeJSON(w, res, err)

@@ -165,7 +165,7 @@ func eksRefusals(t *testing.T, ctx context.Context, api *eks.Client) {
 				NodeRole: aws.String("r"), Subnets: []string{Subnet(zones[0])}, Tags: map[string]string{"aws:cloudformation:stack-name": "s"}})
 			return err
 		}},
-		{"51 tags", "InvalidParameterException", "limit of 50", func() error {
+		{"51 tags", "InvalidParameterException", "less than or equal to 50", func() error {
 			tags := map[string]string{}
 			for i := range 51 {
 				tags[fmt.Sprintf("k%d", i)] = "v"
