@@ -28,7 +28,7 @@ var queryVersions = map[string]string{"autoscaling": autoScalingVersion, "ec2": 
 // then saying why.
 type breach struct {
 	name, want string
-	leaves             map[string]any
+	leaves     map[string]any
 }
 
 // TestModelTableRefuses sends, for every rule of model_table.jsonl (each
