@@ -102,7 +102,7 @@ func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
 		only = f
 		if f.Check != check.CheckMachineLeftRunning && !slices.Contains(ignorable, f.Check) {
 			ignorable = append(ignorable, f.Check)
-			if f.Check != check.CheckMissingPermission {
+			if f.Check != check.CheckMissingPermission && f.Check != check.CheckGroupDegraded {
 				forceable = append(forceable, f.Check)
 			}
 		}
@@ -126,7 +126,7 @@ func heldDespite(name string, ignored, force bool) bool {
 	switch name {
 	case check.CheckMachineLeftRunning:
 		return true
-	case check.CheckMissingPermission:
+	case check.CheckMissingPermission, check.CheckGroupDegraded:
 		return !ignored
 	}
 	return !ignored && !force

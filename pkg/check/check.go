@@ -53,6 +53,10 @@ const (
 	// anything changes, says the caller may not make a call the run makes
 	// (AWS iam:SimulatePrincipalPolicy, GCP testIamPermissions).
 	CheckMissingPermission = "missing-permission"
+	// CheckGroupDegraded is found where the cloud's service reports the
+	// group in a state it needs its owner to mend before it updates it
+	// (EKS: a managed node group DEGRADED, with its health issues).
+	CheckGroupDegraded = "group-degraded"
 	// Warnings.
 	// CheckPermissionsUnchecked: the cloud could not be asked (the caller
 	// may not simulate its policies, say).
@@ -83,6 +87,7 @@ var severities = map[string]Severity{
 	CheckMachineLeftRunning:   Blocker,
 	CheckForcedPastPDB:        Blocker,
 	CheckMissingPermission:    Blocker,
+	CheckGroupDegraded:        Blocker,
 	CheckPermissionsUnchecked: Warning,
 	CheckNoPDB:                Warning,
 	CheckZoneConcentration:    Warning,
@@ -99,7 +104,7 @@ var names = []string{
 	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
 	CheckBarePod, CheckSameBatch, CheckSingleReplica,
 	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool,
-	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission,
+	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckGroupDegraded,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
@@ -108,7 +113,7 @@ var names = []string{
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
-var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckPermissionsUnchecked}
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckGroupDegraded, CheckPermissionsUnchecked}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
 
 // Keys of the outdated reasons that are not labels, where the provider
@@ -130,6 +132,10 @@ type CloudGroup struct {
 	// Notes are what the provider says of the group that the plan's
 	// columns cannot (Karpenter: the budgets in force, drift by reason).
 	Notes []string
+	// Findings are what the provider found of the group itself that
+	// holds the run (check group-degraded); the plan lists them with the
+	// audit's.
+	Findings []check.Finding
 	// Expiry is when the provider ends nodes by itself, whatever the run
 	// holds off (Karpenter's expireAfter); nil where it does not.
 	Expiry *Expiry

@@ -379,6 +379,7 @@ func (p *Plan) addFindings(snap snapshot.Cluster, group []corev1.Node, names [][
 			name = in.Selector
 		}
 		p.Findings = append(p.Findings, outdatedWarmPool(in.Cloud, p, name)...)
+		p.Findings = append(p.Findings, in.Cloud.Findings...)
 	}
 	if p.Findings = check.Sort(p.Findings); p.Findings == nil {
 		p.Findings = []check.Finding{}
