@@ -464,7 +464,7 @@ func TestCreateGreen(t *testing.T) {
 func TestGreenKeepsBlueSettings(t *testing.T) {
 	settings := `"remoteAccess":{"ec2SshKey":"ops","sourceSecurityGroups":["sg-1"]},
 "nodeRepairConfig":{"enabled":true,"maxUnhealthyNodeThresholdPercentage":20},
-"warmPoolConfig":{"enabled":true,"minSize":1,"maxGroupPreparedCapacity":4,"poolState":"Stopped","reuseOnScaleIn":true}`
+"warmPoolConfig":{"enabled":true,"minSize":1,"maxGroupPreparedCapacity":4,"poolState":"STOPPED","reuseOnScaleIn":true}`
 	for _, tc := range []struct {
 		name, launchTemplate string
 		wantRemote           bool
@@ -487,7 +487,7 @@ func TestGreenKeepsBlueSettings(t *testing.T) {
 				t.Errorf("nodeRepairConfig %+v, want blue's", r)
 			}
 			if w := in.WarmPoolConfig; w == nil || !sdkaws.ToBool(w.Enabled) || sdkaws.ToInt32(w.MinSize) != 1 || sdkaws.ToInt32(w.MaxGroupPreparedCapacity) != 4 ||
-				w.PoolState != "Stopped" || !sdkaws.ToBool(w.ReuseOnScaleIn) {
+				w.PoolState != "STOPPED" || !sdkaws.ToBool(w.ReuseOnScaleIn) {
 				t.Errorf("warmPoolConfig %+v, want blue's", w)
 			}
 		})
