@@ -76,16 +76,21 @@ func TestPermissionFindings(t *testing.T) {
 }
 
 // TestForceDoesNotLiftAMissingPermission: --force is about pods; a
-// permission the cloud denied yields only to its --ignore-check.
+// permission the cloud denied, or a group its service reports degraded,
+// yields only to its --ignore-check.
 func TestForceDoesNotLiftAMissingPermission(t *testing.T) {
-	f := check.Finding{Check: check.CheckMissingPermission, Severity: check.Blocker, Kind: "Permission", Name: "a:B", Message: "m", Fix: "f"}
-	p := &plan.Plan{Findings: []check.Finding{f}}
-	forced, ignored := &Request{}, &Request{}
-	forced.Force, ignored.IgnoreChecks = true, []string{check.CheckMissingPermission}
-	if err := forced.RefuseBlockers(p, "refusing to run"); err == nil {
-		t.Error("--force lifted missing-permission")
-	}
-	if err := ignored.RefuseBlockers(p, "refusing to run"); err != nil {
-		t.Errorf("--ignore-check missing-permission did not lift it: %v", err)
+	for _, name := range []string{check.CheckMissingPermission, check.CheckGroupDegraded} {
+		t.Run(name, func(t *testing.T) {
+			f := check.Finding{Check: name, Severity: check.Blocker, Kind: "Permission", Name: "a:B", Message: "m", Fix: "f"}
+			p := &plan.Plan{Findings: []check.Finding{f}}
+			forced, ignored := &Request{}, &Request{}
+			forced.Force, ignored.IgnoreChecks = true, []string{name}
+			if err := forced.RefuseBlockers(p, "refusing to run"); err == nil || strings.Contains(err.Error(), "--force") {
+				t.Errorf("--force lifted %s, or the refusal offers it: %v", name, err)
+			}
+			if err := ignored.RefuseBlockers(p, "refusing to run"); err != nil {
+				t.Errorf("--ignore-check %s did not lift it: %v", name, err)
+			}
+		})
 	}
 }

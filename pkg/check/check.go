@@ -64,6 +64,10 @@ const (
 	// karpenter.sh/do-not-disrupt=true. Only the user lifts it, by
 	// removing the annotation: neither --force nor --ignore-check does.
 	CheckNodeDoNotDisrupt = "node-do-not-disrupt"
+	// CheckGroupDegraded is found where the cloud's service reports the
+	// group in a state it needs its owner to mend before it updates it
+	// (EKS: a managed node group DEGRADED, with its health issues).
+	CheckGroupDegraded = "group-degraded"
 	// Warnings.
 	// CheckPermissionsUnchecked: the cloud could not be asked (the caller
 	// may not simulate its policies, say).
@@ -96,6 +100,7 @@ var severities = map[string]Severity{
 	CheckForcedPastPDB:        Blocker,
 	CheckMissingPermission:    Blocker,
 	CheckNodeDoNotDisrupt:     Blocker,
+	CheckGroupDegraded:        Blocker,
 	CheckPermissionsUnchecked: Warning,
 	CheckNoPDB:                Warning,
 	CheckZoneConcentration:    Warning,
@@ -112,7 +117,7 @@ var names = []string{
 	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
 	CheckBarePod, CheckSameBatch, CheckSingleReplica, CheckDoNotDisrupt,
 	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool,
-	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt,
+	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
@@ -121,7 +126,7 @@ var names = []string{
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
-var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckPermissionsUnchecked}
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded, CheckPermissionsUnchecked}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.

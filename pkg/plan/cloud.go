@@ -132,17 +132,18 @@ type CloudGroup struct {
 	// Notes are what the provider says of the group that the plan's
 	// columns cannot (Karpenter: the budgets in force, drift by reason).
 	Notes []string
+	// Findings are what the provider found that holds the run: of the
+	// group itself (check group-degraded, no nodes named), or of its
+	// nodes (a Node or NodeClaim annotated do-not-disrupt), of which the
+	// plan keeps those of the nodes it replaces.
+	Findings []check.Finding
 	// Expiry is when the provider ends nodes by itself, whatever the run
 	// holds off (Karpenter's expireAfter); nil where it does not.
 	Expiry *Expiry
 	// DoNotDisrupt says the provider's controller honours Karpenter's
 	// karpenter.sh/do-not-disrupt: the audit makes a pod under it a
-	// blocker, as the controller's own drift waits for it. Findings are
-	// what the provider found on the group's nodes that holds the run
-	// (a Node or NodeClaim annotated do-not-disrupt); the plan keeps
-	// those of the nodes it replaces.
+	// blocker, as the controller's own drift waits for it.
 	DoNotDisrupt bool
-	Findings     []check.Finding
 	// Nodes maps the group's nodes to their machines; a node missing here
 	// is not a member of the group. Unjoined are the group's machines no
 	// node stands for yet (launching, or not registered).

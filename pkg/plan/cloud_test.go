@@ -426,3 +426,19 @@ func TestRemovesOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestCloudGroupFindings: what the provider found of the group itself
+// (an EKS managed node group DEGRADED) is among the plan's blockers.
+func TestCloudGroupFindings(t *testing.T) {
+	machines := map[string]Machine{"a1": {ID: "i-a1", Zone: "a", Template: "lt-1", Version: "1", State: MachineInService, Lifecycle: "InService"}}
+	in := cloudInput("2", machines)
+	f := check.Finding{Check: check.CheckGroupDegraded, Severity: check.Blocker, Kind: "NodeGroup", Name: "ng", Message: "degraded", Fix: "mend it"}
+	in.Cloud.Findings = []check.Finding{f}
+	p, err := Build(snapshot.Cluster{Nodes: []corev1.Node{awsNode("a1", "a", "i-a1", "")}}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(p.Blockers(), func(b check.Finding) bool { return b.Check == check.CheckGroupDegraded }) {
+		t.Errorf("blockers %+v, want the group's %s", p.Blockers(), check.CheckGroupDegraded)
+	}
+}

@@ -571,11 +571,15 @@ func (p *Plan) markFindings() {
 	mark(p.Deferred)
 }
 
-// cloudFindings are the provider's findings on the nodes the run
-// replaces, with those nodes alone.
+// cloudFindings are the provider's findings of the group itself, and
+// those on the nodes the run replaces, with those nodes alone.
 func cloudFindings(cg *CloudGroup, replaced []string) []check.Finding {
 	var out []check.Finding
 	for _, f := range cg.Findings {
+		if len(f.Nodes) == 0 {
+			out = append(out, f) // of the group itself
+			continue
+		}
 		f.Nodes = slices.DeleteFunc(slices.Clone(f.Nodes), func(n string) bool { return !slices.Contains(replaced, n) })
 		if len(f.Nodes) > 0 {
 			out = append(out, f)

@@ -44,6 +44,40 @@ type Nodegroup struct {
 	UpdateConfig   *NodegroupUpdateConfig `json:"updateConfig,omitempty"`
 	LaunchTemplate *LaunchTemplateSpec    `json:"launchTemplate,omitempty"`
 	Tags           map[string]string      `json:"tags,omitempty"`
+	// RemoteAccess, NodeRepairConfig and WarmPoolConfig are kept as
+	// CreateNodegroup gave them and described as they are (API Reference,
+	// Nodegroup); the fake models no SSH, repair or warm pool behind them.
+	RemoteAccess     *RemoteAccessConfig `json:"remoteAccess,omitempty"`
+	NodeRepairConfig *NodeRepairConfig   `json:"nodeRepairConfig,omitempty"`
+	WarmPoolConfig   *WarmPoolConfig     `json:"warmPoolConfig,omitempty"`
+}
+
+// RemoteAccessConfig is a node group's remoteAccess (API Reference,
+// RemoteAccessConfig).
+type RemoteAccessConfig struct {
+	Ec2SshKey            string   `json:"ec2SshKey,omitempty"`
+	SourceSecurityGroups []string `json:"sourceSecurityGroups,omitempty"`
+}
+
+// NodeRepairConfig is a node group's nodeRepairConfig (API Reference,
+// NodeRepairConfig); its overrides are kept as given.
+type NodeRepairConfig struct {
+	Enabled                             *bool            `json:"enabled,omitempty"`
+	MaxParallelNodesRepairedCount       *int32           `json:"maxParallelNodesRepairedCount,omitempty"`
+	MaxParallelNodesRepairedPercentage  *int32           `json:"maxParallelNodesRepairedPercentage,omitempty"`
+	MaxUnhealthyNodeThresholdCount      *int32           `json:"maxUnhealthyNodeThresholdCount,omitempty"`
+	MaxUnhealthyNodeThresholdPercentage *int32           `json:"maxUnhealthyNodeThresholdPercentage,omitempty"`
+	NodeRepairConfigOverrides           []map[string]any `json:"nodeRepairConfigOverrides,omitempty"`
+}
+
+// WarmPoolConfig is a node group's warmPoolConfig (API Reference,
+// WarmPoolConfig).
+type WarmPoolConfig struct {
+	Enabled                  *bool  `json:"enabled,omitempty"`
+	MaxGroupPreparedCapacity *int32 `json:"maxGroupPreparedCapacity,omitempty"`
+	MinSize                  *int32 `json:"minSize,omitempty"`
+	PoolState                string `json:"poolState,omitempty"`
+	ReuseOnScaleIn           *bool  `json:"reuseOnScaleIn,omitempty"`
 }
 
 // NodegroupResources names the Auto Scaling group behind a node group.
@@ -387,6 +421,12 @@ func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request) bool {
 	}
 	s.mu.Lock()
 	s.eks().calls = append(s.eks().calls, r.Method+" "+r.URL.Path)
+	s.mu.Unlock()
+	if err := checkJSON("eks", "", r); err != nil {
+		writeJSON(w, nil, err)
+		return true
+	}
+	s.mu.Lock()
 	res, err := s.eksRoute(r, parts[1:])
 	s.mu.Unlock()
 	writeJSON(w, res, err)

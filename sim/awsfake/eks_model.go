@@ -48,7 +48,30 @@ func checkCreateModel(req Nodegroup) error {
 	if err := checkLabels(req.Labels); err != nil {
 		return err
 	}
+	if err := checkRemoteAndRepair(req); err != nil {
+		return err
+	}
 	return checkTaintsModel(req.Taints)
+}
+
+// checkRemoteAndRepair: no remoteAccess with a launch template (API
+// Reference, CreateNodegroup: remoteAccess, "If you specify
+// launchTemplate, then don't specify remoteAccess"); of each pair of
+// NodeRepairConfig's limits, a count or a percentage (API Reference,
+// NodeRepairConfig: "When using this, you cannot also set ...").
+func checkRemoteAndRepair(req Nodegroup) error {
+	if req.RemoteAccess != nil && req.LaunchTemplate != nil {
+		return invalidParam("Remote access configuration cannot be specified with a launch template.")
+	}
+	if r := req.NodeRepairConfig; r != nil {
+		if r.MaxParallelNodesRepairedCount != nil && r.MaxParallelNodesRepairedPercentage != nil {
+			return invalidParam("nodeRepairConfig: set maxParallelNodesRepairedCount or maxParallelNodesRepairedPercentage, not both")
+		}
+		if r.MaxUnhealthyNodeThresholdCount != nil && r.MaxUnhealthyNodeThresholdPercentage != nil {
+			return invalidParam("nodeRepairConfig: set maxUnhealthyNodeThresholdCount or maxUnhealthyNodeThresholdPercentage, not both")
+		}
+	}
+	return nil
 }
 
 // checkConfigModel holds an UpdateNodegroupConfig body to the model.

@@ -23,6 +23,11 @@ type ManagedNodeGroupSpec struct {
 	Labels         map[string]string
 	Taints         []Taint
 	UpdateConfig   *NodegroupUpdateConfig // default maxUnavailable 1, DEFAULT
+	// RemoteAccess, NodeRepairConfig and WarmPoolConfig are kept and
+	// described, nothing more (see Nodegroup).
+	RemoteAccess     *RemoteAccessConfig
+	NodeRepairConfig *NodeRepairConfig
+	WarmPoolConfig   *WarmPoolConfig
 }
 
 // ManagedNodeGroup creates a managed node group in an existing cluster
@@ -34,6 +39,7 @@ func (s *Server) ManagedNodeGroup(ctx context.Context, spec ManagedNodeGroupSpec
 		ScalingConfig: &NodegroupScaling{MinSize: &spec.Min, DesiredSize: &spec.Desired, MaxSize: &spec.Max},
 		Version:       spec.Version, ReleaseVersion: spec.ReleaseVersion, LaunchTemplate: spec.LaunchTemplate,
 		Labels: spec.Labels, Taints: spec.Taints, UpdateConfig: spec.UpdateConfig,
+		RemoteAccess: spec.RemoteAccess, NodeRepairConfig: spec.NodeRepairConfig, WarmPoolConfig: spec.WarmPoolConfig,
 	}
 	for _, z := range spec.Zones {
 		req.Subnets = append(req.Subnets, Subnet(z))

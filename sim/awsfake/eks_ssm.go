@@ -39,6 +39,9 @@ func (s *Server) ssmCall(target string, r *http.Request) (any, error) {
 	if target != "AmazonSSM.GetParameter" {
 		return nil, &apiError{status: http.StatusBadRequest, code: "UnknownOperationException", message: target}
 	}
+	if err := checkJSON("ssm", "GetParameter", r); err != nil {
+		return nil, err
+	}
 	var req struct{ Name string }
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		return nil, &apiError{status: http.StatusBadRequest, code: "ValidationException", message: err.Error()}

@@ -165,7 +165,7 @@ func eksRefusals(t *testing.T, ctx context.Context, api *eks.Client) {
 				NodeRole: aws.String("r"), Subnets: []string{Subnet(zones[0])}, Tags: map[string]string{"aws:cloudformation:stack-name": "s"}})
 			return err
 		}},
-		{"51 tags", "InvalidParameterException", "limit of 50", func() error {
+		{"51 tags", "InvalidParameterException", "less than or equal to 50", func() error {
 			tags := map[string]string{}
 			for i := range 51 {
 				tags[fmt.Sprintf("k%d", i)] = "v"
@@ -357,5 +357,60 @@ func TestEKSCreateToken(t *testing.T) {
 	}
 	if _, ok := s.Nodegroup("c1", "tok-b"); ok {
 		t.Error("tok-b was made under tok-a's token")
+	}
+}
+
+// TestEKSRemoteAccessRepairWarmPool: CreateNodegroup's remoteAccess,
+// nodeRepairConfig and warmPoolConfig are kept and described (API
+// Reference, Nodegroup); remoteAccess with a launch template, and both a
+// count and a percentage of one repair limit, are refused.
+func TestEKSRemoteAccessRepairWarmPool(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, api := eksScene(t, ctx)
+	lt := s.CreateLaunchTemplate("web", "ami-custom1", "m5.large")
+	remote := &ekstypes.RemoteAccessConfig{Ec2SshKey: aws.String("ops"), SourceSecurityGroups: []string{"sg-1"}}
+	repair := &ekstypes.NodeRepairConfig{Enabled: aws.Bool(true), MaxUnhealthyNodeThresholdPercentage: aws.Int32(20)}
+	warm := &ekstypes.WarmPoolConfig{Enabled: aws.Bool(true), MinSize: aws.Int32(1), PoolState: ekstypes.WarmPoolStateStopped}
+	for _, tc := range []struct {
+		name, wantErr string
+		in            eks.CreateNodegroupInput
+	}{
+		{"kept", "", eks.CreateNodegroupInput{RemoteAccess: remote, NodeRepairConfig: repair, WarmPoolConfig: warm}},
+		{"remote access with a launch template", "launch template",
+			eks.CreateNodegroupInput{RemoteAccess: remote, LaunchTemplate: &ekstypes.LaunchTemplateSpecification{Id: aws.String(lt)}}},
+		{"a count and a percentage", "not both", eks.CreateNodegroupInput{NodeRepairConfig: &ekstypes.NodeRepairConfig{
+			MaxParallelNodesRepairedCount: aws.Int32(1), MaxParallelNodesRepairedPercentage: aws.Int32(10)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.ClusterName, in.NodegroupName, in.NodeRole = aws.String("c1"), aws.String("ra"), aws.String("r")
+			in.Subnets = []string{Subnet(zones[0])}
+			in.ScalingConfig = &ekstypes.NodegroupScalingConfig{MinSize: aws.Int32(0), DesiredSize: aws.Int32(0), MaxSize: aws.Int32(1)}
+			_, err := api.CreateNodegroup(ctx, &in)
+			if tc.wantErr != "" {
+				if apiCode(err) != "InvalidParameterException" || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want InvalidParameterException with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := api.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("ra")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ng := out.Nodegroup
+			if r := ng.RemoteAccess; r == nil || aws.ToString(r.Ec2SshKey) != "ops" || !slices.Equal(r.SourceSecurityGroups, []string{"sg-1"}) {
+				t.Errorf("remoteAccess %+v", r)
+			}
+			if r := ng.NodeRepairConfig; r == nil || !aws.ToBool(r.Enabled) || aws.ToInt32(r.MaxUnhealthyNodeThresholdPercentage) != 20 {
+				t.Errorf("nodeRepairConfig %+v", r)
+			}
+			if w := ng.WarmPoolConfig; w == nil || !aws.ToBool(w.Enabled) || aws.ToInt32(w.MinSize) != 1 || w.PoolState != ekstypes.WarmPoolStateStopped {
+				t.Errorf("warmPoolConfig %+v", w)
+			}
+		})
 	}
 }

@@ -77,22 +77,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rid := requestID()
 	switch f.get("Version") {
 	case autoScalingVersion:
-		res, err := modelFirst(autoScalingModel, action, f, refuseValidation, s.autoScaling)
+		res, err := modelFirst("autoscaling", autoScalingModel, action, f, refuseValidation, s.autoScaling)
 		queryReply(w, autoScalingNS, action, rid, res, err)
 	case elbv2Version:
-		res, err := modelFirst(elbv2Model, action, f, refuseValidation, s.elbv2)
+		res, err := modelFirst("elbv2", elbv2Model, action, f, refuseValidation, s.elbv2)
 		queryReply(w, elbv2NS, action, rid, res, err)
 	case elbVersion:
-		res, err := modelFirst(elbModel, action, f, refuseValidation, s.elb)
+		res, err := modelFirst("elb", elbModel, action, f, refuseValidation, s.elb)
 		queryReply(w, elbNS, action, rid, res, err)
 	case stsVersion:
-		res, err := s.sts(action, f)
+		res, err := modelFirst("sts", nil, action, f, refuseValidation, s.sts)
 		queryReply(w, stsNS, action, rid, res, err)
 	case iamVersion:
-		res, err := s.iamCall(action, f)
+		res, err := modelFirst("iam", nil, action, f, refuseValidation, s.iamCall)
 		queryReply(w, iamNS, action, rid, res, err)
 	case ec2Version:
-		res, err := modelFirst(ec2Model, action, f, refuseEC2, s.ec2)
+		res, err := modelFirst("ec2", ec2Model, action, f, refuseEC2, s.ec2)
 		if err != nil {
 			ae, ok := err.(*apiError)
 			if !ok {
@@ -111,10 +111,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// modelFirst holds a request to its operation's model (model.go) and
-// only then lets serve answer it.
-func modelFirst(models map[string]opModel, action string, f form, refuse func(member, value, msg string) error,
+// modelFirst holds a request to botocore's model of its operation
+// (model_table.go) and to the rules the documents state besides
+// (models, model.go), and only then lets serve answer it.
+func modelFirst(service string, models map[string]opModel, action string, f form, refuse func(member, value, msg string) error,
 	serve func(action string, f form) ([]*node, error)) ([]*node, error) {
+	if vs := checkTable(service, action, f); len(vs) > 0 {
+		return nil, refuseTable(service, vs)
+	}
 	if err := checkModel(models, action, f, refuse); err != nil {
 		return nil, err
 	}

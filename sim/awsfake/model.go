@@ -47,6 +47,8 @@ type opModel struct {
 	required []string // members validators.go requires
 	params   []paramRule
 	lists    []listRule
+	// whole is a rule over the whole request, nil if none.
+	whole func(f form) error
 }
 
 // length is a Length Constraints rule of the API Reference, in characters.
@@ -144,6 +146,9 @@ func checkModel(models map[string]opModel, action string, f form, refuse func(me
 				return refuse(k, f.get(k), msg)
 			}
 		}
+	}
+	if m.whole != nil {
+		return m.whole(f)
 	}
 	return nil
 }

@@ -201,8 +201,30 @@ var ec2Model = map[string]opModel{
 		{"MaxResults", intRange(1, 200), "ec2:DescribeLaunchTemplateVersions MaxResults: between 1 and 200"},
 	}},
 	"ModifyLaunchTemplate": {params: []paramRule{{"LaunchTemplateName", ltName, "EC2 API: ModifyLaunchTemplate, LaunchTemplateName"}}},
-	"DescribeInstances":    {params: []paramRule{{"MaxResults", intRange(5, 1000), "EC2 API: DescribeInstances, MaxResults: 5 to 1000"}}},
-	"DescribeImages":       {params: []paramRule{{"MaxResults", intRange(5, 1000), "EC2 API: DescribeImages, MaxResults: 5 to 1000"}}},
+	"DescribeInstances": {params: []paramRule{{"MaxResults", intRange(5, 1000), "EC2 API: DescribeInstances, MaxResults: 5 to 1000"}},
+		whole: filterValues},
+	"DescribeImages": {params: []paramRule{{"MaxResults", intRange(5, 1000), "EC2 API: DescribeImages, MaxResults: 5 to 1000"}}},
+}
+
+// maxFilterValues is how many filter values EC2 takes in one call, all
+// filters together: more is refused 400 FilterLimitExceeded, "The
+// request uses too many filters or too many filter values" (EC2 API:
+// Error codes), "The maximum number of filter values specified on a
+// single call is 200" (EC2's answer; pkg/cloud/aws describes instances
+// 200 at a time for it). The model has no bound on Filter or its Values.
+const maxFilterValues = 200
+
+// filterValues refuses a request with more than maxFilterValues filter
+// values (Filter.N.Value.M).
+func filterValues(f form) error {
+	n := 0
+	for _, at := range instances(f, "Filter.#.Value") {
+		n += len(memberIndexes(f, at))
+	}
+	if n > maxFilterValues {
+		return ec2Err("FilterLimitExceeded", "The maximum number of filter values specified on a single call is %d", maxFilterValues)
+	}
+	return nil
 }
 
 // elbModel and elbv2Model hold the load balancer operations the fake

@@ -93,6 +93,8 @@ func queryCases(lt string) []queryCase {
 			"LaunchTemplateData.ImageId": {"ami-2"}, "VersionDescription": {long}}, "InvalidParameterValue", "VersionDescription"},
 		{"an ec2 version without data", url.Values{"Action": {"CreateLaunchTemplateVersion"}, "Version": {ec2Version}, "LaunchTemplateId": {lt}}, "MissingParameter", "LaunchTemplateData"},
 		{"ec2 MaxResults of 4", url.Values{"Action": {"DescribeInstances"}, "Version": {ec2Version}, "MaxResults": {"4"}}, "InvalidParameterValue", "MaxResults"},
+		{"200 filter values", filterRequest(200), "", ""},
+		{"201 filter values", filterRequest(201), "FilterLimitExceeded", "is 200"},
 		{"targets left out", url.Values{"Action": {"DeregisterTargets"}, "Version": {elbv2Version}, "TargetGroupArn": {"arn:x"}}, "ValidationError", "'targets'"},
 	}
 }
@@ -194,4 +196,14 @@ func TestEKSModelRefuses(t *testing.T) {
 	if u := s.EKSUpdates("c1", "ok"); len(u) != 0 {
 		t.Errorf("updates %v: a refused config update started one", u)
 	}
+}
+
+// filterRequest is DescribeInstances with n values of the instance-id
+// filter.
+func filterRequest(n int) url.Values {
+	v := url.Values{"Action": {"DescribeInstances"}, "Version": {ec2Version}, "Filter.1.Name": {"instance-id"}}
+	for i := 1; i <= n; i++ {
+		v.Set("Filter.1.Value."+strconv.Itoa(i), fmt.Sprintf("i-%d", i))
+	}
+	return v
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -51,6 +52,10 @@ func (m *managedGroup) assertGreenServes(t *testing.T) {
 	ng, _ := m.srv.Nodegroup(m.cluster, green)
 	if ng.Version != "1.31" || ng.ReleaseVersion != "1.31.2-20250201" || *ng.ScalingConfig.DesiredSize != *m.before.ScalingConfig.DesiredSize {
 		t.Errorf("green at %s / %s with %d nodes, want 1.31 / 1.31.2-20250201 with %d", ng.Version, ng.ReleaseVersion, *ng.ScalingConfig.DesiredSize, *m.before.ScalingConfig.DesiredSize)
+	}
+	if b := m.before; !reflect.DeepEqual(ng.RemoteAccess, b.RemoteAccess) || !reflect.DeepEqual(ng.NodeRepairConfig, b.NodeRepairConfig) || !reflect.DeepEqual(ng.WarmPoolConfig, b.WarmPoolConfig) {
+		t.Errorf("green's remote access %+v, repair %+v, warm pool %+v; want blue's %+v, %+v, %+v",
+			ng.RemoteAccess, ng.NodeRepairConfig, ng.WarmPoolConfig, b.RemoteAccess, b.NodeRepairConfig, b.WarmPoolConfig)
 	}
 	ctx := testContext(t, 2*time.Minute)
 	for _, n := range groupNodes(t, ctx, "eks.amazonaws.com/nodegroup", green) {

@@ -44,7 +44,11 @@ func setupManagedGroup(t *testing.T, name string, size int32, evictionTimeout ti
 	srv.AddRelease(awsfake.Release{KubernetesVersion: "1.30", ReleaseVersion: "1.30.9-20250101", ImageID: "ami-130"})
 	srv.AddRelease(awsfake.Release{KubernetesVersion: "1.31", ReleaseVersion: "1.31.2-20250201", ImageID: "ami-131"})
 	ng, err := srv.ManagedNodeGroup(ctx, awsfake.ManagedNodeGroupSpec{Cluster: m.cluster, Name: name, Zones: awsZones,
-		Min: 1, Desired: size, Max: size + 1, Version: "1.30", Labels: map[string]string{"pool": name}})
+		Min: 1, Desired: size, Max: size + 1, Version: "1.30", Labels: map[string]string{"pool": name},
+		// What a blue/green green must keep besides (eksgreen.go).
+		RemoteAccess:     &awsfake.RemoteAccessConfig{Ec2SshKey: "ops", SourceSecurityGroups: []string{"sg-ops"}},
+		NodeRepairConfig: &awsfake.NodeRepairConfig{Enabled: ptrTo(true), MaxUnhealthyNodeThresholdPercentage: ptrTo(int32(20))},
+		WarmPoolConfig:   &awsfake.WarmPoolConfig{Enabled: ptrTo(true), MinSize: ptrTo(int32(0)), PoolState: "STOPPED"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,3 +327,5 @@ func TestManagedNodeGroupBadTargetsChangeNothing(t *testing.T) {
 		}
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -86,6 +86,12 @@ type EKSNodegroup struct {
 	NodeRole               string
 	DiskSize               int32 // 0 with a launch template
 	AutoScalingGroups      []string
+	// RemoteAccess (SSH key, source security groups), NodeRepair (auto
+	// repair) and WarmPool are as EKS describes them, nil when unset: a
+	// green group takes them over as they are.
+	RemoteAccess *ekstypes.RemoteAccessConfig
+	NodeRepair   *ekstypes.NodeRepairConfig
+	WarmPool     *ekstypes.WarmPoolConfig
 }
 
 // CustomAMI reports whether the group's launch template names its own
@@ -168,7 +174,7 @@ func managedGroup(n *ekstypes.Nodegroup) *EKSNodegroup {
 		Status: string(n.Status), Version: sdkaws.ToString(n.Version), ReleaseVersion: sdkaws.ToString(n.ReleaseVersion),
 		AMIType: string(n.AmiType), CapacityType: string(n.CapacityType), NodeRole: sdkaws.ToString(n.NodeRole),
 		Subnets: n.Subnets, InstanceTypes: n.InstanceTypes, Labels: maps.Clone(n.Labels), Tags: maps.Clone(n.Tags),
-		DiskSize: sdkaws.ToInt32(n.DiskSize),
+		DiskSize: sdkaws.ToInt32(n.DiskSize), RemoteAccess: n.RemoteAccess, NodeRepair: n.NodeRepairConfig, WarmPool: n.WarmPoolConfig,
 	}
 	if s := n.ScalingConfig; s != nil {
 		g.Min, g.Desired, g.Max = sdkaws.ToInt32(s.MinSize), sdkaws.ToInt32(s.DesiredSize), sdkaws.ToInt32(s.MaxSize)
@@ -225,24 +231,44 @@ func isCode(err error, code string) bool {
 // amiFamilies are where AWS publishes each AMI type's recommended release
 // in SSM (User Guide, retrieve-ami-id: /aws/service/eks/optimized-ami/
 // <version>/<family>/recommended/release_version; retrieve-ami-id-
-// bottlerocket: /aws/service/bottlerocket/aws-k8s-<version>[-variant]/
+// bottlerocket: /aws/service/bottlerocket/aws-k8s-<version>[-flavor]/
 // <arch>/latest/image_version, which is Bottlerocket's release version).
-// eksctl and the EKS Terraform modules read the same parameters.
+// eksctl and the EKS Terraform modules read the same parameters. The
+// flavors are -nvidia, -fips and, for NVIDIA FIPS, -nvidia-fips:
+// Bottlerocket's variant names (bottlerocket-os/bottlerocket, the
+// aws-k8s-<version>-nvidia-fips variants of its settings-defaults
+// packages) under the prefix its publisher writes each variant's
+// parameters to (tools/pubsys/policies/ssm: {variant}/{arch}/...).
+// The AMI types with no entry are in unpublished.
 var amiFamilies = map[ekstypes.AMITypes]string{
-	ekstypes.AMITypesAl2X8664:                "eks:amazon-linux-2",
-	ekstypes.AMITypesAl2X8664Gpu:             "eks:amazon-linux-2-gpu",
-	ekstypes.AMITypesAl2Arm64:                "eks:amazon-linux-2-arm64",
-	ekstypes.AMITypesAl2023X8664Standard:     "eks:amazon-linux-2023/x86_64/standard",
-	ekstypes.AMITypesAl2023Arm64Standard:     "eks:amazon-linux-2023/arm64/standard",
-	ekstypes.AMITypesAl2023X8664Neuron:       "eks:amazon-linux-2023/x86_64/neuron",
-	ekstypes.AMITypesAl2023X8664Nvidia:       "eks:amazon-linux-2023/x86_64/nvidia",
-	ekstypes.AMITypesAl2023Arm64Nvidia:       "eks:amazon-linux-2023/arm64/nvidia",
-	ekstypes.AMITypesBottlerocketX8664:       "br::x86_64",
-	ekstypes.AMITypesBottlerocketArm64:       "br::arm64",
-	ekstypes.AMITypesBottlerocketX8664Nvidia: "br:-nvidia:x86_64",
-	ekstypes.AMITypesBottlerocketArm64Nvidia: "br:-nvidia:arm64",
-	ekstypes.AMITypesBottlerocketX8664Fips:   "br:-fips:x86_64",
-	ekstypes.AMITypesBottlerocketArm64Fips:   "br:-fips:arm64",
+	ekstypes.AMITypesAl2X8664:                    "eks:amazon-linux-2",
+	ekstypes.AMITypesAl2X8664Gpu:                 "eks:amazon-linux-2-gpu",
+	ekstypes.AMITypesAl2Arm64:                    "eks:amazon-linux-2-arm64",
+	ekstypes.AMITypesAl2023X8664Standard:         "eks:amazon-linux-2023/x86_64/standard",
+	ekstypes.AMITypesAl2023Arm64Standard:         "eks:amazon-linux-2023/arm64/standard",
+	ekstypes.AMITypesAl2023X8664Neuron:           "eks:amazon-linux-2023/x86_64/neuron",
+	ekstypes.AMITypesAl2023X8664Nvidia:           "eks:amazon-linux-2023/x86_64/nvidia",
+	ekstypes.AMITypesAl2023Arm64Nvidia:           "eks:amazon-linux-2023/arm64/nvidia",
+	ekstypes.AMITypesBottlerocketX8664:           "br::x86_64",
+	ekstypes.AMITypesBottlerocketArm64:           "br::arm64",
+	ekstypes.AMITypesBottlerocketX8664Nvidia:     "br:-nvidia:x86_64",
+	ekstypes.AMITypesBottlerocketArm64Nvidia:     "br:-nvidia:arm64",
+	ekstypes.AMITypesBottlerocketX8664Fips:       "br:-fips:x86_64",
+	ekstypes.AMITypesBottlerocketArm64Fips:       "br:-fips:arm64",
+	ekstypes.AMITypesBottlerocketX8664NvidiaFips: "br:-nvidia-fips:x86_64",
+	ekstypes.AMITypesBottlerocketArm64NvidiaFips: "br:-nvidia-fips:arm64",
+}
+
+// unpublished are the AMI types AWS publishes no release version of in
+// SSM: a custom AMI has none, and Windows' parameters
+// (/aws/service/ami-windows-latest/..., User Guide, retrieve-windows-ami-
+// id) name an image id, not a release version. A run on them takes
+// --release-version.
+var unpublished = []ekstypes.AMITypes{
+	ekstypes.AMITypesCustom,
+	ekstypes.AMITypesWindowsCore2019X8664, ekstypes.AMITypesWindowsFull2019X8664,
+	ekstypes.AMITypesWindowsCore2022X8664, ekstypes.AMITypesWindowsFull2022X8664,
+	ekstypes.AMITypesWindowsCore2025X8664, ekstypes.AMITypesWindowsFull2025X8664,
 }
 
 // ReleaseParameter is the SSM parameter holding the recommended release

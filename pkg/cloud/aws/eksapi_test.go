@@ -16,6 +16,7 @@ import (
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -199,6 +200,9 @@ func TestReleaseParameter(t *testing.T) {
 		{"AL2023_x86_64_STANDARD", "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/release_version"},
 		{"BOTTLEROCKET_ARM_64_NVIDIA", "/aws/service/bottlerocket/aws-k8s-1.31-nvidia/arm64/latest/image_version"},
 		{"BOTTLEROCKET_x86_64", "/aws/service/bottlerocket/aws-k8s-1.31/x86_64/latest/image_version"},
+		{"BOTTLEROCKET_x86_64_FIPS", "/aws/service/bottlerocket/aws-k8s-1.31-fips/x86_64/latest/image_version"},
+		{"BOTTLEROCKET_x86_64_NVIDIA_FIPS", "/aws/service/bottlerocket/aws-k8s-1.31-nvidia-fips/x86_64/latest/image_version"},
+		{"BOTTLEROCKET_ARM_64_NVIDIA_FIPS", "/aws/service/bottlerocket/aws-k8s-1.31-nvidia-fips/arm64/latest/image_version"},
 		{"CUSTOM", ""},
 		{"WINDOWS_CORE_2022_x86_64", ""},
 	} {
@@ -206,6 +210,20 @@ func TestReleaseParameter(t *testing.T) {
 			got, ok := ReleaseParameter("1.31", tc.amiType)
 			if got != tc.want || ok != (tc.want != "") {
 				t.Errorf("got %q %v, want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestEveryAMITypeHasARelease: each AMI type of the SDK's enum either has
+// its release parameter or is one AWS publishes none of, so an AMI type
+// added to the SDK fails here until it is placed.
+func TestEveryAMITypeHasARelease(t *testing.T) {
+	for _, a := range ekstypes.AMITypes("").Values() {
+		t.Run(string(a), func(t *testing.T) {
+			_, mapped := ReleaseParameter("1.31", string(a))
+			if none := slices.Contains(unpublished, a); mapped == none {
+				t.Errorf("AMI type %q: release parameter %v, unpublished %v; want exactly one", a, mapped, none)
 			}
 		})
 	}
@@ -437,6 +455,43 @@ func TestCreateGreen(t *testing.T) {
 			t.Fatalf("got %+v, %v", g, err)
 		}
 	})
+}
+
+// TestGreenKeepsBlueSettings: remote access, node auto repair and the
+// warm pool EKS describes on blue are CreateNodegroup's for green, but
+// remote access with a launch template, which EKS refuses (API
+// Reference, CreateNodegroup: remoteAccess).
+func TestGreenKeepsBlueSettings(t *testing.T) {
+	settings := `"remoteAccess":{"ec2SshKey":"ops","sourceSecurityGroups":["sg-1"]},
+"nodeRepairConfig":{"enabled":true,"maxUnhealthyNodeThresholdPercentage":20},
+"warmPoolConfig":{"enabled":true,"minSize":1,"maxGroupPreparedCapacity":4,"poolState":"STOPPED","reuseOnScaleIn":true}`
+	for _, tc := range []struct {
+		name, launchTemplate string
+		wantRemote           bool
+	}{
+		{"no launch template", "", true},
+		{"a launch template", `"launchTemplate":{"id":"lt-1","version":"2"},`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newTestEKS(t, map[string][]reply{"eks:DescribeNodegroup": {{200, `{"nodegroup":{"nodegroupName":"ng1","clusterName":"c1",
+"status":"ACTIVE","amiType":"AL2023_x86_64_STANDARD",` + tc.launchTemplate + settings + `}}`}}})
+			blue, err := e.DescribeNodegroup(context.Background(), "c1", "ng1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := greenInput(blue, GreenSpec{Name: "g", Min: 1, Desired: 1, Max: 2})
+			if r := in.RemoteAccess; (r != nil) != tc.wantRemote || (r != nil && (sdkaws.ToString(r.Ec2SshKey) != "ops" || !slices.Equal(r.SourceSecurityGroups, []string{"sg-1"}))) {
+				t.Errorf("remoteAccess %+v, want it copied: %v", r, tc.wantRemote)
+			}
+			if r := in.NodeRepairConfig; r == nil || !sdkaws.ToBool(r.Enabled) || sdkaws.ToInt32(r.MaxUnhealthyNodeThresholdPercentage) != 20 {
+				t.Errorf("nodeRepairConfig %+v, want blue's", r)
+			}
+			if w := in.WarmPoolConfig; w == nil || !sdkaws.ToBool(w.Enabled) || sdkaws.ToInt32(w.MinSize) != 1 || sdkaws.ToInt32(w.MaxGroupPreparedCapacity) != 4 ||
+				w.PoolState != "STOPPED" || !sdkaws.ToBool(w.ReuseOnScaleIn) {
+				t.Errorf("warmPoolConfig %+v, want blue's", w)
+			}
+		})
+	}
 }
 
 func TestDeleteNodegroupGoneIsDone(t *testing.T) {

@@ -27,16 +27,19 @@ type GreenSpec struct {
 
 // greenInput is CreateNodegroup of a group configured as blue (subnets,
 // instance types, AMI and capacity type, disk, labels, taints, node role,
-// launch template, update configuration, tags) with the spec's target
-// and sizes. Blue's disk size and AMI type are left out with a launch
-// template or custom AMI, where EKS refuses them (API Reference,
-// CreateNodegroup: diskSize, amiType).
+// launch template, update configuration, remote access, node auto repair,
+// warm pool, tags) with the spec's target and sizes. Blue's disk size,
+// AMI type and remote access are left out with a launch template or
+// custom AMI, where EKS refuses them (API Reference, CreateNodegroup:
+// diskSize, amiType; remoteAccess: "If you specify launchTemplate, then
+// don't specify remoteAccess").
 func greenInput(blue *EKSNodegroup, spec GreenSpec) *eks.CreateNodegroupInput {
 	in := &eks.CreateNodegroupInput{
 		ClusterName: &blue.Cluster, NodegroupName: &spec.Name, NodeRole: &blue.NodeRole,
 		Subnets: blue.Subnets, InstanceTypes: blue.InstanceTypes, CapacityType: ekstypes.CapacityTypes(blue.CapacityType),
 		Labels: maps.Clone(blue.Labels), Taints: eksTaints(blue.Taints),
-		ScalingConfig: &ekstypes.NodegroupScalingConfig{MinSize: &spec.Min, DesiredSize: &spec.Desired, MaxSize: &spec.Max},
+		ScalingConfig:    &ekstypes.NodegroupScalingConfig{MinSize: &spec.Min, DesiredSize: &spec.Desired, MaxSize: &spec.Max},
+		NodeRepairConfig: blue.NodeRepair, WarmPoolConfig: blue.WarmPool,
 		// A token of this call's own: the SDK's retries of it send the
 		// same, so a create whose answer was lost makes no second group
 		// (API Reference, CreateNodegroup: clientRequestToken); a later
@@ -60,8 +63,11 @@ func greenInput(blue *EKSNodegroup, spec GreenSpec) *eks.CreateNodegroupInput {
 			v = lt.Version
 		}
 		in.LaunchTemplate = &ekstypes.LaunchTemplateSpecification{Id: nonEmpty(lt.ID), Version: nonEmpty(v)}
-	} else if blue.DiskSize > 0 {
-		in.DiskSize = sdkaws.Int32(blue.DiskSize)
+	} else {
+		in.RemoteAccess = blue.RemoteAccess
+		if blue.DiskSize > 0 {
+			in.DiskSize = sdkaws.Int32(blue.DiskSize)
+		}
 	}
 	return in
 }

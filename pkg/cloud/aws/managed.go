@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
@@ -473,6 +474,23 @@ func (m *ManagedNodeGroup) cloudGroup(p *Client, nodes []corev1.Node) *plan.Clou
 
 		TemplateKey: "launch-template", VersionKey: versionKey,
 		Sizes: plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
-		Nodes: byNode, Unjoined: unjoined, Managed: m,
+		Nodes: byNode, Unjoined: unjoined, Managed: m, Findings: degraded(g),
 	}
+}
+
+// degraded holds a run on a DEGRADED group before anything changes: EKS
+// sets it for issues its owner must mend (API Reference, NodegroupHealth:
+// a security group, subnet, role or launch template gone or changed,
+// instances failing to launch), and the first thing a run does, set the
+// update configuration (or pin blue's size), ends waiting for an ACTIVE
+// group that does not come (see WaitActive).
+func degraded(g *EKSNodegroup) []check.Finding {
+	if g.Status != string(ekstypes.NodegroupStatusDegraded) {
+		return nil
+	}
+	return []check.Finding{{
+		Check: check.CheckGroupDegraded, Severity: check.Blocker, Kind: "NodeGroup", Name: g.Name,
+		Message: fmt.Sprintf("EKS reports managed node group %q DEGRADED%s: the run's first change would wait for it to be ACTIVE again, which no wait brings", g.Name, issues(g.Health)),
+		Fix:     "mend what EKS names (\"aws eks describe-nodegroup\" shows the group's health) and plan again, or use --ignore-check group-degraded",
+	}}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
@@ -133,5 +134,44 @@ func TestOpenManagedWithoutClusterTag(t *testing.T) {
 	}
 	if len(e.calls) != 0 {
 		t.Errorf("EKS called: %v", e.calls)
+	}
+}
+
+// TestOpenDegradedManaged: a DEGRADED managed node group opens with a
+// group-degraded blocker naming its health issues, for EKS's update and
+// blue/green alike, having only read: the plan stops the run before
+// UpdateNodegroupConfig (or blue's pin) changes anything; an ACTIVE
+// group has none.
+func TestOpenDegradedManaged(t *testing.T) {
+	k8s := map[string]string{optKubernetesVersion: "1.31"}
+	for _, tc := range []struct {
+		name, status string
+		target       plan.CloudTarget
+		want         bool
+	}{
+		{"in place", "DEGRADED", plan.CloudTarget{Options: k8s}, true},
+		{"blue/green", "DEGRADED", plan.CloudTarget{Strategy: "blue-green", Options: k8s}, true},
+		{"active", "ACTIVE", plan.CloudTarget{Options: k8s}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cg, _, e, err := openThrough(t, true, map[string][]reply{
+				"eks:DescribeNodegroup": {ngJSON(tc.status), eksErr(404, "ResourceNotFoundException", "No node group found")},
+				"eks:DescribeCluster":   {{200, clusterJSON}},
+				"ssm:GetParameter":      {release("1.31.2-20250201")},
+			}, tc.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := len(cg.Findings) == 1 && cg.Findings[0].Check == check.CheckGroupDegraded && cg.Findings[0].Severity == check.Blocker &&
+				strings.Contains(cg.Findings[0].Message, "AsgInstanceLaunchFailures: no capacity") && strings.Contains(cg.Findings[0].Fix, "--ignore-check group-degraded")
+			if got != tc.want || (!tc.want && len(cg.Findings) > 0) {
+				t.Errorf("findings %+v, want a group-degraded blocker: %v", cg.Findings, tc.want)
+			}
+			for _, c := range e.calls {
+				if !strings.Contains(c, ":Describe") && c != "ssm:GetParameter" {
+					t.Errorf("Open called %s: it only reads", c)
+				}
+			}
+		})
 	}
 }
