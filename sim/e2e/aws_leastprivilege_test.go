@@ -103,3 +103,56 @@ func tagGroup(t *testing.T, g *awsGroup, name, key, value string) {
 		t.Fatal(err)
 	}
 }
+
+// Under the shipped policy, as the IAM Identity Center role, the controls
+// finish what a run left: a run paused by cancel is resumed to the end; a
+// second, paused, is rolled back; a third, paused, is aborted and the
+// group is as before it. Every call is held to the policy.
+func TestAWSLeastPrivilegeControls(t *testing.T) {
+	t.Parallel()
+	const name = "lp-ctl"
+	g := setupAWSGroup(t, name, 2)
+	tagGroup(t, g, name, "nodeupgrade.dev/allowed", "true")
+	shipped, err := os.ReadFile(filepath.Join("..", "..", "deploy", "iam-policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.srv.AddRole(ssoRole)
+	g.srv.SetCaller("arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_NodeUpgrade_0123456789abcdef/alice@example.com")
+	setPolicy(t, g, strings.ReplaceAll(string(shipped), "autoScalingGroupName/*", "autoScalingGroupName/"+name+"*"))
+	paused := func(ami string) {
+		t.Helper()
+		run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--ami", ami, "--max-unavailable", "1", "--post-drain-wait", "0s", "--yes"))
+		if !run.waitFor("batch 1/2") {
+			t.Fatalf("the run never reached its first batch:\n%s", run.output())
+		}
+		if r := g.run(t, "cancel", name); r.code != nodeupgrade.ExitOK {
+			t.Fatalf("cancel: %s", r)
+		}
+		if code, out := run.wait(t, 2*time.Minute); code != nodeupgrade.ExitPaused {
+			t.Fatalf("the cancelled run: exit %d, want %d:\n%s", code, nodeupgrade.ExitPaused, out)
+		}
+	}
+	paused("ami-new")
+	if r := g.run(t, "resume", name, "--yes"); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("resume: %s", r)
+	}
+	g.assertFinished(t)
+
+	paused("ami-old")
+	if r := g.run(t, "rollback", name, "--yes"); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("rollback: %s", r)
+	}
+	if st := g.run(t, "status", name, "-o", "jsonpath={.status}"); st.stdout != "rolled back" {
+		t.Errorf("status after rollback: %s", st)
+	}
+
+	paused("ami-new")
+	if r := g.run(t, "abort", name, "--yes"); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("abort: %s", r)
+	}
+	if st := g.run(t, "status", name, "-o", "jsonpath={.status}"); st.stdout != "aborted" {
+		t.Errorf("status after abort: %s", st)
+	}
+	assertUntouched(t, testContext(t, time.Minute), groupKey, name)
+}
