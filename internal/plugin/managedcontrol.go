@@ -121,8 +121,7 @@ func (o *ControlOptions) resumeManaged(ctx context.Context, rec *state.Record, u
 		if err != nil {
 			return err
 		}
-		rec.Managed.UpdateID = newID
-		if err := o.sess.Store().Save(ctx, rec); err != nil {
+		if err := o.sess.SaveManagedUpdate(ctx, rec, newID); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.Out, "resumed the update of %q: update %s\n", o.NodeGroup, newID)
@@ -149,9 +148,7 @@ func (o *ControlOptions) rollbackManaged(ctx context.Context, rec *state.Record,
 	if err != nil {
 		return err
 	}
-	store := o.sess.Store()
-	rec.Managed.UpdateID = rb
-	if err := store.Save(ctx, rec); err != nil {
+	if err := o.sess.SaveManagedUpdate(ctx, rec, rb); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "rolling back the update of %q: %s update %s\n", o.NodeGroup, mp.Service, rb)
@@ -165,10 +162,7 @@ func (o *ControlOptions) rollbackManaged(ctx context.Context, rec *state.Record,
 		rec.Managed.Configured = false
 		fmt.Fprintf(o.Out, "update settings of %q back to %s\n", o.NodeGroup, rec.Managed.Before)
 	}
-	now := time.Now().UTC().Truncate(time.Second)
-	// Finished, not aborted: status says "rolled back" (docs/controls.md).
-	rec.State, rec.FinishedAt, rec.Note = state.StateRolledBack, &now, fmt.Sprintf("rolled back by the %s's update %s", mp.Service, rb)
-	if err := store.Save(ctx, rec); err != nil {
+	if err := o.sess.MarkRolledBack(ctx, rec, fmt.Sprintf("rolled back by the %s's update %s", mp.Service, rb)); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "rolled back %q: the nodes the update had replaced run the previous version again\n", o.NodeGroup)

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -51,4 +52,19 @@ func RunBack(rec *state.Record, group string) string {
 		}
 	}
 	return "a run towards the previous version"
+}
+
+// SaveManagedUpdate records id as the service's update the run follows,
+// before the command goes on to follow or roll it back.
+func (s *Session) SaveManagedUpdate(ctx context.Context, rec *state.Record, id string) error {
+	rec.Managed.UpdateID = id
+	return s.Store().Save(ctx, rec)
+}
+
+// MarkRolledBack ends rec's run as rolled back (finished, not aborted),
+// with note for people.
+func (s *Session) MarkRolledBack(ctx context.Context, rec *state.Record, note string) error {
+	now := time.Now().UTC().Truncate(time.Second)
+	rec.State, rec.FinishedAt, rec.Note = state.StateRolledBack, &now, note
+	return s.Store().Save(ctx, rec)
 }
