@@ -122,8 +122,10 @@ func TestAWSLeastPrivilegeControls(t *testing.T) {
 	setPolicy(t, g, strings.ReplaceAll(string(shipped), "autoScalingGroupName/*", "autoScalingGroupName/"+name+"*"))
 	paused := func(ami string) {
 		t.Helper()
-		run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--ami", ami, "--max-unavailable", "1", "--post-drain-wait", "0s", "--yes"))
-		if !run.waitFor("batch 1/2") {
+		// The wait after the first batch's drain holds the run where a
+		// cancel finds a safe point ahead.
+		run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--ami", ami, "--max-unavailable", "1", "--post-drain-wait", "15s", "--yes"))
+		if !run.waitFor("batch 1/2", "draining") {
 			t.Fatalf("the run never reached its first batch:\n%s", run.output())
 		}
 		if r := g.run(t, "cancel", name); r.code != nodeupgrade.ExitOK {
