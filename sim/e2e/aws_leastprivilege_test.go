@@ -105,9 +105,9 @@ func tagGroup(t *testing.T, g *awsGroup, name, key, value string) {
 }
 
 // Under the shipped policy, as the IAM Identity Center role, the controls
-// finish what a run left: a run paused by cancel is resumed to the end; a
-// second, paused, is rolled back; a third, paused, is aborted and the
-// group is as before it. Every call is held to the policy.
+// finish what a run left: a run paused by cancel is rolled back; a second,
+// paused, is aborted, and nothing is left tainted or cordoned; a third,
+// paused, is resumed to the end. Every call is held to the policy.
 func TestAWSLeastPrivilegeControls(t *testing.T) {
 	t.Parallel()
 	const name = "lp-ctl"
@@ -120,12 +120,12 @@ func TestAWSLeastPrivilegeControls(t *testing.T) {
 	g.srv.AddRole(ssoRole)
 	g.srv.SetCaller("arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_NodeUpgrade_0123456789abcdef/alice@example.com")
 	setPolicy(t, g, strings.ReplaceAll(string(shipped), "autoScalingGroupName/*", "autoScalingGroupName/"+name+"*"))
-	paused := func(ami string) {
+	paused := func() {
 		t.Helper()
 		// The wait after the first batch's drain holds the run where a
 		// cancel finds a safe point ahead.
-		run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--ami", ami, "--max-unavailable", "1", "--post-drain-wait", "15s", "--yes"))
-		if !run.waitFor("batch 1/2", "draining") {
+		run := startBackground(t, g.cmd(sim.Kubeconfig, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "15s", "--yes"))
+		if !run.waitFor("batch 1/", "draining") {
 			t.Fatalf("the run never reached its first batch:\n%s", run.output())
 		}
 		if r := g.run(t, "cancel", name); r.code != nodeupgrade.ExitOK {
@@ -135,26 +135,29 @@ func TestAWSLeastPrivilegeControls(t *testing.T) {
 			t.Fatalf("the cancelled run: exit %d, want %d:\n%s", code, nodeupgrade.ExitPaused, out)
 		}
 	}
-	paused("ami-new")
-	if r := g.run(t, "resume", name, "--yes"); r.code != nodeupgrade.ExitOK {
-		t.Fatalf("resume: %s", r)
+	status := func(want string) {
+		t.Helper()
+		if st := g.run(t, "status", name, "-o", "jsonpath={.status}"); st.stdout != want {
+			t.Errorf("status: %s, want %q", st, want)
+		}
 	}
-	g.assertFinished(t)
-
-	paused("ami-old")
+	paused()
 	if r := g.run(t, "rollback", name, "--yes"); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("rollback: %s", r)
 	}
-	if st := g.run(t, "status", name, "-o", "jsonpath={.status}"); st.stdout != "rolled back" {
-		t.Errorf("status after rollback: %s", st)
-	}
+	status("rolled back")
 
-	paused("ami-new")
+	paused()
 	if r := g.run(t, "abort", name, "--yes"); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("abort: %s", r)
 	}
-	if st := g.run(t, "status", name, "-o", "jsonpath={.status}"); st.stdout != "aborted" {
-		t.Errorf("status after abort: %s", st)
-	}
+	status("aborted")
 	assertUntouched(t, testContext(t, time.Minute), groupKey, name)
+
+	paused()
+	if r := g.run(t, "resume", name, "--yes"); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("resume: %s", r)
+	}
+	status("finished")
+	g.assertFinished(t)
 }
