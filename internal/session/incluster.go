@@ -323,14 +323,7 @@ func (s *Session) Submit(ctx context.Context, pl *Planned, ic InCluster) (*batch
 	if err := s.clearForJob(ctx, r.RecordName(), ic, false); err != nil {
 		return nil, err
 	}
-	started, err := s.startJob(ctx, job, data)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.recordSubmitted(ctx, pl); err != nil {
-		return started, fmt.Errorf("error when recording the run submitted to Job %s/%s, which runs it: %w", started.Namespace, started.Name, err)
-	}
-	return started, nil
+	return s.startJob(ctx, job, data)
 }
 
 // AbortArgs is the command line of the pod of an abort Job: abort group's

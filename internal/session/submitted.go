@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,24 +10,6 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
-
-// recordSubmitted notes in the group's record that a Job took its run:
-// status, cancel, abort and a second submission see a Job whose pod has
-// not started yet as the run it is. The pod's run writes "running" first.
-func (s *Session) recordSubmitted(ctx context.Context, pl *Planned) error {
-	store, group := s.Store(), pl.Request.RecordName()
-	rec, err := store.Load(ctx, group)
-	if err != nil {
-		return err
-	}
-	if rec == nil || rec.FinishedAt != nil {
-		rec = nextRecord(rec, group, time.Now().UTC().Truncate(time.Second))
-		rec.Strategy = pl.Strategy
-		recordRequest(rec, pl)
-	}
-	rec.State = state.StateSubmitted
-	return store.Save(ctx, rec)
-}
 
 // Withdraw takes back the Job of group's submitted run whose pod has not
 // started it (cancel): under the group's lock, so the pod cannot start

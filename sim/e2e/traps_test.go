@@ -282,7 +282,7 @@ func TestSmallerTraps(t *testing.T) {
 			return fmt.Sprintf("aws:///us-east-1b/i-0trapsmall%d", i)
 		})
 		r = g.run(t, "plan", karpenter, "--provider", "aws", "--target-label", "team=blue")
-		if r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "belong to no Auto Scaling group") || !strings.Contains(r.stderr, "--provider karpenter serves Karpenter's instances") {
+		if r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "provider karpenter serves them") || !strings.Contains(r.stderr, "use --provider karpenter") {
 			t.Errorf("want exit %d naming --provider karpenter: %s", nodeupgrade.ExitUsage, r)
 		}
 	})
