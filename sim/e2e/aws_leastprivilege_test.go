@@ -29,14 +29,7 @@ const ssoRole = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/e
 func TestAWSLeastPrivilegePolicy(t *testing.T) {
 	t.Parallel()
 	const name = "lp-aws"
-	g := setupAWSGroup(t, name, 2)
-	tagGroup(t, g, name, "nodeupgrade.dev/allowed", "true")
-	shipped, err := os.ReadFile(filepath.Join("..", "..", "deploy", "iam-policy.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// One group's: its name, not any group's.
-	policy := strings.ReplaceAll(string(shipped), "autoScalingGroupName/*", "autoScalingGroupName/"+name+"*")
+	g, policy := leastPrivilegeGroup(t, name)
 	target := []string{"--ami", "ami-new"}
 
 	t.Run("a policy less one action is refused naming it", func(t *testing.T) {
@@ -84,6 +77,19 @@ func TestAWSLeastPrivilegePolicy(t *testing.T) {
 	})
 }
 
+// leastPrivilegeGroup is a group of 2 tagged as the shipped policy asks,
+// and that policy narrowed to the group by name, not any group's.
+func leastPrivilegeGroup(t *testing.T, name string) (*awsGroup, string) {
+	t.Helper()
+	g := setupAWSGroup(t, name, 2)
+	tagGroup(t, g, name, "nodeupgrade.dev/allowed", "true")
+	shipped, err := os.ReadFile(filepath.Join("..", "..", "deploy", "iam-policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, strings.ReplaceAll(string(shipped), "autoScalingGroupName/*", "autoScalingGroupName/"+name+"*")
+}
+
 // setPolicy makes doc the caller's policy on the simulated cloud.
 func setPolicy(t *testing.T, g *awsGroup, doc string) {
 	t.Helper()
@@ -111,15 +117,10 @@ func tagGroup(t *testing.T, g *awsGroup, name, key, value string) {
 func TestAWSLeastPrivilegeControls(t *testing.T) {
 	t.Parallel()
 	const name = "lp-ctl"
-	g := setupAWSGroup(t, name, 2)
-	tagGroup(t, g, name, "nodeupgrade.dev/allowed", "true")
-	shipped, err := os.ReadFile(filepath.Join("..", "..", "deploy", "iam-policy.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, policy := leastPrivilegeGroup(t, name)
 	g.srv.AddRole(ssoRole)
 	g.srv.SetCaller("arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_NodeUpgrade_0123456789abcdef/alice@example.com")
-	setPolicy(t, g, strings.ReplaceAll(string(shipped), "autoScalingGroupName/*", "autoScalingGroupName/"+name+"*"))
+	setPolicy(t, g, policy)
 	paused := func() {
 		t.Helper()
 		// The wait after the first batch's drain holds the run where a
