@@ -113,12 +113,12 @@ func (a *aborter) awaitRecovering(ctx context.Context) error {
 // group's (green's included, as it carries the group's label) and those of
 // a green selector, less the nodes done.
 func (a *aborter) abortNodes() ([]*corev1.Node, error) {
-	nodes, err := a.groupNodes()
+	nodes, err := a.nodes.groupNodes()
 	if err != nil {
 		return nil, err
 	}
-	if sel := a.greenSelector(); sel != "" {
-		green, err := a.selectedNodes(sel)
+	if sel := a.nodes.greenSelector(); sel != "" {
+		green, err := a.nodes.selectedNodes(sel)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +140,7 @@ func (a *aborter) abortNodes() ([]*corev1.Node, error) {
 func (a *aborter) cordonedByRun(n *corev1.Node, blue sets.Set[string]) bool {
 	rec := a.cfg.Record
 	switch {
-	case slices.ContainsFunc(n.Spec.Taints, a.isOurTaint):
+	case slices.ContainsFunc(n.Spec.Taints, a.nodes.isOurTaint):
 		return true // eks cordons only nodes it tainted
 	case slices.Contains(rec.InFlight, n.Name):
 		return true // surge cordons a batch before its drain
@@ -183,7 +183,7 @@ func (a *aborter) releaseNodes(ctx context.Context, nodes []*corev1.Node) error 
 	blue := a.blueCordoned()
 	var names []string
 	for _, n := range nodes {
-		if slices.ContainsFunc(n.Spec.Taints, a.isOurTaint) || excludedByRun(n) || n.Spec.Unschedulable && a.cordonedByRun(n, blue) {
+		if slices.ContainsFunc(n.Spec.Taints, a.nodes.isOurTaint) || excludedByRun(n) || n.Spec.Unschedulable && a.cordonedByRun(n, blue) {
 			names = append(names, n.Name)
 		}
 	}
@@ -191,7 +191,7 @@ func (a *aborter) releaseNodes(ctx context.Context, nodes []*corev1.Node) error 
 		a.logf("no node carries the taint %s or a cordon of the run", plan.TaintString(a.cfg.Taint))
 		return nil
 	}
-	released, err := a.releaseMarks(ctx, names, func(n *corev1.Node) bool { return a.cordonedByRun(n, blue) }, "NodeUpgradeAborted", "back in service: untainted, uncordoned and back in load balancers by abort")
+	released, err := a.nodes.releaseMarks(ctx, names, func(n *corev1.Node) bool { return a.cordonedByRun(n, blue) }, "NodeUpgradeAborted", "back in service: untainted, uncordoned and back in load balancers by abort")
 	if err != nil {
 		return err
 	}
@@ -247,7 +247,7 @@ func (a *aborter) unprotect(ctx context.Context, nodes []*corev1.Node) error {
 	if len(names) == 0 {
 		return nil
 	}
-	if err := a.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, nil); err != nil {
+	if err := a.nodes.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, nil); err != nil {
 		return err
 	}
 	a.group.protected.Delete(names...)

@@ -175,7 +175,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 	if r.autoscaled {
 		return nil // green grows when blue's pods need it
 	}
-	if sel := r.greenSelector(); sel != "" {
+	if sel := r.nodes.greenSelector(); sel != "" {
 		return r.waitGreenSelected(ctx, sel)
 	}
 	// Blue and green together: blue's nodes plus as many green ones.
@@ -199,7 +199,7 @@ func (r *blueGreenRun) blueGreenSizes(orig plan.Sizes) (blue, green plan.Sizes) 
 func (r *blueGreenRun) cordonBlue(ctx context.Context) error {
 	names := r.cfg.Plan.OutdatedNames()
 	r.logf("cordoning the %d blue nodes", len(names))
-	return r.setUnschedulable(ctx, names, true)
+	return r.nodes.setUnschedulable(ctx, names, true)
 }
 
 // soak waits out the node-pool soak, recorded as an end time so a later
@@ -289,7 +289,7 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	names := slices.DeleteFunc(r.cfg.Plan.OutdatedNames(), func(n string) bool { return !r.nodeExists(n) })
+	names := slices.DeleteFunc(r.cfg.Plan.OutdatedNames(), func(n string) bool { return !r.nodes.nodeExists(n) })
 	r.logf("deleting blue: the pods left on its %d nodes, then %s %q", len(names), r.groupKind(), r.group.pool.GroupName())
 	opts := drain.Options{
 		DeleteInsteadOfEvict: true, Force: true, DeleteEmptyDirData: true,
@@ -306,7 +306,7 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	if err := r.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
 		return err
 	}
-	if err := r.excludeFromLoadBalancers(ctx, names); err != nil {
+	if err := r.nodes.excludeFromLoadBalancers(ctx, names); err != nil {
 		return err
 	}
 	if _, err := d.DrainNodes(ctx, names); err != nil {
@@ -368,7 +368,7 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 	blue := sets.New(r.cfg.Plan.OutdatedNames()...)
 	r.logf("rolling back: blue back in service, green drained")
 	always := func(*corev1.Node) bool { return true }
-	if _, err := r.releaseMarks(ctx, sets.List(blue), always, "NodeUpgradeRolledBack", "back in service: blue serves again"); err != nil {
+	if _, err := r.nodes.releaseMarks(ctx, sets.List(blue), always, "NodeUpgradeRolledBack", "back in service: blue serves again"); err != nil {
 		return err
 	}
 	if cr.Original != nil {
@@ -388,7 +388,7 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 		return err
 	}
 	r.rolledBack = true
-	r.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !r.nodeExists(n) }))
+	r.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !r.nodes.nodeExists(n) }))
 	r.greenDrained = len(green)
 	note := fmt.Sprintf("rolled back: blue (%s %q) serves again", r.groupKind(), r.group.pool.GroupName())
 	if gr := cr.GreenRecord; gr.Green != "" && !gr.GreenCreated {
@@ -402,9 +402,9 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 // greenNodes are the nodes that are not blue: the group's, or those of
 // the green selector.
 func (r *blueGreenRun) greenNodes(blue sets.Set[string]) ([]string, error) {
-	nodes, err := r.groupNodes()
-	if sel := r.greenSelector(); sel != "" && err == nil {
-		nodes, err = r.selectedNodes(sel)
+	nodes, err := r.nodes.groupNodes()
+	if sel := r.nodes.greenSelector(); sel != "" && err == nil {
+		nodes, err = r.nodes.selectedNodes(sel)
 	}
 	if err != nil {
 		return nil, err
@@ -421,13 +421,13 @@ func (r *blueGreenRun) greenNodes(blue sets.Set[string]) ([]string, error) {
 // retireGreen cordons and drains green's nodes, with the hooks, and
 // deletes green where the run made it.
 func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, gr *state.GreenRecord, green []string) error {
-	if err := r.setUnschedulable(ctx, green, true); err != nil {
+	if err := r.nodes.setUnschedulable(ctx, green, true); err != nil {
 		return err
 	}
 	made := gr.Green != "" && gr.GreenCreated
 	if made {
 		// Green goes: its load balancers let go of it before its drain.
-		if err := r.excludeFromLoadBalancers(ctx, green); err != nil {
+		if err := r.nodes.excludeFromLoadBalancers(ctx, green); err != nil {
 			return err
 		}
 	}
@@ -491,24 +491,24 @@ func (r *blueGreenRun) abortGreen(ctx context.Context) error {
 // group the run created (recorded) where the cloud labels them with
 // their group's own name (plan.CloudGroup.GreenLabel). "" when green's
 // nodes are the node group's.
-func (e *Engine) greenSelector() string {
-	bgp := e.cfg.Plan.BlueGreen
+func (nw *nodeWriter) greenSelector() string {
+	bgp := nw.plan.BlueGreen
 	if bgp == nil {
 		return ""
 	}
-	if cr := e.cfg.Record.Cloud; bgp.GreenLabel != "" && cr != nil && cr.Green != "" {
+	if cr := nw.record.Cloud; bgp.GreenLabel != "" && cr != nil && cr.Green != "" {
 		return labels.SelectorFromSet(labels.Set{bgp.GreenLabel: cr.Green}).String()
 	}
 	return bgp.GreenSelector
 }
 
 // selectedNodes returns the nodes a label selector selects, from the cache.
-func (e *Engine) selectedNodes(selector string) ([]*corev1.Node, error) {
+func (nw *nodeWriter) selectedNodes(selector string) ([]*corev1.Node, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return nil, err
 	}
-	return e.nodesMatching(sel), nil
+	return nw.nodesMatching(sel), nil
 }
 
 // waitGreenSelected waits, event-driven, until the green nodes a selector
@@ -518,7 +518,7 @@ func (r *blueGreenRun) waitGreenSelected(ctx context.Context, selector string) e
 	r.logf("waiting up to %s for the green nodes %s to be Ready in zones %s", r.cfg.NodeReadyTimeout, selector, quoteAll(zones))
 	var notReady, missing []string
 	return r.awaitNodes(ctx, func(context.Context) (bool, error) {
-		nodes, err := r.selectedNodes(selector)
+		nodes, err := r.nodes.selectedNodes(selector)
 		if err != nil {
 			return false, err
 		}
@@ -569,7 +569,7 @@ func (r *blueGreenRun) cordonedWholesale() sets.Set[string] {
 		return out
 	case plan.PhaseRollback:
 		blue := sets.New(r.cfg.Plan.OutdatedNames()...)
-		nodes, _ := r.groupNodes()
+		nodes, _ := r.nodes.groupNodes()
 		for _, n := range nodes {
 			if !blue.Has(n.Name) {
 				out.Insert(n.Name)

@@ -131,9 +131,9 @@ func (r *eksRun) recordScaleUpZones(ctx context.Context, cr *state.CloudRecord) 
 func (r *eksRun) taintAll(ctx context.Context) error {
 	names := r.cfg.Plan.OutdatedNames()
 	r.logf("tainting %d outdated nodes with %s", len(names), plan.TaintString(r.cfg.Taint))
-	err := r.forEachNode(ctx, names, func(ctx context.Context, name string) error {
-		changed, err := r.updateNode(ctx, name, func(n *corev1.Node) bool {
-			if slices.ContainsFunc(n.Spec.Taints, r.isOurTaint) {
+	err := r.nodes.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		changed, err := r.nodes.updateNode(ctx, name, func(n *corev1.Node) bool {
+			if slices.ContainsFunc(n.Spec.Taints, r.nodes.isOurTaint) {
 				return false
 			}
 			n.Spec.Taints = append(n.Spec.Taints, r.cfg.Taint)
@@ -150,5 +150,5 @@ func (r *eksRun) taintAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return r.releaseCurrent(ctx)
+	return r.nodes.releaseCurrent(ctx)
 }

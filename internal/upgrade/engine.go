@@ -118,11 +118,11 @@ type Engine struct {
 	done     []string
 	// group is the provider's cloud group with the run's record of it: the
 	// toolkit of the strategies that change a group.
-	group   *cloudGroup
-	run     strategyRun         // the strategy's execution
-	steps   map[plan.Phase]step // its steps and the batch toolkit's, by phase
-	note    string
-	written writtenNodes // nodes as this run's last write to each returned them
+	group *cloudGroup
+	run   strategyRun         // the strategy's execution
+	steps map[plan.Phase]step // its steps and the batch toolkit's, by phase
+	note  string
+	nodes *nodeWriter
 	// drained says this run has asked for an eviction (or deleted a pod):
 	// before that no pod has moved, and a stopped run takes its taints,
 	// cordons and load-balancer exclusions off again. Drain callbacks set
@@ -152,6 +152,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, strategy: strategy, gatedBatch: -1}
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
+	e.nodes = &nodeWriter{client: cfg.Client, plan: cfg.Plan, record: cfg.Record, taint: cfg.Taint, events: cfg.Events, logf: e.logf}
 	e.group = newCloudGroup(e)
 	e.hooks = &hookRunner{Engine: e}
 	e.run, e.steps = stepsOf(e)
@@ -191,6 +192,7 @@ func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.Can
 		return ctx, nil, err
 	}
 	e.view = view
+	e.nodes.view = view
 	// drains follow their pods in the view's cache: no list and watch per
 	// node; their events are recorded in the run's context
 	opts := e.drainOpt
@@ -366,7 +368,7 @@ func (e *Engine) stoppedUndrained(ctx context.Context, cause error) error {
 			wasCordoned.Insert(n.Name)
 		}
 	}
-	released, err := e.releaseMarks(ctx, e.cfg.Plan.OutdatedNames(), func(n *corev1.Node) bool { return !wasCordoned.Has(n.Name) }, "NodeUpgradeReleased", "back in service: the run stopped before any drain")
+	released, err := e.nodes.releaseMarks(ctx, e.cfg.Plan.OutdatedNames(), func(n *corev1.Node) bool { return !wasCordoned.Has(n.Name) }, "NodeUpgradeReleased", "back in service: the run stopped before any drain")
 	if err != nil {
 		return fmt.Errorf("%w; and error when taking the upgrade's taint off the outdated nodes: %v (abort takes it off)", cause, err)
 	}
@@ -405,36 +407,36 @@ func (e *Engine) batchNodes(i int) []string {
 // and the cordon that came with them, off the group's nodes that are not outdated now: a run towards
 // another target (one rolled back) left them, and they must serve again.
 // A node cordoned without the taint is someone else's business.
-func (e *Engine) releaseCurrent(ctx context.Context) error {
-	nodes, err := e.groupNodes()
+func (nw *nodeWriter) releaseCurrent(ctx context.Context) error {
+	nodes, err := nw.groupNodes()
 	if err != nil {
 		return err
 	}
-	outdated := sets.New(e.cfg.Plan.OutdatedNames()...)
+	outdated := sets.New(nw.plan.OutdatedNames()...)
 	var names []string
 	for _, n := range nodes {
-		if !outdated.Has(n.Name) && (slices.ContainsFunc(n.Spec.Taints, e.isOurTaint) || excludedByRun(n)) {
+		if !outdated.Has(n.Name) && (slices.ContainsFunc(n.Spec.Taints, nw.isOurTaint) || excludedByRun(n)) {
 			names = append(names, n.Name)
 		}
 	}
-	return e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
-		if _, err := e.updateNode(ctx, name, func(n *corev1.Node) bool {
-			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, e.isOurTaint)
+	return nw.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		if _, err := nw.updateNode(ctx, name, func(n *corev1.Node) bool {
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, nw.isOurTaint)
 			n.Spec.Unschedulable = false
 			includeInLoadBalancers(n)
 			return true
 		}); err != nil {
 			return fmt.Errorf("error when untainting node %q: %w", name, err)
 		}
-		e.logf("node %q is current now: taken out of the upgrade (untainted, uncordoned)", name)
+		nw.logf("node %q is current now: taken out of the upgrade (untainted, uncordoned)", name)
 		return nil
 	})
 }
 
 // isOurTaint matches the upgrade's taint by key and effect: its value may
 // differ from run to run.
-func (e *Engine) isOurTaint(t corev1.Taint) bool {
-	return t.Key == e.cfg.Taint.Key && t.Effect == e.cfg.Taint.Effect
+func (nw *nodeWriter) isOurTaint(t corev1.Taint) bool {
+	return t.Key == nw.taint.Key && t.Effect == nw.taint.Effect
 }
 
 func (e *Engine) planDescription() string {

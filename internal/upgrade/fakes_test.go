@@ -545,7 +545,7 @@ func (f *fakeGroup) settle(node string, present bool) error {
 		return nil
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if f.engine.nodeExists(node) == present {
+		if f.engine.nodes.nodeExists(node) == present {
 			return nil
 		}
 	}

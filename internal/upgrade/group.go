@@ -220,7 +220,7 @@ func (cg *cloudGroup) setMaxBack(ctx context.Context, was int32) (plan.Sizes, er
 // nodes that are not outdated (on), or takes it off every node of the
 // group (off).
 func (cg *cloudGroup) protectNewNodes(ctx context.Context, on bool) error {
-	nodes, err := cg.groupNodes()
+	nodes, err := cg.nodes.groupNodes()
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (cg *cloudGroup) protectNewNodes(ctx context.Context, on bool) error {
 	if on {
 		value = ptr.To("true")
 	}
-	if err := cg.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, value); err != nil {
+	if err := cg.nodes.annotateNodes(ctx, names, ScaleDownDisabledAnnotation, value); err != nil {
 		return err
 	}
 	if on {

@@ -77,9 +77,9 @@ type hookRunner struct {
 // run runs the named hook for each node that exists, in parallel,
 // then, before a drain or a removal, waits for the nodes' annotation hooks.
 func (h *hookRunner) run(ctx context.Context, hook string, names []string) error {
-	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !h.nodeExists(n) })
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !h.nodes.nodeExists(n) })
 	if h.cfg.Plan.Hooks != nil && h.cfg.Plan.Hooks.Command(hook) != "" {
-		if err := h.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		if err := h.nodes.forEachNode(ctx, names, func(ctx context.Context, name string) error {
 			return h.runHook(ctx, hook, name)
 		}); err != nil {
 			return err

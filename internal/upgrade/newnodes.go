@@ -120,7 +120,7 @@ func (n newNodes) settled(wanted int) bool {
 }
 
 func (cg *cloudGroup) lookAtNewNodes(ctx context.Context, version string, zones []string) (newNodes, error) {
-	nodes, err := cg.groupNodes()
+	nodes, err := cg.nodes.groupNodes()
 	if err != nil {
 		return newNodes{}, err
 	}

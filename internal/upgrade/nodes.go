@@ -15,15 +15,34 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // nodeWriters bounds the node writes in flight: enough that tainting a few
 // hundred nodes takes seconds, few enough not to flood the API server.
 const nodeWriters = 16
 
+// nodeWriter reads the run's nodes from the watch cache and writes them
+// (taints, cordons, annotations, load-balancer exclusions), remembering
+// what its last write returned. view is set once the run watches the
+// cluster.
+type nodeWriter struct {
+	client  kubernetes.Interface
+	plan    *plan.Plan
+	record  *state.Record
+	taint   corev1.Taint
+	events  *Recorder
+	view    *clusterView
+	written writtenNodes
+	logf    func(format string, args ...any)
+}
+
 // forEachNode calls fn for every node, nodeWriters at a time; the first
 // error stops the rest and is returned.
-func (e *Engine) forEachNode(ctx context.Context, names []string, fn func(ctx context.Context, name string) error) error {
+func (nw *nodeWriter) forEachNode(ctx context.Context, names []string, fn func(ctx context.Context, name string) error) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(nodeWriters)
 	for _, name := range names {
@@ -36,12 +55,12 @@ func (e *Engine) forEachNode(ctx context.Context, names []string, fn func(ctx co
 // changed something. It starts from the watch cache and reads the node
 // again only on a conflict, so an unchanged node costs no request. A node
 // that is gone is not an error: there is nothing left to change.
-func (e *Engine) updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) (bool, error) {
+func (nw *nodeWriter) updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) (bool, error) {
 	var node *corev1.Node
-	if obj, ok, _ := e.view.nodes.GetStore().GetByKey(name); ok {
+	if obj, ok, _ := nw.view.nodes.GetStore().GetByKey(name); ok {
 		node = obj.(*corev1.Node).DeepCopy()
 	}
-	return e.updateNodeFrom(ctx, name, node, change)
+	return nw.updateNodeFrom(ctx, name, node, change)
 }
 
 // updateNodeFrom is updateNode starting from node, or from the server when
@@ -51,10 +70,10 @@ func (e *Engine) updateNode(ctx context.Context, name string, change func(*corev
 // stale start costs requests, never a change. (The fake clientset does not
 // check resourceVersions: tests that rely on it add a reactor that does.)
 // The node the update returns is remembered for the run's next write.
-func (e *Engine) updateNodeFrom(ctx context.Context, name string, node *corev1.Node, change func(*corev1.Node) bool) (bool, error) {
+func (nw *nodeWriter) updateNodeFrom(ctx context.Context, name string, node *corev1.Node, change func(*corev1.Node) bool) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		if node == nil {
-			n, err := e.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			n, err := nw.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return false, nil
 			}
@@ -66,13 +85,13 @@ func (e *Engine) updateNodeFrom(ctx context.Context, name string, node *corev1.N
 		if !change(node) {
 			return false, nil
 		}
-		updated, err := e.cfg.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		updated, err := nw.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		switch {
 		case err == nil:
-			e.written.remember(updated)
+			nw.written.remember(updated)
 			return true, nil
 		case apierrors.IsNotFound(err):
-			e.written.forget(name)
+			nw.written.forget(name)
 			return false, nil
 		case apierrors.IsConflict(err) && attempt < 5:
 			node = nil // read it again
@@ -101,13 +120,13 @@ func excludedByRun(n *corev1.Node) bool {
 // removal with ExcludeLBLabel, so the load balancers stop sending them
 // traffic before --post-drain-wait ends; a node that has the label already
 // is left as it is, unmarked.
-func (e *Engine) excludeFromLoadBalancers(ctx context.Context, names []string) error {
-	return e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+func (nw *nodeWriter) excludeFromLoadBalancers(ctx context.Context, names []string) error {
+	return nw.forEachNode(ctx, names, func(ctx context.Context, name string) error {
 		// From the node as the run's last write to it returned it (the
 		// cordon just made) where the cache does not show a newer one: the
 		// cache may not show that write yet, and an update from a node
 		// without it is refused with a conflict, a round trip lost.
-		_, err := e.updateNodeFrom(ctx, name, e.lastKnown(name), func(n *corev1.Node) bool {
+		_, err := nw.updateNodeFrom(ctx, name, nw.lastKnown(name), func(n *corev1.Node) bool {
 			if _, has := n.Labels[ExcludeLBLabel]; has {
 				return false
 			}
@@ -143,14 +162,14 @@ func includeInLoadBalancers(n *corev1.Node) bool {
 // nodes, and their cordon where ownCordon says the run made it, reading
 // each node from the server, and records an Event of reason on each node
 // it changed. It returns them.
-func (e *Engine) releaseMarks(ctx context.Context, names []string, ownCordon func(*corev1.Node) bool, reason, message string) ([]string, error) {
+func (nw *nodeWriter) releaseMarks(ctx context.Context, names []string, ownCordon func(*corev1.Node) bool, reason, message string) ([]string, error) {
 	var mu sync.Mutex
 	var released []string
-	err := e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
-		changed, err := e.updateNodeFrom(ctx, name, nil, func(n *corev1.Node) bool {
-			tainted := slices.ContainsFunc(n.Spec.Taints, e.isOurTaint)
+	err := nw.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		changed, err := nw.updateNodeFrom(ctx, name, nil, func(n *corev1.Node) bool {
+			tainted := slices.ContainsFunc(n.Spec.Taints, nw.isOurTaint)
 			cordoned := n.Spec.Unschedulable && ownCordon(n)
-			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, e.isOurTaint)
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, nw.isOurTaint)
 			if cordoned {
 				n.Spec.Unschedulable = false
 			}
@@ -161,7 +180,7 @@ func (e *Engine) releaseMarks(ctx context.Context, names []string, ownCordon fun
 			return fmt.Errorf("error when untainting node %q: %w", name, err)
 		}
 		if changed {
-			e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, reason, "%s", message)
+			nw.events.Node(ctx, name, corev1.EventTypeNormal, reason, "%s", message)
 			mu.Lock()
 			released = append(released, name)
 			mu.Unlock()
@@ -173,14 +192,14 @@ func (e *Engine) releaseMarks(ctx context.Context, names []string, ownCordon fun
 }
 
 // setUnschedulable cordons (on) or uncordons the nodes.
-func (e *Engine) setUnschedulable(ctx context.Context, names []string, on bool) error {
+func (nw *nodeWriter) setUnschedulable(ctx context.Context, names []string, on bool) error {
 	patch := fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, on)
 	verb := "cordoning"
 	if !on {
 		verb = "uncordoning"
 	}
-	return e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
-		if err := e.patchNode(ctx, name, patch); err != nil {
+	return nw.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		if err := nw.patchNode(ctx, name, patch); err != nil {
 			return fmt.Errorf("error when %s node %q: %w", verb, name, err)
 		}
 		return nil
@@ -188,14 +207,14 @@ func (e *Engine) setUnschedulable(ctx context.Context, names []string, on bool) 
 }
 
 // annotateNodes sets an annotation on the nodes, or removes it (value nil).
-func (e *Engine) annotateNodes(ctx context.Context, names []string, key string, value *string) error {
+func (nw *nodeWriter) annotateNodes(ctx context.Context, names []string, key string, value *string) error {
 	var v any
 	if value != nil {
 		v = *value
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
-	return e.forEachNode(ctx, names, func(ctx context.Context, name string) error {
-		if err := e.patchNode(ctx, name, patch); err != nil {
+	return nw.forEachNode(ctx, names, func(ctx context.Context, name string) error {
+		if err := nw.patchNode(ctx, name, patch); err != nil {
 			return fmt.Errorf("error when annotating node %q: %w", name, err)
 		}
 		return nil
@@ -204,13 +223,13 @@ func (e *Engine) annotateNodes(ctx context.Context, names []string, key string, 
 
 // patchNode merge-patches a node; a node that is gone needs nothing. The
 // node the patch returns is remembered for the run's next write.
-func (e *Engine) patchNode(ctx context.Context, name string, patch []byte) error {
-	patched, err := e.cfg.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+func (nw *nodeWriter) patchNode(ctx context.Context, name string, patch []byte) error {
+	patched, err := nw.client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	switch {
 	case err == nil:
-		e.written.remember(patched)
+		nw.written.remember(patched)
 	case apierrors.IsNotFound(err):
-		e.written.forget(name)
+		nw.written.forget(name)
 		return nil
 	}
 	return err
@@ -265,11 +284,11 @@ func (w *writtenNodes) forget(name string) {
 // resourceversion); where one does not parse, the run's write is taken.
 // The status the remembered node lacks comes from the cache: the API
 // server ignores it, the fake clientset would store it empty.
-func (e *Engine) lastKnown(name string) *corev1.Node {
-	written := e.written.take(name)
+func (nw *nodeWriter) lastKnown(name string) *corev1.Node {
+	written := nw.written.take(name)
 	var cached *corev1.Node
-	if e.view != nil {
-		if obj, ok, _ := e.view.nodes.GetStore().GetByKey(name); ok {
+	if nw.view != nil {
+		if obj, ok, _ := nw.view.nodes.GetStore().GetByKey(name); ok {
 			cached = obj.(*corev1.Node)
 		}
 	}
@@ -287,18 +306,18 @@ func (e *Engine) lastKnown(name string) *corev1.Node {
 }
 
 // groupNodes returns the group's nodes from the informer cache.
-func (e *Engine) groupNodes() ([]*corev1.Node, error) {
-	sel, err := e.cfg.Plan.GroupSelector()
+func (nw *nodeWriter) groupNodes() ([]*corev1.Node, error) {
+	sel, err := nw.plan.GroupSelector()
 	if err != nil {
 		return nil, err
 	}
-	return e.nodesMatching(sel), nil
+	return nw.nodesMatching(sel), nil
 }
 
 // nodesMatching returns the cached nodes a selector selects, by name.
-func (e *Engine) nodesMatching(sel labels.Selector) []*corev1.Node {
+func (nw *nodeWriter) nodesMatching(sel labels.Selector) []*corev1.Node {
 	var out []*corev1.Node
-	for _, n := range e.view.allNodes() {
+	for _, n := range nw.view.allNodes() {
 		if sel.Matches(labels.Set(n.Labels)) {
 			out = append(out, n)
 		}
@@ -307,7 +326,7 @@ func (e *Engine) nodesMatching(sel labels.Selector) []*corev1.Node {
 	return out
 }
 
-func (e *Engine) nodeExists(name string) bool {
-	_, ok, _ := e.view.nodes.GetStore().GetByKey(name)
+func (nw *nodeWriter) nodeExists(name string) bool {
+	_, ok, _ := nw.view.nodes.GetStore().GetByKey(name)
 	return ok
 }

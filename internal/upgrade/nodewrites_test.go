@@ -219,7 +219,7 @@ func TestExclusionAfterCordonReadsNoNode(t *testing.T) {
 			defer stop()
 			api.hold()
 			defer api.release()
-			if err := e.setUnschedulable(ctx, names, true); err != nil {
+			if err := e.nodes.setUnschedulable(ctx, names, true); err != nil {
 				t.Fatal(err)
 			}
 			api.reset(nil)
@@ -234,7 +234,7 @@ func TestExclusionAfterCordonReadsNoNode(t *testing.T) {
 			} else {
 				api.reset(tc.between)
 			}
-			if err := e.excludeFromLoadBalancers(ctx, names); err != nil {
+			if err := e.nodes.excludeFromLoadBalancers(ctx, names); err != nil {
 				t.Fatal(err)
 			}
 			gets, conflicts := api.counts()

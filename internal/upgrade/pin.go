@@ -114,7 +114,7 @@ func (cg *cloudGroup) runBackTo(version string) string {
 // machineVersions counts the group's machines, leaving ones aside, that
 // run version and that run another.
 func (p *defaultPin) machineVersions(ctx context.Context, version string) (onTarget, others int, err error) {
-	nodes, err := p.groupNodes()
+	nodes, err := p.nodes.groupNodes()
 	if err != nil {
 		return 0, 0, err
 	}

@@ -38,7 +38,7 @@ func surelyPlaced(perZone map[string]int, zones []string, n int) []string {
 // the group's nodes now surely launches a new node, and those it may not.
 func (r *eksRun) scaleUpZones(n int) (wait, skipped []string) {
 	perZone := map[string]int{}
-	nodes, err := r.groupNodes()
+	nodes, err := r.nodes.groupNodes()
 	if err != nil {
 		return r.cfg.Plan.OutdatedZones(), nil
 	}

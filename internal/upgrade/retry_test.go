@@ -41,20 +41,20 @@ func TestNodeWritesSentTwice(t *testing.T) {
 	}{
 		{"taint", nil, "update", func(ctx context.Context, e *Engine) error { return (&eksRun{e.toolkit()}).taintAll(ctx) },
 			func(n *corev1.Node) string { return countTaints(n, 1) }},
-		{"cordon", nil, "patch", func(ctx context.Context, e *Engine) error { return e.setUnschedulable(ctx, names, true) },
+		{"cordon", nil, "patch", func(ctx context.Context, e *Engine) error { return e.nodes.setUnschedulable(ctx, names, true) },
 			func(n *corev1.Node) string { return problem(n.Spec.Unschedulable, "not cordoned") }},
-		{"load-balancer exclusion", nil, "update", func(ctx context.Context, e *Engine) error { return e.excludeFromLoadBalancers(ctx, names) },
+		{"load-balancer exclusion", nil, "update", func(ctx context.Context, e *Engine) error { return e.nodes.excludeFromLoadBalancers(ctx, names) },
 			func(n *corev1.Node) string {
 				return problem(excludedByRun(n) && n.Labels[ExcludeLBLabel] == "true", "not excluded")
 			}},
 		{"annotation", nil, "patch", func(ctx context.Context, e *Engine) error {
 			v := "true"
-			return e.annotateNodes(ctx, names, "nodeupgrade.dev/test", &v)
+			return e.nodes.annotateNodes(ctx, names, "nodeupgrade.dev/test", &v)
 		}, func(n *corev1.Node) string {
 			return problem(n.Annotations["nodeupgrade.dev/test"] == "true", "not annotated")
 		}},
 		{"marks taken off", []func(*corev1.Node){tainted, cordoned, excluded}, "update", func(ctx context.Context, e *Engine) error {
-			_, err := e.releaseMarks(ctx, names, func(*corev1.Node) bool { return true }, "NodeUpgradeReleased", "released")
+			_, err := e.nodes.releaseMarks(ctx, names, func(*corev1.Node) bool { return true }, "NodeUpgradeReleased", "released")
 			return err
 		}, func(n *corev1.Node) string {
 			return countTaints(n, 0) + problem(!n.Spec.Unschedulable && !excludedByRun(n) && n.Labels[ExcludeLBLabel] == "", " still marked")

@@ -138,7 +138,7 @@ func (s *shrinker) scaleDownOne(ctx context.Context, sr *state.ScaleRecord, orig
 // unless the desired size moved during the drain.
 func (s *shrinker) drainVictim(ctx context.Context, sr *state.ScaleRecord, orig, sizes plan.Sizes) (string, error) {
 	victim := sr.Shrinking
-	if victim == "" || !s.nodeExists(victim) {
+	if victim == "" || !s.nodes.nodeExists(victim) {
 		var err error
 		if victim, err = s.scaleDownVictim(ctx); err != nil {
 			return "", err
@@ -190,7 +190,7 @@ func (s *shrinker) terminateVictim(ctx context.Context, sr *state.ScaleRecord, v
 		return fmt.Errorf("scale-down: error when removing node %q: %w", victim, err)
 	}
 	s.shrunk.Insert(victim)
-	s.written.forget(victim)
+	s.nodes.written.forget(victim)
 	sr.Shrinking, sr.ShrinkTo = "", 0
 	if err := s.save(ctx); err != nil {
 		return err
@@ -209,7 +209,7 @@ func (s *shrinker) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, ori
 	s.logf("%s", s.cfg.Color.Yellow(s.note))
 	if sr.Shrinking != "" {
 		always := func(*corev1.Node) bool { return true }
-		if _, err := s.releaseMarks(ctx, []string{sr.Shrinking}, always, "NodeUpgradeReleased", "back in service: the scale-down stopped"); err != nil {
+		if _, err := s.nodes.releaseMarks(ctx, []string{sr.Shrinking}, always, "NodeUpgradeReleased", "back in service: the scale-down stopped"); err != nil {
 			return err
 		}
 		sr.Shrinking, sr.ShrinkTo = "", 0
@@ -227,7 +227,7 @@ func (s *shrinker) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, ori
 // (plan.Plan.Deferred) before any other. Abort undoes the run: it removes
 // the nodes on the target before any outdated one.
 func (s *shrinker) pickScaleDownNode() (string, error) {
-	all, err := s.groupNodes()
+	all, err := s.nodes.groupNodes()
 	if err != nil {
 		return "", err
 	}
@@ -310,7 +310,7 @@ func (s *shrinker) deferred() sets.Set[string] {
 func (s *shrinker) deferredLeft() []string {
 	var left []string
 	for _, n := range s.cfg.Plan.DeferredNames() {
-		if s.nodeExists(n) && !s.shrunk.Has(n) {
+		if s.nodes.nodeExists(n) && !s.shrunk.Has(n) {
 			left = append(left, n)
 		}
 	}
@@ -337,7 +337,7 @@ func (s *shrinker) awaitJoined(ctx context.Context) error {
 	var waiting []string
 	logged := false
 	return s.awaitLook(ctx, func(ctx context.Context) (bool, error) {
-		nodes, err := s.groupNodes()
+		nodes, err := s.nodes.groupNodes()
 		if err != nil {
 			return false, err
 		}
@@ -366,7 +366,7 @@ func (s *shrinker) awaitJoined(ctx context.Context) error {
 // drainForScaleDown cordons and drains a node as an outdated one would be:
 // room first, PDBs honoured, then the post-drain wait for load balancers.
 func (s *shrinker) drainForScaleDown(ctx context.Context, name string) error {
-	if err := s.setUnschedulable(ctx, []string{name}, true); err != nil {
+	if err := s.nodes.setUnschedulable(ctx, []string{name}, true); err != nil {
 		return err
 	}
 	if err := s.awaitRoom(ctx, fmt.Sprintf("scale-down: the pods of %q", name), []string{name}, sets.New(name),
@@ -376,7 +376,7 @@ func (s *shrinker) drainForScaleDown(ctx context.Context, name string) error {
 	if err := s.hooks.run(ctx, plan.HookPreDrain, []string{name}); err != nil {
 		return err
 	}
-	if err := s.excludeFromLoadBalancers(ctx, []string{name}); err != nil {
+	if err := s.nodes.excludeFromLoadBalancers(ctx, []string{name}); err != nil {
 		return err
 	}
 	s.progress.waitingFor(fmt.Sprintf("the pods to leave %q", name))

@@ -130,7 +130,7 @@ func (e *Engine) waitForRoom(ctx context.Context, i int) error {
 // autoscaler's pod; "" when nothing can.
 func (e *Engine) capacitySource(ctx context.Context) (string, error) {
 	if e.group.pool != nil {
-		nodes, err := e.groupNodes()
+		nodes, err := e.nodes.groupNodes()
 		if err != nil {
 			return "", err
 		}
@@ -176,7 +176,7 @@ func (e *Engine) awaitRoom(ctx context.Context, what string, names []string, exc
 // batchNodesLeft are batch i's nodes that still exist: a node gone
 // meanwhile (the autoscaler removed it) has nothing left to drain.
 func (e *Engine) batchNodesLeft(i int) []string {
-	return slices.DeleteFunc(e.batchNodes(i), func(n string) bool { return !e.nodeExists(n) })
+	return slices.DeleteFunc(e.batchNodes(i), func(n string) bool { return !e.nodes.nodeExists(n) })
 }
 
 func (e *Engine) drainBatch(ctx context.Context, i int) error {
@@ -193,7 +193,7 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	if err := e.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
 		return err
 	}
-	if err := e.excludeFromLoadBalancers(ctx, names); err != nil {
+	if err := e.nodes.excludeFromLoadBalancers(ctx, names); err != nil {
 		return err
 	}
 	e.logf("%s: draining %s", e.batchLabel(i), quoteAll(names))
@@ -227,7 +227,7 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 
 func (e *Engine) cordonBatch(ctx context.Context, i int) error {
 	names := e.batchNodes(i)
-	if err := e.setUnschedulable(ctx, names, true); err != nil {
+	if err := e.nodes.setUnschedulable(ctx, names, true); err != nil {
 		return err
 	}
 	for _, name := range names {
@@ -282,7 +282,7 @@ func (e *Engine) removeBatchWith(ctx context.Context, i int, remove func(context
 		if err != nil {
 			return fmt.Errorf("error when removing node %q: %w", name, err)
 		}
-		e.written.forget(name) // no write of the run's follows
+		e.nodes.written.forget(name) // no write of the run's follows
 		removed, err := remove(ctx, name)
 		if err != nil {
 			return fmt.Errorf("error when removing node %q: %w", name, err)

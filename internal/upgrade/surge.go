@@ -35,7 +35,7 @@ func (r *surgeRun) steps() map[plan.Phase]step {
 // surge does, so none takes pods while its neighbours drain.
 func (r *surgeRun) cordonThenDrain(ctx context.Context, i int) error {
 	if names := r.batchNodesLeft(i); len(names) > 0 {
-		if err := r.setUnschedulable(ctx, names, true); err != nil {
+		if err := r.nodes.setUnschedulable(ctx, names, true); err != nil {
 			return err
 		}
 	}

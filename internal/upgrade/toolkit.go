@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
@@ -20,6 +18,7 @@ type toolkit struct {
 	engineTools
 	cfg      *Config
 	group    *cloudGroup
+	nodes    *nodeWriter
 	hooks    hooks
 	progress *progress
 }
@@ -32,7 +31,7 @@ type hooks interface {
 
 // toolkit is e's toolkit for its strategy's run.
 func (e *Engine) toolkit() toolkit {
-	return toolkit{engineTools: e, cfg: &e.cfg, group: e.group, hooks: e.hooks, progress: e.progress}
+	return toolkit{engineTools: e, cfg: &e.cfg, group: e.group, nodes: e.nodes, hooks: e.hooks, progress: e.progress}
 }
 
 // engineTools are the engine's methods the strategies' runs call.
@@ -60,17 +59,6 @@ type engineTools interface {
 	recoverAfter(ctx context.Context, i int, first func(context.Context) error) error
 	// nodes: reads, writes and drains
 	clusterView() *clusterView
-	nodeExists(name string) bool
-	groupNodes() ([]*corev1.Node, error)
-	selectedNodes(selector string) ([]*corev1.Node, error)
-	greenSelector() string
-	isOurTaint(t corev1.Taint) bool
-	forEachNode(ctx context.Context, names []string, fn func(ctx context.Context, name string) error) error
-	updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) (bool, error)
-	setUnschedulable(ctx context.Context, names []string, on bool) error
-	releaseMarks(ctx context.Context, names []string, ownCordon func(*corev1.Node) bool, reason, message string) ([]string, error)
-	releaseCurrent(ctx context.Context) error
-	excludeFromLoadBalancers(ctx context.Context, names []string) error
 	deregister(ctx context.Context, what string, names []string) error
 	drainNodes(ctx context.Context, names []string) error
 	reportDrainEvent(ctx context.Context, ev drain.Event)

@@ -84,7 +84,7 @@ func (s *shrinker) leaveRebalanceHeld(ctx context.Context, r cloud.Rebalancer, h
 // machinesPerZone counts the group's machines that are not leaving, by
 // zone, and those of them with a Ready node.
 func (s *shrinker) machinesPerZone(ctx context.Context, zones []string) (map[string]int, int, error) {
-	nodes, err := s.groupNodes()
+	nodes, err := s.nodes.groupNodes()
 	if err != nil {
 		return nil, 0, err
 	}
