@@ -253,7 +253,7 @@ func (r *blueGreenRun) soakFor(ctx context.Context, d time.Duration, phase plan.
 	r.logf("%s: %s, until %s", what, shown, until.Format("15:04:05"))
 	r.progress.waitingFor(fmt.Sprintf("the soak to end at %s (\"complete\" ends it now)", until.Format("15:04:05")))
 	completed := false
-	err := r.waitOrRequest(ctx, d, max(min(10*time.Minute, d/4), 5*time.Second), func() {
+	err := r.windows.waitOrRequest(ctx, d, max(min(10*time.Minute, d/4), 5*time.Second), func() {
 		r.logf("%s: %s left", what, time.Until(until).Round(time.Second))
 	}, func(req string) (bool, error) {
 		switch req {

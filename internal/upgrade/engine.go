@@ -133,9 +133,7 @@ type Engine struct {
 	// recovering is the last batch's recovery, handed over to the next
 	// batch's drain (handover.go); nil when none goes on.
 	recovering atomic.Pointer[recovery]
-	// gatedBatch is the last batch whose start awaited the maintenance
-	// window (window.go): its later phases are in flight.
-	gatedBatch int
+	windows    *windowWait
 }
 
 // New prepares an engine for the plan's strategy.
@@ -150,12 +148,14 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Second
 	}
-	e := &Engine{cfg: cfg, strategy: strategy, gatedBatch: -1}
+	e := &Engine{cfg: cfg, strategy: strategy}
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
 	e.nodes = &nodeWriter{client: cfg.Client, plan: cfg.Plan, record: cfg.Record, taint: cfg.Taint, events: cfg.Events, logf: e.logf}
 	e.group = newCloudGroup(e)
 	e.hooks = &hookRunner{Engine: e}
 	e.run, e.steps = stepsOf(e)
+	e.windows = &windowWait{schedule: cfg.Window, control: cfg.Control, plan: cfg.Plan, record: cfg.Record, start: cfg.Start,
+		now: cfg.Now, progress: e.progress, logf: e.logf, save: e.save, liveRollback: e.liveRollback(), gatedBatch: -1}
 	cfg.Drain.Hold = e.holdForRecovery
 	e.drainOpt = cfg.Drain // the drainer comes with the run's context (watchCluster)
 	return e, nil
@@ -229,7 +229,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	for first := true; ; first = false {
-		if err := e.awaitWindow(ctx, s, first); errors.Is(err, errRollbackRequested) {
+		if err := e.windows.awaitWindow(ctx, s, first); errors.Is(err, errRollbackRequested) {
 			s = plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}
 		} else if err != nil {
 			return e.stoppedUndrained(ctx, err)
@@ -391,8 +391,10 @@ func (e *Engine) RolledBack() bool {
 	return s.Rollback || s.BlueGreen
 }
 
-func (e *Engine) batchLabel(i int) string {
-	return fmt.Sprintf("batch %d/%d", i+1, len(e.cfg.Plan.Batches))
+func (e *Engine) batchLabel(i int) string { return batchLabel(e.cfg.Plan, i) }
+
+func batchLabel(p *plan.Plan, i int) string {
+	return fmt.Sprintf("batch %d/%d", i+1, len(p.Batches))
 }
 
 func (e *Engine) batchNodes(i int) []string {

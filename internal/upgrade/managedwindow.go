@@ -121,7 +121,7 @@ func (r *managedRun) pauseService(ctx context.Context, p cloud.UpdateProgress) e
 func (r *managedRun) resumeService(ctx context.Context, p cloud.UpdateProgress) (string, error) {
 	m, mp := r.cfg.Record.Managed, r.cfg.Plan.Managed
 	what := fmt.Sprintf("the %s's update (paused: %s)", mp.Service, p.ID)
-	if err := r.holdUntilOpen(ctx, plan.State{Phase: plan.PhaseUpdate}, what); err != nil {
+	if err := r.windows.holdUntilOpen(ctx, plan.State{Phase: plan.PhaseUpdate}, what); err != nil {
 		return "", err
 	}
 	id, err := r.service.(cloud.UpdateResumer).ResumeUpdate(ctx, p.ID)

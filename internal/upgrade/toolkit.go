@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"context"
-	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -19,6 +18,7 @@ type toolkit struct {
 	cfg      *Config
 	group    *cloudGroup
 	nodes    *nodeWriter
+	windows  *windowWait
 	hooks    hooks
 	progress *progress
 }
@@ -31,7 +31,7 @@ type hooks interface {
 
 // toolkit is e's toolkit for its strategy's run.
 func (e *Engine) toolkit() toolkit {
-	return toolkit{engineTools: e, cfg: &e.cfg, group: e.group, nodes: e.nodes, hooks: e.hooks, progress: e.progress}
+	return toolkit{engineTools: e, cfg: &e.cfg, group: e.group, nodes: e.nodes, windows: e.windows, hooks: e.hooks, progress: e.progress}
 }
 
 // engineTools are the engine's methods the strategies' runs call.
@@ -64,8 +64,6 @@ type engineTools interface {
 	reportDrainEvent(ctx context.Context, ev drain.Event)
 	// waits
 	awaitNodes(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() *NodeCreationFailure) error
-	waitOrRequest(ctx context.Context, d, every time.Duration, tick func(), handle func(req string) (done bool, err error)) error
-	holdUntilOpen(ctx context.Context, s plan.State, what string) error
 }
 
 // markDone counts nodes as done by the run.
