@@ -99,13 +99,13 @@ func (a *aborter) awaitRecovering(ctx context.Context) error {
 	a.logf("waiting up to %s for %d workloads the run evicted pods of to be Ready again", a.cfg.RecoverTimeout, len(owners))
 	wctx, cancel := context.WithTimeout(ctx, a.cfg.RecoverTimeout)
 	defer cancel()
-	if err := a.view.workloads.waitReady(wctx, owners, a.showWaitingFor("workloads to be Ready again: ")); err != nil {
+	if err := a.view.workloads.waitReady(wctx, owners, a.recoveries.showWaitingFor("workloads to be Ready again: ")); err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("workloads the run evicted pods of are not Ready again within %s (the run's --drain-timeout): %w", a.cfg.RecoverTimeout, err)
 		}
 		return err
 	}
-	a.recordRecovering(nil, owners)
+	a.recoveries.recordRecovering(nil, owners)
 	return nil
 }
 

@@ -111,9 +111,6 @@ type Engine struct {
 	drainer  *drain.Drainer
 	drainOpt drain.Options
 	evicted  []corev1.Pod
-	// intended are the workloads recorded as recovering before the drain
-	// (intendRecovering) that were not listed already.
-	intended []Owner
 	view     *clusterView
 	done     []string
 	// group is the provider's cloud group with the run's record of it: the
@@ -127,12 +124,10 @@ type Engine struct {
 	// before that no pod has moved, and a stopped run takes its taints,
 	// cordons and load-balancer exclusions off again. Drain callbacks set
 	// it.
-	drained  atomic.Bool
-	progress *progress
-	hooks    *hookRunner
-	// recovering is the last batch's recovery, handed over to the next
-	// batch's drain (handover.go); nil when none goes on.
-	recovering atomic.Pointer[recovery]
+	drained    atomic.Bool
+	progress   *progress
+	hooks      *hookRunner
+	recoveries *recoveries
 	windows    *windowWait
 }
 
@@ -150,13 +145,14 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, strategy: strategy}
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
+	e.recoveries = &recoveries{record: cfg.Record, plan: cfg.Plan, timeout: cfg.RecoverTimeout, progress: e.progress, logf: e.logf}
 	e.nodes = &nodeWriter{client: cfg.Client, plan: cfg.Plan, record: cfg.Record, taint: cfg.Taint, events: cfg.Events, logf: e.logf}
 	e.group = newCloudGroup(e)
 	e.hooks = &hookRunner{Engine: e}
 	e.run, e.steps = stepsOf(e)
 	e.windows = &windowWait{schedule: cfg.Window, control: cfg.Control, plan: cfg.Plan, record: cfg.Record, start: cfg.Start,
 		now: cfg.Now, progress: e.progress, logf: e.logf, save: e.save, liveRollback: e.liveRollback(), gatedBatch: -1}
-	cfg.Drain.Hold = e.holdForRecovery
+	cfg.Drain.Hold = e.recoveries.holdForRecovery
 	e.drainOpt = cfg.Drain // the drainer comes with the run's context (watchCluster)
 	return e, nil
 }
@@ -193,6 +189,7 @@ func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.Can
 	}
 	e.view = view
 	e.nodes.view = view
+	e.recoveries.view = view
 	// drains follow their pods in the view's cache: no list and watch per
 	// node; their events are recorded in the run's context
 	opts := e.drainOpt
@@ -201,7 +198,7 @@ func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.Can
 	e.drainer = drain.New(e.cfg.Client, opts)
 	stop := func() {
 		cancel()
-		if rec := e.recovering.Load(); rec != nil {
+		if rec := e.recoveries.recovering.Load(); rec != nil {
 			<-rec.done // it ends with ctx
 		}
 		view.factory.Shutdown()
@@ -220,7 +217,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer e.cfg.Events.Flush()
 	defer e.progress.close()
 	go e.tickProgress(ctx)
-	e.followEarlierRecovery(ctx)
+	e.recoveries.followEarlierRecovery(ctx)
 	s := plan.State{Phase: e.cfg.Start}
 	if s.Phase == "" {
 		s.Phase = e.strategy.First(e.flow())
@@ -270,7 +267,7 @@ func (e *Engine) enter(ctx context.Context, s plan.State) error {
 	e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
 	e.journalEnter(s)
 	if s.Phase == plan.PhaseDrain {
-		e.intendRecovering(s.Batch)
+		e.recoveries.intendRecovering(s.Batch)
 	}
 	return e.record(ctx, s)
 }
@@ -283,7 +280,7 @@ func (e *Engine) betweenPhases(ctx context.Context, s plan.State) (*plan.State, 
 	if err != nil || redirect != nil {
 		// A pause or a turn-around comes once the last batch's
 		// workloads are back, as before batches overlapped.
-		if serr := e.settleRecovery(ctx); serr != nil {
+		if serr := e.recoveries.settleRecovery(ctx); serr != nil {
 			return nil, serr
 		}
 	}
@@ -397,9 +394,11 @@ func batchLabel(p *plan.Plan, i int) string {
 	return fmt.Sprintf("batch %d/%d", i+1, len(p.Batches))
 }
 
-func (e *Engine) batchNodes(i int) []string {
+func (e *Engine) batchNodes(i int) []string { return batchNodes(e.cfg.Plan, i) }
+
+func batchNodes(p *plan.Plan, i int) []string {
 	var names []string
-	for _, n := range e.cfg.Plan.Batches[i].Nodes {
+	for _, n := range p.Batches[i].Nodes {
 		names = append(names, n.Name)
 	}
 	return names

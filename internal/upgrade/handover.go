@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/pods"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // A batch's Recover hands over to the next batch's drain once the
@@ -32,6 +35,25 @@ type recovery struct {
 	err    error                   // why it failed; set before done closes
 }
 
+// recoveries keeps track of the workloads a run's batches evicted until
+// they are Ready again: in the record (so an interrupted run's successor
+// holds them too), and live, holding the next drain's pods of a workload
+// still recovering. view is set once the run watches the cluster.
+type recoveries struct {
+	record   *state.Record
+	plan     *plan.Plan
+	view     *clusterView
+	timeout  time.Duration
+	progress *progress
+	logf     func(format string, args ...any)
+	// recovering is the last batch's recovery, handed over to the next
+	// batch's drain; nil when none goes on.
+	recovering atomic.Pointer[recovery]
+	// intended are the workloads recorded as recovering before the drain
+	// (intendRecovering) that were not listed already.
+	intended []Owner
+}
+
 // waitRecovered is the Recover phase of batch i.
 func (e *Engine) waitRecovered(ctx context.Context, i int) error {
 	return e.recoverAfter(ctx, i, nil)
@@ -41,7 +63,7 @@ func (e *Engine) waitRecovered(ctx context.Context, i int) error {
 // wait first (surge: the group's replacements), after an earlier batch's
 // recovery settled.
 func (e *Engine) recoverAfter(ctx context.Context, i int, first func(context.Context) error) error {
-	if err := e.settleRecovery(ctx); err != nil {
+	if err := e.recoveries.settleRecovery(ctx); err != nil {
 		return err
 	}
 	if first != nil {
@@ -60,23 +82,23 @@ func (e *Engine) recoverAfter(ctx context.Context, i int, first func(context.Con
 		return nil
 	}
 	// again: the settled recovery took off the ones this batch shares
-	e.recordRecovering(owners, nil)
+	e.recoveries.recordRecovering(owners, nil)
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
 	if !e.handsOver(i) {
 		defer cancel()
 		e.logf("%s: waiting for %d workloads to be Ready again", e.batchLabel(i), len(owners))
-		if err := e.view.workloads.waitReady(wctx, owners, e.showWaitingFor("workloads to be Ready again: ")); err != nil {
-			return e.recoveryFailed(ctx, i, err)
+		if err := e.view.workloads.waitReady(wctx, owners, e.recoveries.showWaitingFor("workloads to be Ready again: ")); err != nil {
+			return e.recoveries.recoveryFailed(ctx, i, err)
 		}
-		e.recordRecovering(nil, owners)
+		e.recoveries.recordRecovering(nil, owners)
 		return nil
 	}
 	e.logf("%s: waiting for %d workloads to have their pods scheduled again; the next batch evicts a workload's pods once it is Ready", e.batchLabel(i), len(owners))
-	if err := e.view.waitPlaced(wctx, owners, e.showWaitingFor("workloads' pods to be scheduled again: ")); err != nil {
+	if err := e.view.waitPlaced(wctx, owners, e.recoveries.showWaitingFor("workloads' pods to be scheduled again: ")); err != nil {
 		cancel()
-		return e.recoveryFailed(ctx, i, err)
+		return e.recoveries.recoveryFailed(ctx, i, err)
 	}
-	e.followRecovery(ctx, wctx, cancel, i, owners)
+	e.recoveries.followRecovery(ctx, wctx, cancel, i, owners)
 	return nil
 }
 
@@ -89,9 +111,9 @@ func (e *Engine) handsOver(i int) bool {
 	return next.Batch == i+1 && (next.Phase == plan.PhaseRoom || next.Phase == plan.PhaseDrain)
 }
 
-func (e *Engine) showWaitingFor(what string) func([]Owner) {
+func (rs *recoveries) showWaitingFor(what string) func([]Owner) {
 	return func(left []Owner) {
-		e.progress.waitingFor(what + listNames(ownerNames(left), waitNamesShown))
+		rs.progress.waitingFor(what + listNames(ownerNames(left), waitNamesShown))
 	}
 }
 
@@ -104,13 +126,13 @@ func ownerNames(owners []Owner) []string {
 }
 
 // recoveryFailed words a recovery wait's timeout; other errors pass.
-func (e *Engine) recoveryFailed(ctx context.Context, i int, err error) error {
+func (rs *recoveries) recoveryFailed(ctx context.Context, i int, err error) error {
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		which := fmt.Sprintf("in batch %d", i+1)
 		if i < 0 {
 			which = "before the run was interrupted"
 		}
-		return fmt.Errorf("workloads evicted %s did not recover within %s: %w; re-run when they are Ready, raise --drain-timeout, or put the group back in service with \"kubectl nodeupgrade abort\"", which, e.cfg.RecoverTimeout, err)
+		return fmt.Errorf("workloads evicted %s did not recover within %s: %w; re-run when they are Ready, raise --drain-timeout, or put the group back in service with \"kubectl nodeupgrade abort\"", which, rs.timeout, err)
 	}
 	return err
 }
@@ -119,17 +141,17 @@ func (e *Engine) recoveryFailed(ctx context.Context, i int, err error) error {
 // be Ready again yet: added as their pods are evicted, taken off once
 // they are back. The record is written with the next state the run
 // enters, or when it stops.
-func (e *Engine) recordRecovering(evicted, back []Owner) {
-	if e.cfg.Record == nil {
+func (rs *recoveries) recordRecovering(evicted, back []Owner) {
+	if rs.record == nil {
 		return
 	}
-	r := slices.DeleteFunc(e.cfg.Record.Recovering, func(w Owner) bool { return slices.Contains(back, w) })
+	r := slices.DeleteFunc(rs.record.Recovering, func(w Owner) bool { return slices.Contains(back, w) })
 	for _, o := range evicted {
 		if !slices.Contains(r, o) {
 			r = append(r, o)
 		}
 	}
-	e.cfg.Record.Recovering = r
+	rs.record.Recovering = r
 }
 
 // intendRecovering lists in the record, before batch i's drain, the
@@ -137,40 +159,40 @@ func (e *Engine) recordRecovering(evicted, back []Owner) {
 // Drain state is entered, so a run killed during the drain leaves listed
 // what it may have evicted, at no extra write. The drain's end takes off
 // again those it evicted no pod of (intended).
-func (e *Engine) intendRecovering(i int) {
-	if e.cfg.Record == nil || e.view == nil {
+func (rs *recoveries) intendRecovering(i int) {
+	if rs.record == nil || rs.view == nil {
 		return
 	}
 	seen := map[Owner]bool{}
-	for _, n := range e.batchNodes(i) {
-		for _, p := range e.view.podsOn(n) {
-			if o, ok := replicaOwner(p); ok && plan.Evictable(p) && !slices.Contains(e.cfg.Record.Recovering, o) {
+	for _, n := range batchNodes(rs.plan, i) {
+		for _, p := range rs.view.podsOn(n) {
+			if o, ok := replicaOwner(p); ok && plan.Evictable(p) && !slices.Contains(rs.record.Recovering, o) {
 				seen[o] = true
 			}
 		}
 	}
-	e.intended = sortedOwners(seen)
-	e.recordRecovering(e.intended, nil)
+	rs.intended = sortedOwners(seen)
+	rs.recordRecovering(rs.intended, nil)
 }
 
 // followEarlierRecovery holds the pods of the workloads an interrupted
 // attempt of this run evicted pods of and that may not be back yet,
 // until they are: its recovery went on in the background when it
 // stopped, or it stopped in the middle of a Recover.
-func (e *Engine) followEarlierRecovery(ctx context.Context) {
-	if e.cfg.Record == nil || len(e.cfg.Record.Recovering) == 0 {
+func (rs *recoveries) followEarlierRecovery(ctx context.Context) {
+	if rs.record == nil || len(rs.record.Recovering) == 0 {
 		return
 	}
-	owners := slices.Clone(e.cfg.Record.Recovering)
-	e.logf("evicted before the run was interrupted, maybe not Ready again yet: %s; their pods are evicted once they are", listNames(ownerNames(owners), waitNamesShown))
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
-	e.followRecovery(ctx, wctx, cancel, -1, owners)
+	owners := slices.Clone(rs.record.Recovering)
+	rs.logf("evicted before the run was interrupted, maybe not Ready again yet: %s; their pods are evicted once they are", listNames(ownerNames(owners), waitNamesShown))
+	wctx, cancel := context.WithTimeout(ctx, rs.timeout)
+	rs.followRecovery(ctx, wctx, cancel, -1, owners)
 }
 
 // followRecovery waits in the background, within wctx (which it cancels
 // when done), for owners to be Ready, releasing each one's held pods as
 // it comes back.
-func (e *Engine) followRecovery(ctx, wctx context.Context, cancel context.CancelFunc, i int, owners []Owner) {
+func (rs *recoveries) followRecovery(ctx, wctx context.Context, cancel context.CancelFunc, i int, owners []Owner) {
 	rec := &recovery{batch: i, owners: owners, ready: make(map[Owner]chan struct{}, len(owners)), done: make(chan struct{})}
 	for _, o := range owners {
 		rec.ready[o] = make(chan struct{})
@@ -184,22 +206,22 @@ func (e *Engine) followRecovery(ctx, wctx context.Context, cancel context.Cancel
 			}
 		}
 	}
-	e.recovering.Store(rec)
+	rs.recovering.Store(rec)
 	go func() {
 		defer close(rec.done)
 		defer cancel()
-		err := e.view.workloads.waitReady(wctx, owners, release)
+		err := rs.view.workloads.waitReady(wctx, owners, release)
 		if err == nil {
 			release(nil)
 		}
-		rec.err = e.recoveryFailed(ctx, i, err)
+		rec.err = rs.recoveryFailed(ctx, i, err)
 	}()
 }
 
 // settleRecovery waits for the recovery an earlier batch handed over to
 // end, and returns its error.
-func (e *Engine) settleRecovery(ctx context.Context) error {
-	rec := e.recovering.Load()
+func (rs *recoveries) settleRecovery(ctx context.Context) error {
+	rec := rs.recovering.Load()
 	if rec == nil {
 		return nil
 	}
@@ -210,25 +232,25 @@ func (e *Engine) settleRecovery(ctx context.Context) error {
 		if rec.batch < 0 {
 			what = "the workloads evicted before the run was interrupted to be Ready again"
 		}
-		e.progress.waitingFor(what)
+		rs.progress.waitingFor(what)
 		select {
 		case <-rec.done:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	e.recovering.Store(nil)
+	rs.recovering.Store(nil)
 	if rec.err != nil {
 		return rec.err
 	}
-	e.recordRecovering(nil, rec.owners)
+	rs.recordRecovering(nil, rec.owners)
 	return nil
 }
 
 // holdForRecovery is the drains' Options.Hold: a pod whose workload is
 // still recovering from the last batch waits for it.
-func (e *Engine) holdForRecovery(ctx context.Context, pod *corev1.Pod) bool {
-	rec := e.recovering.Load()
+func (rs *recoveries) holdForRecovery(ctx context.Context, pod *corev1.Pod) bool {
+	rec := rs.recovering.Load()
 	if rec == nil {
 		return true
 	}
@@ -251,7 +273,7 @@ func (e *Engine) holdForRecovery(ctx context.Context, pod *corev1.Pod) bool {
 	if rec.batch < 0 {
 		when = "before the run was interrupted"
 	}
-	e.logf("node %q: pod %q waits for %s, evicted %s, to be Ready again", pod.Spec.NodeName, pod.Namespace+"/"+pod.Name, owner, when)
+	rs.logf("node %q: pod %q waits for %s, evicted %s, to be Ready again", pod.Spec.NodeName, pod.Namespace+"/"+pod.Name, owner, when)
 	select {
 	case <-back:
 		return true
@@ -264,9 +286,9 @@ func (e *Engine) holdForRecovery(ctx context.Context, pod *corev1.Pod) bool {
 
 // drainContext ends a batch's drain when the recovery it overlaps fails:
 // the drain's error is then the recovery's.
-func (e *Engine) drainContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+func (rs *recoveries) drainContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	dctx, cancel := context.WithCancelCause(ctx)
-	rec := e.recovering.Load()
+	rec := rs.recovering.Load()
 	if rec == nil {
 		return dctx, cancel
 	}

@@ -183,8 +183,8 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	e.evicted = e.evicted[:0]
 	defer func() {
 		// What was listed before the drain and not evicted is not recovering.
-		e.recordRecovering(OwnersOf(e.evicted), e.intended)
-		e.intended = nil
+		e.recoveries.recordRecovering(OwnersOf(e.evicted), e.recoveries.intended)
+		e.recoveries.intended = nil
 	}()
 	names := e.batchNodesLeft(i)
 	if len(names) == 0 {
@@ -201,7 +201,7 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	for _, n := range names {
 		e.cfg.Events.Node(ctx, n, corev1.EventTypeNormal, "NodeUpgradeDraining", "draining for %s, batch %d of %d", e.planDescription(), i+1, len(e.cfg.Plan.Batches))
 	}
-	dctx, cancel := e.drainContext(ctx)
+	dctx, cancel := e.recoveries.drainContext(ctx)
 	defer cancel(nil)
 	results, err := e.drainer.DrainNodes(dctx, names)
 	if cause := context.Cause(dctx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
