@@ -88,7 +88,7 @@ func (a *aborter) run(ctx context.Context) error {
 // right after finds no workload recovering.
 func (a *aborter) awaitRecovering(ctx context.Context) error {
 	owners := slices.Clone(a.cfg.Record.Recovering)
-	for _, o := range OwnersOf(a.evicted) {
+	for _, o := range OwnersOf(a.batches.evicted) {
 		if !slices.Contains(owners, o) {
 			owners = append(owners, o)
 		}
@@ -208,20 +208,20 @@ func (a *aborter) restoreSizes(ctx context.Context) error {
 	switch {
 	case a.group.pool == nil && cr != nil && cr.Original != nil:
 		// A record of an older version, with no request to open the group.
-		a.note = joinNote(a.note, fmt.Sprintf("the run recorded the sizes of %s %q before it (%s) but not how to reach the group: set them by hand", cr.GroupKind, cr.Group, *cr.Original))
-		a.logf("%s", a.note)
+		a.tally.note = joinNote(a.tally.note, fmt.Sprintf("the run recorded the sizes of %s %q before it (%s) but not how to reach the group: set them by hand", cr.GroupKind, cr.Group, *cr.Original))
+		a.logf("%s", a.tally.note)
 		return nil
 	case a.group.pool == nil:
 		return nil
 	case cr == nil:
-		a.logf("nothing recorded of %s %q: its sizes are left as they are", a.groupKind(), a.group.pool.GroupName())
+		a.logf("nothing recorded of %s %q: its sizes are left as they are", a.words.groupKind(), a.group.pool.GroupName())
 		return nil
 	}
 	if g, ok := a.wholeGroup(); ok {
 		return g.abortGreen(ctx)
 	}
 	if cr.Original == nil {
-		a.logf("%s %q was not scaled up by the run", a.groupKind(), a.group.pool.GroupName())
+		a.logf("%s %q was not scaled up by the run", a.words.groupKind(), a.group.pool.GroupName())
 	} else if err := a.group.shrink.scaleDown(ctx); err != nil {
 		// The same scale-down a finished run ends with: each node removed
 		// is drained first, and a scale-up by the autoscaler stops it.

@@ -74,13 +74,13 @@ func (r *blueGreenRun) summarize(s *runSummary) {
 
 // batchSoak waits out --batch-soak after batch i.
 func (r *blueGreenRun) batchSoak(ctx context.Context, i int) error {
-	return r.soakFor(ctx, time.Duration(r.cfg.Plan.BlueGreen.BatchSoak), plan.PhaseBatchSoak, fmt.Sprintf("%s: soak", r.batchLabel(i)))
+	return r.soakFor(ctx, time.Duration(r.cfg.Plan.BlueGreen.BatchSoak), plan.PhaseBatchSoak, fmt.Sprintf("%s: soak", batchLabel(r.cfg.Plan, i)))
 }
 
 func (r *blueGreenRun) blueGreen() (cloud.BlueGreen, error) {
 	bg, ok := r.group.pool.(cloud.BlueGreen)
 	if !ok {
-		return nil, fmt.Errorf("cannot run --strategy %s: provider %q cannot create node groups", r.strategyName(), r.cfg.Provider.Name())
+		return nil, fmt.Errorf("cannot run --strategy %s: provider %q cannot create node groups", r.strategy, r.cfg.Provider.Name())
 	}
 	return bg, nil
 }
@@ -160,7 +160,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 		if err := r.group.pin.keepDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
-		r.logf("creating %s %q beside %q at %s, of %s", r.groupKind(), green, r.group.pool.GroupName(), r.cfg.Plan.Cloud.SizeText(greenSizes), r.templateVersion(cr.TargetVersion))
+		r.logf("creating %s %q beside %q at %s, of %s", r.words.groupKind(), green, r.group.pool.GroupName(), r.cfg.Plan.Cloud.SizeText(greenSizes), r.words.templateVersion(cr.TargetVersion))
 		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, greenSizes); err != nil {
 			return err
 		}
@@ -282,7 +282,7 @@ func (r *blueGreenRun) soakFor(ctx context.Context, d time.Duration, phase plan.
 // evicted with their grace capped at an hour, then the blue group.
 func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	if blue := r.cfg.BlueDeleted; blue != "" {
-		r.logf("deleting blue: %s %q is gone already", r.groupKind(), blue)
+		r.logf("deleting blue: %s %q is gone already", r.words.groupKind(), blue)
 		return r.blueDeleted(ctx, blue, r.green().BlueNodes)
 	}
 	bg, err := r.blueGreen()
@@ -290,13 +290,13 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 		return err
 	}
 	names := slices.DeleteFunc(r.cfg.Plan.OutdatedNames(), func(n string) bool { return !r.nodes.nodeExists(n) })
-	r.logf("deleting blue: the pods left on its %d nodes, then %s %q", len(names), r.groupKind(), r.group.pool.GroupName())
+	r.logf("deleting blue: the pods left on its %d nodes, then %s %q", len(names), r.words.groupKind(), r.group.pool.GroupName())
 	opts := drain.Options{
 		DeleteInsteadOfEvict: true, Force: true, DeleteEmptyDirData: true,
 		GracePeriodSeconds: -1, MaxGracePeriod: time.Hour, Timeout: time.Hour + 5*time.Minute,
-		OnEvent: func(ev drain.Event) { r.reportDrainEvent(ctx, ev) },
+		OnEvent: func(ev drain.Event) { r.drains.reportDrainEvent(ctx, ev) },
 	}
-	if view := r.clusterView(); view != nil {
+	if view := r.nodes.view; view != nil {
 		// blue's pods are followed in the run's cache, as every drain's
 		opts.Pods = view
 	}
@@ -318,7 +318,7 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	if err := r.hooks.run(ctx, plan.HookPreTerminate, names); err != nil {
 		return err
 	}
-	if err := r.deregister(ctx, "deleting blue", names); err != nil {
+	if err := r.batches.deregister(ctx, "deleting blue", names); err != nil {
 		return err
 	}
 	// Intent first: a run killed once the group is gone, before it
@@ -336,7 +336,7 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 // blueDeleted records blue's nodes done once its group is gone, and lets
 // the autoscaler have green's nodes again.
 func (r *blueGreenRun) blueDeleted(ctx context.Context, blue string, names []string) error {
-	r.markDone(names...)
+	r.tally.markDone(names...)
 	// Blue's rebalancing, held for an autoscaled run, went with its group:
 	// there is nothing to resume.
 	r.group.cloudRecord().RebalanceHeld, r.group.rebalanceHeld = false, false
@@ -344,14 +344,14 @@ func (r *blueGreenRun) blueDeleted(ctx context.Context, blue string, names []str
 		return err
 	}
 	gr := r.green()
-	note := fmt.Sprintf("node group now runs in %s %q; %q was deleted", r.groupKind(), gr.Green, blue)
+	note := fmt.Sprintf("node group now runs in %s %q; %q was deleted", r.words.groupKind(), gr.Green, blue)
 	switch bgp := r.cfg.Plan.BlueGreen; {
 	case bgp.GreenLabel != "":
 		note += fmt.Sprintf("; its nodes carry %s=%s, so the node group is %q from now on: rename it where infrastructure as code declares it", bgp.GreenLabel, gr.Green, gr.Green)
 	case bgp.GreenSelector != "":
-		note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", bgp.GreenSelector, r.groupKind(), blue)
+		note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", bgp.GreenSelector, r.words.groupKind(), blue)
 	}
-	r.setNote(note)
+	r.tally.setNote(note)
 	r.logf("%s", note)
 	return r.group.protectNewNodes(ctx, false)
 }
@@ -390,11 +390,11 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 	r.rolledBack = true
 	r.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !r.nodes.nodeExists(n) }))
 	r.greenDrained = len(green)
-	note := fmt.Sprintf("rolled back: blue (%s %q) serves again", r.groupKind(), r.group.pool.GroupName())
+	note := fmt.Sprintf("rolled back: blue (%s %q) serves again", r.words.groupKind(), r.group.pool.GroupName())
 	if gr := cr.GreenRecord; gr.Green != "" && !gr.GreenCreated {
 		note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", gr.Green)
 	}
-	r.setNote(note)
+	r.tally.setNote(note)
 	r.logf("%s", note)
 	return r.group.protectNewNodes(ctx, false)
 }
@@ -436,7 +436,7 @@ func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, gr *
 		if err := r.hooks.run(ctx, plan.HookPreDrain, green); err != nil {
 			return err
 		}
-		if err := r.drainNodes(ctx, green); err != nil {
+		if err := r.batches.drainNodes(ctx, green); err != nil {
 			return err
 		}
 		if err := r.hooks.run(ctx, plan.HookPostDrain, green); err != nil {
@@ -449,7 +449,7 @@ func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, gr *
 	if err := r.hooks.run(ctx, plan.HookPreTerminate, green); err != nil {
 		return err
 	}
-	if err := r.deregister(ctx, "rolling back", green); err != nil {
+	if err := r.batches.deregister(ctx, "rolling back", green); err != nil {
 		return err
 	}
 	return bg.DeleteGroup(ctx, gr.Green)
@@ -474,14 +474,14 @@ func (r *blueGreenRun) abortGreen(ctx context.Context) error {
 		if err := bg.SetGroupSizes(ctx, r.group.pool.GroupName(), *cr.Original); err != nil {
 			return err
 		}
-		r.logf("%s %q is back to %s", r.groupKind(), r.group.pool.GroupName(), r.cfg.Plan.Cloud.SizeText(*cr.Original))
+		r.logf("%s %q is back to %s", r.words.groupKind(), r.group.pool.GroupName(), r.cfg.Plan.Cloud.SizeText(*cr.Original))
 	}
 	green := gr.Green
 	if sel := r.cfg.Plan.BlueGreen; sel != nil && sel.GreenSelector != "" {
 		green = sel.GreenSelector
 	}
 	if green != "" {
-		r.addNote(fmt.Sprintf("green %q was given, not made by the run: it is left serving as it is", green))
+		r.tally.addNote(fmt.Sprintf("green %q was given, not made by the run: it is left serving as it is", green))
 	}
 	return nil
 }
@@ -517,7 +517,7 @@ func (r *blueGreenRun) waitGreenSelected(ctx context.Context, selector string) e
 	zones := r.cfg.Plan.OutdatedZones()
 	r.logf("waiting up to %s for the green nodes %s to be Ready in zones %s", r.cfg.NodeReadyTimeout, selector, quoteAll(zones))
 	var notReady, missing []string
-	return r.awaitNodes(ctx, func(context.Context) (bool, error) {
+	return r.arrivals.awaitNodes(ctx, func(context.Context) (bool, error) {
 		nodes, err := r.nodes.selectedNodes(selector)
 		if err != nil {
 			return false, err

@@ -29,7 +29,7 @@ func TestDeferredNodesUnderAbort(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cg := &cloudGroup{Engine: &Engine{cfg: Config{Plan: p}}}
+			cg := &cloudGroup{toolkit: toolkit{cfg: &Config{Plan: p}}}
 			s := &shrinker{cloudGroup: cg, aborting: tc.aborting}
 			if got := s.keptOutdated(); !got.Equal(sets.New(tc.wantKept...)) {
 				t.Errorf("kept %v, want %v", sets.List(got), tc.wantKept)
@@ -40,7 +40,7 @@ func TestDeferredNodesUnderAbort(t *testing.T) {
 		})
 	}
 	onlyDeferred := &plan.Plan{Strategy: "eks", Deferred: p.Deferred}
-	pin := &defaultPin{cloudGroup: &cloudGroup{Engine: &Engine{cfg: Config{Plan: onlyDeferred}}}}
+	pin := &defaultPin{cloudGroup: &cloudGroup{toolkit: toolkit{cfg: &Config{Plan: onlyDeferred}}}}
 	if pin.allOnTarget() {
 		t.Error("a plan with deferred outdated nodes reads as all on the target: abort would keep the target the default")
 	}

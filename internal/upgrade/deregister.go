@@ -15,17 +15,17 @@ import (
 // removal; a provider without load balancers passes. A timeout stops the
 // run with the nodes drained and cordoned and nothing removed: a re-run
 // asks again.
-func (e *Engine) deregister(ctx context.Context, what string, names []string) error {
-	d, ok := e.cfg.Provider.(cloud.Deregisterer)
+func (b *batchRun) deregister(ctx context.Context, what string, names []string) error {
+	d, ok := b.cfg.Provider.(cloud.Deregisterer)
 	if !ok || len(names) == 0 {
 		return nil
 	}
-	timeout := e.cfg.DeregistrationTimeout
+	timeout := b.cfg.DeregistrationTimeout
 	if timeout <= 0 {
 		timeout = plan.DefaultDeregistrationTimeout
 	}
 	return d.Deregister(ctx, names, timeout, func(waitingFor string) {
-		e.logf("%s: waiting for %s", what, waitingFor)
-		e.progress.waitingFor(waitingFor)
+		b.logf("%s: waiting for %s", what, waitingFor)
+		b.progress.waitingFor(waitingFor)
 	})
 }

@@ -47,7 +47,7 @@ func (r *eksRun) scaleUp(ctx context.Context) error {
 	}
 	from, to, err := r.group.raise(ctx, cr.ScaleUp)
 	if to != from {
-		r.logf("scaling %s %q up by %d: %s", r.groupKind(), r.group.pool.GroupName(), cr.ScaleUp, r.cfg.Plan.Cloud.ResizeText(from, to))
+		r.logf("scaling %s %q up by %d: %s", r.words.groupKind(), r.group.pool.GroupName(), cr.ScaleUp, r.cfg.Plan.Cloud.ResizeText(from, to))
 	}
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func (r *eksRun) scaleUp(ctx context.Context) error {
 		if d := len(r.cfg.Plan.Deferred); d > 0 {
 			how = fmt.Sprintf("the scale-down removes %s without replacing them", plan.Count(d, "outdated node"))
 		}
-		r.logf("%s %q was scaled up for version %s by an earlier run; %s", r.groupKind(), r.group.pool.GroupName(), cr.ScaledFor, how)
+		r.logf("%s %q was scaled up for version %s by an earlier run; %s", r.words.groupKind(), r.group.pool.GroupName(), cr.ScaledFor, how)
 		return nil
 	}
 	if err := r.group.waitNewNodes(ctx, &cr.GroupRecord, zones, int(cr.LastDesired)); err != nil {
@@ -92,7 +92,7 @@ func (r *eksRun) recordScaleUp(ctx context.Context) (*state.CloudRecord, error) 
 		// An interrupted run scaled up for another version: its nodes are
 		// outdated too, so the target needs room of its own. Recorded
 		// before the raise, so a re-run does not add it twice.
-		r.logf("%s %q was scaled up for version %s by an interrupted run; its nodes are outdated too: scaling up again for version %s", r.groupKind(), r.group.pool.GroupName(), cr.ScaledFor, cr.TargetVersion)
+		r.logf("%s %q was scaled up for version %s by an interrupted run; its nodes are outdated too: scaling up again for version %s", r.words.groupKind(), r.group.pool.GroupName(), cr.ScaledFor, cr.TargetVersion)
 		cr.ScaleUp, cr.ScaledFor = cr.ScaleUp+inc, cr.TargetVersion
 		if err := r.save(ctx); err != nil {
 			return nil, err
@@ -143,7 +143,7 @@ func (r *eksRun) taintAll(ctx context.Context) error {
 			return fmt.Errorf("error when tainting node %q: %w", name, err)
 		}
 		if changed {
-			r.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeTainted", "tainted %s: outdated (%s)", plan.TaintString(r.cfg.Taint), r.planDescription())
+			r.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeTainted", "tainted %s: outdated (%s)", plan.TaintString(r.cfg.Taint), planDescription(r.cfg.Plan))
 		}
 		return nil
 	})

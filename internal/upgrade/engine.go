@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,25 +105,19 @@ type Config struct {
 type Engine struct {
 	cfg      Config
 	strategy plan.Strategy
-	// drainer is made by watchCluster for the run's context, from drainOpt
-	// and the pod source and event report it adds.
-	drainer  *drain.Drainer
 	drainOpt drain.Options
-	evicted  []corev1.Pod
 	view     *clusterView
-	done     []string
+	tally    *tally
+	words    cloudWords
 	// group is the provider's cloud group with the run's record of it: the
 	// toolkit of the strategies that change a group.
-	group *cloudGroup
-	run   strategyRun         // the strategy's execution
-	steps map[plan.Phase]step // its steps and the batch toolkit's, by phase
-	note  string
-	nodes *nodeWriter
-	// drained says this run has asked for an eviction (or deleted a pod):
-	// before that no pod has moved, and a stopped run takes its taints,
-	// cordons and load-balancer exclusions off again. Drain callbacks set
-	// it.
-	drained    atomic.Bool
+	group      *cloudGroup
+	run        strategyRun         // the strategy's execution
+	steps      map[plan.Phase]step // its steps and the batch toolkit's, by phase
+	nodes      *nodeWriter
+	batches    *batchRun
+	drains     *drainReport
+	arrivals   *arrivals
 	progress   *progress
 	hooks      *hookRunner
 	recoveries *recoveries
@@ -144,27 +137,36 @@ func New(cfg Config) (*Engine, error) {
 		cfg.PollInterval = 5 * time.Second
 	}
 	e := &Engine{cfg: cfg, strategy: strategy}
+	e.tally, e.words = &tally{}, cloudWords{cloud: cfg.Plan.Cloud}
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
-	e.recoveries = &recoveries{record: cfg.Record, plan: cfg.Plan, timeout: cfg.RecoverTimeout, progress: e.progress, logf: e.logf}
+	e.drains = &drainReport{journal: cfg.Journal, events: cfg.Events, color: cfg.Color, logf: e.logf}
 	e.nodes = &nodeWriter{client: cfg.Client, plan: cfg.Plan, record: cfg.Record, taint: cfg.Taint, events: cfg.Events, logf: e.logf}
-	e.group = newCloudGroup(e)
-	e.hooks = &hookRunner{Engine: e}
-	e.run, e.steps = stepsOf(e)
+	e.arrivals = &arrivals{nodes: e.nodes, timeout: cfg.NodeReadyTimeout, poll: cfg.PollInterval, logf: e.logf}
+	e.recoveries = &recoveries{record: cfg.Record, plan: cfg.Plan, timeout: cfg.RecoverTimeout, progress: e.progress, logf: e.logf}
 	e.windows = &windowWait{schedule: cfg.Window, control: cfg.Control, plan: cfg.Plan, record: cfg.Record, start: cfg.Start,
-		now: cfg.Now, progress: e.progress, logf: e.logf, save: e.save, liveRollback: e.liveRollback(), gatedBatch: -1}
-	cfg.Drain.Hold = e.recoveries.holdForRecovery
-	e.drainOpt = cfg.Drain // the drainer comes with the run's context (watchCluster)
+		now: cfg.Now, progress: e.progress, logf: e.logf, save: e.save, gatedBatch: -1}
+	e.group = newCloudGroup(cfg.Provider)
+	e.hooks = &hookRunner{cfg: &e.cfg, pool: e.group.pool, nodes: e.nodes, logf: e.logf, save: e.save}
+	e.batches = &batchRun{cfg: &e.cfg, strategy: strategy, group: e.group, nodes: e.nodes, recoveries: e.recoveries, tally: e.tally,
+		words: e.words, hooks: e.hooks, progress: e.progress, logf: e.logf, record: e.record}
+	e.group.toolkit = e.toolkit()
+	e.run, e.steps = stepsOf(e)
+	_, e.batches.heldOff = e.run.(outdatedHolder)
+	_, e.group.wholeGroup = e.run.(groupAborter)
+	e.windows.liveRollback = e.liveRollback()
+	e.cfg.Drain.Hold = e.recoveries.holdForRecovery
+	e.drainOpt = e.cfg.Drain // the drainer comes with the run's context (watchCluster)
 	return e, nil
 }
 
 // onDrainEvent is the drains' OnEvent in the run's ctx: it notes the
 // first eviction, reports the event, then tells the caller's hook.
-func (e *Engine) onDrainEvent(ctx context.Context, hook func(drain.Event)) func(drain.Event) {
+func (dr *drainReport) onDrainEvent(ctx context.Context, hook func(drain.Event)) func(drain.Event) {
 	return func(ev drain.Event) {
 		if ev.Type == drain.EventEvicting || ev.Type == drain.EventDeleted {
-			e.drained.Store(true)
+			dr.drained.Store(true)
 		}
-		e.reportDrainEvent(ctx, ev)
+		dr.reportDrainEvent(ctx, ev)
 		if hook != nil {
 			hook(ev)
 		}
@@ -172,9 +174,11 @@ func (e *Engine) onDrainEvent(ctx context.Context, hook func(drain.Event)) func(
 }
 
 // Flow is what the strategy's transitions depend on in this run.
-func (e *Engine) flow() plan.Flow {
-	_, resizes := e.group.pool.(cloud.Scaler)
-	return plan.Flow{Batches: len(e.cfg.Plan.Batches), CloudGroup: resizes}
+func (e *Engine) flow() plan.Flow { return runFlow(e.cfg.Plan, e.group.pool) }
+
+func runFlow(p *plan.Plan, pool cloud.Pool) plan.Flow {
+	_, resizes := pool.(cloud.Scaler)
+	return plan.Flow{Batches: len(p.Batches), CloudGroup: resizes}
 }
 
 // watchCluster starts the informers the engine reads nodes, pods and
@@ -194,8 +198,8 @@ func (e *Engine) watchCluster(ctx context.Context) (context.Context, context.Can
 	// node; their events are recorded in the run's context
 	opts := e.drainOpt
 	opts.Pods = view
-	opts.OnEvent = e.onDrainEvent(ctx, opts.OnEvent)
-	e.drainer = drain.New(e.cfg.Client, opts)
+	opts.OnEvent = e.drains.onDrainEvent(ctx, opts.OnEvent)
+	e.batches.drainer = drain.New(e.cfg.Client, opts)
 	stop := func() {
 		cancel()
 		if rec := e.recoveries.recovering.Load(); rec != nil {
@@ -264,8 +268,8 @@ func (e *Engine) enter(ctx context.Context, s plan.State) error {
 			return err
 		}
 	}
-	e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.done))
-	e.journalEnter(s)
+	e.progress.enter(s, len(e.cfg.EarlierDone)+len(e.tally.done))
+	e.drains.journalEnter(s)
 	if s.Phase == plan.PhaseDrain {
 		e.recoveries.intendRecovering(s.Batch)
 	}
@@ -309,7 +313,7 @@ func (e *Engine) record(ctx context.Context, s plan.State) error {
 	if e.cfg.OnProgress == nil {
 		return nil
 	}
-	return e.cfg.OnProgress(ctx, s, e.done)
+	return e.cfg.OnProgress(ctx, s, e.tally.done)
 }
 
 func (e *Engine) save(ctx context.Context) error {
@@ -336,7 +340,7 @@ func (e *Engine) tickProgress(ctx context.Context) {
 
 // summary is the run's final line.
 func (e *Engine) summary() string {
-	s := runSummary{Rollback: e.cfg.RollingBack, Earlier: e.cfg.EarlierDone, Now: e.done}
+	s := runSummary{Rollback: e.cfg.RollingBack, Earlier: e.cfg.EarlierDone, Now: e.tally.done}
 	if r, ok := e.run.(interface{ summarize(*runSummary) }); ok {
 		r.summarize(&s)
 	}
@@ -353,7 +357,7 @@ func (e *Engine) stoppedUndrained(ctx context.Context, cause error) error {
 	var paused *PausedError
 	var soaking *SoakingError
 	// A service's update marks and drains the nodes itself.
-	if e.cfg.Plan.Managed != nil || e.drained.Load() || e.cfg.Start != "" || len(e.done) > 0 || len(e.cfg.Record.Done) > 0 || len(e.cfg.Plan.Done) > 0 || errors.As(cause, &paused) || errors.As(cause, &soaking) {
+	if e.cfg.Plan.Managed != nil || e.drains.drained.Load() || e.cfg.Start != "" || len(e.tally.done) > 0 || len(e.cfg.Record.Done) > 0 || len(e.cfg.Plan.Done) > 0 || errors.As(cause, &paused) || errors.As(cause, &soaking) {
 		return cause
 	}
 	// The run's context may be what stopped it.
@@ -376,7 +380,7 @@ func (e *Engine) stoppedUndrained(ctx context.Context, cause error) error {
 }
 
 // Note is what the run wants the operator to know though it succeeded.
-func (e *Engine) Note() string { return e.note }
+func (e *Engine) Note() string { return e.tally.note }
 
 // RolledBack reports whether the run took the group back to where it
 // was (in place, or blue/green's rollback), rather than upgrading it.
@@ -387,8 +391,6 @@ func (e *Engine) RolledBack() bool {
 	}
 	return s.Rollback || s.BlueGreen
 }
-
-func (e *Engine) batchLabel(i int) string { return batchLabel(e.cfg.Plan, i) }
 
 func batchLabel(p *plan.Plan, i int) string {
 	return fmt.Sprintf("batch %d/%d", i+1, len(p.Batches))
@@ -440,20 +442,20 @@ func (nw *nodeWriter) isOurTaint(t corev1.Taint) bool {
 	return t.Key == nw.taint.Key && t.Effect == nw.taint.Effect
 }
 
-func (e *Engine) planDescription() string {
-	if e.cfg.Plan.Selector != "" {
-		return "upgrade of nodes " + e.cfg.Plan.Selector
+func planDescription(p *plan.Plan) string {
+	if p.Selector != "" {
+		return "upgrade of nodes " + p.Selector
 	}
-	return fmt.Sprintf("upgrade of node group %q", e.cfg.Plan.NodeGroup)
+	return fmt.Sprintf("upgrade of node group %q", p.NodeGroup)
 }
 
-func (e *Engine) reportDrainEvent(ctx context.Context, ev drain.Event) {
-	e.journalDrainEvent(ev)
+func (dr *drainReport) reportDrainEvent(ctx context.Context, ev drain.Event) {
+	dr.journalDrainEvent(ev)
 	switch ev.Type {
 	case drain.EventEvicted:
-		e.logf("node %q: evicted pod %q", ev.Node, ev.Namespace+"/"+ev.Pod)
+		dr.logf("node %q: evicted pod %q", ev.Node, ev.Namespace+"/"+ev.Pod)
 	case drain.EventDeleted:
-		e.logf("node %q: deleted pod %q", ev.Node, ev.Namespace+"/"+ev.Pod)
+		dr.logf("node %q: deleted pod %q", ev.Node, ev.Namespace+"/"+ev.Pod)
 	case drain.EventBlocked:
 		msg := fmt.Sprintf("node %q: eviction of pod %q blocked", ev.Node, ev.Namespace+"/"+ev.Pod)
 		for _, p := range ev.PDBs {
@@ -462,11 +464,11 @@ func (e *Engine) reportDrainEvent(ctx context.Context, ev drain.Event) {
 		if len(ev.PDBs) == 0 && ev.Message != "" {
 			msg += ": " + ev.Message
 		}
-		e.logf("%s", e.cfg.Color.Yellow(msg))
-		e.cfg.Events.Pod(ctx, ev.Namespace, ev.Pod, corev1.EventTypeWarning, "EvictionBlocked", "%s", msg)
+		dr.logf("%s", dr.color.Yellow(msg))
+		dr.events.Pod(ctx, ev.Namespace, ev.Pod, corev1.EventTypeWarning, "EvictionBlocked", "%s", msg)
 	case drain.EventDrained:
-		e.logf("node %q: drained", ev.Node)
-		e.cfg.Events.Node(ctx, ev.Node, corev1.EventTypeNormal, "NodeUpgradeDrained", "every evictable pod has left the node")
+		dr.logf("node %q: drained", ev.Node)
+		dr.events.Node(ctx, ev.Node, corev1.EventTypeNormal, "NodeUpgradeDrained", "every evictable pod has left the node")
 	}
 }
 

@@ -24,8 +24,8 @@ const ScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down
 // change recorded before it is made. pool is nil where the provider's
 // nodes are no cloud group.
 type cloudGroup struct {
-	*Engine
-	pool cloud.Pool
+	toolkit // group is this cloudGroup
+	pool    cloud.Pool
 	// shrunk are the nodes the run removed with the desired size lowered.
 	shrunk sets.Set[string]
 	// protected are the nodes this process annotated scale-down-disabled:
@@ -33,13 +33,18 @@ type cloudGroup struct {
 	protected sets.Set[string]
 	// rebalanceHeld says this process suspended the group's rebalancing.
 	rebalanceHeld bool
-	pin           *defaultPin // the template default the group follows
-	shrink        *shrinker   // the scale-down back to the sizes before the run
+	// wholeGroup: the strategy's run aborts by putting a whole group back
+	// (groupAborter: blue/green), which settles the default itself.
+	wholeGroup bool
+	pin        *defaultPin // the template default the group follows
+	shrink     *shrinker   // the scale-down back to the sizes before the run
 }
 
-func newCloudGroup(e *Engine) *cloudGroup {
-	g := &cloudGroup{Engine: e, shrunk: sets.New[string](), protected: sets.New[string]()}
-	if p, ok := e.cfg.Provider.(cloud.Pool); ok {
+// newCloudGroup makes the group of provider; its toolkit is set once the
+// engine's parts are made (some of them hold the group).
+func newCloudGroup(provider cloud.Provider) *cloudGroup {
+	g := &cloudGroup{shrunk: sets.New[string](), protected: sets.New[string]()}
+	if p, ok := provider.(cloud.Pool); ok {
 		g.pool = p
 	}
 	g.pin, g.shrink = &defaultPin{cloudGroup: g}, &shrinker{cloudGroup: g}
@@ -49,7 +54,7 @@ func newCloudGroup(e *Engine) *cloudGroup {
 // cloudRecord is the run's cloud record, created on first use.
 func (cg *cloudGroup) cloudRecord() *state.CloudRecord {
 	if cg.cfg.Record.Cloud == nil {
-		cg.cfg.Record.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: cg.cfg.Provider.Name(), Group: cg.pool.GroupName(), GroupKind: cg.groupKind(), TemplateKind: cg.templateKind()}}
+		cg.cfg.Record.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: cg.cfg.Provider.Name(), Group: cg.pool.GroupName(), GroupKind: cg.words.groupKind(), TemplateKind: cg.words.templateKind()}}
 		if c := cg.cfg.Plan.Cloud; c != nil {
 			cg.cfg.Record.Cloud.Template = c.Template
 		}
@@ -81,7 +86,7 @@ func (cg *cloudGroup) setup(ctx context.Context) error {
 		return err
 	}
 	if cr.TargetVersion != version {
-		cg.logf("%s %q launches %s", cg.groupKind(), cg.pool.GroupName(), cg.templateVersion(version))
+		cg.logf("%s %q launches %s", cg.words.groupKind(), cg.pool.GroupName(), cg.words.templateVersion(version))
 	}
 	cr.TargetVersion = version
 	return cg.save(ctx)
@@ -110,7 +115,7 @@ func (cg *cloudGroup) resizer() (cloud.Scaler, error) {
 	if g, ok := cg.pool.(cloud.Scaler); ok {
 		return g, nil
 	}
-	return nil, fmt.Errorf("cannot resize the node group: provider %q leaves the sizes of %s %q to its cloud service", cg.cfg.Provider.Name(), cg.groupKind(), cloud.GroupName(cg.cfg.Provider))
+	return nil, fmt.Errorf("cannot resize the node group: provider %q leaves the sizes of %s %q to its cloud service", cg.cfg.Provider.Name(), cg.words.groupKind(), cloud.GroupName(cg.cfg.Provider))
 }
 
 // shrinkable is the provider as a group the scale-down brings back to
@@ -120,20 +125,24 @@ func (cg *cloudGroup) shrinkable() (cloud.Shrinker, error) {
 	if g, ok := cg.pool.(cloud.Shrinker); ok {
 		return g, nil
 	}
-	return nil, fmt.Errorf("cannot shrink the node group: provider %q leaves the sizes of %s %q to its cloud service", cg.cfg.Provider.Name(), cg.groupKind(), cloud.GroupName(cg.cfg.Provider))
+	return nil, fmt.Errorf("cannot shrink the node group: provider %q leaves the sizes of %s %q to its cloud service", cg.cfg.Provider.Name(), cg.words.groupKind(), cloud.GroupName(cg.cfg.Provider))
 }
+
+// cloudWords are the provider's words for its group, its templates and
+// its machines, from the plan's cloud side (nil: none).
+type cloudWords struct{ cloud *plan.CloudPlan }
 
 // groupKind and templateKind are the provider's words for its group and
 // its templates, from the plan.
-func (e *Engine) groupKind() string {
-	if c := e.cfg.Plan.Cloud; c != nil && c.GroupKind != "" {
+func (w cloudWords) groupKind() string {
+	if c := w.cloud; c != nil && c.GroupKind != "" {
 		return c.GroupKind
 	}
 	return "group"
 }
 
-func (e *Engine) templateKind() string {
-	if c := e.cfg.Plan.Cloud; c != nil && c.TemplateKind != "" {
+func (w cloudWords) templateKind() string {
+	if c := w.cloud; c != nil && c.TemplateKind != "" {
 		return c.TemplateKind
 	}
 	return "template"
@@ -142,11 +151,11 @@ func (e *Engine) templateKind() string {
 // templateVersion names a version with its template, as the plan's
 // header does: the kind alone would read "instance template in project
 // version demo-v1" on Compute Engine.
-func (e *Engine) templateVersion(version string) string {
-	if c := e.cfg.Plan.Cloud; c != nil && c.Template != "" {
-		return fmt.Sprintf("%s %s version %s", e.templateKind(), c.Template, version)
+func (w cloudWords) templateVersion(version string) string {
+	if c := w.cloud; c != nil && c.Template != "" {
+		return fmt.Sprintf("%s %s version %s", w.templateKind(), c.Template, version)
 	}
-	return fmt.Sprintf("%s version %s", e.templateKind(), version)
+	return fmt.Sprintf("%s version %s", w.templateKind(), version)
 }
 
 // recordOriginal records the group's sizes before the run's first change
@@ -267,7 +276,7 @@ func (cg *cloudGroup) holdRebalance(ctx context.Context) error {
 		}
 		if held {
 			cr.RebalanceWasHeld = true
-			cg.logf("%s of %s %q was suspended before the run: left so", r.RebalanceName(), cg.groupKind(), cg.pool.GroupName())
+			cg.logf("%s of %s %q was suspended before the run: left so", r.RebalanceName(), cg.words.groupKind(), cg.pool.GroupName())
 			return cg.save(ctx)
 		}
 		cr.RebalanceHeld = true
@@ -279,7 +288,7 @@ func (cg *cloudGroup) holdRebalance(ctx context.Context) error {
 		return err
 	}
 	cg.rebalanceHeld = true
-	cg.logf("suspended %s of %s %q while the run removes nodes with the desired size lowered", r.RebalanceName(), cg.groupKind(), cg.pool.GroupName())
+	cg.logf("suspended %s of %s %q while the run removes nodes with the desired size lowered", r.RebalanceName(), cg.words.groupKind(), cg.pool.GroupName())
 	return nil
 }
 
@@ -291,14 +300,14 @@ func (cg *cloudGroup) releaseRebalance(ctx context.Context) error {
 	}
 	r, ok := cg.pool.(cloud.Rebalancer)
 	if !ok {
-		cg.note = joinNote(cg.note, fmt.Sprintf("the run suspended the rebalancing of %s %q between zones but cannot reach the group to resume it: resume it by hand", cr.GroupKind, cr.Group))
-		cg.logf("%s", cg.note)
+		cg.tally.note = joinNote(cg.tally.note, fmt.Sprintf("the run suspended the rebalancing of %s %q between zones but cannot reach the group to resume it: resume it by hand", cr.GroupKind, cr.Group))
+		cg.logf("%s", cg.tally.note)
 		return nil
 	}
 	if err := r.ReleaseRebalance(ctx); err != nil {
 		return err
 	}
 	cr.RebalanceHeld, cg.rebalanceHeld = false, false
-	cg.logf("resumed %s of %s %q", r.RebalanceName(), cg.groupKind(), cg.pool.GroupName())
+	cg.logf("resumed %s of %s %q", r.RebalanceName(), cg.words.groupKind(), cg.pool.GroupName())
 	return cg.save(ctx)
 }

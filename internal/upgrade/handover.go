@@ -55,15 +55,15 @@ type recoveries struct {
 }
 
 // waitRecovered is the Recover phase of batch i.
-func (e *Engine) waitRecovered(ctx context.Context, i int) error {
-	return e.recoverAfter(ctx, i, nil)
+func (b *batchRun) waitRecovered(ctx context.Context, i int) error {
+	return b.recoverAfter(ctx, i, nil)
 }
 
 // recoverAfter is the Recover phase of batch i with the strategy's own
 // wait first (surge: the group's replacements), after an earlier batch's
 // recovery settled.
-func (e *Engine) recoverAfter(ctx context.Context, i int, first func(context.Context) error) error {
-	if err := e.recoveries.settleRecovery(ctx); err != nil {
+func (b *batchRun) recoverAfter(ctx context.Context, i int, first func(context.Context) error) error {
+	if err := b.recoveries.settleRecovery(ctx); err != nil {
 		return err
 	}
 	if first != nil {
@@ -71,34 +71,34 @@ func (e *Engine) recoverAfter(ctx context.Context, i int, first func(context.Con
 			return err
 		}
 	}
-	if e.group.pool != nil {
+	if b.group.pool != nil {
 		// The group has launched replacements: keep the autoscaler off them.
-		if err := e.group.protectNewNodes(ctx, true); err != nil {
+		if err := b.group.protectNewNodes(ctx, true); err != nil {
 			return err
 		}
 	}
-	owners := OwnersOf(e.evicted)
+	owners := OwnersOf(b.evicted)
 	if len(owners) == 0 {
 		return nil
 	}
 	// again: the settled recovery took off the ones this batch shares
-	e.recoveries.recordRecovering(owners, nil)
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.RecoverTimeout)
-	if !e.handsOver(i) {
+	b.recoveries.recordRecovering(owners, nil)
+	wctx, cancel := context.WithTimeout(ctx, b.cfg.RecoverTimeout)
+	if !b.handsOver(i) {
 		defer cancel()
-		e.logf("%s: waiting for %d workloads to be Ready again", e.batchLabel(i), len(owners))
-		if err := e.view.workloads.waitReady(wctx, owners, e.recoveries.showWaitingFor("workloads to be Ready again: ")); err != nil {
-			return e.recoveries.recoveryFailed(ctx, i, err)
+		b.logf("%s: waiting for %d workloads to be Ready again", batchLabel(b.cfg.Plan, i), len(owners))
+		if err := b.nodes.view.workloads.waitReady(wctx, owners, b.recoveries.showWaitingFor("workloads to be Ready again: ")); err != nil {
+			return b.recoveries.recoveryFailed(ctx, i, err)
 		}
-		e.recoveries.recordRecovering(nil, owners)
+		b.recoveries.recordRecovering(nil, owners)
 		return nil
 	}
-	e.logf("%s: waiting for %d workloads to have their pods scheduled again; the next batch evicts a workload's pods once it is Ready", e.batchLabel(i), len(owners))
-	if err := e.view.waitPlaced(wctx, owners, e.recoveries.showWaitingFor("workloads' pods to be scheduled again: ")); err != nil {
+	b.logf("%s: waiting for %d workloads to have their pods scheduled again; the next batch evicts a workload's pods once it is Ready", batchLabel(b.cfg.Plan, i), len(owners))
+	if err := b.nodes.view.waitPlaced(wctx, owners, b.recoveries.showWaitingFor("workloads' pods to be scheduled again: ")); err != nil {
 		cancel()
-		return e.recoveries.recoveryFailed(ctx, i, err)
+		return b.recoveries.recoveryFailed(ctx, i, err)
 	}
-	e.recoveries.followRecovery(ctx, wctx, cancel, i, owners)
+	b.recoveries.followRecovery(ctx, wctx, cancel, i, owners)
 	return nil
 }
 
@@ -106,8 +106,8 @@ func (e *Engine) recoverAfter(ctx context.Context, i int, first func(context.Con
 // are Ready: only where the next batch's room check or drain comes next,
 // not where a soak or a surge comes between batches, nor after the last
 // batch, which waits for everything.
-func (e *Engine) handsOver(i int) bool {
-	next := e.strategy.Next(plan.State{Phase: plan.PhaseRecover, Batch: i}, e.flow())
+func (b *batchRun) handsOver(i int) bool {
+	next := b.strategy.Next(plan.State{Phase: plan.PhaseRecover, Batch: i}, b.flow())
 	return next.Batch == i+1 && (next.Phase == plan.PhaseRoom || next.Phase == plan.PhaseDrain)
 }
 

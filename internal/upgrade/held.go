@@ -228,7 +228,7 @@ func tombstoned(obj any) any {
 // drains now whose PDB allows no disruption: the service's eviction of
 // them is refused until it does.
 func (r *managedRun) heldPods() []HeldPod {
-	return r.clusterView().heldPods(r.cfg.Plan.OutdatedNames())
+	return r.nodes.view.heldPods(r.cfg.Plan.OutdatedNames())
 }
 
 func (v *clusterView) heldPods(outdated []string) []HeldPod {
@@ -302,7 +302,7 @@ func zeroBudget(pdbs []*policyv1.PodDisruptionBudget) *policyv1.PodDisruptionBud
 
 // podOnNode reports whether the held pod still runs on its node.
 func (r *managedRun) podOnNode(h HeldPod) bool {
-	for _, p := range r.clusterView().podsOn(h.Node) {
+	for _, p := range r.nodes.view.podsOn(h.Node) {
 		if p.Namespace == h.Namespace && p.Name == h.Pod {
 			return true
 		}

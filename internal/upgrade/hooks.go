@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -70,8 +71,12 @@ const hookKillDelay = 5 * time.Second
 // hookRunner runs the plan's hooks around the nodes a step takes out, and
 // records each success at once.
 type hookRunner struct {
-	*Engine
-	mu sync.Mutex // the record's hooks, written by parallel hooks
+	cfg   *Config
+	pool  cloud.Pool // nil where the nodes are no cloud group
+	nodes *nodeWriter
+	logf  func(format string, args ...any)
+	save  func(ctx context.Context) error
+	mu    sync.Mutex // the record's hooks, written by parallel hooks
 }
 
 // run runs the named hook for each node that exists, in parallel,
@@ -159,13 +164,13 @@ func (h *hookRunner) hookEnv(ctx context.Context, hook, node string) []string {
 			}
 		}
 	}
-	if obj, ok, _ := h.view.nodes.GetStore().GetByKey(node); ok {
+	if obj, ok, _ := h.nodes.view.nodes.GetStore().GetByKey(node); ok {
 		n := obj.(*corev1.Node)
 		zone, providerID = n.Labels[plan.ZoneLabel], n.Spec.ProviderID
-		if instanceID == "" && h.group.pool != nil {
+		if instanceID == "" && h.pool != nil {
 			// A node outside the plan's batches (the scale-down's): its
 			// machine tells.
-			if byNode, _, err := h.group.pool.Machines(ctx, []*corev1.Node{n}); err == nil {
+			if byNode, _, err := h.pool.Machines(ctx, []*corev1.Node{n}); err == nil {
 				instanceID = byNode[node].ID
 			}
 		}
@@ -248,7 +253,7 @@ func (h *hookRunner) awaitAnnotationHooks(ctx context.Context, hook, prefix stri
 			}
 			node := slices.Sorted(maps.Keys(left))[0]
 			return &HookFailure{Hook: hook, Node: node, Annotations: left[node], Timeout: timeout}
-		case <-h.view.changed:
+		case <-h.nodes.view.changed:
 		}
 		now := h.annotationHooksLeft(prefix, names)
 		switch {
@@ -267,7 +272,7 @@ func (h *hookRunner) awaitAnnotationHooks(ctx context.Context, hook, prefix stri
 func (h *hookRunner) annotationHooksLeft(prefix string, names []string) map[string][]string {
 	left := map[string][]string{}
 	for _, name := range names {
-		obj, ok, _ := h.view.nodes.GetStore().GetByKey(name)
+		obj, ok, _ := h.nodes.view.nodes.GetStore().GetByKey(name)
 		if !ok {
 			continue
 		}

@@ -46,7 +46,7 @@ func (cg *cloudGroup) awaitGone(ctx context.Context, machines map[string]string)
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	w := &departureWait{e: cg.Engine, d: d, machines: machines, told: map[string]bool{}, last: map[string]cloud.Departure{},
+	w := &departureWait{poll: cg.cfg.PollInterval, logf: cg.logf, machineKind: cg.words.machineKind(), d: d, machines: machines, told: map[string]bool{}, last: map[string]cloud.Departure{},
 		// Most terminations end in seconds: look again soon at first, then
 		// back off to the poll interval.
 		pause: min(250*time.Millisecond, cg.cfg.PollInterval)}
@@ -78,13 +78,15 @@ func (cg *cloudGroup) awaitGone(ctx context.Context, machines map[string]string)
 
 // departureWait is awaitGone's wait for removed machines to leave.
 type departureWait struct {
-	e        *Engine
-	d        cloud.Departures
-	machines map[string]string // by node: those not gone yet
-	told     map[string]bool   // machines whose hooks were logged
-	last     map[string]cloud.Departure
-	pause    time.Duration // before the next look
-	rounds   int           // rounds in a row with a throttled look
+	poll        time.Duration
+	logf        func(format string, args ...any)
+	machineKind string
+	d           cloud.Departures
+	machines    map[string]string // by node: those not gone yet
+	told        map[string]bool   // machines whose hooks were logged
+	last        map[string]cloud.Departure
+	pause       time.Duration // before the next look
+	rounds      int           // rounds in a row with a throttled look
 }
 
 // look asks once after every machine waited for, whatever their number,
@@ -127,7 +129,7 @@ func (w *departureWait) awaited(id string, dep cloud.Departure) string {
 		what += ": " + heldBy(dep)
 		if !w.told[id] {
 			w.told[id] = true
-			w.e.logf("waiting for %s", what)
+			w.logf("waiting for %s", what)
 		}
 	}
 	return what
@@ -136,7 +138,7 @@ func (w *departureWait) awaited(id string, dep cloud.Departure) string {
 // sleep pauses before the next look, doubling the pause up to the poll
 // interval, and backing off further while the cloud throttles the looks.
 func (w *departureWait) sleep(ctx context.Context, throttled bool) {
-	poll := w.e.cfg.PollInterval
+	poll := w.poll
 	if throttled {
 		w.rounds++
 		w.pause = max(w.pause, cloud.Backoff(poll, w.rounds))
@@ -172,7 +174,7 @@ func (w *departureWait) timedOut(nodes []string, timeout time.Duration) error {
 		more = fmt.Sprintf(" (and %d more)", len(w.machines)-1)
 	}
 	return fmt.Errorf("%s %s of node %q did not terminate within %s (--terminate-timeout)%s: %s; complete the hook where it belongs or raise --terminate-timeout, then run again",
-		w.e.machineKind(), id, node, plan.FormatDuration(timeout), more, why)
+		w.machineKind, id, node, plan.FormatDuration(timeout), more, why)
 }
 
 // heldBy says which hooks hold a leaving machine, and how long each may.
@@ -193,8 +195,8 @@ func heldBy(dep cloud.Departure) string {
 }
 
 // machineKind is the provider's word for a machine, from the plan.
-func (e *Engine) machineKind() string {
-	if c := e.cfg.Plan.Cloud; c != nil && c.MachineKind != "" {
+func (w cloudWords) machineKind() string {
+	if c := w.cloud; c != nil && c.MachineKind != "" {
 		return c.MachineKind
 	}
 	return "machine"

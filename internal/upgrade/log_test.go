@@ -7,7 +7,7 @@ import (
 )
 
 func TestRemovedNodeIsNamedWithItsMachine(t *testing.T) {
-	e := &Engine{cfg: Config{Plan: &plan.Plan{Batches: []plan.Batch{{Nodes: []plan.PlannedNode{
+	b := &batchRun{cfg: &Config{Plan: &plan.Plan{Batches: []plan.Batch{{Nodes: []plan.PlannedNode{
 		{Name: "a", MachineID: "i-0abc"},
 		{Name: "b"},
 	}}}}}}
@@ -17,7 +17,7 @@ func TestRemovedNodeIsNamedWithItsMachine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.node, func(t *testing.T) {
-			if got := e.nodeWithMachine(0, tc.node); got != tc.want {
+			if got := b.nodeWithMachine(0, tc.node); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})

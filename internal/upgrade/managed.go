@@ -161,7 +161,7 @@ func (r *managedRun) abortService(ctx context.Context) error {
 		}
 		if !p.Finished() {
 			line := fmt.Sprintf("the %s's update %s still runs: its update settings stay the run's until it ends", r.cfg.Plan.Managed.Service, m.UpdateID)
-			r.addNote(line)
+			r.tally.addNote(line)
 			r.logf("%s", line)
 			return nil
 		}
@@ -238,7 +238,7 @@ func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, i
 	held := newHeldTracker(r.cfg.Now)
 	tick := time.NewTicker(r.cfg.PollInterval)
 	defer tick.Stop()
-	if err := r.clusterView().watchPDBs(ctx); err != nil {
+	if err := r.nodes.view.watchPDBs(ctx); err != nil {
 		return err
 	}
 	phase := ""
@@ -271,7 +271,7 @@ func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, i
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
-		case <-r.clusterView().changed:
+		case <-r.nodes.view.changed:
 		case <-r.windowCloses():
 		}
 	}
@@ -297,8 +297,8 @@ func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error 
 	switch p.State {
 	case cloud.UpdateSucceeded:
 		for _, name := range r.updateNodes() {
-			if !slices.Contains(r.doneNodes(), name) && !slices.Contains(r.cfg.EarlierDone, name) {
-				r.markDone(name)
+			if !slices.Contains(r.tally.doneNodes(), name) && !slices.Contains(r.cfg.EarlierDone, name) {
+				r.tally.markDone(name)
 			}
 		}
 		r.logf("%s update %s succeeded", mp.Service, p.ID)
@@ -333,11 +333,11 @@ func (r *managedRun) countReplaced(ctx context.Context) error {
 	fresh := false
 	nodes := r.updateNodes()
 	for _, name := range nodes {
-		if slices.Contains(r.doneNodes(), name) || slices.Contains(r.cfg.EarlierDone, name) {
+		if slices.Contains(r.tally.doneNodes(), name) || slices.Contains(r.cfg.EarlierDone, name) {
 			continue
 		}
-		if _, exists, err := r.clusterView().nodes.GetStore().GetByKey(name); err == nil && !exists {
-			r.markDone(name)
+		if _, exists, err := r.nodes.view.nodes.GetStore().GetByKey(name); err == nil && !exists {
+			r.tally.markDone(name)
 			fresh = true
 			r.logf("%s update: node %q replaced (%d of %d)", r.cfg.Plan.Managed.Service, name, r.replaced(), len(nodes))
 		}
@@ -345,7 +345,7 @@ func (r *managedRun) countReplaced(ctx context.Context) error {
 	if !fresh {
 		return nil
 	}
-	r.progress.setDone(len(r.cfg.EarlierDone) + len(r.doneNodes()))
+	r.progress.setDone(len(r.cfg.EarlierDone) + len(r.tally.doneNodes()))
 	return r.record(ctx, plan.State{Phase: plan.PhaseUpdate})
 }
 
@@ -363,7 +363,7 @@ func (r *managedRun) updateNodes() []string {
 // replaced counts the nodes of the update replaced so far, by earlier
 // runs too.
 func (r *managedRun) replaced() int {
-	return len(r.doneNodes()) + len(r.cfg.EarlierDone)
+	return len(r.tally.doneNodes()) + len(r.cfg.EarlierDone)
 }
 
 // nodesText says how many nodes the update has done: the service's count

@@ -75,7 +75,7 @@ func (r *managedRun) takeBackScaleUp(ctx context.Context, failed string) error {
 		if err := r.save(ctx); err != nil {
 			return err
 		}
-		r.logf("the %s's update %s failed and left %s %q at %s (before the run: %s): taking its scale-up back", r.cfg.Plan.Managed.Service, failed, r.groupKind(), r.group.pool.GroupName(), sizes, before)
+		r.logf("the %s's update %s failed and left %s %q at %s (before the run: %s): taking its scale-up back", r.cfg.Plan.Managed.Service, failed, r.words.groupKind(), r.group.pool.GroupName(), sizes, before)
 	}
 	return r.group.shrink.shrinkBackTo(ctx, m.ScaleDown, before)
 }

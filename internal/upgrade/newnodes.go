@@ -222,12 +222,12 @@ func (cg *cloudGroup) waitNewNodes(ctx context.Context, gr *state.GroupRecord, z
 	if len(zones) > 0 {
 		where = " in zones " + quoteAll(zones)
 	}
-	cg.logf("waiting up to %s for the new nodes of %s to be Ready%s (%d machines in all)", cg.cfg.NodeReadyTimeout, cg.templateVersion(gr.TargetVersion), where, wanted)
+	cg.logf("waiting up to %s for the new nodes of %s to be Ready%s (%d machines in all)", cg.cfg.NodeReadyTimeout, cg.words.templateVersion(gr.TargetVersion), where, wanted)
 	var st newNodes
 	failure := func() *NodeCreationFailure {
-		return &NodeCreationFailure{Group: cg.pool.GroupName(), GroupKind: cg.groupKind(), Timeout: cg.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *gr.Original}
+		return &NodeCreationFailure{Group: cg.pool.GroupName(), GroupKind: cg.words.groupKind(), Timeout: cg.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *gr.Original}
 	}
-	return cg.awaitNodes(ctx, func(ctx context.Context) (bool, error) {
+	return cg.arrivals.awaitNodes(ctx, func(ctx context.Context) (bool, error) {
 		seen, err := cg.lookAtNewNodes(ctx, gr.TargetVersion, zones)
 		if err != nil {
 			return false, err
@@ -258,13 +258,22 @@ func (cg *cloudGroup) waitNewNodes(ctx context.Context, gr *state.GroupRecord, z
 // the timeout cut the look short, or it passes with time (the cloud
 // throttled the call, cloud.Transient): then the wait backs off and looks
 // again, and only its timeout ends it.
-func (e *Engine) awaitNodes(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() *NodeCreationFailure) error {
-	return e.awaitLook(ctx, look, func() error { return failure() })
+// arrivals waits for machines to become nodes: looks at the cloud
+// group and the cluster until a look says done, within
+// --node-ready-timeout.
+type arrivals struct {
+	nodes         *nodeWriter // its view's changes trigger a look
+	timeout, poll time.Duration
+	logf          func(format string, args ...any)
+}
+
+func (a *arrivals) awaitNodes(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() *NodeCreationFailure) error {
+	return a.awaitLook(ctx, look, func() error { return failure() })
 }
 
 // awaitLook is awaitNodes with any failure.
-func (e *Engine) awaitLook(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() error) error {
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.NodeReadyTimeout)
+func (a *arrivals) awaitLook(ctx context.Context, look func(ctx context.Context) (bool, error), failure func() error) error {
+	wctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	throttled := 0 // transient errors in a row
 	for {
@@ -274,8 +283,8 @@ func (e *Engine) awaitLook(ctx context.Context, look func(ctx context.Context) (
 		}
 		if err != nil && wctx.Err() == nil && cloud.Transient(err) {
 			throttled++
-			pause := cloud.Backoff(e.cfg.PollInterval, throttled)
-			e.logf("%s; looking again in %s (the wait ends at --node-ready-timeout)", err, pause)
+			pause := cloud.Backoff(a.poll, throttled)
+			a.logf("%s; looking again in %s (the wait ends at --node-ready-timeout)", err, pause)
 			if err := sleep(wctx, pause); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -288,7 +297,7 @@ func (e *Engine) awaitLook(ctx context.Context, look func(ctx context.Context) (
 			return err
 		}
 		throttled = 0
-		poll := time.NewTimer(e.cfg.PollInterval)
+		poll := time.NewTimer(a.poll)
 		select {
 		case <-wctx.Done():
 			poll.Stop()
@@ -296,7 +305,7 @@ func (e *Engine) awaitLook(ctx context.Context, look func(ctx context.Context) (
 				return ctx.Err()
 			}
 			return failure()
-		case <-e.view.changed:
+		case <-a.nodes.view.changed:
 		case <-poll.C:
 		}
 		poll.Stop()

@@ -80,8 +80,7 @@ func TestTemplateVersion(t *testing.T) {
 		{"no cloud", nil, "template version 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &Engine{cfg: Config{Plan: &plan.Plan{Cloud: tc.cloud}}}
-			if got := e.templateVersion("2"); got != tc.want {
+			if got := (cloudWords{cloud: tc.cloud}).templateVersion("2"); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})

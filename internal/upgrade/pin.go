@@ -45,7 +45,7 @@ func (p *defaultPin) keepDefault(ctx context.Context, version string) error {
 	if err := f.SetTemplateDefault(ctx, version); err != nil {
 		return err
 	}
-	p.logf("made %s the default (was %s): %s %q launches the default", p.templateVersion(version), current, p.groupKind(), p.pool.GroupName())
+	p.logf("made %s the default (was %s): %s %q launches the default", p.words.templateVersion(version), current, p.words.groupKind(), p.pool.GroupName())
 	return nil
 }
 
@@ -64,8 +64,7 @@ func (p *defaultPin) abortDefault(ctx context.Context) (bool, error) {
 // allOnTarget reports whether no node of an in-place run is left to
 // upgrade; blue/green's rollback of green settles its default itself.
 func (p *defaultPin) allOnTarget() bool {
-	_, wholeGroup := p.run.(groupAborter)
-	return !wholeGroup && len(p.cfg.Plan.Outdated()) == 0 && len(p.cfg.Plan.Deferred) == 0
+	return !p.wholeGroup && len(p.cfg.Plan.Outdated()) == 0 && len(p.cfg.Plan.Deferred) == 0
 }
 
 // settleDefault looks again, once abort's scale-down is over, at what the
@@ -83,18 +82,18 @@ func (p *defaultPin) settleDefault(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	group := fmt.Sprintf("%s %q", p.groupKind(), p.pool.GroupName())
+	group := fmt.Sprintf("%s %q", p.words.groupKind(), p.pool.GroupName())
 	switch {
 	case others == 0 && onTarget > 0 && cr.DefaultWas != "":
 		return p.keepTargetDefault(ctx, onTarget)
 	case p.defaultBack && onTarget == 0:
-		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s again, the default before the run, which every node of it runs", group, p.templateVersion(cr.DefaultWas)))
+		p.tally.note = joinNote(p.tally.note, fmt.Sprintf("%s launches %s again, the default before the run, which every node of it runs", group, p.words.templateVersion(cr.DefaultWas)))
 	case p.defaultBack:
-		p.note = joinNote(p.note, fmt.Sprintf("%s launches %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
-			group, p.templateVersion(cr.DefaultWas), plan.Count(onTarget, "node"), cr.TargetVersion))
+		p.tally.note = joinNote(p.tally.note, fmt.Sprintf("%s launches %s again, the default before the run; the %s already on version %s stay: \"kubectl nodeupgrade run\" upgrades the rest",
+			group, p.words.templateVersion(cr.DefaultWas), plan.Count(onTarget, "node"), cr.TargetVersion))
 	case others > 0 && cr.FromVersion != "" && cr.TargetVersion != cr.FromVersion:
-		p.note = joinNote(p.note, fmt.Sprintf("%s still launches %s; \"kubectl nodeupgrade run\" upgrades the rest, %s brings the upgraded nodes back",
-			group, p.templateVersion(cr.TargetVersion), p.runBackTo(cr.FromVersion)))
+		p.tally.note = joinNote(p.tally.note, fmt.Sprintf("%s still launches %s; \"kubectl nodeupgrade run\" upgrades the rest, %s brings the upgraded nodes back",
+			group, p.words.templateVersion(cr.TargetVersion), p.runBackTo(cr.FromVersion)))
 	}
 	return nil
 }
@@ -152,15 +151,15 @@ func (p *defaultPin) keepTargetDefault(ctx context.Context, onTarget int) error 
 		if err := f.SetTemplateDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
-		p.logf("made %s the default again: the %s left in %s %q run it", p.templateVersion(cr.TargetVersion), plan.Count(onTarget, "node"), p.groupKind(), p.pool.GroupName())
+		p.logf("made %s the default again: the %s left in %s %q run it", p.words.templateVersion(cr.TargetVersion), plan.Count(onTarget, "node"), p.words.groupKind(), p.pool.GroupName())
 	case cr.TargetVersion:
 	default:
 		return nil // restoreDefault named it
 	}
 	p.defaultBack = false
 	kept := fmt.Sprintf("every node of %s %q runs %s, which stays the default (it was %s before the run)",
-		p.groupKind(), p.pool.GroupName(), p.templateVersion(cr.TargetVersion), cr.DefaultWas)
-	p.note = joinNote(p.note, kept)
+		p.words.groupKind(), p.pool.GroupName(), p.words.templateVersion(cr.TargetVersion), cr.DefaultWas)
+	p.tally.note = joinNote(p.tally.note, kept)
 	p.logf("%s", kept)
 	return nil
 }
@@ -176,8 +175,8 @@ func (p *defaultPin) restoreDefault(ctx context.Context) (bool, error) {
 	}
 	f, ok := p.pool.(cloud.DefaultFollower)
 	if !ok {
-		p.note = joinNote(p.note, fmt.Sprintf("the run made version %s the default of the %s of %s %q (it was %s) but cannot reach the group to change it back: do it by hand", cr.TargetVersion, cr.TemplateKind, cr.GroupKind, cr.Group, cr.DefaultWas))
-		p.logf("%s", p.note)
+		p.tally.note = joinNote(p.tally.note, fmt.Sprintf("the run made version %s the default of the %s of %s %q (it was %s) but cannot reach the group to change it back: do it by hand", cr.TargetVersion, cr.TemplateKind, cr.GroupKind, cr.Group, cr.DefaultWas))
+		p.logf("%s", p.tally.note)
 		return false, nil
 	}
 	_, current, err := f.TemplateDefault(ctx)
@@ -187,13 +186,13 @@ func (p *defaultPin) restoreDefault(ctx context.Context) (bool, error) {
 	case current == cr.DefaultWas:
 		return true, nil
 	case current != cr.TargetVersion:
-		p.note = joinNote(p.note, fmt.Sprintf("the default of the %s is version %s, set since the run made it %s: left so (it was %s before the run)", p.templateKind(), current, cr.TargetVersion, cr.DefaultWas))
-		p.logf("%s", p.note)
+		p.tally.note = joinNote(p.tally.note, fmt.Sprintf("the default of the %s is version %s, set since the run made it %s: left so (it was %s before the run)", p.words.templateKind(), current, cr.TargetVersion, cr.DefaultWas))
+		p.logf("%s", p.tally.note)
 		return false, nil
 	}
 	if err := f.SetTemplateDefault(ctx, cr.DefaultWas); err != nil {
 		return false, err
 	}
-	p.logf("made %s the default again (the run had made it %s)", p.templateVersion(cr.DefaultWas), current)
+	p.logf("made %s the default again (the run had made it %s)", p.words.templateVersion(cr.DefaultWas), current)
 	return true, nil
 }

@@ -57,8 +57,8 @@ func (s *shrinker) scaleDown(ctx context.Context) error {
 	if err := s.releaseRebalance(ctx); err != nil {
 		return err
 	}
-	if s.note == "" {
-		s.logf("%s %q is back to %s", s.groupKind(), s.pool.GroupName(), s.cfg.Plan.Cloud.SizeText(sizes))
+	if s.tally.note == "" {
+		s.logf("%s %q is back to %s", s.words.groupKind(), s.pool.GroupName(), s.cfg.Plan.Cloud.SizeText(sizes))
 	}
 	return s.protectNewNodes(ctx, false)
 }
@@ -75,8 +75,8 @@ func (s *shrinker) shrinkBackTo(ctx context.Context, sr *state.ScaleRecord, orig
 	if err != nil {
 		return err
 	}
-	if s.note == "" {
-		s.logf("%s %q is back to %s", s.groupKind(), s.pool.GroupName(), s.cfg.Plan.Cloud.SizeText(sizes))
+	if s.tally.note == "" {
+		s.logf("%s %q is back to %s", s.words.groupKind(), s.pool.GroupName(), s.cfg.Plan.Cloud.SizeText(sizes))
 	}
 	return nil
 }
@@ -171,7 +171,7 @@ func (s *shrinker) terminateVictim(ctx context.Context, sr *state.ScaleRecord, v
 	if err := s.hooks.run(ctx, plan.HookPreTerminate, []string{victim}); err != nil {
 		return err
 	}
-	if err := s.deregister(ctx, "scale-down", []string{victim}); err != nil {
+	if err := s.batches.deregister(ctx, "scale-down", []string{victim}); err != nil {
 		return err
 	}
 	if err := s.holdRebalance(ctx); err != nil {
@@ -201,12 +201,12 @@ func (s *shrinker) terminateVictim(ctx context.Context, sr *state.ScaleRecord, v
 // stopScaleDown ends the scale-down because the desired size went up
 // under it: the node being removed is put back in service.
 func (s *shrinker) stopScaleDown(ctx context.Context, sr *state.ScaleRecord, orig plan.Sizes, desired int32) error {
-	s.note = fmt.Sprintf("the scale-down stopped: %s %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
-		s.groupKind(), s.pool.GroupName(), desired, sr.LastDesired, orig)
+	s.tally.note = fmt.Sprintf("the scale-down stopped: %s %q has desired size %d, above the %d this run set, so the cluster autoscaler scaled it up; the size is left as it is (before the run: %s)",
+		s.words.groupKind(), s.pool.GroupName(), desired, sr.LastDesired, orig)
 	if left := s.deferredLeft(); len(left) > 0 {
-		s.note += fmt.Sprintf("; the outdated nodes %s, left to the scale-down by the rollback, stay: %s replaces them", listNames(quoteEach(left), waitNamesShown), s.runBackTo(s.cloudRecord().FromVersion))
+		s.tally.note += fmt.Sprintf("; the outdated nodes %s, left to the scale-down by the rollback, stay: %s replaces them", listNames(quoteEach(left), waitNamesShown), s.runBackTo(s.cloudRecord().FromVersion))
 	}
-	s.logf("%s", s.cfg.Color.Yellow(s.note))
+	s.logf("%s", s.cfg.Color.Yellow(s.tally.note))
 	if sr.Shrinking != "" {
 		always := func(*corev1.Node) bool { return true }
 		if _, err := s.nodes.releaseMarks(ctx, []string{sr.Shrinking}, always, "NodeUpgradeReleased", "back in service: the scale-down stopped"); err != nil {
@@ -246,7 +246,7 @@ func (s *shrinker) pickScaleDownNode() (string, error) {
 	var bestKey victimKey
 	for _, n := range nodes {
 		k := victimKey{deferred: deferred.Has(n.Name), outdated: kept.Has(n.Name), zoneNodes: perZone[n.Labels[plan.ZoneLabel]], ready: capacity.NodeReady(n)}
-		for _, p := range s.view.podsOn(n.Name) {
+		for _, p := range s.nodes.view.podsOn(n.Name) {
 			if plan.Evictable(p) {
 				k.pods++
 			}
@@ -336,7 +336,7 @@ func (s *shrinker) scaleDownVictim(ctx context.Context) (string, error) {
 func (s *shrinker) awaitJoined(ctx context.Context) error {
 	var waiting []string
 	logged := false
-	return s.awaitLook(ctx, func(ctx context.Context) (bool, error) {
+	return s.arrivals.awaitLook(ctx, func(ctx context.Context) (bool, error) {
 		nodes, err := s.nodes.groupNodes()
 		if err != nil {
 			return false, err
@@ -359,7 +359,7 @@ func (s *shrinker) awaitJoined(ctx context.Context) error {
 		return len(waiting) == 0, nil
 	}, func() error {
 		return fmt.Errorf("scale-down: machines %s of %s %q have no node after %s (the run's --node-ready-timeout); an outdated node removed in their place would leave the group short of nodes: terminate them with the desired size lowered, or wait for their nodes, and run \"kubectl nodeupgrade abort\" again",
-			listNames(quoteEach(waiting), waitNamesShown), s.groupKind(), s.pool.GroupName(), s.cfg.NodeReadyTimeout)
+			listNames(quoteEach(waiting), waitNamesShown), s.words.groupKind(), s.pool.GroupName(), s.cfg.NodeReadyTimeout)
 	})
 }
 
@@ -369,7 +369,7 @@ func (s *shrinker) drainForScaleDown(ctx context.Context, name string) error {
 	if err := s.nodes.setUnschedulable(ctx, []string{name}, true); err != nil {
 		return err
 	}
-	if err := s.awaitRoom(ctx, fmt.Sprintf("scale-down: the pods of %q", name), []string{name}, sets.New(name),
+	if err := s.batches.awaitRoom(ctx, fmt.Sprintf("scale-down: the pods of %q", name), []string{name}, sets.New(name),
 		fmt.Sprintf("scale-down: not enough room for the pods of node %q", name), "run again when there is, or put the group back in service with \"kubectl nodeupgrade abort\""); err != nil {
 		return err
 	}
@@ -380,10 +380,10 @@ func (s *shrinker) drainForScaleDown(ctx context.Context, name string) error {
 		return err
 	}
 	s.progress.waitingFor(fmt.Sprintf("the pods to leave %q", name))
-	if _, err := s.drainer.DrainNodes(ctx, []string{name}); err != nil {
+	if _, err := s.batches.drainer.DrainNodes(ctx, []string{name}); err != nil {
 		return err
 	}
-	if err := s.postDrainWait(ctx, fmt.Sprintf("scale-down: node %q drained", name), "it"); err != nil {
+	if err := s.batches.postDrainWait(ctx, fmt.Sprintf("scale-down: node %q drained", name), "it"); err != nil {
 		return err
 	}
 	return s.hooks.run(ctx, plan.HookPostDrain, []string{name})

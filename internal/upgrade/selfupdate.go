@@ -31,7 +31,7 @@ func (cg *cloudGroup) holdUpdates(ctx context.Context) error {
 	if err := u.HoldUpdates(ctx); err != nil {
 		return err
 	}
-	cg.logf("%s %q replaces no machine of its own accord during the run (was: %s)", cg.groupKind(), cg.pool.GroupName(), cr.UpdatesWere)
+	cg.logf("%s %q replaces no machine of its own accord during the run (was: %s)", cg.words.groupKind(), cg.pool.GroupName(), cr.UpdatesWere)
 	return nil
 }
 
@@ -61,11 +61,11 @@ func (cg *cloudGroup) restoreUpdates(ctx context.Context) error {
 	if note != "" {
 		// Still held: the record keeps what to put back, for the run that
 		// finishes the group.
-		cg.note = joinNote(cg.note, note)
+		cg.tally.note = joinNote(cg.tally.note, note)
 		cg.logf("%s", cg.cfg.Color.Yellow(note))
 		return nil
 	}
-	cg.logf("%s %q updates itself again as before the run (%s)", cg.groupKind(), cg.pool.GroupName(), cr.UpdatesWere)
+	cg.logf("%s %q updates itself again as before the run (%s)", cg.words.groupKind(), cg.pool.GroupName(), cr.UpdatesWere)
 	cr.UpdatesWere = ""
 	return cg.save(ctx)
 }

@@ -51,15 +51,40 @@ func registerSteps(strategy plan.StrategyName, newRun func(t toolkit) strategyRu
 	strategyRuns[strategy] = newRun
 }
 
+// batchRun runs the batch phases every strategy shares (room, drain,
+// cordon, remove, recover) with the parts they use; drainer is made
+// once the run watches the cluster (its pods come from the view).
+type batchRun struct {
+	cfg        *Config
+	strategy   plan.Strategy
+	group      *cloudGroup
+	nodes      *nodeWriter
+	recoveries *recoveries
+	tally      *tally
+	words      cloudWords
+	hooks      hooks
+	progress   *progress
+	drainer    *drain.Drainer
+	evicted    []corev1.Pod // by the last batch's drain
+	// heldOff: the strategy holds every outdated node off while its
+	// batches run (outdatedHolder), so none of them takes a batch's pods.
+	heldOff bool
+	logf    func(format string, args ...any)
+	record  func(ctx context.Context, s plan.State) error
+}
+
+// flow is what the strategy's transitions depend on in this run.
+func (b *batchRun) flow() plan.Flow { return runFlow(b.cfg.Plan, b.group.pool) }
+
 // batchSteps are the toolkit every strategy's batches share: wait for
 // room, drain, cordon, remove, wait for the workloads.
-func (e *Engine) batchSteps() map[plan.Phase]step {
+func (b *batchRun) batchSteps() map[plan.Phase]step {
 	return map[plan.Phase]step{
-		plan.PhaseRoom:    e.waitForRoom,
-		plan.PhaseDrain:   e.drainBatch,
-		plan.PhaseCordon:  e.cordonBatch,
-		plan.PhaseRemove:  e.removeBatch,
-		plan.PhaseRecover: e.waitRecovered,
+		plan.PhaseRoom:    b.waitForRoom,
+		plan.PhaseDrain:   b.drainBatch,
+		plan.PhaseCordon:  b.cordonBatch,
+		plan.PhaseRemove:  b.removeBatch,
+		plan.PhaseRecover: b.waitRecovered,
 	}
 }
 
@@ -75,7 +100,7 @@ func stepsOf(e *Engine) (strategyRun, map[plan.Phase]step) {
 		return nil, nil
 	}
 	run := newRun(e.toolkit())
-	steps := e.batchSteps()
+	steps := e.batches.batchSteps()
 	maps.Copy(steps, run.steps())
 	return run, steps
 }
@@ -100,41 +125,41 @@ func (e *Engine) step(ctx context.Context, s plan.State) error {
 
 // waitForRoom holds a batch until the pods it will evict fit on the nodes
 // that stay schedulable, so nothing is evicted into Pending.
-func (e *Engine) waitForRoom(ctx context.Context, i int) error {
-	names := e.batchNodes(i)
+func (b *batchRun) waitForRoom(ctx context.Context, i int) error {
+	names := batchNodes(b.cfg.Plan, i)
 	// Where every outdated node is held off (tainted or cordoned), none
 	// takes pods; otherwise the other old nodes stay schedulable.
 	excluded := sets.New(names...)
-	if _, heldOff := e.run.(outdatedHolder); heldOff {
-		excluded = sets.New(e.cfg.Plan.OutdatedNames()...)
+	if b.heldOff {
+		excluded = sets.New(b.cfg.Plan.OutdatedNames()...)
 	}
 	failure := fmt.Sprintf("not enough room for batch %d", i+1)
 	advice := "add capacity or lower --max-unavailable, then run again, or put the group back in service with \"kubectl nodeupgrade abort\""
-	if room := e.view.room(names, excluded); !room.Fits() {
-		if p, ok := e.cfg.Provider.(cloud.Provisioner); ok {
-			e.logf("%s: %s; %s", e.batchLabel(i), room, p.Provisions())
+	if room := b.nodes.view.room(names, excluded); !room.Fits() {
+		if p, ok := b.cfg.Provider.(cloud.Provisioner); ok {
+			b.logf("%s: %s; %s", batchLabel(b.cfg.Plan, i), room, p.Provisions())
 			return nil
 		}
 		// Waiting makes sense only while something can add a node.
-		if source, err := e.capacitySource(ctx); err != nil {
+		if source, err := b.capacitySource(ctx); err != nil {
 			return err
 		} else if source == "" {
 			return fmt.Errorf("%s: %s, and nothing will add a node (no machine of the group is on its way, no cluster autoscaler or Karpenter runs); %s", failure, room, advice)
 		}
 	}
-	return e.awaitRoom(ctx, e.batchLabel(i), names, excluded, failure, advice)
+	return b.awaitRoom(ctx, batchLabel(b.cfg.Plan, i), names, excluded, failure, advice)
 }
 
 // capacitySource names what can still add a node while a batch waits for
 // room: machines of the group launched but not yet Ready nodes, or an
 // autoscaler's pod; "" when nothing can.
-func (e *Engine) capacitySource(ctx context.Context) (string, error) {
-	if e.group.pool != nil {
-		nodes, err := e.nodes.groupNodes()
+func (b *batchRun) capacitySource(ctx context.Context) (string, error) {
+	if b.group.pool != nil {
+		nodes, err := b.nodes.groupNodes()
 		if err != nil {
 			return "", err
 		}
-		sizes, err := e.group.pool.Sizes(ctx)
+		sizes, err := b.group.pool.Sizes(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -145,10 +170,10 @@ func (e *Engine) capacitySource(ctx context.Context) (string, error) {
 			}
 		}
 		if int(sizes.Desired) > ready {
-			return fmt.Sprintf("%d machines of %s %q on their way", int(sizes.Desired)-ready, e.groupKind(), e.group.pool.GroupName()), nil
+			return fmt.Sprintf("%d machines of %s %q on their way", int(sizes.Desired)-ready, b.words.groupKind(), b.group.pool.GroupName()), nil
 		}
 	}
-	if p := e.view.autoscalerPod(); p != "" {
+	if p := b.nodes.view.autoscalerPod(); p != "" {
 		return "pod " + p, nil
 	}
 	return "", nil
@@ -156,98 +181,98 @@ func (e *Engine) capacitySource(ctx context.Context) (string, error) {
 
 // awaitRoom waits, up to --node-ready-timeout and driven by node and pod
 // events, until the pods of names fit on the nodes not excluded.
-func (e *Engine) awaitRoom(ctx context.Context, what string, names []string, excluded sets.Set[string], failure, advice string) error {
-	room := e.view.room(names, excluded)
+func (b *batchRun) awaitRoom(ctx context.Context, what string, names []string, excluded sets.Set[string], failure, advice string) error {
+	room := b.nodes.view.room(names, excluded)
 	if room.Fits() {
 		return nil
 	}
-	e.logf("%s: waiting up to %s for room: %s", what, e.cfg.NodeReadyTimeout, room)
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.NodeReadyTimeout)
+	b.logf("%s: waiting up to %s for room: %s", what, b.cfg.NodeReadyTimeout, room)
+	wctx, cancel := context.WithTimeout(ctx, b.cfg.NodeReadyTimeout)
 	defer cancel()
-	room, err := e.view.waitForRoom(wctx, names, excluded, time.Second, func(r capacity.Room) {
-		e.progress.waitingFor("room for pods " + listNames(r.PodNames(), waitNamesShown))
+	room, err := b.nodes.view.waitForRoom(wctx, names, excluded, time.Second, func(r capacity.Room) {
+		b.progress.waitingFor("room for pods " + listNames(r.PodNames(), waitNamesShown))
 	})
 	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("%s after %s: %s; %s", failure, e.cfg.NodeReadyTimeout, room, advice)
+		return fmt.Errorf("%s after %s: %s; %s", failure, b.cfg.NodeReadyTimeout, room, advice)
 	}
 	return err
 }
 
 // batchNodesLeft are batch i's nodes that still exist: a node gone
 // meanwhile (the autoscaler removed it) has nothing left to drain.
-func (e *Engine) batchNodesLeft(i int) []string {
-	return slices.DeleteFunc(e.batchNodes(i), func(n string) bool { return !e.nodes.nodeExists(n) })
+func (b *batchRun) batchNodesLeft(i int) []string {
+	return slices.DeleteFunc(batchNodes(b.cfg.Plan, i), func(n string) bool { return !b.nodes.nodeExists(n) })
 }
 
-func (e *Engine) drainBatch(ctx context.Context, i int) error {
-	e.evicted = e.evicted[:0]
+func (b *batchRun) drainBatch(ctx context.Context, i int) error {
+	b.evicted = b.evicted[:0]
 	defer func() {
 		// What was listed before the drain and not evicted is not recovering.
-		e.recoveries.recordRecovering(OwnersOf(e.evicted), e.recoveries.intended)
-		e.recoveries.intended = nil
+		b.recoveries.recordRecovering(OwnersOf(b.evicted), b.recoveries.intended)
+		b.recoveries.intended = nil
 	}()
-	names := e.batchNodesLeft(i)
+	names := b.batchNodesLeft(i)
 	if len(names) == 0 {
 		return nil
 	}
-	if err := e.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
+	if err := b.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
 		return err
 	}
-	if err := e.nodes.excludeFromLoadBalancers(ctx, names); err != nil {
+	if err := b.nodes.excludeFromLoadBalancers(ctx, names); err != nil {
 		return err
 	}
-	e.logf("%s: draining %s", e.batchLabel(i), quoteAll(names))
-	e.progress.waitingFor("the pods to leave " + listNames(quoteEach(names), waitNamesShown))
+	b.logf("%s: draining %s", batchLabel(b.cfg.Plan, i), quoteAll(names))
+	b.progress.waitingFor("the pods to leave " + listNames(quoteEach(names), waitNamesShown))
 	for _, n := range names {
-		e.cfg.Events.Node(ctx, n, corev1.EventTypeNormal, "NodeUpgradeDraining", "draining for %s, batch %d of %d", e.planDescription(), i+1, len(e.cfg.Plan.Batches))
+		b.cfg.Events.Node(ctx, n, corev1.EventTypeNormal, "NodeUpgradeDraining", "draining for %s, batch %d of %d", planDescription(b.cfg.Plan), i+1, len(b.cfg.Plan.Batches))
 	}
-	dctx, cancel := e.recoveries.drainContext(ctx)
+	dctx, cancel := b.recoveries.drainContext(ctx)
 	defer cancel(nil)
-	results, err := e.drainer.DrainNodes(dctx, names)
+	results, err := b.drainer.DrainNodes(dctx, names)
 	if cause := context.Cause(dctx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause // the last batch's workloads did not recover
 	}
 	for _, r := range results {
-		e.evicted = append(e.evicted, r.Evicted...)
+		b.evicted = append(b.evicted, r.Evicted...)
 	}
 	var failure *drain.PodEvictionFailure
 	if errors.As(err, &failure) {
-		e.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())
+		b.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())
 	}
 	if err != nil {
 		return err
 	}
 	// Without a Cordon phase next (blue/green keeps its drained nodes until
 	// DeleteBlue), the drain is all there is before the post-drain hook.
-	if e.strategy.Next(plan.State{Phase: plan.PhaseDrain, Batch: i}, e.flow()).Phase != plan.PhaseCordon {
-		return e.hooks.run(ctx, plan.HookPostDrain, names)
+	if b.strategy.Next(plan.State{Phase: plan.PhaseDrain, Batch: i}, b.flow()).Phase != plan.PhaseCordon {
+		return b.hooks.run(ctx, plan.HookPostDrain, names)
 	}
 	return nil
 }
 
-func (e *Engine) cordonBatch(ctx context.Context, i int) error {
-	names := e.batchNodes(i)
-	if err := e.nodes.setUnschedulable(ctx, names, true); err != nil {
+func (b *batchRun) cordonBatch(ctx context.Context, i int) error {
+	names := batchNodes(b.cfg.Plan, i)
+	if err := b.nodes.setUnschedulable(ctx, names, true); err != nil {
 		return err
 	}
 	for _, name := range names {
-		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeCordoned", "drained and cordoned; removal in %s", e.cfg.PostDrainWait)
+		b.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeCordoned", "drained and cordoned; removal in %s", b.cfg.PostDrainWait)
 	}
-	if err := e.postDrainWait(ctx, fmt.Sprintf("%s: cordoned %s", e.batchLabel(i), quoteAll(names)), "them"); err != nil {
+	if err := b.postDrainWait(ctx, fmt.Sprintf("%s: cordoned %s", batchLabel(b.cfg.Plan, i), quoteAll(names)), "them"); err != nil {
 		return err
 	}
-	return e.hooks.run(ctx, plan.HookPostDrain, names)
+	return b.hooks.run(ctx, plan.HookPostDrain, names)
 }
 
 // postDrainWait gives load balancers --post-drain-wait to stop sending
 // traffic to drained, cordoned nodes.
-func (e *Engine) postDrainWait(ctx context.Context, what, them string) error {
-	if e.cfg.PostDrainWait <= 0 {
+func (b *batchRun) postDrainWait(ctx context.Context, what, them string) error {
+	if b.cfg.PostDrainWait <= 0 {
 		return nil
 	}
-	e.logf("%s; waiting %s for load balancers to deregister %s", what, e.cfg.PostDrainWait, them)
-	e.progress.waitingFor(fmt.Sprintf("load balancers to deregister %s (until %s)", them, e.cfg.Now().Add(e.cfg.PostDrainWait).Format("15:04:05")))
-	return sleep(ctx, e.cfg.PostDrainWait)
+	b.logf("%s; waiting %s for load balancers to deregister %s", what, b.cfg.PostDrainWait, them)
+	b.progress.waitingFor(fmt.Sprintf("load balancers to deregister %s (until %s)", them, b.cfg.Now().Add(b.cfg.PostDrainWait).Format("15:04:05")))
+	return sleep(ctx, b.cfg.PostDrainWait)
 }
 
 // sleep waits d, or less if ctx ends first.
@@ -262,55 +287,55 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (e *Engine) removeBatch(ctx context.Context, i int) error {
-	return e.removeBatchWith(ctx, i, e.removeNode)
+func (b *batchRun) removeBatch(ctx context.Context, i int) error {
+	return b.removeBatchWith(ctx, i, b.removeNode)
 }
 
 // removeBatchWith removes batch i's drained nodes with remove, which
 // says what it did, and waits until their machines are gone.
-func (e *Engine) removeBatchWith(ctx context.Context, i int, remove func(context.Context, string) (string, error)) error {
-	if err := e.hooks.run(ctx, plan.HookPreTerminate, e.batchNodes(i)); err != nil {
+func (b *batchRun) removeBatchWith(ctx context.Context, i int, remove func(context.Context, string) (string, error)) error {
+	if err := b.hooks.run(ctx, plan.HookPreTerminate, batchNodes(b.cfg.Plan, i)); err != nil {
 		return err
 	}
-	if err := e.deregister(ctx, e.batchLabel(i), e.batchNodes(i)); err != nil {
+	if err := b.deregister(ctx, batchLabel(b.cfg.Plan, i), batchNodes(b.cfg.Plan, i)); err != nil {
 		return err
 	}
 	leaving := map[string]string{}
-	for _, name := range e.batchNodes(i) {
-		e.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeRemoved", "removing: %s", e.cfg.Provider.Describe())
-		id, err := e.group.machineOf(ctx, name)
+	for _, name := range batchNodes(b.cfg.Plan, i) {
+		b.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeRemoved", "removing: %s", b.cfg.Provider.Describe())
+		id, err := b.group.machineOf(ctx, name)
 		if err != nil {
 			return fmt.Errorf("error when removing node %q: %w", name, err)
 		}
-		e.nodes.written.forget(name) // no write of the run's follows
+		b.nodes.written.forget(name) // no write of the run's follows
 		removed, err := remove(ctx, name)
 		if err != nil {
 			return fmt.Errorf("error when removing node %q: %w", name, err)
 		}
-		e.logf("%s: %s", e.nodeWithMachine(i, name), removed)
-		e.done = append(e.done, name)
+		b.logf("%s: %s", b.nodeWithMachine(i, name), removed)
+		b.tally.done = append(b.tally.done, name)
 		leaving[name] = id
-		if err := e.record(ctx, plan.State{Phase: plan.PhaseRemove, Batch: i}); err != nil {
+		if err := b.record(ctx, plan.State{Phase: plan.PhaseRemove, Batch: i}); err != nil {
 			return err
 		}
 	}
-	return e.group.awaitGone(ctx, leaving)
+	return b.group.awaitGone(ctx, leaving)
 }
 
 // removeNode takes a drained node out as the provider removes nodes (the
 // group replaces it). It returns what it did, for the log.
-func (e *Engine) removeNode(ctx context.Context, name string) (string, error) {
-	r, ok := e.cfg.Provider.(cloud.Remover)
+func (b *batchRun) removeNode(ctx context.Context, name string) (string, error) {
+	r, ok := b.cfg.Provider.(cloud.Remover)
 	if !ok {
-		return "", fmt.Errorf("cannot remove node %q: provider %q does not remove nodes", name, e.cfg.Provider.Name())
+		return "", fmt.Errorf("cannot remove node %q: provider %q does not remove nodes", name, b.cfg.Provider.Name())
 	}
 	return r.Describe(), r.RemoveNode(ctx, name)
 }
 
 // nodeWithMachine names a node of batch i with its machine's ID where the
 // plan knows it, so "terminate the instance" says which.
-func (e *Engine) nodeWithMachine(i int, name string) string {
-	for _, n := range e.cfg.Plan.Batches[i].Nodes {
+func (b *batchRun) nodeWithMachine(i int, name string) string {
+	for _, n := range b.cfg.Plan.Batches[i].Nodes {
 		if n.Name == name && n.MachineID != "" {
 			return fmt.Sprintf("node %q (instance %s)", name, n.MachineID)
 		}

@@ -32,7 +32,7 @@ func TestEveryPhaseOfEveryStrategyHasAStep(t *testing.T) {
 					phases[plan.PhaseRollback] = true
 				}
 				e := &Engine{cfg: Config{Plan: &plan.Plan{}}, strategy: s}
-				e.group = newCloudGroup(e)
+				e.group = newCloudGroup(nil)
 				_, steps := stepsOf(e)
 				for p := range phases {
 					if _, ok := steps[p]; !ok {
@@ -56,7 +56,7 @@ func TestRunsAgreeWithTheirTraits(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := &Engine{cfg: Config{Plan: &plan.Plan{}}, strategy: s}
-			e.group = newCloudGroup(e)
+			e.group = newCloudGroup(nil)
 			e.run, e.steps = stepsOf(e)
 			traits := s.Traits()
 			_, heldOff := e.run.(outdatedHolder)

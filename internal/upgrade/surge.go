@@ -34,21 +34,21 @@ func (r *surgeRun) steps() map[plan.Phase]step {
 // cordonThenDrain cordons the batch's nodes before their drain, as GKE's
 // surge does, so none takes pods while its neighbours drain.
 func (r *surgeRun) cordonThenDrain(ctx context.Context, i int) error {
-	if names := r.batchNodesLeft(i); len(names) > 0 {
+	if names := r.batches.batchNodesLeft(i); len(names) > 0 {
 		if err := r.nodes.setUnschedulable(ctx, names, true); err != nil {
 			return err
 		}
 	}
-	return r.drainBatch(ctx, i)
+	return r.batches.drainBatch(ctx, i)
 }
 
 // remove removes the batch's drained nodes, those the surge nodes replaced
 // with the desired size lowered, and brings max back down.
 func (r *surgeRun) remove(ctx context.Context, i int) error {
 	if r.group.pool == nil {
-		return r.removeBatch(ctx, i)
+		return r.batches.removeBatch(ctx, i)
 	}
-	if err := r.removeBatchWith(ctx, i, r.removeReplaced); err != nil {
+	if err := r.batches.removeBatchWith(ctx, i, r.removeReplaced); err != nil {
 		return err
 	}
 	_, err := r.group.restoreMax(ctx)
@@ -62,14 +62,14 @@ func (r *surgeRun) remove(ctx context.Context, i int) error {
 func (r *surgeRun) removeReplaced(ctx context.Context, name string) (string, error) {
 	cr := r.cfg.Record.Cloud
 	if cr == nil || cr.Original == nil {
-		return r.removeNode(ctx, name)
+		return r.batches.removeNode(ctx, name)
 	}
 	sizes, err := r.group.pool.Sizes(ctx)
 	if err != nil {
 		return "", err
 	}
 	if sizes.Desired <= cr.Original.Desired {
-		return r.removeNode(ctx, name)
+		return r.batches.removeNode(ctx, name)
 	}
 	if err := r.group.holdRebalance(ctx); err != nil {
 		return "", err
@@ -90,9 +90,9 @@ func (r *surgeRun) removeReplaced(ctx context.Context, name string) (string, err
 // for the workloads, as every strategy's Recover does.
 func (r *surgeRun) recover(ctx context.Context, i int) error {
 	if r.group.pool == nil {
-		return r.waitRecovered(ctx, i)
+		return r.batches.waitRecovered(ctx, i)
 	}
-	return r.recoverAfter(ctx, i, r.group.waitReplacements)
+	return r.batches.recoverAfter(ctx, i, r.group.waitReplacements)
 }
 
 // surge adds the batch's surge nodes and waits until they are Ready.
@@ -106,7 +106,7 @@ func (r *surgeRun) surge(ctx context.Context, i int) error {
 	}
 	from, to, err := r.group.raise(ctx, n)
 	if to != from {
-		r.logf("%s: surge: %s %q %s", r.batchLabel(i), r.groupKind(), r.group.pool.GroupName(), r.cfg.Plan.Cloud.ResizeText(from, to))
+		r.logf("%s: surge: %s %q %s", batchLabel(r.cfg.Plan, i), r.words.groupKind(), r.group.pool.GroupName(), r.cfg.Plan.Cloud.ResizeText(from, to))
 	}
 	if err != nil {
 		return err

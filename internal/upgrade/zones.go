@@ -50,7 +50,7 @@ func (s *shrinker) evenZones(ctx context.Context, cr *state.CloudRecord, orig pl
 			return err
 		}
 		s.logf("zones of %s %q are uneven (%s): one machine more, which the cloud launches in the emptiest zone, then one drained off the fullest, before %s resumes",
-			s.groupKind(), s.pool.GroupName(), zoneCounts(zones, count), r.RebalanceName())
+			s.words.groupKind(), s.pool.GroupName(), zoneCounts(zones, count), r.RebalanceName())
 		// Recorded first: the raise is the run's, not the autoscaler's.
 		want := sizes.Desired + 1
 		cr.LastDesired = want
@@ -75,9 +75,9 @@ func (s *shrinker) evenZones(ctx context.Context, cr *state.CloudRecord, orig pl
 // nobody drained.
 func (s *shrinker) leaveRebalanceHeld(ctx context.Context, r cloud.Rebalancer, holds *state.Holds, zones []string, count map[string]int) error {
 	holds.RebalanceHeld, s.rebalanceHeld = false, false
-	s.note = joinNote(s.note, fmt.Sprintf("%s of %s %q stays suspended: its zones are uneven (%s) and the machine added to even them did not go to the emptiest zone, so resumed it would terminate a node nobody drained; drain a node of the fullest zone and resume %s when the zones are even",
-		r.RebalanceName(), s.groupKind(), s.pool.GroupName(), zoneCounts(zones, count), r.RebalanceName()))
-	s.logf("%s", s.cfg.Color.Yellow(s.note))
+	s.tally.note = joinNote(s.tally.note, fmt.Sprintf("%s of %s %q stays suspended: its zones are uneven (%s) and the machine added to even them did not go to the emptiest zone, so resumed it would terminate a node nobody drained; drain a node of the fullest zone and resume %s when the zones are even",
+		r.RebalanceName(), s.words.groupKind(), s.pool.GroupName(), zoneCounts(zones, count), r.RebalanceName()))
+	s.logf("%s", s.cfg.Color.Yellow(s.tally.note))
 	return s.save(ctx)
 }
 
@@ -117,7 +117,7 @@ func (s *shrinker) machinesPerZone(ctx context.Context, zones []string) (map[str
 // wanted machines with a Ready node, whatever version they launched.
 func (s *shrinker) awaitMachines(ctx context.Context, wanted int, orig plan.Sizes) error {
 	launched := 0
-	return s.awaitNodes(ctx, func(ctx context.Context) (bool, error) {
+	return s.arrivals.awaitNodes(ctx, func(ctx context.Context) (bool, error) {
 		count, ready, err := s.machinesPerZone(ctx, nil)
 		if err != nil {
 			return false, err
@@ -129,7 +129,7 @@ func (s *shrinker) awaitMachines(ctx context.Context, wanted int, orig plan.Size
 		s.progress.waitingFor(fmt.Sprintf("%d/%d machines with a Ready node", ready, wanted))
 		return ready >= wanted, nil
 	}, func() *NodeCreationFailure {
-		return &NodeCreationFailure{Group: s.pool.GroupName(), GroupKind: s.groupKind(), Timeout: s.cfg.NodeReadyTimeout, Launched: launched, Wanted: wanted, Original: orig}
+		return &NodeCreationFailure{Group: s.pool.GroupName(), GroupKind: s.words.groupKind(), Timeout: s.cfg.NodeReadyTimeout, Launched: launched, Wanted: wanted, Original: orig}
 	})
 }
 
