@@ -30,12 +30,17 @@ func (e *Engine) Abort(ctx context.Context) error {
 	defer stop()
 	defer e.cfg.Events.Flush()
 	e.group.shrink.aborting = true
-	return (&aborter{e}).run(ctx)
+	a := &aborter{toolkit: e.toolkit(), managed: func() *managedRun { return newManagedRun(e) }}
+	return a.run(ctx)
 }
 
 // aborter is abort's execution: what it takes off the nodes, and how it
 // puts the group back, with the toolkit of a run.
-type aborter struct{ *Engine }
+type aborter struct {
+	toolkit
+	// managed is the run of a service's update, made where one is aborted.
+	managed func() *managedRun
+}
 
 func (a *aborter) run(ctx context.Context) error {
 	rec := a.cfg.Record
@@ -47,9 +52,9 @@ func (a *aborter) run(ctx context.Context) error {
 	case rec.StartedAt.IsZero(): // not a record the session read: none was
 		a.logf("no run recorded: looking for what a run left on the group's nodes")
 	case phase == "":
-		a.logf("aborting the %s run before its first phase", a.strategy.Name())
+		a.logf("aborting the %s run before its first phase", a.strategy)
 	default:
-		a.logf("aborting the %s run in phase %s", a.strategy.Name(), phase)
+		a.logf("aborting the %s run in phase %s", a.strategy, phase)
 	}
 	nodes, err := a.abortNodes()
 	if err != nil {
@@ -70,7 +75,7 @@ func (a *aborter) run(ctx context.Context) error {
 	if err := a.group.restoreUpdates(ctx); err != nil {
 		return err
 	}
-	if err := newManagedRun(a.Engine).abortService(ctx); err != nil {
+	if err := a.managed().abortService(ctx); err != nil {
 		return err
 	}
 	// The scale-down and the rollback of green take the annotation off the
@@ -99,13 +104,13 @@ func (a *aborter) awaitRecovering(ctx context.Context) error {
 	a.logf("waiting up to %s for %d workloads the run evicted pods of to be Ready again", a.cfg.RecoverTimeout, len(owners))
 	wctx, cancel := context.WithTimeout(ctx, a.cfg.RecoverTimeout)
 	defer cancel()
-	if err := a.view.workloads.waitReady(wctx, owners, a.recoveries.showWaitingFor("workloads to be Ready again: ")); err != nil {
+	if err := a.nodes.view.workloads.waitReady(wctx, owners, a.batches.recoveries.showWaitingFor("workloads to be Ready again: ")); err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("workloads the run evicted pods of are not Ready again within %s (the run's --drain-timeout): %w", a.cfg.RecoverTimeout, err)
 		}
 		return err
 	}
-	a.recoveries.recordRecovering(nil, owners)
+	a.batches.recoveries.recordRecovering(nil, owners)
 	return nil
 }
 
@@ -161,11 +166,11 @@ type groupAborter interface {
 
 // wholeGroup is the run of a's strategy where it replaces the whole group.
 func (a *aborter) wholeGroup() (groupAborter, bool) {
-	newRun, ok := strategyRuns[a.strategy.Name()]
+	newRun, ok := strategyRuns[a.strategy]
 	if !ok {
 		return nil, false
 	}
-	g, ok := newRun(a.toolkit()).(groupAborter)
+	g, ok := newRun(a.toolkit).(groupAborter)
 	return g, ok
 }
 
@@ -202,7 +207,7 @@ func (a *aborter) releaseNodes(ctx context.Context, nodes []*corev1.Node) error 
 // restoreSizes brings the cloud side back to what the record says it was.
 func (a *aborter) restoreSizes(ctx context.Context) error {
 	if a.cfg.Plan.Managed != nil {
-		return newManagedRun(a.Engine).abortScaleUp(ctx)
+		return a.managed().abortScaleUp(ctx)
 	}
 	cr := a.cfg.Record.Cloud
 	switch {
@@ -236,7 +241,7 @@ func (a *aborter) restoreSizes(ctx context.Context) error {
 func (a *aborter) unprotect(ctx context.Context, nodes []*corev1.Node) error {
 	var names []string
 	for _, n := range nodes {
-		obj, ok, _ := a.view.nodes.GetStore().GetByKey(n.Name)
+		obj, ok, _ := a.nodes.view.nodes.GetStore().GetByKey(n.Name)
 		if !ok {
 			continue
 		}
