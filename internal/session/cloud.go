@@ -42,7 +42,7 @@ func (s *Session) openCloudOf(ctx context.Context, r *Request, pl *Planned, in *
 		return openedCloud{}, r.refuseNoTarget(*in)
 	}
 	in.Provider = c.Name()
-	in.Cloud, pl.Provider, err = s.openCloud(ctx, r, c, nodes, rec)
+	in.Cloud, pl.Provider, err = s.openCloud(ctx, r, c, nodes, rec, &in.Resume)
 	switch {
 	case err == nil:
 		return openedCloud{cloud: c}, r.defaultStrategy(in)
@@ -50,7 +50,7 @@ func (s *Session) openCloudOf(ctx context.Context, r *Request, pl *Planned, in *
 		// Detected from the provider IDs, but no group of the cloud has
 		// them (Karpenter's, standalone): nodes are only deleted.
 		note := fmt.Sprintf("provider none: the nodes are %s machines of no group (%v), so their Node objects are deleted and the machines left to whoever made them", c.Name(), err)
-		in.Provider, in.Cloud, pl.Provider = cloud.NoneName, nil, nil
+		in.Provider, in.Cloud, in.Resume, pl.Provider = cloud.NoneName, nil, plan.Resume{}, nil
 		return openedCloud{askedCloud: true, notes: []string{note}}, r.refuseNoTarget(*in)
 	case r.Provider == "" && !r.Cloud.Given():
 		// --provider none only with --leave-machines-running: alone it would
@@ -64,7 +64,7 @@ func (s *Session) openCloudOf(ctx context.Context, r *Request, pl *Planned, in *
 // openCloud reads the node group's cloud group and the target, and
 // returns the provider the run changes it with. It only reads. rec is the
 // unfinished run's record, or nil.
-func (s *Session) openCloud(ctx context.Context, r *Request, c cloud.Cloud, nodes []corev1.Node, rec *state.Record) (*plan.CloudGroup, cloud.Provider, error) {
+func (s *Session) openCloud(ctx context.Context, r *Request, c cloud.Cloud, nodes []corev1.Node, rec *state.Record, resume *plan.Resume) (*plan.CloudGroup, cloud.Provider, error) {
 	// An unfinished run knows its group: after a blue/green run made green,
 	// the nodes span two groups.
 	if rec != nil && rec.Cloud == nil {
@@ -84,24 +84,24 @@ func (s *Session) openCloud(ctx context.Context, r *Request, c cloud.Cloud, node
 		// now, and the run only finishes what follows the deletion.
 		target.Group = rec.Cloud.Green
 		if cg, provider, err = cloud.OpenGroup(ctx, c, s.Client, nodes, target); err == nil {
-			cg.BlueDeleted = rec.Cloud.Group
+			resume.BlueDeleted = rec.Cloud.Group
 		}
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, ok := provider.(cloud.BlueGreen); ok && rec != nil && rec.Cloud.Green != "" && cg.BlueDeleted == "" && rec.Cloud.Group == cg.Group && r.strategy.Traits().WholeGroup {
-		cg.InterruptedGreen = rec.Cloud.Green
+	if _, ok := provider.(cloud.BlueGreen); ok && rec != nil && rec.Cloud.Green != "" && resume.BlueDeleted == "" && rec.Cloud.Group == cg.Group && r.strategy.Traits().WholeGroup {
+		resume.InterruptedGreen = rec.Cloud.Green
 	}
 	// An interrupted run scaled the group up already: the plan says so and
 	// shows the sizes the end restores.
 	if rec != nil && rec.Cloud.Original != nil && rec.Cloud.Group == cg.Group && r.strategy.Traits().ScalesGroup {
-		cg.Recorded = rec.Cloud.Original
+		resume.Recorded = rec.Cloud.Original
 		if rec.Cloud.ScaledForOther(cg.TargetVersion) {
-			cg.RescaleFrom = rec.Cloud.ScaledFor
+			resume.RescaleFrom = rec.Cloud.ScaledFor
 		}
 		if rec.Cloud.ScaledForRolledBack(cg.TargetVersion) {
-			cg.RollbackFrom = rec.Cloud.ScaledFor
+			resume.RollbackFrom = rec.Cloud.ScaledFor
 		}
 	}
 	return cg, provider, nil

@@ -72,11 +72,11 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 		return nil, err
 	}
 	if in.Cloud != nil && in.Cloud.Managed != nil {
-		in.Cloud.Following = followedUpdate(r, rec)
+		in.Resume.Following = followedUpdate(r, rec)
 	}
 	// The machines of a service's update under way are its own new
 	// nodes, which the run does not wait for.
-	if in.Cloud != nil && in.Cloud.Following == nil {
+	if in.Cloud != nil && in.Resume.Following == nil {
 		if joining := in.Cloud.Joining(); len(joining) > 0 {
 			if r.JoinTimeout > 0 {
 				if err := s.awaitJoining(ctx, r, in.Cloud, joining); err != nil {

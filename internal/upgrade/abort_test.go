@@ -92,7 +92,7 @@ func TestAbortEKSOnACloudGroup(t *testing.T) {
 			t.Parallel()
 			client, group := cloudCluster(before, threeOldNodes()...)
 			group.launch = tc.launch
-			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(nil)})
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup()})
 			cfg := cloudRun(p, client, group)
 			cfg.Drain = drainOpts()
 			rec := cfg.Record
@@ -113,7 +113,7 @@ func TestAbortEKSOnACloudGroup(t *testing.T) {
 			}
 
 			// abort plans again from the record, as the command does.
-			again := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(rec.Cloud.Original)})
+			again := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(), Resume: plan.Resume{Recorded: rec.Cloud.Original}})
 			acfg := cloudRun(again, client, group)
 			acfg.Record = rec
 			out, e, err := abortRun(t, acfg, group)
@@ -187,7 +187,7 @@ func TestAbortUndoesTheScaleUp(t *testing.T) {
 			client, fg := cloudCluster(before, threeOldNodes()...)
 			fg.launch = tc.launch
 			group := &defaultGroup{fakeGroup: fg, follows: true, def: "1"}
-			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: fg.cloudGroup(nil)})
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: fg.cloudGroup()})
 			cfg := cloudRun(p, client, group)
 			cfg.Drain, cfg.NodeReadyTimeout = drainOpts(), 300*time.Millisecond
 			rec := cfg.Record
@@ -205,7 +205,7 @@ func TestAbortUndoesTheScaleUp(t *testing.T) {
 			if tc.joinAfter > 0 {
 				time.AfterFunc(tc.joinAfter, func() { _ = fg.joinPending(context.Background()) })
 			}
-			again := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: fg.cloudGroup(rec.Cloud.Original)})
+			again := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: fg.cloudGroup(), Resume: plan.Resume{Recorded: rec.Cloud.Original}})
 			acfg := cloudRun(again, client, group)
 			acfg.Record, acfg.NodeReadyTimeout = rec, tc.abortTimeout
 			out, e, err := abortRun(t, acfg, fg)
@@ -264,8 +264,7 @@ func TestAbortBlueGreen(t *testing.T) {
 			if first := r.run(nil); !errors.Is(first.err, errKilled) {
 				t.Fatalf("first run: %v\n%s", first.err, first.out)
 			}
-			cg := r.blue.cloudGroup(rec.Cloud.Original)
-			again := buildPlan(t, r.client, plan.Input{Strategy: "blue-green", BlueGreen: r.in, Cloud: cg})
+			again := buildPlan(t, r.client, plan.Input{Strategy: "blue-green", BlueGreen: r.in, Cloud: r.blue.cloudGroup(), Resume: plan.Resume{Recorded: rec.Cloud.Original}})
 			acfg := cloudRun(again, r.client, r.blue)
 			acfg.Record = rec
 			r.blue.UseGreen(rec.Cloud.Green)

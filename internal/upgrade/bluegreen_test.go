@@ -62,7 +62,7 @@ func (r *bgRun) givenGreen(name string) {
 
 // planAndConfigure plans the run as "plan" would, for the strategy.
 func (r *bgRun) planAndConfigure(strategy plan.StrategyName) {
-	cg := r.blue.cloudGroup(nil)
+	cg := r.blue.cloudGroup()
 	r.plan = buildPlan(r.t, r.client, plan.Input{Strategy: strategy, BlueGreen: r.in, Cloud: cg})
 	r.cfg = cloudRun(r.plan, r.client, r.blue)
 	r.cfg.Drain, r.cfg.Control = drainOpts(), r.control

@@ -79,7 +79,7 @@ func TestDeregisterBeforeEveryRemoval(t *testing.T) {
 			out := &lockedBuffer{}
 			group := &deregisteringGroup{fakeGroup: fg, out: out, fail: tc.fail}
 			in := tc.in
-			in.Cloud = fg.cloudGroup(nil)
+			in.Cloud = fg.cloudGroup()
 			p := buildPlan(t, client, in)
 			cfg := cloudRun(p, client, group)
 			cfg.Drain, cfg.Out, cfg.PostDrainWait = drainOpts(), out, time.Millisecond

@@ -180,9 +180,8 @@ func TestEKSOnACloudGroup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			client, group := cloudCluster(tc.sizes, tc.nodes...)
-			cg := group.cloudGroup(tc.recorded)
-			cg.RescaleFrom, cg.RollbackFrom = tc.rescaleFrom, tc.rollbackFrom
-			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: cg})
+			resume := plan.Resume{Recorded: tc.recorded, RescaleFrom: tc.rescaleFrom, RollbackFrom: tc.rollbackFrom}
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(), Resume: resume})
 			if len(p.Batches) != tc.wantBatches {
 				t.Fatalf("plan has %d batches, want %d", len(p.Batches), tc.wantBatches)
 			}
@@ -312,7 +311,7 @@ func TestEKSWithProviderNone(t *testing.T) {
 func TestShortLivedOnlyPointsTheGroupAtTheTarget(t *testing.T) {
 	t.Parallel()
 	client, group := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
-	p := buildPlan(t, client, plan.Input{Strategy: "short-lived", Cloud: group.cloudGroup(nil)})
+	p := buildPlan(t, client, plan.Input{Strategy: "short-lived", Cloud: group.cloudGroup()})
 	cfg := cloudRun(p, client, group)
 	got := runEngine(t, cfg, nil, group)
 	if got.err != nil {
@@ -552,7 +551,7 @@ func TestRunStops(t *testing.T) {
 			t.Parallel()
 			client, group := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
 			r := &stopRun{t: t, client: client, group: group, control: newFakeControl()}
-			r.plan = buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(nil)})
+			r.plan = buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup()})
 			r.cfg = cloudRun(r.plan, client, group)
 			r.cfg.Drain, r.cfg.Control = drainOpts(), r.control
 			r.cfg.NodeReadyTimeout = 200 * time.Millisecond

@@ -157,9 +157,9 @@ func TestExcludeFromLoadBalancersBeforeEveryDrain(t *testing.T) {
 			case tc.bg != nil:
 				provider = newFakeBlueGreen(group)
 				in.BlueGreen = *tc.bg
-				in.Cloud = group.cloudGroup(nil)
+				in.Cloud = group.cloudGroup()
 			default:
-				in.Cloud = group.cloudGroup(nil)
+				in.Cloud = group.cloudGroup()
 			}
 			p := buildPlan(t, client, in)
 			cfg := cloudRun(p, client, provider)
@@ -209,7 +209,7 @@ func TestExclusionTakenOffNodesThatStay(t *testing.T) {
 			before := plan.Sizes{Min: 1, Desired: 3, Max: 4}
 			group := newFakeGroup(client, before, nodes...)
 			var provider cloud.Provider = group
-			in := plan.Input{Strategy: tc.strategy, MaxUnavailable: "2", Cloud: group.cloudGroup(nil)}
+			in := plan.Input{Strategy: tc.strategy, MaxUnavailable: "2", Cloud: group.cloudGroup()}
 			if tc.strategy == "blue-green" {
 				provider = newFakeBlueGreen(group)
 				in.MaxUnavailable, in.BlueGreen = "", plan.BlueGreenInput{BatchNodes: 2}
@@ -239,7 +239,7 @@ func TestExclusionTakenOffNodesThatStay(t *testing.T) {
 			if slices.Contains(labelled, tc.excluded) {
 				t.Errorf("the run marked %q, which had the label before it", tc.excluded)
 			}
-			again := buildPlan(t, client, plan.Input{Strategy: tc.strategy, MaxUnavailable: in.MaxUnavailable, BlueGreen: in.BlueGreen, Cloud: group.cloudGroup(rec.Cloud.Original)})
+			again := buildPlan(t, client, plan.Input{Strategy: tc.strategy, MaxUnavailable: in.MaxUnavailable, BlueGreen: in.BlueGreen, Cloud: group.cloudGroup(), Resume: plan.Resume{Recorded: rec.Cloud.Original}})
 			acfg := cloudRun(again, client, provider)
 			acfg.Record = rec
 			groups := []*fakeGroup{group}

@@ -590,7 +590,7 @@ func (f *fakeGroup) machineNodes() []string {
 
 // cloudGroup is the planning view of the group, as a provider's Open
 // gives it: every machine of the group, the sizes, the target version.
-func (f *fakeGroup) cloudGroup(recorded *plan.Sizes) *plan.CloudGroup {
+func (f *fakeGroup) cloudGroup() *plan.CloudGroup {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	machines := map[string]plan.Machine{}
@@ -610,7 +610,7 @@ func (f *fakeGroup) cloudGroup(recorded *plan.Sizes) *plan.CloudGroup {
 			CurrentVersion: "1",
 			TargetVersion:  f.version,
 			VersionLabel:   versionLabel,
-		}, Sizes: f.sizes, Recorded: recorded, Nodes: machines}
+		}, Sizes: f.sizes, Nodes: machines}
 }
 
 // fakeBlueGreen is a fake group (blue) that stands a green group up beside

@@ -304,7 +304,7 @@ func TestHooksOnACloudGroup(t *testing.T) {
 	t.Parallel()
 	log := filepath.Join(t.TempDir(), "log")
 	client, group := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
-	p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(nil),
+	p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup(),
 		Hooks: plan.Hooks{PreDrain: logHook(log), PostDrain: logHook(log), PreTerminate: logHook(log)}})
 	cfg := cloudRun(p, client, group)
 	cfg.Drain = drainOpts()
@@ -413,7 +413,7 @@ func runBlueGreenWithHooks(t *testing.T, batchNodes int, inSoak string) (*bgRun,
 	log := filepath.Join(t.TempDir(), "log")
 	r := newBGRun(t)
 	r.in.BatchNodes = batchNodes
-	r.plan = buildPlan(t, r.client, plan.Input{Strategy: "blue-green", BlueGreen: r.in, Cloud: r.blue.cloudGroup(nil),
+	r.plan = buildPlan(t, r.client, plan.Input{Strategy: "blue-green", BlueGreen: r.in, Cloud: r.blue.cloudGroup(),
 		Hooks: plan.Hooks{PreDrain: logHook(log), PostDrain: logHook(log), PreTerminate: logHook(log)}})
 	r.cfg = cloudRun(r.plan, r.client, r.blue)
 	r.cfg.Drain, r.cfg.Control = drainOpts(), r.control

@@ -103,7 +103,7 @@ func TestRemovedMachinesAreAwaited(t *testing.T) {
 			client, fg := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
 			group := &holdingGroup{fakeGroup: fg, holdLooks: tc.holdLooks, throttled: tc.throttled, refuse: tc.refuse, looks: map[string]int{}, removed: map[string]bool{}}
 			in := tc.in
-			in.Strategy, in.Cloud = tc.strategy, fg.cloudGroup(nil)
+			in.Strategy, in.Cloud = tc.strategy, fg.cloudGroup()
 			p := buildPlan(t, client, in)
 			cfg := cloudRun(p, client, group)
 			cfg.Drain, cfg.PollInterval, cfg.TerminateTimeout = drainOpts(), 10*time.Millisecond, tc.timeout

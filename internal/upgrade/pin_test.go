@@ -71,7 +71,7 @@ func TestDefaultFollowedAfterTheRun(t *testing.T) {
 			t.Parallel()
 			before := plan.Sizes{Min: 1, Desired: 3, Max: 4}
 			client, fg := cloudCluster(before, threeOldNodes()...)
-			in := plan.Input{Strategy: "surge", MaxSurge: 1, MaxUnavailable: "0", Cloud: fg.cloudGroup(nil)}
+			in := plan.Input{Strategy: "surge", MaxSurge: 1, MaxUnavailable: "0", Cloud: fg.cloudGroup()}
 			p := buildPlan(t, client, in)
 			group := &defaultGroup{fakeGroup: fg, follows: tc.follows, def: "1"}
 			cfg := cloudRun(p, client, group)
@@ -92,7 +92,7 @@ func TestDefaultFollowedAfterTheRun(t *testing.T) {
 				if tc.changedTo != "" {
 					group.def = tc.changedTo
 				}
-				again := buildPlan(t, client, plan.Input{Strategy: "surge", MaxSurge: 1, MaxUnavailable: "0", Cloud: fg.cloudGroup(rec.Cloud.Original)})
+				again := buildPlan(t, client, plan.Input{Strategy: "surge", MaxSurge: 1, MaxUnavailable: "0", Cloud: fg.cloudGroup(), Resume: plan.Resume{Recorded: rec.Cloud.Original}})
 				acfg := cloudRun(again, client, group)
 				acfg.Record = rec
 				if out, _, err := abortRun(t, acfg, fg); err != nil {

@@ -50,7 +50,7 @@ func TestResumedScaleUpWaitsForTheRecordedZones(t *testing.T) {
 	before := plan.Sizes{Min: 1, Desired: 7, Max: 8}
 	client, fg := cloudCluster(before, nodes...)
 	fg.emptiestFirst, fg.launch = true, launchNeverJoins
-	p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Cloud: fg.cloudGroup(nil)})
+	p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Cloud: fg.cloudGroup()})
 	cfg := cloudRun(p, client, fg)
 	cfg.Drain, cfg.NodeReadyTimeout = drainOpts(), 200*time.Millisecond
 	first := runEngine(t, cfg, nil, fg)
@@ -66,7 +66,7 @@ func TestResumedScaleUpWaitsForTheRecordedZones(t *testing.T) {
 		t.Fatal(err)
 	}
 	fg.launch = launchReady
-	again := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Cloud: fg.cloudGroup(rec.Cloud.Original)})
+	again := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Cloud: fg.cloudGroup(), Resume: plan.Resume{Recorded: rec.Cloud.Original}})
 	rcfg := cloudRun(again, client, fg)
 	rcfg.Record, rcfg.Drain, rcfg.Start, rcfg.NodeReadyTimeout = rec, drainOpts(), plan.PhaseScaleUp, 2*time.Second
 	if got := runEngine(t, rcfg, nil, fg); got.err != nil {

@@ -99,7 +99,7 @@ func TestRebalanceHeldForShrinks(t *testing.T) {
 			client, fg := cloudCluster(before, threeOldNodes()...)
 			group := &rebalancingGroup{fakeGroup: fg, held: tc.heldBefore}
 			in := tc.in
-			in.Strategy, in.Cloud = tc.strategy, fg.cloudGroup(nil)
+			in.Strategy, in.Cloud = tc.strategy, fg.cloudGroup()
 			p := buildPlan(t, client, in)
 			cfg := cloudRun(p, client, group)
 			cfg.Drain = drainOpts()
@@ -115,7 +115,7 @@ func TestRebalanceHeldForShrinks(t *testing.T) {
 				if !rec.Cloud.RebalanceHeld || !group.held {
 					t.Fatalf("killed run: record %+v, held %v: want it held", rec.Cloud, group.held)
 				}
-				again := buildPlan(t, client, plan.Input{Strategy: tc.strategy, MaxSurge: in.MaxSurge, MaxUnavailable: in.MaxUnavailable, Cloud: fg.cloudGroup(rec.Cloud.Original)})
+				again := buildPlan(t, client, plan.Input{Strategy: tc.strategy, MaxSurge: in.MaxSurge, MaxUnavailable: in.MaxUnavailable, Cloud: fg.cloudGroup(), Resume: plan.Resume{Recorded: rec.Cloud.Original}})
 				acfg := cloudRun(again, client, group)
 				acfg.Record = rec
 				out, _, err := abortRun(t, acfg, fg)
@@ -192,7 +192,7 @@ func TestZonesEvenedBeforeRebalanceResumes(t *testing.T) {
 			client, fg := cloudCluster(before, groupNode("old-a", "z1", "1"), groupNode("old-b", "z2", "1"), groupNode("old-c", "z3", "1"))
 			fg.emptiestFirst, fg.onlyZone = true, tc.onlyZone
 			group := &rebalancingGroup{fakeGroup: fg}
-			in := plan.Input{Strategy: "surge", MaxSurge: 1, MaxUnavailable: "0", Cloud: fg.cloudGroup(nil)}
+			in := plan.Input{Strategy: "surge", MaxSurge: 1, MaxUnavailable: "0", Cloud: fg.cloudGroup()}
 			p := buildPlan(t, client, in)
 			cfg := cloudRun(p, client, group)
 			cfg.Drain = drainOpts()

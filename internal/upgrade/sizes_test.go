@@ -23,7 +23,7 @@ func TestRunLinesOfATargetSize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			client, group := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
-			cg := group.cloudGroup(nil)
+			cg := group.cloudGroup()
 			cg.TargetSizeOnly = tc.targetOnly
 			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: cg})
 			cfg := cloudRun(p, client, group)

@@ -100,7 +100,7 @@ func TestSurge(t *testing.T) {
 			if tc.none {
 				provider = &cloud.None{Client: client, DeleteNode: true}
 			} else {
-				in.Cloud = group.cloudGroup(nil)
+				in.Cloud = group.cloudGroup()
 			}
 			p := buildPlan(t, client, in)
 			cfg := cloudRun(p, client, provider)

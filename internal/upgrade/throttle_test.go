@@ -58,7 +58,7 @@ func TestWaitOutlastsThrottling(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			client, fg := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
-			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: fg.cloudGroup(nil)})
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: fg.cloudGroup()})
 			group := &throttledGroup{fakeGroup: fg, err: tc.err, fails: tc.fails}
 			cfg := cloudRun(p, client, group)
 			cfg.Drain = drainOpts()

@@ -107,6 +107,32 @@ type CloudGroup struct {
 	// TargetSizeOnly says the group has a target size and no min or max
 	// (a managed instance group): messages name that size alone.
 	TargetSizeOnly bool
+	// Notes are what the provider says of the group that the plan's
+	// columns cannot (Karpenter: the budgets in force, drift by reason).
+	Notes []string
+	// Findings are what the provider found that holds the run: of the
+	// group itself (check group-degraded, no nodes named), or of its
+	// nodes (a Node or NodeClaim annotated do-not-disrupt), of which the
+	// plan keeps those of the nodes it replaces.
+	Findings []check.Finding
+	// Expiry is when the provider ends nodes by itself, whatever the run
+	// holds off (Karpenter's expireAfter); nil where it does not.
+	Expiry *Expiry
+	// DoNotDisrupt says the provider's controller honours Karpenter's
+	// karpenter.sh/do-not-disrupt: the audit makes a pod under it a
+	// blocker, as the controller's own drift waits for it.
+	DoNotDisrupt bool
+	// Nodes maps the group's nodes to their machines; a node missing here
+	// is not a member of the group. Unjoined are the group's machines no
+	// node stands for yet (launching, or not registered).
+	Nodes    map[string]Machine
+	Unjoined []Machine
+}
+
+// Resume is what an unfinished run's record tells the plan of the group
+// (the session reads it; a provider never sets it): the cloud side
+// goes on where that run stopped. The zero value: no run to resume.
+type Resume struct {
 	// Recorded are the sizes an interrupted run recorded before it scaled
 	// the group up; nil when no run is in progress. RescaleFrom is set when
 	// that scale-up was for another version, whose nodes this target
@@ -129,26 +155,6 @@ type CloudGroup struct {
 	// left to drain (the autoscaler removed them) the run still has blue
 	// to delete.
 	InterruptedGreen string
-	// Notes are what the provider says of the group that the plan's
-	// columns cannot (Karpenter: the budgets in force, drift by reason).
-	Notes []string
-	// Findings are what the provider found that holds the run: of the
-	// group itself (check group-degraded, no nodes named), or of its
-	// nodes (a Node or NodeClaim annotated do-not-disrupt), of which the
-	// plan keeps those of the nodes it replaces.
-	Findings []check.Finding
-	// Expiry is when the provider ends nodes by itself, whatever the run
-	// holds off (Karpenter's expireAfter); nil where it does not.
-	Expiry *Expiry
-	// DoNotDisrupt says the provider's controller honours Karpenter's
-	// karpenter.sh/do-not-disrupt: the audit makes a pod under it a
-	// blocker, as the controller's own drift waits for it.
-	DoNotDisrupt bool
-	// Nodes maps the group's nodes to their machines; a node missing here
-	// is not a member of the group. Unjoined are the group's machines no
-	// node stands for yet (launching, or not registered).
-	Nodes    map[string]Machine
-	Unjoined []Machine
 }
 
 // ServiceUpdate is a service's update under way that an unfinished run
@@ -294,7 +300,7 @@ type CloudPlan struct {
 	// BlueDeleted is the blue group an interrupted run deleted before it
 	// recorded so: the run only finishes, on green (this group).
 	BlueDeleted string `json:"blueDeleted,omitempty"`
-	// InterruptedGreen is CloudGroup.InterruptedGreen.
+	// InterruptedGreen is Resume.InterruptedGreen.
 	InterruptedGreen string `json:"interruptedGreen,omitempty"`
 	// RescaleFrom is the version an interrupted run scaled up for, when
 	// its new nodes are outdated for this target: the run scales up again
@@ -416,7 +422,7 @@ func removesOnly(cg *CloudGroup) bool {
 
 // cloudPlan is the cloud side before the strategy sizes it: the sizes now,
 // or an interrupted run's recorded ones.
-func cloudPlan(cg *CloudGroup) *CloudPlan {
+func cloudPlan(cg *CloudGroup, r Resume) *CloudPlan {
 	cp := &CloudPlan{
 		GroupID:          cg.GroupID,
 		Launches:         cg.Launches,
@@ -424,17 +430,17 @@ func cloudPlan(cg *CloudGroup) *CloudPlan {
 		Before:           cg.Sizes,
 		During:           cg.Sizes,
 		TargetSizeOnly:   cg.TargetSizeOnly,
-		BlueDeleted:      cg.BlueDeleted,
-		InterruptedGreen: cg.InterruptedGreen,
+		BlueDeleted:      r.BlueDeleted,
+		InterruptedGreen: r.InterruptedGreen,
 		RemovesOnly:      removesOnly(cg),
 		Options:          cg.Options,
 	}
-	if cg.Recorded != nil {
+	if r.Recorded != nil {
 		// An interrupted run scaled up already: the sizes now are the
 		// inflated ones, and the recorded ones are what the end restores.
-		cp.Before, cp.Resumed, cp.RescaleFrom = *cg.Recorded, true, cg.RescaleFrom
+		cp.Before, cp.Resumed, cp.RescaleFrom = *r.Recorded, true, r.RescaleFrom
 	}
-	if f := cg.Following; f != nil {
+	if f := r.Following; f != nil {
 		// The service scaled up already, and its end scales down.
 		cp.Resumed = true
 		if f.Sizes != nil {

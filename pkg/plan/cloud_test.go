@@ -105,7 +105,7 @@ func TestBuildWithCloudGroup(t *testing.T) {
 				}
 			}
 			in := cloudInput(tc.target, machines)
-			in.Cloud.Recorded, in.Cloud.RescaleFrom = tc.recorded, tc.rescaleFrom
+			in.Resume.Recorded, in.Resume.RescaleFrom = tc.recorded, tc.rescaleFrom
 			p, err := Build(snapshot.Cluster{Nodes: ns}, in)
 			if err != nil {
 				t.Fatal(err)
@@ -377,7 +377,7 @@ func TestPlanOfAnInterruptedGreen(t *testing.T) {
 			in := cloudInput("2", machines)
 			in.Strategy = tc.strategy
 			in.BlueGreen = BlueGreenInput{BatchNodes: 1}
-			in.Cloud.InterruptedGreen = tc.green
+			in.Resume.InterruptedGreen = tc.green
 			p, err := Build(snapshot.Cluster{Nodes: nodes}, in)
 			if err != nil {
 				t.Fatal(err)
@@ -420,7 +420,7 @@ func TestRemovesOnly(t *testing.T) {
 		{"a service runs the update", CloudGroup{Can: CapRemoveNodes | CapManagedUpdate, Managed: scalingService{}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := cloudPlan(&tc.cg).RemovesOnly; got != tc.want {
+			if got := cloudPlan(&tc.cg, Resume{}).RemovesOnly; got != tc.want {
 				t.Errorf("RemovesOnly = %v, want %v", got, tc.want)
 			}
 		})

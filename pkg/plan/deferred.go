@@ -12,7 +12,7 @@ import (
 // its replacement again. It returns the nodes left to the batches.
 func deferSurplus(c *Planning) []PlannedNode {
 	cg, cp, p := c.Input.Cloud, c.Plan.Cloud, c.Plan
-	if cg == nil || cg.RollbackFrom == "" || !resizes(cp) || !cp.Resumed {
+	if cg == nil || c.Input.Resume.RollbackFrom == "" || !resizes(cp) || !cp.Resumed {
 		return c.Outdated
 	}
 	surplus := min(int(cp.During.Desired-cp.Before.Desired), len(c.Outdated))

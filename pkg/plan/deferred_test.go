@@ -54,8 +54,8 @@ func TestRollbackDefersTheSurplus(t *testing.T) {
 			t.Parallel()
 			in := cloudInput("1", machines)
 			in.Cloud.Sizes.Desired, in.Cloud.Sizes.Max = tc.desired, tc.desired+1
-			in.Cloud.Recorded = &Sizes{Min: 1, Desired: 3, Max: 4}
-			in.Cloud.RollbackFrom = tc.rollbackFrom
+			in.Resume.Recorded = &Sizes{Min: 1, Desired: 3, Max: 4}
+			in.Resume.RollbackFrom = tc.rollbackFrom
 			ns := slices.Clone(nodes)
 			for i := range ns {
 				if slices.Contains(tc.tainted, ns[i].Name) {

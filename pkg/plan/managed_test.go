@@ -194,7 +194,7 @@ func TestPlanFollowingAServiceUpdate(t *testing.T) {
 			in.Strategy = StrategyEKS
 			in.Cloud.Can, in.Cloud.Managed = 0, &fakeService{}
 			in.Cloud.Sizes = Sizes{Min: 1, Desired: 6, Max: 7} // raised by the service
-			in.Cloud.Following = &ServiceUpdate{Nodes: []string{"a1", "b1"}, Sizes: recorded}
+			in.Resume.Following = &ServiceUpdate{Nodes: []string{"a1", "b1"}, Sizes: recorded}
 			p, err := Build(snapshot.Cluster{Nodes: tc.nodes}, in)
 			if err != nil {
 				t.Fatal(err)

@@ -253,7 +253,7 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	podsByNode := evictablePodsByNode(snap.Pods)
 	outdated := p.countNodes(group, in, podsByNode, strategy.Traits().WholeGroup)
 	if in.Cloud != nil {
-		p.Cloud = cloudPlan(in.Cloud)
+		p.Cloud = cloudPlan(in.Cloud, in.Resume)
 		ids := map[string]bool{}
 		for _, n := range outdated {
 			ids[n.MachineID] = true
@@ -481,7 +481,7 @@ func (p *Plan) nodeDiffs(node *corev1.Node, in Input, wholeGroup bool, others *[
 	if in.Cloud == nil {
 		return diffs, machine, false
 	}
-	if f := in.Cloud.Following; f != nil && !slices.Contains(f.Nodes, node.Name) {
+	if f := in.Resume.Following; f != nil && !slices.Contains(f.Nodes, node.Name) {
 		return nil, machine, false // the service's new node
 	}
 	cloudDiffs, m, notMember := machineOutdated(node, in.Cloud)

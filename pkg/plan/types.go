@@ -211,6 +211,9 @@ type Input struct {
 	// Cloud is the provider's view of the group; nil with provider none,
 	// where the target labels alone say which nodes are outdated.
 	Cloud *CloudGroup
+	// Resume is what the unfinished run's record says of the cloud side;
+	// zero without one.
+	Resume Resume
 	// Recovering is what the unfinished run's record lists as evicted and
 	// maybe not Ready again yet (see check.Input).
 	Recovering []check.Controller
