@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -149,10 +150,16 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 // stopped one.
 func (o *ControlOptions) cancel(ctx context.Context, run *session.Run, requests *state.Requests) error {
 	if run.Status == state.StateSubmitted {
-		if err := o.sess.Withdraw(ctx, o.NodeGroup); err != nil {
+		earlier, err := o.sess.Withdraw(ctx, o.NodeGroup)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(o.Out, "paused the run on %q before its first phase; continue with \"kubectl nodeupgrade resume %s\"\n", o.NodeGroup, o.NodeGroup)
+		fmt.Fprintf(o.Out, "withdrew the run on %q before its pod started it: nothing was changed\n", o.NodeGroup)
+		if earlier != nil && earlier.FinishedAt == nil {
+			if v := session.Describe(earlier, false, "", time.Now()); v.Suggest() != "" {
+				fmt.Fprintf(o.Out, "the run before it is %s again: %s\n", v.Status, v.Suggest())
+			}
+		}
 		return nil
 	}
 	if err := requests.Send(ctx, state.RequestCancel); err != nil {

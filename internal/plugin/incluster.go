@@ -297,20 +297,25 @@ func podState(p *corev1.Pod) string {
 // ended says how the Job ended: as its run ended where a pod recorded it,
 // else with the last pod's exit code and message.
 func (f *jobFollower) ended(ctx context.Context, job *batchv1.Job) error {
+	// No pod took the run: the record goes back to what it was.
+	untaken, err := f.sess.Unsubmit(ctx, f.group, job.Name)
+	if err != nil {
+		return err
+	}
 	rec, err := f.sess.Store().Load(ctx, f.group)
 	if err != nil {
 		return err
 	}
 	failed, _ := session.JobEnd(job)
 	if failed == nil {
-		if rec == nil || rec.UpdatedAt.Before(f.since) {
+		if untaken || rec == nil || rec.UpdatedAt.Before(f.since) {
 			fmt.Fprintf(f.status.Out, "Job %s completed; the run had nothing to do\n", job.Name)
 			return nil
 		}
 		return f.status.follow(ctx) // prints how the run ended
 	}
 	code, msg := f.lastExit(ctx, job)
-	if rec != nil && !rec.UpdatedAt.Before(f.since) && rec.FinishedAt == nil && len(f.ran) > 0 {
+	if !untaken && rec != nil && !rec.UpdatedAt.Before(f.since) && rec.FinishedAt == nil && len(f.ran) > 0 {
 		_ = f.status.follow(ctx) // the run's last line, then the Job's failure
 	}
 	return &watchEnded{fmt.Sprintf("the in-cluster run of %q stopped: Job %s/%s failed (%s: %s)%s", f.group, job.Namespace, job.Name, failed.Reason, failed.Message, msg), code}

@@ -320,10 +320,19 @@ func (s *Session) Submit(ctx context.Context, pl *Planned, ic InCluster) (*batch
 	if err != nil {
 		return nil, err
 	}
-	if err := s.clearForJob(ctx, r.RecordName(), ic, false); err != nil {
+	group := r.RecordName()
+	if err := s.clearForJob(ctx, group, ic, false); err != nil {
 		return nil, err
 	}
-	return s.startJob(ctx, job, data)
+	// Recorded before the Job starts, so its pod finds the submission.
+	started, err := s.startJob(ctx, job, data, func(ctx context.Context) error { return s.recordSubmitted(ctx, pl, job.Name) })
+	if err != nil {
+		if _, rerr := s.Unsubmit(ctx, group, job.Name); rerr != nil {
+			return nil, errors.Join(err, rerr)
+		}
+		return nil, err
+	}
+	return started, nil
 }
 
 // AbortArgs is the command line of the pod of an abort Job: abort group's
@@ -354,7 +363,7 @@ func (s *Session) SubmitAbort(ctx context.Context, rec *state.Record, ic InClust
 	if err := s.clearForJob(ctx, group, ic, true); err != nil {
 		return nil, err
 	}
-	return s.startJob(ctx, job, nil)
+	return s.startJob(ctx, job, nil, nil)
 }
 
 func planJSON(p *plan.Plan) ([]byte, error) {
@@ -437,9 +446,10 @@ func (s *Session) awaitJobEnd(ctx context.Context, job *batchv1.Job, d time.Dura
 	return job, nil
 }
 
-// startJob creates job suspended, its plan (data; nil: none), and starts
-// it; on a failure it deletes the Job, and the plan goes with it.
-func (s *Session) startJob(ctx context.Context, job *batchv1.Job, data []byte) (*batchv1.Job, error) {
+// startJob creates job suspended, its plan (data; nil: none), has record
+// (nil: none) record the submission, and starts it; on a failure it
+// deletes the Job, and the plan goes with it.
+func (s *Session) startJob(ctx context.Context, job *batchv1.Job, data []byte, record func(context.Context) error) (*batchv1.Job, error) {
 	jobs := s.Client.BatchV1().Jobs(job.Namespace)
 	job.Spec.Suspend = ptr.To(true)
 	created, err := jobs.Create(ctx, job, metav1.CreateOptions{})
@@ -470,6 +480,11 @@ func (s *Session) startJob(ctx context.Context, job *batchv1.Job, data []byte) (
 	if data != nil {
 		if _, err := s.Client.CoreV1().ConfigMaps(job.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			return undo(fmt.Errorf("cannot run in the cluster: error when saving the plan in ConfigMap %q: %w", cm.Name, err))
+		}
+	}
+	if record != nil {
+		if err := record(ctx); err != nil {
+			return undo(fmt.Errorf("cannot run in the cluster: error when recording the run submitted to Job %q: %w", created.Name, err))
 		}
 	}
 	started, err := jobs.Patch(ctx, created.Name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{})

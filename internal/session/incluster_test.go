@@ -375,3 +375,86 @@ func TestInClusterPodWaitsOutTheLockOfAnEarlierPod(t *testing.T) {
 		})
 	}
 }
+
+// A Job whose pod has not taken the run is a run every command sees
+// (status names it submitted, a second submission is sent to cancel);
+// when it is withdrawn, or its Job ends before a pod took the run, the
+// record is as it was before the submission: nothing is left behind. A
+// record a pod took is left alone.
+func TestSubmittedRunIsSeenThenPutBack(t *testing.T) {
+	ctx := context.Background()
+	ic := InCluster{Image: "img", ServiceAccount: "sa"}
+	finished := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	earlier := map[string]*state.Record{
+		"no record":      nil,
+		"a paused run":   {NodeGroup: "demo", Strategy: "eks", State: state.StatePaused, Phase: "Drain", Batch: 2, Done: []string{"a"}},
+		"a finished run": {NodeGroup: "demo", Strategy: "eks", State: state.StateFinished, Done: []string{"a", "b"}, FinishedAt: &finished},
+	}
+	endings := map[string]func(s *Session) (*state.Record, error){
+		"withdrawn by cancel": func(s *Session) (*state.Record, error) { return s.Withdraw(ctx, "demo") },
+		"the Job ended first": func(s *Session) (*state.Record, error) {
+			untaken, err := s.Unsubmit(ctx, "demo", JobName("demo"))
+			if !untaken {
+				err = errors.Join(err, errors.New("not put back"))
+			}
+			return nil, err
+		},
+	}
+	for before, rec := range earlier {
+		for ending, end := range endings {
+			t.Run(before+", "+ending, func(t *testing.T) {
+				s, c := inClusterSession(serviceAccount)
+				if rec != nil {
+					if err := s.Store().Save(ctx, rec); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := s.Submit(ctx, inClusterPlan(), ic); err != nil {
+					t.Fatal(err)
+				}
+				run, err := s.Look(ctx, "demo")
+				if err != nil || run == nil || run.Status != state.StateSubmitted {
+					t.Fatalf("after the submission: %+v %v, want submitted", run, err)
+				}
+				if err := run.Accept(CmdCancel); err != nil {
+					t.Errorf("cancel refused: %v", err)
+				}
+				if _, err := s.Submit(ctx, inClusterPlan(), ic); err == nil || !strings.Contains(err.Error(), `"kubectl nodeupgrade cancel demo"`) {
+					t.Errorf("second submission: %v, want a refusal naming cancel", err)
+				}
+				if _, err := end(s); err != nil {
+					t.Fatal(err)
+				}
+				after, err := s.Store().Load(ctx, "demo")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec == nil && after != nil || rec != nil && (after == nil || after.State != rec.State || !slices.Equal(after.Done, rec.Done) || after.Submission != nil) {
+					t.Errorf("the record after: %+v, want as before: %+v", after, rec)
+				}
+				if ending == "withdrawn by cancel" {
+					if _, err := c.BatchV1().Jobs("kube-system").Get(ctx, JobName("demo"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+						t.Errorf("the Job is still there: %v", err)
+					}
+				}
+			})
+		}
+	}
+	t.Run("a pod took the run", func(t *testing.T) {
+		s, _ := inClusterSession(serviceAccount)
+		if _, err := s.Submit(ctx, inClusterPlan(), ic); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.Store().Load(ctx, "demo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.State, rec.Submission = state.StateRunning, nil
+		if err := s.Store().Save(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		if untaken, err := s.Unsubmit(ctx, "demo", JobName("demo")); untaken || err != nil {
+			t.Errorf("put back a run a pod took: %v %v", untaken, err)
+		}
+	})
+}

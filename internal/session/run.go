@@ -252,6 +252,11 @@ func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.
 	if err != nil {
 		return nil, err
 	}
+	if rec != nil && rec.State == state.StateSubmitted && rec.Submission != nil {
+		// The pod of the Job the run was handed to takes it: from the
+		// record as it was, as the run from a terminal would have.
+		rec = rec.Submission.Earlier
+	}
 	if err := RefusePendingCancel(ctx, requests, rec); err != nil {
 		return nil, err
 	}

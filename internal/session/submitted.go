@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,28 +12,64 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
-// Withdraw takes back the Job of group's submitted run whose pod has not
-// started it (cancel): under the group's lock, so the pod cannot start
-// the run meanwhile, the Job and its pods are deleted and the run is
-// recorded paused before its first phase; resume starts it.
-func (s *Session) Withdraw(ctx context.Context, group string) error {
-	ctx, _, release, err := s.HoldLock(ctx, group)
+// recordSubmitted records group's run as handed to Job job, keeping the
+// record as it was to put back should no pod take the run.
+func (s *Session) recordSubmitted(ctx context.Context, pl *Planned, job string) error {
+	store, group := s.Store(), pl.Request.RecordName()
+	earlier, err := store.Load(ctx, group)
 	if err != nil {
 		return err
 	}
+	rec := nextRecord(earlier, group, time.Now().UTC().Truncate(time.Second))
+	if earlier != nil && earlier.FinishedAt == nil {
+		copied := *earlier
+		rec = &copied
+	}
+	rec.Strategy = pl.Strategy
+	recordRequest(rec, pl)
+	rec.State = state.StateSubmitted
+	rec.Submission = &state.Submission{Job: job, At: time.Now().UTC().Truncate(time.Second), Earlier: earlier}
+	return store.Save(ctx, rec)
+}
+
+// Unsubmit puts group's record back as it was before its run was handed
+// to Job job, when no pod took the run: the Job ended first, could not
+// start, or was withdrawn. It reports whether it did; a record that is
+// no longer that submission (a pod took the run) is left alone.
+func (s *Session) Unsubmit(ctx context.Context, group, job string) (bool, error) {
+	store := s.Store()
+	rec, err := store.Load(ctx, group)
+	if err != nil || rec == nil || rec.State != state.StateSubmitted || rec.Submission == nil || rec.Submission.Job != job {
+		return false, err
+	}
+	if earlier := rec.Submission.Earlier; earlier != nil {
+		return true, store.Save(ctx, earlier)
+	}
+	return true, store.Delete(ctx, group)
+}
+
+// Withdraw takes back the Job of group's submitted run whose pod has not
+// started it (cancel): under the group's lock, so the pod cannot start
+// the run meanwhile, the Job and its pods are deleted and the record is
+// put back as it was before the submission. It returns that record (nil:
+// none).
+func (s *Session) Withdraw(ctx context.Context, group string) (*state.Record, error) {
+	ctx, _, release, err := s.HoldLock(ctx, group)
+	if err != nil {
+		return nil, err
+	}
 	defer release()
 	rec, err := s.Store().Load(ctx, group)
-	if err != nil || rec == nil || rec.State != state.StateSubmitted {
-		return err
+	if err != nil || rec == nil || rec.State != state.StateSubmitted || rec.Submission == nil {
+		return rec, err
 	}
 	if err := s.deleteSubmittedJob(ctx, group); err != nil {
-		return err
+		return nil, err
 	}
-	rec.State = state.StatePaused
-	if err := s.Requests(group).Send(ctx, state.RequestCancel); err != nil {
-		return err
+	if _, err := s.Unsubmit(ctx, group, rec.Submission.Job); err != nil {
+		return nil, err
 	}
-	return s.Store().Save(ctx, rec)
+	return rec.Submission.Earlier, nil
 }
 
 // deleteSubmittedJob deletes the Job of group's submitted run, with its

@@ -1,5 +1,7 @@
 package state
 
+import "time"
+
 // RunState is where a run stands as its last writer left it: stored in
 // the record as data, so status, report and the controls read one answer
 // instead of interpreting notes (which are for people). What only the
@@ -38,4 +40,15 @@ const (
 // Over reports whether s ends the run: nothing resumes it.
 func (s RunState) Over() bool {
 	return s == StateFinished || s == StateRolledBack || s == StateAborted
+}
+
+// Submission is a run handed to an in-cluster Job whose pod has not
+// taken it yet. The record as it was before (Earlier; nil: none) comes
+// back when the Job ends, or is withdrawn, before a pod takes the run: a
+// submission that never ran leaves nothing behind. The pod that takes
+// the run starts from Earlier, as a run from a terminal would.
+type Submission struct {
+	Job     string    `json:"job"`
+	At      time.Time `json:"at"`
+	Earlier *Record   `json:"earlier,omitempty"`
 }

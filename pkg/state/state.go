@@ -53,18 +53,21 @@ type Record struct {
 	Target    map[string]string `json:"target"`
 	// State is where the run stands, as its last writer left it (empty
 	// in records of versions before it: see session.Describe).
-	State      RunState   `json:"state,omitempty"`
-	Phase      string     `json:"phase"`
-	Batch      int        `json:"batch"` // 1-based batch in progress
-	Batches    int        `json:"batches"`
-	NodesTotal int        `json:"nodesTotal"`
-	Done       []string   `json:"done"`
-	InFlight   []string   `json:"inFlight"`
-	LastError  string     `json:"lastError,omitempty"`
-	Holder     string     `json:"holder,omitempty"`
-	StartedAt  time.Time  `json:"startedAt"`
-	UpdatedAt  time.Time  `json:"updatedAt"`
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	State RunState `json:"state,omitempty"`
+	// Submission is set while the run is handed to an in-cluster Job
+	// whose pod has not taken it (State submitted).
+	Submission *Submission `json:"submission,omitempty"`
+	Phase      string      `json:"phase"`
+	Batch      int         `json:"batch"` // 1-based batch in progress
+	Batches    int         `json:"batches"`
+	NodesTotal int         `json:"nodesTotal"`
+	Done       []string    `json:"done"`
+	InFlight   []string    `json:"inFlight"`
+	LastError  string      `json:"lastError,omitempty"`
+	Holder     string      `json:"holder,omitempty"`
+	StartedAt  time.Time   `json:"startedAt"`
+	UpdatedAt  time.Time   `json:"updatedAt"`
+	FinishedAt *time.Time  `json:"finishedAt,omitempty"`
 	// Attempts are the run's attempts in order (attempts.go).
 	Attempts []Attempt `json:"attempts,omitempty"`
 	// LeftRunning are the outdated nodes the short-lived strategy leaves
@@ -325,6 +328,18 @@ func (s *Store) forget(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.last, name)
+}
+
+// Delete removes the record of group (and the requests on it); none
+// there is no error.
+func (s *Store) Delete(ctx context.Context, group string) error {
+	name := ObjectName(group)
+	err := s.Client.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("error when deleting the record of %q: %w", group, err)
+	}
+	s.forget(name)
+	return nil
 }
 
 // Load returns the record of group, or nil when there is none.
