@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -139,14 +140,18 @@ func (o *ControlOptions) rollbackManaged(ctx context.Context, rec *state.Record,
 		}
 		return usageErrorf("cannot roll back: the %s's update %s of %q still runs; cancel it first", mp.Service, id, o.NodeGroup)
 	}
-	ctx, _, release, err := o.sess.HoldLock(ctx, o.NodeGroup)
+	ctx, holder, release, err := o.sess.HoldLock(ctx, o.NodeGroup)
 	if err != nil {
 		return err
 	}
 	defer release()
-	rb, err := u.(cloud.UpdateRollbacker).RollbackUpdate(ctx, id)
+	undo, err := o.sess.IntendManagedRollback(ctx, rec, holder)
 	if err != nil {
 		return err
+	}
+	rb, err := u.(cloud.UpdateRollbacker).RollbackUpdate(ctx, id)
+	if err != nil {
+		return errors.Join(err, undo(context.WithoutCancel(ctx)))
 	}
 	if err := o.sess.SaveManagedUpdate(ctx, rec, rb); err != nil {
 		return err

@@ -125,10 +125,14 @@ func FindStartedUpdate(ctx context.Context, p cloud.Provider, rec *state.Record)
 }
 
 // StartedUnheard reports whether rec's unfinished run set out to start
-// the service's update and recorded no ID: it may have started one.
+// the service's update (or its rollback) and recorded no ID: it may have
+// started one.
 func StartedUnheard(rec *state.Record) bool {
-	return rec != nil && rec.FinishedAt == nil && rec.Managed != nil && rec.Managed.UpdateID == "" &&
-		len(rec.Managed.Nodes) > 0 && plan.Phase(rec.Phase) == plan.PhaseUpdate
+	if rec == nil || rec.FinishedAt != nil || rec.Managed == nil || rec.Managed.UpdateID != "" {
+		return false
+	}
+	rollingBack := rec.Managed.RollingBackFrom != "" && plan.Phase(rec.Phase) == plan.PhaseRollback
+	return rollingBack || len(rec.Managed.Nodes) > 0 && plan.Phase(rec.Phase) == plan.PhaseUpdate
 }
 
 // awaitJoining waits, once, for the group's machines that are not nodes

@@ -139,6 +139,11 @@ type ManagedRecord struct {
 	// ends the soak on resuming.
 	WindowPaused string `json:"windowPaused,omitempty"`
 	CompleteSoak bool   `json:"completeSoak,omitempty"`
+	// RollingBackFrom is the update whose rollback the run asks the
+	// service for, recorded before it asks: killed before the service's
+	// answer (the rollback's ID) was recorded, the next command finds the
+	// rollback running.
+	RollingBackFrom string `json:"rollingBackFrom,omitempty"`
 	// SizesBefore are the group's sizes before the run (before its first
 	// update, where Sizes are before the latest), where the run can bring
 	// them back (cloud.Shrinker): an update that fails leaves the
