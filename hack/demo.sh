@@ -35,10 +35,12 @@ esac
 . hack/demo-lib.sh
 
 # What each path starts, its group, the target and the flags of the demo's
-# plan and run (--seed 1 makes the plan the README shows, --post-drain-wait
-# 5s keeps the run short).
+# plan and run, the same for both so the plan's estimate is the run's
+# (--seed 1 makes the plan the README shows, --post-drain-wait 5s keeps
+# the run short).
 group=demo
-opts="--max-unavailable 2 --seed 1"
+wait="--post-drain-wait 5s"
+opts="--max-unavailable 2 --seed 1 $wait"
 case $path in
 aws)
   demo_start "the simulated cluster, the local AWS endpoint and Auto Scaling group demo" --aws-demo
@@ -49,11 +51,11 @@ aws)
 eks-managed)
   demo_start "the simulated cluster, the local AWS and EKS endpoint and managed node group demo-managed" --aws-demo --aws-demo-managed
   demo_aws_env
-  labels=eks.amazonaws.com/nodegroup,eks.amazonaws.com/nodegroup-image,node.kubernetes.io/kubelet-version,topology.kubernetes.io/zone
+  labels=eks.amazonaws.com/nodegroup,eks.amazonaws.com/nodegroup-image,topology.kubernetes.io/zone
   group=demo-managed
   target="--kubernetes-version 1.31"
   # EKS orders the nodes itself: no seed.
-  opts="--max-unavailable 2"
+  opts="--max-unavailable 2 $wait"
   ;;
 gce)
   demo_start "the simulated cluster, the local Compute Engine endpoint and managed instance group demo" --gce-demo
@@ -80,7 +82,7 @@ karpenter)
   kubectl get nodepools,nodeclaims
   labels=karpenter.sh/nodepool,topology.kubernetes.io/zone,node.kubernetes.io/instance-type
   target=""
-  opts="--max-unavailable 3 --seed 1"
+  opts="--max-unavailable 3 --seed 1 $wait"
   ;;
 none)
   demo_start "the simulated cluster and node group demo of nodes no cloud owns" --none-demo
@@ -98,8 +100,10 @@ echo "== kubectl nodeupgrade plan $group $target $opts"
 kubectl nodeupgrade plan $group $target $opts
 
 echo
-echo "== kubectl nodeupgrade run $group $target $opts --post-drain-wait 5s --yes"
-kubectl nodeupgrade run $group $target $opts --post-drain-wait 5s --yes
+echo "== kubectl nodeupgrade run $group $target $opts --yes"
+start=$(date +%s)
+kubectl nodeupgrade run $group $target $opts --yes
+echo "(the run took $(($(date +%s) - start)) s)"
 
 echo
 echo "== kubectl nodeupgrade status $group"

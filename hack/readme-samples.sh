@@ -14,9 +14,10 @@ cd "$(dirname "$0")/.."
 demo_start "the simulated cluster, the local AWS endpoint and Auto Scaling group demo" --aws-demo
 demo_aws_env
 
-target="demo --ami ami-new --max-unavailable 2"
-kubectl nodeupgrade plan $target --seed 1 >"$work/plan.txt"
-kubectl nodeupgrade run $target --seed 1 --post-drain-wait 5s --yes >"$work/run.out"
+# The demo's flags, the same for the plan and the run (hack/demo.sh).
+target="demo --ami ami-new --max-unavailable 2 --seed 1 --post-drain-wait 5s"
+kubectl nodeupgrade plan $target >"$work/plan.txt"
+kubectl nodeupgrade run $target --yes >"$work/run.out"
 kubectl nodeupgrade status demo >"$work/status.txt"
 # The run prints the plan first: the sample starts at its first event.
 grep -E '^[0-9]{2}:[0-9]{2}:[0-9]{2} ' "$work/run.out" >"$work/events.txt"

@@ -62,6 +62,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	in.Pace = s.pace(ctx, r, nodes)
 	pl := &Planned{Request: r}
 	opened, err := s.openCloudOf(ctx, r, pl, &in, nodes, rec)
 	if err != nil {

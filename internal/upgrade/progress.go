@@ -61,6 +61,7 @@ type progress struct {
 	recovered  time.Duration // the batches' recoveries, which a scale-down has not
 	planned    map[string]time.Duration
 	postDrain  time.Duration
+	drain      time.Duration // the plan's drain of a batch (plan.DrainTime)
 
 	waiting   string
 	waitSince time.Time
@@ -84,6 +85,7 @@ func newProgress(out io.Writer, live bool, now func() time.Time, p *plan.Plan, e
 		firstBatch:    map[plan.Phase]time.Duration{},
 		planned:       map[string]time.Duration{},
 		postDrain:     time.Duration(p.PostDrainWait),
+		drain:         p.DrainTime(),
 	}
 	for _, st := range p.Steps {
 		pr.planned[st.Phase] += time.Duration(st.Estimate)
@@ -345,7 +347,7 @@ var batchPhaseOrder = []plan.Phase{plan.PhaseSurge, plan.PhaseRoom, plan.PhaseDr
 // batchTime is what a batch takes: the mean of those ended; before one
 // has, the first batch's phases as measured, the one under way at least
 // as long as it has lasted, and the plan's figures for the rest (a drain
-// of plan.DrainEstimate, the post-drain wait, the remainder at removal).
+// of the plan's DrainTime, the post-drain wait, the remainder at removal).
 func (p *progress) batchTime(now time.Time) time.Duration {
 	if n := len(p.measured); n > 0 {
 		var sum time.Duration
@@ -359,7 +361,7 @@ func (p *progress) batchTime(now time.Time) time.Duration {
 		return perBatch
 	}
 	planned := map[plan.Phase]time.Duration{
-		plan.PhaseDrain:  min(plan.DrainEstimate, perBatch),
+		plan.PhaseDrain:  min(p.drain, perBatch),
 		plan.PhaseCordon: p.postDrain,
 	}
 	planned[plan.PhaseRemove] = max(perBatch-planned[plan.PhaseDrain]-p.postDrain, 0)

@@ -238,6 +238,7 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	in.Pace = measuredPace(in.Pace, group)
 	strategy, err := LookupStrategy(string(in.Strategy))
 	if err != nil {
 		return nil, err
@@ -307,6 +308,7 @@ func newPlan(in Input, strategy Strategy, maxUnavailable int) *Plan {
 		Seed:                  in.Seed,
 		PostDrainWait:         Duration(in.PostDrainWait),
 		DeregistrationTimeout: Duration(in.DeregistrationTimeout),
+		Pace:                  in.Pace,
 		Zones:                 []string{},
 		Batches:               []Batch{},
 		Findings:              []check.Finding{},

@@ -307,9 +307,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return err
 }
 
-// What the estimates assume: a new cloud node is Ready in NodeLaunchEstimate,
-// a batch drains in DrainEstimate, then the run waits the plan's
-// --post-drain-wait.
+// What the estimates assume where nothing measured the group's pace (see
+// Pace): a new cloud node is Ready in NodeLaunchEstimate, a batch drains in
+// DrainEstimate, then the run waits the plan's --post-drain-wait.
 const (
 	NodeLaunchEstimate = 3 * time.Minute
 	DrainEstimate      = time.Minute
@@ -317,8 +317,7 @@ const (
 
 // EstimateAssumptions says what the plan's estimates assume.
 func (p *Plan) EstimateAssumptions() string {
-	s := fmt.Sprintf("a new node Ready in %s, a drain in %s, post-drain wait %s",
-		FormatDuration(NodeLaunchEstimate), FormatDuration(DrainEstimate), FormatDuration(time.Duration(p.PostDrainWait)))
+	s := fmt.Sprintf("%s, post-drain wait %s", p.paceText(), FormatDuration(time.Duration(p.PostDrainWait)))
 	if d := deregistrationEstimate(p); d > 0 {
 		s += ", deregistration " + FormatDuration(d)
 	}
@@ -328,7 +327,7 @@ func (p *Plan) EstimateAssumptions() string {
 // perBatchEstimate is a drain, the post-drain wait, and the wait for the
 // load balancers to let go of the batch's machines.
 func perBatchEstimate(p *Plan) time.Duration {
-	return DrainEstimate + time.Duration(p.PostDrainWait) + deregistrationEstimate(p)
+	return p.DrainTime() + time.Duration(p.PostDrainWait) + deregistrationEstimate(p)
 }
 
 // deregistrationEstimate is the longest deregistration delay of the

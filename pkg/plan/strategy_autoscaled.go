@@ -37,7 +37,7 @@ func (autoscaledBlueGreen) Steps(p *Plan) []Step {
 	s.add("CreateGreen", fmt.Sprintf("a new %s %s at 0 nodes (max %d), grown by the cluster autoscaler; blue may shrink to 0", c.GroupKind, bg.Green, c.Before.Max), 0)
 	s.add("CordonBlue", fmt.Sprintf("cordon the %d blue nodes", p.Nodes.Outdated), 0)
 	s.add("WaitPeriod", fmt.Sprintf("%s for the autoscaler to remove under-used blue nodes (not those running safe-to-evict=false pods)", time.Duration(bg.NodePoolSoak)), time.Duration(bg.NodePoolSoak))
-	s.add("DrainBlue", fmt.Sprintf("the blue nodes left, %d at a time, PDBs honoured up to 1h, grace up to 24h", AutoscaledDrainBatch), time.Duration(len(p.Batches))*(DrainEstimate+NodeLaunchEstimate))
+	s.add("DrainBlue", fmt.Sprintf("the blue nodes left, %d at a time, PDBs honoured up to 1h, grace up to 24h", AutoscaledDrainBatch), time.Duration(len(p.Batches))*(p.DrainTime()+p.JoinTime()))
 	s.add("DeleteBlue", "delete the blue "+c.GroupKind+renamed(bg, c.GroupKind), 0)
 	return s
 }

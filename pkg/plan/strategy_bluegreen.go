@@ -155,16 +155,16 @@ func (blueGreen) Steps(p *Plan) []Step {
 	if bg.GreenLabel != "" && bg.Create {
 		green += fmt.Sprintf(" (its nodes labelled %s=%s)", bg.GreenLabel, bg.Green)
 	}
-	s.add("CreateGreen", fmt.Sprintf("%s with %d nodes of the target; blue is pinned at its size", green, p.Nodes.Outdated), NodeLaunchEstimate)
+	s.add("CreateGreen", fmt.Sprintf("%s with %d nodes of the target; blue is pinned at its size", green, p.Nodes.Outdated), p.JoinTime())
 	s.add("CordonBlue", fmt.Sprintf("cordon the %d blue nodes", p.Nodes.Outdated), 0)
 	if len(p.Batches) > 0 {
 		soaks := time.Duration(len(p.Batches)-1) * time.Duration(bg.BatchSoak)
-		s.add("DrainBlue", fmt.Sprintf("%s of up to %s, %s soak between batches", Count(len(p.Batches), "batch"), Count(bg.BatchSize, "node"), FormatDuration(time.Duration(bg.BatchSoak))), time.Duration(len(p.Batches))*DrainEstimate+soaks)
+		s.add("DrainBlue", fmt.Sprintf("%s of up to %s, %s soak between batches", Count(len(p.Batches), "batch"), Count(bg.BatchSize, "node"), FormatDuration(time.Duration(bg.BatchSoak))), time.Duration(len(p.Batches))*p.DrainTime()+soaks)
 	} else {
 		s.add("DrainBlue", "batch size 0: nothing drained, straight to the soak", 0)
 	}
 	s.add("Soak", fmt.Sprintf("%s; \"complete\" ends it early", FormatDuration(time.Duration(bg.NodePoolSoak))), time.Duration(bg.NodePoolSoak))
-	s.add("DeleteBlue", fmt.Sprintf("delete the pods left on blue (not evicted; grace at most 60m), then the blue %s%s", kind, renamed(bg, kind)), DrainEstimate)
+	s.add("DeleteBlue", fmt.Sprintf("delete the pods left on blue (not evicted; grace at most 60m), then the blue %s%s", kind, renamed(bg, kind)), p.DrainTime())
 	return s
 }
 

@@ -47,9 +47,9 @@ func (eks) Steps(p *Plan) []Step {
 	c := p.Cloud
 	switch {
 	case c != nil && c.RescaleFrom != "" && c.ScaleUp > 0:
-		s.add("ScaleUp", fmt.Sprintf("+%d nodes again (the interrupted run's were for version %s, outdated too): %s; wait for them Ready", c.ScaleUp, c.RescaleFrom, c.ResizeText(c.During.less(c.ScaleUp), c.During)), NodeLaunchEstimate)
+		s.add("ScaleUp", fmt.Sprintf("+%d nodes again (the interrupted run's were for version %s, outdated too): %s; wait for them Ready", c.ScaleUp, c.RescaleFrom, c.ResizeText(c.During.less(c.ScaleUp), c.During)), p.JoinTime())
 	case c != nil && c.ScaleUp > 0:
-		s.add("ScaleUp", fmt.Sprintf("+%d nodes: %s; wait for them Ready", c.ScaleUp, c.ResizeText(c.Before, c.During)), NodeLaunchEstimate)
+		s.add("ScaleUp", fmt.Sprintf("+%d nodes: %s; wait for them Ready", c.ScaleUp, c.ResizeText(c.Before, c.During)), p.JoinTime())
 	}
 	if len(p.Batches) > 0 {
 		s.add("Taint", fmt.Sprintf("%d outdated nodes %s", p.Nodes.Outdated, p.Taint), 0)

@@ -115,7 +115,7 @@ func (surge) Steps(p *Plan) []Step {
 	for _, z := range zones {
 		d := time.Duration(batches[z]) * perBatchEstimate(p)
 		if p.MaxSurge > 0 {
-			d += time.Duration(batches[z]) * NodeLaunchEstimate
+			d += time.Duration(batches[z]) * p.JoinTime()
 		}
 		s.add("Surge", fmt.Sprintf("zone %s: +%d node(s) at a time, %d nodes %d at a time (%d batches)", orNone(z), min(p.MaxSurge, nodes[z]), nodes[z], p.MaxSurge+p.MaxUnavailable, batches[z]), d)
 	}

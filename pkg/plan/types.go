@@ -74,6 +74,9 @@ type Plan struct {
 	// DeregistrationTimeout bounds the wait for the cloud's load
 	// balancers to let go of a removed node (Cloud.LoadBalancers).
 	DeregistrationTimeout Duration `json:"deregistrationTimeout,omitempty"`
+	// Pace is what was measured of the group's join and drain times,
+	// which the estimates take (see Pace); nil when nothing was.
+	Pace *Pace `json:"pace,omitempty"`
 
 	Nodes   NodeCounts `json:"nodes"`
 	Zones   []string   `json:"zones"`
@@ -204,6 +207,10 @@ type Input struct {
 	PostDrainWait time.Duration
 	// DeregistrationTimeout is run's --deregistration-timeout.
 	DeregistrationTimeout time.Duration
+	// Pace is what the command measured of the group's join and drain
+	// times (its last run, its pods); Build adds its nodes' join times
+	// where it measured none.
+	Pace *Pace
 	// TerminateTimeout is run's --terminate-timeout, which the notes
 	// compare with the group's hooks on leaving machines.
 	TerminateTimeout time.Duration

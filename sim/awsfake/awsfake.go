@@ -100,6 +100,9 @@ type Instance struct {
 	// with, as the group's bootstrap gives them.
 	NodeLabels map[string]string
 	NodeTaints []corev1.Taint
+	// KubeletVersion, set for the instances of an EKS managed node group
+	// launched from an EKS optimized AMI, is the kubelet its node reports.
+	KubeletVersion string
 }
 
 // LaunchTemplate is a launch template with its versions.

@@ -434,9 +434,24 @@ func (s *Server) eksInstanceLocked(g *group, in *instance) {
 	}
 	v, _ := strconv.ParseInt(in.LaunchTemplateVersion, 10, 64)
 	in.NodeLabels = ng.nodeLabels(ng.sources[v])
+	in.KubeletVersion = ng.sources[v].kubeletVersion()
 	for _, t := range ng.Taints {
 		in.NodeTaints = append(in.NodeTaints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: taintEffects[t.Effect]})
 	}
+}
+
+// kubeletVersion is the kubelet of src's EKS optimized AMI as its nodes
+// report it: the release's Kubernetes patch version with EKS's suffix
+// (v1.30.9-eks); "" for a custom AMI, whose kubelet EKS does not know.
+func (src ltSource) kubeletVersion() string {
+	if src.version == "" {
+		return ""
+	}
+	patch, _, _ := strings.Cut(src.release, "-")
+	if !strings.HasPrefix(patch, src.version+".") {
+		patch = src.version + ".0"
+	}
+	return "v" + patch + "-eks"
 }
 
 // nodeLabels are the labels of a node launched from src; current ones

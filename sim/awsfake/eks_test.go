@@ -414,3 +414,24 @@ func TestEKSRemoteAccessRepairWarmPool(t *testing.T) {
 		})
 	}
 }
+
+// TestKubeletVersion: the nodes of an EKS optimized AMI report its
+// release's Kubernetes patch version; a custom AMI's, none of EKS's.
+func TestKubeletVersion(t *testing.T) {
+	tests := []struct {
+		src  ltSource
+		want string
+	}{
+		{ltSource{version: "1.30", release: "1.30.9-20250101", image: "ami-eks-130"}, "v1.30.9-eks"},
+		{ltSource{version: "1.31", release: "1.31.2-20250201"}, "v1.31.2-eks"},
+		{ltSource{version: "1.31", release: "ami-custom"}, "v1.31.0-eks"},
+		{ltSource{image: "ami-custom", release: "ami-custom"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.src.release, func(t *testing.T) {
+			if got := tc.src.kubeletVersion(); got != tc.want {
+				t.Errorf("kubelet %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -115,11 +115,12 @@ func KubeNodes(c kubernetes.Interface, o NodeOptions) (onLaunch, onTerminate fun
 			return createUnmanagedNode(ctx, c, name, in, o.NodeLabels(in))
 		}
 		return scenario.JoinNode(ctx, c, scenario.Node{
-			Name:       name,
-			Zone:       in.Zone,
-			Labels:     o.NodeLabels(in),
-			ProviderID: ProviderID(in),
-			Taints:     in.NodeTaints,
+			Name:           name,
+			Zone:           in.Zone,
+			Labels:         o.NodeLabels(in),
+			ProviderID:     ProviderID(in),
+			Taints:         in.NodeTaints,
+			KubeletVersion: in.KubeletVersion,
 		})
 	}
 	onTerminate = func(ctx context.Context, in Instance) error {

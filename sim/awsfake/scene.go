@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -219,8 +220,31 @@ func StartDemo(ctx context.Context, c kubernetes.Interface, o DemoOptions) (*Ser
 			s.Close()
 			return nil, fmt.Errorf("demo managed node group: %w", err)
 		}
+		if err := DemoManagedApps(setup, c); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("demo managed node group's apps: %w", err)
+		}
 	}
 	return s, nil
+}
+
+// DemoManagedApps puts on the demo's managed node group the Deployment
+// "ledger" (namespace demo, 3 replicas, a PDB of maxUnavailable 1) whose
+// pods are Ready 20 s after they are scheduled: however the 3 pods lie
+// on the group's 3 nodes, EKS (draining 2 nodes at a time) drains two of
+// them in the same round, and has the second one's eviction refused
+// until the first one's replacement is Ready, so a run following the
+// update names a held pod.
+func DemoManagedApps(ctx context.Context, c kubernetes.Interface) error {
+	if err := scenario.CreateApp(ctx, c, scenario.App{Namespace: "demo", Name: "ledger", Replicas: 3,
+		MaxUnavailable: new(intstr.FromInt32(1)), NodeSelector: map[string]string{NodeGroupLabel: DemoManagedGroup},
+		PodAnnotations: map[string]string{scenario.ReadyDelayAnnotation: "20s"}}); err != nil {
+		return err
+	}
+	if err := scenario.WaitAppsReady(ctx, c, "demo"); err != nil {
+		return err
+	}
+	return scenario.WaitPDBsCount(ctx, c, "demo")
 }
 
 // The managed part of the AWS demo.

@@ -79,7 +79,7 @@ spec:
         containerRuntimeVersion: sim://1.0.0
         kernelVersion: 6.0.0-sim
         kubeProxyVersion: v1.36.3
-        kubeletVersion: v1.36.3
+        kubeletVersion: {{ with .status.nodeInfo }}{{ with .kubeletVersion }}{{ . }}{{ else }}v1.36.3{{ end }}{{ else }}v1.36.3{{ end }}
         operatingSystem: linux
         osImage: sim
       phase: Running

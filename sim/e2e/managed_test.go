@@ -100,6 +100,10 @@ func (m *managedGroup) assertUpdated(t *testing.T) {
 		if n.Labels["eks.amazonaws.com/nodegroup-image"] != "ami-131" {
 			t.Errorf("node %q runs %q, want ami-131", n.Name, n.Labels["eks.amazonaws.com/nodegroup-image"])
 		}
+		// What kubectl get nodes shows as VERSION.
+		if v := n.Status.NodeInfo.KubeletVersion; v != "v1.31.2-eks" {
+			t.Errorf("node %q reports kubelet %q, want the release's v1.31.2-eks", n.Name, v)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -30,18 +31,26 @@ func readmeSample(t *testing.T, name string) string {
 
 // planLines is a printed plan line by line as the README holds it, but
 // for what the clock decides: the nodes' ages (the AGE column), and so the
-// node table's padding, which follows the widest age. Each node row is its
-// cells joined by one space, the age cell "AGE".
+// node table's padding, which follows the widest age; and the durations of
+// the phases and of what they assume, which the group's pace measured on
+// this start decides (plan.Pace). Each node row is its cells joined by one
+// space, the age cell "AGE"; each duration of the phases is "D".
 func planLines(text string) []string {
 	var out []string
-	age := -1 // the AGE column's index in the node table, -1 outside it
+	phases := false // within the phases, from "Phases (" to the blank line
+	age := -1       // the AGE column's index in the node table, -1 outside it
 	for line := range strings.SplitSeq(strings.TrimRight(text, "\n"), "\n") {
 		f := strings.Fields(line)
 		switch {
 		case strings.HasPrefix(line, "BATCH ") || strings.HasPrefix(line, "NODE "):
 			age = slices.Index(f, "AGE")
+		case strings.HasPrefix(line, "Phases ("):
+			phases = true
 		case len(f) == 0:
-			age = -1
+			age, phases = -1, false
+		}
+		if phases {
+			line = paceDuration.ReplaceAllString(line, "D")
 		}
 		if age >= 0 && len(f) > age {
 			f[age] = "AGE"
@@ -52,10 +61,13 @@ func planLines(text string) []string {
 	return out
 }
 
+// paceDuration is a duration as plan.FormatDuration writes it.
+var paceDuration = regexp.MustCompile(`\b\d+(?:h|m|s)(?:\d+(?:m|s))*\b`)
+
 // TestReadmePlanSample fails when the README's sample plan differs from
 // what plan prints on the AWS demo with the README's command and the demo
-// script's --seed 1 (hack/readme-samples.sh regenerates it): every line,
-// but for the nodes' ages (planLines). The demo places its pods in a fixed
+// script's flags (hack/readme-samples.sh regenerates it): every line,
+// but for the nodes' ages and the phases' durations (planLines). The demo places its pods in a fixed
 // layout (scenario.CreateAppsPlaced), so the batches, which keep each
 // workload within its budget, do not follow the scheduler's choices.
 func TestReadmePlanSample(t *testing.T) {
@@ -70,7 +82,7 @@ func TestReadmePlanSample(t *testing.T) {
 	})
 	env := append(cleanAWSEnv(), "AWS_ENDPOINT_URL="+srv.URL,
 		"AWS_ACCESS_KEY_ID=demo", "AWS_SECRET_ACCESS_KEY=demo", "AWS_REGION="+awsfake.DemoRegion)
-	r := runCmd(t, setupCmd(env, "plan", "demo", "--ami", "ami-new", "--max-unavailable", "2", "--seed", "1"))
+	r := runCmd(t, setupCmd(env, "plan", "demo", "--ami", "ami-new", "--max-unavailable", "2", "--seed", "1", "--post-drain-wait", "5s"))
 	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("plan: %s", r)
 	}

@@ -32,14 +32,17 @@ const (
 
 // Node describes a kwok fake node.
 type Node struct {
-	Name                 string
-	Zone                 string // sets topology.kubernetes.io/zone (and region "sim-region")
-	Labels               map[string]string
-	CPU                  string // default "4"
-	Memory               string // default "16Gi"
-	Pods                 int    // default 110
-	ProviderID           string // optional
-	Taints               []corev1.Taint
+	Name       string
+	Zone       string // sets topology.kubernetes.io/zone (and region "sim-region")
+	Labels     map[string]string
+	CPU        string // default "4"
+	Memory     string // default "16Gi"
+	Pods       int    // default 110
+	ProviderID string // optional
+	Taints     []corev1.Taint
+	// KubeletVersion is the kubelet the node reports (status.nodeInfo);
+	// "" reports the cluster's own.
+	KubeletVersion       string
 	CreationTimestampAge time.Duration // not supported: the apiserver always sets creationTimestamp itself
 }
 
@@ -95,6 +98,7 @@ func CreateNode(ctx context.Context, c kubernetes.Interface, n Node) error {
 		Status: corev1.NodeStatus{
 			Capacity:    rl,
 			Allocatable: rl.DeepCopy(),
+			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: n.KubeletVersion},
 		},
 	}
 	if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {

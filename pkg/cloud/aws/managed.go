@@ -204,7 +204,7 @@ func (m *ManagedNodeGroup) Plan(in plan.Input, nodes, zones int) (*plan.ManagedP
 		NoStop:        "EKS cannot stop an in-place update once it started (CancelUpdate serves Auto Mode only): Ctrl-C stops following it, not the update; EKS cannot roll a node group back to an earlier version either: a newer release, or --strategy blue-green, mends what the update broke",
 		EvictionLimit: plan.Duration(evictionLimit),
 	}
-	mp.Steps = managedSteps(mp, nodes)
+	mp.Steps = managedSteps(in, mp, nodes)
 	return mp, nil
 }
 
@@ -249,9 +249,14 @@ func (m *ManagedNodeGroup) targetText() string {
 }
 
 // managedSteps are EKS's phases (User Guide, managed-node-update-behavior)
-// with rough estimates: a node about 5 minutes to join, each batch its
-// drain and the 60 s EKS waits after the cordon.
-func managedSteps(mp *plan.ManagedPlan, nodes int) []plan.Step {
+// with rough estimates: a node about 5 minutes to join and each batch's
+// drain a minute, unless the group's pace was measured (in.JoinTime,
+// in.DrainTime); each batch then the 60 s EKS waits after the cordon.
+func managedSteps(in plan.Input, mp *plan.ManagedPlan, nodes int) []plan.Step {
+	join, drain := 5*time.Minute, in.DrainTime()
+	if in.Pace != nil && in.Pace.Join > 0 {
+		join = in.JoinTime()
+	}
 	batch := max(1, resolveUnavailable(mp.During.MaxUnavailable, nodes))
 	batches := (nodes + batch - 1) / batch
 	steps := []plan.Step{}
@@ -260,8 +265,8 @@ func managedSteps(mp *plan.ManagedPlan, nodes int) []plan.Step {
 	}
 	steps = append(steps,
 		plan.Step{Phase: "Setup", Detail: "UpdateNodegroupVersion: EKS makes a launch template version and points the Auto Scaling group at it", Estimate: plan.Duration(time.Minute)},
-		plan.Step{Phase: "ScaleUp", Detail: fmt.Sprintf("EKS adds %d nodes, waits for them Ready, taints the old ones", mp.ScaleUp), Estimate: plan.Duration(5 * time.Minute)},
-		plan.Step{Phase: "Upgrade", Detail: fmt.Sprintf("EKS drains %d node(s) at a time (%s at most each, then PodEvictionFailure), cordons, waits 60s, terminates: %d rounds", batch, evictionLimit, batches), Estimate: plan.Duration(time.Duration(batches) * 2 * time.Minute)},
+		plan.Step{Phase: "ScaleUp", Detail: fmt.Sprintf("EKS adds %d nodes, waits for them Ready, taints the old ones", mp.ScaleUp), Estimate: plan.Duration(join)},
+		plan.Step{Phase: "Upgrade", Detail: fmt.Sprintf("EKS drains %d node(s) at a time (%s at most each, then PodEvictionFailure), cordons, waits 60s, terminates: %d rounds", batch, evictionLimit, batches), Estimate: plan.Duration(time.Duration(batches) * (drain + eksCordonWait))},
 		plan.Step{Phase: "ScaleDown", Detail: "EKS lowers the sizes back one node at a time", Estimate: plan.Duration(time.Minute)},
 	)
 	if !mp.Before.Equal(mp.During) {
@@ -269,6 +274,11 @@ func managedSteps(mp *plan.ManagedPlan, nodes int) []plan.Step {
 	}
 	return steps
 }
+
+// eksCordonWait is how long EKS waits after cordoning a drained node
+// before it terminates it (User Guide, managed-node-update-behavior,
+// Upgrade phase step 3).
+const eksCordonWait = 60 * time.Second
 
 // planSettings are EKS's update config in the plan's terms.
 func planSettings(u UpdateSettings) plan.UpdateSettings {

@@ -1,0 +1,129 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Pace is how long this group's new nodes take to be Ready and its
+// batches to drain, where something measured it: the plan's estimates
+// take it in place of NodeLaunchEstimate and DrainEstimate. A zero field
+// is unmeasured (the default stands); JoinFrom and DrainFrom say in the
+// plan's words what measured each.
+type Pace struct {
+	Join      Duration `json:"join,omitempty"`
+	JoinFrom  string   `json:"joinFrom,omitempty"`
+	Drain     Duration `json:"drain,omitempty"`
+	DrainFrom string   `json:"drainFrom,omitempty"`
+}
+
+// Or is pc with what it did not measure taken from other.
+func (pc Pace) Or(other Pace) Pace {
+	if pc.Join == 0 {
+		pc.Join, pc.JoinFrom = other.Join, other.JoinFrom
+	}
+	if pc.Drain == 0 {
+		pc.Drain, pc.DrainFrom = other.Drain, other.DrainFrom
+	}
+	return pc
+}
+
+// JoinTime is how long a new node of the group takes to be Ready.
+func (p *Plan) JoinTime() time.Duration {
+	if p.Pace != nil && p.Pace.Join > 0 {
+		return time.Duration(p.Pace.Join)
+	}
+	return NodeLaunchEstimate
+}
+
+// DrainTime is how long a batch of the group takes to drain.
+func (p *Plan) DrainTime() time.Duration {
+	if p.Pace != nil && p.Pace.Drain > 0 {
+		return time.Duration(p.Pace.Drain)
+	}
+	return DrainEstimate
+}
+
+// JoinTime and DrainTime of an Input: its Pace, else the defaults.
+func (in Input) JoinTime() time.Duration  { return (&Plan{Pace: in.Pace}).JoinTime() }
+func (in Input) DrainTime() time.Duration { return (&Plan{Pace: in.Pace}).DrainTime() }
+
+// paceText says where the estimates' join and drain times come from.
+func (p *Plan) paceText() string {
+	join := fmt.Sprintf("a new node Ready in %s", FormatDuration(p.JoinTime()))
+	if p.Pace != nil && p.Pace.Join > 0 {
+		join = fmt.Sprintf("nodes Ready in %s (from %s)", FormatDuration(p.JoinTime()), p.Pace.JoinFrom)
+	}
+	drain := fmt.Sprintf("a drain in %s", FormatDuration(p.DrainTime()))
+	if p.Pace != nil && p.Pace.Drain > 0 {
+		drain = fmt.Sprintf("a drain in %s (from %s)", FormatDuration(p.DrainTime()), p.Pace.DrainFrom)
+	}
+	return join + ", " + drain
+}
+
+// NodeJoinPace measures how long the nodes took from their creation to
+// Ready: the median of those Ready (a node whose Ready condition changed
+// since keeps its last change, so the median leaves such outliers out),
+// rounded up to the second the timestamps keep. Zero without one.
+func NodeJoinPace(nodes []corev1.Node) Pace {
+	var took []time.Duration
+	for i := range nodes {
+		n := &nodes[i]
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !n.CreationTimestamp.IsZero() && !c.LastTransitionTime.Before(&n.CreationTimestamp) {
+				took = append(took, c.LastTransitionTime.Sub(n.CreationTimestamp.Time))
+			}
+		}
+	}
+	if len(took) == 0 {
+		return Pace{}
+	}
+	d := max(Median(took), 0) + time.Second
+	return Pace{Join: Duration(d), JoinFrom: fmt.Sprintf("the creation to Ready of the group's %s", Count(len(took), "node"))}
+}
+
+// PodStartPace measures how long the pods took from their creation to
+// Ready (the median): a drain waits about that long for each eviction a
+// PDB holds until a replacement is Ready. Zero without a Ready pod.
+func PodStartPace(pods []corev1.Pod) Pace {
+	var took []time.Duration
+	for _, p := range pods {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && !p.CreationTimestamp.IsZero() && !c.LastTransitionTime.Before(&p.CreationTimestamp) {
+				took = append(took, c.LastTransitionTime.Sub(p.CreationTimestamp.Time))
+			}
+		}
+	}
+	if len(took) == 0 {
+		return Pace{}
+	}
+	d := max(Median(took), 0) + time.Second
+	return Pace{Drain: Duration(d), DrainFrom: fmt.Sprintf("the creation to Ready of %s of the group", Count(len(took), "pod"))}
+}
+
+// Median is the middle of ds (the lower of the two middle ones), 0 for none.
+func Median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}
+
+// measuredPace is given with what it lacks measured on the group's
+// nodes; nil when nothing is measured.
+func measuredPace(given *Pace, group []corev1.Node) *Pace {
+	var pc Pace
+	if given != nil {
+		pc = *given
+	}
+	pc = pc.Or(NodeJoinPace(group))
+	if pc == (Pace{}) {
+		return nil
+	}
+	return &pc
+}

@@ -1,0 +1,103 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
+)
+
+// joined is n created at t and Ready after took.
+func joined(n corev1.Node, t time.Time, took time.Duration) corev1.Node {
+	n.CreationTimestamp = metav1.NewTime(t)
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t.Add(took))}}
+	return n
+}
+
+// TestBuildTakesTheGroupsPace: the estimates take the pace the command
+// measured, else the group's nodes' creation to Ready, else the defaults;
+// and the phases' assumptions say which.
+func TestBuildTakesTheGroupsPace(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	timed := func() snapshot.Cluster {
+		s := groupSnapshot()
+		for i, took := range []time.Duration{4, 9, 5, 5, 300, 6, 4, 5, 5} {
+			s.Nodes[i] = joined(s.Nodes[i], t0, took*time.Second)
+		}
+		return s
+	}
+	tests := []struct {
+		name    string
+		snap    snapshot.Cluster
+		given   *Pace
+		join    time.Duration
+		drain   time.Duration
+		assumes string
+	}{
+		{name: "nothing measured: the defaults", snap: groupSnapshot(), join: NodeLaunchEstimate, drain: DrainEstimate,
+			assumes: "a new node Ready in 3m, a drain in 1m, post-drain wait 10s"},
+		{name: "the nodes' median, rounded up a second", snap: timed(), join: 6 * time.Second, drain: DrainEstimate,
+			assumes: "nodes Ready in 6s (from the creation to Ready of the group's 9 nodes), a drain in 1m, post-drain wait 10s"},
+		{name: "the command's measure first, the nodes' for what it lacks", snap: timed(),
+			given: &Pace{Drain: Duration(3 * time.Second), DrainFrom: "the last run on this group, 4 batches"},
+			join:  6 * time.Second, drain: 3 * time.Second,
+			assumes: "nodes Ready in 6s (from the creation to Ready of the group's 9 nodes), a drain in 3s (from the last run on this group, 4 batches), post-drain wait 10s"},
+		{name: "the command's join over the nodes'", snap: timed(),
+			given: &Pace{Join: Duration(14 * time.Second), JoinFrom: "the last run on this group"},
+			join:  14 * time.Second, drain: DrainEstimate,
+			assumes: "nodes Ready in 14s (from the last run on this group), a drain in 1m, post-drain wait 10s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := baseInput()
+			in.PostDrainWait = 10 * time.Second
+			in.Pace = tc.given
+			p, err := Build(tc.snap, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.JoinTime() != tc.join || p.DrainTime() != tc.drain {
+				t.Errorf("join %s, drain %s; want %s, %s", p.JoinTime(), p.DrainTime(), tc.join, tc.drain)
+			}
+			if got := p.EstimateAssumptions(); got != tc.assumes {
+				t.Errorf("assumes %q\nwant    %q", got, tc.assumes)
+			}
+			// provider none: one Upgrade step of the batches, each a
+			// drain and the post-drain wait.
+			want := time.Duration(len(p.Batches)) * (tc.drain + 10*time.Second)
+			if got := p.BatchEstimate(); got != want {
+				t.Errorf("the batches' estimate %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// TestEKSScaleUpTakesTheJoinTime: the scale-up waits one join.
+func TestEKSScaleUpTakesTheJoinTime(t *testing.T) {
+	p := &Plan{Cloud: &CloudPlan{ScaleUp: 2, Before: Sizes{Desired: 3, Max: 3}, During: Sizes{Desired: 5, Max: 5}}, Pace: &Pace{Join: Duration(12 * time.Second), JoinFrom: "x"}}
+	for _, st := range (eks{}).Steps(p) {
+		if st.Phase == "ScaleUp" && time.Duration(st.Estimate) != 12*time.Second {
+			t.Errorf("ScaleUp estimated %s, want 12s", time.Duration(st.Estimate))
+		}
+	}
+}
+
+// TestPodStartPace: the median of the Ready pods' creation to Ready, a
+// second more; none Ready, none measured.
+func TestPodStartPace(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := func(took time.Duration, status corev1.ConditionStatus) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0)}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(t0.Add(took))}}}}
+	}
+	if pc := PodStartPace([]corev1.Pod{pod(time.Second, corev1.ConditionTrue), pod(2*time.Second, corev1.ConditionTrue), pod(time.Hour, corev1.ConditionTrue), pod(time.Hour, corev1.ConditionFalse)}); pc.Drain != Duration(3*time.Second) || !strings.Contains(pc.DrainFrom, "3 pods") {
+		t.Errorf("pace %+v, want a drain of 3s from 3 pods", pc)
+	}
+	if pc := PodStartPace([]corev1.Pod{pod(time.Second, corev1.ConditionFalse)}); pc != (Pace{}) {
+		t.Errorf("pace %+v of no Ready pod, want none", pc)
+	}
+}
