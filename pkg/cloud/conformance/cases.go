@@ -29,6 +29,10 @@ type testCase struct {
 func (s *suite) cases() []testCase {
 	var out []testCase
 	for _, st := range strategies {
+		if !s.can.Has(st.need) && s.serviceRuns(st) {
+			out = append(out, testCase{name: "run " + st.name + " by the service", run: func(t *testing.T) { s.runs(t, st) }})
+			continue
+		}
 		if !s.can.Has(st.need) {
 			why := fmt.Sprintf("%s does not declare %s", s, capabilityName[st.need])
 			out = append(out, testCase{name: "run " + st.name, skip: why},

@@ -98,7 +98,9 @@ type suite struct {
 	h        Harness
 	can      plan.Capability
 	controls []string
-	finder   bool
+	// service is the provider's plan.ManagedService, nil for none: the
+	// strategies it Runs are served by the cloud's service itself.
+	service plan.ManagedService
 }
 
 // strategy is a --strategy the run takes with the capability it needs.
@@ -124,7 +126,7 @@ func newSuite(t *testing.T, h Harness) *suite {
 	client, _, _ := setUp(t, h, Options{})
 	p := openProvider(t, h, client)
 	s := &suite{h: h, can: cloud.Capabilities(p), controls: cloud.ManagedControls(p)}
-	_, s.finder = p.(cloud.UpdateFinder)
+	s.service, _ = p.(plan.ManagedService)
 	t.Logf("provider %q declares %s; controls %q", h.Provider, capabilityNames(s.can), s.controls)
 	return s
 }
@@ -217,6 +219,11 @@ func (s *suite) served() []strategy {
 		}
 	}
 	return out
+}
+
+// serviceRuns reports whether the cloud's service runs st itself.
+func (s *suite) serviceRuns(st strategy) bool {
+	return s.service != nil && st.args != nil && s.service.Runs(plan.StrategyName(st.args[1]))
 }
 
 // args are the command line of a run of st.
