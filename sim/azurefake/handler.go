@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"time"
 
 	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 )
@@ -219,6 +218,3 @@ func (s *Server) getUpgradeProfile(q *request) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// retryAfter is what an accepted long-running operation's answer carries.
-const retryAfter = time.Second
