@@ -18,6 +18,7 @@ import (
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gke"
@@ -38,9 +39,10 @@ type path struct {
 	service   plan.ManagedService
 }
 
-// paths are the six ways, by the providers their clouds' Open return.
+// paths are the seven ways, by the providers their clouds' Open return.
 func paths() []path {
 	return []path{
+		{name: "aks", page: "aks.md", providers: []cloud.Provider{&aks.AgentPool{}}, service: &aks.AgentPool{}},
 		{name: "aws", page: "aws.md", providers: []cloud.Provider{&aws.NodeGroup{}}},
 		{name: "eks-managed", page: "eks-managed.md", providers: []cloud.Provider{&aws.ManagedNodeGroup{}, &aws.ManagedBlueGreen{}}, service: &aws.ManagedNodeGroup{}},
 		{name: "gce", page: "gce.md", providers: []cloud.Provider{&gce.NodeGroup{}, gce.RegionalNodeGroup{}}},
@@ -275,7 +277,9 @@ func TestDemoServesEveryPath(t *testing.T) {
 	}
 	var want []string
 	for _, p := range paths() {
-		want = append(want, p.name)
+		if noDemoYet[p.name] == "" {
+			want = append(want, p.name)
+		}
 	}
 	got := strings.Split(m[1], "|")
 	slices.Sort(got)
@@ -284,6 +288,9 @@ func TestDemoServesEveryPath(t *testing.T) {
 		t.Errorf("hack/demo.sh takes %v, the paths are %v", got, want)
 	}
 }
+
+// noDemoYet are the paths hack/demo.sh does not serve yet, and why.
+var noDemoYet = map[string]string{"aks": "hack/demo.sh aks is a later step of issue 54"}
 
 // providerList is a list of --provider's values as the docs write it,
 // "--provider aws|gce|none" (in a table, its bars escaped).
@@ -327,7 +334,7 @@ func TestProviderListsAreTheRegistry(t *testing.T) {
 	_, demos, _ := strings.Cut(string(data), "The other providers have their demo too:")
 	demos, _, _ = strings.Cut(demos, "\n\n")
 	for _, p := range paths() {
-		if p.name != "aws" && !strings.Contains(demos, "`"+p.name+"`") && !strings.Contains(demos, "demo.sh "+p.name+"`") {
+		if p.name != "aws" && noDemoYet[p.name] == "" && !strings.Contains(demos, "`"+p.name+"`") && !strings.Contains(demos, "demo.sh "+p.name+"`") {
 			t.Errorf("the README's list of demos does not name %q", p.name)
 		}
 	}

@@ -71,12 +71,7 @@ func runContract(ctx context.Context, client kubernetes.Interface, planOnly bool
 // executeCmd runs cmd with args as the plugin does, its output in out and
 // errOut.
 func executeCmd(ctx context.Context, cmd *cobra.Command, out, errOut *bytes.Buffer, args []string) (stdout, stderr string, code int) {
-	cmd.SetArgs(args)
-	cmd.SetOut(out)
-	cmd.SetErr(errOut)
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	code = PrintError(errOut, cmd.ExecuteContext(ctx))
-	return out.String(), errOut.String(), code
+	return executeDriven(ctx, cmd, out, errOut, args)
 }
 
 // control runs cancel, resume, rollback or complete on node group "ng".
@@ -463,7 +458,7 @@ func TestNewProviderTargetFlags(t *testing.T) {
 		{name: "no target, the provider given", args: []string{"ng", "--provider", "fakecloud"}, code: ExitUsage,
 			want: "no target given: check audits the nodes that are not on the target; use --target-label key=value (the labels up-to-date nodes carry), or --fake-image, --fake-version or --fake-release with --provider fakecloud\n"},
 		{name: "no target, every provider's", args: []string{"ng"}, code: ExitUsage,
-			want: "or --ami, --launch-template-version, --kubernetes-version or --release-version with --provider aws; --fake-image, --fake-version or --fake-release with --provider fakecloud;"},
+			want: "or --orchestrator-version or --node-image with --provider aks; --ami, --launch-template-version, --kubernetes-version or --release-version with --provider aws; --fake-image, --fake-version or --fake-release with --provider fakecloud;"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -541,7 +536,7 @@ func TestNoCloudOwnsTheNodes(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{fakecloud.NodeGroupLabel: "ng"}}}
 	client := fake.NewClientset(node)
 	_, stderr, code := runContract(context.Background(), client, true, "ng", "--seed", "1")
-	want := "or the --provider of the cloud whose group keeps the nodes (aws, fakecloud, gce, gke or karpenter)\n"
+	want := "or the --provider of the cloud whose group keeps the nodes (aks, aws, fakecloud, gce, gke or karpenter)\n"
 	if code != ExitUsage || !strings.HasSuffix(stderr, want) {
 		t.Errorf("exit %d, want %d and %q: %s", code, ExitUsage, want, stderr)
 	}

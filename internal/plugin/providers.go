@@ -2,6 +2,7 @@ package plugin
 
 // The cloud providers --provider can name: each registers itself.
 import (
+	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gke"

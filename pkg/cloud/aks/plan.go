@@ -1,0 +1,176 @@
+package aks
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// The pool's upgrade settings, by AKS's field names
+// (AgentPoolUpgradeSettings in API 2025-02-01: maxSurge,
+// drainTimeoutInMinutes, nodeSoakDurationInMinutes). The newer
+// maxUnavailable and undrainableNodeBehavior exist only in later API
+// versions: the provider neither reads nor sends them (docs/providers/aks.md).
+const (
+	setMaxSurge = "maxSurge"
+	setDrain    = "drainTimeoutInMinutes"
+	setSoak     = "nodeSoakDurationInMinutes"
+)
+
+// AKS's defaults (AgentPoolUpgradeSettings): maxSurge 10% ("fractional
+// nodes are rounded up"), drainTimeoutInMinutes 30, nodeSoak 0.
+const (
+	defaultMaxSurge     = "10%"
+	defaultDrainMinutes = 30
+)
+
+// settingsOf are the pool's upgrade settings in the plan's terms; unset
+// fields are left out (AKS's defaults apply).
+func settingsOf(p armcs.AgentPool) plan.UpdateSettings {
+	s := plan.UpdateSettings{Other: map[string]string{}}
+	u := p.Properties.UpgradeSettings
+	if u == nil {
+		return s
+	}
+	if u.MaxSurge != nil && *u.MaxSurge != "" {
+		s.Other[setMaxSurge] = *u.MaxSurge
+	}
+	if u.DrainTimeoutInMinutes != nil {
+		s.Other[setDrain] = strconv.Itoa(int(*u.DrainTimeoutInMinutes))
+	}
+	if u.NodeSoakDurationInMinutes != nil {
+		s.Other[setSoak] = strconv.Itoa(int(*u.NodeSoakDurationInMinutes))
+	}
+	return s
+}
+
+// upgradeSettings are s as the pool's model takes them.
+func upgradeSettings(s plan.UpdateSettings) *armcs.AgentPoolUpgradeSettings {
+	u := &armcs.AgentPoolUpgradeSettings{}
+	if v := s.Other[setMaxSurge]; v != "" {
+		u.MaxSurge = &v
+	}
+	if v, err := strconv.Atoi(s.Other[setDrain]); err == nil {
+		m := int32(v)
+		u.DrainTimeoutInMinutes = &m
+	}
+	if v, err := strconv.Atoi(s.Other[setSoak]); err == nil {
+		m := int32(v)
+		u.NodeSoakDurationInMinutes = &m
+	}
+	return u
+}
+
+// surgeOf is the nodes AKS adds for maxSurge v over a pool of n nodes: a
+// number, or a percentage of n rounded up; at least one.
+func surgeOf(v string, n int) int {
+	if v == "" {
+		v = defaultMaxSurge
+	}
+	k, _ := strconv.Atoi(strings.TrimSuffix(v, "%"))
+	if strings.HasSuffix(v, "%") {
+		k = int(math.Ceil(float64(n) * float64(k) / 100))
+	}
+	return min(max(k, 1), max(n, 1))
+}
+
+// Runs implements plan.ManagedService: AKS runs its surge upgrade; the
+// other strategies are refused (blue/green for AKS is not built yet).
+func (a *AgentPool) Runs(strategy plan.StrategyName) bool { return strategy == plan.StrategySurge }
+
+// OwnStrategy implements plan.OwnStrategy: AKS's surge upgrade with the
+// pool's maxSurge, what "az aks nodepool upgrade" would run.
+func (a *AgentPool) OwnStrategy() plan.GroupStrategy {
+	n := int(a.count())
+	return plan.GroupStrategy{Strategy: plan.StrategySurge, MaxSurge: surgeOf(settingsOf(a.pool).Other[setMaxSurge], n), MaxUnavailable: "0",
+		From: "the pool's own upgrade settings"}
+}
+
+func (a *AgentPool) count() int32 {
+	if c := a.pool.Properties.Count; c != nil {
+		return *c
+	}
+	return 0
+}
+
+// Plan implements plan.ManagedService: the settings for the run (a
+// --max-surge other than the pool's becomes its maxSurge, --aks-drain-timeout
+// its drainTimeoutInMinutes), what AKS adds, AKS's phases.
+func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, error) {
+	if mu, err := strconv.Atoi(in.MaxUnavailable); err != nil || mu != 0 {
+		return nil, inputErrorf("--max-unavailable %s: AKS's upgrade (API %s) takes maxSurge alone and keeps every old node until its surge node is Ready; give --max-unavailable 0", in.MaxUnavailable, "2025-02-01")
+	}
+	before := settingsOf(a.pool)
+	during := before
+	during.Other = maps.Clone(before.Other)
+	total := int(a.count())
+	if in.MaxSurge > 0 && in.MaxSurge != surgeOf(before.Other[setMaxSurge], total) {
+		during.Other[setMaxSurge] = strconv.Itoa(in.MaxSurge)
+	}
+	if a.drainTimes > 0 {
+		during.Other[setDrain] = strconv.Itoa(int(a.drainTimes))
+	}
+	drain := defaultDrainMinutes
+	if v, err := strconv.Atoi(during.Other[setDrain]); err == nil {
+		drain = v
+	}
+	what := "upgradeNodeImageVersion"
+	if !a.imageOnly {
+		what = "PUT orchestratorVersion " + a.target.Version
+	}
+	mp := &plan.ManagedPlan{
+		Service: "AKS agent pool", Details: a.details(before), Before: before, During: during,
+		Target:   fmt.Sprintf("Kubernetes %s, node image %s (%s)", a.target.Version, a.target.Image, what),
+		Controls: []string{"cancel", "resume"}, EvictionLimit: plan.Duration(time.Duration(drain) * time.Minute),
+		ScaleUp: int32(surgeOf(during.Other[setMaxSurge], total)),
+	}
+	mp.Steps = a.steps(mp, nodes, drain)
+	return mp, nil
+}
+
+// steps are AKS's phases
+// (https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster#customize-node-surge-upgrade),
+// with rough estimates.
+func (a *AgentPool) steps(mp *plan.ManagedPlan, nodes, drain int) []plan.Step {
+	var out []plan.Step
+	add := func(phase, detail string, d time.Duration) {
+		out = append(out, plan.Step{Phase: phase, Detail: detail, Estimate: plan.Duration(d)})
+	}
+	if !mp.Before.Equal(mp.During) {
+		add("Configure", "PUT the agent pool's upgradeSettings: "+mp.During.String(), time.Minute)
+	}
+	surge := int(mp.ScaleUp)
+	rounds := (nodes + surge - 1) / max(surge, 1)
+	add("Upgrade", fmt.Sprintf("AKS adds %d surge node(s), then cordons and drains %d node(s) at a time honouring PDBs for up to %dm each (past it the upgrade fails and the pool is left Failed), and reimages them: about %d rounds",
+		surge, surge, drain, rounds), time.Duration(rounds)*(plan.NodeLaunchEstimate+plan.DrainEstimate))
+	if !mp.Before.Equal(mp.During) {
+		add("RestoreSettings", "PUT the agent pool's upgradeSettings: "+mp.Before.String(), time.Minute)
+	}
+	return out
+}
+
+// details are the pool as agentPools.get shows it.
+func (a *AgentPool) details(s plan.UpdateSettings) []plan.Detail {
+	p := a.pool.Properties
+	return []plan.Detail{
+		{Name: "agent pool", Value: fmt.Sprintf("%s (cluster %s in %s, control plane %s)", a.name, a.id.name, a.location, a.control)},
+		{Name: "provisioning state", Value: str(p.ProvisioningState)},
+		{Name: "version", Value: fmt.Sprintf("Kubernetes %s, node image %s", str(p.CurrentOrchestratorVersion), str(p.NodeImageVersion))},
+		{Name: "count", Value: strconv.Itoa(int(a.count()))},
+		{Name: "upgrade settings", Value: orNone(s.String())},
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "AKS's defaults (maxSurge 10%, drainTimeoutInMinutes 30)"
+	}
+	return s
+}

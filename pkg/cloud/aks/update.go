@@ -1,0 +1,306 @@
+package aks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// The pool's provisioning states AKS reports while an operation runs on
+// it; Succeeded, Failed and Canceled end one
+// (https://learn.microsoft.com/en-us/azure/aks/manage-abort-operations).
+var runningStates = map[string]bool{"Upgrading": true, "UpgradingNodeImageVersion": true, "Updating": true, "Canceling": true, "Creating": true, "Scaling": true}
+
+// poolUpdateID is the ID of an upgrade found on the pool rather than
+// heard from its start (a lost answer, a killed run): Progress then reads
+// the pool's provisioning state.
+const poolUpdateID = "pool-state"
+
+// Settings implements cloud.ManagedUpdater.
+func (a *AgentPool) Settings(ctx context.Context) (plan.UpdateSettings, error) {
+	if err := a.refresh(ctx); err != nil {
+		return plan.UpdateSettings{}, err
+	}
+	return settingsOf(a.pool), nil
+}
+
+// Configure implements cloud.ManagedUpdater: a PUT of the pool as it is
+// with the upgradeSettings of s, once the pool has none of its own
+// operations running (AKS answers 409 OperationNotAllowed meanwhile), then
+// the wait for the update to end.
+func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error {
+	for {
+		if err := a.settle(ctx); err != nil {
+			return err
+		}
+		if settingsOf(a.pool).Equal(s) {
+			return nil
+		}
+		body := a.pool
+		props := *body.Properties
+		props.UpgradeSettings = upgradeSettings(s)
+		body.Properties = &props
+		_, err := a.c.pools.BeginCreateOrUpdate(ctx, a.id.group, a.id.name, a.name, body, nil)
+		if busy(err) {
+			continue
+		}
+		if err != nil {
+			return wrap(err, "set the upgrade settings of %s", a)
+		}
+	}
+}
+
+// busy reports AKS's refusal of a change while an operation runs.
+func busy(err error) bool {
+	c, status := code(err)
+	return status == http.StatusConflict && c == "OperationNotAllowed"
+}
+
+// settle waits until no operation runs on the pool, and leaves it read.
+func (a *AgentPool) settle(ctx context.Context) error {
+	for {
+		if err := a.refresh(ctx); err != nil && !cloud.Transient(err) {
+			return err
+		} else if err == nil && !runningStates[str(a.pool.Properties.ProvisioningState)] {
+			return nil
+		}
+		if err := sleep(ctx, a.c.pollEvery); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// StartUpdate implements cloud.ManagedUpdater: AKS's upgrade to the
+// target, or the one running on the pool. A Kubernetes version is a PUT
+// of the pool with its orchestratorVersion; a node image,
+// upgradeNodeImageVersion. On a Failed or Canceled pool the same request
+// finishes the upgrade AKS left (its recovery: the pool again, or the
+// node image upgrade again). A 409 after a lost answer is the upgrade the
+// first try started.
+func (a *AgentPool) StartUpdate(ctx context.Context, _ bool) (string, error) {
+	if err := a.refresh(ctx); err != nil {
+		return "", err
+	}
+	if runningStates[str(a.pool.Properties.ProvisioningState)] {
+		return poolUpdateID, nil
+	}
+	var op string
+	ctx = context.WithValue(ctx, opKey{}, &op)
+	var err error
+	if a.imageOnly {
+		_, err = a.c.pools.BeginUpgradeNodeImageVersion(ctx, a.id.group, a.id.name, a.name, nil)
+	} else {
+		body := a.pool
+		props := *body.Properties
+		props.OrchestratorVersion = &a.target.Version
+		body.Properties = &props
+		_, err = a.c.pools.BeginCreateOrUpdate(ctx, a.id.group, a.id.name, a.name, body, nil)
+	}
+	if busy(err) {
+		return poolUpdateID, nil
+	}
+	if err != nil {
+		return "", wrap(err, "start the upgrade of %s to %s", a, a.target)
+	}
+	if op == "" {
+		return poolUpdateID, nil
+	}
+	return op, nil
+}
+
+// RunningUpdate implements cloud.UpdateFinder.
+func (a *AgentPool) RunningUpdate(ctx context.Context) (string, error) {
+	if err := a.refresh(ctx); err != nil {
+		return "", err
+	}
+	if st := str(a.pool.Properties.ProvisioningState); st == "Upgrading" || st == "UpgradingNodeImageVersion" || st == "Canceling" {
+		return poolUpdateID, nil
+	}
+	return "", nil
+}
+
+// opKey holds, in a request's context, where opCapture writes the ID of
+// the operation the answer names.
+type opKey struct{}
+
+// opCapture reads the operation ID from an answer's Azure-AsyncOperation
+// header (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/async-operations):
+// .../locations/L/operations/ID?api-version=...
+type opCapture struct{}
+
+func (opCapture) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	if resp == nil {
+		return resp, err
+	}
+	if h := resp.Header.Get("Azure-AsyncOperation"); h != "" {
+		if p, ok := req.Raw().Context().Value(opKey{}).(*string); ok {
+			h, _, _ = strings.Cut(h, "?")
+			*p = h[strings.LastIndex(h, "/")+1:]
+		}
+	}
+	return resp, err
+}
+
+// opStatus is ARM's asynchronous operation status document.
+type opStatus struct {
+	Status string `json:"status"`
+	Error  *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// Progress implements cloud.ManagedUpdater: the operation's status (or
+// the pool's provisioning state for an upgrade found on it), and the
+// pool's nodes on the target.
+func (a *AgentPool) Progress(ctx context.Context, id string) (cloud.UpdateProgress, error) {
+	if err := a.refresh(ctx); err != nil {
+		return cloud.UpdateProgress{}, err
+	}
+	st := str(a.pool.Properties.ProvisioningState)
+	p := cloud.UpdateProgress{ID: id, Phase: st}
+	p.Done, p.Total = a.nodesDone(ctx)
+	var doc opStatus
+	if id == poolUpdateID {
+		doc.Status = map[bool]string{true: "InProgress", false: st}[runningStates[st]]
+	} else if err := a.getOperation(ctx, id, &doc); err != nil {
+		return p, err
+	}
+	switch doc.Status {
+	case "Succeeded":
+		p.State = cloud.UpdateSucceeded
+	case "Failed":
+		p.State = cloud.UpdateFailed
+		p.Errors = []cloud.UpdateError{failure(doc)}
+	case "Canceled":
+		p.State = cloud.UpdateCancelled
+	default:
+		p.State = cloud.UpdateInProgress
+	}
+	return p, nil
+}
+
+// drainedNode finds the node AKS names in its drain failure.
+var drainedNode = regexp.MustCompile(`Drain node (\S+)`)
+
+// failure is the operation's error, naming the node AKS names.
+func failure(doc opStatus) cloud.UpdateError {
+	e := cloud.UpdateError{Code: "UpgradeFailed", Message: "the pool's upgrade failed"}
+	if doc.Error != nil {
+		e.Code, e.Message = doc.Error.Code, doc.Error.Message
+	}
+	if m := drainedNode.FindStringSubmatch(e.Message); m != nil {
+		e.Nodes = []string{m[1]}
+	}
+	return e
+}
+
+// getOperation reads operation id's status document.
+func (a *AgentPool) getOperation(ctx context.Context, id string, doc *opStatus) error {
+	url := fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.ContainerService/locations/%s/operations/%s",
+		strings.TrimSuffix(endpoint(), "/"), a.id.subscription, a.location, id)
+	req, err := runtime.NewRequest(ctx, http.MethodGet, url)
+	if err != nil {
+		return err
+	}
+	q := req.Raw().URL.Query()
+	q.Set("api-version", "2025-02-01")
+	req.Raw().URL.RawQuery = q.Encode()
+	resp, err := a.c.pipeline.Do(req)
+	if err != nil {
+		return wrap(err, "get operation %s of %s", id, a)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return wrap(runtime.NewResponseError(resp), "get operation %s of %s", id, a)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(doc); err != nil {
+		return fmt.Errorf("cannot read operation %s of %s: %w", id, a, err)
+	}
+	return nil
+}
+
+// nodesDone counts the pool's nodes on the target, of the pool's count.
+func (a *AgentPool) nodesDone(ctx context.Context) (done, total int) {
+	total = int(a.count())
+	if a.kube == nil {
+		return 0, total
+	}
+	list, err := a.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: AgentPoolLabel + "=" + a.name})
+	if err != nil {
+		return 0, total
+	}
+	for i := range list.Items {
+		if nodeConfig(&list.Items[i]) == a.target {
+			done++
+		}
+	}
+	return min(done, total), total
+}
+
+// CancelUpdate implements cloud.UpdateCanceller: agentPools/abort, which
+// stops AKS's upgrade where it is (the pool Canceling, then Canceled); AKS
+// refuses with 409 when the operation ended first.
+func (a *AgentPool) CancelUpdate(ctx context.Context, id string) error {
+	_, err := a.c.pools.BeginAbortLatestOperation(ctx, a.id.group, a.id.name, a.name, nil)
+	if _, status := code(err); status == http.StatusConflict {
+		return &Error{Msg: fmt.Sprintf("AKS refused to abort the upgrade of %s: it ended first (%s)", a, firstLine(err)), Err: err, IsInput: true}
+	}
+	if err != nil {
+		return wrap(err, "abort the upgrade of %s", a)
+	}
+	return nil
+}
+
+// ResumeUpdate implements cloud.UpdateResumer: the upgrade's request
+// again, which AKS takes on a Canceled or Failed pool as the upgrade to
+// finish.
+func (a *AgentPool) ResumeUpdate(ctx context.Context, _ string) (string, error) {
+	if err := a.settle(ctx); err != nil {
+		return "", err
+	}
+	return a.StartUpdate(ctx, false)
+}
+
+// AbortAdvice implements cloud.UpdateAborter: abort never stops AKS's
+// upgrade behind its back; while it runs, cancel (agentPools/abort) stops
+// it and resume finishes it. "" once it ended: abort goes on and puts the
+// settings back.
+func (a *AgentPool) AbortAdvice(ctx context.Context, id, group string) (string, error) {
+	p, err := a.Progress(ctx, id)
+	if err != nil || p.Finished() {
+		return "", err
+	}
+	return fmt.Sprintf("AKS's upgrade of %s is running (%s); abort cannot stop it behind AKS's back: \"kubectl nodeupgrade cancel %s\" aborts it (agentPools/abort), then \"kubectl nodeupgrade resume %s\" finishes it", a, p.Phase, group, group), nil
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

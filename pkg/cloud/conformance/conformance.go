@@ -1,0 +1,310 @@
+// Package conformance is the provider conformance suite: what a cloud
+// provider package runs against its fake to prove it serves the plugin,
+// the way CSI drivers run csi-sanity or Karpenter's cloud providers its
+// cloudprovider tests. The provider's test gives a Harness: how to stand
+// its fake up with a group of outdated nodes, and the flags that name the
+// target. The suite opens the provider as the plugin does, reads which
+// capability interfaces it declares (cloud.Capabilities, the service's
+// controls) and drives the plugin's own commands (plan, run, abort,
+// cancel, resume) through each of them: a plan changes nothing, a run
+// ends with every node on the target and in service, a killed run is
+// finished by the next, abort puts the group back in service, the
+// service's controls pause and resume its update, and a run finishes under
+// the cloud faults the fake injects. What the provider does not declare is
+// skipped by name, and a strategy that needs it is refused with exit 2 and
+// no change.
+//
+// It lives in the main module (the fakes held to the clouds' models are in
+// sim/, which imports this module; the providers' own tests import it as
+// well) and drives the plugin through plugin.Drive, so it serves the
+// providers of this repository.
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	plugin "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// Harness is what a provider's test gives the suite.
+type Harness struct {
+	// Provider is what --provider takes.
+	Provider string
+	// NodeGroup is the NODEGROUP argument: the group Setup makes.
+	NodeGroup string
+	// Args are the flags that name the target and any of the provider's
+	// own settings the run needs (--provider is added).
+	Args []string
+	// Nodes is how many outdated nodes Setup makes.
+	Nodes int
+	// NoReplacement says nothing replaces a removed machine (provider none
+	// with no autoscaler behind it): the run leaves no node, not Nodes.
+	NoReplacement bool
+	// Setup stands up a fresh fake (stopped with t.Cleanup) whose group
+	// has Nodes outdated machines, each a node of client; with o.Faults
+	// the fake fails that share of the cloud's answers as it models them
+	// (throttling, 5xx, answers lost after the call was done). The suite
+	// marks client's nodes Ready (see Kubelet).
+	Setup func(t *testing.T, client kubernetes.Interface, o Options) Env
+}
+
+// Options are the suite's asks of Setup.
+type Options struct {
+	// Faults is the share of the cloud's answers the fake fails.
+	Faults float64
+}
+
+// Env is a fake Setup stood up.
+type Env struct {
+	// Changes lists the calls that changed the cloud so far, in order.
+	Changes func() []string
+	// Current reports whether a node runs the target.
+	Current func(n *corev1.Node) bool
+	// Faults counts the faults the fake injected; nil when it injects
+	// none (the faults case is skipped).
+	Faults func() int64
+}
+
+// Run runs the suite over h.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	s := newSuite(t, h)
+	t.Run("plan changes nothing", s.planChangesNothing)
+	for _, c := range s.cases() {
+		t.Run(c.name, func(t *testing.T) {
+			if c.skip != "" {
+				t.Skip(c.skip)
+			}
+			c.run(t)
+		})
+	}
+}
+
+// suite is a Harness with what its provider declares.
+type suite struct {
+	h        Harness
+	can      plan.Capability
+	controls []string
+	// service is the provider's plan.ManagedService, nil for none: the
+	// strategies it Runs are served by the cloud's service itself.
+	service plan.ManagedService
+}
+
+// strategy is a --strategy the run takes with the capability it needs.
+type strategy struct {
+	name string
+	need plan.Capability
+	args []string
+}
+
+// strategies are those the suite drives, each through the capability it
+// needs; a managed provider runs its service's default.
+var strategies = []strategy{
+	{"eks", plan.CapRemoveNodes, []string{"--strategy", "eks"}},
+	{"surge", plan.CapResize, []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0"}},
+	{"blue-green", plan.CapNewGroups, []string{"--strategy", "blue-green", "--node-pool-soak", "0s"}},
+	{"the service's update", plan.CapManagedUpdate, nil},
+}
+
+// newSuite opens the provider on a fake of its own to read what it
+// declares.
+func newSuite(t *testing.T, h Harness) *suite {
+	t.Helper()
+	client, _, _ := setUp(t, h, Options{})
+	p := openProvider(t, h, client)
+	s := &suite{h: h, can: cloud.Capabilities(p), controls: cloud.ManagedControls(p)}
+	s.service, _ = p.(plan.ManagedService)
+	t.Logf("provider %q declares %s; controls %q", h.Provider, capabilityNames(s.can), s.controls)
+	return s
+}
+
+// setUp makes a fake clientset with the kubelet stand-in and h's fake.
+func setUp(t *testing.T, h Harness, o Options) (*fake.Clientset, Env, *Kubelet) {
+	t.Helper()
+	client := fake.NewClientset()
+	k := StartKubelet(t, client)
+	env := h.Setup(t, client, o)
+	waitReady(t, client, h.Nodes)
+	return client, env, k
+}
+
+// waitReady waits until n nodes are Ready.
+func waitReady(t *testing.T, client kubernetes.Interface, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		list, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+		if err == nil && len(list.Items) >= n && !slices.ContainsFunc(list.Items, func(x corev1.Node) bool { return !Ready(&x) }) {
+			return
+		}
+	}
+	t.Fatalf("the fake's %d nodes never became Ready", n)
+}
+
+// openProvider opens the provider on the group's nodes as the plugin does,
+// with the target h.Args name.
+func openProvider(t *testing.T, h Harness, client kubernetes.Interface) cloud.Provider {
+	t.Helper()
+	if h.Provider == cloud.NoneName {
+		return &cloud.None{Client: client, DeleteNode: true}
+	}
+	c, ok := cloud.Lookup(h.Provider)
+	if !ok {
+		t.Fatalf("no provider %q is registered: import its package", h.Provider)
+	}
+	var req plan.Request
+	fs := pflag.NewFlagSet("target", pflag.ContinueOnError)
+	fs.ParseErrorsAllowlist.UnknownFlags = true
+	cloud.BindFlags(fs, &req)
+	if err := fs.Parse(h.Args); err != nil {
+		t.Fatalf("the harness's flags: %v", err)
+	}
+	_, p, err := cloud.OpenGroup(context.Background(), c, client, groupNodes(t, client), req.Cloud)
+	if err != nil {
+		t.Fatalf("open provider %q: %v", h.Provider, err)
+	}
+	return p
+}
+
+// groupNodes are the cluster's nodes.
+func groupNodes(t *testing.T, client kubernetes.Interface) []corev1.Node {
+	t.Helper()
+	list, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// capabilityNames names the capabilities in c, for the log.
+func capabilityNames(c plan.Capability) string {
+	var out []string
+	for _, s := range strategies {
+		if c.Has(s.need) {
+			out = append(out, capabilityName[s.need])
+		}
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, ", ")
+}
+
+// capabilityName names a capability by the interface that declares it.
+var capabilityName = map[plan.Capability]string{
+	plan.CapRemoveNodes:   "cloud.Remover",
+	plan.CapResize:        "cloud.Scaler",
+	plan.CapNewGroups:     "cloud.BlueGreen",
+	plan.CapManagedUpdate: "cloud.ManagedUpdater",
+}
+
+// served are the strategies the provider declares what they need for.
+func (s *suite) served() []strategy {
+	var out []strategy
+	for _, st := range strategies {
+		if s.can.Has(st.need) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// serviceRuns reports whether the cloud's service runs st itself.
+func (s *suite) serviceRuns(st strategy) bool {
+	return s.service != nil && st.args != nil && s.service.Runs(plan.StrategyName(st.args[1]))
+}
+
+// args are the command line of a run of st.
+func (s *suite) args(st strategy, extra ...string) []string {
+	out := append([]string{s.h.NodeGroup, "--provider", s.h.Provider}, s.h.Args...)
+	out = append(out, st.args...)
+	out = append(out, "--post-drain-wait", "0s", "--seed", "1")
+	return append(out, extra...)
+}
+
+// runArgs are args with what a run adds to a plan's.
+func (s *suite) runArgs(st strategy) []string {
+	return s.args(st, "--yes", "--node-ready-timeout", "60s", "--drain-timeout", "30s")
+}
+
+func (s *suite) planChangesNothing(t *testing.T) {
+	for _, st := range s.served() {
+		t.Run(st.name, func(t *testing.T) {
+			client, env, _ := setUp(t, s.h, Options{})
+			outdated := outdatedNodes(t, client, env)
+			stdout, stderr, code := plugin.Drive(context.Background(), client, "plan", s.args(st)...)
+			if code != plugin.ExitOK {
+				t.Fatalf("plan: exit %d: %s%s", code, stderr, stdout)
+			}
+			if len(outdated) != s.h.Nodes {
+				t.Errorf("%d outdated nodes before the run, want the harness's %d", len(outdated), s.h.Nodes)
+			}
+			for _, n := range outdated {
+				if !strings.Contains(stdout, n) {
+					t.Errorf("the plan does not name outdated node %q:\n%s", n, stdout)
+				}
+			}
+			if ch := env.Changes(); len(ch) > 0 {
+				t.Errorf("plan changed the cloud: %q", ch)
+			}
+		})
+	}
+}
+
+// outdatedNodes names the nodes not on the target.
+func outdatedNodes(t *testing.T, client kubernetes.Interface, env Env) []string {
+	t.Helper()
+	var out []string
+	for _, n := range groupNodes(t, client) {
+		if !env.Current(&n) {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// inService checks the run's end: every node left on the target, Ready,
+// not cordoned or tainted NoSchedule, as many as before (none where
+// nothing replaces machines).
+func (s *suite) inService(t *testing.T, client kubernetes.Interface, env Env) {
+	t.Helper()
+	nodes := groupNodes(t, client)
+	want := s.h.Nodes
+	if s.h.NoReplacement {
+		want = 0
+	}
+	if len(nodes) != want {
+		t.Errorf("%d nodes after the run, want %d", len(nodes), want)
+	}
+	for _, n := range nodes {
+		tainted := slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Effect == corev1.TaintEffectNoSchedule })
+		if !env.Current(&n) || n.Spec.Unschedulable || tainted {
+			t.Errorf("node %q after the run: on the target %v, cordoned %v, tainted %v", n.Name, env.Current(&n), n.Spec.Unschedulable, tainted)
+		}
+	}
+}
+
+// mustRun runs args to a finish.
+func mustRun(t *testing.T, ctx context.Context, client kubernetes.Interface, args []string) string {
+	t.Helper()
+	stdout, stderr, code := plugin.Drive(ctx, client, "run", args...)
+	if code != plugin.ExitOK {
+		t.Fatalf("run %q: exit %d:\n%s%s", args, code, stdout, stderr)
+	}
+	return stdout
+}
+
+// String names the suite's provider.
+func (s *suite) String() string { return fmt.Sprintf("provider %q", s.h.Provider) }

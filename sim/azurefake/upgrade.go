@@ -1,0 +1,348 @@
+package azurefake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
+)
+
+// target is where an upgrade moves a pool: a Kubernetes version and a
+// node image, and the provisioning state it runs under.
+type target struct {
+	version, image, state string
+}
+
+// pending is the upgrade a Failed or Canceled pool did not finish; the
+// same request again (or a PUT of the pool with no change) finishes it.
+func (p *pool) pendingTarget() *target {
+	props := p.model.Properties
+	if *props.CurrentOrchestratorVersion != *props.OrchestratorVersion {
+		return &target{version: *props.OrchestratorVersion, image: p.latest, state: stateUpgrading}
+	}
+	for _, m := range p.nodes {
+		if m.image != *props.NodeImageVersion || m.surge {
+			return &target{version: *props.OrchestratorVersion, image: *props.NodeImageVersion, state: stateUpgradeImage}
+		}
+	}
+	return nil
+}
+
+// busyLocked is AKS's answer to a change of a pool whose operation runs:
+// 409 OperationNotAllowed (issue 54's facts: "a pool busy updating
+// answers 409 OperationNotAllowed to other operations";
+// https://learn.microsoft.com/en-us/troubleshoot/azure/azure-kubernetes/create-upgrade-delete/error-code-operationnotallowed).
+func busyLocked(p *pool) *armError {
+	if p.op == nil {
+		return nil
+	}
+	return errorf(http.StatusConflict, "OperationNotAllowed", "Operation is not allowed because there's an in progress %s operation on agent pool %q started at %s. Please wait for it to finish before starting a new operation.",
+		strings.ToLower(*p.model.Properties.ProvisioningState), *p.model.Name, p.op.start.Format(time.RFC3339))
+}
+
+// putPool answers PUT agentPools/{p}: the body is read with the SDK's
+// own model (fields it does not know are refused), a Kubernetes version
+// above the control plane's, below the pool's or not offered is refused,
+// and the change starts an operation: an upgrade for a new version (with
+// the latest node image: "upgrading the Kubernetes version also upgrades
+// the node image", https://learn.microsoft.com/en-us/azure/aks/node-image-upgrade),
+// the unfinished upgrade again on a Failed or Canceled pool, or an update
+// of the settings alone.
+func (s *Server) putPool(q *request) {
+	var in armcs.AgentPool
+	if err := decodeModel(q.body, &in); err != nil {
+		writeError(q.w, err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, aerr := s.poolOfLocked(q)
+	if aerr != nil {
+		writeError(q.w, errorf(http.StatusBadRequest, "InvalidParameter", "the fake creates no agent pools: %s", aerr.message))
+		return
+	}
+	if aerr := busyLocked(p); aerr != nil {
+		writeError(q.w, aerr)
+		return
+	}
+	t, aerr := s.putTargetLocked(p, in.Properties)
+	if aerr != nil {
+		writeError(q.w, aerr)
+		return
+	}
+	if in.Properties != nil && in.Properties.UpgradeSettings != nil {
+		if aerr := checkSurge(in.Properties.UpgradeSettings.MaxSurge); aerr != nil {
+			writeError(q.w, aerr)
+			return
+		}
+		p.model.Properties.UpgradeSettings = in.Properties.UpgradeSettings
+	}
+	var o *operation
+	switch {
+	case t != nil:
+		o = s.beginUpgradeLocked(p, *t)
+	default:
+		o = s.startOpLocked(p, "update")
+		p.model.Properties.ProvisioningState = ptr(stateUpdating)
+		s.wg.Add(1)
+		go s.settle(o)
+	}
+	s.asyncHeaders(q.w, o)
+	writeJSON(q.w, http.StatusOK, s.poolView(p))
+}
+
+// putTargetLocked is the upgrade a PUT asks for, nil for none.
+func (s *Server) putTargetLocked(p *pool, in *armcs.ManagedClusterAgentPoolProfileProperties) (*target, *armError) {
+	props := p.model.Properties
+	if in == nil || in.OrchestratorVersion == nil || *in.OrchestratorVersion == *props.OrchestratorVersion {
+		return p.pendingIfEnded(), nil
+	}
+	v := *in.OrchestratorVersion
+	switch {
+	case compareVersions(v, p.c.version) > 0:
+		// "Node pool version ... and control plane version ... are
+		// incompatible" (https://learn.microsoft.com/en-us/troubleshoot/azure/azure-kubernetes/create-upgrade-delete/node-pool-version-control-plane-incompatible);
+		// AKS's rule: a node pool's version is at most the control plane's.
+		return nil, errorf(http.StatusBadRequest, "NodePoolMcVersionIncompatible", "Node pool version %s and control plane version %s are incompatible. Node pool version cannot be greater than control plane version.", v, p.c.version)
+	case compareVersions(v, *props.CurrentOrchestratorVersion) < 0:
+		// AKS does not downgrade a pool
+		// (https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster:
+		// "you can't downgrade"); the code is the fake's, not documented.
+		return nil, errorf(http.StatusBadRequest, "NotAllowedAgentPoolVersionDowngrade", "Downgrading agent pool %q from %s to %s is not allowed.", *p.model.Name, *props.CurrentOrchestratorVersion, v)
+	case !contains(p.c.versions, v) && v != p.c.version:
+		return nil, errorf(http.StatusBadRequest, "AgentPoolK8sVersionNotSupported", "Version %s is not supported in this region.", v)
+	}
+	props.OrchestratorVersion = ptr(v)
+	return &target{version: v, image: p.latest, state: stateUpgrading}, nil
+}
+
+// pendingIfEnded is the unfinished upgrade of a Failed or Canceled pool:
+// a PUT with no change reconciles it, AKS's recovery of a failed upgrade
+// (issue 54: "a recovery that is an undocumented PUT with no changes",
+// Azure/AKS#3384).
+func (p *pool) pendingIfEnded() *target {
+	st := *p.model.Properties.ProvisioningState
+	if st != stateFailed && st != stateCanceled {
+		return nil
+	}
+	return p.pendingTarget()
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSurge checks maxSurge as the model describes it: "an integer (e.g.
+// '5') or a percentage (e.g. '50%')" (AgentPoolUpgradeSettings.MaxSurge).
+func checkSurge(v *string) *armError {
+	if v == nil {
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(*v, "%"))
+	if err != nil || n < 0 || (strings.HasSuffix(*v, "%") && n > 100) {
+		return errorf(http.StatusBadRequest, "InvalidParameter", "The value of parameter agentPoolProfile.upgradeSettings.maxSurge is invalid: %q. It must be an integer or a percentage.", *v)
+	}
+	return nil
+}
+
+// upgradeNodeImage answers agentPools/{p}/upgradeNodeImageVersion: the
+// pool's machines move to the latest node image (202 and an operation).
+func (s *Server) upgradeNodeImage(q *request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, aerr := s.poolOfLocked(q)
+	if aerr == nil {
+		aerr = busyLocked(p)
+	}
+	if aerr != nil {
+		writeError(q.w, aerr)
+		return
+	}
+	t := target{version: *p.model.Properties.OrchestratorVersion, image: p.latest, state: stateUpgradeImage}
+	if pt := p.pendingIfEnded(); pt != nil {
+		t.version = pt.version
+	}
+	o := s.beginUpgradeLocked(p, t)
+	s.asyncHeaders(q.w, o)
+	writeJSON(q.w, http.StatusAccepted, s.poolView(p))
+}
+
+// abort answers agentPools/{p}/abort: the running operation stops at its
+// next node, the pool Canceling then Canceled; with none running, 409
+// ("If the operation completes before cancellation can take place, a 409
+// error code is returned", AgentPoolsClient.BeginAbortLatestOperation;
+// the code is the fake's).
+func (s *Server) abort(q *request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, aerr := s.poolOfLocked(q)
+	if aerr != nil {
+		writeError(q.w, aerr)
+		return
+	}
+	if p.op == nil {
+		writeError(q.w, errorf(http.StatusConflict, "OperationNotAllowed", "There is no ongoing operation on agent pool %q to abort.", *p.model.Name))
+		return
+	}
+	p.op.abort = true
+	if p.op.cancel != nil {
+		p.op.cancel()
+	}
+	p.model.Properties.ProvisioningState = ptr(stateCanceling)
+	q.w.WriteHeader(http.StatusNoContent)
+}
+
+// settle ends a settings update after SettingsDuration.
+func (s *Server) settle(o *operation) {
+	defer s.wg.Done()
+	_ = sleep(s.ctx, s.opts.SettingsDuration)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o.abort {
+		o.pool.model.Properties.ProvisioningState = ptr(stateCanceled)
+		s.endOpLocked(o, opCanceled, nil)
+		return
+	}
+	o.pool.model.Properties.ProvisioningState = ptr(stateSucceeded)
+	s.endOpLocked(o, opSucceeded, nil)
+}
+
+// beginUpgradeLocked starts the upgrade to t.
+func (s *Server) beginUpgradeLocked(p *pool, t target) *operation {
+	o := s.startOpLocked(p, t.state)
+	p.model.Properties.ProvisioningState = ptr(t.state)
+	ctx, cancel := context.WithCancel(s.ctx)
+	o.cancel = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		err := s.upgrade(ctx, p, o, t)
+		s.finish(p, o, t, err)
+	}()
+	return o
+}
+
+// finish records the upgrade's end on the pool and the operation.
+func (s *Server) finish(p *pool, o *operation, t target, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var de *drainError
+	switch {
+	case err == nil:
+		p.model.Properties.CurrentOrchestratorVersion, p.model.Properties.NodeImageVersion = ptr(t.version), ptr(t.image)
+		p.model.Properties.ProvisioningState = ptr(stateSucceeded)
+		s.endOpLocked(o, opSucceeded, nil)
+	case o.abort:
+		p.model.Properties.ProvisioningState = ptr(stateCanceled)
+		s.endOpLocked(o, opCanceled, errorf(http.StatusOK, "Canceled", "The operation was canceled by an abort request."))
+	case errors.As(err, &de):
+		p.model.Properties.ProvisioningState = ptr(stateFailed)
+		s.endOpLocked(o, opFailed, errorf(http.StatusBadRequest, "UpgradeFailed", "%s", de.Error()))
+	default:
+		p.model.Properties.ProvisioningState = ptr(stateFailed)
+		s.endOpLocked(o, opFailed, errorf(http.StatusInternalServerError, "InternalOperationError", "%s", err.Error()))
+	}
+	s.logf("pool %s: %s %s", *p.model.Name, o.kind, o.status)
+}
+
+// settings are the pool's upgrade settings with AKS's defaults: maxSurge
+// 10% ("If not specified, the default is 10%"; "fractional nodes are
+// rounded up"), drainTimeoutInMinutes 30, nodeSoakDurationInMinutes 0
+// (AgentPoolUpgradeSettings).
+func (s *Server) settingsLocked(p *pool) (surge int, drain, soak time.Duration) {
+	u := p.model.Properties.UpgradeSettings
+	if u == nil {
+		u = &armcs.AgentPoolUpgradeSettings{}
+	}
+	count := 0
+	for _, m := range p.nodes {
+		if !m.surge {
+			count++
+		}
+	}
+	v := "10%"
+	if u.MaxSurge != nil && *u.MaxSurge != "" {
+		v = *u.MaxSurge
+	}
+	n, _ := strconv.Atoi(strings.TrimSuffix(v, "%"))
+	if strings.HasSuffix(v, "%") {
+		n = int(math.Ceil(float64(count) * float64(n) / 100))
+	}
+	surge = min(max(n, 1), max(count, 1))
+	drain = 30 * s.opts.MinuteIs
+	if u.DrainTimeoutInMinutes != nil {
+		drain = time.Duration(*u.DrainTimeoutInMinutes) * s.opts.MinuteIs
+	}
+	if u.NodeSoakDurationInMinutes != nil {
+		soak = time.Duration(*u.NodeSoakDurationInMinutes) * s.opts.MinuteIs
+	}
+	return surge, drain, soak
+}
+
+// decodeModel reads body into v, the SDK's model, and refuses fields the
+// model does not have: what the SDK's serializer writes back of it must
+// hold every key the body has.
+func decodeModel(body []byte, v json.Unmarshaler) *armError {
+	if err := v.UnmarshalJSON(body); err != nil {
+		return errorf(http.StatusBadRequest, "InvalidRequestContent", "The request content was invalid and could not be deserialized: %v", err)
+	}
+	back, err := json.Marshal(v)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "InvalidRequestContent", "%v", err)
+	}
+	var in, out map[string]any
+	_ = json.Unmarshal(body, &in)
+	_ = json.Unmarshal(back, &out)
+	if k := unknownKey(in, out, ""); k != "" {
+		return errorf(http.StatusBadRequest, "InvalidRequestContent", "Could not find member '%s' on the model of API version %s.", k, APIVersion)
+	}
+	return nil
+}
+
+// unknownKey is the first key of in (nested objects too) out lacks.
+func unknownKey(in, out map[string]any, prefix string) string {
+	for k, v := range in {
+		o, ok := out[k]
+		if !ok {
+			return prefix + k
+		}
+		vm, isMap := v.(map[string]any)
+		om, _ := o.(map[string]any)
+		if isMap {
+			if k := unknownKey(vm, om, prefix+k+"."); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+// compareVersions compares Kubernetes versions "1.31" or "1.31.2".
+func compareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(pa), len(pb)); i++ {
+		x, y := 0, 0
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			return x - y
+		}
+	}
+	return 0
+}
