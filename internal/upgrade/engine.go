@@ -98,6 +98,8 @@ type Config struct {
 	// Window is when batches and the steps that take capacity away may
 	// start (--window, --not-before, --not-after); empty: any time.
 	Window window.Schedule
+	// MakeRoom surges Deployments around each batch's drain (makeroom.go).
+	MakeRoom bool
 }
 
 // Engine runs one plan: the run loop (Run, Abort) and the steps the
@@ -136,6 +138,7 @@ type Engine struct {
 	// gatedBatch is the last batch whose start awaited the maintenance
 	// window (window.go): its later phases are in flight.
 	gatedBatch int
+	room       *roomMaker // --make-room's surges (makeroom.go)
 }
 
 // New prepares an engine for the plan's strategy.
@@ -154,6 +157,7 @@ func New(cfg Config) (*Engine, error) {
 	e.progress = newProgress(cfg.Out, cfg.Live, cfg.Now, cfg.Plan, len(cfg.EarlierDone))
 	e.group = newCloudGroup(e)
 	e.hooks = &hookRunner{Engine: e}
+	e.room = newRoomMaker(e)
 	e.run, e.steps = stepsOf(e)
 	cfg.Drain.Hold = e.holdForRecovery
 	e.drainOpt = cfg.Drain // the drainer comes with the run's context (watchCluster)
@@ -262,6 +266,9 @@ func (e *Engine) enter(ctx context.Context, s plan.State) error {
 			return err
 		}
 		if err := e.group.restoreUpdates(ctx); err != nil {
+			return err
+		}
+		if err := e.room.restoreAll(ctx); err != nil {
 			return err
 		}
 	}

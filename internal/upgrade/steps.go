@@ -190,6 +190,9 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 	if len(names) == 0 {
 		return nil
 	}
+	if err := e.room.beforeDrain(ctx, i, names); err != nil {
+		return err
+	}
 	if err := e.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
 		return err
 	}
@@ -215,6 +218,9 @@ func (e *Engine) drainBatch(ctx context.Context, i int) error {
 		e.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())
 	}
 	if err != nil {
+		return err
+	}
+	if err := e.room.afterDrain(ctx, i); err != nil {
 		return err
 	}
 	// Without a Cordon phase next (blue/green keeps its drained nodes until
