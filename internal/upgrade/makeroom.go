@@ -208,9 +208,9 @@ func valuesText(s *state.Surge) string {
 }
 
 // scale sets s's workload to its surged values (up) or back to those
-// recorded before. Back, spec.replicas is set only where it is still the
-// run's value or the one before: someone else's change since is left, and
-// noted.
+// recorded before, the HPA's bounds first. Back, spec.replicas is set
+// only where it is still between the value before and the run's: someone
+// else's change since is left, and noted.
 func (r *roomMaker) scale(ctx context.Context, s *state.Surge, up bool) error {
 	want := s.Replicas
 	if up {
@@ -235,8 +235,10 @@ func (r *roomMaker) scale(ctx context.Context, s *state.Surge, up bool) error {
 	if now == want {
 		return nil
 	}
-	if !up && now != s.Replicas+s.Extra {
-		s.Note = fmt.Sprintf("spec.replicas was %d when restored, neither the run's %d nor the %d before: left as someone else set it", now, s.Replicas+s.Extra, s.Replicas)
+	// Between the two values the count is the run's: an HPA put back to
+	// its bounds may have lowered it to its maxReplicas already.
+	if !up && (now < s.Replicas || now > s.Replicas+s.Extra) {
+		s.Note = fmt.Sprintf("spec.replicas was %d when restored, outside the run's %d..%d: left as someone else set it", now, s.Replicas, s.Replicas+s.Extra)
 		r.logf("%s", r.cfg.Color.Yellow("--make-room: "+s.Object()+": "+s.Note))
 		return nil
 	}

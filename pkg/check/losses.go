@@ -24,9 +24,9 @@ type Loss struct {
 	ReadyEvicted int
 	// Budgets are the PodDisruptionBudgets selecting any of the evicted pods.
 	Budgets []Budget
-	// Pod is one of the evicted pods: what an extra replica looks like
-	// (requests, affinity, tolerations) to a room estimate.
-	Pod *corev1.Pod
+	// Pods are the evicted pods; the first is what an extra replica
+	// looks like (requests, affinity, tolerations) to a room estimate.
+	Pods []*corev1.Pod
 }
 
 // Budget is one PodDisruptionBudget as the disruption controller counts it.
@@ -72,7 +72,7 @@ func Losses(in Input) []Loss {
 		if len(w.outdated) == 0 {
 			continue
 		}
-		l := Loss{Controller: Controller{Kind: w.kind, Namespace: w.ns, Name: w.name}, Replicas: w.replicas, Evicted: len(w.outdated), Pod: w.outdated[0]}
+		l := Loss{Controller: Controller{Kind: w.kind, Namespace: w.ns, Name: w.name}, Replicas: w.replicas, Evicted: len(w.outdated), Pods: w.outdated}
 		for _, p := range w.pods {
 			if podReady(p) {
 				l.Ready++

@@ -133,7 +133,7 @@ func ForBatch(in Input) Batch {
 			continue
 		}
 		s := Surge{Kind: l.Kind, Namespace: l.Namespace, Name: l.Name, Replicas: replicasOf(d), Extra: int32(extra), Ready: l.Ready, Evicted: l.Evicted, Reason: reason, HPA: hpaOf(in.HPAs, d)}
-		c, m := requests(l.Pod, extra)
+		c, m := requests(l.Pods[0], extra)
 		s.CPU, s.Memory = text(c), text(m)
 		cpu.Add(c)
 		mem.Add(m)

@@ -132,6 +132,10 @@ func TestForBatch(t *testing.T) {
 			workload(c, "Deployment", "pinned", 1, "100m", "old-a")
 			c.Pods[0].Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "old-a"}
 		}, []string{"Deployment/pinned+1 (single-replica) missing affinity"}, nil, "100m", false},
+		{"a surge that takes the room of the batch's own pods names it", func(c *snapshot.Cluster, in *Input) {
+			workload(c, "Deployment", "big", 1, "1500m", "old-a")
+			in.Excluded = []string{"new-b"}
+		}, []string{"Deployment/big+1 (single-replica) missing room for the batch's own pods beside the extra replicas (cpu)"}, nil, "1500m", false},
 		{"the excluded nodes take no surge", func(c *snapshot.Cluster, in *Input) {
 			workload(c, "Deployment", "web", 1, "100m", "old-a")
 			in.Excluded = []string{"new-a", "new-b"}

@@ -2,6 +2,7 @@ package makeroom
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -93,7 +94,14 @@ func placeSurges(in Input, b *Batch, losses []check.Loss) {
 			extra = append(extra, p)
 		}
 	}
-	t := capacity.NewTracker(nodes, podsOn, extra)
+	// The batch's own pods go to the same nodes while the surges are up:
+	// the peak is both.
+	var evicted []*corev1.Pod
+	for _, l := range losses {
+		evicted = append(evicted, l.Pods...)
+	}
+	alone := fitAlone(nodes, podsOn, excluded, evicted)
+	t := capacity.NewTracker(nodes, podsOn, append(slices.Clone(extra), evicted...))
 	t.Exclude(excluded.UnsortedList()...)
 	room := t.Place(extra)
 	for _, pl := range room.Placed {
@@ -107,13 +115,30 @@ func placeSurges(in Input, b *Batch, losses []check.Loss) {
 			}
 		}
 	}
+	if left := t.Place(evicted); !left.Fits() && room.Fits() && len(b.Surges) > 0 && alone {
+		// The batch's pods fit without the surges: the surges take their
+		// room. (Where they fit nowhere anyway, the plan's no-room check
+		// says so.)
+		what := capacity.Missing(left.Unplaced[0], nodes, podsOn, excluded)
+		for i := range b.Surges {
+			b.Surges[i].Missing = fmt.Sprintf("room for the batch's own pods beside the extra replicas (%s)", what)
+		}
+	}
 }
 
 func templateOf(losses []check.Loss, s Surge) *corev1.Pod {
 	for _, l := range losses {
 		if l.Kind == s.Kind && l.Namespace == s.Namespace && l.Name == s.Name {
-			return l.Pod
+			return l.Pods[0]
 		}
 	}
 	return &corev1.Pod{}
+}
+
+// fitAlone reports whether pods fit on the nodes not excluded, as they
+// run before any surge.
+func fitAlone(nodes []*corev1.Node, podsOn func(string) []*corev1.Pod, excluded sets.Set[string], pods []*corev1.Pod) bool {
+	t := capacity.NewTracker(nodes, podsOn, pods)
+	t.Exclude(excluded.UnsortedList()...)
+	return t.Place(pods).Fits()
 }

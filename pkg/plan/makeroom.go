@@ -54,10 +54,11 @@ func requestsLine(cpu, memory string) string {
 }
 
 // PlanMakeRoom sets what --make-room surges around each batch of p,
-// planned on snap, and adjusts the audit to it: the single-replica and
-// pdb-zero-disruptions blockers of the Deployments surged become warnings
-// (the surge answers them), and a surge that fits on no node that stays
-// is a no-room blocker naming the workload and what it misses. Where the
+// planned on snap, and adjusts the audit to it: the single-replica,
+// pdb-zero-disruptions and same-batch blockers of the Deployments surged
+// become warnings (the surge answers them), and a surge that fits on no
+// node that stays is a no-room blocker naming the workload and what it
+// misses. Where the
 // cloud's service drains the nodes, nothing is surged and a note says why.
 func (p *Plan) PlanMakeRoom(snap *snapshot.Cluster, hpas []autoscalingv2.HorizontalPodAutoscaler) {
 	if p.Managed != nil {
@@ -101,7 +102,7 @@ func (p *Plan) answerFindings() {
 	}
 	for i := range p.Findings {
 		f := &p.Findings[i]
-		if f.Kind == "Deployment" && f.Severity == check.Blocker && surged[f.Namespace+"/"+f.Name] && (f.Check == check.CheckSingleReplica || f.Check == check.CheckPDBZeroDisruptions) {
+		if f.Kind == "Deployment" && f.Severity == check.Blocker && surged[f.Namespace+"/"+f.Name] && (f.Check == check.CheckSingleReplica || f.Check == check.CheckPDBZeroDisruptions || f.Check == check.CheckSameBatch) {
 			f.Severity, f.Fix = check.Warning, "--make-room surges it before its batch drains and scales it back after"
 		}
 	}
