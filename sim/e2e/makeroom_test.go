@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +38,11 @@ var makeRoomApps = []scenario.App{
 // the workloads all on the outdated ones (the current ones cordoned
 // meanwhile), so that the one batch takes every pod of each.
 func setupMakeRoom(t *testing.T, name string, podAnnotations map[string]string) {
+	t.Helper()
+	setupMakeRoomApps(t, name, makeRoomApps, podAnnotations)
+}
+
+func setupMakeRoomApps(t *testing.T, name string, makeRoomApps []scenario.App, podAnnotations map[string]string) {
 	t.Helper()
 	ctx := testContext(t, 2*time.Minute)
 	_, current := setupGroup(t, name, 2, 2)
@@ -313,4 +320,32 @@ func waitNodeReady(ctx context.Context, name string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// TestMakeRoomBench (MAKEROOM_BENCH=1, hack/bench.sh --make-room) times
+// a plain run and a run --make-room on two identical groups whose
+// workloads a plain run can drain (the budget minAvailable 2 of 3): the
+// cost of the surges, as a "bench:" line.
+func TestMakeRoomBench(t *testing.T) {
+	if os.Getenv("MAKEROOM_BENCH") == "" {
+		t.Skip("a benchmark: MAKEROOM_BENCH=1 (hack/bench.sh --make-room)")
+	}
+	apps := slices.Clone(makeRoomApps)
+	apps[1].MinAvailable = num(2)
+	took := map[string]time.Duration{}
+	for _, mode := range []string{"plain", "make-room"} {
+		name := "makeroom-bench-" + mode
+		setupMakeRoomApps(t, name, apps, nil)
+		args := []string{"run", name, "--target-label", target, "--max-unavailable", "2", "--post-drain-wait", "0s", "--ignore-check", "single-replica", "--ignore-check", "same-batch", "--yes"}
+		if mode == "make-room" {
+			args = append(args, "--make-room")
+		}
+		start := time.Now()
+		if r := plugin(t, args...); r.code != nodeupgrade.ExitOK {
+			t.Fatalf("%s run: %s", mode, r)
+		}
+		took[mode] = time.Since(start)
+	}
+	t.Logf("bench: same group, 2 outdated nodes, 7 pods: plain run %s, run --make-room %s (+%s)",
+		took["plain"].Round(time.Millisecond), took["make-room"].Round(time.Millisecond), (took["make-room"] - took["plain"]).Round(time.Millisecond))
 }
