@@ -44,6 +44,14 @@
 #                           https and HTTP/2 as kube-apiserver (--tls: over
 #                           plain http client-go would ask for gzip even with
 #                           --disable-compression).
+#   hack/bench.sh --make-room
+#                           the same group (2 outdated + 2 current nodes, a
+#                           Deployment of 1 replica, one of 3 with
+#                           minAvailable 2, one an HPA scales at 2, and a
+#                           StatefulSet) upgraded twice, on two identical
+#                           copies: a plain run and a run --make-room; prints
+#                           both times and the difference (the e2e test
+#                           TestMakeRoomBench, on its own cluster).
 #
 # BENCH_CONTROLLER_QPS=N raises the simulated controller manager's client
 # rate limit from upstream's 20 requests a second (burst 30) to N (burst
@@ -67,7 +75,10 @@ case "${1:-}" in
   --scale) scale=true ;;
   --plan-scale) plan_scale=${2:-5000} ;;
   --plan-replay) plan_replay=${2:-5000} ;;
-  *) echo "usage: hack/bench.sh [--scale | --plan-scale [NODES] | --plan-replay [NODES]]" >&2; exit 2 ;;
+  --make-room)
+    cd sim && MAKEROOM_BENCH=1 go test -count=1 -run 'TestMakeRoomBench$' ./e2e/ -v | grep 'bench:'
+    exit "${PIPESTATUS[0]}" ;;
+  *) echo "usage: hack/bench.sh [--scale | --plan-scale [NODES] | --plan-replay [NODES] | --make-room]" >&2; exit 2 ;;
 esac
 runs=${BENCH_RUNS:-5}
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: BENCH_RUNS takes a number of runs from 1 on, not \"$runs\"" >&2; exit 2; }

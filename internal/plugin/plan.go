@@ -103,6 +103,7 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.StateNamespace, "state-namespace", state.DefaultNamespace, "Namespace of the run's record (a ConfigMap) and lock (a Lease), one of each per node group")
 	f.BoolVar(&r.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
 	f.BoolVar(&r.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
+	f.BoolVar(&r.MakeRoom, "make-room", false, "Before each batch drains, scale up the Deployments it would take below their Ready count or past their PodDisruptionBudget (their HPA's bounds where one scales them), wait for the extra pods, and scale them back after; see docs/make-room.md")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: wide, json, yaml, name (the outdated nodes), jsonpath=... or go-template=... (default: a table)")
 	addHookFlags(f, &r.Hooks)
 }

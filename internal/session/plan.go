@@ -95,6 +95,9 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 			pl.AddFindings(s.machinesLeftRunning(ctx, r, pl.Plan, nodes)...)
 		}
 		pl.AddFindings(s.permissionFindings(ctx, r, pl.Provider, in, pl.Plan)...)
+		if err := s.makeRoom(ctx, r, pl.Plan, &snap); err != nil {
+			return nil, err
+		}
 	}
 	return pl, err
 }

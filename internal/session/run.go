@@ -83,6 +83,7 @@ func (s *Session) EngineConfig(p *plan.Plan, req plan.Request, provider cloud.Pr
 		Out:                   s.Out,
 		Color:                 output.Colorizer(output.ColorEnabled(s.Out)),
 		Live:                  s.Live,
+		MakeRoom:              req.MakeRoom,
 	}, nil
 }
 

@@ -63,6 +63,10 @@ func (a *aborter) run(ctx context.Context) error {
 	if err := a.releaseNodes(ctx, nodes); err != nil {
 		return err
 	}
+	// The workloads --make-room surged are put back once the nodes serve.
+	if err := a.batches.room.restoreAll(ctx); err != nil {
+		return err
+	}
 	if a.group.pin.defaultBack, err = a.group.pin.abortDefault(ctx); err != nil {
 		return err
 	}

@@ -97,6 +97,8 @@ type Config struct {
 	// Window is when batches and the steps that take capacity away may
 	// start (--window, --not-before, --not-after); empty: any time.
 	Window window.Schedule
+	// MakeRoom surges Deployments around each batch's drain (makeroom.go).
+	MakeRoom bool
 }
 
 // Engine runs one plan: the run loop (Run, Abort) and the steps the
@@ -122,6 +124,7 @@ type Engine struct {
 	hooks      *hookRunner
 	recoveries *recoveries
 	windows    *windowWait
+	room       *roomMaker // --make-room's surges (makeroom.go)
 }
 
 // New prepares an engine for the plan's strategy.
@@ -149,6 +152,8 @@ func New(cfg Config) (*Engine, error) {
 	e.hooks = &hookRunner{cfg: &e.cfg, pool: e.group.pool, nodes: e.nodes, logf: e.logf, save: e.save}
 	e.batches = &batchRun{cfg: &e.cfg, strategy: strategy, group: e.group, nodes: e.nodes, recoveries: e.recoveries, tally: e.tally,
 		words: e.words, hooks: e.hooks, progress: e.progress, logf: e.logf, record: e.record}
+	e.room = &roomMaker{cfg: &e.cfg, save: e.save, logf: e.logf, progress: e.progress, heldOff: &e.batches.heldOff, interval: 500 * time.Millisecond, minReady: map[string]int{}}
+	e.batches.room = e.room
 	e.group.toolkit = e.toolkit()
 	e.run, e.steps = stepsOf(e)
 	_, e.batches.heldOff = e.run.(outdatedHolder)
@@ -265,6 +270,9 @@ func (e *Engine) enter(ctx context.Context, s plan.State) error {
 			return err
 		}
 		if err := e.group.restoreUpdates(ctx); err != nil {
+			return err
+		}
+		if err := e.room.restoreAll(ctx); err != nil {
 			return err
 		}
 	}

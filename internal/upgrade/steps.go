@@ -71,6 +71,7 @@ type batchRun struct {
 	heldOff bool
 	logf    func(format string, args ...any)
 	record  func(ctx context.Context, s plan.State) error
+	room    *roomMaker // --make-room's surges around each drain
 }
 
 // flow is what the strategy's transitions depend on in this run.
@@ -215,6 +216,9 @@ func (b *batchRun) drainBatch(ctx context.Context, i int) error {
 	if len(names) == 0 {
 		return nil
 	}
+	if err := b.room.beforeDrain(ctx, i, names); err != nil {
+		return err
+	}
 	if err := b.hooks.run(ctx, plan.HookPreDrain, names); err != nil {
 		return err
 	}
@@ -240,6 +244,9 @@ func (b *batchRun) drainBatch(ctx context.Context, i int) error {
 		b.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())
 	}
 	if err != nil {
+		return err
+	}
+	if err := b.room.afterDrain(ctx, i); err != nil {
 		return err
 	}
 	// Without a Cordon phase next (blue/green keeps its drained nodes until

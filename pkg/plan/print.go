@@ -40,6 +40,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	if err := write(w, p, now, color, wide); err != nil {
 		return err
 	}
+	writeMakeRoom(w, p, color)
 	for _, note := range p.Notes {
 		fmt.Fprintf(w, "%s\n", color.Yellow("Note: "+note))
 	}

@@ -28,6 +28,9 @@ type Request struct {
 	Cloud              CloudTarget `json:"cloud"`
 	Force              bool        `json:"force,omitempty"`
 	DeleteEmptyDirData bool        `json:"deleteEmptyDirData,omitempty"`
+	// MakeRoom surges the Deployments a batch would take below their
+	// Ready count or past their budgets before it drains (package makeroom).
+	MakeRoom bool `json:"makeRoom,omitempty"`
 
 	// What a run does beyond the plan.
 	DrainTimeout     time.Duration `json:"drainTimeout,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/makeroom"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 )
 
@@ -102,6 +103,9 @@ type Plan struct {
 	// Notes say where the plan could not do what was asked (e.g. a batch
 	// that takes more replicas than a PDB allows).
 	Notes []string `json:"notes,omitempty"`
+	// MakeRoom is what --make-room surges around each batch (nil
+	// without it).
+	MakeRoom []makeroom.Batch `json:"makeRoom,omitempty"`
 }
 
 // AddFindings puts findings made outside the planner (by what only the

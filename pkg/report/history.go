@@ -83,6 +83,8 @@ type Run struct {
 	// node timelines went after them (the oldest first).
 	Trimmed         int `json:"trimmed,omitempty"`
 	TrimmedAttempts int `json:"trimmedAttempts,omitempty"`
+	// Surges are the run's --make-room surges, from its record.
+	Surges []Surge `json:"surges,omitempty"`
 }
 
 // History is a node group's last runs, newest first.

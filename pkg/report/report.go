@@ -72,6 +72,8 @@ type RunReport struct {
 	// Trimmed and TrimmedAttempts: see Run.
 	Trimmed         int `json:"trimmed,omitempty"`
 	TrimmedAttempts int `json:"trimmedAttempts,omitempty"`
+	// Surges are what --make-room scaled up, per workload.
+	Surges []Surge `json:"surges,omitempty"`
 }
 
 // AttemptReport is one attempt of a run: what it was, when, how long,
@@ -144,7 +146,7 @@ func (r Run) End() time.Time {
 func summarize(run Run) RunReport {
 	rr := RunReport{StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, Outcome: run.Outcome, Strategy: run.Strategy, Estimate: run.Estimate,
 		Took: Duration(run.End().Sub(run.StartedAt).Truncate(time.Second)), Attempts: []AttemptReport{},
-		Trimmed: run.Trimmed, TrimmedAttempts: run.TrimmedAttempts}
+		Trimmed: run.Trimmed, TrimmedAttempts: run.TrimmedAttempts, Surges: run.Surges}
 	totals := map[string]time.Duration{}
 	var nodes []*Node
 	var fresh []Replacement

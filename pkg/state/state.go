@@ -102,6 +102,9 @@ type Record struct {
 	// WaitingForWindow is, while the run waits for a maintenance window
 	// to open (--window, --not-before), when it opens.
 	WaitingForWindow *time.Time `json:"waitingForWindow,omitempty"`
+	// MakeRoom are the workloads --make-room surged, each recorded with
+	// its values before the change is made (makeroom.go).
+	MakeRoom []Surge `json:"makeRoom,omitempty"`
 }
 
 // Workload is a replica controller (ReplicaSet, StatefulSet,

@@ -1,0 +1,70 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
+)
+
+func makeRoomSnapshot(stayCPU string) *snapshot.Cluster {
+	node := func(name, cpu string) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("10")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	}
+	one := int32(1)
+	yes := true
+	return &snapshot.Cluster{
+		Nodes:       []corev1.Node{node("old", "4"), node("stay", stayCPU)},
+		Deployments: []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: appsv1.DeploymentSpec{Replicas: &one}}},
+		ReplicaSets: []appsv1.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", Controller: &yes}}}}},
+		Pods: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1-a", OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", Controller: &yes}}},
+			Spec:   corev1.PodSpec{NodeName: "old", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}},
+	}
+}
+
+func TestPlanMakeRoom(t *testing.T) {
+	singleReplica := check.Finding{Check: check.CheckSingleReplica, Severity: check.Blocker, Kind: "Deployment", Namespace: "shop", Name: "web", Nodes: []string{"old"}}
+	tests := []struct {
+		name     string
+		stayCPU  string
+		managed  bool
+		blockers []string // check/name
+		surges   int
+		note     string
+	}{
+		{"a surge that fits answers single-replica", "4", false, nil, 1, ""},
+		{"a surge that does not fit is a no-room blocker", "1500m", false, []string{"no-room/web"}, 1, ""},
+		{"where the service drains, nothing is surged and a note says why", "4", true, []string{"single-replica/web"}, 0, "--make-room surges nothing here"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Plan{Strategy: string(DefaultStrategy), Batches: []Batch{{Number: 1, Nodes: []PlannedNode{{Name: "old"}}}}, Findings: []check.Finding{singleReplica}}
+			if tt.managed {
+				p.Managed = &ManagedPlan{Service: "EKS managed node group"}
+			}
+			p.PlanMakeRoom(makeRoomSnapshot(tt.stayCPU), nil)
+			var blockers []string
+			for _, f := range p.Blockers() {
+				blockers = append(blockers, f.Check+"/"+f.Name)
+			}
+			if strings.Join(blockers, ",") != strings.Join(tt.blockers, ",") {
+				t.Errorf("blockers %v, want %v (%+v)", blockers, tt.blockers, p.Findings)
+			}
+			if n := len(p.MakeRoom); tt.surges > 0 && (n != 1 || len(p.MakeRoom[0].Surges) != tt.surges) || tt.surges == 0 && n != 0 {
+				t.Errorf("make room %+v, want %d surges", p.MakeRoom, tt.surges)
+			}
+			if tt.note != "" && (len(p.Notes) != 1 || !strings.Contains(p.Notes[0], tt.note)) {
+				t.Errorf("notes %q, want one with %q", p.Notes, tt.note)
+			}
+		})
+	}
+}
