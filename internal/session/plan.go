@@ -58,6 +58,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 	if rec != nil {
 		in.Recovering = rec.Recovering
 	}
+	in.Waves, in.WavesDone = wavesInput(r, rec)
 	nodes, err := plan.GroupNodes(snap.Nodes, in)
 	if err != nil {
 		return nil, err
@@ -94,6 +95,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 			pl.AddFindings(s.machinesLeftRunning(ctx, r, pl.Plan, nodes)...)
 		}
 		pl.AddFindings(s.permissionFindings(ctx, r, pl.Provider, in, pl.Plan)...)
+		err = gatePreflight(ctx, r, pl.Plan)
 	}
 	return pl, err
 }

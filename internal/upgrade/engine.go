@@ -136,6 +136,8 @@ type Engine struct {
 	// gatedBatch is the last batch whose start awaited the maintenance
 	// window (window.go): its later phases are in flight.
 	gatedBatch int
+	// gates hold each gated wave's start (waves.go).
+	gates *waveGate
 }
 
 // New prepares an engine for the plan's strategy.
@@ -227,7 +229,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	for first := true; ; first = false {
-		if err := e.awaitWindow(ctx, s, first); errors.Is(err, errRollbackRequested) {
+		if err := e.awaitStart(ctx, s, first); errors.Is(err, errRollbackRequested) {
 			s = plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}
 		} else if err != nil {
 			return e.stoppedUndrained(ctx, err)

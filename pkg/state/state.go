@@ -99,6 +99,9 @@ type Record struct {
 	// WaitingForWindow is, while the run waits for a maintenance window
 	// to open (--window, --not-before), when it opens.
 	WaitingForWindow *time.Time `json:"waitingForWindow,omitempty"`
+	// Gates are the soaks and gate evaluations between the run's waves
+	// (gates.go), the last pending while the run soaks.
+	Gates []WaveGate `json:"gates,omitempty"`
 }
 
 // Workload is a replica controller (ReplicaSet, StatefulSet,
