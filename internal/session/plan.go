@@ -95,7 +95,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 			pl.AddFindings(s.machinesLeftRunning(ctx, r, pl.Plan, nodes)...)
 		}
 		pl.AddFindings(s.permissionFindings(ctx, r, pl.Provider, in, pl.Plan)...)
-		err = gatePreflight(ctx, r, pl.Plan)
+		err = gatePreflight(ctx, r, pl.Plan, rec != nil)
 	}
 	return pl, err
 }

@@ -23,9 +23,11 @@ func wavesInput(r *Request, rec *state.Record) (plan.Waves, int) {
 
 // gatePreflight evaluates each gate once, now, before anything changes:
 // one that fails or cannot be evaluated is a blocker (gate-failing), so
-// run refuses to start (exit 5) and plan says why. Waves asked of a
-// run the cloud's service paces are refused.
-func gatePreflight(ctx context.Context, r *Request, p *plan.Plan) error {
+// run refuses to start (exit 5) and plan says why. A run going on
+// (goesOn: an unfinished record) shows the verdicts but is not refused:
+// it evaluates the gates over a soak before its next wave, and pauses
+// there. Waves asked of a run the cloud's service paces are refused.
+func gatePreflight(ctx context.Context, r *Request, p *plan.Plan, goesOn bool) error {
 	w := r.Waves
 	if !w.Any() {
 		return nil
@@ -42,6 +44,6 @@ func gatePreflight(ctx context.Context, r *Request, p *plan.Plan) error {
 	now := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	p.AddGatePreflight(w.Evaluator().EvaluateAll(ctx, w.Specs(), now, now))
+	p.AddGatePreflight(w.Evaluator().EvaluateAll(ctx, w.Specs(), now, now), !goesOn)
 	return nil
 }

@@ -257,12 +257,16 @@ func (p *Plan) addWaveSoak() {
 }
 
 // AddGatePreflight puts the gates' evaluation when planned in the plan:
-// each gate that failed or could not be evaluated is a blocker.
-func (p *Plan) AddGatePreflight(vs []gate.Verdict) {
+// with block, each gate that failed or could not be evaluated is a
+// blocker.
+func (p *Plan) AddGatePreflight(vs []gate.Verdict, block bool) {
 	if p.Waves == nil || len(vs) == 0 {
 		return
 	}
 	p.Waves.Preflight = vs
+	if !block {
+		return
+	}
 	var fs []check.Finding
 	for _, v := range gate.Failed(vs) {
 		fix := "fix what the gate sees, or the gate, and plan again; --ignore-check " + check.CheckGateFailing + " starts despite it"

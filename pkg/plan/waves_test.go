@@ -114,7 +114,7 @@ func TestGatePreflightBlocks(t *testing.T) {
 	p.AddGatePreflight([]gate.Verdict{
 		{Gate: "exec:true", Pass: true},
 		{Gate: "prometheus:x<1", Reason: gate.ReasonUnreachable, Detail: "connection refused"},
-	})
+	}, true)
 	b := p.Blockers()
 	if len(b) != 1 || b[0].Check != "gate-failing" || !strings.Contains(b[0].Message, "connection refused") {
 		t.Fatalf("blockers %+v", b)
