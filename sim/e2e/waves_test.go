@@ -7,7 +7,7 @@ import (
 	"time"
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
+	healthgate "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate/gatetest"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
@@ -150,11 +150,11 @@ func waitHealthy(t *testing.T, prom, am string) {
 	t.Fatal("the series or the alert never recovered")
 }
 
-func alertGate(am string) gate.Verdict { return evaluate("", am, "alertmanager:severity=critical") }
+func alertGate(am string) healthgate.Verdict { return evaluate("", am, "alertmanager:severity=critical") }
 
 // evaluate evaluates one gate now.
-func evaluate(prom, am, g string) gate.Verdict {
-	spec, _ := gate.Parse(g)
+func evaluate(prom, am, g string) healthgate.Verdict {
+	spec, _ := healthgate.Parse(g)
 	now := time.Now()
-	return gate.Evaluator{PrometheusURL: prom, AlertmanagerURL: am}.Evaluate(context.Background(), spec, now, now)
+	return healthgate.Evaluator{PrometheusURL: prom, AlertmanagerURL: am}.Evaluate(context.Background(), spec, now, now)
 }
