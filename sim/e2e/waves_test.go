@@ -150,7 +150,9 @@ func waitHealthy(t *testing.T, prom, am string) {
 	t.Fatal("the series or the alert never recovered")
 }
 
-func alertGate(am string) healthgate.Verdict { return evaluate("", am, "alertmanager:severity=critical") }
+func alertGate(am string) healthgate.Verdict {
+	return evaluate("", am, "alertmanager:severity=critical")
+}
 
 // evaluate evaluates one gate now.
 func evaluate(prom, am, g string) healthgate.Verdict {
