@@ -113,6 +113,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	// command lines swap.
 	f.BoolVar(&o.detailedExitCode, "detailed-exitcode", false, "Exit 5 when the plan has blockers that run would refuse (as check does), instead of 0")
 	addWindowFlags(f, r)
+	addWaveFlags(f, r)
 	o.inCluster.addFlags(f)
 	f.BoolVar(&o.Request.Rollback, session.RollbackFlag, false, "Set by an in-cluster rollback's Job: this pod rolls the recorded run back")
 	_ = f.MarkHidden(session.RollbackFlag)

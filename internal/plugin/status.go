@@ -420,6 +420,7 @@ func (o *StatusOptions) writeRunDetails(s RunStatus, nodeCreated map[string]time
 	if where := inClusterWhere(s, o.StateNamespace); where != "" {
 		fmt.Fprintf(o.Out, "%s: %s\n", r.NodeGroup, where)
 	}
+	writeGateLines(o.Out, r, now)
 	if r.Note != "" {
 		fmt.Fprintf(o.Out, "%s: note: %s\n", r.NodeGroup, r.Note)
 	}

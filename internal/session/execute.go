@@ -103,7 +103,7 @@ func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
 		only = f
 		if f.Check != check.CheckMachineLeftRunning && f.Check != check.CheckNodeDoNotDisrupt && !slices.Contains(ignorable, f.Check) {
 			ignorable = append(ignorable, f.Check)
-			if f.Check != check.CheckMissingPermission && f.Check != check.CheckGroupDegraded {
+			if f.Check != check.CheckMissingPermission && f.Check != check.CheckGroupDegraded && f.Check != check.CheckGateFailing {
 				forceable = append(forceable, f.Check)
 			}
 		}
@@ -131,7 +131,7 @@ func heldDespite(name string, ignored, force bool) bool {
 	switch name {
 	case check.CheckMachineLeftRunning, check.CheckNodeDoNotDisrupt:
 		return true
-	case check.CheckMissingPermission, check.CheckGroupDegraded:
+	case check.CheckMissingPermission, check.CheckGroupDegraded, check.CheckGateFailing:
 		return !ignored
 	}
 	return !ignored && !force

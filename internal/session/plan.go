@@ -58,6 +58,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 	if rec != nil {
 		in.Recovering = rec.Recovering
 	}
+	in.Waves, in.WavesDone = wavesInput(r, rec)
 	nodes, err := plan.GroupNodes(snap.Nodes, in)
 	if err != nil {
 		return nil, err
@@ -98,6 +99,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 		if err := s.makeRoom(ctx, r, pl.Plan, &snap); err != nil {
 			return nil, err
 		}
+		err = gatePreflight(ctx, r, pl.Plan, rec != nil)
 	}
 	return pl, err
 }

@@ -131,6 +131,9 @@ func (r *Request) Validate() error {
 	if _, err := schedule(r.Request); err != nil {
 		return err
 	}
+	if err := r.Waves.Validate(); err != nil {
+		return Usagef("%v", err)
+	}
 	if r.Provider == cloud.NoneName && len(r.TargetLabels) == 0 {
 		return Usagef("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc)")
 	}

@@ -125,6 +125,8 @@ type Engine struct {
 	recoveries *recoveries
 	windows    *windowWait
 	room       *roomMaker // --make-room's surges (makeroom.go)
+	// gates hold each gated wave's start (waves.go).
+	gates *waveGate
 }
 
 // New prepares an engine for the plan's strategy.
@@ -154,6 +156,7 @@ func New(cfg Config) (*Engine, error) {
 		words: e.words, hooks: e.hooks, progress: e.progress, logf: e.logf, record: e.record}
 	e.room = &roomMaker{cfg: &e.cfg, save: e.save, logf: e.logf, progress: e.progress, heldOff: &e.batches.heldOff, interval: 500 * time.Millisecond, minReady: map[string]int{}}
 	e.batches.room = e.room
+	e.gates = &waveGate{cfg: &e.cfg, recoveries: e.recoveries, windows: e.windows, tally: e.tally, progress: e.progress, save: e.save, logf: e.logf, passed: map[int]bool{}}
 	e.group.toolkit = e.toolkit()
 	e.run, e.steps = stepsOf(e)
 	_, e.batches.heldOff = e.run.(outdatedHolder)
@@ -235,7 +238,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	for first := true; ; first = false {
-		if err := e.windows.awaitWindow(ctx, s, first); errors.Is(err, errRollbackRequested) {
+		if err := e.awaitStart(ctx, s, first); errors.Is(err, errRollbackRequested) {
 			s = plan.State{Phase: plan.PhaseRollback, Batch: s.Batch}
 		} else if err != nil {
 			return e.stoppedUndrained(ctx, err)

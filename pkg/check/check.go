@@ -68,6 +68,10 @@ const (
 	// group in a state it needs its owner to mend before it updates it
 	// (EKS: a managed node group DEGRADED, with its health issues).
 	CheckGroupDegraded = "group-degraded"
+	// CheckGateFailing is found where a --gate, evaluated when planned,
+	// fails or cannot be evaluated (package gate). Only its
+	// --ignore-check lifts it.
+	CheckGateFailing = "gate-failing"
 	// Warnings.
 	// CheckPermissionsUnchecked: the cloud could not be asked (the caller
 	// may not simulate its policies, say).
@@ -101,6 +105,7 @@ var severities = map[string]Severity{
 	CheckMissingPermission:    Blocker,
 	CheckNodeDoNotDisrupt:     Blocker,
 	CheckGroupDegraded:        Blocker,
+	CheckGateFailing:          Blocker,
 	CheckPermissionsUnchecked: Warning,
 	CheckNoPDB:                Warning,
 	CheckZoneConcentration:    Warning,
@@ -117,7 +122,7 @@ var names = []string{
 	CheckPDBZeroDisruptions, CheckMultiplePDBs, CheckToleratesAllTaints,
 	CheckBarePod, CheckSameBatch, CheckSingleReplica, CheckDoNotDisrupt,
 	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool,
-	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded,
+	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded, CheckGateFailing,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
@@ -126,7 +131,7 @@ var names = []string{
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
-var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded, CheckPermissionsUnchecked}
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded, CheckGateFailing, CheckPermissionsUnchecked}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.

@@ -276,10 +276,11 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := p.addBatches(batches)
+	names := p.addBatches(p.cutWaves(batches, in))
 	if err := p.planSteps(in, strategy); err != nil {
 		return nil, err
 	}
+	p.addWaveSoak()
 	if in.Cloud != nil {
 		p.Notes = append(p.Notes, in.Cloud.ExpiryNotes(p.EstimatedDuration())...)
 	}

@@ -25,6 +25,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	writeManaged(w, p)
 	writeSteps(w, p)
 	writeWindow(w, p)
+	writeWaves(w, p)
 	writeHookedNodes(w, p)
 	fmt.Fprintln(w)
 	if p.Traits().LeavesRunning {

@@ -56,6 +56,8 @@ type Request struct {
 	Windows   []string `json:"windows,omitempty"`
 	NotBefore string   `json:"notBefore,omitempty"`
 	NotAfter  string   `json:"notAfter,omitempty"`
+	// Waves are --waves, --wave-soak and the gates (waves.go).
+	Waves Waves `json:"waves"`
 	// PlanFile is a plan saved with "plan -o json" that the run executes.
 	PlanFile string `json:"planFile,omitempty"`
 }

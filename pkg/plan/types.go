@@ -100,6 +100,9 @@ type Plan struct {
 	// Window is when batches may start (--window, --not-before,
 	// --not-after); nil when any time.
 	Window *WindowPlan `json:"window,omitempty"`
+	// Waves are the run's waves and the gates between them (--waves,
+	// --gate); nil when neither was asked for.
+	Waves *WavePlan `json:"waves,omitempty"`
 	// Notes say where the plan could not do what was asked (e.g. a batch
 	// that takes more replicas than a PDB allows).
 	Notes []string `json:"notes,omitempty"`
@@ -228,6 +231,10 @@ type Input struct {
 	// Recovering is what the unfinished run's record lists as evicted and
 	// maybe not Ready again yet (see check.Input).
 	Recovering []check.Controller
+	// Waves are --waves and the gates; WavesDone the nodes earlier
+	// attempts of the run replaced (the run's first waves).
+	Waves     Waves
+	WavesDone int
 }
 
 // Batch orders.

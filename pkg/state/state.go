@@ -105,6 +105,9 @@ type Record struct {
 	// MakeRoom are the workloads --make-room surged, each recorded with
 	// its values before the change is made (makeroom.go).
 	MakeRoom []Surge `json:"makeRoom,omitempty"`
+	// Gates are the soaks and gate evaluations between the run's waves
+	// (gates.go), the last pending while the run soaks.
+	Gates []WaveGate `json:"gates,omitempty"`
 }
 
 // Workload is a replica controller (ReplicaSet, StatefulSet,
