@@ -407,8 +407,6 @@ func batchLabel(p *plan.Plan, i int) string {
 	return fmt.Sprintf("batch %d/%d", i+1, len(p.Batches))
 }
 
-func (e *Engine) batchNodes(i int) []string { return batchNodes(e.cfg.Plan, i) }
-
 func batchNodes(p *plan.Plan, i int) []string {
 	var names []string
 	for _, n := range p.Batches[i].Nodes {
