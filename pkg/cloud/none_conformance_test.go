@@ -28,6 +28,7 @@ func TestNoneConformance(t *testing.T) {
 		Nodes:         3,
 		NoReplacement: true,
 		Setup:         setUpNone,
+		QuietSetup:    true, // it adds a reactor
 	})
 }
 

@@ -59,6 +59,11 @@ type Harness struct {
 	// (throttling, 5xx, answers lost after the call was done). The suite
 	// marks client's nodes Ready (see Kubelet).
 	Setup func(t *testing.T, client kubernetes.Interface, o Options) Env
+	// QuietSetup holds the kubelet stand-in while Setup runs: a Setup that
+	// adds reactors to the fake clientset (whose reactor chain is not safe
+	// to change while it is called) sets it; one that waits for its nodes
+	// to be Ready must not.
+	QuietSetup bool
 }
 
 // Options are the suite's asks of Setup.
@@ -136,7 +141,13 @@ func setUp(t *testing.T, h Harness, o Options) (*fake.Clientset, Env, *Kubelet) 
 	t.Helper()
 	client := fake.NewClientset()
 	k := StartKubelet(t, client)
+	if h.QuietSetup {
+		k.Hold()
+	}
 	env := h.Setup(t, client, o)
+	if h.QuietSetup {
+		k.Release()
+	}
 	waitReady(t, client, h.Nodes)
 	return client, env, k
 }

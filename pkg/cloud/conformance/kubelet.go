@@ -48,11 +48,14 @@ func (k *Kubelet) Hold() { k.mu.Lock(); k.held = true; k.mu.Unlock() }
 // Release lets them become Ready.
 func (k *Kubelet) Release() { k.mu.Lock(); k.held = false; k.mu.Unlock() }
 
-func (k *Kubelet) isHeld() bool { k.mu.Lock(); defer k.mu.Unlock(); return k.held }
 
 // tick marks the nodes that are not Ready yet Ready.
+// It holds the lock throughout, so Hold returns only once no tick is
+// calling the clientset.
 func (k *Kubelet) tick(ctx context.Context) {
-	if k.isHeld() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.held {
 		return
 	}
 	list, err := k.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
