@@ -48,7 +48,6 @@ func (k *Kubelet) Hold() { k.mu.Lock(); k.held = true; k.mu.Unlock() }
 // Release lets them become Ready.
 func (k *Kubelet) Release() { k.mu.Lock(); k.held = false; k.mu.Unlock() }
 
-
 // tick marks the nodes that are not Ready yet Ready.
 // It holds the lock throughout, so Hold returns only once no tick is
 // calling the clientset.
