@@ -1,8 +1,10 @@
 package upgrade
 
 import (
+	"context"
 	"slices"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -36,7 +38,7 @@ func surelyPlaced(perZone map[string]int, zones []string, n int) []string {
 
 // scaleUpZones are the zones of outdated nodes where a scale-up by n from
 // the group's nodes now surely launches a new node, and those it may not.
-func (r *eksRun) scaleUpZones(n int) (wait, skipped []string) {
+func (r *eksRun) scaleUpZones(ctx context.Context, n int) (wait, skipped []string) {
 	perZone := map[string]int{}
 	nodes, err := r.nodes.groupNodes()
 	if err != nil {
@@ -45,7 +47,7 @@ func (r *eksRun) scaleUpZones(n int) (wait, skipped []string) {
 	for _, node := range nodes {
 		perZone[node.Labels[plan.ZoneLabel]]++
 	}
-	placed := surelyPlaced(perZone, r.cfg.Plan.Zones, n)
+	placed := surelyPlaced(perZone, r.launchZones(ctx), n)
 	for _, z := range r.cfg.Plan.OutdatedZones() {
 		if slices.Contains(placed, z) {
 			wait = append(wait, z)
@@ -54,4 +56,19 @@ func (r *eksRun) scaleUpZones(n int) (wait, skipped []string) {
 		}
 	}
 	return wait, skipped
+}
+
+// launchZones are the zones the group launches in: those of its nodes,
+// and the group's own where it says them (AWS: its Availability Zones),
+// empty ones included. A group of one node in three zones launches its
+// scale-up in the two empty ones, never beside its node.
+func (r *eksRun) launchZones(ctx context.Context) []string {
+	zones := slices.Clone(r.cfg.Plan.Zones)
+	if rb, ok := r.group.pool.(cloud.Rebalancer); ok {
+		if own, err := rb.RebalanceZones(ctx); err == nil {
+			zones = append(zones, own...)
+		}
+	}
+	slices.Sort(zones)
+	return slices.Compact(zones)
 }

@@ -76,3 +76,28 @@ func TestResumedScaleUpWaitsForTheRecordedZones(t *testing.T) {
 		t.Errorf("sizes %s, want %s", s, before)
 	}
 }
+
+// TestScaleUpOfAOneNodeGroupWaitsInItsEmptyZones: a group of one node in
+// z1 over three zones launches its scale-up in z2 and z3, the emptiest;
+// a run that waited for a new node in z1, the only zone of its nodes,
+// would wait for one that never comes.
+func TestScaleUpOfAOneNodeGroupWaitsInItsEmptyZones(t *testing.T) {
+	t.Parallel()
+	before := plan.Sizes{Min: 1, Desired: 1, Max: 2}
+	client, fg := cloudCluster(before, groupNode("old-a1", "z1", "1"))
+	fg.zones, fg.emptiestFirst = []string{"z1", "z2", "z3"}, true
+	rg := &rebalancingGroup{fakeGroup: fg}
+	p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Cloud: fg.cloudGroup()})
+	cfg := cloudRun(p, client, fg)
+	cfg.Provider, cfg.Drain, cfg.NodeReadyTimeout = rg, drainOpts(), 2*time.Second
+	got := runEngine(t, cfg, nil, fg)
+	if got.err != nil {
+		t.Fatalf("run: %v\n%s", got.err, got.out)
+	}
+	if z := cfg.Record.Cloud.ScaleUpZones; slices.Contains(z, "z1") {
+		t.Errorf("recorded scale-up zones %v: z1 gets no new node", z)
+	}
+	if s := fg.sizesNow(); s != before {
+		t.Errorf("sizes %s, want %s", s, before)
+	}
+}
