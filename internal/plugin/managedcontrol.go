@@ -2,11 +2,9 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -18,9 +16,6 @@ import (
 // (EKS managed node groups, GKE node pools): they call the service's own
 // control (cloud.UpdateCanceller, ...) on the recorded update, and refuse,
 // saying why, where the service has none.
-
-// managedPollInterval is how often a rollback the command follows is read.
-const managedPollInterval = 2 * time.Second
 
 // managedControl carries the action out on the service's update of rec.
 func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, alive bool) error {
@@ -35,7 +30,7 @@ func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, 
 		return err
 	}
 	id := rec.Managed.UpdateID
-	if id == "" {
+	if id == "" && !session.ManagedRollingBack(rec) {
 		return usageErrorf("cannot %s: the run on %q has not started the %s's update yet; run it again, or \"kubectl nodeupgrade abort %s\"", o.action, o.NodeGroup, p.Managed.Service, o.NodeGroup)
 	}
 	switch o.action {
@@ -55,7 +50,7 @@ func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, 
 	if alive {
 		return usageErrorf("cannot %s: the run on %q is alive (%s) and follows the %s's update %s; cancel it first", o.action, o.NodeGroup, rec.Holder, p.Managed.Service, id)
 	}
-	if o.action == "resume" {
+	if o.action == "resume" && !session.ManagedRollingBack(rec) {
 		return o.resumeManaged(ctx, rec, provider, id)
 	}
 	return o.rollbackManaged(ctx, rec, provider, p.Managed, id)
@@ -66,7 +61,7 @@ func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, 
 // service's controls (EKS has none). It reports whether it did.
 func (o *ControlOptions) followsUpdate(ctx context.Context, rec *state.Record, u cloud.ManagedUpdater, alive bool) (bool, error) {
 	id := rec.Managed.UpdateID
-	if o.action != "resume" || alive || id == "" {
+	if o.action != "resume" || alive || id == "" || session.ManagedRollingBack(rec) {
 		return false, nil
 	}
 	pr, err := u.Progress(ctx, id)
@@ -130,76 +125,19 @@ func (o *ControlOptions) resumeManaged(ctx context.Context, rec *state.Record, u
 	return o.rerunRecorded(ctx, rec, o.sess.Requests(o.NodeGroup), false)
 }
 
-// rollbackManaged starts the service's rollback of a stopped update,
-// follows it to its end under the group's lock, puts the update settings
-// from before the run back, and ends the run.
+// rollbackManaged has the service roll back a stopped update: the run
+// goes on rolling back on the engine (intent recorded before the service
+// is asked; held pods named), which ends it rolled back. A rollback a
+// killed command left under way is finished the same way.
 func (o *ControlOptions) rollbackManaged(ctx context.Context, rec *state.Record, u cloud.ManagedUpdater, mp *plan.ManagedPlan, id string) error {
-	if pr, err := u.Progress(ctx, id); err != nil || !pr.Finished() {
+	if !session.ManagedRollingBack(rec) {
+		pr, err := u.Progress(ctx, id)
 		if err != nil {
 			return err
 		}
-		return usageErrorf("cannot roll back: the %s's update %s of %q still runs; cancel it first", mp.Service, id, o.NodeGroup)
-	}
-	ctx, holder, release, err := o.sess.HoldLock(ctx, o.NodeGroup)
-	if err != nil {
-		return err
-	}
-	defer release()
-	undo, err := o.sess.IntendManagedRollback(ctx, rec, holder)
-	if err != nil {
-		return err
-	}
-	rb, err := u.(cloud.UpdateRollbacker).RollbackUpdate(ctx, id)
-	if err != nil {
-		return errors.Join(err, undo(context.WithoutCancel(ctx)))
-	}
-	if err := o.sess.SaveManagedUpdate(ctx, rec, rb); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "rolling back the update of %q: %s update %s\n", o.NodeGroup, mp.Service, rb)
-	if err := o.followManaged(ctx, u, rb); err != nil {
-		return err
-	}
-	if rec.Managed.Configured {
-		if err := u.Configure(ctx, rec.Managed.Before); err != nil {
-			return err
-		}
-		rec.Managed.Configured = false
-		fmt.Fprintf(o.Out, "update settings of %q back to %s\n", o.NodeGroup, rec.Managed.Before)
-	}
-	if err := o.sess.MarkRolledBack(ctx, rec, fmt.Sprintf("rolled back by the %s's update %s", mp.Service, rb)); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "rolled back %q: the nodes the update had replaced run the previous version again\n", o.NodeGroup)
-	return nil
-}
-
-// followManaged reads the service's update until it ends, printing its
-// phase and nodes as they change.
-func (o *ControlOptions) followManaged(ctx context.Context, u cloud.ManagedUpdater, id string) error {
-	last := ""
-	for {
-		pr, err := u.Progress(ctx, id)
-		switch {
-		case err != nil && !cloud.Transient(err):
-			return err
-		case err == nil:
-			line := fmt.Sprintf("update %s: %s, %d of %d nodes", id, pr.Phase, pr.Done, pr.Total)
-			if line != last {
-				fmt.Fprintln(o.Out, line)
-				last = line
-			}
-			if pr.State == cloud.UpdateSucceeded {
-				return nil
-			}
-			if pr.Finished() {
-				return fmt.Errorf("the service's update %s ended %s: %v", id, pr.State, pr.Errors)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(managedPollInterval):
+		if !pr.Finished() {
+			return usageErrorf("cannot roll back: the %s's update %s of %q still runs; cancel it first", mp.Service, id, o.NodeGroup)
 		}
 	}
+	return o.rerunRecorded(ctx, rec, o.sess.Requests(o.NodeGroup), true)
 }

@@ -69,7 +69,7 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 		// disruptions, pods it deletes); the update was audited when it
 		// started, and this run only follows it.
 		fmt.Fprintf(s.ErrOut, "the %s's update %s is under way: following it to its end, not auditing it again\n", pl.Managed.Service, rec.Managed.UpdateID)
-	} else if err := r.RefuseBlockers(pl.Plan, "refusing to run"); err != nil && !r.Rollback {
+	} else if err := r.RefuseBlockers(pl.Plan, "refusing to run"); err != nil && !r.Rollback && !ManagedRollingBack(rec) {
 		return err
 	}
 	if !ui.Yes {
@@ -165,6 +165,8 @@ func question(r *Request, p *plan.Plan, rec *state.Record) string {
 	unfinished := rec != nil && rec.FinishedAt == nil
 	batches := plan.Count(len(p.Batches), "batch")
 	switch {
+	case p.Managed != nil && (r.Rollback || ManagedRollingBack(rec)):
+		return fmt.Sprintf("Roll back the run on %q: have the %s roll back its update (the nodes it replaced run the previous version again), then put the update settings from before the run back?", r.RecordName(), p.Managed.Service)
 	case r.Rollback:
 		return rollbackQuestion(r, p, rec)
 	case rollsBackInPlace(rec, r.Request):

@@ -137,8 +137,14 @@ func StartedUnheard(rec *state.Record) bool {
 	if rec == nil || rec.FinishedAt != nil || rec.Managed == nil || rec.Managed.UpdateID != "" {
 		return false
 	}
-	rollingBack := rec.Managed.RollingBackFrom != "" && plan.Phase(rec.Phase) == plan.PhaseRollback
-	return rollingBack || len(rec.Managed.Nodes) > 0 && plan.Phase(rec.Phase) == plan.PhaseUpdate
+	return ManagedRollingBack(rec) || len(rec.Managed.Nodes) > 0 && plan.Phase(rec.Phase) == plan.PhaseUpdate
+}
+
+// ManagedRollingBack reports whether rec's unfinished run set out to have
+// the service roll its update back: every command that goes on with the
+// run finishes that rollback.
+func ManagedRollingBack(rec *state.Record) bool {
+	return rec != nil && rec.FinishedAt == nil && rec.Managed != nil && rec.Managed.RollingBackFrom != "" && plan.Phase(rec.Phase) == plan.PhaseRollback
 }
 
 // awaitJoining waits, once, for the group's machines that are not nodes

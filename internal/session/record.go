@@ -3,10 +3,8 @@ package session
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
@@ -59,30 +57,5 @@ func RunBack(rec *state.Record, group string) string {
 // before the command goes on to follow or roll it back.
 func (s *Session) SaveManagedUpdate(ctx context.Context, rec *state.Record, id string) error {
 	rec.Managed.UpdateID = id
-	return s.Store().Save(ctx, rec)
-}
-
-// IntendManagedRollback records, before the service is asked, that
-// holder asks it to roll back rec's update: the run rolls back from then
-// on (a rollback attempt), and its update is the one the service starts.
-// The returned func puts the record back where the service refused.
-func (s *Session) IntendManagedRollback(ctx context.Context, rec *state.Record, holder string) (undo func(context.Context) error, err error) {
-	before, m := *rec, *rec.Managed
-	rec.Holder, rec.State, rec.Phase, rec.LastError = holder, state.StateRunning, string(plan.PhaseRollback), ""
-	rec.Managed.RollingBackFrom, rec.Managed.UpdateID = rec.Managed.UpdateID, ""
-	rec.BeginAttempt(state.AttemptRollback, "", time.Now())
-	undo = func(ctx context.Context) error {
-		*rec = before
-		rec.Managed = &m
-		return s.Store().Save(ctx, rec)
-	}
-	return undo, s.Store().Save(ctx, rec)
-}
-
-// MarkRolledBack ends rec's run as rolled back (finished, not aborted),
-// with note for people.
-func (s *Session) MarkRolledBack(ctx context.Context, rec *state.Record, note string) error {
-	now := time.Now().UTC().Truncate(time.Second)
-	rec.State, rec.FinishedAt, rec.Note = state.StateRolledBack, &now, note
 	return s.Store().Save(ctx, rec)
 }

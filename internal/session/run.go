@@ -113,7 +113,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 		pl.UseRecordedGreen(rec)
 		cfg.BlueDeleted = pl.Cloud.BlueDeleted
 	}
-	cfg.RollingBack = rollsBackInPlace(rec, r.Request)
+	cfg.RollingBack = rollsBackInPlace(rec, r.Request) || pl.Managed != nil && start == plan.PhaseRollback
 	cfg.EarlierDone = earlierDone(rec, cfg.RollingBack)
 	recordRequest(rec, pl)
 	cfg.Control, cfg.NoWait = requests, r.NoWait
@@ -325,7 +325,9 @@ func startPhase(pl *Planned, rec *state.Record) (start plan.Phase, resumesGroup 
 	_, isGroup := pl.Provider.(cloud.Scaler)
 	flow := plan.Flow{Batches: len(pl.Batches), CloudGroup: isGroup}
 	switch {
-	case pl.Request.Rollback:
+	case pl.Request.Rollback || ManagedRollingBack(rec):
+		// A service's rollback under way is finished, whatever the
+		// command: no update can start before it ends.
 		return plan.PhaseRollback, false
 	case rec.Managed != nil && runStrategy(pl.Plan).ResumeAt(plan.Phase(rec.Phase), flow) != "":
 		// The service's update goes on: follow the same one.

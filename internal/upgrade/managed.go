@@ -61,11 +61,14 @@ func (f *ServiceUpdateFailure) Error() string {
 type managedRun struct {
 	toolkit
 	service cloud.ManagedUpdater // nil where the provider starts none
+	// rollingBack: the run follows the service's rollback of its update
+	// (the rollback command, or a command finishing one it started).
+	rollingBack bool
 }
 
 func newManagedRun(e *Engine) *managedRun {
 	u, _ := e.cfg.Provider.(cloud.ManagedUpdater)
-	r := &managedRun{toolkit: e.toolkit(), service: u}
+	r := &managedRun{toolkit: e.toolkit(), service: u, rollingBack: e.cfg.RollingBack}
 	if rec := e.cfg.Record; rec != nil && rec.Managed != nil && len(rec.Managed.Nodes) > 0 {
 		// A re-run's plan holds only the nodes left of those the update
 		// replaces.
@@ -75,11 +78,18 @@ func newManagedRun(e *Engine) *managedRun {
 }
 
 func (r *managedRun) steps() map[plan.Phase]step {
-	return map[plan.Phase]step{
+	steps := map[plan.Phase]step{
 		plan.PhaseConfigure: r.withService(plan.PhaseConfigure, r.configureService),
 		plan.PhaseUpdate:    r.withService(plan.PhaseUpdate, r.followService),
 		plan.PhaseRestore:   r.withService(plan.PhaseRestore, r.restoreService),
 	}
+	if r.rollingBack {
+		// Only a run that starts rolling back has the step: a live
+		// run does not turn around on a request (the service's update
+		// goes on until cancelled).
+		steps[plan.PhaseRollback] = r.withService(plan.PhaseRollback, r.rollBackService)
+	}
+	return steps
 }
 
 // withService is a step of the service's update, refused where the
@@ -291,11 +301,15 @@ func (r *managedRun) readUpdate(ctx context.Context, u cloud.ManagedUpdater, id 
 	}
 }
 
-// serviceEnded turns the update's end into the run's.
+// serviceEnded turns the update's end into the run's: a rollback's
+// success replaces no node of the run's own.
 func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error {
 	mp := r.cfg.Plan.Managed
-	switch p.State {
-	case cloud.UpdateSucceeded:
+	switch {
+	case p.State == cloud.UpdateSucceeded && r.rollingBack:
+		r.logf("%s rollback %s succeeded", mp.Service, p.ID)
+		return nil
+	case p.State == cloud.UpdateSucceeded:
 		for _, name := range r.updateNodes() {
 			if !slices.Contains(r.tally.doneNodes(), name) && !slices.Contains(r.cfg.EarlierDone, name) {
 				r.tally.markDone(name)
@@ -303,7 +317,9 @@ func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error 
 		}
 		r.logf("%s update %s succeeded", mp.Service, p.ID)
 		return nil
-	case cloud.UpdateCancelled:
+	case p.State == cloud.UpdateCancelled && r.rollingBack:
+		return &PausedError{Phase: plan.PhaseRollback}
+	case p.State == cloud.UpdateCancelled:
 		return &PausedError{Phase: plan.PhaseUpdate}
 	}
 	return &ServiceUpdateFailure{Service: mp.Service, ID: p.ID, Group: r.cfg.Record.NodeGroup, Errors: p.Errors, Held: held}

@@ -65,11 +65,12 @@ func (r *managedRun) windowCloses() <-chan time.Time {
 }
 
 // pausable reports whether the provider and the plan offer the service's
-// cancel and resume.
+// cancel and resume. A rollback is never paused: like the engine's own,
+// it runs outside the window to put the group back.
 func (r *managedRun) pausable() bool {
 	_, cancels := r.service.(cloud.UpdateCanceller)
 	_, resumes := r.service.(cloud.UpdateResumer)
-	return cancels && resumes && r.cfg.Plan.Managed.Pausable()
+	return !r.rollingBack && cancels && resumes && r.cfg.Plan.Managed.Pausable()
 }
 
 // serviceWindow applies the window to the update p and returns the ID of
