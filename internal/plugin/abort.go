@@ -181,7 +181,7 @@ func (o *AbortOptions) recordToAbort(ctx context.Context, sess *session.Session,
 	if err != nil {
 		return nil, nil, err
 	}
-	if rec, err = sess.Store().Load(ctx, group); err != nil {
+	if rec, err = sess.Record(ctx, group); err != nil {
 		return nil, nil, err
 	}
 	if err := o.confirm(rec, group); err != nil {
@@ -289,5 +289,5 @@ func (o *AbortOptions) stopLiveRun(ctx context.Context, sess *session.Session, r
 		case <-time.After(o.pollInterval):
 		}
 	}
-	return sess.Store().Load(ctx, group)
+	return sess.Record(ctx, group)
 }

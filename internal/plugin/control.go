@@ -132,7 +132,7 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		// The cloud's service runs the update: its own controls act on it.
 		return o.managedControl(ctx, rec, alive)
 	}
-	requests := &state.Requests{Store: o.sess.Store(), Group: o.NodeGroup}
+	requests := o.sess.Requests(o.NodeGroup)
 	switch o.action {
 	case "cancel":
 		return o.cancel(ctx, run, requests)

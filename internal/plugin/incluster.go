@@ -200,7 +200,7 @@ func (f *jobFollower) untilRunStarts(ctx context.Context) (string, *batchv1.Job,
 		}
 		if held != nil {
 			pod, ours := session.JobOfHolder(f.group, held.Holder)
-			rec, err := f.sess.Store().Load(ctx, f.group)
+			rec, err := f.sess.Record(ctx, f.group)
 			if err != nil {
 				return "", nil, err
 			}
@@ -302,7 +302,7 @@ func (f *jobFollower) ended(ctx context.Context, job *batchv1.Job) error {
 	if err != nil {
 		return err
 	}
-	rec, err := f.sess.Store().Load(ctx, f.group)
+	rec, err := f.sess.Record(ctx, f.group)
 	if err != nil {
 		return err
 	}

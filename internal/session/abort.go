@@ -60,7 +60,7 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 		return err
 	}
 	if rec != nil {
-		cfg.Record, cfg.Save = rec, func(ctx context.Context) error { return s.Store().Save(ctx, rec) }
+		cfg.Record, cfg.Save = rec, func(ctx context.Context) error { return s.store().Save(ctx, rec) }
 	} else {
 		cfg.Record = &state.Record{NodeGroup: group} // not saved: there is nothing to mark
 	}
@@ -72,7 +72,7 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 		if rec != nil {
 			rec.State, rec.LastError = state.StateFailed, "abort: "+err.Error()
 			rec.EndAttempt(time.Now(), string(state.StateFailed))
-			_ = s.Store().Save(cleanupCtx, rec)
+			_ = s.store().Save(cleanupCtx, rec)
 		}
 		return fmt.Errorf("%w; the group is not fully back in service: fix the cause and run \"kubectl nodeupgrade abort %s\" again", err, group)
 	}
@@ -97,7 +97,7 @@ func (s *Session) takeOver(ctx context.Context, rec *state.Record, group, holder
 	}
 	rec.Holder = holder
 	rec.BeginAttempt(state.AttemptAbort, "", time.Now())
-	return s.Store().Save(ctx, rec)
+	return s.store().Save(ctx, rec)
 }
 
 // abortConfig is the configuration abort runs the engine with: the plan
@@ -175,7 +175,7 @@ func (s *Session) MarkAborted(ctx context.Context, rec *state.Record, group, not
 	if err := s.Requests(group).Clear(ctx); err != nil {
 		return err
 	}
-	if err := s.Store().Save(ctx, rec); err != nil {
+	if err := s.store().Save(ctx, rec); err != nil {
 		return err
 	}
 	fmt.Fprintf(s.Out, "node group %q is back in service; its run is marked aborted (%s)\n", group, rec.Note)

@@ -51,7 +51,7 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 	if pl.NothingToDo() && !r.Rollback {
 		return s.settleAborted(ctx, pl)
 	}
-	rec, err := s.Store().Load(ctx, r.RecordName())
+	rec, err := s.store().Load(ctx, r.RecordName())
 	if err != nil {
 		return err
 	}

@@ -405,7 +405,7 @@ func TestSubmittedRunIsSeenThenPutBack(t *testing.T) {
 			t.Run(before+", "+ending, func(t *testing.T) {
 				s, c := inClusterSession(serviceAccount)
 				if rec != nil {
-					if err := s.Store().Save(ctx, rec); err != nil {
+					if err := s.store().Save(ctx, rec); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -425,7 +425,7 @@ func TestSubmittedRunIsSeenThenPutBack(t *testing.T) {
 				if _, err := end(s); err != nil {
 					t.Fatal(err)
 				}
-				after, err := s.Store().Load(ctx, "demo")
+				after, err := s.store().Load(ctx, "demo")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -445,12 +445,12 @@ func TestSubmittedRunIsSeenThenPutBack(t *testing.T) {
 		if _, err := s.Submit(ctx, inClusterPlan(), ic); err != nil {
 			t.Fatal(err)
 		}
-		rec, err := s.Store().Load(ctx, "demo")
+		rec, err := s.store().Load(ctx, "demo")
 		if err != nil {
 			t.Fatal(err)
 		}
 		rec.State, rec.Submission = state.StateRunning, nil
-		if err := s.Store().Save(ctx, rec); err != nil {
+		if err := s.store().Save(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 		if untaken, err := s.Unsubmit(ctx, "demo", JobName("demo")); untaken || err != nil {

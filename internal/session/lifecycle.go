@@ -390,7 +390,7 @@ func (v Run) suggestion(cmd Command) string {
 // Look is the recorded run of group as it stands now (nil: none
 // recorded). A read that fails is an error, never "no run".
 func (s *Session) Look(ctx context.Context, group string) (*Run, error) {
-	rec, err := s.Store().Load(ctx, group)
+	rec, err := s.store().Load(ctx, group)
 	if err != nil || rec == nil {
 		return nil, err
 	}
@@ -399,7 +399,7 @@ func (s *Session) Look(ctx context.Context, group string) (*Run, error) {
 
 // Runs are every run recorded in the state namespace, as they stand now.
 func (s *Session) Runs(ctx context.Context) ([]*Run, error) {
-	records, err := s.Store().List(ctx)
+	records, err := s.store().List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -425,7 +425,7 @@ func (s *Session) lookAt(ctx context.Context, rec *state.Record) (*Run, error) {
 		// rec was read before the lock: the run may have written its last
 		// record and given the lock up in between (it does so in that
 		// order), so a record read now is its last word.
-		again, err := s.Store().Load(ctx, rec.NodeGroup)
+		again, err := s.store().Load(ctx, rec.NodeGroup)
 		if err != nil {
 			return nil, err
 		}

@@ -23,7 +23,7 @@ const podSampleNodes = 3
 // the command cannot read leave the defaults, as they are only estimates.
 func (s *Session) pace(ctx context.Context, r *Request, nodes []corev1.Node) *plan.Pace {
 	var pc plan.Pace
-	if h, err := s.Store().LoadReports(ctx, r.RecordName()); err == nil {
+	if h, err := s.store().LoadReports(ctx, r.RecordName()); err == nil {
 		pc = historyPace(h.Pace())
 	}
 	if pc.Drain == 0 {

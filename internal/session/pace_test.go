@@ -63,7 +63,7 @@ func TestPlanAndRunEstimateAlike(t *testing.T) {
 			var out bytes.Buffer
 			s := &Session{Client: fake.NewClientset(paceCluster(t0)...), StateNamespace: "kube-system", IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}
 			if tc.history != nil {
-				if err := s.Store().SaveReports(context.Background(), "g", *tc.history); err != nil {
+				if err := s.store().SaveReports(context.Background(), "g", *tc.history); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -263,7 +263,7 @@ func (s *Session) refuseOnNodes(ctx context.Context, r *Request, nodes []corev1.
 // nil. One that cannot be read is taken as none here: run reads it
 // again under the group's lock and stops on the error.
 func (s *Session) unfinishedRecord(ctx context.Context, r *Request) *state.Record {
-	rec, err := s.Store().Load(ctx, r.RecordName())
+	rec, err := s.store().Load(ctx, r.RecordName())
 	if err != nil || rec == nil || rec.FinishedAt != nil {
 		return nil
 	}

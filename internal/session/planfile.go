@@ -151,7 +151,7 @@ func (s *Session) fromSavedPlan(ctx context.Context, r *Request, p *plan.Plan) (
 // replaced, by name. A record that cannot be read is an error: taken as
 // none, a done node would be refused as gone.
 func (s *Session) doneOfSaved(ctx context.Context, r *Request) (map[string]bool, error) {
-	rec, err := s.Store().Load(ctx, r.RecordName())
+	rec, err := s.store().Load(ctx, r.RecordName())
 	if err != nil {
 		return nil, err
 	}

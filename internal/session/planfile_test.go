@@ -123,7 +123,7 @@ func TestSavedPlanOfChangedNodes(t *testing.T) {
 			t.Parallel()
 			s := &Session{Client: fake.NewClientset(), StateNamespace: "kube-system"}
 			if tc.done != nil {
-				if err := s.Store().Save(context.Background(), &state.Record{NodeGroup: "demo", Done: tc.done}); err != nil {
+				if err := s.store().Save(context.Background(), &state.Record{NodeGroup: "demo", Done: tc.done}); err != nil {
 					t.Fatal(err)
 				}
 			}

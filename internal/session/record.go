@@ -57,5 +57,5 @@ func RunBack(rec *state.Record, group string) string {
 // before the command goes on to follow or roll it back.
 func (s *Session) SaveManagedUpdate(ctx context.Context, rec *state.Record, id string) error {
 	rec.Managed.UpdateID = id
-	return s.Store().Save(ctx, rec)
+	return s.store().Save(ctx, rec)
 }

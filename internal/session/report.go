@@ -54,7 +54,7 @@ const flushEvery = 3 * time.Second
 // nil (and a warning) when the history cannot be read: the run goes on
 // without.
 func (s *Session) startReport(ctx context.Context, pl *Planned, rec *state.Record) *runReport {
-	base, err := s.Store().LoadReports(ctx, pl.Request.RecordName())
+	base, err := s.store().LoadReports(ctx, pl.Request.RecordName())
 	if err != nil {
 		fmt.Fprintf(s.ErrOut, "warning: %v; this run keeps no report\n", err)
 		return nil
@@ -144,7 +144,7 @@ func (r *runReport) save(ctx context.Context, end *attemptEnd) {
 		run.Outcome, run.FinishedAt = end.outcome, end.finished
 	}
 	h := r.base.With(run, a)
-	if err := r.s.Store().SaveReports(ctx, r.pl.Request.RecordName(), h); err != nil && !r.warned && ctx.Err() == nil {
+	if err := r.s.store().SaveReports(ctx, r.pl.Request.RecordName(), h); err != nil && !r.warned && ctx.Err() == nil {
 		r.warned = true
 		fmt.Fprintf(r.s.ErrOut, "warning: %v (the upgrade goes on)\n", err)
 	}
@@ -213,7 +213,7 @@ func (s *Session) withReport(ctx context.Context, pl *Planned, rec *state.Record
 // kept): as its runs wrote them, the newest as its record, its lock and a
 // request not taken yet say it stands now (what status says of it).
 func (s *Session) Report(ctx context.Context, group string, runs int) (report.Report, error) {
-	h, err := s.Store().LoadReports(ctx, group)
+	h, err := s.store().LoadReports(ctx, group)
 	if err != nil {
 		return report.Report{}, err
 	}
@@ -225,7 +225,7 @@ func (s *Session) Report(ctx context.Context, group string, runs int) (report.Re
 	if err != nil {
 		return report.Report{}, err
 	}
-	rec, err := s.Store().Load(ctx, group)
+	rec, err := s.store().Load(ctx, group)
 	if err != nil {
 		return report.Report{}, err
 	}

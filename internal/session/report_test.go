@@ -41,7 +41,7 @@ func TestReportWrittenAsNodesMove(t *testing.T) {
 	const every = 300 * time.Millisecond
 	rep.every = every
 	node := func(name string) report.Node {
-		h, err := s.Store().LoadReports(ctx, "demo")
+		h, err := s.store().LoadReports(ctx, "demo")
 		if err != nil || len(h.Runs) != 1 {
 			return report.Node{}
 		}
@@ -78,7 +78,7 @@ func TestReportWrittenAsNodesMove(t *testing.T) {
 		rep.journal.NodeEvent("n2", report.ReasonRemoved)
 		rec.LastError = InterruptedError
 		rep.finish(ctx, rec, context.Canceled)
-		h, _ := s.Store().LoadReports(ctx, "demo")
+		h, _ := s.store().LoadReports(ctx, "demo")
 		if h.Runs[0].Outcome != OutcomeInterrupted || node("n2").Removed == nil {
 			t.Fatalf("outcome %q, n2 removed %v: want the interrupted attempt's last state", h.Runs[0].Outcome, node("n2").Removed)
 		}

@@ -99,7 +99,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	}
 	defer release()
 
-	store, requests := s.Store(), s.Requests(group)
+	store, requests := s.store(), s.Requests(group)
 	rec, err := s.recordToRun(ctx, pl, requests)
 	if err != nil {
 		return err
@@ -249,7 +249,7 @@ func stoppedWithNextSteps(rec *state.Record, err error) error {
 // unfinished run on another group than the plan's.
 func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.Requests) (*state.Record, error) {
 	group := pl.Request.RecordName()
-	rec, err := s.Store().Load(ctx, group)
+	rec, err := s.store().Load(ctx, group)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +297,7 @@ func nextRecord(prev *state.Record, group string, now time.Time) *state.Record {
 // the scale-down, say), and status would go on saying "aborted" of a
 // group that is upgraded.
 func (s *Session) settleAborted(ctx context.Context, pl *Planned) error {
-	group, store := pl.Request.RecordName(), s.Store()
+	group, store := pl.Request.RecordName(), s.store()
 	rec, err := store.Load(ctx, group)
 	if err != nil || rec == nil || rec.FinishedAt == nil || rec.AbortedAt == nil {
 		return err

@@ -37,14 +37,21 @@ type Session struct {
 	WaitsOutLock func(holder string) bool
 }
 
-// Store is the node groups' records.
-func (s *Session) Store() *state.Store {
+// store is the node groups' records: the session alone reads and
+// writes them; commands go through Record, Look and the session's verbs.
+func (s *Session) store() *state.Store {
 	return &state.Store{Client: s.Client, Namespace: s.StateNamespace}
+}
+
+// Record is group's run record as stored, nil where it has none; a read
+// error is an error, never "no run".
+func (s *Session) Record(ctx context.Context, group string) (*state.Record, error) {
+	return s.store().Load(ctx, group)
 }
 
 // Requests are the control requests (cancel, rollback, complete) of group.
 func (s *Session) Requests(group string) *state.Requests {
-	return &state.Requests{Store: s.Store(), Group: group}
+	return &state.Requests{Store: s.store(), Group: group}
 }
 
 // LockDuration is how long a killed run's lock blocks others (on another

@@ -15,7 +15,7 @@ import (
 // recordSubmitted records group's run as handed to Job job, keeping the
 // record as it was to put back should no pod take the run.
 func (s *Session) recordSubmitted(ctx context.Context, pl *Planned, job string) error {
-	store, group := s.Store(), pl.Request.RecordName()
+	store, group := s.store(), pl.Request.RecordName()
 	earlier, err := store.Load(ctx, group)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ func (s *Session) recordSubmitted(ctx context.Context, pl *Planned, job string) 
 // start, or was withdrawn. It reports whether it did; a record that is
 // no longer that submission (a pod took the run) is left alone.
 func (s *Session) Unsubmit(ctx context.Context, group, job string) (bool, error) {
-	store := s.Store()
+	store := s.store()
 	rec, err := store.Load(ctx, group)
 	if err != nil || rec == nil || rec.State != state.StateSubmitted || rec.Submission == nil || rec.Submission.Job != job {
 		return false, err
@@ -59,7 +59,7 @@ func (s *Session) Withdraw(ctx context.Context, group string) (*state.Record, er
 		return nil, err
 	}
 	defer release()
-	rec, err := s.Store().Load(ctx, group)
+	rec, err := s.store().Load(ctx, group)
 	if err != nil || rec == nil || rec.State != state.StateSubmitted || rec.Submission == nil {
 		return rec, err
 	}
