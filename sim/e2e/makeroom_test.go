@@ -252,34 +252,47 @@ func TestMakeRoom(t *testing.T) {
 	t.Logf("TestMakeRoom took %s", time.Since(start).Round(time.Millisecond))
 }
 
-// TestMakeRoomKilledThenAbort: a run killed while its surges are up (the
-// extra pods slow to be Ready), then abort: every Deployment, HPA and
-// PDB is back as before the run.
-func TestMakeRoomKilledThenAbort(t *testing.T) {
+// TestMakeRoomKilled: a run killed while its surges are up (the extra
+// pods slow to be Ready), then abort, or the same run again: either way
+// every Deployment, HPA and PDB is back as before the run; the run again
+// also finishes the upgrade.
+func TestMakeRoomKilled(t *testing.T) {
 	t.Parallel()
-	const name = "makeroom-kill"
-	start := time.Now()
-	setupMakeRoom(t, name, map[string]string{scenario.ReadyDelayAnnotation: "5s"})
-	before := workloadSpecs(t, name)
-	args := []string{"run", name, "--target-label", target, "--max-unavailable", "2", "--post-drain-wait", "0s", "--make-room", "--ignore-check", "single-replica", "--yes"}
-	killed, out := runAndKill(t, pluginCmd(args...), killPoint{marker: "waiting for 2 Ready replicas outside the batch"})
-	if !killed {
-		t.Fatalf("the run ended before its surges were up:\n%s", out)
+	for _, then := range []string{"abort", "run"} {
+		t.Run("then "+then, func(t *testing.T) {
+			t.Parallel()
+			name := "makeroom-kill-" + then
+			start := time.Now()
+			setupMakeRoom(t, name, map[string]string{scenario.ReadyDelayAnnotation: "5s"})
+			before := workloadSpecs(t, name)
+			args := []string{"run", name, "--target-label", target, "--max-unavailable", "2", "--post-drain-wait", "0s", "--make-room", "--ignore-check", "single-replica", "--yes"}
+			killed, out := runAndKill(t, pluginCmd(args...), killPoint{marker: "waiting for 2 Ready replicas outside the batch"})
+			if !killed {
+				t.Fatalf("the run ended before its surges were up:\n%s", out)
+			}
+			ctx := testContext(t, 3*time.Minute)
+			d, err := client.AppsV1().Deployments(name).Get(ctx, "scaled", metav1.GetOptions{})
+			must(t, err)
+			if *d.Spec.Replicas != 4 {
+				t.Errorf("killed with the surges up: Deployment scaled has %d replicas, want 4", *d.Spec.Replicas)
+			}
+			next := []string{"abort", name}
+			if then == "run" {
+				next = args
+			}
+			r := plugin(t, next...)
+			if r.code != nodeupgrade.ExitOK {
+				t.Fatalf("%s: %s", then, r)
+			}
+			assertSpecsAsBefore(t, name, before)
+			if then == "run" {
+				assertUpgraded(t, name, 2)
+			} else {
+				assertUntouched(t, ctx, groupKey, name)
+			}
+			t.Logf("killed, then %s: %s", then, time.Since(start).Round(time.Millisecond))
+		})
 	}
-	ctx := testContext(t, time.Minute)
-	d, err := client.AppsV1().Deployments(name).Get(ctx, "scaled", metav1.GetOptions{})
-	must(t, err)
-	if *d.Spec.Replicas != 4 {
-		t.Errorf("killed with the surges up: Deployment scaled has %d replicas, want 4", *d.Spec.Replicas)
-	}
-	r := plugin(t, "abort", name)
-	if r.code != nodeupgrade.ExitOK {
-		t.Fatalf("abort: %s", r)
-	}
-	t.Logf("abort:\n%s", r.stdout)
-	assertSpecsAsBefore(t, name, before)
-	assertUntouched(t, ctx, groupKey, name)
-	t.Logf("TestMakeRoomKilledThenAbort took %s", time.Since(start).Round(time.Millisecond))
 }
 
 // TestMakeRoomRefusesASurgeThatDoesNotFit: the one node that stays has

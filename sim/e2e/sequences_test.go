@@ -76,6 +76,9 @@ func runSequence(t *testing.T, seed int64) {
 		if code == nodeupgrade.ExitUsage {
 			t.Fatalf("seed %d step %d: %q, which status suggested, was refused:\n%s", seed, step, cmd, out)
 		}
+		if n := strings.Count(out, "is back to"); n > 1 {
+			t.Errorf("seed %d step %d: %q said the group is back to its sizes %d times:\n%s", seed, step, cmd, n, out)
+		}
 		st, recorded := g.sequenceStatus(t)
 		if !recorded {
 			// Stopped before its record: nothing may have changed.
