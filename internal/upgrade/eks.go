@@ -112,7 +112,7 @@ func (r *eksRun) recordScaleUpZones(ctx context.Context, cr *state.CloudRecord) 
 	zones := cr.ScaleUpZones
 	if sizes, err := r.group.pool.Sizes(ctx); err == nil && sizes.Desired < cr.Original.Desired+cr.ScaleUp {
 		var skipped []string
-		zones, skipped = r.scaleUpZones(ctx, int(cr.Original.Desired + cr.ScaleUp - sizes.Desired))
+		zones, skipped = r.scaleUpZones(ctx, int(cr.Original.Desired+cr.ScaleUp-sizes.Desired))
 		if len(skipped) > 0 {
 			r.logf("the new nodes go to the zones with the fewest nodes first: zones %s may get none, so their pods may move to other zones", quoteAll(skipped))
 		}

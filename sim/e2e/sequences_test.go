@@ -23,8 +23,9 @@ var (
 // sequenceSteps bounds a sequence: its last step runs to the end.
 const sequenceSteps = 4
 
-// stops are what may happen to a step's command while it runs.
-var stops = []string{"end", "cancel", "kill", "interrupt"}
+// stops are what may happen to a step's command while it runs; "window"
+// gives a run a --not-after a moment away, so its window closes mid-run.
+var stops = []string{"end", "cancel", "kill", "interrupt", "window"}
 
 // TestGeneratedSequences drives a simulated Auto Scaling group through
 // seeded random sequences of the real commands and stops: each step takes
@@ -108,6 +109,10 @@ func (g *awsGroup) sequenceStep(t *testing.T, rng *rand.Rand, cmd, stop string) 
 	}[cmd]
 	if args == nil {
 		t.Fatalf("status suggested %q, which the sequence does not know", cmd)
+	}
+	if stop == "window" && cmd == "run" {
+		closes := time.Now().Add(time.Duration(3000+rng.IntN(4000)) * time.Millisecond)
+		args = append(args, "--not-after", closes.UTC().Format(time.RFC3339))
 	}
 	b := startBackground(t, g.cmd(sim.Kubeconfig, args...))
 	switch stop {
