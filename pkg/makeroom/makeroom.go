@@ -96,6 +96,9 @@ type Batch struct {
 	// surge up at once.
 	CPU    string `json:"cpu,omitempty"`
 	Memory string `json:"memory,omitempty"`
+	// HoldSeconds is how long the surges are estimated to stay up: the
+	// batch's drain and the waits after it (the plan's pace).
+	HoldSeconds int64 `json:"holdSeconds,omitempty"`
 }
 
 // Fits reports whether every surge of the batch fits.

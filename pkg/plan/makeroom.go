@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
@@ -24,7 +25,7 @@ func writeMakeRoom(w io.Writer, p *Plan, color output.Colorizer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Make room (--make-room): scaled up before each batch drains, back to the values before once its replacements are Ready")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BATCH\tWORKLOAD\tREPLICAS\tWHY\tEXTRA REQUESTS\tFITS")
+	fmt.Fprintln(tw, "BATCH\tWORKLOAD\tREPLICAS\tWHY\tEXTRA REQUESTS\tFOR (EST.)\tFITS")
 	for _, b := range p.MakeRoom {
 		for _, s := range b.Surges {
 			replicas := fmt.Sprintf("%d -> %d", s.Replicas, s.Replicas+s.Extra)
@@ -35,10 +36,11 @@ func writeMakeRoom(w io.Writer, p *Plan, color output.Colorizer) {
 			if s.Missing != "" {
 				fits = color.Red("no: " + s.Missing)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", b.Number, s.Kind+"/"+s.Namespace+"/"+s.Name, replicas, s.Reason, requestsLine(s.CPU, s.Memory), fits)
+			hold := FormatDuration(time.Duration(b.HoldSeconds) * time.Second)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Number, s.Kind+"/"+s.Namespace+"/"+s.Name, replicas, s.Reason, requestsLine(s.CPU, s.Memory), hold, fits)
 		}
 		if len(b.Surges) > 1 {
-			fmt.Fprintf(tw, "%d\t(peak, all at once)\t\t\t%s\t\n", b.Number, requestsLine(b.CPU, b.Memory))
+			fmt.Fprintf(tw, "%d\t(peak, all at once)\t\t\t%s\t\t\n", b.Number, requestsLine(b.CPU, b.Memory))
 		}
 	}
 	_ = tw.Flush()
@@ -75,7 +77,11 @@ func (p *Plan) PlanMakeRoom(snap *snapshot.Cluster, hpas []autoscalingv2.Horizon
 		if p.Traits().OutdatedHeldOff {
 			excluded = p.OutdatedNames()
 		}
-		p.MakeRoom = append(p.MakeRoom, makeroom.ForBatch(makeroom.Input{Cluster: snap, HPAs: hpas, Batch: names, Excluded: excluded, Number: b.Number}))
+		mb := makeroom.ForBatch(makeroom.Input{Cluster: snap, HPAs: hpas, Batch: names, Excluded: excluded, Number: b.Number})
+		if len(mb.Surges) > 0 {
+			mb.HoldSeconds = int64(perBatchEstimate(p).Seconds())
+		}
+		p.MakeRoom = append(p.MakeRoom, mb)
 	}
 	p.answerFindings()
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
@@ -66,5 +68,22 @@ func TestPlanMakeRoom(t *testing.T) {
 				t.Errorf("notes %q, want one with %q", p.Notes, tt.note)
 			}
 		})
+	}
+}
+
+// TestMakeRoomTableSaysHowLongTheSurgeStays: the plan's table gives each
+// surge the time it is estimated to stay up, from the plan's pace (a
+// drain of 40s and a post-drain wait of 5s here), and -o json carries it.
+func TestMakeRoomTableSaysHowLongTheSurgeStays(t *testing.T) {
+	p := &Plan{Strategy: string(DefaultStrategy), Batches: []Batch{{Number: 1, Nodes: []PlannedNode{{Name: "old"}}}},
+		Pace: &Pace{Drain: Duration(40 * time.Second)}, PostDrainWait: Duration(5 * time.Second)}
+	p.PlanMakeRoom(makeRoomSnapshot("4"), nil)
+	if len(p.MakeRoom) != 1 || p.MakeRoom[0].HoldSeconds != 45 {
+		t.Fatalf("make room %+v, want the surge held for 45 s", p.MakeRoom)
+	}
+	var out strings.Builder
+	writeMakeRoom(&out, p, output.Colorizer(false))
+	if !strings.Contains(out.String(), "FOR (EST.)") || !strings.Contains(out.String(), "45s") {
+		t.Errorf("table does not say how long the surge stays:\n%s", out.String())
 	}
 }
