@@ -291,19 +291,43 @@ func outdatedNodes(t *testing.T, client kubernetes.Interface, env Env) []string 
 // nothing replaces machines).
 func (s *suite) inService(t *testing.T, client kubernetes.Interface, env Env) {
 	t.Helper()
-	nodes := groupNodes(t, client)
 	want := s.h.Nodes
 	if s.h.NoReplacement {
 		want = 0
 	}
-	if len(nodes) != want {
-		t.Errorf("%d nodes after the run, want %d", len(nodes), want)
-	}
-	for _, n := range nodes {
-		tainted := slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Effect == corev1.TaintEffectNoSchedule })
-		if !env.Current(&n) || n.Spec.Unschedulable || tainted {
-			t.Errorf("node %q after the run: on the target %v, cordoned %v, tainted %v", n.Name, env.Current(&n), n.Spec.Unschedulable, tainted)
+	settled(t, client, func(nodes []corev1.Node) []string {
+		var out []string
+		if len(nodes) != want {
+			out = append(out, fmt.Sprintf("%d nodes after the run, want %d", len(nodes), want))
 		}
+		for _, n := range nodes {
+			tainted := slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Effect == corev1.TaintEffectNoSchedule })
+			if !env.Current(&n) || n.Spec.Unschedulable || tainted {
+				out = append(out, fmt.Sprintf("node %q after the run: on the target %v, cordoned %v, tainted %v", n.Name, env.Current(&n), n.Spec.Unschedulable, tainted))
+			}
+		}
+		return out
+	})
+}
+
+// settleTime bounds the wait for the nodes of machines a command deleted
+// to go: a cloud deletes a machine after the call that asks for it
+// returns, and the Node object goes after the machine (the cloud
+// controller manager's node lifecycle controller; the fakes' OnDelete).
+const settleTime = 30 * time.Second
+
+// settled checks the cluster's nodes with check until it finds nothing
+// or settleTime passed, and reports what it found last.
+func settled(t *testing.T, client kubernetes.Interface, check func([]corev1.Node) []string) {
+	t.Helper()
+	var found []string
+	for deadline := time.Now().Add(settleTime); ; time.Sleep(50 * time.Millisecond) {
+		if found = check(groupNodes(t, client)); len(found) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, f := range found {
+		t.Error(f)
 	}
 }
 
