@@ -197,10 +197,14 @@ func (s *suite) faultsCase() testCase {
 		c.skip = fmt.Sprintf("%s serves no strategy", s)
 		return c
 	}
+	if s.h.NoFaults != "" {
+		c.skip = fmt.Sprintf("%s is not held to it: %s", s, s.h.NoFaults)
+		return c
+	}
 	c.run = func(t *testing.T) {
 		client, env, _ := setUp(t, s.h, Options{Faults: faultsRate})
 		if env.Faults == nil {
-			t.Skipf("the fake of %s injects no faults", s)
+			t.Fatalf("the fake of %s injects no faults, and the harness says not why (Harness.NoFaults)", s)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()

@@ -64,6 +64,10 @@ type Harness struct {
 	// to change while it is called) sets it; one that waits for its nodes
 	// to be Ready must not.
 	QuietSetup bool
+	// NoFaults, when the fake injects no cloud faults, says why the
+	// provider is not held to the faults case; a fake that injects none
+	// without it fails the case.
+	NoFaults string
 }
 
 // Options are the suite's asks of Setup.
@@ -79,7 +83,7 @@ type Env struct {
 	// Current reports whether a node runs the target.
 	Current func(n *corev1.Node) bool
 	// Faults counts the faults the fake injected; nil when it injects
-	// none (the faults case is skipped).
+	// none (see Harness.NoFaults).
 	Faults func() int64
 }
 
