@@ -146,3 +146,52 @@ func (a *awsRecorder) changes() []string {
 	defer a.mu.Unlock()
 	return append([]string(nil), a.log...)
 }
+
+// TestAWSManagedConformance runs the suite over provider aws on an EKS
+// managed node group of sim/awsfake: three nodes on Kubernetes 1.30 in a
+// 1.31 cluster, upgraded to 1.31 (its latest release, ami-131) by EKS's
+// own update, which the run starts and follows.
+func TestAWSManagedConformance(t *testing.T) {
+	conformance.Run(t, conformance.Harness{
+		Provider:  awsprov.Name,
+		NodeGroup: "mng",
+		Args:      []string{"--kubernetes-version", "1.31"},
+		Nodes:     3,
+		Setup:     setUpEKS,
+	})
+}
+
+func setUpEKS(t *testing.T, client kubernetes.Interface, o conformance.Options) conformance.Env {
+	t.Helper()
+	eks := awsfake.EKSOptions{EvictionTimeout: 5 * time.Second, CordonWait: 50 * time.Millisecond, DeleteDrainTimeout: 5 * time.Second,
+		NodeReadyTimeout: time.Minute, EvictRetry: 50 * time.Millisecond, ConfigUpdateTime: 50 * time.Millisecond}
+	srv, err := awsfake.StartWithKube(context.Background(), client, awsfake.Options{
+		Region: "us-east-1", LaunchDelay: 50 * time.Millisecond, TerminateDelay: 20 * time.Millisecond, EKS: eks,
+	}, awsfake.NodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	rec := &awsRecorder{next: srv}
+	front := httptest.NewServer(rec)
+	t.Cleanup(front.Close)
+	awsEnv(t, front.URL)
+	srv.CreateEKSCluster("c", "1.31")
+	srv.AddRelease(awsfake.Release{KubernetesVersion: "1.30", ReleaseVersion: "1.30.9-20250101", ImageID: "ami-130"})
+	srv.AddRelease(awsfake.Release{KubernetesVersion: "1.31", ReleaseVersion: "1.31.2-20250201", ImageID: "ami-131"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := srv.ManagedNodeGroup(ctx, awsfake.ManagedNodeGroupSpec{Cluster: "c", Name: "mng", Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"},
+		Min: 1, Desired: 3, Max: 4, Version: "1.30"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.SetFaults(o.Faults, o.Faults/2, 54)
+	env := conformance.Env{
+		Changes: rec.changes,
+		Current: func(n *corev1.Node) bool { return n.Labels[awsfake.ImageLabel] == "ami-131" },
+	}
+	if o.Faults > 0 {
+		env.Faults = srv.Faults
+	}
+	return env
+}
