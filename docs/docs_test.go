@@ -290,7 +290,7 @@ func TestDemoServesEveryPath(t *testing.T) {
 }
 
 // noDemoYet are the paths hack/demo.sh does not serve yet, and why.
-var noDemoYet = map[string]string{"aks": "hack/demo.sh aks is a later step of issue 54"}
+var noDemoYet = map[string]string{}
 
 // providerList is a list of --provider's values as the docs write it,
 // "--provider aws|gce|none" (in a table, its bars escaped).

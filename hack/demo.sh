@@ -5,8 +5,10 @@
 # PDBs on them; then plans and runs the upgrade of the group and prints its
 # status. One path per way the plugin replaces nodes:
 #
-#   hack/demo.sh [aws|eks-managed|gce|gke|karpenter|none]
+#   hack/demo.sh [aks|aws|eks-managed|gce|gke|karpenter|none]
 #
+# aks:         AKS agent pool "demopool", AKS's own upgrade to Kubernetes
+#              1.32 started and followed (demo-aks.sh).
 # aws:         Auto Scaling group "demo" (9 nodes), image ami-old to ami-new
 #              through a new launch template version (the default).
 # eks-managed: EKS managed node group "demo-managed" (3 nodes) beside it,
@@ -23,9 +25,10 @@
 #              ami-new, by label): --provider none drains and deletes the
 #              outdated ones.
 set -euo pipefail
-usage="usage: hack/demo.sh [aws|eks-managed|gce|gke|karpenter|none]"
+usage="usage: hack/demo.sh [aks|aws|eks-managed|gce|gke|karpenter|none]"
 path=${1:-aws}
 if [ "$path" = gke ]; then exec "$(dirname "$0")/demo-gke.sh"; fi
+if [ "$path" = aks ]; then exec "$(dirname "$0")/demo-aks.sh"; fi
 cd "$(dirname "$0")/.."
 case $path in
 aws | eks-managed | gce | karpenter | none) ;;

@@ -29,6 +29,7 @@ func TestNoneConformance(t *testing.T) {
 		NoReplacement: true,
 		Setup:         setUpNone,
 		QuietSetup:    true, // it adds a reactor
+		NoFaults:      "its cloud is the Kubernetes API (the Node objects); the client's retries of its faults are client-go's, run against sim/faultproxy in the e2e tests",
 	})
 }
 

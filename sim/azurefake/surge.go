@@ -85,10 +85,16 @@ func (s *Server) cordonAndDrain(ctx context.Context, node string, timeout time.D
 	return s.drain(ctx, node, timeout)
 }
 
-// reimage puts the target on a drained machine: its node leaves and
-// registers again under the same name, uncordoned.
+// reimage puts the target on a drained machine: its node leaves and,
+// once the machine is reimaged (an AKS minute here: minutes on Azure),
+// registers again under the same name, uncordoned. A node made again at
+// once under the name of the one just deleted can be missed by kwok,
+// which then never runs the pods bound to it.
 func (s *Server) reimage(ctx context.Context, p *pool, m *machine, t target) error {
 	if err := s.leaveNode(ctx, m.name); err != nil {
+		return err
+	}
+	if err := sleep(ctx, s.opts.MinuteIs); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	container "google.golang.org/api/container/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
@@ -71,17 +70,5 @@ func (s *Server) demoPool(ctx context.Context, kube kubernetes.Interface) error 
 		Version: DemoOldVersion, Upgrade: &container.UpgradeSettings{Strategy: "SURGE", MaxSurge: 1}}); err != nil {
 		return fmt.Errorf("demo node pool: %w", err)
 	}
-	sel := map[string]string{NodePoolLabel: DemoPool}
-	for _, a := range []scenario.App{
-		{Namespace: DemoNamespace, Name: "web", Replicas: 3, MaxUnavailable: new(intstr.FromInt32(1)), NodeSelector: sel},
-		{Namespace: DemoNamespace, Name: "api", Replicas: 2, MinAvailable: new(intstr.FromInt32(1)), NodeSelector: sel},
-	} {
-		if err := scenario.CreateApp(ctx, kube, a); err != nil {
-			return fmt.Errorf("demo apps: %w", err)
-		}
-	}
-	if err := scenario.WaitAppsReady(ctx, kube, DemoNamespace); err != nil {
-		return fmt.Errorf("demo apps: %w", err)
-	}
-	return nil
+	return scenario.PoolApps(ctx, kube, DemoNamespace, map[string]string{NodePoolLabel: DemoPool})
 }

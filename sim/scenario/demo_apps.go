@@ -64,3 +64,22 @@ func WaitPDBsCount(ctx context.Context, c kubernetes.Interface, namespace string
 		}
 	}
 }
+
+// PoolApps creates the workloads of a managed service's demo (GKE's,
+// AKS's) on the nodes sel selects, in namespace ns: web (3 replicas, PDB
+// maxUnavailable 1) and api (2 replicas, PDB minAvailable 1); it waits
+// until they are rolled out.
+func PoolApps(ctx context.Context, c kubernetes.Interface, ns string, sel map[string]string) error {
+	for _, a := range []App{
+		{Namespace: ns, Name: "web", Replicas: 3, MaxUnavailable: new(intstr.FromInt32(1)), NodeSelector: sel},
+		{Namespace: ns, Name: "api", Replicas: 2, MinAvailable: new(intstr.FromInt32(1)), NodeSelector: sel},
+	} {
+		if err := CreateApp(ctx, c, a); err != nil {
+			return fmt.Errorf("demo apps: %w", err)
+		}
+	}
+	if err := WaitAppsReady(ctx, c, ns); err != nil {
+		return fmt.Errorf("demo apps: %w", err)
+	}
+	return nil
+}

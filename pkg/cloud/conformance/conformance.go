@@ -64,6 +64,10 @@ type Harness struct {
 	// to change while it is called) sets it; one that waits for its nodes
 	// to be Ready must not.
 	QuietSetup bool
+	// NoFaults, when the fake injects no cloud faults, says why the
+	// provider is not held to the faults case; a fake that injects none
+	// without it fails the case.
+	NoFaults string
 }
 
 // Options are the suite's asks of Setup.
@@ -79,7 +83,7 @@ type Env struct {
 	// Current reports whether a node runs the target.
 	Current func(n *corev1.Node) bool
 	// Faults counts the faults the fake injected; nil when it injects
-	// none (the faults case is skipped).
+	// none (see Harness.NoFaults).
 	Faults func() int64
 }
 
@@ -129,9 +133,16 @@ var strategies = []strategy{
 func newSuite(t *testing.T, h Harness) *suite {
 	t.Helper()
 	client, _, _ := setUp(t, h, Options{})
-	p := openProvider(t, h, client)
+	p := openProvider(t, h, client, "")
 	s := &suite{h: h, can: cloud.Capabilities(p), controls: cloud.ManagedControls(p)}
 	s.service, _ = p.(plan.ManagedService)
+	// A group whose service runs one strategy and the run the others (an
+	// EKS managed node group) is opened for the strategy asked.
+	for _, st := range strategies {
+		if st.args != nil && !s.can.Has(st.need) && cloud.Capabilities(openProvider(t, h, client, plan.StrategyName(st.args[1]))).Has(st.need) {
+			s.can |= st.need
+		}
+	}
 	t.Logf("provider %q declares %s; controls %q", h.Provider, capabilityNames(s.can), s.controls)
 	return s
 }
@@ -165,8 +176,8 @@ func waitReady(t *testing.T, client kubernetes.Interface, n int) {
 }
 
 // openProvider opens the provider on the group's nodes as the plugin does,
-// with the target h.Args name.
-func openProvider(t *testing.T, h Harness, client kubernetes.Interface) cloud.Provider {
+// with the target h.Args name, for a run of strategy.
+func openProvider(t *testing.T, h Harness, client kubernetes.Interface, strategy plan.StrategyName) cloud.Provider {
 	t.Helper()
 	if h.Provider == cloud.NoneName {
 		return &cloud.None{Client: client, DeleteNode: true}
@@ -182,6 +193,7 @@ func openProvider(t *testing.T, h Harness, client kubernetes.Interface) cloud.Pr
 	if err := fs.Parse(h.Args); err != nil {
 		t.Fatalf("the harness's flags: %v", err)
 	}
+	req.Cloud.Strategy = strategy
 	_, p, err := cloud.OpenGroup(context.Background(), c, client, groupNodes(t, client), req.Cloud)
 	if err != nil {
 		t.Fatalf("open provider %q: %v", h.Provider, err)
@@ -291,19 +303,43 @@ func outdatedNodes(t *testing.T, client kubernetes.Interface, env Env) []string 
 // nothing replaces machines).
 func (s *suite) inService(t *testing.T, client kubernetes.Interface, env Env) {
 	t.Helper()
-	nodes := groupNodes(t, client)
 	want := s.h.Nodes
 	if s.h.NoReplacement {
 		want = 0
 	}
-	if len(nodes) != want {
-		t.Errorf("%d nodes after the run, want %d", len(nodes), want)
-	}
-	for _, n := range nodes {
-		tainted := slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Effect == corev1.TaintEffectNoSchedule })
-		if !env.Current(&n) || n.Spec.Unschedulable || tainted {
-			t.Errorf("node %q after the run: on the target %v, cordoned %v, tainted %v", n.Name, env.Current(&n), n.Spec.Unschedulable, tainted)
+	settled(t, client, func(nodes []corev1.Node) []string {
+		var out []string
+		if len(nodes) != want {
+			out = append(out, fmt.Sprintf("%d nodes after the run, want %d", len(nodes), want))
 		}
+		for _, n := range nodes {
+			tainted := slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Effect == corev1.TaintEffectNoSchedule })
+			if !env.Current(&n) || n.Spec.Unschedulable || tainted {
+				out = append(out, fmt.Sprintf("node %q after the run: on the target %v, cordoned %v, tainted %v", n.Name, env.Current(&n), n.Spec.Unschedulable, tainted))
+			}
+		}
+		return out
+	})
+}
+
+// settleTime bounds the wait for the nodes of machines a command deleted
+// to go: a cloud deletes a machine after the call that asks for it
+// returns, and the Node object goes after the machine (the cloud
+// controller manager's node lifecycle controller; the fakes' OnDelete).
+const settleTime = 30 * time.Second
+
+// settled checks the cluster's nodes with check until it finds nothing
+// or settleTime passed, and reports what it found last.
+func settled(t *testing.T, client kubernetes.Interface, check func([]corev1.Node) []string) {
+	t.Helper()
+	var found []string
+	for deadline := time.Now().Add(settleTime); ; time.Sleep(50 * time.Millisecond) {
+		if found = check(groupNodes(t, client)); len(found) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, f := range found {
+		t.Error(f)
 	}
 }
 

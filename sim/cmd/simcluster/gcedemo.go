@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/cluster"
@@ -52,12 +50,5 @@ func (d gceDemo) serve(ctx context.Context, c *cluster.Cluster, started time.Tim
 	if err != nil {
 		return errors.Join(err, c.Stop())
 	}
-	fmt.Printf("ready kubeconfig=%s gce-endpoint=%s\n", c.Kubeconfig, s.Endpoint)
-	fmt.Fprintf(os.Stderr, "simcluster: started with the GCE demo in %s, logs in %s\n", time.Since(started).Round(time.Millisecond), filepath.Join(c.Dir, "components.log"))
-	<-ctx.Done()
-	fmt.Fprintln(os.Stderr, "simcluster: stopping")
-	// The endpoint first: its pending creations and deletions call the
-	// apiserver.
-	s.Close()
-	return c.Stop()
+	return serveEndpoint(ctx, c, started, "GCE", "gce-endpoint="+s.Endpoint, s.Close)
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/cluster"
@@ -40,11 +38,5 @@ func serveGKEDemo(ctx context.Context, c *cluster.Cluster, f gkeDemoFlags, start
 	if err != nil {
 		return errors.Join(err, c.Stop())
 	}
-	fmt.Printf("ready kubeconfig=%s gke-endpoint=%s compute-endpoint=%s\n", c.Kubeconfig, s.Endpoint, s.Compute.Endpoint)
-	fmt.Fprintf(os.Stderr, "simcluster: started with the GKE demo in %s, logs in %s\n", time.Since(started).Round(time.Millisecond), filepath.Join(c.Dir, "components.log"))
-	<-ctx.Done()
-	fmt.Fprintln(os.Stderr, "simcluster: stopping")
-	// The endpoints first: their upgrades call the apiserver.
-	s.Close()
-	return c.Stop()
+	return serveEndpoint(ctx, c, started, "GKE", "gke-endpoint="+s.Endpoint+" compute-endpoint="+s.Compute.Endpoint, s.Close)
 }

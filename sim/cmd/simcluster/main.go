@@ -1,7 +1,7 @@
 // Command simcluster runs a simulated Kubernetes cluster (see package
 // cluster) and builds demo scenarios on it.
 //
-//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0] | --gke-demo [--gke-addr 127.0.0.1:0] | --none-demo]
+//	simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0] | --gke-demo [--gke-addr 127.0.0.1:0] | --aks-demo | --none-demo]
 //	simcluster scenario demo --kubeconfig PATH
 //	simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
 //	simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
@@ -19,8 +19,11 @@
 // fake GKE endpoint over a fake Compute Engine one instead (package
 // gkefake: cluster "demo", node pool "default-pool") and prints
 // "ready kubeconfig=PATH gke-endpoint=URL compute-endpoint=URL". With
-// --none-demo, it builds the demo of provider none (scenario.Demo: nodes no
-// cloud owns) and prints "ready kubeconfig=PATH".
+// --aks-demo, it serves a local Azure Resource Manager endpoint (package
+// azurefake: AKS cluster "demo", agent pool "demopool") and prints
+// "ready kubeconfig=PATH aks-endpoint=URL". With --none-demo, it builds
+// the demo of provider none (scenario.Demo: nodes no cloud owns) and
+// prints "ready kubeconfig=PATH".
 //
 // replay plan-scale serves, read-only, the objects scenario plan-scale
 // would make, as kube-apiserver would list them (scenario.Replay), at
@@ -50,7 +53,7 @@ import (
 )
 
 const usage = `usage:
-  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0] | --gke-demo [--gke-addr 127.0.0.1:0] | --none-demo]
+  simcluster up --dir DIR [--pod-ready-delay 1s] [--no-node-lifecycle] [--aws-demo [--aws-addr 127.0.0.1:0] [--aws-demo-managed] | --gce-demo [--gce-addr 127.0.0.1:0] | --gke-demo [--gke-addr 127.0.0.1:0] | --aks-demo | --none-demo]
   simcluster scenario demo --kubeconfig PATH
   simcluster scenario plan-scale --kubeconfig PATH --name NAME [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10]
   simcluster scenario bench --kubeconfig PATH --name NAME [--outdated 24 --current 6 --apps 24 --replicas 20 --max-unavailable 2]
@@ -100,6 +103,7 @@ func up(args []string) error {
 	controllerQPS := fs.Int("controller-qps", 0, "the controller manager's client rate limit in requests per second (burst twice that); 0 keeps upstream's 20")
 	aws := bindAWSDemo(fs)
 	gkeDemo := bindGKEDemo(fs)
+	aksDemo := bindAKSDemo(fs)
 	gce := bindGCEDemo(fs)
 	none := bindNoneDemo(fs)
 	if err := fs.Parse(args); err != nil {
@@ -117,10 +121,13 @@ func up(args []string) error {
 	if *gkeDemo.on && (*aws.on || *gce.on || *noLifecycle) {
 		return errors.New("--gke-demo goes alone: not with --aws-demo, --gce-demo or --no-node-lifecycle")
 	}
+	if *aksDemo && (*aws.on || *gce.on || *gkeDemo.on || *noLifecycle) {
+		return errors.New("--aks-demo goes alone: not with --aws-demo, --gce-demo, --gke-demo or --no-node-lifecycle")
+	}
 	if err := gce.check(*aws.on, *noLifecycle); err != nil {
 		return err
 	}
-	if err := none.check(*aws.on || *gce.on || *gkeDemo.on, *noLifecycle); err != nil {
+	if err := none.check(*aws.on || *gce.on || *gkeDemo.on || *aksDemo, *noLifecycle); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -133,6 +140,8 @@ func up(args []string) error {
 	switch {
 	case *gkeDemo.on:
 		return serveGKEDemo(ctx, c, gkeDemo, started)
+	case *aksDemo:
+		return serveAKSDemo(ctx, c, started)
 	case *gce.on:
 		return gce.serve(ctx, c, started)
 	case *aws.on:
