@@ -170,8 +170,11 @@ func surgeFor(l check.Loss) (int, string) {
 		// once, so as many come first.
 		return need, reason
 	}
-	// The budgets let the drain take allowed pods at a time; the rest
-	// is made room for, as little as opens them.
+	// Budgets that let the drain take the batch's Ready pods need no
+	// surge. Where a surge opens them, it is what the batch takes away,
+	// not the least that opens them: the drain then evicts the batch's
+	// pods as the budgets allow, and the Ready count never drops below
+	// the one before (the run waits for that many outside the batch).
 	for extra := 0; extra <= need+l.Replicas; extra++ {
 		if minAllowed(l.Budgets, extra) >= need {
 			if extra == 0 {
@@ -180,7 +183,7 @@ func surgeFor(l check.Loss) (int, string) {
 			if minAllowed(l.Budgets, 0) == 0 {
 				reason = check.CheckPDBZeroDisruptions
 			}
-			return extra, reason
+			return max(extra, need), reason
 		}
 	}
 	if minAllowed(l.Budgets, 0) > 0 {
