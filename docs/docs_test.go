@@ -36,7 +36,7 @@ type path struct {
 	name      string
 	page      string // its page under docs/providers
 	providers []cloud.Provider
-	service   plan.ManagedService
+	service   cloud.ServicePlanner
 }
 
 // paths are the seven ways, by the providers their clouds' Open return.

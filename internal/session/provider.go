@@ -167,8 +167,8 @@ func (r *Request) defaultStrategy(in *plan.Input) error {
 		cg == nil || cg.Managed == nil || cg.Managed.Runs(plan.DefaultStrategy) || cg.Can.Has(r.strategy.Needs(*in)) {
 		return nil
 	}
-	if own, ok := cg.Managed.(plan.OwnStrategy); ok {
-		return r.takeStrategy(in, own.OwnStrategy())
+	if own := cg.Managed.Own; own != nil {
+		return r.takeStrategy(in, *own)
 	}
 	var runs []string
 	for _, name := range plan.StrategyNames() {

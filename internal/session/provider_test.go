@@ -124,9 +124,9 @@ func (ownStrategy) OwnStrategy() plan.GroupStrategy {
 // instead of blaming "--strategy eks", which was never given.
 func TestDefaultStrategyTheServiceDoesNotRun(t *testing.T) {
 	id := plan.GroupID{Group: "pool-1", GroupKind: "GKE node pool"}
-	gke := &plan.CloudGroup{GroupID: id, Managed: runsOwn{"surge", "blue-green"}}
-	gkeOwn := &plan.CloudGroup{GroupID: id, Managed: ownStrategy{runsOwn{"surge", "blue-green"}}}
-	eks := &plan.CloudGroup{GroupID: plan.GroupID{Group: "ng", GroupKind: "EKS managed node group"}, Managed: runsOwn{"eks", "surge"}}
+	gke := &plan.CloudGroup{GroupID: id, Managed: cloud.ServiceOf(runsOwn{"surge", "blue-green"})}
+	gkeOwn := &plan.CloudGroup{GroupID: id, Managed: cloud.ServiceOf(ownStrategy{runsOwn{"surge", "blue-green"}})}
+	eks := &plan.CloudGroup{GroupID: plan.GroupID{Group: "ng", GroupKind: "EKS managed node group"}, Managed: cloud.ServiceOf(runsOwn{"eks", "surge"})}
 	for _, tc := range []struct {
 		name     string
 		strategy string

@@ -124,6 +124,35 @@ type (
 	}
 )
 
+// ServicePlanner is the planning side of a group whose cloud service runs
+// the update itself (see ManagedUpdater): the provider's knowledge of its
+// service, which the planner asks through the view ServiceOf makes.
+type ServicePlanner interface {
+	// Runs reports whether the service runs strategy itself.
+	Runs(strategy plan.StrategyName) bool
+	// Plan derives what the service will do for the input over nodes
+	// nodes in zones zones, refusing as an input error what the service
+	// would refuse.
+	Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, error)
+}
+
+// OwnStrategy is a ServicePlanner whose group has an update strategy of
+// its own, with its settings, that the service runs when asked for none
+// (GKE: the node pool's upgradeSettings; AKS: its surge upgrade).
+type OwnStrategy interface {
+	OwnStrategy() plan.GroupStrategy
+}
+
+// ServiceOf is the planner's view of sp (plan.CloudGroup.Managed).
+func ServiceOf(sp ServicePlanner) *plan.Service {
+	s := &plan.Service{Runs: sp.Runs, Plan: sp.Plan}
+	if o, ok := sp.(OwnStrategy); ok {
+		own := o.OwnStrategy()
+		s.Own = &own
+	}
+	return s
+}
+
 // ManagedControls lists the controls p offers, by command name.
 func ManagedControls(p Provider) []string {
 	var out []string

@@ -83,8 +83,8 @@ type CloudGroup struct {
 	// (CloudTarget.Options), kept in the plan.
 	Options map[string]string
 	// Managed is the group's service where it runs updates itself (see
-	// ManagedService); nil otherwise.
-	Managed ManagedService
+	// Service); nil otherwise.
+	Managed *Service `json:"-"`
 	// Green is the name of the green group a blue/green run creates,
 	// where the provider names it otherwise than blue's name with the
 	// target version; GreenLabel is the label key whose value, green's

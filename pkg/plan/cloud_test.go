@@ -417,7 +417,7 @@ func TestRemovesOnly(t *testing.T) {
 		{"removes nodes only", CloudGroup{Can: CapRemoveNodes}, true},
 		{"a group the run resizes", CloudGroup{Can: CapRemoveNodes | CapResize}, false},
 		{"green groups only", CloudGroup{Can: CapNewGroups}, false},
-		{"a service runs the update", CloudGroup{Can: CapRemoveNodes | CapManagedUpdate, Managed: scalingService{}}, false},
+		{"a service runs the update", CloudGroup{Can: CapRemoveNodes | CapManagedUpdate, Managed: serviceOf(scalingService{})}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := cloudPlan(&tc.cg, Resume{}).RemovesOnly; got != tc.want {

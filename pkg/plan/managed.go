@@ -56,27 +56,25 @@ type Detail struct {
 	Value string `json:"value"`
 }
 
-// ManagedService is the planning side of a group whose cloud service runs
-// the update itself (see cloud.ManagedUpdater): the provider's knowledge
-// of its service, asked by the planner, which stays neutral.
-type ManagedService interface {
+// Service is the planner's view of a group whose cloud service runs the
+// update itself: what the provider says of its service (the contract is
+// cloud.ServicePlanner; cloud.ServiceOf makes this view of it), asked by
+// the planner, which stays neutral.
+type Service struct {
 	// Runs reports whether the service runs strategy itself; the other
 	// strategies are built by the run from the provider's other
 	// capabilities, or refused.
-	Runs(strategy StrategyName) bool
+	Runs func(strategy StrategyName) bool
 	// Plan derives what the service will do for the input over nodes
 	// nodes in zones zones: the settings for the run (refusing, as an
 	// input error, what the service would refuse), the nodes it adds, the
 	// phases with estimates.
-	Plan(in Input, nodes, zones int) (*ManagedPlan, error)
-}
-
-// OwnStrategy is a ManagedService whose group has an update strategy of
-// its own, with its settings, that the service runs when asked for none
-// (GKE: the node pool's upgradeSettings): a run without --strategy takes
-// it, as the service's own upgrade would.
-type OwnStrategy interface {
-	OwnStrategy() GroupStrategy
+	Plan func(in Input, nodes, zones int) (*ManagedPlan, error)
+	// Own is the group's own update strategy, with its settings, that the
+	// service runs when asked for none (GKE: the node pool's
+	// upgradeSettings): a run without --strategy takes it, as the
+	// service's own upgrade would. nil where the group has none.
+	Own *GroupStrategy
 }
 
 // GroupStrategy is a group's own update strategy in the flags' terms.

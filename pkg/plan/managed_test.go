@@ -16,6 +16,15 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 )
 
+// planner is what a provider's service implements (cloud.ServicePlanner).
+type planner interface {
+	Runs(StrategyName) bool
+	Plan(Input, int, int) (*ManagedPlan, error)
+}
+
+// serviceOf is the planner's view of s, as cloud.ServiceOf makes it.
+func serviceOf(s planner) *Service { return &Service{Runs: s.Runs, Plan: s.Plan} }
+
 // fakeService is a service that runs the eks strategy itself.
 type fakeService struct {
 	refuse error
@@ -58,7 +67,7 @@ func TestManagedPlan(t *testing.T) {
 			svc := &fakeService{refuse: tc.refuse}
 			in := cloudInput("2", machines)
 			in.Strategy, in.MaxUnavailable = tc.strategy, "2"
-			in.Cloud.Can, in.Cloud.Managed = 0, svc
+			in.Cloud.Can, in.Cloud.Managed = 0, serviceOf(svc)
 			p, err := Build(snap, in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -148,7 +157,7 @@ func TestNoRoomUnderAServiceAddingNoNode(t *testing.T) {
 				Provider: "aws",
 				Group:    "ng",
 				Template: "lt-1",
-			}, Launches: Launches{CurrentVersion: "1", TargetVersion: "2"}, Nodes: machines, Managed: scalingService{tc.scaleUp}}
+			}, Launches: Launches{CurrentVersion: "1", TargetVersion: "2"}, Nodes: machines, Managed: serviceOf(scalingService{tc.scaleUp})}
 			var got []check.Finding
 			for _, f := range mustBuild(t, snap, in).Findings {
 				if f.Check == check.CheckNoRoom {
@@ -192,7 +201,7 @@ func TestPlanFollowingAServiceUpdate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := cloudInput("2", machines)
 			in.Strategy = StrategyEKS
-			in.Cloud.Can, in.Cloud.Managed = 0, &fakeService{}
+			in.Cloud.Can, in.Cloud.Managed = 0, serviceOf(&fakeService{})
 			in.Cloud.Sizes = Sizes{Min: 1, Desired: 6, Max: 7} // raised by the service
 			in.Resume.Following = &ServiceUpdate{Nodes: []string{"a1", "b1"}, Sizes: recorded}
 			p, err := Build(snapshot.Cluster{Nodes: tc.nodes}, in)

@@ -171,7 +171,7 @@ func TestServiceRunPlanShowsTheService(t *testing.T) {
 			in := cloudInput("2", machines)
 			in.Strategy, in.MaxUnavailable, in.StrategyFrom = StrategyEKS, "2", tc.from
 			if tc.managed {
-				in.Cloud.Can, in.Cloud.Managed = 0, &fakeService{}
+				in.Cloud.Can, in.Cloud.Managed = 0, serviceOf(&fakeService{})
 			}
 			p, err := Build(snap, in)
 			if err != nil {

@@ -81,11 +81,11 @@ func surgeOf(v string, n int) int {
 	return min(max(k, 1), max(n, 1))
 }
 
-// Runs implements plan.ManagedService: AKS runs its surge upgrade; the
+// Runs implements cloud.ServicePlanner: AKS runs its surge upgrade; the
 // other strategies are refused (blue/green for AKS is not built yet).
 func (a *AgentPool) Runs(strategy plan.StrategyName) bool { return strategy == plan.StrategySurge }
 
-// OwnStrategy implements plan.OwnStrategy: AKS's surge upgrade with the
+// OwnStrategy implements cloud.OwnStrategy: AKS's surge upgrade with the
 // pool's maxSurge, what "az aks nodepool upgrade" would run.
 func (a *AgentPool) OwnStrategy() plan.GroupStrategy {
 	n := int(a.count())
@@ -100,7 +100,7 @@ func (a *AgentPool) count() int32 {
 	return 0
 }
 
-// Plan implements plan.ManagedService: the settings for the run (a
+// Plan implements cloud.ServicePlanner: the settings for the run (a
 // --max-surge other than the pool's becomes its maxSurge, --aks-drain-timeout
 // its drainTimeoutInMinutes), what AKS adds, AKS's phases.
 func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, error) {

@@ -39,8 +39,8 @@ func (c config) String() string { return c.Version + "/" + c.Image }
 
 var (
 	_ cloud.ManagedUpdater  = (*AgentPool)(nil)
-	_ plan.ManagedService   = (*AgentPool)(nil)
-	_ plan.OwnStrategy      = (*AgentPool)(nil)
+	_ cloud.ServicePlanner  = (*AgentPool)(nil)
+	_ cloud.OwnStrategy     = (*AgentPool)(nil)
 	_ cloud.UpdateCanceller = (*AgentPool)(nil)
 	_ cloud.UpdateResumer   = (*AgentPool)(nil)
 	_ cloud.UpdateFinder    = (*AgentPool)(nil)
@@ -206,6 +206,6 @@ func (a *AgentPool) cloudGroup(nodes []corev1.Node) *plan.CloudGroup {
 			Template: a.name, TemplateKind: "agent pool", MachineKind: "instance"},
 		Launches: plan.Launches{CurrentVersion: a.current().String(), TargetVersion: a.target.String(),
 			LaunchesAfter: fmt.Sprintf("Kubernetes %s, node image %s", a.target.Version, a.target.Image)},
-		Sizes: plan.Sizes{Min: n, Desired: n, Max: n}, Nodes: byNode, Managed: a,
+		Sizes: plan.Sizes{Min: n, Desired: n, Max: n}, Nodes: byNode, Managed: cloud.ServiceOf(a),
 	}
 }

@@ -54,7 +54,7 @@ type ManagedNodeGroup struct {
 
 var (
 	_ cloud.ManagedUpdater = (*ManagedNodeGroup)(nil)
-	_ plan.ManagedService  = (*ManagedNodeGroup)(nil)
+	_ cloud.ServicePlanner = (*ManagedNodeGroup)(nil)
 )
 
 // Name implements cloud.Provider.
@@ -68,7 +68,7 @@ func (m *ManagedNodeGroup) Describe() string {
 // GroupName implements cloud.ManagedUpdater.
 func (m *ManagedNodeGroup) GroupName() string { return m.group.Name }
 
-// Runs implements plan.ManagedService: EKS runs its own update, the eks
+// Runs implements cloud.ServicePlanner: EKS runs its own update, the eks
 // strategy, in place.
 func (m *ManagedNodeGroup) Runs(strategy plan.StrategyName) bool {
 	return strategy == plan.StrategyEKS
@@ -167,7 +167,7 @@ func updateState(status string) cloud.UpdateState {
 	return cloud.UpdateInProgress
 }
 
-// Plan implements plan.ManagedService: the settings EKS takes for the
+// Plan implements cloud.ServicePlanner: the settings EKS takes for the
 // run, the nodes its scale-up adds, and its phases.
 func (m *ManagedNodeGroup) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, error) {
 	before := planSettings(m.group.Update)
@@ -484,7 +484,7 @@ func (m *ManagedNodeGroup) cloudGroup(p *Client, nodes []corev1.Node) *plan.Clou
 
 		TemplateKey: "launch-template", VersionKey: versionKey,
 		Sizes: plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},
-		Nodes: byNode, Unjoined: unjoined, Managed: m, Findings: degraded(g),
+		Nodes: byNode, Unjoined: unjoined, Managed: cloud.ServiceOf(m), Findings: degraded(g),
 	}
 }
 

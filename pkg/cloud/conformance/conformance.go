@@ -107,9 +107,9 @@ type suite struct {
 	h        Harness
 	can      plan.Capability
 	controls []string
-	// service is the provider's plan.ManagedService, nil for none: the
+	// service is the provider's cloud.ServicePlanner, nil for none: the
 	// strategies it Runs are served by the cloud's service itself.
-	service plan.ManagedService
+	service cloud.ServicePlanner
 }
 
 // strategy is a --strategy the run takes with the capability it needs.
@@ -135,7 +135,7 @@ func newSuite(t *testing.T, h Harness) *suite {
 	client, _, _ := setUp(t, h, Options{})
 	p := openProvider(t, h, client, "")
 	s := &suite{h: h, can: cloud.Capabilities(p), controls: cloud.ManagedControls(p)}
-	s.service, _ = p.(plan.ManagedService)
+	s.service, _ = p.(cloud.ServicePlanner)
 	// A group whose service runs one strategy and the run the others (an
 	// EKS managed node group) is opened for the strategy asked.
 	for _, st := range strategies {

@@ -43,7 +43,7 @@ const (
 	minAutoscaledMaster = "1.34.0-gke.2201000"
 )
 
-// Runs implements plan.ManagedService: GKE runs its four strategies
+// Runs implements cloud.ServicePlanner: GKE runs its four strategies
 // itself; Plan refuses the one the pool does not take (poolTakes).
 func (n *NodePool) Runs(strategy plan.StrategyName) bool {
 	switch strategy {
@@ -53,7 +53,7 @@ func (n *NodePool) Runs(strategy plan.StrategyName) bool {
 	return false
 }
 
-// OwnStrategy implements plan.OwnStrategy: the strategy the pool's
+// OwnStrategy implements cloud.OwnStrategy: the strategy the pool's
 // upgradeSettings set, with their settings, which GKE's own upgrade runs
 // (a flex-start or queued-provisioning pool: short-lived, its only one);
 // GKE's defaults where unset (maxSurge 1, maxUnavailable 0; a node per
@@ -205,7 +205,7 @@ func gkeSettings(s plan.UpdateSettings) (*container.UpgradeSettings, *container.
 // seconds is a duration as google.protobuf.Duration's JSON has it.
 func seconds(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) + "s" }
 
-// Plan implements plan.ManagedService: the settings GKE takes for the
+// Plan implements cloud.ServicePlanner: the settings GKE takes for the
 // strategy, refused where GKE would refuse them, and its phases.
 func (n *NodePool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, error) {
 	if err := n.poolTakes(in.Strategy); err != nil {

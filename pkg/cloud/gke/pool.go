@@ -46,7 +46,7 @@ func (c nodeConfig) String() string { return c.Version + "/" + c.ImageType }
 
 var (
 	_ cloud.ManagedUpdater   = (*NodePool)(nil)
-	_ plan.ManagedService    = (*NodePool)(nil)
+	_ cloud.ServicePlanner   = (*NodePool)(nil)
 	_ cloud.UpdateCanceller  = (*NodePool)(nil)
 	_ cloud.UpdateResumer    = (*NodePool)(nil)
 	_ cloud.UpdateRollbacker = (*NodePool)(nil)
@@ -276,7 +276,7 @@ func (n *NodePool) cloudGroup(nodes []corev1.Node) *plan.CloudGroup {
 			TargetVersion:  n.target.String(),
 			LaunchesAfter:  fmt.Sprintf("GKE version %s, image type %s", n.target.Version, n.target.ImageType),
 		},
-		Sizes: sizes, Nodes: byNode, Managed: n,
+		Sizes: sizes, Nodes: byNode, Managed: cloud.ServiceOf(n),
 	}
 }
 

@@ -36,12 +36,12 @@ const (
 	blueGreenMode = "BLUE_GREEN"
 )
 
-// Runs implements plan.ManagedService.
+// Runs implements cloud.ServicePlanner.
 func (*service) Runs(strategy plan.StrategyName) bool {
 	return slices.Contains([]plan.StrategyName{plan.StrategyEKS, plan.StrategySurge, plan.StrategyBlueGreen}, strategy)
 }
 
-// Plan implements plan.ManagedService: the settings from the request, the
+// Plan implements cloud.ServicePlanner: the settings from the request, the
 // nodes added, the controls and the phases.
 func (s *service) Plan(in plan.Input, nodes, _ int) (*plan.ManagedPlan, error) {
 	g := s.lock()
@@ -389,5 +389,5 @@ var (
 	_ cloud.UpdateResumer    = (*service)(nil)
 	_ cloud.UpdateRollbacker = (*service)(nil)
 	_ cloud.UpdateCompleter  = (*service)(nil)
-	_ plan.ManagedService    = (*service)(nil)
+	_ cloud.ServicePlanner   = (*service)(nil)
 )

@@ -263,7 +263,7 @@ func (w *World) open(nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup,
 	cg := w.cloudGroup(g, nodes, target)
 	if s, ok := p.(*service); ok {
 		// The service plans its update as the run will start it.
-		cg.Managed = s
+		cg.Managed = cloud.ServiceOf(s)
 	}
 	return cg, p, nil
 }
