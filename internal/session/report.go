@@ -275,7 +275,7 @@ func withRecord(h report.History, rec *state.Record, alive bool, request string,
 		}
 	}
 	slices.SortStableFunc(run.Attempts, func(a, b report.Attempt) int { return a.StartedAt.Compare(b.StartedAt) })
-	run.Surges = surgesReported(rec)
+	run.Surges, run.Gates = surgesReported(rec), gatesReported(rec)
 	h.Runs[i] = run
 	return h
 }

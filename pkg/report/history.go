@@ -85,6 +85,8 @@ type Run struct {
 	TrimmedAttempts int `json:"trimmedAttempts,omitempty"`
 	// Surges are the run's --make-room surges, from its record.
 	Surges []Surge `json:"surges,omitempty"`
+	// Gates are the verdicts of the gates before its waves, from its record.
+	Gates []GateVerdict `json:"gates,omitempty"`
 }
 
 // History is a node group's last runs, newest first.
