@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -84,3 +85,30 @@ func columns(table string) string {
 }
 
 var cellGap = regexp.MustCompile(`\s{2,}`)
+
+// TestGateVerdictsKeptInTheHistory: an attempt's end writes its run's
+// gate verdicts into the history, so report shows them once the record is
+// another run's; a later attempt's writes before its end keep them.
+func TestGateVerdictsKeptInTheHistory(t *testing.T) {
+	ctx := context.Background()
+	s, _ := inClusterSession()
+	t0 := time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC)
+	evaluated := t0.Add(time.Minute)
+	rec := &state.Record{NodeGroup: "demo", StartedAt: t0, Gates: []state.WaveGate{{Wave: 2, SoakFrom: t0, Soak: time.Minute, Evaluated: &evaluated,
+		Verdicts: []gate.Verdict{{Gate: "exec:./smoke.sh", Kind: gate.Exec, What: "./smoke.sh", Value: "exit status 1", Reason: gate.ReasonExit}}}}}
+	pl := inClusterPlan()
+	rec.BeginAttempt(state.AttemptRun, "", t0)
+	s.startReport(ctx, pl, rec).finish(ctx, rec, nil)
+	rec.BeginAttempt(state.AttemptResume, "", t0.Add(5*time.Minute))
+	s.startReport(ctx, pl, rec).save(ctx, nil)
+	h, err := s.Store().LoadReports(ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Runs) != 1 || len(h.Runs[0].Gates) != 1 {
+		t.Fatalf("history %+v, want one run with one gate verdict", h.Runs)
+	}
+	if g := h.Runs[0].Gates[0]; g.Wave != 2 || g.Gate != "exec:./smoke.sh" || g.Value != "exit status 1" || g.Pass || g.Reason != string(gate.ReasonExit) {
+		t.Errorf("kept %+v, want wave 2's failed exec gate", g)
+	}
+}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -13,6 +15,7 @@ import (
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
 	healthgate "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate/gatetest"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/report"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
@@ -207,7 +210,28 @@ func TestGatedWavesPauseOnABadSeriesAndResume(t *testing.T) {
 	}
 	assertSays(t, "resume", r.stdout, `wave 2: gate "`+errorGate+`" passed`)
 	assertUpgraded(t, name, 3)
+	assertReportedGates(t, name)
 	t.Logf("paused on a bad series and resumed in %s", time.Since(start).Round(time.Second))
+}
+
+// assertReportedGates checks report shows wave 2's failed gate (the
+// value seen, the threshold) and then its pass, in the table and -o json.
+func assertReportedGates(t *testing.T, name string) {
+	t.Helper()
+	rep := plugin(t, "report", name)
+	assertSays(t, "report", rep.stdout, "Gates before waves", "0.5", "< 0.01", "fail (threshold", "pass")
+	js := plugin(t, "report", name, "-o", "json")
+	var out report.Report
+	if err := json.Unmarshal([]byte(js.stdout), &out); err != nil || len(out.Runs) == 0 {
+		t.Fatalf("report -o json: %v %s", err, js)
+	}
+	var verdicts []string
+	for _, g := range out.Runs[0].Gates {
+		verdicts = append(verdicts, fmt.Sprintf("wave %d %s %s %v", g.Wave, g.Value, g.Threshold, g.Pass))
+	}
+	if len(verdicts) != 2 || verdicts[0] != "wave 2 0.5 < 0.01 false" || !strings.HasSuffix(verdicts[1], "< 0.01 true") {
+		t.Errorf("report -o json gates %q, want wave 2 failed at 0.5 then passed", verdicts)
+	}
 }
 
 // TestGatedWaveKilledInTheSoakReevaluatesAFiringAlert: a run killed in
