@@ -51,27 +51,29 @@ func startGateServers(t *testing.T) *gateServers {
 	g.exp.Set(errorRate, 0)
 	g.am = gatetest.Alertmanager(t)
 	g.prom = gatetest.Prometheus(t, []string{g.exp.URL}, alertRules, g.am)
-	g.waitVerdict(t, errorGate, func(v healthgate.Verdict) bool { return v.Pass })
+	g.waitVerdict(t, errorGate, 0, func(v healthgate.Verdict) bool { return v.Pass })
 	return g
 }
 
-// evaluate evaluates one gate now, as plan does.
-func (g *gateServers) evaluate(spec string) healthgate.Verdict {
+// evaluate evaluates one gate over the last window (0: now, as plan
+// does).
+func (g *gateServers) evaluate(spec string, window time.Duration) healthgate.Verdict {
 	s, err := healthgate.Parse(spec)
 	if err != nil {
 		return healthgate.Verdict{Gate: spec, Detail: err.Error()}
 	}
 	now := time.Now()
-	return healthgate.Evaluator{PrometheusURL: g.prom, AlertmanagerURL: g.am}.Evaluate(context.Background(), s, now, now)
+	return healthgate.Evaluator{PrometheusURL: g.prom, AlertmanagerURL: g.am}.Evaluate(context.Background(), s, now.Add(-window), now)
 }
 
-// waitVerdict waits until the gate's verdict now satisfies ok.
-func (g *gateServers) waitVerdict(t *testing.T, spec string, ok func(healthgate.Verdict) bool) {
+// waitVerdict waits until the gate's verdict over the last window
+// satisfies ok.
+func (g *gateServers) waitVerdict(t *testing.T, spec string, window time.Duration, ok func(healthgate.Verdict) bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	var v healthgate.Verdict
 	for time.Now().Before(deadline) {
-		if v = g.evaluate(spec); ok(v) {
+		if v = g.evaluate(spec, window); ok(v) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -83,17 +85,18 @@ func (g *gateServers) waitVerdict(t *testing.T, spec string, ok func(healthgate.
 func (g *gateServers) goBad(t *testing.T) {
 	t.Helper()
 	g.exp.Set(errorRate, 0.5)
-	g.waitVerdict(t, alertGate, func(v healthgate.Verdict) bool {
+	g.waitVerdict(t, alertGate, 0, func(v healthgate.Verdict) bool {
 		return v.Reason == healthgate.ReasonFiring && strings.Contains(v.Value, "WebErrorRate")
 	})
 }
 
-// healthy turns the series healthy again and waits until Prometheus sees
-// it so.
+// healthy turns the series healthy again and waits until Prometheus has
+// seen it so for the last 2s: a soak starting now (its start recorded to
+// the second) sees no sample of before.
 func (g *gateServers) healthy(t *testing.T) {
 	t.Helper()
 	g.exp.Set(errorRate, 0.001)
-	g.waitVerdict(t, errorGate, func(v healthgate.Verdict) bool { return v.Pass })
+	g.waitVerdict(t, errorGate, 2*time.Second, func(v healthgate.Verdict) bool { return v.Pass })
 }
 
 // wavesArgs is a gated run's command line.
