@@ -111,7 +111,7 @@ func (r *runReport) finish(ctx context.Context, rec *state.Record, err error) {
 		r.timer = nil
 	}
 	r.tmu.Unlock()
-	end := &attemptEnd{outcome: outcome, finished: rec.FinishedAt}
+	end := &attemptEnd{outcome: outcome, finished: rec.FinishedAt, gates: gatesReported(rec)}
 	if err != nil {
 		end.err = output.OneLine(err.Error(), 300)
 	}
@@ -119,10 +119,12 @@ func (r *runReport) finish(ctx context.Context, rec *state.Record, err error) {
 }
 
 // attemptEnd is how an attempt ended: in status's words, the error that
-// stopped it, and when the run finished (nil: it did not).
+// stopped it, when the run finished (nil: it did not), and its gates'
+// verdicts, kept in the history for when its record is gone.
 type attemptEnd struct {
 	outcome, err string
 	finished     *time.Time
+	gates        []report.GateVerdict // the run's, as its record has them at the end
 }
 
 // save writes the history with this attempt as far as it got; end, when
@@ -141,7 +143,7 @@ func (r *runReport) save(ctx context.Context, end *attemptEnd) {
 	run := report.Run{StartedAt: r.started, UpdatedAt: a.LastSeen, Strategy: r.strategy, Estimate: r.estimate}
 	if end != nil {
 		a.EndedAt, a.Outcome, a.Error = &a.LastSeen, end.outcome, end.err
-		run.Outcome, run.FinishedAt = end.outcome, end.finished
+		run.Outcome, run.FinishedAt, run.Gates = end.outcome, end.finished, end.gates
 	}
 	h := r.base.With(run, a)
 	if err := r.s.store().SaveReports(ctx, r.pl.Request.RecordName(), h); err != nil && !r.warned && ctx.Err() == nil {
@@ -275,7 +277,7 @@ func withRecord(h report.History, rec *state.Record, alive bool, request string,
 		}
 	}
 	slices.SortStableFunc(run.Attempts, func(a, b report.Attempt) int { return a.StartedAt.Compare(b.StartedAt) })
-	run.Surges = surgesReported(rec)
+	run.Surges, run.Gates = surgesReported(rec), gatesReported(rec)
 	h.Runs[i] = run
 	return h
 }

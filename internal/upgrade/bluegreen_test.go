@@ -62,8 +62,17 @@ func (r *bgRun) givenGreen(name string) {
 
 // planAndConfigure plans the run as "plan" would, for the strategy.
 func (r *bgRun) planAndConfigure(strategy plan.StrategyName) {
-	cg := r.blue.cloudGroup()
-	r.plan = buildPlan(r.t, r.client, plan.Input{Strategy: strategy, BlueGreen: r.in, Cloud: cg})
+	r.planAndConfigureWith(plan.Input{Strategy: strategy})
+}
+
+// planAndConfigureWith plans the run as "plan" would, with in's flags
+// (blue-green when in names no strategy).
+func (r *bgRun) planAndConfigureWith(in plan.Input) {
+	if in.Strategy == "" {
+		in.Strategy = plan.StrategyBlueGreen
+	}
+	in.BlueGreen, in.Cloud = r.in, r.blue.cloudGroup()
+	r.plan = buildPlan(r.t, r.client, in)
 	r.cfg = cloudRun(r.plan, r.client, r.blue)
 	r.cfg.Drain, r.cfg.Control = drainOpts(), r.control
 }

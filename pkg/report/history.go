@@ -85,6 +85,8 @@ type Run struct {
 	TrimmedAttempts int `json:"trimmedAttempts,omitempty"`
 	// Surges are the run's --make-room surges, from its record.
 	Surges []Surge `json:"surges,omitempty"`
+	// Gates are the verdicts of the gates before its waves, from its record.
+	Gates []GateVerdict `json:"gates,omitempty"`
 }
 
 // History is a node group's last runs, newest first.
@@ -101,7 +103,8 @@ const (
 
 // With is h with attempt a of run (whose own attempts are ignored): in
 // place of the attempt that started when a did, else after the run's
-// others; the run's other fields replace those h had. A run h lacks is
+// others; the run's other fields replace those h had (its gates only
+// when it has some: an attempt's writes before its end carry none). A run h lacks is
 // the newest. h is not changed: its slices are copied where they differ.
 func (h History) With(run Run, a Attempt) History {
 	runs := slices.Clone(h.Runs)
@@ -112,6 +115,9 @@ func (h History) With(run Run, a Attempt) History {
 	} else {
 		run.Attempts = runs[i].Attempts
 		run.Trimmed, run.TrimmedAttempts = runs[i].Trimmed, runs[i].TrimmedAttempts
+		if run.Gates == nil {
+			run.Gates = runs[i].Gates // an attempt's write before its end keeps its run's verdicts
+		}
 	}
 	attempts := slices.Clone(run.Attempts)
 	if k := slices.IndexFunc(attempts, func(b Attempt) bool { return b.StartedAt.Equal(a.StartedAt) }); k >= 0 {

@@ -36,7 +36,7 @@ func writeRun(w io.Writer, group string, run RunReport) error {
 	if run.TrimmedAttempts > 0 {
 		fmt.Fprintf(w, "(the node timelines of the %d oldest attempts left out to keep the report within %d KiB)\n", run.TrimmedAttempts, MaxBytes>>10)
 	}
-	sections := []func(io.Writer, RunReport) error{writeAttempts, writeBlockers, writeSurges, writePhases, writeBatches, writeNodes}
+	sections := []func(io.Writer, RunReport) error{writeAttempts, writeGates, writeBlockers, writeSurges, writePhases, writeBatches, writeNodes}
 	for _, section := range sections {
 		if err := section(w, run); err != nil {
 			return err

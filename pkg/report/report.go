@@ -74,6 +74,8 @@ type RunReport struct {
 	TrimmedAttempts int `json:"trimmedAttempts,omitempty"`
 	// Surges are what --make-room scaled up, per workload.
 	Surges []Surge `json:"surges,omitempty"`
+	// Gates are the gates' verdicts before each wave (--waves, --gate).
+	Gates []GateVerdict `json:"gates,omitempty"`
 }
 
 // AttemptReport is one attempt of a run: what it was, when, how long,
@@ -146,7 +148,7 @@ func (r Run) End() time.Time {
 func summarize(run Run) RunReport {
 	rr := RunReport{StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, Outcome: run.Outcome, Strategy: run.Strategy, Estimate: run.Estimate,
 		Took: Duration(run.End().Sub(run.StartedAt).Truncate(time.Second)), Attempts: []AttemptReport{},
-		Trimmed: run.Trimmed, TrimmedAttempts: run.TrimmedAttempts, Surges: run.Surges}
+		Trimmed: run.Trimmed, TrimmedAttempts: run.TrimmedAttempts, Surges: run.Surges, Gates: run.Gates}
 	totals := map[string]time.Duration{}
 	var nodes []*Node
 	var fresh []Replacement
