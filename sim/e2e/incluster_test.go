@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -177,8 +176,9 @@ func (k *kubelet) started() (pods []string, killed int) {
 // startKubelet serves the pods of group's Job in ns.
 func startKubelet(t *testing.T, ns, group string, env []string, kill ...string) *kubelet {
 	t.Helper()
-	if err := exec.Command("unshare", "-m", "-u", "true").Run(); err != nil {
-		t.Skipf("the pods run in a mount and UTS namespace of their own, which this machine does not allow (unshare: %v)", err)
+	unshare, err := podproc.Namespaces()
+	if err != nil {
+		t.Skip(err)
 	}
 	// A node outside the group, for the Job's pods.
 	if _, _, err := scenario.CreateNodeGroup(testContext(t, time.Minute), client, scenario.NodeGroup{
@@ -186,7 +186,7 @@ func startKubelet(t *testing.T, ns, group string, env []string, kill ...string) 
 	}); err != nil {
 		t.Fatal(err)
 	}
-	proc := &podproc.Kubelet{Client: client, Host: sim.RestConfig.Host, Binary: binary, Env: env}
+	proc := &podproc.Kubelet{Client: client, Host: sim.RestConfig.Host, Binary: binary, Env: env, Unshare: unshare}
 	k := &kubelet{t: t, ns: ns, job: session.JobName(group), proc: proc, kill: kill, notOn: func(node string) bool {
 		n, err := client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 		return err == nil && n.Labels[groupKey] != group
