@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
+)
+
+// TestManagedDemoNamesTheHeldPod is hack/demo.sh eks-managed with its own
+// pieces (awsfake.StartDemo with the managed group, the demo's run and
+// flags; the self-managed group at 3 nodes): EKS updates group
+// demo-managed from 1.30 to 1.31, draining 2 nodes at a time, and
+// Deployment ledger's PDB (maxUnavailable 1, pods Ready 20 s after they
+// are scheduled) refuses one eviction until a replacement is Ready: the
+// run names the held pod and its PDB while EKS drains, finishes, and the
+// nodes report the 1.31 release's kubelet.
+func TestManagedDemoNamesTheHeldPod(t *testing.T) {
+	ctx := testContext(t, 8*time.Minute)
+	srv, err := awsfake.StartDemo(ctx, client, awsfake.DemoOptions{Size: 3, LaunchDelay: 500 * time.Millisecond, Managed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanManagedDemo(t, srv) })
+	env := append(cleanAWSEnv(), "AWS_ENDPOINT_URL="+srv.URL,
+		"AWS_ACCESS_KEY_ID=demo", "AWS_SECRET_ACCESS_KEY=demo", "AWS_REGION="+awsfake.DemoRegion)
+	r := runCmd(t, setupCmd(env, "run", awsfake.DemoManagedGroup, "--kubernetes-version", "1.31", "--max-unavailable", "2", "--post-drain-wait", "5s", "--yes"))
+	t.Logf("run: %s", r)
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run exit %d, want %d", r.code, nodeupgrade.ExitOK)
+	}
+	if !strings.Contains(r.stdout, `cannot be evicted: PodDisruptionBudget "demo/ledger" allows no disruption`) || !strings.Contains(r.stdout, `pod "demo/ledger-`) {
+		t.Errorf("the run never named a pod of Deployment ledger held by its PDB while EKS drained")
+	}
+	for _, n := range groupNodes(t, ctx, awsfake.NodeGroupLabel, awsfake.DemoManagedGroup) {
+		if v := n.Status.NodeInfo.KubeletVersion; v != "v1.31.2-eks" {
+			t.Errorf("node %q reports kubelet %q, want the 1.31 release's v1.31.2-eks", n.Name, v)
+		}
+	}
+}
+
+// cleanManagedDemo leaves the cluster as the AWS demo's other tests
+// expect it: no demo groups, workloads or records.
+func cleanManagedDemo(t *testing.T, srv *awsfake.Server) {
+	ctx := context.Background()
+	srv.Close()
+	clearLabelDemo(t, ctx)
+	for _, n := range groupNodes(t, ctx, awsfake.NodeGroupLabel, awsfake.DemoManagedGroup) {
+		_ = client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{})
+	}
+	_ = client.AppsV1().Deployments("demo").Delete(ctx, "ledger", metav1.DeleteOptions{})
+	_ = client.PolicyV1().PodDisruptionBudgets("demo").Delete(ctx, "ledger", metav1.DeleteOptions{})
+	store := &state.Store{Client: client, Namespace: state.DefaultNamespace}
+	_ = store.Delete(ctx, awsfake.DemoManagedGroup)
+	_ = client.CoreV1().ConfigMaps(state.DefaultNamespace).Delete(ctx, state.ReportName(awsfake.DemoManagedGroup), metav1.DeleteOptions{})
+}
