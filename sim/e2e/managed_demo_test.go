@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +20,9 @@ import (
 // demo-managed from 1.30 to 1.31, draining 2 nodes at a time, and
 // Deployment ledger's PDB (maxUnavailable 1, pods Ready 20 s after they
 // are scheduled) refuses one eviction until a replacement is Ready: the
-// run names the held pod and its PDB while EKS drains, finishes, and the
-// nodes report the 1.31 release's kubelet.
+// run names the held pod and its PDB while EKS drains, finishes within
+// ±50% of the plan's estimate, and the nodes report the 1.31 release's
+// kubelet.
 func TestManagedDemoNamesTheHeldPod(t *testing.T) {
 	ctx := testContext(t, 8*time.Minute)
 	srv, err := awsfake.StartDemo(ctx, client, awsfake.DemoOptions{Size: 3, LaunchDelay: 500 * time.Millisecond, Managed: true})
@@ -30,14 +32,17 @@ func TestManagedDemoNamesTheHeldPod(t *testing.T) {
 	t.Cleanup(func() { cleanManagedDemo(t, srv) })
 	env := append(cleanAWSEnv(), "AWS_ENDPOINT_URL="+srv.URL,
 		"AWS_ACCESS_KEY_ID=demo", "AWS_SECRET_ACCESS_KEY=demo", "AWS_REGION="+awsfake.DemoRegion)
+	start := time.Now()
 	r := runCmd(t, setupCmd(env, "run", awsfake.DemoManagedGroup, "--kubernetes-version", "1.31", "--max-unavailable", "2", "--post-drain-wait", "5s", "--yes"))
-	t.Logf("run: %s", r)
+	took := time.Since(start)
+	t.Logf("run (%s): %s", took.Round(time.Second), r)
 	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run exit %d, want %d", r.code, nodeupgrade.ExitOK)
 	}
 	if !strings.Contains(r.stdout, `cannot be evicted: PodDisruptionBudget "demo/ledger" allows no disruption`) || !strings.Contains(r.stdout, `pod "demo/ledger-`) {
 		t.Errorf("the run never named a pod of Deployment ledger held by its PDB while EKS drained")
 	}
+	assertEstimateHolds(t, r.stdout, took)
 	for _, n := range groupNodes(t, ctx, awsfake.NodeGroupLabel, awsfake.DemoManagedGroup) {
 		if v := n.Status.NodeInfo.KubeletVersion; v != "v1.31.2-eks" {
 			t.Errorf("node %q reports kubelet %q, want the 1.31 release's v1.31.2-eks", n.Name, v)
@@ -59,4 +64,26 @@ func cleanManagedDemo(t *testing.T, srv *awsfake.Server) {
 	store := &state.Store{Client: client, Namespace: state.DefaultNamespace}
 	_ = store.Delete(ctx, awsfake.DemoManagedGroup)
 	_ = client.CoreV1().ConfigMaps(state.DefaultNamespace).Delete(ctx, state.ReportName(awsfake.DemoManagedGroup), metav1.DeleteOptions{})
+}
+
+// estimated is the "Phases (estimated D; ..." of a printed plan.
+var estimated = regexp.MustCompile(`Phases \(estimated ([0-9hms]+);`)
+
+// assertEstimateHolds wants the estimate of the plan out printed within
+// ±50% of took, the run's time.
+func assertEstimateHolds(t *testing.T, out string, took time.Duration) {
+	t.Helper()
+	m := estimated.FindStringSubmatch(out)
+	if m == nil {
+		t.Errorf("no estimate printed")
+		return
+	}
+	est, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("estimated %s, the run took %s", est, took.Round(time.Second))
+	if est < took/2 || est > took*3/2 {
+		t.Errorf("estimated %s, the run took %s: not within ±50%%", est, took.Round(time.Second))
+	}
 }
