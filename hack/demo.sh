@@ -5,7 +5,8 @@
 # PDBs on them; then plans and runs the upgrade of the group and prints its
 # status. One path per way the plugin replaces nodes:
 #
-#   hack/demo.sh [aws|eks-managed|gce|gke|in-cluster|karpenter|none]
+#   hack/demo.sh [aws|eks-managed|gce|gke|karpenter|none]
+#   hack/demo.sh in-cluster
 #
 # aws:         Auto Scaling group "demo" (9 nodes), image ami-old to ami-new
 #              through a new launch template version (the default).
@@ -30,7 +31,11 @@
 #              ami-new, by label): --provider none drains and deletes the
 #              outdated ones.
 set -euo pipefail
-usage="usage: hack/demo.sh [aws|eks-managed|gce|gke|in-cluster|karpenter|none]"
+# The usage line names the paths (docs/docs_test.go holds them to the
+# docs'); in-cluster is the aws path run from a Job.
+usage="usage: hack/demo.sh [aws|eks-managed|gce|gke|karpenter|none]"
+usage="$usage
+       hack/demo.sh in-cluster"
 path=${1:-aws}
 if [ "$path" = gke ]; then exec "$(dirname "$0")/demo-gke.sh"; fi
 cd "$(dirname "$0")/.."
