@@ -57,3 +57,63 @@ demo_build() {
     mkdir -p "$cache" && cp "$work/bin/kubectl-nodeupgrade" "$work/bin/simcluster" "$cache/" || true
   fi
 }
+
+# demo_kubelet registers node system-0 (node group "system", outside the
+# demo's) and starts its stand-in kubelet ("simcluster kubelet", stopped
+# when the script exits), which runs the pods scheduled to it as local
+# processes of the plugin: kwok's nodes run no containers. The processes
+# get the script's environment (the cloud's endpoint) but KUBECONFIG:
+# they reach the cluster as a pod does, with the pod's own token.
+demo_kubelet() {
+  echo "== starting node system-0 (node group system), whose pods run as local processes of the plugin"
+  "$work/bin/simcluster" kubelet --kubeconfig "$KUBECONFIG" --node system-0 --labels "$1=system" \
+    --binary "$work/bin/kubectl-nodeupgrade" >"$work/kubelet.out" 2>&1 &
+  kubelet_pid=$!
+  trap 'kill $kubelet_pid $sim_pid 2>/dev/null; wait $kubelet_pid $sim_pid 2>/dev/null || true' EXIT
+  for _ in $(seq 1 600); do
+    grep -q '^ready ' "$work/kubelet.out" 2>/dev/null && return
+    kill -0 $kubelet_pid 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "the stand-in kubelet did not come up:"
+  cat "$work/kubelet.out"
+  exit 1
+}
+
+# demo_in_cluster runs the upgrade of $group ($target $opts) from a Job
+# whose pod runs on system-0 (demo_kubelet), deletes the Job's pod in
+# batch 2's post-drain wait (not mid-eviction: an eviction cut short may
+# leave its PDB counting the pod as disrupted for 2 minutes), follows the
+# run to its end as the next pod resumes it, then shows its report.
+demo_in_cluster() {
+  local flags="--in-cluster --image-ref kubectl-nodeupgrade:demo --job-node-selector $1=system"
+  echo
+  echo "== kubectl apply -f deploy/rbac.yaml -f deploy/in-cluster.yaml"
+  kubectl apply -f deploy/rbac.yaml -f deploy/in-cluster.yaml
+  echo
+  echo "== kubectl nodeupgrade run $group $target $opts $flags --yes"
+  start=$(date +%s)
+  kubectl nodeupgrade run $group $target $opts $flags --yes >"$work/run.out" 2>&1 &
+  local run_pid=$!
+  tail -f "$work/run.out" --pid $run_pid &
+  until grep -q 'phase Cordon, batch 2/' "$work/run.out"; do
+    kill -0 $run_pid 2>/dev/null || break
+    sleep 0.5
+  done
+  if kill -0 $run_pid 2>/dev/null; then
+    echo
+    echo "== kubectl -n kube-system delete pod -l job-name=nodeupgrade-$group --wait=false (the run goes on in the Job's next pod)"
+    kubectl -n kube-system delete pod -l "job-name=nodeupgrade-$group" --wait=false
+  fi
+  local code=0
+  wait $run_pid || code=$?
+  sleep 0.5 # tail's last lines
+  echo "(the run took $(($(date +%s) - start)) s, exit $code; the pods' output: $work/kubelet.out)"
+  echo
+  echo "== kubectl nodeupgrade report $group"
+  kubectl nodeupgrade report $group
+  echo
+  kubectl get nodes -L "$labels"
+  kubectl -n kube-system get jobs,pods -l "job-name=nodeupgrade-$group"
+  return $code
+}

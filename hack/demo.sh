@@ -6,6 +6,7 @@
 # status. One path per way the plugin replaces nodes:
 #
 #   hack/demo.sh [aks|aws|eks-managed|gce|gke|karpenter|none]
+#   hack/demo.sh in-cluster
 #
 # aks:         AKS agent pool "demopool", AKS's own upgrade to Kubernetes
 #              1.32 started and followed (demo-aks.sh).
@@ -17,6 +18,13 @@
 # gce:         regional managed instance group "demo" (kOps labels), image
 #              img-old to img-new through a new instance template.
 # gke:         GKE node pool "default-pool", GKE's own upgrade (demo-gke.sh).
+# in-cluster:  the aws path's group, upgraded by run --in-cluster: a Job in
+#              kube-system (deploy/rbac.yaml, deploy/in-cluster.yaml) whose
+#              pods land on node system-0, outside the group, whose
+#              stand-in kubelet (simcluster kubelet) runs them as local
+#              processes of the plugin with the pod's own token; the demo
+#              deletes the Job's pod mid-run, the next pod resumes, and
+#              report shows each attempt and node (docs/in-cluster.md).
 # karpenter:   the real Karpenter (v1.15.0, its KWOK provider, built once
 #              into the user's cache) beside the cluster; NodePool "demo" of
 #              9 nodes over three zones, pointed at a new NodeClass: the run
@@ -25,13 +33,17 @@
 #              ami-new, by label): --provider none drains and deletes the
 #              outdated ones.
 set -euo pipefail
+# The usage line names the paths (docs/docs_test.go holds them to the
+# docs'); in-cluster is the aws path run from a Job.
 usage="usage: hack/demo.sh [aks|aws|eks-managed|gce|gke|karpenter|none]"
+usage="$usage
+       hack/demo.sh in-cluster"
 path=${1:-aws}
 if [ "$path" = gke ]; then exec "$(dirname "$0")/demo-gke.sh"; fi
 if [ "$path" = aks ]; then exec "$(dirname "$0")/demo-aks.sh"; fi
 cd "$(dirname "$0")/.."
 case $path in
-aws | eks-managed | gce | karpenter | none) ;;
+aws | eks-managed | gce | in-cluster | karpenter | none) ;;
 *) echo "$usage" >&2; exit 2 ;;
 esac
 # shellcheck source=hack/demo-lib.sh
@@ -45,9 +57,10 @@ group=demo
 wait="--post-drain-wait 5s"
 opts="--max-unavailable 2 --seed 1 $wait"
 case $path in
-aws)
+aws | in-cluster)
   demo_start "the simulated cluster, the local AWS endpoint and Auto Scaling group demo" --aws-demo
   demo_aws_env
+  if [ "$path" = in-cluster ]; then demo_kubelet eks.amazonaws.com/nodegroup; fi
   labels=eks.amazonaws.com/nodegroup,eks.amazonaws.com/nodegroup-image,eks.amazonaws.com/sourceLaunchTemplateVersion,topology.kubernetes.io/zone
   target="--ami ami-new"
   ;;
@@ -101,6 +114,11 @@ kubectl get nodes -L "$labels"
 echo
 echo "== kubectl nodeupgrade plan $group $target $opts"
 kubectl nodeupgrade plan $group $target $opts
+
+if [ "$path" = in-cluster ]; then
+  demo_in_cluster eks.amazonaws.com/nodegroup
+  exit
+fi
 
 echo
 echo "== kubectl nodeupgrade run $group $target $opts --yes"

@@ -235,6 +235,15 @@ type Removal struct {
 	LeaveHooks []LeaveHook `json:"leaveHooks,omitempty"`
 	Reserve    *Reserve    `json:"reserve,omitempty"`
 	Protected  []string    `json:"protected,omitempty"`
+	// AwaitsReplacement: a machine's removal returns once the group has
+	// launched its replacement (Karpenter: the NodeClaim terminated, then
+	// the pool's claims initialized), one machine after the other, so a
+	// batch's removals take a join each (Plan.JoinTime). LaunchPace is how
+	// long the group's machines took to launch as the cloud measured it
+	// (Karpenter: NodeClaim creation to Initialized), preferred to the
+	// nodes' creation to Ready, which leaves the launch out.
+	AwaitsReplacement bool `json:"awaitsReplacement,omitempty"`
+	LaunchPace        Pace `json:"launchPace,omitzero"`
 }
 
 // Joining are the machines of the group still on their way to be nodes

@@ -114,12 +114,15 @@ func Median(ds []time.Duration) time.Duration {
 	return s[(len(s)-1)/2]
 }
 
-// measuredPace is given with what it lacks measured on the group's
-// nodes; nil when nothing is measured.
-func measuredPace(given *Pace, group []corev1.Node) *Pace {
+// measuredPace is given with what it lacks measured by the cloud (its
+// LaunchPace), else on the group's nodes; nil when nothing is measured.
+func measuredPace(given *Pace, cloud *CloudGroup, group []corev1.Node) *Pace {
 	var pc Pace
 	if given != nil {
 		pc = *given
+	}
+	if cloud != nil {
+		pc = pc.Or(cloud.LaunchPace)
 	}
 	pc = pc.Or(NodeJoinPace(group))
 	if pc == (Pace{}) {

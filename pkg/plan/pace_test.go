@@ -86,6 +86,33 @@ func TestEKSScaleUpTakesTheJoinTime(t *testing.T) {
 	}
 }
 
+// TestRemovalAwaitingReplacement: where a removal returns once the
+// group launched the replacement (Karpenter), each node of a batch adds
+// a join to the batch's estimate, the cloud's launch pace preferred to
+// the nodes' creation to Ready.
+func TestRemovalAwaitingReplacement(t *testing.T) {
+	pace := &Pace{Join: Duration(4 * time.Second), JoinFrom: "the cloud", Drain: Duration(7 * time.Second), DrainFrom: "x"}
+	for _, tc := range []struct {
+		name   string
+		awaits bool
+		want   time.Duration
+	}{
+		{"removal alone", false, 7*time.Second + 5*time.Second},
+		{"removal awaiting the replacement", true, 7*time.Second + 5*time.Second + 3*4*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plan{MaxUnavailable: 3, PostDrainWait: Duration(5 * time.Second), Pace: pace, Cloud: &CloudPlan{Removal: Removal{AwaitsReplacement: tc.awaits}}}
+			if got := perBatchEstimate(p); got != tc.want {
+				t.Errorf("per batch %s, want %s", got, tc.want)
+			}
+		})
+	}
+	launch := Pace{Join: Duration(9 * time.Second), JoinFrom: "the pool's NodeClaims"}
+	if got := measuredPace(nil, &CloudGroup{Removal: Removal{LaunchPace: launch}}, nil); got == nil || *got != launch {
+		t.Errorf("measured %+v, want the cloud's launch pace %+v", got, launch)
+	}
+}
+
 // TestPodStartPace: the median of the Ready pods' creation to Ready, a
 // second more; none Ready, none measured.
 func TestPodStartPace(t *testing.T) {

@@ -238,7 +238,7 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.Pace = measuredPace(in.Pace, group)
+	in.Pace = measuredPace(in.Pace, in.Cloud, group)
 	strategy, err := LookupStrategy(string(in.Strategy))
 	if err != nil {
 		return nil, err

@@ -325,9 +325,14 @@ func (p *Plan) EstimateAssumptions() string {
 }
 
 // perBatchEstimate is a drain, the post-drain wait, and the wait for the
-// load balancers to let go of the batch's machines.
+// load balancers to let go of the batch's machines; and a join for each
+// machine of the batch where a removal awaits its replacement.
 func perBatchEstimate(p *Plan) time.Duration {
-	return p.DrainTime() + time.Duration(p.PostDrainWait) + deregistrationEstimate(p)
+	d := p.DrainTime() + time.Duration(p.PostDrainWait) + deregistrationEstimate(p)
+	if p.Cloud != nil && p.Cloud.AwaitsReplacement {
+		d += time.Duration(max(p.MaxUnavailable, 1)) * p.JoinTime()
+	}
+	return d
 }
 
 // deregistrationEstimate is the longest deregistration delay of the

@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,30 +21,22 @@ import (
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/podproc"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
 // The simulated cluster's nodes run no containers: kwok marks the Job's
-// pods Running. These tests play the kubelet's part for them: each pod of
+// pods Running. These tests play the kubelet's part for them with package
+// podproc, as the in-cluster demo does (simcluster kubelet): each pod of
 // the Job runs as a process of the plugin, with the pod's own identity and
-// files, in a mount and UTS namespace of its own (unshare), so that it
-// reads them where a container does:
-//   - its volumes as the pod spec has them: the ServiceAccount token the
-//     API server's TokenRequest gives for the pod (audience, expiry and the
-//     pod it is bound to as the projected volume asks), the cluster's CA
-//     from kube-root-ca.crt, the namespace, and the plan's ConfigMap, each
-//     bind-mounted at its mountPath;
-//   - the in-cluster environment (KUBERNETES_SERVICE_HOST and _PORT) and
-//     the pod's name as its hostname, so the lock names the pod;
-//   - the pod's command and args, the plugin standing in for the image's
-//     /kubectl-nodeupgrade.
-// So the run is authorized as the Job's ServiceAccount, by the roles
-// deploy/rbac.yaml and deploy/in-cluster.yaml grant. When the process
-// ends, the pod ends with its exit code and its last lines as its message
-// (terminationMessagePolicy FallbackToLogsOnError), as a kubelet reports
-// it, and the Job controller does the rest. The cloud's workload identity
-// is stood in for by the AWS endpoint's environment, as for the other AWS
-// tests.
+// files (its ServiceAccount token, the cluster's CA, the plan's
+// ConfigMap) where a container reads them, its hostname the pod's name,
+// so the lock names the pod. So the run is authorized as the Job's
+// ServiceAccount, by the roles deploy/rbac.yaml and deploy/in-cluster.yaml
+// grant. When the process ends, the pod ends with its exit code and its
+// last lines as its message, and the Job controller does the rest. The
+// cloud's workload identity is stood in for by the AWS endpoint's
+// environment, as for the other AWS tests.
 
 // inClusterEnv applies deploy/in-cluster.yaml in namespace ns (its
 // ServiceAccount, bindings and submitter role), with the Role of
@@ -126,7 +115,7 @@ type kubelet struct {
 	t        *testing.T
 	ns       string
 	job      string
-	env      []string // the cloud's environment
+	proc     *podproc.Kubelet
 	notOn    func(node string) bool
 	kill     []string
 	mu       sync.Mutex
@@ -142,27 +131,12 @@ const killAfter = 5 * time.Second
 
 // serve starts each Running pod of the Job as it comes, until ctx ends.
 func (k *kubelet) serve(ctx context.Context) {
-	started := map[string]bool{}
-	for ctx.Err() == nil {
-		pods, err := client.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + k.job})
-		if err == nil {
-			for i := range pods.Items {
-				p := &pods.Items[i]
-				if started[p.Name] || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-					continue
-				}
-				started[p.Name] = true
-				if !k.notOn(p.Spec.NodeName) {
-					k.t.Errorf("pod %s runs on node %s, of the group it upgrades", p.Name, p.Spec.NodeName)
-				}
-				go k.run(ctx, p)
-			}
+	k.proc.Serve(ctx, k.ns, metav1.ListOptions{LabelSelector: "job-name=" + k.job}, func(p *corev1.Pod) {
+		if !k.notOn(p.Spec.NodeName) {
+			k.t.Errorf("pod %s runs on node %s, of the group it upgrades", p.Name, p.Spec.NodeName)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		go k.run(ctx, p)
+	})
 }
 
 // run runs pod p as a process until it ends (or is killed at its kill
@@ -172,7 +146,7 @@ func (k *kubelet) run(ctx context.Context, p *corev1.Pod) {
 	n := len(k.pods)
 	k.pods = append(k.pods, p.Name)
 	k.mu.Unlock()
-	cmd, err := podCommand(ctx, p, k.env)
+	cmd, err := k.proc.Command(ctx, p)
 	if err != nil {
 		k.t.Errorf("starting pod %s: %v", p.Name, err)
 		return
@@ -188,7 +162,7 @@ func (k *kubelet) run(ctx context.Context, p *corev1.Pod) {
 	}
 	code, out := b.wait(k.t, 10*time.Minute)
 	k.t.Logf("pod %s exited %d:\n%s", p.Name, code, out)
-	if err := endPod(context.WithoutCancel(ctx), p, code, out); err != nil {
+	if err := k.proc.End(context.WithoutCancel(ctx), p, code, out); err != nil {
 		k.t.Errorf("ending pod %s: %v", p.Name, err)
 	}
 }
@@ -199,149 +173,12 @@ func (k *kubelet) started() (pods []string, killed int) {
 	return slices.Clone(k.pods), k.killed
 }
 
-// podCommand is the pod's one container as a process: its volumes in a
-// directory of their own, mounted at their mountPaths in the process's own
-// mount namespace, its hostname the pod's name.
-func podCommand(ctx context.Context, p *corev1.Pod, cloudEnv []string) (*exec.Cmd, error) {
-	c := p.Spec.Containers[0]
-	dir, err := os.MkdirTemp("", "pod-"+p.Name+"-")
-	if err != nil {
-		return nil, err
-	}
-	script := `set -e; hostname "$0"; mount -t tmpfs tmpfs /var/run`
-	for _, m := range c.VolumeMounts {
-		if !strings.HasPrefix(m.MountPath, "/var/run/") {
-			return nil, fmt.Errorf("volume %s mounted at %s: the test mounts only under /var/run", m.Name, m.MountPath)
-		}
-		src := filepath.Join(dir, m.Name)
-		if err := writeVolume(ctx, p, m.Name, src); err != nil {
-			return nil, err
-		}
-		script += fmt.Sprintf("; mkdir -p %q; mount --bind %q %q", m.MountPath, src, m.MountPath)
-	}
-	script += `; shift; exec "$@"`
-	u, err := url.Parse(sim.RestConfig.Host)
-	if err != nil {
-		return nil, err
-	}
-	args := append([]string{"-m", "-u", "--propagation", "private", "sh", "-c", script, p.Name, "--", binary}, c.Args...)
-	cmd := exec.Command("unshare", args...)
-	cmd.Env = append(cloudEnv, "HOME="+dir, "KUBERNETES_SERVICE_HOST="+u.Hostname(), "KUBERNETES_SERVICE_PORT="+u.Port())
-	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") })
-	return cmd, nil
-}
-
-// writeVolume writes pod volume name into dir as the kubelet would.
-func writeVolume(ctx context.Context, p *corev1.Pod, name, dir string) error {
-	i := slices.IndexFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
-	if i < 0 {
-		return fmt.Errorf("no volume %q", name)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	v := p.Spec.Volumes[i]
-	switch {
-	case v.ConfigMap != nil:
-		return writeConfigMap(ctx, p.Namespace, v.ConfigMap.Name, dir)
-	case v.Projected != nil:
-		for _, src := range v.Projected.Sources {
-			if err := writeProjected(ctx, p, src, dir); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("volume %q: a kind the test does not mount", name)
-}
-
-func writeConfigMap(ctx context.Context, ns, name, dir string) error {
-	var cm *corev1.ConfigMap
-	var err error
-	for range 50 { // kube-root-ca.crt is published soon after the namespace
-		if cm, err = client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if err != nil {
-		return err
-	}
-	for k, v := range cm.Data {
-		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeProjected writes one source of a projected volume: the token as the
-// API server gives it for the pod, the CA, the namespace.
-func writeProjected(ctx context.Context, p *corev1.Pod, src corev1.VolumeProjection, dir string) error {
-	switch {
-	case src.ServiceAccountToken != nil:
-		s := src.ServiceAccountToken
-		req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-			ExpirationSeconds: s.ExpirationSeconds,
-			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID},
-		}}
-		if s.Audience != "" {
-			req.Spec.Audiences = []string{s.Audience}
-		}
-		tok, err := client.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName, req, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, s.Path), []byte(tok.Status.Token), 0o600)
-	case src.ConfigMap != nil:
-		return writeConfigMap(ctx, p.Namespace, src.ConfigMap.Name, dir)
-	case src.DownwardAPI != nil:
-		for _, f := range src.DownwardAPI.Items {
-			if f.FieldRef == nil || f.FieldRef.FieldPath != "metadata.namespace" {
-				return fmt.Errorf("downward API item %q: a field the test does not write", f.Path)
-			}
-			if err := os.WriteFile(filepath.Join(dir, f.Path), []byte(p.Namespace), 0o644); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// endPod ends the pod as its kubelet reports a container that exited:
-// its exit code, and its last lines as its message.
-func endPod(ctx context.Context, p *corev1.Pod, code int, out string) error {
-	pod, err := client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if len(out) > 2048 {
-		out = out[len(out)-2048:]
-	}
-	now := metav1.Now()
-	phase, reason := corev1.PodSucceeded, "Completed"
-	if code != 0 {
-		phase, reason = corev1.PodFailed, "Error"
-	}
-	pod.Status.Phase = phase
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-		Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image,
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(max(code, 0)), Reason: reason, Message: out, FinishedAt: now}},
-	}}
-	for i := range pod.Status.Conditions {
-		if c := &pod.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-			c.Status, c.LastTransitionTime = corev1.ConditionFalse, now
-		}
-	}
-	_, err = client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	return err
-}
-
 // startKubelet serves the pods of group's Job in ns.
 func startKubelet(t *testing.T, ns, group string, env []string, kill ...string) *kubelet {
 	t.Helper()
-	if err := exec.Command("unshare", "-m", "-u", "true").Run(); err != nil {
-		t.Skipf("the pods run in a mount and UTS namespace of their own, which this machine does not allow (unshare: %v)", err)
+	unshare, err := podproc.Namespaces()
+	if err != nil {
+		t.Skip(err)
 	}
 	// A node outside the group, for the Job's pods.
 	if _, _, err := scenario.CreateNodeGroup(testContext(t, time.Minute), client, scenario.NodeGroup{
@@ -349,7 +186,8 @@ func startKubelet(t *testing.T, ns, group string, env []string, kill ...string) 
 	}); err != nil {
 		t.Fatal(err)
 	}
-	k := &kubelet{t: t, ns: ns, job: session.JobName(group), env: env, kill: kill, notOn: func(node string) bool {
+	proc := &podproc.Kubelet{Client: client, Host: sim.RestConfig.Host, Binary: binary, Env: env, Unshare: unshare}
+	k := &kubelet{t: t, ns: ns, job: session.JobName(group), proc: proc, kill: kill, notOn: func(node string) bool {
 		n, err := client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 		return err == nil && n.Labels[groupKey] != group
 	}}

@@ -105,7 +105,26 @@ func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 	}
 	cg.Sizes.Max = cg.Sizes.Desired
 	cg.Notes = poolNotes(np, reasons)
+	// RemoveNode returns once the pool's replacement is initialized.
+	cg.AwaitsReplacement, cg.LaunchPace = true, launchPace(claims)
 	return cg
+}
+
+// launchPace is how long the pool's NodeClaims took from their creation
+// to Initialized (launched, registered, the node Ready): the median,
+// rounded up to the second the timestamps keep; zero without one.
+func launchPace(claims []nodeClaim) plan.Pace {
+	var took []time.Duration
+	for _, c := range claims {
+		if i := c.Conditions[initialized]; i.Status == "True" && !c.Created.IsZero() && !i.Since.Before(c.Created.Time) {
+			took = append(took, i.Since.Sub(c.Created.Time))
+		}
+	}
+	if len(took) == 0 {
+		return plan.Pace{}
+	}
+	return plan.Pace{Join: plan.Duration(plan.Median(took) + time.Second),
+		JoinFrom: fmt.Sprintf("the creation to Initialized of the pool's %s", plan.Count(len(took), "NodeClaim"))}
 }
 
 // machine is a NodeClaim as a machine of the pool; its version is the

@@ -122,7 +122,10 @@ type nodeClaim struct {
 	DoNotDisrupt bool
 }
 
-type condition struct{ Status, Reason, Message string }
+type condition struct {
+	Status, Reason, Message string
+	Since                   time.Time // lastTransitionTime
+}
 
 func listClaims(ctx context.Context, dc dynamic.Interface, pool string) ([]nodeClaim, error) {
 	l, err := dc.Resource(nodeClaims).List(ctx, metav1.ListOptions{LabelSelector: NodePoolLabel + "=" + pool})
@@ -152,6 +155,9 @@ func toClaim(u *unstructured.Unstructured) nodeClaim {
 		cd.Status, _ = m["status"].(string)
 		cd.Reason, _ = m["reason"].(string)
 		cd.Message, _ = m["message"].(string)
+		if at, _ := m["lastTransitionTime"].(string); at != "" {
+			cd.Since, _ = time.Parse(time.RFC3339, at)
+		}
 		c.Conditions[typ] = cd
 	}
 	if d := c.Conditions[driftedCondition]; d.Status == "True" {

@@ -8,6 +8,7 @@
 //	simcluster replay plan-scale --name NAME --kubeconfig-out PATH [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10 --tls]
 //	simcluster watch-pdbs --kubeconfig PATH --namespace NS
 //	simcluster list-pods [--kubeconfig PATH]
+//	simcluster kubelet --kubeconfig PATH --node NAME [--labels K=V,...] --binary PATH
 //
 // With --aws-demo, up also serves a fake AWS endpoint (package awsfake)
 // whose Auto Scaling group "demo" backs the cluster's nodes, creates the
@@ -24,6 +25,10 @@
 // "ready kubeconfig=PATH aks-endpoint=URL". With --none-demo, it builds
 // the demo of provider none (scenario.Demo: nodes no cloud owns) and
 // prints "ready kubeconfig=PATH".
+//
+// kubelet registers a node whose pods run as local processes (package
+// podproc: the plugin's in-cluster Job on the demo), prints
+// "ready node=NAME" and serves them until SIGINT/SIGTERM.
 //
 // replay plan-scale serves, read-only, the objects scenario plan-scale
 // would make, as kube-apiserver would list them (scenario.Replay), at
@@ -60,6 +65,7 @@ const usage = `usage:
   simcluster replay plan-scale --name NAME --kubeconfig-out PATH [--nodes 5000 --pods-per-node 30 --replicas 100 --namespaces 10 --tls]
   simcluster watch-pdbs --kubeconfig PATH --namespace NS
   simcluster list-pods [--kubeconfig PATH]
+  simcluster kubelet --kubeconfig PATH --node NAME [--labels K=V,...] --binary PATH
 `
 
 func main() {
@@ -89,6 +95,8 @@ func run(args []string) error {
 		return watchPDBs(args[1:])
 	case args[0] == "list-pods":
 		return listPods(args[1:])
+	case args[0] == "kubelet":
+		return kubelet(args[1:])
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("unknown command %q", args[0])
