@@ -101,7 +101,7 @@ func TestGateVerdictsKeptInTheHistory(t *testing.T) {
 	s.startReport(ctx, pl, rec).finish(ctx, rec, nil)
 	rec.BeginAttempt(state.AttemptResume, "", t0.Add(5*time.Minute))
 	s.startReport(ctx, pl, rec).save(ctx, nil)
-	h, err := s.Store().LoadReports(ctx, "demo")
+	h, err := s.store().LoadReports(ctx, "demo")
 	if err != nil {
 		t.Fatal(err)
 	}
