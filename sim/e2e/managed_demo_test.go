@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -27,7 +28,15 @@ import (
 // scheduler put the 3 pods: a node whose only pod is refused shows no
 // sign of EKS's drain (internal/upgrade's heldOn names pods only where
 // it saw the drain begin), so the test logs it and does not hold it.
+//
+// A measurement of the estimate against the clock, not a test of
+// behaviour (the in-place update is TestManagedNodeGroupInPlaceUpdate's),
+// and 4 minutes on its own before the parallel tests: it runs with
+// NODEUPGRADE_ESTIMATE_CHECK=1.
 func TestManagedDemoEstimateHolds(t *testing.T) {
+	if os.Getenv("NODEUPGRADE_ESTIMATE_CHECK") == "" {
+		t.Skip("measures the estimate against the clock: NODEUPGRADE_ESTIMATE_CHECK=1")
+	}
 	ctx := testContext(t, 8*time.Minute)
 	srv, err := awsfake.StartDemo(ctx, client, awsfake.DemoOptions{Size: 3, LaunchDelay: 500 * time.Millisecond, Managed: true})
 	if err != nil {
