@@ -142,6 +142,11 @@ func managedPlan(p *Plan, in Input, strategy Strategy) error {
 	if in.Cloud == nil || in.Cloud.Managed == nil || !in.Cloud.Managed.Runs(strategy.Name()) {
 		return nil
 	}
+	if in.Waves.Any() {
+		// The service drains in an order and at a pace of its own: no
+		// wave boundary exists at which to hold it and read a gate.
+		return inputErrorf("cannot gate the update of %s %q in waves (--waves, --gate): its service paces the batches itself; use --strategy surge or blue-green where the group offers them, whose batches the run paces", in.Cloud.GroupKind, in.Cloud.Group)
+	}
 	mp, err := in.Cloud.Managed.Plan(in, p.Nodes.Outdated, len(p.Zones))
 	if err != nil {
 		return err

@@ -56,17 +56,20 @@ func TestManagedPlan(t *testing.T) {
 		name     string
 		strategy StrategyName
 		refuse   error
+		waves    Waves
 		wantErr  string
 		managed  bool
 	}{
 		{name: "the service runs eks", strategy: "eks", managed: true},
+		{name: "waves on the service's update: no boundary to gate at", strategy: "eks", waves: Waves{Sizes: []string{"1", "100%"}}, wantErr: "--waves, --gate"},
+		{name: "a gate on the service's update", strategy: "eks", waves: Waves{Gates: []string{"exec:true"}}, wantErr: "paces the batches itself"},
 		{name: "the service does not run blue-green, the provider cannot either", strategy: "blue-green", wantErr: "creates node groups"},
 		{name: "the service refuses the settings", strategy: "eks", refuse: errors.New("invalid --max-unavailable"), wantErr: "invalid --max-unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := &fakeService{refuse: tc.refuse}
 			in := cloudInput("2", machines)
-			in.Strategy, in.MaxUnavailable = tc.strategy, "2"
+			in.Strategy, in.MaxUnavailable, in.Waves = tc.strategy, "2", tc.waves
 			in.Cloud.Can, in.Cloud.Managed = 0, serviceOf(svc)
 			p, err := Build(snap, in)
 			if tc.wantErr != "" {
