@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // rollBackService has the service roll back the run's update and follows
@@ -30,6 +31,9 @@ func (r *managedRun) rollBackService(ctx context.Context, u cloud.ManagedUpdater
 			return err
 		}
 	}
+	if err := r.forgetStoppedRollback(ctx, u, m); err != nil {
+		return err
+	}
 	if m.UpdateID == "" {
 		id, err := rb.RollbackUpdate(ctx, m.RollingBackFrom)
 		if err != nil {
@@ -53,4 +57,20 @@ func (r *managedRun) rollBackService(ctx context.Context, u cloud.ManagedUpdater
 	r.tally.addNote(fmt.Sprintf("rolled back by the %s's update %s", mp.Service, m.UpdateID))
 	r.logf("rolled back %q: the nodes the update had replaced run the previous version again", r.cfg.Record.NodeGroup)
 	return nil
+}
+
+// forgetStoppedRollback drops the recorded rollback where it was
+// cancelled or failed before this run: following it would only say so
+// again, so the service is asked for a new one.
+func (r *managedRun) forgetStoppedRollback(ctx context.Context, u cloud.ManagedUpdater, m *state.ManagedRecord) error {
+	if m.UpdateID == "" {
+		return nil
+	}
+	p, err := r.readUpdate(ctx, u, m.UpdateID)
+	if err != nil || p.State != cloud.UpdateCancelled && p.State != cloud.UpdateFailed {
+		return err
+	}
+	r.logf("%s rollback %s ended %s before this run: asking for a new one", r.cfg.Plan.Managed.Service, m.UpdateID, p.State)
+	m.UpdateID = ""
+	return r.save(ctx)
 }

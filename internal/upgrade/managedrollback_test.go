@@ -20,6 +20,7 @@ type rollingBackService struct {
 	askedWith *state.ManagedRecord
 	saved     *state.ManagedRecord
 	asked     int
+	cancelled string // an update ID the service reports cancelled
 }
 
 func (s *rollingBackService) RollbackUpdate(_ context.Context, id string) (string, error) {
@@ -33,6 +34,9 @@ func (s *rollingBackService) RollbackUpdate(_ context.Context, id string) (strin
 }
 
 func (s *rollingBackService) Progress(_ context.Context, id string) (cloud.UpdateProgress, error) {
+	if id == s.cancelled {
+		return cloud.UpdateProgress{ID: id, State: cloud.UpdateCancelled}, nil
+	}
 	return cloud.UpdateProgress{ID: id, State: cloud.UpdateSucceeded}, nil
 }
 
@@ -56,10 +60,11 @@ func TestManagedRollbackRecordedBeforeItIsAsked(t *testing.T) {
 		{name: "refused by the service", id: "upd-1", refuse: errors.New("409 conflict"), wantAsked: 1, wantID: "upd-1", wantErr: "409 conflict"},
 		{name: "killed after the service answered: followed", from: "upd-1", id: "rb-of-upd-1", wantID: "rb-of-upd-1"},
 		{name: "killed before the answer was saved: asked again", from: "upd-1", wantAsked: 1, wantID: "rb-of-upd-1"},
+		{name: "its rollback cancelled since: asked again", from: "upd-1", id: "rb-cancelled", wantAsked: 1, wantID: "rb-of-upd-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := newTestClient(imageNode("new-1", "z1", "new"))
-			svc := &rollingBackService{managedFake: managedFake{None: cloud.None{Client: client}}, refuse: tc.refuse}
+			svc := &rollingBackService{managedFake: managedFake{None: cloud.None{Client: client}}, refuse: tc.refuse, cancelled: "rb-cancelled"}
 			rec := &state.Record{NodeGroup: "ng", Phase: string(plan.PhaseUpdate), Managed: &state.ManagedRecord{
 				Group: "pool", Before: before, Configured: true, RollingBackFrom: tc.from, UpdateID: tc.id}}
 			save := func(context.Context) error {
