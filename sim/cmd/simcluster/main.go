@@ -123,19 +123,7 @@ func up(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if err := aws.check(*noLifecycle); err != nil {
-		return err
-	}
-	if *gkeDemo.on && (*aws.on || *gce.on || *noLifecycle) {
-		return errors.New("--gke-demo goes alone: not with --aws-demo, --gce-demo or --no-node-lifecycle")
-	}
-	if *aksDemo && (*aws.on || *gce.on || *gkeDemo.on || *noLifecycle) {
-		return errors.New("--aks-demo goes alone: not with --aws-demo, --gce-demo, --gke-demo or --no-node-lifecycle")
-	}
-	if err := gce.check(*aws.on, *noLifecycle); err != nil {
-		return err
-	}
-	if err := none.check(*aws.on || *gce.on || *gkeDemo.on || *aksDemo, *noLifecycle); err != nil {
+	if err := checkDemos(aws, gkeDemo, *aksDemo, gce, none, *noLifecycle); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -163,6 +151,23 @@ func up(args []string) error {
 	stop()
 	fmt.Fprintln(os.Stderr, "simcluster: stopping")
 	return c.Stop()
+}
+
+// checkDemos refuses the demos given that do not go together.
+func checkDemos(aws awsDemo, gkeDemo gkeDemoFlags, aksDemo bool, gce gceDemo, none noneDemo, noLifecycle bool) error {
+	if err := aws.check(noLifecycle); err != nil {
+		return err
+	}
+	if *gkeDemo.on && (*aws.on || *gce.on || noLifecycle) {
+		return errors.New("--gke-demo goes alone: not with --aws-demo, --gce-demo or --no-node-lifecycle")
+	}
+	if aksDemo && (*aws.on || *gce.on || *gkeDemo.on || noLifecycle) {
+		return errors.New("--aks-demo goes alone: not with --aws-demo, --gce-demo, --gke-demo or --no-node-lifecycle")
+	}
+	if err := gce.check(*aws.on, noLifecycle); err != nil {
+		return err
+	}
+	return none.check(*aws.on || *gce.on || *gkeDemo.on || aksDemo, noLifecycle)
 }
 
 // awsDemo is the fake AWS endpoint up serves with --aws-demo.
