@@ -72,6 +72,10 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.Is(err, context.Canceled) && !errors.As(err, &paused) && !errors.As(err, &soaking) && !errors.As(err, &closed):
+		// Interrupted, whatever it was doing (planning included): exit 4
+		// as docs/scripting.md says, never a usage error.
+		return ExitFailure
 	case errors.As(err, &refusal):
 		return ExitBlockers
 	case errors.As(err, &sessionUsage):

@@ -134,6 +134,11 @@ type jobFollower struct {
 	seen   map[string]string // what was said of each pod
 	ran    map[string]bool   // the pods whose run was followed
 	poll   time.Duration
+	// lastEnd is the latest container end seen of the Job's pods, and
+	// lastEndPod its pod: kept, as the pod may be gone (abort deletes
+	// the Job it supersedes) by the time the Job's end is told.
+	lastEnd    *corev1.ContainerStateTerminated
+	lastEndPod string
 }
 
 // errJobGone is a followed Job deleted (abort supersedes the Job of a run
@@ -250,6 +255,7 @@ func (f *jobFollower) look(ctx context.Context) (*batchv1.Job, error) {
 			continue // a pod of an earlier Job of the same name, going away
 		}
 		now[p.Name] = true
+		f.noteEnd(&p)
 		f.say(p.Name, podState(&p))
 	}
 	for name, said := range f.seen {
@@ -321,22 +327,27 @@ func (f *jobFollower) ended(ctx context.Context, job *batchv1.Job) error {
 	return &watchEnded{fmt.Sprintf("the in-cluster run of %q stopped: Job %s/%s failed (%s: %s)%s", f.group, job.Namespace, job.Name, failed.Reason, failed.Message, msg), code}
 }
 
+// noteEnd keeps p's container end where it is the latest seen.
+func (f *jobFollower) noteEnd(p *corev1.Pod) {
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil && (f.lastEnd == nil || t.FinishedAt.After(f.lastEnd.FinishedAt.Time)) {
+			f.lastEnd, f.lastEndPod = t.DeepCopy(), p.Name
+		}
+	}
+}
+
 // lastExit is the exit code of the Job's last pod that ended, and its
 // message: the run's last log lines.
 func (f *jobFollower) lastExit(ctx context.Context, job *batchv1.Job) (int, string) {
 	pods, err := f.sess.Client.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
-	if err != nil {
-		return ExitFailure, ""
-	}
-	var last *corev1.ContainerStateTerminated
-	var name string
-	for _, p := range pods.Items {
-		for _, c := range p.Status.ContainerStatuses {
-			if t := c.State.Terminated; t != nil && (last == nil || t.FinishedAt.After(last.FinishedAt.Time)) {
-				last, name = t, p.Name
+	if err == nil {
+		for _, p := range pods.Items {
+			if slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == job.UID }) {
+				f.noteEnd(&p)
 			}
 		}
 	}
+	last := f.lastEnd
 	if last == nil {
 		return ExitFailure, ""
 	}
@@ -344,7 +355,7 @@ func (f *jobFollower) lastExit(ctx context.Context, job *batchv1.Job) (int, stri
 	if last.ExitCode > 0 && last.ExitCode <= ExitHookFailed {
 		code = int(last.ExitCode)
 	}
-	return code, fmt.Sprintf("; pod %s exited %d: %s", name, last.ExitCode, lastLine(last.Message))
+	return code, fmt.Sprintf("; pod %s exited %d: %s", f.lastEndPod, last.ExitCode, lastLine(last.Message))
 }
 
 // lastLine is the last line of a pod's message that says something: the

@@ -78,6 +78,11 @@ func FromRecord(rec *state.Record, bound *cloud.Bound, action string) (*Request,
 	if bound == nil {
 		bound = cloud.BoundFlags()
 	}
+	if action == string(CmdRollback) {
+		// A rollback puts the group back, as abort does: no maintenance
+		// window holds it (its --not-after passed, it would be refused).
+		req.Windows, req.NotBefore, req.NotAfter = nil, "", ""
+	}
 	return &Request{Request: req, Bound: bound}, nil
 }
 

@@ -33,9 +33,14 @@ func readmeSample(t *testing.T, name string) string {
 // for what the clock decides: the nodes' ages (the AGE column), and so the
 // node table's padding, which follows the widest age; and the durations of
 // the phases and of what they assume, which the group's pace measured on
-// this start decides (plan.Pace). Each node row is its cells joined by one
-// space, the age cell "AGE"; each duration of the phases is "D".
+// this start decides (plan.Pace); and the fake endpoint's number in the
+// test process, which its IDs and node names carry (the demo script's
+// endpoint is the first of its process, number 0). Each node row is its
+// cells joined by one space, the age cell "AGE"; each duration of the
+// phases is "D".
 func planLines(text string) []string {
+	text = endpointInID.ReplaceAllString(text, "${1}0")
+	text = endpointInNode.ReplaceAllString(text, "${1}0-")
 	var out []string
 	phases := false // within the phases, from "Phases (" to the blank line
 	age := -1       // the AGE column's index in the node table, -1 outside it
@@ -60,6 +65,13 @@ func planLines(text string) []string {
 	}
 	return out
 }
+
+// endpointInID and endpointInNode are an awsfake Server's number in an
+// ID (its 8th hex digit: lt-…, i-…) and in a node name (ip-10-N-…).
+var (
+	endpointInID   = regexp.MustCompile(`\b((?:lt|i)-0{7})[0-9a-f]`)
+	endpointInNode = regexp.MustCompile(`\b(ip-10-)\d+-`)
+)
 
 // paceDuration is a duration as plan.FormatDuration writes it.
 var paceDuration = regexp.MustCompile(`\b\d+(?:h|m|s)(?:\d+(?:m|s))*\b`)
