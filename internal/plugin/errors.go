@@ -72,9 +72,7 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.Is(err, context.Canceled) && !errors.As(err, &paused) && !errors.As(err, &soaking) && !errors.As(err, &closed):
-		// Interrupted, whatever it was doing (planning included): exit 4
-		// as docs/scripting.md says, never a usage error.
+	case interrupted(err):
 		return ExitFailure
 	case errors.As(err, &refusal):
 		return ExitBlockers
@@ -114,13 +112,24 @@ func ExitCode(err error) int {
 	return ExitFailure
 }
 
+// interrupted reports whether err is a command stopped by Ctrl-C or
+// SIGTERM, whatever it was doing (planning included), rather than a stop
+// on purpose (paused, left soaking, its window closed): exit 4, as
+// docs/scripting.md says, never a usage error.
+func interrupted(err error) bool {
+	var paused *upgrade.PausedError
+	var soaking *upgrade.SoakingError
+	var closed *upgrade.WindowClosedError
+	return errors.Is(err, context.Canceled) && !errors.As(err, &paused) && !errors.As(err, &soaking) && !errors.As(err, &closed)
+}
+
 // PrintError writes the one-line error kubectl-style and returns the exit code.
 func PrintError(w io.Writer, err error) int {
 	if err == nil {
 		return ExitOK
 	}
 	msg := err.Error()
-	if errors.Is(err, context.Canceled) {
+	if interrupted(err) {
 		msg = "interrupted; run the same command again to finish, or put the group back in service with \"kubectl nodeupgrade abort\""
 	}
 	fmt.Fprintf(w, "error: %s\n", msg)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -19,6 +20,10 @@ import (
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // executeBare runs the root command with exactly args, in an environment
@@ -328,6 +333,28 @@ func TestStateNamespaceRefusedBeforeTheCluster(t *testing.T) {
 			_, stderr, code := executeBare(t, "", args...)
 			if code != ExitUsage || !strings.Contains(stderr, `invalid --state-namespace "Kube_System"`) {
 				t.Errorf("exit %d, stderr %q", code, stderr)
+			}
+		})
+	}
+}
+
+// TestInterruptedExitsFour: a command interrupted while it plans (the
+// cancel wrapped in a usage or input error on its way up) exits 4 as
+// docs/scripting.md says, not 2; a stop on purpose keeps its own code.
+func TestInterruptedExitsFour(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"planning, wrapped in a usage error", session.Usagef("cannot resume: error when reading node group %q: %w", "ng", context.Canceled), ExitFailure},
+		{"running", fmt.Errorf("batch 1/3: %w", context.Canceled), ExitFailure},
+		{"paused by cancel", &upgrade.PausedError{Phase: plan.PhaseCordon}, ExitPaused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			if got := PrintError(&out, tc.err); got != tc.want {
+				t.Errorf("exit %d, want %d (%s)", got, tc.want, out.String())
 			}
 		})
 	}
