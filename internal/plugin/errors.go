@@ -57,9 +57,6 @@ func ExitCode(err error) int {
 	var blockers *blockersFound
 	var held *state.HeldError
 	var creation *upgrade.NodeCreationFailure
-	var paused *upgrade.PausedError
-	var soaking *upgrade.SoakingError
-	var closed *upgrade.WindowClosedError
 	var hook *upgrade.HookFailure
 	var service *upgrade.ServiceUpdateFailure
 	var cloudFailure cloud.UpdateError
@@ -95,7 +92,7 @@ func ExitCode(err error) int {
 		return serviceExitCode(cloudFailure.Code)
 	case errors.As(err, &creation):
 		return ExitNodeCreation
-	case errors.As(err, &paused), errors.As(err, &soaking), errors.As(err, &closed):
+	case stoppedOnPurpose(err):
 		return ExitPaused
 	case errors.As(err, &eviction):
 		return ExitPodEvictionError
@@ -114,13 +111,18 @@ func ExitCode(err error) int {
 
 // interrupted reports whether err is a command stopped by Ctrl-C or
 // SIGTERM, whatever it was doing (planning included), rather than a stop
-// on purpose (paused, left soaking, its window closed): exit 4, as
-// docs/scripting.md says, never a usage error.
+// on purpose: exit 4, as docs/scripting.md says, never a usage error.
 func interrupted(err error) bool {
+	return errors.Is(err, context.Canceled) && !stoppedOnPurpose(err)
+}
+
+// stoppedOnPurpose reports whether err is a run's stop on purpose:
+// paused, left soaking, or its window closed.
+func stoppedOnPurpose(err error) bool {
 	var paused *upgrade.PausedError
 	var soaking *upgrade.SoakingError
 	var closed *upgrade.WindowClosedError
-	return errors.Is(err, context.Canceled) && !errors.As(err, &paused) && !errors.As(err, &soaking) && !errors.As(err, &closed)
+	return errors.As(err, &paused) || errors.As(err, &soaking) || errors.As(err, &closed)
 }
 
 // PrintError writes the one-line error kubectl-style and returns the exit code.
