@@ -81,7 +81,7 @@ func (a *AgentPool) read(ctx context.Context) error {
 func (a *AgentPool) refresh(ctx context.Context) error {
 	r, err := a.c.pools.Get(ctx, a.id.group, a.id.name, a.name, nil)
 	if _, status := code(err); status == http.StatusNotFound {
-		return inputErrorf("%s not found", a)
+		return &Error{Msg: fmt.Sprintf("%s not found", a), Err: cloud.ErrGroupNotFound, IsInput: true}
 	}
 	if err != nil {
 		return wrap(err, "get %s", a)
