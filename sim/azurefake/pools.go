@@ -1,6 +1,7 @@
 package azurefake
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -208,12 +209,46 @@ func (s *Server) deletePool(q *request) {
 		writeError(q.w, aerr)
 		return
 	}
+	o := s.startDeleteLocked(p)
+	s.asyncHeaders(q.w, o)
+	q.w.WriteHeader(http.StatusAccepted)
+}
+
+// startDeleteLocked starts the delete of the pool.
+func (s *Server) startDeleteLocked(p *pool) *operation {
 	o := s.startOpLocked(p, "delete")
 	p.model.Properties.ProvisioningState = ptr(stateDeleting)
 	s.wg.Add(1)
 	go s.removePool(p, o)
-	s.asyncHeaders(q.w, o)
-	q.w.WriteHeader(http.StatusAccepted)
+	return o
+}
+
+// DeletePool deletes a pool as its DELETE does (a test's stand-in for a
+// delete a killed run sent), and returns at once; see WaitPoolGone.
+func (s *Server) DeletePool(group, clusterName, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.poolLocked(group, clusterName, name)
+	if p == nil {
+		return fmt.Errorf("no agent pool %s/%s/%s", group, clusterName, name)
+	}
+	if err := busyLocked(p); err != nil {
+		return err
+	}
+	s.startDeleteLocked(p)
+	return nil
+}
+
+// WaitPoolGone waits until the pool is deleted.
+func (s *Server) WaitPoolGone(ctx context.Context, group, clusterName, name string) error {
+	for {
+		if _, ok := s.Pool(group, clusterName, name); !ok {
+			return nil
+		}
+		if err := sleep(ctx, s.opts.PollEvery); err != nil {
+			return err
+		}
+	}
 }
 
 // removePool deletes the pool's nodes, recording the pods left on them,

@@ -231,3 +231,47 @@ func TestAKSBlueGreenRollbackAndAbort(t *testing.T) {
 		})
 	}
 }
+
+// TestAKSBlueGreenKilledAfterDeletingBlue kills a blue/green run in its
+// last phase, then deletes blue's pool as the killed run's DELETE would
+// have, until it is gone, or while AKS still deletes it: abort refuses
+// (deleting blue cannot be undone), and the same run command finishes on
+// green.
+func TestAKSBlueGreenKilledAfterDeletingBlue(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		waitGone bool
+		want     string // what the run says of blue
+	}{
+		{"bggone", true, "is gone already"},
+		{"bgdeleting", false, "deleting blue"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, watch := setupAKSBlue(t, tc.name)
+			args := aksBlueGreenArgs(tc.name, "0s")
+			if killed, out := runAndKill(t, p.cmd(args...), killPoint{name: "delete-blue", marker: "deleting blue:"}); !killed {
+				t.Fatalf("the run ended before it deleted blue:\n%s", out)
+			}
+			if err := p.srv.DeletePool("rg", "c1", tc.name); err != nil {
+				t.Fatal(err)
+			}
+			if tc.waitGone {
+				if err := p.srv.WaitPoolGone(testContext(t, 2*time.Minute), "rg", "c1", tc.name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if r := p.run(t, "abort", tc.name, "--yes"); r.code != nodeupgrade.ExitUsage || !strings.Contains(r.stderr, "deleting blue") {
+				t.Errorf("abort after blue's delete: %s; want exit %d, deleting blue", r, nodeupgrade.ExitUsage)
+			}
+			r := p.run(t, args...)
+			green := p.green()
+			if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, tc.want) || !strings.Contains(r.stdout, "the node group is \""+green+"\" from now on") {
+				t.Fatalf("the run after blue's delete must finish on green %q: %s", green, r)
+			}
+			assertNoViolations(t, watch.Stop())
+			p.assertGreenServes(t)
+		})
+	}
+}
