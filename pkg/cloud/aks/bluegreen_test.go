@@ -163,3 +163,23 @@ func TestOpenBlueGreenRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestBelow: a minor version names its patches; a re-run of
+// --orchestrator-version 1.32 on a pool at 1.32.2 (a blue/green green,
+// or a pool AKS upgraded) is no downgrade.
+func TestBelow(t *testing.T) {
+	for _, tc := range []struct {
+		v, cur string
+		want   bool
+	}{
+		{"1.32", "1.32.2", false},
+		{"1.32.2", "1.32.2", false},
+		{"1.32.1", "1.32.2", true},
+		{"1.31", "1.32.2", true},
+		{"1.33", "1.32.2", false},
+	} {
+		if got := below(tc.v, tc.cur); got != tc.want {
+			t.Errorf("below(%s, %s) = %v, want %v", tc.v, tc.cur, got, tc.want)
+		}
+	}
+}
