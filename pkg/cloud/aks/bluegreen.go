@@ -378,7 +378,6 @@ func openBlueGreen(ctx context.Context, a *AgentPool, nodes []corev1.Node, t pla
 	cg := a.cloudGroup(nodes)
 	cg.Managed = nil
 	cg.Green, cg.GreenLabel = b.GreenName(cg.TargetVersion), AgentPoolLabel
-	cg.TemplateKind = "Kubernetes version/node image"
 	g, err := b.get(ctx, cg.Green)
 	if err != nil {
 		return nil, nil, err
