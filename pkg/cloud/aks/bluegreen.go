@@ -305,7 +305,7 @@ func (b *PoolBlueGreen) waitGreen(ctx context.Context, name string) error {
 			case st == stateSucceeded:
 				return nil
 			case !runningStates[st]:
-				return fmt.Errorf("AKS ended the create of agent pool %q %s; run again to have AKS finish it (a PUT of the pool again), or roll back to delete it", name, st)
+				return fmt.Errorf("cannot create agent pool %q: AKS left it %s; run again to have AKS finish it (a PUT of the pool again), or roll back to delete it", name, st)
 			}
 		}
 		if err := sleep(ctx, b.blue.c.pollEvery); err != nil {
