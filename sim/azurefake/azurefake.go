@@ -68,6 +68,7 @@ type Server struct {
 	clusters map[string]*cluster // by resource group/name, lower case
 	ops      map[string]*operation
 	calls    []Call
+	deleted  []deletedPool // pools.go
 	seq      int
 }
 

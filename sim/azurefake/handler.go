@@ -110,7 +110,9 @@ func (s *Server) route(q *request) (string, func(*request)) {
 	case len(p) == 10 && get:
 		return "agentPools/read", s.getPool
 	case len(p) == 10 && q.r.Method == http.MethodPut:
-		return "agentPools/write", s.putPool
+		return "agentPools/write", s.writePool
+	case len(p) == 10 && q.r.Method == http.MethodDelete:
+		return "agentPools/delete", s.deletePool
 	case len(p) == 12 && p[10] == "upgradeprofiles" && get:
 		return "agentPools/upgradeProfiles/read", s.getUpgradeProfile
 	case len(p) == 11 && p[10] == "upgradenodeimageversion" && q.r.Method == http.MethodPost:
