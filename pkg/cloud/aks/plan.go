@@ -81,8 +81,9 @@ func surgeOf(v string, n int) int {
 	return min(max(k, 1), max(n, 1))
 }
 
-// Runs implements cloud.ServicePlanner: AKS runs its surge upgrade; the
-// other strategies are refused (blue/green for AKS is not built yet).
+// Runs implements cloud.ServicePlanner: AKS runs its surge upgrade;
+// blue/green is the plugin's own (PoolBlueGreen), not the service's.
+
 func (a *AgentPool) Runs(strategy plan.StrategyName) bool { return strategy == plan.StrategySurge }
 
 // OwnStrategy implements cloud.OwnStrategy: AKS's surge upgrade with the
