@@ -83,7 +83,6 @@ func surgeOf(v string, n int) int {
 
 // Runs implements cloud.ServicePlanner: AKS runs its surge upgrade;
 // blue/green is the plugin's own (PoolBlueGreen), not the service's.
-
 func (a *AgentPool) Runs(strategy plan.StrategyName) bool { return strategy == plan.StrategySurge }
 
 // OwnStrategy implements cloud.OwnStrategy: AKS's surge upgrade with the
