@@ -69,6 +69,7 @@ type Server struct {
 	ops      map[string]*operation
 	calls    []Call
 	seq      int
+	acct     account // the caller's roles, the quotas (authorization.go)
 }
 
 // Call is a request the server answered: its HTTP method and the ARM

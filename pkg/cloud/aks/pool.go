@@ -30,6 +30,7 @@ type AgentPool struct {
 	target     config
 	imageOnly  bool
 	drainTimes int32 // --aks-drain-timeout in minutes, 0 to keep the pool's
+	facts      planFacts // what the plan reads beside the pool (plan.go)
 }
 
 // config is a Kubernetes version and a node image.
