@@ -42,10 +42,10 @@ type UsageList struct {
 // family (the usage name of its family's quota) and capabilities
 // ("vCPUs").
 type SKU struct {
-	ResourceType string   `json:"resourceType"`
-	Name         string   `json:"name"`
-	Family       string   `json:"family"`
-	Locations    []string `json:"locations"`
+	ResourceType string       `json:"resourceType"`
+	Name         string       `json:"name"`
+	Family       string       `json:"family"`
+	Locations    []string     `json:"locations"`
 	Capabilities []Capability `json:"capabilities"`
 }
 
