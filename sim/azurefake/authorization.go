@@ -123,6 +123,49 @@ func (s *Server) Actions() []string {
 	return out
 }
 
+// admit is ARM's and AKS's refusals before the operation's own: the
+// caller's roles (authorize), then another pool's operation (clusterBusy).
+func (s *Server) admit(op string, q *request) *armError {
+	if e := s.authorize(op, q); e != nil {
+		return e
+	}
+	return s.clusterBusy(q)
+}
+
+// clusterBusy is AKS's 409 to a change of a pool while an operation
+// runs on another pool of the cluster: "Operation is not allowed: Another
+// agentpool operation (nodepool1 - Creating) is in progress, please wait
+// for it to finish before starting a new operation. See
+// https://aka.ms/aks-pending-operation for more details" (as AKS answered
+// it in https://github.com/cilium/cilium/issues/25944). An abort is of the
+// pool's own operation, not refused.
+func (s *Server) clusterBusy(q *request) *armError {
+	p := q.parts
+	if q.r.Method == http.MethodGet || len(p) < 10 || p[8] != "agentpools" || (len(p) == 11 && p[10] == "abort") {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clusters[key(q.raw[3], q.raw[7])]
+	if c == nil {
+		return nil
+	}
+	for name, other := range c.pools {
+		st := *other.model.Properties.ProvisioningState
+		if name != p[9] && (other.op != nil || busyStates[st]) {
+			return errorf(http.StatusConflict, "OperationNotAllowed", "Operation is not allowed: Another agentpool operation (%s - %s) is in progress, please wait for it to finish before starting a new operation. See https://aka.ms/aks-pending-operation for more details",
+				*other.model.Name, st)
+		}
+	}
+	return nil
+}
+
+// busyStates are the provisioning states of a pool whose operation
+// runs (those the fake goes through, and AKS's Creating, Scaling,
+// Deleting that SetPoolState may set).
+var busyStates = map[string]bool{stateUpgrading: true, stateUpgradeImage: true, stateUpdating: true, stateCanceling: true,
+	"Creating": true, "Scaling": true, "Deleting": true}
+
 // authorize refuses a request the caller's roles do not allow, as ARM
 // does (403 AuthorizationFailed,
 // https://learn.microsoft.com/en-us/azure/role-based-access-control/troubleshooting#symptom---authorization-failed).

@@ -70,7 +70,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusNotFound, "NotFound", "the fake serves no %s %s", r.Method, r.URL.Path))
 		return
 	}
-	if e := s.authorize(op, q); e != nil {
+	if e := s.admit(op, q); e != nil {
 		writeError(w, e)
 		return
 	}

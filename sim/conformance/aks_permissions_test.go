@@ -124,10 +124,13 @@ func TestAKSPermissionsOfEveryCall(t *testing.T) {
 }
 
 // openAKS opens the provider on the pool's nodes as the plugin does.
-func openAKS(t *testing.T, client *fake.Clientset) cloud.Provider {
+func openAKS(t *testing.T, client *fake.Clientset) cloud.Provider { return openAKSNodes(t, client, "pool") }
+
+// openAKSNodes opens the provider on the nodes of agent pool name.
+func openAKSNodes(t *testing.T, client *fake.Clientset, name string) cloud.Provider {
 	t.Helper()
 	c, _ := cloud.Lookup(aks.Name)
-	list, err := client.CoreV1().Nodes().List(context.Background(), metaAll)
+	list, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: azurefake.AgentPoolLabel + "=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,4 +231,51 @@ func TestAKSPlanReadsQuotaAndOtherPools(t *testing.T) {
 			t.Fatalf("plan: exit %d, want %d naming the busy pool:\n%s%s", code, plugin.ExitUsage, out, errOut)
 		}
 	})
+}
+
+// TestAKSAnotherPoolHoldsTheCluster: AKS refuses a change of the pool
+// while another pool's operation runs (409); the provider's start says
+// so as a passing error rather than taking the 409 for its own upgrade,
+// and its settings change waits for the other pool, then goes through.
+func TestAKSAnotherPoolHoldsTheCluster(t *testing.T) {
+	client, srv := aksScene(t)
+	ctx := context.Background()
+	if err := srv.CreatePool(ctx, azurefake.PoolSpec{ResourceGroup: "rg", Cluster: "c1", Name: "other", Count: 1, Zones: []string{"1"},
+		Version: aksVersion, Image: aksOld, LatestImage: aksLatest}); err != nil {
+		t.Fatal(err)
+	}
+	p := openAKSNodes(t, client, "pool")
+	srv.SetPoolState("rg", "c1", "other", "Scaling")
+	mu := p.(cloud.ManagedUpdater)
+	id, err := mu.StartUpdate(ctx, false)
+	if err == nil || !cloud.Transient(err) || !strings.Contains(err.Error(), "other - Scaling") {
+		t.Fatalf("start while another pool scales: %q, %v; want a passing error naming it", id, err)
+	}
+	if ch := srv.ChangingCalls(); len(ch) != 1 {
+		t.Errorf("changing calls %v, want the one refused start", ch)
+	}
+	before, err := mu.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	during := before
+	during.Other = map[string]string{"maxSurge": "2"}
+	done := make(chan error, 1)
+	go func() { done <- mu.Configure(ctx, during) }()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("configure returned while another pool scales: %v", err)
+	default:
+	}
+	srv.SetPoolState("rg", "c1", "other", "Succeeded")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if pool, _ := srv.Pool("rg", "c1", "pool"); *pool.Properties.UpgradeSettings.MaxSurge != "2" {
+		t.Errorf("maxSurge %q after configure, want 2", *pool.Properties.UpgradeSettings.MaxSurge)
+	}
+	if n := len(srv.ChangingCalls()); n > 10 {
+		t.Errorf("%d changing calls: configure asked again without waiting", n)
+	}
 }
