@@ -124,7 +124,9 @@ func TestAKSPermissionsOfEveryCall(t *testing.T) {
 }
 
 // openAKS opens the provider on the pool's nodes as the plugin does.
-func openAKS(t *testing.T, client *fake.Clientset) cloud.Provider { return openAKSNodes(t, client, "pool") }
+func openAKS(t *testing.T, client *fake.Clientset) cloud.Provider {
+	return openAKSNodes(t, client, "pool")
+}
 
 // openAKSNodes opens the provider on the nodes of agent pool name.
 func openAKSNodes(t *testing.T, client *fake.Clientset, name string) cloud.Provider {
