@@ -317,6 +317,9 @@ const (
 
 // EstimateAssumptions says what the plan's estimates assume.
 func (p *Plan) EstimateAssumptions() string {
+	if p.Managed != nil {
+		return p.paceText() // the service's drains: no post-drain wait of the run's
+	}
 	s := fmt.Sprintf("%s, post-drain wait %s", p.paceText(), FormatDuration(time.Duration(p.PostDrainWait)))
 	if d := deregistrationEstimate(p); d > 0 {
 		s += ", deregistration " + FormatDuration(d)

@@ -140,14 +140,16 @@ func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, er
 		return nil, err
 	}
 	mp.Details = append(mp.Details, facts...)
-	mp.Steps = a.steps(mp, nodes, drain)
+	mp.Steps = a.steps(in, mp, nodes, drain)
 	return mp, nil
 }
 
 // steps are AKS's phases
 // (https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster#customize-node-surge-upgrade),
-// with rough estimates.
-func (a *AgentPool) steps(mp *plan.ManagedPlan, nodes, drain int) []plan.Step {
+// with rough estimates from the group's pace (in.JoinTime, in.DrainTime:
+// measured where the plan could): the surge nodes join once, then each
+// round drains, soaks and reimages (a node joining again).
+func (a *AgentPool) steps(in plan.Input, mp *plan.ManagedPlan, nodes, drain int) []plan.Step {
 	var out []plan.Step
 	add := func(phase, detail string, d time.Duration) {
 		out = append(out, plan.Step{Phase: phase, Detail: detail, Estimate: plan.Duration(d)})
@@ -158,11 +160,17 @@ func (a *AgentPool) steps(mp *plan.ManagedPlan, nodes, drain int) []plan.Step {
 	surge := int(mp.ScaleUp)
 	rounds := (nodes + surge - 1) / max(surge, 1)
 	add("Upgrade", fmt.Sprintf("AKS adds %d surge node(s), then cordons and drains %d node(s) at a time honouring PDBs for up to %dm each (past it the upgrade fails and the pool is left Failed), and reimages them: about %d rounds",
-		surge, surge, drain, rounds), time.Duration(rounds)*(plan.NodeLaunchEstimate+plan.DrainEstimate))
+		surge, surge, drain, rounds), in.JoinTime()+time.Duration(rounds)*(in.DrainTime()+soakOf(mp.During)+in.JoinTime()))
 	if !mp.Before.Equal(mp.During) {
 		add("RestoreSettings", "PUT the agent pool's upgradeSettings: "+mp.Before.String(), time.Minute)
 	}
 	return out
+}
+
+// soakOf is the settings' nodeSoakDurationInMinutes, 0 unless set.
+func soakOf(s plan.UpdateSettings) time.Duration {
+	m, _ := strconv.Atoi(s.Other[setSoak])
+	return time.Duration(m) * time.Minute
 }
 
 // details are the pool as agentPools.get shows it.
