@@ -34,7 +34,7 @@ type Call struct {
 // Calls are every request the provider makes, with its action. Every run
 // makes each of the required ones (AKS runs the upgrade; cancel's abort
 // is asked for too, as GKE's cancel is). docs/providers/aks.md lists the
-// same actions (TestPermissionsOfEveryCall in sim/conformance holds the
+// same actions (TestAKSPermissionsOfEveryCall in sim/conformance holds the
 // three together with the requests the provider sends).
 var Calls = []Call{
 	{Action: "Microsoft.ContainerService/managedClusters/read", Call: "read the cluster's control plane version and location (ManagedClustersClient.Get)"},
