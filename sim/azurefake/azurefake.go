@@ -70,6 +70,7 @@ type Server struct {
 	calls    []Call
 	deleted  []deletedPool // pools.go
 	seq      int
+	acct     account // the caller's roles, the quotas (authorization.go)
 }
 
 // Call is a request the server answered: its HTTP method and the ARM

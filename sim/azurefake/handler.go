@@ -61,13 +61,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Operation: op})
 	s.mu.Unlock()
-	if r.URL.Query().Get("api-version") != APIVersion {
+	if r.URL.Query().Get("api-version") != apiVersionOf(op) {
 		// ARM refuses an API version the resource provider does not serve.
 		writeError(w, errorf(http.StatusBadRequest, "NoRegisteredProviderFound", "No registered resource provider found for location '%s' and API version '%s'", s.opts.Location, r.URL.Query().Get("api-version")))
 		return
 	}
 	if h == nil {
 		writeError(w, errorf(http.StatusNotFound, "NotFound", "the fake serves no %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if e := s.admit(op, q); e != nil {
+		writeError(w, e)
 		return
 	}
 	switch s.dice.roll(r.Method) {
@@ -96,6 +100,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) route(q *request) (string, func(*request)) {
 	p := q.parts
 	get := q.r.Method == http.MethodGet
+	if op, h := s.accountRoute(q); h != nil {
+		return op, h
+	}
 	switch {
 	case len(p) == 8 && p[2] == "providers" && p[6] == "operations" && get:
 		return "operations/read", s.getOperation

@@ -1,6 +1,7 @@
 package aks
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -131,6 +132,14 @@ func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, er
 		Controls: []string{"cancel", "resume"}, EvictionLimit: plan.Duration(time.Duration(drain) * time.Minute),
 		ScaleUp: int32(surgeOf(during.Other[setMaxSurge], total)),
 	}
+	if err := a.busyPools(); err != nil {
+		return nil, err
+	}
+	facts, err := a.factDetails(int(mp.ScaleUp))
+	if err != nil {
+		return nil, err
+	}
+	mp.Details = append(mp.Details, facts...)
 	mp.Steps = a.steps(in, mp, nodes, drain)
 	return mp, nil
 }
@@ -181,4 +190,89 @@ func orNone(s string) string {
 		return "AKS's defaults (maxSurge 10%, drainTimeoutInMinutes 30)"
 	}
 	return s
+}
+
+// planFacts are what the plan reads beside the pool when it is opened:
+// the cluster's other pools' states and the quota the surge draws on;
+// why each could not be read, if it could not (the plan says so and goes
+// on: these reads only inform it).
+type planFacts struct {
+	others    []poolState
+	othersErr string
+	quota     *quota
+	quotaErr  string
+}
+
+// poolState is an agent pool's name and provisioning state.
+type poolState struct{ name, state string }
+
+// readPlanFacts reads the cluster's agent pools (agentPools list) and
+// the quota of the pool's surge nodes.
+func (a *AgentPool) readPlanFacts(ctx context.Context) {
+	a.facts = planFacts{}
+	pager := a.c.pools.NewListPager(a.id.group, a.id.name, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			a.facts.others, a.facts.othersErr = nil, wrap(err, "list the agent pools of AKS cluster %q", a.id.name).Error()
+			break
+		}
+		for _, p := range page.Value {
+			if p != nil && p.Name != nil && !strings.EqualFold(*p.Name, a.name) && p.Properties != nil {
+				a.facts.others = append(a.facts.others, poolState{name: *p.Name, state: str(p.Properties.ProvisioningState)})
+			}
+		}
+	}
+	if q, err := a.readQuota(ctx); err != nil {
+		a.facts.quotaErr = err.Error()
+	} else {
+		a.facts.quota = q
+	}
+}
+
+// busyPools refuses the plan while another pool of the cluster has an
+// operation running: AKS answers any change of the cluster's pools
+// meanwhile with 409 OperationNotAllowed ("Another agentpool operation
+// (nodepool1 - Creating) is in progress, please wait for it to finish
+// before starting a new operation", https://aka.ms/aks-pending-operation).
+// The pool's own operation is the run's to follow, not a refusal.
+func (a *AgentPool) busyPools() error {
+	var busy []string
+	for _, p := range a.facts.others {
+		if runningStates[p.state] {
+			busy = append(busy, fmt.Sprintf("%q %s", p.name, p.state))
+		}
+	}
+	if len(busy) == 0 {
+		return nil
+	}
+	return &Error{Msg: fmt.Sprintf("AKS cluster %q has an operation running on agent pool %s: AKS refuses a change of the cluster's pools until it ends (409 OperationNotAllowed); wait for it (\"az aks nodepool list --cluster-name %s --resource-group %s --query '[].provisioningState'\") and plan again",
+		a.id.name, strings.Join(busy, ", "), a.id.name, a.id.group), IsInput: true}
+}
+
+// factDetails are the plan's lines on the other pools and the quota;
+// an error when the surge does not fit the quota.
+func (a *AgentPool) factDetails(surge int) ([]plan.Detail, error) {
+	others := "none"
+	if a.facts.othersErr != "" {
+		others = "not read: " + a.facts.othersErr
+	} else if len(a.facts.others) > 0 {
+		var s []string
+		for _, p := range a.facts.others {
+			s = append(s, p.name+" "+p.state)
+		}
+		others = strings.Join(s, ", ") + " (no operation running)"
+	}
+	out := []plan.Detail{{Name: "other pools", Value: others}}
+	quota := "not checked: " + a.facts.quotaErr
+	if q := a.facts.quota; q != nil {
+		line, err := q.check(surge, a.location)
+		if err != nil {
+			return nil, err
+		}
+		quota = line
+	}
+	out = append(out, plan.Detail{Name: "surge quota", Value: quota},
+		plan.Detail{Name: "subnet IPs", Value: "not checked (the surge nodes need free addresses in the pool's subnet)"})
+	return out, nil
 }

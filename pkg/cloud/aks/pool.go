@@ -29,7 +29,8 @@ type AgentPool struct {
 	// version's (a PUT of orchestratorVersion).
 	target     config
 	imageOnly  bool
-	drainTimes int32 // --aks-drain-timeout in minutes, 0 to keep the pool's
+	drainTimes int32     // --aks-drain-timeout in minutes, 0 to keep the pool's
+	facts      planFacts // what the plan reads beside the pool (plan.go)
 }
 
 // config is a Kubernetes version and a node image.

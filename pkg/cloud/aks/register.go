@@ -139,6 +139,7 @@ func (aksCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err := ap.resolveTarget(ctx, t.Options); err != nil {
 		return nil, nil, err
 	}
+	ap.readPlanFacts(ctx)
 	return ap.cloudGroup(nodes), ap, nil
 }
 
