@@ -21,9 +21,9 @@ import (
 )
 
 // docActions reads the actions of the tables of docs/providers/aks.md's
-// "Azure permissions": the first table's (every run needs them), and the
-// plan's optional reads.
-func docActions(t *testing.T) (required, optional []string) {
+// "Azure permissions": the first table's (every run needs them), the
+// plan's optional reads, and blue/green's.
+func docActions(t *testing.T) (required, optional, blueGreen []string) {
 	t.Helper()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "providers", "aks.md"))
 	if err != nil {
@@ -41,16 +41,19 @@ func docActions(t *testing.T) (required, optional []string) {
 			continue
 		}
 		action, _, _ := strings.Cut(rest, "`")
-		if table == 1 {
+		switch table {
+		case 1:
 			required = append(required, action)
-		} else {
+		case 2:
 			optional = append(optional, action)
+		default:
+			blueGreen = append(blueGreen, action)
 		}
 	}
-	if len(required) == 0 || len(optional) == 0 {
-		t.Fatalf("docs/providers/aks.md's Azure permissions list no two tables of actions: %v %v", required, optional)
+	if len(required) == 0 || len(optional) == 0 || len(blueGreen) == 0 {
+		t.Fatalf("docs/providers/aks.md's Azure permissions list no three tables of actions: %v %v %v", required, optional, blueGreen)
 	}
-	return required, optional
+	return required, optional, blueGreen
 }
 
 var metaAll = metav1.ListOptions{}
@@ -74,53 +77,72 @@ func aksScene(t *testing.T) (*fake.Clientset, *azurefake.Server) {
 }
 
 // TestAKSPermissionsOfEveryCall makes every call the provider makes (a
-// plan, a run that sets the pool's maxSurge and puts it back, a cancel)
-// against the fake, which names each request by its Azure action, and
-// holds the three lists together: each action the fake saw is in
-// docs/providers/aks.md and in aks.Calls, the docs' tables are exactly
-// aks.Calls (required and optional), and each action of aks.Calls was
-// made. A run with a role of exactly the docs' actions then finishes.
+// plan, a run that sets the pool's maxSurge and puts it back, a cancel,
+// a blue/green run) against the fake, which names each request by its
+// Azure action, and holds the three lists together: each action the fake
+// saw is in docs/providers/aks.md and in aks.Calls, the docs' tables are
+// exactly aks.Calls (required, optional, blue/green's), and each action
+// of aks.Calls was made. Runs with a role of exactly the docs' actions
+// then finish.
 func TestAKSPermissionsOfEveryCall(t *testing.T) {
 	client, srv := aksScene(t)
 	ctx := context.Background()
-	args := []string{"pool", "--provider", aks.Name, "--node-image", "latest", "--strategy", "surge", "--max-surge", "2", "--max-unavailable", "0", "--post-drain-wait", "0s"}
-	if out, errOut, code := plugin.Drive(ctx, client, "run", append(args, "--yes", "--node-ready-timeout", "60s")...); code != plugin.ExitOK {
+	args := []string{"pool", "--provider", aks.Name, "--node-image", "latest", "--strategy", "surge", "--max-surge", "2", "--max-unavailable", "0", "--post-drain-wait", "0s", "--yes", "--node-ready-timeout", "60s"}
+	blueGreen := []string{"pool", "--provider", aks.Name, "--orchestrator-version", aksControl, "--strategy", "blue-green", "--node-pool-soak", "0s", "--post-drain-wait", "0s", "--yes", "--node-ready-timeout", "60s"}
+	if out, errOut, code := plugin.Drive(ctx, client, "run", args...); code != plugin.ExitOK {
 		t.Fatalf("run: exit %d:\n%s%s", code, out, errOut)
 	}
 	p := openAKS(t, client)
 	if err := p.(cloud.UpdateCanceller).CancelUpdate(ctx, "op"); err == nil {
 		t.Errorf("cancel with no upgrade running: AKS answers 409, the provider said nothing")
 	}
-	required, optional := docActions(t)
-	var callsRequired, callsOptional []string
-	for _, c := range aks.Calls {
-		if c.Optional {
-			callsOptional = append(callsOptional, c.Action)
-		} else {
-			callsRequired = append(callsRequired, c.Action)
-		}
-	}
-	if !slices.Equal(required, callsRequired) || !slices.Equal(optional, callsOptional) {
-		t.Errorf("docs/providers/aks.md lists %v and %v; aks.Calls %v and %v", required, optional, callsRequired, callsOptional)
-	}
 	made := srv.Actions()
+	client, srv = aksScene(t)
+	if out, errOut, code := plugin.Drive(ctx, client, "run", blueGreen...); code != plugin.ExitOK {
+		t.Fatalf("blue/green run: exit %d:\n%s%s", code, out, errOut)
+	}
+	made = append(made, srv.Actions()...)
+	required, optional, forBlueGreen := docActions(t)
+	holdCallsToDocs(t, required, optional, forBlueGreen)
+	documented := slices.Concat(required, optional, forBlueGreen)
 	for _, a := range made {
-		if a != "Microsoft.Authorization/permissions/read" && !slices.Contains(required, a) && !slices.Contains(optional, a) {
+		if a != "Microsoft.Authorization/permissions/read" && !slices.Contains(documented, a) {
 			t.Errorf("the provider calls %s, which docs/providers/aks.md does not list: add it there and to aks.Calls", a)
 		}
 	}
-	for _, a := range append(required, optional...) {
+	for _, a := range documented {
 		if !slices.Contains(made, a) {
 			t.Errorf("docs/providers/aks.md lists %s, which the provider never called (made %v)", a, made)
 		}
 	}
-	t.Run("a role of exactly the documented actions runs", func(t *testing.T) {
-		client, srv := aksScene(t)
-		srv.SetRoles(aks.Permission{Actions: append(required, optional...)})
-		if out, errOut, code := plugin.Drive(ctx, client, "run", append(args, "--yes", "--node-ready-timeout", "60s")...); code != plugin.ExitOK || strings.Contains(out+errOut, "AuthorizationFailed") {
-			t.Fatalf("run: exit %d (want %d, nothing refused):\n%s%s", code, plugin.ExitOK, out, errOut)
+	for name, run := range map[string][]string{"surge": args, "blue/green": blueGreen} {
+		t.Run("a role of exactly the documented actions runs "+name, func(t *testing.T) {
+			client, srv := aksScene(t)
+			srv.SetRoles(aks.Permission{Actions: documented})
+			if out, errOut, code := plugin.Drive(ctx, client, "run", run...); code != plugin.ExitOK || strings.Contains(out+errOut, "AuthorizationFailed") {
+				t.Fatalf("run: exit %d (want %d, nothing refused):\n%s%s", code, plugin.ExitOK, out, errOut)
+			}
+		})
+	}
+}
+
+// holdCallsToDocs checks the docs' tables list exactly aks.Calls.
+func holdCallsToDocs(t *testing.T, required, optional, forBlueGreen []string) {
+	t.Helper()
+	var callsRequired, callsOptional, callsBlueGreen []string
+	for _, c := range aks.Calls {
+		switch {
+		case c.Optional:
+			callsOptional = append(callsOptional, c.Action)
+		case c.For == plan.CapNewGroups:
+			callsBlueGreen = append(callsBlueGreen, c.Action)
+		default:
+			callsRequired = append(callsRequired, c.Action)
 		}
-	})
+	}
+	if !slices.Equal(required, callsRequired) || !slices.Equal(optional, callsOptional) || !slices.Equal(forBlueGreen, callsBlueGreen) {
+		t.Errorf("docs/providers/aks.md lists %v, %v and %v; aks.Calls %v, %v and %v", required, optional, forBlueGreen, callsRequired, callsOptional, callsBlueGreen)
+	}
 }
 
 // openAKS opens the provider on the pool's nodes as the plugin does.

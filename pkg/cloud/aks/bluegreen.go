@@ -58,6 +58,14 @@ type PoolBlueGreen struct {
 
 var _ cloud.BlueGreen = (*PoolBlueGreen)(nil)
 
+var _ cloud.PermissionProber = (*PoolBlueGreen)(nil)
+
+// ProbePermissions implements cloud.PermissionProber: blue's pool's, whose
+// answer covers green's creation and blue's deletion (Calls' For).
+func (b *PoolBlueGreen) ProbePermissions(ctx context.Context) (*plan.Permissions, error) {
+	return b.blue.ProbePermissions(ctx)
+}
+
 // Name implements cloud.Provider.
 func (b *PoolBlueGreen) Name() string { return Name }
 

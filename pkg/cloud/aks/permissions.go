@@ -29,6 +29,9 @@ type Call struct {
 	// Optional marks a read the plan does without: denied, the plan says
 	// what it could not check (the quota); the probe does not ask for it.
 	Optional bool
+	// For is the capability whose strategies make the call (blue/green's
+	// CapNewGroups), 0 for every run's.
+	For plan.Capability
 }
 
 // Calls are every request the provider makes, with its action. Every run
@@ -44,6 +47,7 @@ var Calls = []Call{
 	{Action: "Microsoft.ContainerService/managedClusters/agentPools/upgradeNodeImageVersion/action", Call: "start a node image upgrade or its recovery (AgentPoolsClient.BeginUpgradeNodeImageVersion)"},
 	{Action: "Microsoft.ContainerService/managedClusters/agentPools/abort/action", Call: "cancel the upgrade (AgentPoolsClient.BeginAbortLatestOperation)"},
 	{Action: "Microsoft.ContainerService/locations/operations/read", Call: "follow the upgrade's operation (GET locations/{location}/operations/{id})"},
+	{Action: "Microsoft.ContainerService/managedClusters/agentPools/delete", Call: "delete blue at the end of a blue/green run, or green on its rollback (AgentPoolsClient.BeginDelete)", For: plan.CapNewGroups},
 	{Action: "Microsoft.Compute/locations/usages/read", Call: "read the vCPU quota for the surge nodes (GET Microsoft.Compute/locations/{location}/usages)", Optional: true},
 	{Action: "Microsoft.Compute/skus/read", Call: "read the pool's VM size's vCPUs and family (GET Microsoft.Compute/skus)", Optional: true},
 }
@@ -94,7 +98,7 @@ func (a *AgentPool) ProbePermissions(ctx context.Context) (*plan.Permissions, er
 	out := &plan.Permissions{Policy: Policy}
 	for _, c := range Calls {
 		if !c.Optional && !Grants(perms, c.Action) {
-			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, Call: c.Call})
+			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, Call: c.Call, For: c.For})
 		}
 	}
 	return out, nil
