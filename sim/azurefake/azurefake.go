@@ -69,6 +69,8 @@ type Server struct {
 	ops      map[string]*operation
 	calls    []Call
 	seq      int
+	// slow holds back the answer to the next request of an operation.
+	slow map[string]time.Duration
 }
 
 // Call is a request the server answered: its HTTP method and the ARM

@@ -1,10 +1,13 @@
 package azurefake
 
 import (
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The faults a request may get, each equally often at the dice's rate:
@@ -51,4 +54,36 @@ func (d *dice) roll(method string) fault {
 	}
 	d.count.Add(1)
 	return f
+}
+
+// SlowAnswer holds back by d the answer to the next request of the ARM
+// operation op (as Call names it, "agentPools/write"), which is carried
+// out at once: a caller stopped meanwhile never hears that it was (the
+// window between a request ARM accepted and the caller recording it).
+func (s *Server) SlowAnswer(op string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slow == nil {
+		s.slow = map[string]time.Duration{}
+	}
+	s.slow[op] = d
+}
+
+// takeSlowLocked is how long to hold the answer to a request of op back,
+// once.
+func (s *Server) takeSlowLocked(op string) time.Duration {
+	d := s.slow[op]
+	delete(s.slow, op)
+	return d
+}
+
+// answerLate carries the request out, then answers it after d.
+func answerLate(q *request, w http.ResponseWriter, h func(*request), d time.Duration) {
+	rec := httptest.NewRecorder()
+	q.w = rec
+	h(q)
+	_ = sleep(q.r.Context(), d)
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }

@@ -60,6 +60,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op, h := s.route(q)
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Operation: op})
+	slow := s.takeSlowLocked(op)
 	s.mu.Unlock()
 	if r.URL.Query().Get("api-version") != APIVersion {
 		// ARM refuses an API version the resource provider does not serve.
@@ -68,6 +69,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h == nil {
 		writeError(w, errorf(http.StatusNotFound, "NotFound", "the fake serves no %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if slow > 0 {
+		answerLate(q, w, h, slow)
 		return
 	}
 	switch s.dice.roll(r.Method) {
