@@ -87,7 +87,9 @@ func setupAKSPool(t *testing.T, name string, spec aksPoolSpec, apps ...scenario.
 
 func (a *aksPool) cmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(binary, append(args, "--kubeconfig", sim.Kubeconfig)...)
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NODEUPGRADE_AKS") || strings.HasPrefix(kv, "AZURE_") })
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "NODEUPGRADE_AKS") || strings.HasPrefix(kv, "AZURE_")
+	})
 	cmd.Env = append(env, "NO_COLOR=1", "NODEUPGRADE_AKS_ENDPOINT="+a.srv.URL, "NODEUPGRADE_AKS_NO_AUTH=true")
 	return cmd
 }
