@@ -18,16 +18,26 @@ import (
 
 // poolServer answers GET and PUT of one agent pool as ARM does, the
 // pool in a provisioning state, and counts the PUTs. A PUT takes the
-// body's upgrade settings and, as AKS's reconcile, ends Succeeded.
+// body's upgrade settings and, as AKS's reconcile, ends Succeeded. An
+// abort finds nothing running (409).
 type poolServer struct {
-	mu   sync.Mutex
-	pool armcs.AgentPool
-	puts int
+	mu           sync.Mutex
+	pool         armcs.AgentPool
+	puts, aborts int
 }
 
 func (f *poolServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if strings.HasSuffix(r.URL.Path, "/abort") {
+		// AKS's answer when no operation runs (the first try's abort
+		// done, its answer lost).
+		f.aborts++
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"error":{"code":"OperationNotAllowed","message":"There is no ongoing operation on agent pool \"pool\" to abort."}}`))
+		return
+	}
 	if r.Method == http.MethodPut {
 		f.puts++
 		var in armcs.AgentPool
@@ -93,6 +103,39 @@ func TestConfigureWritesNothingToAPoolLeftUnfinished(t *testing.T) {
 			var ae *Error
 			if !errors.As(err, &ae) || !ae.Input() || !strings.Contains(err.Error(), "ended "+tc.state) || !strings.Contains(err.Error(), "resume") {
 				t.Errorf("want an input error saying the pool ended %s and naming resume, got %v", tc.state, err)
+			}
+		})
+	}
+}
+
+// TestCancelAfterALostAnswer: AKS's 409 to an abort ("no ongoing
+// operation") on a pool Canceling or Canceled is the abort of a first try
+// whose answer was lost: cancel is done. On a pool whose upgrade ended
+// otherwise it is AKS's refusal, the user's to read.
+func TestCancelAfterALostAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		state string
+		done  bool
+	}{
+		{"Canceled", true},
+		{"Canceling", true},
+		{"Succeeded", false},
+		{"Failed", false},
+	} {
+		t.Run(tc.state, func(t *testing.T) {
+			f := &poolServer{pool: armcs.AgentPool{Name: ptrTo("pool"), Properties: &armcs.ManagedClusterAgentPoolProfileProperties{ProvisioningState: ptrTo(tc.state)}}}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			err := newTestPool(t, srv).CancelUpdate(context.Background(), poolUpdateID)
+			if f.aborts == 0 {
+				t.Fatal("no abort was sent")
+			}
+			var ae *Error
+			switch {
+			case tc.done && err != nil:
+				t.Errorf("cancel of a %s pool: %v, want done", tc.state, err)
+			case !tc.done && (!errors.As(err, &ae) || !ae.Input() || !strings.Contains(err.Error(), "ended first (OperationNotAllowed: There is no ongoing operation")):
+				t.Errorf("cancel of a %s pool: %v, want AKS's refusal saying the upgrade ended first", tc.state, err)
 			}
 		})
 	}

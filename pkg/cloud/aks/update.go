@@ -3,12 +3,14 @@ package aks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +29,9 @@ var runningStates = map[string]bool{"Upgrading": true, "UpgradingNodeImageVersio
 // (https://learn.microsoft.com/en-us/azure/aks/manage-abort-operations;
 // Azure/AKS#3384: a PUT with no change recovers a Failed pool).
 var endedUnfinished = map[string]bool{"Failed": true, "Canceled": true}
+
+// cancelledStates are those of a pool whose operation an abort stopped.
+var cancelledStates = map[string]bool{"Canceling": true, "Canceled": true}
 
 // poolUpdateID is the ID of an upgrade found on the pool rather than
 // heard from its start (a lost answer, a killed run): Progress then reads
@@ -277,11 +282,19 @@ func (a *AgentPool) nodesDone(ctx context.Context) (done, total int) {
 
 // CancelUpdate implements cloud.UpdateCanceller: agentPools/abort, which
 // stops AKS's upgrade where it is (the pool Canceling, then Canceled); AKS
-// refuses with 409 when the operation ended first.
+// refuses with 409 when the operation ended first. A 409 on a pool
+// Canceling or Canceled is the abort done: the answer to the first try
+// lost, the SDK's retry found nothing left to abort.
 func (a *AgentPool) CancelUpdate(ctx context.Context, id string) error {
 	_, err := a.c.pools.BeginAbortLatestOperation(ctx, a.id.group, a.id.name, a.name, nil)
 	if _, status := code(err); status == http.StatusConflict {
-		return &Error{Msg: fmt.Sprintf("AKS refused to abort the upgrade of %s: it ended first (%s)", a, firstLine(err)), Err: err, IsInput: true}
+		if rerr := a.refresh(ctx); rerr == nil && cancelledStates[str(a.pool.Properties.ProvisioningState)] {
+			return nil
+		}
+		c, _ := code(err)
+		var re *azcore.ResponseError
+		_ = errors.As(err, &re)
+		return &Error{Msg: fmt.Sprintf("AKS refused to abort the upgrade of %s: it ended first (%s: %s)", a, c, armMessage(re)), Err: err, IsInput: true}
 	}
 	if err != nil {
 		return wrap(err, "abort the upgrade of %s", a)
@@ -309,12 +322,4 @@ func (a *AgentPool) AbortAdvice(ctx context.Context, id, group string) (string, 
 		return "", err
 	}
 	return fmt.Sprintf("AKS's upgrade of %s is running (%s); abort cannot stop it behind AKS's back: \"kubectl nodeupgrade cancel %s\" aborts it (agentPools/abort), then \"kubectl nodeupgrade resume %s\" finishes it", a, p.Phase, group, group), nil
-}
-
-func firstLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
