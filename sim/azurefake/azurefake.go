@@ -69,8 +69,8 @@ type Server struct {
 	ops      map[string]*operation
 	calls    []Call
 	seq      int
-	// slow holds back the answer to the next request of an operation.
-	slow map[string]time.Duration
+	// next is how the next request of an operation is answered.
+	next map[string]nextAnswer
 }
 
 // Call is a request the server answered: its HTTP method and the ARM

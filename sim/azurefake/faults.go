@@ -61,20 +61,36 @@ func (d *dice) roll(method string) fault {
 // out at once: a caller stopped meanwhile never hears that it was (the
 // window between a request ARM accepted and the caller recording it).
 func (s *Server) SlowAnswer(op string, d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.slow == nil {
-		s.slow = map[string]time.Duration{}
-	}
-	s.slow[op] = d
+	s.setNext(op, nextAnswer{delay: d})
 }
 
-// takeSlowLocked is how long to hold the answer to a request of op back,
-// once.
-func (s *Server) takeSlowLocked(op string) time.Duration {
-	d := s.slow[op]
-	delete(s.slow, op)
-	return d
+// LoseAnswer loses the answer to the next request of op, carried out: the
+// caller gets a 500, as with the seeded faultLost, but on the request a
+// test names.
+func (s *Server) LoseAnswer(op string) {
+	s.setNext(op, nextAnswer{lost: true})
+}
+
+// nextAnswer is how the next request of an operation is answered.
+type nextAnswer struct {
+	delay time.Duration
+	lost  bool
+}
+
+func (s *Server) setNext(op string, a nextAnswer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		s.next = map[string]nextAnswer{}
+	}
+	s.next[op] = a
+}
+
+// takeNextLocked is how to answer a request of op, once.
+func (s *Server) takeNextLocked(op string) nextAnswer {
+	a := s.next[op]
+	delete(s.next, op)
+	return a
 }
 
 // answerLate carries the request out, then answers it after d.

@@ -60,7 +60,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op, h := s.route(q)
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Operation: op})
-	slow := s.takeSlowLocked(op)
+	next := s.takeNextLocked(op)
 	s.mu.Unlock()
 	if r.URL.Query().Get("api-version") != APIVersion {
 		// ARM refuses an API version the resource provider does not serve.
@@ -71,11 +71,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusNotFound, "NotFound", "the fake serves no %s %s", r.Method, r.URL.Path))
 		return
 	}
-	if slow > 0 {
-		answerLate(q, w, h, slow)
+	if next.delay > 0 {
+		answerLate(q, w, h, next.delay)
 		return
 	}
-	switch s.dice.roll(r.Method) {
+	f := s.dice.roll(r.Method)
+	if next.lost {
+		f = faultLost
+	}
+	switch f {
 	case faultThrottle:
 		// ARM throttling: 429 with Retry-After in seconds
 		// (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling#error-code).

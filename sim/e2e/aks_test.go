@@ -299,64 +299,72 @@ func relaxPDB(t *testing.T, ns, name string) {
 	waitPDBAllows(t, ns, name, 1)
 }
 
-// TestAKSCancelResume: cancel aborts AKS's upgrade (the pool Canceled),
-// the run ends paused, and resume finishes the pool.
-func TestAKSCancelResume(t *testing.T) {
+// TestAKSCancel: cancel aborts AKS's upgrade (the pool Canceled) and the
+// run ends paused; resume finishes the pool. Once the answer to the
+// abort is lost (the SDK's retry answered 409, nothing left to abort):
+// cancel is done all the same. Once with the run's maxSurge on the pool:
+// abort, before resume, writes nothing to the Canceled pool (AKS takes
+// any write to it, the settings put back too, as the order to finish
+// the upgrade): it refuses naming resume and changes nothing.
+func TestAKSCancel(t *testing.T) {
 	t.Parallel()
-	start := time.Now()
-	const name = "aks-cancel"
-	a := setupAKSPool(t, name, aksPoolSpec{}, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
-	run := startBackground(t, a.cmd("run", name, "--yes", "--orchestrator-version", aksNew))
-	if !run.waitFor("started towards") {
-		t.Fatalf("the upgrade never started:\n%s", run.output())
+	for i, tc := range []struct {
+		name  string
+		flags []string
+		abort bool
+	}{
+		{"answer-lost", nil, false},
+		{"abort-refused", []string{"--strategy", "surge", "--max-surge", "2"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			name := fmt.Sprintf("aks-cancel-%d", i)
+			a := setupAKSPool(t, name, aksPoolSpec{}, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
+			a.startThenCancel(t, !tc.abort, append([]string{"run", name, "--yes", "--orchestrator-version", aksNew}, tc.flags...)...)
+			if on, _ := a.nodesOn(t, aksNew, aksNewImage); on == 3 {
+				t.Errorf("the cancel came after every node was upgraded: nothing was left to resume")
+			}
+			if tc.abort {
+				a.assertAbortRefused(t)
+			}
+			waitPDBAllows(t, name, "web", 1)
+			if r := a.run(t, "resume", name, "--yes"); r.code != nodeupgrade.ExitOK {
+				t.Fatalf("resume must finish the upgrade: %s", r)
+			}
+			a.assertUpgraded(t, aksNew, 3, nil)
+			t.Logf("%s", time.Since(start).Round(time.Millisecond))
+		})
 	}
-	c := a.run(t, "cancel", name)
-	if c.code != nodeupgrade.ExitOK {
-		t.Fatalf("cancel: %s", c)
-	}
-	code, out := run.wait(t, time.Minute)
-	if code != nodeupgrade.ExitPaused {
-		t.Fatalf("the cancelled run must end paused (exit %d), exit %d:\n%s", nodeupgrade.ExitPaused, code, out)
-	}
-	if st := a.state(t); st != "Canceled" {
-		t.Errorf("the pool is %s after cancel, want Canceled", st)
-	}
-	if on, _ := a.nodesOn(t, aksNew, aksNewImage); on == 3 {
-		t.Errorf("the cancel came after every node was upgraded: nothing was left to resume")
-	}
-	waitPDBAllows(t, name, "web", 1)
-	r := a.run(t, "resume", name, "--yes")
-	if r.code != nodeupgrade.ExitOK {
-		t.Fatalf("resume must finish the upgrade: %s", r)
-	}
-	a.assertUpgraded(t, aksNew, 3, nil)
-	t.Logf("%s", time.Since(start).Round(time.Millisecond))
 }
 
-// TestAKSCancelThenAbort: after cancel (the pool Canceled, AKS's upgrade
-// unfinished) with the run's maxSurge on the pool, abort does not write
-// to the pool: AKS takes any write to a Canceled pool as the order to
-// finish its upgrade, the settings put back too. Abort refuses, saying
-// so, and changes nothing; resume then finishes the upgrade and puts the
-// settings back.
-func TestAKSCancelThenAbort(t *testing.T) {
-	t.Parallel()
-	start := time.Now()
-	const name = "aks-cancel-abort"
-	a := setupAKSPool(t, name, aksPoolSpec{}, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
-	run := startBackground(t, a.cmd("run", name, "--yes", "--orchestrator-version", aksNew, "--strategy", "surge", "--max-surge", "2"))
+// startThenCancel starts the run, cancels AKS's upgrade once started
+// (the answer to its abort lost if lose) and waits until the run ended
+// paused and the pool is Canceled.
+func (a *aksPool) startThenCancel(t *testing.T, lose bool, args ...string) {
+	t.Helper()
+	run := startBackground(t, a.cmd(args...))
 	if !run.waitFor("started towards") {
 		t.Fatalf("the upgrade never started:\n%s", run.output())
 	}
-	if c := a.run(t, "cancel", name); c.code != nodeupgrade.ExitOK {
+	if lose {
+		a.srv.LoseAnswer("agentPools/abort/action")
+	}
+	if c := a.run(t, "cancel", a.name); c.code != nodeupgrade.ExitOK {
 		t.Fatalf("cancel: %s", c)
 	}
 	if code, out := run.wait(t, time.Minute); code != nodeupgrade.ExitPaused {
 		t.Fatalf("the cancelled run must end paused (exit %d), exit %d:\n%s", nodeupgrade.ExitPaused, code, out)
 	}
 	a.waitState(t, "Canceled")
+}
+
+// assertAbortRefused checks that abort refuses, naming resume, and
+// writes nothing to the Canceled pool.
+func (a *aksPool) assertAbortRefused(t *testing.T) {
+	t.Helper()
 	writes := len(a.srv.ChangingCalls())
-	ab := a.run(t, "abort", name, "--yes")
+	ab := a.run(t, "abort", a.name, "--yes")
 	t.Logf("abort after cancel: %s", ab)
 	if ab.code != nodeupgrade.ExitUsage || !oneLine(ab.stderr) || !strings.Contains(ab.stderr, "resume") {
 		t.Errorf("abort must refuse (exit %d) naming resume: %s", nodeupgrade.ExitUsage, ab)
@@ -367,12 +375,6 @@ func TestAKSCancelThenAbort(t *testing.T) {
 	if st := a.state(t); st != "Canceled" {
 		t.Errorf("the pool is %s after abort, want Canceled (AKS's upgrade not taken up again)", st)
 	}
-	waitPDBAllows(t, name, "web", 1)
-	if r := a.run(t, "resume", name, "--yes"); r.code != nodeupgrade.ExitOK {
-		t.Fatalf("resume must finish the upgrade: %s", r)
-	}
-	a.assertUpgraded(t, aksNew, 3, nil)
-	t.Logf("%s", time.Since(start).Round(time.Millisecond))
 }
 
 // TestAKSVersionAboveTheControlPlane: plan and run refuse a version
