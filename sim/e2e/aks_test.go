@@ -260,7 +260,15 @@ func TestAKSPDBFailureIsFinishedByTheSameRun(t *testing.T) {
 	const name = "aks-pdb"
 	a := setupAKSPool(t, name, aksPoolSpec{}, scenario.App{Name: "db", Replicas: 2, MaxUnavailable: num(0)})
 	args := []string{"run", name, "--yes", "--node-image", "latest", "--aks-drain-timeout", "3m", "--ignore-check", "pdb-zero-disruptions"}
+	// status -w, watching from before the run, follows it to AKS's failure.
+	live := startBackground(t, a.cmd("status", name, "-w"))
 	r := a.run(t, args...)
+	liveCode, liveOut := live.wait(t, time.Minute)
+	for _, want := range []string{"phase Update", "UpgradeFailed", "aks-pdb/db-", "blocked by pdb aks-pdb/db"} {
+		if liveCode != nodeupgrade.ExitFailure || !strings.Contains(liveOut, want) {
+			t.Errorf("status -w of the run must end (exit %d) naming %q, exit %d:\n%s", nodeupgrade.ExitFailure, want, liveCode, liveOut)
+		}
+	}
 	if r.code == nodeupgrade.ExitOK || r.code == nodeupgrade.ExitUsage || r.code == nodeupgrade.ExitBlockers {
 		t.Fatalf("the run must fail with AKS's upgrade: %s", r)
 	}
@@ -273,7 +281,7 @@ func TestAKSPDBFailureIsFinishedByTheSameRun(t *testing.T) {
 		}
 	}
 	t.Logf("the failed run:\n%s", r)
-	// status -w of the failed run says how it ended, as run did.
+	// status -w after the failure says how the run ended, as run did.
 	st := a.run(t, "status", name, "-w")
 	for _, want := range []string{"UpgradeFailed", "Drain node", "aks-pdb/db-", "blocked by pdb aks-pdb/db"} {
 		if st.code != nodeupgrade.ExitFailure || !strings.Contains(st.stdout+st.stderr, want) {
