@@ -71,6 +71,8 @@ type Server struct {
 	deleted  []deletedPool // pools.go
 	seq      int
 	acct     account // the caller's roles, the quotas (authorization.go)
+	// next is how the next request of an operation is answered.
+	next map[string]nextAnswer
 }
 
 // Call is a request the server answered: its HTTP method and the ARM

@@ -50,7 +50,18 @@ type scene struct {
 
 func newScene(t *testing.T, faults float64) *scene {
 	t.Helper()
+	return newSceneWith(t, faults, nil)
+}
+
+// newSceneWith is newScene with react adding the clientset's reactors
+// first: before the kubelet stand-in reads the clientset (a reactor
+// prepended after races with its reads).
+func newSceneWith(t *testing.T, faults float64, react func(*fake.Clientset)) *scene {
+	t.Helper()
 	kube := fake.NewClientset()
+	if react != nil {
+		react(kube)
+	}
 	k := conformance.StartKubelet(t, kube)
 	srv, err := Start(context.Background(), kube, Options{PollEvery: 10 * time.Millisecond, EvictRetry: 20 * time.Millisecond, MinuteIs: 100 * time.Millisecond,
 		SettingsDuration: 20 * time.Millisecond, NodeReadyTimeout: time.Minute, Faults: faults, FaultSeed: 1})
@@ -181,7 +192,21 @@ func hasStatus(err error, status int) bool { _, s := armCode(err); return s == s
 // pod and the PDB; the pool is Failed; with the PDB relaxed, the same
 // request again finishes the pool.
 func TestPDBFailsTheUpgrade(t *testing.T) {
-	s := newScene(t, 0)
+	var blocked atomic.Bool
+	blocked.Store(true)
+	// The fake clientset does not honour PDBs: the reactor answers as the
+	// API server does while the PDB allows no disruption.
+	s := newSceneWith(t, 0, func(kube *fake.Clientset) {
+		kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+			if a.GetSubresource() != "eviction" {
+				return false, nil, nil
+			}
+			if blocked.Load() {
+				return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+			}
+			return true, nil, kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "shop", "web-1")
+		})
+	})
 	ctx := context.Background()
 	nodes, _ := s.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	first := nodes.Items[0].Name
@@ -193,23 +218,6 @@ func TestPDBFailsTheUpgrade(t *testing.T) {
 	if err := createPDB(ctx, s.kube, pdb); err != nil {
 		t.Fatal(err)
 	}
-	var blocked atomic.Bool
-	blocked.Store(true)
-	// The fake clientset does not honour PDBs: the reactor answers as the
-	// API server does while the PDB allows no disruption. The chain is
-	// read under the clientset's lock by the kubelet stand-in's and the
-	// fake's calls: it changes under it too.
-	s.kube.Lock()
-	s.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
-		if a.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		if blocked.Load() {
-			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-		}
-		return true, nil, s.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "shop", "web-1")
-	})
-	s.kube.Unlock()
 	poller, err := s.pools.BeginUpgradeNodeImageVersion(ctx, "rg", "c1", "pool", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,13 @@
 package azurefake
 
 import (
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The faults a request may get, each equally often at the dice's rate:
@@ -51,4 +54,52 @@ func (d *dice) roll(method string) fault {
 	}
 	d.count.Add(1)
 	return f
+}
+
+// SlowAnswer holds back by d the answer to the next request of the ARM
+// operation op (as Call names it, "agentPools/write"), which is carried
+// out at once: a caller stopped meanwhile never hears that it was (the
+// window between a request ARM accepted and the caller recording it).
+func (s *Server) SlowAnswer(op string, d time.Duration) {
+	s.setNext(op, nextAnswer{delay: d})
+}
+
+// LoseAnswer loses the answer to the next request of op, carried out: the
+// caller gets a 500, as with the seeded faultLost, but on the request a
+// test names.
+func (s *Server) LoseAnswer(op string) {
+	s.setNext(op, nextAnswer{lost: true})
+}
+
+// nextAnswer is how the next request of an operation is answered.
+type nextAnswer struct {
+	delay time.Duration
+	lost  bool
+}
+
+func (s *Server) setNext(op string, a nextAnswer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		s.next = map[string]nextAnswer{}
+	}
+	s.next[op] = a
+}
+
+// takeNextLocked is how to answer a request of op, once.
+func (s *Server) takeNextLocked(op string) nextAnswer {
+	a := s.next[op]
+	delete(s.next, op)
+	return a
+}
+
+// answerLate carries the request out, then answers it after d.
+func answerLate(q *request, w http.ResponseWriter, h func(*request), d time.Duration) {
+	rec := httptest.NewRecorder()
+	q.w = rec
+	h(q)
+	_ = sleep(q.r.Context(), d)
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }

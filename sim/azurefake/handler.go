@@ -60,6 +60,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op, h := s.route(q)
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Operation: op})
+	next := s.takeNextLocked(op)
 	s.mu.Unlock()
 	if r.URL.Query().Get("api-version") != apiVersionOf(op) {
 		// ARM refuses an API version the resource provider does not serve.
@@ -74,7 +75,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	switch s.dice.roll(r.Method) {
+	if next.delay > 0 {
+		answerLate(q, w, h, next.delay)
+		return
+	}
+	f := s.dice.roll(r.Method)
+	if next.lost {
+		f = faultLost
+	}
+	switch f {
 	case faultThrottle:
 		// ARM throttling: 429 with Retry-After in seconds
 		// (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling#error-code).

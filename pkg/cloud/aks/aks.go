@@ -90,6 +90,18 @@ func armMessage(re *azcore.ResponseError) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
+// refusal is ARM's answer in err as "code: message", or err's first line
+// where it is no ARM answer.
+func refusal(err error) string {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		s, _, _ := strings.Cut(err.Error(), "\n")
+		return s
+	}
+	c, _ := code(err)
+	return c + ": " + armMessage(re)
+}
+
 // code is ARM's error code of err and its HTTP status; "" and 0 for an
 // error that is no ARM answer.
 func code(err error) (string, int) {

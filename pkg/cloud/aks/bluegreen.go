@@ -264,7 +264,7 @@ func (b *PoolBlueGreen) putGreen(ctx context.Context, name, version string, size
 		return nil
 	}
 	if _, status := code(callErr); status == http.StatusBadRequest {
-		return &Error{Msg: fmt.Sprintf("AKS refused to create agent pool %q: %s", name, firstLine(callErr)), Err: callErr, IsInput: true}
+		return &Error{Msg: fmt.Sprintf("AKS refused to create agent pool %q: %s", name, refusal(callErr)), Err: callErr, IsInput: true}
 	}
 	if g, err := b.get(ctx, name); err == nil && g != nil {
 		return b.ownGreen(g)

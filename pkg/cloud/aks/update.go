@@ -22,6 +22,15 @@ import (
 // (https://learn.microsoft.com/en-us/azure/aks/manage-abort-operations).
 var runningStates = map[string]bool{"Upgrading": true, "UpgradingNodeImageVersion": true, "Updating": true, "Canceling": true, "Creating": true, "Scaling": true}
 
+// endedUnfinished are the provisioning states of a pool whose last
+// operation did not finish: AKS finishes it on the next write
+// (https://learn.microsoft.com/en-us/azure/aks/manage-abort-operations;
+// Azure/AKS#3384: a PUT with no change recovers a Failed pool).
+var endedUnfinished = map[string]bool{"Failed": true, "Canceled": true}
+
+// cancelledStates are those of a pool whose operation an abort stopped.
+var cancelledStates = map[string]bool{"Canceling": true, "Canceled": true}
+
 // poolUpdateID is the ID of an upgrade found on the pool rather than
 // heard from its start (a lost answer, a killed run): Progress then reads
 // the pool's provisioning state.
@@ -38,7 +47,11 @@ func (a *AgentPool) Settings(ctx context.Context) (plan.UpdateSettings, error) {
 // Configure implements cloud.ManagedUpdater: a PUT of the pool as it is
 // with the upgradeSettings of s, once the pool has none of its own
 // operations running (AKS answers 409 OperationNotAllowed meanwhile), then
-// the wait for the update to end.
+// the wait for the update to end. It writes nothing to a pool whose last
+// operation ended Failed or Canceled: AKS takes any write to it as the
+// order to finish that operation (its recovery of a failed upgrade, "a
+// PUT with no changes"), so abort putting the settings back after cancel
+// would start again the upgrade the user stopped.
 func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error {
 	for {
 		if err := a.settle(ctx); err != nil {
@@ -46,6 +59,10 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 		}
 		if settingsOf(a.pool).Equal(s) {
 			return nil
+		}
+		if st := str(a.pool.Properties.ProvisioningState); endedUnfinished[st] {
+			return &Error{Msg: fmt.Sprintf("cannot set the upgrade settings of %s to %s: its last operation ended %s, and AKS takes any write to the pool as the order to finish it; finish the upgrade first with \"kubectl nodeupgrade resume\" (or the run's command again), or set the settings with the Azure CLI when you mean AKS to finish it",
+				a, orNone(s.String()), st), IsInput: true}
 		}
 		body := a.pool
 		props := *body.Properties
@@ -281,11 +298,16 @@ func (a *AgentPool) nodesDone(ctx context.Context) (done, total int) {
 
 // CancelUpdate implements cloud.UpdateCanceller: agentPools/abort, which
 // stops AKS's upgrade where it is (the pool Canceling, then Canceled); AKS
-// refuses with 409 when the operation ended first.
+// refuses with 409 when the operation ended first. A 409 on a pool
+// Canceling or Canceled is the abort done: the answer to the first try
+// lost, the SDK's retry found nothing left to abort.
 func (a *AgentPool) CancelUpdate(ctx context.Context, id string) error {
 	_, err := a.c.pools.BeginAbortLatestOperation(ctx, a.id.group, a.id.name, a.name, nil)
 	if _, status := code(err); status == http.StatusConflict {
-		return &Error{Msg: fmt.Sprintf("AKS refused to abort the upgrade of %s: it ended first (%s)", a, firstLine(err)), Err: err, IsInput: true}
+		if rerr := a.refresh(ctx); rerr == nil && cancelledStates[str(a.pool.Properties.ProvisioningState)] {
+			return nil
+		}
+		return &Error{Msg: fmt.Sprintf("AKS refused to abort the upgrade of %s: it ended first (%s)", a, refusal(err)), Err: err, IsInput: true}
 	}
 	if err != nil {
 		return wrap(err, "abort the upgrade of %s", a)
@@ -313,12 +335,4 @@ func (a *AgentPool) AbortAdvice(ctx context.Context, id, group string) (string, 
 		return "", err
 	}
 	return fmt.Sprintf("AKS's upgrade of %s is running (%s); abort cannot stop it behind AKS's back: \"kubectl nodeupgrade cancel %s\" aborts it (agentPools/abort), then \"kubectl nodeupgrade resume %s\" finishes it", a, p.Phase, group, group), nil
-}
-
-func firstLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
