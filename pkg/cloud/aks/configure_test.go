@@ -52,7 +52,6 @@ func (f *poolServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(f.pool)
 }
 
-
 // newTestPool is an AgentPool whose clients reach srv.
 func newTestPool(t *testing.T, srv *httptest.Server) *AgentPool {
 	t.Helper()
