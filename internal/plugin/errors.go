@@ -271,9 +271,9 @@ func noKubeconfig(configFlags *genericclioptions.ConfigFlags) bool {
 // code of the same failure in a run the plugin carries out.
 func serviceExitCode(code string) int {
 	switch code {
-	case "PodEvictionFailure":
+	case cloud.CodePodEviction:
 		return ExitPodEvictionError
-	case "NodeCreationFailure":
+	case cloud.CodeNodeCreation:
 		return ExitNodeCreation
 	}
 	return ExitFailure

@@ -74,13 +74,22 @@ func (p UpdateProgress) Finished() bool { return p.State != UpdateInProgress }
 
 // UpdateError is one error of a service update.
 type UpdateError struct {
-	// Code is the service's error code (PodEvictionFailure,
-	// NodeCreationFailure, ...).
+	// Code is the service's error code, or, where the failure is one of
+	// them, CodePodEviction or CodeNodeCreation (EKS's codes, which every
+	// provider maps its service's to: they decide the exit code).
 	Code    string
 	Message string
 	// Nodes are the nodes (or machines) the service names.
 	Nodes []string
 }
+
+// The failures of a service's update that every provider names alike.
+const (
+	// CodePodEviction: a node's drain failed, its pods held (by a PDB).
+	CodePodEviction = "PodEvictionFailure"
+	// CodeNodeCreation: the new machines did not launch or join.
+	CodeNodeCreation = "NodeCreationFailure"
+)
 
 func (e UpdateError) Error() string {
 	msg := fmt.Sprintf("%s: %s", e.Code, e.Message)

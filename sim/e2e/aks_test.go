@@ -269,8 +269,8 @@ func TestAKSPDBFailureIsFinishedByTheSameRun(t *testing.T) {
 			t.Errorf("status -w of the run must end (exit %d) naming %q, exit %d:\n%s", nodeupgrade.ExitFailure, want, liveCode, liveOut)
 		}
 	}
-	if r.code == nodeupgrade.ExitOK || r.code == nodeupgrade.ExitUsage || r.code == nodeupgrade.ExitBlockers {
-		t.Fatalf("the run must fail with AKS's upgrade: %s", r)
+	if r.code != nodeupgrade.ExitPodEvictionError {
+		t.Fatalf("the run must fail with AKS's drain, exit %d as its own drain would: %s", nodeupgrade.ExitPodEvictionError, r)
 	}
 	if st := a.state(t); st != "Failed" {
 		t.Errorf("the pool is %s, want Failed", st)

@@ -241,7 +241,10 @@ func (a *AgentPool) Progress(ctx context.Context, id string) (cloud.UpdateProgre
 // drainedNode finds the node AKS names in its drain failure.
 var drainedNode = regexp.MustCompile(`Drain node (\S+)`)
 
-// failure is the operation's error, naming the node AKS names.
+// failure is the operation's error, naming the node AKS names. A drain
+// AKS gave up on (UpgradeFailed, "Drain node … failed when evicting pod
+// …": the PodDrainFailure troubleshooting page) is a
+// cloud.CodePodEviction, AKS's own code kept in the message.
 func failure(doc opStatus) cloud.UpdateError {
 	e := cloud.UpdateError{Code: "UpgradeFailed", Message: "the pool's upgrade failed"}
 	if doc.Error != nil {
@@ -249,6 +252,7 @@ func failure(doc opStatus) cloud.UpdateError {
 	}
 	if m := drainedNode.FindStringSubmatch(e.Message); m != nil {
 		e.Nodes = []string{m[1]}
+		e.Code, e.Message = cloud.CodePodEviction, e.Code+": "+e.Message
 	}
 	return e
 }

@@ -48,7 +48,7 @@ func creationFailure(byName map[string]*compute.ManagedInstance, of map[string]M
 			}
 			msg := fmt.Sprintf("instance %q of managed instance group %q cannot be created in zone %q: %s: %s; the group keeps trying, the run stops: %s, or put the group back with \"kubectl nodeupgrade abort\"",
 				name, of[name].String(), zoneOf(mi), e.Code, oneLine(e.Message), fix)
-			return &Error{Msg: "NodeCreationFailure: " + msg, Err: cloud.UpdateError{Code: "NodeCreationFailure", Message: msg, Nodes: []string{name}}}
+			return &Error{Msg: cloud.CodeNodeCreation + ": " + msg, Err: cloud.UpdateError{Code: cloud.CodeNodeCreation, Message: msg, Nodes: []string{name}}}
 		}
 	}
 	return nil

@@ -589,7 +589,7 @@ func opError(op *container.Operation) cloud.UpdateError {
 	msg := cmp.Or(op.Error.Message, op.StatusMessage)
 	code := rpcCode(op.Error.Code)
 	if op.Error.Code == 8 || strings.Contains(msg, "did not become ready") {
-		code = "NodeCreationFailure"
+		code = cloud.CodeNodeCreation
 	}
 	return cloud.UpdateError{Code: code, Message: oneLine(msg)}
 }
