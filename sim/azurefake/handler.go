@@ -61,7 +61,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Operation: op})
 	s.mu.Unlock()
-	if r.URL.Query().Get("api-version") != APIVersion {
+	if r.URL.Query().Get("api-version") != apiVersionOf(op) {
 		// ARM refuses an API version the resource provider does not serve.
 		writeError(w, errorf(http.StatusBadRequest, "NoRegisteredProviderFound", "No registered resource provider found for location '%s' and API version '%s'", s.opts.Location, r.URL.Query().Get("api-version")))
 		return
@@ -97,6 +97,8 @@ func (s *Server) route(q *request) (string, func(*request)) {
 	p := q.parts
 	get := q.r.Method == http.MethodGet
 	switch {
+	case isCompute(p):
+		return s.routeCompute(q)
 	case len(p) == 8 && p[2] == "providers" && p[6] == "operations" && get:
 		return "operations/read", s.getOperation
 	case len(p) == 8 && p[2] == "providers" && p[6] == "operationresults" && get:
