@@ -285,5 +285,5 @@ func deref(p *string) string {
 // here; reimageDelay to reimage one (a reboot with a new OS disk, several
 // times as long: the caller deletes the old Node object meanwhile, before
 // the new image's kubelet registers).
-func (s *Server) vmssDelay() time.Duration   { return s.opts.PollEvery }
+func (s *Server) vmssDelay() time.Duration    { return s.opts.PollEvery }
 func (s *Server) reimageDelay() time.Duration { return 10 * s.opts.PollEvery }

@@ -86,4 +86,3 @@ func vmssCurrent(srv *azurefake.Server, node, image string) bool {
 	}
 	return false
 }
-
