@@ -17,13 +17,13 @@ import (
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/vmss"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gke"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/karpenter"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/vmss"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
