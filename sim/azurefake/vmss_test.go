@@ -34,7 +34,7 @@ func newVMSSScene(t *testing.T) *vmssScene {
 	}
 	t.Cleanup(srv.Close)
 	spec := ScaleSetSpec{ResourceGroup: "rg", Name: "ng", ComputerNamePrefix: "ng", Capacity: 2, Zones: []string{"1", "2"},
-		Image: armcompute.ImageReference{Publisher: to.Ptr("p"), Offer: to.Ptr("o"), SKU: to.Ptr("s"), Version: to.Ptr("1")},
+		Image:      armcompute.ImageReference{Publisher: to.Ptr("p"), Offer: to.Ptr("o"), SKU: to.Ptr("s"), Version: to.Ptr("1")},
 		NodeLabels: map[string]string{"kops.k8s.io/instancegroup": "ng"}}
 	if err := srv.CreateScaleSet(context.Background(), spec); err != nil {
 		t.Fatal(err)
