@@ -157,6 +157,31 @@ func zoneBalanced(nodes []PlannedNode, size int, w *workloads) [][]PlannedNode {
 	return batches
 }
 
+// overBudgetAnyOrder says which workloads some size nodes drained
+// together, in any order (a service's own), take more replicas of than
+// their budget: the most pods of each on any size of the nodes.
+func (w *workloads) overBudgetAnyOrder(nodes []PlannedNode, size int, service string) []string {
+	perWorkload := map[int][]int{}
+	for _, n := range nodes {
+		for _, c := range w.perNode[n.Name] {
+			perWorkload[c.w] = append(perWorkload[c.w], c.pods)
+		}
+	}
+	var notes []string
+	for id, counts := range perWorkload {
+		slices.SortFunc(counts, func(a, b int) int { return b - a })
+		most := 0
+		for _, c := range counts[:min(size, len(counts))] {
+			most += c
+		}
+		if b := w.budget[id]; b != unlimited && most > b {
+			notes = append(notes, fmt.Sprintf("the %s's service drains %s at once, in an order of its own: together they may hold %d pods of %s, more than the %d that may be down at once, and its drain then waits for replacements between evictions", service, Count(size, "node"), most, w.refs[id].label(), b))
+		}
+	}
+	slices.Sort(notes)
+	return notes
+}
+
 // overBudget says which batches take more replicas of a workload than its
 // budget: there the drain waits for the PDB, and without a PDB the workload
 // loses every replica at once.

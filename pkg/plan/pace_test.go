@@ -128,3 +128,24 @@ func TestPodStartPace(t *testing.T) {
 		t.Errorf("pace %+v of no Ready pod, want none", pc)
 	}
 }
+
+// TestServiceRunAssumesNoPostDrainWait: where the service drains, the
+// run's --post-drain-wait is in no estimate, and the plan does not say
+// it assumes one.
+func TestServiceRunAssumesNoPostDrainWait(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		managed *ManagedPlan
+		want    string
+	}{
+		{"the run's drains", nil, "a new node Ready in 3m, a drain in 1m, post-drain wait 10s"},
+		{"the service's drains", &ManagedPlan{Service: "AKS agent pool"}, "a new node Ready in 3m, a drain in 1m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plan{PostDrainWait: Duration(10 * time.Second), Managed: tc.managed}
+			if got := p.EstimateAssumptions(); got != tc.want {
+				t.Errorf("assumes %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -391,6 +391,15 @@ func (p *Plan) addFindings(snap snapshot.Cluster, group []corev1.Node, names [][
 	p.markFindings()
 }
 
+// serviceRunning names the group's service when it carries out strategy
+// itself (its own order and pace, no batches of the run's), else "".
+func (in Input) serviceRunning(strategy StrategyName) string {
+	if in.Cloud == nil || in.Cloud.Managed == nil || !in.Cloud.Managed.Runs(strategy) {
+		return ""
+	}
+	return in.Cloud.GroupKind
+}
+
 // checkCapability refuses a strategy the provider cannot carry out, before
 // anything changes.
 func checkCapability(s Strategy, in Input) error {

@@ -35,7 +35,11 @@ func (eks) Plan(c *Planning) ([][]PlannedNode, error) {
 	if p.Order == OrderZoneBalanced {
 		w := newWorkloads(c.Snapshot, c.PodsByNode)
 		batches := zoneBalanced(outdated, p.MaxUnavailable, w)
-		p.Notes = append(p.Notes, w.overBudget(batches)...)
+		if svc := c.Input.serviceRunning(StrategyEKS); svc != "" {
+			p.Notes = append(p.Notes, w.overBudgetAnyOrder(outdated, p.MaxUnavailable, svc)...)
+		} else {
+			p.Notes = append(p.Notes, w.overBudget(batches)...)
+		}
 		return batches, nil
 	}
 	return fixedBatches(outdated, p.MaxUnavailable), nil

@@ -233,12 +233,20 @@ func StartDemo(ctx context.Context, c kubernetes.Interface, o DemoOptions) (*Ser
 // pods are Ready 20 s after they are scheduled: however the 3 pods lie
 // on the group's 3 nodes, EKS (draining 2 nodes at a time) drains two of
 // them in the same round, and has the second one's eviction refused
-// until the first one's replacement is Ready, so a run following the
-// update names a held pod.
+// until the first one's replacement is Ready. Beside it, Deployment
+// "frontend" (no PDB) has a pod on every node, whose eviction is what shows
+// the run that EKS drains a node (a node whose only pod is refused shows
+// none: internal/upgrade's heldOn), so the run names the held pod
+// wherever the scheduler put the ledger's.
 func DemoManagedApps(ctx context.Context, c kubernetes.Interface) error {
+	onGroup := map[string]string{NodeGroupLabel: DemoManagedGroup}
 	if err := scenario.CreateApp(ctx, c, scenario.App{Namespace: "demo", Name: "ledger", Replicas: 3,
-		MaxUnavailable: new(intstr.FromInt32(1)), NodeSelector: map[string]string{NodeGroupLabel: DemoManagedGroup},
+		MaxUnavailable: new(intstr.FromInt32(1)), NodeSelector: onGroup,
 		PodAnnotations: map[string]string{scenario.ReadyDelayAnnotation: "20s"}}); err != nil {
+		return err
+	}
+	if err := scenario.CreateApp(ctx, c, scenario.App{Namespace: "demo", Name: "frontend", Replicas: 3,
+		NodeSelector: onGroup, OnePerNode: true}); err != nil {
 		return err
 	}
 	if err := scenario.WaitAppsReady(ctx, c, "demo"); err != nil {

@@ -69,7 +69,9 @@ type Server struct {
 	ops      map[string]*operation
 	vmss     *vmssState // the scale sets of Microsoft.Compute (vmss.go)
 	calls    []Call
+	deleted  []deletedPool // pools.go
 	seq      int
+	acct     account // the caller's roles, the quotas (authorization.go)
 }
 
 // Call is a request the server answered: its HTTP method and the ARM

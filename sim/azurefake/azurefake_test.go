@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,18 +193,23 @@ func TestPDBFailsTheUpgrade(t *testing.T) {
 	if err := createPDB(ctx, s.kube, pdb); err != nil {
 		t.Fatal(err)
 	}
-	blocked := true
+	var blocked atomic.Bool
+	blocked.Store(true)
 	// The fake clientset does not honour PDBs: the reactor answers as the
-	// API server does while the PDB allows no disruption.
+	// API server does while the PDB allows no disruption. The chain is
+	// read under the clientset's lock by the kubelet stand-in's and the
+	// fake's calls: it changes under it too.
+	s.kube.Lock()
 	s.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		if a.GetSubresource() != "eviction" {
 			return false, nil, nil
 		}
-		if blocked {
+		if blocked.Load() {
 			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 		}
 		return true, nil, s.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "shop", "web-1")
 	})
+	s.kube.Unlock()
 	poller, err := s.pools.BeginUpgradeNodeImageVersion(ctx, "rg", "c1", "pool", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +220,7 @@ func TestPDBFailsTheUpgrade(t *testing.T) {
 		t.Fatalf("upgrade with a PDB at 0: %v", err)
 	}
 	s.waitState(t, stateFailed)
-	blocked = false
+	blocked.Store(false)
 	poller, err = s.pools.BeginUpgradeNodeImageVersion(ctx, "rg", "c1", "pool", nil)
 	if err == nil {
 		_, err = poller.PollUntilDone(ctx, poll)

@@ -70,6 +70,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusNotFound, "NotFound", "the fake serves no %s %s", r.Method, r.URL.Path))
 		return
 	}
+	if e := s.admit(op, q); e != nil {
+		writeError(w, e)
+		return
+	}
 	switch s.dice.roll(r.Method) {
 	case faultThrottle:
 		// ARM throttling: 429 with Retry-After in seconds
@@ -96,6 +100,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) route(q *request) (string, func(*request)) {
 	p := q.parts
 	get := q.r.Method == http.MethodGet
+	if op, h := s.accountRoute(q); h != nil {
+		return op, h
+	}
 	switch {
 	case isCompute(p):
 		return s.routeCompute(q)
@@ -112,7 +119,9 @@ func (s *Server) route(q *request) (string, func(*request)) {
 	case len(p) == 10 && get:
 		return "agentPools/read", s.getPool
 	case len(p) == 10 && q.r.Method == http.MethodPut:
-		return "agentPools/write", s.putPool
+		return "agentPools/write", s.writePool
+	case len(p) == 10 && q.r.Method == http.MethodDelete:
+		return "agentPools/delete", s.deletePool
 	case len(p) == 12 && p[10] == "upgradeprofiles" && get:
 		return "agentPools/upgradeProfiles/read", s.getUpgradeProfile
 	case len(p) == 11 && p[10] == "upgradenodeimageversion" && q.r.Method == http.MethodPost:

@@ -74,6 +74,8 @@ type PoolSpec struct {
 	Zones                        []string
 	Version, Image, LatestImage  string
 	Upgrade                      *armcs.AgentPoolUpgradeSettings
+	// Labels are the pool's nodeLabels, which its nodes carry.
+	Labels map[string]string
 }
 
 // CreateCluster makes a managed cluster with no pool.
@@ -104,6 +106,7 @@ func (s *Server) CreatePool(ctx context.Context, spec PoolSpec) error {
 			NodeImageVersion: to.Ptr(spec.Image), ProvisioningState: to.Ptr(stateSucceeded),
 			AvailabilityZones: to.SliceOfPtrs(spec.Zones...), UpgradeSettings: spec.Upgrade,
 			PowerState: &armcs.PowerState{Code: to.Ptr(armcs.CodeRunning)},
+			NodeLabels: labelPtrs(spec.Labels),
 		},
 	}
 	c.pools[strings.ToLower(spec.Name)] = p

@@ -50,6 +50,11 @@ func (s *Server) joinNode(ctx context.Context, p *pool, m *machine) error {
 	name, labels := *p.model.Name, map[string]string{}
 	labels[AgentPoolLabel], labels[legacyPoolLabel] = name, name
 	labels[NodeImageLabel], labels[ClusterLabel], labels[ModeLabel] = m.image, p.c.nodeGroup, "user"
+	for k, v := range p.model.Properties.NodeLabels { // the pool's nodeLabels
+		if v != nil {
+			labels[k] = *v
+		}
+	}
 	node := scenario.Node{Name: m.name, Zone: zone, Labels: labels, ProviderID: s.ProviderID(p, m)}
 	version := m.version
 	s.mu.Unlock()

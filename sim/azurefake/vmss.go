@@ -271,10 +271,10 @@ func ImageString(r armcompute.ImageReference) string {
 			return *id
 		}
 	}
-	return strings.Join([]string{deref(r.Publisher), deref(r.Offer), deref(r.SKU), deref(r.Version)}, ":")
+	return strings.Join([]string{derefString(r.Publisher), derefString(r.Offer), derefString(r.SKU), derefString(r.Version)}, ":")
 }
 
-func deref(p *string) string {
+func derefString(p *string) string {
 	if p == nil {
 		return ""
 	}

@@ -18,14 +18,6 @@ import (
 // (https://learn.microsoft.com/en-us/azure/role-based-access-control/permissions/compute#microsoftcompute).
 const computeAction = "Microsoft.Compute/"
 
-// apiVersionOf is the API version a call's resource provider serves.
-func apiVersionOf(op string) string {
-	if strings.HasPrefix(op, computeAction) {
-		return ComputeAPIVersion
-	}
-	return APIVersion
-}
-
 // isCompute reports whether a request names a Microsoft.Compute resource
 // or operation.
 func isCompute(p []string) bool {
@@ -249,9 +241,9 @@ func (s *Server) instancesOfLocked(q *request, ss *scaleSet) ([]*vmssVM, *armErr
 	}
 	var out []*vmssVM
 	for _, id := range in.InstanceIDs {
-		i := slices.IndexFunc(ss.vms, func(vm *vmssVM) bool { return strconv.Itoa(vm.id) == deref(id) })
+		i := slices.IndexFunc(ss.vms, func(vm *vmssVM) bool { return strconv.Itoa(vm.id) == derefString(id) })
 		if i < 0 || ss.vms[i].state == vmDeleting {
-			return nil, errorf(http.StatusNotFound, "NotFound", "The entity was not found in this Azure location: instance %q of Virtual Machine Scale Set %q.", deref(id), ss.name)
+			return nil, errorf(http.StatusNotFound, "NotFound", "The entity was not found in this Azure location: instance %q of Virtual Machine Scale Set %q.", derefString(id), ss.name)
 		}
 		out = append(out, ss.vms[i])
 	}

@@ -383,6 +383,12 @@ func TestGCEAbort(t *testing.T) {
 		if a := g.run(t, "abort", name); a.code != nodeupgrade.ExitOK {
 			t.Fatalf("abort: %s", a)
 		}
+		// Right after abort green's nodes may still be there, their
+		// instances gone: a plan reads them as leaving, not as a wrong
+		// project.
+		if p := g.run(t, "plan", name, "--strategy", "blue-green", "--image", "img-new"); p.code != nodeupgrade.ExitOK {
+			t.Errorf("plan right after abort: %s", p)
+		}
 		g.assertAborted(t)
 	})
 }

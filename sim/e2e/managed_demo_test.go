@@ -23,11 +23,8 @@ import (
 // scheduled) refusing an eviction until a replacement is Ready. The run
 // finishes within ±50% of the plan's estimate, and the nodes report the
 // 1.31 release's kubelet.
-//
-// Whether the run names the held ledger pod depends on where the
-// scheduler put the 3 pods: a node whose only pod is refused shows no
-// sign of EKS's drain (internal/upgrade's heldOn names pods only where
-// it saw the drain begin), so the test logs it and does not hold it.
+// The run names a held ledger pod while EKS drains (the demo's
+// frontend pod on every node shows each drain begin).
 //
 // A measurement of the estimate against the clock, not a test of
 // behaviour (the in-place update is TestManagedNodeGroupInPlaceUpdate's),
@@ -52,7 +49,9 @@ func TestManagedDemoEstimateHolds(t *testing.T) {
 	if r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run exit %d, want %d", r.code, nodeupgrade.ExitOK)
 	}
-	t.Logf("a held ledger pod named while EKS drained: %t", strings.Contains(r.stdout, `PodDisruptionBudget "demo/ledger"`))
+	if !strings.Contains(r.stdout, `PodDisruptionBudget "demo/ledger"`) {
+		t.Errorf("the run named no ledger pod held by PodDisruptionBudget \"demo/ledger\" while EKS drained")
+	}
 	assertEstimateHolds(t, r.stdout, took)
 	for _, n := range groupNodes(t, ctx, awsfake.NodeGroupLabel, awsfake.DemoManagedGroup) {
 		if v := n.Status.NodeInfo.KubeletVersion; v != "v1.31.2-eks" {
@@ -70,7 +69,9 @@ func cleanManagedDemo(t *testing.T, srv *awsfake.Server) {
 	for _, n := range groupNodes(t, ctx, awsfake.NodeGroupLabel, awsfake.DemoManagedGroup) {
 		_ = client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{})
 	}
-	_ = client.AppsV1().Deployments("demo").Delete(ctx, "ledger", metav1.DeleteOptions{})
+	for _, d := range []string{"ledger", "frontend"} {
+		_ = client.AppsV1().Deployments("demo").Delete(ctx, d, metav1.DeleteOptions{})
+	}
 	_ = client.PolicyV1().PodDisruptionBudgets("demo").Delete(ctx, "ledger", metav1.DeleteOptions{})
 	store := &state.Store{Client: client, Namespace: state.DefaultNamespace}
 	_ = store.Delete(ctx, awsfake.DemoManagedGroup)

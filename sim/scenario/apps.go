@@ -41,6 +41,10 @@ type App struct {
 	TerminationGracePeriodSeconds *int64 // default 1
 	PodAnnotations                map[string]string
 	Claim                         string // a PersistentVolumeClaim every pod mounts
+	// OnePerNode spreads the pods over the nodes the selector allows, at
+	// most one more on a node than on any other (the scheduler holds a pod
+	// Pending rather than break it).
+	OnePerNode bool
 }
 
 // CreateApp creates the namespace if missing, the Deployment a.Name and,
@@ -89,6 +93,7 @@ func CreateApp(ctx context.Context, c kubernetes.Interface, a App) error {
 					NodeSelector:                  a.NodeSelector,
 					Tolerations:                   a.Tolerations,
 					TerminationGracePeriodSeconds: grace,
+					TopologySpreadConstraints:     a.spread(labels),
 					// no kubelet would use the token; skipping it keeps pods small
 					AutomountServiceAccountToken: new(false),
 				},
@@ -113,6 +118,15 @@ func CreateApp(ctx context.Context, c kubernetes.Interface, a App) error {
 		return fmt.Errorf("create pdb %s/%s: %w", a.Namespace, a.Name, err)
 	}
 	return nil
+}
+
+// spread is the pods' topology spread over nodes when a.OnePerNode.
+func (a App) spread(labels map[string]string) []corev1.TopologySpreadConstraint {
+	if !a.OnePerNode {
+		return nil
+	}
+	return []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}}
 }
 
 // ensureNamespace creates ns if needed and waits for its default service

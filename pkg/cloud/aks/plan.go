@@ -1,6 +1,7 @@
 package aks
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -81,8 +82,8 @@ func surgeOf(v string, n int) int {
 	return min(max(k, 1), max(n, 1))
 }
 
-// Runs implements cloud.ServicePlanner: AKS runs its surge upgrade; the
-// other strategies are refused (blue/green for AKS is not built yet).
+// Runs implements cloud.ServicePlanner: AKS runs its surge upgrade;
+// blue/green is the plugin's own (PoolBlueGreen), not the service's.
 func (a *AgentPool) Runs(strategy plan.StrategyName) bool { return strategy == plan.StrategySurge }
 
 // OwnStrategy implements cloud.OwnStrategy: AKS's surge upgrade with the
@@ -131,29 +132,45 @@ func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, er
 		Controls: []string{"cancel", "resume"}, EvictionLimit: plan.Duration(time.Duration(drain) * time.Minute),
 		ScaleUp: int32(surgeOf(during.Other[setMaxSurge], total)),
 	}
-	mp.Steps = a.steps(mp, nodes, drain)
+	if err := a.busyPools(); err != nil {
+		return nil, err
+	}
+	facts, err := a.factDetails(int(mp.ScaleUp))
+	if err != nil {
+		return nil, err
+	}
+	mp.Details = append(mp.Details, facts...)
+	mp.Steps = a.steps(in, mp, nodes, drain)
 	return mp, nil
 }
 
 // steps are AKS's phases
 // (https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster#customize-node-surge-upgrade),
-// with rough estimates.
-func (a *AgentPool) steps(mp *plan.ManagedPlan, nodes, drain int) []plan.Step {
+// with rough estimates from the group's pace (in.JoinTime, in.DrainTime:
+// measured where the plan could): the surge nodes join once, then each
+// round drains, soaks and reimages (a node joining again).
+func (a *AgentPool) steps(in plan.Input, mp *plan.ManagedPlan, nodes, drain int) []plan.Step {
 	var out []plan.Step
 	add := func(phase, detail string, d time.Duration) {
 		out = append(out, plan.Step{Phase: phase, Detail: detail, Estimate: plan.Duration(d)})
 	}
 	if !mp.Before.Equal(mp.During) {
-		add("Configure", "PUT the agent pool's upgradeSettings: "+mp.During.String(), time.Minute)
+		add("Configure", "PUT the agent pool's upgradeSettings: "+mp.During.String(), plan.SettingsUpdateEstimate)
 	}
 	surge := int(mp.ScaleUp)
 	rounds := (nodes + surge - 1) / max(surge, 1)
 	add("Upgrade", fmt.Sprintf("AKS adds %d surge node(s), then cordons and drains %d node(s) at a time honouring PDBs for up to %dm each (past it the upgrade fails and the pool is left Failed), and reimages them: about %d rounds",
-		surge, surge, drain, rounds), time.Duration(rounds)*(plan.NodeLaunchEstimate+plan.DrainEstimate))
+		surge, surge, drain, rounds), in.JoinTime()+time.Duration(rounds)*(in.DrainTime()+soakOf(mp.During)+in.JoinTime()))
 	if !mp.Before.Equal(mp.During) {
-		add("RestoreSettings", "PUT the agent pool's upgradeSettings: "+mp.Before.String(), time.Minute)
+		add("RestoreSettings", "PUT the agent pool's upgradeSettings: "+mp.Before.String(), plan.SettingsUpdateEstimate)
 	}
 	return out
+}
+
+// soakOf is the settings' nodeSoakDurationInMinutes, 0 unless set.
+func soakOf(s plan.UpdateSettings) time.Duration {
+	m, _ := strconv.Atoi(s.Other[setSoak])
+	return time.Duration(m) * time.Minute
 }
 
 // details are the pool as agentPools.get shows it.
@@ -173,4 +190,89 @@ func orNone(s string) string {
 		return "AKS's defaults (maxSurge 10%, drainTimeoutInMinutes 30)"
 	}
 	return s
+}
+
+// planFacts are what the plan reads beside the pool when it is opened:
+// the cluster's other pools' states and the quota the surge draws on;
+// why each could not be read, if it could not (the plan says so and goes
+// on: these reads only inform it).
+type planFacts struct {
+	others    []poolState
+	othersErr string
+	quota     *quota
+	quotaErr  string
+}
+
+// poolState is an agent pool's name and provisioning state.
+type poolState struct{ name, state string }
+
+// readPlanFacts reads the cluster's agent pools (agentPools list) and
+// the quota of the pool's surge nodes.
+func (a *AgentPool) readPlanFacts(ctx context.Context) {
+	a.facts = planFacts{}
+	pager := a.c.pools.NewListPager(a.id.group, a.id.name, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			a.facts.others, a.facts.othersErr = nil, wrap(err, "list the agent pools of AKS cluster %q", a.id.name).Error()
+			break
+		}
+		for _, p := range page.Value {
+			if p != nil && p.Name != nil && !strings.EqualFold(*p.Name, a.name) && p.Properties != nil {
+				a.facts.others = append(a.facts.others, poolState{name: *p.Name, state: str(p.Properties.ProvisioningState)})
+			}
+		}
+	}
+	if q, err := a.readQuota(ctx); err != nil {
+		a.facts.quotaErr = err.Error()
+	} else {
+		a.facts.quota = q
+	}
+}
+
+// busyPools refuses the plan while another pool of the cluster has an
+// operation running: AKS answers any change of the cluster's pools
+// meanwhile with 409 OperationNotAllowed ("Another agentpool operation
+// (nodepool1 - Creating) is in progress, please wait for it to finish
+// before starting a new operation", https://aka.ms/aks-pending-operation).
+// The pool's own operation is the run's to follow, not a refusal.
+func (a *AgentPool) busyPools() error {
+	var busy []string
+	for _, p := range a.facts.others {
+		if runningStates[p.state] {
+			busy = append(busy, fmt.Sprintf("%q %s", p.name, p.state))
+		}
+	}
+	if len(busy) == 0 {
+		return nil
+	}
+	return &Error{Msg: fmt.Sprintf("AKS cluster %q has an operation running on agent pool %s: AKS refuses a change of the cluster's pools until it ends (409 OperationNotAllowed); wait for it (\"az aks nodepool list --cluster-name %s --resource-group %s --query '[].provisioningState'\") and plan again",
+		a.id.name, strings.Join(busy, ", "), a.id.name, a.id.group), IsInput: true}
+}
+
+// factDetails are the plan's lines on the other pools and the quota;
+// an error when the surge does not fit the quota.
+func (a *AgentPool) factDetails(surge int) ([]plan.Detail, error) {
+	others := "none"
+	if a.facts.othersErr != "" {
+		others = "not read: " + a.facts.othersErr
+	} else if len(a.facts.others) > 0 {
+		var s []string
+		for _, p := range a.facts.others {
+			s = append(s, p.name+" "+p.state)
+		}
+		others = strings.Join(s, ", ") + " (no operation running)"
+	}
+	out := []plan.Detail{{Name: "other pools", Value: others}}
+	quota := "not checked: " + a.facts.quotaErr
+	if q := a.facts.quota; q != nil {
+		line, err := q.check(surge, a.location)
+		if err != nil {
+			return nil, err
+		}
+		quota = line
+	}
+	out = append(out, plan.Detail{Name: "surge quota", Value: quota},
+		plan.Detail{Name: "subnet IPs", Value: "not checked (the surge nodes need free addresses in the pool's subnet)"})
+	return out, nil
 }

@@ -29,7 +29,8 @@ type AgentPool struct {
 	// version's (a PUT of orchestratorVersion).
 	target     config
 	imageOnly  bool
-	drainTimes int32 // --aks-drain-timeout in minutes, 0 to keep the pool's
+	drainTimes int32     // --aks-drain-timeout in minutes, 0 to keep the pool's
+	facts      planFacts // what the plan reads beside the pool (plan.go)
 }
 
 // config is a Kubernetes version and a node image.
@@ -81,7 +82,7 @@ func (a *AgentPool) read(ctx context.Context) error {
 func (a *AgentPool) refresh(ctx context.Context) error {
 	r, err := a.c.pools.Get(ctx, a.id.group, a.id.name, a.name, nil)
 	if _, status := code(err); status == http.StatusNotFound {
-		return inputErrorf("%s not found", a)
+		return &Error{Msg: fmt.Sprintf("%s not found", a), Err: cloud.ErrGroupNotFound, IsInput: true}
 	}
 	if err != nil {
 		return wrap(err, "get %s", a)
@@ -139,7 +140,7 @@ func (a *AgentPool) resolveTarget(ctx context.Context, o map[string]string) erro
 		return nil
 	case compareVersions(v, a.control) > 0:
 		return inputErrorf("--%s %s is above the control plane's version %s of cluster %q: AKS refuses a node pool above it; upgrade the control plane first", optVersion, v, a.control, a.id.name)
-	case compareVersions(v, cur.Version) < 0:
+	case below(v, cur.Version):
 		return inputErrorf("--%s %s is below %s's version %s: AKS does not downgrade a pool", optVersion, v, a, cur.Version)
 	}
 	resolved, err := offered(v, cur.Version, pp.Upgrades)
@@ -166,6 +167,12 @@ func offered(v, cur string, ups []*armcs.AgentPoolUpgradeProfilePropertiesUpgrad
 		return "", inputErrorf("--%s %s is not offered for the pool; AKS offers %s", optVersion, v, strings.Join(list, ", "))
 	}
 	return best, nil
+}
+
+// below reports whether v (1.X or 1.X.Y) is below version cur (1.X.Y):
+// 1.32 is not below 1.32.2, it names its minor.
+func below(v, cur string) bool {
+	return compareVersions(v, cur) < 0 && !strings.HasPrefix(cur, v+".")
 }
 
 // compareVersions compares Kubernetes versions 1.X[.Y].

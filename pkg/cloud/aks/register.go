@@ -114,6 +114,10 @@ func drainMinutes(v string) (int32, error) {
 // only reads, and refuses, before any write, what AKS would refuse.
 func (aksCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, t plan.CloudTarget) (*plan.CloudGroup, cloud.Provider, error) {
 	name, err := poolOf(nodes)
+	if t.Group != "" {
+		// The record's pool: after a blue/green run deleted blue, green's.
+		name, err = t.Group, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,9 +133,13 @@ func (aksCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	if err := ap.read(ctx); err != nil {
 		return nil, nil, err
 	}
+	if t.Strategy == plan.StrategyBlueGreen {
+		return openBlueGreen(ctx, ap, nodes, t)
+	}
 	if err := ap.resolveTarget(ctx, t.Options); err != nil {
 		return nil, nil, err
 	}
+	ap.readPlanFacts(ctx)
 	return ap.cloudGroup(nodes), ap, nil
 }
 

@@ -52,7 +52,10 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 		props.UpgradeSettings = upgradeSettings(s)
 		body.Properties = &props
 		_, err := a.c.pools.BeginCreateOrUpdate(ctx, a.id.group, a.id.name, a.name, body, nil)
-		if busy(err) {
+		if busy(err) { // this pool's operation, or another pool's: wait
+			if err := sleep(ctx, a.c.pollEvery); err != nil {
+				return err
+			}
 			continue
 		}
 		if err != nil {
@@ -119,7 +122,7 @@ func (a *AgentPool) StartUpdate(ctx context.Context, _ bool) (string, error) {
 		_, err = a.c.pools.BeginCreateOrUpdate(ctx, a.id.group, a.id.name, a.name, body, nil)
 	}
 	if busy(err) {
-		return poolUpdateID, nil
+		return a.startedOrHeld(ctx, err)
 	}
 	if err != nil {
 		return "", wrap(err, "start the upgrade of %s to %s", a, a.target)
@@ -128,6 +131,21 @@ func (a *AgentPool) StartUpdate(ctx context.Context, _ bool) (string, error) {
 		return poolUpdateID, nil
 	}
 	return op, nil
+}
+
+// startedOrHeld reads AKS's 409 to the upgrade's start: the upgrade a
+// first try started (its answer lost) when the pool runs an operation
+// now; else another pool's operation holds the cluster
+// (https://aka.ms/aks-pending-operation), which passes with time.
+func (a *AgentPool) startedOrHeld(ctx context.Context, conflict error) (string, error) {
+	if err := a.refresh(ctx); err != nil {
+		return "", err
+	}
+	if runningStates[str(a.pool.Properties.ProvisioningState)] {
+		return poolUpdateID, nil
+	}
+	msg := wrap(conflict, "start the upgrade of %s", a).Error() + "; run the same command again once that operation ended"
+	return "", &Error{Msg: msg, Err: conflict, IsTransient: true}
 }
 
 // RunningUpdate implements cloud.UpdateFinder.

@@ -282,14 +282,10 @@ func managedSteps(in plan.Input, mp *plan.ManagedPlan, nodes int) []plan.Step {
 // Upgrade phase step 3).
 const eksCordonWait = 60 * time.Second
 
-// eksAPIStep is the estimate of an EKS step that launches, drains and
-// terminates nothing: an UpdateNodegroupConfig of the update settings
-// alone, and the Setup phase (a launch template version, the Auto Scaling
-// group pointed at it). EKS publishes no figure; they change no machine,
-// so they take seconds, not the minutes of a node's join or a drain. A
-// minute each, as before, made the estimate of a small group's update
-// mostly these (the eks-managed demo: 6m43s estimated, 3m40s run).
-const eksAPIStep = 15 * time.Second
+// eksAPIStep: an UpdateNodegroupConfig of the update settings alone, and
+// the Setup phase (a launch template version, the Auto Scaling group
+// pointed at it).
+const eksAPIStep = plan.SettingsUpdateEstimate
 
 // planSettings are EKS's update config in the plan's terms.
 func planSettings(u UpdateSettings) plan.UpdateSettings {

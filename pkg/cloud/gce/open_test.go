@@ -80,6 +80,13 @@ func (s *scene) open(t *testing.T, target plan.CloudTarget) (*api, *plan.CloudGr
 	return a, cg, p, err
 }
 
+// withGoneNode adds a node whose instance Compute does not know (an
+// abort deleted it; its Node is not gone yet).
+func withGoneNode(s *scene, name, zone string) *scene {
+	s.nodes = append(s.nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}, Spec: corev1.NodeSpec{ProviderID: "gce://p/" + zone + "/" + name}})
+	return s
+}
+
 func kops() *scene {
 	s := newScene()
 	s.group("zones/us-central1-a", "ng-a", "us-central1-a")
@@ -131,6 +138,8 @@ func TestOpen(t *testing.T) {
 			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng-a,ng-b", GroupKind: "zonal managed instance groups"}}},
 		{name: "--mig by URL", scene: kops(), target: plan.CloudTarget{Group: "projects/p/zones/us-central1-b/instanceGroupManagers/ng-b"},
 			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng-b", GroupKind: "zonal managed instance group"}}},
+		{name: "a node whose instance is gone, in a zone a group covers", scene: withGoneNode(kops(), "ng-a-x", "us-central1-a"),
+			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng-a,ng-b", GroupKind: "zonal managed instance groups"}}},
 		{name: "an excluded green", scene: kops(), target: plan.CloudTarget{Exclude: []string{"ng-b"}},
 			want: plan.CloudGroup{GroupID: plan.GroupID{Group: "ng-a", GroupKind: "zonal managed instance group"}}},
 	} {
@@ -228,6 +237,9 @@ func groupRefusals() []openRefusal {
 			delete(s.routes, "GET projects/p/zones/us-central1-a/instances/ng-a-a")
 			return s
 		}, wantErr: `instance "ng-a-a" not found in project "p", zone "us-central1-a"`, input: true},
+		{name: "a node whose instance is gone, alone in its zone", scene: func() *scene {
+			return withGoneNode(kops(), "ng-c-c", "us-central1-c")
+		}, wantErr: `instance "ng-c-c" not found in project "p", zone "us-central1-c"`, input: true},
 		{name: "an instance of no group beside others", scene: func() *scene {
 			s := kops()
 			s.routes["GET projects/p/zones/us-central1-a/instances/ng-a-a"] = &compute.Instance{Name: "ng-a-a"}

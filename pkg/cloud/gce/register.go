@@ -2,6 +2,7 @@ package gce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -165,7 +166,10 @@ func checkOneGroup(migs []MIG) error {
 
 // migsOfInstances reads the created-by metadata of one instance, lists the
 // group it names, and goes on with the instances that group does not
-// hold: two calls per group, whatever the number of nodes.
+// hold: two calls per group, whatever the number of nodes. An instance
+// gone (an abort or a scale-in deleted it, its Node not yet) says nothing
+// where a group found covers its zone; elsewhere it may be a zone's only
+// node, whose group would be missed, so it is refused.
 func (p *Client) migsOfInstances(ctx context.Context, zoneOf map[string]string) ([]MIG, error) {
 	left := map[string]bool{}
 	for name := range zoneOf {
@@ -173,13 +177,18 @@ func (p *Client) migsOfInstances(ctx context.Context, zoneOf map[string]string) 
 	}
 	var migs []MIG
 	var none []string
+	var gone []instanceIn
 	for len(left) > 0 {
 		name := slices.Min(slices.Collect(mapsKeys(left)))
 		m, ok, err := p.createdBy(ctx, zoneOf[name], name)
+		delete(left, name)
+		if errors.Is(err, errInstanceGone) {
+			gone = append(gone, instanceIn{zoneOf[name], err})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		delete(left, name)
 		if !ok {
 			none = append(none, name)
 			continue
@@ -196,8 +205,28 @@ func (p *Client) migsOfInstances(ctx context.Context, zoneOf map[string]string) 
 	if len(none) > 0 && len(migs) > 0 {
 		return nil, inputErrorf("instances %s belong to no managed instance group, the others' to %q; narrow the nodes with --selector", strings.Join(none, ", "), migs[0].String())
 	}
+	for _, in := range gone {
+		if !coversZone(migs, in.zone) {
+			return nil, in.err
+		}
+	}
 	return migs, nil
 }
+
+// instanceIn is an instance not found in its zone, and why.
+type instanceIn struct {
+	zone string
+	err  error
+}
+
+// coversZone reports whether one of migs launches in zone.
+func coversZone(migs []MIG, zone string) bool {
+	return slices.ContainsFunc(migs, func(m MIG) bool { return m.Zone == zone || (m.Regional() && RegionOf(zone) == m.Region) })
+}
+
+// errInstanceGone is behind an instance of a node that Compute does not
+// know (deleted, or another project's).
+var errInstanceGone = errors.New("instance not found")
 
 // createdBy reads the group an instance's created-by metadata names, as
 // Compute sets it on the instances a managed instance group creates
@@ -205,7 +234,7 @@ func (p *Client) migsOfInstances(ctx context.Context, zoneOf map[string]string) 
 func (p *Client) createdBy(ctx context.Context, zone, name string) (MIG, bool, error) {
 	in, err := p.svc.Instances.Get(p.project, zone, name).Context(ctx).Do()
 	if isCode(err, http.StatusNotFound) {
-		return MIG{}, false, &Error{Msg: fmt.Sprintf("instance %q not found in project %q, zone %q; check the credentials' project and the nodes' provider IDs", name, p.project, zone), Err: err, IsInput: true}
+		return MIG{}, false, &Error{Msg: fmt.Sprintf("instance %q not found in project %q, zone %q; check the credentials' project and the nodes' provider IDs, or wait until the node of a deleted instance is gone", name, p.project, zone), Err: errors.Join(errInstanceGone, err), IsInput: true}
 	}
 	if err != nil {
 		return MIG{}, false, wrap(err, "get instance %q in zone %q", name, zone)

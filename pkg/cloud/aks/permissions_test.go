@@ -1,0 +1,113 @@
+package aks
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestGrants holds the evaluation to Azure RBAC's rules
+// (https://learn.microsoft.com/en-us/azure/role-based-access-control/role-definitions):
+// wildcards anywhere, case-insensitive names, notActions subtracting from
+// their own role only.
+func TestGrants(t *testing.T) {
+	const write = "Microsoft.ContainerService/managedClusters/agentPools/write"
+	for _, tc := range []struct {
+		name  string
+		perms []Permission
+		want  bool
+	}{
+		{"no role", nil, false},
+		{"the action itself", []Permission{{Actions: []string{write}}}, true},
+		{"another case", []Permission{{Actions: []string{strings.ToLower(write)}}}, true},
+		{"everything", []Permission{{Actions: []string{"*"}}}, true},
+		{"the provider's wildcard", []Permission{{Actions: []string{"Microsoft.ContainerService/*"}}}, true},
+		{"the cluster's wildcard (AKS Contributor)", []Permission{{Actions: []string{"Microsoft.ContainerService/managedClusters/*"}}}, true},
+		{"a wildcard in the middle", []Permission{{Actions: []string{"Microsoft.ContainerService/*/write"}}}, true},
+		{"reads only", []Permission{{Actions: []string{"*/read"}}}, false},
+		{"another provider", []Permission{{Actions: []string{"Microsoft.Compute/*"}}}, false},
+		{"a longer action is no match", []Permission{{Actions: []string{write + "x"}}}, false},
+		{"a prefix without wildcard is no match", []Permission{{Actions: []string{"Microsoft.ContainerService/managedClusters"}}}, false},
+		{"subtracted by notActions", []Permission{{Actions: []string{"*"}, NotActions: []string{"Microsoft.ContainerService/managedClusters/agentPools/*"}}}, false},
+		{"subtracted by a wildcard notAction", []Permission{{Actions: []string{"*"}, NotActions: []string{"*/write"}}}, false},
+		{"notActions are no deny: another role grants it", []Permission{{Actions: []string{"*"}, NotActions: []string{write}}, {Actions: []string{write}}}, true},
+		{"a dataAction grants no action", []Permission{{DataActions: []string{"*"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Grants(tc.perms, write); got != tc.want {
+				t.Errorf("Grants(%+v, %s) = %v, want %v", tc.perms, write, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWildcardMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"a*b*c", "abc", true},
+		{"a*b*c", "axxbyyc", true},
+		{"a*b*c", "axxbyy", false},
+		{"ab*b", "ab", false},
+		{"*", "", true},
+		{"a", "a", true},
+		{"a", "ab", false},
+	} {
+		if got := wildcardMatch(tc.pattern, tc.s); got != tc.want {
+			t.Errorf("wildcardMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestQuotaCheck(t *testing.T) {
+	usage := func(name string, used, limit int64) Usage {
+		u := Usage{CurrentValue: used, Limit: limit}
+		u.Name.Value = name
+		return u
+	}
+	for _, tc := range []struct {
+		name   string
+		counts []Usage
+		surge  int
+		fix    string // "" when it fits
+	}{
+		{"fits both", []Usage{usage("cores", 10, 100), usage("standardDSv5Family", 12, 100)}, 3, ""},
+		{"exactly fits", []Usage{usage("cores", 10, 100), usage("standardDSv5Family", 88, 100)}, 3, ""},
+		{"the family is short", []Usage{usage("cores", 10, 100), usage("standardDSv5Family", 92, 100)}, 3, "--max-surge 2 or lower"},
+		{"the region is short", []Usage{usage("cores", 96, 100), usage("standardDSv5Family", 0, 100)}, 3, "--max-surge 1 or lower"},
+		{"nothing fits", []Usage{usage("cores", 100, 100), usage("standardDSv5Family", 0, 100)}, 1, "free vCPUs or ask for more quota"},
+		{"over the limit already", []Usage{usage("cores", 120, 100)}, 1, "free vCPUs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &quota{size: "Standard_D4s_v5", vcpus: 4, counts: tc.counts}
+			line, err := q.check(tc.surge, "westeurope")
+			switch {
+			case tc.fix == "" && (err != nil || !strings.Contains(line, "need 12 vCPUs")):
+				t.Errorf("want it to fit with a line naming the 12 vCPUs: %q, %v", line, err)
+			case tc.fix != "" && (err == nil || !strings.Contains(err.Error(), tc.fix) || !isInput(err)):
+				t.Errorf("want an input error saying %q, got %v", tc.fix, err)
+			}
+		})
+	}
+}
+
+func TestBusyPools(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		others []poolState
+		busy   string
+	}{
+		{"none", nil, ""},
+		{"settled", []poolState{{"sys", "Succeeded"}, {"old", "Failed"}, {"c", "Canceled"}}, ""},
+		{"another upgrading", []poolState{{"sys", "Succeeded"}, {"pool2", "Upgrading"}}, `"pool2" Upgrading`},
+		{"another being created", []poolState{{"green", "Creating"}}, `"green" Creating`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &AgentPool{id: clusterID{subscription: "s", group: "rg", name: "c1"}, name: "pool", facts: planFacts{others: tc.others}}
+			err := a.busyPools()
+			if (err != nil) != (tc.busy != "") || (err != nil && (!strings.Contains(err.Error(), tc.busy) || !isInput(err))) {
+				t.Errorf("busyPools() = %v, want an input error naming %q", err, tc.busy)
+			}
+		})
+	}
+}

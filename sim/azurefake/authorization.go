@@ -1,0 +1,187 @@
+package azurefake
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
+)
+
+// AKSContributorRole is the actions of the built-in role "Azure
+// Kubernetes Service Contributor Role" (ed7f3fbd-7b88-4dd4-9017-9adb7ce333f8,
+// https://learn.microsoft.com/en-us/azure/role-based-access-control/built-in-roles/containers#azure-kubernetes-service-contributor-role).
+var AKSContributorRole = aks.Permission{Actions: []string{
+	"Microsoft.Authorization/*/read",
+	"Microsoft.ContainerService/locations/*",
+	"Microsoft.ContainerService/managedClusters/*",
+	"Microsoft.ContainerService/managedclustersnapshots/*",
+	"Microsoft.ContainerService/snapshots/*",
+	"Microsoft.Insights/alertRules/*",
+	"Microsoft.Resources/deployments/*",
+	"Microsoft.Resources/subscriptions/resourceGroups/read",
+	"Microsoft.ContainerService/deploymentSafeguards/*",
+}, NotActions: []string{}}
+
+// account is what the fake holds of the subscription beside its
+// clusters: the caller's role assignments and the Compute quotas.
+type account struct {
+	// roles are the permissions of the caller's role assignments, as the
+	// permissions list answers them; nil grants everything (an Owner's
+	// "*"), so that a test that sets none is never refused.
+	roles []aks.Permission
+	// limits are the vCPU quotas by usage name; see quotaLimit.
+	limits map[string]int64
+}
+
+// SetRoles gives the caller the permissions of these role assignments:
+// the permissions list answers them, and every request they do not allow
+// is refused with 403 AuthorizationFailed, as ARM refuses it before the
+// resource provider sees it. No role grants nothing; SetRoles is never
+// undone to "everything" but by a role of "*".
+func (s *Server) SetRoles(roles ...aks.Permission) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.acct.roles = append([]aks.Permission{}, roles...)
+}
+
+// Operations the fake names by their Azure action, and the API versions
+// their resource providers serve.
+const (
+	opPermissions = "Microsoft.Authorization/permissions/read"
+	opUsages      = "Microsoft.Compute/locations/usages/read"
+	opSKUs        = "Microsoft.Compute/skus/read"
+)
+
+var apiVersions = map[string]string{opPermissions: "2022-04-01", opUsages: "2024-07-01", opSKUs: "2021-07-01"}
+
+// apiVersionOf is the API version an operation is served at.
+func apiVersionOf(op string) string {
+	if v, ok := apiVersions[op]; ok {
+		return v
+	}
+	if strings.HasPrefix(op, computeAction) {
+		return ComputeAPIVersion // the scale sets of vmss_handler.go
+	}
+	return APIVersion
+}
+
+// accountRoute names the requests on the subscription beside AKS's: the
+// permissions list of any scope, and Microsoft.Compute's usages and
+// resource SKUs. nil for another.
+func (s *Server) accountRoute(q *request) (string, func(*request)) {
+	p, n := q.parts, len(q.parts)
+	if q.r.Method != http.MethodGet || n < 5 || p[0] != "subscriptions" {
+		return "", nil
+	}
+	switch {
+	case p[n-3] == "providers" && p[n-2] == "microsoft.authorization" && p[n-1] == "permissions":
+		return opPermissions, s.listPermissions
+	case n == 5 && p[2] == "providers" && p[3] == "microsoft.compute" && p[4] == "skus":
+		return opSKUs, s.listSKUs
+	case n == 7 && p[2] == "providers" && p[3] == "microsoft.compute" && p[4] == "locations" && p[6] == "usages":
+		return opUsages, s.listUsages
+	}
+	return "", nil
+}
+
+// listPermissions answers the caller's permissions on a scope: one entry
+// per role assignment
+// (https://learn.microsoft.com/en-us/rest/api/authorization/permissions/list-for-resource).
+func (s *Server) listPermissions(q *request) {
+	s.mu.Lock()
+	roles := s.acct.roles
+	s.mu.Unlock()
+	if roles == nil {
+		roles = []aks.Permission{{Actions: []string{"*"}, NotActions: []string{}}}
+	}
+	writeJSON(q.w, http.StatusOK, aks.PermissionList{Value: roles})
+}
+
+// actionOf is the Azure action of one of the fake's operations
+// (resource provider operations of Microsoft.ContainerService:
+// https://learn.microsoft.com/en-us/azure/role-based-access-control/permissions/containers#microsoftcontainerservice).
+func actionOf(op string) string {
+	switch {
+	case strings.HasPrefix(op, "Microsoft."):
+		return op
+	case strings.HasPrefix(op, "operations/"), strings.HasPrefix(op, "operationresults/"):
+		return "Microsoft.ContainerService/locations/" + op
+	case strings.HasPrefix(op, "managedClusters/"):
+		return "Microsoft.ContainerService/" + op
+	}
+	return "Microsoft.ContainerService/managedClusters/" + op
+}
+
+// Actions lists the Azure actions of the requests answered so far, in
+// order, once each.
+func (s *Server) Actions() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range s.Calls() {
+		if a := actionOf(c.Operation); !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// admit is ARM's and AKS's refusals before the operation's own: the
+// caller's roles (authorize), then another pool's operation (clusterBusy).
+func (s *Server) admit(op string, q *request) *armError {
+	if e := s.authorize(op, q); e != nil {
+		return e
+	}
+	return s.clusterBusy(q)
+}
+
+// clusterBusy is AKS's 409 to a change of a pool while an operation
+// runs on another pool of the cluster: "Operation is not allowed: Another
+// agentpool operation (nodepool1 - Creating) is in progress, please wait
+// for it to finish before starting a new operation. See
+// https://aka.ms/aks-pending-operation for more details" (as AKS answered
+// it in https://github.com/cilium/cilium/issues/25944). An abort is of the
+// pool's own operation, not refused.
+func (s *Server) clusterBusy(q *request) *armError {
+	p := q.parts
+	if q.r.Method == http.MethodGet || len(p) < 10 || p[8] != "agentpools" || (len(p) == 11 && p[10] == "abort") {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clusters[key(q.raw[3], q.raw[7])]
+	if c == nil {
+		return nil
+	}
+	for name, other := range c.pools {
+		st := *other.model.Properties.ProvisioningState
+		if name != p[9] && (other.op != nil || busyStates[st]) {
+			return errorf(http.StatusConflict, "OperationNotAllowed", "Operation is not allowed: Another agentpool operation (%s - %s) is in progress, please wait for it to finish before starting a new operation. See https://aka.ms/aks-pending-operation for more details",
+				*other.model.Name, st)
+		}
+	}
+	return nil
+}
+
+// busyStates are the provisioning states of a pool whose operation
+// runs (those the fake goes through, and AKS's Creating, Scaling,
+// Deleting that SetPoolState may set).
+var busyStates = map[string]bool{stateUpgrading: true, stateUpgradeImage: true, stateUpdating: true, stateCanceling: true,
+	"Creating": true, "Scaling": true, "Deleting": true}
+
+// authorize refuses a request the caller's roles do not allow, as ARM
+// does (403 AuthorizationFailed,
+// https://learn.microsoft.com/en-us/azure/role-based-access-control/troubleshooting#symptom---authorization-failed).
+// The permissions list itself needs no permission.
+func (s *Server) authorize(op string, q *request) *armError {
+	s.mu.Lock()
+	roles := s.acct.roles
+	s.mu.Unlock()
+	action := actionOf(op)
+	if roles == nil || op == opPermissions || aks.Grants(roles, action) {
+		return nil
+	}
+	return errorf(http.StatusForbidden, "AuthorizationFailed",
+		"The client 'nodeupgrade-local' with object id '00000000-0000-0000-0000-00000000cafe' does not have authorization to perform action '%s' over scope '%s' or the scope is invalid. If access was recently granted, please refresh your credentials.",
+		action, q.r.URL.Path)
+}

@@ -1,0 +1,97 @@
+package azurefake
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
+)
+
+// getJSON GETs path?api-version=v from the fake into doc.
+func getJSON(t *testing.T, s *scene, path, v string, doc any) {
+	t.Helper()
+	resp, err := http.Get(s.srv.URL + path + "?api-version=" + v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(doc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const clusterPath = "/subscriptions/00000000-0000-0000-0000-000000000054/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c1"
+
+func TestRolesAnswerAndRefuse(t *testing.T) {
+	s := newScene(t, 0)
+	var list aks.PermissionList
+	getJSON(t, s, clusterPath+"/providers/Microsoft.Authorization/permissions", "2022-04-01", &list)
+	if len(list.Value) != 1 || strings.Join(list.Value[0].Actions, ",") != "*" {
+		t.Errorf("with no roles set: %+v, want one of *", list)
+	}
+	s.srv.SetRoles(aks.Permission{Actions: []string{"*/read"}}, AKSContributorRole)
+	getJSON(t, s, clusterPath+"/providers/Microsoft.Authorization/permissions", "2022-04-01", &list)
+	if len(list.Value) != 2 || list.Value[1].Actions[2] != "Microsoft.ContainerService/managedClusters/*" {
+		t.Errorf("the roles set: %+v", list)
+	}
+	s.srv.SetRoles(aks.Permission{Actions: []string{"*/read"}})
+	if _, err := s.pools.Get(context.Background(), "rg", "c1", "pool", nil); err != nil {
+		t.Errorf("a reader reads the pool: %v", err)
+	}
+	_, err := s.pools.BeginUpgradeNodeImageVersion(context.Background(), "rg", "c1", "pool", nil)
+	if c, status := armCode(err); status != http.StatusForbidden || c != "AuthorizationFailed" ||
+		!strings.Contains(err.Error(), "'Microsoft.ContainerService/managedClusters/agentPools/upgradeNodeImageVersion/action'") {
+		t.Errorf("a reader's upgrade: %v, want 403 AuthorizationFailed naming the action", err)
+	}
+	if st := *s.pool(t).ProvisioningState; st != stateSucceeded {
+		t.Errorf("the refused upgrade changed the pool: %s", st)
+	}
+}
+
+func TestUsagesCountTheMachines(t *testing.T) {
+	s := newScene(t, 0)
+	s.srv.SetQuota("cores", 20)
+	var list aks.UsageList
+	getJSON(t, s, "/subscriptions/00000000-0000-0000-0000-000000000054/providers/Microsoft.Compute/locations/westeurope/usages", "2024-07-01", &list)
+	got := map[string][2]int64{}
+	for _, u := range list.Value {
+		got[u.Name.Value] = [2]int64{u.CurrentValue, u.Limit}
+	}
+	// Three Standard_D4s_v5 of 4 vCPUs each.
+	if got["cores"] != [2]int64{12, 20} || got["standardDSv5Family"] != [2]int64{12, defaultLimit} || got["lowPriorityCores"] != [2]int64{0, defaultLimit} {
+		t.Errorf("usages %v", got)
+	}
+	var skus aks.SKUList
+	getJSON(t, s, "/subscriptions/00000000-0000-0000-0000-000000000054/providers/Microsoft.Compute/skus", "2021-07-01", &skus)
+	if len(skus.Value) == 0 || skus.Value[1].Name != "Standard_D4s_v5" || skus.Value[1].Capabilities[0] != (aks.Capability{Name: "vCPUs", Value: "4"}) {
+		t.Errorf("skus %+v", skus)
+	}
+}
+
+func TestAnotherPoolHoldsTheCluster(t *testing.T) {
+	s := newScene(t, 0)
+	ctx := context.Background()
+	if err := s.srv.CreatePool(ctx, PoolSpec{ResourceGroup: "rg", Cluster: "c1", Name: "other", Count: 1, Version: "1.31.5", Image: oldImage, LatestImage: latestImage}); err != nil {
+		t.Fatal(err)
+	}
+	s.srv.SetPoolState("rg", "c1", "other", "Scaling")
+	_, err := s.pools.BeginUpgradeNodeImageVersion(ctx, "rg", "c1", "pool", nil)
+	if c, status := armCode(err); status != http.StatusConflict || c != "OperationNotAllowed" || !strings.Contains(err.Error(), "Another agentpool operation (other - Scaling)") {
+		t.Errorf("upgrade while another pool scales: %v, want AKS's 409 naming it", err)
+	}
+	// An abort is the pool's own: refused only for having nothing to abort.
+	_, err = s.pools.BeginAbortLatestOperation(ctx, "rg", "c1", "pool", nil)
+	if err == nil || strings.Contains(err.Error(), "Another agentpool") {
+		t.Errorf("abort with nothing running: %v", err)
+	}
+	s.srv.SetPoolState("rg", "c1", "other", stateSucceeded)
+	if _, err := s.pools.BeginUpgradeNodeImageVersion(ctx, "rg", "c1", "pool", nil); err != nil {
+		t.Errorf("upgrade once the other pool settled: %v", err)
+	}
+}

@@ -1,0 +1,116 @@
+package azurefake
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
+)
+
+// vmSize is a VM size the fake knows: its family (the name of its
+// family's vCPU quota) and vCPUs, from the size pages
+// (https://learn.microsoft.com/en-us/azure/virtual-machines/sizes/general-purpose/dsv5-series,
+// .../dsv3-series).
+type vmSize struct {
+	name, family string
+	vcpus        int64
+}
+
+var vmSizes = []vmSize{
+	{"Standard_D2s_v5", "standardDSv5Family", 2},
+	{"Standard_D4s_v5", "standardDSv5Family", 4},
+	{"Standard_D8s_v5", "standardDSv5Family", 8},
+	{"Standard_D2s_v3", "standardDSv3Family", 2},
+	{"Standard_D4s_v3", "standardDSv3Family", 4},
+}
+
+// The vCPU quotas' usage names and what Azure calls them
+// (https://learn.microsoft.com/en-us/azure/virtual-machines/quotas:
+// regional vCPUs, per-family vCPUs, Spot vCPUs).
+const (
+	usageCores     = "cores"
+	usageSpotCores = "lowPriorityCores"
+)
+
+// defaultLimit is the fake's vCPU limit of a quota no test set: the
+// fake's own number (Azure's depend on the subscription's offer).
+const defaultLimit = 100
+
+// SetQuota sets the limit of a vCPU quota by its usage name ("cores",
+// "lowPriorityCores", "standardDSv5Family").
+func (s *Server) SetQuota(usage string, limit int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.acct.limits == nil {
+		s.acct.limits = map[string]int64{}
+	}
+	s.acct.limits[strings.ToLower(usage)] = limit
+}
+
+func (s *Server) limitLocked(usage string) int64 {
+	if l, ok := s.acct.limits[strings.ToLower(usage)]; ok {
+		return l
+	}
+	return defaultLimit
+}
+
+// listSKUs answers Resource Skus - List with the fake's VM sizes in its
+// location; the fake does not filter by $filter's location, since it
+// has one.
+func (s *Server) listSKUs(q *request) {
+	var out aks.SKUList
+	for _, v := range vmSizes {
+		out.Value = append(out.Value, aks.SKU{ResourceType: "virtualMachines", Name: v.name, Family: v.family, Locations: []string{s.opts.Location},
+			Capabilities: []aks.Capability{{Name: "vCPUs", Value: strconv.FormatInt(v.vcpus, 10)}}})
+	}
+	writeJSON(q.w, http.StatusOK, out)
+}
+
+// listUsages answers Usage - List: the vCPUs of every machine of the
+// fake's pools (surge machines too) against the limits. The fake only
+// reports usage: it does not refuse a machine past a limit.
+func (s *Server) listUsages(q *request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	used := map[string]int64{}
+	for _, c := range s.clusters {
+		for _, p := range c.pools {
+			size := sizeOf(p.model.Properties.VMSize)
+			n := int64(len(p.nodes)) * size.vcpus
+			if pr := p.model.Properties.ScaleSetPriority; pr != nil && *pr == armcs.ScaleSetPrioritySpot {
+				used[usageSpotCores] += n
+				continue
+			}
+			used[usageCores] += n
+			used[size.family] += n
+		}
+	}
+	names := map[string]string{usageCores: "Total Regional vCPUs", usageSpotCores: "Total Regional Low-priority vCPUs"}
+	for _, v := range vmSizes {
+		names[v.family] = "Standard " + strings.TrimSuffix(strings.TrimPrefix(v.family, "standard"), "Family") + " Family vCPUs"
+	}
+	var out aks.UsageList
+	for name, localized := range names {
+		u := aks.Usage{CurrentValue: used[name], Limit: s.limitLocked(name), Unit: "Count"}
+		u.Name.Value, u.Name.LocalizedValue = name, localized
+		out.Value = append(out.Value, u)
+	}
+	writeJSON(q.w, http.StatusOK, out)
+}
+
+// sizeOf is a VM size the fake knows; an unknown one counts no vCPUs.
+func sizeOf(p *string) vmSize {
+	name := ""
+	if p != nil {
+		name = *p
+	}
+	for _, v := range vmSizes {
+		if strings.EqualFold(v.name, name) {
+			return v
+		}
+	}
+	return vmSize{name: name}
+}

@@ -1,0 +1,283 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/conformance"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/azurefake"
+)
+
+// docActions reads the actions of the tables of docs/providers/aks.md's
+// "Azure permissions": the first table's (every run needs them), and the
+// plan's optional reads.
+func docActions(t *testing.T) (required, optional []string) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "providers", "aks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## Azure permissions\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	table := 0
+	for line := range strings.SplitSeq(section, "\n") {
+		if line == "| action | call |" {
+			table++
+		}
+		rest, ok := strings.CutPrefix(line, "| `")
+		if !ok {
+			continue
+		}
+		action, _, _ := strings.Cut(rest, "`")
+		if table == 1 {
+			required = append(required, action)
+		} else {
+			optional = append(optional, action)
+		}
+	}
+	if len(required) == 0 || len(optional) == 0 {
+		t.Fatalf("docs/providers/aks.md's Azure permissions list no two tables of actions: %v %v", required, optional)
+	}
+	return required, optional
+}
+
+var metaAll = metav1.ListOptions{}
+
+// aksScene is the fake with the conformance pool of three nodes and the
+// kubelet stand-in.
+func aksScene(t *testing.T) (*fake.Clientset, *azurefake.Server) {
+	t.Helper()
+	client := fake.NewClientset()
+	conformance.StartKubelet(t, client)
+	srv := startAKS(t, client, azurefake.Options{}, 3)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if n, _ := client.CoreV1().Nodes().List(context.Background(), metaAll); len(n.Items) == 3 && conformance.Ready(&n.Items[0]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pool's nodes never became Ready")
+		}
+	}
+	return client, srv
+}
+
+// TestAKSPermissionsOfEveryCall makes every call the provider makes (a
+// plan, a run that sets the pool's maxSurge and puts it back, a cancel)
+// against the fake, which names each request by its Azure action, and
+// holds the three lists together: each action the fake saw is in
+// docs/providers/aks.md and in aks.Calls, the docs' tables are exactly
+// aks.Calls (required and optional), and each action of aks.Calls was
+// made. A run with a role of exactly the docs' actions then finishes.
+func TestAKSPermissionsOfEveryCall(t *testing.T) {
+	client, srv := aksScene(t)
+	ctx := context.Background()
+	args := []string{"pool", "--provider", aks.Name, "--node-image", "latest", "--strategy", "surge", "--max-surge", "2", "--max-unavailable", "0", "--post-drain-wait", "0s"}
+	if out, errOut, code := plugin.Drive(ctx, client, "run", append(args, "--yes", "--node-ready-timeout", "60s")...); code != plugin.ExitOK {
+		t.Fatalf("run: exit %d:\n%s%s", code, out, errOut)
+	}
+	p := openAKS(t, client)
+	if err := p.(cloud.UpdateCanceller).CancelUpdate(ctx, "op"); err == nil {
+		t.Errorf("cancel with no upgrade running: AKS answers 409, the provider said nothing")
+	}
+	required, optional := docActions(t)
+	var callsRequired, callsOptional []string
+	for _, c := range aks.Calls {
+		if c.Optional {
+			callsOptional = append(callsOptional, c.Action)
+		} else {
+			callsRequired = append(callsRequired, c.Action)
+		}
+	}
+	if !slices.Equal(required, callsRequired) || !slices.Equal(optional, callsOptional) {
+		t.Errorf("docs/providers/aks.md lists %v and %v; aks.Calls %v and %v", required, optional, callsRequired, callsOptional)
+	}
+	made := srv.Actions()
+	for _, a := range made {
+		if a != "Microsoft.Authorization/permissions/read" && !slices.Contains(required, a) && !slices.Contains(optional, a) {
+			t.Errorf("the provider calls %s, which docs/providers/aks.md does not list: add it there and to aks.Calls", a)
+		}
+	}
+	for _, a := range append(required, optional...) {
+		if !slices.Contains(made, a) {
+			t.Errorf("docs/providers/aks.md lists %s, which the provider never called (made %v)", a, made)
+		}
+	}
+	t.Run("a role of exactly the documented actions runs", func(t *testing.T) {
+		client, srv := aksScene(t)
+		srv.SetRoles(aks.Permission{Actions: append(required, optional...)})
+		if out, errOut, code := plugin.Drive(ctx, client, "run", append(args, "--yes", "--node-ready-timeout", "60s")...); code != plugin.ExitOK || strings.Contains(out+errOut, "AuthorizationFailed") {
+			t.Fatalf("run: exit %d (want %d, nothing refused):\n%s%s", code, plugin.ExitOK, out, errOut)
+		}
+	})
+}
+
+// openAKS opens the provider on the pool's nodes as the plugin does.
+func openAKS(t *testing.T, client *fake.Clientset) cloud.Provider {
+	return openAKSNodes(t, client, "pool")
+}
+
+// openAKSNodes opens the provider on the nodes of agent pool name.
+func openAKSNodes(t *testing.T, client *fake.Clientset, name string) cloud.Provider {
+	t.Helper()
+	c, _ := cloud.Lookup(aks.Name)
+	list, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: azurefake.AgentPoolLabel + "=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p, err := cloud.OpenGroup(context.Background(), c, client, list.Items, plan.CloudTarget{Options: map[string]string{"node-image": "latest"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestAKSPlanChecksPermissions: the plan asks Azure for the caller's
+// permissions and names an action the caller's roles leave out; run
+// refuses before any write; the AKS role passes.
+func TestAKSPlanChecksPermissions(t *testing.T) {
+	writeLess := aks.Permission{Actions: []string{"*"}, NotActions: []string{"Microsoft.ContainerService/managedClusters/agentPools/write"}}
+	for _, tc := range []struct {
+		name    string
+		roles   []aks.Permission
+		missing string // "" for none
+	}{
+		{"Azure Kubernetes Service Contributor Role", []aks.Permission{azurefake.AKSContributorRole}, ""},
+		{"a role without agentPools/write", []aks.Permission{writeLess}, "Microsoft.ContainerService/managedClusters/agentPools/write"},
+		{"notActions are no deny: a second role grants it", []aks.Permission{writeLess, azurefake.AKSContributorRole}, ""},
+		{"a reader", []aks.Permission{{Actions: []string{"*/read"}}}, "Microsoft.ContainerService/managedClusters/agentPools/abort/action"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, srv := aksScene(t)
+			srv.SetRoles(tc.roles...)
+			ctx := context.Background()
+			args := []string{"pool", "--provider", aks.Name, "--node-image", "latest"}
+			for _, cmd := range []string{"plan", "run"} {
+				a := args
+				if cmd == "run" {
+					a = append(a, "--yes")
+				}
+				out, errOut, code := plugin.Drive(ctx, client, cmd, a...)
+				if cmd != "run" && tc.missing == "" && (code != plugin.ExitOK || strings.Contains(out, "missing-permission")) {
+					t.Fatalf("%s: exit %d, want %d and no missing permission:\n%s%s", cmd, code, plugin.ExitOK, out, errOut)
+				}
+				// plan shows its blockers and exits 0; run refuses, exit 5.
+				want := map[bool]int{true: plugin.ExitOK, false: plugin.ExitBlockers}[cmd == "plan"]
+				if tc.missing != "" && (code != want || !strings.Contains(out, "missing-permission") || !strings.Contains(out, tc.missing) || !strings.Contains(out, aks.Policy)) {
+					t.Errorf("%s: exit %d, want %d naming %s and %s:\n%s%s", cmd, code, want, tc.missing, aks.Policy, out, errOut)
+				}
+				if tc.missing == "" {
+					break
+				}
+			}
+			if ch := srv.ChangingCalls(); len(ch) > 0 {
+				t.Errorf("refused runs changed the pool: %v", ch)
+			}
+		})
+	}
+}
+
+// TestAKSPlanReadsQuotaAndOtherPools: the plan shows the surge's vCPU
+// quota, refuses a surge the quota cannot hold naming the --max-surge
+// that fits, and refuses while another pool of the cluster is busy.
+func TestAKSPlanReadsQuotaAndOtherPools(t *testing.T) {
+	ctx := context.Background()
+	args := []string{"pool", "--provider", aks.Name, "--node-image", "latest", "--strategy", "surge", "--max-surge", "2", "--max-unavailable", "0"}
+	t.Run("the quota holds the surge", func(t *testing.T) {
+		client, srv := aksScene(t)
+		out, errOut, code := plugin.Drive(ctx, client, "plan", args...)
+		// Three Standard_D4s_v5 of the fake's pool use 12 of 100 vCPUs.
+		if code != plugin.ExitOK || !strings.Contains(out, "2 surge node(s) of Standard_D4s_v5 need 8 vCPUs") || !strings.Contains(out, `"Total Regional vCPUs" 88 of 100 free`) {
+			t.Fatalf("plan: exit %d, want %d and the quota's numbers:\n%s%s", code, plugin.ExitOK, out, errOut)
+		}
+		if ch := srv.ChangingCalls(); len(ch) > 0 {
+			t.Errorf("plan changed the pool: %v", ch)
+		}
+	})
+	t.Run("the family's quota holds one surge node", func(t *testing.T) {
+		client, srv := aksScene(t)
+		srv.SetQuota("standardDSv5Family", 17)
+		out, errOut, code := plugin.Drive(ctx, client, "plan", args...)
+		if code != plugin.ExitUsage || !strings.Contains(errOut+out, "--max-surge 1 or lower") {
+			t.Fatalf("plan: exit %d, want %d naming --max-surge 1:\n%s%s", code, plugin.ExitUsage, out, errOut)
+		}
+	})
+	t.Run("no Compute reads: not checked", func(t *testing.T) {
+		client, srv := aksScene(t)
+		srv.SetRoles(azurefake.AKSContributorRole)
+		out, errOut, code := plugin.Drive(ctx, client, "plan", args...)
+		if code != plugin.ExitOK || !strings.Contains(out, "not checked") || !strings.Contains(out, "AuthorizationFailed") {
+			t.Fatalf("plan: exit %d, want %d and the quota not checked for the 403:\n%s%s", code, plugin.ExitOK, out, errOut)
+		}
+	})
+	t.Run("another pool is upgrading", func(t *testing.T) {
+		client, srv := aksScene(t)
+		if err := srv.CreatePool(ctx, azurefake.PoolSpec{ResourceGroup: "rg", Cluster: "c1", Name: "other", Count: 1, Zones: []string{"1"},
+			Version: aksVersion, Image: aksOld, LatestImage: aksLatest}); err != nil {
+			t.Fatal(err)
+		}
+		srv.SetPoolState("rg", "c1", "other", "Upgrading")
+		out, errOut, code := plugin.Drive(ctx, client, "plan", args...)
+		if code != plugin.ExitUsage || !strings.Contains(errOut+out, `"other" Upgrading`) {
+			t.Fatalf("plan: exit %d, want %d naming the busy pool:\n%s%s", code, plugin.ExitUsage, out, errOut)
+		}
+	})
+}
+
+// TestAKSAnotherPoolHoldsTheCluster: AKS refuses a change of the pool
+// while another pool's operation runs (409); the provider's start says
+// so as a passing error rather than taking the 409 for its own upgrade,
+// and its settings change waits for the other pool, then goes through.
+func TestAKSAnotherPoolHoldsTheCluster(t *testing.T) {
+	client, srv := aksScene(t)
+	ctx := context.Background()
+	if err := srv.CreatePool(ctx, azurefake.PoolSpec{ResourceGroup: "rg", Cluster: "c1", Name: "other", Count: 1, Zones: []string{"1"},
+		Version: aksVersion, Image: aksOld, LatestImage: aksLatest}); err != nil {
+		t.Fatal(err)
+	}
+	p := openAKSNodes(t, client, "pool")
+	srv.SetPoolState("rg", "c1", "other", "Scaling")
+	mu := p.(cloud.ManagedUpdater)
+	id, err := mu.StartUpdate(ctx, false)
+	if err == nil || !cloud.Transient(err) || !strings.Contains(err.Error(), "other - Scaling") {
+		t.Fatalf("start while another pool scales: %q, %v; want a passing error naming it", id, err)
+	}
+	if ch := srv.ChangingCalls(); len(ch) != 1 {
+		t.Errorf("changing calls %v, want the one refused start", ch)
+	}
+	before, err := mu.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	during := before
+	during.Other = map[string]string{"maxSurge": "2"}
+	done := make(chan error, 1)
+	go func() { done <- mu.Configure(ctx, during) }()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("configure returned while another pool scales: %v", err)
+	default:
+	}
+	srv.SetPoolState("rg", "c1", "other", "Succeeded")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if pool, _ := srv.Pool("rg", "c1", "pool"); *pool.Properties.UpgradeSettings.MaxSurge != "2" {
+		t.Errorf("maxSurge %q after configure, want 2", *pool.Properties.UpgradeSettings.MaxSurge)
+	}
+	if n := len(srv.ChangingCalls()); n > 10 {
+		t.Errorf("%d changing calls: configure asked again without waiting", n)
+	}
+}
