@@ -23,6 +23,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gke"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/karpenter"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/vmss"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -48,6 +49,7 @@ func paths() []path {
 		{name: "gce", page: "gce.md", providers: []cloud.Provider{&gce.NodeGroup{}, gce.RegionalNodeGroup{}}},
 		{name: "gke", page: "gke.md", providers: []cloud.Provider{&gke.NodePool{}}, service: &gke.NodePool{}},
 		{name: "karpenter", page: "karpenter.md", providers: []cloud.Provider{&karpenter.NodePool{}}},
+		{name: "vmss", page: "vmss.md", providers: []cloud.Provider{&vmss.ScaleSet{}}},
 		{name: cloud.NoneName, page: "none.md"},
 	}
 }
@@ -290,7 +292,7 @@ func TestDemoServesEveryPath(t *testing.T) {
 }
 
 // noDemoYet are the paths hack/demo.sh does not serve yet, and why.
-var noDemoYet = map[string]string{}
+var noDemoYet = map[string]string{"vmss": "the scale sets of sim/azurefake are served to the conformance suite and the e2e tests only"}
 
 // providerList is a list of --provider's values as the docs write it,
 // "--provider aws|gce|none" (in a table, its bars escaped).

@@ -536,7 +536,7 @@ func TestNoCloudOwnsTheNodes(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{fakecloud.NodeGroupLabel: "ng"}}}
 	client := fake.NewClientset(node)
 	_, stderr, code := runContract(context.Background(), client, true, "ng", "--seed", "1")
-	want := "or the --provider of the cloud whose group keeps the nodes (aks, aws, fakecloud, gce, gke or karpenter)\n"
+	want := "or the --provider of the cloud whose group keeps the nodes (aks, aws, fakecloud, gce, gke, karpenter or vmss)\n"
 	if code != ExitUsage || !strings.HasSuffix(stderr, want) {
 		t.Errorf("exit %d, want %d and %q: %s", code, ExitUsage, want, stderr)
 	}

@@ -7,4 +7,5 @@ import (
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gce"
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/gke"
 	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/karpenter"
+	_ "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/vmss"
 )

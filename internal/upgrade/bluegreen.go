@@ -160,6 +160,15 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 		if err := r.group.pin.keepDefault(ctx, cr.TargetVersion); err != nil {
 			return err
 		}
+		// Intent first: a run killed while the cloud makes green (an
+		// Azure scale set takes minutes) leaves a record from which abort
+		// deletes it; deleting a group that was never made does nothing.
+		if gr.Green == "" {
+			gr.Green, gr.GreenCreated = green, true
+			if err := r.save(ctx); err != nil {
+				return err
+			}
+		}
 		r.logf("creating %s %q beside %q at %s, of %s", r.words.groupKind(), green, r.group.pool.GroupName(), r.cfg.Plan.Cloud.SizeText(greenSizes), r.words.templateVersion(cr.TargetVersion))
 		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, greenSizes); err != nil {
 			return err

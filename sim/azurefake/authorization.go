@@ -59,6 +59,9 @@ func apiVersionOf(op string) string {
 	if v, ok := apiVersions[op]; ok {
 		return v
 	}
+	if strings.HasPrefix(op, computeAction) {
+		return ComputeAPIVersion // the scale sets of vmss_handler.go
+	}
 	return APIVersion
 }
 

@@ -67,6 +67,7 @@ type Server struct {
 	mu       sync.Mutex
 	clusters map[string]*cluster // by resource group/name, lower case
 	ops      map[string]*operation
+	vmss     *vmssState // the scale sets of Microsoft.Compute (vmss.go)
 	calls    []Call
 	deleted  []deletedPool // pools.go
 	seq      int

@@ -113,6 +113,8 @@ func (s *Server) route(q *request) (string, func(*request)) {
 		return op, h
 	}
 	switch {
+	case isCompute(p):
+		return s.routeCompute(q)
 	case len(p) == 8 && p[2] == "providers" && p[6] == "operations" && get:
 		return "operations/read", s.getOperation
 	case len(p) == 8 && p[2] == "providers" && p[6] == "operationresults" && get:

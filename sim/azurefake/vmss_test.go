@@ -1,0 +1,138 @@
+package azurefake
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// vmssScene is a fake with a scale set "ng" of two instances in resource
+// group "rg" and the SDK's scale set clients on it.
+type vmssScene struct {
+	srv  *Server
+	kube *fake.Clientset
+	sets *armcompute.VirtualMachineScaleSetsClient
+	vms  *armcompute.VirtualMachineScaleSetVMsClient
+}
+
+func newVMSSScene(t *testing.T) *vmssScene {
+	t.Helper()
+	kube := fake.NewClientset()
+	srv, err := Start(context.Background(), kube, Options{PollEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	spec := ScaleSetSpec{ResourceGroup: "rg", Name: "ng", ComputerNamePrefix: "ng", Capacity: 2, Zones: []string{"1", "2"},
+		Image:      armcompute.ImageReference{Publisher: to.Ptr("p"), Offer: to.Ptr("o"), SKU: to.Ptr("s"), Version: to.Ptr("1")},
+		NodeLabels: map[string]string{"kops.k8s.io/instancegroup": "ng"}}
+	if err := srv.CreateScaleSet(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	opts := &arm.ClientOptions{DisableRPRegistration: true}
+	opts.Cloud = azcloud.Configuration{Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{azcloud.ResourceManager: {Endpoint: srv.URL, Audience: "x"}}}
+	opts.InsecureAllowCredentialWithHTTP = true
+	f, err := armcompute.NewClientFactory(srv.Subscription(), token{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &vmssScene{srv: srv, kube: kube, sets: f.NewVirtualMachineScaleSetsClient(), vms: f.NewVirtualMachineScaleSetVMsClient()}
+}
+
+// TestVMSSModelRules: what the fake holds a request to, each with the
+// answer ARM gives.
+func TestVMSSModelRules(t *testing.T) {
+	sc := newVMSSScene(t)
+	base := sc.srv.URL + "/subscriptions/" + sc.srv.Subscription() + "/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/"
+	for _, tc := range []struct {
+		name, method, url, body string
+		want                    int
+	}{
+		{"a field the model lacks", http.MethodPatch, base + "ng?api-version=" + ComputeAPIVersion, `{"sku":{"capacity":3,"surge":1}}`, http.StatusBadRequest},
+		{"another API version", http.MethodGet, base + "ng?api-version=2024-07-01", "", http.StatusBadRequest},
+		{"a computer name prefix of 16", http.MethodPut, base + "g2?api-version=" + ComputeAPIVersion,
+			`{"location":"westeurope","sku":{"capacity":1},"properties":{"virtualMachineProfile":{"osProfile":{"computerNamePrefix":"abcdefghijklmnop"},"storageProfile":{"imageReference":{"id":"/x/images/y"}}}}}`, http.StatusBadRequest},
+		{"an instance that is not there", http.MethodPost, base + "ng/delete?api-version=" + ComputeAPIVersion, `{"instanceIds":["7"]}`, http.StatusNotFound},
+		{"a missing scale set's delete", http.MethodDelete, base + "gone?api-version=" + ComputeAPIVersion, "", http.StatusNoContent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, tc.url, bytes.NewBufferString(tc.body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("%s %s: %d, want %d", tc.method, tc.url, resp.StatusCode, tc.want)
+			}
+		})
+	}
+	if ins, _ := sc.srv.ScaleSetInstances("rg", "ng"); len(ins) != 2 {
+		t.Errorf("a refused request changed the scale set: %+v", ins)
+	}
+}
+
+// TestVMSSBusyAndModel: a change while an operation runs is a 409; a new
+// image leaves the instances on theirs, not the latest model, until
+// manualupgrade, which keeps their names; DeleteInstances lowers the
+// capacity and the node goes.
+func TestVMSSBusyAndModel(t *testing.T) {
+	sc := newVMSSScene(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	img := armcompute.ImageReference{Publisher: to.Ptr("p"), Offer: to.Ptr("o"), SKU: to.Ptr("s"), Version: to.Ptr("2")}
+	up := armcompute.VirtualMachineScaleSetUpdate{Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
+		VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{StorageProfile: &armcompute.VirtualMachineScaleSetUpdateStorageProfile{ImageReference: &img}}}}
+	p, err := sc.sets.BeginUpdate(ctx, "rg", "ng", up, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.sets.BeginUpdate(ctx, "rg", "ng", up, nil); err == nil {
+		t.Error("a second change while the first runs was taken, want 409")
+	}
+	if _, err := p.PollUntilDone(ctx, &runtimePollOptions); err != nil {
+		t.Fatal(err)
+	}
+	ins, _ := sc.srv.ScaleSetInstances("rg", "ng")
+	if ins[0].LatestModelApplied || ins[0].Image != "p:o:s:1" {
+		t.Errorf("after a new image: %+v, want the old image, not the latest model", ins[0])
+	}
+	pu, err := sc.sets.BeginUpdateInstances(ctx, "rg", "ng", armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: []*string{to.Ptr("0")}}, nil)
+	if err == nil {
+		_, err = pu.PollUntilDone(ctx, &runtimePollOptions)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := sc.vms.Get(ctx, "rg", "ng", "0", nil)
+	if err != nil || !*vm.Properties.LatestModelApplied || *vm.Properties.OSProfile.ComputerName != ins[0].Name || ImageString(*vm.Properties.StorageProfile.ImageReference) != "p:o:s:2" {
+		t.Errorf("after manualupgrade: %v %+v, want the new image under the same name", err, vm.Properties)
+	}
+	pd, err := sc.sets.BeginDeleteInstances(ctx, "rg", "ng", armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: []*string{to.Ptr("1")}}, nil)
+	if err == nil {
+		_, err = pd.PollUntilDone(ctx, &runtimePollOptions)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sc.sets.Get(ctx, "rg", "ng", nil)
+	if err != nil || *m.SKU.Capacity != 1 {
+		t.Errorf("after DeleteInstances: %v, capacity %d, want 1", err, *m.SKU.Capacity)
+	}
+	if _, err := sc.kube.CoreV1().Nodes().Get(ctx, ins[1].Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("node %s of the deleted instance is still there", ins[1].Name)
+	}
+}
+
+// runtimePollOptions poll the fake's operations quickly.
+var runtimePollOptions = runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}
