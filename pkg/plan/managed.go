@@ -31,6 +31,9 @@ type UpdateSettings struct {
 }
 
 func (s UpdateSettings) String() string {
+	if s.IsZero() {
+		return "none set (the service's defaults)"
+	}
 	var parts []string
 	if s.Strategy != "" {
 		parts = append(parts, "strategy "+s.Strategy)
@@ -45,6 +48,11 @@ func (s UpdateSettings) String() string {
 		parts = append(parts, k+" "+s.Other[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// IsZero reports whether nothing is set: the service uses its defaults.
+func (s UpdateSettings) IsZero() bool {
+	return s.Strategy == "" && s.MaxUnavailable == "" && s.MaxSurge == nil && len(s.Other) == 0
 }
 
 // Equal reports whether both set the same.

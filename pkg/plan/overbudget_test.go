@@ -44,3 +44,23 @@ func TestOverBudgetNotes(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateSettingsText: settings a pool does not set read as the
+// service's defaults, never as an empty "(were )".
+func TestUpdateSettingsText(t *testing.T) {
+	surge := 2
+	for _, tc := range []struct {
+		name string
+		s    UpdateSettings
+		want string
+	}{
+		{"none set", UpdateSettings{Other: map[string]string{}}, "none set (the service's defaults)"},
+		{"some set", UpdateSettings{Strategy: "SURGE", MaxSurge: &surge, Other: map[string]string{"drainTimeoutInMinutes": "45"}}, "strategy SURGE, maxSurge 2, drainTimeoutInMinutes 45"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.s.String(); got != tc.want {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -181,15 +181,16 @@ func (a *AgentPool) details(s plan.UpdateSettings) []plan.Detail {
 		{Name: "provisioning state", Value: str(p.ProvisioningState)},
 		{Name: "version", Value: fmt.Sprintf("Kubernetes %s, node image %s", str(p.CurrentOrchestratorVersion), str(p.NodeImageVersion))},
 		{Name: "count", Value: strconv.Itoa(int(a.count()))},
-		{Name: "upgrade settings", Value: orNone(s.String())},
+		{Name: "upgrade settings", Value: settingsText(s)},
 	}
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "AKS's defaults (maxSurge 10%, drainTimeoutInMinutes 30)"
+// settingsText names AKS's defaults where the pool sets none.
+func settingsText(s plan.UpdateSettings) string {
+	if s.IsZero() {
+		return "none set: AKS's defaults (maxSurge 10%, drainTimeoutInMinutes 30)"
 	}
-	return s
+	return s.String()
 }
 
 // planFacts are what the plan reads beside the pool when it is opened:

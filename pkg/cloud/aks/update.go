@@ -62,7 +62,7 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 		}
 		if st := str(a.pool.Properties.ProvisioningState); endedUnfinished[st] {
 			return &Error{Msg: fmt.Sprintf("cannot set the upgrade settings of %s to %s: its last operation ended %s, and AKS takes any write to the pool as the order to finish it; finish the upgrade first with \"kubectl nodeupgrade resume\" (or the run's command again), or set the settings with the Azure CLI when you mean AKS to finish it",
-				a, orNone(s.String()), st), IsInput: true}
+				a, settingsText(s), st), IsInput: true}
 		}
 		body := a.pool
 		props := *body.Properties
