@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -193,6 +194,8 @@ func (v Run) refusal(cmd Command) string {
 		return fmt.Sprintf("the last run on %q is %s: it has nothing to %s", g, v.Status, cmd)
 	case plan.Phase(r.Phase) == plan.PhaseDeleteBlue && cmd != CmdResume && cmd != CmdRun:
 		return fmt.Sprintf("the run on %q is deleting blue, which cannot be stopped or undone", g)
+	case r.Managed != nil && !r.Managed.Offers(string(cmd)):
+		return fmt.Sprintf("the %s offers no %s of its update", cmp.Or(r.Managed.Service, "service"), cmd)
 	case v.Live():
 		return v.liveRefusal(cmd)
 	}

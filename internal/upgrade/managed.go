@@ -103,6 +103,12 @@ func (r *managedRun) withService(phase plan.Phase, f func(context.Context, cloud
 	}
 }
 
+// serviceControls are the plan's controls of the service's update,
+// never nil: a record with none says so.
+func serviceControls(mp *plan.ManagedPlan) []string {
+	return append([]string{}, mp.Controls...)
+}
+
 // configureService records the settings before the run, then sets the
 // run's: intent first, so an interrupted run puts the right ones back.
 func (r *managedRun) configureService(ctx context.Context, u cloud.ManagedUpdater) error {
@@ -113,7 +119,7 @@ func (r *managedRun) configureService(ctx context.Context, u cloud.ManagedUpdate
 			return err
 		}
 		mp := r.cfg.Plan.Managed
-		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Service: mp.Service, Target: mp.Target, Before: before}
+		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Service: mp.Service, Target: mp.Target, Controls: serviceControls(mp), Before: before}
 		if rec.Managed.SizesBefore, err = r.shrinkableSizes(ctx); err != nil {
 			return err
 		}

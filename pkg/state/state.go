@@ -115,6 +115,17 @@ type Record struct {
 // so a plan is told what the record says is recovering.
 type Workload = check.Controller
 
+// Offers reports whether the service's update takes cmd: run, resume
+// (the recorded run again) and abort are the plugin's, any other a
+// control the service must offer.
+func (m *ManagedRecord) Offers(cmd string) bool {
+	switch cmd {
+	case "run", "resume", "abort":
+		return true
+	}
+	return m.Controls == nil || slices.Contains(m.Controls, cmd)
+}
+
 // ManagedRecord is a run's side of an update the cloud's service runs
 // (EKS managed node groups, GKE node pools): written before each call
 // that changes the group, so a re-run follows the same update and puts
@@ -126,6 +137,10 @@ type ManagedRecord struct {
 	Group   string `json:"group"`
 	Service string `json:"service,omitempty"`
 	Target  string `json:"target,omitempty"`
+	// Controls are the service's controls of its update the run offers
+	// ("cancel", "resume", "rollback", "complete"): status suggests no
+	// other. nil in a record written before they were recorded: any.
+	Controls []string `json:"controls,omitempty"`
 	// Before are the group's update settings before the run, put back at
 	// the end; Configured says the run's own were set.
 	Before     plan.UpdateSettings `json:"before"`
