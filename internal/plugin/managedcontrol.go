@@ -38,7 +38,11 @@ func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, 
 		if err := provider.(cloud.UpdateCanceller).CancelUpdate(ctx, id); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.Out, "cancelled the %s's update %s of %q: the nodes under way finish, no other starts; \"kubectl nodeupgrade resume %s\" continues it, \"rollback\" undoes it\n", p.Managed.Service, id, o.NodeGroup, o.NodeGroup)
+		undo := ""
+		if slices.Contains(p.Managed.Controls, "rollback") {
+			undo = ", \"rollback\" undoes it"
+		}
+		fmt.Fprintf(o.Out, "cancelled the %s's update %s of %q: the nodes under way finish, no other starts; \"kubectl nodeupgrade resume %s\" continues it%s\n", p.Managed.Service, id, o.NodeGroup, o.NodeGroup, undo)
 		return nil
 	case "complete":
 		if err := provider.(cloud.UpdateCompleter).CompleteUpdate(ctx, id); err != nil {
