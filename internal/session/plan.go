@@ -69,6 +69,9 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.refuseForeignFlags(); err != nil {
+		return nil, err // the strategy is known now: the group's own, or the default
+	}
 	notes := opened.notes
 	if err := FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
 		return nil, err

@@ -181,7 +181,7 @@ func (r *Request) defaultStrategy(in *plan.Input) error {
 }
 
 // takeStrategy makes the group's own strategy the request's, and its
-// settings those of the flags not given; the request, and so the run's
+// settings those of the flags not given (--max-unavailable, --max-surge); the request, and so the run's
 // record, holds them.
 func (r *Request) takeStrategy(in *plan.Input, own plan.GroupStrategy) error {
 	s, err := plan.LookupStrategy(string(own.Strategy))
@@ -192,7 +192,10 @@ func (r *Request) takeStrategy(in *plan.Input, own plan.GroupStrategy) error {
 	if !r.Given["max-unavailable"] {
 		r.MaxUnavailable = own.MaxUnavailable
 	}
-	r.MaxSurge, r.BlueGreen = own.MaxSurge, own.BlueGreen
+	if !r.Given["max-surge"] {
+		r.MaxSurge = own.MaxSurge
+	}
+	r.BlueGreen = own.BlueGreen
 	in.Strategy, in.StrategyFrom = own.Strategy, own.From
 	in.MaxUnavailable, in.MaxSurge, in.BlueGreen = r.MaxUnavailable, r.MaxSurge, r.BlueGreen
 	return nil

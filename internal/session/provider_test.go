@@ -139,6 +139,7 @@ func TestDefaultStrategyTheServiceDoesNotRun(t *testing.T) {
 		{"gke, no --strategy", string(plan.DefaultStrategy), nil, gke, `no --strategy given, and the default, eks, is not one the GKE node pool "pool-1" takes: use --strategy surge or blue-green`, ""},
 		{"gke's own strategy, no --strategy", string(plan.DefaultStrategy), nil, gkeOwn, "", "surge 2 1 the pool's own upgrade strategy"},
 		{"gke's own strategy, --max-unavailable given", string(plan.DefaultStrategy), map[string]bool{"max-unavailable": true}, gkeOwn, "", "surge 2 3 the pool's own upgrade strategy"},
+		{"gke's own strategy, --max-surge given", string(plan.DefaultStrategy), map[string]bool{"max-surge": true}, gkeOwn, "", "surge 5 1 the pool's own upgrade strategy"},
 		{"gke, --strategy eks given", string(plan.DefaultStrategy), map[string]bool{"strategy": true}, gkeOwn, "", "eks 0 3 "},
 		{"gke, --strategy surge", "surge", map[string]bool{"strategy": true}, gkeOwn, "", "surge 0 3 "},
 		{"eks managed, no --strategy", string(plan.DefaultStrategy), nil, eks, "", "eks 0 3 "},
@@ -147,7 +148,7 @@ func TestDefaultStrategyTheServiceDoesNotRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Request{Given: map[string]bool{}}
 			maps.Copy(r.Given, tc.given)
-			r.MaxUnavailable = "3"
+			r.MaxUnavailable, r.MaxSurge = "3", 5
 			var err error
 			if r.strategy, err = plan.LookupStrategy(tc.strategy); err != nil {
 				t.Fatal(err)

@@ -149,8 +149,12 @@ func (r *Request) Validate() error {
 // checks its own settings, with a group as large as they allow: the plan
 // checks them again against the real one.
 func (r *Request) validateStrategyFlags() error {
-	if err := r.refuseForeignFlags(); err != nil {
-		return err
+	// Without --strategy, a cloud group's own strategy may take them (an
+	// AKS pool's surge, --max-surge): Plan refuses them once it knows it.
+	if r.Given["strategy"] || !r.Cloud.Given() {
+		if err := r.refuseForeignFlags(); err != nil {
+			return err
+		}
 	}
 	if r.Given["batch-percent"] && r.Given["batch-node-count"] {
 		return Usagef("--batch-node-count and --batch-percent cannot be used together")

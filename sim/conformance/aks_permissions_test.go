@@ -87,7 +87,7 @@ func aksScene(t *testing.T) (*fake.Clientset, *azurefake.Server) {
 func TestAKSPermissionsOfEveryCall(t *testing.T) {
 	client, srv := aksScene(t)
 	ctx := context.Background()
-	args := []string{"pool", "--provider", aks.Name, "--node-image", "latest", "--strategy", "surge", "--max-surge", "2", "--max-unavailable", "0", "--post-drain-wait", "0s", "--yes", "--node-ready-timeout", "60s"}
+	args := []string{"pool", "--provider", aks.Name, "--node-image", "latest", "--max-surge", "2", "--post-drain-wait", "0s", "--yes", "--node-ready-timeout", "60s"} // no --strategy: the pool's own, surge, takes --max-surge
 	blueGreen := []string{"pool", "--provider", aks.Name, "--orchestrator-version", aksControl, "--strategy", "blue-green", "--node-pool-soak", "0s", "--post-drain-wait", "0s", "--yes", "--node-ready-timeout", "60s"}
 	if out, errOut, code := plugin.Drive(ctx, client, "run", args...); code != plugin.ExitOK {
 		t.Fatalf("run: exit %d:\n%s%s", code, out, errOut)
