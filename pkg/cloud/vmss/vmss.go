@@ -15,21 +15,15 @@ package vmss
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
 )
 
 // Name is what --provider takes for self-managed scale sets.
@@ -44,40 +38,19 @@ const (
 	NoAuthEnv   = "NODEUPGRADE_VMSS_NO_AUTH"
 )
 
-// Error is the provider's error: Input marks what the user fixes (exit 2,
-// nothing changed), Transient what passes with time.
-type Error struct {
-	Msg                  string
-	Err                  error
-	IsInput, IsTransient bool
-}
+// Error is the provider's error (azarm's, which aks shares).
+type Error = azarm.Error
 
-func (e *Error) Error() string   { return e.Msg }
-func (e *Error) Unwrap() error   { return e.Err }
-func (e *Error) Input() bool     { return e.IsInput }
-func (e *Error) Transient() bool { return e.IsTransient }
+var inputErrorf = azarm.Inputf
 
-func inputErrorf(format string, args ...any) error {
-	return &Error{Msg: fmt.Sprintf(format, args...), IsInput: true}
-}
+// armEndpoint is where the provider sends its requests; a 409 (the scale
+// set busy with another operation) passes with time, as throttling and
+// server errors do.
+var armEndpoint = azarm.Endpoint{Env: EndpointEnv, NoAuthEnv: NoAuthEnv, BusyPasses: true}
 
 // wrap says what could not be done ("cannot ..."), with ARM's code; a
-// 409 (the scale set busy with another operation) passes with time, as
-// throttling and server errors do; a network failure is a
-// cloud.UnreachableError.
-func wrap(err error, format string, args ...any) error {
-	what := fmt.Sprintf(format, args...)
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return &Error{Msg: fmt.Sprintf("cannot %s: %s (HTTP %d)", what, re.ErrorCode, re.StatusCode), Err: err,
-			IsTransient: re.StatusCode == http.StatusTooManyRequests || re.StatusCode == http.StatusConflict || re.StatusCode >= 500,
-			IsInput:     re.StatusCode == http.StatusForbidden || re.StatusCode == http.StatusUnauthorized}
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("cannot %s: %w", what, err)
-	}
-	return &cloud.UnreachableError{Cloud: "Azure", Endpoint: endpoint(), Settings: EndpointEnv + ", the Azure credential chain", Err: fmt.Errorf("cannot %s: %w", what, err)}
-}
+// network failure is a cloud.UnreachableError.
+func wrap(err error, format string, args ...any) error { return armEndpoint.Wrap(err, format, args...) }
 
 // status is the HTTP status of an ARM answer behind err, 0 for none.
 func status(err error) int {
@@ -89,12 +62,7 @@ func status(err error) int {
 }
 
 // endpoint is the Resource Manager endpoint the provider calls.
-func endpoint() string {
-	if e := os.Getenv(EndpointEnv); e != "" {
-		return e
-	}
-	return azcloud.AzurePublic.Services[azcloud.ResourceManager].Endpoint
-}
+func endpoint() string { return armEndpoint.URL() }
 
 // clients are the scale set and scale set VM clients of a subscription.
 type clients struct {
@@ -107,36 +75,15 @@ type clients struct {
 // newClients connects with DefaultAzureCredential, or to the endpoint the
 // environment names with a fixed token.
 func newClients(subscription string) (*clients, error) {
-	opts := &arm.ClientOptions{}
-	var cred azcore.TokenCredential
-	if e := os.Getenv(EndpointEnv); e != "" {
-		opts.Cloud = azcloud.Configuration{Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
-			azcloud.ResourceManager: {Endpoint: e, Audience: "https://management.core.windows.net/"}}}
+	opts, cred, err := armEndpoint.Options()
+	if err != nil {
+		return nil, err
 	}
-	if os.Getenv(NoAuthEnv) == "true" {
-		cred, opts.InsecureAllowCredentialWithHTTP = staticToken{}, true
-		opts.DisableRPRegistration = true
-	} else {
-		c, err := azidentity.NewDefaultAzureCredential(nil)
-		if err != nil {
-			return nil, inputErrorf("cannot find Azure credentials: %v; sign in with \"az login\" or set AZURE_CLIENT_ID and its secret", err)
-		}
-		cred = c
-	}
-	// Few retries, quickly: the run's own waits look again.
-	opts.Retry = policy.RetryOptions{MaxRetries: 4, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 5 * time.Second}
 	f, err := armcompute.NewClientFactory(subscription, cred, opts)
 	if err != nil {
 		return nil, inputErrorf("cannot make an Azure Compute client: %v", err)
 	}
 	return &clients{sets: f.NewVirtualMachineScaleSetsClient(), vms: f.NewVirtualMachineScaleSetVMsClient(), pollEvery: 200 * time.Millisecond}, nil
-}
-
-// staticToken is the credential of a local endpoint: a fixed token.
-type staticToken struct{}
-
-func (staticToken) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
-	return azcore.AccessToken{Token: "nodeupgrade-local", ExpiresOn: time.Now().Add(time.Hour)}, nil
 }
 
 // wait polls an operation to its end at the client's pace; a poll that

@@ -1,0 +1,128 @@
+// Package azarm is what the Azure providers (aks, vmss) share of Azure
+// Resource Manager: their error, ARM's answers read into it, and the
+// client options of an endpoint (Azure's, with the DefaultAzureCredential
+// chain, or a local one with a fixed token).
+package azarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+)
+
+// Error is a provider's error: Input marks what the user fixes (exit 2,
+// nothing changed), Transient what passes with time.
+type Error struct {
+	Msg                  string
+	Err                  error
+	IsInput, IsTransient bool
+}
+
+func (e *Error) Error() string   { return e.Msg }
+func (e *Error) Unwrap() error   { return e.Err }
+func (e *Error) Input() bool     { return e.IsInput }
+func (e *Error) Transient() bool { return e.IsTransient }
+
+// Inputf is an error the user fixes.
+func Inputf(format string, args ...any) error {
+	return &Error{Msg: fmt.Sprintf(format, args...), IsInput: true}
+}
+
+// Endpoint is where a provider sends its requests: Env names another
+// Resource Manager endpoint (the local fake of sim/azurefake), and
+// NoAuthEnv set to "true" with it sends a fixed token over plain HTTP
+// instead of asking Microsoft Entra ID for one.
+type Endpoint struct {
+	Env, NoAuthEnv string
+	// BusyPasses makes a 409 (the resource busy with another operation)
+	// transient, where the provider waits it out.
+	BusyPasses bool
+}
+
+// URL is the Resource Manager endpoint the provider calls.
+func (e Endpoint) URL() string {
+	if u := os.Getenv(e.Env); u != "" {
+		return u
+	}
+	return azcloud.AzurePublic.Services[azcloud.ResourceManager].Endpoint
+}
+
+// Options are the client options and credential of the endpoint:
+// DefaultAzureCredential, or the fixed token of a local one; few
+// retries, quickly, since the run's own waits look again.
+func (e Endpoint) Options() (*arm.ClientOptions, azcore.TokenCredential, error) {
+	opts := &arm.ClientOptions{}
+	if u := os.Getenv(e.Env); u != "" {
+		opts.Cloud = azcloud.Configuration{Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
+			azcloud.ResourceManager: {Endpoint: u, Audience: "https://management.core.windows.net/"}}}
+	}
+	opts.Retry = policy.RetryOptions{MaxRetries: 4, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 5 * time.Second}
+	if os.Getenv(e.NoAuthEnv) == "true" {
+		opts.InsecureAllowCredentialWithHTTP, opts.DisableRPRegistration = true, true
+		return opts, staticToken{}, nil
+	}
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, nil, Inputf("cannot find Azure credentials: %v; sign in with \"az login\" or set AZURE_CLIENT_ID and its secret", err)
+	}
+	return opts, cred, nil
+}
+
+// staticToken is the credential of a local endpoint: a fixed token.
+type staticToken struct{}
+
+func (staticToken) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	return azcore.AccessToken{Token: "nodeupgrade-local", ExpiresOn: time.Now().Add(time.Hour)}, nil
+}
+
+// Wrap says what could not be done ("cannot ..."), with ARM's code and
+// message; a network failure is a cloud.UnreachableError.
+func (e Endpoint) Wrap(err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		s := re.StatusCode
+		return &Error{Msg: fmt.Sprintf("cannot %s: %s (HTTP %d): %s", what, re.ErrorCode, s, Message(re)), Err: err,
+			IsTransient: s == http.StatusTooManyRequests || s >= 500 || e.BusyPasses && s == http.StatusConflict,
+			IsInput:     s == http.StatusForbidden || s == http.StatusUnauthorized}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("cannot %s: %w", what, err)
+	}
+	return &cloud.UnreachableError{Cloud: "Azure", Endpoint: e.URL(), Settings: e.Env + ", the Azure credential chain", Err: fmt.Errorf("cannot %s: %w", what, err)}
+}
+
+// Message is ARM's error.message of a response, on one line.
+func Message(re *azcore.ResponseError) string {
+	msg := re.Error()
+	if i := strings.Index(msg, "\"message\": \""); i >= 0 {
+		msg = msg[i+len("\"message\": \""):]
+		if j := strings.Index(msg, "\""); j >= 0 {
+			msg = msg[:j]
+		}
+		return msg
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+// Code is ARM's error code of err and its HTTP status; "" and 0 for an
+// error that is no ARM answer.
+func Code(err error) (string, int) {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.ErrorCode, re.StatusCode
+	}
+	return "", 0
+}
