@@ -79,18 +79,14 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 	if in.Cloud != nil && in.Cloud.Managed != nil {
 		in.Resume.Following = followedUpdate(r, rec)
 	}
-	// The machines of a service's update under way are its own new
-	// nodes, which the run does not wait for.
-	if in.Cloud != nil && in.Resume.Following == nil {
-		if joining := in.Cloud.Joining(); len(joining) > 0 {
-			if r.JoinTimeout > 0 {
-				if err := s.awaitJoining(ctx, r, in.Cloud, joining); err != nil {
-					return nil, err
-				}
-				return s.plan(ctx, r)
-			}
-			notes = append(notes, in.Cloud.JoiningNote(joining))
-		}
+	note, again, err := s.joining(ctx, r, in)
+	switch {
+	case err != nil:
+		return nil, err
+	case again:
+		return s.plan(ctx, r)
+	case note != "":
+		notes = append(notes, note)
 	}
 	pl.Plan, err = plan.Build(snap, in)
 	if pl.Plan != nil {
@@ -105,6 +101,24 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 		err = gatePreflight(ctx, r, pl.Plan, rec != nil)
 	}
 	return pl, err
+}
+
+// joining waits for the group's machines that are not nodes yet where
+// --node-ready-timeout allows (again: plan anew), else notes them. The
+// machines of a service's update under way are its own new nodes, which
+// the run does not wait for.
+func (s *Session) joining(ctx context.Context, r *Request, in plan.Input) (note string, again bool, err error) {
+	if in.Cloud == nil || in.Resume.Following != nil {
+		return "", false, nil
+	}
+	joining := in.Cloud.Joining()
+	switch {
+	case len(joining) == 0:
+		return "", false, nil
+	case r.JoinTimeout > 0:
+		return "", true, s.awaitJoining(ctx, r, in.Cloud, joining)
+	}
+	return in.Cloud.JoiningNote(joining), false, nil
 }
 
 // followedUpdate is the service's update rec's run started, which a run

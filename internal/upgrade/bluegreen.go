@@ -156,21 +156,7 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 		}
 	}
 	if r.cfg.Plan.BlueGreen.Create {
-		// Before the clone, so green follows the default as blue does.
-		if err := r.group.pin.keepDefault(ctx, cr.TargetVersion); err != nil {
-			return err
-		}
-		// Intent first: a run killed while the cloud makes green (an
-		// Azure scale set takes minutes) leaves a record from which abort
-		// deletes it; deleting a group that was never made does nothing.
-		if gr.Green == "" {
-			gr.Green, gr.GreenCreated = green, true
-			if err := r.save(ctx); err != nil {
-				return err
-			}
-		}
-		r.logf("creating %s %q beside %q at %s, of %s", r.words.groupKind(), green, r.group.pool.GroupName(), r.cfg.Plan.Cloud.SizeText(greenSizes), r.words.templateVersion(cr.TargetVersion))
-		if err := bg.CreateGreen(ctx, green, cr.TargetVersion, greenSizes); err != nil {
+		if err := r.makeGreen(ctx, bg, green, greenSizes); err != nil {
 			return err
 		}
 	}
@@ -192,6 +178,26 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 		return err
 	}
 	return r.group.protectNewNodes(ctx, true)
+}
+
+// makeGreen creates green of the target version at sizes, its name
+// recorded first: a run killed while the cloud makes it (an Azure scale
+// set takes minutes) leaves a record from which abort deletes it;
+// deleting a group that was never made does nothing.
+func (r *blueGreenRun) makeGreen(ctx context.Context, bg cloud.BlueGreen, green string, sizes plan.Sizes) error {
+	cr, gr := r.group.cloudRecord(), r.green()
+	// Before the clone, so green follows the default as blue does.
+	if err := r.group.pin.keepDefault(ctx, cr.TargetVersion); err != nil {
+		return err
+	}
+	if gr.Green == "" {
+		gr.Green, gr.GreenCreated = green, true
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
+	r.logf("creating %s %q beside %q at %s, of %s", r.words.groupKind(), green, r.group.pool.GroupName(), r.cfg.Plan.Cloud.SizeText(sizes), r.words.templateVersion(cr.TargetVersion))
+	return bg.CreateGreen(ctx, green, cr.TargetVersion, sizes)
 }
 
 // blueGreenSizes are blue's and green's sizes for the run from blue's

@@ -103,6 +103,12 @@ func CreateApp(ctx context.Context, c kubernetes.Interface, a App) error {
 	if _, err := c.AppsV1().Deployments(a.Namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create deployment %s/%s: %w", a.Namespace, a.Name, err)
 	}
+	return a.createPDB(ctx, c, labels)
+}
+
+// createPDB creates the PDB a.Name over the pods labels select, when a
+// budget is given.
+func (a App) createPDB(ctx context.Context, c kubernetes.Interface, labels map[string]string) error {
 	if a.MinAvailable == nil && a.MaxUnavailable == nil {
 		return nil
 	}
