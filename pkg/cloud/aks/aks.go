@@ -50,9 +50,6 @@ var armEndpoint = azarm.Endpoint{Env: EndpointEnv, NoAuthEnv: NoAuthEnv}
 // message; a network failure is a cloud.UnreachableError.
 func wrap(err error, format string, args ...any) error { return armEndpoint.Wrap(err, format, args...) }
 
-// armMessage is ARM's error.message of a response, on one line.
-func armMessage(re *azcore.ResponseError) string { return azarm.Message(re) }
-
 // refusal is ARM's answer in err as "code: message", or err's first line
 // where it is no ARM answer.
 func refusal(err error) string {

@@ -61,9 +61,6 @@ func status(err error) int {
 	return 0
 }
 
-// endpoint is the Resource Manager endpoint the provider calls.
-func endpoint() string { return armEndpoint.URL() }
-
 // clients are the scale set and scale set VM clients of a subscription.
 type clients struct {
 	sets *armcompute.VirtualMachineScaleSetsClient
