@@ -1,7 +1,6 @@
 package session
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -194,8 +193,6 @@ func (v Run) refusal(cmd Command) string {
 		return fmt.Sprintf("the last run on %q is %s: it has nothing to %s", g, v.Status, cmd)
 	case plan.Phase(r.Phase) == plan.PhaseDeleteBlue && cmd != CmdResume && cmd != CmdRun:
 		return fmt.Sprintf("the run on %q is deleting blue, which cannot be stopped or undone", g)
-	case r.Managed != nil && !r.Managed.Offers(string(cmd)):
-		return fmt.Sprintf("the %s offers no %s of its update", cmp.Or(r.Managed.Service, "service"), cmd)
 	case v.Live():
 		return v.liveRefusal(cmd)
 	}
@@ -327,6 +324,11 @@ func noSafePointLeft(r *state.Record) bool {
 func (v Run) Next() []Command {
 	var next []Command
 	for _, cmd := range v.relevant() {
+		// A service's update takes its own controls alone: the control
+		// itself refuses the others, saying what the service offers.
+		if m := v.Record.Managed; m != nil && !m.Offers(string(cmd)) {
+			continue
+		}
 		if v.refusal(cmd) == "" {
 			next = append(next, cmd)
 		}
