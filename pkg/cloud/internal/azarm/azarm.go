@@ -22,23 +22,11 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
-// Error is a provider's error: Input marks what the user fixes (exit 2,
-// nothing changed), Transient what passes with time.
-type Error struct {
-	Msg                  string
-	Err                  error
-	IsInput, IsTransient bool
-}
-
-func (e *Error) Error() string   { return e.Msg }
-func (e *Error) Unwrap() error   { return e.Err }
-func (e *Error) Input() bool     { return e.IsInput }
-func (e *Error) Transient() bool { return e.IsTransient }
+// Error is the providers' error (cloud.Error).
+type Error = cloud.Error
 
 // Inputf is an error the user fixes.
-func Inputf(format string, args ...any) error {
-	return &Error{Msg: fmt.Sprintf(format, args...), IsInput: true}
-}
+var Inputf = cloud.Inputf
 
 // Endpoint is where a provider sends its requests: Env names another
 // Resource Manager endpoint (the local fake of sim/azurefake), and

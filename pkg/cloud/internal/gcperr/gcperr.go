@@ -14,28 +14,11 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
-// Error is a provider's error.
-type Error struct {
-	Msg                  string
-	Err                  error
-	IsInput, IsTransient bool
-}
-
-func (e *Error) Error() string { return e.Msg }
-func (e *Error) Unwrap() error { return e.Err }
-
-// Input reports whether the error is the user's to fix (a flag, the
-// credentials): the command exits 2, and nothing was changed.
-func (e *Error) Input() bool { return e.IsInput }
-
-// Transient reports whether the API throttled the call or was briefly
-// unavailable (see cloud.Transient).
-func (e *Error) Transient() bool { return e.IsTransient }
+// Error is the providers' error (cloud.Error).
+type Error = cloud.Error
 
 // Inputf is an error the user fixes.
-func Inputf(format string, args ...any) error {
-	return &Error{Msg: fmt.Sprintf(format, args...), IsInput: true}
-}
+var Inputf = cloud.Inputf
 
 // Wrap prefixes a client error with what could not be done ("cannot
 // ..."), keeping the API's code and message. An error that is not the
