@@ -47,12 +47,22 @@ func shortName(nsName string) string {
 // then waits for them to be gone. DaemonSet pods and mirror pods stay, as
 // with kubectl drain --ignore-daemonsets. It is the fake's own code, not
 // the plugin's: it stands for AKS's drain.
+//
+// A node is drained once it is seen empty twice, EvictRetry apart: a
+// scheduler that had not yet seen the cordon may bind a pod to it just
+// after the first look, and the node's machine then goes with that pod.
 func (s *Server) drain(ctx context.Context, node string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	for {
+	for seenEmpty := false; ; {
 		pods, err := s.evictable(ctx, node)
-		if err != nil || len(pods) == 0 {
+		if err != nil || (len(pods) == 0 && seenEmpty) {
 			return err
+		}
+		if seenEmpty = len(pods) == 0; seenEmpty {
+			if err := sleep(ctx, s.opts.EvictRetry); err != nil {
+				return err
+			}
+			continue
 		}
 		var blocked *corev1.Pod
 		for i := range pods {

@@ -15,8 +15,8 @@ import (
 // AgentPoolUpgradeSettings.DrainTimeoutInMinutes), the batch soaked
 // nodeSoakDurationInMinutes, then reimaged to the target (the node keeps
 // its name); at the end the surge machines are drained and deleted. An
-// abort stops it before its next batch; a failure leaves the pool Failed
-// with the surge machines in place, as AKS does.
+// abort stops it where it is; a failure leaves the pool Failed with the
+// surge machines in place, as AKS does.
 func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) error {
 	s.mu.Lock()
 	surge, drainTimeout, soak := s.settingsLocked(p)
@@ -43,12 +43,14 @@ func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) e
 		if s.aborted(o) {
 			return errAborted
 		}
+		s.logf("pool %s: draining %s", *p.model.Name, machineNames(batch))
 		if err := parallel(batch, func(m *machine) error { return s.cordonAndDrain(ctx, m.name, drainTimeout) }); err != nil {
 			return err
 		}
 		if err := sleep(ctx, soak); err != nil {
 			return err
 		}
+		s.logf("pool %s: reimaging %s", *p.model.Name, machineNames(batch))
 		if err := parallel(batch, func(m *machine) error { return s.reimage(ctx, p, m, t) }); err != nil {
 			return err
 		}
@@ -147,4 +149,12 @@ func parallel[T any](items []T, f func(T) error) error {
 		}
 	}
 	return nil
+}
+
+func machineNames(ms []*machine) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.name
+	}
+	return out
 }

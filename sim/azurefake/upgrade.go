@@ -200,6 +200,7 @@ func (s *Server) abort(q *request) {
 		p.op.cancel()
 	}
 	p.model.Properties.ProvisioningState = ptr(stateCanceling)
+	s.logf("pool %s: abort of %s", *p.model.Name, p.op.kind)
 	q.w.WriteHeader(http.StatusNoContent)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,7 +148,9 @@ func TestZoneBalancedOrderKeepsReplicasApart(t *testing.T) {
 // waitPDBAllows waits until the disruption controller has computed the PDB.
 func waitPDBAllows(t *testing.T, ns, name string, allowed int32) {
 	t.Helper()
-	ctx := testContext(t, time.Minute)
+	// Two minutes: a pod bound to a node deleted at once is replaced only
+	// once the pod garbage collector found it orphaned (40 s at least).
+	ctx := testContext(t, 2*time.Minute)
 	w, err := client.PolicyV1().PodDisruptionBudgets(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +161,46 @@ func waitPDBAllows(t *testing.T, ns, name string, allowed int32) {
 			return
 		}
 	}
-	t.Fatalf("PDB %s/%s never allowed %d disruptions", ns, name, allowed)
+	t.Fatalf("PDB %s/%s never allowed %d disruptions; its pods:\n%s", ns, name, allowed, podsAndNodes(ns))
+}
+
+// podsAndNodes says, for a test that waited in vain, where each pod of
+// ns is, whether it runs and is ready, and how its node stands.
+func podsAndNodes(ns string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "  pod %s on %q: %s, ready %v, deleting %v", p.Name, p.Spec.NodeName, p.Status.Phase, podReady(&p), p.DeletionTimestamp != nil)
+		if n, err := client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{}); p.Spec.NodeName != "" && err != nil {
+			fmt.Fprintf(&b, "; node: %v", err)
+		} else if err == nil {
+			fmt.Fprintf(&b, "; node unschedulable %v, conditions %v, created %s", n.Spec.Unschedulable, nodeConditions(n), n.CreationTimestamp.Format(time.TimeOnly))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func nodeConditions(n *corev1.Node) []string {
+	var out []string
+	for _, c := range n.Status.Conditions {
+		out = append(out, string(c.Type)+"="+string(c.Status))
+	}
+	return out
 }
 
 // Not parallel: its stand-in cluster autoscaler is seen cluster-wide, and

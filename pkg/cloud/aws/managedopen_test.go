@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -171,6 +172,45 @@ func TestOpenDegradedManaged(t *testing.T) {
 				if !strings.Contains(c, ":Describe") && c != "ssm:GetParameter" {
 					t.Errorf("Open called %s: it only reads", c)
 				}
+			}
+		})
+	}
+}
+
+// TestManagedNamedAfterBlueIsDeleted: a managed node group goes by its
+// own name; once blue's delete began, the nodes span blue's Auto Scaling
+// group, still leaving, and green's: the group of the name asked is
+// found among them, and a name neither backs stays not found.
+func TestManagedNamedAfterBlueIsDeleted(t *testing.T) {
+	managedASG := func(asg, nodegroup string) string {
+		tags := `<Tags><member><Key>eks:nodegroup-name</Key><Value>` + nodegroup + `</Value></member></Tags>`
+		return strings.Replace(strings.Replace(groupXML, ">ng1</AutoScalingGroupName>", ">"+asg+"</AutoScalingGroupName>", 1), "<Instances>", tags+"<Instances>", 1)
+	}
+	notFound := errors.New("not found")
+	for _, tc := range []struct {
+		name, want string
+	}{
+		{"green", "eks-green"},
+		{"blue", "eks-blue"},
+		{"other", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := baseReplies()
+			r["DescribeAutoScalingInstances"] = asgInstances("i-1", "eks-blue", "i-2", "eks-green")
+			r["DescribeAutoScalingGroups"] = func(v url.Values) reply {
+				switch asg := v.Get("AutoScalingGroupNames.member.1"); asg {
+				case "eks-blue", "eks-green":
+					return reply{200, managedASG(asg, strings.TrimPrefix(asg, "eks-"))}
+				}
+				return reply{200, noGroupXML}
+			}
+			p, _ := newTestProvider(t, r, Options{})
+			g, err := p.managedNamed(context.Background(), []string{"i-1", "i-2"}, tc.name, notFound)
+			switch {
+			case tc.want == "" && err != notFound:
+				t.Errorf("err = %v, want the not found given", err)
+			case tc.want != "" && (err != nil || g.Name != tc.want):
+				t.Errorf("group %v, err %v; want %q", g, err, tc.want)
 			}
 		})
 	}

@@ -4,8 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -129,16 +133,30 @@ const (
 // managedOnly are the options that serve EKS managed node groups alone.
 var managedOnly = []string{optKubernetesVersion, optReleaseVersion, optUpdateStrategy}
 
-// managedNamed finds the Auto Scaling group of the nodes' instances when
-// it backs the managed node group name: a managed node group goes by its
-// own name (a blue/green run records it), not its Auto Scaling group's.
-// Otherwise notFound stands.
+// managedNamed finds, among the Auto Scaling groups of the nodes'
+// instances, the one that backs the managed node group name: a managed
+// node group goes by its own name (a blue/green run records it), not its
+// Auto Scaling group's. After blue's delete the nodes span blue's group,
+// still leaving, and green's: the one named is picked. Otherwise notFound
+// stands.
 func (p *Client) managedNamed(ctx context.Context, ids []string, name string, notFound error) (*AutoScalingGroup, error) {
-	g, err := p.groupOfInstances(ctx, ids)
-	if err != nil || g.Tags[TagNodegroupName].Value != name {
-		return nil, notFound
+	groups := map[string]bool{}
+	err := p.describeASGInstances(ctx, ids, "find the Auto Scaling group of", func(in astypes.AutoScalingInstanceDetails) {
+		groups[sdkaws.ToString(in.AutoScalingGroupName)] = true
+	})
+	if err != nil {
+		return nil, err
 	}
-	return g, nil
+	for _, group := range slices.Sorted(maps.Keys(groups)) {
+		g, err := p.describeGroup(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		if g != nil && groupSettings(g).Tags[TagNodegroupName].Value == name {
+			return p.groupFrom(ctx, g)
+		}
+	}
+	return nil, notFound
 }
 
 // openSelfManaged opens an Auto Scaling group the run drives itself: the
