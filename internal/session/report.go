@@ -35,6 +35,7 @@ type runReport struct {
 	now      func() time.Time
 	strategy string
 	estimate report.Duration
+	soak     report.Duration // of estimate, the node-pool soak
 
 	mu     sync.Mutex // one write at a time
 	ended  bool       // the attempt's last report is written
@@ -60,7 +61,7 @@ func (s *Session) startReport(ctx context.Context, pl *Planned, rec *state.Recor
 		return nil
 	}
 	r := &runReport{s: s, pl: pl, started: rec.StartedAt, attempt: rec.CurrentAttempt(), base: base, ctx: ctx, every: flushEvery, now: time.Now,
-		strategy: pl.Strategy, estimate: report.Duration(pl.EstimatedDuration())}
+		strategy: pl.Strategy, estimate: report.Duration(pl.EstimatedDuration()), soak: report.Duration(pl.SoakEstimate())}
 	if r.attempt.StartedAt.IsZero() {
 		r.attempt.StartedAt = time.Now().UTC() // a record written without attempts
 	}
@@ -140,7 +141,7 @@ func (r *runReport) save(ctx context.Context, end *attemptEnd) {
 	a := r.journal.Attempt()
 	a.Kind, a.Pod, a.StartedAt = string(r.attempt.Kind), r.attempt.Pod, r.attempt.StartedAt
 	a.Fresh = r.replacements(ctx)
-	run := report.Run{StartedAt: r.started, UpdatedAt: a.LastSeen, Strategy: r.strategy, Estimate: r.estimate}
+	run := report.Run{StartedAt: r.started, UpdatedAt: a.LastSeen, Strategy: r.strategy, Estimate: r.estimate, Soak: r.soak}
 	if end != nil {
 		a.EndedAt, a.Outcome, a.Error = &a.LastSeen, end.outcome, end.err
 		run.Outcome, run.FinishedAt, run.Gates = end.outcome, end.finished, end.gates

@@ -203,7 +203,7 @@ const headerKeyWidth = 17
 // writeSteps lists the phases with their estimates.
 func writeSteps(w io.Writer, p *Plan) {
 	if len(p.Steps) > 0 {
-		fmt.Fprintf(w, "\nPhases (estimated %s; assumes %s):\n", FormatDuration(p.EstimatedDuration()), p.EstimateAssumptions())
+		fmt.Fprintf(w, "\nPhases (estimated %s; assumes %s):\n", EstimateText(p.EstimatedDuration(), p.SoakEstimate()), p.EstimateAssumptions())
 		for i, st := range p.Steps {
 			est := ""
 			if st.Estimate > 0 {

@@ -370,6 +370,28 @@ func (p *Plan) EstimatedDuration() time.Duration {
 	return d
 }
 
+// SoakEstimate is the part of EstimatedDuration that is the node-pool
+// soak: a wait the user chose, known to the second, which "complete" ends
+// early. The plan and the report state it apart from the work around it.
+func (p *Plan) SoakEstimate() time.Duration {
+	var d time.Duration
+	for _, s := range p.Steps {
+		if s.Phase == string(PhaseSoak) {
+			d += time.Duration(s.Estimate)
+		}
+	}
+	return d
+}
+
+// EstimateText is the estimate in the plan's words: the work, and the
+// node-pool soak apart from it.
+func EstimateText(total, soak time.Duration) string {
+	if soak <= 0 {
+		return FormatDuration(total)
+	}
+	return fmt.Sprintf("%s plus the node-pool soak of %s, which \"complete\" ends early", FormatDuration(total-soak), FormatDuration(soak))
+}
+
 // batchSteps are the steps whose estimates are the batches': a run
 // measures those and corrects its ETA by them.
 var batchSteps = map[string]bool{"Upgrade": true, "Surge": true, "DrainBlue": true}

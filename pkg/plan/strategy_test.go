@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -76,6 +77,28 @@ func TestSurgeBatchesGoZoneByZone(t *testing.T) {
 			zoneSteps := slices.DeleteFunc(slices.Clone(p.Steps), func(s Step) bool { return s.Phase != "Surge" })
 			if len(zoneSteps) != 3 || !strings.Contains(zoneSteps[0].Detail, "zone a:") {
 				t.Errorf("steps %+v: want one per zone, zone a first", p.Steps)
+			}
+		})
+	}
+}
+
+// TestEstimateStatesTheSoakApart: a blue/green plan's estimate is its
+// work, with the node-pool soak (which "complete" ends early) beside it,
+// not summed into one figure the run rarely takes.
+func TestEstimateStatesTheSoakApart(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []Step
+		want  string
+	}{
+		{"no soak", []Step{{Phase: "Upgrade", Estimate: Duration(90 * time.Second)}}, "1m30s"},
+		{"soak", []Step{{Phase: "CreateGreen", Estimate: Duration(20 * time.Second)}, {Phase: string(PhaseSoak), Estimate: Duration(time.Hour)}, {Phase: "DeleteBlue", Estimate: Duration(10 * time.Second)}},
+			`30s plus the node-pool soak of 1h, which "complete" ends early`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plan{Steps: tc.steps}
+			if got := EstimateText(p.EstimatedDuration(), p.SoakEstimate()); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -248,3 +248,28 @@ func TestTableShowsEachAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestTookAgainstTheWorkAndTheSoak: a run whose node-pool soak
+// "complete" ended is told its work's estimate with the soak apart, and
+// is over only past both.
+func TestTookAgainstTheWorkAndTheSoak(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		took, soak time.Duration
+		want       string
+	}{
+		{"no soak", 3 * time.Minute, 0, "Took 3m0s; the plan estimated 2m0s (1m0s over)"},
+		{"soak ended early", 90 * time.Second, time.Minute, "Took 1m30s; the plan estimated 1m0s plus a soak of 1m0s\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			run := RunReport{StartedAt: start, Outcome: "finished", Estimate: Duration(2 * time.Minute), Soak: Duration(tc.soak), Took: Duration(tc.took)}
+			if err := writeRun(&out, "demo", run); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tc.want) {
+				t.Errorf("report lacks %q:\n%s", tc.want, out.String())
+			}
+		})
+	}
+}

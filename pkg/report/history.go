@@ -76,7 +76,10 @@ type Run struct {
 	Outcome  string `json:"outcome,omitempty"`
 	Strategy string `json:"strategy,omitempty"`
 	// Estimate is the plan's estimate of the run's duration.
-	Estimate Duration  `json:"estimate,omitempty"`
+	Estimate Duration `json:"estimate,omitempty"`
+	// Soak is the part of Estimate that is the node-pool soak, which
+	// "complete" ends early.
+	Soak     Duration  `json:"soak,omitempty"`
 	Attempts []Attempt `json:"attempts"`
 	// Trimmed counts the blocks left out to keep the History within
 	// MaxBytes (the shortest go first), TrimmedAttempts the attempts whose

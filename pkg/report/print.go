@@ -29,7 +29,7 @@ func WriteTable(w io.Writer, rep Report) error {
 
 func writeRun(w io.Writer, group string, run RunReport) error {
 	fmt.Fprintf(w, "Run of %q started %s (%s; attempts: %d): %s\n", group, run.StartedAt.UTC().Format(time.RFC3339), output.OrNone(run.Strategy), len(run.Attempts), run.Outcome)
-	fmt.Fprintf(w, "Took %s; the plan estimated %s%s\n", short(run.Took), short(run.Estimate), overrun(run))
+	fmt.Fprintf(w, "Took %s; the plan estimated %s%s\n", short(run.Took), estimated(run), overrun(run))
 	if run.Trimmed > 0 {
 		fmt.Fprintf(w, "(%d of the shortest refused evictions left out to keep the report within %d KiB)\n", run.Trimmed, MaxBytes>>10)
 	}
@@ -50,6 +50,15 @@ func overrun(run RunReport) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%s over)", short(run.Took-run.Estimate))
+}
+
+// estimated is the plan's estimate, the node-pool soak apart: a run whose
+// soak "complete" ended is measured against the work.
+func estimated(run RunReport) string {
+	if run.Soak <= 0 {
+		return short(run.Estimate)
+	}
+	return fmt.Sprintf("%s plus a soak of %s", short(run.Estimate-run.Soak), short(run.Soak))
 }
 
 func short(d Duration) string { return time.Duration(d).Truncate(time.Second).String() }

@@ -58,6 +58,7 @@ type RunReport struct {
 	Outcome    string     `json:"outcome,omitempty"`
 	Strategy   string     `json:"strategy,omitempty"`
 	Estimate   Duration   `json:"estimate,omitempty"`
+	Soak       Duration   `json:"soak,omitempty"` // of Estimate, the node-pool soak
 	// Took is the run's wall time: from its start to its end, or its last
 	// word, across its attempts and the pauses between them.
 	Took     Duration        `json:"took"`
@@ -146,7 +147,7 @@ func (r Run) End() time.Time {
 }
 
 func summarize(run Run) RunReport {
-	rr := RunReport{StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, Outcome: run.Outcome, Strategy: run.Strategy, Estimate: run.Estimate,
+	rr := RunReport{StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, Outcome: run.Outcome, Strategy: run.Strategy, Estimate: run.Estimate, Soak: run.Soak,
 		Took: Duration(run.End().Sub(run.StartedAt).Truncate(time.Second)), Attempts: []AttemptReport{},
 		Trimmed: run.Trimmed, TrimmedAttempts: run.TrimmedAttempts, Surges: run.Surges, Gates: run.Gates}
 	totals := map[string]time.Duration{}
