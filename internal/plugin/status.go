@@ -60,7 +60,8 @@ type RunStatus struct {
 	// order an operator would reach for them (session.Run.Next).
 	Next []string `json:"next,omitempty"`
 	// Held are the pods and PDBs that hold the nodes a live run drains,
-	// read as status -w looks (heldNow).
+	// read as status -w looks (heldNow), or, where the service drains,
+	// as the run following it recorded them.
 	Held []HeldNow `json:"held,omitempty"`
 }
 
@@ -265,6 +266,12 @@ func describeRun(r *state.Record, alive bool, request string, now time.Time) Run
 	}
 	if !r.StartedAt.IsZero() && end.After(r.StartedAt) {
 		s.ElapsedSeconds = int64(end.Sub(r.StartedAt) / time.Second)
+	}
+	if m := r.Managed; m != nil && alive && r.FinishedAt == nil {
+		// The service drains: the run following it recorded what holds it.
+		for _, h := range m.Held {
+			s.Held = append(s.Held, HeldNow{Node: h.Node, Pod: h.Pod, PDB: h.PDB})
+		}
 	}
 	return s
 }
@@ -518,8 +525,10 @@ func (o *StatusOptions) lookAtRun(ctx context.Context, last *string) (RunStatus,
 		return RunStatus{}, false, err
 	}
 	cur := describeRun(run.Record, run.Alive, run.Request, o.now())
-	if cur.Held, err = o.heldNow(ctx, cur); err != nil {
-		return cur, false, err
+	if cur.Held == nil {
+		if cur.Held, err = o.heldNow(ctx, cur); err != nil {
+			return cur, false, err
+		}
 	}
 	if line := o.watchLine(cur); line != *last {
 		if err := o.printWatched(cur, line); err != nil {

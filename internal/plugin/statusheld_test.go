@@ -9,6 +9,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 func TestWatchLineNamesWhatHoldsTheNodesNow(t *testing.T) {
@@ -44,6 +46,30 @@ func TestWatchLineNamesWhatHoldsTheNodesNow(t *testing.T) {
 			}
 			s.Held = held
 			line := o.watchLine(s)
+			if tt.want == "" && strings.Contains(line, "held:") || tt.want != "" && !strings.HasSuffix(line, tt.want) {
+				t.Errorf("line %q, want it to end %q", line, tt.want)
+			}
+		})
+	}
+}
+
+// TestWatchLineNamesWhatHoldsTheServicesDrain: where the service drains
+// (EKS, GKE, AKS), status -w names the pods the run following it
+// recorded as held, while that run lives.
+func TestWatchLineNamesWhatHoldsTheServicesDrain(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		alive bool
+		want  string
+	}{
+		{"the run follows", true, "held: pod shop/web-2 by PDB shop/web on n1"},
+		{"the run is gone", false, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := recordFor("ng")
+			r.Phase = "Update"
+			r.Managed = &state.ManagedRecord{Group: "ng", Held: []state.HeldPod{{Node: "n1", Pod: "shop/web-2", PDB: "shop/web"}}}
+			line := (&StatusOptions{}).watchLine(describeRun(r, tt.alive, "", testNow))
 			if tt.want == "" && strings.Contains(line, "held:") || tt.want != "" && !strings.HasSuffix(line, tt.want) {
 				t.Errorf("line %q, want it to end %q", line, tt.want)
 			}

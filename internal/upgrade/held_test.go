@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // TestHeldTracker: a hold (pod and PDB) is reported once when first
@@ -342,4 +343,44 @@ func syncDrains(t *testing.T, client *fake.Clientset, v *clusterView, i int) {
 		return ok && markedByService(n.(*corev1.Node))
 	}
 	waitFor("the sentinel marked", marked, func() error { return updateNode(ctx, client, "sentinel", "taint") })
+}
+
+// TestHeldPodsAreRecordedWhenTheyChange: the run following a service's
+// update keeps the pods held now in its record, for status -w in another
+// terminal; it writes the record only when they change (a hold seen
+// again keeps its first sight), and again once nothing holds a node.
+func TestHeldPodsAreRecordedWhenTheyChange(t *testing.T) {
+	since := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	web := HeldPod{Node: "n1", Namespace: "shop", Pod: "web-2", PDB: drain.PDBStatus{Namespace: "shop", Name: "web"}, Since: since}
+	db := HeldPod{Node: "n2", Namespace: "shop", Pod: "db-0", PDB: drain.PDBStatus{Namespace: "shop", Name: "db"}, Since: since}
+	rec := &state.Record{Managed: &state.ManagedRecord{Group: "ng"}}
+	saves := 0
+	r := &managedRun{toolkit: toolkit{cfg: &Config{Record: rec}, save: func(context.Context) error { saves++; return nil }}}
+	for _, tc := range []struct {
+		name      string
+		held      []HeldPod
+		want      []string // node/pod/pdb
+		wantSaves int
+	}{
+		{"one held", []HeldPod{web}, []string{"n1/shop/web-2/shop/web"}, 1},
+		{"the same again", []HeldPod{web}, []string{"n1/shop/web-2/shop/web"}, 1},
+		{"another too", []HeldPod{web, db}, []string{"n1/shop/web-2/shop/web", "n2/shop/db-0/shop/db"}, 2},
+		{"none left", nil, nil, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := r.recordHeld(context.Background(), tc.held); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range rec.Managed.Held {
+				got = append(got, h.Node+"/"+h.Pod+"/"+h.PDB)
+				if !h.Since.Equal(since) {
+					t.Errorf("%s held since %s, want %s", h.Pod, h.Since, since)
+				}
+			}
+			if !slices.Equal(got, tc.want) || saves != tc.wantSaves {
+				t.Errorf("recorded %v after %d saves, want %v after %d", got, saves, tc.want, tc.wantSaves)
+			}
+		})
+	}
 }

@@ -272,6 +272,9 @@ func (r *managedRun) awaitService(ctx context.Context, u cloud.ManagedUpdater, i
 			r.logf("%s update %s: %s, %s", r.cfg.Plan.Managed.Service, id, phase, r.nodesText(p))
 		}
 		r.reportHeld(held.update(r.heldPods(), r.podOnNode))
+		if err := r.recordHeld(ctx, held.all()); err != nil {
+			return err
+		}
 		next, err := r.serviceWindow(ctx, p)
 		switch {
 		case err != nil:
@@ -329,6 +332,21 @@ func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error 
 		return &PausedError{Phase: plan.PhaseUpdate}
 	}
 	return &ServiceUpdateFailure{Service: mp.Service, ID: p.ID, Group: r.cfg.Record.NodeGroup, Errors: p.Errors, Held: held}
+}
+
+// recordHeld keeps the pods held now in the record when they changed,
+// for status -w to name them from another terminal.
+func (r *managedRun) recordHeld(ctx context.Context, held []HeldPod) error {
+	var now []state.HeldPod
+	for _, h := range held {
+		now = append(now, state.HeldPod{Node: h.Node, Pod: h.Namespace + "/" + h.Pod, PDB: h.PDB.Namespace + "/" + h.PDB.Name, Since: h.Since.UTC()})
+	}
+	m := r.cfg.Record.Managed
+	if m == nil || slices.EqualFunc(m.Held, now, func(a, b state.HeldPod) bool { return a.Node == b.Node && a.Pod == b.Pod && a.PDB == b.PDB }) {
+		return nil
+	}
+	m.Held = now
+	return r.save(ctx)
 }
 
 // reportHeld logs each pod that newly holds a node, once.

@@ -177,6 +177,19 @@ type ManagedRecord struct {
 	// followed no more, starting another: its scale-up stays (the next
 	// update scales down only its own), so the run's end takes it back.
 	FailedUpdate string `json:"failedUpdate,omitempty"`
+	// Held are the pods a PDB holds on the nodes the service drains, as
+	// the run following the update saw them last: status -w names them
+	// from another terminal while the service drains.
+	Held []HeldPod `json:"held,omitempty"`
+}
+
+// HeldPod is a pod whose eviction a PDB refuses on a node being drained,
+// since the run first saw it held. Pod and PDB are namespace/name.
+type HeldPod struct {
+	Node  string    `json:"node"`
+	Pod   string    `json:"pod"`
+	PDB   string    `json:"pdb"`
+	Since time.Time `json:"since"`
 }
 
 // CloudRecord is the cloud side of a run, written before each change it

@@ -264,7 +264,9 @@ func TestAKSPDBFailureIsFinishedByTheSameRun(t *testing.T) {
 	live := startBackground(t, a.cmd("status", name, "-w"))
 	r := a.run(t, args...)
 	liveCode, liveOut := live.wait(t, time.Minute)
-	for _, want := range []string{"phase Update", "UpgradeFailed", "aks-pdb/db-", "blocked by pdb aks-pdb/db"} {
+	// Live: the held pod while AKS drains, from the run's record; then
+	// AKS's failure.
+	for _, want := range []string{"phase Update", "held: pod aks-pdb/db-", "UpgradeFailed", "aks-pdb/db-", "blocked by pdb aks-pdb/db"} {
 		if liveCode != nodeupgrade.ExitFailure || !strings.Contains(liveOut, want) {
 			t.Errorf("status -w of the run must end (exit %d) naming %q, exit %d:\n%s", nodeupgrade.ExitFailure, want, liveCode, liveOut)
 		}
