@@ -212,7 +212,8 @@ func TestAKSPlanChecksPermissions(t *testing.T) {
 
 // TestAKSPlanReadsQuotaAndOtherPools: the plan shows the surge's vCPU
 // quota, refuses a surge the quota cannot hold naming the --max-surge
-// that fits, and refuses while another pool of the cluster is busy.
+// that fits, and a green it cannot hold, and refuses while another pool
+// of the cluster is busy.
 func TestAKSPlanReadsQuotaAndOtherPools(t *testing.T) {
 	ctx := context.Background()
 	args := []string{"pool", "--provider", aks.Name, "--node-image", "latest", "--strategy", "surge", "--max-surge", "2", "--max-unavailable", "0"}
@@ -233,6 +234,19 @@ func TestAKSPlanReadsQuotaAndOtherPools(t *testing.T) {
 		out, errOut, code := plugin.Drive(ctx, client, "plan", args...)
 		if code != plugin.ExitUsage || !strings.Contains(errOut+out, "--max-surge 1 or lower") {
 			t.Fatalf("plan: exit %d, want %d naming --max-surge 1:\n%s%s", code, plugin.ExitUsage, out, errOut)
+		}
+	})
+	t.Run("green does not fit the family's quota", func(t *testing.T) {
+		client, srv := aksScene(t)
+		// Green's 3 nodes need 12 vCPUs more than blue's 12.
+		srv.SetQuota("standardDSv5Family", 20)
+		bg := []string{"pool", "--provider", aks.Name, "--orchestrator-version", aksControl, "--strategy", "blue-green"}
+		out, errOut, code := plugin.Drive(ctx, client, "plan", bg...)
+		if code != plugin.ExitUsage || !strings.Contains(errOut+out, "cannot hold green: 3 green node(s) of Standard_D4s_v5 need 12 vCPUs") {
+			t.Fatalf("plan: exit %d, want %d naming green's vCPUs:\n%s%s", code, plugin.ExitUsage, out, errOut)
+		}
+		if ch := srv.ChangingCalls(); len(ch) > 0 {
+			t.Errorf("plan changed the pool: %v", ch)
 		}
 	})
 	t.Run("no Compute reads: not checked", func(t *testing.T) {

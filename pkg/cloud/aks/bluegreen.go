@@ -164,12 +164,28 @@ func (b *PoolBlueGreen) PrepareTarget(context.Context) (string, error) {
 	return b.blue.target.String(), nil
 }
 
-// CheckQuota implements cloud.BlueGreen. The vCPU quota of the
-// subscription and the subnet's free addresses are read through other
-// providers (Microsoft.Compute usages, Microsoft.Network): the create's
-// refusal says it instead, before green has nodes, and nothing is left
-// to undo.
-func (b *PoolBlueGreen) CheckQuota(context.Context) error { return nil }
+// CheckQuota implements cloud.BlueGreen: green's nodes, as many as
+// blue's, must fit the vCPU quotas blue's VM size counts against
+// (Microsoft.Compute usages, as for AKS's surge), or AKS would create
+// green short of nodes. Quotas that cannot be read are left to the
+// create's refusal, as the subnet's free addresses are.
+func (b *PoolBlueGreen) CheckQuota(ctx context.Context) error {
+	q, err := b.blue.readQuota(ctx)
+	if err != nil {
+		return nil
+	}
+	return b.checkGreenQuota(q)
+}
+
+// checkGreenQuota refuses a green that the quota q cannot hold.
+func (b *PoolBlueGreen) checkGreenQuota(q *quota) error {
+	n := int(deref(b.blue.pool.Properties.Count))
+	line, fits := q.fit(n, "green node(s)")
+	if fits >= int64(n) {
+		return nil
+	}
+	return inputErrorf("the vCPU quota in %s cannot hold green: %s; free vCPUs or ask for more quota, or use --strategy %s, whose surge needs fewer", b.blue.location, line, plan.StrategySurge)
+}
 
 // GreenName implements cloud.BlueGreen: the base name shortened to leave
 // room for a key of the target (four characters of its hash in base 36),
@@ -395,6 +411,9 @@ func openBlueGreen(ctx context.Context, a *AgentPool, nodes []corev1.Node, t pla
 		if err := b.ownGreen(g); err != nil {
 			return nil, nil, err
 		}
+	} else if err := b.CheckQuota(ctx); err != nil {
+		// What the run would refuse before any change, the plan refuses.
+		return nil, nil, err
 	}
 	return cg, b, nil
 }

@@ -140,15 +140,7 @@ func (a *AgentPool) findSKU(ctx context.Context, u, size string) (SKU, error) {
 // plan, or the input error AKS's upgrade would meet late (its surge
 // nodes refused for quota), naming the surge that fits.
 func (q *quota) check(surge int, location string) (string, error) {
-	need := int64(surge) * q.vcpus
-	fits := int64(surge)
-	var parts []string
-	for _, u := range q.counts {
-		free := max(u.Limit-u.CurrentValue, 0)
-		fits = min(fits, free/q.vcpus)
-		parts = append(parts, fmt.Sprintf("%s %d of %d free", nameOf(u), free, u.Limit))
-	}
-	line := fmt.Sprintf("%d surge node(s) of %s need %d vCPUs; %s", surge, q.size, need, strings.Join(parts, ", "))
+	line, fits := q.fit(surge, "surge node(s)")
 	if fits >= int64(surge) {
 		return line, nil
 	}
@@ -157,6 +149,19 @@ func (q *quota) check(surge int, location string) (string, error) {
 		fix = "free vCPUs or ask for more quota"
 	}
 	return "", inputErrorf("the vCPU quota in %s cannot hold AKS's surge: %s; AKS would fail the upgrade when it adds them: %s", location, line, fix)
+}
+
+// fit says what n new nodes (what) need of every quota, and how many of
+// them fit.
+func (q *quota) fit(n int, what string) (line string, fits int64) {
+	fits = int64(n)
+	var parts []string
+	for _, u := range q.counts {
+		free := max(u.Limit-u.CurrentValue, 0)
+		fits = min(fits, free/q.vcpus)
+		parts = append(parts, fmt.Sprintf("%s %d of %d free", nameOf(u), free, u.Limit))
+	}
+	return fmt.Sprintf("%d %s of %s need %d vCPUs; %s", n, what, q.size, int64(n)*q.vcpus, strings.Join(parts, ", ")), fits
 }
 
 func nameOf(u Usage) string {
