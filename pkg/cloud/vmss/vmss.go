@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 
@@ -61,10 +62,12 @@ func status(err error) int {
 	return 0
 }
 
-// clients are the scale set and scale set VM clients of a subscription.
+// clients are the scale set and scale set VM clients of a subscription,
+// and the pipeline they send with (the permissions list's).
 type clients struct {
-	sets *armcompute.VirtualMachineScaleSetsClient
-	vms  *armcompute.VirtualMachineScaleSetVMsClient
+	sets     *armcompute.VirtualMachineScaleSetsClient
+	vms      *armcompute.VirtualMachineScaleSetVMsClient
+	pipeline azarm.Pipeline
 	// pollEvery is how often a wait on an operation looks again.
 	pollEvery time.Duration
 }
@@ -80,7 +83,12 @@ func newClients(subscription string) (*clients, error) {
 	if err != nil {
 		return nil, inputErrorf("cannot make an Azure Compute client: %v", err)
 	}
-	return &clients{sets: f.NewVirtualMachineScaleSetsClient(), vms: f.NewVirtualMachineScaleSetVMsClient(), pollEvery: 200 * time.Millisecond}, nil
+	pl, err := arm.NewClient("nodeupgrade.vmss", "v0.1.0", cred, opts)
+	if err != nil {
+		return nil, inputErrorf("cannot make an ARM client: %v", err)
+	}
+	return &clients{sets: f.NewVirtualMachineScaleSetsClient(), vms: f.NewVirtualMachineScaleSetVMsClient(), pipeline: pl.Pipeline(),
+		pollEvery: 200 * time.Millisecond}, nil
 }
 
 // wait polls an operation to its end at the client's pace; a poll that

@@ -1,0 +1,116 @@
+package vmss
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// Policy is where the permissions are documented.
+const Policy = "docs/providers/vmss.md#azure-permissions"
+
+// Actions of Microsoft.Compute the provider's requests need, as the
+// resource provider operations name them
+// (https://learn.microsoft.com/en-us/azure/role-based-access-control/permissions/compute#microsoftcompute).
+const (
+	actionRead          = "Microsoft.Compute/virtualMachineScaleSets/read"
+	actionInstancesRead = "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read"
+	actionWrite         = "Microsoft.Compute/virtualMachineScaleSets/write"
+	actionDeleteVMs     = "Microsoft.Compute/virtualMachineScaleSets/delete/action"
+	actionManualUpgrade = "Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"
+	actionOperations    = "Microsoft.Compute/locations/operations/read"
+	actionDelete        = "Microsoft.Compute/virtualMachineScaleSets/delete"
+)
+
+// Calls are every request the provider sends to Azure Resource Manager,
+// with its action; no run can do without any of them (the provider reads
+// no quota). docs/providers/vmss.md lists the same actions
+// (TestVMSSPermissionsOfEveryCall in sim/conformance holds the three
+// together with the requests the provider sends).
+var Calls = []azarm.Call{
+	{Action: actionRead, Call: "read the scale set's model with its userData, image and capacity (VirtualMachineScaleSetsClient.Get)"},
+	{Action: actionInstancesRead, Call: "list and read the instances, their image, latestModelApplied and state (VirtualMachineScaleSetVMsClient.NewListPager, Get)"},
+	{Action: actionWrite, Call: "point the model at the target image and raise the capacity (VirtualMachineScaleSetsClient.BeginUpdate), create green (BeginCreateOrUpdate)"},
+	{Action: actionDeleteVMs, Call: "delete a drained node's instance, or those of a scale-down, lowering the capacity (VirtualMachineScaleSetsClient.BeginDeleteInstances)"},
+	{Action: actionManualUpgrade, Call: "bring a drained node's instance to the latest model (VirtualMachineScaleSetsClient.BeginUpdateInstances: manualupgrade)"},
+	{Action: actionOperations, Call: "follow the long-running operations (GET Microsoft.Compute/locations/{location}/operations/{id})"},
+	{Action: actionDelete, Call: "delete blue at the end of a blue/green run, or green on its rollback (VirtualMachineScaleSetsClient.BeginDelete)", For: plan.CapNewGroups},
+}
+
+var _ cloud.PermissionProber = (*ScaleSet)(nil)
+
+// ProbePermissions implements cloud.PermissionProber: the caller's
+// permissions (Microsoft.Authorization/permissions, which any caller may
+// list for itself), each action of Calls matched against them as Azure
+// evaluates them (azarm.Grants), at two scopes. The scale set's resource
+// ID is every run's scope: a role assigned on the scale set alone (or
+// inherited from its group or subscription) allows every call on it.
+// Blue/green's green does not exist before the run creates it in the
+// scale set's resource group, so its calls are allowed only by a role on
+// the resource group or above: blue/green's actions are asked there
+// (For: plan.CapNewGroups), so that a role on the scale set alone blocks
+// blue/green but not the strategies that keep to the one scale set. A
+// refusal to answer is CannotAsk, a warning.
+func (s *ScaleSet) ProbePermissions(ctx context.Context) (*plan.Permissions, error) {
+	out := &plan.Permissions{Policy: Policy}
+	onSet, err := s.permissionsOn(ctx, s.scaleSetID(), "scale set "+quote(s.name))
+	if err != nil {
+		return s.cannotAsk(out, err)
+	}
+	for _, c := range Calls {
+		if c.For == 0 && !azarm.Grants(onSet, c.Action) {
+			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, Call: c.Call})
+		}
+	}
+	onGroup, err := s.permissionsOn(ctx, s.groupID(), "resource group "+quote(s.group))
+	if err != nil {
+		return s.cannotAsk(out, err)
+	}
+	for _, c := range Calls {
+		missingOnSet := c.For == 0 && !azarm.Grants(onSet, c.Action)
+		if onGreen(c) && !missingOnSet && !azarm.Grants(onGroup, c.Action) {
+			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, For: plan.CapNewGroups,
+				Call: fmt.Sprintf("%s, on green, a new scale set in resource group %q (a role on the resource group allows it, not one on scale set %q)", c.Call, s.group, s.name)})
+		}
+	}
+	return out, nil
+}
+
+// onGreen reports whether blue/green makes the call on green, which needs
+// it on the resource group: every call but manualupgrade, which only the
+// strategies that keep the one scale set send.
+func onGreen(c azarm.Call) bool { return c.Action != actionManualUpgrade }
+
+// permissionsOn lists the caller's permissions on scope, what names it.
+func (s *ScaleSet) permissionsOn(ctx context.Context, scope, what string) ([]azarm.Permission, error) {
+	perms, err := armEndpoint.ListPermissions(ctx, s.c.pipeline, scope)
+	if err != nil {
+		return nil, wrap(err, "list the caller's permissions on %s (Microsoft.Authorization/permissions)", what)
+	}
+	return perms, nil
+}
+
+// cannotAsk is out with what Azure refused to answer, a warning; an
+// error that is no refusal (a network failure, a server error) is
+// returned.
+func (s *ScaleSet) cannotAsk(out *plan.Permissions, err error) (*plan.Permissions, error) {
+	if !azarm.CannotAsk(err) {
+		return nil, err
+	}
+	out.CannotAsk = err.Error()
+	return out, nil
+}
+
+// scaleSetID is the scale set's ARM resource ID.
+func (s *ScaleSet) scaleSetID() string {
+	return s.groupID() + "/providers/Microsoft.Compute/virtualMachineScaleSets/" + url.PathEscape(s.name)
+}
+
+// groupID is the scale set's resource group's ARM resource ID.
+func (s *ScaleSet) groupID() string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s", url.PathEscape(s.sub), url.PathEscape(s.group))
+}

@@ -1,0 +1,118 @@
+package vmss
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+// permissionsServer answers the permissions list of scale set "ng" in
+// resource group "rg" with onSet, and of the resource group with
+// onGroup; refuse answers the group's (or, with onSet nil, both) with
+// that status.
+func permissionsServer(t *testing.T, onSet, onGroup []azarm.Permission, refuse int) *ScaleSet {
+	t.Helper()
+	const group = "/subscriptions/sub/resourceGroups/rg"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scope, ok := strings.CutSuffix(r.URL.Path, "/providers/Microsoft.Authorization/permissions")
+		if !ok || r.URL.Query().Get("api-version") != azarm.PermissionsAPIVersion {
+			http.Error(w, "unexpected "+r.URL.String(), http.StatusBadRequest)
+			return
+		}
+		perms := onGroup
+		switch {
+		case scope == group+"/providers/Microsoft.Compute/virtualMachineScaleSets/ng" && onSet != nil:
+			perms = onSet
+		case scope != group && scope != group+"/providers/Microsoft.Compute/virtualMachineScaleSets/ng":
+			http.Error(w, "unexpected scope "+scope, http.StatusBadRequest)
+			return
+		case refuse != 0:
+			w.Header().Set("x-ms-error-code", "AuthorizationFailed")
+			w.WriteHeader(refuse)
+			_, _ = w.Write([]byte(`{"error":{"code":"AuthorizationFailed","message":"no"}}`))
+			return
+		}
+		_ = json.NewEncoder(w).Encode(azarm.PermissionList{Value: perms})
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv(EndpointEnv, srv.URL)
+	t.Setenv(NoAuthEnv, "true")
+	c, err := newClients("sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ScaleSet{c: c, sub: "sub", group: "rg", name: "ng"}
+}
+
+// TestProbePermissions: which actions are missing, for which strategies,
+// by the roles on the scale set and on its resource group.
+func TestProbePermissions(t *testing.T) {
+	var all []string
+	for _, c := range Calls {
+		all = append(all, c.Action)
+	}
+	everyRun := slices.DeleteFunc(slices.Clone(all), func(a string) bool { return a == actionDelete })
+	vmContributor := azarm.Permission{Actions: []string{"Microsoft.Compute/virtualMachineScaleSets/*", "Microsoft.Compute/locations/*"}}
+	reader := azarm.Permission{Actions: []string{"*/read"}}
+	type want struct {
+		every, blueGreen []string // missing for every run, for blue/green only
+	}
+	for _, tc := range []struct {
+		name           string
+		onSet, onGroup []azarm.Permission
+		refuse         int
+		want           want
+		cannotAsk      bool
+	}{
+		{name: "Virtual Machine Contributor on the resource group", onGroup: []azarm.Permission{vmContributor}},
+		{name: "Owner", onGroup: []azarm.Permission{{Actions: []string{"*"}}}},
+		{name: "no role", onGroup: []azarm.Permission{}, want: want{every: everyRun, blueGreen: []string{actionDelete}}},
+		{name: "a reader", onGroup: []azarm.Permission{reader},
+			want: want{every: []string{actionWrite, actionDeleteVMs, actionManualUpgrade}, blueGreen: []string{actionDelete}}},
+		{name: "a role without manualupgrade", onGroup: []azarm.Permission{{Actions: []string{"*"}, NotActions: []string{actionManualUpgrade}}},
+			want: want{every: []string{actionManualUpgrade}}},
+		{name: "the role on the scale set alone: blue/green's green is not covered", onSet: []azarm.Permission{vmContributor}, onGroup: []azarm.Permission{reader},
+			want: want{blueGreen: []string{actionWrite, actionDeleteVMs, actionDelete}}},
+		{name: "the role on the scale set, a reader of the group's green: blue/green only", onSet: []azarm.Permission{vmContributor}, onGroup: []azarm.Permission{},
+			want: want{blueGreen: []string{actionRead, actionInstancesRead, actionWrite, actionDeleteVMs, actionOperations, actionDelete}}},
+		{name: "Azure refuses to answer", refuse: http.StatusForbidden, cannotAsk: true},
+		{name: "Azure refuses the group's: the scale set's still checked", onSet: []azarm.Permission{reader}, refuse: http.StatusForbidden, cannotAsk: true,
+			want: want{every: []string{actionWrite, actionDeleteVMs, actionManualUpgrade}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := permissionsServer(t, tc.onSet, tc.onGroup, tc.refuse)
+			p, err := s.ProbePermissions(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got want
+			for _, m := range p.Missing {
+				switch {
+				case m.Call == "":
+					t.Errorf("missing %s names no call", m.Permission)
+				case m.For == 0:
+					got.every = append(got.every, m.Permission)
+				case m.For == plan.CapNewGroups:
+					got.blueGreen = append(got.blueGreen, m.Permission)
+				default:
+					t.Errorf("missing %s is for %v", m.Permission, m.For)
+				}
+			}
+			if !slices.Equal(got.every, tc.want.every) || !slices.Equal(got.blueGreen, tc.want.blueGreen) || (p.CannotAsk != "") != tc.cannotAsk || p.Policy != Policy {
+				t.Errorf("missing %v for every run and %v for blue/green, cannot ask %q, policy %q; want %v and %v, cannot ask %v",
+					got.every, got.blueGreen, p.CannotAsk, p.Policy, tc.want.every, tc.want.blueGreen, tc.cannotAsk)
+			}
+			// What the plan keeps: surge never needs blue/green's.
+			if n := len(p.NeededBy(plan.CapResize)); n != len(tc.want.every) {
+				t.Errorf("surge needs %d missing permissions, want %d", n, len(tc.want.every))
+			}
+		})
+	}
+}
