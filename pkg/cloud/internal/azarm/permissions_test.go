@@ -58,4 +58,3 @@ func TestWildcardMatch(t *testing.T) {
 		}
 	}
 }
-
