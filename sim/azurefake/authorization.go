@@ -22,6 +22,30 @@ var AKSContributorRole = aks.Permission{Actions: []string{
 	"Microsoft.ContainerService/deploymentSafeguards/*",
 }, NotActions: []string{}}
 
+// VMContributorRole is the actions of the built-in role "Virtual
+// Machine Contributor" (9980e02c-c2be-4d73-94e8-173b1dc7cf3c,
+// https://learn.microsoft.com/en-us/azure/role-based-access-control/built-in-roles/compute#virtual-machine-contributor)
+// that the fake's requests can meet: its Microsoft.Authorization,
+// Microsoft.Compute and Microsoft.Resources actions. Its
+// Microsoft.Network joins (a green's subnet, load balancer pools), which
+// Azure checks on a scale set's PUT and the fake does not model, are left
+// out. It holds every action the vmss provider needs and none of AKS's.
+var VMContributorRole = aks.Permission{Actions: []string{
+	"Microsoft.Authorization/*/read",
+	"Microsoft.Compute/availabilitySets/*",
+	"Microsoft.Compute/locations/*",
+	"Microsoft.Compute/virtualMachines/*",
+	"Microsoft.Compute/virtualMachineScaleSets/*",
+	"Microsoft.Compute/cloudServices/*",
+	"Microsoft.Compute/disks/write",
+	"Microsoft.Compute/disks/read",
+	"Microsoft.Compute/disks/delete",
+	"Microsoft.Compute/hostgroups/write",
+	"Microsoft.Compute/hostgroups/hosts/write",
+	"Microsoft.Resources/deployments/*",
+	"Microsoft.Resources/subscriptions/resourceGroups/read",
+}, NotActions: []string{}}
+
 // account is what the fake holds of the subscription beside its
 // clusters: the caller's role assignments and the Compute quotas.
 type account struct {
@@ -66,7 +90,9 @@ func apiVersionOf(op string) string {
 }
 
 // accountRoute names the requests on the subscription beside AKS's: the
-// permissions list of any scope, and Microsoft.Compute's usages and
+// permissions list of any scope (an AKS cluster, a scale set, a resource
+// group: the fake's roles are assigned on the subscription, so every
+// scope inherits the same), and Microsoft.Compute's usages and
 // resource SKUs. nil for another.
 func (s *Server) accountRoute(q *request) (string, func(*request)) {
 	p, n := q.parts, len(q.parts)
@@ -170,8 +196,10 @@ var busyStates = map[string]bool{stateUpgrading: true, stateUpgradeImage: true, 
 	"Creating": true, "Scaling": true, "Deleting": true}
 
 // authorize refuses a request the caller's roles do not allow, as ARM
-// does (403 AuthorizationFailed,
-// https://learn.microsoft.com/en-us/azure/role-based-access-control/troubleshooting#symptom---authorization-failed).
+// does before any resource provider, AKS's or Compute's, sees it (403
+// AuthorizationFailed,
+// https://learn.microsoft.com/en-us/azure/role-based-access-control/troubleshooting#symptom---authorization-failed);
+// a Compute request's action is the operation name routeCompute gives it.
 // The permissions list itself needs no permission.
 func (s *Server) authorize(op string, q *request) *armError {
 	s.mu.Lock()

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
+
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 )
 
@@ -93,5 +96,41 @@ func TestAnotherPoolHoldsTheCluster(t *testing.T) {
 	s.srv.SetPoolState("rg", "c1", "other", stateSucceeded)
 	if _, err := s.pools.BeginUpgradeNodeImageVersion(ctx, "rg", "c1", "pool", nil); err != nil {
 		t.Errorf("upgrade once the other pool settled: %v", err)
+	}
+}
+
+// TestRolesHoldTheScaleSets: the permissions list answers at a scale
+// set's and its resource group's scope, and a scale set request the
+// roles do not allow is refused with 403 naming its Compute action,
+// changing nothing; Virtual Machine Contributor allows it.
+func TestRolesHoldTheScaleSets(t *testing.T) {
+	sc := newVMSSScene(t)
+	ctx := context.Background()
+	group := "/subscriptions/" + sc.srv.Subscription() + "/resourceGroups/rg"
+	s := &scene{srv: sc.srv}
+	sc.srv.SetRoles(VMContributorRole)
+	for _, scope := range []string{group, group + "/providers/Microsoft.Compute/virtualMachineScaleSets/ng"} {
+		var list aks.PermissionList
+		getJSON(t, s, scope+"/providers/Microsoft.Authorization/permissions", "2022-04-01", &list)
+		if len(list.Value) != 1 || !aks.Grants(list.Value, "Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action") {
+			t.Errorf("permissions at %s: %+v, want Virtual Machine Contributor's", scope, list)
+		}
+	}
+	ids := armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: []*string{to.Ptr("0")}}
+	sc.srv.SetRoles(aks.Permission{Actions: []string{"*"}, NotActions: []string{"Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"}})
+	_, err := sc.sets.BeginUpdateInstances(ctx, "rg", "ng", ids, nil)
+	if c, status := armCode(err); status != http.StatusForbidden || c != "AuthorizationFailed" ||
+		!strings.Contains(err.Error(), "'Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action'") {
+		t.Errorf("manualupgrade without its action: %v, want 403 AuthorizationFailed naming it", err)
+	}
+	if ch := sc.srv.ChangingCalls(); len(ch) != 1 {
+		t.Errorf("changing calls %v, want the one refused", ch)
+	}
+	if _, err := sc.sets.Get(ctx, "rg", "ng", nil); err != nil {
+		t.Errorf("a read the role allows: %v", err)
+	}
+	sc.srv.SetRoles(VMContributorRole)
+	if _, err := sc.sets.BeginUpdateInstances(ctx, "rg", "ng", ids, nil); err != nil {
+		t.Errorf("manualupgrade with Virtual Machine Contributor: %v", err)
 	}
 }
