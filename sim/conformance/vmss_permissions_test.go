@@ -1,0 +1,184 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/conformance"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/vmss"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/azurefake"
+)
+
+// vmssDocActions reads the actions of docs/providers/vmss.md's "Azure
+// permissions" tables: the first's (every run needs them) and
+// blue/green's.
+func vmssDocActions(t *testing.T) (required, blueGreen []string) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "providers", "vmss.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## Azure permissions\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	table := 0
+	for line := range strings.SplitSeq(section, "\n") {
+		if line == "| action | call |" {
+			table++
+		}
+		rest, ok := strings.CutPrefix(line, "| `")
+		if !ok {
+			continue
+		}
+		action, _, _ := strings.Cut(rest, "`")
+		if table == 1 {
+			required = append(required, action)
+		} else {
+			blueGreen = append(blueGreen, action)
+		}
+	}
+	if len(required) == 0 || len(blueGreen) == 0 {
+		t.Fatalf("docs/providers/vmss.md's Azure permissions list no two tables of actions: %v %v", required, blueGreen)
+	}
+	return required, blueGreen
+}
+
+// vmssScene is the fake with scale set "ng" of two instances on the old
+// image, their nodes Ready, and the kubelet stand-in.
+func vmssScene(t *testing.T) (*fake.Clientset, *azurefake.Server) {
+	t.Helper()
+	client := fake.NewClientset()
+	conformance.StartKubelet(t, client)
+	srv := startVMSS(t, client, azurefake.Options{}, 2, vmssOld)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if n, _ := client.CoreV1().Nodes().List(context.Background(), metaAll); len(n.Items) == 2 && conformance.Ready(&n.Items[0]) && conformance.Ready(&n.Items[1]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the scale set's nodes never became Ready")
+		}
+	}
+	return client, srv
+}
+
+// vmssArgs are a run's arguments with strategy.
+func vmssArgs(strategy string, extra ...string) []string {
+	out := []string{"ng", "--provider", vmss.Name, "--image", vmssNew, "--strategy", strategy, "--post-drain-wait", "0s", "--node-ready-timeout", "60s"}
+	if strategy == "blue-green" {
+		out = append(out, "--node-pool-soak", "0s")
+	}
+	return append(out, extra...)
+}
+
+// TestVMSSPermissionsOfEveryCall runs the provider against the fake, the
+// caller holding a role of exactly the actions docs/providers/vmss.md
+// lists: an eks run (its model PATCH, capacity raise, manualupgrade and
+// DeleteInstances) and a blue/green run (green's creation, blue's
+// deletion) finish, each request the fake saw (named by its Azure action)
+// is documented, each documented action was used, and the docs' tables
+// are exactly vmss.Calls (every run's, blue/green's).
+func TestVMSSPermissionsOfEveryCall(t *testing.T) {
+	required, forBlueGreen := vmssDocActions(t)
+	var callsRequired, callsBlueGreen []string
+	for _, c := range vmss.Calls {
+		switch {
+		case c.Optional:
+			t.Errorf("vmss.Calls has optional %s, which the docs have no table for", c.Action)
+		case c.For == plan.CapNewGroups:
+			callsBlueGreen = append(callsBlueGreen, c.Action)
+		default:
+			callsRequired = append(callsRequired, c.Action)
+		}
+	}
+	if !slices.Equal(required, callsRequired) || !slices.Equal(forBlueGreen, callsBlueGreen) {
+		t.Errorf("docs/providers/vmss.md lists %v and %v; vmss.Calls %v and %v", required, forBlueGreen, callsRequired, callsBlueGreen)
+	}
+	documented := slices.Concat(required, forBlueGreen)
+	var made []string
+	for _, strategy := range []string{"eks", "blue-green"} {
+		client, srv := vmssScene(t)
+		srv.SetRoles(aks.Permission{Actions: documented})
+		if out, errOut, code := plugin.Drive(context.Background(), client, "run", vmssArgs(strategy, "--yes")...); code != plugin.ExitOK || strings.Contains(out+errOut, "AuthorizationFailed") {
+			t.Fatalf("%s run with the documented actions: exit %d (want %d, nothing refused):\n%s%s", strategy, code, plugin.ExitOK, out, errOut)
+		}
+		made = append(made, srv.Actions()...)
+	}
+	for _, a := range made {
+		if a != "Microsoft.Authorization/permissions/read" && !slices.Contains(documented, a) {
+			t.Errorf("the provider calls %s, which docs/providers/vmss.md does not list: add it there and to vmss.Calls", a)
+		}
+	}
+	for _, a := range documented {
+		if !slices.Contains(made, a) {
+			t.Errorf("docs/providers/vmss.md lists %s, which the provider never called (made %v)", a, made)
+		}
+	}
+}
+
+// TestVMSSPlanChecksPermissions: the plan asks Azure for the caller's
+// permissions and names an action the caller's roles leave out for the
+// chosen strategy; run refuses it before any write; Virtual Machine
+// Contributor passes. Without the scale set's read, the plan cannot open
+// the scale set at all: plan and run exit 2 with Azure's 403 naming it.
+func TestVMSSPlanChecksPermissions(t *testing.T) {
+	const manualUpgrade = "Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"
+	without := func(action string) aks.Permission {
+		return aks.Permission{Actions: []string{"*"}, NotActions: []string{action}}
+	}
+	for _, tc := range []struct {
+		name     string
+		roles    []aks.Permission
+		strategy string
+		missing  string // "" for none
+		readless bool   // the scale set cannot be read: exit 2 before the plan
+	}{
+		{"Virtual Machine Contributor, eks", []aks.Permission{azurefake.VMContributorRole}, "eks", "", false},
+		{"Virtual Machine Contributor, blue/green", []aks.Permission{azurefake.VMContributorRole}, "blue-green", "", false},
+		{"AKS's role holds no scale set action", []aks.Permission{azurefake.AKSContributorRole}, "surge", "Microsoft.Compute/virtualMachineScaleSets/read", true},
+		{"a role without manualupgrade, eks", []aks.Permission{without(manualUpgrade)}, "eks", manualUpgrade, false},
+		{"notActions are no deny: a second role grants it", []aks.Permission{without(manualUpgrade), azurefake.VMContributorRole}, "eks", "", false},
+		{"a role without the scale set's delete, blue/green", []aks.Permission{without("Microsoft.Compute/virtualMachineScaleSets/delete")}, "blue-green", "Microsoft.Compute/virtualMachineScaleSets/delete", false},
+		{"a reader", []aks.Permission{{Actions: []string{"*/read"}}}, "surge", "Microsoft.Compute/virtualMachineScaleSets/write", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, srv := vmssScene(t)
+			srv.SetRoles(tc.roles...)
+			ctx := context.Background()
+			out, errOut, code := plugin.Drive(ctx, client, "plan", vmssArgs(tc.strategy)...)
+			if tc.missing == "" {
+				if code != plugin.ExitOK || strings.Contains(out, "missing-permission") {
+					t.Fatalf("plan: exit %d, want %d and no missing permission:\n%s%s", code, plugin.ExitOK, out, errOut)
+				}
+				return
+			}
+			// plan shows its blockers and exits 0; run refuses them.
+			planCode, runCode, says := plugin.ExitOK, plugin.ExitBlockers, []string{"missing-permission", tc.missing, vmss.Policy}
+			if tc.readless {
+				planCode, runCode, says = plugin.ExitUsage, plugin.ExitUsage, []string{"AuthorizationFailed", tc.missing}
+			}
+			if code != planCode || !containsAll(out+errOut, says) {
+				t.Errorf("plan: exit %d, want %d saying %q:\n%s%s", code, planCode, says, out, errOut)
+			}
+			out, errOut, code = plugin.Drive(ctx, client, "run", vmssArgs(tc.strategy, "--yes")...)
+			if code != runCode || !strings.Contains(out+errOut, tc.missing) {
+				t.Errorf("run: exit %d, want %d naming %s:\n%s%s", code, runCode, tc.missing, out, errOut)
+			}
+			if ch := srv.ChangingCalls(); len(ch) > 0 {
+				t.Errorf("refused runs changed the scale set: %v", ch)
+			}
+		})
+	}
+}
+
+func containsAll(s string, subs []string) bool {
+	return !slices.ContainsFunc(subs, func(sub string) bool { return !strings.Contains(s, sub) })
+}
