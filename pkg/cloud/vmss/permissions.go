@@ -27,8 +27,11 @@ const (
 )
 
 // Calls are every request the provider sends to Azure Resource Manager,
-// with its action; no run can do without any of them (the provider reads
-// no quota). docs/providers/vmss.md lists the same actions
+// with its action; no run can do without those it makes (the provider
+// reads no quota). For: the scale set's delete is blue/green's alone;
+// manualupgrade is every strategy's but blue/green's, which removes no
+// node from blue but by deleting blue (plan.Permissions.NeededBy keeps a
+// call whose For shares a capability with the strategy's needs). docs/providers/vmss.md lists the same actions
 // (TestVMSSPermissionsOfEveryCall in sim/conformance holds the three
 // together with the requests the provider sends).
 var Calls = []azarm.Call{
@@ -36,7 +39,8 @@ var Calls = []azarm.Call{
 	{Action: actionInstancesRead, Call: "list and read the instances, their image, latestModelApplied and state (VirtualMachineScaleSetVMsClient.NewListPager, Get)"},
 	{Action: actionWrite, Call: "point the model at the target image and raise the capacity (VirtualMachineScaleSetsClient.BeginUpdate), create green (BeginCreateOrUpdate)"},
 	{Action: actionDeleteVMs, Call: "delete a drained node's instance, or those of a scale-down, lowering the capacity (VirtualMachineScaleSetsClient.BeginDeleteInstances)"},
-	{Action: actionManualUpgrade, Call: "bring a drained node's instance to the latest model (VirtualMachineScaleSetsClient.BeginUpdateInstances: manualupgrade)"},
+	{Action: actionManualUpgrade, Call: "bring a drained node's instance to the latest model (VirtualMachineScaleSetsClient.BeginUpdateInstances: manualupgrade)",
+		For: plan.CapRemoveNodes | plan.CapResize},
 	{Action: actionOperations, Call: "follow the long-running operations (GET Microsoft.Compute/locations/{location}/operations/{id})"},
 	{Action: actionDelete, Call: "delete blue at the end of a blue/green run, or green on its rollback (VirtualMachineScaleSetsClient.BeginDelete)", For: plan.CapNewGroups},
 }
@@ -62,8 +66,8 @@ func (s *ScaleSet) ProbePermissions(ctx context.Context) (*plan.Permissions, err
 		return s.cannotAsk(out, err)
 	}
 	for _, c := range Calls {
-		if c.For == 0 && !azarm.Grants(onSet, c.Action) {
-			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, Call: c.Call})
+		if onBlue(c) && !azarm.Grants(onSet, c.Action) {
+			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, Call: c.Call, For: c.For})
 		}
 	}
 	onGroup, err := s.permissionsOn(ctx, s.groupID(), "resource group "+quote(s.group))
@@ -71,19 +75,23 @@ func (s *ScaleSet) ProbePermissions(ctx context.Context) (*plan.Permissions, err
 		return s.cannotAsk(out, err)
 	}
 	for _, c := range Calls {
-		missingOnSet := c.For == 0 && !azarm.Grants(onSet, c.Action)
+		missingOnSet := onBlue(c) && !azarm.Grants(onSet, c.Action)
 		if onGreen(c) && !missingOnSet && !azarm.Grants(onGroup, c.Action) {
 			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, For: plan.CapNewGroups,
-				Call: fmt.Sprintf("%s, on green, a new scale set in resource group %q (a role on the resource group allows it, not one on scale set %q)", c.Call, s.group, s.name)})
+				Call: fmt.Sprintf("%s; blue/green needs it on resource group %q, where it makes green (a role on scale set %q alone does not reach green)", c.Call, s.group, s.name)})
 		}
 	}
 	return out, nil
 }
 
+// onBlue reports whether a call is asked on the scale set: those of every
+// strategy but blue/green's own (the scale set's delete, whose
+// permission on the group is asked and holds for blue too).
+func onBlue(c azarm.Call) bool { return c.For != plan.CapNewGroups }
+
 // onGreen reports whether blue/green makes the call on green, which needs
-// it on the resource group: every call but manualupgrade, which only the
-// strategies that keep the one scale set send.
-func onGreen(c azarm.Call) bool { return c.Action != actionManualUpgrade }
+// it on the resource group: those of every run and blue/green's own.
+func onGreen(c azarm.Call) bool { return c.For == 0 || c.For&plan.CapNewGroups != 0 }
 
 // permissionsOn lists the caller's permissions on scope, what names it.
 func (s *ScaleSet) permissionsOn(ctx context.Context, scope, what string) ([]azarm.Permission, error) {

@@ -97,10 +97,10 @@ func TestProbePermissions(t *testing.T) {
 				switch {
 				case m.Call == "":
 					t.Errorf("missing %s names no call", m.Permission)
-				case m.For == 0:
-					got.every = append(got.every, m.Permission)
 				case m.For == plan.CapNewGroups:
 					got.blueGreen = append(got.blueGreen, m.Permission)
+				case m.For == 0, m.Permission == actionManualUpgrade && m.For == plan.CapRemoveNodes|plan.CapResize:
+					got.every = append(got.every, m.Permission)
 				default:
 					t.Errorf("missing %s is for %v", m.Permission, m.For)
 				}
@@ -109,9 +109,15 @@ func TestProbePermissions(t *testing.T) {
 				t.Errorf("missing %v for every run and %v for blue/green, cannot ask %q, policy %q; want %v and %v, cannot ask %v",
 					got.every, got.blueGreen, p.CannotAsk, p.Policy, tc.want.every, tc.want.blueGreen, tc.cannotAsk)
 			}
-			// What the plan keeps: surge never needs blue/green's.
+			// What the plan keeps: surge never needs blue/green's, and
+			// blue/green never manualupgrade.
 			if n := len(p.NeededBy(plan.CapResize)); n != len(tc.want.every) {
 				t.Errorf("surge needs %d missing permissions, want %d", n, len(tc.want.every))
+			}
+			for _, m := range p.NeededBy(plan.CapNewGroups) {
+				if m.Permission == actionManualUpgrade {
+					t.Errorf("blue/green needs %s, which it never calls", m.Permission)
+				}
 			}
 		})
 	}
