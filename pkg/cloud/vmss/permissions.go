@@ -31,7 +31,8 @@ const (
 // reads no quota). For: the scale set's delete is blue/green's alone;
 // manualupgrade is every strategy's but blue/green's, which removes no
 // node from blue but by deleting blue (plan.Permissions.NeededBy keeps a
-// call whose For shares a capability with the strategy's needs). docs/providers/vmss.md lists the same actions
+// call whose For shares a capability with the strategy's needs).
+// docs/providers/vmss.md lists the same actions
 // (TestVMSSPermissionsOfEveryCall in sim/conformance holds the three
 // together with the requests the provider sends).
 var Calls = []azarm.Call{
