@@ -85,6 +85,8 @@ func (s *Session) openCloud(ctx context.Context, r *Request, c cloud.Cloud, node
 		target.Group = rec.Cloud.Green
 		if cg, provider, err = cloud.OpenGroup(ctx, c, s.Client, nodes, target); err == nil {
 			resume.BlueDeleted = rec.Cloud.Group
+		} else {
+			err = &blueGoneError{green: rec.Cloud.Green, err: err}
 		}
 	}
 	if err != nil {
@@ -106,6 +108,17 @@ func (s *Session) openCloud(ctx context.Context, r *Request, c cloud.Cloud, node
 	}
 	return cg, provider, nil
 }
+
+// blueGoneError is the failure to open green in place of the blue group
+// an interrupted blue/green run deleted: the plan opens it again with
+// green's nodes where it gave blue's, still leaving.
+type blueGoneError struct {
+	green string
+	err   error
+}
+
+func (e *blueGoneError) Error() string { return e.err.Error() }
+func (e *blueGoneError) Unwrap() error { return e.err }
 
 // deletedBlue reports whether err says the group an interrupted blue/green
 // run was deleting is gone: the kill came after the delete and before the

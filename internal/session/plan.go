@@ -3,6 +3,7 @@ package session
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -55,17 +56,24 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 		return nil, err
 	}
 	rec := s.unfinishedRecord(ctx, r)
-	if rec != nil {
-		in.Recovering = rec.Recovering
-	}
-	in.Waves, in.WavesDone = wavesInput(r, rec)
-	nodes, err := plan.GroupNodes(snap.Nodes, in)
+	nodes, err := s.groupNodes(ctx, r, snap, rec, &in)
 	if err != nil {
 		return nil, err
 	}
-	in.Pace = s.pace(ctx, r, nodes)
 	pl := &Planned{Request: r}
 	opened, err := s.openCloudOf(ctx, r, pl, &in, nodes, rec)
+	var gone *blueGoneError
+	if errors.As(err, &gone) && in.NodeGroup != gone.green {
+		// Blue's group is gone and its nodes still leave: the run goes on
+		// on green's, as it does once they are gone.
+		if in, err = s.inputOf(r, snap, gone.green); err != nil {
+			return nil, err
+		}
+		if nodes, err = s.groupNodes(ctx, r, snap, rec, &in); err != nil {
+			return nil, err
+		}
+		opened, err = s.openCloudOf(ctx, r, pl, &in, nodes, rec)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +182,21 @@ func (s *Session) awaitJoining(ctx context.Context, r *Request, cg *plan.CloudGr
 	}
 	r.JoinTimeout = 0
 	return nil
+}
+
+// groupNodes completes in with what rec's run recorded and the group's
+// pace, and returns the group's nodes.
+func (s *Session) groupNodes(ctx context.Context, r *Request, snap snapshot.Cluster, rec *state.Record, in *plan.Input) ([]corev1.Node, error) {
+	if rec != nil {
+		in.Recovering = rec.Recovering
+	}
+	in.Waves, in.WavesDone = wavesInput(r, rec)
+	nodes, err := plan.GroupNodes(snap.Nodes, *in)
+	if err != nil {
+		return nil, err
+	}
+	in.Pace = s.pace(ctx, r, nodes)
+	return nodes, nil
 }
 
 // groupInput is the planning input for the node group, or for green

@@ -74,7 +74,12 @@ func runSequence(t *testing.T, seed int64) {
 		}
 		code, out := g.sequenceStep(t, rng, cmd, stop)
 		t.Logf("step %d: %s, %s: exit %d", step, cmd, stop, code)
-		if code == nodeupgrade.ExitUsage {
+		if code == nodeupgrade.ExitUsage && stop == "window" && strings.Contains(out, "no maintenance window opens before --not-after") {
+			// The --not-after a moment away passed before the command
+			// planned (a loaded machine): a refusal of that input, with
+			// nothing changed, and the sequence goes on from the record.
+			t.Logf("step %d: the window closed before %q planned", step, cmd)
+		} else if code == nodeupgrade.ExitUsage {
 			t.Fatalf("seed %d step %d: %q, which status suggested, was refused:\n%s", seed, step, cmd, out)
 		}
 		if n := strings.Count(out, "is back to"); n > 1 {
