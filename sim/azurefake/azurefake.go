@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
 // APIVersion is the ARM API version of the SDK this fake answers
@@ -56,13 +58,14 @@ type Server struct {
 	// as the Resource Manager endpoint.
 	URL string
 
-	opts   Options
-	kube   kubernetes.Interface
-	srv    *http.Server
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	dice   dice
+	opts     Options
+	kube     kubernetes.Interface
+	versions *scenario.KubeletVersions
+	srv      *http.Server
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	dice     dice
 
 	mu       sync.Mutex
 	clusters map[string]*cluster // by resource group/name, lower case
@@ -98,6 +101,11 @@ func Start(ctx context.Context, kube kubernetes.Interface, o Options) (*Server, 
 	s := &Server{opts: o, kube: kube, clusters: map[string]*cluster{}, ops: map[string]*operation{}}
 	s.dice = dice{rate: o.Faults, seed: o.FaultSeed}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	var err error
+	if s.versions, err = scenario.WatchKubeletVersions(s.ctx, kube); err != nil {
+		s.cancel()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		s.cancel()

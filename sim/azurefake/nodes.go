@@ -61,6 +61,7 @@ func (s *Server) joinNode(ctx context.Context, p *pool, m *machine) error {
 	if err := scenario.JoinNode(ctx, s.kube, node); err != nil {
 		return err
 	}
+	s.versions.Set(m.name, "v"+version)
 	return s.reportVersion(ctx, m.name, "v"+version)
 }
 
@@ -107,6 +108,7 @@ func ready(n *corev1.Node) bool {
 // leaveNode deletes the machine's node, as the cloud node controller does
 // once its instance is gone.
 func (s *Server) leaveNode(ctx context.Context, name string) error {
+	s.versions.Forget(name)
 	return scenario.LeaveNode(ctx, s.kube, name)
 }
 

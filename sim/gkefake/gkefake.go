@@ -34,6 +34,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpfault"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcpiam"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
 // Options configure a Server. The durations are GKE's own where GKE
@@ -97,6 +98,7 @@ type Server struct {
 	ops       map[string]*operation
 	opOrder   []string
 	templates map[string]nodeConfig // a node template's configuration, by template name
+	versions  *scenario.KubeletVersions
 	calls     []Call
 	seq       int
 	// role is what the caller may do (see Grant and Deny).
@@ -135,6 +137,13 @@ func Start(ctx context.Context, kube kubernetes.Interface, opts Options) (*Serve
 	s := &Server{opts: opts, dice: &gcpfault.Dice{Rate: opts.Faults, Seed: opts.FaultSeed}, kube: kube, changed: make(chan struct{}), clusters: map[string]*cluster{},
 		ops: map[string]*operation{}, templates: map[string]nodeConfig{}}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	if kube != nil {
+		var err error
+		if s.versions, err = scenario.WatchKubeletVersions(s.ctx, kube); err != nil {
+			s.cancel()
+			return nil, err
+		}
+	}
 	copts := opts.Compute
 	copts.OnLaunch, copts.OnDelete = s.kubeNodes()
 	gce, err := gcefake.Start(s.ctx, copts)

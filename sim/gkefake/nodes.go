@@ -35,9 +35,14 @@ func (s *Server) kubeNodes() (onLaunch, onDelete func(context.Context, gcefake.I
 		if !ok {
 			return nil
 		}
+		s.versions.Set(in.Name, "v"+cfg.Version)
 		return s.reportVersion(ctx, in.Name, "v"+cfg.Version)
 	}
-	return onLaunch, leave
+	onDelete = func(ctx context.Context, in gcefake.Instance) error {
+		s.versions.Forget(in.Name)
+		return leave(ctx, in)
+	}
+	return onLaunch, onDelete
 }
 
 // reportVersion sets the node's kubelet version once kwok has made it
