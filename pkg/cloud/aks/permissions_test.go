@@ -8,11 +8,6 @@ import (
 )
 
 func TestQuotaCheck(t *testing.T) {
-	usage := func(name string, used, limit int64) Usage {
-		u := Usage{CurrentValue: used, Limit: limit}
-		u.Name.Value = name
-		return u
-	}
 	for _, tc := range []struct {
 		name   string
 		counts []Usage
@@ -43,11 +38,6 @@ func TestQuotaCheck(t *testing.T) {
 // quota blue's VM size counts against, or the plan refuses with an input
 // error naming what they need and the surge strategy.
 func TestGreenQuotaCheck(t *testing.T) {
-	usage := func(name string, used, limit int64) Usage {
-		u := Usage{CurrentValue: used, Limit: limit}
-		u.Name.Value = name
-		return u
-	}
 	for _, tc := range []struct {
 		name   string
 		counts []Usage
@@ -90,4 +80,11 @@ func TestBusyPools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// usage is the quota name with used of limit vCPUs.
+func usage(name string, used, limit int64) Usage {
+	u := Usage{CurrentValue: used, Limit: limit}
+	u.Name.Value = name
+	return u
 }
