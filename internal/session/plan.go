@@ -61,19 +61,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 		return nil, err
 	}
 	pl := &Planned{Request: r}
-	opened, err := s.openCloudOf(ctx, r, pl, &in, nodes, rec)
-	var gone *blueGoneError
-	if errors.As(err, &gone) && in.NodeGroup != gone.green {
-		// Blue's group is gone and its nodes still leave: the run goes on
-		// on green's, as it does once they are gone.
-		if in, err = s.inputOf(r, snap, gone.green); err != nil {
-			return nil, err
-		}
-		if nodes, err = s.groupNodes(ctx, r, snap, rec, &in); err != nil {
-			return nil, err
-		}
-		opened, err = s.openCloudOf(ctx, r, pl, &in, nodes, rec)
-	}
+	opened, err := s.openGroupCloud(ctx, r, pl, snap, rec, &in, &nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +170,25 @@ func (s *Session) awaitJoining(ctx context.Context, r *Request, cg *plan.CloudGr
 	}
 	r.JoinTimeout = 0
 	return nil
+}
+
+// openGroupCloud opens the cloud of the group's nodes. Where an
+// interrupted blue/green run's blue group is gone while its nodes still
+// leave, the run goes on on green's, as it does once they are gone: in
+// and nodes become green's.
+func (s *Session) openGroupCloud(ctx context.Context, r *Request, pl *Planned, snap snapshot.Cluster, rec *state.Record, in *plan.Input, nodes *[]corev1.Node) (openedCloud, error) {
+	opened, err := s.openCloudOf(ctx, r, pl, in, *nodes, rec)
+	var gone *blueGoneError
+	if !errors.As(err, &gone) || in.NodeGroup == gone.green {
+		return opened, err
+	}
+	if *in, err = s.inputOf(r, snap, gone.green); err != nil {
+		return openedCloud{}, err
+	}
+	if *nodes, err = s.groupNodes(ctx, r, snap, rec, in); err != nil {
+		return openedCloud{}, err
+	}
+	return s.openCloudOf(ctx, r, pl, in, *nodes, rec)
 }
 
 // groupNodes completes in with what rec's run recorded and the group's

@@ -20,40 +20,38 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/azurefake"
 )
 
-// docActions reads the actions of the tables of docs/providers/aks.md's
-// "Azure permissions": the first table's (every run needs them), the
-// plan's optional reads, and blue/green's.
-func docActions(t *testing.T) (required, optional, blueGreen []string) {
+// azureDocTables reads the actions of the tables of the "Azure
+// permissions" section of docs/providers/<page>.md, a list per table in
+// order; it wants tables of them.
+func azureDocTables(t *testing.T, page string, tables int) [][]string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "providers", "aks.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "providers", page+".md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, _ := strings.Cut(string(doc), "## Azure permissions\n")
 	section, _, _ = strings.Cut(section, "\n## ")
-	table := 0
+	var out [][]string
 	for line := range strings.SplitSeq(section, "\n") {
 		if line == "| action | call |" {
-			table++
+			out = append(out, nil)
 		}
-		rest, ok := strings.CutPrefix(line, "| `")
-		if !ok {
-			continue
-		}
-		action, _, _ := strings.Cut(rest, "`")
-		switch table {
-		case 1:
-			required = append(required, action)
-		case 2:
-			optional = append(optional, action)
-		default:
-			blueGreen = append(blueGreen, action)
+		if rest, ok := strings.CutPrefix(line, "| `"); ok && len(out) > 0 {
+			action, _, _ := strings.Cut(rest, "`")
+			out[len(out)-1] = append(out[len(out)-1], action)
 		}
 	}
-	if len(required) == 0 || len(optional) == 0 || len(blueGreen) == 0 {
-		t.Fatalf("docs/providers/aks.md's Azure permissions list no three tables of actions: %v %v %v", required, optional, blueGreen)
+	if len(out) != tables || slices.ContainsFunc(out, func(a []string) bool { return len(a) == 0 }) {
+		t.Fatalf("docs/providers/%s.md's Azure permissions list not %d tables of actions: %v", page, tables, out)
 	}
-	return required, optional, blueGreen
+	return out
+}
+
+// docActions are docs/providers/aks.md's actions: every run's, the plan's
+// optional reads, and blue/green's.
+func docActions(t *testing.T) (required, optional, blueGreen []string) {
+	tables := azureDocTables(t, "aks", 3)
+	return tables[0], tables[1], tables[2]
 }
 
 var metaAll = metav1.ListOptions{}

@@ -2,8 +2,6 @@ package conformance
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,37 +17,11 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/azurefake"
 )
 
-// vmssDocActions reads the actions of docs/providers/vmss.md's "Azure
-// permissions" tables: the first's (every run needs them) and
+// vmssDocActions are docs/providers/vmss.md's actions: every run's and
 // blue/green's.
 func vmssDocActions(t *testing.T) (required, blueGreen []string) {
-	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "providers", "vmss.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, _ := strings.Cut(string(doc), "## Azure permissions\n")
-	section, _, _ = strings.Cut(section, "\n## ")
-	table := 0
-	for line := range strings.SplitSeq(section, "\n") {
-		if line == "| action | call |" {
-			table++
-		}
-		rest, ok := strings.CutPrefix(line, "| `")
-		if !ok {
-			continue
-		}
-		action, _, _ := strings.Cut(rest, "`")
-		if table == 1 {
-			required = append(required, action)
-		} else {
-			blueGreen = append(blueGreen, action)
-		}
-	}
-	if len(required) == 0 || len(blueGreen) == 0 {
-		t.Fatalf("docs/providers/vmss.md's Azure permissions list no two tables of actions: %v %v", required, blueGreen)
-	}
-	return required, blueGreen
+	tables := azureDocTables(t, "vmss", 2)
+	return tables[0], tables[1]
 }
 
 // vmssScene is the fake with scale set "ng" of two instances on the old
