@@ -47,6 +47,23 @@ func azureDocTables(t *testing.T, page string, tables int) [][]string {
 	return out
 }
 
+// assertCallsAreTheDocs wants every action the provider made (but the
+// permissions list's own) documented on docs/providers/<provider>.md, and
+// every documented one made.
+func assertCallsAreTheDocs(t *testing.T, provider string, made, documented []string) {
+	t.Helper()
+	for _, a := range made {
+		if a != "Microsoft.Authorization/permissions/read" && !slices.Contains(documented, a) {
+			t.Errorf("the provider calls %s, which docs/providers/%s.md does not list: add it there and to %s.Calls", a, provider, provider)
+		}
+	}
+	for _, a := range documented {
+		if !slices.Contains(made, a) {
+			t.Errorf("docs/providers/%s.md lists %s, which the provider never called (made %v)", provider, a, made)
+		}
+	}
+}
+
 // docActions are docs/providers/aks.md's actions: every run's, the plan's
 // optional reads, and blue/green's.
 func docActions(t *testing.T) (required, optional, blueGreen []string) {
@@ -103,16 +120,7 @@ func TestAKSPermissionsOfEveryCall(t *testing.T) {
 	required, optional, forBlueGreen := docActions(t)
 	holdCallsToDocs(t, required, optional, forBlueGreen)
 	documented := slices.Concat(required, optional, forBlueGreen)
-	for _, a := range made {
-		if a != "Microsoft.Authorization/permissions/read" && !slices.Contains(documented, a) {
-			t.Errorf("the provider calls %s, which docs/providers/aks.md does not list: add it there and to aks.Calls", a)
-		}
-	}
-	for _, a := range documented {
-		if !slices.Contains(made, a) {
-			t.Errorf("docs/providers/aks.md lists %s, which the provider never called (made %v)", a, made)
-		}
-	}
+	assertCallsAreTheDocs(t, "aks", made, documented)
 	for name, run := range map[string][]string{"surge": args, "blue/green": blueGreen} {
 		t.Run("a role of exactly the documented actions runs "+name, func(t *testing.T) {
 			client, srv := aksScene(t)

@@ -89,16 +89,7 @@ func TestVMSSPermissionsOfEveryCall(t *testing.T) {
 		}
 		made = append(made, srv.Actions()...)
 	}
-	for _, a := range made {
-		if a != "Microsoft.Authorization/permissions/read" && !slices.Contains(documented, a) {
-			t.Errorf("the provider calls %s, which docs/providers/vmss.md does not list: add it there and to vmss.Calls", a)
-		}
-	}
-	for _, a := range documented {
-		if !slices.Contains(made, a) {
-			t.Errorf("docs/providers/vmss.md lists %s, which the provider never called (made %v)", a, made)
-		}
-	}
+	assertCallsAreTheDocs(t, "vmss", made, documented)
 }
 
 // TestVMSSPlanChecksPermissions: the plan asks Azure for the caller's
