@@ -44,6 +44,9 @@ func historyPace(h report.Pace) plan.Pace {
 	if h.Drain > 0 {
 		pc.Drain, pc.DrainFrom = plan.Duration(h.Drain), fmt.Sprintf("the last run on this group, %s", plan.Count(h.DrainBatches, "batch"))
 	}
+	if h.Settings > 0 {
+		pc.Settings, pc.SettingsFrom = plan.Duration(h.Settings), "the last run on this group"
+	}
 	return pc
 }
 

@@ -54,7 +54,7 @@ func TestPlanAndRunEstimateAlike(t *testing.T) {
 		assumes string
 	}{
 		{"no run before", nil,
-			"nodes Ready in 4s (from the creation to Ready of the group's 4 nodes), a drain in 3s (from the creation to Ready of 3 pods of the group), post-drain wait 5s"},
+			"nodes Ready in 4s (from the creation to Ready of the group's 4 nodes), a drain in 3s (from the scheduling to Ready of 3 pods of the group), post-drain wait 5s"},
 		{"the last run's", &lastRun,
 			"nodes Ready in 14s (from the last run on this group), a drain in 7s (from the last run on this group, 1 batch), post-drain wait 5s"},
 	}

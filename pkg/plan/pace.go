@@ -8,16 +8,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Pace is how long this group's new nodes take to be Ready and its
-// batches to drain, where something measured it: the plan's estimates
-// take it in place of NodeLaunchEstimate and DrainEstimate. A zero field
-// is unmeasured (the default stands); JoinFrom and DrainFrom say in the
-// plan's words what measured each.
+// Pace is how long this group's new nodes take to be Ready, its batches
+// to drain and its service to apply an update of its settings, where
+// something measured it: the plan's estimates take it in place of
+// NodeLaunchEstimate, DrainEstimate and SettingsUpdateEstimate. A zero
+// field is unmeasured (the default stands); JoinFrom, DrainFrom and
+// SettingsFrom say in the plan's words what measured each.
 type Pace struct {
-	Join      Duration `json:"join,omitempty"`
-	JoinFrom  string   `json:"joinFrom,omitempty"`
-	Drain     Duration `json:"drain,omitempty"`
-	DrainFrom string   `json:"drainFrom,omitempty"`
+	Join         Duration `json:"join,omitempty"`
+	JoinFrom     string   `json:"joinFrom,omitempty"`
+	Drain        Duration `json:"drain,omitempty"`
+	DrainFrom    string   `json:"drainFrom,omitempty"`
+	Settings     Duration `json:"settings,omitempty"`
+	SettingsFrom string   `json:"settingsFrom,omitempty"`
 }
 
 // Or is pc with what it did not measure taken from other.
@@ -27,6 +30,9 @@ func (pc Pace) Or(other Pace) Pace {
 	}
 	if pc.Drain == 0 {
 		pc.Drain, pc.DrainFrom = other.Drain, other.DrainFrom
+	}
+	if pc.Settings == 0 {
+		pc.Settings, pc.SettingsFrom = other.Settings, other.SettingsFrom
 	}
 	return pc
 }
@@ -47,9 +53,20 @@ func (p *Plan) DrainTime() time.Duration {
 	return DrainEstimate
 }
 
-// JoinTime and DrainTime of an Input: its Pace, else the defaults.
-func (in Input) JoinTime() time.Duration  { return (&Plan{Pace: in.Pace}).JoinTime() }
-func (in Input) DrainTime() time.Duration { return (&Plan{Pace: in.Pace}).DrainTime() }
+// SettingsTime is how long the group's service takes to apply an update
+// of the group's settings alone.
+func (p *Plan) SettingsTime() time.Duration {
+	if p.Pace != nil && p.Pace.Settings > 0 {
+		return time.Duration(p.Pace.Settings)
+	}
+	return SettingsUpdateEstimate
+}
+
+// JoinTime, DrainTime and SettingsTime of an Input: its Pace, else the
+// defaults.
+func (in Input) JoinTime() time.Duration     { return (&Plan{Pace: in.Pace}).JoinTime() }
+func (in Input) DrainTime() time.Duration    { return (&Plan{Pace: in.Pace}).DrainTime() }
+func (in Input) SettingsTime() time.Duration { return (&Plan{Pace: in.Pace}).SettingsTime() }
 
 // paceText says where the estimates' join and drain times come from.
 func (p *Plan) paceText() string {
@@ -85,23 +102,40 @@ func NodeJoinPace(nodes []corev1.Node) Pace {
 	return Pace{Join: Duration(d), JoinFrom: fmt.Sprintf("the creation to Ready of the group's %s", Count(len(took), "node"))}
 }
 
-// PodStartPace measures how long the pods took from their creation to
+// PodStartPace measures how long the pods took from their scheduling to
 // Ready (the median): a drain waits about that long for each eviction a
-// PDB holds until a replacement is Ready. Zero without a Ready pod.
+// PDB holds until a replacement is Ready. The start is the pod's binding
+// to its node (PodScheduled), not its creation: a pod created before
+// there was room for it waited for a node, which a drain's replacement,
+// with the new nodes up, does not (the GKE demo's pods, made as its pool
+// came up: 6s from creation, 1s from binding). Zero without a Ready pod.
 func PodStartPace(pods []corev1.Pod) Pace {
 	var took []time.Duration
-	for _, p := range pods {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && !p.CreationTimestamp.IsZero() && !c.LastTransitionTime.Before(&p.CreationTimestamp) {
-				took = append(took, c.LastTransitionTime.Sub(p.CreationTimestamp.Time))
-			}
+	for i := range pods {
+		p := &pods[i]
+		start, ready := p.CreationTimestamp, condition(p, corev1.PodReady)
+		if bound := condition(p, corev1.PodScheduled); bound != nil && start.Before(&bound.LastTransitionTime) {
+			start = bound.LastTransitionTime
+		}
+		if ready != nil && !start.IsZero() && !ready.LastTransitionTime.Before(&start) {
+			took = append(took, ready.LastTransitionTime.Sub(start.Time))
 		}
 	}
 	if len(took) == 0 {
 		return Pace{}
 	}
 	d := max(Median(took), 0) + time.Second
-	return Pace{Drain: Duration(d), DrainFrom: fmt.Sprintf("the creation to Ready of %s of the group", Count(len(took), "pod"))}
+	return Pace{Drain: Duration(d), DrainFrom: fmt.Sprintf("the scheduling to Ready of %s of the group", Count(len(took), "pod"))}
+}
+
+// condition is p's condition of type t when True, nil otherwise.
+func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Type == t && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
 }
 
 // Median is the middle of ds (the lower of the two middle ones), 0 for none.

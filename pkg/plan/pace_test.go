@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -113,19 +112,36 @@ func TestRemovalAwaitingReplacement(t *testing.T) {
 	}
 }
 
-// TestPodStartPace: the median of the Ready pods' creation to Ready, a
-// second more; none Ready, none measured.
+// TestPodStartPace: the median of the Ready pods' binding (else
+// creation) to Ready, a second more; none Ready, none measured.
 func TestPodStartPace(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pod := func(took time.Duration, status corev1.ConditionStatus) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0)}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(t0.Add(took))}}}}
+	// pod was bound bound after its creation and Ready took after that.
+	pod := func(bound, took time.Duration, status corev1.ConditionStatus) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0)}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(t0.Add(bound + took))}}}}
+		if bound > 0 {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(bound))})
+		}
+		return p
 	}
-	if pc := PodStartPace([]corev1.Pod{pod(time.Second, corev1.ConditionTrue), pod(2*time.Second, corev1.ConditionTrue), pod(time.Hour, corev1.ConditionTrue), pod(time.Hour, corev1.ConditionFalse)}); pc.Drain != Duration(3*time.Second) || !strings.Contains(pc.DrainFrom, "3 pods") {
-		t.Errorf("pace %+v, want a drain of 3s from 3 pods", pc)
+	tests := []struct {
+		name string
+		pods []corev1.Pod
+		want Pace
+	}{
+		{"created with room: from creation", []corev1.Pod{pod(0, time.Second, corev1.ConditionTrue), pod(0, 2*time.Second, corev1.ConditionTrue), pod(0, time.Hour, corev1.ConditionTrue), pod(0, time.Hour, corev1.ConditionFalse)},
+			Pace{Drain: Duration(3 * time.Second), DrainFrom: "the scheduling to Ready of 3 pods of the group"}},
+		{"waited for a node: from the binding", []corev1.Pod{pod(5*time.Second, time.Second, corev1.ConditionTrue), pod(6*time.Second, time.Second, corev1.ConditionTrue)},
+			Pace{Drain: Duration(2 * time.Second), DrainFrom: "the scheduling to Ready of 2 pods of the group"}},
+		{"none Ready", []corev1.Pod{pod(0, time.Second, corev1.ConditionFalse)}, Pace{}},
 	}
-	if pc := PodStartPace([]corev1.Pod{pod(time.Second, corev1.ConditionFalse)}); pc != (Pace{}) {
-		t.Errorf("pace %+v of no Ready pod, want none", pc)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PodStartPace(tc.pods); got != tc.want {
+				t.Errorf("pace %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
 

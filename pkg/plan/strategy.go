@@ -327,11 +327,24 @@ const SettingsUpdateEstimate = 15 * time.Second
 // EstimateAssumptions says what the plan's estimates assume.
 func (p *Plan) EstimateAssumptions() string {
 	if p.Managed != nil {
-		return p.paceText() // the service's drains: no post-drain wait of the run's
+		return p.paceText() + p.settingsText() // the service's drains: no post-drain wait of the run's
 	}
 	s := fmt.Sprintf("%s, post-drain wait %s", p.paceText(), FormatDuration(time.Duration(p.PostDrainWait)))
 	if d := deregistrationEstimate(p); d > 0 {
 		s += ", deregistration " + FormatDuration(d)
+	}
+	return s
+}
+
+// settingsText says where the estimate of the service's settings updates
+// comes from, where the plan has one.
+func (p *Plan) settingsText() string {
+	if !slices.ContainsFunc(p.Managed.Steps, func(st Step) bool { return serviceSteps[st.Phase] }) {
+		return ""
+	}
+	s := ", a settings update in " + FormatDuration(p.SettingsTime())
+	if p.Pace != nil && p.Pace.Settings > 0 {
+		s += fmt.Sprintf(" (from %s)", p.Pace.SettingsFrom)
 	}
 	return s
 }

@@ -103,3 +103,31 @@ func TestEstimateStatesTheSoakApart(t *testing.T) {
 		})
 	}
 }
+
+// TestSettingsUpdateEstimateSaysWhereFrom: a service's plan with settings
+// steps says how long it gives each, and from what, where it was
+// measured; one without them says nothing of settings.
+func TestSettingsUpdateEstimateSaysWhereFrom(t *testing.T) {
+	configure := []Step{{Phase: "Configure"}, {Phase: "Upgrade"}, {Phase: "RestoreSettings"}}
+	for _, tc := range []struct {
+		name  string
+		steps []Step
+		pace  *Pace
+		want  string
+	}{
+		{"default", configure, nil, ", a settings update in 15s"},
+		{"measured", configure, &Pace{Settings: Duration(2 * time.Second), SettingsFrom: "the last run on this group"}, ", a settings update in 2s (from the last run on this group)"},
+		{"no settings step", []Step{{Phase: "Upgrade"}}, &Pace{Settings: Duration(2 * time.Second)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plan{Managed: &ManagedPlan{Steps: tc.steps}, Pace: tc.pace}
+			got := p.EstimateAssumptions()
+			if rest, ok := strings.CutPrefix(got, p.paceText()); !ok || rest != tc.want {
+				t.Errorf("got %q, want the pace then %q", got, tc.want)
+			}
+			if in := (Input{Pace: tc.pace}); tc.pace != nil && in.SettingsTime() != time.Duration(tc.pace.Settings) {
+				t.Errorf("the input's settings time %s, want the measured %s", in.SettingsTime(), time.Duration(tc.pace.Settings))
+			}
+		})
+	}
+}

@@ -7,25 +7,34 @@ import (
 
 // Pace is what the newest run of a History that measured them took: a
 // new node to be Ready (its scale-up, the creation of green or a surge,
-// each a phase that waits for new nodes), and a batch to drain (from
-// its first node's drain start to its last node drained). Zero where
-// no run measured it; DrainBatches counts the batches measured.
+// each a phase that waits for new nodes), a batch to drain (from its
+// first node's drain start to its last node drained), and the group's
+// service to apply an update of its settings. Zero where no run
+// measured it; DrainBatches counts the batches measured.
 type Pace struct {
 	Join         time.Duration
 	Drain        time.Duration
 	DrainBatches int
+	Settings     time.Duration
 }
 
 // joinPhases are the phases that wait for new nodes to be Ready and do
-// nothing else.
-var joinPhases = []string{"ScaleUp", "CreateGreen"}
+// nothing else; settingsPhases those that wait for the service to apply
+// the group's settings.
+var (
+	joinPhases     = []string{"ScaleUp", "CreateGreen"}
+	settingsPhases = []string{"Configure", "RestoreSettings"}
+)
 
 // Pace is the pace of the newest run that measured each part.
 func (h History) Pace() Pace {
 	var pc Pace
 	for _, run := range h.Runs {
 		if pc.Join == 0 {
-			pc.Join = run.joinTime()
+			pc.Join = run.longest(joinPhases)
+		}
+		if pc.Settings == 0 {
+			pc.Settings = run.longest(settingsPhases)
 		}
 		if pc.Drain == 0 {
 			pc.Drain, pc.DrainBatches = run.drainTime()
@@ -34,11 +43,11 @@ func (h History) Pace() Pace {
 	return pc
 }
 
-// joinTime is the longest time an attempt of run spent in a join phase.
-func (run Run) joinTime() time.Duration {
+// longest is the longest time an attempt of run spent in one of phases.
+func (run Run) longest(phases []string) time.Duration {
 	var d time.Duration
 	for _, a := range run.Attempts {
-		for _, ph := range joinPhases {
+		for _, ph := range phases {
 			d = max(d, time.Duration(a.Phases[ph]))
 		}
 	}

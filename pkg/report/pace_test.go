@@ -7,7 +7,8 @@ import (
 
 // TestHistoryPace: the newest run that measured each part gives it: the
 // longest join phase of its attempts, the median of its batches' drains
-// (a batch from its first drain start to its last node drained).
+// (a batch from its first drain start to its last node drained), the
+// longest of its service's settings updates.
 func TestHistoryPace(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) *time.Time { v := t0.Add(time.Duration(s) * time.Second); return &v }
@@ -24,6 +25,10 @@ func TestHistoryPace(t *testing.T) {
 		{Phases: map[string]Duration{"ScaleUp": Duration(7 * time.Second), "Drain": Duration(time.Hour)}},
 		{Phases: map[string]Duration{"ScaleUp": Duration(14 * time.Second)}},
 	}}
+	withSettings := Run{Attempts: []Attempt{
+		{Phases: map[string]Duration{"Configure": Duration(2 * time.Second), "Upgrade": Duration(time.Hour)}},
+		{Phases: map[string]Duration{"RestoreSettings": Duration(3 * time.Second)}},
+	}}
 	tests := []struct {
 		name string
 		h    History
@@ -34,6 +39,8 @@ func TestHistoryPace(t *testing.T) {
 			Pace{Join: 14 * time.Second, Drain: 5 * time.Second, DrainBatches: 3}},
 		{"the newest run that measured each", History{Runs: []Run{withJoin, {}, withDrains, {Attempts: []Attempt{{Nodes: []Node{drained(1, 0, 60)}}}}}},
 			Pace{Join: 14 * time.Second, Drain: 5 * time.Second, DrainBatches: 3}},
+		{"a service's settings updates", History{Runs: []Run{withSettings, {Attempts: []Attempt{{Phases: map[string]Duration{"Configure": Duration(time.Minute)}}}}}},
+			Pace{Settings: 3 * time.Second}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -40,8 +40,8 @@ type DemoOptions struct {
 	Logf         func(format string, args ...any)
 }
 
-// StartDemo starts a Server with the demo's cluster and pool (surge,
-// maxSurge 1) and its workloads: web (3 replicas, PDB maxUnavailable 1)
+// StartDemo starts a Server with the demo's cluster and pool (demoUpgrade)
+// and its workloads: web (3 replicas, PDB maxUnavailable 1)
 // and api (2 replicas, PDB minAvailable 1), pinned to the pool.
 func StartDemo(ctx context.Context, kube kubernetes.Interface, o DemoOptions) (*Server, error) {
 	if o.LaunchDelay == 0 {
@@ -67,8 +67,19 @@ func StartDemo(ctx context.Context, kube kubernetes.Interface, o DemoOptions) (*
 func (s *Server) demoPool(ctx context.Context, kube kubernetes.Interface) error {
 	s.CreateCluster(ClusterSpec{Name: DemoCluster, Location: DemoLocation, MasterVersion: DemoNewVersion, ValidNodeVersions: []string{DemoOldVersion}})
 	if err := s.CreatePool(ctx, PoolSpec{Cluster: DemoCluster, Location: DemoLocation, Name: DemoPool, Zones: DemoZones, NodesPerZone: 1,
-		Version: DemoOldVersion, Upgrade: &container.UpgradeSettings{Strategy: "SURGE", MaxSurge: 1}}); err != nil {
+		Version: DemoOldVersion, Upgrade: demoUpgrade()}); err != nil {
 		return fmt.Errorf("demo node pool: %w", err)
 	}
 	return scenario.PoolApps(ctx, kube, DemoNamespace, map[string]string{NodePoolLabel: DemoPool})
+}
+
+// demoUpgrade are the demo pool's upgrade settings: blue/green, a node per
+// batch, no soak between batches and an hour's pool soak, as a team that
+// upgrades its pool blue/green keeps them; the demo's run asks for the
+// same, which needs no update of the settings.
+func demoUpgrade() *container.UpgradeSettings {
+	return &container.UpgradeSettings{Strategy: "BLUE_GREEN", MaxSurge: 1, BlueGreenSettings: &container.BlueGreenSettings{
+		NodePoolSoakDuration:  "3600s",
+		StandardRolloutPolicy: &container.StandardRolloutPolicy{BatchNodeCount: 1, BatchSoakDuration: "0s"},
+	}}
 }

@@ -155,14 +155,14 @@ func (a *AgentPool) steps(in plan.Input, mp *plan.ManagedPlan, nodes, drain int)
 		out = append(out, plan.Step{Phase: phase, Detail: detail, Estimate: plan.Duration(d)})
 	}
 	if !mp.Before.Equal(mp.During) {
-		add("Configure", "PUT the agent pool's upgradeSettings: "+mp.During.String(), plan.SettingsUpdateEstimate)
+		add("Configure", "PUT the agent pool's upgradeSettings: "+mp.During.String(), in.SettingsTime())
 	}
 	surge := int(mp.ScaleUp)
 	rounds := (nodes + surge - 1) / max(surge, 1)
 	add("Upgrade", fmt.Sprintf("AKS adds %d surge node(s), then cordons and drains %d node(s) at a time honouring PDBs for up to %dm each (past it the upgrade fails and the pool is left Failed), and reimages them: about %d rounds",
 		surge, surge, drain, rounds), in.JoinTime()+time.Duration(rounds)*(in.DrainTime()+soakOf(mp.During)+in.JoinTime()))
 	if !mp.Before.Equal(mp.During) {
-		add("RestoreSettings", "PUT the agent pool's upgradeSettings: "+mp.Before.String(), plan.SettingsUpdateEstimate)
+		add("RestoreSettings", "PUT the agent pool's upgradeSettings: "+mp.Before.String(), in.SettingsTime())
 	}
 	return out
 }

@@ -252,8 +252,8 @@ func (m *ManagedNodeGroup) targetText() string {
 // with rough estimates: a node about 5 minutes to join and each batch's
 // drain a minute, unless the group's pace was measured (in.JoinTime,
 // in.DrainTime); each batch then the 60 s EKS waits after the cordon; the
-// steps that are EKS's API work alone (the settings' updates, the Setup
-// phase) eksAPIStep each.
+// settings' updates in.SettingsTime() each, and the Setup phase, EKS's
+// API work alone, eksAPIStep.
 func managedSteps(in plan.Input, mp *plan.ManagedPlan, nodes int) []plan.Step {
 	join, drain := 5*time.Minute, in.DrainTime()
 	if in.Pace != nil && in.Pace.Join > 0 {
@@ -263,7 +263,7 @@ func managedSteps(in plan.Input, mp *plan.ManagedPlan, nodes int) []plan.Step {
 	batches := (nodes + batch - 1) / batch
 	steps := []plan.Step{}
 	if !mp.Before.Equal(mp.During) {
-		steps = append(steps, plan.Step{Phase: "Configure", Detail: "UpdateNodegroupConfig: " + mp.During.String(), Estimate: plan.Duration(eksAPIStep)})
+		steps = append(steps, plan.Step{Phase: "Configure", Detail: "UpdateNodegroupConfig: " + mp.During.String(), Estimate: plan.Duration(in.SettingsTime())})
 	}
 	steps = append(steps,
 		plan.Step{Phase: "Setup", Detail: "UpdateNodegroupVersion: EKS makes a launch template version and points the Auto Scaling group at it", Estimate: plan.Duration(eksAPIStep)},
@@ -272,7 +272,7 @@ func managedSteps(in plan.Input, mp *plan.ManagedPlan, nodes int) []plan.Step {
 		plan.Step{Phase: "ScaleDown", Detail: "EKS lowers the sizes back one node at a time", Estimate: plan.Duration(time.Minute)},
 	)
 	if !mp.Before.Equal(mp.During) {
-		steps = append(steps, plan.Step{Phase: "RestoreSettings", Detail: "UpdateNodegroupConfig: " + mp.Before.String(), Estimate: plan.Duration(eksAPIStep)})
+		steps = append(steps, plan.Step{Phase: "RestoreSettings", Detail: "UpdateNodegroupConfig: " + mp.Before.String(), Estimate: plan.Duration(in.SettingsTime())})
 	}
 	return steps
 }
@@ -282,9 +282,8 @@ func managedSteps(in plan.Input, mp *plan.ManagedPlan, nodes int) []plan.Step {
 // Upgrade phase step 3).
 const eksCordonWait = 60 * time.Second
 
-// eksAPIStep: an UpdateNodegroupConfig of the update settings alone, and
-// the Setup phase (a launch template version, the Auto Scaling group
-// pointed at it).
+// eksAPIStep is the Setup phase (a launch template version, the Auto
+// Scaling group pointed at it): API work alone, like a settings update.
 const eksAPIStep = plan.SettingsUpdateEstimate
 
 // planSettings are EKS's update config in the plan's terms.

@@ -18,7 +18,7 @@ func (n *NodePool) steps(in plan.Input, mp *plan.ManagedPlan, nodes, zones int) 
 		out = append(out, plan.Step{Phase: phase, Detail: detail, Estimate: plan.Duration(d)})
 	}
 	if !mp.Before.Equal(mp.During) {
-		add("Configure", "nodePools.update: "+mp.During.String(), plan.SettingsUpdateEstimate)
+		add("Configure", "nodePools.update: "+mp.During.String(), in.SettingsTime())
 	}
 	limit := plan.FormatDuration(time.Duration(mp.EvictionLimit))
 	s := mp.During
@@ -57,7 +57,7 @@ func (n *NodePool) steps(in plan.Input, mp *plan.ManagedPlan, nodes, zones int) 
 		add("Upgrade", "GKE points the pool at the target: new nodes run it, the running ones are not drained and go away on their own within 7 days", time.Minute)
 	}
 	if !mp.Before.Equal(mp.During) {
-		add("RestoreSettings", "nodePools.update: "+mp.Before.String(), plan.SettingsUpdateEstimate)
+		add("RestoreSettings", "nodePools.update: "+mp.Before.String(), in.SettingsTime())
 	}
 	return out
 }
