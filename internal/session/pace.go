@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,19 +36,24 @@ func (s *Session) pace(ctx context.Context, r *Request, nodes []corev1.Node) *pl
 	return &pc
 }
 
-// historyPace is the last run's pace in the plan's words.
+// historyPace is the last run's pace in the plan's words, each figure
+// up to the second, as the plan's other measures are.
 func historyPace(h report.Pace) plan.Pace {
 	var pc plan.Pace
 	if h.Join > 0 {
-		pc.Join, pc.JoinFrom = plan.Duration(h.Join), "the last run on this group"
+		pc.Join, pc.JoinFrom = upToSecond(h.Join), "the last run on this group"
 	}
 	if h.Drain > 0 {
-		pc.Drain, pc.DrainFrom = plan.Duration(h.Drain), fmt.Sprintf("the last run on this group, %s", plan.Count(h.DrainBatches, "batch"))
+		pc.Drain, pc.DrainFrom = upToSecond(h.Drain), fmt.Sprintf("the last run on this group, %s", plan.Count(h.DrainBatches, "batch"))
 	}
 	if h.Settings > 0 {
-		pc.Settings, pc.SettingsFrom = plan.Duration(h.Settings), "the last run on this group"
+		pc.Settings, pc.SettingsFrom = upToSecond(h.Settings), "the last run on this group"
 	}
 	return pc
+}
+
+func upToSecond(d time.Duration) plan.Duration {
+	return plan.Duration((d + time.Second - 1).Truncate(time.Second))
 }
 
 // podPace measures the start of the evictable pods on the first few of

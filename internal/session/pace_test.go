@@ -96,3 +96,15 @@ func TestPlanAndRunEstimateAlike(t *testing.T) {
 		})
 	}
 }
+
+// TestHistoryPaceInWholeSeconds: the last run's figures, measured to the
+// nanosecond, reach the plan up to the second, each saying where from.
+func TestHistoryPaceInWholeSeconds(t *testing.T) {
+	got := historyPace(report.Pace{Join: 14 * time.Second, Drain: 2100 * time.Millisecond, DrainBatches: 3, Settings: 1067 * time.Millisecond})
+	want := plan.Pace{Join: plan.Duration(14 * time.Second), JoinFrom: "the last run on this group",
+		Drain: plan.Duration(3 * time.Second), DrainFrom: "the last run on this group, 3 batches",
+		Settings: plan.Duration(2 * time.Second), SettingsFrom: "the last run on this group"}
+	if got != want {
+		t.Errorf("pace %+v\nwant %+v", got, want)
+	}
+}

@@ -184,9 +184,10 @@ func (w *workloads) overBudgetAnyOrder(nodes []PlannedNode, size int, service st
 
 // overBudget says which batches take more replicas of a workload than its
 // budget: there the drain waits for the PDB, and without a PDB the workload
-// loses every replica at once.
-func (w *workloads) overBudget(batches [][]PlannedNode) []string {
-	var notes []string
+// loses every replica at once. rounds is the most evictions one after
+// another a batch's drain takes for it (Plan.DrainRounds), at least 1.
+func (w *workloads) overBudget(batches [][]PlannedNode) (notes []string, rounds int) {
+	rounds = 1
 	used := map[int]int{}
 	for i, b := range batches {
 		clear(used)
@@ -197,6 +198,7 @@ func (w *workloads) overBudget(batches [][]PlannedNode) []string {
 		for id, n := range used {
 			if b := w.budget[id]; b != unlimited && n > b {
 				over = append(over, id)
+				rounds = max(rounds, (n+b-1)/max(b, 1))
 			}
 		}
 		slices.SortFunc(over, func(a, b int) int { return strings.Compare(w.refs[a].String(), w.refs[b].String()) })
@@ -204,5 +206,5 @@ func (w *workloads) overBudget(batches [][]PlannedNode) []string {
 			notes = append(notes, fmt.Sprintf("batch %d takes %d pods of %s, more than the %d that may be down at once: the drain will wait for replacements between evictions", i+1, used[id], w.refs[id].label(), w.budget[id]))
 		}
 	}
-	return notes
+	return notes, rounds
 }

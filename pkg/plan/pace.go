@@ -78,6 +78,9 @@ func (p *Plan) paceText() string {
 	if p.Pace != nil && p.Pace.Drain > 0 {
 		drain = fmt.Sprintf("a drain in %s (from %s)", FormatDuration(p.DrainTime()), p.Pace.DrainFrom)
 	}
+	if p.DrainRounds > 1 {
+		drain += fmt.Sprintf(" per round of evictions, %d rounds a batch (a PDB lets fewer of a workload's pods go at once than a batch holds)", p.DrainRounds)
+	}
 	return join + ", " + drain
 }
 

@@ -353,7 +353,7 @@ func (p *Plan) settingsText() string {
 // load balancers to let go of the batch's machines; and a join for each
 // machine of the batch where a removal awaits its replacement.
 func perBatchEstimate(p *Plan) time.Duration {
-	d := p.DrainTime() + time.Duration(p.PostDrainWait) + deregistrationEstimate(p)
+	d := time.Duration(max(p.DrainRounds, 1))*p.DrainTime() + time.Duration(p.PostDrainWait) + deregistrationEstimate(p)
 	if p.Cloud != nil && p.Cloud.AwaitsReplacement {
 		d += time.Duration(max(p.MaxUnavailable, 1)) * p.JoinTime()
 	}

@@ -38,7 +38,8 @@ func (eks) Plan(c *Planning) ([][]PlannedNode, error) {
 		if svc := c.Input.serviceRunning(StrategyEKS); svc != "" {
 			p.Notes = append(p.Notes, w.overBudgetAnyOrder(outdated, p.MaxUnavailable, svc)...)
 		} else {
-			p.Notes = append(p.Notes, w.overBudget(batches)...)
+			notes, rounds := w.overBudget(batches)
+			p.Notes, p.DrainRounds = append(p.Notes, notes...), rounds
 		}
 		return batches, nil
 	}

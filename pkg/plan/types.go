@@ -78,6 +78,11 @@ type Plan struct {
 	// Pace is what was measured of the group's join and drain times,
 	// which the estimates take (see Pace); nil when nothing was.
 	Pace *Pace `json:"pace,omitempty"`
+	// DrainRounds is the most evictions one after another a batch's
+	// drain takes where a PDB lets fewer of a workload's pods go at once
+	// than the batch holds (each waits for a replacement Ready); the
+	// estimates count a drain per round. 0 or 1: one.
+	DrainRounds int `json:"drainRounds,omitempty"`
 
 	Nodes   NodeCounts `json:"nodes"`
 	Zones   []string   `json:"zones"`

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -31,7 +32,12 @@ func gkeDemoExamples(t *testing.T, ctx context.Context, ex *helpExamples) {
 	env := gkeDemoEnv(srv)
 	const pool = gkefake.DemoPool
 	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan default-pool --node-version 1.31 --strategy surge --max-surge 2")
-	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan default-pool --node-version 1.31 --strategy blue-green --batch-node-count 1 --node-pool-soak 1h")
+	bg := ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade plan default-pool --node-version 1.31 --strategy blue-green --batch-node-count 1 --node-pool-soak 1h")
+	// The pool is set to the blue/green the demo asks for: no settings
+	// update is planned, and the drain's pace is the pods' own start.
+	if !strings.Contains(bg.stdout, "(unchanged)") || strings.Contains(bg.stdout, "Configure") || !strings.Contains(bg.stdout, "(from the scheduling to Ready of") {
+		t.Errorf("the blue/green plan on the pool's own settings must update none and take the pods' pace:\n%s", bg.stdout)
+	}
 
 	run := startBackground(t, ex.cmd(t, env, "kubectl nodeupgrade run default-pool --node-version 1.31 --strategy blue-green --batch-node-count 1 --node-pool-soak 1h --yes"))
 	if !run.waitFor("NODE_POOL_SOAKING") {
@@ -60,6 +66,12 @@ func gkeDemoExamples(t *testing.T, ctx context.Context, ex *helpExamples) {
 	waitPDBAllows(t, gkefake.DemoNamespace, "web", 1)
 	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade resume default-pool --yes")
 	assertGKEDemoVersion(t, ctx, gkefake.DemoOldVersion)
+	// That run updated the pool's settings and put them back: the next
+	// plan that updates them takes its pace.
+	if p := runCmd(t, setupCmd(env, "plan", pool, "--node-version", "1.31", "--strategy", "surge", "--max-surge", "1")); p.code != nodeupgrade.ExitOK ||
+		!regexp.MustCompile(`a settings update in \d+s \(from the last run on this group\)`).MatchString(p.stdout) {
+		t.Errorf("the plan after a run that updated the settings must take that run's pace: %s", p)
+	}
 
 	// Towards the new version again, cancelled, and rolled back.
 	fwd := startBackground(t, setupCmd(env, "run", pool, "--node-version", "1.31", "--strategy", "surge", "--max-surge", "1", "--yes"))

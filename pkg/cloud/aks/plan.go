@@ -148,7 +148,9 @@ func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, er
 // (https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster#customize-node-surge-upgrade),
 // with rough estimates from the group's pace (in.JoinTime, in.DrainTime:
 // measured where the plan could): the surge nodes join once, then each
-// round drains, soaks and reimages (a node joining again).
+// round drains, soaks and reimages (a node joining again); at the end the
+// surge nodes, which took pods, are drained and deleted, as the buffer
+// nodes are at the end of AKS's upgrade (same page).
 func (a *AgentPool) steps(in plan.Input, mp *plan.ManagedPlan, nodes, drain int) []plan.Step {
 	var out []plan.Step
 	add := func(phase, detail string, d time.Duration) {
@@ -159,8 +161,8 @@ func (a *AgentPool) steps(in plan.Input, mp *plan.ManagedPlan, nodes, drain int)
 	}
 	surge := int(mp.ScaleUp)
 	rounds := (nodes + surge - 1) / max(surge, 1)
-	add("Upgrade", fmt.Sprintf("AKS adds %d surge node(s), then cordons and drains %d node(s) at a time honouring PDBs for up to %dm each (past it the upgrade fails and the pool is left Failed), and reimages them: about %d rounds",
-		surge, surge, drain, rounds), in.JoinTime()+time.Duration(rounds)*(in.DrainTime()+soakOf(mp.During)+in.JoinTime()))
+	add("Upgrade", fmt.Sprintf("AKS adds %d surge node(s), then cordons and drains %d node(s) at a time honouring PDBs for up to %dm each (past it the upgrade fails and the pool is left Failed), and reimages them: about %d rounds; then it drains and deletes the surge node(s)",
+		surge, surge, drain, rounds), in.JoinTime()+time.Duration(rounds)*(in.DrainTime()+soakOf(mp.During)+in.JoinTime())+in.DrainTime())
 	if !mp.Before.Equal(mp.During) {
 		add("RestoreSettings", "PUT the agent pool's upgradeSettings: "+mp.Before.String(), in.SettingsTime())
 	}

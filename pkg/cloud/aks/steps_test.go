@@ -10,7 +10,7 @@ import (
 // TestUpgradeEstimateFromThePoolsPace: AKS's upgrade is estimated from
 // the group's measured join and drain (the same inputs for plan and
 // run), not the defaults: the surge nodes join once, then each round
-// drains, soaks and reimages.
+// drains, soaks and reimages, then the surge nodes drain.
 func TestUpgradeEstimateFromThePoolsPace(t *testing.T) {
 	pace := &plan.Pace{Join: plan.Duration(10 * time.Second), Drain: plan.Duration(20 * time.Second)}
 	cases := []struct {
@@ -20,10 +20,10 @@ func TestUpgradeEstimateFromThePoolsPace(t *testing.T) {
 		pace         *plan.Pace
 		want         time.Duration
 	}{
-		{"one at a time", 1, 3, "", pace, 10*time.Second + 3*30*time.Second},
-		{"two at a time, odd count", 2, 3, "", pace, 10*time.Second + 2*30*time.Second},
-		{"a soak per round", 1, 2, "2", pace, 10*time.Second + 2*(30*time.Second+2*time.Minute)},
-		{"unmeasured: the defaults", 1, 1, "", nil, plan.NodeLaunchEstimate + plan.DrainEstimate + plan.NodeLaunchEstimate},
+		{"one at a time", 1, 3, "", pace, 10*time.Second + 3*30*time.Second + 20*time.Second},
+		{"two at a time, odd count", 2, 3, "", pace, 10*time.Second + 2*30*time.Second + 20*time.Second},
+		{"a soak per round", 1, 2, "2", pace, 10*time.Second + 2*(30*time.Second+2*time.Minute) + 20*time.Second},
+		{"unmeasured: the defaults", 1, 1, "", nil, plan.NodeLaunchEstimate + plan.DrainEstimate + plan.NodeLaunchEstimate + plan.DrainEstimate},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
