@@ -65,6 +65,11 @@ type Machine struct {
 	// Lifecycle is the provider's own word for the state, for messages
 	// (Auto Scaling's Terminating:Wait, say).
 	Lifecycle string `json:"lifecycle,omitempty"`
+	// Launched is when the cloud launched the machine, where it says
+	// (EC2's LaunchTime): with its node's Ready, the whole of a join
+	// (MachineJoinPace), which the node's own creation leaves the boot
+	// out of.
+	Launched time.Time `json:"launched,omitzero"`
 }
 
 // Leaving reports whether the machine is already on its way out.

@@ -92,10 +92,8 @@ func NodeJoinPace(nodes []corev1.Node) Pace {
 	var took []time.Duration
 	for i := range nodes {
 		n := &nodes[i]
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !n.CreationTimestamp.IsZero() && !c.LastTransitionTime.Before(&n.CreationTimestamp) {
-				took = append(took, c.LastTransitionTime.Sub(n.CreationTimestamp.Time))
-			}
+		if c := nodeReady(n); c != nil && !n.CreationTimestamp.IsZero() && !c.LastTransitionTime.Before(&n.CreationTimestamp) {
+			took = append(took, c.LastTransitionTime.Sub(n.CreationTimestamp.Time))
 		}
 	}
 	if len(took) == 0 {
@@ -103,6 +101,35 @@ func NodeJoinPace(nodes []corev1.Node) Pace {
 	}
 	d := max(Median(took), 0) + time.Second
 	return Pace{Join: Duration(d), JoinFrom: fmt.Sprintf("the creation to Ready of the group's %s", Count(len(took), "node"))}
+}
+
+// MachineJoinPace measures how long the group's machines took from their
+// launch to their node's Ready (the median of those whose cloud says when
+// it launched them; see NodeJoinPace for the Ready time), rounded up to
+// the second. Zero without one.
+func MachineJoinPace(machines map[string]Machine, nodes []corev1.Node) Pace {
+	var took []time.Duration
+	for i := range nodes {
+		n := &nodes[i]
+		m, ok := machines[n.Name]
+		if ready := nodeReady(n); ok && ready != nil && !m.Launched.IsZero() && !ready.LastTransitionTime.Time.Before(m.Launched) {
+			took = append(took, ready.LastTransitionTime.Sub(m.Launched))
+		}
+	}
+	if len(took) == 0 {
+		return Pace{}
+	}
+	return Pace{Join: Duration(max(Median(took), 0) + time.Second), JoinFrom: fmt.Sprintf("the launch to Ready of the group's %s", Count(len(took), "machine"))}
+}
+
+// nodeReady is n's Ready condition when True, nil otherwise.
+func nodeReady(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if c := &n.Status.Conditions[i]; c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
 }
 
 // PodStartPace measures how long the pods took from their scheduling to
@@ -152,14 +179,15 @@ func Median(ds []time.Duration) time.Duration {
 }
 
 // measuredPace is given with what it lacks measured by the cloud (its
-// LaunchPace), else on the group's nodes; nil when nothing is measured.
+// LaunchPace, else its machines' launch to their nodes' Ready), else on
+// the group's nodes; nil when nothing is measured.
 func measuredPace(given *Pace, cloud *CloudGroup, group []corev1.Node) *Pace {
 	var pc Pace
 	if given != nil {
 		pc = *given
 	}
 	if cloud != nil {
-		pc = pc.Or(cloud.LaunchPace)
+		pc = pc.Or(cloud.LaunchPace).Or(MachineJoinPace(cloud.Nodes, group))
 	}
 	pc = pc.Or(NodeJoinPace(group))
 	if pc == (Pace{}) {

@@ -165,3 +165,34 @@ func TestServiceRunAssumesNoPostDrainWait(t *testing.T) {
 		})
 	}
 }
+
+// TestMachineJoinPace: where the cloud says when it launched each
+// machine, a join is from the launch to the node's Ready, boot included,
+// ahead of the node's own creation to Ready; machines without a launch
+// time and nodes not Ready are left out.
+func TestMachineJoinPace(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	node := func(name string, created, ready time.Duration, status corev1.ConditionStatus) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0.Add(created))},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(t0.Add(ready))}}}}
+	}
+	// Each machine launched at t0, its node made 40s later, Ready 10s after.
+	nodes := []corev1.Node{node("a", 40*time.Second, 50*time.Second, corev1.ConditionTrue), node("b", 40*time.Second, 50*time.Second, corev1.ConditionTrue),
+		node("c", 40*time.Second, time.Hour, corev1.ConditionFalse)}
+	launched := map[string]Machine{"a": {ID: "i-a", Launched: t0}, "b": {ID: "i-b", Launched: t0}, "c": {ID: "i-c", Launched: t0}}
+	for _, tc := range []struct {
+		name     string
+		machines map[string]Machine
+		want     Pace
+	}{
+		{"launch times known", launched, Pace{Join: Duration(51 * time.Second), JoinFrom: "the launch to Ready of the group's 2 machines"}},
+		{"no launch time: the nodes' own", map[string]Machine{"a": {ID: "i-a"}, "b": {ID: "i-b"}}, Pace{Join: Duration(11 * time.Second), JoinFrom: "the creation to Ready of the group's 2 nodes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := measuredPace(nil, &CloudGroup{Nodes: tc.machines}, nodes)
+			if got == nil || *got != tc.want {
+				t.Errorf("measured %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

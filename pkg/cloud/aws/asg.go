@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
@@ -34,6 +35,8 @@ type Instance struct {
 	// Protected is ProtectedFromScaleIn: the group's own scale-in passes
 	// over it (an explicit termination does not).
 	Protected bool
+	// Launched is EC2's LaunchTime; zero where EC2 did not describe it.
+	Launched time.Time
 }
 
 // AutoScalingGroup is an Auto Scaling group.
@@ -276,10 +279,10 @@ func (g *AutoScalingGroup) resolveTemplate(ctx context.Context, ag *astypes.Auto
 }
 
 // launchedAs fills in the image and the launch template version the
-// instance was launched from, as EC2 describes it (ec2s, by ID).
+// instance was launched from, and when, as EC2 describes it (ec2s, by ID).
 func (in *Instance) launchedAs(ctx context.Context, ec2s map[string]ec2types.Instance, res resolver) error {
 	if e, ok := ec2s[in.ID]; ok {
-		in.ImageID = sdkaws.ToString(e.ImageId)
+		in.ImageID, in.Launched = sdkaws.ToString(e.ImageId), sdkaws.ToTime(e.LaunchTime)
 		id, v := launchedFrom(e)
 		in.LaunchTemplateID, in.LaunchTemplateVersion = cmp.Or(id, in.LaunchTemplateID), cmp.Or(v, in.LaunchTemplateVersion)
 	}

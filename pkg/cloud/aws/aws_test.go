@@ -42,7 +42,7 @@ const (
 	// i-1 carries the launch template tags (version 1); i-2 has none, so
 	// its "$Latest" from Auto Scaling is resolved; i-3 is gone from EC2.
 	instancesXML = `<DescribeInstancesResponse ` + ec2NS + `><requestId>r</requestId><reservationSet>
-<item><instancesSet><item><instanceId>i-1</instanceId><imageId>ami-old</imageId>
+<item><instancesSet><item><instanceId>i-1</instanceId><imageId>ami-old</imageId><launchTime>2026-01-01T00:00:00.000Z</launchTime>
  <tagSet><item><key>aws:ec2launchtemplate:id</key><value>lt-1</value></item><item><key>aws:ec2launchtemplate:version</key><value>1</value></item></tagSet></item></instancesSet></item>
 <item><instancesSet><item><instanceId>i-2</instanceId><imageId>ami-new</imageId></item></instancesSet></item>
 </reservationSet></DescribeInstancesResponse>`
@@ -222,7 +222,7 @@ func TestGroup(t *testing.T) {
 		t.Fatalf("group: %+v", g)
 	}
 	want := []Instance{
-		{ID: "i-1", Zone: "us-east-1a", LaunchTemplateID: "lt-1", LaunchTemplateVersion: "1", ImageID: "ami-old", Lifecycle: "InService"},
+		{ID: "i-1", Zone: "us-east-1a", LaunchTemplateID: "lt-1", LaunchTemplateVersion: "1", ImageID: "ami-old", Lifecycle: "InService", Launched: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{ID: "i-2", Zone: "us-east-1b", LaunchTemplateID: "lt-1", LaunchTemplateVersion: "2", ImageID: "ami-new", Lifecycle: "InService"},
 		{ID: "i-3", Zone: "us-east-1a", LaunchTemplateID: "lt-1", LaunchTemplateVersion: "1", Lifecycle: "Terminating"},
 	}

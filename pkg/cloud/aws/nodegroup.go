@@ -125,7 +125,7 @@ func MapNodes(g *AutoScalingGroup, nodes []*corev1.Node) (byNode map[string]plan
 	for _, in := range g.Instances {
 		byID[in.ID] = plan.Machine{
 			ID: in.ID, Zone: in.Zone, Template: in.LaunchTemplateID, Version: in.LaunchTemplateVersion,
-			Image: in.ImageID, State: machineState(in.Lifecycle), Lifecycle: in.Lifecycle,
+			Image: in.ImageID, State: machineState(in.Lifecycle), Lifecycle: in.Lifecycle, Launched: in.Launched,
 		}
 	}
 	byNode = make(map[string]plan.Machine, len(nodes))
