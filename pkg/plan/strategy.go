@@ -349,8 +349,9 @@ func (p *Plan) settingsText() string {
 	return s
 }
 
-// perBatchEstimate is a drain, the post-drain wait, and the wait for the
-// load balancers to let go of the batch's machines; and a join for each
+// perBatchEstimate is a drain per round of evictions (DrainRounds), the
+// post-drain wait, and the wait for the load balancers to let go of the
+// batch's machines; and a join for each
 // machine of the batch where a removal awaits its replacement.
 func perBatchEstimate(p *Plan) time.Duration {
 	d := time.Duration(max(p.DrainRounds, 1))*p.DrainTime() + time.Duration(p.PostDrainWait) + deregistrationEstimate(p)

@@ -75,8 +75,9 @@ type Plan struct {
 	// DeregistrationTimeout bounds the wait for the cloud's load
 	// balancers to let go of a removed node (Cloud.LoadBalancers).
 	DeregistrationTimeout Duration `json:"deregistrationTimeout,omitempty"`
-	// Pace is what was measured of the group's join and drain times,
-	// which the estimates take (see Pace); nil when nothing was.
+	// Pace is what was measured of the group's join, drain and settings
+	// update times, which the estimates take (see Pace); nil when
+	// nothing was.
 	Pace *Pace `json:"pace,omitempty"`
 	// DrainRounds is the most evictions one after another a batch's
 	// drain takes where a PDB lets fewer of a workload's pods go at once
