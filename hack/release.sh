@@ -125,7 +125,7 @@ for platform in "${PLATFORMS[@]}"; do
 	mkdir -p "$dir"
 	echo "building $os/$arch" >&2
 	GOOS=$os GOARCH=$arch go build -trimpath \
-		-ldflags "-s -w -X $MODULE/internal/plugin.Version=$VERSION" \
+		-ldflags "-s -w -X $MODULE/pkg/plugin.Version=$VERSION" \
 		-o "$dir/$bin" ./cmd/kubectl-nodeupgrade
 	cp LICENSE "$dir/LICENSE"
 	chmod 0755 "$dir/$bin"

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 )
 
 func main() {

@@ -149,7 +149,7 @@ func compile(root, version, osName, arch string) ([]byte, error) {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, binary)
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X "+module+"/internal/plugin.Version="+version, "-o", bin, "./cmd/kubectl-nodeupgrade")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X "+module+"/pkg/plugin.Version="+version, "-o", bin, "./cmd/kubectl-nodeupgrade")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+osName, "GOARCH="+arch, "GOFLAGS=-buildvcs=false", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,7 +1,7 @@
 // Package session is the one path from a command, a saved plan or a
 // record to a plan and a running strategy: it validates the request,
 // detects and opens the cloud, plans, takes the node group's lock, runs
-// the engine and keeps the record. The cobra commands of internal/plugin
+// the engine and keeps the record. The cobra commands of pkg/plugin
 // are thin shells over it; it knows nothing of flags' parsing or cobra.
 package session
 

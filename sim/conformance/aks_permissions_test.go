@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/conformance"

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/conformance"

@@ -19,7 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	awsprovider "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aws"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/faultproxy"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )

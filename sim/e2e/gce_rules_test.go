@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
 )
 

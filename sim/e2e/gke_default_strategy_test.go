@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )

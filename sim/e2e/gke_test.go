@@ -15,7 +15,7 @@ import (
 	container "google.golang.org/api/container/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gkefake"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 

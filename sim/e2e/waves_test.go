@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	healthgate "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate/gatetest"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/report"

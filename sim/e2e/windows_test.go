@@ -11,7 +11,7 @@ import (
 
 	container "google.golang.org/api/container/v1"
 
-	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 

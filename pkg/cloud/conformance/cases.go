@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	k8stesting "k8s.io/client-go/testing"
 
-	plugin "github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin"
+	plugin "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 

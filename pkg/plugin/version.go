@@ -11,7 +11,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 )
 
-// Version is set at build time with -ldflags "-X .../internal/plugin.Version=v1.2.3".
+// Version is set at build time with -ldflags "-X .../pkg/plugin.Version=v1.2.3".
 var Version = ""
 
 func version() string {

@@ -21,7 +21,7 @@ import (
 
 	// A new cloud is its own package and this one import line (the real
 	// ones' are in providers.go): it registers itself and binds its flags.
-	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/plugin/internal/fakecloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin/internal/fakecloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 

@@ -4,7 +4,7 @@
 // flags, what makes a node outdated, and what a run may do with its
 // groups, which follows from the interfaces each kind of group implements
 // (kinds.go, service.go). Only tests import it; the import is the one line
-// that adds it, as internal/plugin/providers.go's are for the real ones.
+// that adds it, as pkg/plugin/providers.go's are for the real ones.
 package fakecloud
 
 import (
