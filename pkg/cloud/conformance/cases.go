@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	k8stesting "k8s.io/client-go/testing"
 
-	plugin "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	plugin "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 )
 
 // testCase is one case of the suite; skip says why it does not apply.

@@ -34,9 +34,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
-	plugin "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	plugin "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 )
 
 // Harness is what a provider's test gives the suite.
