@@ -11,9 +11,9 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 )
 
 // noFileComp is cobra.ShellCompDirectiveNoFileComp as printed by __complete.
