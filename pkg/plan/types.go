@@ -115,6 +115,9 @@ type Plan struct {
 	// MakeRoom is what --make-room surges around each batch (nil
 	// without it).
 	MakeRoom []makeroom.Batch `json:"makeRoom,omitempty"`
+	// Capacity is what the run needs of the cloud's shared limits and
+	// what was free (nil where the provider reads none).
+	Capacity *CapacityPlan `json:"capacity,omitempty"`
 }
 
 // AddFindings puts findings made outside the planner (by what only the
