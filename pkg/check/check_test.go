@@ -421,6 +421,9 @@ func TestChecks(t *testing.T) {
 			in := control()
 			tc.mutate(in)
 			got := Run(*in)
+			if slim, same := sameOnSlimmed(in, got); !same {
+				t.Fatalf("on the snapshot's slim objects the audit finds\n%+v\nwant what it finds on the full ones\n%+v", slim, got)
+			}
 			var hit *Finding
 			for i := range got {
 				f := &got[i]

@@ -989,7 +989,7 @@ func (in *interner) decodeStatus(b []byte, st *corev1.PodStatus) error {
 		}
 		switch f.num {
 		case 1, 2, 9:
-		case 3, 5, 6, 7, 8, 10, 12, 13, 15, 16: // what SlimPod drops (dropPodStatus)
+		case 3, 5, 6, 8, 10, 12, 13, 15, 16: // what SlimPod drops (dropPodStatus); 7 startTime stays
 			continue
 		default:
 			if err := st.Unmarshal(b[f.start:f.end]); err != nil {

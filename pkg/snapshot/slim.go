@@ -14,7 +14,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // managedFields and kubectl's last-applied copy; of the spec the node,
 // tolerations, volumes, grace period and readiness gates, and of each
 // container its name, readiness probe, lifecycle hooks and restart policy;
-// the status but the container statuses and addresses. Of the resources
+// the status but the container statuses and addresses (startTime stays: a
+// karpenter.sh/do-not-disrupt duration runs from it). Of the resources
 // only the requests stay (the room estimate reads them); limits go. A
 // planner, check or run step reading more of a pod must keep it here
 // (TestSlimPodKeepsWhatPlanningReads). The plan's snapshot and the run's
@@ -63,7 +64,7 @@ func dropPodSpec(sp *corev1.PodSpec) {
 func dropPodStatus(st *corev1.PodStatus) {
 	st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses = nil, nil, nil
 	st.ResourceClaimStatuses, st.PodIPs, st.HostIPs = nil, nil, nil
-	st.Message, st.HostIP, st.PodIP, st.StartTime = "", "", "", nil
+	st.Message, st.HostIP, st.PodIP = "", "", ""
 }
 
 // slimVolumes keeps the volumes the audit and the room estimate read, with

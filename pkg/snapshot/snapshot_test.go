@@ -131,6 +131,8 @@ func TestSlimPodKeepsWhatPlanningReads(t *testing.T) {
 	}
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-web-1"}}})
+	started := metav1.Time{Time: time.Unix(1700000000, 0)}
+	p.Status.StartTime = &started
 	SlimPod(p)
 	checks := []struct {
 		what string
@@ -152,6 +154,7 @@ func TestSlimPodKeepsWhatPlanningReads(t *testing.T) {
 		{"requests kept (the room estimate), limits dropped", p.Spec.Containers[0].Resources.Requests.Cpu().String() == "100m" &&
 			p.Spec.Containers[0].Resources.Limits == nil},
 		{"image and liveness probe dropped", p.Spec.Containers[0].Image == "" && p.Spec.Containers[0].LivenessProbe == nil},
+		{"startTime kept (a do-not-disrupt duration runs from it)", p.Status.StartTime != nil && p.Status.StartTime.Equal(&started)},
 		{"phase and the Ready condition kept, the other conditions dropped", p.Status.Phase == corev1.PodRunning && len(p.Status.Conditions) == 1 &&
 			p.Status.Conditions[0].Type == corev1.PodReady && p.Status.Conditions[0].Status == corev1.ConditionTrue},
 	}
