@@ -92,7 +92,12 @@ func statusOf(r *state.Record, alive bool, request string, now time.Time) state.
 	case request == state.RequestCancel:
 		// Cancel marks a stopped run paused; run refuses it until resume.
 		return state.StatePaused
-	case stored == state.StateSoaking && r.Cloud != nil && r.Cloud.SoakUntil != nil && !now.Before(*r.Cloud.SoakUntil):
+	case soakRecorded(r) && stored != state.StateFailed:
+		// Left in its soak (--no-wait, Ctrl-C, a kill): the soak's clock
+		// runs on in the record whether or not a process follows it.
+		if now.Before(*r.Cloud.SoakUntil) {
+			return state.StateSoaking
+		}
 		return StatusSoakOver
 	case stored == state.StateRunning || stored == state.StateWaiting:
 		// No process holds the lock of a run recorded as going on:

@@ -137,11 +137,11 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	case "cancel":
 		return o.cancel(ctx, run, requests)
 	case "complete":
-		return o.complete(ctx, requests, alive)
+		return o.complete(ctx, run)
 	case "rollback":
 		return o.rollback(ctx, rec, requests, alive)
 	case "resume":
-		return o.rerunRecorded(ctx, rec, requests, false)
+		return o.rerunRecorded(ctx, rec, false)
 	}
 	return usageErrorf("unknown action %q", o.action)
 }
@@ -174,14 +174,15 @@ func (o *ControlOptions) cancel(ctx context.Context, run *session.Run, requests 
 }
 
 // complete ends a soak now.
-func (o *ControlOptions) complete(ctx context.Context, requests *state.Requests, alive bool) error {
-	if err := requests.Send(ctx, state.RequestComplete); err != nil {
+func (o *ControlOptions) complete(ctx context.Context, run *session.Run) error {
+	asked, err := o.sess.Complete(ctx, run)
+	if err != nil {
 		return err
 	}
-	if alive {
+	if asked {
 		fmt.Fprintf(o.Out, "asked the run on %q to end its soak now\n", o.NodeGroup)
 	} else {
-		fmt.Fprintf(o.Out, "the soak of %q is over; \"kubectl nodeupgrade resume %s\" goes on to delete blue\n", o.NodeGroup, o.NodeGroup)
+		fmt.Fprintf(o.Out, "ended the soak of %q; \"kubectl nodeupgrade resume %s\" goes on to delete blue\n", o.NodeGroup, o.NodeGroup)
 	}
 	return nil
 }
@@ -194,7 +195,7 @@ func (o *ControlOptions) rollback(ctx context.Context, rec *state.Record, reques
 		return o.rollbackInPlace(ctx, rec)
 	}
 	if !alive {
-		return o.rerunRecorded(ctx, rec, requests, true)
+		return o.rerunRecorded(ctx, rec, true)
 	}
 	if err := requests.Send(ctx, state.RequestRollback); err != nil {
 		return err
@@ -204,13 +205,13 @@ func (o *ControlOptions) rollback(ctx context.Context, rec *state.Record, reques
 }
 
 // rerunRecorded runs the recorded request again, forward or rolling back,
-// with no request pending.
-func (o *ControlOptions) rerunRecorded(ctx context.Context, rec *state.Record, requests *state.Requests, rollback bool) error {
+// with no request pending but a complete, which ends the soak it resumes.
+func (o *ControlOptions) rerunRecorded(ctx context.Context, rec *state.Record, rollback bool) error {
 	r, err := session.FromRecord(rec, nil, o.action)
 	if err != nil {
 		return err
 	}
-	if err := requests.Clear(ctx); err != nil {
+	if err := o.sess.ClearRequests(ctx, o.NodeGroup, !rollback); err != nil {
 		return err
 	}
 	return o.rerun(ctx, rec, r, rollback)

@@ -72,7 +72,7 @@ func (o *ControlOptions) followsUpdate(ctx context.Context, rec *state.Record, u
 	if err != nil || (pr.State != cloud.UpdateInProgress && pr.State != cloud.UpdateSucceeded) {
 		return false, err
 	}
-	return true, o.rerunRecorded(ctx, rec, o.sess.Requests(o.NodeGroup), false)
+	return true, o.rerunRecorded(ctx, rec, false)
 }
 
 // openManaged plans the recorded request again, which opens the group's
@@ -126,7 +126,7 @@ func (o *ControlOptions) resumeManaged(ctx context.Context, rec *state.Record, u
 		}
 		fmt.Fprintf(o.Out, "resumed the update of %q: update %s\n", o.NodeGroup, newID)
 	}
-	return o.rerunRecorded(ctx, rec, o.sess.Requests(o.NodeGroup), false)
+	return o.rerunRecorded(ctx, rec, false)
 }
 
 // rollbackManaged has the service roll back a stopped update: the run
@@ -143,5 +143,5 @@ func (o *ControlOptions) rollbackManaged(ctx context.Context, rec *state.Record,
 			return usageErrorf("cannot roll back: the %s's update %s of %q still runs; cancel it first", mp.Service, id, o.NodeGroup)
 		}
 	}
-	return o.rerunRecorded(ctx, rec, o.sess.Requests(o.NodeGroup), true)
+	return o.rerunRecorded(ctx, rec, true)
 }

@@ -288,8 +288,13 @@ func TestAWSBlueGreenGivenGreenNoWaitThenRunAgain(t *testing.T) {
 	if c := g.run(t, "complete", name); c.code != nodeupgrade.ExitOK {
 		t.Fatalf("complete: %s", c)
 	}
-	if r := g.run(t, args...); r.code != nodeupgrade.ExitOK {
-		t.Fatalf("the run after complete: %s", r)
+	// complete ended the soak in the record, with no process to tell: status
+	// says so and resume goes straight on to delete blue (not the 1h soak).
+	if st := g.run(t, "status", name); !strings.Contains(st.stdout, "soak over") {
+		t.Errorf("status after complete does not say the soak is over: %s", st)
+	}
+	if r := g.run(t, "resume", name, "--yes"); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("resume after complete: %s", r)
 	}
 	g.assertGreenServes(t, green)
 	if !slices.Contains(g.srv.Groups(), green) {

@@ -1,0 +1,74 @@
+package session
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// TestCompleteStoppedSoak: complete on a blue/green run stopped in its
+// soak ends the soak in the record, whatever stopped the run, so status
+// says "soak over" and resume (which keeps a complete it has not read)
+// goes straight on instead of waiting out the rest.
+func TestCompleteStoppedSoak(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		stored      state.RunState
+		lastError   string
+		phase       plan.Phase
+		wantRequest string // the request left for the run that resumes it
+	}{
+		{"--no-wait", state.StateSoaking, "", plan.PhaseSoak, ""},
+		{"Ctrl-C", state.StateInterrupted, InterruptedError, plan.PhaseSoak, ""},
+		{"killed", state.StateRunning, "", plan.PhaseSoak, ""},
+		{"Ctrl-C in a batch soak", state.StateInterrupted, InterruptedError, plan.PhaseBatchSoak, state.RequestComplete},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Session{Client: fake.NewClientset(), StateNamespace: "kube-system"}
+			until := time.Now().Add(10 * time.Minute).UTC().Truncate(time.Second)
+			rec := &state.Record{NodeGroup: "g", Strategy: string(plan.StrategyBlueGreen), State: tc.stored, LastError: tc.lastError,
+				Phase: string(tc.phase), StartedAt: time.Now(), Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "aws", Group: "g"}}}
+			if tc.phase == plan.PhaseSoak {
+				rec.Cloud.SoakUntil = &until
+			}
+			if err := s.store().Save(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			run := look(t, s)
+			if tc.phase == plan.PhaseSoak && run.Status != state.StateSoaking {
+				t.Errorf("before complete: status %q, want %q", run.Status, state.StateSoaking)
+			}
+			asked, err := s.Complete(ctx, run)
+			if err != nil || asked {
+				t.Fatalf("complete: asked %v, %v; want the soak ended without a process", asked, err)
+			}
+			after := look(t, s)
+			if tc.phase == plan.PhaseSoak {
+				if after.Status != StatusSoakOver || !after.Record.Cloud.SoakUntil.Before(until) {
+					t.Errorf("after complete: status %q, soak until %v; want %q, ended now", after.Status, after.Record.Cloud.SoakUntil, StatusSoakOver)
+				}
+			}
+			if err := s.ClearRequests(ctx, "g", true); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := s.Requests("g").Pending(ctx); got != tc.wantRequest {
+				t.Errorf("resume reads request %q, want %q", got, tc.wantRequest)
+			}
+		})
+	}
+}
+
+func look(t *testing.T, s *Session) *Run {
+	t.Helper()
+	run, err := s.Look(context.Background(), "g")
+	if err != nil || run == nil {
+		t.Fatalf("look: %v, %v", run, err)
+	}
+	return run
+}
