@@ -96,7 +96,7 @@ func (g *waveGate) soak(ctx context.Context, s plan.State, wave *plan.Wave, wg *
 	g.logf("wave %d/%d (%d nodes) waits: soak until %s, then %d gates", wave.Number, g.lastWave(), len(wave.Nodes), wg.SoakFrom.Add(wg.Soak).Format(time.RFC3339), len(g.cfg.Plan.Waves.Gates))
 	g.progress.waitingFor(fmt.Sprintf("the soak before wave %d", wave.Number))
 	defer g.progress.waitingFor("")
-	return g.windows.waitUntil(ctx, s, left)
+	return g.windows.waitUntil(ctx, left)
 }
 
 func (g *waveGate) lastWave() int {

@@ -113,7 +113,7 @@ func (ww *windowWait) holdUntilOpen(ctx context.Context, s plan.State, what stri
 	if err := ww.setWindowWait(ctx, &opens); err != nil {
 		return err
 	}
-	if err := ww.waitUntil(ctx, s, opens.Sub(now)); err != nil {
+	if err := ww.waitUntil(ctx, opens.Sub(now)); err != nil {
 		return err
 	}
 	ww.logf("maintenance window open: %s starts", what)
@@ -149,9 +149,9 @@ func (ww *windowWait) setWindowWait(ctx context.Context, until *time.Time) error
 
 // waitUntil waits d, or until a request from another terminal stops or
 // turns the wait.
-func (ww *windowWait) waitUntil(ctx context.Context, s plan.State, d time.Duration) error {
+func (ww *windowWait) waitUntil(ctx context.Context, d time.Duration) error {
 	return ww.waitOrRequest(ctx, d, 0, nil, func(req string) (bool, error) {
-		return false, ww.windowRequest(ctx, s, req)
+		return false, ww.windowRequest(ctx, req)
 	})
 }
 
@@ -196,12 +196,23 @@ func (ww *windowWait) waitOrRequest(ctx context.Context, d, every time.Duration,
 	}
 }
 
+// recordedPhase is the phase the run's record names.
+func (ww *windowWait) recordedPhase() plan.Phase {
+	if ww.record == nil {
+		return ""
+	}
+	return plan.Phase(ww.record.Phase)
+}
+
 // windowRequest is what a request does to a wait for a window: cancel
 // pauses it; rollback turns a run that can be turned around live.
-func (ww *windowWait) windowRequest(ctx context.Context, s plan.State, req string) error {
+func (ww *windowWait) windowRequest(ctx context.Context, req string) error {
 	switch {
 	case req == state.RequestCancel:
-		return &PausedError{Phase: s.Phase}
+		// The wait comes before s is entered: the run is paused in the
+		// phase its record names (none before its first), as status and
+		// run say.
+		return &PausedError{Phase: ww.recordedPhase()}
 	case req == state.RequestRollback && ww.liveRollback:
 		if err := ww.control.Clear(ctx); err != nil {
 			return err

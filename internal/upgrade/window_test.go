@@ -112,3 +112,24 @@ func TestMaintenanceWindowHoldsBatchStarts(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelDuringWindowWaitNamesTheRecordedPhase: a wait for a window
+// comes before its state is entered, so cancel pauses the run in the
+// phase its record names, in the words status and run use for it.
+func TestCancelDuringWindowWaitNamesTheRecordedPhase(t *testing.T) {
+	for _, tc := range []struct {
+		name, recorded, want string
+	}{
+		{"before the first phase", "", "paused by cancel before its first phase"},
+		{"between batches", string(plan.PhaseRecover), "paused by cancel in phase Recover"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ww := &windowWait{record: &state.Record{Phase: tc.recorded}}
+			err := ww.windowRequest(context.Background(), state.RequestCancel)
+			var paused *PausedError
+			if !errors.As(err, &paused) || err.Error() != tc.want {
+				t.Errorf("cancel while waiting: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
