@@ -160,7 +160,9 @@ func beginAttempt(rec *state.Record, pl *Planned, holder string) {
 		kind, pod = state.AttemptInCluster, p
 	}
 	switch {
-	case pl.Request.Rollback:
+	case pl.Request.Rollback || rollsBackInPlace(rec, pl.Request.Request):
+		// blue/green's rollback, or an eks or surge run sent back to the
+		// version the group launched before
 		kind = state.AttemptRollback
 	case kind == state.AttemptInCluster:
 	case len(rec.Attempts) == 0 && rec.Phase == "" && len(rec.Done) == 0:

@@ -167,12 +167,16 @@ func TestAttemptKinds(t *testing.T) {
 		{"a record of an older version", state.Record{Phase: "Drain", Done: []string{"n1"}}, map[string]bool{}, false, "laptop/43", state.AttemptRerun, "", 1},
 		{"resume", state.Record{Attempts: earlier, Phase: "Drain"}, nil, false, "laptop/44", state.AttemptResume, "", 2},
 		{"rollback", state.Record{Attempts: earlier, Phase: "Drain"}, nil, true, "laptop/45", state.AttemptRollback, "", 2},
+		{"an eks rollback", state.Record{Attempts: earlier, Phase: "Drain", Cloud: &state.CloudRecord{GroupRecord: state.GroupRecord{FromVersion: "1", TargetVersion: "2"}}}, nil, false, "laptop/46", state.AttemptRollback, "", 2},
 		{"an in-cluster pod", state.Record{Attempts: earlier}, map[string]bool{}, false, JobName("demo") + "-x7k2p/1", state.AttemptInCluster, JobName("demo") + "-x7k2p", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pl := inClusterPlan()
 			pl.Request.Given, pl.Request.Rollback = tt.given, tt.rollback
+			if c := tt.rec.Cloud; c != nil {
+				pl.Request.Cloud.Image, pl.Request.Cloud.Version = "", c.FromVersion // RunBack's request
+			}
 			rec := tt.rec
 			rec.Attempts = slices.Clone(rec.Attempts)
 			beginAttempt(&rec, pl, tt.holder)

@@ -149,7 +149,7 @@ func New(cfg Config) (*Engine, error) {
 	e.arrivals = &arrivals{nodes: e.nodes, timeout: cfg.NodeReadyTimeout, poll: cfg.PollInterval, logf: e.logf}
 	e.recoveries = &recoveries{record: cfg.Record, plan: cfg.Plan, timeout: cfg.RecoverTimeout, progress: e.progress, logf: e.logf}
 	e.windows = &windowWait{schedule: cfg.Window, control: cfg.Control, plan: cfg.Plan, record: cfg.Record, start: cfg.Start,
-		now: cfg.Now, progress: e.progress, logf: e.logf, save: e.save, gatedBatch: -1}
+		now: cfg.Now, progress: e.progress, journal: cfg.Journal, logf: e.logf, save: e.save, gatedBatch: -1}
 	e.group = newCloudGroup(cfg.Provider)
 	e.hooks = &hookRunner{cfg: &e.cfg, pool: e.group.pool, nodes: e.nodes, logf: e.logf, save: e.save}
 	e.batches = &batchRun{cfg: &e.cfg, strategy: strategy, group: e.group, nodes: e.nodes, recoveries: e.recoveries, tally: e.tally,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/report"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
@@ -89,6 +90,7 @@ func (g *waveGate) await(ctx context.Context, s plan.State) error {
 // soak waits out the soak recorded in wg (a resumed run the rest of it);
 // cancel pauses it and rollback turns a blue/green run around.
 func (g *waveGate) soak(ctx context.Context, s plan.State, wave *plan.Wave, wg *state.WaveGate) error {
+	g.cfg.Journal.Enter(report.PhaseWaveSoak, 0)
 	left := wg.SoakFrom.Add(wg.Soak).Sub(g.cfg.Now())
 	if left <= 0 {
 		return nil

@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/report"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
@@ -74,6 +76,8 @@ func TestGateBeforeTheSecondWaveOfABlueGreenRun(t *testing.T) {
 			r := newBGRun(t)
 			r.in.BatchNodes = 1
 			r.planAndConfigureWith(plan.Input{Waves: plan.Waves{Sizes: []string{"1", "2"}, Gates: []string{tc.gate}, OnFail: tc.onFail}})
+			journal := report.NewJournal(time.Now)
+			r.cfg.Journal = journal
 			got := r.run(func(s plan.State) {
 				if s.Phase == plan.PhaseSoak {
 					r.control.sendWhenWatched(state.RequestComplete)
@@ -83,6 +87,11 @@ func TestGateBeforeTheSecondWaveOfABlueGreenRun(t *testing.T) {
 				t.Errorf("phases %q, want %q", got.phases, tc.wantPhases)
 			}
 			tc.check(t, r, got)
+			// The wave's soak and gates are a phase of their own in the
+			// report, not the time of the phase before them.
+			if _, ok := journal.Attempt().Phases[report.PhaseWaveSoak]; !ok {
+				t.Errorf("report phases %v lack %s", journal.Attempt().Phases, report.PhaseWaveSoak)
+			}
 			wantGateRecorded(t, r.cfg.Record, tc.gate, tc.gate == "exec:true")
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/report"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/window"
 )
@@ -35,6 +36,7 @@ type windowWait struct {
 	start    plan.Phase
 	now      func() time.Time
 	progress *progress
+	journal  *report.Journal // counts the waits (nil: no report)
 	logf     func(format string, args ...any)
 	save     func(ctx context.Context) error
 	// liveRollback: the strategy turns around at its next safe point
@@ -113,6 +115,7 @@ func (ww *windowWait) holdUntilOpen(ctx context.Context, s plan.State, what stri
 	if err := ww.setWindowWait(ctx, &opens); err != nil {
 		return err
 	}
+	ww.journal.Enter(report.PhaseWindowWait, 0)
 	if err := ww.waitUntil(ctx, opens.Sub(now)); err != nil {
 		return err
 	}

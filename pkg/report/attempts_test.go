@@ -273,3 +273,25 @@ func TestTookAgainstTheWorkAndTheSoak(t *testing.T) {
 		})
 	}
 }
+
+// TestRunMeasuredAgainstItsFirstPlan: a resumed run's later attempts
+// plan only what is left; the run's wall time is told against its first
+// plan's estimate, and the report says which plan.
+func TestRunMeasuredAgainstItsFirstPlan(t *testing.T) {
+	first := Run{StartedAt: start, Strategy: "eks", Estimate: Duration(104 * time.Second)}
+	h := History{}.With(first, Attempt{Kind: "run", StartedAt: start})
+	resumed := first
+	resumed.Estimate = Duration(time.Second) // what the last attempt's plan had left
+	h = h.With(resumed, Attempt{Kind: "resume", StartedAt: start.Add(30 * time.Second)})
+	if got := h.Runs[0].Estimate; got != Duration(104*time.Second) {
+		t.Fatalf("estimate %s after the resume, want the first plan's 1m44s", time.Duration(got))
+	}
+	h.Runs[0].Outcome = "finished"
+	var out strings.Builder
+	if err := WriteTable(&out, Of("demo", h)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "; the first plan estimated 1m44s\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}

@@ -75,7 +75,8 @@ type Run struct {
 	// Outcome is how the run stands, in status's words.
 	Outcome  string `json:"outcome,omitempty"`
 	Strategy string `json:"strategy,omitempty"`
-	// Estimate is the plan's estimate of the run's duration.
+	// Estimate is the first plan's estimate of the run's duration (a later
+	// attempt's plan estimates only what was left to it).
 	Estimate Duration `json:"estimate,omitempty"`
 	// Soak is the part of Estimate that is the node-pool soak, which
 	// "complete" ends early.
@@ -117,6 +118,11 @@ func (h History) With(run Run, a Attempt) History {
 		i = 0
 	} else {
 		run.Attempts = runs[i].Attempts
+		if runs[i].Estimate > 0 {
+			// The run is measured against its first plan: a later
+			// attempt's plan estimates only what was left to it.
+			run.Estimate, run.Soak = runs[i].Estimate, runs[i].Soak
+		}
 		run.Trimmed, run.TrimmedAttempts = runs[i].Trimmed, runs[i].TrimmedAttempts
 		if run.Gates == nil {
 			run.Gates = runs[i].Gates // an attempt's write before its end keeps its run's verdicts

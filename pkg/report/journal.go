@@ -114,6 +114,14 @@ func stamp(field **time.Time, at time.Time) bool {
 	return true
 }
 
+// The waits a run's journal counts as phases of their own: they come
+// before the state they hold is entered, and would otherwise be counted
+// in the phase before it.
+const (
+	PhaseWaveSoak   = "WaveSoak"   // the soak before a gated wave, and its gates
+	PhaseWindowWait = "WindowWait" // a wait for a maintenance window to open
+)
+
 // Enter notes the run entering phase (of batch, 1-based; 0 none).
 func (j *Journal) Enter(phase string, batch int) {
 	if j == nil {

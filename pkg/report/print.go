@@ -29,7 +29,11 @@ func WriteTable(w io.Writer, rep Report) error {
 
 func writeRun(w io.Writer, group string, run RunReport) error {
 	fmt.Fprintf(w, "Run of %q started %s (%s; attempts: %d): %s\n", group, run.StartedAt.UTC().Format(time.RFC3339), output.OrNone(run.Strategy), len(run.Attempts), run.Outcome)
-	fmt.Fprintf(w, "Took %s; the plan estimated %s%s\n", short(run.Took), estimated(run), overrun(run))
+	which := "the plan"
+	if len(run.Attempts) > 1 {
+		which = "the first plan" // the run's, not what was left to its last attempt
+	}
+	fmt.Fprintf(w, "Took %s; %s estimated %s%s\n", short(run.Took), which, estimated(run), overrun(run))
 	if run.Trimmed > 0 {
 		fmt.Fprintf(w, "(%d of the shortest refused evictions left out to keep the report within %d KiB)\n", run.Trimmed, MaxBytes>>10)
 	}

@@ -57,8 +57,10 @@ type RunReport struct {
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	Outcome    string     `json:"outcome,omitempty"`
 	Strategy   string     `json:"strategy,omitempty"`
-	Estimate   Duration   `json:"estimate,omitempty"`
-	Soak       Duration   `json:"soak,omitempty"` // of Estimate, the node-pool soak
+	// Estimate is the run's first plan's (a later attempt plans only
+	// what is left), Soak of it the node-pool soak.
+	Estimate Duration `json:"estimate,omitempty"`
+	Soak     Duration `json:"soak,omitempty"`
 	// Took is the run's wall time: from its start to its end, or its last
 	// word, across its attempts and the pauses between them.
 	Took     Duration        `json:"took"`
