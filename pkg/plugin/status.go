@@ -389,31 +389,8 @@ func (o *StatusOptions) writeDetails(ctx context.Context, runs []RunStatus) erro
 // and its next steps.
 func (o *StatusOptions) writeRunDetails(s RunStatus, nodeCreated map[string]time.Time, now time.Time) {
 	r := s.Record
-	if c := r.Cloud; c != nil {
-		group, template := c.Kinds()
-		line := fmt.Sprintf("%s: %s %q%s", r.NodeGroup, group, c.Group, targetText(c, template))
-		if s.Status == StatusAborted && c.TargetVersion != "" {
-			// Abort gives the group back its default of before (its note
-			// says which): the version is where the run was going.
-			line = fmt.Sprintf("%s: %s %q; the run was on its way to%s", r.NodeGroup, group, c.Group, strings.TrimPrefix(targetText(c, template), ","))
-		}
-		if c.Original != nil {
-			line += fmt.Sprintf("; before the run %s, desired last set %d", c.Original, c.LastDesired)
-		}
-		if c.Shrinking != "" {
-			line += fmt.Sprintf("; scale-down removing %q", c.Shrinking)
-		}
-		if c.Green != "" {
-			line += fmt.Sprintf("; green %s %q", group, c.Green)
-		}
-		if c.SoakUntil != nil && r.FinishedAt == nil {
-			if left := c.SoakUntil.Sub(now); left > 0 {
-				line += fmt.Sprintf("; soaking until %s (%s left)", c.SoakUntil.Format(time.RFC3339), left.Round(time.Second))
-			} else {
-				line += "; soak over"
-			}
-		}
-		fmt.Fprintln(o.Out, line)
+	if r.Cloud != nil {
+		fmt.Fprintln(o.Out, cloudLine(s, now))
 	}
 	if m := r.Managed; m != nil && r.Cloud == nil && m.Service != "" {
 		fmt.Fprintln(o.Out, managedLine(r.NodeGroup, m))
@@ -441,6 +418,56 @@ func (o *StatusOptions) writeRunDetails(s RunStatus, nodeCreated map[string]time
 // targetText is what the group launches, as the record knows it: the
 // version the run set, or the plan's template where the run sets none (a
 // Karpenter NodePool's NodeClass), or nothing.
+// cloudLine names the run's group in the provider's words, what the group
+// launches as the run left it, and the rest of its cloud record.
+func cloudLine(s RunStatus, now time.Time) string {
+	r, c := s.Record, s.Record.Cloud
+	group, template := c.Kinds()
+	rollback := s.Status == StatusRolledBack || plan.Phase(r.Phase) == plan.PhaseRollback
+	line := fmt.Sprintf("%s: %s %q%s", r.NodeGroup, group, c.Group, targetText(c, template))
+	switch {
+	case s.Status == StatusAborted && c.TargetVersion != "":
+		// Abort gives the group back its default of before (its note
+		// says which): the version is where the run was going.
+		line = fmt.Sprintf("%s: %s %q; the run was on its way to%s", r.NodeGroup, group, c.Group, strings.TrimPrefix(targetText(c, template), ","))
+	case rollback && c.FromVersion != "" && c.TargetVersion != c.FromVersion:
+		// The rollback takes the group back to the version it launched
+		// before: the target is where the run was going, no longer used.
+		back := *c
+		back.TargetVersion = c.FromVersion
+		line = fmt.Sprintf("%s: %s %q%s, back from%s", r.NodeGroup, group, c.Group, targetText(&back, template), strings.TrimPrefix(targetText(c, template), ","))
+	}
+	if c.Original != nil {
+		line += fmt.Sprintf("; before the run %s, desired last set %d", c.Original, c.LastDesired)
+	}
+	if c.Shrinking != "" {
+		line += fmt.Sprintf("; scale-down removing %q", c.Shrinking)
+	}
+	line += greenText(c, group, s.Status)
+	if c.SoakUntil != nil && r.FinishedAt == nil && !rollback {
+		if left := c.SoakUntil.Sub(now); left > 0 {
+			line += fmt.Sprintf("; soaking until %s (%s left)", c.SoakUntil.Format(time.RFC3339), left.Round(time.Second))
+		} else {
+			line += "; soak over"
+		}
+	}
+	return line
+}
+
+// greenText names a blue/green run's green group as it stands: one the
+// rollback made by the run deleted is gone.
+func greenText(c *state.CloudRecord, group, status string) string {
+	switch {
+	case c.Green == "":
+		return ""
+	case status == StatusRolledBack && c.GreenCreated:
+		return fmt.Sprintf("; green %s %q deleted by the rollback", group, c.Green)
+	case status == StatusRolledBack:
+		return fmt.Sprintf("; green %s %q (given to the run) kept, drained", group, c.Green)
+	}
+	return fmt.Sprintf("; green %s %q", group, c.Green)
+}
+
 func targetText(c *state.CloudRecord, template string) string {
 	switch {
 	case c.TargetVersion != "":

@@ -89,6 +89,12 @@ func TestDescribeRun(t *testing.T) {
 		{"stopped at --not-after", func(r *state.Record) {
 			r.State, r.Phase, r.Note = state.StateWindowClosed, "Recover", (&upgrade.WindowClosedError{What: "batch 2/3", NotAfter: testNow}).Error()
 		}, false, "", StatusWindowOver, 4 * time.Minute},
+		{"Ctrl-C during the soak", func(r *state.Record) {
+			r.State, r.LastError, r.Phase, r.Cloud = state.StateInterrupted, interruptedError, "Soak", &state.CloudRecord{GreenRecord: state.GreenRecord{SoakUntil: &soakEnds}}
+		}, false, "", StatusSoaking, 4 * time.Minute},
+		{"killed during the soak", func(r *state.Record) {
+			r.State, r.Phase, r.Cloud = state.StateRunning, "Soak", &state.CloudRecord{GreenRecord: state.GreenRecord{SoakUntil: &soakEnded}}
+		}, false, "", StatusSoakOver, 4 * time.Minute},
 		{"left soaking, soak over", func(r *state.Record) {
 			r.Phase, r.Note, r.Cloud = "Soak", "soaking until ...", &state.CloudRecord{GreenRecord: state.GreenRecord{SoakUntil: &soakEnded}}
 		}, false, "", StatusSoakOver, 4 * time.Minute},
@@ -462,6 +468,45 @@ func TestStatusOfARunThatEndsBetweenItsRecordAndItsLock(t *testing.T) {
 			out, stderr, code := runStatus(t, client, tc.args...)
 			if code != tc.code || !strings.Contains(out, "finished") || strings.Contains(out, "paused") {
 				t.Fatalf("exit %d, want %d and finished; stdout:\n%s\nstderr: %s", code, tc.code, out, stderr)
+			}
+		})
+	}
+}
+
+// TestStatusCloudLineAfterRollbacks: after a rollback, status names the
+// version the group launches again, not the one the run was going to, and
+// a green group the rollback deleted as deleted.
+func TestStatusCloudLineAfterRollbacks(t *testing.T) {
+	finished := testNow.Add(-time.Minute)
+	bg := func(created bool) func(r *state.Record) {
+		return func(r *state.Record) {
+			r.Strategy, r.State, r.Phase, r.FinishedAt = "blue-green", state.StateRolledBack, "Done", &finished
+			r.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{Provider: "aws", Group: "ng", Template: "lt-1", FromVersion: "1", TargetVersion: "2"},
+				GreenRecord: state.GreenRecord{Green: "ng-v2", GreenCreated: created}}
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		edit      func(r *state.Record)
+		want, not string
+	}{
+		{"blue/green rolled back, green created", bg(true), `launch template lt-1 version 1, back from launch template lt-1 version 2; green Auto Scaling group "ng-v2" deleted by the rollback`, "soak"},
+		{"blue/green rolled back, green given", bg(false), `green Auto Scaling group "ng-v2" (given to the run) kept, drained`, "deleted"},
+		{"interrupted in its rollback", func(r *state.Record) {
+			bg(true)(r)
+			r.State, r.Phase, r.FinishedAt, r.LastError = state.StateInterrupted, "Rollback", nil, interruptedError
+		}, `version 1, back from launch template lt-1 version 2; green Auto Scaling group "ng-v2"`, "deleted"},
+		{"upgrade under way", func(r *state.Record) {
+			bg(true)(r)
+			r.State, r.Phase, r.FinishedAt = state.StateRunning, "Drain", nil
+		}, `launch template lt-1 version 2; green Auto Scaling group "ng-v2"`, "back from"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := recordFor("ng")
+			tc.edit(r)
+			line := cloudLine(describeRun(r, false, "", testNow), testNow)
+			if !strings.Contains(line, tc.want) || strings.Contains(line, tc.not) {
+				t.Errorf("status line %q, want %q and no %q", line, tc.want, tc.not)
 			}
 		})
 	}
