@@ -458,3 +458,55 @@ func TestSubmittedRunIsSeenThenPutBack(t *testing.T) {
 		}
 	})
 }
+
+// TestSubmittedRunNamesItsPod: a submitted run counts the nodes its plan
+// leaves to the pod, and names its Job, the pod and why the pod has not
+// started the run.
+func TestSubmittedRunNamesItsPod(t *testing.T) {
+	ctx := context.Background()
+	pending := func(mutate func(p *corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: JobName("demo") + "-x7k2p",
+			Labels: map[string]string{batchv1.JobNameLabel: JobName("demo")}}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+		mutate(p)
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"unschedulable", pending(func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+				Message: "0/9 nodes are available: 9 node(s) had untolerated taint"}}
+		}), "Job kube-system/" + JobName("demo") + ", pod " + JobName("demo") + "-x7k2p Pending: Unschedulable: 0/9 nodes are available: 9 node(s) had untolerated taint"},
+		{"image not pulled", pending(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "upgrade", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "img"`}}}}
+		}), `Pending: ImagePullBackOff: Back-off pulling image "img"`},
+		{"no pod yet", nil, "Job kube-system/" + JobName("demo") + " has no pod yet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c := inClusterSession(serviceAccount)
+			pl := inClusterPlan()
+			pl.Nodes.Outdated, pl.Batches = 9, make([]plan.Batch, 3)
+			if _, err := s.Submit(ctx, pl, InCluster{Image: "img", ServiceAccount: "sa"}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.pod != nil {
+				if _, err := c.CoreV1().Pods("kube-system").Create(ctx, tc.pod, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run, err := s.Look(ctx, "demo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := run.Record.Left(); left != 9 {
+				t.Errorf("left %d, want the plan's 9 outdated nodes", left)
+			}
+			jp, err := s.SubmittedPod(ctx, run.Record)
+			if err != nil || jp == nil || !strings.Contains(jp.String(), tc.want) {
+				t.Errorf("submitted pod %v (%v), want %q", jp, err, tc.want)
+			}
+		})
+	}
+}

@@ -3,8 +3,11 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -27,6 +30,10 @@ func (s *Session) recordSubmitted(ctx context.Context, pl *Planned, job string) 
 	}
 	rec.Strategy = pl.Strategy
 	recordRequest(rec, pl)
+	if rec.NodesTotal == 0 {
+		// What is left until the pod plans again: the submitter's plan.
+		rec.NodesTotal, rec.Batches = pl.Nodes.Outdated, len(pl.Batches)
+	}
 	rec.State = state.StateSubmitted
 	rec.Submission = &state.Submission{Job: job, At: time.Now().UTC().Truncate(time.Second), Earlier: earlier}
 	return store.Save(ctx, rec)
@@ -86,4 +93,72 @@ func (s *Session) deleteSubmittedJob(ctx context.Context, group string) error {
 	}
 	fmt.Fprintf(s.Out, "deleted Job %s/%s, whose pod had not started the run\n", ns, name)
 	return nil
+}
+
+// JobPod is where a submitted run's Job stands: its pod, and why that pod
+// has not started the run yet (Unschedulable, ImagePullBackOff …), in the
+// words of the pod's own status.
+type JobPod struct {
+	Job     string `json:"job"`
+	Pod     string `json:"pod,omitempty"`
+	Phase   string `json:"phase,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+func (p JobPod) String() string {
+	if p.Pod == "" {
+		return fmt.Sprintf("Job %s has no pod yet (see \"kubectl describe job\")", p.Job)
+	}
+	line := fmt.Sprintf("Job %s, pod %s %s", p.Job, p.Pod, p.Phase)
+	if p.Reason != "" {
+		line += ": " + p.Reason
+	}
+	if p.Message != "" {
+		line += ": " + p.Message
+	}
+	return line
+}
+
+// SubmittedPod is the pod of the Job rec's submitted run was handed to,
+// the newest where the Job made several; nil for a run not submitted.
+func (s *Session) SubmittedPod(ctx context.Context, rec *state.Record) (*JobPod, error) {
+	if rec.State != state.StateSubmitted || rec.Submission == nil {
+		return nil, nil
+	}
+	ns, job := s.StateNamespace, rec.Submission.Job
+	jp := &JobPod{Job: ns + "/" + job}
+	// The Job controller labels its pods with the Job's name
+	// (batch.kubernetes.io/job-name, Kubernetes 1.27+).
+	pods, err := s.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	if err != nil {
+		return nil, fmt.Errorf("error when listing the pods of Job %s: %w", jp.Job, err)
+	}
+	var newest *corev1.Pod
+	for i := range pods.Items {
+		if p := &pods.Items[i]; newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) {
+			newest = p
+		}
+	}
+	if newest != nil {
+		jp.Pod, jp.Phase = newest.Name, string(newest.Status.Phase)
+		jp.Reason, jp.Message = whyNotRunning(newest)
+	}
+	return jp, nil
+}
+
+// whyNotRunning is what holds a pod back: not scheduled, or a container
+// waiting (its image not pulled, its config missing …).
+func whyNotRunning(p *corev1.Pod) (reason, message string) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Reason, c.Message
+		}
+	}
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" {
+			return w.Reason, w.Message
+		}
+	}
+	return "", ""
 }

@@ -63,6 +63,9 @@ type RunStatus struct {
 	// read as status -w looks (heldNow), or, where the service drains,
 	// as the run following it recorded them.
 	Held []HeldNow `json:"held,omitempty"`
+	// Submitted is the Job a submitted run was handed to and its pod,
+	// with why that pod has not started the run.
+	Submitted *session.JobPod `json:"submitted,omitempty"`
 }
 
 // ResourceRefs names the run's node group for -o name.
@@ -242,7 +245,12 @@ func (o *StatusOptions) look(ctx context.Context) ([]RunStatus, error) {
 	}
 	var statuses []RunStatus
 	for _, r := range runs {
-		statuses = append(statuses, describeRun(r.Record, r.Alive, r.Request, o.now()))
+		st := describeRun(r.Record, r.Alive, r.Request, o.now())
+		var err error
+		if st.Submitted, err = sess.SubmittedPod(ctx, r.Record); err != nil {
+			return nil, err
+		}
+		statuses = append(statuses, st)
 	}
 	return statuses, nil
 }
@@ -400,6 +408,9 @@ func (o *StatusOptions) writeRunDetails(s RunStatus, nodeCreated map[string]time
 	}
 	if w := r.WaitingForWindow; w != nil && s.Alive {
 		fmt.Fprintf(o.Out, "%s: waiting for window until %s (in %s)\n", r.NodeGroup, w.Format(time.RFC3339), w.Sub(now).Round(time.Second))
+	}
+	if s.Submitted != nil {
+		fmt.Fprintf(o.Out, "%s: submitted to %s\n", r.NodeGroup, s.Submitted)
 	}
 	if where := inClusterWhere(s, o.StateNamespace); where != "" {
 		fmt.Fprintf(o.Out, "%s: %s\n", r.NodeGroup, where)

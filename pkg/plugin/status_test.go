@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -509,5 +512,27 @@ func TestStatusCloudLineAfterRollbacks(t *testing.T) {
 				t.Errorf("status line %q, want %q and no %q", line, tc.want, tc.not)
 			}
 		})
+	}
+}
+
+// TestStatusNamesTheSubmittedJobsPod: status and status -A name the Job of
+// a submitted run, its pod and why the pod waits, and count what is left.
+func TestStatusNamesTheSubmittedJobsPod(t *testing.T) {
+	r := recordFor("demo")
+	r.State, r.Phase, r.Batch, r.Done, r.InFlight = state.StateSubmitted, "", 0, nil, nil
+	r.Submission = &state.Submission{Job: session.JobName("demo"), At: testNow}
+	client := statusFixture(t, []*state.Record{r})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: state.DefaultNamespace, Name: session.JobName("demo") + "-abcde",
+		Labels: map[string]string{batchv1.JobNameLabel: session.JobName("demo")}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/9 nodes are available"}}}}
+	if _, err := client.CoreV1().Pods(state.DefaultNamespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"demo"}, {"-A"}} {
+		out, stderr, code := runStatus(t, client, args...)
+		want := "demo: submitted to Job " + state.DefaultNamespace + "/" + session.JobName("demo") + ", pod " + pod.Name + " Pending: Unschedulable: 0/9 nodes are available"
+		if code != ExitOK || !strings.Contains(out, want) || !regexp.MustCompile(`demo\s+submitted\s+<none>\s+-?\s*0\s+9\s`).MatchString(out) {
+			t.Errorf("status %v: exit %d, stderr %q, stdout:\n%s\nwant %q and 9 left", args, code, stderr, out, want)
+		}
 	}
 }
