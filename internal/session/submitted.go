@@ -107,6 +107,9 @@ type JobPod struct {
 }
 
 func (p JobPod) String() string {
+	if p.Pod == "" && p.Message != "" {
+		return fmt.Sprintf("Job %s (%s)", p.Job, p.Message)
+	}
 	if p.Pod == "" {
 		return fmt.Sprintf("Job %s has no pod yet (see \"kubectl describe job\")", p.Job)
 	}
@@ -122,9 +125,9 @@ func (p JobPod) String() string {
 
 // SubmittedPod is the pod of the Job rec's submitted run was handed to,
 // the newest where the Job made several; nil for a run not submitted.
-func (s *Session) SubmittedPod(ctx context.Context, rec *state.Record) (*JobPod, error) {
+func (s *Session) SubmittedPod(ctx context.Context, rec *state.Record) *JobPod {
 	if rec.State != state.StateSubmitted || rec.Submission == nil {
-		return nil, nil
+		return nil
 	}
 	ns, job := s.StateNamespace, rec.Submission.Job
 	jp := &JobPod{Job: ns + "/" + job}
@@ -132,7 +135,10 @@ func (s *Session) SubmittedPod(ctx context.Context, rec *state.Record) (*JobPod,
 	// (batch.kubernetes.io/job-name, Kubernetes 1.27+).
 	pods, err := s.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
 	if err != nil {
-		return nil, fmt.Errorf("error when listing the pods of Job %s: %w", jp.Job, err)
+		// status goes on without them: the rights to read records need
+		// not include the pods of the state namespace.
+		jp.Message = fmt.Sprintf("error when listing its pods: %v", err)
+		return jp
 	}
 	var newest *corev1.Pod
 	for i := range pods.Items {
@@ -144,7 +150,7 @@ func (s *Session) SubmittedPod(ctx context.Context, rec *state.Record) (*JobPod,
 		jp.Pod, jp.Phase = newest.Name, string(newest.Status.Phase)
 		jp.Reason, jp.Message = whyNotRunning(newest)
 	}
-	return jp, nil
+	return jp
 }
 
 // whyNotRunning is what holds a pod back: not scheduled, or a container

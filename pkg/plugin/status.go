@@ -246,10 +246,7 @@ func (o *StatusOptions) look(ctx context.Context) ([]RunStatus, error) {
 	var statuses []RunStatus
 	for _, r := range runs {
 		st := describeRun(r.Record, r.Alive, r.Request, o.now())
-		var err error
-		if st.Submitted, err = sess.SubmittedPod(ctx, r.Record); err != nil {
-			return nil, err
-		}
+		st.Submitted = sess.SubmittedPod(ctx, r.Record)
 		statuses = append(statuses, st)
 	}
 	return statuses, nil
