@@ -8,6 +8,29 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
+// Cancel pauses run, once the lifecycle takes it: a submitted run's Job,
+// whose pod has not started it, is withdrawn (earlier is the record as it
+// was before, nil: none); a live run is asked to pause at its next safe
+// point; a stopped one is marked paused (run refuses it until resume).
+func (s *Session) Cancel(ctx context.Context, run *Run) (earlier *state.Record, err error) {
+	if err := run.Accept(CmdCancel); err != nil {
+		return nil, err
+	}
+	if run.Status == state.StateSubmitted {
+		return s.Withdraw(ctx, run.Record.NodeGroup)
+	}
+	return nil, s.Requests(run.Record.NodeGroup).Send(ctx, state.RequestCancel)
+}
+
+// AskRollback asks run's live process, once the lifecycle takes it, to
+// turn the run around at its next safe point.
+func (s *Session) AskRollback(ctx context.Context, run *Run) error {
+	if err := run.Accept(CmdRollback); err != nil {
+		return err
+	}
+	return s.Requests(run.Record.NodeGroup).Send(ctx, state.RequestRollback)
+}
+
 // Complete ends run's soak. A live run is asked to and deletes blue at
 // once (asked); a stopped run in its node-pool soak has the soak ended in
 // its record, so status says "soak over" and resume or run go straight on.

@@ -72,3 +72,45 @@ func look(t *testing.T, s *Session) *Run {
 	}
 	return run
 }
+
+// TestCancelAndAskRollback: the controls check the lifecycle before they
+// record anything: a refused one leaves no request; a taken one leaves
+// the request the run reads.
+func TestCancelAndAskRollback(t *testing.T) {
+	ctx := context.Background()
+	finished := time.Now()
+	for _, tc := range []struct {
+		name        string
+		rec         state.Record
+		control     func(s *Session, run *Run) error
+		wantErr     bool
+		wantRequest string
+		wantStatus  state.RunState
+	}{
+		{"cancel a stopped run", state.Record{Strategy: "eks", State: state.StateFailed, LastError: "boom", Phase: "Drain"},
+			func(s *Session, run *Run) error { _, err := s.Cancel(ctx, run); return err }, false, state.RequestCancel, state.StatePaused},
+		{"cancel a finished run", state.Record{Strategy: "eks", State: state.StateFinished, Phase: "Done", FinishedAt: &finished},
+			func(s *Session, run *Run) error { _, err := s.Cancel(ctx, run); return err }, true, "", state.StateFinished},
+		{"ask an eks run to roll back", state.Record{Strategy: "eks", State: state.StateFailed, LastError: "boom", Phase: "Drain"},
+			func(s *Session, run *Run) error { return s.AskRollback(ctx, run) }, true, "", state.StateFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Session{Client: fake.NewClientset(), StateNamespace: "kube-system"}
+			rec := tc.rec
+			rec.NodeGroup, rec.StartedAt = "g", time.Now()
+			if err := s.store().Save(ctx, &rec); err != nil {
+				t.Fatal(err)
+			}
+			err := tc.control(s, look(t, s))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
+			}
+			if got, _ := s.Requests("g").Pending(ctx); got != tc.wantRequest {
+				t.Errorf("request %q, want %q", got, tc.wantRequest)
+			}
+			if got := look(t, s).Status; got != tc.wantStatus {
+				t.Errorf("status %q, want %q", got, tc.wantStatus)
+			}
+		})
+	}
+}

@@ -132,14 +132,13 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		// The cloud's service runs the update: its own controls act on it.
 		return o.managedControl(ctx, rec, alive)
 	}
-	requests := o.sess.Requests(o.NodeGroup)
 	switch o.action {
 	case "cancel":
-		return o.cancel(ctx, run, requests)
+		return o.cancel(ctx, run)
 	case "complete":
 		return o.complete(ctx, run)
 	case "rollback":
-		return o.rollback(ctx, rec, requests, alive)
+		return o.rollback(ctx, run)
 	case "resume":
 		return o.rerunRecorded(ctx, rec, false)
 	}
@@ -148,12 +147,12 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 
 // cancel asks a live run to pause at its next safe point, or pauses a
 // stopped one.
-func (o *ControlOptions) cancel(ctx context.Context, run *session.Run, requests *state.Requests) error {
+func (o *ControlOptions) cancel(ctx context.Context, run *session.Run) error {
+	earlier, err := o.sess.Cancel(ctx, run)
+	if err != nil {
+		return err
+	}
 	if run.Status == state.StateSubmitted {
-		earlier, err := o.sess.Withdraw(ctx, o.NodeGroup)
-		if err != nil {
-			return err
-		}
 		fmt.Fprintf(o.Out, "withdrew the run on %q before its pod started it: nothing was changed\n", o.NodeGroup)
 		if earlier != nil && earlier.FinishedAt == nil {
 			if v := session.Describe(earlier, false, "", time.Now()); v.Suggest() != "" {
@@ -161,9 +160,6 @@ func (o *ControlOptions) cancel(ctx context.Context, run *session.Run, requests 
 			}
 		}
 		return nil
-	}
-	if err := requests.Send(ctx, state.RequestCancel); err != nil {
-		return err
 	}
 	if run.Alive {
 		fmt.Fprintf(o.Out, "asked the run on %q (%s) to pause at its next safe point; it is %s\n", o.NodeGroup, run.Record.Holder, run.Where())
@@ -190,14 +186,15 @@ func (o *ControlOptions) complete(ctx context.Context, run *session.Run) error {
 // rollback turns the run around: in place, as a live blue/green run's
 // request, or by a blue/green rollback run of a stopped one. The
 // lifecycle refused what the strategy and phase do not allow.
-func (o *ControlOptions) rollback(ctx context.Context, rec *state.Record, requests *state.Requests, alive bool) error {
+func (o *ControlOptions) rollback(ctx context.Context, run *session.Run) error {
+	rec := run.Record
 	if s, err := plan.LookupStrategy(rec.Strategy); err == nil && s.Traits().Rollback == plan.RollbackInPlace {
 		return o.rollbackInPlace(ctx, rec)
 	}
-	if !alive {
+	if !run.Alive {
 		return o.rerunRecorded(ctx, rec, true)
 	}
-	if err := requests.Send(ctx, state.RequestRollback); err != nil {
+	if err := o.sess.AskRollback(ctx, run); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "asked the run on %q to roll back at its next safe point\n", o.NodeGroup)
@@ -262,7 +259,7 @@ func (o *ControlOptions) rollbackInPlace(ctx context.Context, rec *state.Record)
 		return err
 	}
 	r.Cloud.Image, r.Cloud.Version, r.PlanFile = "", rec.Cloud.FromVersion, ""
-	if err := o.sess.Requests(o.NodeGroup).Clear(ctx); err != nil {
+	if err := o.sess.ClearRequests(ctx, o.NodeGroup, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "rolling back the run on %q: the nodes already on version %s go back to version %s\n", o.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
