@@ -28,7 +28,7 @@ type AbortTarget struct {
 // Abort puts the target's group back in service under its lock, with the
 // engine's abort, marks its run aborted, and keeps the record of a
 // failure.
-func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
+func (s Controls) Abort(ctx context.Context, t AbortTarget) error {
 	group := RecordName(t.NodeGroup, t.Selector)
 	cleanupCtx := context.WithoutCancel(ctx)
 	ctx, holder, release, err := s.HoldLock(ctx, group)
@@ -86,9 +86,9 @@ func (s *Session) Abort(ctx context.Context, t AbortTarget) error {
 // now, finds the lock held), and the record names the new holder, so
 // status -w and an in-cluster abort's follower see the abort under way
 // and report lists it.
-func (s *Session) takeOver(ctx context.Context, rec *state.Record, group, holder string) error {
+func (s Controls) takeOver(ctx context.Context, rec *state.Record, group, holder string) error {
 	if rec != nil && rec.State == state.StateSubmitted {
-		if err := s.deleteSubmittedJob(ctx, group); err != nil {
+		if err := s.Jobs().deleteSubmittedJob(ctx, group); err != nil {
 			return err
 		}
 	}
@@ -103,7 +103,7 @@ func (s *Session) takeOver(ctx context.Context, rec *state.Record, group, holder
 // abortConfig is the configuration abort runs the engine with: the plan
 // made again from the recorded request (as resume and rollback do), or,
 // with no request recorded, just the group's nodes and the run's taint.
-func (s *Session) abortConfig(ctx context.Context, t AbortTarget) (upgrade.Config, error) {
+func (s Controls) abortConfig(ctx context.Context, t AbortTarget) (upgrade.Config, error) {
 	rec := t.Unfinished
 	if rec == nil || rec.Request == nil {
 		return s.unrecordedAbortConfig(ctx, t)
@@ -121,7 +121,7 @@ func (s *Session) abortConfig(ctx context.Context, t AbortTarget) (upgrade.Confi
 // unrecordedAbortConfig is abort's configuration where no request was
 // recorded (a first run killed before it wrote one): the group's nodes
 // and the run's taint, from the flags or the last finished run's record.
-func (s *Session) unrecordedAbortConfig(ctx context.Context, t AbortTarget) (upgrade.Config, error) {
+func (s Controls) unrecordedAbortConfig(ctx context.Context, t AbortTarget) (upgrade.Config, error) {
 	r := &Request{Request: plan.Request{NodeGroup: t.NodeGroup, Selector: t.Selector, NodeGroupLabel: t.NodeGroupLabel, Taint: t.Taint}}
 	if f := t.Finished; f != nil && f.Request != nil {
 		if r.NodeGroupLabel == "" {
@@ -156,7 +156,7 @@ func (s *Session) unrecordedAbortConfig(ctx context.Context, t AbortTarget) (upg
 
 // MarkAborted ends rec's run as aborted, with what the engine noted, and
 // says the group is back in service; with no record, it says only that.
-func (s *Session) MarkAborted(ctx context.Context, rec *state.Record, group, note string) error {
+func (s Controls) MarkAborted(ctx context.Context, rec *state.Record, group, note string) error {
 	if rec == nil {
 		if note != "" {
 			fmt.Fprintln(s.Out, note)

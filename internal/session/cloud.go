@@ -29,7 +29,7 @@ type openedCloud struct {
 // openCloudOf opens the nodes' group with the request's cloud into in and
 // pl. Where the cloud was only detected and says the machines belong to
 // no group, provider none serves them.
-func (s *Session) openCloudOf(ctx context.Context, r *Request, pl *Planned, in *plan.Input, nodes []corev1.Node, rec *state.Record) (openedCloud, error) {
+func (s Clouds) openCloudOf(ctx context.Context, r *Request, pl *Planned, in *plan.Input, nodes []corev1.Node, rec *state.Record) (openedCloud, error) {
 	c, err := r.cloudFor(nodes)
 	if err != nil {
 		return openedCloud{}, err
@@ -64,7 +64,7 @@ func (s *Session) openCloudOf(ctx context.Context, r *Request, pl *Planned, in *
 // openCloud reads the node group's cloud group and the target, and
 // returns the provider the run changes it with. It only reads. rec is the
 // unfinished run's record, or nil.
-func (s *Session) openCloud(ctx context.Context, r *Request, c cloud.Cloud, nodes []corev1.Node, rec *state.Record, resume *plan.Resume) (*plan.CloudGroup, cloud.Provider, error) {
+func (s Clouds) openCloud(ctx context.Context, r *Request, c cloud.Cloud, nodes []corev1.Node, rec *state.Record, resume *plan.Resume) (*plan.CloudGroup, cloud.Provider, error) {
 	// An unfinished run knows its group: after a blue/green run made green,
 	// the nodes span two groups.
 	if rec != nil && rec.Cloud == nil {
@@ -137,7 +137,7 @@ func deletedBlue(rec *state.Record, target plan.CloudTarget, err error) bool {
 // says belongs to no group (Karpenter's, standalone) is deleted as asked.
 // Nothing is found with --delete-node=false (nothing is deleted) or with
 // --leave-machines-running. One blocker per cloud.
-func (s *Session) machinesLeftRunning(ctx context.Context, r *Request, p *plan.Plan, nodes []corev1.Node) []check.Finding {
+func (s Clouds) machinesLeftRunning(ctx context.Context, r *Request, p *plan.Plan, nodes []corev1.Node) []check.Finding {
 	if !r.DeleteNode || r.LeaveMachinesRunning {
 		return nil
 	}
@@ -170,7 +170,7 @@ func (s *Session) machinesLeftRunning(ctx context.Context, r *Request, p *plan.P
 // askOwner asks the cloud the plugin serves under name whether a group
 // keeps the nodes' machines. owned is false only when the cloud said the
 // machines belong to no group; reason and fix say what was found.
-func (s *Session) askOwner(ctx context.Context, r *Request, name string, nodes []corev1.Node) (reason, fix string, owned bool) {
+func (s Clouds) askOwner(ctx context.Context, r *Request, name string, nodes []corev1.Node) (reason, fix string, owned bool) {
 	c, ok := cloud.Lookup(name)
 	if !ok {
 		return fmt.Sprintf("no provider of this plugin serves %s machines yet, so nothing asked whether a group keeps them", name),

@@ -12,19 +12,19 @@ import (
 // whose pod has not started it, is withdrawn (earlier is the record as it
 // was before, nil: none); a live run is asked to pause at its next safe
 // point; a stopped one is marked paused (run refuses it until resume).
-func (s *Session) Cancel(ctx context.Context, run *Run) (earlier *state.Record, err error) {
+func (s Controls) Cancel(ctx context.Context, run *Run) (earlier *state.Record, err error) {
 	if err := run.Accept(CmdCancel); err != nil {
 		return nil, err
 	}
 	if run.Status == state.StateSubmitted {
-		return s.Withdraw(ctx, run.Record.NodeGroup)
+		return s.Jobs().Withdraw(ctx, run.Record.NodeGroup)
 	}
 	return nil, s.Requests(run.Record.NodeGroup).Send(ctx, state.RequestCancel)
 }
 
 // AskRollback asks run's live process, once the lifecycle takes it, to
 // turn the run around at its next safe point.
-func (s *Session) AskRollback(ctx context.Context, run *Run) error {
+func (s Controls) AskRollback(ctx context.Context, run *Run) error {
 	if err := run.Accept(CmdRollback); err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (s *Session) AskRollback(ctx context.Context, run *Run) error {
 // its record, so status says "soak over" and resume or run go straight on.
 // A stopped batch soak, whose length the record does not hold, is ended
 // by the request the run resuming it reads (ClearRequests keeps it).
-func (s *Session) Complete(ctx context.Context, run *Run) (asked bool, err error) {
+func (s Controls) Complete(ctx context.Context, run *Run) (asked bool, err error) {
 	if err := run.Accept(CmdComplete); err != nil {
 		return false, err
 	}
@@ -60,7 +60,7 @@ func soakRecorded(r *state.Record) bool {
 // ClearRequests drops the requests to group a run started again by
 // resume or rollback answers (a cancel, a rollback). Resuming, it keeps a
 // complete: that ends the soak the run resumes in.
-func (s *Session) ClearRequests(ctx context.Context, group string, resuming bool) error {
+func (s Controls) ClearRequests(ctx context.Context, group string, resuming bool) error {
 	requests := s.Requests(group)
 	if resuming {
 		pending, err := requests.Pending(ctx)

@@ -44,7 +44,7 @@ func TestCompleteStoppedSoak(t *testing.T) {
 			if tc.phase == plan.PhaseSoak && run.Status != state.StateSoaking {
 				t.Errorf("before complete: status %q, want %q", run.Status, state.StateSoaking)
 			}
-			asked, err := s.Complete(ctx, run)
+			asked, err := s.Controls().Complete(ctx, run)
 			if err != nil || asked {
 				t.Fatalf("complete: asked %v, %v; want the soak ended without a process", asked, err)
 			}
@@ -54,7 +54,7 @@ func TestCompleteStoppedSoak(t *testing.T) {
 					t.Errorf("after complete: status %q, soak until %v; want %q, ended now", after.Status, after.Record.Cloud.SoakUntil, StatusSoakOver)
 				}
 			}
-			if err := s.ClearRequests(ctx, "g", true); err != nil {
+			if err := s.Controls().ClearRequests(ctx, "g", true); err != nil {
 				t.Fatal(err)
 			}
 			if got, _ := s.Requests("g").Pending(ctx); got != tc.wantRequest {
@@ -88,11 +88,11 @@ func TestCancelAndAskRollback(t *testing.T) {
 		wantStatus  state.RunState
 	}{
 		{"cancel a stopped run", state.Record{Strategy: "eks", State: state.StateFailed, LastError: "boom", Phase: "Drain"},
-			func(s *Session, run *Run) error { _, err := s.Cancel(ctx, run); return err }, false, state.RequestCancel, state.StatePaused},
+			func(s *Session, run *Run) error { _, err := s.Controls().Cancel(ctx, run); return err }, false, state.RequestCancel, state.StatePaused},
 		{"cancel a finished run", state.Record{Strategy: "eks", State: state.StateFinished, Phase: "Done", FinishedAt: &finished},
-			func(s *Session, run *Run) error { _, err := s.Cancel(ctx, run); return err }, true, "", state.StateFinished},
+			func(s *Session, run *Run) error { _, err := s.Controls().Cancel(ctx, run); return err }, true, "", state.StateFinished},
 		{"ask an eks run to roll back", state.Record{Strategy: "eks", State: state.StateFailed, LastError: "boom", Phase: "Drain"},
-			func(s *Session, run *Run) error { return s.AskRollback(ctx, run) }, true, "", state.StateFailed},
+			func(s *Session, run *Run) error { return s.Controls().AskRollback(ctx, run) }, true, "", state.StateFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Session{Client: fake.NewClientset(), StateNamespace: "kube-system"}

@@ -307,7 +307,7 @@ func WorkerArgs(r *Request, strategy, job, ns string) []string {
 // created suspended, the plan saved in a ConfigMap the Job owns, then the
 // Job started. A submission refused or failed leaves no Job, no plan and
 // no record change; a finished Job of an earlier run is deleted first.
-func (s *Session) Submit(ctx context.Context, pl *Planned, ic InCluster) (*batchv1.Job, error) {
+func (s Jobs) Submit(ctx context.Context, pl *Planned, ic InCluster) (*batchv1.Job, error) {
 	r := pl.Request
 	if pl.Hooks != nil && pl.Hooks.Any() {
 		return nil, Usagef("cannot run in the cluster: the plan runs command hooks, and the Job's image holds only the plugin; plan again without them, or hold nodes with the annotation hooks (docs/hooks.md)")
@@ -350,7 +350,7 @@ func AbortArgs(req *plan.Request, job, ns string) []string {
 // namespace, whose pod puts the group back in service as abort from a
 // terminal does. The Job of the stopped run, if it has not ended, is
 // deleted first: abort takes its place. Refused, it leaves no Job.
-func (s *Session) SubmitAbort(ctx context.Context, rec *state.Record, ic InCluster) (*batchv1.Job, error) {
+func (s Jobs) SubmitAbort(ctx context.Context, rec *state.Record, ic InCluster) (*batchv1.Job, error) {
 	pl, err := s.Replan(ctx, rec, "abort")
 	if err != nil {
 		return nil, err
@@ -378,7 +378,7 @@ func planJSON(p *plan.Plan) ([]byte, error) {
 // live run, a Job still running) and deletes the finished Job of an
 // earlier run; supersede (abort) deletes a Job of a run that holds no
 // lock even where it has not ended: the new Job takes its place.
-func (s *Session) clearForJob(ctx context.Context, group string, ic InCluster, supersede bool) error {
+func (s Jobs) clearForJob(ctx context.Context, group string, ic InCluster, supersede bool) error {
 	ns := s.StateNamespace
 	if _, err := s.Client.CoreV1().ServiceAccounts(ns).Get(ctx, ic.ServiceAccount, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		return Usagef("cannot run in the cluster: no ServiceAccount %q in namespace %q; apply deploy/in-cluster.yaml (docs/in-cluster.md) or name one with --service-account", ic.ServiceAccount, ns)
@@ -430,7 +430,7 @@ func (s *Session) clearForJob(ctx context.Context, group string, ic InCluster, s
 var jobEndWait = 20 * time.Second
 
 // awaitJobEnd waits up to d for job to end, and returns it as it is then.
-func (s *Session) awaitJobEnd(ctx context.Context, job *batchv1.Job, d time.Duration) (*batchv1.Job, error) {
+func (s Jobs) awaitJobEnd(ctx context.Context, job *batchv1.Job, d time.Duration) (*batchv1.Job, error) {
 	deadline := time.Now().Add(d)
 	for !JobEnded(job) && time.Now().Before(deadline) {
 		select {
@@ -449,7 +449,7 @@ func (s *Session) awaitJobEnd(ctx context.Context, job *batchv1.Job, d time.Dura
 // startJob creates job suspended, its plan (data; nil: none), has record
 // (nil: none) record the submission, and starts it; on a failure it
 // deletes the Job, and the plan goes with it.
-func (s *Session) startJob(ctx context.Context, job *batchv1.Job, data []byte, record func(context.Context) error) (*batchv1.Job, error) {
+func (s Jobs) startJob(ctx context.Context, job *batchv1.Job, data []byte, record func(context.Context) error) (*batchv1.Job, error) {
 	jobs := s.Client.BatchV1().Jobs(job.Namespace)
 	job.Spec.Suspend = ptr.To(true)
 	created, err := jobs.Create(ctx, job, metav1.CreateOptions{})

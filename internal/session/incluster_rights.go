@@ -18,7 +18,7 @@ import (
 // right of deploy/rbac.yaml's run roles (the ClusterRole, and the Role in
 // the state namespace), before it changes anything: a run that found out
 // at its first taint would fail there, and its Job would start it again.
-func (s *Session) CheckRights(ctx context.Context) error {
+func (s Jobs) CheckRights(ctx context.Context) error {
 	attrs, err := runRights(s.StateNamespace)
 	if err != nil {
 		return err

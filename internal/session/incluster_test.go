@@ -190,7 +190,7 @@ func TestSubmit(t *testing.T) {
 	ic := InCluster{Image: "img", ServiceAccount: "sa"}
 	t.Run("started, its plan owned by it and readable as --plan-file", func(t *testing.T) {
 		s, c := inClusterSession(serviceAccount)
-		job, err := s.Submit(ctx, inClusterPlan(), ic)
+		job, err := s.Jobs().Submit(ctx, inClusterPlan(), ic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +231,7 @@ func TestSubmit(t *testing.T) {
 			s, c := inClusterSession(tt.objs...)
 			failCreation(c, tt.failOn)
 			before := objectsIn(t, c)
-			_, err := s.Submit(ctx, inClusterPlan(), ic)
+			_, err := s.Jobs().Submit(ctx, inClusterPlan(), ic)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one saying %q", err, tt.want)
 			}
@@ -320,7 +320,7 @@ func TestCheckRightsNamesWhatIsMissing(t *testing.T) {
 				asked++
 				return false, nil, nil
 			})
-			err := s.CheckRights(context.Background())
+			err := s.Jobs().CheckRights(context.Background())
 			if asked < 30 {
 				t.Errorf("asked about %d rights; deploy/rbac.yaml's run roles hold more", asked)
 			}
@@ -391,9 +391,9 @@ func TestSubmittedRunIsSeenThenPutBack(t *testing.T) {
 		"a finished run": {NodeGroup: "demo", Strategy: "eks", State: state.StateFinished, Done: []string{"a", "b"}, FinishedAt: &finished},
 	}
 	endings := map[string]func(s *Session) (*state.Record, error){
-		"withdrawn by cancel": func(s *Session) (*state.Record, error) { return s.Withdraw(ctx, "demo") },
+		"withdrawn by cancel": func(s *Session) (*state.Record, error) { return s.Jobs().Withdraw(ctx, "demo") },
 		"the Job ended first": func(s *Session) (*state.Record, error) {
-			untaken, err := s.Unsubmit(ctx, "demo", JobName("demo"))
+			untaken, err := s.Jobs().Unsubmit(ctx, "demo", JobName("demo"))
 			if !untaken {
 				err = errors.Join(err, errors.New("not put back"))
 			}
@@ -409,7 +409,7 @@ func TestSubmittedRunIsSeenThenPutBack(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if _, err := s.Submit(ctx, inClusterPlan(), ic); err != nil {
+				if _, err := s.Jobs().Submit(ctx, inClusterPlan(), ic); err != nil {
 					t.Fatal(err)
 				}
 				run, err := s.Look(ctx, "demo")
@@ -419,7 +419,7 @@ func TestSubmittedRunIsSeenThenPutBack(t *testing.T) {
 				if err := run.Accept(CmdCancel); err != nil {
 					t.Errorf("cancel refused: %v", err)
 				}
-				if _, err := s.Submit(ctx, inClusterPlan(), ic); err == nil || !strings.Contains(err.Error(), `"kubectl nodeupgrade cancel demo"`) {
+				if _, err := s.Jobs().Submit(ctx, inClusterPlan(), ic); err == nil || !strings.Contains(err.Error(), `"kubectl nodeupgrade cancel demo"`) {
 					t.Errorf("second submission: %v, want a refusal naming cancel", err)
 				}
 				if _, err := end(s); err != nil {
@@ -442,7 +442,7 @@ func TestSubmittedRunIsSeenThenPutBack(t *testing.T) {
 	}
 	t.Run("a pod took the run", func(t *testing.T) {
 		s, _ := inClusterSession(serviceAccount)
-		if _, err := s.Submit(ctx, inClusterPlan(), ic); err != nil {
+		if _, err := s.Jobs().Submit(ctx, inClusterPlan(), ic); err != nil {
 			t.Fatal(err)
 		}
 		rec, err := s.store().Load(ctx, "demo")
@@ -453,7 +453,7 @@ func TestSubmittedRunIsSeenThenPutBack(t *testing.T) {
 		if err := s.store().Save(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
-		if untaken, err := s.Unsubmit(ctx, "demo", JobName("demo")); untaken || err != nil {
+		if untaken, err := s.Jobs().Unsubmit(ctx, "demo", JobName("demo")); untaken || err != nil {
 			t.Errorf("put back a run a pod took: %v %v", untaken, err)
 		}
 	})
@@ -488,7 +488,7 @@ func TestSubmittedRunNamesItsPod(t *testing.T) {
 			s, c := inClusterSession(serviceAccount)
 			pl := inClusterPlan()
 			pl.Nodes.Outdated, pl.Batches = 9, make([]plan.Batch, 3)
-			if _, err := s.Submit(ctx, pl, InCluster{Image: "img", ServiceAccount: "sa"}); err != nil {
+			if _, err := s.Jobs().Submit(ctx, pl, InCluster{Image: "img", ServiceAccount: "sa"}); err != nil {
 				t.Fatal(err)
 			}
 			if tc.pod != nil {
@@ -503,7 +503,7 @@ func TestSubmittedRunNamesItsPod(t *testing.T) {
 			if left := run.Record.Left(); left != 9 {
 				t.Errorf("left %d, want the plan's 9 outdated nodes", left)
 			}
-			jp := s.SubmittedPod(ctx, run.Record)
+			jp := s.Jobs().SubmittedPod(ctx, run.Record)
 			if jp == nil || !strings.Contains(jp.String(), tc.want) {
 				t.Errorf("submitted pod %v, want %q", jp, tc.want)
 			}

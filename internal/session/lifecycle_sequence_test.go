@@ -99,7 +99,7 @@ var steps = []step{
 	}},
 	{"abort", func(w *world) bool { return !w.alive && w.run().Unfinished() && w.run().Accept(CmdAbort) == nil },
 		func(w *world) state.RunState {
-			if err := w.s.MarkAborted(context.Background(), w.rec, "g", ""); err != nil {
+			if err := w.s.Controls().MarkAborted(context.Background(), w.rec, "g", ""); err != nil {
 				w.t.Fatal(err)
 			}
 			w.request = ""

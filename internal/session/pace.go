@@ -22,7 +22,7 @@ const podSampleNodes = 3
 // first, then the pods on a few of the group's nodes (plan.Build adds
 // the nodes' own join times). Nothing measured is nil; a history or pods
 // the command cannot read leave the defaults, as they are only estimates.
-func (s *Session) pace(ctx context.Context, r *Request, nodes []corev1.Node) *plan.Pace {
+func (s Reports) pace(ctx context.Context, r *Request, nodes []corev1.Node) *plan.Pace {
 	var pc plan.Pace
 	if h, err := s.store().LoadReports(ctx, r.RecordName()); err == nil {
 		pc = historyPace(h.Pace())
@@ -58,7 +58,7 @@ func upToSecond(d time.Duration) plan.Duration {
 
 // podPace measures the start of the evictable pods on the first few of
 // nodes by name.
-func (s *Session) podPace(ctx context.Context, nodes []corev1.Node) plan.Pace {
+func (s Reports) podPace(ctx context.Context, nodes []corev1.Node) plan.Pace {
 	names := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		names = append(names, n.Name)

@@ -88,7 +88,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 	if pl.Plan != nil {
 		pl.Notes = append(pl.Notes, notes...)
 		if opened.cloud == nil && !opened.askedCloud {
-			pl.AddFindings(s.machinesLeftRunning(ctx, r, pl.Plan, nodes)...)
+			pl.AddFindings(s.Clouds().machinesLeftRunning(ctx, r, pl.Plan, nodes)...)
 		}
 		pl.AddFindings(s.permissionFindings(ctx, r, pl.Provider, in, pl.Plan)...)
 		if err := s.makeRoom(ctx, r, pl.Plan, &snap); err != nil {
@@ -177,7 +177,7 @@ func (s *Session) awaitJoining(ctx context.Context, r *Request, cg *plan.CloudGr
 // leave, the run goes on on green's, as it does once they are gone: in
 // and nodes become green's.
 func (s *Session) openGroupCloud(ctx context.Context, r *Request, pl *Planned, snap snapshot.Cluster, rec *state.Record, in *plan.Input, nodes *[]corev1.Node) (openedCloud, error) {
-	opened, err := s.openCloudOf(ctx, r, pl, in, *nodes, rec)
+	opened, err := s.Clouds().openCloudOf(ctx, r, pl, in, *nodes, rec)
 	var gone *blueGoneError
 	if !errors.As(err, &gone) || in.NodeGroup == gone.green {
 		return opened, err
@@ -188,7 +188,7 @@ func (s *Session) openGroupCloud(ctx context.Context, r *Request, pl *Planned, s
 	if *nodes, err = s.groupNodes(ctx, r, snap, rec, in); err != nil {
 		return openedCloud{}, err
 	}
-	return s.openCloudOf(ctx, r, pl, in, *nodes, rec)
+	return s.Clouds().openCloudOf(ctx, r, pl, in, *nodes, rec)
 }
 
 // groupNodes completes in with what rec's run recorded and the group's
@@ -202,7 +202,7 @@ func (s *Session) groupNodes(ctx context.Context, r *Request, snap snapshot.Clus
 	if err != nil {
 		return nil, err
 	}
-	in.Pace = s.pace(ctx, r, nodes)
+	in.Pace = s.Reports().pace(ctx, r, nodes)
 	return nodes, nil
 }
 

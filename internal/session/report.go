@@ -54,13 +54,13 @@ const flushEvery = 3 * time.Second
 // startReport begins the report of the attempt under way of rec's run;
 // nil (and a warning) when the history cannot be read: the run goes on
 // without.
-func (s *Session) startReport(ctx context.Context, pl *Planned, rec *state.Record) *runReport {
+func (s Reports) startReport(ctx context.Context, pl *Planned, rec *state.Record) *runReport {
 	base, err := s.store().LoadReports(ctx, pl.Request.RecordName())
 	if err != nil {
 		fmt.Fprintf(s.ErrOut, "warning: %v; this run keeps no report\n", err)
 		return nil
 	}
-	r := &runReport{s: s, pl: pl, started: rec.StartedAt, attempt: rec.CurrentAttempt(), base: base, ctx: ctx, every: flushEvery, now: time.Now,
+	r := &runReport{s: s.Session, pl: pl, started: rec.StartedAt, attempt: rec.CurrentAttempt(), base: base, ctx: ctx, every: flushEvery, now: time.Now,
 		strategy: pl.Strategy, estimate: report.Duration(pl.EstimatedDuration()), soak: report.Duration(pl.SoakEstimate())}
 	if r.attempt.StartedAt.IsZero() {
 		r.attempt.StartedAt = time.Now().UTC() // a record written without attempts
@@ -199,7 +199,7 @@ func (r *runReport) replacements(ctx context.Context) []report.Replacement {
 }
 
 // withReport starts the attempt's report and has cfg feed its journal.
-func (s *Session) withReport(ctx context.Context, pl *Planned, rec *state.Record, cfg *upgrade.Config) *runReport {
+func (s Reports) withReport(ctx context.Context, pl *Planned, rec *state.Record, cfg *upgrade.Config) *runReport {
 	rep := s.startReport(ctx, pl, rec)
 	if rep == nil {
 		return nil
@@ -217,7 +217,7 @@ func (s *Session) withReport(ctx context.Context, pl *Planned, rec *state.Record
 // Report is the report of group's last runs (runs of them; 0: every one
 // kept): as its runs wrote them, the newest as its record, its lock and a
 // request not taken yet say it stands now (what status says of it).
-func (s *Session) Report(ctx context.Context, group string, runs int) (report.Report, error) {
+func (s Reports) Report(ctx context.Context, group string, runs int) (report.Report, error) {
 	h, err := s.store().LoadReports(ctx, group)
 	if err != nil {
 		return report.Report{}, err

@@ -98,9 +98,9 @@ func TestGateVerdictsKeptInTheHistory(t *testing.T) {
 		Verdicts: []gate.Verdict{{Gate: "exec:./smoke.sh", Kind: gate.Exec, What: "./smoke.sh", Value: "exit status 1", Reason: gate.ReasonExit}}}}}
 	pl := inClusterPlan()
 	rec.BeginAttempt(state.AttemptRun, "", t0)
-	s.startReport(ctx, pl, rec).finish(ctx, rec, nil)
+	s.Reports().startReport(ctx, pl, rec).finish(ctx, rec, nil)
 	rec.BeginAttempt(state.AttemptResume, "", t0.Add(5*time.Minute))
-	s.startReport(ctx, pl, rec).save(ctx, nil)
+	s.Reports().startReport(ctx, pl, rec).save(ctx, nil)
 	h, err := s.store().LoadReports(ctx, "demo")
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func TestReportWrittenAsNodesMove(t *testing.T) {
 	pl.Batches = []plan.Batch{{Number: 1, Nodes: []plan.PlannedNode{{Name: "n1"}, {Name: "n2"}}}}
 	rec := &state.Record{NodeGroup: "demo", StartedAt: time.Now().UTC()}
 	rec.BeginAttempt(state.AttemptRun, "", time.Now())
-	rep := s.startReport(ctx, pl, rec)
+	rep := s.Reports().startReport(ctx, pl, rec)
 	const every = 300 * time.Millisecond
 	rep.every = every
 	node := func(name string) report.Node {
@@ -106,7 +106,7 @@ func TestReportWrittenAgainIsTheSame(t *testing.T) {
 	rec := &state.Record{NodeGroup: "demo", StartedAt: t0}
 	attempt := func(kind state.AttemptKind, node string) *runReport {
 		rec.BeginAttempt(kind, "", now)
-		rep := s.startReport(ctx, pl, rec)
+		rep := s.Reports().startReport(ctx, pl, rec)
 		rep.now = clock
 		rep.journal.Enter("Drain", 1)
 		rep.journal.NodeEvent(node, report.ReasonDraining)
@@ -135,7 +135,7 @@ func TestReportWrittenAgainIsTheSame(t *testing.T) {
 			t.Fatalf("written %d times:\n%s\nonce:\n%s", i+2, again, once)
 		}
 	}
-	rep, err := s.Report(ctx, "demo", 1)
+	rep, err := s.Reports().Report(ctx, "demo", 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	cfg.Record = rec
 	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
 	cfg.OnProgress = recordProgress(store, rec, pl.Plan, previouslyDone)
-	rep := s.withReport(ctx, pl, rec, &cfg)
+	rep := s.Reports().withReport(ctx, pl, rec, &cfg)
 	engine, err := upgrade.New(cfg)
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 
 // recordSubmitted records group's run as handed to Job job, keeping the
 // record as it was to put back should no pod take the run.
-func (s *Session) recordSubmitted(ctx context.Context, pl *Planned, job string) error {
+func (s Jobs) recordSubmitted(ctx context.Context, pl *Planned, job string) error {
 	store, group := s.store(), pl.Request.RecordName()
 	earlier, err := store.Load(ctx, group)
 	if err != nil {
@@ -43,7 +43,7 @@ func (s *Session) recordSubmitted(ctx context.Context, pl *Planned, job string) 
 // to Job job, when no pod took the run: the Job ended first, could not
 // start, or was withdrawn. It reports whether it did; a record that is
 // no longer that submission (a pod took the run) is left alone.
-func (s *Session) Unsubmit(ctx context.Context, group, job string) (bool, error) {
+func (s Jobs) Unsubmit(ctx context.Context, group, job string) (bool, error) {
 	store := s.store()
 	rec, err := store.Load(ctx, group)
 	if err != nil || rec == nil || rec.State != state.StateSubmitted || rec.Submission == nil || rec.Submission.Job != job {
@@ -60,7 +60,7 @@ func (s *Session) Unsubmit(ctx context.Context, group, job string) (bool, error)
 // the run meanwhile, the Job and its pods are deleted and the record is
 // put back as it was before the submission. It returns that record (nil:
 // none).
-func (s *Session) Withdraw(ctx context.Context, group string) (*state.Record, error) {
+func (s Jobs) Withdraw(ctx context.Context, group string) (*state.Record, error) {
 	ctx, _, release, err := s.HoldLock(ctx, group)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func (s *Session) Withdraw(ctx context.Context, group string) (*state.Record, er
 
 // deleteSubmittedJob deletes the Job of group's submitted run, with its
 // pods and plan, and says so; the caller holds the group's lock.
-func (s *Session) deleteSubmittedJob(ctx context.Context, group string) error {
+func (s Jobs) deleteSubmittedJob(ctx context.Context, group string) error {
 	ns, name := s.StateNamespace, JobName(group)
 	err := s.Client.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
 	switch {
@@ -125,7 +125,7 @@ func (p JobPod) String() string {
 
 // SubmittedPod is the pod of the Job rec's submitted run was handed to,
 // the newest where the Job made several; nil for a run not submitted.
-func (s *Session) SubmittedPod(ctx context.Context, rec *state.Record) *JobPod {
+func (s Jobs) SubmittedPod(ctx context.Context, rec *state.Record) *JobPod {
 	if rec.State != state.StateSubmitted || rec.Submission == nil {
 		return nil
 	}

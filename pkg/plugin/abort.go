@@ -165,7 +165,7 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 	if o.inCluster.InCluster {
 		return o.submit(ctx, sess, po, rec, group)
 	}
-	return sess.Abort(ctx, session.AbortTarget{
+	return sess.Controls().Abort(ctx, session.AbortTarget{
 		NodeGroup: o.NodeGroup, Selector: o.Selector, Unfinished: rec, Finished: finished,
 		NodeGroupLabel: o.NodeGroupLabel, Taint: o.Taint,
 	})
@@ -215,7 +215,7 @@ func (o *AbortOptions) submit(ctx context.Context, sess *session.Session, po *Pl
 	}
 	ic := &o.inCluster
 	submitted := time.Now().Add(-time.Second).UTC().Truncate(time.Second)
-	job, err := sess.SubmitAbort(ctx, rec, ic.job())
+	job, err := sess.Jobs().SubmitAbort(ctx, rec, ic.job())
 	if err != nil {
 		return err
 	}

@@ -148,7 +148,7 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 // cancel asks a live run to pause at its next safe point, or pauses a
 // stopped one.
 func (o *ControlOptions) cancel(ctx context.Context, run *session.Run) error {
-	earlier, err := o.sess.Cancel(ctx, run)
+	earlier, err := o.sess.Controls().Cancel(ctx, run)
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (o *ControlOptions) cancel(ctx context.Context, run *session.Run) error {
 
 // complete ends a soak now.
 func (o *ControlOptions) complete(ctx context.Context, run *session.Run) error {
-	asked, err := o.sess.Complete(ctx, run)
+	asked, err := o.sess.Controls().Complete(ctx, run)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (o *ControlOptions) rollback(ctx context.Context, run *session.Run) error {
 	if !run.Alive {
 		return o.rerunRecorded(ctx, rec, true)
 	}
-	if err := o.sess.AskRollback(ctx, run); err != nil {
+	if err := o.sess.Controls().AskRollback(ctx, run); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "asked the run on %q to roll back at its next safe point\n", o.NodeGroup)
@@ -208,7 +208,7 @@ func (o *ControlOptions) rerunRecorded(ctx context.Context, rec *state.Record, r
 	if err != nil {
 		return err
 	}
-	if err := o.sess.ClearRequests(ctx, o.NodeGroup, !rollback); err != nil {
+	if err := o.sess.Controls().ClearRequests(ctx, o.NodeGroup, !rollback); err != nil {
 		return err
 	}
 	return o.rerun(ctx, rec, r, rollback)
@@ -259,7 +259,7 @@ func (o *ControlOptions) rollbackInPlace(ctx context.Context, rec *state.Record)
 		return err
 	}
 	r.Cloud.Image, r.Cloud.Version, r.PlanFile = "", rec.Cloud.FromVersion, ""
-	if err := o.sess.ClearRequests(ctx, o.NodeGroup, false); err != nil {
+	if err := o.sess.Controls().ClearRequests(ctx, o.NodeGroup, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "rolling back the run on %q: the nodes already on version %s go back to version %s\n", o.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)

@@ -95,14 +95,14 @@ func (ic *inClusterOptions) prepare(ctx context.Context, sess *session.Session, 
 	}
 	host, _ := os.Hostname()
 	fmt.Fprintf(sess.Out, "in-cluster run of %q: Job %s/%s, pod %s\n", group, sess.StateNamespace, ic.Job, host)
-	return sess.CheckRights(ctx)
+	return sess.Jobs().CheckRights(ctx)
 }
 
 // submitter hands the agreed plan to a Job and follows it.
 func (ic *inClusterOptions) submitter(sess *session.Session, streams genericiooptions.IOStreams, client kubernetes.Interface) func(context.Context, *session.Planned) error {
 	return func(ctx context.Context, pl *session.Planned) error {
 		submitted := time.Now().Add(-time.Second).UTC().Truncate(time.Second)
-		job, err := sess.Submit(ctx, pl, ic.job())
+		job, err := sess.Jobs().Submit(ctx, pl, ic.job())
 		if err != nil {
 			return err
 		}
@@ -304,7 +304,7 @@ func podState(p *corev1.Pod) string {
 // else with the last pod's exit code and message.
 func (f *jobFollower) ended(ctx context.Context, job *batchv1.Job) error {
 	// No pod took the run: the record goes back to what it was.
-	untaken, err := f.sess.Unsubmit(ctx, f.group, job.Name)
+	untaken, err := f.sess.Jobs().Unsubmit(ctx, f.group, job.Name)
 	if err != nil {
 		return err
 	}

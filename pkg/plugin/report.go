@@ -95,7 +95,7 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 		o.client = po.client
 	}
 	sess := &session.Session{Client: o.client, StateNamespace: o.StateNamespace, IOStreams: o.IOStreams}
-	rep, err := sess.Report(ctx, o.NodeGroup, o.Runs)
+	rep, err := sess.Reports().Report(ctx, o.NodeGroup, o.Runs)
 	if err != nil {
 		return err
 	}

@@ -246,7 +246,7 @@ func (o *StatusOptions) look(ctx context.Context) ([]RunStatus, error) {
 	var statuses []RunStatus
 	for _, r := range runs {
 		st := describeRun(r.Record, r.Alive, r.Request, o.now())
-		st.Submitted = sess.SubmittedPod(ctx, r.Record)
+		st.Submitted = sess.Jobs().SubmittedPod(ctx, r.Record)
 		statuses = append(statuses, st)
 	}
 	return statuses, nil
