@@ -198,8 +198,12 @@ func (o *AbortOptions) recordToAbort(ctx context.Context, sess *session.Session,
 		fmt.Fprintf(o.Out, "the last run on %q is over; looking for anything left on its nodes\n", group)
 		return nil, rec, nil
 	}
-	if rec != nil && plan.Phase(rec.Phase) == plan.PhaseDeleteBlue {
-		return nil, nil, usageErrorf("cannot abort: the run on %q is deleting blue, which cannot be stopped or undone; finish it with \"kubectl nodeupgrade resume %s\"", group, group)
+	if rec != nil {
+		// The lifecycle refuses what abort cannot undo (a run deleting
+		// blue), in the words every control uses.
+		if err := session.Describe(rec, false, "", time.Now()).Accept(session.CmdAbort); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := o.refuseManagedUpdate(ctx, sess, rec); err != nil {
 		return nil, nil, err

@@ -55,7 +55,7 @@ func TestAbortRefusals(t *testing.T) {
 		// lease's end tells, and --wait waits for it.
 		{name: "run on another machine without --wait", phase: plan.PhaseDrain, alive: true, want: `the run on "ng" holds its lock from another machine (elsewhere/1), renewed Ns ago; if that run is gone (killed, its machine down), the lock runs out in Ns; abort --wait waits for that`},
 		{name: "live run deleting blue", phase: plan.PhaseDeleteBlue, alive: true, want: "deleting blue, which cannot be stopped or undone"},
-		{name: "killed run deleting blue", phase: plan.PhaseDeleteBlue, want: `deleting blue, which cannot be stopped or undone; finish it with "kubectl nodeupgrade resume ng"`},
+		{name: "killed run deleting blue", phase: plan.PhaseDeleteBlue, want: `deleting blue, which cannot be stopped or undone; run the same command again or "kubectl nodeupgrade resume ng" to go on`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := recordFor("ng")
