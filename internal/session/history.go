@@ -1,0 +1,63 @@
+package session
+
+import (
+	"maps"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// versionsOf are what pl's group launches now and what it launches after
+// the run, as the plan reads them.
+func versionsOf(pl *Planned) (before, after state.Version) {
+	if cp := pl.Plan.Cloud; cp != nil {
+		id := state.Version{Provider: cp.Provider, Group: cp.Group, GroupKind: cp.GroupKind, Template: cp.Template, TemplateKind: cp.TemplateKind}
+		before, after = id, id
+		before.Version = cp.CurrentVersion
+		after.Image = cp.TargetImage
+		if cp.TargetVersion != plan.NewVersion {
+			after.Version = cp.TargetVersion
+		}
+	}
+	if m := pl.Plan.Managed; m != nil {
+		after.Service = m.Target
+	}
+	if len(pl.TargetLabels) > 0 {
+		after.Labels = maps.Clone(pl.TargetLabels)
+	}
+	return before, after
+}
+
+// recordFrom writes, at a run's first attempt, what the group launched
+// before it: once the run changed the group, the plan of a re-run reads
+// the target there.
+func recordFrom(rec *state.Record, pl *Planned) {
+	if rec.From != nil {
+		return
+	}
+	before, _ := versionsOf(pl)
+	if c := rec.Cloud; c != nil && c.FromVersion != "" {
+		// A record of an earlier plugin version, resumed: its cloud part
+		// knows the version before the run; the group may not any more.
+		before.Version = c.FromVersion
+	}
+	rec.From = &before
+}
+
+// recordChange adds the run's change to rec's History once it finished on
+// its target (not aborted, not rolled back in place): what a rollback
+// after it goes back to.
+func recordChange(rec *state.Record, pl *Planned) {
+	if rec.State != state.StateFinished || rec.FinishedAt == nil || rec.AbortedAt != nil || rec.From == nil {
+		return
+	}
+	_, after := versionsOf(pl)
+	if c := rec.Cloud; c != nil && c.TargetVersion != "" {
+		after.Version = c.TargetVersion // the version the run created, where the plan said "new"
+	}
+	change := state.Change{Strategy: rec.Strategy, Before: *rec.From, After: after, FinishedAt: *rec.FinishedAt}
+	if last, ok := rec.LastChange(); ok && pl.Request.Rollback {
+		change.RollbackOf = &last.FinishedAt
+	}
+	rec.AddChange(change)
+}

@@ -1,0 +1,73 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+)
+
+// TestRunHistory: a run records what the group launched when it set out
+// (not what a re-run's plan reads after the run changed the group), adds
+// the change once it finished on its target, and the next run's record
+// carries the history.
+func TestRunHistory(t *testing.T) {
+	finished := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	cloudPlan := func(current, target string) *Planned {
+		return &Planned{Plan: &plan.Plan{Strategy: "eks", Cloud: &plan.CloudPlan{
+			GroupID:  plan.GroupID{Provider: "aws", Group: "demo", Template: "demo-lt", TemplateKind: "launch template"},
+			Launches: plan.Launches{CurrentVersion: current, TargetVersion: target},
+		}}, Request: &Request{}}
+	}
+	for _, tc := range []struct {
+		name       string
+		attempts   []*Planned // each attempt's plan, the last one finishing
+		state      state.RunState
+		aborted    bool
+		created    string // the version the run created (rec.Cloud.TargetVersion)
+		wantBefore string
+		wantAfter  string
+		wantAdded  bool
+	}{
+		{"one attempt", []*Planned{cloudPlan("1", "2")}, state.StateFinished, false, "", "1", "2", true},
+		{"a re-run after the group was changed", []*Planned{cloudPlan("1", "2"), cloudPlan("2", "2")}, state.StateFinished, false, "", "1", "2", true},
+		{"a version the run created", []*Planned{cloudPlan("4", plan.NewVersion)}, state.StateFinished, false, "5", "4", "5", true},
+		{"failed", []*Planned{cloudPlan("1", "2")}, state.StateFailed, false, "", "", "", false},
+		{"rolled back in place", []*Planned{cloudPlan("1", "2")}, state.StateRolledBack, false, "", "", "", false},
+		{"aborted", []*Planned{cloudPlan("1", "2")}, state.StateFinished, true, "", "", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := &state.Record{History: []state.Change{{FinishedAt: finished.Add(-48 * time.Hour)}}, FinishedAt: &finished}
+			rec := nextRecord(prev, "demo", finished)
+			for _, pl := range tc.attempts {
+				recordFrom(rec, pl)
+			}
+			if tc.created != "" {
+				rec.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{TargetVersion: tc.created}}
+			}
+			rec.State, rec.FinishedAt, rec.Strategy = tc.state, &finished, "eks"
+			if tc.aborted {
+				rec.AbortedAt = &finished
+			}
+			recordChange(rec, tc.attempts[len(tc.attempts)-1])
+			if want := 1 + btoi(tc.wantAdded); len(rec.History) != want {
+				t.Fatalf("history has %d runs, want %d (the earlier run carried over)", len(rec.History), want)
+			}
+			if !tc.wantAdded {
+				return
+			}
+			last, _ := rec.LastChange()
+			if last.Before.Version != tc.wantBefore || last.After.Version != tc.wantAfter || last.Before.Template != "demo-lt" || !last.FinishedAt.Equal(finished) {
+				t.Errorf("change %+v, want %s -> %s of demo-lt at %s", last, tc.wantBefore, tc.wantAfter, finished)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
