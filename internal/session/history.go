@@ -2,6 +2,7 @@ package session
 
 import (
 	"maps"
+	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
@@ -60,4 +61,27 @@ func recordChange(rec *state.Record, pl *Planned) {
 		change.RollbackOf = &last.FinishedAt
 	}
 	rec.AddChange(change)
+}
+
+// RollbackRequest is the run that takes rec's group back to the version
+// before its latest finished run, within window of its end at now: the
+// recorded request again, with the same strategy and safeguards, towards
+// the recorded version. Refused (bad input, nothing changed) past the
+// window, and where the group's version before is not one a run can name.
+func RollbackRequest(rec *state.Record, now time.Time, window time.Duration) (*Request, state.Change, error) {
+	c, err := rec.RollbackTarget(now, window)
+	if err != nil {
+		return nil, c, Usagef("%s", err)
+	}
+	if c.Before.Version == "" || rec.Request == nil || rec.Request.Provider == "" {
+		return nil, c, Usagef("cannot roll back: the run on %q finished at %s on %s, which names no version of its group to go back to; run towards it with \"kubectl nodeupgrade run %s\" and the provider's flags", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), c.Before, rec.NodeGroup)
+	}
+	r, err := FromRecord(rec, nil, string(CmdRollback))
+	if err != nil {
+		return nil, c, err
+	}
+	// Towards the version before, by number: an image (--ami) would make
+	// yet another version, and the plan file was the finished run's.
+	r.Cloud.Image, r.Cloud.Version, r.PlanFile = "", c.Before.Version, ""
+	return r, c, nil
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -70,4 +71,28 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestRollbackRequest: the rollback of a finished run is its recorded
+// request towards the recorded version before it, by number (not the
+// image, which would make another version), outside any window the run
+// had, and without the finished run's plan file.
+func TestRollbackRequest(t *testing.T) {
+	done := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	rec := &state.Record{NodeGroup: "demo", State: state.StateFinished, FinishedAt: &done,
+		Request: &plan.Request{NodeGroup: "demo", Provider: "aws", Strategy: "surge", NotAfter: "2026-11-01T13:00:00Z", PlanFile: "p.json",
+			Cloud: plan.CloudTarget{Image: "ami-new"}},
+		History: []state.Change{{Before: state.Version{Provider: "aws", Version: "3"}, After: state.Version{Provider: "aws", Version: "4"}, FinishedAt: done}}}
+	r, c, err := RollbackRequest(rec, done.Add(time.Hour), state.DefaultRollbackWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Cloud.Version != "3" || r.Cloud.Image != "" || r.PlanFile != "" || r.NotAfter != "" || r.Strategy != "surge" || c.After.Version != "4" {
+		t.Errorf("rollback request %+v (change %+v), want surge towards version 3 with no image, plan file or window", r.Request, c)
+	}
+	_, _, err = RollbackRequest(rec, done.Add(state.DefaultRollbackWindow+time.Minute), state.DefaultRollbackWindow)
+	var usage *UsageError
+	if !errors.As(err, &usage) {
+		t.Errorf("past the window: %v, want a usage error", err)
+	}
 }

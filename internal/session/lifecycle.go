@@ -190,6 +190,9 @@ func (v Run) refusal(cmd Command) string {
 		if cmd == CmdRun || cmd == CmdAbort {
 			return "" // a new run; abort looks for anything a run left
 		}
+		if cmd == CmdRollback && v.Status == state.StateFinished {
+			return "" // a run back to the version before (RollbackRequest)
+		}
 		return fmt.Sprintf("the last run on %q is %s: it has nothing to %s", g, v.Status, cmd)
 	case plan.Phase(r.Phase) == plan.PhaseDeleteBlue && cmd != CmdResume && cmd != CmdRun:
 		return fmt.Sprintf("the run on %q is deleting blue, which cannot be stopped or undone", g)
