@@ -73,6 +73,11 @@ func RollbackRequest(rec *state.Record, now time.Time, window time.Duration) (*R
 	if err != nil {
 		return nil, c, Usagef("%s", err)
 	}
+	if rec.Managed != nil || rollbackKind(rec) != plan.RollbackInPlace {
+		// Blue is gone once a blue/green run finished, and a service's
+		// update has its own way back: a run towards the version before.
+		return nil, c, Usagef("cannot roll back: the run on %q finished at %s with strategy %q, which leaves nothing to go back to; undo it with %s", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), rec.Strategy, RunBack(rec, rec.NodeGroup))
+	}
 	if c.Before.Version == "" || rec.Request == nil || rec.Request.Provider == "" {
 		return nil, c, Usagef("cannot roll back: the run on %q finished at %s on %s, which names no version of its group to go back to; run towards it with \"kubectl nodeupgrade run %s\" and the provider's flags", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), c.Before, rec.NodeGroup)
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ func btoi(b bool) int {
 // had, and without the finished run's plan file.
 func TestRollbackRequest(t *testing.T) {
 	done := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	rec := &state.Record{NodeGroup: "demo", State: state.StateFinished, FinishedAt: &done,
+	rec := &state.Record{NodeGroup: "demo", Strategy: "surge", State: state.StateFinished, FinishedAt: &done,
 		Request: &plan.Request{NodeGroup: "demo", Provider: "aws", Strategy: "surge", NotAfter: "2026-11-01T13:00:00Z", PlanFile: "p.json",
 			Cloud: plan.CloudTarget{Image: "ami-new"}},
 		History: []state.Change{{Before: state.Version{Provider: "aws", Version: "3"}, After: state.Version{Provider: "aws", Version: "4"}, FinishedAt: done}}}
@@ -94,5 +95,10 @@ func TestRollbackRequest(t *testing.T) {
 	var usage *UsageError
 	if !errors.As(err, &usage) {
 		t.Errorf("past the window: %v, want a usage error", err)
+	}
+	// Blue is gone once a blue/green run finished.
+	rec.Strategy = "blue-green"
+	if _, _, err = RollbackRequest(rec, done.Add(time.Hour), state.DefaultRollbackWindow); !errors.As(err, &usage) || !strings.Contains(err.Error(), `strategy "blue-green"`) {
+		t.Errorf("a finished blue/green run: %v, want a usage error naming the strategy", err)
 	}
 }

@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/awsfake"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+)
+
+// TestAWSRollbackAfterAFinishedRun: the morning after, the image of a
+// finished run is bad. rollback takes the group back to the launch
+// template version the record says it ran before, with the run's own
+// strategy and safeguards (plan first, --yes), every node on it and no
+// PDB violated.
+func TestAWSRollbackAfterAFinishedRun(t *testing.T) {
+	t.Parallel()
+	const name = "aws-rollback-finished"
+	g := setupAWSGroup(t, name, 2, scenario.App{Name: "web", Replicas: 2, MinAvailable: num(1)})
+	ctx := testContext(t, 5*time.Minute)
+	if r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--seed", "1", "--yes"); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run: %s", r)
+	}
+	if err := g.srv.WaitStable(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	// Without --yes and no terminal: refused before anything changes.
+	if r := g.run(t, "rollback", name); r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) {
+		t.Fatalf("rollback without --yes: want exit %d in one line, got %s", nodeupgrade.ExitUsage, r)
+	}
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := g.run(t, "rollback", name, "--yes")
+	assertNoViolations(t, watcher.Stop())
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "back to launch template") {
+		t.Fatalf("rollback: %s", r)
+	}
+	if err := g.srv.WaitStable(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ := g.srv.Group(name)
+	if len(gr.Instances) != int(g.original.Desired) || gr.Desired != g.original.Desired {
+		t.Errorf("group after the rollback: %d instances, desired %d; want %d", len(gr.Instances), gr.Desired, g.original.Desired)
+	}
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion != "1" || in.Lifecycle != awsfake.LifecycleInService {
+			t.Errorf("instance %s runs version %s (%s) after the rollback, want 1", in.ID, in.LaunchTemplateVersion, in.Lifecycle)
+		}
+	}
+	assertUntouched(t, ctx, groupKey, name)
+	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
+		t.Errorf("workloads: %v", err)
+	}
+}
