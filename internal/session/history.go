@@ -69,17 +69,9 @@ func recordChange(rec *state.Record, pl *Planned) {
 // the recorded version. Refused (bad input, nothing changed) past the
 // window, and where the group's version before is not one a run can name.
 func RollbackRequest(rec *state.Record, now time.Time, window time.Duration) (*Request, state.Change, error) {
-	c, err := rec.RollbackTarget(now, window)
+	c, err := rollbackable(rec, now, window)
 	if err != nil {
-		return nil, c, Usagef("%s", err)
-	}
-	if rec.Managed != nil || rollbackKind(rec) != plan.RollbackInPlace {
-		// Blue is gone once a blue/green run finished, and a service's
-		// update has its own way back: a run towards the version before.
-		return nil, c, Usagef("cannot roll back: the run on %q finished at %s with strategy %q, which leaves nothing to go back to; undo it with %s", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), rec.Strategy, RunBack(rec, rec.NodeGroup))
-	}
-	if c.Before.Version == "" || rec.Request == nil || rec.Request.Provider == "" {
-		return nil, c, Usagef("cannot roll back: the run on %q finished at %s on %s, which names no version of its group to go back to; run towards it with \"kubectl nodeupgrade run %s\" and the provider's flags", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), c.Before, rec.NodeGroup)
+		return nil, c, err
 	}
 	r, err := FromRecord(rec, nil, string(CmdRollback))
 	if err != nil {
@@ -89,4 +81,36 @@ func RollbackRequest(rec *state.Record, now time.Time, window time.Duration) (*R
 	// yet another version, and the plan file was the finished run's.
 	r.Cloud.Image, r.Cloud.Version, r.PlanFile = "", c.Before.Version, ""
 	return r, c, nil
+}
+
+// rollbackable is rec's latest change, when a rollback at now within
+// window can undo it; else the refusal.
+func rollbackable(rec *state.Record, now time.Time, window time.Duration) (state.Change, error) {
+	c, err := rec.RollbackTarget(now, window)
+	if err != nil {
+		return c, Usagef("%s", err)
+	}
+	if rec.Managed != nil || rollbackKind(rec) != plan.RollbackInPlace {
+		// Blue is gone once a blue/green run finished, and a service's
+		// update has its own way back: a run towards the version before.
+		return c, Usagef("cannot roll back: the run on %q finished at %s with strategy %q, which leaves nothing to go back to; undo it with %s", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), rec.Strategy, RunBack(rec, rec.NodeGroup))
+	}
+	if c.Before.Version == "" || rec.Request == nil || rec.Request.Provider == "" {
+		return c, Usagef("cannot roll back: the run on %q finished at %s on %s, which names no version of its group to go back to; run towards it with \"kubectl nodeupgrade run %s\" and the provider's flags", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), c.Before, rec.NodeGroup)
+	}
+	return c, nil
+}
+
+// rollbackUntil is, for a finished run that rollback can undo now, when
+// the default --rollback-window closes; nil otherwise.
+func rollbackUntil(rec *state.Record, now time.Time) *time.Time {
+	if rec.State != state.StateFinished {
+		return nil
+	}
+	c, err := rollbackable(rec, now, state.DefaultRollbackWindow)
+	if err != nil {
+		return nil
+	}
+	until := c.RollbackUntil(state.DefaultRollbackWindow)
+	return &until
 }

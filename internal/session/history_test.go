@@ -102,3 +102,31 @@ func TestRollbackRequest(t *testing.T) {
 		t.Errorf("a finished blue/green run: %v, want a usage error naming the strategy", err)
 	}
 }
+
+// TestStatusStatesTheRollbackWindow: status of a finished run that
+// rollback can undo says until when; past the window, or for a run
+// rollback cannot undo, it suggests nothing.
+func TestStatusStatesTheRollbackWindow(t *testing.T) {
+	done := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	finished := func(strategy string) *state.Record {
+		return &state.Record{NodeGroup: "demo", Strategy: strategy, State: state.StateFinished, FinishedAt: &done,
+			Request: &plan.Request{NodeGroup: "demo", Provider: "aws", Strategy: strategy},
+			History: []state.Change{{Before: state.Version{Version: "3"}, After: state.Version{Version: "4"}, FinishedAt: done}}}
+	}
+	for _, tc := range []struct {
+		name string
+		rec  *state.Record
+		now  time.Time
+		want string
+	}{
+		{"within the window", finished("surge"), done.Add(time.Hour), `undo it with "kubectl nodeupgrade rollback demo" until 2026-11-08T12:00:00Z (--rollback-window 168h0m0s)`},
+		{"past the window", finished("surge"), done.Add(8 * 24 * time.Hour), ""},
+		{"blue/green: blue is gone", finished("blue-green"), done.Add(time.Hour), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Describe(tc.rec, false, "", tc.now).Suggest(); got != tc.want {
+				t.Errorf("suggests %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -69,6 +70,60 @@ func TestRollbackAfterFinished(t *testing.T) {
 			for _, a := range client.(*fake.Clientset).Actions()[writes:] {
 				if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" {
 					t.Errorf("refused rollback wrote: %s %s", v, a.GetResource().Resource)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanRollback: plan --rollback plans the rollback of a finished run
+// from its record alone: planning flags beside it, a missing NODEGROUP, a
+// run that has not finished or one past the window are refused in one
+// line (exit 2), changing nothing.
+func TestPlanRollback(t *testing.T) {
+	done := time.Now().UTC().Add(-8 * 24 * time.Hour).Truncate(time.Second)
+	finished := &state.Record{NodeGroup: "ng", Strategy: "eks", State: state.StateFinished, StartedAt: done.Add(-time.Hour), FinishedAt: &done,
+		Request: &plan.Request{NodeGroup: "ng", Provider: "aws", Strategy: "eks"},
+		History: []state.Change{{Before: state.Version{Provider: "aws", Version: "1"}, After: state.Version{Provider: "aws", Version: "2"}, FinishedAt: done}}}
+	for _, tc := range []struct {
+		name string
+		args []string
+		rec  *state.Record
+		want string
+	}{
+		{"no NODEGROUP", []string{"--rollback"}, nil, "missing NODEGROUP: --rollback plans"},
+		{"planning flags beside it", []string{"ng", "--rollback", "--ami", "ami-3", "--max-unavailable", "2"}, nil, "drop --ami, --max-unavailable"},
+		{"a window that is no window", []string{"ng", "--rollback", "--rollback-window", "0s"}, nil, "--rollback-window must be positive"},
+		{"no run recorded", []string{"ng", "--rollback"}, &state.Record{NodeGroup: "other"}, `node group "ng" has no run recorded`},
+		{"a run not finished", []string{"ng", "--rollback"}, recordFor("ng"), "is interrupted, not finished"},
+		{"past the window", []string{"ng", "--rollback"}, finished, "more than the rollback window of 168h0m0s ago (--rollback-window)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+			cmd := NewCmdPlan(nil, streams)
+			cmd.SetArgs(tc.args)
+			cmd.SilenceErrors, cmd.SilenceUsage = true, true
+			var client *fake.Clientset
+			if tc.rec != nil {
+				client = statusFixture(t, []*state.Record{tc.rec}).(*fake.Clientset)
+				// The command's own options, as runE fills them, over the fixture.
+				cmd.RunE = func(cmd *cobra.Command, args []string) error {
+					o := &RunOptions{PlanOptions: PlanOptions{IOStreams: streams, client: client, StateNamespace: state.DefaultNamespace}, planOnly: true,
+						rollback: rollbackPlanOptions{plan: true, window: state.DefaultRollbackWindow}}
+					o.NodeGroup = args[0]
+					return o.Run(cmd.Context())
+				}
+			}
+			code := PrintError(errOut, cmd.ExecuteContext(context.Background()))
+			if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) || strings.Count(strings.TrimSpace(errOut.String()), "\n") > 0 {
+				t.Errorf("exit %d: %s%s; want exit %d, one line with %q", code, out, errOut, ExitUsage, tc.want)
+			}
+			if client == nil {
+				return
+			}
+			for _, a := range client.Actions() {
+				if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" && v != "create" {
+					t.Errorf("refused plan wrote: %s %s", v, a.GetResource().Resource)
 				}
 			}
 		})

@@ -15,7 +15,7 @@ import (
 // finished run is bad. rollback takes the group back to the launch
 // template version the record says it ran before, with the run's own
 // strategy and safeguards (plan first, --yes), every node on it and no
-// PDB violated.
+// PDB violated; plan --rollback shows it first.
 func TestAWSRollbackAfterAFinishedRun(t *testing.T) {
 	t.Parallel()
 	const name = "aws-rollback-finished"
@@ -26,6 +26,15 @@ func TestAWSRollbackAfterAFinishedRun(t *testing.T) {
 	}
 	if err := g.srv.WaitStable(ctx, name); err != nil {
 		t.Fatal(err)
+	}
+	// plan --rollback names every node, all on the version the run made,
+	// and changes nothing.
+	before, _ := g.srv.Group(name)
+	if p := g.run(t, "plan", name, "--rollback", "-o", "name"); p.code != nodeupgrade.ExitOK || len(strings.Fields(p.stdout)) != int(g.original.Desired) {
+		t.Fatalf("plan --rollback: want the %d nodes, got %s", g.original.Desired, p)
+	}
+	if after, _ := g.srv.Group(name); after.LaunchTemplateVersion != before.LaunchTemplateVersion || after.Desired != before.Desired {
+		t.Fatalf("plan --rollback changed the group: %+v, was %+v", after, before)
 	}
 	// Without --yes and no terminal: refused before anything changes.
 	if r := g.run(t, "rollback", name); r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) {
