@@ -52,7 +52,7 @@ group's in-place update cannot be stopped, and cancel says so (exit 2).`,
 was started with (recorded with it); the connection flags are this command's.`,
 		`  # Continue the paused upgrade of node group "demo"
   kubectl nodeupgrade resume demo --yes`},
-	"rollback": {"Undo a node group's partial upgrade",
+	"rollback": {"Undo a node group's partial or finished upgrade",
 		`Undo the run on NODEGROUP.
 
 blue-green, before blue is deleted: blue is uncordoned and back at its
@@ -65,8 +65,14 @@ it first): the same strategy runs towards the launch template version the
 group launched before, so only the nodes already upgraded are replaced; the
 others are not touched, and the end restores the recorded sizes.
 
+After an eks or surge run finished, within --rollback-window (default 7
+days; status says until when): the same run towards the version the record
+says the group launched before it, planned and confirmed as a run
+("plan NODEGROUP --rollback" shows the plan).
+
 Refused where the recorded phase does not allow it (blue being deleted,
-nothing recorded to go back to) and for autoscaled-blue-green.
+nothing recorded to go back to), past the window, and for
+autoscaled-blue-green.
 
 --in-cluster runs the rollback from a Job in --state-namespace, as
 run --in-cluster does a run, and follows it (docs/in-cluster.md).`,
