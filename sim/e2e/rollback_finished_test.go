@@ -62,6 +62,14 @@ func TestAWSRollbackAfterAFinishedRun(t *testing.T) {
 		}
 	}
 	assertUntouched(t, ctx, groupKey, name)
+	// The rollback is a finished run too: status says until when it can
+	// be undone, and its own rollback goes back to version 2.
+	if st := g.run(t, "status", name); !strings.Contains(st.stdout, "kubectl nodeupgrade rollback "+name+"\" until ") || !strings.Contains(st.stdout, "--rollback-window") {
+		t.Errorf("status does not state the rollback window: %s", st)
+	}
+	if p := g.run(t, "plan", name, "--rollback"); p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, "version 2") {
+		t.Errorf("plan --rollback of the rollback: want version 2, got %s", p)
+	}
 	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
 		t.Errorf("workloads: %v", err)
 	}
