@@ -57,12 +57,19 @@ type Run struct {
 	Alive   bool
 	Request string
 	Status  state.RunState
+	// RollbackUntil is, for a finished run rollback can undo, when the
+	// default --rollback-window closes; nil otherwise.
+	RollbackUntil *time.Time
 }
 
 // Describe is the run of r as it stands now, given whether a live process
 // holds its lock and a pending request.
 func Describe(r *state.Record, alive bool, request string, now time.Time) Run {
-	return Run{Record: r, Alive: alive, Request: request, Status: statusOf(r, alive, request, now)}
+	v := Run{Record: r, Alive: alive, Request: request, Status: statusOf(r, alive, request, now)}
+	if v.Status == state.StateFinished {
+		v.RollbackUntil = rollbackUntil(r, now)
+	}
+	return v
 }
 
 func statusOf(r *state.Record, alive bool, request string, now time.Time) state.RunState {
@@ -194,6 +201,9 @@ func (v Run) refusal(cmd Command) string {
 	case !v.Unfinished():
 		if cmd == CmdRun || cmd == CmdAbort {
 			return "" // a new run; abort looks for anything a run left
+		}
+		if cmd == CmdRollback && v.Status == state.StateFinished {
+			return "" // a run back to the version before (RollbackRequest)
 		}
 		return fmt.Sprintf("the last run on %q is %s: it has nothing to %s", g, v.Status, cmd)
 	case plan.Phase(r.Phase) == plan.PhaseDeleteBlue && cmd != CmdResume && cmd != CmdRun:
@@ -345,6 +355,8 @@ func (v Run) Next() []Command {
 // that move it on, not every one it would take.
 func (v Run) relevant() []Command {
 	switch {
+	case v.RollbackUntil != nil:
+		return []Command{CmdRollback}
 	case !v.Unfinished():
 		return nil
 	case v.Live():
@@ -392,6 +404,9 @@ func (v Run) suggestion(cmd Command) string {
 		}
 		return "pause it with " + line
 	case CmdRollback:
+		if v.RollbackUntil != nil {
+			return fmt.Sprintf("undo it with %s until %s (--rollback-window %s)", line, v.RollbackUntil.UTC().Format(time.RFC3339), state.DefaultRollbackWindow)
+		}
 		return "undo it with " + line
 	}
 	return "put the group back in service with " + line

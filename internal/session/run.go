@@ -128,6 +128,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	// replaced again (see state.Record.Counted).
 	rec.Batches, rec.NodesTotal = len(pl.Batches), nodesTotal(rec, pl, cfg.EarlierDone)
 	beginAttempt(rec, pl, holder)
+	recordFrom(rec, pl)
 	cfg.Record = rec
 	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
 	cfg.OnProgress = recordProgress(store, rec, pl.Plan, previouslyDone)
@@ -138,6 +139,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	}
 	err = CauseOf(ctx, engine.Run(ctx))
 	recordEnd(rec, err, engine.Note(), engine.RolledBack())
+	recordChange(rec, pl)
 	rep.finish(cleanupCtx, rec, err)
 	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
 		return saveErr
@@ -283,6 +285,9 @@ func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.
 // the group back its policy.
 func nextRecord(prev *state.Record, group string, now time.Time) *state.Record {
 	rec := &state.Record{NodeGroup: group, StartedAt: now}
+	if prev != nil {
+		rec.History = prev.History // the group's, not the run's: kept across runs
+	}
 	if prev != nil && prev.Cloud != nil && prev.Cloud.UpdatesWere != "" {
 		rec.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{
 			Provider: prev.Cloud.Provider, Group: prev.Cloud.Group, GroupKind: prev.Cloud.GroupKind, TemplateKind: prev.Cloud.TemplateKind,

@@ -28,6 +28,9 @@ type ControlOptions struct {
 	NodeGroup      string
 	StateNamespace string
 	Yes            bool
+	// RollbackWindow is how long after a run finished rollback takes the
+	// group back to the version before it.
+	RollbackWindow time.Duration
 	// inCluster hands resume's and rollback's run to a Job.
 	inCluster inClusterOptions
 }
@@ -49,7 +52,7 @@ group's in-place update cannot be stopped, and cancel says so (exit 2).`,
 was started with (recorded with it); the connection flags are this command's.`,
 		`  # Continue the paused upgrade of node group "demo"
   kubectl nodeupgrade resume demo --yes`},
-	"rollback": {"Undo a node group's partial upgrade",
+	"rollback": {"Undo a node group's partial or finished upgrade",
 		`Undo the run on NODEGROUP.
 
 blue-green, before blue is deleted: blue is uncordoned and back at its
@@ -62,8 +65,14 @@ it first): the same strategy runs towards the launch template version the
 group launched before, so only the nodes already upgraded are replaced; the
 others are not touched, and the end restores the recorded sizes.
 
+After an eks or surge run finished, within --rollback-window (default 7
+days; status says until when): the same run towards the version the record
+says the group launched before it, planned and confirmed as a run
+("plan NODEGROUP --rollback" shows the plan).
+
 Refused where the recorded phase does not allow it (blue being deleted,
-nothing recorded to go back to) and for autoscaled-blue-green.
+nothing recorded to go back to), past the window, and for
+autoscaled-blue-green.
 
 --in-cluster runs the rollback from a Job in --state-namespace, as
 run --in-cluster does a run, and follows it (docs/in-cluster.md).`,
@@ -97,6 +106,9 @@ func NewCmdControl(action string, configFlags *genericclioptions.ConfigFlags, st
 			if err := o.inCluster.validate(given, false); err != nil {
 				return err
 			}
+			if action == "rollback" && o.RollbackWindow <= 0 {
+				return usageErrorf("--rollback-window must be positive, got %s", o.RollbackWindow)
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -104,6 +116,9 @@ func NewCmdControl(action string, configFlags *genericclioptions.ConfigFlags, st
 	if action == "resume" || action == "rollback" {
 		cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (required without a terminal)")
 		o.inCluster.addFlags(cmd.Flags())
+	}
+	if action == "rollback" {
+		durationVar(cmd.Flags(), &o.RollbackWindow, "rollback-window", state.DefaultRollbackWindow, "How long after a run finished rollback takes the group back to the version it ran before")
 	}
 	return cmd
 }
@@ -128,6 +143,9 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 		return err
 	}
 	rec, alive := run.Record, run.Alive
+	if o.action == "rollback" && run.Status == state.StateFinished {
+		return o.rollbackFinished(ctx, rec)
+	}
 	if rec.Managed != nil {
 		// The cloud's service runs the update: its own controls act on it.
 		return o.managedControl(ctx, rec, alive)
@@ -236,6 +254,32 @@ func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, r *sessio
 		what = "rolling back"
 	}
 	fmt.Fprintf(o.Out, "%s the run on %q from phase %s\n", what, o.NodeGroup, rec.Phase)
+	return o.execute(ctx, r)
+}
+
+// rollbackFinished runs the group back to the version it ran before its
+// latest finished run, within --rollback-window: a new run, planned and
+// confirmed as any, that resume or run finish if it is interrupted.
+func (o *ControlOptions) rollbackFinished(ctx context.Context, rec *state.Record) error {
+	r, c, err := session.RollbackRequest(rec, time.Now(), o.RollbackWindow)
+	if err != nil {
+		return err
+	}
+	if err := r.ValidateRun(); err != nil {
+		return err
+	}
+	if err := requireConfirmation(o.Yes, o.In); err != nil {
+		return err
+	}
+	if err := o.sess.Requests(o.NodeGroup).Clear(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "rolling back the run on %q that finished at %s: from %s back to %s\n", o.NodeGroup, c.FinishedAt.Format(time.RFC3339), c.After, c.Before)
+	return o.execute(ctx, r)
+}
+
+// execute plans r, shows the plan, and runs it once confirmed.
+func (o *ControlOptions) execute(ctx context.Context, r *session.Request) error {
 	prompt := session.Prompt{
 		Print:   planPrinter(o.Out, ""),
 		Yes:     o.Yes,

@@ -33,6 +33,8 @@ type RunOptions struct {
 	// inCluster hands the run to a Job (--in-cluster), or makes this
 	// process that Job's pod.
 	inCluster inClusterOptions
+	// rollback is plan's --rollback: the rollback of a finished run.
+	rollback rollbackPlanOptions
 }
 
 const runExample = `  # Upgrade node group "demo" to a new AMI, 2 nodes at a time
@@ -94,6 +96,7 @@ const (
 // plan registers the same, so that "run" and "plan" swap in a command line.
 func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	o.PlanOptions.AddFlags(cmd)
+	o.rollback.addFlags(cmd.Flags())
 	f := cmd.Flags()
 	r := &o.Request.Request
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation (required without a terminal)")
@@ -128,6 +131,7 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.planOnly {
 		o.DryRun = dryRunClient
 	}
+	o.rollback.complete(cmd)
 	if err := o.LoadPlanFile(); err != nil {
 		return err
 	}
@@ -143,6 +147,15 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks the flags and that the run can be confirmed.
 func (o *RunOptions) Validate() error {
+	if err := o.rollback.validate(o.NodeGroup); err != nil {
+		return err
+	}
+	if o.rollback.plan && o.DryRun == dryRunNone {
+		return requireConfirmation(o.Yes, o.In)
+	}
+	if o.rollback.plan {
+		return nil
+	}
 	if err := o.PlanOptions.Validate(); err != nil {
 		return err
 	}
@@ -179,6 +192,9 @@ func requireConfirmation(yes bool, in io.Reader) error {
 
 // Run plans, asks, and upgrades.
 func (o *RunOptions) Run(ctx context.Context) error {
+	if o.rollback.plan {
+		return o.planRollback(ctx)
+	}
 	if err := o.connect(); err != nil {
 		return err
 	}

@@ -108,6 +108,12 @@ type Record struct {
 	// Gates are the soaks and gate evaluations between the run's waves
 	// (gates.go), the last pending while the run soaks.
 	Gates []WaveGate `json:"gates,omitempty"`
+	// History are the group's finished runs, oldest first (history.go):
+	// what it ran before and after each, carried from record to record.
+	History []Change `json:"history,omitempty"`
+	// From is what the group launched when the run set out, written at
+	// its first attempt: History's Before once it finishes.
+	From *Version `json:"from,omitempty"`
 }
 
 // Workload is a replica controller (ReplicaSet, StatefulSet,
