@@ -64,7 +64,8 @@ func (q QuotaUse) Largest() int64 {
 
 // PeakAdded is how many nodes the run adds at its peak beside the group's
 // own: the scale-up (eks: max(2×zones, maxUnavailable); a cloud service's
-// surge), the surge strategy's maxSurge in each zone, blue/green's whole
+// surge), the surge strategy's maxSurge (it surges one zone at a time),
+// blue/green's whole
 // green group (autoscaled: up to its maximum), Karpenter's replacements of
 // its largest batch. 0 where the run adds none or there is no cloud.
 func (p *Plan) PeakAdded() int32 {
@@ -81,7 +82,7 @@ func (p *Plan) PeakAdded() int32 {
 		}
 		return c.Before.Desired
 	case p.MaxSurge > 0:
-		return int32(p.MaxSurge * max(len(p.Zones), 1))
+		return int32(p.MaxSurge)
 	case c.AwaitsReplacement:
 		largest := 0
 		for _, b := range p.Batches {
@@ -136,14 +137,12 @@ func fitText(p *Plan, n int64) string {
 	switch {
 	case n < 0:
 		return "use a strategy that adds fewer nodes"
-	case n < zones:
-		return fmt.Sprintf("%d added nodes fit, too few for a surge in each of the %d zones: use --strategy eks with --max-unavailable and room for the pods on the nodes that stay", n, zones)
+	case n == 0:
+		return "no added node fits: use --strategy surge --max-surge 0 with --max-unavailable, which adds none"
 	case p.Strategy == string(StrategySurge):
-		return fmt.Sprintf("--max-surge %d fits (%d nodes in %d zones)", n/zones, n/zones*zones, zones)
-	case p.BlueGreen != nil:
-		return fmt.Sprintf("--strategy surge --max-surge %d fits (%d nodes in %d zones)", n/zones, n/zones*zones, zones)
+		return fmt.Sprintf("--max-surge %d fits", n)
 	case p.Strategy == string(StrategyEKS) && n >= 2*zones:
 		return fmt.Sprintf("--max-unavailable %d fits", n)
 	}
-	return fmt.Sprintf("--strategy surge --max-surge %d fits (%d nodes in %d zones)", n/zones, n/zones*zones, zones)
+	return fmt.Sprintf("--strategy surge --max-surge %d fits (one zone at a time)", n)
 }
