@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 )
@@ -121,6 +122,22 @@ func (c *CapacityPlan) Findings(p *Plan) []check.Finding {
 		})
 	}
 	return out
+}
+
+// Line says, for the plan's header, what the added nodes need of each
+// limit and what is free; "" with none.
+func (c *CapacityPlan) Line() string {
+	if c == nil {
+		return ""
+	}
+	parts := make([]string, 0, len(c.Quotas))
+	for _, q := range c.Quotas {
+		parts = append(parts, fmt.Sprintf("%s: %d %ss needed, %d free%s", q.Name, q.Needed, q.Unit, q.Free, limitText(q.Limit)))
+	}
+	if len(c.Unprovable) > 0 {
+		parts = append(parts, fmt.Sprintf("%d not proven (capacity-unprovable)", len(c.Unprovable)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func limitText(limit int64) string {

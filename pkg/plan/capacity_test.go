@@ -95,3 +95,23 @@ func TestCapacityFindings(t *testing.T) {
 		})
 	}
 }
+
+func TestCapacityLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    *CapacityPlan
+		want string
+	}{
+		{"none", nil, ""},
+		{"a quota and what is not proven", &CapacityPlan{
+			Quotas:     []QuotaUse{{Name: "Standard (L-1216C47A)", Unit: "vCPU", Needed: 4, Free: 2, Limit: 8}, {Name: "subnet-1", Unit: "IP", Needed: 2, Free: 200}},
+			Unprovable: []string{"prefix delegation"}},
+			"Standard (L-1216C47A): 4 vCPUs needed, 2 free of its 8; subnet-1: 2 IPs needed, 200 free; 1 not proven (capacity-unprovable)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.c.Line(); got != tc.want {
+				t.Errorf("Line() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
