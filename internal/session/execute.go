@@ -103,7 +103,7 @@ func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
 		only = f
 		if f.Check != check.CheckMachineLeftRunning && f.Check != check.CheckNodeDoNotDisrupt && !slices.Contains(ignorable, f.Check) {
 			ignorable = append(ignorable, f.Check)
-			if f.Check != check.CheckMissingPermission && f.Check != check.CheckGroupDegraded && f.Check != check.CheckGateFailing {
+			if !slices.Contains(check.IgnoredOnly, f.Check) {
 				forceable = append(forceable, f.Check)
 			}
 		}
@@ -128,10 +128,10 @@ func (r *Request) RefuseBlockers(p *plan.Plan, what string) error {
 // a missing permission its own --ignore-check, and a node the user
 // protected from Karpenter's disruption the annotation's removal.
 func heldDespite(name string, ignored, force bool) bool {
-	switch name {
-	case check.CheckMachineLeftRunning, check.CheckNodeDoNotDisrupt:
+	switch {
+	case name == check.CheckMachineLeftRunning || name == check.CheckNodeDoNotDisrupt:
 		return true
-	case check.CheckMissingPermission, check.CheckGroupDegraded, check.CheckGateFailing:
+	case slices.Contains(check.IgnoredOnly, name):
 		return !ignored
 	}
 	return !ignored && !force

@@ -91,6 +91,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 			pl.AddFindings(s.Clouds().machinesLeftRunning(ctx, r, pl.Plan, nodes)...)
 		}
 		pl.AddFindings(s.permissionFindings(ctx, r, pl.Provider, in, pl.Plan)...)
+		proveCapacity(ctx, pl.Provider, pl.Plan)
 		if err := s.makeRoom(ctx, r, pl.Plan, &snap); err != nil {
 			return nil, err
 		}

@@ -72,7 +72,18 @@ const (
 	// fails or cannot be evaluated (package gate). Only its
 	// --ignore-check lifts it.
 	CheckGateFailing = "gate-failing"
+	// CheckInsufficientQuota and CheckInsufficientIPs are found where the
+	// cloud says the nodes the run adds at its peak exceed what is free of
+	// a quota (vCPUs by the instance family's bucket) or of a subnet's
+	// addresses: the run would stop at its scale-up, or halfway. Only
+	// their --ignore-check lifts them: they are not about pods.
+	CheckInsufficientQuota = "insufficient-quota"
+	CheckInsufficientIPs   = "insufficient-ips"
 	// Warnings.
+	// CheckCapacityUnprovable: the cloud could say whether the added
+	// nodes fit its limits but did not (a quota the caller may not read,
+	// an instance family without a known quota, prefix delegation).
+	CheckCapacityUnprovable = "capacity-unprovable"
 	// CheckPermissionsUnchecked: the cloud could not be asked (the caller
 	// may not simulate its policies, say).
 	CheckPermissionsUnchecked = "permissions-unchecked"
@@ -106,6 +117,9 @@ var severities = map[string]Severity{
 	CheckNodeDoNotDisrupt:     Blocker,
 	CheckGroupDegraded:        Blocker,
 	CheckGateFailing:          Blocker,
+	CheckInsufficientQuota:    Blocker,
+	CheckInsufficientIPs:      Blocker,
+	CheckCapacityUnprovable:   Warning,
 	CheckPermissionsUnchecked: Warning,
 	CheckNoPDB:                Warning,
 	CheckZoneConcentration:    Warning,
@@ -123,15 +137,21 @@ var names = []string{
 	CheckBarePod, CheckSameBatch, CheckSingleReplica, CheckDoNotDisrupt,
 	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool,
 	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded, CheckGateFailing,
+	CheckInsufficientQuota, CheckInsufficientIPs,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
-	CheckPermissionsUnchecked,
+	CheckPermissionsUnchecked, CheckCapacityUnprovable,
 }
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
-var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded, CheckGateFailing, CheckPermissionsUnchecked}
+var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded, CheckGateFailing, CheckPermissionsUnchecked,
+	CheckInsufficientQuota, CheckInsufficientIPs, CheckCapacityUnprovable}
+
+// IgnoredOnly are the blockers --force does not lift, only their own
+// --ignore-check: they are about the cloud or the caller, not pods.
+var IgnoredOnly = []string{CheckMissingPermission, CheckGroupDegraded, CheckGateFailing, CheckInsufficientQuota, CheckInsufficientIPs}
 
 // Names lists every check name, blockers first, for --ignore-check
 // validation and help. The slice is a copy the caller may modify.

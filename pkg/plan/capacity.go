@@ -1,5 +1,12 @@
 package plan
 
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+)
+
 // CapacityPlan is what the run needs of the cloud's shared limits (quotas,
 // subnet and pod IP ranges, zonal offerings) for the nodes it adds, and what
 // the cloud said was free when the plan was made. A fleet plan adds up the
@@ -38,7 +45,121 @@ type QuotaUse struct {
 	// Limit is the quota's value; 0 where only what is free is known
 	// (a subnet's available addresses).
 	Limit int64 `json:"limit,omitempty"`
+	// PerNode is what each added node takes of the limit (the instance
+	// type's vCPUs, a node's IPs), from which the largest surge that fits
+	// follows; 0 where unknown.
+	PerNode int64 `json:"perNode,omitempty"`
 }
 
 // Fits reports whether the run's need fits what is free.
 func (q QuotaUse) Fits() bool { return q.Needed <= q.Free }
+
+// Largest is how many added nodes fit what is free; -1 where PerNode is
+// unknown.
+func (q QuotaUse) Largest() int64 {
+	if q.PerNode <= 0 {
+		return -1
+	}
+	return max(q.Free, 0) / q.PerNode
+}
+
+// PeakAdded is how many nodes the run adds at its peak beside the group's
+// own: the scale-up (eks: max(2×zones, maxUnavailable); a cloud service's
+// surge), the surge strategy's maxSurge (it surges one zone at a time),
+// blue/green's whole
+// green group (autoscaled: up to its maximum), Karpenter's replacements of
+// its largest batch. 0 where the run adds none or there is no cloud.
+func (p *Plan) PeakAdded() int32 {
+	c := p.Cloud
+	switch {
+	case c == nil || c.RemovesOnly && !c.AwaitsReplacement:
+		return 0
+	case p.BlueGreen != nil:
+		if !p.BlueGreen.Create {
+			return 0 // green exists: its nodes count already
+		}
+		if p.Strategy == string(StrategyAutoscaledBlueGreen) {
+			return max(c.Before.Max, c.Before.Desired)
+		}
+		return c.Before.Desired
+	case p.MaxSurge > 0:
+		return int32(p.MaxSurge)
+	case c.AwaitsReplacement:
+		largest := 0
+		for _, b := range p.Batches {
+			largest = max(largest, len(b.Nodes))
+		}
+		return int32(largest)
+	}
+	return max(c.ScaleUp, c.During.Desired-c.Before.Desired)
+}
+
+// Findings are the blockers of the limits the run's added nodes do not fit
+// (insufficient-quota, insufficient-ips), each with the largest surge that
+// fits, and a capacity-unprovable warning for each thing not proven.
+func (c *CapacityPlan) Findings(p *Plan) []check.Finding {
+	var out []check.Finding
+	for _, q := range c.Quotas {
+		if q.Fits() {
+			continue
+		}
+		name := check.CheckInsufficientQuota
+		if q.Unit == "IP" {
+			name = check.CheckInsufficientIPs
+		}
+		out = append(out, check.Finding{
+			Check: name, Severity: check.Blocker, Kind: "Quota", Name: q.Name,
+			Message: fmt.Sprintf("the %d nodes the run adds need %d %ss of %s, which has %d free%s",
+				p.PeakAdded(), q.Needed, q.Unit, q.Name, q.Free, limitText(q.Limit)),
+			Fix: fitText(p, q.Largest()) + "; or free " + q.Unit + "s, or have the limit raised, and plan again",
+		})
+	}
+	for _, u := range c.Unprovable {
+		out = append(out, check.Finding{
+			Check: check.CheckCapacityUnprovable, Severity: check.Warning, Kind: "NodeGroup", Name: p.NodeGroup,
+			Message: "cannot prove the added nodes fit the cloud's limits: " + u,
+			Fix:     "make sure the limits hold the run's added nodes before it starts",
+		})
+	}
+	return out
+}
+
+// Line says, for the plan's header, what the added nodes need of each
+// limit and what is free; "" with none.
+func (c *CapacityPlan) Line() string {
+	if c == nil {
+		return ""
+	}
+	parts := make([]string, 0, len(c.Quotas))
+	for _, q := range c.Quotas {
+		parts = append(parts, fmt.Sprintf("%s: %d %ss needed, %d free%s", q.Name, q.Needed, q.Unit, q.Free, limitText(q.Limit)))
+	}
+	if len(c.Unprovable) > 0 {
+		parts = append(parts, fmt.Sprintf("%d not proven (capacity-unprovable)", len(c.Unprovable)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func limitText(limit int64) string {
+	if limit == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" of its %d", limit)
+}
+
+// fitText says what to run instead: the largest surge, or batch, that fits
+// n added nodes, in the flag of the plan's strategy.
+func fitText(p *Plan, n int64) string {
+	zones := int64(max(len(p.Zones), 1))
+	switch {
+	case n < 0:
+		return "use a strategy that adds fewer nodes"
+	case n == 0:
+		return "no added node fits: use --strategy surge --max-surge 0 with --max-unavailable, which adds none"
+	case p.Strategy == string(StrategySurge):
+		return fmt.Sprintf("--max-surge %d fits", n)
+	case p.Strategy == string(StrategyEKS) && n >= 2*zones:
+		return fmt.Sprintf("--max-unavailable %d fits", n)
+	}
+	return fmt.Sprintf("--strategy surge --max-surge %d fits (one zone at a time)", n)
+}

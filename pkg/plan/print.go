@@ -168,7 +168,7 @@ func cloudLines(p *Plan) [][2]string {
 	if c.LaunchesAfter != "" {
 		lines = append(lines, [2]string{"Launches after", fmt.Sprintf("%s %s %s", c.TemplateKind, c.Template, c.LaunchesAfter)})
 	}
-	for _, l := range [][2]string{{"Rebalancing", rebalanceLine(p, c)}, {"Load balancers", loadBalancersLine(p, c)}, {"Terminating", leaveHooksLine(c)}} {
+	for _, l := range [][2]string{{"Rebalancing", rebalanceLine(p, c)}, {"Load balancers", loadBalancersLine(p, c)}, {"Terminating", leaveHooksLine(c)}, {"Capacity", p.Capacity.Line()}} {
 		if l[1] != "" {
 			lines = append(lines, l)
 		}

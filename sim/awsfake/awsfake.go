@@ -220,7 +220,8 @@ type Server struct {
 	lb             lbState // load balancers (lb.go)
 	// lifecycle holds hooks, warm pools and protections (lifecycle.go).
 	lifecycle lifeState
-	iam       iamState // the caller and what it may not do (iam.go)
+	iam       iamState   // the caller and what it may not do (iam.go)
+	quotas    quotaState // Service Quotas values (quotas.go)
 	// eksData holds EKS clusters and managed node groups (eks.go); kube
 	// is the cluster StartWithKube was given, whose nodes EKS's updates
 	// drain.

@@ -23,6 +23,8 @@ func (s *Server) ec2(action string, f form) ([]*node, error) {
 		return s.describeImages(f)
 	case "ModifyLaunchTemplate":
 		return s.modifyLaunchTemplate(f)
+	case "DescribeInstanceTypes":
+		return s.describeInstanceTypes(f)
 	}
 	return nil, ec2Err("InvalidAction", "The action %s is not valid for this web service.", action)
 }

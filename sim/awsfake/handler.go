@@ -61,7 +61,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// EKS (REST-JSON) and SSM (JSON 1.1) are told apart by path and
 	// target header; the rest is the query protocol.
-	if s.serveEKS(w, r) || s.serveSSM(w, r) {
+	if s.serveEKS(w, r) || s.serveSSM(w, r) || s.serveQuotas(w, r) {
 		return
 	}
 	if r.Method != http.MethodPost {

@@ -28,6 +28,7 @@ const (
 	onNodegroup                        // the EKS managed node group
 	onNewNodegroup                     // green's node group, made on the cluster
 	onParameter                        // SSM's public release parameter
+	onEC2Quotas                        // EC2's quotas in Service Quotas (quota: ec2/<code>)
 )
 
 // resource is what the simulation of one kind's actions is given: the
@@ -113,6 +114,10 @@ func (s scope) groupResources(g *AutoScalingGroup) map[resourceKind]resource {
 		onNewInstances: {arns: []string{s.arn("ec2", s.account, "instance/*")}, context: []iamtypes.ContextEntry{stringEntry("ec2:CreateAction", "RunInstances")}},
 		onTargetGroups: {arns: g.TargetGroups, skip: len(g.TargetGroups) == 0},
 		onClassicLBs:   {skip: len(g.LoadBalancers) == 0},
+		// GetServiceQuota authorises on the quota
+		// (arn:…:servicequotas:<region>:<account>:<service>/<code>); the
+		// Standard bucket's stands for the bucket the run reads.
+		onEC2Quotas: {arns: []string{s.arn("servicequotas", s.account, "ec2/"+bucketStandard.onDemand)}},
 	}
 	for _, lb := range g.LoadBalancers {
 		r := out[onClassicLBs]

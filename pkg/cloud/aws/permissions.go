@@ -46,6 +46,8 @@ var groupActions = []action{
 	{"ec2:DescribeInstances", "read the instances", 0, anyResource},
 	{"ec2:DescribeLaunchTemplateVersions", "read the launch template", 0, anyResource},
 	{"ec2:DescribeImages", "read the image", 0, anyResource},
+	{"ec2:DescribeInstanceTypes", "read the vCPUs of the instances the run adds", 0, anyResource},
+	{"servicequotas:GetServiceQuota", "read the vCPU quota the instances the run adds count against", 0, onEC2Quotas},
 	{"elasticloadbalancing:DescribeTargetGroupAttributes", "read the target groups' deregistration delay", 0, anyResource},
 	{"elasticloadbalancing:DescribeTargetHealth", "follow a node's deregistration", 0, anyResource},
 	{"elasticloadbalancing:DescribeLoadBalancerAttributes", "read the Classic Load Balancers' connection draining", 0, anyResource},

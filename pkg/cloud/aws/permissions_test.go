@@ -113,7 +113,8 @@ func scopedToGroup(action, resource string, context map[string]string) (string, 
 	switch {
 	case strings.HasPrefix(action, "autoscaling:Describe"), strings.HasPrefix(action, "ec2:Describe"), strings.HasPrefix(action, "elasticloadbalancing:"),
 		action == "ec2:RunInstances" && strings.HasSuffix(resource, ":launch-template/lt-1"),
-		action == "ec2:CreateTags" && context["ec2:CreateAction"] == "RunInstances":
+		action == "ec2:CreateTags" && context["ec2:CreateAction"] == "RunInstances",
+		action == "servicequotas:GetServiceQuota" && strings.Contains(resource, ":servicequotas:") && strings.Contains(resource, ":ec2/L-"):
 		return "allowed", nil
 	case strings.HasPrefix(action, "autoscaling:") && resource == groupARN:
 		if v, ok := context["autoscaling:ResourceTag/team"]; !ok {
