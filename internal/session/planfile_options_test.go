@@ -176,4 +176,3 @@ func recordCovered(covered map[string]bool, o *plan.Options) {
 		}
 	}
 }
-
