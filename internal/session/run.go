@@ -142,6 +142,9 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
 		return saveErr
 	}
+	if err == nil && rec.State == state.StateRolledBack && !r.Rollback {
+		return rolledBack(rec, group)
+	}
 	return stoppedWithNextSteps(rec, err)
 }
 

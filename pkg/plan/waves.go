@@ -183,8 +183,19 @@ func (p *Plan) cutWaves(batches [][]PlannedNode, in Input) [][]PlannedNode {
 		}
 		ends, sizes = w.bounds(in.WavesDone + n)
 	}
-	p.Waves = &WavePlan{Sizes: w.Sizes, Soak: Duration(w.Soak), Gates: w.Gates, PrometheusURL: w.PrometheusURL, AlertmanagerURL: w.AlertmanagerURL, OnFail: onFail(w.OnFail)}
+	p.Waves = &WavePlan{Sizes: w.Sizes, Soak: Duration(w.Soak), Gates: w.Gates, PrometheusURL: w.PrometheusURL, AlertmanagerURL: w.AlertmanagerURL, OnFail: p.onFail(w.OnFail)}
 	return p.splitAt(batches, ends, sizes, in.WavesDone)
+}
+
+// onFail is what a failed gate does in a run of p: --on-gate-fail
+// rollback turns only a run that can go back live (blue/green) around;
+// the others pause, and the plan says so rather than promise a rollback.
+func (p *Plan) onFail(s string) string {
+	if s == OnGateFailRollback && p.Traits().Rollback != RollbackGreen {
+		p.Notes = append(p.Notes, fmt.Sprintf("--on-gate-fail rollback: a failed gate pauses a --strategy %s run (only blue-green turns around mid-run); \"kubectl nodeupgrade rollback\" then puts the group back", p.Strategy))
+		return OnGateFailPause
+	}
+	return onFail(s)
 }
 
 func lastOr(xs []int, or int) int {

@@ -120,3 +120,33 @@ func TestGatePreflightBlocks(t *testing.T) {
 		t.Fatalf("blockers %+v", b)
 	}
 }
+
+// TestOnGateFailIsWhatTheRunDoes: the plan says a failed gate rolls back
+// only where the run turns around live (blue/green); elsewhere it says
+// pause, as the run does, and a note says why.
+func TestOnGateFailIsWhatTheRunDoes(t *testing.T) {
+	for _, tt := range []struct {
+		strategy StrategyName
+		asked    string
+		want     string
+		noted    bool
+	}{
+		{StrategyBlueGreen, OnGateFailRollback, OnGateFailRollback, false},
+		{StrategyEKS, OnGateFailRollback, OnGateFailPause, true},
+		{StrategySurge, OnGateFailRollback, OnGateFailPause, true},
+		{StrategyEKS, "", OnGateFailPause, false},
+	} {
+		t.Run(string(tt.strategy)+" "+tt.asked, func(t *testing.T) {
+			p := &Plan{Strategy: string(tt.strategy)}
+			p.cutWaves(batchesOf(3, 1), Input{Waves: Waves{Sizes: []string{"1"}, Gates: []string{"exec:true"}, OnFail: tt.asked}})
+			var b strings.Builder
+			writeWaves(&b, p)
+			if p.Waves.OnFail != tt.want || !strings.Contains(b.String(), "a failed gate does: "+tt.want+")") {
+				t.Errorf("onFail %q, table:\n%s\nwant %q", p.Waves.OnFail, b.String(), tt.want)
+			}
+			if noted := slices.ContainsFunc(p.Notes, func(n string) bool { return strings.Contains(n, "a failed gate pauses") }); noted != tt.noted {
+				t.Errorf("notes %q: noted %v, want %v", p.Notes, noted, tt.noted)
+			}
+		})
+	}
+}
