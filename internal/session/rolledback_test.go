@@ -14,7 +14,7 @@ import (
 // request where no gate failed.
 func TestRolledBackNamesWhatTurnedItAround(t *testing.T) {
 	at := time.Now()
-	bad := gate.Verdict{Gate: "prometheus:q<0.01", Kind: gate.Prometheus, What: "q", Threshold: "< 0.01", Value: "0.5", Reason: gate.ReasonThreshold}
+	bad := gate.Verdict{Gate: "prometheus:q<0.01", Kind: gate.Prometheus, What: "q", Threshold: "< 0.01", Value: "0.5", At: &at, Reason: gate.ReasonThreshold}
 	for _, tt := range []struct {
 		name  string
 		gates []state.WaveGate
