@@ -15,7 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
@@ -25,6 +24,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/karpenter"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/vmss"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated parts of the docs instead of failing on a difference")
