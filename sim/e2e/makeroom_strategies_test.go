@@ -9,14 +9,15 @@ import (
 )
 
 // TestMakeRoomOnEveryStrategy: on the aws demo, a one-replica Deployment
-// pinned to the group behind a PDB at 0 has room only on the nodes the run
+// pinned to the group behind a PDB that allows 0 disruptions (minAvailable
+// 1) has room only on the nodes the run
 // creates (the scale-up's, the surge's, green's). plan --make-room finds
 // no blocker (--detailed-exitcode 0), run --make-room finishes without
 // --ignore-check, a 200 ms sampler never sees it below its one Ready pod,
 // and every Deployment and PDB is back byte for byte (issue 67, item 6).
 func TestMakeRoomOnEveryStrategy(t *testing.T) {
 	t.Parallel()
-	solo := []scenario.App{{Name: "solo", Replicas: 1, MaxUnavailable: num(0)}}
+	solo := []scenario.App{{Name: "solo", Replicas: 1, MinAvailable: num(1)}}
 	for _, tc := range []struct {
 		name string
 		args []string
