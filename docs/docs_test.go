@@ -43,7 +43,7 @@ type path struct {
 // paths are the seven ways, by the providers their clouds' Open return.
 func paths() []path {
 	return []path{
-		{name: "aks", page: "aks.md", providers: []cloud.Provider{&aks.AgentPool{}}, service: &aks.AgentPool{}},
+		{name: "aks", page: "aks.md", providers: []cloud.Provider{&aks.AgentPool{}, &aks.PoolBlueGreen{}}, service: &aks.AgentPool{}},
 		{name: "aws", page: "aws.md", providers: []cloud.Provider{&aws.NodeGroup{}}},
 		{name: "eks-managed", page: "eks-managed.md", providers: []cloud.Provider{&aws.ManagedNodeGroup{}, &aws.ManagedBlueGreen{}}, service: &aws.ManagedNodeGroup{}},
 		{name: "gce", page: "gce.md", providers: []cloud.Provider{&gce.NodeGroup{}, gce.RegionalNodeGroup{}}},
@@ -157,6 +157,7 @@ var exitCodes = map[string]int{
 	"ExitFailure": nodeupgrade.ExitFailure, "ExitBlockers": nodeupgrade.ExitBlockers, "ExitLocked": nodeupgrade.ExitLocked,
 	"ExitNodeCreation": nodeupgrade.ExitNodeCreation, "ExitPaused": nodeupgrade.ExitPaused, "ExitUnreachable": nodeupgrade.ExitUnreachable,
 	"ExitHookFailed": nodeupgrade.ExitHookFailed, "ExitCloudUnreachable": nodeupgrade.ExitCloudUnreachable,
+	"ExitRolledBack": nodeupgrade.ExitRolledBack,
 }
 
 // TestExitCodeTable wants scripting.md's table to list each exit code once,

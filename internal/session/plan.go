@@ -86,6 +86,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 	}
 	pl.Plan, err = plan.Build(snap, in)
 	if pl.Plan != nil {
+		pl.Options = plan.OptionsOf(r.Request)
 		pl.Notes = append(pl.Notes, notes...)
 		if opened.cloud == nil && !opened.askedCloud {
 			pl.AddFindings(s.Clouds().machinesLeftRunning(ctx, r, pl.Plan, nodes)...)

@@ -31,11 +31,20 @@ func (r *Request) LoadPlanFile() error {
 		r.PlanFile = abs
 	}
 	r.fromPlan(p)
-	// The reviewed plan's hooks run; others given now would be ignored.
+	// The reviewed plan's hooks and options run; others given now would
+	// be ignored.
 	for _, name := range []string{"pre-drain-hook", "post-drain-hook", "pre-terminate-hook", "hook-timeout"} {
 		if r.Given[name] {
 			return Usagef("--%s cannot be used with --plan-file: the hooks of the plan run; give it to \"plan\" instead", name)
 		}
+	}
+	if p.Options != nil {
+		for _, name := range plan.OptionFlags {
+			if r.Given[name] {
+				return Usagef("--%s cannot be used with --plan-file: the plan's options run; give it to \"plan\" instead", name)
+			}
+		}
+		p.Options.Apply(&r.Request)
 	}
 	r.Hooks = plan.Hooks{}
 	if p.Hooks != nil {
@@ -144,7 +153,28 @@ func (s *Session) fromSavedPlan(ctx context.Context, r *Request, p *plan.Plan) (
 	if err := plan.StaleRevision(r.SavedPlan, p); err != nil {
 		return nil, Usagef("--plan-file %q is stale: %v", r.PlanFile, err)
 	}
-	return withoutDone(r.SavedPlan, p, done), nil
+	saved := withoutDone(r.SavedPlan, p, done)
+	currentChecks(saved, p)
+	return saved, nil
+}
+
+// currentChecks puts on p, the saved plan, what a run with its options
+// checks before it starts, as fresh finds it now: the audit's findings
+// (the gates' verdicts and --make-room's lowered blockers among them),
+// the gates' verdicts and --make-room's surges. The plan file's are what
+// was when it was saved: a reviewed plan is refused, and printed, as a
+// run given the same flags would be.
+func currentChecks(p, fresh *plan.Plan) {
+	p.Findings, p.MakeRoom = fresh.Findings, fresh.MakeRoom
+	if p.Waves == nil {
+		return
+	}
+	w := *p.Waves
+	w.Preflight = nil
+	if fresh.Waves != nil {
+		w.Preflight = fresh.Waves.Preflight
+	}
+	p.Waves = &w
 }
 
 // doneOfSaved are the nodes an unfinished run of the saved plan already

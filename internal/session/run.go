@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -24,6 +25,10 @@ const InterruptedError = "interrupted (Ctrl-C or SIGTERM)"
 // Run runs pl, agreed to, under the node group's lock, and keeps its
 // record; a run interrupted past its batches goes on from there.
 func (s *Session) Run(ctx context.Context, pl *Planned) error {
+	if pl.Request.Dir == "" {
+		// Recorded, so that resume typed elsewhere runs the gates here.
+		pl.Request.Dir, _ = os.Getwd()
+	}
 	cfg, err := s.EngineConfig(pl.Plan, pl.Request.Request, s.providerOf(pl))
 	if err != nil {
 		return err
@@ -84,6 +89,7 @@ func (s *Session) EngineConfig(p *plan.Plan, req plan.Request, provider cloud.Pr
 		Color:                 output.Colorizer(output.ColorEnabled(s.Out)),
 		Live:                  s.Live,
 		MakeRoom:              req.MakeRoom,
+		GateDir:               req.Dir,
 	}, nil
 }
 
@@ -143,6 +149,9 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	rep.finish(cleanupCtx, rec, err)
 	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
 		return saveErr
+	}
+	if err == nil && rec.State == state.StateRolledBack && !r.Rollback {
+		return rolledBack(rec, group)
 	}
 	return stoppedWithNextSteps(rec, err)
 }

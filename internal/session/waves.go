@@ -44,6 +44,8 @@ func gatePreflight(ctx context.Context, r *Request, p *plan.Plan, goesOn bool) e
 	now := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	p.AddGatePreflight(w.Evaluator().EvaluateAll(ctx, w.Specs(), now, now), !goesOn)
+	ev := w.Evaluator()
+	ev.Dir = r.Dir // a run going on: its own directory
+	p.AddGatePreflight(ev.EvaluateAll(ctx, w.Specs(), now, now), !goesOn)
 	return nil
 }

@@ -99,6 +99,8 @@ type Config struct {
 	Window window.Schedule
 	// MakeRoom surges Deployments around each batch's drain (makeroom.go).
 	MakeRoom bool
+	// GateDir is the directory exec: gates run in (the run's).
+	GateDir string
 }
 
 // Engine runs one plan: the run loop (Run, Abort) and the steps the

@@ -110,7 +110,7 @@ func (g *waveGate) lastWave() int {
 // lets the wave start when all passed.
 func (g *waveGate) evaluate(ctx context.Context, s plan.State, wave *plan.Wave, wg *state.WaveGate) error {
 	wp := g.cfg.Plan.Waves
-	ev := gate.Evaluator{PrometheusURL: wp.PrometheusURL, AlertmanagerURL: wp.AlertmanagerURL, Env: []string{fmt.Sprintf("NODEUPGRADE_WAVE=%d", wave.Number)}}
+	ev := gate.Evaluator{PrometheusURL: wp.PrometheusURL, AlertmanagerURL: wp.AlertmanagerURL, Env: []string{fmt.Sprintf("NODEUPGRADE_WAVE=%d", wave.Number)}, Dir: g.cfg.GateDir}
 	specs, err := gate.ParseAll(wp.Gates)
 	if err != nil {
 		return err

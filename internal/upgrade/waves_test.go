@@ -2,6 +2,8 @@ package upgrade
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,12 +25,22 @@ import (
 func TestGateBeforeTheSecondWaveOfABlueGreenRun(t *testing.T) {
 	t.Parallel()
 	canary := concat(blueGreenStart, []string{"WaitForRoom 1", "Drain 1", "Recover 1", "BatchSoak 1"})
+	// The run's directory, not the test's: a relative script passes there.
+	runDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(runDir, "canary-check.sh"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		name, gate, onFail string
-		wantPhases         []string
-		check              func(*testing.T, *bgRun, outcome)
+		name, gate, onFail, dir string
+		wantPhases              []string
+		check                   func(*testing.T, *bgRun, outcome)
 	}{
 		{name: "passed: wave 2 goes on", gate: "exec:true",
+			wantPhases: concat(canary, []string{"WaitForRoom 2", "Drain 2", "Recover 2", "BatchSoak 2", "WaitForRoom 3", "Drain 3", "Recover 3", "Soak", "DeleteBlue", "Done"}),
+			check: func(t *testing.T, r *bgRun, got outcome) {
+				wantBlueDeleted(t, r, got)
+			}},
+		{name: "passed in the run's directory: a relative script", gate: "exec:./canary-check.sh", dir: runDir,
 			wantPhases: concat(canary, []string{"WaitForRoom 2", "Drain 2", "Recover 2", "BatchSoak 2", "WaitForRoom 3", "Drain 3", "Recover 3", "Soak", "DeleteBlue", "Done"}),
 			check: func(t *testing.T, r *bgRun, got outcome) {
 				wantBlueDeleted(t, r, got)
@@ -78,6 +90,7 @@ func TestGateBeforeTheSecondWaveOfABlueGreenRun(t *testing.T) {
 			r.planAndConfigureWith(plan.Input{Waves: plan.Waves{Sizes: []string{"1", "2"}, Gates: []string{tc.gate}, OnFail: tc.onFail}})
 			journal := report.NewJournal(time.Now)
 			r.cfg.Journal = journal
+			r.cfg.GateDir = tc.dir
 			got := r.run(func(s plan.State) {
 				if s.Phase == plan.PhaseSoak {
 					r.control.sendWhenWatched(state.RequestComplete)
@@ -92,7 +105,7 @@ func TestGateBeforeTheSecondWaveOfABlueGreenRun(t *testing.T) {
 			if _, ok := journal.Attempt().Phases[report.PhaseWaveSoak]; !ok {
 				t.Errorf("report phases %v lack %s", journal.Attempt().Phases, report.PhaseWaveSoak)
 			}
-			wantGateRecorded(t, r.cfg.Record, tc.gate, tc.gate == "exec:true")
+			wantGateRecorded(t, r.cfg.Record, tc.gate, tc.dir != "" || tc.gate == "exec:true")
 		})
 	}
 }

@@ -22,6 +22,7 @@ func (e Evaluator) exec(ctx context.Context, spec Spec, v *Verdict) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", spec.Command)
 	cmd.Env = append(os.Environ(), e.Env...)
+	cmd.Dir = e.Dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 5 * time.Second

@@ -86,6 +86,9 @@ type Evaluator struct {
 	Env []string
 	// ExecTimeout bounds an exec gate; 10m when 0.
 	ExecTimeout time.Duration
+	// Dir is the directory an exec gate runs in: the run's, wherever the
+	// command that goes on with it is typed; the process's when "".
+	Dir string
 }
 
 // Evaluate evaluates spec over the window from..to: a prometheus gate's

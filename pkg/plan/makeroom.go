@@ -4,10 +4,14 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/makeroom"
@@ -68,6 +72,7 @@ func (p *Plan) PlanMakeRoom(snap *snapshot.Cluster, hpas []autoscalingv2.Horizon
 		return
 	}
 	p.MakeRoom = nil
+	snap = p.withNewNodes(snap)
 	for _, b := range p.Batches {
 		names := make([]string, len(b.Nodes))
 		for i, n := range b.Nodes {
@@ -79,7 +84,7 @@ func (p *Plan) PlanMakeRoom(snap *snapshot.Cluster, hpas []autoscalingv2.Horizon
 		}
 		mb := makeroom.ForBatch(makeroom.Input{Cluster: snap, HPAs: hpas, Batch: names, Excluded: excluded, Number: b.Number})
 		if len(mb.Surges) > 0 {
-			mb.HoldSeconds = int64(perBatchEstimate(p).Seconds())
+			mb.HoldSeconds = int64(surgeHold(p).Seconds())
 		}
 		p.MakeRoom = append(p.MakeRoom, mb)
 	}
@@ -115,4 +120,60 @@ func (p *Plan) answerFindings() {
 	p.Findings = check.Sort(p.Findings)
 	p.AddFindings(unfit...)
 	p.markFindings()
+}
+
+// surgeHold is how long a batch's surges stay up: its drain, round by
+// round (DrainRounds), with the wait for the evicted pods' replacements
+// the drain's pace counts. The run puts them back right after, before the
+// post-drain wait and the removal (internal/upgrade's afterDrain).
+func surgeHold(p *Plan) time.Duration {
+	return time.Duration(max(p.DrainRounds, 1)) * p.DrainTime()
+}
+
+// withNewNodes is snap with the nodes the run has created before its first
+// batch drains, which take the surges as they take the batch's pods: the
+// scale-up's (eks), the surge's (surge) and green's (blue/green). They do
+// not exist yet when planned; each is made after an outdated node of the
+// group (its labels with the target's, its capacity and zone, none of the
+// run's taint), as the group's template makes them.
+func (p *Plan) withNewNodes(snap *snapshot.Cluster) *snapshot.Cluster {
+	n := p.newNodes()
+	outdated := sets.New(p.OutdatedNames()...)
+	var group []corev1.Node
+	for _, node := range snap.Nodes {
+		if outdated.Has(node.Name) {
+			group = append(group, node)
+		}
+	}
+	if n <= 0 || len(group) == 0 {
+		return snap
+	}
+	taint, _ := ParseTaint(p.Taint)
+	out := *snap
+	out.Nodes = slices.Clone(snap.Nodes)
+	for i := range n {
+		node := group[i%len(group)].DeepCopy()
+		node.Name, node.Spec.ProviderID, node.Spec.Unschedulable = fmt.Sprintf("(new node %d)", i+1), "", false
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taint.Key })
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		maps.Copy(node.Labels, p.TargetLabels)
+		out.Nodes = append(out.Nodes, *node)
+	}
+	return &out
+}
+
+// newNodes counts the nodes the run creates before its first drain.
+func (p *Plan) newNodes() int {
+	switch c := p.Cloud; {
+	case c == nil:
+		return 0
+	case p.BlueGreen != nil:
+		if !p.BlueGreen.Create {
+			return 0 // green exists: its nodes are in the snapshot
+		}
+		return int(c.Before.Desired)
+	}
+	return int(p.Cloud.During.Desired - p.Cloud.Before.Desired)
 }

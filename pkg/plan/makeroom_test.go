@@ -72,18 +72,63 @@ func TestPlanMakeRoom(t *testing.T) {
 }
 
 // TestMakeRoomTableSaysHowLongTheSurgeStays: the plan's table gives each
-// surge the time it is estimated to stay up, from the plan's pace (a
-// drain of 40s and a post-drain wait of 5s here), and -o json carries it.
+// surge the time it is estimated to stay up, from the plan's pace: the
+// drain (3s here), not the post-drain wait of 30s, before which the run
+// puts the surge back; -o json carries it.
 func TestMakeRoomTableSaysHowLongTheSurgeStays(t *testing.T) {
 	p := &Plan{Strategy: string(DefaultStrategy), Batches: []Batch{{Number: 1, Nodes: []PlannedNode{{Name: "old"}}}},
-		Pace: &Pace{Drain: Duration(40 * time.Second)}, PostDrainWait: Duration(5 * time.Second)}
+		Pace: &Pace{Drain: Duration(3 * time.Second)}, PostDrainWait: Duration(30 * time.Second)}
 	p.PlanMakeRoom(makeRoomSnapshot("4"), nil)
-	if len(p.MakeRoom) != 1 || p.MakeRoom[0].HoldSeconds != 45 {
-		t.Fatalf("make room %+v, want the surge held for 45 s", p.MakeRoom)
+	if len(p.MakeRoom) != 1 || p.MakeRoom[0].HoldSeconds != 3 {
+		t.Fatalf("make room %+v, want the surge held for 3 s", p.MakeRoom)
 	}
 	var out strings.Builder
 	writeMakeRoom(&out, p, output.Colorizer(false))
-	if !strings.Contains(out.String(), "FOR (EST.)") || !strings.Contains(out.String(), "45s") {
+	if !strings.Contains(out.String(), "FOR (EST.)") || !strings.Contains(out.String(), " 3s ") {
 		t.Errorf("table does not say how long the surge stays:\n%s", out.String())
+	}
+}
+
+// TestMakeRoomCountsTheNodesTheRunCreates: with every outdated node held
+// off and no node that stays, a surge fits on the nodes the run has
+// created by its first drain (eks's scale-up, the surge's node, green),
+// as the run's own estimate before each batch finds; without any, it is
+// a no-room blocker.
+func TestMakeRoomCountsTheNodesTheRunCreates(t *testing.T) {
+	sizes := func(before, during int32) *CloudPlan {
+		return &CloudPlan{Before: Sizes{Desired: before}, During: Sizes{Desired: during}}
+	}
+	for _, tt := range []struct {
+		name      string
+		strategy  StrategyName
+		cloud     *CloudPlan
+		blueGreen *BlueGreenPlan
+		blockers  string
+	}{
+		{"eks: the scale-up's node", StrategyEKS, sizes(1, 2), nil, ""},
+		{"surge: the surge's node", StrategySurge, sizes(1, 2), nil, ""},
+		{"blue-green: green's node", StrategyBlueGreen, sizes(1, 1), &BlueGreenPlan{Create: true}, ""},
+		{"blue-green onto a green that exists: in the snapshot", StrategyBlueGreen, sizes(1, 1), &BlueGreenPlan{}, "no-room/web"},
+		{"no node created", StrategyEKS, sizes(1, 1), nil, "no-room/web"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := makeRoomSnapshot("1")
+			snap.Nodes = snap.Nodes[:1] // only "old": nothing stays
+			snap.Nodes[0].Labels = map[string]string{"pool": "g"}
+			snap.Pods[0].Spec.NodeSelector = map[string]string{"pool": "g"}
+			p := &Plan{Strategy: string(tt.strategy), Batches: []Batch{{Number: 1, Nodes: []PlannedNode{{Name: "old"}}}}, Cloud: tt.cloud, BlueGreen: tt.blueGreen,
+				Findings: []check.Finding{{Check: check.CheckSingleReplica, Severity: check.Blocker, Kind: "Deployment", Namespace: "shop", Name: "web", Nodes: []string{"old"}}}}
+			p.PlanMakeRoom(snap, nil)
+			var blockers []string
+			for _, f := range p.Blockers() {
+				blockers = append(blockers, f.Check+"/"+f.Name)
+			}
+			if got := strings.Join(blockers, ","); got != tt.blockers {
+				t.Errorf("blockers %q, want %q (%+v)", got, tt.blockers, p.Findings)
+			}
+			if len(snap.Nodes) != 1 {
+				t.Errorf("the snapshot was changed: %d nodes", len(snap.Nodes))
+			}
+		})
 	}
 }

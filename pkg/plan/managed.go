@@ -153,7 +153,7 @@ func managedPlan(p *Plan, in Input, strategy Strategy) error {
 	if in.Waves.Any() {
 		// The service drains in an order and at a pace of its own: no
 		// wave boundary exists at which to hold it and read a gate.
-		return inputErrorf("cannot gate the update of %s %q in waves (--waves, --gate): its service paces the batches itself; use --strategy surge or blue-green where the group offers them, whose batches the run paces", in.Cloud.GroupKind, in.Cloud.Group)
+		return inputErrorf("cannot gate the update of %s %q in waves (--waves, --gate): its service paces the batches itself; %s", in.Cloud.GroupKind, in.Cloud.Group, pacedAdvice(in))
 	}
 	mp, err := in.Cloud.Managed.Plan(in, p.Nodes.Outdated, len(p.Zones))
 	if err != nil {
@@ -297,4 +297,35 @@ func StaleRevision(saved, fresh *Plan) error {
 		return nil
 	}
 	return inputErrorf("the %s changed since the plan was made (revision %q, now %q): run plan again", saved.Managed.Service, saved.Managed.Revision, fresh.Managed.Revision)
+}
+
+// pacedAdvice says what takes waves on in's group instead of its service's
+// update: the strategies whose batches the run paces there (PacedStrategies),
+// or none. Only what planning would accept is named.
+func pacedAdvice(in Input) string {
+	names := PacedStrategies(in)
+	if len(names) == 0 {
+		return "no strategy whose batches the run paces runs on this group: upgrade it without --waves and --gate"
+	}
+	for i, n := range names {
+		names[i] = "--strategy " + n
+	}
+	return "use " + strings.Join(names, " or ") + ", whose batches the run paces"
+}
+
+// PacedStrategies are the strategies the run carries out itself on in's
+// group, batch by batch: not the service's own, within what the provider
+// can do there, draining nodes.
+func PacedStrategies(in Input) []string {
+	var out []string
+	for _, name := range order {
+		s := strategies[name]
+		if in.Cloud != nil && in.Cloud.Managed != nil && in.Cloud.Managed.Runs(name) || s.Traits().LeavesRunning {
+			continue
+		}
+		if checkCapability(s, in) == nil {
+			out = append(out, string(name))
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -227,5 +228,60 @@ func TestPlanFollowingAServiceUpdate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// poolService runs eks and surge itself, as GKE's and AKS's services do.
+type poolService struct{ fakeService }
+
+func (s *poolService) Runs(strategy StrategyName) bool {
+	return strategy == StrategyEKS || strategy == StrategySurge
+}
+
+// TestWavesOnAServiceUpdateSuggestOnlyWhatIsAccepted: waves refused on
+// the service's own update name only strategies that take them there;
+// each suggested flag set is planned with the same waves and accepted,
+// and where none would be, none is suggested.
+func TestWavesOnAServiceUpdateSuggestOnlyWhatIsAccepted(t *testing.T) {
+	machines := map[string]Machine{
+		"a1": {ID: "i-a1", Zone: "a", Template: "lt-1", Version: "1", State: MachineInService},
+		"b1": {ID: "i-b1", Zone: "b", Template: "lt-1", Version: "1", State: MachineInService},
+	}
+	snap := snapshot.Cluster{Nodes: []corev1.Node{awsNode("a1", "a", "i-a1", ""), awsNode("b1", "b", "i-b1", "")}}
+	waves := Waves{Sizes: []string{"1", "100%"}, Gates: []string{"exec:true"}}
+	for _, tc := range []struct {
+		name string
+		can  Capability
+		want []string
+	}{
+		{"the provider drains nothing itself", 0, nil},
+		{"the provider makes groups", CapRemoveNodes | CapResize | CapNewGroups, []string{"blue-green", "autoscaled-blue-green"}},
+	} {
+		for _, asked := range []StrategyName{StrategyEKS, StrategySurge} {
+			t.Run(tc.name+" --strategy "+string(asked), func(t *testing.T) {
+				in := cloudInput("1", machines)
+				in.Strategy, in.Waves = asked, waves
+				in.Cloud.Can, in.Cloud.Managed = tc.can, serviceOf(&poolService{})
+				_, err := Build(snap, in)
+				if err == nil {
+					t.Fatal("waves on the service's update: want a refusal")
+				}
+				suggested := regexp.MustCompile(`--strategy ([a-z-]+)`).FindAllStringSubmatch(err.Error(), -1)
+				var got []string
+				for _, m := range suggested {
+					got = append(got, m[1])
+				}
+				if !slices.Equal(got, tc.want) || len(got) == 0 && !strings.Contains(err.Error(), "without --waves and --gate") {
+					t.Fatalf("error %q suggests %q, want %q", err, got, tc.want)
+				}
+				for _, s := range got {
+					again := in
+					again.Strategy = StrategyName(s)
+					if _, err := Build(snap, again); err != nil {
+						t.Errorf("the suggested --strategy %s is refused: %v", s, err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -60,6 +60,10 @@ type Request struct {
 	Waves Waves `json:"waves"`
 	// PlanFile is a plan saved with "plan -o json" that the run executes.
 	PlanFile string `json:"planFile,omitempty"`
+	// Dir is the directory the run was started in, where its exec: gates
+	// run on every attempt (resume may be typed anywhere); "" until the
+	// run starts.
+	Dir string `json:"dir,omitempty"`
 }
 
 // DefaultDeregistrationTimeout is --deregistration-timeout's default: a

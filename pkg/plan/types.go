@@ -118,6 +118,9 @@ type Plan struct {
 	// Capacity is what the run needs of the cloud's shared limits and
 	// what was free (nil where the provider reads none).
 	Capacity *CapacityPlan `json:"capacity,omitempty"`
+	// Options are the run's options that run --plan-file takes from the
+	// plan (options.go); nil in plans saved before they were carried.
+	Options *Options `json:"options,omitempty"`
 }
 
 // AddFindings puts findings made outside the planner (by what only the

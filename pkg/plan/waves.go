@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -40,10 +41,8 @@ func (w Waves) Any() bool { return len(w.Sizes) > 0 || len(w.Gates) > 0 }
 
 // Validate checks the flags, each error naming its flag (bad input).
 func (w Waves) Validate() error {
-	for _, s := range w.Sizes {
-		if _, _, err := waveSize(s); err != nil {
-			return err
-		}
+	if err := w.validateSizes(); err != nil {
+		return err
 	}
 	if w.Soak < 0 {
 		return fmt.Errorf("invalid --wave-soak %s: must not be negative", w.Soak)
@@ -59,6 +58,64 @@ func (w Waves) Validate() error {
 	}
 	if need := gate.NeedsFlag(specs, w.PrometheusURL, w.AlertmanagerURL); need != "" {
 		return fmt.Errorf("%s", need)
+	}
+	return w.validateGateFlags(specs)
+}
+
+// validateSizes refuses --waves whose waves would take no node whatever
+// the group: a share not above the one before it, or anything after
+// 100%. (Shares are how far the run has got.)
+func (w Waves) validateSizes() error {
+	last := 0.0
+	for _, s := range w.Sizes {
+		v, share, err := waveSize(s)
+		switch {
+		case err != nil:
+			return err
+		case last == 100:
+			return fmt.Errorf("invalid --waves %q: %q comes after 100%%, so its wave takes no node; end --waves at 100%%", strings.Join(w.Sizes, ","), s)
+		case share && v <= last:
+			return fmt.Errorf("invalid --waves %q: %q is not above %g%% before it, so its wave takes no node; a share is how far the run has got", strings.Join(w.Sizes, ","), s, last)
+		case share:
+			last = v
+		}
+	}
+	return nil
+}
+
+// validateGateFlags refuses the flags of gates that no --gate uses, and
+// servers' URLs that could never be asked.
+func (w Waves) validateGateFlags(specs []gate.Spec) error {
+	uses := map[gate.Kind]bool{}
+	for _, s := range specs {
+		uses[s.Kind] = true
+	}
+	switch {
+	case len(specs) == 0 && w.Soak > 0:
+		return fmt.Errorf("--wave-soak %s needs a --gate: the soak is what the gates are evaluated over", w.Soak)
+	case len(specs) == 0 && w.OnFail == OnGateFailRollback:
+		return fmt.Errorf("--on-gate-fail rollback needs a --gate")
+	case w.PrometheusURL != "" && !uses[gate.Prometheus]:
+		return fmt.Errorf("--prometheus-url is used by no --gate: add a \"prometheus:QUERY<THRESHOLD\" gate, or leave it out")
+	case w.AlertmanagerURL != "" && !uses[gate.Alertmanager]:
+		return fmt.Errorf("--alertmanager-url is used by no --gate: add an \"alertmanager:MATCHERS\" gate, or leave it out")
+	}
+	if err := serverURL("prometheus-url", w.PrometheusURL, "http://prometheus.monitoring:9090"); err != nil {
+		return err
+	}
+	return serverURL("alertmanager-url", w.AlertmanagerURL, "http://alertmanager.monitoring:9093")
+}
+
+// serverURL refuses a --prometheus-url or --alertmanager-url that is no
+// http(s) URL with a host: it would be an unreachable gate at every
+// evaluation, not bad input said once.
+func serverURL(flag, v, example string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("invalid --%s %q: must be an http:// or https:// URL with a host, e.g. %s", flag, v, example)
 	}
 	return nil
 }
@@ -182,9 +239,27 @@ func (p *Plan) cutWaves(batches [][]PlannedNode, in Input) [][]PlannedNode {
 			n += len(b)
 		}
 		ends, sizes = w.bounds(in.WavesDone + n)
+		if dropped := len(w.Sizes) - len(sizes); dropped > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("--waves %s: %d of the waves take no node of the %d outdated and are left out; the run has %d waves", strings.Join(w.Sizes, ","), dropped, in.WavesDone+n, len(sizes)))
+		}
 	}
-	p.Waves = &WavePlan{Sizes: w.Sizes, Soak: Duration(w.Soak), Gates: w.Gates, PrometheusURL: w.PrometheusURL, AlertmanagerURL: w.AlertmanagerURL, OnFail: onFail(w.OnFail)}
-	return p.splitAt(batches, ends, sizes, in.WavesDone)
+	p.Waves = &WavePlan{Sizes: w.Sizes, Soak: Duration(w.Soak), Gates: w.Gates, PrometheusURL: w.PrometheusURL, AlertmanagerURL: w.AlertmanagerURL, OnFail: p.onFail(w.OnFail)}
+	out := p.splitAt(batches, ends, sizes, in.WavesDone)
+	if ws := p.Waves.Waves; len(ws) == 1 && ws[0].Number == 1 {
+		p.Notes = append(p.Notes, fmt.Sprintf("the canary (wave 1) takes all %d outdated nodes: no gate is evaluated before any of them; give --waves a smaller first wave", len(ws[0].Nodes)))
+	}
+	return out
+}
+
+// onFail is what a failed gate does in a run of p: --on-gate-fail
+// rollback turns only a run that can go back live (blue/green) around;
+// the others pause, and the plan says so rather than promise a rollback.
+func (p *Plan) onFail(s string) string {
+	if s == OnGateFailRollback && p.Traits().Rollback != RollbackGreen {
+		p.Notes = append(p.Notes, fmt.Sprintf("--on-gate-fail rollback: a failed gate pauses a --strategy %s run (only blue-green turns around mid-run); \"kubectl nodeupgrade rollback\" then puts the group back", p.Strategy))
+		return OnGateFailPause
+	}
+	return onFail(s)
 }
 
 func lastOr(xs []int, or int) int {

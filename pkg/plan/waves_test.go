@@ -89,7 +89,17 @@ func TestWavesValidate(t *testing.T) {
 		w   Waves
 		err string
 	}{
-		{w: Waves{Sizes: []string{"1", "10%", "100%"}, Soak: time.Minute}},
+		{w: Waves{Sizes: []string{"1", "10%", "100%"}, Soak: time.Minute, Gates: []string{"exec:true"}}},
+		{w: Waves{Sizes: []string{"1", "10%", "100%"}}},
+		{w: Waves{Sizes: []string{"50%", "10%"}}, err: `invalid --waves "50%,10%": "10%" is not above 50% before it`},
+		{w: Waves{Sizes: []string{"1", "100%", "1"}}, err: `invalid --waves "1,100%,1": "1" comes after 100%`},
+		{w: Waves{Sizes: []string{"1", "2"}, Soak: time.Minute}, err: "--wave-soak 1m0s needs a --gate"},
+		{w: Waves{Sizes: []string{"1", "2"}, OnFail: OnGateFailRollback}, err: "--on-gate-fail rollback needs a --gate"},
+		{w: Waves{Sizes: []string{"1", "2"}, PrometheusURL: "http://p:9090"}, err: "--prometheus-url is used by no --gate"},
+		{w: Waves{Gates: []string{"exec:true"}, AlertmanagerURL: "http://am"}, err: "--alertmanager-url is used by no --gate"},
+		{w: Waves{Gates: []string{"prometheus:x<1"}, PrometheusURL: "prometheus:9090"}, err: `invalid --prometheus-url "prometheus:9090": must be an http:// or https:// URL`},
+		{w: Waves{Gates: []string{"prometheus:x<1"}, PrometheusURL: "http//prom"}, err: `invalid --prometheus-url "http//prom"`},
+		{w: Waves{Gates: []string{"alertmanager:a=b"}, AlertmanagerURL: "am:9093"}, err: `invalid --alertmanager-url "am:9093"`},
 		{w: Waves{Sizes: []string{"0"}}, err: `invalid --waves "0": must be a count`},
 		{w: Waves{Sizes: []string{"150%"}}, err: `invalid --waves "150%": a share must be`},
 		{w: Waves{Sizes: []string{"x"}}, err: `invalid --waves "x"`},
@@ -102,6 +112,9 @@ func TestWavesValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.err, func(t *testing.T) {
 			err := tt.w.Validate()
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q is more than one line", err)
+			}
 			if (err == nil) != (tt.err == "") || err != nil && !strings.HasPrefix(err.Error(), tt.err) {
 				t.Fatalf("Validate() = %v, want %q", err, tt.err)
 			}
@@ -118,5 +131,60 @@ func TestGatePreflightBlocks(t *testing.T) {
 	b := p.Blockers()
 	if len(b) != 1 || b[0].Check != "gate-failing" || !strings.Contains(b[0].Message, "connection refused") {
 		t.Fatalf("blockers %+v", b)
+	}
+}
+
+// TestOnGateFailIsWhatTheRunDoes: the plan says a failed gate rolls back
+// only where the run turns around live (blue/green); elsewhere it says
+// pause, as the run does, and a note says why.
+func TestOnGateFailIsWhatTheRunDoes(t *testing.T) {
+	for _, tt := range []struct {
+		strategy StrategyName
+		asked    string
+		want     string
+		noted    bool
+	}{
+		{StrategyBlueGreen, OnGateFailRollback, OnGateFailRollback, false},
+		{StrategyEKS, OnGateFailRollback, OnGateFailPause, true},
+		{StrategySurge, OnGateFailRollback, OnGateFailPause, true},
+		{StrategyEKS, "", OnGateFailPause, false},
+	} {
+		t.Run(string(tt.strategy)+" "+tt.asked, func(t *testing.T) {
+			p := &Plan{Strategy: string(tt.strategy)}
+			p.cutWaves(batchesOf(3, 1), Input{Waves: Waves{Sizes: []string{"1"}, Gates: []string{"exec:true"}, OnFail: tt.asked}})
+			var b strings.Builder
+			writeWaves(&b, p)
+			if p.Waves.OnFail != tt.want || !strings.Contains(b.String(), "a failed gate does: "+tt.want+")") {
+				t.Errorf("onFail %q, table:\n%s\nwant %q", p.Waves.OnFail, b.String(), tt.want)
+			}
+			if noted := slices.ContainsFunc(p.Notes, func(n string) bool { return strings.Contains(n, "a failed gate pauses") }); noted != tt.noted {
+				t.Errorf("notes %q: noted %v, want %v", p.Notes, noted, tt.noted)
+			}
+		})
+	}
+}
+
+// TestWavesThatMeanNothingAreNoted: a canary of every outdated node (no
+// gate ever evaluated) and waves the group is too small for are said in
+// the plan's notes, not dropped in silence.
+func TestWavesThatMeanNothingAreNoted(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		nodes int
+		sizes []string
+		want  string
+	}{
+		{"a canary of the whole group", 9, []string{"20"}, "the canary (wave 1) takes all 9 outdated nodes: no gate is evaluated"},
+		{"a share the group is too small for", 5, []string{"1", "10%", "100%"}, "--waves 1,10%,100%: 1 of the waves take no node of the 5 outdated"},
+		{"waves that fit", 9, []string{"1", "50%"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Plan{}
+			p.cutWaves(batchesOf(tt.nodes, 1), Input{Waves: Waves{Sizes: tt.sizes, Gates: []string{"exec:true"}}})
+			got := strings.Join(p.Notes, "\n")
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("notes %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -36,6 +36,7 @@ const (
 	ExitUnreachable      = 9  // the API server did not answer (refused, timed out, unknown host, untrusted certificate, or evictions' connections lost until --drain-timeout)
 	ExitHookFailed       = 10 // a hook failed or timed out, or an annotation hook was not taken off within --hook-timeout
 	ExitCloudUnreachable = 11 // a cloud's API did not answer (unknown host, refused, timed out, untrusted certificate): not the Kubernetes API server
+	ExitRolledBack       = 12 // the run rolled back and finished its rollback (--on-gate-fail rollback, or a rollback control): back as before, not upgraded
 )
 
 // usageError marks bad input: exit 2.
@@ -53,6 +54,7 @@ func ExitCode(err error) int {
 	var usage *usageError
 	var input *plan.InputError
 	var eviction *drain.PodEvictionFailure
+	var rolledBack *session.RolledBackError
 	var evictionLost *drain.EvictionUnreachable
 	var blockers *blockersFound
 	var held *state.HeldError
@@ -94,6 +96,8 @@ func ExitCode(err error) int {
 		return ExitNodeCreation
 	case stoppedOnPurpose(err):
 		return ExitPaused
+	case errors.As(err, &rolledBack):
+		return ExitRolledBack
 	case errors.As(err, &eviction):
 		return ExitPodEvictionError
 	case errors.As(err, &evictionLost):

@@ -322,7 +322,8 @@ func TestGatedWavesUnreachablePrometheus(t *testing.T) {
 // TestGatedBlueGreenRollsBackOnABadSeries: blue/green in waves 1,2 with
 // --on-gate-fail rollback; the error rate goes bad in the soak after the
 // canary: the run turns around, and blue is back in service at its own
-// sizes with green deleted, 0 PDB violations.
+// sizes with green deleted, 0 PDB violations; the run exits
+// ExitRolledBack, not 0.
 func TestGatedBlueGreenRollsBackOnABadSeries(t *testing.T) {
 	t.Parallel()
 	const name = "aws-bg-gate"
@@ -340,10 +341,11 @@ func TestGatedBlueGreenRollsBackOnABadSeries(t *testing.T) {
 	gs.exp.Set(errorRate, 0.5)
 	code, out := run.wait(t, 3*time.Minute)
 	stop()
-	if code != nodeupgrade.ExitOK {
-		t.Fatalf("a bad series with --on-gate-fail rollback: want exit %d having rolled back, got %d:\n%s", nodeupgrade.ExitOK, code, out)
+	// Rolled back is not upgraded: a pipeline routes on its own code.
+	if code != nodeupgrade.ExitRolledBack {
+		t.Fatalf("a bad series with --on-gate-fail rollback: want exit %d having rolled back, got %d:\n%s", nodeupgrade.ExitRolledBack, code, out)
 	}
-	assertSays(t, "the run", out, `query "`+errorQuery+`" was 0.5`, "rolling back (--on-gate-fail rollback)", "rolled back")
+	assertSays(t, "the run", out, `query "`+errorQuery+`" was 0.5`, "rolling back (--on-gate-fail rollback)", "rolled back (--on-gate-fail rollback) before wave 2", "not upgraded")
 	if slices.Contains(g.srv.Groups(), name+"-v2") {
 		t.Errorf("green was not deleted: %v", g.srv.Groups())
 	}
