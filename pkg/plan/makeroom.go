@@ -72,7 +72,7 @@ func (p *Plan) PlanMakeRoom(snap *snapshot.Cluster, hpas []autoscalingv2.Horizon
 		return
 	}
 	p.MakeRoom = nil
-	snap = p.withNewNodes(snap)
+	snap = withNewNodes(p, snap)
 	for _, b := range p.Batches {
 		names := make([]string, len(b.Nodes))
 		for i, n := range b.Nodes {
@@ -88,12 +88,12 @@ func (p *Plan) PlanMakeRoom(snap *snapshot.Cluster, hpas []autoscalingv2.Horizon
 		}
 		p.MakeRoom = append(p.MakeRoom, mb)
 	}
-	p.answerFindings()
+	answerMakeRoomFindings(p)
 }
 
-// answerFindings lowers the blockers the surges answer and adds those of
+// answerMakeRoomFindings lowers the blockers the surges answer and adds those of
 // the surges that do not fit.
-func (p *Plan) answerFindings() {
+func answerMakeRoomFindings(p *Plan) {
 	surged := map[string]bool{}
 	var unfit []check.Finding
 	for i, b := range p.MakeRoom {
@@ -136,8 +136,8 @@ func surgeHold(p *Plan) time.Duration {
 // not exist yet when planned; each is made after an outdated node of the
 // group (its labels with the target's, its capacity and zone, none of the
 // run's taint), as the group's template makes them.
-func (p *Plan) withNewNodes(snap *snapshot.Cluster) *snapshot.Cluster {
-	n := p.newNodes()
+func withNewNodes(p *Plan, snap *snapshot.Cluster) *snapshot.Cluster {
+	n := nodesBeforeFirstDrain(p)
 	outdated := sets.New(p.OutdatedNames()...)
 	var group []corev1.Node
 	for _, node := range snap.Nodes {
@@ -164,8 +164,8 @@ func (p *Plan) withNewNodes(snap *snapshot.Cluster) *snapshot.Cluster {
 	return &out
 }
 
-// newNodes counts the nodes the run creates before its first drain.
-func (p *Plan) newNodes() int {
+// nodesBeforeFirstDrain counts the nodes the run creates before its first drain.
+func nodesBeforeFirstDrain(p *Plan) int {
 	switch c := p.Cloud; {
 	case c == nil:
 		return 0
