@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/conformance"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/vmss"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -79,7 +78,7 @@ func TestVMSSPermissionsOfEveryCall(t *testing.T) {
 	var made []string
 	for _, strategy := range []string{"eks", "blue-green"} {
 		client, srv := vmssScene(t)
-		role := aks.Permission{Actions: documented}
+		role := azurefake.Role{Actions: documented}
 		if strategy == "blue-green" { // blue/green never brings an instance to the latest model
 			role.NotActions = []string{"Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"}
 		}
@@ -99,28 +98,38 @@ func TestVMSSPermissionsOfEveryCall(t *testing.T) {
 // the scale set at all: plan and run exit 2 with Azure's 403 naming it.
 func TestVMSSPlanChecksPermissions(t *testing.T) {
 	const manualUpgrade = "Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"
-	without := func(action string) aks.Permission {
-		return aks.Permission{Actions: []string{"*"}, NotActions: []string{action}}
+	without := func(action string) azurefake.Role {
+		return azurefake.Role{Actions: []string{"*"}, NotActions: []string{action}}
 	}
 	for _, tc := range []struct {
 		name     string
-		roles    []aks.Permission
+		roles    []azurefake.Role
 		strategy string
 		missing  string // "" for none
 		readless bool   // the scale set cannot be read: exit 2 before the plan
+		onSet    bool   // the roles are assigned on the scale set alone
 	}{
-		{"Virtual Machine Contributor, eks", []aks.Permission{azurefake.VMContributorRole}, "eks", "", false},
-		{"Virtual Machine Contributor, blue/green", []aks.Permission{azurefake.VMContributorRole}, "blue-green", "", false},
-		{"AKS's role holds no scale set action", []aks.Permission{azurefake.AKSContributorRole}, "surge", "Microsoft.Compute/virtualMachineScaleSets/read", true},
-		{"a role without manualupgrade, eks", []aks.Permission{without(manualUpgrade)}, "eks", manualUpgrade, false},
-		{"a role without manualupgrade, blue/green: not asked", []aks.Permission{without(manualUpgrade)}, "blue-green", "", false},
-		{"notActions are no deny: a second role grants it", []aks.Permission{without(manualUpgrade), azurefake.VMContributorRole}, "eks", "", false},
-		{"a role without the scale set's delete, blue/green", []aks.Permission{without("Microsoft.Compute/virtualMachineScaleSets/delete")}, "blue-green", "Microsoft.Compute/virtualMachineScaleSets/delete", false},
-		{"a reader", []aks.Permission{{Actions: []string{"*/read"}}}, "surge", "Microsoft.Compute/virtualMachineScaleSets/write", false},
+		{"Virtual Machine Contributor, eks", []azurefake.Role{azurefake.VMContributorRole}, "eks", "", false, false},
+		{"Virtual Machine Contributor, blue/green", []azurefake.Role{azurefake.VMContributorRole}, "blue-green", "", false, false},
+		{"AKS's role holds no scale set action", []azurefake.Role{azurefake.AKSContributorRole}, "surge", "Microsoft.Compute/virtualMachineScaleSets/read", true, false},
+		{"a role without manualupgrade, eks", []azurefake.Role{without(manualUpgrade)}, "eks", manualUpgrade, false, false},
+		{"a role without manualupgrade, blue/green: not asked", []azurefake.Role{without(manualUpgrade)}, "blue-green", "", false, false},
+		{"notActions are no deny: a second role grants it", []azurefake.Role{without(manualUpgrade), azurefake.VMContributorRole}, "eks", "", false, false},
+		{"a role without the scale set's delete, blue/green", []azurefake.Role{without("Microsoft.Compute/virtualMachineScaleSets/delete")}, "blue-green", "Microsoft.Compute/virtualMachineScaleSets/delete", false, false},
+		{"a reader", []azurefake.Role{{Actions: []string{"*/read"}}}, "surge", "Microsoft.Compute/virtualMachineScaleSets/write", false, false},
+		// ARM reads an operation's status at the subscription's location:
+		// with a role on the resource alone "you can start the operation
+		// but you can't track its status" (Learn, "Track asynchronous
+		// Azure operations").
+		{"Virtual Machine Contributor on the scale set alone", []azurefake.Role{azurefake.VMContributorRole}, "eks", "Microsoft.Compute/locations/operations/read", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client, srv := vmssScene(t)
 			srv.SetRoles(tc.roles...)
+			if tc.onSet {
+				srv.SetRoles()
+				srv.AssignRole("/subscriptions/"+srv.Subscription()+"/resourceGroups/"+vmssGroup+"/providers/Microsoft.Compute/virtualMachineScaleSets/ng", tc.roles...)
+			}
 			ctx := context.Background()
 			out, errOut, code := plugin.Drive(ctx, client, "plan", vmssArgs(tc.strategy)...)
 			if tc.missing == "" {

@@ -257,16 +257,17 @@ func failure(doc opStatus) cloud.UpdateError {
 	return e
 }
 
+// operationsAPIVersion is the API version of AKS's operation statuses.
+const operationsAPIVersion = "2025-02-01"
+
 // getOperation reads operation id's status document.
 func (a *AgentPool) getOperation(ctx context.Context, id string, doc *opStatus) error {
-	url := fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.ContainerService/locations/%s/operations/%s",
-		strings.TrimSuffix(endpoint(), "/"), a.id.subscription, a.location, id)
-	req, err := runtime.NewRequest(ctx, http.MethodGet, url)
+	req, err := runtime.NewRequest(ctx, http.MethodGet, a.operationsURL()+"/operations/"+id)
 	if err != nil {
 		return err
 	}
 	q := req.Raw().URL.Query()
-	q.Set("api-version", "2025-02-01")
+	q.Set("api-version", operationsAPIVersion)
 	req.Raw().URL.RawQuery = q.Encode()
 	resp, err := a.c.pipeline.Do(req)
 	if err != nil {
