@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/conformance"
@@ -43,7 +45,12 @@ func vmssScene(t *testing.T) (*fake.Clientset, *azurefake.Server) {
 
 // vmssArgs are a run's arguments with strategy.
 func vmssArgs(strategy string, extra ...string) []string {
-	out := []string{"ng", "--provider", vmss.Name, "--image", vmssNew, "--strategy", strategy, "--post-drain-wait", "0s", "--node-ready-timeout", "60s"}
+	return vmssArgsImage(strategy, vmssNew, extra...)
+}
+
+// vmssArgsImage are a run's arguments with strategy to image.
+func vmssArgsImage(strategy, image string, extra ...string) []string {
+	out := []string{"ng", "--provider", vmss.Name, "--image", image, "--strategy", strategy, "--post-drain-wait", "0s", "--node-ready-timeout", "60s"}
 	if strategy == "blue-green" {
 		out = append(out, "--node-pool-soak", "0s")
 	}
@@ -76,19 +83,41 @@ func TestVMSSPermissionsOfEveryCall(t *testing.T) {
 	}
 	documented := slices.Concat(required, forBlueGreen)
 	var made []string
-	for _, strategy := range []string{"eks", "blue-green"} {
+	// The third run brings the instances to a model whose image they
+	// already run (its userData changed): Compute's manualupgrade
+	// reimages nothing then, the provider reimages.
+	for _, strategy := range []string{"eks", "blue-green", "eks, the model's image"} {
 		client, srv := vmssScene(t)
 		role := azurefake.Role{Actions: documented}
 		if strategy == "blue-green" { // blue/green never brings an instance to the latest model
-			role.NotActions = []string{"Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"}
+			role.NotActions = []string{"Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action", "Microsoft.Compute/virtualMachineScaleSets/reimage/action"}
 		}
 		srv.SetRoles(role)
-		if out, errOut, code := plugin.Drive(context.Background(), client, "run", vmssArgs(strategy, "--yes")...); code != plugin.ExitOK || strings.Contains(out+errOut, "AuthorizationFailed") {
+		args := vmssArgs(strategy, "--yes")
+		if strategy != "blue-green" && strategy != "eks" {
+			srv.ChangeUserData(vmssGroup, "ng", "# a new model, the same image")
+			args = vmssArgsImage("eks", vmssOld, "--yes")
+		}
+		if out, errOut, code := plugin.Drive(context.Background(), client, "run", args...); code != plugin.ExitOK || strings.Contains(out+errOut, "AuthorizationFailed") {
 			t.Fatalf("%s run with the documented actions: exit %d (want %d, nothing refused):\n%s%s", strategy, code, plugin.ExitOK, out, errOut)
 		}
+		assertEveryInstanceANode(t, client, srv)
 		made = append(made, srv.Actions()...)
 	}
 	assertCallsAreTheDocs(t, "vmss", made, documented)
+}
+
+// assertEveryInstanceANode fails the test for an instance of scale set
+// "ng" that has no Node: a machine left running whose kubelet will never
+// register again (its Node deleted, the machine not reimaged).
+func assertEveryInstanceANode(t *testing.T, client kubernetes.Interface, srv *azurefake.Server) {
+	t.Helper()
+	ins, _ := srv.ScaleSetInstances(vmssGroup, "ng")
+	for _, in := range ins {
+		if _, err := client.CoreV1().Nodes().Get(context.Background(), in.Name, metav1.GetOptions{}); err != nil {
+			t.Errorf("instance %s of scale set ng has no node after the run: %v", in.Name, err)
+		}
+	}
 }
 
 // TestVMSSPlanChecksPermissions: the plan asks Azure for the caller's

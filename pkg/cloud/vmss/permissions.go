@@ -23,6 +23,7 @@ const (
 	actionWrite         = "Microsoft.Compute/virtualMachineScaleSets/write"
 	actionDeleteVMs     = "Microsoft.Compute/virtualMachineScaleSets/delete/action"
 	actionManualUpgrade = "Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"
+	actionReimage       = "Microsoft.Compute/virtualMachineScaleSets/reimage/action"
 	actionOperations    = "Microsoft.Compute/locations/operations/read"
 	actionDelete        = "Microsoft.Compute/virtualMachineScaleSets/delete"
 )
@@ -42,6 +43,8 @@ var Calls = []azarm.Call{
 	{Action: actionWrite, Call: "point the model at the target image and raise the capacity (VirtualMachineScaleSetsClient.BeginUpdate), create green (BeginCreateOrUpdate)"},
 	{Action: actionDeleteVMs, Call: "delete a drained node's instance, or those of a scale-down, lowering the capacity (VirtualMachineScaleSetsClient.BeginDeleteInstances)"},
 	{Action: actionManualUpgrade, Call: "bring a drained node's instance to the latest model (VirtualMachineScaleSetsClient.BeginUpdateInstances: manualupgrade)",
+		For: plan.CapRemoveNodes | plan.CapResize},
+	{Action: actionReimage, Call: "reimage a drained node's instance that the latest model does not reimage, its image already the target (VirtualMachineScaleSetsClient.BeginReimage)",
 		For: plan.CapRemoveNodes | plan.CapResize},
 	{Action: actionOperations, Call: "follow the long-running operations (GET Microsoft.Compute/locations/{location}/operations/{id})", AtLocation: true},
 	{Action: actionDelete, Call: "delete blue at the end of a blue/green run, or green on its rollback (VirtualMachineScaleSetsClient.BeginDelete)", For: plan.CapNewGroups},

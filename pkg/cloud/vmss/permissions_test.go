@@ -94,7 +94,7 @@ func TestProbePermissions(t *testing.T) {
 		{name: "Owner", onGroup: []azarm.Permission{{Actions: []string{"*"}}}},
 		{name: "no role", onGroup: []azarm.Permission{}, want: want{every: everyRun, blueGreen: []string{actionDelete}}},
 		{name: "a reader", onGroup: []azarm.Permission{reader},
-			want: want{every: []string{actionWrite, actionDeleteVMs, actionManualUpgrade}, blueGreen: []string{actionDelete}}},
+			want: want{every: []string{actionWrite, actionDeleteVMs, actionManualUpgrade, actionReimage}, blueGreen: []string{actionDelete}}},
 		{name: "a role without manualupgrade", onGroup: []azarm.Permission{{Actions: []string{"*"}, NotActions: []string{actionManualUpgrade}}},
 			want: want{every: []string{actionManualUpgrade}}},
 		{name: "the role on the scale set alone: blue/green's green is not covered", onSet: []azarm.Permission{vmContributor}, onGroup: []azarm.Permission{reader},
@@ -109,7 +109,7 @@ func TestProbePermissions(t *testing.T) {
 			want: want{every: []string{actionOperations}}},
 		{name: "Azure refuses to answer", refuse: http.StatusForbidden, cannotAsk: true},
 		{name: "Azure refuses the group's: the scale set's still checked", onSet: []azarm.Permission{reader}, refuse: http.StatusForbidden, cannotAsk: true,
-			want: want{every: []string{actionWrite, actionDeleteVMs, actionManualUpgrade}}},
+			want: want{every: []string{actionWrite, actionDeleteVMs, actionManualUpgrade, actionReimage}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := permissionsServer(t, tc.onSet, tc.onGroup, tc.refuse, !tc.noStatusRead)
@@ -124,7 +124,7 @@ func TestProbePermissions(t *testing.T) {
 					t.Errorf("missing %s names no call", m.Permission)
 				case m.For == plan.CapNewGroups:
 					got.blueGreen = append(got.blueGreen, m.Permission)
-				case m.For == 0, m.Permission == actionManualUpgrade && m.For == plan.CapRemoveNodes|plan.CapResize:
+				case m.For == 0, (m.Permission == actionManualUpgrade || m.Permission == actionReimage) && m.For == plan.CapRemoveNodes|plan.CapResize:
 					got.every = append(got.every, m.Permission)
 				default:
 					t.Errorf("missing %s is for %v", m.Permission, m.For)
@@ -140,7 +140,7 @@ func TestProbePermissions(t *testing.T) {
 				t.Errorf("surge needs %d missing permissions, want %d", n, len(tc.want.every))
 			}
 			for _, m := range p.NeededBy(plan.CapNewGroups) {
-				if m.Permission == actionManualUpgrade {
+				if m.Permission == actionManualUpgrade || m.Permission == actionReimage {
 					t.Errorf("blue/green needs %s, which it never calls", m.Permission)
 				}
 			}
