@@ -77,7 +77,11 @@ func (s *Server) putPool(q *request) {
 		return
 	}
 	if in.Properties != nil && in.Properties.UpgradeSettings != nil {
-		if aerr := checkSurge(in.Properties.UpgradeSettings.MaxSurge); aerr != nil {
+		aerr := checkSurge(in.Properties.UpgradeSettings.MaxSurge)
+		if aerr == nil {
+			aerr = spotSurge(p, in.Properties.UpgradeSettings.MaxSurge)
+		}
+		if aerr != nil {
 			writeError(q.w, aerr)
 			return
 		}
@@ -154,6 +158,17 @@ func checkSurge(v *string) *armError {
 		return errorf(http.StatusBadRequest, "InvalidParameter", "The value of parameter agentPoolProfile.upgradeSettings.maxSurge is invalid: %q. It must be an integer or a percentage.", *v)
 	}
 	return nil
+}
+
+// spotSurge refuses a maxSurge on a Spot pool: "There are no surge nodes
+// available for Spot node pool upgrades"; AKS upgrades them with "a cordon
+// and an eviction notice, but no drain"
+// (https://learn.microsoft.com/en-us/azure/aks/spot-node-pool#upgrade-a-spot-node-pool).
+func spotSurge(p *pool, v *string) *armError {
+	if v == nil || *v == "" || p.model.Properties.ScaleSetPriority == nil || *p.model.Properties.ScaleSetPriority != armcs.ScaleSetPrioritySpot {
+		return nil
+	}
+	return errorf(http.StatusBadRequest, "InvalidParameter", "The value of parameter agentPoolProfile.upgradeSettings.maxSurge is invalid: %q. Spot node pools do not support max surge.", *v)
 }
 
 // upgradeNodeImage answers agentPools/{p}/upgradeNodeImageVersion: the
