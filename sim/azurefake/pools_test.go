@@ -187,3 +187,33 @@ func TestSpotPoolRefusesMaxSurge(t *testing.T) {
 		}
 	}
 }
+
+// TestPutKeepsTheSettingsItLeavesOut: a PUT whose upgradeSettings leave a
+// field out keeps the pool's value; only a value sent replaces it.
+func TestPutKeepsTheSettingsItLeavesOut(t *testing.T) {
+	s := newScene(t, 0)
+	ctx := context.Background()
+	put := func(u *armcs.AgentPoolUpgradeSettings) armcs.AgentPool {
+		t.Helper()
+		got, err := s.pools.Get(ctx, "rg", "c1", "pool", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := got.AgentPool
+		p.Properties.UpgradeSettings = u
+		poller, err := s.pools.BeginCreateOrUpdate(ctx, "rg", "c1", "pool", p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := poller.PollUntilDone(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.AgentPool
+	}
+	put(&armcs.AgentPoolUpgradeSettings{DrainTimeoutInMinutes: ptr(int32(45))})
+	got := put(&armcs.AgentPoolUpgradeSettings{MaxSurge: ptr("2")})
+	if u := got.Properties.UpgradeSettings; u == nil || u.DrainTimeoutInMinutes == nil || *u.DrainTimeoutInMinutes != 45 || *u.MaxSurge != "2" {
+		t.Errorf("after a PUT leaving the drain timeout out: %+v, want it kept at 45 and maxSurge 2", u)
+	}
+}
