@@ -56,7 +56,7 @@ func (e Endpoint) Options() (*arm.ClientOptions, azcore.TokenCredential, error) 
 		opts.Cloud = azcloud.Configuration{Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
 			azcloud.ResourceManager: {Endpoint: u, Audience: "https://management.core.windows.net/"}}}
 	}
-	opts.Retry = policy.RetryOptions{MaxRetries: 4, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 5 * time.Second}
+	opts.Retry = policy.RetryOptions{MaxRetries: 4, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: MaxRetryAfter}
 	if os.Getenv(e.NoAuthEnv) == "true" {
 		opts.InsecureAllowCredentialWithHTTP, opts.DisableRPRegistration = true, true
 		return opts, staticToken{}, nil
@@ -67,6 +67,16 @@ func (e Endpoint) Options() (*arm.ClientOptions, azcore.TokenCredential, error) 
 	}
 	return opts, cred, nil
 }
+
+// MaxRetryAfter is the longest Retry-After the requests wait out. ARM
+// throttles with a 429 whose Retry-After is in seconds, often tens of
+// them
+// (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling#error-code);
+// azcore's retry policy does not retry at all an answer whose Retry-After
+// exceeds RetryOptions.MaxRetryDelay (policy_retry.go: "the retry-after
+// delay exceeds the cap so don't retry"), so the cap is the SDK's
+// default, not a short one: a low cap ended a run on one 429.
+const MaxRetryAfter = 60 * time.Second
 
 // staticToken is the credential of a local endpoint: a fixed token.
 type staticToken struct{}
