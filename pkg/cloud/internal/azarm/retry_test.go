@@ -48,4 +48,3 @@ func TestLongRetryAfterIsWaitedOut(t *testing.T) {
 		t.Errorf("%d tries in %s, want 2 after the 6 s Retry-After", n, d)
 	}
 }
-
