@@ -28,6 +28,8 @@ type poolServer struct {
 	// does; stuck: a PUT changes none (a pool whose settings never come
 	// out as sent).
 	keeps, stuck bool
+	// quota: a PUT is refused for a quota it would exceed.
+	quota bool
 }
 
 func (f *poolServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +42,14 @@ func (f *poolServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusConflict)
 		_, _ = w.Write([]byte(`{"error":{"code":"OperationNotAllowed","message":"There is no ongoing operation on agent pool \"pool\" to abort."}}`))
+		return
+	}
+	if r.Method == http.MethodPut && f.quota {
+		f.puts++
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("x-ms-error-code", "OperationNotAllowed")
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"error":{"code":"OperationNotAllowed","message":"Operation results in exceeding quota limits of Core. Maximum allowed: 4, Current in use: 4, Additional requested: 2."}}`))
 		return
 	}
 	if r.Method == http.MethodPut {
@@ -109,6 +119,24 @@ func TestConfigureRestoresSettingsThePoolNeverHad(t *testing.T) {
 				t.Errorf("want the error to name az aks nodepool update, got %v", err)
 			}
 		})
+	}
+}
+
+// TestConfigureStopsOnAQuotaRefusal: a 409 OperationNotAllowed for a
+// quota (Learn, "Resolve errors for resource quotas") is not AKS busy
+// with another operation: Configure stops after the one PUT, naming it,
+// instead of waiting for an operation that is not there.
+func TestConfigureStopsOnAQuotaRefusal(t *testing.T) {
+	f := &poolServer{quota: true, pool: armcs.AgentPool{Name: ptrTo("pool"), Properties: &armcs.ManagedClusterAgentPoolProfileProperties{
+		ProvisioningState: ptrTo("Succeeded")}}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	a := newTestPool(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := a.Configure(ctx, plan.UpdateSettings{Other: map[string]string{setMaxSurge: "3"}})
+	if f.puts != 1 || err == nil || !strings.Contains(err.Error(), "exceeding quota limits of Core") || ctx.Err() != nil {
+		t.Errorf("Configure: %v after %d PUTs, want the quota named after 1", err, f.puts)
 	}
 }
 

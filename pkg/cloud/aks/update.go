@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -126,7 +127,7 @@ func clearing(want, have plan.UpdateSettings) plan.UpdateSettings {
 // busy reports AKS's refusal of a change while an operation runs.
 func busy(err error) bool {
 	c, status := code(err)
-	return status == http.StatusConflict && c == "OperationNotAllowed"
+	return status == http.StatusConflict && c == "OperationNotAllowed" && !azarm.QuotaExceeded(err)
 }
 
 // settle waits until no operation runs on the pool, and leaves it read.
