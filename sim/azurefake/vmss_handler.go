@@ -178,6 +178,12 @@ func (s *Server) patchScaleSet(q *request) {
 		writeError(q.w, err)
 		return
 	}
+	if in.SKU != nil && in.SKU.Capacity != nil && *in.SKU.Capacity > int64(len(ss.vms)) {
+		if err := s.quotaRefusalLocked(sizeOf(ss.model.SKU.Name), *in.SKU.Capacity-int64(len(ss.vms))); err != nil {
+			writeError(q.w, err)
+			return
+		}
+	}
 	m := ss.model
 	props, prof := *m.Properties, *m.Properties.VirtualMachineProfile
 	m.Properties, props.VirtualMachineProfile = &props, &prof

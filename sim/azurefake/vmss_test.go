@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,4 +206,33 @@ func (a anyPoller[T]) PollUntilDone(ctx context.Context, o *runtime.PollUntilDon
 		return nil, nil
 	}
 	return a.p.PollUntilDone(ctx, o)
+}
+
+// TestVMSSCapacityPastTheQuotaIsRefused: a capacity raise past the
+// regional vCPU quota is refused as Compute refuses it (409
+// OperationNotAllowed "... exceeding approved ... quota", Learn's
+// "Resolve errors for resource quotas"), the capacity unchanged; one
+// that fits is taken.
+func TestVMSSCapacityPastTheQuotaIsRefused(t *testing.T) {
+	sc := newVMSSScene(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc.srv.SetQuota("cores", 12) // two Standard_D4s_v5 use 8
+	raise := func(n int64) error {
+		p, err := sc.sets.BeginUpdate(ctx, "rg", "ng", armcompute.VirtualMachineScaleSetUpdate{SKU: &armcompute.SKU{Capacity: to.Ptr(n)}}, nil)
+		if err == nil {
+			_, err = p.PollUntilDone(ctx, &runtimePollOptions)
+		}
+		return err
+	}
+	err := raise(4)
+	if c, status := armCode(err); status != http.StatusConflict || c != "OperationNotAllowed" || !strings.Contains(err.Error(), "exceeding approved cores quota") {
+		t.Errorf("capacity 4 past 12 vCPUs: %v, want 409 OperationNotAllowed naming the quota", err)
+	}
+	if m, err := sc.sets.Get(ctx, "rg", "ng", nil); err != nil || *m.SKU.Capacity != 2 {
+		t.Errorf("after the refusal: %v, want capacity 2", err)
+	}
+	if err := raise(3); err != nil {
+		t.Errorf("capacity 3 within the quota: %v", err)
+	}
 }
