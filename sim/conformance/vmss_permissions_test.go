@@ -189,3 +189,28 @@ func TestVMSSPlanChecksPermissions(t *testing.T) {
 func containsAll(s string, subs []string) bool {
 	return !slices.ContainsFunc(subs, func(sub string) bool { return !strings.Contains(s, sub) })
 }
+
+// TestVMSSRunStopsOnTheQuota: a scale-up Compute refuses for the vCPU
+// quota (409 OperationNotAllowed, Learn's "Resolve errors for resource
+// quotas") ends the run at once, naming the quota, with no node cordoned
+// or drained; before, the provider took the 409 for a busy scale set and
+// waited it out.
+func TestVMSSRunStopsOnTheQuota(t *testing.T) {
+	client, srv := vmssScene(t)
+	srv.SetQuota("cores", 12) // the two Standard_D4s_v5 use 8: no room for the surge
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, errOut, code := plugin.Drive(ctx, client, "run", vmssArgs("eks", "--yes")...)
+	if code == plugin.ExitOK || !strings.Contains(out+errOut, "exceeding approved cores quota") || !strings.Contains(out+errOut, "ask for more quota") {
+		t.Errorf("run: exit %d, want a failure naming the quota:\n%s%s", code, out, errOut)
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metaAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s cordoned by a run whose scale-up could not come", n.Name)
+		}
+	}
+}
