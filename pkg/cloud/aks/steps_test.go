@@ -96,3 +96,20 @@ func TestSpotPoolPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainMinutesWithinAKSRange: --aks-drain-timeout is whole minutes
+// within AKS's drainTimeoutInMinutes range (1 to 1440, the REST spec),
+// refused at plan time as an input error naming the flag.
+func TestDrainMinutesWithinAKSRange(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int32 // 0: refused
+	}{{"30m", 30}, {"1m", 1}, {"1440m", 1440}, {"1441m", 0}, {"0m", 0}, {"30", 0}, {"1h", 0}} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := drainMinutes(tc.in)
+			if got != tc.want || (tc.want == 0) != (err != nil && isInput(err) && strings.Contains(err.Error(), "--aks-drain-timeout")) {
+				t.Errorf("drainMinutes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
