@@ -3,14 +3,77 @@ package azurefake
 import (
 	"net/http"
 	"strings"
-
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 )
+
+// Role is a role assignment's permission as the permissions list answers
+// it (the Permission of Microsoft.Authorization 2022-04-01:
+// https://learn.microsoft.com/en-us/rest/api/authorization/permissions/list-for-resource#permission),
+// the fake's own, so that its evaluation can disagree with the
+// providers'.
+type Role struct {
+	Actions    []string `json:"actions"`
+	NotActions []string `json:"notActions"`
+}
+
+// permissionList is the permissions list's answer (PermissionGetResult).
+type permissionList struct {
+	Value []Role `json:"value"`
+}
+
+// assignment is a role assigned at a scope (an ARM resource ID): it
+// applies to the scope and everything under it, never above
+// (https://learn.microsoft.com/en-us/azure/role-based-access-control/scope-overview).
+type assignment struct {
+	scope string
+	role  Role
+}
+
+// covers reports whether the assignment applies to path: path is its
+// scope or under it (ARM IDs are case-insensitive).
+func (a assignment) covers(path string) bool {
+	sc, p := strings.ToLower(strings.TrimSuffix(a.scope, "/")), strings.ToLower(strings.TrimSuffix(path, "/"))
+	return p == sc || strings.HasPrefix(p, sc+"/")
+}
+
+// allows reports whether the role allows action as Azure RBAC evaluates
+// it (https://learn.microsoft.com/en-us/azure/role-based-access-control/role-definitions#actions):
+// one of its actions matches (a "*" matches any characters, names are
+// case-insensitive) and none of its notActions does, which subtract from
+// this role only ("NotActions is not a deny rule").
+func (r Role) allows(action string) bool {
+	return rbacMatch(r.Actions, action) && !rbacMatch(r.NotActions, action)
+}
+
+func rbacMatch(patterns []string, action string) bool {
+	a := strings.ToLower(action)
+	for _, p := range patterns {
+		parts := strings.Split(strings.ToLower(p), "*")
+		if len(parts) == 1 {
+			if parts[0] == a {
+				return true
+			}
+			continue
+		}
+		rest, ok := strings.CutPrefix(a, parts[0])
+		for _, mid := range parts[1 : len(parts)-1] {
+			i := strings.Index(rest, mid)
+			if !ok || i < 0 {
+				ok = false
+				break
+			}
+			rest = rest[i+len(mid):]
+		}
+		if ok && strings.HasSuffix(rest, parts[len(parts)-1]) {
+			return true
+		}
+	}
+	return false
+}
 
 // AKSContributorRole is the actions of the built-in role "Azure
 // Kubernetes Service Contributor Role" (ed7f3fbd-7b88-4dd4-9017-9adb7ce333f8,
 // https://learn.microsoft.com/en-us/azure/role-based-access-control/built-in-roles/containers#azure-kubernetes-service-contributor-role).
-var AKSContributorRole = aks.Permission{Actions: []string{
+var AKSContributorRole = Role{Actions: []string{
 	"Microsoft.Authorization/*/read",
 	"Microsoft.ContainerService/locations/*",
 	"Microsoft.ContainerService/managedClusters/*",
@@ -30,7 +93,7 @@ var AKSContributorRole = aks.Permission{Actions: []string{
 // Microsoft.Network joins (a green's subnet, load balancer pools), which
 // Azure checks on a scale set's PUT and the fake does not model, are left
 // out. It holds every action the vmss provider needs and none of AKS's.
-var VMContributorRole = aks.Permission{Actions: []string{
+var VMContributorRole = Role{Actions: []string{
 	"Microsoft.Authorization/*/read",
 	"Microsoft.Compute/availabilitySets/*",
 	"Microsoft.Compute/locations/*",
@@ -49,23 +112,60 @@ var VMContributorRole = aks.Permission{Actions: []string{
 // account is what the fake holds of the subscription beside its
 // clusters: the caller's role assignments and the Compute quotas.
 type account struct {
-	// roles are the permissions of the caller's role assignments, as the
-	// permissions list answers them; nil grants everything (an Owner's
-	// "*"), so that a test that sets none is never refused.
-	roles []aks.Permission
+	// roles are the caller's role assignments; nil grants everything
+	// (an Owner's "*" on the subscription), so that a test that sets none
+	// is never refused.
+	roles []assignment
 	// limits are the vCPU quotas by usage name; see quotaLimit.
 	limits map[string]int64
 }
 
-// SetRoles gives the caller the permissions of these role assignments:
-// the permissions list answers them, and every request they do not allow
-// is refused with 403 AuthorizationFailed, as ARM refuses it before the
-// resource provider sees it. No role grants nothing; SetRoles is never
-// undone to "everything" but by a role of "*".
-func (s *Server) SetRoles(roles ...aks.Permission) {
+// SetRoles assigns the caller these roles on the subscription, in place
+// of any: the permissions list of every scope answers them, and every
+// request they do not allow is refused with 403 AuthorizationFailed, as
+// ARM refuses it before the resource provider sees it. No role grants
+// nothing; SetRoles is never undone to "everything" but by a role of "*".
+func (s *Server) SetRoles(roles ...Role) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.acct.roles = append([]aks.Permission{}, roles...)
+	s.acct.roles = []assignment{}
+	s.assignLocked("/subscriptions/"+s.opts.Subscription, roles)
+}
+
+// AssignRole assigns the caller roles at scope (an ARM resource ID: a
+// resource group, a cluster, a scale set) beside those it has: they
+// apply there and below only, so a role on a scale set does not reach
+// its resource group, nor the subscription's operation statuses.
+func (s *Server) AssignRole(scope string, roles ...Role) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.acct.roles == nil {
+		s.acct.roles = []assignment{}
+	}
+	s.assignLocked(scope, roles)
+}
+
+func (s *Server) assignLocked(scope string, roles []Role) {
+	for _, r := range roles {
+		s.acct.roles = append(s.acct.roles, assignment{scope: scope, role: r})
+	}
+}
+
+// rolesAt are the roles that apply to path; nil (everything) with no
+// roles set.
+func (s *Server) rolesAt(path string) []Role {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.acct.roles == nil {
+		return []Role{{Actions: []string{"*"}, NotActions: []string{}}}
+	}
+	out := []Role{}
+	for _, a := range s.acct.roles {
+		if a.covers(path) {
+			out = append(out, a.role)
+		}
+	}
+	return out
 }
 
 // Operations the fake names by their Azure action, and the API versions
@@ -91,8 +191,7 @@ func apiVersionOf(op string) string {
 
 // accountRoute names the requests on the subscription beside AKS's: the
 // permissions list of any scope (an AKS cluster, a scale set, a resource
-// group: the fake's roles are assigned on the subscription, so every
-// scope inherits the same), and Microsoft.Compute's usages and
+// group: the roles assigned there or above), and Microsoft.Compute's usages and
 // resource SKUs. nil for another.
 func (s *Server) accountRoute(q *request) (string, func(*request)) {
 	p, n := q.parts, len(q.parts)
@@ -111,16 +210,11 @@ func (s *Server) accountRoute(q *request) (string, func(*request)) {
 }
 
 // listPermissions answers the caller's permissions on a scope: one entry
-// per role assignment
+// per role assignment at the scope or above it
 // (https://learn.microsoft.com/en-us/rest/api/authorization/permissions/list-for-resource).
 func (s *Server) listPermissions(q *request) {
-	s.mu.Lock()
-	roles := s.acct.roles
-	s.mu.Unlock()
-	if roles == nil {
-		roles = []aks.Permission{{Actions: []string{"*"}, NotActions: []string{}}}
-	}
-	writeJSON(q.w, http.StatusOK, aks.PermissionList{Value: roles})
+	scope := strings.TrimSuffix(q.r.URL.Path, "/providers/Microsoft.Authorization/permissions")
+	writeJSON(q.w, http.StatusOK, permissionList{Value: s.rolesAt(scope)})
 }
 
 // actionOf is the Azure action of one of the fake's operations
@@ -199,15 +293,23 @@ var busyStates = map[string]bool{stateUpgrading: true, stateUpgradeImage: true, 
 // does before any resource provider, AKS's or Compute's, sees it (403
 // AuthorizationFailed,
 // https://learn.microsoft.com/en-us/azure/role-based-access-control/troubleshooting#symptom---authorization-failed);
-// a Compute request's action is the operation name routeCompute gives it.
+// a Compute request's action is the operation name routeCompute gives it,
+// evaluated with the roles assigned at the request's path or above (an
+// operation status, /subscriptions/S/providers/RP/locations/L/operations/ID,
+// only by the subscription's: "if you only have permission at the
+// resource level, you can start the operation but you can't track its
+// status",
+// https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/async-operations).
 // The permissions list itself needs no permission.
 func (s *Server) authorize(op string, q *request) *armError {
-	s.mu.Lock()
-	roles := s.acct.roles
-	s.mu.Unlock()
 	action := actionOf(op)
-	if roles == nil || op == opPermissions || aks.Grants(roles, action) {
+	if op == opPermissions {
 		return nil
+	}
+	for _, r := range s.rolesAt(q.r.URL.Path) {
+		if r.allows(action) {
+			return nil
+		}
 	}
 	return errorf(http.StatusForbidden, "AuthorizationFailed",
 		"The client 'nodeupgrade-local' with object id '00000000-0000-0000-0000-00000000cafe' does not have authorization to perform action '%s' over scope '%s' or the scope is invalid. If access was recently granted, please refresh your credentials.",

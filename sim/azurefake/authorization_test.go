@@ -33,17 +33,17 @@ const clusterPath = "/subscriptions/00000000-0000-0000-0000-000000000054/resourc
 
 func TestRolesAnswerAndRefuse(t *testing.T) {
 	s := newScene(t, 0)
-	var list aks.PermissionList
+	var list permissionList
 	getJSON(t, s, clusterPath+"/providers/Microsoft.Authorization/permissions", "2022-04-01", &list)
 	if len(list.Value) != 1 || strings.Join(list.Value[0].Actions, ",") != "*" {
 		t.Errorf("with no roles set: %+v, want one of *", list)
 	}
-	s.srv.SetRoles(aks.Permission{Actions: []string{"*/read"}}, AKSContributorRole)
+	s.srv.SetRoles(Role{Actions: []string{"*/read"}}, AKSContributorRole)
 	getJSON(t, s, clusterPath+"/providers/Microsoft.Authorization/permissions", "2022-04-01", &list)
 	if len(list.Value) != 2 || list.Value[1].Actions[2] != "Microsoft.ContainerService/managedClusters/*" {
 		t.Errorf("the roles set: %+v", list)
 	}
-	s.srv.SetRoles(aks.Permission{Actions: []string{"*/read"}})
+	s.srv.SetRoles(Role{Actions: []string{"*/read"}})
 	if _, err := s.pools.Get(context.Background(), "rg", "c1", "pool", nil); err != nil {
 		t.Errorf("a reader reads the pool: %v", err)
 	}
@@ -110,14 +110,14 @@ func TestRolesHoldTheScaleSets(t *testing.T) {
 	s := &scene{srv: sc.srv}
 	sc.srv.SetRoles(VMContributorRole)
 	for _, scope := range []string{group, group + "/providers/Microsoft.Compute/virtualMachineScaleSets/ng"} {
-		var list aks.PermissionList
+		var list permissionList
 		getJSON(t, s, scope+"/providers/Microsoft.Authorization/permissions", "2022-04-01", &list)
-		if len(list.Value) != 1 || !aks.Grants(list.Value, "Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action") {
+		if len(list.Value) != 1 || !list.Value[0].allows("Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action") {
 			t.Errorf("permissions at %s: %+v, want Virtual Machine Contributor's", scope, list)
 		}
 	}
 	ids := armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: []*string{to.Ptr("0")}}
-	sc.srv.SetRoles(aks.Permission{Actions: []string{"*"}, NotActions: []string{"Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"}})
+	sc.srv.SetRoles(Role{Actions: []string{"*"}, NotActions: []string{"Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"}})
 	_, err := sc.sets.BeginUpdateInstances(ctx, "rg", "ng", ids, nil)
 	if c, status := armCode(err); status != http.StatusForbidden || c != "AuthorizationFailed" ||
 		!strings.Contains(err.Error(), "'Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action'") {
@@ -132,5 +132,54 @@ func TestRolesHoldTheScaleSets(t *testing.T) {
 	sc.srv.SetRoles(VMContributorRole)
 	if _, err := sc.sets.BeginUpdateInstances(ctx, "rg", "ng", ids, nil); err != nil {
 		t.Errorf("manualupgrade with Virtual Machine Contributor: %v", err)
+	}
+}
+
+// TestRolesAreScoped: a role applies at its scope and below, never above
+// (https://learn.microsoft.com/en-us/azure/role-based-access-control/scope-overview):
+// on the scale set alone, the scale set's requests pass, its group's
+// permissions list holds none, and the operation status under the
+// subscription's location is refused ("you can start the operation but
+// you can't track its status",
+// https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/async-operations).
+func TestRolesAreScoped(t *testing.T) {
+	sc := newVMSSScene(t)
+	ctx := context.Background()
+	group := "/subscriptions/" + sc.srv.Subscription() + "/resourceGroups/rg"
+	set := group + "/providers/Microsoft.Compute/virtualMachineScaleSets/ng"
+	s := &scene{srv: sc.srv}
+	sc.srv.SetRoles()
+	sc.srv.AssignRole(strings.ToUpper(set), VMContributorRole) // ARM IDs are case-insensitive
+	for scope, want := range map[string]int{set: 1, group: 0} {
+		var list permissionList
+		getJSON(t, s, scope+"/providers/Microsoft.Authorization/permissions", "2022-04-01", &list)
+		if len(list.Value) != want {
+			t.Errorf("permissions at %s: %+v, want %d role(s)", scope, list, want)
+		}
+	}
+	if _, err := sc.sets.Get(ctx, "rg", "ng", nil); err != nil {
+		t.Errorf("a read on the scale set its role allows: %v", err)
+	}
+	for name, path := range map[string]string{
+		"another scale set of the group": group + "/providers/Microsoft.Compute/virtualMachineScaleSets/other?api-version=" + ComputeAPIVersion,
+		"an operation status":            "/subscriptions/" + sc.srv.Subscription() + "/providers/Microsoft.Compute/locations/westeurope/operations/00000000-0000-0000-0000-000000000000?api-version=" + ComputeAPIVersion,
+	} {
+		resp, err := http.Get(sc.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s with a role on the scale set alone: %s, want 403", name, resp.Status)
+		}
+	}
+	sc.srv.AssignRole("/subscriptions/"+sc.srv.Subscription(), Role{Actions: []string{"Microsoft.Compute/locations/operations/read"}})
+	resp, err := http.Get(sc.srv.URL + "/subscriptions/" + sc.srv.Subscription() + "/providers/Microsoft.Compute/locations/westeurope/operations/00000000-0000-0000-0000-000000000000?api-version=" + ComputeAPIVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown operation's status with the read on the subscription: %s, want 404", resp.Status)
 	}
 }

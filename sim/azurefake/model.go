@@ -76,6 +76,8 @@ type PoolSpec struct {
 	Upgrade                      *armcs.AgentPoolUpgradeSettings
 	// Labels are the pool's nodeLabels, which its nodes carry.
 	Labels map[string]string
+	// Spot makes a Spot pool (scaleSetPriority Spot).
+	Spot bool
 }
 
 // CreateCluster makes a managed cluster with no pool.
@@ -106,7 +108,7 @@ func (s *Server) CreatePool(ctx context.Context, spec PoolSpec) error {
 			NodeImageVersion: to.Ptr(spec.Image), ProvisioningState: to.Ptr(stateSucceeded),
 			AvailabilityZones: to.SliceOfPtrs(spec.Zones...), UpgradeSettings: spec.Upgrade,
 			PowerState: &armcs.PowerState{Code: to.Ptr(armcs.CodeRunning)},
-			NodeLabels: labelPtrs(spec.Labels),
+			NodeLabels: labelPtrs(spec.Labels), ScaleSetPriority: spotPriority(spec.Spot),
 		},
 	}
 	c.pools[strings.ToLower(spec.Name)] = p
@@ -185,4 +187,12 @@ func (s *Server) poolView(p *pool) armcs.AgentPool {
 	props.Count = to.Ptr(int32(len(p.nodes)))
 	m.Properties = &props
 	return m
+}
+
+// spotPriority is a pool's scaleSetPriority: Spot, or nil (Regular).
+func spotPriority(spot bool) *armcs.ScaleSetPriority {
+	if !spot {
+		return nil
+	}
+	return ptr(armcs.ScaleSetPrioritySpot)
 }

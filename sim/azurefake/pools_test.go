@@ -161,3 +161,59 @@ func TestDeletePool(t *testing.T) {
 		t.Errorf("delete of a pool that is not there: %v, want ARM's 204", err)
 	}
 }
+
+// TestSpotPoolRefusesMaxSurge: "There are no surge nodes available for
+// Spot node pool upgrades"
+// (https://learn.microsoft.com/en-us/azure/aks/spot-node-pool#upgrade-a-spot-node-pool):
+// a maxSurge PUT on a Spot pool is refused, changing nothing; a regular
+// pool takes it.
+func TestSpotPoolRefusesMaxSurge(t *testing.T) {
+	s := newScene(t, 0)
+	ctx := context.Background()
+	if err := s.srv.CreatePool(ctx, PoolSpec{ResourceGroup: "rg", Cluster: "c1", Name: "spot", Count: 1, Version: "1.31.5", Image: oldImage, LatestImage: latestImage, Spot: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"spot", "pool"} {
+		got, err := s.pools.Get(ctx, "rg", "c1", name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := got.AgentPool
+		p.Properties.UpgradeSettings = &armcs.AgentPoolUpgradeSettings{MaxSurge: ptr("1")}
+		_, err = s.pools.BeginCreateOrUpdate(ctx, "rg", "c1", name, p, nil)
+		c, status := armCode(err)
+		if refused := status == http.StatusBadRequest && c == "InvalidParameter"; refused != (name == "spot") {
+			t.Errorf("maxSurge 1 on pool %s: %v, want refused %v", name, err, name == "spot")
+		}
+	}
+}
+
+// TestPutKeepsTheSettingsItLeavesOut: a PUT whose upgradeSettings leave a
+// field out keeps the pool's value; only a value sent replaces it.
+func TestPutKeepsTheSettingsItLeavesOut(t *testing.T) {
+	s := newScene(t, 0)
+	ctx := context.Background()
+	put := func(u *armcs.AgentPoolUpgradeSettings) armcs.AgentPool {
+		t.Helper()
+		got, err := s.pools.Get(ctx, "rg", "c1", "pool", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := got.AgentPool
+		p.Properties.UpgradeSettings = u
+		poller, err := s.pools.BeginCreateOrUpdate(ctx, "rg", "c1", "pool", p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := poller.PollUntilDone(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.AgentPool
+	}
+	put(&armcs.AgentPoolUpgradeSettings{DrainTimeoutInMinutes: ptr(int32(45))})
+	got := put(&armcs.AgentPoolUpgradeSettings{MaxSurge: ptr("2")})
+	if u := got.Properties.UpgradeSettings; u == nil || u.DrainTimeoutInMinutes == nil || *u.DrainTimeoutInMinutes != 45 || *u.MaxSurge != "2" {
+		t.Errorf("after a PUT leaving the drain timeout out: %+v, want it kept at 45 and maxSurge 2", u)
+	}
+}

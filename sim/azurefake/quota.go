@@ -70,12 +70,57 @@ func (s *Server) listSKUs(q *request) {
 }
 
 // listUsages answers Usage - List: the vCPUs of every machine of the
-// fake's pools (surge machines too) against the limits. The fake only
-// reports usage: it does not refuse a machine past a limit.
+// fake's pools (surge machines too) and scale sets against the limits.
 func (s *Server) listUsages(q *request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	used := s.usedLocked()
+	names := map[string]string{usageCores: "Total Regional vCPUs", usageSpotCores: "Total Regional Low-priority vCPUs"}
+	for _, v := range vmSizes {
+		names[v.family] = familyName(v.family)
+	}
+	var out aks.UsageList
+	for name, localized := range names {
+		u := aks.Usage{CurrentValue: used[name], Limit: s.limitLocked(name), Unit: "Count"}
+		u.Name.Value, u.Name.LocalizedValue = name, localized
+		out.Value = append(out.Value, u)
+	}
+	writeJSON(q.w, http.StatusOK, out)
+}
+
+// familyName is a family quota's localized name.
+func familyName(family string) string {
+	return "Standard " + strings.TrimSuffix(strings.TrimPrefix(family, "standard"), "Family") + " Family vCPUs"
+}
+
+// quotaRefusalLocked is Compute's refusal of add more machines of size
+// past the regional or the family's vCPU quota: "Code=OperationNotAllowed
+// Message=Operation could not be completed as it results in exceeding
+// approved standardDSv3Family Cores quota" (a 409,
+// https://learn.microsoft.com/en-us/azure/azure-resource-manager/troubleshooting/error-resource-quota);
+// nil when they fit.
+func (s *Server) quotaRefusalLocked(size vmSize, add int64) *armError {
+	used := s.usedLocked()
+	for _, name := range []string{size.family, usageCores} {
+		limit, need := s.limitLocked(name), add*size.vcpus
+		if name != "" && used[name]+need > limit {
+			return errorf(http.StatusConflict, "OperationNotAllowed", "Operation could not be completed as it results in exceeding approved %s quota. Additional details - Deployment Model: Resource Manager, Location: %s, Current Limit: %d, Current Usage: %d, Additional Required: %d, (Minimum) New Limit Required: %d.",
+				name, s.opts.Location, limit, used[name], need, used[name]+need)
+		}
+	}
+	return nil
+}
+
+// usedLocked are the vCPUs in use by quota name: the pools' machines and
+// the scale sets' instances.
+func (s *Server) usedLocked() map[string]int64 {
 	used := map[string]int64{}
+	for _, ss := range s.scaleSetsLocked() {
+		size := sizeOf(ss.model.SKU.Name)
+		n := int64(len(ss.vms)) * size.vcpus
+		used[usageCores] += n
+		used[size.family] += n
+	}
 	for _, c := range s.clusters {
 		for _, p := range c.pools {
 			size := sizeOf(p.model.Properties.VMSize)
@@ -88,17 +133,7 @@ func (s *Server) listUsages(q *request) {
 			used[size.family] += n
 		}
 	}
-	names := map[string]string{usageCores: "Total Regional vCPUs", usageSpotCores: "Total Regional Low-priority vCPUs"}
-	for _, v := range vmSizes {
-		names[v.family] = "Standard " + strings.TrimSuffix(strings.TrimPrefix(v.family, "standard"), "Family") + " Family vCPUs"
-	}
-	var out aks.UsageList
-	for name, localized := range names {
-		u := aks.Usage{CurrentValue: used[name], Limit: s.limitLocked(name), Unit: "Count"}
-		u.Name.Value, u.Name.LocalizedValue = name, localized
-		out.Value = append(out.Value, u)
-	}
-	writeJSON(q.w, http.StatusOK, out)
+	return used
 }
 
 // sizeOf is a VM size the fake knows; an unknown one counts no vCPUs.

@@ -77,11 +77,15 @@ func (s *Server) putPool(q *request) {
 		return
 	}
 	if in.Properties != nil && in.Properties.UpgradeSettings != nil {
-		if aerr := checkSurge(in.Properties.UpgradeSettings.MaxSurge); aerr != nil {
+		aerr := checkSurge(in.Properties.UpgradeSettings.MaxSurge)
+		if aerr == nil {
+			aerr = spotSurge(p, in.Properties.UpgradeSettings.MaxSurge)
+		}
+		if aerr != nil {
 			writeError(q.w, aerr)
 			return
 		}
-		p.model.Properties.UpgradeSettings = in.Properties.UpgradeSettings
+		p.model.Properties.UpgradeSettings = keptSettings(p.model.Properties.UpgradeSettings, in.Properties.UpgradeSettings)
 	}
 	var o *operation
 	switch {
@@ -154,6 +158,39 @@ func checkSurge(v *string) *armError {
 		return errorf(http.StatusBadRequest, "InvalidParameter", "The value of parameter agentPoolProfile.upgradeSettings.maxSurge is invalid: %q. It must be an integer or a percentage.", *v)
 	}
 	return nil
+}
+
+// keptSettings are a pool's upgrade settings after a PUT of in: AKS keeps
+// each field the PUT leaves out (null in the body), so only a value sent
+// replaces one, as a PUT of a pool read without a field and sent back
+// shows (issue 65's reading of AKS 2025-02-01; the fake keeps them so the
+// provider must name AKS's default to clear one).
+func keptSettings(have, in *armcs.AgentPoolUpgradeSettings) *armcs.AgentPoolUpgradeSettings {
+	if have == nil {
+		return in
+	}
+	out := *have
+	if in.MaxSurge != nil {
+		out.MaxSurge = in.MaxSurge
+	}
+	if in.DrainTimeoutInMinutes != nil {
+		out.DrainTimeoutInMinutes = in.DrainTimeoutInMinutes
+	}
+	if in.NodeSoakDurationInMinutes != nil {
+		out.NodeSoakDurationInMinutes = in.NodeSoakDurationInMinutes
+	}
+	return &out
+}
+
+// spotSurge refuses a maxSurge on a Spot pool: "There are no surge nodes
+// available for Spot node pool upgrades"; AKS upgrades them with "a cordon
+// and an eviction notice, but no drain"
+// (https://learn.microsoft.com/en-us/azure/aks/spot-node-pool#upgrade-a-spot-node-pool).
+func spotSurge(p *pool, v *string) *armError {
+	if v == nil || *v == "" || p.model.Properties.ScaleSetPriority == nil || *p.model.Properties.ScaleSetPriority != armcs.ScaleSetPrioritySpot {
+		return nil
+	}
+	return errorf(http.StatusBadRequest, "InvalidParameter", "The value of parameter agentPoolProfile.upgradeSettings.maxSurge is invalid: %q. Spot node pools do not support max surge.", *v)
 }
 
 // upgradeNodeImage answers agentPools/{p}/upgradeNodeImageVersion: the

@@ -225,6 +225,28 @@ func (s *Server) joinVM(ctx context.Context, ss *scaleSet, vm *vmssVM) error {
 	return scenario.JoinNode(ctx, s.kube, node)
 }
 
+// ChangeUserData changes a scale set's model as a PATCH of its userData
+// alone does: a new model (the instances not on it), the image and the
+// node labels the same; line is added to the userData.
+func (s *Server) ChangeUserData(group, name, line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.scaleSetsLocked()[key(group, name)]
+	if ss == nil {
+		return
+	}
+	m := ss.model
+	props, prof := *m.Properties, *m.Properties.VirtualMachineProfile
+	var raw []byte
+	if prof.UserData != nil {
+		raw, _ = base64.StdEncoding.DecodeString(*prof.UserData)
+	}
+	userData := base64.StdEncoding.EncodeToString(append(raw, []byte(line+"\n")...))
+	prof.UserData, props.VirtualMachineProfile, m.Properties = &userData, &prof, &props
+	ss.model = m
+	ss.gen++
+}
+
 // ScaleSetInstance is what a test reads of an instance.
 type ScaleSetInstance struct {
 	ID                 int

@@ -46,6 +46,8 @@ func (s *Server) routeCompute(q *request) (string, func(*request)) {
 		return sets + "delete/action", s.deleteInstances
 	case len(p) == 9 && p[8] == "manualupgrade" && m == http.MethodPost:
 		return sets + "manualUpgrade/action", s.updateInstances
+	case len(p) == 9 && p[8] == "reimage" && m == http.MethodPost:
+		return sets + "reimage/action", s.reimageInstances
 	case len(p) == 9 && p[8] == "virtualmachines" && m == http.MethodGet:
 		return sets + "virtualMachines/read", s.listVMs
 	case len(p) == 10 && p[8] == "virtualmachines" && m == http.MethodGet:
@@ -176,6 +178,12 @@ func (s *Server) patchScaleSet(q *request) {
 		writeError(q.w, err)
 		return
 	}
+	if in.SKU != nil && in.SKU.Capacity != nil && *in.SKU.Capacity > int64(len(ss.vms)) {
+		if err := s.quotaRefusalLocked(sizeOf(ss.model.SKU.Name), *in.SKU.Capacity-int64(len(ss.vms))); err != nil {
+			writeError(q.w, err)
+			return
+		}
+	}
 	m := ss.model
 	props, prof := *m.Properties, *m.Properties.VirtualMachineProfile
 	m.Properties, props.VirtualMachineProfile = &props, &prof
@@ -194,13 +202,17 @@ func (s *Server) patchScaleSet(q *request) {
 			sp := *prof.StorageProfile
 			sp.ImageReference, prof.StorageProfile, newModel = vp.StorageProfile.ImageReference, &sp, true
 		}
+		if vp := up.VirtualMachineProfile; vp != nil && vp.UserData != nil {
+			prof.UserData, newModel = vp.UserData, true
+		}
 	}
 	ss.model = m
 	ch := s.resizeLocked(ss)
 	if newModel {
 		ss.gen++
 		if props.UpgradePolicy != nil && props.UpgradePolicy.Mode != nil && *props.UpgradePolicy.Mode == armcompute.UpgradeModeAutomatic {
-			ch.update = s.markLocked(ss, activeVMs(ss), vmUpdating)
+			up := s.upgradeLocked(ss, activeVMs(ss))
+			ch.update, ch.inPlace = up.update, up.inPlace
 		}
 	}
 	o := s.startComputeOpLocked(ss, "virtualMachineScaleSets/write", ch)
@@ -284,13 +296,63 @@ func (s *Server) deleteInstances(q *request) {
 }
 
 // updateInstances (manualupgrade) brings instances to the scale set's
-// latest model, reimaging them with its image; the instance ID and
-// computer name stay
+// latest model; the instance ID and computer name stay
 // (https://learn.microsoft.com/en-us/rest/api/compute/virtual-machine-scale-sets/update-instances).
+// Only an instance whose image the model changed is reimaged (its
+// kubelet starts anew and registers); the model's other changes are
+// applied to the running machine, whose kubelet goes on as it was
+// ("Modify a Virtual Machine Scale Set": an OS image reference update
+// reimages, other properties apply in place:
+// https://learn.microsoft.com/en-us/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-upgrade-scale-set#how-to-bring-vms-up-to-date-with-the-latest-scale-set-model).
 func (s *Server) updateInstances(q *request) {
-	s.onInstances(q, "virtualMachineScaleSets/manualUpgrade/action", func(ss *scaleSet, vms []*vmssVM) change {
-		return change{update: s.markLocked(ss, vms, vmUpdating)}
-	})
+	s.onInstances(q, "virtualMachineScaleSets/manualUpgrade/action", s.upgradeLocked)
+}
+
+// upgradeLocked brings vms to the latest model: reimaged where the
+// model's image is not theirs, in place otherwise.
+func (s *Server) upgradeLocked(ss *scaleSet, vms []*vmssVM) change {
+	var ch change
+	model := ImageString(*ss.model.Properties.VirtualMachineProfile.StorageProfile.ImageReference)
+	for _, vm := range s.markLocked(ss, vms, vmUpdating) {
+		if ImageString(vm.image) != model {
+			ch.update = append(ch.update, vm)
+		} else {
+			ch.inPlace = append(ch.inPlace, vm)
+		}
+	}
+	return ch
+}
+
+// reimageInstances reimages instances with the image they run: a new OS
+// disk, the machine booted anew (its kubelet registers again), its model
+// left as it was; no instanceIds is every instance
+// (https://learn.microsoft.com/en-us/rest/api/compute/virtual-machine-scale-sets/reimage,
+// armcompute.VirtualMachineScaleSetReimageParameters).
+func (s *Server) reimageInstances(q *request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.scaleSetOfLocked(q)
+	if err == nil {
+		err = scaleSetBusyLocked(ss)
+	}
+	var in armcompute.VirtualMachineScaleSetReimageParameters
+	if err == nil && len(q.body) > 0 {
+		err = decodeModel(q.body, &in)
+	}
+	var vms []*vmssVM
+	switch {
+	case err == nil && len(in.InstanceIDs) > 0:
+		vms, err = s.instancesOfLocked(q, ss)
+	case err == nil:
+		vms = activeVMs(ss)
+	}
+	if err != nil {
+		writeError(q.w, err)
+		return
+	}
+	o := s.startComputeOpLocked(ss, "virtualMachineScaleSets/reimage/action", change{reimage: s.markLocked(ss, vms, vmUpdating)})
+	s.computeHeaders(q.w, o)
+	q.w.WriteHeader(http.StatusAccepted)
 }
 
 func (s *Server) listVMs(q *request) {
@@ -398,8 +460,11 @@ func scaleInVictim(vms []*vmssVM) *vmssVM {
 // change is what an operation does to instances once Compute is done:
 // make them, update them to the model, remove them; drop deletes the scale
 // set too.
+// inPlace are updated to the model without a reimage, reimage reimaged
+// on their own image.
 type change struct {
 	create, update, remove []*vmssVM
+	inPlace, reimage       []*vmssVM
 	drop                   bool
 }
 
@@ -408,7 +473,7 @@ type change struct {
 // removed ones' nodes are deleted, as the cloud node controller does.
 func (s *Server) finishChange(ctx context.Context, ss *scaleSet, o *computeOp, ch change) {
 	delay := s.vmssDelay()
-	if len(ch.update) > 0 {
+	if len(ch.update)+len(ch.reimage) > 0 {
 		delay = s.reimageDelay()
 	}
 	if sleep(ctx, delay) != nil {
@@ -418,6 +483,12 @@ func (s *Server) finishChange(ctx context.Context, ss *scaleSet, o *computeOp, c
 	for _, vm := range append(slices.Clone(ch.create), ch.update...) {
 		prof := ss.model.Properties.VirtualMachineProfile
 		vm.state, vm.image, vm.gen, vm.labels = vmSucceeded, *prof.StorageProfile.ImageReference, ss.gen, labelsOfUserData(prof.UserData)
+	}
+	for _, vm := range ch.inPlace {
+		vm.state, vm.gen = vmSucceeded, ss.gen
+	}
+	for _, vm := range ch.reimage {
+		vm.state = vmSucceeded
 	}
 	ss.vms = slices.DeleteFunc(ss.vms, func(vm *vmssVM) bool { return slices.Contains(ch.remove, vm) })
 	if ch.drop {
@@ -430,7 +501,7 @@ func (s *Server) finishChange(ctx context.Context, ss *scaleSet, o *computeOp, c
 			s.logf("vmss %s: cannot delete node %q: %v", ss.name, vm.name, err)
 		}
 	}
-	for _, vm := range append(slices.Clone(ch.create), ch.update...) {
+	for _, vm := range slices.Concat(ch.create, ch.update, ch.reimage) {
 		if err := s.joinVM(ctx, ss, vm); err != nil {
 			s.logf("vmss %s: node %q cannot join: %v", ss.name, vm.name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,3 +137,102 @@ func TestVMSSBusyAndModel(t *testing.T) {
 
 // runtimePollOptions poll the fake's operations quickly.
 var runtimePollOptions = runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}
+
+// TestVMSSManualUpgradeReimagesOnlyANewImage: manualupgrade reimages an
+// instance only when the model changed its image; a model change of
+// another kind (userData) is applied to the running machine, whose
+// kubelet goes on and never registers anew, so a Node deleted meanwhile
+// stays gone; a reimage boots it anew and its kubelet registers
+// ("Modify a Virtual Machine Scale Set",
+// https://learn.microsoft.com/en-us/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-upgrade-scale-set;
+// VirtualMachineScaleSetsClient.BeginReimage).
+func TestVMSSManualUpgradeReimagesOnlyANewImage(t *testing.T) {
+	sc := newVMSSScene(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := func(what string, p interface {
+		PollUntilDone(context.Context, *runtime.PollUntilDoneOptions) (any, error)
+	}, err error) {
+		t.Helper()
+		if err == nil {
+			_, err = p.PollUntilDone(ctx, &runtimePollOptions)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	up := armcompute.VirtualMachineScaleSetUpdate{Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
+		VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{UserData: to.Ptr("bmV3")}}}
+	pu, err := sc.sets.BeginUpdate(ctx, "rg", "ng", up, nil)
+	done("the userData update", poller(pu), err)
+	ins, _ := sc.srv.ScaleSetInstances("rg", "ng")
+	if ins[0].LatestModelApplied {
+		t.Fatalf("after a userData update: %+v, want not the latest model", ins[0])
+	}
+	if err := sc.kube.CoreV1().Nodes().Delete(ctx, ins[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pm, err := sc.sets.BeginUpdateInstances(ctx, "rg", "ng", armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: []*string{to.Ptr("0")}}, nil)
+	done("manualupgrade", poller(pm), err)
+	if ins, _ := sc.srv.ScaleSetInstances("rg", "ng"); !ins[0].LatestModelApplied || ins[0].Image != "p:o:s:1" {
+		t.Errorf("after manualupgrade: %+v, want the latest model on the same image", ins[0])
+	}
+	if _, err := sc.kube.CoreV1().Nodes().Get(ctx, ins[0].Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("node %s came back after a manualupgrade that reimaged nothing", ins[0].Name)
+	}
+	pr, err := sc.sets.BeginReimage(ctx, "rg", "ng", &armcompute.VirtualMachineScaleSetsClientBeginReimageOptions{
+		VMScaleSetReimageInput: &armcompute.VirtualMachineScaleSetReimageParameters{InstanceIDs: []*string{to.Ptr("0")}}})
+	done("reimage", poller(pr), err)
+	// The kubelet registers once the operation ended: wait on it.
+	for _, err := sc.kube.CoreV1().Nodes().Get(ctx, ins[0].Name, metav1.GetOptions{}); err != nil; _, err = sc.kube.CoreV1().Nodes().Get(ctx, ins[0].Name, metav1.GetOptions{}) {
+		if ctx.Err() != nil {
+			t.Fatalf("node %s after the reimage: %v, want it registered anew", ins[0].Name, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// poller is an SDK poller of any response, for done.
+func poller[T any](p *runtime.Poller[T]) interface {
+	PollUntilDone(context.Context, *runtime.PollUntilDoneOptions) (any, error)
+} {
+	return anyPoller[T]{p}
+}
+
+type anyPoller[T any] struct{ p *runtime.Poller[T] }
+
+func (a anyPoller[T]) PollUntilDone(ctx context.Context, o *runtime.PollUntilDoneOptions) (any, error) {
+	if a.p == nil {
+		return nil, nil
+	}
+	return a.p.PollUntilDone(ctx, o)
+}
+
+// TestVMSSCapacityPastTheQuotaIsRefused: a capacity raise past the
+// regional vCPU quota is refused as Compute refuses it (409
+// OperationNotAllowed "... exceeding approved ... quota", Learn's
+// "Resolve errors for resource quotas"), the capacity unchanged; one
+// that fits is taken.
+func TestVMSSCapacityPastTheQuotaIsRefused(t *testing.T) {
+	sc := newVMSSScene(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc.srv.SetQuota("cores", 12) // two Standard_D4s_v5 use 8
+	raise := func(n int64) error {
+		p, err := sc.sets.BeginUpdate(ctx, "rg", "ng", armcompute.VirtualMachineScaleSetUpdate{SKU: &armcompute.SKU{Capacity: to.Ptr(n)}}, nil)
+		if err == nil {
+			_, err = p.PollUntilDone(ctx, &runtimePollOptions)
+		}
+		return err
+	}
+	err := raise(4)
+	if c, status := armCode(err); status != http.StatusConflict || c != "OperationNotAllowed" || !strings.Contains(err.Error(), "exceeding approved cores quota") {
+		t.Errorf("capacity 4 past 12 vCPUs: %v, want 409 OperationNotAllowed naming the quota", err)
+	}
+	if m, err := sc.sets.Get(ctx, "rg", "ng", nil); err != nil || *m.SKU.Capacity != 2 {
+		t.Errorf("after the refusal: %v, want capacity 2", err)
+	}
+	if err := raise(3); err != nil {
+		t.Errorf("capacity 3 within the quota: %v", err)
+	}
+}

@@ -124,7 +124,7 @@ func TestAKSPermissionsOfEveryCall(t *testing.T) {
 	for name, run := range map[string][]string{"surge": args, "blue/green": blueGreen} {
 		t.Run("a role of exactly the documented actions runs "+name, func(t *testing.T) {
 			client, srv := aksScene(t)
-			srv.SetRoles(aks.Permission{Actions: documented})
+			srv.SetRoles(azurefake.Role{Actions: documented})
 			if out, errOut, code := plugin.Drive(ctx, client, "run", run...); code != plugin.ExitOK || strings.Contains(out+errOut, "AuthorizationFailed") {
 				t.Fatalf("run: exit %d (want %d, nothing refused):\n%s%s", code, plugin.ExitOK, out, errOut)
 			}
@@ -175,20 +175,30 @@ func openAKSNodes(t *testing.T, client *fake.Clientset, name string) cloud.Provi
 // permissions and names an action the caller's roles leave out; run
 // refuses before any write; the AKS role passes.
 func TestAKSPlanChecksPermissions(t *testing.T) {
-	writeLess := aks.Permission{Actions: []string{"*"}, NotActions: []string{"Microsoft.ContainerService/managedClusters/agentPools/write"}}
+	writeLess := azurefake.Role{Actions: []string{"*"}, NotActions: []string{"Microsoft.ContainerService/managedClusters/agentPools/write"}}
 	for _, tc := range []struct {
 		name    string
-		roles   []aks.Permission
+		roles   []azurefake.Role
 		missing string // "" for none
+		scope   string // where the roles are assigned: "" for the subscription
 	}{
-		{"Azure Kubernetes Service Contributor Role", []aks.Permission{azurefake.AKSContributorRole}, ""},
-		{"a role without agentPools/write", []aks.Permission{writeLess}, "Microsoft.ContainerService/managedClusters/agentPools/write"},
-		{"notActions are no deny: a second role grants it", []aks.Permission{writeLess, azurefake.AKSContributorRole}, ""},
-		{"a reader", []aks.Permission{{Actions: []string{"*/read"}}}, "Microsoft.ContainerService/managedClusters/agentPools/abort/action"},
+		{"Azure Kubernetes Service Contributor Role", []azurefake.Role{azurefake.AKSContributorRole}, "", ""},
+		// ARM reads an operation's status at the subscription's location:
+		// with a role on the resource alone "you can start the operation
+		// but you can't track its status" (Learn, "Track asynchronous
+		// Azure operations").
+		{"Azure Kubernetes Service Contributor Role on the cluster alone", []azurefake.Role{azurefake.AKSContributorRole}, "Microsoft.ContainerService/locations/operations/read", "cluster"},
+		{"a role without agentPools/write", []azurefake.Role{writeLess}, "Microsoft.ContainerService/managedClusters/agentPools/write", ""},
+		{"notActions are no deny: a second role grants it", []azurefake.Role{writeLess, azurefake.AKSContributorRole}, "", ""},
+		{"a reader", []azurefake.Role{{Actions: []string{"*/read"}}}, "Microsoft.ContainerService/managedClusters/agentPools/abort/action", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client, srv := aksScene(t)
 			srv.SetRoles(tc.roles...)
+			if tc.scope == "cluster" {
+				srv.SetRoles()
+				srv.AssignRole("/subscriptions/"+srv.Subscription()+"/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c1", tc.roles...)
+			}
 			ctx := context.Background()
 			args := []string{"pool", "--provider", aks.Name, "--node-image", "latest"}
 			for _, cmd := range []string{"plan", "run"} {

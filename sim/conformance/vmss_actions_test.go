@@ -44,6 +44,11 @@ func TestVMSSActionsAreTheDocs(t *testing.T) {
 	must(t, err)
 	must(t, s.SetDesiredAndMax(ctx, 3, 3))
 	must(t, s.RemoveNode(ctx, list.Items[0].Name))
+	// The instance on the target now, a new model of the same image:
+	// manualupgrade reimages nothing, the provider reimages.
+	srv.ChangeUserData(vmssGroup, "ng", "# a new model, the same image")
+	waitNode(t, client, list.Items[0].Name)
+	must(t, s.RemoveNode(ctx, list.Items[0].Name))
 	must(t, s.Shrink(ctx, list.Items[1].Name))
 	must(t, s.SetDesiredAndMax(ctx, 1, 1))
 	green := s.GreenName(version)
@@ -72,6 +77,19 @@ func TestVMSSActionsAreTheDocs(t *testing.T) {
 	slices.Sort(documented)
 	if !slices.Equal(used, documented) {
 		t.Errorf("the provider's calls need %q; docs/providers/vmss.md's table has %q", used, documented)
+	}
+}
+
+// waitNode waits for a node of name to be registered.
+func waitNode(t *testing.T, client *fake.Clientset, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s never registered", name)
+		}
 	}
 }
 

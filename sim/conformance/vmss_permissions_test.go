@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/conformance"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/vmss"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -44,7 +45,12 @@ func vmssScene(t *testing.T) (*fake.Clientset, *azurefake.Server) {
 
 // vmssArgs are a run's arguments with strategy.
 func vmssArgs(strategy string, extra ...string) []string {
-	out := []string{"ng", "--provider", vmss.Name, "--image", vmssNew, "--strategy", strategy, "--post-drain-wait", "0s", "--node-ready-timeout", "60s"}
+	return vmssArgsImage(strategy, vmssNew, extra...)
+}
+
+// vmssArgsImage are a run's arguments with strategy to image.
+func vmssArgsImage(strategy, image string, extra ...string) []string {
+	out := []string{"ng", "--provider", vmss.Name, "--image", image, "--strategy", strategy, "--post-drain-wait", "0s", "--node-ready-timeout", "60s"}
 	if strategy == "blue-green" {
 		out = append(out, "--node-pool-soak", "0s")
 	}
@@ -77,19 +83,41 @@ func TestVMSSPermissionsOfEveryCall(t *testing.T) {
 	}
 	documented := slices.Concat(required, forBlueGreen)
 	var made []string
-	for _, strategy := range []string{"eks", "blue-green"} {
+	// The third run brings the instances to a model whose image they
+	// already run (its userData changed): Compute's manualupgrade
+	// reimages nothing then, the provider reimages.
+	for _, strategy := range []string{"eks", "blue-green", "eks, the model's image"} {
 		client, srv := vmssScene(t)
-		role := aks.Permission{Actions: documented}
+		role := azurefake.Role{Actions: documented}
 		if strategy == "blue-green" { // blue/green never brings an instance to the latest model
-			role.NotActions = []string{"Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"}
+			role.NotActions = []string{"Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action", "Microsoft.Compute/virtualMachineScaleSets/reimage/action"}
 		}
 		srv.SetRoles(role)
-		if out, errOut, code := plugin.Drive(context.Background(), client, "run", vmssArgs(strategy, "--yes")...); code != plugin.ExitOK || strings.Contains(out+errOut, "AuthorizationFailed") {
+		args := vmssArgs(strategy, "--yes")
+		if strategy != "blue-green" && strategy != "eks" {
+			srv.ChangeUserData(vmssGroup, "ng", "# a new model, the same image")
+			args = vmssArgsImage("eks", vmssOld, "--yes")
+		}
+		if out, errOut, code := plugin.Drive(context.Background(), client, "run", args...); code != plugin.ExitOK || strings.Contains(out+errOut, "AuthorizationFailed") {
 			t.Fatalf("%s run with the documented actions: exit %d (want %d, nothing refused):\n%s%s", strategy, code, plugin.ExitOK, out, errOut)
 		}
+		assertEveryInstanceANode(t, client, srv)
 		made = append(made, srv.Actions()...)
 	}
 	assertCallsAreTheDocs(t, "vmss", made, documented)
+}
+
+// assertEveryInstanceANode fails the test for an instance of scale set
+// "ng" that has no Node: a machine left running whose kubelet will never
+// register again (its Node deleted, the machine not reimaged).
+func assertEveryInstanceANode(t *testing.T, client kubernetes.Interface, srv *azurefake.Server) {
+	t.Helper()
+	ins, _ := srv.ScaleSetInstances(vmssGroup, "ng")
+	for _, in := range ins {
+		if _, err := client.CoreV1().Nodes().Get(context.Background(), in.Name, metav1.GetOptions{}); err != nil {
+			t.Errorf("instance %s of scale set ng has no node after the run: %v", in.Name, err)
+		}
+	}
 }
 
 // TestVMSSPlanChecksPermissions: the plan asks Azure for the caller's
@@ -99,28 +127,38 @@ func TestVMSSPermissionsOfEveryCall(t *testing.T) {
 // the scale set at all: plan and run exit 2 with Azure's 403 naming it.
 func TestVMSSPlanChecksPermissions(t *testing.T) {
 	const manualUpgrade = "Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"
-	without := func(action string) aks.Permission {
-		return aks.Permission{Actions: []string{"*"}, NotActions: []string{action}}
+	without := func(action string) azurefake.Role {
+		return azurefake.Role{Actions: []string{"*"}, NotActions: []string{action}}
 	}
 	for _, tc := range []struct {
 		name     string
-		roles    []aks.Permission
+		roles    []azurefake.Role
 		strategy string
 		missing  string // "" for none
 		readless bool   // the scale set cannot be read: exit 2 before the plan
+		onSet    bool   // the roles are assigned on the scale set alone
 	}{
-		{"Virtual Machine Contributor, eks", []aks.Permission{azurefake.VMContributorRole}, "eks", "", false},
-		{"Virtual Machine Contributor, blue/green", []aks.Permission{azurefake.VMContributorRole}, "blue-green", "", false},
-		{"AKS's role holds no scale set action", []aks.Permission{azurefake.AKSContributorRole}, "surge", "Microsoft.Compute/virtualMachineScaleSets/read", true},
-		{"a role without manualupgrade, eks", []aks.Permission{without(manualUpgrade)}, "eks", manualUpgrade, false},
-		{"a role without manualupgrade, blue/green: not asked", []aks.Permission{without(manualUpgrade)}, "blue-green", "", false},
-		{"notActions are no deny: a second role grants it", []aks.Permission{without(manualUpgrade), azurefake.VMContributorRole}, "eks", "", false},
-		{"a role without the scale set's delete, blue/green", []aks.Permission{without("Microsoft.Compute/virtualMachineScaleSets/delete")}, "blue-green", "Microsoft.Compute/virtualMachineScaleSets/delete", false},
-		{"a reader", []aks.Permission{{Actions: []string{"*/read"}}}, "surge", "Microsoft.Compute/virtualMachineScaleSets/write", false},
+		{"Virtual Machine Contributor, eks", []azurefake.Role{azurefake.VMContributorRole}, "eks", "", false, false},
+		{"Virtual Machine Contributor, blue/green", []azurefake.Role{azurefake.VMContributorRole}, "blue-green", "", false, false},
+		{"AKS's role holds no scale set action", []azurefake.Role{azurefake.AKSContributorRole}, "surge", "Microsoft.Compute/virtualMachineScaleSets/read", true, false},
+		{"a role without manualupgrade, eks", []azurefake.Role{without(manualUpgrade)}, "eks", manualUpgrade, false, false},
+		{"a role without manualupgrade, blue/green: not asked", []azurefake.Role{without(manualUpgrade)}, "blue-green", "", false, false},
+		{"notActions are no deny: a second role grants it", []azurefake.Role{without(manualUpgrade), azurefake.VMContributorRole}, "eks", "", false, false},
+		{"a role without the scale set's delete, blue/green", []azurefake.Role{without("Microsoft.Compute/virtualMachineScaleSets/delete")}, "blue-green", "Microsoft.Compute/virtualMachineScaleSets/delete", false, false},
+		{"a reader", []azurefake.Role{{Actions: []string{"*/read"}}}, "surge", "Microsoft.Compute/virtualMachineScaleSets/write", false, false},
+		// ARM reads an operation's status at the subscription's location:
+		// with a role on the resource alone "you can start the operation
+		// but you can't track its status" (Learn, "Track asynchronous
+		// Azure operations").
+		{"Virtual Machine Contributor on the scale set alone", []azurefake.Role{azurefake.VMContributorRole}, "eks", "Microsoft.Compute/locations/operations/read", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client, srv := vmssScene(t)
 			srv.SetRoles(tc.roles...)
+			if tc.onSet {
+				srv.SetRoles()
+				srv.AssignRole("/subscriptions/"+srv.Subscription()+"/resourceGroups/"+vmssGroup+"/providers/Microsoft.Compute/virtualMachineScaleSets/ng", tc.roles...)
+			}
 			ctx := context.Background()
 			out, errOut, code := plugin.Drive(ctx, client, "plan", vmssArgs(tc.strategy)...)
 			if tc.missing == "" {
@@ -150,4 +188,29 @@ func TestVMSSPlanChecksPermissions(t *testing.T) {
 
 func containsAll(s string, subs []string) bool {
 	return !slices.ContainsFunc(subs, func(sub string) bool { return !strings.Contains(s, sub) })
+}
+
+// TestVMSSRunStopsOnTheQuota: a scale-up Compute refuses for the vCPU
+// quota (409 OperationNotAllowed, Learn's "Resolve errors for resource
+// quotas") ends the run at once, naming the quota, with no node cordoned
+// or drained; before, the provider took the 409 for a busy scale set and
+// waited it out.
+func TestVMSSRunStopsOnTheQuota(t *testing.T) {
+	client, srv := vmssScene(t)
+	srv.SetQuota("cores", 12) // the two Standard_D4s_v5 use 8: no room for the surge
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, errOut, code := plugin.Drive(ctx, client, "run", vmssArgs("eks", "--yes")...)
+	if code == plugin.ExitOK || !strings.Contains(out+errOut, "exceeding approved cores quota") || !strings.Contains(out+errOut, "ask for more quota") {
+		t.Errorf("run: exit %d, want a failure naming the quota:\n%s%s", code, out, errOut)
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metaAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s cordoned by a run whose scale-up could not come", n.Name)
+		}
+	}
 }

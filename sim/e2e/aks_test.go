@@ -147,14 +147,36 @@ func (a *aksPool) assertUpgraded(t *testing.T, version string, count int, surge 
 	if *p.ProvisioningState != "Succeeded" || *p.CurrentOrchestratorVersion != version || *p.NodeImageVersion != aksNewImage {
 		t.Errorf("pool %s on %s/%s, want Succeeded on %s/%s", *p.ProvisioningState, *p.CurrentOrchestratorVersion, *p.NodeImageVersion, version, aksNewImage)
 	}
-	if got := p.UpgradeSettings; (surge == nil) != (got == nil || got.MaxSurge == nil) || (surge != nil && *got.MaxSurge != *surge) ||
-		(got != nil && (got.DrainTimeoutInMinutes != nil || got.NodeSoakDurationInMinutes != nil)) {
-		t.Errorf("upgrade settings %s, want maxSurge %v as before the run and nothing else", settingsText(got), surgeText(surge))
+	// As AKS applies them: AKS keeps a setting a PUT leaves out, so one
+	// the run set and put back reads as AKS's default, not unset.
+	want := &armcs.AgentPoolUpgradeSettings{MaxSurge: surge}
+	if got := p.UpgradeSettings; appliedSettings(got) != appliedSettings(want) {
+		t.Errorf("upgrade settings %s, want maxSurge %v as before the run and nothing else (unset or AKS's default alike)", settingsText(got), surgeText(surge))
 	}
 	if on, all := a.nodesOn(t, version, aksNewImage); on != count || all != count {
 		t.Errorf("%d of %d nodes on %s/%s, want all of %d", on, all, version, aksNewImage, count)
 	}
 	assertUntouched(t, testContext(t, time.Minute), azurefake.AgentPoolLabel, a.name)
+}
+
+// appliedSettings are u as AKS applies them, an unset field its default
+// (AgentPoolUpgradeSettings: maxSurge 10%, drainTimeoutInMinutes 30,
+// nodeSoakDurationInMinutes 0).
+func appliedSettings(u *armcs.AgentPoolUpgradeSettings) [3]string {
+	out := [3]string{"10%", "30", "0"}
+	if u == nil {
+		return out
+	}
+	if u.MaxSurge != nil {
+		out[0] = *u.MaxSurge
+	}
+	if u.DrainTimeoutInMinutes != nil {
+		out[1] = fmt.Sprint(*u.DrainTimeoutInMinutes)
+	}
+	if u.NodeSoakDurationInMinutes != nil {
+		out[2] = fmt.Sprint(*u.NodeSoakDurationInMinutes)
+	}
+	return out
 }
 
 func settingsText(u *armcs.AgentPoolUpgradeSettings) string {

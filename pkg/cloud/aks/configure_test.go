@@ -24,6 +24,12 @@ type poolServer struct {
 	mu           sync.Mutex
 	pool         armcs.AgentPool
 	puts, aborts int
+	// keeps: a PUT keeps each upgrade setting it leaves out, as AKS
+	// does; stuck: a PUT changes none (a pool whose settings never come
+	// out as sent).
+	keeps, stuck bool
+	// quota: a PUT is refused for a quota it would exceed.
+	quota bool
 }
 
 func (f *poolServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -38,6 +44,14 @@ func (f *poolServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"error":{"code":"OperationNotAllowed","message":"There is no ongoing operation on agent pool \"pool\" to abort."}}`))
 		return
 	}
+	if r.Method == http.MethodPut && f.quota {
+		f.puts++
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("x-ms-error-code", "OperationNotAllowed")
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"error":{"code":"OperationNotAllowed","message":"Operation results in exceeding quota limits of Core. Maximum allowed: 4, Current in use: 4, Additional requested: 2."}}`))
+		return
+	}
 	if r.Method == http.MethodPut {
 		f.puts++
 		var in armcs.AgentPool
@@ -45,11 +59,85 @@ func (f *poolServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		f.pool.Properties.UpgradeSettings = in.Properties.UpgradeSettings
+		f.pool.Properties.UpgradeSettings = f.merged(in.Properties.UpgradeSettings)
 		f.pool.Properties.ProvisioningState = ptrTo("Succeeded")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(f.pool)
+}
+
+// merged are the pool's upgrade settings after a PUT of in.
+func (f *poolServer) merged(in *armcs.AgentPoolUpgradeSettings) *armcs.AgentPoolUpgradeSettings {
+	have := f.pool.Properties.UpgradeSettings
+	switch {
+	case f.stuck:
+		return have
+	case !f.keeps || have == nil:
+		return in
+	}
+	out := *have
+	if in != nil && in.MaxSurge != nil {
+		out.MaxSurge = in.MaxSurge
+	}
+	if in != nil && in.DrainTimeoutInMinutes != nil {
+		out.DrainTimeoutInMinutes = in.DrainTimeoutInMinutes
+	}
+	if in != nil && in.NodeSoakDurationInMinutes != nil {
+		out.NodeSoakDurationInMinutes = in.NodeSoakDurationInMinutes
+	}
+	return &out
+}
+
+// TestConfigureRestoresSettingsThePoolNeverHad: putting back "none set"
+// after a run that set maxSurge and the drain timeout sends AKS's
+// defaults for them (AKS keeps a field a PUT leaves out) and is done in
+// one write; a pool whose settings never come out as sent ends in an
+// error after a bounded number of writes, never a loop.
+func TestConfigureRestoresSettingsThePoolNeverHad(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stuck bool
+		puts  int
+	}{
+		{"AKS keeps what a PUT leaves out", false, 1},
+		{"the settings never change", true, maxSettingsWrites},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &poolServer{keeps: true, stuck: tc.stuck, pool: armcs.AgentPool{Name: ptrTo("pool"), Properties: &armcs.ManagedClusterAgentPoolProfileProperties{
+				ProvisioningState: ptrTo("Succeeded"),
+				UpgradeSettings:   &armcs.AgentPoolUpgradeSettings{MaxSurge: ptrTo("2"), DrainTimeoutInMinutes: new(int32(45))}}}}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			a := newTestPool(t, srv)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := a.Configure(ctx, plan.UpdateSettings{Other: map[string]string{}})
+			if f.puts != tc.puts || (err != nil) != tc.stuck || ctx.Err() != nil {
+				t.Errorf("Configure: %v after %d PUTs, want %d PUTs and an error %v", err, f.puts, tc.puts, tc.stuck)
+			}
+			if tc.stuck && (err == nil || !strings.Contains(err.Error(), "az aks nodepool update")) {
+				t.Errorf("want the error to name az aks nodepool update, got %v", err)
+			}
+		})
+	}
+}
+
+// TestConfigureStopsOnAQuotaRefusal: a 409 OperationNotAllowed for a
+// quota (Learn, "Resolve errors for resource quotas") is not AKS busy
+// with another operation: Configure stops after the one PUT, naming it,
+// instead of waiting for an operation that is not there.
+func TestConfigureStopsOnAQuotaRefusal(t *testing.T) {
+	f := &poolServer{quota: true, pool: armcs.AgentPool{Name: ptrTo("pool"), Properties: &armcs.ManagedClusterAgentPoolProfileProperties{
+		ProvisioningState: ptrTo("Succeeded")}}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	a := newTestPool(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := a.Configure(ctx, plan.UpdateSettings{Other: map[string]string{setMaxSurge: "3"}})
+	if f.puts != 1 || err == nil || !strings.Contains(err.Error(), "exceeding quota limits of Core") || ctx.Err() != nil {
+		t.Errorf("Configure: %v after %d PUTs, want the quota named after 1", err, f.puts)
+	}
 }
 
 // newTestPool is an AgentPool whose clients reach srv.

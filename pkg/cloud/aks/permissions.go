@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
@@ -32,7 +33,7 @@ var Calls = []Call{
 	{Action: "Microsoft.ContainerService/managedClusters/agentPools/write", Call: "set the run's upgrade settings and back, start a Kubernetes version upgrade or its recovery (AgentPoolsClient.BeginCreateOrUpdate)"},
 	{Action: "Microsoft.ContainerService/managedClusters/agentPools/upgradeNodeImageVersion/action", Call: "start a node image upgrade or its recovery (AgentPoolsClient.BeginUpgradeNodeImageVersion)"},
 	{Action: "Microsoft.ContainerService/managedClusters/agentPools/abort/action", Call: "cancel the upgrade (AgentPoolsClient.BeginAbortLatestOperation)"},
-	{Action: "Microsoft.ContainerService/locations/operations/read", Call: "follow the upgrade's operation (GET locations/{location}/operations/{id})"},
+	{Action: "Microsoft.ContainerService/locations/operations/read", Call: "follow the upgrade's operation (GET locations/{location}/operations/{id})", AtLocation: true},
 	{Action: "Microsoft.ContainerService/managedClusters/agentPools/delete", Call: "delete blue at the end of a blue/green run, or green on its rollback (AgentPoolsClient.BeginDelete)", For: plan.CapNewGroups},
 	{Action: "Microsoft.Compute/locations/usages/read", Call: "read the vCPU quota for the surge nodes (GET Microsoft.Compute/locations/{location}/usages)", Optional: true},
 	{Action: "Microsoft.Compute/skus/read", Call: "read the pool's VM size's vCPUs and family (GET Microsoft.Compute/skus)", Optional: true},
@@ -68,7 +69,20 @@ func (a *AgentPool) ProbePermissions(ctx context.Context) (*plan.Permissions, er
 		}
 		return nil, wrap(err, "%s", what)
 	}
-	return &plan.Permissions{Policy: Policy, Missing: azarm.Missing(Calls, perms)}, nil
+	out := &plan.Permissions{Policy: Policy, Missing: azarm.Missing(Calls, perms)}
+	atLocation, err := azarm.MissingAtLocation(ctx, a.c.pipeline, Calls, a.operationsURL(), operationsAPIVersion)
+	if err != nil {
+		return nil, wrap(err, "read an operation's status in %s to check the caller may follow the upgrade", a.location)
+	}
+	out.Missing = append(out.Missing, atLocation...)
+	return out, nil
+}
+
+// operationsURL is where AKS's asynchronous operations of the cluster's
+// location are read (and their read authorised).
+func (a *AgentPool) operationsURL() string {
+	return fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.ContainerService/locations/%s",
+		strings.TrimSuffix(endpoint(), "/"), url.PathEscape(a.id.subscription), url.PathEscape(a.location))
 }
 
 // clusterResourceID is the cluster's ARM resource ID, the scope whose

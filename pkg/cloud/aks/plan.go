@@ -89,9 +89,21 @@ func (a *AgentPool) Runs(strategy plan.StrategyName) bool { return strategy == p
 // OwnStrategy implements cloud.OwnStrategy: AKS's surge upgrade with the
 // pool's maxSurge, what "az aks nodepool upgrade" would run.
 func (a *AgentPool) OwnStrategy() plan.GroupStrategy {
+	if a.spot() {
+		return plan.GroupStrategy{Strategy: plan.StrategySurge, MaxUnavailable: "0", From: "AKS's upgrade of a Spot pool, which adds no surge node"}
+	}
 	n := int(a.count())
 	return plan.GroupStrategy{Strategy: plan.StrategySurge, MaxSurge: surgeOf(settingsOf(a.pool).Other[setMaxSurge], n), MaxUnavailable: "0",
 		From: "the pool's own upgrade settings"}
+}
+
+// spot reports whether the pool is a Spot pool (scaleSetPriority Spot),
+// which AKS upgrades with "a cordon and an eviction notice, but no drain"
+// and no surge node, refusing a maxSurge
+// (https://learn.microsoft.com/en-us/azure/aks/spot-node-pool#upgrade-a-spot-node-pool).
+func (a *AgentPool) spot() bool {
+	p := a.pool.Properties
+	return p != nil && p.ScaleSetPriority != nil && *p.ScaleSetPriority == armcs.ScaleSetPrioritySpot
 }
 
 func (a *AgentPool) count() int32 {
@@ -112,6 +124,9 @@ func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, er
 	during := before
 	during.Other = maps.Clone(before.Other)
 	total := int(a.count())
+	if a.spot() && in.MaxSurge > 0 {
+		return nil, inputErrorf("--max-surge %d: AKS upgrades Spot pool %q without surge nodes and refuses a maxSurge on it; leave --max-surge out", in.MaxSurge, a.name)
+	}
 	if in.MaxSurge > 0 && in.MaxSurge != surgeOf(before.Other[setMaxSurge], total) {
 		during.Other[setMaxSurge] = strconv.Itoa(in.MaxSurge)
 	}
@@ -130,7 +145,9 @@ func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, er
 		Service: "AKS agent pool", Details: a.details(before), Before: before, During: during,
 		Target:   fmt.Sprintf("Kubernetes %s, node image %s (%s)", a.target.Version, a.target.Image, what),
 		Controls: []string{"cancel", "resume"}, EvictionLimit: plan.Duration(time.Duration(drain) * time.Minute),
-		ScaleUp: int32(surgeOf(during.Other[setMaxSurge], total)),
+	}
+	if !a.spot() {
+		mp.ScaleUp = int32(surgeOf(during.Other[setMaxSurge], total))
 	}
 	if err := a.busyPools(); err != nil {
 		return nil, err
@@ -161,8 +178,13 @@ func (a *AgentPool) steps(in plan.Input, mp *plan.ManagedPlan, nodes, drain int)
 	}
 	surge := int(mp.ScaleUp)
 	rounds := (nodes + surge - 1) / max(surge, 1)
-	add("Upgrade", fmt.Sprintf("AKS adds %d surge node(s), then cordons and drains %d node(s) at a time honouring PDBs for up to %dm each (past it the upgrade fails and the pool is left Failed), and reimages them: about %d rounds; then it drains and deletes the surge node(s)",
-		surge, surge, drain, rounds), in.JoinTime()+time.Duration(rounds)*(in.DrainTime()+soakOf(mp.During)+in.JoinTime())+in.DrainTime())
+	if a.spot() {
+		add("Upgrade", fmt.Sprintf("AKS upgrades Spot pool %q with no surge node and no drain: it cordons each node and sends its pods an eviction notice, PDBs not honoured, and reimages it; about %d rounds", a.name, nodes),
+			time.Duration(nodes)*(soakOf(mp.During)+in.JoinTime()))
+	} else {
+		add("Upgrade", fmt.Sprintf("AKS adds %d surge node(s), then cordons and drains %d node(s) at a time honouring PDBs for up to %dm each (past it the upgrade fails and the pool is left Failed), and reimages them: about %d rounds; then it drains and deletes the surge node(s)",
+			surge, surge, drain, rounds), in.JoinTime()+time.Duration(rounds)*(in.DrainTime()+soakOf(mp.During)+in.JoinTime())+in.DrainTime())
+	}
 	if !mp.Before.Equal(mp.During) {
 		add("RestoreSettings", "PUT the agent pool's upgradeSettings: "+mp.Before.String(), in.SettingsTime())
 	}
@@ -268,7 +290,10 @@ func (a *AgentPool) factDetails(surge int) ([]plan.Detail, error) {
 	}
 	out := []plan.Detail{{Name: "other pools", Value: others}}
 	quota := "not checked: " + a.facts.quotaErr
-	if q := a.facts.quota; q != nil {
+	switch q := a.facts.quota; {
+	case a.spot():
+		quota = "none needed: AKS adds no surge node to a Spot pool"
+	case q != nil:
 		line, err := q.check(surge, a.location)
 		if err != nil {
 			return nil, err

@@ -12,11 +12,19 @@ import (
 
 // armServer answers the permissions list in two pages (the second by
 // nextLink), or refuses it with status; it counts the pages asked for.
-func armServer(t *testing.T, status int, pages ...[]Permission) (*AgentPool, *int) {
+// An operation status of the location is not found (404) when
+// statusRead, else refused by ARM (403 AuthorizationFailed), as with a
+// role on the cluster alone.
+func armServer(t *testing.T, status int, statusRead bool, pages ...[]Permission) (*AgentPool, *int) {
 	t.Helper()
 	asked := new(int)
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/subscriptions/sub/providers/Microsoft.ContainerService/locations/westeurope/operations/"+unknownOp &&
+			r.URL.Query().Get("api-version") == operationsAPIVersion {
+			answerStatusRead(w, statusRead)
+			return
+		}
 		if !strings.HasSuffix(r.URL.Path, "/providers/Microsoft.ContainerService/managedClusters/c1/providers/Microsoft.Authorization/permissions") ||
 			r.URL.Query().Get("api-version") != permissionsAPIVersion {
 			http.Error(w, "unexpected "+r.URL.String(), http.StatusBadRequest)
@@ -46,32 +54,56 @@ func armServer(t *testing.T, status int, pages ...[]Permission) (*AgentPool, *in
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &AgentPool{c: c, id: clusterID{subscription: "sub", group: "rg", name: "c1"}, name: "pool"}, asked
+	return &AgentPool{c: c, id: clusterID{subscription: "sub", group: "rg", name: "c1"}, name: "pool", location: "westeurope"}, asked
+}
+
+// unknownOp is the operation ID azarm.StatusReadable asks for.
+const unknownOp = "00000000-0000-0000-0000-000000000000"
+
+// answerStatusRead answers an unknown operation's status as AKS does
+// (404) or, without the read at the subscription, as ARM does (403
+// AuthorizationFailed).
+func answerStatusRead(w http.ResponseWriter, allowed bool) {
+	code, status := "AuthorizationFailed", http.StatusForbidden
+	if allowed {
+		code, status = "NotFound", http.StatusNotFound
+	}
+	w.Header().Set("x-ms-error-code", code)
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(`{"error":{"code":"` + code + `","message":"no"}}`))
 }
 
 func TestProbePermissions(t *testing.T) {
+	const follow = "Microsoft.ContainerService/locations/operations/read"
 	var required []string
 	for _, c := range Calls {
-		if !c.Optional {
+		if !c.Optional && c.Action != follow {
 			required = append(required, c.Action)
 		}
 	}
+	required = append(required, follow) // asked at the location, after the cluster's
 	for _, tc := range []struct {
-		name    string
-		status  int
-		pages   [][]Permission
-		missing []string
-		cannot  bool
+		name     string
+		status   int
+		noFollow bool // ARM refuses the operation status at the location
+		pages    [][]Permission
+		missing  []string
+		cannot   bool
 	}{
 		{name: "one role grants all", status: 200, pages: [][]Permission{{{Actions: []string{"Microsoft.ContainerService/*"}}}}},
 		{name: "the grant on the second page", status: 200, pages: [][]Permission{{{Actions: []string{"*/read"}}}, {{Actions: required}}}},
 		{name: "reads only", status: 200, pages: [][]Permission{{{Actions: []string{"*/read"}}}},
 			missing: []string{"Microsoft.ContainerService/managedClusters/agentPools/write", "Microsoft.ContainerService/managedClusters/agentPools/upgradeNodeImageVersion/action", "Microsoft.ContainerService/managedClusters/agentPools/abort/action", "Microsoft.ContainerService/managedClusters/agentPools/delete"}},
-		{name: "no role", status: 200, pages: [][]Permission{{}}, missing: required},
+		{name: "no role", status: 200, noFollow: true, pages: [][]Permission{{}}, missing: required},
+		// The cluster's list answers the roles on it, so a role of "*" on
+		// the cluster alone lists the status read: ARM still refuses it
+		// at the location.
+		{name: "every action on the cluster alone: it cannot follow the upgrade", status: 200, noFollow: true,
+			pages: [][]Permission{{{Actions: []string{"*"}}}}, missing: []string{follow}},
 		{name: "Azure refuses to answer", status: http.StatusForbidden, cannot: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, asked := armServer(t, tc.status, tc.pages...)
+			a, asked := armServer(t, tc.status, !tc.noFollow, tc.pages...)
 			p, err := a.ProbePermissions(context.Background())
 			if err != nil {
 				t.Fatal(err)

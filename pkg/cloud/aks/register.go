@@ -101,11 +101,17 @@ func (aksCloud) Validate(t plan.CloudTarget) error {
 	return nil
 }
 
-// drainMinutes reads --aks-drain-timeout: whole minutes, as AKS takes it.
+// maxDrainMinutes is the largest drainTimeoutInMinutes AKS takes (the
+// REST spec's AgentPoolUpgradeSettings, 2025-02-01: minimum 1, maximum
+// 1440; "az aks nodepool update --drain-timeout").
+const maxDrainMinutes = 1440
+
+// drainMinutes reads --aks-drain-timeout: whole minutes within AKS's
+// range, as AKS takes it.
 func drainMinutes(v string) (int32, error) {
 	m, err := strconv.Atoi(strings.TrimSuffix(v, "m"))
-	if err != nil || m <= 0 || !strings.HasSuffix(v, "m") {
-		return 0, inputErrorf("invalid --%s %q: want whole minutes such as 30m (AKS's drainTimeoutInMinutes)", optDrainTimeout, v)
+	if err != nil || m <= 0 || m > maxDrainMinutes || !strings.HasSuffix(v, "m") {
+		return 0, inputErrorf("invalid --%s %q: want whole minutes from 1m to %dm such as 30m (AKS's drainTimeoutInMinutes)", optDrainTimeout, v, maxDrainMinutes)
 	}
 	return int32(m), nil
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -44,29 +47,42 @@ func (a *AgentPool) Settings(ctx context.Context) (plan.UpdateSettings, error) {
 	return settingsOf(a.pool), nil
 }
 
+// maxSettingsWrites bounds the PUTs Configure sends: a pool whose
+// settings do not come out as sent (AKS keeping or changing a field) is
+// an error to read, never a loop of writes.
+const maxSettingsWrites = 3
+
 // Configure implements cloud.ManagedUpdater: a PUT of the pool as it is
 // with the upgradeSettings of s, once the pool has none of its own
 // operations running (AKS answers 409 OperationNotAllowed meanwhile), then
-// the wait for the update to end. It writes nothing to a pool whose last
-// operation ended Failed or Canceled: AKS takes any write to it as the
-// order to finish that operation (its recovery of a failed upgrade, "a
-// PUT with no changes"), so abort putting the settings back after cancel
-// would start again the upgrade the user stopped.
+// the wait for the update to end. A field s leaves unset that the pool
+// has is sent as AKS's default, since AKS keeps a field a PUT leaves out;
+// the pool is compared with s as AKS applies them (unset is the default).
+// It writes nothing to a pool whose last operation ended Failed or
+// Canceled: AKS takes any write to it as the order to finish that
+// operation (its recovery of a failed upgrade, "a PUT with no changes"),
+// so abort putting the settings back after cancel would start again the
+// upgrade the user stopped.
 func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error {
-	for {
+	for writes := 0; ; {
 		if err := a.settle(ctx); err != nil {
 			return err
 		}
-		if settingsOf(a.pool).Equal(s) {
+		have := settingsOf(a.pool)
+		if effective(have).Equal(effective(s)) {
 			return nil
 		}
 		if st := str(a.pool.Properties.ProvisioningState); endedUnfinished[st] {
 			return &Error{Msg: fmt.Sprintf("cannot set the upgrade settings of %s to %s: its last operation ended %s, and AKS takes any write to the pool as the order to finish it; finish the upgrade first with \"kubectl nodeupgrade resume\" (or the run's command again), or set the settings with the Azure CLI when you mean AKS to finish it",
 				a, settingsText(s), st), IsInput: true}
 		}
+		if writes == maxSettingsWrites {
+			return &Error{Msg: fmt.Sprintf("cannot set the upgrade settings of %s to %s: after %d writes AKS reports %s; set them with \"az aks nodepool update\"",
+				a, settingsText(s), writes, settingsText(have))}
+		}
 		body := a.pool
 		props := *body.Properties
-		props.UpgradeSettings = upgradeSettings(s)
+		props.UpgradeSettings = upgradeSettings(clearing(s, have))
 		body.Properties = &props
 		_, err := a.c.pools.BeginCreateOrUpdate(ctx, a.id.group, a.id.name, a.name, body, nil)
 		if busy(err) { // this pool's operation, or another pool's: wait
@@ -78,13 +94,40 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 		if err != nil {
 			return wrap(err, "set the upgrade settings of %s", a)
 		}
+		writes++
 	}
+}
+
+// aksDefaults are the values AKS applies to an unset upgrade setting
+// (AgentPoolUpgradeSettings).
+var aksDefaults = map[string]string{setMaxSurge: defaultMaxSurge, setDrain: strconv.Itoa(defaultDrainMinutes), setSoak: "0"}
+
+// effective are s as AKS applies them: an unset field its default.
+func effective(s plan.UpdateSettings) plan.UpdateSettings {
+	out := plan.UpdateSettings{Other: maps.Clone(aksDefaults)}
+	maps.Copy(out.Other, s.Other)
+	return out
+}
+
+// clearing is want with each field have sets and want leaves unset given
+// AKS's default, which a PUT must name to replace the pool's value.
+func clearing(want, have plan.UpdateSettings) plan.UpdateSettings {
+	out := plan.UpdateSettings{Other: maps.Clone(want.Other)}
+	if out.Other == nil {
+		out.Other = map[string]string{}
+	}
+	for k := range have.Other {
+		if _, ok := out.Other[k]; !ok {
+			out.Other[k] = aksDefaults[k]
+		}
+	}
+	return out
 }
 
 // busy reports AKS's refusal of a change while an operation runs.
 func busy(err error) bool {
 	c, status := code(err)
-	return status == http.StatusConflict && c == "OperationNotAllowed"
+	return status == http.StatusConflict && c == "OperationNotAllowed" && !azarm.QuotaExceeded(err)
 }
 
 // settle waits until no operation runs on the pool, and leaves it read.
@@ -257,16 +300,17 @@ func failure(doc opStatus) cloud.UpdateError {
 	return e
 }
 
+// operationsAPIVersion is the API version of AKS's operation statuses.
+const operationsAPIVersion = "2025-02-01"
+
 // getOperation reads operation id's status document.
 func (a *AgentPool) getOperation(ctx context.Context, id string, doc *opStatus) error {
-	url := fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.ContainerService/locations/%s/operations/%s",
-		strings.TrimSuffix(endpoint(), "/"), a.id.subscription, a.location, id)
-	req, err := runtime.NewRequest(ctx, http.MethodGet, url)
+	req, err := runtime.NewRequest(ctx, http.MethodGet, a.operationsURL()+"/operations/"+id)
 	if err != nil {
 		return err
 	}
 	q := req.Raw().URL.Query()
-	q.Set("api-version", "2025-02-01")
+	q.Set("api-version", operationsAPIVersion)
 	req.Raw().URL.RawQuery = q.Encode()
 	resp, err := a.c.pipeline.Do(req)
 	if err != nil {

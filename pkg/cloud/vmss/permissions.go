@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
@@ -22,6 +23,7 @@ const (
 	actionWrite         = "Microsoft.Compute/virtualMachineScaleSets/write"
 	actionDeleteVMs     = "Microsoft.Compute/virtualMachineScaleSets/delete/action"
 	actionManualUpgrade = "Microsoft.Compute/virtualMachineScaleSets/manualUpgrade/action"
+	actionReimage       = "Microsoft.Compute/virtualMachineScaleSets/reimage/action"
 	actionOperations    = "Microsoft.Compute/locations/operations/read"
 	actionDelete        = "Microsoft.Compute/virtualMachineScaleSets/delete"
 )
@@ -42,7 +44,9 @@ var Calls = []azarm.Call{
 	{Action: actionDeleteVMs, Call: "delete a drained node's instance, or those of a scale-down, lowering the capacity (VirtualMachineScaleSetsClient.BeginDeleteInstances)"},
 	{Action: actionManualUpgrade, Call: "bring a drained node's instance to the latest model (VirtualMachineScaleSetsClient.BeginUpdateInstances: manualupgrade)",
 		For: plan.CapRemoveNodes | plan.CapResize},
-	{Action: actionOperations, Call: "follow the long-running operations (GET Microsoft.Compute/locations/{location}/operations/{id})"},
+	{Action: actionReimage, Call: "reimage a drained node's instance that the latest model does not reimage, its image already the target (VirtualMachineScaleSetsClient.BeginReimage)",
+		For: plan.CapRemoveNodes | plan.CapResize},
+	{Action: actionOperations, Call: "follow the long-running operations (GET Microsoft.Compute/locations/{location}/operations/{id})", AtLocation: true},
 	{Action: actionDelete, Call: "delete blue at the end of a blue/green run, or green on its rollback (VirtualMachineScaleSetsClient.BeginDelete)", For: plan.CapNewGroups},
 }
 
@@ -67,7 +71,7 @@ func (s *ScaleSet) ProbePermissions(ctx context.Context) (*plan.Permissions, err
 		return s.cannotAsk(out, err)
 	}
 	for _, c := range Calls {
-		if onBlue(c) && !azarm.Grants(onSet, c.Action) {
+		if onBlue(c) && !c.AtLocation && !azarm.Grants(onSet, c.Action) {
 			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, Call: c.Call, For: c.For})
 		}
 	}
@@ -77,13 +81,39 @@ func (s *ScaleSet) ProbePermissions(ctx context.Context) (*plan.Permissions, err
 	}
 	for _, c := range Calls {
 		missingOnSet := onBlue(c) && !azarm.Grants(onSet, c.Action)
-		if onGreen(c) && !missingOnSet && !azarm.Grants(onGroup, c.Action) {
+		if onGreen(c) && !c.AtLocation && !missingOnSet && !azarm.Grants(onGroup, c.Action) {
 			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, For: plan.CapNewGroups,
 				Call: fmt.Sprintf("%s; blue/green needs it on resource group %q, where it makes green (a role on scale set %q alone does not reach green)", c.Call, s.group, s.name)})
 		}
 	}
+	return s.missingAtLocation(ctx, out, onSet)
+}
+
+// missingAtLocation adds to out the operation status read, which ARM
+// authorises at the subscription's location (azarm.Call.AtLocation),
+// asked there; the location is the scale set's, read when the caller may
+// read it (a caller who may not is refused already).
+func (s *ScaleSet) missingAtLocation(ctx context.Context, out *plan.Permissions, onSet []azarm.Permission) (*plan.Permissions, error) {
+	if !azarm.Grants(onSet, actionRead) {
+		return out, nil
+	}
+	m, err := s.mustGet(ctx, s.name)
+	if err != nil {
+		return nil, err
+	}
+	loc := fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.Compute/locations/%s",
+		strings.TrimSuffix(armEndpoint.URL(), "/"), url.PathEscape(s.sub), url.PathEscape(str(m.Location)))
+	missing, err := azarm.MissingAtLocation(ctx, s.c.pipeline, Calls, loc, computeAPIVersion)
+	if err != nil {
+		return nil, wrap(err, "read an operation's status in %s to check the caller may follow the scale set's operations", str(m.Location))
+	}
+	out.Missing = append(out.Missing, missing...)
 	return out, nil
 }
+
+// computeAPIVersion is the API version armcompute/v7 sends, that of
+// Compute's operation statuses.
+const computeAPIVersion = "2025-04-01"
 
 // onBlue reports whether a call is asked on the scale set: those of every
 // strategy but blue/green's own (the scale set's delete, whose

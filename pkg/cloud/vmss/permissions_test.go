@@ -16,11 +16,27 @@ import (
 // permissionsServer answers the permissions list of scale set "ng" in
 // resource group "rg" with onSet, and of the resource group with
 // onGroup; refuse answers the group's (or, with onSet nil, both) with
-// that status.
-func permissionsServer(t *testing.T, onSet, onGroup []azarm.Permission, refuse int) *ScaleSet {
+// that status. The scale set is in westeurope; an operation status there
+// is not found (404) when statusRead, else refused by ARM (403
+// AuthorizationFailed), as with no role on the subscription.
+func permissionsServer(t *testing.T, onSet, onGroup []azarm.Permission, refuse int, statusRead bool) *ScaleSet {
 	t.Helper()
 	const group = "/subscriptions/sub/resourceGroups/rg"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case group + "/providers/Microsoft.Compute/virtualMachineScaleSets/ng":
+			_, _ = w.Write([]byte(`{"name":"ng","location":"westeurope"}`))
+			return
+		case "/subscriptions/sub/providers/Microsoft.Compute/locations/westeurope/operations/00000000-0000-0000-0000-000000000000":
+			code, status := "AuthorizationFailed", http.StatusForbidden
+			if statusRead {
+				code, status = "NotFound", http.StatusNotFound
+			}
+			w.Header().Set("x-ms-error-code", code)
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(`{"error":{"code":"` + code + `","message":"no"}}`))
+			return
+		}
 		scope, ok := strings.CutSuffix(r.URL.Path, "/providers/Microsoft.Authorization/permissions")
 		if !ok || r.URL.Query().Get("api-version") != azarm.PermissionsAPIVersion {
 			http.Error(w, "unexpected "+r.URL.String(), http.StatusBadRequest)
@@ -58,7 +74,9 @@ func TestProbePermissions(t *testing.T) {
 	for _, c := range Calls {
 		all = append(all, c.Action)
 	}
-	everyRun := slices.DeleteFunc(slices.Clone(all), func(a string) bool { return a == actionDelete })
+	// The status read is asked at the location, only once the scale set
+	// (its location) may be read.
+	everyRun := slices.DeleteFunc(slices.Clone(all), func(a string) bool { return a == actionDelete || a == actionOperations })
 	vmContributor := azarm.Permission{Actions: []string{"Microsoft.Compute/virtualMachineScaleSets/*", "Microsoft.Compute/locations/*"}}
 	reader := azarm.Permission{Actions: []string{"*/read"}}
 	type want struct {
@@ -68,6 +86,7 @@ func TestProbePermissions(t *testing.T) {
 		name           string
 		onSet, onGroup []azarm.Permission
 		refuse         int
+		noStatusRead   bool // ARM refuses the operation status at the location
 		want           want
 		cannotAsk      bool
 	}{
@@ -75,19 +94,25 @@ func TestProbePermissions(t *testing.T) {
 		{name: "Owner", onGroup: []azarm.Permission{{Actions: []string{"*"}}}},
 		{name: "no role", onGroup: []azarm.Permission{}, want: want{every: everyRun, blueGreen: []string{actionDelete}}},
 		{name: "a reader", onGroup: []azarm.Permission{reader},
-			want: want{every: []string{actionWrite, actionDeleteVMs, actionManualUpgrade}, blueGreen: []string{actionDelete}}},
+			want: want{every: []string{actionWrite, actionDeleteVMs, actionManualUpgrade, actionReimage}, blueGreen: []string{actionDelete}}},
 		{name: "a role without manualupgrade", onGroup: []azarm.Permission{{Actions: []string{"*"}, NotActions: []string{actionManualUpgrade}}},
 			want: want{every: []string{actionManualUpgrade}}},
 		{name: "the role on the scale set alone: blue/green's green is not covered", onSet: []azarm.Permission{vmContributor}, onGroup: []azarm.Permission{reader},
 			want: want{blueGreen: []string{actionWrite, actionDeleteVMs, actionDelete}}},
 		{name: "the role on the scale set, a reader of the group's green: blue/green only", onSet: []azarm.Permission{vmContributor}, onGroup: []azarm.Permission{},
-			want: want{blueGreen: []string{actionRead, actionInstancesRead, actionWrite, actionDeleteVMs, actionOperations, actionDelete}}},
+			want: want{blueGreen: []string{actionRead, actionInstancesRead, actionWrite, actionDeleteVMs, actionDelete}}},
+		// Learn's "Track asynchronous Azure operations": with a role at the
+		// resource alone "you can start the operation but you can't track
+		// its status".
+		{name: "the role on the scale set and group, none on the subscription: no run can follow its operations",
+			onSet: []azarm.Permission{vmContributor}, onGroup: []azarm.Permission{vmContributor}, noStatusRead: true,
+			want: want{every: []string{actionOperations}}},
 		{name: "Azure refuses to answer", refuse: http.StatusForbidden, cannotAsk: true},
 		{name: "Azure refuses the group's: the scale set's still checked", onSet: []azarm.Permission{reader}, refuse: http.StatusForbidden, cannotAsk: true,
-			want: want{every: []string{actionWrite, actionDeleteVMs, actionManualUpgrade}}},
+			want: want{every: []string{actionWrite, actionDeleteVMs, actionManualUpgrade, actionReimage}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := permissionsServer(t, tc.onSet, tc.onGroup, tc.refuse)
+			s := permissionsServer(t, tc.onSet, tc.onGroup, tc.refuse, !tc.noStatusRead)
 			p, err := s.ProbePermissions(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -99,7 +124,7 @@ func TestProbePermissions(t *testing.T) {
 					t.Errorf("missing %s names no call", m.Permission)
 				case m.For == plan.CapNewGroups:
 					got.blueGreen = append(got.blueGreen, m.Permission)
-				case m.For == 0, m.Permission == actionManualUpgrade && m.For == plan.CapRemoveNodes|plan.CapResize:
+				case m.For == 0, (m.Permission == actionManualUpgrade || m.Permission == actionReimage) && m.For == plan.CapRemoveNodes|plan.CapResize:
 					got.every = append(got.every, m.Permission)
 				default:
 					t.Errorf("missing %s is for %v", m.Permission, m.For)
@@ -115,7 +140,7 @@ func TestProbePermissions(t *testing.T) {
 				t.Errorf("surge needs %d missing permissions, want %d", n, len(tc.want.every))
 			}
 			for _, m := range p.NeededBy(plan.CapNewGroups) {
-				if m.Permission == actionManualUpgrade {
+				if m.Permission == actionManualUpgrade || m.Permission == actionReimage {
 					t.Errorf("blue/green needs %s, which it never calls", m.Permission)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -371,18 +372,19 @@ func (s *ScaleSet) nodeInstance(ctx context.Context, node string) (set, id, uid 
 	return rid.scaleSet, rid.instance, string(obj.UID), nil
 }
 
-// instanceState is an instance's provisioning state and whether it runs
-// the latest model on the target; "" when it is gone.
-func (s *ScaleSet) instanceState(ctx context.Context, set, id string) (string, bool, error) {
+// instanceState is an instance's provisioning state, whether it runs
+// the latest model on the target (current) and the latest model
+// whatever its image; "" when it is gone.
+func (s *ScaleSet) instanceState(ctx context.Context, set, id string) (state string, current, latest bool, err error) {
 	r, err := s.c.vms.Get(ctx, s.group, set, id, nil)
 	if status(err) == http.StatusNotFound {
-		return "", false, nil
+		return "", false, false, nil
 	}
 	if err != nil {
-		return "", false, wrap(err, "get instance %s of scale set %q", id, set)
+		return "", false, false, wrap(err, "get instance %s of scale set %q", id, set)
 	}
 	m := machine(instance{group: s.group, set: set, vm: &r.VirtualMachineScaleSetVM})
-	return m.Lifecycle, m.Version == ImageString(&s.target), nil
+	return m.Lifecycle, m.Version == ImageString(&s.target), !strings.HasSuffix(m.Version, staleModel), nil
 }
 
 // Shrink implements cloud.Shrinker: DeleteInstances of the node's
@@ -393,7 +395,7 @@ func (s *ScaleSet) Shrink(ctx context.Context, node string) error {
 		return err
 	}
 	return s.retry(ctx, fmt.Sprintf("delete instance %s of node %q", id, node), func() (bool, error) {
-		state, _, err := s.instanceState(ctx, set, id)
+		state, _, _, err := s.instanceState(ctx, set, id)
 		switch {
 		case err != nil:
 			return false, err
@@ -407,27 +409,57 @@ func (s *ScaleSet) Shrink(ctx context.Context, node string) error {
 }
 
 // RemoveNode implements cloud.Remover: the instance is brought to the
-// scale set's latest model (manualupgrade), which reimages it under its
-// instance ID and computer name. Its Node object, drained and cordoned,
-// is deleted once that is under way (by UID, so never one the new
-// image's kubelet registers), or the kubelet would take it over, cordon
-// included; a reimage takes minutes, the delete a moment.
+// scale set's latest model (manualupgrade). That reimages it under its
+// instance ID and computer name only when the model changed its image;
+// any other model change is applied to the running machine, whose
+// kubelet goes on and never registers anew ("Modify a Virtual Machine
+// Scale Set":
+// https://learn.microsoft.com/en-us/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-upgrade-scale-set),
+// so an instance already on the target image is then reimaged
+// explicitly (reimage), as the strategy needs a new machine. Its Node
+// object, drained and cordoned, is deleted once a reimage is under way
+// (by UID, so never one the new kubelet registers), or the kubelet would
+// take it over, cordon included; never for an update that reimages
+// nothing, whose kubelet would not bring it back.
 func (s *ScaleSet) RemoveNode(ctx context.Context, node string) error {
 	set, id, uid, err := s.nodeInstance(ctx, node)
 	if err != nil || set == "" {
 		return err
 	}
+	r, err := s.c.vms.Get(ctx, s.group, set, id, nil)
+	if status(err) == http.StatusNotFound {
+		return nil
+	}
+	if err != nil {
+		return wrap(err, "get instance %s of scale set %q", id, set)
+	}
+	onTarget := machine(instance{group: s.group, set: set, vm: &r.VirtualMachineScaleSetVM}).Image == ImageString(&s.target)
+	if err := s.updateInstance(ctx, node, set, id, uid, !onTarget); err != nil || !onTarget {
+		return err
+	}
+	return s.reimage(ctx, node, set, id, uid)
+}
+
+// updateInstance brings the instance to the latest model, once; its Node
+// is deleted when the update reimages it.
+func (s *ScaleSet) updateInstance(ctx context.Context, node, set, id, uid string, reimages bool) error {
+	deleteNode := func() error {
+		if !reimages {
+			return nil
+		}
+		return s.deleteNode(ctx, node, uid)
+	}
 	return s.retry(ctx, fmt.Sprintf("update instance %s of node %q to the latest model", id, node), func() (bool, error) {
-		state, current, err := s.instanceState(ctx, set, id)
+		state, current, latest, err := s.instanceState(ctx, set, id)
 		switch {
 		case err != nil:
 			return false, err
-		case state == "" || current && state == "Succeeded":
+		case state == "" || latest && state == "Succeeded" && (current || !reimages):
 			// Done: a Node object of uid now is the new image's kubelet's,
 			// which took it over.
 			return true, nil
 		case state == "Updating":
-			return false, s.deleteNode(ctx, node, uid) // under way: look again
+			return false, deleteNode() // under way: look again
 		}
 		p, err := s.c.sets.BeginUpdateInstances(ctx, s.group, set, armcompute.VirtualMachineScaleSetVMInstanceRequiredIDs{InstanceIDs: []*string{to.Ptr(id)}}, nil)
 		if status(err) == http.StatusNotFound {
@@ -436,10 +468,40 @@ func (s *ScaleSet) RemoveNode(ctx context.Context, node string) error {
 		if err != nil {
 			return false, wrap(err, "update instance %s of scale set %q", id, set)
 		}
-		if err := s.deleteNode(ctx, node, uid); err != nil {
+		if err := deleteNode(); err != nil {
 			return false, err
 		}
 		return false, wait(ctx, s.c, p, fmt.Sprintf("the update of instance %s of scale set %q", id, set))
+	})
+}
+
+// reimage reimages the instance on its image, once, its Node deleted
+// when the reimage is under way (VirtualMachineScaleSetsClient.BeginReimage).
+func (s *ScaleSet) reimage(ctx context.Context, node, set, id, uid string) error {
+	started := false
+	return s.retry(ctx, fmt.Sprintf("reimage instance %s of node %q", id, node), func() (bool, error) {
+		state, _, _, err := s.instanceState(ctx, set, id)
+		switch {
+		case err != nil:
+			return false, err
+		case state == "" || started && state == "Succeeded":
+			return true, nil
+		case started:
+			return false, s.deleteNode(ctx, node, uid) // under way: look again
+		}
+		p, err := s.c.sets.BeginReimage(ctx, s.group, set, &armcompute.VirtualMachineScaleSetsClientBeginReimageOptions{
+			VMScaleSetReimageInput: &armcompute.VirtualMachineScaleSetReimageParameters{InstanceIDs: []*string{to.Ptr(id)}}})
+		if status(err) == http.StatusNotFound {
+			return false, nil // gone meanwhile: look again
+		}
+		if err != nil {
+			return false, wrap(err, "reimage instance %s of scale set %q", id, set)
+		}
+		started = true
+		if err := s.deleteNode(ctx, node, uid); err != nil {
+			return false, err
+		}
+		return false, wait(ctx, s.c, p, fmt.Sprintf("the reimage of instance %s of scale set %q", id, set))
 	})
 }
 

@@ -56,7 +56,7 @@ func (e Endpoint) Options() (*arm.ClientOptions, azcore.TokenCredential, error) 
 		opts.Cloud = azcloud.Configuration{Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
 			azcloud.ResourceManager: {Endpoint: u, Audience: "https://management.core.windows.net/"}}}
 	}
-	opts.Retry = policy.RetryOptions{MaxRetries: 4, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 5 * time.Second}
+	opts.Retry = policy.RetryOptions{MaxRetries: 4, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: MaxRetryAfter}
 	if os.Getenv(e.NoAuthEnv) == "true" {
 		opts.InsecureAllowCredentialWithHTTP, opts.DisableRPRegistration = true, true
 		return opts, staticToken{}, nil
@@ -67,6 +67,16 @@ func (e Endpoint) Options() (*arm.ClientOptions, azcore.TokenCredential, error) 
 	}
 	return opts, cred, nil
 }
+
+// MaxRetryAfter is the longest Retry-After the requests wait out. ARM
+// throttles with a 429 whose Retry-After is in seconds, often tens of
+// them
+// (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling#error-code);
+// azcore's retry policy does not retry at all an answer whose Retry-After
+// exceeds RetryOptions.MaxRetryDelay (policy_retry.go: "the retry-after
+// delay exceeds the cap so don't retry"), so the cap is the SDK's
+// default, not a short one: a low cap ended a run on one 429.
+const MaxRetryAfter = 60 * time.Second
 
 // staticToken is the credential of a local endpoint: a fixed token.
 type staticToken struct{}
@@ -82,6 +92,9 @@ func (e Endpoint) Wrap(err error, format string, args ...any) error {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		s := re.StatusCode
+		if QuotaExceeded(err) { // no wait frees quota: the run stops, naming it
+			return &Error{Msg: fmt.Sprintf("cannot %s: %s (HTTP %d): %s; free vCPUs or ask for more quota (plan and check read it), or lower --max-surge", what, re.ErrorCode, s, Message(re)), Err: err}
+		}
 		return &Error{Msg: fmt.Sprintf("cannot %s: %s (HTTP %d): %s", what, re.ErrorCode, s, Message(re)), Err: err,
 			IsTransient: s == http.StatusTooManyRequests || s >= 500 || e.BusyPasses && s == http.StatusConflict,
 			IsInput:     s == http.StatusForbidden || s == http.StatusUnauthorized}
@@ -90,6 +103,27 @@ func (e Endpoint) Wrap(err error, format string, args ...any) error {
 		return fmt.Errorf("cannot %s: %w", what, err)
 	}
 	return &cloud.UnreachableError{Cloud: "Azure", Endpoint: e.URL(), Settings: e.Env + ", the Azure credential chain", Err: fmt.Errorf("cannot %s: %w", what, err)}
+}
+
+// QuotaExceeded reports whether err is Azure refusing a request for a
+// quota it would exceed: "Code=OperationNotAllowed Message=Operation
+// results in exceeding quota limits of Core. Maximum allowed: 4, Current
+// in use: 4, Additional requested: 2."
+// (https://learn.microsoft.com/en-us/azure/azure-resource-manager/troubleshooting/error-resource-quota),
+// a 409 like the busy resource's OperationNotAllowed but no wait passes it;
+// AKS's own code for it is QuotaExceeded.
+func QuotaExceeded(err error) bool {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return false
+	}
+	switch re.ErrorCode {
+	case "QuotaExceeded":
+		return true
+	case "OperationNotAllowed":
+		return strings.Contains(strings.ToLower(Message(re)), "quota")
+	}
+	return false
 }
 
 // Message is ARM's error.message of a response, on one line.

@@ -47,6 +47,15 @@ type Call struct {
 	// For is the capability whose strategies make the call (blue/green's
 	// CapNewGroups), 0 for every run's.
 	For plan.Capability
+	// AtLocation marks the read of an asynchronous operation's status,
+	// which ARM authorises at the subscription's location
+	// (/subscriptions/S/providers/RP/locations/L/operations/ID), not at
+	// the resource: "if you only have permission at the resource level,
+	// you can start the operation but you can't track its status"
+	// (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/async-operations).
+	// The permissions list of the resource cannot say; StatusReadable
+	// asks where ARM evaluates it.
+	AtLocation bool
 }
 
 // Pipeline sends a request through a provider's ARM pipeline (its
@@ -98,6 +107,51 @@ func (e Endpoint) ListPermissions(ctx context.Context, pl Pipeline, scope string
 	return perms, nil
 }
 
+// unknownOperation is the ID StatusReadable asks for: no operation has it.
+const unknownOperation = "00000000-0000-0000-0000-000000000000"
+
+// StatusReadable reports whether the caller may read the asynchronous
+// operation statuses under location (the URL of
+// /subscriptions/S/providers/RP/locations/L), where ARM authorises the
+// read, by reading the status of an operation that does not exist: ARM
+// refuses it with 403 AuthorizationFailed before the resource provider
+// sees it when no role of the caller allows the read at that scope
+// (https://learn.microsoft.com/en-us/azure/role-based-access-control/troubleshooting#symptom---authorization-failed);
+// any other refusal is the resource provider's (the operation is not
+// found), so ARM let the read through. An error is one that says neither.
+func StatusReadable(ctx context.Context, pl Pipeline, location, apiVersion string) (bool, error) {
+	var doc map[string]any
+	err := GetJSON(ctx, pl, strings.TrimSuffix(location, "/")+"/operations/"+unknownOperation, apiVersion, &doc)
+	code, status := Code(err)
+	switch {
+	case err == nil, status == http.StatusNotFound, status == http.StatusBadRequest:
+		return true, nil
+	case status == http.StatusForbidden && code == "AuthorizationFailed":
+		return false, nil
+	}
+	return false, err
+}
+
+// MissingAtLocation are the AtLocation calls the caller may not make at
+// location (StatusReadable), each saying where the role must be.
+func MissingAtLocation(ctx context.Context, pl Pipeline, calls []Call, location, apiVersion string) ([]plan.MissingPermission, error) {
+	var out []plan.MissingPermission
+	for _, c := range calls {
+		if !c.AtLocation {
+			continue
+		}
+		ok, err := StatusReadable(ctx, pl, location, apiVersion)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			out = append(out, plan.MissingPermission{Permission: c.Action, For: c.For,
+				Call: c.Call + "; ARM checks it at the subscription, not at the resource: assign a role that holds it on the subscription"})
+		}
+	}
+	return out, nil
+}
+
 // CannotAsk reports whether err is Azure refusing to list the
 // permissions (403, 401, or 404 where the API is not offered): the plan
 // warns that it could not check rather than failing.
@@ -111,7 +165,7 @@ func CannotAsk(err error) bool {
 func Missing(calls []Call, perms []Permission) []plan.MissingPermission {
 	var out []plan.MissingPermission
 	for _, c := range calls {
-		if !c.Optional && !Grants(perms, c.Action) {
+		if !c.Optional && !c.AtLocation && !Grants(perms, c.Action) {
 			out = append(out, plan.MissingPermission{Permission: c.Action, Call: c.Call, For: c.For})
 		}
 	}
