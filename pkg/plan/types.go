@@ -118,6 +118,9 @@ type Plan struct {
 	// Capacity is what the run needs of the cloud's shared limits and
 	// what was free (nil where the provider reads none).
 	Capacity *CapacityPlan `json:"capacity,omitempty"`
+	// Cost is what the added nodes of eks, surge and blue/green cost
+	// (nil where the run has no cloud group).
+	Cost *CostPlan `json:"cost,omitempty"`
 }
 
 // AddFindings puts findings made outside the planner (by what only the

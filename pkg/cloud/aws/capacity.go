@@ -73,15 +73,19 @@ func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.Capac
 	if err != nil || typ == "" {
 		return &plan.CapacityPlan{Unprovable: []string{unprovableType(g.Name, err)}}, nil
 	}
+	c := &plan.CapacityPlan{InstanceType: typ}
 	b, ok := bucketOf(typ)
 	if !ok {
-		return &plan.CapacityPlan{Unprovable: []string{fmt.Sprintf("instance type %q is of a family without a known vCPU quota", typ)}}, nil
+		c.Unprovable = []string{fmt.Sprintf("instance type %q is of a family without a known vCPU quota", typ)}
+		return c, nil
 	}
 	q, err := n.API.vcpuQuota(ctx, g, b, spot, typ, added)
 	if err != nil {
-		return &plan.CapacityPlan{Unprovable: []string{oneLine(err.Error())}}, nil
+		c.Unprovable = []string{oneLine(err.Error())}
+		return c, nil
 	}
-	return &plan.CapacityPlan{Quotas: []plan.QuotaUse{q}}, nil
+	c.Quotas = []plan.QuotaUse{q}
+	return c, nil
 }
 
 func unprovableType(group string, err error) string {
