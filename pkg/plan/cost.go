@@ -105,7 +105,7 @@ type CostInput struct {
 
 // Costs is the cost of the added nodes of eks, surge and blue/green for the
 // plan's group; nil where the run has no cloud group or nothing to replace.
-func (p *Plan) Costs(in CostInput) *CostPlan {
+func Costs(p *Plan, in CostInput) *CostPlan {
 	n := len(p.Outdated())
 	if p.Cloud == nil || n == 0 {
 		return nil
@@ -121,7 +121,7 @@ func (p *Plan) Costs(in CostInput) *CostPlan {
 	if priced {
 		c.PerHour = &price
 	}
-	for _, s := range p.strategyPeaks(n, in) {
+	for _, s := range strategyPeaks(p, n, in) {
 		s.InstanceHours = float64(s.AddedNodes) * time.Duration(s.Lives).Hours()
 		if priced {
 			cost := s.InstanceHours * price
@@ -142,7 +142,7 @@ func (p *Plan) Costs(in CostInput) *CostPlan {
 //   - blue/green: the whole group, from its join through the drain of blue
 //     in batches of maxUnavailable (blue/green's batch size where planned),
 //     the soaks between them, and the node-pool soak.
-func (p *Plan) strategyPeaks(n int, in CostInput) []StrategyCost {
+func strategyPeaks(p *Plan, n int, in CostInput) []StrategyCost {
 	unavailable := max(p.MaxUnavailable, 1)
 	surge := max(p.MaxSurge, 1)
 	drain := p.DrainTime()*time.Duration(max(p.DrainRounds, 1)) + time.Duration(p.PostDrainWait)

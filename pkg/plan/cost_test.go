@@ -61,7 +61,7 @@ func TestCosts(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.plan.Costs(tc.in)
+			got := Costs(tc.plan, tc.in)
 			if got == nil || len(got.Strategies) != len(tc.want) {
 				t.Fatalf("Costs() = %+v, want %d strategies", got, len(tc.want))
 			}
@@ -89,7 +89,7 @@ func TestCostsTable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
-			writeCosts(&b, costPlan(1, 1, 5).Costs(tc.in))
+			writeCosts(&b, Costs(costPlan(1, 1, 5), tc.in))
 			for _, w := range tc.want {
 				if !strings.Contains(b.String(), w) {
 					t.Errorf("writeCosts() =\n%s\nwant %q in it", b.String(), w)
@@ -102,7 +102,7 @@ func TestCostsTable(t *testing.T) {
 func TestCostsNoCloud(t *testing.T) {
 	p := costPlan(1, 1, 5)
 	p.Cloud = nil
-	if c := p.Costs(CostInput{}); c != nil {
+	if c := Costs(p, CostInput{}); c != nil {
 		t.Errorf("Costs() without a cloud group = %+v, want nil", c)
 	}
 }
