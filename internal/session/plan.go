@@ -93,6 +93,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 		}
 		pl.AddFindings(s.permissionFindings(ctx, r, pl.Provider, in, pl.Plan)...)
 		proveCapacity(ctx, pl.Provider, pl.Plan)
+		pl.Cost = plan.Costs(pl.Plan, plan.CostInput{Prices: r.Prices, BatchSoak: r.BlueGreen.BatchSoak, NodePoolSoak: r.BlueGreen.NodePoolSoak})
 		if err := s.makeRoom(ctx, r, pl.Plan, &snap); err != nil {
 			return nil, err
 		}

@@ -20,6 +20,9 @@ type CapacityPlan struct {
 	// quota it may not read, prefix delegation, an unknown instance
 	// family); each is also a capacity-unprovable warning.
 	Unprovable []string `json:"unprovable,omitempty"`
+	// InstanceType is the group's machines' type where the provider read
+	// it, by which Plan.Cost prices the added nodes.
+	InstanceType string `json:"instanceType,omitempty"`
 }
 
 // QuotaUse is one shared limit: how much of it the run needs on top of what

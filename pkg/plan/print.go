@@ -24,6 +24,7 @@ func WriteTable(w io.Writer, p *Plan, now time.Time, color output.Colorizer, wid
 	}
 	writeManaged(w, p)
 	writeSteps(w, p)
+	writeCosts(w, p.Cost)
 	writeWindow(w, p)
 	writeWaves(w, p)
 	writeHookedNodes(w, p)

@@ -31,6 +31,10 @@ type Request struct {
 	// MakeRoom surges the Deployments a batch would take below their
 	// Ready count or past their budgets before it drains (package makeroom).
 	MakeRoom bool `json:"makeRoom,omitempty"`
+	// PriceFile is --price-file, Prices what it holds (read before the
+	// cluster is touched; the plan's Cost prices the added nodes by it).
+	PriceFile string     `json:"priceFile,omitempty"`
+	Prices    *PriceFile `json:"-"`
 
 	// What a run does beyond the plan.
 	DrainTimeout     time.Duration `json:"drainTimeout,omitempty"`

@@ -121,6 +121,9 @@ type Plan struct {
 	// Options are the run's options that run --plan-file takes from the
 	// plan (options.go); nil in plans saved before they were carried.
 	Options *Options `json:"options,omitempty"`
+	// Cost is what the added nodes of eks, surge and blue/green cost
+	// (nil where the run has no cloud group).
+	Cost *CostPlan `json:"cost,omitempty"`
 }
 
 // AddFindings puts findings made outside the planner (by what only the

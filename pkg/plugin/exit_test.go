@@ -359,3 +359,26 @@ func TestInterruptedExitsFour(t *testing.T) {
 		})
 	}
 }
+
+// TestBadPriceFile wants a --price-file that does not hold prices refused
+// by plan and run alike, in one line naming the flag and the problem,
+// before the cluster is asked.
+func TestBadPriceFile(t *testing.T) {
+	dir := t.TempDir()
+	undated := filepath.Join(dir, "undated.yaml")
+	if err := os.WriteFile(undated, []byte("prices:\n  m5.large:\n    us-east-1: 0.096\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"undated": undated, "missing": filepath.Join(dir, "absent.yaml")}
+	for _, command := range [][]string{{"plan", "demo"}, {"run", "demo", "--target-label=a=b", "--yes"}} {
+		for name, file := range files {
+			t.Run(command[0]+", "+name, func(t *testing.T) {
+				args := append(slices.Clone(command), "--price-file", file, "--server", "https://"+closedPort(t))
+				_, stderr, code := executeBare(t, "", args...)
+				if code != ExitUsage || !strings.Contains(stderr, "--price-file") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || strings.Contains(stderr, "API server") {
+					t.Errorf("exit %d, stderr %q: want exit %d, one line naming --price-file", code, stderr, ExitUsage)
+				}
+			})
+		}
+	}
+}

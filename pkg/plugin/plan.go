@@ -104,6 +104,7 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&r.Force, "force", false, "Delete pods that no controller manages, and pods still running at the drain timeout")
 	f.BoolVar(&r.DeleteEmptyDirData, "delete-emptydir-data", false, "Evict pods using emptyDir volumes (their data is lost)")
 	f.BoolVar(&r.MakeRoom, "make-room", false, "Before each batch drains, scale up the Deployments it would take below their Ready count or past their PodDisruptionBudget (their HPA's bounds where one scales them), wait for the extra pods, and scale them back after; see docs/make-room.md")
+	f.StringVar(&r.PriceFile, "price-file", "", "YAML or JSON file of instance prices (readAt: DATE, currency: USD, prices: {INSTANCE-TYPE: {REGION: PRICE-PER-HOUR}}) by which the plan prices the nodes eks, surge and blue/green add; without a price: \"not priced\"; see docs/check.md")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: wide, json, yaml, name (the outdated nodes), jsonpath=... or go-template=... (default: a table)")
 	addHookFlags(f, &r.Hooks)
 }
@@ -152,6 +153,13 @@ func (o *PlanOptions) Validate() error {
 	}
 	if err := output.ValidateTableFormat(o.Output); err != nil {
 		return &usageError{err: err}
+	}
+	if o.PriceFile != "" {
+		prices, err := plan.ReadPriceFile(o.PriceFile)
+		if err != nil {
+			return err
+		}
+		o.Prices = prices
 	}
 	return nil
 }

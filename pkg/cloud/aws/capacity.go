@@ -69,19 +69,23 @@ func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.Capac
 	if err != nil {
 		return nil, err
 	}
-	typ, spot, err := n.API.groupInstanceType(ctx, g)
+	typ, spot, err := groupInstanceType(ctx, n.API, g)
 	if err != nil || typ == "" {
 		return &plan.CapacityPlan{Unprovable: []string{unprovableType(g.Name, err)}}, nil
 	}
+	c := &plan.CapacityPlan{InstanceType: typ}
 	b, ok := bucketOf(typ)
 	if !ok {
-		return &plan.CapacityPlan{Unprovable: []string{fmt.Sprintf("instance type %q is of a family without a known vCPU quota", typ)}}, nil
+		c.Unprovable = []string{fmt.Sprintf("instance type %q is of a family without a known vCPU quota", typ)}
+		return c, nil
 	}
-	q, err := n.API.vcpuQuota(ctx, g, b, spot, typ, added)
+	q, err := vcpuQuota(ctx, n.API, g, b, spot, typ, added)
 	if err != nil {
-		return &plan.CapacityPlan{Unprovable: []string{oneLine(err.Error())}}, nil
+		c.Unprovable = []string{oneLine(err.Error())}
+		return c, nil
 	}
-	return &plan.CapacityPlan{Quotas: []plan.QuotaUse{q}}, nil
+	c.Quotas = []plan.QuotaUse{q}
+	return c, nil
 }
 
 func unprovableType(group string, err error) string {
@@ -93,7 +97,7 @@ func unprovableType(group string, err error) string {
 
 // groupInstanceType is the instance type of the group's first instance
 // EC2 describes, and whether it is a Spot Instance.
-func (p *Client) groupInstanceType(ctx context.Context, g *AutoScalingGroup) (string, bool, error) {
+func groupInstanceType(ctx context.Context, p *Client, g *AutoScalingGroup) (string, bool, error) {
 	ids := make([]string, 0, len(g.Instances))
 	for _, in := range g.Instances {
 		ids = append(ids, in.ID)
@@ -112,7 +116,7 @@ func (p *Client) groupInstanceType(ctx context.Context, g *AutoScalingGroup) (st
 
 // vcpuQuota is the bucket's quota: its value, and what the region's
 // running and pending instances of the bucket use of it.
-func (p *Client) vcpuQuota(ctx context.Context, g *AutoScalingGroup, b vcpuBucket, spot bool, typ string, added int32) (plan.QuotaUse, error) {
+func vcpuQuota(ctx context.Context, p *Client, g *AutoScalingGroup, b vcpuBucket, spot bool, typ string, added int32) (plan.QuotaUse, error) {
 	code, market := b.onDemand, "On-Demand"
 	if spot {
 		code, market = b.spot, "Spot"
@@ -125,7 +129,7 @@ func (p *Client) vcpuQuota(ctx context.Context, g *AutoScalingGroup, b vcpuBucke
 	if out.Quota == nil || out.Quota.Value == nil {
 		return plan.QuotaUse{}, fmt.Errorf("service Quotas gave no value of quota %s", code)
 	}
-	used, perNode, err := p.vcpusInUse(ctx, b, spot, typ)
+	used, perNode, err := vcpusInUse(ctx, p, b, spot, typ)
 	if err != nil {
 		return plan.QuotaUse{}, err
 	}
@@ -148,7 +152,7 @@ func accountOf(arn string) string {
 // vcpusInUse sums the vCPUs of the region's pending and running instances
 // of the bucket and market (what EC2 counts against the quota), and gives
 // the vCPUs of typ.
-func (p *Client) vcpusInUse(ctx context.Context, b vcpuBucket, spot bool, typ string) (used, perType int64, err error) {
+func vcpusInUse(ctx context.Context, p *Client, b vcpuBucket, spot bool, typ string) (used, perType int64, err error) {
 	counts := map[string]int64{typ: 0}
 	pg := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{
 		Filters: []ec2types.Filter{{Name: sdkaws.String("instance-state-name"), Values: []string{"pending", "running"}}}})
@@ -166,7 +170,7 @@ func (p *Client) vcpusInUse(ctx context.Context, b vcpuBucket, spot bool, typ st
 			}
 		}
 	}
-	vcpus, err := p.instanceTypeVCPUs(ctx, counts)
+	vcpus, err := instanceTypeVCPUs(ctx, p, counts)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -178,7 +182,7 @@ func (p *Client) vcpusInUse(ctx context.Context, b vcpuBucket, spot bool, typ st
 
 // instanceTypeVCPUs are the default vCPUs of each type
 // (DescribeInstanceTypes, at most 100 types a call).
-func (p *Client) instanceTypeVCPUs(ctx context.Context, types map[string]int64) (map[string]int64, error) {
+func instanceTypeVCPUs(ctx context.Context, p *Client, types map[string]int64) (map[string]int64, error) {
 	names := make([]ec2types.InstanceType, 0, len(types))
 	for t := range types {
 		names = append(names, ec2types.InstanceType(t))
