@@ -283,6 +283,15 @@ func TestAKSPDBFailureIsFinishedByTheSameRun(t *testing.T) {
 		}
 	}
 	t.Logf("the failed run:\n%s", r)
+	// The run changed the pool's settings (--aks-drain-timeout): abort
+	// writes nothing to the Failed pool, so neither the failure nor
+	// status's next: line offers it; both offer what finishes the pool.
+	next := a.run(t, "status", name)
+	for what, msg := range map[string]string{"the failed run": r.stderr + r.stdout, "status": next.stdout} {
+		if strings.Contains(msg, "nodeupgrade abort") || !strings.Contains(msg, "nodeupgrade resume "+name) {
+			t.Errorf("%s must offer resume, not abort:\n%s", what, msg)
+		}
+	}
 	// status -w after the failure says how the run ended, as run did.
 	st := a.run(t, "status", name, "-w")
 	for _, want := range []string{"UpgradeFailed", "Drain node", "aks-pdb/db-", "blocked by pdb aks-pdb/db"} {
