@@ -344,11 +344,23 @@ func (v Run) Next() []Command {
 		if m := v.Record.Managed; m != nil && !m.Offers(string(cmd)) {
 			continue
 		}
+		if cmd == CmdAbort && v.settingsStuck() {
+			continue
+		}
 		if v.refusal(cmd) == "" {
 			next = append(next, cmd)
 		}
 	}
 	return next
+}
+
+// settingsStuck reports whether abort would refuse the stopped run: the
+// service's update stopped (cancel, a failure) with the run's settings on
+// the group, and the service takes abort's write of them as the order to
+// finish it (state.ManagedRecord.SettingsStuck). Abort is not refused here:
+// once the settings are set back by hand it ends the record.
+func (v Run) settingsStuck() bool {
+	return !v.Live() && plan.Phase(v.Record.Phase) == plan.PhaseUpdate && v.Record.Managed.SettingsStuck()
 }
 
 // relevant are the commands worth suggesting in the run's status: those

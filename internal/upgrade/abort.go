@@ -63,9 +63,14 @@ func (a *aborter) run(ctx context.Context) error {
 	if err := a.releaseNodes(ctx, nodes); err != nil {
 		return err
 	}
-	// The workloads --make-room surged are put back once the nodes serve.
+	// The workloads --make-room surged are put back once the nodes serve,
+	// and abort's last word names them.
+	surged := a.cfg.Record.Surged()
 	if err := a.batches.room.restoreAll(ctx); err != nil {
 		return err
+	}
+	if len(surged) > 0 {
+		a.tally.addNote(putBackText(surged))
 	}
 	if a.group.pin.defaultBack, err = a.group.pin.abortDefault(ctx); err != nil {
 		return err

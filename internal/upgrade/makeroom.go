@@ -202,6 +202,19 @@ func (r *roomMaker) restore(ctx context.Context, which func(*state.Surge) bool, 
 	return r.save(ctx)
 }
 
+// putBackText says which surges restore put back, and to what.
+func putBackText(surges []*state.Surge) string {
+	parts := make([]string, 0, len(surges))
+	for _, s := range surges {
+		part := fmt.Sprintf("%s back to %s", s.Object(), valuesText(s))
+		if s.Note != "" {
+			part += " (" + s.Note + ")"
+		}
+		parts = append(parts, part)
+	}
+	return "--make-room's surges put back: " + strings.Join(parts, "; ")
+}
+
 func valuesText(s *state.Surge) string {
 	if s.HPA != nil {
 		return fmt.Sprintf("%d replicas, HorizontalPodAutoscaler %q minReplicas %d, maxReplicas %d", s.Replicas, s.HPA.Name, s.HPA.MinReplicas, s.HPA.MaxReplicas)

@@ -29,6 +29,9 @@ type ServiceUpdateFailure struct {
 	Group  string
 	Errors []cloud.UpdateError
 	Held   []HeldPod
+	// SettingsStuck is the record's (state.ManagedRecord): abort cannot
+	// put the run's settings back on the failed update's group.
+	SettingsStuck bool
 }
 
 // Code is the first error's code (PodEvictionFailure, NodeCreationFailure,
@@ -53,6 +56,9 @@ func (f *ServiceUpdateFailure) Error() string {
 	}
 	// What the service did stays (its added nodes, the taints of the nodes
 	// it gave up on, the run's update settings): say who takes it back.
+	if f.SettingsStuck {
+		return msg + fmt.Sprintf("; what the update left (the nodes the %s added, its scale-up, the run's update settings) stays until a run finishes the group: fix the cause, then \"kubectl nodeupgrade resume %s\" (abort writes nothing to a group whose update failed, as the service takes any write to it as the order to finish the update)", f.Service, f.Group)
+	}
 	return msg + fmt.Sprintf("; what the update left (the nodes the %s added, its scale-up, its taints, the run's update settings) stays until \"kubectl nodeupgrade abort %s\" puts it back, or a run finishes the group", f.Service, f.Group)
 }
 
@@ -119,7 +125,7 @@ func (r *managedRun) configureService(ctx context.Context, u cloud.ManagedUpdate
 			return err
 		}
 		mp := r.cfg.Plan.Managed
-		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Service: mp.Service, Target: mp.Target, Controls: serviceControls(mp), Before: before}
+		rec.Managed = &state.ManagedRecord{Group: u.GroupName(), Service: mp.Service, Target: mp.Target, Controls: serviceControls(mp), Before: before, WriteFinishes: mp.WriteFinishes}
 		if rec.Managed.SizesBefore, err = r.shrinkableSizes(ctx); err != nil {
 			return err
 		}
@@ -153,10 +159,12 @@ func (r *managedRun) restoreService(ctx context.Context, u cloud.ManagedUpdater)
 	if m == nil || !m.Configured {
 		return nil
 	}
-	r.logf("update settings of %s back to %s", r.cfg.Plan.Managed.Service, m.Before)
+	// Said once done: a service that refuses the write (AKS, on a pool
+	// left Canceled or Failed) had nothing put back.
 	if err := u.Configure(ctx, m.Before); err != nil {
 		return err
 	}
+	r.logf("update settings of %s back to %s", r.cfg.Plan.Managed.Service, m.Before)
 	m.Configured = false
 	return r.save(ctx)
 }
@@ -331,7 +339,8 @@ func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error 
 	case p.State == cloud.UpdateCancelled:
 		return &PausedError{Phase: plan.PhaseUpdate}
 	}
-	return &ServiceUpdateFailure{Service: mp.Service, ID: p.ID, Group: r.cfg.Record.NodeGroup, Errors: p.Errors, Held: held}
+	return &ServiceUpdateFailure{Service: mp.Service, ID: p.ID, Group: r.cfg.Record.NodeGroup, Errors: p.Errors, Held: held,
+		SettingsStuck: r.cfg.Record.Managed.SettingsStuck()}
 }
 
 // recordHeld keeps the pods held now in the record when they changed,

@@ -128,6 +128,11 @@ type ManagedPlan struct {
 	// EvictionLimit passes (GKE) rather than failing (EKS): the plan
 	// names them as blockers (check forced-past-pdb).
 	ForcesOut bool `json:"forcesOut,omitempty"`
+	// WriteFinishes says the service takes any write to the group after
+	// its update stopped (cancelled or failed) as the order to finish it
+	// (AKS): abort writes nothing there, so it cannot put the run's
+	// settings back, and no message offers it for that.
+	WriteFinishes bool `json:"writeFinishes,omitempty"`
 	// Revision is the group's revision the plan was made on (GKE: the
 	// node pool's etag); a run of a saved plan whose group has another
 	// is refused.

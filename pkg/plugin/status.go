@@ -413,6 +413,7 @@ func (o *StatusOptions) writeRunDetails(s RunStatus, nodeCreated map[string]time
 		fmt.Fprintf(o.Out, "%s: %s\n", r.NodeGroup, where)
 	}
 	writeGateLines(o.Out, r, now)
+	writeSurgeLines(o.Out, r, s.Alive, now)
 	if r.Note != "" {
 		fmt.Fprintf(o.Out, "%s: note: %s\n", r.NodeGroup, r.Note)
 	}
@@ -624,6 +625,9 @@ func (o *StatusOptions) watchLine(s RunStatus) string {
 	}
 	if len(s.Held) > 0 {
 		parts = append(parts, heldText(s.Held))
+	}
+	if surged := surgedText(r); surged != "" {
+		parts = append(parts, surged)
 	}
 	if where := inClusterWhere(s, o.StateNamespace); where != "" {
 		parts = append(parts, where)

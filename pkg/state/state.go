@@ -187,6 +187,17 @@ type ManagedRecord struct {
 	// the run following the update saw them last: status -w names them
 	// from another terminal while the service drains.
 	Held []HeldPod `json:"held,omitempty"`
+	// WriteFinishes is the plan's (plan.ManagedPlan): a write to the
+	// group after its update stopped is the order to finish it.
+	WriteFinishes bool `json:"writeFinishes,omitempty"`
+}
+
+// SettingsStuck reports whether the run's own update settings stay on a
+// group whose update stopped (cancel, a failure) until a run finishes it:
+// the service takes abort's write of the settings before as the order to
+// finish the update, so abort refuses and names resume (AKS).
+func (m *ManagedRecord) SettingsStuck() bool {
+	return m != nil && m.WriteFinishes && m.Configured && m.UpdateID != ""
 }
 
 // HeldPod is a pod whose eviction a PDB refuses on a node being drained,

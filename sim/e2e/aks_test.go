@@ -305,6 +305,15 @@ func TestAKSPDBFailureIsFinishedByTheSameRun(t *testing.T) {
 		}
 	}
 	t.Logf("the failed run:\n%s", r)
+	// The run changed the pool's settings (--aks-drain-timeout): abort
+	// writes nothing to the Failed pool, so neither the failure nor
+	// status's next: line offers it; both offer what finishes the pool.
+	next := a.run(t, "status", name)
+	for what, msg := range map[string]string{"the failed run": r.stderr + r.stdout, "status": next.stdout} {
+		if strings.Contains(msg, "nodeupgrade abort") || !strings.Contains(msg, "nodeupgrade resume "+name) {
+			t.Errorf("%s must offer resume, not abort:\n%s", what, msg)
+		}
+	}
 	// status -w after the failure says how the run ended, as run did.
 	st := a.run(t, "status", name, "-w")
 	for _, want := range []string{"UpgradeFailed", "Drain node", "aks-pdb/db-", "blocked by pdb aks-pdb/db"} {
@@ -353,11 +362,12 @@ func TestAKSCancel(t *testing.T) {
 			start := time.Now()
 			name := fmt.Sprintf("aks-cancel-%d", i)
 			a := setupAKSPool(t, name, aksPoolSpec{}, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
-			a.startThenCancel(t, !tc.abort, append([]string{"run", name, "--yes", "--orchestrator-version", aksNew}, tc.flags...)...)
+			paused := a.startThenCancel(t, !tc.abort, append([]string{"run", name, "--yes", "--orchestrator-version", aksNew}, tc.flags...)...)
 			if on, _ := a.nodesOn(t, aksNew, aksNewImage); on == 3 {
 				t.Errorf("the cancel came after every node was upgraded: nothing was left to resume")
 			}
 			if tc.abort {
+				a.assertNoAbortOffered(t, paused)
 				a.assertAbortRefused(t)
 			}
 			waitPDBAllows(t, name, "web", 1)
@@ -372,8 +382,8 @@ func TestAKSCancel(t *testing.T) {
 
 // startThenCancel starts the run, cancels AKS's upgrade once started
 // (the answer to its abort lost if lose) and waits until the run ended
-// paused and the pool is Canceled.
-func (a *aksPool) startThenCancel(t *testing.T, lose bool, args ...string) {
+// paused and the pool is Canceled; it returns the run's output.
+func (a *aksPool) startThenCancel(t *testing.T, lose bool, args ...string) string {
 	t.Helper()
 	run := startBackground(t, a.cmd(args...))
 	if !run.waitFor("started towards") {
@@ -385,20 +395,35 @@ func (a *aksPool) startThenCancel(t *testing.T, lose bool, args ...string) {
 	if c := a.run(t, "cancel", a.name); c.code != nodeupgrade.ExitOK {
 		t.Fatalf("cancel: %s", c)
 	}
-	if code, out := run.wait(t, time.Minute); code != nodeupgrade.ExitPaused {
+	code, out := run.wait(t, time.Minute)
+	if code != nodeupgrade.ExitPaused {
 		t.Fatalf("the cancelled run must end paused (exit %d), exit %d:\n%s", nodeupgrade.ExitPaused, code, out)
 	}
 	a.waitState(t, "Canceled")
+	return out
 }
 
-// assertAbortRefused checks that abort refuses, naming resume, and
-// writes nothing to the Canceled pool.
+// assertNoAbortOffered checks that neither the pause message nor status
+// offers abort, which refuses on a Canceled pool with the run's settings
+// on it, and that they offer resume.
+func (a *aksPool) assertNoAbortOffered(t *testing.T, paused string) {
+	t.Helper()
+	st := a.run(t, "status", a.name)
+	for what, msg := range map[string]string{"the pause message": paused, "status": st.stdout} {
+		if strings.Contains(msg, "nodeupgrade abort") || !strings.Contains(msg, "nodeupgrade resume "+a.name) {
+			t.Errorf("%s must offer resume, not abort:\n%s", what, msg)
+		}
+	}
+}
+
+// assertAbortRefused checks that abort refuses, naming resume, says
+// nothing went back, and writes nothing to the Canceled pool.
 func (a *aksPool) assertAbortRefused(t *testing.T) {
 	t.Helper()
 	writes := len(a.srv.ChangingCalls())
 	ab := a.run(t, "abort", a.name, "--yes")
 	t.Logf("abort after cancel: %s", ab)
-	if ab.code != nodeupgrade.ExitUsage || !oneLine(ab.stderr) || !strings.Contains(ab.stderr, "resume") {
+	if ab.code != nodeupgrade.ExitUsage || !oneLine(ab.stderr) || !strings.Contains(ab.stderr, "resume") || strings.Contains(ab.stdout, "back to") {
 		t.Errorf("abort must refuse (exit %d) naming resume: %s", nodeupgrade.ExitUsage, ab)
 	}
 	if calls := a.srv.ChangingCalls(); len(calls) != writes {

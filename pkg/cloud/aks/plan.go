@@ -144,7 +144,7 @@ func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, er
 	mp := &plan.ManagedPlan{
 		Service: "AKS agent pool", Details: a.details(before), Before: before, During: during,
 		Target:   fmt.Sprintf("Kubernetes %s, node image %s (%s)", a.target.Version, a.target.Image, what),
-		Controls: []string{"cancel", "resume"}, EvictionLimit: plan.Duration(time.Duration(drain) * time.Minute),
+		Controls: []string{"cancel", "resume"}, WriteFinishes: true, EvictionLimit: plan.Duration(time.Duration(drain) * time.Minute),
 	}
 	if !a.spot() {
 		mp.ScaleUp = int32(surgeOf(during.Other[setMaxSurge], total))
