@@ -76,6 +76,8 @@ func (s *Session) EngineConfig(p *plan.Plan, req plan.Request, provider cloud.Pr
 		Provider:              provider,
 		PostDrainWait:         req.PostDrainWait,
 		RecoverTimeout:        req.DrainTimeout,
+		Undrainable:           req.Undrainable,
+		MaxBlockedNodes:       req.MaxBlockedNodes,
 		NodeReadyTimeout:      req.NodeReadyTimeout,
 		TerminateTimeout:      req.TerminateTimeout,
 		DeregistrationTimeout: req.DeregistrationTimeout,
