@@ -33,6 +33,7 @@ const (
 	StatusSoakOver    = string(session.StatusSoakOver)    // left soaking with --no-wait, and the soak has ended: resume deletes blue
 	StatusWaiting     = string(state.StateWaiting)        // alive, holding its next batch until a maintenance window opens (--window, --not-before)
 	StatusWindowOver  = string(state.StateWindowClosed)   // stopped at --not-after with no window left: the same command with a later --not-after goes on
+	StatusQuarantined = string(state.StateQuarantined)    // went on around nodes --undrainable cordon quarantined, and stopped with them left (NOTE names them): the same command replaces them
 	StatusRollingBack = string(session.StatusRollingBack) // alive, undoing the upgrade
 	StatusRolledBack  = string(state.StateRolledBack)     // the rollback finished
 	StatusFinished    = string(state.StateFinished)       // the upgrade finished
