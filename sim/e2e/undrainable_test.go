@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+)
+
+// TestAWSUndrainableCordon: one node's pod is held by a PDB allowing no
+// disruption. With --undrainable cordon the run replaces the other nodes,
+// quarantines the held one (cordoned, labelled, its instance kept) and
+// exits ExitPaused naming it with the pod and the PDB; once the PDB is
+// relaxed, the same run replaces it and finishes. No PDB is violated.
+func TestAWSUndrainableCordon(t *testing.T) {
+	t.Parallel()
+	const name = "aws-undrainable"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "db", Replicas: 1, MinAvailable: num(1)})
+	ctx := testContext(t, 5*time.Minute)
+	args := []string{"run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--seed", "1", "--yes",
+		"--undrainable", "cordon", "--drain-timeout", "20s", "--ignore-check", "pdb-zero-disruptions", "--ignore-check", "single-replica"}
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := heldNode(t, ctx, name, "db")
+	r := g.run(t, args...)
+	if r.code != nodeupgrade.ExitPaused || !oneLine(r.stderr) ||
+		!strings.Contains(r.stderr, `node "`+held+`" (pod "`+name+`/db-`) || !strings.Contains(r.stderr, `PodDisruptionBudget "`+name+`/db"`) {
+		t.Fatalf("run: want exit %d naming node %q, its pod and PDB, got %s", nodeupgrade.ExitPaused, held, r)
+	}
+	n, err := client.CoreV1().Nodes().Get(ctx, held, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the quarantined node is gone: %v", err)
+	}
+	if n.Labels["nodeupgrade.dev/upgrade-status"] != "quarantined" || !n.Spec.Unschedulable {
+		t.Errorf("node %q: labels %v, unschedulable %v", held, n.Labels, n.Spec.Unschedulable)
+	}
+	if st := g.run(t, "status", name); !strings.Contains(st.stdout, "quarantined") {
+		t.Errorf("status: %s", st)
+	}
+	gr, _ := g.srv.Group(name)
+	old := 0
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion == "1" {
+			old++
+		}
+	}
+	if old != 1 {
+		t.Errorf("%d instances on version 1 after the first run, want the quarantined one", old)
+	}
+	// The PDB relaxed, the same run replaces the node and finishes.
+	pdb, err := client.PolicyV1().PodDisruptionBudgets(name).Get(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := intstr.FromInt32(0)
+	pdb.Spec.MinAvailable = &zero
+	if _, err := client.PolicyV1().PodDisruptionBudgets(name).Update(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := g.run(t, args...); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run after the PDB was relaxed: %s", r)
+	}
+	assertNoViolations(t, watcher.Stop())
+	if err := g.srv.WaitStable(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	gr, _ = g.srv.Group(name)
+	for _, in := range gr.Instances {
+		if in.LaunchTemplateVersion == "1" {
+			t.Errorf("instance %s still runs version 1", in.ID)
+		}
+	}
+}
+
+// heldNode is the node the one pod of app runs on.
+func heldNode(t *testing.T, ctx context.Context, ns, app string) string {
+	t.Helper()
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if strings.HasPrefix(p.Name, app+"-") && p.Spec.NodeName != "" {
+			return p.Spec.NodeName
+		}
+	}
+	t.Fatalf("no pod of %q scheduled", app)
+	return ""
+}
