@@ -96,3 +96,45 @@ func heldNode(t *testing.T, ctx context.Context, ns, app string) string {
 	t.Fatalf("no pod of %q scheduled", app)
 	return ""
 }
+
+// TestAWSMaxBlockedNodes: two nodes each hold a pod of a PDB allowing no
+// disruption; --max-blocked-nodes 1 stops the run at the first one
+// quarantined, the second left as it was (not quarantined, still there).
+func TestAWSMaxBlockedNodes(t *testing.T) {
+	t.Parallel()
+	const name = "aws-max-blocked"
+	g := setupAWSGroup(t, name, 3, scenario.App{Name: "db", Replicas: 2, MinAvailable: num(2), OnePerNode: true})
+	ctx := testContext(t, 5*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--seed", "1", "--yes",
+		"--undrainable", "cordon", "--max-blocked-nodes", "1", "--drain-timeout", "10s", "--ignore-check", "pdb-zero-disruptions")
+	assertNoViolations(t, watcher.Stop())
+	if r.code != nodeupgrade.ExitPaused || !strings.Contains(r.stderr, "1 node quarantined, the run stopped at --max-blocked-nodes") {
+		t.Fatalf("run: want exit %d stopped at --max-blocked-nodes, got %s", nodeupgrade.ExitPaused, r)
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: groupKey + "=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quarantined, holding := 0, 0
+	for _, n := range nodes.Items {
+		if n.Labels["nodeupgrade.dev/upgrade-status"] == "quarantined" {
+			quarantined++
+		}
+	}
+	pods, err := client.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if strings.HasPrefix(p.Name, "db-") && p.Spec.NodeName != "" {
+			holding++
+		}
+	}
+	if quarantined != 1 || holding != 2 {
+		t.Errorf("%d nodes quarantined, %d db pods running; want 1 and 2", quarantined, holding)
+	}
+}
