@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -523,6 +524,34 @@ func TestRunStops(t *testing.T) {
 				// Neither a batch nor the scale-down took its machine.
 				if calls := r.group.callsNow(); slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, held) }) {
 					t.Errorf("calls %v name the quarantined node %q", calls, held)
+				}
+			}},
+		// Its owner's label: skipped without a drain, whatever --undrainable.
+		{name: "a node labelled hold=true is skipped without draining and quarantined",
+			setup: func(r *stopRun) {
+				node := r.plan.Batches[0].Nodes[0].Name
+				patch := []byte(`{"metadata":{"labels":{"nodeupgrade.dev/hold":"true"}}}`)
+				if _, err := r.client.CoreV1().Nodes().Patch(context.Background(), node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+					r.t.Fatal(err)
+				}
+			},
+			wantLast: "Done",
+			check: func(t *testing.T, r *stopRun, err error) {
+				node := r.plan.Batches[0].Nodes[0].Name
+				var q *QuarantinedError
+				if !errors.As(err, &q) || len(q.Nodes) != 1 || q.Nodes[0].Node != node || !q.Nodes[0].Hold ||
+					!strings.Contains(err.Error(), "labelled nodeupgrade.dev/hold=true by its owner") {
+					t.Fatalf("error %v, want node %q quarantined on its owner's hold", err, node)
+				}
+				if pods := r.client.podNames(t); !slices.Contains(pods, "pod-"+node) {
+					t.Errorf("pods %v: the held node was drained", pods)
+				}
+				if calls := r.group.callsNow(); slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, node) }) {
+					t.Errorf("calls %v name the held node %q", calls, node)
+				}
+				n, _ := r.client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+				if n == nil || n.Labels[UpgradeStatusLabel] != StatusQuarantined || !n.Spec.Unschedulable {
+					t.Errorf("node %+v: want it labelled quarantined and cordoned", n)
 				}
 			}},
 		{name: "--max-blocked-nodes 1 stops the run at the first quarantined node",

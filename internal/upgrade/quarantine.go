@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -45,9 +46,9 @@ func (e *QuarantinedError) Error() string {
 		if i == 0 {
 			sep = ": "
 		}
-		fmt.Fprintf(&b, "%snode %q (%s)", sep, q.Node, heldText(q.Held))
+		fmt.Fprintf(&b, "%snode %q (%s)", sep, q.Node, quarantinedWhy(q))
 	}
-	b.WriteString("; relax the PodDisruptionBudgets and run the same command again to replace them")
+	b.WriteString("; relax what holds them and run the same command again to replace them")
 	return b.String()
 }
 
@@ -83,32 +84,73 @@ func (b *batchRun) quarantine(ctx context.Context, err error) error {
 		return err
 	}
 	for _, f := range held {
-		if _, werr := b.nodes.updateNode(ctx, f.Node, func(n *corev1.Node) bool {
-			if n.Labels[UpgradeStatusLabel] == StatusQuarantined && n.Spec.Unschedulable {
-				return false
-			}
-			if n.Labels == nil {
-				n.Labels = map[string]string{}
-			}
-			// Cordoned, the scale-down never picks it (pickScaleDownNode).
-			n.Labels[UpgradeStatusLabel], n.Spec.Unschedulable = StatusQuarantined, true
-			return true
-		}); werr != nil {
-			return werr
+		if err := b.quarantineNode(ctx, quarantinedOf(f)); err != nil {
+			return err
 		}
-		b.cfg.Record.Quarantined = append(b.cfg.Record.Quarantined, quarantinedOf(f))
-		b.logf("%s", b.cfg.Color.Yellow(fmt.Sprintf("node %q quarantined: cordoned and tainted, its machine kept (%s)", f.Node, heldText(quarantinedOf(f).Held))))
-	}
-	if serr := b.group.save(ctx); serr != nil {
-		return serr
 	}
 	if rest != nil {
 		return rest
 	}
+	return b.maxBlocked()
+}
+
+// maxBlocked stops the run once --max-blocked-nodes are quarantined.
+func (b *batchRun) maxBlocked() error {
 	if max := b.cfg.MaxBlockedNodes; max > 0 && len(b.cfg.Record.Quarantined) >= max {
 		return &QuarantinedError{Nodes: b.cfg.Record.Quarantined, Stopped: true}
 	}
 	return nil
+}
+
+// quarantineNode labels and cordons q's node, which keeps the run's
+// taint, and records it.
+func (b *batchRun) quarantineNode(ctx context.Context, q state.Quarantined) error {
+	if _, err := b.nodes.updateNode(ctx, q.Node, func(n *corev1.Node) bool {
+		if n.Labels[UpgradeStatusLabel] == StatusQuarantined && n.Spec.Unschedulable {
+			return false
+		}
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		// Cordoned, the scale-down never picks it (pickScaleDownNode).
+		n.Labels[UpgradeStatusLabel], n.Spec.Unschedulable = StatusQuarantined, true
+		return true
+	}); err != nil {
+		return err
+	}
+	b.cfg.Record.Quarantined = append(b.cfg.Record.Quarantined, q)
+	b.logf("%s", b.cfg.Color.Yellow(fmt.Sprintf("node %q quarantined: cordoned and tainted, its machine kept (%s)", q.Node, quarantinedWhy(q))))
+	return b.group.save(ctx)
+}
+
+// skipHeld quarantines the nodes of names their owner labelled
+// check.LabelHold=true, without draining them, and returns the others.
+func (b *batchRun) skipHeld(ctx context.Context, names []string) ([]string, error) {
+	if b.cfg.Record == nil {
+		return names, nil
+	}
+	var rest []string
+	for _, name := range names {
+		if obj, ok, _ := b.nodes.view.nodes.GetStore().GetByKey(name); !ok || !check.Held(obj.(*corev1.Node)) {
+			rest = append(rest, name)
+			continue
+		}
+		if err := b.quarantineNode(ctx, state.Quarantined{Node: name, Hold: true}); err != nil {
+			return nil, err
+		}
+		if err := b.maxBlocked(); err != nil {
+			return nil, err
+		}
+	}
+	return rest, nil
+}
+
+// quarantinedWhy says what keeps q's node back.
+func quarantinedWhy(q state.Quarantined) string {
+	if q.Hold {
+		return "labelled " + check.LabelHold + "=true by its owner"
+	}
+	return heldText(q.Held)
 }
 
 // splitEvictionFailures puts err's PodEvictionFailures in held and returns

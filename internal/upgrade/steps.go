@@ -212,9 +212,9 @@ func (b *batchRun) drainBatch(ctx context.Context, i int) error {
 		b.recoveries.recordRecovering(OwnersOf(b.evicted), b.recoveries.intended)
 		b.recoveries.intended = nil
 	}()
-	names := b.batchNodesLeft(i)
-	if len(names) == 0 {
-		return nil
+	names, err := b.skipHeld(ctx, b.batchNodesLeft(i))
+	if err != nil || len(names) == 0 {
+		return err
 	}
 	if err := b.room.beforeDrain(ctx, i, names); err != nil {
 		return err

@@ -746,7 +746,10 @@ func (c *GroupRecord) Kinds() (group, template string) {
 // upgrade-status=quarantined, and the pods that held its drain.
 type Quarantined struct {
 	Node string      `json:"node"`
-	Held []HeldByPDB `json:"held"`
+	Held []HeldByPDB `json:"held,omitempty"`
+	// Hold says its owner labelled it nodeupgrade.dev/hold=true: skipped
+	// without a drain.
+	Hold bool `json:"hold,omitempty"`
 }
 
 // HeldByPDB is a pod a drain could not evict, and the budgets that held it.
