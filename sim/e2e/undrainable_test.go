@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
@@ -105,6 +106,13 @@ func TestAWSMaxBlockedNodes(t *testing.T) {
 	const name = "aws-max-blocked"
 	g := setupAWSGroup(t, name, 3, scenario.App{Name: "db", Replicas: 2, MinAvailable: num(2), OnePerNode: true})
 	ctx := testContext(t, 5*time.Minute)
+	// A node its owner holds: plan names it, nothing changed.
+	held := heldNode(t, ctx, name, "db")
+	setHold(t, ctx, held, `"true"`)
+	if p := g.run(t, "plan", name, "--ami", "ami-new"); !strings.Contains(p.stdout, "node-hold") || !strings.Contains(p.stdout, `node "`+held+`" is labelled nodeupgrade.dev/hold=true`) {
+		t.Errorf("plan does not name the held node %q: %s", held, p)
+	}
+	setHold(t, ctx, held, "null")
 	watcher, err := scenario.WatchPDBs(ctx, client, name)
 	if err != nil {
 		t.Fatal(err)
@@ -136,5 +144,14 @@ func TestAWSMaxBlockedNodes(t *testing.T) {
 	}
 	if quarantined != 1 || holding != 2 {
 		t.Errorf("%d nodes quarantined, %d db pods running; want 1 and 2", quarantined, holding)
+	}
+}
+
+// setHold sets (a JSON string) or removes (null) node's nodeupgrade.dev/hold label.
+func setHold(t *testing.T, ctx context.Context, node, value string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"labels":{"nodeupgrade.dev/hold":` + value + `}}}`)
+	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
