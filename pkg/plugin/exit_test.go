@@ -259,6 +259,7 @@ func TestExitCodeOfWatchedRun(t *testing.T) {
 		{StatusRolledBack, ExitOK},
 		{StatusPaused, ExitPaused},
 		{StatusSoaking, ExitPaused},
+		{StatusQuarantined, ExitPaused},
 		{StatusFailed, ExitFailure},
 		{StatusInterrupted, ExitFailure},
 		{StatusAborted, ExitOK},

@@ -669,6 +669,8 @@ func watchEnd(s RunStatus) error {
 		msg = fmt.Sprintf("the run on %q was left soaking", g)
 	case StatusWindowOver:
 		msg = fmt.Sprintf("the run on %q stopped at its --not-after: %s", g, s.Note)
+	case StatusQuarantined:
+		msg = fmt.Sprintf("the run on %q stopped with nodes quarantined: %s", g, s.Note)
 	case StatusFailed:
 		msg, code = fmt.Sprintf("the run on %q failed: %s", g, output.OneLine(s.LastError, 0)), ExitFailure
 	default:
