@@ -45,7 +45,7 @@ const (
 // Statuses are every status Describe gives, in docs/controls.md's order.
 var Statuses = []state.RunState{
 	state.StateSubmitted, state.StateWaiting, state.StateRunning, StatusPausing, StatusRollingBack,
-	state.StatePaused, state.StateWindowClosed, state.StateSoaking, StatusSoakOver,
+	state.StatePaused, state.StateWindowClosed, state.StateQuarantined, state.StateSoaking, StatusSoakOver,
 	state.StateInterrupted, state.StateFailed, state.StateFinished, state.StateRolledBack, state.StateAborted,
 }
 
@@ -118,7 +118,7 @@ func statusOf(r *state.Record, alive bool, request string, now time.Time) state.
 // a run starting again writes "running" before anything else.
 func stoppedOnItsOwn(s state.RunState) bool {
 	switch s {
-	case state.StateInterrupted, state.StateFailed, state.StatePaused, state.StateWindowClosed:
+	case state.StateInterrupted, state.StateFailed, state.StatePaused, state.StateWindowClosed, state.StateQuarantined:
 		return true
 	}
 	return false
@@ -402,8 +402,11 @@ func (v Run) suggestion(cmd Command) string {
 	line := fmt.Sprintf("%q", "kubectl nodeupgrade "+string(cmd)+" "+g)
 	switch cmd {
 	case CmdRun:
-		if v.Status == state.StateWindowClosed {
+		switch v.Status {
+		case state.StateWindowClosed:
 			return "run the same command again with a later --not-after to go on"
+		case state.StateQuarantined:
+			return "relax what holds the quarantined nodes and run the same command again to replace them"
 		}
 		return "run the same command again or " + fmt.Sprintf("%q", "kubectl nodeupgrade resume "+g) + " to go on"
 	case CmdResume:
@@ -542,6 +545,12 @@ func ExampleRun(st state.RunState, strategy string) *Run {
 		alive, request = true, state.RequestRollback
 	case state.StatePaused:
 		r.State, request = st, state.RequestCancel
+	case state.StateQuarantined:
+		if soaks { // blue/green deletes all of blue: it keeps no node back
+			return nil
+		}
+		r.State = st
+		r.Quarantined = []state.Quarantined{{Node: "n5", Held: []state.HeldByPDB{{Pod: "shop/db-0", Reason: "blocked by PodDisruptionBudget", PDBs: []string{"shop/db"}}}}}
 	case state.StateSoaking, StatusSoakOver:
 		if !soaks {
 			return nil

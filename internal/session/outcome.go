@@ -17,6 +17,7 @@ const (
 	OutcomeSoakOver    = string(StatusSoakOver)
 	OutcomeWaiting     = string(state.StateWaiting)
 	OutcomeWindowOver  = string(state.StateWindowClosed)
+	OutcomeQuarantined = string(state.StateQuarantined)
 	OutcomeRollingBack = string(StatusRollingBack)
 	OutcomeRolledBack  = string(state.StateRolledBack)
 	OutcomeFinished    = string(state.StateFinished)

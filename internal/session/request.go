@@ -130,6 +130,9 @@ func (r *Request) Validate() error {
 	if err := r.validateProvider(); err != nil {
 		return err
 	}
+	if err := r.validateUndrainable(); err != nil {
+		return err
+	}
 	if t := r.Hooks.Timeout; t < 0 || t == 0 && r.Given["hook-timeout"] {
 		return Usagef("invalid --hook-timeout %s: must be positive", time.Duration(t))
 	}
@@ -141,6 +144,28 @@ func (r *Request) Validate() error {
 	}
 	if r.Provider == cloud.NoneName && len(r.TargetLabels) == 0 {
 		return Usagef("no target given: use --target-label key=value for the labels up-to-date nodes carry (e.g. eks.amazonaws.com/nodegroup-image=ami-0abc)")
+	}
+	return nil
+}
+
+// validateUndrainable checks --undrainable and --max-blocked-nodes: only
+// the strategies whose batches the run drains and removes itself (eks,
+// surge) can keep a node back; blue-green deletes its whole blue group.
+func (r *Request) validateUndrainable() error {
+	switch r.Undrainable {
+	case "", upgrade.UndrainableFail:
+	case upgrade.UndrainableCordon:
+		if n := r.strategy.Name(); n != plan.StrategyEKS && n != plan.StrategySurge {
+			return Usagef("invalid --undrainable %q with --strategy %s: only eks and surge keep a node back; use --undrainable fail", r.Undrainable, n)
+		}
+	default:
+		return Usagef("invalid --undrainable %q: must be cordon or fail", r.Undrainable)
+	}
+	switch {
+	case r.MaxBlockedNodes < 0:
+		return Usagef("invalid --max-blocked-nodes %d: must not be negative", r.MaxBlockedNodes)
+	case r.MaxBlockedNodes > 0 && r.Undrainable != upgrade.UndrainableCordon:
+		return Usagef("--max-blocked-nodes takes --undrainable cordon")
 	}
 	return nil
 }

@@ -81,6 +81,8 @@ func (s *Session) EngineConfig(p *plan.Plan, req plan.Request, provider cloud.Pr
 		Provider:              provider,
 		PostDrainWait:         req.PostDrainWait,
 		RecoverTimeout:        req.DrainTimeout,
+		Undrainable:           req.Undrainable,
+		MaxBlockedNodes:       req.MaxBlockedNodes,
 		NodeReadyTimeout:      req.NodeReadyTimeout,
 		TerminateTimeout:      req.TerminateTimeout,
 		DeregistrationTimeout: req.DeregistrationTimeout,
@@ -130,6 +132,9 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	rec.Strategy, rec.Target, rec.Holder, rec.LastError, rec.Note = pl.Strategy, pl.TargetLabels, holder, "", ""
 	rec.State = state.StateRunning
 	rec.WaitingForWindow = nil
+	// The nodes an earlier attempt quarantined are drained again first:
+	// what held them may have let go.
+	rec.Quarantined = nil
 	// A rollback counts its own nodes: those the upgrade replaced are
 	// replaced again (see state.Record.Counted).
 	rec.Batches, rec.NodesTotal = len(pl.Batches), nodesTotal(rec, pl, cfg.EarlierDone)
@@ -206,6 +211,7 @@ func recordEnd(rec *state.Record, err error, note string, rolledBack bool) {
 	var paused *upgrade.PausedError
 	var soaking *upgrade.SoakingError
 	var closed *upgrade.WindowClosedError
+	var quarantined *upgrade.QuarantinedError
 	rec.WaitingForWindow = nil
 	switch {
 	case errors.As(err, &paused):
@@ -214,6 +220,8 @@ func recordEnd(rec *state.Record, err error, note string, rolledBack bool) {
 		rec.State, rec.Note = state.StateSoaking, err.Error()
 	case errors.As(err, &closed):
 		rec.State, rec.Note = state.StateWindowClosed, err.Error()
+	case errors.As(err, &quarantined):
+		rec.State, rec.Note = state.StateQuarantined, err.Error()
 	case errors.Is(err, context.Canceled):
 		// The record says what stopped the run, not Go's "context canceled".
 		rec.State, rec.LastError = state.StateInterrupted, InterruptedError
@@ -249,7 +257,7 @@ func (e *StoppedError) Unwrap() error { return e.Err }
 // stopped on purpose.
 func stoppedWithNextSteps(rec *state.Record, err error) error {
 	switch rec.State {
-	case state.StatePaused, state.StateSoaking, state.StateWindowClosed:
+	case state.StatePaused, state.StateSoaking, state.StateWindowClosed, state.StateQuarantined:
 		return &StoppedError{Err: err, Next: Describe(rec, false, "", time.Now()).Suggest()}
 	}
 	return err

@@ -50,6 +50,13 @@ type Config struct {
 	// TerminateTimeout (--terminate-timeout) bounds the wait for each
 	// removed machine to be gone (DefaultTerminateTimeout when 0).
 	TerminateTimeout time.Duration
+	// Undrainable (--undrainable) is UndrainableCordon to quarantine a node
+	// whose drain a pod still holds at the drain timeout and go on with
+	// the others; "" or UndrainableFail stops the run there.
+	Undrainable string
+	// MaxBlockedNodes (--max-blocked-nodes) stops the run once that many
+	// nodes are quarantined; 0 never does.
+	MaxBlockedNodes int
 	// Events records Kubernetes Events on nodes and pods; nil records none.
 	Events *Recorder
 	// OnProgress is told every state the run enters, and the nodes done, so
@@ -263,7 +270,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 	e.logf("%s", e.summary())
-	return nil
+	return quarantinedEnd(e.cfg.Record)
 }
 
 // enter enters state s: at Done, every way to the end lets the group
@@ -369,8 +376,10 @@ func (e *Engine) summary() string {
 func (e *Engine) stoppedUndrained(ctx context.Context, cause error) error {
 	var paused *PausedError
 	var soaking *SoakingError
-	// A service's update marks and drains the nodes itself.
-	if e.cfg.Plan.Managed != nil || e.drains.drained.Load() || e.cfg.Start != "" || len(e.tally.done) > 0 || len(e.cfg.Record.Done) > 0 || len(e.cfg.Plan.Done) > 0 || errors.As(cause, &paused) || errors.As(cause, &soaking) {
+	var quarantined *QuarantinedError
+	// A service's update marks and drains the nodes itself; a quarantined
+	// node stays cordoned and tainted.
+	if errors.As(cause, &quarantined) || e.cfg.Plan.Managed != nil || e.drains.drained.Load() || e.cfg.Start != "" || len(e.tally.done) > 0 || len(e.cfg.Record.Done) > 0 || len(e.cfg.Plan.Done) > 0 || errors.As(cause, &paused) || errors.As(cause, &soaking) {
 		return cause
 	}
 	// The run's context may be what stopped it.

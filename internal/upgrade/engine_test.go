@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
@@ -510,6 +511,58 @@ func TestRunStops(t *testing.T) {
 					t.Errorf("output:\n%s", r.out)
 				}
 			}},
+		// --undrainable cordon: the held node stays cordoned, tainted
+		// and labelled, its machine kept; the others are replaced.
+		{name: "a PodDisruptionBudget holds a node past the drain timeout: quarantined, the others replaced",
+			setup:    holdFirstNode(0),
+			wantLast: "Done",
+			check: func(t *testing.T, r *stopRun, err error) {
+				held := wantQuarantined(t, r, err, false)
+				if removed := r.group.callsLike("RemoveNode"); len(removed) != 2 {
+					t.Errorf("removed %v, want the two other nodes", removed)
+				}
+				// Neither a batch nor the scale-down took its machine.
+				if calls := r.group.callsNow(); slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, held) }) {
+					t.Errorf("calls %v name the quarantined node %q", calls, held)
+				}
+			}},
+		// Its owner's label: skipped without a drain, whatever --undrainable.
+		{name: "a node labelled hold=true is skipped without draining and quarantined",
+			setup: func(r *stopRun) {
+				node := r.plan.Batches[0].Nodes[0].Name
+				patch := []byte(`{"metadata":{"labels":{"nodeupgrade.dev/hold":"true"}}}`)
+				if _, err := r.client.CoreV1().Nodes().Patch(context.Background(), node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+					r.t.Fatal(err)
+				}
+			},
+			wantLast: "Done",
+			check: func(t *testing.T, r *stopRun, err error) {
+				node := r.plan.Batches[0].Nodes[0].Name
+				var q *QuarantinedError
+				if !errors.As(err, &q) || len(q.Nodes) != 1 || q.Nodes[0].Node != node || !q.Nodes[0].Hold ||
+					!strings.Contains(err.Error(), "labelled nodeupgrade.dev/hold=true by its owner") {
+					t.Fatalf("error %v, want node %q quarantined on its owner's hold", err, node)
+				}
+				if pods := r.client.podNames(t); !slices.Contains(pods, "pod-"+node) {
+					t.Errorf("pods %v: the held node was drained", pods)
+				}
+				if calls := r.group.callsNow(); slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, node) }) {
+					t.Errorf("calls %v name the held node %q", calls, node)
+				}
+				n, _ := r.client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+				if n == nil || n.Labels[UpgradeStatusLabel] != StatusQuarantined || !n.Spec.Unschedulable {
+					t.Errorf("node %+v: want it labelled quarantined and cordoned", n)
+				}
+			}},
+		{name: "--max-blocked-nodes 1 stops the run at the first quarantined node",
+			setup:    holdFirstNode(1),
+			wantLast: "Drain 1", wantTaints: 3,
+			check: func(t *testing.T, r *stopRun, err error) {
+				wantQuarantined(t, r, err, true)
+				if removed := r.group.callsLike("RemoveNode"); len(removed) != 0 {
+					t.Errorf("removed %v", removed)
+				}
+			}},
 		// Nothing was drained: the run gives the group back (its taints
 		// off), keeping only the recorded scale-up a re-run finishes.
 		{name: "no room for the first batch: the taints come off again",
@@ -581,6 +634,44 @@ func TestRunStops(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdFirstNode runs with --undrainable cordon and --max-blocked-nodes
+// max, and a PodDisruptionBudget refusing the eviction of the first
+// node's pod.
+func holdFirstNode(max int) func(*stopRun) {
+	return func(r *stopRun) {
+		r.cfg.Undrainable, r.cfg.MaxBlockedNodes = UndrainableCordon, max
+		r.cfg.Drain.Timeout = 300 * time.Millisecond
+		r.client.refuseEviction("pod-"+r.plan.Batches[0].Nodes[0].Name, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0))
+	}
+}
+
+// wantQuarantined checks err names the first node quarantined with its
+// pod, that the record holds it, and that the node is left cordoned,
+// tainted and labelled; it returns the node.
+func wantQuarantined(t *testing.T, r *stopRun, err error, stopped bool) string {
+	t.Helper()
+	node := r.plan.Batches[0].Nodes[0].Name
+	var q *QuarantinedError
+	if !errors.As(err, &q) || q.Stopped != stopped || len(q.Nodes) != 1 || q.Nodes[0].Node != node {
+		t.Fatalf("error %v, want node %q quarantined (stopped %v)", err, node, stopped)
+	}
+	if want := fmt.Sprintf("node %q (pod %q", node, "ns/pod-"+node); !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	if got := r.cfg.Record.Quarantined; len(got) != 1 || got[0].Node != node || got[0].Held[0].Pod != "ns/pod-"+node {
+		t.Errorf("record's quarantined %+v", got)
+	}
+	n, gerr := r.client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	if n.Labels[UpgradeStatusLabel] != StatusQuarantined || !n.Spec.Unschedulable ||
+		!slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == testTaint.Key }) {
+		t.Errorf("node %q: labels %v, unschedulable %v, taints %v", node, n.Labels, n.Spec.Unschedulable, n.Spec.Taints)
+	}
+	return node
 }
 
 // stopRun is one case of TestRunStops.

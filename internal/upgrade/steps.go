@@ -202,7 +202,7 @@ func (b *batchRun) awaitRoom(ctx context.Context, what string, names []string, e
 // batchNodesLeft are batch i's nodes that still exist: a node gone
 // meanwhile (the autoscaler removed it) has nothing left to drain.
 func (b *batchRun) batchNodesLeft(i int) []string {
-	return slices.DeleteFunc(batchNodes(b.cfg.Plan, i), func(n string) bool { return !b.nodes.nodeExists(n) })
+	return slices.DeleteFunc(batchNodes(b.cfg.Plan, i), func(n string) bool { return !b.nodes.nodeExists(n) || b.quarantined(n) })
 }
 
 func (b *batchRun) drainBatch(ctx context.Context, i int) error {
@@ -212,9 +212,9 @@ func (b *batchRun) drainBatch(ctx context.Context, i int) error {
 		b.recoveries.recordRecovering(OwnersOf(b.evicted), b.recoveries.intended)
 		b.recoveries.intended = nil
 	}()
-	names := b.batchNodesLeft(i)
-	if len(names) == 0 {
-		return nil
+	names, err := b.skipHeld(ctx, b.batchNodesLeft(i))
+	if err != nil || len(names) == 0 {
+		return err
 	}
 	if err := b.room.beforeDrain(ctx, i, names); err != nil {
 		return err
@@ -243,7 +243,7 @@ func (b *batchRun) drainBatch(ctx context.Context, i int) error {
 	if errors.As(err, &failure) {
 		b.cfg.Events.Node(ctx, failure.Node, corev1.EventTypeWarning, "PodEvictionFailure", "%s", failure.Error())
 	}
-	if err != nil {
+	if err = b.quarantine(ctx, err); err != nil {
 		return err
 	}
 	if err := b.room.afterDrain(ctx, i); err != nil {
@@ -258,7 +258,7 @@ func (b *batchRun) drainBatch(ctx context.Context, i int) error {
 }
 
 func (b *batchRun) cordonBatch(ctx context.Context, i int) error {
-	names := batchNodes(b.cfg.Plan, i)
+	names := b.unquarantined(batchNodes(b.cfg.Plan, i))
 	if err := b.nodes.setUnschedulable(ctx, names, true); err != nil {
 		return err
 	}
@@ -301,14 +301,16 @@ func (b *batchRun) removeBatch(ctx context.Context, i int) error {
 // removeBatchWith removes batch i's drained nodes with remove, which
 // says what it did, and waits until their machines are gone.
 func (b *batchRun) removeBatchWith(ctx context.Context, i int, remove func(context.Context, string) (string, error)) error {
-	if err := b.hooks.run(ctx, plan.HookPreTerminate, batchNodes(b.cfg.Plan, i)); err != nil {
+	// A quarantined node keeps its machine: nothing removes it.
+	names := b.unquarantined(batchNodes(b.cfg.Plan, i))
+	if err := b.hooks.run(ctx, plan.HookPreTerminate, names); err != nil {
 		return err
 	}
-	if err := b.deregister(ctx, batchLabel(b.cfg.Plan, i), batchNodes(b.cfg.Plan, i)); err != nil {
+	if err := b.deregister(ctx, batchLabel(b.cfg.Plan, i), names); err != nil {
 		return err
 	}
 	leaving := map[string]string{}
-	for _, name := range batchNodes(b.cfg.Plan, i) {
+	for _, name := range names {
 		b.cfg.Events.Node(ctx, name, corev1.EventTypeNormal, "NodeUpgradeRemoved", "removing: %s", b.cfg.Provider.Describe())
 		id, err := b.group.machineOf(ctx, name)
 		if err != nil {

@@ -64,6 +64,10 @@ const (
 	// karpenter.sh/do-not-disrupt=true. Only the user lifts it, by
 	// removing the annotation: neither --force nor --ignore-check does.
 	CheckNodeDoNotDisrupt = "node-do-not-disrupt"
+	// CheckNodeHold is found on an outdated node its owner labelled
+	// nodeupgrade.dev/hold=true: the run skips it without draining and
+	// leaves it quarantined.
+	CheckNodeHold = "node-hold"
 	// CheckGroupDegraded is found where the cloud's service reports the
 	// group in a state it needs its owner to mend before it updates it
 	// (EKS: a managed node group DEGRADED, with its health issues).
@@ -130,6 +134,7 @@ var severities = map[string]Severity{
 	CheckLBMinReadySeconds:    Warning,
 	CheckEmptyDirData:         Warning,
 	CheckDoNotEvict:           Warning,
+	CheckNodeHold:             Warning,
 }
 
 var names = []string{
@@ -141,7 +146,7 @@ var names = []string{
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
-	CheckPermissionsUnchecked, CheckCapacityUnprovable,
+	CheckPermissionsUnchecked, CheckCapacityUnprovable, CheckNodeHold,
 }
 
 // ByPlanner are the checks the planner makes (it knows the cloud target
@@ -288,6 +293,7 @@ func Run(in Input) []Finding {
 	if in.DoNotDisrupt {
 		out = append(out, a.doNotDisrupt()...)
 	}
+	out = append(out, heldNodes(in)...)
 	sortFindings(out)
 	return out
 }

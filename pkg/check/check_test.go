@@ -410,6 +410,12 @@ func TestChecks(t *testing.T) {
 			in.Pods[1].Annotations = map[string]string{AnnDoNotDisrupt: "true"}
 			in.Pods[1].Spec.NodeName = "new-b"
 		}, CheckDoNotDisrupt, web, false, ""},
+		{"node labelled hold=true by its owner", func(in *Input) {
+			setLabel(&in.Nodes[0], LabelHold, "true")
+		}, CheckNodeHold, [3]string{"Node", "", "old-a"}, true, `^node "old-a" is labelled nodeupgrade.dev/hold=true: the run skips it`},
+		{"node labelled hold=false", func(in *Input) {
+			setLabel(&in.Nodes[0], LabelHold, "false")
+		}, CheckNodeHold, [3]string{"Node", "", "old-a"}, false, ""},
 		{"safe-to-evict true", func(in *Input) {
 			eachPod(in, func(p *corev1.Pod) { p.Annotations = map[string]string{annSafeToEvict: "true"} })
 		}, CheckDoNotEvict, web, false, ""},
@@ -683,4 +689,11 @@ func TestPreStopSleep(t *testing.T) {
 // notReady marks a pod not Ready, as the disruption controller counts it.
 func notReady(p *corev1.Pod) {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+}
+
+func setLabel(n *corev1.Node, key, value string) {
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[key] = value
 }

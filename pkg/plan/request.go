@@ -37,7 +37,13 @@ type Request struct {
 	Prices    *PriceFile `json:"-"`
 
 	// What a run does beyond the plan.
-	DrainTimeout     time.Duration `json:"drainTimeout,omitempty"`
+	DrainTimeout time.Duration `json:"drainTimeout,omitempty"`
+	// Undrainable (--undrainable) is "cordon" to quarantine a node whose
+	// drain a pod still holds at --drain-timeout and go on; "" or "fail"
+	// stops the run there. MaxBlockedNodes (--max-blocked-nodes) stops
+	// it once that many are quarantined; 0 never does.
+	Undrainable      string        `json:"undrainable,omitempty"`
+	MaxBlockedNodes  int           `json:"maxBlockedNodes,omitempty"`
 	PostDrainWait    time.Duration `json:"postDrainWait"`
 	NodeReadyTimeout time.Duration `json:"nodeReadyTimeout,omitempty"`
 	// TerminateTimeout bounds the wait for a removed machine to be gone.

@@ -126,7 +126,8 @@ func stoppedOnPurpose(err error) bool {
 	var paused *upgrade.PausedError
 	var soaking *upgrade.SoakingError
 	var closed *upgrade.WindowClosedError
-	return errors.As(err, &paused) || errors.As(err, &soaking) || errors.As(err, &closed)
+	var quarantined *upgrade.QuarantinedError
+	return errors.As(err, &paused) || errors.As(err, &soaking) || errors.As(err, &closed) || errors.As(err, &quarantined)
 }
 
 // PrintError writes the one-line error kubectl-style and returns the exit code.

@@ -24,6 +24,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/upgrade"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // executeBare runs the root command with exactly args, in an environment
@@ -258,6 +259,7 @@ func TestExitCodeOfWatchedRun(t *testing.T) {
 		{StatusRolledBack, ExitOK},
 		{StatusPaused, ExitPaused},
 		{StatusSoaking, ExitPaused},
+		{StatusQuarantined, ExitPaused},
 		{StatusFailed, ExitFailure},
 		{StatusInterrupted, ExitFailure},
 		{StatusAborted, ExitOK},
@@ -350,6 +352,7 @@ func TestInterruptedExitsFour(t *testing.T) {
 		{"planning, wrapped in a usage error", session.Usagef("cannot resume: error when reading node group %q: %w", "ng", context.Canceled), ExitFailure},
 		{"running", fmt.Errorf("batch 1/3: %w", context.Canceled), ExitFailure},
 		{"paused by cancel", &upgrade.PausedError{Phase: plan.PhaseCordon}, ExitPaused},
+		{"nodes quarantined", fmt.Errorf("run: %w", &upgrade.QuarantinedError{Nodes: []state.Quarantined{{Node: "n1"}}}), ExitPaused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder

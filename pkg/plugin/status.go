@@ -33,6 +33,7 @@ const (
 	StatusSoakOver    = string(session.StatusSoakOver)    // left soaking with --no-wait, and the soak has ended: resume deletes blue
 	StatusWaiting     = string(state.StateWaiting)        // alive, holding its next batch until a maintenance window opens (--window, --not-before)
 	StatusWindowOver  = string(state.StateWindowClosed)   // stopped at --not-after with no window left: the same command with a later --not-after goes on
+	StatusQuarantined = string(state.StateQuarantined)    // went on around nodes --undrainable cordon quarantined, and stopped with them left (NOTE names them): the same command replaces them
 	StatusRollingBack = string(session.StatusRollingBack) // alive, undoing the upgrade
 	StatusRolledBack  = string(state.StateRolledBack)     // the rollback finished
 	StatusFinished    = string(state.StateFinished)       // the upgrade finished
@@ -672,6 +673,8 @@ func watchEnd(s RunStatus) error {
 		msg = fmt.Sprintf("the run on %q was left soaking", g)
 	case StatusWindowOver:
 		msg = fmt.Sprintf("the run on %q stopped at its --not-after: %s", g, s.Note)
+	case StatusQuarantined:
+		msg = fmt.Sprintf("the run on %q stopped with nodes quarantined: %s", g, s.Note)
 	case StatusFailed:
 		msg, code = fmt.Sprintf("the run on %q failed: %s", g, output.OneLine(s.LastError, 0)), ExitFailure
 	default:

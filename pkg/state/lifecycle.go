@@ -23,6 +23,9 @@ const (
 	StatePaused RunState = "paused"
 	// StateWindowClosed: stopped at --not-after with no window left.
 	StateWindowClosed RunState = "window closed"
+	// StateQuarantined: went on around the nodes --undrainable cordon
+	// left quarantined (Record.Quarantined) and stopped with them left.
+	StateQuarantined RunState = "quarantined"
 	// StateSoaking: left at its blue/green soak (--no-wait).
 	StateSoaking RunState = "soaking"
 	// StateInterrupted: stopped by Ctrl-C or SIGTERM before it finished.

@@ -80,6 +80,10 @@ type Record struct {
 	// Note is what a finished run wants the operator to know (e.g. the
 	// cluster autoscaler stopped the scale-down).
 	Note string `json:"note,omitempty"`
+	// Quarantined are the nodes --undrainable cordon left cordoned and
+	// tainted, their machines kept: their drains were still held at
+	// --drain-timeout. The next run replaces them first.
+	Quarantined []Quarantined `json:"quarantined,omitempty"`
 	// Cloud is what a run on a cloud group must not forget; nil with
 	// provider none.
 	Cloud *CloudRecord `json:"cloud,omitempty"`
@@ -747,4 +751,21 @@ func (c *GroupRecord) Kinds() (group, template string) {
 		template = "launch template"
 	}
 	return group, template
+}
+
+// Quarantined is a node left cordoned, tainted and labelled
+// upgrade-status=quarantined, and the pods that held its drain.
+type Quarantined struct {
+	Node string      `json:"node"`
+	Held []HeldByPDB `json:"held,omitempty"`
+	// Hold says its owner labelled it nodeupgrade.dev/hold=true: skipped
+	// without a drain.
+	Hold bool `json:"hold,omitempty"`
+}
+
+// HeldByPDB is a pod a drain could not evict, and the budgets that held it.
+type HeldByPDB struct {
+	Pod    string   `json:"pod"` // namespace/name
+	Reason string   `json:"reason"`
+	PDBs   []string `json:"pdbs,omitempty"` // namespace/name
 }
