@@ -152,10 +152,10 @@ func boolInt(b bool) int {
 }
 
 func TestInFlightTargetsRunToTheirEnd(t *testing.T) {
-	// s-1 runs until released; s-0 fails meanwhile
-	r := &fakeRunner{outcomes: map[string]Outcome{"s-0/ng": Failed}, release: make(chan struct{}), hold: "s-1/ng"}
+	// s-0 runs until released; s-1, started beside it, fails meanwhile
+	r := &fakeRunner{outcomes: map[string]Outcome{"s-1/ng": Failed}, release: make(chan struct{}), hold: "s-0/ng"}
 	s := scheduler(r, stage("s", 4, 2, 0))
-	out := &syncBuffer{said: "s-0/ng failed", seen: make(chan struct{})}
+	out := &syncBuffer{said: "s-1/ng failed", seen: make(chan struct{})}
 	s.Out = out
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
@@ -166,7 +166,7 @@ func TestInFlightTargetsRunToTheirEnd(t *testing.T) {
 	if !errors.As(err, &se) || se.NotStarted != 2 || len(r.started) != 2 {
 		t.Fatalf("err %v, started %v", err, r.started)
 	}
-	if !strings.Contains(err.Error(), `"s-0/ng" failed`) || !strings.Contains(err.Error(), "2 targets not started") {
+	if !strings.Contains(err.Error(), `"s-1/ng" failed`) || !strings.Contains(err.Error(), "2 targets not started") {
 		t.Errorf("message %q", err)
 	}
 }
