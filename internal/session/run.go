@@ -126,20 +126,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	recordRequest(rec, pl)
 	cfg.Control, cfg.NoWait = requests, r.NoWait
 	previouslyDone := rec.Done
-	// What the last stop noted ("paused by cancel ...", "soaking until
-	// ...") is no longer so once this run holds the lock; status showed it
-	// beside a live run. The run's end writes its own.
-	rec.Strategy, rec.Target, rec.Holder, rec.LastError, rec.Note = pl.Strategy, pl.TargetLabels, holder, "", ""
-	rec.State = state.StateRunning
-	rec.WaitingForWindow = nil
-	// The nodes an earlier attempt quarantined are drained again first:
-	// what held them may have let go.
-	rec.Quarantined = nil
-	// A rollback counts its own nodes: those the upgrade replaced are
-	// replaced again (see state.Record.Counted).
-	rec.Batches, rec.NodesTotal = len(pl.Batches), nodesTotal(rec, pl, cfg.EarlierDone)
-	beginAttempt(rec, pl, holder)
-	recordFrom(rec, pl)
+	startAttempt(rec, pl, holder, cfg.EarlierDone)
 	cfg.Record = rec
 	cfg.Save = func(ctx context.Context) error { return store.Save(ctx, rec) }
 	cfg.OnProgress = recordProgress(store, rec, pl.Plan, previouslyDone)
@@ -159,6 +146,24 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 		return rolledBack(rec, group)
 	}
 	return stoppedWithNextSteps(rec, err)
+}
+
+// startAttempt marks rec as this attempt's, held by holder.
+func startAttempt(rec *state.Record, pl *Planned, holder string, earlierDone []string) {
+	// What the last stop noted ("paused by cancel ...", "soaking until
+	// ...") is no longer so once this run holds the lock; status showed it
+	// beside a live run. The run's end writes its own.
+	rec.Strategy, rec.Target, rec.Holder, rec.LastError, rec.Note = pl.Strategy, pl.TargetLabels, holder, "", ""
+	rec.State = state.StateRunning
+	rec.WaitingForWindow = nil
+	// The nodes an earlier attempt quarantined are drained again: what
+	// held them may have let go.
+	rec.Quarantined = nil
+	// A rollback counts its own nodes: those the upgrade replaced are
+	// replaced again (see state.Record.Counted).
+	rec.Batches, rec.NodesTotal = len(pl.Batches), nodesTotal(rec, pl, earlierDone)
+	beginAttempt(rec, pl, holder)
+	recordFrom(rec, pl)
 }
 
 // nodesTotal is how many nodes the run of pl replaces: the earlier
