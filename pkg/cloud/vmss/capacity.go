@@ -42,7 +42,7 @@ func (s *ScaleSet) ProveCapacity(ctx context.Context, added int32) (*plan.Capaci
 	if size == "" || location == "" {
 		return &plan.CapacityPlan{Unprovable: []string{fmt.Sprintf("scale set %q reports no VM size or location", s.name)}}, nil
 	}
-	sku, err := s.findSKU(ctx, location, size)
+	sku, err := s.c.findSKU(ctx, location, size)
 	if err != nil {
 		return &plan.CapacityPlan{Unprovable: []string{oneLine(err)}}, nil
 	}
@@ -56,7 +56,7 @@ func (s *ScaleSet) ProveCapacity(ctx context.Context, added int32) (*plan.Capaci
 		want = []string{usageSpotCores}
 	}
 	out := &plan.CapacityPlan{}
-	usages, err := s.usages(ctx, location, want)
+	usages, err := s.c.usageOf(ctx, location, want)
 	if err != nil {
 		out.Unprovable = append(out.Unprovable, oneLine(err))
 	}
@@ -72,8 +72,8 @@ func (s *ScaleSet) ProveCapacity(ctx context.Context, added int32) (*plan.Capaci
 }
 
 // findSKU is the virtual machine SKU named size in location.
-func (s *ScaleSet) findSKU(ctx context.Context, location, size string) (*armcompute.ResourceSKU, error) {
-	pager := s.c.skus.NewListPager(&armcompute.ResourceSKUsClientListOptions{Filter: to.Ptr(fmt.Sprintf("location eq '%s'", location))})
+func (c *clients) findSKU(ctx context.Context, location, size string) (*armcompute.ResourceSKU, error) {
+	pager := c.skus.NewListPager(&armcompute.ResourceSKUsClientListOptions{Filter: to.Ptr(fmt.Sprintf("location eq '%s'", location))})
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
@@ -88,11 +88,11 @@ func (s *ScaleSet) findSKU(ctx context.Context, location, size string) (*armcomp
 	return nil, fmt.Errorf("no virtual machine SKU %s in %s", size, location)
 }
 
-// usages are Compute's usages of location named in want, all of them or
+// usageOf is Compute's usages of location named in want, all of them or
 // an error naming those missing.
-func (s *ScaleSet) usages(ctx context.Context, location string, want []string) ([]*armcompute.Usage, error) {
+func (c *clients) usageOf(ctx context.Context, location string, want []string) ([]*armcompute.Usage, error) {
 	var out []*armcompute.Usage
-	pager := s.c.usages.NewListPager(location, nil)
+	pager := c.usages.NewListPager(location, nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {

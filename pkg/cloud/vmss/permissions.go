@@ -80,7 +80,7 @@ func (s *ScaleSet) ProbePermissions(ctx context.Context) (*plan.Permissions, err
 			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, Call: c.Call, For: c.For})
 		}
 	}
-	onGroup, err := s.permissionsOn(ctx, s.groupID(), "resource group "+quote(s.group))
+	onGroup, err := s.permissionsOn(ctx, groupID(s.sub, s.group), "resource group "+quote(s.group))
 	if err != nil {
 		return s.cannotAsk(out, err)
 	}
@@ -151,10 +151,10 @@ func (s *ScaleSet) cannotAsk(out *plan.Permissions, err error) (*plan.Permission
 
 // scaleSetID is the scale set's ARM resource ID.
 func (s *ScaleSet) scaleSetID() string {
-	return s.groupID() + "/providers/Microsoft.Compute/virtualMachineScaleSets/" + url.PathEscape(s.name)
+	return groupID(s.sub, s.group) + "/providers/Microsoft.Compute/virtualMachineScaleSets/" + url.PathEscape(s.name)
 }
 
-// groupID is the scale set's resource group's ARM resource ID.
-func (s *ScaleSet) groupID() string {
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s", url.PathEscape(s.sub), url.PathEscape(s.group))
+// groupID is a resource group's ARM resource ID.
+func groupID(sub, group string) string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s", url.PathEscape(sub), url.PathEscape(group))
 }
