@@ -85,7 +85,7 @@ func (p *Plan) PeakAdded() int32 {
 			return max(c.Before.Max, c.Before.Desired)
 		}
 		return c.Before.Desired
-	case p.MaxSurge > 0:
+	case p.MaxSurge > 0 && c.ScaleUp == 0: // --max-surge defaults to 1 on every strategy: a scale-up is eks's peak
 		return int32(p.MaxSurge)
 	case c.AwaitsReplacement:
 		largest := 0

@@ -20,6 +20,8 @@ func TestPeakAdded(t *testing.T) {
 		{"no cloud", Plan{Strategy: string(StrategyEKS)}, 0},
 		{"eks scale-up", Plan{Strategy: string(StrategyEKS), Zones: three,
 			Cloud: cloud(Sizes{Desired: 6, Max: 6}, Sizes{Desired: 12, Max: 12}, 6)}, 6},
+		{"eks scale-up with --max-surge's default", Plan{Strategy: string(StrategyEKS), Zones: three, MaxSurge: 1,
+			Cloud: cloud(Sizes{Desired: 2, Max: 2}, Sizes{Desired: 6, Max: 6}, 4)}, 4},
 		{"surge: maxSurge, one zone at a time", Plan{Strategy: string(StrategySurge), Zones: three, MaxSurge: 2,
 			Cloud: cloud(Sizes{Desired: 6, Max: 6}, Sizes{Desired: 6, Max: 12}, 0)}, 2},
 		{"blue/green: the whole group", Plan{Strategy: string(StrategyBlueGreen), Zones: three,

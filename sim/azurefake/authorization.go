@@ -176,7 +176,7 @@ const (
 	opSKUs        = "Microsoft.Compute/skus/read"
 )
 
-var apiVersions = map[string]string{opPermissions: "2022-04-01", opUsages: "2024-07-01", opSKUs: "2021-07-01"}
+var apiVersions = map[string]string{opPermissions: "2022-04-01", opUsages: "2025-04-01", opSKUs: "2021-07-01"}
 
 // apiVersionOf is the API version an operation is served at.
 func apiVersionOf(op string) string {

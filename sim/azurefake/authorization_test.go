@@ -61,7 +61,7 @@ func TestUsagesCountTheMachines(t *testing.T) {
 	s := newScene(t, 0)
 	s.srv.SetQuota("cores", 20)
 	var list aks.UsageList
-	getJSON(t, s, "/subscriptions/00000000-0000-0000-0000-000000000054/providers/Microsoft.Compute/locations/westeurope/usages", "2024-07-01", &list)
+	getJSON(t, s, "/subscriptions/00000000-0000-0000-0000-000000000054/providers/Microsoft.Compute/locations/westeurope/usages", "2025-04-01", &list)
 	got := map[string][2]int64{}
 	for _, u := range list.Value {
 		got[u.Name.Value] = [2]int64{u.CurrentValue, u.Limit}

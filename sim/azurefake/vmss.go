@@ -309,3 +309,23 @@ func derefString(p *string) string {
 // the new image's kubelet registers).
 func (s *Server) vmssDelay() time.Duration    { return s.opts.PollEvery }
 func (s *Server) reimageDelay() time.Duration { return 10 * s.opts.PollEvery }
+
+// ScaleSetModel names what a test compares of a scale set's model: its
+// image, capacity and model generation; "" when it does not exist.
+func (s *Server) ScaleSetModel(group, name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.scaleSetsLocked()[key(group, name)]
+	if ss == nil {
+		return ""
+	}
+	var capacity int64
+	if ss.model.SKU != nil && ss.model.SKU.Capacity != nil {
+		capacity = *ss.model.SKU.Capacity
+	}
+	var image string
+	if p := ss.model.Properties; p != nil && p.VirtualMachineProfile != nil && p.VirtualMachineProfile.StorageProfile != nil && p.VirtualMachineProfile.StorageProfile.ImageReference != nil {
+		image = ImageString(*p.VirtualMachineProfile.StorageProfile.ImageReference)
+	}
+	return fmt.Sprintf("image %s, capacity %d, generation %d", image, capacity, ss.gen)
+}

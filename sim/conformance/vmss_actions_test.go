@@ -40,6 +40,11 @@ func TestVMSSActionsAreTheDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := p.(*vmss.ScaleSet)
+	capacity, err := s.ProveCapacity(ctx, 1)
+	must(t, err)
+	if len(capacity.Unprovable) > 0 || len(capacity.Quotas) == 0 {
+		t.Errorf("capacity: %+v, want the quotas proven", capacity)
+	}
 	version, err := s.Setup(ctx)
 	must(t, err)
 	must(t, s.SetDesiredAndMax(ctx, 3, 3))

@@ -18,11 +18,11 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/azurefake"
 )
 
-// vmssDocActions are docs/providers/vmss.md's actions: every run's and
-// blue/green's.
-func vmssDocActions(t *testing.T) (required, blueGreen []string) {
-	tables := azureDocTables(t, "vmss", 2)
-	return tables[0], tables[1]
+// vmssDocActions are docs/providers/vmss.md's actions: every run's, the
+// plan's optional reads, and blue/green's.
+func vmssDocActions(t *testing.T) (required, optional, blueGreen []string) {
+	tables := azureDocTables(t, "vmss", 3)
+	return tables[0], tables[1], tables[2]
 }
 
 // vmssScene is the fake with scale set "ng" of two instances on the old
@@ -66,22 +66,22 @@ func vmssArgsImage(strategy, image string, extra ...string) []string {
 // are exactly vmss.Calls (every run's, blue/green's). Blue/green runs
 // without manualupgrade, which its plan does not ask for.
 func TestVMSSPermissionsOfEveryCall(t *testing.T) {
-	required, forBlueGreen := vmssDocActions(t)
-	var callsRequired, callsBlueGreen []string
+	required, optional, forBlueGreen := vmssDocActions(t)
+	var callsRequired, callsOptional, callsBlueGreen []string
 	for _, c := range vmss.Calls {
 		switch {
 		case c.Optional:
-			t.Errorf("vmss.Calls has optional %s, which the docs have no table for", c.Action)
+			callsOptional = append(callsOptional, c.Action)
 		case c.For == plan.CapNewGroups:
 			callsBlueGreen = append(callsBlueGreen, c.Action)
 		default:
 			callsRequired = append(callsRequired, c.Action)
 		}
 	}
-	if !slices.Equal(required, callsRequired) || !slices.Equal(forBlueGreen, callsBlueGreen) {
-		t.Errorf("docs/providers/vmss.md lists %v and %v; vmss.Calls %v and %v", required, forBlueGreen, callsRequired, callsBlueGreen)
+	if !slices.Equal(required, callsRequired) || !slices.Equal(optional, callsOptional) || !slices.Equal(forBlueGreen, callsBlueGreen) {
+		t.Errorf("docs/providers/vmss.md lists %v, %v and %v; vmss.Calls %v, %v and %v", required, optional, forBlueGreen, callsRequired, callsOptional, callsBlueGreen)
 	}
-	documented := slices.Concat(required, forBlueGreen)
+	documented := slices.Concat(required, optional, forBlueGreen)
 	var made []string
 	// The third run brings the instances to a model whose image they
 	// already run (its userData changed): Compute's manualupgrade
@@ -190,19 +190,25 @@ func containsAll(s string, subs []string) bool {
 	return !slices.ContainsFunc(subs, func(sub string) bool { return !strings.Contains(s, sub) })
 }
 
-// TestVMSSRunStopsOnTheQuota: a scale-up Compute refuses for the vCPU
-// quota (409 OperationNotAllowed, Learn's "Resolve errors for resource
-// quotas") ends the run at once, naming the quota, with no node cordoned
-// or drained; before, the provider took the 409 for a busy scale set and
-// waited it out.
-func TestVMSSRunStopsOnTheQuota(t *testing.T) {
+// TestVMSSScaleUpRefusedForTheQuotaPutsTheModelBack: a scale-up Compute
+// refuses for the vCPU quota (409 OperationNotAllowed, Learn's "Resolve
+// errors for resource quotas"), the plan's insufficient-quota ignored,
+// ends the run at once naming the quota, with no node cordoned or drained
+// and the scale set's model back at the image it had: Setup pointed it at
+// the target before the scale-up. Before, the provider took the 409 for a
+// busy scale set and waited it out, and then left the model at the target.
+func TestVMSSScaleUpRefusedForTheQuotaPutsTheModelBack(t *testing.T) {
 	client, srv := vmssScene(t)
 	srv.SetQuota("cores", 12) // the two Standard_D4s_v5 use 8: no room for the surge
+	before := srv.ScaleSetModel(vmssGroup, "ng")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, errOut, code := plugin.Drive(ctx, client, "run", vmssArgs("eks", "--yes")...)
+	out, errOut, code := plugin.Drive(ctx, client, "run", vmssArgs("eks", "--yes", "--ignore-check", "insufficient-quota")...)
 	if code == plugin.ExitOK || !strings.Contains(out+errOut, "exceeding approved cores quota") || !strings.Contains(out+errOut, "ask for more quota") {
 		t.Errorf("run: exit %d, want a failure naming the quota:\n%s%s", code, out, errOut)
+	}
+	if after := srv.ScaleSetModel(vmssGroup, "ng"); !strings.HasPrefix(after, "image "+vmssOld+", capacity 2,") {
+		t.Errorf("the refused run left the scale set at %s, was %s", after, before)
 	}
 	nodes, err := client.CoreV1().Nodes().List(ctx, metaAll)
 	if err != nil {
@@ -212,5 +218,25 @@ func TestVMSSRunStopsOnTheQuota(t *testing.T) {
 		if n.Spec.Unschedulable {
 			t.Errorf("node %s cordoned by a run whose scale-up could not come", n.Name)
 		}
+	}
+}
+
+// TestVMSSPlanRefusesASurgeOverTheQuota: plan --detailed-exitcode reads the
+// scale set's vCPU quotas (Usage - List) and its VM size's vCPUs (Resource
+// Skus - List) and refuses a surge the quota cannot hold with
+// insufficient-quota (exit 5), with the scale set's model and capacity as
+// they were.
+func TestVMSSPlanRefusesASurgeOverTheQuota(t *testing.T) {
+	client, srv := vmssScene(t)
+	srv.SetQuota("cores", 12) // the two Standard_D4s_v5 use 8: no room for a surge of 2
+	before := srv.ScaleSetModel(vmssGroup, "ng")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, errOut, code := plugin.Drive(ctx, client, "plan", vmssArgs("surge", "--max-surge", "2", "--detailed-exitcode")...)
+	if code != plugin.ExitBlockers || !strings.Contains(out+errOut, "insufficient-quota") || !strings.Contains(out+errOut, "--max-surge 1 fits") {
+		t.Errorf("plan: exit %d, want %d with insufficient-quota and the surge that fits:\n%s%s", code, plugin.ExitBlockers, out, errOut)
+	}
+	if after := srv.ScaleSetModel(vmssGroup, "ng"); after != before {
+		t.Errorf("the plan changed the scale set: %s, was %s", after, before)
 	}
 }

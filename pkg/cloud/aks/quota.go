@@ -15,7 +15,7 @@ import (
 // (https://learn.microsoft.com/en-us/rest/api/compute/usage/list,
 // https://learn.microsoft.com/en-us/rest/api/compute/resource-skus/list).
 const (
-	usagesAPIVersion = "2024-07-01"
+	usagesAPIVersion = "2025-04-01"
 	skusAPIVersion   = "2021-07-01"
 )
 

@@ -26,11 +26,14 @@ const (
 	actionReimage       = "Microsoft.Compute/virtualMachineScaleSets/reimage/action"
 	actionOperations    = "Microsoft.Compute/locations/operations/read"
 	actionDelete        = "Microsoft.Compute/virtualMachineScaleSets/delete"
+	actionUsages        = "Microsoft.Compute/locations/usages/read"
+	actionSKUs          = "Microsoft.Compute/skus/read"
 )
 
 // Calls are every request the provider sends to Azure Resource Manager,
-// with its action; no run can do without those it makes (the provider
-// reads no quota). For: the scale set's delete is blue/green's alone;
+// with its action; no run can do without those it makes but the
+// Optional reads of the plan's capacity proof (ProveCapacity), which
+// denied make a capacity-unprovable warning. For: the scale set's delete is blue/green's alone;
 // manualupgrade is every strategy's but blue/green's, which removes no
 // node from blue but by deleting blue (plan.Permissions.NeededBy keeps a
 // call whose For shares a capability with the strategy's needs).
@@ -46,6 +49,8 @@ var Calls = []azarm.Call{
 		For: plan.CapRemoveNodes | plan.CapResize},
 	{Action: actionReimage, Call: "reimage a drained node's instance that the latest model does not reimage, its image already the target (VirtualMachineScaleSetsClient.BeginReimage)",
 		For: plan.CapRemoveNodes | plan.CapResize},
+	{Action: actionUsages, Call: "read the vCPU quotas the added instances count against (UsageClient.NewListPager)", Optional: true},
+	{Action: actionSKUs, Call: "read the VM size's vCPUs, family and zone restrictions (ResourceSKUsClient.NewListPager)", Optional: true},
 	{Action: actionOperations, Call: "follow the long-running operations (GET Microsoft.Compute/locations/{location}/operations/{id})", AtLocation: true},
 	{Action: actionDelete, Call: "delete blue at the end of a blue/green run, or green on its rollback (VirtualMachineScaleSetsClient.BeginDelete)", For: plan.CapNewGroups},
 }
@@ -75,7 +80,7 @@ func (s *ScaleSet) ProbePermissions(ctx context.Context) (*plan.Permissions, err
 			out.Missing = append(out.Missing, plan.MissingPermission{Permission: c.Action, Call: c.Call, For: c.For})
 		}
 	}
-	onGroup, err := s.permissionsOn(ctx, s.groupID(), "resource group "+quote(s.group))
+	onGroup, err := s.permissionsOn(ctx, groupID(s.sub, s.group), "resource group "+quote(s.group))
 	if err != nil {
 		return s.cannotAsk(out, err)
 	}
@@ -118,11 +123,11 @@ const computeAPIVersion = "2025-04-01"
 // onBlue reports whether a call is asked on the scale set: those of every
 // strategy but blue/green's own (the scale set's delete, whose
 // permission on the group is asked and holds for blue too).
-func onBlue(c azarm.Call) bool { return c.For != plan.CapNewGroups }
+func onBlue(c azarm.Call) bool { return !c.Optional && c.For != plan.CapNewGroups }
 
 // onGreen reports whether blue/green makes the call on green, which needs
 // it on the resource group: those of every run and blue/green's own.
-func onGreen(c azarm.Call) bool { return c.For == 0 || c.For&plan.CapNewGroups != 0 }
+func onGreen(c azarm.Call) bool { return !c.Optional && (c.For == 0 || c.For&plan.CapNewGroups != 0) }
 
 // permissionsOn lists the caller's permissions on scope, what names it.
 func (s *ScaleSet) permissionsOn(ctx context.Context, scope, what string) ([]azarm.Permission, error) {
@@ -146,10 +151,10 @@ func (s *ScaleSet) cannotAsk(out *plan.Permissions, err error) (*plan.Permission
 
 // scaleSetID is the scale set's ARM resource ID.
 func (s *ScaleSet) scaleSetID() string {
-	return s.groupID() + "/providers/Microsoft.Compute/virtualMachineScaleSets/" + url.PathEscape(s.name)
+	return groupID(s.sub, s.group) + "/providers/Microsoft.Compute/virtualMachineScaleSets/" + url.PathEscape(s.name)
 }
 
-// groupID is the scale set's resource group's ARM resource ID.
-func (s *ScaleSet) groupID() string {
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s", url.PathEscape(s.sub), url.PathEscape(s.group))
+// groupID is a resource group's ARM resource ID.
+func groupID(sub, group string) string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s", url.PathEscape(sub), url.PathEscape(group))
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -32,6 +33,10 @@ type ScaleSet struct {
 	target armcompute.ImageReference
 	// greens are the scale sets Machines reports too (blue/green).
 	greens []string
+	// before is the model's image Setup replaced, for a scale-up refused
+	// for the quota to put back (see undoSetup); nil when Setup found the
+	// target.
+	before *armcompute.ImageReference
 }
 
 var (
@@ -225,15 +230,52 @@ func (s *ScaleSet) Setup(ctx context.Context) (string, error) {
 	version := ImageString(&s.target)
 	err := s.retry(ctx, "point scale set "+quote(s.name)+" at image "+quote(version), func() (bool, error) {
 		m, err := s.mustGet(ctx, s.name)
-		if err != nil || ImageString(m.Properties.VirtualMachineProfile.StorageProfile.ImageReference) == version {
+		if err != nil {
 			return true, err
 		}
-		img := s.target
-		up := armcompute.VirtualMachineScaleSetUpdate{Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
-			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{StorageProfile: &armcompute.VirtualMachineScaleSetUpdateStorageProfile{ImageReference: &img}}}}
-		return false, s.patch(ctx, s.name, up)
+		img := m.Properties.VirtualMachineProfile.StorageProfile.ImageReference
+		if ImageString(img) == version {
+			return true, nil
+		}
+		if s.before == nil && img != nil {
+			prev := *img
+			s.before = &prev
+		}
+		return false, s.patch(ctx, s.name, imagePatch(s.target))
 	})
 	return version, err
+}
+
+// imagePatch is the PATCH of a scale set model's imageReference alone.
+func imagePatch(img armcompute.ImageReference) armcompute.VirtualMachineScaleSetUpdate {
+	return armcompute.VirtualMachineScaleSetUpdate{Properties: &armcompute.VirtualMachineScaleSetUpdateProperties{
+		VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{StorageProfile: &armcompute.VirtualMachineScaleSetUpdateStorageProfile{ImageReference: &img}}}}
+}
+
+// undoSetup puts the model back at the image Setup found, after Compute
+// refused the scale-up for the quota (cause) before any instance came
+// from the target: the refused start leaves the scale set as it was, so
+// that its autoscaler or a repair launches no instance of an image no
+// run is rolling out. An instance already on the target keeps the model
+// where it is, for the run to go on from.
+func (s *ScaleSet) undoSetup(ctx context.Context, name string, cause error) error {
+	if s.before == nil || !strings.EqualFold(name, s.name) {
+		return cause
+	}
+	ins, err := s.instances(ctx, []string{name})
+	if err != nil {
+		return cause
+	}
+	for _, in := range ins {
+		if machine(in).Version == ImageString(&s.target) {
+			return cause
+		}
+	}
+	if err := s.patch(ctx, name, imagePatch(*s.before)); err != nil {
+		return fmt.Errorf("%w; and cannot put scale set %q back at image %q: %v", cause, name, ImageString(s.before), err)
+	}
+	s.before = nil
+	return cause
 }
 
 // patch sends a PATCH and waits for it.
@@ -293,7 +335,11 @@ func (s *ScaleSet) resize(ctx context.Context, name string, n int64) error {
 		case c == n:
 			return true, nil
 		case c < n:
-			return false, s.patch(ctx, name, armcompute.VirtualMachineScaleSetUpdate{SKU: &armcompute.SKU{Capacity: to.Ptr(n)}})
+			err := s.patch(ctx, name, armcompute.VirtualMachineScaleSetUpdate{SKU: &armcompute.SKU{Capacity: to.Ptr(n)}})
+			if azarm.QuotaExceeded(err) {
+				err = s.undoSetup(ctx, name, err)
+			}
+			return false, err
 		}
 		ins, err := s.instances(ctx, []string{name})
 		if err != nil {

@@ -67,6 +67,8 @@ func status(err error) int {
 type clients struct {
 	sets     *armcompute.VirtualMachineScaleSetsClient
 	vms      *armcompute.VirtualMachineScaleSetVMsClient
+	usages   *armcompute.UsageClient
+	skus     *armcompute.ResourceSKUsClient
 	pipeline azarm.Pipeline
 	// pollEvery is how often a wait on an operation looks again.
 	pollEvery time.Duration
@@ -87,7 +89,8 @@ func newClients(subscription string) (*clients, error) {
 	if err != nil {
 		return nil, inputErrorf("cannot make an ARM client: %v", err)
 	}
-	return &clients{sets: f.NewVirtualMachineScaleSetsClient(), vms: f.NewVirtualMachineScaleSetVMsClient(), pipeline: pl.Pipeline(),
+	return &clients{sets: f.NewVirtualMachineScaleSetsClient(), vms: f.NewVirtualMachineScaleSetVMsClient(),
+		usages: f.NewUsageClient(), skus: f.NewResourceSKUsClient(), pipeline: pl.Pipeline(),
 		pollEvery: 200 * time.Millisecond}, nil
 }
 
