@@ -53,13 +53,8 @@ func usageErrorf(format string, args ...any) error {
 func ExitCode(err error) int {
 	var usage *usageError
 	var input *plan.InputError
-	var eviction *drain.PodEvictionFailure
 	var rolledBack *session.RolledBackError
-	var evictionLost *drain.EvictionUnreachable
-	var blockers *blockersFound
-	var held *state.HeldError
 	var creation *upgrade.NodeCreationFailure
-	var hook *upgrade.HookFailure
 	var service *upgrade.ServiceUpdateFailure
 	var cloudFailure cloud.UpdateError
 	var cloudInput interface{ Input() bool }
@@ -98,6 +93,19 @@ func ExitCode(err error) int {
 		return ExitPaused
 	case errors.As(err, &rolledBack):
 		return ExitRolledBack
+	}
+	return stopExitCode(err)
+}
+
+// stopExitCode maps what stopped a run partway (a drain, a hook, the
+// blockers, another holder of the lock) to its exit code.
+func stopExitCode(err error) int {
+	var eviction *drain.PodEvictionFailure
+	var evictionLost *drain.EvictionUnreachable
+	var hook *upgrade.HookFailure
+	var blockers *blockersFound
+	var held *state.HeldError
+	switch {
 	case errors.As(err, &eviction):
 		return ExitPodEvictionError
 	case errors.As(err, &evictionLost):
