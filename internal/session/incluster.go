@@ -290,7 +290,9 @@ func WorkerArgs(r *Request, strategy, job, ns string) []string {
 		flag string
 		v    bool
 	}{
-		{"force", r.Force}, {"delete-emptydir-data", r.DeleteEmptyDirData}, {"no-wait", r.NoWait},
+		// --force and --delete-emptydir-data travel in the plan's
+		// options (plan.OptionFlags), which --plan-file refuses again.
+		{"no-wait", r.NoWait},
 		{"delete-node", r.DeleteNode}, {LeaveMachinesRunningFlag, r.LeaveMachinesRunning},
 	} {
 		if owned(b.flag) {

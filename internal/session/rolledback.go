@@ -11,17 +11,13 @@ import (
 // RolledBackError ends a run (not the rollback command) that turned
 // around and finished its rollback: the group is back as it was, not
 // upgraded, so the command must not exit 0 as an upgrade does. Gate is
-// the failed gate that turned it around (--on-gate-fail rollback); nil
-// when a rollback control did.
+// the failed gate that turned it around (--on-gate-fail rollback).
 type RolledBackError struct {
 	Group string
 	Gate  *state.WaveGate
 }
 
 func (e *RolledBackError) Error() string {
-	if e.Gate == nil {
-		return fmt.Sprintf("node group %q rolled back as requested: back as before the run, not upgraded", e.Group)
-	}
 	failed := gate.Failed(e.Gate.Verdicts)
 	parts := make([]string, len(failed))
 	for i, v := range failed {
@@ -34,9 +30,10 @@ func (e *RolledBackError) Error() string {
 // asked for the upgrade: a RolledBackError, from what the record says
 // turned it around.
 func rolledBack(rec *state.Record, group string) error {
-	e := &RolledBackError{Group: group}
+	// A rollback control was asked for by a person who knows the group
+	// is back: only a gate's rollback is news a script must route on.
 	if g := rec.LastGate(); g != nil && !g.Pending() && !g.Pass {
-		e.Gate = g
+		return &RolledBackError{Group: group, Gate: g}
 	}
-	return e
+	return nil
 }
