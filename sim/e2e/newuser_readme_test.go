@@ -56,6 +56,8 @@ func planLines(text string) []string {
 		}
 		if phases {
 			line = paceDuration.ReplaceAllString(line, "D")
+			// The account's vCPUs in use move with the tests beside this one.
+			line = quotaFree.ReplaceAllString(line, "N free")
 		}
 		if age >= 0 && len(f) > age {
 			f[age] = "AGE"
@@ -72,6 +74,9 @@ var (
 	endpointInID   = regexp.MustCompile(`\b((?:lt|i)-0{7})[0-9a-f]`)
 	endpointInNode = regexp.MustCompile(`\b(ip-10-)\d+-`)
 )
+
+// quotaFree is what a quota had free when planned.
+var quotaFree = regexp.MustCompile(`\b\d+ free\b`)
 
 // paceDuration is a duration as plan.FormatDuration writes it.
 var paceDuration = regexp.MustCompile(`\b\d+(?:h|m|s)(?:\d+(?:m|s))*\b`)
