@@ -54,11 +54,13 @@ func planLines(text string) []string {
 		case len(f) == 0:
 			age, phases = -1, false
 		}
-		if phases {
+		// The estimates (phases and the added nodes' cost) move with the
+		// machine, and the account's vCPUs in use with the tests beside
+		// this one.
+		if phases || strings.Contains(line, "instance-hours") {
 			line = paceDuration.ReplaceAllString(line, "D")
-			// The account's vCPUs in use move with the tests beside this one.
-			line = quotaFree.ReplaceAllString(line, "N free")
 		}
+		line = quotaFree.ReplaceAllString(line, "N free")
 		if age >= 0 && len(f) > age {
 			f[age] = "AGE"
 			line = strings.Join(f, " ")
