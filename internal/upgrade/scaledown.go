@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/capacity"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -127,10 +128,44 @@ func (s *shrinker) scaleDownOne(ctx context.Context, sr *state.ScaleRecord, orig
 		return s.save(ctx)
 	}
 	victim, err := s.drainVictim(ctx, sr, orig, sizes)
+	if failed := unlaunchable(err); failed != nil && s.aborting {
+		return s.dropUnlaunchable(ctx, sr, sizes, failed)
+	}
 	if err != nil {
 		return err
 	}
 	return s.terminateVictim(ctx, sr, victim)
+}
+
+// unlaunchable is the cloud's word that a machine of the group cannot be
+// created (its quota, its zone's capacity); nil for any other error.
+func unlaunchable(err error) *cloud.UpdateError {
+	var ue cloud.UpdateError
+	if errors.As(err, &ue) && ue.Code == cloud.CodeNodeCreation {
+		return &ue
+	}
+	return nil
+}
+
+// dropUnlaunchable answers abort's wait for a machine the run launched
+// that its cloud cannot create: no node will come for it, so the desired
+// size comes down by one, which takes a machine not yet running before
+// any other (Compute's resize:
+// https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers/resize).
+// The size is lowered before it is recorded: a kill between leaves a
+// size below the recorded one, which the next look does not mistake for
+// the autoscaler's.
+func (s *shrinker) dropUnlaunchable(ctx context.Context, sr *state.ScaleRecord, sizes plan.Sizes, failed *cloud.UpdateError) error {
+	g, ok := s.pool.(cloud.Scaler)
+	if !ok {
+		return *failed
+	}
+	s.logf("scale-down: %s cannot be created (%s); desired %d -> %d drops it", listNames(quoteEach(failed.Nodes), waitNamesShown), failed.Message, sizes.Desired, sizes.Desired-1)
+	if err := g.SetDesiredAndMax(ctx, sizes.Desired-1, sizes.Max); err != nil {
+		return fmt.Errorf("scale-down: error when lowering the desired size of %s %q: %w", s.words.groupKind(), s.pool.GroupName(), err)
+	}
+	sr.Shrinking, sr.ShrinkTo, sr.LastDesired = "", 0, sizes.Desired-1
+	return s.save(ctx)
 }
 
 // drainVictim picks the node to remove (or takes the recorded one),

@@ -12,7 +12,7 @@ import (
 // TestGCEQuotaEndsTheWaitAtOnce: Compute cannot create the surge
 // instance (the project's CPUS quota); the run stops on the managed
 // instance's lastAttempt error long before --node-ready-timeout, naming
-// it, and abort puts the group back.
+// it, and abort puts the group back with the quota still short.
 func TestGCEQuotaEndsTheWaitAtOnce(t *testing.T) {
 	t.Parallel()
 	const name = "gce-quota"
@@ -26,10 +26,13 @@ func TestGCEQuotaEndsTheWaitAtOnce(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Minute {
 		t.Errorf("the run took %s to see the quota failure", took)
 	}
-	g.srv.FailCreations("", "")
-	if a := g.run(t, "abort", name); a.code != nodeupgrade.ExitOK {
-		t.Fatalf("abort: %s", a)
+	// The quota is still short: abort drops the machine that cannot come
+	// rather than wait for its node.
+	a := g.run(t, "abort", name)
+	if a.code != nodeupgrade.ExitOK || !strings.Contains(a.stdout, "cannot be created") {
+		t.Fatalf("abort: want exit %d dropping the machine that cannot be created: %s", nodeupgrade.ExitOK, a)
 	}
+	g.srv.FailCreations("", "")
 	g.assertAborted(t)
 }
 

@@ -98,7 +98,9 @@ func TestEveryCommandAsLeastPrivilegedUser(t *testing.T) {
 		t.Fatalf("abort: %s", r)
 	}
 
-	// a second run, rolled back from its soak
+	// a second run, rolled back from its soak, once the pods abort moved
+	// are Ready again (or it is refused: pdb-zero-disruptions)
+	waitPDBAllows(t, name, "web", 1)
 	run = startBackground(t, g.cmd(upgraderKC, bg...))
 	if !run.waitFor("batch 1/2: soak") {
 		t.Fatalf("the second run never reached its first batch soak:\n%s", run.output())
