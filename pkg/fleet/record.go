@@ -151,3 +151,13 @@ func (s *Store) Update(ctx context.Context, change func(*Record) error) (*Record
 	})
 	return out, err
 }
+
+// Delete removes the record: the fleet may start again, with any plan.
+// A record already gone is not an error.
+func (s *Store) Delete(ctx context.Context) error {
+	err := s.Client.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, ObjectName(s.Name), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cannot delete the fleet's record %s/%s: %w", s.Namespace, ObjectName(s.Name), err)
+	}
+	return nil
+}

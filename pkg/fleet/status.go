@@ -14,10 +14,12 @@ type Row struct {
 	// Status is the record's status word; "not started" without a record,
 	// "unknown" when the cluster did not answer (Error says why).
 	Status string `json:"status"`
-	Phase  string `json:"phase,omitempty"`
-	Done   int    `json:"done"`
-	Left   int    `json:"left"`
-	Error  string `json:"error,omitempty"`
+	// Alive says a live process drives the target's run.
+	Alive bool   `json:"alive"`
+	Phase string `json:"phase,omitempty"`
+	Done  int    `json:"done"`
+	Left  int    `json:"left"`
+	Error string `json:"error,omitempty"`
 }
 
 // The status words of targets that have no status of their own.

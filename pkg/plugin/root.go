@@ -68,6 +68,7 @@ Review the plan first with "kubectl nodeupgrade plan", then run it.`,
 		NewCmdControl("rollback", configFlags, streams),
 		NewCmdControl("complete", configFlags, streams),
 		NewCmdAbort(configFlags, streams),
+		NewCmdFleet(configFlags, streams),
 		NewCmdVersion(streams),
 	)
 	explainConnectionErrors(cmd, configFlags)

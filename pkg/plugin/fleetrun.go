@@ -1,0 +1,223 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
+)
+
+// FleetRunOptions are the flags of "fleet run" and "fleet resume".
+type FleetRunOptions struct {
+	fleetOptions
+	verb string
+	Yes  bool
+	// poll is how often an approval is looked for.
+	poll time.Duration
+}
+
+var fleetRunHelp = map[string][3]string{
+	"run": {"Run a fleet's stages: every target's run, a stage at a time",
+		`Run the fleet of -f, stage after stage. A new fleet is planned first (as
+"fleet plan"), and refused, with nothing changed, when a target cannot be
+planned, its run would refuse its blockers, or a stage cannot fit a shared
+quota. A fleet in flight goes on from its record in --record-context; a file
+that resolves differently from the one it started with is refused (exit 2).
+
+Each target runs as "run GROUP --context CONTEXT --yes" with its run flags,
+in its own process; a target whose run is alive (a coordinator killed
+before) is followed, one that is paused is resumed. A failed or paused target
+starts no new target (beyond the stage's maxFailures), the ones in flight run
+to their end, and the fleet exits with the first one's exit code. After a
+stage: its soak, its gates over the soak (a failing gate exits 8 naming the
+gate, its value and threshold), and its approval ("fleet approve").`,
+		`  # Roll the fleet out
+  kubectl nodeupgrade fleet run -f fleet.yaml --yes
+
+  # The fleet's record in the management cluster's context
+  kubectl nodeupgrade fleet run -f fleet.yaml --record-context mgmt --yes`},
+	"resume": {"Continue a fleet in flight: paused targets resumed, gates evaluated again",
+		`Continue the fleet of -f from its record: targets paused by "fleet cancel"
+or a gate are resumed, failed ones retried, a stage's failed gates evaluated
+again over a new soak, and the stages after it run as "fleet run" runs them.`,
+		`  # Go on after a gate failed and the cause was fixed
+  kubectl nodeupgrade fleet resume -f fleet.yaml`},
+}
+
+func newCmdFleetRun(verb string, configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &FleetRunOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}, verb: verb, poll: 2 * time.Second}
+	h := fleetRunHelp[verb]
+	cmd := &cobra.Command{
+		Use:     verb + " -f FILE",
+		Short:   h[0],
+		Long:    h[1],
+		Example: h[2],
+		Args:    argsAtMost(0, "no arguments (the fleet is -f)"),
+		RunE:    runE(o),
+	}
+	o.addFileFlag(cmd.Flags())
+	o.addRecordFlags(cmd.Flags())
+	if verb == "run" {
+		cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Start the fleet (required: it changes every target's cluster)")
+	}
+	return cmd
+}
+
+// Complete reads the fleet file.
+func (o *FleetRunOptions) Complete(*cobra.Command, []string) error { return o.load() }
+
+// Validate needs nothing more: --yes is asked for once the plan is shown.
+func (o *FleetRunOptions) Validate() error { return nil }
+
+// Run starts or continues the fleet.
+func (o *FleetRunOptions) Run(ctx context.Context) error {
+	store, err := o.recordStore(o.fleet.Name)
+	if err != nil {
+		return err
+	}
+	rec, err := store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		if err := o.startNew(ctx); err != nil {
+			return err
+		}
+	}
+	return fleetError(o.scheduler(store).Run(ctx))
+}
+
+// startNew plans a fleet that has not started and refuses it, with
+// nothing changed, where the plan says it cannot go through.
+func (o *FleetRunOptions) startNew(ctx context.Context) error {
+	if o.verb == "resume" {
+		return usageErrorf("fleet %q has no record in context %q namespace %q: \"fleet run\" starts it", o.fleet.Name, o.RecordContext, o.StateNamespace)
+	}
+	r := o.planRollout(ctx)
+	if err := printRollout(o.Out, r); err != nil {
+		return err
+	}
+	if err := firstTargetError(r); err != nil {
+		return err
+	}
+	if r.Refused() {
+		return &fleetExit{code: ExitBlockers, msg: fmt.Sprintf("refusing to run fleet %q: a target's run would refuse its blockers, or a stage cannot fit a shared quota (see above); nothing was changed", r.Name)}
+	}
+	if !o.Yes {
+		return usageErrorf("fleet %q changes the node groups of %d clusters: review the plan above and give --yes", o.fleet.Name, len(clustersOf(o.fleet)))
+	}
+	fmt.Fprintln(o.Out)
+	return nil
+}
+
+func clustersOf(f *fleet.Fleet) []string {
+	var out []string
+	for _, st := range f.Stages {
+		for _, t := range st.Targets {
+			if !slices.Contains(out, t.Context) {
+				out = append(out, t.Context)
+			}
+		}
+	}
+	return out
+}
+
+func (o *FleetRunOptions) scheduler(store *fleet.Store) *fleet.Scheduler {
+	ev := o.file.Evaluator()
+	ev.Dir, ev.Env = o.dir, []string{"NODEUPGRADE_FLEET=" + o.fleet.Name}
+	mu := &sync.Mutex{}
+	return &fleet.Scheduler{
+		Fleet:  o.fleet,
+		Store:  store,
+		Runner: &fleetRunner{x: o.targets(), out: o.Out, errOut: o.ErrOut, mu: mu},
+		Gates: func(ctx context.Context, gates []string, from, to time.Time) ([]gate.Verdict, error) {
+			specs, err := gate.ParseAll(gates)
+			if err != nil {
+				return nil, err
+			}
+			return ev.EvaluateAll(ctx, specs, from, to), nil
+		},
+		Out:   &prefixWriter{mu: mu, w: o.Out, prefix: fmt.Sprintf("[fleet %s] ", o.fleet.Name)},
+		Now:   time.Now,
+		Sleep: sleepCtx,
+		Poll:  o.poll,
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// fleetError gives the scheduler's errors their exit codes: a plan file
+// changed under a fleet in flight is bad input; a failed gate stops the
+// fleet on purpose (8); a stopped stage exits as its first target did.
+func fleetError(err error) error {
+	var changed *fleet.ChangedError
+	var gateErr *fleet.GateError
+	switch {
+	case errors.As(err, &changed):
+		return usageErrorf("%v", err)
+	case errors.As(err, &gateErr):
+		return &fleetExit{code: ExitPaused, msg: err.Error()}
+	}
+	return err
+}
+
+// fleetRunner runs a target's run in its own cluster, its output
+// prefixed with the target.
+type fleetRunner struct {
+	x           targetExec
+	out, errOut io.Writer
+	mu          *sync.Mutex
+}
+
+// Run runs t to its end: a new run, the resume of a paused one, or, where
+// its run is alive (started by a coordinator killed since), "status -w"
+// following it, so no target runs twice.
+func (r *fleetRunner) Run(ctx context.Context, t fleet.Target) fleet.Result {
+	st, ok, err := r.x.lookStatus(ctx, t)
+	if err != nil {
+		return fleet.Result{Outcome: fleet.Failed, Err: err}
+	}
+	verb, args := "run", append(slices.Clone(t.Args), "--yes")
+	switch {
+	case ok && st.Alive:
+		verb, args = "status", append([]string{"-w"}, stateFlags(t)...)
+	case ok && st.Status == StatusPaused:
+		verb, args = "resume", append([]string{"--yes"}, stateFlags(t)...)
+	}
+	prefix := fmt.Sprintf("[%s] ", t.ID())
+	var tail bytes.Buffer
+	cmd := r.x.command(ctx, t, verb, args...)
+	cmd.Stdout = &prefixWriter{mu: r.mu, w: r.out, prefix: prefix}
+	cmd.Stderr = io.MultiWriter(&prefixWriter{mu: r.mu, w: r.errOut, prefix: prefix}, &tail)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	err = exitOf(cmd.Run(), t, verb, tail.String())
+	switch code := ExitCode(err); {
+	case err == nil:
+		return fleet.Result{Outcome: fleet.Done}
+	case code == ExitPaused:
+		return fleet.Result{Outcome: fleet.Paused, Err: err}
+	default:
+		return fleet.Result{Outcome: fleet.Failed, Err: err}
+	}
+}

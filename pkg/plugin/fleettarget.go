@@ -1,0 +1,147 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
+)
+
+// targetExec runs this plugin's commands on a fleet's targets, a process
+// per target, in the target's context.
+type targetExec struct {
+	exe        string
+	kubeconfig string
+}
+
+func (o *fleetOptions) targets() targetExec {
+	x := targetExec{exe: o.exe}
+	if o.configFlags.KubeConfig != nil {
+		x.kubeconfig = *o.configFlags.KubeConfig
+	}
+	return x
+}
+
+// command is verb on t: its group (or -l selector), then extra, in its
+// context.
+func (x targetExec) command(ctx context.Context, t fleet.Target, verb string, extra ...string) *exec.Cmd {
+	args := []string{verb, t.NodeGroup}
+	if t.Selector != "" {
+		args = []string{verb, "-l", t.Selector}
+	}
+	return x.inContext(ctx, t, append(args, extra...)...)
+}
+
+// inContext is the plugin with args in t's context.
+func (x targetExec) inContext(ctx context.Context, t fleet.Target, args ...string) *exec.Cmd {
+	args = append(args, "--context", t.Context)
+	if x.kubeconfig != "" {
+		args = append(args, "--kubeconfig", x.kubeconfig)
+	}
+	return exec.CommandContext(ctx, x.exe, args...)
+}
+
+// stateFlags are t's --state-namespace, where its run flags set one: its
+// record is there.
+func stateFlags(t fleet.Target) []string {
+	for _, a := range t.Args {
+		if strings.HasPrefix(a, "--state-namespace=") {
+			return []string{a}
+		}
+	}
+	return nil
+}
+
+// targetExit is a target's command that exited non-zero; its code is
+// the fleet command's where it decides the outcome.
+type targetExit struct {
+	target string
+	verb   string
+	code   int
+	last   string // the last line it wrote to standard error
+}
+
+func (e *targetExit) Error() string {
+	if e.last == "" {
+		return fmt.Sprintf("%s on %q exited %d", e.verb, e.target, e.code)
+	}
+	return fmt.Sprintf("%s on %q exited %d: %s", e.verb, e.target, e.code, e.last)
+}
+
+func (e *targetExit) exitCode() int { return e.code }
+
+// capture runs cmd and returns its standard output; a non-zero exit is a
+// *targetExit naming t.
+func capture(cmd *exec.Cmd, t fleet.Target, verb string) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return stdout.Bytes(), exitOf(cmd.Run(), t, verb, stderr.String())
+}
+
+func exitOf(err error, t fleet.Target, verb, stderr string) error {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		e := &targetExit{target: t.ID(), verb: verb, code: exit.ExitCode()}
+		if strings.TrimSpace(stderr) != "" {
+			e.last = lastLine(stderr)
+		}
+		return e
+	}
+	if err != nil {
+		return fmt.Errorf("cannot run %s on %q: %w", verb, t.ID(), err)
+	}
+	return nil
+}
+
+// lookStatus is t's recorded run as "status -o json" reads it in its own
+// cluster; ok false when it has none. It asks for every group of the
+// namespace (-A), where a group without a record is not an error.
+func (x targetExec) lookStatus(ctx context.Context, t fleet.Target) (RunStatus, bool, error) {
+	out, err := capture(x.inContext(ctx, t, append([]string{"status", "-A", "-o", "json"}, stateFlags(t)...)...), t, "status")
+	if err != nil {
+		return RunStatus{}, false, err
+	}
+	var list RunStatusList
+	if err := json.Unmarshal(out, &list); err != nil {
+		return RunStatus{}, false, fmt.Errorf("cannot decode the status of %q: %w", t.ID(), err)
+	}
+	for _, s := range list.Items {
+		if s.Record != nil && s.NodeGroup == t.Group() {
+			return s, true, nil
+		}
+	}
+	return RunStatus{}, false, nil
+}
+
+// prefixWriter writes each whole line to w after prefix, one writer's
+// lines never torn by another's: many targets share one terminal.
+type prefixWriter struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		p.mu.Lock()
+		_, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		p.mu.Unlock()
+		p.buf = p.buf[i+1:]
+		if err != nil {
+			return len(b), err
+		}
+	}
+}
