@@ -44,10 +44,7 @@ to their end, and the fleet exits with the first one's exit code. After a
 stage: its soak, its gates over the soak (a failing gate exits 8 naming the
 gate, its value and threshold), and its approval ("fleet approve").`,
 		`  # Roll the fleet out
-  kubectl nodeupgrade fleet run -f fleet.yaml --yes
-
-  # The fleet's record in the management cluster's context
-  kubectl nodeupgrade fleet run -f fleet.yaml --record-context mgmt --yes`},
+  kubectl nodeupgrade fleet run -f fleet.yaml --yes`},
 	"resume": {"Continue a fleet in flight: paused targets resumed, gates evaluated again",
 		`Continue the fleet of -f from its record: targets paused by "fleet cancel"
 or a gate are resumed, failed ones retried, a stage's failed gates evaluated

@@ -220,6 +220,12 @@ func TestHelpExamplesRunOnTheDemo(t *testing.T) {
 	}
 	clearLabelDemo(t, ctx)
 
+	t.Run("fleet path", func(t *testing.T) { runFleetExamples(t, ctx, ex) })
+	if t.Failed() {
+		return
+	}
+	clearLabelDemo(t, ctx)
+
 	t.Run("AWS path", func(t *testing.T) {
 		srv, err := awsfake.StartDemo(ctx, client, awsfake.DemoOptions{Size: 3, LaunchDelay: 500 * time.Millisecond})
 		if err != nil {
