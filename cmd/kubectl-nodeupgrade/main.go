@@ -15,6 +15,11 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if os.Getenv(plugin.FleetEnv) != "" {
+		// A target of a fleet writes to its coordinator's pipes: killed,
+		// the coordinator must not take its runs with it.
+		signal.Ignore(syscall.SIGPIPE)
+	}
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	cmd := plugin.NewCmdNodeUpgrade(streams)
 	// before any client exists: library logs are off unless -v is given

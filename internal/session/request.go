@@ -40,6 +40,9 @@ type Request struct {
 	JoinTimeout time.Duration
 	// SavedPlan is the plan --plan-file names, read by LoadPlanFile.
 	SavedPlan *plan.Plan
+	// Fleet is the fleet ("NAME@HASH") whose coordinator starts the run,
+	// stamped on its record.
+	Fleet string
 
 	strategy     plan.Strategy
 	targetLabels map[string]string

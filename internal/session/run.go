@@ -293,6 +293,9 @@ func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.
 	if rec == nil || rec.FinishedAt != nil {
 		rec = nextRecord(rec, group, time.Now().UTC().Truncate(time.Second))
 	}
+	if pl.Request.Fleet != "" {
+		rec.Fleet = pl.Request.Fleet
+	}
 	if rec.Cloud != nil && rec.Cloud.Group != cloud.GroupName(pl.Provider) && (pl.Cloud == nil || rec.Cloud.Group != pl.Cloud.BlueDeleted) {
 		return nil, Usagef("node group %q has an unfinished run on %s group %q; finish it with %s", group, rec.Cloud.Provider, rec.Cloud.Group, pl.Request.GroupFlags(rec.Cloud.Provider, rec.Cloud.Group))
 	}

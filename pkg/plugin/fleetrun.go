@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -187,28 +186,38 @@ type fleetRunner struct {
 	mu          *sync.Mutex
 }
 
-// Run runs t to its end: a new run, the resume of a paused one, or, where
-// its run is alive (started by a coordinator killed since), "status -w"
-// following it, so no target runs twice.
+// Run runs t to its end: a new run, or the resume of a paused one. A
+// run still alive (started by a coordinator killed since) is followed
+// with "status -w" to its end, then looked at again, so no target runs
+// twice and one left interrupted is run again.
 func (r *fleetRunner) Run(ctx context.Context, t fleet.Target) fleet.Result {
-	st, ok, err := r.x.lookStatus(ctx, t)
-	if err != nil {
-		return fleet.Result{Outcome: fleet.Failed, Err: err}
+	for follows := 0; ; follows++ {
+		st, ok, err := r.x.lookStatus(ctx, t)
+		if err != nil {
+			return fleet.Result{Outcome: fleet.Failed, Err: err}
+		}
+		switch {
+		case ok && st.Alive && follows < 3:
+			if res := r.exec(ctx, t, "status", append([]string{"-w"}, stateFlags(t)...)...); ctx.Err() != nil {
+				return res
+			}
+		case ok && st.Status == StatusPaused:
+			return r.exec(ctx, t, "resume", append([]string{"--yes"}, stateFlags(t)...)...)
+		default:
+			return r.exec(ctx, t, "run", append(slices.Clone(t.Args), "--yes")...)
+		}
 	}
-	verb, args := "run", append(slices.Clone(t.Args), "--yes")
-	switch {
-	case ok && st.Alive:
-		verb, args = "status", append([]string{"-w"}, stateFlags(t)...)
-	case ok && st.Status == StatusPaused:
-		verb, args = "resume", append([]string{"--yes"}, stateFlags(t)...)
-	}
+}
+
+// exec runs verb on t, its output prefixed with the target, and maps its
+// exit code to the target's outcome.
+func (r *fleetRunner) exec(ctx context.Context, t fleet.Target, verb string, args ...string) fleet.Result {
 	prefix := fmt.Sprintf("[%s] ", t.ID())
 	var tail bytes.Buffer
 	cmd := r.x.command(ctx, t, verb, args...)
 	cmd.Stdout = &prefixWriter{mu: r.mu, w: r.out, prefix: prefix}
 	cmd.Stderr = io.MultiWriter(&prefixWriter{mu: r.mu, w: r.errOut, prefix: prefix}, &tail)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	err = exitOf(cmd.Run(), t, verb, tail.String())
+	err := exitOf(cmd.Run(), t, verb, tail.String())
 	switch code := ExitCode(err); {
 	case err == nil:
 		return fleet.Result{Outcome: fleet.Done}

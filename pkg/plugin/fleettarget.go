@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 )
@@ -19,10 +21,11 @@ import (
 type targetExec struct {
 	exe        string
 	kubeconfig string
+	fleet      string // NAME@HASH
 }
 
 func (o *fleetOptions) targets() targetExec {
-	x := targetExec{exe: o.exe}
+	x := targetExec{exe: o.exe, fleet: o.fleet.Name + "@" + o.fleet.Hash}
 	if o.configFlags.KubeConfig != nil {
 		x.kubeconfig = *o.configFlags.KubeConfig
 	}
@@ -45,8 +48,18 @@ func (x targetExec) inContext(ctx context.Context, t fleet.Target, args ...strin
 	if x.kubeconfig != "" {
 		args = append(args, "--kubeconfig", x.kubeconfig)
 	}
-	return exec.CommandContext(ctx, x.exe, args...)
+	cmd := exec.CommandContext(ctx, x.exe, args...)
+	// Stopped, the coordinator interrupts its targets as Ctrl-C would and
+	// waits for them to record where they stopped, never kills them.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", FleetEnv+"="+x.fleet)
+	return cmd
 }
+
+// FleetEnv names, in a target's environment, the fleet that runs it and
+// its plan's hash ("NAME@HASH").
+const FleetEnv = "NODEUPGRADE_FLEET"
 
 // stateFlags are t's --state-namespace, where its run flags set one: its
 // record is there.

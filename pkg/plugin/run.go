@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -134,6 +135,7 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.DryRun = dryRunClient
 	}
 	o.rollback.complete(cmd)
+	o.Request.Fleet = os.Getenv(FleetEnv)
 	if err := o.LoadPlanFile(); err != nil {
 		return err
 	}

@@ -80,6 +80,9 @@ type Record struct {
 	// Note is what a finished run wants the operator to know (e.g. the
 	// cluster autoscaler stopped the scale-down).
 	Note string `json:"note,omitempty"`
+	// Fleet is the fleet ("NAME@HASH": its name and plan's hash) whose
+	// coordinator started or went on with the run; "" for a run of its own.
+	Fleet string `json:"fleet,omitempty"`
 	// Quarantined are the nodes --undrainable cordon left cordoned and
 	// tainted, their machines kept: their drains were still held at
 	// --drain-timeout. The next run replaces them first.

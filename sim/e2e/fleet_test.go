@@ -187,6 +187,11 @@ func TestFleetOverThreeClusters(t *testing.T) {
 	}
 	assertFleetRows(t, fleetCmd, file, map[string]string{"canary/fleet-canary": "finished", "sim/fleet-aws": "finished", "edge/fleet-edge": "finished"})
 	g.assertFinished(t)
+	st := runCmd(t, g.cmd(sim.Kubeconfig, "status", "fleet-aws", "-o", "json"))
+	var rs nodeupgrade.RunStatus
+	if err := json.Unmarshal([]byte(st.stdout), &rs); err != nil || rs.Record == nil || !strings.HasPrefix(rs.Fleet, "e2e-fleet@") {
+		t.Errorf("the target's record is not stamped with the fleet (%v): %s", err, st)
+	}
 	for _, w := range watchers {
 		assertNoViolations(t, w.Stop())
 	}
