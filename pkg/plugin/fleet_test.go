@@ -7,11 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 )
 
 // fleetKubeconfig has contexts dev and prod-a, whose servers answer
@@ -89,26 +87,3 @@ func TestBadFleetFilesExitTwoBeforeAnyCluster(t *testing.T) {
 }
 
 func oneLineOf(s string) bool { return strings.Count(strings.TrimRight(s, "\n"), "\n") == 0 && s != "" }
-
-func TestMakespan(t *testing.T) {
-	m := time.Minute
-	tests := []struct {
-		name string
-		n    int
-		work []time.Duration
-		want time.Duration
-	}{
-		{"one at a time adds up", 1, []time.Duration{m, 2 * m, 3 * m}, 6 * m},
-		{"all at once is the longest", 3, []time.Duration{m, 2 * m, 3 * m}, 3 * m},
-		{"two at once: the third starts when the first ends", 2, []time.Duration{m, 3 * m, 2 * m}, 3 * m},
-		{"two at once, a long one last", 2, []time.Duration{m, m, 5 * m}, 6 * m},
-		{"no work", 2, nil, 0},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := fleet.Makespan(tc.n, tc.work); got != tc.want {
-				t.Errorf("Makespan(%d, %v) = %s, want %s", tc.n, tc.work, got, tc.want)
-			}
-		})
-	}
-}
