@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-
 )
 
 // fleetKubeconfig has contexts dev and prod-a, whose servers answer
