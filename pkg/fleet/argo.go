@@ -176,6 +176,10 @@ func kubeconfigVolume(secret string) corev1.Volume {
 // (workflowFieldNameFmt, workflow/validate/validate.go).
 var argoFieldName = regexp.MustCompile(`^[a-zA-Z0-9][-a-zA-Z0-9]*$`)
 
+// argoMaxStageName leaves room for "approval-" and "-target-NNNN" within
+// Argo's 128 characters of a name (workflowFieldMaxLength, ibid.).
+const argoMaxStageName = 100
+
 // argoStageNames name each stage's steps and templates: the stage's own
 // name where Argo takes it and every derived name stays unique, else
 // stage-1, stage-2… for all, so the names never depend on one another.
@@ -189,8 +193,7 @@ func argoStageNames(f *Fleet) []string {
 			ok = ok && !seen[derived]
 			seen[derived] = true
 		}
-		// 40 leaves room for "approval-" and "-target-N" within 63.
-		ok = ok && argoFieldName.MatchString(st.Name) && len(st.Name) <= 40
+		ok = ok && argoFieldName.MatchString(st.Name) && len(st.Name) <= argoMaxStageName
 	}
 	if !ok {
 		for i := range names {

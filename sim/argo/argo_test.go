@@ -10,6 +10,7 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/validate"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -42,7 +43,12 @@ var opts = fleet.ArgoOptions{Image: "ghcr.io/nodeupgrade/kubectl-nodeupgrade:v1.
 // exported is threeStages exported and decoded into Argo's types.
 func exported(t *testing.T) *wfv1.WorkflowTemplate {
 	t.Helper()
-	f, err := fleet.Parse([]byte(threeStages))
+	return exportedFile(t, threeStages)
+}
+
+func exportedFile(t *testing.T, file string) *wfv1.WorkflowTemplate {
+	t.Helper()
+	f, err := fleet.Parse([]byte(file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,5 +172,25 @@ func assertKubeconfigMounted(t *testing.T, wt *wfv1.WorkflowTemplate, mounts []c
 	}
 	if got := mounts[0].MountPath + "/" + s.Items[0].Path; got != fleet.ArgoKubeconfig {
 		t.Errorf("the kubeconfig is mounted at %q, want %q", got, fleet.ArgoKubeconfig)
+	}
+}
+
+// TestExportPassesArgoValidation: Argo's own validation of a
+// WorkflowTemplate (what "argo template lint" and its admission run)
+// accepts the export: names, template references, suspend durations.
+// The stage names are the export's where Argo takes them, else stage-N.
+func TestExportPassesArgoValidation(t *testing.T) {
+	tests := []struct{ name, file string }{
+		{"the three stages", threeStages},
+		{"a stage name Argo refuses", strings.Replace(threeStages, "name: prod", "name: prod eu", 1)},
+		{"the longest stage name the export keeps", strings.Replace(threeStages, "name: prod", "name: "+strings.Repeat("p", 100), 1)},
+		{"a stage name too long with its prefixes", strings.Replace(threeStages, "name: prod", "name: "+strings.Repeat("p", 120), 1)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := validate.ValidateWorkflowTemplate(nil, nil, exportedFile(t, tc.file), nil, validate.ValidateOpts{}); err != nil {
+				t.Errorf("Argo refuses the export: %v", err)
+			}
+		})
 	}
 }
