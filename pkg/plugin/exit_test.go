@@ -298,6 +298,7 @@ func TestBadFlagValuesBeforeTheCluster(t *testing.T) {
 		{"resume", []string{"resume", "demo", "--image-ref", "example.com/p:1"}, "--image-ref"},
 		{"rollback", []string{"rollback", "demo", "--service-account", "x", "--yes"}, "--service-account"},
 		{"complete", []string{"complete", "demo", "--state-namespace", "-ns"}, "--state-namespace"},
+		{"fleet", []string{"fleet", "plan", "-f", "/nonexistent/fleet.yaml"}, "-f"},
 	}
 	covered := map[string]bool{"version": true} // version takes no flag value and no cluster
 	for _, tc := range tests {

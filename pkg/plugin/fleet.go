@@ -43,6 +43,7 @@ targets. See docs/fleet.md.`,
 		newCmdFleetApprove(configFlags, streams),
 		newCmdFleetFanOut("cancel", configFlags, streams),
 		newCmdFleetFanOut("abort", configFlags, streams),
+		newCmdFleetExport(configFlags, streams),
 	)
 	return cmd
 }

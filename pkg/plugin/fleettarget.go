@@ -35,16 +35,16 @@ func (o *fleetOptions) targets() targetExec {
 // command is verb on t: its group (or -l selector), then extra, in its
 // context.
 func (x targetExec) command(ctx context.Context, t fleet.Target, verb string, extra ...string) *exec.Cmd {
-	args := []string{verb, t.NodeGroup}
-	if t.Selector != "" {
-		args = []string{verb, "-l", t.Selector}
-	}
-	return x.inContext(ctx, t, append(args, extra...)...)
+	return x.run(ctx, t.Command(verb, extra...))
 }
 
 // inContext is the plugin with args in t's context.
 func (x targetExec) inContext(ctx context.Context, t fleet.Target, args ...string) *exec.Cmd {
-	args = append(args, "--context", t.Context)
+	return x.run(ctx, append(args, "--context", t.Context))
+}
+
+// run is the plugin with args, and the fleet's kubeconfig.
+func (x targetExec) run(ctx context.Context, args []string) *exec.Cmd {
 	if x.kubeconfig != "" {
 		args = append(args, "--kubeconfig", x.kubeconfig)
 	}

@@ -31,6 +31,7 @@ func runFleetExamples(t *testing.T, ctx context.Context, ex *helpExamples) {
 	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade fleet plan -f fleet.yaml -o json")
 	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade fleet plan -f fleet.yaml --detailed-exitcode")
 	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade fleet status -f fleet.yaml")
+	ex.run(t, env, nodeupgrade.ExitOK, "kubectl nodeupgrade fleet export -f fleet.yaml --argo --image-ref ghcr.io/nodeupgrade/kubectl-nodeupgrade:v1.0.0 --kubeconfig-secret fleet-kubeconfig")
 
 	run := startBackground(t, ex.cmd(t, env, "kubectl nodeupgrade fleet run -f fleet.yaml --yes"))
 	if !run.waitFor("waiting for approval") {

@@ -218,3 +218,49 @@ func assertFleetRows(t *testing.T, fleetCmd func(...string) *exec.Cmd, file stri
 		t.Errorf("fleet status: %d targets, want %d:\n%s", len(st.Targets), len(want), r.stdout)
 	}
 }
+
+const failingFleetFile = `apiVersion: nodeupgrade.dev/v1alpha1
+kind: FleetPlan
+metadata: {name: e2e-failing}
+defaults:
+  run: {provider: none, target-label: "eks.amazonaws.com/nodegroup-image=ami-new", max-unavailable: 1}
+stages:
+- name: all
+  maxConcurrency: 2
+  targets:
+  - {context: sim, nodeGroup: fleet-slow, run: {post-drain-wait: 3s}}
+  - {context: sim, nodeGroup: fleet-bad, run: {post-drain-wait: 0s, pre-drain-hook: "exit 3"}}
+  - {context: sim, nodeGroup: fleet-later, run: {post-drain-wait: 0s}}
+`
+
+// TestFleetStopsAtAFailedTarget: two targets run at once; one fails (its
+// pre-drain hook, exit 10): the third never starts, the one in flight
+// runs to its end, and the fleet exits as the failed one did. "fleet
+// abort" then puts the failed target back in service and forgets the
+// fleet, whose targets are untouched but the finished one.
+func TestFleetStopsAtAFailedTarget(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"fleet-slow", "fleet-bad", "fleet-later"} {
+		setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
+	}
+	file := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(file, []byte(failingFleetFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fleetCmd := func(args ...string) *exec.Cmd { return pluginCmd(append([]string{"fleet"}, args...)...) }
+
+	r := runCmd(t, fleetCmd("run", "-f", file, "--yes"))
+	if r.code != nodeupgrade.ExitHookFailed || !strings.Contains(r.stderr, `"sim/fleet-bad"`) {
+		t.Fatalf("fleet run: want exit %d naming the failed target: %s", nodeupgrade.ExitHookFailed, r)
+	}
+	assertFleetRows(t, fleetCmd, file, map[string]string{"sim/fleet-slow": "finished", "sim/fleet-bad": "failed", "sim/fleet-later": "not started"})
+	ctx := testContext(t, 2*time.Minute)
+	assertUntouched(t, ctx, groupKey, "fleet-later")
+
+	r = runCmd(t, fleetCmd("abort", "-f", file, "--yes"))
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "record is deleted") {
+		t.Fatalf("fleet abort: %s", r)
+	}
+	assertUntouched(t, ctx, groupKey, "fleet-bad")
+	assertFleetRows(t, fleetCmd, file, map[string]string{"sim/fleet-slow": "finished", "sim/fleet-bad": "aborted", "sim/fleet-later": "not started"})
+}
