@@ -16,8 +16,8 @@ import (
 
 // UpgradeStatusLabel marks a node the run left behind on purpose.
 const (
-	UpgradeStatusLabel = "nodeupgrade.dev/upgrade-status"
-	StatusQuarantined  = "quarantined"
+	UpgradeStatusLabel = check.LabelUpgradeStatus
+	StatusQuarantined  = check.StatusQuarantined
 )
 
 // Undrainable values (--undrainable): what a drain still held at
