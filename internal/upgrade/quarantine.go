@@ -203,3 +203,13 @@ func quarantinedEnd(r *state.Record) error {
 func (b *batchRun) unquarantined(names []string) []string {
 	return slices.DeleteFunc(names, b.quarantined)
 }
+
+// liftQuarantine takes the quarantine label off n, which is back in
+// service; it says whether there was one.
+func liftQuarantine(n *corev1.Node) bool {
+	if !check.Quarantined(n) {
+		return false
+	}
+	delete(n.Labels, UpgradeStatusLabel)
+	return true
+}
