@@ -276,7 +276,11 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := p.addBatches(p.cutWaves(p.quarantinedFirst(batches), in))
+	batches, note := quarantinedFirst(batches, p.Order)
+	if note != "" {
+		p.Notes = append(p.Notes, note)
+	}
+	names := p.addBatches(p.cutWaves(batches, in))
 	if err := p.planSteps(in, strategy); err != nil {
 		return nil, err
 	}

@@ -12,10 +12,10 @@ import (
 // an earlier batch, so that the batches keep the sizes and zones the
 // strategy gave them (surge's one zone per batch; in random order any
 // zone does); the batches holding
-// them then go first, and the plan notes which.
-func (p *Plan) quarantinedFirst(batches [][]PlannedNode) [][]PlannedNode {
+// them then go first; note says which.
+func quarantinedFirst(batches [][]PlannedNode, order string) (reordered [][]PlannedNode, note string) {
 	var names []string
-	anyZone := p.Order == OrderRandom
+	anyZone := order == OrderRandom
 	for i := range batches {
 		for j := range batches[i] {
 			if !batches[i][j].Quarantined {
@@ -28,7 +28,7 @@ func (p *Plan) quarantinedFirst(batches [][]PlannedNode) [][]PlannedNode {
 		}
 	}
 	if len(names) == 0 {
-		return batches
+		return batches, ""
 	}
 	slices.SortStableFunc(batches, func(a, b []PlannedNode) int {
 		return compareBool(!slices.ContainsFunc(a, isQuarantined), !slices.ContainsFunc(b, isQuarantined))
@@ -48,8 +48,7 @@ func (p *Plan) quarantinedFirst(batches [][]PlannedNode) [][]PlannedNode {
 		them = "it"
 	}
 	slices.Sort(names)
-	p.Notes = append(p.Notes, fmt.Sprintf("%s quarantined by the last run (%s): %s %s first", Count(len(names), "node"), quoteNames(names), which, them))
-	return batches
+	return batches, fmt.Sprintf("%s quarantined by the last run (%s): %s %s first", Count(len(names), "node"), quoteNames(names), which, them)
 }
 
 // earlierSlot is the first place in batches of a node of zone (any zone
