@@ -14,7 +14,8 @@ import (
 // TestAWSRollbackAfterAFinishedRun: the morning after, the image of a
 // finished run is bad. rollback takes the group back to the launch
 // template version the record says it ran before, with the run's own
-// strategy and safeguards (plan first, --yes), every node on it and no
+// strategy and safeguards (plan first, --yes), killed mid-way and
+// finished by resume, every node on it and no
 // PDB violated; plan --rollback shows it first, in the run's maintenance
 // windows unless given again.
 func TestAWSRollbackAfterAFinishedRun(t *testing.T) {
@@ -52,10 +53,15 @@ func TestAWSRollbackAfterAFinishedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := g.run(t, "rollback", name, "--yes")
+	// Killed once its first batch drained a node: resume finishes it.
+	killed, first := runAndKill(t, g.cmd(sim.Kubeconfig, "rollback", name, "--yes"), killPoint{marker: ": drained"})
+	if !killed || !strings.Contains(first, "back to launch template") {
+		t.Fatalf("the rollback ended before its first drain:\n%s", first)
+	}
+	r := g.run(t, "resume", name, "--yes")
 	assertNoViolations(t, watcher.Stop())
-	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "back to launch template") {
-		t.Fatalf("rollback: %s", r)
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("resume of the killed rollback: %s", r)
 	}
 	if err := g.srv.WaitStable(ctx, name); err != nil {
 		t.Fatal(err)
