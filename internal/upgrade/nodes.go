@@ -159,9 +159,9 @@ func includeInLoadBalancers(n *corev1.Node) bool {
 }
 
 // releaseMarks takes the run's taint, load-balancer exclusion and
-// quarantine label off the nodes, and their cordon where ownCordon says the run made it, reading
-// each node from the server, and records an Event of reason on each node
-// it changed. It returns them.
+// quarantine label off the nodes, and their cordon where ownCordon says
+// the run made it, reading each node from the server, and records an
+// Event of reason on each node it changed. It returns them.
 func (nw *nodeWriter) releaseMarks(ctx context.Context, names []string, ownCordon func(*corev1.Node) bool, reason, message string) ([]string, error) {
 	var mu sync.Mutex
 	var released []string

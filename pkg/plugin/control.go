@@ -146,11 +146,11 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	if run == nil {
 		return usageErrorf("cannot %s: node group %q has no run recorded in namespace %q; check --state-namespace", o.action, o.NodeGroup, o.StateNamespace)
 	}
-	// The lifecycle says whether the run takes the action now, and if not,
-	// what it takes instead.
 	if o.scheduleGiven && run.Status != state.StateFinished {
 		return usageErrorf("--window, --not-before and --not-after apply to the rollback of a finished run; the run on %q is %s and its rollback puts the group back at once: drop them", o.NodeGroup, run.Status)
 	}
+	// The lifecycle says whether the run takes the action now, and if not,
+	// what it takes instead.
 	if err := run.Accept(session.Command(o.action)); err != nil {
 		return err
 	}
