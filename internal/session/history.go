@@ -6,6 +6,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/window"
 )
 
 // versionsOf are what pl's group launches now and what it launches after
@@ -80,7 +81,23 @@ func RollbackRequest(rec *state.Record, now time.Time, window time.Duration) (*R
 	// Towards the version before, by number: an image (--ami) would make
 	// yet another version, and the plan file was the finished run's.
 	r.Cloud.Image, r.Cloud.Version, r.PlanFile = "", c.Before.Version, ""
+	keepSchedule(&r.Request, *rec.Request, now)
 	return r, c, nil
+}
+
+// keepSchedule gives the rollback of a finished run (r) the maintenance
+// windows of its request (ran): a new run on the group, it disrupts as
+// much. Its --window always; its --not-before and --not-after only while
+// still ahead of now: passed, one would refuse the rollback for nothing.
+// The rollback command's own window flags replace them.
+func keepSchedule(r *plan.Request, ran plan.Request, now time.Time) {
+	r.Windows, r.NotBefore, r.NotAfter = ran.Windows, "", ""
+	if t, err := window.ParseTime(ran.NotBefore); err == nil && t.After(now) {
+		r.NotBefore = ran.NotBefore
+	}
+	if t, err := window.ParseTime(ran.NotAfter); err == nil && t.After(now) {
+		r.NotAfter = ran.NotAfter
+	}
 }
 
 // rollbackable is rec's latest change, when a rollback at now within

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,8 +77,8 @@ func btoi(b bool) int {
 
 // TestRollbackRequest: the rollback of a finished run is its recorded
 // request towards the recorded version before it, by number (not the
-// image, which would make another version), outside any window the run
-// had, and without the finished run's plan file.
+// image, which would make another version), without the finished run's
+// plan file or its --not-after that has passed.
 func TestRollbackRequest(t *testing.T) {
 	done := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	rec := &state.Record{NodeGroup: "demo", Strategy: "surge", State: state.StateFinished, FinishedAt: &done,
@@ -100,6 +101,46 @@ func TestRollbackRequest(t *testing.T) {
 	rec.Strategy = "blue-green"
 	if _, _, err = RollbackRequest(rec, done.Add(time.Hour), state.DefaultRollbackWindow); !errors.As(err, &usage) || !strings.Contains(err.Error(), `strategy "blue-green"`) {
 		t.Errorf("a finished blue/green run: %v, want a usage error naming the strategy", err)
+	}
+}
+
+// TestRollbackRequestKeepsTheRunsWindows: the rollback of a finished run
+// plans in the run's maintenance windows: its --window always, its
+// --not-before and --not-after while they are ahead; one passed would
+// refuse the rollback for nothing.
+func TestRollbackRequestKeepsTheRunsWindows(t *testing.T) {
+	done := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	now := done.Add(time.Hour)
+	sat := []string{"Sat-Sun 22:00-06:00 Europe/Berlin"}
+	for _, tc := range []struct {
+		name                  string
+		windows               []string
+		notBefore, notAfter   string
+		wantBefore, wantAfter string
+		wantWindows           []string
+	}{
+		{name: "no window: none", wantWindows: nil},
+		{name: "--window kept", windows: sat, wantWindows: sat},
+		{name: "--not-after ahead kept", windows: sat, notAfter: "2026-11-08T00:00:00Z", wantWindows: sat, wantAfter: "2026-11-08T00:00:00Z"},
+		{name: "--not-after passed dropped", notAfter: "2026-11-01T12:30:00Z"},
+		{name: "--not-before passed dropped, ahead kept", notBefore: "2026-10-31", notAfter: "2026-12-01", wantAfter: "2026-12-01"},
+		{name: "--not-before ahead kept", notBefore: "2026-11-02T22:00:00+01:00", wantBefore: "2026-11-02T22:00:00+01:00"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &state.Record{NodeGroup: "demo", Strategy: "eks", State: state.StateFinished, FinishedAt: &done,
+				Request: &plan.Request{NodeGroup: "demo", Provider: "aws", Strategy: "eks", Windows: tc.windows, NotBefore: tc.notBefore, NotAfter: tc.notAfter},
+				History: []state.Change{{Before: state.Version{Provider: "aws", Version: "3"}, After: state.Version{Provider: "aws", Version: "4"}, FinishedAt: done}}}
+			r, _, err := RollbackRequest(rec, now, state.DefaultRollbackWindow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(r.Windows, tc.wantWindows) || r.NotBefore != tc.wantBefore || r.NotAfter != tc.wantAfter {
+				t.Errorf("windows %q, not before %q, not after %q; want %q, %q, %q", r.Windows, r.NotBefore, r.NotAfter, tc.wantWindows, tc.wantBefore, tc.wantAfter)
+			}
+			if _, err := schedule(r.Request); err != nil {
+				t.Errorf("the rollback's schedule: %v", err)
+			}
+		})
 	}
 }
 

@@ -10,13 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // Abort puts the node group back in service from wherever its run stopped
 // (cfg.Record; an empty one when nothing was recorded), without going on
 // to the target: every node the run did not finish loses the run's taint,
-// its cordon and the scale-down-disabled annotation, and the recorded
+// its cordon, the quarantine label (--undrainable cordon's) and the
+// scale-down-disabled annotation, and the recorded
 // sizes come back by the engine's own one-at-a-time scale-down. The
 // exclude-from-external-load-balancers label comes off where the run set
 // it (ExcludedByRunAnnotation), not where the node had it before.
@@ -63,6 +65,8 @@ func (a *aborter) run(ctx context.Context) error {
 	if err := a.releaseNodes(ctx, nodes); err != nil {
 		return err
 	}
+	// Back in service, the nodes are no longer held back for a next run.
+	a.cfg.Record.Quarantined = nil
 	// The workloads --make-room surged are put back once the nodes serve,
 	// and abort's last word names them.
 	surged := a.cfg.Record.Surged()
@@ -162,6 +166,8 @@ func (a *aborter) cordonedByRun(n *corev1.Node, blue sets.Set[string]) bool {
 		return true // the scale-down's victim
 	case rec.Managed != nil && rec.Managed.ScaleDown != nil && rec.Managed.ScaleDown.Shrinking == n.Name:
 		return true // the victim of abort's scale-down of a service's scale-up
+	case check.Quarantined(n):
+		return true // --undrainable cordon's, or its owner's hold skipped
 	}
 	return blue.Has(n.Name)
 }
@@ -197,7 +203,7 @@ func (a *aborter) releaseNodes(ctx context.Context, nodes []*corev1.Node) error 
 	blue := a.blueCordoned()
 	var names []string
 	for _, n := range nodes {
-		if slices.ContainsFunc(n.Spec.Taints, a.nodes.isOurTaint) || excludedByRun(n) || n.Spec.Unschedulable && a.cordonedByRun(n, blue) {
+		if slices.ContainsFunc(n.Spec.Taints, a.nodes.isOurTaint) || excludedByRun(n) || check.Quarantined(n) || n.Spec.Unschedulable && a.cordonedByRun(n, blue) {
 			names = append(names, n.Name)
 		}
 	}
@@ -205,7 +211,7 @@ func (a *aborter) releaseNodes(ctx context.Context, nodes []*corev1.Node) error 
 		a.logf("no node carries the taint %s or a cordon of the run", plan.TaintString(a.cfg.Taint))
 		return nil
 	}
-	released, err := a.nodes.releaseMarks(ctx, names, func(n *corev1.Node) bool { return a.cordonedByRun(n, blue) }, "NodeUpgradeAborted", "back in service: untainted, uncordoned and back in load balancers by abort")
+	released, err := a.nodes.releaseMarks(ctx, names, func(n *corev1.Node) bool { return a.cordonedByRun(n, blue) }, "NodeUpgradeAborted", "back in service: untainted, uncordoned, unquarantined and back in load balancers by abort")
 	if err != nil {
 		return err
 	}

@@ -158,10 +158,10 @@ func includeInLoadBalancers(n *corev1.Node) bool {
 	return true
 }
 
-// releaseMarks takes the run's taint and load-balancer exclusion off the
-// nodes, and their cordon where ownCordon says the run made it, reading
-// each node from the server, and records an Event of reason on each node
-// it changed. It returns them.
+// releaseMarks takes the run's taint, load-balancer exclusion and
+// quarantine label off the nodes, and their cordon where ownCordon says
+// the run made it, reading each node from the server, and records an
+// Event of reason on each node it changed. It returns them.
 func (nw *nodeWriter) releaseMarks(ctx context.Context, names []string, ownCordon func(*corev1.Node) bool, reason, message string) ([]string, error) {
 	var mu sync.Mutex
 	var released []string
@@ -174,7 +174,8 @@ func (nw *nodeWriter) releaseMarks(ctx context.Context, names []string, ownCordo
 				n.Spec.Unschedulable = false
 			}
 			excluded := includeInLoadBalancers(n)
-			return tainted || cordoned || excluded
+			lifted := liftQuarantine(n)
+			return tainted || cordoned || excluded || lifted
 		})
 		if err != nil {
 			return fmt.Errorf("error when untainting node %q: %w", name, err)

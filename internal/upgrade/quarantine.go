@@ -16,8 +16,8 @@ import (
 
 // UpgradeStatusLabel marks a node the run left behind on purpose.
 const (
-	UpgradeStatusLabel = "nodeupgrade.dev/upgrade-status"
-	StatusQuarantined  = "quarantined"
+	UpgradeStatusLabel = check.LabelUpgradeStatus
+	StatusQuarantined  = check.StatusQuarantined
 )
 
 // Undrainable values (--undrainable): what a drain still held at
@@ -202,4 +202,14 @@ func quarantinedEnd(r *state.Record) error {
 // unquarantined are names without the quarantined nodes.
 func (b *batchRun) unquarantined(names []string) []string {
 	return slices.DeleteFunc(names, b.quarantined)
+}
+
+// liftQuarantine takes the quarantine label off n, which is back in
+// service; it says whether there was one.
+func liftQuarantine(n *corev1.Node) bool {
+	if !check.Quarantined(n) {
+		return false
+	}
+	delete(n.Labels, UpgradeStatusLabel)
+	return true
 }

@@ -28,3 +28,14 @@ func heldNodes(in Input) []Finding {
 	}
 	return out
 }
+
+// LabelUpgradeStatus, StatusQuarantined on a node, marks one a run left
+// behind on purpose (--undrainable cordon, or its owner's hold): the next
+// run takes it first.
+const (
+	LabelUpgradeStatus = "nodeupgrade.dev/upgrade-status"
+	StatusQuarantined  = "quarantined"
+)
+
+// Quarantined says a run left node n quarantined.
+func Quarantined(n *corev1.Node) bool { return n.Labels[LabelUpgradeStatus] == StatusQuarantined }

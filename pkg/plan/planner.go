@@ -276,6 +276,10 @@ func Build(snap snapshot.Cluster, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	batches, note := quarantinedFirst(batches, p.Order)
+	if note != "" {
+		p.Notes = append(p.Notes, note)
+	}
 	names := p.addBatches(p.cutWaves(batches, in))
 	if err := p.planSteps(in, strategy); err != nil {
 		return nil, err
@@ -533,14 +537,15 @@ func (p *Plan) replacementInput(in Input) Input {
 // plannedNode is an outdated node as the plan lists it, with its pods.
 func plannedNode(node *corev1.Node, in Input, diffs []LabelDiff, machine Machine, pods []*corev1.Pod) PlannedNode {
 	pn := PlannedNode{
-		Name:       node.Name,
-		Zone:       node.Labels[ZoneLabel],
-		ProviderID: node.Spec.ProviderID,
-		Created:    node.CreationTimestamp.UTC(),
-		Tainted:    hasTaint(node, in.Taint),
-		Cordoned:   node.Spec.Unschedulable,
-		Outdated:   diffs,
-		MachineID:  machine.ID,
+		Name:        node.Name,
+		Zone:        node.Labels[ZoneLabel],
+		ProviderID:  node.Spec.ProviderID,
+		Created:     node.CreationTimestamp.UTC(),
+		Tainted:     hasTaint(node, in.Taint),
+		Cordoned:    node.Spec.Unschedulable,
+		Quarantined: check.Quarantined(node),
+		Outdated:    diffs,
+		MachineID:   machine.ID,
 	}
 	slices.SortFunc(pods, comparePodKeys)
 	pn.Pods = make([]string, 0, len(pods))

@@ -180,12 +180,15 @@ type PlannedNode struct {
 	ProviderID string `json:"providerID,omitempty"`
 	// MachineID is the cloud's ID of the node's machine (an EC2 or
 	// Compute Engine instance); "instanceID" in JSON, as scripts read it.
-	MachineID string      `json:"instanceID,omitempty"`
-	Created   time.Time   `json:"created"`
-	Tainted   bool        `json:"tainted,omitempty"`
-	Cordoned  bool        `json:"cordoned,omitempty"`
-	Outdated  []LabelDiff `json:"outdated"`
-	Pods      []string    `json:"pods"`
+	MachineID string    `json:"instanceID,omitempty"`
+	Created   time.Time `json:"created"`
+	Tainted   bool      `json:"tainted,omitempty"`
+	Cordoned  bool      `json:"cordoned,omitempty"`
+	// Quarantined: the last run left the node quarantined (labelled
+	// check.LabelUpgradeStatus); this one takes it first.
+	Quarantined bool        `json:"quarantined,omitempty"`
+	Outdated    []LabelDiff `json:"outdated"`
+	Pods        []string    `json:"pods"`
 	// Blockers and Warnings name the checks that found something on the node.
 	Blockers []string `json:"blockers,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`

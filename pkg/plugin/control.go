@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,10 @@ type ControlOptions struct {
 	// RollbackWindow is how long after a run finished rollback takes the
 	// group back to the version before it.
 	RollbackWindow time.Duration
+	// schedule are rollback's --window, --not-before and --not-after,
+	// given (scheduleGiven) to replace the finished run's own.
+	schedule      plan.Request
+	scheduleGiven bool
 	// inCluster hands resume's and rollback's run to a Job.
 	inCluster inClusterOptions
 }
@@ -68,7 +73,9 @@ others are not touched, and the end restores the recorded sizes.
 After an eks or surge run finished, within --rollback-window (default 7
 days; status says until when): the same run towards the version the record
 says the group launched before it, planned and confirmed as a run
-("plan NODEGROUP --rollback" shows the plan).
+("plan NODEGROUP --rollback" shows the plan), in the run's maintenance
+windows (its --window, and its --not-before and --not-after still ahead)
+unless --window, --not-before or --not-after are given again.
 
 Refused where the recorded phase does not allow it (blue being deleted,
 nothing recorded to go back to), past the window, and for
@@ -106,6 +113,7 @@ func NewCmdControl(action string, configFlags *genericclioptions.ConfigFlags, st
 			if err := o.inCluster.validate(given, false); err != nil {
 				return err
 			}
+			o.scheduleGiven = slices.ContainsFunc(windowFlags, func(f string) bool { return given[f] })
 			if action == "rollback" && o.RollbackWindow <= 0 {
 				return usageErrorf("--rollback-window must be positive, got %s", o.RollbackWindow)
 			}
@@ -119,6 +127,7 @@ func NewCmdControl(action string, configFlags *genericclioptions.ConfigFlags, st
 	}
 	if action == "rollback" {
 		durationVar(cmd.Flags(), &o.RollbackWindow, "rollback-window", state.DefaultRollbackWindow, "How long after a run finished rollback takes the group back to the version it ran before")
+		addWindowFlags(cmd.Flags(), &o.schedule)
 	}
 	return cmd
 }
@@ -136,6 +145,9 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	}
 	if run == nil {
 		return usageErrorf("cannot %s: node group %q has no run recorded in namespace %q; check --state-namespace", o.action, o.NodeGroup, o.StateNamespace)
+	}
+	if o.scheduleGiven && run.Status != state.StateFinished {
+		return usageErrorf("--window, --not-before and --not-after apply to the rollback of a finished run; the run on %q is %s and its rollback puts the group back at once: drop them", o.NodeGroup, run.Status)
 	}
 	// The lifecycle says whether the run takes the action now, and if not,
 	// what it takes instead.
@@ -264,6 +276,9 @@ func (o *ControlOptions) rollbackFinished(ctx context.Context, rec *state.Record
 	r, c, err := session.RollbackRequest(rec, time.Now(), o.RollbackWindow)
 	if err != nil {
 		return err
+	}
+	if o.scheduleGiven {
+		withSchedule(r, o.schedule)
 	}
 	if err := r.ValidateRun(); err != nil {
 		return err

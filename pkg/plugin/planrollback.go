@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
@@ -20,16 +21,29 @@ import (
 type rollbackPlanOptions struct {
 	plan   bool
 	window time.Duration
+	// schedule says windowFlags were given: they replace the windows the
+	// finished run's record kept.
+	schedule bool
 	// other are the plan's own flags given beside --rollback: the
 	// recorded request decides what they would, so they are refused.
 	other []string
 }
 
 // rollbackPlanFlags are the plan's flags --rollback takes.
-var rollbackPlanFlags = []string{"rollback", "rollback-window", "state-namespace", "output", "detailed-exitcode", "yes", "dry-run"}
+var rollbackPlanFlags = append([]string{"rollback", "rollback-window", "state-namespace", "output", "detailed-exitcode", "yes", "dry-run"}, windowFlags...)
+
+// windowFlags are the maintenance-window flags that, given to the
+// rollback of a finished run, replace the windows of its record.
+var windowFlags = []string{"window", "not-before", "not-after"}
+
+// withSchedule puts the windows of given into r, in place of those the
+// record kept.
+func withSchedule(r *session.Request, given plan.Request) {
+	r.Windows, r.NotBefore, r.NotAfter = given.Windows, given.NotBefore, given.NotAfter
+}
 
 func (o *rollbackPlanOptions) addFlags(f *pflag.FlagSet) {
-	f.BoolVar(&o.plan, "rollback", false, "The rollback of NODEGROUP's finished run: back to the version its record says the group ran before, as \"rollback\" runs it; takes no planning flag")
+	f.BoolVar(&o.plan, "rollback", false, "The rollback of NODEGROUP's finished run: back to the version its record says the group ran before, as \"rollback\" runs it, in the run's maintenance windows unless --window, --not-before or --not-after are given again; takes no other planning flag")
 	durationVar(f, &o.window, "rollback-window", state.DefaultRollbackWindow, "With --rollback: how long after a run finished it can be rolled back")
 }
 
@@ -40,6 +54,7 @@ func (o *rollbackPlanOptions) complete(cmd *cobra.Command) {
 		if own.Lookup(f.Name) != nil && !slices.Contains(rollbackPlanFlags, f.Name) {
 			o.other = append(o.other, "--"+f.Name)
 		}
+		o.schedule = o.schedule || slices.Contains(windowFlags, f.Name)
 	})
 	sort.Strings(o.other)
 }
@@ -55,7 +70,7 @@ func (o *rollbackPlanOptions) validate(group string) error {
 	case o.window <= 0:
 		return usageErrorf("--rollback-window must be positive, got %s", o.window)
 	case len(o.other) > 0:
-		return usageErrorf("--rollback plans the finished run's own request towards the version before it: drop %s", strings.Join(o.other, ", "))
+		return usageErrorf("--rollback plans the finished run's own request towards the version before it (only --window, --not-before and --not-after replace its own): drop %s", strings.Join(o.other, ", "))
 	}
 	return nil
 }
@@ -80,6 +95,9 @@ func (o *RunOptions) planRollback(ctx context.Context) error {
 	r, _, err := session.RollbackRequest(run.Record, time.Now(), o.rollback.window)
 	if err != nil {
 		return err
+	}
+	if o.rollback.schedule {
+		withSchedule(r, o.Request.Request)
 	}
 	if err := r.ValidateRun(); err != nil {
 		return err

@@ -14,14 +14,16 @@ import (
 // TestAWSRollbackAfterAFinishedRun: the morning after, the image of a
 // finished run is bad. rollback takes the group back to the launch
 // template version the record says it ran before, with the run's own
-// strategy and safeguards (plan first, --yes), every node on it and no
-// PDB violated; plan --rollback shows it first.
+// strategy and safeguards (plan first, --yes), killed mid-way and
+// finished by resume, every node on it and no
+// PDB violated; plan --rollback shows it first, in the run's maintenance
+// windows unless given again.
 func TestAWSRollbackAfterAFinishedRun(t *testing.T) {
 	t.Parallel()
 	const name = "aws-rollback-finished"
 	g := setupAWSGroup(t, name, 2, scenario.App{Name: "web", Replicas: 2, MinAvailable: num(1)})
 	ctx := testContext(t, 5*time.Minute)
-	if r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--seed", "1", "--yes"); r.code != nodeupgrade.ExitOK {
+	if r := g.run(t, "run", name, "--ami", "ami-new", "--max-unavailable", "1", "--post-drain-wait", "0s", "--seed", "1", "--not-after", "2099-01-01", "--yes"); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run: %s", r)
 	}
 	if err := g.srv.WaitStable(ctx, name); err != nil {
@@ -36,6 +38,13 @@ func TestAWSRollbackAfterAFinishedRun(t *testing.T) {
 	if after, _ := g.srv.Group(name); after.LaunchTemplateVersion != before.LaunchTemplateVersion || after.Desired != before.Desired {
 		t.Fatalf("plan --rollback changed the group: %+v, was %+v", after, before)
 	}
+	// It plans in the run's maintenance windows, unless given again.
+	if p := g.run(t, "plan", name, "--rollback"); !strings.Contains(p.stdout, "not after   2099-01-01T00:00:00Z") {
+		t.Errorf("plan --rollback does not keep the run's --not-after: %s", p)
+	}
+	if p := g.run(t, "plan", name, "--rollback", "--not-after", "2098-06-01"); !strings.Contains(p.stdout, "not after   2098-06-01T00:00:00Z") || strings.Contains(p.stdout, "2099") {
+		t.Errorf("plan --rollback --not-after does not replace the run's: %s", p)
+	}
 	// Without --yes and no terminal: refused before anything changes.
 	if r := g.run(t, "rollback", name); r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) {
 		t.Fatalf("rollback without --yes: want exit %d in one line, got %s", nodeupgrade.ExitUsage, r)
@@ -44,10 +53,15 @@ func TestAWSRollbackAfterAFinishedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := g.run(t, "rollback", name, "--yes")
+	// Killed once its first batch drained a node: resume finishes it.
+	killed, first := runAndKill(t, g.cmd(sim.Kubeconfig, "rollback", name, "--yes"), killPoint{marker: ": drained"})
+	if !killed || !strings.Contains(first, "back to launch template") {
+		t.Fatalf("the rollback ended before its first drain:\n%s", first)
+	}
+	r := g.run(t, "resume", name, "--yes")
 	assertNoViolations(t, watcher.Stop())
-	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "back to launch template") {
-		t.Fatalf("rollback: %s", r)
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("resume of the killed rollback: %s", r)
 	}
 	if err := g.srv.WaitStable(ctx, name); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,8 @@ import (
 // disruption. With --undrainable cordon the run replaces the other nodes,
 // quarantines the held one (cordoned, labelled, its instance kept) and
 // exits ExitPaused naming it with the pod and the PDB; once the PDB is
-// relaxed, the same run replaces it and finishes. No PDB is violated.
+// relaxed, the same run takes it first (batch 1, noted in its plan) and
+// finishes. No PDB is violated.
 func TestAWSUndrainableCordon(t *testing.T) {
 	t.Parallel()
 	const name = "aws-undrainable"
@@ -67,8 +68,9 @@ func TestAWSUndrainableCordon(t *testing.T) {
 	if _, err := client.PolicyV1().PodDisruptionBudgets(name).Update(ctx, pdb, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if r := g.run(t, args...); r.code != nodeupgrade.ExitOK {
-		t.Fatalf("run after the PDB was relaxed: %s", r)
+	// The run takes the node the last one quarantined first, and says so.
+	if r := g.run(t, args...); r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, `1 node quarantined by the last run ("`+held+`"): batch 1 takes it first`) {
+		t.Fatalf("run after the PDB was relaxed: want exit %d, its plan noting node %q first, got %s", nodeupgrade.ExitOK, held, r)
 	}
 	assertNoViolations(t, watcher.Stop())
 	if err := g.srv.WaitStable(ctx, name); err != nil {
@@ -100,7 +102,8 @@ func heldNode(t *testing.T, ctx context.Context, ns, app string) string {
 
 // TestAWSMaxBlockedNodes: two nodes each hold a pod of a PDB allowing no
 // disruption; --max-blocked-nodes 1 stops the run at the first one
-// quarantined, the second left as it was (not quarantined, still there).
+// quarantined, the second left as it was (not quarantined, still there);
+// abort then puts the quarantined node back in service.
 func TestAWSMaxBlockedNodes(t *testing.T) {
 	t.Parallel()
 	const name = "aws-max-blocked"
@@ -144,6 +147,17 @@ func TestAWSMaxBlockedNodes(t *testing.T) {
 	}
 	if quarantined != 1 || holding != 2 {
 		t.Errorf("%d nodes quarantined, %d db pods running; want 1 and 2", quarantined, holding)
+	}
+	// abort puts the quarantined node back in service: its label, taint
+	// and cordon come off with the run's other marks.
+	if a := g.run(t, "abort", name); a.code != nodeupgrade.ExitOK {
+		t.Fatalf("abort: %s", a)
+	}
+	assertUntouched(t, ctx, groupKey, name)
+	for _, n := range groupNodes(t, ctx, groupKey, name) {
+		if v, ok := n.Labels["nodeupgrade.dev/upgrade-status"]; ok {
+			t.Errorf("node %q still labelled nodeupgrade.dev/upgrade-status=%s after abort", n.Name, v)
+		}
 	}
 }
 
