@@ -95,7 +95,8 @@ func (e *targetExit) exitCode() int { return e.code }
 func capture(cmd *exec.Cmd, t fleet.Target, verb string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	return stdout.Bytes(), exitOf(cmd.Run(), t, verb, stderr.String())
+	err := cmd.Run()
+	return stdout.Bytes(), exitOf(err, t, verb, stderr.String())
 }
 
 func exitOf(err error, t fleet.Target, verb, stderr string) error {

@@ -1,9 +1,10 @@
 package e2e
 
 import (
-	"context"
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/cluster"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
@@ -29,35 +29,70 @@ type fleetCluster struct {
 	client     kubernetes.Interface
 }
 
-// startEdgeClusters starts n simulated clusters beside the shared one,
-// at once: a fleet spans clusters, and each keeps its own records.
-func startEdgeClusters(t *testing.T, names ...string) []fleetCluster {
+var simclusterBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// simclusterBinary builds cmd/simcluster once: a cluster beside the
+// shared one runs in a process of its own (one per process).
+func simclusterBinary(t *testing.T) string {
 	t.Helper()
-	out := make([]fleetCluster, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(t.TempDir(), name), PodReadyDelay: time.Second})
-			if err != nil {
-				errs[i] = fmt.Errorf("starting cluster %q: %w", name, err)
-				return
-			}
-			t.Cleanup(func() { _ = c.Stop() })
-			out[i] = fleetCluster{context: name, kubeconfig: c.Kubeconfig, client: c.Client}
-		}()
+	simclusterBin.once.Do(func() {
+		simclusterBin.path = filepath.Join(filepath.Dir(binary), "simcluster")
+		build := exec.Command("go", "build", "-o", simclusterBin.path, "./cmd/simcluster")
+		build.Dir = ".."
+		if out, err := build.CombinedOutput(); err != nil {
+			simclusterBin.err = fmt.Errorf("building simcluster: %v\n%s", err, out)
+		}
+	})
+	if simclusterBin.err != nil {
+		t.Fatal(simclusterBin.err)
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
+	return simclusterBin.path
+}
+
+// startSimcluster starts "simcluster up" with flags (a demo) and returns
+// the cluster, named context, and the words of its ready line
+// (kubeconfig=, gke-endpoint=, ...). The test's cleanup stops it.
+func startSimcluster(t *testing.T, context string, flags ...string) (fleetCluster, map[string]string) {
+	t.Helper()
+	cmd := exec.Command(simclusterBinary(t), append([]string{"up", "--dir", filepath.Join(t.TempDir(), context)}, flags...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	ready := map[string]string{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if words, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
+			for _, w := range strings.Fields(words) {
+				k, v, _ := strings.Cut(w, "=")
+				ready[k] = v
+			}
+			break
 		}
 	}
-	return out
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	if ready["kubeconfig"] == "" {
+		t.Fatalf("simcluster %s never got ready:\n%s", context, logs.String())
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", ready["kubeconfig"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fleetCluster{context: context, kubeconfig: ready["kubeconfig"], client: c}, ready
 }
 
 // fleetKubeconfig writes one kubeconfig with a context per cluster, named
@@ -83,68 +118,55 @@ func fleetKubeconfig(t *testing.T, clusters []fleetCluster) string {
 	return path
 }
 
-// setupNoneGroupIn makes a --provider none group in c: 2 outdated nodes
-// and 1 current one, with a PDB'd app pinned to it.
-func setupNoneGroupIn(t *testing.T, c fleetCluster, name string) {
-	t.Helper()
-	ctx := testContext(t, 2*time.Minute)
-	if _, _, err := scenario.CreateNodeGroup(ctx, c.client, scenario.NodeGroup{
-		LabelKey: groupKey, Name: name, Zones: []string{"sim-a", "sim-b"}, Outdated: 2, Current: 1,
-		OldLabels: map[string]string{imageKey: "ami-old"}, TargetLabels: map[string]string{imageKey: "ami-new"},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	app := scenario.App{Name: "web", Namespace: name, Replicas: 2, MaxUnavailable: num(1), NodeSelector: map[string]string{groupKey: name}}
-	if err := scenario.CreateApp(ctx, c.client, app); err != nil {
-		t.Fatal(err)
-	}
-	if err := scenario.WaitAppsReady(ctx, c.client, name); err != nil {
-		t.Fatal(err)
-	}
-}
-
 const fleetFile = `apiVersion: nodeupgrade.dev/v1alpha1
 kind: FleetPlan
 metadata: {name: e2e-fleet}
-defaults:
-  run: {post-drain-wait: 0s, max-unavailable: 1}
 stages:
 - name: canary
   targets:
-  - {context: canary, nodeGroup: fleet-canary, run: {provider: none, target-label: "eks.amazonaws.com/nodegroup-image=ami-new"}}
+  - {context: canary, nodeGroup: demo, run: {provider: none, target-label: "eks.amazonaws.com/nodegroup-image=ami-new", max-unavailable: 3, post-drain-wait: 0s}}
   afterStage: {gates: ["exec:test -e healthy"]}
 - name: aws
   targets:
-  - {context: sim, nodeGroup: fleet-aws, run: {ami: ami-new}}
+  - {context: sim, nodeGroup: fleet-aws, run: {ami: ami-new, max-unavailable: 1, post-drain-wait: 0s}}
   afterStage: {approval: true}
-- name: edge
+- name: gke
   targets:
-  - {context: edge, nodeGroup: fleet-edge, run: {provider: none, target-label: "eks.amazonaws.com/nodegroup-image=ami-new"}}
+  - {context: gke, nodeGroup: default-pool, run: {node-version: "1.31", strategy: surge, max-surge: 1}}
 `
 
 // TestFleetOverThreeClusters: a fleet of three stages over three
-// clusters (a --provider none canary, an Auto Scaling group, a --provider
-// none edge cluster). The canary's gate fails: the fleet stops with exit
-// 8 naming it; once healthy, "fleet resume" from another directory goes
-// on; the approval holds the last stage, whose targets "fleet status"
-// shows not started, until "fleet approve". No PDB is violated anywhere.
+// clusters of three providers: the none demo (the canary), an Auto
+// Scaling group in the shared cluster, and the GKE demo, each cluster
+// its own process. The canary's gate fails: the fleet stops with exit 8
+// naming it; once healthy, "fleet resume" from another directory goes
+// on; the approval holds the last stage, which "fleet status" shows not
+// started, until "fleet approve". Every target's record is stamped with
+// the fleet, and no PDB is violated in any cluster.
 func TestFleetOverThreeClusters(t *testing.T) {
 	t.Parallel()
-	edges := startEdgeClusters(t, "canary", "edge")
-	shared := fleetCluster{context: "sim", kubeconfig: sim.Kubeconfig, client: client}
-	clusters := []fleetCluster{edges[0], shared, edges[1]}
-	kc := fleetKubeconfig(t, clusters)
-	setupNoneGroupIn(t, edges[0], "fleet-canary")
-	setupNoneGroupIn(t, edges[1], "fleet-edge")
+	var canary, gke fleetCluster
+	var gkeReady map[string]string
+	var wg sync.WaitGroup
+	wg.Go(func() { canary, _ = startSimcluster(t, "canary", "--none-demo") })
+	wg.Go(func() { gke, gkeReady = startSimcluster(t, "gke", "--gke-demo") })
 	g := setupAWSGroup(t, "fleet-aws", 2, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
+	wg.Wait()
+	if canary.client == nil || gke.client == nil {
+		t.FailNow() // startSimcluster said why
+	}
+	kc := fleetKubeconfig(t, []fleetCluster{canary, {context: "sim", kubeconfig: sim.Kubeconfig, client: client}, gke})
 	ctx := testContext(t, 10*time.Minute)
 	var watchers []*scenario.PDBWatcher
-	for ns, c := range map[string]kubernetes.Interface{"fleet-canary": edges[0].client, "fleet-aws": client, "fleet-edge": edges[1].client} {
-		w, err := scenario.WatchPDBs(ctx, c, ns)
+	for _, w := range []struct {
+		c  kubernetes.Interface
+		ns string
+	}{{canary.client, "demo"}, {client, "fleet-aws"}, {gke.client, "demo"}} {
+		pw, err := scenario.WatchPDBs(ctx, w.c, w.ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		watchers = append(watchers, w)
+		watchers = append(watchers, pw)
 	}
 
 	dir := t.TempDir()
@@ -152,14 +174,16 @@ func TestFleetOverThreeClusters(t *testing.T) {
 	if err := os.WriteFile(file, []byte(fleetFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	env := append(g.env(), "NODEUPGRADE_GKE_ENDPOINT="+gkeReady["gke-endpoint"], "NODEUPGRADE_GKE_NO_AUTH=true",
+		"NODEUPGRADE_GCE_ENDPOINT="+gkeReady["compute-endpoint"], "NODEUPGRADE_GCE_NO_AUTH=true")
 	fleetCmd := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(binary, append(append([]string{"fleet"}, args...), "--kubeconfig", kc)...)
-		cmd.Env, cmd.Dir = g.env(), t.TempDir()
+		cmd.Env, cmd.Dir = env, t.TempDir()
 		return cmd
 	}
 
 	r := runCmd(t, fleetCmd("plan", "-f", file))
-	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, `Fleet "e2e-fleet"`) || !strings.Contains(r.stdout, "2/3") {
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, `Fleet "e2e-fleet"`) || !strings.Contains(r.stdout, "6/9") {
 		t.Fatalf("fleet plan: %s", r)
 	}
 
@@ -168,7 +192,7 @@ func TestFleetOverThreeClusters(t *testing.T) {
 	if r.code != nodeupgrade.ExitPaused || !strings.Contains(r.stderr, "exec:test -e healthy") || !strings.Contains(r.stderr, "exit status 1") {
 		t.Fatalf("fleet run with a failing gate: want exit %d naming the gate and its value: %s", nodeupgrade.ExitPaused, r)
 	}
-	assertFleetRows(t, fleetCmd, file, map[string]string{"canary/fleet-canary": "finished", "sim/fleet-aws": "not started", "edge/fleet-edge": "not started"})
+	assertFleetRows(t, fleetCmd, file, map[string]string{"canary/demo": "finished", "sim/fleet-aws": "not started", "gke/default-pool": "not started"})
 
 	// healthy again: resume, from another directory, goes on to the approval
 	if err := os.WriteFile(filepath.Join(dir, "healthy"), nil, 0o600); err != nil {
@@ -178,14 +202,14 @@ func TestFleetOverThreeClusters(t *testing.T) {
 	if !run.waitFor("waiting for approval") {
 		t.Fatalf("the fleet never waited for the approval of stage \"aws\":\n%s", run.output())
 	}
-	assertFleetRows(t, fleetCmd, file, map[string]string{"canary/fleet-canary": "finished", "sim/fleet-aws": "finished", "edge/fleet-edge": "not started"})
+	assertFleetRows(t, fleetCmd, file, map[string]string{"canary/demo": "finished", "sim/fleet-aws": "finished", "gke/default-pool": "not started"})
 	if r := runCmd(t, fleetCmd("approve", "e2e-fleet", "aws")); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("fleet approve: %s", r)
 	}
 	if code, out := run.wait(t, 5*time.Minute); code != nodeupgrade.ExitOK || !strings.Contains(out, `fleet "e2e-fleet" finished`) {
 		t.Fatalf("the resumed fleet: exit %d, want %d:\n%s", code, nodeupgrade.ExitOK, out)
 	}
-	assertFleetRows(t, fleetCmd, file, map[string]string{"canary/fleet-canary": "finished", "sim/fleet-aws": "finished", "edge/fleet-edge": "finished"})
+	assertFleetRows(t, fleetCmd, file, map[string]string{"canary/demo": "finished", "sim/fleet-aws": "finished", "gke/default-pool": "finished"})
 	g.assertFinished(t)
 	st := runCmd(t, g.cmd(sim.Kubeconfig, "status", "fleet-aws", "-o", "json"))
 	var rs nodeupgrade.RunStatus
