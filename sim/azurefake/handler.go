@@ -85,9 +85,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch f {
 	case faultThrottle:
-		// ARM throttling: 429 with Retry-After in seconds
-		// (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling#error-code).
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryAfterSeconds(s.opts.RetryAfter))
 		writeError(w, errorf(http.StatusTooManyRequests, "TooManyRequests", "The request is being throttled."))
 		return
 	case faultServer:

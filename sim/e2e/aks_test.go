@@ -58,7 +58,7 @@ func setupAKSPool(t *testing.T, name string, spec aksPoolSpec, apps ...scenario.
 	ctx := testContext(t, 3*time.Minute)
 	srv, err := azurefake.Start(context.Background(), client, azurefake.Options{PollEvery: 100 * time.Millisecond, EvictRetry: 300 * time.Millisecond,
 		MinuteIs: time.Second, NodeReadyTimeout: time.Minute, SettingsDuration: 200 * time.Millisecond,
-		Faults: spec.faults, FaultSeed: spec.seed, Logf: t.Logf})
+		Faults: spec.faults, FaultSeed: spec.seed, RetryAfter: time.Second, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
