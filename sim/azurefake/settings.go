@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/client-go/util/retry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // PoolAPIVersion is the newer AKS API version the fake also serves an

@@ -155,4 +155,3 @@ func TestCordonQuarantinesAndCancels(t *testing.T) {
 		}
 	}
 }
-
