@@ -35,7 +35,7 @@ func protectedFindings(ins []instance, nodes []*corev1.Node) []check.Finding {
 		name := in.set + "_" + str(in.vm.InstanceID)
 		out = append(out, check.Finding{Check: check.CheckInstanceProtected, Severity: check.Blocker, Kind: "VirtualMachineScaleSetVM", Name: name, Nodes: []string{n.Name},
 			Message: fmt.Sprintf("instance %q of scale set %q (node %q) is protected from scale set actions (protectionPolicy.protectFromScaleSetActions): Azure keeps the model update and reimage the run needs from it", name, in.set, n.Name),
-			Fix: fmt.Sprintf("lift it (\"az vmss update --resource-group %s --name %s --instance-id %s --protect-from-scale-set-actions false\") and plan again", in.group, in.set, str(in.vm.InstanceID))})
+			Fix:     fmt.Sprintf("lift it (\"az vmss update --resource-group %s --name %s --instance-id %s --protect-from-scale-set-actions false\") and plan again", in.group, in.set, str(in.vm.InstanceID))})
 	}
 	return out
 }
