@@ -338,6 +338,8 @@ func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error 
 		return &PausedError{Phase: plan.PhaseRollback}
 	case p.State == cloud.UpdateCancelled:
 		return &PausedError{Phase: plan.PhaseUpdate}
+	case p.State == cloud.UpdateQuarantined:
+		return r.serviceQuarantined(p, held)
 	}
 	return &ServiceUpdateFailure{Service: mp.Service, ID: p.ID, Group: r.cfg.Record.NodeGroup, Errors: p.Errors, Held: held,
 		SettingsStuck: r.cfg.Record.Managed.SettingsStuck()}
@@ -443,4 +445,27 @@ func serviceProgressLine(mp *plan.ManagedPlan, p cloud.UpdateProgress, nodes str
 		}
 	}
 	return b.String()
+}
+
+// serviceQuarantined ends a run whose service left nodes quarantined
+// (AKS's undrainableNodeBehavior Cordon): each named with the pods seen
+// holding it, in the record as the run's own quarantine is.
+func (r *managedRun) serviceQuarantined(p cloud.UpdateProgress, held []HeldPod) error {
+	var nodes []state.Quarantined
+	for _, e := range p.Errors {
+		for _, n := range e.Nodes {
+			q := state.Quarantined{Node: n}
+			for _, h := range held {
+				if h.Node == n {
+					q.Held = append(q.Held, state.HeldByPDB{Pod: h.Namespace + "/" + h.Pod, Reason: "blocked by PodDisruptionBudget", PDBs: []string{h.PDB.Namespace + "/" + h.PDB.Name}})
+				}
+			}
+			nodes = append(nodes, q)
+		}
+	}
+	if r.cfg.Record != nil {
+		r.cfg.Record.Quarantined = nodes
+	}
+	r.logf("%s update %s ended with %d node(s) quarantined", r.cfg.Plan.Managed.Service, p.ID, len(nodes))
+	return &QuarantinedError{Nodes: nodes}
 }

@@ -72,6 +72,11 @@ const (
 	// group in a state it needs its owner to mend before it updates it
 	// (EKS: a managed node group DEGRADED, with its health issues).
 	CheckGroupDegraded = "group-degraded"
+	// CheckInstanceProtected is found by the vmss provider: an outdated
+	// node whose scale set instance is protected from scale set actions
+	// (protectionPolicy.protectFromScaleSetActions), which Azure keeps
+	// out of the model update and reimage the run needs.
+	CheckInstanceProtected = "instance-protected"
 	// CheckGateFailing is found where a --gate, evaluated when planned,
 	// fails or cannot be evaluated (package gate). Only its
 	// --ignore-check lifts it.

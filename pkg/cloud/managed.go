@@ -51,6 +51,10 @@ const (
 	UpdateSucceeded  UpdateState = "Succeeded"
 	UpdateFailed     UpdateState = "Failed"
 	UpdateCancelled  UpdateState = "Cancelled"
+	// UpdateQuarantined: the service ended its update with nodes it
+	// could not drain left cordoned (AKS's undrainableNodeBehavior
+	// Cordon), named in Errors; not a user's cancel.
+	UpdateQuarantined UpdateState = "Quarantined"
 )
 
 // UpdateProgress is a service update as the service reports it.

@@ -116,7 +116,7 @@ func (o *ControlOptions) resumeManaged(ctx context.Context, rec *state.Record, u
 	if err != nil {
 		return err
 	}
-	if pr.State == cloud.UpdateCancelled || pr.State == cloud.UpdateFailed {
+	if pr.State == cloud.UpdateCancelled || pr.State == cloud.UpdateFailed || pr.State == cloud.UpdateQuarantined {
 		newID, err := u.(cloud.UpdateResumer).ResumeUpdate(ctx, id)
 		if err != nil {
 			return err

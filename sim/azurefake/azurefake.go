@@ -48,6 +48,10 @@ type Options struct {
 	// faults.go); FaultSeed makes which ones the same on every run.
 	Faults    float64
 	FaultSeed uint64
+	// RetryAfter is the Retry-After a throttled request (429) is answered
+	// with, in whole seconds; default DefaultRetryAfter, as ARM throttles.
+	// Tests that roll faults set a second to stay quick.
+	RetryAfter time.Duration
 	// Logf receives a line per step of an upgrade; default none.
 	Logf func(format string, args ...any)
 }
@@ -98,6 +102,7 @@ func Start(ctx context.Context, kube kubernetes.Interface, o Options) (*Server, 
 	o.MinuteIs = orDefault(o.MinuteIs, time.Minute)
 	o.NodeReadyTimeout = orDefault(o.NodeReadyTimeout, 10*time.Minute)
 	o.SettingsDuration = orDefault(o.SettingsDuration, 200*time.Millisecond)
+	o.RetryAfter = orDefault(o.RetryAfter, DefaultRetryAfter)
 	s := &Server{opts: o, kube: kube, clusters: map[string]*cluster{}, ops: map[string]*operation{}}
 	s.dice = dice{rate: o.Faults, seed: o.FaultSeed}
 	s.ctx, s.cancel = context.WithCancel(ctx)

@@ -64,7 +64,7 @@ func newSceneWith(t *testing.T, faults float64, react func(*fake.Clientset)) *sc
 	}
 	k := conformance.StartKubelet(t, kube)
 	srv, err := Start(context.Background(), kube, Options{PollEvery: 10 * time.Millisecond, EvictRetry: 20 * time.Millisecond, MinuteIs: 100 * time.Millisecond,
-		SettingsDuration: 20 * time.Millisecond, NodeReadyTimeout: time.Minute, Faults: faults, FaultSeed: 1})
+		SettingsDuration: 20 * time.Millisecond, NodeReadyTimeout: time.Minute, Faults: faults, FaultSeed: 1, RetryAfter: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

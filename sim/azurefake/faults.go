@@ -2,9 +2,11 @@ package azurefake
 
 import (
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,4 +104,19 @@ func answerLate(q *request, w http.ResponseWriter, h func(*request), d time.Dura
 	maps.Copy(w.Header(), rec.Header())
 	w.WriteHeader(rec.Code)
 	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// DefaultRetryAfter is the Retry-After of the fake's 429: ARM throttles
+// with a Retry-After in seconds, "the number of seconds you should wait
+// before sending the next request", and a throttled subscription or
+// tenant waits tens of them, the rest of the bucket's refill
+// (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling#error-code,
+// "Migrating to regional throttling and token bucket algorithm": buckets
+// refill per second, the window a throttled client waits out).
+const DefaultRetryAfter = 20 * time.Second
+
+// retryAfterSeconds is d as Retry-After's delay-seconds (RFC 9110
+// 10.2.3): whole seconds, rounded up, at least one.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }

@@ -62,7 +62,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Operation: op})
 	next := s.takeNextLocked(op)
 	s.mu.Unlock()
-	if r.URL.Query().Get("api-version") != apiVersionOf(op) {
+	if !servesVersion(op, r.URL.Query().Get("api-version")) {
 		// ARM refuses an API version the resource provider does not serve.
 		writeError(w, errorf(http.StatusBadRequest, "NoRegisteredProviderFound", "No registered resource provider found for location '%s' and API version '%s'", s.opts.Location, r.URL.Query().Get("api-version")))
 		return
@@ -85,9 +85,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch f {
 	case faultThrottle:
-		// ARM throttling: 429 with Retry-After in seconds
-		// (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling#error-code).
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryAfterSeconds(s.opts.RetryAfter))
 		writeError(w, errorf(http.StatusTooManyRequests, "TooManyRequests", "The request is being throttled."))
 		return
 	case faultServer:
@@ -205,7 +203,7 @@ func (s *Server) getPool(q *request) {
 		writeError(q.w, err)
 		return
 	}
-	writeJSON(q.w, http.StatusOK, s.poolView(p))
+	writeJSON(q.w, http.StatusOK, s.poolDoc(p, q.r.URL.Query().Get("api-version")))
 }
 
 // getUpgradeProfile answers agentPools/{p}/upgradeProfiles/default: the

@@ -47,6 +47,8 @@ type pool struct {
 	latest string
 	// op is the operation running on the pool, nil when none.
 	op *operation
+	// extra are the upgrade settings only PoolAPIVersion has.
+	extra upgradeExtra
 }
 
 // machine is a scale set instance and the node it registers as.
@@ -56,6 +58,9 @@ type machine struct {
 	version, image string
 	// surge marks a machine the running upgrade added.
 	surge bool
+	// quarantined marks a machine whose drain undrainableNodeBehavior
+	// Cordon gave up on: left cordoned on its old version.
+	quarantined bool
 }
 
 // ClusterSpec describes a managed cluster: its resource group, name,
@@ -78,6 +83,9 @@ type PoolSpec struct {
 	Labels map[string]string
 	// Spot makes a Spot pool (scaleSetPriority Spot).
 	Spot bool
+	// MaxUnavailable and Undrainable are the pool's maxUnavailable and
+	// undrainableNodeBehavior, which only PoolAPIVersion has ("": unset).
+	MaxUnavailable, Undrainable string
 }
 
 // CreateCluster makes a managed cluster with no pool.
@@ -110,6 +118,12 @@ func (s *Server) CreatePool(ctx context.Context, spec PoolSpec) error {
 			PowerState: &armcs.PowerState{Code: to.Ptr(armcs.CodeRunning)},
 			NodeLabels: labelPtrs(spec.Labels), ScaleSetPriority: spotPriority(spec.Spot),
 		},
+	}
+	if spec.MaxUnavailable != "" {
+		p.extra.MaxUnavailable = ptr(spec.MaxUnavailable)
+	}
+	if spec.Undrainable != "" {
+		p.extra.UndrainableNodeBehavior = ptr(spec.Undrainable)
 	}
 	c.pools[strings.ToLower(spec.Name)] = p
 	var ms []*machine

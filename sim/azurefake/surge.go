@@ -2,6 +2,9 @@ package azurefake
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -9,34 +12,38 @@ import (
 // upgrade runs AKS's surge upgrade of the pool to t
 // (https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster#customize-node-surge-upgrade):
 // maxSurge new machines on the target first (those an earlier, failed or
-// cancelled upgrade added count), then the old machines maxSurge at a
-// time: each cordoned and drained honouring PDBs for up to
-// drainTimeoutInMinutes ("If this time is exceeded, the upgrade fails",
-// AgentPoolUpgradeSettings.DrainTimeoutInMinutes), the batch soaked
-// nodeSoakDurationInMinutes, then reimaged to the target (the node keeps
-// its name); at the end the surge machines are drained and deleted. An
-// abort stops it where it is; a failure leaves the pool Failed with the
-// surge machines in place, as AKS does.
+// cancelled upgrade added count), then the old machines maxSurge +
+// maxUnavailable at a time (maxUnavailable: old nodes taken down beside
+// the surge, "#customize-unavailable-nodes"): each cordoned and drained
+// honouring PDBs for up to drainTimeoutInMinutes ("If this time is
+// exceeded, the upgrade fails", AgentPoolUpgradeSettings.DrainTimeoutInMinutes),
+// the batch soaked nodeSoakDurationInMinutes, then reimaged to the target
+// (the node keeps its name); at the end the surge machines are drained
+// and deleted. An abort stops it where it is; a failure leaves the pool
+// Failed with the surge machines in place, as AKS does. Under
+// undrainableNodeBehavior Cordon a node whose drain times out is
+// quarantined instead and the upgrade goes on (see quarantineBatch).
 func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) error {
 	s.mu.Lock()
-	surge, drainTimeout, soak := s.settingsLocked(p)
+	r := s.settingsLocked(p)
 	var added []*machine
 	have := 0
 	for _, m := range p.nodes {
+		m.quarantined = false // AKS drains a quarantined node again on the next upgrade
 		if m.surge {
 			have++
 		}
 	}
-	for range max(surge-have, 0) {
+	for range max(r.surge-have, 0) {
 		added = append(added, s.newMachineLocked(p, t.version, t.image, true))
 	}
 	s.mu.Unlock()
-	s.logf("pool %s: %s to %s/%s, surge %d", *p.model.Name, t.state, t.version, t.image, surge)
+	s.logf("pool %s: %s to %s/%s, surge %d, unavailable %d", *p.model.Name, t.state, t.version, t.image, r.surge, r.unavailable)
 	if err := parallel(added, func(m *machine) error { return s.joinNode(ctx, p, m) }); err != nil {
 		return err
 	}
 	for {
-		batch := s.nextBatch(p, t, surge)
+		batch := s.nextBatch(p, t, max(r.surge+r.unavailable, 1))
 		if len(batch) == 0 {
 			break
 		}
@@ -44,10 +51,11 @@ func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) e
 			return errAborted
 		}
 		s.logf("pool %s: draining %s", *p.model.Name, machineNames(batch))
-		if err := parallel(batch, func(m *machine) error { return s.cordonAndDrain(ctx, m.name, drainTimeout) }); err != nil {
+		batch, err := s.drainBatch(ctx, p, batch, r)
+		if err != nil {
 			return err
 		}
-		if err := sleep(ctx, soak); err != nil {
+		if err := sleep(ctx, r.soak); err != nil {
 			return err
 		}
 		s.logf("pool %s: reimaging %s", *p.model.Name, machineNames(batch))
@@ -58,7 +66,64 @@ func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) e
 	if s.aborted(o) {
 		return errAborted
 	}
-	return s.removeSurge(ctx, p, drainTimeout)
+	if err := s.removeSurge(ctx, p, r.drain); err != nil {
+		return err
+	}
+	return s.quarantinedEnd(p)
+}
+
+// drainBatch cordons and drains the batch; under Cordon, a machine whose
+// drain timed out is quarantined and left out of what it returns.
+func (s *Server) drainBatch(ctx context.Context, p *pool, batch []*machine, r upgradeRules) ([]*machine, error) {
+	errs := make([]error, len(batch))
+	_ = parallel(batch, func(m *machine) error {
+		errs[slices.Index(batch, m)] = s.cordonAndDrain(ctx, m.name, r.drain)
+		return nil
+	})
+	var out []*machine
+	for i, m := range batch {
+		var de *drainError
+		switch {
+		case errs[i] == nil:
+			out = append(out, m)
+		case r.cordon && errors.As(errs[i], &de):
+			if err := s.quarantine(ctx, m.name); err != nil {
+				return nil, err
+			}
+			s.mu.Lock()
+			m.quarantined = true
+			s.mu.Unlock()
+			s.logf("pool %s: %s quarantined: %v", *p.model.Name, m.name, errs[i])
+		default:
+			return nil, errs[i]
+		}
+	}
+	return out, nil
+}
+
+// errQuarantined ends an upgrade that left nodes quarantined.
+type errQuarantined struct{ nodes []string }
+
+func (e *errQuarantined) Error() string {
+	return "Upgrade completed with nodes that could not be drained, left cordoned and labelled " + QuarantineLabel + "=" + QuarantineValue + ": " + strings.Join(e.nodes, ", ")
+}
+
+// quarantinedEnd is the upgrade's end when nodes are left quarantined:
+// AKS ends it Canceled, keeping a surge node for each
+// (https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster#set-node-drain-behavior).
+func (s *Server) quarantinedEnd(p *pool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for _, m := range p.nodes {
+		if m.quarantined {
+			names = append(names, m.name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return &errQuarantined{nodes: names}
 }
 
 // nextBatch is the next old machines to upgrade, at most n.
@@ -67,7 +132,7 @@ func (s *Server) nextBatch(p *pool, t target, n int) []*machine {
 	defer s.mu.Unlock()
 	var out []*machine
 	for _, m := range p.nodes {
-		if !m.surge && (m.version != t.version || m.image != t.image) && len(out) < n {
+		if !m.surge && !m.quarantined && (m.version != t.version || m.image != t.image) && len(out) < n {
 			out = append(out, m)
 		}
 	}
@@ -109,11 +174,16 @@ func (s *Server) reimage(ctx context.Context, p *pool, m *machine, t target) err
 func (s *Server) removeSurge(ctx context.Context, p *pool, drainTimeout time.Duration) error {
 	s.mu.Lock()
 	var surge []*machine
+	keep := 0 // a surge machine stays for each quarantined node
 	for _, m := range p.nodes {
-		if m.surge {
+		switch {
+		case m.quarantined:
+			keep++
+		case m.surge:
 			surge = append(surge, m)
 		}
 	}
+	surge = surge[min(keep, len(surge)):]
 	s.mu.Unlock()
 	return parallel(surge, func(m *machine) error {
 		if err := s.cordonAndDrain(ctx, m.name, drainTimeout); err != nil {

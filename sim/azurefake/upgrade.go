@@ -55,8 +55,14 @@ func busyLocked(p *pool) *armError {
 // the unfinished upgrade again on a Failed or Canceled pool, or an update
 // of the settings alone.
 func (s *Server) putPool(q *request) {
+	version := q.r.URL.Query().Get("api-version")
+	body, extra, aerr := splitExtra(q.body, version)
+	if aerr != nil {
+		writeError(q.w, aerr)
+		return
+	}
 	var in armcs.AgentPool
-	if err := decodeModel(q.body, &in); err != nil {
+	if err := decodeModel(body, &in); err != nil {
 		writeError(q.w, err)
 		return
 	}
@@ -76,16 +82,9 @@ func (s *Server) putPool(q *request) {
 		writeError(q.w, aerr)
 		return
 	}
-	if in.Properties != nil && in.Properties.UpgradeSettings != nil {
-		aerr := checkSurge(in.Properties.UpgradeSettings.MaxSurge)
-		if aerr == nil {
-			aerr = spotSurge(p, in.Properties.UpgradeSettings.MaxSurge)
-		}
-		if aerr != nil {
-			writeError(q.w, aerr)
-			return
-		}
-		p.model.Properties.UpgradeSettings = keptSettings(p.model.Properties.UpgradeSettings, in.Properties.UpgradeSettings)
+	if aerr := s.putSettingsLocked(p, in.Properties, extra); aerr != nil {
+		writeError(q.w, aerr)
+		return
 	}
 	var o *operation
 	switch {
@@ -98,7 +97,35 @@ func (s *Server) putPool(q *request) {
 		go s.settle(o)
 	}
 	s.asyncHeaders(q.w, o)
-	writeJSON(q.w, http.StatusOK, s.poolView(p))
+	writeJSON(q.w, http.StatusOK, s.poolDoc(p, version))
+}
+
+// putSettingsLocked checks and keeps a PUT's upgrade settings: the
+// model's and the newer version's, each field the PUT leaves out kept.
+func (s *Server) putSettingsLocked(p *pool, in *armcs.ManagedClusterAgentPoolProfileProperties, extra upgradeExtra) *armError {
+	var u *armcs.AgentPoolUpgradeSettings
+	if in != nil {
+		u = in.UpgradeSettings
+	}
+	if u == nil && extra == (upgradeExtra{}) {
+		return nil
+	}
+	if u == nil {
+		u = &armcs.AgentPoolUpgradeSettings{}
+	}
+	kept := keptSettings(p.model.Properties.UpgradeSettings, u)
+	aerr := checkSurge(u.MaxSurge)
+	if aerr == nil {
+		aerr = spotSurge(p, u.MaxSurge)
+	}
+	if aerr == nil {
+		aerr = checkExtra(keptExtra(p.extra, extra), kept.MaxSurge)
+	}
+	if aerr != nil {
+		return aerr
+	}
+	p.model.Properties.UpgradeSettings, p.extra = kept, keptExtra(p.extra, extra)
+	return nil
 }
 
 // putTargetLocked is the upgrade a PUT asks for, nil for none.
@@ -277,6 +304,7 @@ func (s *Server) finish(p *pool, o *operation, t target, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var de *drainError
+	var eq *errQuarantined
 	switch {
 	case err == nil:
 		p.model.Properties.CurrentOrchestratorVersion, p.model.Properties.NodeImageVersion = ptr(t.version), ptr(t.image)
@@ -285,6 +313,9 @@ func (s *Server) finish(p *pool, o *operation, t target, err error) {
 	case o.abort:
 		p.model.Properties.ProvisioningState = ptr(stateCanceled)
 		s.endOpLocked(o, opCanceled, errorf(http.StatusOK, "Canceled", "The operation was canceled by an abort request."))
+	case errors.As(err, &eq):
+		p.model.Properties.ProvisioningState = ptr(stateCanceled)
+		s.endOpLocked(o, opCanceled, errorf(http.StatusOK, "NodesQuarantined", "%s", eq.Error()))
 	case errors.As(err, &de):
 		p.model.Properties.ProvisioningState = ptr(stateFailed)
 		s.endOpLocked(o, opFailed, errorf(http.StatusBadRequest, "UpgradeFailed", "%s", de.Error()))
@@ -295,11 +326,26 @@ func (s *Server) finish(p *pool, o *operation, t target, err error) {
 	s.logf("pool %s: %s %s", *p.model.Name, o.kind, o.status)
 }
 
-// settings are the pool's upgrade settings with AKS's defaults: maxSurge
-// 10% ("If not specified, the default is 10%"; "fractional nodes are
-// rounded up"), drainTimeoutInMinutes 30, nodeSoakDurationInMinutes 0
-// (AgentPoolUpgradeSettings).
-func (s *Server) settingsLocked(p *pool) (surge int, drain, soak time.Duration) {
+// upgradeRules are the pool's upgrade settings as an upgrade applies
+// them.
+type upgradeRules struct {
+	// surge machines are added first; surge+unavailable old ones are
+	// upgraded at a time.
+	surge, unavailable int
+	drain, soak        time.Duration
+	// cordon quarantines a node whose drain times out
+	// (undrainableNodeBehavior Cordon) instead of failing the upgrade.
+	cordon bool
+}
+
+// settingsLocked are the pool's upgrade settings with AKS's defaults:
+// maxSurge 10% ("If not specified, the default is 10%"; "fractional
+// nodes are rounded up"), maxUnavailable 0 ("If not specified, the
+// default is 0", a number or a percentage rounded up alike),
+// drainTimeoutInMinutes 30, nodeSoakDurationInMinutes 0, undrainable
+// nodes Schedule (AgentPoolUpgradeSettings of PoolAPIVersion). A maxSurge
+// of 0 adds no machine, allowed only beside a maxUnavailable (checkExtra).
+func (s *Server) settingsLocked(p *pool) upgradeRules {
 	u := p.model.Properties.UpgradeSettings
 	if u == nil {
 		u = &armcs.AgentPoolUpgradeSettings{}
@@ -310,23 +356,33 @@ func (s *Server) settingsLocked(p *pool) (surge int, drain, soak time.Duration) 
 			count++
 		}
 	}
-	v := "10%"
-	if u.MaxSurge != nil && *u.MaxSurge != "" {
-		v = *u.MaxSurge
+	r := upgradeRules{drain: 30 * s.opts.MinuteIs, unavailable: nodesOf(p.extra.MaxUnavailable, "0", count)}
+	r.surge = nodesOf(u.MaxSurge, "10%", count)
+	if r.surge == 0 && r.unavailable == 0 {
+		r.surge = 1
 	}
-	n, _ := strconv.Atoi(strings.TrimSuffix(v, "%"))
-	if strings.HasSuffix(v, "%") {
-		n = int(math.Ceil(float64(count) * float64(n) / 100))
-	}
-	surge = min(max(n, 1), max(count, 1))
-	drain = 30 * s.opts.MinuteIs
 	if u.DrainTimeoutInMinutes != nil {
-		drain = time.Duration(*u.DrainTimeoutInMinutes) * s.opts.MinuteIs
+		r.drain = time.Duration(*u.DrainTimeoutInMinutes) * s.opts.MinuteIs
 	}
 	if u.NodeSoakDurationInMinutes != nil {
-		soak = time.Duration(*u.NodeSoakDurationInMinutes) * s.opts.MinuteIs
+		r.soak = time.Duration(*u.NodeSoakDurationInMinutes) * s.opts.MinuteIs
 	}
-	return surge, drain, soak
+	r.cordon = p.extra.UndrainableNodeBehavior != nil && *p.extra.UndrainableNodeBehavior == undrainableCordon
+	return r
+}
+
+// nodesOf is a setting of nodes (a number, or a percentage of count
+// rounded up) at most count; def where unset.
+func nodesOf(v *string, def string, count int) int {
+	s := def
+	if v != nil && *v != "" {
+		s = *v
+	}
+	n, _ := strconv.Atoi(strings.TrimSuffix(s, "%"))
+	if strings.HasSuffix(s, "%") {
+		n = int(math.Ceil(float64(count) * float64(n) / 100))
+	}
+	return min(n, max(count, 1))
 }
 
 // decodeModel reads body into v, the SDK's model, and refuses fields the

@@ -98,6 +98,8 @@ type vmssVM struct {
 	vmID  string
 	// labels are the node labels its kubelet registers with.
 	labels map[string]string
+	// protection is its protectionPolicy, nil for none.
+	protection *armcompute.VirtualMachineScaleSetVMProtectionPolicy
 }
 
 // ScaleSetSpec describes a scale set the fake makes as it is: its

@@ -406,7 +406,32 @@ func (s *Server) vmView(ss *scaleSet, vm *vmssVM) armcompute.VirtualMachineScale
 	if vm.zone != "" {
 		v.Zones = []*string{to.Ptr(vm.zone)}
 	}
+	if vm.protection != nil {
+		p := *vm.protection
+		v.Properties.ProtectionPolicy = &p
+	}
 	return v
+}
+
+// SetInstanceProtection sets an instance's protectionPolicy, as its
+// owner's "az vmss update --instance-id ... --protect-from-scale-in
+// --protect-from-scale-set-actions" does
+// (VirtualMachineScaleSetVMProtectionPolicy: protectFromScaleIn,
+// protectFromScaleSetActions, https://learn.microsoft.com/en-us/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-instance-protection).
+func (s *Server) SetInstanceProtection(group, name string, id int, scaleIn, actions bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.scaleSetsLocked()[key(group, name)]
+	if ss == nil {
+		return fmt.Errorf("no scale set %s/%s", group, name)
+	}
+	for _, vm := range ss.vms {
+		if vm.id == id {
+			vm.protection = &armcompute.VirtualMachineScaleSetVMProtectionPolicy{ProtectFromScaleIn: to.Ptr(scaleIn), ProtectFromScaleSetActions: to.Ptr(actions)}
+			return nil
+		}
+	}
+	return fmt.Errorf("no instance %d in scale set %s/%s", id, group, name)
 }
 
 // activeVMs are the instances not being deleted.

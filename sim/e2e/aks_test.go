@@ -45,6 +45,9 @@ type aksPoolSpec struct {
 	// (AKS's 10% unless set).
 	count    int
 	maxSurge string
+	// maxUnavailable and undrainable are the pool's maxUnavailable and
+	// undrainableNodeBehavior (API 2025-05-01), unset unless given.
+	maxUnavailable, undrainable string
 	// faults is the share of ARM requests answered with a fault, from
 	// seed.
 	faults float64
@@ -58,7 +61,7 @@ func setupAKSPool(t *testing.T, name string, spec aksPoolSpec, apps ...scenario.
 	ctx := testContext(t, 3*time.Minute)
 	srv, err := azurefake.Start(context.Background(), client, azurefake.Options{PollEvery: 100 * time.Millisecond, EvictRetry: 300 * time.Millisecond,
 		MinuteIs: time.Second, NodeReadyTimeout: time.Minute, SettingsDuration: 200 * time.Millisecond,
-		Faults: spec.faults, FaultSeed: spec.seed, Logf: t.Logf})
+		Faults: spec.faults, FaultSeed: spec.seed, RetryAfter: time.Second, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +69,7 @@ func setupAKSPool(t *testing.T, name string, spec aksPoolSpec, apps ...scenario.
 	a := &aksPool{name: name, group: name + "-rg", cluster: name + "-c", srv: srv}
 	srv.CreateCluster(azurefake.ClusterSpec{ResourceGroup: a.group, Name: a.cluster, Version: aksNew, Versions: []string{aksOld, aksNew, aksAbove}})
 	ps := azurefake.PoolSpec{ResourceGroup: a.group, Cluster: a.cluster, Name: name, Count: cmp.Or(spec.count, 3), Zones: []string{"1", "2", "3"},
-		Version: aksOld, Image: aksOldImage, LatestImage: aksNewImage}
+		Version: aksOld, Image: aksOldImage, LatestImage: aksNewImage, MaxUnavailable: spec.maxUnavailable, Undrainable: spec.undrainable}
 	if spec.maxSurge != "" {
 		ps.Upgrade = &armcs.AgentPoolUpgradeSettings{MaxSurge: &spec.maxSurge}
 	}

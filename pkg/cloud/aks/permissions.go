@@ -28,9 +28,9 @@ type Call = azarm.Call
 // three together with the requests the provider sends).
 var Calls = []Call{
 	{Action: "Microsoft.ContainerService/managedClusters/read", Call: "read the cluster's control plane version and location (ManagedClustersClient.Get)"},
-	{Action: "Microsoft.ContainerService/managedClusters/agentPools/read", Call: "read the pool, its settings and state, and the cluster's other pools (AgentPoolsClient.Get, NewListPager)"},
+	{Action: "Microsoft.ContainerService/managedClusters/agentPools/read", Call: "read the pool, its settings and state (GET of the pool at API 2025-05-01), and the cluster's other pools (AgentPoolsClient.NewListPager)"},
 	{Action: "Microsoft.ContainerService/managedClusters/agentPools/upgradeProfiles/read", Call: "read the versions and the latest node image offered (AgentPoolsClient.GetUpgradeProfile)"},
-	{Action: "Microsoft.ContainerService/managedClusters/agentPools/write", Call: "set the run's upgrade settings and back, start a Kubernetes version upgrade or its recovery (AgentPoolsClient.BeginCreateOrUpdate)"},
+	{Action: "Microsoft.ContainerService/managedClusters/agentPools/write", Call: "set the run's upgrade settings and back, start a Kubernetes version upgrade or its recovery (PUT of the pool at API 2025-05-01)"},
 	{Action: "Microsoft.ContainerService/managedClusters/agentPools/upgradeNodeImageVersion/action", Call: "start a node image upgrade or its recovery (AgentPoolsClient.BeginUpgradeNodeImageVersion)"},
 	{Action: "Microsoft.ContainerService/managedClusters/agentPools/abort/action", Call: "cancel the upgrade (AgentPoolsClient.BeginAbortLatestOperation)"},
 	{Action: "Microsoft.ContainerService/locations/operations/read", Call: "follow the upgrade's operation (GET locations/{location}/operations/{id})", AtLocation: true},

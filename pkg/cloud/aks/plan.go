@@ -15,27 +15,38 @@ import (
 )
 
 // The pool's upgrade settings, by AKS's field names
-// (AgentPoolUpgradeSettings in API 2025-02-01: maxSurge,
-// drainTimeoutInMinutes, nodeSoakDurationInMinutes). The newer
-// maxUnavailable and undrainableNodeBehavior exist only in later API
-// versions: the provider neither reads nor sends them (docs/providers/aks.md).
+// (AgentPoolUpgradeSettings: maxSurge, drainTimeoutInMinutes,
+// nodeSoakDurationInMinutes in the SDK's model of API 2025-02-01;
+// maxUnavailable and undrainableNodeBehavior of 2025-05-01, read and
+// written through the pool's document, rawpool.go).
 const (
-	setMaxSurge = "maxSurge"
-	setDrain    = "drainTimeoutInMinutes"
-	setSoak     = "nodeSoakDurationInMinutes"
+	setMaxSurge       = "maxSurge"
+	setDrain          = "drainTimeoutInMinutes"
+	setSoak           = "nodeSoakDurationInMinutes"
+	setMaxUnavailable = "maxUnavailable"
+	setUndrainable    = "undrainableNodeBehavior"
 )
 
 // AKS's defaults (AgentPoolUpgradeSettings): maxSurge 10% ("fractional
-// nodes are rounded up"), drainTimeoutInMinutes 30, nodeSoak 0.
+// nodes are rounded up"), maxUnavailable 0, drainTimeoutInMinutes 30,
+// nodeSoak 0, undrainable nodes Schedule (the upgrade fails on them).
 const (
 	defaultMaxSurge     = "10%"
 	defaultDrainMinutes = 30
+	undrainableCordon   = "Cordon"
+	undrainableSchedule = "Schedule"
 )
 
 // settingsOf are the pool's upgrade settings in the plan's terms; unset
 // fields are left out (AKS's defaults apply).
-func settingsOf(p armcs.AgentPool) plan.UpdateSettings {
+func settingsOf(p armcs.AgentPool, ex upgradeExtra) plan.UpdateSettings {
 	s := plan.UpdateSettings{Other: map[string]string{}}
+	if ex.MaxUnavailable != "" {
+		s.Other[setMaxUnavailable] = ex.MaxUnavailable
+	}
+	if ex.UndrainableNodeBehavior != "" {
+		s.Other[setUndrainable] = ex.UndrainableNodeBehavior
+	}
 	u := p.Properties.UpgradeSettings
 	if u == nil {
 		return s
@@ -52,34 +63,45 @@ func settingsOf(p armcs.AgentPool) plan.UpdateSettings {
 	return s
 }
 
-// upgradeSettings are s as the pool's model takes them.
-func upgradeSettings(s plan.UpdateSettings) *armcs.AgentPoolUpgradeSettings {
-	u := &armcs.AgentPoolUpgradeSettings{}
-	if v := s.Other[setMaxSurge]; v != "" {
-		u.MaxSurge = &v
-	}
-	if v, err := strconv.Atoi(s.Other[setDrain]); err == nil {
-		m := int32(v)
-		u.DrainTimeoutInMinutes = &m
-	}
-	if v, err := strconv.Atoi(s.Other[setSoak]); err == nil {
-		m := int32(v)
-		u.NodeSoakDurationInMinutes = &m
+// upgradeSettings are s as the pool's document takes them: the numbers
+// as numbers, the rest as strings.
+func upgradeSettings(s plan.UpdateSettings) map[string]any {
+	u := map[string]any{}
+	for k, v := range s.Other {
+		if n, err := strconv.Atoi(v); err == nil && (k == setDrain || k == setSoak) {
+			u[k] = n
+		} else if v != "" {
+			u[k] = v
+		}
 	}
 	return u
 }
 
-// surgeOf is the nodes AKS adds for maxSurge v over a pool of n nodes: a
-// number, or a percentage of n rounded up; at least one.
-func surgeOf(v string, n int) int {
+// nodesOf is the nodes setting v (a number, or a percentage of n rounded
+// up) names of a pool of n nodes, at most n; def where v is unset.
+func nodesOf(v, def string, n int) int {
 	if v == "" {
-		v = defaultMaxSurge
+		v = def
 	}
 	k, _ := strconv.Atoi(strings.TrimSuffix(v, "%"))
 	if strings.HasSuffix(v, "%") {
 		k = int(math.Ceil(float64(n) * float64(k) / 100))
 	}
-	return min(max(k, 1), max(n, 1))
+	return min(k, max(n, 1))
+}
+
+// surgeAndUnavailable are the nodes AKS adds (maxSurge) and takes down
+// beside them (maxUnavailable) under settings s over a pool of n nodes:
+// a maxSurge of 0 only with a maxUnavailable (AKS refuses both 0), else
+// at least one surge node
+// (https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster#customize-unavailable-nodes).
+func surgeAndUnavailable(s plan.UpdateSettings, n int) (surge, unavailable int) {
+	surge = nodesOf(s.Other[setMaxSurge], defaultMaxSurge, n)
+	unavailable = nodesOf(s.Other[setMaxUnavailable], "0", n)
+	if surge == 0 && unavailable == 0 {
+		surge = 1
+	}
+	return surge, unavailable
 }
 
 // Runs implements cloud.ServicePlanner: AKS runs its surge upgrade;
@@ -92,10 +114,13 @@ func (a *AgentPool) OwnStrategy() plan.GroupStrategy {
 	if a.spot() {
 		return plan.GroupStrategy{Strategy: plan.StrategySurge, MaxUnavailable: "0", From: "AKS's upgrade of a Spot pool, which adds no surge node"}
 	}
-	n := int(a.count())
-	return plan.GroupStrategy{Strategy: plan.StrategySurge, MaxSurge: surgeOf(settingsOf(a.pool).Other[setMaxSurge], n), MaxUnavailable: "0",
+	surge, unavailable := surgeAndUnavailable(a.settings(), int(a.count()))
+	return plan.GroupStrategy{Strategy: plan.StrategySurge, MaxSurge: surge, MaxUnavailable: strconv.Itoa(unavailable),
 		From: "the pool's own upgrade settings"}
 }
+
+// settings are the pool's upgrade settings as read.
+func (a *AgentPool) settings() plan.UpdateSettings { return settingsOf(a.pool, a.raw.extra) }
 
 // spot reports whether the pool is a Spot pool (scaleSetPriority Spot),
 // which AKS upgrades with "a cordon and an eviction notice, but no drain"
@@ -117,19 +142,12 @@ func (a *AgentPool) count() int32 {
 // --max-surge other than the pool's becomes its maxSurge, --aks-drain-timeout
 // its drainTimeoutInMinutes), what AKS adds, AKS's phases.
 func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, error) {
-	if mu, err := strconv.Atoi(in.MaxUnavailable); err != nil || mu != 0 {
-		return nil, inputErrorf("--max-unavailable %s: AKS's upgrade (API %s) takes maxSurge alone and keeps every old node until its surge node is Ready; give --max-unavailable 0", in.MaxUnavailable, "2025-02-01")
+	before := a.settings()
+	during, err := a.duringSettings(in, before)
+	if err != nil {
+		return nil, err
 	}
-	before := settingsOf(a.pool)
-	during := before
-	during.Other = maps.Clone(before.Other)
 	total := int(a.count())
-	if a.spot() && in.MaxSurge > 0 {
-		return nil, inputErrorf("--max-surge %d: AKS upgrades Spot pool %q without surge nodes and refuses a maxSurge on it; leave --max-surge out", in.MaxSurge, a.name)
-	}
-	if in.MaxSurge > 0 && in.MaxSurge != surgeOf(before.Other[setMaxSurge], total) {
-		during.Other[setMaxSurge] = strconv.Itoa(in.MaxSurge)
-	}
 	if a.drainTimes > 0 {
 		during.Other[setDrain] = strconv.Itoa(int(a.drainTimes))
 	}
@@ -147,7 +165,8 @@ func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, er
 		Controls: []string{"cancel", "resume"}, WriteFinishes: true, EvictionLimit: plan.Duration(time.Duration(drain) * time.Minute),
 	}
 	if !a.spot() {
-		mp.ScaleUp = int32(surgeOf(during.Other[setMaxSurge], total))
+		surge, _ := surgeAndUnavailable(during, total)
+		mp.ScaleUp = int32(surge)
 	}
 	if err := a.busyPools(); err != nil {
 		return nil, err
@@ -159,6 +178,32 @@ func (a *AgentPool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, er
 	mp.Details = append(mp.Details, facts...)
 	mp.Steps = a.steps(in, mp, nodes, drain)
 	return mp, nil
+}
+
+// duringSettings are the pool's settings for the run: --max-surge and
+// --max-unavailable other than the pool's become its maxSurge and
+// maxUnavailable (a --max-surge of 0 only beside a --max-unavailable,
+// as AKS refuses both 0; with neither the pool's own are kept).
+func (a *AgentPool) duringSettings(in plan.Input, before plan.UpdateSettings) (plan.UpdateSettings, error) {
+	during := plan.UpdateSettings{Other: maps.Clone(before.Other)}
+	mu, err := strconv.Atoi(in.MaxUnavailable)
+	if err != nil || mu < 0 {
+		return during, inputErrorf("invalid --max-unavailable %q: AKS's maxUnavailable is a number of nodes of the pool, from 0", in.MaxUnavailable)
+	}
+	if a.spot() && (in.MaxSurge > 0 || mu > 0) {
+		return during, inputErrorf("--max-surge %d --max-unavailable %d: AKS upgrades Spot pool %q without surge nodes or a drain and refuses a maxSurge on it; leave both out", in.MaxSurge, mu, a.name)
+	}
+	if in.MaxSurge == 0 && mu == 0 {
+		return during, nil
+	}
+	surge, unavailable := surgeAndUnavailable(before, int(a.count()))
+	if in.MaxSurge != surge {
+		during.Other[setMaxSurge] = strconv.Itoa(in.MaxSurge)
+	}
+	if mu != unavailable {
+		during.Other[setMaxUnavailable] = strconv.Itoa(mu)
+	}
+	return during, nil
 }
 
 // steps are AKS's phases
@@ -176,19 +221,29 @@ func (a *AgentPool) steps(in plan.Input, mp *plan.ManagedPlan, nodes, drain int)
 	if !mp.Before.Equal(mp.During) {
 		add("Configure", "PUT the agent pool's upgradeSettings: "+mp.During.String(), in.SettingsTime())
 	}
-	surge := int(mp.ScaleUp)
-	rounds := (nodes + surge - 1) / max(surge, 1)
+	surge, unavailable := int(mp.ScaleUp), nodesOf(mp.During.Other[setMaxUnavailable], "0", nodes)
+	rounds := (nodes + surge + unavailable - 1) / max(surge+unavailable, 1)
 	if a.spot() {
 		add("Upgrade", fmt.Sprintf("AKS upgrades Spot pool %q with no surge node and no drain: it cordons each node and sends its pods an eviction notice, PDBs not honoured, and reimages it; about %d rounds", a.name, nodes),
 			time.Duration(nodes)*(soakOf(mp.During)+in.JoinTime()))
 	} else {
-		add("Upgrade", fmt.Sprintf("AKS adds %d surge node(s), then cordons and drains %d node(s) at a time honouring PDBs for up to %dm each (past it the upgrade fails and the pool is left Failed), and reimages them: about %d rounds; then it drains and deletes the surge node(s)",
-			surge, surge, drain, rounds), in.JoinTime()+time.Duration(rounds)*(in.DrainTime()+soakOf(mp.During)+in.JoinTime())+in.DrainTime())
+		add("Upgrade", fmt.Sprintf("AKS adds %d surge node(s), then cordons and drains %d node(s) at a time honouring PDBs for up to %dm each (maxSurge %d + maxUnavailable %d; %s), and reimages them: about %d rounds; then it drains and deletes the surge node(s)",
+			surge, surge+unavailable, drain, surge, unavailable, undrainableText(mp.During), rounds), in.JoinTime()+time.Duration(rounds)*(in.DrainTime()+soakOf(mp.During)+in.JoinTime())+in.DrainTime())
 	}
 	if !mp.Before.Equal(mp.During) {
 		add("RestoreSettings", "PUT the agent pool's upgradeSettings: "+mp.Before.String(), in.SettingsTime())
 	}
 	return out
+}
+
+// undrainableText says what AKS does with a node whose drain a PDB holds
+// past the timeout (undrainableNodeBehavior,
+// https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster#set-node-drain-behavior).
+func undrainableText(s plan.UpdateSettings) string {
+	if s.Other[setUndrainable] == undrainableCordon {
+		return "undrainableNodeBehavior Cordon: past it AKS quarantines the node, cordoned and labelled " + QuarantineLabel + "=" + quarantineValue + ", goes on with the others and ends the upgrade Canceled"
+	}
+	return "past it the upgrade fails and the pool is left Failed"
 }
 
 // soakOf is the settings' nodeSoakDurationInMinutes, 0 unless set.

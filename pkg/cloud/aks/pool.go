@@ -21,6 +21,9 @@ type AgentPool struct {
 	id   clusterID
 	name string
 	pool armcs.AgentPool
+	// raw is the pool's document at poolAPIVersion, with what the model
+	// lacks (rawpool.go).
+	raw rawPool
 	// control is the control plane's Kubernetes version, location the
 	// cluster's region.
 	control, location string
@@ -80,7 +83,7 @@ func (a *AgentPool) read(ctx context.Context) error {
 
 // refresh reads the pool again.
 func (a *AgentPool) refresh(ctx context.Context) error {
-	r, err := a.c.pools.Get(ctx, a.id.group, a.id.name, a.name, nil)
+	r, raw, err := a.getPool(ctx)
 	if _, status := code(err); status == http.StatusNotFound {
 		return &Error{Msg: fmt.Sprintf("%s not found", a), Err: cloud.ErrGroupNotFound, IsInput: true}
 	}
@@ -90,7 +93,7 @@ func (a *AgentPool) refresh(ctx context.Context) error {
 	if r.Properties == nil {
 		return fmt.Errorf("cannot read %s: it has no properties", a)
 	}
-	a.pool = r.AgentPool
+	a.pool, a.raw = r, raw
 	return nil
 }
 

@@ -44,7 +44,7 @@ func (a *AgentPool) Settings(ctx context.Context) (plan.UpdateSettings, error) {
 	if err := a.refresh(ctx); err != nil {
 		return plan.UpdateSettings{}, err
 	}
-	return settingsOf(a.pool), nil
+	return a.settings(), nil
 }
 
 // maxSettingsWrites bounds the PUTs Configure sends: a pool whose
@@ -68,7 +68,7 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 		if err := a.settle(ctx); err != nil {
 			return err
 		}
-		have := settingsOf(a.pool)
+		have := a.settings()
 		if effective(have).Equal(effective(s)) {
 			return nil
 		}
@@ -80,11 +80,8 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 			return &Error{Msg: fmt.Sprintf("cannot set the upgrade settings of %s to %s: after %d writes AKS reports %s; set them with \"az aks nodepool update\"",
 				a, settingsText(s), writes, settingsText(have))}
 		}
-		body := a.pool
-		props := *body.Properties
-		props.UpgradeSettings = upgradeSettings(clearing(s, have))
-		body.Properties = &props
-		_, err := a.c.pools.BeginCreateOrUpdate(ctx, a.id.group, a.id.name, a.name, body, nil)
+		send := upgradeSettings(clearing(s, have))
+		err := a.putPool(ctx, func(props map[string]any) { props["upgradeSettings"] = send })
 		if busy(err) { // this pool's operation, or another pool's: wait
 			if err := sleep(ctx, a.c.pollEvery); err != nil {
 				return err
@@ -100,7 +97,8 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 
 // aksDefaults are the values AKS applies to an unset upgrade setting
 // (AgentPoolUpgradeSettings).
-var aksDefaults = map[string]string{setMaxSurge: defaultMaxSurge, setDrain: strconv.Itoa(defaultDrainMinutes), setSoak: "0"}
+var aksDefaults = map[string]string{setMaxSurge: defaultMaxSurge, setDrain: strconv.Itoa(defaultDrainMinutes), setSoak: "0",
+	setMaxUnavailable: "0", setUndrainable: undrainableSchedule}
 
 // effective are s as AKS applies them: an unset field its default.
 func effective(s plan.UpdateSettings) plan.UpdateSettings {
@@ -175,11 +173,7 @@ func (a *AgentPool) StartUpdate(ctx context.Context, _ bool) (string, error) {
 	if a.imageOnly {
 		_, err = a.c.pools.BeginUpgradeNodeImageVersion(ctx, a.id.group, a.id.name, a.name, nil)
 	} else {
-		body := a.pool
-		props := *body.Properties
-		props.OrchestratorVersion = &a.target.Version
-		body.Properties = &props
-		_, err = a.c.pools.BeginCreateOrUpdate(ctx, a.id.group, a.id.name, a.name, body, nil)
+		err = a.putPool(ctx, func(props map[string]any) { props["orchestratorVersion"] = a.target.Version })
 	}
 	if busy(err) {
 		return a.startedOrHeld(ctx, err)
@@ -275,6 +269,9 @@ func (a *AgentPool) Progress(ctx context.Context, id string) (cloud.UpdateProgre
 		p.Errors = []cloud.UpdateError{failure(doc)}
 	case "Canceled":
 		p.State = cloud.UpdateCancelled
+		if q := a.quarantined(ctx); len(q) > 0 {
+			p.State, p.Errors = cloud.UpdateQuarantined, []cloud.UpdateError{quarantineError(q)}
+		}
 	default:
 		p.State = cloud.UpdateInProgress
 	}

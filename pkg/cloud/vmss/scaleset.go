@@ -61,10 +61,11 @@ func (s *ScaleSet) cloudGroup(ctx context.Context, m *armcompute.VirtualMachineS
 	for i := range nodes {
 		ptrs[i] = &nodes[i]
 	}
-	byNode, pending, err := s.Machines(ctx, ptrs)
+	ins, err := s.instances(ctx, append([]string{s.name}, s.greens...))
 	if err != nil {
 		return nil, err
 	}
+	byNode, pending := mapNodes(ins, ptrs), pendingOf(ins, ptrs)
 	target := ImageString(&s.target)
 	cg := &plan.CloudGroup{
 		GroupID: plan.GroupID{Provider: Name, Region: str(m.Location), Group: s.name, GroupKind: "scale set",
@@ -73,7 +74,7 @@ func (s *ScaleSet) cloudGroup(ctx context.Context, m *armcompute.VirtualMachineS
 			TargetVersion: target, TargetImage: target},
 		TemplateKey: "resource-group", VersionKey: "image",
 		Sizes: capacitySizes(*m.SKU.Capacity), TargetSizeOnly: true, Nodes: byNode, Unjoined: pending,
-		Green: s.GreenName(target),
+		Green: s.GreenName(target), Findings: protectedFindings(ins, ptrs),
 	}
 	cg.LaunchesAfter = fmt.Sprintf("%s; upgradePolicy.mode %s", target, upgradeMode(m))
 	return cg, nil
