@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -76,6 +77,9 @@ func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.Capac
 	if err != nil || typ == "" {
 		return &plan.CapacityPlan{Unprovable: []string{unprovableType(g.Name, err)}}, nil
 	}
+	if t := n.templateType(ctx, g); t != "" {
+		typ = t
+	}
 	c := &plan.CapacityPlan{InstanceType: typ}
 	in := capacityInput{p: n.API, kube: n.Client, g: g, typ: typ, spot: spot, added: added}
 	for _, prove := range []func(context.Context, capacityInput) ([]plan.QuotaUse, []string){proveVCPUs, proveOffered, proveSubnetIPs} {
@@ -108,6 +112,23 @@ func proveVCPUs(ctx context.Context, in capacityInput) ([]plan.QuotaUse, []strin
 		return nil, []string{oneLine(err.Error())}
 	}
 	return []plan.QuotaUse{q}, nil
+}
+
+// templateType is the instance type the target launch template version
+// names, which the added nodes launch as; "" where it names none (a mixed
+// instances policy's overrides choose) or cannot be read, and the type of
+// the group's instances stands.
+func (n *NodeGroup) templateType(ctx context.Context, g *AutoScalingGroup) string {
+	version := cmp.Or(n.Version, g.LaunchTemplateVersion)
+	if g.LaunchTemplateID == "" || version == "" {
+		return ""
+	}
+	res := resolver{p: n.API, cache: map[[2]string]ec2types.LaunchTemplateVersion{}}
+	v, err := res.version(ctx, g.LaunchTemplateID, "", version)
+	if err != nil || v.LaunchTemplateData == nil {
+		return ""
+	}
+	return string(v.LaunchTemplateData.InstanceType)
 }
 
 func unprovableType(group string, err error) string {

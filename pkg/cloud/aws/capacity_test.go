@@ -67,6 +67,7 @@ func TestProveCapacity(t *testing.T) {
 	tests := []struct {
 		name      string
 		instances string
+		template  string // what the launch template version names beside its image
 		added     int32
 		want      plan.CapacityPlan
 		asked     []string
@@ -87,6 +88,12 @@ func TestProveCapacity(t *testing.T) {
 				Name: "Running Spot Standard (A, C, D, H, I, M, R, T, Z) instances (L-34B43A08)", Unit: "vCPU",
 				Needed: 4, Free: 60, Limit: 64, PerNode: 4}}, Unprovable: noSubnets, InstanceType: "m5.xlarge"},
 			asked: []string{"ec2/L-34B43A08"}},
+		{name: "the target template's type, not the instances'", instances: region, added: 1,
+			template: `<instanceType>c5.2xlarge</instanceType>`,
+			want: plan.CapacityPlan{Quotas: []plan.QuotaUse{{Scope: "aws/123456789012/us-east-1/L-1216C47A",
+				Name: "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A)", Unit: "vCPU",
+				Needed: 8, Free: 16, Limit: 32, PerNode: 8}}, Unprovable: noSubnets, InstanceType: "c5.2xlarge"},
+			asked: []string{"ec2/L-1216C47A"}},
 		{name: "an unknown family is not guessed", instances: instanceXML("i-1", "zz9.large", ""), added: 2,
 			want: plan.CapacityPlan{Unprovable: append([]string{`instance type "zz9.large" is of a family without a known vCPU quota`}, noSubnets...), InstanceType: "zz9.large"}},
 	}
@@ -98,6 +105,7 @@ func TestProveCapacity(t *testing.T) {
 			replies["DescribeInstances"] = fixed(200, `<DescribeInstancesResponse `+ec2NS+`><reservationSet>`+tc.instances+`</reservationSet></DescribeInstancesResponse>`)
 			replies["DescribeInstanceTypes"] = func(v url.Values) reply { return reply{200, instanceTypesXML} }
 			replies["DescribeInstanceTypeOfferings"] = offerings(nil)
+			replies["DescribeLaunchTemplateVersions"] = fixed(200, strings.Replace(ltv2XML, "<imageId>ami-new</imageId>", "<imageId>ami-new</imageId>"+tc.template, 1))
 			f := &quotasAndEC2{quotas: map[string]float64{"L-1216C47A": 32, "L-34B43A08": 64}, rest: &fakeAWS{replies: replies}}
 			srv := httptest.NewServer(f)
 			t.Cleanup(srv.Close)
