@@ -35,7 +35,7 @@ func readCNI(ctx context.Context, in capacityInput) (s cniSettings, ok bool, err
 		return s, false, nil
 	}
 	if err != nil {
-		return s, false, fmt.Errorf("cannot read DaemonSet \"kube-system/aws-node\": %w", err)
+		return s, false, fmt.Errorf("cannot read DaemonSet %q: %w", "kube-system/aws-node", err)
 	}
 	s.warmENI = 1 // the VPC CNI's default
 	for _, c := range ds.Spec.Template.Spec.Containers {
@@ -102,7 +102,7 @@ func typeNetwork(ctx context.Context, p *Client, typ string) (maxENI, perENI int
 			return int64(sdkaws.ToInt32(it.NetworkInfo.MaximumNetworkInterfaces)), int64(sdkaws.ToInt32(it.NetworkInfo.Ipv4AddressesPerInterface)), nil
 		}
 	}
-	return 0, 0, fmt.Errorf("EC2 gives no network interfaces of instance type %q", typ)
+	return 0, 0, fmt.Errorf("cannot read the network interfaces of instance type %q: EC2 describes none", typ)
 }
 
 // busiestPods is the most pods with their own address (not on the host's
