@@ -62,7 +62,7 @@ func TestAWSSubnetShortOfIPs(t *testing.T) {
 		t.Fatalf("run must refuse the surge the subnet cannot hold with exit %d: %s", nodeupgrade.ExitBlockers, r)
 	}
 	g.assertAsBefore(t)
-	fits := []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--ami", "ami-new"}
+	fits := []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--ami", "ami-new", "--post-drain-wait", "0s"}
 	if r := g.run(t, append([]string{"run", name, "--yes"}, fits...)...); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run with the surge that fits: %s", r)
 	}
