@@ -220,8 +220,9 @@ type Server struct {
 	lb             lbState // load balancers (lb.go)
 	// lifecycle holds hooks, warm pools and protections (lifecycle.go).
 	lifecycle lifeState
-	iam       iamState   // the caller and what it may not do (iam.go)
-	quotas    quotaState // Service Quotas values (quotas.go)
+	iam       iamState      // the caller and what it may not do (iam.go)
+	quotas    quotaState    // Service Quotas values (quotas.go)
+	capacity  capacityState // offerings withheld, subnets' free addresses (capacity.go)
 	// eksData holds EKS clusters and managed node groups (eks.go); kube
 	// is the cluster StartWithKube was given, whose nodes EKS's updates
 	// drain.

@@ -25,6 +25,10 @@ func (s *Server) ec2(action string, f form) ([]*node, error) {
 		return s.modifyLaunchTemplate(f)
 	case "DescribeInstanceTypes":
 		return s.describeInstanceTypes(f)
+	case "DescribeInstanceTypeOfferings":
+		return s.describeOfferings(f)
+	case "DescribeSubnets":
+		return s.describeSubnets(f)
 	}
 	return nil, ec2Err("InvalidAction", "The action %s is not valid for this web service.", action)
 }

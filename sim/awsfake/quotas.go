@@ -77,8 +77,8 @@ func (s *Server) serveQuotas(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // describeInstanceTypes answers DescribeInstanceTypes for the types named
-// (InstanceType.N): their vCpuInfo.defaultVCpus, as botocore's ec2 model
-// shapes InstanceTypeInfo.
+// (InstanceType.N): their vCpuInfo.defaultVCpus and networkInfo
+// (instanceTypeNetwork), as botocore's ec2 model shapes InstanceTypeInfo.
 func (s *Server) describeInstanceTypes(f form) ([]*node, error) {
 	var items []*node
 	for _, t := range f.list("InstanceType") {
@@ -86,7 +86,9 @@ func (s *Server) describeInstanceTypes(f form) ([]*node, error) {
 		if !ok {
 			return nil, ec2Err("InvalidInstanceType", "The following supplied instance types do not exist: [%s]", t)
 		}
-		items = append(items, el("item", txt("instanceType", t), el("vCpuInfo", num("defaultVCpus", v))))
+		nw := instanceTypeNetwork[t]
+		items = append(items, el("item", txt("instanceType", t), el("vCpuInfo", num("defaultVCpus", v)),
+			el("networkInfo", num("maximumNetworkInterfaces", nw[0]), num("ipv4AddressesPerInterface", nw[1]))))
 	}
 	return []*node{el("instanceTypeSet", items...)}, nil
 }

@@ -58,7 +58,15 @@ func setupAWSGroup(t *testing.T, name string, size int32, apps ...scenario.App) 
 // (region and launch delay are the usual ones).
 func setupAWSGroupWith(t *testing.T, name string, size int32, opts awsfake.Options, apps ...scenario.App) *awsGroup {
 	t.Helper()
+	return setupAWSGroupSpec(t, awsfake.NodeGroupSpec{Name: name, Zones: awsZones, Size: size, Min: 1, Max: size + 1, ImageID: "ami-old"}, opts, apps...)
+}
+
+// setupAWSGroupSpec is setupAWSGroupWith with the group's whole spec
+// (its subnets, say).
+func setupAWSGroupSpec(t *testing.T, spec awsfake.NodeGroupSpec, opts awsfake.Options, apps ...scenario.App) *awsGroup {
+	t.Helper()
 	ctx := testContext(t, 3*time.Minute)
+	name := spec.Name
 	g := &awsGroup{name: name, terminating: map[string]bool{}}
 	opts.Region, opts.LaunchDelay = "us-east-1", 500*time.Millisecond
 	srv, err := awsfake.StartWithKube(context.Background(), client,
@@ -70,14 +78,12 @@ func setupAWSGroupWith(t *testing.T, name string, size int32, opts awsfake.Optio
 	t.Cleanup(srv.Close)
 	g.srv = srv
 	srv.RegisterImage("ami-new", "node-v2")
-	g.template, err = srv.NodeGroup(ctx, client, awsfake.NodeGroupSpec{
-		Name: name, Zones: awsZones, Size: size, Min: 1, Max: size + 1, ImageID: "ami-old",
-	})
+	g.template, err = srv.NodeGroup(ctx, client, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, _ := srv.Group(name)
-	g.original = spec.GroupSpec
+	made, _ := srv.Group(name)
+	g.original = made.GroupSpec
 	createPinnedApps(t, ctx, name, apps)
 	// Watch the group's desired capacity for the whole test: a re-run must
 	// never inflate it past the first scale-up.

@@ -158,6 +158,38 @@ var calls = []call{
 			return fmt.Sprint(aws.ToInt64(out.LaunchTemplateVersions[0].VersionNumber)), nil
 		},
 	},
+	{
+		// The plan's offering proof: the zones of the group that offer
+		// its instance type.
+		name:       "DescribeInstanceTypeOfferings by availability zone lists the zones that offer the type",
+		doc:        "LocationType availability-zone; Filters instance-type, location: the instance types offered in the location",
+		documented: "[us-east-1a us-east-1b us-east-1c]",
+		do: func(ctx context.Context, e probed, _, _ string) (string, error) {
+			out, err := ec2.NewFromConfig(e.cfg).DescribeInstanceTypeOfferings(ctx, &ec2.DescribeInstanceTypeOfferingsInput{
+				LocationType: ec2types.LocationTypeAvailabilityZone,
+				Filters: []ec2types.Filter{{Name: aws.String("instance-type"), Values: []string{"m5.large"}},
+					{Name: aws.String("location"), Values: zones}}})
+			if err != nil {
+				return answer(err), nil
+			}
+			var locs []string
+			for _, o := range out.InstanceTypeOfferings {
+				locs = append(locs, aws.ToString(o.Location))
+			}
+			slices.Sort(locs)
+			return fmt.Sprint(locs), nil
+		},
+	},
+	{
+		// The plan's subnet proof asks for the group's subnets by ID.
+		name:       "DescribeSubnets of a subnet that does not exist",
+		doc:        "EC2 error codes: InvalidSubnetID.NotFound, the specified subnet does not exist",
+		documented: "InvalidSubnetID.NotFound",
+		do: func(ctx context.Context, e probed, _, _ string) (string, error) {
+			_, err := ec2.NewFromConfig(e.cfg).DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-0123456789abcdef0"}})
+			return answer(err), nil
+		},
+	},
 }
 
 func probeAWSFake(t *testing.T, ctx context.Context) probed {

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -63,7 +65,9 @@ func bucketOf(instanceType string) (vcpuBucket, bool) {
 // ProveCapacity implements cloud.CapacityProver: the vCPU quota of the
 // bucket the group's instance type counts against (Service Quotas
 // GetServiceQuota), less the vCPUs of the region's running instances in
-// that bucket (DescribeInstances, DescribeInstanceTypes).
+// that bucket (DescribeInstances, DescribeInstanceTypes); the zones of the
+// group that do not offer the type (capacity_offer.go); the addresses the
+// added nodes and their pods take of the group's subnets (capacity_ips.go).
 func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
 	g, err := n.API.Group(ctx, n.ASG)
 	if err != nil {
@@ -73,19 +77,58 @@ func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.Capac
 	if err != nil || typ == "" {
 		return &plan.CapacityPlan{Unprovable: []string{unprovableType(g.Name, err)}}, nil
 	}
+	if t := n.templateType(ctx, g); t != "" {
+		typ = t
+	}
 	c := &plan.CapacityPlan{InstanceType: typ}
-	b, ok := bucketOf(typ)
-	if !ok {
-		c.Unprovable = []string{fmt.Sprintf("instance type %q is of a family without a known vCPU quota", typ)}
-		return c, nil
+	in := capacityInput{p: n.API, kube: n.Client, g: g, typ: typ, spot: spot, added: added}
+	for _, prove := range []func(context.Context, capacityInput) ([]plan.QuotaUse, []string){proveVCPUs, proveOffered, proveSubnetIPs} {
+		quotas, unprovable := prove(ctx, in)
+		c.Quotas = append(c.Quotas, quotas...)
+		c.Unprovable = append(c.Unprovable, unprovable...)
 	}
-	q, err := vcpuQuota(ctx, n.API, g, b, spot, typ, added)
-	if err != nil {
-		c.Unprovable = []string{oneLine(err.Error())}
-		return c, nil
-	}
-	c.Quotas = []plan.QuotaUse{q}
 	return c, nil
+}
+
+// capacityInput is what each of ProveCapacity's proofs reads.
+type capacityInput struct {
+	p     *Client
+	kube  kubernetes.Interface // nil: the cluster's settings (the VPC CNI's) are not read
+	g     *AutoScalingGroup
+	typ   string
+	spot  bool
+	added int32
+}
+
+// proveVCPUs is the vCPU quota of the type's bucket; an unknown family is
+// not guessed.
+func proveVCPUs(ctx context.Context, in capacityInput) ([]plan.QuotaUse, []string) {
+	b, ok := bucketOf(in.typ)
+	if !ok {
+		return nil, []string{fmt.Sprintf("instance type %q is of a family without a known vCPU quota", in.typ)}
+	}
+	q, err := vcpuQuota(ctx, in.p, in.g, b, in.spot, in.typ, in.added)
+	if err != nil {
+		return nil, []string{oneLine(err.Error())}
+	}
+	return []plan.QuotaUse{q}, nil
+}
+
+// templateType is the instance type the target launch template version
+// names, which the added nodes launch as; "" where it names none (a mixed
+// instances policy's overrides choose) or cannot be read, and the type of
+// the group's instances stands.
+func (n *NodeGroup) templateType(ctx context.Context, g *AutoScalingGroup) string {
+	version := cmp.Or(n.Version, g.LaunchTemplateVersion)
+	if g.LaunchTemplateID == "" || version == "" {
+		return ""
+	}
+	res := resolver{p: n.API, cache: map[[2]string]ec2types.LaunchTemplateVersion{}}
+	v, err := res.version(ctx, g.LaunchTemplateID, "", version)
+	if err != nil || v.LaunchTemplateData == nil {
+		return ""
+	}
+	return string(v.LaunchTemplateData.InstanceType)
 }
 
 func unprovableType(group string, err error) string {

@@ -55,6 +55,9 @@ const instanceTypesXML = `<DescribeInstanceTypesResponse ` + ec2NS + `><instance
 <item><instanceType>c5.2xlarge</instanceType><vCpuInfo><defaultVCpus>8</defaultVCpus></vCpuInfo></item>
 </instanceTypeSet></DescribeInstanceTypesResponse>`
 
+// noSubnets is what ProveCapacity says of groupXML, which names no subnets.
+var noSubnets = []string{`Auto Scaling group "ng1" names no subnets (VPCZoneIdentifier): the addresses of the nodes it adds are not proven`}
+
 func TestProveCapacity(t *testing.T) {
 	// The region runs the group's i-1 and i-2 (m5.xlarge, 4 vCPUs each),
 	// a c5.2xlarge (8, Standard too), a g4dn (another bucket) and a Spot
@@ -64,6 +67,7 @@ func TestProveCapacity(t *testing.T) {
 	tests := []struct {
 		name      string
 		instances string
+		template  string // what the launch template version names beside its image
 		added     int32
 		want      plan.CapacityPlan
 		asked     []string
@@ -71,21 +75,27 @@ func TestProveCapacity(t *testing.T) {
 		{name: "the surge exceeds the quota", instances: region, added: 6,
 			want: plan.CapacityPlan{Quotas: []plan.QuotaUse{{Scope: "aws/123456789012/us-east-1/L-1216C47A",
 				Name: "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A)", Unit: "vCPU",
-				Needed: 24, Free: 16, Limit: 32, PerNode: 4}}, InstanceType: "m5.xlarge"},
+				Needed: 24, Free: 16, Limit: 32, PerNode: 4}}, Unprovable: noSubnets, InstanceType: "m5.xlarge"},
 			asked: []string{"ec2/L-1216C47A"}},
 		{name: "the surge fits", instances: region, added: 4,
 			want: plan.CapacityPlan{Quotas: []plan.QuotaUse{{Scope: "aws/123456789012/us-east-1/L-1216C47A",
 				Name: "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A)", Unit: "vCPU",
-				Needed: 16, Free: 16, Limit: 32, PerNode: 4}}, InstanceType: "m5.xlarge"},
+				Needed: 16, Free: 16, Limit: 32, PerNode: 4}}, Unprovable: noSubnets, InstanceType: "m5.xlarge"},
 			asked: []string{"ec2/L-1216C47A"}},
 		{name: "spot instances count against the Spot quota", added: 1,
 			instances: instanceXML("i-1", "m5.xlarge", "spot") + instanceXML("i-5", "m5.xlarge", ""),
 			want: plan.CapacityPlan{Quotas: []plan.QuotaUse{{Scope: "aws/123456789012/us-east-1/L-34B43A08",
 				Name: "Running Spot Standard (A, C, D, H, I, M, R, T, Z) instances (L-34B43A08)", Unit: "vCPU",
-				Needed: 4, Free: 60, Limit: 64, PerNode: 4}}, InstanceType: "m5.xlarge"},
+				Needed: 4, Free: 60, Limit: 64, PerNode: 4}}, Unprovable: noSubnets, InstanceType: "m5.xlarge"},
 			asked: []string{"ec2/L-34B43A08"}},
+		{name: "the target template's type, not the instances'", instances: region, added: 1,
+			template: `<instanceType>c5.2xlarge</instanceType>`,
+			want: plan.CapacityPlan{Quotas: []plan.QuotaUse{{Scope: "aws/123456789012/us-east-1/L-1216C47A",
+				Name: "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A)", Unit: "vCPU",
+				Needed: 8, Free: 16, Limit: 32, PerNode: 8}}, Unprovable: noSubnets, InstanceType: "c5.2xlarge"},
+			asked: []string{"ec2/L-1216C47A"}},
 		{name: "an unknown family is not guessed", instances: instanceXML("i-1", "zz9.large", ""), added: 2,
-			want: plan.CapacityPlan{Unprovable: []string{`instance type "zz9.large" is of a family without a known vCPU quota`}, InstanceType: "zz9.large"}},
+			want: plan.CapacityPlan{Unprovable: append([]string{`instance type "zz9.large" is of a family without a known vCPU quota`}, noSubnets...), InstanceType: "zz9.large"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,6 +104,8 @@ func TestProveCapacity(t *testing.T) {
 				"<AutoScalingGroupName>ng1</AutoScalingGroupName><AutoScalingGroupARN>arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:uuid:autoScalingGroupName/ng1</AutoScalingGroupARN>", 1))
 			replies["DescribeInstances"] = fixed(200, `<DescribeInstancesResponse `+ec2NS+`><reservationSet>`+tc.instances+`</reservationSet></DescribeInstancesResponse>`)
 			replies["DescribeInstanceTypes"] = func(v url.Values) reply { return reply{200, instanceTypesXML} }
+			replies["DescribeInstanceTypeOfferings"] = offerings(nil)
+			replies["DescribeLaunchTemplateVersions"] = fixed(200, strings.Replace(ltv2XML, "<imageId>ami-new</imageId>", "<imageId>ami-new</imageId>"+tc.template, 1))
 			f := &quotasAndEC2{quotas: map[string]float64{"L-1216C47A": 32, "L-34B43A08": 64}, rest: &fakeAWS{replies: replies}}
 			srv := httptest.NewServer(f)
 			t.Cleanup(srv.Close)
