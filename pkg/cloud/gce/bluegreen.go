@@ -30,10 +30,8 @@ func (n *NodeGroup) CheckQuota(ctx context.Context) error {
 	if err != nil {
 		return wrap(err, "get the quotas of region %q", region)
 	}
-	for _, q := range r.Quotas {
-		if q.Metric == "INSTANCE_GROUP_MANAGERS" && q.Usage+more > q.Limit {
-			return inputErrorf("region %q has %.0f managed instance groups, the project's quota of %.0f, and blue/green needs %.0f more; delete unused groups or have the quota raised, or use another --strategy", region, q.Usage, q.Limit, more)
-		}
+	if q := quotaOf(r, "INSTANCE_GROUP_MANAGERS"); q != nil && q.Usage+more > q.Limit {
+		return inputErrorf("region %q has %.0f managed instance groups, the project's quota of %.0f, and blue/green needs %.0f more; delete unused groups or have the quota raised, or use another --strategy", region, q.Usage, q.Limit, more)
 	}
 	return nil
 }

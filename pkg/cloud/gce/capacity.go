@@ -1,0 +1,168 @@
+package gce
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	compute "google.golang.org/api/compute/v1"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+)
+
+var _ cloud.CapacityProver = (*NodeGroup)(nil)
+
+// Regional quota metrics (compute-api.json, Quota.metric) a new instance
+// counts against besides its vCPUs': one instance, and one in-use
+// external address for each network interface with an access config
+// (https://cloud.google.com/compute/resource-usage#regional_quotas).
+const (
+	metricCPUs          = "CPUS"
+	metricPreemptible   = "PREEMPTIBLE_CPUS"
+	metricInstances     = "INSTANCES"
+	metricInUseAddesses = "IN_USE_ADDRESSES"
+)
+
+// familyMetrics are the regional vCPU quotas of the machine series that
+// have one of their own; N1, E2 and the shared-core f1 and g1 count
+// against CPUS, as do custom machine types of no series (custom-C-M, N1's)
+// (https://cloud.google.com/compute/resource-usage#cpu_quota). A series
+// missing from both lists has no quota the run knows: a warning, never a
+// guess.
+var familyMetrics = map[string]string{
+	"n1": metricCPUs, "e2": metricCPUs, "f1": metricCPUs, "g1": metricCPUs, "custom": metricCPUs,
+	"n2": "N2_CPUS", "n2d": "N2D_CPUS", "c2": "C2_CPUS", "c2d": "C2D_CPUS", "c3": "C3_CPUS",
+	"m1": "M1_CPUS", "m2": "M2_CPUS", "m3": "M3_CPUS", "a2": "A2_CPUS", "t2d": "T2D_CPUS", "t2a": "T2A_CPUS",
+}
+
+// cpuMetric is the regional vCPU quota a machine type counts against: its
+// series' (the name's first part), or PREEMPTIBLE_CPUS for Spot and
+// preemptible VMs where the region grants that quota (without it they
+// count against the regular ones, as the page above says).
+func cpuMetric(machineType string, spot bool, r *compute.Region) (string, bool) {
+	if spot {
+		if q := quotaOf(r, metricPreemptible); q != nil && q.Limit > 0 {
+			return metricPreemptible, true
+		}
+	}
+	series, _, _ := strings.Cut(machineType, "-")
+	m, ok := familyMetrics[series]
+	return m, ok
+}
+
+// ProveCapacity implements cloud.CapacityProver: the region's quotas
+// (regions.get) the added instances count against, each of them launched
+// from the target template: its machine type's vCPUs (machineTypes.get)
+// of the series' vCPU quota, one of INSTANCES, and one of
+// IN_USE_ADDRESSES where the template gives the instances an external
+// address.
+func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
+	it, zone, err := n.launchTemplate(ctx)
+	if err != nil {
+		return &plan.CapacityPlan{Unprovable: []string{oneLine(err.Error())}}, nil
+	}
+	typ := lastSegment(it.Properties.MachineType)
+	c := &plan.CapacityPlan{InstanceType: typ}
+	mt, err := n.API.svc.MachineTypes.Get(n.API.project, zone, typ).Context(ctx).Do()
+	if err != nil {
+		c.Unprovable = []string{oneLine(wrap(err, "get machine type %q in zone %q", typ, zone).Error())}
+		return c, nil
+	}
+	region := n.region()
+	r, err := n.API.svc.Regions.Get(n.API.project, region).Context(ctx).Do()
+	if err != nil {
+		c.Unprovable = []string{oneLine(wrap(err, "get the quotas of region %q", region).Error())}
+		return c, nil
+	}
+	s := it.Properties.Scheduling
+	cpu, ok := cpuMetric(typ, s != nil && (s.Preemptible || s.ProvisioningModel == "SPOT"), r)
+	if !ok {
+		c.Unprovable = append(c.Unprovable, fmt.Sprintf("machine type %q is of a series without a known vCPU quota", typ))
+	}
+	want := map[string]int64{cpu: mt.GuestCpus, metricInstances: 1}
+	if externalIPs := accessConfigs(it.Properties); externalIPs > 0 {
+		want[metricInUseAddesses] = externalIPs
+	}
+	for _, metric := range []string{cpu, metricInstances, metricInUseAddesses} {
+		per, ok := want[metric]
+		if !ok || metric == "" {
+			continue
+		}
+		if q := quotaOf(r, metric); q != nil {
+			c.Quotas = append(c.Quotas, n.quotaUse(region, q, per, added))
+		} else {
+			c.Unprovable = append(c.Unprovable, fmt.Sprintf("region %q reports no quota %s", region, metric))
+		}
+	}
+	return c, nil
+}
+
+// quotaUse is what added instances, per of the quota each, need of q.
+func (n *NodeGroup) quotaUse(region string, q *compute.Quota, per int64, added int32) plan.QuotaUse {
+	unit := map[string]string{metricInstances: "instance", metricInUseAddesses: "IP"}[q.Metric]
+	if unit == "" {
+		unit = "vCPU"
+	}
+	limit := int64(q.Limit)
+	return plan.QuotaUse{
+		Scope: strings.Join([]string{"gcp", n.API.project, region, q.Metric}, "/"),
+		Name:  fmt.Sprintf("quota %s of region %s", q.Metric, region),
+		Unit:  unit, Needed: int64(added) * per, Free: limit - int64(q.Usage), Limit: limit, PerNode: per,
+	}
+}
+
+// launchTemplate is the template the added instances launch from (the
+// one --instance-template names, else the groups' current one: a copy
+// for --image differs in its image only), and a zone of the groups for
+// machineTypes.get, which is zonal.
+func (n *NodeGroup) launchTemplate(ctx context.Context) (*compute.InstanceTemplate, string, error) {
+	igm, err := n.API.getMIG(ctx, n.MIGs[0])
+	if err != nil {
+		return nil, "", err
+	}
+	if igm == nil {
+		return nil, "", missingMIG(n.MIGs[0])
+	}
+	name := lastSegment(n.Template)
+	if name == "" {
+		name = lastSegment(igm.InstanceTemplate)
+	}
+	it, err := n.API.getTemplate(ctx, name)
+	if err != nil {
+		return nil, "", err
+	}
+	if it == nil || it.Properties == nil || it.Properties.MachineType == "" {
+		return nil, "", fmt.Errorf("instance template %q names no machine type", name)
+	}
+	zone := n.MIGs[0].Zone
+	if igm.DistributionPolicy != nil && len(igm.DistributionPolicy.Zones) > 0 {
+		zone = lastSegment(igm.DistributionPolicy.Zones[0].Zone)
+	}
+	if zone == "" {
+		return nil, "", fmt.Errorf("managed instance group %q names no zone", n.MIGs[0].String())
+	}
+	return it, zone, nil
+}
+
+// accessConfigs counts the external addresses an instance of the
+// template holds: one per network interface with an access config.
+func accessConfigs(p *compute.InstanceProperties) int64 {
+	var n int64
+	for _, ni := range p.NetworkInterfaces {
+		if len(ni.AccessConfigs) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// quotaOf is the region's quota of metric, nil when it reports none.
+func quotaOf(r *compute.Region, metric string) *compute.Quota {
+	for _, q := range r.Quotas {
+		if q != nil && q.Metric == metric {
+			return q
+		}
+	}
+	return nil
+}
