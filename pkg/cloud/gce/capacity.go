@@ -51,62 +51,74 @@ func cpuMetric(machineType string, spot bool, r *compute.Region) (string, bool) 
 	return m, ok
 }
 
-// ProveCapacity implements cloud.CapacityProver: the region's quotas
-// (regions.get) the added instances count against, each of them launched
-// from the target template: its machine type's vCPUs (machineTypes.get)
-// of the series' vCPU quota, one of INSTANCES, and one of
-// IN_USE_ADDRESSES where the template gives the instances an external
-// address.
+// ProveCapacity implements cloud.CapacityProver: the region's quotas the
+// added instances count against (see RegionQuotas), each launched from
+// the target template.
 func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
 	it, zone, err := n.launchTemplate(ctx)
 	if err != nil {
 		return &plan.CapacityPlan{Unprovable: []string{oneLine(err.Error())}}, nil
 	}
-	typ := lastSegment(it.Properties.MachineType)
-	c := &plan.CapacityPlan{InstanceType: typ}
-	mt, err := n.API.svc.MachineTypes.Get(n.API.project, zone, typ).Context(ctx).Do()
+	p := it.Properties
+	return RegionQuotas(ctx, n.API.svc, Launch{
+		Project: n.API.project, Zone: zone, MachineType: lastSegment(p.MachineType),
+		Spot:        p.Scheduling != nil && (p.Scheduling.Preemptible || p.Scheduling.ProvisioningModel == "SPOT"),
+		ExternalIPs: accessConfigs(p),
+	}, added), nil
+}
+
+// Launch is what an added instance is: where, of which machine type,
+// Spot (or preemptible) or not, with how many external addresses.
+type Launch struct {
+	Project, Zone, MachineType string
+	Spot                       bool
+	ExternalIPs                int64
+}
+
+// RegionQuotas reads the region's quotas (regions.get) added instances of
+// l count against: their machine type's vCPUs (machineTypes.get) of the
+// series' vCPU quota, one each of INSTANCES, and their external addresses
+// of IN_USE_ADDRESSES. What it cannot read it names in Unprovable.
+func RegionQuotas(ctx context.Context, svc *compute.Service, l Launch, added int32) *plan.CapacityPlan {
+	c := &plan.CapacityPlan{InstanceType: l.MachineType}
+	mt, err := svc.MachineTypes.Get(l.Project, l.Zone, l.MachineType).Context(ctx).Do()
 	if err != nil {
-		c.Unprovable = []string{oneLine(wrap(err, "get machine type %q in zone %q", typ, zone).Error())}
-		return c, nil
+		c.Unprovable = []string{oneLine(wrap(err, "get machine type %q in zone %q", l.MachineType, l.Zone).Error())}
+		return c
 	}
-	region := n.region()
-	r, err := n.API.svc.Regions.Get(n.API.project, region).Context(ctx).Do()
+	region := RegionOf(l.Zone)
+	r, err := svc.Regions.Get(l.Project, region).Context(ctx).Do()
 	if err != nil {
 		c.Unprovable = []string{oneLine(wrap(err, "get the quotas of region %q", region).Error())}
-		return c, nil
+		return c
 	}
-	s := it.Properties.Scheduling
-	cpu, ok := cpuMetric(typ, s != nil && (s.Preemptible || s.ProvisioningModel == "SPOT"), r)
+	cpu, ok := cpuMetric(l.MachineType, l.Spot, r)
 	if !ok {
-		c.Unprovable = append(c.Unprovable, fmt.Sprintf("machine type %q is of a series without a known vCPU quota", typ))
+		c.Unprovable = append(c.Unprovable, fmt.Sprintf("machine type %q is of a series without a known vCPU quota", l.MachineType))
 	}
-	want := map[string]int64{cpu: mt.GuestCpus, metricInstances: 1}
-	if externalIPs := accessConfigs(it.Properties); externalIPs > 0 {
-		want[metricInUseAddesses] = externalIPs
-	}
+	want := map[string]int64{cpu: mt.GuestCpus, metricInstances: 1, metricInUseAddesses: l.ExternalIPs}
 	for _, metric := range []string{cpu, metricInstances, metricInUseAddesses} {
-		per, ok := want[metric]
-		if !ok || metric == "" {
+		if metric == "" || want[metric] == 0 {
 			continue
 		}
 		if q := quotaOf(r, metric); q != nil {
-			c.Quotas = append(c.Quotas, n.quotaUse(region, q, per, added))
+			c.Quotas = append(c.Quotas, quotaUse(l.Project, region, q, want[metric], added))
 		} else {
 			c.Unprovable = append(c.Unprovable, fmt.Sprintf("region %q reports no quota %s", region, metric))
 		}
 	}
-	return c, nil
+	return c
 }
 
 // quotaUse is what added instances, per of the quota each, need of q.
-func (n *NodeGroup) quotaUse(region string, q *compute.Quota, per int64, added int32) plan.QuotaUse {
+func quotaUse(project, region string, q *compute.Quota, per int64, added int32) plan.QuotaUse {
 	unit := map[string]string{metricInstances: "instance", metricInUseAddesses: "IP"}[q.Metric]
 	if unit == "" {
 		unit = "vCPU"
 	}
 	limit := int64(q.Limit)
 	return plan.QuotaUse{
-		Scope: strings.Join([]string{"gcp", n.API.project, region, q.Metric}, "/"),
+		Scope: strings.Join([]string{"gcp", project, region, q.Metric}, "/"),
 		Name:  fmt.Sprintf("quota %s of region %s", q.Metric, region),
 		Unit:  unit, Needed: int64(added) * per, Free: limit - int64(q.Usage), Limit: limit, PerNode: per,
 	}
