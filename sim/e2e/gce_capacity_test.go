@@ -46,3 +46,32 @@ func TestGCESurgeOverQuota(t *testing.T) {
 	}
 	g.assertFinished(t, 3)
 }
+
+// TestGKEPodRangeTooSmall: a green pool the cluster's pod range cannot
+// give blocks to (3 nodes of a /24 in a /22: one block free) is refused by
+// plan --detailed-exitcode and by run before the pool is touched, naming
+// the range, what is needed and free and the surge that fits; the run
+// with that surge finishes.
+func TestGKEPodRangeTooSmall(t *testing.T) {
+	t.Parallel()
+	const name = "gke-podrange"
+	g := setupGKEPool(t, name, gkePoolSpec{podRange: "10.4.0.0/22"}, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
+	over := []string{name, "--strategy", "blue-green", "--node-version", "1.31"}
+	pl := g.run(t, append([]string{"plan", "--detailed-exitcode"}, over...)...)
+	for _, want := range []string{"insufficient-ips", "pod range 10.4.0.0/22 of node pool " + name, "need 768 IPs", "which has 256 free of its 1024", "--strategy surge --max-surge 1 fits"} {
+		if pl.code != nodeupgrade.ExitBlockers || !strings.Contains(pl.stdout+pl.stderr, want) {
+			t.Fatalf("plan must exit %d naming %q: %s", nodeupgrade.ExitBlockers, want, pl)
+		}
+	}
+	if r := g.run(t, append([]string{"run", "--yes"}, over...)...); r.code != nodeupgrade.ExitBlockers || !strings.Contains(r.stderr, "insufficient-ips") {
+		t.Fatalf("run must refuse the green pool past the pod range with exit %d: %s", nodeupgrade.ExitBlockers, r)
+	}
+	if calls := g.srv.ChangingCalls(); len(calls) != 0 {
+		t.Fatalf("a refused run changed the pool: %v", calls)
+	}
+	fits := []string{"run", name, "--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--node-version", "1.31", "--yes"}
+	if r := g.run(t, fits...); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run with the surge that fits: %s", r)
+	}
+	g.assertUpgraded(t)
+}
