@@ -110,3 +110,21 @@ func TestProviderProvesCapacity(t *testing.T) {
 		t.Errorf("INSTANCES %+v, want 2 needed, 97 free", q)
 	}
 }
+
+// TestExternalAddressesCount: an instance whose template has an access
+// config takes one of IN_USE_ADDRESSES; one without takes none.
+func TestExternalAddressesCount(t *testing.T) {
+	srv, svc, _ := newScene(t, 3, Opportunistic)
+	must(t, srv.CreateTemplate(TemplateSpec{Project: project, Name: "tmpl-ip", ImageProject: project, Image: "img-old", MachineType: "n2-standard-2", ExternalIP: true}))
+	key, err := srv.CreateGroup(GroupSpec{Project: project, Name: "ip", Zone: zones[0], Template: "tmpl-ip", Size: 2})
+	must(t, err)
+	waitStable(t, srv, key)
+	r, err := svc.Regions.Get(project, "us-central1").Do()
+	must(t, err)
+	for _, q := range r.Quotas {
+		want, ok := map[string]float64{"IN_USE_ADDRESSES": 2, "N2_CPUS": 4, "CPUS": 12, "INSTANCES": 5}[q.Metric]
+		if ok && q.Usage != want {
+			t.Errorf("quota %s: usage %v, want %v", q.Metric, q.Usage, want)
+		}
+	}
+}

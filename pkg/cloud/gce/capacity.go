@@ -21,7 +21,7 @@ const (
 	metricCPUs          = "CPUS"
 	metricPreemptible   = "PREEMPTIBLE_CPUS"
 	metricInstances     = "INSTANCES"
-	metricInUseAddesses = "IN_USE_ADDRESSES"
+	metricInUseAddresses = "IN_USE_ADDRESSES"
 )
 
 // familyMetrics are the regional vCPU quotas of the machine series that
@@ -96,8 +96,8 @@ func RegionQuotas(ctx context.Context, svc *compute.Service, l Launch, added int
 	if !ok {
 		c.Unprovable = append(c.Unprovable, fmt.Sprintf("machine type %q is of a series without a known vCPU quota", l.MachineType))
 	}
-	want := map[string]int64{cpu: mt.GuestCpus, metricInstances: 1, metricInUseAddesses: l.ExternalIPs}
-	for _, metric := range []string{cpu, metricInstances, metricInUseAddesses} {
+	want := map[string]int64{cpu: mt.GuestCpus, metricInstances: 1, metricInUseAddresses: l.ExternalIPs}
+	for _, metric := range []string{cpu, metricInstances, metricInUseAddresses} {
 		if metric == "" || want[metric] == 0 {
 			continue
 		}
@@ -112,7 +112,7 @@ func RegionQuotas(ctx context.Context, svc *compute.Service, l Launch, added int
 
 // quotaUse is what added instances, per of the quota each, need of q.
 func quotaUse(project, region string, q *compute.Quota, per int64, added int32) plan.QuotaUse {
-	unit := map[string]string{metricInstances: "instance", metricInUseAddesses: "IP"}[q.Metric]
+	unit := map[string]string{metricInstances: "instance", metricInUseAddresses: "IP"}[q.Metric]
 	if unit == "" {
 		unit = "vCPU"
 	}
