@@ -25,7 +25,7 @@ func (n *NodeGroup) PrepareTarget(ctx context.Context) (string, error) { return 
 // CheckQuota implements cloud.BlueGreen from the region's
 // INSTANCE_GROUP_MANAGERS quota: one green group per blue group.
 func (n *NodeGroup) CheckQuota(ctx context.Context) error {
-	region, more := n.region(), float64(len(n.MIGs))
+	region, more := regionOf(n.MIGs), float64(len(n.MIGs))
 	r, err := n.API.svc.Regions.Get(n.API.project, region).Context(ctx).Do()
 	if err != nil {
 		return wrap(err, "get the quotas of region %q", region)

@@ -18,9 +18,9 @@ var _ cloud.CapacityProver = (*NodeGroup)(nil)
 // external address for each network interface with an access config
 // (https://cloud.google.com/compute/resource-usage#regional_quotas).
 const (
-	metricCPUs          = "CPUS"
-	metricPreemptible   = "PREEMPTIBLE_CPUS"
-	metricInstances     = "INSTANCES"
+	metricCPUs           = "CPUS"
+	metricPreemptible    = "PREEMPTIBLE_CPUS"
+	metricInstances      = "INSTANCES"
 	metricInUseAddresses = "IN_USE_ADDRESSES"
 )
 
@@ -55,7 +55,7 @@ func cpuMetric(machineType string, spot bool, r *compute.Region) (string, bool) 
 // added instances count against (see RegionQuotas), each launched from
 // the target template.
 func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
-	it, zone, err := n.launchTemplate(ctx)
+	it, zone, err := launchTemplate(ctx, n.API, n.MIGs[0], n.Template)
 	if err != nil {
 		return &plan.CapacityPlan{Unprovable: []string{oneLine(err.Error())}}, nil
 	}
@@ -128,31 +128,31 @@ func quotaUse(project, region string, q *compute.Quota, per int64, added int32) 
 // one --instance-template names, else the groups' current one: a copy
 // for --image differs in its image only), and a zone of the groups for
 // machineTypes.get, which is zonal.
-func (n *NodeGroup) launchTemplate(ctx context.Context) (*compute.InstanceTemplate, string, error) {
-	igm, err := n.API.getMIG(ctx, n.MIGs[0])
+func launchTemplate(ctx context.Context, api *Client, m MIG, template string) (*compute.InstanceTemplate, string, error) {
+	igm, err := api.getMIG(ctx, m)
 	if err != nil {
 		return nil, "", err
 	}
 	if igm == nil {
-		return nil, "", missingMIG(n.MIGs[0])
+		return nil, "", missingMIG(m)
 	}
-	name := lastSegment(n.Template)
+	name := lastSegment(template)
 	if name == "" {
 		name = lastSegment(igm.InstanceTemplate)
 	}
-	it, err := n.API.getTemplate(ctx, name)
+	it, err := api.getTemplate(ctx, name)
 	if err != nil {
 		return nil, "", err
 	}
 	if it == nil || it.Properties == nil || it.Properties.MachineType == "" {
 		return nil, "", fmt.Errorf("instance template %q names no machine type", name)
 	}
-	zone := n.MIGs[0].Zone
+	zone := m.Zone
 	if igm.DistributionPolicy != nil && len(igm.DistributionPolicy.Zones) > 0 {
 		zone = lastSegment(igm.DistributionPolicy.Zones[0].Zone)
 	}
 	if zone == "" {
-		return nil, "", fmt.Errorf("managed instance group %q names no zone", n.MIGs[0].String())
+		return nil, "", fmt.Errorf("managed instance group %q names no zone", m.String())
 	}
 	return it, zone, nil
 }

@@ -31,7 +31,7 @@ func (n *NodePool) ProveCapacity(ctx context.Context, added int32) (*plan.Capaci
 			Project: n.project, Zone: n.pool.Locations[0], MachineType: cfg.MachineType, Spot: cfg.Spot || cfg.Preemptible,
 		}, added)
 	}
-	cidr, err := n.podRange(ctx)
+	cidr, err := podRange(ctx, n.c.gke, n.clusterPath(), n.cluster, n.pool)
 	if err != nil {
 		c.Unprovable = append(c.Unprovable, oneLine(err.Error()))
 		return c, nil
@@ -49,18 +49,18 @@ func (n *NodePool) ProveCapacity(ctx context.Context, added int32) (*plan.Capaci
 // (networkConfig.podIpv4CidrBlock), else the cluster's default
 // (ipAllocationPolicy.clusterIpv4CidrBlock), which a pool without a range
 // of its own uses (container-api.json, NodeNetworkConfig.createPodRange).
-func (n *NodePool) podRange(ctx context.Context) (string, error) {
-	if nc := n.pool.NetworkConfig; nc != nil && strings.Contains(nc.PodIpv4CidrBlock, ".") {
+func podRange(ctx context.Context, svc *container.Service, path, cluster string, p *container.NodePool) (string, error) {
+	if nc := p.NetworkConfig; nc != nil && strings.Contains(nc.PodIpv4CidrBlock, ".") {
 		return nc.PodIpv4CidrBlock, nil
 	}
-	cl, err := n.c.gke.Projects.Locations.Clusters.Get(n.clusterPath()).Context(ctx).Do()
+	cl, err := svc.Projects.Locations.Clusters.Get(path).Context(ctx).Do()
 	if err != nil {
-		return "", wrap(err, "get GKE cluster %q for its pod range", n.cluster)
+		return "", wrap(err, "get GKE cluster %q for its pod range", cluster)
 	}
 	if p := cl.IpAllocationPolicy; p != nil && p.ClusterIpv4CidrBlock != "" {
 		return p.ClusterIpv4CidrBlock, nil
 	}
-	return "", fmt.Errorf("GKE cluster %q reports no pod range (ipAllocationPolicy.clusterIpv4CidrBlock)", n.cluster)
+	return "", fmt.Errorf("GKE cluster %q reports no pod range (ipAllocationPolicy.clusterIpv4CidrBlock)", cluster)
 }
 
 // podRoom is what the surge nodes need of the pool's pod range: each node
