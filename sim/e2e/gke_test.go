@@ -54,6 +54,8 @@ type gkePoolSpec struct {
 	// GKE reaches its instances through it).
 	faults float64
 	seed   uint64
+	// podRange is the cluster's pod range, gkefake's default unless set.
+	podRange string
 }
 
 // setupGKEPool makes the pool and the apps pinned to it.
@@ -72,7 +74,7 @@ func setupGKEPool(t *testing.T, name string, spec gkePoolSpec, apps ...scenario.
 	t.Cleanup(srv.Close)
 	g := &gkePool{name: name, cluster: name + "-c", srv: srv}
 	version := cmp.Or(spec.version, gkeOld)
-	srv.CreateCluster(gkefake.ClusterSpec{Name: g.cluster, Location: "us-central1", MasterVersion: cmp.Or(spec.master, gkeNew), ValidNodeVersions: []string{gkeOld, gkeAbove, version}})
+	srv.CreateCluster(gkefake.ClusterSpec{Name: g.cluster, Location: "us-central1", MasterVersion: cmp.Or(spec.master, gkeNew), ValidNodeVersions: []string{gkeOld, gkeAbove, version}, PodRange: spec.podRange})
 	ps := gkefake.PoolSpec{Cluster: g.cluster, Location: "us-central1", Name: name, Zones: gkeZones, NodesPerZone: 1, Version: version,
 		Upgrade: &container.UpgradeSettings{Strategy: "SURGE", MaxSurge: 1}, FlexStart: spec.flexStart}
 	if spec.autoscaling {

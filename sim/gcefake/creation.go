@@ -55,7 +55,7 @@ func (s *Server) creationErrorLocked(in *instance) *compute.ManagedInstanceLastA
 		ZoneResourcePoolExhausted: fmt.Sprintf("The zone 'projects/%s/zones/%s' does not have enough resources available to fulfill the request.  Try a different zone, or try again later.", in.Project, in.Zone),
 	}
 	if code == "" {
-		return nil
+		return s.quotaErrorLocked(in)
 	}
 	if m, ok := msg[code]; ok {
 		return &compute.ManagedInstanceLastAttemptErrorsErrors{Code: code, Message: m}

@@ -35,6 +35,9 @@ type instance struct {
 	due      time.Time // when the current action ends
 	busy     bool      // a callback runs for it
 	launched bool      // OnLaunch succeeded for the VM that runs now
+	// admitted is a creation the region's quotas hold (see
+	// quotaErrorLocked): it counts against them from then on.
+	admitted bool
 	// lastErr is the last failed attempt to create its VM.
 	lastErr *compute.ManagedInstanceLastAttemptErrorsErrors
 }

@@ -28,6 +28,7 @@ var permissionOf = map[string]string{
 	"compute.zoneOperations.get":                         "compute.zoneOperations.get",
 	"compute.regionOperations.get":                       "compute.regionOperations.get",
 	"compute.regions.get":                                "compute.regions.get",
+	"compute.machineTypes.get":                           "compute.machineTypes.get",
 	"compute.autoscalers.list":                           "compute.autoscalers.list",
 	"compute.autoscalers.get":                            "compute.autoscalers.get",
 	"compute.autoscalers.insert":                         "compute.autoscalers.create",

@@ -102,6 +102,9 @@ func TestRolePermitsEveryProviderCall(t *testing.T) {
 	if err := bg.CheckQuota(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if c, err := bg.(cloud.CapacityProver).ProveCapacity(ctx, 1); err != nil || len(c.Unprovable) > 0 {
+		t.Fatalf("prove capacity: %+v %v", c, err)
+	}
 	planCalls := srv.Calls()
 	runAll(t, ctx, srv, key, bg, objs)
 	all, read := rolePermissions(t)

@@ -62,6 +62,11 @@ type TemplateSpec struct {
 	// (projects/P/regions/R/subnetworks/S, see RegisterSubnetwork), the
 	// default network's when "".
 	ServiceAccount, Subnetwork string
+	// ExternalIP gives the network interface an access config, an
+	// ephemeral external address (compute-api.json
+	// NetworkInterface.accessConfigs), which counts against the region's
+	// IN_USE_ADDRESSES.
+	ExternalIP bool
 }
 
 // KubeLabelsKey is the metadata key whose k=v,... list the nodes of the
@@ -88,6 +93,9 @@ func (s *Server) CreateTemplate(t TemplateSpec) error {
 		Metadata:          &compute.Metadata{Items: []*compute.MetadataItems{{Key: KubeLabelsKey, Value: &labels}}},
 		NetworkInterfaces: []*compute.NetworkInterface{{Network: "global/networks/default", Subnetwork: t.Subnetwork}},
 	}}
+	if t.ExternalIP {
+		it.Properties.NetworkInterfaces[0].AccessConfigs = []*compute.AccessConfig{{Name: "external-nat", Type: "ONE_TO_ONE_NAT"}}
+	}
 	if t.ServiceAccount != "" {
 		it.Properties.ServiceAccounts = []*compute.ServiceAccount{{Email: t.ServiceAccount, Scopes: []string{"https://www.googleapis.com/auth/cloud-platform"}}}
 	}
@@ -351,13 +359,16 @@ func (s *Server) getInstance(req *request) (any, error) {
 		Zone:        s.link(fmt.Sprintf("projects/%s/zones/%s", req.project, zone)),
 		SelfLink:    s.link(fmt.Sprintf("projects/%s/zones/%s/instances/%s", req.project, zone, in.Name)),
 		Metadata:    &compute.Metadata{Items: items},
-		MachineType: s.link(fmt.Sprintf("projects/%s/zones/%s/machineTypes/e2-standard-4", req.project, zone)),
+		MachineType: s.link(fmt.Sprintf("projects/%s/zones/%s/machineTypes/%s", req.project, zone, s.machineTypeLocked(in))),
 	}, nil
 }
 
 // getRegion answers regions.get with the INSTANCE_GROUP_MANAGERS quota, the
-// one a new group counts against
-// (https://cloud.google.com/compute/docs/reference/rest/v1/regions/get).
+// one a new group counts against, and those of instances (see
+// regionQuotasLocked)
+// (https://cloud.google.com/compute/docs/reference/rest/v1/regions/get;
+// compute-api.json Region.quotas: "Quotas assigned to this region", each
+// a Quota of metric, limit and usage).
 func (s *Server) getRegion(req *request) (any, error) {
 	region := req.parts[1]
 	s.mu.Lock()
@@ -365,7 +376,8 @@ func (s *Server) getRegion(req *request) (any, error) {
 	return &compute.Region{
 		Kind: "compute#region", Name: region, Status: "UP",
 		SelfLink: s.link(fmt.Sprintf("projects/%s/regions/%s", req.project, region)),
-		Quotas:   []*compute.Quota{{Metric: "INSTANCE_GROUP_MANAGERS", Limit: float64(s.opts.MaxGroups), Usage: float64(s.groupsInRegionLocked(req.project, region))}},
+		Quotas: append([]*compute.Quota{{Metric: "INSTANCE_GROUP_MANAGERS", Limit: float64(s.opts.MaxGroups), Usage: float64(s.groupsInRegionLocked(req.project, region))}},
+			s.regionQuotasLocked(req.project, region)...),
 	}, nil
 }
 

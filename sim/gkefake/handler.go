@@ -231,6 +231,7 @@ func (s *Server) getCluster(q *request) (any, error) {
 	if c.channel != "" {
 		out.ReleaseChannel = &container.ReleaseChannel{Channel: c.channel}
 	}
+	out.IpAllocationPolicy = &container.IPAllocationPolicy{UseIpAliases: true, ClusterIpv4CidrBlock: c.podRange}
 	for _, name := range sortedKeys(c.pools) {
 		p := c.pools[name]
 		out.NodePools = append(out.NodePools, s.view(p))

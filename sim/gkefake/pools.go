@@ -1,6 +1,7 @@
 package gkefake
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -24,6 +25,8 @@ type cluster struct {
 	channel         string
 	channelVersions []string
 	pools           map[string]*pool
+	// podRange is the cluster's pod IPv4 range (see ClusterSpec.PodRange).
+	podRange string
 }
 
 // nodeConfig is what a node runs: the pool's version and image type.
@@ -47,6 +50,7 @@ type pool struct {
 	autoscaling *container.NodePoolAutoscaling
 	flexStart   bool
 	queued      bool
+	maxPods     int64
 	status      string
 	gen         int
 	// up is the upgrade the pool is in, running or paused (cancelled),
@@ -82,6 +86,9 @@ type ClusterSpec struct {
 	// pkg/cloud/gke's validVersions).
 	Channel         string
 	ChannelVersions []string
+	// PodRange is the cluster's pod IPv4 range, which its pools' nodes
+	// take their pod blocks of (see podrange.go); default 10.4.0.0/14.
+	PodRange string
 }
 
 // CreateCluster makes a cluster.
@@ -93,6 +100,7 @@ func (s *Server) CreateCluster(spec ClusterSpec) {
 	c := &cluster{
 		project: s.Project(), location: spec.Location, name: spec.Name, masterVersion: spec.MasterVersion,
 		validVersions: slices.Compact(valid), pools: map[string]*pool{}, channel: spec.Channel,
+		podRange: cmpOr(spec.PodRange, defaultPodRange),
 	}
 	if spec.Channel != "" {
 		ch := append(slices.Clone(spec.ChannelVersions), spec.MasterVersion)
@@ -115,6 +123,8 @@ type PoolSpec struct {
 	Autoscaling *container.NodePoolAutoscaling
 	// FlexStart and Queued make a flex-start or queued-provisioning pool.
 	FlexStart, Queued bool
+	// MaxPodsPerNode is the pool's maxPodsConstraint; default 110.
+	MaxPodsPerNode int64
 }
 
 // CreatePool makes a node pool: an instance template of its version and
@@ -130,7 +140,7 @@ func (s *Server) CreatePool(ctx context.Context, spec PoolSpec) error {
 	}
 	p := &pool{c: c, name: spec.Name, zones: slices.Clone(spec.Zones), status: "RUNNING",
 		cfg:         nodeConfig{Version: spec.Version, ImageType: cmpOr(spec.ImageType, "COS_CONTAINERD")},
-		autoscaling: spec.Autoscaling, flexStart: spec.FlexStart, queued: spec.Queued}
+		autoscaling: spec.Autoscaling, flexStart: spec.FlexStart, queued: spec.Queued, maxPods: cmp.Or(spec.MaxPodsPerNode, defaultMaxPods)}
 	if spec.Upgrade != nil {
 		p.upgrade = *spec.Upgrade
 	}
@@ -249,6 +259,7 @@ func (s *Server) view(p *pool) *container.NodePool {
 		InstanceGroupUrls: append(s.groupURLs(p, p.groups), s.groupURLs(p, p.green)...),
 		SelfLink:          fmt.Sprintf("%sv1/%s", s.Endpoint, poolName(p)),
 	}
+	s.podNetworkLocked(p, np)
 	if p.queued {
 		np.QueuedProvisioning = &container.QueuedProvisioning{Enabled: true}
 	}

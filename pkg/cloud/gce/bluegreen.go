@@ -25,15 +25,13 @@ func (n *NodeGroup) PrepareTarget(ctx context.Context) (string, error) { return 
 // CheckQuota implements cloud.BlueGreen from the region's
 // INSTANCE_GROUP_MANAGERS quota: one green group per blue group.
 func (n *NodeGroup) CheckQuota(ctx context.Context) error {
-	region, more := n.region(), float64(len(n.MIGs))
+	region, more := regionOf(n.MIGs), float64(len(n.MIGs))
 	r, err := n.API.svc.Regions.Get(n.API.project, region).Context(ctx).Do()
 	if err != nil {
 		return wrap(err, "get the quotas of region %q", region)
 	}
-	for _, q := range r.Quotas {
-		if q.Metric == "INSTANCE_GROUP_MANAGERS" && q.Usage+more > q.Limit {
-			return inputErrorf("region %q has %.0f managed instance groups, the project's quota of %.0f, and blue/green needs %.0f more; delete unused groups or have the quota raised, or use another --strategy", region, q.Usage, q.Limit, more)
-		}
+	if q := quotaOf(r, "INSTANCE_GROUP_MANAGERS"); q != nil && q.Usage+more > q.Limit {
+		return inputErrorf("region %q has %.0f managed instance groups, the project's quota of %.0f, and blue/green needs %.0f more; delete unused groups or have the quota raised, or use another --strategy", region, q.Usage, q.Limit, more)
 	}
 	return nil
 }

@@ -85,9 +85,9 @@ func (n *NodeGroup) backendServicesOf(ctx context.Context, igms []*compute.Insta
 	if err != nil {
 		return nil, wrap(err, "list the backend services of project %q", p.project)
 	}
-	err = p.svc.RegionBackendServices.List(p.project, n.region()).Pages(ctx, func(l *compute.BackendServiceList) error { match(l.Items); return nil })
+	err = p.svc.RegionBackendServices.List(p.project, regionOf(n.MIGs)).Pages(ctx, func(l *compute.BackendServiceList) error { match(l.Items); return nil })
 	if err != nil {
-		return nil, wrap(err, "list the backend services of region %q", n.region())
+		return nil, wrap(err, "list the backend services of region %q", regionOf(n.MIGs))
 	}
 	return out, nil
 }

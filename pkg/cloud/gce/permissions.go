@@ -31,6 +31,7 @@ var calls = []gcpclient.Call{
 	{Method: "images.getFromFamily", Permission: "compute.images.getFromFamily"},
 	{Method: "autoscalers.list", Permission: "compute.autoscalers.list"},
 	{Method: "regions.get", Permission: "compute.regions.get"},
+	{Method: "machineTypes.get", Permission: "compute.machineTypes.get"},
 	{Method: "instanceGroupManagers.resize, setInstanceTemplate, patch, deleteInstances, recreateInstances", Permission: "compute.instanceGroupManagers.update"},
 	{Method: "instanceGroupManagers.insert", Permission: "compute.instanceGroupManagers.create", For: plan.CapNewGroups},
 	{Method: "instanceGroupManagers.delete", Permission: "compute.instanceGroupManagers.delete", For: plan.CapNewGroups},

@@ -329,7 +329,7 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 	cg := &plan.CloudGroup{
 		GroupID: plan.GroupID{
 			Provider:     Name,
-			Region:       n.region(),
+			Region:       regionOf(n.MIGs),
 			Group:        n.GroupName(),
 			GroupKind:    groupKind(n.MIGs),
 			Template:     n.API.project,
@@ -374,11 +374,12 @@ func (n *NodeGroup) checkTemplates(igms []*compute.InstanceGroupManager, cur str
 	return nil
 }
 
-func (n *NodeGroup) region() string {
-	if m := n.MIGs[0]; m.Regional() {
+// regionOf is the region of the groups: the first group's.
+func regionOf(migs []MIG) string {
+	if m := migs[0]; m.Regional() {
 		return m.Region
 	}
-	return RegionOf(n.MIGs[0].Zone)
+	return RegionOf(migs[0].Zone)
 }
 
 func groupKind(migs []MIG) string {

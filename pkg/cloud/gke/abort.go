@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	container "google.golang.org/api/container/v1"
+
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
@@ -23,7 +25,7 @@ func (n *NodePool) AbortAdvice(ctx context.Context, id, group string) (string, e
 	if p.State == cloud.UpdateSucceeded {
 		return "", nil
 	}
-	return abortAdvice(n.upgradeKind(), p, n.name, group), nil
+	return abortAdvice(upgradeKindOf(n.pool), p, n.name, group), nil
 }
 
 // The kinds of GKE upgrade, whose controls differ.
@@ -33,12 +35,11 @@ const (
 	kindAutoscaled = "autoscaled blue-green"
 )
 
-// upgradeKind is the kind of the pool's upgrade under way or paused:
+// upgradeKindOf is the kind of the pool's upgrade under way or paused:
 // blue/green where the pool reports a blue/green phase (API reference,
 // NodePool.updateInfo.blueGreenInfo), autoscaled where its settings have
 // an autoscaled rollout policy.
-func (n *NodePool) upgradeKind() string {
-	p := n.pool
+func upgradeKindOf(p *container.NodePool) string {
 	if p.UpdateInfo == nil || p.UpdateInfo.BlueGreenInfo == nil || p.UpdateInfo.BlueGreenInfo.Phase == "" {
 		return kindSurge
 	}

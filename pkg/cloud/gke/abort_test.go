@@ -64,7 +64,7 @@ func TestUpgradeKind(t *testing.T) {
 		{"autoscaled", container.NodePool{UpdateInfo: bg, UpgradeSettings: autoscaled}, kindAutoscaled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := (&NodePool{pool: &tc.pool}).upgradeKind(); got != tc.want {
+			if got := upgradeKindOf(&tc.pool); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
