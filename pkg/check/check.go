@@ -128,6 +128,7 @@ var severities = map[string]Severity{
 	CheckGateFailing:          Blocker,
 	CheckInsufficientQuota:    Blocker,
 	CheckInsufficientIPs:      Blocker,
+	CheckInstanceProtected:    Blocker,
 	CheckCapacityUnprovable:   Warning,
 	CheckPermissionsUnchecked: Warning,
 	CheckNoPDB:                Warning,
@@ -147,7 +148,7 @@ var names = []string{
 	CheckBarePod, CheckSameBatch, CheckSingleReplica, CheckDoNotDisrupt,
 	CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool,
 	CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded, CheckGateFailing,
-	CheckInsufficientQuota, CheckInsufficientIPs,
+	CheckInsufficientQuota, CheckInsufficientIPs, CheckInstanceProtected,
 	CheckNoPDB, CheckZoneConcentration, CheckNoReadinessProbe,
 	CheckPreStopExceedsGrace, CheckLBNoReadinessGate, CheckLBNoPreStop,
 	CheckLBMinReadySeconds, CheckEmptyDirData, CheckDoNotEvict,
@@ -157,7 +158,7 @@ var names = []string{
 // ByPlanner are the checks the planner makes (it knows the cloud target
 // and every node); Run never reports them.
 var ByPlanner = []string{CheckUnreachableTarget, CheckPodCannotMove, CheckNoRoom, CheckOutdatedWarmPool, CheckMachineLeftRunning, CheckForcedPastPDB, CheckMissingPermission, CheckNodeDoNotDisrupt, CheckGroupDegraded, CheckGateFailing, CheckPermissionsUnchecked,
-	CheckInsufficientQuota, CheckInsufficientIPs, CheckCapacityUnprovable}
+	CheckInsufficientQuota, CheckInsufficientIPs, CheckCapacityUnprovable, CheckInstanceProtected}
 
 // IgnoredOnly are the blockers --force does not lift, only their own
 // --ignore-check: they are about the cloud or the caller, not pods.

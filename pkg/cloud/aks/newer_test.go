@@ -46,7 +46,7 @@ func (f *docServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(f.doc)
 }
 
-func poolDoc(state string, settings map[string]any) map[string]any {
+func poolDocument(state string, settings map[string]any) map[string]any {
 	return map[string]any{"name": "pool", "properties": map[string]any{
 		"count": 3, "provisioningState": state, "orchestratorVersion": "1.31.5", "currentOrchestratorVersion": "1.31.5",
 		"upgradeSettings": settings, "aFieldNewerThanTheModel": map[string]any{"kept": true}}}
@@ -71,7 +71,7 @@ func TestNewerSettingsSentBackAsRead(t *testing.T) {
 			map[string]any{"maxSurge": "10%", "maxUnavailable": "0", "undrainableNodeBehavior": "Schedule"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &docServer{doc: poolDoc("Succeeded", tc.have)}
+			f := &docServer{doc: poolDocument("Succeeded", tc.have)}
 			srv := httptest.NewServer(f)
 			defer srv.Close()
 			a := newTestPool(t, srv)
@@ -172,7 +172,7 @@ func TestCanceledByCordonIsQuarantine(t *testing.T) {
 		{"Schedule: an abort", "Schedule", true, cloud.UpdateCancelled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &docServer{doc: poolDoc("Canceled", map[string]any{"undrainableNodeBehavior": tc.behavior})}
+			f := &docServer{doc: poolDocument("Canceled", map[string]any{"undrainableNodeBehavior": tc.behavior})}
 			srv := httptest.NewServer(f)
 			defer srv.Close()
 			a := newTestPool(t, srv)

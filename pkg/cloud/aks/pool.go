@@ -83,7 +83,7 @@ func (a *AgentPool) read(ctx context.Context) error {
 
 // refresh reads the pool again.
 func (a *AgentPool) refresh(ctx context.Context) error {
-	r, raw, err := a.getPool(ctx)
+	r, raw, err := a.doc().get(ctx)
 	if _, status := code(err); status == http.StatusNotFound {
 		return &Error{Msg: fmt.Sprintf("%s not found", a), Err: cloud.ErrGroupNotFound, IsInput: true}
 	}

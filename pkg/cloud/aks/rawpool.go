@@ -40,24 +40,37 @@ type rawPool struct {
 	extra upgradeExtra
 }
 
-// poolURL is the pool's ARM URL at poolAPIVersion.
-func (a *AgentPool) poolURL() string {
-	return fmt.Sprintf("%s/subscriptions/%s/resourceGroups/%s/providers/Microsoft.ContainerService/managedClusters/%s/agentPools/%s?api-version=%s",
-		strings.TrimSuffix(endpoint(), "/"), url.PathEscape(a.id.subscription), url.PathEscape(a.id.group), url.PathEscape(a.id.name), url.PathEscape(a.name), poolAPIVersion)
+// poolDoc reads and writes one pool's document at poolAPIVersion through
+// the clients' pipeline: apart from AgentPool, whose methods are the
+// provider's.
+type poolDoc struct {
+	c    *clients
+	id   clusterID
+	name string
+	// what names the pool in errors.
+	what string
 }
 
-// getPool reads the pool at poolAPIVersion: the SDK's model of it, and
-// its document with the fields the model lacks. A 404 is returned as
-// ARM's error.
-func (a *AgentPool) getPool(ctx context.Context) (armcs.AgentPool, rawPool, error) {
+func (a *AgentPool) doc() poolDoc { return poolDoc{c: a.c, id: a.id, name: a.name, what: a.String()} }
+
+// url is the pool's ARM URL at poolAPIVersion.
+func (d poolDoc) url() string {
+	return fmt.Sprintf("%s/subscriptions/%s/resourceGroups/%s/providers/Microsoft.ContainerService/managedClusters/%s/agentPools/%s?api-version=%s",
+		strings.TrimSuffix(endpoint(), "/"), url.PathEscape(d.id.subscription), url.PathEscape(d.id.group), url.PathEscape(d.id.name), url.PathEscape(d.name), poolAPIVersion)
+}
+
+// get reads the pool at poolAPIVersion: the SDK's model of it, and its
+// document with the fields the model lacks. A 404 is returned as ARM's
+// error.
+func (d poolDoc) get(ctx context.Context) (armcs.AgentPool, rawPool, error) {
 	var out armcs.AgentPool
-	body, err := a.sendPool(ctx, http.MethodGet, nil)
+	body, err := d.send(ctx, http.MethodGet, nil)
 	if err != nil {
 		return out, rawPool{}, err
 	}
 	raw, err := decodePool(body, &out)
 	if err != nil {
-		return out, raw, fmt.Errorf("cannot read %s: %w", a, err)
+		return out, raw, fmt.Errorf("cannot read %s: %w", d.what, err)
 	}
 	return out, raw, nil
 }
@@ -83,11 +96,11 @@ func decodePool(body []byte, model *armcs.AgentPool) (rawPool, error) {
 	return raw, nil
 }
 
-// putPool sends the pool's document as read, with change applied to its
-// properties, at poolAPIVersion: AKS's PUT of the pool, whose answer's
-// Azure-AsyncOperation opCapture reads.
-func (a *AgentPool) putPool(ctx context.Context, change func(props map[string]any)) error {
-	doc := cloneDoc(a.raw.doc)
+// put sends the pool's document as read (read), with change applied to
+// its properties, at poolAPIVersion: AKS's PUT of the pool, whose
+// answer's Azure-AsyncOperation opCapture reads.
+func (d poolDoc) put(ctx context.Context, read rawPool, change func(props map[string]any)) error {
+	doc := cloneDoc(read.doc)
 	props, _ := doc["properties"].(map[string]any)
 	if props == nil {
 		props = map[string]any{}
@@ -98,14 +111,14 @@ func (a *AgentPool) putPool(ctx context.Context, change func(props map[string]an
 	if err != nil {
 		return err
 	}
-	_, err = a.sendPool(ctx, http.MethodPut, body)
+	_, err = d.send(ctx, http.MethodPut, body)
 	return err
 }
 
-// sendPool sends method to the pool's URL through the client's pipeline
-// (its retries, credential and opCapture) and returns the answer's body.
-func (a *AgentPool) sendPool(ctx context.Context, method string, body []byte) ([]byte, error) {
-	req, err := runtime.NewRequest(ctx, method, a.poolURL())
+// send sends method to the pool's URL through the client's pipeline (its
+// retries, credential and opCapture) and returns the answer's body.
+func (d poolDoc) send(ctx context.Context, method string, body []byte) ([]byte, error) {
+	req, err := runtime.NewRequest(ctx, method, d.url())
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +127,7 @@ func (a *AgentPool) sendPool(ctx context.Context, method string, body []byte) ([
 			return nil, err
 		}
 	}
-	resp, err := a.c.pipeline.Do(req)
+	resp, err := d.c.pipeline.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 				a, settingsText(s), writes, settingsText(have))}
 		}
 		send := upgradeSettings(clearing(s, have))
-		err := a.putPool(ctx, func(props map[string]any) { props["upgradeSettings"] = send })
+		err := a.doc().put(ctx, a.raw, func(props map[string]any) { props["upgradeSettings"] = send })
 		if busy(err) { // this pool's operation, or another pool's: wait
 			if err := sleep(ctx, a.c.pollEvery); err != nil {
 				return err
@@ -173,7 +173,7 @@ func (a *AgentPool) StartUpdate(ctx context.Context, _ bool) (string, error) {
 	if a.imageOnly {
 		_, err = a.c.pools.BeginUpgradeNodeImageVersion(ctx, a.id.group, a.id.name, a.name, nil)
 	} else {
-		err = a.putPool(ctx, func(props map[string]any) { props["orchestratorVersion"] = a.target.Version })
+		err = a.doc().put(ctx, a.raw, func(props map[string]any) { props["orchestratorVersion"] = a.target.Version })
 	}
 	if busy(err) {
 		return a.startedOrHeld(ctx, err)
