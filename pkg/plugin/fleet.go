@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
@@ -67,6 +68,33 @@ type fleetOptions struct {
 	exe string
 	// recordClient is set by tests; else from --record-context.
 	recordClient kubernetes.Interface
+}
+
+// fleetFileCommand is a fleet command of -f FILE and no arguments, with
+// help {Short, Long, Example}; o's -f is bound.
+func fleetFileCommand(verb string, help [3]string, o interface {
+	completer
+	addFileFlag(*pflag.FlagSet)
+}) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     verb + " -f FILE",
+		Short:   help[0],
+		Long:    help[1],
+		Example: help[2],
+		Args:    argsAtMost(0, "no arguments (the fleet is -f)"),
+		RunE:    runE(o),
+	}
+	o.addFileFlag(cmd.Flags())
+	return cmd
+}
+
+// validateFleetOutput checks -o of the commands that print tables by
+// default: json or yaml.
+func validateFleetOutput(format string) error {
+	if format != "" && format != output.FormatJSON && format != output.FormatYAML {
+		return usageErrorf("unknown -o %q: want json or yaml", format)
+	}
+	return nil
 }
 
 func (o *fleetOptions) addFileFlag(f *pflag.FlagSet) {

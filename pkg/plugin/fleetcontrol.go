@@ -117,16 +117,7 @@ can start again, with this file or another.`,
 
 func newCmdFleetFanOut(verb string, configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &FleetFanOutOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}, verb: verb}
-	h := fleetFanOutHelp[verb]
-	cmd := &cobra.Command{
-		Use:     verb + " -f FILE",
-		Short:   h[0],
-		Long:    h[1],
-		Example: h[2],
-		Args:    argsAtMost(0, "no arguments (the fleet is -f)"),
-		RunE:    runE(o),
-	}
-	o.addFileFlag(cmd.Flags())
+	cmd := fleetFileCommand(verb, fleetFanOutHelp[verb], o)
 	o.addRecordFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Stage, "stage", "", "Only the targets of this stage")
 	if verb == "abort" {

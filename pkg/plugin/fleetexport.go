@@ -19,23 +19,15 @@ type FleetExportOptions struct {
 
 func newCmdFleetExport(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &FleetExportOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}}
-	cmd := &cobra.Command{
-		Use:   "export -f FILE --argo",
-		Short: "Write a fleet as an Argo Workflows WorkflowTemplate",
-		Long: `Write the fleet of -f as an Argo Workflows WorkflowTemplate, for teams that
+	cmd := fleetFileCommand("export", [3]string{"Write a fleet as an Argo Workflows WorkflowTemplate", `Write the fleet of -f as an Argo Workflows WorkflowTemplate, for teams that
 schedule with Argo: a step group per stage (its targets at most maxConcurrency
 at once, failing fast), each target a container running "kubectl-nodeupgrade
 run" in its context with the fleet's kubeconfig from --kubeconfig-secret, a
 suspend step for each soak and each approval ("argo resume" approves). What
 Argo cannot do as the fleet does (after-stage gates, maxFailures above 0) is
 listed in the template's annotation nodeupgrade.dev/not-mapped. See
-docs/fleet-argo.md.`,
-		Example: `  # The fleet as a WorkflowTemplate
-  kubectl nodeupgrade fleet export -f fleet.yaml --argo --image-ref ghcr.io/nodeupgrade/kubectl-nodeupgrade:v1.0.0 --kubeconfig-secret fleet-kubeconfig`,
-		Args: argsAtMost(0, "no arguments (the fleet is -f)"),
-		RunE: runE(o),
-	}
-	o.addFileFlag(cmd.Flags())
+docs/fleet-argo.md.`, `  # The fleet as a WorkflowTemplate
+  kubectl nodeupgrade fleet export -f fleet.yaml --argo --image-ref ghcr.io/nodeupgrade/kubectl-nodeupgrade:v1.0.0 --kubeconfig-secret fleet-kubeconfig`}, o)
 	f := cmd.Flags()
 	f.BoolVar(&o.Argo, "argo", false, "Write an Argo Workflows WorkflowTemplate (the one format so far; required)")
 	f.StringVar(&o.argo.Image, "image-ref", "", "The plugin's image each target's container runs (default "+ImageRepository+":<this version>)")

@@ -36,19 +36,11 @@ const fleetPlanExample = `  # Every target's plan, the stages and the whole roll
 
 func newCmdFleetPlan(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &FleetPlanOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}}
-	cmd := &cobra.Command{
-		Use:   "plan -f FILE",
-		Short: "Show every target's plan, the stages and the whole rollout's estimate",
-		Long: `Plan every target of the fleet in its own cluster, as "plan" does, and show
+	cmd := fleetFileCommand("plan", [3]string{"Show every target's plan, the stages and the whole rollout's estimate", `Plan every target of the fleet in its own cluster, as "plan" does, and show
 them stage by stage: each target's strategy, outdated nodes, estimate and
 blockers; each stage's estimate (its targets maxConcurrency at once, then its
 soak); and the stages whose targets, run at once, need more of a shared quota
-(one account's or project's vCPUs in a region) than is free. Nothing changes.`,
-		Example: fleetPlanExample,
-		Args:    argsAtMost(0, "no arguments (the fleet is -f)"),
-		RunE:    runE(o),
-	}
-	o.addFileFlag(cmd.Flags())
+(one account's or project's vCPUs in a region) than is free. Nothing changes.`, fleetPlanExample}, o)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: tables)")
 	cmd.Flags().BoolVar(&o.DetailedExitCode, "detailed-exitcode", false, "Exit 5 when a target has blockers its run would refuse or a stage cannot fit a shared quota, instead of 0")
 	return cmd
@@ -59,10 +51,7 @@ func (o *FleetPlanOptions) Complete(*cobra.Command, []string) error { return o.l
 
 // Validate checks -o.
 func (o *FleetPlanOptions) Validate() error {
-	if o.Output != "" && o.Output != output.FormatJSON && o.Output != output.FormatYAML {
-		return usageErrorf("unknown -o %q: want json or yaml", o.Output)
-	}
-	return nil
+	return validateFleetOutput(o.Output)
 }
 
 // Run plans every target and prints the rollout.

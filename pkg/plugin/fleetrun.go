@@ -54,16 +54,7 @@ again over a new soak, and the stages after it run as "fleet run" runs them.`,
 
 func newCmdFleetRun(verb string, configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &FleetRunOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}, verb: verb, poll: 2 * time.Second}
-	h := fleetRunHelp[verb]
-	cmd := &cobra.Command{
-		Use:     verb + " -f FILE",
-		Short:   h[0],
-		Long:    h[1],
-		Example: h[2],
-		Args:    argsAtMost(0, "no arguments (the fleet is -f)"),
-		RunE:    runE(o),
-	}
-	o.addFileFlag(cmd.Flags())
+	cmd := fleetFileCommand(verb, fleetRunHelp[verb], o)
 	o.addRecordFlags(cmd.Flags())
 	if verb == "run" {
 		cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Start the fleet (required: it changes every target's cluster)")

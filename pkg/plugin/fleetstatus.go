@@ -36,24 +36,16 @@ type FleetStatus struct {
 
 func newCmdFleetStatus(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &FleetStatusOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}, every: 2 * time.Second}
-	cmd := &cobra.Command{
-		Use:   "status -f FILE",
-		Short: "Show every target of a fleet, from its own cluster's record",
-		Long: `Show one row per target of the fleet of -f: its stage, cluster, group, and
+	cmd := fleetFileCommand("status", [3]string{"Show every target of a fleet, from its own cluster's record", `Show one row per target of the fleet of -f: its stage, cluster, group, and
 the status, phase and nodes done and left of its run, read from the target's
 own cluster (a cluster that does not answer shows "unknown"); then what the
 fleet's record in --record-context says of each stage. -w prints the table
 again whenever it changes, until every target is finished (exit 0) or the
-fleet stopped: a target failed or paused and none runs (exit 8).`,
-		Example: `  # Where the fleet is
+fleet stopped: a target failed or paused and none runs (exit 8).`, `  # Where the fleet is
   kubectl nodeupgrade fleet status -f fleet.yaml
 
   # Follow it from another terminal
-  kubectl nodeupgrade fleet status -f fleet.yaml -w`,
-		Args: argsAtMost(0, "no arguments (the fleet is -f)"),
-		RunE: runE(o),
-	}
-	o.addFileFlag(cmd.Flags())
+  kubectl nodeupgrade fleet status -f fleet.yaml -w`}, o)
 	o.addRecordFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: a table)")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Print the table again whenever it changes, until the fleet finishes or stops")
@@ -65,10 +57,7 @@ func (o *FleetStatusOptions) Complete(*cobra.Command, []string) error { return o
 
 // Validate checks -o.
 func (o *FleetStatusOptions) Validate() error {
-	if o.Output != "" && o.Output != output.FormatJSON && o.Output != output.FormatYAML {
-		return usageErrorf("unknown -o %q: want json or yaml", o.Output)
-	}
-	return nil
+	return validateFleetOutput(o.Output)
 }
 
 // Run prints the fleet's status, once or until it ends.
