@@ -7,6 +7,7 @@
 #
 #   hack/demo.sh [aks|aws|eks-managed|gce|gke|karpenter|none]
 #   hack/demo.sh in-cluster
+#   hack/demo.sh fleet
 #
 # aks:         AKS agent pool "demopool", AKS's own upgrade to Kubernetes
 #              1.32 started and followed (demo-aks.sh).
@@ -25,6 +26,10 @@
 #              processes of the plugin with the pod's own token; the demo
 #              deletes the Job's pod mid-run, the next pod resumes, and
 #              report shows each attempt and node (docs/in-cluster.md).
+# fleet:       three clusters, each a simcluster of its own (the none, AWS
+#              and GKE demos), one fleet of three stages over them: the
+#              canary cluster, its approval, then the rest (demo-fleet.sh,
+#              docs/fleet.md).
 # karpenter:   the real Karpenter (v1.15.0, its KWOK provider, built once
 #              into the user's cache) beside the cluster; NodePool "demo" of
 #              9 nodes over three zones, pointed at a new NodeClass: the run
@@ -37,10 +42,12 @@ set -euo pipefail
 # docs'); in-cluster is the aws path run from a Job.
 usage="usage: hack/demo.sh [aks|aws|eks-managed|gce|gke|karpenter|none]"
 usage="$usage
-       hack/demo.sh in-cluster"
+       hack/demo.sh in-cluster
+       hack/demo.sh fleet"
 path=${1:-aws}
 if [ "$path" = gke ]; then exec "$(dirname "$0")/demo-gke.sh"; fi
 if [ "$path" = aks ]; then exec "$(dirname "$0")/demo-aks.sh"; fi
+if [ "$path" = fleet ]; then exec "$(dirname "$0")/demo-fleet.sh"; fi
 cd "$(dirname "$0")/.."
 case $path in
 aws | eks-managed | gce | in-cluster | karpenter | none) ;;
