@@ -288,3 +288,51 @@ func TestFleetStopsAtAFailedTarget(t *testing.T) {
 	assertUntouched(t, ctx, groupKey, "fleet-bad")
 	assertFleetRows(t, fleetCmd, file, map[string]string{"sim/fleet-slow": "finished", "sim/fleet-bad": "aborted", "sim/fleet-later": "not started"})
 }
+
+const killedFleetFile = `apiVersion: nodeupgrade.dev/v1alpha1
+kind: FleetPlan
+metadata: {name: e2e-killed}
+stages:
+- name: only
+  targets:
+  - {context: sim, nodeGroup: fleet-killed, run: {provider: none, target-label: "eks.amazonaws.com/nodegroup-image=ami-new", max-unavailable: 1, post-drain-wait: 8s}}
+`
+
+// TestFleetCoordinatorKilledMidTarget: the coordinator is SIGKILLed while
+// its target drains; the target's run goes on without it, and the fleet
+// run again from another directory follows that run to its end rather
+// than start it twice (which its lock would refuse), then finishes.
+func TestFleetCoordinatorKilledMidTarget(t *testing.T) {
+	t.Parallel()
+	const name = "fleet-killed"
+	setupGroup(t, name, 2, 1, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
+	ctx := testContext(t, 5*time.Minute)
+	watcher, err := scenario.WatchPDBs(ctx, client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(file, []byte(killedFleetFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fleetCmd := func(args ...string) *exec.Cmd {
+		cmd := pluginCmd(append([]string{"fleet"}, args...)...)
+		cmd.Dir = t.TempDir()
+		return cmd
+	}
+	first := startBackground(t, fleetCmd("run", "-f", file, "--yes"))
+	if !first.waitFor("batch 1/2") {
+		t.Fatalf("the target never reached its first batch:\n%s", first.output())
+	}
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.wait(t, time.Minute)
+	r := runCmd(t, fleetCmd("run", "-f", file, "--yes"))
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, `fleet "e2e-killed" finished`) {
+		t.Fatalf("the fleet run again after its coordinator was killed: %s", r)
+	}
+	assertFleetRows(t, fleetCmd, file, map[string]string{"sim/" + name: "finished"})
+	assertUpgraded(t, name, 1)
+	assertNoViolations(t, watcher.Stop())
+}
