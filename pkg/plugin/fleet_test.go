@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 )
 
 // fleetKubeconfig has contexts dev and prod-a, whose servers answer
@@ -86,3 +88,30 @@ func TestBadFleetFilesExitTwoBeforeAnyCluster(t *testing.T) {
 }
 
 func oneLineOf(s string) bool { return strings.Count(strings.TrimRight(s, "\n"), "\n") == 0 && s != "" }
+
+func TestFleetStatusWatchEnds(t *testing.T) {
+	row := func(status string, alive bool) fleet.Row {
+		return fleet.Row{Cluster: "c", Group: "ng", Status: status, Alive: alive}
+	}
+	tests := []struct {
+		name  string
+		rows  []fleet.Row
+		ended bool
+		code  int
+	}{
+		{"every target finished", []fleet.Row{row(StatusFinished, false), row(StatusFinished, false)}, true, ExitOK},
+		{"one runs", []fleet.Row{row(StatusFinished, false), row(StatusRunning, true)}, false, ExitOK},
+		{"between stages: the next not started", []fleet.Row{row(StatusFinished, false), row(fleet.StatusNotStarted, false)}, false, ExitOK},
+		{"one failed, none runs: stopped", []fleet.Row{row(StatusFailed, false), row(fleet.StatusNotStarted, false)}, true, ExitPaused},
+		{"one failed while another runs", []fleet.Row{row(StatusFailed, false), row(StatusRunning, true)}, false, ExitOK},
+		{"a cluster that does not answer", []fleet.Row{row(StatusFinished, false), row(fleet.StatusUnknown, false)}, false, ExitOK},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ended, err := fleetEnded(&FleetStatus{Name: "f", Targets: tc.rows})
+			if ended != tc.ended || ExitCode(err) != tc.code {
+				t.Errorf("ended %v exit %d (%v), want %v exit %d", ended, ExitCode(err), err, tc.ended, tc.code)
+			}
+		})
+	}
+}
