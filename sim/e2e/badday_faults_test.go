@@ -23,9 +23,11 @@ func TestBadDayFaultsOnEvictionsAndNodeLists(t *testing.T) {
 		Seed:     41,
 		Routes: []faultproxy.Route{
 			{Name: "evictions", Match: faultproxy.Evictions, Rates: map[faultproxy.Kind]float64{
-				faultproxy.ResetBefore: 0.15, faultproxy.ResetAfter: 0.15, faultproxy.ConnClosed: 0.15}},
+				faultproxy.ResetBefore: 0.15, faultproxy.ResetAfter: 0.15, faultproxy.ConnClosed: 0.15},
+				First: []faultproxy.Kind{faultproxy.ResetBefore, faultproxy.ResetAfter, faultproxy.ConnClosed}},
 			{Name: "node pods", Match: faultproxy.NodePodLists, Rates: map[faultproxy.Kind]float64{
-				faultproxy.ResetBefore: 0.25, faultproxy.ConnClosed: 0.25}},
+				faultproxy.ResetBefore: 0.25, faultproxy.ConnClosed: 0.25},
+				First: []faultproxy.Kind{faultproxy.ResetBefore, faultproxy.ConnClosed}},
 		},
 	})
 	if err != nil {

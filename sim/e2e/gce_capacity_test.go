@@ -17,7 +17,7 @@ import (
 // quota too).
 func TestGCESurgeOverQuota(t *testing.T) {
 	t.Parallel()
-	const name = "gce-quota"
+	const name = "gce-surge-quota"
 	g := setupGCEGroup(t, name, 3, scenario.App{Name: "web", Replicas: 3, MaxUnavailable: num(1)})
 	// 3 e2-standard-4 run (4 vCPUs each): 12 of 16 used, room for 1 more.
 	if err := g.srv.SetQuota(gceProject, "us-central1", "CPUS", 16); err != nil {

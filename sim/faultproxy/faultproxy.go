@@ -78,6 +78,10 @@ type Route struct {
 	Name  string // as RouteCounts names it
 	Match func(r *http.Request) bool
 	Rates map[Kind]float64
+	// First are the faults of the route's first requests, one each, in
+	// order, before any is drawn: a test that wants every kind met is
+	// never left to the draws (and the order requests race in).
+	First []Kind
 }
 
 // Evictions matches the pods' evictions (POST .../pods/NAME/eviction).
@@ -208,16 +212,22 @@ func (p *Proxy) draw(r *http.Request) (Kind, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests++
-	rates, route := p.rates, (*routeCounts)(nil)
+	rates, route, first := p.rates, (*routeCounts)(nil), []Kind(nil)
 	for _, rt := range p.routes {
 		if rt.Match(r) {
-			rates, route = rt.Rates, p.byRoute[rt.Name]
+			rates, route, first = rt.Rates, p.byRoute[rt.Name], rt.First
 			route.requests++
 			break
 		}
 	}
 	x := p.rng.Float64()
 	cut := time.Second + time.Duration(p.rng.Int64N(int64(4*time.Second)))
+	if route != nil && route.requests <= len(first) {
+		k := first[route.requests-1]
+		p.faults[k]++
+		route.faults[k]++
+		return k, cut
+	}
 	for _, k := range drawn {
 		if (k == WatchCut && !watch) || (k == ResetAfter && watch) {
 			continue
