@@ -138,9 +138,9 @@ func printRollout(w io.Writer, r *fleet.Rollout) error {
 	}
 	approvals := ""
 	if r.Approvals > 0 {
-		approvals = fmt.Sprintf(", plus %d approvals", r.Approvals)
+		approvals = ", plus " + plan.Count(r.Approvals, "approval")
 	}
-	fmt.Fprintf(w, "Fleet %q (plan %s): %d stages, %d targets, estimated %s%s\n\n", r.Name, r.Hash, len(r.Stages), targets, plan.FormatDuration(time.Duration(r.Estimate)), approvals)
+	fmt.Fprintf(w, "Fleet %q (plan %s): %s, %s, estimated %s%s\n\n", r.Name, r.Hash, plan.Count(len(r.Stages), "stage"), plan.Count(targets, "target"), plan.FormatDuration(time.Duration(r.Estimate)), approvals)
 	t := output.NewTable(w, "STAGE", "CLUSTER", "GROUP", "STRATEGY", "OUTDATED", "ESTIMATE", "BLOCKERS")
 	for _, st := range r.Stages {
 		for _, tp := range st.Targets {
@@ -183,7 +183,7 @@ func rolloutRow(stage string, tp fleet.TargetPlan) []any {
 }
 
 func stageText(st fleet.StagePlan) string {
-	parts := []string{fmt.Sprintf("%d targets, %d at once, at most %d failed", len(st.Targets), st.MaxConcurrency, st.MaxFailures),
+	parts := []string{fmt.Sprintf("%s, %d at once, %s tolerated", plan.Count(len(st.Targets), "target"), st.MaxConcurrency, plan.Count(st.MaxFailures, "failure")),
 		"~" + plan.FormatDuration(time.Duration(st.Estimate).Round(time.Second))}
 	if st.Soak > 0 {
 		parts = append(parts, "then a soak of "+plan.FormatDuration(time.Duration(st.Soak)))
