@@ -138,19 +138,8 @@ func (o *FleetRunOptions) scheduler(store *fleet.Store) *fleet.Scheduler {
 		},
 		Out:   &prefixWriter{mu: mu, w: o.Out, prefix: fmt.Sprintf("[fleet %s] ", o.fleet.Name)},
 		Now:   time.Now,
-		Sleep: sleepCtx,
+		Sleep: sleep,
 		Poll:  o.poll,
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

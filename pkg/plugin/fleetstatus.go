@@ -80,7 +80,7 @@ func (o *FleetStatusOptions) Run(ctx context.Context) error {
 		if done, err := fleetEnded(s); done {
 			return err
 		}
-		if err := sleepCtx(ctx, o.every); err != nil {
+		if err := sleep(ctx, o.every); err != nil {
 			return err
 		}
 	}
