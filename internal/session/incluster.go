@@ -97,7 +97,6 @@ func BuildJob(pl *Planned, r *Request, ic InCluster, ns string) (*batchv1.Job, e
 // ns, its pod running the plugin with args; withPlan mounts the plan's
 // ConfigMap.
 func buildJob(p *plan.Plan, group string, args []string, ic InCluster, ns string, withPlan bool) (*batchv1.Job, error) {
-	name := JobName(group)
 	taint, err := plan.ParseTaint(p.Taint)
 	if err != nil {
 		return nil, err
@@ -106,19 +105,32 @@ func buildJob(p *plan.Plan, group string, args []string, ic InCluster, ns string
 	if err != nil {
 		return nil, err
 	}
-	meta := metav1.ObjectMeta{
-		Name: name, Namespace: ns,
-		Labels:      map[string]string{state.ManagedByLabel: "kubectl-nodeupgrade"},
-		Annotations: map[string]string{state.GroupAnnotation: group},
+	job := WorkerJob(JobName(group), ns, args, ic)
+	job.Annotations = map[string]string{state.GroupAnnotation: group}
+	job.Spec.Template.Annotations = job.Annotations
+	pod := &job.Spec.Template.Spec
+	pod.Affinity = affinity
+	// Its own taint: never on the group's nodes, but a custom --taint
+	// may be put on others.
+	pod.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}}
+	if withPlan {
+		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "plan", MountPath: PlanDir, ReadOnly: true}}
+		pod.Volumes = []corev1.Volume{{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: planConfigMapName(group)},
+		}}}}
 	}
+	return job, nil
+}
+
+// WorkerJob is a Job named name in ns whose one pod runs the plugin with
+// args as ic says: the identity, security, resources and failure policy
+// of every in-cluster Job (a group's run, a fleet's coordinator).
+func WorkerJob(name, ns string, args []string, ic InCluster) *batchv1.Job {
+	meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{state.ManagedByLabel: "kubectl-nodeupgrade"}}
 	pod := corev1.PodSpec{
 		ServiceAccountName: ic.ServiceAccount,
 		RestartPolicy:      corev1.RestartPolicyNever,
-		Affinity:           affinity,
 		NodeSelector:       ic.NodeSelector,
-		// Its own taint: never on the group's nodes, but a custom --taint
-		// may be put on others.
-		Tolerations: []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}},
 		// Time for a run stopped by SIGTERM to record where it stopped
 		// and give its lock up.
 		TerminationGracePeriodSeconds: ptr.To[int64](60),
@@ -130,19 +142,13 @@ func buildJob(p *plan.Plan, group string, args []string, ic InCluster, ns string
 		},
 		Containers: []corev1.Container{workerContainer(args, ic.Image)},
 	}
-	if withPlan {
-		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "plan", MountPath: PlanDir, ReadOnly: true}}
-		pod.Volumes = []corev1.Volume{{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: planConfigMapName(group)},
-		}}}}
-	}
 	return &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{
 		// No activeDeadlineSeconds: a run takes as long as its
 		// PodDisruptionBudgets let it.
 		BackoffLimit:     ptr.To[int32](jobBackoffLimit),
 		PodFailurePolicy: podFailurePolicy(),
-		Template:         corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels, Annotations: meta.Annotations}, Spec: pod},
-	}}, nil
+		Template:         corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels}, Spec: pod},
+	}}
 }
 
 // workerContainer runs the plugin with args as the Job's pod, non-root

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // Record is the fleet's own decisions, kept in the coordinator context:
@@ -39,6 +41,10 @@ type StageRecord struct {
 	GatesPassed *time.Time     `json:"gatesPassed,omitempty"`
 	Approved    *time.Time     `json:"approved,omitempty"`
 	ApprovedBy  string         `json:"approvedBy,omitempty"`
+	// Skipped are the targets (Target.ID) the fleet found already at
+	// their target when their turn came: their own record, if any, is an
+	// earlier run's, so only the fleet can say so.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // Stage is the record of the stage named name, or nil.
@@ -49,6 +55,21 @@ func (r *Record) Stage(name string) *StageRecord {
 		}
 	}
 	return nil
+}
+
+// MarkSkipped sets the status of the rows of targets the record says the
+// fleet skipped, where the target's own record has nothing newer to say
+// (no run, or an earlier run that finished).
+func (r *Record) MarkSkipped(rows []Row) {
+	if r == nil {
+		return
+	}
+	for i, row := range rows {
+		sr := r.Stage(row.Stage)
+		if sr != nil && slices.Contains(sr.Skipped, row.Cluster+"/"+row.Group) && !row.Alive && (row.Status == StatusNotStarted || row.Status == string(state.StateFinished)) {
+			rows[i].Status = StatusSkipped
+		}
+	}
 }
 
 // NewRecord is the record of a fleet that has not started.
@@ -152,12 +173,16 @@ func (s *Store) Update(ctx context.Context, change func(*Record) error) (*Record
 	return out, err
 }
 
-// Delete removes the record: the fleet may start again, with any plan.
-// A record already gone is not an error.
+// Delete removes the record and the coordinators' lease: the fleet may
+// start again, with any plan. A record already gone is not an error.
 func (s *Store) Delete(ctx context.Context) error {
 	err := s.Client.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, ObjectName(s.Name), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("cannot delete the fleet's record %s/%s: %w", s.Namespace, ObjectName(s.Name), err)
+	}
+	err = s.Client.CoordinationV1().Leases(s.Namespace).Delete(ctx, state.ObjectName(s.lease("").Group), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cannot delete the lease of fleet %q: %w", s.Name, err)
 	}
 	return nil
 }

@@ -51,6 +51,10 @@ type Scheduler struct {
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
 	Poll  time.Duration
+
+	// outcomes counts the targets' outcomes of this run, for its summary;
+	// written under runStage's lock.
+	outcomes map[Outcome]int
 }
 
 // TargetFailure is a target that failed or paused.
@@ -143,7 +147,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if len(tolerated) > 0 {
 		return tolerated[0]
 	}
-	fmt.Fprintf(s.Out, "fleet %q finished\n", s.Fleet.Name)
+	fmt.Fprintf(s.Out, "fleet %q finished: %d done, %d skipped (already at their target)\n", s.Fleet.Name, s.outcomes[Done], s.outcomes[Skipped])
 	return nil
 }
 

@@ -276,3 +276,45 @@ func TestRows(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 }
+
+// TestSkippedTargets: a target already at its target is recorded skipped
+// in its stage's record, said so in the summary, and shown "skipped" by
+// the rows where its own record has nothing newer; run again and done, it
+// is skipped no more.
+func TestSkippedTargets(t *testing.T) {
+	r := &fakeRunner{outcomes: map[string]Outcome{"s-0/ng": Skipped}}
+	s := scheduler(r, stage("s", 2, 1, 0))
+	var out strings.Builder
+	s.Out = &out
+	ctx := context.Background()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := s.Store.Load(ctx)
+	if got := rec.Stage("s").Skipped; !slices.Equal(got, []string{"s-0/ng"}) {
+		t.Errorf("recorded skipped %v, want [s-0/ng]", got)
+	}
+	if !strings.Contains(out.String(), `fleet "f" finished: 1 done, 1 skipped`) {
+		t.Errorf("summary:\n%s", out.String())
+	}
+	rows := []Row{
+		{Stage: "s", Cluster: "s-0", Group: "ng", Status: StatusNotStarted},
+		{Stage: "s", Cluster: "s-0", Group: "ng", Status: "finished"},
+		{Stage: "s", Cluster: "s-0", Group: "ng", Status: "running", Alive: true},
+		{Stage: "s", Cluster: "s-0", Group: "ng", Status: "failed"},
+		{Stage: "s", Cluster: "s-1", Group: "ng", Status: "finished"},
+	}
+	rec.MarkSkipped(rows)
+	for i, want := range []string{StatusSkipped, StatusSkipped, "running", "failed", "finished"} {
+		if rows[i].Status != want {
+			t.Errorf("row %d (%s/%s was %+v): %q, want %q", i, rows[i].Cluster, rows[i].Group, rows[i], rows[i].Status, want)
+		}
+	}
+	r.outcomes = nil
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ = s.Store.Load(ctx); len(rec.Stage("s").Skipped) != 0 {
+		t.Errorf("run again and done, still recorded skipped: %v", rec.Stage("s").Skipped)
+	}
+}

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,8 +38,12 @@ func (s *Scheduler) runStage(ctx context.Context, st ResolvedStage) error {
 			defer wg.Done()
 			defer func() { <-slots }()
 			res := s.Runner.Run(ctx, t)
+			if err := s.noteSkipped(ctx, st.Name, t, res.Outcome == Skipped); err != nil {
+				res = Result{Outcome: Failed, Err: err}
+			}
 			mu.Lock()
 			defer mu.Unlock()
+			s.count(res.Outcome)
 			if res.Outcome == Failed || res.Outcome == Paused {
 				se.Failures = append(se.Failures, TargetFailure{Target: t, Result: res})
 				se.Stopped = se.Stopped || res.Outcome == Paused || len(se.Failures) > st.MaxFailures
@@ -59,6 +64,27 @@ func (s *Scheduler) runStage(ctx context.Context, st ResolvedStage) error {
 		}
 	})
 	return err
+}
+
+// noteSkipped keeps in the stage's record whether t was skipped: the
+// target's own record cannot say it (a run with nothing to do writes
+// none), and fleet status reads it there.
+func (s *Scheduler) noteSkipped(ctx context.Context, stage string, t Target, skipped bool) error {
+	_, err := s.mark(ctx, stage, func(r *StageRecord) {
+		r.Skipped = slices.DeleteFunc(r.Skipped, func(id string) bool { return id == t.ID() })
+		if skipped {
+			r.Skipped = append(r.Skipped, t.ID())
+		}
+	})
+	return err
+}
+
+// count keeps the outcomes of this coordinator's targets for its summary.
+func (s *Scheduler) count(o Outcome) {
+	if s.outcomes == nil {
+		s.outcomes = map[Outcome]int{}
+	}
+	s.outcomes[o]++
 }
 
 func describe(r Result) string {

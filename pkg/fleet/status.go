@@ -26,6 +26,9 @@ type Row struct {
 const (
 	StatusNotStarted = "not started"
 	StatusUnknown    = "unknown"
+	// StatusSkipped is a target the fleet found already at its target
+	// (the fleet's record says so).
+	StatusSkipped = string(Skipped)
 )
 
 // Look reads one target's record: ok false when it has none.

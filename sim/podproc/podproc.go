@@ -7,10 +7,10 @@
 //   - its volumes as the pod spec has them: the ServiceAccount token the
 //     API server's TokenRequest gives for the pod (audience, expiry and the
 //     pod it is bound to as the projected volume asks), the cluster's CA
-//     from kube-root-ca.crt, the namespace, and ConfigMaps, each
+//     from kube-root-ca.crt, the namespace, ConfigMaps and Secrets, each
 //     bind-mounted at its mountPath;
-//   - the in-cluster environment (KUBERNETES_SERVICE_HOST and _PORT) and
-//     the pod's name as its hostname;
+//   - the in-cluster environment (KUBERNETES_SERVICE_HOST and _PORT), the
+//     container's env (plain values), and the pod's name as its hostname;
 //   - the pod's args, given to Binary, which stands in for the image's
 //     command.
 //
@@ -123,6 +123,13 @@ func (k *Kubelet) Command(ctx context.Context, p *corev1.Pod) (*exec.Cmd, error)
 	cmd := exec.Command("unshare", append(args, c.Args...)...)
 	cmd.Env = append(slices.Clone(k.Env), "HOME="+dir, "KUBERNETES_SERVICE_HOST="+u.Hostname(), "KUBERNETES_SERVICE_PORT="+u.Port())
 	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") })
+	// The container's own environment last, as it is set over the image's.
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			return nil, fmt.Errorf("env %s: valueFrom, which podproc does not resolve", e.Name)
+		}
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
 	return cmd, nil
 }
 
@@ -139,6 +146,8 @@ func (k *Kubelet) writeVolume(ctx context.Context, p *corev1.Pod, name, dir stri
 	switch {
 	case v.ConfigMap != nil:
 		return k.writeConfigMap(ctx, p.Namespace, v.ConfigMap.Name, dir)
+	case v.Secret != nil:
+		return k.writeSecret(ctx, p.Namespace, v.Secret.SecretName, dir)
 	case v.Projected != nil:
 		for _, src := range v.Projected.Sources {
 			if err := k.writeProjected(ctx, p, src, dir); err != nil {
@@ -164,6 +173,19 @@ func (k *Kubelet) writeConfigMap(ctx context.Context, ns, name, dir string) erro
 	}
 	for key, v := range cm.Data {
 		if err := os.WriteFile(filepath.Join(dir, key), []byte(v), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *Kubelet) writeSecret(ctx context.Context, ns, name, dir string) error {
+	s, err := k.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for key, v := range s.Data {
+		if err := os.WriteFile(filepath.Join(dir, key), v, 0o600); err != nil {
 			return err
 		}
 	}
