@@ -61,6 +61,8 @@ type fleetOptions struct {
 
 	file  *fleet.File
 	fleet *fleet.Fleet
+	// data is the file as read: an in-cluster coordinator's ConfigMap.
+	data []byte
 	// dir is the file's directory: its exec gates run there, whichever
 	// directory the command is typed in.
 	dir string
@@ -116,6 +118,7 @@ func (o *fleetOptions) load() error {
 	if err != nil {
 		return err
 	}
+	o.data = data
 	if o.file, err = fleet.Parse(data); err != nil {
 		return usageErrorf("%s: %v", o.File, err)
 	}
@@ -187,19 +190,26 @@ func (o *fleetOptions) findExe() error {
 // recordStore is the fleet's record in --record-context.
 func (o *fleetOptions) recordStore(name string) (*fleet.Store, error) {
 	if o.recordClient == nil {
-		raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig()
+		c, err := o.clientOf(o.RecordContext, "--record-context")
 		if err != nil {
-			return nil, usageErrorf("cannot read the kubeconfig: %v", err)
-		}
-		rc, err := clientcmd.NewNonInteractiveClientConfig(raw, o.RecordContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("cannot reach --record-context %q: %w", o.RecordContext, err)
-		}
-		if o.recordClient, err = kubernetes.NewForConfig(rc); err != nil {
 			return nil, err
 		}
+		o.recordClient = c
 	}
 	return &fleet.Store{Client: o.recordClient, Namespace: o.StateNamespace, Name: name}, nil
+}
+
+// clientOf is a client of the kubeconfig's context name, which flag names.
+func (o *fleetOptions) clientOf(name, flag string) (kubernetes.Interface, error) {
+	raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, usageErrorf("cannot read the kubeconfig: %v", err)
+	}
+	rc, err := clientcmd.NewNonInteractiveClientConfig(raw, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach %s %q: %w", flag, name, err)
+	}
+	return kubernetes.NewForConfig(rc)
 }
 
 // targetsOf are the fleet's targets, of one stage when stage is not "".

@@ -96,6 +96,9 @@ type FleetFanOutOptions struct {
 	verb  string
 	Stage string
 	Yes   bool
+	// stopAlive has abort stop a live target first (abort --wait): its
+	// coordinator's Job was deleted, which leaves no one to cancel it.
+	stopAlive bool
 }
 
 var fleetFanOutHelp = map[string][3]string{
@@ -108,9 +111,11 @@ coordinator starts no new target and stops. "fleet resume" goes on.`,
 	"abort": {"Put every target of a fleet (or of one stage) back in service",
 		`Run "abort --yes" on every target of the fleet of -f (or of --stage) whose
 run did not finish: each is put back in service as "abort" does. Cancel the
-fleet first ("fleet cancel"): a target whose run is alive is refused. Without
---stage, the fleet's record is deleted once every target is back, so the fleet
-can start again, with this file or another.`,
+fleet first ("fleet cancel"): a target whose run is alive is refused. A
+coordinator running as a Job ("fleet run --in-cluster", in --state-namespace
+of --context) is deleted first, and the targets it left alive are stopped
+("abort --wait"). Without --stage, the fleet's record is deleted once every
+target is back, so the fleet can start again, with this file or another.`,
 		`  # Put the targets of stage "canary" back
   kubectl nodeupgrade fleet abort -f fleet.yaml --stage canary --yes`},
 }
@@ -144,6 +149,13 @@ func (o *FleetFanOutOptions) Validate() error {
 // what each did.
 func (o *FleetFanOutOptions) Run(ctx context.Context) error {
 	targets, _ := o.targetsOf(o.Stage)
+	if o.verb == "abort" {
+		deleted, err := o.deleteCoordinator(ctx)
+		if err != nil {
+			return err
+		}
+		o.stopAlive = deleted
+	}
 	x := o.targets()
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
@@ -190,6 +202,9 @@ func (o *FleetFanOutOptions) fanOut(ctx context.Context, x targetExec, t fleet.T
 	args := stateFlags(t)
 	if o.verb == "abort" {
 		args = append(args, "--yes")
+	}
+	if o.stopAlive && st.Alive {
+		args = append(args, "--wait")
 	}
 	if _, err := capture(x.command(ctx, t, o.verb, args...), t, o.verb); err != nil {
 		return "", err

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
 // FleetRunOptions are the flags of "fleet run" and "fleet resume".
@@ -23,6 +25,10 @@ type FleetRunOptions struct {
 	fleetOptions
 	verb string
 	Yes  bool
+	// ic are the flags of a coordinator run as a Job in the management
+	// cluster (--in-cluster, --context), as run --in-cluster's.
+	ic    inClusterOptions
+	given map[string]bool
 	// poll is how often an approval is looked for.
 	poll time.Duration
 }
@@ -41,7 +47,17 @@ before) is followed, one that is paused is resumed. A failed or paused target
 starts no new target (beyond the stage's maxFailures), the ones in flight run
 to their end, and the fleet exits with the first one's exit code. After a
 stage: its soak, its gates over the soak (a failing gate exits 8 naming the
-gate, its value and threshold), and its approval ("fleet approve").`,
+gate, its value and threshold), and its approval ("fleet approve"). One
+coordinator runs a fleet at a time: it holds a Lease beside the fleet's
+record, and another is refused (exit 6) until it stops or its lease runs
+out (30s after a coordinator killed elsewhere).
+
+With --in-cluster the coordinator itself runs as a Job in --state-namespace
+of the management cluster (--context; it needs deploy/in-cluster.yaml's
+ServiceAccount there): the file in a ConfigMap, the fleet's contexts from
+the kubeconfig in a Secret. It outlives this terminal, which follows it as
+"fleet status -w" does; a pod of the Job killed is replaced and goes on from
+the record.`,
 		`  # Roll the fleet out
   kubectl nodeupgrade fleet run -f fleet.yaml --yes`},
 	"resume": {"Continue a fleet in flight: paused targets resumed, gates evaluated again",
@@ -59,17 +75,27 @@ func newCmdFleetRun(verb string, configFlags *genericclioptions.ConfigFlags, str
 	if verb == "run" {
 		cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Start the fleet (required: it changes every target's cluster)")
 	}
+	o.ic.addFlags(cmd.Flags())
+	cmd.Flags().Lookup("in-cluster").Usage = "Run the fleet's coordinator as a Job in --state-namespace of the management cluster (--context), the fleet file in a ConfigMap and its kubeconfig in a Secret, and follow it as \"fleet status -w\" does (Ctrl-C stops following, not the fleet); see docs/fleet.md"
 	return cmd
 }
 
 // Complete reads the fleet file.
-func (o *FleetRunOptions) Complete(*cobra.Command, []string) error { return o.load() }
+func (o *FleetRunOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.given = map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { o.given[f.Name] = true })
+	return o.load()
+}
 
-// Validate needs nothing more: --yes is asked for once the plan is shown.
-func (o *FleetRunOptions) Validate() error { return nil }
+// Validate refuses the in-cluster flags where they do not apply; --yes
+// is asked for once the plan is shown.
+func (o *FleetRunOptions) Validate() error { return o.validateInCluster() }
 
-// Run starts or continues the fleet.
+// Run starts or continues the fleet, here or as a Job (--in-cluster).
 func (o *FleetRunOptions) Run(ctx context.Context) error {
+	if o.ic.InCluster {
+		return o.submit(ctx)
+	}
 	store, err := o.recordStore(o.fleet.Name)
 	if err != nil {
 		return err
@@ -83,7 +109,13 @@ func (o *FleetRunOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	return fleetError(o.scheduler(store).Run(ctx))
+	sched := o.scheduler(store)
+	ctx, release, err := sched.Hold(ctx, state.HolderIdentity(), o.ic.earlierPod(), o.ErrOut)
+	if err != nil {
+		return fleetError(err)
+	}
+	defer release()
+	return fleetError(sched.Run(ctx))
 }
 
 // startNew plans a fleet that has not started and refuses it, with
@@ -145,15 +177,19 @@ func (o *FleetRunOptions) scheduler(store *fleet.Store) *fleet.Scheduler {
 
 // fleetError gives the scheduler's errors their exit codes: a plan file
 // changed under a fleet in flight is bad input; a failed gate stops the
-// fleet on purpose (8); a stopped stage exits as its first target did.
+// fleet on purpose (8); another coordinator's lease is another run's lock
+// (6); a stopped stage exits as its first target did.
 func fleetError(err error) error {
 	var changed *fleet.ChangedError
 	var gateErr *fleet.GateError
+	var held *fleet.HeldError
 	switch {
 	case errors.As(err, &changed):
 		return usageErrorf("%v", err)
 	case errors.As(err, &gateErr):
 		return &fleetExit{code: ExitPaused, msg: err.Error()}
+	case errors.As(err, &held):
+		return &fleetExit{code: ExitLocked, msg: err.Error()}
 	}
 	return err
 }
@@ -184,9 +220,32 @@ func (r *fleetRunner) Run(ctx context.Context, t fleet.Target) fleet.Result {
 		case ok && st.Status == StatusPaused:
 			return r.exec(ctx, t, "resume", append([]string{"--yes"}, stateFlags(t)...)...)
 		default:
-			return r.exec(ctx, t, "run", append(slices.Clone(t.Args), "--yes")...)
+			start := time.Now()
+			res := r.exec(ctx, t, "run", append(slices.Clone(t.Args), "--yes")...)
+			if res.Outcome != fleet.Done {
+				return res
+			}
+			st, ok, err := r.x.lookStatus(ctx, t)
+			return fleet.Result{Outcome: runOutcome(st, ok, err, start, r.x.fleet)}
 		}
 	}
+}
+
+// runOutcome is a target's run that exited 0 as the fleet tells it: done,
+// or skipped where it found nothing to do, so wrote no record newer than
+// its start (and its record is not one this fleet left: a coordinator
+// killed after the target finished). A status that cannot be read leaves
+// the run's own word: done.
+func runOutcome(st RunStatus, found bool, err error, start time.Time, fleetID string) fleet.Outcome {
+	switch {
+	case err != nil:
+		return fleet.Done
+	case !found || st.Record == nil:
+		return fleet.Skipped
+	case st.UpdatedAt.Before(start.Truncate(time.Second)) && st.Fleet != fleetID:
+		return fleet.Skipped
+	}
+	return fleet.Done
 }
 
 // exec runs verb on t, its output prefixed with the target, and maps its

@@ -38,7 +38,8 @@ func newCmdFleetStatus(configFlags *genericclioptions.ConfigFlags, streams gener
 	o := &FleetStatusOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}, every: 2 * time.Second}
 	cmd := fleetFileCommand("status", [3]string{"Show every target of a fleet, from its own cluster's record", `Show one row per target of the fleet of -f: its stage, cluster, group, and
 the status, phase and nodes done and left of its run, read from the target's
-own cluster (a cluster that does not answer shows "unknown"); then what the
+own cluster (a cluster that does not answer shows "unknown"; a target the
+fleet found already at its target shows "skipped"); then what the
 fleet's record in --record-context says of each stage. -w prints the table
 again whenever it changes, until every target is finished (exit 0) or the
 fleet stopped: a target failed or paused and none runs (exit 8).`, `  # Where the fleet is
@@ -64,14 +65,9 @@ func (o *FleetStatusOptions) Validate() error {
 func (o *FleetStatusOptions) Run(ctx context.Context) error {
 	var last *FleetStatus
 	for {
-		s, err := o.look(ctx)
+		s, err := o.printChanged(ctx, last)
 		if err != nil {
 			return err
-		}
-		if last == nil || !reflect.DeepEqual(s, last) {
-			if err := o.print(s); err != nil {
-				return err
-			}
 		}
 		last = s
 		if !o.Watch {
@@ -84,6 +80,18 @@ func (o *FleetStatusOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// printChanged looks at the fleet and prints it where it is not last.
+func (o *FleetStatusOptions) printChanged(ctx context.Context, last *FleetStatus) (*FleetStatus, error) {
+	s, err := o.look(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if last == nil || !reflect.DeepEqual(s, last) {
+		return s, o.print(s)
+	}
+	return s, nil
 }
 
 func (o *FleetStatusOptions) look(ctx context.Context) (*FleetStatus, error) {
@@ -103,6 +111,7 @@ func (o *FleetStatusOptions) look(ctx context.Context) (*FleetStatus, error) {
 		}
 		return fleet.Row{Status: st.Status, Alive: st.Alive, Phase: st.Phase, Done: len(st.Done), Left: max(st.NodesTotal-len(st.Done), 0)}, true, nil
 	})
+	rec.MarkSkipped(rows)
 	return &FleetStatus{APIVersion: fleet.APIVersion, Kind: "FleetStatus", Name: o.fleet.Name, Record: rec, Targets: rows}, nil
 }
 
@@ -114,7 +123,7 @@ func fleetEnded(s *FleetStatus) (bool, error) {
 		switch {
 		case r.Alive:
 			return false, nil
-		case r.Status == StatusFinished:
+		case r.Status == StatusFinished || r.Status == fleet.StatusSkipped:
 			finished++
 		case r.Status != fleet.StatusNotStarted && r.Status != fleet.StatusUnknown && stopped == "":
 			stopped = fmt.Sprintf("%s/%s (%s)", r.Cluster, r.Group, r.Status)
