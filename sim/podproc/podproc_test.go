@@ -109,3 +109,32 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretAndEnv: a Secret volume is mounted at its mountPath as a
+// kubelet mounts it, and the container's env is set over the kubelet's
+// (KUBECONFIG, which the kubelet's own is never passed on).
+func TestSecretAndEnv(t *testing.T) {
+	unshare, err := Namespaces()
+	if err != nil {
+		t.Skip(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "job-s3cr3", Namespace: "kube-system", UID: "u2"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "img", Args: []string{"-c", `echo "config $KUBECONFIG: $(cat "$KUBECONFIG")"`},
+				Env:          []corev1.EnvVar{{Name: "KUBECONFIG", Value: "/var/run/kc/config"}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "kc", MountPath: "/var/run/kc", ReadOnly: true}}}},
+			Volumes: []corev1.Volume{{Name: "kc", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "kc"}}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: "kube-system"}, Data: map[string][]byte{"config": []byte("apiVersion: v1")}}
+	k := &Kubelet{Client: fake.NewClientset(pod, secret), Host: "https://127.0.0.1:6443", Binary: "/bin/sh", Env: []string{"PATH=/usr/bin:/bin", "KUBECONFIG=/nowhere"}, Unshare: unshare}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out syncBuffer
+	code, err := k.Run(ctx, pod, &out)
+	if err != nil || code != 0 || !strings.Contains(out.String(), "config /var/run/kc/config: apiVersion: v1") {
+		t.Fatalf("Run: exit %d, %v; want 0 and the Secret's key read where KUBECONFIG names it:\n%s", code, err, out.String())
+	}
+}
