@@ -3,13 +3,16 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -90,5 +93,27 @@ func TestCoordinatorLease(t *testing.T) {
 				t.Errorf("after release: holder %+v (%v), want none", h, err)
 			}
 		})
+	}
+}
+
+// TestUpdateAfterTheContextEnded: a record that could not be written is
+// an error, never a nil record (client-go's retry answers nil for a
+// context's end, wait.Interrupted).
+func TestUpdateAfterTheContextEnded(t *testing.T) {
+	s := scheduler(&fakeRunner{}, stage("s", 1, 1, 0))
+	if _, err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.Store.Client.(*fake.Clientset).PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, fmt.Errorf("client rate limiter Wait returned an error: %w", context.Canceled)
+	})
+	rec, err := s.Store.Update(ctx, func(*Record) error { return nil })
+	if err == nil || rec != nil {
+		t.Fatalf("Update after the context ended: %v, %v; want an error and no record", rec, err)
+	}
+	if _, err := s.mark(ctx, "s", func(*StageRecord) {}); err == nil {
+		t.Fatal("mark after the context ended: no error")
 	}
 }

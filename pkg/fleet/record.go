@@ -166,10 +166,16 @@ func (s *Store) Update(ctx context.Context, change func(*Record) error) (*Record
 			return err
 		}
 		cm.Data[recordKey] = string(b)
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		out = &r
+		if _, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err == nil {
+			out = &r
+		}
 		return err
 	})
+	if err == nil && out == nil {
+		// RetryOnConflict answers nil for an error that wraps a context's
+		// end (wait.Interrupted): the record was not written.
+		err = fmt.Errorf("cannot update the fleet's record %s/%s: %w", s.Namespace, ObjectName(s.Name), context.Cause(ctx))
+	}
 	return out, err
 }
 

@@ -38,8 +38,10 @@ func (s *Scheduler) runStage(ctx context.Context, st ResolvedStage) error {
 			defer wg.Done()
 			defer func() { <-slots }()
 			res := s.Runner.Run(ctx, t)
-			if err := s.noteSkipped(ctx, st.Name, t, res.Outcome == Skipped); err != nil {
-				res = Result{Outcome: Failed, Err: err}
+			if res.Outcome == Done || res.Outcome == Skipped {
+				if err := s.noteSkipped(ctx, st.Name, t, res.Outcome == Skipped); err != nil {
+					res = Result{Outcome: Failed, Err: err}
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
