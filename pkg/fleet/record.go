@@ -23,8 +23,12 @@ import (
 type Record struct {
 	Name string `json:"name"`
 	// Hash is the plan's hash the fleet started with.
-	Hash   string        `json:"hash"`
-	Stages []StageRecord `json:"stages"`
+	Hash string `json:"hash"`
+	// Started is when this record was made: a target's record stamped
+	// with the fleet's name and hash but older is an earlier start's
+	// (before a "fleet abort").
+	Started *time.Time    `json:"started,omitempty"`
+	Stages  []StageRecord `json:"stages"`
 }
 
 // StageRecord is what the fleet decided about one stage.

@@ -118,6 +118,7 @@ func (s *Scheduler) Start(ctx context.Context) (*Record, error) {
 	}
 	if rec == nil {
 		rec = NewRecord(s.Fleet)
+		rec.Started = s.now()
 		return rec, s.Store.Create(ctx, rec)
 	}
 	if what := rec.Changed(s.Fleet); what != "" {

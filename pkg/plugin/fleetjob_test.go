@@ -219,11 +219,12 @@ func TestRunOutcome(t *testing.T) {
 		{"recorded in the run's first second", rec(start.Truncate(time.Second), ""), true, nil, fleet.Done},
 		{"recorded since", rec(start.Add(time.Minute), "f@h"), true, nil, fleet.Done},
 		{"this fleet's, finished by a killed coordinator", rec(start.Add(-time.Hour), "f@h"), true, nil, fleet.Done},
+		{"this fleet's name and hash, before it started again", rec(start.Add(-3*time.Hour), "f@h"), true, nil, fleet.Skipped},
 		{"status unreadable: the run's word", RunStatus{}, false, errors.New("refused"), fleet.Done},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := runOutcome(tc.st, tc.found, tc.err, start, "f@h"); got != tc.want {
+			if got := runOutcome(tc.st, tc.found, tc.err, start, "f@h", start.Add(-2*time.Hour)); got != tc.want {
 				t.Errorf("%s, want %s", got, tc.want)
 			}
 		})

@@ -160,7 +160,7 @@ func (o *FleetRunOptions) scheduler(store *fleet.Store) *fleet.Scheduler {
 	return &fleet.Scheduler{
 		Fleet:  o.fleet,
 		Store:  store,
-		Runner: &fleetRunner{x: o.targets(), out: o.Out, errOut: o.ErrOut, mu: mu},
+		Runner: &fleetRunner{x: o.targets(), store: store, out: o.Out, errOut: o.ErrOut, mu: mu},
 		Gates: func(ctx context.Context, gates []string, from, to time.Time) ([]gate.Verdict, error) {
 			specs, err := gate.ParseAll(gates)
 			if err != nil {
@@ -198,6 +198,7 @@ func fleetError(err error) error {
 // prefixed with the target.
 type fleetRunner struct {
 	x           targetExec
+	store       *fleet.Store // the fleet's record: when it started
 	out, errOut io.Writer
 	mu          *sync.Mutex
 }
@@ -226,26 +227,38 @@ func (r *fleetRunner) Run(ctx context.Context, t fleet.Target) fleet.Result {
 				return res
 			}
 			st, ok, err := r.x.lookStatus(ctx, t)
-			return fleet.Result{Outcome: runOutcome(st, ok, err, start, r.x.fleet)}
+			return fleet.Result{Outcome: runOutcome(st, ok, err, start, r.x.fleet, r.fleetStarted(ctx))}
 		}
 	}
 }
 
 // runOutcome is a target's run that exited 0 as the fleet tells it: done,
 // or skipped where it found nothing to do, so wrote no record newer than
-// its start (and its record is not one this fleet left: a coordinator
-// killed after the target finished). A status that cannot be read leaves
-// the run's own word: done.
-func runOutcome(st RunStatus, found bool, err error, start time.Time, fleetID string) fleet.Outcome {
+// its start (and its record is not one this start of the fleet left, since
+// fleetStarted: a coordinator killed after the target finished). A status
+// that cannot be read leaves the run's own word: done.
+func runOutcome(st RunStatus, found bool, err error, start time.Time, fleetID string, fleetStarted time.Time) fleet.Outcome {
+	ours := func(r *state.Record) bool {
+		return r.Fleet == fleetID && !r.UpdatedAt.Before(fleetStarted.Truncate(time.Second))
+	}
 	switch {
 	case err != nil:
 		return fleet.Done
 	case !found || st.Record == nil:
 		return fleet.Skipped
-	case st.UpdatedAt.Before(start.Truncate(time.Second)) && st.Fleet != fleetID:
+	case st.UpdatedAt.Before(start.Truncate(time.Second)) && !ours(st.Record):
 		return fleet.Skipped
 	}
 	return fleet.Done
+}
+
+// fleetStarted is when the fleet's record was made; zero where it cannot
+// be read or is older than the field.
+func (r *fleetRunner) fleetStarted(ctx context.Context) time.Time {
+	if rec, err := r.store.Load(ctx); err == nil && rec != nil && rec.Started != nil {
+		return *rec.Started
+	}
+	return time.Time{}
 }
 
 // exec runs verb on t, its output prefixed with the target, and maps its

@@ -301,7 +301,8 @@ stages:
 // TestFleetCoordinatorKilledMidTarget: the coordinator is SIGKILLed while
 // its target drains; the target's run goes on without it, and the fleet
 // run again from another directory follows that run to its end rather
-// than start it twice (which its lock would refuse), then finishes.
+// than start it twice (which its lock would refuse), then finishes. The
+// fleet aborted and started again reports its target skipped.
 func TestFleetCoordinatorKilledMidTarget(t *testing.T) {
 	t.Parallel()
 	const name = "fleet-killed"
@@ -335,4 +336,15 @@ func TestFleetCoordinatorKilledMidTarget(t *testing.T) {
 	assertFleetRows(t, fleetCmd, file, map[string]string{"sim/" + name: "finished"})
 	assertUpgraded(t, name, 1)
 	assertNoViolations(t, watcher.Stop())
+
+	// Started again once forgotten, the fleet finds its target at its
+	// target: skipped, not done, in the summary and in fleet status.
+	if r := runCmd(t, fleetCmd("abort", "-f", file, "--yes")); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("fleet abort of the finished fleet: %s", r)
+	}
+	r = runCmd(t, fleetCmd("run", "-f", file, "--yes"))
+	if r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, `fleet "e2e-killed" finished: 0 done, 1 skipped`) {
+		t.Fatalf("the fleet started again over its upgraded target: %s", r)
+	}
+	assertFleetRows(t, fleetCmd, file, map[string]string{"sim/" + name: "skipped"})
 }
