@@ -127,3 +127,29 @@ func TestKeptBlueEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptBlueNotes: the plan says which kept blue a run deletes before it
+// starts: one past its time, not one still in it nor one ended.
+func TestKeptBlueNotes(t *testing.T) {
+	done := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	kept := done.Add(10 * time.Minute)
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		end  state.KeptEnd
+		want []string
+	}{
+		{name: "within its time", now: done.Add(time.Minute)},
+		{name: "past its time", now: kept, want: []string{`blue "demo", kept at 0 nodes after the run that finished at 2026-11-01T12:00:00Z until 2026-11-01T12:10:00Z (--keep-blue), is deleted by the run before it starts`}},
+		{name: "restored", now: kept, end: state.KeptRestored},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := keptBlueRecord(done, kept)
+			rec.History[0].KeptEnd = tc.end
+			pl := &Planned{Request: &Request{}, Provider: &deletingCloud{group: "demo-v4"}}
+			if got := keptBlueNotes(rec, pl, tc.now); !slices.Equal(got, tc.want) {
+				t.Errorf("notes %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
