@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
@@ -80,5 +83,41 @@ func TestAWSKeepBlueRollbackAfterComplete(t *testing.T) {
 	}
 	if err := scenario.WaitAppsReady(ctx, client, name); err != nil {
 		t.Errorf("workloads: %v", err)
+	}
+}
+
+// TestAWSKeptBlueDeletedByTheNextRunPastItsTime: blue kept for 1s is past
+// its time at the next run on the group: plan says the run deletes it,
+// rollback is refused naming until when blue was kept (exit 2, nothing
+// changed), and the next run deletes it before it starts.
+func TestAWSKeptBlueDeletedByTheNextRunPastItsTime(t *testing.T) {
+	t.Parallel()
+	const name, green = "aws-kept-over", "aws-kept-over-v2"
+	g := setupAWSGroup(t, name, 2, scenario.App{Name: "web", Replicas: 2, MinAvailable: num(1)})
+	if r := g.run(t, "run", name, "--strategy", "blue-green", "--ami", "ami-new", "--batch-node-count", "1", "--node-pool-soak", "0s", "--keep-blue", "1s", "--post-drain-wait", "0s", "--yes"); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run: %s", r)
+	}
+	if !slices.Contains(g.srv.Groups(), name) {
+		t.Fatalf("blue %q not kept: %v", name, g.srv.Groups())
+	}
+	// Past blue's second, status offers no rollback any more.
+	err := wait.PollUntilContextTimeout(testContext(t, time.Minute), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return !strings.Contains(g.run(t, "status", name).stdout, "back up (--keep-blue)"), nil
+	})
+	if err != nil {
+		t.Fatalf("status still offers the rollback to the kept blue: %v", err)
+	}
+	if r := g.run(t, "rollback", name, "--yes"); r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "was kept until") {
+		t.Errorf("rollback past --keep-blue: want exit %d in one line naming until when blue was kept: %s", nodeupgrade.ExitUsage, r)
+	}
+	args := []string{name, "--launch-template-version", "1", "--max-unavailable", "1", "--post-drain-wait", "0s"}
+	if p := g.run(t, append([]string{"plan"}, args...)...); !strings.Contains(p.stdout, `blue "`+name+`", kept at 0 nodes`) || !slices.Contains(g.srv.Groups(), name) {
+		t.Errorf("plan does not say the run deletes the kept blue, or deleted it: %s", p)
+	}
+	if r := g.run(t, append(append([]string{"run"}, args...), "--yes")...); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("the next run: %s", r)
+	}
+	if groups := g.srv.Groups(); !slices.Equal(groups, []string{green}) {
+		t.Errorf("groups after the next run: %v, want green %q alone", groups, green)
 	}
 }
