@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"maps"
 	"time"
 
@@ -58,8 +59,11 @@ func recordChange(rec *state.Record, pl *Planned) {
 		after.Version = c.TargetVersion // the version the run created, where the plan said "new"
 	}
 	change := state.Change{Strategy: rec.Strategy, Before: *rec.From, After: after, FinishedAt: *rec.FinishedAt}
-	if last, ok := rec.LastChange(); ok && pl.Request.Rollback {
+	if last, ok := rec.LastChange(); ok && (pl.Request.Rollback || pl.Request.BlueGreen.Kept) {
 		change.RollbackOf = &last.FinishedAt
+	}
+	if c := rec.Cloud; c != nil && c.BlueKeptUntil != nil {
+		change.KeptBlue, change.KeptUntil = c.Group, c.BlueKeptUntil
 	}
 	rec.AddChange(change)
 }
@@ -82,7 +86,22 @@ func RollbackRequest(rec *state.Record, now time.Time, window time.Duration) (*R
 	// yet another version, and the plan file was the finished run's.
 	r.Cloud.Image, r.Cloud.Version, r.PlanFile = "", c.Before.Version, ""
 	keepSchedule(&r.Request, *rec.Request, now)
+	if c.BlueKeptAt(now) {
+		toKeptBlue(r, rec, c)
+	}
 	return r, c, nil
+}
+
+// toKeptBlue makes r, the rollback of a blue/green run that kept blue,
+// a blue/green run from the group green became to the kept blue, which
+// it scales back up: no group is made. The soaks were the finished run's
+// trial of green; blue ran before it.
+func toKeptBlue(r *Request, rec *state.Record, c state.Change) {
+	r.BlueGreen.GreenGroup, r.BlueGreen.GreenSelector, r.BlueGreen.Kept = c.KeptBlue, "", true
+	r.BlueGreen.BatchSoak, r.BlueGreen.NodePoolSoak = 0, 0
+	if rec.Cloud != nil && rec.Cloud.Green != "" {
+		r.Cloud.Group = rec.Cloud.Green
+	}
 }
 
 // keepSchedule gives the rollback of a finished run (r) the maintenance
@@ -107,15 +126,25 @@ func rollbackable(rec *state.Record, now time.Time, window time.Duration) (state
 	if err != nil {
 		return c, Usagef("%s", err)
 	}
-	if rec.Managed != nil || rollbackKind(rec) != plan.RollbackInPlace {
-		// Blue is gone once a blue/green run finished, and a service's
-		// update has its own way back: a run towards the version before.
-		return c, Usagef("cannot roll back: the run on %q finished at %s with strategy %q, which leaves nothing to go back to; undo it with %s", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), rec.Strategy, RunBack(rec, rec.NodeGroup))
+	if !c.BlueKeptAt(now) && (rec.Managed != nil || rollbackKind(rec) != plan.RollbackInPlace) {
+		// Blue is gone once a blue/green run finished (unless kept), and
+		// a service's update has its own way back: a run towards the
+		// version before.
+		return c, Usagef("cannot roll back: the run on %q finished at %s with strategy %q, which leaves nothing to go back to%s; undo it with %s", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), rec.Strategy, keptPast(c), RunBack(rec, rec.NodeGroup))
 	}
 	if c.Before.Version == "" || rec.Request == nil || rec.Request.Provider == "" {
 		return c, Usagef("cannot roll back: the run on %q finished at %s on %s, which names no version of its group to go back to; run towards it with \"kubectl nodeupgrade run %s\" and the provider's flags", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), c.Before, rec.NodeGroup)
 	}
 	return c, nil
+}
+
+// keptPast says, for a run whose kept blue's time is over, until when it
+// was kept.
+func keptPast(c state.Change) string {
+	if c.KeptBlue == "" || c.KeptUntil == nil || c.KeptEnd == state.KeptRestored {
+		return ""
+	}
+	return fmt.Sprintf(" (blue %q was kept until %s, --keep-blue)", c.KeptBlue, c.KeptUntil.Format(time.RFC3339))
 }
 
 // rollbackUntil is, for a finished run that rollback can undo now, when
@@ -129,5 +158,8 @@ func rollbackUntil(rec *state.Record, now time.Time) *time.Time {
 		return nil
 	}
 	until := c.RollbackUntil(state.DefaultRollbackWindow)
+	if c.BlueKeptAt(now) && c.KeptUntil.Before(until) {
+		return c.KeptUntil // then blue is gone: nothing to go back to
+	}
 	return &until
 }

@@ -60,6 +60,9 @@ type Run struct {
 	// RollbackUntil is, for a finished run rollback can undo, when the
 	// default --rollback-window closes; nil otherwise.
 	RollbackUntil *time.Time
+	// KeptBlue is the blue group a finished blue/green run keeps at 0
+	// nodes until RollbackUntil (--keep-blue); "" when none.
+	KeptBlue string
 }
 
 // Describe is the run of r as it stands now, given whether a live process
@@ -68,6 +71,9 @@ func Describe(r *state.Record, alive bool, request string, now time.Time) Run {
 	v := Run{Record: r, Alive: alive, Request: request, Status: statusOf(r, alive, request, now)}
 	if v.Status == state.StateFinished {
 		v.RollbackUntil = rollbackUntil(r, now)
+		if c, ok := r.LastChange(); ok && v.RollbackUntil != nil && c.BlueKeptAt(now) {
+			v.KeptBlue = c.KeptBlue
+		}
 	}
 	return v
 }
@@ -419,7 +425,10 @@ func (v Run) suggestion(cmd Command) string {
 		}
 		return "pause it with " + line
 	case CmdRollback:
-		if v.RollbackUntil != nil {
+		switch {
+		case v.KeptBlue != "":
+			return fmt.Sprintf("undo it with %s until %s, which scales blue %q, kept at 0 nodes, back up (--keep-blue); the next run after that deletes blue", line, v.RollbackUntil.UTC().Format(time.RFC3339), v.KeptBlue)
+		case v.RollbackUntil != nil:
 			return fmt.Sprintf("undo it with %s until %s (--rollback-window %s)", line, v.RollbackUntil.UTC().Format(time.RFC3339), state.DefaultRollbackWindow)
 		}
 		return "undo it with " + line

@@ -55,7 +55,8 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := s.unfinishedRecord(ctx, r)
+	last := s.lastRecord(ctx, r)
+	rec := unfinished(last)
 	nodes, err := s.groupNodes(ctx, r, snap, rec, &in)
 	if err != nil {
 		return nil, err
@@ -69,6 +70,7 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 		return nil, err // the strategy is known now: the group's own, or the default
 	}
 	notes := opened.notes
+	notes = append(notes, keptBlueNotes(last, pl, time.Now())...)
 	if err := FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
 		return nil, err
 	}
@@ -313,8 +315,22 @@ func (s *Session) refuseOnNodes(ctx context.Context, r *Request, nodes []corev1.
 // nil. One that cannot be read is taken as none here: run reads it
 // again under the group's lock and stops on the error.
 func (s *Session) unfinishedRecord(ctx context.Context, r *Request) *state.Record {
+	return unfinished(s.lastRecord(ctx, r))
+}
+
+// lastRecord is the group's record, nil when none can be read: a plan
+// needs no access to the state namespace.
+func (s *Session) lastRecord(ctx context.Context, r *Request) *state.Record {
 	rec, err := s.store().Load(ctx, r.RecordName())
-	if err != nil || rec == nil || rec.FinishedAt != nil {
+	if err != nil {
+		return nil
+	}
+	return rec
+}
+
+// unfinished is rec when its run has not finished, else nil.
+func unfinished(rec *state.Record) *state.Record {
+	if rec == nil || rec.FinishedAt != nil {
 		return nil
 	}
 	return rec

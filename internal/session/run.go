@@ -135,9 +135,15 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	if err != nil {
 		return err
 	}
+	if err := keptBlueOver(ctx, pl, rec, time.Now()); err != nil {
+		return err
+	}
 	err = CauseOf(ctx, engine.Run(ctx))
 	recordEnd(rec, err, engine.Note(), engine.RolledBack())
 	recordChange(rec, pl)
+	if endErr := keptBlueSuperseded(cleanupCtx, pl, rec); err == nil {
+		err = endErr
+	}
 	rep.finish(cleanupCtx, rec, err)
 	if saveErr := store.Save(cleanupCtx, rec); saveErr != nil && err == nil {
 		return saveErr

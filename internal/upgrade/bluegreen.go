@@ -155,10 +155,14 @@ func (r *blueGreenRun) createGreen(ctx context.Context) error {
 			return err
 		}
 	}
-	if r.cfg.Plan.BlueGreen.Create {
-		if err := r.makeGreen(ctx, bg, green, greenSizes); err != nil {
-			return err
-		}
+	switch bgp := r.cfg.Plan.BlueGreen; {
+	case bgp.Create:
+		err = r.makeGreen(ctx, bg, green, greenSizes)
+	case bgp.Kept:
+		err = r.scaleKept(ctx, bg, green, greenSizes)
+	}
+	if err != nil {
+		return err
 	}
 	gr.Green, gr.GreenCreated = green, r.cfg.Plan.BlueGreen.Create
 	if err := r.save(ctx); err != nil {
@@ -198,6 +202,26 @@ func (r *blueGreenRun) makeGreen(ctx context.Context, bg cloud.BlueGreen, green 
 	}
 	r.logf("creating %s %q beside %q at %s, of %s", r.words.groupKind(), green, r.group.pool.GroupName(), r.cfg.Plan.Cloud.SizeText(sizes), r.words.templateVersion(cr.TargetVersion))
 	return bg.CreateGreen(ctx, green, cr.TargetVersion, sizes)
+}
+
+// scaleKept scales the blue a finished run kept (--keep-blue), green now,
+// back up to sizes. Where the group follows its template's default, the
+// run it undoes moved the default on: the target is made the default
+// again first, so the kept group launches it. Green's name is recorded
+// first: abort and rollback scale it back to 0.
+func (r *blueGreenRun) scaleKept(ctx context.Context, bg cloud.BlueGreen, green string, sizes plan.Sizes) error {
+	cr, gr := r.group.cloudRecord(), r.green()
+	if err := r.group.pin.keepDefault(ctx, cr.TargetVersion); err != nil {
+		return err
+	}
+	if gr.Green == "" {
+		gr.Green = green
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
+	r.logf("scaling the kept %s %q back up to %s, of %s", r.words.groupKind(), green, r.cfg.Plan.Cloud.SizeText(sizes), r.words.templateVersion(cr.TargetVersion))
+	return bg.SetGroupSizes(ctx, green, sizes)
 }
 
 // blueGreenSizes are blue's and green's sizes for the run from blue's
@@ -339,6 +363,9 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	// Intent first: a run killed once the group is gone, before it
 	// counted them done, leaves the next run the nodes it deleted.
 	r.green().BlueNodes = names
+	if keep := time.Duration(r.cfg.Plan.BlueGreen.KeepBlue); keep > 0 {
+		return r.keepBlue(ctx, bg, names, keep)
+	}
 	if err := r.save(ctx); err != nil {
 		return err
 	}
@@ -348,16 +375,27 @@ func (r *blueGreenRun) deleteBlue(ctx context.Context) error {
 	return r.blueDeleted(ctx, r.group.pool.GroupName(), names)
 }
 
+// keepBlue scales blue to 0 nodes (max 0 too: no autoscaler grows it)
+// instead of deleting it, kept until --keep-blue from now: a rollback
+// scales it back up, the next run after that deletes it.
+func (r *blueGreenRun) keepBlue(ctx context.Context, bg cloud.BlueGreen, names []string, keep time.Duration) error {
+	gr, blue := r.green(), r.group.pool.GroupName()
+	if gr.BlueKeptUntil == nil {
+		until := r.cfg.Now().Add(keep).UTC().Truncate(time.Second)
+		gr.BlueKeptUntil = &until
+	}
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+	if err := bg.SetGroupSizes(ctx, blue, plan.Sizes{}); err != nil {
+		return err
+	}
+	return r.blueLeft(ctx, names, fmt.Sprintf("node group now runs in %s %q; blue %q is kept at 0 nodes until %s (--keep-blue): \"rollback\" scales it back up, the next run after that deletes it", r.words.groupKind(), gr.Green, blue, gr.BlueKeptUntil.Format(time.RFC3339)))
+}
+
 // blueDeleted records blue's nodes done once its group is gone, and lets
 // the autoscaler have green's nodes again.
 func (r *blueGreenRun) blueDeleted(ctx context.Context, blue string, names []string) error {
-	r.tally.markDone(names...)
-	// Blue's rebalancing, held for an autoscaled run, went with its group:
-	// there is nothing to resume.
-	r.group.cloudRecord().RebalanceHeld, r.group.rebalanceHeld = false, false
-	if err := r.record(ctx, plan.State{Phase: plan.PhaseDeleteBlue}); err != nil {
-		return err
-	}
 	gr := r.green()
 	note := fmt.Sprintf("node group now runs in %s %q; %q was deleted", r.words.groupKind(), gr.Green, blue)
 	switch bgp := r.cfg.Plan.BlueGreen; {
@@ -365,6 +403,20 @@ func (r *blueGreenRun) blueDeleted(ctx context.Context, blue string, names []str
 		note += fmt.Sprintf("; its nodes carry %s=%s, so the node group is %q from now on: rename it where infrastructure as code declares it", bgp.GreenLabel, gr.Green, gr.Green)
 	case bgp.GreenSelector != "":
 		note = fmt.Sprintf("node group now runs on the nodes of %s; %s %q was deleted", bgp.GreenSelector, r.words.groupKind(), blue)
+	}
+	return r.blueLeft(ctx, names, note)
+}
+
+// blueLeft records blue's nodes done once its group is gone or at 0
+// nodes, notes where the node group runs now, and lets the autoscaler
+// have green's nodes again.
+func (r *blueGreenRun) blueLeft(ctx context.Context, names []string, note string) error {
+	r.tally.markDone(names...)
+	// Blue's rebalancing, held for an autoscaled run, went with its
+	// machines: there is nothing to resume.
+	r.group.cloudRecord().RebalanceHeld, r.group.rebalanceHeld = false, false
+	if err := r.record(ctx, plan.State{Phase: plan.PhaseDeleteBlue}); err != nil {
+		return err
 	}
 	r.tally.setNote(note)
 	r.logf("%s", note)
@@ -406,7 +458,9 @@ func (r *blueGreenRun) rollback(ctx context.Context) error {
 	r.blueBack = len(slices.DeleteFunc(sets.List(blue), func(n string) bool { return !r.nodes.nodeExists(n) }))
 	r.greenDrained = len(green)
 	note := fmt.Sprintf("rolled back: blue (%s %q) serves again", r.words.groupKind(), r.group.pool.GroupName())
-	if gr := cr.GreenRecord; gr.Green != "" && !gr.GreenCreated {
+	if gr := cr.GreenRecord; gr.Green != "" && r.cfg.Plan.BlueGreen.Kept {
+		note += fmt.Sprintf("; %q is back at 0 nodes, as the finished run kept it", gr.Green)
+	} else if gr.Green != "" && !gr.GreenCreated {
 		note += fmt.Sprintf("; green %q was given, so it is left drained and cordoned", gr.Green)
 	}
 	r.tally.setNote(note)
@@ -439,8 +493,9 @@ func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, gr *
 	if err := r.nodes.setUnschedulable(ctx, green, true); err != nil {
 		return err
 	}
+	kept := gr.Green != "" && r.cfg.Plan.BlueGreen.Kept
 	made := gr.Green != "" && gr.GreenCreated
-	if made {
+	if made || kept {
 		// Green goes: its load balancers let go of it before its drain.
 		if err := r.nodes.excludeFromLoadBalancers(ctx, green); err != nil {
 			return err
@@ -458,7 +513,7 @@ func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, gr *
 			return err
 		}
 	}
-	if !made {
+	if !made && !kept {
 		return nil
 	}
 	if err := r.hooks.run(ctx, plan.HookPreTerminate, green); err != nil {
@@ -466,6 +521,10 @@ func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, gr *
 	}
 	if err := r.batches.deregister(ctx, "rolling back", green); err != nil {
 		return err
+	}
+	if kept {
+		// Kept as the finished run left it: at 0 nodes.
+		return bg.SetGroupSizes(ctx, gr.Green, plan.Sizes{})
 	}
 	return bg.DeleteGroup(ctx, gr.Green)
 }
@@ -478,7 +537,7 @@ func (r *blueGreenRun) retireGreen(ctx context.Context, bg cloud.BlueGreen, gr *
 // it is left serving as it is, and named.
 func (r *blueGreenRun) abortGreen(ctx context.Context) error {
 	cr, gr := r.cfg.Record.Cloud, &r.cfg.Record.Cloud.GreenRecord
-	if gr.Green != "" && gr.GreenCreated {
+	if gr.Green != "" && (gr.GreenCreated || r.cfg.Plan.BlueGreen.Kept) {
 		return r.rollback(ctx)
 	}
 	bg, ok := r.group.pool.(cloud.BlueGreen)

@@ -60,6 +60,14 @@ func (r *bgRun) givenGreen(name string) {
 	r.blue.green = green
 }
 
+// keptGreen is the blue of a finished run kept at 0 nodes (--keep-blue),
+// green of its rollback: the run scales it up, launching version 2.
+func (r *bgRun) keptGreen(name string) {
+	b := r.blue.fakeGroup
+	r.blue.green = &fakeGroup{client: r.client, name: name, version: b.version, zones: b.zones, launch: b.launch, machines: map[string]plan.Machine{}, engine: b.engine}
+	r.in.GreenGroup, r.in.Kept = name, true
+}
+
 // planAndConfigure plans the run as "plan" would, for the strategy.
 func (r *bgRun) planAndConfigure(strategy plan.StrategyName) {
 	r.planAndConfigureWith(plan.Input{Strategy: strategy})
@@ -253,6 +261,59 @@ func TestBlueGreen(t *testing.T) {
 					t.Errorf("record %+v", cr)
 				}
 				if !strings.Contains(got.engine.Note(), `green "green-asg" was given, so it is left drained and cordoned`) {
+					t.Errorf("note %q", got.engine.Note())
+				}
+			}},
+		{name: "--keep-blue: blue scaled to 0 nodes and kept, not deleted",
+			setup: func(r *bgRun) { r.in.KeepBlue = 10 * time.Minute },
+			at: func(r *bgRun, s plan.State) {
+				if s.Phase == plan.PhaseSoak {
+					r.control.leave(state.RequestComplete)
+				}
+			},
+			wantPhases: concat(blueGreenStart, twoBatches, []string{"Soak", "DeleteBlue", "Done"}),
+			check: func(t *testing.T, r *bgRun, got outcome) {
+				if calls := r.blue.callsNow(); !slices.Equal(calls, append(slices.Clone(greenCreated), "SetGroupSizes asg min 0, desired 0, max 0")) {
+					t.Errorf("calls %v", calls)
+				}
+				cr := r.cfg.Record.Cloud
+				if until := cr.BlueKeptUntil; until == nil || until.Sub(*cr.SoakUntil) < 10*time.Minute-time.Hour || until.Sub(*cr.SoakUntil) > 10*time.Minute-time.Hour+time.Minute {
+					t.Errorf("record %+v, want blue kept 10m from the soak's end, ended at once by complete", cr)
+				}
+				if want := `blue "asg" is kept at 0 nodes until ` + cr.BlueKeptUntil.Format(time.RFC3339) + ` (--keep-blue)`; !strings.Contains(got.engine.Note(), want) {
+					t.Errorf("note %q, want %q", got.engine.Note(), want)
+				}
+			}},
+		{name: "a kept blue as green: scaled back up, no group made, the current group deleted",
+			setup: func(r *bgRun) { r.keptGreen("asg-kept") },
+			at: func(r *bgRun, s plan.State) {
+				if s.Phase == plan.PhaseSoak {
+					r.control.leave(state.RequestComplete)
+				}
+			},
+			wantPhases: concat(blueGreenStart, twoBatches, []string{"Soak", "DeleteBlue", "Done"}),
+			check: func(t *testing.T, r *bgRun, got outcome) {
+				want := []string{"PrepareTarget", "SetGroupSizes asg min 3, desired 3, max 3", "SetGroupSizes asg-kept min 1, desired 3, max 4", "UseGreen asg-kept", "DeleteGroup asg"}
+				if calls := r.blue.callsNow(); !slices.Equal(calls, want) {
+					t.Errorf("calls %v, want %v", calls, want)
+				}
+				wantOnlyVersion(t, r.client, "2", 3)
+			}},
+		{name: "a kept blue as green, rolled back: back at 0 nodes, not deleted",
+			setup: func(r *bgRun) { r.keptGreen("asg-kept") },
+			at: func(r *bgRun, s plan.State) {
+				if s.Phase == plan.PhaseSoak {
+					r.control.sendWhenWatched(state.RequestRollback)
+				}
+			},
+			wantPhases: concat(blueGreenStart, twoBatches, []string{"Soak", "Rollback", "Done"}),
+			check: func(t *testing.T, r *bgRun, got outcome) {
+				want := []string{"PrepareTarget", "SetGroupSizes asg min 3, desired 3, max 3", "SetGroupSizes asg-kept min 1, desired 3, max 4", "UseGreen asg-kept", "SetGroupSizes asg min 1, desired 3, max 4", "SetGroupSizes asg-kept min 0, desired 0, max 0"}
+				if calls := r.blue.callsNow(); !slices.Equal(calls, want) {
+					t.Errorf("calls %v, want %v", calls, want)
+				}
+				wantCordoned(t, "blue", r.nodesOf("old-"), false, 3)
+				if !strings.Contains(got.engine.Note(), `"asg-kept" is back at 0 nodes, as the finished run kept it`) {
 					t.Errorf("note %q", got.engine.Note())
 				}
 			}},

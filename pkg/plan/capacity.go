@@ -78,7 +78,7 @@ func (p *Plan) PeakAdded() int32 {
 	case c == nil || c.RemovesOnly && !c.AwaitsReplacement:
 		return 0
 	case p.BlueGreen != nil:
-		if !p.BlueGreen.Create {
+		if !p.BlueGreen.Create && !p.BlueGreen.Kept {
 			return 0 // green exists: its nodes count already
 		}
 		if p.Strategy == string(StrategyAutoscaledBlueGreen) {

@@ -170,7 +170,7 @@ func nodesBeforeFirstDrain(p *Plan) int {
 	case c == nil:
 		return 0
 	case p.BlueGreen != nil:
-		if !p.BlueGreen.Create {
+		if !p.BlueGreen.Create && !p.BlueGreen.Kept {
 			return 0 // green exists: its nodes are in the snapshot
 		}
 		return int(c.Before.Desired)

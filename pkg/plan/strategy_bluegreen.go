@@ -27,6 +27,14 @@ type BlueGreenInput struct {
 	// WaitPeriod is autoscaled blue/green's time for the autoscaler to
 	// remove under-used blue nodes before the rest is drained.
 	WaitPeriod time.Duration `json:"waitPeriod,omitempty"`
+	// KeepBlue keeps blue scaled to zero for this long after the run
+	// instead of deleting it (--keep-blue): a rollback within it scales
+	// blue back up rather than building a group again.
+	KeepBlue time.Duration `json:"keepBlue,omitempty"`
+	// Kept says GreenGroup is the blue a finished run kept (KeepBlue):
+	// the run scales it up to blue's sizes, and scales it back to zero
+	// where a rollback or abort would delete a green it made.
+	Kept bool `json:"kept,omitempty"`
 }
 
 // BlueGreenPlan is the blue/green side of a plan.
@@ -42,6 +50,9 @@ type BlueGreenPlan struct {
 	// GreenLabel is CloudGroup.GreenLabel: the run selects the nodes of
 	// the green it creates by GreenLabel=<green's name>.
 	GreenLabel string `json:"greenLabel,omitempty"`
+	// KeepBlue is BlueGreenInput.KeepBlue, and Kept BlueGreenInput.Kept.
+	KeepBlue Duration `json:"keepBlue,omitempty"`
+	Kept     bool     `json:"kept,omitempty"`
 	// Undrained are blue's nodes when no batch drains them (batch size
 	// 0): they are cordoned, soaked and deleted with their pods all the
 	// same.
@@ -64,6 +75,8 @@ func ValidateBlueGreen(in BlueGreenInput) error {
 		return inputErrorf("invalid --batch-soak %s: must not be negative", FormatDuration(in.BatchSoak))
 	case in.NodePoolSoak < 0:
 		return inputErrorf("invalid --node-pool-soak %s: must not be negative", FormatDuration(in.NodePoolSoak))
+	case in.KeepBlue < 0 || in.KeepBlue > MaxSoak:
+		return inputErrorf("invalid --keep-blue %s: must be from 0 to 7 days (7d)", FormatDuration(in.KeepBlue))
 	case in.WaitPeriod < 0 || in.WaitPeriod > MaxSoak:
 		return inputErrorf("invalid --wait-period %s: must be from 0 to 7 days (7d)", FormatDuration(in.WaitPeriod))
 	}
@@ -86,7 +99,7 @@ func (blueGreen) Help() string {
 }
 
 func (blueGreen) Flags() []string {
-	return []string{"batch-node-count", "batch-percent", "batch-soak", "node-pool-soak", GreenGroupFlag, "green-selector", "no-wait"}
+	return []string{"batch-node-count", "batch-percent", "batch-soak", "node-pool-soak", GreenGroupFlag, "green-selector", "keep-blue", "no-wait"}
 }
 
 func (blueGreen) Needs(Input) Capability { return CapNewGroups }
@@ -115,7 +128,7 @@ func (blueGreen) Plan(c *Planning) ([][]PlannedNode, error) {
 // from blue's name and the target version.
 func planGreen(c *Planning, size int, batchSoak, poolSoak time.Duration) {
 	p, in := c.Plan, c.Input.BlueGreen
-	p.BlueGreen = &BlueGreenPlan{BatchSize: size, BatchSoak: Duration(batchSoak), NodePoolSoak: Duration(poolSoak), Green: in.GreenGroup, GreenSelector: in.GreenSelector}
+	p.BlueGreen = &BlueGreenPlan{BatchSize: size, BatchSoak: Duration(batchSoak), NodePoolSoak: Duration(poolSoak), Green: in.GreenGroup, GreenSelector: in.GreenSelector, KeepBlue: Duration(in.KeepBlue), Kept: in.Kept}
 	if cg := c.Input.Cloud; in.GreenGroup == "" && in.GreenSelector == "" && cg != nil {
 		version := cg.TargetVersion
 		if version == NewVersion {
@@ -149,6 +162,8 @@ func (blueGreen) Steps(p *Plan) []Step {
 	switch {
 	case bg.GreenSelector != "":
 		green = "the nodes selected by " + bg.GreenSelector + " (given)"
+	case bg.Kept:
+		green = fmt.Sprintf("%s %s (the blue a finished run kept at 0 nodes) scaled back up", kind, bg.Green)
 	case !bg.Create:
 		green = kind + " " + bg.Green + " (given)"
 	}
@@ -164,8 +179,17 @@ func (blueGreen) Steps(p *Plan) []Step {
 		s.add("DrainBlue", "batch size 0: nothing drained, straight to the soak", 0)
 	}
 	s.add("Soak", fmt.Sprintf("%s; \"complete\" ends it early", FormatDuration(time.Duration(bg.NodePoolSoak))), time.Duration(bg.NodePoolSoak))
-	s.add("DeleteBlue", fmt.Sprintf("delete the pods left on blue (not evicted; grace at most 60m), then the blue %s%s", kind, renamed(bg, kind)), p.DrainTime())
+	s.add("DeleteBlue", deleteBlueStep(bg, kind), p.DrainTime())
 	return s
+}
+
+// deleteBlueStep says what the end of the run does with blue: deleted,
+// or kept at 0 nodes for --keep-blue.
+func deleteBlueStep(bg *BlueGreenPlan, kind string) string {
+	if bg.KeepBlue > 0 {
+		return fmt.Sprintf("delete the pods left on blue (not evicted; grace at most 60m), then scale the blue %s to 0 nodes, kept %s for a rollback that scales it back up (--keep-blue); the next run after that deletes it", kind, FormatDuration(time.Duration(bg.KeepBlue)))
+	}
+	return fmt.Sprintf("delete the pods left on blue (not evicted; grace at most 60m), then the blue %s%s", kind, renamed(bg, kind))
 }
 
 // renamed says, where green's nodes go by green's own name, that the

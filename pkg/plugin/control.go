@@ -75,7 +75,10 @@ days; status says until when): the same run towards the version the record
 says the group launched before it, planned and confirmed as a run
 ("plan NODEGROUP --rollback" shows the plan), in the run's maintenance
 windows (its --window, and its --not-before and --not-after still ahead)
-unless --window, --not-before or --not-after are given again.
+unless --window, --not-before or --not-after are given again. After a
+blue-green run with --keep-blue finished, within that time: blue's kept
+group is scaled back up and the nodes of the group green became are
+drained onto it, with no group made.
 
 Refused where the recorded phase does not allow it (blue being deleted,
 nothing recorded to go back to), past the window, and for

@@ -92,6 +92,7 @@ func (o *PlanOptions) AddFlags(cmd *cobra.Command) {
 	f.Float64Var(&r.BlueGreen.BatchPercent, "batch-percent", 0, "With --strategy blue-green: the batch as a fraction of blue (above 0, at most 1; rounded down, at least 1 node), instead of --batch-node-count")
 	durationVar(f, &r.BlueGreen.BatchSoak, "batch-soak", 0, "With --strategy blue-green: wait between drained batches")
 	durationVar(f, &r.BlueGreen.NodePoolSoak, "node-pool-soak", time.Hour, "With --strategy blue-green: wait after the last batch before blue is deleted (all soaks at most 7 days); \"complete\" ends it early")
+	durationVar(f, &r.BlueGreen.KeepBlue, "keep-blue", 0, "With --strategy blue-green: keep blue scaled to 0 nodes this long after the run instead of deleting it (at most 7 days), so \"rollback\" scales it back up and drains green; the next run after that deletes it")
 	durationVar(f, &r.BlueGreen.WaitPeriod, "wait-period", 72*time.Hour, "With --strategy autoscaled-blue-green: how long the cluster autoscaler may remove under-used blue nodes before the rest is drained (0 to 7 days)")
 	f.StringVar(&r.BlueGreen.GreenSelector, "green-selector", "", "With --strategy blue-green: the green nodes are those this label selector selects (made by someone else, not an Auto Scaling group: neither scaled nor deleted)")
 	f.StringVar(&r.MaxUnavailable, "max-unavailable", "1", "Nodes drained at once: 1 to 100, or a percentage of the group such as 25%; with --strategy surge, per zone, default 0")

@@ -61,6 +61,8 @@ func TestBadInputExitsTwoBeforeTouchingTheCluster(t *testing.T) {
 		{"bad output", []string{"plan", "ng", tgt, "-o", "table"}, `invalid --output "table"`},
 		{"wide check", []string{"check", "ng", tgt, "-o", "wide"}, `invalid --output "wide"`},
 		{"days out of range", []string{"plan", "ng", tgt, "--strategy", "autoscaled-blue-green", "--wait-period", "8d"}, `invalid --wait-period 8d: must be from 0 to 7 days`},
+		{"keep-blue out of range", []string{"run", "ng", tgt, "--yes", "--strategy", "blue-green", "--keep-blue", "8d"}, `invalid --keep-blue 8d: must be from 0 to 7 days`},
+		{"keep-blue without blue-green", []string{"plan", "ng", tgt, "--keep-blue", "10m"}, "--keep-blue needs --strategy blue-green"},
 		{"not a duration", []string{"run", "ng", tgt, "--post-drain-wait", "2x"}, `"--post-drain-wait"`},
 		{"dry-run server", []string{"run", "ng", tgt, "--dry-run=server"}, `invalid --dry-run "server"`},
 		{"dry-run unknown", []string{"run", "ng", tgt, "--dry-run=all"}, `invalid --dry-run "all": must be none, client or server`},

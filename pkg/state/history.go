@@ -78,6 +78,24 @@ type Change struct {
 	// after the run, until KeptUntil: a rollback scales it back up.
 	KeptBlue  string     `json:"keptBlue,omitempty"`
 	KeptUntil *time.Time `json:"keptUntil,omitempty"`
+	// KeptEnd is what became of KeptBlue: scaled back up by a rollback,
+	// or deleted by a run after its time or after a later run.
+	KeptEnd KeptEnd `json:"keptEnd,omitempty"`
+}
+
+// KeptEnd is what became of a kept blue group.
+type KeptEnd string
+
+// What became of a kept blue.
+const (
+	KeptRestored KeptEnd = "restored" // a rollback scaled it back up: it serves
+	KeptDeleted  KeptEnd = "deleted"
+)
+
+// BlueKeptAt reports whether c's blue is kept at 0 nodes at now, for a
+// rollback to scale back up.
+func (c Change) BlueKeptAt(now time.Time) bool {
+	return c.KeptBlue != "" && c.KeptEnd == "" && c.KeptUntil != nil && now.Before(*c.KeptUntil)
 }
 
 // RollbackUntil is when the window to roll c back closes.

@@ -307,6 +307,9 @@ type GreenRecord struct {
 	// starts: a run killed after the group is gone, before it counted
 	// them done, leaves the re-run their names.
 	BlueNodes []string `json:"blueNodes,omitempty"`
+	// BlueKeptUntil is set when the run kept blue at 0 nodes instead of
+	// deleting it (--keep-blue): until when a rollback can scale it up.
+	BlueKeptUntil *time.Time `json:"blueKeptUntil,omitempty"`
 }
 
 // NodeAge is a node and when it was created.

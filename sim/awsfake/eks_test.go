@@ -333,6 +333,23 @@ func TestEKSLaunchTemplateGroups(t *testing.T) {
 	if ng, _ := s.Nodegroup("c1", "lt1"); ng.LaunchTemplate.Version != "2" || ng.ReleaseVersion != "ami-custom2" {
 		t.Errorf("node group's template version %s, release %s, want 2, ami-custom2", ng.LaunchTemplate.Version, ng.ReleaseVersion)
 	}
+	// Back to version 1: an earlier launch template version is no earlier
+	// "Kubernetes version or AMI version" (a custom AMI has none), and the
+	// API Reference lets the group take any version of its own template
+	// ("You can update the launch template version with necessary
+	// changes"); the User Guide's cluster rollback rolls managed node
+	// groups back with this very call.
+	out, err = api.UpdateNodegroupVersion(ctx, &eks.UpdateNodegroupVersionInput{ClusterName: aws.String("c1"), NodegroupName: aws.String("lt1"),
+		LaunchTemplate: &ekstypes.LaunchTemplateSpecification{Id: aws.String(lt), Version: aws.String("1")}})
+	if err != nil {
+		t.Fatalf("back to launch template version 1: %v", err)
+	}
+	if u, err := s.WaitEKSUpdate(ctx, "c1", "lt1", aws.ToString(out.Update.Id)); err != nil || u.Status != UpdateSuccessful {
+		t.Fatalf("update back %+v, %v", u, err)
+	}
+	if ng, _ := s.Nodegroup("c1", "lt1"); ng.LaunchTemplate.Version != "1" || ng.ReleaseVersion != "ami-custom1" {
+		t.Errorf("node group back: template version %s, release %s, want 1, ami-custom1", ng.LaunchTemplate.Version, ng.ReleaseVersion)
+	}
 }
 
 // TestEKSCreateToken: a CreateNodegroup repeating a clientRequestToken
