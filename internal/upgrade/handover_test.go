@@ -211,14 +211,23 @@ func TestRerunHoldsWhatTheInterruptedRunLeftRecovering(t *testing.T) {
 		log = append(log, s)
 		mu.Unlock()
 	}
+	var backOnce sync.Once
+	var back func()
 	client.afterEvict = func(_, name string) {
 		app, _, _ := strings.Cut(name, "-")
 		note("evicted " + name)
 		if err := client.Tracker().Add(replicaPod(app, name+"-again", "new-1")); err != nil {
 			t.Error(err)
 		}
+		if app == "fast" {
+			// slow comes back well after fast's pods went: a drain that did
+			// not hold slow would have evicted it by then. Measured from
+			// fast's eviction, not the phase's start, so a loaded machine
+			// cannot reorder the two.
+			backOnce.Do(func() { time.AfterFunc(200*time.Millisecond, back) })
+		}
 	}
-	back := func() {
+	back = func() {
 		note("slow back")
 		obj, err := client.Tracker().Get(deploymentsResource, "ns", "slow")
 		if err == nil {
@@ -232,12 +241,7 @@ func TestRerunHoldsWhatTheInterruptedRunLeftRecovering(t *testing.T) {
 	}
 	rec := &state.Record{Recovering: []state.Workload{{Kind: "ReplicaSet", Namespace: "ns", Name: "slow-1"}}}
 	cfg := Config{Client: client, Plan: p, Provider: &cloud.None{Client: client, DeleteNode: true}, Drain: drainOpts(), Events: NewRecorder(client, nil), Record: rec}
-	got := runEngine(t, cfg, func(s plan.State) {
-		if s.Phase == plan.PhaseDrain {
-			// well after an eviction that nothing holds would have gone
-			time.AfterFunc(200*time.Millisecond, back)
-		}
-	})
+	got := runEngine(t, cfg, nil)
 	mu.Lock()
 	defer mu.Unlock()
 	if got.err != nil {
