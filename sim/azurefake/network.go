@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 )
 
@@ -150,7 +151,7 @@ func (s *Server) addressesLocked(p *pool, id string) int64 {
 }
 
 // subnetUsedLocked is what is used of a subnet: others' and every machine's of
-// the fake's pools (surge machines too).
+// the fake's pools (surge machines too) and scale sets.
 func (s *Server) subnetUsedLocked(sn *subnet) int64 {
 	used := sn.other
 	for _, c := range s.clusters {
@@ -158,7 +159,53 @@ func (s *Server) subnetUsedLocked(sn *subnet) int64 {
 			used += int64(len(p.nodes)) * s.addressesLocked(p, sn.id)
 		}
 	}
+	for _, ss := range s.scaleSetsLocked() {
+		used += int64(len(ss.vms)) * ipConfigsOn(ss.model, sn.id)
+	}
 	return used
+}
+
+// SetScaleSetSubnet puts the model of a scale set on a subnet
+// (CreateSubnet's ID): one network interface with configs IP
+// configurations there, each an address of the subnet per instance
+// (VirtualMachineScaleSetNetworkProfile of the Compute model).
+func (s *Server) SetScaleSetSubnet(group, name, subnetID string, configs int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.scaleSetsLocked()[key(group, name)]
+	if ss == nil {
+		return fmt.Errorf("no scale set %s/%s", group, name)
+	}
+	nic := &armcompute.VirtualMachineScaleSetNetworkConfiguration{Name: ptr(name + "-nic"),
+		Properties: &armcompute.VirtualMachineScaleSetNetworkConfigurationProperties{Primary: ptr(true)}}
+	for i := range configs {
+		nic.Properties.IPConfigurations = append(nic.Properties.IPConfigurations, &armcompute.VirtualMachineScaleSetIPConfiguration{
+			Name: ptr(fmt.Sprintf("ipconfig%d", i+1)), Properties: &armcompute.VirtualMachineScaleSetIPConfigurationProperties{
+				Primary: ptr(i == 0), Subnet: &armcompute.APIEntityReference{ID: ptr(subnetID)}}})
+	}
+	ss.model.Properties.VirtualMachineProfile.NetworkProfile = &armcompute.VirtualMachineScaleSetNetworkProfile{
+		NetworkInterfaceConfigurations: []*armcompute.VirtualMachineScaleSetNetworkConfiguration{nic}}
+	return nil
+}
+
+// ipConfigsOn counts the IP configurations of a scale set's model on
+// subnet id.
+func ipConfigsOn(m armcompute.VirtualMachineScaleSet, id string) int64 {
+	var n int64
+	if m.Properties == nil || m.Properties.VirtualMachineProfile == nil || m.Properties.VirtualMachineProfile.NetworkProfile == nil {
+		return 0
+	}
+	for _, nic := range m.Properties.VirtualMachineProfile.NetworkProfile.NetworkInterfaceConfigurations {
+		if nic == nil || nic.Properties == nil {
+			continue
+		}
+		for _, ip := range nic.Properties.IPConfigurations {
+			if ip != nil && ip.Properties != nil && ip.Properties.Subnet != nil && ip.Properties.Subnet.ID != nil && strings.EqualFold(*ip.Properties.Subnet.ID, id) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // subnetRefusalLocked is AKS's failure of an upgrade whose added

@@ -6,9 +6,7 @@ import (
 	"strings"
 
 	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
@@ -128,8 +126,8 @@ func (a *AgentPool) podBatches(ctx context.Context) (int64, error) {
 	return (pods + podBatchSlop + podBatch - 1) / podBatch * podBatch, nil
 }
 
-// busiestPods is the most pods with an address of their own (not on the
-// host's network, not finished) on one node of the pool.
+// busiestPods is the most pods with an address of their own on one node
+// of the pool (cloud.BusiestNode).
 func (a *AgentPool) busiestPods(ctx context.Context) (int64, error) {
 	if a.kube == nil {
 		return 0, fmt.Errorf("the pods of agent pool %q are not counted: no cluster client", a.name)
@@ -138,19 +136,9 @@ func (a *AgentPool) busiestPods(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cannot list the nodes of agent pool %q: %w", a.name, err)
 	}
-	var most int64
+	names := make([]string, 0, len(nodes.Items))
 	for _, n := range nodes.Items {
-		pods, err := a.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n.Name).String()})
-		if err != nil {
-			return 0, fmt.Errorf("cannot list the pods of node %q: %w", n.Name, err)
-		}
-		var count int64
-		for _, p := range pods.Items {
-			if !p.Spec.HostNetwork && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-				count++
-			}
-		}
-		most = max(most, count)
+		names = append(names, n.Name)
 	}
-	return most, nil
+	return cloud.BusiestNode(ctx, a.kube, names)
 }
