@@ -15,7 +15,7 @@ import (
 // pool 30 has 15 free: a surge of 2 (20 addresses) is refused by plan
 // --detailed-exitcode and by run with insufficient-ips naming the subnet,
 // needed, free and the surge that fits, with nothing changed; the run with
-// that surge finishes.
+// that surge finishes. A blue/green plan's green is refused the same way.
 func TestAKSSubnetShortOfIPs(t *testing.T) {
 	client, srv := aksScene(t)
 	ctx := context.Background()
@@ -31,6 +31,12 @@ func TestAKSSubnetShortOfIPs(t *testing.T) {
 		if code != plugin.ExitBlockers || !strings.Contains(out+errOut, want) {
 			t.Fatalf("plan: exit %d, want %d naming %q:\n%s%s", code, plugin.ExitBlockers, want, out, errOut)
 		}
+	}
+	// Green, made with blue's settings on blue's subnet, needs 30.
+	bg := []string{"pool", "--provider", aks.Name, "--orchestrator-version", aksControl, "--strategy", "blue-green", "--detailed-exitcode"}
+	if out, errOut, code := plugin.Drive(ctx, client, "plan", bg...); code != plugin.ExitBlockers || !strings.Contains(out+errOut, "need 30 IPs") ||
+		!strings.Contains(out+errOut, "--strategy surge --max-surge 1 fits") {
+		t.Fatalf("blue/green plan: exit %d, want %d naming green's 30 IPs and the surge that fits:\n%s%s", code, plugin.ExitBlockers, out, errOut)
 	}
 	if out, errOut, code := plugin.Drive(ctx, client, "run", args("2", "--yes")...); code != plugin.ExitBlockers || !strings.Contains(out+errOut, "insufficient-ips") {
 		t.Fatalf("run: exit %d, want %d with insufficient-ips:\n%s%s", code, plugin.ExitBlockers, out, errOut)

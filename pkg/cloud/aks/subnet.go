@@ -142,3 +142,12 @@ func (a *AgentPool) busiestPods(ctx context.Context) (int64, error) {
 	}
 	return cloud.BusiestNode(ctx, a.kube, names)
 }
+
+var _ cloud.CapacityProver = (*PoolBlueGreen)(nil)
+
+// ProveCapacity implements cloud.CapacityProver: green is made with blue's
+// settings (greenPool), on blue's subnets, so its nodes take what blue's
+// would.
+func (b *PoolBlueGreen) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
+	return b.blue.ProveCapacity(ctx, added)
+}
