@@ -68,7 +68,7 @@ func Fetch(ctx context.Context, s Source) (*plan.PriceFile, error) {
 		return nil, err
 	}
 	if len(got) == 0 {
-		return nil, fmt.Errorf("%s publishes no on-demand Linux price in region %q: check the region's name", s.Cloud, s.Region)
+		return nil, fmt.Errorf("%s publishes no on-demand Linux price in region %q: check --region", s.Cloud, s.Region)
 	}
 	now := time.Now
 	if s.Now != nil {
