@@ -299,6 +299,7 @@ func TestBadFlagValuesBeforeTheCluster(t *testing.T) {
 		{"rollback", []string{"rollback", "demo", "--service-account", "x", "--yes"}, "--service-account"},
 		{"complete", []string{"complete", "demo", "--state-namespace", "-ns"}, "--state-namespace"},
 		{"fleet", []string{"fleet", "plan", "-f", "/nonexistent/fleet.yaml"}, "-f"},
+		{"prices", []string{"prices", "fetch", "--cloud", "ibm", "--region", "us-east-1"}, "--cloud"},
 	}
 	covered := map[string]bool{"version": true} // version takes no flag value and no cluster
 	for _, tc := range tests {

@@ -69,6 +69,7 @@ Review the plan first with "kubectl nodeupgrade plan", then run it.`,
 		NewCmdControl("complete", configFlags, streams),
 		NewCmdAbort(configFlags, streams),
 		NewCmdFleet(configFlags, streams),
+		NewCmdPrices(streams),
 		NewCmdVersion(streams),
 	)
 	explainConnectionErrors(cmd, configFlags)

@@ -79,6 +79,10 @@ type Server struct {
 	deleted  []deletedPool // pools.go
 	seq      int
 	acct     account // the caller's roles, the quotas (authorization.go)
+	// subnets and networks are the pools' subnets and the clusters'
+	// network profiles (network.go).
+	subnets  map[string]*subnet
+	networks networkProfiles
 	// next is how the next request of an operation is answered.
 	next map[string]nextAnswer
 }

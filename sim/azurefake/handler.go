@@ -110,6 +110,9 @@ func (s *Server) route(q *request) (string, func(*request)) {
 	if op, h := s.accountRoute(q); h != nil {
 		return op, h
 	}
+	if op, h := s.networkRoute(q); h != nil {
+		return op, h
+	}
 	switch {
 	case isCompute(p):
 		return s.routeCompute(q)
@@ -171,7 +174,7 @@ func (s *Server) getCluster(q *request) {
 	}
 	mc := armcs.ManagedCluster{ID: ptr(s.clusterID(c)), Name: ptr(c.name), Location: ptr(s.opts.Location),
 		Properties: &armcs.ManagedClusterProperties{KubernetesVersion: ptr(c.version), CurrentKubernetesVersion: ptr(c.version),
-			NodeResourceGroup: ptr(c.nodeGroup), ProvisioningState: ptr(stateSucceeded)}}
+			NodeResourceGroup: ptr(c.nodeGroup), ProvisioningState: ptr(stateSucceeded), NetworkProfile: s.networkProfileLocked(c)}}
 	for _, p := range c.pools {
 		mc.Properties.AgentPoolProfiles = append(mc.Properties.AgentPoolProfiles, &armcs.ManagedClusterAgentPoolProfile{Name: p.model.Name,
 			OrchestratorVersion: p.model.Properties.OrchestratorVersion, NodeImageVersion: p.model.Properties.NodeImageVersion})

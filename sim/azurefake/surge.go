@@ -34,6 +34,10 @@ func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) e
 			have++
 		}
 	}
+	if err := s.subnetRefusalLocked(p, r.surge-have); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	for range max(r.surge-have, 0) {
 		added = append(added, s.newMachineLocked(p, t.version, t.image, true))
 	}

@@ -305,6 +305,7 @@ func (s *Server) finish(p *pool, o *operation, t target, err error) {
 	defer s.mu.Unlock()
 	var de *drainError
 	var eq *errQuarantined
+	var ae *armError
 	switch {
 	case err == nil:
 		p.model.Properties.CurrentOrchestratorVersion, p.model.Properties.NodeImageVersion = ptr(t.version), ptr(t.image)
@@ -316,6 +317,9 @@ func (s *Server) finish(p *pool, o *operation, t target, err error) {
 	case errors.As(err, &eq):
 		p.model.Properties.ProvisioningState = ptr(stateCanceled)
 		s.endOpLocked(o, opCanceled, errorf(http.StatusOK, "NodesQuarantined", "%s", eq.Error()))
+	case errors.As(err, &ae): // a refusal of AKS's own (network.go)
+		p.model.Properties.ProvisioningState = ptr(stateFailed)
+		s.endOpLocked(o, opFailed, ae)
 	case errors.As(err, &de):
 		p.model.Properties.ProvisioningState = ptr(stateFailed)
 		s.endOpLocked(o, opFailed, errorf(http.StatusBadRequest, "UpgradeFailed", "%s", de.Error()))

@@ -58,6 +58,12 @@ func startAKS(t *testing.T, client kubernetes.Interface, o azurefake.Options, co
 	if err := srv.CreatePool(context.Background(), spec); err != nil {
 		t.Fatal(err)
 	}
+	// On a subnet with room (Azure CNI Overlay), so that every plan reads
+	// its virtual network's usages (aks_subnet_test.go).
+	subnet := srv.CreateSubnet(azurefake.SubnetSpec{ResourceGroup: "net-rg", VNet: "vnet", Name: "nodes", PrefixBits: 16})
+	if err := srv.SetPoolNetwork("rg", "c1", "pool", azurefake.PoolNetwork{VNetSubnetID: subnet, MaxPods: 30, Plugin: "azure", PluginMode: "overlay"}); err != nil {
+		t.Fatal(err)
+	}
 	return srv
 }
 

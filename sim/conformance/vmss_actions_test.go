@@ -66,7 +66,7 @@ func TestVMSSActionsAreTheDocs(t *testing.T) {
 
 	var used []string
 	for _, call := range srv.Calls() {
-		if strings.HasPrefix(call.Operation, "Microsoft.Compute/") && !slices.Contains(used, call.Operation) {
+		if (strings.HasPrefix(call.Operation, "Microsoft.Compute/") || strings.HasPrefix(call.Operation, "Microsoft.Network/")) && !slices.Contains(used, call.Operation) {
 			used = append(used, call.Operation)
 		}
 	}

@@ -57,6 +57,12 @@ func startVMSS(t *testing.T, client kubernetes.Interface, o azurefake.Options, c
 	if err := srv.CreateScaleSet(context.Background(), spec); err != nil {
 		t.Fatal(err)
 	}
+	// On a subnet with room, so that every plan reads its virtual
+	// network's usages.
+	subnet := srv.CreateSubnet(azurefake.SubnetSpec{ResourceGroup: "net-rg", VNet: "vnet", Name: "nodes", PrefixBits: 16})
+	if err := srv.SetScaleSetSubnet(vmssGroup, "ng", subnet, 1); err != nil {
+		t.Fatal(err)
+	}
 	return srv
 }
 

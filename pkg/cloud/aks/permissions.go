@@ -18,7 +18,8 @@ const Policy = "docs/providers/aks.md#azure-permissions"
 // Manager and the Azure action that authorises it, by the resource
 // provider operations of
 // https://learn.microsoft.com/en-us/azure/role-based-access-control/permissions/containers#microsoftcontainerservice
-// and .../permissions/compute#microsoftcompute.
+// .../permissions/compute#microsoftcompute and
+// .../permissions/networking#microsoftnetwork.
 type Call = azarm.Call
 
 // Calls are every request the provider makes, with its action. Every run
@@ -37,6 +38,7 @@ var Calls = []Call{
 	{Action: "Microsoft.ContainerService/managedClusters/agentPools/delete", Call: "delete blue at the end of a blue/green run, or green on its rollback (AgentPoolsClient.BeginDelete)", For: plan.CapNewGroups},
 	{Action: "Microsoft.Compute/locations/usages/read", Call: "read the vCPU quota for the surge nodes (GET Microsoft.Compute/locations/{location}/usages)", Optional: true},
 	{Action: "Microsoft.Compute/skus/read", Call: "read the pool's VM size's vCPUs and family (GET Microsoft.Compute/skus)", Optional: true},
+	{Action: "Microsoft.Network/virtualNetworks/usages/read", Call: "read the free addresses of the pool's subnets, vnetSubnetID and podSubnetID (GET Microsoft.Network/virtualNetworks/{vnet}/usages)", Optional: true},
 }
 
 // permissionsAPIVersion is the permissions list's API version.

@@ -355,7 +355,6 @@ func (a *AgentPool) factDetails(surge int) ([]plan.Detail, error) {
 		}
 		quota = line
 	}
-	out = append(out, plan.Detail{Name: "surge quota", Value: quota},
-		plan.Detail{Name: "subnet IPs", Value: "not checked (the surge nodes need free addresses in the pool's subnet)"})
+	out = append(out, plan.Detail{Name: "surge quota", Value: quota})
 	return out, nil
 }

@@ -27,6 +27,9 @@ type AgentPool struct {
 	// control is the control plane's Kubernetes version, location the
 	// cluster's region.
 	control, location string
+	// network is the cluster's network profile (its CNI), which decides
+	// what the pool's nodes take of their subnets (subnet.go).
+	network *armcs.NetworkProfile
 	// target is what the upgrade moves the pool to; image says it is a
 	// node image upgrade (upgradeNodeImageVersion), not a Kubernetes
 	// version's (a PUT of orchestratorVersion).
@@ -77,7 +80,7 @@ func (a *AgentPool) read(ctx context.Context) error {
 	if mc.Properties == nil || mc.Properties.CurrentKubernetesVersion == nil || mc.Location == nil {
 		return fmt.Errorf("cannot read AKS cluster %q: it reports no currentKubernetesVersion or location", a.id.name)
 	}
-	a.control, a.location = *mc.Properties.CurrentKubernetesVersion, *mc.Location
+	a.control, a.location, a.network = *mc.Properties.CurrentKubernetesVersion, *mc.Location, mc.Properties.NetworkProfile
 	return a.refresh(ctx)
 }
 

@@ -9,11 +9,10 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -117,25 +116,13 @@ func busiestPods(ctx context.Context, in capacityInput) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cannot list the nodes: %w", err)
 	}
-	var most int64
+	var names []string
 	for _, n := range nodes.Items {
-		if _, id, ok := InstanceIDFromProviderID(n.Spec.ProviderID); !ok || !ids[id] {
-			continue
+		if _, id, ok := InstanceIDFromProviderID(n.Spec.ProviderID); ok && ids[id] {
+			names = append(names, n.Name)
 		}
-		pods, err := in.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n.Name).String()})
-		if err != nil {
-			return 0, fmt.Errorf("cannot list the pods of node %q: %w", n.Name, err)
-		}
-		var count int64
-		for _, p := range pods.Items {
-			if p.Spec.NodeName == n.Name && !p.Spec.HostNetwork && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-				count++
-			}
-		}
-		most = max(most, count)
 	}
-	return most, nil
+	return cloud.BusiestNode(ctx, in.kube, names)
 }
 
 // subnets describes the group's subnets (DescribeSubnets by ID).

@@ -29,7 +29,7 @@ const (
 // scale set's VM size counts against (Usage - List), its vCPUs and family
 // (Resource Skus - List), and the zones of the scale set the size is not
 // offered in for the subscription (the SKU's restrictions), each a limit
-// with nothing free.
+// with nothing free; the addresses of its subnets (subnetQuotas).
 func (s *ScaleSet) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
 	m, err := s.mustGet(ctx, s.name)
 	if err != nil {
@@ -68,6 +68,8 @@ func (s *ScaleSet) ProveCapacity(ctx context.Context, added int32) (*plan.Capaci
 		})
 	}
 	out.Quotas = append(out.Quotas, zoneRefusals(s.sub, location, size, m.Zones, sku, added)...)
+	ips, unprovable := s.c.subnetQuotas(ctx, m, added)
+	out.Quotas, out.Unprovable = append(out.Quotas, ips...), append(out.Unprovable, unprovable...)
 	return out, nil
 }
 

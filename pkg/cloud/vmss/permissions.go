@@ -51,6 +51,7 @@ var Calls = []azarm.Call{
 		For: plan.CapRemoveNodes | plan.CapResize},
 	{Action: actionUsages, Call: "read the vCPU quotas the added instances count against (UsageClient.NewListPager)", Optional: true},
 	{Action: actionSKUs, Call: "read the VM size's vCPUs, family and zone restrictions (ResourceSKUsClient.NewListPager)", Optional: true},
+	{Action: actionVNetUsages, Call: "read the free addresses of the scale set's subnets (GET Microsoft.Network/virtualNetworks/{vnet}/usages)", Optional: true},
 	{Action: actionOperations, Call: "follow the long-running operations (GET Microsoft.Compute/locations/{location}/operations/{id})", AtLocation: true},
 	{Action: actionDelete, Call: "delete blue at the end of a blue/green run, or green on its rollback (VirtualMachineScaleSetsClient.BeginDelete)", For: plan.CapNewGroups},
 }
