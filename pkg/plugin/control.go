@@ -154,13 +154,13 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	if err := run.Accept(session.Command(o.action)); err != nil {
 		return err
 	}
-	rec, alive := run.Record, run.Alive
+	rec := run.Record
 	if o.action == "rollback" && run.Status == state.StateFinished {
 		return o.rollbackFinished(ctx, rec)
 	}
 	if rec.Managed != nil {
 		// The cloud's service runs the update: its own controls act on it.
-		return o.managedControl(ctx, rec, alive)
+		return o.managedControl(ctx, run)
 	}
 	switch o.action {
 	case "cancel":

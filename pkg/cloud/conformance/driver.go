@@ -33,7 +33,7 @@ type driver struct {
 	st     strategy
 	// joinTimeout bounds each wait for machines to become Ready nodes.
 	joinTimeout time.Duration
-	rec     *record
+	rec         *record
 }
 
 // record is what a run keeps across a kill, as the plugin's record does:
