@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
@@ -65,4 +66,52 @@ func (s Controls) saveUnlessAlive(ctx context.Context, run *Run) error {
 		return nil
 	}
 	return s.store().Save(ctx, run.Record)
+}
+
+// OpenService plans rec's recorded request again, which opens the group's
+// provider, for cmd, and finds the update a stopped run started unheard:
+// the update the service's controls act on.
+func (s Controls) OpenService(ctx context.Context, rec *state.Record, cmd Command) (*plan.Plan, cloud.ManagedUpdater, error) {
+	pl, err := s.Replan(ctx, rec, string(cmd))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
+		return nil, nil, err
+	}
+	u, ok := pl.Provider.(cloud.ManagedUpdater)
+	if !ok || pl.Managed == nil {
+		return nil, nil, fmt.Errorf("cannot %s: the run on %q recorded a service's update, but its nodes no longer lead to the service's group", cmd, rec.NodeGroup)
+	}
+	return pl.Plan, u, nil
+}
+
+// RefuseAbort is abort's check of rec's unfinished run before anything
+// changes: the lifecycle's, then, where the service's update has not
+// ended and the provider says what the service allows instead
+// (cloud.UpdateAborter: EKS, GKE), that advice: abort never stops or
+// undoes the service's update behind its back.
+func (s Controls) RefuseAbort(ctx context.Context, rec *state.Record) error {
+	if rec == nil || rec.FinishedAt != nil {
+		return nil
+	}
+	if err := Describe(rec, false, "", time.Now()).Accept(CmdAbort); err != nil {
+		return err
+	}
+	if rec.Managed == nil || (rec.Managed.UpdateID == "" && !StartedUnheard(rec)) || rec.Request == nil {
+		return nil
+	}
+	_, u, err := s.OpenService(ctx, rec, CmdAbort)
+	if err != nil {
+		return err
+	}
+	a, ok := u.(cloud.UpdateAborter)
+	if !ok || rec.Managed.UpdateID == "" {
+		return nil
+	}
+	advice, err := a.AbortAdvice(ctx, rec.Managed.UpdateID, rec.NodeGroup)
+	if err != nil || advice == "" {
+		return err
+	}
+	return Usagef("cannot abort: %s", advice)
 }

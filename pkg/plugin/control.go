@@ -286,7 +286,7 @@ func (o *ControlOptions) rollbackFinished(ctx context.Context, rec *state.Record
 	if err := requireConfirmation(o.Yes, o.In); err != nil {
 		return err
 	}
-	if err := o.sess.Requests(o.NodeGroup).Clear(ctx); err != nil {
+	if err := o.sess.Controls().ClearRequests(ctx, o.NodeGroup, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "rolling back the run on %q that finished at %s: from %s back to %s\n", o.NodeGroup, c.FinishedAt.Format(time.RFC3339), c.After, c.Before)

@@ -21,7 +21,7 @@ import (
 // managedControl carries the action out on the service's update of run.
 func (o *ControlOptions) managedControl(ctx context.Context, run *session.Run) error {
 	rec, alive := run.Record, run.Alive
-	p, provider, err := o.openManaged(ctx, rec)
+	p, provider, err := o.sess.Controls().OpenService(ctx, rec, session.Command(o.action))
 	if err != nil {
 		return err
 	}
@@ -75,24 +75,6 @@ func (o *ControlOptions) followsUpdate(ctx context.Context, rec *state.Record, u
 		return false, err
 	}
 	return true, o.rerunRecorded(ctx, rec, false)
-}
-
-// openManaged plans the recorded request again, which opens the group's
-// provider.
-func (o *ControlOptions) openManaged(ctx context.Context, rec *state.Record) (*plan.Plan, cloud.ManagedUpdater, error) {
-	pl, err := o.sess.Replan(ctx, rec, o.action)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The update a stopped run started unheard is the one to act on.
-	if err := session.FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
-		return nil, nil, err
-	}
-	u, ok := pl.Provider.(cloud.ManagedUpdater)
-	if !ok || pl.Managed == nil {
-		return nil, nil, fmt.Errorf("cannot %s: the run on %q recorded a service's update, but its nodes no longer lead to the service's group", o.action, o.NodeGroup)
-	}
-	return pl.Plan, u, nil
 }
 
 // refuseControl refuses an action the service's update does not offer,
