@@ -205,20 +205,35 @@ func (s *suite) faultsCase() testCase {
 		return c
 	}
 	c.run = func(t *testing.T) {
-		client, env, _ := setUp(t, s.h, Options{Faults: faultsRate})
-		if env.Faults == nil {
-			t.Fatalf("the fake of %s injects no faults, and the harness says not why (Harness.NoFaults)", s)
+		// A run makes few calls: the served strategies run in turn, each
+		// on a fake of its own with the faults seeded anew, until a run
+		// met a fault; every run must finish.
+		for i := range faultsAttempts {
+			st := st[i%len(st)]
+			client, env, _ := setUp(t, s.h, Options{Faults: faultsRate, Seed: faultsSeed + uint64(i)})
+			if env.Faults == nil {
+				t.Fatalf("the fake of %s injects no faults, and the harness says not why (Harness.NoFaults)", s)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			mustRun(t, ctx, newDriver(client, s.h, st))
+			cancel()
+			s.inService(t, client, env)
+			if n := env.Faults(); n > 0 {
+				t.Logf("the fake injected %d faults in the run of %s", n, st.title())
+				return
+			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		mustRun(t, ctx, newDriver(client, s.h, st[0]))
-		s.inService(t, client, env)
-		if env.Faults() == 0 {
-			t.Errorf("the fake injected no fault in the run: the case proved nothing")
-		}
+		t.Errorf("the fakes injected no fault in %d runs: the case proved nothing", faultsAttempts)
 	}
 	return c
 }
+
+// faultsSeed is the first seed of the faults case, faultsAttempts how
+// many runs it makes at most.
+const (
+	faultsSeed     = 54
+	faultsAttempts = 6
+)
 
 // refuses: a strategy that needs what the provider does not declare is
 // refused by the plan, naming the provider, and nothing changes.

@@ -78,8 +78,11 @@ type Harness struct {
 
 // Options are the suite's asks of Setup.
 type Options struct {
-	// Faults is the share of the cloud's answers the fake fails.
+	// Faults is the share of the cloud's answers the fake fails; Seed
+	// seeds which ones (the faults case tries other seeds until a run
+	// meets a fault).
 	Faults float64
+	Seed   uint64
 }
 
 // Env is a fake Setup stood up.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -148,7 +149,7 @@ func (d *driver) Run(ctx context.Context) error {
 	}
 	switch d.st.need {
 	case plan.CapNewGroups:
-		err = d.blueGreen(ctx, p.(cloud.BlueGreen))
+		err = d.blueGreen(ctx, p.(cloud.BlueGreen), pl.OutdatedNames())
 	case plan.CapResize:
 		err = d.surge(ctx, p.(cloud.Scaler), pl.OutdatedNames())
 	default:
@@ -280,8 +281,9 @@ func (d *driver) surge(ctx context.Context, sc cloud.Scaler, outdated []string) 
 }
 
 // blueGreen stands green up beside blue with blue's sizes, waits for its
-// nodes, and deletes blue.
-func (d *driver) blueGreen(ctx context.Context, bg cloud.BlueGreen) error {
+// nodes (those not of blue, whose nodes are the outdated ones), and
+// deletes blue.
+func (d *driver) blueGreen(ctx context.Context, bg cloud.BlueGreen, outdated []string) error {
 	blue := bg.GroupName()
 	if d.rec.green == "" {
 		sizes, err := bg.Sizes(ctx)
@@ -301,22 +303,13 @@ func (d *driver) blueGreen(ctx context.Context, bg cloud.BlueGreen) error {
 		return err
 	}
 	bg.UseGreen(d.rec.green)
-	if err := d.awaitCurrent(ctx, bg, d.rec.sizes.Desired); err != nil {
+	green := func(n *corev1.Node) bool { return !slices.Contains(outdated, n.Name) }
+	if err := d.awaitMachines(ctx, bg, d.rec.sizes.Desired, green); err != nil {
 		return err
 	}
-	nodes, err := d.nodes(ctx)
-	if err != nil {
-		return err
-	}
-	byNode, _, err := bg.Machines(ctx, nodes)
-	if err != nil {
-		return err
-	}
-	for name, m := range byNode {
-		if !bg.Current(m, d.rec.version) {
-			if _, err := d.cordon(ctx, name); err != nil {
-				return err
-			}
+	for _, name := range outdated {
+		if _, err := d.cordon(ctx, name); err != nil {
+			return err
 		}
 	}
 	return retry(ctx, func() error { return bg.DeleteGroup(ctx, blue) })
@@ -437,15 +430,13 @@ func (d *driver) desired(ctx context.Context, pool cloud.Pool) int32 {
 // awaitInService waits until want of the group's machines that are not
 // leaving are Ready, uncordoned nodes, and none is pending.
 func (d *driver) awaitInService(ctx context.Context, pool cloud.Pool, want int32) error {
-	return d.awaitMachines(ctx, pool, want, func(plan.Machine) bool { return true })
+	return d.awaitMachines(ctx, pool, want, func(*corev1.Node) bool { return true })
 }
 
-// awaitCurrent waits until want Ready nodes run the target.
-func (d *driver) awaitCurrent(ctx context.Context, pool cloud.Pool, want int32) error {
-	return d.awaitMachines(ctx, pool, want, func(m plan.Machine) bool { return pool.Current(m, d.rec.version) })
-}
-
-func (d *driver) awaitMachines(ctx context.Context, pool cloud.Pool, want int32, counts func(plan.Machine) bool) error {
+// awaitMachines waits until want of the nodes counts takes are Ready,
+// uncordoned nodes of the group's machines that are not leaving, and no
+// machine is pending.
+func (d *driver) awaitMachines(ctx context.Context, pool cloud.Pool, want int32, counts func(*corev1.Node) bool) error {
 	var got int32
 	var pending []plan.Machine
 	var last error
@@ -465,7 +456,7 @@ func (d *driver) awaitMachines(ctx context.Context, pool cloud.Pool, want int32,
 			m, ok := byNode[n.Name]
 			// A node the run cordoned is on its way out, whatever its
 			// machine says yet.
-			if ok && !m.Leaving() && Ready(n) && !n.Spec.Unschedulable && counts(m) {
+			if ok && !m.Leaving() && Ready(n) && !n.Spec.Unschedulable && counts(n) {
 				got++
 			}
 		}
@@ -561,9 +552,12 @@ func (d *driver) deleteGreen(ctx context.Context, bg cloud.BlueGreen) error {
 	if err := retry(ctx, func() error { return bg.DeleteGroup(ctx, d.rec.green) }); err != nil {
 		return err
 	}
+	// The contract says not how a deleted group reads: gone is when it
+	// no longer can be read (cloud.ErrGroupNotFound, or the service's own
+	// not-found), other than in passing.
 	return d.poll(ctx, d.joinTimeout, func(ctx context.Context) (bool, error) {
 		_, err := bg.GroupSizes(ctx, d.rec.green)
-		return errors.Is(err, cloud.ErrGroupNotFound), nil
+		return err != nil && !cloud.Transient(err), nil
 	})
 }
 
