@@ -124,7 +124,7 @@ type suite struct {
 // strategy is a strategy the suite runs with the capability it needs;
 // name "" is the service's own update.
 type strategy struct {
-	name           plan.StrategyName
+	name           cloud.StrategyName
 	need           plan.Capability
 	maxSurge       int
 	maxUnavailable string
@@ -136,9 +136,9 @@ func (st strategy) title() string { return cmp.Or(string(st.name), "the service'
 // strategies are those the suite drives, each through the capability it
 // needs; a managed provider runs its service's default.
 var strategies = []strategy{
-	{name: plan.StrategyEKS, need: plan.CapRemoveNodes},
-	{name: plan.StrategySurge, need: plan.CapResize, maxSurge: 1, maxUnavailable: "0"},
-	{name: plan.StrategyBlueGreen, need: plan.CapNewGroups},
+	{name: cloud.StrategyEKS, need: plan.CapRemoveNodes},
+	{name: cloud.StrategySurge, need: plan.CapResize, maxSurge: 1, maxUnavailable: "0"},
+	{name: cloud.StrategyBlueGreen, need: plan.CapNewGroups},
 	{need: plan.CapManagedUpdate},
 }
 
