@@ -172,7 +172,7 @@ func (s Controls) MarkAborted(ctx context.Context, rec *state.Record, group, not
 	if note != "" {
 		rec.Note += ": " + note
 	}
-	if err := s.Requests(group).Clear(ctx); err != nil {
+	if err := s.clear(ctx, group); err != nil {
 		return err
 	}
 	if err := s.store().Save(ctx, rec); err != nil {

@@ -19,7 +19,7 @@ func (s Controls) Cancel(ctx context.Context, run *Run) (earlier *state.Record, 
 	if run.Status == state.StateSubmitted {
 		return s.Jobs().Withdraw(ctx, run.Record.NodeGroup)
 	}
-	return nil, s.Requests(run.Record.NodeGroup).Send(ctx, state.RequestCancel)
+	return nil, s.ask(ctx, run.Record.NodeGroup, state.RequestCancel)
 }
 
 // AskRollback asks run's live process, once the lifecycle takes it, to
@@ -28,7 +28,7 @@ func (s Controls) AskRollback(ctx context.Context, run *Run) error {
 	if err := run.Accept(CmdRollback); err != nil {
 		return err
 	}
-	return s.Requests(run.Record.NodeGroup).Send(ctx, state.RequestRollback)
+	return s.ask(ctx, run.Record.NodeGroup, state.RequestRollback)
 }
 
 // Complete ends run's soak. A live run is asked to and deletes blue at
@@ -42,7 +42,7 @@ func (s Controls) Complete(ctx context.Context, run *Run) (asked bool, err error
 	}
 	rec := run.Record
 	if run.Alive || !soakRecorded(rec) {
-		return run.Alive, s.Requests(rec.NodeGroup).Send(ctx, state.RequestComplete)
+		return run.Alive, s.ask(ctx, rec.NodeGroup, state.RequestComplete)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	if now.Before(*rec.Cloud.SoakUntil) {
@@ -61,12 +61,46 @@ func soakRecorded(r *state.Record) bool {
 // resume or rollback answers (a cancel, a rollback). Resuming, it keeps a
 // complete: that ends the soak the run resumes in.
 func (s Controls) ClearRequests(ctx context.Context, group string, resuming bool) error {
-	requests := s.Requests(group)
 	if resuming {
-		pending, err := requests.Pending(ctx)
+		pending, err := s.Requests(group).Pending(ctx)
 		if err != nil || pending == state.RequestComplete {
 			return err
 		}
 	}
-	return requests.Clear(ctx)
+	return s.clear(ctx, group)
+}
+
+// AskStop asks group's live run to stop at its next safe point, as cancel
+// does: abort --wait, which then waits for the lock.
+func (s Controls) AskStop(ctx context.Context, group string) error {
+	return s.ask(ctx, group, state.RequestCancel)
+}
+
+// RefusePendingCancel refuses to start over a run paused by cancel. A
+// request left on a finished run (a cancel sent as it finished: the run
+// reads requests between phases, not after its last) is for no run: it is
+// dropped, or it would refuse every later run of the group.
+func (s Controls) RefusePendingCancel(ctx context.Context, group string, rec *state.Record) error {
+	req, err := s.Requests(group).Pending(ctx)
+	switch {
+	case err != nil:
+		return err
+	case req == "":
+		return nil
+	case rec == nil || rec.FinishedAt != nil:
+		return s.clear(ctx, group)
+	case req == state.RequestCancel:
+		return Describe(rec, false, req, time.Now()).Accept(CmdRun)
+	}
+	return nil
+}
+
+// ask and clear are the one place a command sends a request to a run's
+// process (which reads it between phases) or drops the pending one.
+func (s Controls) ask(ctx context.Context, group, req string) error {
+	return s.Requests(group).Send(ctx, req)
+}
+
+func (s Controls) clear(ctx context.Context, group string) error {
+	return s.Requests(group).Clear(ctx)
 }

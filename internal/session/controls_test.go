@@ -2,6 +2,11 @@ package session
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +117,37 @@ func TestCancelAndAskRollback(t *testing.T) {
 				t.Errorf("status %q, want %q", got, tc.wantStatus)
 			}
 		})
+	}
+}
+
+// TestOneOwnerOfRequests: of the commands' code (this package and
+// pkg/plugin), one place sends a request to a run's process or drops it
+// (Controls.ask and clear, controls.go): the run's answers are the
+// engine's own.
+func TestOneOwnerOfRequests(t *testing.T) {
+	call := regexp.MustCompile(`\.(Send|Clear)\(ctx`)
+	var found []string
+	for _, dir := range []string{".", "../../pkg/plugin"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no Go files in %s: %v", dir, err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(string(src), "\n") {
+				if call.MatchString(line) {
+					found = append(found, fmt.Sprintf("%s:%d", f, i+1))
+				}
+			}
+		}
+	}
+	if len(found) != 2 || !strings.HasPrefix(found[0], "controls.go:") || !strings.HasPrefix(found[1], "controls.go:") {
+		t.Errorf("requests sent or cleared at %q; want only Controls.ask and Controls.clear (controls.go)", found)
 	}
 }

@@ -52,10 +52,3 @@ func RunBack(rec *state.Record, group string) string {
 	}
 	return "a run towards the previous version"
 }
-
-// SaveManagedUpdate records id as the service's update the run follows,
-// before the command goes on to follow or roll it back.
-func (s *Session) SaveManagedUpdate(ctx context.Context, rec *state.Record, id string) error {
-	rec.Managed.UpdateID = id
-	return s.store().Save(ctx, rec)
-}

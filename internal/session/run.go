@@ -108,7 +108,7 @@ func (s *Session) runLocked(ctx context.Context, pl *Planned, cfg upgrade.Config
 	defer release()
 
 	store, requests := s.store(), s.Requests(group)
-	rec, err := s.recordToRun(ctx, pl, requests)
+	rec, err := s.recordToRun(ctx, pl)
 	if err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ func stoppedWithNextSteps(rec *state.Record, err error) error {
 // recordToRun is the record this run writes: the unfinished run's, which
 // it goes on with, or a new one. It refuses a run paused by cancel, and an
 // unfinished run on another group than the plan's.
-func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.Requests) (*state.Record, error) {
+func (s *Session) recordToRun(ctx context.Context, pl *Planned) (*state.Record, error) {
 	group := pl.Request.RecordName()
 	rec, err := s.store().Load(ctx, group)
 	if err != nil {
@@ -288,7 +288,7 @@ func (s *Session) recordToRun(ctx context.Context, pl *Planned, requests *state.
 		// record as it was, as the run from a terminal would have.
 		rec = rec.Submission.Earlier
 	}
-	if err := RefusePendingCancel(ctx, requests, rec); err != nil {
+	if err := s.Controls().RefusePendingCancel(ctx, group, rec); err != nil {
 		return nil, err
 	}
 	// The update a stopped run started unheard is followed, not started
@@ -401,25 +401,6 @@ func recordProgress(store *state.Store, rec *state.Record, p *plan.Plan, previou
 		}
 		return store.Save(ctx, rec)
 	}
-}
-
-// RefusePendingCancel refuses to start over a run paused by cancel. A
-// request left on a finished run (a cancel sent as it finished: the run
-// reads requests between phases, not after its last) is for no run: it is
-// dropped, or it would refuse every later run of the group.
-func RefusePendingCancel(ctx context.Context, requests *state.Requests, rec *state.Record) error {
-	req, err := requests.Pending(ctx)
-	switch {
-	case err != nil:
-		return err
-	case req == "":
-		return nil
-	case rec == nil || rec.FinishedAt != nil:
-		return requests.Clear(ctx)
-	case req == state.RequestCancel:
-		return Describe(rec, false, req, time.Now()).Accept(CmdRun)
-	}
-	return nil
 }
 
 // earlierDone are the nodes earlier, interrupted attempts of the run

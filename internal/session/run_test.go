@@ -156,7 +156,8 @@ func TestRefusePendingCancel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			store := &state.Store{Client: fake.NewClientset(), Namespace: state.DefaultNamespace}
+			s := &Session{Client: fake.NewClientset(), StateNamespace: state.DefaultNamespace}
+			store := s.store()
 			rec := &state.Record{NodeGroup: "ng", Phase: "Drain"}
 			if tc.finished {
 				rec.Phase, rec.FinishedAt = "Done", &finished
@@ -175,7 +176,7 @@ func TestRefusePendingCancel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = RefusePendingCancel(ctx, requests, loaded)
+			err = s.Controls().RefusePendingCancel(ctx, "ng", loaded)
 			var usage *UsageError
 			switch {
 			case tc.wantErr == "" && err != nil:

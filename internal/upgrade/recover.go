@@ -55,23 +55,23 @@ func sortedOwners(seen map[Owner]bool) []Owner {
 func ownerReady(obj runtime.Object) (bool, string) {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		want := ptrOr(o.Spec.Replicas, 1)
-		return o.Status.ObservedGeneration >= o.Generation && o.Status.AvailableReplicas >= want,
-			fmt.Sprintf("%d/%d available", o.Status.AvailableReplicas, want)
+		return replicasBack(o.Generation, o.Status.ObservedGeneration, o.Spec.Replicas, o.Status.AvailableReplicas, "available")
 	case *appsv1.ReplicaSet:
-		want := ptrOr(o.Spec.Replicas, 1)
-		return o.Status.ObservedGeneration >= o.Generation && o.Status.AvailableReplicas >= want,
-			fmt.Sprintf("%d/%d available", o.Status.AvailableReplicas, want)
+		return replicasBack(o.Generation, o.Status.ObservedGeneration, o.Spec.Replicas, o.Status.AvailableReplicas, "available")
 	case *appsv1.StatefulSet:
-		want := ptrOr(o.Spec.Replicas, 1)
-		return o.Status.ObservedGeneration >= o.Generation && o.Status.ReadyReplicas >= want,
-			fmt.Sprintf("%d/%d ready", o.Status.ReadyReplicas, want)
+		return replicasBack(o.Generation, o.Status.ObservedGeneration, o.Spec.Replicas, o.Status.ReadyReplicas, "ready")
 	case *corev1.ReplicationController:
-		want := ptrOr(o.Spec.Replicas, 1)
-		return o.Status.ObservedGeneration >= o.Generation && o.Status.AvailableReplicas >= want,
-			fmt.Sprintf("%d/%d available", o.Status.AvailableReplicas, want)
+		return replicasBack(o.Generation, o.Status.ObservedGeneration, o.Spec.Replicas, o.Status.AvailableReplicas, "available")
 	}
 	return true, ""
+}
+
+// replicasBack is ownerReady of one controller: its status caught up with
+// its spec (observed generation) and have (the replicas it counts as
+// back, in word's sense) at its desired count, 1 when unset.
+func replicasBack(generation, observed int64, replicas *int32, have int32, word string) (bool, string) {
+	want := ptrOr(replicas, 1)
+	return observed >= generation && have >= want, fmt.Sprintf("%d/%d %s", have, want, word)
 }
 
 func ptrOr(p *int32, def int32) int32 {

@@ -142,7 +142,7 @@ type (
 // service, which the planner asks through the view ServiceOf makes.
 type ServicePlanner interface {
 	// Runs reports whether the service runs strategy itself.
-	Runs(strategy plan.StrategyName) bool
+	Runs(strategy StrategyName) bool
 	// Plan derives what the service will do for the input over nodes
 	// nodes in zones zones, refusing as an input error what the service
 	// would refuse.
@@ -153,7 +153,7 @@ type ServicePlanner interface {
 // its own, with its settings, that the service runs when asked for none
 // (GKE: the node pool's upgradeSettings; AKS: its surge upgrade).
 type OwnStrategy interface {
-	OwnStrategy() plan.GroupStrategy
+	OwnStrategy() GroupStrategy
 }
 
 // ServiceOf is the planner's view of sp (plan.CloudGroup.Managed).

@@ -22,14 +22,15 @@ import (
 // deleting it, and nothing replaces it.
 func TestNoneConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
-		Provider:      cloud.NoneName,
-		NodeGroup:     "ng",
-		Args:          []string{"--nodegroup-label", "pool", "--target-label", "version=2"},
-		Nodes:         3,
-		NoReplacement: true,
-		Setup:         setUpNone,
-		QuietSetup:    true, // it adds a reactor
-		NoFaults:      "its cloud is the Kubernetes API (the Node objects); the client's retries of its faults are client-go's, run against sim/faultproxy in the e2e tests",
+		Provider:       cloud.NoneName,
+		NodeGroup:      "ng",
+		NodeGroupLabel: "pool",
+		TargetLabels:   map[string]string{"version": "2"},
+		Nodes:          3,
+		NoReplacement:  true,
+		Setup:          setUpNone,
+		QuietSetup:     true, // it adds a reactor
+		NoFaults:       "its cloud is the Kubernetes API (the Node objects); the client's retries of its faults are client-go's, run against sim/faultproxy in the e2e tests",
 	})
 }
 

@@ -157,8 +157,7 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	requests := sess.Requests(group)
-	rec, finished, err := o.recordToAbort(ctx, sess, requests, group)
+	rec, finished, err := o.recordToAbort(ctx, sess, group)
 	if err != nil {
 		return err
 	}
@@ -174,7 +173,7 @@ func (o *AbortOptions) Run(ctx context.Context) error {
 // recordToAbort reads the run to abort, once confirmed and any live run
 // stopped: rec is the unfinished run's record, finished the last run's
 // when it is over (nil otherwise). It refuses what abort cannot undo.
-func (o *AbortOptions) recordToAbort(ctx context.Context, sess *session.Session, requests *state.Requests, group string) (rec, finished *state.Record, err error) {
+func (o *AbortOptions) recordToAbort(ctx context.Context, sess *session.Session, group string) (rec, finished *state.Record, err error) {
 	// The lock before the record, as control commands read them: a record
 	// read after the lock was seen free is the run's last.
 	held, err := sess.Holder(ctx, group)
@@ -188,7 +187,7 @@ func (o *AbortOptions) recordToAbort(ctx context.Context, sess *session.Session,
 		return nil, nil, err
 	}
 	if held != nil {
-		if rec, err = o.stopLiveRun(ctx, sess, requests, rec, held); err != nil {
+		if rec, err = o.stopLiveRun(ctx, sess, group, rec, held); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -198,14 +197,10 @@ func (o *AbortOptions) recordToAbort(ctx context.Context, sess *session.Session,
 		fmt.Fprintf(o.Out, "the last run on %q is over; looking for anything left on its nodes\n", group)
 		return nil, rec, nil
 	}
-	if rec != nil {
-		// The lifecycle refuses what abort cannot undo (a run deleting
-		// blue), in the words every control uses.
-		if err := session.Describe(rec, false, "", time.Now()).Accept(session.CmdAbort); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := o.refuseManagedUpdate(ctx, sess, rec); err != nil {
+	// The lifecycle refuses what abort cannot undo (a run deleting blue),
+	// in the words every control uses, and a service's update that has
+	// not ended is left to the service.
+	if err := sess.Controls().RefuseAbort(ctx, rec); err != nil {
 		return nil, nil, err
 	}
 	return rec, nil, nil
@@ -257,8 +252,8 @@ func (o *AbortOptions) terminal() bool {
 // stopLiveRun refuses to abort a live run, or with --wait asks it to
 // stop, as cancel does, and waits until its lock is free. It returns the
 // record as the stopped run left it.
-func (o *AbortOptions) stopLiveRun(ctx context.Context, sess *session.Session, requests *state.Requests, rec *state.Record, held *state.HeldError) (*state.Record, error) {
-	group, holder := requests.Group, held.Holder
+func (o *AbortOptions) stopLiveRun(ctx context.Context, sess *session.Session, group string, rec *state.Record, held *state.HeldError) (*state.Record, error) {
+	holder := held.Holder
 	if rec != nil && plan.Phase(rec.Phase) == plan.PhaseDeleteBlue {
 		return nil, usageErrorf("cannot abort: the run on %q (%s) is deleting blue, which cannot be stopped or undone; let it finish", group, holder)
 	}
@@ -271,7 +266,7 @@ func (o *AbortOptions) stopLiveRun(ctx context.Context, sess *session.Session, r
 	if !o.Wait {
 		return nil, usageErrorf("cannot abort: the run on %q is alive (%s); stop it with \"kubectl nodeupgrade cancel %s\" first, or use abort --wait to stop it and abort once it has stopped", group, holder, group)
 	}
-	if err := requests.Send(ctx, state.RequestCancel); err != nil {
+	if err := sess.Controls().AskStop(ctx, group); err != nil {
 		return nil, err
 	}
 	elsewhere := ""

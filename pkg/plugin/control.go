@@ -157,13 +157,13 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	if err := run.Accept(session.Command(o.action)); err != nil {
 		return err
 	}
-	rec, alive := run.Record, run.Alive
+	rec := run.Record
 	if o.action == "rollback" && run.Status == state.StateFinished {
 		return o.rollbackFinished(ctx, rec)
 	}
 	if rec.Managed != nil {
 		// The cloud's service runs the update: its own controls act on it.
-		return o.managedControl(ctx, rec, alive)
+		return o.managedControl(ctx, run)
 	}
 	switch o.action {
 	case "cancel":
@@ -289,7 +289,7 @@ func (o *ControlOptions) rollbackFinished(ctx context.Context, rec *state.Record
 	if err := requireConfirmation(o.Yes, o.In); err != nil {
 		return err
 	}
-	if err := o.sess.Requests(o.NodeGroup).Clear(ctx); err != nil {
+	if err := o.sess.Controls().ClearRequests(ctx, o.NodeGroup, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "rolling back the run on %q that finished at %s: from %s back to %s\n", o.NodeGroup, c.FinishedAt.Format(time.RFC3339), c.After, c.Before)

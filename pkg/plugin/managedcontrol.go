@@ -13,13 +13,15 @@ import (
 )
 
 // The controls of a run whose update the cloud's service carries out
-// (EKS managed node groups, GKE node pools): they call the service's own
-// control (cloud.UpdateCanceller, ...) on the recorded update, and refuse,
-// saying why, where the service has none.
+// (EKS managed node groups, GKE node pools): the session calls the
+// service's own control (cloud.UpdateCanceller, ...) on the recorded
+// update, its intent recorded first (session.Controls.ServiceControl);
+// these refuse, saying why, where the service has none, and print.
 
-// managedControl carries the action out on the service's update of rec.
-func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, alive bool) error {
-	p, provider, err := o.openManaged(ctx, rec)
+// managedControl carries the action out on the service's update of run.
+func (o *ControlOptions) managedControl(ctx context.Context, run *session.Run) error {
+	rec, alive := run.Record, run.Alive
+	p, provider, err := o.sess.Controls().OpenService(ctx, rec, session.Command(o.action))
 	if err != nil {
 		return err
 	}
@@ -35,7 +37,7 @@ func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, 
 	}
 	switch o.action {
 	case "cancel":
-		if err := provider.(cloud.UpdateCanceller).CancelUpdate(ctx, id); err != nil {
+		if _, err := o.sess.Controls().ServiceControl(ctx, run, session.CmdCancel, provider, id); err != nil {
 			return err
 		}
 		undo := ""
@@ -45,7 +47,7 @@ func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, 
 		fmt.Fprintf(o.Out, "cancelled the %s's update %s of %q: the nodes under way finish, no other starts; \"kubectl nodeupgrade resume %s\" continues it%s\n", p.Managed.Service, id, o.NodeGroup, o.NodeGroup, undo)
 		return nil
 	case "complete":
-		if err := provider.(cloud.UpdateCompleter).CompleteUpdate(ctx, id); err != nil {
+		if _, err := o.sess.Controls().ServiceControl(ctx, run, session.CmdComplete, provider, id); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.Out, "ended the soak of the %s's update %s of %q: the blue nodes are deleted now\n", p.Managed.Service, id, o.NodeGroup)
@@ -55,7 +57,7 @@ func (o *ControlOptions) managedControl(ctx context.Context, rec *state.Record, 
 		return usageErrorf("cannot %s: the run on %q is alive (%s) and follows the %s's update %s; cancel it first", o.action, o.NodeGroup, rec.Holder, p.Managed.Service, id)
 	}
 	if o.action == "resume" && !session.ManagedRollingBack(rec) {
-		return o.resumeManaged(ctx, rec, provider, id)
+		return o.resumeManaged(ctx, run, provider, id)
 	}
 	return o.rollbackManaged(ctx, rec, provider, p.Managed, id)
 }
@@ -73,24 +75,6 @@ func (o *ControlOptions) followsUpdate(ctx context.Context, rec *state.Record, u
 		return false, err
 	}
 	return true, o.rerunRecorded(ctx, rec, false)
-}
-
-// openManaged plans the recorded request again, which opens the group's
-// provider.
-func (o *ControlOptions) openManaged(ctx context.Context, rec *state.Record) (*plan.Plan, cloud.ManagedUpdater, error) {
-	pl, err := o.sess.Replan(ctx, rec, o.action)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The update a stopped run started unheard is the one to act on.
-	if err := session.FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
-		return nil, nil, err
-	}
-	u, ok := pl.Provider.(cloud.ManagedUpdater)
-	if !ok || pl.Managed == nil {
-		return nil, nil, fmt.Errorf("cannot %s: the run on %q recorded a service's update, but its nodes no longer lead to the service's group", o.action, o.NodeGroup)
-	}
-	return pl.Plan, u, nil
 }
 
 // refuseControl refuses an action the service's update does not offer,
@@ -111,22 +95,19 @@ func (o *ControlOptions) refuseControl(mp *plan.ManagedPlan, provider cloud.Prov
 
 // resumeManaged continues a cancelled update with the service's resume
 // (or, where the update still runs, follows it), then finishes the run.
-func (o *ControlOptions) resumeManaged(ctx context.Context, rec *state.Record, u cloud.ManagedUpdater, id string) error {
+func (o *ControlOptions) resumeManaged(ctx context.Context, run *session.Run, u cloud.ManagedUpdater, id string) error {
 	pr, err := u.Progress(ctx, id)
 	if err != nil {
 		return err
 	}
 	if pr.State == cloud.UpdateCancelled || pr.State == cloud.UpdateFailed || pr.State == cloud.UpdateQuarantined {
-		newID, err := u.(cloud.UpdateResumer).ResumeUpdate(ctx, id)
+		newID, err := o.sess.Controls().ServiceControl(ctx, run, session.CmdResume, u, id)
 		if err != nil {
-			return err
-		}
-		if err := o.sess.SaveManagedUpdate(ctx, rec, newID); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.Out, "resumed the update of %q: update %s\n", o.NodeGroup, newID)
 	}
-	return o.rerunRecorded(ctx, rec, false)
+	return o.rerunRecorded(ctx, run.Record, false)
 }
 
 // rollbackManaged has the service roll back a stopped update: the run

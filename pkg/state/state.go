@@ -197,6 +197,20 @@ type ManagedRecord struct {
 	// WriteFinishes is the plan's (plan.ManagedPlan): a write to the
 	// group after its update stopped is the order to finish it.
 	WriteFinishes bool `json:"writeFinishes,omitempty"`
+	// Asked is the last control of the service's update a command asked
+	// for, recorded before it called the service.
+	Asked *ServiceAsk `json:"asked,omitempty"`
+}
+
+// ServiceAsk is a control of a service's update a command asked for
+// (cancel, complete, resume): recorded before the service is called, so a
+// command killed, or a call that failed, leaves the record saying what
+// was asked; Answered once the service took it.
+type ServiceAsk struct {
+	Control  string    `json:"control"`
+	Update   string    `json:"update"`
+	At       time.Time `json:"at"`
+	Answered bool      `json:"answered,omitempty"`
 }
 
 // SettingsStuck reports whether the run's own update settings stay on a

@@ -69,7 +69,7 @@ func startAKS(t *testing.T, client kubernetes.Interface, o azurefake.Options, co
 
 func setUpAKS(t *testing.T, client kubernetes.Interface, o conformance.Options) conformance.Env {
 	t.Helper()
-	srv := startAKS(t, client, azurefake.Options{Faults: o.Faults, FaultSeed: 54, RetryAfter: time.Second}, 3)
+	srv := startAKS(t, client, azurefake.Options{Faults: o.Faults, FaultSeed: o.Seed, RetryAfter: time.Second}, 3)
 	env := conformance.Env{
 		Changes: srv.ChangingCalls,
 		Current: func(n *corev1.Node) bool {

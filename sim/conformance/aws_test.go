@@ -68,7 +68,7 @@ func setUpAWS(t *testing.T, client kubernetes.Interface, o conformance.Options) 
 	}
 	// Faults: throttling and 5xx refused before the call is carried out,
 	// and half as many answers lost after it was (awsfake/faults.go).
-	srv.SetFaults(o.Faults, o.Faults/2, 54)
+	srv.SetFaults(o.Faults, o.Faults/2, o.Seed)
 	env := conformance.Env{
 		Changes: rec.changes,
 		Current: func(n *corev1.Node) bool {
@@ -185,7 +185,7 @@ func setUpEKS(t *testing.T, client kubernetes.Interface, o conformance.Options) 
 		Min: 1, Desired: 3, Max: 4, Version: "1.30"}); err != nil {
 		t.Fatal(err)
 	}
-	srv.SetFaults(o.Faults, o.Faults/2, 54)
+	srv.SetFaults(o.Faults, o.Faults/2, o.Seed)
 	env := conformance.Env{
 		Changes: rec.changes,
 		Current: func(n *corev1.Node) bool { return n.Labels[awsfake.ImageLabel] == "ami-131" },

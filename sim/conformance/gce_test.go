@@ -45,7 +45,7 @@ func setUpGCE(t *testing.T, client kubernetes.Interface, o conformance.Options) 
 	// 504 (gcefake.Options); the test hooks below never fail.
 	srv, err := gcefake.StartWithKube(context.Background(), client, gcefake.Options{
 		Project: gceProject, LaunchDelay: 50 * time.Millisecond, DeleteDelay: 20 * time.Millisecond,
-		Faults: o.Faults, LateFaults: o.Faults / 2, FaultSeed: 54,
+		Faults: o.Faults, LateFaults: o.Faults / 2, FaultSeed: o.Seed,
 	}, gcefake.NodeOptions{})
 	if err != nil {
 		t.Fatal(err)

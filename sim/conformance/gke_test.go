@@ -41,7 +41,7 @@ func setUpGKE(t *testing.T, client kubernetes.Interface, o conformance.Options) 
 		PollEvery:  20 * time.Millisecond,
 		EvictRetry: 50 * time.Millisecond, NodeReadyTimeout: time.Minute,
 		SettingsDuration: 100 * time.Millisecond,
-		Faults:           o.Faults, FaultSeed: 29, // a seed whose faults fall in the run
+		Faults:           o.Faults, FaultSeed: o.Seed,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func startVMSS(t *testing.T, client kubernetes.Interface, o azurefake.Options, c
 
 func setUpVMSS(t *testing.T, client kubernetes.Interface, o conformance.Options) conformance.Env {
 	t.Helper()
-	srv := startVMSS(t, client, azurefake.Options{Faults: o.Faults, FaultSeed: 54, RetryAfter: time.Second}, 3, vmssOld)
+	srv := startVMSS(t, client, azurefake.Options{Faults: o.Faults, FaultSeed: o.Seed, RetryAfter: time.Second}, 3, vmssOld)
 	env := conformance.Env{
 		Changes: srv.ChangingCalls,
 		Current: func(n *corev1.Node) bool { return vmssCurrent(srv, n.Name, vmssNew) },

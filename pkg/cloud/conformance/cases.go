@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,11 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
-	plugin "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 )
 
 // testCase is one case of the suite; skip says why it does not apply.
@@ -31,19 +32,19 @@ func (s *suite) cases() []testCase {
 	var out []testCase
 	for _, st := range strategies {
 		if !s.can.Has(st.need) && s.serviceRuns(st) {
-			out = append(out, testCase{name: "run " + st.name + " by the service", run: func(t *testing.T) { s.runs(t, st) }})
+			out = append(out, testCase{name: "run " + st.title() + " by the service", run: func(t *testing.T) { s.runs(t, st) }})
 			continue
 		}
 		if !s.can.Has(st.need) {
 			why := fmt.Sprintf("%s does not declare %s", s, capabilityName[st.need])
-			out = append(out, testCase{name: "run " + st.name, skip: why},
-				testCase{name: "refuses " + st.name, run: func(t *testing.T) { s.refuses(t, st) }})
+			out = append(out, testCase{name: "run " + st.title(), skip: why},
+				testCase{name: "refuses " + st.title(), run: func(t *testing.T) { s.refuses(t, st) }})
 			continue
 		}
 		out = append(out,
-			testCase{name: "run " + st.name, run: func(t *testing.T) { s.runs(t, st) }},
-			testCase{name: "kill and run again " + st.name, run: func(t *testing.T) { s.killAndRerun(t, st) }},
-			testCase{name: "abort " + st.name, run: func(t *testing.T) { s.abort(t, st) }})
+			testCase{name: "run " + st.title(), run: func(t *testing.T) { s.runs(t, st) }},
+			testCase{name: "kill and run again " + st.title(), run: func(t *testing.T) { s.killAndRerun(t, st) }},
+			testCase{name: "abort " + st.title(), run: func(t *testing.T) { s.abort(t, st) }})
 	}
 	out = append(out, s.controlCase(), s.faultsCase())
 	return out
@@ -54,16 +55,17 @@ func (s *suite) runs(t *testing.T, st strategy) {
 	client, env, _ := setUp(t, s.h, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	mustRun(t, ctx, client, s.runArgs(st))
+	mustRun(t, ctx, newDriver(client, s.h, st))
 	s.inService(t, client, env)
 }
 
 // interrupted starts a run of st with the kubelets held (no new machine
 // joins), and kills it (its context cancelled) at its first node
-// removal, or once it changed the cloud and waits for machines: the run
-// ends mid-way, as a killed process does at the same point. It returns
-// the kubelet stand-in, still held.
-func (s *suite) interrupted(t *testing.T, st strategy) (kubernetes.Interface, Env, *Kubelet) {
+// removal or its first change of the cloud, whichever comes first: the
+// run ends mid-way, as a killed process does at the same point. It
+// returns the run's driver, whose record the next command reads, and the
+// kubelet stand-in, still held.
+func (s *suite) interrupted(t *testing.T, st strategy) (kubernetes.Interface, Env, *Kubelet, *driver) {
 	t.Helper()
 	client, env, k := setUp(t, s.h, Options{})
 	k.Hold()
@@ -73,56 +75,55 @@ func (s *suite) interrupted(t *testing.T, st strategy) (kubernetes.Interface, En
 		cancel()
 		return false, nil, nil
 	})
-	done := make(chan int, 1)
+	d := newDriver(client, s.h, st)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
 	go func() {
-		_, _, code := plugin.Drive(ctx, client, "run", s.runArgs(st)...)
-		done <- code
+		_ = wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) { return len(env.Changes()) > 0, nil })
+		cancel()
 	}()
-	waitFor(t, func() bool { return len(env.Changes()) > 0 || ctx.Err() != nil }, "the run to change the cloud", env)
-	// Let the run reach its wait for the machines it asked for.
-	time.Sleep(300 * time.Millisecond)
-	cancel()
 	select {
-	case code := <-done:
-		if code == plugin.ExitOK {
+	case err := <-done:
+		if err == nil {
 			t.Fatalf("the run finished before it was killed; calls %q", env.Changes())
 		}
+		t.Logf("the killed run ended: %v", err)
 	case <-time.After(time.Minute):
-		t.Fatal("the killed run did not stop")
+		t.Fatalf("the killed run did not stop; calls %q", env.Changes())
 	}
-	return client, env, k
+	return client, env, k, d
 }
 
-// killAndRerun: the same command again finishes a killed run.
+// killAndRerun: a run again, with the killed run's record, finishes it.
 func (s *suite) killAndRerun(t *testing.T, st strategy) {
-	client, env, k := s.interrupted(t, st)
+	client, env, k, d := s.interrupted(t, st)
 	k.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	mustRun(t, ctx, client, s.runArgs(st))
+	mustRun(t, ctx, d)
 	s.inService(t, client, env)
 }
 
 // abort: abort of a killed run puts the group back in service; where the
-// cloud's service runs the update, it may instead refuse (exit 2) while
-// the update runs, naming the command that acts on it; the next run then
+// cloud's service runs the update, the provider may instead refuse while
+// the update runs, with advice (cloud.UpdateAborter); the next run then
 // finishes.
 func (s *suite) abort(t *testing.T, st strategy) {
-	client, env, k := s.interrupted(t, st)
-	stdout, stderr, code := plugin.Drive(context.Background(), client, "abort", s.h.NodeGroup, "--yes")
+	client, env, k, d := s.interrupted(t, st)
+	err := d.Abort(context.Background())
 	k.Release()
-	managed := st.need == plan.CapManagedUpdate
+	var refused *refusal
 	switch {
-	case code == plugin.ExitOK:
+	case err == nil:
 		s.noRunMarks(t, client)
-	case managed && code == plugin.ExitUsage && strings.Contains(stdout+stderr, "kubectl nodeupgrade "):
-		t.Logf("abort refused while the service's update runs: %s", strings.TrimSpace(stderr))
+	case st.need == plan.CapManagedUpdate && errors.As(err, &refused) && refused.advice != "":
+		t.Logf("abort refused while the service's update runs: %s", refused.advice)
 	default:
-		t.Fatalf("abort: exit %d:\n%s%s", code, stdout, stderr)
+		t.Fatalf("abort: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	mustRun(t, ctx, client, s.runArgs(st))
+	mustRun(t, ctx, d)
 	s.inService(t, client, env)
 }
 
@@ -143,7 +144,7 @@ func (s *suite) noRunMarks(t *testing.T, client kubernetes.Interface) {
 }
 
 // controlCase: where the service's update can be cancelled and resumed,
-// cancel pauses the run (exit 8) and resume finishes it.
+// cancel pauses the run and resume finishes it.
 func (s *suite) controlCase() testCase {
 	c := testCase{name: "cancel and resume the service's update"}
 	switch {
@@ -158,28 +159,30 @@ func (s *suite) controlCase() testCase {
 }
 
 func (s *suite) cancelResume(t *testing.T) {
-	st := strategies[len(strategies)-1]
 	client, env, k := setUp(t, s.h, Options{})
 	k.Hold()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	done := make(chan string, 1)
-	go func() {
-		stdout, stderr, code := plugin.Drive(ctx, client, "run", s.runArgs(st)...)
-		done <- fmt.Sprintf("%d\n%s%s", code, stdout, stderr)
-	}()
-	waitFor(t, func() bool { return len(env.Changes()) > 0 }, "the service's update to start", env)
-	time.Sleep(300 * time.Millisecond)
-	if stdout, stderr, code := plugin.Drive(ctx, client, "cancel", s.h.NodeGroup); code != plugin.ExitOK {
-		t.Fatalf("cancel: exit %d: %s%s", code, stdout, stderr)
+	d := newDriver(client, s.h, strategies[len(strategies)-1])
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	waitFor(t, time.Minute, "the run to start the service's update", func() string {
+		if d.rec.updateID() == "" {
+			return fmt.Sprintf("no update yet; calls %q", env.Changes())
+		}
+		return ""
+	})
+	p := openProvider(t, s.h, client, d.st)
+	if err := d.Cancel(ctx, p); err != nil {
+		t.Fatalf("cancel: %v", err)
 	}
 	// A service may let the nodes under way finish (GKE): they join now.
 	k.Release()
-	if r := <-done; !strings.HasPrefix(r, fmt.Sprint(plugin.ExitPaused)+"\n") {
-		t.Fatalf("run after cancel: want exit %d, got %s", plugin.ExitPaused, r)
+	if err := <-done; !errors.Is(err, errPaused) {
+		t.Fatalf("run after cancel: want it paused (%v), got %v; calls %q", errPaused, err, env.Changes())
 	}
-	if stdout, stderr, code := plugin.Drive(ctx, client, "resume", s.h.NodeGroup, "--yes"); code != plugin.ExitOK {
-		t.Fatalf("resume: exit %d: %s%s", code, stdout, stderr)
+	if err := d.Resume(ctx, p); err != nil {
+		t.Fatalf("resume: %v", err)
 	}
 	s.inService(t, client, env)
 }
@@ -202,44 +205,62 @@ func (s *suite) faultsCase() testCase {
 		return c
 	}
 	c.run = func(t *testing.T) {
-		client, env, _ := setUp(t, s.h, Options{Faults: faultsRate})
-		if env.Faults == nil {
-			t.Fatalf("the fake of %s injects no faults, and the harness says not why (Harness.NoFaults)", s)
+		// A run makes few calls: the served strategies run in turn, each
+		// on a fake of its own with the faults seeded anew, until a run
+		// met a fault; every run must finish.
+		for i := range faultsAttempts {
+			st := st[i%len(st)]
+			client, env, _ := setUp(t, s.h, Options{Faults: faultsRate, Seed: faultsSeed + uint64(i)})
+			if env.Faults == nil {
+				t.Fatalf("the fake of %s injects no faults, and the harness says not why (Harness.NoFaults)", s)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			mustRun(t, ctx, newDriver(client, s.h, st))
+			cancel()
+			s.inService(t, client, env)
+			if n := env.Faults(); n > 0 {
+				t.Logf("the fake injected %d faults in the run of %s", n, st.title())
+				return
+			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		mustRun(t, ctx, client, s.runArgs(st[0]))
-		s.inService(t, client, env)
-		if env.Faults() == 0 {
-			t.Errorf("the fake injected no fault in the run: the case proved nothing")
-		}
+		t.Errorf("the fakes injected no fault in %d runs: the case proved nothing", faultsAttempts)
 	}
 	return c
 }
 
+// faultsSeed is the first seed of the faults case, faultsAttempts how
+// many runs it makes at most.
+const (
+	faultsSeed     = 54
+	faultsAttempts = 6
+)
+
 // refuses: a strategy that needs what the provider does not declare is
-// refused by plan with exit 2, naming the provider, and nothing changes.
+// refused by the plan, naming the provider, and nothing changes.
 func (s *suite) refuses(t *testing.T, st strategy) {
-	if st.args == nil {
-		t.Skipf("%s: the service's update has no --strategy of its own to refuse", s)
+	if st.name == "" {
+		t.Skipf("%s: the service's update has no strategy of its own to refuse", s)
 	}
 	client, env, _ := setUp(t, s.h, Options{})
-	stdout, stderr, code := plugin.Drive(context.Background(), client, "plan", s.args(st)...)
-	if code != plugin.ExitUsage || !strings.Contains(stderr, s.h.Provider) {
-		t.Errorf("plan %s: exit %d, want %d naming %q:\n%s%s", st.name, code, plugin.ExitUsage, s.h.Provider, stdout, stderr)
+	_, _, err := newDriver(client, s.h, st).Plan(context.Background())
+	if err == nil || !strings.Contains(err.Error(), s.h.Provider) {
+		t.Errorf("plan %s: %v, want a refusal naming %q", st.title(), err, s.h.Provider)
 	}
 	if ch := env.Changes(); len(ch) > 0 {
 		t.Errorf("a refused plan changed the cloud: %q", ch)
 	}
 }
 
-// waitFor waits up to a minute for cond.
-func waitFor(t *testing.T, cond func() bool, what string, env Env) {
+// waitFor waits up to timeout until check finds nothing wrong, and fails
+// the test with what it found last.
+func waitFor(t *testing.T, timeout time.Duration, what string, check func() string) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
+	var found string
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		found = check()
+		return found == "", nil
+	})
+	if err != nil {
+		t.Fatalf("timed out waiting for %s: %s", what, found)
 	}
-	t.Fatalf("timed out waiting for %s; calls %q", what, env.Changes())
 }

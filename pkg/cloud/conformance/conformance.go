@@ -1,26 +1,27 @@
 // Package conformance is the provider conformance suite: what a cloud
-// provider package runs against its fake to prove it serves the plugin,
-// the way CSI drivers run csi-sanity or Karpenter's cloud providers its
-// cloudprovider tests. The provider's test gives a Harness: how to stand
-// its fake up with a group of outdated nodes, and the flags that name the
-// target. The suite opens the provider as the plugin does, reads which
-// capability interfaces it declares (cloud.Capabilities, the service's
-// controls) and drives the plugin's own commands (plan, run, abort,
-// cancel, resume) through each of them: a plan changes nothing, a run
-// ends with every node on the target and in service, a killed run is
-// finished by the next, abort puts the group back in service, the
-// service's controls pause and resume its update, and a run finishes under
-// the cloud faults the fake injects. What the provider does not declare is
-// skipped by name, and a strategy that needs it is refused with exit 2 and
-// no change.
+// provider package runs against its fake to prove it keeps the provider
+// contract (package cloud), the way CSI drivers run csi-sanity or
+// Karpenter's cloud providers its cloudprovider tests. The provider's test
+// gives a Harness: how to stand its fake up with a group of outdated
+// nodes, and the flags that name the target. The suite opens the provider
+// as a plan does (cloud.OpenGroup), reads which capability interfaces it
+// declares (cloud.Capabilities, the service's controls) and drives each
+// with a small engine of its own (driver.go) over pkg/plan's plan: a plan
+// changes nothing, a run ends with every node on the target and in
+// service, a killed run is finished by the next, abort puts the group back
+// in service, the service's controls pause and resume its update, and a
+// run finishes under the cloud faults the fake injects. What the provider
+// does not declare is skipped by name, and a strategy that needs it is
+// refused by the plan with nothing changed.
 //
-// It lives in the main module (the fakes held to the clouds' models are in
-// sim/, which imports this module; the providers' own tests import it as
-// well) and drives the plugin through plugin.Drive, so it serves the
-// providers of this repository.
+// It imports no package of the plugin (pkg/plugin, internal/), only the
+// contract, the plan and the snapshot, so a provider outside this
+// repository runs it as well; the plugin's own commands are held to the
+// providers by the e2e tests of the sim module.
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -28,15 +29,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
-	plugin "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 )
 
 // Harness is what a provider's test gives the suite.
@@ -45,8 +45,14 @@ type Harness struct {
 	Provider string
 	// NodeGroup is the NODEGROUP argument: the group Setup makes.
 	NodeGroup string
-	// Args are the flags that name the target and any of the provider's
-	// own settings the run needs (--provider is added).
+	// NodeGroupLabel is the label naming the group, where none of the
+	// registered clouds' is on the nodes (--nodegroup-label).
+	NodeGroupLabel string
+	// TargetLabels are the labels up-to-date nodes carry, where no cloud
+	// says (provider none: --target-label).
+	TargetLabels map[string]string
+	// Args are the provider's own flags (cloud.BindFlags) that name the
+	// target and any settings of its own the run needs.
 	Args []string
 	// Nodes is how many outdated nodes Setup makes.
 	Nodes int
@@ -72,8 +78,11 @@ type Harness struct {
 
 // Options are the suite's asks of Setup.
 type Options struct {
-	// Faults is the share of the cloud's answers the fake fails.
+	// Faults is the share of the cloud's answers the fake fails; Seed
+	// seeds which ones (the faults case tries other seeds until a run
+	// meets a fault).
 	Faults float64
+	Seed   uint64
 }
 
 // Env is a fake Setup stood up.
@@ -112,20 +121,25 @@ type suite struct {
 	service cloud.ServicePlanner
 }
 
-// strategy is a --strategy the run takes with the capability it needs.
+// strategy is a strategy the suite runs with the capability it needs;
+// name "" is the service's own update.
 type strategy struct {
-	name string
-	need plan.Capability
-	args []string
+	name           cloud.StrategyName
+	need           plan.Capability
+	maxSurge       int
+	maxUnavailable string
 }
+
+// title names st in the cases' names.
+func (st strategy) title() string { return cmp.Or(string(st.name), "the service's update") }
 
 // strategies are those the suite drives, each through the capability it
 // needs; a managed provider runs its service's default.
 var strategies = []strategy{
-	{"eks", plan.CapRemoveNodes, []string{"--strategy", "eks"}},
-	{"surge", plan.CapResize, []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0"}},
-	{"blue-green", plan.CapNewGroups, []string{"--strategy", "blue-green", "--node-pool-soak", "0s"}},
-	{"the service's update", plan.CapManagedUpdate, nil},
+	{name: cloud.StrategyEKS, need: plan.CapRemoveNodes},
+	{name: cloud.StrategySurge, need: plan.CapResize, maxSurge: 1, maxUnavailable: "0"},
+	{name: cloud.StrategyBlueGreen, need: plan.CapNewGroups},
+	{need: plan.CapManagedUpdate},
 }
 
 // newSuite opens the provider on a fake of its own to read what it
@@ -133,13 +147,13 @@ var strategies = []strategy{
 func newSuite(t *testing.T, h Harness) *suite {
 	t.Helper()
 	client, _, _ := setUp(t, h, Options{})
-	p := openProvider(t, h, client, "")
+	p := openProvider(t, h, client, strategy{})
 	s := &suite{h: h, can: cloud.Capabilities(p), controls: cloud.ManagedControls(p)}
 	s.service, _ = p.(cloud.ServicePlanner)
 	// A group whose service runs one strategy and the run the others (an
 	// EKS managed node group) is opened for the strategy asked.
 	for _, st := range strategies {
-		if st.args != nil && !s.can.Has(st.need) && cloud.Capabilities(openProvider(t, h, client, plan.StrategyName(st.args[1]))).Has(st.need) {
+		if st.name != "" && !s.can.Has(st.need) && cloud.Capabilities(openProvider(t, h, client, st)).Has(st.need) {
 			s.can |= st.need
 		}
 	}
@@ -166,35 +180,20 @@ func setUp(t *testing.T, h Harness, o Options) (*fake.Clientset, Env, *Kubelet) 
 // waitReady waits until n nodes are Ready.
 func waitReady(t *testing.T, client kubernetes.Interface, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	waitFor(t, 30*time.Second, fmt.Sprintf("the fake's %d nodes to be Ready", n), func() string {
 		list, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 		if err == nil && len(list.Items) >= n && !slices.ContainsFunc(list.Items, func(x corev1.Node) bool { return !Ready(&x) }) {
-			return
+			return ""
 		}
-	}
-	t.Fatalf("the fake's %d nodes never became Ready", n)
+		return "not yet"
+	})
 }
 
-// openProvider opens the provider on the group's nodes as the plugin does,
-// with the target h.Args name, for a run of strategy.
-func openProvider(t *testing.T, h Harness, client kubernetes.Interface, strategy plan.StrategyName) cloud.Provider {
+// openProvider opens the provider on the group's nodes as a plan does,
+// with the target h.Args name, for a run of st.
+func openProvider(t *testing.T, h Harness, client kubernetes.Interface, st strategy) cloud.Provider {
 	t.Helper()
-	if h.Provider == cloud.NoneName {
-		return &cloud.None{Client: client, DeleteNode: true}
-	}
-	c, ok := cloud.Lookup(h.Provider)
-	if !ok {
-		t.Fatalf("no provider %q is registered: import its package", h.Provider)
-	}
-	var req plan.Request
-	fs := pflag.NewFlagSet("target", pflag.ContinueOnError)
-	fs.ParseErrorsAllowlist.UnknownFlags = true
-	cloud.BindFlags(fs, &req)
-	if err := fs.Parse(h.Args); err != nil {
-		t.Fatalf("the harness's flags: %v", err)
-	}
-	req.Cloud.Strategy = strategy
-	_, p, err := cloud.OpenGroup(context.Background(), c, client, groupNodes(t, client), req.Cloud)
+	p, err := newDriver(client, h, st).provider(context.Background())
 	if err != nil {
 		t.Fatalf("open provider %q: %v", h.Provider, err)
 	}
@@ -246,44 +245,35 @@ func (s *suite) served() []strategy {
 
 // serviceRuns reports whether the cloud's service runs st itself.
 func (s *suite) serviceRuns(st strategy) bool {
-	return s.service != nil && st.args != nil && s.service.Runs(plan.StrategyName(st.args[1]))
-}
-
-// args are the command line of a run of st.
-func (s *suite) args(st strategy, extra ...string) []string {
-	out := append([]string{s.h.NodeGroup, "--provider", s.h.Provider}, s.h.Args...)
-	out = append(out, st.args...)
-	out = append(out, "--post-drain-wait", "0s", "--seed", "1")
-	return append(out, extra...)
-}
-
-// runArgs are args with what a run adds to a plan's.
-func (s *suite) runArgs(st strategy) []string {
-	return s.args(st, "--yes", "--node-ready-timeout", "60s", "--drain-timeout", "30s")
+	return s.service != nil && st.name != "" && s.service.Runs(st.name)
 }
 
 func (s *suite) planChangesNothing(t *testing.T) {
 	for _, st := range s.served() {
-		t.Run(st.name, func(t *testing.T) {
+		t.Run(st.title(), func(t *testing.T) {
 			client, env, _ := setUp(t, s.h, Options{})
 			outdated := outdatedNodes(t, client, env)
-			stdout, stderr, code := plugin.Drive(context.Background(), client, "plan", s.args(st)...)
-			if code != plugin.ExitOK {
-				t.Fatalf("plan: exit %d: %s%s", code, stderr, stdout)
+			pl, _, err := newDriver(client, s.h, st).Plan(context.Background())
+			if err != nil {
+				t.Fatalf("plan: %v", err)
 			}
 			if len(outdated) != s.h.Nodes {
 				t.Errorf("%d outdated nodes before the run, want the harness's %d", len(outdated), s.h.Nodes)
 			}
-			for _, n := range outdated {
-				if !strings.Contains(stdout, n) {
-					t.Errorf("the plan does not name outdated node %q:\n%s", n, stdout)
-				}
+			if pl.Managed == nil && !sameNames(pl.OutdatedNames(), outdated) {
+				t.Errorf("the plan replaces %q, want the outdated nodes %q", pl.OutdatedNames(), outdated)
 			}
 			if ch := env.Changes(); len(ch) > 0 {
 				t.Errorf("plan changed the cloud: %q", ch)
 			}
 		})
 	}
+}
+
+// sameNames reports whether a and b hold the same names in any order.
+func sameNames(a, b []string) bool {
+	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
+	return slices.Equal(a, b)
 }
 
 // outdatedNodes names the nodes not on the target.
@@ -333,24 +323,23 @@ const settleTime = 30 * time.Second
 func settled(t *testing.T, client kubernetes.Interface, check func([]corev1.Node) []string) {
 	t.Helper()
 	var found []string
-	for deadline := time.Now().Add(settleTime); ; time.Sleep(50 * time.Millisecond) {
-		if found = check(groupNodes(t, client)); len(found) == 0 || time.Now().After(deadline) {
-			break
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, settleTime, true, func(context.Context) (bool, error) {
+		found = check(groupNodes(t, client))
+		return len(found) == 0, nil
+	})
+	if err != nil {
+		for _, f := range found {
+			t.Error(f)
 		}
-	}
-	for _, f := range found {
-		t.Error(f)
 	}
 }
 
-// mustRun runs args to a finish.
-func mustRun(t *testing.T, ctx context.Context, client kubernetes.Interface, args []string) string {
+// mustRun runs d to a finish.
+func mustRun(t *testing.T, ctx context.Context, d *driver) {
 	t.Helper()
-	stdout, stderr, code := plugin.Drive(ctx, client, "run", args...)
-	if code != plugin.ExitOK {
-		t.Fatalf("run %q: exit %d:\n%s%s", args, code, stdout, stderr)
+	if err := d.Run(ctx); err != nil {
+		t.Fatalf("run %s: %v", d.st.title(), err)
 	}
-	return stdout
 }
 
 // String names the suite's provider.

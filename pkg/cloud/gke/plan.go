@@ -10,6 +10,7 @@ import (
 
 	container "google.golang.org/api/container/v1"
 
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -45,9 +46,9 @@ const (
 
 // Runs implements cloud.ServicePlanner: GKE runs its four strategies
 // itself; Plan refuses the one the pool does not take (poolTakes).
-func (n *NodePool) Runs(strategy plan.StrategyName) bool {
+func (n *NodePool) Runs(strategy cloud.StrategyName) bool {
 	switch strategy {
-	case plan.StrategySurge, plan.StrategyBlueGreen, plan.StrategyAutoscaledBlueGreen, plan.StrategyShortLived:
+	case cloud.StrategySurge, cloud.StrategyBlueGreen, cloud.StrategyAutoscaledBlueGreen, cloud.StrategyShortLived:
 		return true
 	}
 	return false
@@ -58,9 +59,9 @@ func (n *NodePool) Runs(strategy plan.StrategyName) bool {
 // (a flex-start or queued-provisioning pool: short-lived, its only one);
 // GKE's defaults where unset (maxSurge 1, maxUnavailable 0; a node per
 // batch; an hour's pool soak).
-func (n *NodePool) OwnStrategy() plan.GroupStrategy {
+func (n *NodePool) OwnStrategy() cloud.GroupStrategy {
 	s := settingsOf(n.pool)
-	own := plan.GroupStrategy{Strategy: plan.StrategySurge, MaxSurge: 1, MaxUnavailable: cmp.Or(s.MaxUnavailable, "0"), From: "the pool's own upgrade strategy"}
+	own := cloud.GroupStrategy{Strategy: cloud.StrategySurge, MaxSurge: 1, MaxUnavailable: cmp.Or(s.MaxUnavailable, "0"), From: "the pool's own upgrade strategy"}
 	if s.MaxSurge != nil {
 		own.MaxSurge = *s.MaxSurge
 	}
@@ -75,11 +76,11 @@ func (n *NodePool) OwnStrategy() plan.GroupStrategy {
 	bg.WaitPeriod, _ = time.ParseDuration(o[setWaitForDrain])
 	switch {
 	case n.flexible():
-		own.Strategy = plan.StrategyShortLived
+		own.Strategy = cloud.StrategyShortLived
 	case s.Strategy == "BLUE_GREEN" && o[setWaitForDrain] != "":
-		own.Strategy = plan.StrategyAutoscaledBlueGreen
+		own.Strategy = cloud.StrategyAutoscaledBlueGreen
 	case s.Strategy == "BLUE_GREEN":
-		own.Strategy = plan.StrategyBlueGreen
+		own.Strategy = cloud.StrategyBlueGreen
 	}
 	return own
 }
@@ -88,12 +89,12 @@ func (n *NodePool) OwnStrategy() plan.GroupStrategy {
 // is how GKE upgrades a flex-start or queued-provisioning pool, and the
 // only way it does
 // (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies#short-lived-upgrades).
-func (n *NodePool) poolTakes(strategy plan.StrategyName) error {
+func (n *NodePool) poolTakes(strategy cloud.StrategyName) error {
 	switch flexible := n.flexible(); {
-	case strategy == plan.StrategyShortLived && !flexible:
-		return inputErrorf("--strategy %s is GKE's upgrade of flex-start and queued-provisioning pools only; %s is neither: use --strategy %s, %s or %s", plan.StrategyShortLived, n, plan.StrategySurge, plan.StrategyBlueGreen, plan.StrategyAutoscaledBlueGreen)
-	case strategy != plan.StrategyShortLived && flexible:
-		return inputErrorf("--strategy %s: %s is a flex-start or queued-provisioning pool, which GKE upgrades short-lived only: use --strategy %s", strategy, n, plan.StrategyShortLived)
+	case strategy == cloud.StrategyShortLived && !flexible:
+		return inputErrorf("--strategy %s is GKE's upgrade of flex-start and queued-provisioning pools only; %s is neither: use --strategy %s, %s or %s", cloud.StrategyShortLived, n, cloud.StrategySurge, cloud.StrategyBlueGreen, cloud.StrategyAutoscaledBlueGreen)
+	case strategy != cloud.StrategyShortLived && flexible:
+		return inputErrorf("--strategy %s: %s is a flex-start or queued-provisioning pool, which GKE upgrades short-lived only: use --strategy %s", strategy, n, cloud.StrategyShortLived)
 	}
 	return nil
 }
@@ -224,15 +225,15 @@ func (n *NodePool) Plan(in plan.Input, nodes, zones int) (*plan.ManagedPlan, err
 		Service: "GKE node pool", Details: n.details(before), Before: before, During: during,
 		Target:        fmt.Sprintf("GKE version %s, image type %s", n.target.Version, n.target.ImageType),
 		Controls:      controls(in.Strategy),
-		EvictionLimit: plan.Duration(limit), ForcesOut: in.Strategy != plan.StrategyShortLived,
+		EvictionLimit: plan.Duration(limit), ForcesOut: in.Strategy != cloud.StrategyShortLived,
 		Revision: n.etag,
 	}
 	switch in.Strategy {
-	case plan.StrategySurge:
+	case cloud.StrategySurge:
 		mp.ScaleUp = int32(min(*during.MaxSurge, (nodes+max(zones, 1)-1)/max(zones, 1)))
-	case plan.StrategyBlueGreen:
+	case cloud.StrategyBlueGreen:
 		mp.ScaleUp = int32(nodes)
-	case plan.StrategyAutoscaledBlueGreen:
+	case cloud.StrategyAutoscaledBlueGreen:
 		// Green starts empty and GKE's cluster autoscaler grows it for
 		// the pods blue's drain evicts: at most blue's size.
 		mp.ScaleUp = int32(nodes)
@@ -251,16 +252,16 @@ func (n *NodePool) during(in plan.Input, before plan.UpdateSettings, nodes int) 
 		s.Other[setPDBTimeout] = seconds(d)
 	}
 	switch in.Strategy {
-	case plan.StrategySurge:
+	case cloud.StrategySurge:
 		mu, err := plan.ParseSurge(in.MaxSurge, in.MaxUnavailable)
 		if err != nil {
 			return s, err
 		}
 		ms := in.MaxSurge
 		s.Strategy, s.MaxSurge, s.MaxUnavailable = "SURGE", &ms, strconv.Itoa(mu)
-	case plan.StrategyBlueGreen:
+	case cloud.StrategyBlueGreen:
 		return n.blueGreen(in.BlueGreen, s, nodes)
-	case plan.StrategyAutoscaledBlueGreen:
+	case cloud.StrategyAutoscaledBlueGreen:
 		return n.autoscaled(in.BlueGreen, s)
 	}
 	return s, nil
@@ -296,10 +297,10 @@ func (n *NodePool) blueGreen(bg plan.BlueGreenInput, s plan.UpdateSettings, node
 // later.
 func (n *NodePool) autoscaled(bg plan.BlueGreenInput, s plan.UpdateSettings) (plan.UpdateSettings, error) {
 	if a := n.pool.Autoscaling; a == nil || !a.Enabled {
-		return s, inputErrorf("--strategy %s needs a node pool with autoscaling enabled; %s has none: enable it or use --strategy %s", plan.StrategyAutoscaledBlueGreen, n, plan.StrategyBlueGreen)
+		return s, inputErrorf("--strategy %s needs a node pool with autoscaling enabled; %s has none: enable it or use --strategy %s", cloud.StrategyAutoscaledBlueGreen, n, cloud.StrategyBlueGreen)
 	}
 	if compareVersions(n.masterVersion, minAutoscaledMaster) < 0 {
-		return s, inputErrorf("--strategy %s needs a control plane of %s or later; cluster %q runs %s", plan.StrategyAutoscaledBlueGreen, minAutoscaledMaster, n.cluster, n.masterVersion)
+		return s, inputErrorf("--strategy %s needs a control plane of %s or later; cluster %q runs %s", cloud.StrategyAutoscaledBlueGreen, minAutoscaledMaster, n.cluster, n.masterVersion)
 	}
 	if bg.WaitPeriod < 0 || bg.WaitPeriod > maxSoak {
 		return s, inputErrorf("invalid --wait-period %s: GKE takes 0 to 7 days", plan.FormatDuration(bg.WaitPeriod))
@@ -313,13 +314,13 @@ func (n *NodePool) autoscaled(bg plan.BlueGreenInput, s plan.UpdateSettings) (pl
 }
 
 // controls are the commands GKE's upgrade with the strategy offers.
-func controls(strategy plan.StrategyName) []string {
+func controls(strategy cloud.StrategyName) []string {
 	switch strategy {
-	case plan.StrategySurge:
+	case cloud.StrategySurge:
 		return []string{"cancel", "resume", "rollback"}
-	case plan.StrategyBlueGreen:
+	case cloud.StrategyBlueGreen:
 		return []string{"cancel", "resume", "rollback", "complete"}
-	case plan.StrategyAutoscaledBlueGreen:
+	case cloud.StrategyAutoscaledBlueGreen:
 		return []string{"cancel", "resume"}
 	}
 	return []string{}
