@@ -202,7 +202,7 @@ func machine(in instance) plan.Machine {
 		return m
 	}
 	if p.StorageProfile != nil {
-		m.Version = ImageString(p.StorageProfile.ImageReference)
+		m.Version = ImageString(exact(p.StorageProfile.ImageReference))
 		m.Image = m.Version
 	}
 	if p.LatestModelApplied != nil && !*p.LatestModelApplied {
@@ -218,6 +218,19 @@ func machine(in instance) plan.Machine {
 		m.State = plan.MachinePending
 	}
 	return m
+}
+
+// exact is an instance's image reference with the version it runs: a
+// marketplace image made from "latest" reports that version in
+// exactVersion (see floatingWhy), which is what the target is compared
+// with.
+func exact(r *armcompute.ImageReference) *armcompute.ImageReference {
+	if r == nil || !strings.EqualFold(str(r.Version), "latest") || str(r.ExactVersion) == "" {
+		return r
+	}
+	c := *r
+	c.Version = c.ExactVersion
+	return &c
 }
 
 // Current implements cloud.Pool.

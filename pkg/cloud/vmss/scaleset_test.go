@@ -268,3 +268,55 @@ func nodePtrs(t *testing.T, kube *fake.Clientset) []*corev1.Node {
 	}
 	return out
 }
+
+// TestFloatingImagesAreNoTarget: an image whose version Azure resolves
+// for each instance ("latest", a gallery image without a version) is
+// refused as the target, from --image (exit 2, before any call) or from
+// the model, naming the version to give; a fixed one is taken.
+func TestFloatingImagesAreNoTarget(t *testing.T) {
+	const gallery = "/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/galleries/gal/images/node"
+	for _, tc := range []struct {
+		image    string
+		floating bool
+	}{
+		{newImage, false},
+		{"Canonical:ubuntu-24_04-lts:server:latest", true},
+		{gallery, true},
+		{gallery + "/versions/1.2.3", false},
+		{"/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/images/node-2025", false},
+		{"/SharedGalleries/abc/Images/node", true},
+		{"/CommunityGalleries/abc/Images/node/Versions/1.0.0", false},
+	} {
+		t.Run(tc.image, func(t *testing.T) {
+			err := (vmssCloud{}).Validate(planTarget(tc.image))
+			if (err != nil) != tc.floating || err != nil && (!isInputErr(err) || !strings.Contains(err.Error(), "name the version")) {
+				t.Errorf("Validate(--image %s) = %v, refused want %v", tc.image, err, tc.floating)
+			}
+			f := newComputeServer(t)
+			img, _ := ParseImage(tc.image)
+			f.addSet("ng", oldImage, 1).Properties.VirtualMachineProfile.StorageProfile.ImageReference = &img
+			_, _, err = (vmssCloud{}).Open(context.Background(), fake.NewClientset(), []corev1.Node{*scaleSetNode("ng", "0")}, planTarget(""))
+			if (err != nil) != tc.floating || err != nil && !strings.Contains(err.Error(), "give --image with the version") {
+				t.Errorf("Open on a model of %s: %v, refused want %v", tc.image, err, tc.floating)
+			}
+		})
+	}
+}
+
+// TestInstanceVersionIsItsExactVersion: an instance made from "latest"
+// runs the version its exactVersion names, and is current when that is
+// the target.
+func TestInstanceVersionIsItsExactVersion(t *testing.T) {
+	vm := &armcompute.VirtualMachineScaleSetVM{InstanceID: to.Ptr("0"), Properties: &armcompute.VirtualMachineScaleSetVMProperties{
+		ProvisioningState: to.Ptr("Succeeded"), StorageProfile: &armcompute.StorageProfile{ImageReference: &armcompute.ImageReference{
+			Publisher: to.Ptr("Canonical"), Offer: to.Ptr("ubuntu-24_04-lts"), SKU: to.Ptr("server"), Version: to.Ptr("latest"), ExactVersion: to.Ptr("24.04.202502010")}}}}
+	s := &ScaleSet{}
+	if m := machine(instance{set: "ng", vm: vm}); m.Version != newImage || !s.Current(m, newImage) || s.Current(m, oldImage) {
+		t.Errorf("machine %+v, want version %s", m, newImage)
+	}
+}
+
+func isInputErr(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.IsInput
+}
