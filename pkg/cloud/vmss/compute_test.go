@@ -59,7 +59,8 @@ func (f *computeServer) addSet(name, image string, n int) *armcompute.VirtualMac
 		ID:  to.Ptr("/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/" + name),
 		SKU: &armcompute.SKU{Name: to.Ptr("Standard_D4s_v5"), Capacity: to.Ptr(int64(0))},
 		Properties: &armcompute.VirtualMachineScaleSetProperties{UpgradePolicy: &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)},
-			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{OSProfile: &armcompute.VirtualMachineScaleSetOSProfile{ComputerNamePrefix: to.Ptr(name)},
+			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{OSProfile: &armcompute.VirtualMachineScaleSetOSProfile{ComputerNamePrefix: to.Ptr(name),
+				LinuxConfiguration: &armcompute.LinuxConfiguration{DisablePasswordAuthentication: to.Ptr(true)}}, UserData: to.Ptr("a2luZA=="),
 				StorageProfile: &armcompute.VirtualMachineScaleSetStorageProfile{ImageReference: &img}}}}
 	f.mu.Lock()
 	defer f.mu.Unlock()

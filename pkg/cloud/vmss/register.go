@@ -150,7 +150,15 @@ func (vmssCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []
 	if s.target, err = targetOf(m, t.Image); err != nil {
 		return nil, nil, err
 	}
+	if t.Strategy == plan.StrategyBlueGreen {
+		if err := greenCopyRefusal(m); err != nil {
+			return nil, nil, err
+		}
+	}
 	cg, err := s.cloudGroup(ctx, m, nodes)
+	if err == nil && t.Strategy == plan.StrategyBlueGreen {
+		cg.Notes = append(cg.Notes, greenCopyNotes(m)...)
+	}
 	return cg, s, err
 }
 
