@@ -37,6 +37,8 @@ type aksServer struct {
 	calls []string
 	// failOps makes an operation end Failed with this error message.
 	failOps string
+	// statusReads are the operation status reads, path and query.
+	statusReads []string
 }
 
 type testOp struct {
@@ -96,6 +98,7 @@ func (f *aksServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := strings.ToLower(r.URL.Path)
 	switch {
 	case strings.HasPrefix(p, opsPath):
+		f.statusReads = append(f.statusReads, r.URL.RequestURI())
 		f.operation(w, strings.TrimPrefix(p, opsPath))
 	case p == clusterPath:
 		writeJSON(w, http.StatusOK, map[string]any{"name": "c1", "location": "westeurope", "properties": map[string]any{"currentKubernetesVersion": "1.32.2"}})
@@ -193,7 +196,10 @@ func (f *aksServer) put(w http.ResponseWriter, r *http.Request, name string) {
 func (f *aksServer) accepted(w http.ResponseWriter, pool string, status int, body any) {
 	id := fmt.Sprintf("op%d", len(f.ops)+1)
 	f.ops[id] = &testOp{pool: pool}
-	w.Header().Set("Azure-AsyncOperation", f.srv.URL+"/subscriptions/sub/providers/Microsoft.ContainerService/locations/westeurope/operations/"+id+"?api-version="+operationsAPIVersion)
+	// AKS names the status at the api-version of the request that started
+	// the operation: here the raw pool's, which a URL rebuilt with
+	// operationsAPIVersion would not be.
+	w.Header().Set("Azure-AsyncOperation", f.srv.URL+"/subscriptions/sub/providers/Microsoft.ContainerService/locations/westeurope/operations/"+id+"?api-version="+poolAPIVersion)
 	w.Header().Set("Retry-After", "0")
 	if body == nil {
 		w.WriteHeader(status)

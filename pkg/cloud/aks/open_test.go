@@ -114,8 +114,8 @@ func TestAKSUpgradeFollowed(t *testing.T) {
 	a := p.(*AgentPool)
 	ctx := context.Background()
 	id, err := a.StartUpdate(ctx, false)
-	if err != nil || id != "op1" {
-		t.Fatalf("StartUpdate: %q, %v; want the operation of the answer's header", id, err)
+	if err != nil || id != f.srv.URL+"/subscriptions/sub/providers/Microsoft.ContainerService/locations/westeurope/operations/op1?api-version="+poolAPIVersion {
+		t.Fatalf("StartUpdate: %q, %v; want the answer's Azure-AsyncOperation URL", id, err)
 	}
 	if run, err := a.RunningUpdate(ctx); err != nil || run != poolUpdateID {
 		t.Errorf("RunningUpdate while it runs: %q, %v", run, err)
@@ -168,7 +168,7 @@ func TestVersionUpgradeByPut(t *testing.T) {
 	a := p.(*AgentPool)
 	ctx := context.Background()
 	id, err := a.StartUpdate(ctx, false)
-	if err != nil || id != "op1" {
+	if err != nil || !strings.HasSuffix(id, "/operations/op1?api-version="+poolAPIVersion) {
 		t.Fatalf("StartUpdate: %q, %v", id, err)
 	}
 	props := f.props("pool")
@@ -184,5 +184,48 @@ func TestVersionUpgradeByPut(t *testing.T) {
 	s, err := a.Settings(ctx)
 	if err != nil || s.Other[setMaxSurge] != "10%" {
 		t.Errorf("Settings: %+v, %v", s, err)
+	}
+}
+
+// TestOperationReadWhereAKSNamedIt: the run reads an operation's status
+// at the Azure-AsyncOperation URL AKS answered, its api-version
+// included ("use the URL in the header value to poll", Learn's "Track
+// asynchronous Azure operations"), never a URL rebuilt from the ID; a
+// bare ID a run of an earlier version recorded is read at the
+// location; a URL on another host is refused, the credential kept.
+func TestOperationReadWhereAKSNamedIt(t *testing.T) {
+	f := newAKSServer(t)
+	f.addPool("pool", 1, nil)
+	_, p, _, err := openPool(t, "pool", 1, plan.StrategySurge, map[string]string{optImage: "latest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.(*AgentPool)
+	ctx := context.Background()
+	id, err := a.StartUpdate(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, id, read string
+		refused        bool
+	}{
+		{"the answer's URL", id, "/subscriptions/sub/providers/Microsoft.ContainerService/locations/westeurope/operations/op1?api-version=" + poolAPIVersion, false},
+		{"an earlier version's bare ID", "op1", "/subscriptions/sub/providers/Microsoft.ContainerService/locations/westeurope/operations/op1?api-version=" + operationsAPIVersion, false},
+		{"another host", "https://elsewhere.example/subscriptions/sub/providers/Microsoft.ContainerService/locations/westeurope/operations/op1", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(f.statusReads)
+			_, err := a.Progress(ctx, tc.id)
+			if tc.refused {
+				if err == nil || !strings.Contains(err.Error(), "is not on") || len(f.statusReads) != before {
+					t.Errorf("Progress: %v after %d reads, want refused unread", err, len(f.statusReads)-before)
+				}
+				return
+			}
+			if err != nil || len(f.statusReads) != before+1 || f.statusReads[before] != tc.read {
+				t.Errorf("Progress: %v, read %v, want %s", err, f.statusReads[before:], tc.read)
+			}
+		})
 	}
 }
