@@ -77,6 +77,10 @@ func (s *Server) putPool(q *request) {
 		writeError(q.w, aerr)
 		return
 	}
+	if aerr := ifMatchLocked(q, p); aerr != nil {
+		writeError(q.w, aerr)
+		return
+	}
 	t, aerr := s.putTargetLocked(p, in.Properties)
 	if aerr != nil {
 		writeError(q.w, aerr)
@@ -96,6 +100,7 @@ func (s *Server) putPool(q *request) {
 		s.wg.Add(1)
 		go s.settle(o)
 	}
+	s.newETagLocked(p)
 	s.asyncHeaders(q.w, o)
 	writeJSON(q.w, http.StatusOK, s.poolDoc(p, version))
 }

@@ -39,6 +39,11 @@ type aksServer struct {
 	failOps string
 	// statusReads are the operation status reads, path and query.
 	statusReads []string
+	// racedPuts are PUTs another client's write beats: the pool's eTag
+	// changes just before each.
+	racedPuts int
+	// ifMatches are the If-Match headers of the PUTs.
+	ifMatches []string
 }
 
 type testOp struct {
@@ -65,7 +70,7 @@ func newAKSServer(t *testing.T) *aksServer {
 // addPool adds a Succeeded pool of n Standard_D4s_v5 nodes on 1.31.5 and
 // the old node image, its properties changed by set.
 func (f *aksServer) addPool(name string, n int, set map[string]any) {
-	props := map[string]any{"count": n, "vmSize": "Standard_D4s_v5", "osType": "Linux", "mode": "User", "provisioningState": "Succeeded",
+	props := map[string]any{"count": n, "vmSize": "Standard_D4s_v5", "eTag": "etag-0", "osType": "Linux", "mode": "User", "provisioningState": "Succeeded",
 		"orchestratorVersion": "1.31.5", "currentOrchestratorVersion": "1.31.5", "nodeImageVersion": testOldImage,
 		"upgradeSettings": map[string]any{"maxSurge": "10%"}}
 	maps.Copy(props, set)
@@ -178,6 +183,21 @@ func (f *aksServer) put(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	props, _ := in["properties"].(map[string]any)
 	old := f.pools[name]
+	f.ifMatches = append(f.ifMatches, r.Header.Get("If-Match"))
+	if old != nil {
+		oldProps := old["properties"].(map[string]any)
+		if f.racedPuts > 0 {
+			f.racedPuts--
+			oldProps["eTag"] = fmt.Sprintf("etag-other-%d", f.racedPuts)
+		}
+		// AKS's optimistic concurrency (armcontainerservice
+		// ManagedClusterAgentPoolProfileProperties.ETag).
+		if m := r.Header.Get("If-Match"); m != "" && m != oldProps["eTag"] {
+			writeJSON(w, http.StatusPreconditionFailed, armErr("PreconditionFailed", "the eTag does not match"))
+			return
+		}
+	}
+	props["eTag"] = fmt.Sprintf("etag-%d", len(f.calls))
 	state := "Succeeded"
 	switch {
 	case old == nil:

@@ -229,3 +229,37 @@ func TestOperationReadWhereAKSNamedIt(t *testing.T) {
 		})
 	}
 }
+
+// TestWritesCarryTheETag: a pool write carries If-Match with the eTag
+// the pool was read with (armcontainerservice's IfMatch), so another
+// client's write in between is never overwritten: AKS's 412 makes
+// Configure read the pool again and write with its new eTag, and makes
+// StartUpdate's refusal one that passes (the run reads again).
+func TestWritesCarryTheETag(t *testing.T) {
+	f := newAKSServer(t)
+	f.addPool("pool", 2, nil)
+	_, p, _, err := openPool(t, "pool", 2, plan.StrategySurge, map[string]string{optVersion: "1.32.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.(*AgentPool)
+	ctx := context.Background()
+	f.racedPuts = 1
+	if err := a.Configure(ctx, plan.UpdateSettings{Other: map[string]string{setMaxSurge: "3"}}); err != nil {
+		t.Fatalf("Configure after another client's write: %v", err)
+	}
+	if got := f.ifMatches; len(got) != 2 || got[0] != "etag-0" || got[1] != "etag-other-0" {
+		t.Errorf("If-Match of the PUTs %v, want the eTag read, then the one read again", got)
+	}
+	if got := f.props("pool")["upgradeSettings"].(map[string]any)["maxSurge"]; got != "3" {
+		t.Errorf("maxSurge %v, want 3", got)
+	}
+	f.racedPuts = 1
+	_, err = a.StartUpdate(ctx, false)
+	if err == nil || !cloud.Transient(err) || !strings.Contains(err.Error(), "another client changed the pool") {
+		t.Errorf("StartUpdate beaten by another write: %v, want a refusal that passes", err)
+	}
+	if id, err := a.StartUpdate(ctx, false); err != nil || id == "" {
+		t.Errorf("StartUpdate again: %q, %v", id, err)
+	}
+}

@@ -83,6 +83,10 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 		}
 		send := upgradeSettings(clearing(s, have))
 		err := a.doc().put(ctx, a.raw, func(props map[string]any) { props["upgradeSettings"] = send })
+		if changedMeanwhile(err) { // read again (settle) and compare again
+			writes++
+			continue
+		}
 		if busy(err) { // this pool's operation, or another pool's: wait
 			if err := sleep(ctx, a.c.pollEvery); err != nil {
 				return err
@@ -178,6 +182,9 @@ func (a *AgentPool) StartUpdate(ctx context.Context, _ bool) (string, error) {
 	}
 	if busy(err) {
 		return a.startedOrHeld(ctx, err)
+	}
+	if changedMeanwhile(err) {
+		return "", &Error{Msg: wrap(err, "start the upgrade of %s to %s", a, a.target).Error() + "; another client changed the pool since it was read: the run reads it again", Err: err, IsTransient: true}
 	}
 	if err != nil {
 		return "", wrap(err, "start the upgrade of %s to %s", a, a.target)
