@@ -304,3 +304,17 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// surgePool is a server with pool "pool" of n nodes (its properties
+// changed by set) and the provider opened on them for a surge run with
+// opts.
+func surgePool(t *testing.T, n int, set map[string]any, opts map[string]string) (*aksServer, *AgentPool) {
+	t.Helper()
+	f := newAKSServer(t)
+	f.addPool("pool", n, set)
+	_, p, _, err := openPool(t, "pool", n, plan.StrategySurge, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, p.(*AgentPool)
+}

@@ -105,13 +105,7 @@ func TestOpenFindsThePoolAndCluster(t *testing.T) {
 // that lost its answer, and not cancelled once it ended; a failed one
 // names AKS's error.
 func TestAKSUpgradeFollowed(t *testing.T) {
-	f := newAKSServer(t)
-	f.addPool("pool", 2, nil)
-	_, p, _, err := openPool(t, "pool", 2, plan.StrategySurge, map[string]string{optImage: "latest"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := p.(*AgentPool)
+	f, a := surgePool(t, 2, nil, map[string]string{optImage: "latest"})
 	ctx := context.Background()
 	id, err := a.StartUpdate(ctx, false)
 	if err != nil || id != f.srv.URL+"/subscriptions/sub/providers/Microsoft.ContainerService/locations/westeurope/operations/op1?api-version="+poolAPIVersion {
@@ -159,13 +153,7 @@ func TestAKSUpgradeFollowed(t *testing.T) {
 // the pool as read with the target's orchestratorVersion, and it is
 // cancelled by agentPools/abort while it runs.
 func TestVersionUpgradeByPut(t *testing.T) {
-	f := newAKSServer(t)
-	f.addPool("pool", 2, map[string]any{"aFieldNewerThanTheModel": "kept"})
-	_, p, _, err := openPool(t, "pool", 2, plan.StrategySurge, map[string]string{optVersion: "1.32"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := p.(*AgentPool)
+	f, a := surgePool(t, 2, map[string]any{"aFieldNewerThanTheModel": "kept"}, map[string]string{optVersion: "1.32"})
 	ctx := context.Background()
 	id, err := a.StartUpdate(ctx, false)
 	if err != nil || !strings.HasSuffix(id, "/operations/op1?api-version="+poolAPIVersion) {
@@ -194,13 +182,7 @@ func TestVersionUpgradeByPut(t *testing.T) {
 // bare ID a run of an earlier version recorded is read at the
 // location; a URL on another host is refused, the credential kept.
 func TestOperationReadWhereAKSNamedIt(t *testing.T) {
-	f := newAKSServer(t)
-	f.addPool("pool", 1, nil)
-	_, p, _, err := openPool(t, "pool", 1, plan.StrategySurge, map[string]string{optImage: "latest"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := p.(*AgentPool)
+	f, a := surgePool(t, 1, nil, map[string]string{optImage: "latest"})
 	ctx := context.Background()
 	id, err := a.StartUpdate(ctx, false)
 	if err != nil {
@@ -236,13 +218,7 @@ func TestOperationReadWhereAKSNamedIt(t *testing.T) {
 // Configure read the pool again and write with its new eTag, and makes
 // StartUpdate's refusal one that passes (the run reads again).
 func TestWritesCarryTheETag(t *testing.T) {
-	f := newAKSServer(t)
-	f.addPool("pool", 2, nil)
-	_, p, _, err := openPool(t, "pool", 2, plan.StrategySurge, map[string]string{optVersion: "1.32.2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := p.(*AgentPool)
+	f, a := surgePool(t, 2, nil, map[string]string{optVersion: "1.32.2"})
 	ctx := context.Background()
 	f.racedPuts = 1
 	if err := a.Configure(ctx, plan.UpdateSettings{Other: map[string]string{setMaxSurge: "3"}}); err != nil {
@@ -255,7 +231,7 @@ func TestWritesCarryTheETag(t *testing.T) {
 		t.Errorf("maxSurge %v, want 3", got)
 	}
 	f.racedPuts = 1
-	_, err = a.StartUpdate(ctx, false)
+	_, err := a.StartUpdate(ctx, false)
 	if err == nil || !cloud.Transient(err) || !strings.Contains(err.Error(), "another client changed the pool") {
 		t.Errorf("StartUpdate beaten by another write: %v, want a refusal that passes", err)
 	}
