@@ -9,8 +9,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
-
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 )
 
 // getJSON GETs path?api-version=v from the fake into doc.
@@ -60,19 +58,19 @@ func TestRolesAnswerAndRefuse(t *testing.T) {
 func TestUsagesCountTheMachines(t *testing.T) {
 	s := newScene(t, 0)
 	s.srv.SetQuota("cores", 20)
-	var list aks.UsageList
+	var list armcompute.ListUsagesResult
 	getJSON(t, s, "/subscriptions/00000000-0000-0000-0000-000000000054/providers/Microsoft.Compute/locations/westeurope/usages", "2025-04-01", &list)
 	got := map[string][2]int64{}
 	for _, u := range list.Value {
-		got[u.Name.Value] = [2]int64{u.CurrentValue, u.Limit}
+		got[*u.Name.Value] = [2]int64{int64(*u.CurrentValue), *u.Limit}
 	}
 	// Three Standard_D4s_v5 of 4 vCPUs each.
 	if got["cores"] != [2]int64{12, 20} || got["standardDSv5Family"] != [2]int64{12, defaultLimit} || got["lowPriorityCores"] != [2]int64{0, defaultLimit} {
 		t.Errorf("usages %v", got)
 	}
-	var skus aks.SKUList
+	var skus armcompute.ResourceSKUsResult
 	getJSON(t, s, "/subscriptions/00000000-0000-0000-0000-000000000054/providers/Microsoft.Compute/skus", "2021-07-01", &skus)
-	if len(skus.Value) == 0 || skus.Value[1].Name != "Standard_D4s_v5" || skus.Value[1].Capabilities[0] != (aks.Capability{Name: "vCPUs", Value: "4"}) {
+	if len(skus.Value) == 0 || *skus.Value[1].Name != "Standard_D4s_v5" || *skus.Value[1].Capabilities[0].Name != "vCPUs" || *skus.Value[1].Capabilities[0].Value != "4" {
 		t.Errorf("skus %+v", skus)
 	}
 }

@@ -22,8 +22,6 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/conformance"
 )
 
 const (
@@ -44,7 +42,7 @@ func (token) GetToken(context.Context, policy.TokenRequestOptions) (azcore.Acces
 type scene struct {
 	srv     *Server
 	pools   *armcs.AgentPoolsClient
-	kubelet *conformance.Kubelet
+	kubelet *kubelet
 	kube    *fake.Clientset
 }
 
@@ -62,7 +60,7 @@ func newSceneWith(t *testing.T, faults float64, react func(*fake.Clientset)) *sc
 	if react != nil {
 		react(kube)
 	}
-	k := conformance.StartKubelet(t, kube)
+	k := startKubelet(t, kube)
 	srv, err := Start(context.Background(), kube, Options{PollEvery: 10 * time.Millisecond, EvictRetry: 20 * time.Millisecond, MinuteIs: 100 * time.Millisecond,
 		SettingsDuration: 20 * time.Millisecond, NodeReadyTimeout: time.Minute, Faults: faults, FaultSeed: 1, RetryAfter: time.Second})
 	if err != nil {

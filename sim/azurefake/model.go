@@ -119,6 +119,7 @@ func (s *Server) CreatePool(ctx context.Context, spec PoolSpec) error {
 			NodeLabels: labelPtrs(spec.Labels), ScaleSetPriority: spotPriority(spec.Spot),
 		},
 	}
+	s.newETagLocked(p)
 	if spec.MaxUnavailable != "" {
 		p.extra.MaxUnavailable = ptr(spec.MaxUnavailable)
 	}

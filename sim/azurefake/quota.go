@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
-
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/aks"
 )
 
 // vmSize is a VM size the fake knows: its family (the name of its
@@ -59,12 +59,14 @@ func (s *Server) limitLocked(usage string) int64 {
 
 // listSKUs answers Resource Skus - List with the fake's VM sizes in its
 // location; the fake does not filter by $filter's location, since it
-// has one.
+// has one. The answer is the published model's (armcompute
+// ResourceSKUsResult), not a provider's type.
 func (s *Server) listSKUs(q *request) {
-	var out aks.SKUList
+	var out armcompute.ResourceSKUsResult
 	for _, v := range vmSizes {
-		out.Value = append(out.Value, aks.SKU{ResourceType: "virtualMachines", Name: v.name, Family: v.family, Locations: []string{s.opts.Location},
-			Capabilities: []aks.Capability{{Name: "vCPUs", Value: strconv.FormatInt(v.vcpus, 10)}}})
+		out.Value = append(out.Value, &armcompute.ResourceSKU{ResourceType: to.Ptr("virtualMachines"), Name: to.Ptr(v.name), Family: to.Ptr(v.family),
+			Locations:    []*string{to.Ptr(s.opts.Location)},
+			Capabilities: []*armcompute.ResourceSKUCapabilities{{Name: to.Ptr("vCPUs"), Value: to.Ptr(strconv.FormatInt(v.vcpus, 10))}}})
 	}
 	writeJSON(q.w, http.StatusOK, out)
 }
@@ -79,11 +81,10 @@ func (s *Server) listUsages(q *request) {
 	for _, v := range vmSizes {
 		names[v.family] = familyName(v.family)
 	}
-	var out aks.UsageList
+	var out armcompute.ListUsagesResult // the published model's (armcompute Usage)
 	for name, localized := range names {
-		u := aks.Usage{CurrentValue: used[name], Limit: s.limitLocked(name), Unit: "Count"}
-		u.Name.Value, u.Name.LocalizedValue = name, localized
-		out.Value = append(out.Value, u)
+		out.Value = append(out.Value, &armcompute.Usage{CurrentValue: to.Ptr(int32(used[name])), Limit: to.Ptr(s.limitLocked(name)),
+			Unit: to.Ptr("Count"), Name: &armcompute.UsageName{Value: to.Ptr(name), LocalizedValue: to.Ptr(localized)}})
 	}
 	writeJSON(q.w, http.StatusOK, out)
 }

@@ -77,6 +77,10 @@ func (s *Server) putPool(q *request) {
 		writeError(q.w, aerr)
 		return
 	}
+	if aerr := ifMatchLocked(q, p); aerr != nil {
+		writeError(q.w, aerr)
+		return
+	}
 	t, aerr := s.putTargetLocked(p, in.Properties)
 	if aerr != nil {
 		writeError(q.w, aerr)
@@ -96,6 +100,7 @@ func (s *Server) putPool(q *request) {
 		s.wg.Add(1)
 		go s.settle(o)
 	}
+	s.newETagLocked(p)
 	s.asyncHeaders(q.w, o)
 	writeJSON(q.w, http.StatusOK, s.poolDoc(p, version))
 }
@@ -134,8 +139,13 @@ func (s *Server) putTargetLocked(p *pool, in *armcs.ManagedClusterAgentPoolProfi
 	if in == nil || in.OrchestratorVersion == nil || *in.OrchestratorVersion == *props.OrchestratorVersion {
 		return p.pendingIfEnded(), nil
 	}
-	v := *in.OrchestratorVersion
+	v, same := resolveMinor(*in.OrchestratorVersion, *props.CurrentOrchestratorVersion, p.c.version, p.c.versions)
 	switch {
+	case same:
+		props.OrchestratorVersion = in.OrchestratorVersion
+		return p.pendingIfEnded(), nil
+	case v == "":
+		return nil, errorf(http.StatusBadRequest, "AgentPoolK8sVersionNotSupported", "Version %s is not supported in this region.", *in.OrchestratorVersion)
 	case compareVersions(v, p.c.version) > 0:
 		// "Node pool version ... and control plane version ... are
 		// incompatible" (https://learn.microsoft.com/en-us/troubleshoot/azure/azure-kubernetes/create-upgrade-delete/node-pool-version-control-plane-incompatible);

@@ -131,7 +131,13 @@ func (s *Server) CreateScaleSet(ctx context.Context, spec ScaleSetSpec) error {
 			UpgradePolicy:     &armcompute.UpgradePolicy{Mode: to.Ptr(mode)},
 			OrchestrationMode: to.Ptr(armcompute.OrchestrationModeUniform),
 			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{
-				OSProfile:      &armcompute.VirtualMachineScaleSetOSProfile{ComputerNamePrefix: to.Ptr(spec.ComputerNamePrefix)},
+				// SSH keys alone, as a self-managed cluster's nodes log in
+				// (linuxConfiguration.disablePasswordAuthentication): a
+				// password is never returned, so no copy of the model
+				// could carry it.
+				OSProfile: &armcompute.VirtualMachineScaleSetOSProfile{ComputerNamePrefix: to.Ptr(spec.ComputerNamePrefix), AdminUsername: to.Ptr("azureuser"),
+					LinuxConfiguration: &armcompute.LinuxConfiguration{DisablePasswordAuthentication: to.Ptr(true),
+						SSH: &armcompute.SSHConfiguration{PublicKeys: []*armcompute.SSHPublicKey{{Path: to.Ptr("/home/azureuser/.ssh/authorized_keys"), KeyData: to.Ptr("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake nodeupgrade-sim")}}}}},
 				StorageProfile: &armcompute.VirtualMachineScaleSetStorageProfile{ImageReference: &img},
 				UserData:       to.Ptr(UserDataWithLabels(spec.NodeLabels)),
 			},

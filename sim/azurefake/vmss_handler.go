@@ -211,7 +211,7 @@ func (s *Server) patchScaleSet(q *request) {
 	if newModel {
 		ss.gen++
 		if props.UpgradePolicy != nil && props.UpgradePolicy.Mode != nil && *props.UpgradePolicy.Mode == armcompute.UpgradeModeAutomatic {
-			up := s.upgradeLocked(ss, activeVMs(ss))
+			up := s.upgradeLocked(ss, unprotected(activeVMs(ss)))
 			ch.update, ch.inPlace = up.update, up.inPlace
 		}
 	}
@@ -262,8 +262,9 @@ func (s *Server) instancesOfLocked(q *request, ss *scaleSet) ([]*vmssVM, *armErr
 	return out, nil
 }
 
-// onInstances runs a POST on named instances of a scale set.
-func (s *Server) onInstances(q *request, kind string, act func(ss *scaleSet, vms []*vmssVM) change) {
+// onInstances runs a POST on named instances of a scale set; refused
+// names the action a protected instance refuses ("" for none).
+func (s *Server) onInstances(q *request, kind, refused string, act func(ss *scaleSet, vms []*vmssVM) change) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, err := s.scaleSetOfLocked(q)
@@ -273,6 +274,9 @@ func (s *Server) onInstances(q *request, kind string, act func(ss *scaleSet, vms
 	var vms []*vmssVM
 	if err == nil {
 		vms, err = s.instancesOfLocked(q, ss)
+	}
+	if err == nil && refused != "" {
+		err = refuseProtected(ss, vms, refused)
 	}
 	if err != nil {
 		writeError(q.w, err)
@@ -288,7 +292,7 @@ func (s *Server) onInstances(q *request, kind string, act func(ss *scaleSet, vms
 // the instances left:
 // https://learn.microsoft.com/en-us/rest/api/compute/virtual-machine-scale-sets/delete-instances).
 func (s *Server) deleteInstances(q *request) {
-	s.onInstances(q, "virtualMachineScaleSets/delete/action", func(ss *scaleSet, vms []*vmssVM) change {
+	s.onInstances(q, "virtualMachineScaleSets/delete/action", "", func(ss *scaleSet, vms []*vmssVM) change {
 		c := *ss.model.SKU.Capacity - int64(len(vms))
 		ss.model.SKU = &armcompute.SKU{Name: ss.model.SKU.Name, Tier: ss.model.SKU.Tier, Capacity: &c}
 		return change{remove: s.markLocked(ss, vms, vmDeleting)}
@@ -305,7 +309,7 @@ func (s *Server) deleteInstances(q *request) {
 // reimages, other properties apply in place:
 // https://learn.microsoft.com/en-us/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-upgrade-scale-set#how-to-bring-vms-up-to-date-with-the-latest-scale-set-model).
 func (s *Server) updateInstances(q *request) {
-	s.onInstances(q, "virtualMachineScaleSets/manualUpgrade/action", s.upgradeLocked)
+	s.onInstances(q, "virtualMachineScaleSets/manualUpgrade/action", "manualUpgrade", s.upgradeLocked)
 }
 
 // upgradeLocked brings vms to the latest model: reimaged where the
@@ -342,9 +346,11 @@ func (s *Server) reimageInstances(q *request) {
 	var vms []*vmssVM
 	switch {
 	case err == nil && len(in.InstanceIDs) > 0:
-		vms, err = s.instancesOfLocked(q, ss)
+		if vms, err = s.instancesOfLocked(q, ss); err == nil {
+			err = refuseProtected(ss, vms, "reimage")
+		}
 	case err == nil:
-		vms = activeVMs(ss)
+		vms = unprotected(activeVMs(ss))
 	}
 	if err != nil {
 		writeError(q.w, err)
@@ -450,7 +456,8 @@ func (s *Server) markLocked(_ *scaleSet, vms []*vmssVM, state string) []*vmssVM 
 // resizeLocked brings the instances to the model's capacity: new ones
 // from the model, or, for fewer, those the default scale-in policy
 // takes: zones balanced, then the highest instance ID
-// (https://learn.microsoft.com/en-us/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-scale-in-policy).
+// (https://learn.microsoft.com/en-us/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-scale-in-policy),
+// never a protected one (protection.go).
 func (s *Server) resizeLocked(ss *scaleSet) change {
 	var ch change
 	active := activeVMs(ss)
@@ -458,9 +465,10 @@ func (s *Server) resizeLocked(ss *scaleSet) change {
 	for n := len(active); n < want; n++ {
 		ch.create = append(ch.create, s.newVMLocked(ss))
 	}
-	for n := len(active); n > want; n-- {
-		victim := scaleInVictim(active)
-		active = slices.DeleteFunc(active, func(vm *vmssVM) bool { return vm == victim })
+	candidates := slices.DeleteFunc(slices.Clone(active), protectedFromScaleIn)
+	for n := len(active); n > want && len(candidates) > 0; n-- {
+		victim := scaleInVictim(candidates)
+		candidates = slices.DeleteFunc(candidates, func(vm *vmssVM) bool { return vm == victim })
 		ch.remove = append(ch.remove, s.markLocked(ss, []*vmssVM{victim}, vmDeleting)...)
 	}
 	return ch

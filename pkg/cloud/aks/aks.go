@@ -14,13 +14,10 @@ package aks
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
@@ -72,9 +69,7 @@ func endpoint() string { return armEndpoint.URL() }
 type clients struct {
 	pools    *armcs.AgentPoolsClient
 	clusters *armcs.ManagedClustersClient
-	pipeline interface {
-		Do(*policy.Request) (*http.Response, error)
-	}
+	pipeline azarm.Pipeline
 	// pollEvery is how often a wait on the pool looks again.
 	pollEvery time.Duration
 }
@@ -82,18 +77,13 @@ type clients struct {
 // newClients connects with DefaultAzureCredential, or to the endpoint the
 // environment names with a fixed token.
 func newClients(subscription string) (*clients, error) {
-	opts, cred, err := armEndpoint.Options()
+	opts, cred, pl, err := armEndpoint.Connect("nodeupgrade.aks", opCapture{})
 	if err != nil {
 		return nil, err
 	}
-	opts.PerRetryPolicies = append(opts.PerRetryPolicies, opCapture{})
 	f, err := armcs.NewClientFactory(subscription, cred, opts)
 	if err != nil {
 		return nil, inputErrorf("cannot make an AKS client: %v", err)
 	}
-	pl, err := arm.NewClient("nodeupgrade.aks", "v0.1.0", cred, opts)
-	if err != nil {
-		return nil, inputErrorf("cannot make an ARM client: %v", err)
-	}
-	return &clients{pools: f.NewAgentPoolsClient(), clusters: f.NewManagedClustersClient(), pipeline: pl.Pipeline(), pollEvery: time.Second}, nil
+	return &clients{pools: f.NewAgentPoolsClient(), clusters: f.NewManagedClustersClient(), pipeline: pl, pollEvery: time.Second}, nil
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -148,7 +149,7 @@ func (b *PoolBlueGreen) Machines(_ context.Context, nodes []*corev1.Node) (map[s
 			continue
 		}
 		pid, _ := parseProviderID(n.Spec.ProviderID)
-		byNode[n.Name] = plan.Machine{ID: pid.scaleSet + "_" + pid.instance, Zone: n.Labels[plan.ZoneLabel], Template: pool, Version: nodeConfig(n).String()}
+		byNode[n.Name] = plan.Machine{ID: pid.ScaleSet + "_" + pid.Instance, Zone: n.Labels[plan.ZoneLabel], Template: pool, Version: nodeConfig(n).String()}
 	}
 	return byNode, nil, nil
 }
@@ -418,9 +419,5 @@ func openBlueGreen(ctx context.Context, a *AgentPool, nodes []corev1.Node, t pla
 	return cg, b, nil
 }
 
-func deref(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
+// deref is *p, 0 for nil.
+var deref = azarm.Deref[int32]

@@ -45,15 +45,11 @@ var Calls = []Call{
 const permissionsAPIVersion = azarm.PermissionsAPIVersion
 
 // Permission is one entry of the permissions list (azarm's, which vmss
-// shares; sim/azurefake sets the caller's roles with it).
+// shares).
 type Permission = azarm.Permission
 
 // PermissionList is the permissions list's answer.
 type PermissionList = azarm.PermissionList
-
-// Grants reports whether the permissions list allows an action, as
-// Azure RBAC evaluates it (azarm.Grants).
-func Grants(perms []Permission, action string) bool { return azarm.Grants(perms, action) }
 
 var _ cloud.PermissionProber = (*AgentPool)(nil)
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -100,12 +101,8 @@ func (a *AgentPool) refresh(ctx context.Context) error {
 	return nil
 }
 
-func str(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
+// str is *p, "" for nil.
+var str = azarm.Deref[string]
 
 // current is what the pool runs now.
 func (a *AgentPool) current() config {
@@ -211,7 +208,7 @@ func (a *AgentPool) cloudGroup(nodes []corev1.Node) *plan.CloudGroup {
 	byNode := map[string]plan.Machine{}
 	for i := range nodes {
 		pid, _ := parseProviderID(nodes[i].Spec.ProviderID)
-		byNode[nodes[i].Name] = plan.Machine{ID: pid.scaleSet + "_" + pid.instance, Zone: nodes[i].Labels[plan.ZoneLabel], Template: a.name, Version: nodeConfig(&nodes[i]).String()}
+		byNode[nodes[i].Name] = plan.Machine{ID: pid.ScaleSet + "_" + pid.Instance, Zone: nodes[i].Labels[plan.ZoneLabel], Template: a.name, Version: nodeConfig(&nodes[i]).String()}
 	}
 	n := int32(len(nodes))
 	return &plan.CloudGroup{

@@ -64,7 +64,7 @@ func (d poolDoc) url() string {
 // error.
 func (d poolDoc) get(ctx context.Context) (armcs.AgentPool, rawPool, error) {
 	var out armcs.AgentPool
-	body, err := d.send(ctx, http.MethodGet, nil)
+	body, err := d.send(ctx, http.MethodGet, nil, "")
 	if err != nil {
 		return out, rawPool{}, err
 	}
@@ -106,21 +106,37 @@ func (d poolDoc) put(ctx context.Context, read rawPool, change func(props map[st
 		props = map[string]any{}
 		doc["properties"] = props
 	}
+	etag, _ := props["eTag"].(string)
 	change(props)
 	body, err := json.Marshal(doc)
 	if err != nil {
 		return err
 	}
-	_, err = d.send(ctx, http.MethodPut, body)
+	_, err = d.send(ctx, http.MethodPut, body, etag)
 	return err
 }
 
+// changedMeanwhile reports AKS's refusal of a write whose If-Match no
+// longer names the pool's eTag (412 PreconditionFailed): another client
+// wrote the pool since it was read; read it again and decide again.
+func changedMeanwhile(err error) bool {
+	_, status := code(err)
+	return status == http.StatusPreconditionFailed
+}
+
 // send sends method to the pool's URL through the client's pipeline (its
-// retries, credential and opCapture) and returns the answer's body.
-func (d poolDoc) send(ctx context.Context, method string, body []byte) ([]byte, error) {
+// retries, credential and opCapture) and returns the answer's body. A
+// write carries If-Match with the eTag the pool was read with
+// (armcontainerservice AgentPoolsClientBeginCreateOrUpdateOptions.IfMatch:
+// "The request should only proceed if an entity matches this string"),
+// so that it never overwrites another client's write made since.
+func (d poolDoc) send(ctx context.Context, method string, body []byte, ifMatch string) ([]byte, error) {
 	req, err := runtime.NewRequest(ctx, method, d.url())
 	if err != nil {
 		return nil, err
+	}
+	if ifMatch != "" {
+		req.Raw().Header.Set("If-Match", ifMatch)
 	}
 	if body != nil {
 		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {

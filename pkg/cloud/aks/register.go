@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -173,25 +174,11 @@ type clusterID struct {
 	subscription, group, name string
 }
 
-// providerID is what a node's azure:// provider ID names.
-type providerID struct {
-	subscription, nodeGroup, scaleSet, instance string
-}
+// providerID is what a node's azure:// provider ID names
+// (azarm.ParseInstanceID).
+type providerID = azarm.InstanceID
 
-// parseProviderID reads
-// azure:///subscriptions/S/resourceGroups/G/providers/Microsoft.Compute/virtualMachineScaleSets/V/virtualMachines/I.
-func parseProviderID(id string) (providerID, bool) {
-	rest, ok := strings.CutPrefix(id, "azure:///")
-	if !ok {
-		return providerID{}, false
-	}
-	p := strings.Split(rest, "/")
-	if len(p) != 10 || !strings.EqualFold(p[0], "subscriptions") || !strings.EqualFold(p[2], "resourceGroups") ||
-		!strings.EqualFold(p[6], "virtualMachineScaleSets") || !strings.EqualFold(p[8], "virtualMachines") {
-		return providerID{}, false
-	}
-	return providerID{subscription: p[1], nodeGroup: p[3], scaleSet: p[7], instance: p[9]}, true
-}
+func parseProviderID(id string) (providerID, bool) { return azarm.ParseInstanceID(id) }
 
 // clusterOf finds the cluster: the flags, else the node resource group
 // AKS names MC_<resource group>_<cluster>_<location>
@@ -204,16 +191,16 @@ func clusterOf(nodes []corev1.Node, group, name string) (clusterID, error) {
 			break
 		}
 	}
-	if pid.subscription == "" {
+	if pid.Subscription == "" {
 		return clusterID{}, inputErrorf("the nodes have no azure:// provider IDs to find their subscription from")
 	}
-	id := clusterID{subscription: pid.subscription, group: group, name: name}
+	id := clusterID{subscription: pid.Subscription, group: group, name: name}
 	if group != "" && name != "" {
 		return id, nil
 	}
-	parts := strings.Split(pid.nodeGroup, "_")
+	parts := strings.Split(pid.Group, "_")
 	if len(parts) != 4 || !strings.EqualFold(parts[0], "MC") {
-		return clusterID{}, inputErrorf("node resource group %q is not AKS's default MC_<group>_<cluster>_<location>; give --%s and --%s", pid.nodeGroup, optResourceGroup, optCluster)
+		return clusterID{}, inputErrorf("node resource group %q is not AKS's default MC_<group>_<cluster>_<location>; give --%s and --%s", pid.Group, optResourceGroup, optCluster)
 	}
 	if id.group == "" {
 		id.group = parts[1]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -82,6 +83,10 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 		}
 		send := upgradeSettings(clearing(s, have))
 		err := a.doc().put(ctx, a.raw, func(props map[string]any) { props["upgradeSettings"] = send })
+		if changedMeanwhile(err) { // read again (settle) and compare again
+			writes++
+			continue
+		}
 		if busy(err) { // this pool's operation, or another pool's: wait
 			if err := sleep(ctx, a.c.pollEvery); err != nil {
 				return err
@@ -178,6 +183,9 @@ func (a *AgentPool) StartUpdate(ctx context.Context, _ bool) (string, error) {
 	if busy(err) {
 		return a.startedOrHeld(ctx, err)
 	}
+	if changedMeanwhile(err) {
+		return "", &Error{Msg: wrap(err, "start the upgrade of %s to %s", a, a.target).Error() + "; another client changed the pool since it was read: the run reads it again", Err: err, IsTransient: true}
+	}
 	if err != nil {
 		return "", wrap(err, "start the upgrade of %s to %s", a, a.target)
 	}
@@ -213,13 +221,14 @@ func (a *AgentPool) RunningUpdate(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// opKey holds, in a request's context, where opCapture writes the ID of
-// the operation the answer names.
+// opKey holds, in a request's context, where opCapture writes the
+// status URL of the operation the answer names.
 type opKey struct{}
 
-// opCapture reads the operation ID from an answer's Azure-AsyncOperation
-// header (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/async-operations):
-// .../locations/L/operations/ID?api-version=...
+// opCapture keeps an answer's Azure-AsyncOperation header, the URL of the
+// operation's status, whole: "use the URL in the header value to poll"
+// (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/async-operations),
+// its api-version included, never rebuilt from the operation's ID.
 type opCapture struct{}
 
 func (opCapture) Do(req *policy.Request) (*http.Response, error) {
@@ -229,8 +238,7 @@ func (opCapture) Do(req *policy.Request) (*http.Response, error) {
 	}
 	if h := resp.Header.Get("Azure-AsyncOperation"); h != "" {
 		if p, ok := req.Raw().Context().Value(opKey{}).(*string); ok {
-			h, _, _ = strings.Cut(h, "?")
-			*p = h[strings.LastIndex(h, "/")+1:]
+			*p = h
 		}
 	}
 	return resp, err
@@ -297,18 +305,24 @@ func failure(doc opStatus) cloud.UpdateError {
 	return e
 }
 
-// operationsAPIVersion is the API version of AKS's operation statuses.
+// operationsAPIVersion is the API version of AKS's operation statuses,
+// for the status read the permission check asks (the run's own reads go
+// to the URL AKS answered).
 const operationsAPIVersion = "2025-02-01"
 
-// getOperation reads operation id's status document.
+// getOperation reads the status document at id, the operation's status
+// URL as AKS's answer named it (opCapture). An id that is no URL is an
+// operation ID a run of an earlier version recorded, read at the
+// cluster's location.
 func (a *AgentPool) getOperation(ctx context.Context, id string, doc *opStatus) error {
-	req, err := runtime.NewRequest(ctx, http.MethodGet, a.operationsURL()+"/operations/"+id)
+	u, err := a.operationURL(id)
 	if err != nil {
 		return err
 	}
-	q := req.Raw().URL.Query()
-	q.Set("api-version", operationsAPIVersion)
-	req.Raw().URL.RawQuery = q.Encode()
+	req, err := runtime.NewRequest(ctx, http.MethodGet, u)
+	if err != nil {
+		return err
+	}
 	resp, err := a.c.pipeline.Do(req)
 	if err != nil {
 		return wrap(err, "get operation %s of %s", id, a)
@@ -321,6 +335,20 @@ func (a *AgentPool) getOperation(ctx context.Context, id string, doc *opStatus) 
 		return fmt.Errorf("cannot read operation %s of %s: %w", id, a, err)
 	}
 	return nil
+}
+
+// operationURL is where operation id's status is read: id itself, when
+// it is a URL on the endpoint's host (the credential goes nowhere else).
+func (a *AgentPool) operationURL(id string) (string, error) {
+	if !strings.Contains(id, "://") {
+		return a.operationsURL() + "/operations/" + url.PathEscape(id) + "?api-version=" + operationsAPIVersion, nil
+	}
+	u, err := url.Parse(id)
+	base, berr := url.Parse(endpoint())
+	if err != nil || berr != nil || !strings.EqualFold(u.Host, base.Host) {
+		return "", fmt.Errorf("cannot follow the upgrade of %s: its operation status URL %q is not on %s", a, id, endpoint())
+	}
+	return id, nil
 }
 
 // nodesDone counts the pool's nodes on the target, of the pool's count.

@@ -106,6 +106,9 @@ func (s *ScaleSet) CreateGreen(ctx context.Context, name, version string, sizes 
 	if err != nil {
 		return err
 	}
+	if err := greenCopyRefusal(blue); err != nil {
+		return err
+	}
 	m, err := greenModel(blue, name, img, int64(sizes.Desired))
 	if err != nil {
 		return err

@@ -73,8 +73,12 @@ var scaleSetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // Validate checks the flags without calling Azure.
 func (vmssCloud) Validate(t plan.CloudTarget) error {
 	if t.Image != "" {
-		if _, err := ParseImage(t.Image); err != nil {
+		r, err := ParseImage(t.Image)
+		if err != nil {
 			return err
+		}
+		if floating(r) {
+			return inputErrorf("invalid %s %q: %s; name the version (publisher:offer:sku:VERSION, or the gallery image's .../versions/VERSION)", flagImage, t.Image, floatingWhy)
 		}
 	}
 	if t.Group != "" && !scaleSetName.MatchString(t.Group) {
@@ -84,7 +88,8 @@ func (vmssCloud) Validate(t plan.CloudTarget) error {
 }
 
 // ParseImage reads --image: an image's resource ID (a gallery image
-// version, a gallery image for its latest version, or a managed image:
+// version, a gallery image for its latest version, which Validate refuses
+// as a target (floating), or a managed image:
 // /subscriptions/...), a shared or community gallery image ID
 // (/SharedGalleries/..., /CommunityGalleries/...), or a marketplace
 // image's publisher:offer:sku:version (armcompute.ImageReference's
@@ -145,7 +150,15 @@ func (vmssCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []
 	if s.target, err = targetOf(m, t.Image); err != nil {
 		return nil, nil, err
 	}
+	if t.Strategy == plan.StrategyBlueGreen {
+		if err := greenCopyRefusal(m); err != nil {
+			return nil, nil, err
+		}
+	}
 	cg, err := s.cloudGroup(ctx, m, nodes)
+	if err == nil && t.Strategy == plan.StrategyBlueGreen {
+		cg.Notes = append(cg.Notes, greenCopyNotes(m)...)
+	}
 	return cg, s, err
 }
 
@@ -251,15 +264,44 @@ func upgradeMode(m *armcompute.VirtualMachineScaleSet) armcompute.UpgradeMode {
 }
 
 // targetOf is the image the run moves the instances to: --image, or the
-// model's.
+// model's, which must name a fixed version (see floating).
 func targetOf(m *armcompute.VirtualMachineScaleSet, image string) (armcompute.ImageReference, error) {
-	if image == "" {
-		if r := m.Properties.VirtualMachineProfile.StorageProfile.ImageReference; r != nil {
-			return *r, nil
-		}
-		return armcompute.ImageReference{}, inputErrorf("scale set %q names no image in its model; give %s", str(m.Name), flagImage)
+	if image != "" {
+		return ParseImage(image)
 	}
-	return ParseImage(image)
+	r := m.Properties.VirtualMachineProfile.StorageProfile.ImageReference
+	switch {
+	case r == nil:
+		return armcompute.ImageReference{}, inputErrorf("scale set %q names no image in its model; give %s", str(m.Name), flagImage)
+	case floating(*r):
+		return armcompute.ImageReference{}, inputErrorf("scale set %q's model names image %q: %s; give %s with the version to upgrade to", str(m.Name), ImageString(r), floatingWhy, flagImage)
+	}
+	return *r, nil
+}
+
+// floatingWhy says why an image without a fixed version cannot be a
+// target: Azure picks the version when it creates or reimages each
+// instance, and records it in the instance's
+// storageProfile.imageReference.exactVersion (armcompute
+// ImageReference.ExactVersion: "the version of platform image or
+// marketplace image used to create the virtual machine. This readonly
+// field differs from 'version', only if the value specified in 'version'
+// field is 'latest'"), so instances made at different times run
+// different versions under one name.
+const floatingWhy = "a version Azure resolves anew for each instance (\"latest\", or a gallery image without a version), so the run cannot tell which instances run it (each instance's exactVersion is its own)"
+
+// floating reports whether an image reference names no fixed version: a
+// marketplace image at version "latest", or a gallery image (by resource,
+// shared or community ID) without /versions/, which Azure resolves to
+// the gallery image's latest version. A managed image's ID is one image.
+func floating(r armcompute.ImageReference) bool {
+	for _, id := range []*string{r.ID, r.SharedGalleryImageID, r.CommunityGalleryImageID} {
+		if l := strings.ToLower(str(id)); l != "" {
+			gallery := r.ID == nil || strings.Contains(l, "/providers/microsoft.compute/galleries/")
+			return gallery && !strings.Contains(l, "/versions/")
+		}
+	}
+	return strings.EqualFold(str(r.Version), "latest")
 }
 
 // get reads a scale set's model with its userData (which a green copies),

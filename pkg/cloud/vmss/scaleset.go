@@ -33,6 +33,8 @@ type ScaleSet struct {
 	target armcompute.ImageReference
 	// greens are the scale sets Machines reports too (blue/green).
 	greens []string
+	// overprovision: the scale set overprovisions (overprovision.go).
+	overprovision bool
 	// before is the model's image Setup replaced, for a scale-up refused
 	// for the quota to put back (see undoSetup); nil when Setup found the
 	// target.
@@ -61,6 +63,7 @@ func (s *ScaleSet) cloudGroup(ctx context.Context, m *armcompute.VirtualMachineS
 	for i := range nodes {
 		ptrs[i] = &nodes[i]
 	}
+	s.overprovision = overprovisions(m)
 	ins, err := s.instances(ctx, append([]string{s.name}, s.greens...))
 	if err != nil {
 		return nil, err
@@ -77,6 +80,9 @@ func (s *ScaleSet) cloudGroup(ctx context.Context, m *armcompute.VirtualMachineS
 		Green: s.GreenName(target), Findings: protectedFindings(ins, ptrs),
 	}
 	cg.LaunchesAfter = fmt.Sprintf("%s; upgradePolicy.mode %s", target, upgradeMode(m))
+	if s.overprovision {
+		cg.Notes = append(cg.Notes, overprovisionNote(m, s.group))
+	}
 	return cg, nil
 }
 
@@ -103,24 +109,47 @@ func (s *ScaleSet) Sizes(ctx context.Context) (plan.Sizes, error) { return s.Gro
 type instance struct {
 	group, set string
 	vm         *armcompute.VirtualMachineScaleSetVM
+	// surplus marks an extra instance of overprovisioning (markSurplus).
+	surplus bool
 }
 
-// instances lists the instances of scale sets.
+// instances lists the instances of scale sets; those of one that
+// overprovisions past its capacity marked (markSurplus).
 func (s *ScaleSet) instances(ctx context.Context, sets []string) ([]instance, error) {
 	var out []instance
 	for _, set := range sets {
-		pg := s.c.vms.NewListPager(s.group, set, nil)
-		for pg.More() {
-			page, err := pg.NextPage(ctx)
-			if status(err) == http.StatusNotFound {
-				break // a green deleted already
-			}
+		ins, err := s.setInstances(ctx, set)
+		if err != nil {
+			return nil, err
+		}
+		if s.overprovision && len(ins) > 0 {
+			m, err := s.get(ctx, set)
 			if err != nil {
-				return nil, wrap(err, "list the instances of scale set %q", set)
+				return nil, err
 			}
-			for _, vm := range page.Value {
-				out = append(out, instance{group: s.group, set: set, vm: vm})
+			if m != nil && m.SKU != nil && m.SKU.Capacity != nil {
+				markSurplus(ins, *m.SKU.Capacity)
 			}
+		}
+		out = append(out, ins...)
+	}
+	return out, nil
+}
+
+// setInstances lists one scale set's instances; none of one deleted.
+func (s *ScaleSet) setInstances(ctx context.Context, set string) ([]instance, error) {
+	var out []instance
+	pg := s.c.vms.NewListPager(s.group, set, nil)
+	for pg.More() {
+		page, err := pg.NextPage(ctx)
+		if status(err) == http.StatusNotFound {
+			return nil, nil // a green deleted already
+		}
+		if err != nil {
+			return nil, wrap(err, "list the instances of scale set %q", set)
+		}
+		for _, vm := range page.Value {
+			out = append(out, instance{group: s.group, set: set, vm: vm})
 		}
 	}
 	return out, nil
@@ -202,13 +231,18 @@ func machine(in instance) plan.Machine {
 		return m
 	}
 	if p.StorageProfile != nil {
-		m.Version = ImageString(p.StorageProfile.ImageReference)
+		m.Version = ImageString(exact(p.StorageProfile.ImageReference))
 		m.Image = m.Version
 	}
 	if p.LatestModelApplied != nil && !*p.LatestModelApplied {
 		m.Version += staleModel
 	}
 	m.Lifecycle = str(p.ProvisioningState)
+	switch {
+	case in.surplus:
+		m.State, m.Lifecycle = plan.MachineLeaving, m.Lifecycle+" (an extra instance of overprovisioning)"
+		return m
+	}
 	switch m.Lifecycle {
 	case "Deleting":
 		m.State = plan.MachineLeaving
@@ -218,6 +252,19 @@ func machine(in instance) plan.Machine {
 		m.State = plan.MachinePending
 	}
 	return m
+}
+
+// exact is an instance's image reference with the version it runs: a
+// marketplace image made from "latest" reports that version in
+// exactVersion (see floatingWhy), which is what the target is compared
+// with.
+func exact(r *armcompute.ImageReference) *armcompute.ImageReference {
+	if r == nil || !strings.EqualFold(str(r.Version), "latest") || str(r.ExactVersion) == "" {
+		return r
+	}
+	c := *r
+	c.Version = c.ExactVersion
+	return &c
 }
 
 // Current implements cloud.Pool.

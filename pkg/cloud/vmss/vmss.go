@@ -14,12 +14,8 @@ package vmss
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 
@@ -54,13 +50,7 @@ var armEndpoint = azarm.Endpoint{Env: EndpointEnv, NoAuthEnv: NoAuthEnv, BusyPas
 func wrap(err error, format string, args ...any) error { return armEndpoint.Wrap(err, format, args...) }
 
 // status is the HTTP status of an ARM answer behind err, 0 for none.
-func status(err error) int {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return re.StatusCode
-	}
-	return 0
-}
+var status = azarm.Status
 
 // clients are the scale set and scale set VM clients of a subscription,
 // and the pipeline they send with (the permissions list's).
@@ -77,7 +67,7 @@ type clients struct {
 // newClients connects with DefaultAzureCredential, or to the endpoint the
 // environment names with a fixed token.
 func newClients(subscription string) (*clients, error) {
-	opts, cred, err := armEndpoint.Options()
+	opts, cred, pl, err := armEndpoint.Connect("nodeupgrade.vmss")
 	if err != nil {
 		return nil, err
 	}
@@ -85,12 +75,8 @@ func newClients(subscription string) (*clients, error) {
 	if err != nil {
 		return nil, inputErrorf("cannot make an Azure Compute client: %v", err)
 	}
-	pl, err := arm.NewClient("nodeupgrade.vmss", "v0.1.0", cred, opts)
-	if err != nil {
-		return nil, inputErrorf("cannot make an ARM client: %v", err)
-	}
 	return &clients{sets: f.NewVirtualMachineScaleSetsClient(), vms: f.NewVirtualMachineScaleSetVMsClient(),
-		usages: f.NewUsageClient(), skus: f.NewResourceSKUsClient(), pipeline: pl.Pipeline(),
+		usages: f.NewUsageClient(), skus: f.NewResourceSKUsClient(), pipeline: pl,
 		pollEvery: 200 * time.Millisecond}, nil
 }
 
@@ -125,32 +111,11 @@ type resourceID struct {
 	subscription, group, scaleSet, instance string
 }
 
-// parseProviderID reads
-// azure:///subscriptions/S/resourceGroups/G/providers/Microsoft.Compute/virtualMachineScaleSets/V/virtualMachines/I,
-// as the Azure cloud provider sets it (kubernetes-sigs/cloud-provider-azure:
-// the instance's resource ID behind "azure://").
+// parseProviderID reads a node's azure:// provider ID (azarm.ParseInstanceID).
 func parseProviderID(id string) (resourceID, bool) {
-	rest, ok := strings.CutPrefix(id, "azure:///")
-	if !ok {
-		return resourceID{}, false
-	}
-	p := strings.Split(rest, "/")
-	if len(p) != 10 || !strings.EqualFold(p[0], "subscriptions") || !strings.EqualFold(p[2], "resourceGroups") ||
-		!strings.EqualFold(p[5], "Microsoft.Compute") || !strings.EqualFold(p[6], "virtualMachineScaleSets") || !strings.EqualFold(p[8], "virtualMachines") {
-		return resourceID{}, false
-	}
-	for _, s := range p {
-		if s == "" {
-			return resourceID{}, false
-		}
-	}
-	return resourceID{subscription: p[1], group: p[3], scaleSet: p[7], instance: p[9]}, true
+	p, ok := azarm.ParseInstanceID(id)
+	return resourceID{subscription: p.Subscription, group: p.Group, scaleSet: p.ScaleSet, instance: p.Instance}, ok
 }
 
 // str is *p, "" for nil.
-func str(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
+var str = azarm.Deref[string]

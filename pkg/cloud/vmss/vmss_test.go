@@ -12,27 +12,6 @@ import (
 
 const instanceID = "azure:///subscriptions/s1/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ng/virtualMachines/3"
 
-func TestParseProviderID(t *testing.T) {
-	for _, tc := range []struct {
-		id   string
-		want resourceID
-		ok   bool
-	}{
-		{instanceID, resourceID{"s1", "rg", "ng", "3"}, true},
-		{strings.ToLower(instanceID), resourceID{"s1", "rg", "ng", "3"}, true},
-		{"azure:///subscriptions/s1/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1", resourceID{}, false},
-		{"azure:///subscriptions/s1/resourceGroups//providers/Microsoft.Compute/virtualMachineScaleSets/ng/virtualMachines/3", resourceID{}, false},
-		{"aws:///us-east-1a/i-0abc", resourceID{}, false},
-	} {
-		t.Run(tc.id, func(t *testing.T) {
-			got, ok := parseProviderID(tc.id)
-			if got != tc.want || ok != tc.ok {
-				t.Errorf("got %+v %v, want %+v %v", got, ok, tc.want, tc.ok)
-			}
-		})
-	}
-}
-
 func TestClaimsNoAKSNode(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

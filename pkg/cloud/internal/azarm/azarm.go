@@ -148,3 +148,65 @@ func Code(err error) (string, int) {
 	}
 	return "", 0
 }
+
+// Connect is Options with the pipeline of an ARM client named module
+// (what the raw and permissions requests send through), perRetry added
+// to the options' per-retry policies; the credential and options make
+// the provider's SDK clients.
+func (e Endpoint) Connect(module string, perRetry ...policy.Policy) (*arm.ClientOptions, azcore.TokenCredential, Pipeline, error) {
+	opts, cred, err := e.Options()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts.PerRetryPolicies = append(opts.PerRetryPolicies, perRetry...)
+	cl, err := arm.NewClient(module, "v0.1.0", cred, opts)
+	if err != nil {
+		return nil, nil, nil, Inputf("cannot make an ARM client: %v", err)
+	}
+	return opts, cred, cl.Pipeline(), nil
+}
+
+// Status is the HTTP status of an ARM answer behind err, 0 for none.
+func Status(err error) int {
+	_, s := Code(err)
+	return s
+}
+
+// Deref is *p, T's zero value for nil.
+func Deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+// InstanceID is what a node's azure:// provider ID names: a scale set
+// instance (an AKS node's too: its pool is a scale set in the node
+// resource group).
+type InstanceID struct {
+	Subscription, Group, ScaleSet, Instance string
+}
+
+// ParseInstanceID reads
+// azure:///subscriptions/S/resourceGroups/G/providers/Microsoft.Compute/virtualMachineScaleSets/V/virtualMachines/I,
+// as the Azure cloud provider sets it (kubernetes-sigs/cloud-provider-azure:
+// the instance's resource ID behind "azure://"); ARM IDs are
+// case-insensitive.
+func ParseInstanceID(id string) (InstanceID, bool) {
+	rest, ok := strings.CutPrefix(id, "azure:///")
+	if !ok {
+		return InstanceID{}, false
+	}
+	p := strings.Split(rest, "/")
+	if len(p) != 10 || !strings.EqualFold(p[0], "subscriptions") || !strings.EqualFold(p[2], "resourceGroups") ||
+		!strings.EqualFold(p[5], "Microsoft.Compute") || !strings.EqualFold(p[6], "virtualMachineScaleSets") || !strings.EqualFold(p[8], "virtualMachines") {
+		return InstanceID{}, false
+	}
+	for _, s := range p {
+		if s == "" {
+			return InstanceID{}, false
+		}
+	}
+	return InstanceID{Subscription: p[1], Group: p[3], ScaleSet: p[7], Instance: p[9]}, true
+}
