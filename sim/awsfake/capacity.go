@@ -30,6 +30,9 @@ const subnetSize = 4096 - 5
 type capacityState struct {
 	withheld map[[2]string]bool // by zone, instance type
 	free     map[string]int     // by subnet ID
+	short    map[[2]string]bool // by zone, instance type: no capacity (SetNoCapacity)
+	acts     activityState      // scaling activities (activities.go)
+	reserved reservationState   // Capacity Reservations (reservations.go)
 }
 
 // WithholdOffering makes EC2 not offer instance type typ in zone:
