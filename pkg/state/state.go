@@ -293,6 +293,10 @@ type ScaleRecord struct {
 	// is drained, the desired size its termination leaves.
 	Shrinking string `json:"shrinking,omitempty"`
 	ShrinkTo  int32  `json:"shrinkTo,omitempty"`
+	// LaunchFailure is the cloud's refusal of the new machines' launches
+	// that stopped the run before any drain; a wait that no longer meets
+	// one clears it.
+	LaunchFailure *plan.LaunchFailure `json:"launchFailure,omitempty"`
 }
 
 // GreenRecord is the blue/green strategies' part.

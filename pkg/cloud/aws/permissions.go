@@ -43,6 +43,7 @@ var groupActions = []action{
 	{"autoscaling:DescribeAutoScalingInstances", "read the group's instances", 0, anyResource},
 	{"autoscaling:DescribeLifecycleHooks", "read the group's lifecycle hooks", 0, anyResource},
 	{"autoscaling:DescribeWarmPool", "read the group's warm pool", 0, anyResource},
+	{"autoscaling:DescribeScalingActivities", "read why the group's launches failed", 0, anyResource},
 	{"ec2:DescribeInstances", "read the instances", 0, anyResource},
 	{"ec2:DescribeLaunchTemplateVersions", "read the launch template", 0, anyResource},
 	{"ec2:DescribeImages", "read the image", 0, anyResource},
