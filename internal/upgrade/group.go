@@ -66,6 +66,11 @@ func (cg *cloudGroup) cloudRecord() *state.CloudRecord {
 
 // setup points the group at the target configuration.
 func (cg *cloudGroup) setup(ctx context.Context) error {
+	// Reserved first: a cloud without the capacity refuses the run
+	// before anything changes.
+	if err := cg.reserveSurge(ctx, cg.firstRaise()); err != nil {
+		return err
+	}
 	cr := cg.cloudRecord()
 	if cr.FromVersion == "" && cg.cfg.Plan.Cloud != nil {
 		cr.FromVersion = cg.cfg.Plan.Cloud.CurrentVersion
