@@ -18,19 +18,19 @@ import (
 type resourceKind int
 
 const (
-	anyResource    resourceKind = iota // "*": no resource-level permission
-	onGroup                            // the Auto Scaling group
-	onTemplate                         // the launch template
-	onNewInstances                     // the instances Auto Scaling launches (instance/*)
-	onTargetGroups                     // the group's target groups
-	onClassicLBs                       // the group's Classic Load Balancers
-	onCluster                          // the EKS cluster
-	onNodegroup                        // the EKS managed node group
-	onNewNodegroup                     // green's node group, made on the cluster
-	onParameter                        // SSM's public release parameter
-	onEC2Quotas                        // EC2's quotas in Service Quotas (quota: ec2/<code>)
-	onReservations                     // capacity reservations (capacity-reservation/*)
-	onNewReservations                  // the tags of a capacity reservation being created
+	anyResource       resourceKind = iota // "*": no resource-level permission
+	onGroup                               // the Auto Scaling group
+	onTemplate                            // the launch template
+	onNewInstances                        // the instances Auto Scaling launches (instance/*)
+	onTargetGroups                        // the group's target groups
+	onClassicLBs                          // the group's Classic Load Balancers
+	onCluster                             // the EKS cluster
+	onNodegroup                           // the EKS managed node group
+	onNewNodegroup                        // green's node group, made on the cluster
+	onParameter                           // SSM's public release parameter
+	onEC2Quotas                           // EC2's quotas in Service Quotas (quota: ec2/<code>)
+	onReservations                        // capacity reservations (capacity-reservation/*)
+	onNewReservations                     // the tags of a capacity reservation being created
 )
 
 // resource is what the simulation of one kind's actions is given: the
