@@ -62,3 +62,80 @@ func TestAWSLaunchRefusedStopsBeforeAnyDrain(t *testing.T) {
 	}
 	assertUntouched(t, ctx, groupKey, name)
 }
+
+// TestAWSReserveSurge: --reserve-surge reserves the scale-up before the
+// run changes the group, the scale-up's launches run in the reservations,
+// and nothing stays reserved: at the end, after a kill and a re-run (the
+// reservation found by its token, none made twice), after abort; a zone
+// without the capacity refuses the run before anything changes.
+func TestAWSReserveSurge(t *testing.T) {
+	t.Parallel()
+	for i, tc := range []struct {
+		name string
+		// noCapacity takes EC2's capacity of m5.large away in us-east-1a.
+		noCapacity bool
+		// kill kills the first run once it reserved; then is what
+		// follows: "rerun" or "abort".
+		kill, then string
+	}{
+		{name: "reserved, consumed, released"},
+		{name: "no capacity: refused up front", noCapacity: true},
+		{name: "killed once reserved, run again", kill: "reserved ", then: "rerun"},
+		{name: "killed once reserved, aborted", kill: "reserved ", then: "abort"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			name := "aws-reserve-" + string(rune('a'+i))
+			g := setupAWSGroup(t, name, 2, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
+			g.srv.SetNoCapacity("us-east-1a", "m5.large", tc.noCapacity)
+			args := []string{"run", name, "--ami", "ami-new", "--reserve-surge", "--post-drain-wait", "0s", "--yes"}
+			switch {
+			case tc.noCapacity:
+				r := g.run(t, args...)
+				if r.code != nodeupgrade.ExitFailure || !oneLine(r.stderr) || !strings.Contains(r.stderr, `cannot reserve 1 m5.large in zone "us-east-1a" for the scale-up (--reserve-surge): InsufficientInstanceCapacity`) ||
+					!strings.Contains(r.stderr, "the group was not raised") {
+					t.Fatalf("want exit %d naming the zone without capacity, got %s", nodeupgrade.ExitFailure, r)
+				}
+				g.assertAsBefore(t)
+			case tc.kill != "":
+				if killed, out := runAndKill(t, g.cmd(sim.Kubeconfig, args...), killPoint{name: tc.name, marker: tc.kill}); !killed {
+					t.Fatalf("the run ended before it reserved:\n%s", out)
+				}
+				if tc.then == "abort" {
+					if a := g.run(t, "abort", name); a.code != nodeupgrade.ExitOK || !strings.Contains(a.stdout, "is back in service") {
+						t.Fatalf("abort: %s", a)
+					}
+					g.assertAsBefore(t)
+					break
+				}
+				fallthrough
+			default:
+				if r := g.run(t, args...); r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "released capacity reservation") {
+					t.Fatalf("run: %s", r)
+				}
+				g.assertFinished(t)
+			}
+			assertNothingReserved(t, g, tc.noCapacity || tc.then == "abort")
+		})
+	}
+}
+
+// assertNothingReserved checks every reservation is cancelled, one per
+// zone at most (none made twice), and, unless the run never launched,
+// each used by as many of the scale-up's launches as it held.
+func assertNothingReserved(t *testing.T, g *awsGroup, unused bool) {
+	t.Helper()
+	zones := map[string]bool{}
+	for _, r := range g.srv.Reservations() {
+		if r.State != "cancelled" || zones[r.Zone] || r.Match != "open" {
+			t.Errorf("reservation %+v: want one open reservation a zone, cancelled", r)
+		}
+		zones[r.Zone] = true
+		if !unused && r.Launched != r.Total {
+			t.Errorf("reservation %+v: %d of its %d places used by the scale-up", r, r.Launched, r.Total)
+		}
+	}
+	if len(zones) == 0 && !unused {
+		t.Errorf("nothing was reserved")
+	}
+}
