@@ -155,17 +155,7 @@ func (s *Server) refusedLocked(g *group, zone, subnet string, err *apiError) {
 	}
 	s.capacity.acts.retryZone[[2]string{g.Name, zone}] = time.Now().Add(launchRetry)
 	s.logf("awsfake: launch in %s for group %s refused: %s: %s", zone, g.Name, err.code, err.message)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		select {
-		case <-s.ctx.Done():
-		case <-time.After(launchRetry):
-			s.mu.Lock()
-			s.notify()
-			s.mu.Unlock()
-		}
-	}()
+	s.kickAfter(launchRetry)
 }
 
 // newActivityLocked is an activity of a launch in zone, started now.

@@ -931,17 +931,7 @@ func (s *Server) launch(in *instance) {
 		if in.Lifecycle == LifecyclePending {
 			s.removeLocked(in)
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			select {
-			case <-s.ctx.Done():
-			case <-time.After(backoff):
-				s.mu.Lock()
-				s.notify()
-				s.mu.Unlock()
-			}
-		}()
+		s.kickAfter(backoff)
 		return
 	}
 	in.ok = true
@@ -950,6 +940,22 @@ func (s *Server) launch(in *instance) {
 		s.logf("awsfake: launched %s (%s) in %s from %s version %s", in.ID, in.PrivateDNS, in.Zone, in.LaunchTemplateID, in.LaunchTemplateVersion)
 	}
 	s.notify()
+}
+
+// kickAfter looks at the groups again after d: a launch held back until
+// then (a failed one's back-off, a refused zone's) is tried.
+func (s *Server) kickAfter(d time.Duration) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(d):
+			s.mu.Lock()
+			s.notify()
+			s.mu.Unlock()
+		}
+	}()
 }
 
 // terminateLocked starts terminating an instance; the caller has checked it

@@ -90,9 +90,7 @@ func (s *Server) describeOfferings(f form) ([]*node, error) {
 			}
 		}
 	}
-	sel, err := filtered(f, sel, offeringField, func(values []string, v string) bool {
-		return slices.ContainsFunc(values, func(w string) bool { return wildcard(w).MatchString(v) })
-	})
+	sel, err := filtered(f, sel, offeringField, anyWildcard)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +99,12 @@ func (s *Server) describeOfferings(f form) ([]*node, error) {
 		items = append(items, el("item", txt("instanceType", o.typ), txt("locationType", o.locationType), txt("location", o.location)))
 	}
 	return []*node{el("instanceTypeOfferingSet", items...)}, nil
+}
+
+// anyWildcard says whether one of a filter's values (with * and ?)
+// matches v.
+func anyWildcard(values []string, v string) bool {
+	return slices.ContainsFunc(values, func(w string) bool { return wildcard(w).MatchString(v) })
 }
 
 func offeringField(name string) (func(offering) string, bool) {

@@ -215,8 +215,8 @@ func or(v, def string) string {
 // CapacityReservationId.N (an unknown one is
 // InvalidCapacityReservationId.NotFound) or all, with the filters the
 // fake's callers use of the reference's list: instance-type,
-// availability-zone, state, instance-match-criteria, tag:<key>,
-// tag-key. One page: the fake's few reservations fit MaxResults' least.
+// availability-zone, state, instance-match-criteria, tag:<key>. One
+// page: the fake's few reservations fit MaxResults' least.
 func (s *Server) describeReservations(f form) ([]*node, error) {
 	sel := slices.Clone(s.capacity.reserved.list)
 	if ids := f.list("CapacityReservationId"); len(ids) > 0 {
@@ -227,9 +227,7 @@ func (s *Server) describeReservations(f form) ([]*node, error) {
 		}
 		sel = slices.DeleteFunc(sel, func(r *reservation) bool { return !slices.Contains(ids, r.id) })
 	}
-	sel, err := filtered(f, sel, reservationField, func(values []string, v string) bool {
-		return slices.ContainsFunc(values, func(w string) bool { return wildcard(w).MatchString(v) })
-	})
+	sel, err := filtered(f, sel, reservationField, anyWildcard)
 	if err != nil {
 		return nil, err
 	}
@@ -250,8 +248,6 @@ func reservationField(name string) (func(*reservation) string, bool) {
 		return func(r *reservation) string { return r.state }, true
 	case "instance-match-criteria":
 		return func(r *reservation) string { return r.match }, true
-	case "tag-key":
-		return func(r *reservation) string { return strings.Join(slices.Sorted(maps.Keys(r.tags)), "\n") }, true
 	}
 	if key, ok := strings.CutPrefix(name, "tag:"); ok {
 		return func(r *reservation) string { return r.tags[key] }, true
