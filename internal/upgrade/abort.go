@@ -82,6 +82,9 @@ func (a *aborter) run(ctx context.Context) error {
 	if err := a.restoreSizes(ctx); err != nil {
 		return err
 	}
+	if err := a.group.releaseSurge(ctx); err != nil {
+		return err
+	}
 	if err := a.group.releaseRebalance(ctx); err != nil {
 		return err
 	}

@@ -45,6 +45,9 @@ func (r *eksRun) scaleUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.group.reserveSurge(ctx, cr.ScaleUp); err != nil {
+		return err
+	}
 	from, to, err := r.group.raise(ctx, cr.ScaleUp)
 	if to != from {
 		r.logf("scaling %s %q up by %d: %s", r.words.groupKind(), r.group.pool.GroupName(), cr.ScaleUp, r.cfg.Plan.Cloud.ResizeText(from, to))
@@ -72,6 +75,9 @@ func (r *eksRun) scaleUp(ctx context.Context) error {
 		return nil
 	}
 	if err := r.group.waitNewNodes(ctx, &cr.GroupRecord, zones, int(cr.LastDesired)); err != nil {
+		return err
+	}
+	if err := r.group.releaseSurge(ctx); err != nil {
 		return err
 	}
 	return r.group.protectNewNodes(ctx, true)

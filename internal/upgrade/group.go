@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
@@ -38,6 +39,7 @@ type cloudGroup struct {
 	wholeGroup bool
 	pin        *defaultPin // the template default the group follows
 	shrink     *shrinker   // the scale-down back to the sizes before the run
+	refusals   launchRefusals
 }
 
 // newCloudGroup makes the group of provider; its toolkit is set once the
@@ -64,6 +66,11 @@ func (cg *cloudGroup) cloudRecord() *state.CloudRecord {
 
 // setup points the group at the target configuration.
 func (cg *cloudGroup) setup(ctx context.Context) error {
+	// Reserved first: a cloud without the capacity refuses the run
+	// before anything changes.
+	if err := cg.reserveSurge(ctx, cg.firstRaise()); err != nil {
+		return err
+	}
 	cr := cg.cloudRecord()
 	if cr.FromVersion == "" && cg.cfg.Plan.Cloud != nil {
 		cr.FromVersion = cg.cfg.Plan.Cloud.CurrentVersion
@@ -192,6 +199,7 @@ func (cg *cloudGroup) raise(ctx context.Context, by int32) (from, to plan.Sizes,
 	if err != nil {
 		return from, from, err
 	}
+	cg.refusals.raisedAt = time.Now()
 	return from, to, g.SetDesiredAndMax(ctx, to.Desired, to.Max)
 }
 

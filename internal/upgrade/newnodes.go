@@ -65,6 +65,9 @@ type NodeCreationFailure struct {
 	Original plan.Sizes
 	// GroupKind is what the provider calls the group.
 	GroupKind string
+	// Refused is the cloud's refusal of the launches that ended the wait
+	// before its timeout (cloud.LaunchRefusals).
+	Refused *plan.LaunchFailure
 }
 
 func (e *NodeCreationFailure) Error() string {
@@ -82,6 +85,10 @@ func (e *NodeCreationFailure) Error() string {
 		parts = append(parts, fmt.Sprintf("%d of %d instances launched", e.Launched, e.Wanted))
 	}
 	when, fix := "after "+e.Timeout.String(), "fix the cause and run again (the end restores them), raise --node-ready-timeout,"
+	if e.Refused != nil {
+		return fmt.Sprintf("NodeCreationFailure: %s; nothing was drained, and the sizes before the run (%s) are recorded: %s and run again (the end restores them), or put the group back as it was with \"kubectl nodeupgrade abort\"",
+			refusedText(e.GroupKind, e.Group, e.Refused), e.Original, e.Refused.Fix)
+	}
 	if e.Settled {
 		when = fmt.Sprintf("runs the %d instances it wants and launches no more", e.Wanted)
 		fix = "find why the group launches another version (a warm pool's instances, a default version moved back), fix it and run again,"
@@ -224,6 +231,7 @@ func (cg *cloudGroup) waitNewNodes(ctx context.Context, gr *state.GroupRecord, z
 	}
 	cg.logf("waiting up to %s for the new nodes of %s to be Ready%s (%d machines in all)", cg.cfg.NodeReadyTimeout, cg.words.templateVersion(gr.TargetVersion), where, wanted)
 	var st newNodes
+	start := time.Now()
 	failure := func() *NodeCreationFailure {
 		return &NodeCreationFailure{Group: cg.pool.GroupName(), GroupKind: cg.words.groupKind(), Timeout: cg.cfg.NodeReadyTimeout, Zones: st.zonesLeft, Instances: st.notReady, Others: st.other, Launched: st.launched, Wanted: wanted, Original: *gr.Original}
 	}
@@ -243,6 +251,14 @@ func (cg *cloudGroup) waitNewNodes(ctx context.Context, gr *state.GroupRecord, z
 			return false, f
 		}
 		if !st.ok(wanted) {
+			if lf, err := cg.refused(ctx, start); err != nil || lf != nil {
+				if err != nil {
+					return false, err
+				}
+				f := failure()
+				f.Refused = lf
+				return false, f
+			}
 			cg.progress.waitingFor(st.progress(n, wanted))
 			return false, nil
 		}

@@ -33,6 +33,10 @@ var errAutoscaled = errors.New("the group was scaled up by someone else")
 // what the run last set, the cluster autoscaler scaled up meanwhile: the
 // run stops at once and leaves the size, as EKS does.
 func (s *shrinker) scaleDown(ctx context.Context) error {
+	// Nothing stays reserved past the scale-ups (--reserve-surge).
+	if err := s.releaseSurge(ctx); err != nil {
+		return err
+	}
 	cr := s.cloudRecord()
 	if cr.Original == nil {
 		if err := s.releaseRebalance(ctx); err != nil {

@@ -104,6 +104,9 @@ func (r *surgeRun) surge(ctx context.Context, i int) error {
 	if n == 0 {
 		return nil
 	}
+	if err := r.group.reserveSurge(ctx, n); err != nil {
+		return err
+	}
 	from, to, err := r.group.raise(ctx, n)
 	if to != from {
 		r.logf("%s: surge: %s %q %s", batchLabel(r.cfg.Plan, i), r.words.groupKind(), r.group.pool.GroupName(), r.cfg.Plan.Cloud.ResizeText(from, to))
@@ -117,6 +120,9 @@ func (r *surgeRun) surge(ctx context.Context, i int) error {
 		return err
 	}
 	if err := r.group.waitNewNodes(ctx, &cr.GroupRecord, nil, int(cr.LastDesired)); err != nil {
+		return err
+	}
+	if err := r.group.releaseSurge(ctx); err != nil {
 		return err
 	}
 	return r.group.protectNewNodes(ctx, true)

@@ -307,6 +307,14 @@ type ScaleRecord struct {
 	// is drained, the desired size its termination leaves.
 	Shrinking string `json:"shrinking,omitempty"`
 	ShrinkTo  int32  `json:"shrinkTo,omitempty"`
+	// LaunchFailure is the cloud's refusal of the new machines' launches
+	// that stopped the run before any drain; a wait that no longer meets
+	// one clears it.
+	LaunchFailure *plan.LaunchFailure `json:"launchFailure,omitempty"`
+	// Reservations are the capacity the run reserved for its scale-ups
+	// (--reserve-surge), each recorded before it is asked for and marked
+	// released once cancelled.
+	Reservations []plan.Reservation `json:"reservations,omitempty"`
 }
 
 // GreenRecord is the blue/green strategies' part.

@@ -37,6 +37,8 @@ func (s *Server) autoScaling(action string, f form) ([]*node, error) {
 			return nil, err
 		}
 		return nil, s.suspendLocked(f.get("AutoScalingGroupName"), procs, action == "SuspendProcesses")
+	case "DescribeScalingActivities":
+		return s.describeActivities(f)
 	case "DescribeAccountLimits":
 		return []*node{
 			num("MaxNumberOfAutoScalingGroups", s.opts.MaxGroups),

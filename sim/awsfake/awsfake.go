@@ -772,6 +772,10 @@ func (s *Server) reconcileGroupLocked(g *group) {
 		}
 		in := s.drawWarmLocked(g, zone)
 		if in == nil {
+			// a zone EC2 refuses is passed over (activities.go)
+			if zone = s.launchZoneLocked(g, perZone); zone == "" {
+				break
+			}
 			in = s.launchLocked(g, zone)
 		}
 		perZone[zone] = append(perZone[zone], in)
@@ -826,6 +830,8 @@ func (s *Server) scaleInVictimLocked(g *group, perZone map[string][]*instance, c
 func (s *Server) launchLocked(g *group, zone string) *instance {
 	in := s.newInstanceLocked(g, zone)
 	s.instances[in.ID] = in
+	s.launchStartedLocked(g, in)
+	s.reserveLaunchLocked(in)
 	s.startLocked(g, in)
 	return in
 }
@@ -913,6 +919,7 @@ func (s *Server) launch(in *instance) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.launchEndedLocked(in, err)
 	if err != nil {
 		s.logf("awsfake: launch %s in %s failed: %v", in.ID, in.Zone, err)
 		// Back off before the replacement so a callback that always fails
@@ -924,17 +931,7 @@ func (s *Server) launch(in *instance) {
 		if in.Lifecycle == LifecyclePending {
 			s.removeLocked(in)
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			select {
-			case <-s.ctx.Done():
-			case <-time.After(backoff):
-				s.mu.Lock()
-				s.notify()
-				s.mu.Unlock()
-			}
-		}()
+		s.kickAfter(backoff)
 		return
 	}
 	in.ok = true
@@ -943,6 +940,22 @@ func (s *Server) launch(in *instance) {
 		s.logf("awsfake: launched %s (%s) in %s from %s version %s", in.ID, in.PrivateDNS, in.Zone, in.LaunchTemplateID, in.LaunchTemplateVersion)
 	}
 	s.notify()
+}
+
+// kickAfter looks at the groups again after d: a launch held back until
+// then (a failed one's back-off, a refused zone's) is tried.
+func (s *Server) kickAfter(d time.Duration) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(d):
+			s.mu.Lock()
+			s.notify()
+			s.mu.Unlock()
+		}
+	}()
 }
 
 // terminateLocked starts terminating an instance; the caller has checked it
@@ -988,6 +1001,7 @@ func (s *Server) shutDownLocked(in *instance, lifecycle string) {
 // keeps describing it, as it does for a while after termination.
 func (s *Server) removeLocked(in *instance) {
 	in.State, in.Lifecycle = StateTerminated, LifecycleTerminated
+	s.unreserveLocked(in)
 	if g := s.groups[in.Group]; g != nil {
 		g.members = slices.DeleteFunc(g.members, func(id string) bool { return id == in.ID })
 		s.dropIfGoneLocked(g)

@@ -30,6 +30,9 @@ const subnetSize = 4096 - 5
 type capacityState struct {
 	withheld map[[2]string]bool // by zone, instance type
 	free     map[string]int     // by subnet ID
+	short    map[[2]string]bool // by zone, instance type: no capacity (SetNoCapacity)
+	acts     activityState      // scaling activities (activities.go)
+	reserved reservationState   // Capacity Reservations (reservations.go)
 }
 
 // WithholdOffering makes EC2 not offer instance type typ in zone:
@@ -87,9 +90,7 @@ func (s *Server) describeOfferings(f form) ([]*node, error) {
 			}
 		}
 	}
-	sel, err := filtered(f, sel, offeringField, func(values []string, v string) bool {
-		return slices.ContainsFunc(values, func(w string) bool { return wildcard(w).MatchString(v) })
-	})
+	sel, err := filtered(f, sel, offeringField, anyWildcard)
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +99,12 @@ func (s *Server) describeOfferings(f form) ([]*node, error) {
 		items = append(items, el("item", txt("instanceType", o.typ), txt("locationType", o.locationType), txt("location", o.location)))
 	}
 	return []*node{el("instanceTypeOfferingSet", items...)}, nil
+}
+
+// anyWildcard says whether one of a filter's values (with * and ?)
+// matches v.
+func anyWildcard(values []string, v string) bool {
+	return slices.ContainsFunc(values, func(w string) bool { return wildcard(w).MatchString(v) })
 }
 
 func offeringField(name string) (func(offering) string, bool) {

@@ -30,6 +30,9 @@ func (s *Server) ec2(action string, f form) ([]*node, error) {
 	case "DescribeSubnets":
 		return s.describeSubnets(f)
 	}
+	if res, ok, err := s.reservationCall(action, f); ok {
+		return res, err
+	}
 	return nil, ec2Err("InvalidAction", "The action %s is not valid for this web service.", action)
 }
 

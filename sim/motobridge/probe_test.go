@@ -54,6 +54,25 @@ type call struct {
 
 var calls = []call{
 	{
+		// The run reads why launches fail from them (LaunchRefused).
+		name:       "DescribeScalingActivities of a group that launched its 2 instances",
+		doc:        "When scaling events occur, you see a record of the scaling activity in the scaling activities. If the scaling event succeeds, the value of the StatusCode element in the response is Successful",
+		documented: "2 Successful", motoDeviates: true,
+		do: func(ctx context.Context, e probed, group, _ string) (string, error) {
+			out, err := autoscaling.NewFromConfig(e.cfg).DescribeScalingActivities(ctx, &autoscaling.DescribeScalingActivitiesInput{AutoScalingGroupName: aws.String(group)})
+			if err != nil {
+				return answer(err), nil
+			}
+			n := 0
+			for _, a := range out.Activities {
+				if a.StatusCode == astypes.ScalingActivityStatusCodeSuccessful {
+					n++
+				}
+			}
+			return fmt.Sprintf("%d Successful", n), nil
+		},
+	},
+	{
 		name:       "UpdateAutoScalingGroup with a desired capacity above max",
 		doc:        "DesiredCapacity: this number must be greater than or equal to the minimum size of the group and less than or equal to the maximum size of the group",
 		documented: "ValidationError", motoDeviates: true,

@@ -18,17 +18,19 @@ import (
 type resourceKind int
 
 const (
-	anyResource    resourceKind = iota // "*": no resource-level permission
-	onGroup                            // the Auto Scaling group
-	onTemplate                         // the launch template
-	onNewInstances                     // the instances Auto Scaling launches (instance/*)
-	onTargetGroups                     // the group's target groups
-	onClassicLBs                       // the group's Classic Load Balancers
-	onCluster                          // the EKS cluster
-	onNodegroup                        // the EKS managed node group
-	onNewNodegroup                     // green's node group, made on the cluster
-	onParameter                        // SSM's public release parameter
-	onEC2Quotas                        // EC2's quotas in Service Quotas (quota: ec2/<code>)
+	anyResource       resourceKind = iota // "*": no resource-level permission
+	onGroup                               // the Auto Scaling group
+	onTemplate                            // the launch template
+	onNewInstances                        // the instances Auto Scaling launches (instance/*)
+	onTargetGroups                        // the group's target groups
+	onClassicLBs                          // the group's Classic Load Balancers
+	onCluster                             // the EKS cluster
+	onNodegroup                           // the EKS managed node group
+	onNewNodegroup                        // green's node group, made on the cluster
+	onParameter                           // SSM's public release parameter
+	onEC2Quotas                           // EC2's quotas in Service Quotas (quota: ec2/<code>)
+	onReservations                        // capacity reservations (capacity-reservation/*)
+	onNewReservations                     // the tags of a capacity reservation being created
 )
 
 // resource is what the simulation of one kind's actions is given: the
@@ -118,6 +120,13 @@ func (s scope) groupResources(g *AutoScalingGroup) map[resourceKind]resource {
 		// (arn:…:servicequotas:<region>:<account>:<service>/<code>); the
 		// Standard bucket's stands for the bucket the run reads.
 		onEC2Quotas: {arns: []string{s.arn("servicequotas", s.account, "ec2/"+bucketStandard.onDemand)}},
+		// CreateCapacityReservation authorises on capacity-reservation/*;
+		// the tags it adds on ec2:CreateTags with ec2:CreateAction
+		// CreateCapacityReservation (Service Authorization Reference,
+		// Amazon EC2; EC2 User Guide, "Grant permission to tag resources
+		// during creation").
+		onReservations:    {arns: []string{s.arn("ec2", s.account, "capacity-reservation/*")}},
+		onNewReservations: {arns: []string{s.arn("ec2", s.account, "capacity-reservation/*")}, context: []iamtypes.ContextEntry{stringEntry("ec2:CreateAction", "CreateCapacityReservation")}},
 	}
 	for _, lb := range g.LoadBalancers {
 		r := out[onClassicLBs]

@@ -27,6 +27,9 @@ type NodeGroup struct {
 	// ClonedFrom is the group the ASG was cloned from where it is the
 	// green of an earlier blue/green run (its TagBlue); "" otherwise.
 	ClonedFrom string
+	// Surge is --reserve-surge: the scale-ups' capacity is reserved
+	// first (reserve.go).
+	Surge bool
 
 	green string // blue/green: the second group Machines reports too
 }

@@ -43,6 +43,7 @@ var groupActions = []action{
 	{"autoscaling:DescribeAutoScalingInstances", "read the group's instances", 0, anyResource},
 	{"autoscaling:DescribeLifecycleHooks", "read the group's lifecycle hooks", 0, anyResource},
 	{"autoscaling:DescribeWarmPool", "read the group's warm pool", 0, anyResource},
+	{"autoscaling:DescribeScalingActivities", "read why the group's launches failed", 0, anyResource},
 	{"ec2:DescribeInstances", "read the instances", 0, anyResource},
 	{"ec2:DescribeLaunchTemplateVersions", "read the launch template", 0, anyResource},
 	{"ec2:DescribeImages", "read the image", 0, anyResource},
@@ -64,6 +65,10 @@ var groupActions = []action{
 	{"ec2:CreateTags", "UpdateAutoScalingGroup with a tagging launch template (checked by Auto Scaling)", 0, onNewInstances},
 	{"ec2:CreateLaunchTemplateVersion", "--ami's launch template version", capImage, onTemplate},
 	{"ec2:ModifyLaunchTemplate", "--ami on a group that launches $Default", capImage, onTemplate},
+	{"ec2:DescribeCapacityReservations", "--reserve-surge: find the run's capacity reservations", capReserve, anyResource},
+	{"ec2:CreateCapacityReservation", "--reserve-surge: reserve the scale-up", capReserve, onReservations},
+	{"ec2:CreateTags", "--reserve-surge: tag the reservation with the run's token", capReserve, onNewReservations},
+	{"ec2:CancelCapacityReservation", "--reserve-surge: release the reservation", capReserve, onReservations},
 	{"autoscaling:DescribeAccountLimits", "check room for green's group", plan.CapNewGroups, anyResource},
 	{"autoscaling:CreateAutoScalingGroup", "create green's group", plan.CapNewGroups, onGroup},
 	{"autoscaling:CreateOrUpdateTags", "tag green's group", plan.CapNewGroups, onGroup},
@@ -91,17 +96,22 @@ var managedActions = []action{
 	{"eks:DeleteNodegroup", "delete blue's node group", plan.CapNewGroups, onNodegroup},
 }
 
-// capImage marks the actions only --ami uses; the probe asks for them
-// only then, and the plan sees them as needed by every strategy.
-const capImage plan.Capability = 1 << 31
+// capImage marks the actions only --ami uses, capReserve those only
+// --reserve-surge uses; the probe asks for them only then, and the plan
+// sees them as needed by every strategy.
+const (
+	capImage   plan.Capability = 1 << 31
+	capReserve plan.Capability = 1 << 30
+)
 
 // actionsFor are the actions to ask about: those of every run, the
-// capabilities', and --ami's when image is set.
-func actionsFor(all []action, image bool) []action {
+// capabilities', --ami's when image is set and --reserve-surge's when
+// reserve is.
+func actionsFor(all []action, image, reserve bool) []action {
 	var out []action
 	for _, a := range all {
-		if a.need == capImage {
-			if !image {
+		if on := map[plan.Capability]bool{capImage: image, capReserve: reserve}; a.need == capImage || a.need == capReserve {
+			if !on[a.need] {
 				continue
 			}
 			a.need = 0
@@ -128,12 +138,12 @@ func (n *NodeGroup) ProbePermissions(ctx context.Context) (*plan.Permissions, er
 	if err != nil {
 		return nil, err
 	}
-	return n.API.probe(ctx, actionsFor(groupActions, n.AMI != ""), func(s scope) map[resourceKind]resource { return s.groupResources(g) })
+	return n.API.probe(ctx, actionsFor(groupActions, n.AMI != "", n.Surge), func(s scope) map[resourceKind]resource { return s.groupResources(g) })
 }
 
 // ProbePermissions implements cloud.PermissionProber.
 func (m *ManagedNodeGroup) ProbePermissions(ctx context.Context) (*plan.Permissions, error) {
-	return m.api.probe(ctx, actionsFor(managedActions, m.image != ""), func(s scope) map[resourceKind]resource { return s.managedResources(m) })
+	return m.api.probe(ctx, actionsFor(managedActions, m.image != "", false), func(s scope) map[resourceKind]resource { return s.managedResources(m) })
 }
 
 // ProbePermissions implements cloud.PermissionProber.

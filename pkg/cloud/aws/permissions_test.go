@@ -285,7 +285,7 @@ func TestProbedActionsAreThePolicy(t *testing.T) {
 // asked for: blue/green alone creates and deletes node groups.
 func TestManagedProbeNeeds(t *testing.T) {
 	var all []plan.MissingPermission
-	for _, a := range actionsFor(managedActions, false) {
+	for _, a := range actionsFor(managedActions, false, false) {
 		all = append(all, a.permission(nil))
 	}
 	perms := &plan.Permissions{Missing: all}

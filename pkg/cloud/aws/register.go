@@ -54,6 +54,7 @@ func (awsCloud) BindFlags(f *cloud.Flags) {
 	f.String(&t.Image, "ami", "Upgrade to this AMI: run creates a launch template version from the group's current one with only the image changed")
 	f.String(&t.Version, "launch-template-version", "Upgrade to this existing launch template version (a number, $Latest or $Default)")
 	f.GreenGroup("green-asg", "With --strategy blue-green: use this existing Auto Scaling group as green instead of creating one")
+	f.BoolOption(optReserveSurge, "Before each scale-up, reserve its instances with an On-Demand Capacity Reservation per zone (open, ending after 6 hours), released once the new nodes are Ready and by abort: a zone without the capacity refuses the run before it changes anything")
 	f.BoolOption(optKeepDefault, "Never change the launch template's default version ($Default): a group that launches $Default is refused unless the target is its default already (infrastructure as code makes and sets the versions)")
 	f.TargetOption(optKubernetesVersion, "EKS managed node groups: upgrade to this Kubernetes version (at most the control plane's; default: the group's)")
 	f.TargetOption(optReleaseVersion, "EKS managed node groups: upgrade to this EKS AMI release version (default: the latest for the Kubernetes version)")
@@ -111,6 +112,9 @@ func (awsCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 	open := openSelfManaged
 	if g.Tags[TagNodegroupName].Value != "" {
 		open = openManaged
+	}
+	if err := refuseReserve(t, g.Name, g.Tags[TagNodegroupName].Value != ""); err != nil {
+		return nil, nil, err
 	}
 	cg, p, err := open(ctx, provider, client, g, nodes, t)
 	if err != nil {
@@ -218,7 +222,7 @@ func openSelfManaged(ctx context.Context, provider *Client, client kubernetes.In
 		return nil, nil, err
 	}
 	cg.LaunchesAfter = launchesAfter(g, target)
-	return cg, &NodeGroup{API: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version, ClonedFrom: clonedFrom(g)}, nil
+	return cg, &NodeGroup{API: provider, Client: client, ASG: g.Name, AMI: t.Image, Version: t.Version, ClonedFrom: clonedFrom(g), Surge: t.Options[optReserveSurge] == "true"}, nil
 }
 
 // refuseOtherRegion refuses a region the nodes' zones (in their provider
