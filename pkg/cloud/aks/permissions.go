@@ -59,7 +59,7 @@ var _ cloud.PermissionProber = (*AgentPool)(nil)
 // against them as Azure evaluates them (Grants). A refusal to answer is
 // CannotAsk, a warning.
 func (a *AgentPool) ProbePermissions(ctx context.Context) (*plan.Permissions, error) {
-	perms, err := armEndpoint.ListPermissions(ctx, a.c.pipeline, a.clusterResourceID())
+	perms, err := armEndpoint.ListPermissions(ctx, a.c.pipeline, a.id.resourceID())
 	if err != nil {
 		what := fmt.Sprintf("list the caller's permissions on AKS cluster %q (Microsoft.Authorization/permissions)", a.id.name)
 		if azarm.CannotAsk(err) {
@@ -68,7 +68,7 @@ func (a *AgentPool) ProbePermissions(ctx context.Context) (*plan.Permissions, er
 		return nil, wrap(err, "%s", what)
 	}
 	out := &plan.Permissions{Policy: Policy, Missing: azarm.Missing(Calls, perms)}
-	atLocation, err := azarm.MissingAtLocation(ctx, a.c.pipeline, Calls, a.operationsURL(), operationsAPIVersion)
+	atLocation, err := azarm.MissingAtLocation(ctx, a.c.pipeline, Calls, a.id.operationsURL(a.location), operationsAPIVersion)
 	if err != nil {
 		return nil, wrap(err, "read an operation's status in %s to check the caller may follow the upgrade", a.location)
 	}
@@ -78,16 +78,16 @@ func (a *AgentPool) ProbePermissions(ctx context.Context) (*plan.Permissions, er
 
 // operationsURL is where AKS's asynchronous operations of the cluster's
 // location are read (and their read authorised).
-func (a *AgentPool) operationsURL() string {
+func (id clusterID) operationsURL(location string) string {
 	return fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.ContainerService/locations/%s",
-		strings.TrimSuffix(endpoint(), "/"), url.PathEscape(a.id.subscription), url.PathEscape(a.location))
+		strings.TrimSuffix(endpoint(), "/"), url.PathEscape(id.subscription), url.PathEscape(location))
 }
 
-// clusterResourceID is the cluster's ARM resource ID, the scope whose
+// resourceID is the cluster's ARM resource ID, the scope whose
 // permissions are asked.
-func (a *AgentPool) clusterResourceID() string {
+func (id clusterID) resourceID() string {
 	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.ContainerService/managedClusters/%s",
-		url.PathEscape(a.id.subscription), url.PathEscape(a.id.group), url.PathEscape(a.id.name))
+		url.PathEscape(id.subscription), url.PathEscape(id.group), url.PathEscape(id.name))
 }
 
 // getJSON GETs u (a full URL, or a nextLink that carries its own

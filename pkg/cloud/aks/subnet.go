@@ -22,7 +22,7 @@ var _ cloud.CapacityProver = (*AgentPool)(nil)
 // exceeds IPs available 251 in Subnet", Azure/AKS#1795).
 func (a *AgentPool) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
 	c := &plan.CapacityPlan{InstanceType: str(a.pool.Properties.VMSize)}
-	needs, unprovable := a.subnetNeeds(ctx)
+	needs, unprovable := poolNetwork{a}.subnetNeeds(ctx)
 	c.Unprovable = unprovable
 	for _, n := range needs {
 		used, size, err := armEndpoint.ReadSubnet(ctx, a.c.pipeline, n.subnet)
@@ -34,6 +34,10 @@ func (a *AgentPool) ProveCapacity(ctx context.Context, added int32) (*plan.Capac
 	}
 	return c, nil
 }
+
+// poolNetwork reads what the pool's nodes take of its subnets; a type of
+// its own keeps AgentPool within the methods one type may declare.
+type poolNetwork struct{ *AgentPool }
 
 // subnetNeed is what each added node takes of one subnet.
 type subnetNeed struct {
@@ -54,7 +58,7 @@ type subnetNeed struct {
 //     formula "(number of nodes + max surge) × (1 + max pods)" of "Plan IP
 //     addressing" (https://learn.microsoft.com/en-us/azure/aks/configure-azure-cni),
 //     of which the pool's nodes hold theirs already: the surge's share.
-func (a *AgentPool) subnetNeeds(ctx context.Context) ([]subnetNeed, []string) {
+func (a poolNetwork) subnetNeeds(ctx context.Context) ([]subnetNeed, []string) {
 	p := a.pool.Properties
 	id := str(p.VnetSubnetID)
 	if id == "" {
@@ -64,7 +68,7 @@ func (a *AgentPool) subnetNeeds(ctx context.Context) ([]subnetNeed, []string) {
 	if !ok {
 		return nil, []string{fmt.Sprintf("agent pool %q has vnetSubnetID %q, not a subnet's resource ID", a.name, id)}
 	}
-	plugin, mode := a.networkPlugin()
+	plugin, mode := networkPlugin(a.network)
 	switch {
 	case plugin == armcs.NetworkPluginKubenet || plugin == armcs.NetworkPluginAzure && mode == armcs.NetworkPluginModeOverlay:
 		return []subnetNeed{{node, 1, "node"}}, nil
@@ -88,10 +92,10 @@ func (a *AgentPool) subnetNeeds(ctx context.Context) ([]subnetNeed, []string) {
 
 // networkPlugin is the cluster's networkProfile.networkPlugin and
 // networkPluginMode ("" unset).
-func (a *AgentPool) networkPlugin() (armcs.NetworkPlugin, armcs.NetworkPluginMode) {
+func networkPlugin(n *armcs.NetworkProfile) (armcs.NetworkPlugin, armcs.NetworkPluginMode) {
 	var plugin armcs.NetworkPlugin
 	var mode armcs.NetworkPluginMode
-	if n := a.network; n != nil {
+	if n != nil {
 		if n.NetworkPlugin != nil {
 			plugin = *n.NetworkPlugin
 		}
@@ -115,7 +119,7 @@ const (
 // podBatches is what an added node takes of the pod subnet: the batches
 // that hold the pods of the pool's busiest node (the most an added node
 // takes over from the one it replaces), at most its maxPods.
-func (a *AgentPool) podBatches(ctx context.Context) (int64, error) {
+func (a poolNetwork) podBatches(ctx context.Context) (int64, error) {
 	pods, err := a.busiestPods(ctx)
 	if err != nil {
 		return 0, err
@@ -128,7 +132,7 @@ func (a *AgentPool) podBatches(ctx context.Context) (int64, error) {
 
 // busiestPods is the most pods with an address of their own on one node
 // of the pool (cloud.BusiestNode).
-func (a *AgentPool) busiestPods(ctx context.Context) (int64, error) {
+func (a poolNetwork) busiestPods(ctx context.Context) (int64, error) {
 	if a.kube == nil {
 		return 0, fmt.Errorf("the pods of agent pool %q are not counted: no cluster client", a.name)
 	}

@@ -341,7 +341,7 @@ func (a *AgentPool) getOperation(ctx context.Context, id string, doc *opStatus) 
 // it is a URL on the endpoint's host (the credential goes nowhere else).
 func (a *AgentPool) operationURL(id string) (string, error) {
 	if !strings.Contains(id, "://") {
-		return a.operationsURL() + "/operations/" + url.PathEscape(id) + "?api-version=" + operationsAPIVersion, nil
+		return a.id.operationsURL(a.location) + "/operations/" + url.PathEscape(id) + "?api-version=" + operationsAPIVersion, nil
 	}
 	u, err := url.Parse(id)
 	base, berr := url.Parse(endpoint())

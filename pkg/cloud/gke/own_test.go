@@ -21,17 +21,17 @@ func TestOwnStrategyIsThePools(t *testing.T) {
 		autoscaled bool
 		want       string // strategy, max surge, max unavailable, blue-green input
 	}{
-		{"no settings: GKE's default surge", nil, false, "surge 1 0 {1 0 0s 1h0m0s   0s}"},
-		{"surge 2, 1 unavailable", &container.UpgradeSettings{Strategy: "SURGE", MaxSurge: 2, MaxUnavailable: 1}, false, "surge 2 1 {1 0 0s 1h0m0s   0s}"},
+		{"no settings: GKE's default surge", nil, false, "surge 1 0 {1 0 0s 1h0m0s   0s 0s false}"},
+		{"surge 2, 1 unavailable", &container.UpgradeSettings{Strategy: "SURGE", MaxSurge: 2, MaxUnavailable: 1}, false, "surge 2 1 {1 0 0s 1h0m0s   0s 0s false}"},
 		{"blue-green, 2 nodes a batch", &container.UpgradeSettings{Strategy: "BLUE_GREEN", BlueGreenSettings: &container.BlueGreenSettings{
 			NodePoolSoakDuration: "600s", StandardRolloutPolicy: &container.StandardRolloutPolicy{BatchNodeCount: 2, BatchSoakDuration: "60s"}}}, false,
-			"blue-green 0 0 {2 0 1m0s 10m0s   0s}"},
+			"blue-green 0 0 {2 0 1m0s 10m0s   0s 0s false}"},
 		{"blue-green, half a batch", &container.UpgradeSettings{Strategy: "BLUE_GREEN", BlueGreenSettings: &container.BlueGreenSettings{
 			NodePoolSoakDuration: "3600s", StandardRolloutPolicy: &container.StandardRolloutPolicy{BatchPercentage: 0.5, BatchSoakDuration: "0s"}}}, false,
-			"blue-green 0 0 {-1 0.5 0s 1h0m0s   0s}"},
+			"blue-green 0 0 {-1 0.5 0s 1h0m0s   0s 0s false}"},
 		{"autoscaled blue-green", &container.UpgradeSettings{Strategy: "BLUE_GREEN", BlueGreenSettings: &container.BlueGreenSettings{
 			NodePoolSoakDuration: "0s", AutoscaledRolloutPolicy: &container.AutoscaledRolloutPolicy{WaitForDrainDuration: "3600s"}}}, true,
-			"autoscaled-blue-green 0 0 {1 0 0s 0s   1h0m0s}"},
+			"autoscaled-blue-green 0 0 {1 0 0s 0s   1h0m0s 0s false}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeGKE(t)

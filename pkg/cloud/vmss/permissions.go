@@ -74,7 +74,7 @@ func (s *ScaleSet) ProbePermissions(ctx context.Context) (*plan.Permissions, err
 	out := &plan.Permissions{Policy: Policy}
 	onSet, err := s.permissionsOn(ctx, s.scaleSetID(), "scale set "+quote(s.name))
 	if err != nil {
-		return s.cannotAsk(out, err)
+		return cannotAsk(out, err)
 	}
 	for _, c := range Calls {
 		if onBlue(c) && !c.AtLocation && !azarm.Grants(onSet, c.Action) {
@@ -83,7 +83,7 @@ func (s *ScaleSet) ProbePermissions(ctx context.Context) (*plan.Permissions, err
 	}
 	onGroup, err := s.permissionsOn(ctx, groupID(s.sub, s.group), "resource group "+quote(s.group))
 	if err != nil {
-		return s.cannotAsk(out, err)
+		return cannotAsk(out, err)
 	}
 	for _, c := range Calls {
 		missingOnSet := onBlue(c) && !azarm.Grants(onSet, c.Action)
@@ -142,7 +142,7 @@ func (s *ScaleSet) permissionsOn(ctx context.Context, scope, what string) ([]aza
 // cannotAsk is out with what Azure refused to answer, a warning; an
 // error that is no refusal (a network failure, a server error) is
 // returned.
-func (s *ScaleSet) cannotAsk(out *plan.Permissions, err error) (*plan.Permissions, error) {
+func cannotAsk(out *plan.Permissions, err error) (*plan.Permissions, error) {
 	if !azarm.CannotAsk(err) {
 		return nil, err
 	}
