@@ -227,8 +227,9 @@ func TestAKSPlanChecksPermissions(t *testing.T) {
 }
 
 // TestAKSPlanReadsQuotaAndOtherPools: the plan shows the surge's vCPU
-// quota, refuses a surge the quota cannot hold naming the --max-surge
-// that fits, and a green it cannot hold, and refuses while another pool
+// quota, blocks a surge the quota cannot hold (insufficient-quota, exit 5
+// from plan --detailed-exitcode and run, nothing changed) naming the
+// --max-surge that fits, and a green it cannot hold, and refuses while another pool
 // of the cluster is busy.
 func TestAKSPlanReadsQuotaAndOtherPools(t *testing.T) {
 	ctx := context.Background()
@@ -247,9 +248,17 @@ func TestAKSPlanReadsQuotaAndOtherPools(t *testing.T) {
 	t.Run("the family's quota holds one surge node", func(t *testing.T) {
 		client, srv := aksScene(t)
 		srv.SetQuota("standardDSv5Family", 17)
-		out, errOut, code := plugin.Drive(ctx, client, "plan", args...)
-		if code != plugin.ExitUsage || !strings.Contains(errOut+out, "--max-surge 1 or lower") {
-			t.Fatalf("plan: exit %d, want %d naming --max-surge 1:\n%s%s", code, plugin.ExitUsage, out, errOut)
+		for _, cmd := range [][]string{
+			append([]string{"plan", "--detailed-exitcode"}, args...),
+			append([]string{"run", "--yes"}, args...),
+		} {
+			out, errOut, code := plugin.Drive(ctx, client, cmd[0], cmd[1:]...)
+			if code != plugin.ExitBlockers || !strings.Contains(errOut+out, "insufficient-quota") || !strings.Contains(errOut+out, "--max-surge 1 fits") {
+				t.Fatalf("%s: exit %d, want %d, insufficient-quota naming --max-surge 1:\n%s%s", cmd[0], code, plugin.ExitBlockers, out, errOut)
+			}
+		}
+		if ch := srv.ChangingCalls(); len(ch) > 0 {
+			t.Errorf("the refused run changed the pool: %v", ch)
 		}
 	})
 	t.Run("green does not fit the family's quota", func(t *testing.T) {

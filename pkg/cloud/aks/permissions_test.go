@@ -7,28 +7,41 @@ import (
 	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 )
 
-func TestQuotaCheck(t *testing.T) {
+// TestQuotaUses: what the surge takes of each vCPU quota the pool's VM
+// size counts against, from which the plan's capacity check finds the
+// largest --max-surge that fits.
+func TestQuotaUses(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		counts []Usage
-		surge  int
-		fix    string // "" when it fits
+		name    string
+		counts  []Usage
+		surge   int32
+		largest int64 // the surge every quota holds
 	}{
-		{"fits both", []Usage{usage("cores", 10, 100), usage("standardDSv5Family", 12, 100)}, 3, ""},
-		{"exactly fits", []Usage{usage("cores", 10, 100), usage("standardDSv5Family", 88, 100)}, 3, ""},
-		{"the family is short", []Usage{usage("cores", 10, 100), usage("standardDSv5Family", 92, 100)}, 3, "--max-surge 2 or lower"},
-		{"the region is short", []Usage{usage("cores", 96, 100), usage("standardDSv5Family", 0, 100)}, 3, "--max-surge 1 or lower"},
-		{"nothing fits", []Usage{usage("cores", 100, 100), usage("standardDSv5Family", 0, 100)}, 1, "free vCPUs or ask for more quota"},
-		{"over the limit already", []Usage{usage("cores", 120, 100)}, 1, "free vCPUs"},
+		{"fits both", []Usage{usage("cores", 10, 100), usage("standardDSv5Family", 12, 100)}, 3, 22},
+		{"exactly fits", []Usage{usage("cores", 10, 100), usage("standardDSv5Family", 88, 100)}, 3, 3},
+		{"the family is short", []Usage{usage("cores", 10, 100), usage("standardDSv5Family", 92, 100)}, 3, 2},
+		{"the region is short", []Usage{usage("cores", 96, 100), usage("standardDSv5Family", 0, 100)}, 3, 1},
+		{"nothing fits", []Usage{usage("cores", 100, 100), usage("standardDSv5Family", 0, 100)}, 1, 0},
+		{"over the limit already", []Usage{usage("cores", 120, 100)}, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := &quota{size: "Standard_D4s_v5", vcpus: 4, counts: tc.counts}
-			line, err := q.check(tc.surge, "westeurope")
-			switch {
-			case tc.fix == "" && (err != nil || !strings.Contains(line, "need 12 vCPUs")):
-				t.Errorf("want it to fit with a line naming the 12 vCPUs: %q, %v", line, err)
-			case tc.fix != "" && (err == nil || !strings.Contains(err.Error(), tc.fix) || !isInput(err)):
-				t.Errorf("want an input error saying %q, got %v", tc.fix, err)
+			uses := q.uses("sub", "westeurope", tc.surge)
+			if len(uses) != len(tc.counts) {
+				t.Fatalf("%d uses of %d quotas", len(uses), len(tc.counts))
+			}
+			largest, fits := int64(-1), true
+			for i, u := range uses {
+				if u.Needed != int64(tc.surge)*4 || u.PerNode != 4 || u.Unit != "vCPU" || u.Scope != "azure/sub/westeurope/"+tc.counts[i].Name.Value {
+					t.Errorf("use %+v, want %d vCPUs, 4 a node, scoped to the subscription and location", u, tc.surge*4)
+				}
+				if largest < 0 || u.Largest() < largest {
+					largest = u.Largest()
+				}
+				fits = fits && u.Fits()
+			}
+			if largest != tc.largest || fits != (largest >= int64(tc.surge)) {
+				t.Errorf("largest surge %d (fits %v), want %d", largest, fits, tc.largest)
 			}
 		})
 	}

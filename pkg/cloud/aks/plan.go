@@ -349,11 +349,9 @@ func (a *AgentPool) factDetails(surge int) ([]plan.Detail, error) {
 	case a.spot():
 		quota = "none needed: AKS adds no surge node to a Spot pool"
 	case q != nil:
-		line, err := q.check(surge, a.location)
-		if err != nil {
-			return nil, err
-		}
-		quota = line
+		// a surge past the quota is the capacity check's blocker
+		// (ProveCapacity), not an error of the plan
+		quota, _ = q.fit(surge, "surge node(s)")
 	}
 	out = append(out, plan.Detail{Name: "surge quota", Value: quota})
 	return out, nil

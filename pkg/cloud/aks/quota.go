@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
+
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
 // Microsoft.Compute API versions of the two reads of the quota check:
@@ -136,19 +138,19 @@ func (a *AgentPool) findSKU(ctx context.Context, u, size string) (SKU, error) {
 	return SKU{}, fmt.Errorf("no virtual machine SKU %s in %s", size, a.location)
 }
 
-// check says whether surge new nodes fit every quota: a line for the
-// plan, or the input error AKS's upgrade would meet late (its surge
-// nodes refused for quota), naming the surge that fits.
-func (q *quota) check(surge int, location string) (string, error) {
-	line, fits := q.fit(surge, "surge node(s)")
-	if fits >= int64(surge) {
-		return line, nil
+// uses are what added new nodes take of every quota, for the plan's
+// capacity check: a surge past one is an insufficient-quota blocker
+// naming the --max-surge that fits, as AKS's upgrade would otherwise fail
+// only when it adds them.
+func (q *quota) uses(subscription, location string, added int32) []plan.QuotaUse {
+	out := make([]plan.QuotaUse, 0, len(q.counts))
+	for _, u := range q.counts {
+		out = append(out, plan.QuotaUse{
+			Scope: "azure/" + subscription + "/" + location + "/" + u.Name.Value, Name: strings.Trim(nameOf(u), `"`), Unit: "vCPU",
+			Needed: int64(added) * q.vcpus, Free: max(u.Limit-u.CurrentValue, 0), Limit: u.Limit, PerNode: q.vcpus,
+		})
 	}
-	fix := fmt.Sprintf("give --max-surge %d or lower, or ask for more quota", fits)
-	if fits == 0 {
-		fix = "free vCPUs or ask for more quota"
-	}
-	return "", inputErrorf("the vCPU quota in %s cannot hold AKS's surge: %s; AKS would fail the upgrade when it adds them: %s", location, line, fix)
+	return out
 }
 
 // fit says what n new nodes (what) need of every quota, and how many of

@@ -15,15 +15,21 @@ import (
 
 var _ cloud.CapacityProver = (*AgentPool)(nil)
 
-// ProveCapacity implements cloud.CapacityProver: the addresses the nodes
-// AKS adds take of the pool's subnets (subnetNeeds), each against what
+// ProveCapacity implements cloud.CapacityProver: the vCPU quotas the
+// nodes AKS adds count against (read with the plan's facts), and the
+// addresses they take of the pool's subnets (subnetNeeds), each against what
 // its virtual network's usages say is free. AKS asks the same before it
 // surges and fails the upgrade short of them ("Pre-allocated IPs 276
 // exceeds IPs available 251 in Subnet", Azure/AKS#1795).
 func (a *AgentPool) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
 	c := &plan.CapacityPlan{InstanceType: str(a.pool.Properties.VMSize)}
+	if q := a.facts.quota; q != nil {
+		c.Quotas = q.uses(a.id.subscription, a.location, added)
+	} else if a.facts.quotaErr != "" {
+		c.Unprovable = append(c.Unprovable, "the vCPU quota of the surge is not read: "+a.facts.quotaErr)
+	}
 	needs, unprovable := poolNetwork{a}.subnetNeeds(ctx)
-	c.Unprovable = unprovable
+	c.Unprovable = append(c.Unprovable, unprovable...)
 	for _, n := range needs {
 		used, size, err := armEndpoint.ReadSubnet(ctx, a.c.pipeline, n.subnet)
 		if err != nil {
