@@ -59,9 +59,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := &request{r: r, parts: strings.Split(strings.ToLower(strings.Trim(r.URL.Path, "/")), "/"), raw: raw, body: body}
 	op, h := s.route(q)
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{HTTPMethod: r.Method, Operation: op})
 	next := s.takeNextLocked(op)
 	s.mu.Unlock()
+	// Listed once answered (Calls): whoever sees a change listed finds it
+	// made, as a caller killed after sending it would on Azure, where a
+	// PUT's resource is there by the time it is answered.
+	defer func() {
+		s.mu.Lock()
+		s.calls = append(s.calls, Call{HTTPMethod: r.Method, Operation: op})
+		s.mu.Unlock()
+	}()
 	if !servesVersion(op, r.URL.Query().Get("api-version")) {
 		// ARM refuses an API version the resource provider does not serve.
 		writeError(w, errorf(http.StatusBadRequest, "NoRegisteredProviderFound", "No registered resource provider found for location '%s' and API version '%s'", s.opts.Location, r.URL.Query().Get("api-version")))
