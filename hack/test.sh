@@ -50,7 +50,7 @@ step "end-to-end tests on the simulated cluster"
 # The sim module embeds kube-apiserver and friends; its first build takes minutes.
 # The e2e tests wait far more than they compute: each has its own node group,
 # namespace and AWS endpoint, so four run at a time on the shared cluster.
-(cd sim && go test -count=1 -timeout 45m -parallel 4 ./... "$@")
+(cd sim && go test -count=1 -timeout 60m -parallel 4 ./... "$@")
 
 if [ -x hack/validate-krew.sh ] || [ -f hack/validate-krew.sh ]; then
   step "krew manifest"
