@@ -139,7 +139,15 @@ func TestHappyPath(t *testing.T) {
 func TestPDBAllowingNoDisruptionFailsThenForce(t *testing.T) {
 	t.Parallel()
 	const name = "blocked"
-	oldNodes, _ := setupGroup(t, name, 1, 1, scenario.App{Name: "solo", Replicas: 1, MinAvailable: num(1)})
+	// The current node joins after the pod is placed: with both there, the
+	// scheduler may put solo on the current node and leave nothing to block.
+	oldNodes, _ := setupGroup(t, name, 1, 0, scenario.App{Name: "solo", Replicas: 1, MinAvailable: num(1)})
+	if _, _, err := scenario.CreateNodeGroup(testContext(t, time.Minute), client, scenario.NodeGroup{
+		LabelKey: groupKey, Name: name, Zones: []string{"sim-a"}, Current: 1,
+		TargetLabels: map[string]string{imageKey: "ami-new"},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// The audit refuses the run before anything changes.
 	r := plugin(t, "run", name, "--target-label", target, "--drain-timeout", "5s", "--post-drain-wait", "0s", "--yes")
 	if r.code != nodeupgrade.ExitBlockers || !strings.Contains(r.stderr, "pdb-zero-disruptions") || !strings.Contains(r.stderr, "--ignore-check") {
