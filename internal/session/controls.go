@@ -19,7 +19,7 @@ func (s Controls) Cancel(ctx context.Context, run *Run) (earlier *state.Record, 
 	if run.Status == state.StateSubmitted {
 		return s.Jobs().Withdraw(ctx, run.Record.NodeGroup)
 	}
-	return nil, s.ask(ctx, run.Record.NodeGroup, state.RequestCancel)
+	return nil, s.askRun(ctx, run, CmdCancel, state.RequestCancel)
 }
 
 // AskRollback asks run's live process, once the lifecycle takes it, to
@@ -28,7 +28,7 @@ func (s Controls) AskRollback(ctx context.Context, run *Run) error {
 	if err := run.Accept(CmdRollback); err != nil {
 		return err
 	}
-	return s.ask(ctx, run.Record.NodeGroup, state.RequestRollback)
+	return s.askRun(ctx, run, CmdRollback, state.RequestRollback)
 }
 
 // Complete ends run's soak. A live run is asked to and deletes blue at
@@ -42,13 +42,55 @@ func (s Controls) Complete(ctx context.Context, run *Run) (asked bool, err error
 	}
 	rec := run.Record
 	if run.Alive || !soakRecorded(rec) {
-		return run.Alive, s.ask(ctx, rec.NodeGroup, state.RequestComplete)
+		return run.Alive, s.askRun(ctx, run, CmdComplete, state.RequestComplete)
+	}
+	if err := s.recordAsk(ctx, run, CmdComplete, ""); err != nil {
+		return false, err
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	if now.Before(*rec.Cloud.SoakUntil) {
 		rec.Cloud.SoakUntil = &now
 	}
-	return false, s.store().Save(ctx, rec)
+	return false, s.answered(ctx, run)
+}
+
+// askRun records cmd asked of run, then leaves req for its process (a
+// live run reads it between phases; a stopped one's next run does).
+func (s Controls) askRun(ctx context.Context, run *Run, cmd Command, req string) error {
+	if err := s.recordAsk(ctx, run, cmd, ""); err != nil {
+		return err
+	}
+	if err := s.ask(ctx, run.Record.NodeGroup, req); err != nil {
+		return err
+	}
+	return s.answered(ctx, run)
+}
+
+// recordAsk records in run's stored record that cmd was asked of it (of
+// the service's update, where one is named), before the command acts: a
+// command killed, or an act that fails, leaves the record saying so. A
+// live run's own writes keep it (state.Store.Ask).
+func (s Controls) recordAsk(ctx context.Context, run *Run, cmd Command, update string) error {
+	ask := state.NewAsk(string(cmd), update)
+	if _, err := s.store().Ask(ctx, run.Record.NodeGroup, ask); err != nil {
+		return err
+	}
+	run.Record.Asked = &ask
+	return nil
+}
+
+// answered records that run's asked control was carried out: with the
+// rest of a stopped run's record, which the command changed; in a live
+// run's, which its process owns, that alone.
+func (s Controls) answered(ctx context.Context, run *Run) error {
+	ask := *run.Record.Asked
+	ask.Answered = true
+	run.Record.Asked = &ask
+	if run.Alive {
+		_, err := s.store().Ask(ctx, run.Record.NodeGroup, ask)
+		return err
+	}
+	return s.store().Save(ctx, run.Record)
 }
 
 // soakRecorded reports whether r's run stands in its node-pool soak with

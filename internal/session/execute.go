@@ -19,9 +19,10 @@ type Prompt struct {
 	// DryRun prints the plan and changes nothing; DetailedExitCode then
 	// answers a plan with blockers with a BlockerRefusal.
 	DryRun, DetailedExitCode bool
-	// Yes runs without asking; otherwise Confirm asks question.
-	Yes     bool
-	Confirm func(question string) (bool, error)
+	// Yes runs without asking; otherwise Confirm asks question, on a
+	// Terminal (resume and rollback refuse to ask without one).
+	Yes, Terminal bool
+	Confirm       func(question string) (bool, error)
 	// Submit, when set, is given the agreed plan instead of Session.Run:
 	// run --in-cluster hands it to a Job.
 	Submit func(context.Context, *Planned) error
@@ -76,6 +77,12 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 		ok, err := ui.Confirm(question(r, pl.Plan, rec))
 		if err != nil || !ok {
 			return Usagef("aborted: nothing was changed")
+		}
+	}
+	if r.Control != "" && rec != nil {
+		// Agreed: what was asked is recorded before anything changes.
+		if err := s.Controls().recordAsk(ctx, &Run{Record: rec}, r.Control, ""); err != nil {
+			return err
 		}
 	}
 	fmt.Fprintln(s.Out)

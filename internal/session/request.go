@@ -43,6 +43,10 @@ type Request struct {
 	// Fleet is the fleet ("NAME@HASH") whose coordinator starts the run,
 	// stamped on its record.
 	Fleet string
+	// Control is the operator's control (resume, rollback) that runs the
+	// recorded run again: recorded as asked once the run is agreed, before
+	// it acts (Execute); "" for a run command.
+	Control Command
 
 	strategy     plan.Strategy
 	targetLabels map[string]string

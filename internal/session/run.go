@@ -170,6 +170,9 @@ func startAttempt(rec *state.Record, pl *Planned, holder string, earlierDone []s
 	rec.Batches, rec.NodesTotal = len(pl.Batches), nodesTotal(rec, pl, earlierDone)
 	beginAttempt(rec, pl, holder)
 	recordFrom(rec, pl)
+	if a := rec.Asked; a != nil && pl.Request.Control == Command(a.Control) {
+		a.Answered = true // the control asked is under way
+	}
 }
 
 // nodesTotal is how many nodes the run of pl replaces: the earlier
@@ -318,6 +321,9 @@ func nextRecord(prev *state.Record, group string, now time.Time) *state.Record {
 	rec := &state.Record{NodeGroup: group, StartedAt: now}
 	if prev != nil {
 		rec.History = prev.History // the group's, not the run's: kept across runs
+	}
+	if prev != nil && prev.Asked != nil && !prev.Asked.Answered {
+		rec.Asked = prev.Asked // the control (a finished run's rollback) that starts this run
 	}
 	if prev != nil && prev.Cloud != nil && prev.Cloud.UpdatesWere != "" {
 		rec.Cloud = &state.CloudRecord{GroupRecord: state.GroupRecord{

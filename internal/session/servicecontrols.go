@@ -13,10 +13,10 @@ import (
 // ServiceControl carries cancel, complete or resume out on the service's
 // update id of run (one whose update the cloud's service runs) with the
 // service's own control: it checks the lifecycle, records what was asked
-// (Managed.Asked), then calls the service and records its answer: for
-// resume, the update that continues the run, which it returns. A live
-// run owns its record and reads the service's answer itself: for it only
-// the service is asked.
+// (state.Record.Asked, the update named), then calls the service and
+// records its answer: for resume, the update that continues the run,
+// which it returns. A live run owns the rest of its record and reads the
+// service's answer itself.
 func (s Controls) ServiceControl(ctx context.Context, run *Run, cmd Command, u cloud.ManagedUpdater, id string) (string, error) {
 	if err := run.Accept(cmd); err != nil {
 		return "", err
@@ -25,19 +25,17 @@ func (s Controls) ServiceControl(ctx context.Context, run *Run, cmd Command, u c
 	if rec.Managed == nil {
 		return "", fmt.Errorf("cannot %s: the run on %q recorded no service's update", cmd, rec.NodeGroup)
 	}
-	rec.Managed.Asked = &state.ServiceAsk{Control: string(cmd), Update: id, At: time.Now().UTC().Truncate(time.Second)}
-	if err := s.saveUnlessAlive(ctx, run); err != nil {
+	if err := s.recordAsk(ctx, run, cmd, id); err != nil {
 		return "", err
 	}
 	newID, err := callService(ctx, cmd, u, id)
 	if err != nil {
 		return "", err
 	}
-	rec.Managed.Asked.Answered = true
-	if newID != "" {
+	if newID != "" && !run.Alive {
 		rec.Managed.UpdateID = newID
 	}
-	return newID, s.saveUnlessAlive(ctx, run)
+	return newID, s.answered(ctx, run)
 }
 
 // callService calls the service's control cmd on update id; resume
@@ -58,14 +56,6 @@ func callService(ctx context.Context, cmd Command, u cloud.ManagedUpdater, id st
 		}
 	}
 	return "", Usagef("cannot %s: the service's update of %q offers no %s", cmd, u.GroupName(), cmd)
-}
-
-// saveUnlessAlive saves run's record where no live process owns it.
-func (s Controls) saveUnlessAlive(ctx context.Context, run *Run) error {
-	if run.Alive {
-		return nil
-	}
-	return s.store().Save(ctx, run.Record)
 }
 
 // OpenService plans rec's recorded request again, which opens the group's

@@ -19,16 +19,16 @@ type serviceFake struct {
 	s        *Session
 	fail     error
 	called   []string
-	askedAt  []*state.ServiceAsk // the stored record's Asked when each call came
+	askedAt  []*state.ControlAsk // the stored record's Asked when each call came
 	resumeID string
 }
 
 func (f *serviceFake) call(name string) error {
 	f.called = append(f.called, name)
 	rec, _ := f.s.store().Load(context.Background(), "g")
-	var asked *state.ServiceAsk
-	if rec != nil && rec.Managed != nil {
-		asked = rec.Managed.Asked
+	var asked *state.ControlAsk
+	if rec != nil {
+		asked = rec.Asked
 	}
 	f.askedAt = append(f.askedAt, asked)
 	return f.fail
@@ -65,6 +65,7 @@ func TestServiceControlRecordsIntentFirst(t *testing.T) {
 		phase      plan.Phase
 		fail       error
 		finished   bool
+		alive      bool // a live process follows the update
 		wantCalled bool
 		wantErr    bool
 		wantUpdate string // the update the record follows after
@@ -74,6 +75,9 @@ func TestServiceControlRecordsIntentFirst(t *testing.T) {
 		{name: "complete in the soak", cmd: CmdComplete, phase: plan.PhaseSoak, wantCalled: true, wantUpdate: "u1"},
 		{name: "cancel of a finished run is refused", cmd: CmdCancel, phase: plan.PhaseDone, finished: true, wantErr: true, wantUpdate: "u1"},
 		{name: "resume", cmd: CmdResume, phase: plan.PhaseUpdate, wantCalled: true, wantUpdate: "u2"},
+		// The live run reads the service's answer itself; what was asked
+		// is in its record all the same.
+		{name: "cancel of a live run's update", cmd: CmdCancel, phase: plan.PhaseUpdate, alive: true, wantCalled: true, wantUpdate: "u1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Session{Client: fake.NewClientset(), StateNamespace: "kube-system"}
@@ -86,6 +90,12 @@ func TestServiceControlRecordsIntentFirst(t *testing.T) {
 			if err := s.store().Save(ctx, rec); err != nil {
 				t.Fatal(err)
 			}
+			if tc.alive {
+				lock := &state.Lock{Client: s.Client, Namespace: "kube-system", Group: "g", Holder: "elsewhere/1", Duration: time.Minute}
+				if err := lock.Acquire(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 			f := &serviceFake{s: s, fail: tc.fail, resumeID: "u2"}
 			_, err := s.Controls().ServiceControl(ctx, look(t, s), tc.cmd, f, "u1")
 			if (err != nil) != tc.wantErr {
@@ -94,21 +104,21 @@ func TestServiceControlRecordsIntentFirst(t *testing.T) {
 			if (len(f.called) > 0) != tc.wantCalled {
 				t.Fatalf("the service was called %q, want called %v", f.called, tc.wantCalled)
 			}
-			after := look(t, s).Record.Managed
-			if after.UpdateID != tc.wantUpdate {
-				t.Errorf("the record follows update %q, want %q", after.UpdateID, tc.wantUpdate)
+			stored := look(t, s).Record
+			if stored.Managed.UpdateID != tc.wantUpdate {
+				t.Errorf("the record follows update %q, want %q", stored.Managed.UpdateID, tc.wantUpdate)
 			}
 			if !tc.wantCalled {
-				if after.Asked != nil {
-					t.Errorf("a refused %s recorded %+v", tc.cmd, after.Asked)
+				if stored.Asked != nil {
+					t.Errorf("a refused %s recorded %+v", tc.cmd, stored.Asked)
 				}
 				return
 			}
-			if got := f.askedAt[0]; got == nil || got.Control != string(tc.cmd) || got.Update != "u1" || got.Answered {
-				t.Errorf("when the service was called, the record said asked %+v; want %s of u1, not yet answered", got, tc.cmd)
+			if got := f.askedAt[0]; got == nil || got.Control != string(tc.cmd) || got.Update != "u1" || got.Answered || got.By == "" {
+				t.Errorf("when the service was called, the record said asked %+v; want %s of u1 by this process, not yet answered", got, tc.cmd)
 			}
-			if after.Asked == nil || after.Asked.Control != string(tc.cmd) || after.Asked.Answered != (tc.fail == nil) {
-				t.Errorf("after: asked %+v, want %s answered %v", after.Asked, tc.cmd, tc.fail == nil)
+			if stored.Asked == nil || stored.Asked.Control != string(tc.cmd) || stored.Asked.Answered != (tc.fail == nil) {
+				t.Errorf("after: asked %+v, want %s answered %v", stored.Asked, tc.cmd, tc.fail == nil)
 			}
 		})
 	}

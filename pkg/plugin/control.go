@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
@@ -135,7 +136,8 @@ func NewCmdControl(action string, configFlags *genericclioptions.ConfigFlags, st
 	return cmd
 }
 
-// Run checks the recorded phase allows the action, then does it.
+// Run looks the run up and has the session carry the action out: it
+// checks the lifecycle, records what was asked, then acts; Run prints.
 func (o *ControlOptions) Run(ctx context.Context) error {
 	po := &PlanOptions{configFlags: o.configFlags, client: o.client}
 	if err := po.connect(); err != nil {
@@ -149,31 +151,22 @@ func (o *ControlOptions) Run(ctx context.Context) error {
 	if run == nil {
 		return usageErrorf("cannot %s: node group %q has no run recorded in namespace %q; check --state-namespace", o.action, o.NodeGroup, o.StateNamespace)
 	}
-	if o.scheduleGiven && run.Status != state.StateFinished {
-		return usageErrorf("--window, --not-before and --not-after apply to the rollback of a finished run; the run on %q is %s and its rollback puts the group back at once: drop them", o.NodeGroup, run.Status)
+	controls := o.sess.Controls()
+	switch o.action {
+	case "resume":
+		return controls.Resume(ctx, run, o.prompt())
+	case "rollback":
+		return o.rollback(ctx, run)
 	}
-	// The lifecycle says whether the run takes the action now, and if not,
-	// what it takes instead.
-	if err := run.Accept(session.Command(o.action)); err != nil {
-		return err
-	}
-	rec := run.Record
-	if o.action == "rollback" && run.Status == state.StateFinished {
-		return o.rollbackFinished(ctx, rec)
-	}
-	if rec.Managed != nil {
+	if run.Record.Managed != nil {
 		// The cloud's service runs the update: its own controls act on it.
-		return o.managedControl(ctx, run)
+		return controls.Service(ctx, run, session.Command(o.action), o.prompt())
 	}
 	switch o.action {
 	case "cancel":
 		return o.cancel(ctx, run)
 	case "complete":
 		return o.complete(ctx, run)
-	case "rollback":
-		return o.rollback(ctx, run)
-	case "resume":
-		return o.rerunRecorded(ctx, rec, false)
 	}
 	return usageErrorf("unknown action %q", o.action)
 }
@@ -216,114 +209,32 @@ func (o *ControlOptions) complete(ctx context.Context, run *session.Run) error {
 	return nil
 }
 
-// rollback turns the run around: in place, as a live blue/green run's
-// request, or by a blue/green rollback run of a stopped one. The
-// lifecycle refused what the strategy and phase do not allow.
+// rollback has the session undo the run, with this command's window and
+// schedule; a live blue/green run is only asked to turn around.
 func (o *ControlOptions) rollback(ctx context.Context, run *session.Run) error {
-	rec := run.Record
-	if s, err := plan.LookupStrategy(rec.Strategy); err == nil && s.Traits().Rollback == plan.RollbackInPlace {
-		return o.rollbackInPlace(ctx, rec)
-	}
-	if !run.Alive {
-		return o.rerunRecorded(ctx, rec, true)
-	}
-	if err := o.sess.Controls().AskRollback(ctx, run); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "asked the run on %q to roll back at its next safe point\n", o.NodeGroup)
-	return nil
-}
-
-// rerunRecorded runs the recorded request again, forward or rolling back,
-// with no request pending but a complete, which ends the soak it resumes.
-func (o *ControlOptions) rerunRecorded(ctx context.Context, rec *state.Record, rollback bool) error {
-	r, err := session.FromRecord(rec, nil, o.action)
-	if err != nil {
-		return err
-	}
-	if err := o.sess.Controls().ClearRequests(ctx, o.NodeGroup, !rollback); err != nil {
-		return err
-	}
-	return o.rerun(ctx, rec, r, rollback)
-}
-
-// rerun runs the recorded run again from its recorded phase (or its
-// rollback), as its recorded request asks, with this command's connection.
-func (o *ControlOptions) rerun(ctx context.Context, rec *state.Record, r *session.Request, rollback bool) error {
-	r.Rollback = rollback
-	if r.PlanFile == session.PodPlanFile {
-		// An in-cluster run's plan was its pod's: plan its request again.
-		r.PlanFile = ""
-	}
-	if err := r.LoadPlanFile(); err != nil {
-		return err
-	}
-	if err := r.ValidateRun(); err != nil {
-		return err
-	}
-	if err := requireConfirmation(o.Yes, o.In); err != nil {
-		return err
-	}
-	what := "resuming"
-	if rollback {
-		what = "rolling back"
-	}
-	fmt.Fprintf(o.Out, "%s the run on %q from phase %s\n", what, o.NodeGroup, rec.Phase)
-	return o.execute(ctx, r)
-}
-
-// rollbackFinished runs the group back to the version it ran before its
-// latest finished run, within --rollback-window: a new run, planned and
-// confirmed as any, that resume or run finish if it is interrupted.
-func (o *ControlOptions) rollbackFinished(ctx context.Context, rec *state.Record) error {
-	r, c, err := session.RollbackRequest(rec, time.Now(), o.RollbackWindow)
-	if err != nil {
-		return err
-	}
+	opts := session.RollbackOptions{Window: o.RollbackWindow}
 	if o.scheduleGiven {
-		withSchedule(r, o.schedule)
+		opts.Schedule = &o.schedule
 	}
-	if err := r.ValidateRun(); err != nil {
-		return err
+	asked, err := o.sess.Controls().Rollback(ctx, run, opts, o.prompt())
+	if err == nil && asked {
+		fmt.Fprintf(o.Out, "asked the run on %q to roll back at its next safe point\n", o.NodeGroup)
 	}
-	if err := requireConfirmation(o.Yes, o.In); err != nil {
-		return err
-	}
-	if err := o.sess.Controls().ClearRequests(ctx, o.NodeGroup, false); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "rolling back the run on %q that finished at %s: from %s back to %s\n", o.NodeGroup, c.FinishedAt.Format(time.RFC3339), c.After, c.Before)
-	return o.execute(ctx, r)
+	return err
 }
 
-// execute plans r, shows the plan, and runs it once confirmed.
-func (o *ControlOptions) execute(ctx context.Context, r *session.Request) error {
-	prompt := session.Prompt{
-		Print:   planPrinter(o.Out, ""),
-		Yes:     o.Yes,
-		Confirm: func(q string) (bool, error) { return askYes(o.In, o.ErrOut, q) },
+// prompt is how a run resume or rollback starts shows its plan and asks;
+// with --in-cluster, a Job runs the reviewed plan (a blue/green
+// rollback's rolling back, session.RollbackFlag), as this command would.
+func (o *ControlOptions) prompt() session.Prompt {
+	p := session.Prompt{
+		Print:    planPrinter(o.Out, ""),
+		Yes:      o.Yes,
+		Terminal: output.IsTerminal(o.In),
+		Confirm:  func(q string) (bool, error) { return askYes(o.In, o.ErrOut, q) },
 	}
 	if o.inCluster.InCluster {
-		// A blue/green rollback's Job runs the reviewed plan rolling back
-		// (session.RollbackFlag), as this command would.
-		prompt.Submit = o.inCluster.submitter(o.sess, o.IOStreams, o.sess.Client)
+		p.Submit = o.inCluster.submitter(o.sess, o.IOStreams, o.sess.Client)
 	}
-	return o.sess.Execute(ctx, r, prompt)
-}
-
-// rollbackInPlace undoes a partial eks or surge run on a cloud group: the
-// same strategy, run again towards the version the group launched before,
-// so only the nodes already upgraded are replaced; the others are not
-// touched, and the end restores the recorded sizes.
-func (o *ControlOptions) rollbackInPlace(ctx context.Context, rec *state.Record) error {
-	r, err := session.FromRecord(rec, nil, o.action)
-	if err != nil {
-		return err
-	}
-	r.Cloud.Image, r.Cloud.Version, r.PlanFile = "", rec.Cloud.FromVersion, ""
-	if err := o.sess.Controls().ClearRequests(ctx, o.NodeGroup, false); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "rolling back the run on %q: the nodes already on version %s go back to version %s\n", o.NodeGroup, rec.Cloud.TargetVersion, rec.Cloud.FromVersion)
-	return o.rerun(ctx, rec, r, false)
+	return p
 }

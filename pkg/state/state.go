@@ -121,6 +121,9 @@ type Record struct {
 	// From is what the group launched when the run set out, written at
 	// its first attempt: History's Before once it finishes.
 	From *Version `json:"from,omitempty"`
+	// Asked is the last control an operator's command asked of the run,
+	// recorded before the command acted (asked.go).
+	Asked *ControlAsk `json:"asked,omitempty"`
 }
 
 // Workload is a replica controller (ReplicaSet, StatefulSet,
@@ -197,20 +200,6 @@ type ManagedRecord struct {
 	// WriteFinishes is the plan's (plan.ManagedPlan): a write to the
 	// group after its update stopped is the order to finish it.
 	WriteFinishes bool `json:"writeFinishes,omitempty"`
-	// Asked is the last control of the service's update a command asked
-	// for, recorded before it called the service.
-	Asked *ServiceAsk `json:"asked,omitempty"`
-}
-
-// ServiceAsk is a control of a service's update a command asked for
-// (cancel, complete, resume): recorded before the service is called, so a
-// command killed, or a call that failed, leaves the record saying what
-// was asked; Answered once the service took it.
-type ServiceAsk struct {
-	Control  string    `json:"control"`
-	Update   string    `json:"update"`
-	At       time.Time `json:"at"`
-	Answered bool      `json:"answered,omitempty"`
 }
 
 // SettingsStuck reports whether the run's own update settings stay on a
@@ -479,10 +468,6 @@ func decode(cm *corev1.ConfigMap) (*Record, error) {
 // Save writes the record, creating it the first time.
 func (s *Store) Save(ctx context.Context, r *Record) error {
 	r.UpdatedAt = time.Now().UTC().Truncate(time.Second)
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
 	name := ObjectName(r.NodeGroup)
 	cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
 	// The ConfigMap is updated from where this Store last saw it, and
@@ -507,6 +492,11 @@ func (s *Store) Save(ctx context.Context, r *Record) error {
 			default:
 				return err
 			}
+		}
+		keepAsked(r, cm)
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
 		}
 		if cm != nil {
 			cm = cm.DeepCopy()
