@@ -46,11 +46,9 @@ func (a *ControlAsk) after(b *ControlAsk) bool {
 // wrote meanwhile is lost; the run's own next Save keeps ask (keepAsked).
 // It returns the record as stored.
 func (s *Store) Ask(ctx context.Context, group string, ask ControlAsk) (*Record, error) {
-	name := ObjectName(group)
-	cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
 	var rec *Record
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, ObjectName(group), metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -62,13 +60,7 @@ func (s *Store) Ask(ctx context.Context, group string, ask ControlAsk) (*Record,
 		if err != nil {
 			return err
 		}
-		cm = cm.DeepCopy()
-		cm.Data = map[string]string{recordKey: string(data)}
-		updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
-		if err == nil {
-			s.remember(name, updated)
-		}
-		return err
+		return s.updateData(ctx, cm, data)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error when recording %s in the record of %q: %w", ask.Control, group, err)

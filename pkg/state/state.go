@@ -499,11 +499,8 @@ func (s *Store) Save(ctx context.Context, r *Record) error {
 			return err
 		}
 		if cm != nil {
-			cm = cm.DeepCopy()
-			cm.Data = map[string]string{recordKey: string(data)}
-			updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+			err := s.updateData(ctx, cm, data)
 			if err == nil {
-				s.remember(name, updated)
 				return nil
 			}
 			if !apierrors.IsNotFound(err) {
@@ -521,6 +518,19 @@ func (s *Store) Save(ctx context.Context, r *Record) error {
 		s.remember(name, created)
 		return nil
 	})
+}
+
+// updateData writes data as the record of cm, a ConfigMap as read, its
+// metadata kept; the API server refuses it with a conflict when cm was
+// changed since.
+func (s *Store) updateData(ctx context.Context, cm *corev1.ConfigMap, data []byte) error {
+	cm = cm.DeepCopy()
+	cm.Data = map[string]string{recordKey: string(data)}
+	updated, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	if err == nil {
+		s.remember(cm.Name, updated)
+	}
+	return err
 }
 
 func (s *Store) meta(name, group string) metav1.ObjectMeta {
