@@ -126,29 +126,30 @@ func TestControlIntentRecordedFirst(t *testing.T) {
 	}
 }
 
-// TestRunAnswersWhatWasAsked: the run a control started (resume, a
-// rollback, the rollback of a finished run, which starts a new record)
-// marks the control asked answered as it starts under the lock; a run
-// some other command started leaves another control's ask as it was.
+// TestRunAnswersWhatWasAsked: the attempt that carries out a resume or a
+// rollback asked (this command's, or its in-cluster Job's pod's; a
+// finished run's rollback starts a new record) marks it answered as it
+// starts under the lock; any other leaves what was asked as it was.
 func TestRunAnswersWhatWasAsked(t *testing.T) {
 	at := time.Now().UTC()
 	for _, tc := range []struct {
 		name         string
 		asked        string
-		control      Command
+		rollback     bool // the attempt rolls back
 		finished     bool
 		wantAnswered bool
 	}{
-		{name: "resume takes up its resume", asked: "resume", control: CmdResume, wantAnswered: true},
-		{name: "a finished run's rollback takes up its rollback in the new record", asked: "rollback", control: CmdRollback, finished: true, wantAnswered: true},
-		{name: "the run command leaves a cancel asked", asked: "cancel", control: ""},
+		{name: "resume carries out its resume", asked: "resume", wantAnswered: true},
+		{name: "a finished run's rollback carries out its rollback in the new record", asked: "rollback", rollback: true, finished: true, wantAnswered: true},
+		{name: "a run forward leaves a rollback asked", asked: "rollback"},
+		{name: "a run leaves a cancel asked", asked: "cancel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &state.Record{NodeGroup: "g", StartedAt: at.Add(-time.Hour), Asked: &state.ControlAsk{Control: tc.asked, At: at}}
+			rec := &state.Record{NodeGroup: "g", StartedAt: at.Add(-time.Hour), Phase: "Drain", Asked: &state.ControlAsk{Control: tc.asked, At: at}}
 			if tc.finished {
 				rec = nextRecord(rec, "g", at)
 			}
-			pl := &Planned{Plan: &plan.Plan{Strategy: "eks"}, Request: &Request{Request: plan.Request{NodeGroup: "g"}, Control: tc.control}}
+			pl := &Planned{Plan: &plan.Plan{Strategy: "eks"}, Request: &Request{Request: plan.Request{NodeGroup: "g"}, Rollback: tc.rollback}}
 			startAttempt(rec, pl, "me/1", nil)
 			if a := rec.Asked; a == nil || a.Control != tc.asked || a.Answered != tc.wantAnswered {
 				t.Errorf("asked %+v, want %s answered %v", a, tc.asked, tc.wantAnswered)

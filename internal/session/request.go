@@ -45,7 +45,8 @@ type Request struct {
 	Fleet string
 	// Control is the operator's control (resume, rollback) that runs the
 	// recorded run again: recorded as asked once the run is agreed, before
-	// it acts (Execute); "" for a run command.
+	// it acts (Execute); the attempt that carries it out answers it
+	// (answerAsked). "" for a run command.
 	Control Command
 
 	strategy     plan.Strategy

@@ -170,8 +170,23 @@ func startAttempt(rec *state.Record, pl *Planned, holder string, earlierDone []s
 	rec.Batches, rec.NodesTotal = len(pl.Batches), nodesTotal(rec, pl, earlierDone)
 	beginAttempt(rec, pl, holder)
 	recordFrom(rec, pl)
-	if a := rec.Asked; a != nil && pl.Request.Control == Command(a.Control) {
-		a.Answered = true // the control asked is under way
+	answerAsked(rec)
+}
+
+// answerAsked marks a resume or rollback asked of rec's run answered
+// once an attempt that carries it out starts under the lock: this
+// command's, or its in-cluster Job's pod's.
+func answerAsked(rec *state.Record) {
+	a := rec.Asked
+	if a == nil || a.Answered {
+		return
+	}
+	rollback := rec.CurrentAttempt().Kind == state.AttemptRollback
+	switch Command(a.Control) {
+	case CmdResume:
+		a.Answered = !rollback
+	case CmdRollback:
+		a.Answered = rollback
 	}
 }
 
