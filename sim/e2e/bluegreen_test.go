@@ -129,6 +129,10 @@ func TestAWSBlueGreenRollbackDuringTheDrain(t *testing.T) {
 	if code != nodeupgrade.ExitOK || !strings.Contains(out, "rolled back") {
 		t.Fatalf("run exit %d, want %d having rolled back:\n%s", code, nodeupgrade.ExitOK, out)
 	}
+	// The live run's own writes after it kept what the command asked.
+	if a := g.record(t).Asked; a == nil || a.Control != "rollback" || a.By == "" || !a.Answered {
+		t.Errorf("the record says asked %+v; want the rollback, by the command's process, answered", a)
+	}
 	assertNoViolations(t, watcher.Stop())
 	if slices.Contains(g.srv.Groups(), name+"-v2") {
 		t.Errorf("green was not deleted: %v", g.srv.Groups())
