@@ -200,6 +200,10 @@ type ManagedRecord struct {
 	// Asked is the last control of the service's update a command asked
 	// for, recorded before it called the service.
 	Asked *ServiceAsk `json:"asked,omitempty"`
+	// DrainFailure is, once the service's update failed on a drain it gave
+	// up on, the node, the pod and PDB it named and what it did (AKS:
+	// the node schedulable again, its surge nodes deleted); nil otherwise.
+	DrainFailure *plan.ServiceDrainFailure `json:"drainFailure,omitempty"`
 }
 
 // ServiceAsk is a control of a service's update a command asked for

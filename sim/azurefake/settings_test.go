@@ -101,24 +101,7 @@ func TestCordonQuarantinesAndCancels(t *testing.T) {
 			}
 			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 		})
-		// The fake clientset ignores field selectors: the drain's list of
-		// a node's pods is filtered here as the API server filters it.
-		kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
-			sel := a.(k8stesting.ListAction).GetListRestrictions().Fields
-			obj, err := kube.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
-			if err != nil || sel == nil || sel.Empty() {
-				return true, obj, err
-			}
-			list := obj.(*corev1.PodList)
-			var kept []corev1.Pod
-			for _, p := range list.Items {
-				if sel.Matches(fields.Set{"spec.nodeName": p.Spec.NodeName}) {
-					kept = append(kept, p)
-				}
-			}
-			list.Items = kept
-			return true, list, nil
-		})
+		podsByNode(kube)
 	})
 	ctx := context.Background()
 	_, doc := s.rawPool(t, http.MethodGet, "pool", PoolAPIVersion, nil)
@@ -154,4 +137,26 @@ func TestCordonQuarantinesAndCancels(t *testing.T) {
 			t.Errorf("node %s on %s, want %s", n.Name, n.Labels[NodeImageLabel], want)
 		}
 	}
+}
+
+// podsByNode filters a list of pods by spec.nodeName as the API server
+// does: the fake clientset ignores field selectors, and the drain lists a
+// node's pods by one.
+func podsByNode(kube *fake.Clientset) {
+	kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		sel := a.(k8stesting.ListAction).GetListRestrictions().Fields
+		obj, err := kube.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
+		if err != nil || sel == nil || sel.Empty() {
+			return true, obj, err
+		}
+		list := obj.(*corev1.PodList)
+		var kept []corev1.Pod
+		for _, p := range list.Items {
+			if sel.Matches(fields.Set{"spec.nodeName": p.Spec.NodeName}) {
+				kept = append(kept, p)
+			}
+		}
+		list.Items = kept
+		return true, list, nil
+	})
 }

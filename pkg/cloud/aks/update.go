@@ -274,7 +274,7 @@ func (a *AgentPool) Progress(ctx context.Context, id string) (cloud.UpdateProgre
 		p.State = cloud.UpdateSucceeded
 	case "Failed":
 		p.State = cloud.UpdateFailed
-		p.Errors = []cloud.UpdateError{failure(doc)}
+		p.Errors = []cloud.UpdateError{a.withDrain(ctx, failure(doc))}
 	case "Canceled":
 		p.State = cloud.UpdateCancelled
 		if q := a.quarantined(ctx); len(q) > 0 {
