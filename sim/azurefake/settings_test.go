@@ -160,3 +160,33 @@ func podsByNode(kube *fake.Clientset) {
 		return true, list, nil
 	})
 }
+
+// TestNewPoolTakesNewerSettings: a pool created at PoolAPIVersion takes
+// maxUnavailable and undrainableNodeBehavior (the REST spec's 2025-05-01
+// AgentPoolUpgradeSettings) and answers them back there; the enum is
+// checked as for an existing pool's PUT.
+func TestNewPoolTakesNewerSettings(t *testing.T) {
+	s := newScene(t, 0)
+	for _, tc := range []struct {
+		name, pool string
+		settings   map[string]any
+		want       int
+	}{
+		{"a behaviour outside the enum", "green2", map[string]any{"undrainableNodeBehavior": "Drain"}, http.StatusBadRequest},
+		{"kept", "green1", map[string]any{"maxSurge": "1", "maxUnavailable": "1", "undrainableNodeBehavior": "Cordon"}, http.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := map[string]any{"properties": map[string]any{"count": 1, "vmSize": "Standard_D4s_v5", "upgradeSettings": tc.settings}}
+			if got, answer := s.rawPool(t, http.MethodPut, tc.pool, PoolAPIVersion, body); got != tc.want {
+				t.Fatalf("PUT %s: %d %v, want %d", tc.pool, got, answer, tc.want)
+			}
+			if tc.want != http.StatusCreated {
+				return
+			}
+			_, doc := s.rawPool(t, http.MethodGet, tc.pool, PoolAPIVersion, nil)
+			if us := upgradeSettingsOf(doc); us["maxUnavailable"] != "1" || us["undrainableNodeBehavior"] != "Cordon" {
+				t.Errorf("upgradeSettings of the new pool: %v, want maxUnavailable 1, Cordon", us)
+			}
+		})
+	}
+}
