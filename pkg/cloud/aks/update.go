@@ -24,6 +24,7 @@ import (
 // The pool's provisioning states AKS reports while an operation runs on
 // it; Succeeded, Failed and Canceled end one
 // (https://learn.microsoft.com/en-us/azure/aks/manage-abort-operations).
+// The others AKS reports are in states.go.
 var runningStates = map[string]bool{"Upgrading": true, "UpgradingNodeImageVersion": true, "Updating": true, "Canceling": true, "Creating": true, "Scaling": true}
 
 // endedUnfinished are the provisioning states of a pool whose last
@@ -138,7 +139,9 @@ func (a *AgentPool) settle(ctx context.Context) error {
 	for {
 		if err := a.refresh(ctx); err != nil && !cloud.Transient(err) {
 			return err
-		} else if err == nil && !runningStates[str(a.pool.Properties.ProvisioningState)] {
+		} else if st := str(a.pool.Properties.ProvisioningState); err == nil && !knownState(st) {
+			return a.unknownState(st)
+		} else if err == nil && !busyState(st) {
 			return nil
 		}
 		if err := sleep(ctx, a.c.pollEvery); err != nil {
@@ -265,7 +268,10 @@ func (a *AgentPool) Progress(ctx context.Context, id string) (cloud.UpdateProgre
 	p.Done, p.Total = a.nodesDone(ctx)
 	var doc opStatus
 	if id == poolUpdateID {
-		doc.Status = map[bool]string{true: "InProgress", false: st}[runningStates[st]]
+		if !knownState(st) {
+			return p, a.unknownState(st)
+		}
+		doc.Status = map[bool]string{true: "InProgress", false: st}[busyState(st)]
 	} else if err := a.getOperation(ctx, id, &doc); err != nil {
 		return p, err
 	}
