@@ -39,6 +39,10 @@ func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) e
 		s.mu.Unlock()
 		return err
 	}
+	if err := s.launchRefusalLocked(*p.model.Name, p.scaleSet, str(p.model.Properties.VMSize), r.surge-have); err != nil {
+		s.mu.Unlock()
+		return err // the surge comes first: nothing drained
+	}
 	for range max(r.surge-have, 0) {
 		added = append(added, s.newMachineLocked(p, t.version, t.image, true))
 	}

@@ -201,7 +201,12 @@ func (s *Server) patchScaleSet(q *request) {
 		return
 	}
 	if in.SKU != nil && in.SKU.Capacity != nil && *in.SKU.Capacity > int64(len(ss.vms)) {
-		if err := s.quotaRefusalLocked(sizeOf(ss.model.SKU.Name), *in.SKU.Capacity-int64(len(ss.vms))); err != nil {
+		add := *in.SKU.Capacity - int64(len(ss.vms))
+		err := s.quotaRefusalLocked(sizeOf(ss.model.SKU.Name), add)
+		if err == nil {
+			err = s.launchRefusalLocked(ss.name, ss.name, str(ss.model.SKU.Name), int(add))
+		}
+		if err != nil {
 			writeError(q.w, err)
 			return
 		}

@@ -65,3 +65,23 @@ func (a *AgentPool) afterGivingUp(ctx context.Context, node string) (schedulable
 	}
 	return schedulable, len(list.Items) <= int(a.count())
 }
+
+// withLaunch adds to AKS's refusal of the upgrade's new nodes whether it
+// drained any node first, read from the cluster: none of the pool's nodes
+// cordoned is a failure before any drain, the pool as it was.
+func (a *AgentPool) withLaunch(ctx context.Context, e cloud.UpdateError) cloud.UpdateError {
+	if e.Code != cloud.CodeNodeCreation || a.kube == nil {
+		return e
+	}
+	list, err := a.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: AgentPoolLabel + "=" + a.name})
+	if err != nil {
+		return e
+	}
+	for _, n := range list.Items {
+		if n.Spec.Unschedulable {
+			return e
+		}
+	}
+	e.Message += ", before it drained any node (none of the pool's nodes is cordoned): free the capacity or quota, or lower --max-surge, then run the same command again"
+	return e
+}

@@ -280,7 +280,7 @@ func (a *AgentPool) Progress(ctx context.Context, id string) (cloud.UpdateProgre
 		p.State = cloud.UpdateSucceeded
 	case "Failed":
 		p.State = cloud.UpdateFailed
-		p.Errors = []cloud.UpdateError{a.withDrain(ctx, failure(doc))}
+		p.Errors = []cloud.UpdateError{a.withLaunch(ctx, a.withDrain(ctx, failure(doc)))}
 	case "Canceled":
 		p.State = cloud.UpdateCancelled
 		if q := a.quarantined(ctx); len(q) > 0 {
@@ -298,7 +298,8 @@ var drainedNode = regexp.MustCompile(`Drain node (\S+)`)
 // failure is the operation's error, naming the node AKS names. A drain
 // AKS gave up on (UpgradeFailed, "Drain node … failed when evicting pod
 // …": the PodDrainFailure troubleshooting page) is a
-// cloud.CodePodEviction, AKS's own code kept in the message.
+// cloud.CodePodEviction, and new nodes Azure refused (azarm.LaunchRefused)
+// a cloud.CodeNodeCreation, AKS's own code kept in the message.
 func failure(doc opStatus) cloud.UpdateError {
 	e := cloud.UpdateError{Code: "UpgradeFailed", Message: "the pool's upgrade failed"}
 	if doc.Error != nil {
@@ -307,6 +308,11 @@ func failure(doc opStatus) cloud.UpdateError {
 	if m := drainedNode.FindStringSubmatch(e.Message); m != nil {
 		e.Nodes = []string{m[1]}
 		e.Code, e.Message = cloud.CodePodEviction, e.Code+": "+e.Message
+	}
+	if azarm.LaunchRefused(e.Code, e.Message) {
+		// AKS adds its surge nodes first: a refusal of them (the quota, a
+		// size or zone without capacity, the subnet) comes before a drain.
+		e.Code, e.Message = cloud.CodeNodeCreation, fmt.Sprintf("%s: %s; AKS could not add the upgrade's new nodes", e.Code, e.Message)
 	}
 	return e
 }
