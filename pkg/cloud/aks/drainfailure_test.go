@@ -3,6 +3,7 @@ package aks
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	armcs "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
@@ -50,6 +51,32 @@ func TestDrainFailureSaysWhatAKSDid(t *testing.T) {
 			}{"UpgradeFailed", msg}}))
 			if got.Code != cloud.CodePodEviction || got.Drain == nil || *got.Drain != tc.want {
 				t.Errorf("failure %+v drain %+v, want %+v", got, got.Drain, tc.want)
+			}
+		})
+	}
+}
+
+// TestLaunchFailureSaysNothingWasDrained: AKS's refusal of the new nodes
+// says it came before any drain only while none of the pool's nodes is
+// cordoned; other failures are left as they are.
+func TestLaunchFailureSaysNothingWasDrained(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		code     string
+		cordoned bool
+		before   bool
+	}{
+		{"nothing cordoned", cloud.CodeNodeCreation, false, true},
+		{"a node cordoned", cloud.CodeNodeCreation, true, false},
+		{"another failure", "InternalOperationError", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "aks-pool-1", Labels: map[string]string{AgentPoolLabel: "pool"}}}
+			n.Spec.Unschedulable = tc.cordoned
+			a := &AgentPool{name: "pool", kube: fake.NewClientset(n)}
+			got := a.withLaunch(context.Background(), cloud.UpdateError{Code: tc.code, Message: "SkuNotAvailable: not available"})
+			if strings.Contains(got.Message, "before it drained any node") != tc.before {
+				t.Errorf("message %q: want it to say it came before any drain: %v", got.Message, tc.before)
 			}
 		})
 	}
