@@ -25,14 +25,7 @@ func TestAzureLaunchRefusedStopsBeforeAnyDrain(t *testing.T) {
 		a := setupAKSPool(t, name, aksPoolSpec{count: 2}, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
 		a.srv.RefuseLaunches(name, azurefake.LaunchSkuNotAvailable)
 		r := a.run(t, "run", name, "--yes", "--node-image", "latest")
-		if r.code != nodeupgrade.ExitNodeCreation {
-			t.Fatalf("want exit %d (NodeCreationFailure): %s", nodeupgrade.ExitNodeCreation, r)
-		}
-		for _, want := range []string{"SkuNotAvailable", "is currently not available in location", "before it drained any node"} {
-			if !strings.Contains(r.stdout+r.stderr, want) {
-				t.Errorf("the run must say %q: %s", want, r)
-			}
-		}
+		assertNodeCreationFailure(t, r, "SkuNotAvailable", "is currently not available in location", "before it drained any node")
 		ctx := testContext(t, time.Minute)
 		assertUntouched(t, ctx, azurefake.AgentPoolLabel, name)
 		if on, all := a.nodesOn(t, aksOld, aksOldImage); on != 2 || all != 2 {
@@ -45,18 +38,25 @@ func TestAzureLaunchRefusedStopsBeforeAnyDrain(t *testing.T) {
 		s := setupVMSS(t, name, "vmssc", 2, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
 		s.srv.RefuseLaunches(name, azurefake.LaunchAllocationFailed)
 		r := s.run(t, "run", name, "--strategy", "surge", "--image", vmssNew, "--max-surge", "1", "--max-unavailable", "0", "--yes")
-		if r.code != nodeupgrade.ExitNodeCreation {
-			t.Fatalf("want exit %d (NodeCreationFailure): %s", nodeupgrade.ExitNodeCreation, r)
-		}
-		for _, want := range []string{"AllocationFailed", "We do not have sufficient capacity", "no node drained"} {
-			if !strings.Contains(r.stdout+r.stderr, want) {
-				t.Errorf("the run must say %q: %s", want, r)
-			}
-		}
+		assertNodeCreationFailure(t, r, "AllocationFailed", "We do not have sufficient capacity", "no node drained")
 		ctx := testContext(t, time.Minute)
 		assertUntouched(t, ctx, kopsKey, name)
 		if m := s.srv.ScaleSetModel(vmssGroup, name); strings.Contains(m, vmssNew) || len(s.instances()) != 2 {
 			t.Errorf("scale set %s with %d instances: want its old image and 2 instances", m, len(s.instances()))
 		}
 	})
+}
+
+// assertNodeCreationFailure checks a run ended with exit 7
+// (NodeCreationFailure) saying each of says.
+func assertNodeCreationFailure(t *testing.T, r result, says ...string) {
+	t.Helper()
+	if r.code != nodeupgrade.ExitNodeCreation {
+		t.Fatalf("want exit %d (NodeCreationFailure): %s", nodeupgrade.ExitNodeCreation, r)
+	}
+	for _, want := range says {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("the run must say %q: %s", want, r)
+		}
+	}
 }
