@@ -29,6 +29,9 @@ type ServiceUpdateFailure struct {
 	Group  string
 	Errors []cloud.UpdateError
 	Held   []HeldPod
+	// Drain is the record's (state.ManagedRecord.DrainFailure): the drain
+	// the service gave up on and what it did then.
+	Drain *plan.ServiceDrainFailure
 	// SettingsStuck is the record's (state.ManagedRecord): abort cannot
 	// put the run's settings back on the failed update's group.
 	SettingsStuck bool
@@ -53,6 +56,9 @@ func (f *ServiceUpdateFailure) Error() string {
 	}
 	if len(f.Held) > 0 {
 		msg += "; held by " + heldList(f.Held)
+	}
+	if f.Drain != nil {
+		msg += "; " + f.Drain.String()
 	}
 	// What the service did stays (its added nodes, the taints of the nodes
 	// it gave up on, the run's update settings): say who takes it back.
@@ -322,6 +328,9 @@ func (r *managedRun) readUpdate(ctx context.Context, u cloud.ManagedUpdater, id 
 // success replaces no node of the run's own.
 func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error {
 	mp := r.cfg.Plan.Managed
+	if rec := r.cfg.Record; rec != nil && rec.Managed != nil {
+		rec.Managed.DrainFailure = drainFailureOf(p.Errors)
+	}
 	switch {
 	case p.State == cloud.UpdateSucceeded && r.rollingBack:
 		r.logf("%s rollback %s succeeded", mp.Service, p.ID)
@@ -342,7 +351,18 @@ func (r *managedRun) serviceEnded(p cloud.UpdateProgress, held []HeldPod) error 
 		return r.serviceQuarantined(p, held)
 	}
 	return &ServiceUpdateFailure{Service: mp.Service, ID: p.ID, Group: r.cfg.Record.NodeGroup, Errors: p.Errors, Held: held,
-		SettingsStuck: r.cfg.Record.Managed.SettingsStuck()}
+		Drain: drainFailureOf(p.Errors), SettingsStuck: r.cfg.Record.Managed.SettingsStuck()}
+}
+
+// drainFailureOf is the first drain the service gave up on, nil if none.
+func drainFailureOf(errs []cloud.UpdateError) *plan.ServiceDrainFailure {
+	for _, e := range errs {
+		if e.Drain != nil {
+			d := *e.Drain
+			return &d
+		}
+	}
+	return nil
 }
 
 // recordHeld keeps the pods held now in the record when they changed,

@@ -55,3 +55,25 @@ func TestServiceEndsQuarantinedOrCancelled(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceDrainFailureRecorded: a service update that failed on a
+// drain the service gave up on keeps what the service named and did in
+// the record, typed, and the run's failure says it from there; the
+// update's next end (here a success) clears it.
+func TestServiceDrainFailureRecorded(t *testing.T) {
+	d := &plan.ServiceDrainFailure{Node: "n1", Pod: "shop/web-1", PDB: "shop/web", Behavior: "Schedule", Schedulable: true, SurgeRemoved: true}
+	rec := &state.Record{Managed: &state.ManagedRecord{}}
+	r := &managedRun{toolkit: toolkit{logf: func(string, ...any) {}, tally: &tally{}, cfg: &Config{Record: rec, Plan: &plan.Plan{Managed: &plan.ManagedPlan{Service: "AKS agent pool"}}}}}
+	failed := cloud.UpdateProgress{ID: "u1", State: cloud.UpdateFailed, Errors: []cloud.UpdateError{{Code: cloud.CodePodEviction, Message: "UpgradeFailed: Drain node n1 failed", Nodes: []string{"n1"}, Drain: d}}}
+	err := r.serviceEnded(failed, nil)
+	var f *ServiceUpdateFailure
+	if !errors.As(err, &f) || rec.Managed.DrainFailure == nil || *rec.Managed.DrainFailure != *d {
+		t.Fatalf("error %v, record %+v; want a ServiceUpdateFailure and %+v recorded", err, rec.Managed.DrainFailure, d)
+	}
+	if want := "made it schedulable again, not upgraded, and deleted its surge nodes"; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `PodDisruptionBudget "shop/web"`) {
+		t.Errorf("failure %q, want it to say %q and the PDB", err, want)
+	}
+	if err := r.serviceEnded(cloud.UpdateProgress{ID: "u2", State: cloud.UpdateSucceeded}, nil); err != nil || rec.Managed.DrainFailure != nil {
+		t.Errorf("after a success: %v, record %+v; want it cleared", err, rec.Managed.DrainFailure)
+	}
+}

@@ -85,6 +85,10 @@ type UpdateError struct {
 	Message string
 	// Nodes are the nodes (or machines) the service names.
 	Nodes []string
+	// Drain is, for a drain the service gave up on, the pod and PDB it
+	// names and what it did with the node and its surge nodes; nil
+	// otherwise.
+	Drain *plan.ServiceDrainFailure
 }
 
 // The failures of a service's update that every provider names alike.

@@ -200,6 +200,10 @@ type ManagedRecord struct {
 	// WriteFinishes is the plan's (plan.ManagedPlan): a write to the
 	// group after its update stopped is the order to finish it.
 	WriteFinishes bool `json:"writeFinishes,omitempty"`
+	// DrainFailure is, once the service's update failed on a drain it gave
+	// up on, the node, the pod and PDB it named and what it did (AKS:
+	// the node schedulable again, its surge nodes deleted); nil otherwise.
+	DrainFailure *plan.ServiceDrainFailure `json:"drainFailure,omitempty"`
 }
 
 // SettingsStuck reports whether the run's own update settings stay on a

@@ -85,6 +85,9 @@ type Server struct {
 	networks networkProfiles
 	// next is how the next request of an operation is answered.
 	next map[string]nextAnswer
+	// refuseLaunches are the codes new machines are refused with, by pool
+	// or scale set name (launches.go).
+	refuseLaunches map[string]string
 }
 
 // Call is a request the server answered: its HTTP method and the ARM

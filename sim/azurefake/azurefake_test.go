@@ -187,8 +187,10 @@ func hasStatus(err error, status int) bool { _, s := armCode(err); return s == s
 
 // TestPDBFailsTheUpgrade: a pod whose eviction the PDB refuses past the
 // drain timeout fails the upgrade with AKS's message naming the node, the
-// pod and the PDB; the pool is Failed; with the PDB relaxed, the same
-// request again finishes the pool.
+// pod and the PDB; under undrainableNodeBehavior Schedule (the default)
+// AKS made the node schedulable again and deleted the surge nodes; the
+// pool is Failed; with the PDB relaxed, the same request again finishes
+// the pool.
 func TestPDBFailsTheUpgrade(t *testing.T) {
 	var blocked atomic.Bool
 	blocked.Store(true)
@@ -204,6 +206,7 @@ func TestPDBFailsTheUpgrade(t *testing.T) {
 			}
 			return true, nil, kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "shop", "web-1")
 		})
+		podsByNode(kube)
 	})
 	ctx := context.Background()
 	nodes, _ := s.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -226,6 +229,15 @@ func TestPDBFailsTheUpgrade(t *testing.T) {
 		t.Fatalf("upgrade with a PDB at 0: %v", err)
 	}
 	s.waitState(t, stateFailed)
+	after, _ := s.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if len(after.Items) != len(nodes.Items) {
+		t.Errorf("%d nodes after the failure, want the pool's %d: the surge nodes deleted", len(after.Items), len(nodes.Items))
+	}
+	for _, n := range after.Items {
+		if n.Name == first && (n.Spec.Unschedulable || n.Labels[NodeImageLabel] == latestImage) {
+			t.Errorf("node %s held by the PDB: unschedulable %v, image %s; want schedulable again, not upgraded", first, n.Spec.Unschedulable, n.Labels[NodeImageLabel])
+		}
+	}
 	blocked.Store(false)
 	poller, err = s.pools.BeginUpgradeNodeImageVersion(ctx, "rg", "c1", "pool", nil)
 	if err == nil {

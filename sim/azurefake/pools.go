@@ -51,10 +51,17 @@ func (s *Server) writePool(q *request) {
 // none is given). The pool's machines run the latest node image AKS
 // offers the cluster's pools: a new pool is made with it
 // (https://learn.microsoft.com/en-us/azure/aks/node-image-upgrade). 201
-// and an operation that ends once every node joined.
+// and an operation that ends once every node joined. At PoolAPIVersion
+// the body may carry the newer upgrade settings (splitExtra), checked and
+// kept as a PUT of an existing pool keeps them.
 func (s *Server) createPool(q *request) {
+	body, extra, aerr := splitExtra(q.body, q.r.URL.Query().Get("api-version"))
+	if aerr != nil {
+		writeError(q.w, aerr)
+		return
+	}
 	var in armcs.AgentPool
-	if err := decodeModel(q.body, &in); err != nil {
+	if err := decodeModel(body, &in); err != nil {
 		writeError(q.w, err)
 		return
 	}
@@ -70,7 +77,12 @@ func (s *Server) createPool(q *request) {
 		writeError(q.w, aerr)
 		return
 	}
+	if aerr := checkExtra(extra, maxSurgeOf(in.Properties)); aerr != nil {
+		writeError(q.w, aerr)
+		return
+	}
 	p := s.newPoolLocked(c, name, in.Properties)
+	p.extra = extra
 	o := s.startOpLocked(p, "create")
 	var ms []*machine
 	for range *p.model.Properties.Count {
@@ -121,6 +133,14 @@ func checkNewPool(c *cluster, name string, in *armcs.ManagedClusterAgentPoolProf
 		}
 	}
 	return checkSurgeOf(in.UpgradeSettings)
+}
+
+// maxSurgeOf is the body's maxSurge, nil when it sets none.
+func maxSurgeOf(in *armcs.ManagedClusterAgentPoolProfileProperties) *string {
+	if in == nil || in.UpgradeSettings == nil {
+		return nil
+	}
+	return in.UpgradeSettings.MaxSurge
 }
 
 func checkSurgeOf(u *armcs.AgentPoolUpgradeSettings) *armError {

@@ -101,24 +101,7 @@ func TestCordonQuarantinesAndCancels(t *testing.T) {
 			}
 			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 		})
-		// The fake clientset ignores field selectors: the drain's list of
-		// a node's pods is filtered here as the API server filters it.
-		kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
-			sel := a.(k8stesting.ListAction).GetListRestrictions().Fields
-			obj, err := kube.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
-			if err != nil || sel == nil || sel.Empty() {
-				return true, obj, err
-			}
-			list := obj.(*corev1.PodList)
-			var kept []corev1.Pod
-			for _, p := range list.Items {
-				if sel.Matches(fields.Set{"spec.nodeName": p.Spec.NodeName}) {
-					kept = append(kept, p)
-				}
-			}
-			list.Items = kept
-			return true, list, nil
-		})
+		podsByNode(kube)
 	})
 	ctx := context.Background()
 	_, doc := s.rawPool(t, http.MethodGet, "pool", PoolAPIVersion, nil)
@@ -153,5 +136,57 @@ func TestCordonQuarantinesAndCancels(t *testing.T) {
 		if want := map[bool]string{true: oldImage, false: latestImage}[n.Name == held]; n.Labels[NodeImageLabel] != want {
 			t.Errorf("node %s on %s, want %s", n.Name, n.Labels[NodeImageLabel], want)
 		}
+	}
+}
+
+// podsByNode filters a list of pods by spec.nodeName as the API server
+// does: the fake clientset ignores field selectors, and the drain lists a
+// node's pods by one.
+func podsByNode(kube *fake.Clientset) {
+	kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		sel := a.(k8stesting.ListAction).GetListRestrictions().Fields
+		obj, err := kube.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
+		if err != nil || sel == nil || sel.Empty() {
+			return true, obj, err
+		}
+		list := obj.(*corev1.PodList)
+		var kept []corev1.Pod
+		for _, p := range list.Items {
+			if sel.Matches(fields.Set{"spec.nodeName": p.Spec.NodeName}) {
+				kept = append(kept, p)
+			}
+		}
+		list.Items = kept
+		return true, list, nil
+	})
+}
+
+// TestNewPoolTakesNewerSettings: a pool created at PoolAPIVersion takes
+// maxUnavailable and undrainableNodeBehavior (the REST spec's 2025-05-01
+// AgentPoolUpgradeSettings) and answers them back there; the enum is
+// checked as for an existing pool's PUT.
+func TestNewPoolTakesNewerSettings(t *testing.T) {
+	s := newScene(t, 0)
+	for _, tc := range []struct {
+		name, pool string
+		settings   map[string]any
+		want       int
+	}{
+		{"a behaviour outside the enum", "green2", map[string]any{"undrainableNodeBehavior": "Drain"}, http.StatusBadRequest},
+		{"kept", "green1", map[string]any{"maxSurge": "1", "maxUnavailable": "1", "undrainableNodeBehavior": "Cordon"}, http.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := map[string]any{"properties": map[string]any{"count": 1, "vmSize": "Standard_D4s_v5", "upgradeSettings": tc.settings}}
+			if got, answer := s.rawPool(t, http.MethodPut, tc.pool, PoolAPIVersion, body); got != tc.want {
+				t.Fatalf("PUT %s: %d %v, want %d", tc.pool, got, answer, tc.want)
+			}
+			if tc.want != http.StatusCreated {
+				return
+			}
+			_, doc := s.rawPool(t, http.MethodGet, tc.pool, PoolAPIVersion, nil)
+			if us := upgradeSettingsOf(doc); us["maxUnavailable"] != "1" || us["undrainableNodeBehavior"] != "Cordon" {
+				t.Errorf("upgradeSettings of the new pool: %v, want maxUnavailable 1, Cordon", us)
+			}
+		})
 	}
 }

@@ -19,10 +19,11 @@ import (
 // exceeded, the upgrade fails", AgentPoolUpgradeSettings.DrainTimeoutInMinutes),
 // the batch soaked nodeSoakDurationInMinutes, then reimaged to the target
 // (the node keeps its name); at the end the surge machines are drained
-// and deleted. An abort stops it where it is; a failure leaves the pool
-// Failed with the surge machines in place, as AKS does. Under
-// undrainableNodeBehavior Cordon a node whose drain times out is
-// quarantined instead and the upgrade goes on (see quarantineBatch).
+// and deleted. An abort stops it where it is; another failure leaves the
+// pool Failed with the surge machines in place. A drain a PDB holds past
+// the timeout ends it as undrainableNodeBehavior says: Schedule (the
+// default) gives up (gaveUp), Cordon quarantines the node and goes on
+// (drainBatch).
 func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) error {
 	s.mu.Lock()
 	r := s.settingsLocked(p)
@@ -37,6 +38,10 @@ func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) e
 	if err := s.subnetRefusalLocked(p, r.surge-have); err != nil {
 		s.mu.Unlock()
 		return err
+	}
+	if err := s.launchRefusalLocked(*p.model.Name, p.scaleSet, str(p.model.Properties.VMSize), r.surge-have); err != nil {
+		s.mu.Unlock()
+		return err // the surge comes first: nothing drained
 	}
 	for range max(r.surge-have, 0) {
 		added = append(added, s.newMachineLocked(p, t.version, t.image, true))
@@ -55,7 +60,7 @@ func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) e
 			return errAborted
 		}
 		s.logf("pool %s: draining %s", *p.model.Name, machineNames(batch))
-		batch, err := s.drainBatch(ctx, p, batch, r)
+		batch, blocked, err := s.drainBatch(ctx, p, batch, r)
 		if err != nil {
 			return err
 		}
@@ -66,43 +71,80 @@ func (s *Server) upgrade(ctx context.Context, p *pool, o *operation, t target) e
 		if err := parallel(batch, func(m *machine) error { return s.reimage(ctx, p, m, t) }); err != nil {
 			return err
 		}
+		if blocked != nil {
+			return s.gaveUp(ctx, p, r, blocked)
+		}
 	}
 	if s.aborted(o) {
 		return errAborted
 	}
-	if err := s.removeSurge(ctx, p, r.drain); err != nil {
+	if err := s.removeSurge(ctx, p, r.drain, false); err != nil {
 		return err
 	}
 	return s.quarantinedEnd(p)
 }
 
-// drainBatch cordons and drains the batch; under Cordon, a machine whose
-// drain timed out is quarantined and left out of what it returns.
-func (s *Server) drainBatch(ctx context.Context, p *pool, batch []*machine, r upgradeRules) ([]*machine, error) {
+// drainBatch cordons and drains the batch and returns the machines
+// drained. A machine whose drain timed out is left out: under Cordon
+// quarantined, under Schedule returned in blocked with its drain's error.
+func (s *Server) drainBatch(ctx context.Context, p *pool, batch []*machine, r upgradeRules) (drained []*machine, blocked *blockedDrain, err error) {
 	errs := make([]error, len(batch))
 	_ = parallel(batch, func(m *machine) error {
 		errs[slices.Index(batch, m)] = s.cordonAndDrain(ctx, m.name, r.drain)
 		return nil
 	})
-	var out []*machine
 	for i, m := range batch {
 		var de *drainError
 		switch {
 		case errs[i] == nil:
-			out = append(out, m)
+			drained = append(drained, m)
 		case r.cordon && errors.As(errs[i], &de):
 			if err := s.quarantine(ctx, m.name); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			s.mu.Lock()
 			m.quarantined = true
 			s.mu.Unlock()
 			s.logf("pool %s: %s quarantined: %v", *p.model.Name, m.name, errs[i])
+		case errors.As(errs[i], &de):
+			if blocked == nil {
+				blocked = &blockedDrain{err: de}
+			}
+			blocked.machines = append(blocked.machines, m)
 		default:
-			return nil, errs[i]
+			return nil, nil, errs[i]
 		}
 	}
-	return out, nil
+	return drained, blocked, nil
+}
+
+// blockedDrain are the machines of a batch whose drains a PDB held past
+// the timeout under undrainableNodeBehavior Schedule, and the first
+// drain's error, which the failed upgrade reports.
+type blockedDrain struct {
+	machines []*machine
+	err      *drainError
+}
+
+// gaveUp ends an upgrade whose drain failed under undrainableNodeBehavior
+// Schedule as AKS does: "AKS will mark the blocked nodes schedulable, but
+// the blocked nodes are not upgraded. A best-effort attempt will be made
+// to delete all surge nodes. The upgrade operation and the managed
+// cluster will be in failed state if there are any blocked nodes"
+// (UndrainableNodeBehavior Schedule, the REST spec's 2025-05-01 enum;
+// https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster#optimize-upgrades-to-improve-performance-and-minimize-disruptions).
+// The machines of the batch that drained were reimaged first.
+func (s *Server) gaveUp(ctx context.Context, p *pool, r upgradeRules, b *blockedDrain) error {
+	for _, m := range b.machines {
+		if err := s.cordon(ctx, m.name, false); err != nil {
+			return err
+		}
+	}
+	s.logf("pool %s: %s made schedulable again, not upgraded; removing the surge nodes", *p.model.Name, machineNames(b.machines))
+	if err := s.removeSurge(ctx, p, r.drain, true); err != nil {
+		return err
+	}
+	return b.err
 }
 
 // errQuarantined ends an upgrade that left nodes quarantined.
@@ -174,8 +216,10 @@ func (s *Server) reimage(ctx context.Context, p *pool, m *machine, t target) err
 	return s.joinNode(ctx, p, m)
 }
 
-// removeSurge drains and deletes the machines the upgrade added.
-func (s *Server) removeSurge(ctx context.Context, p *pool, drainTimeout time.Duration) error {
+// removeSurge drains and deletes the machines the upgrade added. At
+// bestEffort a machine whose drain fails is made schedulable again and
+// kept, and the others still go.
+func (s *Server) removeSurge(ctx context.Context, p *pool, drainTimeout time.Duration, bestEffort bool) error {
 	s.mu.Lock()
 	var surge []*machine
 	keep := 0 // a surge machine stays for each quarantined node
@@ -191,7 +235,11 @@ func (s *Server) removeSurge(ctx context.Context, p *pool, drainTimeout time.Dur
 	s.mu.Unlock()
 	return parallel(surge, func(m *machine) error {
 		if err := s.cordonAndDrain(ctx, m.name, drainTimeout); err != nil {
-			return err
+			if !bestEffort {
+				return err
+			}
+			s.logf("pool %s: surge node %s kept: %v", *p.model.Name, m.name, err)
+			return s.cordon(ctx, m.name, false)
 		}
 		if err := s.leaveNode(ctx, m.name); err != nil {
 			return err

@@ -110,18 +110,40 @@ func (s *Server) getScaleSet(q *request) {
 // capacity (SKU.Capacity, "Specifies the number of virtual machines in
 // the scale set"), an image reference, and a computerNamePrefix of 1 to
 // 15 characters ("Computer name prefixes must be 1 to 15 characters
-// long").
+// long"), of 1 to 9 for Windows, whose computer names (the prefix and six
+// characters of the instance) are at most 15 (Learn's "Naming rules and
+// restrictions for Azure resources", Microsoft.Compute
+// virtualMachineScaleSets: computer name prefix "Windows: 1-9";
+// https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/resource-name-rules#microsoftcompute).
 func CheckScaleSetModel(m armcompute.VirtualMachineScaleSet) error {
 	switch p := m.Properties; {
 	case m.SKU == nil || m.SKU.Capacity == nil || *m.SKU.Capacity < 0:
 		return fmt.Errorf("sku.capacity must be given, at least 0")
 	case p == nil || p.VirtualMachineProfile == nil || p.VirtualMachineProfile.StorageProfile == nil || p.VirtualMachineProfile.StorageProfile.ImageReference == nil:
 		return fmt.Errorf("properties.virtualMachineProfile.storageProfile.imageReference must be given")
-	case p.VirtualMachineProfile.OSProfile == nil || p.VirtualMachineProfile.OSProfile.ComputerNamePrefix == nil ||
-		len(*p.VirtualMachineProfile.OSProfile.ComputerNamePrefix) < 1 || len(*p.VirtualMachineProfile.OSProfile.ComputerNamePrefix) > 15:
-		return fmt.Errorf("properties.virtualMachineProfile.osProfile.computerNamePrefix must be 1 to 15 characters long")
+	case p.VirtualMachineProfile.OSProfile == nil || p.VirtualMachineProfile.OSProfile.ComputerNamePrefix == nil:
+		return fmt.Errorf("properties.virtualMachineProfile.osProfile.computerNamePrefix must be given")
+	}
+	prof := m.Properties.VirtualMachineProfile
+	limit := 15
+	if windowsModel(prof) {
+		limit = 9
+	}
+	if n := len(*prof.OSProfile.ComputerNamePrefix); n < 1 || n > limit {
+		return fmt.Errorf("properties.virtualMachineProfile.osProfile.computerNamePrefix must be 1 to %d characters long", limit)
 	}
 	return nil
+}
+
+// windowsModel reports whether the model's instances run Windows: its
+// osProfile has a windowsConfiguration, or its OS disk says Windows
+// (armcompute VirtualMachineScaleSetOSDisk.OSType).
+func windowsModel(prof *armcompute.VirtualMachineScaleSetVMProfile) bool {
+	if prof.OSProfile != nil && prof.OSProfile.WindowsConfiguration != nil {
+		return true
+	}
+	sp := prof.StorageProfile
+	return sp != nil && sp.OSDisk != nil && sp.OSDisk.OSType != nil && *sp.OSDisk.OSType == armcompute.OperatingSystemTypesWindows
 }
 
 // putScaleSet creates a scale set, or replaces the model of one, and
@@ -179,7 +201,12 @@ func (s *Server) patchScaleSet(q *request) {
 		return
 	}
 	if in.SKU != nil && in.SKU.Capacity != nil && *in.SKU.Capacity > int64(len(ss.vms)) {
-		if err := s.quotaRefusalLocked(sizeOf(ss.model.SKU.Name), *in.SKU.Capacity-int64(len(ss.vms))); err != nil {
+		add := *in.SKU.Capacity - int64(len(ss.vms))
+		err := s.quotaRefusalLocked(sizeOf(ss.model.SKU.Name), add)
+		if err == nil {
+			err = s.launchRefusalLocked(ss.name, ss.name, str(ss.model.SKU.Name), int(add))
+		}
+		if err != nil {
 			writeError(q.w, err)
 			return
 		}

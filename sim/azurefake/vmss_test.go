@@ -63,6 +63,10 @@ func TestVMSSModelRules(t *testing.T) {
 		{"another API version", http.MethodGet, base + "ng?api-version=2024-07-01", "", http.StatusBadRequest},
 		{"a computer name prefix of 16", http.MethodPut, base + "g2?api-version=" + ComputeAPIVersion,
 			`{"location":"westeurope","sku":{"capacity":1},"properties":{"virtualMachineProfile":{"osProfile":{"computerNamePrefix":"abcdefghijklmnop"},"storageProfile":{"imageReference":{"id":"/x/images/y"}}}}}`, http.StatusBadRequest},
+		{"a Windows computer name prefix of 10", http.MethodPut, base + "g3?api-version=" + ComputeAPIVersion,
+			`{"location":"westeurope","sku":{"capacity":1},"properties":{"virtualMachineProfile":{"osProfile":{"computerNamePrefix":"abcdefghij","windowsConfiguration":{}},"storageProfile":{"imageReference":{"id":"/x/images/y"}}}}}`, http.StatusBadRequest},
+		{"a Windows OS disk's prefix of 10", http.MethodPut, base + "g4?api-version=" + ComputeAPIVersion,
+			`{"location":"westeurope","sku":{"capacity":1},"properties":{"virtualMachineProfile":{"osProfile":{"computerNamePrefix":"abcdefghij"},"storageProfile":{"osDisk":{"createOption":"FromImage","osType":"Windows"},"imageReference":{"id":"/x/images/y"}}}}}`, http.StatusBadRequest},
 		{"an instance that is not there", http.MethodPost, base + "ng/delete?api-version=" + ComputeAPIVersion, `{"instanceIds":["7"]}`, http.StatusNotFound},
 		{"a missing scale set's delete", http.MethodDelete, base + "gone?api-version=" + ComputeAPIVersion, "", http.StatusNoContent},
 	} {

@@ -2,9 +2,9 @@ package aks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -265,18 +265,25 @@ const stateFailed = "Failed"
 
 // putGreen sends green's PUT. It settles by reading: a call that failed
 // with green there after all (an answer lost, and the SDK's retry of the
-// PUT refused while the create runs) made it.
+// PUT refused while the create runs) made it. Blue is read and green
+// written as JSON documents at poolAPIVersion, not through the SDK's
+// model, so that every field of blue is copied, those the model lacks
+// (maxUnavailable, undrainableNodeBehavior, and any AKS adds) included.
 func (b *PoolBlueGreen) putGreen(ctx context.Context, name, version string, sizes plan.Sizes) error {
 	a := b.blue
-	blue, err := b.get(ctx, a.name)
+	_, blue, err := a.doc().get(ctx)
+	if _, status := code(err); status == http.StatusNotFound {
+		return inputErrorf("%s not found", a)
+	}
+	if err != nil {
+		return wrap(err, "get %s", a)
+	}
+	body, err := json.Marshal(greenPool(blue.doc, name, version, sizes, b.marks()))
 	if err != nil {
 		return err
 	}
-	if blue == nil {
-		return inputErrorf("%s not found", a)
-	}
-	body := greenPool(blue, name, version, sizes, b.marks())
-	_, callErr := a.c.pools.BeginCreateOrUpdate(ctx, a.id.group, a.id.name, name, body, nil)
+	green := poolDoc{c: a.c, id: a.id, name: name, what: fmt.Sprintf("agent pool %q", name)}
+	_, callErr := green.send(ctx, http.MethodPut, body, "")
 	if callErr == nil {
 		return nil
 	}
@@ -289,29 +296,49 @@ func (b *PoolBlueGreen) putGreen(ctx context.Context, name, version string, size
 	return wrap(callErr, "create agent pool %q", name)
 }
 
-// greenPool is blue's model as a new pool's: every setting blue has, the
-// read-only fields left out, the target's Kubernetes version, count and
-// autoscaling from sizes, blue's tags with the marks. CreationData (the
-// snapshot blue was made from) is left out: green takes the latest node
-// image, which is the target.
-func greenPool(blue *armcs.AgentPool, name, version string, sizes plan.Sizes, marks map[string]*string) armcs.AgentPool {
-	props := *blue.Properties
+// readOnlyPoolFields are the agent pool's fields AKS sets itself and a
+// PUT must not carry: those the REST spec marks readOnly (the SDK's
+// "READ-ONLY" markers of AgentPool and ManagedClusterAgentPoolProfileProperties:
+// id, type, currentOrchestratorVersion, eTag, nodeImageVersion,
+// provisioningState), and what a new pool must not take of blue's:
+// powerState (a new pool runs) and creationData (the snapshot blue was
+// made from: green takes the latest node image, the target).
+var readOnlyPoolFields = []string{"currentOrchestratorVersion", "eTag", "nodeImageVersion", "provisioningState", "powerState", "creationData"}
+
+// greenPool is blue's document as a new pool's: every field blue has, the
+// read-only ones left out, the target's Kubernetes version, count and
+// autoscaling from sizes, blue's tags with the marks. blue is left as it
+// is.
+func greenPool(blue map[string]any, name, version string, sizes plan.Sizes, marks map[string]*string) map[string]any {
+	doc := cloneDoc(blue)
+	delete(doc, "id")
+	delete(doc, "type")
+	doc["name"] = name
+	props, _ := doc["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+		doc["properties"] = props
+	}
+	for _, k := range readOnlyPoolFields {
+		delete(props, k)
+	}
 	k8s, _, _ := strings.Cut(version, "/")
-	props.OrchestratorVersion = &k8s
-	props.CurrentOrchestratorVersion, props.ETag, props.NodeImageVersion, props.ProvisioningState = nil, nil, nil, nil
-	props.PowerState, props.CreationData = nil, nil
-	props.Count = &sizes.Desired
-	props.EnableAutoScaling, props.MinCount, props.MaxCount = nil, nil, nil
+	props["orchestratorVersion"], props["count"] = k8s, sizes.Desired
+	delete(props, "enableAutoScaling")
+	delete(props, "minCount")
+	delete(props, "maxCount")
 	if sizes.Min != sizes.Max {
-		on := true
-		props.EnableAutoScaling, props.MinCount, props.MaxCount = &on, &sizes.Min, &sizes.Max
+		props["enableAutoScaling"], props["minCount"], props["maxCount"] = true, sizes.Min, sizes.Max
 	}
-	props.Tags = maps.Clone(props.Tags)
-	if props.Tags == nil {
-		props.Tags = map[string]*string{}
+	tags, _ := props["tags"].(map[string]any)
+	if tags == nil {
+		tags = map[string]any{}
 	}
-	maps.Copy(props.Tags, marks)
-	return armcs.AgentPool{Name: &name, Properties: &props}
+	for k, v := range marks {
+		tags[k] = *v
+	}
+	props["tags"] = tags
+	return doc
 }
 
 // waitGreen waits until green's create has ended: Succeeded, or an

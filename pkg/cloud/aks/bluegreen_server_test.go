@@ -3,6 +3,7 @@ package aks
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,10 +18,11 @@ import (
 // created by a PUT of blue's settings at the target's version, waited for
 // until AKS reports it Succeeded, adopted by a re-run, never resized,
 // its nodes counted once named; blue deleted, and a deleted pool stays
-// deleted.
+// deleted. Green keeps blue's fields the SDK's model lacks.
 func TestBlueGreenOnTheServer(t *testing.T) {
 	f := newAKSServer(t)
-	f.addPool("pool", 2, nil)
+	newer := map[string]any{"maxSurge": "10%", "maxUnavailable": "1", "undrainableNodeBehavior": "Cordon"}
+	f.addPool("pool", 2, map[string]any{"upgradeSettings": newer, "aFieldNewerThanTheModel": map[string]any{"kept": true}})
 	cg, p, kube, err := openPool(t, "pool", 2, plan.StrategyBlueGreen, map[string]string{optVersion: "1.32.2"})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +50,9 @@ func TestBlueGreenOnTheServer(t *testing.T) {
 	g := f.props(cg.Green)
 	if g["orchestratorVersion"] != "1.32.2" || g["vmSize"] != "Standard_D4s_v5" || g["provisioningState"] != stateSucceeded {
 		t.Errorf("green %v", g)
+	}
+	if !reflect.DeepEqual(g["upgradeSettings"], newer) || !reflect.DeepEqual(g["aFieldNewerThanTheModel"], map[string]any{"kept": true}) {
+		t.Errorf("green %v: want blue's upgradeSettings %v and its field newer than the SDK's model", g, newer)
 	}
 	if sz, err := b.Sizes(ctx); err != nil || sz != (plan.Sizes{Min: 2, Desired: 2, Max: 2}) {
 		t.Errorf("Sizes %+v, %v", sz, err)

@@ -18,8 +18,16 @@ func TestFailureNamesTheDrainAKSGaveUpOn(t *testing.T) {
 	}{
 		{"a PDB held the drain", `{"status":"Failed","error":{"code":"UpgradeFailed","message":"Drain node aks-pool-1-vmss000000 failed when evicting pod web-1 failed with Too Many Requests error."}}`,
 			cloud.UpdateError{Code: cloud.CodePodEviction, Message: "UpgradeFailed: Drain node aks-pool-1-vmss000000 failed when evicting pod web-1 failed with Too Many Requests error.", Nodes: []string{"aks-pool-1-vmss000000"}}},
-		{"another failure", `{"status":"Failed","error":{"code":"QuotaExceeded","message":"Operation could not be completed as it results in exceeding approved Total Regional Cores quota."}}`,
-			cloud.UpdateError{Code: "QuotaExceeded", Message: "Operation could not be completed as it results in exceeding approved Total Regional Cores quota."}},
+		{"the quota refused the new nodes", `{"status":"Failed","error":{"code":"QuotaExceeded","message":"Operation could not be completed as it results in exceeding approved Total Regional Cores quota."}}`,
+			cloud.UpdateError{Code: cloud.CodeNodeCreation, Message: "QuotaExceeded: Operation could not be completed as it results in exceeding approved Total Regional Cores quota.; AKS could not add the upgrade's new nodes"}},
+		{"no size in the zone", `{"status":"Failed","error":{"code":"SkuNotAvailable","message":"The requested size for resource 'aks-pool-1-vmss' is currently not available in location 'westeurope' zones '1'."}}`,
+			cloud.UpdateError{Code: cloud.CodeNodeCreation, Message: "SkuNotAvailable: The requested size for resource 'aks-pool-1-vmss' is currently not available in location 'westeurope' zones '1'.; AKS could not add the upgrade's new nodes"}},
+		{"no capacity", `{"status":"Failed","error":{"code":"AllocationFailed","message":"Allocation failed. We do not have sufficient capacity for the requested VM size in this region."}}`,
+			cloud.UpdateError{Code: cloud.CodeNodeCreation, Message: "AllocationFailed: Allocation failed. We do not have sufficient capacity for the requested VM size in this region.; AKS could not add the upgrade's new nodes"}},
+		{"the subnet", `{"status":"Failed","error":{"code":"InsufficientSubnetSize","message":"Pre-allocated IPs 6 exceeds IPs available 5 in Subnet s1"}}`,
+			cloud.UpdateError{Code: cloud.CodeNodeCreation, Message: "InsufficientSubnetSize: Pre-allocated IPs 6 exceeds IPs available 5 in Subnet s1; AKS could not add the upgrade's new nodes"}},
+		{"another failure", `{"status":"Failed","error":{"code":"InternalOperationError","message":"something"}}`,
+			cloud.UpdateError{Code: "InternalOperationError", Message: "something"}},
 		{"no error given", `{"status":"Failed"}`, cloud.UpdateError{Code: "UpgradeFailed", Message: "the pool's upgrade failed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -319,7 +319,7 @@ func (a *AgentPool) readPlanFacts(ctx context.Context) {
 func (a *AgentPool) busyPools() error {
 	var busy []string
 	for _, p := range a.facts.others {
-		if runningStates[p.state] {
+		if busyState(p.state) {
 			busy = append(busy, fmt.Sprintf("%q %s", p.name, p.state))
 		}
 	}

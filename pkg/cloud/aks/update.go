@@ -24,6 +24,7 @@ import (
 // The pool's provisioning states AKS reports while an operation runs on
 // it; Succeeded, Failed and Canceled end one
 // (https://learn.microsoft.com/en-us/azure/aks/manage-abort-operations).
+// The others AKS reports are in states.go.
 var runningStates = map[string]bool{"Upgrading": true, "UpgradingNodeImageVersion": true, "Updating": true, "Canceling": true, "Creating": true, "Scaling": true}
 
 // endedUnfinished are the provisioning states of a pool whose last
@@ -138,7 +139,9 @@ func (a *AgentPool) settle(ctx context.Context) error {
 	for {
 		if err := a.refresh(ctx); err != nil && !cloud.Transient(err) {
 			return err
-		} else if err == nil && !runningStates[str(a.pool.Properties.ProvisioningState)] {
+		} else if st := str(a.pool.Properties.ProvisioningState); err == nil && !knownState(st) {
+			return a.unknownState(st)
+		} else if err == nil && !busyState(st) {
 			return nil
 		}
 		if err := sleep(ctx, a.c.pollEvery); err != nil {
@@ -265,7 +268,10 @@ func (a *AgentPool) Progress(ctx context.Context, id string) (cloud.UpdateProgre
 	p.Done, p.Total = a.nodesDone(ctx)
 	var doc opStatus
 	if id == poolUpdateID {
-		doc.Status = map[bool]string{true: "InProgress", false: st}[runningStates[st]]
+		if !knownState(st) {
+			return p, a.unknownState(st)
+		}
+		doc.Status = map[bool]string{true: "InProgress", false: st}[busyState(st)]
 	} else if err := a.getOperation(ctx, id, &doc); err != nil {
 		return p, err
 	}
@@ -274,7 +280,7 @@ func (a *AgentPool) Progress(ctx context.Context, id string) (cloud.UpdateProgre
 		p.State = cloud.UpdateSucceeded
 	case "Failed":
 		p.State = cloud.UpdateFailed
-		p.Errors = []cloud.UpdateError{failure(doc)}
+		p.Errors = []cloud.UpdateError{a.withLaunch(ctx, a.withDrain(ctx, failure(doc)))}
 	case "Canceled":
 		p.State = cloud.UpdateCancelled
 		if q := a.quarantined(ctx); len(q) > 0 {
@@ -292,7 +298,8 @@ var drainedNode = regexp.MustCompile(`Drain node (\S+)`)
 // failure is the operation's error, naming the node AKS names. A drain
 // AKS gave up on (UpgradeFailed, "Drain node … failed when evicting pod
 // …": the PodDrainFailure troubleshooting page) is a
-// cloud.CodePodEviction, AKS's own code kept in the message.
+// cloud.CodePodEviction, and new nodes Azure refused (azarm.LaunchRefused)
+// a cloud.CodeNodeCreation, AKS's own code kept in the message.
 func failure(doc opStatus) cloud.UpdateError {
 	e := cloud.UpdateError{Code: "UpgradeFailed", Message: "the pool's upgrade failed"}
 	if doc.Error != nil {
@@ -301,6 +308,11 @@ func failure(doc opStatus) cloud.UpdateError {
 	if m := drainedNode.FindStringSubmatch(e.Message); m != nil {
 		e.Nodes = []string{m[1]}
 		e.Code, e.Message = cloud.CodePodEviction, e.Code+": "+e.Message
+	}
+	if azarm.LaunchRefused(e.Code, e.Message) {
+		// AKS adds its surge nodes first: a refusal of them (the quota, a
+		// size or zone without capacity, the subnet) comes before a drain.
+		e.Code, e.Message = cloud.CodeNodeCreation, fmt.Sprintf("%s: %s; AKS could not add the upgrade's new nodes", e.Code, e.Message)
 	}
 	return e
 }

@@ -48,13 +48,37 @@ func greenName(blue, version string) string {
 // greenPrefixSuffix is what greenPrefix appends: "g" and 6 hex digits.
 var greenPrefixSuffix = regexp.MustCompile(`g[0-9a-f]{6}$`)
 
+// Computer name prefixes' longest: 15 ("Computer name prefixes must be
+// 1 to 15 characters long", armcompute
+// VirtualMachineScaleSetOSProfile.ComputerNamePrefix), 9 for Windows,
+// whose computer names, the prefix and six characters of the instance,
+// are at most 15 (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/resource-name-rules#microsoftcompute:
+// computer name prefix "Windows: 1-9").
+const (
+	maxPrefix        = 15
+	maxWindowsPrefix = 9
+)
+
 // greenPrefix is green's computerNamePrefix: blue's, cut, with "g" and a
-// hash of the version, at most the 15 characters armcompute allows
-// ("Computer name prefixes must be 1 to 15 characters long"): green's
-// computer names, its nodes' names, must not be blue's.
-func greenPrefix(blue, version string) string {
+// hash of the version, at most limit characters (maxPrefix, or
+// maxWindowsPrefix): green's computer names, its nodes' names, must not
+// be blue's.
+func greenPrefix(blue, version string, limit int) string {
 	blue = greenPrefixSuffix.ReplaceAllString(blue, "")
-	return blue[:min(len(blue), 8)] + "g" + shortHash(version, 3)
+	key := "g" + shortHash(version, 3)
+	return blue[:min(len(blue), max(limit-len(key), 0))] + key
+}
+
+// prefixLimit is the longest computerNamePrefix the model's OS takes: a
+// model with a windowsConfiguration, or a Windows OS disk, is Windows.
+func prefixLimit(prof *armcompute.VirtualMachineScaleSetVMProfile) int {
+	if prof.OSProfile != nil && prof.OSProfile.WindowsConfiguration != nil {
+		return maxWindowsPrefix
+	}
+	if sp := prof.StorageProfile; sp != nil && sp.OSDisk != nil && sp.OSDisk.OSType != nil && *sp.OSDisk.OSType == armcompute.OperatingSystemTypesWindows {
+		return maxWindowsPrefix
+	}
+	return maxPrefix
 }
 
 // shortHash is the first n bytes of s's SHA-256, in hex.
@@ -81,7 +105,7 @@ func greenModel(blue *armcompute.VirtualMachineScaleSet, name string, image armc
 	}
 	img := image
 	img.ExactVersion = nil
-	sp.ImageReference, os.ComputerNamePrefix = &img, to.Ptr(greenPrefix(str(os.ComputerNamePrefix), ImageString(&image)))
+	sp.ImageReference, os.ComputerNamePrefix = &img, to.Ptr(greenPrefix(str(os.ComputerNamePrefix), ImageString(&image), prefixLimit(&prof)))
 	prof.StorageProfile, prof.OSProfile, props.VirtualMachineProfile = &sp, &os, &prof
 	tags := map[string]*string{}
 	for k, v := range blue.Tags {

@@ -34,8 +34,10 @@ type computeServer struct {
 	sets map[string]*armcompute.VirtualMachineScaleSet
 	vms  map[string][]*armcompute.VirtualMachineScaleSetVM
 	ops  map[string]int
-	// quota is how many instances the capacity may reach, 0 for no limit.
-	quota int64
+	// quota is how many instances the capacity may reach, 0 for no limit;
+	// refusal, a code and message every raise of it is refused with (409).
+	quota   int64
+	refusal [2]string
 	// calls are the writes, as "METHOD set/action".
 	calls []string
 }
@@ -206,6 +208,10 @@ func (f *computeServer) update(w http.ResponseWriter, r *http.Request, m *armcom
 	if up.SKU != nil && up.SKU.Capacity != nil {
 		if f.quota > 0 && *up.SKU.Capacity > f.quota {
 			writeARMError(w, http.StatusConflict, "OperationNotAllowed", "Operation could not be completed as it results in exceeding approved standardDSv5Family Cores quota.")
+			return
+		}
+		if f.refusal[0] != "" && *up.SKU.Capacity > *m.SKU.Capacity {
+			writeARMError(w, http.StatusConflict, f.refusal[0], f.refusal[1])
 			return
 		}
 		f.scaleLocked(m, *up.SKU.Capacity)

@@ -300,6 +300,26 @@ func imagePatch(img armcompute.ImageReference) armcompute.VirtualMachineScaleSet
 		VirtualMachineProfile: &armcompute.VirtualMachineScaleSetUpdateVMProfile{StorageProfile: &armcompute.VirtualMachineScaleSetUpdateStorageProfile{ImageReference: &img}}}}
 }
 
+// refusedScaleUp ends a scale-up Compute refused for its quota or
+// capacity (azarm.LaunchRefused): no instance was added and the run has
+// drained nothing yet, so it stops there with NodeCreationFailure (exit
+// 7), naming Compute's code and words, the model put back (undoSetup).
+func (s *ScaleSet) refusedScaleUp(ctx context.Context, name string, n int64, code, msg string, cause error) error {
+	had := s.before
+	if err := s.undoSetup(ctx, name, cause); err != cause {
+		return err
+	}
+	done := "no instance was added and no node drained"
+	if had != nil && s.before == nil {
+		done += fmt.Sprintf("; the model is back at image %q", ImageString(had))
+	}
+	fix := "use another VM size or zone, or free the capacity, then run again"
+	if azarm.QuotaExceeded(cause) {
+		fix = "free vCPUs or ask for more quota (plan and check read it), or lower --max-surge, then run again"
+	}
+	return azarm.NodeCreationFailure(code, msg, fmt.Sprintf("cannot raise scale set %q to %d instances", name, n), done+": "+fix)
+}
+
 // undoSetup puts the model back at the image Setup found, after Compute
 // refused the scale-up for the quota (cause) before any instance came
 // from the target: the refused start leaves the scale set as it was, so
@@ -384,8 +404,8 @@ func (s *ScaleSet) resize(ctx context.Context, name string, n int64) error {
 			return true, nil
 		case c < n:
 			err := s.patch(ctx, name, armcompute.VirtualMachineScaleSetUpdate{SKU: &armcompute.SKU{Capacity: to.Ptr(n)}})
-			if azarm.QuotaExceeded(err) {
-				err = s.undoSetup(ctx, name, err)
+			if code, msg, refused := azarm.LaunchRefusal(err); refused {
+				return false, s.refusedScaleUp(ctx, name, n, code, msg, err)
 			}
 			return false, err
 		}

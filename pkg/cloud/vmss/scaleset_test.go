@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
-	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -164,26 +163,43 @@ func TestARunOnTheScaleSet(t *testing.T) {
 	}
 }
 
-// TestScaleUpRefusedForQuotaPutsTheImageBack: Compute's 409 for the
-// vCPU quota (Learn, "Resolve errors for resource quotas") on the
-// scale-up ends the step naming the quota, and the model Setup pointed
-// at the target goes back to the image it had, no instance being on the
+// TestScaleUpRefusedForQuotaPutsTheImageBack: Compute's refusal of the
+// scale-up for the vCPU quota (Learn, "Resolve errors for resource
+// quotas") or its capacity (SkuNotAvailable, AllocationFailed: Learn's
+// error pages) ends the step as NodeCreationFailure (exit 7) naming
+// Compute's code and words, not retried, and the model Setup pointed at
+// the target goes back to the image it had, no instance being on the
 // target yet: the refused start leaves the scale set as it was.
 func TestScaleUpRefusedForQuotaPutsTheImageBack(t *testing.T) {
-	f := newComputeServer(t)
-	m := f.addSet("ng", oldImage, 2)
-	f.quota = 2
-	s, _ := openScaleSet(t, f, "ng", newImage)
-	ctx := context.Background()
-	if _, err := s.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	err := s.SetDesiredAndMax(ctx, 3, 3)
-	if !azarm.QuotaExceeded(err) || cloud.Transient(err) || !strings.Contains(err.Error(), "ask for more quota") {
-		t.Fatalf("scale-up past the quota: %v, want the quota named, not retried", err)
-	}
-	if got := ImageString(m.Properties.VirtualMachineProfile.StorageProfile.ImageReference); got != oldImage {
-		t.Errorf("model image %q after the refusal, want %q back", got, oldImage)
+	for _, tc := range []struct {
+		name, code, says string
+		quota            int64
+		refusal          [2]string
+	}{
+		{"the quota", "OperationNotAllowed", "ask for more quota", 2, [2]string{}},
+		{"the size not offered", "SkuNotAvailable", "another VM size or zone", 0,
+			[2]string{"SkuNotAvailable", "The requested size for resource 'ng' is currently not available in location 'westeurope' zones '1' for subscription 'sub'."}},
+		{"no capacity", "AllocationFailed", "another VM size or zone", 0,
+			[2]string{"AllocationFailed", "Allocation failed. We do not have sufficient capacity for the requested VM size in this region."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newComputeServer(t)
+			m := f.addSet("ng", oldImage, 2)
+			f.quota, f.refusal = tc.quota, tc.refusal
+			s, _ := openScaleSet(t, f, "ng", newImage)
+			ctx := context.Background()
+			if _, err := s.Setup(ctx); err != nil {
+				t.Fatal(err)
+			}
+			err := s.SetDesiredAndMax(ctx, 3, 3)
+			var ue cloud.UpdateError
+			if !errors.As(err, &ue) || ue.Code != cloud.CodeNodeCreation || cloud.Transient(err) || !strings.Contains(err.Error(), tc.code+": ") || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "no node drained") {
+				t.Fatalf("scale-up refused: %v, want a NodeCreationFailure naming %s and saying %q, not retried", err, tc.code, tc.says)
+			}
+			if got := ImageString(m.Properties.VirtualMachineProfile.StorageProfile.ImageReference); got != oldImage {
+				t.Errorf("model image %q after the refusal, want %q back", got, oldImage)
+			}
+		})
 	}
 }
 

@@ -62,9 +62,11 @@ func TestGreenNames(t *testing.T) {
 			if again := greenName(g, "v3"); len(again) != len(g) && len(g) < 64 {
 				t.Errorf("a green of green %q grew to %q", g, again)
 			}
-			p := greenPrefix(tc.prefix, "v2")
-			if len(p) > 15 || p == tc.prefix || greenPrefix(p, "v3") == p || len(greenPrefix(p, "v3")) > 15 {
-				t.Errorf("green prefix %q of %q: want at most 15 characters, new each version", p, tc.prefix)
+			for _, limit := range []int{maxPrefix, maxWindowsPrefix} {
+				p := greenPrefix(tc.prefix, "v2", limit)
+				if len(p) > limit || p == tc.prefix || greenPrefix(p, "v3", limit) == p || len(greenPrefix(p, "v3", limit)) > limit {
+					t.Errorf("green prefix %q of %q: want at most %d characters, new each version", p, tc.prefix, limit)
+				}
 			}
 		})
 	}
@@ -149,5 +151,39 @@ func TestVictims(t *testing.T) {
 	}
 	if m := machine(ins[1]); m.Version != "/old"+staleModel || (&ScaleSet{}).Current(m, "/old") {
 		t.Errorf("an instance of an older model: %+v, want outdated", m)
+	}
+}
+
+// TestGreenPrefixByOS: green's computer name prefix fits what the model's
+// OS takes: 15 characters, 9 for Windows (a windowsConfiguration, or a
+// Windows OS disk), whose computer names add six of the instance's.
+func TestGreenPrefixByOS(t *testing.T) {
+	img := armcompute.ImageReference{Publisher: to.Ptr("p"), Offer: to.Ptr("o"), SKU: to.Ptr("s"), Version: to.Ptr("1")}
+	windows := armcompute.OperatingSystemTypesWindows
+	for _, tc := range []struct {
+		name  string
+		os    armcompute.VirtualMachineScaleSetOSProfile
+		disk  *armcompute.VirtualMachineScaleSetOSDisk
+		limit int
+	}{
+		{"Linux", armcompute.VirtualMachineScaleSetOSProfile{LinuxConfiguration: &armcompute.LinuxConfiguration{}}, nil, 15},
+		{"Windows configuration", armcompute.VirtualMachineScaleSetOSProfile{WindowsConfiguration: &armcompute.WindowsConfiguration{}}, nil, 9},
+		{"Windows OS disk", armcompute.VirtualMachineScaleSetOSProfile{}, &armcompute.VirtualMachineScaleSetOSDisk{OSType: &windows}, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.os.ComputerNamePrefix = to.Ptr("nodepoolx")
+			blue := &armcompute.VirtualMachineScaleSet{ID: to.Ptr("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ng"),
+				Name: to.Ptr("ng"), SKU: &armcompute.SKU{Name: to.Ptr("Standard_D4s_v5")},
+				Properties: &armcompute.VirtualMachineScaleSetProperties{VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{
+					OSProfile: &tc.os, StorageProfile: &armcompute.VirtualMachineScaleSetStorageProfile{ImageReference: &img, OSDisk: tc.disk}}}}
+			target, _ := ParseImage("p:o:s:2")
+			g, err := greenModel(blue, "ng-g123456", target, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := *g.Properties.VirtualMachineProfile.OSProfile.ComputerNamePrefix; len(p) > tc.limit || p == "nodepoolx" {
+				t.Errorf("green's prefix %q: want a new one of at most %d characters", p, tc.limit)
+			}
+		})
 	}
 }

@@ -95,6 +95,9 @@ func (e Endpoint) Wrap(err error, format string, args ...any) error {
 		if QuotaExceeded(err) { // no wait frees quota: the run stops, naming it
 			return &Error{Msg: fmt.Sprintf("cannot %s: %s (HTTP %d): %s; free vCPUs or ask for more quota (plan and check read it), or lower --max-surge", what, re.ErrorCode, s, Message(re)), Err: err}
 		}
+		if capacityCodes[re.ErrorCode] { // a 409 too, but no wait for the resource passes it
+			return &Error{Msg: fmt.Sprintf("cannot %s: %s (HTTP %d): %s", what, re.ErrorCode, s, Message(re)), Err: err}
+		}
 		return &Error{Msg: fmt.Sprintf("cannot %s: %s (HTTP %d): %s", what, re.ErrorCode, s, Message(re)), Err: err,
 			IsTransient: s == http.StatusTooManyRequests || s >= 500 || e.BusyPasses && s == http.StatusConflict,
 			IsInput:     s == http.StatusForbidden || s == http.StatusUnauthorized}
@@ -117,13 +120,52 @@ func QuotaExceeded(err error) bool {
 	if !errors.As(err, &re) {
 		return false
 	}
-	switch re.ErrorCode {
-	case "QuotaExceeded":
-		return true
-	case "OperationNotAllowed":
-		return strings.Contains(strings.ToLower(Message(re)), "quota")
+	return quotaCode(re.ErrorCode, Message(re))
+}
+
+// quotaCode reports whether code and message refuse for a quota.
+func quotaCode(code, message string) bool {
+	return code == "QuotaExceeded" || code == "OperationNotAllowed" && strings.Contains(strings.ToLower(message), "quota")
+}
+
+// capacityCodes are Azure's refusals of new machines for want of
+// capacity, which no wait for the resource passes: SkuNotAvailable ("The
+// requested size for resource ... is currently not available in location
+// ... zones ...", https://learn.microsoft.com/en-us/azure/azure-resource-manager/troubleshooting/error-sku-not-available),
+// the allocation failures of a region or zone without the capacity
+// (AllocationFailed, ZonalAllocationFailed, OverconstrainedAllocationRequest,
+// OverconstrainedZonalAllocationRequest:
+// https://learn.microsoft.com/en-us/troubleshoot/azure/virtual-machines/windows/allocation-failure)
+// and AKS's subnet without the addresses of the new nodes
+// (InsufficientSubnetSize:
+// https://learn.microsoft.com/en-us/troubleshoot/azure/azure-kubernetes/create-upgrade-delete/error-code-insufficientsubnetsize).
+var capacityCodes = map[string]bool{"SkuNotAvailable": true, "AllocationFailed": true, "ZonalAllocationFailed": true,
+	"OverconstrainedAllocationRequest": true, "OverconstrainedZonalAllocationRequest": true, "InsufficientSubnetSize": true}
+
+// LaunchRefused reports whether code and message are Azure refusing new
+// machines for their quota or capacity (capacityCodes, and the quota's
+// QuotaExceeded or OperationNotAllowed naming a quota, as QuotaExceeded).
+func LaunchRefused(code, message string) bool {
+	return capacityCodes[code] || quotaCode(code, message)
+}
+
+// LaunchRefusal is ARM's code and message of err where it refuses new
+// machines (LaunchRefused); ok false for any other error.
+func LaunchRefusal(err error) (code, message string, ok bool) {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || !LaunchRefused(re.ErrorCode, Message(re)) {
+		return "", "", false
 	}
-	return false
+	return re.ErrorCode, Message(re), true
+}
+
+// NodeCreationFailure is a refusal of new machines (LaunchRefused) as the
+// run's cloud.CodeNodeCreation: the run stops with exit 7 naming Azure's
+// code and words; what says what was refused, done what was left as it
+// was.
+func NodeCreationFailure(code, message, what, done string) error {
+	msg := fmt.Sprintf("%s: Azure refused the new machines: %s: %s; %s", what, code, message, done)
+	return &Error{Msg: cloud.CodeNodeCreation + ": " + msg, Err: cloud.UpdateError{Code: cloud.CodeNodeCreation, Message: msg}}
 }
 
 // Message is ARM's error.message of a response, on one line.
