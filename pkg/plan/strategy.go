@@ -410,6 +410,9 @@ func EstimateText(total, soak time.Duration) string {
 // measures those and corrects its ETA by them.
 var batchSteps = map[string]bool{"Upgrade": true, "Surge": true, "DrainBlue": true}
 
+// BatchStep reports whether the step of phase is the batches'.
+func BatchStep(phase string) bool { return batchSteps[phase] }
+
 // BatchEstimate is the part of EstimatedDuration the batches take.
 func (p *Plan) BatchEstimate() time.Duration {
 	var d time.Duration

@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
+)
+
+// estimateApps are the demos' workloads at a small group's size: one PDB
+// that lets a pod go at a time, so the drains wait for replacements.
+func estimateApps() []scenario.App {
+	return []scenario.App{{Name: "web", Replicas: 3, MaxUnavailable: num(1)}}
+}
+
+// TestDemoEstimatesHold runs each cloud path of the demos (hack/demo.sh)
+// on a group of 3 nodes, with the demo's flags, and holds the run's time
+// to the estimate its plan printed, within ±25%: the Auto Scaling group
+// and the managed instance group the plugin drives, AKS's and GKE's own
+// upgrades it starts and follows, a scale set, and nodes no cloud owns.
+// The estimate is measured on the same loaded machine as the run (the
+// group's joins and pods' starts), so a slow machine moves both.
+func TestDemoEstimatesHold(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// setup makes the group and returns its run.
+		setup func(t *testing.T) func() result
+	}{
+		{"aws", func(t *testing.T) func() result {
+			g := setupAWSGroup(t, "est-aws", 3, estimateApps()...)
+			return func() result {
+				return g.run(t, "run", g.name, "--ami", "ami-new", "--max-unavailable", "2", "--seed", "1", "--post-drain-wait", "5s", "--yes")
+			}
+		}},
+		{"gce", func(t *testing.T) func() result {
+			g := setupGCEGroup(t, "est-gce", 3, estimateApps()...)
+			return func() result {
+				return g.run(t, "run", g.name, "--image", "img-new", "--max-unavailable", "2", "--seed", "1", "--post-drain-wait", "5s", "--yes")
+			}
+		}},
+		{"gke", func(t *testing.T) func() result {
+			g := setupGKEPool(t, "est-gke", gkePoolSpec{}, estimateApps()...)
+			return func() result {
+				return g.run(t, "run", g.name, "--node-version", gkeNew, "--strategy", "surge", "--max-surge", "1", "--yes")
+			}
+		}},
+		{"aks", func(t *testing.T) func() result {
+			a := setupAKSPool(t, "est-aks", aksPoolSpec{count: 3}, estimateApps()...)
+			return func() result { return a.run(t, "run", a.name, "--orchestrator-version", "1.32", "--yes") }
+		}},
+		{"vmss", func(t *testing.T) func() result {
+			s := setupVMSS(t, "est-vmss", "estvmss", 3, estimateApps()...)
+			return func() result {
+				return s.run(t, "run", s.name, "--image", vmssNew, "--max-unavailable", "2", "--seed", "1", "--post-drain-wait", "5s", "--yes")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			run := tc.setup(t)
+			start := time.Now()
+			r := run()
+			took := time.Since(start)
+			if r.code != nodeupgrade.ExitOK {
+				t.Fatalf("run: %s", r)
+			}
+			if !assertEstimateWithin(t, r.stdout, took, 25) {
+				t.Logf("the run's output:\n%s", r.stdout)
+			}
+		})
+	}
+}
