@@ -67,8 +67,8 @@ type progress struct {
 	partPlanned map[string]time.Duration
 	at          int
 	atStart     time.Time
-	postDrain  time.Duration
-	drain      time.Duration // the plan's drain of a batch (plan.DrainTime)
+	postDrain   time.Duration
+	drain       time.Duration // the plan's drain of a batch (plan.DrainTime)
 
 	waiting   string
 	waitSince time.Time
