@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +69,17 @@ func TestDemoEstimatesHold(t *testing.T) {
 			}
 			if !assertEstimateWithin(t, r.stdout, took, 25) {
 				t.Logf("the run's output:\n%s", r.stdout)
+				return
 			}
+			t.Logf("the plan's phases:\n%s", phasesOf(r.stdout))
+
 		})
 	}
+}
+
+// phasesOf is the "Phases" block of a printed plan.
+func phasesOf(out string) string {
+	_, after, _ := strings.Cut(out, "Phases (")
+	block, _, _ := strings.Cut(after, "\n\n")
+	return "Phases (" + block
 }
