@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	policyv1 "k8s.io/api/policy/v1"
+
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
@@ -82,4 +84,28 @@ func phasesOf(out string) string {
 	_, after, _ := strings.Cut(out, "Phases (")
 	block, _, _ := strings.Cut(after, "\n\n")
 	return "Phases (" + block
+}
+
+// TestKarpenterEstimateHolds is the karpenter demo's run (hack/demo.sh
+// karpenter: waves of --max-unavailable 3, --post-drain-wait 5s) on the
+// real Karpenter over a NodePool of 3 nodes drifted by a NodeClass
+// change, held to its plan's estimate within ±25%: the plan measures a
+// join from the NodeClaims Karpenter launched. Not parallel, as
+// TestKarpenterWaves (Karpenter's cluster state syncs only when the nodes
+// it lists settle).
+func TestKarpenterEstimateHolds(t *testing.T) {
+	const name = "karp-est"
+	p := setupKarpenterPoolOf(t, name, []karpWorkload{{"web", 3, "500m", true, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: num(1)}}})
+	p.changeNodeClass(t, name+"-v2")
+	start := time.Now()
+	r := plugin(t, "run", name, "--max-unavailable", "3", "--seed", "1", "--post-drain-wait", "5s", "--yes")
+	took := time.Since(start)
+	if r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run: %s", r)
+	}
+	if !assertEstimateWithin(t, r.stdout, took, 25) {
+		t.Logf("the run's output:\n%s", r.stdout)
+		return
+	}
+	t.Logf("the plan's phases:\n%s", phasesOf(r.stdout))
 }
