@@ -348,48 +348,26 @@ func TestProgressETACountsWhatIsLeft(t *testing.T) {
 		{Phase: "DrainBlue", Estimate: plan.Duration(time.Minute)},
 		{Phase: "Soak", Estimate: plan.Duration(5 * time.Minute)}, {Phase: "DeleteBlue", Estimate: plan.Duration(time.Minute)},
 	}
+	service := []plan.Step{
+		{Phase: "Configure", Estimate: plan.Duration(15 * time.Second)}, {Phase: "Upgrade", Estimate: plan.Duration(time.Minute)},
+		{Phase: "RestoreSettings", Estimate: plan.Duration(15 * time.Second)},
+	}
+	// entered is a phase the run enters, and how long it stays.
+	type entered struct {
+		phase plan.Phase
+		stays time.Duration
+	}
 	for _, tc := range []struct {
 		name  string
 		steps []plan.Step
-		feed  func(p *progress, c *fakeClock)
+		run   []entered
 		want  string
 	}{
-		{name: "a soak complete ended after 30s of its 5m", steps: blueGreen,
-			feed: func(p *progress, c *fakeClock) {
-				p.enter(plan.State{Phase: plan.PhaseCreateGreen}, 0)
-				c.advance(time.Minute)
-				p.enter(plan.State{Phase: plan.PhaseCordonBlue}, 0)
-				p.enter(plan.State{Phase: plan.PhaseDrain}, 0)
-				c.advance(time.Minute)
-				p.enter(plan.State{Phase: plan.PhaseSoak}, 1)
-				c.advance(30 * time.Second)
-				p.enter(plan.State{Phase: plan.PhaseDeleteBlue}, 1)
-			},
-			want: "~1m0s"},
-		{name: "a green 2m late: the rest as planned", steps: blueGreen,
-			feed: func(p *progress, c *fakeClock) {
-				p.enter(plan.State{Phase: plan.PhaseCreateGreen}, 0)
-				c.advance(3 * time.Minute)
-				p.enter(plan.State{Phase: plan.PhaseCordonBlue}, 0)
-			},
-			want: "~7m0s"},
-		{name: "in the soak: what is left of it and the deletion", steps: blueGreen,
-			feed: func(p *progress, c *fakeClock) {
-				p.enter(plan.State{Phase: plan.PhaseSoak}, 1)
-				c.advance(2 * time.Minute)
-			},
-			want: "~4m0s"},
-		{name: "a service's settings sooner than planned", steps: []plan.Step{
-			{Phase: "Configure", Estimate: plan.Duration(15 * time.Second)}, {Phase: "Upgrade", Estimate: plan.Duration(time.Minute)},
-			{Phase: "RestoreSettings", Estimate: plan.Duration(15 * time.Second)},
-		},
-			feed: func(p *progress, c *fakeClock) {
-				p.enter(plan.State{Phase: plan.PhaseConfigure}, 0)
-				c.advance(time.Second)
-				p.enter(plan.State{Phase: plan.PhaseUpdate}, 0)
-				c.advance(20 * time.Second)
-			},
-			want: "~55s"},
+		{"a soak complete ended after 30s of its 5m", blueGreen, []entered{{plan.PhaseCreateGreen, time.Minute}, {plan.PhaseCordonBlue, 0},
+			{plan.PhaseDrain, time.Minute}, {plan.PhaseSoak, 30 * time.Second}, {plan.PhaseDeleteBlue, 0}}, "~1m0s"},
+		{"a green 2m late: the rest as planned", blueGreen, []entered{{plan.PhaseCreateGreen, 3 * time.Minute}, {plan.PhaseCordonBlue, 0}}, "~7m0s"},
+		{"in the soak: what is left of it and the deletion", blueGreen, []entered{{plan.PhaseSoak, 2 * time.Minute}}, "~4m0s"},
+		{"a service's settings sooner than planned", service, []entered{{plan.PhaseConfigure, time.Second}, {plan.PhaseUpdate, 20 * time.Second}}, "~55s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -399,7 +377,10 @@ func TestProgressETACountsWhatIsLeft(t *testing.T) {
 				p.Managed = &plan.ManagedPlan{}
 			}
 			pr := newProgress(&bytes.Buffer{}, false, clock.now, p, 0)
-			tc.feed(pr, clock)
+			for _, e := range tc.run {
+				pr.enter(plan.State{Phase: e.phase}, 0)
+				clock.advance(e.stays)
+			}
 			if eta, _ := pr.eta(clock.now().Sub(pr.start)); eta != tc.want {
 				t.Errorf("ETA %s, want %s", eta, tc.want)
 			}
