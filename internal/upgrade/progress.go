@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,15 +54,21 @@ type progress struct {
 	batchStart    time.Time
 	measured      []time.Duration
 	// What the run learns before a batch has ended: how long the phases
-	// of the first batch took (its drain, say), and how long new nodes
-	// took to be Ready (the scale-up); the plan's figures for them.
+	// of the first batch took (its drain, say); the plan's figures for
+	// them.
 	phaseStart time.Time
 	firstBatch map[plan.Phase]time.Duration
-	launch     time.Duration // measured; 0 until the scale-up ended
 	recovered  time.Duration // the batches' recoveries, which a scale-down has not
 	planned    map[string]time.Duration
-	postDrain  time.Duration
-	drain      time.Duration // the plan's drain of a batch (plan.DrainTime)
+	// parts are the plan's parts (partOfStep) in their order, with their
+	// estimates; at is the one under way (-1 before the first), entered
+	// at atStart.
+	parts       []string
+	partPlanned map[string]time.Duration
+	at          int
+	atStart     time.Time
+	postDrain   time.Duration
+	drain       time.Duration // the plan's drain of a batch (plan.DrainTime)
 
 	waiting   string
 	waitSince time.Time
@@ -84,14 +91,21 @@ func newProgress(out io.Writer, live bool, now func() time.Time, p *plan.Plan, e
 		width:         func() int { return terminalWidth(out) },
 		firstBatch:    map[plan.Phase]time.Duration{},
 		planned:       map[string]time.Duration{},
+		partPlanned:   map[string]time.Duration{},
+		at:            -1,
 		postDrain:     time.Duration(p.PostDrainWait),
 		drain:         p.DrainTime(),
 	}
 	for _, st := range p.Steps {
 		pr.planned[st.Phase] += time.Duration(st.Estimate)
+		part := partOfStep(st.Phase, p.Managed != nil)
+		if !slices.Contains(pr.parts, part) {
+			pr.parts = append(pr.parts, part)
+		}
+		pr.partPlanned[part] += time.Duration(st.Estimate)
 	}
 	pr.start = now()
-	pr.phaseStart = pr.start
+	pr.phaseStart, pr.atStart = pr.start, pr.start
 	return pr
 }
 
@@ -136,6 +150,9 @@ func (p *progress) enter(s plan.State, done int) {
 	if newBatch {
 		p.inBatch, p.batchStart = true, now
 	}
+	if i := slices.Index(p.parts, partOfPhase(s.Phase)); i > p.at {
+		p.at, p.atStart = i, now
+	}
 	p.state, p.entered, p.done, p.phaseStart, p.phaseDone = s, true, done, now, done
 	p.waiting = ""
 	switch {
@@ -148,17 +165,14 @@ func (p *progress) enter(s plan.State, done int) {
 	}
 }
 
-// learn keeps what the phase being left took: the scale-up's wait for new
-// nodes, and each phase of the first batch.
+// learn keeps what the phase being left took: each phase of the first
+// batch, and the batches' recoveries.
 func (p *progress) learn(now time.Time, next plan.State) {
 	if !p.entered || next.Phase == p.state.Phase && next.Batch == p.state.Batch {
 		return
 	}
 	took := now.Sub(p.phaseStart)
-	switch {
-	case p.state.Phase == plan.PhaseScaleUp || p.state.Phase == plan.PhaseCreateGreen:
-		p.launch = took
-	case plan.BatchPhase(p.state.Phase) && len(p.measured) == 0:
+	if plan.BatchPhase(p.state.Phase) && len(p.measured) == 0 {
 		p.firstBatch[p.state.Phase] += took
 	}
 	if p.state.Phase == plan.PhaseRecover {
@@ -279,11 +293,8 @@ func (p *progress) lineLocked(now time.Time) string {
 	return line
 }
 
-// eta is the plan's estimate less the time elapsed, corrected by what the
-// run has measured: the batches' share by the mean batch once one has
-// ended, and before that by the first batch's phases as they end (its
-// drain, say); the scale-down, a batch's work per node, likewise; the wait
-// for new nodes by the scale-up's.
+// eta is the time the steps not yet ended take (left), or during a
+// service's update its pace over the nodes left.
 func (p *progress) eta(elapsed time.Duration) (string, bool) {
 	now := p.start.Add(elapsed)
 	if left, ok := p.serviceLeft(now); ok {
@@ -292,34 +303,91 @@ func (p *progress) eta(elapsed time.Duration) (string, bool) {
 	if p.estimate <= 0 && len(p.measured) == 0 {
 		return "", false
 	}
-	batch := p.batchTime(now)
-	total := p.estimate - p.batchEstimate + time.Duration(p.batches)*batch
-	if perBatch := p.plannedBatch(); perBatch > 0 {
-		// The scale-down removes its nodes one by one as a batch does,
-		// but waits for no recovery.
-		sd := p.planned["ScaleDown"]
-		perNode := batch
-		if n := len(p.measured); n > 0 {
-			perNode = max(batch-p.recovered/time.Duration(n), 0)
-		}
-		total += time.Duration(float64(sd)*float64(perNode)/float64(perBatch)) - sd
-	}
-	if launch := p.launchTime(now); launch > 0 {
-		total += launch - p.planned["ScaleUp"] - p.planned["CreateGreen"]
-	}
-	remaining := total - elapsed
-	if len(p.measured) > 0 {
-		// However late the run is, the batches not begun take their time.
-		left := p.batches - len(p.measured)
-		if p.inBatch {
-			left--
-		}
-		remaining = max(remaining, time.Duration(max(left, 0))*batch)
-	}
-	if remaining > 0 {
-		return "~" + roundDuration(remaining), true
+	if left := p.left(now); left > 0 {
+		return "~" + roundDuration(left), true
 	}
 	return "any moment (past the estimate)", true
+}
+
+// left is what the run has still to do, at the pace it measured: the
+// parts of the plan after the one under way (its batches, the
+// scale-down and the wave soaks at the batches' measured pace; the
+// others as planned), and the rest of the one under way. It is counted
+// from what is left, not as the estimate less the time elapsed, so a
+// part that ended sooner or later than planned moves no other (the GCE
+// demo's said 1m46s with 73s left).
+func (p *progress) left(now time.Time) time.Duration {
+	batch := p.batchTime(now)
+	var d time.Duration
+	for i, part := range p.parts {
+		switch {
+		case i < p.at:
+		case part == batchPart:
+			d += p.batchesLeft(now, batch)
+		case i == p.at:
+			d += max(p.paced(part, batch)-now.Sub(p.atStart), 0)
+		default:
+			d += p.paced(part, batch)
+		}
+	}
+	return d
+}
+
+// batchPart is the part of the plan its batches (and the wave soaks
+// between them) make: the steps plan.BatchStep names.
+const batchPart = "batches"
+
+// partOfStep is the part of the plan a step is in: a service's update
+// is one part from its settings to their restoring; the batches one.
+func partOfStep(phase string, managed bool) string {
+	switch {
+	case managed && phase != string(plan.PhaseConfigure) && phase != string(plan.PhaseRestore):
+		return string(plan.PhaseUpdate)
+	case !managed && (plan.BatchStep(phase) || phase == waveSoakStep):
+		return batchPart
+	}
+	return phase
+}
+
+// partOfPhase is the part of the plan a run's phase is in.
+func partOfPhase(ph plan.Phase) string {
+	if plan.BatchPhase(ph) {
+		return batchPart
+	}
+	return string(ph)
+}
+
+const waveSoakStep = "WaveSoak"
+
+// batchesLeft is the batches not ended at batch each, the one under way
+// less what it has lasted, and the wave soaks in proportion.
+func (p *progress) batchesLeft(now time.Time, batch time.Duration) time.Duration {
+	n := max(p.batches-len(p.measured), 0)
+	d := time.Duration(n) * batch
+	if p.inBatch && n > 0 {
+		d -= min(now.Sub(p.batchStart), batch)
+	}
+	if p.batches > 0 {
+		d += p.planned[waveSoakStep] * time.Duration(n) / time.Duration(p.batches)
+	}
+	return d
+}
+
+// paced is a part's time at the run's pace: the scale-down's, a batch's
+// work per node, by the batches measured; the others as planned.
+func (p *progress) paced(part string, batch time.Duration) time.Duration {
+	est := p.partPlanned[part]
+	perBatch := p.plannedBatch()
+	if part != string(plan.PhaseScaleDown) || perBatch <= 0 {
+		return est
+	}
+	// The scale-down removes its nodes one by one as a batch does, but
+	// waits for no recovery.
+	perNode := batch
+	if n := len(p.measured); n > 0 {
+		perNode = max(batch-p.recovered/time.Duration(n), 0)
+	}
+	return time.Duration(float64(est) * float64(perNode) / float64(perBatch))
 }
 
 // serviceLeft is, during a service's update, the time its nodes not yet
@@ -378,16 +446,6 @@ func (p *progress) batchTime(now time.Time) time.Duration {
 		}
 	}
 	return d
-}
-
-// launchTime is how long new nodes take to be Ready, as the scale-up
-// measured it (at least as long as one under way has lasted); 0 when
-// nothing was measured.
-func (p *progress) launchTime(now time.Time) time.Duration {
-	if p.state.Phase == plan.PhaseScaleUp || p.state.Phase == plan.PhaseCreateGreen {
-		return max(p.planned["ScaleUp"]+p.planned["CreateGreen"], now.Sub(p.phaseStart))
-	}
-	return p.launch
 }
 
 // roundDuration shows whole seconds under an hour, whole minutes above.

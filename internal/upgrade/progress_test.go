@@ -77,13 +77,24 @@ func TestProgressLine(t *testing.T) {
 				p.tick()
 			},
 			want: "Drain | batch 2/3 | 1/3 nodes | elapsed 13m0s | ETA ~4m0s"},
-		{name: "past the estimate with no batch measured",
+		{name: "a part late past the estimate: the batches not begun still take their time",
 			feed: func(p *progress, c *fakeClock) {
 				p.enter(plan.State{Phase: plan.PhaseTaint}, 0)
 				c.advance(7 * time.Minute)
 				p.tick()
 			},
-			want: "Taint | 0/3 nodes | elapsed 7m0s | ETA any moment (past the estimate)"},
+			want: "Taint | 0/3 nodes | elapsed 7m0s | ETA ~6m0s"},
+		{name: "the last batch past its time",
+			feed: func(p *progress, c *fakeClock) {
+				p.enter(plan.State{Phase: plan.PhaseDrain, Batch: 0}, 0)
+				c.advance(30 * time.Second)
+				p.enter(plan.State{Phase: plan.PhaseDrain, Batch: 1}, 1)
+				c.advance(30 * time.Second)
+				p.enter(plan.State{Phase: plan.PhaseDrain, Batch: 2}, 2)
+				c.advance(time.Minute)
+				p.tick()
+			},
+			want: "Drain | batch 3/3 | 2/3 nodes | elapsed 2m0s | ETA any moment (past the estimate)"},
 		{name: "a retry of a request shows until it is sent again",
 			feed: func(p *progress, c *fakeClock) {
 				p.enter(plan.State{Phase: plan.PhaseTaint}, 0)
@@ -97,7 +108,8 @@ func TestProgressLine(t *testing.T) {
 				c.advance(4 * time.Second)
 				p.tick()
 			},
-			want: "Taint | 0/3 nodes | elapsed 4s | ETA ~5m56s"},
+			// The batches not begun: all of the plan's 6m.
+			want: "Taint | 0/3 nodes | elapsed 4s | ETA ~6m0s"},
 		{name: "earlier attempts count in the nodes",
 			earlier: 6,
 			feed:    func(p *progress, c *fakeClock) { p.enter(plan.State{Phase: plan.PhaseTaint}, 6) },
@@ -218,15 +230,15 @@ func TestProgressLearnsWithinTheFirstBatch(t *testing.T) {
 	pr.enter(plan.State{Phase: plan.PhaseDrain}, 0)
 	clock.advance(5 * time.Second)
 	pr.enter(plan.State{Phase: plan.PhaseCordon}, 0)
-	// Batches of 5s drain + 5s wait: 3 x 10s; scale-down 2 x 10s; the
-	// scale-up's 10s; 16s gone.
-	if eta, _ := pr.eta(16 * time.Second); eta != "~44s" {
-		t.Errorf("ETA after the first drain %s, want ~44s", eta)
+	// Batches of 5s drain + 5s wait: 3 x 10s, 5s of the first gone;
+	// scale-down 2 x 10s.
+	if eta, _ := pr.eta(16 * time.Second); eta != "~45s" {
+		t.Errorf("ETA after the first drain %s, want ~45s", eta)
 	}
 	clock.advance(5 * time.Second)
 	pr.enter(plan.State{Phase: plan.PhaseRemove}, 0)
 	pr.enter(plan.State{Phase: plan.PhaseRoom, Batch: 1}, 1)
-	if want := "10:00:21 progress: WaitForRoom | batch 2/3 | 1/3 nodes | elapsed 21s | ETA ~39s\n"; !strings.Contains(buf.String(), want) {
+	if want := "10:00:21 progress: WaitForRoom | batch 2/3 | 1/3 nodes | elapsed 21s | ETA ~40s\n"; !strings.Contains(buf.String(), want) {
 		t.Errorf("plain output\n%s\nwant the line\n%s", buf.String(), want)
 	}
 }
@@ -322,5 +334,56 @@ func TestProgressETAOfAServiceUpdate(t *testing.T) {
 	}
 	if line := pr.lineLocked(clock.now()); !strings.Contains(line, "1/4 nodes") {
 		t.Errorf("progress %q does not count the node replaced", line)
+	}
+}
+
+// TestProgressETACountsWhatIsLeft: the ETA is the parts of the plan not
+// yet ended at the run's pace, so a part that ended sooner than planned
+// (a soak "complete" ended, a wait the plan set at its worst) leaves no
+// time behind it, and one that ran late takes none from the rest.
+func TestProgressETACountsWhatIsLeft(t *testing.T) {
+	t.Parallel()
+	blueGreen := []plan.Step{
+		{Phase: "CreateGreen", Estimate: plan.Duration(time.Minute)}, {Phase: "CordonBlue"},
+		{Phase: "DrainBlue", Estimate: plan.Duration(time.Minute)},
+		{Phase: "Soak", Estimate: plan.Duration(5 * time.Minute)}, {Phase: "DeleteBlue", Estimate: plan.Duration(time.Minute)},
+	}
+	service := []plan.Step{
+		{Phase: "Configure", Estimate: plan.Duration(15 * time.Second)}, {Phase: "Upgrade", Estimate: plan.Duration(time.Minute)},
+		{Phase: "RestoreSettings", Estimate: plan.Duration(15 * time.Second)},
+	}
+	// entered is a phase the run enters, and how long it stays.
+	type entered struct {
+		phase plan.Phase
+		stays time.Duration
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []plan.Step
+		run   []entered
+		want  string
+	}{
+		{"a soak complete ended after 30s of its 5m", blueGreen, []entered{{plan.PhaseCreateGreen, time.Minute}, {plan.PhaseCordonBlue, 0},
+			{plan.PhaseDrain, time.Minute}, {plan.PhaseSoak, 30 * time.Second}, {plan.PhaseDeleteBlue, 0}}, "~1m0s"},
+		{"a green 2m late: the rest as planned", blueGreen, []entered{{plan.PhaseCreateGreen, 3 * time.Minute}, {plan.PhaseCordonBlue, 0}}, "~7m0s"},
+		{"in the soak: what is left of it and the deletion", blueGreen, []entered{{plan.PhaseSoak, 2 * time.Minute}}, "~4m0s"},
+		{"a service's settings sooner than planned", service, []entered{{plan.PhaseConfigure, time.Second}, {plan.PhaseUpdate, 20 * time.Second}}, "~55s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &fakeClock{t: time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)}
+			p := &plan.Plan{Batches: make([]plan.Batch, 1), Nodes: plan.NodeCounts{Outdated: 2}, Steps: tc.steps}
+			if tc.steps[0].Phase == "Configure" {
+				p.Managed = &plan.ManagedPlan{}
+			}
+			pr := newProgress(&bytes.Buffer{}, false, clock.now, p, 0)
+			for _, e := range tc.run {
+				pr.enter(plan.State{Phase: e.phase}, 0)
+				clock.advance(e.stays)
+			}
+			if eta, _ := pr.eta(clock.now().Sub(pr.start)); eta != tc.want {
+				t.Errorf("ETA %s, want %s", eta, tc.want)
+			}
+		})
 	}
 }

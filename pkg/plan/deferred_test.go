@@ -104,10 +104,12 @@ func wantDeferredShown(t *testing.T, p *Plan) {
 	} else if rows != 0 {
 		t.Errorf("scale-down rows without deferred nodes:\n%s", table.String())
 	}
-	perDrain := perBatchEstimate(p)
-	drains := time.Duration(len(p.Batches)) + time.Duration(p.Cloud.During.Desired-p.Cloud.Before.Desired)
-	if got := time.Duration(scaleDown.Estimate) + time.Duration(upgrade.Estimate); got != drains*perDrain {
-		t.Errorf("estimate of the upgrade and scale-down %s, want %s: each node drained once", got, drains*perDrain)
+	// The nodes hold no pods: a batch is a drain, a deferred node of the
+	// scale-down a drain too, and every removal of the scale-down its wait.
+	n := time.Duration(p.Cloud.During.Desired - p.Cloud.Before.Desired)
+	want := time.Duration(len(p.Batches))*perBatchEstimate(p) + n*time.Duration(p.PostDrainWait) + time.Duration(len(p.Deferred))*p.DrainTime()
+	if got := time.Duration(scaleDown.Estimate) + time.Duration(upgrade.Estimate); got != want {
+		t.Errorf("estimate of the upgrade and scale-down %s, want %s: each node drained once", got, want)
 	}
 }
 

@@ -112,8 +112,11 @@ func MachineJoinPace(machines map[string]Machine, nodes []corev1.Node) Pace {
 	for i := range nodes {
 		n := &nodes[i]
 		m, ok := machines[n.Name]
-		if ready := nodeReady(n); ok && ready != nil && !m.Launched.IsZero() && !ready.LastTransitionTime.Time.Before(m.Launched) {
-			took = append(took, ready.LastTransitionTime.Sub(m.Launched))
+		// The API server keeps Ready to the second; a cloud may keep the
+		// launch finer (Compute's creationTimestamp).
+		launched := m.Launched.Truncate(time.Second)
+		if ready := nodeReady(n); ok && ready != nil && !launched.IsZero() && !ready.LastTransitionTime.Time.Before(launched) {
+			took = append(took, ready.LastTransitionTime.Sub(launched))
 		}
 	}
 	if len(took) == 0 {

@@ -85,6 +85,43 @@ func TestEKSScaleUpTakesTheJoinTime(t *testing.T) {
 	}
 }
 
+// TestScaleDownEstimate: the scale-down removes its nodes one at a time,
+// each waiting the post-drain wait; only as many drains as there are pods
+// the batches moved (or deferred nodes) to hold, one round each, and no
+// join: a batch's time per node made the scale-down of 6 mostly empty
+// nodes 54s planned for 31s run.
+func TestScaleDownEstimate(t *testing.T) {
+	batch := func(pods ...int) Batch {
+		var b Batch
+		for _, n := range pods {
+			b.Nodes = append(b.Nodes, PlannedNode{Pods: make([]string, n)})
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name     string
+		batches  []Batch
+		deferred []PlannedNode
+		want     time.Duration
+	}{
+		{"6 nodes, 3 pods moved: 3 drains", []Batch{batch(1, 1), batch(1)}, nil, 6*5*time.Second + 3*2*time.Second},
+		{"6 nodes, 10 pods moved: a drain each", []Batch{batch(4, 4), batch(2)}, nil, 6*5*time.Second + 6*2*time.Second},
+		{"no pods: the waits alone", []Batch{batch(0, 0)}, nil, 6 * 5 * time.Second},
+		{"deferred nodes drain", nil, []PlannedNode{{}, {Pods: []string{"a"}}}, 6*5*time.Second + 2*2*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plan{MaxUnavailable: 2, DrainRounds: 2, PostDrainWait: Duration(5 * time.Second), Batches: tc.batches, Deferred: tc.deferred,
+				Pace:  &Pace{Join: Duration(2 * time.Second), JoinFrom: "x", Drain: Duration(2 * time.Second), DrainFrom: "y"},
+				Cloud: &CloudPlan{ScaleUp: 6, Before: Sizes{Desired: 3, Max: 4}, During: Sizes{Desired: 9, Max: 10}}}
+			for _, st := range (eks{}).Steps(p) {
+				if st.Phase == "ScaleDown" && time.Duration(st.Estimate) != tc.want {
+					t.Errorf("ScaleDown estimated %s, want %s", time.Duration(st.Estimate), tc.want)
+				}
+			}
+		})
+	}
+}
+
 // TestRemovalAwaitingReplacement: where a removal returns once the
 // group launched the replacement (Karpenter), each node of a batch adds
 // a join to the batch's estimate, the cloud's launch pace preferred to
@@ -187,6 +224,11 @@ func TestMachineJoinPace(t *testing.T) {
 	}{
 		{"launch times known", launched, Pace{Join: Duration(51 * time.Second), JoinFrom: "the launch to Ready of the group's 2 machines"}},
 		{"no launch time: the nodes' own", map[string]Machine{"a": {ID: "i-a"}, "b": {ID: "i-b"}}, Pace{Join: Duration(11 * time.Second), JoinFrom: "the creation to Ready of the group's 2 nodes"}},
+		// Compute's creationTimestamp keeps the fraction of a second the
+		// API server's Ready time drops: a node Ready within the second
+		// of its launch still counts, not as Ready before its launch.
+		{"launched within the second of Ready", map[string]Machine{"a": {ID: "i-a", Launched: t0.Add(50*time.Second + 700*time.Millisecond)}},
+			Pace{Join: Duration(time.Second), JoinFrom: "the launch to Ready of the group's 1 machine"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := measuredPace(nil, &CloudGroup{Nodes: tc.machines}, nodes)

@@ -66,7 +66,7 @@ func (eks) Steps(p *Plan) []Step {
 		if d := len(p.Deferred); d > 0 {
 			first = fmt.Sprintf(", the %s no batch replaces first", Count(d, "outdated node"))
 		}
-		s.add("ScaleDown", fmt.Sprintf("back to %s, one node at a time%s", c.SizeText(c.Before), first), time.Duration(n)*perBatchEstimate(p))
+		s.add("ScaleDown", fmt.Sprintf("back to %s, one node at a time%s", c.SizeText(c.Before), first), scaleDownEstimate(p, int(n)))
 	}
 	return s
 }

@@ -100,6 +100,11 @@ type vmssVM struct {
 	labels map[string]string
 	// protection is its protectionPolicy, nil for none.
 	protection *armcompute.VirtualMachineScaleSetVMProtectionPolicy
+	// created is when the scale set began creating it: the VM's
+	// timeCreated (VirtualMachineScaleSetVMProperties.TimeCreated,
+	// "Specifies the time at which the Virtual Machine resource was
+	// created", armcompute's model).
+	created time.Time
 }
 
 // ScaleSetSpec describes a scale set the fake makes as it is: its
@@ -205,7 +210,7 @@ func (s *Server) newVMLocked(ss *scaleSet) *vmssVM {
 	num := itoa36(id)
 	vm := &vmssVM{id: id, name: *prof.OSProfile.ComputerNamePrefix + strings.Repeat("0", max(6-len(num), 0)) + num,
 		image: *prof.StorageProfile.ImageReference, gen: ss.gen, state: vmCreating, vmID: s.nextIDLocked("vm-"),
-		labels: labelsOfUserData(prof.UserData)}
+		labels: labelsOfUserData(prof.UserData), created: time.Now().UTC()}
 	if zones := ss.model.Zones; len(zones) > 0 {
 		vm.zone = *zones[id%len(zones)]
 	}

@@ -431,7 +431,7 @@ func (s *Server) vmView(ss *scaleSet, vm *vmssVM) armcompute.VirtualMachineScale
 		InstanceID: to.Ptr(strconv.Itoa(vm.id)),
 		Location:   to.Ptr(s.opts.Location),
 		Properties: &armcompute.VirtualMachineScaleSetVMProperties{
-			LatestModelApplied: to.Ptr(vm.gen == ss.gen), ProvisioningState: to.Ptr(vm.state), VMID: to.Ptr(vm.vmID),
+			LatestModelApplied: to.Ptr(vm.gen == ss.gen), ProvisioningState: to.Ptr(vm.state), VMID: to.Ptr(vm.vmID), TimeCreated: to.Ptr(vm.created),
 			OSProfile:      &armcompute.OSProfile{ComputerName: to.Ptr(vm.name)},
 			StorageProfile: &armcompute.StorageProfile{ImageReference: &img},
 		},

@@ -86,7 +86,32 @@ var userBudgets = []any{
 	map[string]any{"nodes": "0", "reasons": []any{"Underutilized"}, "schedule": "0 9 * * mon-fri", "duration": "8h"},
 }
 
+// karpWorkload is a Deployment of the pool and its PDB: one pod a node
+// where one is set.
+type karpWorkload struct {
+	name string
+	n    int32
+	cpu  string
+	one  bool
+	pdb  policyv1.PodDisruptionBudgetSpec
+}
+
+// karpWorkloads are the 9-node pool's: web one pod a node, api beside it.
+func karpWorkloads() []karpWorkload {
+	return []karpWorkload{
+		{"web", 9, "500m", true, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: num(1)}},
+		{"api", 9, "300m", false, policyv1.PodDisruptionBudgetSpec{MinAvailable: num(7)}},
+	}
+}
+
 func setupKarpenterPool(t *testing.T, name string) *karpPool {
+	t.Helper()
+	return setupKarpenterPoolOf(t, name, karpWorkloads())
+}
+
+// setupKarpenterPoolOf is setupKarpenterPool with the workloads that size
+// the pool.
+func setupKarpenterPoolOf(t *testing.T, name string, workloads []karpWorkload) *karpPool {
 	t.Helper()
 	dc := startKarpenter(t)
 	ctx := testContext(t, 5*time.Minute)
@@ -114,16 +139,7 @@ func setupKarpenterPool(t *testing.T, name string) *karpPool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []struct {
-		name string
-		n    int32
-		cpu  string
-		one  bool
-		pdb  policyv1.PodDisruptionBudgetSpec
-	}{
-		{"web", 9, "500m", true, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: num(1)}},
-		{"api", 9, "300m", false, policyv1.PodDisruptionBudgetSpec{MinAvailable: num(7)}},
-	} {
+	for _, w := range workloads {
 		if _, err := client.AppsV1().Deployments(name).Create(ctx, karpenter.Workload(name, w.name, name, w.n, w.cpu, w.one), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -179,6 +179,8 @@ func (s *Server) routeScoped(kind, scopeName string, p []string, m string) (stri
 	switch {
 	case p[0] == "instances" && len(p) == 2 && kind == "zones" && m == http.MethodGet:
 		return "compute.instances.get", s.getInstance
+	case p[0] == "instances" && len(p) == 1 && kind == "zones" && m == http.MethodGet:
+		return "compute.instances.list", s.listInstances
 	case p[0] == "machineTypes" && len(p) == 2 && kind == "zones" && m == http.MethodGet:
 		return "compute.machineTypes.get", s.getMachineType
 	case p[0] == "operations" && len(p) >= 2:

@@ -19,6 +19,7 @@ import (
 // (TestRolePermitsEveryProviderCall) read this one map.
 var permissionOf = map[string]string{
 	"compute.instances.get":                              "compute.instances.get",
+	"compute.instances.list":                             "compute.instances.list",
 	"compute.instanceTemplates.list":                     "compute.instanceTemplates.list",
 	"compute.instanceTemplates.get":                      "compute.instanceTemplates.get",
 	"compute.instanceTemplates.insert":                   "compute.instanceTemplates.create",

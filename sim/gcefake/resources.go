@@ -363,6 +363,33 @@ func (s *Server) getInstance(req *request) (any, error) {
 	}, nil
 }
 
+// listInstances answers instances.list: the zone's instances in one
+// page, by name, each with its creationTimestamp, the time Compute took
+// the request that created it (compute-api.json Instance.creationTimestamp,
+// "[Output Only] Creation timestamp in RFC3339 text format"), which a
+// managed instance group's creation is (reconcile.go sets Created when
+// it begins one). A VM not created yet (no status) is not listed, as
+// getInstance does not find it.
+func (s *Server) listInstances(req *request) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	zone := req.parts[1]
+	out := &compute.InstanceList{Kind: "compute#instanceList", Items: []*compute.Instance{}}
+	for _, in := range s.instances {
+		if in.Project != req.project || in.Zone != zone || in.Status == "" {
+			continue
+		}
+		out.Items = append(out.Items, &compute.Instance{
+			Kind: "compute#instance", Name: in.Name, Id: in.ID, Status: in.Status,
+			CreationTimestamp: in.Created.UTC().Format(time.RFC3339Nano),
+			Zone:              s.link(fmt.Sprintf("projects/%s/zones/%s", req.project, zone)),
+			SelfLink:          s.link(fmt.Sprintf("projects/%s/zones/%s/instances/%s", req.project, zone, in.Name)),
+		})
+	}
+	slices.SortFunc(out.Items, func(a, b *compute.Instance) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
 // getRegion answers regions.get with the INSTANCE_GROUP_MANAGERS quota, the
 // one a new group counts against, and those of instances (see
 // regionQuotasLocked)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	compute "google.golang.org/api/compute/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,10 @@ import (
 )
 
 const computeURL = "https://compute.googleapis.com/compute/v1/"
+
+// instanceCreated is every scene instance's creationTimestamp, as
+// Compute writes it (RFC 3339 with the zone's offset).
+const instanceCreated = "2026-01-02T03:04:05.000-08:00"
 
 // scene is the Compute side of a node group for Open: templates t-v1
 // (image img-1) and t-v2, image img-2, and groups added by zonal and
@@ -57,6 +62,12 @@ func (s *scene) group(scope, name string, zones ...string) {
 			Instance: computeURL + "projects/p/zones/" + z + "/instances/" + in,
 			Version:  &compute.ManagedInstanceVersion{InstanceTemplate: "projects/p/global/instanceTemplates/t-v1"}})
 		s.nodes = append(s.nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: in, UID: types.UID("uid-" + in)}, Spec: corev1.NodeSpec{ProviderID: "gce://p/" + z + "/" + in}})
+		list, _ := s.routes["GET projects/p/zones/"+z+"/instances"].(*compute.InstanceList)
+		if list == nil {
+			list = &compute.InstanceList{}
+			s.routes["GET projects/p/zones/"+z+"/instances"] = list
+		}
+		list.Items = append(list.Items, &compute.Instance{Name: in, CreationTimestamp: instanceCreated})
 	}
 	s.routes["POST "+path+"/listManagedInstances"] = &compute.InstanceGroupManagersListManagedInstancesResponse{ManagedInstances: mis}
 	s.routes["GET "+path] = &compute.InstanceGroupManager{
@@ -179,6 +190,14 @@ func checkGroup(t *testing.T, cg *plan.CloudGroup, want plan.CloudGroup) {
 	}
 	if len(cg.Nodes) == 0 || cg.Green == "" || cg.Provider != Name {
 		t.Errorf("nodes %v, green %q, provider %q", cg.Nodes, cg.Green, cg.Provider)
+	}
+	// Each machine launched when instances.list says Compute created it:
+	// the estimates measure a join from there.
+	created, _ := time.Parse(time.RFC3339, instanceCreated)
+	for node, m := range cg.Nodes {
+		if !m.Launched.Equal(created) {
+			t.Errorf("node %q: machine launched %v, want its instance's creationTimestamp %v", node, m.Launched, created)
+		}
 	}
 }
 

@@ -25,6 +25,7 @@ const Policy = "docs/providers/gce.md#permissions"
 // NodeGroup.ProbePermissions).
 var calls = []gcpclient.Call{
 	{Method: "instances.get", Permission: "compute.instances.get"},
+	{Method: "instances.list (the instances' creation, the estimates' joins)", Permission: "compute.instances.list"},
 	{Method: "instanceGroupManagers.get, listManagedInstances", Permission: "compute.instanceGroupManagers.get"},
 	{Method: "instanceTemplates.get", Permission: "compute.instanceTemplates.get"},
 	{Method: "images.get", Permission: "compute.images.get"},

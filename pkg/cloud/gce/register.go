@@ -326,6 +326,9 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 		ptrs[i] = &nodes[i]
 	}
 	byNode, unjoined := mapNodes(n.API.project, byName, ptrs)
+	if err := n.API.withLaunched(ctx, byNode); err != nil {
+		return nil, err
+	}
 	cg := &plan.CloudGroup{
 		GroupID: plan.GroupID{
 			Provider:     Name,

@@ -237,6 +237,11 @@ func machine(in instance) plan.Machine {
 	if p.LatestModelApplied != nil && !*p.LatestModelApplied {
 		m.Version += staleModel
 	}
+	if p.TimeCreated != nil {
+		// From the VM's creation to its node's Ready is the whole of a
+		// join (plan.MachineJoinPace), boot included.
+		m.Launched = *p.TimeCreated
+	}
 	m.Lifecycle = str(p.ProvisioningState)
 	switch {
 	case in.surplus:

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
@@ -331,6 +332,28 @@ func TestInstanceVersionIsItsExactVersion(t *testing.T) {
 	s := &ScaleSet{}
 	if m := machine(instance{set: "ng", vm: vm}); m.Version != newImage || !s.Current(m, newImage) || s.Current(m, oldImage) {
 		t.Errorf("machine %+v, want version %s", m, newImage)
+	}
+}
+
+// TestInstanceLaunchedIsItsTimeCreated: an instance launched when its VM
+// was created (timeCreated), from where the plan measures a join; one
+// Compute gives no time for has none.
+func TestInstanceLaunchedIsItsTimeCreated(t *testing.T) {
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		at   *time.Time
+		want time.Time
+	}{
+		{"timeCreated given", &created, created},
+		{"none given", nil, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vm := &armcompute.VirtualMachineScaleSetVM{InstanceID: to.Ptr("0"), Properties: &armcompute.VirtualMachineScaleSetVMProperties{ProvisioningState: to.Ptr("Succeeded"), TimeCreated: tc.at}}
+			if m := machine(instance{set: "ng", vm: vm}); !m.Launched.Equal(tc.want) {
+				t.Errorf("launched %v, want %v", m.Launched, tc.want)
+			}
+		})
 	}
 }
 
