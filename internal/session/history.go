@@ -17,6 +17,11 @@ func versionsOf(pl *Planned) (before, after state.Version) {
 		id := state.Version{Provider: cp.Provider, Group: cp.Group, GroupKind: cp.GroupKind, Template: cp.Template, TemplateKind: cp.TemplateKind}
 		before, after = id, id
 		before.Version = cp.CurrentVersion
+		if cp.Previous != "" {
+			// Karpenter: the NodeClass the pool named before, the
+			// template and its version at once.
+			before.Template, before.Version = cp.Previous, cp.Previous
+		}
 		after.Image = cp.TargetImage
 		if cp.TargetVersion != plan.NewVersion {
 			after.Version = cp.TargetVersion

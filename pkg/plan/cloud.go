@@ -219,6 +219,12 @@ type Launches struct {
 	// target) or the number it is pinned to; "" when the provider does not
 	// say.
 	LaunchesAfter string `json:"launchesAfter,omitempty"`
+	// Previous is what the outdated machines were launched from where
+	// CurrentVersion does not say it (Karpenter: the NodeClass,
+	// group/kind/name, the NodePool named before it was pointed at
+	// another): the version a rollback after the run goes back to; ""
+	// where CurrentVersion says it or nothing does.
+	Previous string `json:"previous,omitempty"`
 }
 
 // Removal is what removing one of the group's machines goes through.

@@ -40,6 +40,8 @@ func (v Version) Known() bool {
 // String is v in a status line: `launch template "lt" version 3`.
 func (v Version) String() string {
 	switch {
+	case v.Version != "" && v.Version == v.Template:
+		return fmt.Sprintf("%s %s", or(v.TemplateKind, "template"), v.Template)
 	case v.Version != "" && v.Template != "":
 		return fmt.Sprintf("%s %q version %s", or(v.TemplateKind, "template"), v.Template, v.Version)
 	case v.Version != "":
