@@ -86,12 +86,36 @@ var userBudgets = []any{
 	map[string]any{"nodes": "0", "reasons": []any{"Underutilized"}, "schedule": "0 9 * * mon-fri", "duration": "8h"},
 }
 
+// karpWorkload is a Deployment on a test's NodePool and its PDB; one:
+// one pod a node.
+type karpWorkload struct {
+	name string
+	n    int32
+	cpu  string
+	one  bool
+	pdb  policyv1.PodDisruptionBudgetSpec
+}
+
+// demoWorkloads fill 9 nodes of 2 CPUs over three zones.
+var demoWorkloads = []karpWorkload{
+	{"web", 9, "500m", true, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: num(1)}},
+	{"api", 9, "300m", false, policyv1.PodDisruptionBudgetSpec{MinAvailable: num(7)}},
+}
+
 func setupKarpenterPool(t *testing.T, name string) *karpPool {
 	t.Helper()
+	spec := karpenter.PoolSpec{Name: name, NodeClass: name + "-v1", Zones: karpenter.Zones[:3], Budgets: userBudgets}
+	return setupKarpenterPoolOf(t, spec, demoWorkloads)
+}
+
+// setupKarpenterPoolOf makes NodePool spec (NodeClasses NAME-v1 and
+// NAME-v2) and the workloads whose pods Karpenter launches its nodes for.
+func setupKarpenterPoolOf(t *testing.T, spec karpenter.PoolSpec, workloads []karpWorkload) *karpPool {
+	t.Helper()
+	name := spec.Name
 	dc := startKarpenter(t)
 	ctx := testContext(t, 5*time.Minute)
 	p := &karpPool{name: name, dc: dc}
-	spec := karpenter.PoolSpec{Name: name, NodeClass: name + "-v1", Zones: karpenter.Zones[:3], Budgets: userBudgets}
 	if err := karpenter.Create(ctx, dc, karpenter.NodeClass(name+"-v1"), karpenter.NodeClass(name+"-v2"), karpenter.Pool(spec)); err != nil {
 		t.Fatal(err)
 	}
@@ -114,16 +138,7 @@ func setupKarpenterPool(t *testing.T, name string) *karpPool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []struct {
-		name string
-		n    int32
-		cpu  string
-		one  bool
-		pdb  policyv1.PodDisruptionBudgetSpec
-	}{
-		{"web", 9, "500m", true, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: num(1)}},
-		{"api", 9, "300m", false, policyv1.PodDisruptionBudgetSpec{MinAvailable: num(7)}},
-	} {
+	for _, w := range workloads {
 		if _, err := client.AppsV1().Deployments(name).Create(ctx, karpenter.Workload(name, w.name, name, w.n, w.cpu, w.one), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
