@@ -30,6 +30,11 @@ type Version struct {
 	Image        string            `json:"image,omitempty"`
 	Service      string            `json:"service,omitempty"`
 	Labels       map[string]string `json:"labels,omitempty"`
+	// InPlace: a run points a service's group back at this version
+	// itself (the provider said so); BackBy, where it cannot, says why
+	// and what goes back instead.
+	InPlace bool   `json:"inPlace,omitempty"`
+	BackBy  string `json:"backBy,omitempty"`
 }
 
 // Known reports whether v names anything a run could go back to.

@@ -84,15 +84,17 @@ func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 			TemplateKind: "NodeClass",
 			MachineKind:  "NodeClaim",
 		},
-		Launches: plan.Launches{CurrentVersion: np.Hash, TargetVersion: np.Hash, Previous: previousClass(np, claims)}, VersionKey: "drifted", TargetSizeOnly: true,
+		Launches: plan.Launches{CurrentVersion: np.Hash, TargetVersion: np.Hash, }, VersionKey: "drifted", TargetSizeOnly: true,
 		Nodes: map[string]plan.Machine{},
 	}
+	cg.Previous = previousClass(np, claims)
 	if p.target != (nodeClassRef{}) {
 		cg.Template = p.target.short()
 		if np.Ref != p.target {
 			cg.Previous = np.Ref.String()
 		}
 	}
+	cg.PreviousTemplate = cg.Previous
 	cg.Expiry = &plan.Expiry{At: map[string]time.Time{}, ReadAt: now(), By: "its NodeClaim's expireAfter", Effect: expiryEffect}
 	reasons := map[string]int{}
 	for _, c := range claims {
