@@ -84,7 +84,7 @@ func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 			TemplateKind: "NodeClass",
 			MachineKind:  "NodeClaim",
 		},
-		Launches: plan.Launches{CurrentVersion: np.Hash, TargetVersion: np.Hash, }, VersionKey: "drifted", TargetSizeOnly: true,
+		Launches: plan.Launches{CurrentVersion: np.Hash, TargetVersion: np.Hash}, VersionKey: "drifted", TargetSizeOnly: true,
 		Nodes: map[string]plan.Machine{},
 	}
 	cg.Previous = previousClass(np, claims)
