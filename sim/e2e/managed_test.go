@@ -210,6 +210,7 @@ func TestManagedNodeGroupRollbackAfterAFinishedUpdate(t *testing.T) {
 	var lt string
 	m := setupManagedGroupOf(t, name, 2, time.Minute, func(srv *awsfake.Server, spec *awsfake.ManagedNodeGroupSpec) {
 		lt = srv.CreateLaunchTemplate(name, "ami-custom1", "m5.large")
+		srv.RegisterImage("ami-custom2", "node-v2")
 		spec.LaunchTemplate, spec.Version = &awsfake.LaunchTemplateSpec{ID: lt}, ""
 	}, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
 	watch, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)

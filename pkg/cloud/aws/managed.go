@@ -201,7 +201,7 @@ func (m *ManagedNodeGroup) Plan(in plan.Input, nodes, zones int) (*plan.ManagedP
 		Target:        m.targetText(),
 		Force:         in.Force,
 		Controls:      []string{},
-		NoStop:        "EKS cannot stop an in-place update once it started (CancelUpdate serves Auto Mode only): Ctrl-C stops following it, not the update; EKS cannot roll a node group back to an earlier version either: a newer release, or --strategy blue-green, mends what the update broke",
+		NoStop:        m.noStop(),
 		EvictionLimit: plan.Duration(evictionLimit),
 	}
 	mp.Steps = managedSteps(in, mp, nodes)

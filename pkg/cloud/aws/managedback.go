@@ -28,3 +28,13 @@ func (m *ManagedNodeGroup) goesBack(l *plan.Launches, byTemplate bool) {
 		l.BackBy = fmt.Sprintf("EKS does not roll managed node group %q back to an earlier Kubernetes version (API Reference, UpdateNodegroupVersion), and makes a new group at the cluster's Kubernetes version %s alone (CreateNodegroup), so nothing takes it back to Kubernetes %s (release %s): a newer release mends what the update broke (\"kubectl nodeupgrade run %s --release-version ...\")", g.Name, m.clusterVersion, g.Version, g.ReleaseVersion, g.Name)
 	}
 }
+
+// noStop is what the plan says can be done instead of stopping the
+// update: following it, and what goes back once it finished (goesBack).
+func (m *ManagedNodeGroup) noStop() string {
+	const stop = "EKS cannot stop an in-place update once it started (CancelUpdate serves Auto Mode only): Ctrl-C stops following it, not the update"
+	if lt := m.group.LaunchTemplate; lt != nil && lt.Version != "" && (m.target.LaunchTemplate != nil || m.image != "") {
+		return fmt.Sprintf("%s; once it finished, \"kubectl nodeupgrade rollback %s\" has EKS take the group back to launch template version %s", stop, m.group.Name, lt.Version)
+	}
+	return stop + "; EKS cannot roll a node group back to an earlier version either: a newer release, or --strategy blue-green, mends what the update broke"
+}

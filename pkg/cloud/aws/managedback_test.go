@@ -31,10 +31,17 @@ func TestManagedGoesBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &ManagedNodeGroup{group: &tc.group, clusterVersion: "1.31"}
+			if tc.byTemplate {
+				m.target.LaunchTemplate = &TemplateRef{ID: "lt-0abc", Version: "4"}
+			}
 			var l plan.Launches
 			m.goesBack(&l, tc.byTemplate)
 			if l.Previous != tc.previous || l.PreviousTemplate != tc.template || (tc.back == "") != (l.BackBy == "") || !strings.Contains(l.BackBy, tc.back) {
 				t.Errorf("previous %q of %q, back by %q; want %q of %q, back by %q", l.Previous, l.PreviousTemplate, l.BackBy, tc.previous, tc.template, tc.back)
+			}
+			// The plan's note says the same.
+			if inPlace := strings.Contains(m.noStop(), `"kubectl nodeupgrade rollback ng" has EKS take the group back to launch template version 3`); inPlace != (tc.previous != "") {
+				t.Errorf("the plan's note %q says the group goes back in place: %v, want %v", m.noStop(), inPlace, tc.previous != "")
 			}
 		})
 	}
