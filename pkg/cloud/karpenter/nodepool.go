@@ -95,6 +95,9 @@ func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 		}
 	}
 	cg.PreviousTemplate = cg.Previous
+	if cg.Previous == "" {
+		cg.BackBy = changedInPlace(p.name)
+	}
 	cg.Expiry = &plan.Expiry{At: map[string]time.Time{}, ReadAt: now(), By: "its NodeClaim's expireAfter", Effect: expiryEffect}
 	reasons := map[string]int{}
 	for _, c := range claims {

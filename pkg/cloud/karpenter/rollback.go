@@ -67,7 +67,7 @@ func previousClass(np *nodePool, claims []nodeClaim) string {
 func targetClass(ctx context.Context, client kubernetes.Interface, dc dynamic.Interface, pool, version string) (nodeClassRef, error) {
 	ref, ok := parseClassRef(version)
 	if !ok {
-		return ref, &inputError{fmt.Sprintf("cannot roll back NodePool %q to template hash %q: Karpenter keeps no earlier NodePool template or NodeClass spec, and the run's outdated nodes named the NodeClass the pool names now (changed in place); put the NodeClass or NodePool back as it was, then run \"kubectl nodeupgrade run %s\"", pool, version, pool)}
+		return ref, &inputError{fmt.Sprintf("cannot roll back NodePool %q to template hash %q: %s", pool, version, changedInPlace(pool))}
 	}
 	gvr, err := classResource(client, ref)
 	if err == nil {
@@ -137,4 +137,10 @@ func (p *NodePool) retargetNotes(np *nodePool) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("the rollback points NodePool %q back at NodeClass %s (it names %s now) once Karpenter's drift is held off; Karpenter then marks the nodes of %s drifted, and the waves replace them", np.Name, p.target, np.Ref, np.Ref.short())}
+}
+
+// changedInPlace is why a run whose outdated nodes named the NodeClass
+// the pool names now cannot be rolled back, and what goes back instead.
+func changedInPlace(pool string) string {
+	return fmt.Sprintf("Karpenter keeps no earlier NodePool template or NodeClass spec, and the run's outdated nodes of NodePool %q named the NodeClass it names now (changed in place); put the NodeClass or NodePool back as it was, then \"kubectl nodeupgrade run %s\"", pool, pool)
 }

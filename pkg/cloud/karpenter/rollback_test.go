@@ -82,6 +82,11 @@ func TestPreviousNodeClass(t *testing.T) {
 			if cg.Previous != tc.want {
 				t.Errorf("previous %q, want %q", cg.Previous, tc.want)
 			}
+			// Where nothing is known, a rollback after the run is refused
+			// saying why.
+			if back := strings.Contains(cg.BackBy, "changed in place"); back != (tc.want == "") {
+				t.Errorf("back by %q with previous %q", cg.BackBy, cg.Previous)
+			}
 		})
 	}
 }
