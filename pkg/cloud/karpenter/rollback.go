@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
@@ -111,23 +112,32 @@ func classResource(client kubernetes.Interface, ref nodeClassRef) (schema.GroupV
 // Retarget implements cloud.Retargeter: a rollback points the NodePool
 // back at the NodeClass it ran before; Karpenter then marks the nodes of
 // the other drifted, and the waves replace them (its own drift held off).
+// The patch names the resourceVersion read, so that an edit meanwhile is
+// not lost; Karpenter's own writes to the pool (its hash annotations after
+// the hold) make it read again.
 func (p *NodePool) Retarget(ctx context.Context) (string, error) {
 	if p.target == (nodeClassRef{}) {
 		return "", nil
 	}
-	np, err := readPool(ctx, p.dyn, p.name)
-	if err != nil || np.Ref == p.target {
+	var was nodeClassRef
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		was = nodeClassRef{}
+		np, err := readPool(ctx, p.dyn, p.name)
+		if err != nil || np.Ref == p.target {
+			return err
+		}
+		ref := map[string]any{"group": p.target.Group, "kind": p.target.Kind, "name": p.target.Name}
+		patch := map[string]any{
+			"metadata": map[string]any{"resourceVersion": np.ResourceVersion},
+			"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"nodeClassRef": ref}}},
+		}
+		was = np.Ref
+		return p.patch(ctx, patch, "point back")
+	})
+	if err != nil || was == (nodeClassRef{}) {
 		return "", err
 	}
-	ref := map[string]any{"group": p.target.Group, "kind": p.target.Kind, "name": p.target.Name}
-	patch := map[string]any{
-		"metadata": map[string]any{"resourceVersion": np.ResourceVersion},
-		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"nodeClassRef": ref}}},
-	}
-	if err := p.patch(ctx, patch, "point back"); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("NodePool %q pointed back at NodeClass %s (was %s)", p.name, p.target, np.Ref), nil
+	return fmt.Sprintf("NodePool %q pointed back at NodeClass %s (was %s)", p.name, p.target, was), nil
 }
 
 // retargetNotes say, in a rollback's plan, that the run points the pool

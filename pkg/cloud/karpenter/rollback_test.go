@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +16,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -123,6 +125,16 @@ func TestRollbackOpen(t *testing.T) {
 	}
 	t.Run("back to the recorded NodeClass", func(t *testing.T) {
 		client, dc := classWorld(t, objs()...)
+		// Karpenter writes the pool between the read and the patch once:
+		// the patch of the resourceVersion read is refused, read again.
+		conflicts := 1
+		dc.PrependReactor("patch", "nodepools", func(clienttesting.Action) (bool, runtime.Object, error) {
+			if conflicts == 0 {
+				return false, nil, nil
+			}
+			conflicts--
+			return true, nil, apierrors.NewConflict(nodePools.GroupResource(), "np", errors.New("the object has been modified"))
+		})
 		cg, p, err := cloud.OpenGroup(context.Background(), Cloud{}, client, nodes, plan.CloudTarget{Version: "karpenter.k8s.aws/EC2NodeClass/old"})
 		if err != nil {
 			t.Fatal(err)
