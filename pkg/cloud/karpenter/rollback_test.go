@@ -12,10 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -35,22 +31,6 @@ func nodeClass(name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": map[string]any{"name": name},
 	}}
-}
-
-// classWorld is world with EC2NodeClasses served (discovery too).
-func classWorld(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *dynamicfake.FakeDynamicClient) {
-	t.Helper()
-	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		nodePools: "NodePoolList", nodeClaims: "NodeClaimList", ec2NodeClasses: "EC2NodeClassList",
-	}, objs...)
-	client := fake.NewClientset()
-	client.Resources = []*metav1.APIResourceList{{GroupVersion: "karpenter.k8s.aws/v1", APIResources: []metav1.APIResource{
-		{Name: "ec2nodeclasses", Kind: "EC2NodeClass"}, {Name: "ec2nodeclasses/status", Kind: "EC2NodeClass"},
-	}}}
-	prev := dynamicFor
-	dynamicFor = func(kubernetes.Interface) (dynamic.Interface, error) { return dc, nil }
-	t.Cleanup(func() { dynamicFor = prev })
-	return client, dc
 }
 
 // TestPreviousNodeClass: a run records the NodeClass the pool ran before
@@ -76,7 +56,7 @@ func TestPreviousNodeClass(t *testing.T) {
 		{"nothing outdated", []runtime.Object{onClass(claim("c1", "n1", "111", "Initialized=True"), "al2023")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client, _ := classWorld(t, append(tc.claims, pool(t, userBudgets, nil))...)
+			client, _ := world(t, append(tc.claims, pool(t, userBudgets, nil))...)
 			cg, _, err := cloud.OpenGroup(context.Background(), Cloud{}, client, []corev1.Node{node("n1", "np"), node("n2", "np")}, plan.CloudTarget{})
 			if err != nil {
 				t.Fatal(err)
@@ -110,7 +90,7 @@ func TestRollbackOpen(t *testing.T) {
 		{"a kind not served", "karpenter.k8s.aws/Other/old", "no longer exists"},
 	} {
 		t.Run("refused: "+tc.name, func(t *testing.T) {
-			client, dc := classWorld(t, objs()...)
+			client, dc := world(t, objs()...)
 			_, _, err := cloud.OpenGroup(context.Background(), Cloud{}, client, nodes, plan.CloudTarget{Version: tc.version})
 			var in interface{ Input() bool }
 			if err == nil || !errors.As(err, &in) || !strings.Contains(err.Error(), tc.refused) || strings.Contains(err.Error(), "\n") {
@@ -124,7 +104,7 @@ func TestRollbackOpen(t *testing.T) {
 		})
 	}
 	t.Run("back to the recorded NodeClass", func(t *testing.T) {
-		client, dc := classWorld(t, objs()...)
+		client, dc := world(t, objs()...)
 		// Karpenter writes the pool between the read and the patch once:
 		// the patch of the resourceVersion read is refused, read again.
 		conflicts := 1
