@@ -50,7 +50,7 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 		return nil
 	}
 	if pl.NothingToDo() && !r.Rollback {
-		return s.settleAborted(ctx, pl)
+		return s.settleIdle(ctx, pl, ui)
 	}
 	rec, err := s.store().Load(ctx, r.RecordName())
 	if err != nil {

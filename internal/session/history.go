@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"time"
@@ -17,6 +18,10 @@ func versionsOf(pl *Planned) (before, after state.Version) {
 		id := state.Version{Provider: cp.Provider, Group: cp.Group, GroupKind: cp.GroupKind, Template: cp.Template, TemplateKind: cp.TemplateKind}
 		before, after = id, id
 		before.Version = cp.CurrentVersion
+		if cp.Previous != "" {
+			before.Template, before.Version, before.InPlace = cmp.Or(cp.PreviousTemplate, before.Template), cp.Previous, true
+		}
+		before.BackBy = cp.BackBy
 		after.Image = cp.TargetImage
 		if cp.TargetVersion != plan.NewVersion {
 			after.Version = cp.TargetVersion
@@ -126,7 +131,10 @@ func rollbackable(rec *state.Record, now time.Time, window time.Duration) (state
 	if err != nil {
 		return c, Usagef("%s", err)
 	}
-	if !c.BlueKeptAt(now) && (rec.Managed != nil || rollbackKind(rec) != plan.RollbackInPlace) {
+	if c.Before.BackBy != "" && !c.BlueKeptAt(now) {
+		return c, Usagef("cannot roll back the run on %q that finished at %s: %s", rec.NodeGroup, c.FinishedAt.Format(time.RFC3339), c.Before.BackBy)
+	}
+	if !c.BlueKeptAt(now) && (rec.Managed != nil && !c.Before.InPlace || rollbackKind(rec) != plan.RollbackInPlace) {
 		// Blue is gone once a blue/green run finished (unless kept), and
 		// a service's update has its own way back: a run towards the
 		// version before.

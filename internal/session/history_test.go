@@ -171,3 +171,46 @@ func TestStatusStatesTheRollbackWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestRollbackOfAServiceGroup: a service's group (an EKS managed node
+// group) is rolled back in place only to a version its provider said the
+// group can be pointed back at (a launch template version, recorded from
+// the plan's Previous); where the service refuses, the rollback is refused
+// with the provider's reason and way back; a version the plan's Previous
+// names is what the run records as before, of its template.
+func TestRollbackOfAServiceGroup(t *testing.T) {
+	done := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	pl := &Planned{Plan: &plan.Plan{Strategy: "eks", Cloud: &plan.CloudPlan{
+		GroupID:  plan.GroupID{Provider: "aws", Group: "demo", Template: "lt-eks-copy", TemplateKind: "launch template"},
+		Launches: plan.Launches{CurrentVersion: "7", TargetVersion: "8", Previous: "3", PreviousTemplate: "lt-user"},
+	}}, Request: &Request{}}
+	before, _ := versionsOf(pl)
+	if before.Version != "3" || before.Template != "lt-user" || !before.InPlace {
+		t.Errorf("recorded before %+v, want version 3 of lt-user, in place", before)
+	}
+	for _, tc := range []struct {
+		name    string
+		before  state.Version
+		refused string
+	}{
+		{"a launch template version", before, ""},
+		{"a release EKS refuses", state.Version{Provider: "aws", Version: "1.31/1.31.1-20250101", BackBy: "EKS does not roll managed node group \"demo\" back"}, "EKS does not roll managed node group"},
+		{"recorded before providers said", state.Version{Provider: "aws", Version: "1.31/1.31.1-20250101"}, "leaves nothing to go back to"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &state.Record{NodeGroup: "demo", Strategy: "eks", State: state.StateFinished, FinishedAt: &done, Managed: &state.ManagedRecord{Group: "demo"},
+				Request: &plan.Request{NodeGroup: "demo", Provider: "aws", Strategy: "eks", Cloud: plan.CloudTarget{Image: "ami-new"}},
+				History: []state.Change{{Strategy: "eks", Before: tc.before, After: state.Version{Provider: "aws", Version: "4"}, FinishedAt: done}}}
+			r, _, err := RollbackRequest(rec, done.Add(time.Hour), state.DefaultRollbackWindow)
+			var usage *UsageError
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Fatal(err)
+			case tc.refused == "" && (r.Cloud.Version != "3" || r.Cloud.Image != ""):
+				t.Errorf("rollback request %+v, want launch template version 3, no image", r.Cloud)
+			case tc.refused != "" && (!errors.As(err, &usage) || !strings.Contains(err.Error(), tc.refused)):
+				t.Errorf("rollback: %v, want a usage error with %q", err, tc.refused)
+			}
+		})
+	}
+}

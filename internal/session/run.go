@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -349,14 +350,19 @@ func nextRecord(prev *state.Record, group string, now time.Time) *state.Record {
 	return rec
 }
 
-// settleAborted records as finished an aborted run whose group a later
-// run finds with nothing to do: abort left every node on the target (in
-// the scale-down, say), and status would go on saying "aborted" of a
-// group that is upgraded.
-func (s *Session) settleAborted(ctx context.Context, pl *Planned) error {
+// settleIdle is what a run that finds nothing to do still owes the
+// group, under its lock: the kept blue groups whose time is over are
+// deleted, as any run deletes them before it starts (the plan says so);
+// and an aborted run whose group it finds so is recorded as finished:
+// abort left every node on the target (in the scale-down, say), and
+// status would go on saying "aborted" of a group that is upgraded.
+func (s *Session) settleIdle(ctx context.Context, pl *Planned, ui Prompt) error {
 	group, store := pl.Request.RecordName(), s.store()
 	rec, err := store.Load(ctx, group)
-	if err != nil || rec == nil || rec.FinishedAt == nil || rec.AbortedAt == nil {
+	if err != nil || !owesIdle(rec, pl) {
+		return err
+	}
+	if err := confirmKeptOver(rec, pl, ui); err != nil {
 		return err
 	}
 	ctx, _, release, err := s.HoldLock(ctx, group)
@@ -365,13 +371,41 @@ func (s *Session) settleAborted(ctx context.Context, pl *Planned) error {
 	}
 	defer release()
 	// Read again under the lock: another run may have started meanwhile.
-	if rec, err = store.Load(ctx, group); err != nil || rec == nil || rec.FinishedAt == nil || rec.AbortedAt == nil {
+	if rec, err = store.Load(ctx, group); err != nil || !owesIdle(rec, pl) {
 		return err
 	}
-	rec.AbortedAt, rec.State = nil, state.StateFinished
-	rec.Note = "abort left every node on the target: a run after it found nothing to do"
-	rec.UpdatedAt = time.Now().UTC().Truncate(time.Second)
-	return store.Save(ctx, rec)
+	now := time.Now()
+	err = keptBlueOver(ctx, pl, rec, now)
+	if rec.AbortedAt != nil {
+		rec.AbortedAt, rec.State = nil, state.StateFinished
+		rec.Note = "abort left every node on the target: a run after it found nothing to do"
+	}
+	rec.UpdatedAt = now.UTC().Truncate(time.Second)
+	return errors.Join(err, store.Save(ctx, rec))
+}
+
+// confirmKeptOver asks, unless --yes, before a run with nothing else to
+// do deletes the kept blue groups whose time is over.
+func confirmKeptOver(rec *state.Record, pl *Planned, ui Prompt) error {
+	kept := keptToEnd(rec, pl, over(time.Now()))
+	if len(kept) == 0 || ui.Yes {
+		return nil
+	}
+	names := make([]string, len(kept))
+	for i, k := range kept {
+		names[i] = fmt.Sprintf("%q", rec.History[k].KeptBlue)
+	}
+	q := fmt.Sprintf("Nothing to upgrade on %q; delete blue %s, kept past its time (--keep-blue)?", rec.NodeGroup, strings.Join(names, ", "))
+	if ok, err := ui.Confirm(q); err != nil || !ok {
+		return Usagef("aborted: nothing was changed")
+	}
+	return nil
+}
+
+// owesIdle reports whether a run of pl with nothing to do has rec, the
+// group's finished record, to settle (settleIdle).
+func owesIdle(rec *state.Record, pl *Planned) bool {
+	return rec != nil && rec.FinishedAt != nil && (rec.AbortedAt != nil || len(keptToEnd(rec, pl, over(time.Now()))) > 0)
 }
 
 // startPhase is where the run begins: a rollback, or, after an

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -91,5 +92,49 @@ func TestPoolThatLaunchesForPendingPods(t *testing.T) {
 	}
 	if !slices.Equal(client.evictedPods(), []string{"big"}) || !strings.Contains(got.out, "the pool launches for the pods the drain evicts") {
 		t.Errorf("evicted %v; out:\n%s", client.evictedPods(), got.out)
+	}
+}
+
+// retargetingPool is a launchingPool the run points at its target itself
+// (Karpenter's NodePool in a rollback); fail makes Retarget fail.
+type retargetingPool struct {
+	launchingPool
+	fail error
+}
+
+func (r *retargetingPool) Retarget(context.Context) (string, error) {
+	r.call("Retarget")
+	if r.fail != nil {
+		return "", r.fail
+	}
+	return `NodePool "np" pointed back at NodeClass g/K/old (was g/K/new)`, nil
+}
+
+// TestPoolPointedBackOnceHeld: a pool the run points at its target itself
+// is pointed there after its own updates are held, before the first
+// phase, and the run says so; a pool that cannot be pointed back is given
+// back its own updates, nothing drained.
+func TestPoolPointedBackOnceHeld(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		fail error
+		want []string
+	}{
+		{"pointed back", nil, []string{"HoldUpdates", "Retarget", "RemoveNode old", "RestoreUpdates budgets"}},
+		{"refused", errors.New("cannot point back NodePool \"np\": conflict"), []string{"HoldUpdates", "Retarget", "RestoreUpdates budgets"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := newTestClient(imageNode("old", "z1", "old"), imageNode("full", "z1", "new"), appPod("big", "old", "1"))
+			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "1", Provider: cloud.NoneName, TargetLabels: map[string]string{"image": "new"}})
+			pool := &retargetingPool{launchingPool: launchingPool{None: cloud.None{Client: client, DeleteNode: true}}, fail: tc.fail}
+			got := runEngine(t, Config{Client: client, Plan: p, Provider: pool, Drain: drainOpts(), Record: &state.Record{}}, nil)
+			if (got.err != nil) != (tc.fail != nil) || !slices.Equal(pool.calls, tc.want) {
+				t.Fatalf("run: %v, calls %v; want %v\n%s", got.err, pool.calls, tc.want, got.out)
+			}
+			if tc.fail == nil && !strings.Contains(got.out, "pointed back at NodeClass g/K/old") {
+				t.Errorf("the run does not say the pool was pointed back:\n%s", got.out)
+			}
+		})
 	}
 }

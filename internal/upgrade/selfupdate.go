@@ -37,13 +37,29 @@ func (cg *cloudGroup) holdUpdates(ctx context.Context) error {
 
 // holdPoolUpdates holds off a pool that replaces machines of its own
 // accord where the run has no Setup to do it in (a Pool that is no Group:
-// Karpenter's NodePool), before its first phase; a run that starts at its
-// end or rolls back holds nothing.
+// Karpenter's NodePool), before its first phase, then points it at the
+// target where the run does that itself (cloud.Retargeter: a rollback
+// after a finished run); a run that starts at its end or rolls back
+// holds nothing.
 func (cg *cloudGroup) holdPoolUpdates(ctx context.Context, first plan.Phase) error {
 	if _, resizes := cg.pool.(cloud.Scaler); resizes || first == plan.PhaseDone || first == plan.PhaseRollback {
 		return nil
 	}
-	return cg.holdUpdates(ctx)
+	if err := cg.holdUpdates(ctx); err != nil {
+		return err
+	}
+	r, ok := cg.pool.(cloud.Retargeter)
+	if !ok {
+		return nil
+	}
+	what, err := r.Retarget(ctx)
+	if err != nil {
+		return cg.releaseHold(ctx, err)
+	}
+	if what != "" {
+		cg.logf("%s", what)
+	}
+	return nil
 }
 
 // restoreUpdates puts back how the group updated itself before the run:

@@ -31,3 +31,13 @@ type Provisioner interface {
 	// Provisions says who launches for the evicted pods, for the log.
 	Provisions() string
 }
+
+// Retargeter is a Pool the run points at its target itself where it has
+// no Setup to do it in (Karpenter's NodePool, pointed back at the
+// NodeClass a rollback after a finished run returns to): once its own
+// updates are held, before the first phase. Retarget may be repeated;
+// what is "" when the pool was on the target already.
+type Retargeter interface {
+	Pool
+	Retarget(ctx context.Context) (what string, err error)
+}

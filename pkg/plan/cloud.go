@@ -219,6 +219,19 @@ type Launches struct {
 	// target) or the number it is pinned to; "" when the provider does not
 	// say.
 	LaunchesAfter string `json:"launchesAfter,omitempty"`
+	// Previous is the version a rollback after the run points the group
+	// back at, of PreviousTemplate, where CurrentVersion is not it or the
+	// group is a service's that takes it (an EKS managed node group: the
+	// version of the user's launch template it names; Karpenter: the
+	// NodeClass, group/kind/name, that the outdated NodeClaims were
+	// launched from before the NodePool was pointed at another); "" where
+	// CurrentVersion is it or nothing is.
+	Previous         string `json:"previous,omitempty"`
+	PreviousTemplate string `json:"previousTemplate,omitempty"`
+	// BackBy says, where the group cannot be pointed back at the version
+	// before the run (EKS refuses an earlier release), why and what goes
+	// back instead; "" where it can.
+	BackBy string `json:"backBy,omitempty"`
 }
 
 // Removal is what removing one of the group's machines goes through.

@@ -30,6 +30,11 @@ type Version struct {
 	Image        string            `json:"image,omitempty"`
 	Service      string            `json:"service,omitempty"`
 	Labels       map[string]string `json:"labels,omitempty"`
+	// InPlace: a run points a service's group back at this version
+	// itself (the provider said so); BackBy, where it cannot, says why
+	// and what goes back instead.
+	InPlace bool   `json:"inPlace,omitempty"`
+	BackBy  string `json:"backBy,omitempty"`
 }
 
 // Known reports whether v names anything a run could go back to.
@@ -40,6 +45,8 @@ func (v Version) Known() bool {
 // String is v in a status line: `launch template "lt" version 3`.
 func (v Version) String() string {
 	switch {
+	case v.Version != "" && v.Version == v.Template:
+		return fmt.Sprintf("%s %s", or(v.TemplateKind, "template"), v.Template)
 	case v.Version != "" && v.Template != "":
 		return fmt.Sprintf("%s %q version %s", or(v.TemplateKind, "template"), v.Template, v.Version)
 	case v.Version != "":

@@ -11,6 +11,7 @@ import (
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/report"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/karpenter"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
@@ -93,7 +94,8 @@ func TestKarpenterEstimateHolds(t *testing.T) {
 		t.Skip("a NodeClaim's termination is not in the estimate yet (26s planned, 34s run): NODEUPGRADE_ESTIMATE_CHECK=1")
 	}
 	const name = "karp-est"
-	p := setupKarpenterPoolOf(t, name, []karpWorkload{{"web", 3, "500m", true, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: num(1)}}})
+	spec := karpenter.PoolSpec{Name: name, NodeClass: name + "-v1", Zones: karpenter.Zones[:3], Budgets: userBudgets}
+	p := setupKarpenterPoolOf(t, spec, []karpWorkload{{"web", 3, "500m", true, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: num(1)}}})
 	p.changeNodeClass(t, name+"-v2")
 	r := plugin(t, "run", name, "--max-unavailable", "3", "--seed", "1", "--post-drain-wait", "5s", "--yes")
 	if r.code != nodeupgrade.ExitOK {

@@ -86,8 +86,8 @@ var userBudgets = []any{
 	map[string]any{"nodes": "0", "reasons": []any{"Underutilized"}, "schedule": "0 9 * * mon-fri", "duration": "8h"},
 }
 
-// karpWorkload is a Deployment of the pool and its PDB: one pod a node
-// where one is set.
+// karpWorkload is a Deployment on a test's NodePool and its PDB; one:
+// one pod a node.
 type karpWorkload struct {
 	name string
 	n    int32
@@ -96,27 +96,26 @@ type karpWorkload struct {
 	pdb  policyv1.PodDisruptionBudgetSpec
 }
 
-// karpWorkloads are the 9-node pool's: web one pod a node, api beside it.
-func karpWorkloads() []karpWorkload {
-	return []karpWorkload{
-		{"web", 9, "500m", true, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: num(1)}},
-		{"api", 9, "300m", false, policyv1.PodDisruptionBudgetSpec{MinAvailable: num(7)}},
-	}
+// demoWorkloads fill 9 nodes of 2 CPUs over three zones.
+var demoWorkloads = []karpWorkload{
+	{"web", 9, "500m", true, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: num(1)}},
+	{"api", 9, "300m", false, policyv1.PodDisruptionBudgetSpec{MinAvailable: num(7)}},
 }
 
 func setupKarpenterPool(t *testing.T, name string) *karpPool {
 	t.Helper()
-	return setupKarpenterPoolOf(t, name, karpWorkloads())
+	spec := karpenter.PoolSpec{Name: name, NodeClass: name + "-v1", Zones: karpenter.Zones[:3], Budgets: userBudgets}
+	return setupKarpenterPoolOf(t, spec, demoWorkloads)
 }
 
-// setupKarpenterPoolOf is setupKarpenterPool with the workloads that size
-// the pool.
-func setupKarpenterPoolOf(t *testing.T, name string, workloads []karpWorkload) *karpPool {
+// setupKarpenterPoolOf makes NodePool spec (NodeClasses NAME-v1 and
+// NAME-v2) and the workloads whose pods Karpenter launches its nodes for.
+func setupKarpenterPoolOf(t *testing.T, spec karpenter.PoolSpec, workloads []karpWorkload) *karpPool {
 	t.Helper()
+	name := spec.Name
 	dc := startKarpenter(t)
 	ctx := testContext(t, 5*time.Minute)
 	p := &karpPool{name: name, dc: dc}
-	spec := karpenter.PoolSpec{Name: name, NodeClass: name + "-v1", Zones: karpenter.Zones[:3], Budgets: userBudgets}
 	if err := karpenter.Create(ctx, dc, karpenter.NodeClass(name+"-v1"), karpenter.NodeClass(name+"-v2"), karpenter.Pool(spec)); err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,9 @@ func TestAWSKeepBlueRollbackAfterComplete(t *testing.T) {
 // TestAWSKeptBlueDeletedByTheNextRunPastItsTime: blue kept for 1s is past
 // its time at the next run on the group: plan says the run deletes it,
 // rollback is refused naming until when blue was kept (exit 2, nothing
-// changed), and the next run deletes it before it starts.
+// changed), and the next run deletes it before it starts, even one that
+// finds nothing else to do (plan says so too; without --yes and no
+// terminal, refused, blue still there).
 func TestAWSKeptBlueDeletedByTheNextRunPastItsTime(t *testing.T) {
 	t.Parallel()
 	const name, green = "aws-kept-over", "aws-kept-over-v2"
@@ -114,7 +116,15 @@ func TestAWSKeptBlueDeletedByTheNextRunPastItsTime(t *testing.T) {
 	if p := g.run(t, append([]string{"plan"}, args...)...); !strings.Contains(p.stdout, `blue "`+name+`", kept at 0 nodes`) || !slices.Contains(g.srv.Groups(), name) {
 		t.Errorf("plan does not say the run deletes the kept blue, or deleted it: %s", p)
 	}
-	if r := g.run(t, append(append([]string{"run"}, args...), "--yes")...); r.code != nodeupgrade.ExitOK {
+	// The next run finds green on the target: nothing else to do.
+	idle := []string{name, "--max-unavailable", "1", "--post-drain-wait", "0s"}
+	if p := g.run(t, append([]string{"plan"}, idle...)...); !strings.Contains(p.stdout, "Nothing to do") || !strings.Contains(p.stdout, `blue "`+name+`", kept at 0 nodes`) {
+		t.Errorf("plan with nothing to do does not say the run deletes the kept blue: %s", p)
+	}
+	if r := g.run(t, append([]string{"run"}, idle...)...); r.code != nodeupgrade.ExitUsage || !slices.Contains(g.srv.Groups(), name) {
+		t.Errorf("run without --yes: want exit %d, blue kept: %s; groups %v", nodeupgrade.ExitUsage, r, g.srv.Groups())
+	}
+	if r := g.run(t, append(append([]string{"run"}, idle...), "--yes")...); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("the next run: %s", r)
 	}
 	if groups := g.srv.Groups(); !slices.Equal(groups, []string{green}) {

@@ -30,6 +30,13 @@ type managedGroup struct {
 // size nodes and the apps pinned to it.
 func setupManagedGroup(t *testing.T, name string, size int32, evictionTimeout time.Duration, apps ...scenario.App) *managedGroup {
 	t.Helper()
+	return setupManagedGroupOf(t, name, size, evictionTimeout, nil, apps...)
+}
+
+// setupManagedGroupOf is setupManagedGroup with the group's spec changed
+// by custom (nil: as it is), on the endpoint.
+func setupManagedGroupOf(t *testing.T, name string, size int32, evictionTimeout time.Duration, custom func(*awsfake.Server, *awsfake.ManagedNodeGroupSpec), apps ...scenario.App) *managedGroup {
+	t.Helper()
 	ctx := testContext(t, 3*time.Minute)
 	eks := awsfake.EKSOptions{EvictionTimeout: evictionTimeout, CordonWait: time.Second, DeleteDrainTimeout: 20 * time.Second,
 		NodeReadyTimeout: time.Minute, EvictRetry: 500 * time.Millisecond, ConfigUpdateTime: 100 * time.Millisecond}
@@ -43,12 +50,16 @@ func setupManagedGroup(t *testing.T, name string, size int32, evictionTimeout ti
 	srv.CreateEKSCluster(m.cluster, "1.31")
 	srv.AddRelease(awsfake.Release{KubernetesVersion: "1.30", ReleaseVersion: "1.30.9-20250101", ImageID: "ami-130"})
 	srv.AddRelease(awsfake.Release{KubernetesVersion: "1.31", ReleaseVersion: "1.31.2-20250201", ImageID: "ami-131"})
-	ng, err := srv.ManagedNodeGroup(ctx, awsfake.ManagedNodeGroupSpec{Cluster: m.cluster, Name: name, Zones: awsZones,
+	spec := awsfake.ManagedNodeGroupSpec{Cluster: m.cluster, Name: name, Zones: awsZones,
 		Min: 1, Desired: size, Max: size + 1, Version: "1.30", Labels: map[string]string{"pool": name},
 		// What a blue/green green must keep besides (eksgreen.go).
 		RemoteAccess:     &awsfake.RemoteAccessConfig{Ec2SshKey: "ops", SourceSecurityGroups: []string{"sg-ops"}},
 		NodeRepairConfig: &awsfake.NodeRepairConfig{Enabled: ptrTo(true), MaxUnhealthyNodeThresholdPercentage: ptrTo(int32(20))},
-		WarmPoolConfig:   &awsfake.WarmPoolConfig{Enabled: ptrTo(true), MinSize: ptrTo(int32(0)), PoolState: "STOPPED"}})
+		WarmPoolConfig:   &awsfake.WarmPoolConfig{Enabled: ptrTo(true), MinSize: ptrTo(int32(0)), PoolState: "STOPPED"}}
+	if custom != nil {
+		custom(srv, &spec)
+	}
+	ng, err := srv.ManagedNodeGroup(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +185,62 @@ func TestManagedNodeGroupInPlaceUpdate(t *testing.T) {
 		t.Errorf("%d UpdateNodegroupVersion calls, want exactly 1", n)
 	}
 	m.assertUpdated(t)
+	if v := watch.Stop(); len(v) != 0 {
+		t.Errorf("PDB violations: %v", v)
+	}
+	// EKS takes the group back to Kubernetes 1.30 neither in place nor on
+	// a new group: rollback says so in one line, nothing changed.
+	before = len(m.changingCalls())
+	if r := m.run(t, "rollback", name, "--yes"); r.code != nodeupgrade.ExitUsage || !oneLine(r.stderr) || !strings.Contains(r.stderr, "nothing takes it back to Kubernetes 1.30") {
+		t.Errorf("rollback to an earlier Kubernetes version: want exit %d in one line with EKS's reason: %s", nodeupgrade.ExitUsage, r)
+	}
+	if calls := m.changingCalls(); len(calls) != before {
+		t.Errorf("the refused rollback changed the node group: %v", calls[before:])
+	}
+}
+
+// TestManagedNodeGroupRollbackAfterAFinishedUpdate: a managed node group
+// made from the user's launch template, with its own AMI, updated to a
+// new image (version 2 of the template); rollback has EKS take it back to
+// version 1 with UpdateNodegroupVersion, which takes any version of the
+// group's own template (eks-managed.md), planned first, no PDB violated.
+func TestManagedNodeGroupRollbackAfterAFinishedUpdate(t *testing.T) {
+	t.Parallel()
+	const name = "mng-rollback"
+	var lt string
+	m := setupManagedGroupOf(t, name, 2, time.Minute, func(srv *awsfake.Server, spec *awsfake.ManagedNodeGroupSpec) {
+		lt = srv.CreateLaunchTemplate(name, "ami-custom1", "m5.large")
+		srv.RegisterImage("ami-custom2", "node-v2")
+		spec.LaunchTemplate, spec.Version = &awsfake.LaunchTemplateSpec{ID: lt}, ""
+	}, scenario.App{Name: "web", Replicas: 2, MaxUnavailable: num(1)})
+	watch, err := scenario.WatchPDBs(testContext(t, 10*time.Minute), client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m.run(t, "run", name, "--ami", "ami-custom2", "--yes"); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("run: %s", r)
+	}
+	before := len(m.changingCalls())
+	if p := m.run(t, "plan", name, "--rollback"); p.code != nodeupgrade.ExitOK || !strings.Contains(p.stdout, "launch template "+lt+" version 1") {
+		t.Errorf("plan --rollback: want launch template %s version 1: %s", lt, p)
+	}
+	if calls := m.changingCalls(); len(calls) != before {
+		t.Errorf("plan --rollback changed the node group: %v", calls[before:])
+	}
+	if r := m.run(t, "rollback", name, "--yes"); r.code != nodeupgrade.ExitOK {
+		t.Fatalf("rollback: %s", r)
+	}
+	if ng, _ := m.srv.Nodegroup(m.cluster, name); ng.LaunchTemplate.Version != "1" || ng.ReleaseVersion != "ami-custom1" {
+		t.Errorf("node group after the rollback: launch template version %s, release %s; want 1, ami-custom1", ng.LaunchTemplate.Version, ng.ReleaseVersion)
+	}
+	for _, n := range groupNodes(t, testContext(t, time.Minute), "eks.amazonaws.com/nodegroup", name) {
+		if img := n.Labels["eks.amazonaws.com/nodegroup-image"]; img != "ami-custom1" {
+			t.Errorf("node %q runs %q after the rollback, want ami-custom1", n.Name, img)
+		}
+	}
+	if n := m.versionUpdates(); n != 2 {
+		t.Errorf("%d UpdateNodegroupVersion calls, want the run's and the rollback's", n)
+	}
 	if v := watch.Stop(); len(v) != 0 {
 		t.Errorf("PDB violations: %v", v)
 	}

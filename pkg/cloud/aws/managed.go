@@ -201,7 +201,7 @@ func (m *ManagedNodeGroup) Plan(in plan.Input, nodes, zones int) (*plan.ManagedP
 		Target:        m.targetText(),
 		Force:         in.Force,
 		Controls:      []string{},
-		NoStop:        "EKS cannot stop an in-place update once it started (CancelUpdate serves Auto Mode only): Ctrl-C stops following it, not the update; EKS cannot roll a node group back to an earlier version either: a newer release, or --strategy blue-green, mends what the update broke",
+		NoStop:        m.noStop(),
 		EvictionLimit: plan.Duration(evictionLimit),
 	}
 	mp.Steps = managedSteps(in, mp, nodes)
@@ -471,6 +471,13 @@ func (m *ManagedNodeGroup) cloudGroup(p *Client, nodes []corev1.Node) *plan.Clou
 	if !g.CustomAMI() && t.LaunchTemplate == nil && m.image == "" {
 		versionKey = "kubernetes-version/release"
 	}
+	launches := plan.Launches{
+		CurrentVersion: current,
+		TargetVersion:  target,
+		VersionLabel:   TemplateVersionLabel,
+		ImageLabel:     ImageLabel,
+	}
+	m.goesBack(&launches, versionKey == "launch-template-version")
 	return &plan.CloudGroup{
 		GroupID: plan.GroupID{
 			Provider:     Name,
@@ -481,12 +488,7 @@ func (m *ManagedNodeGroup) cloudGroup(p *Client, nodes []corev1.Node) *plan.Clou
 			TemplateKind: "launch template",
 			MachineKind:  "instance",
 		},
-		Launches: plan.Launches{
-			CurrentVersion: current,
-			TargetVersion:  target,
-			VersionLabel:   TemplateVersionLabel,
-			ImageLabel:     ImageLabel,
-		},
+		Launches: launches,
 
 		TemplateKey: "launch-template", VersionKey: versionKey,
 		Sizes: plan.Sizes{Min: g.Min, Desired: g.Desired, Max: g.Max},

@@ -85,6 +85,12 @@ func (Cloud) Open(ctx context.Context, client kubernetes.Interface, nodes []core
 		return nil, nil, err
 	}
 	p := &NodePool{client: client, dyn: dc, name: pool}
+	if t.Version != "" {
+		// A rollback after a finished run: the NodeClass recorded before it.
+		if p.target, err = targetClass(ctx, client, dc, pool, t.Version); err != nil {
+			return nil, nil, err
+		}
+	}
 	cg := p.view(np, claims)
 	// Karpenter's drift waits on do-not-disrupt: the plan's does too.
 	cg.DoNotDisrupt, cg.Findings = true, protected(claims, nodes)

@@ -73,13 +73,17 @@ func claim(name, node, hash string, conds ...string) *unstructured.Unstructured 
 	}}
 }
 
-// world is a fake cluster with Karpenter's objects; the provider reads it.
+// world is a fake cluster with Karpenter's objects, EC2NodeClasses
+// served (discovery too); the provider reads it.
 func world(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
 	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		nodePools: "NodePoolList", nodeClaims: "NodeClaimList",
+		nodePools: "NodePoolList", nodeClaims: "NodeClaimList", ec2NodeClasses: "EC2NodeClassList",
 	}, objs...)
 	client := fake.NewClientset()
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: "karpenter.k8s.aws/v1", APIResources: []metav1.APIResource{
+		{Name: "ec2nodeclasses", Kind: "EC2NodeClass"}, {Name: "ec2nodeclasses/status", Kind: "EC2NodeClass"},
+	}}}
 	prev := dynamicFor
 	dynamicFor = func(kubernetes.Interface) (dynamic.Interface, error) { return dc, nil }
 	t.Cleanup(func() { dynamicFor = prev })

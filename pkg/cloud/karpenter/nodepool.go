@@ -25,6 +25,9 @@ type NodePool struct {
 	client kubernetes.Interface
 	dyn    dynamic.Interface
 	name   string
+	// target is the NodeClass a rollback points the pool back at; zero
+	// for a run, whose target is the pool as it is.
+	target nodeClassRef
 }
 
 var (
@@ -84,10 +87,21 @@ func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 		Launches: plan.Launches{CurrentVersion: np.Hash, TargetVersion: np.Hash}, VersionKey: "drifted", TargetSizeOnly: true,
 		Nodes: map[string]plan.Machine{},
 	}
+	cg.Previous = previousClass(np, claims)
+	if p.target != (nodeClassRef{}) {
+		cg.Template = p.target.short()
+		if np.Ref != p.target {
+			cg.Previous = np.Ref.String()
+		}
+	}
+	cg.PreviousTemplate = cg.Previous
+	if cg.Previous == "" {
+		cg.BackBy = changedInPlace(p.name)
+	}
 	cg.Expiry = &plan.Expiry{At: map[string]time.Time{}, ReadAt: now(), By: "its NodeClaim's expireAfter", Effect: expiryEffect}
 	reasons := map[string]int{}
 	for _, c := range claims {
-		m := machine(c, np)
+		m := p.machine(c, np)
 		if m.State != plan.MachineLeaving {
 			cg.Sizes.Desired++
 		}
@@ -104,7 +118,7 @@ func (p *NodePool) view(np *nodePool, claims []nodeClaim) *plan.CloudGroup {
 		}
 	}
 	cg.Sizes.Max = cg.Sizes.Desired
-	cg.Notes = poolNotes(np, reasons)
+	cg.Notes = append(poolNotes(np, reasons), p.retargetNotes(np)...)
 	// RemoveNode returns once the pool's replacement is initialized.
 	cg.AwaitsReplacement, cg.LaunchPace = true, launchPace(claims)
 	return cg
@@ -128,9 +142,15 @@ func launchPace(claims []nodeClaim) plan.Pace {
 }
 
 // machine is a NodeClaim as a machine of the pool; its version is the
-// template hash it was launched from, or its drift reason.
-func machine(c nodeClaim, np *nodePool) plan.Machine {
+// template hash it was launched from, or its drift reason. Its template
+// is the pool's NodeClass; in a rollback its own, so that the NodeClaims
+// of another than the one the pool goes back to are outdated before the
+// pool is pointed back (and Karpenter marks them).
+func (p *NodePool) machine(c nodeClaim, np *nodePool) plan.Machine {
 	m := plan.Machine{ID: c.Name, Zone: c.Zone, Template: np.NodeClass, Version: np.Hash, State: plan.MachinePending, Lifecycle: "Launching"}
+	if p.target != (nodeClassRef{}) {
+		m.Template = c.NodeClass
+	}
 	if d := driftOf(c, np); d != "" {
 		m.Version = d
 	}
@@ -195,9 +215,9 @@ func (p *NodePool) Machines(ctx context.Context, nodes []*corev1.Node) (map[stri
 	byNode, pending := map[string]plan.Machine{}, []plan.Machine{}
 	for _, c := range claims {
 		if c.Node == "" {
-			pending = append(pending, machine(c, np))
+			pending = append(pending, p.machine(c, np))
 		} else {
-			byNode[c.Node] = machine(c, np)
+			byNode[c.Node] = p.machine(c, np)
 		}
 	}
 	return byNode, pending, nil

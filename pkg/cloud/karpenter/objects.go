@@ -69,8 +69,9 @@ func serverOf(rc *rest.RESTClient) string {
 // nodePool is what the provider reads of a NodePool.
 type nodePool struct {
 	Name string
-	// NodeClass is the template's nodeClassRef, kind/name.
+	// NodeClass is the template's nodeClassRef, kind/name; Ref all of it.
 	NodeClass   string
+	Ref         nodeClassRef
 	Hash        string
 	HashVersion string
 	// Budgets is spec.disruption.budgets as the API server returns it.
@@ -88,7 +89,8 @@ func readPool(ctx context.Context, dc dynamic.Interface, name string) (*nodePool
 		return nil, fmt.Errorf("cannot read NodePool %q: %w", name, err)
 	}
 	p := &nodePool{Name: name, Annotation: u.GetAnnotations(), ResourceVersion: u.GetResourceVersion()}
-	p.NodeClass = classRef(u.Object, "spec", "template", "spec", "nodeClassRef")
+	p.Ref = refOf(u.Object, "spec", "template", "spec", "nodeClassRef")
+	p.NodeClass = p.Ref.short()
 	p.Hash, p.HashVersion = p.Annotation[hashAnnotation], p.Annotation[hashVersionAnnot]
 	budgets, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "disruption", "budgets")
 	if found {
@@ -99,15 +101,18 @@ func readPool(ctx context.Context, dc dynamic.Interface, name string) (*nodePool
 	return p, nil
 }
 
-func classRef(obj map[string]any, path ...string) string {
-	kind, _, _ := unstructured.NestedString(obj, append(path, "kind")...)
-	name, _, _ := unstructured.NestedString(obj, append(path, "name")...)
-	return kind + "/" + name
+func refOf(obj map[string]any, path ...string) nodeClassRef {
+	var r nodeClassRef
+	r.Group, _, _ = unstructured.NestedString(obj, append(path, "group")...)
+	r.Kind, _, _ = unstructured.NestedString(obj, append(path, "kind")...)
+	r.Name, _, _ = unstructured.NestedString(obj, append(path, "name")...)
+	return r
 }
 
 // nodeClaim is what the provider reads of a NodeClaim.
 type nodeClaim struct {
 	Name, Node, Zone, NodeClass string
+	Ref                         nodeClassRef
 	Hash, HashVersion           string
 	// Drift is the Drifted condition's reason where it is True.
 	Drift string
@@ -143,7 +148,8 @@ func toClaim(u *unstructured.Unstructured) nodeClaim {
 	c := nodeClaim{Name: u.GetName(), Deleting: u.GetDeletionTimestamp() != nil, Created: u.GetCreationTimestamp(), Conditions: map[string]condition{}}
 	c.Node, _, _ = unstructured.NestedString(u.Object, "status", "nodeName")
 	c.Zone = u.GetLabels()["topology.kubernetes.io/zone"]
-	c.NodeClass = classRef(u.Object, "spec", "nodeClassRef")
+	c.Ref = refOf(u.Object, "spec", "nodeClassRef")
+	c.NodeClass = c.Ref.short()
 	c.Hash, c.HashVersion = u.GetAnnotations()[hashAnnotation], u.GetAnnotations()[hashVersionAnnot]
 	c.ExpireAfter, _, _ = unstructured.NestedString(u.Object, "spec", "expireAfter")
 	c.DoNotDisrupt = check.NodeDoNotDisrupt(u.GetAnnotations())
