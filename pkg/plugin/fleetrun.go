@@ -18,6 +18,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // FleetRunOptions are the flags of "fleet run" and "fleet resume".
@@ -170,7 +171,7 @@ func (o *FleetRunOptions) scheduler(store *fleet.Store) *fleet.Scheduler {
 		},
 		Out:   &prefixWriter{mu: mu, w: o.Out, prefix: fmt.Sprintf("[fleet %s] ", o.fleet.Name)},
 		Now:   time.Now,
-		Sleep: sleep,
+		Sleep: transport.Sleep,
 		Poll:  o.poll,
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // FleetStatusOptions are the flags of "fleet status".
@@ -76,7 +77,7 @@ func (o *FleetStatusOptions) Run(ctx context.Context) error {
 		if done, err := fleetEnded(s); done {
 			return err
 		}
-		if err := sleep(ctx, o.every); err != nil {
+		if err := transport.Sleep(ctx, o.every); err != nil {
 			return err
 		}
 	}
