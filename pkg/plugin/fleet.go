@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -197,6 +198,20 @@ func (o *fleetOptions) recordStore(name string) (*fleet.Store, error) {
 		o.recordClient = c
 	}
 	return &fleet.Store{Client: o.recordClient, Namespace: o.StateNamespace, Name: name}, nil
+}
+
+// loadRecord is the fleet's record in --record-context, nil when it has
+// none, and the store it is kept in.
+func (o *fleetOptions) loadRecord(ctx context.Context, name string) (*fleet.Store, *fleet.Record, error) {
+	store, err := o.recordStore(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := store.Load(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, rec, nil
 }
 
 // clientOf is a client of the kubeconfig's context name, which flag names.

@@ -58,11 +58,7 @@ func (o *FleetApproveOptions) Validate() error { return nil }
 
 // Run records the approval.
 func (o *FleetApproveOptions) Run(ctx context.Context) error {
-	store, err := o.recordStore(o.Name)
-	if err != nil {
-		return err
-	}
-	rec, err := store.Load(ctx)
+	store, rec, err := o.loadRecord(ctx, o.Name)
 	if err != nil {
 		return err
 	}

@@ -97,11 +97,7 @@ func (o *FleetRunOptions) Run(ctx context.Context) error {
 	if o.ic.InCluster {
 		return o.submit(ctx)
 	}
-	store, err := o.recordStore(o.fleet.Name)
-	if err != nil {
-		return err
-	}
-	rec, err := store.Load(ctx)
+	store, rec, err := o.loadRecord(ctx, o.fleet.Name)
 	if err != nil {
 		return err
 	}

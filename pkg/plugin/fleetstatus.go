@@ -96,11 +96,7 @@ func (o *FleetStatusOptions) printChanged(ctx context.Context, last *FleetStatus
 }
 
 func (o *FleetStatusOptions) look(ctx context.Context) (*FleetStatus, error) {
-	store, err := o.recordStore(o.fleet.Name)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := store.Load(ctx)
+	_, rec, err := o.loadRecord(ctx, o.fleet.Name)
 	if err != nil {
 		return nil, err
 	}
