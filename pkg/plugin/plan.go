@@ -187,6 +187,16 @@ func (o *PlanOptions) connect() error {
 	return nil
 }
 
+// connectedClient is client (a test's), or else the one the kubectl
+// connection flags make.
+func connectedClient(configFlags *genericclioptions.ConfigFlags, client kubernetes.Interface) (kubernetes.Interface, error) {
+	po := &PlanOptions{configFlags: configFlags, client: client}
+	if err := po.connect(); err != nil {
+		return nil, err
+	}
+	return po.client, nil
+}
+
 // session is the command's session over the connection connect made.
 func (o *PlanOptions) session() *session.Session {
 	return newSession(o.configFlags, o.client, o.context, o.IOStreams, o.StateNamespace)

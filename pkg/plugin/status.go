@@ -186,13 +186,11 @@ func (o *StatusOptions) Validate() error {
 
 // Run prints the records, or follows one with -w.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	if o.client == nil {
-		po := &PlanOptions{configFlags: o.configFlags}
-		if err := po.connect(); err != nil {
-			return err
-		}
-		o.client = po.client
+	client, err := connectedClient(o.configFlags, o.client)
+	if err != nil {
+		return err
 	}
+	o.client = client
 	if o.Watch {
 		return o.watch(ctx)
 	}
