@@ -6,8 +6,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -186,12 +184,9 @@ func (n *NodeGroup) instanceOf(ctx context.Context, node string) (string, error)
 
 // instanceOfNode reads a node's instance ID; "" when the node is gone.
 func instanceOfNode(ctx context.Context, client kubernetes.Interface, node string) (string, error) {
-	obj, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		if isNodeNotFound(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("error when reading node %q: %w", node, err)
+	obj, err := cloud.NodeOf(ctx, client, node)
+	if err != nil || obj == nil {
+		return "", err
 	}
 	_, id, ok := InstanceIDFromProviderID(obj.Spec.ProviderID)
 	if !ok {
@@ -199,8 +194,6 @@ func instanceOfNode(ctx context.Context, client kubernetes.Interface, node strin
 	}
 	return id, nil
 }
-
-func isNodeNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 var _ cloud.BlueGreen = (*NodeGroup)(nil)
 

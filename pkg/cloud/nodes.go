@@ -1,6 +1,27 @@
 package cloud
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// NodeOf reads node name, to find its machine: nil when the node is gone
+// already (a removal interrupted after the machine went took it).
+func NodeOf(ctx context.Context, client kubernetes.Interface, name string) (*corev1.Node, error) {
+	n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error when reading node %q: %w", name, err)
+	}
+	return n, nil
+}
 
 // PoolOf is the one pool the nodes' label names, for a service that
 // upgrades a pool of nodes itself (AKS agent pools, GKE node pools):

@@ -1,12 +1,17 @@
 package cloud
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestPoolOf(t *testing.T) {
@@ -41,6 +46,43 @@ func TestPoolOf(t *testing.T) {
 			var e *Error
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &e) || !e.Input() {
 				t.Fatalf("PoolOf = %q, %v; want an input error with %q", got, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestNodeOf(t *testing.T) {
+	present := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	failing := fake.NewClientset()
+	failing.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	tests := []struct {
+		name    string
+		client  kubernetes.Interface
+		node    string
+		want    string
+		wantErr string
+	}{
+		{name: "a node is read", client: fake.NewClientset(present), node: "a", want: "a"},
+		{name: "a node gone is nil, no error", client: fake.NewClientset(present), node: "gone"},
+		{name: "an API error names the node", client: failing, node: "a", wantErr: `error when reading node "a": connection refused`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := NodeOf(context.Background(), tt.client, tt.node)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("NodeOf = %v, %v; want error %q", n, err, tt.wantErr)
+				}
+				return
+			}
+			got := ""
+			if n != nil {
+				got = n.Name
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("NodeOf = %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}
