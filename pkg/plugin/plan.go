@@ -187,14 +187,15 @@ func (o *PlanOptions) connect() error {
 	return nil
 }
 
-// connectedClient is client (a test's), or else the one the kubectl
-// connection flags make.
-func connectedClient(configFlags *genericclioptions.ConfigFlags, client kubernetes.Interface) (kubernetes.Interface, error) {
-	po := &PlanOptions{configFlags: configFlags, client: client}
+// connectClient sets *client, unless a test set it, to the client the
+// kubectl connection flags make.
+func connectClient(configFlags *genericclioptions.ConfigFlags, client *kubernetes.Interface) error {
+	po := &PlanOptions{configFlags: configFlags, client: *client}
 	if err := po.connect(); err != nil {
-		return nil, err
+		return err
 	}
-	return po.client, nil
+	*client = po.client
+	return nil
 }
 
 // session is the command's session over the connection connect made.

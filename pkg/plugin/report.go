@@ -87,11 +87,9 @@ func (o *ReportOptions) Validate() error {
 
 // Run reads the node group's reports and prints them.
 func (o *ReportOptions) Run(ctx context.Context) error {
-	client, err := connectedClient(o.configFlags, o.client)
-	if err != nil {
+	if err := connectClient(o.configFlags, &o.client); err != nil {
 		return err
 	}
-	o.client = client
 	sess := &session.Session{Client: o.client, StateNamespace: o.StateNamespace, IOStreams: o.IOStreams}
 	rep, err := sess.Reports().Report(ctx, o.NodeGroup, o.Runs)
 	if err != nil {

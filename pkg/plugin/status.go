@@ -186,11 +186,9 @@ func (o *StatusOptions) Validate() error {
 
 // Run prints the records, or follows one with -w.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	client, err := connectedClient(o.configFlags, o.client)
-	if err != nil {
+	if err := connectClient(o.configFlags, &o.client); err != nil {
 		return err
 	}
-	o.client = client
 	if o.Watch {
 		return o.watch(ctx)
 	}
