@@ -154,18 +154,17 @@ func (n *NodeGroup) Current(m plan.Machine, version string) bool {
 // RemoveNode implements cloud.Provider: the instance is terminated and the
 // group launches a replacement from the target version.
 func (n *NodeGroup) RemoveNode(ctx context.Context, node string) error {
-	id, err := n.instanceOf(ctx, node)
-	if err != nil || id == "" {
-		return err
-	}
-	if err := n.API.refuseWarm(ctx, id, node); err != nil {
-		return err
-	}
-	return n.API.Terminate(ctx, id)
+	return n.terminate(ctx, node, n.API.Terminate)
 }
 
 // Shrink implements cloud.Scaler.
 func (n *NodeGroup) Shrink(ctx context.Context, node string) error {
+	return n.terminate(ctx, node, n.API.TerminateShrink)
+}
+
+// terminate ends the instance of node with how (replaced by the group, or
+// the group shrunk); nothing when the node is gone already.
+func (n *NodeGroup) terminate(ctx context.Context, node string, how func(ctx context.Context, id string) error) error {
 	id, err := n.instanceOf(ctx, node)
 	if err != nil || id == "" {
 		return err
@@ -173,7 +172,7 @@ func (n *NodeGroup) Shrink(ctx context.Context, node string) error {
 	if err := n.API.refuseWarm(ctx, id, node); err != nil {
 		return err
 	}
-	return n.API.TerminateShrink(ctx, id)
+	return how(ctx, id)
 }
 
 // instanceOf reads a node's instance ID; "" when the node is gone already
