@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -83,8 +82,7 @@ func newCmdFleetRun(verb string, configFlags *genericclioptions.ConfigFlags, str
 
 // Complete reads the fleet file.
 func (o *FleetRunOptions) Complete(cmd *cobra.Command, _ []string) error {
-	o.given = map[string]bool{}
-	cmd.Flags().Visit(func(f *pflag.Flag) { o.given[f.Name] = true })
+	o.given = givenFlags(cmd)
 	return o.load()
 }
 
