@@ -163,7 +163,7 @@ func (o *FleetRunOptions) scheduler(store *fleet.Store) *fleet.Scheduler {
 			}
 			return ev.EvaluateAll(ctx, specs, from, to), nil
 		},
-		Out:   &prefixWriter{mu: mu, w: o.Out, prefix: fmt.Sprintf("[fleet %s] ", o.fleet.Name)},
+		Out:   prefixWriter(mu, o.Out, fmt.Sprintf("[fleet %s] ", o.fleet.Name)),
 		Now:   time.Now,
 		Sleep: transport.Sleep,
 		Poll:  o.poll,
@@ -262,8 +262,8 @@ func (r *fleetRunner) exec(ctx context.Context, t fleet.Target, verb string, arg
 	prefix := fmt.Sprintf("[%s] ", t.ID())
 	var tail bytes.Buffer
 	cmd := r.x.command(ctx, t, verb, args...)
-	cmd.Stdout = &prefixWriter{mu: r.mu, w: r.out, prefix: prefix}
-	cmd.Stderr = io.MultiWriter(&prefixWriter{mu: r.mu, w: r.errOut, prefix: prefix}, &tail)
+	cmd.Stdout = prefixWriter(r.mu, r.out, prefix)
+	cmd.Stderr = io.MultiWriter(prefixWriter(r.mu, r.errOut, prefix), &tail)
 	err := exitOf(cmd.Run(), t, verb, tail.String())
 	switch code := ExitCode(err); {
 	case err == nil:
