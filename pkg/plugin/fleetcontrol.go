@@ -157,9 +157,7 @@ func (o *FleetFanOutOptions) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			msg, err := o.fanOut(ctx, x, t)
 			mu.Lock()
 			defer mu.Unlock()
@@ -168,7 +166,7 @@ func (o *FleetFanOutOptions) Run(ctx context.Context) error {
 				msg = "error: " + err.Error()
 			}
 			fmt.Fprintf(o.Out, "%s: %s\n", t.ID(), msg)
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

@@ -82,16 +82,14 @@ func (o *fleetOptions) planRollout(ctx context.Context) *fleet.Rollout {
 	slots := make(chan struct{}, 8)
 	for _, st := range o.fleet.Stages {
 		for _, t := range st.Targets {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				slots <- struct{}{}
 				defer func() { <-slots }()
 				tp := planTarget(ctx, x, t)
 				mu.Lock()
 				plans[t.ID()] = tp
 				mu.Unlock()
-			}()
+			})
 		}
 	}
 	wg.Wait()
