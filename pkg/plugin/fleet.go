@@ -37,15 +37,17 @@ targets. See docs/fleet.md.`,
 		Args: unknownCommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	// Every subcommand starts from the same connection and streams.
+	base := fleetOptions{configFlags: configFlags, IOStreams: streams}
 	cmd.AddCommand(
-		newCmdFleetPlan(configFlags, streams),
-		newCmdFleetRun("run", configFlags, streams),
-		newCmdFleetRun("resume", configFlags, streams),
-		newCmdFleetStatus(configFlags, streams),
-		newCmdFleetApprove(configFlags, streams),
-		newCmdFleetFanOut("cancel", configFlags, streams),
-		newCmdFleetFanOut("abort", configFlags, streams),
-		newCmdFleetExport(configFlags, streams),
+		newCmdFleetPlan(base),
+		newCmdFleetRun("run", base),
+		newCmdFleetRun("resume", base),
+		newCmdFleetStatus(base),
+		newCmdFleetApprove(base),
+		newCmdFleetFanOut("cancel", base),
+		newCmdFleetFanOut("abort", base),
+		newCmdFleetExport(base),
 	)
 	return cmd
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 )
@@ -21,8 +19,8 @@ type FleetApproveOptions struct {
 	Name, Stage string
 }
 
-func newCmdFleetApprove(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FleetApproveOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}}
+func newCmdFleetApprove(base fleetOptions) *cobra.Command {
+	o := &FleetApproveOptions{fleetOptions: base}
 	cmd := &cobra.Command{
 		Use:   "approve NAME STAGE",
 		Short: "Let a fleet go on past a stage that waits for approval",
@@ -116,8 +114,8 @@ target is back, so the fleet can start again, with this file or another.`,
   kubectl nodeupgrade fleet abort -f fleet.yaml --stage canary --yes`},
 }
 
-func newCmdFleetFanOut(verb string, configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FleetFanOutOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}, verb: verb}
+func newCmdFleetFanOut(verb string, base fleetOptions) *cobra.Command {
+	o := &FleetFanOutOptions{fleetOptions: base, verb: verb}
 	cmd := fleetFileCommand(verb, fleetFanOutHelp[verb], o)
 	o.addRecordFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Stage, "stage", "", "Only the targets of this stage")

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
@@ -68,8 +66,8 @@ again over a new soak, and the stages after it run as "fleet run" runs them.`,
   kubectl nodeupgrade fleet resume -f fleet.yaml`},
 }
 
-func newCmdFleetRun(verb string, configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FleetRunOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}, verb: verb, poll: 2 * time.Second}
+func newCmdFleetRun(verb string, base fleetOptions) *cobra.Command {
+	o := &FleetRunOptions{fleetOptions: base, verb: verb, poll: 2 * time.Second}
 	cmd := fleetFileCommand(verb, fleetRunHelp[verb], o)
 	o.addRecordFlags(cmd.Flags())
 	if verb == "run" {
