@@ -1,7 +1,6 @@
 package upgrade
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 )
 
@@ -116,7 +116,7 @@ func (h *hookRunner) runHook(ctx context.Context, hook, node string) error {
 	timeout := h.hookTimeout()
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out := &hookOutput{log: func(line string) { h.logf("node %q: %s hook: %s", node, hook, line) }}
+	out := newHookOutput(func(line string) { h.logf("node %q: %s hook: %s", node, hook, line) })
 	cmd := exec.CommandContext(hctx, "sh", "-c", h.cfg.Plan.Hooks.Command(hook))
 	cmd.Env = append(os.Environ(), h.hookEnv(ctx, hook, node)...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -124,7 +124,7 @@ func (h *hookRunner) runHook(ctx context.Context, hook, node string) error {
 	inOwnProcessGroup(cmd)
 	h.logf("node %q: running the %s hook", node, hook)
 	err := cmd.Run()
-	out.flush()
+	_ = out.Flush() // line never fails
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -194,35 +194,22 @@ func (h *hookRunner) hookEnv(ctx context.Context, hook, node string) []string {
 // hookOutput passes a hook's output on line by line and keeps the last
 // lines for its error.
 type hookOutput struct {
-	log     func(line string)
-	partial []byte
-	last    []string
+	output.LineWriter
+	log  func(line string)
+	last []string
 }
 
-func (o *hookOutput) Write(p []byte) (int, error) {
-	o.partial = append(o.partial, p...)
-	for {
-		i := bytes.IndexByte(o.partial, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		o.line(string(o.partial[:i]))
-		o.partial = o.partial[i+1:]
-	}
+func newHookOutput(log func(line string)) *hookOutput {
+	o := &hookOutput{log: log}
+	o.Line = o.line
+	return o
 }
 
-func (o *hookOutput) flush() {
-	if len(o.partial) > 0 {
-		o.line(string(o.partial))
-		o.partial = nil
-	}
-}
-
-func (o *hookOutput) line(s string) {
+func (o *hookOutput) line(s string) error {
 	s = strings.TrimRight(s, "\r")
 	o.log(s)
 	if strings.TrimSpace(s) == "" {
-		return
+		return nil
 	}
 	if len(s) > hookLineMax {
 		s = s[:hookLineMax] + "…"
@@ -231,6 +218,7 @@ func (o *hookOutput) line(s string) {
 	if len(o.last) > hookOutputLines {
 		o.last = o.last[1:]
 	}
+	return nil
 }
 
 // awaitAnnotationHooks waits, up to --hook-timeout and driven by node

@@ -17,6 +17,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/makeroom"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/snapshot"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // roomMaker is --make-room in a run: before a batch drains it surges the
@@ -275,7 +276,7 @@ func (r *roomMaker) awaitReady(ctx context.Context, s *state.Surge, excluded set
 			return nil
 		}
 		r.progress.waitingFor(fmt.Sprintf("%d Ready replicas of %s (%d now)", want, s.Object(), n))
-		if werr := sleep(wctx, r.interval); werr != nil {
+		if werr := transport.Sleep(wctx, r.interval); werr != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -321,7 +322,7 @@ func (r *roomMaker) startSampling(ctx context.Context, surges []*state.Surge) {
 	r.sampling, r.sampled = cancel, make(chan struct{})
 	go func() {
 		defer close(r.sampled)
-		for sleep(sctx, r.interval) == nil {
+		for transport.Sleep(sctx, r.interval) == nil {
 			for _, key := range watched {
 				ns, name, _ := strings.Cut(key, "/")
 				if n, err := r.readyPods(sctx, ns, name, nil); err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // The run of an update the cloud's service carries out (EKS managed node
@@ -318,7 +319,7 @@ func (r *managedRun) readUpdate(ctx context.Context, u cloud.ManagedUpdater, id 
 			return p, err
 		}
 		r.progress.waitingFor(fmt.Sprintf("%s update %s: %v; reading again", r.cfg.Plan.Managed.Service, id, err))
-		if err := sleep(ctx, cloud.Backoff(time.Second, failures)); err != nil {
+		if err := transport.Sleep(ctx, cloud.Backoff(time.Second, failures)); err != nil {
 			return p, err
 		}
 	}

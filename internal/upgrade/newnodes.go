@@ -13,6 +13,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // whyNotCounted says why a machine of the group that the run did not plan
@@ -301,7 +302,7 @@ func (a *arrivals) awaitLook(ctx context.Context, look func(ctx context.Context)
 			throttled++
 			pause := cloud.Backoff(a.poll, throttled)
 			a.logf("%s; looking again in %s (the wait ends at --node-ready-timeout)", err, pause)
-			if err := sleep(wctx, pause); err != nil {
+			if err := transport.Sleep(wctx, pause); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -325,7 +326,7 @@ func (a *arrivals) awaitLook(ctx context.Context, look func(ctx context.Context)
 		case <-poll.C:
 		}
 		poll.Stop()
-		if err := sleep(wctx, time.Second); err != nil && ctx.Err() != nil {
+		if err := transport.Sleep(wctx, time.Second); err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}

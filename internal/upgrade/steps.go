@@ -15,6 +15,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/drain"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // step performs one phase of a run; batch is the state's batch.
@@ -279,19 +280,7 @@ func (b *batchRun) postDrainWait(ctx context.Context, what, them string) error {
 	}
 	b.logf("%s; waiting %s for load balancers to deregister %s", what, b.cfg.PostDrainWait, them)
 	b.progress.waitingFor(fmt.Sprintf("load balancers to deregister %s (until %s)", them, b.cfg.Now().Add(b.cfg.PostDrainWait).Format("15:04:05")))
-	return sleep(ctx, b.cfg.PostDrainWait)
-}
-
-// sleep waits d, or less if ctx ends first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return transport.Sleep(ctx, b.cfg.PostDrainWait)
 }
 
 func (b *batchRun) removeBatch(ctx context.Context, i int) error {

@@ -1,8 +1,9 @@
 package check
 
 import (
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -20,15 +21,7 @@ func mapPointer(m map[string]string) unsafe.Pointer {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(m)) // nil for none
 }
 
 // maxListed bounds the names quoted in a message, to keep it one short line.

@@ -125,11 +125,9 @@ func (d *Drainer) DrainNodes(ctx context.Context, nodes []string) ([]Result, err
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, node := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			results[i], errs[i] = d.DrainNode(ctx, node)
-		}()
+		})
 	}
 	wg.Wait()
 	if ctx.Err() != nil {

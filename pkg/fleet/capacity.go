@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -41,13 +43,8 @@ func StageQuotas(st ResolvedStage, plans map[string]*plan.Plan) []QuotaBlocker {
 			}
 		}
 	}
-	scopes := make([]string, 0, len(needs))
-	for s := range needs {
-		scopes = append(scopes, s)
-	}
-	sort.Strings(scopes)
 	var out []QuotaBlocker
-	for _, scope := range scopes {
+	for _, scope := range slices.Sorted(maps.Keys(needs)) {
 		ns := needs[scope]
 		sort.Slice(ns, func(i, j int) bool { return ns[i] > ns[j] })
 		var sum int64

@@ -33,9 +33,7 @@ func (s *Scheduler) runStage(ctx context.Context, st ResolvedStage) error {
 			se.NotStarted = len(st.Targets) - i
 			break
 		}
-		wg.Add(1)
-		go func(t Target) {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-slots }()
 			res := s.Runner.Run(ctx, t)
 			if res.Outcome == Done || res.Outcome == Skipped {
@@ -51,7 +49,7 @@ func (s *Scheduler) runStage(ctx context.Context, st ResolvedStage) error {
 				se.Stopped = se.Stopped || res.Outcome == Paused || len(se.Failures) > st.MaxFailures
 			}
 			fmt.Fprintf(s.Out, "stage %q: %s %s\n", st.Name, t.ID(), describe(res))
-		}(t)
+		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {

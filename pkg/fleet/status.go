@@ -44,9 +44,7 @@ func Rows(ctx context.Context, f *Fleet, look Look) []Row {
 	rows := make([]Row, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r, ok, err := look(ctx, t)
 			switch {
 			case err != nil:
@@ -56,7 +54,7 @@ func Rows(ctx context.Context, f *Fleet, look Look) []Row {
 			}
 			r.Stage, r.Cluster, r.Group = t.Stage, t.Context, t.Group()
 			rows[i] = r
-		}()
+		})
 	}
 	wg.Wait()
 	return rows

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -255,20 +256,13 @@ func (f *File) Evaluator() gate.Evaluator {
 // runArgs are the run flags of a target: defaults, then its own, sorted
 // by name so the hash is stable; a list repeats its flag.
 func runArgs(defaults, own map[string]any) ([]string, error) {
-	merged := map[string]any{}
-	for k, v := range defaults {
-		merged[k] = v
+	merged := maps.Clone(defaults)
+	if merged == nil {
+		merged = map[string]any{}
 	}
-	for k, v := range own {
-		merged[k] = v
-	}
-	names := make([]string, 0, len(merged))
-	for k := range merged {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	maps.Copy(merged, own)
 	var args []string
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(merged)) {
 		vals, ok := merged[k].([]any)
 		if !ok {
 			vals = []any{merged[k]}

@@ -121,8 +121,7 @@ func (o *AbortOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		o.NodeGroup = args[0]
 	}
-	o.given = map[string]bool{}
-	cmd.Flags().Visit(func(f *pflag.Flag) { o.given[f.Name] = true })
+	o.given = givenFlags(cmd)
 	return nil
 }
 

@@ -238,13 +238,7 @@ func kubeconfigNames(src completionSource, pick func(clientcmdapi.Config) map[st
 // namespaceNames completes the cluster's namespaces.
 func namespaceNames(src completionSource) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		ctx, cancel := completionContext(cmd)
-		defer cancel()
-		client, err := src.Metadata()
-		if err != nil {
-			return compError(err)
-		}
-		list, err := client.Resource(namespacesResource).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		list, err := listMetadata(cmd, src, namespacesResource, "", metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return compError(err)
 		}
@@ -267,14 +261,8 @@ func nodeGroupNames(src completionSource) cobra.CompletionFunc {
 		if len(args) > 0 || flagValue(cmd, "selector") != "" {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		ctx, cancel := completionContext(cmd)
-		defer cancel()
-		client, err := src.Metadata()
-		if err != nil {
-			return compError(err)
-		}
 		// ResourceVersion 0 lets the API server answer from its cache.
-		list, err := client.Resource(nodesResource).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		list, err := listMetadata(cmd, src, nodesResource, "", metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return compError(err)
 		}
@@ -334,14 +322,8 @@ func recordedGroupNames(src completionSource) cobra.CompletionFunc {
 		if ns == "" {
 			ns = state.DefaultNamespace
 		}
-		ctx, cancel := completionContext(cmd)
-		defer cancel()
-		client, err := src.Metadata()
-		if err != nil {
-			return compError(err)
-		}
 		// The label value is state's unexported managedBy.
-		list, err := client.Resource(configMapsResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: state.ManagedByLabel + "=kubectl-nodeupgrade"})
+		list, err := listMetadata(cmd, src, configMapsResource, ns, metav1.ListOptions{LabelSelector: state.ManagedByLabel + "=kubectl-nodeupgrade"})
 		if err != nil {
 			return compError(err)
 		}
@@ -368,6 +350,19 @@ func withHelp(value, help string) string {
 		return value
 	}
 	return value + "\t" + help
+}
+
+// listMetadata lists resource in namespace ns ("" for all, or a
+// cluster-scoped resource), its objects' metadata only, within the
+// completion's time.
+func listMetadata(cmd *cobra.Command, src completionSource, resource schema.GroupVersionResource, ns string, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	ctx, cancel := completionContext(cmd)
+	defer cancel()
+	client, err := src.Metadata()
+	if err != nil {
+		return nil, err
+	}
+	return client.Resource(resource).Namespace(ns).List(ctx, opts)
 }
 
 func completionContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -112,8 +111,7 @@ func NewCmdControl(action string, configFlags *genericclioptions.ConfigFlags, st
 				return usageErrorf("missing NODEGROUP: give the node group whose run to %s", action)
 			}
 			o.NodeGroup = args[0]
-			given := map[string]bool{}
-			cmd.Flags().Visit(func(f *pflag.Flag) { given[f.Name] = true })
+			given := givenFlags(cmd)
 			if err := o.inCluster.validate(given, false); err != nil {
 				return err
 			}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -62,9 +61,7 @@ func drivenControl(client kubernetes.Interface, action string, streams genericio
 		o := &ControlOptions{IOStreams: streams, action: action, client: client, NodeGroup: args[0]}
 		o.StateNamespace, _ = c.Flags().GetString("state-namespace")
 		o.Yes = true
-		given := map[string]bool{}
-		c.Flags().Visit(func(f *pflag.Flag) { given[f.Name] = true })
-		if err := o.inCluster.validate(given, false); err != nil {
+		if err := o.inCluster.validate(givenFlags(c), false); err != nil {
 			return err
 		}
 		return o.Run(c.Context())

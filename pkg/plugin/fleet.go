@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -36,15 +37,17 @@ targets. See docs/fleet.md.`,
 		Args: unknownCommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	// Every subcommand starts from the same connection and streams.
+	base := fleetOptions{configFlags: configFlags, IOStreams: streams}
 	cmd.AddCommand(
-		newCmdFleetPlan(configFlags, streams),
-		newCmdFleetRun("run", configFlags, streams),
-		newCmdFleetRun("resume", configFlags, streams),
-		newCmdFleetStatus(configFlags, streams),
-		newCmdFleetApprove(configFlags, streams),
-		newCmdFleetFanOut("cancel", configFlags, streams),
-		newCmdFleetFanOut("abort", configFlags, streams),
-		newCmdFleetExport(configFlags, streams),
+		newCmdFleetPlan(base),
+		newCmdFleetRun("run", base),
+		newCmdFleetRun("resume", base),
+		newCmdFleetStatus(base),
+		newCmdFleetApprove(base),
+		newCmdFleetFanOut("cancel", base),
+		newCmdFleetFanOut("abort", base),
+		newCmdFleetExport(base),
 	)
 	return cmd
 }
@@ -197,6 +200,20 @@ func (o *fleetOptions) recordStore(name string) (*fleet.Store, error) {
 		o.recordClient = c
 	}
 	return &fleet.Store{Client: o.recordClient, Namespace: o.StateNamespace, Name: name}, nil
+}
+
+// loadRecord is the fleet's record in --record-context, nil when it has
+// none, and the store it is kept in.
+func (o *fleetOptions) loadRecord(ctx context.Context, name string) (*fleet.Store, *fleet.Record, error) {
+	store, err := o.recordStore(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := store.Load(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, rec, nil
 }
 
 // clientOf is a client of the kubeconfig's context name, which flag names.

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 )
@@ -21,8 +19,8 @@ type FleetApproveOptions struct {
 	Name, Stage string
 }
 
-func newCmdFleetApprove(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FleetApproveOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}}
+func newCmdFleetApprove(base fleetOptions) *cobra.Command {
+	o := &FleetApproveOptions{fleetOptions: base}
 	cmd := &cobra.Command{
 		Use:   "approve NAME STAGE",
 		Short: "Let a fleet go on past a stage that waits for approval",
@@ -58,11 +56,7 @@ func (o *FleetApproveOptions) Validate() error { return nil }
 
 // Run records the approval.
 func (o *FleetApproveOptions) Run(ctx context.Context) error {
-	store, err := o.recordStore(o.Name)
-	if err != nil {
-		return err
-	}
-	rec, err := store.Load(ctx)
+	store, rec, err := o.loadRecord(ctx, o.Name)
 	if err != nil {
 		return err
 	}
@@ -120,8 +114,8 @@ target is back, so the fleet can start again, with this file or another.`,
   kubectl nodeupgrade fleet abort -f fleet.yaml --stage canary --yes`},
 }
 
-func newCmdFleetFanOut(verb string, configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FleetFanOutOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}, verb: verb}
+func newCmdFleetFanOut(verb string, base fleetOptions) *cobra.Command {
+	o := &FleetFanOutOptions{fleetOptions: base, verb: verb}
 	cmd := fleetFileCommand(verb, fleetFanOutHelp[verb], o)
 	o.addRecordFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Stage, "stage", "", "Only the targets of this stage")
@@ -161,9 +155,7 @@ func (o *FleetFanOutOptions) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			msg, err := o.fanOut(ctx, x, t)
 			mu.Lock()
 			defer mu.Unlock()
@@ -172,7 +164,7 @@ func (o *FleetFanOutOptions) Run(ctx context.Context) error {
 				msg = "error: " + err.Error()
 			}
 			fmt.Fprintf(o.Out, "%s: %s\n", t.ID(), msg)
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 )
@@ -17,8 +15,8 @@ type FleetExportOptions struct {
 	argo fleet.ArgoOptions
 }
 
-func newCmdFleetExport(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FleetExportOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}}
+func newCmdFleetExport(base fleetOptions) *cobra.Command {
+	o := &FleetExportOptions{fleetOptions: base}
 	cmd := fleetFileCommand("export", [3]string{"Write a fleet as an Argo Workflows WorkflowTemplate", `Write the fleet of -f as an Argo Workflows WorkflowTemplate, for teams that
 schedule with Argo: a step group per stage (its targets at most maxConcurrency
 at once, failing fast), each target a container running "kubectl-nodeupgrade

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // Where the coordinator's pod reads the fleet file (a ConfigMap) and the
@@ -299,7 +300,7 @@ func deleteJob(ctx context.Context, c kubernetes.Interface, job *batchv1.Job) er
 		if _, err := jobs.Get(ctx, job.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			return nil
 		}
-		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+		if err := transport.Sleep(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -327,7 +328,7 @@ func (o *FleetRunOptions) followCoordinator(ctx context.Context, c kubernetes.In
 				code, msg := f.lastExit(ctx, j)
 				return &fleetExit{code: code, msg: fmt.Sprintf("the coordinator of fleet %q stopped: Job %s/%s failed (%s: %s)%s", o.fleet.Name, j.Namespace, j.Name, failed.Reason, failed.Message, msg)}
 			}
-			if err := sleep(ctx, 2*time.Second); err != nil {
+			if err := transport.Sleep(ctx, 2*time.Second); err != nil {
 				return err
 			}
 		}

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
@@ -34,8 +32,8 @@ const fleetPlanExample = `  # Every target's plan, the stages and the whole roll
   # Exit 5 when any target has blockers or a stage cannot fit its quota
   kubectl nodeupgrade fleet plan -f fleet.yaml --detailed-exitcode`
 
-func newCmdFleetPlan(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FleetPlanOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}}
+func newCmdFleetPlan(base fleetOptions) *cobra.Command {
+	o := &FleetPlanOptions{fleetOptions: base}
 	cmd := fleetFileCommand("plan", [3]string{"Show every target's plan, the stages and the whole rollout's estimate", `Plan every target of the fleet in its own cluster, as "plan" does, and show
 them stage by stage: each target's strategy, outdated nodes, estimate and
 blockers; each stage's estimate (its targets maxConcurrency at once, then its
@@ -82,16 +80,14 @@ func (o *fleetOptions) planRollout(ctx context.Context) *fleet.Rollout {
 	slots := make(chan struct{}, 8)
 	for _, st := range o.fleet.Stages {
 		for _, t := range st.Targets {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				slots <- struct{}{}
 				defer func() { <-slots }()
 				tp := planTarget(ctx, x, t)
 				mu.Lock()
 				plans[t.ID()] = tp
 				mu.Unlock()
-			}()
+			})
 		}
 	}
 	wg.Wait()

@@ -11,13 +11,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/gate"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // FleetRunOptions are the flags of "fleet run" and "fleet resume".
@@ -68,8 +66,8 @@ again over a new soak, and the stages after it run as "fleet run" runs them.`,
   kubectl nodeupgrade fleet resume -f fleet.yaml`},
 }
 
-func newCmdFleetRun(verb string, configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FleetRunOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}, verb: verb, poll: 2 * time.Second}
+func newCmdFleetRun(verb string, base fleetOptions) *cobra.Command {
+	o := &FleetRunOptions{fleetOptions: base, verb: verb, poll: 2 * time.Second}
 	cmd := fleetFileCommand(verb, fleetRunHelp[verb], o)
 	o.addRecordFlags(cmd.Flags())
 	if verb == "run" {
@@ -82,8 +80,7 @@ func newCmdFleetRun(verb string, configFlags *genericclioptions.ConfigFlags, str
 
 // Complete reads the fleet file.
 func (o *FleetRunOptions) Complete(cmd *cobra.Command, _ []string) error {
-	o.given = map[string]bool{}
-	cmd.Flags().Visit(func(f *pflag.Flag) { o.given[f.Name] = true })
+	o.given = givenFlags(cmd)
 	return o.load()
 }
 
@@ -96,11 +93,7 @@ func (o *FleetRunOptions) Run(ctx context.Context) error {
 	if o.ic.InCluster {
 		return o.submit(ctx)
 	}
-	store, err := o.recordStore(o.fleet.Name)
-	if err != nil {
-		return err
-	}
-	rec, err := store.Load(ctx)
+	store, rec, err := o.loadRecord(ctx, o.fleet.Name)
 	if err != nil {
 		return err
 	}
@@ -168,9 +161,9 @@ func (o *FleetRunOptions) scheduler(store *fleet.Store) *fleet.Scheduler {
 			}
 			return ev.EvaluateAll(ctx, specs, from, to), nil
 		},
-		Out:   &prefixWriter{mu: mu, w: o.Out, prefix: fmt.Sprintf("[fleet %s] ", o.fleet.Name)},
+		Out:   prefixWriter(mu, o.Out, fmt.Sprintf("[fleet %s] ", o.fleet.Name)),
 		Now:   time.Now,
-		Sleep: sleep,
+		Sleep: transport.Sleep,
 		Poll:  o.poll,
 	}
 }
@@ -267,8 +260,8 @@ func (r *fleetRunner) exec(ctx context.Context, t fleet.Target, verb string, arg
 	prefix := fmt.Sprintf("[%s] ", t.ID())
 	var tail bytes.Buffer
 	cmd := r.x.command(ctx, t, verb, args...)
-	cmd.Stdout = &prefixWriter{mu: r.mu, w: r.out, prefix: prefix}
-	cmd.Stderr = io.MultiWriter(&prefixWriter{mu: r.mu, w: r.errOut, prefix: prefix}, &tail)
+	cmd.Stdout = prefixWriter(r.mu, r.out, prefix)
+	cmd.Stderr = io.MultiWriter(prefixWriter(r.mu, r.errOut, prefix), &tail)
 	err := exitOf(cmd.Run(), t, verb, tail.String())
 	switch code := ExitCode(err); {
 	case err == nil:

@@ -9,11 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // FleetStatusOptions are the flags of "fleet status".
@@ -34,8 +33,8 @@ type FleetStatus struct {
 	Targets    []fleet.Row   `json:"targets"`
 }
 
-func newCmdFleetStatus(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FleetStatusOptions{fleetOptions: fleetOptions{configFlags: configFlags, IOStreams: streams}, every: 2 * time.Second}
+func newCmdFleetStatus(base fleetOptions) *cobra.Command {
+	o := &FleetStatusOptions{fleetOptions: base, every: 2 * time.Second}
 	cmd := fleetFileCommand("status", [3]string{"Show every target of a fleet, from its own cluster's record", `Show one row per target of the fleet of -f: its stage, cluster, group, and
 the status, phase and nodes done and left of its run, read from the target's
 own cluster (a cluster that does not answer shows "unknown"; a target the
@@ -76,7 +75,7 @@ func (o *FleetStatusOptions) Run(ctx context.Context) error {
 		if done, err := fleetEnded(s); done {
 			return err
 		}
-		if err := sleep(ctx, o.every); err != nil {
+		if err := transport.Sleep(ctx, o.every); err != nil {
 			return err
 		}
 	}
@@ -95,11 +94,7 @@ func (o *FleetStatusOptions) printChanged(ctx context.Context, last *FleetStatus
 }
 
 func (o *FleetStatusOptions) look(ctx context.Context) (*FleetStatus, error) {
-	store, err := o.recordStore(o.fleet.Name)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := store.Load(ctx)
+	_, rec, err := o.loadRecord(ctx, o.fleet.Name)
 	if err != nil {
 		return nil, err
 	}

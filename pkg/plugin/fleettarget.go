@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/fleet"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
 )
 
 // targetExec runs this plugin's commands on a fleet's targets, a process
@@ -135,27 +136,12 @@ func (x targetExec) lookStatus(ctx context.Context, t fleet.Target) (RunStatus, 
 }
 
 // prefixWriter writes each whole line to w after prefix, one writer's
-// lines never torn by another's: many targets share one terminal.
-type prefixWriter struct {
-	mu     *sync.Mutex
-	w      io.Writer
-	prefix string
-	buf    []byte
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.buf = append(p.buf, b...)
-	for {
-		i := bytes.IndexByte(p.buf, '\n')
-		if i < 0 {
-			return len(b), nil
-		}
-		p.mu.Lock()
-		_, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
-		p.mu.Unlock()
-		p.buf = p.buf[i+1:]
-		if err != nil {
-			return len(b), err
-		}
-	}
+// lines never torn by another's (mu): many targets share one terminal.
+func prefixWriter(mu *sync.Mutex, w io.Writer, prefix string) io.Writer {
+	return &output.LineWriter{Line: func(line string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := fmt.Fprintf(w, "%s%s\n", prefix, line)
+		return err
+	}}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/internal/session"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/output"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // ImageRepository is where releases publish the plugin's image
@@ -213,7 +214,7 @@ func (f *jobFollower) untilRunStarts(ctx context.Context) (string, *batchv1.Job,
 				return pod, job, nil
 			}
 		}
-		if err := sleep(ctx, f.poll); err != nil {
+		if err := transport.Sleep(ctx, f.poll); err != nil {
 			return "", nil, err
 		}
 	}
@@ -230,7 +231,7 @@ func (f *jobFollower) untilPodGone(ctx context.Context, pod string) (*batchv1.Jo
 		if phase, ok := f.seen[pod]; !ok || strings.HasPrefix(phase, "exited") || phase == "gone" {
 			return job, nil
 		}
-		if err := sleep(ctx, f.poll); err != nil {
+		if err := transport.Sleep(ctx, f.poll); err != nil {
 			return nil, err
 		}
 	}
@@ -368,15 +369,6 @@ func lastLine(msg string) string {
 		}
 	}
 	return "no message"
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }
 
 // inClusterWhere says, of a live run driven by a pod of its in-cluster

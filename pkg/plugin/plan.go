@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -127,8 +126,7 @@ func (o *PlanOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		o.NodeGroup = args[0]
 	}
-	o.Given = map[string]bool{}
-	cmd.Flags().Visit(func(f *pflag.Flag) { o.Given[f.Name] = true })
+	o.Given = givenFlags(cmd)
 	s, err := plan.LookupStrategy(o.Strategy)
 	if err != nil {
 		return err
@@ -184,6 +182,17 @@ func (o *PlanOptions) connect() error {
 			o.context = raw.CurrentContext
 		}
 	}
+	return nil
+}
+
+// connectClient sets *client, unless a test set it, to the client the
+// kubectl connection flags make.
+func connectClient(configFlags *genericclioptions.ConfigFlags, client *kubernetes.Interface) error {
+	po := &PlanOptions{configFlags: configFlags, client: *client}
+	if err := po.connect(); err != nil {
+		return err
+	}
+	*client = po.client
 	return nil
 }
 

@@ -87,12 +87,8 @@ func (o *ReportOptions) Validate() error {
 
 // Run reads the node group's reports and prints them.
 func (o *ReportOptions) Run(ctx context.Context) error {
-	if o.client == nil {
-		po := &PlanOptions{configFlags: o.configFlags}
-		if err := po.connect(); err != nil {
-			return err
-		}
-		o.client = po.client
+	if err := connectClient(o.configFlags, &o.client); err != nil {
+		return err
 	}
 	sess := &session.Session{Client: o.client, StateNamespace: o.StateNamespace, IOStreams: o.IOStreams}
 	rep, err := sess.Reports().Report(ctx, o.NodeGroup, o.Runs)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -150,6 +151,14 @@ func runE(o completer) func(*cobra.Command, []string) error {
 		}
 		return o.Run(cmd.Context())
 	}
+}
+
+// givenFlags are the names of the flags given on cmd's command line: the
+// checks of flags that go together, or that a setting decides, ask it.
+func givenFlags(cmd *cobra.Command) map[string]bool {
+	given := map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { given[f.Name] = true })
+	return given
 }
 
 // argsAtMost is like cobra.MaximumNArgs whose failure is a usage error (exit 2).

@@ -186,12 +186,8 @@ func (o *StatusOptions) Validate() error {
 
 // Run prints the records, or follows one with -w.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	if o.client == nil {
-		po := &PlanOptions{configFlags: o.configFlags}
-		if err := po.connect(); err != nil {
-			return err
-		}
-		o.client = po.client
+	if err := connectClient(o.configFlags, &o.client); err != nil {
+		return err
 	}
 	if o.Watch {
 		return o.watch(ctx)

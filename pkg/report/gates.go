@@ -33,18 +33,11 @@ type GateVerdict struct {
 
 // writeGates lists the gates evaluated before the run's waves, in order.
 func writeGates(w io.Writer, run RunReport) error {
-	if len(run.Gates) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nGates before waves (UTC):")
-	t := output.NewTable(w, "Wave", "Soak from", "Soak", "Evaluated", "Gate", "Value", "Threshold", "Verdict")
-	for _, g := range run.Gates {
-		if err := t.Append(fmt.Sprint(g.Wave), clock(&g.SoakFrom), short(g.Soak), clock(g.Evaluated), output.OrNone(g.Gate),
-			output.OrNone(g.Value), output.OrNone(g.Threshold), gateVerdict(g)); err != nil {
-			return err
-		}
-	}
-	return t.Render()
+	header := []any{"Wave", "Soak from", "Soak", "Evaluated", "Gate", "Value", "Threshold", "Verdict"}
+	return writeSection(w, "Gates before waves (UTC):", header, run.Gates, func(g GateVerdict) []any {
+		return []any{fmt.Sprint(g.Wave), clock(&g.SoakFrom), short(g.Soak), clock(g.Evaluated), output.OrNone(g.Gate),
+			output.OrNone(g.Value), output.OrNone(g.Threshold), gateVerdict(g)}
+	})
 }
 
 // gateVerdict is a verdict's cell: pass, pending, or fail and why.

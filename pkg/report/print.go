@@ -72,57 +72,45 @@ func writeBlockers(w io.Writer, run RunReport) error {
 		_, err := fmt.Fprintln(w, "\nNo eviction was refused.")
 		return err
 	}
-	fmt.Fprintln(w, "\nTop blockers (refused evictions, by time held):")
-	t := output.NewTable(w, "Held", "Pod", "PDB", "Node", "Refusals")
-	for _, b := range run.Blockers {
-		if err := t.Append(short(b.Held), b.Pod, output.OrNone(b.PDB), b.Node, fmt.Sprint(b.Refusals)); err != nil {
-			return err
-		}
-	}
-	return t.Render()
+	return writeSection(w, "Top blockers (refused evictions, by time held):", []any{"Held", "Pod", "PDB", "Node", "Refusals"}, run.Blockers, func(b Blocker) []any {
+		return []any{short(b.Held), b.Pod, output.OrNone(b.PDB), b.Node, fmt.Sprint(b.Refusals)}
+	})
 }
 
 func writePhases(w io.Writer, run RunReport) error {
-	if len(run.PhaseTotals) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nPhases (over all attempts):")
-	t := output.NewTable(w, "Phase", "Took")
-	for _, p := range run.PhaseTotals {
-		if err := t.Append(p.Phase, short(p.Took)); err != nil {
-			return err
-		}
-	}
-	return t.Render()
+	return writeSection(w, "Phases (over all attempts):", []any{"Phase", "Took"}, run.PhaseTotals, func(p PhaseTotal) []any {
+		return []any{p.Phase, short(p.Took)}
+	})
 }
 
 func writeBatches(w io.Writer, run RunReport) error {
-	if len(run.Batches) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nBatches:")
-	t := output.NewTable(w, "Attempt", "Batch", "From", "To", "Took")
-	for _, b := range run.Batches {
-		if err := t.Append(fmt.Sprint(b.Attempt), fmt.Sprint(b.Batch), clock(&b.From), clock(&b.To), short(Duration(b.To.Sub(b.From)))); err != nil {
-			return err
-		}
-	}
-	return t.Render()
+	return writeSection(w, "Batches:", []any{"Attempt", "Batch", "From", "To", "Took"}, run.Batches, func(b BatchRow) []any {
+		return []any{fmt.Sprint(b.Attempt), fmt.Sprint(b.Batch), clock(&b.From), clock(&b.To), short(Duration(b.To.Sub(b.From)))}
+	})
 }
 
 func writeNodes(w io.Writer, run RunReport) error {
-	if len(run.Nodes) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nNodes (UTC):")
-	t := output.NewTable(w, "Node", "Attempt", "Batch", "Tainted", "Drain start", "Drained", "Held", "Removed", "Replacement", "Ready")
-	for _, n := range run.Nodes {
+	header := []any{"Node", "Attempt", "Batch", "Tainted", "Drain start", "Drained", "Held", "Removed", "Replacement", "Ready"}
+	return writeSection(w, "Nodes (UTC):", header, run.Nodes, func(n NodeReport) []any {
 		var held time.Duration
 		for _, b := range n.Blocks {
 			held += b.Held()
 		}
-		if err := t.Append(n.Name, fmt.Sprint(n.Attempt), batchCell(n.Batch), clock(n.Tainted), clock(n.DrainStart), clock(n.Drained), short(Duration(held)),
-			clock(n.Removed), output.OrNone(n.Replacement), clock(n.ReplacementReady)); err != nil {
+		return []any{n.Name, fmt.Sprint(n.Attempt), batchCell(n.Batch), clock(n.Tainted), clock(n.DrainStart), clock(n.Drained), short(Duration(held)),
+			clock(n.Removed), output.OrNone(n.Replacement), clock(n.ReplacementReady)}
+	})
+}
+
+// writeSection writes a section of the report: its title and a table of
+// header with a row per item; nothing where there is no item.
+func writeSection[T any](w io.Writer, title string, header []any, items []T, row func(T) []any) error {
+	if len(items) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\n"+title)
+	t := output.NewTable(w, header...)
+	for _, it := range items {
+		if err := t.Append(row(it)...); err != nil {
 			return err
 		}
 	}

@@ -150,6 +150,63 @@ func (f *field) varint() (uint64, error) {
 	return f.v, nil
 }
 
+// eachField calls fn with each field of message b in turn. The field is
+// given by value: a pointer to eachField's own would move it to the heap.
+// The loops that run for every pod (status, condition, the fields a
+// container is interned by) read in place instead: a call a field costs
+// them a tenth more.
+func eachField(b []byte, fn func(f field) error) error {
+	var f field
+	for i := 0; i < len(b); i = f.end {
+		if err := f.read(b, i); err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fieldSet is a set of field numbers below 64, a bit each.
+type fieldSet uint64
+
+func (s fieldSet) has(num protowire.Number) bool { return s&(1<<uint(num)) != 0 } // 0 past 63
+
+// scalars says how the decoder of one message takes its fields: those in
+// strs are length-delimited values, those in varints numbers or bools,
+// those in skipped are passed over (decoded apart, or what SlimPod drops),
+// and any other is merged into the message by its generated Unmarshal.
+type scalars struct {
+	strs, varints, skipped fieldSet
+}
+
+// take reads field f of message b as s says: the value of a field in strs
+// as v, in varints as n, with ok; a field skipped or merged by unmarshal
+// is not ok. The caller's switch on f.num sets what is ok.
+func (s scalars) take(b []byte, f *field, unmarshal func([]byte) error) (v []byte, n uint64, ok bool, err error) {
+	switch {
+	case s.strs.has(f.num):
+		v, err = f.bytes(b)
+	case s.varints.has(f.num):
+		n, err = f.varint()
+	case s.skipped.has(f.num):
+		return nil, 0, false, nil
+	default:
+		return nil, 0, false, unmarshal(b[f.start:f.end])
+	}
+	return v, n, err == nil, err
+}
+
+// fields is the set of field numbers nums.
+func fields(nums ...protowire.Number) fieldSet {
+	var s fieldSet
+	for _, n := range nums {
+		s |= 1 << uint(n)
+	}
+	return s
+}
+
 // skipGenerated returns the length of the field at the start of b as the
 // generated decoders skip an unknown field (a group's end need not match
 // its start).
@@ -215,11 +272,7 @@ func (in *interner) sb(b []byte) string {
 
 func (in *interner) decodePodFast(b []byte, p *corev1.Pod) error {
 	var seen [4]bool
-	var f field
-	for i := 0; i < len(b); i = f.end {
-		if err := f.read(b, i); err != nil {
-			return err
-		}
+	return eachField(b, func(f field) error {
 		if f.num < 1 || f.num > 3 || seen[f.num] {
 			return errIrregular // a message given twice is merged: left to Unmarshal
 		}
@@ -230,17 +283,12 @@ func (in *interner) decodePodFast(b []byte, p *corev1.Pod) error {
 		}
 		switch f.num {
 		case 1:
-			err = in.decodeMeta(v, &p.ObjectMeta)
+			return in.decodeMeta(v, &p.ObjectMeta)
 		case 2:
-			err = in.decodeSpec(v, &p.Spec)
-		default:
-			err = in.decodeStatus(v, &p.Status)
+			return in.decodeSpec(v, &p.Spec)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return in.decodeStatus(v, &p.Status)
+	})
 }
 
 // decodeMeta decodes an ObjectMeta as Unmarshal and slimMeta leave it.
@@ -286,94 +334,72 @@ func (in *interner) decodeMeta(b []byte, m *metav1.ObjectMeta) error {
 	return nil
 }
 
+// metaScalars are how metaField takes the fields of an ObjectMeta: labels,
+// annotations and owners are decoded apart, managedFields dropped.
+var metaScalars = scalars{strs: fields(1, 2, 3, 5, 6, 8, 9, 14), varints: fields(7, 10), skipped: fields(11, 12, 13, 17)}
+
 // metaField decodes field f of ObjectMeta b into m, but for labels,
 // annotations and owners, which decodeMeta decodes apart.
 func (in *interner) metaField(b []byte, f *field, m *metav1.ObjectMeta) error {
+	v, n, ok, err := metaScalars.take(b, f, m.Unmarshal)
+	if !ok {
+		return err
+	}
 	switch f.num {
-	case 1, 2, 3, 5, 6, 8, 9, 14:
-		v, err := f.bytes(b)
-		if err != nil {
-			return err
+	case 1:
+		m.Name = string(v)
+	case 2:
+		m.GenerateName = in.sb(v)
+	case 3:
+		m.Namespace = in.sb(v)
+	case 5:
+		m.UID = types.UID(v)
+	case 6:
+		m.ResourceVersion = string(v)
+	case 7:
+		m.Generation = int64(n)
+	case 8:
+		return m.CreationTimestamp.Unmarshal(v)
+	case 9:
+		if m.DeletionTimestamp == nil {
+			m.DeletionTimestamp = &metav1.Time{}
 		}
-		switch f.num {
-		case 1:
-			m.Name = string(v)
-		case 2:
-			m.GenerateName = in.sb(v)
-		case 3:
-			m.Namespace = in.sb(v)
-		case 5:
-			m.UID = types.UID(v)
-		case 6:
-			m.ResourceVersion = string(v)
-		case 8:
-			return m.CreationTimestamp.Unmarshal(v)
-		case 9:
-			if m.DeletionTimestamp == nil {
-				m.DeletionTimestamp = &metav1.Time{}
-			}
-			return m.DeletionTimestamp.Unmarshal(v)
-		case 14:
-			m.Finalizers = append(m.Finalizers, string(v))
-		}
-	case 7, 10:
-		v, err := f.varint()
-		if err != nil {
-			return err
-		}
-		if f.num == 7 {
-			m.Generation = int64(v)
-		} else {
-			n := int64(v)
-			m.DeletionGracePeriodSeconds = &n
-		}
-	case 11, 12, 13, 17: // labels, annotations and owners apart; managedFields dropped
-	default:
-		return m.Unmarshal(b[f.start:f.end])
+		return m.DeletionTimestamp.Unmarshal(v)
+	case 10:
+		seconds := int64(n)
+		m.DeletionGracePeriodSeconds = &seconds
+	case 14:
+		m.Finalizers = append(m.Finalizers, string(v))
 	}
 	return nil
 }
 
+var ownerScalars = scalars{strs: fields(1, 3, 4, 5), varints: fields(6, 7)}
+
 func (in *interner) decodeOwner(b []byte, r *metav1.OwnerReference) error {
-	var f field
-	for i := 0; i < len(b); i = f.end {
-		if err := f.read(b, i); err != nil {
+	return eachField(b, func(f field) error {
+		v, n, ok, err := ownerScalars.take(b, &f, r.Unmarshal)
+		if !ok {
 			return err
 		}
 		switch f.num {
-		case 1, 3, 4, 5:
-			v, err := f.bytes(b)
-			if err != nil {
-				return err
-			}
-			switch f.num {
-			case 1:
-				r.Kind = in.sb(v)
-			case 3:
-				r.Name = in.sb(v)
-			case 4:
-				r.UID = types.UID(in.sb(v))
-			case 5:
-				r.APIVersion = in.sb(v)
-			}
-		case 6, 7:
-			v, err := f.varint()
-			if err != nil {
-				return err
-			}
-			set := v != 0
-			if f.num == 6 {
-				r.Controller = &set
-			} else {
-				r.BlockOwnerDeletion = &set
-			}
-		default:
-			if err := r.Unmarshal(b[f.start:f.end]); err != nil {
-				return err
-			}
+		case 1:
+			r.Kind = in.sb(v)
+		case 3:
+			r.Name = in.sb(v)
+		case 4:
+			r.UID = types.UID(in.sb(v))
+		case 5:
+			r.APIVersion = in.sb(v)
+		case 6:
+			set := n != 0
+			r.Controller = &set
+		case 7:
+			set := n != 0
+			r.BlockOwnerDeletion = &set
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // entryKey returns the key of a map entry as the generated decoder reads
@@ -536,29 +562,27 @@ func (in *interner) decodeSpec(b []byte, sp *corev1.PodSpec) error {
 	return nil
 }
 
+// specScalars are how specField takes the fields of a PodSpec: those
+// decodeSpec decodes apart and those SlimPod drops (dropPodSpec) skipped.
+var specScalars = scalars{
+	varints: fields(4, 25, 11, 12, 13, 21, 27, 30, 35, 37),
+	strs:    fields(3, 6, 8, 9, 10, 16, 17, 19, 24, 31),
+	skipped: fields(1, 2, 7, 18, 20, 22, 14, 15, 23, 26, 33, 34, 39),
+}
+
 // specField decodes field f of PodSpec b into sp, but for those
 // decodeSpec decodes apart and those SlimPod drops.
 func (in *interner) specField(b []byte, f *field, sp *corev1.PodSpec) error {
-	switch f.num {
-	case 4, 25, 11, 12, 13, 21, 27, 30, 35, 37:
-		v, err := f.varint()
-		if err != nil {
-			return err
-		}
-		in.specVarint(f.num, v, sp)
-		return nil
-	case 3, 6, 8, 9, 10, 16, 17, 19, 24, 31:
-		v, err := f.bytes(b)
-		if err != nil {
-			return err
-		}
+	v, n, ok, err := specScalars.take(b, f, sp.Unmarshal)
+	switch {
+	case !ok:
+		return err
+	case specScalars.varints.has(f.num):
+		in.specVarint(f.num, n, sp)
+	default:
 		in.specString(f.num, v, sp)
-		return nil
-	case 1, 2, 7, 18, 20, 22, // decoded apart, by decodeSpec
-		14, 15, 23, 26, 33, 34, 39: // what SlimPod drops (dropPodSpec)
-		return nil
 	}
-	return sp.Unmarshal(b[f.start:f.end])
+	return nil
 }
 
 // specVarint sets PodSpec field num, a number or a bool, to v; the
@@ -642,39 +666,29 @@ func (in *interner) boolPointer(v uint64) *bool {
 // decodeAffinity merges into sp the required node affinity of an
 // affinity, the only part SlimPod keeps.
 func decodeAffinity(b []byte, sp *corev1.PodSpec) error {
-	var f field
-	for i := 0; i < len(b); i = f.end {
-		if err := f.read(b, i); err != nil {
-			return err
-		}
-		if f.num != 1 {
-			continue
-		}
-		nodeAffinity, err := f.bytes(b)
-		if err != nil {
-			return err
-		}
-		var nf field
-		for j := 0; j < len(nodeAffinity); j = nf.end {
-			if err := nf.read(nodeAffinity, j); err != nil {
-				return err
-			}
-			if nf.num != 1 {
-				continue
-			}
-			v, err := nf.bytes(nodeAffinity)
-			if err != nil {
-				return err
-			}
+	return eachValueOf(b, 1, func(nodeAffinity []byte) error {
+		return eachValueOf(nodeAffinity, 1, func(v []byte) error {
 			if sp.Affinity == nil {
 				sp.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}
 			}
-			if err := sp.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.Unmarshal(v); err != nil {
-				return err
-			}
+			return sp.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.Unmarshal(v)
+		})
+	})
+}
+
+// eachValueOf calls fn with each value of length-delimited field num of
+// message b.
+func eachValueOf(b []byte, num protowire.Number, fn func(v []byte) error) error {
+	return eachField(b, func(f field) error {
+		if f.num != num {
+			return nil
 		}
-	}
-	return nil
+		v, err := f.bytes(b)
+		if err != nil {
+			return err
+		}
+		return fn(v)
+	})
 }
 
 // affinity returns the interned affinity of the affinity fields among the
@@ -751,7 +765,7 @@ func (in *interner) values(b []byte, fs []field, num protowire.Number, keep func
 			if err := f.read(v, i); err != nil {
 				return err
 			}
-			if decoded&(1<<f.num) != 0 { // 0 past 63: not decoded
+			if fieldSet(decoded).has(f.num) {
 				in.raw = append(in.raw, v[f.start:f.end]...)
 			}
 		}
@@ -796,72 +810,46 @@ func volumeSource(num protowire.Number) bool { return num == 2 || num == 10 || n
 // volumeKept says whether slimVolumes keeps the volume b.
 func volumeKept(b []byte) (bool, error) {
 	kept := false
-	var f field
-	for i := 0; i < len(b); i = f.end {
-		if err := f.read(b, i); err != nil {
-			return false, err
-		}
-		if f.num != 2 {
-			continue
-		}
-		src, err := f.bytes(b)
-		if err != nil {
-			return false, err
-		}
-		var sf field
-		for j := 0; j < len(src); j = sf.end {
-			if err := sf.read(src, j); err != nil {
-				return false, err
-			}
+	err := eachValueOf(b, 2, func(src []byte) error {
+		return eachField(src, func(sf field) error {
 			kept = kept || volumeSource(sf.num)
-		}
-	}
-	return kept, nil
+			return nil
+		})
+	})
+	return kept, err
 }
 
 // decodeVolume decodes a volume as slimVolumes keeps it.
 func (in *interner) decodeVolume(b []byte, vol *corev1.Volume) error {
 	sources := 0
 	var name []byte
-	var f field
-	for i := 0; i < len(b); i = f.end {
-		if err := f.read(b, i); err != nil {
+	err := eachField(b, func(f field) error {
+		if f.num != 1 && f.num != 2 {
+			return nil
+		}
+		v, err := f.bytes(b)
+		if err != nil {
 			return err
 		}
-		switch f.num {
-		case 1:
-			v, err := f.bytes(b)
-			if err != nil {
-				return err
-			}
+		if f.num == 1 {
 			name = v
-		case 2:
-			if sources++; sources > 1 {
-				return errIrregular // merged sources: left to Unmarshal
-			}
-			v, err := f.bytes(b)
-			if err != nil {
-				return err
-			}
-			if err := decodeVolumeSource(v, &vol.VolumeSource); err != nil {
-				return err
-			}
+			return nil
 		}
-	}
+		if sources++; sources > 1 {
+			return errIrregular // merged sources: left to Unmarshal
+		}
+		return decodeVolumeSource(v, &vol.VolumeSource)
+	})
 	vol.Name = in.sb(name)
-	return nil
+	return err
 }
 
 // decodeVolumeSource decodes the sources of volume source b that
 // slimVolumes keeps into src.
 func decodeVolumeSource(b []byte, src *corev1.VolumeSource) error {
-	var f field
-	for i := 0; i < len(b); i = f.end {
-		if err := f.read(b, i); err != nil {
-			return err
-		}
+	return eachField(b, func(f field) error {
 		if !volumeSource(f.num) {
-			continue
+			return nil
 		}
 		v, err := f.bytes(b)
 		if err != nil {
@@ -872,23 +860,18 @@ func decodeVolumeSource(b []byte, src *corev1.VolumeSource) error {
 			if src.EmptyDir == nil {
 				src.EmptyDir = &corev1.EmptyDirVolumeSource{}
 			}
-			err = src.EmptyDir.Unmarshal(v)
+			return src.EmptyDir.Unmarshal(v)
 		case 10:
 			if src.PersistentVolumeClaim == nil {
 				src.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{}
 			}
-			err = src.PersistentVolumeClaim.Unmarshal(v)
-		default:
-			if src.Ephemeral == nil {
-				src.Ephemeral = &corev1.EphemeralVolumeSource{}
-			}
-			err = src.Ephemeral.Unmarshal(v)
+			return src.PersistentVolumeClaim.Unmarshal(v)
 		}
-		if err != nil {
-			return err
+		if src.Ephemeral == nil {
+			src.Ephemeral = &corev1.EphemeralVolumeSource{}
 		}
-	}
-	return nil
+		return src.Ephemeral.Unmarshal(v)
+	})
 }
 
 // containerFields are the fields of a Container decodeContainer reads, a
@@ -898,13 +881,9 @@ const containerFields uint64 = 1<<1 | 1<<8 | 1<<11 | 1<<12 | 1<<24
 // decodeContainer decodes a container as slimContainers keeps it.
 func (in *interner) decodeContainer(b []byte, c *corev1.Container) error {
 	resources := false
-	var f field
-	for i := 0; i < len(b); i = f.end {
-		if err := f.read(b, i); err != nil {
-			return err
-		}
-		if containerFields&(1<<f.num) == 0 {
-			continue
+	return eachField(b, func(f field) error {
+		if !fieldSet(containerFields).has(f.num) {
+			return nil
 		}
 		v, err := f.bytes(b)
 		if err != nil {
@@ -933,73 +912,54 @@ func (in *interner) decodeContainer(b []byte, c *corev1.Container) error {
 			p := corev1.ContainerRestartPolicy(v)
 			c.RestartPolicy = &p
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
+var tolerationScalars = scalars{strs: fields(1, 2, 3, 4), varints: fields(5)}
+
 func (in *interner) decodeToleration(b []byte, t *corev1.Toleration) error {
-	var f field
-	for i := 0; i < len(b); i = f.end {
-		if err := f.read(b, i); err != nil {
+	return eachField(b, func(f field) error {
+		v, n, ok, err := tolerationScalars.take(b, &f, t.Unmarshal)
+		if !ok {
 			return err
 		}
 		switch f.num {
-		case 1, 2, 3, 4:
-			v, err := f.bytes(b)
-			if err != nil {
-				return err
-			}
-			switch f.num {
-			case 1:
-				t.Key = in.sb(v)
-			case 2:
-				t.Operator = corev1.TolerationOperator(in.sb(v))
-			case 3:
-				t.Value = in.sb(v)
-			case 4:
-				t.Effect = corev1.TaintEffect(in.sb(v))
-			}
+		case 1:
+			t.Key = in.sb(v)
+		case 2:
+			t.Operator = corev1.TolerationOperator(in.sb(v))
+		case 3:
+			t.Value = in.sb(v)
+		case 4:
+			t.Effect = corev1.TaintEffect(in.sb(v))
 		case 5:
-			v, err := f.varint()
-			if err != nil {
-				return err
-			}
-			n := int64(v)
-			t.TolerationSeconds = &n
-		default:
-			if err := t.Unmarshal(b[f.start:f.end]); err != nil {
-				return err
-			}
+			seconds := int64(n)
+			t.TolerationSeconds = &seconds
 		}
-	}
-	return nil
+		return nil
+	})
 }
+
+// statusScalars are how decodeStatus takes the fields of a PodStatus:
+// what SlimPod drops (dropPodStatus) skipped; 7 startTime stays.
+var statusScalars = scalars{strs: fields(1, 2, 9), skipped: fields(3, 5, 6, 8, 10, 12, 13, 15, 16)}
 
 // decodeStatus decodes a PodStatus as Unmarshal and SlimPod leave it.
 func (in *interner) decodeStatus(b []byte, st *corev1.PodStatus) error {
 	var ready []byte
 	isReady := false
-	var f field
+	var f field // read in place, not by eachField: this runs for every pod
 	for i := 0; i < len(b); i = f.end {
 		if err := f.read(b, i); err != nil {
 			return err
 		}
-		switch f.num {
-		case 1, 2, 9:
-		case 3, 5, 6, 8, 10, 12, 13, 15, 16: // what SlimPod drops (dropPodStatus); 7 startTime stays
-			continue
-		default:
-			if err := st.Unmarshal(b[f.start:f.end]); err != nil {
+		v, _, ok, err := statusScalars.take(b, &f, st.Unmarshal)
+		if !ok {
+			if err != nil {
 				return err
 			}
 			continue
-		}
-		v, err := f.bytes(b)
-		if err != nil {
-			return err
 		}
 		switch f.num {
 		case 1:
@@ -1035,17 +995,14 @@ func condition(b []byte) (typ, status []byte, err error) {
 		if err := f.read(b, i); err != nil {
 			return nil, nil, err
 		}
-		if f.num != 1 && f.num != 2 {
-			continue
+		switch f.num {
+		case 1:
+			typ, err = f.bytes(b)
+		case 2:
+			status, err = f.bytes(b)
 		}
-		v, err := f.bytes(b)
 		if err != nil {
 			return nil, nil, err
-		}
-		if f.num == 1 {
-			typ = v
-		} else {
-			status = v
 		}
 	}
 	return typ, status, nil

@@ -338,14 +338,7 @@ func (t *retryTransport) wait(ctx context.Context, d time.Duration) error {
 	if t.opts.sleep != nil {
 		return t.opts.sleep(ctx, d)
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
+	return Sleep(ctx, d)
 }
 
 func (t *retryTransport) report(req *http.Request, n RetryNotice) {

@@ -15,6 +15,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // The tags that mark an agent pool as the green of a blue/green run: the
@@ -360,7 +361,7 @@ func (b *PoolBlueGreen) waitGreen(ctx context.Context, name string) error {
 				return fmt.Errorf("cannot create agent pool %q: AKS left it %s; run again to have AKS finish it (a PUT of the pool again), or roll back to delete it", name, st)
 			}
 		}
-		if err := sleep(ctx, b.blue.c.pollEvery); err != nil {
+		if err := transport.Sleep(ctx, b.blue.c.pollEvery); err != nil {
 			return err
 		}
 	}
@@ -391,7 +392,7 @@ func (b *PoolBlueGreen) DeleteGroup(ctx context.Context, group string) error {
 				return err
 			}
 		}
-		if err := sleep(ctx, a.c.pollEvery); err != nil {
+		if err := transport.Sleep(ctx, a.c.pollEvery); err != nil {
 			return err
 		}
 	}

@@ -152,21 +152,7 @@ func (aksCloud) Open(ctx context.Context, client kubernetes.Interface, nodes []c
 
 // poolOf is the one agent pool the nodes' label names.
 func poolOf(nodes []corev1.Node) (string, error) {
-	name := ""
-	for i := range nodes {
-		p := nodes[i].Labels[AgentPoolLabel]
-		switch {
-		case p == "":
-			return "", inputErrorf("node %q carries no %s label, so it is no AKS agent pool's; narrow the nodes with --selector or use another --provider", nodes[i].Name, AgentPoolLabel)
-		case name != "" && p != name:
-			return "", inputErrorf("the nodes belong to AKS agent pools %q and %q; AKS upgrades one pool at a time: select one", name, p)
-		}
-		name = p
-	}
-	if name == "" {
-		return "", inputErrorf("no node to find an AKS agent pool from")
-	}
-	return name, nil
+	return cloud.PoolOf(nodes, AgentPoolLabel, "AKS", "agent pool")
 }
 
 // clusterID names a managed cluster.

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -19,6 +18,7 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/azarm"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // The pool's provisioning states AKS reports while an operation runs on
@@ -89,7 +89,7 @@ func (a *AgentPool) Configure(ctx context.Context, s plan.UpdateSettings) error 
 			continue
 		}
 		if busy(err) { // this pool's operation, or another pool's: wait
-			if err := sleep(ctx, a.c.pollEvery); err != nil {
+			if err := transport.Sleep(ctx, a.c.pollEvery); err != nil {
 				return err
 			}
 			continue
@@ -144,20 +144,9 @@ func (a *AgentPool) settle(ctx context.Context) error {
 		} else if err == nil && !busyState(st) {
 			return nil
 		}
-		if err := sleep(ctx, a.c.pollEvery); err != nil {
+		if err := transport.Sleep(ctx, a.c.pollEvery); err != nil {
 			return err
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

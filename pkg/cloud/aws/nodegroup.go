@@ -6,8 +6,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
@@ -156,18 +154,17 @@ func (n *NodeGroup) Current(m plan.Machine, version string) bool {
 // RemoveNode implements cloud.Provider: the instance is terminated and the
 // group launches a replacement from the target version.
 func (n *NodeGroup) RemoveNode(ctx context.Context, node string) error {
-	id, err := n.instanceOf(ctx, node)
-	if err != nil || id == "" {
-		return err
-	}
-	if err := n.API.refuseWarm(ctx, id, node); err != nil {
-		return err
-	}
-	return n.API.Terminate(ctx, id)
+	return n.terminate(ctx, node, n.API.Terminate)
 }
 
 // Shrink implements cloud.Scaler.
 func (n *NodeGroup) Shrink(ctx context.Context, node string) error {
+	return n.terminate(ctx, node, n.API.TerminateShrink)
+}
+
+// terminate ends the instance of node with how (replaced by the group, or
+// the group shrunk); nothing when the node is gone already.
+func (n *NodeGroup) terminate(ctx context.Context, node string, how func(ctx context.Context, id string) error) error {
 	id, err := n.instanceOf(ctx, node)
 	if err != nil || id == "" {
 		return err
@@ -175,7 +172,7 @@ func (n *NodeGroup) Shrink(ctx context.Context, node string) error {
 	if err := n.API.refuseWarm(ctx, id, node); err != nil {
 		return err
 	}
-	return n.API.TerminateShrink(ctx, id)
+	return how(ctx, id)
 }
 
 // instanceOf reads a node's instance ID; "" when the node is gone already
@@ -186,12 +183,9 @@ func (n *NodeGroup) instanceOf(ctx context.Context, node string) (string, error)
 
 // instanceOfNode reads a node's instance ID; "" when the node is gone.
 func instanceOfNode(ctx context.Context, client kubernetes.Interface, node string) (string, error) {
-	obj, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		if isNodeNotFound(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("error when reading node %q: %w", node, err)
+	obj, err := cloud.NodeOf(ctx, client, node)
+	if err != nil || obj == nil {
+		return "", err
 	}
 	_, id, ok := InstanceIDFromProviderID(obj.Spec.ProviderID)
 	if !ok {
@@ -199,8 +193,6 @@ func instanceOfNode(ctx context.Context, client kubernetes.Interface, node strin
 	}
 	return id, nil
 }
-
-func isNodeNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 var _ cloud.BlueGreen = (*NodeGroup)(nil)
 

@@ -354,12 +354,9 @@ func (n *NodeGroup) Current(m plan.Machine, version string) bool {
 // nodeInstance reads a node: its instance, the group that manages it, and
 // the node's UID; an empty name when the node is gone already.
 func (n *NodeGroup) nodeInstance(ctx context.Context, node string) (name, zone string, mi *compute.ManagedInstance, m MIG, uid string, err error) {
-	obj, err := n.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return "", "", nil, MIG{}, "", nil
-	}
-	if err != nil {
-		return "", "", nil, MIG{}, "", fmt.Errorf("error when reading node %q: %w", node, err)
+	obj, err := cloud.NodeOf(ctx, n.Client, node)
+	if err != nil || obj == nil {
+		return "", "", nil, MIG{}, "", err
 	}
 	_, zone, name, ok := InstanceFromProviderID(obj.Spec.ProviderID)
 	if !ok {

@@ -125,21 +125,7 @@ func (gkeCloud) Open(ctx context.Context, _ kubernetes.Interface, nodes []corev1
 
 // poolOf is the one node pool the nodes' label names.
 func poolOf(nodes []corev1.Node) (string, error) {
-	name := ""
-	for i := range nodes {
-		p := nodes[i].Labels[NodePoolLabel]
-		switch {
-		case p == "":
-			return "", inputErrorf("node %q carries no %s label, so it is no GKE node pool's; narrow the nodes with --selector or use another --provider", nodes[i].Name, NodePoolLabel)
-		case name != "" && p != name:
-			return "", inputErrorf("the nodes belong to GKE node pools %q and %q; GKE upgrades one pool at a time: select one", name, p)
-		}
-		name = p
-	}
-	if name == "" {
-		return "", inputErrorf("no node to find a GKE node pool from")
-	}
-	return name, nil
+	return cloud.PoolOf(nodes, NodePoolLabel, "GKE", "node pool")
 }
 
 // clusterOf finds the cluster: the flags, else the cluster-name and

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud/internal/gcperr"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/transport"
 )
 
 // API is the Google API a client talks to, which decides what of its calls
@@ -104,7 +105,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 		}
-		if err := sleep(req.Context(), pause); err != nil {
+		if err := transport.Sleep(req.Context(), pause); err != nil {
 			return nil, err
 		}
 	}
@@ -122,15 +123,6 @@ func unreachable(req *http.Request, err error) error {
 		return err
 	}
 	return &cloud.UnreachableError{Cloud: "Google Cloud", Endpoint: req.URL.Host, Settings: endpointSettings, Err: err}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }
 
 // retryAfter is the pause an answer asks for (Retry-After in seconds), at
