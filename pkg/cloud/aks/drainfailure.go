@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plan"
@@ -20,6 +21,20 @@ var (
 	evictedPod = regexp.MustCompile(`evicting pod (\S+)`)
 )
 
+// poolNodes is what a failed update's report reads of the pool's nodes
+// in the cluster: the pool, its count and undrainableNodeBehavior.
+type poolNodes struct {
+	kube     kubernetes.Interface
+	pool     string
+	count    int32
+	behavior string
+}
+
+// poolNodesOf is the pool as a failure report reads it.
+func poolNodesOf(a *AgentPool) poolNodes {
+	return poolNodes{kube: a.kube, pool: a.name, count: a.count(), behavior: a.raw.extra.UndrainableNodeBehavior}
+}
+
 // withDrain adds to a drain failure AKS reports what AKS says and did:
 // the pod and PDB its message names and, under undrainableNodeBehavior
 // Schedule (the default), what it does on giving up: "AKS will mark the
@@ -28,11 +43,11 @@ var (
 // (UndrainableNodeBehavior, the REST spec's 2025-05-01;
 // https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-cluster#optimize-upgrades-to-improve-performance-and-minimize-disruptions).
 // Best effort, so what it did is read from the cluster, not assumed.
-func (a *AgentPool) withDrain(ctx context.Context, e cloud.UpdateError) cloud.UpdateError {
+func (a poolNodes) withDrain(ctx context.Context, e cloud.UpdateError) cloud.UpdateError {
 	if e.Code != cloud.CodePodEviction || len(e.Nodes) == 0 {
 		return e
 	}
-	d := &plan.ServiceDrainFailure{Node: e.Nodes[0], Behavior: a.raw.extra.UndrainableNodeBehavior}
+	d := &plan.ServiceDrainFailure{Node: e.Nodes[0], Behavior: a.behavior}
 	if d.Behavior == "" {
 		d.Behavior = undrainableSchedule
 	}
@@ -53,8 +68,8 @@ func (a *AgentPool) withDrain(ctx context.Context, e cloud.UpdateError) cloud.Up
 
 // afterGivingUp reads from the cluster whether the node is schedulable
 // and the pool down to its count: AKS's surge nodes deleted.
-func (a *AgentPool) afterGivingUp(ctx context.Context, node string) (schedulable, surgeRemoved bool) {
-	list, err := a.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: AgentPoolLabel + "=" + a.name})
+func (a poolNodes) afterGivingUp(ctx context.Context, node string) (schedulable, surgeRemoved bool) {
+	list, err := a.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: AgentPoolLabel + "=" + a.pool})
 	if err != nil {
 		return false, false
 	}
@@ -63,17 +78,17 @@ func (a *AgentPool) afterGivingUp(ctx context.Context, node string) (schedulable
 			schedulable = !n.Spec.Unschedulable
 		}
 	}
-	return schedulable, len(list.Items) <= int(a.count())
+	return schedulable, len(list.Items) <= int(a.count)
 }
 
 // withLaunch adds to AKS's refusal of the upgrade's new nodes whether it
 // drained any node first, read from the cluster: none of the pool's nodes
 // cordoned is a failure before any drain, the pool as it was.
-func (a *AgentPool) withLaunch(ctx context.Context, e cloud.UpdateError) cloud.UpdateError {
+func (a poolNodes) withLaunch(ctx context.Context, e cloud.UpdateError) cloud.UpdateError {
 	if e.Code != cloud.CodeNodeCreation || a.kube == nil {
 		return e
 	}
-	list, err := a.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: AgentPoolLabel + "=" + a.name})
+	list, err := a.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: AgentPoolLabel + "=" + a.pool})
 	if err != nil {
 		return e
 	}

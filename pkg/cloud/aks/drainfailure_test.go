@@ -45,7 +45,7 @@ func TestDrainFailureSaysWhatAKSDid(t *testing.T) {
 			count := int32(3)
 			a := &AgentPool{name: "pool", kube: kube, raw: rawPool{extra: upgradeExtra{UndrainableNodeBehavior: tc.behavior}},
 				pool: armcs.AgentPool{Properties: &armcs.ManagedClusterAgentPoolProfileProperties{Count: &count}}}
-			got := a.withDrain(context.Background(), failure(opStatus{Error: &struct {
+			got := poolNodesOf(a).withDrain(context.Background(), failure(opStatus{Error: &struct {
 				Code    string `json:"code"`
 				Message string `json:"message"`
 			}{"UpgradeFailed", msg}}))
@@ -73,8 +73,7 @@ func TestLaunchFailureSaysNothingWasDrained(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "aks-pool-1", Labels: map[string]string{AgentPoolLabel: "pool"}}}
 			n.Spec.Unschedulable = tc.cordoned
-			a := &AgentPool{name: "pool", kube: fake.NewClientset(n)}
-			got := a.withLaunch(context.Background(), cloud.UpdateError{Code: tc.code, Message: "SkuNotAvailable: not available"})
+			got := poolNodes{kube: fake.NewClientset(n), pool: "pool"}.withLaunch(context.Background(), cloud.UpdateError{Code: tc.code, Message: "SkuNotAvailable: not available"})
 			if strings.Contains(got.Message, "before it drained any node") != tc.before {
 				t.Errorf("message %q: want it to say it came before any drain: %v", got.Message, tc.before)
 			}

@@ -32,7 +32,7 @@ func busyState(st string) bool { return runningStates[st] || otherOperationState
 
 // unknownState is the error of a pool in a state AKS does not document:
 // neither an end to go on from nor an operation to wait for.
-func (a *AgentPool) unknownState(st string) error {
+func unknownState(a *AgentPool, st string) error {
 	return &Error{Msg: fmt.Sprintf("AKS reports %s in provisioning state %q, which the plugin does not know as an end or a running operation: it changes nothing; look at the pool (\"az aks nodepool show --cluster-name %s --resource-group %s --name %s\") and run the same command again once it is Succeeded",
 		a, st, a.id.name, a.id.group, a.name)}
 }

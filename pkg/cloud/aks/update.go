@@ -140,7 +140,7 @@ func (a *AgentPool) settle(ctx context.Context) error {
 		if err := a.refresh(ctx); err != nil && !cloud.Transient(err) {
 			return err
 		} else if st := str(a.pool.Properties.ProvisioningState); err == nil && !knownState(st) {
-			return a.unknownState(st)
+			return unknownState(a, st)
 		} else if err == nil && !busyState(st) {
 			return nil
 		}
@@ -258,7 +258,7 @@ func (a *AgentPool) Progress(ctx context.Context, id string) (cloud.UpdateProgre
 	var doc opStatus
 	if id == poolUpdateID {
 		if !knownState(st) {
-			return p, a.unknownState(st)
+			return p, unknownState(a, st)
 		}
 		doc.Status = map[bool]string{true: "InProgress", false: st}[busyState(st)]
 	} else if err := a.getOperation(ctx, id, &doc); err != nil {
@@ -269,7 +269,8 @@ func (a *AgentPool) Progress(ctx context.Context, id string) (cloud.UpdateProgre
 		p.State = cloud.UpdateSucceeded
 	case "Failed":
 		p.State = cloud.UpdateFailed
-		p.Errors = []cloud.UpdateError{a.withLaunch(ctx, a.withDrain(ctx, failure(doc)))}
+		nodes := poolNodesOf(a)
+		p.Errors = []cloud.UpdateError{nodes.withLaunch(ctx, nodes.withDrain(ctx, failure(doc)))}
 	case "Canceled":
 		p.State = cloud.UpdateCancelled
 		if q := a.quarantined(ctx); len(q) > 0 {

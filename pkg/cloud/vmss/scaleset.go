@@ -308,15 +308,12 @@ func imagePatch(img armcompute.ImageReference) armcompute.VirtualMachineScaleSet
 // refusedScaleUp ends a scale-up Compute refused for its quota or
 // capacity (azarm.LaunchRefused): no instance was added and the run has
 // drained nothing yet, so it stops there with NodeCreationFailure (exit
-// 7), naming Compute's code and words, the model put back (undoSetup).
-func (s *ScaleSet) refusedScaleUp(ctx context.Context, name string, n int64, code, msg string, cause error) error {
-	had := s.before
-	if err := s.undoSetup(ctx, name, cause); err != cause {
-		return err
-	}
+// 7), naming Compute's code and words and whether undoSetup put the model
+// back at the image it had.
+func refusedScaleUp(name string, n int64, putBack *armcompute.ImageReference, code, msg string, cause error) error {
 	done := "no instance was added and no node drained"
-	if had != nil && s.before == nil {
-		done += fmt.Sprintf("; the model is back at image %q", ImageString(had))
+	if putBack != nil {
+		done += fmt.Sprintf("; the model is back at image %q", ImageString(putBack))
 	}
 	fix := "use another VM size or zone, or free the capacity, then run again"
 	if azarm.QuotaExceeded(cause) {
@@ -410,7 +407,14 @@ func (s *ScaleSet) resize(ctx context.Context, name string, n int64) error {
 		case c < n:
 			err := s.patch(ctx, name, armcompute.VirtualMachineScaleSetUpdate{SKU: &armcompute.SKU{Capacity: to.Ptr(n)}})
 			if code, msg, refused := azarm.LaunchRefusal(err); refused {
-				return false, s.refusedScaleUp(ctx, name, n, code, msg, err)
+				had := s.before
+				if uerr := s.undoSetup(ctx, name, err); uerr != err {
+					return false, uerr
+				}
+				if s.before != nil {
+					had = nil // the model was not put back
+				}
+				return false, refusedScaleUp(name, n, had, code, msg, err)
 			}
 			return false, err
 		}
