@@ -102,10 +102,11 @@ func TestCommandHooks(t *testing.T) {
 		{name: "a hook past --hook-timeout is killed with what it started",
 			hooks: func(dir string) plan.Hooks {
 				late := filepath.Join(dir, "log")
-				return plan.Hooks{PreTerminate: fmt.Sprintf("(sleep 2; echo late >> %q) & echo started; sleep 30", late), Timeout: plan.Duration(500 * time.Millisecond)}
+				return plan.Hooks{PreTerminate: fmt.Sprintf("(sleep 3; echo late >> %q) & echo started; sleep 30", late), Timeout: plan.Duration(1500 * time.Millisecond)}
 			},
-			wantHook: plan.HookPreTerminate, wantPodsLeft: 1, settle: 2500 * time.Millisecond,
-			wantErr: []string{`pre-terminate hook on node "<first>": timed out after 500ms, killed (last output: started)`, "raise --hook-timeout"}},
+			wantHook: plan.HookPreTerminate, wantPodsLeft: 1, settle: 3500 * time.Millisecond,
+			// 1.5s, not less: a loaded machine took over 500ms to echo
+			wantErr: []string{`pre-terminate hook on node "<first>": timed out after 1.5s, killed (last output: started)`, "raise --hook-timeout"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
