@@ -23,6 +23,23 @@ type CapacityPlan struct {
 	// InstanceType is the group's machines' type where the provider read
 	// it, by which Plan.Cost prices the added nodes.
 	InstanceType string `json:"instanceType,omitempty"`
+	// Reservations are those --reserve-surge makes before the first
+	// scale-up (the surge strategy: before each batch's), per zone and
+	// instance type; the plan makes none.
+	Reservations []Reservation `json:"reservations,omitempty"`
+}
+
+// FirstRaise is by how many machines the run's first scale-up raises the
+// group: the eks strategy's scale-up, or the surge strategy's first
+// batch; 0 where the run raises it by none.
+func (p *Plan) FirstRaise() int32 {
+	if p.Cloud != nil && p.Cloud.ScaleUp > 0 {
+		return p.Cloud.ScaleUp
+	}
+	if p.MaxSurge > 0 && len(p.Batches) > 0 {
+		return int32(min(p.MaxSurge, len(p.Batches[0].Nodes)))
+	}
+	return 0
 }
 
 // QuotaUse is one shared limit: how much of it the run needs on top of what
@@ -140,7 +157,19 @@ func (c *CapacityPlan) Line() string {
 	if len(c.Unprovable) > 0 {
 		parts = append(parts, fmt.Sprintf("%d not proven (capacity-unprovable)", len(c.Unprovable)))
 	}
+	if rs := reservationsText(c.Reservations); rs != "" {
+		parts = append(parts, "--reserve-surge reserves "+rs+" before each scale-up, released once its nodes are Ready")
+	}
 	return strings.Join(parts, "; ")
+}
+
+// reservationsText lists reservations: "1 m5.large in zone us-east-1a".
+func reservationsText(rs []Reservation) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%d %s in zone %s", r.Count, r.InstanceType, r.Zone)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func limitText(limit int64) string {
