@@ -23,7 +23,7 @@ func proveCapacity(ctx context.Context, p cloud.Provider, pl *plan.Plan) error {
 	if err != nil {
 		c = &plan.CapacityPlan{Unprovable: []string{oneLineOf(err)}}
 	}
-	pl.Capacity = c
+	c.Added, pl.Capacity = added, c
 	pl.AddFindings(c.Findings(pl)...)
 	rs, ok := p.(cloud.SurgeReserver)
 	if !ok || !rs.ReservesSurge() || pl.FirstRaise() <= 0 {

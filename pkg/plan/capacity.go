@@ -27,6 +27,49 @@ type CapacityPlan struct {
 	// scale-up (the surge strategy: before each batch's), per zone and
 	// instance type; the plan makes none.
 	Reservations []Reservation `json:"reservations,omitempty"`
+	// Added is how many nodes the run adds at its peak, for which the
+	// limits are proven.
+	Added int32 `json:"added,omitempty"`
+	// Reserved are the capacity reservations that exist in the group's
+	// zones for its instance type with places free (aws: On-Demand
+	// Capacity Reservations); the added nodes launch in the open ones.
+	Reserved []ReservedCapacity `json:"reserved,omitempty"`
+}
+
+// ReservedCapacity is an existing reservation's free places.
+type ReservedCapacity struct {
+	ID           string `json:"id"`
+	Zone         string `json:"zone"`
+	InstanceType string `json:"instanceType"`
+	Available    int32  `json:"available"`
+	// Open says any matching launch uses it; a targeted one serves only
+	// launches that name it.
+	Open bool `json:"open"`
+}
+
+// reservedText says how many of the added nodes launch in the open
+// reservations' free places at most, and names the targeted ones, which
+// only launches that name them use; "" with none.
+func (c *CapacityPlan) reservedText() string {
+	var free int32
+	var open, targeted []string
+	for _, r := range c.Reserved {
+		s := fmt.Sprintf("%s: %d %s in zone %s", r.ID, r.Available, r.InstanceType, r.Zone)
+		if r.Open {
+			free += r.Available
+			open = append(open, s)
+		} else {
+			targeted = append(targeted, s)
+		}
+	}
+	var parts []string
+	if len(open) > 0 {
+		parts = append(parts, fmt.Sprintf("up to %d of the %d added nodes launch in open capacity reservations (%s)", min(free, c.Added), c.Added, strings.Join(open, ", ")))
+	}
+	if len(targeted) > 0 {
+		parts = append(parts, fmt.Sprintf("targeted capacity reservations serve only launches that name them (%s)", strings.Join(targeted, ", ")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // FirstRaise is by how many machines the run's first scale-up raises the
@@ -156,6 +199,9 @@ func (c *CapacityPlan) Line() string {
 	}
 	if len(c.Unprovable) > 0 {
 		parts = append(parts, fmt.Sprintf("%d not proven (capacity-unprovable)", len(c.Unprovable)))
+	}
+	if rs := c.reservedText(); rs != "" {
+		parts = append(parts, rs)
 	}
 	if rs := reservationsText(c.Reservations); rs != "" {
 		parts = append(parts, "--reserve-surge reserves "+rs+" before each scale-up, released once its nodes are Ready")

@@ -136,6 +136,13 @@ func TestCapacityLine(t *testing.T) {
 			Quotas:       []QuotaUse{{Name: "Standard (L-1216C47A)", Unit: "vCPU", Needed: 6, Free: 60, Limit: 64}},
 			Reservations: []Reservation{{Zone: "us-east-1a", InstanceType: "m5.large", Count: 2}, {Zone: "us-east-1b", InstanceType: "m5.large", Count: 1}}},
 			"Standard (L-1216C47A): 6 vCPUs needed, 60 free of its 64; --reserve-surge reserves 2 m5.large in zone us-east-1a, 1 m5.large in zone us-east-1b before each scale-up, released once its nodes are Ready"},
+		{"existing reservations", &CapacityPlan{Added: 4, Reserved: []ReservedCapacity{
+			{ID: "cr-1", Zone: "us-east-1a", InstanceType: "m5.large", Available: 1, Open: true},
+			{ID: "cr-2", Zone: "us-east-1b", InstanceType: "m5.large", Available: 2, Open: true},
+			{ID: "cr-3", Zone: "us-east-1b", InstanceType: "m5.large", Available: 5}}},
+			"up to 3 of the 4 added nodes launch in open capacity reservations (cr-1: 1 m5.large in zone us-east-1a, cr-2: 2 m5.large in zone us-east-1b); targeted capacity reservations serve only launches that name them (cr-3: 5 m5.large in zone us-east-1b)"},
+		{"open reservations beyond the added nodes", &CapacityPlan{Added: 2, Reserved: []ReservedCapacity{{ID: "cr-1", Zone: "z", InstanceType: "m5.large", Available: 9, Open: true}}},
+			"up to 2 of the 2 added nodes launch in open capacity reservations (cr-1: 9 m5.large in zone z)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.c.Line(); got != tc.want {

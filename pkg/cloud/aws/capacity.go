@@ -67,7 +67,9 @@ func bucketOf(instanceType string) (vcpuBucket, bool) {
 // GetServiceQuota), less the vCPUs of the region's running instances in
 // that bucket (DescribeInstances, DescribeInstanceTypes); the zones of the
 // group that do not offer the type (capacity_offer.go); the addresses the
-// added nodes and their pods take of the group's subnets (capacity_ips.go).
+// added nodes and their pods take of the group's subnets (capacity_ips.go);
+// the existing capacity reservations they may launch in
+// (capacity_reserved.go).
 func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
 	g, err := n.API.Group(ctx, n.ASG)
 	if err != nil {
@@ -87,6 +89,9 @@ func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.Capac
 		c.Quotas = append(c.Quotas, quotas...)
 		c.Unprovable = append(c.Unprovable, unprovable...)
 	}
+	var unprovable []string
+	c.Reserved, unprovable = proveReserved(ctx, in)
+	c.Unprovable = append(c.Unprovable, unprovable...)
 	return c, nil
 }
 
