@@ -84,7 +84,11 @@ func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.Capac
 	}
 	c := &plan.CapacityPlan{InstanceType: typ}
 	in := capacityInput{p: n.API, kube: n.Client, g: g, typ: typ, spot: spot, added: added}
-	for _, prove := range []func(context.Context, capacityInput) ([]plan.QuotaUse, []string){proveVCPUs, proveOffered, proveSubnetIPs, proveENIConfigSubnets} {
+	proofs := []func(context.Context, capacityInput) ([]plan.QuotaUse, []string){proveVCPUs, proveOffered, proveSubnetIPs, proveENIConfigSubnets}
+	if len(g.overrides) > 0 {
+		proofs[0], proofs[1] = proveMixedVCPUs, proveMixedOffered
+	}
+	for _, prove := range proofs {
 		quotas, unprovable := prove(ctx, in)
 		c.Quotas = append(c.Quotas, quotas...)
 		c.Unprovable = append(c.Unprovable, unprovable...)

@@ -42,6 +42,17 @@ func (f *quotasAndEC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, `{"Quota":{"ServiceCode":%q,"QuotaCode":%q,"Value":%v}}`, in.ServiceCode, in.QuotaCode, v)
 }
 
+// quotaAPI is a client of an endpoint that answers Service Quotas from
+// quotas and EC2 and Auto Scaling from replies.
+func quotaAPI(t *testing.T, replies map[string]func(url.Values) reply, quotas map[string]float64) (*Client, *quotasAndEC2) {
+	t.Helper()
+	f := &quotasAndEC2{quotas: quotas, rest: &fakeAWS{replies: replies}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return NewFromConfig(sdkaws.Config{Region: "us-east-1", BaseEndpoint: sdkaws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}, Options{}), f
+}
+
 func instanceXML(id, typ, lifecycle string) string {
 	lc := ""
 	if lifecycle != "" {
@@ -117,11 +128,7 @@ func TestProveCapacity(t *testing.T) {
 			replies["DescribeInstanceTypeOfferings"] = offerings(nil)
 			replies["DescribeCapacityReservations"] = fixed(200, `<DescribeCapacityReservationsResponse `+ec2NS+`><capacityReservationSet>`+tc.reserved+`</capacityReservationSet></DescribeCapacityReservationsResponse>`)
 			replies["DescribeLaunchTemplateVersions"] = fixed(200, strings.Replace(ltv2XML, "<imageId>ami-new</imageId>", "<imageId>ami-new</imageId>"+tc.template, 1))
-			f := &quotasAndEC2{quotas: map[string]float64{"L-1216C47A": 32, "L-34B43A08": 64}, rest: &fakeAWS{replies: replies}}
-			srv := httptest.NewServer(f)
-			t.Cleanup(srv.Close)
-			api := NewFromConfig(sdkaws.Config{Region: "us-east-1", BaseEndpoint: sdkaws.String(srv.URL),
-				Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}, Options{})
+			api, f := quotaAPI(t, replies, map[string]float64{"L-1216C47A": 32, "L-34B43A08": 64})
 			got, err := (&NodeGroup{API: api, ASG: "ng1"}).ProveCapacity(context.Background(), tc.added)
 			if err != nil {
 				t.Fatal(err)
