@@ -26,9 +26,9 @@ func proveCapacity(ctx context.Context, p cloud.Provider, pl *plan.Plan) error {
 	c.Added, pl.Capacity = added, c
 	pl.AddFindings(c.Findings(pl)...)
 	rs, ok := p.(cloud.SurgeReserver)
-	if !ok || !rs.ReservesSurge() || pl.FirstRaise() <= 0 {
+	if !ok || !rs.ReservesSurge() || plan.FirstRaise(pl) <= 0 {
 		return nil
 	}
-	c.Reservations, err = rs.PlanReservations(ctx, pl.FirstRaise(), "")
+	c.Reservations, err = rs.PlanReservations(ctx, plan.FirstRaise(pl), "")
 	return err
 }

@@ -74,8 +74,9 @@ func (c *CapacityPlan) reservedText() string {
 
 // FirstRaise is by how many machines the run's first scale-up raises the
 // group: the eks strategy's scale-up, or the surge strategy's first
-// batch; 0 where the run raises it by none.
-func (p *Plan) FirstRaise() int32 {
+// batch; 0 where the run raises it by none. What --reserve-surge reserves
+// before it; a function, as Plan has methods enough.
+func FirstRaise(p *Plan) int32 {
 	if p.Cloud != nil && p.Cloud.ScaleUp > 0 {
 		return p.Cloud.ScaleUp
 	}

@@ -60,7 +60,7 @@ func TestFirstRaise(t *testing.T) {
 		{"no raise", Plan{Strategy: string(StrategySurge), Cloud: &CloudPlan{}, Batches: []Batch{{Nodes: make([]PlannedNode, 1)}}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.p.FirstRaise(); got != tc.want {
+			if got := FirstRaise(&tc.p); got != tc.want {
 				t.Errorf("FirstRaise() = %d, want %d", got, tc.want)
 			}
 		})

@@ -33,7 +33,7 @@ func (n *NodeGroup) LaunchRefused(ctx context.Context, _ time.Time) (*plan.Launc
 	if err != nil {
 		return nil, err
 	}
-	target, err := n.current(ctx)
+	target, err := n.API.templateOf(ctx, n.MIGs[0])
 	if err != nil {
 		return nil, err
 	}
