@@ -94,7 +94,9 @@ func (s *Session) plan(ctx context.Context, r *Request) (*Planned, error) {
 			pl.AddFindings(s.Clouds().machinesLeftRunning(ctx, r, pl.Plan, nodes)...)
 		}
 		pl.AddFindings(s.permissionFindings(ctx, r, pl.Provider, in, pl.Plan)...)
-		proveCapacity(ctx, pl.Provider, pl.Plan)
+		if err := proveCapacity(ctx, pl.Provider, pl.Plan); err != nil {
+			return nil, err
+		}
 		pl.Cost = plan.Costs(pl.Plan, plan.CostInput{Prices: r.Prices, BatchSoak: r.BlueGreen.BatchSoak, NodePoolSoak: r.BlueGreen.NodePoolSoak})
 		if err := s.makeRoom(ctx, r, pl.Plan, &snap); err != nil {
 			return nil, err

@@ -68,7 +68,7 @@ func (cg *cloudGroup) cloudRecord() *state.CloudRecord {
 func (cg *cloudGroup) setup(ctx context.Context) error {
 	// Reserved first: a cloud without the capacity refuses the run
 	// before anything changes.
-	if err := cg.reserveSurge(ctx, cg.firstRaise()); err != nil {
+	if err := cg.reserveSurge(ctx, plan.FirstRaise(cg.cfg.Plan)); err != nil {
 		return err
 	}
 	cr := cg.cloudRecord()

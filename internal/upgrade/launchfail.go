@@ -48,6 +48,23 @@ func (cg *cloudGroup) refused(ctx context.Context, waitStart time.Time) (*plan.L
 	return lf, cg.save(ctx)
 }
 
+// refusedOr is, for a look at the new machines that failed because one
+// cannot be created (cloud.CodeNodeCreation, as GCE's lastAttempt errors
+// are), the cloud's refusal of the launches where it gives one, so the
+// run records it and names the zones as for any refusal; err otherwise.
+func (cg *cloudGroup) refusedOr(ctx context.Context, waitStart time.Time, err error, failure func() *NodeCreationFailure) error {
+	if unlaunchable(err) == nil {
+		return err
+	}
+	lf, rerr := cg.refused(ctx, waitStart)
+	if rerr != nil || lf == nil {
+		return err
+	}
+	f := failure()
+	f.Refused = lf
+	return f
+}
+
 // refusedText says a refusal for NodeCreationFailure: the zones refused,
 // the cloud's words, the zones the group launched in instead.
 func refusedText(groupKind, group string, lf *plan.LaunchFailure) string {

@@ -21,6 +21,9 @@ type refusingGroup struct {
 	*fakeGroup
 	refusal *plan.LaunchFailure
 	err     error
+	// unlaunchable makes Machines fail with NodeCreationFailure, as
+	// GCE's does for a managed instance Compute cannot create.
+	unlaunchable bool
 
 	mu    sync.Mutex
 	since []time.Time
@@ -35,6 +38,13 @@ func (g *refusingGroup) LaunchRefused(_ context.Context, since time.Time) (*plan
 	return g.refusal, g.err
 }
 
+func (g *refusingGroup) Machines(ctx context.Context, nodes []*corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
+	if g.unlaunchable {
+		return nil, nil, cloud.UpdateError{Code: cloud.CodeNodeCreation, Message: "instance \"i-9\" cannot be created"}
+	}
+	return g.fakeGroup.Machines(ctx, nodes)
+}
+
 // TestRefusedLaunchStopsTheScaleUp: a launch the cloud refuses for want
 // of capacity ends the wait for new nodes at once, before any node is
 // tainted, naming the cause and the zones with capacity, recorded; a
@@ -44,20 +54,22 @@ func TestRefusedLaunchStopsTheScaleUp(t *testing.T) {
 	refusal := &plan.LaunchFailure{Code: "InsufficientInstanceCapacity", Message: "We currently do not have sufficient m5.large capacity in the Availability Zone you requested (z2)",
 		Zones: []string{"z2"}, Launched: []string{"z1"}, Fix: "wait for EC2's capacity"}
 	for _, tc := range []struct {
-		name        string
-		refusal     *plan.LaunchFailure
-		err         error
-		timeout     time.Duration
-		wantRefused bool
+		name         string
+		refusal      *plan.LaunchFailure
+		err          error
+		timeout      time.Duration
+		unlaunchable bool
+		wantRefused  bool
 	}{
 		{name: "refused in a zone: stops at once", refusal: refusal, timeout: 20 * time.Second, wantRefused: true},
+		{name: "a machine that cannot be created fails the look: the refusal is recorded", refusal: refusal, unlaunchable: true, timeout: 20 * time.Second, wantRefused: true},
 		{name: "the refusals cannot be read: waits out the timeout", err: errors.New("cannot read the scaling activities: AccessDenied"), timeout: 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			client, group := cloudCluster(plan.Sizes{Min: 1, Desired: 3, Max: 4}, threeOldNodes()...)
 			group.onlyZone = "z1"
-			g := &refusingGroup{fakeGroup: group, refusal: tc.refusal, err: tc.err}
+			g := &refusingGroup{fakeGroup: group, refusal: tc.refusal, err: tc.err, unlaunchable: tc.unlaunchable}
 			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup()})
 			cfg := cloudRun(p, client, g)
 			cfg.Drain, cfg.NodeReadyTimeout = drainOpts(), tc.timeout

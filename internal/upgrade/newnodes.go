@@ -239,7 +239,7 @@ func (cg *cloudGroup) waitNewNodes(ctx context.Context, gr *state.GroupRecord, z
 	return cg.arrivals.awaitNodes(ctx, func(ctx context.Context) (bool, error) {
 		seen, err := cg.lookAtNewNodes(ctx, gr.TargetVersion, zones)
 		if err != nil {
-			return false, err
+			return false, cg.refusedOr(ctx, start, err, failure)
 		}
 		st = seen
 		n := 0

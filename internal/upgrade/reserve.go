@@ -23,19 +23,6 @@ func (cg *cloudGroup) reserver() cloud.SurgeReserver {
 	return nil
 }
 
-// firstRaise is by how many machines the run's first scale-up raises the
-// group: the eks strategy's scale-up, or the surge strategy's first batch.
-func (cg *cloudGroup) firstRaise() int32 {
-	p := cg.cfg.Plan
-	if p.Cloud != nil && p.Cloud.ScaleUp > 0 {
-		return p.Cloud.ScaleUp
-	}
-	if p.MaxSurge > 0 && len(p.Batches) > 0 {
-		return int32(min(p.MaxSurge, len(p.Batches[0].Nodes)))
-	}
-	return 0
-}
-
 // reserveSurge reserves what a raise to the recorded sizes plus by
 // launches, unless reservations the run holds already serve it (an
 // interrupted run's are made sure of, never planned twice). A zone

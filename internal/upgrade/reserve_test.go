@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,11 +82,15 @@ func (g *reservingGroup) held() int {
 // scale-up before it changes the group, releases it once the new nodes
 // are Ready; a zone without the capacity refuses the run before anything
 // changes; a run killed after it recorded a reservation, before it
-// recorded its ID, finds it again and reserves nothing twice.
+// recorded its ID, finds it again and reserves nothing twice; the surge
+// strategy reserves each batch's surge before it raises the group and
+// releases it once the batch's new node is Ready, before the next.
 func TestReserveSurge(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name       string
+		surge      bool // --strategy surge --max-surge 1, else eks
+		wantMade   int  // reservations made, 2 unless set
 		noCapacity string
 		// recorded is what an interrupted run left in the record.
 		recorded []plan.Reservation
@@ -101,6 +106,10 @@ func TestReserveSurge(t *testing.T) {
 			recorded: []plan.Reservation{{Zone: "z1", InstanceType: "m5.large", Count: 2, Token: "t-z1", ID: "cr-1"}, {Zone: "z2", InstanceType: "m5.large", Count: 2, Token: "t-z2"}},
 			made:     map[string]string{"t-z1": "cr-1", "t-z2": "cr-2"},
 			want:     []string{"Reserve z2", "Setup", "SetDesiredAndMax 7 8", "Release z1", "Release z2"}},
+		{name: "surge: each batch reserved before its raise, released before the next", surge: true,
+			want: []string{"PlanReservations 1", "Reserve z1", "Setup", "SetDesiredAndMax 4 5", "Release z1",
+				"PlanReservations 1", "Reserve z1", "SetDesiredAndMax 4 5", "Release z1",
+				"PlanReservations 1", "Reserve z1", "SetDesiredAndMax 4 5", "Release z1"}, wantMade: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -109,7 +118,11 @@ func TestReserveSurge(t *testing.T) {
 			for tok, id := range tc.made {
 				g.byToken[tok], g.active[id] = id, true
 			}
-			p := buildPlan(t, client, plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup()})
+			in := plan.Input{Strategy: "eks", MaxUnavailable: "2", Cloud: group.cloudGroup()}
+			if tc.surge {
+				in = plan.Input{Strategy: "surge", MaxSurge: 1, MaxUnavailable: "0", Cloud: group.cloudGroup()}
+			}
+			p := buildPlan(t, client, in)
 			cfg := cloudRun(p, client, g)
 			cfg.Drain = drainOpts()
 			cfg.Record.StartedAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -134,8 +147,8 @@ func TestReserveSurge(t *testing.T) {
 					t.Errorf("recorded reservation %+v: want made and released", r)
 				}
 			}
-			if tc.wantErr == "" && len(g.byToken) != 2 {
-				t.Errorf("%d reservations made, want 2", len(g.byToken))
+			if made := cmp.Or(tc.wantMade, 2); tc.wantErr == "" && len(g.byToken) != made {
+				t.Errorf("%d reservations made, want %d", len(g.byToken), made)
 			}
 		})
 	}

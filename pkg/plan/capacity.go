@@ -23,6 +23,67 @@ type CapacityPlan struct {
 	// InstanceType is the group's machines' type where the provider read
 	// it, by which Plan.Cost prices the added nodes.
 	InstanceType string `json:"instanceType,omitempty"`
+	// Reservations are those --reserve-surge makes before the first
+	// scale-up (the surge strategy: before each batch's), per zone and
+	// instance type; the plan makes none.
+	Reservations []Reservation `json:"reservations,omitempty"`
+	// Added is how many nodes the run adds at its peak, for which the
+	// limits are proven.
+	Added int32 `json:"added,omitempty"`
+	// Reserved are the capacity reservations that exist in the group's
+	// zones for its instance type with places free (aws: On-Demand
+	// Capacity Reservations); the added nodes launch in the open ones.
+	Reserved []ReservedCapacity `json:"reserved,omitempty"`
+}
+
+// ReservedCapacity is an existing reservation's free places.
+type ReservedCapacity struct {
+	ID           string `json:"id"`
+	Zone         string `json:"zone"`
+	InstanceType string `json:"instanceType"`
+	Available    int32  `json:"available"`
+	// Open says any matching launch uses it; a targeted one serves only
+	// launches that name it.
+	Open bool `json:"open"`
+}
+
+// reservedText says how many of the added nodes launch in the open
+// reservations' free places at most, and names the targeted ones, which
+// only launches that name them use; "" with none.
+func (c *CapacityPlan) reservedText() string {
+	var free int32
+	var open, targeted []string
+	for _, r := range c.Reserved {
+		s := fmt.Sprintf("%s: %d %s in zone %s", r.ID, r.Available, r.InstanceType, r.Zone)
+		if r.Open {
+			free += r.Available
+			open = append(open, s)
+		} else {
+			targeted = append(targeted, s)
+		}
+	}
+	var parts []string
+	if len(open) > 0 {
+		parts = append(parts, fmt.Sprintf("up to %d of the %d added nodes launch in open capacity reservations (%s)", min(free, c.Added), c.Added, strings.Join(open, ", ")))
+	}
+	if len(targeted) > 0 {
+		parts = append(parts, fmt.Sprintf("targeted capacity reservations serve only launches that name them (%s)", strings.Join(targeted, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// FirstRaise is by how many machines the run's first scale-up raises the
+// group: the eks strategy's scale-up, or the surge strategy's first
+// batch; 0 where the run raises it by none. What --reserve-surge reserves
+// before it; a function, as Plan has methods enough.
+func FirstRaise(p *Plan) int32 {
+	if p.Cloud != nil && p.Cloud.ScaleUp > 0 {
+		return p.Cloud.ScaleUp
+	}
+	if p.MaxSurge > 0 && len(p.Batches) > 0 {
+		return int32(min(p.MaxSurge, len(p.Batches[0].Nodes)))
+	}
+	return 0
 }
 
 // QuotaUse is one shared limit: how much of it the run needs on top of what
@@ -140,7 +201,22 @@ func (c *CapacityPlan) Line() string {
 	if len(c.Unprovable) > 0 {
 		parts = append(parts, fmt.Sprintf("%d not proven (capacity-unprovable)", len(c.Unprovable)))
 	}
+	if rs := c.reservedText(); rs != "" {
+		parts = append(parts, rs)
+	}
+	if rs := reservationsText(c.Reservations); rs != "" {
+		parts = append(parts, "--reserve-surge reserves "+rs+" before each scale-up, released once its nodes are Ready")
+	}
 	return strings.Join(parts, "; ")
+}
+
+// reservationsText lists reservations: "1 m5.large in zone us-east-1a".
+func reservationsText(rs []Reservation) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%d %s in zone %s", r.Count, r.InstanceType, r.Zone)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func limitText(limit int64) string {

@@ -44,6 +44,29 @@ func TestPeakAdded(t *testing.T) {
 	}
 }
 
+// TestFirstRaise: what --reserve-surge reserves before the first
+// scale-up: eks's scale-up, the surge strategy's first batch's surge.
+func TestFirstRaise(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    Plan
+		want int32
+	}{
+		{"eks", Plan{Strategy: string(StrategyEKS), MaxSurge: 1, Cloud: &CloudPlan{ScaleUp: 4}}, 4},
+		{"surge: maxSurge", Plan{Strategy: string(StrategySurge), MaxSurge: 2, Cloud: &CloudPlan{},
+			Batches: []Batch{{Nodes: make([]PlannedNode, 3)}}}, 2},
+		{"surge: a batch smaller than maxSurge", Plan{Strategy: string(StrategySurge), MaxSurge: 2, Cloud: &CloudPlan{},
+			Batches: []Batch{{Nodes: make([]PlannedNode, 1)}, {Nodes: make([]PlannedNode, 3)}}}, 1},
+		{"no raise", Plan{Strategy: string(StrategySurge), Cloud: &CloudPlan{}, Batches: []Batch{{Nodes: make([]PlannedNode, 1)}}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := FirstRaise(&tc.p); got != tc.want {
+				t.Errorf("FirstRaise() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestCapacityFindings(t *testing.T) {
 	surge := &Plan{Strategy: string(StrategySurge), NodeGroup: "ng", Zones: []string{"a", "b", "c"}, MaxSurge: 3,
 		Cloud: &CloudPlan{Before: Sizes{Desired: 6, Max: 6}}}
@@ -109,6 +132,17 @@ func TestCapacityLine(t *testing.T) {
 			Quotas:     []QuotaUse{{Name: "Standard (L-1216C47A)", Unit: "vCPU", Needed: 4, Free: 2, Limit: 8}, {Name: "subnet-1", Unit: "IP", Needed: 2, Free: 200}},
 			Unprovable: []string{"prefix delegation"}},
 			"Standard (L-1216C47A): 4 vCPUs needed, 2 free of its 8; subnet-1: 2 IPs needed, 200 free; 1 not proven (capacity-unprovable)"},
+		{"the reservations --reserve-surge makes", &CapacityPlan{
+			Quotas:       []QuotaUse{{Name: "Standard (L-1216C47A)", Unit: "vCPU", Needed: 6, Free: 60, Limit: 64}},
+			Reservations: []Reservation{{Zone: "us-east-1a", InstanceType: "m5.large", Count: 2}, {Zone: "us-east-1b", InstanceType: "m5.large", Count: 1}}},
+			"Standard (L-1216C47A): 6 vCPUs needed, 60 free of its 64; --reserve-surge reserves 2 m5.large in zone us-east-1a, 1 m5.large in zone us-east-1b before each scale-up, released once its nodes are Ready"},
+		{"existing reservations", &CapacityPlan{Added: 4, Reserved: []ReservedCapacity{
+			{ID: "cr-1", Zone: "us-east-1a", InstanceType: "m5.large", Available: 1, Open: true},
+			{ID: "cr-2", Zone: "us-east-1b", InstanceType: "m5.large", Available: 2, Open: true},
+			{ID: "cr-3", Zone: "us-east-1b", InstanceType: "m5.large", Available: 5}}},
+			"up to 3 of the 4 added nodes launch in open capacity reservations (cr-1: 1 m5.large in zone us-east-1a, cr-2: 2 m5.large in zone us-east-1b); targeted capacity reservations serve only launches that name them (cr-3: 5 m5.large in zone us-east-1b)"},
+		{"open reservations beyond the added nodes", &CapacityPlan{Added: 2, Reserved: []ReservedCapacity{{ID: "cr-1", Zone: "z", InstanceType: "m5.large", Available: 9, Open: true}}},
+			"up to 2 of the 2 added nodes launch in open capacity reservations (cr-1: 9 m5.large in zone z)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.c.Line(); got != tc.want {

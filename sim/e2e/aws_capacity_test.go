@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -110,13 +111,38 @@ func TestAWSReserveSurge(t *testing.T) {
 				}
 				fallthrough
 			default:
+				planned := ""
+				if tc.then == "" {
+					planned = g.run(t, "plan", name, "--ami", "ami-new", "--reserve-surge").stdout
+					if rs := g.srv.Reservations(); len(rs) > 0 {
+						t.Fatalf("plan reserved %+v", rs)
+					}
+				}
 				if r := g.run(t, args...); r.code != nodeupgrade.ExitOK || !strings.Contains(r.stdout, "released capacity reservation") {
 					t.Fatalf("run: %s", r)
 				}
 				g.assertFinished(t)
+				assertPlannedReservations(t, g, planned)
 			}
 			assertNothingReserved(t, g, tc.noCapacity || tc.then == "abort")
 		})
+	}
+}
+
+// assertPlannedReservations checks the plan listed each reservation the
+// run made, by zone, type and count ("" for no plan).
+func assertPlannedReservations(t *testing.T, g *awsGroup, planned string) {
+	t.Helper()
+	if planned == "" {
+		return
+	}
+	if !strings.Contains(planned, "--reserve-surge reserves ") {
+		t.Errorf("the plan does not list the reservations:\n%s", planned)
+	}
+	for _, r := range g.srv.Reservations() {
+		if want := fmt.Sprintf("%d %s in zone %s", r.Total, r.InstanceType, r.Zone); !strings.Contains(planned, want) {
+			t.Errorf("the plan does not list %q:\n%s", want, planned)
+		}
 	}
 }
 

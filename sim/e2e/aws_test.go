@@ -199,12 +199,7 @@ func (g *awsGroup) stableAtOriginalSizes(t *testing.T, ctx context.Context) awsf
 
 func (g *awsGroup) record(t *testing.T) state.Record {
 	t.Helper()
-	r := g.run(t, "status", g.name, "-o", "json")
-	var rec state.Record
-	if err := json.Unmarshal([]byte(r.stdout), &rec); r.code != nodeupgrade.ExitOK || err != nil {
-		t.Fatalf("status: %v %s", err, r)
-	}
-	return rec
+	return statusRecord(t, g.run, g.name)
 }
 
 func TestAWSUpgradeToNewAMI(t *testing.T) {

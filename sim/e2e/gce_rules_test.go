@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,31 +10,59 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/gcefake"
 )
 
-// TestGCEQuotaEndsTheWaitAtOnce: Compute cannot create the surge
-// instance (the project's CPUS quota); the run stops on the managed
-// instance's lastAttempt error long before --node-ready-timeout, naming
-// it, and abort puts the group back with the quota still short.
-func TestGCEQuotaEndsTheWaitAtOnce(t *testing.T) {
+// TestGCELaunchRefusedStopsBeforeAnyDrain: Compute cannot create the
+// scale-up's instances after the plan (nothing the plan can read): the
+// project's CPUS quota in every zone, or one zone's capacity
+// (lastAttempt.errors of the managed instances). The run stops at once
+// with NodeCreationFailure naming the zones, Compute's code and words and
+// the zones that launched, records it, and leaves no node tainted or
+// cordoned; abort drops the instances that cannot come and puts the group
+// back with the capacity still short.
+func TestGCELaunchRefusedStopsBeforeAnyDrain(t *testing.T) {
 	t.Parallel()
-	const name = "gce-quota"
-	g := setupGCEGroup(t, name, 6, gceApps()...)
-	g.srv.FailCreations("", gcefake.QuotaExceeded)
-	start := time.Now()
-	r := g.run(t, "run", name, "--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--image", "img-new", "--node-ready-timeout", "10m", "--yes")
-	if r.code != nodeupgrade.ExitNodeCreation || !strings.Contains(r.stderr, "QUOTA_EXCEEDED") {
-		t.Fatalf("want exit %d naming QUOTA_EXCEEDED: %s", nodeupgrade.ExitNodeCreation, r)
+	for _, tc := range []struct {
+		name, zone, code string
+		args             []string
+		want             []string
+		wantZones        []string
+	}{
+		{name: "quota", code: gcefake.QuotaExceeded, args: []string{"--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0"},
+			want: []string{"QUOTA_EXCEEDED: Quota 'CPUS' exceeded", "raise the quota Compute names"}},
+		{name: "zone", zone: "us-central1-a", code: gcefake.ZoneResourcePoolExhausted, args: []string{"--strategy", "eks"},
+			want:      []string{`cannot launch in zones "us-central1-a": ZONE_RESOURCE_POOL_EXHAUSTED: The zone 'projects/`, `it launched in zones "us-central1-b", "us-central1-c" since the scale-up`},
+			wantZones: []string{"us-central1-a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			name := "gce-refused-" + tc.name
+			g := setupGCEGroup(t, name, 6, gceApps()...)
+			g.srv.FailCreations(tc.zone, tc.code)
+			start := time.Now()
+			r := g.run(t, append([]string{"run", name, "--image", "img-new", "--node-ready-timeout", "10m", "--yes"}, tc.args...)...)
+			if r.code != nodeupgrade.ExitNodeCreation || !oneLine(r.stderr) {
+				t.Fatalf("want exit %d (NodeCreationFailure) in one line: %s", nodeupgrade.ExitNodeCreation, r)
+			}
+			for _, want := range append(tc.want, "nothing was drained", "kubectl nodeupgrade abort") {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("the failure does not say %q: %q", want, r.stderr)
+				}
+			}
+			if took := time.Since(start); took > 3*time.Minute {
+				t.Errorf("the run took %s to see the refusal", took)
+			}
+			assertUntouched(t, testContext(t, time.Minute), kopsKey, name)
+			lf := statusRecord(t, g.run, name).Cloud.LaunchFailure
+			if lf == nil || lf.Code != tc.code || (tc.wantZones != nil && !slices.Equal(lf.Zones, tc.wantZones)) {
+				t.Errorf("record's launch failure %+v: want %s in %v", lf, tc.code, tc.wantZones)
+			}
+			a := g.run(t, "abort", name)
+			if a.code != nodeupgrade.ExitOK || !strings.Contains(a.stdout, "cannot be created") {
+				t.Fatalf("abort: want exit %d dropping the machines that cannot be created: %s", nodeupgrade.ExitOK, a)
+			}
+			g.srv.FailCreations(tc.zone, "")
+			g.assertAborted(t)
+		})
 	}
-	if took := time.Since(start); took > 3*time.Minute {
-		t.Errorf("the run took %s to see the quota failure", took)
-	}
-	// The quota is still short: abort drops the machine that cannot come
-	// rather than wait for its node.
-	a := g.run(t, "abort", name)
-	if a.code != nodeupgrade.ExitOK || !strings.Contains(a.stdout, "cannot be created") {
-		t.Fatalf("abort: want exit %d dropping the machine that cannot be created: %s", nodeupgrade.ExitOK, a)
-	}
-	g.srv.FailCreations("", "")
-	g.assertAborted(t)
 }
 
 // TestGCEBlueGreenRefusedBehindABackendService: blue/green would leave

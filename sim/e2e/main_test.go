@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	nodeupgrade "github.com/nodeupgrade/kubectl-nodeupgrade/pkg/plugin"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/cluster"
 )
 
@@ -138,6 +140,17 @@ func assertUntouched(t *testing.T, ctx context.Context, key, value string) {
 			}
 		}
 	}
+}
+
+// statusRecord is the group's record as "status -o json" prints it.
+func statusRecord(t *testing.T, run func(*testing.T, ...string) result, group string) state.Record {
+	t.Helper()
+	r := run(t, "status", group, "-o", "json")
+	var rec state.Record
+	if err := json.Unmarshal([]byte(r.stdout), &rec); r.code != nodeupgrade.ExitOK || err != nil {
+		t.Fatalf("status: %v %s", err, r)
+	}
+	return rec
 }
 
 func oneLine(s string) bool {

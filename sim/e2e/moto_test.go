@@ -216,12 +216,7 @@ func (g *confGroup) plan(t *testing.T, args ...string) *plan.Plan {
 
 func (g *confGroup) record(t *testing.T) state.Record {
 	t.Helper()
-	r := g.run(t, "status", g.name, "-o", "json")
-	var rec state.Record
-	if err := json.Unmarshal([]byte(r.stdout), &rec); r.code != nodeupgrade.ExitOK || err != nil {
-		t.Fatalf("status: %v %s", err, r)
-	}
-	return rec
+	return statusRecord(t, g.run, g.name)
 }
 
 // waitSettled waits until the group has its desired number of instances,

@@ -113,6 +113,10 @@ type Instance struct {
 	// asks for.
 	Labels  map[string]string
 	Created time.Time
+	// LastError is the error of the last failed attempt to create the VM,
+	// as listManagedInstances reports it (lastAttempt.errors); nil once
+	// an attempt succeeded.
+	LastError *compute.ManagedInstanceLastAttemptErrorsErrors
 }
 
 // Removal is an instance a group deleted of its own accord: a proactive

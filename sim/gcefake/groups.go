@@ -292,7 +292,7 @@ func (s *Server) groupLocked(key string) (Group, bool) {
 	}
 	for _, k := range g.members {
 		in := s.instances[k].Instance
-		in.Labels = maps.Clone(in.Labels)
+		in.Labels, in.LastError = maps.Clone(in.Labels), s.instances[k].lastErr
 		out.Instances = append(out.Instances, in)
 	}
 	return out, true

@@ -26,8 +26,9 @@ type operation struct {
 // Canonical error codes an ended operation reports
 // (https://cloud.google.com/apis/design/errors#handling_errors).
 const (
-	codeCancelled = 1
-	codeInternal  = 13
+	codeCancelled         = 1
+	codeResourceExhausted = 8
+	codeInternal          = 13
 )
 
 // errCancelled ends a runner that a cancel stopped.
@@ -72,7 +73,8 @@ func (s *Server) opView(o *operation) *container.Operation {
 }
 
 // endLocked ends the operation: DONE, with the error the runner ended
-// on, CANCELLED for a cancel (API reference, Operation.status: DONE "The
+// on (RESOURCE_EXHAUSTED for a surge Compute cannot create, else
+// INTERNAL), CANCELLED for a cancel (API reference, Operation.status: DONE "The
 // operation is done, either cancelled or completed").
 func (s *Server) endLocked(o *operation, err error) {
 	o.op.Status, o.op.EndTime = "DONE", now()
@@ -81,7 +83,11 @@ func (s *Server) endLocked(o *operation, err error) {
 		o.op.Error = &container.Status{Code: codeCancelled, Message: "Operation was cancelled."}
 		o.op.StatusMessage = o.op.Error.Message
 	case err != nil:
-		o.op.Error = &container.Status{Code: codeInternal, Message: err.Error()}
+		code := int64(codeInternal)
+		if errors.As(err, new(errResourceExhausted)) {
+			code = codeResourceExhausted
+		}
+		o.op.Error = &container.Status{Code: code, Message: err.Error()}
 		o.op.StatusMessage = err.Error()
 	}
 	s.notifyLocked()

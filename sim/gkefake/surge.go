@@ -93,7 +93,7 @@ func (s *Server) surgeZone(ctx context.Context, p *pool, o *operation, i int, te
 		}
 		batch := old[:max(1, min(int(how.maxSurge+how.maxUnavailable), maxInFlight, len(old)))]
 		surges := min(int(how.maxSurge), len(batch))
-		if err := s.addSurgeNodes(ctx, p, i, template, surges); err != nil {
+		if err := s.addSurgeNodes(ctx, p, i, template, surges, how); err != nil {
 			return err
 		}
 		err := parallel(batch, func(j int, in gcefake.Instance) error {
@@ -109,7 +109,7 @@ func (s *Server) surgeZone(ctx context.Context, p *pool, o *operation, i int, te
 
 // addSurgeNodes grows the zone's group by n and waits until n more of
 // its instances run template (the surge nodes Ready).
-func (s *Server) addSurgeNodes(ctx context.Context, p *pool, i int, template string, n int) error {
+func (s *Server) addSurgeNodes(ctx context.Context, p *pool, i int, template string, n int, how surgeHow) error {
 	if n == 0 {
 		return nil
 	}
@@ -119,7 +119,60 @@ func (s *Server) addSurgeNodes(ctx context.Context, p *pool, i int, template str
 	if _, err := s.gce.InstanceGroupManagers.Resize(p.c.project, p.zones[i], p.groups[i], g.TargetSize+int64(n)).Context(ctx).Do(); err != nil {
 		return fmt.Errorf("resize %s: %w", p.groups[i], err)
 	}
-	return s.waitGroup(ctx, key, func(g gcefake.Group) bool { return running(g, template) >= want })
+	var refused *gcefake.Instance
+	err := s.waitGroup(ctx, key, func(g gcefake.Group) bool {
+		refused = refusedSurge(g, template, how)
+		return running(g, template) >= want || refused != nil
+	})
+	if err != nil || refused == nil {
+		return err
+	}
+	return s.giveSurgeBack(ctx, p, i, g.TargetSize, refused)
+}
+
+// refusedSurge is a surge node Compute cannot create for quota or
+// capacity when the surge has no maxUnavailable to fall back on: "If
+// there isn't enough quota to create a single node and maxUnavailable is
+// 0, the upgrade fails"
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/node-upgrades-quota);
+// nil otherwise. With maxUnavailable the fake waits for it, as GKE's
+// fallback to recreating in place is not modelled.
+func refusedSurge(g gcefake.Group, template string, how surgeHow) *gcefake.Instance {
+	if how.maxUnavailable > 0 {
+		return nil
+	}
+	for i, in := range g.Instances {
+		if in.Template == template && in.Action == gcefake.ActionCreating && in.LastError != nil &&
+			(in.LastError.Code == gcefake.QuotaExceeded || in.LastError.Code == gcefake.ZoneResourcePoolExhausted) {
+			return &g.Instances[i]
+		}
+	}
+	return nil
+}
+
+// errResourceExhausted fails an upgrade whose surge Compute cannot create:
+// the operation ends with code RESOURCE_EXHAUSTED (container-api.json,
+// Operation.error, a Status whose code is a google.rpc.Code) and the
+// words the failed upgrade operation reports
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/node-upgrades-quota,
+// "Insufficient quota to satisfy the request: waiting on IG: instance …
+// is still CREATING. Last attempt error: …").
+type errResourceExhausted struct{ msg string }
+
+func (e errResourceExhausted) Error() string { return e.msg }
+
+// giveSurgeBack resizes the zone's group back to size, which takes the
+// instances not created before any other (Compute's resize), so the
+// failed upgrade leaves the pool at its size, and fails the upgrade.
+// GKE does not document what becomes of a surge VM it could not create;
+// the fake strands none.
+func (s *Server) giveSurgeBack(ctx context.Context, p *pool, i int, size int64, in *gcefake.Instance) error {
+	if _, err := s.gce.InstanceGroupManagers.Resize(p.c.project, p.zones[i], p.groups[i], size).Context(ctx).Do(); err != nil {
+		return fmt.Errorf("resize %s: %w", p.groups[i], err)
+	}
+	url := fmt.Sprintf("https://www.googleapis.com/compute/v1/projects/%s/zones/%s/instances/%s", in.Project, in.Zone, in.Name)
+	return errResourceExhausted{fmt.Sprintf("Insufficient quota to satisfy the request: waiting on IG: instance %s is still CREATING. Last attempt error: [%s] %s",
+		url, in.LastError.Code, in.LastError.Message)}
 }
 
 // running counts the group's instances running template.

@@ -68,6 +68,9 @@ type AutoScalingGroup struct {
 
 	spec  string // the version as set on the group: a number, $Latest or $Default
 	mixed bool   // the launch template comes from a mixed instances policy
+	// overrides are the instance types the mixed instances policy's
+	// overrides name, any of which Auto Scaling may launch.
+	overrides []string
 }
 
 // Tag is the value of an Auto Scaling group's tag and whether the group
@@ -261,6 +264,11 @@ func (g *AutoScalingGroup) resolveTemplate(ctx context.Context, ag *astypes.Auto
 	lt := ag.LaunchTemplate
 	if lt == nil && ag.MixedInstancesPolicy != nil && ag.MixedInstancesPolicy.LaunchTemplate != nil {
 		lt, g.mixed = ag.MixedInstancesPolicy.LaunchTemplate.LaunchTemplateSpecification, true
+		for _, o := range ag.MixedInstancesPolicy.LaunchTemplate.Overrides {
+			if t := sdkaws.ToString(o.InstanceType); t != "" {
+				g.overrides = append(g.overrides, t)
+			}
+		}
 	}
 	if lt == nil {
 		return nil

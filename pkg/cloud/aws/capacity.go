@@ -67,7 +67,9 @@ func bucketOf(instanceType string) (vcpuBucket, bool) {
 // GetServiceQuota), less the vCPUs of the region's running instances in
 // that bucket (DescribeInstances, DescribeInstanceTypes); the zones of the
 // group that do not offer the type (capacity_offer.go); the addresses the
-// added nodes and their pods take of the group's subnets (capacity_ips.go).
+// added nodes and their pods take of the group's subnets (capacity_ips.go);
+// the existing capacity reservations they may launch in
+// (capacity_reserved.go).
 func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
 	g, err := n.API.Group(ctx, n.ASG)
 	if err != nil {
@@ -82,11 +84,18 @@ func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.Capac
 	}
 	c := &plan.CapacityPlan{InstanceType: typ}
 	in := capacityInput{p: n.API, kube: n.Client, g: g, typ: typ, spot: spot, added: added}
-	for _, prove := range []func(context.Context, capacityInput) ([]plan.QuotaUse, []string){proveVCPUs, proveOffered, proveSubnetIPs} {
+	proofs := []func(context.Context, capacityInput) ([]plan.QuotaUse, []string){proveVCPUs, proveOffered, proveSubnetIPs, proveENIConfigSubnets}
+	if len(g.overrides) > 0 {
+		proofs[0], proofs[1] = proveMixedVCPUs, proveMixedOffered
+	}
+	for _, prove := range proofs {
 		quotas, unprovable := prove(ctx, in)
 		c.Quotas = append(c.Quotas, quotas...)
 		c.Unprovable = append(c.Unprovable, unprovable...)
 	}
+	var unprovable []string
+	c.Reserved, unprovable = proveReserved(ctx, in)
+	c.Unprovable = append(c.Unprovable, unprovable...)
 	return c, nil
 }
 

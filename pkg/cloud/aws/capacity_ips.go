@@ -9,6 +9,7 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,6 +25,9 @@ type cniSettings struct {
 	warmENI, warmIP, minIP int64
 	prefix                 bool // ENABLE_PREFIX_DELEGATION: /28 prefixes, not addresses
 	custom                 bool // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: pods on ENIConfig subnets
+	// eniLabel is ENI_CONFIG_LABEL_DEF: the node label whose value names
+	// a node's ENIConfig under custom networking.
+	eniLabel string
 }
 
 // readCNI reads the aws-node DaemonSet of kube-system; ok is false where
@@ -54,6 +58,8 @@ func readCNI(ctx context.Context, in capacityInput) (s cniSettings, ok bool, err
 				s.prefix = e.Value == "true"
 			case "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG":
 				s.custom = e.Value == "true"
+			case "ENI_CONFIG_LABEL_DEF":
+				s.eniLabel = e.Value
 			}
 		}
 	}
@@ -108,21 +114,34 @@ func typeNetwork(ctx context.Context, p *Client, typ string) (maxENI, perENI int
 // network, not finished) on one of the group's nodes: the pods an added
 // node takes over from the node it replaces.
 func busiestPods(ctx context.Context, in capacityInput) (int64, error) {
+	nodes, err := groupNodes(ctx, in)
+	if err != nil {
+		return 0, err
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	return cloud.BusiestNode(ctx, in.kube, names)
+}
+
+// groupNodes are the nodes of the group's instances.
+func groupNodes(ctx context.Context, in capacityInput) ([]corev1.Node, error) {
 	ids := map[string]bool{}
 	for _, i := range in.g.Instances {
 		ids[i.ID] = true
 	}
 	nodes, err := in.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("cannot list the nodes: %w", err)
+		return nil, fmt.Errorf("cannot list the nodes: %w", err)
 	}
-	var names []string
+	var out []corev1.Node
 	for _, n := range nodes.Items {
 		if _, id, ok := InstanceIDFromProviderID(n.Spec.ProviderID); ok && ids[id] {
-			names = append(names, n.Name)
+			out = append(out, n)
 		}
 	}
-	return cloud.BusiestNode(ctx, in.kube, names)
+	return out, nil
 }
 
 // subnets describes the group's subnets (DescribeSubnets by ID).
@@ -162,20 +181,35 @@ func proveSubnetIPs(ctx context.Context, in capacityInput) ([]plan.QuotaUse, []s
 		return nil, []string{fmt.Sprintf("Auto Scaling group %q names no subnets (VPCZoneIdentifier): the addresses of the nodes it adds are not proven", in.g.Name)}
 	}
 	perNode, unprovable := perNodeIPs(ctx, in)
-	described, err := subnets(ctx, in.p, ids)
+	out, err := subnetRoom(ctx, in, ids, perNode, nil)
 	if err != nil {
 		return nil, append(unprovable, oneLine(err.Error()))
+	}
+	return out, unprovable
+}
+
+// subnetRoom is, for each subnet, perNode addresses for each added node
+// against what it has free (DescribeSubnets, AvailableIpAddressCount),
+// named by name where it is given.
+func subnetRoom(ctx context.Context, in capacityInput, ids []string, perNode int64, name func(id string) string) ([]plan.QuotaUse, error) {
+	described, err := subnets(ctx, in.p, ids)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]plan.QuotaUse, 0, len(described))
 	for _, s := range described {
 		id := sdkaws.ToString(s.SubnetId)
-		out = append(out, plan.QuotaUse{
+		q := plan.QuotaUse{
 			Scope: strings.Join([]string{"aws", accountOf(in.g.ARN), id, "ips"}, "/"),
 			Name:  fmt.Sprintf("subnet %s (%s)", id, sdkaws.ToString(s.AvailabilityZone)),
 			Unit:  "IP", Needed: int64(in.added) * perNode, Free: int64(sdkaws.ToInt32(s.AvailableIpAddressCount)), PerNode: perNode,
-		})
+		}
+		if name != nil {
+			q.Name = name(id) + " (" + sdkaws.ToString(s.AvailabilityZone) + ")"
+		}
+		out = append(out, q)
 	}
-	return out, unprovable
+	return out, nil
 }
 
 // onlyNodes ends what perNodeIPs says when it counts each node's own
@@ -198,7 +232,7 @@ func perNodeIPs(ctx context.Context, in capacityInput) (int64, []string) {
 	case cni.prefix:
 		return 1, []string{"the VPC CNI assigns /28 prefixes (ENABLE_PREFIX_DELEGATION), whose room in the subnets cannot be proven from their free addresses" + onlyNodes}
 	case cni.custom:
-		return 1, []string{"the VPC CNI's custom networking (AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG) puts pods on the ENIConfigs' subnets, which are not proven" + onlyNodes}
+		return 1, nil // pods take the ENIConfigs' subnets (proveENIConfigSubnets)
 	}
 	maxENI, perENI, err := typeNetwork(ctx, in.p, in.typ)
 	if err != nil {

@@ -42,6 +42,17 @@ func (f *quotasAndEC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, `{"Quota":{"ServiceCode":%q,"QuotaCode":%q,"Value":%v}}`, in.ServiceCode, in.QuotaCode, v)
 }
 
+// quotaAPI is a client of an endpoint that answers Service Quotas from
+// quotas and EC2 and Auto Scaling from replies.
+func quotaAPI(t *testing.T, replies map[string]func(url.Values) reply, quotas map[string]float64) (*Client, *quotasAndEC2) {
+	t.Helper()
+	f := &quotasAndEC2{quotas: quotas, rest: &fakeAWS{replies: replies}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return NewFromConfig(sdkaws.Config{Region: "us-east-1", BaseEndpoint: sdkaws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}, Options{}), f
+}
+
 func instanceXML(id, typ, lifecycle string) string {
 	lc := ""
 	if lifecycle != "" {
@@ -68,6 +79,7 @@ func TestProveCapacity(t *testing.T) {
 		name      string
 		instances string
 		template  string // what the launch template version names beside its image
+		reserved  string // DescribeCapacityReservations' items
 		added     int32
 		want      plan.CapacityPlan
 		asked     []string
@@ -94,6 +106,15 @@ func TestProveCapacity(t *testing.T) {
 				Name: "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A)", Unit: "vCPU",
 				Needed: 8, Free: 16, Limit: 32, PerNode: 8}}, Unprovable: noSubnets, InstanceType: "c5.2xlarge"},
 			asked: []string{"ec2/L-1216C47A"}},
+		{name: "existing reservations: open ones counted, targeted ones listed, the run's own left out", instances: region, added: 4,
+			reserved: reservationXML("cr-open", "us-east-1a", "open", 3, "") + reservationXML("cr-full", "us-east-1a", "open", 0, "") +
+				reservationXML("cr-targeted", "us-east-1b", "targeted", 2, "") + reservationXML("cr-run", "us-east-1b", "open", 2, TagReservation),
+			want: plan.CapacityPlan{Quotas: []plan.QuotaUse{{Scope: "aws/123456789012/us-east-1/L-1216C47A",
+				Name: "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances (L-1216C47A)", Unit: "vCPU",
+				Needed: 16, Free: 16, Limit: 32, PerNode: 4}}, Unprovable: noSubnets, InstanceType: "m5.xlarge",
+				Reserved: []plan.ReservedCapacity{{ID: "cr-open", Zone: "us-east-1a", InstanceType: "m5.xlarge", Available: 3, Open: true},
+					{ID: "cr-targeted", Zone: "us-east-1b", InstanceType: "m5.xlarge", Available: 2}}},
+			asked: []string{"ec2/L-1216C47A"}},
 		{name: "an unknown family is not guessed", instances: instanceXML("i-1", "zz9.large", ""), added: 2,
 			want: plan.CapacityPlan{Unprovable: append([]string{`instance type "zz9.large" is of a family without a known vCPU quota`}, noSubnets...), InstanceType: "zz9.large"}},
 	}
@@ -105,12 +126,9 @@ func TestProveCapacity(t *testing.T) {
 			replies["DescribeInstances"] = fixed(200, `<DescribeInstancesResponse `+ec2NS+`><reservationSet>`+tc.instances+`</reservationSet></DescribeInstancesResponse>`)
 			replies["DescribeInstanceTypes"] = func(v url.Values) reply { return reply{200, instanceTypesXML} }
 			replies["DescribeInstanceTypeOfferings"] = offerings(nil)
+			replies["DescribeCapacityReservations"] = fixed(200, `<DescribeCapacityReservationsResponse `+ec2NS+`><capacityReservationSet>`+tc.reserved+`</capacityReservationSet></DescribeCapacityReservationsResponse>`)
 			replies["DescribeLaunchTemplateVersions"] = fixed(200, strings.Replace(ltv2XML, "<imageId>ami-new</imageId>", "<imageId>ami-new</imageId>"+tc.template, 1))
-			f := &quotasAndEC2{quotas: map[string]float64{"L-1216C47A": 32, "L-34B43A08": 64}, rest: &fakeAWS{replies: replies}}
-			srv := httptest.NewServer(f)
-			t.Cleanup(srv.Close)
-			api := NewFromConfig(sdkaws.Config{Region: "us-east-1", BaseEndpoint: sdkaws.String(srv.URL),
-				Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}, Options{})
+			api, f := quotaAPI(t, replies, map[string]float64{"L-1216C47A": 32, "L-34B43A08": 64})
 			got, err := (&NodeGroup{API: api, ASG: "ng1"}).ProveCapacity(context.Background(), tc.added)
 			if err != nil {
 				t.Fatal(err)
@@ -123,6 +141,18 @@ func TestProveCapacity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reservationXML is a Capacity Reservation of m5.xlarge as
+// DescribeCapacityReservations describes it (botocore's ec2 model,
+// CapacityReservation), tagged with tag when it is not "".
+func reservationXML(id, zone, match string, available int, tag string) string {
+	tags := ""
+	if tag != "" {
+		tags = "<tagSet><item><key>" + tag + "</key><value>t</value></item></tagSet>"
+	}
+	return fmt.Sprintf(`<item><capacityReservationId>%s</capacityReservationId><instanceType>m5.xlarge</instanceType><availabilityZone>%s</availabilityZone>`+
+		`<instanceMatchCriteria>%s</instanceMatchCriteria><availableInstanceCount>%d</availableInstanceCount><state>active</state>%s</item>`, id, zone, match, available, tags)
 }
 
 func TestBucketOf(t *testing.T) {

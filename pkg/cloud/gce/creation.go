@@ -21,10 +21,6 @@ import (
 // NodeCreationFailure does, rather than wait out --node-ready-timeout.
 var retried = []string{"RESOURCE_OPERATION_RATE_EXCEEDED", "RATE_LIMIT_EXCEEDED", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE", "BACKEND_ERROR", "RESOURCE_NOT_READY"}
 
-// capacityCodes are the quota and capacity codes, whose fix is the
-// project's or the zone's, not the template's.
-var capacityCodes = []string{"QUOTA_EXCEEDED", "ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"}
-
 // creating are the actions of a managed instance being created.
 var creating = []string{"CREATING", "CREATING_WITHOUT_RETRIES", "RECREATING"}
 
@@ -43,8 +39,8 @@ func creationFailure(byName map[string]*compute.ManagedInstance, of map[string]M
 				continue
 			}
 			fix := "fix the group's instance template (its image, its service account, the permissions it needs) and run again"
-			if slices.Contains(capacityCodes, e.Code) {
-				fix = "raise the quota or free the capacity and run again"
+			if f, ok := capacityFixes[e.Code]; ok {
+				fix = f + " and run again"
 			}
 			msg := fmt.Sprintf("instance %q of managed instance group %q cannot be created in zone %q: %s: %s; the group keeps trying, the run stops: %s, or put the group back with \"kubectl nodeupgrade abort\"",
 				name, of[name].String(), zoneOf(mi), e.Code, oneLine(e.Message), fix)

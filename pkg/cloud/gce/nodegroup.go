@@ -58,21 +58,22 @@ func (n *NodeGroup) Describe() string {
 	return "recreate the instance from the group's template (same name; its old Node object is deleted)"
 }
 
-// current is the template the groups launch now: the first group's.
-func (n *NodeGroup) current(ctx context.Context) (string, error) {
-	igm, err := n.API.getMIG(ctx, n.MIGs[0])
+// templateOf is the template a group launches now; the node group's
+// current one is its first group's.
+func (p *Client) templateOf(ctx context.Context, m MIG) (string, error) {
+	igm, err := p.getMIG(ctx, m)
 	if err != nil {
 		return "", err
 	}
 	if igm == nil {
-		return "", missingMIG(n.MIGs[0])
+		return "", missingMIG(m)
 	}
-	return templateName(n.MIGs[0], igm.InstanceTemplate)
+	return templateName(m, igm.InstanceTemplate)
 }
 
 // target resolves, and makes when it must, the target template.
 func (n *NodeGroup) target(ctx context.Context) (string, error) {
-	cur, err := n.current(ctx)
+	cur, err := n.API.templateOf(ctx, n.MIGs[0])
 	if err != nil {
 		return "", err
 	}
@@ -85,7 +86,7 @@ func (n *NodeGroup) target(ctx context.Context) (string, error) {
 
 // Setup implements cloud.Scaler: every group is pointed at the target
 // template, the first group last: a run killed on the way still finds its
-// source template there (see current). The run has held their own updates
+// source template there (see Client.templateOf). The run has held their own updates
 // off first (cloud.SelfUpdater), so none replaces an instance itself.
 func (n *NodeGroup) Setup(ctx context.Context) (string, error) {
 	tmpl, err := n.target(ctx)

@@ -106,7 +106,7 @@ func (n *NodeGroup) resources(ctx context.Context) (out []gcpclient.Resource, un
 	}
 	name := lastSegment(n.Template)
 	if name == "" {
-		cur, err := n.current(ctx)
+		cur, err := n.API.templateOf(ctx, n.MIGs[0])
 		if err != nil {
 			return out, fmt.Sprintf("cannot read the group's instance template, so its service account and subnetworks were not asked: %s", oneLine(err.Error()))
 		}

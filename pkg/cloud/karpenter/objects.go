@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/check"
+	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/cloud"
 )
 
 // The resources of Karpenter's v1 API (karpenter.sh/v1, Karpenter 1.0 and
@@ -42,28 +40,9 @@ const (
 )
 
 // dynamicFor makes the dynamic client the provider reads Karpenter's
-// objects with, over the typed client's connection: the kubeconfig's
-// server with its path (Rancher's /k8s/clusters/<id>, an API gateway's
-// prefix), the transport that holds the credentials, TLS and proxy, the
-// timeout and the rate limiter of --qps and --burst. Tests replace it.
+// objects with (cloud.DynamicFor). Tests replace it.
 var dynamicFor = func(client kubernetes.Interface) (dynamic.Interface, error) {
-	rc, ok := client.CoreV1().RESTClient().(*rest.RESTClient)
-	if !ok || rc == nil || rc.Client == nil {
-		return nil, fmt.Errorf("cannot read Karpenter's NodePools: the client has no connection to the API server")
-	}
-	cfg := &rest.Config{Host: serverOf(rc), Transport: rc.Client.Transport, Timeout: rc.Client.Timeout, RateLimiter: rc.GetRateLimiter()}
-	if cfg.RateLimiter == nil {
-		cfg.QPS = -1 // the typed client has no limit (a negative --qps): nor has this one
-	}
-	return dynamic.NewForConfig(cfg)
-}
-
-// serverOf is the server the client was made for, path included: an
-// absolute path of "/" is the server's own path, the base the client
-// puts /api/v1 after.
-func serverOf(rc *rest.RESTClient) string {
-	u := rc.Get().AbsPath("/").URL()
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/")}).String()
+	return cloud.DynamicFor(client, "Karpenter's NodePools")
 }
 
 // nodePool is what the provider reads of a NodePool.
