@@ -18,9 +18,9 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/pkg/state"
 )
 
-// killed is the interruption each case simulates: the command's act
+// errKilled is the interruption each case simulates: the command's act
 // fails right after its intent was saved.
-var killed = errors.New("killed")
+var errKilled = errors.New("killed")
 
 // failAfterAsk makes the first call of verb on resource after the intent
 // was saved (the first write of a record that names it asked) fail.
@@ -29,7 +29,7 @@ func failAfterAsk(client *fake.Clientset, verb, resource string) {
 	client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if asked && !failed && a.GetVerb() == verb && a.GetResource().Resource == resource {
 			failed = true
-			return true, nil, killed
+			return true, nil, errKilled
 		}
 		if u, ok := a.(k8stesting.UpdateAction); ok {
 			if cm, ok := u.GetObject().(*corev1.ConfigMap); ok && strings.Contains(cm.Data["record.json"], `"asked":`) {
@@ -112,7 +112,7 @@ func TestControlIntentRecordedFirst(t *testing.T) {
 				}
 			}
 			failAfterAsk(client, tc.verb, tc.resource)
-			if err := tc.act(ctx, s, look(t, s)); !errors.Is(err, killed) {
+			if err := tc.act(ctx, s, look(t, s)); !errors.Is(err, errKilled) {
 				t.Fatalf("%s: %v, want it killed after its intent was saved (out: %s)", tc.control, err, out.String())
 			}
 			after := look(t, s)

@@ -10,9 +10,10 @@ import (
 	"github.com/nodeupgrade/kubectl-nodeupgrade/sim/scenario"
 )
 
-// TestGCESurgeOverQuota: a surge the region's CPUS quota cannot hold is
-// refused by plan --detailed-exitcode and by run, naming the quota, what
-// is needed and free and the surge that fits, with nothing changed; the
+// TestGCESurgeOverQuota: a surge the region's CPUS quota cannot hold, or a
+// zone of the group that does not offer its machine type, is refused by
+// plan --detailed-exitcode and by run, naming the quota or zone, what is
+// needed and free and the surge that fits, with nothing changed; the
 // run with that surge finishes (the fake holds its creations to the
 // quota too).
 func TestGCESurgeOverQuota(t *testing.T) {
@@ -40,6 +41,18 @@ func TestGCESurgeOverQuota(t *testing.T) {
 		t.Fatalf("run must refuse the surge over quota with exit %d: %s", nodeupgrade.ExitBlockers, r)
 	}
 	g.assertUnchanged(t, 3)
+	// A zone of the group that does not offer the machine type blocks too.
+	g.srv.SetOffered(gceZones[2], "e2-standard-4", false)
+	one := []string{name, "--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--image", "img-new"}
+	if pl := g.run(t, append([]string{"plan", "--detailed-exitcode"}, one...)...); pl.code != nodeupgrade.ExitBlockers ||
+		!strings.Contains(pl.stdout+pl.stderr, "e2-standard-4 in zone "+gceZones[2]+", where Compute does not offer it") {
+		t.Fatalf("plan must exit %d naming the zone that does not offer e2-standard-4: %s", nodeupgrade.ExitBlockers, pl)
+	}
+	if r := g.run(t, append([]string{"run", "--yes"}, one...)...); r.code != nodeupgrade.ExitBlockers || !strings.Contains(r.stderr, "insufficient-quota") {
+		t.Fatalf("run must refuse a zone that does not offer the type with exit %d: %s", nodeupgrade.ExitBlockers, r)
+	}
+	g.assertUnchanged(t, 3)
+	g.srv.SetOffered(gceZones[2], "e2-standard-4", true)
 	fits := []string{"run", name, "--strategy", "surge", "--max-surge", "1", "--max-unavailable", "0", "--image", "img-new", "--post-drain-wait", "0s", "--yes"}
 	if r := g.run(t, fits...); r.code != nodeupgrade.ExitOK {
 		t.Fatalf("run with the surge that fits: %s", r)

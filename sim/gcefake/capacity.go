@@ -131,12 +131,29 @@ func (s *Server) quotaErrorLocked(in *instance) *compute.ManagedInstanceLastAtte
 	return nil
 }
 
+// SetOffered takes machine type typ out of zone (offered false) or puts
+// it back: machineTypes.get in that zone answers 404, as Compute does for
+// a type the zone does not offer ("not all machine types are available in
+// all zones", https://cloud.google.com/compute/docs/regions-zones#available).
+func (s *Server) SetOffered(zone, typ string, offered bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if offered {
+		delete(s.notOffered, zone+"/"+typ)
+	} else {
+		s.notOffered[zone+"/"+typ] = true
+	}
+}
+
 // getMachineType answers machineTypes.get from the fake's machine types,
-// 404 for another
+// 404 for another or one SetOffered took out of the zone
 // (https://cloud.google.com/compute/docs/reference/rest/v1/machineTypes/get).
 func (s *Server) getMachineType(req *request) (any, error) {
 	zone, name := req.parts[1], req.parts[3]
 	mt, ok := machineTypes[name]
+	s.mu.Lock()
+	ok = ok && !s.notOffered[zone+"/"+name]
+	s.mu.Unlock()
 	if !ok {
 		return nil, notFound("The resource 'projects/%s/zones/%s/machineTypes/%s' was not found", req.project, zone, name)
 	}

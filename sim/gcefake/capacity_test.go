@@ -49,6 +49,17 @@ func TestRegionQuotasAndMachineTypes(t *testing.T) {
 	if _, err := svc.MachineTypes.Get(project, zones[0], "x9-huge-1").Do(); !errors.As(err, &ge) || ge.Code != http.StatusNotFound {
 		t.Errorf("an unknown machine type: %v, want 404", err)
 	}
+	srv.SetOffered(zones[1], "e2-standard-4", false)
+	if _, err := svc.MachineTypes.Get(project, zones[1], "e2-standard-4").Do(); !errors.As(err, &ge) || ge.Code != http.StatusNotFound {
+		t.Errorf("a type taken out of zone %s: %v, want 404", zones[1], err)
+	}
+	if _, err := svc.MachineTypes.Get(project, zones[0], "e2-standard-4").Do(); err != nil {
+		t.Errorf("another zone still offers the type: %v", err)
+	}
+	srv.SetOffered(zones[1], "e2-standard-4", true)
+	if _, err := svc.MachineTypes.Get(project, zones[1], "e2-standard-4").Do(); err != nil {
+		t.Errorf("the type put back in zone %s: %v", zones[1], err)
+	}
 }
 
 // TestCreationsHeldToQuota: a group raised past the CPUS quota creates

@@ -154,6 +154,9 @@ type Server struct {
 	// quotas are the regional quotas' limits SetQuota set, by
 	// project/region/metric.
 	quotas map[string]float64
+	// notOffered are the machine types SetOffered took out of a zone, by
+	// zone/type.
+	notOffered map[string]bool
 	// failCreate is the error code creations fail with, by zone ("": all).
 	failCreate map[string]string
 	// failTemplate is the error template inserts end with (nil: none).
@@ -210,7 +213,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		changed: make(chan struct{}), templates: map[string]*compute.InstanceTemplate{},
 		images: map[string]*compute.Image{}, groups: map[string]*group{}, instances: map[string]*instance{},
 		autoscalers: map[string]*compute.Autoscaler{}, ops: map[string]*compute.Operation{},
-		backendServices: map[string]*compute.BackendService{}, failCreate: map[string]string{}, subnetworks: map[string]bool{}, quotas: map[string]float64{},
+		backendServices: map[string]*compute.BackendService{}, failCreate: map[string]string{}, subnetworks: map[string]bool{}, quotas: map[string]float64{}, notOffered: map[string]bool{},
 		dice: &gcpfault.Dice{Rate: opts.Faults, Seed: opts.FaultSeed},
 		late: &gcpfault.Dice{Rate: opts.LateFaults, Seed: opts.FaultSeed + 1, From: gcpfault.Late}, done: map[string]any{},
 	}

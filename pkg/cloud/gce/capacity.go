@@ -3,6 +3,7 @@ package gce
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	compute "google.golang.org/api/compute/v1"
@@ -55,38 +56,50 @@ func cpuMetric(machineType string, spot bool, r *compute.Region) (string, bool) 
 // added instances count against (see RegionQuotas), each launched from
 // the target template.
 func (n *NodeGroup) ProveCapacity(ctx context.Context, added int32) (*plan.CapacityPlan, error) {
-	it, zone, err := launchTemplate(ctx, n.API, n.MIGs[0], n.Template)
+	it, zones, err := launchTemplate(ctx, n.API, n.MIGs, n.Template)
 	if err != nil {
 		return &plan.CapacityPlan{Unprovable: []string{oneLine(err.Error())}}, nil
 	}
 	p := it.Properties
 	return RegionQuotas(ctx, n.API.svc, Launch{
-		Project: n.API.project, Zone: zone, MachineType: lastSegment(p.MachineType),
+		Project: n.API.project, Zones: zones, MachineType: lastSegment(p.MachineType),
 		Spot:        p.Scheduling != nil && (p.Scheduling.Preemptible || p.Scheduling.ProvisioningModel == "SPOT"),
 		ExternalIPs: accessConfigs(p),
 	}, added), nil
 }
 
-// Launch is what an added instance is: where, of which machine type,
-// Spot (or preemptible) or not, with how many external addresses.
+// Launch is what an added instance is: where (the zones of one region
+// it may launch in), of which machine type, Spot (or preemptible) or not,
+// with how many external addresses.
 type Launch struct {
-	Project, Zone, MachineType string
-	Spot                       bool
-	ExternalIPs                int64
+	Project, MachineType string
+	Zones                []string
+	Spot                 bool
+	ExternalIPs          int64
 }
 
 // RegionQuotas reads the region's quotas (regions.get) added instances of
 // l count against: their machine type's vCPUs (machineTypes.get) of the
 // series' vCPU quota, one each of INSTANCES, and their external addresses
-// of IN_USE_ADDRESSES. What it cannot read it names in Unprovable.
+// of IN_USE_ADDRESSES; and each zone that does not offer the machine type
+// as a limit with none free. What it cannot read it names in Unprovable.
 func RegionQuotas(ctx context.Context, svc *compute.Service, l Launch, added int32) *plan.CapacityPlan {
 	c := &plan.CapacityPlan{InstanceType: l.MachineType}
-	mt, err := svc.MachineTypes.Get(l.Project, l.Zone, l.MachineType).Context(ctx).Do()
-	if err != nil {
-		c.Unprovable = []string{oneLine(wrap(err, "get machine type %q in zone %q", l.MachineType, l.Zone).Error())}
+	if len(l.Zones) == 0 {
+		c.Unprovable = []string{fmt.Sprintf("no zone to read machine type %q in", l.MachineType)}
 		return c
 	}
-	region := RegionOf(l.Zone)
+	mt, missing, err := machineTypeIn(ctx, svc, l)
+	for _, z := range missing {
+		c.Quotas = append(c.Quotas, notOffered(l, z, added))
+	}
+	if err != nil || mt == nil {
+		if err != nil {
+			c.Unprovable = []string{oneLine(err.Error())}
+		}
+		return c
+	}
+	region := RegionOf(l.Zones[0])
 	r, err := svc.Regions.Get(l.Project, region).Context(ctx).Do()
 	if err != nil {
 		c.Unprovable = []string{oneLine(wrap(err, "get the quotas of region %q", region).Error())}
@@ -110,6 +123,38 @@ func RegionQuotas(ctx context.Context, svc *compute.Service, l Launch, added int
 	return c
 }
 
+// machineTypeIn reads l's machine type in each of its zones
+// (machineTypes.get is zonal): a zone where Compute answers 404 does not
+// offer it, and no instance of the group launches there
+// (https://cloud.google.com/compute/docs/regions-zones#available: "not
+// all machine types are available in all zones"). mt is the type as the
+// first zone that offers it reports it; nil where none does.
+func machineTypeIn(ctx context.Context, svc *compute.Service, l Launch) (mt *compute.MachineType, missing []string, err error) {
+	for _, z := range l.Zones {
+		got, err := svc.MachineTypes.Get(l.Project, z, l.MachineType).Context(ctx).Do()
+		switch {
+		case isCode(err, http.StatusNotFound):
+			missing = append(missing, z)
+		case err != nil:
+			return nil, missing, wrap(err, "get machine type %q in zone %q", l.MachineType, z)
+		case mt == nil:
+			mt = got
+		}
+	}
+	return mt, missing, nil
+}
+
+// notOffered is a zone that does not offer the machine type as a limit
+// with none free: the added instances cannot launch there.
+func notOffered(l Launch, zone string, added int32) plan.QuotaUse {
+	return plan.QuotaUse{
+		Scope: strings.Join([]string{"gcp", l.Project, zone, l.MachineType}, "/"),
+		Name: fmt.Sprintf("%s in zone %s, where Compute does not offer it (take the zone out of the group's zones or launch another machine type)",
+			l.MachineType, zone),
+		Unit: "instance", Needed: int64(added),
+	}
+}
+
 // quotaUse is what added instances, per of the quota each, need of q.
 func quotaUse(project, region string, q *compute.Quota, per int64, added int32) plan.QuotaUse {
 	unit := map[string]string{metricInstances: "instance", metricInUseAddresses: "IP"}[q.Metric]
@@ -126,35 +171,62 @@ func quotaUse(project, region string, q *compute.Quota, per int64, added int32) 
 
 // launchTemplate is the template the added instances launch from (the
 // one --instance-template names, else the groups' current one: a copy
-// for --image differs in its image only), and a zone of the groups for
-// machineTypes.get, which is zonal.
-func launchTemplate(ctx context.Context, api *Client, m MIG, template string) (*compute.InstanceTemplate, string, error) {
-	igm, err := api.getMIG(ctx, m)
-	if err != nil {
-		return nil, "", err
+// for --image differs in its image only), and the zones of the groups
+// they may launch in, for machineTypes.get, which is zonal.
+func launchTemplate(ctx context.Context, api *Client, migs []MIG, template string) (*compute.InstanceTemplate, []string, error) {
+	var it *compute.InstanceTemplate
+	var zones []string
+	for _, m := range migs {
+		igm, err := api.getMIG(ctx, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		if igm == nil {
+			return nil, nil, missingMIG(m)
+		}
+		if it == nil {
+			if it, err = templateNamed(ctx, api, template, igm); err != nil {
+				return nil, nil, err
+			}
+		}
+		zones = append(zones, migZones(m, igm)...)
 	}
-	if igm == nil {
-		return nil, "", missingMIG(m)
+	if len(zones) == 0 {
+		return nil, nil, fmt.Errorf("managed instance group %q names no zone", migs[0].String())
 	}
-	name := lastSegment(template)
+	return it, zones, nil
+}
+
+// templateNamed is instance template name, else the group's current one.
+func templateNamed(ctx context.Context, api *Client, name string, igm *compute.InstanceGroupManager) (*compute.InstanceTemplate, error) {
+	name = lastSegment(name)
 	if name == "" {
 		name = lastSegment(igm.InstanceTemplate)
 	}
 	it, err := api.getTemplate(ctx, name)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if it == nil || it.Properties == nil || it.Properties.MachineType == "" {
-		return nil, "", fmt.Errorf("instance template %q names no machine type", name)
+		return nil, fmt.Errorf("instance template %q names no machine type", name)
 	}
-	zone := m.Zone
+	return it, nil
+}
+
+// migZones are the zones a group launches in: its distribution policy's
+// for a regional group, its own for a zonal one.
+func migZones(m MIG, igm *compute.InstanceGroupManager) []string {
 	if igm.DistributionPolicy != nil && len(igm.DistributionPolicy.Zones) > 0 {
-		zone = lastSegment(igm.DistributionPolicy.Zones[0].Zone)
+		var zones []string
+		for _, z := range igm.DistributionPolicy.Zones {
+			zones = append(zones, lastSegment(z.Zone))
+		}
+		return zones
 	}
-	if zone == "" {
-		return nil, "", fmt.Errorf("managed instance group %q names no zone", m.String())
+	if m.Zone != "" {
+		return []string{m.Zone}
 	}
-	return it, zone, nil
+	return nil
 }
 
 // accessConfigs counts the external addresses an instance of the

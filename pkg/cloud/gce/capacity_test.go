@@ -31,6 +31,7 @@ func TestProveCapacity(t *testing.T) {
 		scheduling  *compute.Scheduling
 		region      any
 		machineType any
+		zoneB       any // machineTypes.get in us-central1-b, a second zone of the group where set
 		want        plan.CapacityPlan
 	}{
 		{
@@ -76,6 +77,21 @@ func TestProveCapacity(t *testing.T) {
 				Quotas: []plan.QuotaUse{use("CPUS", "vCPU", 8, 16, 24, 4)}},
 		},
 		{
+			name: "a zone that does not offer the type is a limit with none free", machine: "e2-standard-4",
+			zoneB:  &apiErr{http.StatusNotFound, "notFound"},
+			region: region(quota("CPUS", 24, 8), quota("INSTANCES", 100, 2)),
+			want: plan.CapacityPlan{InstanceType: "e2-standard-4", Quotas: []plan.QuotaUse{
+				{Scope: "gcp/p/us-central1-b/e2-standard-4", Name: "e2-standard-4 in zone us-central1-b, where Compute does not offer it (take the zone out of the group's zones or launch another machine type)", Unit: "instance", Needed: 2},
+				use("CPUS", "vCPU", 8, 16, 24, 4), use("INSTANCES", "instance", 2, 98, 100, 1)}},
+		},
+		{
+			name: "a second zone that offers the type adds nothing", machine: "e2-standard-4",
+			zoneB:  &compute.MachineType{Name: "e2-standard-4", GuestCpus: 4},
+			region: region(quota("CPUS", 24, 8), quota("INSTANCES", 100, 2)),
+			want: plan.CapacityPlan{InstanceType: "e2-standard-4", Quotas: []plan.QuotaUse{
+				use("CPUS", "vCPU", 8, 16, 24, 4), use("INSTANCES", "instance", 2, 98, 100, 1)}},
+		},
+		{
 			name: "machineTypes.get refused", machine: "e2-standard-4", machineType: &apiErr{http.StatusForbidden, "forbidden"},
 			region: region(quota("CPUS", 24, 8)),
 			want:   plan.CapacityPlan{InstanceType: "e2-standard-4", Unprovable: []string{`cannot get machine type "e2-standard-4" in zone "us-central1-a"`}},
@@ -95,15 +111,21 @@ func TestProveCapacity(t *testing.T) {
 				cpus, _ := map[string]int64{"e2-standard-4": 4, "n2-standard-4": 4, "z3-highmem-8": 8}[tc.machine]
 				tc.machineType = &compute.MachineType{Name: tc.machine, GuestCpus: cpus}
 			}
-			_, p := newAPI(t, map[string]any{
-				"GET projects/p/regions/us-central1/instanceGroupManagers/ng": &compute.InstanceGroupManager{
-					Name: "ng", InstanceTemplate: computeURL + "projects/p/global/instanceTemplates/t-v1",
-					DistributionPolicy: &compute.DistributionPolicy{Zones: []*compute.DistributionPolicyZoneConfiguration{{Zone: computeURL + "projects/p/zones/us-central1-a"}}},
-				},
+			zones := []*compute.DistributionPolicyZoneConfiguration{{Zone: computeURL + "projects/p/zones/us-central1-a"}}
+			routes := map[string]any{
 				"GET projects/p/global/instanceTemplates/t-v1":                  &compute.InstanceTemplate{Name: "t-v1", Properties: props},
 				"GET projects/p/zones/us-central1-a/machineTypes/" + tc.machine: tc.machineType,
 				"GET projects/p/regions/us-central1":                            tc.region,
-			})
+			}
+			if tc.zoneB != nil {
+				zones = append(zones, &compute.DistributionPolicyZoneConfiguration{Zone: computeURL + "projects/p/zones/us-central1-b"})
+				routes["GET projects/p/zones/us-central1-b/machineTypes/"+tc.machine] = tc.zoneB
+			}
+			routes["GET projects/p/regions/us-central1/instanceGroupManagers/ng"] = &compute.InstanceGroupManager{
+				Name: "ng", InstanceTemplate: computeURL + "projects/p/global/instanceTemplates/t-v1",
+				DistributionPolicy: &compute.DistributionPolicy{Zones: zones},
+			}
+			_, p := newAPI(t, routes)
 			n := &NodeGroup{API: p, MIGs: []MIG{ngMIG}}
 			got, err := n.ProveCapacity(context.Background(), 2)
 			if err != nil {

@@ -28,7 +28,7 @@ func (n *NodePool) ProveCapacity(ctx context.Context, added int32) (*plan.Capaci
 		c = &plan.CapacityPlan{Unprovable: []string{fmt.Sprintf("node pool %q reports no machine type or zone", n.name)}}
 	} else {
 		c = gce.RegionQuotas(ctx, n.c.compute, gce.Launch{
-			Project: n.project, Zone: n.pool.Locations[0], MachineType: cfg.MachineType, Spot: cfg.Spot || cfg.Preemptible,
+			Project: n.project, Zones: n.pool.Locations, MachineType: cfg.MachineType, Spot: cfg.Spot || cfg.Preemptible,
 		}, added)
 	}
 	cidr, err := podRange(ctx, n.c.gke, n.clusterPath(), n.cluster, n.pool)
