@@ -56,21 +56,7 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 	if err != nil {
 		return err
 	}
-	if err := FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
-		return err
-	}
-	follows := followsServiceUpdate(pl, rec)
-	if follows {
-		if follows, err = serviceUpdateGoesOn(ctx, pl, rec); err != nil {
-			return err
-		}
-	}
-	if follows {
-		// The audit sees the service's own drain under way (a PDB at 0
-		// disruptions, pods it deletes); the update was audited when it
-		// started, and this run only follows it.
-		fmt.Fprintf(s.ErrOut, "the %s's update %s is under way: following it to its end, not auditing it again\n", pl.Managed.Service, rec.Managed.UpdateID)
-	} else if err := r.RefuseBlockers(pl.Plan, "refusing to run"); err != nil && !r.Rollback && !ManagedRollingBack(rec) {
+	if err := s.auditOrFollow(ctx, r, pl, rec); err != nil {
 		return err
 	}
 	if !ui.Yes {
@@ -90,6 +76,31 @@ func (s *Session) Execute(ctx context.Context, r *Request, ui Prompt) error {
 		return ui.Submit(ctx, pl)
 	}
 	return s.Run(ctx, pl)
+}
+
+// auditOrFollow refuses the plan's blockers, unless the run follows a
+// service's update under way: the audit would see the service's own drain
+// (a PDB at 0 disruptions, pods it deletes), and the update was audited
+// when it started.
+func (s *Session) auditOrFollow(ctx context.Context, r *Request, pl *Planned, rec *state.Record) error {
+	if err := FindStartedUpdate(ctx, pl.Provider, rec); err != nil {
+		return err
+	}
+	follows := followsServiceUpdate(pl, rec)
+	if follows {
+		var err error
+		if follows, err = serviceUpdateGoesOn(ctx, pl, rec); err != nil {
+			return err
+		}
+	}
+	if follows {
+		fmt.Fprintf(s.ErrOut, "the %s's update %s is under way: following it to its end, not auditing it again\n", pl.Managed.Service, rec.Managed.UpdateID)
+		return nil
+	}
+	if err := r.RefuseBlockers(pl.Plan, "refusing to run"); err != nil && !r.Rollback && !ManagedRollingBack(rec) {
+		return err
+	}
+	return nil
 }
 
 // RefuseBlockers stops a run whose audit found blockers, unless --force or

@@ -200,16 +200,9 @@ func (s *Server) patchScaleSet(q *request) {
 		writeError(q.w, err)
 		return
 	}
-	if in.SKU != nil && in.SKU.Capacity != nil && *in.SKU.Capacity > int64(len(ss.vms)) {
-		add := *in.SKU.Capacity - int64(len(ss.vms))
-		err := s.quotaRefusalLocked(sizeOf(ss.model.SKU.Name), add)
-		if err == nil {
-			err = s.launchRefusalLocked(ss.name, ss.name, str(ss.model.SKU.Name), int(add))
-		}
-		if err != nil {
-			writeError(q.w, err)
-			return
-		}
+	if err := s.scaleOutRefusalLocked(ss, in.SKU); err != nil {
+		writeError(q.w, err)
+		return
 	}
 	m := ss.model
 	props, prof := *m.Properties, *m.Properties.VirtualMachineProfile
@@ -245,6 +238,20 @@ func (s *Server) patchScaleSet(q *request) {
 	o := s.startComputeOpLocked(ss, "virtualMachineScaleSets/write", ch)
 	s.computeHeaders(q.w, o)
 	writeJSON(q.w, http.StatusOK, scaleSetView(ss, false))
+}
+
+// scaleOutRefusalLocked is Compute's refusal of the instances a new
+// capacity adds, for the quota or the capacity; nil when it fits or adds
+// none.
+func (s *Server) scaleOutRefusalLocked(ss *scaleSet, sku *armcompute.SKU) *armError {
+	if sku == nil || sku.Capacity == nil || *sku.Capacity <= int64(len(ss.vms)) {
+		return nil
+	}
+	add := *sku.Capacity - int64(len(ss.vms))
+	if err := s.quotaRefusalLocked(sizeOf(ss.model.SKU.Name), add); err != nil {
+		return err
+	}
+	return s.launchRefusalLocked(ss.name, ss.name, str(ss.model.SKU.Name), int(add))
 }
 
 // deleteScaleSet deletes a scale set and its instances; one that does not

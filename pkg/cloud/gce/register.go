@@ -321,12 +321,8 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 	if err != nil {
 		return nil, err
 	}
-	ptrs := make([]*corev1.Node, len(nodes))
-	for i := range nodes {
-		ptrs[i] = &nodes[i]
-	}
-	byNode, unjoined := mapNodes(n.API.project, byName, ptrs)
-	if err := n.API.withLaunched(ctx, byNode); err != nil {
+	byNode, unjoined, err := joinNodes(ctx, n.API, byName, nodes)
+	if err != nil {
 		return nil, err
 	}
 	cg := &plan.CloudGroup{
@@ -358,6 +354,20 @@ func (n *NodeGroup) open(ctx context.Context, nodes []corev1.Node) (*plan.CloudG
 	}
 	cg.LaunchesAfter, cg.Notes, err = n.launchesAfter(ctx, igms, target)
 	return cg, err
+}
+
+// joinNodes maps the nodes to the groups' instances byName, with their
+// launch times, and the instances no node is of.
+func joinNodes(ctx context.Context, api *Client, byName map[string]*compute.ManagedInstance, nodes []corev1.Node) (map[string]plan.Machine, []plan.Machine, error) {
+	ptrs := make([]*corev1.Node, len(nodes))
+	for i := range nodes {
+		ptrs[i] = &nodes[i]
+	}
+	byNode, unjoined := mapNodes(api.project, byName, ptrs)
+	if err := api.withLaunched(ctx, byNode); err != nil {
+		return nil, nil, err
+	}
+	return byNode, unjoined, nil
 }
 
 // checkTemplates refuses groups that launch different templates, but for
