@@ -32,6 +32,9 @@ The corrections, each against AWS's documentation:
      do not allow it: 403 AccessDenied ("User: ... is not authorized to
      perform: iam:SimulatePrincipalPolicy"), so the plugin's permission
      probe takes the path of a caller who may not simulate.
+  g) ec2:DescribeCapacityReservations is not implemented (NotImplementedError,
+     HTTP 500). Here it is answered as EC2 answers an account that has no
+     capacity reservations: an empty CapacityReservations list.
 """
 
 import contextlib
@@ -44,6 +47,8 @@ import threading
 from moto.autoscaling import models as asg_models
 from moto.autoscaling.exceptions import ValidationError
 from moto.core.exceptions import AccessDeniedError
+from moto.core.responses import ActionResult
+from moto.ec2.responses import EC2Response
 from moto.iam.responses import IamResponse
 from moto.ec2.responses.launch_templates import LaunchTemplates
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
@@ -208,6 +213,13 @@ def patch():
         raise AccessDeniedError(f"arn:aws:sts::{self.current_account}:user/moto", "iam:SimulatePrincipalPolicy")
 
     IamResponse.simulate_principal_policy = simulate_principal_policy
+
+    if not hasattr(EC2Response, "describe_capacity_reservations"):
+        def describe_capacity_reservations(self):
+            # (g) an account without capacity reservations
+            return ActionResult({"CapacityReservations": []})
+
+        EC2Response.describe_capacity_reservations = describe_capacity_reservations
 
 
 def serialised(app):
